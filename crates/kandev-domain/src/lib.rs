@@ -1,0 +1,13 @@
+//! Kandev's domain model: plain Rust types and pure rules, with no IO, async or serde.
+
+pub mod agent;
+pub mod ids;
+pub mod session;
+pub mod task;
+pub mod time;
+pub mod validate;
+pub mod workflow;
+pub mod workspace;
+
+pub use ids::*;
+pub use time::{Clock, IdGenerator, Timestamp};

@@ -1,0 +1,31 @@
+//! Workspaces and the local git repositories registered in them.
+
+use crate::{RepositoryId, Timestamp, WorkspaceId};
+
+/// A workspace groups repositories, workflows and agent profiles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    pub id: WorkspaceId,
+    pub name: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// Default branch template: `{task-slug}` and `{short-id}` are filled in per task.
+pub const DEFAULT_BRANCH_TEMPLATE: &str = "kandev/{task-slug}-{short-id}";
+
+/// A local git repository that tasks can work in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repository {
+    pub id: RepositoryId,
+    pub workspace_id: WorkspaceId,
+    pub name: String,
+    /// Absolute path of the repository's main checkout.
+    pub local_path: String,
+    pub default_branch: String,
+    pub branch_template: String,
+    /// Shell script run in a new worktree before the agent starts; empty for none.
+    pub setup_script: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}

@@ -1,0 +1,1 @@
+//! The orchestrator: session actors, workflow execution, event bus.

@@ -1,0 +1,1 @@
+//! A deterministic, scripted ACP agent for tests, benchmarks and first runs.

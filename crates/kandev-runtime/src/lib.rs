@@ -1,0 +1,1 @@
+//! Agent executors and process supervision: the only crate that starts processes.

@@ -1,0 +1,1 @@
+//! Kandev's HTTP + WebSocket API: router, action handlers, ApiError.

@@ -1,0 +1,1 @@
+//! Kandev's persistence: migrations, row types and the Store API over SQLite.

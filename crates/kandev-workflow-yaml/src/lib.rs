@@ -1,0 +1,1 @@
+//! The portable workflow YAML format: parse, validate, export, and the built-in templates.

@@ -1,0 +1,2 @@
+//! The kandev command line.
+fn main() {}
