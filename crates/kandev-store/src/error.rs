@@ -1,0 +1,29 @@
+//! The store's error type.
+
+use thiserror::Error;
+
+/// What can go wrong in the store. `NotFound` and `Conflict` are meant for users; the rest
+/// are internal and should be logged, not shown.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("{what} {id} was not found")]
+    NotFound { what: &'static str, id: String },
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("stored data is invalid: {0}")]
+    Corrupt(String),
+    #[error("cannot create {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+impl StoreError {
+    pub fn not_found(what: &'static str, id: impl Into<String>) -> Self {
+        StoreError::NotFound { what, id: id.into() }
+    }
+}

@@ -1,0 +1,145 @@
+//! Agent profiles: reads and writes.
+
+use kandev_domain::AgentProfileId;
+use kandev_domain::agent::{AgentKind, AgentProfile, EnvVar};
+use sqlx::{Executor, Sqlite};
+
+use crate::rows::{EnvJson, ProfileRow};
+use crate::{Result, Store, StoreError, WriteTx};
+
+/// A profile to create.
+#[derive(Debug, Clone)]
+pub struct NewProfile {
+    pub name: String,
+    pub kind: AgentKind,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<EnvVar>,
+    pub model: Option<String>,
+    pub mode: Option<String>,
+    pub auto_approve: bool,
+}
+
+/// Fields of a profile to change; `None` keeps the current value.
+#[derive(Debug, Clone, Default)]
+pub struct ProfilePatch {
+    pub name: Option<String>,
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub env: Option<Vec<EnvVar>>,
+    pub model: Option<Option<String>>,
+    pub mode: Option<Option<String>>,
+    pub auto_approve: Option<bool>,
+}
+
+async fn fetch_profile<'e>(
+    e: impl Executor<'e, Database = Sqlite>,
+    id: &str,
+) -> Result<AgentProfile> {
+    sqlx::query_as::<_, ProfileRow>("SELECT * FROM agent_profiles WHERE id = ?")
+        .bind(id)
+        .fetch_optional(e)
+        .await?
+        .ok_or_else(|| StoreError::not_found("agent profile", id))
+        .and_then(AgentProfile::try_from)
+}
+
+fn args_json(args: &[String]) -> String {
+    serde_json::Value::from(args.to_vec()).to_string()
+}
+
+fn env_json(env: &[EnvVar]) -> String {
+    let list: Vec<EnvJson> =
+        env.iter().map(|e| EnvJson { name: e.name.clone(), value: e.value.clone() }).collect();
+    serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
+}
+
+impl Store {
+    pub async fn list_profiles(&self) -> Result<Vec<AgentProfile>> {
+        sqlx::query_as::<_, ProfileRow>("SELECT * FROM agent_profiles ORDER BY created_at, id")
+            .fetch_all(&self.read)
+            .await?
+            .into_iter()
+            .map(AgentProfile::try_from)
+            .collect()
+    }
+
+    pub async fn get_profile(&self, id: &AgentProfileId) -> Result<AgentProfile> {
+        fetch_profile(&self.read, id.as_str()).await
+    }
+}
+
+impl WriteTx {
+    pub async fn insert_profile(&mut self, new: &NewProfile) -> Result<AgentProfile> {
+        let (id, now) = (self.new_id(), self.now().millis());
+        sqlx::query(
+            "INSERT INTO agent_profiles (id, name, kind, command, args, env, model, mode, auto_approve, \
+             created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(&new.name)
+        .bind(new.kind.as_str())
+        .bind(&new.command)
+        .bind(args_json(&new.args))
+        .bind(env_json(&new.env))
+        .bind(&new.model)
+        .bind(&new.mode)
+        .bind(new.auto_approve)
+        .bind(now)
+        .bind(now)
+        .execute(self.conn())
+        .await?;
+        fetch_profile(self.conn(), &id).await
+    }
+
+    pub async fn update_profile(
+        &mut self,
+        id: &AgentProfileId,
+        patch: &ProfilePatch,
+    ) -> Result<AgentProfile> {
+        let current = fetch_profile(self.conn(), id.as_str()).await?;
+        let now = self.now().millis();
+        sqlx::query(
+            "UPDATE agent_profiles SET name = ?, command = ?, args = ?, env = ?, model = ?, mode = ?, \
+             auto_approve = ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(patch.name.as_ref().unwrap_or(&current.name))
+        .bind(patch.command.as_ref().unwrap_or(&current.command))
+        .bind(args_json(patch.args.as_ref().unwrap_or(&current.args)))
+        .bind(env_json(patch.env.as_ref().unwrap_or(&current.env)))
+        .bind(patch.model.clone().unwrap_or(current.model))
+        .bind(patch.mode.clone().unwrap_or(current.mode))
+        .bind(patch.auto_approve.unwrap_or(current.auto_approve))
+        .bind(now)
+        .bind(id.as_str())
+        .execute(self.conn())
+        .await?;
+        fetch_profile(self.conn(), id.as_str()).await
+    }
+
+    pub async fn delete_profile(&mut self, id: &AgentProfileId) -> Result<()> {
+        let done = sqlx::query("DELETE FROM agent_profiles WHERE id = ?")
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::not_found("agent profile", id.as_str()));
+        }
+        Ok(())
+    }
+
+    /// Whether any profile exists yet (first-run seeding).
+    pub async fn has_profiles(&mut self) -> Result<bool> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_profiles")
+            .fetch_one(self.conn())
+            .await?;
+        Ok(count > 0)
+    }
+
+    /// Whether any workspace exists yet (first-run seeding).
+    pub async fn has_workspaces(&mut self) -> Result<bool> {
+        let count: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM workspaces").fetch_one(self.conn()).await?;
+        Ok(count > 0)
+    }
+}

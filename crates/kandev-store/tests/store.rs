@@ -1,0 +1,152 @@
+//! Store integration tests on a real SQLite file: pragmas, persistence, board order, events.
+
+use std::collections::HashMap;
+
+use kandev_domain::StepId;
+use kandev_domain::workflow::{StepSpec, WorkflowSpec};
+use kandev_store::{Location, NewTask, Store, TaskFilter};
+
+fn spec(steps: &[&str]) -> WorkflowSpec {
+    WorkflowSpec {
+        name: "Board".into(),
+        description: String::new(),
+        steps: steps.iter().map(|s| StepSpec::named(*s)).collect(),
+    }
+}
+
+async fn open(dir: &tempfile::TempDir) -> Store {
+    Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap()
+}
+
+fn titles(tasks: &[kandev_domain::task::Task], step: &StepId) -> Vec<String> {
+    tasks.iter().filter(|t| &t.step_id == step).map(|t| t.title.clone()).collect()
+}
+
+#[tokio::test]
+async fn file_database_uses_wal_and_foreign_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let mut tx = store.begin_write().await.unwrap();
+    let err = tx
+        .insert_task(
+            &NewTask {
+                workflow_id: kandev_domain::WorkflowId::new("missing"),
+                step_id: StepId::new("missing"),
+                title: "t".into(),
+                description: String::new(),
+                repository_ids: vec![],
+                agent_profile_id: None,
+            },
+            "user",
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("workflow missing was not found"), "{err}");
+    drop(tx);
+    assert!(dir.path().join("kandev.db-wal").exists(), "WAL file exists");
+}
+
+#[tokio::test]
+async fn data_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let workflow_id = {
+        let store = open(&dir).await;
+        let mut tx = store.begin_write().await.unwrap();
+        let ws = tx.insert_workspace("Home").await.unwrap();
+        let wf = tx.insert_workflow(&ws.id, &spec(&["A", "B"]), None).await.unwrap();
+        tx.commit().await.unwrap();
+        store.close().await;
+        wf.id
+    };
+    let store = open(&dir).await;
+    let wf = store.get_workflow(&workflow_id).await.unwrap();
+    assert_eq!(wf.steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), vec!["A", "B"]);
+}
+
+#[tokio::test]
+async fn moves_and_reorders_keep_positions_dense() {
+    let store = Store::in_memory().await.unwrap();
+    let mut tx = store.begin_write().await.unwrap();
+    let ws = tx.insert_workspace("Home").await.unwrap();
+    let wf = tx.insert_workflow(&ws.id, &spec(&["A", "B"]), None).await.unwrap();
+    let (a, b) = (wf.steps[0].id.clone(), wf.steps[1].id.clone());
+    let mut ids = vec![];
+    for title in ["one", "two", "three"] {
+        let new = NewTask {
+            workflow_id: wf.id.clone(),
+            step_id: a.clone(),
+            title: title.into(),
+            description: String::new(),
+            repository_ids: vec![],
+            agent_profile_id: None,
+        };
+        ids.push(tx.insert_task(&new, "user").await.unwrap().id);
+    }
+    tx.move_task(&ids[0], &b, None, "manual", "user").await.unwrap();
+    tx.move_task(&ids[2], &a, Some(0), "manual", "user").await.unwrap();
+    tx.commit().await.unwrap();
+
+    let filter = TaskFilter { workflow_id: Some(wf.id.clone()), limit: 100, ..Default::default() };
+    let tasks = store.list_tasks(&filter).await.unwrap();
+    assert_eq!(titles(&tasks, &a), vec!["three", "two"]);
+    assert_eq!(titles(&tasks, &b), vec!["one"]);
+    let positions: Vec<u32> = tasks.iter().filter(|t| t.step_id == a).map(|t| t.position).collect();
+    assert_eq!(positions, vec![0, 1]);
+    let history = store.step_history(&ids[0]).await.unwrap();
+    assert_eq!(history.len(), 2, "created + moved");
+    assert_eq!(history[1].from_step_id.as_ref(), Some(&a));
+    assert_eq!(history[1].to_step_id, b);
+}
+
+#[tokio::test]
+async fn events_are_published_after_commit_in_seq_order_and_replayable() {
+    let store = Store::in_memory().await.unwrap();
+    let mut live = store.subscribe();
+    let mut tx = store.begin_write().await.unwrap();
+    let s1 = tx.emit("workspace:a", "x.one", serde_json::json!({"n": 1})).await.unwrap();
+    let s2 = tx.emit("workspace:b", "x.two", serde_json::json!({"n": 2})).await.unwrap();
+    assert!(live.try_recv().is_err(), "nothing is published before commit");
+    tx.commit().await.unwrap();
+    assert!(s2 > s1);
+    assert_eq!(live.recv().await.unwrap().seq, s1);
+    assert_eq!(live.recv().await.unwrap().seq, s2);
+
+    let rolled_back = store.begin_write().await.unwrap();
+    drop(rolled_back);
+    let topics = vec!["workspace:a".to_string(), "workspace:b".to_string()];
+    let all = store.events_since(&topics, &HashMap::new(), 100).await.unwrap();
+    assert_eq!(all.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![s1, s2]);
+    let since = HashMap::from([("workspace:a".to_string(), s1)]);
+    let missed = store.events_since(&topics, &since, 100).await.unwrap();
+    assert_eq!(missed.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(), vec!["x.two"]);
+}
+
+#[tokio::test]
+async fn search_matches_title_and_description_literally() {
+    let store = Store::in_memory().await.unwrap();
+    let mut tx = store.begin_write().await.unwrap();
+    let ws = tx.insert_workspace("Home").await.unwrap();
+    let wf = tx.insert_workflow(&ws.id, &spec(&["A"]), None).await.unwrap();
+    for (title, description) in
+        [("Fix login", ""), ("Docs", "explain the LOGIN flow"), ("100% done", "")]
+    {
+        let new = NewTask {
+            workflow_id: wf.id.clone(),
+            step_id: wf.steps[0].id.clone(),
+            title: title.into(),
+            description: description.into(),
+            repository_ids: vec![],
+            agent_profile_id: None,
+        };
+        tx.insert_task(&new, "user").await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    let search = |q: &str| TaskFilter {
+        workflow_id: Some(wf.id.clone()),
+        query: Some(q.into()),
+        limit: 100,
+        ..Default::default()
+    };
+    assert_eq!(store.list_tasks(&search("login")).await.unwrap().len(), 2);
+    assert_eq!(store.list_tasks(&search("%")).await.unwrap().len(), 1, "% is literal");
+}
