@@ -1,0 +1,30 @@
+//! The JSON shapes of Kandev's API, shared by the server, the engine's notifications, the CLI
+//! and (generated) the web UI. Conversions from domain types are written out here.
+
+pub mod error;
+pub mod objects;
+pub mod requests;
+
+pub use error::{ErrorBody, ErrorCode};
+pub use objects::*;
+
+/// Formats a domain timestamp as RFC 3339 (UTC, milliseconds).
+pub fn rfc3339(ts: kandev_domain::Timestamp) -> String {
+    let nanos = i128::from(ts.millis()) * 1_000_000;
+    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn timestamps_format_as_rfc3339() {
+        assert_eq!(super::rfc3339(kandev_domain::Timestamp(0)), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            super::rfc3339(kandev_domain::Timestamp(1_764_500_000_123)),
+            "2025-11-30T10:53:20.123Z"
+        );
+    }
+}

@@ -1,0 +1,284 @@
+//! Objects as the API returns them, converted from domain types.
+
+use kandev_domain::agent::{mask_secret, AgentProfile};
+use kandev_domain::task::Task;
+use kandev_domain::workflow::{Action, Step, StepEvents, Workflow};
+use kandev_domain::workspace::{Repository, Workspace};
+use kandev_domain::StepId;
+use serde::{Deserialize, Serialize};
+
+use crate::rfc3339;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceDto {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&Workspace> for WorkspaceDto {
+    fn from(w: &Workspace) -> Self {
+        WorkspaceDto {
+            id: w.id.to_string(),
+            name: w.name.clone(),
+            created_at: rfc3339(w.created_at),
+            updated_at: rfc3339(w.updated_at),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepositoryDto {
+    pub id: String,
+    pub workspace_id: String,
+    pub name: String,
+    pub local_path: String,
+    pub default_branch: String,
+    pub branch_template: String,
+    pub setup_script: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&Repository> for RepositoryDto {
+    fn from(r: &Repository) -> Self {
+        RepositoryDto {
+            id: r.id.to_string(),
+            workspace_id: r.workspace_id.to_string(),
+            name: r.name.clone(),
+            local_path: r.local_path.clone(),
+            default_branch: r.default_branch.clone(),
+            branch_template: r.branch_template.clone(),
+            setup_script: r.setup_script.clone(),
+            created_at: rfc3339(r.created_at),
+            updated_at: rfc3339(r.updated_at),
+        }
+    }
+}
+
+/// One step action; `move_to_step` names its target by step id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ActionDto {
+    ResetAgentContext,
+    EnablePlanMode,
+    DisablePlanMode,
+    SetSessionMode { mode_id: String },
+    AutoStartAgent,
+    MoveToNext,
+    MoveToPrevious,
+    MoveToStep { step_id: String },
+}
+
+impl From<&Action<StepId>> for ActionDto {
+    fn from(a: &Action<StepId>) -> Self {
+        match a {
+            Action::ResetAgentContext => ActionDto::ResetAgentContext,
+            Action::EnablePlanMode => ActionDto::EnablePlanMode,
+            Action::DisablePlanMode => ActionDto::DisablePlanMode,
+            Action::SetSessionMode { mode_id } => ActionDto::SetSessionMode { mode_id: mode_id.clone() },
+            Action::AutoStartAgent => ActionDto::AutoStartAgent,
+            Action::MoveToNext => ActionDto::MoveToNext,
+            Action::MoveToPrevious => ActionDto::MoveToPrevious,
+            Action::MoveToStep(id) => ActionDto::MoveToStep { step_id: id.to_string() },
+        }
+    }
+}
+
+impl From<ActionDto> for Action<StepId> {
+    fn from(a: ActionDto) -> Self {
+        match a {
+            ActionDto::ResetAgentContext => Action::ResetAgentContext,
+            ActionDto::EnablePlanMode => Action::EnablePlanMode,
+            ActionDto::DisablePlanMode => Action::DisablePlanMode,
+            ActionDto::SetSessionMode { mode_id } => Action::SetSessionMode { mode_id },
+            ActionDto::AutoStartAgent => Action::AutoStartAgent,
+            ActionDto::MoveToNext => Action::MoveToNext,
+            ActionDto::MoveToPrevious => Action::MoveToPrevious,
+            ActionDto::MoveToStep { step_id } => Action::MoveToStep(StepId::new(step_id)),
+        }
+    }
+}
+
+/// A step's actions per trigger.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventsDto {
+    #[serde(default)]
+    pub on_enter: Vec<ActionDto>,
+    #[serde(default)]
+    pub on_turn_start: Vec<ActionDto>,
+    #[serde(default)]
+    pub on_turn_complete: Vec<ActionDto>,
+    #[serde(default)]
+    pub on_exit: Vec<ActionDto>,
+}
+
+impl From<&StepEvents<StepId>> for EventsDto {
+    fn from(e: &StepEvents<StepId>) -> Self {
+        let list = |v: &[Action<StepId>]| v.iter().map(ActionDto::from).collect();
+        EventsDto {
+            on_enter: list(&e.on_enter),
+            on_turn_start: list(&e.on_turn_start),
+            on_turn_complete: list(&e.on_turn_complete),
+            on_exit: list(&e.on_exit),
+        }
+    }
+}
+
+impl From<EventsDto> for StepEvents<StepId> {
+    fn from(e: EventsDto) -> Self {
+        let list = |v: Vec<ActionDto>| v.into_iter().map(Action::from).collect();
+        StepEvents {
+            on_enter: list(e.on_enter),
+            on_turn_start: list(e.on_turn_start),
+            on_turn_complete: list(e.on_turn_complete),
+            on_exit: list(e.on_exit),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepDto {
+    pub id: String,
+    pub workflow_id: String,
+    pub name: String,
+    pub position: u32,
+    pub color: String,
+    pub prompt: String,
+    pub is_start_step: bool,
+    pub allow_manual_move: bool,
+    pub agent_profile_id: Option<String>,
+    pub cancel_triggers_turn_complete: bool,
+    pub events: EventsDto,
+}
+
+impl From<&Step> for StepDto {
+    fn from(s: &Step) -> Self {
+        StepDto {
+            id: s.id.to_string(),
+            workflow_id: s.workflow_id.to_string(),
+            name: s.name.clone(),
+            position: s.position,
+            color: s.color.clone(),
+            prompt: s.prompt.clone(),
+            is_start_step: s.is_start_step,
+            allow_manual_move: s.allow_manual_move,
+            agent_profile_id: s.agent_profile_id.as_ref().map(|p| p.to_string()),
+            cancel_triggers_turn_complete: s.cancel_triggers_turn_complete,
+            events: EventsDto::from(&s.events),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowDto {
+    pub id: String,
+    pub workspace_id: String,
+    pub name: String,
+    pub description: String,
+    pub template_id: Option<String>,
+    pub steps: Vec<StepDto>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&Workflow> for WorkflowDto {
+    fn from(w: &Workflow) -> Self {
+        WorkflowDto {
+            id: w.id.to_string(),
+            workspace_id: w.workspace_id.to_string(),
+            name: w.name.clone(),
+            description: w.description.clone(),
+            template_id: w.template_id.clone(),
+            steps: w.steps.iter().map(StepDto::from).collect(),
+            created_at: rfc3339(w.created_at),
+            updated_at: rfc3339(w.updated_at),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskDto {
+    pub id: String,
+    pub workspace_id: String,
+    pub workflow_id: String,
+    pub step_id: String,
+    pub title: String,
+    pub description: String,
+    pub state: String,
+    pub position: u32,
+    pub repository_ids: Vec<String>,
+    pub agent_profile_id: Option<String>,
+    pub primary_session_id: Option<String>,
+    pub archived_at: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&Task> for TaskDto {
+    fn from(t: &Task) -> Self {
+        TaskDto {
+            id: t.id.to_string(),
+            workspace_id: t.workspace_id.to_string(),
+            workflow_id: t.workflow_id.to_string(),
+            step_id: t.step_id.to_string(),
+            title: t.title.clone(),
+            description: t.description.clone(),
+            state: t.state.as_str().to_owned(),
+            position: t.position,
+            repository_ids: t.repository_ids.iter().map(|r| r.to_string()).collect(),
+            agent_profile_id: t.agent_profile_id.as_ref().map(|p| p.to_string()),
+            primary_session_id: t.primary_session_id.as_ref().map(|s| s.to_string()),
+            archived_at: t.archived_at.map(rfc3339),
+            created_at: rfc3339(t.created_at),
+            updated_at: rfc3339(t.updated_at),
+        }
+    }
+}
+
+/// An environment variable of a profile; `value` is masked on output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvVarDto {
+    pub name: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentProfileDto {
+    pub id: String,
+    pub name: String,
+    pub kind: String,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: Vec<EnvVarDto>,
+    pub model: Option<String>,
+    pub mode: Option<String>,
+    pub auto_approve: bool,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&AgentProfile> for AgentProfileDto {
+    fn from(p: &AgentProfile) -> Self {
+        AgentProfileDto {
+            id: p.id.to_string(),
+            name: p.name.clone(),
+            kind: p.kind.as_str().to_owned(),
+            command: p.command.clone(),
+            args: p.args.clone(),
+            env: p
+                .env
+                .iter()
+                .map(|e| EnvVarDto { name: e.name.clone(), value: mask_secret(&e.value) })
+                .collect(),
+            model: p.model.clone(),
+            mode: p.mode.clone(),
+            auto_approve: p.auto_approve,
+            created_at: rfc3339(p.created_at),
+            updated_at: rfc3339(p.updated_at),
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Request payloads of the actions. Unknown fields are refused so typos do not pass silently.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{EnvVarDto, EventsDto};
+
+/// A payload that names one object by id.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ById {
+    pub id: String,
+}
+
+/// Paging of list actions.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Page {
+    pub limit: Option<u32>,
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceCreate {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceUpdate {
+    pub id: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ByWorkspace {
+    pub workspace_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepositoryCreate {
+    pub workspace_id: String,
+    pub local_path: String,
+    pub name: Option<String>,
+    pub default_branch: Option<String>,
+    pub branch_template: Option<String>,
+    pub setup_script: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepositoryUpdate {
+    pub id: String,
+    pub name: Option<String>,
+    pub default_branch: Option<String>,
+    pub branch_template: Option<String>,
+    pub setup_script: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowCreate {
+    pub workspace_id: String,
+    pub name: String,
+    pub description: Option<String>,
+    pub template_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowUpdate {
+    pub id: String,
+    pub name: Option<String>,
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowExport {
+    pub ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowImport {
+    pub workspace_id: String,
+    pub yaml: String,
+}
+
+/// Adds a step at `position` (end when absent).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepCreate {
+    pub workflow_id: String,
+    pub name: String,
+    pub position: Option<u32>,
+    pub color: Option<String>,
+    pub prompt: Option<String>,
+    pub is_start_step: Option<bool>,
+    pub allow_manual_move: Option<bool>,
+    /// `null` clears the step's agent profile.
+    #[serde(default, deserialize_with = "double_option")]
+    pub agent_profile_id: Option<Option<String>>,
+    pub cancel_triggers_turn_complete: Option<bool>,
+    pub events: Option<EventsDto>,
+}
+
+/// Changes a step; absent fields keep their value.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepUpdate {
+    pub id: String,
+    pub name: Option<String>,
+    pub color: Option<String>,
+    pub prompt: Option<String>,
+    pub is_start_step: Option<bool>,
+    pub allow_manual_move: Option<bool>,
+    /// `null` clears the step's agent profile.
+    #[serde(default, deserialize_with = "double_option")]
+    pub agent_profile_id: Option<Option<String>>,
+    pub cancel_triggers_turn_complete: Option<bool>,
+    pub events: Option<EventsDto>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepReorder {
+    pub workflow_id: String,
+    pub step_ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskCreate {
+    pub workflow_id: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub step_id: Option<String>,
+    #[serde(default)]
+    pub repository_ids: Vec<String>,
+    pub agent_profile_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskList {
+    pub workflow_id: String,
+    pub step_id: Option<String>,
+    pub query: Option<String>,
+    #[serde(default)]
+    pub include_archived: bool,
+    pub limit: Option<u32>,
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskUpdate {
+    pub id: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub repository_ids: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub agent_profile_id: Option<Option<String>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskMove {
+    pub id: String,
+    pub step_id: String,
+    pub position: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileCreate {
+    pub name: String,
+    pub kind: String,
+    #[serde(default)]
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: Vec<EnvVarDto>,
+    pub model: Option<String>,
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub auto_approve: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileUpdate {
+    pub id: String,
+    pub name: Option<String>,
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub env: Option<Vec<EnvVarDto>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub model: Option<Option<String>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub mode: Option<Option<String>>,
+    pub auto_approve: Option<bool>,
+}
+
+/// Subscribes to topics, replaying what happened after `since` (per topic).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Subscribe {
+    pub topics: Vec<String>,
+    #[serde(default)]
+    pub since: std::collections::HashMap<String, i64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unsubscribe {
+    pub topics: Vec<String>,
+}
+
+/// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).
+fn double_option<'de, D, T>(de: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(de).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_null_differs_from_absent() {
+        let absent: TaskUpdate = serde_json::from_str(r#"{"id":"t"}"#).unwrap();
+        assert_eq!(absent.agent_profile_id, None);
+        let null: TaskUpdate = serde_json::from_str(r#"{"id":"t","agent_profile_id":null}"#).unwrap();
+        assert_eq!(null.agent_profile_id, Some(None));
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let err = serde_json::from_str::<WorkspaceCreate>(r#"{"name":"a","nmae":"b"}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown field `nmae`"), "{err}");
+    }
+}
