@@ -1,1 +1,22 @@
 //! Agent executors and process supervision: the only crate that starts processes.
+//!
+//! Invariants of this crate:
+//! - Every agent runs in its own process group (pgid = pid of the leader); stopping or
+//!   dropping an [`AgentProcess`] signals the whole group, so wrappers such as `npx` leave
+//!   no orphans.
+//! - Once a process group has been observed empty (`ESRCH`), it is never signalled again by
+//!   its owner, so a recycled pgid is not hit.
+//! - stderr is drained in the background into a bounded ring; memory use does not grow with
+//!   the agent's output.
+//! - Process groups `<= 1` and the server's own group are never signalled.
+
+mod error;
+mod exit;
+mod group;
+mod process;
+mod stderr;
+
+pub use error::RuntimeError;
+pub use exit::ExitInfo;
+pub use group::{group_alive, kill_group};
+pub use process::{AgentProcess, AgentStdio, DEFAULT_STDERR_LIMIT, EnvPolicy, ProcessSpec, spawn};
