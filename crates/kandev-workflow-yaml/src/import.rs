@@ -1,0 +1,460 @@
+//! Import: reads a workflow document leniently as YAML values and validates all of it, so
+//! every problem is reported with its path instead of stopping at the first.
+
+use kandev_domain::validate::{self, FieldError};
+use kandev_domain::workflow::{Action, StepEvents, StepSpec, Trigger, WorkflowSpec};
+use serde_yaml::{Mapping, Value};
+
+use crate::{DOCUMENT_PATH, FORMAT_KIND, FORMAT_VERSION, Problem};
+
+const DOCUMENT_FIELDS: &[&str] = &["version", "kind", "workflows"];
+const WORKFLOW_FIELDS: &[&str] = &["name", "description", "steps"];
+const STEP_FIELDS: &[&str] = &[
+    "name",
+    "color",
+    "prompt",
+    "is_start_step",
+    "allow_manual_move",
+    "cancel_triggers_turn_complete",
+    "events",
+];
+/// Fields of the database entities that the portable format deliberately leaves out.
+const NOT_PORTABLE: &[&str] = &[
+    "id",
+    "workspace_id",
+    "workflow_id",
+    "template_id",
+    "position",
+    "agent_profile_id",
+    "created_at",
+    "updated_at",
+];
+
+/// Parses and validates a workflow document: every workflow, or every problem found.
+pub fn import(yaml: &str) -> Result<Vec<WorkflowSpec>, Vec<Problem>> {
+    let mut checker = Checker::default();
+    let specs = match serde_yaml::from_str::<Value>(yaml) {
+        Ok(document) => checker.document(&document),
+        Err(err) => {
+            checker.problem(DOCUMENT_PATH, syntax_message(&err));
+            Vec::new()
+        }
+    };
+    if checker.problems.is_empty() { Ok(specs) } else { Err(checker.problems) }
+}
+
+fn syntax_message(err: &serde_yaml::Error) -> String {
+    let text = err.to_string();
+    match err.location() {
+        Some(loc) if !text.contains(" at line ") => {
+            format!("invalid yaml: {text} at line {} column {}", loc.line(), loc.column())
+        }
+        _ => format!("invalid yaml: {text}"),
+    }
+}
+
+/// All action type names, in the order of workflows.md.
+fn every_action() -> [Action<()>; 8] {
+    [
+        Action::ResetAgentContext,
+        Action::EnablePlanMode,
+        Action::SetSessionMode { mode_id: String::new() },
+        Action::AutoStartAgent,
+        Action::MoveToNext,
+        Action::MoveToPrevious,
+        Action::MoveToStep(()),
+        Action::DisablePlanMode,
+    ]
+}
+
+fn action_names(filter: impl Fn(&Action<()>) -> bool) -> String {
+    every_action()
+        .iter()
+        .filter(|a| filter(a))
+        .map(|a| a.type_name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The path of field `key` of the value at `path`; top-level fields are bare (`version`).
+fn child(path: &str, key: &str) -> String {
+    if path == DOCUMENT_PATH { key.to_owned() } else { format!("{path}.{key}") }
+}
+
+fn item(path: &str, index: usize) -> String {
+    format!("{path}[{index}]")
+}
+
+/// The fields of one mapping, after unknown fields were reported. `null` counts as absent.
+struct Fields<'a> {
+    map: &'a Mapping,
+}
+
+impl<'a> Fields<'a> {
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+}
+
+/// Collects problems while walking the document.
+#[derive(Default)]
+struct Checker {
+    problems: Vec<Problem>,
+}
+
+impl Checker {
+    fn problem(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.problems.push(Problem::new(path, message));
+    }
+
+    fn field_error(&mut self, path: &str, err: FieldError) {
+        self.problem(path, err.problem);
+    }
+
+    /// `value` as a mapping whose keys are all among `known`; reports everything else.
+    fn mapping<'a>(
+        &mut self,
+        path: &str,
+        value: &'a Value,
+        known: &[&str],
+        shape: &str,
+    ) -> Option<Fields<'a>> {
+        let Some(map) = value.as_mapping() else {
+            self.problem(path, format!("must be a mapping {shape}"));
+            return None;
+        };
+        for key in map.keys() {
+            match key.as_str() {
+                None => self.problem(path, "field names must be strings"),
+                Some(k) if known.contains(&k) => {}
+                Some(k) if NOT_PORTABLE.contains(&k) => self.problem(
+                    child(path, k),
+                    "ids and positions are not part of the portable format; remove this field",
+                ),
+                Some(k) => self.problem(
+                    child(path, k),
+                    format!("unknown field `{k}`; expected one of {}", known.join(", ")),
+                ),
+            }
+        }
+        Some(Fields { map })
+    }
+
+    fn string<'a>(&mut self, path: &str, value: &'a Value) -> Option<&'a str> {
+        let s = value.as_str();
+        if s.is_none() {
+            self.problem(path, "must be a string; quote it if it looks like a number or boolean");
+        }
+        s
+    }
+
+    /// A required name: present, a string, and valid by [`validate::name`]. Trimmed.
+    fn name(&mut self, path: &str, value: Option<&Value>) -> Option<String> {
+        let Some(value) = value else {
+            self.problem(path, "is required");
+            return None;
+        };
+        let raw = self.string(path, value)?;
+        validate::name(path, raw).map_err(|err| self.field_error(path, err)).ok()
+    }
+
+    /// An optional free text; empty when absent.
+    fn text(&mut self, path: &str, value: Option<&Value>) -> String {
+        let Some(raw) = value.and_then(|v| self.string(path, v)) else { return String::new() };
+        validate::text(path, raw).unwrap_or_else(|err| {
+            self.field_error(path, err);
+            String::new()
+        })
+    }
+
+    fn flag(&mut self, path: &str, value: Option<&Value>, default: bool) -> bool {
+        match value {
+            None => default,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                self.problem(path, "must be true or false");
+                default
+            }
+        }
+    }
+
+    fn list<'a>(&mut self, path: &str, value: &'a Value, what: &str) -> Option<&'a [Value]> {
+        let list = value.as_sequence().map(Vec::as_slice);
+        if list.is_none() {
+            self.problem(path, format!("must be a list of {what}"));
+        }
+        list
+    }
+
+    fn document(&mut self, document: &Value) -> Vec<WorkflowSpec> {
+        let shape = "with version, kind and workflows";
+        let Some(fields) = self.mapping(DOCUMENT_PATH, document, DOCUMENT_FIELDS, shape) else {
+            return Vec::new();
+        };
+        match fields.get("version") {
+            None => {
+                self.problem("version", format!("is required; write `version: {FORMAT_VERSION}`"))
+            }
+            Some(v) if v.as_u64() == Some(FORMAT_VERSION) => {}
+            Some(Value::Number(n)) => self.problem(
+                "version",
+                format!("unsupported version {n}; this kandev reads version {FORMAT_VERSION}"),
+            ),
+            Some(_) => self.problem("version", format!("must be the number {FORMAT_VERSION}")),
+        }
+        match fields.get("kind") {
+            None => self.problem("kind", format!("is required; write `kind: {FORMAT_KIND}`")),
+            Some(v) if v.as_str() == Some(FORMAT_KIND) => {}
+            Some(_) => self.problem("kind", format!("must be {FORMAT_KIND}")),
+        }
+        let Some(workflows) = fields.get("workflows") else {
+            self.problem("workflows", "is required; list the workflows to import");
+            return Vec::new();
+        };
+        let Some(workflows) = self.list("workflows", workflows, "workflows") else {
+            return Vec::new();
+        };
+        workflows
+            .iter()
+            .enumerate()
+            .filter_map(|(i, w)| self.workflow(&item("workflows", i), w))
+            .collect()
+    }
+
+    fn workflow(&mut self, path: &str, value: &Value) -> Option<WorkflowSpec> {
+        let fields = self.mapping(path, value, WORKFLOW_FIELDS, "with name and steps")?;
+        let name = self.name(&child(path, "name"), fields.get("name"));
+        let description = self.text(&child(path, "description"), fields.get("description"));
+        let steps_path = child(path, "steps");
+        let steps = match fields.get("steps") {
+            None => {
+                self.problem(&steps_path, "is required; list at least one step");
+                Vec::new()
+            }
+            Some(steps) => self.steps(&steps_path, steps),
+        };
+        Some(WorkflowSpec { name: name.unwrap_or_default(), description, steps })
+    }
+
+    fn steps(&mut self, path: &str, value: &Value) -> Vec<StepSpec> {
+        let Some(values) = self.list(path, value, "steps") else { return Vec::new() };
+        if values.is_empty() {
+            self.problem(path, "must list at least one step");
+        }
+        // Names first, so `move_to_step` can name a step written further down.
+        let names: Vec<Option<String>> = values.iter().map(step_name).collect();
+        let mut start: Option<usize> = None;
+        let mut steps = Vec::with_capacity(values.len());
+        for (index, value) in values.iter().enumerate() {
+            let step_path = item(path, index);
+            let Some(fields) = self.mapping(&step_path, value, STEP_FIELDS, "with at least a name")
+            else {
+                continue;
+            };
+            let name_path = child(&step_path, "name");
+            let name = self.name(&name_path, fields.get("name"));
+            if let Some(name) = &name
+                && let Some(first) = names[..index].iter().position(|n| n.as_ref() == Some(name))
+            {
+                self.problem(
+                    &name_path,
+                    format!("duplicate step name `{name}` (also {path}[{first}]); rename one"),
+                );
+            }
+            let color = self.text(&child(&step_path, "color"), fields.get("color"));
+            let prompt = self.text(&child(&step_path, "prompt"), fields.get("prompt"));
+            let start_path = child(&step_path, "is_start_step");
+            let is_start_step = self.flag(&start_path, fields.get("is_start_step"), false);
+            if is_start_step {
+                match start {
+                    Some(first) => self.problem(
+                        &start_path,
+                        format!("{path}[{first}] is already the start step; mark only one"),
+                    ),
+                    None => start = Some(index),
+                }
+            }
+            let allow_manual_move = self.flag(
+                &child(&step_path, "allow_manual_move"),
+                fields.get("allow_manual_move"),
+                true,
+            );
+            let cancel_triggers_turn_complete = self.flag(
+                &child(&step_path, "cancel_triggers_turn_complete"),
+                fields.get("cancel_triggers_turn_complete"),
+                false,
+            );
+            let events = self.events(&child(&step_path, "events"), fields.get("events"), &names);
+            steps.push(StepSpec {
+                name: name.unwrap_or_default(),
+                color,
+                prompt,
+                is_start_step,
+                allow_manual_move,
+                cancel_triggers_turn_complete,
+                events,
+            });
+        }
+        steps
+    }
+
+    fn events(
+        &mut self,
+        path: &str,
+        value: Option<&Value>,
+        names: &[Option<String>],
+    ) -> StepEvents<usize> {
+        let mut events = StepEvents::default();
+        let Some(value) = value else { return events };
+        let triggers: Vec<&str> = Trigger::ALL.iter().map(|t| t.as_str()).collect();
+        let shape = "of triggers to actions, like `on_enter: [{type: auto_start_agent}]`";
+        let Some(fields) = self.mapping(path, value, &triggers, shape) else { return events };
+        for trigger in Trigger::ALL {
+            let Some(list) = fields.get(trigger.as_str()) else { continue };
+            let list_path = child(path, trigger.as_str());
+            let Some(list) = self.list(&list_path, list, "actions") else { continue };
+            *events.actions_mut(trigger) = list
+                .iter()
+                .enumerate()
+                .filter_map(|(i, a)| self.action(&item(&list_path, i), trigger, a, names))
+                .collect();
+        }
+        events
+    }
+
+    fn action(
+        &mut self,
+        path: &str,
+        trigger: Trigger,
+        value: &Value,
+        names: &[Option<String>],
+    ) -> Option<Action<usize>> {
+        let type_path = child(path, "type");
+        let type_name = value.get("type").and_then(Value::as_str);
+        let template =
+            type_name.and_then(|t| every_action().into_iter().find(|a| a.type_name() == t));
+        let known: &[&str] = match &template {
+            Some(Action::SetSessionMode { .. }) => &["type", "mode_id"],
+            Some(Action::MoveToStep(())) => &["type", "step"],
+            Some(_) => &["type"],
+            // Without a known type, do not also complain about its other fields.
+            None => &["type", "mode_id", "step"],
+        };
+        let fields = self.mapping(path, value, known, "like `{type: auto_start_agent}`")?;
+        let Some(template) = template else {
+            match fields.get("type") {
+                None => self.problem(type_path, "is required, like `{type: auto_start_agent}`"),
+                Some(Value::String(t)) => self.problem(
+                    type_path,
+                    format!(
+                        "unknown action type `{t}`; expected one of {}",
+                        action_names(|_| true)
+                    ),
+                ),
+                Some(_) => self.problem(type_path, "must be an action type name"),
+            }
+            return None;
+        };
+        let action = match template {
+            Action::SetSessionMode { .. } => {
+                let mode_id = self.name(&child(path, "mode_id"), fields.get("mode_id"));
+                Action::SetSessionMode { mode_id: mode_id.unwrap_or_default() }
+            }
+            Action::MoveToStep(()) => {
+                let target = self.target(&child(path, "step"), fields.get("step"), names);
+                Action::MoveToStep(target.unwrap_or_default())
+            }
+            other => other.map_target(|()| Ok::<usize, ()>(0)).ok()?,
+        };
+        if !trigger.allows(&action) {
+            let t = trigger.as_str();
+            self.problem(
+                path,
+                format!(
+                    "{} is not allowed in {t}; {t} allows {}",
+                    action.type_name(),
+                    action_names(|a| trigger.allows(a))
+                ),
+            );
+        }
+        Some(action)
+    }
+
+    /// A `move_to_step` target: a step name of the same workflow or a 0-based position.
+    fn target(
+        &mut self,
+        path: &str,
+        value: Option<&Value>,
+        names: &[Option<String>],
+    ) -> Option<usize> {
+        let range = match names.len() {
+            0 => "a step name".to_owned(),
+            n => format!("a step name or a position from 0 to {}", n - 1),
+        };
+        let Some(value) = value else {
+            self.problem(path, format!("is required for move_to_step; write {range}"));
+            return None;
+        };
+        match value {
+            Value::String(name) => {
+                let name = name.trim();
+                let index = names.iter().position(|n| n.as_deref() == Some(name));
+                if index.is_none() {
+                    self.problem(
+                        path,
+                        format!("no step named `{name}` in this workflow; write {range}"),
+                    );
+                }
+                index
+            }
+            Value::Number(n) => {
+                let index = n.as_u64().and_then(|i| usize::try_from(i).ok());
+                let index = index.filter(|i| *i < names.len());
+                if index.is_none() {
+                    self.problem(path, format!("position {n} is out of range; write {range}"));
+                }
+                index
+            }
+            _ => {
+                self.problem(path, format!("must be {range}"));
+                None
+            }
+        }
+    }
+}
+
+/// The valid name of a step value, if it has one; problems are reported in the main pass.
+fn step_name(value: &Value) -> Option<String> {
+    let raw = value.get("name")?.as_str()?;
+    validate::name("name", raw).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn action_names_follow_the_trigger_table() {
+        assert_eq!(action_names(|a| Trigger::OnExit.allows(a)), "disable_plan_mode");
+        assert_eq!(
+            action_names(|a| Trigger::OnTurnStart.allows(a)),
+            "move_to_next, move_to_previous, move_to_step"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_carry_line_and_column() {
+        let problems = import("version: 1\nworkflows: [a,\n").unwrap_err();
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].path, DOCUMENT_PATH);
+        assert!(problems[0].message.contains("line 3 column 1"), "{}", problems[0].message);
+    }
+
+    #[test]
+    fn duplicate_keys_are_syntax_problems_with_a_location() {
+        let problems = import("version: 1\nversion: 1\n").unwrap_err();
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].message.starts_with("invalid yaml: duplicate entry"));
+        assert!(problems[0].message.contains(" at line "), "{}", problems[0].message);
+    }
+}

@@ -1,0 +1,392 @@
+//! Import validation: one case per rule, each checking the exact paths reported, and a
+//! document with many problems that reports all of them and imports nothing.
+
+use kandev_domain::workflow::Action;
+use kandev_workflow_yaml::{DOCUMENT_PATH, Problem, import};
+
+const HEADER: &str = "version: 1\nkind: kandev-workflow\n";
+
+/// A document with the standard header and one workflow whose steps are `steps`.
+fn with_steps(steps: &str) -> String {
+    format!("{HEADER}workflows:\n  - name: Board\n    steps:\n{steps}")
+}
+
+struct Case {
+    rule: &'static str,
+    yaml: String,
+    /// Every expected problem: (path, a fragment of its message), in order.
+    expected: &'static [(&'static str, &'static str)],
+}
+
+fn case(
+    rule: &'static str,
+    yaml: impl Into<String>,
+    expected: &'static [(&'static str, &'static str)],
+) -> Case {
+    Case { rule, yaml: yaml.into(), expected }
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        case(
+            "yaml syntax error",
+            "version: 1\nworkflows: [\n  - name: x\n",
+            &[(DOCUMENT_PATH, "line 3 column")],
+        ),
+        case("document is not a mapping", "- 1\n", &[(DOCUMENT_PATH, "must be a mapping")]),
+        case("empty document", "", &[(DOCUMENT_PATH, "must be a mapping")]),
+        case(
+            "wrong version",
+            "version: 2\nkind: kandev-workflow\nworkflows: []\n",
+            &[("version", "unsupported version 2")],
+        ),
+        case(
+            "version is a string",
+            "version: \"1\"\nkind: kandev-workflow\nworkflows: []\n",
+            &[("version", "must be the number 1")],
+        ),
+        case(
+            "missing version and kind",
+            "workflows: []\n",
+            &[("version", "is required"), ("kind", "is required")],
+        ),
+        case(
+            "wrong kind",
+            "version: 1\nkind: board\nworkflows: []\n",
+            &[("kind", "must be kandev-workflow")],
+        ),
+        case("missing workflows", HEADER, &[("workflows", "is required")]),
+        case(
+            "workflows is not a list",
+            format!("{HEADER}workflows: {{name: x}}\n"),
+            &[("workflows", "must be a list of workflows")],
+        ),
+        case(
+            "workflow is not a mapping",
+            format!("{HEADER}workflows: [Board]\n"),
+            &[("workflows[0]", "must be a mapping")],
+        ),
+        case(
+            "missing workflow name",
+            format!("{HEADER}workflows:\n  - steps: [{{name: A}}]\n"),
+            &[("workflows[0].name", "is required")],
+        ),
+        case(
+            "empty workflow name",
+            format!("{HEADER}workflows:\n  - name: \"  \"\n    steps: [{{name: A}}]\n"),
+            &[("workflows[0].name", "is required")],
+        ),
+        case(
+            "workflow name is not a string",
+            format!("{HEADER}workflows:\n  - name: 2024\n    steps: [{{name: A}}]\n"),
+            &[("workflows[0].name", "must be a string")],
+        ),
+        case(
+            "missing steps",
+            format!("{HEADER}workflows:\n  - name: Board\n"),
+            &[("workflows[0].steps", "is required")],
+        ),
+        case(
+            "no steps",
+            format!("{HEADER}workflows:\n  - name: Board\n    steps: []\n"),
+            &[("workflows[0].steps", "at least one step")],
+        ),
+        case(
+            "missing step name",
+            with_steps("      - name: A\n      - color: \"#fff\"\n"),
+            &[("workflows[0].steps[1].name", "is required")],
+        ),
+        case(
+            "empty step name",
+            with_steps("      - name: A\n      - name: \"\"\n"),
+            &[("workflows[0].steps[1].name", "is required")],
+        ),
+        case(
+            "step name too long",
+            with_steps(&format!("      - name: {}\n", "x".repeat(201))),
+            &[("workflows[0].steps[0].name", "longer than 200")],
+        ),
+        case(
+            "duplicate step names",
+            with_steps("      - name: A\n      - name: B\n      - name: \" A\"\n"),
+            &[(
+                "workflows[0].steps[2].name",
+                "duplicate step name `A` (also workflows[0].steps[0])",
+            )],
+        ),
+        case(
+            "two start steps",
+            with_steps(
+                "      - name: A\n        is_start_step: true\n      - name: B\n        is_start_step: true\n",
+            ),
+            &[(
+                "workflows[0].steps[1].is_start_step",
+                "workflows[0].steps[0] is already the start step",
+            )],
+        ),
+        case(
+            "flag is not a boolean",
+            with_steps("      - name: A\n        allow_manual_move: \"no\"\n"),
+            &[("workflows[0].steps[0].allow_manual_move", "must be true or false")],
+        ),
+        case(
+            "unknown action type",
+            with_steps(
+                "      - name: A\n        events:\n          on_enter: [{type: launch_rocket}]\n",
+            ),
+            &[(
+                "workflows[0].steps[0].events.on_enter[0].type",
+                "unknown action type `launch_rocket`",
+            )],
+        ),
+        case(
+            "missing action type",
+            with_steps("      - name: A\n        events:\n          on_enter: [{mode_id: plan}]\n"),
+            &[("workflows[0].steps[0].events.on_enter[0].type", "is required")],
+        ),
+        case(
+            "action is not a mapping",
+            with_steps(
+                "      - name: A\n        events:\n          on_enter: [auto_start_agent]\n",
+            ),
+            &[(
+                "workflows[0].steps[0].events.on_enter[0]",
+                "must be a mapping like `{type: auto_start_agent}`",
+            )],
+        ),
+        case(
+            "action under a trigger that does not allow it",
+            with_steps(
+                "      - name: A\n        events:\n          on_exit: [{type: disable_plan_mode}, {type: auto_start_agent}]\n",
+            ),
+            &[(
+                "workflows[0].steps[0].events.on_exit[1]",
+                "auto_start_agent is not allowed in on_exit; on_exit allows disable_plan_mode",
+            )],
+        ),
+        case(
+            "move on enter is not allowed",
+            with_steps(
+                "      - name: A\n        events:\n          on_enter: [{type: move_to_step, step: A}]\n",
+            ),
+            &[(
+                "workflows[0].steps[0].events.on_enter[0]",
+                "move_to_step is not allowed in on_enter",
+            )],
+        ),
+        case(
+            "move_to_step to an unknown step",
+            with_steps(
+                "      - name: A\n        events:\n          on_turn_complete: [{type: move_to_step, step: Reveiw}]\n      - name: Review\n",
+            ),
+            &[(
+                "workflows[0].steps[0].events.on_turn_complete[0].step",
+                "no step named `Reveiw` in this workflow; write a step name or a position from 0 to 1",
+            )],
+        ),
+        case(
+            "move_to_step to an out-of-range position",
+            with_steps(
+                "      - name: A\n        events:\n          on_turn_start: [{type: move_to_step, step: 2}]\n      - name: B\n",
+            ),
+            &[("workflows[0].steps[0].events.on_turn_start[0].step", "position 2 is out of range")],
+        ),
+        case(
+            "move_to_step to a negative position",
+            with_steps(
+                "      - name: A\n        events:\n          on_turn_start: [{type: move_to_step, step: -1}]\n",
+            ),
+            &[(
+                "workflows[0].steps[0].events.on_turn_start[0].step",
+                "position -1 is out of range",
+            )],
+        ),
+        case(
+            "move_to_step without a step",
+            with_steps(
+                "      - name: A\n        events:\n          on_turn_start: [{type: move_to_step}]\n",
+            ),
+            &[(
+                "workflows[0].steps[0].events.on_turn_start[0].step",
+                "is required for move_to_step",
+            )],
+        ),
+        case(
+            "set_session_mode without a mode_id",
+            with_steps(
+                "      - name: A\n        events:\n          on_enter: [{type: set_session_mode}]\n",
+            ),
+            &[("workflows[0].steps[0].events.on_enter[0].mode_id", "is required")],
+        ),
+        case(
+            "set_session_mode with an empty mode_id",
+            with_steps(
+                "      - name: A\n        events:\n          on_enter: [{type: set_session_mode, mode_id: \"\"}]\n",
+            ),
+            &[("workflows[0].steps[0].events.on_enter[0].mode_id", "is required")],
+        ),
+        case(
+            "unknown top-level field",
+            format!("{HEADER}workflows: []\nauthor: me\n"),
+            &[("author", "unknown field `author`; expected one of version, kind, workflows")],
+        ),
+        case(
+            "unknown workflow field",
+            format!(
+                "{HEADER}workflows:\n  - name: Board\n    colour: red\n    steps: [{{name: A}}]\n"
+            ),
+            &[("workflows[0].colour", "unknown field `colour`")],
+        ),
+        case(
+            "unknown step field",
+            with_steps("      - name: A\n        colour: red\n"),
+            &[(
+                "workflows[0].steps[0].colour",
+                "unknown field `colour`; expected one of name, color,",
+            )],
+        ),
+        case(
+            "database fields are not portable",
+            with_steps("      - name: A\n        id: step-1\n        position: 0\n"),
+            &[
+                ("workflows[0].steps[0].id", "not part of the portable format"),
+                ("workflows[0].steps[0].position", "not part of the portable format"),
+            ],
+        ),
+        case(
+            "unknown trigger",
+            with_steps(
+                "      - name: A\n        events:\n          on_lunch: [{type: auto_start_agent}]\n",
+            ),
+            &[(
+                "workflows[0].steps[0].events.on_lunch",
+                "unknown field `on_lunch`; expected one of on_enter,",
+            )],
+        ),
+        case(
+            "unknown action field",
+            with_steps(
+                "      - name: A\n        events:\n          on_enter: [{type: auto_start_agent, step: A}]\n",
+            ),
+            &[(
+                "workflows[0].steps[0].events.on_enter[0].step",
+                "unknown field `step`; expected one of type",
+            )],
+        ),
+        case(
+            "trigger is not a list",
+            with_steps(
+                "      - name: A\n        events:\n          on_enter: {type: auto_start_agent}\n",
+            ),
+            &[("workflows[0].steps[0].events.on_enter", "must be a list of actions")],
+        ),
+    ]
+}
+
+fn paths_and_messages(problems: &[Problem]) -> Vec<(&str, &str)> {
+    problems.iter().map(|p| (p.path.as_str(), p.message.as_str())).collect()
+}
+
+#[test]
+fn each_rule_reports_exactly_its_problems() {
+    for case in cases() {
+        let problems = match import(&case.yaml) {
+            Ok(specs) => panic!("{}: imported {specs:?}", case.rule),
+            Err(problems) => problems,
+        };
+        let got = paths_and_messages(&problems);
+        assert_eq!(got.len(), case.expected.len(), "{}: {got:#?}", case.rule);
+        for ((path, message), (want_path, fragment)) in got.iter().zip(case.expected) {
+            assert_eq!(path, want_path, "{}: {got:#?}", case.rule);
+            assert!(message.contains(fragment), "{}: {message:?} lacks {fragment:?}", case.rule);
+        }
+    }
+}
+
+#[test]
+fn messages_are_lowercase_without_trailing_period() {
+    for case in cases() {
+        for problem in import(&case.yaml).unwrap_err() {
+            let first = problem.message.chars().next().unwrap();
+            assert!(!first.is_uppercase(), "{}: {problem}", case.rule);
+            assert!(!problem.message.ends_with('.'), "{}: {problem}", case.rule);
+        }
+    }
+}
+
+const MANY_PROBLEMS: &str = r#"version: 1
+kind: kandev-workflow
+workflows:
+  - name: Good
+    steps:
+      - name: Only
+  - name: ""
+    steps:
+      - name: Plan
+        is_start_step: true
+        events:
+          on_enter: [{type: enable_plan_mode}, {type: auto_start}]
+          on_exit: [{type: auto_start_agent}]
+      - name: Build
+        is_start_step: true
+        events:
+          on_turn_complete: [{type: move_to_step, step: Review}]
+      - name: Plan
+        events:
+          on_enter: [{type: set_session_mode}]
+  - name: Empty
+    steps: []
+"#;
+
+#[test]
+fn a_document_with_many_problems_reports_all_of_them_and_imports_nothing() {
+    let problems = import(MANY_PROBLEMS).unwrap_err();
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "workflows[1].name",
+            "workflows[1].steps[0].events.on_enter[1].type",
+            "workflows[1].steps[0].events.on_exit[0]",
+            "workflows[1].steps[1].is_start_step",
+            "workflows[1].steps[1].events.on_turn_complete[0].step",
+            "workflows[1].steps[2].name",
+            "workflows[1].steps[2].events.on_enter[0].mode_id",
+            "workflows[2].steps",
+        ],
+        "{problems:#?}"
+    );
+    assert_eq!(
+        problems[1].to_string(),
+        "workflows[1].steps[0].events.on_enter[1].type: unknown action type `auto_start`; \
+         expected one of reset_agent_context, enable_plan_mode, set_session_mode, \
+         auto_start_agent, move_to_next, move_to_previous, move_to_step, disable_plan_mode"
+    );
+}
+
+#[test]
+fn a_workflow_without_a_marked_start_step_is_valid() {
+    let specs = import(&with_steps("      - name: A\n      - name: B\n")).unwrap();
+    assert!(specs[0].steps.iter().all(|s| !s.is_start_step));
+}
+
+#[test]
+fn move_to_step_may_name_a_later_step_or_a_position() {
+    let yaml = with_steps(
+        "      - name: A\n        events:\n          on_turn_complete: [{type: move_to_step, step: C}]\n          on_turn_start: [{type: move_to_step, step: 1}]\n      - name: B\n      - name: C\n",
+    );
+    let specs = import(&yaml).unwrap();
+    assert_eq!(specs[0].steps[0].events.on_turn_complete, [Action::MoveToStep(2)]);
+    assert_eq!(specs[0].steps[0].events.on_turn_start, [Action::MoveToStep(1)]);
+}
+
+#[test]
+fn null_optional_fields_count_as_absent() {
+    let yaml = with_steps(
+        "      - name: A\n        color:\n        prompt: ~\n        events:\n          on_enter:\n",
+    );
+    let specs = import(&yaml).unwrap();
+    let step = &specs[0].steps[0];
+    assert!(step.color.is_empty() && step.prompt.is_empty() && step.events.is_empty());
+    assert!(step.allow_manual_move);
+}
