@@ -1,0 +1,216 @@
+//! `AcpClient`: the typed client → agent calls of ACP over one connection.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+
+use crate::error::AcpError;
+use crate::events::AgentEvent;
+use crate::peer::Peer;
+use crate::schema::{
+    ConfigOption, ContentBlock, InitializeResponse, LoadSessionResponse, NewSessionResponse,
+    PromptResponse, SetConfigOptionResponse,
+};
+
+/// The ACP protocol version this client speaks.
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// Limits of one connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcpConfig {
+    /// Timeout of every call except `session/prompt` (default 60 s).
+    pub request_timeout: Duration,
+    /// Timeout of `session/prompt`, i.e. of a whole turn (default 24 h; the engine's stall
+    /// and cancel rules end hung turns much earlier).
+    pub prompt_timeout: Duration,
+    /// Longest line accepted from the agent (default 8 MiB); longer lines are discarded and
+    /// reported as [`AgentEvent::ProtocolError`].
+    pub max_line_len: usize,
+}
+
+impl Default for AcpConfig {
+    fn default() -> Self {
+        AcpConfig {
+            request_timeout: Duration::from_secs(60),
+            prompt_timeout: Duration::from_secs(24 * 60 * 60),
+            max_line_len: 8 * 1024 * 1024,
+        }
+    }
+}
+
+/// A handle to one ACP connection. Cheap to clone; all clones share the connection.
+#[derive(Clone)]
+pub struct AcpClient {
+    peer: Arc<Peer>,
+    config: Arc<AcpConfig>,
+    /// Overrides the configured timeouts for calls made through this handle.
+    timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for AcpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcpClient")
+            .field("closed", &self.is_closed())
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AcpClient {
+    /// Starts a connection over the agent's stdout (`reader`) and stdin (`writer`).
+    ///
+    /// Spawns the read and write tasks, so it must be called inside a tokio runtime. The
+    /// connection lives until the agent closes its output or [`AcpClient::close`] is called;
+    /// the receiver then yields [`AgentEvent::Closed`] and ends.
+    pub fn connect<R, W>(
+        reader: R,
+        writer: W,
+        config: AcpConfig,
+    ) -> (AcpClient, mpsc::UnboundedReceiver<AgentEvent>)
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let (peer, events) = Peer::start(reader, writer, config.max_line_len);
+        let client = AcpClient { peer, config: Arc::new(config), timeout: None };
+        (client, events)
+    }
+
+    /// A handle whose calls (including prompts) use `timeout` instead of the configured ones.
+    pub fn with_timeout(&self, timeout: Duration) -> AcpClient {
+        AcpClient { timeout: Some(timeout), ..self.clone() }
+    }
+
+    /// `initialize`: protocol version 1, file system capabilities, client info `kandev`.
+    pub async fn initialize(&self) -> Result<InitializeResponse, AcpError> {
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientCapabilities": {
+                "fs": { "readTextFile": true, "writeTextFile": true },
+                "terminal": false,
+            },
+            "clientInfo": { "name": "kandev", "version": env!("CARGO_PKG_VERSION") },
+        });
+        self.call("initialize", params).await
+    }
+
+    /// `authenticate` with one of the agent's auth method ids.
+    pub async fn authenticate(&self, method_id: &str) -> Result<(), AcpError> {
+        self.request("authenticate", json!({ "methodId": method_id })).await.map(drop)
+    }
+
+    /// `session/new` in `cwd` (absolute), without MCP servers.
+    pub async fn new_session(&self, cwd: &Path) -> Result<NewSessionResponse, AcpError> {
+        const METHOD: &str = "session/new";
+        let params = json!({ "cwd": path_str(METHOD, cwd)?, "mcpServers": [] });
+        self.call(METHOD, params).await
+    }
+
+    /// `session/load`: the agent replays the history as session updates, then answers.
+    pub async fn load_session(
+        &self,
+        session_id: &str,
+        cwd: &Path,
+    ) -> Result<LoadSessionResponse, AcpError> {
+        const METHOD: &str = "session/load";
+        let params = json!({
+            "sessionId": session_id,
+            "cwd": path_str(METHOD, cwd)?,
+            "mcpServers": [],
+        });
+        self.call(METHOD, params).await
+    }
+
+    /// `session/prompt`: returns when the turn ends. Uses the prompt timeout.
+    pub async fn prompt(
+        &self,
+        session_id: &str,
+        prompt: &[ContentBlock],
+    ) -> Result<PromptResponse, AcpError> {
+        const METHOD: &str = "session/prompt";
+        let blocks: Vec<Value> = prompt.iter().map(ContentBlock::to_json).collect();
+        let params = json!({ "sessionId": session_id, "prompt": blocks });
+        let timeout = self.timeout.unwrap_or(self.config.prompt_timeout);
+        let result = self.peer.request(METHOD, params, timeout).await?;
+        decode(METHOD, result)
+    }
+
+    /// `session/cancel` (a notification): the agent should end the turn with `cancelled`.
+    pub async fn cancel(&self, session_id: &str) -> Result<(), AcpError> {
+        self.notify("session/cancel", json!({ "sessionId": session_id })).await
+    }
+
+    /// `session/set_mode`.
+    pub async fn set_mode(&self, session_id: &str, mode_id: &str) -> Result<(), AcpError> {
+        let params = json!({ "sessionId": session_id, "modeId": mode_id });
+        self.request("session/set_mode", params).await.map(drop)
+    }
+
+    /// `session/set_config_option`: returns the full option list if the agent sent it.
+    pub async fn set_config_option(
+        &self,
+        session_id: &str,
+        config_id: &str,
+        value: impl Into<Value>,
+    ) -> Result<Option<Vec<ConfigOption>>, AcpError> {
+        let params =
+            json!({ "sessionId": session_id, "configId": config_id, "value": value.into() });
+        let response: SetConfigOptionResponse =
+            self.call("session/set_config_option", params).await?;
+        Ok(response.config_options)
+    }
+
+    /// Legacy `session/set_model` (agents that return `models` from `session/new`).
+    pub async fn set_model(&self, session_id: &str, model_id: &str) -> Result<(), AcpError> {
+        let params = json!({ "sessionId": session_id, "modelId": model_id });
+        self.request("session/set_model", params).await.map(drop)
+    }
+
+    /// Any request, untyped (extension methods, per-agent quirks).
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, AcpError> {
+        let timeout = self.timeout.unwrap_or(self.config.request_timeout);
+        self.peer.request(method, params, timeout).await
+    }
+
+    /// Any notification, untyped; returns once it is written.
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), AcpError> {
+        self.peer.notify(method, params).await
+    }
+
+    /// Closes the connection: pending calls fail with `closed`, the agent's stdin is closed and
+    /// the event receiver gets [`AgentEvent::Closed`]. Does not kill the agent process.
+    pub fn close(&self) {
+        self.peer.close();
+    }
+
+    /// The connection is closed (or closing).
+    pub fn is_closed(&self) -> bool {
+        self.peer.is_closed()
+    }
+
+    /// Waits until the connection is closed and its tasks have finished.
+    pub async fn closed(&self) {
+        self.peer.wait_closed().await;
+    }
+
+    async fn call<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, AcpError> {
+        let result = self.request(method, params).await?;
+        decode(method, result)
+    }
+}
+
+/// Decodes a result; `null` is read as `{}` so that all-optional answers parse.
+fn decode<T: DeserializeOwned>(method: &str, result: Value) -> Result<T, AcpError> {
+    let result = if result.is_null() { json!({}) } else { result };
+    serde_json::from_value(result).map_err(|err| AcpError::protocol(method, err.to_string()))
+}
+
+fn path_str<'a>(method: &str, path: &'a Path) -> Result<&'a str, AcpError> {
+    path.to_str()
+        .ok_or_else(|| AcpError::protocol(method, format!("path is not utf-8: {}", path.display())))
+}

@@ -1,0 +1,253 @@
+//! The JSON-RPC peer: one read task, one write task, and the table of calls awaiting answers.
+//!
+//! Invariants:
+//! - Only the write task touches the writer; everyone else queues whole lines to it.
+//! - The read task never waits for anything but the reader: events and answers are queued on
+//!   unbounded channels, so a slow consumer (or a permission waiting for a human) can never
+//!   stop responses from being matched.
+//! - Once closed (agent output ended, read error, or `close()`), every pending and every later
+//!   call fails with `AcpError::Closed`.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::dispatch::Dispatcher;
+use crate::error::AcpError;
+use crate::events::AgentEvent;
+use crate::line_reader::{Line, LineReader};
+use crate::rpc::{self, RpcErrorBody};
+
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// One line for the write task, with an optional acknowledgement of the write.
+pub(crate) struct Outgoing {
+    pub(crate) line: Vec<u8>,
+    pub(crate) written: Option<oneshot::Sender<io::Result<()>>>,
+}
+
+/// Queues lines for the write task.
+pub(crate) type Outbox = mpsc::UnboundedSender<Outgoing>;
+
+type PendingCall = oneshot::Sender<Result<Value, RpcErrorBody>>;
+
+#[derive(Default)]
+struct CallTable {
+    next_id: u64,
+    pending: HashMap<u64, PendingCall>,
+    closed: bool,
+}
+
+pub(crate) struct Peer {
+    calls: Mutex<CallTable>,
+    outbox: Outbox,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+}
+
+impl Peer {
+    /// Spawns the read and write tasks; must be called inside a tokio runtime.
+    pub(crate) fn start<R, W>(
+        reader: R,
+        writer: W,
+        max_line_len: usize,
+    ) -> (Arc<Peer>, mpsc::UnboundedReceiver<AgentEvent>)
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let (outbox, outgoing) = mpsc::unbounded_channel();
+        let (events, event_receiver) = mpsc::unbounded_channel();
+        let peer = Arc::new(Peer {
+            calls: Mutex::new(CallTable::default()),
+            outbox,
+            shutdown: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+        });
+        let dispatcher = Dispatcher::new(peer.clone(), events);
+        peer.tasks.spawn(write_loop(writer, outgoing, peer.shutdown.clone()));
+        peer.tasks.spawn(read_loop(reader, max_line_len, dispatcher, peer.shutdown.clone()));
+        peer.tasks.close();
+        (peer, event_receiver)
+    }
+
+    /// Sends a request and waits for its answer for at most `timeout`.
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, AcpError> {
+        let (id, answer) = self.register_call(method)?;
+        let _forget = ForgetCallOnDrop { peer: self, id };
+        let call = async {
+            let line = rpc::encode_line(&rpc::request(id, method, params));
+            self.write(method, line).await?;
+            tracing::debug!(id, method, "sent request to agent");
+            match answer.await {
+                Ok(Ok(result)) => Ok(result),
+                Ok(Err(error)) => Err(AcpError::Rpc {
+                    method: method.to_owned(),
+                    code: error.code,
+                    message: error.message,
+                    data: error.data,
+                }),
+                Err(_) => Err(AcpError::closed(method)),
+            }
+        };
+        tokio::time::timeout(timeout, call).await.unwrap_or_else(|_| {
+            tracing::debug!(id, method, ?timeout, "agent did not answer in time");
+            Err(AcpError::Timeout { method: method.to_owned(), timeout })
+        })
+    }
+
+    /// Sends a notification; returns once it is written.
+    pub(crate) async fn notify(&self, method: &str, params: Value) -> Result<(), AcpError> {
+        if self.is_closed() {
+            return Err(AcpError::closed(method));
+        }
+        let line = rpc::encode_line(&rpc::notification(method, params));
+        self.write(method, line).await
+    }
+
+    /// Hands an answer to the call waiting for it; late or unknown answers are logged.
+    pub(crate) fn complete(&self, id: &Value, outcome: Result<Value, RpcErrorBody>) {
+        let call = rpc::request_id(id).and_then(|id| self.lock().pending.remove(&id));
+        match call {
+            // The caller may have given up in the meantime; nothing to do then.
+            Some(call) => drop(call.send(outcome)),
+            None => tracing::debug!(%id, "ignoring answer to an unknown or timed-out request"),
+        }
+    }
+
+    /// Closes the connection: fails all pending calls and stops both tasks.
+    pub(crate) fn close(&self) {
+        let pending = {
+            let mut calls = self.lock();
+            calls.closed = true;
+            std::mem::take(&mut calls.pending)
+        };
+        // Dropping the senders makes every waiting call fail with `closed`.
+        drop(pending);
+        self.shutdown.cancel();
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// Waits until both tasks have finished.
+    pub(crate) async fn wait_closed(&self) {
+        self.tasks.wait().await;
+    }
+
+    pub(crate) fn outbox(&self) -> Outbox {
+        self.outbox.clone()
+    }
+
+    fn register_call(
+        &self,
+        method: &str,
+    ) -> Result<(u64, oneshot::Receiver<Result<Value, RpcErrorBody>>), AcpError> {
+        let mut calls = self.lock();
+        if calls.closed {
+            return Err(AcpError::closed(method));
+        }
+        let id = calls.next_id;
+        calls.next_id += 1;
+        let (sender, receiver) = oneshot::channel();
+        calls.pending.insert(id, sender);
+        Ok((id, receiver))
+    }
+
+    async fn write(&self, method: &str, line: Vec<u8>) -> Result<(), AcpError> {
+        let (written, done) = oneshot::channel();
+        let message = Outgoing { line, written: Some(written) };
+        self.outbox.send(message).map_err(|_| AcpError::closed(method))?;
+        match done.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(source)) => Err(AcpError::Io { method: method.to_owned(), source }),
+            Err(_) => Err(AcpError::closed(method)),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, CallTable> {
+        self.calls.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Removes a call from the table when its caller stops waiting (answer, timeout or drop).
+struct ForgetCallOnDrop<'a> {
+    peer: &'a Peer,
+    id: u64,
+}
+
+impl Drop for ForgetCallOnDrop<'_> {
+    fn drop(&mut self) {
+        self.peer.lock().pending.remove(&self.id);
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
+    shutdown: CancellationToken,
+) {
+    let writes = async {
+        while let Some(message) = outgoing.recv().await {
+            let result = write_line(&mut writer, &message.line).await;
+            if let Err(err) = &result {
+                tracing::warn!("writing to agent failed: {err}");
+            }
+            if let Some(written) = message.written {
+                // The caller may have timed out; then nobody wants the acknowledgement.
+                drop(written.send(result));
+            }
+        }
+    };
+    shutdown.run_until_cancelled(writes).await;
+    if let Err(err) = writer.shutdown().await {
+        tracing::debug!("closing agent input failed: {err}");
+    }
+}
+
+async fn write_line<W: AsyncWrite + Unpin>(writer: &mut W, line: &[u8]) -> io::Result<()> {
+    writer.write_all(line).await?;
+    writer.flush().await
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(
+    reader: R,
+    max_line_len: usize,
+    dispatcher: Dispatcher,
+    shutdown: CancellationToken,
+) {
+    let buffered = BufReader::with_capacity(READ_BUFFER_BYTES, reader);
+    let mut lines = LineReader::new(buffered, max_line_len);
+    loop {
+        let next = tokio::select! {
+            () = shutdown.cancelled() => break,
+            next = lines.next_line() => next,
+        };
+        match next {
+            Ok(Some(Line::Complete(line))) => dispatcher.on_line(&line),
+            Ok(Some(Line::TooLong { len })) => dispatcher.on_oversized_line(len, max_line_len),
+            Ok(None) => {
+                tracing::debug!("agent closed its output");
+                break;
+            }
+            Err(err) => {
+                tracing::warn!("reading from agent failed: {err}");
+                break;
+            }
+        }
+    }
+    dispatcher.on_closed();
+}
