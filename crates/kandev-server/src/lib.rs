@@ -1,1 +1,48 @@
-//! Kandev's HTTP + WebSocket API: router, action handlers, ApiError.
+//! Kandev's HTTP + WebSocket API: one action table served at `POST /api/v1/<action>` and over
+//! `GET /ws`, live notifications with replay, and the security checks of api.md.
+
+mod bootstrap;
+mod dispatch;
+mod error;
+mod handlers;
+mod http;
+mod security;
+mod state;
+mod ws;
+
+use std::net::SocketAddr;
+
+use axum::Router;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+pub use bootstrap::first_run;
+pub use dispatch::dispatch;
+pub use error::ApiError;
+pub use security::check_bind;
+pub use state::{AppState, ServerConfig};
+
+/// The server's version, reported by the health endpoint.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The router with every route and the security layer.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/api/v1/health", get(http::health))
+        .route("/api/v1/{action}", post(http::action))
+        .route("/ws", get(ws::upgrade))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), security::guard))
+        .with_state(state)
+}
+
+/// Serves on an already-bound listener until `shutdown` is cancelled. Taking a listener lets
+/// tests bind port 0.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await
+}

@@ -1,2 +1,55 @@
-//! The kandev command line.
-fn main() {}
+//! The `kandev` command: runs the server, and talks to a running one for tasks and workflows.
+
+mod client;
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+/// Kandev: a self-hosted control plane for AI coding agents.
+///
+/// Run `kandev` (or `kandev serve`) and open the printed address. The other commands talk to
+/// a running server over its HTTP API.
+#[derive(Parser)]
+#[command(name = "kandev", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (the default when no command is given).
+    Serve(serve::ServeArgs),
+    /// Create, list and move tasks on a running server.
+    Task {
+        #[command(flatten)]
+        server: client::ServerArgs,
+        #[command(subcommand)]
+        command: client::TaskCommand,
+    },
+    /// Export and import workflows as YAML on a running server.
+    Workflow {
+        #[command(flatten)]
+        server: client::ServerArgs,
+        #[command(subcommand)]
+        command: client::WorkflowCommand,
+    },
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        None => serve::run(serve::ServeArgs::parse_from(["kandev"])).await,
+        Some(Command::Serve(args)) => serve::run(args).await,
+        Some(Command::Task { server, command }) => client::task(server, command).await,
+        Some(Command::Workflow { server, command }) => client::workflow(server, command).await,
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! `ApiError`: the one error type handlers return, mapped to api.md's codes and HTTP statuses.
+
+use kandev_api_types::{ErrorBody, ErrorCode};
+use kandev_store::StoreError;
+
+/// An error as the client sees it. Internal causes are logged where they happen, never sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub details: Option<serde_json::Value>,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError { code, message: message.into(), details: None }
+    }
+
+    pub fn with_details(mut self, details: serde_json::Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadRequest, message)
+    }
+
+    pub fn validation(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::ValidationError, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::NotFound, message)
+    }
+
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Conflict, message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Forbidden, message)
+    }
+
+    pub fn unauthorized() -> Self {
+        Self::new(
+            ErrorCode::Unauthorized,
+            "a valid access token is required; pass it as `Authorization: Bearer <token>`",
+        )
+    }
+
+    pub fn internal() -> Self {
+        Self::new(ErrorCode::InternalError, "internal error; see the server log")
+    }
+
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody { code: self.code, message: self.message.clone(), details: self.details.clone() }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound { .. } => ApiError::not_found(err.to_string()),
+            StoreError::Conflict(message) => ApiError::conflict(message),
+            other => {
+                tracing::error!(error = %other, "store error");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
+impl From<kandev_domain::validate::FieldError> for ApiError {
+    fn from(err: kandev_domain::validate::FieldError) -> Self {
+        let details = serde_json::json!({ "field": err.field });
+        ApiError::validation(err.to_string()).with_details(details)
+    }
+}
+
+impl axum::response::IntoResponse for ApiError {
+    fn into_response(self) -> axum::response::Response {
+        let status = axum::http::StatusCode::from_u16(self.code.http_status())
+            .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+        (status, axum::Json(self.body())).into_response()
+    }
+}

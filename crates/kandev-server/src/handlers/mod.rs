@@ -1,0 +1,65 @@
+//! Action handlers, one module per area of api.md.
+
+pub mod profile;
+pub mod repository;
+pub mod task;
+pub mod workflow;
+pub mod workspace;
+
+use kandev_api_types::requests::Page;
+use serde::{Deserialize, Serialize};
+
+use crate::ApiError;
+
+/// Largest page a list action returns.
+pub const MAX_PAGE: u32 = 5000;
+
+/// A page request's offset and limit. The cursor is the offset of the next item, opaque to
+/// clients.
+pub fn page_bounds(
+    limit: Option<u32>,
+    cursor: Option<&str>,
+    default: u32,
+) -> Result<(i64, i64), ApiError> {
+    let limit = limit.unwrap_or(default);
+    if limit == 0 || limit > MAX_PAGE {
+        return Err(ApiError::validation(format!("limit must be between 1 and {MAX_PAGE}")));
+    }
+    let offset = match cursor {
+        None => 0,
+        Some(c) => c.parse::<i64>().ok().filter(|o| *o >= 0).ok_or_else(|| {
+            ApiError::validation("cursor is invalid; pass the next_cursor of a previous page")
+        })?,
+    };
+    Ok((i64::from(limit), offset))
+}
+
+/// The next cursor after a page of `returned` items taken at `offset` with `limit`.
+pub fn next_cursor(offset: i64, limit: i64, returned: usize) -> Option<String> {
+    (returned as i64 == limit).then(|| (offset + limit).to_string())
+}
+
+/// Pages an in-memory list.
+pub fn paginate<T>(items: Vec<T>, page: &Page) -> Result<(Vec<T>, Option<String>), ApiError> {
+    let (limit, offset) = page_bounds(page.limit, page.cursor.as_deref(), MAX_PAGE)?;
+    let total = items.len() as i64;
+    let taken: Vec<T> = items.into_iter().skip(offset as usize).take(limit as usize).collect();
+    let next = (offset + limit < total).then(|| (offset + limit).to_string());
+    Ok((taken, next))
+}
+
+/// A list request with no filter.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListAll {
+    #[serde(flatten)]
+    pub page: Page,
+}
+
+/// Topic of everything that happens inside a workspace.
+pub fn workspace_topic(workspace_id: &impl std::fmt::Display) -> String {
+    format!("workspace:{workspace_id}")
+}
+
+/// Topic of workspace creation, renames and deletion.
+pub const WORKSPACES_TOPIC: &str = "workspaces";

@@ -1,0 +1,128 @@
+//! `agent.profile.*` and `agent.kinds`: how agents are run. Secrets are masked on output.
+
+use kandev_api_types::requests::{ById, ProfileCreate, ProfileUpdate};
+use kandev_api_types::{AgentProfileDto, EnvVarDto};
+use kandev_domain::agent::{AgentKind, EnvVar};
+use kandev_domain::{AgentProfileId, validate};
+use kandev_store::{NewProfile, ProfilePatch};
+use serde_json::{Value, json};
+
+use super::{ListAll, paginate};
+use crate::{ApiError, AppState};
+
+/// Topic of agent profile changes (profiles are global, not per workspace).
+pub const PROFILES_TOPIC: &str = "profiles";
+
+pub async fn list(s: &AppState, p: ListAll) -> Result<Value, ApiError> {
+    let (page, next) = paginate(s.store().list_profiles().await?, &p.page)?;
+    let list: Vec<AgentProfileDto> = page.iter().map(AgentProfileDto::from).collect();
+    Ok(json!({ "profiles": list, "next_cursor": next }))
+}
+
+pub async fn create(s: &AppState, p: ProfileCreate) -> Result<Value, ApiError> {
+    let kind = AgentKind::parse(&p.kind).ok_or_else(|| {
+        ApiError::validation(format!(
+            "kind {:?} is unknown; use one of mock, claude, codex, gemini, opencode, custom",
+            p.kind
+        ))
+    })?;
+    if kind == AgentKind::Custom && p.command.trim().is_empty() {
+        return Err(ApiError::validation("command is required for a custom agent"));
+    }
+    let new = NewProfile {
+        name: validate::name("name", &p.name)?,
+        kind,
+        command: p.command.trim().to_owned(),
+        args: p.args,
+        env: checked_env(p.env)?,
+        model: p.model,
+        mode: p.mode,
+        auto_approve: p.auto_approve,
+    };
+    let mut tx = s.store().begin_write().await?;
+    let dto = AgentProfileDto::from(&tx.insert_profile(&new).await?);
+    tx.emit(PROFILES_TOPIC, "agent.profile.created", json!({ "profile": dto })).await?;
+    tx.commit().await?;
+    Ok(json!({ "profile": dto }))
+}
+
+pub async fn update(s: &AppState, p: ProfileUpdate) -> Result<Value, ApiError> {
+    let patch = ProfilePatch {
+        name: p.name.as_deref().map(|n| validate::name("name", n)).transpose()?,
+        command: p.command.map(|c| c.trim().to_owned()),
+        args: p.args,
+        env: p.env.map(checked_env).transpose()?,
+        model: p.model,
+        mode: p.mode,
+        auto_approve: p.auto_approve,
+    };
+    let mut tx = s.store().begin_write().await?;
+    let dto = AgentProfileDto::from(&tx.update_profile(&AgentProfileId::new(p.id), &patch).await?);
+    tx.emit(PROFILES_TOPIC, "agent.profile.updated", json!({ "profile": dto })).await?;
+    tx.commit().await?;
+    Ok(json!({ "profile": dto }))
+}
+
+pub async fn delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
+    let mut tx = s.store().begin_write().await?;
+    tx.delete_profile(&AgentProfileId::new(&p.id)).await?;
+    tx.emit(PROFILES_TOPIC, "agent.profile.deleted", json!({ "id": p.id })).await?;
+    tx.commit().await?;
+    Ok(json!({ "deleted": true, "id": p.id }))
+}
+
+/// The built-in agent kinds, their default command and whether it is on `PATH`.
+pub async fn kinds(_: &AppState, _: ListAll) -> Result<Value, ApiError> {
+    let kinds: Vec<Value> = AgentKind::ALL
+        .into_iter()
+        .map(|kind| {
+            let (command, install) = default_command(kind);
+            let installed = match kind {
+                AgentKind::Mock => true,
+                AgentKind::Custom => false,
+                _ => on_path(command),
+            };
+            json!({ "kind": kind.as_str(), "command": command, "installed": installed, "install": install })
+        })
+        .collect();
+    Ok(json!({ "kinds": kinds }))
+}
+
+/// A kind's default command and how to install it.
+fn default_command(kind: AgentKind) -> (&'static str, &'static str) {
+    match kind {
+        AgentKind::Mock => ("kandev mock-agent", "built in"),
+        AgentKind::Claude => {
+            ("claude-agent-acp", "npm install -g @agentclientprotocol/claude-agent-acp")
+        }
+        AgentKind::Codex => ("codex-acp", "npm install -g @zed-industries/codex-acp"),
+        AgentKind::Gemini => ("gemini", "npm install -g @google/gemini-cli"),
+        AgentKind::OpenCode => ("opencode", "npm install -g opencode-ai"),
+        AgentKind::Custom => ("", "any command that speaks ACP over stdio"),
+    }
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+        .unwrap_or(false)
+}
+
+fn checked_env(env: Vec<EnvVarDto>) -> Result<Vec<EnvVar>, ApiError> {
+    env.into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let valid = !e.name.is_empty()
+                && !e.name.starts_with(|c: char| c.is_ascii_digit())
+                && e.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if valid {
+                Ok(EnvVar { name: e.name, value: e.value })
+            } else {
+                Err(ApiError::validation(format!(
+                    "env[{i}].name {:?} is not a valid variable name",
+                    e.name
+                )))
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,193 @@
+//! `repository.*` actions: registering local git repositories, validated on the way in.
+
+use std::path::{Path, PathBuf};
+
+use kandev_api_types::RepositoryDto;
+use kandev_api_types::requests::{ById, ByWorkspace, RepositoryCreate, RepositoryUpdate};
+use kandev_domain::workspace::DEFAULT_BRANCH_TEMPLATE;
+use kandev_domain::{RepositoryId, WorkspaceId, validate};
+use kandev_store::{NewRepository, RepositoryPatch};
+use serde_json::{Value, json};
+
+use super::workspace_topic;
+use crate::{ApiError, AppState};
+
+pub async fn list(s: &AppState, p: ByWorkspace) -> Result<Value, ApiError> {
+    let workspace_id = WorkspaceId::new(p.workspace_id);
+    s.store().get_workspace(&workspace_id).await?;
+    let list: Vec<RepositoryDto> =
+        s.store().list_repositories(&workspace_id).await?.iter().map(RepositoryDto::from).collect();
+    Ok(json!({ "repositories": list, "next_cursor": null }))
+}
+
+pub async fn get(s: &AppState, p: ById) -> Result<Value, ApiError> {
+    let repository = s.store().get_repository(&RepositoryId::new(p.id)).await?;
+    Ok(json!({ "repository": RepositoryDto::from(&repository) }))
+}
+
+pub async fn create(s: &AppState, p: RepositoryCreate) -> Result<Value, ApiError> {
+    let path = checked_repository_path(&p.local_path)?;
+    let local_path = path.display().to_string();
+    let default_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| local_path.clone());
+    let name = validate::name("name", p.name.as_deref().unwrap_or(&default_name))?;
+    let default_branch = match p.default_branch {
+        Some(branch) => branch_name("default_branch", &branch)?,
+        None => head_branch(&path).unwrap_or_else(|| "main".to_owned()),
+    };
+    let branch_template =
+        branch_template(p.branch_template.as_deref().unwrap_or(DEFAULT_BRANCH_TEMPLATE))?;
+    let new = NewRepository {
+        workspace_id: WorkspaceId::new(p.workspace_id),
+        name,
+        local_path,
+        default_branch,
+        branch_template,
+        setup_script: validate::text("setup_script", p.setup_script.as_deref().unwrap_or(""))?,
+    };
+    let mut tx = s.store().begin_write().await?;
+    let dto = RepositoryDto::from(&tx.insert_repository(&new).await?);
+    tx.emit(workspace_topic(&dto.workspace_id), "repository.created", json!({ "repository": dto }))
+        .await?;
+    tx.commit().await?;
+    Ok(json!({ "repository": dto }))
+}
+
+pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<Value, ApiError> {
+    let patch = RepositoryPatch {
+        name: p.name.as_deref().map(|n| validate::name("name", n)).transpose()?,
+        default_branch: p
+            .default_branch
+            .as_deref()
+            .map(|b| branch_name("default_branch", b))
+            .transpose()?,
+        branch_template: p.branch_template.as_deref().map(branch_template).transpose()?,
+        setup_script: p
+            .setup_script
+            .as_deref()
+            .map(|t| validate::text("setup_script", t))
+            .transpose()?,
+    };
+    let mut tx = s.store().begin_write().await?;
+    let dto = RepositoryDto::from(&tx.update_repository(&RepositoryId::new(p.id), &patch).await?);
+    tx.emit(workspace_topic(&dto.workspace_id), "repository.updated", json!({ "repository": dto }))
+        .await?;
+    tx.commit().await?;
+    Ok(json!({ "repository": dto }))
+}
+
+pub async fn delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
+    let mut tx = s.store().begin_write().await?;
+    let removed = tx.delete_repository(&RepositoryId::new(&p.id)).await?;
+    tx.emit(workspace_topic(&removed.workspace_id), "repository.deleted", json!({ "id": p.id }))
+        .await?;
+    tx.commit().await?;
+    Ok(json!({ "deleted": true, "id": p.id }))
+}
+
+/// Resolves `~`, requires an absolute path to an existing git repository (a work tree with
+/// `.git`, or a bare repository), and returns it canonicalized.
+fn checked_repository_path(raw: &str) -> Result<PathBuf, ApiError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Err(ApiError::validation("local_path is required"));
+    }
+    let expanded = match raw.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map(|home| Path::new(&home).join(rest))
+            .unwrap_or_else(|| raw.into()),
+        None => PathBuf::from(raw),
+    };
+    if !expanded.is_absolute() {
+        return Err(ApiError::validation(format!(
+            "local_path must be an absolute path, not {raw:?}"
+        )));
+    }
+    let path = expanded.canonicalize().map_err(|_| {
+        ApiError::validation(format!(
+            "{raw} does not exist; give the path of a local git repository"
+        ))
+    })?;
+    if !path.is_dir() {
+        return Err(ApiError::validation(format!("{raw} is not a directory")));
+    }
+    let is_work_tree = path.join(".git").exists();
+    let is_bare = path.join("HEAD").is_file() && path.join("objects").is_dir();
+    if !is_work_tree && !is_bare {
+        return Err(ApiError::validation(format!(
+            "{raw} is not a git repository; run `git init` there or pick another folder"
+        )));
+    }
+    Ok(path)
+}
+
+/// The branch `HEAD` points at, read from the repository's files (no process is started).
+fn head_branch(repo: &Path) -> Option<String> {
+    let git = repo.join(".git");
+    let git_dir = if git.is_file() {
+        let text = std::fs::read_to_string(&git).ok()?;
+        PathBuf::from(text.trim().strip_prefix("gitdir:")?.trim())
+    } else if git.is_dir() {
+        git
+    } else {
+        repo.to_path_buf()
+    };
+    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    head.trim().strip_prefix("ref: refs/heads/").map(str::to_owned)
+}
+
+fn branch_name(field: &str, value: &str) -> Result<String, ApiError> {
+    let value = value.trim();
+    let bad = value.is_empty()
+        || value.starts_with('-')
+        || value.contains("..")
+        || value.chars().any(|c| c.is_whitespace() || c.is_control() || "~^:?*[\\".contains(c));
+    if bad {
+        return Err(ApiError::validation(format!(
+            "{field} {value:?} is not a valid git branch name"
+        )));
+    }
+    Ok(value.to_owned())
+}
+
+fn branch_template(value: &str) -> Result<String, ApiError> {
+    let sample = value.replace("{task-slug}", "slug").replace("{short-id}", "abc123");
+    branch_name("branch_template", &sample)?;
+    Ok(value.trim().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn branch_names_are_checked() {
+        assert!(branch_name("b", "main").is_ok());
+        assert!(branch_name("b", "feature/x-1").is_ok());
+        for bad in ["", "a b", "-x", "a..b", "a:b", "a~1"] {
+            assert!(branch_name("b", bad).is_err(), "{bad:?}");
+        }
+        assert!(branch_template(DEFAULT_BRANCH_TEMPLATE).is_ok());
+        assert!(branch_template("kandev/{task-slug} x").is_err());
+    }
+
+    #[test]
+    fn repository_path_must_be_an_existing_git_repository() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = checked_repository_path(dir.path().to_str().unwrap()).unwrap_err();
+        assert!(err.message.contains("is not a git repository"), "{}", err.message);
+        assert!(checked_repository_path("relative/path").unwrap_err().message.contains("absolute"));
+        assert!(
+            checked_repository_path("/no/such/dir/kandev")
+                .unwrap_err()
+                .message
+                .contains("does not exist")
+        );
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(".git/HEAD"), "ref: refs/heads/trunk\n").unwrap();
+        let path = checked_repository_path(dir.path().to_str().unwrap()).unwrap();
+        assert_eq!(head_branch(&path).as_deref(), Some("trunk"));
+    }
+}

@@ -1,0 +1,188 @@
+//! `task.*` actions: create, list and search, update, move and reorder, archive, delete.
+
+use kandev_api_types::TaskDto;
+use kandev_api_types::requests::{ById, TaskCreate, TaskList, TaskMove, TaskUpdate};
+use kandev_domain::task::Task;
+use kandev_domain::workflow::Workflow;
+use kandev_domain::{AgentProfileId, RepositoryId, StepId, TaskId, WorkflowId, validate};
+use kandev_store::{NewTask, TaskFilter, TaskPatch, WriteTx};
+use serde_json::{Value, json};
+
+use super::{next_cursor, page_bounds, workspace_topic};
+use crate::{ApiError, AppState};
+
+/// Default page size of `task.list`: a whole ordinary board in one call.
+const DEFAULT_TASK_PAGE: u32 = 1000;
+
+pub async fn create(s: &AppState, p: TaskCreate) -> Result<Value, ApiError> {
+    let title = validate::title("title", &p.title)?;
+    let description = validate::text("description", p.description.as_deref().unwrap_or(""))?;
+    let workflow = s.store().get_workflow(&WorkflowId::new(&p.workflow_id)).await?;
+    let step_id = match p.step_id {
+        Some(id) => step_in(&workflow, StepId::new(id))?,
+        None => workflow
+            .start_step()
+            .map(|s| s.id.clone())
+            .ok_or_else(|| ApiError::conflict("the workflow has no steps; add one first"))?,
+    };
+    let repository_ids = checked_repositories(s, &workflow, p.repository_ids).await?;
+    let agent_profile_id = checked_profile(s, p.agent_profile_id).await?;
+    let new = NewTask {
+        workflow_id: workflow.id.clone(),
+        step_id,
+        title,
+        description,
+        repository_ids,
+        agent_profile_id,
+    };
+    let mut tx = s.store().begin_write().await?;
+    let task = tx.insert_task(&new, "user").await?;
+    publish_task(tx, &task, "task.created").await
+}
+
+pub async fn list(s: &AppState, p: TaskList) -> Result<Value, ApiError> {
+    let (limit, offset) = page_bounds(p.limit, p.cursor.as_deref(), DEFAULT_TASK_PAGE)?;
+    let workflow = s.store().get_workflow(&WorkflowId::new(p.workflow_id)).await?;
+    let step_id = p.step_id.map(|id| step_in(&workflow, StepId::new(id))).transpose()?;
+    let query = p.query.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());
+    let filter = TaskFilter {
+        workflow_id: Some(workflow.id.clone()),
+        step_id,
+        query,
+        include_archived: p.include_archived,
+        limit,
+        offset,
+    };
+    let tasks = s.store().list_tasks(&filter).await?;
+    let next = next_cursor(offset, limit, tasks.len());
+    let list: Vec<TaskDto> = tasks.iter().map(TaskDto::from).collect();
+    Ok(json!({ "tasks": list, "next_cursor": next }))
+}
+
+pub async fn get(s: &AppState, p: ById) -> Result<Value, ApiError> {
+    let task = s.store().get_task(&TaskId::new(p.id)).await?;
+    Ok(json!({ "task": TaskDto::from(&task) }))
+}
+
+pub async fn update(s: &AppState, p: TaskUpdate) -> Result<Value, ApiError> {
+    let id = TaskId::new(p.id);
+    let current = s.store().get_task(&id).await?;
+    let workflow = s.store().get_workflow(&current.workflow_id).await?;
+    let repository_ids = match p.repository_ids {
+        Some(ids) => Some(checked_repositories(s, &workflow, ids).await?),
+        None => None,
+    };
+    let agent_profile_id = match p.agent_profile_id {
+        Some(profile) => Some(checked_profile(s, profile).await?),
+        None => None,
+    };
+    let patch = TaskPatch {
+        title: p.title.as_deref().map(|t| validate::title("title", t)).transpose()?,
+        description: p
+            .description
+            .as_deref()
+            .map(|d| validate::text("description", d))
+            .transpose()?,
+        state: None,
+        repository_ids,
+        agent_profile_id,
+    };
+    let mut tx = s.store().begin_write().await?;
+    let task = tx.update_task(&id, &patch).await?;
+    publish_task(tx, &task, "task.updated").await
+}
+
+/// Moves a task to another step of its workflow, or to another position in its own step
+/// (reorder).
+pub async fn move_task(s: &AppState, p: TaskMove) -> Result<Value, ApiError> {
+    let id = TaskId::new(p.id);
+    let task = s.store().get_task(&id).await?;
+    let workflow = s.store().get_workflow(&task.workflow_id).await?;
+    let to_step = StepId::new(p.step_id);
+    let Some(step) = workflow.step(&to_step) else {
+        return Err(ApiError::validation(format!(
+            "step {to_step} is not a step of the task's workflow; pick one from workflow.get"
+        )));
+    };
+    if step.id != task.step_id && !step.allow_manual_move {
+        return Err(ApiError::conflict(format!(
+            "step {:?} does not accept manual moves",
+            step.name
+        )));
+    }
+    let mut tx = s.store().begin_write().await?;
+    let moved =
+        tx.move_task(&id, &to_step, p.position.map(|x| x as usize), "manual", "user").await?;
+    let payload =
+        json!({ "task": TaskDto::from(&moved), "from_step_id": task.step_id.to_string() });
+    tx.emit(workspace_topic(&moved.workspace_id), "task.moved", payload.clone()).await?;
+    tx.commit().await?;
+    Ok(payload)
+}
+
+pub async fn archive(s: &AppState, p: ById) -> Result<Value, ApiError> {
+    let mut tx = s.store().begin_write().await?;
+    let task = tx.archive_task(&TaskId::new(p.id)).await?;
+    publish_task(tx, &task, "task.archived").await
+}
+
+pub async fn delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
+    let mut tx = s.store().begin_write().await?;
+    let task = tx.delete_task(&TaskId::new(&p.id)).await?;
+    let payload = json!({ "id": p.id, "workflow_id": task.workflow_id.to_string(), "step_id": task.step_id.to_string() });
+    tx.emit(workspace_topic(&task.workspace_id), "task.deleted", payload).await?;
+    tx.commit().await?;
+    Ok(json!({ "deleted": true, "id": p.id }))
+}
+
+async fn publish_task(mut tx: WriteTx, task: &Task, action: &str) -> Result<Value, ApiError> {
+    let dto = TaskDto::from(task);
+    tx.emit(workspace_topic(&task.workspace_id), action, json!({ "task": dto })).await?;
+    tx.commit().await?;
+    Ok(json!({ "task": dto }))
+}
+
+fn step_in(workflow: &Workflow, step_id: StepId) -> Result<StepId, ApiError> {
+    match workflow.step(&step_id) {
+        Some(step) => Ok(step.id.clone()),
+        None => Err(ApiError::validation(format!(
+            "step {step_id} is not a step of workflow {}",
+            workflow.id
+        ))),
+    }
+}
+
+async fn checked_repositories(
+    s: &AppState,
+    workflow: &Workflow,
+    ids: Vec<String>,
+) -> Result<Vec<RepositoryId>, ApiError> {
+    let mut checked: Vec<RepositoryId> = Vec::with_capacity(ids.len());
+    for id in ids {
+        let repository = s.store().get_repository(&RepositoryId::new(id)).await?;
+        if repository.workspace_id != workflow.workspace_id {
+            return Err(ApiError::validation(format!(
+                "repository {} belongs to another workspace",
+                repository.id
+            )));
+        }
+        if !checked.contains(&repository.id) {
+            checked.push(repository.id);
+        }
+    }
+    Ok(checked)
+}
+
+async fn checked_profile(
+    s: &AppState,
+    id: Option<String>,
+) -> Result<Option<AgentProfileId>, ApiError> {
+    match id {
+        Some(id) => {
+            let id = AgentProfileId::new(id);
+            s.store().get_profile(&id).await?;
+            Ok(Some(id))
+        }
+        None => Ok(None),
+    }
+}

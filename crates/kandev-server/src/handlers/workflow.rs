@@ -1,0 +1,248 @@
+//! `workflow.*` actions: boards from templates, steps, and YAML export/import.
+
+use std::collections::HashSet;
+
+use kandev_api_types::requests::{
+    ById, ByWorkspace, StepCreate, StepReorder, StepUpdate, WorkflowCreate, WorkflowExport,
+    WorkflowImport, WorkflowUpdate,
+};
+use kandev_api_types::{EventsDto, WorkflowDto};
+use kandev_domain::workflow::{Action, StepEvents, StepSpec, Workflow, WorkflowSpec};
+use kandev_domain::{AgentProfileId, StepId, WorkflowId, WorkspaceId, validate};
+use kandev_store::{StepPatch, TaskFilter};
+use serde_json::{Value, json};
+
+use super::{ListAll, workspace_topic};
+use crate::{ApiError, AppState};
+
+pub async fn template_list(_: &AppState, _: ListAll) -> Result<Value, ApiError> {
+    let list: Vec<Value> = kandev_workflow_yaml::templates()
+        .iter()
+        .map(|t| {
+            let steps: Vec<&str> = t.spec.steps.iter().map(|s| s.name.as_str()).collect();
+            json!({ "id": t.id, "name": t.name, "description": t.description, "steps": steps })
+        })
+        .collect();
+    Ok(json!({ "templates": list, "next_cursor": null }))
+}
+
+/// Steps of a workflow created without a template.
+fn blank_spec(name: String, description: String) -> WorkflowSpec {
+    let mut todo = StepSpec::named("Todo");
+    todo.is_start_step = true;
+    WorkflowSpec {
+        name,
+        description,
+        steps: vec![todo, StepSpec::named("In Progress"), StepSpec::named("Done")],
+    }
+}
+
+pub async fn create(s: &AppState, p: WorkflowCreate) -> Result<Value, ApiError> {
+    let name = validate::name("name", &p.name)?;
+    let description = validate::text("description", p.description.as_deref().unwrap_or(""))?;
+    let spec = match &p.template_id {
+        Some(id) => {
+            let template = kandev_workflow_yaml::template(id).ok_or_else(|| {
+                ApiError::validation(format!(
+                    "unknown template_id {id:?}; see workflow.template.list"
+                ))
+            })?;
+            let description =
+                if p.description.is_some() { description } else { template.spec.description };
+            WorkflowSpec { name, description, steps: template.spec.steps }
+        }
+        None => blank_spec(name, description),
+    };
+    let workspace_id = WorkspaceId::new(p.workspace_id);
+    let mut tx = s.store().begin_write().await?;
+    let dto = WorkflowDto::from(
+        &tx.insert_workflow(&workspace_id, &spec, p.template_id.as_deref()).await?,
+    );
+    tx.emit(workspace_topic(&workspace_id), "workflow.created", json!({ "workflow": dto })).await?;
+    tx.commit().await?;
+    Ok(json!({ "workflow": dto }))
+}
+
+pub async fn list(s: &AppState, p: ByWorkspace) -> Result<Value, ApiError> {
+    let workspace_id = WorkspaceId::new(p.workspace_id);
+    s.store().get_workspace(&workspace_id).await?;
+    let list: Vec<WorkflowDto> =
+        s.store().list_workflows(&workspace_id).await?.iter().map(WorkflowDto::from).collect();
+    Ok(json!({ "workflows": list, "next_cursor": null }))
+}
+
+pub async fn get(s: &AppState, p: ById) -> Result<Value, ApiError> {
+    let workflow = s.store().get_workflow(&WorkflowId::new(p.id)).await?;
+    Ok(json!({ "workflow": WorkflowDto::from(&workflow) }))
+}
+
+pub async fn update(s: &AppState, p: WorkflowUpdate) -> Result<Value, ApiError> {
+    let name = p.name.as_deref().map(|n| validate::name("name", n)).transpose()?;
+    let description =
+        p.description.as_deref().map(|d| validate::text("description", d)).transpose()?;
+    let mut tx = s.store().begin_write().await?;
+    let workflow =
+        tx.update_workflow(&WorkflowId::new(p.id), name.as_deref(), description.as_deref()).await?;
+    publish_workflow(tx, &workflow, "workflow.updated").await
+}
+
+pub async fn delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
+    let id = WorkflowId::new(&p.id);
+    let filter = TaskFilter {
+        workflow_id: Some(id.clone()),
+        include_archived: true,
+        limit: 1,
+        ..Default::default()
+    };
+    if !s.store().list_tasks(&filter).await?.is_empty() {
+        return Err(ApiError::conflict("the workflow still has tasks; delete them first"));
+    }
+    let mut tx = s.store().begin_write().await?;
+    let removed = tx.delete_workflow(&id).await?;
+    tx.emit(workspace_topic(&removed.workspace_id), "workflow.deleted", json!({ "id": p.id }))
+        .await?;
+    tx.commit().await?;
+    Ok(json!({ "deleted": true, "id": p.id }))
+}
+
+pub async fn export(s: &AppState, p: WorkflowExport) -> Result<Value, ApiError> {
+    if p.ids.is_empty() {
+        return Err(ApiError::validation("ids must name at least one workflow"));
+    }
+    let mut workflows = Vec::with_capacity(p.ids.len());
+    for id in p.ids {
+        workflows.push(s.store().get_workflow(&WorkflowId::new(id)).await?);
+    }
+    Ok(json!({ "yaml": kandev_workflow_yaml::export(&workflows) }))
+}
+
+pub async fn import(s: &AppState, p: WorkflowImport) -> Result<Value, ApiError> {
+    let specs = kandev_workflow_yaml::import(&p.yaml).map_err(|problems| {
+        let list: Vec<Value> =
+            problems.iter().map(|pr| json!({ "path": pr.path, "message": pr.message })).collect();
+        let first = problems.first().map(|pr| pr.to_string()).unwrap_or_default();
+        let message = match problems.len() {
+            1 => format!("the document is invalid: {first}"),
+            n => format!("the document has {n} problems, first: {first}"),
+        };
+        ApiError::validation(message).with_details(json!({ "problems": list }))
+    })?;
+    let workspace_id = WorkspaceId::new(p.workspace_id);
+    let mut tx = s.store().begin_write().await?;
+    let mut created = Vec::with_capacity(specs.len());
+    for spec in &specs {
+        let dto = WorkflowDto::from(&tx.insert_workflow(&workspace_id, spec, None).await?);
+        tx.emit(workspace_topic(&workspace_id), "workflow.created", json!({ "workflow": dto }))
+            .await?;
+        created.push(dto);
+    }
+    tx.commit().await?;
+    Ok(json!({ "workflows": created }))
+}
+
+pub async fn step_create(s: &AppState, p: StepCreate) -> Result<Value, ApiError> {
+    let name = validate::name("name", &p.name)?;
+    let workflow_id = WorkflowId::new(&p.workflow_id);
+    let mut tx = s.store().begin_write().await?;
+    let (workflow, step_id) =
+        tx.insert_step(&workflow_id, &name, p.position.map(|x| x as usize)).await?;
+    let fields = StepUpdate {
+        id: step_id.to_string(),
+        name: None,
+        color: p.color,
+        prompt: p.prompt,
+        is_start_step: p.is_start_step,
+        allow_manual_move: p.allow_manual_move,
+        agent_profile_id: p.agent_profile_id,
+        cancel_triggers_turn_complete: p.cancel_triggers_turn_complete,
+        events: p.events,
+    };
+    let patch = step_patch(s, &workflow, fields).await?;
+    let workflow = tx.update_step(&step_id, &patch).await?;
+    publish_workflow(tx, &workflow, "workflow.updated").await
+}
+
+pub async fn step_update(s: &AppState, p: StepUpdate) -> Result<Value, ApiError> {
+    let step_id = StepId::new(&p.id);
+    let workflow = s.store().workflow_of_step(&step_id).await?;
+    let patch = step_patch(s, &workflow, p).await?;
+    let mut tx = s.store().begin_write().await?;
+    let workflow = tx.update_step(&step_id, &patch).await?;
+    publish_workflow(tx, &workflow, "workflow.updated").await
+}
+
+pub async fn step_delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
+    let mut tx = s.store().begin_write().await?;
+    let workflow = tx.delete_step(&StepId::new(p.id)).await?;
+    publish_workflow(tx, &workflow, "workflow.updated").await
+}
+
+pub async fn step_reorder(s: &AppState, p: StepReorder) -> Result<Value, ApiError> {
+    let order: Vec<StepId> = p.step_ids.into_iter().map(StepId::new).collect();
+    let mut tx = s.store().begin_write().await?;
+    let workflow = tx.reorder_steps(&WorkflowId::new(p.workflow_id), &order).await?;
+    publish_workflow(tx, &workflow, "workflow.updated").await
+}
+
+async fn publish_workflow(
+    mut tx: kandev_store::WriteTx,
+    workflow: &Workflow,
+    action: &str,
+) -> Result<Value, ApiError> {
+    let dto = WorkflowDto::from(workflow);
+    tx.emit(workspace_topic(&workflow.workspace_id), action, json!({ "workflow": dto })).await?;
+    tx.commit().await?;
+    Ok(json!({ "workflow": dto }))
+}
+
+/// Validates a step change against its workflow: names, actions per trigger, move targets.
+async fn step_patch(
+    s: &AppState,
+    workflow: &Workflow,
+    p: StepUpdate,
+) -> Result<StepPatch, ApiError> {
+    let agent_profile_id = match p.agent_profile_id {
+        Some(Some(id)) => {
+            let id = AgentProfileId::new(id);
+            s.store().get_profile(&id).await?;
+            Some(Some(id))
+        }
+        other => other.map(|_| None),
+    };
+    Ok(StepPatch {
+        name: p.name.as_deref().map(|n| validate::name("name", n)).transpose()?,
+        color: p.color,
+        prompt: p.prompt.as_deref().map(|t| validate::text("prompt", t)).transpose()?,
+        is_start_step: p.is_start_step,
+        allow_manual_move: p.allow_manual_move,
+        agent_profile_id,
+        cancel_triggers_turn_complete: p.cancel_triggers_turn_complete,
+        events: p.events.map(|e| checked_events(workflow, e)).transpose()?,
+    })
+}
+
+fn checked_events(workflow: &Workflow, events: EventsDto) -> Result<StepEvents<StepId>, ApiError> {
+    let events: StepEvents<StepId> = events.into();
+    if let Some((trigger, index, action)) = events.misplaced().first() {
+        return Err(ApiError::validation(format!(
+            "events.{}[{index}]: {} is not allowed under {}",
+            trigger.as_str(),
+            action.type_name(),
+            trigger.as_str()
+        )));
+    }
+    let known: HashSet<&StepId> = workflow.steps.iter().map(|s| &s.id).collect();
+    for trigger in kandev_domain::workflow::Trigger::ALL {
+        for action in events.actions(trigger) {
+            if let Action::MoveToStep(target) = action
+                && !known.contains(target)
+            {
+                return Err(ApiError::validation(format!(
+                    "events.{}: move_to_step names step {target}, which is not in this workflow",
+                    trigger.as_str()
+                )));
+            }
+        }
+    }
+    Ok(events)
+}

@@ -1,0 +1,47 @@
+//! Shared server state handed to every handler.
+
+use std::sync::Arc;
+
+use kandev_store::Store;
+
+/// Settings of a running server.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// When set, every request must carry it (header or cookie).
+    pub token: Option<String>,
+    /// Extra origins allowed to open the WebSocket and post to the API (e.g. a dev server).
+    pub allowed_origins: Vec<String>,
+    /// Largest request body or WebSocket message accepted, in bytes.
+    pub max_request_bytes: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig { token: None, allowed_origins: vec![], max_request_bytes: 4 * 1024 * 1024 }
+    }
+}
+
+/// Cheap-to-clone handle to everything a handler needs.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    config: ServerConfig,
+}
+
+impl AppState {
+    pub fn new(store: Store, config: ServerConfig) -> Self {
+        AppState { inner: Arc::new(Inner { store, config }) }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.inner.config
+    }
+}

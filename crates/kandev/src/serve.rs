@@ -1,0 +1,92 @@
+//! `kandev serve`: opens the database, seeds a first run, and serves the API.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use kandev_server::{AppState, ServerConfig};
+use kandev_store::{Location, Store};
+use tokio_util::sync::CancellationToken;
+
+/// Default listen address: loopback only.
+pub const DEFAULT_ADDR: &str = "127.0.0.1:38429";
+
+#[derive(Parser, Debug)]
+#[command(name = "kandev serve")]
+pub struct ServeArgs {
+    /// Address to listen on. Anything but loopback requires --token.
+    #[arg(long, env = "KANDEV_ADDR", default_value = DEFAULT_ADDR)]
+    pub addr: SocketAddr,
+    /// Data directory (database, worktrees). Default: ~/.kandev
+    #[arg(long, env = "KANDEV_HOME")]
+    pub home: Option<PathBuf>,
+    /// Access token every request must carry (`Authorization: Bearer <token>`).
+    #[arg(long, env = "KANDEV_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Database to use instead of <home>/kandev.db: a SQLite file path or sqlite:// URL.
+    #[arg(long, env = "KANDEV_DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Extra browser origin allowed to use the API (repeatable), e.g. a UI dev server.
+    #[arg(long = "allowed-origin")]
+    pub allowed_origins: Vec<String>,
+}
+
+fn home_dir(args: &ServeArgs) -> Result<PathBuf> {
+    if let Some(home) = &args.home {
+        return Ok(home.clone());
+    }
+    let user_home = std::env::var_os("HOME").context("HOME is not set; pass --home <dir>")?;
+    Ok(PathBuf::from(user_home).join(".kandev"))
+}
+
+pub async fn run(args: ServeArgs) -> Result<()> {
+    init_tracing();
+    let token = args.token.clone().filter(|t| !t.is_empty());
+    kandev_server::check_bind(&args.addr, token.as_deref()).map_err(anyhow::Error::msg)?;
+    let home = home_dir(&args)?;
+    let location = match &args.database_url {
+        Some(url) => Location::parse(url)?,
+        None => Location::File(home.join("kandev.db")),
+    };
+    let store = Store::open(location).await.context("cannot open the database")?;
+    kandev_server::first_run(&store).await.context("cannot prepare the database")?;
+    let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| {
+        format!(
+            "cannot listen on {}; is another kandev running? pick another with --addr",
+            args.addr
+        )
+    })?;
+    let config =
+        ServerConfig { token, allowed_origins: args.allowed_origins, ..ServerConfig::default() };
+    let state = AppState::new(store.clone(), config);
+    let shutdown = CancellationToken::new();
+    tokio::spawn(stop_on_signal(shutdown.clone()));
+    println!("Kandev is running at http://{}  (data: {})", args.addr, store.location());
+    kandev_server::serve(listener, state, shutdown).await?;
+    store.close().await;
+    Ok(())
+}
+
+async fn stop_on_signal(shutdown: CancellationToken) {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(term) => term,
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot listen for SIGTERM");
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    tracing::info!("shutting down");
+    shutdown.cancel();
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
+    let _ =
+        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
