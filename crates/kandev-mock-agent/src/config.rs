@@ -1,0 +1,212 @@
+//! The mock agent's flags (`kandev mock-agent [flags]`) and the configuration they resolve to.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::rpc::{RpcError, codes};
+
+/// How a `session/load` or `session/new` should fail (`--fail-load <kind>`, `--fail-new <kind>`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailKind {
+    /// JSON-RPC -32601: the method does not exist.
+    MethodNotFound,
+    /// ACP -32002 (resource not found): the session is unknown.
+    UnknownSession,
+    /// ACP -32000: authentication required.
+    Auth,
+    /// JSON-RPC -32603: internal error.
+    Internal,
+    /// Never answer the request.
+    Timeout,
+}
+
+impl FailKind {
+    /// The error answer for `method`, or `None` for [`FailKind::Timeout`] (no answer at all).
+    pub fn error(self, method: &str) -> Option<RpcError> {
+        let (code, message) = match self {
+            FailKind::MethodNotFound => {
+                (codes::METHOD_NOT_FOUND, format!("method not found: {method}"))
+            }
+            FailKind::UnknownSession => {
+                (codes::RESOURCE_NOT_FOUND, "resource not found: unknown session".to_owned())
+            }
+            FailKind::Auth => (codes::AUTH_REQUIRED, "authentication required".to_owned()),
+            FailKind::Internal => (codes::INTERNAL_ERROR, "internal error".to_owned()),
+            FailKind::Timeout => return None,
+        };
+        Some(RpcError::new(code, message))
+    }
+}
+
+/// The command-line flags, for `#[command(flatten)]` into the `kandev` CLI.
+///
+/// Convert with `MockConfig::from(args)`; [`MockConfig::from_args`] parses a plain argument list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct MockArgs {
+    /// Directory where conversations and call counters persist across restarts
+    #[arg(long, value_name = "PATH")]
+    pub state_dir: Option<PathBuf>,
+    /// Make every session/load fail this way
+    #[arg(long, value_name = "KIND")]
+    pub fail_load: Option<FailKind>,
+    /// Make every session/new fail this way
+    #[arg(long, value_name = "KIND")]
+    pub fail_new: Option<FailKind>,
+    /// Ignore session/cancel: running turns keep going
+    #[arg(long)]
+    pub hang_on_cancel: bool,
+    /// Do not advertise loadSession (session/load answers method not found)
+    #[arg(long)]
+    pub no_load_session: bool,
+    /// Delay before answering initialize, in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub startup_delay_ms: u64,
+    /// Delay before answering a session/new that is not the first conversation of this process
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub reset_delay_ms: u64,
+}
+
+/// Everything that shapes one mock agent run. `Default` is a well-behaved agent with no state dir.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MockConfig {
+    /// Where conversations (`sessions/`) and the call log (`calls.log`) live; `None` keeps
+    /// conversations in memory and records no calls.
+    pub state_dir: Option<PathBuf>,
+    /// How `session/load` fails, if it should.
+    pub fail_load: Option<FailKind>,
+    /// How `session/new` fails, if it should.
+    pub fail_new: Option<FailKind>,
+    /// Ignore `session/cancel`.
+    pub hang_on_cancel: bool,
+    /// Advertise (and serve) `session/load`.
+    pub load_session: bool,
+    /// Delay before answering `initialize`.
+    pub startup_delay: Duration,
+    /// Delay before answering a `session/new` after this process already opened a conversation
+    /// (a context reset on a live process).
+    pub reset_delay: Duration,
+}
+
+impl Default for MockConfig {
+    fn default() -> Self {
+        MockConfig {
+            state_dir: None,
+            fail_load: None,
+            fail_new: None,
+            hang_on_cancel: false,
+            load_session: true,
+            startup_delay: Duration::ZERO,
+            reset_delay: Duration::ZERO,
+        }
+    }
+}
+
+impl From<MockArgs> for MockConfig {
+    fn from(args: MockArgs) -> Self {
+        MockConfig {
+            state_dir: args.state_dir,
+            fail_load: args.fail_load,
+            fail_new: args.fail_new,
+            hang_on_cancel: args.hang_on_cancel,
+            load_session: !args.no_load_session,
+            startup_delay: Duration::from_millis(args.startup_delay_ms),
+            reset_delay: Duration::from_millis(args.reset_delay_ms),
+        }
+    }
+}
+
+/// The arguments could not be parsed (this includes `--help`, which clap reports as an error).
+#[derive(Debug, thiserror::Error)]
+#[error("invalid mock-agent arguments: {0}")]
+pub struct ArgsError(#[from] pub clap::Error);
+
+#[derive(clap::Parser)]
+#[command(name = "mock-agent", no_binary_name = true)]
+struct Cli {
+    #[command(flatten)]
+    args: MockArgs,
+}
+
+impl MockConfig {
+    /// Parses flags such as `["--fail-load", "auth", "--state-dir", "/tmp/x"]` (no program name).
+    pub fn from_args(args: &[String]) -> Result<MockConfig, ArgsError> {
+        use clap::Parser as _;
+        let cli = Cli::try_parse_from(args)?;
+        Ok(cli.args.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn no_flags_is_the_default_config() {
+        assert_eq!(MockConfig::from_args(&[]).unwrap(), MockConfig::default());
+    }
+
+    #[test]
+    fn every_flag_parses() {
+        let config = MockConfig::from_args(&strings(&[
+            "--state-dir",
+            "/tmp/state",
+            "--fail-load",
+            "unknown-session",
+            "--fail-new",
+            "timeout",
+            "--hang-on-cancel",
+            "--no-load-session",
+            "--startup-delay-ms",
+            "250",
+            "--reset-delay-ms",
+            "1500",
+        ]))
+        .unwrap();
+        assert_eq!(
+            config,
+            MockConfig {
+                state_dir: Some(PathBuf::from("/tmp/state")),
+                fail_load: Some(FailKind::UnknownSession),
+                fail_new: Some(FailKind::Timeout),
+                hang_on_cancel: true,
+                load_session: false,
+                startup_delay: Duration::from_millis(250),
+                reset_delay: Duration::from_millis(1500),
+            }
+        );
+    }
+
+    #[test]
+    fn fail_kinds_use_kebab_case_names() {
+        for (name, kind) in [
+            ("method-not-found", FailKind::MethodNotFound),
+            ("unknown-session", FailKind::UnknownSession),
+            ("auth", FailKind::Auth),
+            ("internal", FailKind::Internal),
+            ("timeout", FailKind::Timeout),
+        ] {
+            let config = MockConfig::from_args(&strings(&["--fail-load", name])).unwrap();
+            assert_eq!(config.fail_load, Some(kind), "{name}");
+        }
+    }
+
+    #[test]
+    fn unknown_flag_and_bad_kind_are_errors() {
+        assert!(MockConfig::from_args(&strings(&["--frobnicate"])).is_err());
+        assert!(MockConfig::from_args(&strings(&["--fail-new", "sometimes"])).is_err());
+    }
+
+    #[test]
+    fn fail_kinds_map_to_acp_error_codes() {
+        let code = |kind: FailKind| kind.error("session/load").map(|e| e.code);
+        assert_eq!(code(FailKind::MethodNotFound), Some(-32601));
+        assert_eq!(code(FailKind::UnknownSession), Some(-32002));
+        assert_eq!(code(FailKind::Auth), Some(-32000));
+        assert_eq!(code(FailKind::Internal), Some(-32603));
+        assert_eq!(code(FailKind::Timeout), None);
+    }
+}

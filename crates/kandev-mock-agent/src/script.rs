@@ -1,0 +1,470 @@
+//! Prompt interpretation: the default echo reply and the `#!mock` script language (pure, no IO).
+
+use std::time::Duration;
+
+/// The line that turns a prompt into a script; everything before it is ignored.
+pub const SCRIPT_MARKER: &str = "#!mock";
+
+/// How many chunks the echo reply is split into (at most).
+const ECHO_CHUNKS: usize = 3;
+
+/// What a prompt asks the mock agent to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prompt {
+    /// Not a script: reply `echo: <first line>` in a few chunks.
+    Echo {
+        /// The whole reply text; [`echo_chunks`] splits it.
+        reply: String,
+    },
+    /// A script: run the directives in order.
+    Script(Vec<Directive>),
+}
+
+/// One script line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Directive {
+    /// `say <text>`: one `agent_message_chunk`.
+    Say(String),
+    /// `think <text>`: one `agent_thought_chunk`.
+    Think(String),
+    /// `stream <n> <bytes>`: `count` message chunks of `bytes` bytes each ([`stream_chunk_text`]).
+    Stream {
+        /// Number of chunks.
+        count: u64,
+        /// Size of each chunk's text in bytes.
+        bytes: usize,
+    },
+    /// `sleep <ms>`: wait; a `session/cancel` ends the turn early.
+    Sleep(Duration),
+    /// `tool <kind> <title>`: a `tool_call` (status `in_progress`).
+    Tool {
+        /// ACP tool kind (`read`, `edit`, `execute`, ...), passed through as given.
+        kind: String,
+        /// Tool call title.
+        title: String,
+    },
+    /// `tool_done [failed]`: completes the last `tool` with a `tool_call_update`.
+    ToolDone {
+        /// `failed` instead of `completed`.
+        failed: bool,
+    },
+    /// `plan <status>:<text>; ...`: a `plan` update.
+    Plan(Vec<PlanEntry>),
+    /// `ask_permission <title>`: `session/request_permission`; the outcome is said back.
+    AskPermission(String),
+    /// `write <path> <text>`: write a file in the session cwd (`\n`, `\t`, `\\` escapes).
+    Write {
+        /// Relative to the session cwd (or absolute inside it).
+        path: String,
+        /// File content.
+        content: String,
+    },
+    /// `read <path>`: read a file in the session cwd and say its content back.
+    Read(String),
+    /// `usage <used> <size>`: a `usage_update`.
+    Usage {
+        /// Tokens in context.
+        used: u64,
+        /// Context window size.
+        size: u64,
+    },
+    /// `stop <reason>`: end the turn with this stop reason.
+    Stop(String),
+    /// `error <code> <message>`: answer the prompt with a JSON-RPC error.
+    Error {
+        /// Error code.
+        code: i64,
+        /// Error message.
+        message: String,
+    },
+    /// `crash [exit code]`: end the process (the run) with this code (default 1).
+    Crash(i32),
+    /// `hang`: never answer the prompt, ignoring cancel.
+    Hang,
+    /// `garbage`: one non-JSON line on stdout.
+    Garbage,
+    /// `bigline <bytes>`: one valid JSON line whose chunk text has this many bytes.
+    BigLine(usize),
+}
+
+/// One entry of a `plan` directive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanEntry {
+    /// `pending`, `in_progress` or `completed`.
+    pub status: String,
+    /// What the step is.
+    pub content: String,
+}
+
+/// A script line that does not parse; the prompt is answered with -32602 and this message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptError {
+    /// The first word is not a directive.
+    #[error("script line {line}: unknown directive `{name}`")]
+    UnknownDirective {
+        /// 1-based line number in the prompt text.
+        line: usize,
+        /// The word found.
+        name: String,
+    },
+    /// A required argument is missing.
+    #[error("script line {line}: `{directive}` needs {what}")]
+    MissingArgument {
+        /// 1-based line number in the prompt text.
+        line: usize,
+        /// The directive.
+        directive: &'static str,
+        /// What is missing.
+        what: &'static str,
+    },
+    /// An argument is not what the directive accepts.
+    #[error("script line {line}: `{directive}` got invalid argument `{value}`")]
+    InvalidArgument {
+        /// 1-based line number in the prompt text.
+        line: usize,
+        /// The directive.
+        directive: &'static str,
+        /// The argument found.
+        value: String,
+    },
+}
+
+/// Interprets a prompt's text: a script if a line is exactly `#!mock` (trimmed), else echo.
+pub fn parse_prompt(text: &str) -> Result<Prompt, ScriptError> {
+    let mut lines = text.lines().enumerate();
+    let is_script = lines.by_ref().any(|(_, line)| line.trim() == SCRIPT_MARKER);
+    if !is_script {
+        let first = text.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or("");
+        return Ok(Prompt::Echo { reply: format!("echo: {first}") });
+    }
+    let mut directives = Vec::new();
+    for (index, line) in lines {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        directives.push(parse_directive(index + 1, line)?);
+    }
+    Ok(Prompt::Script(directives))
+}
+
+fn split_word(text: &str) -> (&str, &str) {
+    match text.split_once(char::is_whitespace) {
+        Some((word, rest)) => (word, rest.trim()),
+        None => (text, ""),
+    }
+}
+
+fn parse_directive(line: usize, text: &str) -> Result<Directive, ScriptError> {
+    let (name, rest) = split_word(text);
+    let missing = |directive: &'static str, what: &'static str| ScriptError::MissingArgument {
+        line,
+        directive,
+        what,
+    };
+    let number = |directive: &'static str, what: &'static str, value: &str| {
+        if value.is_empty() {
+            return Err(missing(directive, what));
+        }
+        value.parse::<u64>().map_err(|_| ScriptError::InvalidArgument {
+            line,
+            directive,
+            value: value.to_owned(),
+        })
+    };
+    let size = |directive: &'static str, what: &'static str, value: &str| {
+        let n = number(directive, what, value)?;
+        usize::try_from(n).map_err(|_| ScriptError::InvalidArgument {
+            line,
+            directive,
+            value: value.to_owned(),
+        })
+    };
+    let directive = match name {
+        "say" => Directive::Say(rest.to_owned()),
+        "think" => Directive::Think(rest.to_owned()),
+        "stream" => {
+            let (count, bytes) = split_word(rest);
+            Directive::Stream {
+                count: number("stream", "a chunk count", count)?,
+                bytes: size("stream", "a chunk size in bytes", bytes)?,
+            }
+        }
+        "sleep" => Directive::Sleep(Duration::from_millis(number("sleep", "milliseconds", rest)?)),
+        "tool" => {
+            let (kind, title) = split_word(rest);
+            if kind.is_empty() {
+                return Err(missing("tool", "a kind"));
+            }
+            let title = if title.is_empty() { kind } else { title };
+            Directive::Tool { kind: kind.to_owned(), title: title.to_owned() }
+        }
+        "tool_done" => match rest {
+            "" | "completed" => Directive::ToolDone { failed: false },
+            "failed" => Directive::ToolDone { failed: true },
+            other => {
+                return Err(ScriptError::InvalidArgument {
+                    line,
+                    directive: "tool_done",
+                    value: other.to_owned(),
+                });
+            }
+        },
+        "plan" => Directive::Plan(parse_plan(rest)),
+        "ask_permission" => {
+            let title = if rest.is_empty() { "permission" } else { rest };
+            Directive::AskPermission(title.to_owned())
+        }
+        "write" => {
+            let (path, content) = split_word(rest);
+            if path.is_empty() {
+                return Err(missing("write", "a path"));
+            }
+            Directive::Write { path: path.to_owned(), content: unescape(content) }
+        }
+        "read" => {
+            if rest.is_empty() {
+                return Err(missing("read", "a path"));
+            }
+            Directive::Read(rest.to_owned())
+        }
+        "usage" => {
+            let (used, size) = split_word(rest);
+            Directive::Usage {
+                used: number("usage", "the used token count", used)?,
+                size: number("usage", "the context size", size)?,
+            }
+        }
+        "stop" => {
+            if rest.is_empty() {
+                return Err(missing("stop", "a stop reason"));
+            }
+            Directive::Stop(rest.to_owned())
+        }
+        "error" => {
+            let (code, message) = split_word(rest);
+            if code.is_empty() {
+                return Err(missing("error", "a code"));
+            }
+            let code = code.parse::<i64>().map_err(|_| ScriptError::InvalidArgument {
+                line,
+                directive: "error",
+                value: code.to_owned(),
+            })?;
+            let message = if message.is_empty() { "scripted error" } else { message };
+            Directive::Error { code, message: message.to_owned() }
+        }
+        "crash" => {
+            let code = if rest.is_empty() {
+                1
+            } else {
+                rest.parse::<i32>().map_err(|_| ScriptError::InvalidArgument {
+                    line,
+                    directive: "crash",
+                    value: rest.to_owned(),
+                })?
+            };
+            Directive::Crash(code)
+        }
+        "hang" => Directive::Hang,
+        "garbage" => Directive::Garbage,
+        "bigline" => Directive::BigLine(size("bigline", "a size in bytes", rest)?),
+        other => return Err(ScriptError::UnknownDirective { line, name: other.to_owned() }),
+    };
+    Ok(directive)
+}
+
+const PLAN_STATUSES: [&str; 3] = ["pending", "in_progress", "completed"];
+
+fn parse_plan(text: &str) -> Vec<PlanEntry> {
+    text.split(';')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| match entry.split_once(':') {
+            Some((status, content)) if PLAN_STATUSES.contains(&status.trim()) => {
+                PlanEntry { status: status.trim().to_owned(), content: content.trim().to_owned() }
+            }
+            _ => PlanEntry { status: "pending".to_owned(), content: entry.to_owned() },
+        })
+        .collect()
+}
+
+fn unescape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('\\') => out.push('\\'),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+/// Splits the echo reply into at most three non-empty chunks (on char boundaries) whose
+/// concatenation is the reply.
+pub fn echo_chunks(reply: &str) -> Vec<&str> {
+    let chars = reply.chars().count();
+    let per_chunk = chars.div_ceil(ECHO_CHUNKS).max(1);
+    let mut chunks = Vec::with_capacity(ECHO_CHUNKS);
+    let mut start = 0;
+    for (n, (offset, _)) in reply.char_indices().enumerate() {
+        if n > 0 && n % per_chunk == 0 {
+            chunks.push(&reply[start..offset]);
+            start = offset;
+        }
+    }
+    if start < reply.len() {
+        chunks.push(&reply[start..]);
+    }
+    chunks
+}
+
+/// The text of chunk `index` (0-based) of a `stream` directive: the index zero-padded to six
+/// digits, a `|`, then a letter (`a` + index mod 26) repeated up to `bytes` bytes (truncated
+/// when `bytes` is smaller than the prefix). Readers can check order and completeness.
+pub fn stream_chunk_text(index: u64, bytes: usize) -> String {
+    let mut text = format!("{index:06}|");
+    if text.len() >= bytes {
+        text.truncate(bytes);
+        return text;
+    }
+    let fill = char::from(b'a' + (index % 26) as u8);
+    text.extend(std::iter::repeat_n(fill, bytes - text.len()));
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(text: &str) -> Vec<Directive> {
+        match parse_prompt(text).unwrap() {
+            Prompt::Script(directives) => directives,
+            Prompt::Echo { reply } => panic!("expected a script, got echo {reply}"),
+        }
+    }
+
+    #[test]
+    fn plain_prompt_echoes_its_first_non_empty_line() {
+        assert_eq!(
+            parse_prompt("\n  hello world  \nsecond").unwrap(),
+            Prompt::Echo { reply: "echo: hello world".into() }
+        );
+        assert_eq!(parse_prompt("").unwrap(), Prompt::Echo { reply: "echo: ".into() });
+    }
+
+    #[test]
+    fn text_before_marker_comments_and_blank_lines_are_ignored() {
+        let text = "Step prompt: do the task\nsay not a directive\n  #!mock  \n\n# comment\nsay hi there\nthink  hmm \n";
+        assert_eq!(
+            script(text),
+            vec![Directive::Say("hi there".into()), Directive::Think("hmm".into())]
+        );
+    }
+
+    #[test]
+    fn every_directive_parses() {
+        let text = "#!mock
+stream 2000 100
+sleep 250
+tool execute Run the tests
+tool_done
+tool_done failed
+plan completed:Read code; in_progress: Fix bug ; Write tests
+ask_permission Delete the repo
+write notes/a.txt line one\\nline two
+read notes/a.txt
+usage 1200 200000
+stop max_tokens
+error -32000 please log in
+crash
+crash 3
+hang
+garbage
+bigline 1048576";
+        assert_eq!(
+            script(text),
+            vec![
+                Directive::Stream { count: 2000, bytes: 100 },
+                Directive::Sleep(Duration::from_millis(250)),
+                Directive::Tool { kind: "execute".into(), title: "Run the tests".into() },
+                Directive::ToolDone { failed: false },
+                Directive::ToolDone { failed: true },
+                Directive::Plan(vec![
+                    PlanEntry { status: "completed".into(), content: "Read code".into() },
+                    PlanEntry { status: "in_progress".into(), content: "Fix bug".into() },
+                    PlanEntry { status: "pending".into(), content: "Write tests".into() },
+                ]),
+                Directive::AskPermission("Delete the repo".into()),
+                Directive::Write {
+                    path: "notes/a.txt".into(),
+                    content: "line one\nline two".into()
+                },
+                Directive::Read("notes/a.txt".into()),
+                Directive::Usage { used: 1200, size: 200000 },
+                Directive::Stop("max_tokens".into()),
+                Directive::Error { code: -32000, message: "please log in".into() },
+                Directive::Crash(1),
+                Directive::Crash(3),
+                Directive::Hang,
+                Directive::Garbage,
+                Directive::BigLine(1048576),
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_lines_name_their_line_number() {
+        assert_eq!(
+            parse_prompt("intro\n#!mock\nsay ok\nfly away").unwrap_err(),
+            ScriptError::UnknownDirective { line: 4, name: "fly".into() }
+        );
+        assert_eq!(
+            parse_prompt("#!mock\nsleep soon").unwrap_err(),
+            ScriptError::InvalidArgument { line: 2, directive: "sleep", value: "soon".into() }
+        );
+        assert_eq!(
+            parse_prompt("#!mock\nstream 5").unwrap_err(),
+            ScriptError::MissingArgument {
+                line: 2,
+                directive: "stream",
+                what: "a chunk size in bytes"
+            }
+        );
+        assert_eq!(
+            parse_prompt("#!mock\nstream 5").unwrap_err().to_string(),
+            "script line 2: `stream` needs a chunk size in bytes"
+        );
+    }
+
+    #[test]
+    fn echo_chunks_cover_the_reply_in_at_most_three_pieces() {
+        for reply in ["echo: ", "echo: hello world", "echo: ünïcödé ✓ text", "e"] {
+            let chunks = echo_chunks(reply);
+            assert!(!chunks.is_empty() && chunks.len() <= 3, "{reply}: {chunks:?}");
+            assert!(chunks.iter().all(|c| !c.is_empty()));
+            assert_eq!(chunks.concat(), reply);
+        }
+        assert_eq!(echo_chunks("echo: hello"), vec!["echo", ": he", "llo"]);
+    }
+
+    #[test]
+    fn stream_chunks_have_the_requested_size_and_encode_their_index() {
+        assert_eq!(stream_chunk_text(3, 12), "000003|ddddd");
+        assert_eq!(stream_chunk_text(3, 12).len(), 12);
+        assert_eq!(stream_chunk_text(42, 4), "0000");
+        assert_eq!(stream_chunk_text(1999, 100).len(), 100);
+        assert!(stream_chunk_text(1999, 100).starts_with("001999|"));
+    }
+}
