@@ -43,13 +43,25 @@ impl Default for AcpConfig {
     }
 }
 
-/// A handle to one ACP connection. Cheap to clone; all clones share the connection.
+/// A handle to one ACP connection. Cheap to clone; all clones share the connection, and
+/// dropping the last clone closes it (as [`AcpClient::close`] does).
 #[derive(Clone)]
 pub struct AcpClient {
-    peer: Arc<Peer>,
-    config: Arc<AcpConfig>,
+    connection: Arc<Connection>,
     /// Overrides the configured timeouts for calls made through this handle.
     timeout: Option<Duration>,
+}
+
+/// What all clones of one client share; closes the peer when the last clone goes.
+struct Connection {
+    peer: Arc<Peer>,
+    config: AcpConfig,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.peer.close();
+    }
 }
 
 impl std::fmt::Debug for AcpClient {
@@ -65,8 +77,8 @@ impl AcpClient {
     /// Starts a connection over the agent's stdout (`reader`) and stdin (`writer`).
     ///
     /// Spawns the read and write tasks, so it must be called inside a tokio runtime. The
-    /// connection lives until the agent closes its output or [`AcpClient::close`] is called;
-    /// the receiver then yields [`AgentEvent::Closed`] and ends.
+    /// connection lives until the agent closes its output, [`AcpClient::close`] is called or
+    /// the last clone is dropped; the receiver then yields [`AgentEvent::Closed`] and ends.
     pub fn connect<R, W>(
         reader: R,
         writer: W,
@@ -77,7 +89,7 @@ impl AcpClient {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let (peer, events) = Peer::start(reader, writer, config.max_line_len);
-        let client = AcpClient { peer, config: Arc::new(config), timeout: None };
+        let client = AcpClient { connection: Arc::new(Connection { peer, config }), timeout: None };
         (client, events)
     }
 
@@ -135,8 +147,8 @@ impl AcpClient {
         const METHOD: &str = "session/prompt";
         let blocks: Vec<Value> = prompt.iter().map(ContentBlock::to_json).collect();
         let params = json!({ "sessionId": session_id, "prompt": blocks });
-        let timeout = self.timeout.unwrap_or(self.config.prompt_timeout);
-        let result = self.peer.request(METHOD, params, timeout).await?;
+        let timeout = self.timeout.unwrap_or(self.connection.config.prompt_timeout);
+        let result = self.connection.peer.request(METHOD, params, timeout).await?;
         decode(METHOD, result)
     }
 
@@ -173,29 +185,29 @@ impl AcpClient {
 
     /// Any request, untyped (extension methods, per-agent quirks).
     pub async fn request(&self, method: &str, params: Value) -> Result<Value, AcpError> {
-        let timeout = self.timeout.unwrap_or(self.config.request_timeout);
-        self.peer.request(method, params, timeout).await
+        let timeout = self.timeout.unwrap_or(self.connection.config.request_timeout);
+        self.connection.peer.request(method, params, timeout).await
     }
 
     /// Any notification, untyped; returns once it is written.
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), AcpError> {
-        self.peer.notify(method, params).await
+        self.connection.peer.notify(method, params).await
     }
 
     /// Closes the connection: pending calls fail with `closed`, the agent's stdin is closed and
     /// the event receiver gets [`AgentEvent::Closed`]. Does not kill the agent process.
     pub fn close(&self) {
-        self.peer.close();
+        self.connection.peer.close();
     }
 
     /// The connection is closed (or closing).
     pub fn is_closed(&self) -> bool {
-        self.peer.is_closed()
+        self.connection.peer.is_closed()
     }
 
     /// Waits until the connection is closed and its tasks have finished.
     pub async fn closed(&self) {
-        self.peer.wait_closed().await;
+        self.connection.peer.wait_closed().await;
     }
 
     async fn call<T: DeserializeOwned>(&self, method: &str, params: Value) -> Result<T, AcpError> {

@@ -304,3 +304,48 @@ async fn close_fails_pending_calls_and_closes_the_agent_input() {
     tokio::time::timeout(common::PATIENCE, client.closed()).await.unwrap();
     assert!(client.cancel("s").await.unwrap_err().is_closed());
 }
+
+#[tokio::test]
+async fn dropping_the_last_client_handle_closes_the_connection() {
+    let (client, mut events, mut agent) = connect();
+    let other = client.clone();
+    drop(client);
+    other.cancel("s").await.unwrap();
+    assert_eq!(agent.recv().await["method"], "session/cancel");
+    drop(other);
+
+    assert!(matches!(next_event(&mut events).await, AgentEvent::Closed));
+    assert_eq!(agent.recv_eof().await, None, "agent input must be closed");
+    assert!(events.recv().await.is_none(), "closed is the last event");
+}
+
+#[tokio::test]
+async fn updates_sent_before_an_answer_are_queued_before_the_call_returns() {
+    let (client, mut events, mut agent) = connect();
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.load_session("sess-1", Path::new("/w")).await }
+    });
+    let (id, _) = agent.expect_request("session/load").await;
+    for text in ["first", "second"] {
+        agent
+            .notify(
+                "session/update",
+                json!({"sessionId": "sess-1", "update": {"sessionUpdate": "user_message_chunk",
+                    "content": {"type": "text", "text": text}}}),
+            )
+            .await;
+    }
+    agent.respond(&id, json!({})).await;
+    call.await.unwrap().unwrap();
+
+    for expected in ["first", "second"] {
+        let Ok(AgentEvent::SessionUpdate { update, .. }) = events.try_recv() else {
+            panic!("the replayed update must already be queued");
+        };
+        assert_eq!(
+            update,
+            kandev_acp::SessionUpdate::UserMessageChunk { content: ContentBlock::text(expected) }
+        );
+    }
+}
