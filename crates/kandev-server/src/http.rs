@@ -40,6 +40,15 @@ async fn run(state: &AppState, action: &str, body: Body) -> Result<Value, ApiErr
     dispatch(state, action, payload).await
 }
 
+pub async fn no_route() -> Response {
+    ApiError::not_found("no such endpoint; actions are served at POST /api/v1/<action>")
+        .into_response()
+}
+
+pub async fn wrong_method() -> Response {
+    ApiError::bad_request("wrong HTTP method; actions take POST, health takes GET").into_response()
+}
+
 /// Parses a request body; empty means no payload.
 pub fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {

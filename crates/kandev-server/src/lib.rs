@@ -32,6 +32,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/health", get(http::health))
         .route("/api/v1/{action}", post(http::action))
         .route("/ws", get(ws::upgrade))
+        .fallback(http::no_route)
+        .method_not_allowed_fallback(http::wrong_method)
         .layer(axum::middleware::from_fn_with_state(state.clone(), security::guard))
         .with_state(state)
 }

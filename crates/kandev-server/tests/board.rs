@@ -1,0 +1,188 @@
+//! Issue 2 acceptance 2 and 3: a board built over HTTP, live notifications with replay, and
+//! a restart that loses nothing.
+
+mod common;
+
+use common::{TestServer, step_id};
+use serde_json::{Value, json};
+
+fn titles_in(tasks: &Value, step: &str) -> Vec<String> {
+    tasks["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["step_id"] == step)
+        .map(|t| t["title"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn board_over_http_moves_and_reorders() {
+    let server = TestServer::start().await;
+    let workspace = server.call("workspace.create", json!({"name": "Acme"})).await;
+    let workspace_id = workspace["workspace"]["id"].as_str().unwrap();
+    let workflow = server
+        .call(
+            "workflow.create",
+            json!({"workspace_id": workspace_id, "name": "Board", "template_id": "kanban"}),
+        )
+        .await["workflow"]
+        .clone();
+    let names: Vec<&str> =
+        workflow["steps"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["Backlog", "In Progress", "Review", "Done"]);
+    let (backlog, review) = (step_id(&workflow, "Backlog"), step_id(&workflow, "Review"));
+
+    let mut ids = vec![];
+    for title in ["one", "two", "three"] {
+        let task = server
+            .call(
+                "task.create",
+                json!({"workflow_id": workflow["id"], "title": title, "step_id": backlog}),
+            )
+            .await;
+        ids.push(task["task"]["id"].as_str().unwrap().to_owned());
+    }
+    server.call("task.move", json!({"id": ids[1], "step_id": review})).await;
+    let reordered =
+        server.call("task.move", json!({"id": ids[2], "step_id": backlog, "position": 0})).await;
+    assert_eq!(reordered["task"]["position"], 0);
+
+    let tasks = server.call("task.list", json!({"workflow_id": workflow["id"]})).await;
+    assert_eq!(titles_in(&tasks, &backlog), ["three", "one"]);
+    assert_eq!(titles_in(&tasks, &review), ["two"]);
+    let positions: Vec<u64> = tasks["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["step_id"] == backlog)
+        .map(|t| t["position"].as_u64().unwrap())
+        .collect();
+    assert_eq!(positions, [0, 1]);
+
+    let found =
+        server.call("task.list", json!({"workflow_id": workflow["id"], "query": "THR"})).await;
+    assert_eq!(found["tasks"].as_array().unwrap().len(), 1, "search is case-insensitive");
+
+    server.call("task.archive", json!({"id": ids[0]})).await;
+    let visible = server.call("task.list", json!({"workflow_id": workflow["id"]})).await;
+    assert_eq!(visible["tasks"].as_array().unwrap().len(), 2, "archived tasks are hidden");
+    let all = server
+        .call("task.list", json!({"workflow_id": workflow["id"], "include_archived": true}))
+        .await;
+    assert_eq!(all["tasks"].as_array().unwrap().len(), 3);
+    server.call("task.delete", json!({"id": ids[0]})).await;
+    let (status, body) = server.post("task.get", json!({"id": ids[0]})).await;
+    assert_eq!((status, body["code"].as_str()), (404, Some("NOT_FOUND")));
+}
+
+#[tokio::test]
+async fn task_list_pages_with_a_cursor() {
+    let server = TestServer::start().await;
+    let (_, workflow) = server.kanban().await;
+    for i in 0..5 {
+        server
+            .call("task.create", json!({"workflow_id": workflow["id"], "title": format!("t{i}")}))
+            .await;
+    }
+    let first = server.call("task.list", json!({"workflow_id": workflow["id"], "limit": 3})).await;
+    assert_eq!(first["tasks"].as_array().unwrap().len(), 3);
+    let cursor = first["next_cursor"].as_str().unwrap();
+    let second = server
+        .call("task.list", json!({"workflow_id": workflow["id"], "limit": 3, "cursor": cursor}))
+        .await;
+    assert_eq!(second["tasks"].as_array().unwrap().len(), 2);
+    assert!(second["next_cursor"].is_null());
+}
+
+#[tokio::test]
+async fn subscribers_get_increasing_seq_and_replay_exactly_what_they_missed() {
+    let server = TestServer::start().await;
+    let (workspace_id, workflow) = server.kanban().await;
+    let topic = format!("workspace:{workspace_id}");
+    let review = step_id(&workflow, "Review");
+
+    let mut ws = server.ws().await;
+    let subscribed = ws.call("subscribe", json!({"topics": [topic]})).await;
+    assert_eq!(subscribed["type"], "response");
+
+    let created =
+        server.call("task.create", json!({"workflow_id": workflow["id"], "title": "a"})).await;
+    let task_id = created["task"]["id"].as_str().unwrap();
+    server.call("task.move", json!({"id": task_id, "step_id": review})).await;
+    let first = ws.notification("task.created").await;
+    let second = ws.notification("task.moved").await;
+    assert_eq!(first["topic"], topic.as_str());
+    assert_eq!(second["payload"]["task"]["step_id"], review.as_str());
+    let (s1, s2) = (first["seq"].as_i64().unwrap(), second["seq"].as_i64().unwrap());
+    assert!(s2 > s1, "seq increases: {s1} then {s2}");
+    drop(ws);
+
+    // While disconnected: three more changes.
+    for title in ["b", "c"] {
+        server.call("task.create", json!({"workflow_id": workflow["id"], "title": title})).await;
+    }
+    server.call("task.update", json!({"id": task_id, "title": "a2"})).await;
+
+    let mut again = server.ws().await;
+    let id =
+        again.request("subscribe", json!({"topics": [topic], "since": {topic.clone(): s2}})).await;
+    let (replayed, reply) = again.reply(&id).await;
+    let actions: Vec<&str> = replayed.iter().map(|n| n["action"].as_str().unwrap()).collect();
+    assert_eq!(
+        actions,
+        ["task.created", "task.created", "task.updated"],
+        "exactly what was missed"
+    );
+    let seqs: Vec<i64> = replayed.iter().map(|n| n["seq"].as_i64().unwrap()).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]) && seqs[0] > s2, "{seqs:?}");
+    assert_eq!(reply["payload"]["topics"][&topic], *seqs.last().unwrap());
+
+    // Live after replay, with no duplicate of the replayed ones.
+    server.call("task.create", json!({"workflow_id": workflow["id"], "title": "d"})).await;
+    let live = again.notification("task.created").await;
+    assert_eq!(live["payload"]["task"]["title"], "d");
+    assert!(live["seq"].as_i64().unwrap() > *seqs.last().unwrap());
+}
+
+#[tokio::test]
+async fn restart_loses_nothing() {
+    let server = TestServer::start().await;
+    let (workspace_id, workflow) = server.kanban().await;
+    let review = step_id(&workflow, "Review");
+    let task =
+        server.call("task.create", json!({"workflow_id": workflow["id"], "title": "kept"})).await;
+    server.call("task.move", json!({"id": task["task"]["id"], "step_id": review})).await;
+    let before = server.call("task.list", json!({"workflow_id": workflow["id"]})).await;
+    let exported = server.call("workflow.export", json!({"ids": [workflow["id"]]})).await;
+    let dir = server.stop().await;
+
+    let server = TestServer::start_with(Default::default(), dir).await;
+    let after = server.call("task.list", json!({"workflow_id": workflow["id"]})).await;
+    assert_eq!(before, after);
+    assert_eq!(server.call("workflow.export", json!({"ids": [workflow["id"]]})).await, exported);
+    let workspaces = server.call("workspace.list", json!({})).await;
+    assert_eq!(
+        workspaces["workspaces"].as_array().unwrap().len(),
+        1,
+        "first-run seeding runs once"
+    );
+
+    // The event log survives too: a subscriber can replay from before the restart.
+    let topic = format!("workspace:{workspace_id}");
+    let mut ws = server.ws().await;
+    let id = ws.request("subscribe", json!({"topics": [topic], "since": {topic.clone(): 0}})).await;
+    let (replayed, _) = ws.reply(&id).await;
+    let actions: Vec<&str> = replayed.iter().map(|n| n["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["workflow.created", "task.created", "task.moved"]);
+}
+
+#[tokio::test]
+async fn health_reports_status_version_and_db() {
+    let server = TestServer::start().await;
+    let body: Value =
+        reqwest::get(server.url("/api/v1/health")).await.unwrap().json().await.unwrap();
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["db"], "ok");
+    assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
+}

@@ -1,0 +1,175 @@
+//! Test harness: a real server on a real socket (port 0) over a SQLite file in a temp dir.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use kandev_server::{AppState, ServerConfig};
+use kandev_store::{Location, Store};
+use serde_json::{Value, json};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_util::sync::CancellationToken;
+
+pub const WAIT: Duration = Duration::from_secs(10);
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub dir: tempfile::TempDir,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+    http: reqwest::Client,
+    token: Option<String>,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        Self::start_with(ServerConfig::default(), tempfile::tempdir().unwrap()).await
+    }
+
+    pub async fn start_with(config: ServerConfig, dir: tempfile::TempDir) -> TestServer {
+        let store = Store::open(Location::File(db_path(&dir))).await.unwrap();
+        kandev_server::first_run(&store).await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let token = config.token.clone();
+        let shutdown = CancellationToken::new();
+        let state = AppState::new(store.clone(), config);
+        let stop = shutdown.clone();
+        let task = tokio::spawn(async move {
+            kandev_server::serve(listener, state, stop).await.unwrap();
+            store.close().await;
+        });
+        TestServer { addr, dir, shutdown, task, http: reqwest::Client::new(), token }
+    }
+
+    /// Stops the server and waits until it has closed the database.
+    pub async fn stop(self) -> tempfile::TempDir {
+        self.shutdown.cancel();
+        tokio::time::timeout(WAIT, self.task).await.expect("server stops").unwrap();
+        self.dir
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Posts raw bytes to an action; returns status and JSON body.
+    pub async fn post_raw(&self, action: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        let mut request = self.http.post(self.url(&format!("/api/v1/{action}"))).body(body);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap())
+    }
+
+    pub async fn post(&self, action: &str, payload: Value) -> (u16, Value) {
+        self.post_raw(action, payload.to_string()).await
+    }
+
+    /// Calls an action that must succeed.
+    pub async fn call(&self, action: &str, payload: Value) -> Value {
+        let (status, body) = self.post(action, payload).await;
+        assert_eq!(status, 200, "{action} failed: {body}");
+        body
+    }
+
+    pub async fn ws(&self) -> Ws {
+        let (stream, _) =
+            tokio_tungstenite::connect_async(format!("ws://{}/ws", self.addr)).await.unwrap();
+        Ws { stream, next_id: 0 }
+    }
+
+    /// The default workspace and a fresh Kanban board in it.
+    pub async fn kanban(&self) -> (String, Value) {
+        let workspaces = self.call("workspace.list", json!({})).await;
+        let workspace_id = workspaces["workspaces"][0]["id"].as_str().unwrap().to_owned();
+        let created = self
+            .call(
+                "workflow.create",
+                json!({"workspace_id": workspace_id, "name": "Board", "template_id": "kanban"}),
+            )
+            .await;
+        (workspace_id, created["workflow"].clone())
+    }
+}
+
+pub fn db_path(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("kandev.db")
+}
+
+pub fn step_id(workflow: &Value, name: &str) -> String {
+    workflow["steps"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+pub struct Ws {
+    pub stream: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    next_id: u64,
+}
+
+impl Ws {
+    pub async fn send_raw(&mut self, text: impl Into<String>) {
+        self.stream.send(Message::text(text.into())).await.unwrap();
+    }
+
+    /// Sends a request and returns its id.
+    pub async fn request(&mut self, action: &str, payload: Value) -> String {
+        self.next_id += 1;
+        let id = format!("c{}", self.next_id);
+        let frame = json!({"id": id, "type": "request", "action": action, "payload": payload});
+        self.send_raw(frame.to_string()).await;
+        id
+    }
+
+    /// The next JSON frame, failing the test after a timeout.
+    pub async fn next(&mut self) -> Value {
+        loop {
+            let message = tokio::time::timeout(WAIT, self.stream.next())
+                .await
+                .expect("a frame within the timeout")
+                .expect("connection open")
+                .expect("valid frame");
+            if let Message::Text(text) = message {
+                return serde_json::from_str(&text).unwrap();
+            }
+        }
+    }
+
+    /// Skips notifications until the response (or error) to `id` arrives; returns
+    /// the notifications seen on the way and the reply.
+    pub async fn reply(&mut self, id: &str) -> (Vec<Value>, Value) {
+        let mut seen = vec![];
+        loop {
+            let frame = self.next().await;
+            if frame["id"] == id {
+                return (seen, frame);
+            }
+            seen.push(frame);
+        }
+    }
+
+    /// Sends a request and waits for its reply.
+    pub async fn call(&mut self, action: &str, payload: Value) -> Value {
+        let id = self.request(action, payload).await;
+        self.reply(&id).await.1
+    }
+
+    /// Waits for the next notification with `action`, returning it.
+    pub async fn notification(&mut self, action: &str) -> Value {
+        loop {
+            let frame = self.next().await;
+            if frame["type"] == "notification" && frame["action"] == action {
+                return frame;
+            }
+        }
+    }
+}
