@@ -1,10 +1,10 @@
 //! Objects as the API returns them, converted from domain types.
 
-use kandev_domain::agent::{mask_secret, AgentProfile};
+use kandev_domain::StepId;
+use kandev_domain::agent::{AgentProfile, mask_secret};
 use kandev_domain::task::Task;
 use kandev_domain::workflow::{Action, Step, StepEvents, Workflow};
 use kandev_domain::workspace::{Repository, Workspace};
-use kandev_domain::StepId;
 use serde::{Deserialize, Serialize};
 
 use crate::rfc3339;
@@ -77,7 +77,9 @@ impl From<&Action<StepId>> for ActionDto {
             Action::ResetAgentContext => ActionDto::ResetAgentContext,
             Action::EnablePlanMode => ActionDto::EnablePlanMode,
             Action::DisablePlanMode => ActionDto::DisablePlanMode,
-            Action::SetSessionMode { mode_id } => ActionDto::SetSessionMode { mode_id: mode_id.clone() },
+            Action::SetSessionMode { mode_id } => {
+                ActionDto::SetSessionMode { mode_id: mode_id.clone() }
+            }
             Action::AutoStartAgent => ActionDto::AutoStartAgent,
             Action::MoveToNext => ActionDto::MoveToNext,
             Action::MoveToPrevious => ActionDto::MoveToPrevious,

@@ -238,13 +238,15 @@ mod tests {
     fn explicit_null_differs_from_absent() {
         let absent: TaskUpdate = serde_json::from_str(r#"{"id":"t"}"#).unwrap();
         assert_eq!(absent.agent_profile_id, None);
-        let null: TaskUpdate = serde_json::from_str(r#"{"id":"t","agent_profile_id":null}"#).unwrap();
+        let null: TaskUpdate =
+            serde_json::from_str(r#"{"id":"t","agent_profile_id":null}"#).unwrap();
         assert_eq!(null.agent_profile_id, Some(None));
     }
 
     #[test]
     fn unknown_fields_are_refused() {
-        let err = serde_json::from_str::<WorkspaceCreate>(r#"{"name":"a","nmae":"b"}"#).unwrap_err();
+        let err =
+            serde_json::from_str::<WorkspaceCreate>(r#"{"name":"a","nmae":"b"}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field `nmae`"), "{err}");
     }
 }

@@ -62,7 +62,8 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let state = AppState::new(store.clone(), config);
     let shutdown = CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
-    println!("Kandev is running at http://{}  (data: {})", args.addr, store.location());
+    let bound = listener.local_addr().unwrap_or(args.addr);
+    println!("Kandev is running at http://{bound}  (data: {})", store.location());
     kandev_server::serve(listener, state, shutdown).await?;
     store.close().await;
     Ok(())

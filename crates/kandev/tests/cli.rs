@@ -1,0 +1,161 @@
+//! The real `kandev` binary: `serve` as the README runs it, and the task and workflow commands
+//! against it over HTTP.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const KANDEV: &str = env!("CARGO_BIN_EXE_kandev");
+
+struct Server {
+    child: Child,
+    url: String,
+    _home: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Starts `kandev serve` on a free port and waits (bounded) for the line announcing its
+/// address.
+async fn start_server() -> Server {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new(KANDEV)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .env("KANDEV_HOME", home.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line =
+        rx.recv_timeout(Duration::from_secs(20)).expect("kandev serve announces its address");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .expect("an address in the line")
+        .to_owned();
+    Server { child, url, _home: home }
+}
+
+async fn call(server: &Server, action: &str, payload: Value) -> Value {
+    let client = reqwest::Client::new();
+    let response =
+        client.post(format!("{}/api/v1/{action}", server.url)).json(&payload).send().await.unwrap();
+    assert!(response.status().is_success());
+    response.json().await.unwrap()
+}
+
+fn kandev(server: &Server, args: &[&str]) -> Output {
+    Command::new(KANDEV).args(args).env("KANDEV_URL", &server.url).output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(output.status.success(), "failed: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn help_explains_each_command() {
+    let help = Command::new(KANDEV).arg("--help").output().unwrap();
+    let text = String::from_utf8(help.stdout).unwrap();
+    for word in ["serve", "task", "workflow", "Run the server"] {
+        assert!(text.contains(word), "--help lacks {word:?}:\n{text}");
+    }
+    let task_help =
+        String::from_utf8(Command::new(KANDEV).args(["task", "--help"]).output().unwrap().stdout)
+            .unwrap();
+    for word in ["create", "list", "move"] {
+        assert!(task_help.contains(word), "task --help lacks {word}");
+    }
+}
+
+#[test]
+fn serve_refuses_a_public_address_without_a_token() {
+    let home = tempfile::tempdir().unwrap();
+    let output = Command::new(KANDEV)
+        .args(["serve", "--addr", &format!("0.0.0.0:{}", free_port())])
+        .env("KANDEV_HOME", home.path())
+        .env_remove("KANDEV_TOKEN")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--token"), "{stderr}");
+}
+
+#[tokio::test]
+async fn task_and_workflow_commands_work_against_a_running_server() {
+    let server = start_server().await;
+    let workspaces = call(&server, "workspace.list", json!({})).await;
+    let workspace_id = workspaces["workspaces"][0]["id"].as_str().unwrap().to_owned();
+    let workflows = call(&server, "workflow.list", json!({"workspace_id": workspace_id})).await;
+    let board = &workflows["workflows"][0];
+    assert_eq!(board["name"], "Kanban", "first run seeds a Kanban board");
+    let board_id = board["id"].as_str().unwrap();
+    let review = board["steps"][2]["id"].as_str().unwrap();
+
+    let id = stdout(&kandev(
+        &server,
+        &["task", "create", "--workflow", board_id, "--title", "Write docs"],
+    ));
+    let id = id.trim();
+    assert!(!id.is_empty());
+    stdout(&kandev(&server, &["task", "move", id, "--step", review]));
+    let listed = stdout(&kandev(&server, &["task", "list", "--workflow", board_id]));
+    assert!(listed.contains("Review (1)") && listed.contains("Write docs"), "{listed}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("board.yaml");
+    stdout(&kandev(&server, &["workflow", "export", board_id, "-o", file.to_str().unwrap()]));
+    let imported = stdout(&kandev(
+        &server,
+        &["workflow", "import", "--workspace", &workspace_id, file.to_str().unwrap()],
+    ));
+    assert!(imported.contains("Kanban"), "{imported}");
+
+    std::fs::write(&file, "version: 2\nkind: other\nworkflows: []\n").unwrap();
+    let bad = kandev(
+        &server,
+        &["workflow", "import", "--workspace", &workspace_id, file.to_str().unwrap()],
+    );
+    assert!(!bad.status.success());
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        stderr.contains("version") && stderr.contains("kind"),
+        "every problem is printed: {stderr}"
+    );
+}
+
+#[test]
+fn commands_say_when_no_server_is_running() {
+    let output = Command::new(KANDEV)
+        .args([
+            "task",
+            "list",
+            "--workflow",
+            "x",
+            "--server",
+            &format!("http://127.0.0.1:{}", free_port()),
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("is `kandev serve` running?"));
+}
