@@ -42,6 +42,7 @@ impl FailKind {
 ///
 /// Convert with `MockConfig::from(args)`; [`MockConfig::from_args`] parses a plain argument list.
 #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+#[command(about = None, long_about = None)]
 pub struct MockArgs {
     /// Directory where conversations and call counters persist across restarts
     #[arg(long, value_name = "PATH")]
@@ -115,10 +116,31 @@ impl From<MockArgs> for MockConfig {
     }
 }
 
-/// The arguments could not be parsed (this includes `--help`, which clap reports as an error).
-#[derive(Debug, thiserror::Error)]
-#[error("invalid mock-agent arguments: {0}")]
-pub struct ArgsError(#[from] pub clap::Error);
+/// The arguments could not be parsed. This includes `--help` and `--version`, which clap
+/// reports as errors: `error.0.exit()` prints them (or the usage error) the way clap does.
+#[derive(Debug)]
+pub struct ArgsError(pub clap::Error);
+
+impl From<clap::Error> for ArgsError {
+    fn from(error: clap::Error) -> Self {
+        ArgsError(error)
+    }
+}
+
+impl std::fmt::Display for ArgsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rendered = self.0.to_string();
+        let first = rendered.lines().next().unwrap_or_default();
+        let message = first.strip_prefix("error: ").unwrap_or(first);
+        write!(f, "invalid mock-agent arguments: {message}")
+    }
+}
+
+impl std::error::Error for ArgsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
 
 #[derive(clap::Parser)]
 #[command(name = "mock-agent", no_binary_name = true)]
@@ -197,7 +219,11 @@ mod tests {
     #[test]
     fn unknown_flag_and_bad_kind_are_errors() {
         assert!(MockConfig::from_args(&strings(&["--frobnicate"])).is_err());
-        assert!(MockConfig::from_args(&strings(&["--fail-new", "sometimes"])).is_err());
+        let error = MockConfig::from_args(&strings(&["--fail-new", "sometimes"])).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid mock-agent arguments: invalid value 'sometimes' for '--fail-new <KIND>'"
+        );
     }
 
     #[test]

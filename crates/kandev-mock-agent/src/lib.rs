@@ -1,9 +1,26 @@
 //! A deterministic, scripted ACP agent for tests, benchmarks and first runs.
 //!
-//! The `kandev mock-agent [flags]` command runs [`run_stdio`]; tests link the library and call
-//! [`run`] over in-process pipes (`tokio::io::duplex`). Behaviour is described in
-//! `spec/mock-agent.md`: an `echo: <first line>` reply by default, a `#!mock` script language
-//! ([`script`]), and failure flags ([`MockArgs`]).
+//! The `kandev mock-agent [flags]` command runs [`run_stdio`] (flatten [`MockArgs`] into the
+//! CLI, convert with `MockConfig::from`); tests link the library and call [`run`] over
+//! in-process pipes (`tokio::io::duplex`). Behaviour is described in `spec/mock-agent.md`:
+//! an `echo: <first line>` reply by default, a `#!mock` script language ([`script`]), and
+//! failure flags ([`MockArgs`]). `examples/mock_agent.rs` runs it on stdio without `kandev`.
+//!
+//! Wire details a client can rely on:
+//! - `initialize` advertises `loadSession` (unless `--no-load-session`) and one auth method;
+//!   `session/new` and `session/load` answer `modes` (`default`, `plan`), `configOptions`
+//!   (`mode`, `model`, `thought_level`) and legacy `models`, then send an
+//!   `available_commands_update`; `session/set_mode` (and `set_config_option` of `mode`)
+//!   answer, then send a `current_mode_update`. Unknown ids or values answer -32602.
+//! - A prompt's text is its text blocks joined by newlines; a session must have been opened
+//!   on this connection (`new` or `load`) to take prompts, otherwise -32002.
+//! - `stream` chunk texts come from [`script::stream_chunk_text`], so readers can verify them.
+//!
+//! State dir layout (`--state-dir`): `sessions/<id>.json` (cwd, mode, model, thought level),
+//! `sessions/<id>.jsonl` (the history `session/load` replays: the user's prompt as
+//! `user_message_chunk`, consecutive agent/thought chunks merged into one, tool calls, tool
+//! call updates and plans; not usage, commands, mode updates, `garbage` or `bigline`), and
+//! `calls.log` (see [`Counters`]).
 //!
 //! Invariants:
 //! - The read loop never waits for a turn: prompts run as tasks, so `session/cancel` and

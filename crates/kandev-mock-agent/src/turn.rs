@@ -350,7 +350,7 @@ impl Turn {
         let result = if self.agent.client_caps().write_text_file {
             let params = json!({
                 "sessionId": self.session_id,
-                "path": target,
+                "path": target.to_string_lossy(),
                 "content": content,
             });
             let call = self.agent.call_client("fs/write_text_file", params);
@@ -376,7 +376,7 @@ impl Turn {
             }
         };
         let result = if self.agent.client_caps().read_text_file {
-            let params = json!({ "sessionId": self.session_id, "path": target });
+            let params = json!({ "sessionId": self.session_id, "path": target.to_string_lossy() });
             let call = self.agent.call_client("fs/read_text_file", params);
             match self.unless_cancelled(call).await {
                 None => return Some(End::cancelled()),
