@@ -27,6 +27,9 @@ enum Command {
         #[command(subcommand)]
         command: client::TaskCommand,
     },
+    /// Run the built-in deterministic mock agent on stdio (ACP). Kandev starts it for the
+    /// Mock profile; tests and benchmarks use its scripts and failure flags.
+    MockAgent(kandev_mock_agent::MockArgs),
     /// Export and import workflows as YAML on a running server.
     Workflow {
         #[command(flatten)]
@@ -42,6 +45,11 @@ async fn main() -> std::process::ExitCode {
     let result = match cli.command {
         None => serve::run(serve::ServeArgs::parse_from(["kandev"])).await,
         Some(Command::Serve(args)) => serve::run(args).await,
+        Some(Command::MockAgent(args)) => {
+            // stdout carries the protocol; exit at once so a blocking stdin read cannot stall.
+            let code = kandev_mock_agent::run_stdio(args.into()).await;
+            std::process::exit(code);
+        }
         Some(Command::Task { server, command }) => client::task(server, command).await,
         Some(Command::Workflow { server, command }) => client::workflow(server, command).await,
     };
