@@ -4,9 +4,11 @@
 pub mod error;
 pub mod objects;
 pub mod requests;
+pub mod session;
 
 pub use error::{ErrorBody, ErrorCode};
 pub use objects::*;
+pub use session::*;
 
 /// Formats a domain timestamp as RFC 3339 (UTC, milliseconds).
 pub fn rfc3339(ts: kandev_domain::Timestamp) -> String {

@@ -45,4 +45,10 @@ id_type!(
     AgentProfileId,
     /// Identifies an agent session.
     SessionId,
+    /// Identifies one turn of a session.
+    TurnId,
+    /// Identifies a transcript message.
+    MessageId,
+    /// Identifies a queued prompt.
+    QueuedPromptId,
 );

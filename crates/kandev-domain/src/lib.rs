@@ -5,6 +5,7 @@ pub mod ids;
 pub mod session;
 pub mod task;
 pub mod time;
+pub mod transcript;
 pub mod validate;
 pub mod workflow;
 pub mod workspace;

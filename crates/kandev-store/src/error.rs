@@ -12,6 +12,9 @@ pub enum StoreError {
     Conflict(String),
     #[error("{0}")]
     Unsupported(String),
+    /// A runtime-state write from an epoch that is no longer current (fenced).
+    #[error("session {session} moved on to epoch {actual} (write was for epoch {expected})")]
+    StaleEpoch { session: String, expected: i64, actual: i64 },
     #[error("stored data is invalid: {0}")]
     Corrupt(String),
     #[error("cannot create {path}: {source}")]

@@ -9,6 +9,7 @@ mod error;
 mod events;
 mod profiles;
 mod rows;
+mod sessions;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ pub use board::{
 pub use error::StoreError;
 pub use events::{Event, Topic};
 pub use profiles::{NewProfile, ProfilePatch};
+pub use sessions::{NewMessage, RuntimeRecord, SessionUpdate};
 pub use write::WriteTx;
 
 /// Result type of every store operation.

@@ -1,0 +1,131 @@
+//! Session, message and queue objects as the API returns them.
+
+use kandev_domain::transcript::{LastError, Message, QueuedPrompt, Session};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::rfc3339;
+
+fn json_or_null(text: Option<&str>) -> Value {
+    text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LastErrorDto {
+    pub code: String,
+    pub message: String,
+    pub details: Value,
+    pub at: String,
+}
+
+impl From<&LastError> for LastErrorDto {
+    fn from(e: &LastError) -> Self {
+        LastErrorDto {
+            code: e.code.clone(),
+            message: e.message.clone(),
+            details: json_or_null(e.details.as_deref()),
+            at: rfc3339(e.at),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionDto {
+    pub id: String,
+    pub task_id: String,
+    pub agent_profile_id: Option<String>,
+    pub state: String,
+    pub epoch: i64,
+    pub acp_session_id: Option<String>,
+    pub session_mode: Option<String>,
+    pub model: Option<String>,
+    pub config_options: Value,
+    pub plan_mode: bool,
+    pub auto_run: bool,
+    pub last_error: Option<LastErrorDto>,
+    pub context_window: Value,
+    pub agent_info: Value,
+    pub cwd: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&Session> for SessionDto {
+    fn from(s: &Session) -> Self {
+        SessionDto {
+            id: s.id.to_string(),
+            task_id: s.task_id.to_string(),
+            agent_profile_id: s.agent_profile_id.as_ref().map(|p| p.to_string()),
+            state: s.state.as_str().to_owned(),
+            epoch: s.epoch,
+            acp_session_id: s.acp_session_id.clone(),
+            session_mode: s.session_mode.clone(),
+            model: s.model.clone(),
+            config_options: json_or_null(Some(&s.config_options)),
+            plan_mode: s.plan_mode,
+            auto_run: s.auto_run,
+            last_error: s.last_error.as_ref().map(LastErrorDto::from),
+            context_window: json_or_null(s.context_window.as_deref()),
+            agent_info: json_or_null(s.agent_info.as_deref()),
+            cwd: s.cwd.clone(),
+            created_at: rfc3339(s.created_at),
+            updated_at: rfc3339(s.updated_at),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageDto {
+    pub id: String,
+    pub session_id: String,
+    pub turn_id: Option<String>,
+    pub seq: i64,
+    pub kind: String,
+    pub content: String,
+    pub metadata: Value,
+    pub client_message_id: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&Message> for MessageDto {
+    fn from(m: &Message) -> Self {
+        MessageDto {
+            id: m.id.to_string(),
+            session_id: m.session_id.to_string(),
+            turn_id: m.turn_id.as_ref().map(|t| t.to_string()),
+            seq: m.seq,
+            kind: m.kind.as_str().to_owned(),
+            content: m.content.clone(),
+            metadata: json_or_null(Some(&m.metadata)),
+            client_message_id: m.client_message_id.clone(),
+            created_at: rfc3339(m.created_at),
+            updated_at: rfc3339(m.updated_at),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuedPromptDto {
+    pub id: String,
+    pub session_id: String,
+    pub position: i64,
+    pub content: String,
+    pub client_message_id: Option<String>,
+    pub queued_by: String,
+    pub created_at: String,
+}
+
+impl From<&QueuedPrompt> for QueuedPromptDto {
+    fn from(q: &QueuedPrompt) -> Self {
+        QueuedPromptDto {
+            id: q.id.to_string(),
+            session_id: q.session_id.to_string(),
+            position: q.position,
+            content: q.content.clone(),
+            client_message_id: q.client_message_id.clone(),
+            queued_by: q.queued_by.clone(),
+            created_at: rfc3339(q.created_at),
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Sessions as stored, and their transcript: typed messages, turns, queued prompts.
+//!
+//! JSON-shaped fields (metadata, config options, agent info) are kept as JSON text here: the
+//! domain has no serde, and the store and API layers parse them at their boundaries.
+
+use crate::session::SessionState;
+use crate::{AgentProfileId, MessageId, QueuedPromptId, SessionId, TaskId, Timestamp, TurnId};
+
+/// The kinds of transcript message (api.md "message").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MessageKind {
+    User,
+    Agent,
+    Thought,
+    ToolCall,
+    Plan,
+    Usage,
+    Status,
+    Error,
+    PermissionRequest,
+}
+
+impl MessageKind {
+    pub const ALL: [MessageKind; 9] = [
+        MessageKind::User,
+        MessageKind::Agent,
+        MessageKind::Thought,
+        MessageKind::ToolCall,
+        MessageKind::Plan,
+        MessageKind::Usage,
+        MessageKind::Status,
+        MessageKind::Error,
+        MessageKind::PermissionRequest,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageKind::User => "user",
+            MessageKind::Agent => "agent",
+            MessageKind::Thought => "thought",
+            MessageKind::ToolCall => "tool_call",
+            MessageKind::Plan => "plan",
+            MessageKind::Usage => "usage",
+            MessageKind::Status => "status",
+            MessageKind::Error => "error",
+            MessageKind::PermissionRequest => "permission_request",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<MessageKind> {
+        MessageKind::ALL.into_iter().find(|k| k.as_str() == value)
+    }
+}
+
+/// One transcript entry. `seq` increases strictly within a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub id: MessageId,
+    pub session_id: SessionId,
+    pub turn_id: Option<TurnId>,
+    pub seq: i64,
+    pub kind: MessageKind,
+    pub content: String,
+    /// JSON object text.
+    pub metadata: String,
+    pub client_message_id: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// The error shown on a session until it is cleared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastError {
+    /// Machine-readable, e.g. `agent_exited` or `workflow_context_reset_failed`.
+    pub code: String,
+    /// Short, human, says what to do.
+    pub message: String,
+    /// JSON text with extra facts (epoch, execution, exit status, stderr tail).
+    pub details: Option<String>,
+    pub at: Timestamp,
+}
+
+/// An agent session of a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    pub id: SessionId,
+    pub task_id: TaskId,
+    pub agent_profile_id: Option<AgentProfileId>,
+    pub state: SessionState,
+    /// Persisted fencing counter (architecture.md "Epochs").
+    pub epoch: i64,
+    /// The ACP session id of the live conversation, if any.
+    pub acp_session_id: Option<String>,
+    /// The ACP session id a later execution can `session/load`.
+    pub resume_token: Option<String>,
+    pub session_mode: Option<String>,
+    pub model: Option<String>,
+    /// JSON object text: config option id -> value.
+    pub config_options: String,
+    pub plan_mode: bool,
+    /// JSON text of the latest usage (`{used, size}`), if any.
+    pub context_window: Option<String>,
+    pub last_error: Option<LastError>,
+    pub auto_run: bool,
+    /// JSON text `{name, version}` from the agent's `initialize`.
+    pub agent_info: Option<String>,
+    /// The working directory the agent runs in.
+    pub cwd: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+/// A prompt waiting for the current turn to end (lifecycle section B).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedPrompt {
+    pub id: QueuedPromptId,
+    pub session_id: SessionId,
+    pub position: i64,
+    pub content: String,
+    pub client_message_id: Option<String>,
+    /// `user` or `workflow`.
+    pub queued_by: String,
+    pub created_at: Timestamp,
+}
+
+/// Whether a session state means an agent turn is in flight (for the task card).
+pub fn session_is_busy(state: SessionState) -> bool {
+    matches!(state, SessionState::Starting | SessionState::Running)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_kinds_round_trip() {
+        for k in MessageKind::ALL {
+            assert_eq!(MessageKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(MessageKind::parse("chunk"), None);
+    }
+}

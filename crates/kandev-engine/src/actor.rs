@@ -1,0 +1,1256 @@
+//! The session actor: the one owner of a session. Every mutation arrives here as a
+//! [`Command`]; slow work runs as child futures that report back to the inbox, tagged with
+//! the epoch they belong to, so stale results are ignored.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kandev_acp::{
+    AcpClient, AcpError, AgentEvent, ConfigOption, ContentBlock, PermissionOption,
+    PermissionResponder, PromptResponse,
+};
+use kandev_domain::agent::{AgentKind, AgentProfile};
+use kandev_domain::session::SessionState;
+use kandev_domain::task::Task;
+use kandev_domain::transcript::{LastError, Message, MessageKind, QueuedPrompt, Session};
+use kandev_domain::{AgentProfileId, MessageId, TaskId, TurnId};
+use kandev_runtime::ExitInfo;
+use kandev_store::{NewMessage, RuntimeRecord, SessionUpdate, StoreError, WriteTx};
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::boot::{self, BootFailure, BootPlan, Booted};
+use crate::launcher::{ExecutionControl, LaunchSpec};
+use crate::publish;
+use crate::{
+    EngineError, Inner, PermissionAnswer, PromptOutcome, PromptRequest, QueueChange, Result,
+};
+
+type Reply<T> = oneshot::Sender<Result<T>>;
+
+/// Everything a session actor can be asked or told.
+pub(crate) enum Command {
+    Start {
+        reply: Reply<()>,
+    },
+    Prompt {
+        request: PromptRequest,
+        queued_by: &'static str,
+        reply: Reply<PromptOutcome>,
+    },
+    Cancel {
+        reply: Reply<()>,
+    },
+    Stop {
+        reply: Reply<()>,
+    },
+    Delete {
+        reply: Reply<()>,
+    },
+    Shutdown {
+        reply: oneshot::Sender<()>,
+    },
+    Permission {
+        request_id: String,
+        answer: PermissionAnswer,
+        reply: Reply<Message>,
+    },
+    SetMode {
+        mode_id: String,
+        reply: Reply<Session>,
+    },
+    SetConfig {
+        config_id: String,
+        value: serde_json::Value,
+        reply: Reply<Session>,
+    },
+    Queue {
+        change: QueueChange,
+        reply: Reply<Vec<QueuedPrompt>>,
+    },
+    // Reports from child futures, tagged with their epoch.
+    Booted {
+        epoch: i64,
+        result: std::result::Result<Box<Booted>, BootFailure>,
+    },
+    Agent {
+        epoch: i64,
+        event: AgentEvent,
+    },
+    TurnDone {
+        epoch: i64,
+        turn_id: TurnId,
+        result: std::result::Result<PromptResponse, AcpError>,
+    },
+    Exited {
+        epoch: i64,
+        exit: ExitInfo,
+        stderr: String,
+    },
+    EscalateCancel {
+        epoch: i64,
+        turn_id: TurnId,
+    },
+    Applied {
+        epoch: i64,
+        change: Applied,
+        result: std::result::Result<Option<Vec<ConfigOption>>, AcpError>,
+        reply: Reply<Session>,
+    },
+}
+
+/// A mode or config change the agent was asked to make.
+pub(crate) enum Applied {
+    Mode(String),
+    Config { id: String, value: serde_json::Value },
+}
+
+enum Exec {
+    Idle,
+    Booting { epoch: i64, cancel: CancellationToken },
+    Live(Live),
+}
+
+struct Live {
+    epoch: i64,
+    client: AcpClient,
+    control: Arc<dyn ExecutionControl>,
+    acp_session_id: String,
+    /// Stops the event pump and the exit watcher of this execution.
+    cancel: CancellationToken,
+}
+
+pub(crate) struct OpenTurn {
+    pub id: TurnId,
+    pub epoch: i64,
+    /// The message streamed chunks are appended to, while the agent keeps to one kind.
+    pub streaming: Option<(MessageKind, MessageId)>,
+    pub tool_calls: HashMap<String, MessageId>,
+    pub cancelling: bool,
+}
+
+pub(crate) struct PendingPermission {
+    pub responder: PermissionResponder,
+    pub options: Vec<PermissionOption>,
+    pub message_id: MessageId,
+}
+
+pub(crate) struct SessionActor {
+    pub inner: Arc<Inner>,
+    pub session: Session,
+    pub task: Task,
+    me: mpsc::Sender<Command>,
+    exec: Exec,
+    pub turn: Option<OpenTurn>,
+    pub permissions: HashMap<String, PendingPermission>,
+    /// A recorded prompt waiting for the agent to be ready.
+    pending: Option<Message>,
+}
+
+/// Creates a session row for a task (in `CREATED`), with its working directory.
+pub(crate) async fn create_session(
+    inner: &Inner,
+    task_id: &TaskId,
+    profile_id: Option<AgentProfileId>,
+) -> Result<Session> {
+    let task = inner.store.get_task(task_id).await.map_err(|e| match e {
+        StoreError::NotFound { .. } => EngineError::NotFound(e.to_string()),
+        other => other.into(),
+    })?;
+    let profile_id = profile_id.or(task.agent_profile_id.clone());
+    let profile = match &profile_id {
+        Some(id) => Some(
+            inner
+                .store
+                .get_profile(id)
+                .await
+                .map_err(|e| EngineError::Validation(e.to_string()))?,
+        ),
+        None => inner.store.list_profiles().await?.into_iter().find(|p| p.kind == AgentKind::Mock),
+    };
+    let cwd = inner.config.home.join("tasks").join(task.id.as_str());
+    tokio::fs::create_dir_all(&cwd).await.map_err(|e| {
+        EngineError::Unavailable(format!("cannot create the task folder {}: {e}", cwd.display()))
+    })?;
+    let cwd = cwd.display().to_string();
+    let mut tx = inner.store.begin_write().await?;
+    let session = tx
+        .insert_session(
+            &task.id,
+            profile.as_ref().map(|p| &p.id),
+            &cwd,
+            profile.as_ref().and_then(|p| p.mode.as_deref()),
+            profile.as_ref().and_then(|p| p.model.as_deref()),
+        )
+        .await?;
+    publish::session_event(&mut tx, &session, "session.created").await?;
+    let summary = json!({ "session": kandev_api_types::SessionDto::from(&session) });
+    tx.emit(publish::workspace_topic(&task), "session.created", summary).await?;
+    publish::sync_task(&mut tx, &session).await?;
+    tx.commit().await?;
+    Ok(session)
+}
+
+/// Startup reconciliation (rule 42).
+pub(crate) async fn reconcile(inner: &Inner) -> Result<usize> {
+    let mut fixed = 0;
+    for session in inner.store.all_sessions().await? {
+        if let Some(runtime) = inner.store.get_runtime(&session.id).await?
+            && let Some(pgid) = runtime.pgid
+            && kandev_runtime::group_alive(pgid)
+        {
+            if let Err(err) = kandev_runtime::kill_group(pgid) {
+                tracing::warn!(session = %session.id, pgid, error = %err, "cannot kill a leftover agent");
+            }
+        }
+        let mut tx = inner.store.begin_write().await?;
+        tx.end_runtime(&session.id, session.epoch, "ended").await?;
+        let closed = tx.close_open_turns(&session.id, "interrupted").await?;
+        let busy = matches!(session.state, SessionState::Starting | SessionState::Running);
+        if busy || closed > 0 {
+            let note = "interrupted: the server stopped while the agent was working; send a message to continue";
+            let update = SessionUpdate {
+                state: busy.then_some(SessionState::WaitingForInput),
+                acp_session_id: Some(None),
+                ..SessionUpdate::default()
+            };
+            let updated = tx.update_session(&session.id, session.epoch, &update).await?;
+            add_message(
+                &mut tx,
+                &updated,
+                None,
+                MessageKind::Status,
+                note,
+                json!({ "reason": "interrupted" }),
+            )
+            .await?;
+            publish::session_event(&mut tx, &updated, "session.state_changed").await?;
+            publish::sync_task(&mut tx, &updated).await?;
+            fixed += 1;
+        }
+        tx.commit().await?;
+    }
+    Ok(fixed)
+}
+
+/// Inserts a transcript message and announces it.
+pub(crate) async fn add_message(
+    tx: &mut WriteTx,
+    session: &Session,
+    turn_id: Option<&TurnId>,
+    kind: MessageKind,
+    content: &str,
+    metadata: serde_json::Value,
+) -> Result<Message> {
+    let new = NewMessage {
+        session_id: session.id.clone(),
+        turn_id: turn_id.cloned(),
+        kind,
+        content: content.to_owned(),
+        metadata: metadata.to_string(),
+        client_message_id: None,
+    };
+    let message = tx.insert_message(&new).await?;
+    publish::message_added(tx, session, &message).await?;
+    Ok(message)
+}
+
+impl SessionActor {
+    pub fn new(inner: Arc<Inner>, session: Session, task: Task, me: mpsc::Sender<Command>) -> Self {
+        SessionActor {
+            inner,
+            session,
+            task,
+            me,
+            exec: Exec::Idle,
+            turn: None,
+            permissions: HashMap::new(),
+            pending: None,
+        }
+    }
+
+    pub async fn run(mut self, mut inbox: mpsc::Receiver<Command>) {
+        while let Some(command) = inbox.recv().await {
+            match command {
+                Command::Delete { reply } => {
+                    let result = self.delete().await;
+                    let done = result.is_ok();
+                    let _ = reply.send(result);
+                    if done {
+                        return;
+                    }
+                }
+                Command::Shutdown { reply } => {
+                    self.stop_execution(true).await;
+                    let _ = reply.send(());
+                    return;
+                }
+                other => self.handle(other).await,
+            }
+        }
+        self.stop_execution(true).await;
+    }
+
+    async fn handle(&mut self, command: Command) {
+        match command {
+            Command::Start { reply } => {
+                let result = self.start().await;
+                let _ = reply.send(result);
+            }
+            Command::Prompt { request, queued_by, reply } => {
+                let result = self.admit(request, queued_by).await;
+                let _ = reply.send(result);
+            }
+            Command::Cancel { reply } => {
+                let result = self.cancel().await;
+                let _ = reply.send(result);
+            }
+            Command::Stop { reply } => self.stop(reply).await,
+            Command::Permission { request_id, answer, reply } => {
+                let result = self.answer_permission(&request_id, answer, "user").await;
+                let _ = reply.send(result);
+            }
+            Command::SetMode { mode_id, reply } => self.apply(Applied::Mode(mode_id), reply),
+            Command::SetConfig { config_id, value, reply } => {
+                self.apply(Applied::Config { id: config_id, value }, reply)
+            }
+            Command::Queue { change, reply } => {
+                let result = self.change_queue(change).await;
+                let _ = reply.send(result);
+            }
+            Command::Booted { epoch, result } => self.on_booted(epoch, result).await,
+            Command::Agent { epoch, event } => {
+                if self.live_epoch() == Some(epoch) {
+                    self.on_agent_event(event).await;
+                } else {
+                    tracing::debug!(session = %self.session.id, epoch, "ignored an event of an old execution");
+                }
+            }
+            Command::TurnDone { epoch, turn_id, result } => {
+                self.on_turn_done(epoch, turn_id, result).await
+            }
+            Command::Exited { epoch, exit, stderr } => self.on_exited(epoch, exit, stderr).await,
+            Command::EscalateCancel { epoch, turn_id } => self.on_escalate(epoch, turn_id).await,
+            Command::Applied { epoch, change, result, reply } => {
+                let outcome = self.on_applied(epoch, change, result).await;
+                let _ = reply.send(outcome);
+            }
+            Command::Delete { .. } | Command::Shutdown { .. } => {}
+        }
+    }
+
+    fn live_epoch(&self) -> Option<i64> {
+        match &self.exec {
+            Exec::Live(live) => Some(live.epoch),
+            _ => None,
+        }
+    }
+
+    /// Spawns a child future owned by the engine's tracker (for the other actor modules).
+    pub fn inner_tracker_spawn(
+        &self,
+        future: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        self.spawn(future);
+    }
+
+    /// Spawns a child future owned by the engine's tracker.
+    fn spawn(&self, future: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.inner.tracker.spawn(future);
+    }
+
+    fn sender(&self) -> mpsc::Sender<Command> {
+        self.me.clone()
+    }
+
+    // ------------------------------------------------------------ state writes
+
+    /// Writes `update` (compare-and-set on the epoch), announces the session and keeps the
+    /// task card in step. A state change is checked against the transition table (rule 1).
+    pub async fn write(&mut self, tx: &mut WriteTx, update: SessionUpdate) -> Result<()> {
+        if let Some(to) = update.state
+            && to != self.session.state
+        {
+            self.session.state.transition(to).map_err(|e| EngineError::Conflict(e.to_string()))?;
+        }
+        let changed_state = update.state.is_some_and(|s| s != self.session.state);
+        self.session = tx.update_session(&self.session.id, self.session.epoch, &update).await?;
+        let action = if changed_state { "session.state_changed" } else { "session.updated" };
+        publish::session_event(tx, &self.session, action).await?;
+        if update.last_error.is_some() {
+            let error = self.session.last_error.as_ref().map(kandev_api_types::LastErrorDto::from);
+            tx.emit(
+                publish::session_topic(&self.session),
+                "session.error",
+                json!({ "session_id": self.session.id.to_string(), "last_error": error }),
+            )
+            .await?;
+        }
+        if changed_state {
+            publish::sync_task(tx, &self.session).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs one small write transaction: `update`, plus an optional message.
+    pub async fn commit(
+        &mut self,
+        update: SessionUpdate,
+        note: Option<(MessageKind, String, serde_json::Value)>,
+    ) -> Result<()> {
+        let mut tx = self.inner.store.begin_write().await?;
+        self.write(&mut tx, update).await?;
+        if let Some((kind, text, metadata)) = note {
+            let turn = self.turn.as_ref().map(|t| t.id.clone());
+            add_message(&mut tx, &self.session, turn.as_ref(), kind, &text, metadata).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub fn error(
+        &self,
+        code: &str,
+        message: impl Into<String>,
+        details: serde_json::Value,
+    ) -> LastError {
+        LastError {
+            code: code.to_owned(),
+            message: message.into(),
+            details: Some(details.to_string()),
+            at: self.inner.store.now(),
+        }
+    }
+
+    /// Logs a failed write; the actor keeps going (the next write re-reads the row).
+    fn log(&self, what: &str, result: Result<()>) {
+        if let Err(err) = result {
+            tracing::error!(session = %self.session.id, error = %err, "{what} failed");
+        }
+    }
+
+    // ------------------------------------------------------------ booting
+
+    async fn start(&mut self) -> Result<()> {
+        match (&self.exec, self.session.state) {
+            (
+                Exec::Idle,
+                SessionState::Created | SessionState::WaitingForInput | SessionState::Completed,
+            ) => self.begin_boot().await,
+            (Exec::Idle, state) => Err(EngineError::Conflict(format!(
+                "the session is {}; resume it instead",
+                state.as_str()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    async fn profile(&self) -> Result<Option<AgentProfile>> {
+        match &self.session.agent_profile_id {
+            Some(id) => match self.inner.store.get_profile(id).await {
+                Ok(profile) => Ok(Some(profile)),
+                Err(StoreError::NotFound { .. }) => Ok(None),
+                Err(err) => Err(err.into()),
+            },
+            None => Ok(None),
+        }
+    }
+
+    fn launch_spec(&self, profile: Option<&AgentProfile>) -> LaunchSpec {
+        let cwd = PathBuf::from(&self.session.cwd);
+        let mock = &self.inner.config.mock_agent;
+        let Some(profile) = profile else {
+            return LaunchSpec {
+                program: mock.program.clone(),
+                args: mock.args.clone(),
+                env: vec![],
+                cwd,
+            };
+        };
+        let env = profile.env.iter().map(|e| (e.name.clone(), e.value.clone())).collect();
+        let (program, mut args) = match (profile.kind, profile.command.is_empty()) {
+            (AgentKind::Mock, true) => (mock.program.clone(), mock.args.clone()),
+            (_, false) => (profile.command.clone(), vec![]),
+            (AgentKind::Claude, true) => ("claude-agent-acp".to_owned(), vec![]),
+            (AgentKind::Codex, true) => ("codex-acp".to_owned(), vec![]),
+            (AgentKind::Gemini, true) => ("gemini".to_owned(), vec!["--acp".to_owned()]),
+            (AgentKind::OpenCode, true) => ("opencode".to_owned(), vec!["acp".to_owned()]),
+            (AgentKind::Custom, true) => (String::new(), vec![]),
+        };
+        args.extend(profile.args.iter().cloned());
+        LaunchSpec { program, args, env, cwd }
+    }
+
+    /// Binds the session to a new execution: new epoch, `STARTING`, boot as a child future.
+    async fn begin_boot(&mut self) -> Result<()> {
+        let profile = self.profile().await?;
+        let spec = self.launch_spec(profile.as_ref());
+        let mut tx = self.inner.store.begin_write().await?;
+        let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
+        self.session.epoch = epoch;
+        self.write(
+            &mut tx,
+            SessionUpdate { state: Some(SessionState::Starting), ..SessionUpdate::default() },
+        )
+        .await?;
+        tx.commit().await?;
+        let cancel = CancellationToken::new();
+        self.exec = Exec::Booting { epoch, cancel: cancel.clone() };
+        let plan = BootPlan {
+            spec,
+            resume_token: self.session.resume_token.clone(),
+            mode: self.session.session_mode.clone(),
+            model: self.session.model.clone(),
+            call_timeout: self.inner.config.call_timeout,
+            stop_grace: self.inner.config.stop_grace,
+        };
+        let launcher = self.inner.launcher.clone();
+        let inbox = self.sender();
+        self.spawn(async move {
+            let result = boot::boot(launcher, plan, cancel).await.map(Box::new);
+            let _ = inbox.send(Command::Booted { epoch, result }).await;
+        });
+        Ok(())
+    }
+
+    async fn on_booted(
+        &mut self,
+        epoch: i64,
+        result: std::result::Result<Box<Booted>, BootFailure>,
+    ) {
+        let current = matches!(&self.exec, Exec::Booting { epoch: e, .. } if *e == epoch);
+        match result {
+            Ok(booted) if !current => {
+                booted.client.close();
+                let control = booted.control.clone();
+                let grace = self.inner.config.stop_grace;
+                self.spawn(async move {
+                    control.stop(grace).await;
+                });
+            }
+            Err(_) if !current => {}
+            Ok(booted) => {
+                let result = self.go_live(epoch, *booted).await;
+                self.log("recording the started agent", result);
+                if let Some(message) = self.pending.take() {
+                    let result = self.send_turn(message).await;
+                    self.log("sending the waiting prompt", result);
+                } else {
+                    self.drain_queue().await;
+                }
+            }
+            Err(failure) => {
+                self.exec = Exec::Idle;
+                let result = self.boot_failed(failure).await;
+                self.log("recording the failed start", result);
+            }
+        }
+    }
+
+    async fn go_live(&mut self, epoch: i64, booted: Booted) -> Result<()> {
+        let Booted { client, events, control, conversation } = booted;
+        let cancel = CancellationToken::new();
+        let record = RuntimeRecord {
+            session_id: self.session.id.clone(),
+            execution_id: format!("{}-{epoch}", self.session.id),
+            epoch,
+            pid: control.pid(),
+            pgid: control.pgid(),
+            status: "running".into(),
+            cwd: self.session.cwd.clone(),
+        };
+        self.spawn_pump(epoch, events, cancel.clone());
+        self.spawn_exit_watch(epoch, control.clone(), cancel.clone());
+        let acp_session_id = conversation.acp_session_id.clone();
+        self.exec = Exec::Live(Live {
+            epoch,
+            client,
+            control,
+            acp_session_id: acp_session_id.clone(),
+            cancel,
+        });
+        let agent_info =
+            json!({ "name": conversation.agent_name, "version": conversation.agent_version });
+        let options: serde_json::Map<String, serde_json::Value> = conversation
+            .config_options
+            .iter()
+            .map(|o| (o.id.clone(), o.current_value.clone()))
+            .collect();
+        let update = SessionUpdate {
+            state: Some(SessionState::WaitingForInput),
+            acp_session_id: Some(Some(acp_session_id.clone())),
+            resume_token: Some(Some(acp_session_id)),
+            session_mode: conversation.mode.clone().map(Some),
+            config_options: Some(serde_json::Value::Object(options).to_string()),
+            agent_info: Some(Some(agent_info.to_string())),
+            last_error: self.session.last_error.is_some().then_some(None),
+            ..SessionUpdate::default()
+        };
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.set_runtime(&record).await?;
+        self.write(&mut tx, update).await?;
+        if conversation.loaded {
+            add_message(
+                &mut tx,
+                &self.session,
+                None,
+                MessageKind::Status,
+                "resumed the previous conversation",
+                json!({ "reason": "resumed" }),
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    fn spawn_pump(
+        &self,
+        epoch: i64,
+        mut events: mpsc::UnboundedReceiver<AgentEvent>,
+        cancel: CancellationToken,
+    ) {
+        let inbox = self.sender();
+        self.spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    event = events.recv() => event,
+                };
+                let Some(event) = event else { return };
+                if inbox.send(Command::Agent { epoch, event }).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    fn spawn_exit_watch(
+        &self,
+        epoch: i64,
+        control: Arc<dyn ExecutionControl>,
+        cancel: CancellationToken,
+    ) {
+        let inbox = self.sender();
+        self.spawn(async move {
+            let exit = tokio::select! {
+                _ = cancel.cancelled() => return,
+                exit = control.wait() => exit,
+            };
+            let stderr = control.stderr_tail();
+            let _ = inbox.send(Command::Exited { epoch, exit, stderr }).await;
+        });
+    }
+
+    async fn boot_failed(&mut self, failure: BootFailure) -> Result<()> {
+        let was_running_before = self.session.resume_token.is_some();
+        let state =
+            if was_running_before { SessionState::WaitingForInput } else { SessionState::Failed };
+        let details =
+            json!({ "epoch": self.session.epoch, "stderr": tail_lines(&failure.stderr, 20) });
+        let error = self.error(failure.code, failure.message.clone(), details);
+        let pending = self.pending.take();
+        let update = SessionUpdate {
+            state: Some(state),
+            last_error: Some(Some(error)),
+            ..SessionUpdate::default()
+        };
+        let note = (
+            MessageKind::Error,
+            failure.message,
+            json!({ "code": failure.code, "stderr": tail_lines(&failure.stderr, 20) }),
+        );
+        self.commit(update, Some(note)).await?;
+        if pending.is_some() {
+            tracing::info!(session = %self.session.id, "a prompt was waiting for a start that failed; it stays in the transcript");
+        }
+        Ok(())
+    }
+
+    /// Ends the live execution (if any). With `wait`, returns after the process is gone.
+    pub async fn stop_execution(&mut self, wait: bool) {
+        match std::mem::replace(&mut self.exec, Exec::Idle) {
+            Exec::Idle => {}
+            Exec::Booting { cancel, .. } => cancel.cancel(),
+            Exec::Live(live) => {
+                live.cancel.cancel();
+                live.client.close();
+                let control = live.control.clone();
+                let grace = self.inner.config.stop_grace;
+                if wait {
+                    control.stop(grace).await;
+                } else {
+                    self.spawn(async move {
+                        control.stop(grace).await;
+                    });
+                }
+                let mut tx = match self.inner.store.begin_write().await {
+                    Ok(tx) => tx,
+                    Err(err) => {
+                        return tracing::error!(error = %err, "cannot record the stopped agent");
+                    }
+                };
+                let result = tx.end_runtime(&self.session.id, live.epoch, "stopped").await;
+                if result.is_ok()
+                    && let Err(err) = tx.commit().await
+                {
+                    tracing::error!(error = %err, "cannot record the stopped agent");
+                }
+            }
+        }
+    }
+
+    async fn on_exited(&mut self, epoch: i64, exit: ExitInfo, stderr: String) {
+        if self.live_epoch() != Some(epoch) {
+            return;
+        }
+        self.exec = Exec::Idle;
+        let message = format!("the agent {exit}; send a message to start it again");
+        let details =
+            json!({ "epoch": epoch, "exit": exit.to_string(), "stderr": tail_lines(&stderr, 20) });
+        let mut tx = match self.inner.store.begin_write().await {
+            Ok(tx) => tx,
+            Err(err) => return tracing::error!(error = %err, "cannot record the agent's exit"),
+        };
+        let _ = tx.end_runtime(&self.session.id, epoch, "exited").await;
+        let _ = tx.commit().await;
+        if self.turn.is_some() {
+            let error = self.error("agent_exited", message.clone(), details.clone());
+            let result = self.finish_turn("agent_exited", Some((error, message)), None).await;
+            self.log("closing the turn of an exited agent", result);
+        } else if !exit.success() {
+            let error = self.error("agent_exited", message.clone(), details);
+            let result = self
+                .commit(
+                    SessionUpdate { last_error: Some(Some(error)), ..SessionUpdate::default() },
+                    None,
+                )
+                .await;
+            self.log("recording the agent's exit", result);
+        }
+    }
+
+    // ------------------------------------------------------------ prompts and turns
+
+    async fn admit(
+        &mut self,
+        request: PromptRequest,
+        queued_by: &'static str,
+    ) -> Result<PromptOutcome> {
+        if request.content.trim().is_empty() {
+            return Err(EngineError::Validation("content is required".into()));
+        }
+        if let Some(client_id) = &request.client_message_id {
+            let mut tx = self.inner.store.begin_write().await?;
+            if let Some(existing) = tx.message_by_client_id(&self.session.id, client_id).await? {
+                return Ok(PromptOutcome::Duplicate(existing));
+            }
+            if let Some(queued) = tx
+                .list_queue(&self.session.id)
+                .await?
+                .into_iter()
+                .find(|q| q.client_message_id.as_ref() == Some(client_id))
+            {
+                return Ok(PromptOutcome::Queued(queued));
+            }
+        }
+        let busy = self.turn.is_some() || self.pending.is_some();
+        match self.session.state {
+            SessionState::Failed | SessionState::Cancelled => Err(EngineError::Conflict(format!(
+                "the session is {}; resume it (load or fresh) before sending messages",
+                self.session.state.as_str()
+            ))),
+            _ if busy && !request.queue => Err(EngineError::Busy(
+                "the agent is busy with a turn; wait, cancel it, or queue the message".into(),
+            )),
+            _ if busy => self.enqueue(&request, queued_by).await.map(PromptOutcome::Queued),
+            _ => self
+                .record_and_send(request.content, request.client_message_id)
+                .await
+                .map(PromptOutcome::Sent),
+        }
+    }
+
+    /// Records the user's message, then sends it, starting (or resuming) the agent first
+    /// when no execution is live (rules 2, 28).
+    async fn record_and_send(
+        &mut self,
+        content: String,
+        client_message_id: Option<String>,
+    ) -> Result<Message> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let new = NewMessage {
+            session_id: self.session.id.clone(),
+            turn_id: None,
+            kind: MessageKind::User,
+            content,
+            metadata: "{}".into(),
+            client_message_id,
+        };
+        let message = tx.insert_message(&new).await?;
+        publish::message_added(&mut tx, &self.session, &message).await?;
+        tx.commit().await?;
+        match &self.exec {
+            Exec::Live(_) => self.send_turn(message.clone()).await?,
+            Exec::Booting { .. } => self.pending = Some(message.clone()),
+            Exec::Idle => {
+                self.pending = Some(message.clone());
+                if let Err(err) = self.begin_boot().await {
+                    self.pending = None;
+                    return Err(err);
+                }
+            }
+        }
+        Ok(message)
+    }
+
+    /// Opens the turn (`RUNNING`, rule 3) and sends the prompt as a child future.
+    async fn send_turn(&mut self, message: Message) -> Result<()> {
+        let Exec::Live(live) = &self.exec else {
+            return Err(EngineError::Unavailable("the agent is not running".into()));
+        };
+        let (epoch, client, acp_session_id) =
+            (live.epoch, live.client.clone(), live.acp_session_id.clone());
+        let mut tx = self.inner.store.begin_write().await?;
+        let turn_id = tx.open_turn(&self.session.id, epoch).await?;
+        self.write(
+            &mut tx,
+            SessionUpdate { state: Some(SessionState::Running), ..SessionUpdate::default() },
+        )
+        .await?;
+        let started = json!({ "session_id": self.session.id.to_string(), "turn_id": turn_id.to_string(), "message_id": message.id.to_string() });
+        tx.emit(publish::session_topic(&self.session), "session.turn.started", started).await?;
+        tx.commit().await?;
+        self.turn = Some(OpenTurn {
+            id: turn_id.clone(),
+            epoch,
+            streaming: None,
+            tool_calls: HashMap::new(),
+            cancelling: false,
+        });
+        let inbox = self.sender();
+        self.spawn(async move {
+            let result =
+                client.prompt(&acp_session_id, &[ContentBlock::text(message.content)]).await;
+            let _ = inbox.send(Command::TurnDone { epoch, turn_id, result }).await;
+        });
+        Ok(())
+    }
+
+    async fn on_turn_done(
+        &mut self,
+        epoch: i64,
+        turn_id: TurnId,
+        result: std::result::Result<PromptResponse, AcpError>,
+    ) {
+        let current = self.turn.as_ref().is_some_and(|t| t.id == turn_id && t.epoch == epoch);
+        if !current {
+            tracing::debug!(session = %self.session.id, epoch, "ignored the end of a turn that is no longer open");
+            return;
+        }
+        let outcome = match result {
+            Ok(response) => {
+                let reason = response.stop_reason.as_str().to_owned();
+                let note = self
+                    .turn
+                    .as_ref()
+                    .is_some_and(|t| t.cancelling)
+                    .then(|| "turn cancelled".to_owned());
+                self.finish_turn(&reason, None, note).await
+            }
+            Err(err) if err.is_closed() => return, // the exit watcher reports the crash
+            Err(err) => {
+                let message = format!("the agent could not complete the turn: {err}");
+                let error = self.error("prompt_failed", message.clone(), json!({ "epoch": epoch }));
+                self.finish_turn("error", Some((error, message)), None).await
+            }
+        };
+        self.log("closing the turn", outcome);
+        self.drain_queue().await;
+    }
+
+    /// Closes the open turn: expires pending permissions (rule 38), notes why, returns to
+    /// `WAITING_FOR_INPUT` (rule 5).
+    pub async fn finish_turn(
+        &mut self,
+        stop_reason: &str,
+        error: Option<(LastError, String)>,
+        note: Option<String>,
+    ) -> Result<()> {
+        let Some(turn) = self.turn.take() else { return Ok(()) };
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.close_turn(&turn.id, stop_reason).await?;
+        self.expire_permissions(&mut tx, "expired").await?;
+        if let Some(text) = note {
+            add_message(
+                &mut tx,
+                &self.session,
+                Some(&turn.id),
+                MessageKind::Status,
+                &text,
+                json!({ "reason": stop_reason }),
+            )
+            .await?;
+        }
+        let mut update = SessionUpdate {
+            state: Some(SessionState::WaitingForInput),
+            ..SessionUpdate::default()
+        };
+        if let Some((last_error, text)) = error {
+            add_message(
+                &mut tx,
+                &self.session,
+                Some(&turn.id),
+                MessageKind::Error,
+                &text,
+                json!({ "code": last_error.code }),
+            )
+            .await?;
+            update.last_error = Some(Some(last_error));
+        }
+        self.write(&mut tx, update).await?;
+        let completed = json!({ "session_id": self.session.id.to_string(), "turn_id": turn.id.to_string(), "stop_reason": stop_reason });
+        tx.emit(publish::session_topic(&self.session), "session.turn.completed", completed).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ queue
+
+    async fn enqueue(&mut self, request: &PromptRequest, queued_by: &str) -> Result<QueuedPrompt> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let queue = tx.list_queue(&self.session.id).await?;
+        let cap = self.inner.config.queue_cap;
+        if cap > 0 && queue.len() >= cap {
+            return Err(EngineError::QueueFull(format!(
+                "the queue already holds {cap} messages; wait or remove one"
+            )));
+        }
+        let entry = tx
+            .enqueue(
+                &self.session.id,
+                &request.content,
+                request.client_message_id.as_deref(),
+                queued_by,
+            )
+            .await?;
+        let queue = tx.list_queue(&self.session.id).await?;
+        publish::queue_changed(&mut tx, &self.session, &queue).await?;
+        tx.commit().await?;
+        Ok(entry)
+    }
+
+    async fn change_queue(&mut self, change: QueueChange) -> Result<Vec<QueuedPrompt>> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let missing = || {
+            EngineError::NotFound(
+                "that queued message does not exist (it may have run already)".into(),
+            )
+        };
+        match &change {
+            QueueChange::Add { content, client_message_id } => {
+                drop(tx);
+                let request = PromptRequest {
+                    content: content.clone(),
+                    client_message_id: client_message_id.clone(),
+                    queue: true,
+                };
+                if request.content.trim().is_empty() {
+                    return Err(EngineError::Validation("content is required".into()));
+                }
+                self.enqueue(&request, "user").await?;
+                self.drain_queue().await;
+                return Ok(self.inner.store.list_queue(&self.session.id).await?);
+            }
+            QueueChange::Update { id, content } => {
+                if !tx.update_queued(&self.session.id, id, content).await? {
+                    return Err(missing());
+                }
+            }
+            QueueChange::Remove { id } => {
+                if !tx.dequeue(&self.session.id, id).await? {
+                    return Err(missing());
+                }
+            }
+            QueueChange::Reorder { ids } => tx
+                .reorder_queue(&self.session.id, ids)
+                .await
+                .map_err(|e| EngineError::Validation(e.to_string()))?,
+            QueueChange::Drain => {}
+            QueueChange::SetAutoRun(enabled) => {
+                self.write(
+                    &mut tx,
+                    SessionUpdate { auto_run: Some(*enabled), ..SessionUpdate::default() },
+                )
+                .await?
+            }
+        }
+        let queue = tx.list_queue(&self.session.id).await?;
+        publish::queue_changed(&mut tx, &self.session, &queue).await?;
+        tx.commit().await?;
+        match change {
+            QueueChange::Drain => self.take_next_queued().await,
+            QueueChange::SetAutoRun(true) => self.drain_queue().await,
+            _ => {}
+        }
+        Ok(self.inner.store.list_queue(&self.session.id).await?)
+    }
+
+    /// Starts the next queued prompt if `auto_run` is on and the agent is idle (rule 9).
+    pub async fn drain_queue(&mut self) {
+        if self.session.auto_run {
+            self.take_next_queued().await;
+        }
+    }
+
+    async fn take_next_queued(&mut self) {
+        let idle = self.turn.is_none() && self.pending.is_none();
+        let promptable = matches!(
+            self.session.state,
+            SessionState::WaitingForInput | SessionState::Completed | SessionState::Created
+        );
+        if !idle || !promptable {
+            return;
+        }
+        let result: Result<()> = async {
+            let mut tx = self.inner.store.begin_write().await?;
+            let Some(next) = tx.list_queue(&self.session.id).await?.into_iter().next() else {
+                return Ok(());
+            };
+            tx.dequeue(&self.session.id, &next.id).await?;
+            let queue = tx.list_queue(&self.session.id).await?;
+            publish::queue_changed(&mut tx, &self.session, &queue).await?;
+            tx.commit().await?;
+            self.record_and_send(next.content, next.client_message_id).await.map(|_| ())
+        }
+        .await;
+        self.log("running the next queued message", result);
+    }
+
+    // ------------------------------------------------------------ cancel, stop, delete
+
+    async fn cancel(&mut self) -> Result<()> {
+        let Some(turn) = self.turn.as_mut() else {
+            // Nothing runs: reconcile a stale RUNNING (rule 14) and drop a waiting prompt.
+            self.pending = None;
+            if self.session.state == SessionState::Running {
+                self.commit(
+                    SessionUpdate {
+                        state: Some(SessionState::WaitingForInput),
+                        ..SessionUpdate::default()
+                    },
+                    None,
+                )
+                .await?;
+            }
+            return Ok(());
+        };
+        if turn.cancelling {
+            return Ok(()); // joins the cancel in flight (rule 15)
+        }
+        turn.cancelling = true;
+        let (turn_id, epoch) = (turn.id.clone(), turn.epoch);
+        let queue_waiting = !self.inner.store.list_queue(&self.session.id).await?.is_empty();
+        if queue_waiting && self.session.auto_run {
+            // Rule 10: the next entry must not start behind the user's back.
+            self.commit(SessionUpdate { auto_run: Some(false), ..SessionUpdate::default() }, None)
+                .await?;
+        }
+        let mut tx = self.inner.store.begin_write().await?;
+        self.expire_permissions(&mut tx, "cancelled").await?;
+        tx.commit().await?;
+        if let Exec::Live(live) = &self.exec {
+            let (client, acp_session_id) = (live.client.clone(), live.acp_session_id.clone());
+            self.spawn(async move {
+                if let Err(err) = client.cancel(&acp_session_id).await {
+                    tracing::debug!(error = %err, "session/cancel could not be sent");
+                }
+            });
+        }
+        let inbox = self.sender();
+        let timeout = self.inner.config.cancel_timeout;
+        self.spawn(async move {
+            tokio::time::sleep(timeout).await;
+            let _ = inbox.send(Command::EscalateCancel { epoch, turn_id }).await;
+        });
+        Ok(())
+    }
+
+    /// The agent ignored the cancel (rule 13): end the turn here, fence and replace the
+    /// execution; the next prompt starts it again.
+    async fn on_escalate(&mut self, epoch: i64, turn_id: TurnId) {
+        let hung =
+            self.turn.as_ref().is_some_and(|t| t.id == turn_id && t.epoch == epoch && t.cancelling);
+        if !hung {
+            return;
+        }
+        self.stop_execution(false).await;
+        let note =
+            "turn cancelled (the agent did not stop in time, so it was restarted)".to_owned();
+        let result = self.finish_turn("cancelled", None, Some(note)).await;
+        self.log("ending a hung turn", result);
+    }
+
+    async fn stop(&mut self, reply: Reply<()>) {
+        let note = self.turn.is_some().then(|| "agent stopped".to_owned());
+        self.pending = None;
+        let control = match std::mem::replace(&mut self.exec, Exec::Idle) {
+            Exec::Live(live) => {
+                live.cancel.cancel();
+                live.client.close();
+                let mut tx = self.inner.store.begin_write().await.ok();
+                if let Some(tx) = tx.as_mut() {
+                    let _ = tx.end_runtime(&self.session.id, live.epoch, "stopped").await;
+                }
+                if let Some(tx) = tx {
+                    let _ = tx.commit().await;
+                }
+                Some(live.control)
+            }
+            Exec::Booting { cancel, .. } => {
+                cancel.cancel();
+                None
+            }
+            Exec::Idle => None,
+        };
+        let result = if self.turn.is_some() {
+            self.finish_turn("cancelled", None, note).await
+        } else if matches!(self.session.state, SessionState::Starting | SessionState::Running) {
+            self.commit(
+                SessionUpdate {
+                    state: Some(SessionState::WaitingForInput),
+                    ..SessionUpdate::default()
+                },
+                None,
+            )
+            .await
+        } else {
+            Ok(())
+        };
+        match (result, control) {
+            (Err(err), _) => {
+                let _ = reply.send(Err(err));
+            }
+            (Ok(()), None) => {
+                let _ = reply.send(Ok(()));
+            }
+            (Ok(()), Some(control)) => {
+                let grace = self.inner.config.stop_grace;
+                self.spawn(async move {
+                    control.stop(grace).await;
+                    let _ = reply.send(Ok(()));
+                });
+            }
+        }
+    }
+
+    async fn delete(&mut self) -> Result<()> {
+        self.stop_execution(true).await;
+        self.turn = None;
+        for (_, pending) in self.permissions.drain() {
+            pending.responder.respond(kandev_acp::Outcome::Cancelled);
+        }
+        let mut tx = self.inner.store.begin_write().await?;
+        let session = tx.delete_session(&self.session.id).await?;
+        let payload =
+            json!({ "id": session.id.to_string(), "task_id": session.task_id.to_string() });
+        tx.emit(publish::session_topic(&session), "session.deleted", payload.clone()).await?;
+        tx.emit(publish::workspace_topic(&self.task), "session.deleted", payload).await?;
+        if let Ok(task) = tx.get_task(&self.task.id).await {
+            tx.emit(
+                publish::workspace_topic(&task),
+                "task.updated",
+                json!({ "task": kandev_api_types::TaskDto::from(&task) }),
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    // ------------------------------------------------------------ modes and options
+
+    fn apply(&mut self, change: Applied, reply: Reply<Session>) {
+        let Exec::Live(live) = &self.exec else {
+            let _ = reply.send(Err(EngineError::Conflict(
+                "the agent is not running; send a message to start it first".into(),
+            )));
+            return;
+        };
+        let (epoch, client, acp) = (live.epoch, live.client.clone(), live.acp_session_id.clone());
+        let inbox = self.sender();
+        self.spawn(async move {
+            let result = match &change {
+                Applied::Mode(mode) => client.set_mode(&acp, mode).await.map(|_| None),
+                Applied::Config { id, value } if id == "model" => {
+                    match client.set_config_option(&acp, id, value.clone()).await {
+                        Err(err) if err.is_method_not_found() => client
+                            .set_model(&acp, value.as_str().unwrap_or_default())
+                            .await
+                            .map(|_| None),
+                        other => other,
+                    }
+                }
+                Applied::Config { id, value } => {
+                    client.set_config_option(&acp, id, value.clone()).await
+                }
+            };
+            let _ = inbox.send(Command::Applied { epoch, change, result, reply }).await;
+        });
+    }
+
+    async fn on_applied(
+        &mut self,
+        epoch: i64,
+        change: Applied,
+        result: std::result::Result<Option<Vec<ConfigOption>>, AcpError>,
+    ) -> Result<Session> {
+        if self.live_epoch() != Some(epoch) {
+            return Err(EngineError::Conflict(
+                "the agent was restarted meanwhile; try again".into(),
+            ));
+        }
+        let options =
+            result.map_err(|e| EngineError::Conflict(format!("the agent refused: {e}")))?;
+        let mut update = SessionUpdate::default();
+        let action = match &change {
+            Applied::Mode(mode) => {
+                update.session_mode = Some(Some(mode.clone()));
+                "session.mode_changed"
+            }
+            Applied::Config { id, value } => {
+                let mut current: serde_json::Map<String, serde_json::Value> =
+                    serde_json::from_str(&self.session.config_options).unwrap_or_default();
+                match options {
+                    Some(list) => current.extend(list.into_iter().map(|o| (o.id, o.current_value))),
+                    None => {
+                        current.insert(id.clone(), value.clone());
+                    }
+                }
+                update.config_options = Some(serde_json::Value::Object(current).to_string());
+                if id == "model" {
+                    update.model = Some(value.as_str().map(str::to_owned));
+                }
+                "session.config_changed"
+            }
+        };
+        let mut tx = self.inner.store.begin_write().await?;
+        self.write(&mut tx, update).await?;
+        tx.emit(
+            publish::session_topic(&self.session),
+            action,
+            json!({ "session": kandev_api_types::SessionDto::from(&self.session) }),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(self.session.clone())
+    }
+}
+
+/// The last `n` lines of a text.
+pub(crate) fn tail_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}

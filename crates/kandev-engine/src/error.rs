@@ -1,0 +1,33 @@
+//! The engine's error type: what a caller may be told, by kind.
+
+use kandev_store::StoreError;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Validation(String),
+    #[error("{0}")]
+    Conflict(String),
+    /// The session is running a turn and the caller asked not to queue.
+    #[error("{0}")]
+    Busy(String),
+    #[error("{0}")]
+    QueueFull(String),
+    #[error("{0}")]
+    ResetInProgress(String),
+    #[error("{0}")]
+    AlreadyResolved(String),
+    #[error("{0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl EngineError {
+    pub(crate) fn gone() -> Self {
+        EngineError::Unavailable("the session is shutting down; try again".into())
+    }
+}

@@ -1,0 +1,166 @@
+//! How an agent execution is started: a real process (`LocalLauncher`, through the runtime
+//! crate) or the mock agent in-process over a pipe (`MockLauncher`, for tests).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kandev_runtime::{AgentProcess, ExitInfo, ProcessSpec};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// What to run, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+}
+
+/// A started execution: the agent's stdout and stdin, and a way to stop and watch it.
+pub struct Launched {
+    pub reader: Box<dyn AsyncRead + Send + Unpin>,
+    pub writer: Box<dyn AsyncWrite + Send + Unpin>,
+    pub control: Arc<dyn ExecutionControl>,
+}
+
+/// Supervision of one execution.
+pub trait ExecutionControl: Send + Sync {
+    /// Process id and process group, when it is a real process.
+    fn pid(&self) -> Option<i32>;
+    fn pgid(&self) -> Option<i32>;
+    /// The last lines the agent wrote to stderr.
+    fn stderr_tail(&self) -> String;
+    /// Ends it (TERM to the group, `grace`, KILL) and returns how it exited.
+    fn stop(&self, grace: Duration) -> BoxFuture<'_, ExitInfo>;
+    /// Resolves when it has exited, by itself or not.
+    fn wait(&self) -> BoxFuture<'_, ExitInfo>;
+}
+
+/// Starts executions.
+pub trait Launcher: Send + Sync + 'static {
+    fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, Result<Launched, String>>;
+}
+
+/// Runs agents as local processes in their own process group.
+pub struct LocalLauncher;
+
+struct LocalControl(AgentProcess);
+
+impl ExecutionControl for LocalControl {
+    fn pid(&self) -> Option<i32> {
+        Some(self.0.pid())
+    }
+
+    fn pgid(&self) -> Option<i32> {
+        Some(self.0.pgid())
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.0.stderr_tail()
+    }
+
+    fn stop(&self, grace: Duration) -> BoxFuture<'_, ExitInfo> {
+        Box::pin(self.0.stop(grace))
+    }
+
+    fn wait(&self) -> BoxFuture<'_, ExitInfo> {
+        Box::pin(async move {
+            let exit = self.0.wait().await;
+            // Let the stderr reader catch up so the tail explains a crash.
+            let _ =
+                tokio::time::timeout(Duration::from_millis(500), self.0.stderr_finished()).await;
+            exit
+        })
+    }
+}
+
+impl Launcher for LocalLauncher {
+    fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, Result<Launched, String>> {
+        Box::pin(async move {
+            let mut process_spec = ProcessSpec::new(&spec.program, &spec.cwd).args(&spec.args);
+            for (key, value) in &spec.env {
+                process_spec = process_spec.env(key, value);
+            }
+            let mut process = kandev_runtime::spawn(process_spec).map_err(|e| e.to_string())?;
+            let stdio = process
+                .take_stdio()
+                .ok_or_else(|| "the agent's stdio is not available".to_owned())?;
+            Ok(Launched {
+                reader: Box::new(stdio.stdout),
+                writer: Box::new(stdio.stdin),
+                control: Arc::new(LocalControl(process)),
+            })
+        })
+    }
+}
+
+/// Runs the mock agent in-process over a pipe. The spec's arguments after `mock-agent` are
+/// the mock agent's flags. For engine and API tests; the product runs `kandev mock-agent`.
+pub struct MockLauncher;
+
+struct MockControl {
+    exit: tokio::sync::watch::Receiver<Option<ExitInfo>>,
+    abort: tokio::task::AbortHandle,
+}
+
+impl ExecutionControl for MockControl {
+    fn pid(&self) -> Option<i32> {
+        None
+    }
+
+    fn pgid(&self) -> Option<i32> {
+        None
+    }
+
+    fn stderr_tail(&self) -> String {
+        String::new()
+    }
+
+    fn stop(&self, _grace: Duration) -> BoxFuture<'_, ExitInfo> {
+        Box::pin(async move {
+            self.abort.abort();
+            self.wait().await
+        })
+    }
+
+    fn wait(&self) -> BoxFuture<'_, ExitInfo> {
+        Box::pin(async move {
+            let mut exit = self.exit.clone();
+            match exit.wait_for(Option::is_some).await {
+                Ok(value) => value.clone().unwrap_or(ExitInfo::Signaled { signal: 9 }),
+                Err(_) => ExitInfo::Signaled { signal: 9 },
+            }
+        })
+    }
+}
+
+impl Launcher for MockLauncher {
+    fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, Result<Launched, String>> {
+        Box::pin(async move {
+            let flags: Vec<String> =
+                spec.args.iter().skip_while(|a| *a != "mock-agent").skip(1).cloned().collect();
+            let config =
+                kandev_mock_agent::MockConfig::from_args(&flags).map_err(|e| e.0.to_string())?;
+            let (client_side, agent_side) = tokio::io::duplex(1 << 20);
+            let (agent_in, agent_out) = tokio::io::split(agent_side);
+            let (reader, writer) = tokio::io::split(client_side);
+            let (exit_tx, exit_rx) = tokio::sync::watch::channel(None);
+            let task = tokio::spawn(async move {
+                let exit = match kandev_mock_agent::run(config, agent_in, agent_out).await {
+                    Ok(outcome) => ExitInfo::Exited { code: outcome.exit_code() },
+                    Err(_) => ExitInfo::Exited { code: 1 },
+                };
+                // An aborted task never gets here; dropping the sender reads as "killed".
+                let _ = exit_tx.send(Some(exit));
+            });
+            let control = MockControl { exit: exit_rx, abort: task.abort_handle() };
+            Ok(Launched {
+                reader: Box::new(reader),
+                writer: Box::new(writer),
+                control: Arc::new(control),
+            })
+        })
+    }
+}
