@@ -141,6 +141,9 @@ pub struct TaskCreate {
     #[serde(default)]
     pub repository_ids: Vec<String>,
     pub agent_profile_id: Option<String>,
+    /// Start the task's first session with the task prompt.
+    #[serde(default)]
+    pub start_agent: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -204,6 +207,114 @@ pub struct ProfileUpdate {
     #[serde(default, deserialize_with = "double_option")]
     pub mode: Option<Option<String>>,
     pub auto_approve: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ByTask {
+    pub task_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BySession {
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionLaunch {
+    pub task_id: String,
+    pub agent_profile_id: Option<String>,
+    /// The first message; without it the agent starts and waits.
+    pub prompt: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSetMode {
+    pub id: String,
+    pub mode_id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSetConfigOption {
+    pub id: String,
+    pub config_id: String,
+    pub value: serde_json::Value,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageAdd {
+    pub session_id: String,
+    pub content: String,
+    /// Idempotency key: a retry with the same id is recorded once.
+    pub client_message_id: Option<String>,
+    /// Queue while the agent is busy (default); `false` fails with `BUSY` instead.
+    #[serde(default = "yes")]
+    pub queue: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MessageList {
+    pub session_id: String,
+    pub after_seq: Option<i64>,
+    pub before_seq: Option<i64>,
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionRespond {
+    pub session_id: String,
+    pub request_id: String,
+    pub option_id: Option<String>,
+    #[serde(default)]
+    pub cancelled: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueAdd {
+    pub session_id: String,
+    pub content: String,
+    pub client_message_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueUpdate {
+    pub session_id: String,
+    pub id: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueRemove {
+    pub session_id: String,
+    pub id: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueueReorder {
+    pub session_id: String,
+    pub ids: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AutoRunSet {
+    pub session_id: String,
+    pub enabled: bool,
 }
 
 /// Subscribes to topics, replaying what happened after `since` (per topic).

@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::handlers::{profile, repository, task, workflow, workspace};
+use crate::handlers::{profile, repository, session, task, workflow, workspace};
 use crate::{ApiError, AppState};
 
 /// Runs `action` with its JSON payload and returns the JSON result.
@@ -54,6 +54,24 @@ pub async fn dispatch(state: &AppState, action: &str, payload: Value) -> Result<
         "agent.profile.update" => profile::update,
         "agent.profile.delete" => profile::delete,
         "agent.kinds" => profile::kinds,
+        "session.launch" => session::launch,
+        "task.session.list" => session::list,
+        "session.get" => session::get,
+        "session.stop" => session::stop,
+        "session.delete" => session::delete,
+        "session.set_mode" => session::set_mode,
+        "session.set_config_option" => session::set_config_option,
+        "agent.cancel" => session::cancel,
+        "message.add" => session::message_add,
+        "message.list" => session::message_list,
+        "message.queue.list" => session::queue_list,
+        "message.queue.add" => session::queue_add,
+        "message.queue.update" => session::queue_update,
+        "message.queue.remove" => session::queue_remove,
+        "message.queue.reorder" => session::queue_reorder,
+        "message.queue.drain" => session::queue_drain,
+        "message.queue.auto_run.set" => session::auto_run_set,
+        "permission.respond" => session::permission_respond,
     }
 }
 

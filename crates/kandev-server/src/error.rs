@@ -70,6 +70,23 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<kandev_engine::EngineError> for ApiError {
+    fn from(err: kandev_engine::EngineError) -> Self {
+        use kandev_engine::EngineError as E;
+        match err {
+            E::NotFound(m) => ApiError::new(ErrorCode::NotFound, m),
+            E::Validation(m) => ApiError::new(ErrorCode::ValidationError, m),
+            E::Conflict(m) => ApiError::new(ErrorCode::Conflict, m),
+            E::Busy(m) => ApiError::new(ErrorCode::Busy, m),
+            E::QueueFull(m) => ApiError::new(ErrorCode::QueueFull, m),
+            E::ResetInProgress(m) => ApiError::new(ErrorCode::ResetInProgress, m),
+            E::AlreadyResolved(m) => ApiError::new(ErrorCode::AlreadyResolved, m),
+            E::Unavailable(m) => ApiError::new(ErrorCode::Unavailable, m),
+            E::Store(e) => e.into(),
+        }
+    }
+}
+
 impl From<kandev_domain::validate::FieldError> for ApiError {
     fn from(err: kandev_domain::validate::FieldError) -> Self {
         let details = serde_json::json!({ "field": err.field });

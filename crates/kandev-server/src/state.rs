@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use kandev_engine::Engine;
 use kandev_store::Store;
 
 /// Settings of a running server.
@@ -28,17 +29,21 @@ pub struct AppState {
 }
 
 struct Inner {
-    store: Store,
+    engine: Engine,
     config: ServerConfig,
 }
 
 impl AppState {
-    pub fn new(store: Store, config: ServerConfig) -> Self {
-        AppState { inner: Arc::new(Inner { store, config }) }
+    pub fn new(engine: Engine, config: ServerConfig) -> Self {
+        AppState { inner: Arc::new(Inner { engine, config }) }
     }
 
     pub fn store(&self) -> &Store {
-        &self.inner.store
+        self.inner.engine.store()
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
     }
 
     pub fn config(&self) -> &ServerConfig {

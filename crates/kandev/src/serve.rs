@@ -2,9 +2,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use kandev_engine::{AgentCommand, Engine, EngineConfig, LocalLauncher};
 use kandev_server::{AppState, ServerConfig};
 use kandev_store::{Location, Store};
 use tokio_util::sync::CancellationToken;
@@ -32,6 +34,21 @@ pub struct ServeArgs {
     pub allowed_origins: Vec<String>,
 }
 
+/// The engine runs the Mock profile as this very binary's `mock-agent` subcommand.
+fn engine_config(home: &std::path::Path) -> Result<EngineConfig> {
+    let exe =
+        std::env::current_exe().context("cannot find the kandev binary to run the mock agent")?;
+    let mock = AgentCommand {
+        program: exe.display().to_string(),
+        args: vec![
+            "mock-agent".into(),
+            "--state-dir".into(),
+            home.join("mock-agent").display().to_string(),
+        ],
+    };
+    Ok(EngineConfig::new(home.to_path_buf(), mock))
+}
+
 fn home_dir(args: &ServeArgs) -> Result<PathBuf> {
     if let Some(home) = &args.home {
         return Ok(home.clone());
@@ -57,14 +74,24 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             args.addr
         )
     })?;
+    let engine = Engine::new(store.clone(), engine_config(&home)?, Arc::new(LocalLauncher));
+    let interrupted =
+        engine.reconcile().await.context("cannot reconcile sessions from the last run")?;
+    if interrupted > 0 {
+        tracing::info!(
+            interrupted,
+            "sessions interrupted by the last shutdown are waiting for input"
+        );
+    }
     let config =
         ServerConfig { token, allowed_origins: args.allowed_origins, ..ServerConfig::default() };
-    let state = AppState::new(store.clone(), config);
+    let state = AppState::new(engine.clone(), config);
     let shutdown = CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
     let bound = listener.local_addr().unwrap_or(args.addr);
     println!("Kandev is running at http://{bound}  (data: {})", store.location());
     kandev_server::serve(listener, state, shutdown).await?;
+    engine.shutdown().await;
     store.close().await;
     Ok(())
 }

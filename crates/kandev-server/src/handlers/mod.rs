@@ -2,6 +2,7 @@
 
 pub mod profile;
 pub mod repository;
+pub mod session;
 pub mod task;
 pub mod workflow;
 pub mod workspace;

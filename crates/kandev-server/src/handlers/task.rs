@@ -37,7 +37,16 @@ pub async fn create(s: &AppState, p: TaskCreate) -> Result<Value, ApiError> {
     };
     let mut tx = s.store().begin_write().await?;
     let task = tx.insert_task(&new, "user").await?;
-    publish_task(tx, &task, "task.created").await
+    let created = publish_task(tx, &task, "task.created").await?;
+    if !p.start_agent {
+        return Ok(created);
+    }
+    let session =
+        s.engine().launch(&task.id, task.agent_profile_id.clone(), Some(task.prompt())).await?;
+    let task = s.store().get_task(&task.id).await?;
+    Ok(
+        json!({ "task": TaskDto::from(&task), "session": kandev_api_types::SessionDto::from(&session) }),
+    )
 }
 
 pub async fn list(s: &AppState, p: TaskList) -> Result<Value, ApiError> {

@@ -4,9 +4,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
+use kandev_engine::{AgentCommand, Engine, EngineConfig, MockLauncher};
 use kandev_server::{AppState, ServerConfig};
 use kandev_store::{Location, Store};
 use serde_json::{Value, json};
@@ -34,14 +36,28 @@ impl TestServer {
     pub async fn start_with(config: ServerConfig, dir: tempfile::TempDir) -> TestServer {
         let store = Store::open(Location::File(db_path(&dir))).await.unwrap();
         kandev_server::first_run(&store).await.unwrap();
+        let mock = AgentCommand {
+            program: "kandev".into(),
+            args: vec![
+                "mock-agent".into(),
+                "--state-dir".into(),
+                dir.path().join("mock").display().to_string(),
+            ],
+        };
+        let mut engine_config = EngineConfig::new(dir.path().to_path_buf(), mock);
+        engine_config.cancel_timeout = Duration::from_millis(500);
+        engine_config.stop_grace = Duration::from_millis(500);
+        let engine = Engine::new(store.clone(), engine_config, Arc::new(MockLauncher));
+        engine.reconcile().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let token = config.token.clone();
         let shutdown = CancellationToken::new();
-        let state = AppState::new(store.clone(), config);
+        let state = AppState::new(engine.clone(), config);
         let stop = shutdown.clone();
         let task = tokio::spawn(async move {
             kandev_server::serve(listener, state, stop).await.unwrap();
+            engine.shutdown().await;
             store.close().await;
         });
         TestServer { addr, dir, shutdown, task, http: reqwest::Client::new(), token }
