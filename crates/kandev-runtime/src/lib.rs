@@ -12,6 +12,7 @@
 
 mod error;
 mod exit;
+pub mod git;
 mod group;
 mod process;
 mod stderr;

@@ -1,0 +1,172 @@
+//! The error type of the git and worktree layer.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Everything that can go wrong while preparing, inspecting or removing a task's working
+/// directory. Messages are meant to be shown to a user as they are.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// The repository's local path does not exist (any more).
+    #[error("repository path `{}` does not exist; fix the repository's local path", path.display())]
+    RepositoryMissing { path: PathBuf },
+
+    /// The path exists but is not the top-level directory of a git repository.
+    #[error(
+        "`{}` is not the top-level directory of a git repository; point the repository at the folder that contains `.git`",
+        path.display()
+    )]
+    NotARepository { path: PathBuf },
+
+    /// The repository has no commit yet, so there is nothing to branch off.
+    #[error("repository `{}` has no commits; make an initial commit first", path.display())]
+    NoCommits { path: PathBuf },
+
+    /// The base branch is neither a local branch nor a remote-tracking branch.
+    #[error(
+        "base branch `{branch}` does not exist; create it or change the repository's base branch"
+    )]
+    BaseBranchMissing { branch: String },
+
+    /// A commit (e.g. a recorded base commit) is not known to the repository.
+    #[error(
+        "commit `{commit}` does not exist in the repository; it may have been garbage-collected, recreate the worktree"
+    )]
+    UnknownCommit { commit: String },
+
+    /// The branch name is not a valid git branch name.
+    #[error("`{branch}` is not a valid git branch name; change the repository's branch template")]
+    InvalidBranchName { branch: String },
+
+    /// The task branch is already checked out in another worktree.
+    #[error(
+        "branch `{branch}` is already checked out in `{}`; remove that worktree first",
+        path.display()
+    )]
+    BranchInUse { branch: String, path: PathBuf },
+
+    /// Something already exists where the new worktree should go.
+    #[error("worktree path `{}` already exists; remove it or choose another path", path.display())]
+    WorktreeExists { path: PathBuf },
+
+    /// The path is not a linked worktree of the given repository (the main checkout never is).
+    #[error(
+        "`{}` is not a linked worktree of repository `{}`; only worktrees created for tasks can be removed",
+        path.display(),
+        repo.display()
+    )]
+    NotAWorktree { path: PathBuf, repo: PathBuf },
+
+    /// The setup script exited with a non-zero code or was killed by a signal.
+    #[error(
+        "setup script failed ({}); fix the repository's setup script. last output:\n{}",
+        describe_exit(*.exit_code),
+        or_no_output(.output_tail)
+    )]
+    SetupFailed { exit_code: Option<i32>, output_tail: String },
+
+    /// The setup script did not finish in time; its process group was killed.
+    #[error(
+        "setup script did not finish within {}s and was killed; make it faster or raise the timeout. last output:\n{}",
+        timeout.as_secs_f64(),
+        or_no_output(.output_tail)
+    )]
+    SetupTimedOut { timeout: Duration, output_tail: String },
+
+    /// A path leaves the worktree (absolute, `..`, a symlink pointing outside) or names git
+    /// metadata.
+    #[error("access to `{}` is forbidden: {reason}", path.display())]
+    Forbidden { path: PathBuf, reason: String },
+
+    /// A worktree, directory or file does not exist.
+    #[error("`{}` does not exist", path.display())]
+    NotFound { path: PathBuf },
+
+    /// A file was expected but the path is a directory (or something else).
+    #[error("`{}` is not a regular file", path.display())]
+    NotAFile { path: PathBuf },
+
+    /// Removing a worktree with uncommitted or untracked changes was refused.
+    #[error(
+        "worktree `{}` has {files} uncommitted or untracked file(s); commit them, or remove the worktree with force to discard them",
+        path.display()
+    )]
+    Dirty { path: PathBuf, files: usize },
+
+    /// `commit` found nothing to commit.
+    #[error("nothing to commit in `{}`; the worktree has no changes", path.display())]
+    NothingToCommit { path: PathBuf },
+
+    /// A commit message must have some text.
+    #[error("the commit message is empty; give a message")]
+    EmptyCommitMessage,
+
+    /// The worktree is not on a branch, so a commit would not land on the task branch.
+    #[error("worktree `{}` is not on a branch (detached head); check out the task branch first", path.display())]
+    DetachedHead { path: PathBuf },
+
+    /// A git command failed; `stderr` is git's own explanation.
+    #[error("`{command}` failed: {}", stderr.trim())]
+    Git { command: String, stderr: String },
+
+    /// A git command did not finish in time and was killed.
+    #[error("`{command}` did not finish within {}s and was killed", timeout.as_secs())]
+    Timeout { command: String, timeout: Duration },
+
+    /// A filesystem or process error.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl GitError {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        GitError::Io { context: context.into(), source }
+    }
+}
+
+fn describe_exit(code: Option<i32>) -> String {
+    match code {
+        Some(code) => format!("exit code {code}"),
+        None => "killed by a signal".to_owned(),
+    }
+}
+
+fn or_no_output(tail: &str) -> &str {
+    if tail.trim().is_empty() { "(no output)" } else { tail.trim_end() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setup_failure_names_the_exit_code_and_the_output() {
+        let err = GitError::SetupFailed { exit_code: Some(3), output_tail: "boom\n".into() };
+        assert_eq!(
+            err.to_string(),
+            "setup script failed (exit code 3); fix the repository's setup script. last output:\nboom"
+        );
+        let err = GitError::SetupFailed { exit_code: None, output_tail: String::new() };
+        assert!(err.to_string().contains("killed by a signal"));
+        assert!(err.to_string().ends_with("(no output)"));
+    }
+
+    #[test]
+    fn messages_start_lowercase_and_have_no_trailing_period() {
+        let errors = [
+            GitError::RepositoryMissing { path: "/x".into() },
+            GitError::BaseBranchMissing { branch: "dev".into() },
+            GitError::Dirty { path: "/w".into(), files: 2 },
+            GitError::EmptyCommitMessage,
+        ];
+        for err in errors {
+            let text = err.to_string();
+            assert!(!text.starts_with(|c: char| c.is_ascii_uppercase()), "{text}");
+            assert!(!text.ends_with('.'), "{text}");
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! Task working directories: git worktrees per repository (create, set up, inspect, commit,
+//! remove), plain task directories, and the path confinement every file action goes through.
+//!
+//! Invariants of this module:
+//! - git is only ever run as the `git` CLI, with `-c core.quotepath=off`, stdin closed,
+//!   `GIT_TERMINAL_PROMPT=0`, `LC_ALL=C`, `GIT_OPTIONAL_LOCKS=0` (read-only commands never
+//!   take `index.lock` away from the agent's own git), and without inherited variables that
+//!   would point it at another repository (`GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`, ...).
+//!   Each git command runs in its own process group under a deadline; on timeout or when its
+//!   future is dropped the group is killed.
+//! - Commit identity is the user's own whenever git can find one; only a missing
+//!   `user.name`/`user.email` is filled in (`Kandev <kandev@localhost>`), per commit via
+//!   `-c`, never written to any config.
+//! - [`create_worktree`] validates everything it can before touching disk, and undoes its own
+//!   work on failure: no stray worktree directory, registration or branch is left behind.
+//! - Removing a worktree never deletes its branch, and never touches the main checkout.
+//! - Every path that comes from outside goes through [`resolve_inside`]: no absolute paths,
+//!   no `..`, nothing under `.git`, and no symlink that resolves outside the worktree.
+//! - [`changes`] is always relative to the task's base commit, so committed work stays
+//!   visible; untracked files are read directly, the index is never written for a diff.
+//! - Output is bounded: setup output to its last 64 KiB, diffs by [`MAX_DIFF_BYTES`] and
+//!   [`MAX_FILE_DIFF_BYTES`], file reads by the caller's `max_bytes`.
+//!
+//! Requires git 2.36 or newer (`git worktree list -z`).
+
+mod branch;
+mod cmd;
+mod commit;
+mod diff;
+mod error;
+mod files;
+mod layout;
+mod setup;
+mod worktree;
+
+pub use branch::{DEFAULT_BRANCH_TEMPLATE, branch_name, is_valid_branch_name, short_id, task_slug};
+pub use commit::{CommitInfo, FALLBACK_USER_EMAIL, FALLBACK_USER_NAME, commit_all};
+pub use diff::{
+    ChangeStatus, DiffLine, FileChange, Hunk, LineKind, MAX_DIFF_BYTES, MAX_FILE_DIFF_BYTES,
+    changes,
+};
+pub use error::GitError;
+pub use files::{EntryKind, FileContent, TreeEntry, read_file, resolve_inside, tree};
+pub use layout::{create_task_dir, task_dir, worktree_dir};
+pub use setup::{SETUP_OUTPUT_LIMIT, SetupOutput, run_setup_script};
+pub use worktree::{
+    Worktree, WorktreeSpec, create_worktree, default_branch, is_dirty, remove_worktree,
+};

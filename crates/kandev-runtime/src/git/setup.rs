@@ -1,0 +1,128 @@
+//! Running a repository's setup script in a fresh worktree: `sh -c`, its own process group,
+//! combined output kept to a bounded tail, killed on timeout.
+
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::net::unix::pipe;
+use tokio::process::Command;
+
+use super::GitError;
+use super::cmd::{GroupGuard, ensure_dir, read_into_ring, scrub_env, wait_draining};
+use crate::stderr::StderrRing;
+
+/// How much of the script's combined output is kept: the last 64 KiB.
+pub const SETUP_OUTPUT_LIMIT: usize = 64 * 1024;
+
+/// How many of the last output lines an error carries.
+const ERROR_TAIL_LINES: usize = 20;
+
+/// How long to wait for a killed script to be reaped.
+const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// A setup script that succeeded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupOutput {
+    pub exit_code: i32,
+    /// Combined stdout and stderr in the order written, bounded to the last
+    /// [`SETUP_OUTPUT_LIMIT`] bytes (then starting at a line boundary).
+    pub output: String,
+}
+
+/// Runs `script` with `sh -c` in `worktree`, in its own process group, with stdin closed and
+/// the server's environment minus variables that would point git elsewhere (`GIT_DIR`, ...)
+/// and with `GIT_TERMINAL_PROMPT=0`.
+///
+/// A non-zero exit or death by a signal gives [`GitError::SetupFailed`] with the exit code and
+/// the last 20 output lines; running longer than `timeout` kills the whole group and gives
+/// [`GitError::SetupTimedOut`]. Dropping the future also kills the group. Processes the
+/// script leaves running in the background after it exits successfully are not killed. An
+/// empty script succeeds without starting anything.
+pub async fn run_setup_script(
+    worktree: &Path,
+    script: &str,
+    timeout: Duration,
+) -> Result<SetupOutput, GitError> {
+    ensure_dir(worktree, || GitError::NotFound { path: worktree.to_path_buf() }).await?;
+    if script.trim().is_empty() {
+        return Ok(SetupOutput { exit_code: 0, output: String::new() });
+    }
+    let io_err = |context: &str| {
+        let context = context.to_owned();
+        move |e| GitError::io(context, e)
+    };
+    let (reader, writer) =
+        std::io::pipe().map_err(io_err("failed to create a pipe for the setup script"))?;
+    let writer_for_stderr =
+        writer.try_clone().map_err(io_err("failed to create a pipe for the setup script"))?;
+
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(script)
+        .current_dir(worktree)
+        .stdin(Stdio::null())
+        .stdout(writer)
+        .stderr(writer_for_stderr)
+        .process_group(0)
+        .kill_on_drop(true);
+    scrub_env(&mut command);
+    let spawned = command.spawn();
+    // The command holds the parent's copies of the write end; without dropping them the
+    // pipe never reaches end of file.
+    drop(command);
+    let mut child = spawned.map_err(io_err("failed to start the setup script with `sh`"))?;
+    let mut guard = GroupGuard::new(child.id());
+    let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
+        .map_err(io_err("failed to read the setup script's output"))?;
+
+    let mut ring = StderrRing::new(SETUP_OUTPUT_LIMIT);
+    let finished =
+        tokio::time::timeout(timeout, wait_draining(&mut child, read_into_ring(reader, &mut ring)))
+            .await;
+    match finished {
+        Ok(Ok(status)) => {
+            guard.disarm();
+            let output = ring.tail();
+            tracing::debug!(worktree = %worktree.display(), %status, "setup script finished");
+            match status.code() {
+                Some(0) => Ok(SetupOutput { exit_code: 0, output }),
+                exit_code => Err(GitError::SetupFailed {
+                    exit_code,
+                    output_tail: last_lines(&output, ERROR_TAIL_LINES),
+                }),
+            }
+        }
+        Ok(Err(e)) => Err(GitError::io("failed to wait for the setup script", e)),
+        Err(_elapsed) => {
+            guard.kill();
+            let _ = tokio::time::timeout(KILL_WAIT, child.wait()).await;
+            Err(GitError::SetupTimedOut {
+                timeout,
+                output_tail: last_lines(&ring.tail(), ERROR_TAIL_LINES),
+            })
+        }
+    }
+}
+
+/// The last `n` lines of `text`.
+fn last_lines(text: &str, n: usize) -> String {
+    let trimmed = text.trim_end_matches('\n');
+    let start = trimmed.rmatch_indices('\n').nth(n.saturating_sub(1)).map_or(0, |(i, _)| i + 1);
+    trimmed[start..].to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_lines_keeps_the_end() {
+        assert_eq!(last_lines("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(last_lines("a\nb\nc", 5), "a\nb\nc");
+        assert_eq!(last_lines("", 3), "");
+        assert_eq!(last_lines("only", 1), "only");
+    }
+}
