@@ -650,3 +650,58 @@ async fn tasks_without_a_repository_get_a_plain_directory() {
     let escaped = create_task_dir(home.path(), "../../x").await.unwrap();
     assert!(escaped.starts_with(home.path().join("tasks")), "{}", escaped.display());
 }
+
+#[tokio::test]
+async fn concurrent_creates_of_one_worktree_leave_the_winner_intact() {
+    let fx = Fixture::new();
+    let spec = fx.spec("kandev/race");
+    let (first, second) = tokio::join!(create_worktree(&spec), create_worktree(&spec));
+    let (winner, loser) = match (first, second) {
+        (Ok(w), Err(e)) | (Err(e), Ok(w)) => (w, e),
+        other => panic!("exactly one create must win: {other:?}"),
+    };
+    assert!(
+        matches!(loser, GitError::WorktreeExists { .. } | GitError::BranchInUse { .. }),
+        "{loser:?}"
+    );
+    assert!(winner.path.join("README.md").exists(), "the winner's checkout was not cleaned up");
+    assert_eq!(git(&winner.path, &["rev-parse", "--abbrev-ref", "HEAD"]), "kandev/race");
+    assert_eq!(fx.worktree_count(), 2);
+}
+
+#[tokio::test]
+async fn changes_ignore_settings_that_alter_the_patch_format() {
+    let fx = Fixture::new();
+    let repo = fx.repo();
+    write(&repo.join("blank.txt"), "a\n\nb\n");
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    git(&repo, &["update-index", "--add", "--cacheinfo", &format!("160000,{head},sub")]);
+    git(&repo, &["add", "blank.txt"]);
+    git(&repo, &["commit", "-q", "-m", "blank line and a gitlink"]);
+    git(&repo, &["config", "diff.suppressBlankEmpty", "true"]);
+    git(&repo, &["config", "diff.submodule", "log"]);
+    git(&repo, &["config", "diff.noprefix", "true"]);
+
+    let wt = create_worktree(&fx.spec("kandev/format")).await.unwrap();
+    // Point the gitlink elsewhere (staged) and change a file sorted after it.
+    git(&wt.path, &["update-index", "--cacheinfo", &format!("160000,{},sub", "1".repeat(40))]);
+    write(&wt.path.join("blank.txt"), "a\n\nB\n");
+    write(&wt.path.join("z.txt"), "z\n");
+    git(&wt.path, &["add", "z.txt"]);
+
+    let files = changes(&wt.path, &wt.base_commit).await.unwrap();
+    let blank = find(&files, "blank.txt");
+    let lines: Vec<(LineKind, &str)> =
+        blank.hunks[0].lines.iter().map(|l| (l.kind, l.text.as_str())).collect();
+    assert_eq!(
+        lines,
+        [
+            (LineKind::Context, "a"),
+            (LineKind::Context, ""),
+            (LineKind::Removed, "b"),
+            (LineKind::Added, "B")
+        ]
+    );
+    assert_eq!(find(&files, "sub").status, ChangeStatus::Modified);
+    assert_eq!(find(&files, "z.txt").hunks[0].lines[0].text, "z", "sections still line up");
+}

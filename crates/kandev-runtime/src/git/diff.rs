@@ -88,9 +88,13 @@ pub struct FileChange {
 pub async fn changes(worktree: &Path, base_commit: &str) -> Result<Vec<FileChange>, GitError> {
     let worktree = open_worktree(worktree).await?;
     let base = resolve_commit(&worktree, base_commit).await?;
+    // The parser relies on git's default patch format; these settings would change it.
     let diff = Git::new(&worktree)
+        .config("diff.suppressBlankEmpty=false")
+        .config("diff.submodule=short")
         .args([
             "diff",
+            "--submodule=short",
             "--no-color",
             "--no-ext-diff",
             "--no-textconv",
@@ -173,8 +177,9 @@ fn parse_diff(bytes: &[u8], truncated: bool) -> Vec<FileChange> {
         let Some(record) = cursor.field() else { break };
         let mut parts = record.splitn(3, '\t');
         let (added, deleted, path) = (parts.next(), parts.next(), parts.next().unwrap_or(""));
-        if path.is_empty() && (cursor.field().is_none() || cursor.field().is_none()) {
-            break;
+        if path.is_empty() {
+            // A rename: the old and the new path follow as fields of their own.
+            let (Some(_old), Some(_new)) = (cursor.field(), cursor.field()) else { break };
         }
         file.binary = added == Some("-");
         file.additions = added.and_then(|n| n.parse().ok()).unwrap_or(0);
@@ -330,7 +335,7 @@ fn untracked_changes(worktree: &Path, paths: Vec<String>, mut budget: usize) -> 
     files
 }
 
-/// The readable content of an untracked entry; `None` for a directory.
+/// The readable content of an untracked entry; `None` for a directory or special file.
 struct UntrackedContent {
     lines: Vec<DiffLine>,
     total_lines: u32,
@@ -350,7 +355,8 @@ fn untracked_content(
     let Some(name) = Path::new(path).file_name() else { return Ok(None) };
     let full: PathBuf = dir.join(name);
     let meta = std::fs::symlink_metadata(&full)?;
-    if meta.is_dir() {
+    // Directories (nested repositories) and special files (a FIFO would block) have no text.
+    if !meta.is_file() && !meta.file_type().is_symlink() {
         return Ok(None);
     }
     let cap = MAX_FILE_DIFF_BYTES.min(*budget);

@@ -41,9 +41,11 @@ pub struct Worktree {
 /// (a task whose worktree was removed, which keeps the branch) it is checked out again, and
 /// `base_commit` is its merge base with the base branch.
 ///
-/// If `git worktree add` fails (for example a failing `post-checkout` hook), the worktree
-/// directory, the branch (only if it was created here and not moved) and any parent
-/// directories created here are removed again.
+/// The worktree directory is created here (atomically, so a concurrent call for the same
+/// path gets [`GitError::WorktreeExists`]). If `git worktree add` then fails (for example a
+/// failing `post-checkout` hook), that directory, its registration, the branch (only if it
+/// was created by this call and still points at the base commit) and any parent directories
+/// created here are removed again.
 pub async fn create_worktree(spec: &WorktreeSpec) -> Result<Worktree, GitError> {
     let repo = open_repo(&spec.repo_path).await?;
     ensure_has_commits(&repo).await?;
@@ -71,6 +73,17 @@ pub async fn create_worktree(spec: &WorktreeSpec) -> Result<Worktree, GitError> 
     }
 
     let created_parents = create_parents(&path)?;
+    // Created here, atomically, so a concurrent creator cannot have its directory removed by
+    // this call's cleanup; git accepts an existing empty directory.
+    if let Err(e) = std::fs::create_dir(&path) {
+        if let Some(topmost) = &created_parents {
+            remove_created_parents(&path, topmost);
+        }
+        return Err(match e.kind() {
+            io::ErrorKind::AlreadyExists => GitError::WorktreeExists { path },
+            _ => GitError::io(format!("failed to create `{}`", path.display()), e),
+        });
+    }
     let add = match existing_branch {
         None => Git::new(&repo)
             .args(["worktree", "add", "--quiet", "-b", spec.branch.as_str()])
@@ -102,7 +115,11 @@ pub async fn create_worktree(spec: &WorktreeSpec) -> Result<Worktree, GitError> 
             Ok(worktree)
         }
         Err(error) => {
-            let created_branch = existing_branch.is_none().then_some(spec.branch.as_str());
+            // Not when git refused because the branch appeared meanwhile: it is someone else's.
+            let branch_preexisted =
+                matches!(&error, GitError::Git { stderr, .. } if stderr.contains("already exists"));
+            let created_branch =
+                (existing_branch.is_none() && !branch_preexisted).then_some(spec.branch.as_str());
             undo_create(&repo, &path, created_branch, &base_sha, created_parents.as_deref()).await;
             Err(error)
         }
