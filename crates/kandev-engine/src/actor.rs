@@ -120,6 +120,9 @@ struct Live {
     acp_session_id: String,
     /// Stops the event pump and the exit watcher of this execution.
     cancel: CancellationToken,
+    /// Results of calls whose events must be handled first (turn ends): they go through the
+    /// event pump, which forwards every event the agent sent before them first.
+    ordered: mpsc::UnboundedSender<Command>,
 }
 
 pub(crate) struct OpenTurn {
@@ -200,10 +203,9 @@ pub(crate) async fn reconcile(inner: &Inner) -> Result<usize> {
         if let Some(runtime) = inner.store.get_runtime(&session.id).await?
             && let Some(pgid) = runtime.pgid
             && kandev_runtime::group_alive(pgid)
+            && let Err(err) = kandev_runtime::kill_group(pgid)
         {
-            if let Err(err) = kandev_runtime::kill_group(pgid) {
-                tracing::warn!(session = %session.id, pgid, error = %err, "cannot kill a leftover agent");
-            }
+            tracing::warn!(session = %session.id, pgid, error = %err, "cannot kill a leftover agent");
         }
         let mut tx = inner.store.begin_write().await?;
         tx.end_runtime(&session.id, session.epoch, "ended").await?;
@@ -561,16 +563,19 @@ impl SessionActor {
             status: "running".into(),
             cwd: self.session.cwd.clone(),
         };
-        self.spawn_pump(epoch, events, cancel.clone());
+        let (ordered, results) = mpsc::unbounded_channel();
+        self.spawn_pump(epoch, events, results, cancel.clone());
         self.spawn_exit_watch(epoch, control.clone(), cancel.clone());
         let acp_session_id = conversation.acp_session_id.clone();
-        self.exec = Exec::Live(Live {
+        let live = Live {
             epoch,
             client,
             control,
             acp_session_id: acp_session_id.clone(),
             cancel,
-        });
+            ordered,
+        };
+        self.exec = Exec::Live(live);
         let agent_info =
             json!({ "name": conversation.agent_name, "version": conversation.agent_version });
         let options: serde_json::Map<String, serde_json::Value> = conversation
@@ -606,21 +611,35 @@ impl SessionActor {
         Ok(())
     }
 
+    /// Forwards the agent's events to the inbox, and call results after every event the
+    /// agent sent before them (the ACP client queues those before the call returns).
     fn spawn_pump(
         &self,
         epoch: i64,
         mut events: mpsc::UnboundedReceiver<AgentEvent>,
+        mut results: mpsc::UnboundedReceiver<Command>,
         cancel: CancellationToken,
     ) {
         let inbox = self.sender();
         self.spawn(async move {
+            let mut events_open = true;
             loop {
-                let event = tokio::select! {
+                let command = tokio::select! {
+                    biased;
                     _ = cancel.cancelled() => return,
-                    event = events.recv() => event,
+                    event = events.recv(), if events_open => match event {
+                        Some(event) => Command::Agent { epoch, event },
+                        None => {
+                            events_open = false;
+                            continue;
+                        }
+                    },
+                    result = results.recv() => match result {
+                        Some(result) => result,
+                        None => return,
+                    },
                 };
-                let Some(event) = event else { return };
-                if inbox.send(Command::Agent { epoch, event }).await.is_err() {
+                if inbox.send(command).await.is_err() {
                     return;
                 }
             }
@@ -813,6 +832,7 @@ impl SessionActor {
         };
         let (epoch, client, acp_session_id) =
             (live.epoch, live.client.clone(), live.acp_session_id.clone());
+        let ordered = live.ordered.clone();
         let mut tx = self.inner.store.begin_write().await?;
         let turn_id = tx.open_turn(&self.session.id, epoch).await?;
         self.write(
@@ -830,11 +850,10 @@ impl SessionActor {
             tool_calls: HashMap::new(),
             cancelling: false,
         });
-        let inbox = self.sender();
         self.spawn(async move {
             let result =
                 client.prompt(&acp_session_id, &[ContentBlock::text(message.content)]).await;
-            let _ = inbox.send(Command::TurnDone { epoch, turn_id, result }).await;
+            let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
         });
         Ok(())
     }

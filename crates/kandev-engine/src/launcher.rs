@@ -96,8 +96,9 @@ impl Launcher for LocalLauncher {
     }
 }
 
-/// Runs the mock agent in-process over a pipe. The spec's arguments after `mock-agent` are
-/// the mock agent's flags. For engine and API tests; the product runs `kandev mock-agent`.
+/// Runs the mock agent in-process over a pipe when the spec runs `mock-agent` (the
+/// arguments after it are the mock agent's flags); anything else starts as a real process.
+/// For engine and API tests; the product runs `kandev mock-agent` as a process.
 pub struct MockLauncher;
 
 struct MockControl {
@@ -138,6 +139,9 @@ impl ExecutionControl for MockControl {
 
 impl Launcher for MockLauncher {
     fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, Result<Launched, String>> {
+        if !spec.args.iter().any(|a| a == "mock-agent") {
+            return LocalLauncher.launch(spec);
+        }
         Box::pin(async move {
             let flags: Vec<String> =
                 spec.args.iter().skip_while(|a| *a != "mock-agent").skip(1).cloned().collect();

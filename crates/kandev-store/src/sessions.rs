@@ -156,6 +156,17 @@ impl From<QueuedRow> for QueuedPrompt {
     }
 }
 
+#[derive(FromRow)]
+struct RuntimeRow {
+    session_id: String,
+    execution_id: String,
+    epoch: i64,
+    pid: Option<i64>,
+    pgid: Option<i64>,
+    status: String,
+    cwd: String,
+}
+
 /// Fields of a session to change; `None` keeps the value. Applied only if the epoch matches.
 #[derive(Debug, Clone, Default)]
 pub struct SessionUpdate {
@@ -307,20 +318,21 @@ impl Store {
     }
 
     pub async fn get_runtime(&self, session_id: &SessionId) -> Result<Option<RuntimeRecord>> {
-        let row: Option<(String, String, i64, Option<i64>, Option<i64>, String, String)> = sqlx::query_as(
-            "SELECT session_id, execution_id, epoch, pid, pgid, status, cwd FROM session_runtime WHERE session_id = ?",
+        let row = sqlx::query_as::<_, RuntimeRow>(
+            "SELECT session_id, execution_id, epoch, pid, pgid, status, cwd FROM session_runtime \
+             WHERE session_id = ?",
         )
         .bind(session_id.as_str())
         .fetch_optional(&self.read)
         .await?;
-        Ok(row.map(|(session_id, execution_id, epoch, pid, pgid, status, cwd)| RuntimeRecord {
-            session_id: SessionId::new(session_id),
-            execution_id,
-            epoch,
-            pid: pid.and_then(|p| i32::try_from(p).ok()),
-            pgid: pgid.and_then(|p| i32::try_from(p).ok()),
-            status,
-            cwd,
+        Ok(row.map(|r| RuntimeRecord {
+            session_id: SessionId::new(r.session_id),
+            execution_id: r.execution_id,
+            epoch: r.epoch,
+            pid: r.pid.and_then(|p| i32::try_from(p).ok()),
+            pgid: r.pgid.and_then(|p| i32::try_from(p).ok()),
+            status: r.status,
+            cwd: r.cwd,
         }))
     }
 }

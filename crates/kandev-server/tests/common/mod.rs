@@ -189,3 +189,70 @@ impl Ws {
         }
     }
 }
+
+impl TestServer {
+    /// A task on a fresh Kanban board's Backlog (no auto-start), and a session launched on it
+    /// with `profile` (the Mock profile when `None`). Returns (task id, session id).
+    pub async fn session(&self, profile: Option<&str>) -> (String, String) {
+        let (_, workflow) = self.kanban().await;
+        let backlog = step_id(&workflow, "Backlog");
+        let task = self
+            .call(
+                "task.create",
+                json!({"workflow_id": workflow["id"], "title": "Task", "step_id": backlog}),
+            )
+            .await;
+        let task_id = task["task"]["id"].as_str().unwrap().to_owned();
+        let launched = self
+            .call("session.launch", json!({"task_id": task_id, "agent_profile_id": profile}))
+            .await;
+        let session_id = launched["session"]["id"].as_str().unwrap().to_owned();
+        self.wait_state(&session_id, "WAITING_FOR_INPUT").await;
+        (task_id, session_id)
+    }
+
+    /// Creates a profile and returns its id.
+    pub async fn profile(&self, body: Value) -> String {
+        self.call("agent.profile.create", body).await["profile"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Waits (bounded) for a session state, following its notifications.
+    pub async fn wait_state(&self, session_id: &str, state: &str) -> Value {
+        let mut ws = self.ws().await;
+        let topic = format!("session:{session_id}");
+        ws.call("subscribe", json!({"topics": [topic]})).await;
+        let current = self.call("session.get", json!({"id": session_id})).await;
+        if current["session"]["state"] == state {
+            return current["session"].clone();
+        }
+        loop {
+            let frame = ws.next().await;
+            if frame["type"] == "notification" && frame["payload"]["session"]["state"] == state {
+                return frame["payload"]["session"].clone();
+            }
+        }
+    }
+
+    /// Sends a message and waits until the turn it starts has completed.
+    pub async fn turn(&self, session_id: &str, content: &str) -> Vec<Value> {
+        let mut ws = self.ws().await;
+        let topic = format!("session:{session_id}");
+        ws.call("subscribe", json!({"topics": [topic]})).await;
+        let sent =
+            self.call("message.add", json!({"session_id": session_id, "content": content})).await;
+        assert_eq!(sent["status"], "sent", "{sent}");
+        ws.notification("session.turn.completed").await;
+        self.messages(session_id).await
+    }
+
+    pub async fn messages(&self, session_id: &str) -> Vec<Value> {
+        let list =
+            self.call("message.list", json!({"session_id": session_id, "limit": 1000})).await;
+        list["messages"].as_array().unwrap().clone()
+    }
+}
+
+/// The messages of one kind.
+pub fn of_kind<'a>(messages: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    messages.iter().filter(|m| m["kind"] == kind).collect()
+}
