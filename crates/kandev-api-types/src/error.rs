@@ -1,9 +1,10 @@
 //! Error codes of api.md and the error payload every failed request gets.
 
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 /// The error codes of api.md.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     BadRequest,
@@ -42,7 +43,7 @@ impl ErrorCode {
 }
 
 /// The payload of an error response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct ErrorBody {
     pub code: ErrorCode,
     pub message: String,

@@ -2,11 +2,13 @@
 //! and (generated) the web UI. Conversions from domain types are written out here.
 
 pub mod error;
+pub mod files;
 pub mod objects;
 pub mod requests;
 pub mod session;
 
 pub use error::{ErrorBody, ErrorCode};
+pub use files::*;
 pub use objects::*;
 pub use session::*;
 

@@ -6,10 +6,11 @@ use kandev_domain::task::Task;
 use kandev_domain::workflow::{Action, Step, StepEvents, Workflow};
 use kandev_domain::workspace::{Repository, Workspace};
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 use crate::rfc3339;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct WorkspaceDto {
     pub id: String,
     pub name: String,
@@ -28,7 +29,7 @@ impl From<&Workspace> for WorkspaceDto {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct RepositoryDto {
     pub id: String,
     pub workspace_id: String,
@@ -58,7 +59,7 @@ impl From<&Repository> for RepositoryDto {
 }
 
 /// One step action; `move_to_step` names its target by step id.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ActionDto {
     ResetAgentContext,
@@ -104,7 +105,7 @@ impl From<ActionDto> for Action<StepId> {
 }
 
 /// A step's actions per trigger.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
 #[serde(deny_unknown_fields)]
 pub struct EventsDto {
     #[serde(default)]
@@ -141,7 +142,7 @@ impl From<EventsDto> for StepEvents<StepId> {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct StepDto {
     pub id: String,
     pub workflow_id: String,
@@ -174,7 +175,7 @@ impl From<&Step> for StepDto {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct WorkflowDto {
     pub id: String,
     pub workspace_id: String,
@@ -201,7 +202,7 @@ impl From<&Workflow> for WorkflowDto {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct TaskDto {
     pub id: String,
     pub workspace_id: String,
@@ -241,14 +242,14 @@ impl From<&Task> for TaskDto {
 }
 
 /// An environment variable of a profile; `value` is masked on output.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(deny_unknown_fields)]
 pub struct EnvVarDto {
     pub name: String,
     pub value: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct AgentProfileDto {
     pub id: String,
     pub name: String,

@@ -1,44 +1,51 @@
 //! Request payloads of the actions. Unknown fields are refused so typos do not pass silently.
 
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 use crate::{EnvVarDto, EventsDto};
 
 /// A payload that names one object by id.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct ById {
     pub id: String,
 }
 
 /// Paging of list actions.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct Page {
     pub limit: Option<u32>,
     pub cursor: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceCreate {
     pub name: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceUpdate {
     pub id: String,
     pub name: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct ByWorkspace {
     pub workspace_id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct RepositoryCreate {
     pub workspace_id: String,
@@ -49,7 +56,8 @@ pub struct RepositoryCreate {
     pub setup_script: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct RepositoryUpdate {
     pub id: String,
@@ -59,7 +67,8 @@ pub struct RepositoryUpdate {
     pub setup_script: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowCreate {
     pub workspace_id: String,
@@ -68,7 +77,8 @@ pub struct WorkflowCreate {
     pub template_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowUpdate {
     pub id: String,
@@ -76,13 +86,15 @@ pub struct WorkflowUpdate {
     pub description: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowExport {
     pub ids: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct WorkflowImport {
     pub workspace_id: String,
@@ -90,7 +102,8 @@ pub struct WorkflowImport {
 }
 
 /// Adds a step at `position` (end when absent).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct StepCreate {
     pub workflow_id: String,
@@ -108,7 +121,8 @@ pub struct StepCreate {
 }
 
 /// Changes a step; absent fields keep their value.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct StepUpdate {
     pub id: String,
@@ -124,14 +138,16 @@ pub struct StepUpdate {
     pub events: Option<EventsDto>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct StepReorder {
     pub workflow_id: String,
     pub step_ids: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct TaskCreate {
     pub workflow_id: String,
@@ -146,7 +162,8 @@ pub struct TaskCreate {
     pub start_agent: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct TaskList {
     pub workflow_id: String,
@@ -158,7 +175,8 @@ pub struct TaskList {
     pub cursor: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct TaskUpdate {
     pub id: String,
@@ -169,7 +187,8 @@ pub struct TaskUpdate {
     pub agent_profile_id: Option<Option<String>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct TaskMove {
     pub id: String,
@@ -177,7 +196,8 @@ pub struct TaskMove {
     pub position: Option<u32>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileCreate {
     pub name: String,
@@ -194,7 +214,8 @@ pub struct ProfileCreate {
     pub auto_approve: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileUpdate {
     pub id: String,
@@ -209,19 +230,22 @@ pub struct ProfileUpdate {
     pub auto_approve: Option<bool>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct ByTask {
     pub task_id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct BySession {
     pub session_id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct SessionLaunch {
     pub task_id: String,
@@ -230,14 +254,26 @@ pub struct SessionLaunch {
     pub prompt: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// `session.resume`: `mode` is `load` (default: the saved conversation) or `fresh` (a new
+/// conversation).
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
+#[serde(deny_unknown_fields)]
+pub struct SessionResume {
+    pub id: String,
+    pub mode: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct SessionSetMode {
     pub id: String,
     pub mode_id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct SessionSetConfigOption {
     pub id: String,
@@ -249,7 +285,8 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct MessageAdd {
     pub session_id: String,
@@ -261,7 +298,8 @@ pub struct MessageAdd {
     pub queue: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct MessageList {
     pub session_id: String,
@@ -270,7 +308,8 @@ pub struct MessageList {
     pub limit: Option<u32>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct PermissionRespond {
     pub session_id: String,
@@ -280,7 +319,8 @@ pub struct PermissionRespond {
     pub cancelled: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct QueueAdd {
     pub session_id: String,
@@ -288,7 +328,8 @@ pub struct QueueAdd {
     pub client_message_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct QueueUpdate {
     pub session_id: String,
@@ -296,21 +337,24 @@ pub struct QueueUpdate {
     pub content: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct QueueRemove {
     pub session_id: String,
     pub id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct QueueReorder {
     pub session_id: String,
     pub ids: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct AutoRunSet {
     pub session_id: String,
@@ -318,7 +362,8 @@ pub struct AutoRunSet {
 }
 
 /// Subscribes to topics, replaying what happened after `since` (per topic).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct Subscribe {
     pub topics: Vec<String>,
@@ -326,10 +371,36 @@ pub struct Subscribe {
     pub since: std::collections::HashMap<String, i64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct Unsubscribe {
     pub topics: Vec<String>,
+}
+
+/// `task.archive` and `task.delete`: `force` also removes worktrees with uncommitted or
+/// untracked files.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskRemove {
+    pub id: String,
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `task.file.read`: `path` is relative to the task's working directory.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskFileRead {
+    pub task_id: String,
+    pub path: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskCommit {
+    pub task_id: String,
+    pub message: String,
 }
 
 /// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).

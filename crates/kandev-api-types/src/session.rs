@@ -3,6 +3,7 @@
 use kandev_domain::transcript::{LastError, Message, QueuedPrompt, Session};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use ts_rs::TS;
 
 use crate::rfc3339;
 
@@ -10,7 +11,7 @@ fn json_or_null(text: Option<&str>) -> Value {
     text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct LastErrorDto {
     pub code: String,
     pub message: String,
@@ -29,7 +30,7 @@ impl From<&LastError> for LastErrorDto {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct SessionDto {
     pub id: String,
     pub task_id: String,
@@ -74,7 +75,7 @@ impl From<&Session> for SessionDto {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct MessageDto {
     pub id: String,
     pub session_id: String,
@@ -105,7 +106,7 @@ impl From<&Message> for MessageDto {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct QueuedPromptDto {
     pub id: String,
     pub session_id: String,

@@ -35,6 +35,15 @@ pub(crate) enum Command {
     Start {
         reply: Reply<()>,
     },
+    /// Restart on the saved conversation (`fresh: false`) or a new one (`fresh: true`).
+    Resume {
+        fresh: bool,
+        reply: Reply<()>,
+    },
+    StallCheck {
+        epoch: i64,
+        turn_id: TurnId,
+    },
     Prompt {
         request: PromptRequest,
         queued_by: &'static str,
@@ -132,6 +141,10 @@ pub(crate) struct OpenTurn {
     pub streaming: Option<(MessageKind, MessageId)>,
     pub tool_calls: HashMap<String, MessageId>,
     pub cancelling: bool,
+    /// When the prompt was sent, and when the agent last sent anything for this turn.
+    pub sent_at: tokio::time::Instant,
+    pub last_output: Option<tokio::time::Instant>,
+    pub stall_noticed: bool,
 }
 
 pub(crate) struct PendingPermission {
@@ -150,9 +163,15 @@ pub(crate) struct SessionActor {
     pub permissions: HashMap<String, PendingPermission>,
     /// A recorded prompt waiting for the agent to be ready.
     pending: Option<Message>,
+    /// The next boot starts a new conversation even though a resume token exists.
+    fresh_next: bool,
+    /// Cancelled when the actor ends, so its timers end with it.
+    ended: CancellationToken,
 }
 
-/// Creates a session row for a task (in `CREATED`), with its working directory.
+/// Creates a session row for a task (in `CREATED`) and prepares its working directory: the
+/// task's worktrees (made or reused, setup script run) or its plain folder. When that fails
+/// in a way the user must fix, the session is returned `FAILED` with its `last_error`.
 pub(crate) async fn create_session(
     inner: &Inner,
     task_id: &TaskId,
@@ -173,11 +192,10 @@ pub(crate) async fn create_session(
         ),
         None => inner.store.list_profiles().await?.into_iter().find(|p| p.kind == AgentKind::Mock),
     };
-    let cwd = inner.config.home.join("tasks").join(task.id.as_str());
-    tokio::fs::create_dir_all(&cwd).await.map_err(|e| {
-        EngineError::Unavailable(format!("cannot create the task folder {}: {e}", cwd.display()))
-    })?;
-    let cwd = cwd.display().to_string();
+    // Held until the working directory is ready, so launches of one task do not race.
+    let _worktrees = crate::workdir::lock_task(&inner.config.home, &task.id).await;
+    let plan = crate::workdir::plan(inner, &task).await?;
+    let cwd = plan.cwd().display().to_string();
     let mut tx = inner.store.begin_write().await?;
     let session = tx
         .insert_session(
@@ -193,7 +211,7 @@ pub(crate) async fn create_session(
     tx.emit(publish::workspace_topic(&task), "session.created", summary).await?;
     publish::sync_task(&mut tx, &session).await?;
     tx.commit().await?;
-    Ok(session)
+    crate::workdir::prepare(inner, &task, session, plan).await
 }
 
 /// Startup reconciliation (rule 42).
@@ -210,6 +228,16 @@ pub(crate) async fn reconcile(inner: &Inner) -> Result<usize> {
         let mut tx = inner.store.begin_write().await?;
         tx.end_runtime(&session.id, session.epoch, "ended").await?;
         let closed = tx.close_open_turns(&session.id, "interrupted").await?;
+        // Rule 41: requests nobody can answer any more (the agent that asked is gone).
+        for message in tx.pending_permission_messages(&session.id).await? {
+            let mut metadata: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&message.metadata).unwrap_or_default();
+            metadata.insert("status".into(), json!("expired"));
+            let message = tx
+                .set_message(&message.id, None, &serde_json::Value::Object(metadata).to_string())
+                .await?;
+            publish::message_changed(&mut tx, &session, &message).await?;
+        }
         let busy = matches!(session.state, SessionState::Starting | SessionState::Running);
         if busy || closed > 0 {
             let note = "interrupted: the server stopped while the agent was working; send a message to continue";
@@ -270,10 +298,18 @@ impl SessionActor {
             turn: None,
             permissions: HashMap::new(),
             pending: None,
+            fresh_next: false,
+            ended: CancellationToken::new(),
         }
     }
 
-    pub async fn run(mut self, mut inbox: mpsc::Receiver<Command>) {
+    pub async fn run(self, inbox: mpsc::Receiver<Command>) {
+        let ended = self.ended.clone();
+        self.serve(inbox).await;
+        ended.cancel();
+    }
+
+    async fn serve(mut self, mut inbox: mpsc::Receiver<Command>) {
         while let Some(command) = inbox.recv().await {
             match command {
                 Command::Delete { reply } => {
@@ -301,6 +337,11 @@ impl SessionActor {
                 let result = self.start().await;
                 let _ = reply.send(result);
             }
+            Command::Resume { fresh, reply } => {
+                let result = self.resume(fresh).await;
+                let _ = reply.send(result);
+            }
+            Command::StallCheck { epoch, turn_id } => self.on_stall_check(epoch, turn_id).await,
             Command::Prompt { request, queued_by, reply } => {
                 let result = self.admit(request, queued_by).await;
                 let _ = reply.send(result);
@@ -407,6 +448,9 @@ impl SessionActor {
         if let Some((kind, text, metadata)) = note {
             let turn = self.turn.as_ref().map(|t| t.id.clone());
             add_message(&mut tx, &self.session, turn.as_ref(), kind, &text, metadata).await?;
+            if let Some(turn) = self.turn.as_mut() {
+                turn.streaming = None; // later chunks start a new message, after this one
+            }
         }
         tx.commit().await?;
         Ok(())
@@ -502,7 +546,11 @@ impl SessionActor {
         self.exec = Exec::Booting { epoch, cancel: cancel.clone() };
         let plan = BootPlan {
             spec,
-            resume_token: self.session.resume_token.clone(),
+            resume_token: if std::mem::take(&mut self.fresh_next) {
+                None
+            } else {
+                self.session.resume_token.clone()
+            },
             mode: self.session.session_mode.clone(),
             model: self.session.model.clone(),
             call_timeout: self.inner.config.call_timeout,
@@ -537,8 +585,19 @@ impl SessionActor {
                 let result = self.go_live(epoch, *booted).await;
                 self.log("recording the started agent", result);
                 if let Some(message) = self.pending.take() {
-                    let result = self.send_turn(message).await;
-                    self.log("sending the waiting prompt", result);
+                    if let Err(err) = self.send_turn(message).await {
+                        let text = format!("the message could not be sent to the agent: {err}");
+                        let error =
+                            self.error("prompt_failed", text.clone(), json!({ "epoch": epoch }));
+                        let update = SessionUpdate {
+                            state: Some(SessionState::WaitingForInput),
+                            last_error: Some(Some(error)),
+                            ..SessionUpdate::default()
+                        };
+                        let result =
+                            self.commit(update, Some((MessageKind::Error, text, json!({})))).await;
+                        self.log("recording a failed send", result);
+                    }
                 } else {
                     self.drain_queue().await;
                 }
@@ -553,6 +612,7 @@ impl SessionActor {
 
     async fn go_live(&mut self, epoch: i64, booted: Booted) -> Result<()> {
         let Booted { client, events, control, conversation } = booted;
+        let previous_token = self.session.resume_token.clone();
         let cancel = CancellationToken::new();
         let record = RuntimeRecord {
             session_id: self.session.id.clone(),
@@ -584,7 +644,8 @@ impl SessionActor {
             .map(|o| (o.id.clone(), o.current_value.clone()))
             .collect();
         let update = SessionUpdate {
-            state: Some(SessionState::WaitingForInput),
+            // With a prompt waiting, go straight on to RUNNING (no WAITING flash).
+            state: self.pending.is_none().then_some(SessionState::WaitingForInput),
             acp_session_id: Some(Some(acp_session_id.clone())),
             resume_token: Some(Some(acp_session_id)),
             session_mode: conversation.mode.clone().map(Some),
@@ -596,14 +657,23 @@ impl SessionActor {
         let mut tx = self.inner.store.begin_write().await?;
         tx.set_runtime(&record).await?;
         self.write(&mut tx, update).await?;
-        if conversation.loaded {
+        // Never start a blank conversation silently: say which one the agent is in.
+        let note = match (conversation.loaded, previous_token.is_some()) {
+            (true, _) => Some(("resumed the previous conversation", "resumed")),
+            (false, true) => Some((
+                "started a new conversation: the agent does not remember the messages above",
+                "fresh",
+            )),
+            (false, false) => None,
+        };
+        if let Some((text, reason)) = note {
             add_message(
                 &mut tx,
                 &self.session,
                 None,
                 MessageKind::Status,
-                "resumed the previous conversation",
-                json!({ "reason": "resumed" }),
+                text,
+                json!({ "reason": reason }),
             )
             .await?;
         }
@@ -849,13 +919,105 @@ impl SessionActor {
             streaming: None,
             tool_calls: HashMap::new(),
             cancelling: false,
+            sent_at: tokio::time::Instant::now(),
+            last_output: None,
+            stall_noticed: false,
         });
+        self.schedule_stall_check(epoch, turn_id.clone(), self.inner.config.stall_after);
         self.spawn(async move {
             let result =
                 client.prompt(&acp_session_id, &[ContentBlock::text(message.content)]).await;
             let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
         });
         Ok(())
+    }
+
+    fn schedule_stall_check(&self, epoch: i64, turn_id: TurnId, after: std::time::Duration) {
+        self.after(after, Command::StallCheck { epoch, turn_id });
+    }
+
+    /// Sends `command` to this actor after `delay`, unless the actor has ended by then.
+    fn after(&self, delay: std::time::Duration, command: Command) {
+        let inbox = self.sender();
+        let ended = self.ended.clone();
+        self.spawn(async move {
+            tokio::select! {
+                _ = ended.cancelled() => {}
+                _ = tokio::time::sleep(delay) => {
+                    let _ = inbox.send(command).await;
+                }
+            }
+        });
+    }
+
+    /// Rule 40: one notice after a quiet stretch; a turn with no output at all fails.
+    async fn on_stall_check(&mut self, epoch: i64, turn_id: TurnId) {
+        let stall = self.inner.config.stall_after;
+        let Some(turn) = self.turn.as_ref().filter(|t| t.id == turn_id && t.epoch == epoch) else {
+            return; // an older turn's timer creates nothing
+        };
+        let (sent_at, last_output, noticed) = (turn.sent_at, turn.last_output, turn.stall_noticed);
+        let now = tokio::time::Instant::now();
+        let Some(last) = last_output else {
+            if now.duration_since(sent_at) < stall {
+                return self.schedule_stall_check(
+                    epoch,
+                    turn_id,
+                    stall - now.duration_since(sent_at),
+                );
+            }
+            let minutes = stall.as_secs_f64() / 60.0;
+            let message = format!(
+                "the agent produced no output for {minutes:.1} minutes, so the turn was ended; send the message again or restart the agent"
+            );
+            let error = self.error("turn_stalled", message.clone(), json!({ "epoch": epoch }));
+            self.stop_execution(false).await;
+            let result = self.finish_turn("stalled", Some((error, message)), None).await;
+            return self.log("failing a silent turn", result);
+        };
+        let quiet = now.duration_since(last);
+        if quiet < stall {
+            return self.schedule_stall_check(epoch, turn_id, stall - quiet);
+        }
+        if !noticed {
+            if let Some(turn) = self.turn.as_mut() {
+                turn.stall_noticed = true;
+            }
+            let note = format!(
+                "no output from the agent for {:.1} minutes; it may be stuck (you can cancel the turn)",
+                stall.as_secs_f64() / 60.0
+            );
+            let result = self
+                .commit(
+                    SessionUpdate::default(),
+                    Some((MessageKind::Status, note, json!({ "reason": "stall" }))),
+                )
+                .await;
+            self.log("noting a stall", result);
+        }
+    }
+
+    /// `session.resume`: replace the execution, reloading the saved conversation or starting
+    /// a fresh one (rules 17, 28-32).
+    async fn resume(&mut self, fresh: bool) -> Result<()> {
+        if self.turn.is_some() {
+            return Err(EngineError::Busy("a turn is running; cancel it before resuming".into()));
+        }
+        self.pending = None;
+        self.stop_execution(true).await;
+        if matches!(self.session.state, SessionState::Starting) {
+            self.commit(
+                SessionUpdate {
+                    state: Some(SessionState::WaitingForInput),
+                    ..SessionUpdate::default()
+                },
+                None,
+            )
+            .await?;
+        }
+        // Rule 31: the saved token stays until a new conversation has replaced it.
+        self.fresh_next = fresh;
+        self.begin_boot().await
     }
 
     async fn on_turn_done(
@@ -1051,6 +1213,17 @@ impl SessionActor {
     // ------------------------------------------------------------ cancel, stop, delete
 
     async fn cancel(&mut self) -> Result<()> {
+        if self.turn.is_none() && matches!(self.exec, Exec::Booting { .. }) {
+            // Rule 32: cancel stops exactly this start attempt and sends no prompt.
+            self.pending = None;
+            self.stop_execution(false).await;
+            let note = ("start cancelled".to_owned(), json!({ "reason": "cancelled" }));
+            let update = SessionUpdate {
+                state: Some(SessionState::WaitingForInput),
+                ..SessionUpdate::default()
+            };
+            return self.commit(update, Some((MessageKind::Status, note.0, note.1))).await;
+        }
         let Some(turn) = self.turn.as_mut() else {
             // Nothing runs: reconcile a stale RUNNING (rule 14) and drop a waiting prompt.
             self.pending = None;
@@ -1088,12 +1261,7 @@ impl SessionActor {
                 }
             });
         }
-        let inbox = self.sender();
-        let timeout = self.inner.config.cancel_timeout;
-        self.spawn(async move {
-            tokio::time::sleep(timeout).await;
-            let _ = inbox.send(Command::EscalateCancel { epoch, turn_id }).await;
-        });
+        self.after(self.inner.config.cancel_timeout, Command::EscalateCancel { epoch, turn_id });
         Ok(())
     }
 

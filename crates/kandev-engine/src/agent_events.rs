@@ -72,6 +72,9 @@ fn options_json(options: &[PermissionOption]) -> Value {
 
 impl SessionActor {
     pub async fn on_agent_event(&mut self, event: AgentEvent) {
+        if let Some(turn) = self.turn.as_mut() {
+            turn.last_output = Some(tokio::time::Instant::now());
+        }
         let result = match event {
             AgentEvent::SessionUpdate { update, .. } => self.on_update(update).await,
             AgentEvent::PermissionRequest { tool_call, options, responder, .. } => {

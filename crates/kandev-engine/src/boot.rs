@@ -176,9 +176,8 @@ async fn apply_preferences(
         };
         result.map_err(|e| call_failure("setting the model", program, &e))?;
     }
-    if let Some(wanted) = &plan.mode
-        && mode.as_ref() != Some(wanted)
-    {
+    // Always reapplied (rule 17): an agent that reports the mode may still have lost it.
+    if let Some(wanted) = &plan.mode {
         client
             .set_mode(acp_session_id, wanted)
             .await

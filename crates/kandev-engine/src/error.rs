@@ -9,6 +9,10 @@ pub enum EngineError {
     NotFound(String),
     #[error("{0}")]
     Validation(String),
+    /// A path leaves the task's working directory (`..`, absolute, a symlink pointing out)
+    /// or names git metadata.
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     Conflict(String),
     /// The session is running a turn and the caller asked not to queue.

@@ -12,6 +12,7 @@ mod error;
 mod files;
 mod launcher;
 mod publish;
+pub mod workdir;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -52,6 +53,8 @@ pub struct EngineConfig {
     pub call_timeout: Duration,
     /// Most queued prompts per session; 0 = unlimited (rule 8).
     pub queue_cap: usize,
+    /// Quiet time before a stall notice, and before a turn with no output fails (rule 40).
+    pub stall_after: Duration,
 }
 
 impl EngineConfig {
@@ -63,6 +66,7 @@ impl EngineConfig {
             cancel_timeout: Duration::from_secs(10),
             call_timeout: Duration::from_secs(60),
             queue_cap: 10,
+            stall_after: Duration::from_secs(5 * 60),
         }
     }
 }
@@ -189,6 +193,10 @@ impl Engine {
         prompt: Option<String>,
     ) -> Result<Session> {
         let session = actor::create_session(&self.inner, task_id, profile_id).await?;
+        if session.state == kandev_domain::session::SessionState::Failed {
+            // Its working directory could not be prepared; `last_error` says why.
+            return Ok(session);
+        }
         match prompt {
             Some(content) => {
                 let request = PromptRequest { content, client_message_id: None, queue: true };
@@ -201,6 +209,12 @@ impl Engine {
 
     pub async fn prompt(&self, id: &SessionId, request: PromptRequest) -> Result<PromptOutcome> {
         self.ask(id, |reply| Command::Prompt { request, queued_by: "user", reply }).await
+    }
+
+    /// Restarts the agent on the saved conversation (`fresh: false`, `session/load`) or on a
+    /// new one (`fresh: true`); also the way out of `FAILED` and `CANCELLED`.
+    pub async fn resume(&self, id: &SessionId, fresh: bool) -> Result<()> {
+        self.ask(id, |reply| Command::Resume { fresh, reply }).await
     }
 
     /// Cancels the running turn (rule 12); succeeds when nothing runs.

@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::handlers::{profile, repository, session, task, workflow, workspace};
+use crate::handlers::{files, profile, repository, session, task, workflow, workspace};
 use crate::{ApiError, AppState};
 
 /// Runs `action` with its JSON payload and returns the JSON result.
@@ -49,6 +49,10 @@ pub async fn dispatch(state: &AppState, action: &str, payload: Value) -> Result<
         "task.move" => task::move_task,
         "task.archive" => task::archive,
         "task.delete" => task::delete,
+        "task.changes" => files::changes,
+        "task.tree" => files::tree,
+        "task.file.read" => files::read,
+        "task.commit" => files::commit,
         "agent.profile.list" => profile::list,
         "agent.profile.create" => profile::create,
         "agent.profile.update" => profile::update,
@@ -59,6 +63,7 @@ pub async fn dispatch(state: &AppState, action: &str, payload: Value) -> Result<
         "session.get" => session::get,
         "session.stop" => session::stop,
         "session.delete" => session::delete,
+        "session.resume" => session::resume,
         "session.set_mode" => session::set_mode,
         "session.set_config_option" => session::set_config_option,
         "agent.cancel" => session::cancel,

@@ -76,6 +76,7 @@ impl From<kandev_engine::EngineError> for ApiError {
         match err {
             E::NotFound(m) => ApiError::new(ErrorCode::NotFound, m),
             E::Validation(m) => ApiError::new(ErrorCode::ValidationError, m),
+            E::Forbidden(m) => ApiError::new(ErrorCode::Forbidden, m),
             E::Conflict(m) => ApiError::new(ErrorCode::Conflict, m),
             E::Busy(m) => ApiError::new(ErrorCode::Busy, m),
             E::QueueFull(m) => ApiError::new(ErrorCode::QueueFull, m),

@@ -8,6 +8,7 @@ mod handlers;
 mod http;
 mod security;
 mod state;
+mod ui;
 mod ws;
 
 use std::net::SocketAddr;
@@ -32,7 +33,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/health", get(http::health))
         .route("/api/v1/{action}", post(http::action))
         .route("/ws", get(ws::upgrade))
-        .fallback(http::no_route)
+        .route(security::LOGIN_PATH, get(ui::login_page).post(ui::login))
+        .fallback(ui::fallback)
         .method_not_allowed_fallback(http::wrong_method)
         .layer(axum::middleware::from_fn_with_state(state.clone(), security::guard))
         .with_state(state)
@@ -45,6 +47,12 @@ pub async fn serve(
     state: AppState,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    let closing = state.closing().clone();
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await
+    // Open WebSockets would keep a graceful shutdown waiting: close them first.
+    let stop = async move {
+        shutdown.cancelled().await;
+        closing.cancel();
+    };
+    axum::serve(listener, app).with_graceful_shutdown(stop).await
 }

@@ -4,10 +4,11 @@
 use std::net::{IpAddr, SocketAddr};
 
 use axum::extract::{Request, State};
-use axum::http::HeaderMap;
-use axum::http::header::{AUTHORIZATION, COOKIE, HOST, ORIGIN};
+use axum::http::header::{ACCEPT, AUTHORIZATION, COOKIE, HOST, LOCATION, ORIGIN};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use kandev_api_types::ErrorCode;
 
 use crate::{ApiError, AppState};
 
@@ -27,14 +28,37 @@ pub fn check_bind(addr: &SocketAddr, token: Option<&str>) -> Result<(), String> 
 
 /// Middleware applied to every route.
 pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if let Err(err) = check(&state, request.headers()) {
+    // The login page is how a browser gets the token cookie, so it needs no token itself.
+    let login = request.uri().path() == LOGIN_PATH;
+    if let Err(err) = check(&state, request.headers(), login) {
+        if err.code == ErrorCode::Unauthorized && wants_page(&request) {
+            return (StatusCode::SEE_OTHER, [(LOCATION, LOGIN_PATH)]).into_response();
+        }
         return err.into_response();
     }
     next.run(request).await
 }
 
-fn check(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+/// Path of the token login form (`ui::login_page`).
+pub const LOGIN_PATH: &str = "/login";
+
+/// A browser navigating to a UI page (not the API) is sent to the login form instead of a
+/// JSON error.
+fn wants_page(request: &Request) -> bool {
+    let path = request.uri().path();
+    request.method() == Method::GET
+        && !path.starts_with("/api/")
+        && path != "/ws"
+        && request
+            .headers()
+            .get(ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/html"))
+}
+
+fn check(state: &AppState, headers: &HeaderMap, login: bool) -> Result<(), ApiError> {
     match &state.config().token {
+        Some(_) if login => {}
         Some(token) => check_token(token, headers)?,
         // Without a token only loopback host names are served (blocks DNS rebinding).
         None => check_loopback_host(headers)?,
@@ -59,7 +83,7 @@ fn check_token(expected: &str, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

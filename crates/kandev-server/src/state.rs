@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use kandev_engine::Engine;
 use kandev_store::Store;
+use tokio_util::sync::CancellationToken;
 
 /// Settings of a running server.
 #[derive(Debug, Clone)]
@@ -31,11 +32,17 @@ pub struct AppState {
 struct Inner {
     engine: Engine,
     config: ServerConfig,
+    /// Cancelled when the server shuts down; WebSocket connections close on it.
+    closing: CancellationToken,
 }
 
 impl AppState {
     pub fn new(engine: Engine, config: ServerConfig) -> Self {
-        AppState { inner: Arc::new(Inner { engine, config }) }
+        AppState { inner: Arc::new(Inner { engine, config, closing: CancellationToken::new() }) }
+    }
+
+    pub fn closing(&self) -> &CancellationToken {
+        &self.inner.closing
     }
 
     pub fn store(&self) -> &Store {

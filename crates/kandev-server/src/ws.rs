@@ -83,7 +83,18 @@ async fn connection(state: AppState, socket: WebSocket) {
     });
     let (commands, command_rx) = mpsc::channel(64);
     let subscriptions = tokio::spawn(subscriptions(state.store().clone(), command_rx, out.clone()));
-    while let Some(Ok(message)) = stream.next().await {
+    let closing = state.closing().clone();
+    loop {
+        let message = tokio::select! {
+            _ = closing.cancelled() => {
+                let _ = out.send(Message::Close(None)).await;
+                break;
+            }
+            message = stream.next() => match message {
+                Some(Ok(message)) => message,
+                _ => break,
+            },
+        };
         match message {
             Message::Text(body) => on_text(&state, body.as_bytes(), &out, &commands).await,
             Message::Binary(body) => on_text(&state, &body, &out, &commands).await,

@@ -10,6 +10,7 @@ mod events;
 mod profiles;
 mod rows;
 mod sessions;
+mod worktrees;
 mod write;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ pub use error::StoreError;
 pub use events::{Event, Topic};
 pub use profiles::{NewProfile, ProfilePatch};
 pub use sessions::{NewMessage, RuntimeRecord, SessionUpdate};
+pub use worktrees::{NewWorktree, WorktreeRecord};
 pub use write::WriteTx;
 
 /// Result type of every store operation.

@@ -3,7 +3,8 @@
 
 use kandev_api_types::requests::{
     AutoRunSet, ById, BySession, ByTask, MessageAdd, MessageList, PermissionRespond, QueueAdd,
-    QueueRemove, QueueReorder, QueueUpdate, SessionLaunch, SessionSetConfigOption, SessionSetMode,
+    QueueRemove, QueueReorder, QueueUpdate, SessionLaunch, SessionResume, SessionSetConfigOption,
+    SessionSetMode,
 };
 use kandev_api_types::{MessageDto, QueuedPromptDto, SessionDto};
 use kandev_domain::transcript::QueuedPrompt;
@@ -50,6 +51,21 @@ async fn session_json(s: &AppState, id: &SessionId) -> Result<Value, ApiError> {
 pub async fn stop(s: &AppState, p: ById) -> Result<Value, ApiError> {
     let id = SessionId::new(p.id);
     s.engine().stop(&id).await?;
+    session_json(s, &id).await
+}
+
+pub async fn resume(s: &AppState, p: SessionResume) -> Result<Value, ApiError> {
+    let fresh = match p.mode.as_deref().unwrap_or("load") {
+        "load" => false,
+        "fresh" => true,
+        other => {
+            return Err(ApiError::validation(format!(
+                "mode {other:?} is unknown; use load or fresh"
+            )));
+        }
+    };
+    let id = SessionId::new(p.id);
+    s.engine().resume(&id, fresh).await?;
     session_json(s, &id).await
 }
 

@@ -1,14 +1,15 @@
-//! `task.*` actions: create, list and search, update, move and reorder, archive, delete.
+//! `task.*` actions: create, list and search, update, move and reorder, archive, delete
+//! (which also remove the task's worktrees).
 
 use kandev_api_types::TaskDto;
-use kandev_api_types::requests::{ById, TaskCreate, TaskList, TaskMove, TaskUpdate};
+use kandev_api_types::requests::{ById, TaskCreate, TaskList, TaskMove, TaskRemove, TaskUpdate};
 use kandev_domain::task::Task;
 use kandev_domain::workflow::Workflow;
 use kandev_domain::{AgentProfileId, RepositoryId, StepId, TaskId, WorkflowId, validate};
 use kandev_store::{NewTask, TaskFilter, TaskPatch, WriteTx};
 use serde_json::{Value, json};
 
-use super::{next_cursor, page_bounds, workspace_topic};
+use super::{files, next_cursor, page_bounds, workspace_topic};
 use crate::{ApiError, AppState};
 
 /// Default page size of `task.list`: a whole ordinary board in one call.
@@ -129,19 +130,57 @@ pub async fn move_task(s: &AppState, p: TaskMove) -> Result<Value, ApiError> {
     Ok(payload)
 }
 
-pub async fn archive(s: &AppState, p: ById) -> Result<Value, ApiError> {
+/// Archives a task after stopping its agents and removing its worktrees. A worktree with
+/// uncommitted or untracked files is kept unless `force`; the response says which and why.
+/// Branches are always kept.
+pub async fn archive(s: &AppState, p: TaskRemove) -> Result<Value, ApiError> {
+    let id = TaskId::new(p.id);
+    s.store().get_task(&id).await?;
+    let removal = s.engine().remove_task_worktrees(&id, p.force).await?;
     let mut tx = s.store().begin_write().await?;
-    let task = tx.archive_task(&TaskId::new(p.id)).await?;
-    publish_task(tx, &task, "task.archived").await
+    let task = tx.archive_task(&id).await?;
+    let mut body = publish_task(tx, &task, "task.archived").await?;
+    body["worktrees_removed"] = json!(removal.removed);
+    body["worktrees_kept"] = json!(files::kept_dtos(&removal.kept));
+    Ok(body)
 }
 
-pub async fn delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
+/// Deletes a task after stopping its agents and removing its worktrees (branches are kept).
+/// Refused with `CONFLICT` while a worktree has uncommitted or untracked files or cannot be
+/// removed, unless `force`.
+pub async fn delete(s: &AppState, p: TaskRemove) -> Result<Value, ApiError> {
+    let id = TaskId::new(&p.id);
+    s.store().get_task(&id).await?;
+    if !p.force {
+        let dirty = s.engine().dirty_task_worktrees(&id).await?;
+        if let Some(first) = dirty.first() {
+            return Err(kept_conflict(&first.reason, &dirty));
+        }
+    }
+    let removal = s.engine().remove_task_worktrees(&id, p.force).await?;
+    if !p.force
+        && let Some(first) = removal.kept.first()
+    {
+        return Err(kept_conflict(&first.reason, &removal.kept));
+    }
     let mut tx = s.store().begin_write().await?;
-    let task = tx.delete_task(&TaskId::new(&p.id)).await?;
+    let task = tx.delete_task(&id).await?;
     let payload = json!({ "id": p.id, "workflow_id": task.workflow_id.to_string(), "step_id": task.step_id.to_string() });
     tx.emit(workspace_topic(&task.workspace_id), "task.deleted", payload).await?;
     tx.commit().await?;
-    Ok(json!({ "deleted": true, "id": p.id }))
+    Ok(json!({
+        "deleted": true,
+        "id": p.id,
+        "worktrees_removed": removal.removed,
+        "worktrees_kept": files::kept_dtos(&removal.kept),
+    }))
+}
+
+fn kept_conflict(reason: &str, kept: &[kandev_engine::workdir::KeptWorktree]) -> ApiError {
+    ApiError::conflict(format!(
+        "the task was not deleted: {reason}; pass force to delete it anyway"
+    ))
+    .with_details(json!({ "worktrees": files::kept_dtos(kept) }))
 }
 
 async fn publish_task(mut tx: WriteTx, task: &Task, action: &str) -> Result<Value, ApiError> {

@@ -34,6 +34,15 @@ impl TestServer {
     }
 
     pub async fn start_with(config: ServerConfig, dir: tempfile::TempDir) -> TestServer {
+        Self::start_tuned(config, dir, |_| {}).await
+    }
+
+    /// Starts with engine settings adjusted by `tune` (shorter bounds for lifecycle tests).
+    pub async fn start_tuned(
+        config: ServerConfig,
+        dir: tempfile::TempDir,
+        tune: impl FnOnce(&mut EngineConfig),
+    ) -> TestServer {
         let store = Store::open(Location::File(db_path(&dir))).await.unwrap();
         kandev_server::first_run(&store).await.unwrap();
         let mock = AgentCommand {
@@ -47,6 +56,8 @@ impl TestServer {
         let mut engine_config = EngineConfig::new(dir.path().to_path_buf(), mock);
         engine_config.cancel_timeout = Duration::from_millis(500);
         engine_config.stop_grace = Duration::from_millis(500);
+        engine_config.call_timeout = Duration::from_secs(2);
+        tune(&mut engine_config);
         let engine = Engine::new(store.clone(), engine_config, Arc::new(MockLauncher));
         engine.reconcile().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -68,6 +79,11 @@ impl TestServer {
         self.shutdown.cancel();
         tokio::time::timeout(WAIT, self.task).await.expect("server stops").unwrap();
         self.dir
+    }
+
+    /// Call counters of the mock agents this server ran.
+    pub fn counters(&self) -> kandev_mock_agent::Counters {
+        kandev_mock_agent::Counters::read(&self.dir.path().join("mock")).unwrap()
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -243,6 +259,21 @@ impl TestServer {
         assert_eq!(sent["status"], "sent", "{sent}");
         ws.notification("session.turn.completed").await;
         self.messages(session_id).await
+    }
+
+    /// Waits until the session has completed `n` turns in all (replaying from the start, so
+    /// turns that ended before the call count).
+    pub async fn wait_turns(&self, session_id: &str, n: usize) {
+        let mut ws = self.ws().await;
+        let topic = format!("session:{session_id}");
+        let id =
+            ws.request("subscribe", json!({"topics": [topic], "since": {topic.clone(): 0}})).await;
+        let (replayed, _) = ws.reply(&id).await;
+        let mut done = replayed.iter().filter(|f| f["action"] == "session.turn.completed").count();
+        while done < n {
+            ws.notification("session.turn.completed").await;
+            done += 1;
+        }
     }
 
     pub async fn messages(&self, session_id: &str) -> Vec<Value> {

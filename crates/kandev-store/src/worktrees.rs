@@ -1,0 +1,156 @@
+//! The git worktrees made for tasks: which repository, where, on which branch, from which
+//! base commit, whether its setup script has run, and when it was removed.
+
+use kandev_domain::{RepositoryId, TaskId, Timestamp};
+use sqlx::{Executor, FromRow, Sqlite};
+
+use crate::{Result, Store, StoreError, WriteTx};
+
+/// A task's worktree as recorded. Live while `removed_at` is `None`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeRecord {
+    pub id: String,
+    pub task_id: TaskId,
+    /// `None` once the repository was unregistered.
+    pub repository_id: Option<RepositoryId>,
+    /// The repository's main checkout when the worktree was made.
+    pub repository_path: String,
+    pub path: String,
+    pub branch: String,
+    /// Full sha the task branch started from.
+    pub base_commit: String,
+    /// The repository's setup script ran successfully in it (or there was none).
+    pub setup_done: bool,
+    pub created_at: Timestamp,
+    pub removed_at: Option<Timestamp>,
+}
+
+/// A worktree to record.
+#[derive(Debug, Clone)]
+pub struct NewWorktree {
+    pub task_id: TaskId,
+    pub repository_id: RepositoryId,
+    pub repository_path: String,
+    pub path: String,
+    pub branch: String,
+    pub base_commit: String,
+}
+
+#[derive(FromRow)]
+struct WorktreeRow {
+    id: String,
+    task_id: String,
+    repository_id: Option<String>,
+    repository_path: String,
+    path: String,
+    branch: String,
+    base_commit: String,
+    setup_done_at: Option<i64>,
+    created_at: i64,
+    removed_at: Option<i64>,
+}
+
+impl From<WorktreeRow> for WorktreeRecord {
+    fn from(r: WorktreeRow) -> Self {
+        WorktreeRecord {
+            id: r.id,
+            task_id: TaskId::new(r.task_id),
+            repository_id: r.repository_id.map(RepositoryId::new),
+            repository_path: r.repository_path,
+            path: r.path,
+            branch: r.branch,
+            base_commit: r.base_commit,
+            setup_done: r.setup_done_at.is_some(),
+            created_at: Timestamp(r.created_at),
+            removed_at: r.removed_at.map(Timestamp),
+        }
+    }
+}
+
+async fn fetch_live<'e>(
+    e: impl Executor<'e, Database = Sqlite>,
+    task_id: &str,
+) -> Result<Vec<WorktreeRecord>> {
+    let rows = sqlx::query_as::<_, WorktreeRow>(
+        "SELECT * FROM worktrees WHERE task_id = ? AND removed_at IS NULL ORDER BY created_at, id",
+    )
+    .bind(task_id)
+    .fetch_all(e)
+    .await?;
+    Ok(rows.into_iter().map(WorktreeRecord::from).collect())
+}
+
+async fn fetch_worktree<'e>(
+    e: impl Executor<'e, Database = Sqlite>,
+    id: &str,
+) -> Result<WorktreeRecord> {
+    sqlx::query_as::<_, WorktreeRow>("SELECT * FROM worktrees WHERE id = ?")
+        .bind(id)
+        .fetch_optional(e)
+        .await?
+        .map(WorktreeRecord::from)
+        .ok_or_else(|| StoreError::not_found("worktree", id))
+}
+
+impl Store {
+    /// The live (not removed) worktrees of a task, oldest first.
+    pub async fn live_worktrees(&self, task_id: &TaskId) -> Result<Vec<WorktreeRecord>> {
+        fetch_live(&self.read, task_id.as_str()).await
+    }
+}
+
+impl WriteTx {
+    pub async fn live_worktrees(&mut self, task_id: &TaskId) -> Result<Vec<WorktreeRecord>> {
+        fetch_live(self.conn(), task_id.as_str()).await
+    }
+
+    /// Records a new live worktree (setup not yet done). A second live worktree of the same
+    /// task and repository, or at the same path, is a `Conflict`.
+    pub async fn insert_worktree(&mut self, new: &NewWorktree) -> Result<WorktreeRecord> {
+        let (id, now) = (self.new_id(), self.now().millis());
+        let inserted = sqlx::query(
+            "INSERT INTO worktrees (id, task_id, repository_id, repository_path, path, branch, \
+             base_commit, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(new.task_id.as_str())
+        .bind(new.repository_id.as_str())
+        .bind(&new.repository_path)
+        .bind(&new.path)
+        .bind(&new.branch)
+        .bind(&new.base_commit)
+        .bind(now)
+        .execute(self.conn())
+        .await;
+        match inserted {
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                return Err(StoreError::Conflict(format!(
+                    "the task already has a worktree for repository {}",
+                    new.repository_id
+                )));
+            }
+            other => other?,
+        };
+        fetch_worktree(self.conn(), &id).await
+    }
+
+    /// Records that the setup script of a worktree has run successfully.
+    pub async fn mark_worktree_setup_done(&mut self, id: &str) -> Result<WorktreeRecord> {
+        sqlx::query("UPDATE worktrees SET setup_done_at = ? WHERE id = ?")
+            .bind(self.now().millis())
+            .bind(id)
+            .execute(self.conn())
+            .await?;
+        fetch_worktree(self.conn(), id).await
+    }
+
+    /// Records that a worktree was removed from disk; its row stays for the record.
+    pub async fn mark_worktree_removed(&mut self, id: &str) -> Result<WorktreeRecord> {
+        sqlx::query("UPDATE worktrees SET removed_at = ? WHERE id = ? AND removed_at IS NULL")
+            .bind(self.now().millis())
+            .bind(id)
+            .execute(self.conn())
+            .await?;
+        fetch_worktree(self.conn(), id).await
+    }
+}

@@ -1,0 +1,486 @@
+//! A fake model API on 127.0.0.1 for the real-agent interoperability tests: it answers the
+//! OpenAI Chat Completions, OpenAI Responses and Anthropic Messages APIs (streamed as SSE or
+//! not) with a fixed greeting that quotes the last user text, logs every request, and refuses
+//! (and records) every attempt to reach another host through it as a proxy.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Every reply starts with this.
+pub const REPLY_PREFIX: &str = "Hello from the fake model";
+
+/// The model id the agents are configured with.
+pub const MODEL: &str = "fake-model";
+
+/// The API key the agents are given (the fake accepts any).
+pub const API_KEY: &str = "fake-key-for-kandev-interop";
+
+const MAX_HEAD: usize = 64 * 1024;
+const MAX_BODY: usize = 64 * 1024 * 1024;
+
+/// What the fake did with one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A model call it answered.
+    Answered,
+    /// An attempt to reach another host (proxy `CONNECT` or absolute URL), refused.
+    Blocked,
+    /// A request for the npm registry (agents that install plugins at run time), refused.
+    Registry,
+    /// Anything else, answered 404.
+    Unknown,
+}
+
+/// One logged request.
+#[derive(Clone, Debug)]
+pub struct Logged {
+    pub method: String,
+    pub target: String,
+    pub outcome: Outcome,
+    /// For model calls: the API, the model, whether streamed, and the quoted user text.
+    pub summary: String,
+    /// For model calls: the user text the reply quotes.
+    pub said: String,
+    /// The request body (JSON), `null` when it was not JSON.
+    pub body: Value,
+}
+
+impl std::fmt::Display for Logged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?} {} {} {}", self.outcome, self.method, self.target, self.summary)
+    }
+}
+
+/// The running fake; stops when dropped.
+pub struct FakeModel {
+    addr: SocketAddr,
+    log: Arc<Mutex<Vec<Logged>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeModel {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeModel {
+    /// Binds a random port on 127.0.0.1 and serves until dropped; every request is also
+    /// printed to stderr as it arrives, prefixed with `label`.
+    pub async fn start(label: &str) -> std::io::Result<FakeModel> {
+        let label = label.to_owned();
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let shared = Arc::clone(&log);
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let log = Arc::clone(&shared);
+                let label = label.clone();
+                tokio::spawn(async move {
+                    if let Err(err) = serve_connection(stream, addr, &log, &label).await {
+                        eprintln!("[fake-model {label}] connection error: {err}");
+                    }
+                });
+            }
+        });
+        Ok(FakeModel { addr, log, task })
+    }
+
+    /// `http://127.0.0.1:PORT` (no trailing slash, no `/v1`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<Logged> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// The model calls answered so far.
+    pub fn answered(&self) -> usize {
+        self.requests().iter().filter(|r| r.outcome == Outcome::Answered).count()
+    }
+
+    /// The log as text, one request a line.
+    pub fn log_text(&self) -> String {
+        self.requests().iter().fold(String::new(), |mut out, r| {
+            let _ = writeln!(out, "  {r}");
+            out
+        })
+    }
+}
+
+struct Request {
+    method: String,
+    target: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    own: SocketAddr,
+    log: &Mutex<Vec<Logged>>,
+    label: &str,
+) -> std::io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    // One request per connection: every response says `Connection: close`.
+    let Some(request) = read_request(&mut reader).await? else { return Ok(()) };
+    let response = {
+        let mut log = log.lock().unwrap();
+        let n = log.len() + 1;
+        let (logged, response) = respond(&request, own, n);
+        eprintln!("[fake-model {label}] #{n} {logged}");
+        log.push(logged);
+        response
+    };
+    write.write_all(&response).await?;
+    write.flush().await?;
+    write.shutdown().await
+}
+
+async fn read_request<R: AsyncBufReadExt + Unpin>(
+    reader: &mut R,
+) -> std::io::Result<Option<Request>> {
+    let mut head = Vec::new();
+    loop {
+        let mut line = Vec::new();
+        if reader.read_until(b'\n', &mut line).await? == 0 {
+            return Ok(None);
+        }
+        if line == b"\r\n" || line == b"\n" {
+            break;
+        }
+        head.extend_from_slice(&line);
+        if head.len() > MAX_HEAD {
+            return Err(std::io::Error::other("request head too large"));
+        }
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let mut lines = head.lines();
+    let mut first = lines.next().unwrap_or_default().split_whitespace();
+    let method = first.next().unwrap_or_default().to_owned();
+    let target = first.next().unwrap_or_default().to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let mut request = Request { method, target, headers, body: Vec::new() };
+    if request.method == "CONNECT" {
+        return Ok(Some(request));
+    }
+    if request.header("transfer-encoding").is_some_and(|v| v.eq_ignore_ascii_case("chunked")) {
+        loop {
+            let mut size = String::new();
+            reader.read_line(&mut size).await?;
+            let size = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16)
+                .map_err(std::io::Error::other)?;
+            if request.body.len() + size > MAX_BODY {
+                return Err(std::io::Error::other("request body too large"));
+            }
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk).await?;
+            chunk.truncate(size);
+            request.body.extend_from_slice(&chunk);
+            if size == 0 {
+                break;
+            }
+        }
+    } else if let Some(length) = request.header("content-length") {
+        let length: usize = length.parse().map_err(std::io::Error::other)?;
+        if length > MAX_BODY {
+            return Err(std::io::Error::other("request body too large"));
+        }
+        request.body = vec![0; length];
+        reader.read_exact(&mut request.body).await?;
+    }
+    Ok(Some(request))
+}
+
+fn respond(request: &Request, own: SocketAddr, n: usize) -> (Logged, Vec<u8>) {
+    let mut logged = Logged {
+        method: request.method.clone(),
+        target: request.target.clone(),
+        outcome: Outcome::Unknown,
+        summary: String::new(),
+        said: String::new(),
+        body: Value::Null,
+    };
+    // Proxy requests: CONNECT host:port, or an absolute URL for another host.
+    let own_prefix = format!("http://{own}");
+    let path = match request.target.strip_prefix(&own_prefix) {
+        Some(rest) => rest.to_owned(),
+        None if request.method == "CONNECT" || request.target.contains("://") => {
+            logged.outcome = Outcome::Blocked;
+            logged.summary = "refused: nothing may leave the machine".to_owned();
+            return (logged, plain(403, "blocked by the kandev interop fake model\n"));
+        }
+        None => request.target.clone(),
+    };
+    let path = path.split('?').next().unwrap_or_default().to_owned();
+    if path.starts_with("/npm/") {
+        logged.outcome = Outcome::Registry;
+        logged.summary = "refused: no registry at test time".to_owned();
+        return (logged, json_response(404, &json!({"error": "Not found"})));
+    }
+    if let Some(encoding) = request.header("content-encoding") {
+        logged.summary = format!("cannot read a body with content-encoding {encoding}");
+        let response = json_response(415, &json!({"error": logged.summary}));
+        return (logged, response);
+    }
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    logged.body = body.clone();
+    let model = body["model"].as_str().unwrap_or(MODEL).to_owned();
+    let stream = body["stream"].as_bool().unwrap_or(false);
+    let api = match (request.method.as_str(), path.as_str()) {
+        ("POST", p) if p.ends_with("/chat/completions") => Api::Chat,
+        ("POST", p) if p.ends_with("/responses") => Api::Responses,
+        ("POST", p) if p.ends_with("/messages/count_tokens") => {
+            logged.outcome = Outcome::Answered;
+            logged.summary = "anthropic count_tokens".to_owned();
+            return (logged, json_response(200, &json!({"input_tokens": 10})));
+        }
+        ("POST", p) if p.ends_with("/messages") => Api::Anthropic,
+        ("GET", p) if p.ends_with("/models") => {
+            logged.outcome = Outcome::Answered;
+            logged.summary = "model list".to_owned();
+            let models = json!({
+                "object": "list",
+                "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "kandev"}],
+                "models": [],
+            });
+            return (logged, json_response(200, &models));
+        }
+        _ => return (logged, json_response(404, &json!({"error": "not found"}))),
+    };
+    let said = last_user_text(api, &body);
+    let reply = format!("{REPLY_PREFIX}. You said: {said}");
+    logged.outcome = Outcome::Answered;
+    logged.summary = format!("{api:?} model={model} stream={stream} said={said:?}");
+    logged.said = said;
+    let response = match (api, stream) {
+        (Api::Chat, true) => sse(&chat_events(&model, &reply, n), Framing::DataOnly),
+        (Api::Chat, false) => json_response(200, &chat_message(&model, &reply, n)),
+        (Api::Responses, _) => sse(&responses_events(&model, &reply, n), Framing::Named),
+        (Api::Anthropic, true) => sse(&anthropic_events(&model, &reply, n), Framing::Named),
+        (Api::Anthropic, false) => json_response(200, &anthropic_message(&model, &reply, n)),
+    };
+    (logged, response)
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Api {
+    Chat,
+    Responses,
+    Anthropic,
+}
+
+/// The last text the user wrote, whitespace collapsed, at most 200 characters. Agents add
+/// context blocks (`<system-reminder>`, `<environment_context>`) as user text: those are
+/// skipped while there is other user text.
+fn last_user_text(api: Api, body: &Value) -> String {
+    let items = match api {
+        Api::Chat | Api::Anthropic => &body["messages"],
+        Api::Responses => &body["input"],
+    };
+    let user_texts: Vec<String> = items
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| texts(&m["content"]))
+        .collect();
+    let text = user_texts
+        .iter()
+        .rev()
+        .find(|t| !is_context(t))
+        .or(user_texts.last())
+        .cloned()
+        .unwrap_or_default();
+    text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(200).collect()
+}
+
+fn is_context(text: &str) -> bool {
+    text.trim_start().starts_with('<')
+}
+
+fn texts(content: &Value) -> Vec<String> {
+    match content {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(parts) => {
+            parts.iter().filter_map(|p| p["text"].as_str()).map(str::to_owned).collect()
+        }
+        _ => vec![],
+    }
+}
+
+/// The reply in three streamed pieces.
+fn pieces(reply: &str) -> Vec<String> {
+    let words: Vec<&str> = reply.split_inclusive(' ').collect();
+    let third = words.len().div_ceil(3).max(1);
+    words.chunks(third).map(|c| c.concat()).collect()
+}
+
+fn chat_events(model: &str, reply: &str, n: usize) -> Vec<Value> {
+    let id = format!("chatcmpl-fake-{n}");
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut events = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    for piece in pieces(reply) {
+        events.push(chunk(json!({"content": piece}), Value::Null));
+    }
+    let mut last = chunk(json!({}), json!("stop"));
+    last["usage"] = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
+    events.push(last);
+    events
+}
+
+fn chat_message(model: &str, reply: &str, n: usize) -> Value {
+    json!({
+        "id": format!("chatcmpl-fake-{n}"), "object": "chat.completion", "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    })
+}
+
+fn responses_events(model: &str, reply: &str, n: usize) -> Vec<Value> {
+    let response_id = format!("resp_fake_{n}");
+    let item_id = format!("msg_fake_{n}");
+    let part = json!({"type": "output_text", "text": reply, "annotations": []});
+    let item = json!({"type": "message", "id": item_id, "role": "assistant",
+                      "status": "completed", "content": [part]});
+    let usage = json!({"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+                       "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
+                       "total_tokens": 15});
+    let response = |status: &str, output: Value, usage: Value| {
+        json!({"id": response_id, "object": "response", "created_at": 0, "model": model,
+               "status": status, "output": output, "usage": usage})
+    };
+    let mut events = vec![
+        json!({"type": "response.created",
+               "response": response("in_progress", json!([]), Value::Null)}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "message", "id": item_id, "role": "assistant",
+                        "status": "in_progress", "content": []}}),
+        json!({"type": "response.content_part.added", "item_id": item_id, "output_index": 0,
+               "content_index": 0,
+               "part": {"type": "output_text", "text": "", "annotations": []}}),
+    ];
+    for piece in pieces(reply) {
+        events.push(json!({"type": "response.output_text.delta", "item_id": item_id,
+                           "output_index": 0, "content_index": 0, "delta": piece}));
+    }
+    events.extend([
+        json!({"type": "response.output_text.done", "item_id": item_id, "output_index": 0,
+               "content_index": 0, "text": reply}),
+        json!({"type": "response.content_part.done", "item_id": item_id, "output_index": 0,
+               "content_index": 0, "part": part}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        json!({"type": "response.completed",
+               "response": response("completed", json!([item]), usage)}),
+    ]);
+    events
+}
+
+fn anthropic_events(model: &str, reply: &str, n: usize) -> Vec<Value> {
+    let mut events = vec![
+        json!({"type": "message_start", "message": {
+            "id": format!("msg_fake_{n}"), "type": "message", "role": "assistant",
+            "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "ping"}),
+    ];
+    for piece in pieces(reply) {
+        events.push(json!({"type": "content_block_delta", "index": 0,
+                           "delta": {"type": "text_delta", "text": piece}}));
+    }
+    events.extend([
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta",
+               "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+               "usage": {"output_tokens": 5}}),
+        json!({"type": "message_stop"}),
+    ]);
+    events
+}
+
+fn anthropic_message(model: &str, reply: &str, n: usize) -> Value {
+    json!({
+        "id": format!("msg_fake_{n}"), "type": "message", "role": "assistant", "model": model,
+        "content": [{"type": "text", "text": reply}], "stop_reason": "end_turn",
+        "stop_sequence": null, "usage": {"input_tokens": 10, "output_tokens": 5},
+    })
+}
+
+/// How SSE events are framed.
+#[derive(Clone, Copy)]
+enum Framing {
+    /// `data:` lines only, ended by `data: [DONE]` (Chat Completions).
+    DataOnly,
+    /// `event: <type>` before each `data:` line (Responses, Anthropic Messages).
+    Named,
+}
+
+/// A complete SSE response (the body ends when the connection closes).
+fn sse(events: &[Value], framing: Framing) -> Vec<u8> {
+    let mut out = String::from(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
+         Connection: close\r\n\r\n",
+    );
+    for data in events {
+        if let (Framing::Named, Some(name)) = (framing, data["type"].as_str()) {
+            let _ = writeln!(out, "event: {name}");
+        }
+        let _ = write!(out, "data: {data}\n\n");
+    }
+    if let Framing::DataOnly = framing {
+        out.push_str("data: [DONE]\n\n");
+    }
+    out.into_bytes()
+}
+
+fn json_response(status: u16, body: &Value) -> Vec<u8> {
+    let body = body.to_string();
+    let mut out = head(status, "application/json", body.len());
+    out.extend_from_slice(body.as_bytes());
+    out
+}
+
+fn plain(status: u16, body: &str) -> Vec<u8> {
+    let mut out = head(status, "text/plain", body.len());
+    out.extend_from_slice(body.as_bytes());
+    out
+}
+
+fn head(status: u16, content_type: &str, length: usize) -> Vec<u8> {
+    let reason = match status {
+        200 => "OK",
+        403 => "Forbidden",
+        404 => "Not Found",
+        _ => "Unsupported Media Type",
+    };
+    format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {length}\r\n\
+         Connection: close\r\n\r\n"
+    )
+    .into_bytes()
+}

@@ -1,0 +1,166 @@
+// Test fixture: a real `kandev serve` process on 127.0.0.1 over a temp home, with helpers to
+// call its API, and to kill and restart it on the same port and data.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test as base, expect, type Page } from '@playwright/test';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const repoRoot = resolve(here, '../..');
+export const artifacts = join(repoRoot, 'test-artifacts');
+const binary = process.env.KANDEV_BIN ?? join(repoRoot, 'target/debug/kandev');
+
+/** A free loopback port (bound, then released). */
+export async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+export class Kandev {
+  url = '';
+  private proc: ChildProcess | null = null;
+  private log: string[] = [];
+  constructor(
+    readonly home: string,
+    private addr: string,
+  ) {}
+
+  async start(): Promise<void> {
+    const proc = spawn(binary, ['serve', '--addr', this.addr, '--home', this.home], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'warn' },
+    });
+    this.proc = proc;
+    proc.stderr?.on('data', (d: Buffer) => this.remember(d));
+    this.url = await new Promise<string>((ok, fail) => {
+      let out = '';
+      const timer = setTimeout(() => fail(new Error(`kandev did not start:\n${this.log.join('')}`)), 30_000);
+      proc.stdout?.on('data', (d: Buffer) => {
+        this.remember(d);
+        out += d.toString();
+        const m = /Kandev is running at (http:\/\/\S+)/.exec(out);
+        if (m?.[1]) {
+          clearTimeout(timer);
+          ok(m[1]);
+        }
+      });
+      proc.once('exit', (code) => {
+        clearTimeout(timer);
+        fail(new Error(`kandev exited with ${code}:\n${this.log.join('')}`));
+      });
+    });
+    // serve the same address on a restart
+    this.addr = new URL(this.url).host;
+  }
+
+  private remember(d: Buffer) {
+    this.log.push(d.toString());
+    if (this.log.length > 400) this.log.splice(0, 200);
+  }
+
+  /** Ends the process (SIGKILL: a crash; SIGTERM: an orderly shutdown) and waits for it. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise<void>((ok) => proc.once('exit', () => ok()));
+    proc.kill(signal);
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+    this.proc = null;
+  }
+
+  async restart(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    await this.stop(signal);
+    await this.start();
+  }
+
+  async api<T = any>(action: string, payload: object = {}): Promise<T> {
+    const response = await fetch(`${this.url}/api/v1/${action}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(payload),
+    });
+    const body = await response.json();
+    if (!response.ok) throw new Error(`${action}: ${response.status} ${JSON.stringify(body)}`);
+    return body as T;
+  }
+
+  /** The default workspace and its Kanban board. */
+  async board(): Promise<{ workspaceId: string; workflowId: string; steps: { id: string; name: string }[] }> {
+    const { workspaces } = await this.api('workspace.list');
+    const workspaceId = workspaces[0].id;
+    const { workflows } = await this.api('workflow.list', { workspace_id: workspaceId });
+    const wf = workflows[0];
+    return { workspaceId, workflowId: wf.id, steps: wf.steps };
+  }
+
+  async createTask(title: string, extra: object = {}): Promise<any> {
+    const { workflowId } = await this.board();
+    return (await this.api('task.create', { workflow_id: workflowId, title, ...extra })).task;
+  }
+
+  logs(): string {
+    return this.log.join('');
+  }
+}
+
+export async function startKandev(addr = '127.0.0.1:0'): Promise<Kandev> {
+  const home = mkdtempSync(join(tmpdir(), 'kandev-e2e-'));
+  const k = new Kandev(home, addr);
+  await k.start();
+  return k;
+}
+
+export const test = base.extend<{ kandev: Kandev }>({
+  kandev: async ({}, use, testInfo) => {
+    const t = Date.now();
+    const k = await startKandev();
+    console.log('start took', Date.now() - t);
+    const u = Date.now();
+    await use(k);
+    console.log('use took', Date.now() - u);
+    if (testInfo.status !== testInfo.expectedStatus) {
+      console.log(`--- kandev log for "${testInfo.title}" ---\n${k.logs().slice(-4000)}`);
+    }
+    const t0 = Date.now();
+    await k.stop('SIGTERM');
+    console.log('stop took', Date.now() - t0);
+    rmSync(k.home, { recursive: true, force: true });
+  },
+});
+
+export { expect };
+
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(artifacts, { recursive: true });
+  await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: false });
+}
+
+/** Opens the board and waits until it has loaded. */
+export async function openBoard(page: Page, kandev: Kandev): Promise<void> {
+  await page.goto(kandev.url + '/');
+  await expect(page.locator('.columns[data-loaded="true"]')).toBeVisible();
+  await expect(page.getByTestId('connection')).toHaveText('Live');
+}
+
+/** The transcript of the open session. */
+export const transcript = (page: Page) => page.getByRole('log', { name: 'Conversation' });
+
+/** Sends a message from the composer with Enter. */
+export async function send(page: Page, text: string): Promise<void> {
+  const box = page.getByRole('textbox', { name: 'Message to the agent' });
+  await box.fill(text);
+  await box.press('Enter');
+  await expect(box).toHaveValue('');
+}

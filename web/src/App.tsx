@@ -1,0 +1,100 @@
+// The shell: header (workspace, board, connection state), and the page for the route.
+import { useEffect, useState } from 'react';
+import { live, type ConnectionStatus } from './api/live';
+import { Board } from './components/Board';
+import { Settings } from './components/Settings';
+import { TaskPage } from './components/TaskPage';
+import { DataContext, useWorkspaceData } from './lib/data';
+import { navigate, useRoute } from './lib/router';
+
+function useConnection(): ConnectionStatus {
+  const [status, setStatus] = useState<ConnectionStatus>(live.status);
+  useEffect(() => live.onStatus(setStatus), []);
+  return status;
+}
+
+export function App() {
+  const data = useWorkspaceData();
+  const route = useRoute();
+  const connection = useConnection();
+
+  return (
+    <DataContext.Provider value={data}>
+      <div className={`app page-${route.page}`}>
+        <header className="topbar">
+          <a
+            className="brand"
+            href="/"
+            onClick={(e) => {
+              e.preventDefault();
+              navigate('/');
+            }}
+          >
+            <img src="/favicon.svg" alt="" width="22" height="22" />
+            <span>Kandev</span>
+          </a>
+          {data.workspaces.length > 1 && (
+            <label className="compact">
+              <span className="sr-only">Workspace</span>
+              <select value={data.workspace?.id ?? ''} onChange={(e) => data.setWorkspaceId(e.target.value)}>
+                {data.workspaces.map((w) => (
+                  <option key={w.id} value={w.id}>
+                    {w.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
+          {route.page === 'board' && data.workflows.length > 0 && (
+            <label className="compact">
+              <span className="sr-only">Board</span>
+              <select
+                aria-label="Board"
+                value={data.workflow?.id ?? ''}
+                onChange={(e) => data.setWorkflowId(e.target.value)}
+              >
+                {data.workflows.map((w) => (
+                  <option key={w.id} value={w.id}>
+                    {w.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
+          <span className="spacer" />
+          <span
+            className={`conn conn-${connection}`}
+            role="status"
+            aria-live="polite"
+            data-testid="connection"
+            title={connection === 'open' ? 'Live updates are on' : 'Reconnecting to the server'}
+          >
+            {connection === 'open' ? 'Live' : connection === 'connecting' ? 'Connecting…' : 'Reconnecting…'}
+          </span>
+          <a
+            className={`navlink ${route.page === 'settings' ? 'active' : ''}`}
+            href="/settings"
+            onClick={(e) => {
+              e.preventDefault();
+              navigate('/settings');
+            }}
+          >
+            Settings
+          </a>
+        </header>
+        {data.error && (
+          <div className="banner error" role="alert">
+            {data.error}
+          </div>
+        )}
+        <main className="content">
+          {route.page === 'board' && <Board />}
+          {route.page === 'task' && (
+            <TaskPage taskId={route.taskId} sessionId={route.sessionId} tab={route.tab} />
+          )}
+          {route.page === 'settings' && <Settings section={route.section} />}
+        </main>
+      </div>
+    </DataContext.Provider>
+  );
+}

@@ -1,0 +1,66 @@
+// Actions over HTTP (`POST /api/v1/<action>`): they work whatever the state of the WebSocket,
+// which is used only for live notifications (./live.ts).
+import type { Action, ErrorPayload, Results } from './types';
+
+export class ApiError extends Error {
+  readonly code: ErrorPayload['code'];
+  readonly details: unknown;
+  constructor(body: ErrorPayload) {
+    super(body.message);
+    this.code = body.code;
+    this.details = body.details;
+  }
+}
+
+export async function call<A extends Action>(
+  action: A,
+  payload: object = {},
+): Promise<Results[A]> {
+  let response: Response;
+  try {
+    response = await fetch(`/api/v1/${action}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(payload),
+      credentials: 'same-origin',
+    });
+  } catch {
+    throw new ApiError({
+      code: 'NETWORK',
+      message: 'the Kandev server cannot be reached; it may be restarting',
+    });
+  }
+  const text = await response.text();
+  let body: unknown = null;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    throw new ApiError({ code: 'INTERNAL_ERROR', message: `unexpected answer (${response.status})` });
+  }
+  if (!response.ok) {
+    if (response.status === 401) {
+      window.location.assign('/login');
+    }
+    throw new ApiError(body as ErrorPayload);
+  }
+  return body as Results[A];
+}
+
+/** A message for a person: what failed and the server's own words. */
+export function errorText(err: unknown): string {
+  if (err instanceof ApiError) {
+    if (err.code === 'UNKNOWN_ACTION') {
+      return `${err.message} (this server does not offer that action yet)`;
+    }
+    return err.message;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** A client-side id for idempotent sends. */
+export function clientId(): string {
+  if (typeof crypto.randomUUID === 'function') {
+    return crypto.randomUUID();
+  }
+  return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+}

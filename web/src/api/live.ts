@@ -1,0 +1,168 @@
+// Live notifications over `/ws`: one connection per page, topics subscribed by components,
+// reconnection by itself with `since` = the last seq seen per topic, so nothing is missed and
+// duplicates (seq <= last seen) are dropped.
+import type { Notification } from './types';
+
+export type ConnectionStatus = 'connecting' | 'open' | 'reconnecting';
+type Handler = (n: Notification) => void;
+
+interface Topic {
+  lastSeq: number | null;
+  handlers: Set<Handler>;
+  /** Resolves when the server confirmed the subscription (after its replay). */
+  ready: Promise<void>;
+  resolveReady: () => void;
+  confirmed: boolean;
+}
+
+const MAX_BACKOFF_MS = 2000;
+
+class Live {
+  private ws: WebSocket | null = null;
+  private topics = new Map<string, Topic>();
+  private pending = new Map<string, string[]>();
+  private nextId = 1;
+  private backoff = 150;
+  private statusListeners = new Set<(s: ConnectionStatus) => void>();
+  private reconnectListeners = new Set<() => void>();
+  private everOpened = false;
+  status: ConnectionStatus = 'connecting';
+
+  private ensure(): void {
+    if (this.ws) return;
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    const ws = new WebSocket(`${scheme}://${location.host}/ws`);
+    this.ws = ws;
+    ws.onopen = () => {
+      this.backoff = 150;
+      const reconnected = this.everOpened;
+      this.everOpened = true;
+      this.setStatus('open');
+      const all = [...this.topics.keys()];
+      if (all.length > 0) this.sendSubscribe(all);
+      if (reconnected) this.reconnectListeners.forEach((l) => l());
+    };
+    ws.onmessage = (event) => this.onFrame(String(event.data));
+    ws.onclose = () => {
+      this.ws = null;
+      for (const t of this.topics.values()) {
+        if (!t.confirmed) continue;
+        t.confirmed = false;
+        t.ready = new Promise((r) => (t.resolveReady = r));
+      }
+      this.setStatus(this.everOpened ? 'reconnecting' : 'connecting');
+      const delay = this.backoff;
+      this.backoff = Math.min(MAX_BACKOFF_MS, this.backoff * 2);
+      window.setTimeout(() => this.ensure(), delay);
+    };
+  }
+
+  private setStatus(status: ConnectionStatus): void {
+    this.status = status;
+    this.statusListeners.forEach((l) => l(status));
+  }
+
+  private sendSubscribe(topics: string[]): void {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return;
+    const since: Record<string, number> = {};
+    for (const name of topics) {
+      const seq = this.topics.get(name)?.lastSeq;
+      if (seq != null) since[name] = seq;
+    }
+    const id = `s${this.nextId++}`;
+    this.pending.set(id, topics);
+    this.ws.send(JSON.stringify({ id, type: 'request', action: 'subscribe', payload: { topics, since } }));
+  }
+
+  private onFrame(data: string): void {
+    let frame: {
+      type?: string;
+      id?: string;
+      topic?: string;
+      seq?: number;
+      action?: string;
+      payload?: Record<string, unknown>;
+    };
+    try {
+      frame = JSON.parse(data);
+    } catch {
+      return;
+    }
+    if (frame.type === 'notification' && frame.topic && typeof frame.seq === 'number') {
+      const topic = this.topics.get(frame.topic);
+      if (!topic) return;
+      if (topic.lastSeq != null && frame.seq <= topic.lastSeq) return; // duplicate
+      topic.lastSeq = frame.seq;
+      const n = frame as Notification;
+      topic.handlers.forEach((h) => h(n));
+      return;
+    }
+    if (frame.type === 'resync' || frame.action === 'resync') {
+      // The server re-reads gaps itself; a resync asks us to re-read the topic: replay from our
+      // last seq by subscribing again.
+      const name = (frame.payload?.topic as string | undefined) ?? frame.topic;
+      if (name && this.topics.has(name)) this.sendSubscribe([name]);
+      return;
+    }
+    if ((frame.type === 'response' || frame.type === 'error') && frame.id && this.pending.has(frame.id)) {
+      const names = this.pending.get(frame.id) ?? [];
+      this.pending.delete(frame.id);
+      const last = (frame.payload?.topics ?? {}) as Record<string, number>;
+      for (const name of names) {
+        const topic = this.topics.get(name);
+        if (!topic) continue;
+        const seq = last[name];
+        if (typeof seq === 'number' && (topic.lastSeq == null || seq > topic.lastSeq)) {
+          topic.lastSeq = seq;
+        }
+        topic.confirmed = true;
+        topic.resolveReady();
+      }
+    }
+  }
+
+  /**
+   * Follows `topic`. The returned promise resolves once the server confirmed the subscription,
+   * so a caller can then read the current state and rely on getting every later change.
+   */
+  subscribe(name: string, handler: Handler): { ready: Promise<void>; close: () => void } {
+    this.ensure();
+    let topic = this.topics.get(name);
+    if (!topic) {
+      let resolveReady: () => void = () => {};
+      const ready = new Promise<void>((r) => (resolveReady = r));
+      topic = { lastSeq: null, handlers: new Set(), ready, resolveReady, confirmed: false };
+      this.topics.set(name, topic);
+      this.sendSubscribe([name]);
+    }
+    topic.handlers.add(handler);
+    const t = topic;
+    return {
+      ready: t.ready,
+      close: () => {
+        t.handlers.delete(handler);
+        if (t.handlers.size === 0) {
+          this.topics.delete(name);
+          if (this.ws?.readyState === WebSocket.OPEN) {
+            this.ws.send(
+              JSON.stringify({ id: `u${this.nextId++}`, type: 'request', action: 'unsubscribe', payload: { topics: [name] } }),
+            );
+          }
+        }
+      },
+    };
+  }
+
+  onStatus(listener: (s: ConnectionStatus) => void): () => void {
+    this.statusListeners.add(listener);
+    return () => this.statusListeners.delete(listener);
+  }
+
+  /** Called after the connection came back (the replay of missed events is under way). */
+  onReconnect(listener: () => void): () => void {
+    this.reconnectListeners.add(listener);
+    return () => this.reconnectListeners.delete(listener);
+  }
+}
+
+export const live = new Live();

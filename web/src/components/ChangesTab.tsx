@@ -1,0 +1,87 @@
+// The Changes tab: the task's diff against its base (`task.changes`) and a commit box
+// (`task.commit`).
+import { useCallback, useEffect, useState } from 'react';
+import { call, errorText } from '../api/client';
+import type { ChangedFile } from '../api/types';
+import { DiffLines } from './DiffView';
+
+export function ChangesTab({ taskId }: { taskId: string }) {
+  const [files, setFiles] = useState<ChangedFile[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [message, setMessage] = useState('');
+  const [committing, setCommitting] = useState(false);
+  const [note, setNote] = useState<string | null>(null);
+
+  const load = useCallback(() => {
+    setError(null);
+    call('task.changes', { task_id: taskId })
+      .then((r) => setFiles(r.files ?? []))
+      .catch((e: unknown) => setError(errorText(e)));
+  }, [taskId]);
+  useEffect(load, [load]);
+
+  return (
+    <div className="changes">
+      <div className="changes-bar">
+        <strong>Changes</strong>
+        {files && (
+          <span className="hint">
+            {files.length} file{files.length === 1 ? '' : 's'} ·{' '}
+            <span className="adds">+{files.reduce((n, f) => n + f.additions, 0)}</span>{' '}
+            <span className="dels">−{files.reduce((n, f) => n + f.deletions, 0)}</span>
+          </span>
+        )}
+        <span className="spacer" />
+        <button onClick={load}>Refresh</button>
+      </div>
+      {error && (
+        <div className="banner error" role="alert" data-testid="changes-error">
+          {error}
+        </div>
+      )}
+      {files && files.length === 0 && <p className="column-empty">No changes yet.</p>}
+      {files?.map((f) => (
+        <details key={f.path} className="diff-file" open>
+          <summary className="diff-head">
+            <code>{f.path}</code>
+            <span className="badge">{f.status}</span>
+            <span className="adds">+{f.additions}</span>
+            <span className="dels">−{f.deletions}</span>
+          </summary>
+          {f.hunks.map((h, i) => (
+            <div key={i} className="hunk">
+              <div className="hunk-head">{h.header}</div>
+              <DiffLines lines={h.lines} />
+            </div>
+          ))}
+        </details>
+      ))}
+      <form
+        className="commit-box"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          if (!message.trim()) return;
+          setCommitting(true);
+          setNote(null);
+          try {
+            await call('task.commit', { task_id: taskId, message });
+            setMessage('');
+            setNote('Committed.');
+            load();
+          } catch (err) {
+            setNote(errorText(err));
+          } finally {
+            setCommitting(false);
+          }
+        }}
+      >
+        <label htmlFor="commit-message">Commit message</label>
+        <textarea id="commit-message" rows={2} value={message} onChange={(e) => setMessage(e.target.value)} />
+        <button className="primary" type="submit" disabled={committing || !message.trim()}>
+          Commit
+        </button>
+        {note && <p role="status">{note}</p>}
+      </form>
+    </div>
+  );
+}

@@ -1,0 +1,120 @@
+// The create-task form: title, description, repository, agent profile, step, start now.
+import { useState } from 'react';
+import { call, errorText } from '../api/client';
+import type { TaskDto, WorkflowDto } from '../api/types';
+import { useData } from '../lib/data';
+import { Dialog } from './Dialog';
+
+export function CreateTaskDialog(props: {
+  workflow: WorkflowDto;
+  onClose: () => void;
+  onCreated: (task: TaskDto) => void;
+}) {
+  const { repositories, profiles } = useData();
+  const steps = [...props.workflow.steps].sort((a, b) => a.position - b.position);
+  const start = steps.find((s) => s.is_start_step) ?? steps[0];
+  const [title, setTitle] = useState('');
+  const [description, setDescription] = useState('');
+  const [repo, setRepo] = useState('');
+  const [profile, setProfile] = useState(profiles[0]?.id ?? '');
+  const [stepId, setStepId] = useState(start?.id ?? '');
+  const [startNow, setStartNow] = useState(true);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+
+  const submit = async (e: React.FormEvent) => {
+    e.preventDefault();
+    if (!title.trim()) {
+      setError('Give the task a title.');
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      const { task } = await call('task.create', {
+        workflow_id: props.workflow.id,
+        title: title.trim(),
+        description,
+        step_id: stepId || undefined,
+        repository_ids: repo ? [repo] : [],
+        agent_profile_id: profile || undefined,
+        start_agent: startNow,
+      });
+      props.onCreated(task);
+    } catch (err) {
+      setError(errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <Dialog title="New task" onClose={props.onClose}>
+      <form className="form" onSubmit={submit}>
+        <label>
+          Title
+          <input name="title" value={title} onChange={(e) => setTitle(e.target.value)} autoFocus required />
+        </label>
+        <label>
+          Description <span className="hint">the agent's first prompt</span>
+          <textarea
+            name="description"
+            rows={5}
+            value={description}
+            onChange={(e) => setDescription(e.target.value)}
+          />
+        </label>
+        <div className="row">
+          <label>
+            Repository
+            <select name="repository" value={repo} onChange={(e) => setRepo(e.target.value)}>
+              <option value="">None</option>
+              {repositories.map((r) => (
+                <option key={r.id} value={r.id}>
+                  {r.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Agent profile
+            <select name="profile" value={profile} onChange={(e) => setProfile(e.target.value)}>
+              {profiles.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Step
+            <select name="step" value={stepId} onChange={(e) => setStepId(e.target.value)}>
+              {steps.map((s) => (
+                <option key={s.id} value={s.id}>
+                  {s.name}
+                </option>
+              ))}
+            </select>
+          </label>
+        </div>
+        <label className="check">
+          <input type="checkbox" checked={startNow} onChange={(e) => setStartNow(e.target.checked)} />
+          Start the agent now
+        </label>
+        {error && (
+          <p className="form-error" role="alert">
+            {error}
+          </p>
+        )}
+        <div className="actions">
+          <button type="button" onClick={props.onClose}>
+            Cancel
+          </button>
+          <button className="primary" type="submit" disabled={busy}>
+            {busy ? 'Creating…' : 'Create task'}
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}

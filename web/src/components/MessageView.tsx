@@ -1,0 +1,221 @@
+// Typed rendering of one transcript message: user text, agent markdown, thoughts (collapsed),
+// tool calls with kind, status and diffs, plans as checklists, usage, status lines, errors and
+// permission requests with the agent's options.
+import { memo, useState } from 'react';
+import { call, errorText } from '../api/client';
+import type { MessageDto } from '../api/types';
+import { renderMarkdown } from '../lib/markdown';
+import { DiffView } from './DiffView';
+
+type Meta = Record<string, unknown>;
+const meta = (m: MessageDto): Meta =>
+  m.metadata && typeof m.metadata === 'object' && !Array.isArray(m.metadata) ? (m.metadata as Meta) : {};
+
+const TOOL_ICONS: Record<string, string> = {
+  read: '📖',
+  edit: '✏️',
+  delete: '🗑',
+  move: '↔',
+  search: '🔎',
+  execute: '▶',
+  think: '💭',
+  fetch: '🌐',
+  other: '🔧',
+};
+
+export const MessageView = memo(function MessageView({ message }: { message: MessageDto }) {
+  const m = meta(message);
+  switch (message.kind) {
+    case 'user':
+      return (
+        <div className="msg msg-user" data-kind="user">
+          <div className="bubble">{message.content}</div>
+        </div>
+      );
+    case 'agent':
+      return (
+        <div
+          className="msg msg-agent markdown"
+          data-kind="agent"
+          dangerouslySetInnerHTML={{ __html: renderMarkdown(message.content) }}
+        />
+      );
+    case 'thought':
+      return (
+        <details className="msg msg-thought" data-kind="thought">
+          <summary>Thinking</summary>
+          <div className="thought-text">{message.content}</div>
+        </details>
+      );
+    case 'tool_call':
+      return <ToolCall message={message} m={m} />;
+    case 'plan':
+      return <Plan m={m} />;
+    case 'usage': {
+      const used = Number(m.used ?? 0);
+      const size = Number(m.size ?? 0);
+      const pct = size > 0 ? Math.round((used / size) * 100) : null;
+      return (
+        <div className="msg msg-usage" data-kind="usage">
+          Context {used.toLocaleString()} / {size.toLocaleString()} tokens{pct !== null ? ` (${pct}%)` : ''}
+        </div>
+      );
+    }
+    case 'status':
+      return (
+        <div className="msg msg-status" data-kind="status">
+          {message.content}
+        </div>
+      );
+    case 'error':
+      return (
+        <div className="msg msg-error" data-kind="error" role="note">
+          <strong>Error</strong> {message.content}
+        </div>
+      );
+    case 'permission_request':
+      return <Permission message={message} m={m} />;
+    default:
+      return (
+        <div className="msg msg-status" data-kind={message.kind}>
+          {message.content}
+        </div>
+      );
+  }
+});
+
+function ToolCall({ message, m }: { message: MessageDto; m: Meta }) {
+  const kind = String(m.kind ?? 'other');
+  const status = String(m.status ?? 'pending');
+  const content = Array.isArray(m.content) ? (m.content as Meta[]) : [];
+  const diffs = content.filter((c) => c.type === 'diff');
+  const texts = content.filter((c) => c.type === 'content' && typeof c.text === 'string');
+  const locations = Array.isArray(m.locations) ? (m.locations as Meta[]) : [];
+  return (
+    <div className={`msg msg-tool tool-${status}`} data-kind="tool_call" data-status={status}>
+      <div className="tool-head">
+        <span className="tool-icon" aria-hidden="true">
+          {TOOL_ICONS[kind] ?? TOOL_ICONS.other}
+        </span>
+        <span className="tool-kind">{kind}</span>
+        <span className="tool-title">{message.content || String(m.title ?? '')}</span>
+        <span className={`badge tool-status status-${status}`}>{status.replace('_', ' ')}</span>
+      </div>
+      {locations.length > 0 && (
+        <div className="tool-locations">
+          {locations.map((l, i) => (
+            <code key={i}>
+              {String(l.path)}
+              {l.line != null ? `:${String(l.line)}` : ''}
+            </code>
+          ))}
+        </div>
+      )}
+      {texts.map((t, i) => (
+        <pre key={i} className="tool-output">
+          {String(t.text)}
+        </pre>
+      ))}
+      {diffs.map((d, i) => (
+        <DiffView
+          key={i}
+          path={String(d.path ?? '')}
+          oldText={typeof d.old_text === 'string' ? d.old_text : null}
+          newText={String(d.new_text ?? '')}
+        />
+      ))}
+    </div>
+  );
+}
+
+function Plan({ m }: { m: Meta }) {
+  const entries = Array.isArray(m.entries) ? (m.entries as Meta[]) : [];
+  return (
+    <div className="msg msg-plan" data-kind="plan">
+      <div className="plan-title">Plan</div>
+      <ul className="checklist">
+        {entries.map((e, i) => {
+          const status = String(e.status ?? 'pending');
+          return (
+            <li key={i} className={`plan-${status}`} data-status={status}>
+              <span className="check-mark" aria-hidden="true">
+                {status === 'completed' ? '✓' : status === 'in_progress' ? '◐' : '○'}
+              </span>
+              <span className="sr-only">{status.replace('_', ' ')}: </span>
+              {String(e.content ?? '')}
+            </li>
+          );
+        })}
+      </ul>
+    </div>
+  );
+}
+
+function Permission({ message, m }: { message: MessageDto; m: Meta }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const status = String(m.status ?? 'pending');
+  const options = Array.isArray(m.options) ? (m.options as Meta[]) : [];
+  const requestId = String(m.request_id ?? '');
+  const respond = async (optionId: string | null) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await call(
+        'permission.respond',
+        optionId
+          ? { session_id: message.session_id, request_id: requestId, option_id: optionId }
+          : { session_id: message.session_id, request_id: requestId, cancelled: true },
+      );
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const selected = options.find((o) => o.option_id === m.selected_option_id);
+  return (
+    <div
+      className={`msg msg-permission perm-${status}`}
+      data-kind="permission_request"
+      data-status={status}
+      role={status === 'pending' ? 'alertdialog' : undefined}
+      aria-label={status === 'pending' ? `Permission request: ${message.content}` : undefined}
+    >
+      <div className="perm-head">
+        <span aria-hidden="true">🔐</span> <strong>Permission</strong> {message.content}
+      </div>
+      {status === 'pending' ? (
+        <div className="perm-options">
+          {options.map((o) => {
+            const kind = String(o.kind ?? '');
+            return (
+              <button
+                key={String(o.option_id)}
+                className={kind.startsWith('allow') ? 'primary' : 'danger-outline'}
+                disabled={busy}
+                onClick={() => respond(String(o.option_id))}
+              >
+                {String(o.name ?? o.option_id)}
+              </button>
+            );
+          })}
+          <button className="link" disabled={busy} onClick={() => respond(null)}>
+            Dismiss
+          </button>
+        </div>
+      ) : (
+        <div className="perm-result">
+          {status}
+          {selected ? ` · ${String(selected.name)}` : ''}
+          {m.answered_by && m.answered_by !== 'user' ? ` (by ${String(m.answered_by)})` : ''}
+        </div>
+      )}
+      {error && (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,361 @@
+// One session: state and controls (cancel, stop, reset context, resume, delete), the last
+// error, the live transcript, the composer and the prompt queue.
+import { useEffect, useRef, useState } from 'react';
+import { call, clientId, errorText } from '../api/client';
+import type { Action, MessageDto, QueuedPromptDto } from '../api/types';
+import { useSession } from '../lib/session';
+import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
+import { Dialog } from './Dialog';
+import { MessageView } from './MessageView';
+import { StateBadge } from './StateBadge';
+
+const getKey = (m: MessageDto) => m.id;
+
+declare global {
+  interface Window {
+    __kandevPerf?: { transcriptFirstPageMs: number | null; transcriptRows: number };
+  }
+}
+
+export function SessionView({ sessionId }: { sessionId: string }) {
+  const s = useSession(sessionId);
+  const [actionError, setActionError] = useState<string | null>(null);
+  const [confirmDelete, setConfirmDelete] = useState(false);
+  const [busyAction, setBusyAction] = useState<string | null>(null);
+  const list = useRef<VirtualHandle | null>(null);
+  const session = s.session;
+  const state = session?.state ?? 'CREATED';
+  const busy = state === 'RUNNING' || state === 'STARTING' || s.turnOpen;
+
+  useEffect(() => {
+    window.__kandevPerf = { transcriptFirstPageMs: s.firstPageMs, transcriptRows: s.transcript.messages.length };
+  }, [s.firstPageMs, s.transcript.messages.length]);
+
+  const run = async (label: string, action: Action, payload: object) => {
+    setBusyAction(label);
+    setActionError(null);
+    try {
+      await call(action, payload);
+    } catch (e) {
+      setActionError(`${label}: ${errorText(e)}`);
+    } finally {
+      setBusyAction(null);
+    }
+  };
+
+  if (s.deleted) {
+    return <div className="empty-page">This session was deleted.</div>;
+  }
+  if (s.error && !session) {
+    return (
+      <div className="banner error" role="alert">
+        {s.error}
+      </div>
+    );
+  }
+
+  return (
+    <div className="session" data-session-id={sessionId} data-state={state}>
+      <div className="session-bar">
+        <StateBadge state={state} />
+        <span className="session-state" data-testid="session-state">
+          {state}
+        </span>
+        {session?.plan_mode && <span className="badge plan">plan mode</span>}
+        {session?.session_mode && <span className="badge">mode: {session.session_mode}</span>}
+        <span className="spacer" />
+        <div className="session-actions" role="toolbar" aria-label="Session controls">
+          <button
+            disabled={!busy || busyAction !== null}
+            onClick={() => run('Cancel', 'agent.cancel', { session_id: sessionId })}
+          >
+            Cancel turn
+          </button>
+          <button
+            disabled={busyAction !== null}
+            onClick={() => run('Reset context', 'session.reset_context', { id: sessionId })}
+          >
+            Reset context
+          </button>
+          <ResumeMenu disabled={busyAction !== null} onResume={(mode) => run('Resume', 'session.resume', { id: sessionId, mode })} />
+          <button disabled={busyAction !== null} onClick={() => run('Stop', 'session.stop', { id: sessionId })}>
+            Stop
+          </button>
+          <button className="danger-outline" disabled={busyAction !== null} onClick={() => setConfirmDelete(true)}>
+            Delete
+          </button>
+        </div>
+      </div>
+      {session?.last_error && (
+        <div className="banner error last-error" role="alert" data-testid="last-error">
+          <strong>{session.last_error.message}</strong>
+          <span className="hint">
+            {' '}
+            ({session.last_error.code}) · Send a message to try again, or resume the session (load keeps the
+            conversation, fresh starts a new one).
+          </span>
+        </div>
+      )}
+      {actionError && (
+        <div className="banner error" role="alert" data-testid="action-error">
+          {actionError}
+          <button className="link" onClick={() => setActionError(null)}>
+            Dismiss
+          </button>
+        </div>
+      )}
+      <VirtualList
+        items={s.transcript.messages}
+        getKey={getKey}
+        estimate={64}
+        stickToBottom
+        handle={list}
+        className="transcript"
+        role="log"
+        ariaLabel="Conversation"
+        onReachTop={s.loadOlder}
+        render={(m) => <MessageView message={m} />}
+        empty={
+          <p className="column-empty">{s.loading ? 'Loading the conversation…' : 'No messages yet. Say what to do.'}</p>
+        }
+      />
+      {busy && (
+        <div className="working" aria-live="polite">
+          <span className="pulse" aria-hidden="true" /> The agent is working…
+        </div>
+      )}
+      <QueuePanel sessionId={sessionId} queue={s.queue} autoRun={session?.auto_run ?? true} />
+      <Composer sessionId={sessionId} busy={busy} onSent={() => list.current?.scrollToBottom()} />
+      {confirmDelete && (
+        <Dialog title="Delete this session?" onClose={() => setConfirmDelete(false)}>
+          <p>The agent is stopped and the conversation is removed. This cannot be undone.</p>
+          <div className="actions">
+            <button onClick={() => setConfirmDelete(false)}>Keep it</button>
+            <button
+              className="danger"
+              onClick={() => {
+                setConfirmDelete(false);
+                void run('Delete', 'session.delete', { id: sessionId });
+              }}
+            >
+              Delete session
+            </button>
+          </div>
+        </Dialog>
+      )}
+    </div>
+  );
+}
+
+function ResumeMenu({ disabled, onResume }: { disabled: boolean; onResume: (mode: 'load' | 'fresh') => void }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <div className="menu-wrap">
+      <button disabled={disabled} aria-haspopup="menu" aria-expanded={open} onClick={() => setOpen(!open)}>
+        Resume ▾
+      </button>
+      {open && (
+        <div className="menu" role="menu">
+          <button
+            role="menuitem"
+            onClick={() => {
+              setOpen(false);
+              onResume('load');
+            }}
+          >
+            Resume (load the conversation)
+          </button>
+          <button
+            role="menuitem"
+            onClick={() => {
+              setOpen(false);
+              onResume('fresh');
+            }}
+          >
+            Resume fresh (new conversation)
+          </button>
+        </div>
+      )}
+    </div>
+  );
+}
+
+function Composer({ sessionId, busy, onSent }: { sessionId: string; busy: boolean; onSent: () => void }) {
+  const [text, setText] = useState('');
+  const [sending, setSending] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [note, setNote] = useState<string | null>(null);
+  const pendingId = useRef<string | null>(null);
+
+  const send = async () => {
+    const content = text;
+    if (!content.trim() || sending) return;
+    // the same id on a retry of the same text: the server records it once
+    pendingId.current ??= clientId();
+    setSending(true);
+    setError(null);
+    try {
+      const r = await call('message.add', {
+        session_id: sessionId,
+        content,
+        client_message_id: pendingId.current,
+        queue: true,
+      });
+      pendingId.current = null;
+      setText('');
+      setNote(r.status === 'queued' ? 'Queued: it runs when the agent finishes this turn.' : null);
+      onSent();
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setSending(false);
+    }
+  };
+
+  return (
+    <form
+      className="composer"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void send();
+      }}
+    >
+      <label className="sr-only" htmlFor={`composer-${sessionId}`}>
+        Message to the agent
+      </label>
+      <textarea
+        id={`composer-${sessionId}`}
+        value={text}
+        rows={2}
+        placeholder={busy ? 'The agent is busy: your message will be queued' : 'Message the agent (Enter sends, Shift+Enter for a new line)'}
+        onChange={(e) => {
+          setText(e.target.value);
+          pendingId.current = null;
+        }}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+            e.preventDefault();
+            void send();
+          }
+        }}
+      />
+      <button className="primary" type="submit" disabled={sending || !text.trim()}>
+        {busy ? 'Queue' : 'Send'}
+      </button>
+      {(error || note) && (
+        <p className={error ? 'form-error' : 'hint'} role={error ? 'alert' : 'status'}>
+          {error ?? note}
+        </p>
+      )}
+    </form>
+  );
+}
+
+function QueuePanel({ sessionId, queue, autoRun }: { sessionId: string; queue: QueuedPromptDto[]; autoRun: boolean }) {
+  const [editing, setEditing] = useState<string | null>(null);
+  const [draft, setDraft] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const act = async (action: Action, payload: object) => {
+    setError(null);
+    try {
+      await call(action, { session_id: sessionId, ...payload });
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+  const ordered = [...queue].sort((a, b) => a.position - b.position);
+  const moveBy = (index: number, by: number) => {
+    const ids = ordered.map((q) => q.id);
+    const [id] = ids.splice(index, 1);
+    if (!id) return;
+    ids.splice(index + by, 0, id);
+    void act('message.queue.reorder', { ids });
+  };
+  return (
+    <section className="queue" aria-label="Queued messages" data-count={ordered.length}>
+      <div className="queue-head">
+        <strong>Queue</strong> <span className="count">{ordered.length}</span>
+        <span className="spacer" />
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={autoRun}
+            onChange={(e) => void act('message.queue.auto_run.set', { enabled: e.target.checked })}
+          />
+          Auto-run
+        </label>
+        {!autoRun && ordered.length > 0 && (
+          <button onClick={() => void act('message.queue.drain', {})}>Send next</button>
+        )}
+      </div>
+      {ordered.length > 0 && (
+        <ol className="queue-list">
+          {ordered.map((q, i) => (
+            <li key={q.id} className="queue-item" data-queue-id={q.id}>
+              {editing === q.id ? (
+                <form
+                  className="queue-edit"
+                  onSubmit={(e) => {
+                    e.preventDefault();
+                    setEditing(null);
+                    void act('message.queue.update', { id: q.id, content: draft });
+                  }}
+                >
+                  <label className="sr-only" htmlFor={`q-${q.id}`}>
+                    Edit queued message
+                  </label>
+                  <textarea id={`q-${q.id}`} value={draft} rows={2} onChange={(e) => setDraft(e.target.value)} />
+                  <button className="primary" type="submit">
+                    Save
+                  </button>
+                  <button type="button" onClick={() => setEditing(null)}>
+                    Cancel
+                  </button>
+                </form>
+              ) : (
+                <>
+                  <span className="queue-text">{q.content}</span>
+                  <span className="queue-buttons">
+                    <button className="icon" aria-label="Move up" disabled={i === 0} onClick={() => moveBy(i, -1)}>
+                      ↑
+                    </button>
+                    <button
+                      className="icon"
+                      aria-label="Move down"
+                      disabled={i === ordered.length - 1}
+                      onClick={() => moveBy(i, 1)}
+                    >
+                      ↓
+                    </button>
+                    <button
+                      className="icon"
+                      aria-label="Edit"
+                      onClick={() => {
+                        setEditing(q.id);
+                        setDraft(q.content);
+                      }}
+                    >
+                      ✎
+                    </button>
+                    <button
+                      className="icon"
+                      aria-label="Remove from queue"
+                      onClick={() => void act('message.queue.remove', { id: q.id })}
+                    >
+                      ×
+                    </button>
+                  </span>
+                </>
+              )}
+            </li>
+          ))}
+        </ol>
+      )}
+      {error && (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      )}
+    </section>
+  );
+}
