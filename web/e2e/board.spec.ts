@@ -100,6 +100,7 @@ test('search filters, archive removes, a second tab sees it all live', async ({ 
   await openBoard(page, kandev);
   const other = await context.newPage();
   await openBoard(other, kandev);
+  await page.bringToFront(); // background tabs get throttled animation frames
 
   await page.getByRole('searchbox', { name: 'Search tasks' }).fill('login');
   await expect(page.locator('.card')).toHaveCount(2);

@@ -124,18 +124,12 @@ export async function startKandev(addr = '127.0.0.1:0'): Promise<Kandev> {
 
 export const test = base.extend<{ kandev: Kandev }>({
   kandev: async ({}, use, testInfo) => {
-    const t = Date.now();
     const k = await startKandev();
-    console.log('start took', Date.now() - t);
-    const u = Date.now();
     await use(k);
-    console.log('use took', Date.now() - u);
     if (testInfo.status !== testInfo.expectedStatus) {
       console.log(`--- kandev log for "${testInfo.title}" ---\n${k.logs().slice(-4000)}`);
     }
-    const t0 = Date.now();
     await k.stop('SIGTERM');
-    console.log('stop took', Date.now() - t0);
     rmSync(k.home, { recursive: true, force: true });
   },
 });

@@ -2,15 +2,16 @@
 //! file tree, a file's content, commits, and worktrees kept when a task is archived.
 
 use serde::{Deserialize, Serialize};
+use ts_rs::TS;
 
 /// One line of a hunk; `kind` is `context`, `added` or `removed`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct DiffLineDto {
     pub kind: String,
     pub text: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct HunkDto {
     pub header: String,
     pub old_start: u32,
@@ -21,7 +22,7 @@ pub struct HunkDto {
 }
 
 /// One changed file; `status` is `added`, `modified`, `deleted`, `renamed` or `untracked`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct FileChangeDto {
     pub repository_id: Option<String>,
     pub path: String,
@@ -36,7 +37,7 @@ pub struct FileChangeDto {
 
 /// One worktree of a task; `folder` is where its files are in file actions when the task
 /// has several repositories (`null` with one).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct WorktreeDto {
     pub repository_id: Option<String>,
     pub folder: Option<String>,
@@ -46,14 +47,14 @@ pub struct WorktreeDto {
 }
 
 /// `kind` is `file`, `dir` or `symlink` (never followed).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct TreeEntryDto {
     pub path: String,
     pub kind: String,
     pub size: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct FileContentDto {
     pub path: String,
     pub content: String,
@@ -62,7 +63,7 @@ pub struct FileContentDto {
     pub size: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct CommitDto {
     pub repository_id: Option<String>,
     pub branch: String,
@@ -72,7 +73,7 @@ pub struct CommitDto {
 }
 
 /// A worktree that archiving or deleting a task did not remove, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct KeptWorktreeDto {
     pub repository_id: Option<String>,
     pub path: String,

@@ -380,7 +380,8 @@ pub struct Unsubscribe {
 
 /// `task.archive` and `task.delete`: `force` also removes worktrees with uncommitted or
 /// untracked files.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct TaskRemove {
     pub id: String,
@@ -389,14 +390,16 @@ pub struct TaskRemove {
 }
 
 /// `task.file.read`: `path` is relative to the task's working directory.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct TaskFileRead {
     pub task_id: String,
     pub path: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
 #[serde(deny_unknown_fields)]
 pub struct TaskCommit {
     pub task_id: String,

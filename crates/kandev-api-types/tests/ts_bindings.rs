@@ -35,6 +35,15 @@ fn declarations(cfg: &Config) -> Vec<String> {
         SessionDto,
         MessageDto,
         QueuedPromptDto,
+        // files and git
+        DiffLineDto,
+        HunkDto,
+        FileChangeDto,
+        WorktreeDto,
+        TreeEntryDto,
+        FileContentDto,
+        CommitDto,
+        KeptWorktreeDto,
         // requests
         ById,
         Page,
@@ -71,6 +80,10 @@ fn declarations(cfg: &Config) -> Vec<String> {
         AutoRunSet,
         Subscribe,
         Unsubscribe,
+        SessionResume,
+        TaskRemove,
+        TaskFileRead,
+        TaskCommit,
     ]
 }
 

@@ -4,6 +4,9 @@
 export type * from './generated/api';
 import type {
   AgentProfileDto,
+  CommitDto,
+  FileChangeDto,
+  WorktreeDto,
   ErrorCode,
   JsonValue,
   MessageDto,
@@ -49,15 +52,6 @@ export interface WorkflowTemplate {
   name: string;
   description: string;
   steps: unknown;
-}
-
-/** `task.changes` (being built on the server; shape per the issue). */
-export interface ChangedFile {
-  path: string;
-  status: string;
-  additions: number;
-  deletions: number;
-  hunks: { header: string; lines: { kind: string; text: string }[] }[];
 }
 
 /** Results of the actions the UI calls, by action name. */
@@ -111,8 +105,8 @@ export interface Results {
   'message.queue.auto_run.set': { queue: QueuedPromptDto[] };
   'message.queue.drain': { queue: QueuedPromptDto[] };
   'permission.respond': { message: MessageDto };
-  'task.changes': { files: ChangedFile[] };
-  'task.commit': { commit?: JsonValue };
+  'task.changes': { worktrees: WorktreeDto[]; files: FileChangeDto[] };
+  'task.commit': { commit: CommitDto | null; commits: CommitDto[] };
 }
 
 export type Action = keyof Results;

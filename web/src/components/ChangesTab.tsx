@@ -2,11 +2,11 @@
 // (`task.commit`).
 import { useCallback, useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
-import type { ChangedFile } from '../api/types';
+import type { FileChangeDto } from '../api/types';
 import { DiffLines } from './DiffView';
 
 export function ChangesTab({ taskId }: { taskId: string }) {
-  const [files, setFiles] = useState<ChangedFile[] | null>(null);
+  const [files, setFiles] = useState<FileChangeDto[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [message, setMessage] = useState('');
   const [committing, setCommitting] = useState(false);
@@ -41,13 +41,15 @@ export function ChangesTab({ taskId }: { taskId: string }) {
       )}
       {files && files.length === 0 && <p className="column-empty">No changes yet.</p>}
       {files?.map((f) => (
-        <details key={f.path} className="diff-file" open>
+        <details key={`${f.repository_id ?? ''}:${f.path}`} className="diff-file" open data-path={f.path}>
           <summary className="diff-head">
-            <code>{f.path}</code>
+            <code>{f.old_path ? `${f.old_path} → ${f.path}` : f.path}</code>
             <span className="badge">{f.status}</span>
             <span className="adds">+{f.additions}</span>
             <span className="dels">−{f.deletions}</span>
           </summary>
+          {f.binary && <p className="hint">Binary file</p>}
+          {f.truncated && <p className="hint">Diff too large to show in full</p>}
           {f.hunks.map((h, i) => (
             <div key={i} className="hunk">
               <div className="hunk-head">{h.header}</div>
@@ -64,9 +66,9 @@ export function ChangesTab({ taskId }: { taskId: string }) {
           setCommitting(true);
           setNote(null);
           try {
-            await call('task.commit', { task_id: taskId, message });
+            const r = await call('task.commit', { task_id: taskId, message });
             setMessage('');
-            setNote('Committed.');
+            setNote(r.commit ? `Committed ${r.commit.sha.slice(0, 8)} on ${r.commit.branch}.` : 'Nothing to commit.');
             load();
           } catch (err) {
             setNote(errorText(err));

@@ -34,6 +34,22 @@ export type MessageDto = { id: string, session_id: string, turn_id: string | nul
 
 export type QueuedPromptDto = { id: string, session_id: string, position: number, content: string, client_message_id: string | null, queued_by: string, created_at: string, };
 
+export type DiffLineDto = { kind: string, text: string, };
+
+export type HunkDto = { header: string, old_start: number, old_lines: number, new_start: number, new_lines: number, lines: Array<DiffLineDto>, };
+
+export type FileChangeDto = { repository_id: string | null, path: string, old_path: string | null, status: string, additions: number, deletions: number, binary: boolean, truncated: boolean, hunks: Array<HunkDto>, };
+
+export type WorktreeDto = { repository_id: string | null, folder: string | null, path: string, branch: string, base_commit: string, };
+
+export type TreeEntryDto = { path: string, kind: string, size: number, };
+
+export type FileContentDto = { path: string, content: string, binary: boolean, truncated: boolean, size: number, };
+
+export type CommitDto = { repository_id: string | null, branch: string, sha: string, summary: string, files_changed: number, };
+
+export type KeptWorktreeDto = { repository_id: string | null, path: string, reason: string, };
+
 export type ById = { id: string, };
 
 export type Page = { limit?: number, cursor?: string, };
@@ -127,3 +143,11 @@ export type AutoRunSet = { session_id: string, enabled: boolean, };
 export type Subscribe = { topics: Array<string>, since: { [key in string]: number }, };
 
 export type Unsubscribe = { topics: Array<string>, };
+
+export type SessionResume = { id: string, mode?: string, };
+
+export type TaskRemove = { id: string, force: boolean, };
+
+export type TaskFileRead = { task_id: string, path: string, };
+
+export type TaskCommit = { task_id: string, message: string, };
