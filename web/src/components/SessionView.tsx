@@ -254,6 +254,9 @@ function Composer({ sessionId, busy, onSent }: { sessionId: string; busy: boolea
 function QueuePanel({ sessionId, queue, autoRun }: { sessionId: string; queue: QueuedPromptDto[]; autoRun: boolean }) {
   const [editing, setEditing] = useState<string | null>(null);
   const [draft, setDraft] = useState('');
+  // shown at once, then kept in step with the session the server announces
+  const [auto, setAuto] = useState(autoRun);
+  useEffect(() => setAuto(autoRun), [autoRun]);
   const [error, setError] = useState<string | null>(null);
   const act = async (action: Action, payload: object) => {
     setError(null);
@@ -279,12 +282,15 @@ function QueuePanel({ sessionId, queue, autoRun }: { sessionId: string; queue: Q
         <label className="check">
           <input
             type="checkbox"
-            checked={autoRun}
-            onChange={(e) => void act('message.queue.auto_run.set', { enabled: e.target.checked })}
+            checked={auto}
+            onChange={(e) => {
+              setAuto(e.target.checked);
+              void act('message.queue.auto_run.set', { enabled: e.target.checked });
+            }}
           />
           Auto-run
         </label>
-        {!autoRun && ordered.length > 0 && (
+        {!auto && ordered.length > 0 && (
           <button onClick={() => void act('message.queue.drain', {})}>Send next</button>
         )}
       </div>
