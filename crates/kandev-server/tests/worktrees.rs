@@ -1,0 +1,466 @@
+//! Issue 6: a git worktree per task and repository, branch template, setup script, and the
+//! file and git actions (`task.changes`, `task.tree`, `task.file.read`, `task.commit`), over
+//! the API with the mock agent and real git repositories in temp dirs.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{TestServer, of_kind, step_id};
+use serde_json::{Value, json};
+
+/// Runs git in `dir`; returns its trimmed stdout, panicking on failure.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git").args(args).current_dir(dir).output().expect("run git");
+    assert!(
+        output.status.success(),
+        "git {args:?} in {} failed: {}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim_end().to_owned()
+}
+
+/// A repository on `main` with a local identity; `commit` adds README.md in a first commit.
+fn repository(commit: bool) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.name", "Test User"]);
+    git(&repo, &["config", "user.email", "test@example.com"]);
+    if commit {
+        std::fs::write(repo.join("README.md"), "hello\n").unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "initial"]);
+    }
+    (tmp, repo)
+}
+
+/// The local branches of a repository.
+fn branches(repo: &Path) -> Vec<String> {
+    let listed = git(repo, &["for-each-ref", "--format=%(refname:short)", "refs/heads"]);
+    listed.lines().map(str::to_owned).collect()
+}
+
+struct Board<'a> {
+    server: &'a TestServer,
+    workspace_id: String,
+    workflow: Value,
+}
+
+impl<'a> Board<'a> {
+    async fn new(server: &'a TestServer) -> Board<'a> {
+        let (workspace_id, workflow) = server.kanban().await;
+        Board { server, workspace_id, workflow }
+    }
+
+    /// Registers a repository; `extra` adds fields such as `setup_script`.
+    async fn repository(&self, path: &Path, extra: Value) -> String {
+        let mut body = json!({"workspace_id": self.workspace_id, "local_path": path});
+        if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+            body.extend(extra.clone());
+        }
+        let created = self.server.call("repository.create", body).await;
+        created["repository"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// A task in Backlog (nothing starts by itself).
+    async fn task(&self, title: &str, repository_ids: &[&str]) -> String {
+        let backlog = step_id(&self.workflow, "Backlog");
+        let created = self
+            .server
+            .call(
+                "task.create",
+                json!({"workflow_id": self.workflow["id"], "title": title, "step_id": backlog,
+                       "repository_ids": repository_ids}),
+            )
+            .await;
+        created["task"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Launches a session; returns it as the launch answered.
+    async fn launch(&self, task_id: &str) -> Value {
+        self.server.call("session.launch", json!({"task_id": task_id})).await["session"].clone()
+    }
+
+    /// Launches a session and waits until its agent is ready; returns (session id, cwd).
+    async fn started(&self, task_id: &str) -> (String, PathBuf) {
+        let session = self.launch(task_id).await;
+        assert_ne!(session["state"], "FAILED", "{session}");
+        let id = session["id"].as_str().unwrap().to_owned();
+        self.server.wait_state(&id, "WAITING_FOR_INPUT").await;
+        (id, PathBuf::from(session["cwd"].as_str().unwrap()))
+    }
+}
+
+fn worktrees_root(server: &TestServer) -> PathBuf {
+    server.dir.path().join("worktrees")
+}
+
+fn paths(list: &Value) -> Vec<String> {
+    list.as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn i6_two_tasks_work_in_separate_worktrees_and_branches() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    let repo_id =
+        board.repository(&repo, json!({"setup_script": "echo preparing the worktree"})).await;
+    let task_a = board.task("Add feature A", &[&repo_id]).await;
+    let task_b = board.task("Add feature B", &[&repo_id]).await;
+    let ((session_a, cwd_a), (session_b, cwd_b)) =
+        tokio::join!(board.started(&task_a), board.started(&task_b));
+
+    let root = worktrees_root(&server).canonicalize().unwrap();
+    assert!(cwd_a.starts_with(&root) && cwd_b.starts_with(&root), "{cwd_a:?} {cwd_b:?}");
+    assert_ne!(cwd_a, cwd_b);
+    let (messages_a, _) = tokio::join!(
+        server.turn(&session_a, "#!mock\nwrite a.txt from task a"),
+        server.turn(&session_b, "#!mock\nwrite b.txt from task b"),
+    );
+
+    assert_eq!(std::fs::read_to_string(cwd_a.join("a.txt")).unwrap(), "from task a");
+    assert_eq!(std::fs::read_to_string(cwd_b.join("b.txt")).unwrap(), "from task b");
+    assert!(!cwd_a.join("b.txt").exists(), "task A does not see task B's file");
+    assert!(!cwd_b.join("a.txt").exists(), "task B does not see task A's file");
+    let branch_a = git(&cwd_a, &["rev-parse", "--abbrev-ref", "HEAD"]);
+    let branch_b = git(&cwd_b, &["rev-parse", "--abbrev-ref", "HEAD"]);
+    assert!(branch_a.starts_with("kandev/add-feature-a-"), "{branch_a}");
+    assert!(branch_b.starts_with("kandev/add-feature-b-"), "{branch_b}");
+    assert_eq!(branch_a, format!("kandev/add-feature-a-{}", &task_a[..8].to_lowercase()));
+
+    assert!(!repo.join("a.txt").exists() && !repo.join("b.txt").exists());
+    assert_eq!(git(&repo, &["status", "--porcelain", "--untracked-files=all"]), "");
+    assert_eq!(git(&repo, &["rev-parse", "--abbrev-ref", "HEAD"]), "main");
+
+    let status: Vec<&str> =
+        of_kind(&messages_a, "status").iter().map(|m| m["content"].as_str().unwrap()).collect();
+    assert!(status.iter().any(|s| s.contains("created worktree") && s.contains(&branch_a)));
+    assert!(
+        status.iter().any(|s| s.contains("setup script") && s.contains("preparing the worktree")),
+        "the setup script's output is in the transcript: {status:?}"
+    );
+
+    // A later session of the same task reuses its worktree.
+    let again = board.launch(&task_a).await;
+    assert_eq!(again["cwd"], cwd_a.display().to_string());
+    server.wait_state(again["id"].as_str().unwrap(), "WAITING_FOR_INPUT").await;
+    assert!(cwd_a.join("a.txt").exists(), "the reused worktree keeps the earlier work");
+}
+
+#[tokio::test]
+async fn i6_changes_show_the_agent_files_and_commit_lands_on_the_task_branch() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    let repo_id = board.repository(&repo, json!({})).await;
+    let task = board.task("Write notes", &[&repo_id]).await;
+    let (session, cwd) = board.started(&task).await;
+    server
+        .turn(
+            &session,
+            "#!mock\nwrite notes/todo.txt first line\\nsecond line\nwrite README.md hi\\n",
+        )
+        .await;
+
+    let changes = server.call("task.changes", json!({"task_id": task})).await;
+    assert_eq!(paths(&changes["files"]), ["README.md", "notes/todo.txt"]);
+    let readme = &changes["files"][0];
+    assert_eq!(
+        (readme["status"].as_str(), readme["additions"].as_u64()),
+        (Some("modified"), Some(1))
+    );
+    let lines: Vec<(&str, &str)> = readme["hunks"][0]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| (l["kind"].as_str().unwrap(), l["text"].as_str().unwrap()))
+        .collect();
+    assert_eq!(lines, [("removed", "hello"), ("added", "hi")]);
+    let notes = &changes["files"][1];
+    assert_eq!(notes["status"], "untracked");
+    assert_eq!(notes["repository_id"], repo_id.as_str());
+    assert_eq!(notes["hunks"][0]["lines"][1]["text"], "second line");
+    let worktree = &changes["worktrees"][0];
+    assert_eq!(worktree["path"], cwd.display().to_string());
+    assert_eq!(worktree["base_commit"], git(&repo, &["rev-parse", "main"]));
+    let branch = worktree["branch"].as_str().unwrap().to_owned();
+
+    let committed =
+        server.call("task.commit", json!({"task_id": task, "message": "Add notes"})).await;
+    let commit = &committed["commit"];
+    assert_eq!(commit["summary"], "Add notes");
+    assert_eq!(commit["files_changed"], 2);
+    assert_eq!(commit["branch"], branch.as_str());
+    assert_eq!(
+        git(&cwd, &["log", "-1", "--format=%H %s"]),
+        format!("{} Add notes", commit["sha"].as_str().unwrap())
+    );
+    assert_eq!(git(&repo, &["log", "-1", "--format=%s", &branch]), "Add notes");
+    assert_eq!(git(&repo, &["log", "-1", "--format=%s", "main"]), "initial", "main is untouched");
+    assert_eq!(git(&cwd, &["status", "--porcelain"]), "");
+
+    // Committed work still shows against the base commit.
+    let after = server.call("task.changes", json!({"task_id": task})).await;
+    assert_eq!(after["files"][1]["status"], "added");
+    let (status, body) =
+        server.post("task.commit", json!({"task_id": task, "message": "again"})).await;
+    assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")));
+    assert!(body["message"].as_str().unwrap().contains("nothing to commit"), "{body}");
+}
+
+#[tokio::test]
+async fn i6_a_failing_setup_script_fails_the_start_with_its_exit_code_and_output() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    let script = "echo installing dependencies\necho 'npm ERR! missing package.json' >&2\nexit 7";
+    let repo_id = board.repository(&repo, json!({"setup_script": script})).await;
+    let task = board.task("Set up", &[&repo_id]).await;
+
+    let session = board.launch(&task).await;
+    assert_eq!(session["state"], "FAILED", "{session}");
+    let error = &session["last_error"];
+    assert_eq!(error["code"], "setup_script_failed");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("exit code 7"), "{message}");
+    assert!(message.contains("installing dependencies"), "{message}");
+    assert!(message.contains("npm ERR! missing package.json"), "{message}");
+    assert_eq!(error["details"]["exit_code"], 7);
+    let id = session["id"].as_str().unwrap();
+    let stored = server.call("session.get", json!({"id": id})).await;
+    assert_eq!(stored["session"]["state"], "FAILED");
+    let messages = server.messages(id).await;
+    assert!(of_kind(&messages, "error")[0]["content"].as_str().unwrap().contains("exit code 7"));
+    assert!(of_kind(&messages, "agent").is_empty(), "no agent ran");
+    let card = server.call("task.get", json!({"id": task})).await;
+    assert_eq!(card["task"]["state"], "FAILED");
+
+    // Fixed, the next launch reuses the worktree and runs the script again.
+    server.call("repository.update", json!({"id": repo_id, "setup_script": "echo fixed"})).await;
+    let retry = board.launch(&task).await;
+    assert_eq!(retry["cwd"], session["cwd"]);
+    server.wait_state(retry["id"].as_str().unwrap(), "WAITING_FOR_INPUT").await;
+}
+
+#[tokio::test]
+async fn i6_archive_keeps_a_dirty_worktree_and_says_why_force_removes_it_branch_remains() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    let repo_id = board.repository(&repo, json!({})).await;
+    let task = board.task("Dirty work", &[&repo_id]).await;
+    let (session, cwd) = board.started(&task).await;
+    server.turn(&session, "#!mock\nwrite wip.txt not committed").await;
+    let branch = git(&cwd, &["rev-parse", "--abbrev-ref", "HEAD"]);
+
+    let archived = server.call("task.archive", json!({"id": task})).await;
+    assert!(archived["task"]["archived_at"].is_string(), "{archived}");
+    assert_eq!(archived["worktrees_removed"], json!([]));
+    let kept = &archived["worktrees_kept"][0];
+    assert_eq!(kept["path"], cwd.display().to_string());
+    assert!(kept["reason"].as_str().unwrap().contains("uncommitted"), "{kept}");
+    assert!(cwd.join("wip.txt").exists(), "the worktree is kept");
+
+    let forced = server.call("task.archive", json!({"id": task, "force": true})).await;
+    assert_eq!(forced["worktrees_removed"], json!([cwd.display().to_string()]));
+    assert_eq!(forced["worktrees_kept"], json!([]));
+    assert!(!cwd.exists(), "the worktree is removed");
+    assert!(branches(&repo).contains(&branch), "the branch remains");
+    assert_eq!(git(&repo, &["worktree", "list", "--porcelain"]).matches("worktree ").count(), 1);
+    let (status, _) = server.post("task.changes", json!({"task_id": task})).await;
+    assert_eq!(status, 409, "no worktree any more");
+
+    // A clean worktree goes without force.
+    let clean = board.task("Clean work", &[&repo_id]).await;
+    let (_, clean_cwd) = board.started(&clean).await;
+    let archived = server.call("task.archive", json!({"id": clean})).await;
+    assert_eq!(archived["worktrees_removed"], json!([clean_cwd.display().to_string()]));
+    assert!(!clean_cwd.exists());
+}
+
+#[tokio::test]
+async fn i6_delete_refuses_a_dirty_worktree_unless_forced_and_keeps_the_branch() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    let repo_id = board.repository(&repo, json!({})).await;
+    let task = board.task("Delete me", &[&repo_id]).await;
+    let (session, cwd) = board.started(&task).await;
+    server.turn(&session, "#!mock\nwrite wip.txt unsaved").await;
+    let branch = git(&cwd, &["rev-parse", "--abbrev-ref", "HEAD"]);
+
+    let (status, body) = server.post("task.delete", json!({"id": task})).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("CONFLICT")), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("uncommitted"), "{body}");
+    assert_eq!(body["details"]["worktrees"][0]["path"], cwd.display().to_string());
+    server.call("task.get", json!({"id": task})).await;
+    assert!(cwd.join("wip.txt").exists());
+
+    let deleted = server.call("task.delete", json!({"id": task, "force": true})).await;
+    assert_eq!(deleted["deleted"], true);
+    assert_eq!(deleted["worktrees_removed"], json!([cwd.display().to_string()]));
+    assert!(!cwd.exists());
+    assert!(branches(&repo).contains(&branch), "the branch remains");
+    let (status, _) = server.post("task.get", json!({"id": task})).await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn i6_file_actions_refuse_paths_leaving_the_worktree() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    let repo_id = board.repository(&repo, json!({})).await;
+    let task = board.task("Confined", &[&repo_id]).await;
+    let (session, cwd) = board.started(&task).await;
+    server.turn(&session, "#!mock\nwrite inside.txt fine").await;
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.txt"), "top secret").unwrap();
+    std::os::unix::fs::symlink(outside.path(), cwd.join("link")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), cwd.join("secret-link")).unwrap();
+
+    let read = server.call("task.file.read", json!({"task_id": task, "path": "inside.txt"})).await;
+    assert_eq!((read["content"].as_str(), read["size"].as_u64()), (Some("fine"), Some(4)));
+    let absolute_inside = cwd.join("inside.txt").display().to_string();
+    let refused = [
+        "../outside.txt",
+        "../../kandev.db",
+        "notes/../../x",
+        "/etc/passwd",
+        absolute_inside.as_str(),
+        "link/secret.txt",
+        "secret-link",
+        ".git/config",
+    ];
+    for path in refused {
+        let (status, body) =
+            server.post("task.file.read", json!({"task_id": task, "path": path})).await;
+        assert_eq!((status, body["code"].as_str()), (403, Some("FORBIDDEN")), "{path}: {body}");
+    }
+
+    let tree = server.call("task.tree", json!({"task_id": task})).await;
+    let entries = tree["entries"].as_array().unwrap();
+    let link = entries.iter().find(|e| e["path"] == "link").unwrap();
+    assert_eq!(link["kind"], "symlink", "symlinks are listed, not followed");
+    assert!(entries.iter().all(|e| !e["path"].as_str().unwrap().contains("secret.txt")));
+    let changes = server.call("task.changes", json!({"task_id": task})).await;
+    assert!(!changes.to_string().contains("top secret"), "{changes}");
+}
+
+#[tokio::test]
+async fn i6_unusable_repositories_fail_readably_and_leave_nothing_behind() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+
+    let (gone_tmp, gone) = repository(true);
+    let gone_id = board.repository(&gone, json!({})).await;
+    std::fs::remove_dir_all(&gone).unwrap();
+    let (_base_tmp, no_base) = repository(true);
+    let no_base_id = board.repository(&no_base, json!({"default_branch": "release"})).await;
+    let (_empty_tmp, empty) = repository(false);
+    let empty_id = board.repository(&empty, json!({})).await;
+
+    let cases = [
+        (gone_id, "does not exist", None),
+        (no_base_id, "base branch `release` does not exist", Some(no_base)),
+        (empty_id, "has no commits", Some(empty)),
+    ];
+    for (repo_id, expected, repo) in cases {
+        let task = board.task("Doomed", &[&repo_id]).await;
+        let session = board.launch(&task).await;
+        assert_eq!(session["state"], "FAILED", "{session}");
+        assert_eq!(session["last_error"]["code"], "worktree_failed");
+        let message = session["last_error"]["message"].as_str().unwrap();
+        assert!(message.contains(expected), "{message}");
+        let messages = server.messages(session["id"].as_str().unwrap()).await;
+        assert!(of_kind(&messages, "error")[0]["content"].as_str().unwrap().contains(expected));
+        assert!(!worktrees_root(&server).join(&task).exists(), "no worktree folder: {message}");
+        if let Some(repo) = repo {
+            let heads = branches(&repo);
+            assert!(heads.iter().all(|b| !b.starts_with("kandev/")), "no branch: {heads:?}");
+            let listed = git(&repo, &["worktree", "list", "--porcelain"]);
+            assert_eq!(listed.matches("worktree ").count(), 1, "{listed}");
+        }
+    }
+    drop(gone_tmp);
+}
+
+#[tokio::test]
+async fn i6_a_task_with_two_repositories_works_in_a_folder_of_worktrees() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let (_web_tmp, web) = repository(true);
+    let (_api_tmp, api) = repository(true);
+    let web_id = board.repository(&web, json!({"name": "web"})).await;
+    let api_id = board.repository(&api, json!({"name": "api"})).await;
+    let task = board.task("Full stack", &[&web_id, &api_id]).await;
+    let (session, cwd) = board.started(&task).await;
+    assert_eq!(cwd.file_name().unwrap().to_str(), Some(task.as_str()));
+    assert!(cwd.join("web/README.md").exists() && cwd.join("api/README.md").exists());
+    server.turn(&session, "#!mock\nwrite web/page.html <p>hi</p>").await;
+
+    let changes = server.call("task.changes", json!({"task_id": task})).await;
+    assert_eq!(paths(&changes["files"]), ["web/page.html"]);
+    assert_eq!(changes["files"][0]["repository_id"], web_id.as_str());
+    let folders: Vec<&str> = changes["worktrees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["folder"].as_str().unwrap())
+        .collect();
+    assert_eq!(folders, ["web", "api"]);
+    let tree = server.call("task.tree", json!({"task_id": task})).await;
+    let listed = paths(&tree["entries"]);
+    for expected in ["api", "api/README.md", "web", "web/README.md", "web/page.html"] {
+        assert!(listed.iter().any(|p| p == expected), "{expected} in {listed:?}");
+    }
+    let read =
+        server.call("task.file.read", json!({"task_id": task, "path": "api/README.md"})).await;
+    assert_eq!(
+        (read["path"].as_str(), read["content"].as_str()),
+        (Some("api/README.md"), Some("hello\n"))
+    );
+    let (status, _) = server
+        .post("task.file.read", json!({"task_id": task, "path": "web/../api/README.md"}))
+        .await;
+    assert_eq!(status, 403);
+
+    let committed = server.call("task.commit", json!({"task_id": task, "message": "Page"})).await;
+    let commits = committed["commits"].as_array().unwrap();
+    assert_eq!(commits.len(), 1, "only the repository with changes gets a commit");
+    assert_eq!(commits[0]["repository_id"], web_id.as_str());
+    let branch = commits[0]["branch"].as_str().unwrap();
+    assert_eq!(git(&web, &["log", "-1", "--format=%s", branch]), "Page");
+}
+
+#[tokio::test]
+async fn i6_a_task_without_repository_works_in_its_plain_folder() {
+    let server = TestServer::start().await;
+    let (task, session) = server.session(None).await;
+    let got = server.call("session.get", json!({"id": session})).await;
+    let cwd = PathBuf::from(got["session"]["cwd"].as_str().unwrap());
+    assert_eq!(cwd, server.dir.path().join("tasks").join(&task));
+    server.turn(&session, "#!mock\nwrite notes/plan.txt step one").await;
+
+    let tree = server.call("task.tree", json!({"task_id": task})).await;
+    assert_eq!(paths(&tree["entries"]), ["notes", "notes/plan.txt"]);
+    let read =
+        server.call("task.file.read", json!({"task_id": task, "path": "notes/plan.txt"})).await;
+    assert_eq!(read["content"], "step one");
+    let (status, body) =
+        server.post("task.file.read", json!({"task_id": task, "path": "../../kandev.db"})).await;
+    assert_eq!((status, body["code"].as_str()), (403, Some("FORBIDDEN")));
+    for (action, payload) in [
+        ("task.changes", json!({"task_id": task})),
+        ("task.commit", json!({"task_id": task, "message": "x"})),
+    ] {
+        let (status, body) = server.post(action, payload).await;
+        assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{action}");
+        assert!(body["message"].as_str().unwrap().contains("the task has no repository"));
+    }
+}
