@@ -13,7 +13,8 @@ const getKey = (m: MessageDto) => m.id;
 
 declare global {
   interface Window {
-    __kandevPerf?: { transcriptFirstPageMs: number | null; transcriptRows: number };
+    /** Figures read by the browser performance test. */
+    __kandevPerf?: { transcriptFirstPageMs: number | null; transcriptRows: number; hasOlder: boolean };
   }
 }
 
@@ -28,8 +29,12 @@ export function SessionView({ sessionId }: { sessionId: string }) {
   const busy = state === 'RUNNING' || state === 'STARTING' || s.turnOpen;
 
   useEffect(() => {
-    window.__kandevPerf = { transcriptFirstPageMs: s.firstPageMs, transcriptRows: s.transcript.messages.length };
-  }, [s.firstPageMs, s.transcript.messages.length]);
+    window.__kandevPerf = {
+      transcriptFirstPageMs: s.firstPageMs,
+      transcriptRows: s.transcript.messages.length,
+      hasOlder: s.transcript.hasOlder,
+    };
+  }, [s.firstPageMs, s.transcript.messages.length, s.transcript.hasOlder]);
 
   const run = async (label: string, action: Action, payload: object) => {
     setBusyAction(label);

@@ -44,8 +44,10 @@ export function VirtualList<T>(props: Props<T>) {
   const heights = useRef(new Map<string, number>());
   const [, setVersion] = useState(0);
   const [viewport, setViewport] = useState({ top: 0, height: 800 });
-  const anchor = useRef<{ key: string; delta: number } | null>(null);
-  const atBottom = useRef(true);
+  // What the DOM shows right now (the last committed layout), to keep the first visible row in
+  // place across re-layouts without overriding a scroll that happened since.
+  const laid = useRef<{ keys: string[]; offsets: number[]; scrollHeight: number } | null>(null);
+  const forceBottom = useRef(false);
   const onReachTop = useRef(props.onReachTop);
   onReachTop.current = props.onReachTop;
 
@@ -107,10 +109,6 @@ export function VirtualList<T>(props: Props<T>) {
     const el = scrollRef.current;
     if (!el) return;
     const top = el.scrollTop;
-    atBottom.current = el.scrollHeight - top - el.clientHeight < 48;
-    const i = rowAt(top);
-    const key = keys[i];
-    anchor.current = key === undefined ? null : { key, delta: top - (offsets[i] ?? 0) };
     setViewport({ top, height: el.clientHeight });
     if (top < 200) onReachTop.current?.();
   };
@@ -118,19 +116,43 @@ export function VirtualList<T>(props: Props<T>) {
   useLayoutEffect(() => {
     const el = scrollRef.current;
     if (!el) return;
-    if (viewport.height !== el.clientHeight) setViewport({ top: el.scrollTop, height: el.clientHeight });
-    if (stickToBottom && atBottom.current) {
-      const bottom = Math.max(0, total - el.clientHeight);
-      if (Math.abs(el.scrollTop - bottom) > 1) el.scrollTop = bottom;
-      return;
-    }
-    const a = anchor.current;
-    if (a) {
-      const i = indexOfKey.get(a.key);
-      if (i !== undefined) {
-        const desired = (offsets[i] ?? 0) + a.delta;
-        if (Math.abs(el.scrollTop - desired) > 1) el.scrollTop = desired;
+    const height = el.clientHeight;
+    const prev = laid.current;
+    const top = el.scrollTop;
+    // the committed DOM already has the new height (padding included)
+    const bottom = Math.max(0, el.scrollHeight - height);
+    let target: number | null = null;
+    if (prev === null) {
+      if (stickToBottom) target = bottom;
+    } else {
+      const wasAtBottom = prev.scrollHeight - top - height < 48;
+      if ((stickToBottom && wasAtBottom) || forceBottom.current) {
+        target = bottom;
+      } else {
+        // the row that was at the top of the viewport stays where it was
+        let lo = 0;
+        let hi = prev.keys.length;
+        while (lo < hi) {
+          const mid = (lo + hi) >> 1;
+          if ((prev.offsets[mid + 1] ?? 0) <= top) lo = mid + 1;
+          else hi = mid;
+        }
+        const key = prev.keys[lo];
+        const i = key === undefined ? undefined : indexOfKey.get(key);
+        if (key !== undefined && i !== undefined) {
+          const moved = (offsets[i] ?? 0) - (prev.offsets[lo] ?? 0);
+          if (moved !== 0) target = top + moved;
+        }
       }
+    }
+    forceBottom.current = false;
+    laid.current = { keys, offsets, scrollHeight: el.scrollHeight };
+    if (target !== null) {
+      target = Math.max(0, Math.min(target, bottom));
+      if (Math.abs(el.scrollTop - target) > 1) el.scrollTop = target;
+    }
+    if (viewport.height !== height || Math.abs(viewport.top - el.scrollTop) > 1) {
+      setViewport({ top: el.scrollTop, height });
     }
   });
 
@@ -166,7 +188,7 @@ export function VirtualList<T>(props: Props<T>) {
       scrollToBottom() {
         const el = scrollRef.current;
         if (!el) return;
-        atBottom.current = true;
+        forceBottom.current = true;
         el.scrollTop = el.scrollHeight;
       },
       element: () => scrollRef.current,
