@@ -14,7 +14,7 @@ use kandev_domain::agent::{AgentKind, AgentProfile};
 use kandev_domain::session::SessionState;
 use kandev_domain::task::Task;
 use kandev_domain::transcript::{LastError, Message, MessageKind, QueuedPrompt, Session};
-use kandev_domain::{AgentProfileId, MessageId, TaskId, TurnId};
+use kandev_domain::{AgentProfileId, MessageId, QueuedPromptId, TaskId, TurnId};
 use kandev_runtime::ExitInfo;
 use kandev_store::{NewMessage, RuntimeRecord, SessionUpdate, StoreError, WriteTx};
 use serde_json::json;
@@ -856,7 +856,7 @@ impl SessionActor {
             )),
             _ if busy => self.enqueue(&request, queued_by).await.map(PromptOutcome::Queued),
             _ => self
-                .record_and_send(request.content, request.client_message_id)
+                .record_and_send(request.content, request.client_message_id, None)
                 .await
                 .map(PromptOutcome::Sent),
         }
@@ -864,12 +864,20 @@ impl SessionActor {
 
     /// Records the user's message, then sends it, starting (or resuming) the agent first
     /// when no execution is live (rules 2, 28).
+    /// With `from_queue`, the queue entry is removed in the same transaction that records the
+    /// message, so an entry is never in both places or in neither (rule 7).
     async fn record_and_send(
         &mut self,
         content: String,
         client_message_id: Option<String>,
+        from_queue: Option<&QueuedPromptId>,
     ) -> Result<Message> {
         let mut tx = self.inner.store.begin_write().await?;
+        if let Some(id) = from_queue {
+            tx.dequeue(&self.session.id, id).await?;
+            let queue = tx.list_queue(&self.session.id).await?;
+            publish::queue_changed(&mut tx, &self.session, &queue).await?;
+        }
         let new = NewMessage {
             session_id: self.session.id.clone(),
             turn_id: None,
@@ -1196,15 +1204,14 @@ impl SessionActor {
             return;
         }
         let result: Result<()> = async {
-            let mut tx = self.inner.store.begin_write().await?;
-            let Some(next) = tx.list_queue(&self.session.id).await?.into_iter().next() else {
+            let Some(next) =
+                self.inner.store.list_queue(&self.session.id).await?.into_iter().next()
+            else {
                 return Ok(());
             };
-            tx.dequeue(&self.session.id, &next.id).await?;
-            let queue = tx.list_queue(&self.session.id).await?;
-            publish::queue_changed(&mut tx, &self.session, &queue).await?;
-            tx.commit().await?;
-            self.record_and_send(next.content, next.client_message_id).await.map(|_| ())
+            self.record_and_send(next.content, next.client_message_id, Some(&next.id))
+                .await
+                .map(|_| ())
         }
         .await;
         self.log("running the next queued message", result);
