@@ -342,3 +342,64 @@ async fn a_busy_session_queues_and_runs_the_queue_in_order() {
     assert_eq!(users[1], "second");
     assert_eq!(of_kind(&messages, "agent").last().unwrap()["content"], "echo: second");
 }
+
+/// A minimal ACP agent in `sh`: answers initialize and session/new, then for each prompt
+/// sends an update kind no spec knows, one text chunk, and ends the turn.
+const UNKNOWN_KIND_AGENT: &str = r#"
+id() { echo "$1" | sed 's/.*"id":\([0-9]*\).*/\1/'; }
+read -r l; echo "{\"jsonrpc\":\"2.0\",\"id\":$(id "$l"),\"result\":{\"protocolVersion\":1,\"agentCapabilities\":{}}}"
+read -r l; echo "{\"jsonrpc\":\"2.0\",\"id\":$(id "$l"),\"result\":{\"sessionId\":\"s1\"}}"
+while read -r l; do
+  case "$l" in *session/prompt*)
+    echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"brand_new_kind","x":1}}}'
+    echo '{"jsonrpc":"2.0","method":"_vendor/ping","params":{}}'
+    echo '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"still fine"}}}}'
+    echo "{\"jsonrpc\":\"2.0\",\"id\":$(id "$l"),\"result\":{\"stopReason\":\"end_turn\"}}";;
+  esac
+done
+"#;
+
+#[tokio::test]
+async fn an_unknown_update_kind_is_ignored_and_the_turn_goes_on() {
+    let server = TestServer::start().await;
+    let profile = server.profile(json!({"name": "sh agent", "kind": "custom", "command": "sh", "args": ["-c", UNKNOWN_KIND_AGENT]})).await;
+    let (_, session) = server.session(Some(&profile)).await;
+    let messages = server.turn(&session, "hello").await;
+    let kinds: Vec<&str> = messages.iter().map(|m| m["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["user", "agent"], "nothing stored for the unknown kind");
+    assert_eq!(messages[1]["content"], "still fine");
+    assert!(last_error(&server, &session).await.is_null(), "not an error");
+}
+
+#[tokio::test]
+async fn l39_modes_and_options_need_a_live_conversation_and_are_persisted() {
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    let moded = server.call("session.set_mode", json!({"id": session, "mode_id": "plan"})).await;
+    assert_eq!(moded["session"]["session_mode"], "plan");
+    let model = kandev_mock_agent::MODELS[1].0;
+    let set = server
+        .call(
+            "session.set_config_option",
+            json!({"id": session, "config_id": "model", "value": model}),
+        )
+        .await;
+    assert_eq!(set["session"]["model"], model);
+    assert_eq!(set["session"]["config_options"]["model"], model);
+    server.call("session.stop", json!({"id": session})).await;
+    let (status, body) =
+        server.post("session.set_mode", json!({"id": session, "mode_id": "default"})).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("CONFLICT")),
+        "needs an initialized conversation"
+    );
+    // Kept across a resume: the restarted agent gets the model, then the mode, again.
+    server.turn(&session, "still planning?").await;
+    let counters = server.counters();
+    assert_eq!(counters.count(kandev_mock_agent::CallKind::SetMode), 2);
+    assert_eq!(counters.count(kandev_mock_agent::CallKind::SetConfigOption), 2);
+    let (status, body) =
+        server.post("session.set_mode", json!({"id": session, "mode_id": "no-such-mode"})).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("CONFLICT")), "{body}");
+}
