@@ -176,3 +176,15 @@ test('sessions as tabs, controls, and their errors', async ({ page, kandev }) =>
   const { sessions } = await kandev.api('task.session.list', { task_id: task.id });
   expect(sessions).toHaveLength(1);
 });
+
+test('an agent crash shows the last error, and the next message recovers', async ({ page, kandev }) => {
+  await openTask(page, kandev, 'Crash', '#!mock\nsay about to crash\ncrash 3');
+  const banner = page.getByTestId('last-error');
+  await expect(banner).toBeVisible();
+  await expect(banner).toContainText(/resume|try again/i);
+  await expect(page.getByTestId('session-state')).not.toHaveText(/RUNNING|STARTING/);
+  await send(page, 'are you back?');
+  await expect(transcript(page).locator('[data-kind="agent"]').last()).toHaveText('echo: are you back?', {
+    timeout: 30_000,
+  });
+});

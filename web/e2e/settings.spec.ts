@@ -1,0 +1,61 @@
+// Settings: profiles and installed agents, repositories, workflows from a template with step
+// editing, and YAML export/import with its problems shown.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, test } from './kandev';
+
+test('profiles, repositories and workflows are managed from settings', async ({ page, kandev }) => {
+  await page.goto(`${kandev.url}/settings/profiles`);
+  await expect(page.getByRole('cell', { name: 'Mock', exact: true })).toBeVisible();
+  const kinds = page.getByTestId('agent-kinds');
+  await expect(kinds.getByRole('row', { name: /mock/ })).toContainText('installed');
+  await expect(kinds.getByRole('row', { name: /claude/ })).toContainText(/npm install/);
+
+  await page.getByRole('button', { name: 'Add profile' }).click();
+  const form = page.getByRole('form', { name: 'New profile' });
+  await form.getByLabel('Name').fill('Mock, auto-approving');
+  await form.getByLabel('Approve permission requests automatically').check();
+  await form.getByRole('button', { name: 'Save profile' }).click();
+  await expect(page.getByRole('cell', { name: 'Mock, auto-approving' })).toBeVisible();
+
+  // repositories
+  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-settings-'));
+  try {
+    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@t.invalid', 'commit', '-q', '--allow-empty', '-m', 'init'], { cwd: repo });
+    await page.getByRole('link', { name: 'Repositories' }).click();
+    const add = page.getByRole('form', { name: 'Add repository' });
+    await add.getByLabel(/Local path/).fill(repo);
+    await add.getByLabel('Name').fill('demo-repo');
+    await add.getByRole('button', { name: 'Add repository' }).click();
+    await expect(page.getByRole('cell', { name: 'demo-repo' })).toBeVisible();
+    await add.getByLabel(/Local path/).fill('/definitely/not/a/repo');
+    await add.getByRole('button', { name: 'Add repository' }).click();
+    await expect(add.getByRole('alert')).toBeVisible();
+  } finally {
+    rmSync(repo, { recursive: true, force: true });
+  }
+
+  // workflows: create from a template, rename a step, export, import a broken document
+  await page.getByRole('link', { name: 'Workflows' }).click();
+  const create = page.getByRole('form', { name: 'New workflow' });
+  await create.getByLabel('Name').fill('Planned work');
+  await create.getByLabel('Template').selectOption('plan-build');
+  await create.getByRole('button', { name: 'Create workflow' }).click();
+  await expect(page.getByRole('combobox', { name: /^Workflow/ }).locator('option:checked')).toHaveText('Planned work');
+  await expect(page.locator('.step-editor summary', { hasText: 'Plan' }).first()).toBeVisible();
+  const build = page.locator('.step-editor', { has: page.locator('summary', { hasText: /^Build/ }) });
+  await build.locator('summary').click();
+  await expect(build.locator('fieldset', { hasText: 'on enter' }).getByLabel('Action', { exact: true })).toHaveCount(2);
+  await build.getByLabel('Name').fill('Build it');
+  await build.getByRole('button', { name: 'Save step' }).click();
+  await expect(page.locator('.step-editor summary', { hasText: 'Build it' })).toBeVisible();
+
+  await page.getByRole('button', { name: /Export/ }).click();
+  await expect(page.getByLabel('YAML')).toHaveValue(/kind: kandev-workflow[\s\S]*Build it/);
+  await page.getByLabel('YAML').fill('version: 1\nkind: kandev-workflow\nworkflows:\n  - name: ""\n    steps: []\n');
+  await page.getByRole('button', { name: 'Import' }).click();
+  await expect(page.locator('ul.form-error li').first()).toContainText('workflows[0]');
+});
