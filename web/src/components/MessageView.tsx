@@ -11,16 +11,17 @@ type Meta = Record<string, unknown>;
 const meta = (m: MessageDto): Meta =>
   m.metadata && typeof m.metadata === 'object' && !Array.isArray(m.metadata) ? (m.metadata as Meta) : {};
 
+// Plain glyphs (present in common system fonts), not emoji.
 const TOOL_ICONS: Record<string, string> = {
-  read: '📖',
-  edit: '✏️',
-  delete: '🗑',
-  move: '↔',
-  search: '🔎',
+  read: '→',
+  edit: '✎',
+  delete: '✕',
+  move: '⇄',
+  search: '◎',
   execute: '▶',
-  think: '💭',
-  fetch: '🌐',
-  other: '🔧',
+  think: '…',
+  fetch: '↓',
+  other: '•',
 };
 
 export const MessageView = memo(function MessageView({ message }: { message: MessageDto }) {
@@ -183,7 +184,7 @@ function Permission({ message, m }: { message: MessageDto; m: Meta }) {
       aria-label={status === 'pending' ? `Permission request: ${message.content}` : undefined}
     >
       <div className="perm-head">
-        <span aria-hidden="true">🔐</span> <strong>Permission</strong> {message.content}
+        <span aria-hidden="true">⚠</span> <strong>Permission</strong> {message.content}
       </div>
       {status === 'pending' ? (
         <div className="perm-options">
