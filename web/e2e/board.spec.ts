@@ -15,7 +15,8 @@ test('create a task, watch the reply stream in, send a follow-up', async ({ page
   const card = page.locator('.card', { hasText: 'Write the release notes' });
   await expect(card).toBeVisible();
   const column = page.locator('section.column', { has: card });
-  await expect(column).toHaveAttribute('data-step-name', 'In Progress');
+  // the start step; when the turn completes the Kanban board moves it on to Review
+  await expect(column).toHaveAttribute('data-step-name', /In Progress|Review/);
   await expect(column.getByTestId('column-count')).toHaveText('1');
   // the card's badge follows the primary session live
   await expect(card.locator('.badge')).toHaveAttribute('data-state', /IN_PROGRESS|WAITING_FOR_INPUT/);
@@ -86,9 +87,15 @@ test('drag and drop moves and reorders cards; keyboard moves too', async ({ page
   await page.keyboard.press('Alt+ArrowDown');
   await expect(col('Backlog').locator('.card')).toHaveText([/Bravo/, /Charlie/]);
   await expect(charlie).toBeFocused();
+  // ] and [ move a card to the next / previous step (Review has no automation)
+  const alphaCard = page.locator('.card', { hasText: 'Alpha' });
+  await alphaCard.focus();
   await page.keyboard.press(']');
-  await expect(col('In Progress').locator('.card')).toHaveText([/Charlie/]);
-  await expect(page.locator('.card', { hasText: 'Charlie' })).toBeFocused();
+  await expect(col('Done').locator('.card')).toHaveText([/Alpha/]);
+  await expect(page.locator('.card', { hasText: 'Alpha' })).toBeFocused();
+  await page.keyboard.press('Alt+ArrowLeft');
+  await expect(col('Review').locator('.card')).toHaveText([/Alpha/]);
+  await expect(col('Done').getByTestId('column-count')).toHaveText('0');
 });
 
 test('search filters, archive removes, a second tab sees it all live', async ({ page, context, kandev }) => {

@@ -16,13 +16,17 @@ test('board as a step switcher and a full-screen task page on a phone', async ({
   await page.getByRole('button', { name: 'New task' }).tap();
   const dialog = page.getByRole('dialog', { name: 'New task' });
   await dialog.getByLabel('Title').fill('From my phone');
+  await dialog.getByLabel('Step').selectOption({ label: 'Backlog' });
   await dialog.getByRole('button', { name: 'Create task' }).tap();
   await expect(dialog).toBeHidden();
-  await switcher.getByRole('tab', { name: /In Progress/ }).tap();
-  await expect(page.locator('section.column:visible')).toHaveAttribute('data-step-name', 'In Progress');
   const card = page.locator('.card', { hasText: 'From my phone' });
   await expect(card).toBeVisible();
-  await expect(page.locator('.card', { hasText: 'Waiting in the backlog' })).toBeHidden();
+  await switcher.getByRole('tab', { name: /Review/ }).tap();
+  await expect(page.locator('section.column:visible')).toHaveAttribute('data-step-name', 'Review');
+  await expect(card).toBeHidden();
+  await switcher.getByRole('tab', { name: /Backlog/ }).tap();
+  await expect(card).toBeVisible();
+  await expect(switcher.getByRole('tab', { name: /Backlog/ })).toContainText('2');
   // no horizontal scrolling on a phone
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
   await screenshot(page, 'board-phone');
