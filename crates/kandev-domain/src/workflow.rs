@@ -300,3 +300,132 @@ mod tests {
         assert_eq!(Trigger::parse("on_lunch"), None);
     }
 }
+
+/// Where a move action leads from `from` in `workflow`, if anywhere (a move past either end
+/// of the board, or to an unknown step, leads nowhere).
+pub fn move_target<'w>(
+    workflow: &'w Workflow,
+    from: &StepId,
+    action: &Action<StepId>,
+) -> Option<&'w Step> {
+    let mut steps: Vec<&Step> = workflow.steps.iter().collect();
+    steps.sort_by_key(|s| s.position);
+    let index = steps.iter().position(|s| &s.id == from)?;
+    let target = match action {
+        Action::MoveToNext => steps.get(index + 1).copied(),
+        Action::MoveToPrevious => index.checked_sub(1).and_then(|i| steps.get(i).copied()),
+        Action::MoveToStep(id) => steps.iter().find(|s| &s.id == id).copied(),
+        _ => None,
+    };
+    target.filter(|t| &t.id != from)
+}
+
+/// The first move a trigger yields for a step (at most one move per trigger).
+pub fn first_move<'w>(workflow: &'w Workflow, step: &Step, trigger: Trigger) -> Option<&'w Step> {
+    step.events
+        .actions(trigger)
+        .iter()
+        .filter(|a| {
+            matches!(a, Action::MoveToNext | Action::MoveToPrevious | Action::MoveToStep(_))
+        })
+        .find_map(|a| move_target(workflow, &step.id, a))
+}
+
+/// The prompt a step sends: its own with `{{task_prompt}}` filled in, or the task's.
+pub fn step_prompt(step: &Step, task_prompt: &str) -> String {
+    if step.prompt.trim().is_empty() {
+        task_prompt.to_owned()
+    } else {
+        step.prompt.replace(TASK_PROMPT_PLACEHOLDER, task_prompt)
+    }
+}
+
+/// What plan mode adds in front of every prompt.
+pub const PLAN_MODE_INSTRUCTION: &str =
+    "[plan mode] Make a plan for the request below. Do not change any files yet.";
+
+#[cfg(test)]
+mod trigger_tests {
+    use super::*;
+    use crate::Timestamp;
+
+    fn step(id: &str, position: u32, events: StepEvents<StepId>) -> Step {
+        Step {
+            id: StepId::new(id),
+            workflow_id: WorkflowId::new("w"),
+            name: id.to_uppercase(),
+            position,
+            color: String::new(),
+            prompt: String::new(),
+            is_start_step: position == 0,
+            allow_manual_move: true,
+            agent_profile_id: None,
+            cancel_triggers_turn_complete: false,
+            events,
+        }
+    }
+
+    fn board(steps: Vec<Step>) -> Workflow {
+        Workflow {
+            id: WorkflowId::new("w"),
+            workspace_id: WorkspaceId::new("ws"),
+            name: "b".into(),
+            description: String::new(),
+            template_id: None,
+            steps,
+            created_at: Timestamp(0),
+            updated_at: Timestamp(0),
+        }
+    }
+
+    #[test]
+    fn move_targets_follow_the_board_order() {
+        let w = board(vec![
+            step("a", 0, Default::default()),
+            step("b", 1, Default::default()),
+            step("c", 2, Default::default()),
+        ]);
+        let cases: &[(&str, Action<StepId>, Option<&str>)] = &[
+            ("a", Action::MoveToNext, Some("b")),
+            ("c", Action::MoveToNext, None),
+            ("b", Action::MoveToPrevious, Some("a")),
+            ("a", Action::MoveToPrevious, None),
+            ("a", Action::MoveToStep(StepId::new("c")), Some("c")),
+            ("a", Action::MoveToStep(StepId::new("a")), None),
+            ("a", Action::MoveToStep(StepId::new("zz")), None),
+            ("a", Action::AutoStartAgent, None),
+        ];
+        for (from, action, expected) in cases {
+            let got = move_target(&w, &StepId::new(*from), action).map(|s| s.id.as_str());
+            assert_eq!(got, *expected, "{from} {action:?}");
+        }
+    }
+
+    #[test]
+    fn a_trigger_yields_at_most_one_move() {
+        let events = StepEvents {
+            on_turn_complete: vec![
+                Action::DisablePlanMode,
+                Action::MoveToNext,
+                Action::MoveToPrevious,
+            ],
+            ..Default::default()
+        };
+        let w = board(vec![
+            step("a", 0, Default::default()),
+            step("b", 1, events),
+            step("c", 2, Default::default()),
+        ]);
+        let b = &w.steps[1];
+        assert_eq!(first_move(&w, b, Trigger::OnTurnComplete).map(|s| s.id.as_str()), Some("c"));
+        assert_eq!(first_move(&w, b, Trigger::OnTurnStart), None);
+    }
+
+    #[test]
+    fn step_prompts_fill_in_the_task_prompt() {
+        let mut s = step("a", 0, Default::default());
+        assert_eq!(step_prompt(&s, "Fix it"), "Fix it");
+        s.prompt = "Plan: {{task_prompt}}".into();
+        assert_eq!(step_prompt(&s, "Fix it"), "Plan: Fix it");
+    }
+}

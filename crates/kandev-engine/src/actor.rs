@@ -44,6 +44,22 @@ pub(crate) enum Command {
         epoch: i64,
         turn_id: TurnId,
     },
+    /// The task entered a step: run `on_exit` of `from` and `on_enter` of `to`.
+    StepEntered {
+        from: Option<kandev_domain::StepId>,
+        to: kandev_domain::StepId,
+        cause: crate::workflow_exec::EntryCause,
+        start_agent: bool,
+        reply: Reply<()>,
+    },
+    /// The user's reset button (`session.reset_context`).
+    Reset {
+        reply: Reply<()>,
+    },
+    ResetDone {
+        exec_epoch: i64,
+        result: std::result::Result<String, (Option<String>, String)>,
+    },
     Prompt {
         request: PromptRequest,
         queued_by: &'static str,
@@ -141,6 +157,8 @@ pub(crate) struct OpenTurn {
     pub streaming: Option<(MessageKind, MessageId)>,
     pub tool_calls: HashMap<String, MessageId>,
     pub cancelling: bool,
+    /// Cancelled by the engine (to quiesce for a reset), not by the user (rule 23).
+    pub internal: bool,
     /// When the prompt was sent, and when the agent last sent anything for this turn.
     pub sent_at: tokio::time::Instant,
     pub last_output: Option<tokio::time::Instant>,
@@ -167,6 +185,8 @@ pub(crate) struct SessionActor {
     fresh_next: bool,
     /// Cancelled when the actor ends, so its timers end with it.
     ended: CancellationToken,
+    /// A context reset in progress (rules 18-27).
+    pub(crate) resetting: Option<crate::workflow_exec::ResetInProgress>,
 }
 
 /// Creates a session row for a task (in `CREATED`) and prepares its working directory: the
@@ -300,6 +320,7 @@ impl SessionActor {
             pending: None,
             fresh_next: false,
             ended: CancellationToken::new(),
+            resetting: None,
         }
     }
 
@@ -342,6 +363,17 @@ impl SessionActor {
                 let _ = reply.send(result);
             }
             Command::StallCheck { epoch, turn_id } => self.on_stall_check(epoch, turn_id).await,
+            Command::StepEntered { from, to, cause, start_agent, reply } => {
+                let result = self.enter_step(from, to, cause, start_agent).await;
+                let _ = reply.send(result);
+            }
+            Command::Reset { reply } => {
+                let result = self.user_reset().await;
+                let _ = reply.send(result);
+            }
+            Command::ResetDone { exec_epoch, result } => {
+                self.on_reset_done(exec_epoch, result).await
+            }
             Command::Prompt { request, queued_by, reply } => {
                 let result = self.admit(request, queued_by).await;
                 let _ = reply.send(result);
@@ -365,7 +397,7 @@ impl SessionActor {
             }
             Command::Booted { epoch, result } => self.on_booted(epoch, result).await,
             Command::Agent { epoch, event } => {
-                if self.live_epoch() == Some(epoch) {
+                if self.live_epoch() == Some(epoch) && self.is_current_conversation(&event) {
                     self.on_agent_event(event).await;
                 } else {
                     tracing::debug!(session = %self.session.id, epoch, "ignored an event of an old execution");
@@ -382,6 +414,33 @@ impl SessionActor {
             }
             Command::Delete { .. } | Command::Shutdown { .. } => {}
         }
+    }
+
+    /// Rule 22: events of a conversation the session has left (after a context reset on the
+    /// same process) are dropped.
+    fn is_current_conversation(&self, event: &AgentEvent) -> bool {
+        let Exec::Live(live) = &self.exec else { return false };
+        match event {
+            AgentEvent::SessionUpdate { session_id, .. }
+            | AgentEvent::PermissionRequest { session_id, .. } => {
+                session_id == &live.acp_session_id
+            }
+            _ => true,
+        }
+    }
+
+    /// `session.reset_context`: the same path as a step's `reset_agent_context`.
+    async fn user_reset(&mut self) -> Result<()> {
+        if self.session.state == SessionState::Created {
+            return Ok(()); // nothing to forget yet
+        }
+        let reset = crate::workflow_exec::ResetInProgress {
+            step: None,
+            then: Default::default(),
+            cause: crate::workflow_exec::EntryCause::Manual,
+            waiting_for_turn: false,
+        };
+        self.begin_reset(reset).await
     }
 
     fn live_epoch(&self) -> Option<i64> {
@@ -823,7 +882,7 @@ impl SessionActor {
 
     // ------------------------------------------------------------ prompts and turns
 
-    async fn admit(
+    pub(crate) async fn admit(
         &mut self,
         request: PromptRequest,
         queued_by: &'static str,
@@ -845,7 +904,20 @@ impl SessionActor {
                 return Ok(PromptOutcome::Queued(queued));
             }
         }
-        let busy = self.turn.is_some() || self.pending.is_some();
+        if self.resetting.is_some() && !request.queue {
+            return Err(EngineError::ResetInProgress(
+                "the agent's context is being reset; try again in a moment or queue the message"
+                    .into(),
+            ));
+        }
+        let idle = self.turn.is_none() && self.pending.is_none() && self.resetting.is_none();
+        let promptable =
+            !matches!(self.session.state, SessionState::Failed | SessionState::Cancelled);
+        if idle && promptable && queued_by == "user" {
+            // on_turn_start may move the task first (and reset the context on the way).
+            Box::pin(self.on_user_turn_start()).await?;
+        }
+        let busy = self.turn.is_some() || self.pending.is_some() || self.resetting.is_some();
         match self.session.state {
             SessionState::Failed | SessionState::Cancelled => Err(EngineError::Conflict(format!(
                 "the session is {}; resume it (load or fresh) before sending messages",
@@ -908,8 +980,10 @@ impl SessionActor {
         let Exec::Live(live) = &self.exec else {
             return Err(EngineError::Unavailable("the agent is not running".into()));
         };
+        // The turn belongs to the session's current epoch (a context reset moves it on
+        // without a new execution).
         let (epoch, client, acp_session_id) =
-            (live.epoch, live.client.clone(), live.acp_session_id.clone());
+            (self.session.epoch, live.client.clone(), live.acp_session_id.clone());
         let ordered = live.ordered.clone();
         let mut tx = self.inner.store.begin_write().await?;
         let turn_id = tx.open_turn(&self.session.id, epoch).await?;
@@ -927,17 +1001,163 @@ impl SessionActor {
             streaming: None,
             tool_calls: HashMap::new(),
             cancelling: false,
+            internal: false,
             sent_at: tokio::time::Instant::now(),
             last_output: None,
             stall_noticed: false,
         });
         self.schedule_stall_check(epoch, turn_id.clone(), self.inner.config.stall_after);
+        let text = if self.session.plan_mode {
+            format!("{}\n\n{}", kandev_domain::workflow::PLAN_MODE_INSTRUCTION, message.content)
+        } else {
+            message.content
+        };
         self.spawn(async move {
-            let result =
-                client.prompt(&acp_session_id, &[ContentBlock::text(message.content)]).await;
+            let result = client.prompt(&acp_session_id, &[ContentBlock::text(text)]).await;
             let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
         });
         Ok(())
+    }
+
+    /// Cancels the running turn for the engine's own purposes (rule 23): no status message,
+    /// no `on_turn_complete`. Returns whether a turn was running.
+    pub(crate) fn cancel_internally(&mut self) -> bool {
+        let Some(turn) = self.turn.as_mut() else { return false };
+        turn.internal = true;
+        if !turn.cancelling {
+            turn.cancelling = true;
+            let (turn_id, epoch) = (turn.id.clone(), turn.epoch);
+            self.send_acp_cancel();
+            self.after(
+                self.inner.config.cancel_timeout,
+                Command::EscalateCancel { epoch, turn_id },
+            );
+        }
+        true
+    }
+
+    fn send_acp_cancel(&self) {
+        if let Exec::Live(live) = &self.exec {
+            let (client, acp_session_id) = (live.client.clone(), live.acp_session_id.clone());
+            self.spawn(async move {
+                if let Err(err) = client.cancel(&acp_session_id).await {
+                    tracing::debug!(error = %err, "session/cancel could not be sent");
+                }
+            });
+        }
+    }
+
+    /// Starts a live context reset (rule 20) as a child future; false when no agent runs.
+    pub(crate) fn start_live_reset(&mut self) -> bool {
+        let Exec::Live(live) = &self.exec else { return false };
+        let (exec_epoch, client) = (live.epoch, live.client.clone());
+        let cwd = PathBuf::from(&self.session.cwd);
+        let (model, mode) = (self.session.model.clone(), self.session.session_mode.clone());
+        let mut options: Vec<(String, serde_json::Value)> = serde_json::from_str::<
+            serde_json::Map<String, serde_json::Value>,
+        >(&self.session.config_options)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(id, _)| id != "model" && id != "mode")
+        .collect();
+        options.sort_by(|a, b| a.0.cmp(&b.0));
+        let timeout = self.inner.config.reset_timeout;
+        let ordered = live.ordered.clone();
+        self.spawn(async move {
+            let work = async {
+                let fresh = client
+                    .new_session(&cwd)
+                    .await
+                    .map_err(|e| (None, format!("session/new failed: {e}")))?;
+                let id = fresh.session_id;
+                // Rule 27: model, then mode, then options sorted by id.
+                let step = |what: &str, e: kandev_acp::AcpError| {
+                    (Some(id.clone()), format!("the agent refused {what}: {e}"))
+                };
+                if let Some(model) = &model {
+                    client
+                        .set_config_option(&id, "model", model.clone())
+                        .await
+                        .map_err(|e| step("the model", e))?;
+                }
+                if let Some(mode) = &mode {
+                    client.set_mode(&id, mode).await.map_err(|e| step("the mode", e))?;
+                }
+                for (option, value) in &options {
+                    client
+                        .set_config_option(&id, option, value.clone())
+                        .await
+                        .map_err(|e| step("a config option", e))?;
+                }
+                Ok(id.clone())
+            };
+            let result = match tokio::time::timeout(timeout, work).await {
+                Ok(result) => result,
+                Err(_) => {
+                    Err((None, format!("the agent did not answer within {} s", timeout.as_secs())))
+                }
+            };
+            let _ = ordered.send(Command::ResetDone { exec_epoch, result });
+        });
+        true
+    }
+
+    async fn on_reset_done(
+        &mut self,
+        exec_epoch: i64,
+        result: std::result::Result<String, (Option<String>, String)>,
+    ) {
+        if self.live_epoch() != Some(exec_epoch) || self.resetting.is_none() {
+            return;
+        }
+        let outcome = match result {
+            Ok(new_id) => match self.adopt_conversation(new_id).await {
+                Ok(()) => self.reset_succeeded(None).await,
+                Err(err) => self.reset_failed(err.to_string()).await,
+            },
+            Err((new_id, cause)) => {
+                // The live conversation changed even though the reset failed: keep it.
+                let adopted = match new_id {
+                    Some(id) => self.adopt_conversation(id).await,
+                    None => Ok(()),
+                };
+                self.log("recording the new conversation", adopted);
+                self.reset_failed(cause).await
+            }
+        };
+        self.log("finishing the context reset", outcome);
+    }
+
+    /// The live execution now talks in conversation `id`: a new epoch fences the old one
+    /// (rule 22) and the token is replaced only now (rule 31).
+    async fn adopt_conversation(&mut self, id: String) -> Result<()> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
+        self.session.epoch = epoch;
+        let update = SessionUpdate {
+            acp_session_id: Some(Some(id.clone())),
+            resume_token: Some(Some(id.clone())),
+            context_window: Some(None),
+            ..SessionUpdate::default()
+        };
+        self.write(&mut tx, update).await?;
+        tx.commit().await?;
+        if let Exec::Live(live) = &mut self.exec {
+            live.acp_session_id = id;
+        }
+        Ok(())
+    }
+
+    /// Asks a running agent to switch mode now (a workflow's `set_session_mode`).
+    pub(crate) fn switch_mode_now(&mut self, mode_id: String) {
+        if let Exec::Live(live) = &self.exec {
+            let (client, acp) = (live.client.clone(), live.acp_session_id.clone());
+            self.spawn(async move {
+                if let Err(err) = client.set_mode(&acp, &mode_id).await {
+                    tracing::warn!(error = %err, mode_id, "the agent refused a workflow mode");
+                }
+            });
+        }
     }
 
     fn schedule_stall_check(&self, epoch: i64, turn_id: TurnId, after: std::time::Duration) {
@@ -1039,25 +1259,49 @@ impl SessionActor {
             tracing::debug!(session = %self.session.id, epoch, "ignored the end of a turn that is no longer open");
             return;
         }
-        let outcome = match result {
+        let (cancelling, internal) =
+            self.turn.as_ref().map(|t| (t.cancelling, t.internal)).unwrap_or_default();
+        let (outcome, completed) = match result {
             Ok(response) => {
                 let reason = response.stop_reason.as_str().to_owned();
-                let note = self
-                    .turn
-                    .as_ref()
-                    .is_some_and(|t| t.cancelling)
-                    .then(|| "turn cancelled".to_owned());
-                self.finish_turn(&reason, None, note).await
+                let note = (cancelling && !internal).then(|| "turn cancelled".to_owned());
+                (self.finish_turn(&reason, None, note).await, Some(cancelling))
             }
             Err(err) if err.is_closed() => return, // the exit watcher reports the crash
             Err(err) => {
                 let message = format!("the agent could not complete the turn: {err}");
                 let error = self.error("prompt_failed", message.clone(), json!({ "epoch": epoch }));
-                self.finish_turn("error", Some((error, message)), None).await
+                (self.finish_turn("error", Some((error, message)), None).await, None)
             }
         };
         self.log("closing the turn", outcome);
+        self.after_turn(internal, completed).await;
+    }
+
+    /// What follows the end of a turn: a reset waiting for it (rule 23), else the step's
+    /// `on_turn_complete` (a cancel counts only with `cancel_triggers_turn_complete`), then
+    /// the queue (rule 5).
+    async fn after_turn(&mut self, internal: bool, completed: Option<bool>) {
+        if internal && self.resetting.is_some() {
+            let result = self.continue_reset().await;
+            return self.log("continuing the context reset", result);
+        }
+        if let Some(cancelled) = completed {
+            let counts = !cancelled || self.step_counts_cancel().await;
+            if counts {
+                let result = Box::pin(self.on_turn_complete()).await;
+                self.log("running on_turn_complete", result);
+            }
+        }
         self.drain_queue().await;
+    }
+
+    async fn step_counts_cancel(&self) -> bool {
+        let Ok(task) = self.inner.store.get_task(&self.task.id).await else { return false };
+        let Ok(workflow) = self.inner.store.get_workflow(&task.workflow_id).await else {
+            return false;
+        };
+        workflow.step(&task.step_id).is_some_and(|s| s.cancel_triggers_turn_complete)
     }
 
     /// Closes the open turn: expires pending permissions (rule 38), notes why, returns to
@@ -1280,11 +1524,16 @@ impl SessionActor {
         if !hung {
             return;
         }
+        let internal = self.turn.as_ref().is_some_and(|t| t.internal);
         self.stop_execution(false).await;
-        let note =
-            "turn cancelled (the agent did not stop in time, so it was restarted)".to_owned();
-        let result = self.finish_turn("cancelled", None, Some(note)).await;
+        let note = if internal {
+            "the agent did not stop in time, so it was restarted"
+        } else {
+            "turn cancelled (the agent did not stop in time, so it was restarted)"
+        };
+        let result = self.finish_turn("cancelled", None, Some(note.to_owned())).await;
         self.log("ending a hung turn", result);
+        self.after_turn(internal, Some(true)).await;
     }
 
     async fn stop(&mut self, reply: Reply<()>) {

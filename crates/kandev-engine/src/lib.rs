@@ -13,6 +13,7 @@ mod files;
 mod launcher;
 mod publish;
 pub mod workdir;
+mod workflow_exec;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -55,6 +56,8 @@ pub struct EngineConfig {
     pub queue_cap: usize,
     /// Quiet time before a stall notice, and before a turn with no output fails (rule 40).
     pub stall_after: Duration,
+    /// Bound of a live context reset with the agent (rule 25).
+    pub reset_timeout: Duration,
 }
 
 impl EngineConfig {
@@ -67,6 +70,7 @@ impl EngineConfig {
             call_timeout: Duration::from_secs(60),
             queue_cap: 10,
             stall_after: Duration::from_secs(5 * 60),
+            reset_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -215,6 +219,110 @@ impl Engine {
     /// new one (`fresh: true`); also the way out of `FAILED` and `CANCELLED`.
     pub async fn resume(&self, id: &SessionId, fresh: bool) -> Result<()> {
         self.ask(id, |reply| Command::Resume { fresh, reply }).await
+    }
+
+    /// `session.reset_context`: a fresh conversation for the agent (rules 20-27).
+    pub async fn reset_context(&self, id: &SessionId) -> Result<()> {
+        self.ask(id, |reply| Command::Reset { reply }).await
+    }
+
+    /// Runs the start step's `on_enter` for a new task; with `start_agent` (or an
+    /// `auto_start_agent` action) the task's first session starts, exactly once.
+    pub async fn task_created(
+        &self,
+        task_id: &TaskId,
+        start_agent: bool,
+    ) -> Result<Option<Session>> {
+        let task = self.inner.store.get_task(task_id).await?;
+        let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
+        let Some(step) = workflow.step(&task.step_id).cloned() else { return Ok(None) };
+        let auto_start =
+            step.events.on_enter.contains(&kandev_domain::workflow::Action::AutoStartAgent);
+        if !auto_start && !start_agent {
+            return Ok(None);
+        }
+        let session = self.primary_session_for(&task, &step).await?;
+        if self.inner.store.get_session(&session).await?.state
+            == kandev_domain::session::SessionState::Failed
+        {
+            // Its working directory could not be prepared; `last_error` says why.
+            return Ok(Some(self.inner.store.get_session(&session).await?));
+        }
+        let cause = workflow_exec::EntryCause::Created;
+        let to = step.id.clone();
+        self.ask(&session, |reply| Command::StepEntered {
+            from: None,
+            to,
+            cause,
+            start_agent,
+            reply,
+        })
+        .await?;
+        Ok(Some(self.inner.store.get_session(&session).await?))
+    }
+
+    /// Moves a task (a person's move), running `on_exit` of the step it leaves and
+    /// `on_enter` of the step it enters on its primary session (workflows.md).
+    pub async fn move_task(
+        &self,
+        task_id: &TaskId,
+        to: &kandev_domain::StepId,
+        position: Option<usize>,
+    ) -> Result<(kandev_domain::task::Task, kandev_domain::StepId)> {
+        let cause = workflow_exec::EntryCause::Manual;
+        let (task, from) =
+            workflow_exec::record_move(&self.inner, task_id, to, position, cause, "user").await?;
+        if &from == to {
+            return Ok((task, from));
+        }
+        let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
+        let Some(step) = workflow.step(to).cloned() else { return Ok((task, from)) };
+        let auto_start =
+            step.events.on_enter.contains(&kandev_domain::workflow::Action::AutoStartAgent);
+        if task.primary_session_id.is_none() && !auto_start {
+            return Ok((task, from));
+        }
+        let session = self.primary_session_for(&task, &step).await?;
+        let (from_step, to_step) = (Some(from.clone()), to.clone());
+        self.ask(&session, |reply| Command::StepEntered {
+            from: from_step,
+            to: to_step,
+            cause,
+            start_agent: false,
+            reply,
+        })
+        .await?;
+        Ok((self.inner.store.get_task(task_id).await?, from))
+    }
+
+    /// The session a step works in: the task's primary session, unless the step names its
+    /// own agent profile, in which case a session with that profile becomes primary.
+    async fn primary_session_for(
+        &self,
+        task: &kandev_domain::task::Task,
+        step: &kandev_domain::workflow::Step,
+    ) -> Result<SessionId> {
+        let primary = match &task.primary_session_id {
+            Some(id) => Some(self.inner.store.get_session(id).await?),
+            None => None,
+        };
+        let wanted = step.agent_profile_id.clone();
+        match (primary, wanted) {
+            (Some(session), None) => Ok(session.id),
+            (Some(session), Some(profile))
+                if session.agent_profile_id.as_ref() == Some(&profile) =>
+            {
+                Ok(session.id)
+            }
+            (_, profile) => {
+                let profile = profile.or(task.agent_profile_id.clone());
+                let session = actor::create_session(&self.inner, &task.id, profile).await?;
+                let mut tx = self.inner.store.begin_write().await?;
+                tx.set_primary_session(&task.id, &session.id).await?;
+                tx.commit().await?;
+                Ok(session.id)
+            }
+        }
     }
 
     /// Cancels the running turn (rule 12); succeeds when nothing runs.

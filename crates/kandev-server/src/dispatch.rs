@@ -64,6 +64,7 @@ pub async fn dispatch(state: &AppState, action: &str, payload: Value) -> Result<
         "session.stop" => session::stop,
         "session.delete" => session::delete,
         "session.resume" => session::resume,
+        "session.reset_context" => session::reset_context,
         "session.set_mode" => session::set_mode,
         "session.set_config_option" => session::set_config_option,
         "agent.cancel" => session::cancel,

@@ -82,7 +82,7 @@ async fn task_list_pages_with_a_cursor() {
     let (_, workflow) = server.kanban().await;
     for i in 0..5 {
         server
-            .call("task.create", json!({"workflow_id": workflow["id"], "title": format!("t{i}")}))
+            .call("task.create", json!({"workflow_id": workflow["id"], "title": format!("t{i}"), "step_id": workflow["steps"][0]["id"]}))
             .await;
     }
     let first = server.call("task.list", json!({"workflow_id": workflow["id"], "limit": 3})).await;
@@ -107,7 +107,7 @@ async fn subscribers_get_increasing_seq_and_replay_exactly_what_they_missed() {
     assert_eq!(subscribed["type"], "response");
 
     let created =
-        server.call("task.create", json!({"workflow_id": workflow["id"], "title": "a"})).await;
+        server.call("task.create", json!({"workflow_id": workflow["id"], "title": "a", "step_id": workflow["steps"][0]["id"]})).await;
     let task_id = created["task"]["id"].as_str().unwrap();
     server.call("task.move", json!({"id": task_id, "step_id": review})).await;
     let first = ws.notification("task.created").await;
@@ -120,7 +120,7 @@ async fn subscribers_get_increasing_seq_and_replay_exactly_what_they_missed() {
 
     // While disconnected: three more changes.
     for title in ["b", "c"] {
-        server.call("task.create", json!({"workflow_id": workflow["id"], "title": title})).await;
+        server.call("task.create", json!({"workflow_id": workflow["id"], "title": title, "step_id": workflow["steps"][0]["id"]})).await;
     }
     server.call("task.update", json!({"id": task_id, "title": "a2"})).await;
 
@@ -139,7 +139,7 @@ async fn subscribers_get_increasing_seq_and_replay_exactly_what_they_missed() {
     assert_eq!(reply["payload"]["topics"][&topic], *seqs.last().unwrap());
 
     // Live after replay, with no duplicate of the replayed ones.
-    server.call("task.create", json!({"workflow_id": workflow["id"], "title": "d"})).await;
+    server.call("task.create", json!({"workflow_id": workflow["id"], "title": "d", "step_id": workflow["steps"][0]["id"]})).await;
     let live = again.notification("task.created").await;
     assert_eq!(live["payload"]["task"]["title"], "d");
     assert!(live["seq"].as_i64().unwrap() > *seqs.last().unwrap());
@@ -151,7 +151,7 @@ async fn restart_loses_nothing() {
     let (workspace_id, workflow) = server.kanban().await;
     let review = step_id(&workflow, "Review");
     let task =
-        server.call("task.create", json!({"workflow_id": workflow["id"], "title": "kept"})).await;
+        server.call("task.create", json!({"workflow_id": workflow["id"], "title": "kept", "step_id": workflow["steps"][0]["id"]})).await;
     server.call("task.move", json!({"id": task["task"]["id"], "step_id": review})).await;
     let before = server.call("task.list", json!({"workflow_id": workflow["id"]})).await;
     let exported = server.call("workflow.export", json!({"ids": [workflow["id"]]})).await;

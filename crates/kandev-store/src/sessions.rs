@@ -734,6 +734,21 @@ impl WriteTx {
         Ok(())
     }
 
+    /// Makes `session_id` the task's primary session (a step with its own agent profile).
+    pub async fn set_primary_session(
+        &mut self,
+        task_id: &TaskId,
+        session_id: &SessionId,
+    ) -> Result<()> {
+        sqlx::query("UPDATE tasks SET primary_session_id = ?, updated_at = ? WHERE id = ?")
+            .bind(session_id.as_str())
+            .bind(self.now().millis())
+            .bind(task_id.as_str())
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+
     /// Deletes a session with its turns, messages, queue and runtime row (by cascade).
     pub async fn delete_session(&mut self, id: &SessionId) -> Result<Session> {
         let session = fetch_session(self.conn(), id.as_str()).await?;

@@ -69,6 +69,12 @@ pub async fn resume(s: &AppState, p: SessionResume) -> Result<Value, ApiError> {
     session_json(s, &id).await
 }
 
+pub async fn reset_context(s: &AppState, p: ById) -> Result<Value, ApiError> {
+    let id = SessionId::new(p.id);
+    s.engine().reset_context(&id).await?;
+    session_json(s, &id).await
+}
+
 pub async fn delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
     s.engine().delete(&SessionId::new(&p.id)).await?;
     Ok(json!({ "deleted": true, "id": p.id }))

@@ -39,11 +39,11 @@ pub async fn create(s: &AppState, p: TaskCreate) -> Result<Value, ApiError> {
     let mut tx = s.store().begin_write().await?;
     let task = tx.insert_task(&new, "user").await?;
     let created = publish_task(tx, &task, "task.created").await?;
-    if !p.start_agent {
+    // The start step's on_enter runs now; `start_agent` (or an `auto_start_agent` action)
+    // starts the first session, exactly once.
+    let Some(session) = s.engine().task_created(&task.id, p.start_agent).await? else {
         return Ok(created);
-    }
-    let session =
-        s.engine().launch(&task.id, task.agent_profile_id.clone(), Some(task.prompt())).await?;
+    };
     let task = s.store().get_task(&task.id).await?;
     Ok(
         json!({ "task": TaskDto::from(&task), "session": kandev_api_types::SessionDto::from(&session) }),
@@ -120,14 +120,8 @@ pub async fn move_task(s: &AppState, p: TaskMove) -> Result<Value, ApiError> {
             step.name
         )));
     }
-    let mut tx = s.store().begin_write().await?;
-    let moved =
-        tx.move_task(&id, &to_step, p.position.map(|x| x as usize), "manual", "user").await?;
-    let payload =
-        json!({ "task": TaskDto::from(&moved), "from_step_id": task.step_id.to_string() });
-    tx.emit(workspace_topic(&moved.workspace_id), "task.moved", payload.clone()).await?;
-    tx.commit().await?;
-    Ok(payload)
+    let (moved, from) = s.engine().move_task(&id, &to_step, p.position.map(|x| x as usize)).await?;
+    Ok(json!({ "task": TaskDto::from(&moved), "from_step_id": from.to_string() }))
 }
 
 /// Archives a task after stopping its agents and removing its worktrees. A worktree with

@@ -1,0 +1,300 @@
+//! Workflow execution (workflows.md, lifecycle section D): moving tasks between steps, the
+//! actions of `on_enter`, `on_turn_start`, `on_turn_complete` and `on_exit`, plan mode, and
+//! the context reset with its failure containment. The decisions about which actions a
+//! trigger yields are pure (domain crate); this module carries them out, inside the session
+//! actor that owns the task's primary session.
+
+use std::collections::VecDeque;
+
+use kandev_api_types::TaskDto;
+use kandev_domain::session::SessionState;
+use kandev_domain::task::Task;
+use kandev_domain::transcript::MessageKind;
+use kandev_domain::workflow::{Action, Step, Trigger, Workflow, first_move, step_prompt};
+use kandev_domain::{StepId, TaskId};
+use kandev_store::SessionUpdate;
+use serde_json::json;
+
+use crate::actor::SessionActor;
+use crate::{EngineError, Inner, PromptRequest, Result, publish};
+
+/// Why a task entered a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryCause {
+    /// Created into it.
+    Created,
+    /// Moved by someone (board drag, API, CLI).
+    Manual,
+    /// Moved by `on_turn_start`: the user's message is the turn that starts in the new step,
+    /// so `auto_start_agent` sends nothing.
+    TurnStart,
+    /// Moved by `on_turn_complete`.
+    TurnComplete,
+}
+
+impl EntryCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryCause::Created => "created",
+            EntryCause::Manual => "manual",
+            EntryCause::TurnStart => "on_turn_start",
+            EntryCause::TurnComplete => "on_turn_complete",
+        }
+    }
+}
+
+/// A context reset in progress, and the step-entry actions waiting behind it (rule 18).
+pub(crate) struct ResetInProgress {
+    /// The step that asked for it; `None` for the user's reset button.
+    pub step: Option<Step>,
+    pub then: VecDeque<Action<StepId>>,
+    pub cause: EntryCause,
+    /// Waiting for an internal cancel of the running turn to settle (rule 23).
+    pub waiting_for_turn: bool,
+}
+
+/// Moves a task in the store and announces it; returns the task and the step it left.
+pub(crate) async fn record_move(
+    inner: &Inner,
+    task_id: &TaskId,
+    to: &StepId,
+    position: Option<usize>,
+    cause: EntryCause,
+    actor: &str,
+) -> Result<(Task, StepId)> {
+    let before = inner.store.get_task(task_id).await?;
+    let mut tx = inner.store.begin_write().await?;
+    let moved = tx.move_task(task_id, to, position, cause.as_str(), actor).await?;
+    let payload = json!({ "task": TaskDto::from(&moved), "from_step_id": before.step_id.to_string(), "trigger": cause.as_str() });
+    tx.emit(publish::workspace_topic(&moved), "task.moved", payload).await?;
+    tx.commit().await?;
+    Ok((moved, before.step_id))
+}
+
+impl SessionActor {
+    /// Runs `on_exit` of the step the task left and `on_enter` of the one it entered.
+    pub(crate) async fn enter_step(
+        &mut self,
+        from: Option<StepId>,
+        to: StepId,
+        cause: EntryCause,
+        start_agent: bool,
+    ) -> Result<()> {
+        let workflow = self.inner.store.workflow_of_step(&to).await?;
+        self.task = self.inner.store.get_task(&self.task.id).await?;
+        if let Some(left) = from.as_ref().and_then(|f| workflow.step(f)) {
+            for action in &left.events.on_exit {
+                if matches!(action, Action::DisablePlanMode) {
+                    self.set_plan_mode(false).await?;
+                }
+            }
+        }
+        let Some(step) = workflow.step(&to).cloned() else { return Ok(()) };
+        let mut actions: VecDeque<Action<StepId>> = step.events.on_enter.iter().cloned().collect();
+        if start_agent && !actions.contains(&Action::AutoStartAgent) {
+            actions.push_back(Action::AutoStartAgent);
+        }
+        self.run_entry_actions(step, actions, cause).await
+    }
+
+    /// Runs entry actions in order; a reset suspends the rest until it settles.
+    pub(crate) async fn run_entry_actions(
+        &mut self,
+        step: Step,
+        mut actions: VecDeque<Action<StepId>>,
+        cause: EntryCause,
+    ) -> Result<()> {
+        while let Some(action) = actions.pop_front() {
+            match action {
+                Action::ResetAgentContext => {
+                    if self.session.state == SessionState::Created {
+                        continue; // rule 19: the first start is already fresh
+                    }
+                    let reset = ResetInProgress {
+                        step: Some(step),
+                        then: actions,
+                        cause,
+                        waiting_for_turn: false,
+                    };
+                    return Box::pin(self.begin_reset(reset)).await;
+                }
+                Action::EnablePlanMode => self.set_plan_mode(true).await?,
+                Action::DisablePlanMode => self.set_plan_mode(false).await?,
+                Action::SetSessionMode { mode_id } => self.prefer_mode(mode_id).await?,
+                Action::AutoStartAgent if cause == EntryCause::TurnStart => {}
+                Action::AutoStartAgent => {
+                    let prompt = step_prompt(&step, &self.task.prompt());
+                    let request =
+                        PromptRequest { content: prompt, client_message_id: None, queue: true };
+                    match Box::pin(self.admit(request, "workflow")).await {
+                        Ok(_) | Err(EngineError::Busy(_)) => {}
+                        Err(err) => return Err(err),
+                    }
+                }
+                Action::MoveToNext | Action::MoveToPrevious | Action::MoveToStep(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    async fn set_plan_mode(&mut self, on: bool) -> Result<()> {
+        if self.session.plan_mode == on {
+            return Ok(());
+        }
+        self.commit(SessionUpdate { plan_mode: Some(on), ..SessionUpdate::default() }, None).await
+    }
+
+    /// Persists the mode for the next start, and asks a running agent to switch now.
+    async fn prefer_mode(&mut self, mode_id: String) -> Result<()> {
+        self.commit(
+            SessionUpdate { session_mode: Some(Some(mode_id.clone())), ..SessionUpdate::default() },
+            None,
+        )
+        .await?;
+        self.switch_mode_now(mode_id);
+        Ok(())
+    }
+
+    /// `on_turn_complete` of the task's step, once per turn (rule 5).
+    pub(crate) async fn on_turn_complete(&mut self) -> Result<()> {
+        let task = self.inner.store.get_task(&self.task.id).await?;
+        if task.primary_session_id.as_ref() != Some(&self.session.id) {
+            return Ok(()); // workflows drive the primary session only
+        }
+        let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
+        let Some(step) = workflow.step(&task.step_id).cloned() else { return Ok(()) };
+        for action in &step.events.on_turn_complete {
+            if matches!(action, Action::DisablePlanMode) {
+                self.set_plan_mode(false).await?;
+            }
+        }
+        self.follow_move(&workflow, &step, Trigger::OnTurnComplete, EntryCause::TurnComplete).await
+    }
+
+    /// `on_turn_start` of the task's step when the user sends a message.
+    pub(crate) async fn on_user_turn_start(&mut self) -> Result<()> {
+        let task = self.inner.store.get_task(&self.task.id).await?;
+        if task.primary_session_id.as_ref() != Some(&self.session.id) {
+            return Ok(());
+        }
+        let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
+        let Some(step) = workflow.step(&task.step_id).cloned() else { return Ok(()) };
+        self.follow_move(&workflow, &step, Trigger::OnTurnStart, EntryCause::TurnStart).await
+    }
+
+    /// At most one move per trigger; the entered step's actions run right after.
+    async fn follow_move(
+        &mut self,
+        workflow: &Workflow,
+        step: &Step,
+        trigger: Trigger,
+        cause: EntryCause,
+    ) -> Result<()> {
+        let Some(target) = first_move(workflow, step, trigger) else { return Ok(()) };
+        let target = target.id.clone();
+        let actor = if trigger == Trigger::OnTurnStart { "user" } else { "agent" };
+        let (_, from) =
+            record_move(&self.inner, &self.task.id, &target, None, cause, actor).await?;
+        self.enter_step(Some(from), target, cause, false).await
+    }
+
+    // ------------------------------------------------------------ context reset (rules 18-27)
+
+    /// Starts a reset: quiesces a running turn first, then resets live or lazily.
+    pub(crate) async fn begin_reset(&mut self, mut reset: ResetInProgress) -> Result<()> {
+        if self.resetting.is_some() {
+            return Err(EngineError::ResetInProgress("a context reset is already running".into()));
+        }
+        if self.cancel_internally() {
+            reset.waiting_for_turn = true;
+            self.resetting = Some(reset);
+            return Ok(());
+        }
+        self.resetting = Some(reset);
+        self.continue_reset().await
+    }
+
+    /// Called when nothing runs any more: resets a live conversation (`session/new` on the
+    /// same process, bounded) or, without one, just forgets the old conversation.
+    pub(crate) async fn continue_reset(&mut self) -> Result<()> {
+        if let Some(reset) = self.resetting.as_mut() {
+            reset.waiting_for_turn = false;
+        }
+        if self.start_live_reset() {
+            return Ok(()); // the result comes back as Command::ResetDone
+        }
+        self.stop_execution(false).await; // a start in progress is superseded
+        let mut tx = self.inner.store.begin_write().await?;
+        let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
+        self.session.epoch = epoch;
+        let update = SessionUpdate {
+            acp_session_id: Some(None),
+            resume_token: Some(None),
+            context_window: Some(None),
+            ..SessionUpdate::default()
+        };
+        let result = self.write(&mut tx, update).await;
+        match result {
+            Ok(()) => {
+                tx.commit().await?;
+                self.reset_succeeded(None).await
+            }
+            Err(err) => {
+                drop(tx);
+                self.reset_failed(format!("the old conversation could not be cleared: {err}")).await
+            }
+        }
+    }
+
+    /// After a successful reset: a divider in the transcript, then the waiting actions.
+    pub(crate) async fn reset_succeeded(&mut self, note: Option<&str>) -> Result<()> {
+        let Some(reset) = self.resetting.take() else { return Ok(()) };
+        let text = match &reset.step {
+            Some(step) => format!(
+                "context reset for step {}: the agent starts a fresh conversation",
+                step.name
+            ),
+            None => "context reset: the agent starts a fresh conversation".to_owned(),
+        };
+        let text = note.map(|n| format!("{text} ({n})")).unwrap_or(text);
+        self.commit(
+            SessionUpdate::default(),
+            Some((MessageKind::Status, text, json!({ "reason": "context_reset" }))),
+        )
+        .await?;
+        match reset.step {
+            Some(step) => self.run_entry_actions(step, reset.then, reset.cause).await?,
+            None => self.drain_queue().await,
+        }
+        Ok(())
+    }
+
+    /// Rule 25: no prompt, no divider, `last_error` with the step and the cause, waiting.
+    pub(crate) async fn reset_failed(&mut self, cause: String) -> Result<()> {
+        let Some(reset) = self.resetting.take() else { return Ok(()) };
+        let message = match &reset.step {
+            Some(step) => format!(
+                "the context reset for step {} failed: {cause}; the step prompt was not sent",
+                step.name
+            ),
+            None => format!("the context reset failed: {cause}"),
+        };
+        let step_name = reset.step.as_ref().map(|s| s.name.clone());
+        let error = self.error(
+            "workflow_context_reset_failed",
+            message.clone(),
+            json!({ "step": step_name, "epoch": self.session.epoch }),
+        );
+        let state = match self.session.state {
+            SessionState::Starting | SessionState::Running => Some(SessionState::WaitingForInput),
+            _ => None,
+        };
+        let update =
+            SessionUpdate { state, last_error: Some(Some(error)), ..SessionUpdate::default() };
+        self.commit(
+            update,
+            Some((MessageKind::Error, message, json!({ "code": "workflow_context_reset_failed" }))),
+        )
+        .await
+    }
+}
