@@ -420,10 +420,13 @@ impl SessionActor {
     /// same process) are dropped.
     fn is_current_conversation(&self, event: &AgentEvent) -> bool {
         let Exec::Live(live) = &self.exec else { return false };
+        // While a live reset waits for `session/new`, the conversation being replaced has no
+        // turn any more: whatever it still says is stale, before or after the new id lands.
+        let replacing = self.resetting.as_ref().is_some_and(|r| !r.waiting_for_turn);
         match event {
             AgentEvent::SessionUpdate { session_id, .. }
             | AgentEvent::PermissionRequest { session_id, .. } => {
-                session_id == &live.acp_session_id
+                session_id == &live.acp_session_id && !replacing
             }
             _ => true,
         }
