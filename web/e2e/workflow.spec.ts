@@ -3,12 +3,6 @@
 import { expect, openBoard, test, transcript } from './kandev';
 
 test('a Plan & Build task moves from Plan to Build with a fresh context', async ({ page, kandev }) => {
-  const probe = await fetch(`${kandev.url}/api/v1/session.reset_context`, {
-    method: 'POST',
-    body: JSON.stringify({ id: 'probe' }),
-  }).then((r) => r.json());
-  test.skip(probe.code === 'UNKNOWN_ACTION', 'this server has no context reset yet');
-
   const { workspaceId } = await kandev.board();
   const { workflow } = await kandev.api('workflow.create', {
     workspace_id: workspaceId,
