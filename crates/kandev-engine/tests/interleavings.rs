@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use kandev_domain::agent::AgentKind;
 use kandev_domain::workflow::{StepSpec, WorkflowSpec};
-use kandev_domain::{SessionId, TaskId};
+use kandev_domain::{Clock, IdGenerator, SessionId, TaskId, Timestamp};
 use kandev_engine::{
     AgentCommand, Engine, EngineConfig, EngineError, MockLauncher, PromptOutcome, PromptRequest,
 };
@@ -24,6 +24,32 @@ const SESSIONS: usize = 3;
 const STEPS: usize = 14;
 /// Schedules running side by side.
 const LANES: usize = 2;
+
+/// Time as the paused tokio clock sees it, from a fixed start: stored timestamps are
+/// reproducible for a seed.
+struct VirtualClock(tokio::time::Instant);
+
+impl VirtualClock {
+    fn new() -> Self {
+        VirtualClock(tokio::time::Instant::now())
+    }
+}
+
+impl Clock for VirtualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp(1_800_000_000_000 + self.0.elapsed().as_millis() as i64)
+    }
+}
+
+/// Ids from a counter instead of random UUIDs.
+#[derive(Default)]
+struct CountingIds(std::sync::atomic::AtomicU64);
+
+impl IdGenerator for CountingIds {
+    fn next_id(&self) -> String {
+        format!("id-{:08}", self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
 
 /// xorshift64*: small, seedable, good enough to pick operations.
 struct Rng(u64);
@@ -349,7 +375,8 @@ fn run_lane(seeds: Vec<u64>) {
             }
         });
         let dir = Arc::new(tempfile::tempdir().unwrap());
-        let store = Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap();
+        let location = Location::File(dir.path().join("kandev.db"));
+        let store = Store::open_with(location, Arc::new(VirtualClock::new()), Arc::new(CountingIds::default())).await.unwrap();
         let options = SqliteConnectOptions::new().filename(dir.path().join("kandev.db")).read_only(true);
         let mut db = SqliteConnection::connect_with(&options).await.unwrap();
         for seed in seeds {
