@@ -1,13 +1,17 @@
-//! Booting an execution: start the agent, `initialize`, then `session/load` the resume token
-//! (falling back to `session/new` only where rule 30 allows) or `session/new`, then reapply
-//! mode and model. Runs as a child future of the session actor; its result goes back to the
+//! Booting an execution: start the agent, `initialize`, `authenticate` when the user chose a
+//! method (`session.authenticate`), then `session/load` the resume token (falling back to
+//! `session/new` only where rule 30 allows) or `session/new`, then reapply mode and model.
+//! An agent that needs credentials ends the boot with `agent_auth_required`: "log in to
+//! <agent>" and its auth methods (with the command to run, when the agent says it). Runs as a child future of the session actor; its result goes back to the
 //! actor's inbox.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kandev_acp::quirks::{AuthMethodView, auth_method_view};
 use kandev_acp::{AcpClient, AcpConfig, AcpError, AgentEvent, ConfigOption, InitializeResponse};
+use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
@@ -21,6 +25,8 @@ pub struct BootPlan {
     pub model: Option<String>,
     pub call_timeout: Duration,
     pub stop_grace: Duration,
+    /// An auth method to call `authenticate` with before opening the conversation.
+    pub authenticate: Option<String>,
 }
 
 /// A live, initialized conversation.
@@ -48,11 +54,70 @@ pub struct BootFailure {
     pub code: &'static str,
     pub message: String,
     pub stderr: String,
+    /// Fields for `last_error.details` besides epoch and stderr (e.g. `auth_methods`).
+    pub details: Map<String, Value>,
 }
 
 impl BootFailure {
     fn new(code: &'static str, message: impl Into<String>) -> Self {
-        BootFailure { code, message: message.into(), stderr: String::new() }
+        BootFailure { code, message: message.into(), stderr: String::new(), details: Map::new() }
+    }
+
+    /// `base` (an object) with this failure's own details added.
+    pub fn details_with(&self, mut base: Value) -> Value {
+        if let Some(object) = base.as_object_mut() {
+            object.extend(self.details.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        base
+    }
+}
+
+/// Who the agent is, for readable failures.
+struct AgentIdentity {
+    /// "log in to <name>": the agent's title or name, else the program.
+    name: String,
+    auth_methods: Vec<AuthMethodView>,
+}
+
+impl AgentIdentity {
+    fn new(init: &InitializeResponse, spec: &LaunchSpec) -> Self {
+        let info = init.agent_info.as_ref();
+        let name = info
+            .and_then(|i| i.title.clone())
+            .filter(|t| !t.trim().is_empty())
+            .or_else(|| info.map(|i| i.name.clone()).filter(|n| !n.trim().is_empty()))
+            .unwrap_or_else(|| spec.program.clone());
+        let command: Vec<String> =
+            std::iter::once(spec.program.clone()).chain(spec.args.iter().cloned()).collect();
+        let auth_methods = init.auth_methods.iter().map(|m| auth_method_view(m, &command)).collect();
+        AgentIdentity { name, auth_methods }
+    }
+
+    /// `agent_auth_required`: "log in to <agent>: <how>" with the methods in the details.
+    fn auth_failure(&self, cause: &str) -> BootFailure {
+        let how = match self.auth_methods.iter().find(|m| m.command.is_some()) {
+            Some(AuthMethodView { command: Some(command), .. }) => {
+                format!("run `{command}` in a terminal, then authenticate again")
+            }
+            _ => match self.auth_methods.iter().find(|m| !m.env_vars.is_empty()) {
+                Some(m) => format!(
+                    "log in with one of its methods below, or set {} in the profile's env",
+                    m.env_vars.join(" or ")
+                ),
+                None if self.auth_methods.is_empty() => {
+                    "it needs credentials; log in with the agent's own command".to_owned()
+                }
+                None => "log in with one of its methods below, then authenticate".to_owned(),
+            },
+        };
+        let mut failure = BootFailure::new(
+            "agent_auth_required",
+            format!("log in to {}: {how} ({cause})", self.name),
+        );
+        let methods: Vec<Value> = self.auth_methods.iter().map(AuthMethodView::to_json).collect();
+        failure.details.insert("agent".to_owned(), json!(self.name));
+        failure.details.insert("auth_methods".to_owned(), Value::Array(methods));
+        failure
     }
 }
 
@@ -93,6 +158,8 @@ async fn handshake(
     program: &str,
 ) -> Result<Conversation, BootFailure> {
     let init = client.initialize().await.map_err(|e| call_failure("initialize", program, &e))?;
+    let agent = AgentIdentity::new(&init, &plan.spec);
+    authenticate(client, plan, &agent).await?;
     let cwd = PathBuf::from(&plan.spec.cwd);
     let can_load = init.agent_capabilities.load_session;
     let (acp_session_id, loaded, modes, options, models) = match (&plan.resume_token, can_load) {
@@ -100,11 +167,12 @@ async fn handshake(
             Ok(r) => (token.clone(), true, r.modes, r.config_options, r.models),
             // Rule 30: only a confirmed incompatibility falls back to a new conversation.
             Err(e) if e.is_method_not_found() || e.is_resource_not_found() => {
-                new_session(client, &cwd, program).await?
+                new_session(client, &cwd, &agent).await?
             }
+            Err(e) if needs_auth(&e, &agent) => return Err(agent.auth_failure(&said("session/load", &e))),
             Err(e) => return Err(call_failure("session/load", program, &e)),
         },
-        _ => new_session(client, &cwd, program).await?,
+        _ => new_session(client, &cwd, &agent).await?,
     };
     // History replayed by session/load is already in the transcript: drop it (the client
     // queues every event read before the response, so all of it is here now).
@@ -146,10 +214,58 @@ type NewSession = (
 async fn new_session(
     client: &AcpClient,
     cwd: &std::path::Path,
-    program: &str,
+    agent: &AgentIdentity,
 ) -> Result<NewSession, BootFailure> {
-    let r = client.new_session(cwd).await.map_err(|e| call_failure("session/new", program, &e))?;
+    let r = client.new_session(cwd).await.map_err(|e| {
+        if needs_auth(&e, agent) {
+            agent.auth_failure(&said("session/new", &e))
+        } else {
+            call_failure("session/new", &agent.name, &e)
+        }
+    })?;
     Ok((r.session_id, false, r.modes, r.config_options, r.models))
+}
+
+/// `authenticate` with the method the user chose, if any; an unknown method or a refusal is
+/// an `agent_auth_required` failure that lists the methods again.
+async fn authenticate(
+    client: &AcpClient,
+    plan: &BootPlan,
+    agent: &AgentIdentity,
+) -> Result<(), BootFailure> {
+    let Some(method) = &plan.authenticate else { return Ok(()) };
+    if !agent.auth_methods.is_empty() && !agent.auth_methods.iter().any(|m| &m.id == method) {
+        return Err(agent.auth_failure(&format!("it does not offer the auth method {method:?}")));
+    }
+    client.authenticate(method).await.map_err(|e| {
+        if e.is_timeout() || e.is_closed() {
+            call_failure("authenticate", &agent.name, &e)
+        } else {
+            agent.auth_failure(&said("authenticate", &e))
+        }
+    })
+}
+
+/// The agent needs credentials: -32000, or (a quirk of some agents) another error that says
+/// so while the agent offers auth methods.
+fn needs_auth(err: &AcpError, agent: &AgentIdentity) -> bool {
+    if err.is_auth_required() {
+        return true;
+    }
+    let AcpError::Rpc { message, .. } = err else { return false };
+    let message = message.to_ascii_lowercase();
+    !agent.auth_methods.is_empty()
+        && ["authenticat", "unauthorized", "not logged in", "api key"]
+            .iter()
+            .any(|hint| message.contains(hint))
+}
+
+/// "session/new said: <the agent's message>".
+fn said(what: &str, err: &AcpError) -> String {
+    match err {
+        AcpError::Rpc { message, code, .. } => format!("{what} said: {message} ({code})"),
+        other => format!("{what}: {other}"),
+    }
 }
 
 /// Reapplies the session's model, then mode (rule 27 order).

@@ -295,6 +295,37 @@ impl Engine {
         Ok((self.inner.store.get_task(task_id).await?, from))
     }
 
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Engine {
+        Engine { inner }
+    }
+
+    /// Runs a step entry in the session the step works in (its own profile's, if it has one).
+    /// Boxed with an explicit `Send`: it is spawned from inside a session actor.
+    pub(crate) fn enter_step_in_primary(
+        &self,
+        task_id: TaskId,
+        from: Option<kandev_domain::StepId>,
+        to: kandev_domain::StepId,
+        cause: workflow_exec::EntryCause,
+    ) -> futures::future::BoxFuture<'static, Result<()>> {
+        let engine = self.clone();
+        Box::pin(async move {
+            let task = engine.inner.store.get_task(&task_id).await?;
+            let workflow = engine.inner.store.get_workflow(&task.workflow_id).await?;
+            let Some(step) = workflow.step(&to).cloned() else { return Ok(()) };
+            let session = engine.primary_session_for(&task, &step).await?;
+            engine
+                .ask(&session, |reply| Command::StepEntered {
+                    from,
+                    to,
+                    cause,
+                    start_agent: false,
+                    reply,
+                })
+                .await
+        })
+    }
+
     /// The session a step works in: the task's primary session, unless the step names its
     /// own agent profile, in which case a session with that profile becomes primary.
     async fn primary_session_for(

@@ -90,6 +90,20 @@ impl SessionActor {
             }
         }
         let Some(step) = workflow.step(&to).cloned() else { return Ok(()) };
+        if let Some(profile) = &step.agent_profile_id
+            && self.session.agent_profile_id.as_ref() != Some(profile)
+        {
+            // The step works with its own agent: a session of that profile takes over.
+            let engine = crate::Engine::from_inner(self.inner.clone());
+            let task_id = self.task.id.clone();
+            let handover = engine.enter_step_in_primary(task_id.clone(), from, to, cause);
+            self.inner_tracker_spawn(async move {
+                if let Err(err) = handover.await {
+                    tracing::error!(task = %task_id, error = %err, "handing the step over failed");
+                }
+            });
+            return Ok(());
+        }
         let mut actions: VecDeque<Action<StepId>> = step.events.on_enter.iter().cloned().collect();
         if start_agent && !actions.contains(&Action::AutoStartAgent) {
             actions.push_back(Action::AutoStartAgent);

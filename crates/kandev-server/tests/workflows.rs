@@ -478,3 +478,67 @@ async fn l11_a_workflow_prompt_while_busy_is_queued_by_the_workflow() {
         "echo: Tidy up"
     );
 }
+
+#[tokio::test]
+async fn i5_a_step_with_its_own_agent_profile_works_in_a_session_of_that_profile() {
+    let server = TestServer::start().await;
+    let kanban = board(&server, "kanban").await;
+    let reviewer = server.profile(json!({"name": "Reviewer", "kind": "mock"})).await;
+    let review = step_id(&kanban, "Review");
+    server
+        .call("workflow.step.update", json!({"id": review, "agent_profile_id": reviewer, "events": {"on_enter": [{"type": "auto_start_agent"}]}}))
+        .await;
+    let (task, first) = task_in(&server, &kanban, "In Progress", "Ship it").await;
+    wait_step(&server, &kanban, &task, "Review").await;
+    let deadline = Instant::now() + WAIT;
+    let primary = loop {
+        let task_now = server.call("task.get", json!({"id": task})).await;
+        let primary = task_now["task"]["primary_session_id"].as_str().unwrap().to_owned();
+        if primary != first {
+            break primary;
+        }
+        assert!(Instant::now() < deadline, "a session of the step's profile became primary");
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(session_state(&server, &primary).await["agent_profile_id"], reviewer.as_str());
+    server.wait_turns(&primary, 1).await;
+    let sessions = server.call("task.session.list", json!({"task_id": task})).await;
+    assert_eq!(sessions["sessions"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn i5_a_cancel_counts_as_turn_complete_only_when_the_step_says_so() {
+    let server = TestServer::start().await;
+    let kanban = board(&server, "kanban").await;
+    let in_progress = step_id(&kanban, "In Progress");
+    for (counts, expected_step) in [(false, "In Progress"), (true, "Review")] {
+        server
+            .call(
+                "workflow.step.update",
+                json!({"id": in_progress, "cancel_triggers_turn_complete": counts}),
+            )
+            .await;
+        let (task, _) = task_in(&server, &kanban, "Backlog", "t").await;
+        let launched = server.call("session.launch", json!({"task_id": task})).await;
+        let session = launched["session"]["id"].as_str().unwrap().to_owned();
+        server.wait_state(&session, "WAITING_FOR_INPUT").await;
+        // Move it in by hand while the Backlog session idles, then interrupt the step's turn.
+        server
+            .call("message.add", json!({"session_id": session, "content": "#!mock\nsleep 60000"}))
+            .await;
+        server.wait_state(&session, "RUNNING").await;
+        server.call("workflow.step.update", json!({"id": in_progress, "events": {"on_turn_complete": [{"type": "move_to_step", "step_id": step_id(&kanban, "Review")}]}})).await;
+        server.call("task.move", json!({"id": task, "step_id": in_progress})).await;
+        server.call("agent.cancel", json!({"session_id": session})).await;
+        server.wait_turns(&session, 1).await;
+        server.wait_state(&session, "WAITING_FOR_INPUT").await;
+        if expected_step == "Review" {
+            wait_step(&server, &kanban, &task, "Review").await;
+        }
+        assert_eq!(
+            step_of(&server, &task).await,
+            step_id(&kanban, expected_step),
+            "cancel_triggers_turn_complete = {counts}"
+        );
+    }
+}
