@@ -105,6 +105,8 @@ impl AcpClient {
             "clientCapabilities": {
                 "fs": { "readTextFile": true, "writeTextFile": true },
                 "terminal": false,
+                // Auth methods of type `terminal`: Kandev shows the command to run.
+                "auth": { "terminal": true },
             },
             "clientInfo": { "name": "kandev", "version": env!("CARGO_PKG_VERSION") },
         });

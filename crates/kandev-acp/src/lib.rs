@@ -23,6 +23,7 @@ mod events;
 mod lenient;
 mod line_reader;
 mod peer;
+pub mod quirks;
 mod rpc;
 mod schema;
 mod update;

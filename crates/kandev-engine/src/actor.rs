@@ -617,6 +617,7 @@ impl SessionActor {
             model: self.session.model.clone(),
             call_timeout: self.inner.config.call_timeout,
             stop_grace: self.inner.config.stop_grace,
+            authenticate: self.inner.take_auth_wish(&self.session.id),
         };
         let launcher = self.inner.launcher.clone();
         let inbox = self.sender();
@@ -799,8 +800,9 @@ impl SessionActor {
         let was_running_before = self.session.resume_token.is_some();
         let state =
             if was_running_before { SessionState::WaitingForInput } else { SessionState::Failed };
-        let details =
-            json!({ "epoch": self.session.epoch, "stderr": tail_lines(&failure.stderr, 20) });
+        let details = failure.details_with(
+            json!({ "epoch": self.session.epoch, "stderr": tail_lines(&failure.stderr, 20) }),
+        );
         let error = self.error(failure.code, failure.message.clone(), details);
         let pending = self.pending.take();
         let update = SessionUpdate {

@@ -89,7 +89,8 @@ impl AgentIdentity {
             .unwrap_or_else(|| spec.program.clone());
         let command: Vec<String> =
             std::iter::once(spec.program.clone()).chain(spec.args.iter().cloned()).collect();
-        let auth_methods = init.auth_methods.iter().map(|m| auth_method_view(m, &command)).collect();
+        let auth_methods =
+            init.auth_methods.iter().map(|m| auth_method_view(m, &command)).collect();
         AgentIdentity { name, auth_methods }
     }
 
@@ -169,7 +170,9 @@ async fn handshake(
             Err(e) if e.is_method_not_found() || e.is_resource_not_found() => {
                 new_session(client, &cwd, &agent).await?
             }
-            Err(e) if needs_auth(&e, &agent) => return Err(agent.auth_failure(&said("session/load", &e))),
+            Err(e) if needs_auth(&e, &agent) => {
+                return Err(agent.auth_failure(&said("session/load", &e)));
+            }
             Err(e) => return Err(call_failure("session/load", program, &e)),
         },
         _ => new_session(client, &cwd, &agent).await?,

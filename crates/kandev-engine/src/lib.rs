@@ -137,6 +137,15 @@ pub(crate) struct Inner {
     pub launcher: Arc<dyn Launcher>,
     sessions: Mutex<HashMap<SessionId, mpsc::Sender<Command>>>,
     pub(crate) tracker: TaskTracker,
+    /// Auth methods chosen with `session.authenticate`, used by the session's next boot.
+    auth_wishes: Mutex<HashMap<SessionId, String>>,
+}
+
+impl Inner {
+    /// The auth method to call `authenticate` with at the session's next boot (taken once).
+    pub(crate) fn take_auth_wish(&self, id: &SessionId) -> Option<String> {
+        lock(&self.auth_wishes).remove(id)
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -151,6 +160,7 @@ impl Engine {
             launcher,
             sessions: Mutex::new(HashMap::new()),
             tracker: TaskTracker::new(),
+            auth_wishes: Mutex::new(HashMap::new()),
         };
         Engine { inner: Arc::new(inner) }
     }
@@ -219,6 +229,18 @@ impl Engine {
     /// new one (`fresh: true`); also the way out of `FAILED` and `CANCELLED`.
     pub async fn resume(&self, id: &SessionId, fresh: bool) -> Result<()> {
         self.ask(id, |reply| Command::Resume { fresh, reply }).await
+    }
+
+    /// `session.authenticate`: restarts the agent so that it runs ACP `authenticate` with
+    /// `method_id` right after `initialize`, then reloads the conversation (or opens a new
+    /// one). A refusal ends the start with `agent_auth_required` again.
+    pub async fn authenticate(&self, id: &SessionId, method_id: String) -> Result<()> {
+        lock(&self.inner.auth_wishes).insert(id.clone(), method_id);
+        let result = self.resume(id, false).await;
+        if result.is_err() {
+            lock(&self.inner.auth_wishes).remove(id);
+        }
+        result
     }
 
     /// `session.reset_context`: a fresh conversation for the agent (rules 20-27).
