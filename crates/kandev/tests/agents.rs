@@ -1,48 +1,22 @@
 //! Issue 3 acceptance 5 with real processes: after `session.stop` and after server shutdown
 //! no agent process remains, including a grandchild the agent started.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-const KANDEV: &str = env!("CARGO_BIN_EXE_kandev");
+#[path = "support/server.rs"]
+mod support;
+
+use support::{KANDEV, Server};
+
 const DEADLINE: Duration = Duration::from_secs(20);
 
-struct Server {
-    child: Child,
-    url: String,
-    home: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server() -> Server {
+fn start_server() -> (Server, tempfile::TempDir) {
     let home = tempfile::tempdir().unwrap();
-    let mut child = Command::new(KANDEV)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .env("KANDEV_HOME", home.path())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(home.path().join("server.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(DEADLINE).expect("the server announces its address");
-    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap().to_owned();
-    Server { child, url, home }
+    (support::start(home.path()), home)
 }
 
 fn call(server: &Server, action: &str, payload: Value) -> Value {
@@ -95,8 +69,8 @@ fn process_gone(pid: u32) -> bool {
 
 /// Starts a session whose agent is `sh`, which starts a `sleep` grandchild and then becomes
 /// the mock agent; returns (session id, [agent pid, grandchild pid]).
-fn session_with_grandchild(server: &Server) -> (String, Vec<u32>) {
-    let pids_file = server.home.path().join("pids");
+fn session_with_grandchild(server: &Server, home: &Path) -> (String, Vec<u32>) {
+    let pids_file = home.join("pids");
     let script =
         format!("sleep 1000 & echo $$ $! > {}; exec {KANDEV} mock-agent", pids_file.display());
     let profile = call(
@@ -135,8 +109,8 @@ fn session_with_grandchild(server: &Server) -> (String, Vec<u32>) {
 
 #[test]
 fn session_stop_leaves_no_agent_process_behind() {
-    let server = start_server();
-    let (session, pids) = session_with_grandchild(&server);
+    let (server, home) = start_server();
+    let (session, pids) = session_with_grandchild(&server, home.path());
     let stopped = call(&server, "session.stop", json!({"id": session}));
     assert_eq!(stopped["session"]["state"], "WAITING_FOR_INPUT", "stopped sessions stay resumable");
     for pid in &pids {
@@ -146,8 +120,8 @@ fn session_stop_leaves_no_agent_process_behind() {
 
 #[test]
 fn server_shutdown_leaves_no_agent_process_behind() {
-    let mut server = start_server();
-    let (_, pids) = session_with_grandchild(&server);
+    let (mut server, home) = start_server();
+    let (_, pids) = session_with_grandchild(&server, home.path());
     Command::new("kill").arg("-TERM").arg(server.child.id().to_string()).status().unwrap();
     let start = Instant::now();
     loop {
@@ -160,5 +134,5 @@ fn server_shutdown_leaves_no_agent_process_behind() {
     for pid in &pids {
         assert!(process_gone(*pid), "process {pid} outlived the server");
     }
-    assert!(Path::new(&server.home.path().join("kandev.db")).exists());
+    assert!(home.path().join("kandev.db").exists());
 }

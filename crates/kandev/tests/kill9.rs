@@ -4,51 +4,20 @@
 //! resumes with `session/load`.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kandev_mock_agent::{CallKind, Counters};
 use serde_json::{Value, json};
+use support::{Server, start};
 use tokio_tungstenite::tungstenite::Message;
 
-const KANDEV: &str = env!("CARGO_BIN_EXE_kandev");
+#[path = "support/server.rs"]
+mod support;
+
 const DEADLINE: Duration = Duration::from_secs(30);
 const SESSIONS: usize = 10;
-
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(home: &Path) -> Server {
-    let mut child = Command::new(KANDEV)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .env("KANDEV_HOME", home)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(DEADLINE).expect("the server announces its address");
-    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap().to_owned();
-    Server { child, url }
-}
 
 async fn call(server: &Server, action: &str, payload: Value) -> Value {
     let response = reqwest::Client::new()
