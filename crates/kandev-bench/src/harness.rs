@@ -1,0 +1,296 @@
+//! The harness every scenario shares: start the real `kandev serve` on a temp home, call
+//! actions over HTTP, subscribe over WebSocket, read RSS, count agent processes.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+pub type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A running `kandev serve`; killed (SIGKILL) and reaped on drop.
+pub struct Server {
+    pub child: Child,
+    pub url: String,
+    pub http: reqwest::Client,
+    pub token: Option<String>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `kandev serve --addr 127.0.0.1:0 --home <home>` plus `extra` arguments; stderr goes
+/// to `<home>/../<home name>.log` (appended, so restarts keep one log).
+pub fn start(kandev: &Path, home: &Path, extra: &[&str]) -> Result<Server> {
+    start_env(kandev, home, extra, &[])
+}
+
+/// [`start`] with extra environment variables for the server.
+pub fn start_env(
+    kandev: &Path,
+    home: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Result<Server> {
+    let log = home.with_extension("log");
+    let stderr = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
+    let mut child = Command::new(kandev)
+        .args(["serve", "--addr", "127.0.0.1:0", "--home"])
+        .arg(home)
+        .args(extra)
+        .envs(env.iter().copied())
+        .env_remove("KANDEV_TOKEN")
+        .env_remove("KANDEV_ADDR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .with_context(|| format!("cannot start {}", kandev.display()))?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = reader.read_line(&mut line);
+        let _ = tx.send(line);
+        // Keep draining so the server never blocks on a full pipe.
+        let mut sink = String::new();
+        while reader.read_line(&mut sink).is_ok_and(|n| n > 0) {
+            sink.clear();
+        }
+    });
+    let line = rx.recv_timeout(Duration::from_secs(30)).context("the server did not announce")?;
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .ok_or_else(|| anyhow!("no address in {line:?}"))?
+        .trim_end_matches('/')
+        .to_owned();
+    let token = extra.windows(2).find(|w| w[0] == "--token").map(|w| w[1].to_owned());
+    let http = reqwest::Client::builder().pool_max_idle_per_host(256).build()?;
+    Ok(Server { child, url, http, token })
+}
+
+impl Server {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `POST /api/v1/<action>`; any error status is an error carrying the body.
+    pub async fn call(&self, action: &str, payload: Value) -> Result<Value> {
+        let (status, body) = self.call_raw(action, payload).await?;
+        if status != 200 {
+            bail!("{action} answered {status}: {body}");
+        }
+        Ok(body)
+    }
+
+    pub async fn call_raw(&self, action: &str, payload: Value) -> Result<(u16, Value)> {
+        let mut request = self.http.post(format!("{}/api/v1/{action}", self.url)).json(&payload);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await?;
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await?;
+        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Ok((status, body))
+    }
+
+    pub async fn ws(&self) -> Result<Ws> {
+        let (ws, _) =
+            tokio_tungstenite::connect_async(format!("{}/ws", self.url.replace("http", "ws")))
+                .await?;
+        Ok(ws)
+    }
+
+    /// Server memory (VmRSS of the server process alone), in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        rss_kib(self.pid())
+    }
+
+    /// A fresh board (Todo / In Progress / Done, no automation) in the default workspace:
+    /// returns (workflow id, first step id).
+    pub async fn board(&self, name: &str) -> Result<(String, String)> {
+        let workspaces = self.call("workspace.list", json!({})).await?;
+        let ws = str_of(&workspaces["workspaces"][0]["id"])?;
+        let wf = self.call("workflow.create", json!({"workspace_id": ws, "name": name})).await?;
+        let id = str_of(&wf["workflow"]["id"])?;
+        let step = str_of(&wf["workflow"]["steps"][0]["id"])?;
+        Ok((id, step))
+    }
+
+    /// A task with a session whose agent is up (`WAITING_FOR_INPUT`).
+    pub async fn live_session(&self, workflow: &str, title: &str) -> Result<String> {
+        let session = self.new_session(workflow, title, None).await?;
+        self.wait_state(&session, &["WAITING_FOR_INPUT"], Duration::from_secs(60)).await?;
+        Ok(session)
+    }
+
+    /// A task and a launched session (not waited for).
+    pub async fn new_session(
+        &self,
+        workflow: &str,
+        title: &str,
+        profile: Option<&str>,
+    ) -> Result<String> {
+        let task =
+            self.call("task.create", json!({"workflow_id": workflow, "title": title})).await?;
+        let mut payload = json!({"task_id": task["task"]["id"]});
+        if let Some(profile) = profile {
+            payload["agent_profile_id"] = json!(profile);
+        }
+        let launched = self.call("session.launch", payload).await?;
+        str_of(&launched["session"]["id"])
+    }
+
+    pub async fn session(&self, id: &str) -> Result<Value> {
+        Ok(self.call("session.get", json!({"id": id})).await?["session"].clone())
+    }
+
+    /// Polls `session.get` until the state is one of `states`; returns the session.
+    pub async fn wait_state(&self, id: &str, states: &[&str], within: Duration) -> Result<Value> {
+        let started = Instant::now();
+        loop {
+            let session = self.session(id).await?;
+            if states.iter().any(|s| session["state"] == *s) {
+                return Ok(session);
+            }
+            if started.elapsed() > within {
+                bail!("session {id} is {} after {within:?}, wanted {states:?}", session["state"]);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// All messages of a session (pages of 1000).
+    pub async fn messages(&self, session: &str) -> Result<Vec<Value>> {
+        let mut out = vec![];
+        let mut after = 0i64;
+        loop {
+            let page = self
+                .call(
+                    "message.list",
+                    json!({"session_id": session, "after_seq": after, "limit": 1000}),
+                )
+                .await?;
+            let list = page["messages"].as_array().cloned().unwrap_or_default();
+            let Some(last) = list.last() else { break };
+            after = last["seq"].as_i64().context("message without seq")?;
+            let full = list.len() == 1000;
+            out.extend(list);
+            if !full {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Kills the server with SIGKILL (no shutdown).
+    pub fn kill9(&mut self) -> Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
+    }
+}
+
+pub fn str_of(v: &Value) -> Result<String> {
+    v.as_str().map(str::to_owned).ok_or_else(|| anyhow!("expected a string, got {v}"))
+}
+
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Live (non-zombie) processes whose command line contains `needle` (the bench's temp home).
+pub fn processes_with(needle: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return vec![] };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie =
+                stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            !zombie && String::from_utf8_lossy(&cmdline).contains(needle)
+        })
+        .collect()
+}
+
+/// Agent processes of a server home (their command line names `<home>/mock-agent`).
+pub fn agents_of(home: &Path) -> Vec<u32> {
+    processes_with(&home.join("mock-agent").display().to_string())
+}
+
+/// Waits until no agent process of `home` is left; returns the survivors if some remain.
+pub async fn wait_no_agents(home: &Path, within: Duration) -> Vec<u32> {
+    let started = Instant::now();
+    loop {
+        let left = agents_of(home);
+        if left.is_empty() || started.elapsed() > within {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub async fn subscribe(ws: &mut Ws, topics: &[String]) -> Result<()> {
+    let frame = json!({"id": "sub", "type": "request", "action": "subscribe", "payload": {"topics": topics}});
+    ws.send(Message::text(frame.to_string())).await?;
+    // Wait for the subscribe response so nothing published afterwards is missed.
+    loop {
+        let frame = next_json(ws, Duration::from_secs(30)).await?;
+        if frame["id"] == "sub" {
+            if frame["type"] != "response" {
+                bail!("subscribe failed: {frame}");
+            }
+            return Ok(());
+        }
+    }
+}
+
+/// The next text frame as JSON.
+pub async fn next_json(ws: &mut Ws, within: Duration) -> Result<Value> {
+    loop {
+        let message = tokio::time::timeout(within, ws.next())
+            .await
+            .context("no frame in time")?
+            .context("websocket closed")??;
+        if let Message::Text(text) = message {
+            return Ok(serde_json::from_str(&text)?);
+        }
+    }
+}
+
+/// Percentile (0..=100) of a sample, in the sample's unit; 0 for an empty sample.
+pub fn percentile(sample: &mut [f64], p: f64) -> f64 {
+    if sample.is_empty() {
+        return 0.0;
+    }
+    sample.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((p / 100.0) * (sample.len() - 1) as f64).round() as usize;
+    sample[rank.min(sample.len() - 1)]
+}
+
+pub fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+pub fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}

@@ -1,0 +1,181 @@
+//! `kandev-bench`: the benchmark scenarios (P1-P5) and the fault harness (R1, R2, R4, R5) of
+//! the targets. Each starts the real `kandev serve` on a temp home with real mock-agent
+//! processes, drives it only through the public API, verifies every result, and prints one
+//! JSON line. The process exits non-zero when a scenario fails.
+
+mod faults;
+mod harness;
+mod perf;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+
+#[derive(Parser)]
+#[command(name = "kandev-bench", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    scenario: Scenario,
+    /// Small sizes (for CI); without it, the full sizes of the targets.
+    #[arg(long, global = true)]
+    quick: bool,
+    /// The kandev binary to benchmark. Default: `kandev` next to this executable.
+    #[arg(long, global = true)]
+    kandev: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Clone, Copy, PartialEq, Eq)]
+enum Scenario {
+    /// Streaming: concurrent sessions, 2 subscribers each, against the raw pipe limit.
+    P1,
+    /// Idle scale: many live agents, WS clients, RSS and a prompt round trip.
+    P2,
+    /// Board: many tasks and messages; task.list and message.list latency.
+    P3,
+    /// Startup on the P3 database: process start to healthy, idle RSS.
+    P4,
+    /// Lifecycle churn: prompt / cancel / reset / resume cycles; no leaked process.
+    P5,
+    /// kill -9 the server mid-stream, restart, check nothing told is lost.
+    R1,
+    /// Agent faults end in their specified state within their bound.
+    R2,
+    /// Hostile input over HTTP and WS: only structured errors, server alive.
+    R4,
+    /// Security: bind, token, origin, path traversal, secrets in logs.
+    R5,
+    /// Every scenario above, in order.
+    All,
+}
+
+/// One scenario's result line.
+pub struct Report {
+    pub scenario: &'static str,
+    pub params: Value,
+    pub figures: Value,
+    /// Failed checks; empty means pass.
+    pub failures: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    pub fn new(scenario: &'static str, params: Value) -> Self {
+        Report { scenario, params, figures: json!({}), failures: vec![], notes: vec![] }
+    }
+
+    pub fn check(&mut self, ok: bool, what: impl Into<String>) {
+        if !ok {
+            self.failures.push(what.into());
+        }
+    }
+
+    pub fn figure(&mut self, name: &str, value: impl Into<Value>) {
+        self.figures[name] = value.into();
+    }
+
+    fn line(&self) -> Value {
+        let mut line = json!({
+            "scenario": self.scenario,
+            "params": self.params,
+            "figures": self.figures,
+            "pass": self.failures.is_empty(),
+        });
+        if !self.failures.is_empty() {
+            line["failures"] = json!(self.failures);
+        }
+        if !self.notes.is_empty() {
+            line["notes"] = json!(self.notes);
+        }
+        line
+    }
+}
+
+/// What every scenario gets.
+pub struct Ctx {
+    pub kandev: PathBuf,
+    pub quick: bool,
+    pub tmp: tempfile::TempDir,
+}
+
+impl Ctx {
+    /// A fresh home folder under the bench's temp dir.
+    pub fn home(&self, name: &str) -> Result<PathBuf> {
+        let path = self.tmp.path().join(name);
+        std::fs::create_dir_all(&path)?;
+        Ok(path)
+    }
+}
+
+fn locate_kandev(given: Option<PathBuf>) -> Result<PathBuf> {
+    if let Some(path) = given {
+        return Ok(path);
+    }
+    let me = std::env::current_exe().context("cannot find this executable")?;
+    let dir = me.parent().map(Path::to_path_buf).unwrap_or_default();
+    let candidate = dir.join("kandev");
+    anyhow::ensure!(
+        candidate.exists(),
+        "{} not found: build it first (`cargo build [--release] -p kandev`) or pass --kandev",
+        candidate.display()
+    );
+    Ok(candidate)
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let ctx = Ctx {
+        kandev: locate_kandev(cli.kandev)?,
+        quick: cli.quick,
+        tmp: tempfile::Builder::new().prefix("kandev-bench-").tempdir()?,
+    };
+    let order = [
+        Scenario::P1,
+        Scenario::P2,
+        Scenario::P3,
+        Scenario::P4,
+        Scenario::P5,
+        Scenario::R1,
+        Scenario::R2,
+        Scenario::R4,
+        Scenario::R5,
+    ];
+    let chosen: Vec<Scenario> =
+        if cli.scenario == Scenario::All { order.to_vec() } else { vec![cli.scenario] };
+    let mut failed = 0;
+    let mut board = None; // P3's home, reused by P4
+    for scenario in chosen {
+        let (name, result) = match scenario {
+            Scenario::P1 => ("P1", perf::p1(&ctx).await),
+            Scenario::P2 => ("P2", perf::p2(&ctx).await),
+            Scenario::P3 => ("P3", perf::p3(&ctx, &mut board).await),
+            Scenario::P4 => ("P4", perf::p4(&ctx, &mut board).await),
+            Scenario::P5 => ("P5", perf::p5(&ctx).await),
+            Scenario::R1 => ("R1", faults::r1(&ctx).await),
+            Scenario::R2 => ("R2", faults::r2(&ctx).await),
+            Scenario::R4 => ("R4", faults::r4(&ctx).await),
+            Scenario::R5 => ("R5", faults::r5(&ctx).await),
+            Scenario::All => unreachable!("expanded above"),
+        };
+        let line = match result {
+            Ok(report) => {
+                if !report.failures.is_empty() {
+                    failed += 1;
+                }
+                report.line()
+            }
+            Err(err) => {
+                failed += 1;
+                json!({"scenario": name, "pass": false, "error": format!("{err:#}")})
+            }
+        };
+        println!("{line}");
+    }
+    if failed > 0 {
+        eprintln!("{failed} scenario(s) failed");
+        std::process::exit(1);
+    }
+    Ok(())
+}
