@@ -264,6 +264,16 @@ pub struct SessionResume {
     pub mode: Option<String>,
 }
 
+/// `session.authenticate`: `method_id` is one of the agent's auth methods (as listed in
+/// `last_error.details.auth_methods`); the agent restarts and authenticates with it.
+#[derive(Debug, Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
+#[serde(deny_unknown_fields)]
+pub struct SessionAuthenticate {
+    pub id: String,
+    pub method_id: String,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, TS)]
 #[ts(optional_fields)]
 #[serde(deny_unknown_fields)]

@@ -81,6 +81,7 @@ fn declarations(cfg: &Config) -> Vec<String> {
         Subscribe,
         Unsubscribe,
         SessionResume,
+        SessionAuthenticate,
         TaskRemove,
         TaskFileRead,
         TaskCommit,

@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::handlers::{files, profile, repository, session, task, workflow, workspace};
+use crate::handlers::{agent_auth, files, profile, repository, session, task, workflow, workspace};
 use crate::{ApiError, AppState};
 
 /// Runs `action` with its JSON payload and returns the JSON result.
@@ -64,6 +64,7 @@ pub async fn dispatch(state: &AppState, action: &str, payload: Value) -> Result<
         "session.stop" => session::stop,
         "session.delete" => session::delete,
         "session.resume" => session::resume,
+        "session.authenticate" => agent_auth::authenticate,
         "session.reset_context" => session::reset_context,
         "session.set_mode" => session::set_mode,
         "session.set_config_option" => session::set_config_option,

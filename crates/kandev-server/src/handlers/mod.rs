@@ -1,5 +1,6 @@
 //! Action handlers, one module per area of api.md.
 
+pub mod agent_auth;
 pub mod files;
 pub mod profile;
 pub mod repository;

@@ -146,6 +146,8 @@ export type Unsubscribe = { topics: Array<string>, };
 
 export type SessionResume = { id: string, mode?: string, };
 
+export type SessionAuthenticate = { id: string, method_id: string, };
+
 export type TaskRemove = { id: string, force: boolean, };
 
 export type TaskFileRead = { task_id: string, path: string, };

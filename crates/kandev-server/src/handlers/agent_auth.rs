@@ -1,0 +1,23 @@
+//! `session.authenticate`: log in to an agent that answered "auth required".
+
+use kandev_api_types::SessionDto;
+use kandev_api_types::requests::SessionAuthenticate;
+use kandev_domain::SessionId;
+use serde_json::{Value, json};
+
+use crate::{ApiError, AppState};
+
+/// Restarts the session's agent with ACP `authenticate {methodId}` before the conversation is
+/// reloaded (or opened); a refusal shows as `last_error` `agent_auth_required` again.
+pub async fn authenticate(s: &AppState, p: SessionAuthenticate) -> Result<Value, ApiError> {
+    let method_id = p.method_id.trim().to_owned();
+    if method_id.is_empty() {
+        return Err(ApiError::validation(
+            "method_id is required; use an id from last_error.details.auth_methods",
+        ));
+    }
+    let id = SessionId::new(p.id);
+    s.engine().authenticate(&id, method_id).await?;
+    let session = s.store().get_session(&id).await?;
+    Ok(json!({ "session": SessionDto::from(&session) }))
+}

@@ -1,0 +1,210 @@
+//! Issue 8: an agent that needs credentials ends its start with a readable "log in to
+//! <agent>" error listing its auth methods; `session.authenticate` retries with a method;
+//! a resume after logging in works. Profile secrets never reach the logs.
+
+mod common;
+
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use common::{TestServer, of_kind, step_id};
+use serde_json::{Value, json};
+
+/// A task on a fresh board and a session launched on it with `profile`; does not wait.
+async fn launch(server: &TestServer, profile: &str) -> String {
+    let (_, workflow) = server.kanban().await;
+    let backlog = step_id(&workflow, "Backlog");
+    let task = server
+        .call(
+            "task.create",
+            json!({"workflow_id": workflow["id"], "title": "Task", "step_id": backlog}),
+        )
+        .await;
+    let launched = server
+        .call("session.launch", json!({"task_id": task["task"]["id"], "agent_profile_id": profile}))
+        .await;
+    launched["session"]["id"].as_str().unwrap().to_owned()
+}
+
+fn assert_login_hint(session: &Value) {
+    let error = &session["last_error"];
+    assert_eq!(error["code"], "agent_auth_required", "{session}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.starts_with("log in to Kandev mock agent: "), "{message}");
+    assert!(message.contains("authentication required"), "the agent's own words: {message}");
+    assert_eq!(
+        error["details"]["auth_methods"],
+        json!([{
+            "id": "mock-login",
+            "name": "Mock login",
+            "description": "Always succeeds",
+            "type": "agent",
+        }]),
+        "{error}"
+    );
+    assert_eq!(error["details"]["agent"], "Kandev mock agent");
+    assert!(error["details"]["epoch"].is_number(), "still correlated to its attempt: {error}");
+}
+
+#[tokio::test]
+async fn i8_auth_required_at_session_new_ends_the_start_with_a_login_hint_and_the_methods() {
+    let server = TestServer::start().await;
+    let profile = server
+        .profile(json!({"name": "Needs login", "kind": "mock", "args": ["--fail-new", "auth"]}))
+        .await;
+    let session = launch(&server, &profile).await;
+    let failed = server.wait_state(&session, "FAILED").await;
+    assert_login_hint(&failed);
+    let messages = server.messages(&session).await;
+    let errors = of_kind(&messages, "error");
+    assert_eq!(errors.len(), 1, "shown once: {messages:?}");
+    assert!(errors[0]["content"].as_str().unwrap().starts_with("log in to Kandev mock agent"));
+
+    // Authenticating with a method the agent does not offer is refused readably.
+    server
+        .call("session.authenticate", json!({"id": session, "method_id": "no-such-method"}))
+        .await;
+    let refused = server.wait_state(&session, "FAILED").await;
+    assert_eq!(refused["last_error"]["code"], "agent_auth_required");
+    assert!(
+        refused["last_error"]["message"].as_str().unwrap().contains("\"no-such-method\""),
+        "{refused}"
+    );
+    assert_eq!(server.counters().authenticate(), 0, "an unknown method is not sent");
+
+    // `session.authenticate` restarts the agent and calls `authenticate` before session/new;
+    // this mock still refuses session/new, so the hint comes back.
+    let (status, body) =
+        server.post("session.authenticate", json!({"id": session, "method_id": " "})).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["code"], "VALIDATION_ERROR");
+    server.call("session.authenticate", json!({"id": session, "method_id": "mock-login"})).await;
+    let again = server.wait_state(&session, "FAILED").await;
+    assert_login_hint(&again);
+    assert_eq!(server.counters().authenticate(), 1, "authenticate reached the agent once");
+
+    // The user logs in (here: the profile stops failing); a fresh resume works.
+    server.call("agent.profile.update", json!({"id": profile, "args": []})).await;
+    server.call("session.resume", json!({"id": session, "mode": "fresh"})).await;
+    let live = server.wait_state(&session, "WAITING_FOR_INPUT").await;
+    assert!(live["last_error"].is_null(), "the login hint is cleared: {live}");
+    let messages = server.turn(&session, "hello after login").await;
+    assert!(!of_kind(&messages, "agent").is_empty(), "a turn runs after logging in");
+}
+
+#[tokio::test]
+async fn i8_authenticate_on_a_running_session_restarts_with_authenticate_and_keeps_it() {
+    let server = TestServer::start().await;
+    let profile = server.profile(json!({"name": "Mock", "kind": "mock"})).await;
+    let (_, session) = server.session(Some(&profile)).await;
+    server.turn(&session, "first").await;
+    server.call("session.authenticate", json!({"id": session, "method_id": "mock-login"})).await;
+    let live = server.wait_state(&session, "WAITING_FOR_INPUT").await;
+    assert!(live["last_error"].is_null(), "{live}");
+    assert_eq!(server.counters().authenticate(), 1);
+    let statuses = of_kind(&server.messages(&session).await, "status")
+        .iter()
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect::<Vec<_>>();
+    assert!(
+        statuses.iter().any(|s| s == "resumed the previous conversation"),
+        "the conversation is reloaded after authenticating: {statuses:?}"
+    );
+}
+
+/// Every tracing event and span field of this test process, as text.
+fn captured_logs() -> Arc<Mutex<String>> {
+    static LOGS: OnceLock<Arc<Mutex<String>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Arc::new(Mutex::new(String::new()));
+        let _ = tracing::subscriber::set_global_default(Capture(logs.clone()));
+        logs
+    })
+    .clone()
+}
+
+struct Capture(Arc<Mutex<String>>);
+
+struct Fields<'a>(&'a mut String);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let _ = write!(self.0, " {}={:?}", field.name(), value);
+    }
+}
+
+impl Capture {
+    fn append(&self, metadata: &tracing::Metadata<'_>, record: impl FnOnce(&mut Fields<'_>)) {
+        let mut line = format!("{} {}:", metadata.level(), metadata.target());
+        record(&mut Fields(&mut line));
+        let mut logs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        logs.push_str(&line);
+        logs.push('\n');
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        self.append(span.metadata(), |fields| span.record(fields));
+        tracing::span::Id::from_u64(1)
+    }
+
+    fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        let mut line = String::from("span record:");
+        values.record(&mut Fields(&mut line));
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push_str(&line);
+    }
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, event: &tracing::Event<'_>) {
+        self.append(event.metadata(), |fields| event.record(fields));
+    }
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[tokio::test]
+async fn i8_profile_env_secrets_are_never_logged_nor_returned() {
+    let logs = captured_logs();
+    let secret = "sk-kandev-test-7f3a9c1e5b2d4f60";
+    let server = TestServer::start().await;
+    // A real process (not the in-process mock) that fails its start: the launch, the spawn,
+    // the failure and the error paths all run with the secret in the environment.
+    let profile = server
+        .profile(json!({
+            "name": "Secret holder",
+            "kind": "custom",
+            "command": "/bin/sh",
+            "args": ["-c", "read -r line; echo starting >&2; exit 3"],
+            "env": [{"name": "OPENAI_API_KEY", "value": secret}],
+        }))
+        .await;
+    let session = launch(&server, &profile).await;
+    let failed = server.wait_state(&session, "FAILED").await;
+    assert_eq!(failed["last_error"]["code"], "agent_exited", "{failed}");
+    assert!(
+        failed["last_error"]["details"]["stderr"].as_str().unwrap_or_default().contains("starting"),
+        "the agent's stderr is shown: {failed}"
+    );
+    let profiles = server.call("agent.profile.list", json!({})).await;
+    let messages = server.messages(&session).await;
+    for (what, text) in [
+        ("session", failed.to_string()),
+        ("profiles", profiles.to_string()),
+        ("messages", Value::Array(messages).to_string()),
+    ] {
+        assert!(!text.contains(secret), "the secret leaked into the {what} response: {text}");
+    }
+    drop(server.stop().await);
+    let logs = logs.lock().unwrap().clone();
+    assert!(logs.contains("spawned agent process"), "the capture sees engine logs: {logs}");
+    assert!(!logs.contains(secret), "the secret leaked into the logs:\n{logs}");
+    assert!(!logs.contains(&secret[..12]), "a prefix of the secret leaked into the logs");
+}
