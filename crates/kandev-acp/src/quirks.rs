@@ -78,6 +78,10 @@ pub fn auth_method_view(method: &AuthMethod, agent_command: &[String]) -> AuthMe
     if env_vars.is_empty() {
         env_vars.extend(method.description.as_deref().and_then(described_env_var));
     }
+    // Gemini: `_meta: {"api-key": {"provider": "google"}}` on its API key method.
+    if env_vars.is_empty() && raw.pointer("/_meta/api-key/provider") == Some(&json!("google")) {
+        env_vars.push("GEMINI_API_KEY".to_owned());
+    }
     AuthMethodView {
         id: method.id.clone(),
         name: if method.name.is_empty() { method.id.clone() } else { method.name.clone() },
@@ -221,6 +225,8 @@ pub struct TurnUsage {
     pub output_tokens: Option<u64>,
     /// Tokens read from the prompt cache.
     pub cached_read_tokens: Option<u64>,
+    /// Tokens written to the prompt cache.
+    pub cached_write_tokens: Option<u64>,
     /// Reasoning tokens.
     pub thought_tokens: Option<u64>,
     /// Total tokens (sent, or input + output).
@@ -230,23 +236,34 @@ pub struct TurnUsage {
 }
 
 impl TurnUsage {
-    /// `{input_tokens, output_tokens, cached_read_tokens, thought_tokens, total_tokens}` for a
+    /// `{input_tokens, output_tokens, cached_read_tokens, cached_write_tokens, thought_tokens,
+    /// total_tokens}` for a
     /// `usage` message's metadata.
     pub fn to_json(&self) -> Value {
         json!({
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cached_read_tokens": self.cached_read_tokens,
+            "cached_write_tokens": self.cached_write_tokens,
             "thought_tokens": self.thought_tokens,
             "total_tokens": self.total_tokens,
         })
     }
 }
 
-/// The usage in a `session/prompt` answer (`usage`, or `_meta.usage`), camelCase or
-/// snake_case keys; `None` when absent or without any token count.
+/// The usage in a `session/prompt` answer: `usage` (Claude, Codex), `_meta.quota.token_count`
+/// (Gemini) or `_meta.usage`, camelCase or snake_case keys; `None` when absent or without
+/// any token count.
 pub fn prompt_usage(response: &PromptResponse) -> Option<TurnUsage> {
-    usage_from(response.usage.as_ref()?)
+    let meta = response.meta.as_ref();
+    [
+        response.usage.as_ref(),
+        meta.and_then(|m| m.pointer("/quota/token_count")),
+        meta.and_then(|m| m.get("usage")),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(usage_from)
 }
 
 /// The usage in any JSON object (see [`prompt_usage`]).
@@ -256,18 +273,21 @@ pub fn usage_from(raw: &Value) -> Option<TurnUsage> {
     let output =
         number(&["outputTokens", "output_tokens", "completionTokens", "completion_tokens"]);
     let cached = number(&["cachedReadTokens", "cached_read_tokens", "cacheReadInputTokens"]);
+    let cached_write =
+        number(&["cachedWriteTokens", "cached_write_tokens", "cacheCreationInputTokens"]);
     let thought = number(&["thoughtTokens", "thought_tokens", "reasoningTokens"]);
     let total = number(&["totalTokens", "total_tokens"]).or(match (input, output) {
         (Some(i), Some(o)) => Some(i + o),
         _ => None,
     });
-    if [input, output, cached, thought, total].iter().all(Option::is_none) {
+    if [input, output, cached, cached_write, thought, total].iter().all(Option::is_none) {
         return None;
     }
     Some(TurnUsage {
         input_tokens: input,
         output_tokens: output,
         cached_read_tokens: cached,
+        cached_write_tokens: cached_write,
         thought_tokens: thought,
         total_tokens: total,
         raw: raw.clone(),
@@ -283,5 +303,7 @@ pub fn is_noise_chunk(update: &SessionUpdate) -> bool {
     let text = text.trim_start();
     let text = text.strip_prefix("⚠").unwrap_or(text).trim_start();
     let text = text.strip_prefix("Warning:").unwrap_or(text).trim_start();
-    text.starts_with("Model metadata for") && text.contains("not found")
+    text.strip_prefix("Model metadata for `")
+        .and_then(|rest| rest.split_once('`'))
+        .is_some_and(|(model, rest)| !model.is_empty() && rest.starts_with(" not found"))
 }

@@ -363,6 +363,9 @@ pub struct PromptResponse {
     /// Token usage, if the agent sent it (shape varies by agent), as sent.
     #[serde(default)]
     pub usage: Option<Value>,
+    /// The `_meta` of the answer, as sent (Gemini puts its token counts here).
+    #[serde(default, rename = "_meta")]
+    pub meta: Option<Value>,
 }
 
 /// The answer to `session/set_config_option`.
