@@ -208,3 +208,25 @@ async fn i8_profile_env_secrets_are_never_logged_nor_returned() {
     assert!(!logs.contains(secret), "the secret leaked into the logs:\n{logs}");
     assert!(!logs.contains(&secret[..12]), "a prefix of the secret leaked into the logs");
 }
+
+#[tokio::test]
+async fn i8_agent_kinds_report_the_version_an_agent_gave_in_initialize() {
+    let server = TestServer::start().await;
+    let kinds = server.call("agent.kinds", json!({})).await;
+    let kinds = kinds["kinds"].as_array().unwrap().clone();
+    assert_eq!(kinds.len(), 6, "{kinds:?}");
+    for kind in &kinds {
+        assert!(kind["version"].is_null(), "no agent has run yet: {kind}");
+        assert!(kind["install"].is_string(), "{kind}");
+    }
+    let (_, session) = server.session(None).await;
+    let info =
+        server.call("session.get", json!({"id": session})).await["session"]["agent_info"].clone();
+    let reported = info["version"].as_str().expect("the mock reports its version").to_owned();
+    let kinds = server.call("agent.kinds", json!({})).await;
+    let by_kind = |name: &str| {
+        kinds["kinds"].as_array().unwrap().iter().find(|k| k["kind"] == name).unwrap().clone()
+    };
+    assert_eq!(by_kind("mock")["version"], reported.as_str());
+    assert!(by_kind("gemini")["version"].is_null(), "kinds that never ran stay unknown");
+}

@@ -4,8 +4,9 @@ use kandev_api_types::requests::{ById, ProfileCreate, ProfileUpdate};
 use kandev_api_types::{AgentProfileDto, EnvVarDto};
 use kandev_domain::agent::{AgentKind, EnvVar};
 use kandev_domain::{AgentProfileId, validate};
-use kandev_store::{NewProfile, ProfilePatch};
+use kandev_store::{NewProfile, ProfilePatch, TaskFilter};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 
 use super::{ListAll, paginate};
 use crate::{ApiError, AppState};
@@ -71,8 +72,11 @@ pub async fn delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
     Ok(json!({ "deleted": true, "id": p.id }))
 }
 
-/// The built-in agent kinds, their default command and whether it is on `PATH`.
-pub async fn kinds(_: &AppState, _: ListAll) -> Result<Value, ApiError> {
+/// The built-in agent kinds, their default command, whether it is on `PATH`, and the version
+/// the agent last reported in `initialize` (`agent_info` of the newest session that ran a
+/// profile of that kind), or `null`.
+pub async fn kinds(s: &AppState, _: ListAll) -> Result<Value, ApiError> {
+    let versions = reported_versions(s).await?;
     let kinds: Vec<Value> = AgentKind::ALL
         .into_iter()
         .map(|kind| {
@@ -82,10 +86,60 @@ pub async fn kinds(_: &AppState, _: ListAll) -> Result<Value, ApiError> {
                 AgentKind::Custom => false,
                 _ => on_path(command),
             };
-            json!({ "kind": kind.as_str(), "command": command, "installed": installed, "install": install })
+            let version = versions.get(&kind).map(|(_, version)| version.clone());
+            json!({
+                "kind": kind.as_str(),
+                "command": command,
+                "installed": installed,
+                "install": install,
+                "version": version,
+            })
         })
         .collect();
     Ok(json!({ "kinds": kinds }))
+}
+
+/// Most tasks looked at for agent versions.
+const VERSION_SCAN_TASKS: i64 = 5000;
+
+/// Per kind, the newest version an agent of that kind reported (custom commands excluded:
+/// they are not one agent).
+async fn reported_versions(
+    s: &AppState,
+) -> Result<HashMap<AgentKind, (kandev_domain::Timestamp, String)>, ApiError> {
+    let profiles: HashMap<AgentProfileId, AgentKind> =
+        s.store().list_profiles().await?.into_iter().map(|p| (p.id, p.kind)).collect();
+    let filter =
+        TaskFilter { include_archived: true, limit: VERSION_SCAN_TASKS, ..TaskFilter::default() };
+    let mut versions: HashMap<AgentKind, (kandev_domain::Timestamp, String)> = HashMap::new();
+    for task in s.store().list_tasks(&filter).await? {
+        for session in s.store().list_sessions(&task.id).await? {
+            let kind = match &session.agent_profile_id {
+                Some(id) => match profiles.get(id) {
+                    Some(kind) => *kind,
+                    None => continue,
+                },
+                None => AgentKind::Mock,
+            };
+            let Some(version) = session.agent_info.as_deref().and_then(info_version) else {
+                continue;
+            };
+            if kind == AgentKind::Custom {
+                continue;
+            }
+            let newer = versions.get(&kind).is_none_or(|(at, _)| *at < session.updated_at);
+            if newer {
+                versions.insert(kind, (session.updated_at, version));
+            }
+        }
+    }
+    Ok(versions)
+}
+
+/// `version` of a stored `agent_info` (`{"name", "version"}`).
+fn info_version(agent_info: &str) -> Option<String> {
+    let info: Value = serde_json::from_str(agent_info).ok()?;
+    info.get("version")?.as_str().filter(|v| !v.trim().is_empty()).map(str::to_owned)
 }
 
 /// A kind's default command and how to install it.
