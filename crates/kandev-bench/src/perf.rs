@@ -547,6 +547,21 @@ pub async fn p5(ctx: &Ctx) -> Result<Report> {
         }
     }
     let during = agents_of(&home).len();
+    // Known issue probe (reported as a figure, not a failure): see docs/performance.md.
+    let probes =
+        futures::future::join_all(sessions.iter().take(5).map(|s| reset_then_resume(&server, s)))
+            .await;
+    let probed = probes.len();
+    let mut stranded = 0;
+    for probe in probes {
+        if !probe? {
+            stranded += 1;
+        }
+    }
+    report.figure("reset_then_resume_stranded_sessions", stranded);
+    if stranded > 0 {
+        report.notes.push(format!("known server issue ({stranded} of {probed} probed sessions): cancel, then session.reset_context and session.resume back to back, leaves the reset unfinished (no divider) and every later message.add is queued and never runs"));
+    }
     report.check(during <= n, format!("{during} agent processes for {n} sessions"));
     for s in &sessions {
         server.call("session.delete", json!({"id": s})).await?;
@@ -563,26 +578,116 @@ pub async fn p5(ctx: &Ctx) -> Result<Report> {
     Ok(report)
 }
 
+/// Waits for the status note a finished resume writes ("resumed the previous conversation"
+/// or "started a new conversation ...") after `after_seq`.
+async fn wait_resumed(
+    server: &Server,
+    session: &str,
+    after_seq: i64,
+    within: Duration,
+) -> Result<()> {
+    wait_note(server, session, after_seq, within, &["resumed", "started a new conversation"]).await
+}
+
+/// Waits for a status message starting with one of `prefixes` after `after_seq`.
+async fn wait_note(
+    server: &Server,
+    session: &str,
+    after_seq: i64,
+    within: Duration,
+    prefixes: &[&str],
+) -> Result<()> {
+    let started = Instant::now();
+    loop {
+        let page = server
+            .call("message.list", json!({"session_id": session, "after_seq": after_seq}))
+            .await?;
+        let done = page["messages"].as_array().is_some_and(|list| {
+            list.iter().any(|m| {
+                m["kind"] == "status"
+                    && m["content"]
+                        .as_str()
+                        .is_some_and(|c| prefixes.iter().any(|p| c.starts_with(p)))
+            })
+        });
+        if done {
+            return Ok(());
+        }
+        if started.elapsed() > within {
+            bail!("session {session}: no {prefixes:?} note within {within:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Probe for a stranded reset: cancel, `session.reset_context` and `session.resume` issued
+/// back to back (each right after the previous call returns), then a prompt. Returns whether
+/// the prompt ran (got its reply) within 15 s.
+pub async fn reset_then_resume(server: &Server, session: &str) -> Result<bool> {
+    let within = Duration::from_secs(30);
+    server
+        .call("message.add", json!({"session_id": session, "content": "#!mock\nsleep 30000"}))
+        .await?;
+    server.wait_state(session, &["RUNNING"], within).await?;
+    server.call("agent.cancel", json!({"session_id": session})).await?;
+    server.wait_state(session, &["WAITING_FOR_INPUT"], within).await?;
+    server.call("session.reset_context", json!({"id": session})).await?;
+    server.call("session.resume", json!({"id": session, "mode": "load"})).await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    server.call("message.add", json!({"session_id": session, "content": "after reset"})).await?;
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(15) {
+        let messages = server.messages(session).await?;
+        if messages.iter().any(|m| m["content"] == "echo: after reset") {
+            return Ok(true);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(false)
+}
+
 async fn churn(server: &Server, session: &str, cycles: usize, ops: &AtomicU64) -> Result<()> {
     let idle = ["WAITING_FOR_INPUT"];
     let within = Duration::from_secs(60);
     for c in 0..cycles {
-        server
+        let added = server
             .call(
                 "message.add",
                 json!({"session_id": session, "content": "#!mock\nsay working\nsleep 30000"}),
             )
             .await?;
-        server.wait_state(session, &["RUNNING"], within).await?;
+        if let Err(e) = server.wait_state(session, &["RUNNING"], within).await {
+            let queue = server.call("message.queue.list", json!({"session_id": session})).await?;
+            let messages = server.messages(session).await?;
+            let tail: Vec<String> = messages
+                .iter()
+                .rev()
+                .take(6)
+                .map(|m| format!("{}: {}", m["kind"], m["content"]))
+                .collect();
+            bail!(
+                "cycle {c}: {e:#}; message.add said {}; queue {queue}; last messages {tail:?}",
+                added["status"]
+            );
+        }
         ops.fetch_add(1, Ordering::Relaxed);
         server.call("agent.cancel", json!({"session_id": session})).await?;
         server.wait_state(session, &idle, within).await?;
         ops.fetch_add(1, Ordering::Relaxed);
+        let before = server.messages(session).await?.last().and_then(|m| m["seq"].as_i64());
         server.call("session.reset_context", json!({"id": session})).await?;
+        // The reset is done when its divider is written (it may still run when the call
+        // returns right after a cancel).
+        wait_note(server, session, before.unwrap_or(0), within, &["context reset"]).await?;
         server.wait_state(session, &idle, within).await?;
         ops.fetch_add(1, Ordering::Relaxed);
         let mode = if c % 2 == 0 { "load" } else { "fresh" };
+        let before = server.messages(session).await?.last().and_then(|m| m["seq"].as_i64());
         server.call("session.resume", json!({"id": session, "mode": mode})).await?;
+        // `session.get` reads WAITING_FOR_INPUT while the resumed agent is still booting, and
+        // a prompt sent then is queued and not drained (see `queued_during_resume` in
+        // docs/performance.md): wait for the resume's own status note instead.
+        wait_resumed(server, session, before.unwrap_or(0), within).await?;
         let s = server.wait_state(session, &idle, within).await?;
         if !s["last_error"].is_null() {
             bail!("cycle {c}: resume left an error: {}", s["last_error"]);
