@@ -330,6 +330,38 @@ const CLAUDE: Agent = Agent {
     configure: configure_claude,
 };
 
+/// Gemini CLI without a key: nothing to configure but a private settings file (no usage
+/// statistics, no update check); every proxy points at the fake model, so a start that
+/// tried to reach Google would show in the fake's log instead of leaving the machine.
+fn configure_gemini(world: &World) -> Vec<(String, String)> {
+    let dir = world.home().join(".gemini");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = json!({
+        "privacy": {"usageStatisticsEnabled": false},
+        "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+        "telemetry": {"enabled": false},
+    });
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    // No base URL: with `GOOGLE_GEMINI_BASE_URL` set, Gemini CLI 0.61 counts as configured
+    // (a gateway) and opens the session; without it, it answers -32000 at session/new
+    // without contacting anything (the proxies point at the fake, which would log it).
+    [
+        ("GEMINI_CLI_NO_RELAUNCH", "true".to_owned()),
+        ("GEMINI_TELEMETRY_ENABLED", "false".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+const GEMINI: Agent = Agent {
+    name: "Gemini",
+    kind: "gemini",
+    bin: "gemini",
+    args: &["--acp"],
+    configure: configure_gemini,
+};
+
 /// One agent's conversation: the world, the server, and the steps passed so far.
 struct Run {
     agent: &'static Agent,
@@ -581,4 +613,94 @@ async fn codex_converses_through_kandev() {
 #[ignore = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
 async fn claude_converses_through_kandev() {
     converse(&CLAUDE).await;
+}
+
+/// Polls the session until it leaves `STARTING`; returns it.
+async fn settled(run: &Run, step: &str, session: &str) -> Value {
+    let start = Instant::now();
+    loop {
+        let got = run.call(step, "session.get", json!({"id": session})).await;
+        let state = got["session"]["state"].as_str().unwrap_or_default().to_owned();
+        if state != "STARTING" && state != "CREATED" {
+            return got["session"].clone();
+        }
+        if start.elapsed() > TURN_DEADLINE {
+            run.fail(step, &format!("still {state} after {TURN_DEADLINE:?}"));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Issue 8 acceptance 3 with a real agent: Gemini CLI without credentials ends the start with
+/// "log in to Gemini CLI" and its auth methods (not a crash, not a generic error), and
+/// `session.authenticate` with its API key method, still without a key, says so again.
+async fn needs_login(agent: &'static Agent) {
+    let mut run = Run::start(agent).await;
+    let step = "setup: a task in the first step of the default board";
+    let workspaces = run.call(step, "workspace.list", json!({})).await;
+    let workspace = &workspaces["workspaces"][0]["id"];
+    let workflows = run.call(step, "workflow.list", json!({"workspace_id": workspace})).await;
+    let board = workflows["workflows"][0].clone();
+    let task = run
+        .call(
+            step,
+            "task.create",
+            json!({"workflow_id": board["id"], "title": "Needs login",
+                   "step_id": board["steps"][0]["id"]}),
+        )
+        .await;
+    run.pass(step);
+
+    let step = "session.launch: the start ends with the login hint and the agent's methods";
+    let launched = run
+        .call(
+            step,
+            "session.launch",
+            json!({"task_id": task["task"]["id"], "agent_profile_id": run.profile_id}),
+        )
+        .await;
+    let session = launched["session"]["id"].as_str().unwrap_or_default().to_owned();
+    let failed = settled(&run, step, &session).await;
+    let error = &failed["last_error"];
+    run.log(&format!("state {}, last_error {error}", failed["state"]));
+    if failed["state"] != "FAILED" || error["code"] != "agent_auth_required" {
+        run.fail(step, &format!("expected FAILED with agent_auth_required: {failed}"));
+    }
+    let message = error["message"].as_str().unwrap_or_default();
+    if !message.starts_with("log in to Gemini CLI: ") {
+        run.fail(step, &format!("message {message:?}"));
+    }
+    let methods = error["details"]["auth_methods"].as_array().cloned().unwrap_or_default();
+    let api_key = methods.iter().find(|m| m["id"] == "gemini-api-key");
+    let oauth = methods.iter().find(|m| m["id"] == "oauth-personal");
+    match (api_key, oauth) {
+        (Some(key), Some(_)) if key["env_vars"] == json!(["GEMINI_API_KEY"]) => {}
+        _ => run.fail(step, &format!("auth methods {methods:#?}")),
+    }
+    run.pass(step);
+
+    let step = "session.authenticate with the API key method, still no key: the hint again";
+    run.call(step, "session.authenticate", json!({"id": session, "method_id": "gemini-api-key"}))
+        .await;
+    let again = settled(&run, step, &session).await;
+    run.log(&format!("after authenticate: {}", again["last_error"]));
+    if again["state"] != "FAILED" || again["last_error"]["code"] != "agent_auth_required" {
+        run.fail(step, &format!("expected FAILED with agent_auth_required: {again}"));
+    }
+    run.pass(step);
+
+    let step = "the agent never reached a model or any other host";
+    let requests: Vec<String> = run.world.fake.requests().iter().map(ToString::to_string).collect();
+    run.log(&format!("requests seen by the fake (proxy and base URL): {requests:#?}"));
+    if run.world.fake.answered() != 0 {
+        run.fail(step, "a model call was answered without credentials");
+    }
+    run.pass(step);
+    run.server.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+async fn gemini_without_a_key_asks_to_log_in() {
+    needs_login(&GEMINI).await;
 }
