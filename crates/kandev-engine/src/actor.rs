@@ -1274,8 +1274,8 @@ impl SessionActor {
             }
             Err(err) if err.is_closed() => return, // the exit watcher reports the crash
             Err(err) => {
-                let message = format!("the agent could not complete the turn: {err}");
-                let error = self.error("prompt_failed", message.clone(), json!({ "epoch": epoch }));
+                let (code, message) = boot::turn_failure(&err, self.session.agent_info.as_deref());
+                let error = self.error(code, message.clone(), json!({ "epoch": epoch }));
                 (self.finish_turn("error", Some((error, message)), None).await, None)
             }
         };

@@ -332,3 +332,23 @@ fn call_failure(what: &str, program: &str, err: &AcpError) -> BootFailure {
     }
     BootFailure::new("agent_start_failed", format!("{program} failed at {what}: {err}"))
 }
+
+/// Why a turn failed, for `last_error`: `agent_auth_required` with "log in to <agent>" when
+/// the agent asked for credentials at `session/prompt` (-32000), else `prompt_failed`.
+/// `agent_info` is the session's stored `{"name", "version"}`.
+pub fn turn_failure(err: &AcpError, agent_info: Option<&str>) -> (&'static str, String) {
+    if err.is_auth_required() {
+        let name = agent_info
+            .and_then(|info| serde_json::from_str::<Value>(info).ok())
+            .and_then(|info| info.get("name").and_then(Value::as_str).map(str::to_owned))
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| "the agent".to_owned());
+        let message = format!(
+            "log in to {name}: it asked for credentials during the turn ({}); log in, then \
+             authenticate (session.authenticate) or resume the session",
+            said("session/prompt", err)
+        );
+        return ("agent_auth_required", message);
+    }
+    ("prompt_failed", format!("the agent could not complete the turn: {err}"))
+}

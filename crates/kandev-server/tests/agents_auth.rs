@@ -230,3 +230,24 @@ async fn i8_agent_kinds_report_the_version_an_agent_gave_in_initialize() {
     assert_eq!(by_kind("mock")["version"], reported.as_str());
     assert!(by_kind("gemini")["version"].is_null(), "kinds that never ran stay unknown");
 }
+
+#[tokio::test]
+async fn i8_auth_required_at_session_prompt_is_a_login_hint_and_authenticate_recovers() {
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    let messages =
+        server.turn(&session, "#!mock\nerror -32000 authentication required: token expired").await;
+    let now = server.call("session.get", json!({"id": session})).await["session"].clone();
+    assert_eq!(now["state"], "WAITING_FOR_INPUT", "{now}");
+    assert_eq!(now["last_error"]["code"], "agent_auth_required", "{now}");
+    let message = now["last_error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("log in to kandev-mock-agent: "), "{message}");
+    assert!(message.contains("token expired"), "{message}");
+    assert_eq!(of_kind(&messages, "error").len(), 1, "shown in the transcript");
+    server.call("session.authenticate", json!({"id": session, "method_id": "mock-login"})).await;
+    let live = server.wait_state(&session, "WAITING_FOR_INPUT").await;
+    assert!(live["last_error"].is_null(), "{live}");
+    assert_eq!(server.counters().authenticate(), 1);
+    let messages = server.turn(&session, "hello again").await;
+    assert_eq!(of_kind(&messages, "agent").len(), 1, "the conversation goes on: {messages:?}");
+}
