@@ -162,6 +162,41 @@ pub struct ModelList {
     pub switch: ModelSwitch,
 }
 
+impl ModelList {
+    /// The list as a `model` config option (`select`, category `model`), so that an agent on
+    /// the legacy API shows its models like one on `configOptions`. `current` overrides the
+    /// current value (a model the client has just set).
+    pub fn as_config_option(&self, current: Option<&str>) -> ConfigOption {
+        let id = match &self.switch {
+            ModelSwitch::ConfigOption(id) => id.clone(),
+            ModelSwitch::SetModel => "model".to_owned(),
+        };
+        let options: Vec<Value> = self
+            .available
+            .iter()
+            .map(|m| json!({"value": m.id, "name": m.name, "description": m.description}))
+            .collect();
+        let raw = json!({
+            "id": id,
+            "name": "Model",
+            "category": "model",
+            "type": "select",
+            "currentValue": current.or(self.current.as_deref()),
+            "options": options,
+        });
+        ConfigOption {
+            id,
+            name: "Model".to_owned(),
+            description: None,
+            category: Some("model".to_owned()),
+            kind: "select".to_owned(),
+            current_value: raw["currentValue"].clone(),
+            options: raw["options"].clone(),
+            raw,
+        }
+    }
+}
+
 /// One model list from `configOptions` (an option of category `model`, or id `model`) or, if
 /// there is none, the legacy `models {availableModels, currentModelId}`.
 pub fn model_list(

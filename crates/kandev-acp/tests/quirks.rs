@@ -185,3 +185,16 @@ fn codex_model_metadata_warning_is_noise_not_the_answer() {
         "content": {"type": "text", "text": "Model metadata for `x` not found."}}));
     assert!(!is_noise_chunk(&thought));
 }
+
+#[test]
+fn legacy_models_are_shown_as_a_model_config_option() {
+    let new: NewSessionResponse = serde_json::from_str(GEMINI_NEW_SESSION).unwrap();
+    let list = model_list(&[], new.models.as_ref()).unwrap();
+    let option = list.as_config_option(None);
+    assert_eq!((option.id.as_str(), option.category.as_deref()), ("model", Some("model")));
+    assert_eq!(option.current_value, "auto-gemini-2.5");
+    assert_eq!(option.options[1]["value"], "gemini-2.5-pro");
+    assert_eq!(list.as_config_option(Some("gemini-2.5-flash")).current_value, "gemini-2.5-flash");
+    let reparsed = model_list(std::slice::from_ref(&option), None).unwrap();
+    assert_eq!(reparsed.available, list.available, "the option lists the same models");
+}

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kandev_acp::quirks::{AuthMethodView, auth_method_view};
+use kandev_acp::quirks::{AuthMethodView, ModelList, ModelSwitch, auth_method_view, model_list};
 use kandev_acp::{AcpClient, AcpConfig, AcpError, AgentEvent, ConfigOption, InitializeResponse};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -182,20 +182,14 @@ async fn handshake(
     if loaded {
         while events.try_recv().is_ok() {}
     }
-    let config_options = options.unwrap_or_default();
-    let uses_legacy_models =
-        models.is_some() && !config_options.iter().any(|o| o.category.as_deref() == Some("model"));
+    let mut config_options = options.unwrap_or_default();
+    // One model list whichever API the agent uses (quirk: legacy `models`).
+    let models = model_list(&config_options, models.as_ref());
     let mut mode = modes.map(|m| m.current_mode_id);
-    apply_preferences(
-        client,
-        plan,
-        &acp_session_id,
-        &config_options,
-        uses_legacy_models,
-        &mut mode,
-        program,
-    )
-    .await?;
+    apply_preferences(client, plan, &acp_session_id, models.as_ref(), &mut mode, program).await?;
+    if let Some(list) = models.filter(|m| m.switch == ModelSwitch::SetModel) {
+        config_options.push(list.as_config_option(plan.model.as_deref()));
+    }
     Ok(Conversation {
         acp_session_id,
         loaded,
@@ -276,21 +270,16 @@ async fn apply_preferences(
     client: &AcpClient,
     plan: &BootPlan,
     acp_session_id: &str,
-    options: &[ConfigOption],
-    legacy_models: bool,
+    models: Option<&ModelList>,
     mode: &mut Option<String>,
     program: &str,
 ) -> Result<(), BootFailure> {
     if let Some(model) = &plan.model {
-        let result = match options
-            .iter()
-            .find(|o| o.category.as_deref() == Some("model") || o.id == "model")
-        {
-            Some(option) => client
-                .set_config_option(acp_session_id, &option.id, model.clone())
-                .await
-                .map(|_| ()),
-            None if legacy_models => client.set_model(acp_session_id, model).await,
+        let result = match models.map(|m| &m.switch) {
+            Some(ModelSwitch::ConfigOption(id)) => {
+                client.set_config_option(acp_session_id, id, model.clone()).await.map(|_| ())
+            }
+            Some(ModelSwitch::SetModel) => client.set_model(acp_session_id, model).await,
             None => Ok(()),
         };
         result.map_err(|e| call_failure("setting the model", program, &e))?;
