@@ -130,6 +130,12 @@ impl SessionActor {
 
     async fn on_update(&mut self, update: SessionUpdate) -> Result<()> {
         match update {
+            // Quirk: agent chatter (Codex's model metadata warning) is a note, not the answer.
+            update if kandev_acp::quirks::is_noise_chunk(&update) => {
+                let SessionUpdate::AgentMessageChunk { content } = update else { return Ok(()) };
+                let text = text_of(&content).trim().to_owned();
+                self.add(MessageKind::Status, &text, json!({ "reason": "agent_warning" })).await
+            }
             SessionUpdate::AgentMessageChunk { content } => {
                 self.stream(MessageKind::Agent, &text_of(&content)).await
             }

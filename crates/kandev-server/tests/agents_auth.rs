@@ -251,3 +251,17 @@ async fn i8_auth_required_at_session_prompt_is_a_login_hint_and_authenticate_rec
     let messages = server.turn(&session, "hello again").await;
     assert_eq!(of_kind(&messages, "agent").len(), 1, "the conversation goes on: {messages:?}");
 }
+
+#[tokio::test]
+async fn i8_codex_model_metadata_warning_is_a_note_not_part_of_the_reply() {
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    let warning = "Model metadata for `fake-model` not found. Defaulting to fallback metadata; \
+                   this can degrade performance and cause issues.";
+    let messages = server.turn(&session, &format!("#!mock\nsay {warning}\nsay Hello")).await;
+    let agent: Vec<&str> =
+        of_kind(&messages, "agent").iter().map(|m| m["content"].as_str().unwrap()).collect();
+    assert_eq!(agent, ["Hello"], "the reply holds only the answer: {messages:?}");
+    let notes = of_kind(&messages, "status");
+    assert!(notes.iter().any(|m| m["content"] == warning), "kept as a note: {messages:?}");
+}
