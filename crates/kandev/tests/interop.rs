@@ -581,6 +581,19 @@ async fn converse(agent: &'static Agent) {
     }
     run.pass(step);
 
+    // Quirk (issue 8): Codex's "Model metadata ... not found" warning is a note, not the reply.
+    let step = "replies hold only the model's answer";
+    let chatter: Vec<String> = all
+        .iter()
+        .filter(|m| m["kind"] == "agent")
+        .filter(|m| m["content"].as_str().unwrap_or_default().contains("Model metadata for"))
+        .map(describe)
+        .collect();
+    if !chatter.is_empty() {
+        run.fail(step, &format!("agent chatter in replies: {chatter:#?}"));
+    }
+    run.pass(step);
+
     run.server.stop();
     let refused: Vec<String> = run
         .world
