@@ -699,8 +699,7 @@ impl SessionActor {
             ordered,
         };
         self.exec = Exec::Live(live);
-        let agent_info =
-            json!({ "name": conversation.agent_name, "version": conversation.agent_version });
+        let agent_info = conversation.agent_info();
         let options: serde_json::Map<String, serde_json::Value> = conversation
             .config_options
             .iter()
@@ -1274,8 +1273,9 @@ impl SessionActor {
             }
             Err(err) if err.is_closed() => return, // the exit watcher reports the crash
             Err(err) => {
-                let (code, message) = boot::turn_failure(&err, self.session.agent_info.as_deref());
-                let error = self.error(code, message.clone(), json!({ "epoch": epoch }));
+                let info = self.session.agent_info.as_deref();
+                let (code, message, details) = boot::turn_failure(&err, info, epoch);
+                let error = self.error(code, message.clone(), details);
                 (self.finish_turn("error", Some((error, message)), None).await, None)
             }
         };

@@ -46,6 +46,22 @@ pub struct Conversation {
     pub agent_version: Option<String>,
     pub mode: Option<String>,
     pub config_options: Vec<ConfigOption>,
+    /// The name people see ("log in to <it>"): the agent's title, else its name or program.
+    pub agent_title: String,
+    /// The agent's auth methods as shown in `last_error.details.auth_methods`.
+    pub auth_methods: Vec<Value>,
+}
+
+impl Conversation {
+    /// The session's stored `agent_info`: `{name, version, title, auth_methods}`.
+    pub fn agent_info(&self) -> Value {
+        json!({
+            "name": self.agent_name,
+            "version": self.agent_version,
+            "title": self.agent_title,
+            "auth_methods": self.auth_methods,
+        })
+    }
 }
 
 /// Why a boot failed, for `last_error`.
@@ -197,6 +213,8 @@ async fn handshake(
         agent_version: init.agent_info.as_ref().and_then(|i| i.version.clone()),
         mode,
         config_options,
+        agent_title: agent.name.clone(),
+        auth_methods: agent.auth_methods.iter().map(AuthMethodView::to_json).collect(),
     })
 }
 
@@ -322,22 +340,32 @@ fn call_failure(what: &str, program: &str, err: &AcpError) -> BootFailure {
     BootFailure::new("agent_start_failed", format!("{program} failed at {what}: {err}"))
 }
 
-/// Why a turn failed, for `last_error`: `agent_auth_required` with "log in to <agent>" when
-/// the agent asked for credentials at `session/prompt` (-32000), else `prompt_failed`.
-/// `agent_info` is the session's stored `{"name", "version"}`.
-pub fn turn_failure(err: &AcpError, agent_info: Option<&str>) -> (&'static str, String) {
+/// Why a turn failed, for `last_error` (code, message, details): `agent_auth_required` with
+/// "log in to <agent>" and the agent's auth methods when it asked for credentials at
+/// `session/prompt` (-32000), else `prompt_failed`. `agent_info` is the session's stored
+/// [`Conversation::agent_info`].
+pub fn turn_failure(
+    err: &AcpError,
+    agent_info: Option<&str>,
+    epoch: i64,
+) -> (&'static str, String, Value) {
     if err.is_auth_required() {
-        let name = agent_info
-            .and_then(|info| serde_json::from_str::<Value>(info).ok())
-            .and_then(|info| info.get("name").and_then(Value::as_str).map(str::to_owned))
-            .filter(|name| !name.is_empty())
-            .unwrap_or_else(|| "the agent".to_owned());
+        let info: Value =
+            agent_info.and_then(|info| serde_json::from_str(info).ok()).unwrap_or_default();
+        let name = ["title", "name"]
+            .iter()
+            .find_map(|key| info.get(*key).and_then(Value::as_str).filter(|n| !n.is_empty()))
+            .unwrap_or("the agent")
+            .to_owned();
         let message = format!(
             "log in to {name}: it asked for credentials during the turn ({}); log in, then \
              authenticate (session.authenticate) or resume the session",
             said("session/prompt", err)
         );
-        return ("agent_auth_required", message);
+        let methods = info.get("auth_methods").cloned().unwrap_or_else(|| json!([]));
+        let details = json!({ "epoch": epoch, "agent": name, "auth_methods": methods });
+        return ("agent_auth_required", message, details);
     }
-    ("prompt_failed", format!("the agent could not complete the turn: {err}"))
+    let message = format!("the agent could not complete the turn: {err}");
+    ("prompt_failed", message, json!({ "epoch": epoch }))
 }

@@ -241,8 +241,11 @@ async fn i8_auth_required_at_session_prompt_is_a_login_hint_and_authenticate_rec
     assert_eq!(now["state"], "WAITING_FOR_INPUT", "{now}");
     assert_eq!(now["last_error"]["code"], "agent_auth_required", "{now}");
     let message = now["last_error"]["message"].as_str().unwrap();
-    assert!(message.starts_with("log in to kandev-mock-agent: "), "{message}");
+    assert!(message.starts_with("log in to Kandev mock agent: "), "{message}");
     assert!(message.contains("token expired"), "{message}");
+    let methods = &now["last_error"]["details"]["auth_methods"];
+    assert_eq!(methods[0]["id"], "mock-login", "the methods the agent offered: {now}");
+    assert_eq!(now["agent_info"]["auth_methods"], *methods, "stored on the session too");
     assert_eq!(of_kind(&messages, "error").len(), 1, "shown in the transcript");
     server.call("session.authenticate", json!({"id": session, "method_id": "mock-login"})).await;
     let live = server.wait_state(&session, "WAITING_FOR_INPUT").await;
