@@ -268,3 +268,22 @@ async fn i8_codex_model_metadata_warning_is_a_note_not_part_of_the_reply() {
     let notes = of_kind(&messages, "status");
     assert!(notes.iter().any(|m| m["content"] == warning), "kept as a note: {messages:?}");
 }
+
+#[tokio::test]
+async fn i8_a_profile_for_an_agent_that_is_not_installed_is_allowed_but_marked() {
+    let server = TestServer::start().await;
+    let missing = server
+        .call(
+            "agent.profile.create",
+            json!({"name": "Codex", "kind": "codex", "command": "/nonexistent/bin/codex-acp"}),
+        )
+        .await;
+    assert_eq!(missing["installed"], false, "{missing}");
+    assert_eq!(missing["install"], "npm install -g @zed-industries/codex-acp");
+    let id = missing["profile"]["id"].clone();
+    let fixed = server.call("agent.profile.update", json!({"id": id, "command": "/bin/sh"})).await;
+    assert_eq!(fixed["installed"], true, "{fixed}");
+    assert!(fixed.get("install").is_none(), "{fixed}");
+    let mock = server.call("agent.profile.create", json!({"name": "M", "kind": "mock"})).await;
+    assert_eq!(mock["installed"], true, "{mock}");
+}

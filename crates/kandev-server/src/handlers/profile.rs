@@ -41,10 +41,33 @@ pub async fn create(s: &AppState, p: ProfileCreate) -> Result<Value, ApiError> {
         auto_approve: p.auto_approve,
     };
     let mut tx = s.store().begin_write().await?;
-    let dto = AgentProfileDto::from(&tx.insert_profile(&new).await?);
+    let profile = tx.insert_profile(&new).await?;
+    let dto = AgentProfileDto::from(&profile);
     tx.emit(PROFILES_TOPIC, "agent.profile.created", json!({ "profile": dto })).await?;
     tx.commit().await?;
-    Ok(json!({ "profile": dto }))
+    Ok(with_install_status(json!({ "profile": dto }), profile.kind, &profile.command))
+}
+
+/// Adds `installed` (the profile's command is found) and, when it is not, `install` (how to
+/// install the kind's agent): a profile for a missing agent is allowed, but marked.
+fn with_install_status(mut body: Value, kind: AgentKind, command: &str) -> Value {
+    let installed = match (kind, command.split_whitespace().next()) {
+        (AgentKind::Mock, None) => true,
+        (_, Some(program)) => command_found(program),
+        (_, None) => on_path(default_command(kind).0),
+    };
+    if let Some(object) = body.as_object_mut() {
+        object.insert("installed".to_owned(), json!(installed));
+        if !installed {
+            object.insert("install".to_owned(), json!(default_command(kind).1));
+        }
+    }
+    body
+}
+
+/// A program given as a path exists as a file; a bare name is on `PATH`.
+fn command_found(program: &str) -> bool {
+    if program.contains('/') { std::path::Path::new(program).is_file() } else { on_path(program) }
 }
 
 pub async fn update(s: &AppState, p: ProfileUpdate) -> Result<Value, ApiError> {
@@ -58,10 +81,11 @@ pub async fn update(s: &AppState, p: ProfileUpdate) -> Result<Value, ApiError> {
         auto_approve: p.auto_approve,
     };
     let mut tx = s.store().begin_write().await?;
-    let dto = AgentProfileDto::from(&tx.update_profile(&AgentProfileId::new(p.id), &patch).await?);
+    let profile = tx.update_profile(&AgentProfileId::new(p.id), &patch).await?;
+    let dto = AgentProfileDto::from(&profile);
     tx.emit(PROFILES_TOPIC, "agent.profile.updated", json!({ "profile": dto })).await?;
     tx.commit().await?;
-    Ok(json!({ "profile": dto }))
+    Ok(with_install_status(json!({ "profile": dto }), profile.kind, &profile.command))
 }
 
 pub async fn delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
