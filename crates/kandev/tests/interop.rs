@@ -362,6 +362,29 @@ const GEMINI: Agent = Agent {
     configure: configure_gemini,
 };
 
+/// Claude without a key or a base URL: it opens the session and answers -32000 at the first
+/// `session/prompt`.
+fn configure_claude_without_key(_: &World) -> Vec<(String, String)> {
+    [
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ("DISABLE_TELEMETRY", "1"),
+        ("DISABLE_ERROR_REPORTING", "1"),
+        ("DISABLE_AUTOUPDATER", "1"),
+        ("IS_SANDBOX", "1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+const CLAUDE_WITHOUT_KEY: Agent = Agent {
+    name: "Claude without a key",
+    kind: "claude",
+    bin: "claude-agent-acp",
+    args: &[],
+    configure: configure_claude_without_key,
+};
+
 /// One agent's conversation: the world, the server, and the steps passed so far.
 struct Run {
     agent: &'static Agent,
@@ -716,4 +739,67 @@ async fn needs_login(agent: &'static Agent) {
 #[ignore = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
 async fn gemini_without_a_key_asks_to_log_in() {
     needs_login(&GEMINI).await;
+}
+
+/// Issue 8 with a real agent that wants credentials only at the first prompt: Claude answers
+/// `session/prompt` with -32000; the turn ends with "log in to Claude Agent" and its terminal
+/// methods carry the exact command to run.
+async fn login_at_prompt(agent: &'static Agent) {
+    let mut run = Run::start(agent).await;
+    let step = "setup: a task in the first step of the default board";
+    let workspaces = run.call(step, "workspace.list", json!({})).await;
+    let workspace = &workspaces["workspaces"][0]["id"];
+    let workflows = run.call(step, "workflow.list", json!({"workspace_id": workspace})).await;
+    let board = workflows["workflows"][0].clone();
+    let task = run
+        .call(
+            step,
+            "task.create",
+            json!({"workflow_id": board["id"], "title": "Needs login",
+                   "step_id": board["steps"][0]["id"]}),
+        )
+        .await;
+    run.pass(step);
+
+    let step = "session.launch with a prompt: the turn ends with the login hint";
+    let launched = run
+        .call(
+            step,
+            "session.launch",
+            json!({"task_id": task["task"]["id"], "agent_profile_id": run.profile_id,
+                   "prompt": PROMPTS[0]}),
+        )
+        .await;
+    let session = launched["session"]["id"].as_str().unwrap_or_default().to_owned();
+    let start = Instant::now();
+    let got = loop {
+        let got = run.call(step, "session.get", json!({"id": session})).await["session"].clone();
+        if !got["last_error"].is_null() && got["state"] != "RUNNING" {
+            break got;
+        }
+        if start.elapsed() > TURN_DEADLINE {
+            run.fail(step, &format!("no error within {TURN_DEADLINE:?}: {got}"));
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    let error = &got["last_error"];
+    run.log(&format!("state {}, last_error {error}", got["state"]));
+    let message = error["message"].as_str().unwrap_or_default();
+    if error["code"] != "agent_auth_required" || !message.starts_with("log in to Claude Agent: ") {
+        run.fail(step, &format!("expected agent_auth_required: {got}"));
+    }
+    let methods = error["details"]["auth_methods"].as_array().cloned().unwrap_or_default();
+    let terminal = methods.iter().find(|m| m["type"] == "terminal");
+    let command = terminal.and_then(|m| m["command"].as_str()).unwrap_or_default();
+    if !command.contains("claude-agent-acp --cli auth login") {
+        run.fail(step, &format!("no terminal login command in {methods:#?}"));
+    }
+    run.pass(step);
+    run.server.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+async fn claude_without_a_key_asks_to_log_in_at_the_first_prompt() {
+    login_at_prompt(&CLAUDE_WITHOUT_KEY).await;
 }
