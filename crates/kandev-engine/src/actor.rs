@@ -850,7 +850,18 @@ impl SessionActor {
                 {
                     tracing::error!(error = %err, "cannot record the stopped agent");
                 }
+                self.abandon_live_reset("the agent was stopped during the context reset").await;
             }
+        }
+    }
+
+    /// A live reset waits for an answer that can no longer come once its execution is gone
+    /// (its result would travel through the stopped pump): settle it as failed (rule 25)
+    /// instead of leaving the session waiting for it forever.
+    pub(crate) async fn abandon_live_reset(&mut self, why: &str) {
+        if self.resetting.as_ref().is_some_and(|r| !r.waiting_for_turn) {
+            let result = self.reset_failed(why.to_owned()).await;
+            self.log("settling an abandoned context reset", result);
         }
     }
 
@@ -859,6 +870,7 @@ impl SessionActor {
             return;
         }
         self.exec = Exec::Idle;
+        self.abandon_live_reset("the agent exited during the context reset").await;
         let message = format!("the agent {exit}; send a message to start it again");
         let details =
             json!({ "epoch": epoch, "exit": exit.to_string(), "stderr": tail_lines(&stderr, 20) });
@@ -1235,6 +1247,11 @@ impl SessionActor {
         if self.turn.is_some() {
             return Err(EngineError::Busy("a turn is running; cancel it before resuming".into()));
         }
+        if self.resetting.is_some() {
+            return Err(EngineError::ResetInProgress(
+                "the agent's context is being reset; resume when it has finished".into(),
+            ));
+        }
         self.pending = None;
         self.stop_execution(true).await;
         if matches!(self.session.state, SessionState::Starting) {
@@ -1577,6 +1594,18 @@ impl SessionActor {
         } else {
             Ok(())
         };
+        // A reset waiting for this execution: without an agent it finishes lazily (rule 21);
+        // one already talking to the stopped agent cannot finish and is settled as failed.
+        match self.resetting.as_ref().map(|r| r.waiting_for_turn) {
+            Some(true) => {
+                let settled = self.continue_reset().await;
+                self.log("finishing a context reset without the agent", settled);
+            }
+            Some(false) => {
+                self.abandon_live_reset("the agent was stopped during the context reset").await
+            }
+            None => {}
+        }
         match (result, control) {
             (Err(err), _) => {
                 let _ = reply.send(Err(err));

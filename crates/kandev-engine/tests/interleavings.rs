@@ -78,12 +78,13 @@ enum Op {
     Stop,
     ResumeLoad,
     ResumeFresh,
+    Reset,
     Delete,
     RestartEngine,
     Settle,
 }
 
-const OPS: [Op; 12] = [
+const OPS: [Op; 13] = [
     Op::Echo,
     Op::Sleep,
     Op::Hang,
@@ -93,6 +94,7 @@ const OPS: [Op; 12] = [
     Op::Stop,
     Op::ResumeLoad,
     Op::ResumeFresh,
+    Op::Reset,
     Op::Delete,
     Op::RestartEngine,
     Op::Settle,
@@ -217,6 +219,7 @@ impl World {
             Op::Stop => self.engine.stop(&session).await.unwrap_or_else(expected),
             Op::ResumeLoad => self.engine.resume(&session, false).await.unwrap_or_else(expected),
             Op::ResumeFresh => self.engine.resume(&session, true).await.unwrap_or_else(expected),
+            Op::Reset => self.engine.reset_context(&session).await.unwrap_or_else(expected),
             Op::Delete => {
                 self.engine.delete(&session).await.unwrap();
                 self.sessions.retain(|s| s != &session);
@@ -250,7 +253,10 @@ async fn settle(total: Duration) {
 /// Refusals the API may legitimately answer in some state; anything else fails the test.
 fn expected(err: EngineError) {
     match err {
-        EngineError::Busy(_) | EngineError::Conflict(_) | EngineError::QueueFull(_) => {}
+        EngineError::Busy(_)
+        | EngineError::Conflict(_)
+        | EngineError::QueueFull(_)
+        | EngineError::ResetInProgress(_) => {}
         other => panic!("unexpected error: {other}"),
     }
 }
