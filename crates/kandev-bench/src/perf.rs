@@ -479,7 +479,7 @@ pub async fn p3(ctx: &Ctx, board: &mut Option<Board>) -> Result<Report> {
     report.figure("message_list_200_p99_ms", percentile(&mut sample, 99.0));
     report.figure("fts_search", "not implemented");
     report.notes.push(format!(
-        "messages are made by turns of {per_turn} alternating say/think directives (one row each); the 1M-message target is not reached through the API in reasonable time; full-text search is not implemented (task.list `query` is a LIKE filter)"
+        "messages are made by turns of {per_turn} alternating say/think directives (one row each); the 1M-message target is not reached through the API in reasonable time; full-text search is not implemented (task.list `query` is a substring filter)"
     ));
     drop(server);
     *board = Some(Board { home, tasks: tasks_n, messages: stored });
