@@ -396,12 +396,8 @@ async fn l30_method_not_found_and_unknown_session_fall_back_to_a_new_conversatio
 async fn l30_auth_internal_and_timeout_never_fall_back_and_keep_the_token() {
     for kind in ["auth", "internal", "timeout"] {
         let (server, session, token) = resume_with_failing_load(kind).await;
-        let failed = server.wait_state(&session, "WAITING_FOR_INPUT").await;
+        let now = server.wait_last_error(&session).await;
         let deadline = Instant::now() + WAIT;
-        let mut now = failed;
-        while now["last_error"].is_null() && Instant::now() < deadline {
-            now = server.wait_state(&session, "WAITING_FOR_INPUT").await;
-        }
         assert!(!now["last_error"].is_null(), "{kind}: the resume failed visibly");
         let counters = server.counters();
         assert_eq!(counters.count(CallKind::New), 1, "{kind}: no fallback to session/new");
@@ -446,11 +442,7 @@ async fn l31_a_failed_fresh_start_keeps_the_old_token() {
         .call("agent.profile.update", json!({"id": profile, "args": ["--fail-new", "internal"]}))
         .await;
     server.call("session.resume", json!({"id": session, "mode": "fresh"})).await;
-    let deadline = Instant::now() + WAIT;
-    let mut now = state(&server, &session).await;
-    while now["last_error"].is_null() && Instant::now() < deadline {
-        now = server.wait_state(&session, "WAITING_FOR_INPUT").await;
-    }
+    let now = server.wait_last_error(&session).await;
     assert_eq!(now["last_error"]["code"], "agent_start_failed");
     assert_eq!(server.counters().failed(CallKind::New), 1);
     assert_eq!(now["acp_session_id"], token, "no failure blanked the token");
@@ -506,11 +498,7 @@ async fn l33_a_client_disconnecting_does_not_cancel_its_turn() {
 #[tokio::test]
 async fn l34_a_resume_failure_is_shown_once_with_its_epoch() {
     let (server, session, _) = resume_with_failing_load("auth").await;
-    let deadline = Instant::now() + WAIT;
-    let mut now = state(&server, &session).await;
-    while now["last_error"].is_null() && Instant::now() < deadline {
-        now = server.wait_state(&session, "WAITING_FOR_INPUT").await;
-    }
+    let now = server.wait_last_error(&session).await;
     assert_eq!(now["last_error"]["code"], "agent_auth_required");
     assert_eq!(now["last_error"]["details"]["epoch"], now["epoch"], "correlated to its attempt");
     let errors = of_kind(&server.messages(&session).await, "error").len();

@@ -304,11 +304,7 @@ async fn l25_l26_a_failed_reset_sends_nothing_reports_the_step_and_leaves_the_se
     let token = session_state(&server, &session).await["acp_session_id"].clone();
     let prompts = server.counters().prompt();
     server.call("task.move", json!({"id": task, "step_id": step_id(&plan_build, "Build")})).await;
-    let deadline = Instant::now() + WAIT;
-    let mut now = session_state(&server, &session).await;
-    while now["last_error"].is_null() && Instant::now() < deadline {
-        now = server.wait_state(&session, "WAITING_FOR_INPUT").await;
-    }
+    let now = server.wait_last_error(&session).await;
     assert_eq!(now["last_error"]["code"], "workflow_context_reset_failed", "{now}");
     assert!(now["last_error"]["message"].as_str().unwrap().contains("Build"), "names the step");
     assert_eq!(now["state"], "WAITING_FOR_INPUT");

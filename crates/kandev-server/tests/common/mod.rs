@@ -249,6 +249,25 @@ impl TestServer {
         }
     }
 
+    /// Waits (bounded) until the session shows a `last_error`, following its notifications;
+    /// returns the session.
+    pub async fn wait_last_error(&self, session_id: &str) -> Value {
+        let mut ws = self.ws().await;
+        ws.call("subscribe", json!({"topics": [format!("session:{session_id}")]})).await;
+        let current = self.call("session.get", json!({"id": session_id})).await;
+        if !current["session"]["last_error"].is_null() {
+            return current["session"].clone();
+        }
+        loop {
+            let frame = ws.next().await;
+            if frame["type"] == "notification"
+                && !frame["payload"]["session"]["last_error"].is_null()
+            {
+                return frame["payload"]["session"].clone();
+            }
+        }
+    }
+
     /// Sends a message and waits until the turn it starts has completed.
     pub async fn turn(&self, session_id: &str, content: &str) -> Vec<Value> {
         let mut ws = self.ws().await;
