@@ -39,6 +39,14 @@ impl From<sqlx::Error> for StoreError {
             if db.code().is_some_and(|code| code == "13") {
                 return StoreError::DiskFull { path: "the database".into() };
             }
+            // Callers check references before they write, outside the transaction: a delete
+            // that commits in between is a race the user lost, not an internal error.
+            if db.is_foreign_key_violation() {
+                return StoreError::Conflict(
+                    "something this change refers to was deleted meanwhile; reload and try again"
+                        .into(),
+                );
+            }
         }
         StoreError::Database(err)
     }
