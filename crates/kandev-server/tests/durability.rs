@@ -76,8 +76,8 @@ async fn i12_f1_a_full_disk_while_an_agent_streams_answers_503_and_keeps_every_2
     let answer =
         json!({"session_id": session, "request_id": requested["request_id"], "option_id": option});
     // The agent has its answer either way; recording it may fail.
-    let (status, _) = server.post("permission.respond", answer).await;
-    assert!(status == 200 || status == 503, "permission.respond answered {status}");
+    let (answered, _) = server.post("permission.respond", answer).await;
+    assert!(answered == 200 || answered == 503, "permission.respond answered {answered}");
     let mut acked = Acknowledged::default();
     let (mut refused, mut degraded) = (0, false);
     for i in 0..40 {
@@ -161,5 +161,12 @@ async fn i12_f1_a_full_disk_while_an_agent_streams_answers_503_and_keeps_every_2
         "the agent's words from before the disk filled survived"
     );
     assert!(stored.iter().any(|m| m.content.contains("second turn done")));
+    let users: Vec<&str> =
+        stored.iter().filter(|m| m.kind.as_str() == "user").map(|m| m.content.as_str()).collect();
+    assert_eq!(users, vec![FIRST_TURN, SECOND_TURN], "both acknowledged messages survived");
+    if answered == 200 {
+        let request = stored.iter().find(|m| m.kind.as_str() == "permission_request").unwrap();
+        assert!(request.metadata.contains("approved"), "the acknowledged answer survived");
+    }
     assert_eq!(store.get_session(&session_id).await.unwrap().state.as_str(), "WAITING_FOR_INPUT");
 }
