@@ -36,7 +36,7 @@ impl From<sqlx::Error> for StoreError {
                 return StoreError::DiskFull { path: full.path.clone() };
             }
             // Outside a write transaction (a read spilling to a temporary file, a migration).
-            if db.code().is_some_and(|code| code == "13") {
+            if crate::write::is_disk_full(&err) {
                 return StoreError::DiskFull { path: "the database".into() };
             }
             // Callers check references before they write, outside the transaction: a delete

@@ -225,7 +225,7 @@ impl Store {
     /// Turns a full disk into [`DiskFull`] (naming the database) and records it for the
     /// health check; other errors pass unchanged.
     pub(crate) fn observe(&self, err: sqlx::Error) -> sqlx::Error {
-        if primary_code(&err) != Some(SQLITE_FULL) {
+        if !is_disk_full(&err) {
             return err;
         }
         let full = DiskFull { path: self.location.clone() };
@@ -254,6 +254,11 @@ fn broken_error(code: i32) -> sqlx::Error {
 fn primary_code(err: &sqlx::Error) -> Option<i32> {
     let sqlx::Error::Database(db) = err else { return None };
     db.code()?.parse::<i32>().ok().map(|code| code & 0xff)
+}
+
+/// Whether SQLite said the database or disk is full (`SQLITE_FULL`).
+pub(crate) fn is_disk_full(err: &sqlx::Error) -> bool {
+    primary_code(err) == Some(SQLITE_FULL)
 }
 
 fn may_roll_back(code: i32) -> bool {
