@@ -237,19 +237,20 @@ impl SessionActor {
         let mut tx = self.inner.store.begin_write().await?;
         let current =
             self.turn.as_ref().and_then(|t| t.streaming.clone()).filter(|(k, _)| *k == kind);
-        match current {
+        let started = match current {
             Some((_, id)) => {
                 let message = tx.append_message(&id, delta).await?;
                 publish::message_appended(&mut tx, &self.session, &message, delta).await?;
+                None
             }
-            None => {
-                let message = self.add_in(&mut tx, kind, delta, json!({})).await?;
-                if let Some(turn) = self.turn.as_mut() {
-                    turn.streaming = Some((kind, message.id));
-                }
-            }
-        }
+            None => Some(self.add_in(&mut tx, kind, delta, json!({})).await?.id),
+        };
         tx.commit().await?;
+        // Only once committed (a full disk can fail the commit): later chunks must not append
+        // to a message that was never saved.
+        if let (Some(id), Some(turn)) = (started, self.turn.as_mut()) {
+            turn.streaming = Some((kind, id));
+        }
         Ok(())
     }
 

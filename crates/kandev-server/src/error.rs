@@ -62,6 +62,11 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::NotFound { .. } => ApiError::not_found(err.to_string()),
             StoreError::Conflict(message) => ApiError::conflict(message),
+            // Rolled back and lasting until space is freed: the client may retry later.
+            StoreError::DiskFull { .. } => {
+                tracing::warn!(error = %err, "a write failed: the disk is full");
+                ApiError::new(ErrorCode::Unavailable, err.to_string())
+            }
             other => {
                 tracing::error!(error = %other, "store error");
                 ApiError::internal()

@@ -4,10 +4,13 @@ use axum::Json;
 use axum::body::{Body, to_bytes};
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
+use kandev_store::WriteState;
 use serde_json::{Value, json};
 
 use crate::{ApiError, AppState, VERSION, dispatch};
 
+/// `GET /api/v1/health`: `db` says whether the database answers, `writes` whether the latest
+/// write succeeded (`failing` with a `reason` after a full disk, until a write commits again).
 pub async fn health(State(state): State<AppState>) -> Response {
     let db = match state.store().ping().await {
         Ok(()) => "ok",
@@ -16,8 +19,15 @@ pub async fn health(State(state): State<AppState>) -> Response {
             "unavailable"
         }
     };
-    let status = if db == "ok" { "ok" } else { "degraded" };
-    Json(json!({ "status": status, "version": VERSION, "db": db })).into_response()
+    let mut body = json!({ "status": "ok", "version": VERSION, "db": db, "writes": "ok" });
+    if let WriteState::Failing { reason } = state.store().write_state() {
+        body["writes"] = json!("failing");
+        body["reason"] = json!(reason);
+    }
+    if db != "ok" || body["writes"] != "ok" {
+        body["status"] = json!("degraded");
+    }
+    Json(body).into_response()
 }
 
 pub async fn action(

@@ -76,11 +76,18 @@ pub struct TaskPatch {
 pub struct TaskFilter {
     pub workflow_id: Option<WorkflowId>,
     pub step_id: Option<StepId>,
-    /// Case-insensitive text matched against title and description.
+    /// Case-insensitive text matched against title and description; `%` and `_` match
+    /// themselves. At most [`TaskFilter::MAX_QUERY_CHARS`] characters (callers check).
     pub query: Option<String>,
     pub include_archived: bool,
     pub limit: i64,
     pub offset: i64,
+}
+
+impl TaskFilter {
+    /// Longest search text: far below SQLite's limit on a `LIKE` pattern (50,000 bytes, which
+    /// a longer query could pass once escaped and UTF-8 encoded).
+    pub const MAX_QUERY_CHARS: usize = 1000;
 }
 
 // ---------------------------------------------------------------- reads
@@ -599,6 +606,7 @@ impl WriteTx {
                 .fetch_optional(self.conn())
                 .await?
                 .ok_or_else(|| StoreError::not_found("workflow", new.workflow_id.as_str()))?;
+        self.check_step_of(&new.step_id, &new.workflow_id).await?;
         let position: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM tasks WHERE step_id = ? AND archived_at IS NULL",
         )
@@ -678,7 +686,7 @@ impl WriteTx {
 
     /// Moves a task to `position` (end when `None`) in `to_step` of its own workflow,
     /// renumbering the affected steps. Records the move in the step history when the step
-    /// changes. The caller checks that `to_step` belongs to the task's workflow.
+    /// changes. A step deleted since the caller looked is `NotFound` (issue 12, finding 9).
     pub async fn move_task(
         &mut self,
         id: &TaskId,
@@ -688,6 +696,7 @@ impl WriteTx {
         actor: &str,
     ) -> Result<Task> {
         let task = self.get_task(id).await?;
+        self.check_step_of(to_step, &task.workflow_id).await?;
         let others: Vec<String> = sqlx::query_scalar(
             "SELECT id FROM tasks WHERE step_id = ? AND id != ? AND archived_at IS NULL \
              ORDER BY position, created_at, id",
@@ -710,6 +719,24 @@ impl WriteTx {
             self.record_step_change(id, Some(&task.step_id), to_step, trigger, actor).await?;
         }
         self.get_task(id).await
+    }
+
+    /// Checks, inside this transaction, that a step exists and belongs to `workflow_id`:
+    /// callers validate against a workflow they read earlier, and a concurrent
+    /// `workflow.step.delete` may have committed since.
+    async fn check_step_of(&mut self, step_id: &StepId, workflow_id: &WorkflowId) -> Result<()> {
+        let owner: Option<String> =
+            sqlx::query_scalar("SELECT workflow_id FROM workflow_steps WHERE id = ?")
+                .bind(step_id.as_str())
+                .fetch_optional(self.conn())
+                .await?;
+        match owner {
+            None => Err(StoreError::not_found("step", step_id.as_str())),
+            Some(owner) if owner != workflow_id.as_str() => Err(StoreError::Conflict(format!(
+                "step {step_id} is not a step of workflow {workflow_id}"
+            ))),
+            Some(_) => Ok(()),
+        }
     }
 
     async fn write_task_order(&mut self, order: &[String]) -> Result<()> {

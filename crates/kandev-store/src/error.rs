@@ -19,10 +19,37 @@ pub enum StoreError {
     Corrupt(String),
     #[error("cannot create {path}: {source}")]
     Io { path: String, source: std::io::Error },
+    /// The disk holding the database is full (SQLite's `SQLITE_FULL`); the write was rolled
+    /// back. Lasts until space is freed; the store recovers by itself.
+    #[error("the disk holding {path} is full: free some space; nothing was saved")]
+    DiskFull { path: String },
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        if let sqlx::Error::Database(db) = &err {
+            if let Some(full) = db.try_downcast_ref::<crate::write::DiskFull>() {
+                return StoreError::DiskFull { path: full.path.clone() };
+            }
+            // Outside a write transaction (a read spilling to a temporary file, a migration).
+            if crate::write::is_disk_full(&err) {
+                return StoreError::DiskFull { path: "the database".into() };
+            }
+            // Callers check references before they write, outside the transaction: a delete
+            // that commits in between is a race the user lost, not an internal error.
+            if db.is_foreign_key_violation() {
+                return StoreError::Conflict(
+                    "something this change refers to was deleted meanwhile; reload and try again"
+                        .into(),
+                );
+            }
+        }
+        StoreError::Database(err)
+    }
 }
 
 impl StoreError {

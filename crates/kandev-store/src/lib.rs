@@ -3,6 +3,7 @@
 //! Reads go through a pool of connections; writes go through [`WriteTx`], which serializes
 //! writers (SQLite has one writer anyway) so that events are committed and then published
 //! strictly in `seq` order. Row types stay private to this crate; callers get domain types.
+//! A write that fails (a full disk) is rolled back and costs nothing else; see `write.rs`.
 
 mod board;
 mod error;
@@ -15,7 +16,7 @@ mod write;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use kandev_domain::{Clock, IdGenerator, Timestamp};
@@ -72,6 +73,48 @@ pub struct Store {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     location: String,
+    /// Whether the write connection may be replaced (a file; an in-memory database would be
+    /// lost with its connection).
+    replaceable: bool,
+    write_health: Arc<WriteHealth>,
+}
+
+/// Whether writes currently succeed, as the health check reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteState {
+    Ok,
+    /// The last write failed for a reason that lasts (a full disk); `reason` says what to do.
+    /// Clears when a write commits again.
+    Failing {
+        reason: String,
+    },
+}
+
+/// The outcome of the latest write, shared by every clone of a [`Store`].
+#[derive(Debug, Default)]
+pub(crate) struct WriteHealth {
+    failing: StdMutex<Option<String>>,
+}
+
+impl WriteHealth {
+    pub(crate) fn failed(&self, reason: String) {
+        if let Ok(mut failing) = self.failing.lock() {
+            *failing = Some(reason);
+        }
+    }
+
+    pub(crate) fn succeeded(&self) {
+        if let Ok(mut failing) = self.failing.lock() {
+            *failing = None;
+        }
+    }
+
+    fn state(&self) -> WriteState {
+        match self.failing.lock().ok().and_then(|f| f.clone()) {
+            Some(reason) => WriteState::Failing { reason },
+            None => WriteState::Ok,
+        }
+    }
 }
 
 /// Where the database lives.
@@ -114,15 +157,15 @@ impl Store {
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
     ) -> Result<Store> {
-        let (options, readers, label) = match &location {
+        let (options, readers, label, replaceable) = match &location {
             Location::File(path) => {
                 create_parent_dir(path)?;
                 let options = SqliteConnectOptions::new().filename(path).create_if_missing(true);
-                (options, 4, path.display().to_string())
+                (options, 4, path.display().to_string(), true)
             }
             // One shared connection: each in-memory connection would be a separate database.
             Location::Memory => {
-                (SqliteConnectOptions::from_str("sqlite::memory:")?, 0, ":memory:".into())
+                (SqliteConnectOptions::from_str("sqlite::memory:")?, 0, ":memory:".into(), false)
             }
         };
         let options = options
@@ -155,6 +198,8 @@ impl Store {
             clock,
             ids,
             location: label,
+            replaceable,
+            write_health: Arc::new(WriteHealth::default()),
         })
     }
 
@@ -186,6 +231,50 @@ impl Store {
     pub async fn ping(&self) -> Result<()> {
         sqlx::query("SELECT 1").execute(&self.read).await?;
         Ok(())
+    }
+
+    /// Whether the latest write succeeded or failed for a reason that lasts (a full disk).
+    pub fn write_state(&self) -> WriteState {
+        self.write_health.state()
+    }
+
+    /// Caps the database at `pages` pages (SQLite's `max_page_count`; `None` lifts the cap),
+    /// so that tests and fault drills can fill "the disk" without a small filesystem. A cap
+    /// below the current size holds the database at its current size. Returns the cap now
+    /// in force.
+    pub async fn set_max_page_count(&self, pages: Option<u32>) -> Result<u32> {
+        // SQLite's largest page count (SQLITE_MAX_PAGE_COUNT).
+        let pages = pages.unwrap_or(0xffff_fffe);
+        let _gate = self.write_gate.lock().await;
+        // Applies to a replacement write connection too.
+        let options = (*self.write.connect_options()).clone();
+        self.write.set_connect_options(options.pragma("max_page_count", pages.to_string()));
+        let cap: i64 = sqlx::query_scalar(&format!("PRAGMA max_page_count = {pages}"))
+            .fetch_one(&self.write)
+            .await?;
+        Ok(u32::try_from(cap).unwrap_or(u32::MAX))
+    }
+
+    /// The database's current size in pages.
+    pub async fn page_count(&self) -> Result<u32> {
+        let count: i64 = sqlx::query_scalar("PRAGMA page_count").fetch_one(&self.read).await?;
+        Ok(u32::try_from(count).unwrap_or(u32::MAX))
+    }
+
+    /// Closes the write connection so that the pool opens a fresh one: a connection left
+    /// inside a transaction by an error is rolled back by closing it. Needs the write gate.
+    pub(crate) async fn replace_write_connection(&self) {
+        if !self.replaceable {
+            return;
+        }
+        match self.write.acquire().await {
+            Ok(conn) => {
+                if let Err(err) = conn.close().await {
+                    tracing::warn!(error = %err, "closing the write connection failed");
+                }
+            }
+            Err(err) => tracing::warn!(error = %err, "cannot take the write connection"),
+        }
     }
 
     /// Closes every connection; pending writes are finished first.

@@ -1,14 +1,49 @@
 //! Write transactions: serialized, and publishing their events only after commit.
+//!
+//! A full disk must cost one write, never the store. SQLite rolls a transaction back by
+//! itself after some errors (`SQLITE_FULL`, `SQLITE_IOERR`, `SQLITE_NOMEM`, `SQLITE_BUSY`);
+//! sqlx's transaction bookkeeping does not notice: its `ROLLBACK` then fails ("no transaction
+//! is active"), its depth counter stays at 1, and its next `begin` issues `SAVEPOINT` instead
+//! of `BEGIN`. From there one more failed statement (one SQLite undoes alone, keeping the
+//! transaction) leaves the connection inside a transaction that nothing ever commits: every
+//! later "commit" only releases a savepoint, answers succeed, readers see nothing and a
+//! restart loses it all (issue 12, finding 1). So:
+//!
+//! - a transaction starts with `BEGIN IMMEDIATE`, which sqlx refuses when it believes a
+//!   transaction is open and SQLite refuses when one really is; either refusal means the
+//!   connection was left in a state we cannot trust, and it is replaced (closing a SQLite
+//!   connection rolls back whatever it held);
+//! - every statement of a transaction goes through [`TxConn`], which notes errors after which
+//!   SQLite may have rolled back: the transaction then refuses further statements and its
+//!   commit, so no statement runs outside it by accident;
+//! - a full disk becomes [`StoreError::DiskFull`](crate::StoreError::DiskFull) naming the
+//!   database file, and marks the store's writes as failing (for the health check) until a
+//!   write commits again.
 
+use std::borrow::Cow;
+use std::error::Error as StdError;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt, TryFutureExt, TryStreamExt};
 use kandev_domain::Timestamp;
-use sqlx::{Sqlite, SqliteConnection, Transaction};
+use sqlx::error::{DatabaseError, ErrorKind};
+use sqlx::sqlite::{SqliteQueryResult, SqliteRow, SqliteStatement, SqliteTypeInfo};
+use sqlx::{Describe, Either, Execute, Executor, Sqlite, Transaction};
 use tokio::sync::OwnedMutexGuard;
 
-use crate::{Event, Result, Store};
+use crate::{Event, Result, Store, StoreError};
+
+/// SQLite's primary result codes after which the transaction may have been rolled back
+/// (<https://sqlite.org/lang_transaction.html>, "Response To Errors Within A Transaction").
+const SQLITE_NOMEM: i32 = 7;
+const SQLITE_BUSY: i32 = 5;
+const SQLITE_IOERR: i32 = 10;
+const SQLITE_FULL: i32 = 13;
 
 /// An open write transaction. Dropping it without [`WriteTx::commit`] rolls back.
 pub struct WriteTx {
-    tx: Transaction<'static, Sqlite>,
+    conn: TxConn,
     pending: Vec<Event>,
     store: Store,
     now: Timestamp,
@@ -18,9 +53,20 @@ pub struct WriteTx {
 impl WriteTx {
     pub(crate) async fn begin(store: &Store) -> Result<WriteTx> {
         let gate = store.write_gate.clone().lock_owned().await;
-        let tx = store.write.begin().await?;
+        let tx = match store.write.begin_with("BEGIN IMMEDIATE").await {
+            Ok(tx) => tx,
+            Err(err) => {
+                tracing::warn!(error = %err, "the write connection is not usable; replacing it");
+                store.replace_write_connection().await;
+                store
+                    .write
+                    .begin_with("BEGIN IMMEDIATE")
+                    .await
+                    .map_err(|e| StoreError::from(store.observe(e)))?
+            }
+        };
         Ok(WriteTx {
-            tx,
+            conn: TxConn { tx, store: store.clone(), broken: None },
             pending: vec![],
             store: store.clone(),
             now: store.clock.now(),
@@ -29,8 +75,8 @@ impl WriteTx {
     }
 
     /// The connection, for queries inside this transaction.
-    pub(crate) fn conn(&mut self) -> &mut SqliteConnection {
-        &mut self.tx
+    pub(crate) fn conn(&mut self) -> &mut TxConn {
+        &mut self.conn
     }
 
     /// The time this transaction started; every row it writes carries it.
@@ -71,14 +117,217 @@ impl WriteTx {
         Ok(seq)
     }
 
-    /// Commits, then publishes the emitted events in order. Returns them.
+    /// Commits, then publishes the emitted events in order. Returns them. Refuses (and rolls
+    /// back) a transaction in which SQLite reported an error that may have ended it.
     pub async fn commit(self) -> Result<Vec<Event>> {
-        let WriteTx { tx, pending, store, _gate, .. } = self;
-        tx.commit().await?;
+        let WriteTx { conn, pending, store, _gate, .. } = self;
+        let TxConn { tx, broken, .. } = conn;
+        if let Some(code) = broken {
+            // Ignored: SQLite has usually rolled back already, and dropping rolls back anyway.
+            let _ = tx.rollback().await;
+            return Err(StoreError::from(store.observe(broken_error(code))));
+        }
+        tx.commit().await.map_err(|e| StoreError::from(store.observe(e)))?;
+        store.write_health.succeeded();
         for event in &pending {
             // No receiver is not an error: nobody is listening right now.
             let _ = store.events.send(event.clone());
         }
         Ok(pending)
+    }
+}
+
+/// The connection of a [`WriteTx`] as its statements see it: an [`Executor`] that forwards to
+/// the transaction and watches each statement's outcome (see the module docs).
+pub(crate) struct TxConn {
+    tx: Transaction<'static, Sqlite>,
+    store: Store,
+    /// The primary SQLite code of an error after which SQLite may have rolled back.
+    broken: Option<i32>,
+}
+
+impl std::fmt::Debug for TxConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TxConn").field("broken", &self.broken).finish_non_exhaustive()
+    }
+}
+
+impl TxConn {
+    /// Notes a statement's error and returns the error the caller should see.
+    fn watch(store: &Store, broken: &mut Option<i32>, err: sqlx::Error) -> sqlx::Error {
+        if let Some(code) = primary_code(&err).filter(|c| may_roll_back(*c)) {
+            broken.get_or_insert(code);
+        }
+        store.observe(err)
+    }
+}
+
+impl<'c> Executor<'c> for &'c mut TxConn {
+    type Database = Sqlite;
+
+    fn fetch_many<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxStream<'e, std::result::Result<Either<SqliteQueryResult, SqliteRow>, sqlx::Error>>
+    where
+        'c: 'e,
+        E: 'q + Execute<'q, Sqlite>,
+    {
+        let TxConn { tx, store, broken } = self;
+        if let Some(code) = *broken {
+            let err = store.observe(broken_error(code));
+            return futures::stream::once(async move { Err(err) }).boxed();
+        }
+        let store = store.clone();
+        (&mut **tx).fetch_many(query).map_err(move |e| TxConn::watch(&store, broken, e)).boxed()
+    }
+
+    fn fetch_optional<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxFuture<'e, std::result::Result<Option<SqliteRow>, sqlx::Error>>
+    where
+        'c: 'e,
+        E: 'q + Execute<'q, Sqlite>,
+    {
+        let TxConn { tx, store, broken } = self;
+        if let Some(code) = *broken {
+            let err = store.observe(broken_error(code));
+            return futures::future::ready(Err(err)).boxed();
+        }
+        let store = store.clone();
+        (&mut **tx).fetch_optional(query).map_err(move |e| TxConn::watch(&store, broken, e)).boxed()
+    }
+
+    fn prepare_with<'e, 'q: 'e>(
+        self,
+        sql: &'q str,
+        parameters: &'e [SqliteTypeInfo],
+    ) -> BoxFuture<'e, std::result::Result<SqliteStatement<'q>, sqlx::Error>>
+    where
+        'c: 'e,
+    {
+        (&mut *self.tx).prepare_with(sql, parameters)
+    }
+
+    fn describe<'e, 'q: 'e>(
+        self,
+        sql: &'q str,
+    ) -> BoxFuture<'e, std::result::Result<Describe<Sqlite>, sqlx::Error>>
+    where
+        'c: 'e,
+    {
+        (&mut *self.tx).describe(sql)
+    }
+}
+
+impl Store {
+    /// Turns a full disk into [`DiskFull`] (naming the database) and records it for the
+    /// health check; other errors pass unchanged.
+    pub(crate) fn observe(&self, err: sqlx::Error) -> sqlx::Error {
+        if !is_disk_full(&err) {
+            return err;
+        }
+        let full = DiskFull { path: self.location.clone() };
+        self.write_health.failed(full.to_string());
+        sqlx::Error::Database(Box::new(full))
+    }
+}
+
+/// The error a broken transaction answers with from then on.
+fn broken_error(code: i32) -> sqlx::Error {
+    if code == SQLITE_FULL {
+        // A plain SQLite-like error: `Store::observe` names the file.
+        return sqlx::Error::Database(Box::new(Broken {
+            code,
+            message: "database or disk is full",
+        }));
+    }
+    sqlx::Error::Database(Box::new(Broken {
+        code,
+        message: "an earlier statement failed and SQLite may have rolled this transaction back",
+    }))
+}
+
+/// The primary SQLite result code of a database error (`SQLITE_FULL` for `SQLITE_FULL`
+/// and its extended codes).
+fn primary_code(err: &sqlx::Error) -> Option<i32> {
+    let sqlx::Error::Database(db) = err else { return None };
+    db.code()?.parse::<i32>().ok().map(|code| code & 0xff)
+}
+
+/// Whether SQLite said the database or disk is full (`SQLITE_FULL`).
+pub(crate) fn is_disk_full(err: &sqlx::Error) -> bool {
+    primary_code(err) == Some(SQLITE_FULL)
+}
+
+fn may_roll_back(code: i32) -> bool {
+    matches!(code, SQLITE_FULL | SQLITE_IOERR | SQLITE_NOMEM | SQLITE_BUSY)
+}
+
+/// `SQLITE_FULL` with the database it happened to: the disk (or the test's page cap) is full.
+#[derive(Debug, thiserror::Error)]
+#[error("the disk holding {path} is full: free some space; nothing was saved")]
+pub(crate) struct DiskFull {
+    pub path: String,
+}
+
+impl DatabaseError for DiskFull {
+    fn message(&self) -> &str {
+        "database or disk is full"
+    }
+
+    fn code(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Owned(SQLITE_FULL.to_string()))
+    }
+
+    fn as_error(&self) -> &(dyn StdError + Send + Sync + 'static) {
+        self
+    }
+
+    fn as_error_mut(&mut self) -> &mut (dyn StdError + Send + Sync + 'static) {
+        self
+    }
+
+    fn into_error(self: Box<Self>) -> Box<dyn StdError + Send + Sync + 'static> {
+        self
+    }
+
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Other
+    }
+}
+
+/// A statement refused because its transaction is broken.
+#[derive(Debug, thiserror::Error)]
+#[error("{message} (code {code})")]
+struct Broken {
+    code: i32,
+    message: &'static str,
+}
+
+impl DatabaseError for Broken {
+    fn message(&self) -> &str {
+        self.message
+    }
+
+    fn code(&self) -> Option<Cow<'_, str>> {
+        Some(Cow::Owned(self.code.to_string()))
+    }
+
+    fn as_error(&self) -> &(dyn StdError + Send + Sync + 'static) {
+        self
+    }
+
+    fn as_error_mut(&mut self) -> &mut (dyn StdError + Send + Sync + 'static) {
+        self
+    }
+
+    fn into_error(self: Box<Self>) -> Box<dyn StdError + Send + Sync + 'static> {
+        self
+    }
+
+    fn kind(&self) -> ErrorKind {
+        ErrorKind::Other
     }
 }

@@ -55,6 +55,14 @@ pub async fn list(s: &AppState, p: TaskList) -> Result<Value, ApiError> {
     let workflow = s.store().get_workflow(&WorkflowId::new(p.workflow_id)).await?;
     let step_id = p.step_id.map(|id| step_in(&workflow, StepId::new(id))).transpose()?;
     let query = p.query.map(|q| q.trim().to_owned()).filter(|q| !q.is_empty());
+    if query.as_ref().is_some_and(|q| q.chars().count() > TaskFilter::MAX_QUERY_CHARS) {
+        let limit = TaskFilter::MAX_QUERY_CHARS;
+        return Err(validate::FieldError::new(
+            "query",
+            format!("is longer than {limit} characters"),
+        )
+        .into());
+    }
     let filter = TaskFilter {
         workflow_id: Some(workflow.id.clone()),
         step_id,

@@ -22,6 +22,8 @@ pub const WAIT: Duration = Duration::from_secs(10);
 pub struct TestServer {
     pub addr: SocketAddr,
     pub dir: tempfile::TempDir,
+    /// The server's store, for fault injection (a full disk).
+    pub store: Store,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<()>,
     http: reqwest::Client,
@@ -66,12 +68,13 @@ impl TestServer {
         let shutdown = CancellationToken::new();
         let state = AppState::new(engine.clone(), config);
         let stop = shutdown.clone();
+        let served = store.clone();
         let task = tokio::spawn(async move {
             kandev_server::serve(listener, state, stop).await.unwrap();
             engine.shutdown().await;
-            store.close().await;
+            served.close().await;
         });
-        TestServer { addr, dir, shutdown, task, http: reqwest::Client::new(), token }
+        TestServer { addr, dir, store, shutdown, task, http: reqwest::Client::new(), token }
     }
 
     /// Stops the server and waits until it has closed the database.

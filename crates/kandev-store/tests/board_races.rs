@@ -1,0 +1,138 @@
+//! Issue 12 finding 9: board writes that lose a race with a delete are refused with a user
+//! error (not found, conflict), never a database error; search text is matched literally.
+
+use kandev_domain::workflow::{StepSpec, WorkflowSpec};
+use kandev_domain::{StepId, WorkflowId};
+use kandev_store::{Location, NewRepository, NewTask, Store, StoreError, TaskFilter};
+
+struct Board {
+    store: Store,
+    workflow: WorkflowId,
+    steps: Vec<StepId>,
+    _dir: tempfile::TempDir,
+}
+
+async fn board() -> Board {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap();
+    let mut tx = store.begin_write().await.unwrap();
+    let ws = tx.insert_workspace("Home").await.unwrap();
+    let spec = WorkflowSpec {
+        name: "Board".into(),
+        description: String::new(),
+        steps: ["A", "B"].iter().map(|s| StepSpec::named(*s)).collect(),
+    };
+    let wf = tx.insert_workflow(&ws.id, &spec, None).await.unwrap();
+    tx.commit().await.unwrap();
+    let steps = wf.steps.iter().map(|s| s.id.clone()).collect();
+    Board { store, workflow: wf.id, steps, _dir: dir }
+}
+
+fn new_task(board: &Board, step: &StepId, title: &str) -> NewTask {
+    NewTask {
+        workflow_id: board.workflow.clone(),
+        step_id: step.clone(),
+        title: title.into(),
+        description: String::new(),
+        repository_ids: vec![],
+        agent_profile_id: None,
+    }
+}
+
+async fn delete_step(store: &Store, step: &StepId) {
+    let mut tx = store.begin_write().await.unwrap();
+    tx.delete_step(step).await.unwrap();
+    tx.commit().await.unwrap();
+}
+
+/// The interleaving of the probe: `task.move` checked the step against the workflow it read,
+/// then `workflow.step.delete` committed, then the move wrote. It was a foreign-key error.
+#[tokio::test]
+async fn i12_f9_a_move_to_a_step_deleted_meanwhile_is_not_found() {
+    let board = board().await;
+    let (a, b) = (&board.steps[0], &board.steps[1]);
+    let mut tx = board.store.begin_write().await.unwrap();
+    let task = tx.insert_task(&new_task(&board, a, "t"), "user").await.unwrap();
+    tx.commit().await.unwrap();
+    delete_step(&board.store, b).await;
+
+    let mut tx = board.store.begin_write().await.unwrap();
+    let err = tx.move_task(&task.id, b, None, "manual", "user").await.unwrap_err();
+    assert!(
+        matches!(&err, StoreError::NotFound { what: "step", id } if id == b.as_str()),
+        "{err:?}"
+    );
+    drop(tx);
+    assert_eq!(board.store.get_task(&task.id).await.unwrap().step_id, *a, "the task stayed");
+}
+
+#[tokio::test]
+async fn i12_f9_a_task_created_in_a_step_deleted_meanwhile_is_not_found() {
+    let board = board().await;
+    let b = board.steps[1].clone();
+    delete_step(&board.store, &b).await;
+    let mut tx = board.store.begin_write().await.unwrap();
+    let err = tx.insert_task(&new_task(&board, &b, "t"), "user").await.unwrap_err();
+    assert!(matches!(&err, StoreError::NotFound { what: "step", .. }), "{err:?}");
+}
+
+/// Any other reference deleted between the caller's check and the write (a repository,
+/// an agent profile) is a conflict the user can retry, not an internal error.
+#[tokio::test]
+async fn i12_f9_a_reference_deleted_meanwhile_is_a_conflict() {
+    let board = board().await;
+    let workspace = board.store.get_workflow(&board.workflow).await.unwrap().workspace_id;
+    let mut tx = board.store.begin_write().await.unwrap();
+    let repository = tx
+        .insert_repository(&NewRepository {
+            workspace_id: workspace,
+            name: "repo".into(),
+            local_path: "/tmp/repo".into(),
+            default_branch: "main".into(),
+            branch_template: "kandev/{short-id}".into(),
+            setup_script: String::new(),
+        })
+        .await
+        .unwrap();
+    tx.delete_repository(&repository.id).await.unwrap();
+    tx.commit().await.unwrap();
+
+    let mut task = new_task(&board, &board.steps[0], "t");
+    task.repository_ids = vec![repository.id.clone()];
+    let mut tx = board.store.begin_write().await.unwrap();
+    let err = tx.insert_task(&task, "user").await.unwrap_err();
+    assert!(matches!(&err, StoreError::Conflict(m) if m.contains("deleted meanwhile")), "{err:?}");
+}
+
+#[tokio::test]
+async fn i12_f9_search_matches_percent_and_underscore_literally_up_to_the_limit() {
+    let board = board().await;
+    let a = board.steps[0].clone();
+    let mut tx = board.store.begin_write().await.unwrap();
+    for title in ["100% done", "1000 done", "snake_case", "snakeXcase"] {
+        tx.insert_task(&new_task(&board, &a, title), "user").await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    let search = |query: &str| {
+        let filter = TaskFilter {
+            workflow_id: Some(board.workflow.clone()),
+            query: Some(query.to_owned()),
+            limit: 100,
+            ..TaskFilter::default()
+        };
+        let store = board.store.clone();
+        async move {
+            store
+                .list_tasks(&filter)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|t| t.title)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(search("0%").await, vec!["100% done"]);
+    assert_eq!(search("e_c").await, vec!["snake_case"]);
+    let longest = "é".repeat(TaskFilter::MAX_QUERY_CHARS);
+    assert!(search(&longest).await.is_empty(), "the longest accepted query is a valid pattern");
+}
