@@ -10,6 +10,7 @@
 //!   the agent's output.
 //! - Process groups `<= 1` and the server's own group are never signalled.
 
+pub mod confine;
 mod error;
 mod exit;
 pub mod git;
