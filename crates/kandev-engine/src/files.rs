@@ -30,9 +30,8 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, (i64, String)> {
     let root: PathBuf = root.to_path_buf();
     tokio::task::spawn_blocking(move || {
-        let root = Root::open(&root).map_err(|e| {
-            (FAILED, format!("the working directory is not available: {e}"))
-        })?;
+        let root = Root::open(&root)
+            .map_err(|e| (FAILED, format!("the working directory is not available: {e}")))?;
         work(&root)
     })
     .await
@@ -96,7 +95,8 @@ mod tests {
         std::fs::write(outside.path().join("secret"), "secret").unwrap();
         std::os::unix::fs::symlink(outside.path(), root.join("link")).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", root.join("passwd")).unwrap();
-        for path in ["../outside.txt", "src/../../outside.txt", "/etc/passwd", "link/secret", "passwd"]
+        for path in
+            ["../outside.txt", "src/../../outside.txt", "/etc/passwd", "link/secret", "passwd"]
         {
             let (code, message) = read(root, path, None, None).await.unwrap_err();
             assert_eq!(code, REFUSED, "{path}: {message}");

@@ -21,7 +21,8 @@ pub struct LaunchSpec {
 
 impl std::fmt::Debug for LaunchSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let env: Vec<String> = self.env.iter().map(|(name, _)| format!("{name}=<hidden>")).collect();
+        let env: Vec<String> =
+            self.env.iter().map(|(name, _)| format!("{name}=<hidden>")).collect();
         f.debug_struct("LaunchSpec")
             .field("program", &self.program)
             .field("args", &self.args)

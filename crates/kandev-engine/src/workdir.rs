@@ -876,7 +876,9 @@ async fn root(inner: &Inner, task_id: &TaskId) -> Result<Root> {
 fn walk_plain(root: &Path) -> std::result::Result<TaskTree, PathError> {
     let root = match confine::Root::open(root) {
         Ok(root) => root,
-        Err(PathError::NotFound { .. }) => return Ok(TaskTree { entries: vec![], truncated: false }),
+        Err(PathError::NotFound { .. }) => {
+            return Ok(TaskTree { entries: vec![], truncated: false });
+        }
         Err(e) => return Err(e),
     };
     let (found, truncated) = root.walk(MAX_PLAIN_ENTRIES)?;

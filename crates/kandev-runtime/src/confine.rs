@@ -282,10 +282,10 @@ impl Root {
         let (mut file, size) = self.open_file(path)?;
         let mut bytes = Vec::new();
         let limit = u64::try_from(max_bytes).unwrap_or(u64::MAX).saturating_add(1);
-        (&mut file).take(limit).read_to_end(&mut bytes).map_err(|source| PathError::Io {
-            path: path.shown.clone(),
-            source,
-        })?;
+        (&mut file)
+            .take(limit)
+            .read_to_end(&mut bytes)
+            .map_err(|source| PathError::Io { path: path.shown.clone(), source })?;
         let truncated = bytes.len() > max_bytes;
         bytes.truncate(max_bytes);
         let size = size.max(u64::try_from(bytes.len()).unwrap_or(u64::MAX));
@@ -296,11 +296,8 @@ impl Root {
     /// are followed; a file with more than one hard link is refused.
     pub fn open_file(&self, path: &RelPath) -> Result<(File, u64)> {
         let shown = path.shown.as_str();
-        let flags = OFlags::RDONLY
-            | OFlags::NOFOLLOW
-            | OFlags::CLOEXEC
-            | OFlags::NONBLOCK
-            | OFlags::NOCTTY;
+        let flags =
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
         let fd = self.walk_to(path, false, |dir, name| {
             let Some(name) = name else {
                 return Step::Fail(PathError::NotAFile { path: shown.to_owned() });
@@ -484,9 +481,7 @@ impl Root {
         // Bounds the retries of an entry that changes while it is looked at.
         let mut budget = path.parts.len() + 4 * MAX_SYMLINKS + 64;
         loop {
-            budget = budget.checked_sub(1).ok_or_else(|| {
-                PathError::io(shown, Errno::AGAIN)
-            })?;
+            budget = budget.checked_sub(1).ok_or_else(|| PathError::io(shown, Errno::AGAIN))?;
             let top = stack.last().map_or(self.dir.as_fd(), AsFd::as_fd);
             let Some(part) = pending.pop_front() else {
                 return match last(top, None) {
@@ -575,10 +570,8 @@ impl Root {
     }
 }
 
-const DIR_FLAGS: OFlags = OFlags::RDONLY
-    .union(OFlags::DIRECTORY)
-    .union(OFlags::NOFOLLOW)
-    .union(OFlags::CLOEXEC);
+const DIR_FLAGS: OFlags =
+    OFlags::RDONLY.union(OFlags::DIRECTORY).union(OFlags::NOFOLLOW).union(OFlags::CLOEXEC);
 
 fn is_git(name: &OsStr) -> bool {
     name.eq_ignore_ascii_case(".git")

@@ -102,7 +102,8 @@ impl ProcessSpec {
 
 impl fmt::Debug for ProcessSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let env: Vec<String> = self.env.iter().map(|(name, _)| format!("{name}=<hidden>")).collect();
+        let env: Vec<String> =
+            self.env.iter().map(|(name, _)| format!("{name}=<hidden>")).collect();
         f.debug_struct("ProcessSpec")
             .field("program", &self.program)
             .field("args", &self.args)

@@ -98,7 +98,10 @@ fn i12_f4_paths_leaving_the_root_are_refused_and_inside_links_followed() {
     assert_eq!(rel("./a//b/").normalized(), "a/b");
     assert!(matches!(Root::open(&fx.tmp.path().join("gone")), Err(PathError::NotFound { .. })));
     symlink(fx.root(), fx.tmp.path().join("root-link")).unwrap();
-    assert!(matches!(Root::open(&fx.tmp.path().join("root-link")), Err(PathError::Forbidden { .. })));
+    assert!(matches!(
+        Root::open(&fx.tmp.path().join("root-link")),
+        Err(PathError::Forbidden { .. })
+    ));
 
     // An entry is looked at without following its last component.
     let link = dir.entry(&rel("secret-link")).unwrap().unwrap();
@@ -113,7 +116,9 @@ fn i12_f4_agent_paths_are_absolute_under_the_root_or_relative() {
     let dir = fx.open();
     let inside = fx.root().join("src/lib.txt");
     let canonical = std::fs::canonicalize(&inside).unwrap();
-    for path in [inside.to_str().unwrap(), canonical.to_str().unwrap(), "src/lib.txt", "src/../src/lib.txt"] {
+    for path in
+        [inside.to_str().unwrap(), canonical.to_str().unwrap(), "src/lib.txt", "src/../src/lib.txt"]
+    {
         let relative = dir.agent_path(path).unwrap();
         assert_eq!(dir.read(&relative, 100).unwrap().bytes, b"inside", "{path}");
     }

@@ -381,9 +381,10 @@ async fn i12_f5_profile_updates_with_the_masked_env_keep_the_secrets() {
 
 /// A profile's env as stored (read from the database file, beside the server).
 async fn stored_env(server: &TestServer, id: &str) -> Vec<String> {
-    let store = kandev_store::Store::open(kandev_store::Location::File(common::db_path(&server.dir)))
-        .await
-        .unwrap();
+    let store =
+        kandev_store::Store::open(kandev_store::Location::File(common::db_path(&server.dir)))
+            .await
+            .unwrap();
     let profile = store.get_profile(&kandev_domain::AgentProfileId::new(id)).await.unwrap();
     store.close().await;
     profile.env.into_iter().map(|e| format!("{}={}", e.name, e.value)).collect()

@@ -434,7 +434,11 @@ async fn i12_f4_hard_links_to_outside_files_are_not_revealed() {
     let files = changes["files"].as_array().unwrap();
     for path in ["leak.txt", "README.md"] {
         let file = files.iter().find(|f| f["path"] == path).unwrap();
-        assert_eq!((file["truncated"].as_bool(), file["hunks"].as_array().map(Vec::len)), (Some(true), Some(0)), "{file}");
+        assert_eq!(
+            (file["truncated"].as_bool(), file["hunks"].as_array().map(Vec::len)),
+            (Some(true), Some(0)),
+            "{file}"
+        );
     }
     let (status, body) =
         server.post("task.commit", json!({"task_id": task, "message": "leak"})).await;

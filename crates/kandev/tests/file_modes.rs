@@ -12,7 +12,10 @@ use std::process::{Command, Stdio};
 use support::{KANDEV, Server};
 
 fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode()
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
         & 0o777
 }
 

@@ -7,8 +7,8 @@ use std::path::Path;
 use super::GitError;
 use super::cmd::Git;
 use super::files::BINARY_SNIFF_LEN;
-use crate::confine::{EntryKind, PathError, RelPath, Root};
 use super::worktree::{open_worktree, resolve_commit};
+use crate::confine::{EntryKind, PathError, RelPath, Root};
 
 /// Upper bound on diff text handled per [`changes`] call (git's output plus untracked file
 /// contents). Files beyond it are listed with `truncated` and without (all) hunks.

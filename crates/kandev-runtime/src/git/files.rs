@@ -6,9 +6,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::GitError;
-use crate::confine::{EntryKind as Kind, PathError, RelPath, Root};
 use super::cmd::Git;
 use super::worktree::open_worktree;
+use crate::confine::{EntryKind as Kind, PathError, RelPath, Root};
 
 /// Bytes inspected for a NUL byte to decide that content is binary (as git does).
 pub(crate) const BINARY_SNIFF_LEN: usize = 8000;
