@@ -445,6 +445,21 @@ impl Root {
         Ok((entries, false))
     }
 
+    /// A directory beneath this root as a root of its own (for many lookups in one
+    /// directory); symlinks on the way are followed while they stay inside this root.
+    pub fn subdir(&self, path: &RelPath) -> Result<Root> {
+        let dir = self.open_dir(path)?;
+        let relative: PathBuf = path
+            .parts
+            .iter()
+            .map(|p| match p {
+                Part::Name(name) => name.as_os_str(),
+                Part::Parent => OsStr::new(".."),
+            })
+            .collect();
+        Ok(Root { dir, path: self.path.join(relative), canonical: None })
+    }
+
     /// Opens a directory beneath the root (symlinks on the way followed while inside).
     fn open_dir(&self, path: &RelPath) -> Result<OwnedFd> {
         let relative = path.shown.as_str();

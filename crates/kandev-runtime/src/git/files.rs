@@ -70,9 +70,17 @@ pub async fn tree(worktree: &Path) -> Result<Vec<TreeEntry>, GitError> {
 fn stat_entries(worktree: &Path, paths: Vec<String>) -> Result<Vec<TreeEntry>, GitError> {
     let root = Root::open(worktree)?;
     let mut entries: BTreeMap<String, TreeEntry> = BTreeMap::new();
+    // git lists paths sorted: the files of one directory come together, looked up in it.
+    let mut parent: Option<(String, Option<Root>)> = None;
     for path in paths {
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
+        if parent.as_ref().is_none_or(|(open, _)| open != dir) {
+            let opened = RelPath::parse(dir).and_then(|relative| root.subdir(&relative)).ok();
+            parent = Some((dir.to_owned(), opened));
+        }
+        let Some((_, Some(dir))) = &parent else { continue };
         // Gone (tracked but deleted, outside a sparse checkout) or no longer inside: skipped.
-        let found = match RelPath::parse(&path).and_then(|relative| root.entry(&relative)) {
+        let found = match RelPath::parse(name).and_then(|relative| dir.entry(&relative)) {
             Ok(Some(found)) => found,
             Ok(None) | Err(PathError::Forbidden { .. } | PathError::NotFound { .. }) => continue,
             Err(e) => return Err(e.into()),
