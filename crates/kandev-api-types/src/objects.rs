@@ -1,7 +1,7 @@
 //! Objects as the API returns them, converted from domain types.
 
 use kandev_domain::StepId;
-use kandev_domain::agent::{AgentProfile, mask_secret};
+use kandev_domain::agent::AgentProfile;
 use kandev_domain::task::Task;
 use kandev_domain::workflow::{Action, Step, StepEvents, Workflow};
 use kandev_domain::workspace::{Repository, Workspace};
@@ -241,12 +241,24 @@ impl From<&Task> for TaskDto {
     }
 }
 
-/// An environment variable of a profile; `value` is masked on output.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+/// What the API shows instead of every profile env value: a fixed string that reveals
+/// nothing of the value (not a character, not its length). Sent back as a value in
+/// `agent.profile.update`, it means "keep this variable's current value".
+pub const SECRET_MASK: &str = "********";
+
+/// An environment variable of a profile; `value` is [`SECRET_MASK`] on output. Its `Debug`
+/// never shows the value.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(deny_unknown_fields)]
 pub struct EnvVarDto {
     pub name: String,
     pub value: String,
+}
+
+impl std::fmt::Debug for EnvVarDto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvVarDto").field("name", &self.name).field("value", &"<hidden>").finish()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
@@ -275,7 +287,7 @@ impl From<&AgentProfile> for AgentProfileDto {
             env: p
                 .env
                 .iter()
-                .map(|e| EnvVarDto { name: e.name.clone(), value: mask_secret(&e.value) })
+                .map(|e| EnvVarDto { name: e.name.clone(), value: SECRET_MASK.to_owned() })
                 .collect(),
             model: p.model.clone(),
             mode: p.mode.clone(),

@@ -41,11 +41,18 @@ impl AgentKind {
     }
 }
 
-/// One environment variable of a profile. Values may be secrets and are masked on output.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One environment variable of a profile. Values may be secrets: the API never shows them,
+/// and `Debug` does not either.
+#[derive(Clone, PartialEq, Eq)]
 pub struct EnvVar {
     pub name: String,
     pub value: String,
+}
+
+impl std::fmt::Debug for EnvVar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnvVar").field("name", &self.name).field("value", &"<hidden>").finish()
+    }
 }
 
 /// How to run an agent.
@@ -65,25 +72,15 @@ pub struct AgentProfile {
     pub updated_at: Timestamp,
 }
 
-/// Masks a secret for display: never more than its last 2 characters, and only when long.
-pub fn mask_secret(value: &str) -> String {
-    let chars: Vec<char> = value.chars().collect();
-    if chars.len() < 12 {
-        return "****".to_owned();
-    }
-    let tail: String = chars[chars.len() - 2..].iter().collect();
-    format!("****{tail}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn secrets_are_masked() {
-        assert_eq!(mask_secret("abc"), "****");
-        assert_eq!(mask_secret("sk-0123456789xy"), "****xy");
-        assert!(!mask_secret("sk-0123456789xy").contains("0123"));
+    fn env_values_never_show_in_debug_output() {
+        let var = EnvVar { name: "API_KEY".into(), value: "sk-0123456789xy".into() };
+        let shown = format!("{var:?}");
+        assert!(shown.contains("API_KEY") && !shown.contains("0123"), "{shown}");
     }
 
     #[test]

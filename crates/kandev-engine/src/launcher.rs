@@ -9,13 +9,27 @@ use futures::future::BoxFuture;
 use kandev_runtime::{AgentProcess, ExitInfo, ProcessSpec};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-/// What to run, and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What to run, and where. `env` holds the profile's secrets: its `Debug` shows the names
+/// only, and the runtime scrubs the values from the agent's stderr.
+#[derive(Clone, PartialEq, Eq)]
 pub struct LaunchSpec {
     pub program: String,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
+}
+
+impl std::fmt::Debug for LaunchSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<String> =
+            self.env.iter().map(|(name, _)| format!("{name}=<hidden>")).collect();
+        f.debug_struct("LaunchSpec")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("cwd", &self.cwd)
+            .finish()
+    }
 }
 
 /// A started execution: the agent's stdout and stdin, and a way to stop and watch it.

@@ -18,7 +18,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
-use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
@@ -28,6 +27,7 @@ use kandev_domain::task::Task;
 use kandev_domain::transcript::{LastError, MessageKind, Session};
 use kandev_domain::workspace::Repository;
 use kandev_domain::{RepositoryId, TaskId};
+use kandev_runtime::confine::{self, PathError, RelPath};
 use kandev_runtime::git::{self, GitError, WorktreeSpec};
 use kandev_store::{NewWorktree, SessionUpdate, StoreError, WorktreeRecord};
 use serde_json::json;
@@ -272,9 +272,9 @@ impl Engine {
                 let mounted = worktrees.remove(0);
                 (PathBuf::from(mounted.record.path), path.to_owned(), None)
             }
-            Root::Worktrees { dir: Some(dir), worktrees } => {
-                // `..`, absolute paths and symlinks leaving the task folder, first.
-                git::resolve_inside(&dir, path).map_err(git_error)?;
+            Root::Worktrees { dir: Some(_), worktrees } => {
+                // `..`, absolute paths and `.git` first; the read itself is confined.
+                RelPath::parse(path).map_err(|e| git_error(e.into()))?;
                 let parts: Vec<&str> =
                     path.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
                 let folders: Vec<&str> =
@@ -873,43 +873,28 @@ async fn root(inner: &Inner, task_id: &TaskId) -> Result<Root> {
 
 /// Lists a plain task folder without following symlinks; `.git` is skipped. A folder that
 /// does not exist yet is empty.
-fn walk_plain(root: &Path) -> io::Result<TaskTree> {
-    let mut entries = vec![];
-    let mut truncated = false;
-    let mut pending = vec![PathBuf::new()];
-    'walk: while let Some(relative) = pending.pop() {
-        let listing = match std::fs::read_dir(root.join(&relative)) {
-            Ok(listing) => listing,
-            Err(e) if relative.as_os_str().is_empty() && e.kind() == io::ErrorKind::NotFound => {
-                break;
-            }
-            Err(e) if relative.as_os_str().is_empty() => return Err(e),
-            // A folder that vanished or cannot be read meanwhile is skipped.
-            Err(_) => continue,
-        };
-        for entry in listing {
-            let entry = entry?;
-            let name = entry.file_name();
-            if name.eq_ignore_ascii_case(".git") {
-                continue;
-            }
-            if entries.len() >= MAX_PLAIN_ENTRIES {
-                truncated = true;
-                break 'walk;
-            }
-            let path = relative.join(&name);
-            let Ok(meta) = std::fs::symlink_metadata(root.join(&path)) else { continue };
-            let (kind, size) = if meta.file_type().is_symlink() {
-                (EntryKind::Symlink, meta.len())
-            } else if meta.is_dir() {
-                pending.push(path.clone());
-                (EntryKind::Dir, 0)
-            } else {
-                (EntryKind::File, meta.len())
-            };
-            entries.push(TreeEntry { path: path.to_string_lossy().into_owned(), kind, size });
+fn walk_plain(root: &Path) -> std::result::Result<TaskTree, PathError> {
+    let root = match confine::Root::open(root) {
+        Ok(root) => root,
+        Err(PathError::NotFound { .. }) => {
+            return Ok(TaskTree { entries: vec![], truncated: false });
         }
-    }
+        Err(e) => return Err(e),
+    };
+    let (found, truncated) = root.walk(MAX_PLAIN_ENTRIES)?;
+    let mut entries: Vec<TreeEntry> = found
+        .into_iter()
+        .map(|e| {
+            let (kind, size) = match e.entry.kind {
+                confine::EntryKind::Symlink => (EntryKind::Symlink, e.entry.size),
+                confine::EntryKind::Dir => (EntryKind::Dir, 0),
+                confine::EntryKind::File | confine::EntryKind::Other => {
+                    (EntryKind::File, e.entry.size)
+                }
+            };
+            TreeEntry { path: e.path, kind, size }
+        })
+        .collect();
     entries.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(TaskTree { entries, truncated })
 }

@@ -9,12 +9,18 @@
 //! - stderr is drained in the background into a bounded ring; memory use does not grow with
 //!   the agent's output.
 //! - Process groups `<= 1` and the server's own group are never signalled.
+//! - [`AgentProcess::stderr_tail`] never shows a value of the spec's env (see
+//!   [`redact::Redactor`]), and no `Debug` output of a spec shows one.
+//! - Every path from outside is resolved beneath its root by [`confine`], without a
+//!   check-then-use race.
 
+pub mod confine;
 mod error;
 mod exit;
 pub mod git;
 mod group;
 mod process;
+pub mod redact;
 mod stderr;
 
 pub use error::RuntimeError;

@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::group::{Delivery, signal_group};
+use crate::redact::Redactor;
 use crate::stderr::{StderrRing, drain_into};
 use crate::{ExitInfo, RuntimeError};
 
@@ -36,8 +37,8 @@ pub enum EnvPolicy {
     Clear,
 }
 
-/// What to run and where.
-#[derive(Debug, Clone)]
+/// What to run and where. Its `Debug` shows the env's names, never their values.
+#[derive(Clone)]
 pub struct ProcessSpec {
     /// The program; looked up on `PATH` unless it contains a `/`.
     pub program: OsString,
@@ -99,6 +100,21 @@ impl ProcessSpec {
     }
 }
 
+impl fmt::Debug for ProcessSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env: Vec<String> =
+            self.env.iter().map(|(name, _)| format!("{name}=<hidden>")).collect();
+        f.debug_struct("ProcessSpec")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("env_policy", &self.env_policy)
+            .field("cwd", &self.cwd)
+            .field("stderr_limit", &self.stderr_limit)
+            .finish()
+    }
+}
+
 /// The agent's stdin and stdout, for the ACP connection.
 #[derive(Debug)]
 pub struct AgentStdio {
@@ -116,6 +132,8 @@ pub struct AgentProcess {
     stdio: Option<AgentStdio>,
     exit: watch::Receiver<Option<ExitInfo>>,
     stderr: Arc<Mutex<StderrRing>>,
+    /// Scrubs the spec's env values out of the stderr tail.
+    redactor: Redactor,
     stderr_done: watch::Receiver<bool>,
     stderr_task: JoinHandle<()>,
     /// Set once `killpg` reported `ESRCH`: the pgid may be recycled from then on, so it is
@@ -190,6 +208,7 @@ pub fn spawn(spec: ProcessSpec) -> Result<AgentProcess, RuntimeError> {
         stdio: Some(AgentStdio { stdin, stdout }),
         exit,
         stderr: ring,
+        redactor: Redactor::new(spec.env.iter().map(|(_, value)| value.clone())),
         stderr_done,
         stderr_task,
         group_gone: AtomicBool::new(false),
@@ -231,10 +250,12 @@ impl AgentProcess {
         self.stdio.take()
     }
 
-    /// The most recent stderr output (at most the configured limit), lossily decoded. When
-    /// older output was dropped, the tail starts at a line boundary.
+    /// The most recent stderr output (at most the configured limit), lossily decoded, with
+    /// every value of the spec's env scrubbed ([`Redactor`]). When older output was dropped,
+    /// the tail starts at a line boundary.
     pub fn stderr_tail(&self) -> String {
-        self.stderr.lock().unwrap_or_else(PoisonError::into_inner).tail()
+        let tail = self.stderr.lock().unwrap_or_else(PoisonError::into_inner).tail();
+        self.redactor.redact(&tail)
     }
 
     /// Resolves once stderr reached end of file, i.e. every process holding it has closed

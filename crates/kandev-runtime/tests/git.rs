@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use kandev_runtime::git::{
     ChangeStatus, EntryKind, FileChange, GitError, LineKind, WorktreeSpec, branch_name, changes,
     commit_all, create_task_dir, create_worktree, default_branch, is_dirty, read_file,
-    remove_worktree, resolve_inside, run_setup_script, tree,
+    remove_worktree, run_setup_script, tree,
 };
 use tempfile::TempDir;
 
@@ -421,62 +421,6 @@ async fn a_kept_branch_is_checked_out_again_with_its_work() {
     assert!(!other.worktree_path.exists());
 }
 
-#[test]
-fn resolve_inside_confines_paths_to_the_root() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path().join("root");
-    let outside = tmp.path().join("outside");
-    write(&root.join("src/lib.txt"), "x");
-    write(&outside.join("secret.txt"), "secret");
-    std::fs::create_dir(root.join(".git")).unwrap();
-    symlink(outside.join("secret.txt"), root.join("secret-link")).unwrap();
-    symlink(&outside, root.join("src/escape")).unwrap();
-    symlink(tmp.path().join("nowhere/file"), root.join("dangling")).unwrap();
-    symlink(root.join("src"), root.join("inner")).unwrap();
-    symlink(root.join(".git"), root.join("gitlink")).unwrap();
-    let canonical_root = std::fs::canonicalize(&root).unwrap();
-
-    for (path, why) in [
-        ("../outside/secret.txt", "`..`"),
-        ("src/../../outside", "`..`"),
-        ("src/../lib.txt", "`..`"),
-        ("/etc/passwd", "absolute"),
-        (outside.join("secret.txt").to_str().unwrap(), "absolute"),
-        ("secret-link", "symlink to a file outside"),
-        ("src/escape/secret.txt", "symlinked directory in the middle"),
-        ("src/escape/not-yet.txt", "new file under a symlinked directory"),
-        ("src/escape", "symlink to a directory outside"),
-        ("dangling", "dangling symlink"),
-        ("dangling/x", "under a dangling symlink"),
-        (".git/config", "git metadata"),
-        ("gitlink/config", "git metadata through a symlink"),
-    ] {
-        let result = resolve_inside(&root, path);
-        assert!(
-            matches!(result, Err(GitError::Forbidden { .. })),
-            "{path} ({why}) gave {result:?}"
-        );
-    }
-    let message = resolve_inside(&root, "src/escape/secret.txt").unwrap_err().to_string();
-    assert!(message.contains("leaves the worktree"), "{message}");
-
-    assert_eq!(resolve_inside(&root, "src/lib.txt").unwrap(), canonical_root.join("src/lib.txt"));
-    assert_eq!(
-        resolve_inside(&root, "./src//lib.txt").unwrap(),
-        canonical_root.join("src/lib.txt")
-    );
-    assert_eq!(
-        resolve_inside(&root, "src/new/deeper.txt").unwrap(),
-        canonical_root.join("src/new/deeper.txt")
-    );
-    assert_eq!(resolve_inside(&root, "inner/lib.txt").unwrap(), canonical_root.join("src/lib.txt"));
-    assert_eq!(resolve_inside(&root, "").unwrap(), canonical_root);
-    assert!(matches!(
-        resolve_inside(&tmp.path().join("gone"), "x"),
-        Err(GitError::NotFound { .. })
-    ));
-}
-
 #[tokio::test]
 async fn read_file_reads_text_and_reports_binary_truncation_and_errors() {
     let fx = Fixture::new();
@@ -503,6 +447,38 @@ async fn read_file_reads_text_and_reports_binary_truncation_and_errors() {
         read_file(&wt.path, "../repo/README.md", 10).await,
         Err(GitError::Forbidden { .. })
     ));
+}
+
+/// Issue 12, finding 4: a hard link to an outside file (untracked, or in place of a tracked
+/// file) shows no content in `changes`, is not read, and is not committed.
+#[tokio::test]
+async fn i12_f4_changes_and_commit_never_reveal_a_hard_linked_outside_file() {
+    let fx = Fixture::new();
+    let wt = create_worktree(&fx.spec("kandev/hardlink")).await.unwrap();
+    let secret = fx.tmp.path().join("secret.txt");
+    write(&secret, "top secret from outside\n");
+    std::fs::hard_link(&secret, wt.path.join("leak.txt")).unwrap();
+    std::fs::remove_file(wt.path.join("src/lib.txt")).unwrap();
+    std::fs::hard_link(&secret, wt.path.join("src/lib.txt")).unwrap();
+    write(&wt.path.join("fine.txt"), "fine\n");
+
+    let files = changes(&wt.path, &wt.base_commit).await.unwrap();
+    assert!(!format!("{files:?}").contains("top secret"), "{files:?}");
+    for path in ["leak.txt", "src/lib.txt"] {
+        let file = find(&files, path);
+        assert!(file.hunks.is_empty() && file.truncated, "{path}: {file:?}");
+    }
+    assert_eq!(find(&files, "fine.txt").hunks[0].lines[0].text, "fine");
+    let read = read_file(&wt.path, "leak.txt", 1024).await;
+    assert!(matches!(read, Err(GitError::Forbidden { .. })), "{read:?}");
+
+    let head = git(&wt.path, &["rev-parse", "HEAD"]);
+    let err = commit_all(&wt.path, "leak").await.unwrap_err();
+    assert!(matches!(&err, GitError::Forbidden { .. }), "{err:?}");
+    assert!(err.to_string().contains("hard link"), "{err}");
+    assert_eq!(git(&wt.path, &["rev-parse", "HEAD"]), head, "nothing was committed");
+    let staged = git(&wt.path, &["diff", "--cached", "--name-only"]);
+    assert!(!staged.contains("leak.txt") && !staged.contains("src/lib.txt"), "{staged}");
 }
 
 #[tokio::test]

@@ -332,3 +332,22 @@ fn agent_process_can_be_shared_across_tasks() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<AgentProcess>();
 }
+
+/// Issue 12, finding 5: an agent that prints its environment to stderr does not get the
+/// spec's env values into the tail Kandev shows, and `Debug` of a spec hides them.
+#[tokio::test]
+async fn i12_f5_stderr_tail_and_debug_never_show_env_values() {
+    let secret = "sk-kandev-test-7f3a9c1e5b2d4f60";
+    let spec = sh(r#"echo "starting with OPENAI_API_KEY=$OPENAI_API_KEY" >&2; env >&2"#)
+        .env("OPENAI_API_KEY", secret)
+        .env("SHORT", "abc");
+    let shown = format!("{spec:?}");
+    assert!(shown.contains("OPENAI_API_KEY") && !shown.contains(secret), "{shown}");
+    let (process, _stdio) = start(spec);
+    timeout(DEADLINE, process.wait()).await.unwrap();
+    timeout(DEADLINE, process.stderr_finished()).await.unwrap();
+    let tail = process.stderr_tail();
+    assert!(tail.contains("starting with OPENAI_API_KEY=[redacted]"), "{tail}");
+    assert!(!tail.contains(secret) && !tail.contains("7f3a9c1e"), "{tail}");
+    assert!(tail.contains("SHORT=abc"), "values under 4 characters are left alone: {tail}");
+}

@@ -287,3 +287,105 @@ async fn i8_a_profile_for_an_agent_that_is_not_installed_is_allowed_but_marked()
     let mock = server.call("agent.profile.create", json!({"name": "M", "kind": "mock"})).await;
     assert_eq!(mock["installed"], true, "{mock}");
 }
+
+/// Issue 12, finding 5: an agent that prints its environment to stderr (at a failed start)
+/// does not get the profile's secrets into `last_error.details.stderr` or the transcript.
+#[tokio::test]
+async fn i12_f5_an_agent_printing_its_environment_does_not_leak_profile_secrets() {
+    let secret = "sk-kandev-test-7f3a9c1e5b2d4f60";
+    let server = TestServer::start().await;
+    let profile = server
+        .profile(json!({
+            "name": "Chatty",
+            "kind": "custom",
+            "command": "/bin/sh",
+            "args": ["-c", "read -r line; env >&2; echo \"key: $OPENAI_API_KEY\" >&2; exit 3"],
+            "env": [{"name": "OPENAI_API_KEY", "value": secret}],
+        }))
+        .await;
+    let session = launch(&server, &profile).await;
+    let failed = server.wait_state(&session, "FAILED").await;
+    let stderr = failed["last_error"]["details"]["stderr"].as_str().unwrap_or_default();
+    assert!(stderr.contains("key: [redacted]"), "the stderr is shown, scrubbed: {failed}");
+    let messages = server.messages(&session).await;
+    let got = server.call("session.get", json!({"id": session})).await;
+    for (what, text) in [
+        ("session", failed.to_string()),
+        ("session.get", got.to_string()),
+        ("messages", Value::Array(messages).to_string()),
+    ] {
+        assert!(!text.contains(secret), "the secret leaked into {what}: {text}");
+        assert!(!text.contains(&secret[secret.len() - 8..]), "a part leaked into {what}");
+    }
+}
+
+/// Issue 12, finding 5: the API shows every env value as one fixed mask that reveals
+/// nothing; an update that sends the listed env back (the mask) keeps the secrets, a new
+/// value replaces one, and the mask is refused where there is no value to keep.
+#[tokio::test]
+async fn i12_f5_profile_updates_with_the_masked_env_keep_the_secrets() {
+    let secret = "sk-kandev-test-7f3a9c1e5b2d4f7d";
+    let server = TestServer::start().await;
+    let created = server
+        .call(
+            "agent.profile.create",
+            json!({"name": "Keeper", "kind": "custom", "command": "/bin/true",
+                   "env": [{"name": "API_KEY", "value": secret},
+                           {"name": "REGION", "value": "eu"}]}),
+        )
+        .await;
+    let id = created["profile"]["id"].as_str().unwrap().to_owned();
+    let listed = server.call("agent.profile.list", json!({})).await;
+    let profile = listed["profiles"].as_array().unwrap().iter().find(|p| p["id"] == id).unwrap();
+    let env = profile["env"].clone();
+    assert_eq!(
+        env,
+        json!([{"name": "API_KEY", "value": "********"}, {"name": "REGION", "value": "********"}]),
+        "one fixed mask, whatever the value"
+    );
+
+    // The listed env sent back, with an unrelated change: the secrets stay.
+    let updated =
+        server.call("agent.profile.update", json!({"id": id, "name": "Renamed", "env": env})).await;
+    assert!(!updated.to_string().contains("7d"), "{updated}");
+    assert_eq!(stored_env(&server, &id).await, [format!("API_KEY={secret}"), "REGION=eu".into()]);
+
+    // A new value replaces one; a variable left out is removed.
+    server
+        .call(
+            "agent.profile.update",
+            json!({"id": id, "env": [{"name": "API_KEY", "value": "********"},
+                                     {"name": "REGION", "value": "us"}]}),
+        )
+        .await;
+    assert_eq!(stored_env(&server, &id).await, [format!("API_KEY={secret}"), "REGION=us".into()]);
+
+    // The mask keeps nothing where there is nothing to keep.
+    let (status, body) = server
+        .post(
+            "agent.profile.update",
+            json!({"id": id, "env": [{"name": "OTHER", "value": "********"}]}),
+        )
+        .await;
+    assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("env[0].value"), "{body}");
+    let (status, body) = server
+        .post(
+            "agent.profile.create",
+            json!({"name": "Copy", "kind": "mock", "env": [{"name": "API_KEY", "value": "********"}]}),
+        )
+        .await;
+    assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{body}");
+    assert_eq!(stored_env(&server, &id).await, [format!("API_KEY={secret}"), "REGION=us".into()]);
+}
+
+/// A profile's env as stored (read from the database file, beside the server).
+async fn stored_env(server: &TestServer, id: &str) -> Vec<String> {
+    let store =
+        kandev_store::Store::open(kandev_store::Location::File(common::db_path(&server.dir)))
+            .await
+            .unwrap();
+    let profile = store.get_profile(&kandev_domain::AgentProfileId::new(id)).await.unwrap();
+    store.close().await;
+    profile.env.into_iter().map(|e| format!("{}={}", e.name, e.value)).collect()
+}

@@ -314,6 +314,41 @@ async fn the_agent_cannot_write_outside_its_working_directory() {
     assert!(said.contains("outside"), "the agent was told why: {said}");
 }
 
+/// Issue 12, finding 4: agent writes through a dangling symlink that points outside are
+/// refused and create nothing there; agent reads of a hard link to an outside file are
+/// refused; a symlink inside the working directory still works.
+#[tokio::test]
+async fn i12_f4_agent_file_requests_never_reach_outside_through_links() {
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    let cwd = server.call("session.get", json!({"id": session})).await["session"]["cwd"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cwd = std::path::Path::new(&cwd);
+    let outside = tempfile::Builder::new().tempdir_in(server.dir.path()).unwrap();
+    let created = outside.path().join("created.txt");
+    std::os::unix::fs::symlink(&created, cwd.join("dangling")).unwrap();
+    std::os::unix::fs::symlink("../../outside-rel.txt", cwd.join("dangling-relative")).unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "top secret").unwrap();
+    std::fs::hard_link(&secret, cwd.join("linked.txt")).unwrap();
+    std::os::unix::fs::symlink("inside.txt", cwd.join("alias")).unwrap();
+
+    let script = "#!mock\nwrite dangling nope\nwrite dangling-relative nope\nwrite linked.txt overwritten\nread linked.txt\nwrite alias via the alias\nread inside.txt";
+    let messages = server.turn(&session, script).await;
+    let said: String =
+        of_kind(&messages, "agent").iter().map(|m| m["content"].as_str().unwrap()).collect();
+
+    assert!(!created.exists(), "nothing created outside through a dangling symlink");
+    assert!(!cwd.join("../../outside-rel.txt").exists());
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "top secret", "not written through");
+    assert!(!said.contains("top secret"), "the agent never read the outside file: {said}");
+    assert!(said.contains("write dangling failed"), "{said}");
+    assert!(said.contains("read linked.txt failed") && said.contains("hard link"), "{said}");
+    assert!(said.contains("via the alias"), "a symlink inside still works: {said}");
+}
+
 #[tokio::test]
 async fn a_busy_session_queues_and_runs_the_queue_in_order() {
     let server = TestServer::start().await;

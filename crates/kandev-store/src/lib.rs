@@ -10,6 +10,7 @@ mod error;
 mod events;
 mod profiles;
 mod rows;
+mod secure;
 mod sessions;
 mod worktrees;
 mod write;
@@ -160,6 +161,7 @@ impl Store {
         let (options, readers, label, replaceable) = match &location {
             Location::File(path) => {
                 create_parent_dir(path)?;
+                secure::secure_db_files(path)?;
                 let options = SqliteConnectOptions::new().filename(path).create_if_missing(true);
                 (options, 4, path.display().to_string(), true)
             }

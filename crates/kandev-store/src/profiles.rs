@@ -70,6 +70,11 @@ impl Store {
 }
 
 impl WriteTx {
+    /// A profile as this transaction sees it (to change it based on its current values).
+    pub async fn profile(&mut self, id: &AgentProfileId) -> Result<AgentProfile> {
+        fetch_profile(self.conn(), id.as_str()).await
+    }
+
     pub async fn insert_profile(&mut self, new: &NewProfile) -> Result<AgentProfile> {
         let (id, now) = (self.new_id(), self.now().millis());
         sqlx::query(

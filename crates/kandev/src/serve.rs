@@ -57,11 +57,35 @@ fn home_dir(args: &ServeArgs) -> Result<PathBuf> {
     Ok(PathBuf::from(user_home).join(".kandev"))
 }
 
+/// `$KANDEV_HOME` holds the database (with profile secrets), worktrees and agent state: it
+/// is created readable by its owner only (0700), and an existing one open to the group or
+/// others is tightened.
+fn secure_home(home: &std::path::Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(home)
+        .with_context(|| format!("cannot create the home folder {}", home.display()))?;
+    let mode = std::fs::metadata(home)
+        .with_context(|| format!("cannot inspect the home folder {}", home.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700)).with_context(
+            || format!("cannot make the home folder {} private (chmod 700)", home.display()),
+        )?;
+        tracing::info!(home = %home.display(), "made the home folder readable by its owner only");
+    }
+    Ok(())
+}
+
 pub async fn run(args: ServeArgs) -> Result<()> {
     init_tracing();
     let token = args.token.clone().filter(|t| !t.is_empty());
     kandev_server::check_bind(&args.addr, token.as_deref()).map_err(anyhow::Error::msg)?;
     let home = home_dir(&args)?;
+    secure_home(&home)?;
     let location = match &args.database_url {
         Some(url) => Location::parse(url)?,
         None => Location::File(home.join("kandev.db")),

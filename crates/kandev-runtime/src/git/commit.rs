@@ -1,10 +1,12 @@
 //! Committing everything in a worktree on its task branch.
 
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 
 use super::GitError;
 use super::cmd::Git;
 use super::worktree::open_worktree;
+use crate::confine::{RelPath, Root};
 
 /// Identity used for commits when the repository (and the user's global config) has none.
 pub const FALLBACK_USER_NAME: &str = "Kandev";
@@ -30,8 +32,12 @@ pub struct CommitInfo {
 /// `-c`, so the user's own identity is used whenever there is one. Hooks run as usual.
 ///
 /// Errors: [`GitError::EmptyCommitMessage`], [`GitError::DetachedHead`] (the commit would
-/// not land on a branch), [`GitError::NothingToCommit`]. When the commit itself fails (for
-/// example a `pre-commit` hook), the changes stay staged.
+/// not land on a branch), [`GitError::NothingToCommit`], [`GitError::Forbidden`] when a file
+/// to commit has more than one hard link (its content may be a file outside the worktree;
+/// such files are unstaged again, nothing is committed). When the commit itself fails (for
+/// example a `pre-commit` hook), the changes stay staged. Limit: git stages files itself and
+/// the link count is checked right after, so a hard link swapped in and out again meanwhile
+/// is not caught.
 pub async fn commit_all(worktree: &Path, message: &str) -> Result<CommitInfo, GitError> {
     if message.trim().is_empty() {
         return Err(GitError::EmptyCommitMessage);
@@ -42,6 +48,7 @@ pub async fn commit_all(worktree: &Path, message: &str) -> Result<CommitInfo, Gi
         return Err(GitError::DetachedHead { path: worktree });
     }
     Git::new(&worktree).args(["add", "-A"]).run().await?;
+    refuse_hard_linked(&worktree).await?;
     let staged = Git::new(&worktree).args(["diff", "--cached", "--quiet", "--no-ext-diff"]);
     let staged_output = staged.output().await?;
     match staged_output.status.code() {
@@ -77,6 +84,46 @@ pub async fn commit_all(worktree: &Path, message: &str) -> Result<CommitInfo, Gi
     let files_changed = changed.stdout.split(|&b| b == 0).filter(|p| !p.is_empty()).count();
     tracing::debug!(worktree = %worktree.display(), %sha, files_changed, "committed worktree changes");
     Ok(CommitInfo { sha, summary, files_changed })
+}
+
+/// Refuses (and unstages) staged files whose worktree copy has more than one hard link.
+async fn refuse_hard_linked(worktree: &Path) -> Result<(), GitError> {
+    let staged = Git::new(worktree)
+        .args(["diff", "--cached", "--name-only", "-z", "--no-renames", "--diff-filter=d", "HEAD"])
+        .run()
+        .await?;
+    let paths: Vec<String> = staged
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    let root: PathBuf = worktree.to_path_buf();
+    let linked = tokio::task::spawn_blocking(move || {
+        let root = Root::open(&root)?;
+        let linked: Vec<String> = paths
+            .into_iter()
+            .filter(|path| {
+                let entry = RelPath::parse(path).and_then(|relative| root.entry(&relative));
+                entry.is_ok_and(|entry| entry.is_some_and(|e| e.is_hard_linked()))
+            })
+            .collect();
+        Ok::<_, GitError>(linked)
+    })
+    .await
+    .map_err(|e| GitError::io("checking the files to commit failed", io::Error::other(e)))??;
+    let Some(first) = linked.first() else { return Ok(()) };
+    Git::new(worktree)
+        .args(["--literal-pathspecs", "reset", "--quiet", "--"])
+        .args(&linked)
+        .run()
+        .await?;
+    Err(GitError::Forbidden {
+        path: PathBuf::from(first),
+        reason: "it has more than one hard link and may be a file from outside the worktree; \
+                 copy it instead of linking it, then commit again"
+            .to_owned(),
+    })
 }
 
 async fn has_config(worktree: &Path, key: &str) -> Result<bool, GitError> {

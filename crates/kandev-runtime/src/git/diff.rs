@@ -2,12 +2,13 @@
 //! untracked files included.
 
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::GitError;
 use super::cmd::Git;
-use super::files::{BINARY_SNIFF_LEN, resolve_inside};
+use super::files::BINARY_SNIFF_LEN;
 use super::worktree::{open_worktree, resolve_commit};
+use crate::confine::{EntryKind, PathError, RelPath, Root};
 
 /// Upper bound on diff text handled per [`changes`] call (git's output plus untracked file
 /// contents). Files beyond it are listed with `truncated` and without (all) hunks.
@@ -82,9 +83,15 @@ pub struct FileChange {
 ///
 /// Tracked changes come from one `git diff <base> --raw --numstat -p -z -M` (no color, no
 /// external diff or textconv, fixed `a/` `b/` prefixes, three lines of context), so renames
-/// are detected. Untracked files are read directly and shown as all-added hunks; nothing
-/// is written to the index. Size limits: [`MAX_DIFF_BYTES`] overall and
-/// [`MAX_FILE_DIFF_BYTES`] per file; files beyond them have `truncated` set.
+/// are detected. Untracked files are read directly, through [`crate::confine`], and shown as
+/// all-added hunks; nothing is written to the index. Size limits: [`MAX_DIFF_BYTES`] overall
+/// and [`MAX_FILE_DIFF_BYTES`] per file; files beyond them have `truncated` set.
+///
+/// A file of the worktree with more than one hard link (its content may be a file outside
+/// the worktree) is listed without hunks and with `truncated`: untracked ones are never
+/// read, tracked ones lose the hunks git produced. Limit: git reads tracked files itself,
+/// and the link count is checked after it ran, so a hard link swapped in and out again
+/// while git runs is not caught.
 pub async fn changes(worktree: &Path, base_commit: &str) -> Result<Vec<FileChange>, GitError> {
     let worktree = open_worktree(worktree).await?;
     let base = resolve_commit(&worktree, base_commit).await?;
@@ -113,7 +120,7 @@ pub async fn changes(worktree: &Path, base_commit: &str) -> Result<Vec<FileChang
         .stdout_limit(MAX_DIFF_BYTES)
         .run()
         .await?;
-    let mut files = parse_diff(&diff.stdout, diff.stdout_truncated);
+    let files = parse_diff(&diff.stdout, diff.stdout_truncated);
 
     let listed = Git::new(&worktree)
         .args(["ls-files", "-z", "--others", "--exclude-standard"])
@@ -126,13 +133,34 @@ pub async fn changes(worktree: &Path, base_commit: &str) -> Result<Vec<FileChang
         .map(|p| String::from_utf8_lossy(p).into_owned())
         .collect();
     let budget = MAX_DIFF_BYTES.saturating_sub(diff.stdout.len());
-    let untracked =
-        tokio::task::spawn_blocking(move || untracked_changes(&worktree, paths, budget))
-            .await
-            .map_err(|e| GitError::io("reading untracked files failed", io::Error::other(e)))?;
-    files.extend(untracked);
+    let mut files = tokio::task::spawn_blocking(move || {
+        let root = Root::open(&worktree)?;
+        let mut files = files;
+        withhold_hard_linked(&root, &mut files);
+        files.extend(untracked_changes(&root, paths, budget));
+        Ok::<_, GitError>(files)
+    })
+    .await
+    .map_err(|e| GitError::io("reading untracked files failed", io::Error::other(e)))??;
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)
+}
+
+/// Drops the hunks of tracked files whose worktree copy has more than one hard link (or can
+/// no longer be looked at inside the worktree).
+fn withhold_hard_linked(root: &Root, files: &mut [FileChange]) {
+    for file in files.iter_mut().filter(|f| f.status != ChangeStatus::Deleted) {
+        let entry = RelPath::parse(&file.path).and_then(|path| root.entry(&path));
+        let withhold = match entry {
+            Ok(Some(entry)) => entry.is_hard_linked(),
+            Ok(None) => false,
+            Err(_) => true,
+        };
+        if withhold {
+            file.hunks.clear();
+            file.truncated = true;
+        }
+    }
 }
 
 /// Parses the output of `git diff --raw --numstat -p -z`: raw records, numstat records, a
@@ -298,7 +326,7 @@ fn parse_range(range: &str) -> Option<(u32, u32)> {
 }
 
 /// Untracked files as all-added changes, read within `budget` bytes in total.
-fn untracked_changes(worktree: &Path, paths: Vec<String>, mut budget: usize) -> Vec<FileChange> {
+fn untracked_changes(root: &Root, paths: Vec<String>, mut budget: usize) -> Vec<FileChange> {
     let mut files = Vec::with_capacity(paths.len());
     for listed in paths {
         // A nested repository is listed as `dir/`.
@@ -313,7 +341,7 @@ fn untracked_changes(worktree: &Path, paths: Vec<String>, mut budget: usize) -> 
             truncated: false,
             hunks: Vec::new(),
         };
-        match untracked_content(worktree, &change.path, &mut budget) {
+        match untracked_content(root, &change.path, &mut budget) {
             Ok(Some(content)) => {
                 change.additions = content.total_lines;
                 change.binary = content.binary;
@@ -324,7 +352,8 @@ fn untracked_changes(worktree: &Path, paths: Vec<String>, mut budget: usize) -> 
             }
             Ok(None) => {}
             // Gone since it was listed.
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(PathError::NotFound { .. }) => continue,
+            // Refused (a hard link, a path that now leads out) or unreadable: no content.
             Err(e) => {
                 tracing::debug!(path = %change.path, error = %e, "reading an untracked file failed");
                 change.truncated = true;
@@ -344,37 +373,36 @@ struct UntrackedContent {
 }
 
 fn untracked_content(
-    worktree: &Path,
+    root: &Root,
     path: &str,
     budget: &mut usize,
-) -> io::Result<Option<UntrackedContent>> {
-    // The parent must resolve inside the worktree; the entry itself is not followed.
-    let parent = Path::new(path).parent().map(Path::to_string_lossy).unwrap_or_default();
-    let dir = resolve_inside(worktree, &parent)
-        .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e))?;
-    let Some(name) = Path::new(path).file_name() else { return Ok(None) };
-    let full: PathBuf = dir.join(name);
-    let meta = std::fs::symlink_metadata(&full)?;
+) -> Result<Option<UntrackedContent>, PathError> {
+    let relative = RelPath::parse(path)?;
+    let Some(entry) = root.entry(&relative)? else {
+        return Err(PathError::NotFound { path: path.to_owned() });
+    };
     // Directories (nested repositories) and special files (a FIFO would block) have no text.
-    if !meta.is_file() && !meta.file_type().is_symlink() {
+    if !matches!(entry.kind, EntryKind::File | EntryKind::Symlink) {
         return Ok(None);
     }
+    let io_error = |source: io::Error| PathError::Io { path: path.to_owned(), source };
     let cap = MAX_FILE_DIFF_BYTES.min(*budget);
     let mut bytes;
     let mut total_lines = None;
-    if meta.file_type().is_symlink() {
+    if entry.kind == EntryKind::Symlink {
         // git shows a symlink as a file holding its target, without a final newline.
-        bytes = std::fs::read_link(&full)?.into_os_string().into_encoded_bytes();
+        bytes = root.read_link(&relative)?;
         if bytes.len() > cap {
             total_lines = Some(1);
         }
     } else {
-        let mut file = std::fs::File::open(&full)?;
+        // Refuses a file with more than one hard link.
+        let (mut file, _) = root.open_file(&relative)?;
         bytes = Vec::new();
         let limit = u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1);
-        (&mut file).take(limit).read_to_end(&mut bytes)?;
+        (&mut file).take(limit).read_to_end(&mut bytes).map_err(io_error)?;
         if bytes.len() > cap {
-            total_lines = Some(count_lines(&bytes, &mut file)?);
+            total_lines = Some(count_lines(&bytes, &mut file).map_err(io_error)?);
         }
     }
     let truncated = total_lines.is_some();

@@ -1,5 +1,5 @@
 //! Task working directories: git worktrees per repository (create, set up, inspect, commit,
-//! remove), plain task directories, and the path confinement every file action goes through.
+//! remove), plain task directories, and the file actions on them.
 //!
 //! Invariants of this module:
 //! - git is only ever run as the `git` CLI, with `-c core.quotepath=off`, stdin closed,
@@ -14,8 +14,10 @@
 //! - [`create_worktree`] validates everything it can before touching disk, and undoes its own
 //!   work on failure: no stray worktree directory, registration or branch is left behind.
 //! - Removing a worktree never deletes its branch, and never touches the main checkout.
-//! - Every path that comes from outside goes through [`resolve_inside`]: no absolute paths,
-//!   no `..`, nothing under `.git`, and no symlink that resolves outside the worktree.
+//! - Every path that comes from outside is opened through [`crate::confine`] (no absolute
+//!   paths, no `..`, nothing under `.git`, no symlink that resolves outside the worktree, no
+//!   file with more than one hard link), resolved beneath the worktree without a
+//!   check-then-use race.
 //! - [`changes`] is always relative to the task's base commit, so committed work stays
 //!   visible; untracked files are read directly, the index is never written for a diff.
 //! - Output is bounded: setup output to its last 64 KiB, diffs by [`MAX_DIFF_BYTES`] and
@@ -40,7 +42,7 @@ pub use diff::{
     changes,
 };
 pub use error::GitError;
-pub use files::{EntryKind, FileContent, TreeEntry, read_file, resolve_inside, tree};
+pub use files::{EntryKind, FileContent, TreeEntry, read_file, tree};
 pub use layout::{create_task_dir, task_dir, worktree_dir};
 pub use setup::{SETUP_OUTPUT_LIMIT, SetupOutput, run_setup_script};
 pub use worktree::{

@@ -1,7 +1,8 @@
-//! `agent.profile.*` and `agent.kinds`: how agents are run. Secrets are masked on output.
+//! `agent.profile.*` and `agent.kinds`: how agents are run. Env values are never shown: the
+//! API shows [`SECRET_MASK`] instead, and an update that sends the mask back keeps the value.
 
 use kandev_api_types::requests::{ById, ProfileCreate, ProfileUpdate};
-use kandev_api_types::{AgentProfileDto, EnvVarDto};
+use kandev_api_types::{AgentProfileDto, EnvVarDto, SECRET_MASK};
 use kandev_domain::agent::{AgentKind, EnvVar};
 use kandev_domain::{AgentProfileId, validate};
 use kandev_store::{NewProfile, ProfilePatch, TaskFilter};
@@ -35,7 +36,7 @@ pub async fn create(s: &AppState, p: ProfileCreate) -> Result<Value, ApiError> {
         kind,
         command: p.command.trim().to_owned(),
         args: p.args,
-        env: checked_env(p.env)?,
+        env: checked_env(p.env, &[])?,
         model: p.model,
         mode: p.mode,
         auto_approve: p.auto_approve,
@@ -71,17 +72,21 @@ fn command_found(program: &str) -> bool {
 }
 
 pub async fn update(s: &AppState, p: ProfileUpdate) -> Result<Value, ApiError> {
+    let name = p.name.as_deref().map(|n| validate::name("name", n)).transpose()?;
+    let id = AgentProfileId::new(p.id);
+    let mut tx = s.store().begin_write().await?;
+    // Read in the same transaction, so a masked value keeps exactly the value it stands for.
+    let current = tx.profile(&id).await?;
     let patch = ProfilePatch {
-        name: p.name.as_deref().map(|n| validate::name("name", n)).transpose()?,
+        name,
         command: p.command.map(|c| c.trim().to_owned()),
         args: p.args,
-        env: p.env.map(checked_env).transpose()?,
+        env: p.env.map(|env| checked_env(env, &current.env)).transpose()?,
         model: p.model,
         mode: p.mode,
         auto_approve: p.auto_approve,
     };
-    let mut tx = s.store().begin_write().await?;
-    let profile = tx.update_profile(&AgentProfileId::new(p.id), &patch).await?;
+    let profile = tx.update_profile(&id, &patch).await?;
     let dto = AgentProfileDto::from(&profile);
     tx.emit(PROFILES_TOPIC, "agent.profile.updated", json!({ "profile": dto })).await?;
     tx.commit().await?;
@@ -186,20 +191,32 @@ fn on_path(program: &str) -> bool {
         .unwrap_or(false)
 }
 
-fn checked_env(env: Vec<EnvVarDto>) -> Result<Vec<EnvVar>, ApiError> {
+/// Validates the names of a profile's new env list. A value equal to [`SECRET_MASK`] keeps
+/// the current value of the variable of that name (`current`: the profile's env before the
+/// change; empty for a new profile, where the mask is refused).
+fn checked_env(env: Vec<EnvVarDto>, current: &[EnvVar]) -> Result<Vec<EnvVar>, ApiError> {
     env.into_iter()
         .enumerate()
         .map(|(i, e)| {
             let valid = !e.name.is_empty()
                 && !e.name.starts_with(|c: char| c.is_ascii_digit())
                 && e.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if valid {
-                Ok(EnvVar { name: e.name, value: e.value })
-            } else {
-                Err(ApiError::validation(format!(
+            if !valid {
+                return Err(ApiError::validation(format!(
                     "env[{i}].name {:?} is not a valid variable name",
                     e.name
-                )))
+                )));
+            }
+            if e.value != SECRET_MASK {
+                return Ok(EnvVar { name: e.name, value: e.value });
+            }
+            match current.iter().find(|c| c.name == e.name) {
+                Some(kept) => Ok(EnvVar { name: e.name, value: kept.value.clone() }),
+                None => Err(ApiError::validation(format!(
+                    "env[{i}].value is the mask {SECRET_MASK:?}, which keeps a current value, \
+                     but the profile has no variable {}; give its value",
+                    e.name
+                ))),
             }
         })
         .collect()
