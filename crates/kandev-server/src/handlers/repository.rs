@@ -45,7 +45,7 @@ pub async fn create(s: &AppState, p: RepositoryCreate) -> Result<Value, ApiError
         local_path,
         default_branch,
         branch_template,
-        setup_script: validate::text("setup_script", p.setup_script.as_deref().unwrap_or(""))?,
+        setup_script: validate::script("setup_script", p.setup_script.as_deref().unwrap_or(""))?,
     };
     let mut tx = s.store().begin_write().await?;
     let dto = RepositoryDto::from(&tx.insert_repository(&new).await?);
@@ -67,7 +67,7 @@ pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<Value, ApiError
         setup_script: p
             .setup_script
             .as_deref()
-            .map(|t| validate::text("setup_script", t))
+            .map(|t| validate::script("setup_script", t))
             .transpose()?,
     };
     let mut tx = s.store().begin_write().await?;

@@ -1,16 +1,19 @@
 //! `workflow.*` actions: boards from templates, steps, and YAML export/import.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use kandev_api_types::requests::{
     ById, ByWorkspace, StepCreate, StepReorder, StepUpdate, WorkflowCreate, WorkflowExport,
     WorkflowImport, WorkflowUpdate,
 };
-use kandev_api_types::{EventsDto, WorkflowDto};
+use kandev_api_types::{ErrorCode, EventsDto, WorkflowDto};
 use kandev_domain::workflow::{Action, StepEvents, StepSpec, Workflow, WorkflowSpec};
 use kandev_domain::{AgentProfileId, StepId, WorkflowId, WorkspaceId, validate};
 use kandev_store::{StepPatch, TaskFilter};
+use kandev_workflow_yaml::Limits;
 use serde_json::{Value, json};
+use tokio::sync::Semaphore;
 
 use super::{ListAll, workspace_topic};
 use crate::{ApiError, AppState};
@@ -39,7 +42,7 @@ fn blank_spec(name: String, description: String) -> WorkflowSpec {
 
 pub async fn create(s: &AppState, p: WorkflowCreate) -> Result<Value, ApiError> {
     let name = validate::name("name", &p.name)?;
-    let description = validate::text("description", p.description.as_deref().unwrap_or(""))?;
+    let description = validate::description("description", p.description.as_deref().unwrap_or(""))?;
     let spec = match &p.template_id {
         Some(id) => {
             let template = kandev_workflow_yaml::template(id).ok_or_else(|| {
@@ -79,7 +82,7 @@ pub async fn get(s: &AppState, p: ById) -> Result<Value, ApiError> {
 pub async fn update(s: &AppState, p: WorkflowUpdate) -> Result<Value, ApiError> {
     let name = p.name.as_deref().map(|n| validate::name("name", n)).transpose()?;
     let description =
-        p.description.as_deref().map(|d| validate::text("description", d)).transpose()?;
+        p.description.as_deref().map(|d| validate::description("description", d)).transpose()?;
     let mut tx = s.store().begin_write().await?;
     let workflow =
         tx.update_workflow(&WorkflowId::new(p.id), name.as_deref(), description.as_deref()).await?;
@@ -116,8 +119,21 @@ pub async fn export(s: &AppState, p: WorkflowExport) -> Result<Value, ApiError> 
     Ok(json!({ "yaml": kandev_workflow_yaml::export(&workflows) }))
 }
 
+/// Documents parsed at once. Each parse runs on a blocking thread, never on the async
+/// workers, so health and every other request keep answering; the bound keeps a burst of
+/// imports from taking every core.
+static YAML_PARSES: Semaphore = Semaphore::const_new(2);
+
+/// Longest an import waits for a parse slot before it is refused as `BUSY`.
+const PARSE_QUEUE_WAIT: Duration = Duration::from_secs(10);
+
+/// Longest the server waits for one parse. The parser stops itself at its own time limit
+/// (`Limits::max_time`, checked between events); this is the bound on the request should one
+/// event take longer.
+const PARSE_WAIT: Duration = Duration::from_secs(5);
+
 pub async fn import(s: &AppState, p: WorkflowImport) -> Result<Value, ApiError> {
-    let specs = kandev_workflow_yaml::import(&p.yaml).map_err(|problems| {
+    let specs = parse_document(p.yaml).await?.map_err(|problems| {
         let list: Vec<Value> =
             problems.iter().map(|pr| json!({ "path": pr.path, "message": pr.message })).collect();
         let first = problems.first().map(|pr| pr.to_string()).unwrap_or_default();
@@ -140,12 +156,53 @@ pub async fn import(s: &AppState, p: WorkflowImport) -> Result<Value, ApiError> 
     Ok(json!({ "workflows": created }))
 }
 
+/// Parses and validates a workflow document on a blocking thread, within
+/// [`Limits::DEFAULT`] and [`PARSE_WAIT`].
+async fn parse_document(
+    yaml: String,
+) -> Result<Result<Vec<WorkflowSpec>, Vec<kandev_workflow_yaml::Problem>>, ApiError> {
+    let limits = Limits::DEFAULT;
+    if yaml.len() > limits.max_bytes {
+        // Refused before queueing: the loader would refuse it at once anyway.
+        return Ok(kandev_workflow_yaml::import_with(&yaml, &limits));
+    }
+    let busy = || ApiError::new(ErrorCode::Busy, "too many imports at once; try again shortly");
+    let permit = tokio::time::timeout(PARSE_QUEUE_WAIT, YAML_PARSES.acquire())
+        .await
+        .map_err(|_| busy())?
+        .map_err(|_| busy())?;
+    // The permit moves into the thread: a request that gives up waiting does not free the
+    // slot while the parse still runs.
+    let parse = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        kandev_workflow_yaml::import_with(&yaml, &limits)
+    });
+    match tokio::time::timeout(PARSE_WAIT, parse).await {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(join)) => {
+            tracing::error!(error = %join, "workflow import parse failed");
+            Err(ApiError::internal())
+        }
+        Err(_) => Err(ApiError::validation(format!(
+            "reading the document took longer than the time limit of {} s; simplify it",
+            PARSE_WAIT.as_secs()
+        ))),
+    }
+}
+
 pub async fn step_create(s: &AppState, p: StepCreate) -> Result<Value, ApiError> {
     let name = validate::name("name", &p.name)?;
     let workflow_id = WorkflowId::new(&p.workflow_id);
     let mut tx = s.store().begin_write().await?;
     let (workflow, step_id) =
         tx.insert_step(&workflow_id, &name, p.position.map(|x| x as usize)).await?;
+    if workflow.steps.len() > validate::MAX_STEPS {
+        // Dropping `tx` rolls the insert back.
+        return Err(ApiError::validation(format!(
+            "the workflow already has {} steps, the limit; delete one first",
+            validate::MAX_STEPS
+        )));
+    }
     let fields = StepUpdate {
         id: step_id.to_string(),
         name: None,
@@ -211,8 +268,8 @@ async fn step_patch(
     };
     Ok(StepPatch {
         name: p.name.as_deref().map(|n| validate::name("name", n)).transpose()?,
-        color: p.color,
-        prompt: p.prompt.as_deref().map(|t| validate::text("prompt", t)).transpose()?,
+        color: p.color.as_deref().map(|c| validate::color("color", c)).transpose()?,
+        prompt: p.prompt.as_deref().map(|t| validate::prompt("prompt", t)).transpose()?,
         is_start_step: p.is_start_step,
         allow_manual_move: p.allow_manual_move,
         agent_profile_id,
