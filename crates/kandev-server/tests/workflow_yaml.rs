@@ -172,8 +172,14 @@ async fn i12_f2_health_answers_while_hostile_imports_run() {
     for (i, (status, body)) in answers.iter().enumerate() {
         assert_eq!((*status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{body}");
         let message = body["message"].as_str().unwrap();
-        let wanted = if i < 2 { "depth limit" } else { "workflows[0]: must be a mapping" };
-        assert!(message.contains(wanted), "{message}");
+        // A debug build on a busy machine may take longer than the 2 s parse time limit for
+        // the legal megabyte; then that limit is what the answer names.
+        let wanted: &[&str] = if i < 2 {
+            &["depth limit"]
+        } else {
+            &["workflows[0]: must be a mapping", "time limit"]
+        };
+        assert!(wanted.iter().any(|w| message.contains(w)), "{message}");
     }
     assert!(started.elapsed() < std::time::Duration::from_secs(20), "{:?}", started.elapsed());
     eprintln!("{probes} health probes answered during the imports, slowest {slowest:?}");
