@@ -177,6 +177,93 @@ fn bounded_text(
     Ok(value.to_owned())
 }
 
+/// The placeholders a branch template may hold: the task title's slug and the task's short id.
+pub const BRANCH_PLACEHOLDERS: [&str; 2] = ["{task-slug}", "{short-id}"];
+
+/// Whether `name` is accepted by `git check-ref-format --branch`, implemented here so that
+/// names are checked without running git: the rules for `refs/heads/<name>` (no `..`, `@{`,
+/// `\`, space, `~ ^ : ? * [` or control characters; no empty component, none starting with
+/// `.` or ending with `.lock`; not ending with `.`; not `@`), plus no leading `-` and not
+/// `HEAD`. Non-ASCII letters are valid, as in git.
+pub fn is_valid_branch_name(name: &str) -> bool {
+    if name.is_empty() || name == "@" || name == "HEAD" || name.starts_with('-') {
+        return false;
+    }
+    if name.contains("..") || name.contains("@{") || name.ends_with('.') {
+        return false;
+    }
+    if name.chars().any(|c| c.is_ascii_control() || " ~^:?*[\\".contains(c)) {
+        return false;
+    }
+    name.split('/').all(|component| {
+        !component.is_empty() && !component.starts_with('.') && !component.ends_with(".lock")
+    })
+}
+
+/// A branch name given by the user (a repository's default branch, a local or
+/// remote-tracking branch such as `origin/main`): trimmed, valid by [`is_valid_branch_name`],
+/// and a short name, never a full ref (`refs/...`).
+pub fn branch_name(field: &str, value: &str) -> Result<String, FieldError> {
+    let trimmed = value.trim();
+    if trimmed.starts_with("refs/") {
+        return Err(FieldError::new(
+            field,
+            format!("{trimmed:?} is a full ref name; write the branch name only, like main"),
+        ));
+    }
+    if !is_valid_branch_name(trimmed) {
+        return Err(FieldError::new(
+            field,
+            format!("{trimmed:?} is not a valid git branch name (see git check-ref-format)"),
+        ));
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// A repository's branch template: trimmed; holds `{task-slug}` or `{short-id}` (so each
+/// task gets its own branch) and no other `{...}`; not under `refs/`; and, filled in with
+/// sample values, a valid branch name by [`is_valid_branch_name`]. Slugs are lowercase ASCII
+/// letters, digits and `-`, and short ids hex digits, so the sample stands for every task.
+pub fn branch_template(field: &str, value: &str) -> Result<String, FieldError> {
+    let trimmed = value.trim();
+    let example = "; for example kandev/{task-slug}-{short-id}";
+    if !BRANCH_PLACEHOLDERS.iter().any(|p| trimmed.contains(p)) {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "must contain {{task-slug}} or {{short-id}} so each task gets its own branch{example}"
+            ),
+        ));
+    }
+    let mut rest = trimmed.to_owned();
+    for placeholder in BRANCH_PLACEHOLDERS {
+        rest = rest.replace(placeholder, "");
+    }
+    if let Some(start) = rest.find('{') {
+        let unknown: String = rest[start..].chars().take_while(|c| *c != '}').collect();
+        return Err(FieldError::new(
+            field,
+            format!("has an unknown placeholder {unknown}}}; use {{task-slug}} and {{short-id}}"),
+        ));
+    }
+    if trimmed.starts_with("refs/") {
+        return Err(FieldError::new(
+            field,
+            format!("must be a branch name, not a full ref under refs/{example}"),
+        ));
+    }
+    let sample = trimmed.replace("{task-slug}", "fix-login-bug").replace("{short-id}", "0a1b2c3d");
+    if !is_valid_branch_name(&sample) {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "gives {sample:?}, which is not a valid git branch name (see git check-ref-format){example}"
+            ),
+        ));
+    }
+    Ok(trimmed.to_owned())
+}
+
 /// `bytes` for a message: `64 KiB`, `1 MiB`, `1000 bytes`.
 pub fn size(bytes: usize) -> String {
     const KIB: usize = 1024;
@@ -259,6 +346,44 @@ mod tests {
         assert!(color("color", &"x".repeat(MAX_COLOR_CHARS + 1)).is_err());
         assert!(color("color", "red\n").is_ok());
         assert!(color("color", "r\ned").is_err());
+    }
+
+    #[test]
+    fn validity_follows_git_check_ref_format() {
+        for bad in [
+            "", "-x", "a..b", "a/.b", "a.lock", "a/", "/a", "a//b", "a b", "a@{b", "a.", "HEAD",
+            "@", "a\\b", "a\u{7f}",
+        ] {
+            assert!(!is_valid_branch_name(bad), "{bad:?} must be invalid");
+        }
+        for good in ["main", "kandev/fix-1", "release/1.2", "a@b", "x-", "ブランチ", "@x"] {
+            assert!(is_valid_branch_name(good), "{good:?} must be valid");
+        }
+    }
+
+    #[test]
+    fn i12_f6_bad_branch_templates_are_refused() {
+        assert!(branch_template("t", " kandev/{task-slug}-{short-id} ").is_ok());
+        assert!(branch_template("t", "tasks/{short-id}").is_ok());
+        let refused = [
+            ("refs/heads/main", "{task-slug} or {short-id}"),
+            ("refs/heads/{task-slug}", "not a full ref"),
+            ("main", "{task-slug} or {short-id}"),
+            ("kandev/{title}-{short-id}", "unknown placeholder {title}"),
+            ("kandev/{task-slug} x", "not a valid git branch name"),
+            ("kandev/{task-slug}.lock", "not a valid git branch name"),
+            ("-{short-id}", "not a valid git branch name"),
+            ("kandev/{task-slug}/", "not a valid git branch name"),
+            ("kandev..{short-id}", "not a valid git branch name"),
+            ("k@{{short-id}}", "unknown placeholder"),
+        ];
+        for (template, problem) in refused {
+            let err = branch_template("branch_template", template).unwrap_err();
+            assert_eq!(err.field, "branch_template");
+            assert!(err.problem.contains(problem), "{template:?}: {err}");
+        }
+        assert!(branch_name("default_branch", "refs/heads/main").is_err());
+        assert_eq!(branch_name("default_branch", " origin/main ").unwrap(), "origin/main");
     }
 
     #[test]

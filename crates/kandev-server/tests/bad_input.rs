@@ -182,7 +182,9 @@ async fn i12_f9_invisible_and_bidi_names_are_refused_everywhere() {
         .await;
     let repository_id = repository["repository"]["id"].as_str().unwrap();
 
-    let paths: Vec<(&str, Box<dyn Fn(&str) -> Value>, &str)> = vec![
+    /// A payload setting the name or title under test.
+    type Payload<'a> = Box<dyn Fn(&str) -> Value + 'a>;
+    let paths: Vec<(&str, Payload<'_>, &str)> = vec![
         ("task.create", Box::new(|t| json!({"workflow_id": workflow_id, "title": t})), "title"),
         ("task.update", Box::new(|t| json!({"id": task_id, "title": t})), "title"),
         ("workspace.create", Box::new(|t| json!({"name": t})), "name"),
