@@ -42,12 +42,15 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// 1 MiB of text expanding to at most 1 MiB, 1,000 aliases, 32 levels, 2 seconds. A
-    /// workflow document nests 9 levels deep (document, workflows, workflow, steps, step,
-    /// events, trigger, action, value) and exports never use aliases.
+    /// 256 KiB of text expanding to at most 256 KiB, 1,000 aliases, 32 levels, 2 seconds.
+    /// A workflow document nests 9 levels deep (document, workflows, workflow, steps, step,
+    /// events, trigger, action, value), exports never use aliases, and the built-in
+    /// templates are 1 to 3 KiB. The size bounds memory too: the scanner may buffer every
+    /// token of a flow collection before its first event (about 80 bytes of memory per byte
+    /// of a flow mapping), so 256 KiB of text costs at most about 20 MiB while it is read.
     pub const DEFAULT: Limits = Limits {
-        max_bytes: 1024 * 1024,
-        max_expanded_bytes: 1024 * 1024,
+        max_bytes: 256 * 1024,
+        max_expanded_bytes: 256 * 1024,
         max_aliases: 1000,
         max_depth: 32,
         max_time: Duration::from_secs(2),

@@ -1,6 +1,7 @@
 //! `workflow.*` actions: boards from templates, steps, and YAML export/import.
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use kandev_api_types::requests::{
@@ -13,7 +14,7 @@ use kandev_domain::{AgentProfileId, StepId, WorkflowId, WorkspaceId, validate};
 use kandev_store::{StepPatch, TaskFilter};
 use kandev_workflow_yaml::Limits;
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
+use tokio::sync::{mpsc, oneshot};
 
 use super::{ListAll, workspace_topic};
 use crate::{ApiError, AppState};
@@ -119,18 +120,56 @@ pub async fn export(s: &AppState, p: WorkflowExport) -> Result<Value, ApiError> 
     Ok(json!({ "yaml": kandev_workflow_yaml::export(&workflows) }))
 }
 
-/// Documents parsed at once. Each parse runs on a blocking thread, never on the async
-/// workers, so health and every other request keep answering; the bound keeps a burst of
-/// imports from taking every core.
-static YAML_PARSES: Semaphore = Semaphore::const_new(2);
+/// Documents that may wait for the reader thread; further imports wait for room, up to
+/// [`PARSE_QUEUE_WAIT`].
+const PARSE_QUEUE: usize = 4;
 
-/// Longest an import waits for a parse slot before it is refused as `BUSY`.
+/// Longest an import waits for room in the queue before it is refused as `BUSY`.
 const PARSE_QUEUE_WAIT: Duration = Duration::from_secs(10);
 
-/// Longest the server waits for one parse. The parser stops itself at its own time limit
-/// (`Limits::max_time`, checked between events); this is the bound on the request should one
-/// event take longer.
-const PARSE_WAIT: Duration = Duration::from_secs(5);
+/// Longest an import waits for its answer once queued: the parses ahead of it and its own.
+/// Each parse stops itself at `Limits::max_time` (2 s, checked between events); this bounds
+/// the request should one event take longer.
+const PARSE_WAIT: Duration = Duration::from_secs(15);
+
+type ImportResult = Result<Vec<WorkflowSpec>, Vec<kandev_workflow_yaml::Problem>>;
+
+/// A document for the reader thread, and where its result goes.
+struct ParseJob {
+    yaml: String,
+    reply: oneshot::Sender<ImportResult>,
+}
+
+/// The one thread that reads workflow documents, started on first use and idle between
+/// imports. Parsing never runs on the async workers, so health and every other request keep
+/// answering; one thread uses at most one core; and since the allocator keeps freed memory
+/// in an arena per thread, one thread keeps at most one parse's worth (a pool of blocking
+/// threads would keep one per thread it happened to use).
+static READER: OnceLock<Option<mpsc::Sender<ParseJob>>> = OnceLock::new();
+
+fn reader() -> Option<&'static mpsc::Sender<ParseJob>> {
+    READER
+        .get_or_init(|| {
+            let (jobs, mut queue) = mpsc::channel::<ParseJob>(PARSE_QUEUE);
+            let spawned = std::thread::Builder::new().name("kandev-yaml".into()).spawn(move || {
+                while let Some(job) = queue.blocking_recv() {
+                    if job.reply.is_closed() {
+                        continue; // the request gave up waiting
+                    }
+                    let result = kandev_workflow_yaml::import_with(&job.yaml, &Limits::DEFAULT);
+                    let _ = job.reply.send(result);
+                }
+            });
+            match spawned {
+                Ok(_) => Some(jobs),
+                Err(err) => {
+                    tracing::error!(error = %err, "cannot start the workflow document reader");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
 
 pub async fn import(s: &AppState, p: WorkflowImport) -> Result<Value, ApiError> {
     let specs = parse_document(p.yaml).await?.map_err(|problems| {
@@ -156,31 +195,30 @@ pub async fn import(s: &AppState, p: WorkflowImport) -> Result<Value, ApiError> 
     Ok(json!({ "workflows": created }))
 }
 
-/// Parses and validates a workflow document on a blocking thread, within
+/// Parses and validates a workflow document on the reader thread, within
 /// [`Limits::DEFAULT`] and [`PARSE_WAIT`].
-async fn parse_document(
-    yaml: String,
-) -> Result<Result<Vec<WorkflowSpec>, Vec<kandev_workflow_yaml::Problem>>, ApiError> {
+async fn parse_document(yaml: String) -> Result<ImportResult, ApiError> {
     let limits = Limits::DEFAULT;
     if yaml.len() > limits.max_bytes {
         // Refused before queueing: the loader would refuse it at once anyway.
         return Ok(kandev_workflow_yaml::import_with(&yaml, &limits));
     }
-    let busy = || ApiError::new(ErrorCode::Busy, "too many imports at once; try again shortly");
-    let permit = tokio::time::timeout(PARSE_QUEUE_WAIT, YAML_PARSES.acquire())
-        .await
-        .map_err(|_| busy())?
-        .map_err(|_| busy())?;
-    // The permit moves into the thread: a request that gives up waiting does not free the
-    // slot while the parse still runs.
-    let parse = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        kandev_workflow_yaml::import_with(&yaml, &limits)
-    });
-    match tokio::time::timeout(PARSE_WAIT, parse).await {
+    let Some(reader) = reader() else { return Err(ApiError::internal()) };
+    let (reply, answer) = oneshot::channel();
+    match tokio::time::timeout(PARSE_QUEUE_WAIT, reader.send(ParseJob { yaml, reply })).await {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => return Err(ApiError::internal()),
+        Err(_) => {
+            return Err(ApiError::new(
+                ErrorCode::Busy,
+                "too many workflow imports at once; try again shortly",
+            ));
+        }
+    }
+    match tokio::time::timeout(PARSE_WAIT, answer).await {
         Ok(Ok(result)) => Ok(result),
-        Ok(Err(join)) => {
-            tracing::error!(error = %join, "workflow import parse failed");
+        Ok(Err(_)) => {
+            tracing::error!("the workflow document reader stopped");
             Err(ApiError::internal())
         }
         Err(_) => Err(ApiError::validation(format!(
