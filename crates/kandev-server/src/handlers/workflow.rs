@@ -156,8 +156,17 @@ fn reader() -> Option<&'static mpsc::Sender<ParseJob>> {
                     if job.reply.is_closed() {
                         continue; // the request gave up waiting
                     }
-                    let result = kandev_workflow_yaml::import_with(&job.yaml, &Limits::DEFAULT);
-                    let _ = job.reply.send(result);
+                    // A bug in the parser must not end the thread for every later import: the
+                    // request whose document hit it gets INTERNAL_ERROR (its reply is dropped).
+                    let read = std::panic::catch_unwind(|| {
+                        kandev_workflow_yaml::import_with(&job.yaml, &Limits::DEFAULT)
+                    });
+                    match read {
+                        Ok(result) => {
+                            let _ = job.reply.send(result);
+                        }
+                        Err(_) => tracing::error!("reading a workflow document panicked"),
+                    }
                 }
             });
             match spawned {
