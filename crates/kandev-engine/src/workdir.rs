@@ -28,7 +28,7 @@ use kandev_domain::transcript::{LastError, MessageKind, Session};
 use kandev_domain::workspace::Repository;
 use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::confine::{self, PathError, RelPath};
-use kandev_runtime::git::{self, GitError, WorktreeSpec};
+use kandev_runtime::git::{self, GitError, OnExistingBranch, WorktreeSpec};
 use kandev_store::{NewWorktree, SessionUpdate, StoreError, WorktreeRecord};
 use serde_json::json;
 
@@ -625,6 +625,23 @@ async fn prepare_repository(
     }
 }
 
+/// The branch a new worktree of the task starts from. The task's own branch (from its
+/// earlier worktree of this repository, removed since: the branch was kept) is checked out
+/// again with its commits; otherwise a name from the repository's template, on which
+/// `create_worktree` never takes over an existing branch (another task's, perhaps archived,
+/// with its commits) but picks a free `-<n>` suffix.
+async fn task_branch(
+    inner: &Inner,
+    task: &Task,
+    repository: &Repository,
+) -> Result<(String, OnExistingBranch)> {
+    if let Some(own) = inner.store.last_worktree_branch(&task.id, &repository.id).await? {
+        return Ok((own, OnExistingBranch::Reuse));
+    }
+    let name = git::branch_name(&repository.branch_template, &task.title, task.id.as_str());
+    Ok((name, OnExistingBranch::PickAnother))
+}
+
 /// Creates and records a new worktree of `repository` for the task.
 async fn create(
     inner: &Inner,
@@ -633,10 +650,12 @@ async fn create(
     repository: &Repository,
     path: PathBuf,
 ) -> Result<std::result::Result<WorktreeRecord, Failure>> {
+    let (branch, existing) = task_branch(inner, task, repository).await?;
     let spec = WorktreeSpec {
         repo_path: PathBuf::from(&repository.local_path),
         base_branch: repository.default_branch.clone(),
-        branch: git::branch_name(&repository.branch_template, &task.title, task.id.as_str()),
+        branch,
+        existing,
         worktree_path: path,
     };
     let worktree = match git::create_worktree(&spec).await {

@@ -6,9 +6,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use kandev_runtime::git::{
-    ChangeStatus, EntryKind, FileChange, GitError, LineKind, WorktreeSpec, branch_name, changes,
-    commit_all, create_task_dir, create_worktree, default_branch, is_dirty, read_file,
-    remove_worktree, run_setup_script, tree,
+    ChangeStatus, EntryKind, FileChange, GitError, LineKind, OnExistingBranch, WorktreeSpec,
+    branch_name, changes, commit_all, create_task_dir, create_worktree, default_branch, is_dirty,
+    read_file, remove_worktree, run_setup_script, short_id, tree,
 };
 use tempfile::TempDir;
 
@@ -74,6 +74,7 @@ impl Fixture {
             repo_path: self.repo(),
             base_branch: "main".to_owned(),
             branch: branch.to_owned(),
+            existing: OnExistingBranch::Reuse,
             worktree_path: self
                 .home()
                 .join("worktrees")
@@ -131,14 +132,18 @@ async fn two_worktrees_on_one_repo_are_isolated() {
 #[test]
 fn branch_names_follow_the_template_and_are_valid_refs() {
     let id = "0194f3a2-7b1c-7000-8000-000000000000";
-    assert_eq!(branch_name("", "Fix the login bug", id), "kandev/fix-the-login-bug-0194f3a2");
+    let short = short_id(id);
+    assert_eq!(
+        branch_name("", "Fix the login bug", id),
+        format!("kandev/fix-the-login-bug-{short}")
+    );
     assert_eq!(
         branch_name("kandev/{task-slug}-{short-id}", "Add OAuth (GitHub) support!", id),
-        "kandev/add-oauth-github-support-0194f3a2"
+        format!("kandev/add-oauth-github-support-{short}")
     );
-    assert_eq!(branch_name("tasks/{short-id}", "whatever", id), "tasks/0194f3a2");
+    assert_eq!(branch_name("tasks/{short-id}", "whatever", id), format!("tasks/{short}"));
     let long = branch_name("", &"very long title ".repeat(10), id);
-    let slug = long.strip_prefix("kandev/").unwrap().strip_suffix("-0194f3a2").unwrap();
+    let slug = long.strip_prefix("kandev/").unwrap().strip_suffix(&format!("-{short}")).unwrap();
     assert!(slug.len() <= 40, "{slug}");
 
     let dir = tempfile::tempdir().unwrap();
@@ -680,4 +685,58 @@ async fn changes_ignore_settings_that_alter_the_patch_format() {
     );
     assert_eq!(find(&files, "sub").status, ChangeStatus::Modified);
     assert_eq!(find(&files, "z.txt").hunks[0].lines[0].text, "z", "sections still line up");
+}
+
+/// Issue 12, finding 6: a branch that exists (here: the kept branch of an archived task,
+/// with its commit) is never checked out for a new task; the next free suffix is.
+#[tokio::test]
+async fn i12_f6_an_existing_branch_is_never_taken_over() {
+    let fx = Fixture::new();
+    let mut old = fx.spec("kandev/fix-login-bug-0194f3a2");
+    old.existing = OnExistingBranch::PickAnother;
+    let archived = create_worktree(&old).await.unwrap();
+    write(&archived.path.join("secret-work.txt"), "old task\n");
+    commit_all(&archived.path, "old task's work").await.unwrap();
+    remove_worktree(&fx.repo(), &archived.path, false).await.unwrap();
+    let main = git(&fx.repo(), &["rev-parse", "main"]);
+
+    let mut new = fx.spec("kandev/fix-login-bug-0194f3a2");
+    new.existing = OnExistingBranch::PickAnother;
+    new.worktree_path = fx.home().join("new-task/repo");
+    let created = create_worktree(&new).await.unwrap();
+    assert_eq!(created.branch, "kandev/fix-login-bug-0194f3a2-2");
+    assert_eq!(created.base_commit, main);
+    assert_eq!(git(&created.path, &["rev-parse", "HEAD"]), main, "starts at the base branch");
+    assert!(!created.path.join("secret-work.txt").exists(), "none of the old task's commits");
+    assert!(fx.branches().contains("kandev/fix-login-bug-0194f3a2\n"), "the old branch is kept");
+
+    // The task's own branch, asked for with `Reuse`, is checked out again.
+    let mut again = fx.spec("kandev/fix-login-bug-0194f3a2");
+    again.worktree_path = fx.home().join("old-task-again/repo");
+    let resumed = create_worktree(&again).await.unwrap();
+    assert_eq!(resumed.branch, "kandev/fix-login-bug-0194f3a2");
+    assert!(resumed.path.join("secret-work.txt").exists());
+}
+
+/// Issue 12, finding 6: two tasks whose branch names collide, created at the same moment,
+/// both get a worktree on a branch of their own.
+#[tokio::test]
+async fn i12_f6_concurrent_creates_of_one_branch_name_both_succeed() {
+    let fx = Fixture::new();
+    let spec = |dir: &str| {
+        let mut spec = fx.spec("kandev/task-same");
+        spec.existing = OnExistingBranch::PickAnother;
+        spec.worktree_path = fx.home().join(dir).join("repo");
+        spec
+    };
+    let (a, b) = (spec("a"), spec("b"));
+    let (first, second) = tokio::join!(create_worktree(&a), create_worktree(&b));
+    let (first, second) = (first.unwrap(), second.unwrap());
+    let mut names = [first.branch.clone(), second.branch.clone()];
+    names.sort();
+    assert_eq!(names, ["kandev/task-same", "kandev/task-same-2"]);
+    for wt in [&first, &second] {
+        assert_eq!(git(&wt.path, &["rev-parse", "--abbrev-ref", "HEAD"]), wt.branch);
+    }
+    assert_eq!(fx.worktree_count(), 3);
 }

@@ -160,3 +160,67 @@ async fn many_hostile_requests_never_take_the_server_down() {
         reqwest::get(server.url("/api/v1/health")).await.unwrap().json().await.unwrap();
     assert_eq!(health["status"], "ok");
 }
+
+/// Issue 12, finding 9: names and titles with nothing visible (zero-width characters only)
+/// or with bidi override and isolate controls are refused for every entity, naming the
+/// field; visible text with joiners is kept.
+#[tokio::test]
+async fn i12_f9_invisible_and_bidi_names_are_refused_everywhere() {
+    let server = TestServer::start().await;
+    let (workspace_id, workflow) = server.kanban().await;
+    let workflow_id = workflow["id"].as_str().unwrap();
+    let step = workflow["steps"][0]["id"].as_str().unwrap();
+    let task = server.call("task.create", json!({"workflow_id": workflow_id, "title": "T"})).await;
+    let task_id = task["task"]["id"].as_str().unwrap();
+    let profile = server.call("agent.profile.create", json!({"name": "P", "kind": "mock"})).await;
+    let profile_id = profile["profile"]["id"].as_str().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::create_dir(repo.path().join(".git")).unwrap();
+    std::fs::write(repo.path().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let repository = server
+        .call("repository.create", json!({"workspace_id": workspace_id, "local_path": repo.path()}))
+        .await;
+    let repository_id = repository["repository"]["id"].as_str().unwrap();
+
+    /// A payload setting the name or title under test.
+    type Payload<'a> = Box<dyn Fn(&str) -> Value + 'a>;
+    let paths: Vec<(&str, Payload<'_>, &str)> = vec![
+        ("task.create", Box::new(|t| json!({"workflow_id": workflow_id, "title": t})), "title"),
+        ("task.update", Box::new(|t| json!({"id": task_id, "title": t})), "title"),
+        ("workspace.create", Box::new(|t| json!({"name": t})), "name"),
+        ("workspace.update", Box::new(|t| json!({"id": workspace_id, "name": t})), "name"),
+        ("workflow.create", Box::new(|t| json!({"workspace_id": workspace_id, "name": t})), "name"),
+        ("workflow.update", Box::new(|t| json!({"id": workflow_id, "name": t})), "name"),
+        (
+            "workflow.step.create",
+            Box::new(|t| json!({"workflow_id": workflow_id, "name": t})),
+            "name",
+        ),
+        ("workflow.step.update", Box::new(|t| json!({"id": step, "name": t})), "name"),
+        ("agent.profile.create", Box::new(|t| json!({"name": t, "kind": "mock"})), "name"),
+        ("agent.profile.update", Box::new(|t| json!({"id": profile_id, "name": t})), "name"),
+        ("repository.update", Box::new(|t| json!({"id": repository_id, "name": t})), "name"),
+    ];
+    let hostile = [
+        ("\u{200b}\u{200c}\u{200d}", "no visible characters"),
+        ("\u{feff}\u{2060} \u{00ad}", "no visible characters"),
+        ("Fix login \u{202e}gub", "bidirectional"),
+        ("\u{2067}Fix\u{2069}", "bidirectional"),
+    ];
+    for (action, payload, field) in &paths {
+        for (text, problem) in hostile {
+            let (status, body) = server.post(action, payload(text)).await;
+            assert_eq!(
+                (status, body["code"].as_str()),
+                (422, Some("VALIDATION_ERROR")),
+                "{action} {text:?}: {body}"
+            );
+            assert_eq!(body["details"]["field"], *field, "{action}: {body}");
+            let message = body["message"].as_str().unwrap();
+            assert!(message.starts_with(field) && message.contains(problem), "{message}");
+        }
+    }
+    let kept = "👩\u{200d}💻 pair on it";
+    let renamed = server.call("task.update", json!({"id": task_id, "title": kept})).await;
+    assert_eq!(renamed["task"]["title"], kept);
+}

@@ -95,6 +95,17 @@ impl<'a> Board<'a> {
     }
 }
 
+/// `{short-id}` of a task, computed independently of the runtime: FNV-1a 64 of the whole id,
+/// folded to 32 bits, as eight hex digits.
+fn short_id(id: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in id.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{:08x}", (hash ^ (hash >> 32)) as u32)
+}
+
 fn worktrees_root(server: &TestServer) -> PathBuf {
     server.dir.path().join("worktrees")
 }
@@ -131,7 +142,7 @@ async fn i6_two_tasks_work_in_separate_worktrees_and_branches() {
     let branch_b = git(&cwd_b, &["rev-parse", "--abbrev-ref", "HEAD"]);
     assert!(branch_a.starts_with("kandev/add-feature-a-"), "{branch_a}");
     assert!(branch_b.starts_with("kandev/add-feature-b-"), "{branch_b}");
-    assert_eq!(branch_a, format!("kandev/add-feature-a-{}", &task_a[..8].to_lowercase()));
+    assert_eq!(branch_a, format!("kandev/add-feature-a-{}", short_id(&task_a)));
 
     assert!(!repo.join("a.txt").exists() && !repo.join("b.txt").exists());
     assert_eq!(git(&repo, &["status", "--porcelain", "--untracked-files=all"]), "");
@@ -557,4 +568,107 @@ async fn i6_a_task_without_repository_works_in_its_plain_folder() {
         assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{action}");
         assert!(body["message"].as_str().unwrap().contains("the task has no repository"));
     }
+}
+
+/// The branch checked out in a worktree.
+fn head_branch(cwd: &Path) -> String {
+    git(cwd, &["rev-parse", "--abbrev-ref", "HEAD"])
+}
+
+/// Issue 12, finding 6: tasks created together with the same title, and tasks whose titles
+/// slug to `task` (Japanese, `..`, `/`), all get worktrees, each on a branch of its own.
+#[tokio::test]
+async fn i12_f6_same_title_tasks_created_together_all_get_worktrees() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    let repo_id = board.repository(&repo, json!({})).await;
+    let titles = ["Fix login bug", "Fix login bug", "ログインのバグを直す", "..", "/"];
+    let mut tasks = vec![];
+    for title in titles {
+        tasks.push(board.task(title, &[&repo_id]).await);
+    }
+    let started = futures::future::join_all(tasks.iter().map(|t| board.started(t))).await;
+    let mut branches: Vec<String> = started.iter().map(|(_, cwd)| head_branch(cwd)).collect();
+    assert!(branches[0].starts_with("kandev/fix-login-bug-"), "{branches:?}");
+    assert!(branches[2].starts_with("kandev/task-"), "{branches:?}");
+    branches.sort();
+    branches.dedup();
+    assert_eq!(branches.len(), titles.len(), "every task has its own branch: {branches:?}");
+}
+
+/// Issue 12, finding 6: a new task whose branch name equals an archived task's kept branch
+/// gets a fresh branch (with a suffix) at the base, not the archived task's commits; the
+/// archived task, started again, gets its own branch back (with its commits).
+#[tokio::test]
+async fn i12_f6_an_archived_tasks_kept_branch_is_not_reused() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    // Without {short-id}, equal titles give equal names.
+    let repo_id = board.repository(&repo, json!({"branch_template": "kandev/{task-slug}"})).await;
+    let old = board.task("Fix login bug", &[&repo_id]).await;
+    let (session, cwd) = board.started(&old).await;
+    server.turn(&session, "#!mock\nwrite old-work.txt from the old task").await;
+    server.call("task.commit", json!({"task_id": old, "message": "old work"})).await;
+    assert_eq!(head_branch(&cwd), "kandev/fix-login-bug");
+    let archived = server.call("task.archive", json!({"id": old})).await;
+    assert_eq!(archived["worktrees_removed"], json!([cwd.display().to_string()]), "{archived}");
+
+    let new = board.task("Fix login bug", &[&repo_id]).await;
+    let (_, new_cwd) = board.started(&new).await;
+    assert_eq!(head_branch(&new_cwd), "kandev/fix-login-bug-2");
+    assert!(!new_cwd.join("old-work.txt").exists(), "the archived task's commit is not inherited");
+    assert_eq!(git(&new_cwd, &["rev-parse", "HEAD"]), git(&repo, &["rev-parse", "main"]));
+    assert!(
+        git(&repo, &["log", "-1", "--format=%s", "kandev/fix-login-bug"]) == "old work",
+        "the archived task's branch is kept as it was"
+    );
+
+    // The archived task, started again, works on its own branch with its commit.
+    let (_, again) = board.started(&old).await;
+    assert_eq!(head_branch(&again), "kandev/fix-login-bug");
+    assert!(again.join("old-work.txt").exists());
+}
+
+/// Issue 12, finding 6: templates are checked like `git check-ref-format --branch` and are
+/// never full refs, at repository.create and repository.update.
+#[tokio::test]
+async fn i12_f6_bad_branch_templates_are_refused() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    for template in [
+        "refs/heads/main",
+        "refs/heads/{task-slug}",
+        "main",
+        "kandev/{task-slug}..{short-id}",
+        "kandev/{task-slug}.lock",
+        "kandev/{task-slug} {short-id}",
+        "-{short-id}",
+        "kandev/{title}",
+    ] {
+        let (status, body) = server
+            .post(
+                "repository.create",
+                json!({"workspace_id": board.workspace_id, "local_path": repo,
+                       "branch_template": template}),
+            )
+            .await;
+        assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{template}");
+        assert_eq!(body["details"]["field"], "branch_template", "{body}");
+    }
+    let repo_id = board.repository(&repo, json!({})).await;
+    let (status, body) = server
+        .post("repository.update", json!({"id": repo_id, "branch_template": "refs/heads/main"}))
+        .await;
+    assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{body}");
+    let (status, body) = server
+        .post("repository.update", json!({"id": repo_id, "default_branch": "refs/heads/main"}))
+        .await;
+    assert_eq!((status, body["details"]["field"].as_str()), (422, Some("default_branch")));
+    let updated = server
+        .call("repository.update", json!({"id": repo_id, "branch_template": "work/{short-id}"}))
+        .await;
+    assert_eq!(updated["repository"]["branch_template"], "work/{short-id}");
 }

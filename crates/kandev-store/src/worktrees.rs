@@ -97,6 +97,24 @@ impl Store {
     pub async fn live_worktrees(&self, task_id: &TaskId) -> Result<Vec<WorktreeRecord>> {
         fetch_live(&self.read, task_id.as_str()).await
     }
+
+    /// The branch of the task's newest worktree of `repository_id`, live or removed: the
+    /// branch that is the task's own when its worktree is made again.
+    pub async fn last_worktree_branch(
+        &self,
+        task_id: &TaskId,
+        repository_id: &RepositoryId,
+    ) -> Result<Option<String>> {
+        let branch = sqlx::query_scalar::<_, String>(
+            "SELECT branch FROM worktrees WHERE task_id = ? AND repository_id = ? \
+             ORDER BY created_at DESC, id DESC LIMIT 1",
+        )
+        .bind(task_id.as_str())
+        .bind(repository_id.as_str())
+        .fetch_optional(&self.read)
+        .await?;
+        Ok(branch)
+    }
 }
 
 impl WriteTx {

@@ -1,11 +1,16 @@
 //! Import: reads a workflow document leniently as YAML values and validates all of it, so
 //! every problem is reported with its path instead of stopping at the first.
 
-use kandev_domain::validate::{self, FieldError};
-use kandev_domain::workflow::{Action, StepEvents, StepSpec, Trigger, WorkflowSpec};
-use serde_yaml::{Mapping, Value};
+use std::collections::HashMap;
 
+use kandev_domain::validate::{self, FieldError, MAX_STEPS};
+use kandev_domain::workflow::{Action, StepEvents, StepSpec, Trigger, WorkflowSpec};
+
+use crate::load::{self, Limits, Mapping, Value};
 use crate::{DOCUMENT_PATH, FORMAT_KIND, FORMAT_VERSION, Problem};
+
+/// Most problems listed; the last one then says how many more there were.
+pub const MAX_PROBLEMS: usize = 100;
 
 const DOCUMENT_FIELDS: &[&str] = &["version", "kind", "workflows"];
 const WORKFLOW_FIELDS: &[&str] = &["name", "description", "steps"];
@@ -30,27 +35,24 @@ const NOT_PORTABLE: &[&str] = &[
     "updated_at",
 ];
 
-/// Parses and validates a workflow document: every workflow, or every problem found.
+/// Parses and validates a workflow document within [`Limits::DEFAULT`]: every workflow, or
+/// every problem found (at most [`MAX_PROBLEMS`] are listed).
 pub fn import(yaml: &str) -> Result<Vec<WorkflowSpec>, Vec<Problem>> {
+    import_with(yaml, &Limits::DEFAULT)
+}
+
+/// [`import`] within other limits. A document over a limit gets one problem at
+/// [`DOCUMENT_PATH`] whose message names the limit; nothing of it is validated further.
+pub fn import_with(yaml: &str, limits: &Limits) -> Result<Vec<WorkflowSpec>, Vec<Problem>> {
     let mut checker = Checker::default();
-    let specs = match serde_yaml::from_str::<Value>(yaml) {
+    let specs = match load::load(yaml, limits) {
         Ok(document) => checker.document(&document),
         Err(err) => {
-            checker.problem(DOCUMENT_PATH, syntax_message(&err));
+            checker.problem(DOCUMENT_PATH, err.message);
             Vec::new()
         }
     };
-    if checker.problems.is_empty() { Ok(specs) } else { Err(checker.problems) }
-}
-
-fn syntax_message(err: &serde_yaml::Error) -> String {
-    let text = err.to_string();
-    match err.location() {
-        Some(loc) if !text.contains(" at line ") => {
-            format!("invalid yaml: {text} at line {} column {}", loc.line(), loc.column())
-        }
-        _ => format!("invalid yaml: {text}"),
-    }
+    checker.finish(specs)
 }
 
 /// All action type names, in the order of workflows.md.
@@ -100,11 +102,25 @@ impl<'a> Fields<'a> {
 #[derive(Default)]
 struct Checker {
     problems: Vec<Problem>,
+    /// Problems found past [`MAX_PROBLEMS`], counted only.
+    unlisted: usize,
 }
 
 impl Checker {
     fn problem(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.problems.push(Problem::new(path, message));
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(Problem::new(path, message));
+        } else {
+            self.unlisted += 1;
+        }
+    }
+
+    fn finish(mut self, specs: Vec<WorkflowSpec>) -> Result<Vec<WorkflowSpec>, Vec<Problem>> {
+        if self.unlisted > 0 {
+            let message = format!("{} more problems not listed; fix these first", self.unlisted);
+            self.problems.push(Problem::new(DOCUMENT_PATH, message));
+        }
+        if self.problems.is_empty() { Ok(specs) } else { Err(self.problems) }
     }
 
     fn field_error(&mut self, path: &str, err: FieldError) {
@@ -158,10 +174,15 @@ impl Checker {
         validate::name(path, raw).map_err(|err| self.field_error(path, err)).ok()
     }
 
-    /// An optional free text; empty when absent.
-    fn text(&mut self, path: &str, value: Option<&Value>) -> String {
+    /// An optional text checked by `check` (one of [`validate`]'s); empty when absent.
+    fn text(
+        &mut self,
+        path: &str,
+        value: Option<&Value>,
+        check: fn(&str, &str) -> Result<String, FieldError>,
+    ) -> String {
         let Some(raw) = value.and_then(|v| self.string(path, v)) else { return String::new() };
-        validate::text(path, raw).unwrap_or_else(|err| {
+        check(path, raw).unwrap_or_else(|err| {
             self.field_error(path, err);
             String::new()
         })
@@ -179,7 +200,7 @@ impl Checker {
     }
 
     fn list<'a>(&mut self, path: &str, value: &'a Value, what: &str) -> Option<&'a [Value]> {
-        let list = value.as_sequence().map(Vec::as_slice);
+        let list = value.as_sequence();
         if list.is_none() {
             self.problem(path, format!("must be a list of {what}"));
         }
@@ -196,11 +217,13 @@ impl Checker {
                 self.problem("version", format!("is required; write `version: {FORMAT_VERSION}`"))
             }
             Some(v) if v.as_u64() == Some(FORMAT_VERSION) => {}
-            Some(Value::Number(n)) => self.problem(
-                "version",
-                format!("unsupported version {n}; this kandev reads version {FORMAT_VERSION}"),
-            ),
-            Some(_) => self.problem("version", format!("must be the number {FORMAT_VERSION}")),
+            Some(v) => match v.number() {
+                Some(n) => self.problem(
+                    "version",
+                    format!("unsupported version {n}; this kandev reads version {FORMAT_VERSION}"),
+                ),
+                None => self.problem("version", format!("must be the number {FORMAT_VERSION}")),
+            },
         }
         match fields.get("kind") {
             None => self.problem("kind", format!("is required; write `kind: {FORMAT_KIND}`")),
@@ -224,7 +247,11 @@ impl Checker {
     fn workflow(&mut self, path: &str, value: &Value) -> Option<WorkflowSpec> {
         let fields = self.mapping(path, value, WORKFLOW_FIELDS, "with name and steps")?;
         let name = self.name(&child(path, "name"), fields.get("name"));
-        let description = self.text(&child(path, "description"), fields.get("description"));
+        let description = self.text(
+            &child(path, "description"),
+            fields.get("description"),
+            validate::description,
+        );
         let steps_path = child(path, "steps");
         let steps = match fields.get("steps") {
             None => {
@@ -241,8 +268,19 @@ impl Checker {
         if values.is_empty() {
             self.problem(path, "must list at least one step");
         }
+        if values.len() > MAX_STEPS {
+            self.problem(
+                path,
+                format!(
+                    "has {} steps, over the limit of {MAX_STEPS} steps per workflow",
+                    values.len()
+                ),
+            );
+            return Vec::new();
+        }
         // Names first, so `move_to_step` can name a step written further down.
         let names: Vec<Option<String>> = values.iter().map(step_name).collect();
+        let mut first_named: HashMap<&str, usize> = HashMap::new();
         let mut start: Option<usize> = None;
         let mut steps = Vec::with_capacity(values.len());
         for (index, value) in values.iter().enumerate() {
@@ -254,15 +292,20 @@ impl Checker {
             let name_path = child(&step_path, "name");
             let name = self.name(&name_path, fields.get("name"));
             if let Some(name) = &name
-                && let Some(first) = names[..index].iter().position(|n| n.as_ref() == Some(name))
+                && let Some(Some(own)) = names.get(index)
             {
-                self.problem(
-                    &name_path,
-                    format!("duplicate step name `{name}` (also {path}[{first}]); rename one"),
-                );
+                let first = *first_named.entry(own.as_str()).or_insert(index);
+                if first != index {
+                    self.problem(
+                        &name_path,
+                        format!("duplicate step name `{name}` (also {path}[{first}]); rename one"),
+                    );
+                }
             }
-            let color = self.text(&child(&step_path, "color"), fields.get("color"));
-            let prompt = self.text(&child(&step_path, "prompt"), fields.get("prompt"));
+            let color =
+                self.text(&child(&step_path, "color"), fields.get("color"), validate::color);
+            let prompt =
+                self.text(&child(&step_path, "prompt"), fields.get("prompt"), validate::prompt);
             let start_path = child(&step_path, "is_start_step");
             let is_start_step = self.flag(&start_path, fields.get("is_start_step"), false);
             if is_start_step {
@@ -407,10 +450,11 @@ impl Checker {
                 }
                 index
             }
-            Value::Number(n) => {
-                let index = n.as_u64().and_then(|i| usize::try_from(i).ok());
+            Value::Int(_) | Value::Float(_) => {
+                let index = value.as_u64().and_then(|i| usize::try_from(i).ok());
                 let index = index.filter(|i| *i < names.len());
                 if index.is_none() {
+                    let n = value.number().unwrap_or_default();
                     self.problem(path, format!("position {n} is out of range; write {range}"));
                 }
                 index
@@ -454,7 +498,7 @@ mod tests {
     fn duplicate_keys_are_syntax_problems_with_a_location() {
         let problems = import("version: 1\nversion: 1\n").unwrap_err();
         assert_eq!(problems.len(), 1);
-        assert!(problems[0].message.starts_with("invalid yaml: duplicate entry"));
+        assert!(problems[0].message.starts_with("invalid yaml: duplicate key"));
         assert!(problems[0].message.contains(" at line "), "{}", problems[0].message);
     }
 }

@@ -27,15 +27,22 @@
 //!   position) in the document and an index into [`WorkflowSpec::steps`] once imported.
 //! - The built-in templates are YAML files in `templates/`, embedded in the binary and read
 //!   with [`import`] like any other document.
+//! - A hostile document costs bounded memory and time: [`Limits`] (size, expanded size,
+//!   aliases, depth, time) are checked while the text is read, before any value that would
+//!   exceed them is built, and every field is checked by `kandev_domain::validate` (names,
+//!   prompts, descriptions, colors; at most `MAX_STEPS` steps per workflow). A limit that is
+//!   hit is one problem at [`DOCUMENT_PATH`] whose message names the limit.
 
 mod export;
 mod import;
+mod load;
 mod scalar;
 mod templates;
 
 pub use export::{export, export_specs};
-pub use import::import;
+pub use import::{MAX_PROBLEMS, import, import_with};
 pub use kandev_domain::workflow::{StepSpec, WorkflowSpec};
+pub use load::Limits;
 pub use templates::{Template, template, templates};
 
 /// The `version` this crate reads and writes.

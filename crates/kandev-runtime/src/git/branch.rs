@@ -1,28 +1,38 @@
 //! Task branch names: filling the repository's branch template and making the result a
-//! valid git branch name.
+//! valid git branch name. The validity rule itself is `kandev_domain::validate`'s, shared
+//! with the API's check of templates.
 
-/// The branch template used when a repository has none.
+pub use kandev_domain::validate::is_valid_branch_name;
+
+/// The branch template used when a repository has none, or has one that cannot give a
+/// valid branch name (templates are validated when set; older ones may not have been).
 pub const DEFAULT_BRANCH_TEMPLATE: &str = "kandev/{task-slug}-{short-id}";
 
 /// Longest `{task-slug}`.
 const SLUG_MAX: usize = 40;
 
-/// Length of `{short-id}`.
-const SHORT_ID_LEN: usize = 8;
-
-/// Used when sanitizing leaves nothing usable.
-const FALLBACK_BRANCH: &str = "kandev/task";
-
 /// The branch name for a task: `template` with `{task-slug}` replaced by [`task_slug`] of
 /// the title and `{short-id}` by [`short_id`] of the task id, sanitized into a valid git
-/// branch name. An empty template means [`DEFAULT_BRANCH_TEMPLATE`].
+/// branch name. An empty template, or one whose result is not a valid branch name or lies
+/// under `refs/`, means [`DEFAULT_BRANCH_TEMPLATE`].
+///
+/// The name is not unique by itself (two tasks may share a title and a template without
+/// `{short-id}`): [`create_worktree`](super::create_worktree) never reuses another task's
+/// branch and picks a free suffix instead.
 pub fn branch_name(template: &str, task_title: &str, task_id: &str) -> String {
-    let template = if template.trim().is_empty() { DEFAULT_BRANCH_TEMPLATE } else { template };
-    let raw = template
-        .replace("{task-slug}", &task_slug(task_title))
-        .replace("{short-id}", &short_id(task_id));
-    let name = sanitize_branch_name(&raw);
-    if is_valid_branch_name(&name) { name } else { FALLBACK_BRANCH.to_owned() }
+    let fill = |template: &str| {
+        sanitize_branch_name(
+            &template
+                .replace("{task-slug}", &task_slug(task_title))
+                .replace("{short-id}", &short_id(task_id)),
+        )
+    };
+    let name = if template.trim().is_empty() { String::new() } else { fill(template) };
+    if is_valid_branch_name(&name) && !name.starts_with("refs/") {
+        name
+    } else {
+        fill(DEFAULT_BRANCH_TEMPLATE)
+    }
 }
 
 /// Lowercase ASCII letters and digits of `title`, everything else collapsed into single
@@ -43,32 +53,17 @@ pub fn task_slug(title: &str) -> String {
     if slug.is_empty() { "task".to_owned() } else { slug.to_owned() }
 }
 
-/// The first eight ASCII letters and digits of `task_id`, lowercased (for a UUID: its first
-/// eight hex digits).
-pub fn short_id(task_id: &str) -> String {
-    task_id
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .take(SHORT_ID_LEN)
-        .map(|c| c.to_ascii_lowercase())
-        .collect()
-}
-
-/// Whether `name` is accepted by `git check-ref-format --branch`: the rules for
-/// `refs/heads/<name>`, plus no leading `-` and not `HEAD`.
-pub fn is_valid_branch_name(name: &str) -> bool {
-    if name.is_empty() || name == "@" || name == "HEAD" || name.starts_with('-') {
-        return false;
+/// Eight hex digits derived from the whole of `id` (a 64-bit FNV-1a hash folded to 32 bits),
+/// so ids that share a prefix (UUIDv7s made within the same ~65 s share their first eight
+/// digits, which are a timestamp) still get different short ids. Stable across versions
+/// and platforms.
+pub fn short_id(id: &str) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in id.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
-    if name.contains("..") || name.contains("@{") || name.ends_with('.') {
-        return false;
-    }
-    if name.chars().any(|c| c.is_ascii_control() || FORBIDDEN_CHARS.contains(c)) {
-        return false;
-    }
-    name.split('/').all(|component| {
-        !component.is_empty() && !component.starts_with('.') && !component.ends_with(".lock")
-    })
+    format!("{:08x}", (hash ^ (hash >> 32)) as u32)
 }
 
 /// Characters git never allows in a ref name (besides control characters).
@@ -109,12 +104,32 @@ fn sanitize_component(component: &str) -> String {
 mod tests {
     use super::*;
 
+    const ID: &str = "0194f3a2-7b1c-7000-8000-000000000000";
+
     #[test]
     fn default_template_uses_slug_and_short_id() {
+        let short = short_id(ID);
         assert_eq!(
-            branch_name("", "Fix the Login bug!", "0194F3A2-7b1c-7000-8000-000000000000"),
-            "kandev/fix-the-login-bug-0194f3a2"
+            branch_name("", "Fix the Login bug!", ID),
+            format!("kandev/fix-the-login-bug-{short}")
         );
+        assert_eq!(short.len(), 8);
+        assert!(short.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+    }
+
+    #[test]
+    fn i12_f6_short_ids_of_ids_made_together_differ() {
+        // UUIDv7s of the same minute: the first eight hex digits are the same timestamp.
+        let ids = [
+            "0194f3a2-7b1c-7000-8000-000000000001",
+            "0194f3a2-7b1c-7000-8000-000000000002",
+            "0194f3a2-7b1d-7abc-9def-0123456789ab",
+        ];
+        let shorts: std::collections::HashSet<String> = ids.iter().map(|id| short_id(id)).collect();
+        assert_eq!(shorts.len(), ids.len(), "{shorts:?}");
+        assert_eq!(short_id(ids[0]), short_id(ids[0]), "stable");
+        // Known value, so a change of the hash (and of every future branch name) is noticed.
+        assert_eq!(short_id(""), "4fd0bfc1");
     }
 
     #[test]
@@ -143,16 +158,8 @@ mod tests {
             let name = branch_name(template, title, "abc");
             assert!(is_valid_branch_name(&name), "{template:?} gave {name:?}");
         }
-        assert_eq!(branch_name("HEAD", "x", "abc"), FALLBACK_BRANCH);
-    }
-
-    #[test]
-    fn validity_follows_git_rules() {
-        for bad in ["", "-x", "a..b", "a/.b", "a.lock", "a/", "a//b", "a b", "a@{b", "a.", "HEAD"] {
-            assert!(!is_valid_branch_name(bad), "{bad:?} must be invalid");
-        }
-        for good in ["main", "kandev/fix-1", "release/1.2", "a@b", "x-"] {
-            assert!(is_valid_branch_name(good), "{good:?} must be valid");
-        }
+        let fallback = format!("kandev/x-{}", short_id("abc"));
+        assert_eq!(branch_name("HEAD", "x", "abc"), fallback);
+        assert_eq!(branch_name("refs/heads/{task-slug}", "x", "abc"), fallback);
     }
 }

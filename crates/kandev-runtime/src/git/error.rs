@@ -45,6 +45,13 @@ pub enum GitError {
     )]
     BranchInUse { branch: String, path: PathBuf },
 
+    /// Every name a new task branch could take (`branch`, `branch-2`, ...) already exists.
+    #[error(
+        "branches `{branch}` to `{branch}-{last}` all exist; delete some or change the \
+         repository's branch template"
+    )]
+    NoFreeBranchName { branch: String, last: usize },
+
     /// Something already exists where the new worktree should go.
     #[error("worktree path `{}` already exists; remove it or choose another path", path.display())]
     WorktreeExists { path: PathBuf },

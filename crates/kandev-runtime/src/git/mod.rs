@@ -46,5 +46,6 @@ pub use files::{EntryKind, FileContent, TreeEntry, read_file, tree};
 pub use layout::{create_task_dir, task_dir, worktree_dir};
 pub use setup::{SETUP_OUTPUT_LIMIT, SetupOutput, run_setup_script};
 pub use worktree::{
-    Worktree, WorktreeSpec, create_worktree, default_branch, is_dirty, remove_worktree,
+    MAX_BRANCH_SUFFIX, OnExistingBranch, Worktree, WorktreeSpec, create_worktree, default_branch,
+    is_dirty, remove_worktree,
 };

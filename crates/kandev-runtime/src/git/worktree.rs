@@ -17,9 +17,27 @@ pub struct WorktreeSpec {
     /// only as `origin/<name>`.
     pub base_branch: String,
     pub branch: String,
+    /// What happens when `branch` already exists.
+    pub existing: OnExistingBranch,
     /// Must not exist yet; missing parents are created.
     pub worktree_path: PathBuf,
 }
+
+/// What [`create_worktree`] does when the branch it is asked for already exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnExistingBranch {
+    /// Check it out again, with its commits: the caller knows it is the task's own branch,
+    /// kept when the task's earlier worktree was removed.
+    Reuse,
+    /// Never reuse it (it may be another task's, with its commits): use the first name of
+    /// `<branch>-2`, `<branch>-3`, ... up to [`MAX_BRANCH_SUFFIX`] that does not exist, and
+    /// create it at the base branch. Races with a concurrent creator are retried.
+    PickAnother,
+}
+
+/// The highest suffix [`OnExistingBranch::PickAnother`] tries before giving up with
+/// [`GitError::NoFreeBranchName`].
+pub const MAX_BRANCH_SUFFIX: usize = 100;
 
 /// A created worktree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,9 +55,12 @@ pub struct Worktree {
 /// exists ([`GitError::RepositoryMissing`]) and is a repository's top level
 /// ([`GitError::NotARepository`]), it has a commit ([`GitError::NoCommits`]), the base branch
 /// exists ([`GitError::BaseBranchMissing`]), the branch name is valid, the worktree path is
-/// free. A new branch is created at the base branch's commit. If the branch already exists
-/// (a task whose worktree was removed, which keeps the branch) it is checked out again, and
-/// `base_commit` is its merge base with the base branch.
+/// free. A new branch is created at the base branch's commit. If the branch already exists,
+/// `spec.existing` decides: [`OnExistingBranch::Reuse`] checks it out again (a task whose
+/// worktree was removed keeps its branch) and `base_commit` is its merge base with the base
+/// branch; [`OnExistingBranch::PickAnother`] creates the first free `<branch>-<n>` instead,
+/// so another task's branch and commits are never taken over. The returned
+/// [`Worktree::branch`] is the branch actually checked out.
 ///
 /// The worktree directory is created here (atomically, so a concurrent call for the same
 /// path gets [`GitError::WorktreeExists`]). If `git worktree add` then fails (for example a
@@ -61,68 +82,96 @@ pub async fn create_worktree(spec: &WorktreeSpec) -> Result<Worktree, GitError> 
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(GitError::io(format!("failed to inspect `{}`", path.display()), e)),
     }
-    let existing_branch = resolve_commit_of(&repo, &format!("refs/heads/{}", spec.branch)).await?;
-    if existing_branch.is_some() {
-        let checked_out = list_worktrees(&repo)
-            .await?
-            .into_iter()
-            .find(|wt| wt.branch.as_deref() == Some(spec.branch.as_str()));
-        if let Some(wt) = checked_out {
-            return Err(GitError::BranchInUse { branch: spec.branch.clone(), path: wt.path });
+    let mut existing_branch = None;
+    if spec.existing == OnExistingBranch::Reuse {
+        existing_branch = resolve_commit_of(&repo, &format!("refs/heads/{}", spec.branch)).await?;
+        if existing_branch.is_some() {
+            let checked_out = list_worktrees(&repo)
+                .await?
+                .into_iter()
+                .find(|wt| wt.branch.as_deref() == Some(spec.branch.as_str()));
+            if let Some(wt) = checked_out {
+                return Err(GitError::BranchInUse { branch: spec.branch.clone(), path: wt.path });
+            }
         }
     }
 
     let created_parents = create_parents(&path)?;
-    // Created here, atomically, so a concurrent creator cannot have its directory removed by
-    // this call's cleanup; git accepts an existing empty directory.
-    if let Err(e) = std::fs::create_dir(&path) {
-        if let Some(topmost) = &created_parents {
-            remove_created_parents(&path, topmost);
-        }
-        return Err(match e.kind() {
-            io::ErrorKind::AlreadyExists => GitError::WorktreeExists { path },
-            _ => GitError::io(format!("failed to create `{}`", path.display()), e),
-        });
-    }
-    let add = match existing_branch {
-        None => Git::new(&repo)
-            .args(["worktree", "add", "--quiet", "-b", spec.branch.as_str()])
-            .arg(&path)
-            .arg(&base_sha),
-        // A short branch name checks the branch out; a full ref name would detach.
-        Some(_) => {
-            Git::new(&repo).args(["worktree", "add", "--quiet"]).arg(&path).arg(&spec.branch)
-        }
-    };
-    let added = async {
-        add.run().await?;
-        let base_commit = match existing_branch {
-            None => base_sha.clone(),
-            Some(_) => {
-                merge_base(&repo, &base_sha, &spec.branch).await?.unwrap_or(base_sha.clone())
-            }
+    let mut suffix = 1;
+    loop {
+        let branch = match suffix {
+            1 => spec.branch.clone(),
+            n => format!("{}-{n}", spec.branch),
         };
-        let canonical = tokio::fs::canonicalize(&path)
-            .await
-            .map_err(|e| GitError::io(format!("failed to resolve `{}`", path.display()), e))?;
-        Ok::<_, GitError>(Worktree { path: canonical, branch: spec.branch.clone(), base_commit })
-    }
-    .await;
+        if existing_branch.is_none()
+            && resolve_commit_of(&repo, &format!("refs/heads/{branch}")).await?.is_some()
+        {
+            // Only reached with `PickAnother`: someone's branch, never ours to take.
+            suffix += 1;
+            if suffix > MAX_BRANCH_SUFFIX {
+                if let Some(topmost) = &created_parents {
+                    remove_created_parents(&path, topmost);
+                }
+                return Err(GitError::NoFreeBranchName {
+                    branch: spec.branch.clone(),
+                    last: MAX_BRANCH_SUFFIX,
+                });
+            }
+            continue;
+        }
+        // Created here, atomically, so a concurrent creator cannot have its directory
+        // removed by this call's cleanup; git accepts an existing empty directory.
+        if let Err(e) = std::fs::create_dir(&path) {
+            if let Some(topmost) = &created_parents {
+                remove_created_parents(&path, topmost);
+            }
+            return Err(match e.kind() {
+                io::ErrorKind::AlreadyExists => GitError::WorktreeExists { path },
+                _ => GitError::io(format!("failed to create `{}`", path.display()), e),
+            });
+        }
+        let add = match existing_branch {
+            None => Git::new(&repo)
+                .args(["worktree", "add", "--quiet", "-b", branch.as_str()])
+                .arg(&path)
+                .arg(&base_sha),
+            // A short branch name checks the branch out; a full ref name would detach.
+            Some(_) => Git::new(&repo).args(["worktree", "add", "--quiet"]).arg(&path).arg(&branch),
+        };
+        let added = async {
+            add.run().await?;
+            let base_commit = match existing_branch {
+                None => base_sha.clone(),
+                Some(_) => merge_base(&repo, &base_sha, &branch).await?.unwrap_or(base_sha.clone()),
+            };
+            let canonical = tokio::fs::canonicalize(&path)
+                .await
+                .map_err(|e| GitError::io(format!("failed to resolve `{}`", path.display()), e))?;
+            Ok::<_, GitError>(Worktree { path: canonical, branch: branch.clone(), base_commit })
+        }
+        .await;
 
-    match added {
-        Ok(worktree) => {
-            tracing::debug!(path = %worktree.path.display(), branch = %worktree.branch, "created worktree");
-            Ok(worktree)
+        let error = match added {
+            Ok(worktree) => {
+                tracing::debug!(path = %worktree.path.display(), branch = %worktree.branch, "created worktree");
+                return Ok(worktree);
+            }
+            Err(error) => error,
+        };
+        // Not when git refused because the branch appeared meanwhile: it is someone else's.
+        let branch_preexisted =
+            matches!(&error, GitError::Git { stderr, .. } if stderr.contains("already exists"));
+        let created_branch =
+            (existing_branch.is_none() && !branch_preexisted).then_some(branch.as_str());
+        let retry = branch_preexisted
+            && spec.existing == OnExistingBranch::PickAnother
+            && suffix < MAX_BRANCH_SUFFIX;
+        let parents = if retry { None } else { created_parents.as_deref() };
+        undo_create(&repo, &path, created_branch, &base_sha, parents).await;
+        if !retry {
+            return Err(error);
         }
-        Err(error) => {
-            // Not when git refused because the branch appeared meanwhile: it is someone else's.
-            let branch_preexisted =
-                matches!(&error, GitError::Git { stderr, .. } if stderr.contains("already exists"));
-            let created_branch =
-                (existing_branch.is_none() && !branch_preexisted).then_some(spec.branch.as_str());
-            undo_create(&repo, &path, created_branch, &base_sha, created_parents.as_deref()).await;
-            Err(error)
-        }
+        suffix += 1;
     }
 }
 

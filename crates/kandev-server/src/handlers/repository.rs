@@ -34,18 +34,20 @@ pub async fn create(s: &AppState, p: RepositoryCreate) -> Result<Value, ApiError
         .unwrap_or_else(|| local_path.clone());
     let name = validate::name("name", p.name.as_deref().unwrap_or(&default_name))?;
     let default_branch = match p.default_branch {
-        Some(branch) => branch_name("default_branch", &branch)?,
+        Some(branch) => validate::branch_name("default_branch", &branch)?,
         None => head_branch(&path).unwrap_or_else(|| "main".to_owned()),
     };
-    let branch_template =
-        branch_template(p.branch_template.as_deref().unwrap_or(DEFAULT_BRANCH_TEMPLATE))?;
+    let branch_template = validate::branch_template(
+        "branch_template",
+        p.branch_template.as_deref().unwrap_or(DEFAULT_BRANCH_TEMPLATE),
+    )?;
     let new = NewRepository {
         workspace_id: WorkspaceId::new(p.workspace_id),
         name,
         local_path,
         default_branch,
         branch_template,
-        setup_script: validate::text("setup_script", p.setup_script.as_deref().unwrap_or(""))?,
+        setup_script: validate::script("setup_script", p.setup_script.as_deref().unwrap_or(""))?,
     };
     let mut tx = s.store().begin_write().await?;
     let dto = RepositoryDto::from(&tx.insert_repository(&new).await?);
@@ -61,13 +63,17 @@ pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<Value, ApiError
         default_branch: p
             .default_branch
             .as_deref()
-            .map(|b| branch_name("default_branch", b))
+            .map(|b| validate::branch_name("default_branch", b))
             .transpose()?,
-        branch_template: p.branch_template.as_deref().map(branch_template).transpose()?,
+        branch_template: p
+            .branch_template
+            .as_deref()
+            .map(|t| validate::branch_template("branch_template", t))
+            .transpose()?,
         setup_script: p
             .setup_script
             .as_deref()
-            .map(|t| validate::text("setup_script", t))
+            .map(|t| validate::script("setup_script", t))
             .transpose()?,
     };
     let mut tx = s.store().begin_write().await?;
@@ -138,40 +144,9 @@ fn head_branch(repo: &Path) -> Option<String> {
     head.trim().strip_prefix("ref: refs/heads/").map(str::to_owned)
 }
 
-fn branch_name(field: &str, value: &str) -> Result<String, ApiError> {
-    let value = value.trim();
-    let bad = value.is_empty()
-        || value.starts_with('-')
-        || value.contains("..")
-        || value.chars().any(|c| c.is_whitespace() || c.is_control() || "~^:?*[\\".contains(c));
-    if bad {
-        return Err(ApiError::validation(format!(
-            "{field} {value:?} is not a valid git branch name"
-        )));
-    }
-    Ok(value.to_owned())
-}
-
-fn branch_template(value: &str) -> Result<String, ApiError> {
-    let sample = value.replace("{task-slug}", "slug").replace("{short-id}", "abc123");
-    branch_name("branch_template", &sample)?;
-    Ok(value.trim().to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn branch_names_are_checked() {
-        assert!(branch_name("b", "main").is_ok());
-        assert!(branch_name("b", "feature/x-1").is_ok());
-        for bad in ["", "a b", "-x", "a..b", "a:b", "a~1"] {
-            assert!(branch_name("b", bad).is_err(), "{bad:?}");
-        }
-        assert!(branch_template(DEFAULT_BRANCH_TEMPLATE).is_ok());
-        assert!(branch_template("kandev/{task-slug} x").is_err());
-    }
 
     #[test]
     fn repository_path_must_be_an_existing_git_repository() {

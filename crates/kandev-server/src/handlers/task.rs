@@ -17,7 +17,7 @@ const DEFAULT_TASK_PAGE: u32 = 1000;
 
 pub async fn create(s: &AppState, p: TaskCreate) -> Result<Value, ApiError> {
     let title = validate::title("title", &p.title)?;
-    let description = validate::text("description", p.description.as_deref().unwrap_or(""))?;
+    let description = validate::description("description", p.description.as_deref().unwrap_or(""))?;
     let workflow = s.store().get_workflow(&WorkflowId::new(&p.workflow_id)).await?;
     let step_id = match p.step_id {
         Some(id) => step_in(&workflow, StepId::new(id))?,
@@ -99,7 +99,7 @@ pub async fn update(s: &AppState, p: TaskUpdate) -> Result<Value, ApiError> {
         description: p
             .description
             .as_deref()
-            .map(|d| validate::text("description", d))
+            .map(|d| validate::description("description", d))
             .transpose()?,
         state: None,
         repository_ids,

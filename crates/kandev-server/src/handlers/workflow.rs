@@ -1,16 +1,20 @@
 //! `workflow.*` actions: boards from templates, steps, and YAML export/import.
 
 use std::collections::HashSet;
+use std::sync::OnceLock;
+use std::time::Duration;
 
 use kandev_api_types::requests::{
     ById, ByWorkspace, StepCreate, StepReorder, StepUpdate, WorkflowCreate, WorkflowExport,
     WorkflowImport, WorkflowUpdate,
 };
-use kandev_api_types::{EventsDto, WorkflowDto};
+use kandev_api_types::{ErrorCode, EventsDto, WorkflowDto};
 use kandev_domain::workflow::{Action, StepEvents, StepSpec, Workflow, WorkflowSpec};
 use kandev_domain::{AgentProfileId, StepId, WorkflowId, WorkspaceId, validate};
 use kandev_store::{StepPatch, TaskFilter};
+use kandev_workflow_yaml::Limits;
 use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
 
 use super::{ListAll, workspace_topic};
 use crate::{ApiError, AppState};
@@ -39,7 +43,7 @@ fn blank_spec(name: String, description: String) -> WorkflowSpec {
 
 pub async fn create(s: &AppState, p: WorkflowCreate) -> Result<Value, ApiError> {
     let name = validate::name("name", &p.name)?;
-    let description = validate::text("description", p.description.as_deref().unwrap_or(""))?;
+    let description = validate::description("description", p.description.as_deref().unwrap_or(""))?;
     let spec = match &p.template_id {
         Some(id) => {
             let template = kandev_workflow_yaml::template(id).ok_or_else(|| {
@@ -79,7 +83,7 @@ pub async fn get(s: &AppState, p: ById) -> Result<Value, ApiError> {
 pub async fn update(s: &AppState, p: WorkflowUpdate) -> Result<Value, ApiError> {
     let name = p.name.as_deref().map(|n| validate::name("name", n)).transpose()?;
     let description =
-        p.description.as_deref().map(|d| validate::text("description", d)).transpose()?;
+        p.description.as_deref().map(|d| validate::description("description", d)).transpose()?;
     let mut tx = s.store().begin_write().await?;
     let workflow =
         tx.update_workflow(&WorkflowId::new(p.id), name.as_deref(), description.as_deref()).await?;
@@ -116,8 +120,68 @@ pub async fn export(s: &AppState, p: WorkflowExport) -> Result<Value, ApiError> 
     Ok(json!({ "yaml": kandev_workflow_yaml::export(&workflows) }))
 }
 
+/// Documents that may wait for the reader thread; further imports wait for room, up to
+/// [`PARSE_QUEUE_WAIT`].
+const PARSE_QUEUE: usize = 4;
+
+/// Longest an import waits for room in the queue before it is refused as `BUSY`.
+const PARSE_QUEUE_WAIT: Duration = Duration::from_secs(10);
+
+/// Longest an import waits for its answer once queued: the parses ahead of it and its own.
+/// Each parse stops itself at `Limits::max_time` (2 s, checked between events); this bounds
+/// the request should one event take longer.
+const PARSE_WAIT: Duration = Duration::from_secs(15);
+
+type ImportResult = Result<Vec<WorkflowSpec>, Vec<kandev_workflow_yaml::Problem>>;
+
+/// A document for the reader thread, and where its result goes.
+struct ParseJob {
+    yaml: String,
+    reply: oneshot::Sender<ImportResult>,
+}
+
+/// The one thread that reads workflow documents, started on first use and idle between
+/// imports. Parsing never runs on the async workers, so health and every other request keep
+/// answering; one thread uses at most one core; and since the allocator keeps freed memory
+/// in an arena per thread, one thread keeps at most one parse's worth (a pool of blocking
+/// threads would keep one per thread it happened to use).
+static READER: OnceLock<Option<mpsc::Sender<ParseJob>>> = OnceLock::new();
+
+fn reader() -> Option<&'static mpsc::Sender<ParseJob>> {
+    READER
+        .get_or_init(|| {
+            let (jobs, mut queue) = mpsc::channel::<ParseJob>(PARSE_QUEUE);
+            let spawned = std::thread::Builder::new().name("kandev-yaml".into()).spawn(move || {
+                while let Some(job) = queue.blocking_recv() {
+                    if job.reply.is_closed() {
+                        continue; // the request gave up waiting
+                    }
+                    // A bug in the parser must not end the thread for every later import: the
+                    // request whose document hit it gets INTERNAL_ERROR (its reply is dropped).
+                    let read = std::panic::catch_unwind(|| {
+                        kandev_workflow_yaml::import_with(&job.yaml, &Limits::DEFAULT)
+                    });
+                    match read {
+                        Ok(result) => {
+                            let _ = job.reply.send(result);
+                        }
+                        Err(_) => tracing::error!("reading a workflow document panicked"),
+                    }
+                }
+            });
+            match spawned {
+                Ok(_) => Some(jobs),
+                Err(err) => {
+                    tracing::error!(error = %err, "cannot start the workflow document reader");
+                    None
+                }
+            }
+        })
+        .as_ref()
+}
+
 pub async fn import(s: &AppState, p: WorkflowImport) -> Result<Value, ApiError> {
-    let specs = kandev_workflow_yaml::import(&p.yaml).map_err(|problems| {
+    let specs = parse_document(p.yaml).await?.map_err(|problems| {
         let list: Vec<Value> =
             problems.iter().map(|pr| json!({ "path": pr.path, "message": pr.message })).collect();
         let first = problems.first().map(|pr| pr.to_string()).unwrap_or_default();
@@ -140,12 +204,52 @@ pub async fn import(s: &AppState, p: WorkflowImport) -> Result<Value, ApiError> 
     Ok(json!({ "workflows": created }))
 }
 
+/// Parses and validates a workflow document on the reader thread, within
+/// [`Limits::DEFAULT`] and [`PARSE_WAIT`].
+async fn parse_document(yaml: String) -> Result<ImportResult, ApiError> {
+    let limits = Limits::DEFAULT;
+    if yaml.len() > limits.max_bytes {
+        // Refused before queueing: the loader would refuse it at once anyway.
+        return Ok(kandev_workflow_yaml::import_with(&yaml, &limits));
+    }
+    let Some(reader) = reader() else { return Err(ApiError::internal()) };
+    let (reply, answer) = oneshot::channel();
+    match tokio::time::timeout(PARSE_QUEUE_WAIT, reader.send(ParseJob { yaml, reply })).await {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => return Err(ApiError::internal()),
+        Err(_) => {
+            return Err(ApiError::new(
+                ErrorCode::Busy,
+                "too many workflow imports at once; try again shortly",
+            ));
+        }
+    }
+    match tokio::time::timeout(PARSE_WAIT, answer).await {
+        Ok(Ok(result)) => Ok(result),
+        Ok(Err(_)) => {
+            tracing::error!("the workflow document reader stopped");
+            Err(ApiError::internal())
+        }
+        Err(_) => Err(ApiError::validation(format!(
+            "reading the document took longer than the time limit of {} s; simplify it",
+            PARSE_WAIT.as_secs()
+        ))),
+    }
+}
+
 pub async fn step_create(s: &AppState, p: StepCreate) -> Result<Value, ApiError> {
     let name = validate::name("name", &p.name)?;
     let workflow_id = WorkflowId::new(&p.workflow_id);
     let mut tx = s.store().begin_write().await?;
     let (workflow, step_id) =
         tx.insert_step(&workflow_id, &name, p.position.map(|x| x as usize)).await?;
+    if workflow.steps.len() > validate::MAX_STEPS {
+        // Dropping `tx` rolls the insert back.
+        return Err(ApiError::validation(format!(
+            "the workflow already has {} steps, the limit; delete one first",
+            validate::MAX_STEPS
+        )));
+    }
     let fields = StepUpdate {
         id: step_id.to_string(),
         name: None,
@@ -211,8 +315,8 @@ async fn step_patch(
     };
     Ok(StepPatch {
         name: p.name.as_deref().map(|n| validate::name("name", n)).transpose()?,
-        color: p.color,
-        prompt: p.prompt.as_deref().map(|t| validate::text("prompt", t)).transpose()?,
+        color: p.color.as_deref().map(|c| validate::color("color", c)).transpose()?,
+        prompt: p.prompt.as_deref().map(|t| validate::prompt("prompt", t)).transpose()?,
         is_start_step: p.is_start_step,
         allow_manual_move: p.allow_manual_move,
         agent_profile_id,
