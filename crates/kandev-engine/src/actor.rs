@@ -132,10 +132,30 @@ pub(crate) enum Applied {
     Config { id: String, value: serde_json::Value },
 }
 
+/// The session's execution. A prompt that waits for the agent to be ready belongs to the
+/// start it waits for: cancelling the start drops it, restarting the start keeps it.
 enum Exec {
     Idle,
-    Booting { epoch: i64, cancel: CancellationToken },
+    Booting {
+        epoch: i64,
+        cancel: CancellationToken,
+        /// The recorded prompt that started this boot (a lazy start or resume, rule 28).
+        prompt: Option<Message>,
+    },
     Live(Live),
+}
+
+/// Why a turn may not start now (rule 44): the prompt waits in the queue (or is refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Closed {
+    /// `FAILED` or `CANCELLED`: only an explicit resume reopens the session (rule 2).
+    Ended(SessionState),
+    /// A context reset is in progress (rule 24).
+    Resetting,
+    /// A turn is open, possibly being cancelled.
+    Turn,
+    /// The agent is being started or resumed.
+    Starting,
 }
 
 struct Live {
@@ -179,10 +199,6 @@ pub(crate) struct SessionActor {
     exec: Exec,
     pub turn: Option<OpenTurn>,
     pub permissions: HashMap<String, PendingPermission>,
-    /// A recorded prompt waiting for the agent to be ready.
-    pending: Option<Message>,
-    /// The next boot starts a new conversation even though a resume token exists.
-    fresh_next: bool,
     /// Cancelled when the actor ends, so its timers end with it.
     ended: CancellationToken,
     /// A context reset in progress (rules 18-27).
@@ -317,8 +333,6 @@ impl SessionActor {
             exec: Exec::Idle,
             turn: None,
             permissions: HashMap::new(),
-            pending: None,
-            fresh_next: false,
             ended: CancellationToken::new(),
             resetting: None,
         }
@@ -446,6 +460,10 @@ impl SessionActor {
         self.begin_reset(reset).await
     }
 
+    pub(crate) fn is_booting(&self) -> bool {
+        matches!(self.exec, Exec::Booting { .. })
+    }
+
     fn live_epoch(&self) -> Option<i64> {
         match &self.exec {
             Exec::Live(live) => Some(live.epoch),
@@ -546,7 +564,7 @@ impl SessionActor {
             (
                 Exec::Idle,
                 SessionState::Created | SessionState::WaitingForInput | SessionState::Completed,
-            ) => self.begin_boot().await,
+            ) => self.begin_boot(None, false).await,
             (Exec::Idle, state) => Err(EngineError::Conflict(format!(
                 "the session is {}; resume it instead",
                 state.as_str()
@@ -592,7 +610,9 @@ impl SessionActor {
     }
 
     /// Binds the session to a new execution: new epoch, `STARTING`, boot as a child future.
-    async fn begin_boot(&mut self) -> Result<()> {
+    /// `prompt` is sent once the agent is ready; `fresh` opens a new conversation even
+    /// though a resume token exists.
+    pub(crate) async fn begin_boot(&mut self, prompt: Option<Message>, fresh: bool) -> Result<()> {
         let profile = self.profile().await?;
         let spec = self.launch_spec(profile.as_ref());
         let mut tx = self.inner.store.begin_write().await?;
@@ -605,14 +625,10 @@ impl SessionActor {
         .await?;
         tx.commit().await?;
         let cancel = CancellationToken::new();
-        self.exec = Exec::Booting { epoch, cancel: cancel.clone() };
+        self.exec = Exec::Booting { epoch, cancel: cancel.clone(), prompt };
         let plan = BootPlan {
             spec,
-            resume_token: if std::mem::take(&mut self.fresh_next) {
-                None
-            } else {
-                self.session.resume_token.clone()
-            },
+            resume_token: if fresh { None } else { self.session.resume_token.clone() },
             mode: self.session.session_mode.clone(),
             model: self.session.model.clone(),
             call_timeout: self.inner.config.call_timeout,
@@ -633,7 +649,13 @@ impl SessionActor {
         epoch: i64,
         result: std::result::Result<Box<Booted>, BootFailure>,
     ) {
-        let current = matches!(&self.exec, Exec::Booting { epoch: e, .. } if *e == epoch);
+        // The prompt waiting for this boot; `None` when the boot is no longer the current one.
+        let waiting = match &mut self.exec {
+            Exec::Booting { epoch: e, prompt, .. } if *e == epoch => Some(prompt.take()),
+            _ => None,
+        };
+        let current = waiting.is_some();
+        let prompt = waiting.flatten();
         match result {
             Ok(booted) if !current => {
                 booted.client.close();
@@ -645,9 +667,9 @@ impl SessionActor {
             }
             Err(_) if !current => {}
             Ok(booted) => {
-                let result = self.go_live(epoch, *booted).await;
+                let result = self.go_live(epoch, *booted, prompt.is_some()).await;
                 self.log("recording the started agent", result);
-                if let Some(message) = self.pending.take() {
+                if let Some(message) = prompt {
                     if let Err(err) = self.send_turn(message).await {
                         let text = format!("the message could not be sent to the agent: {err}");
                         let error =
@@ -667,13 +689,15 @@ impl SessionActor {
             }
             Err(failure) => {
                 self.exec = Exec::Idle;
-                let result = self.boot_failed(failure).await;
+                let result = self.boot_failed(failure, prompt.is_some()).await;
                 self.log("recording the failed start", result);
             }
         }
     }
 
-    async fn go_live(&mut self, epoch: i64, booted: Booted) -> Result<()> {
+    /// Records the ready agent; with `prompt_waiting` the session stays `STARTING` until the
+    /// waiting prompt opens its turn (`RUNNING`, rule 46).
+    async fn go_live(&mut self, epoch: i64, booted: Booted, prompt_waiting: bool) -> Result<()> {
         let Booted { client, events, control, conversation } = booted;
         let previous_token = self.session.resume_token.clone();
         let cancel = CancellationToken::new();
@@ -707,7 +731,7 @@ impl SessionActor {
             .collect();
         let update = SessionUpdate {
             // With a prompt waiting, go straight on to RUNNING (no WAITING flash).
-            state: self.pending.is_none().then_some(SessionState::WaitingForInput),
+            state: (!prompt_waiting).then_some(SessionState::WaitingForInput),
             acp_session_id: Some(Some(acp_session_id.clone())),
             resume_token: Some(Some(acp_session_id)),
             session_mode: conversation.mode.clone().map(Some),
@@ -795,7 +819,7 @@ impl SessionActor {
         });
     }
 
-    async fn boot_failed(&mut self, failure: BootFailure) -> Result<()> {
+    async fn boot_failed(&mut self, failure: BootFailure, prompt_waiting: bool) -> Result<()> {
         let was_running_before = self.session.resume_token.is_some();
         let state =
             if was_running_before { SessionState::WaitingForInput } else { SessionState::Failed };
@@ -803,7 +827,6 @@ impl SessionActor {
             json!({ "epoch": self.session.epoch, "stderr": tail_lines(&failure.stderr, 20) }),
         );
         let error = self.error(failure.code, failure.message.clone(), details);
-        let pending = self.pending.take();
         let update = SessionUpdate {
             state: Some(state),
             last_error: Some(Some(error)),
@@ -815,10 +838,25 @@ impl SessionActor {
             json!({ "code": failure.code, "stderr": tail_lines(&failure.stderr, 20) }),
         );
         self.commit(update, Some(note)).await?;
-        if pending.is_some() {
+        if prompt_waiting {
             tracing::info!(session = %self.session.id, "a prompt was waiting for a start that failed; it stays in the transcript");
         }
         Ok(())
+    }
+
+    /// Cancels a start in progress; returns whether there was one, with the prompt that was
+    /// waiting for it.
+    pub(crate) fn cancel_boot(&mut self) -> Option<Option<Message>> {
+        match std::mem::replace(&mut self.exec, Exec::Idle) {
+            Exec::Booting { cancel, prompt, .. } => {
+                cancel.cancel();
+                Some(prompt)
+            }
+            other => {
+                self.exec = other;
+                None
+            }
+        }
     }
 
     /// Ends the live execution (if any). With `wait`, returns after the process is gone.
@@ -920,34 +958,51 @@ impl SessionActor {
                 return Ok(PromptOutcome::Queued(queued));
             }
         }
-        if self.resetting.is_some() && !request.queue {
-            return Err(EngineError::ResetInProgress(
-                "the agent's context is being reset; try again in a moment or queue the message"
-                    .into(),
-            ));
-        }
-        let idle = self.turn.is_none() && self.pending.is_none() && self.resetting.is_none();
-        let promptable =
-            !matches!(self.session.state, SessionState::Failed | SessionState::Cancelled);
-        if idle && promptable && queued_by == "user" {
+        if self.may_start_turn().is_ok() && queued_by == "user" {
             // on_turn_start may move the task first (and reset the context on the way).
             Box::pin(self.on_user_turn_start()).await?;
         }
-        let busy = self.turn.is_some() || self.pending.is_some() || self.resetting.is_some();
-        match self.session.state {
-            SessionState::Failed | SessionState::Cancelled => Err(EngineError::Conflict(format!(
-                "the session is {}; resume it (load or fresh) before sending messages",
-                self.session.state.as_str()
-            ))),
-            _ if busy && !request.queue => Err(EngineError::Busy(
-                "the agent is busy with a turn; wait, cancel it, or queue the message".into(),
-            )),
-            _ if busy => self.enqueue(&request, queued_by).await.map(PromptOutcome::Queued),
-            _ => self
+        match self.may_start_turn() {
+            Ok(()) => self
                 .record_and_send(request.content, request.client_message_id, None)
                 .await
                 .map(PromptOutcome::Sent),
+            Err(Closed::Ended(state)) => Err(EngineError::Conflict(format!(
+                "the session is {}; resume it (load or fresh) before sending messages",
+                state.as_str()
+            ))),
+            Err(Closed::Resetting) if !request.queue => Err(EngineError::ResetInProgress(
+                "the agent's context is being reset; try again in a moment or queue the message"
+                    .into(),
+            )),
+            Err(Closed::Turn) if !request.queue => Err(EngineError::Busy(
+                "the agent is busy with a turn; wait, cancel it, or queue the message".into(),
+            )),
+            Err(Closed::Starting) if !request.queue => Err(EngineError::Busy(
+                "the agent is starting; wait until it is ready, or queue the message".into(),
+            )),
+            Err(_) => self.enqueue(&request, queued_by).await.map(PromptOutcome::Queued),
         }
+    }
+
+    /// Rule 44, the one answer to "may a turn start now" for every admission path (a new
+    /// message, the queue's add, drain and auto-run, the queue at a turn's end, a workflow's
+    /// auto-start): not while a reset, a start or resume, or a turn (or its cancel) is in
+    /// progress, and not in `FAILED` or `CANCELLED`.
+    pub(crate) fn may_start_turn(&self) -> std::result::Result<(), Closed> {
+        if matches!(self.session.state, SessionState::Failed | SessionState::Cancelled) {
+            return Err(Closed::Ended(self.session.state));
+        }
+        if self.resetting.is_some() {
+            return Err(Closed::Resetting);
+        }
+        if self.turn.is_some() {
+            return Err(Closed::Turn);
+        }
+        if matches!(self.exec, Exec::Booting { .. }) {
+            return Err(Closed::Starting);
+        }
+        Ok(())
     }
 
     /// Records the user's message, then sends it, starting (or resuming) the agent first
@@ -960,6 +1015,10 @@ impl SessionActor {
         client_message_id: Option<String>,
         from_queue: Option<&QueuedPromptId>,
     ) -> Result<Message> {
+        if let Err(closed) = self.may_start_turn() {
+            // Callers check the gate first; this keeps a slip from recording a stray message.
+            return Err(EngineError::Conflict(format!("no turn can start now ({closed:?})")));
+        }
         let mut tx = self.inner.store.begin_write().await?;
         if let Some(id) = from_queue {
             tx.dequeue(&self.session.id, id).await?;
@@ -979,13 +1038,8 @@ impl SessionActor {
         tx.commit().await?;
         match &self.exec {
             Exec::Live(_) => self.send_turn(message.clone()).await?,
-            Exec::Booting { .. } => self.pending = Some(message.clone()),
-            Exec::Idle => {
-                self.pending = Some(message.clone());
-                if let Err(err) = self.begin_boot().await {
-                    self.pending = None;
-                    return Err(err);
-                }
+            Exec::Idle | Exec::Booting { .. } => {
+                self.begin_boot(Some(message.clone()), false).await?
             }
         }
         Ok(message)
@@ -1252,7 +1306,6 @@ impl SessionActor {
                 "the agent's context is being reset; resume when it has finished".into(),
             ));
         }
-        self.pending = None;
         self.stop_execution(true).await;
         if matches!(self.session.state, SessionState::Starting) {
             self.commit(
@@ -1265,8 +1318,7 @@ impl SessionActor {
             .await?;
         }
         // Rule 31: the saved token stays until a new conversation has replaced it.
-        self.fresh_next = fresh;
-        self.begin_boot().await
+        self.begin_boot(None, fresh).await
     }
 
     async fn on_turn_done(
@@ -1461,13 +1513,8 @@ impl SessionActor {
     }
 
     async fn take_next_queued(&mut self) {
-        let idle = self.turn.is_none() && self.pending.is_none();
-        let promptable = matches!(
-            self.session.state,
-            SessionState::WaitingForInput | SessionState::Completed | SessionState::Created
-        );
-        if !idle || !promptable {
-            return;
+        if self.may_start_turn().is_err() {
+            return; // it runs when the operation in progress settles (rule 44)
         }
         let result: Result<()> = async {
             let Some(next) =
@@ -1487,9 +1534,10 @@ impl SessionActor {
 
     async fn cancel(&mut self) -> Result<()> {
         if self.turn.is_none() && matches!(self.exec, Exec::Booting { .. }) {
-            // Rule 32: cancel stops exactly this start attempt and sends no prompt.
-            self.pending = None;
+            // Rule 32: cancel stops exactly this start attempt and sends no prompt; rule 10:
+            // what was queued behind it does not start behind the user's back either.
             self.stop_execution(false).await;
+            self.turn_auto_run_off_if_queued().await?;
             let note = ("start cancelled".to_owned(), json!({ "reason": "cancelled" }));
             let update = SessionUpdate {
                 state: Some(SessionState::WaitingForInput),
@@ -1498,8 +1546,7 @@ impl SessionActor {
             return self.commit(update, Some((MessageKind::Status, note.0, note.1))).await;
         }
         let Some(turn) = self.turn.as_mut() else {
-            // Nothing runs: reconcile a stale RUNNING (rule 14) and drop a waiting prompt.
-            self.pending = None;
+            // Nothing runs: reconcile a stale RUNNING (rule 14).
             if self.session.state == SessionState::Running {
                 self.commit(
                     SessionUpdate {
@@ -1517,12 +1564,7 @@ impl SessionActor {
         }
         turn.cancelling = true;
         let (turn_id, epoch) = (turn.id.clone(), turn.epoch);
-        let queue_waiting = !self.inner.store.list_queue(&self.session.id).await?.is_empty();
-        if queue_waiting && self.session.auto_run {
-            // Rule 10: the next entry must not start behind the user's back.
-            self.commit(SessionUpdate { auto_run: Some(false), ..SessionUpdate::default() }, None)
-                .await?;
-        }
+        self.turn_auto_run_off_if_queued().await?;
         let mut tx = self.inner.store.begin_write().await?;
         self.expire_permissions(&mut tx, "cancelled").await?;
         tx.commit().await?;
@@ -1535,6 +1577,17 @@ impl SessionActor {
             });
         }
         self.after(self.inner.config.cancel_timeout, Command::EscalateCancel { epoch, turn_id });
+        Ok(())
+    }
+
+    /// Rule 10: after a user's cancel, the next queued entry must not start behind the
+    /// user's back.
+    async fn turn_auto_run_off_if_queued(&mut self) -> Result<()> {
+        let queue_waiting = !self.inner.store.list_queue(&self.session.id).await?.is_empty();
+        if queue_waiting && self.session.auto_run {
+            self.commit(SessionUpdate { auto_run: Some(false), ..SessionUpdate::default() }, None)
+                .await?;
+        }
         Ok(())
     }
 
@@ -1560,7 +1613,6 @@ impl SessionActor {
 
     async fn stop(&mut self, reply: Reply<()>) {
         let note = self.turn.is_some().then(|| "agent stopped".to_owned());
-        self.pending = None;
         let control = match std::mem::replace(&mut self.exec, Exec::Idle) {
             Exec::Live(live) => {
                 live.cancel.cancel();

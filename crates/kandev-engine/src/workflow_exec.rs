@@ -237,9 +237,26 @@ impl SessionActor {
         if self.start_live_reset() {
             return Ok(()); // the result comes back as Command::ResetDone
         }
-        self.stop_execution(false).await; // a start in progress is superseded
+        // A start in progress is superseded: it starts again below, on a new conversation,
+        // with the prompt that was waiting for it (the session stays STARTING, rule 46).
+        let restart = self.cancel_boot();
+        let cleared = self.forget_conversation().await;
+        if let Some(prompt) = restart {
+            self.begin_boot(prompt, cleared.is_ok()).await?;
+        }
+        match cleared {
+            Ok(()) => self.reset_succeeded(None).await,
+            Err(err) => {
+                self.reset_failed(format!("the old conversation could not be cleared: {err}")).await
+            }
+        }
+    }
+
+    /// The lazy reset (rule 21): a new epoch, no token, no conversation id, no context window.
+    async fn forget_conversation(&mut self) -> Result<()> {
         let mut tx = self.inner.store.begin_write().await?;
         let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
+        let before = self.session.epoch;
         self.session.epoch = epoch;
         let update = SessionUpdate {
             acp_session_id: Some(None),
@@ -247,17 +264,14 @@ impl SessionActor {
             context_window: Some(None),
             ..SessionUpdate::default()
         };
-        let result = self.write(&mut tx, update).await;
-        match result {
-            Ok(()) => {
-                tx.commit().await?;
-                self.reset_succeeded(None).await
-            }
-            Err(err) => {
-                drop(tx);
-                self.reset_failed(format!("the old conversation could not be cleared: {err}")).await
-            }
+        let written = match self.write(&mut tx, update).await {
+            Ok(()) => tx.commit().await.map(drop).map_err(EngineError::from),
+            Err(err) => Err(err),
+        };
+        if written.is_err() {
+            self.session.epoch = before; // nothing was committed
         }
+        written
     }
 
     /// After a successful reset: a divider in the transcript, then the waiting actions.
@@ -276,10 +290,11 @@ impl SessionActor {
             Some((MessageKind::Status, text, json!({ "reason": "context_reset" }))),
         )
         .await?;
-        match reset.step {
-            Some(step) => self.run_entry_actions(step, reset.then, reset.cause).await?,
-            None => self.drain_queue().await,
+        if let Some(step) = reset.step {
+            self.run_entry_actions(step, reset.then, reset.cause).await?;
         }
+        // What waited for the reset runs now, unless a step prompt just took the turn.
+        self.drain_queue().await;
         Ok(())
     }
 
@@ -299,8 +314,10 @@ impl SessionActor {
             message.clone(),
             json!({ "step": step_name, "epoch": self.session.epoch }),
         );
+        // Only a state nothing backs any more goes back to waiting (rule 46).
         let state = match self.session.state {
-            SessionState::Starting | SessionState::Running => Some(SessionState::WaitingForInput),
+            SessionState::Starting if !self.is_booting() => Some(SessionState::WaitingForInput),
+            SessionState::Running if self.turn.is_none() => Some(SessionState::WaitingForInput),
             _ => None,
         };
         let update =
