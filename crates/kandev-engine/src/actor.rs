@@ -205,9 +205,9 @@ pub(crate) struct SessionActor {
     pub(crate) resetting: Option<crate::workflow_exec::ResetInProgress>,
 }
 
-/// Creates a session row for a task (in `CREATED`) and prepares its working directory: the
-/// task's worktrees (made or reused, setup script run) or its plain folder. When that fails
-/// in a way the user must fix, the session is returned `FAILED` with its `last_error`.
+/// Creates a session row for a task (in `CREATED`), working in the directory planned for it:
+/// the task's worktrees (made when it starts, [`crate::workdir::prepare_for_start`]) or its
+/// plain folder.
 pub(crate) async fn create_session(
     inner: &Inner,
     task_id: &TaskId,
@@ -228,7 +228,7 @@ pub(crate) async fn create_session(
         ),
         None => inner.store.list_profiles().await?.into_iter().find(|p| p.kind == AgentKind::Mock),
     };
-    // Held until the working directory is ready, so launches of one task do not race.
+    // Held while the directory is planned, so launches of one task agree on it.
     let _worktrees = crate::workdir::lock_task(&inner.config.home, &task.id).await;
     let plan = crate::workdir::plan(inner, &task).await?;
     let cwd = plan.cwd().display().to_string();
@@ -247,7 +247,7 @@ pub(crate) async fn create_session(
     tx.emit(publish::workspace_topic(&task), "session.created", summary).await?;
     publish::sync_task(&mut tx, &session).await?;
     tx.commit().await?;
-    crate::workdir::prepare(inner, &task, session, plan).await
+    Ok(session)
 }
 
 /// Startup reconciliation (rule 42).
@@ -613,6 +613,7 @@ impl SessionActor {
     /// `prompt` is sent once the agent is ready; `fresh` opens a new conversation even
     /// though a resume token exists.
     pub(crate) async fn begin_boot(&mut self, prompt: Option<Message>, fresh: bool) -> Result<()> {
+        let first = self.session.state == SessionState::Created;
         let profile = self.profile().await?;
         let spec = self.launch_spec(profile.as_ref());
         let mut tx = self.inner.store.begin_write().await?;
@@ -637,8 +638,13 @@ impl SessionActor {
         };
         let launcher = self.inner.launcher.clone();
         let inbox = self.sender();
+        let (inner, session) = (self.inner.clone(), self.session.clone());
         self.spawn(async move {
-            let result = boot::boot(launcher, plan, cancel).await.map(Box::new);
+            let prepared = crate::workdir::prepare_for_start(&inner, &session, first, &cancel);
+            let result = match prepared.await {
+                Ok(()) => boot::boot(launcher, plan, cancel).await.map(Box::new),
+                Err(failure) => Err(failure),
+            };
             let _ = inbox.send(Command::Booted { epoch, result }).await;
         });
         Ok(())
