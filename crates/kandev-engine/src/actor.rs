@@ -298,6 +298,16 @@ pub(crate) async fn reconcile(inner: &Inner) -> Result<usize> {
         }
         tx.commit().await?;
     }
+    // Rule 45: resets the last run accepted and never settled are finished now.
+    for intent in inner.store.reset_intents().await? {
+        match crate::workflow_exec::settle_after_restart(inner, &intent).await {
+            Ok(()) => fixed += 1,
+            // Kept for the next startup: never forgotten.
+            Err(err) => {
+                tracing::error!(session = %intent.session_id, error = %err, "cannot finish an interrupted context reset")
+            }
+        }
+    }
     Ok(fixed)
 }
 
@@ -523,7 +533,17 @@ impl SessionActor {
         update: SessionUpdate,
         note: Option<(MessageKind, String, serde_json::Value)>,
     ) -> Result<()> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let tx = self.inner.store.begin_write().await?;
+        self.commit_tx(tx, update, note).await
+    }
+
+    /// [`Self::commit`] in a transaction the caller already wrote to.
+    pub async fn commit_tx(
+        &mut self,
+        mut tx: WriteTx,
+        update: SessionUpdate,
+        note: Option<(MessageKind, String, serde_json::Value)>,
+    ) -> Result<()> {
         self.write(&mut tx, update).await?;
         if let Some((kind, text, metadata)) = note {
             let turn = self.turn.as_ref().map(|t| t.id.clone());
@@ -894,7 +914,8 @@ impl SessionActor {
                 {
                     tracing::error!(error = %err, "cannot record the stopped agent");
                 }
-                self.abandon_live_reset("the agent was stopped during the context reset").await;
+                // A live reset in flight is not settled here: on shutdown its stored intent
+                // is finished at the next startup (rule 45), like after `kill -9`.
             }
         }
     }
@@ -924,10 +945,11 @@ impl SessionActor {
         };
         let _ = tx.end_runtime(&self.session.id, epoch, "exited").await;
         let _ = tx.commit().await;
-        if self.turn.is_some() {
+        if let Some(internal) = self.turn.as_ref().map(|t| t.internal) {
             let error = self.error("agent_exited", message.clone(), details.clone());
             let result = self.finish_turn("agent_exited", Some((error, message)), None).await;
             self.log("closing the turn of an exited agent", result);
+            self.after_lost_turn(internal).await;
         } else if !exit.success() {
             let error = self.error("agent_exited", message.clone(), details);
             let result = self
@@ -1275,9 +1297,11 @@ impl SessionActor {
                 "the agent produced no output for {minutes:.1} minutes, so the turn was ended; send the message again or restart the agent"
             );
             let error = self.error("turn_stalled", message.clone(), json!({ "epoch": epoch }));
+            let internal = self.turn.as_ref().is_some_and(|t| t.internal);
             self.stop_execution(false).await;
             let result = self.finish_turn("stalled", Some((error, message)), None).await;
-            return self.log("failing a silent turn", result);
+            self.log("failing a silent turn", result);
+            return self.after_lost_turn(internal).await;
         };
         let quiet = now.duration_since(last);
         if quiet < stall {
@@ -1374,6 +1398,16 @@ impl SessionActor {
             }
         }
         self.drain_queue().await;
+    }
+
+    /// A turn that ended with its agent (a crash, a stall): a reset waiting for it goes on
+    /// without the agent (rule 21). The queue is not drained, which would restart an agent
+    /// that just failed; the next message does.
+    async fn after_lost_turn(&mut self, internal: bool) {
+        if internal && self.resetting.is_some() {
+            let result = self.continue_reset().await;
+            self.log("continuing the context reset", result);
+        }
     }
 
     async fn step_counts_cancel(&self) -> bool {
