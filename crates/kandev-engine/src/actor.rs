@@ -185,6 +185,14 @@ pub(crate) struct OpenTurn {
     pub stall_noticed: bool,
 }
 
+/// A start bound to the session (epoch, `STARTING`) whose boot is not spawned yet.
+struct NewBoot {
+    epoch: i64,
+    /// The session's first start: a reused worktree is announced.
+    first: bool,
+    spec: LaunchSpec,
+}
+
 pub(crate) struct PendingPermission {
     pub responder: PermissionResponder,
     pub options: Vec<PermissionOption>,
@@ -633,18 +641,32 @@ impl SessionActor {
     /// `prompt` is sent once the agent is ready; `fresh` opens a new conversation even
     /// though a resume token exists.
     pub(crate) async fn begin_boot(&mut self, prompt: Option<Message>, fresh: bool) -> Result<()> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let boot = self.bind_boot(&mut tx).await?;
+        tx.commit().await?;
+        self.spawn_boot(boot, prompt, fresh);
+        Ok(())
+    }
+
+    /// The writes of a start in the caller's transaction: a new epoch and `STARTING`.
+    async fn bind_boot(&mut self, tx: &mut WriteTx) -> Result<NewBoot> {
         let first = self.session.state == SessionState::Created;
         let profile = self.profile().await?;
         let spec = self.launch_spec(profile.as_ref());
-        let mut tx = self.inner.store.begin_write().await?;
         let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
         self.session.epoch = epoch;
         self.write(
-            &mut tx,
+            tx,
             SessionUpdate { state: Some(SessionState::Starting), ..SessionUpdate::default() },
         )
         .await?;
-        tx.commit().await?;
+        Ok(NewBoot { epoch, first, spec })
+    }
+
+    /// Once [`Self::bind_boot`] is committed: prepares the working directory and boots the
+    /// agent as a child future.
+    fn spawn_boot(&mut self, boot: NewBoot, prompt: Option<Message>, fresh: bool) {
+        let NewBoot { epoch, first, spec } = boot;
         let cancel = CancellationToken::new();
         self.exec = Exec::Booting { epoch, cancel: cancel.clone(), prompt };
         let plan = BootPlan {
@@ -667,7 +689,6 @@ impl SessionActor {
             };
             let _ = inbox.send(Command::Booted { epoch, result }).await;
         });
-        Ok(())
     }
 
     async fn on_booted(
@@ -1063,36 +1084,52 @@ impl SessionActor {
         };
         let message = tx.insert_message(&new).await?;
         publish::message_added(&mut tx, &self.session, &message).await?;
-        tx.commit().await?;
-        match &self.exec {
-            Exec::Live(_) => self.send_turn(message.clone()).await?,
-            Exec::Idle | Exec::Booting { .. } => {
-                self.begin_boot(Some(message.clone()), false).await?
-            }
+        // The message, and the turn it opens or the start it waits for, in one transaction:
+        // nobody ever sees it recorded while the session still says WAITING_FOR_INPUT.
+        if matches!(self.exec, Exec::Live(_)) {
+            let turn = self.open_turn(&mut tx, &message).await?;
+            tx.commit().await?;
+            self.dispatch_turn(turn, message.clone());
+        } else {
+            let boot = self.bind_boot(&mut tx).await?;
+            tx.commit().await?;
+            self.spawn_boot(boot, Some(message.clone()), false);
         }
         Ok(message)
     }
 
     /// Opens the turn (`RUNNING`, rule 3) and sends the prompt as a child future.
     async fn send_turn(&mut self, message: Message) -> Result<()> {
-        let Exec::Live(live) = &self.exec else {
-            return Err(EngineError::Unavailable("the agent is not running".into()));
-        };
-        // The turn belongs to the session's current epoch (a context reset moves it on
-        // without a new execution).
-        let (epoch, client, acp_session_id) =
-            (self.session.epoch, live.client.clone(), live.acp_session_id.clone());
-        let ordered = live.ordered.clone();
         let mut tx = self.inner.store.begin_write().await?;
-        let turn_id = tx.open_turn(&self.session.id, epoch).await?;
+        let turn = self.open_turn(&mut tx, &message).await?;
+        tx.commit().await?;
+        self.dispatch_turn(turn, message);
+        Ok(())
+    }
+
+    /// The writes of a new turn in the caller's transaction: the turn row (in the session's
+    /// current epoch: a context reset moves it on without a new execution) and `RUNNING`.
+    async fn open_turn(&mut self, tx: &mut WriteTx, message: &Message) -> Result<TurnId> {
+        if !matches!(self.exec, Exec::Live(_)) {
+            return Err(EngineError::Unavailable("the agent is not running".into()));
+        }
+        let turn_id = tx.open_turn(&self.session.id, self.session.epoch).await?;
         self.write(
-            &mut tx,
+            tx,
             SessionUpdate { state: Some(SessionState::Running), ..SessionUpdate::default() },
         )
         .await?;
         let started = json!({ "session_id": self.session.id.to_string(), "turn_id": turn_id.to_string(), "message_id": message.id.to_string() });
         tx.emit(publish::session_topic(&self.session), "session.turn.started", started).await?;
-        tx.commit().await?;
+        Ok(turn_id)
+    }
+
+    /// Once [`Self::open_turn`] is committed: sends the prompt as a child future.
+    fn dispatch_turn(&mut self, turn_id: TurnId, message: Message) {
+        let Exec::Live(live) = &self.exec else { return };
+        let (epoch, client, acp_session_id) =
+            (self.session.epoch, live.client.clone(), live.acp_session_id.clone());
+        let ordered = live.ordered.clone();
         self.turn = Some(OpenTurn {
             id: turn_id.clone(),
             epoch,
@@ -1114,7 +1151,6 @@ impl SessionActor {
             let result = client.prompt(&acp_session_id, &[ContentBlock::text(text)]).await;
             let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
         });
-        Ok(())
     }
 
     /// Cancels the running turn for the engine's own purposes (rule 23): no status message,
@@ -1599,12 +1635,15 @@ impl SessionActor {
             }
             return Ok(());
         };
-        if turn.cancelling {
-            return Ok(()); // joins the cancel in flight (rule 15)
-        }
+        let joining = turn.cancelling;
         turn.cancelling = true;
         let (turn_id, epoch) = (turn.id.clone(), turn.epoch);
+        // Rule 10, also when the user's cancel joins one in flight (the engine's own, for a
+        // context reset: what is queued must not start behind the user's back after it).
         self.turn_auto_run_off_if_queued().await?;
+        if joining {
+            return Ok(()); // joins the cancel in flight (rule 15)
+        }
         let mut tx = self.inner.store.begin_write().await?;
         self.expire_permissions(&mut tx, "cancelled").await?;
         tx.commit().await?;

@@ -603,3 +603,37 @@ async fn l44_every_admission_path_waits_during_a_reset() {
         );
     }
 }
+
+/// Rule 10 also when the user's cancel joins the engine's own cancel of a context reset:
+/// what was queued does not start behind the user's back once the reset is done.
+#[tokio::test]
+async fn l10_a_user_cancel_joining_a_resets_cancel_turns_auto_run_off() {
+    let server = TestServer::start().await; // cancel bound 500 ms in tests
+    let stubborn = server
+        .profile(json!({"name": "stubborn", "kind": "mock", "args": ["--hang-on-cancel"]}))
+        .await;
+    let (_, session) = server.session(Some(&stubborn)).await;
+    let add = |content: &str| json!({"session_id": session, "content": content});
+    server.call("message.add", add("#!mock\nsleep 60000\nsay never")).await;
+    server.wait_state(&session, "RUNNING").await;
+    assert_eq!(server.call("message.add", add("queued")).await["status"], "queued");
+    server.call("session.reset_context", json!({"id": session})).await;
+    let cancelled = server.call("agent.cancel", json!({"session_id": session})).await;
+    assert_eq!(cancelled["session"]["auto_run"], false, "{cancelled}");
+    // The hung agent is stopped and the reset finishes without it; nothing else runs.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let notes: Vec<String> = of_kind(&server.messages(&session).await, "status")
+            .iter()
+            .map(|m| m["content"].as_str().unwrap().to_owned())
+            .collect();
+        if notes.iter().any(|n| n.starts_with("context reset")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the reset finished: {notes:?}");
+        tokio::task::yield_now().await;
+    }
+    let queue = server.call("message.queue.list", json!({"session_id": session})).await;
+    assert_eq!(queue["queue"].as_array().unwrap().len(), 1, "the entry still waits: {queue}");
+    assert_eq!(server.counters().prompt(), 1, "only the first prompt was sent");
+}
