@@ -44,6 +44,10 @@ pub(crate) enum Command {
         epoch: i64,
         turn_id: TurnId,
     },
+    /// Stops the execution of `epoch` if it has been idle for the idle timeout.
+    IdleCheck {
+        epoch: i64,
+    },
     /// The task entered a step: run `on_exit` of `from` and `on_enter` of `to`.
     StepEntered {
         from: Option<kandev_domain::StepId>,
@@ -209,6 +213,9 @@ pub(crate) struct SessionActor {
     pub permissions: HashMap<String, PendingPermission>,
     /// Cancelled when the actor ends, so its timers end with it.
     ended: CancellationToken,
+    /// When the session last did anything (any command but a timer's): idle agents are
+    /// stopped after `EngineConfig::idle_timeout`.
+    last_active: tokio::time::Instant,
     /// A context reset in progress (rules 18-27).
     pub(crate) resetting: Option<crate::workflow_exec::ResetInProgress>,
 }
@@ -352,6 +359,7 @@ impl SessionActor {
             turn: None,
             permissions: HashMap::new(),
             ended: CancellationToken::new(),
+            last_active: tokio::time::Instant::now(),
             resetting: None,
         }
     }
@@ -385,6 +393,13 @@ impl SessionActor {
     }
 
     async fn handle(&mut self, command: Command) {
+        let timer = matches!(
+            command,
+            Command::StallCheck { .. } | Command::IdleCheck { .. } | Command::EscalateCancel { .. }
+        );
+        if !timer {
+            self.last_active = tokio::time::Instant::now();
+        }
         match command {
             Command::Start { reply } => {
                 let result = self.start().await;
@@ -395,6 +410,7 @@ impl SessionActor {
                 let _ = reply.send(result);
             }
             Command::StallCheck { epoch, turn_id } => self.on_stall_check(epoch, turn_id).await,
+            Command::IdleCheck { epoch } => self.on_idle_check(epoch).await,
             Command::StepEntered { from, to, cause, start_agent, reply } => {
                 let result = self.enter_step(from, to, cause, start_agent).await;
                 let _ = reply.send(result);
@@ -770,6 +786,10 @@ impl SessionActor {
             ordered,
         };
         self.exec = Exec::Live(live);
+        let idle_timeout = self.inner.config.idle_timeout;
+        if !idle_timeout.is_zero() {
+            self.after(idle_timeout, Command::IdleCheck { epoch });
+        }
         let agent_info = conversation.agent_info();
         let options: serde_json::Map<String, serde_json::Value> = conversation
             .config_options
@@ -1310,6 +1330,35 @@ impl SessionActor {
                 }
             }
         });
+    }
+
+    /// Issue 12 finding 9: an agent that has done nothing for the idle timeout (no turn, no
+    /// reset, no permission request waiting, no command) is stopped, as `session.stop` would;
+    /// the session keeps waiting for input with its token, and the next message resumes the
+    /// conversation with `session/load` (rule 28). Re-armed until then.
+    async fn on_idle_check(&mut self, epoch: i64) {
+        if self.live_epoch() != Some(epoch) {
+            return; // that execution is gone: its checks end with it
+        }
+        let timeout = self.inner.config.idle_timeout;
+        let idle_for = self.last_active.elapsed();
+        let busy = self.turn.is_some() || self.resetting.is_some() || !self.permissions.is_empty();
+        if busy || idle_for < timeout {
+            let wait = if busy { timeout } else { timeout - idle_for };
+            return self.after(wait, Command::IdleCheck { epoch });
+        }
+        self.stop_execution(false).await;
+        let minutes = timeout.as_secs_f64() / 60.0;
+        let note = format!(
+            "the agent was stopped after {minutes:.1} minutes without activity; the next message resumes the conversation"
+        );
+        let result = self
+            .commit(
+                SessionUpdate::default(),
+                Some((MessageKind::Status, note, json!({ "reason": "idle" }))),
+            )
+            .await;
+        self.log("noting an idle stop", result);
     }
 
     /// Rule 40: one notice after a quiet stretch; a turn with no output at all fails.

@@ -60,6 +60,9 @@ pub struct EngineConfig {
     pub reset_timeout: Duration,
     /// Longest a repository's setup script may run before it is killed.
     pub setup_timeout: Duration,
+    /// An agent idle this long (no turn, reset or command) is stopped; the next message
+    /// resumes it. Zero: never.
+    pub idle_timeout: Duration,
 }
 
 impl EngineConfig {
@@ -74,6 +77,7 @@ impl EngineConfig {
             stall_after: Duration::from_secs(5 * 60),
             reset_timeout: Duration::from_secs(10),
             setup_timeout: workdir::SETUP_TIMEOUT,
+            idle_timeout: Duration::from_secs(30 * 60),
         }
     }
 }

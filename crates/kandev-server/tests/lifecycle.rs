@@ -627,3 +627,43 @@ async fn l46_resume_of_a_slow_starting_agent_says_starting_until_ready() {
     assert_eq!(counters.sessions_prompted_with("hello"), [now["acp_session_id"].as_str().unwrap()]);
     assert_eq!(counters.count(CallKind::Load), 1, "the reset start used session/new");
 }
+
+/// Issue 12 finding 9: an idle agent is stopped after the idle timeout (a setting), never
+/// during a turn, and the next message resumes its conversation with `session/load`.
+#[tokio::test]
+async fn i12_f9_an_idle_agent_is_stopped_and_the_next_message_resumes_it() {
+    let server = TestServer::start_tuned(Default::default(), tempfile::tempdir().unwrap(), |c| {
+        c.idle_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let (_, session) = server.session(None).await;
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+    // A turn three times longer than the idle timeout is not idleness.
+    let script = "#!mock\nsay working\nsleep 1500\nsay still here";
+    server.call("message.add", json!({"session_id": session, "content": script})).await;
+    let idle_note = loop {
+        let frame = ws.notification("session.message.added").await;
+        let message = &frame["payload"]["message"];
+        if message["content"].as_str().is_some_and(|c| c.contains("without activity")) {
+            break message.clone();
+        }
+    };
+    let messages = server.messages(&session).await;
+    let reply =
+        of_kind(&messages, "agent").into_iter().find(|m| m["content"] == "workingstill here");
+    let reply = reply.expect("the long turn ended normally");
+    assert!(
+        reply["seq"].as_i64() < idle_note["seq"].as_i64(),
+        "stopped after the turn, not during it"
+    );
+    let conversation = state(&server, &session).await;
+    assert_eq!(conversation["state"], "WAITING_FOR_INPUT");
+
+    let again = server.turn(&session, "back?").await;
+    assert_eq!(of_kind(&again, "agent").last().unwrap()["content"], "echo: back?");
+    let counters = server.counters();
+    assert_eq!(counters.succeeded(CallKind::Load), 1, "resumed with session/load");
+    let token = conversation["acp_session_id"].as_str().unwrap();
+    assert_eq!(counters.prompts_in(token).last(), Some(&"back?"), "in the same conversation");
+}

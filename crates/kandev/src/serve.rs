@@ -35,6 +35,9 @@ pub struct ServeArgs {
     /// Seconds a repository's setup script may run before it is killed and the start fails.
     #[arg(long, env = "KANDEV_SETUP_TIMEOUT", value_name = "SECONDS", default_value_t = 1800)]
     pub setup_timeout: u64,
+    /// Seconds an agent may sit idle before it is stopped (the next message resumes it); 0: never.
+    #[arg(long, env = "KANDEV_AGENT_IDLE_TIMEOUT", value_name = "SECONDS", default_value_t = 1800)]
+    pub agent_idle_timeout: u64,
 }
 
 /// The engine runs the Mock profile as this very binary's `mock-agent` subcommand.
@@ -51,6 +54,7 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
     };
     let mut config = EngineConfig::new(home.to_path_buf(), mock);
     config.setup_timeout = std::time::Duration::from_secs(args.setup_timeout);
+    config.idle_timeout = std::time::Duration::from_secs(args.agent_idle_timeout);
     Ok(config)
 }
 
