@@ -44,6 +44,10 @@ pub(crate) enum Command {
         epoch: i64,
         turn_id: TurnId,
     },
+    /// Stops the execution of `epoch` if it has been idle for the idle timeout.
+    IdleCheck {
+        epoch: i64,
+    },
     /// The task entered a step: run `on_exit` of `from` and `on_enter` of `to`.
     StepEntered {
         from: Option<kandev_domain::StepId>,
@@ -132,10 +136,30 @@ pub(crate) enum Applied {
     Config { id: String, value: serde_json::Value },
 }
 
+/// The session's execution. A prompt that waits for the agent to be ready belongs to the
+/// start it waits for: cancelling the start drops it, restarting the start keeps it.
 enum Exec {
     Idle,
-    Booting { epoch: i64, cancel: CancellationToken },
+    Booting {
+        epoch: i64,
+        cancel: CancellationToken,
+        /// The recorded prompt that started this boot (a lazy start or resume, rule 28).
+        prompt: Option<Message>,
+    },
     Live(Live),
+}
+
+/// Why a turn may not start now (rule 44): the prompt waits in the queue (or is refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Closed {
+    /// `FAILED` or `CANCELLED`: only an explicit resume reopens the session (rule 2).
+    Ended(SessionState),
+    /// A context reset is in progress (rule 24).
+    Resetting,
+    /// A turn is open, possibly being cancelled.
+    Turn,
+    /// The agent is being started or resumed.
+    Starting,
 }
 
 struct Live {
@@ -165,6 +189,14 @@ pub(crate) struct OpenTurn {
     pub stall_noticed: bool,
 }
 
+/// A start bound to the session (epoch, `STARTING`) whose boot is not spawned yet.
+struct NewBoot {
+    epoch: i64,
+    /// The session's first start: a reused worktree is announced.
+    first: bool,
+    spec: LaunchSpec,
+}
+
 pub(crate) struct PendingPermission {
     pub responder: PermissionResponder,
     pub options: Vec<PermissionOption>,
@@ -179,19 +211,18 @@ pub(crate) struct SessionActor {
     exec: Exec,
     pub turn: Option<OpenTurn>,
     pub permissions: HashMap<String, PendingPermission>,
-    /// A recorded prompt waiting for the agent to be ready.
-    pending: Option<Message>,
-    /// The next boot starts a new conversation even though a resume token exists.
-    fresh_next: bool,
     /// Cancelled when the actor ends, so its timers end with it.
     ended: CancellationToken,
+    /// When the session last did anything (any command but a timer's): idle agents are
+    /// stopped after `EngineConfig::idle_timeout`.
+    last_active: tokio::time::Instant,
     /// A context reset in progress (rules 18-27).
     pub(crate) resetting: Option<crate::workflow_exec::ResetInProgress>,
 }
 
-/// Creates a session row for a task (in `CREATED`) and prepares its working directory: the
-/// task's worktrees (made or reused, setup script run) or its plain folder. When that fails
-/// in a way the user must fix, the session is returned `FAILED` with its `last_error`.
+/// Creates a session row for a task (in `CREATED`), working in the directory planned for it:
+/// the task's worktrees (made when it starts, [`crate::workdir::prepare_for_start`]) or its
+/// plain folder.
 pub(crate) async fn create_session(
     inner: &Inner,
     task_id: &TaskId,
@@ -212,7 +243,7 @@ pub(crate) async fn create_session(
         ),
         None => inner.store.list_profiles().await?.into_iter().find(|p| p.kind == AgentKind::Mock),
     };
-    // Held until the working directory is ready, so launches of one task do not race.
+    // Held while the directory is planned, so launches of one task agree on it.
     let _worktrees = crate::workdir::lock_task(&inner.config.home, &task.id).await;
     let plan = crate::workdir::plan(inner, &task).await?;
     let cwd = plan.cwd().display().to_string();
@@ -231,7 +262,7 @@ pub(crate) async fn create_session(
     tx.emit(publish::workspace_topic(&task), "session.created", summary).await?;
     publish::sync_task(&mut tx, &session).await?;
     tx.commit().await?;
-    crate::workdir::prepare(inner, &task, session, plan).await
+    Ok(session)
 }
 
 /// Startup reconciliation (rule 42).
@@ -282,6 +313,16 @@ pub(crate) async fn reconcile(inner: &Inner) -> Result<usize> {
         }
         tx.commit().await?;
     }
+    // Rule 45: resets the last run accepted and never settled are finished now.
+    for intent in inner.store.reset_intents().await? {
+        match crate::workflow_exec::settle_after_restart(inner, &intent).await {
+            Ok(()) => fixed += 1,
+            // Kept for the next startup: never forgotten.
+            Err(err) => {
+                tracing::error!(session = %intent.session_id, error = %err, "cannot finish an interrupted context reset")
+            }
+        }
+    }
     Ok(fixed)
 }
 
@@ -317,9 +358,8 @@ impl SessionActor {
             exec: Exec::Idle,
             turn: None,
             permissions: HashMap::new(),
-            pending: None,
-            fresh_next: false,
             ended: CancellationToken::new(),
+            last_active: tokio::time::Instant::now(),
             resetting: None,
         }
     }
@@ -353,6 +393,13 @@ impl SessionActor {
     }
 
     async fn handle(&mut self, command: Command) {
+        let timer = matches!(
+            command,
+            Command::StallCheck { .. } | Command::IdleCheck { .. } | Command::EscalateCancel { .. }
+        );
+        if !timer {
+            self.last_active = tokio::time::Instant::now();
+        }
         match command {
             Command::Start { reply } => {
                 let result = self.start().await;
@@ -363,6 +410,7 @@ impl SessionActor {
                 let _ = reply.send(result);
             }
             Command::StallCheck { epoch, turn_id } => self.on_stall_check(epoch, turn_id).await,
+            Command::IdleCheck { epoch } => self.on_idle_check(epoch).await,
             Command::StepEntered { from, to, cause, start_agent, reply } => {
                 let result = self.enter_step(from, to, cause, start_agent).await;
                 let _ = reply.send(result);
@@ -446,6 +494,10 @@ impl SessionActor {
         self.begin_reset(reset).await
     }
 
+    pub(crate) fn is_booting(&self) -> bool {
+        matches!(self.exec, Exec::Booting { .. })
+    }
+
     fn live_epoch(&self) -> Option<i64> {
         match &self.exec {
             Exec::Live(live) => Some(live.epoch),
@@ -505,7 +557,17 @@ impl SessionActor {
         update: SessionUpdate,
         note: Option<(MessageKind, String, serde_json::Value)>,
     ) -> Result<()> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let tx = self.inner.store.begin_write().await?;
+        self.commit_tx(tx, update, note).await
+    }
+
+    /// [`Self::commit`] in a transaction the caller already wrote to.
+    pub async fn commit_tx(
+        &mut self,
+        mut tx: WriteTx,
+        update: SessionUpdate,
+        note: Option<(MessageKind, String, serde_json::Value)>,
+    ) -> Result<()> {
         self.write(&mut tx, update).await?;
         if let Some((kind, text, metadata)) = note {
             let turn = self.turn.as_ref().map(|t| t.id.clone());
@@ -546,7 +608,7 @@ impl SessionActor {
             (
                 Exec::Idle,
                 SessionState::Created | SessionState::WaitingForInput | SessionState::Completed,
-            ) => self.begin_boot().await,
+            ) => self.begin_boot(None, false).await,
             (Exec::Idle, state) => Err(EngineError::Conflict(format!(
                 "the session is {}; resume it instead",
                 state.as_str()
@@ -592,27 +654,40 @@ impl SessionActor {
     }
 
     /// Binds the session to a new execution: new epoch, `STARTING`, boot as a child future.
-    async fn begin_boot(&mut self) -> Result<()> {
+    /// `prompt` is sent once the agent is ready; `fresh` opens a new conversation even
+    /// though a resume token exists.
+    pub(crate) async fn begin_boot(&mut self, prompt: Option<Message>, fresh: bool) -> Result<()> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let boot = self.bind_boot(&mut tx).await?;
+        tx.commit().await?;
+        self.spawn_boot(boot, prompt, fresh);
+        Ok(())
+    }
+
+    /// The writes of a start in the caller's transaction: a new epoch and `STARTING`.
+    async fn bind_boot(&mut self, tx: &mut WriteTx) -> Result<NewBoot> {
+        let first = self.session.state == SessionState::Created;
         let profile = self.profile().await?;
         let spec = self.launch_spec(profile.as_ref());
-        let mut tx = self.inner.store.begin_write().await?;
         let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
         self.session.epoch = epoch;
         self.write(
-            &mut tx,
+            tx,
             SessionUpdate { state: Some(SessionState::Starting), ..SessionUpdate::default() },
         )
         .await?;
-        tx.commit().await?;
+        Ok(NewBoot { epoch, first, spec })
+    }
+
+    /// Once [`Self::bind_boot`] is committed: prepares the working directory and boots the
+    /// agent as a child future.
+    fn spawn_boot(&mut self, boot: NewBoot, prompt: Option<Message>, fresh: bool) {
+        let NewBoot { epoch, first, spec } = boot;
         let cancel = CancellationToken::new();
-        self.exec = Exec::Booting { epoch, cancel: cancel.clone() };
+        self.exec = Exec::Booting { epoch, cancel: cancel.clone(), prompt };
         let plan = BootPlan {
             spec,
-            resume_token: if std::mem::take(&mut self.fresh_next) {
-                None
-            } else {
-                self.session.resume_token.clone()
-            },
+            resume_token: if fresh { None } else { self.session.resume_token.clone() },
             mode: self.session.session_mode.clone(),
             model: self.session.model.clone(),
             call_timeout: self.inner.config.call_timeout,
@@ -621,11 +696,15 @@ impl SessionActor {
         };
         let launcher = self.inner.launcher.clone();
         let inbox = self.sender();
+        let (inner, session) = (self.inner.clone(), self.session.clone());
         self.spawn(async move {
-            let result = boot::boot(launcher, plan, cancel).await.map(Box::new);
+            let prepared = crate::workdir::prepare_for_start(&inner, &session, first, &cancel);
+            let result = match prepared.await {
+                Ok(()) => boot::boot(launcher, plan, cancel).await.map(Box::new),
+                Err(failure) => Err(failure),
+            };
             let _ = inbox.send(Command::Booted { epoch, result }).await;
         });
-        Ok(())
     }
 
     async fn on_booted(
@@ -633,7 +712,13 @@ impl SessionActor {
         epoch: i64,
         result: std::result::Result<Box<Booted>, BootFailure>,
     ) {
-        let current = matches!(&self.exec, Exec::Booting { epoch: e, .. } if *e == epoch);
+        // The prompt waiting for this boot; `None` when the boot is no longer the current one.
+        let waiting = match &mut self.exec {
+            Exec::Booting { epoch: e, prompt, .. } if *e == epoch => Some(prompt.take()),
+            _ => None,
+        };
+        let current = waiting.is_some();
+        let prompt = waiting.flatten();
         match result {
             Ok(booted) if !current => {
                 booted.client.close();
@@ -645,9 +730,9 @@ impl SessionActor {
             }
             Err(_) if !current => {}
             Ok(booted) => {
-                let result = self.go_live(epoch, *booted).await;
+                let result = self.go_live(epoch, *booted, prompt.is_some()).await;
                 self.log("recording the started agent", result);
-                if let Some(message) = self.pending.take() {
+                if let Some(message) = prompt {
                     if let Err(err) = self.send_turn(message).await {
                         let text = format!("the message could not be sent to the agent: {err}");
                         let error =
@@ -667,13 +752,15 @@ impl SessionActor {
             }
             Err(failure) => {
                 self.exec = Exec::Idle;
-                let result = self.boot_failed(failure).await;
+                let result = self.boot_failed(failure, prompt.is_some()).await;
                 self.log("recording the failed start", result);
             }
         }
     }
 
-    async fn go_live(&mut self, epoch: i64, booted: Booted) -> Result<()> {
+    /// Records the ready agent; with `prompt_waiting` the session stays `STARTING` until the
+    /// waiting prompt opens its turn (`RUNNING`, rule 46).
+    async fn go_live(&mut self, epoch: i64, booted: Booted, prompt_waiting: bool) -> Result<()> {
         let Booted { client, events, control, conversation } = booted;
         let previous_token = self.session.resume_token.clone();
         let cancel = CancellationToken::new();
@@ -699,6 +786,10 @@ impl SessionActor {
             ordered,
         };
         self.exec = Exec::Live(live);
+        let idle_timeout = self.inner.config.idle_timeout;
+        if !idle_timeout.is_zero() {
+            self.after(idle_timeout, Command::IdleCheck { epoch });
+        }
         let agent_info = conversation.agent_info();
         let options: serde_json::Map<String, serde_json::Value> = conversation
             .config_options
@@ -707,7 +798,7 @@ impl SessionActor {
             .collect();
         let update = SessionUpdate {
             // With a prompt waiting, go straight on to RUNNING (no WAITING flash).
-            state: self.pending.is_none().then_some(SessionState::WaitingForInput),
+            state: (!prompt_waiting).then_some(SessionState::WaitingForInput),
             acp_session_id: Some(Some(acp_session_id.clone())),
             resume_token: Some(Some(acp_session_id)),
             session_mode: conversation.mode.clone().map(Some),
@@ -795,7 +886,7 @@ impl SessionActor {
         });
     }
 
-    async fn boot_failed(&mut self, failure: BootFailure) -> Result<()> {
+    async fn boot_failed(&mut self, failure: BootFailure, prompt_waiting: bool) -> Result<()> {
         let was_running_before = self.session.resume_token.is_some();
         let state =
             if was_running_before { SessionState::WaitingForInput } else { SessionState::Failed };
@@ -803,7 +894,6 @@ impl SessionActor {
             json!({ "epoch": self.session.epoch, "stderr": tail_lines(&failure.stderr, 20) }),
         );
         let error = self.error(failure.code, failure.message.clone(), details);
-        let pending = self.pending.take();
         let update = SessionUpdate {
             state: Some(state),
             last_error: Some(Some(error)),
@@ -815,10 +905,25 @@ impl SessionActor {
             json!({ "code": failure.code, "stderr": tail_lines(&failure.stderr, 20) }),
         );
         self.commit(update, Some(note)).await?;
-        if pending.is_some() {
+        if prompt_waiting {
             tracing::info!(session = %self.session.id, "a prompt was waiting for a start that failed; it stays in the transcript");
         }
         Ok(())
+    }
+
+    /// Cancels a start in progress; returns whether there was one, with the prompt that was
+    /// waiting for it.
+    pub(crate) fn cancel_boot(&mut self) -> Option<Option<Message>> {
+        match std::mem::replace(&mut self.exec, Exec::Idle) {
+            Exec::Booting { cancel, prompt, .. } => {
+                cancel.cancel();
+                Some(prompt)
+            }
+            other => {
+                self.exec = other;
+                None
+            }
+        }
     }
 
     /// Ends the live execution (if any). With `wait`, returns after the process is gone.
@@ -850,7 +955,8 @@ impl SessionActor {
                 {
                     tracing::error!(error = %err, "cannot record the stopped agent");
                 }
-                self.abandon_live_reset("the agent was stopped during the context reset").await;
+                // A live reset in flight is not settled here: on shutdown its stored intent
+                // is finished at the next startup (rule 45), like after `kill -9`.
             }
         }
     }
@@ -880,10 +986,11 @@ impl SessionActor {
         };
         let _ = tx.end_runtime(&self.session.id, epoch, "exited").await;
         let _ = tx.commit().await;
-        if self.turn.is_some() {
+        if let Some(internal) = self.turn.as_ref().map(|t| t.internal) {
             let error = self.error("agent_exited", message.clone(), details.clone());
             let result = self.finish_turn("agent_exited", Some((error, message)), None).await;
             self.log("closing the turn of an exited agent", result);
+            self.after_lost_turn(internal).await;
         } else if !exit.success() {
             let error = self.error("agent_exited", message.clone(), details);
             let result = self
@@ -920,34 +1027,51 @@ impl SessionActor {
                 return Ok(PromptOutcome::Queued(queued));
             }
         }
-        if self.resetting.is_some() && !request.queue {
-            return Err(EngineError::ResetInProgress(
-                "the agent's context is being reset; try again in a moment or queue the message"
-                    .into(),
-            ));
-        }
-        let idle = self.turn.is_none() && self.pending.is_none() && self.resetting.is_none();
-        let promptable =
-            !matches!(self.session.state, SessionState::Failed | SessionState::Cancelled);
-        if idle && promptable && queued_by == "user" {
+        if self.may_start_turn().is_ok() && queued_by == "user" {
             // on_turn_start may move the task first (and reset the context on the way).
             Box::pin(self.on_user_turn_start()).await?;
         }
-        let busy = self.turn.is_some() || self.pending.is_some() || self.resetting.is_some();
-        match self.session.state {
-            SessionState::Failed | SessionState::Cancelled => Err(EngineError::Conflict(format!(
-                "the session is {}; resume it (load or fresh) before sending messages",
-                self.session.state.as_str()
-            ))),
-            _ if busy && !request.queue => Err(EngineError::Busy(
-                "the agent is busy with a turn; wait, cancel it, or queue the message".into(),
-            )),
-            _ if busy => self.enqueue(&request, queued_by).await.map(PromptOutcome::Queued),
-            _ => self
+        match self.may_start_turn() {
+            Ok(()) => self
                 .record_and_send(request.content, request.client_message_id, None)
                 .await
                 .map(PromptOutcome::Sent),
+            Err(Closed::Ended(state)) => Err(EngineError::Conflict(format!(
+                "the session is {}; resume it (load or fresh) before sending messages",
+                state.as_str()
+            ))),
+            Err(Closed::Resetting) if !request.queue => Err(EngineError::ResetInProgress(
+                "the agent's context is being reset; try again in a moment or queue the message"
+                    .into(),
+            )),
+            Err(Closed::Turn) if !request.queue => Err(EngineError::Busy(
+                "the agent is busy with a turn; wait, cancel it, or queue the message".into(),
+            )),
+            Err(Closed::Starting) if !request.queue => Err(EngineError::Busy(
+                "the agent is starting; wait until it is ready, or queue the message".into(),
+            )),
+            Err(_) => self.enqueue(&request, queued_by).await.map(PromptOutcome::Queued),
         }
+    }
+
+    /// Rule 44, the one answer to "may a turn start now" for every admission path (a new
+    /// message, the queue's add, drain and auto-run, the queue at a turn's end, a workflow's
+    /// auto-start): not while a reset, a start or resume, or a turn (or its cancel) is in
+    /// progress, and not in `FAILED` or `CANCELLED`.
+    pub(crate) fn may_start_turn(&self) -> std::result::Result<(), Closed> {
+        if matches!(self.session.state, SessionState::Failed | SessionState::Cancelled) {
+            return Err(Closed::Ended(self.session.state));
+        }
+        if self.resetting.is_some() {
+            return Err(Closed::Resetting);
+        }
+        if self.turn.is_some() {
+            return Err(Closed::Turn);
+        }
+        if matches!(self.exec, Exec::Booting { .. }) {
+            return Err(Closed::Starting);
+        }
+        Ok(())
     }
 
     /// Records the user's message, then sends it, starting (or resuming) the agent first
@@ -960,6 +1084,10 @@ impl SessionActor {
         client_message_id: Option<String>,
         from_queue: Option<&QueuedPromptId>,
     ) -> Result<Message> {
+        if let Err(closed) = self.may_start_turn() {
+            // Callers check the gate first; this keeps a slip from recording a stray message.
+            return Err(EngineError::Conflict(format!("no turn can start now ({closed:?})")));
+        }
         let mut tx = self.inner.store.begin_write().await?;
         if let Some(id) = from_queue {
             tx.dequeue(&self.session.id, id).await?;
@@ -976,41 +1104,52 @@ impl SessionActor {
         };
         let message = tx.insert_message(&new).await?;
         publish::message_added(&mut tx, &self.session, &message).await?;
-        tx.commit().await?;
-        match &self.exec {
-            Exec::Live(_) => self.send_turn(message.clone()).await?,
-            Exec::Booting { .. } => self.pending = Some(message.clone()),
-            Exec::Idle => {
-                self.pending = Some(message.clone());
-                if let Err(err) = self.begin_boot().await {
-                    self.pending = None;
-                    return Err(err);
-                }
-            }
+        // The message, and the turn it opens or the start it waits for, in one transaction:
+        // nobody ever sees it recorded while the session still says WAITING_FOR_INPUT.
+        if matches!(self.exec, Exec::Live(_)) {
+            let turn = self.open_turn(&mut tx, &message).await?;
+            tx.commit().await?;
+            self.dispatch_turn(turn, message.clone());
+        } else {
+            let boot = self.bind_boot(&mut tx).await?;
+            tx.commit().await?;
+            self.spawn_boot(boot, Some(message.clone()), false);
         }
         Ok(message)
     }
 
     /// Opens the turn (`RUNNING`, rule 3) and sends the prompt as a child future.
     async fn send_turn(&mut self, message: Message) -> Result<()> {
-        let Exec::Live(live) = &self.exec else {
-            return Err(EngineError::Unavailable("the agent is not running".into()));
-        };
-        // The turn belongs to the session's current epoch (a context reset moves it on
-        // without a new execution).
-        let (epoch, client, acp_session_id) =
-            (self.session.epoch, live.client.clone(), live.acp_session_id.clone());
-        let ordered = live.ordered.clone();
         let mut tx = self.inner.store.begin_write().await?;
-        let turn_id = tx.open_turn(&self.session.id, epoch).await?;
+        let turn = self.open_turn(&mut tx, &message).await?;
+        tx.commit().await?;
+        self.dispatch_turn(turn, message);
+        Ok(())
+    }
+
+    /// The writes of a new turn in the caller's transaction: the turn row (in the session's
+    /// current epoch: a context reset moves it on without a new execution) and `RUNNING`.
+    async fn open_turn(&mut self, tx: &mut WriteTx, message: &Message) -> Result<TurnId> {
+        if !matches!(self.exec, Exec::Live(_)) {
+            return Err(EngineError::Unavailable("the agent is not running".into()));
+        }
+        let turn_id = tx.open_turn(&self.session.id, self.session.epoch).await?;
         self.write(
-            &mut tx,
+            tx,
             SessionUpdate { state: Some(SessionState::Running), ..SessionUpdate::default() },
         )
         .await?;
         let started = json!({ "session_id": self.session.id.to_string(), "turn_id": turn_id.to_string(), "message_id": message.id.to_string() });
         tx.emit(publish::session_topic(&self.session), "session.turn.started", started).await?;
-        tx.commit().await?;
+        Ok(turn_id)
+    }
+
+    /// Once [`Self::open_turn`] is committed: sends the prompt as a child future.
+    fn dispatch_turn(&mut self, turn_id: TurnId, message: Message) {
+        let Exec::Live(live) = &self.exec else { return };
+        let (epoch, client, acp_session_id) =
+            (self.session.epoch, live.client.clone(), live.acp_session_id.clone());
+        let ordered = live.ordered.clone();
         self.turn = Some(OpenTurn {
             id: turn_id.clone(),
             epoch,
@@ -1032,7 +1171,6 @@ impl SessionActor {
             let result = client.prompt(&acp_session_id, &[ContentBlock::text(text)]).await;
             let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
         });
-        Ok(())
     }
 
     /// Cancels the running turn for the engine's own purposes (rule 23): no status message,
@@ -1194,6 +1332,35 @@ impl SessionActor {
         });
     }
 
+    /// Issue 12 finding 9: an agent that has done nothing for the idle timeout (no turn, no
+    /// reset, no permission request waiting, no command) is stopped, as `session.stop` would;
+    /// the session keeps waiting for input with its token, and the next message resumes the
+    /// conversation with `session/load` (rule 28). Re-armed until then.
+    async fn on_idle_check(&mut self, epoch: i64) {
+        if self.live_epoch() != Some(epoch) {
+            return; // that execution is gone: its checks end with it
+        }
+        let timeout = self.inner.config.idle_timeout;
+        let idle_for = self.last_active.elapsed();
+        let busy = self.turn.is_some() || self.resetting.is_some() || !self.permissions.is_empty();
+        if busy || idle_for < timeout {
+            let wait = if busy { timeout } else { timeout - idle_for };
+            return self.after(wait, Command::IdleCheck { epoch });
+        }
+        self.stop_execution(false).await;
+        let minutes = timeout.as_secs_f64() / 60.0;
+        let note = format!(
+            "the agent was stopped after {minutes:.1} minutes without activity; the next message resumes the conversation"
+        );
+        let result = self
+            .commit(
+                SessionUpdate::default(),
+                Some((MessageKind::Status, note, json!({ "reason": "idle" }))),
+            )
+            .await;
+        self.log("noting an idle stop", result);
+    }
+
     /// Rule 40: one notice after a quiet stretch; a turn with no output at all fails.
     async fn on_stall_check(&mut self, epoch: i64, turn_id: TurnId) {
         let stall = self.inner.config.stall_after;
@@ -1215,9 +1382,11 @@ impl SessionActor {
                 "the agent produced no output for {minutes:.1} minutes, so the turn was ended; send the message again or restart the agent"
             );
             let error = self.error("turn_stalled", message.clone(), json!({ "epoch": epoch }));
+            let internal = self.turn.as_ref().is_some_and(|t| t.internal);
             self.stop_execution(false).await;
             let result = self.finish_turn("stalled", Some((error, message)), None).await;
-            return self.log("failing a silent turn", result);
+            self.log("failing a silent turn", result);
+            return self.after_lost_turn(internal).await;
         };
         let quiet = now.duration_since(last);
         if quiet < stall {
@@ -1252,7 +1421,6 @@ impl SessionActor {
                 "the agent's context is being reset; resume when it has finished".into(),
             ));
         }
-        self.pending = None;
         self.stop_execution(true).await;
         if matches!(self.session.state, SessionState::Starting) {
             self.commit(
@@ -1265,8 +1433,7 @@ impl SessionActor {
             .await?;
         }
         // Rule 31: the saved token stays until a new conversation has replaced it.
-        self.fresh_next = fresh;
-        self.begin_boot().await
+        self.begin_boot(None, fresh).await
     }
 
     async fn on_turn_done(
@@ -1316,6 +1483,16 @@ impl SessionActor {
             }
         }
         self.drain_queue().await;
+    }
+
+    /// A turn that ended with its agent (a crash, a stall): a reset waiting for it goes on
+    /// without the agent (rule 21). The queue is not drained, which would restart an agent
+    /// that just failed; the next message does.
+    async fn after_lost_turn(&mut self, internal: bool) {
+        if internal && self.resetting.is_some() {
+            let result = self.continue_reset().await;
+            self.log("continuing the context reset", result);
+        }
     }
 
     async fn step_counts_cancel(&self) -> bool {
@@ -1461,13 +1638,8 @@ impl SessionActor {
     }
 
     async fn take_next_queued(&mut self) {
-        let idle = self.turn.is_none() && self.pending.is_none();
-        let promptable = matches!(
-            self.session.state,
-            SessionState::WaitingForInput | SessionState::Completed | SessionState::Created
-        );
-        if !idle || !promptable {
-            return;
+        if self.may_start_turn().is_err() {
+            return; // it runs when the operation in progress settles (rule 44)
         }
         let result: Result<()> = async {
             let Some(next) =
@@ -1487,9 +1659,10 @@ impl SessionActor {
 
     async fn cancel(&mut self) -> Result<()> {
         if self.turn.is_none() && matches!(self.exec, Exec::Booting { .. }) {
-            // Rule 32: cancel stops exactly this start attempt and sends no prompt.
-            self.pending = None;
+            // Rule 32: cancel stops exactly this start attempt and sends no prompt; rule 10:
+            // what was queued behind it does not start behind the user's back either.
             self.stop_execution(false).await;
+            self.turn_auto_run_off_if_queued().await?;
             let note = ("start cancelled".to_owned(), json!({ "reason": "cancelled" }));
             let update = SessionUpdate {
                 state: Some(SessionState::WaitingForInput),
@@ -1498,8 +1671,7 @@ impl SessionActor {
             return self.commit(update, Some((MessageKind::Status, note.0, note.1))).await;
         }
         let Some(turn) = self.turn.as_mut() else {
-            // Nothing runs: reconcile a stale RUNNING (rule 14) and drop a waiting prompt.
-            self.pending = None;
+            // Nothing runs: reconcile a stale RUNNING (rule 14).
             if self.session.state == SessionState::Running {
                 self.commit(
                     SessionUpdate {
@@ -1512,16 +1684,14 @@ impl SessionActor {
             }
             return Ok(());
         };
-        if turn.cancelling {
-            return Ok(()); // joins the cancel in flight (rule 15)
-        }
+        let joining = turn.cancelling;
         turn.cancelling = true;
         let (turn_id, epoch) = (turn.id.clone(), turn.epoch);
-        let queue_waiting = !self.inner.store.list_queue(&self.session.id).await?.is_empty();
-        if queue_waiting && self.session.auto_run {
-            // Rule 10: the next entry must not start behind the user's back.
-            self.commit(SessionUpdate { auto_run: Some(false), ..SessionUpdate::default() }, None)
-                .await?;
+        // Rule 10, also when the user's cancel joins one in flight (the engine's own, for a
+        // context reset: what is queued must not start behind the user's back after it).
+        self.turn_auto_run_off_if_queued().await?;
+        if joining {
+            return Ok(()); // joins the cancel in flight (rule 15)
         }
         let mut tx = self.inner.store.begin_write().await?;
         self.expire_permissions(&mut tx, "cancelled").await?;
@@ -1535,6 +1705,17 @@ impl SessionActor {
             });
         }
         self.after(self.inner.config.cancel_timeout, Command::EscalateCancel { epoch, turn_id });
+        Ok(())
+    }
+
+    /// Rule 10: after a user's cancel, the next queued entry must not start behind the
+    /// user's back.
+    async fn turn_auto_run_off_if_queued(&mut self) -> Result<()> {
+        let queue_waiting = !self.inner.store.list_queue(&self.session.id).await?.is_empty();
+        if queue_waiting && self.session.auto_run {
+            self.commit(SessionUpdate { auto_run: Some(false), ..SessionUpdate::default() }, None)
+                .await?;
+        }
         Ok(())
     }
 
@@ -1560,7 +1741,6 @@ impl SessionActor {
 
     async fn stop(&mut self, reply: Reply<()>) {
         let note = self.turn.is_some().then(|| "agent stopped".to_owned());
-        self.pending = None;
         let control = match std::mem::replace(&mut self.exec, Exec::Idle) {
             Exec::Live(live) => {
                 live.cancel.cancel();

@@ -75,7 +75,7 @@ pub struct BootFailure {
 }
 
 impl BootFailure {
-    fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: &'static str, message: impl Into<String>) -> Self {
         BootFailure { code, message: message.into(), stderr: String::new(), details: Map::new() }
     }
 

@@ -58,6 +58,11 @@ pub struct EngineConfig {
     pub stall_after: Duration,
     /// Bound of a live context reset with the agent (rule 25).
     pub reset_timeout: Duration,
+    /// Longest a repository's setup script may run before it is killed.
+    pub setup_timeout: Duration,
+    /// An agent idle this long (no turn, reset or command) is stopped; the next message
+    /// resumes it. Zero: never.
+    pub idle_timeout: Duration,
 }
 
 impl EngineConfig {
@@ -71,6 +76,8 @@ impl EngineConfig {
             queue_cap: 10,
             stall_after: Duration::from_secs(5 * 60),
             reset_timeout: Duration::from_secs(10),
+            setup_timeout: workdir::SETUP_TIMEOUT,
+            idle_timeout: Duration::from_secs(30 * 60),
         }
     }
 }
@@ -199,26 +206,38 @@ impl Engine {
         answer.await.map_err(|_| EngineError::gone())?
     }
 
+    /// Runs `work` as the engine's own task and waits for it: a caller that goes away (an
+    /// HTTP client disconnecting) never leaves it half done (rule 33).
+    pub async fn run_detached<T: Send + 'static>(
+        &self,
+        work: impl std::future::Future<Output = T> + Send + 'static,
+    ) -> Result<T> {
+        self.inner.tracker.spawn(work).await.map_err(|_| EngineError::gone())
+    }
+
     /// Creates a session for a task and starts its agent; `prompt`, if any, is its first turn.
+    /// Answers once the start is accepted (`STARTING`, rule 46): preparing the working
+    /// directory (worktrees, setup script) is part of the start, in the session's own work.
     pub async fn launch(
         &self,
         task_id: &TaskId,
         profile_id: Option<AgentProfileId>,
         prompt: Option<String>,
     ) -> Result<Session> {
-        let session = actor::create_session(&self.inner, task_id, profile_id).await?;
-        if session.state == kandev_domain::session::SessionState::Failed {
-            // Its working directory could not be prepared; `last_error` says why.
-            return Ok(session);
-        }
-        match prompt {
-            Some(content) => {
-                let request = PromptRequest { content, client_message_id: None, queue: true };
-                self.prompt(&session.id, request).await?;
+        let engine = self.clone();
+        let task_id = task_id.clone();
+        self.run_detached(async move {
+            let session = actor::create_session(&engine.inner, &task_id, profile_id).await?;
+            match prompt {
+                Some(content) => {
+                    let request = PromptRequest { content, client_message_id: None, queue: true };
+                    engine.prompt(&session.id, request).await?;
+                }
+                None => engine.ask(&session.id, |reply| Command::Start { reply }).await?,
             }
-            None => self.ask(&session.id, |reply| Command::Start { reply }).await?,
-        }
-        Ok(self.inner.store.get_session(&session.id).await?)
+            Ok(engine.inner.store.get_session(&session.id).await?)
+        })
+        .await?
     }
 
     pub async fn prompt(&self, id: &SessionId, request: PromptRequest) -> Result<PromptOutcome> {
@@ -264,12 +283,6 @@ impl Engine {
             return Ok(None);
         }
         let session = self.primary_session_for(&task, &step).await?;
-        if self.inner.store.get_session(&session).await?.state
-            == kandev_domain::session::SessionState::Failed
-        {
-            // Its working directory could not be prepared; `last_error` says why.
-            return Ok(Some(self.inner.store.get_session(&session).await?));
-        }
         let cause = workflow_exec::EntryCause::Created;
         let to = step.id.clone();
         self.ask(&session, |reply| Command::StepEntered {

@@ -22,24 +22,30 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex, Weak};
 use std::time::Duration;
 
-use kandev_domain::session::SessionState;
 use kandev_domain::task::Task;
-use kandev_domain::transcript::{LastError, MessageKind, Session};
+use kandev_domain::transcript::{MessageKind, Session};
 use kandev_domain::workspace::Repository;
 use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::confine::{self, PathError, RelPath};
 use kandev_runtime::git::{self, GitError, OnExistingBranch, WorktreeSpec};
-use kandev_store::{NewWorktree, SessionUpdate, StoreError, WorktreeRecord};
+use kandev_store::{NewWorktree, StoreError, WorktreeRecord};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::actor::add_message;
+use crate::boot::BootFailure;
 use crate::{Engine, EngineError, Inner, Result, publish};
 
 /// Most bytes of a file `task.file.read` returns.
 pub const MAX_READ_BYTES: usize = 1024 * 1024;
 
-/// Longest a repository's setup script may run before it is killed.
+/// Default of how long a repository's setup script may run before it is killed
+/// (`EngineConfig::setup_timeout`, `kandev serve --setup-timeout`).
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Most bytes of a setup script's output streamed into its transcript message while it
+/// runs; the last lines are shown when it ends either way.
+const SETUP_STREAM_LIMIT: usize = 64 * 1024;
 
 /// Most entries listed for the plain folder of a task without a repository.
 pub const MAX_PLAIN_ENTRIES: usize = 10_000;
@@ -383,6 +389,11 @@ impl Engine {
         force: bool,
     ) -> Result<WorktreeRemoval> {
         let home = &self.inner.config.home;
+        // A start in progress holds the task's lock while it prepares the worktree (a setup
+        // script may run for minutes): stop it first, which cancels it and frees the lock.
+        // A start accepted meanwhile waits for the lock and is stopped under it; one after
+        // the removal makes the worktree again. No agent ever starts in a removed worktree.
+        self.stop_task_sessions(task_id).await?;
         let _guard = lock_task(home, task_id).await;
         self.stop_task_sessions(task_id).await?;
         let mut removal = WorktreeRemoval::default();
@@ -501,23 +512,53 @@ pub(crate) async fn plan(inner: &Inner, task: &Task) -> Result<Plan> {
     Ok(Plan { cwd, repositories })
 }
 
-/// Creates (or reuses) the planned worktrees and runs setup scripts that have not run yet,
-/// telling the session's transcript. A failure the user must fix (a repository that is
-/// gone, a missing base branch, no commits, a failing setup script) marks the session
-/// `FAILED` with a readable `last_error`; the returned session says which. Worktrees of
-/// other repositories that were prepared stay, recorded, for the next session.
-pub(crate) async fn prepare(
+/// Prepares the working directory a session's agent is about to start in: the task's
+/// worktrees are made (or reused, or made again when they vanished) and setup scripts that
+/// have not succeeded yet run, their output streamed into the transcript. It runs inside the
+/// session's start (a child future of its actor), under the task's lock, so `session.stop`
+/// cancels it (killing a setup script's process group), a client going away does not, and
+/// an archive waits for it or cancels it instead of removing a worktree under a new agent.
+/// `first` (the session's first start) announces a reused worktree. A failure the user must
+/// fix (a repository that is gone, a missing base branch, no commits, a failing setup
+/// script) is a [`BootFailure`] with a readable message; worktrees of other repositories
+/// that were prepared stay, recorded, for the next start.
+pub(crate) async fn prepare_for_start(
     inner: &Inner,
-    task: &Task,
-    session: Session,
-    plan: Plan,
-) -> Result<Session> {
+    session: &Session,
+    first: bool,
+    cancel: &CancellationToken,
+) -> std::result::Result<(), BootFailure> {
+    let stopped = || BootFailure::new("cancelled", "the start was cancelled");
+    let unusable = |err: EngineError| {
+        BootFailure::new("worktree_failed", format!("cannot prepare the working directory: {err}"))
+    };
+    let _lock = tokio::select! {
+        _ = cancel.cancelled() => return Err(stopped()),
+        lock = lock_task(&inner.config.home, &session.task_id) => lock,
+    };
+    let task = inner.store.get_task(&session.task_id).await.map_err(|e| unusable(e.into()))?;
+    let plan = plan(inner, &task).await.map_err(unusable)?;
+    let cwd = plan.cwd().display().to_string();
+    if cwd != session.cwd {
+        return Err(BootFailure::new(
+            "worktree_failed",
+            format!(
+                "the task's working directory is now {cwd}, not {}; start a new session for it",
+                session.cwd
+            ),
+        ));
+    }
     for planned in plan.repositories {
-        if let Err(failure) = prepare_repository(inner, task, &session, planned).await? {
-            return fail(inner, session, failure).await;
+        if cancel.is_cancelled() {
+            return Err(stopped());
+        }
+        match prepare_repository(inner, &task, session, planned, first, cancel).await {
+            Ok(Ok(())) => {}
+            Ok(Err(failure)) => return Err(failure.into_boot()),
+            Err(err) => return Err(unusable(err)),
         }
     }
-    Ok(session)
+    Ok(())
 }
 
 /// Why a session could not start, for its `last_error`.
@@ -527,26 +568,40 @@ struct Failure {
     details: serde_json::Value,
 }
 
+impl Failure {
+    fn into_boot(self) -> BootFailure {
+        let mut failure = BootFailure::new(self.code, self.message);
+        if let serde_json::Value::Object(details) = self.details {
+            failure.details = details;
+        }
+        failure
+    }
+}
+
 async fn prepare_repository(
     inner: &Inner,
     task: &Task,
     session: &Session,
     planned: Planned,
+    first: bool,
+    cancel: &CancellationToken,
 ) -> Result<std::result::Result<(), Failure>> {
     let Planned { repository, existing, path } = planned;
     let record = match existing {
         Some(record) if exists(&record.path).await => {
-            let text = format!(
-                "working in the task's worktree {} on branch {}",
-                record.path, record.branch
-            );
-            let metadata = json!({
-                "reason": "worktree_reused",
-                "repository_id": repository.id.to_string(),
-                "path": record.path,
-                "branch": record.branch,
-            });
-            status(inner, session, &text, metadata).await?;
+            if first {
+                let text = format!(
+                    "working in the task's worktree {} on branch {}",
+                    record.path, record.branch
+                );
+                let metadata = json!({
+                    "reason": "worktree_reused",
+                    "repository_id": repository.id.to_string(),
+                    "path": record.path,
+                    "branch": record.branch,
+                });
+                status(inner, session, &text, metadata).await?;
+            }
             record
         }
         stale => {
@@ -581,29 +636,73 @@ async fn prepare_repository(
         tx.commit().await?;
         return Ok(Ok(()));
     }
-    let ran =
-        git::run_setup_script(Path::new(&record.path), &repository.setup_script, SETUP_TIMEOUT)
-            .await;
-    match ran {
-        Ok(output) => {
+    run_setup(inner, session, &repository, &record, cancel).await
+}
+
+/// Runs a repository's setup script in its worktree, streaming its output into one
+/// transcript message that ends up saying how the script ended.
+async fn run_setup(
+    inner: &Inner,
+    session: &Session,
+    repository: &Repository,
+    record: &WorktreeRecord,
+    cancel: &CancellationToken,
+) -> Result<std::result::Result<(), Failure>> {
+    let name = &repository.name;
+    let metadata = |outcome: &str, exit_code: Option<i32>| {
+        json!({
+            "reason": "setup_script",
+            "repository_id": repository.id.to_string(),
+            "status": outcome,
+            "exit_code": exit_code,
+        })
+    };
+    let mut tx = inner.store.begin_write().await?;
+    let running = format!("setup script of {name} running:\n");
+    let message = add_message(
+        &mut tx,
+        session,
+        None,
+        MessageKind::Status,
+        &running,
+        metadata("running", None),
+    )
+    .await?;
+    tx.commit().await?;
+    let (live, chunks) = tokio::sync::mpsc::channel(64);
+    let timeout = inner.config.setup_timeout;
+    let script = &repository.setup_script;
+    let run = git::run_setup_script_streaming(Path::new(&record.path), script, timeout, Some(live));
+    let ran = tokio::select! {
+        // Dropping the script's future kills its process group.
+        _ = cancel.cancelled() => None,
+        (ran, streamed) = async { tokio::join!(run, stream_output(inner, session, &message, chunks)) } => {
+            if let Err(err) = streamed {
+                tracing::warn!(error = %err, "streaming the setup script's output failed");
+            }
+            Some(ran)
+        }
+    };
+    let (text, outcome, result) = match ran {
+        None => (
+            format!("setup script of {name} was stopped; it runs again at the next start"),
+            metadata("stopped", None),
+            Err(Failure {
+                code: "cancelled",
+                message: "the start was cancelled".into(),
+                details: json!({}),
+            }),
+        ),
+        Some(Ok(output)) => {
             let shown = output.output.trim_end();
             let text = if shown.is_empty() {
-                format!("setup script of {} finished (exit code 0, no output)", repository.name)
+                format!("setup script of {name} finished (exit code 0, no output)")
             } else {
-                format!("setup script of {} finished (exit code 0):\n{shown}", repository.name)
+                format!("setup script of {name} finished (exit code 0):\n{shown}")
             };
-            let metadata = json!({
-                "reason": "setup_script",
-                "repository_id": repository.id.to_string(),
-                "exit_code": output.exit_code,
-            });
-            let mut tx = inner.store.begin_write().await?;
-            tx.mark_worktree_setup_done(&record.id).await?;
-            add_message(&mut tx, session, None, MessageKind::Status, &text, metadata).await?;
-            tx.commit().await?;
-            Ok(Ok(()))
+            (text, metadata("finished", Some(output.exit_code)), Ok(()))
         }
-        Err(err) => {
+        Some(Err(err)) => {
             let (exit_code, output) = match &err {
                 GitError::SetupFailed { exit_code, output_tail } => {
                     (*exit_code, output_tail.clone())
@@ -611,18 +710,57 @@ async fn prepare_repository(
                 GitError::SetupTimedOut { output_tail, .. } => (None, output_tail.clone()),
                 _ => (None, String::new()),
             };
-            Ok(Err(Failure {
+            let failure = Failure {
                 code: "setup_script_failed",
-                message: format!("repository {}: {err}", repository.name),
+                message: format!("repository {name}: {err}"),
                 details: json!({
                     "repository_id": repository.id.to_string(),
                     "exit_code": exit_code,
                     "output": output,
                     "worktree": record.path,
                 }),
-            }))
+            };
+            let text = format!("setup script of {name} failed: {err}");
+            (text, metadata("failed", exit_code), Err(failure))
         }
+    };
+    let mut tx = inner.store.begin_write().await?;
+    if result.is_ok() {
+        tx.mark_worktree_setup_done(&record.id).await?;
     }
+    let message = tx.set_message(&message.id, Some(&text), &outcome.to_string()).await?;
+    publish::message_changed(&mut tx, session, &message).await?;
+    tx.commit().await?;
+    Ok(result)
+}
+
+/// Appends what a running setup script writes to its transcript message, in batches, up to
+/// [`SETUP_STREAM_LIMIT`] bytes.
+async fn stream_output(
+    inner: &Inner,
+    session: &Session,
+    message: &kandev_domain::transcript::Message,
+    mut chunks: tokio::sync::mpsc::Receiver<String>,
+) -> Result<()> {
+    let mut streamed = 0;
+    while let Some(first) = chunks.recv().await {
+        let mut batch = first;
+        while let Ok(more) = chunks.try_recv() {
+            batch.push_str(&more);
+        }
+        if streamed >= SETUP_STREAM_LIMIT {
+            continue; // keep draining so the script is never held up
+        }
+        streamed += batch.len();
+        if streamed >= SETUP_STREAM_LIMIT {
+            batch.push_str("\n[more output; its last lines are shown when the script ends]");
+        }
+        let mut tx = inner.store.begin_write().await?;
+        let updated = tx.append_message(&message.id, &batch).await?;
+        publish::message_appended(&mut tx, session, &updated, &batch).await?;
+        tx.commit().await?;
+    }
+    Ok(())
 }
 
 /// The branch a new worktree of the task starts from. The task's own branch (from its
@@ -715,41 +853,6 @@ async fn create(
             Err(err)
         }
     }
-}
-
-/// Marks a new session `FAILED` with `last_error`, and says why in its transcript.
-async fn fail(inner: &Inner, session: Session, failure: Failure) -> Result<Session> {
-    session
-        .state
-        .transition(SessionState::Failed)
-        .map_err(|e| EngineError::Conflict(e.to_string()))?;
-    let error = LastError {
-        code: failure.code.to_owned(),
-        message: failure.message.clone(),
-        details: Some(failure.details.to_string()),
-        at: inner.store.now(),
-    };
-    let update = SessionUpdate {
-        state: Some(SessionState::Failed),
-        last_error: Some(Some(error)),
-        ..SessionUpdate::default()
-    };
-    let mut tx = inner.store.begin_write().await?;
-    let session = tx.update_session(&session.id, session.epoch, &update).await?;
-    publish::session_event(&mut tx, &session, "session.state_changed").await?;
-    let last_error = session.last_error.as_ref().map(kandev_api_types::LastErrorDto::from);
-    tx.emit(
-        publish::session_topic(&session),
-        "session.error",
-        json!({ "session_id": session.id.to_string(), "last_error": last_error }),
-    )
-    .await?;
-    publish::sync_task(&mut tx, &session).await?;
-    let metadata = json!({ "code": failure.code, "details": failure.details });
-    add_message(&mut tx, &session, None, MessageKind::Error, &failure.message, metadata).await?;
-    tx.commit().await?;
-    tracing::info!(session = %session.id, code = failure.code, "the session's working directory could not be prepared");
-    Ok(session)
 }
 
 async fn status(

@@ -9,13 +9,13 @@ use std::collections::VecDeque;
 use kandev_api_types::TaskDto;
 use kandev_domain::session::SessionState;
 use kandev_domain::task::Task;
-use kandev_domain::transcript::MessageKind;
+use kandev_domain::transcript::{LastError, MessageKind};
 use kandev_domain::workflow::{Action, Step, Trigger, Workflow, first_move, step_prompt};
 use kandev_domain::{StepId, TaskId};
-use kandev_store::SessionUpdate;
+use kandev_store::{ResetIntent, SessionUpdate};
 use serde_json::json;
 
-use crate::actor::SessionActor;
+use crate::actor::{SessionActor, add_message};
 use crate::{EngineError, Inner, PromptRequest, Result, publish};
 
 /// Why a task entered a step.
@@ -219,6 +219,12 @@ impl SessionActor {
         if self.resetting.is_some() {
             return Err(EngineError::ResetInProgress("a context reset is already running".into()));
         }
+        // Rule 45: stored before any agent is contacted, deleted when the reset settles.
+        let cause = if reset.step.is_some() { reset.cause.as_str() } else { USER_RESET };
+        let mut tx = self.inner.store.begin_write().await?;
+        let step = reset.step.as_ref().map(|s| &s.id);
+        tx.record_reset(&self.session.id, step, self.session.epoch, cause).await?;
+        tx.commit().await?;
         if self.cancel_internally() {
             reset.waiting_for_turn = true;
             self.resetting = Some(reset);
@@ -237,9 +243,26 @@ impl SessionActor {
         if self.start_live_reset() {
             return Ok(()); // the result comes back as Command::ResetDone
         }
-        self.stop_execution(false).await; // a start in progress is superseded
+        // A start in progress is superseded: it starts again below, on a new conversation,
+        // with the prompt that was waiting for it (the session stays STARTING, rule 46).
+        let restart = self.cancel_boot();
+        let cleared = self.forget_conversation().await;
+        if let Some(prompt) = restart {
+            self.begin_boot(prompt, cleared.is_ok()).await?;
+        }
+        match cleared {
+            Ok(()) => self.reset_succeeded(None).await,
+            Err(err) => {
+                self.reset_failed(format!("the old conversation could not be cleared: {err}")).await
+            }
+        }
+    }
+
+    /// The lazy reset (rule 21): a new epoch, no token, no conversation id, no context window.
+    async fn forget_conversation(&mut self) -> Result<()> {
         let mut tx = self.inner.store.begin_write().await?;
         let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
+        let before = self.session.epoch;
         self.session.epoch = epoch;
         let update = SessionUpdate {
             acp_session_id: Some(None),
@@ -247,39 +270,34 @@ impl SessionActor {
             context_window: Some(None),
             ..SessionUpdate::default()
         };
-        let result = self.write(&mut tx, update).await;
-        match result {
-            Ok(()) => {
-                tx.commit().await?;
-                self.reset_succeeded(None).await
-            }
-            Err(err) => {
-                drop(tx);
-                self.reset_failed(format!("the old conversation could not be cleared: {err}")).await
-            }
+        let written = match self.write(&mut tx, update).await {
+            Ok(()) => tx.commit().await.map(drop).map_err(EngineError::from),
+            Err(err) => Err(err),
+        };
+        if written.is_err() {
+            self.session.epoch = before; // nothing was committed
         }
+        written
     }
 
     /// After a successful reset: a divider in the transcript, then the waiting actions.
     pub(crate) async fn reset_succeeded(&mut self, note: Option<&str>) -> Result<()> {
         let Some(reset) = self.resetting.take() else { return Ok(()) };
-        let text = match &reset.step {
-            Some(step) => format!(
-                "context reset for step {}: the agent starts a fresh conversation",
-                step.name
-            ),
-            None => "context reset: the agent starts a fresh conversation".to_owned(),
-        };
+        let text = divider(reset.step.as_ref());
         let text = note.map(|n| format!("{text} ({n})")).unwrap_or(text);
-        self.commit(
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.clear_reset(&self.session.id).await?;
+        self.commit_tx(
+            tx,
             SessionUpdate::default(),
             Some((MessageKind::Status, text, json!({ "reason": "context_reset" }))),
         )
         .await?;
-        match reset.step {
-            Some(step) => self.run_entry_actions(step, reset.then, reset.cause).await?,
-            None => self.drain_queue().await,
+        if let Some(step) = reset.step {
+            self.run_entry_actions(step, reset.then, reset.cause).await?;
         }
+        // What waited for the reset runs now, unless a step prompt just took the turn.
+        self.drain_queue().await;
         Ok(())
     }
 
@@ -299,16 +317,118 @@ impl SessionActor {
             message.clone(),
             json!({ "step": step_name, "epoch": self.session.epoch }),
         );
+        // Only a state nothing backs any more goes back to waiting (rule 46).
         let state = match self.session.state {
-            SessionState::Starting | SessionState::Running => Some(SessionState::WaitingForInput),
+            SessionState::Starting if !self.is_booting() => Some(SessionState::WaitingForInput),
+            SessionState::Running if self.turn.is_none() => Some(SessionState::WaitingForInput),
             _ => None,
         };
         let update =
             SessionUpdate { state, last_error: Some(Some(error)), ..SessionUpdate::default() };
-        self.commit(
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.clear_reset(&self.session.id).await?;
+        self.commit_tx(
+            tx,
             update,
             Some((MessageKind::Error, message, json!({ "code": "workflow_context_reset_failed" }))),
         )
         .await
     }
+}
+
+/// The cause stored for the user's reset button.
+const USER_RESET: &str = "user";
+
+/// The transcript's divider after a reset.
+fn divider(step: Option<&Step>) -> String {
+    match step {
+        Some(step) => {
+            format!("context reset for step {}: the agent starts a fresh conversation", step.name)
+        }
+        None => "context reset: the agent starts a fresh conversation".to_owned(),
+    }
+}
+
+/// Rule 45: a reset that was accepted but never settled (the server stopped in the middle,
+/// gracefully or not) is finished at startup, without any agent: a new epoch, no token, no
+/// conversation id or context window, the divider, then what the step does after the reset
+/// (plan mode, session mode, and its prompt queued once, `queued_by = workflow`; no agent is
+/// started, rule 42). When the step no longer exists it is recorded as failed (rule 25).
+/// Clearing the stored intent is part of the same transaction, so it happens once.
+pub(crate) async fn settle_after_restart(inner: &Inner, intent: &ResetIntent) -> Result<()> {
+    let session = inner.store.get_session(&intent.session_id).await?;
+    let task = inner.store.get_task(&session.task_id).await?;
+    let workflow = inner.store.get_workflow(&task.workflow_id).await?;
+    let step = intent.step_id.as_ref().and_then(|id| workflow.step(id)).cloned();
+    let mut tx = inner.store.begin_write().await?;
+    tx.clear_reset(&session.id).await?;
+    if intent.step_id.is_some() && step.is_none() {
+        let message = "the context reset of a step that no longer exists failed: the server \
+                       stopped during it; the step prompt was not sent"
+            .to_owned();
+        let error = LastError {
+            code: "workflow_context_reset_failed".into(),
+            message: message.clone(),
+            details: Some(
+                json!({ "step": null, "epoch": session.epoch, "cause": "server_restart" })
+                    .to_string(),
+            ),
+            at: inner.store.now(),
+        };
+        let update = SessionUpdate { last_error: Some(Some(error)), ..SessionUpdate::default() };
+        let session = tx.update_session(&session.id, session.epoch, &update).await?;
+        publish::session_event(&mut tx, &session, "session.updated").await?;
+        let last_error = session.last_error.as_ref().map(kandev_api_types::LastErrorDto::from);
+        tx.emit(
+            publish::session_topic(&session),
+            "session.error",
+            json!({ "session_id": session.id.to_string(), "last_error": last_error }),
+        )
+        .await?;
+        let metadata = json!({ "code": "workflow_context_reset_failed" });
+        add_message(&mut tx, &session, None, MessageKind::Error, &message, metadata).await?;
+        tx.commit().await?;
+        return Ok(());
+    }
+    let epoch = tx.bump_epoch(&session.id, session.epoch).await?;
+    let mut update = SessionUpdate {
+        acp_session_id: Some(None),
+        resume_token: Some(None),
+        context_window: Some(None),
+        ..SessionUpdate::default()
+    };
+    let mut prompt = None;
+    if let Some(step) = &step {
+        let after_reset = step
+            .events
+            .on_enter
+            .iter()
+            .skip_while(|a| !matches!(a, Action::ResetAgentContext))
+            .skip(1);
+        for action in after_reset {
+            match action {
+                Action::EnablePlanMode => update.plan_mode = Some(true),
+                Action::DisablePlanMode => update.plan_mode = Some(false),
+                Action::SetSessionMode { mode_id } => {
+                    update.session_mode = Some(Some(mode_id.clone()))
+                }
+                Action::AutoStartAgent if intent.cause != EntryCause::TurnStart.as_str() => {
+                    prompt = Some(step_prompt(step, &task.prompt()))
+                }
+                _ => {}
+            }
+        }
+    }
+    let session = tx.update_session(&session.id, epoch, &update).await?;
+    publish::session_event(&mut tx, &session, "session.updated").await?;
+    let text = format!("{} (finished after the server restarted)", divider(step.as_ref()));
+    let metadata = json!({ "reason": "context_reset" });
+    add_message(&mut tx, &session, None, MessageKind::Status, &text, metadata).await?;
+    if let Some(prompt) = prompt {
+        tx.enqueue(&session.id, &prompt, None, "workflow").await?;
+        let queue = tx.list_queue(&session.id).await?;
+        publish::queue_changed(&mut tx, &session, &queue).await?;
+    }
+    tx.commit().await?;
+    Ok(())
 }

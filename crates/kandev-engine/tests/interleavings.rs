@@ -21,6 +21,11 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{Connection, SqliteConnection};
 
 const SESSIONS: usize = 3;
+/// Seeds that failed the rule-48 check, on the engine before issue 12 (128, 422) or while
+/// the check was written, run first in every search; most failed only among the other
+/// schedules of their lane, under thread contention (docs/lifecycle.md, "Rule 48: the
+/// seeds", says what each found).
+const REGRESSION_SEEDS: [u64; 10] = [128, 422, 113, 114, 130, 293, 421, 538, 604, 1413];
 const STEPS: usize = 14;
 /// Schedules running side by side.
 const LANES: usize = 2;
@@ -261,6 +266,146 @@ fn expected(err: EngineError) {
     }
 }
 
+/// A session that still runs, starts or resets something, if any: a cancel in progress has
+/// its turn open, a start `STARTING`, a reset in progress its stored intent (rule 45). Read
+/// right after a barrier (see [`check_rule_48`]), this is what the engine itself thinks.
+async fn unsettled(
+    db: &mut SqliteConnection,
+    sessions: &[SessionId],
+) -> Result<Option<String>, String> {
+    for session in sessions {
+        let (state, open, resetting): (String, i64, i64) = sqlx::query_as(
+            "SELECT state, (SELECT COUNT(*) FROM turns WHERE session_id = s.id AND completed_at IS NULL), \
+             (SELECT COUNT(*) FROM session_resets WHERE session_id = s.id) FROM sessions s WHERE id = ?",
+        )
+        .bind(session.as_str())
+        .fetch_one(&mut *db)
+        .await
+        .map_err(|e| e.to_string())?;
+        if open + resetting > 0 || matches!(state.as_str(), "STARTING" | "RUNNING") {
+            return Ok(Some(format!(
+                "{session} is {state} with {open} open turns and {resetting} resets"
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// How many of the sessions have answered their rule-48 message, in a turn that ended.
+async fn answered(db: &mut SqliteConnection, task: &TaskId) -> Result<i64, String> {
+    sqlx::query_scalar(
+        "SELECT COUNT(DISTINCT s.id) FROM messages m JOIN sessions s ON s.id = m.session_id \
+         JOIN turns t ON t.id = m.turn_id \
+         WHERE s.task_id = ? AND m.kind = 'agent' AND m.content LIKE 'echo: rule 48 %' \
+         AND t.completed_at IS NOT NULL",
+    )
+    .bind(task.as_str())
+    .fetch_one(&mut *db)
+    .await
+    .map_err(|e| e.to_string())
+}
+
+/// Lets a little real time pass: the SQLite worker threads run on real time, and virtual
+/// time racing ahead of them would fire the pools' acquire timeouts (which use tokio's
+/// clock) and fail writes that real time would have let through.
+async fn real_pause() {
+    let _ = tokio::task::spawn_blocking(|| std::thread::sleep(Duration::from_millis(2))).await;
+}
+
+/// Rule 48: once every cancel has settled and no reset, resume or delete is in progress, a
+/// new message to a session always runs: it is sent to the agent (nothing is in the way) and
+/// its turn ends. Cancels every session and lets time pass until nothing runs, starts or
+/// resets, then sends each session a message (queueing off: any refusal is a failure) and
+/// waits for its answer.
+async fn check_rule_48(world: &mut World, db: &mut SqliteConnection) -> Result<(), String> {
+    // Nothing may start by itself while the check looks: with `auto_run` on, a turn's end
+    // (or a reset's, or a start's) is followed by the next queued entry, and the database
+    // shows the session waiting for input in between (rule 5: waiting, then the drain) — a
+    // message sent then is rightly queued behind that entry (docs/lifecycle.md, "Rule 48").
+    for session in world.sessions.clone() {
+        let off = kandev_engine::QueueChange::SetAutoRun(false);
+        world.engine.change_queue(&session, off).await.map_err(|e| e.to_string())?;
+    }
+    // A cancel is also a barrier: when it returns, the actor has handled everything it was
+    // told before, so what the database says next is what the engine thinks; what arrives
+    // later (a start, a turn or a reset ending) changes it in one transaction.
+    // Virtual time moves only while nothing happens in real time (no new event in the log):
+    // cancels escalate after 10 s, resets time out after 10 s, sleeps last up to 3 s.
+    let (mut waited, mut last_seq) = (Duration::ZERO, -1);
+    let real_deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        for session in world.sessions.clone() {
+            world.engine.cancel(&session).await.unwrap_or_else(expected);
+        }
+        let busy = unsettled(db, &world.sessions).await?;
+        if busy.is_none() {
+            break;
+        }
+        if waited > Duration::from_secs(120) || std::time::Instant::now() > real_deadline {
+            return Err(format!("rule 48: the session never settled: {busy:?}"));
+        }
+        let seq: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM events")
+            .fetch_one(&mut *db)
+            .await
+            .map_err(|e| e.to_string())?;
+        if seq == last_seq {
+            settle(Duration::from_millis(500)).await;
+            waited += Duration::from_millis(500);
+        }
+        last_seq = seq;
+        real_pause().await;
+    }
+    for session in world.sessions.clone() {
+        world.next_id += 1;
+        let id = format!("r48-{}", world.next_id);
+        let request = PromptRequest {
+            content: format!("rule 48 {id}"),
+            client_message_id: Some(id.clone()),
+            // Nothing is in the way: a refusal says what the engine still thinks is going on.
+            queue: false,
+        };
+        match world.engine.prompt(&session, request).await {
+            Ok(PromptOutcome::Sent(_)) => {
+                world.accepted.insert(id, session.clone());
+            }
+            Ok(PromptOutcome::Queued(_)) => {
+                return Err(format!("rule 48: a new message to the settled {session} was queued"));
+            }
+            Ok(PromptOutcome::Duplicate(_)) => return Err("a fresh id was a duplicate".into()),
+            Err(err) => {
+                return Err(format!("rule 48: a new message to {session} was refused: {err}"));
+            }
+        }
+    }
+    // Nothing the answers need waits on the clock: wait in real time, the clock stands still.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        if answered(db, &world.task).await? == world.sessions.len() as i64 {
+            return Ok(());
+        }
+        real_pause().await;
+    }
+    let mut transcripts = vec![];
+    for session in &world.sessions {
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT kind, content FROM messages WHERE session_id = ? ORDER BY seq")
+                .bind(session.as_str())
+                .fetch_all(&mut *db)
+                .await
+                .map_err(|e| e.to_string())?;
+        let state: String = sqlx::query_scalar("SELECT state FROM sessions WHERE id = ?")
+            .bind(session.as_str())
+            .fetch_one(&mut *db)
+            .await
+            .map_err(|e| e.to_string())?;
+        transcripts.push(format!("{session} {state}: {rows:?}"));
+    }
+    Err(format!(
+        "rule 48: a new message was sent but its turn never ended\n{}",
+        transcripts.join("\n")
+    ))
+}
+
 /// The invariants of R3, read straight from the database.
 async fn check(world: &World, db: &mut SqliteConnection) -> Result<(), String> {
     let many_open: Vec<(String, i64)> = sqlx::query_as(
@@ -340,6 +485,8 @@ async fn run_schedule(
         world.step(&mut rng).await;
         check(&world, db).await.map_err(|e| format!("{e}\nafter: {:?}", world.log))?;
     }
+    check_rule_48(&mut world, db).await.map_err(|e| format!("{e}\nafter: {:?}", world.log))?;
+    check(&world, db).await.map_err(|e| format!("{e}\nafter: {:?}", world.log))?;
     // Every session ends deletable, within the bound, whatever it is doing.
     for session in world.sessions.clone() {
         let deleted =
@@ -403,7 +550,10 @@ fn r3_randomized_interleavings_keep_the_lifecycle_invariants() {
         std::env::var("KANDEV_SCHEDULES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
     let seeds: Vec<u64> = match std::env::var("KANDEV_SEED").ok().and_then(|v| v.parse().ok()) {
         Some(seed) => vec![seed],
-        None => (1..=schedules).collect(),
+        None => REGRESSION_SEEDS
+            .into_iter()
+            .chain((1..=schedules).filter(|s| !REGRESSION_SEEDS.contains(s)))
+            .collect(),
     };
     let lanes: Vec<_> = (0..LANES)
         .map(|lane| {

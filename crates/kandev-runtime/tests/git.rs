@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use kandev_runtime::git::{
     ChangeStatus, EntryKind, FileChange, GitError, LineKind, OnExistingBranch, WorktreeSpec,
     branch_name, changes, commit_all, create_task_dir, create_worktree, default_branch, is_dirty,
-    read_file, remove_worktree, run_setup_script, short_id, tree,
+    read_file, remove_worktree, run_setup_script, run_setup_script_streaming, short_id, tree,
 };
 use tempfile::TempDir;
 
@@ -175,6 +175,29 @@ async fn setup_script_output_is_captured() {
     assert!(out.output.contains("to-stderr\n"), "{}", out.output);
     assert!(out.output.contains(wt.path.to_str().unwrap()), "runs in the worktree: {}", out.output);
     assert!(wt.path.join("made-by-setup").exists());
+}
+
+#[tokio::test]
+async fn setup_script_output_streams_while_it_runs() {
+    let fx = Fixture::new();
+    let wt = create_worktree(&fx.spec("kandev/setup-streams")).await.unwrap();
+    let (live, mut seen) = tokio::sync::mpsc::channel(16);
+    let script = "echo first; while [ ! -f go ]; do sleep 0.02; done; echo second";
+    let run = tokio::spawn({
+        let path = wt.path.clone();
+        async move { run_setup_script_streaming(&path, script, DEADLINE, Some(live)).await }
+    });
+    let first = tokio::time::timeout(DEADLINE, seen.recv()).await.unwrap().unwrap();
+    assert_eq!(first, "first\n", "sent before the script ends");
+    assert!(!run.is_finished());
+    std::fs::write(wt.path.join("go"), "").unwrap();
+    let out = run.await.unwrap().unwrap();
+    assert_eq!(out.output, "first\nsecond\n");
+    let mut rest = String::new();
+    while let Some(chunk) = seen.recv().await {
+        rest.push_str(&chunk);
+    }
+    assert_eq!(rest, "second\n");
 }
 
 #[tokio::test]

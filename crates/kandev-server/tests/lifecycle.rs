@@ -583,3 +583,87 @@ async fn l41_l42_a_restart_reconciles_running_sessions_and_expires_permissions()
     assert_eq!(of_kind(&again, "agent").last().unwrap()["content"], "echo: resume please");
     assert_eq!(server.counters().succeeded(CallKind::Load), 1, "resumed lazily with session/load");
 }
+
+/// Rule 46: from the moment a resume is accepted until the agent is ready, the answer and
+/// every `session.get` say `STARTING`; then `WAITING_FOR_INPUT`.
+#[tokio::test]
+async fn l46_resume_of_a_slow_starting_agent_says_starting_until_ready() {
+    let server = TestServer::start().await;
+    let slow = mock_profile(&server, &["--startup-delay-ms", "1500"]).await;
+    let (_, session) = server.session(Some(&slow)).await;
+    let initializes = server.counters().count(CallKind::Initialize);
+    for mode in ["load", "fresh"] {
+        let resumed = server.call("session.resume", json!({"id": session, "mode": mode})).await;
+        assert_eq!(resumed["session"]["state"], "STARTING", "{mode}: the answer");
+        let mut ws = server.ws().await;
+        ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+        let mut seen = vec![];
+        loop {
+            let now = state(&server, &session).await;
+            let current = now["state"].as_str().unwrap().to_owned();
+            if seen.last() != Some(&current) {
+                seen.push(current.clone());
+            }
+            if current != "STARTING" {
+                break;
+            }
+            // Wait for the next change of the session rather than polling.
+            ws.notification("session.state_changed").await;
+        }
+        assert_eq!(seen, ["STARTING", "WAITING_FOR_INPUT"], "{mode}");
+    }
+    assert_eq!(server.counters().count(CallKind::Initialize), initializes + 2);
+
+    // A reset accepted while a lazy resume boots restarts that start on a new conversation:
+    // still STARTING until the agent is ready, then the waiting prompt runs.
+    server.call("session.stop", json!({"id": session})).await;
+    let sent = server.call("message.add", json!({"session_id": session, "content": "hello"})).await;
+    assert_eq!(sent["status"], "sent");
+    let reset = server.call("session.reset_context", json!({"id": session})).await;
+    assert_eq!(reset["session"]["state"], "STARTING");
+    server.wait_turns(&session, 1).await;
+    let now = server.wait_state(&session, "WAITING_FOR_INPUT").await;
+    let counters = server.counters();
+    assert_eq!(counters.sessions_prompted_with("hello"), [now["acp_session_id"].as_str().unwrap()]);
+    assert_eq!(counters.count(CallKind::Load), 1, "the reset start used session/new");
+}
+
+/// Issue 12 finding 9: an idle agent is stopped after the idle timeout (a setting), never
+/// during a turn, and the next message resumes its conversation with `session/load`.
+#[tokio::test]
+async fn i12_f9_an_idle_agent_is_stopped_and_the_next_message_resumes_it() {
+    let server = TestServer::start_tuned(Default::default(), tempfile::tempdir().unwrap(), |c| {
+        c.idle_timeout = Duration::from_millis(500);
+    })
+    .await;
+    let (_, session) = server.session(None).await;
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+    // A turn three times longer than the idle timeout is not idleness.
+    let script = "#!mock\nsay working\nsleep 1500\nsay still here";
+    server.call("message.add", json!({"session_id": session, "content": script})).await;
+    let idle_note = loop {
+        let frame = ws.notification("session.message.added").await;
+        let message = &frame["payload"]["message"];
+        if message["content"].as_str().is_some_and(|c| c.contains("without activity")) {
+            break message.clone();
+        }
+    };
+    let messages = server.messages(&session).await;
+    let reply =
+        of_kind(&messages, "agent").into_iter().find(|m| m["content"] == "workingstill here");
+    let reply = reply.expect("the long turn ended normally");
+    assert!(
+        reply["seq"].as_i64() < idle_note["seq"].as_i64(),
+        "stopped after the turn, not during it"
+    );
+    let conversation = state(&server, &session).await;
+    assert_eq!(conversation["state"], "WAITING_FOR_INPUT");
+
+    let again = server.turn(&session, "back?").await;
+    assert_eq!(of_kind(&again, "agent").last().unwrap()["content"], "echo: back?");
+    let counters = server.counters();
+    assert_eq!(counters.succeeded(CallKind::Load), 1, "resumed with session/load");
+    let token = conversation["acp_session_id"].as_str().unwrap();
+    assert_eq!(counters.prompts_in(token).last(), Some(&"back?"), "in the same conversation");
+}

@@ -538,3 +538,102 @@ async fn i5_a_cancel_counts_as_turn_complete_only_when_the_step_says_so() {
         );
     }
 }
+
+/// Rule 44: while a context reset runs, no admission path sends a prompt — not
+/// `message.add`, `message.queue.add`, `message.queue.drain`, `message.queue.auto_run.set`,
+/// a queued entry taken at the end of the turn the reset cancelled, nor a workflow
+/// auto-start. Each waits in the queue and runs, once, in the new conversation.
+#[tokio::test]
+async fn l44_every_admission_path_waits_during_a_reset() {
+    let server = TestServer::start().await;
+    let slow = server
+        .profile(
+            json!({"name": "slow reset", "kind": "mock", "args": ["--reset-delay-ms", "1500"]}),
+        )
+        .await;
+    let kanban = board(&server, "kanban").await;
+    let (task, _) = task_in(&server, &kanban, "Backlog", "p-workflow").await;
+    let launched =
+        server.call("session.launch", json!({"task_id": task, "agent_profile_id": slow})).await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    server.wait_state(&session, "WAITING_FOR_INPUT").await;
+    server.turn(&session, "first").await;
+    let add = |content: &str| json!({"session_id": session, "content": content});
+
+    // A queued entry waiting behind a turn that the reset cancels (turn end).
+    server.call("message.add", add("#!mock\nsleep 60000\nsay never")).await;
+    server.wait_state(&session, "RUNNING").await;
+    assert_eq!(server.call("message.add", add("p-turn-end")).await["status"], "queued");
+    server.call("session.reset_context", json!({"id": session})).await;
+    server.wait_turns(&session, 3).await; // the reset's own turn-end ran p-turn-end after it
+    let second =
+        session_state(&server, &session).await["acp_session_id"].as_str().unwrap().to_owned();
+
+    // Every other path, inside one slow reset.
+    server.call("session.reset_context", json!({"id": session})).await;
+    assert_eq!(server.call("message.add", add("p-message-add")).await["status"], "queued");
+    server.call("message.queue.add", add("p-queue-add")).await;
+    let off = json!({"session_id": session, "enabled": false});
+    server.call("message.queue.auto_run.set", off).await;
+    server.call("message.queue.add", add("p-drain")).await;
+    server.call("message.queue.drain", json!({"session_id": session})).await;
+    server.call("message.queue.add", add("p-auto-run")).await;
+    let on = json!({"session_id": session, "enabled": true});
+    server.call("message.queue.auto_run.set", on).await;
+    server.call("task.move", json!({"id": task, "step_id": step_id(&kanban, "In Progress")})).await;
+    let queue = server.call("message.queue.list", json!({"session_id": session})).await;
+    let waiting: Vec<&str> =
+        queue["queue"].as_array().unwrap().iter().map(|q| q["content"].as_str().unwrap()).collect();
+    assert_eq!(
+        waiting,
+        ["p-message-add", "p-queue-add", "p-drain", "p-auto-run", "p-workflow"],
+        "every path waited in the queue"
+    );
+    server.wait_turns(&session, 8).await;
+
+    let third =
+        session_state(&server, &session).await["acp_session_id"].as_str().unwrap().to_owned();
+    let counters = server.counters();
+    assert_eq!(counters.sessions_prompted_with("p-turn-end"), [second.as_str()]);
+    for prompt in ["p-message-add", "p-queue-add", "p-drain", "p-auto-run", "p-workflow"] {
+        assert_eq!(
+            counters.sessions_prompted_with(prompt),
+            [third.as_str()],
+            "{prompt}: sent once, into the conversation after the reset"
+        );
+    }
+}
+
+/// Rule 10 also when the user's cancel joins the engine's own cancel of a context reset:
+/// what was queued does not start behind the user's back once the reset is done.
+#[tokio::test]
+async fn l10_a_user_cancel_joining_a_resets_cancel_turns_auto_run_off() {
+    let server = TestServer::start().await; // cancel bound 500 ms in tests
+    let stubborn = server
+        .profile(json!({"name": "stubborn", "kind": "mock", "args": ["--hang-on-cancel"]}))
+        .await;
+    let (_, session) = server.session(Some(&stubborn)).await;
+    let add = |content: &str| json!({"session_id": session, "content": content});
+    server.call("message.add", add("#!mock\nsleep 60000\nsay never")).await;
+    server.wait_state(&session, "RUNNING").await;
+    assert_eq!(server.call("message.add", add("queued")).await["status"], "queued");
+    server.call("session.reset_context", json!({"id": session})).await;
+    let cancelled = server.call("agent.cancel", json!({"session_id": session})).await;
+    assert_eq!(cancelled["session"]["auto_run"], false, "{cancelled}");
+    // The hung agent is stopped and the reset finishes without it; nothing else runs.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let notes: Vec<String> = of_kind(&server.messages(&session).await, "status")
+            .iter()
+            .map(|m| m["content"].as_str().unwrap().to_owned())
+            .collect();
+        if notes.iter().any(|n| n.starts_with("context reset")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the reset finished: {notes:?}");
+        tokio::task::yield_now().await;
+    }
+    let queue = server.call("message.queue.list", json!({"session_id": session})).await;
+    assert_eq!(queue["queue"].as_array().unwrap().len(), 1, "the entry still waits: {queue}");
+    assert_eq!(server.counters().prompt(), 1, "only the first prompt was sent");
+}

@@ -31,7 +31,7 @@ pub use board::{
 pub use error::StoreError;
 pub use events::{Event, Topic};
 pub use profiles::{NewProfile, ProfilePatch};
-pub use sessions::{NewMessage, RuntimeRecord, SessionUpdate};
+pub use sessions::{NewMessage, ResetIntent, RuntimeRecord, SessionUpdate};
 pub use worktrees::{NewWorktree, WorktreeRecord};
 pub use write::WriteTx;
 

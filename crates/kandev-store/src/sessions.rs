@@ -4,7 +4,7 @@
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{LastError, Message, MessageKind, QueuedPrompt, Session};
 use kandev_domain::{
-    AgentProfileId, MessageId, QueuedPromptId, SessionId, TaskId, Timestamp, TurnId,
+    AgentProfileId, MessageId, QueuedPromptId, SessionId, StepId, TaskId, Timestamp, TurnId,
 };
 use sqlx::{Executor, FromRow, Sqlite};
 
@@ -195,6 +195,41 @@ pub struct RuntimeRecord {
     pub cwd: String,
 }
 
+/// A context reset that was accepted and has not settled yet (lifecycle rule 45).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResetIntent {
+    pub session_id: SessionId,
+    /// The step whose `on_enter` asked for it; `None` for the user's reset button.
+    pub step_id: Option<StepId>,
+    /// The session's epoch when it was accepted.
+    pub epoch: i64,
+    /// Why the task entered the step (`created`, `manual`, `on_turn_start`,
+    /// `on_turn_complete`), or `user`.
+    pub cause: String,
+    pub created_at: Timestamp,
+}
+
+#[derive(FromRow)]
+struct ResetRow {
+    session_id: String,
+    step_id: Option<String>,
+    epoch: i64,
+    cause: String,
+    created_at: i64,
+}
+
+impl From<ResetRow> for ResetIntent {
+    fn from(r: ResetRow) -> Self {
+        ResetIntent {
+            session_id: SessionId::new(r.session_id),
+            step_id: r.step_id.map(StepId::new),
+            epoch: r.epoch,
+            cause: r.cause,
+            created_at: Timestamp(r.created_at),
+        }
+    }
+}
+
 /// A transcript message to add.
 #[derive(Debug, Clone)]
 pub struct NewMessage {
@@ -317,6 +352,17 @@ impl Store {
         Ok(rows.into_iter().map(QueuedPrompt::from).collect())
     }
 
+    /// Context resets that were accepted and never settled (a restart came in between).
+    pub async fn reset_intents(&self) -> Result<Vec<ResetIntent>> {
+        let rows = sqlx::query_as::<_, ResetRow>(
+            "SELECT session_id, step_id, epoch, cause, created_at FROM session_resets \
+             ORDER BY created_at, session_id",
+        )
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows.into_iter().map(ResetIntent::from).collect())
+    }
+
     pub async fn get_runtime(&self, session_id: &SessionId) -> Result<Option<RuntimeRecord>> {
         let row = sqlx::query_as::<_, RuntimeRow>(
             "SELECT session_id, execution_id, epoch, pid, pgid, status, cwd FROM session_runtime \
@@ -421,6 +467,38 @@ impl WriteTx {
         .execute(self.conn())
         .await?;
         fetch_session(self.conn(), id.as_str()).await
+    }
+
+    /// Stores an accepted context reset (one per session); its `created_at` is now.
+    pub async fn record_reset(
+        &mut self,
+        session_id: &SessionId,
+        step_id: Option<&StepId>,
+        epoch: i64,
+        cause: &str,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO session_resets (session_id, step_id, epoch, cause, created_at) \
+             VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET step_id = excluded.step_id, \
+             epoch = excluded.epoch, cause = excluded.cause, created_at = excluded.created_at",
+        )
+        .bind(session_id.as_str())
+        .bind(step_id.map(|s| s.as_str()))
+        .bind(epoch)
+        .bind(cause)
+        .bind(self.now().millis())
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
+    /// Forgets the session's reset once it settled; returns whether one was stored.
+    pub async fn clear_reset(&mut self, session_id: &SessionId) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM session_resets WHERE session_id = ?")
+            .bind(session_id.as_str())
+            .execute(self.conn())
+            .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Moves the session to a new epoch (compare-and-set); returns the new epoch.

@@ -32,10 +32,16 @@ pub struct ServeArgs {
     /// Extra browser origin allowed to use the API (repeatable), e.g. a UI dev server.
     #[arg(long = "allowed-origin")]
     pub allowed_origins: Vec<String>,
+    /// Seconds a repository's setup script may run before it is killed and the start fails.
+    #[arg(long, env = "KANDEV_SETUP_TIMEOUT", value_name = "SECONDS", default_value_t = 1800)]
+    pub setup_timeout: u64,
+    /// Seconds an agent may sit idle before it is stopped (the next message resumes it); 0: never.
+    #[arg(long, env = "KANDEV_AGENT_IDLE_TIMEOUT", value_name = "SECONDS", default_value_t = 1800)]
+    pub agent_idle_timeout: u64,
 }
 
 /// The engine runs the Mock profile as this very binary's `mock-agent` subcommand.
-fn engine_config(home: &std::path::Path) -> Result<EngineConfig> {
+fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfig> {
     let exe =
         std::env::current_exe().context("cannot find the kandev binary to run the mock agent")?;
     let mock = AgentCommand {
@@ -46,7 +52,10 @@ fn engine_config(home: &std::path::Path) -> Result<EngineConfig> {
             home.join("mock-agent").display().to_string(),
         ],
     };
-    Ok(EngineConfig::new(home.to_path_buf(), mock))
+    let mut config = EngineConfig::new(home.to_path_buf(), mock);
+    config.setup_timeout = std::time::Duration::from_secs(args.setup_timeout);
+    config.idle_timeout = std::time::Duration::from_secs(args.agent_idle_timeout);
+    Ok(config)
 }
 
 fn home_dir(args: &ServeArgs) -> Result<PathBuf> {
@@ -98,7 +107,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             args.addr
         )
     })?;
-    let engine = Engine::new(store.clone(), engine_config(&home)?, Arc::new(LocalLauncher));
+    let engine = Engine::new(store.clone(), engine_config(&home, &args)?, Arc::new(LocalLauncher));
     let interrupted =
         engine.reconcile().await.context("cannot reconcile sessions from the last run")?;
     if interrupted > 0 {

@@ -178,3 +178,106 @@ async fn l43_kill_9_mid_stream_loses_nothing_a_client_was_told() {
     let counters = Counters::read(&home.path().join("mock-agent")).unwrap();
     assert_eq!(counters.succeeded(CallKind::Load), 1, "resumed with session/load");
 }
+
+async fn session_get(server: &Server, id: &str) -> Value {
+    call(server, "session.get", json!({"id": id})).await["session"].clone()
+}
+
+async fn queue_of(server: &Server, session: &str) -> Vec<Value> {
+    let queue = call(server, "message.queue.list", json!({"session_id": session})).await;
+    queue["queue"].as_array().unwrap().clone()
+}
+
+/// Waits (bounded) until `ready` holds for the session's transcript; returns it.
+async fn wait_messages(
+    server: &Server,
+    session: &str,
+    ready: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let started = Instant::now();
+    loop {
+        let list =
+            call(server, "message.list", json!({"session_id": session, "limit": 1000})).await;
+        let messages = list["messages"].as_array().unwrap().clone();
+        if ready(&messages) {
+            return messages;
+        }
+        assert!(started.elapsed() < DEADLINE, "{messages:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn agent_said(messages: &[Value], needle: &str) -> bool {
+    messages.iter().any(|m| m["kind"] == "agent" && m["content"].as_str().unwrap().contains(needle))
+}
+
+/// Rule 45 with real processes: `kill -9` while a workflow's context reset waits for the
+/// agent's `session/new`; at the restart the reset is finished lazily (new epoch, token
+/// gone, the step prompt queued once, also across a second crash), and that prompt then runs
+/// in a new conversation, never in the old one.
+#[tokio::test]
+async fn l45_kill_9_during_a_reset_then_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let server = start(home.path());
+    let workspaces = call(&server, "workspace.list", json!({})).await;
+    let workspace_id = workspaces["workspaces"][0]["id"].clone();
+    let created = call(
+        &server,
+        "workflow.create",
+        json!({"workspace_id": workspace_id, "name": "PB", "template_id": "plan-build"}),
+    )
+    .await;
+    let board = created["workflow"].clone();
+    let step = |name: &str| {
+        board["steps"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()["id"].clone()
+    };
+    let profile = call(
+        &server,
+        "agent.profile.create",
+        json!({"name": "slow reset", "kind": "mock", "args": ["--reset-delay-ms", "60000"]}),
+    )
+    .await;
+    let task = call(&server, "task.create", json!({"workflow_id": board["id"], "title": "Crash course", "step_id": step("Plan"), "agent_profile_id": profile["profile"]["id"]})).await;
+    let session = task["session"]["id"].as_str().unwrap().to_owned();
+    wait_messages(&server, &session, |m| agent_said(m, "Make a plan for")).await;
+    let before = session_get(&server, &session).await;
+    let old = before["acp_session_id"].as_str().unwrap().to_owned();
+    // Build resets the context, then sends its prompt. The move answers once the reset is
+    // accepted; the agent then holds session/new for a minute.
+    call(&server, "task.move", json!({"id": task["task"]["id"], "step_id": step("Build")})).await;
+    let mut server = server;
+    server.child.kill().unwrap(); // SIGKILL
+    server.child.wait().unwrap();
+
+    let restarted = start(home.path());
+    let after = session_get(&restarted, &session).await;
+    assert_eq!(after["state"], "WAITING_FOR_INPUT");
+    assert!(after["acp_session_id"].is_null(), "the old conversation is forgotten: {after}");
+    assert!(after["last_error"].is_null(), "{after}");
+    assert!(after["epoch"].as_i64() > before["epoch"].as_i64());
+    let queue = queue_of(&restarted, &session).await;
+    assert_eq!(queue.len(), 1, "{queue:?}");
+    assert_eq!(queue[0]["queued_by"], "workflow");
+    assert!(queue[0]["content"].as_str().unwrap().starts_with("Implement the plan for"));
+    let messages = wait_messages(&restarted, &session, |_| true).await;
+    assert!(
+        messages.iter().any(|m| m["kind"] == "status"
+            && m["content"].as_str().unwrap().starts_with("context reset for step Build")),
+        "the reset is in the transcript"
+    );
+
+    // A second crash does not finish it twice.
+    let mut restarted = restarted;
+    restarted.child.kill().unwrap();
+    restarted.child.wait().unwrap();
+    let again = start(home.path());
+    assert_eq!(queue_of(&again, &session).await.len(), 1, "the step prompt is queued once");
+
+    call(&again, "message.queue.drain", json!({"session_id": session})).await;
+    wait_messages(&again, &session, |m| agent_said(m, "Implement the plan for")).await;
+    let counters = Counters::read(&home.path().join("mock-agent")).unwrap();
+    let into = counters.sessions_prompted_with("Implement the plan for");
+    assert_eq!(into.len(), 1);
+    assert_ne!(into[0], old, "the step prompt went to a new conversation");
+    assert_eq!(counters.count(CallKind::Load), 0, "the old conversation was never reloaded");
+}

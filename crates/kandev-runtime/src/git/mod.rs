@@ -44,7 +44,7 @@ pub use diff::{
 pub use error::GitError;
 pub use files::{EntryKind, FileContent, TreeEntry, read_file, tree};
 pub use layout::{create_task_dir, task_dir, worktree_dir};
-pub use setup::{SETUP_OUTPUT_LIMIT, SetupOutput, run_setup_script};
+pub use setup::{SETUP_OUTPUT_LIMIT, SetupOutput, run_setup_script, run_setup_script_streaming};
 pub use worktree::{
     MAX_BRANCH_SUFFIX, OnExistingBranch, Worktree, WorktreeSpec, create_worktree, default_branch,
     is_dirty, remove_worktree,

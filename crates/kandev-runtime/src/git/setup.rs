@@ -6,8 +6,10 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::net::unix::pipe;
 use tokio::process::Command;
+use tokio::sync::mpsc;
 
 use super::GitError;
 use super::cmd::{GroupGuard, ensure_dir, read_into_ring, scrub_env, wait_draining};
@@ -45,6 +47,18 @@ pub async fn run_setup_script(
     script: &str,
     timeout: Duration,
 ) -> Result<SetupOutput, GitError> {
+    run_setup_script_streaming(worktree, script, timeout, None).await
+}
+
+/// [`run_setup_script`], also sending the output as it comes on `live` (chunks of text,
+/// split anywhere). A receiver that lags loses chunks (`try_send`), never the script's
+/// progress; the returned tail is complete either way.
+pub async fn run_setup_script_streaming(
+    worktree: &Path,
+    script: &str,
+    timeout: Duration,
+    live: Option<mpsc::Sender<String>>,
+) -> Result<SetupOutput, GitError> {
     ensure_dir(worktree, || GitError::NotFound { path: worktree.to_path_buf() }).await?;
     if script.trim().is_empty() {
         return Ok(SetupOutput { exit_code: 0, output: String::new() });
@@ -79,9 +93,13 @@ pub async fn run_setup_script(
         .map_err(io_err("failed to read the setup script's output"))?;
 
     let mut ring = StderrRing::new(SETUP_OUTPUT_LIMIT);
-    let finished =
-        tokio::time::timeout(timeout, wait_draining(&mut child, read_into_ring(reader, &mut ring)))
-            .await;
+    let readers = async {
+        match live {
+            Some(live) => read_teeing(reader, &mut ring, &live).await,
+            None => read_into_ring(reader, &mut ring).await,
+        }
+    };
+    let finished = tokio::time::timeout(timeout, wait_draining(&mut child, readers)).await;
     match finished {
         Ok(Ok(status)) => {
             guard.disarm();
@@ -103,6 +121,40 @@ pub async fn run_setup_script(
                 timeout,
                 output_tail: last_lines(&ring.tail(), ERROR_TAIL_LINES),
             })
+        }
+    }
+}
+
+/// Reads until end of file into `ring`, sending each chunk on `live` as well.
+async fn read_teeing(
+    mut reader: impl AsyncRead + Unpin,
+    ring: &mut StderrRing,
+    live: &mpsc::Sender<String>,
+) {
+    let mut chunk = vec![0u8; 8 * 1024];
+    let mut partial = Vec::new(); // an incomplete UTF-8 sequence held for the next chunk
+    loop {
+        match reader.read(&mut chunk).await {
+            Ok(0) => return,
+            Ok(n) => {
+                ring.push(&chunk[..n]);
+                partial.extend_from_slice(&chunk[..n]);
+                let valid = match std::str::from_utf8(&partial) {
+                    Ok(_) => partial.len(),
+                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                    Err(_) => partial.len(), // not UTF-8: sent lossily
+                };
+                let text = String::from_utf8_lossy(&partial[..valid]).into_owned();
+                partial.drain(..valid);
+                if !text.is_empty() {
+                    let _ = live.try_send(text);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::debug!(error = %e, "reading the setup script's output failed");
+                return;
+            }
         }
     }
 }

@@ -16,6 +16,13 @@ use crate::{ApiError, AppState};
 const DEFAULT_TASK_PAGE: u32 = 1000;
 
 pub async fn create(s: &AppState, p: TaskCreate) -> Result<Value, ApiError> {
+    // Rule 33: a client that goes away mid-request never leaves a task without the start its
+    // step asked for; the work runs on its own and the request waits for its answer.
+    let state = s.clone();
+    s.engine().run_detached(async move { create_now(&state, p).await }).await?
+}
+
+async fn create_now(s: &AppState, p: TaskCreate) -> Result<Value, ApiError> {
     let title = validate::title("title", &p.title)?;
     let description = validate::description("description", p.description.as_deref().unwrap_or(""))?;
     let workflow = s.store().get_workflow(&WorkflowId::new(&p.workflow_id)).await?;
@@ -40,7 +47,8 @@ pub async fn create(s: &AppState, p: TaskCreate) -> Result<Value, ApiError> {
     let task = tx.insert_task(&new, "user").await?;
     let created = publish_task(tx, &task, "task.created").await?;
     // The start step's on_enter runs now; `start_agent` (or an `auto_start_agent` action)
-    // starts the first session, exactly once.
+    // starts the first session, exactly once. The answer comes once the start is accepted
+    // (`STARTING`); the working directory is prepared in the session's own work.
     let Some(session) = s.engine().task_created(&task.id, p.start_agent).await? else {
         return Ok(created);
     };
