@@ -1,44 +1,98 @@
 //! Where a query runs: the store's read pool or an open write transaction, so that each
 //! query is written once and serves both `Store` and `WriteTx`.
 //!
-//! Every read of an aggregate is a function over [`Db`] in that aggregate's file;
-//! `Store::get_task` passes `&Store` (a pooled read connection) and `WriteTx::get_task`
-//! passes `&mut WriteTx` (the transaction's connection, which sees its uncommitted writes).
+//! Every read of an aggregate is a function of a [`Db`] in that aggregate's file;
+//! `Store::get_task` passes [`Store::db`] (a pooled read connection) and `WriteTx::get_task`
+//! passes [`WriteTx::db`] (the transaction's connection, which sees its uncommitted writes).
+//! `Db` is one concrete type rather than a generic parameter: futures of functions generic
+//! over an executor trait trip the compiler's `Send` check of higher-ranked lifetimes.
 
-use sqlx::{Executor, Sqlite, SqlitePool};
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use sqlx::sqlite::{SqliteQueryResult, SqliteRow, SqliteStatement, SqliteTypeInfo};
+use sqlx::{Describe, Either, Execute, Executor, Sqlite, SqlitePool};
 
 use crate::write::TxConn;
 use crate::{Store, WriteTx};
 
-/// Something queries run on, one statement at a time.
-pub(crate) trait Db {
-    /// The executor of one statement.
-    type Ex<'c>: Executor<'c, Database = Sqlite>
-    where
-        Self: 'c;
-
-    /// The executor for the next statement (a read may need several).
-    fn ex(&mut self) -> Self::Ex<'_>;
+/// What a read runs on; `&mut Db` is an sqlx [`Executor`], one statement at a time.
+#[derive(Debug)]
+pub(crate) enum Db<'a> {
+    /// The store's read-only pool: sees committed data.
+    Read(&'a SqlitePool),
+    /// A write transaction's connection: sees its own uncommitted writes.
+    Write(&'a mut TxConn),
 }
 
-impl<'s> Db for &'s Store {
-    type Ex<'c>
-        = &'s SqlitePool
-    where
-        Self: 'c;
-
-    fn ex(&mut self) -> &'s SqlitePool {
-        &self.read
+impl Store {
+    /// Reads on the read pool.
+    pub(crate) fn db(&self) -> Db<'_> {
+        Db::Read(&self.read)
     }
 }
 
-impl Db for &mut WriteTx {
-    type Ex<'c>
-        = &'c mut TxConn
-    where
-        Self: 'c;
+impl WriteTx {
+    /// Reads inside this transaction.
+    pub(crate) fn db(&mut self) -> Db<'_> {
+        Db::Write(self.conn())
+    }
+}
 
-    fn ex(&mut self) -> &mut TxConn {
-        self.conn()
+impl<'c> Executor<'c> for &'c mut Db<'_> {
+    type Database = Sqlite;
+
+    fn fetch_many<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxStream<'e, Result<Either<SqliteQueryResult, SqliteRow>, sqlx::Error>>
+    where
+        'c: 'e,
+        E: 'q + Execute<'q, Sqlite>,
+    {
+        match self {
+            Db::Read(pool) => pool.fetch_many(query),
+            Db::Write(conn) => (&mut **conn).fetch_many(query),
+        }
+    }
+
+    fn fetch_optional<'e, 'q: 'e, E>(
+        self,
+        query: E,
+    ) -> BoxFuture<'e, Result<Option<SqliteRow>, sqlx::Error>>
+    where
+        'c: 'e,
+        E: 'q + Execute<'q, Sqlite>,
+    {
+        match self {
+            Db::Read(pool) => pool.fetch_optional(query),
+            Db::Write(conn) => (&mut **conn).fetch_optional(query),
+        }
+    }
+
+    fn prepare_with<'e, 'q: 'e>(
+        self,
+        sql: &'q str,
+        parameters: &'e [SqliteTypeInfo],
+    ) -> BoxFuture<'e, Result<SqliteStatement<'q>, sqlx::Error>>
+    where
+        'c: 'e,
+    {
+        match self {
+            Db::Read(pool) => pool.prepare_with(sql, parameters),
+            Db::Write(conn) => (&mut **conn).prepare_with(sql, parameters),
+        }
+    }
+
+    fn describe<'e, 'q: 'e>(
+        self,
+        sql: &'q str,
+    ) -> BoxFuture<'e, Result<Describe<Sqlite>, sqlx::Error>>
+    where
+        'c: 'e,
+    {
+        match self {
+            Db::Read(pool) => pool.describe(sql),
+            Db::Write(conn) => (&mut **conn).describe(sql),
+        }
     }
 }

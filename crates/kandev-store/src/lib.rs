@@ -7,7 +7,7 @@
 //!
 //! One file per aggregate holds its row type(s), its reads (`impl Store`) and its writes
 //! (`impl WriteTx`) side by side, and is the only file whose SQL names its tables. A query
-//! both a `Store` and a `WriteTx` answer is written once, over [`db::Db`].
+//! both a `Store` and a `WriteTx` answer is written once, as a function of a `db::Db`.
 
 mod db;
 mod error;

@@ -60,11 +60,11 @@ impl TryFrom<MessageRow> for Message {
 }
 
 /// The message `id`, or `NotFound`.
-async fn get(mut db: impl Db, id: &str) -> Result<Message> {
+async fn get(mut db: Db<'_>, id: &str) -> Result<Message> {
     let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?");
     sqlx::query_as::<_, MessageRow>(&sql)
         .bind(id)
-        .fetch_optional(db.ex())
+        .fetch_optional(&mut db)
         .await?
         .ok_or_else(|| StoreError::not_found("message", id))
         .and_then(Message::try_from)
@@ -102,7 +102,7 @@ impl Store {
     }
 
     pub async fn get_message(&self, id: &MessageId) -> Result<Message> {
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 }
 
@@ -128,7 +128,7 @@ impl WriteTx {
         .bind(now)
         .execute(self.conn())
         .await?;
-        get(self, &id).await
+        get(self.db(), &id).await
     }
 
     /// Appends text to a message (streamed chunks are coalesced into one row).
@@ -139,7 +139,7 @@ impl WriteTx {
             .bind(id.as_str())
             .execute(self.conn())
             .await?;
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 
     pub async fn set_message(
@@ -155,7 +155,7 @@ impl WriteTx {
             .bind(id.as_str())
             .execute(self.conn())
             .await?;
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 
     pub async fn message_by_client_id(

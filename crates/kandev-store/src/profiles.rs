@@ -80,10 +80,10 @@ impl TryFrom<ProfileRow> for AgentProfile {
 }
 
 /// The profile `id`, or `NotFound`.
-async fn get(mut db: impl Db, id: &str) -> Result<AgentProfile> {
+async fn get(mut db: Db<'_>, id: &str) -> Result<AgentProfile> {
     sqlx::query_as::<_, ProfileRow>("SELECT * FROM agent_profiles WHERE id = ?")
         .bind(id)
-        .fetch_optional(db.ex())
+        .fetch_optional(&mut db)
         .await?
         .ok_or_else(|| StoreError::not_found("agent profile", id))
         .and_then(AgentProfile::try_from)
@@ -110,14 +110,14 @@ impl Store {
     }
 
     pub async fn get_profile(&self, id: &AgentProfileId) -> Result<AgentProfile> {
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 }
 
 impl WriteTx {
     /// A profile as this transaction sees it (to change it based on its current values).
     pub async fn profile(&mut self, id: &AgentProfileId) -> Result<AgentProfile> {
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 
     pub async fn insert_profile(&mut self, new: &NewProfile) -> Result<AgentProfile> {
@@ -139,7 +139,7 @@ impl WriteTx {
         .bind(now)
         .execute(self.conn())
         .await?;
-        get(self, &id).await
+        get(self.db(), &id).await
     }
 
     pub async fn update_profile(
@@ -147,7 +147,7 @@ impl WriteTx {
         id: &AgentProfileId,
         patch: &ProfilePatch,
     ) -> Result<AgentProfile> {
-        let current = get(&mut *self, id.as_str()).await?;
+        let current = get(self.db(), id.as_str()).await?;
         let now = self.now().millis();
         sqlx::query(
             "UPDATE agent_profiles SET name = ?, command = ?, args = ?, env = ?, model = ?, mode = ?, \
@@ -164,7 +164,7 @@ impl WriteTx {
         .bind(id.as_str())
         .execute(self.conn())
         .await?;
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 
     pub async fn delete_profile(&mut self, id: &AgentProfileId) -> Result<()> {

@@ -33,25 +33,25 @@ impl From<QueuedRow> for QueuedPrompt {
 }
 
 /// A session's queue in order.
-async fn list(mut db: impl Db, session_id: &SessionId) -> Result<Vec<QueuedPrompt>> {
+async fn list(mut db: Db<'_>, session_id: &SessionId) -> Result<Vec<QueuedPrompt>> {
     let rows = sqlx::query_as::<_, QueuedRow>(
         "SELECT * FROM queued_prompts WHERE session_id = ? ORDER BY position, created_at",
     )
     .bind(session_id.as_str())
-    .fetch_all(db.ex())
+    .fetch_all(&mut db)
     .await?;
     Ok(rows.into_iter().map(QueuedPrompt::from).collect())
 }
 
 impl Store {
     pub async fn list_queue(&self, session_id: &SessionId) -> Result<Vec<QueuedPrompt>> {
-        list(self, session_id).await
+        list(self.db(), session_id).await
     }
 }
 
 impl WriteTx {
     pub async fn list_queue(&mut self, session_id: &SessionId) -> Result<Vec<QueuedPrompt>> {
-        list(self, session_id).await
+        list(self.db(), session_id).await
     }
 
     pub async fn enqueue(

@@ -57,10 +57,10 @@ impl From<RepositoryRow> for Repository {
 }
 
 /// The repository `id`, or `NotFound`.
-async fn get(mut db: impl Db, id: &str) -> Result<Repository> {
+async fn get(mut db: Db<'_>, id: &str) -> Result<Repository> {
     sqlx::query_as::<_, RepositoryRow>("SELECT * FROM repositories WHERE id = ?")
         .bind(id)
-        .fetch_optional(db.ex())
+        .fetch_optional(&mut db)
         .await?
         .map(Repository::from)
         .ok_or_else(|| StoreError::not_found("repository", id))
@@ -78,13 +78,13 @@ impl Store {
     }
 
     pub async fn get_repository(&self, id: &RepositoryId) -> Result<Repository> {
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 }
 
 impl WriteTx {
     pub async fn insert_repository(&mut self, new: &NewRepository) -> Result<Repository> {
-        workspaces::get(&mut *self, new.workspace_id.as_str()).await?;
+        workspaces::get(self.db(), new.workspace_id.as_str()).await?;
         let taken: Option<String> = sqlx::query_scalar(
             "SELECT id FROM repositories WHERE workspace_id = ? AND local_path = ?",
         )
@@ -114,7 +114,7 @@ impl WriteTx {
         .bind(now)
         .execute(self.conn())
         .await?;
-        get(self, &id).await
+        get(self.db(), &id).await
     }
 
     pub async fn update_repository(
@@ -122,7 +122,7 @@ impl WriteTx {
         id: &RepositoryId,
         patch: &RepositoryPatch,
     ) -> Result<Repository> {
-        let current = get(&mut *self, id.as_str()).await?;
+        let current = get(self.db(), id.as_str()).await?;
         let now = self.now().millis();
         sqlx::query(
             "UPDATE repositories SET name = ?, default_branch = ?, branch_template = ?, \
@@ -136,12 +136,12 @@ impl WriteTx {
         .bind(id.as_str())
         .execute(self.conn())
         .await?;
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 
     /// Deletes a repository; returns it so the caller can publish which workspace changed.
     pub async fn delete_repository(&mut self, id: &RepositoryId) -> Result<Repository> {
-        let current = get(&mut *self, id.as_str()).await?;
+        let current = get(self.db(), id.as_str()).await?;
         sqlx::query("DELETE FROM repositories WHERE id = ?")
             .bind(id.as_str())
             .execute(self.conn())

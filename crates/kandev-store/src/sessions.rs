@@ -118,10 +118,10 @@ impl TryFrom<SessionRow> for Session {
 // ---------------------------------------------------------------- reads
 
 /// The session `id`, or `NotFound`.
-async fn get(mut db: impl Db, id: &str) -> Result<Session> {
+async fn get(mut db: Db<'_>, id: &str) -> Result<Session> {
     sqlx::query_as::<_, SessionRow>("SELECT * FROM sessions WHERE id = ?")
         .bind(id)
-        .fetch_optional(db.ex())
+        .fetch_optional(&mut db)
         .await?
         .ok_or_else(|| StoreError::not_found("session", id))
         .and_then(Session::try_from)
@@ -129,7 +129,7 @@ async fn get(mut db: impl Db, id: &str) -> Result<Session> {
 
 impl Store {
     pub async fn get_session(&self, id: &SessionId) -> Result<Session> {
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 
     pub async fn list_sessions(&self, task_id: &TaskId) -> Result<Vec<Session>> {
@@ -159,7 +159,7 @@ impl Store {
 
 impl WriteTx {
     pub async fn get_session(&mut self, id: &SessionId) -> Result<Session> {
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 
     /// Creates a `CREATED` session; it becomes the task's primary session if it has none.
@@ -188,7 +188,7 @@ impl WriteTx {
         .execute(self.conn())
         .await?;
         self.adopt_primary_session(task_id, &id).await?;
-        get(self, &id).await
+        get(self.db(), &id).await
     }
 
     /// Applies `update` if the session's epoch is still `epoch`; otherwise `StaleEpoch`.

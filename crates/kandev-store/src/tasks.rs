@@ -137,28 +137,28 @@ fn like_pattern(text: &str) -> String {
 // ---------------------------------------------------------------- reads
 
 /// The task `id`, or `NotFound`.
-async fn get(mut db: impl Db, id: &str) -> Result<Task> {
+async fn get(mut db: Db<'_>, id: &str) -> Result<Task> {
     let sql = format!("{TASK_SELECT} WHERE t.id = ?");
     sqlx::query_as::<_, TaskRow>(&sql)
         .bind(id)
-        .fetch_optional(db.ex())
+        .fetch_optional(&mut db)
         .await?
         .ok_or_else(|| StoreError::not_found("task", id))
         .and_then(Task::try_from)
 }
 
 /// How many tasks a step holds, archived ones included.
-pub(crate) async fn count_in_step(mut db: impl Db, step_id: &StepId) -> Result<i64> {
+pub(crate) async fn count_in_step(mut db: Db<'_>, step_id: &StepId) -> Result<i64> {
     let count = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE step_id = ?")
         .bind(step_id.as_str())
-        .fetch_one(db.ex())
+        .fetch_one(&mut db)
         .await?;
     Ok(count)
 }
 
 impl Store {
     pub async fn get_task(&self, id: &TaskId) -> Result<Task> {
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 
     /// Tasks in board order; see [`TaskFilter`].
@@ -219,13 +219,13 @@ impl Store {
 
 impl WriteTx {
     pub async fn get_task(&mut self, id: &TaskId) -> Result<Task> {
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 
     /// Creates a task at the end of its step and records its entry in the step history.
     pub async fn insert_task(&mut self, new: &NewTask, actor: &str) -> Result<Task> {
-        let workspace_id = workflows::workspace_of(&mut *self, &new.workflow_id).await?;
-        workflows::check_step_of(&mut *self, &new.step_id, &new.workflow_id).await?;
+        let workspace_id = workflows::workspace_of(self.db(), &new.workflow_id).await?;
+        workflows::check_step_of(self.db(), &new.step_id, &new.workflow_id).await?;
         let position: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM tasks WHERE step_id = ? AND archived_at IS NULL",
         )
@@ -315,7 +315,7 @@ impl WriteTx {
         actor: &str,
     ) -> Result<Task> {
         let task = self.get_task(id).await?;
-        workflows::check_step_of(&mut *self, to_step, &task.workflow_id).await?;
+        workflows::check_step_of(self.db(), to_step, &task.workflow_id).await?;
         let others: Vec<String> = sqlx::query_scalar(
             "SELECT id FROM tasks WHERE step_id = ? AND id != ? AND archived_at IS NULL \
              ORDER BY position, created_at, id",

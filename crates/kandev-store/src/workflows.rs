@@ -165,12 +165,12 @@ fn events_from_json(text: &str) -> std::result::Result<StepEvents<StepId>, serde
 
 // ---------------------------------------------------------------- reads
 
-async fn steps(mut db: impl Db, workflow_id: &str) -> Result<Vec<Step>> {
+async fn steps(mut db: Db<'_>, workflow_id: &str) -> Result<Vec<Step>> {
     sqlx::query_as::<_, StepRow>(
         "SELECT * FROM workflow_steps WHERE workflow_id = ? ORDER BY position",
     )
     .bind(workflow_id)
-    .fetch_all(db.ex())
+    .fetch_all(&mut db)
     .await?
     .into_iter()
     .map(Step::try_from)
@@ -178,10 +178,10 @@ async fn steps(mut db: impl Db, workflow_id: &str) -> Result<Vec<Step>> {
 }
 
 /// The workflow `id` with its steps in order, or `NotFound`.
-async fn get(mut db: impl Db, id: &WorkflowId) -> Result<Workflow> {
+async fn get(mut db: Db<'_>, id: &WorkflowId) -> Result<Workflow> {
     let row = sqlx::query_as::<_, WorkflowRow>("SELECT * FROM workflows WHERE id = ?")
         .bind(id.as_str())
-        .fetch_optional(db.ex())
+        .fetch_optional(&mut db)
         .await?
         .ok_or_else(|| StoreError::not_found("workflow", id.as_str()))?;
     let steps = steps(db, id.as_str()).await?;
@@ -189,11 +189,11 @@ async fn get(mut db: impl Db, id: &WorkflowId) -> Result<Workflow> {
 }
 
 /// The id of the workflow a step belongs to, or `NotFound` for the step.
-async fn workflow_id_of_step(mut db: impl Db, step_id: &StepId) -> Result<WorkflowId> {
+async fn workflow_id_of_step(mut db: Db<'_>, step_id: &StepId) -> Result<WorkflowId> {
     let workflow_id: Option<String> =
         sqlx::query_scalar("SELECT workflow_id FROM workflow_steps WHERE id = ?")
             .bind(step_id.as_str())
-            .fetch_optional(db.ex())
+            .fetch_optional(&mut db)
             .await?;
     workflow_id.map(WorkflowId::new).ok_or_else(|| StoreError::not_found("step", step_id.as_str()))
 }
@@ -202,7 +202,7 @@ async fn workflow_id_of_step(mut db: impl Db, step_id: &StepId) -> Result<Workfl
 /// transaction: callers validate against a workflow they read earlier, and a concurrent
 /// `workflow.step.delete` may have committed since.
 pub(crate) async fn check_step_of(
-    db: impl Db,
+    db: Db<'_>,
     step_id: &StepId,
     workflow_id: &WorkflowId,
 ) -> Result<()> {
@@ -216,10 +216,10 @@ pub(crate) async fn check_step_of(
 }
 
 /// The workspace of a workflow, or `NotFound` for the workflow.
-pub(crate) async fn workspace_of(mut db: impl Db, workflow_id: &WorkflowId) -> Result<String> {
+pub(crate) async fn workspace_of(mut db: Db<'_>, workflow_id: &WorkflowId) -> Result<String> {
     sqlx::query_scalar("SELECT workspace_id FROM workflows WHERE id = ?")
         .bind(workflow_id.as_str())
-        .fetch_optional(db.ex())
+        .fetch_optional(&mut db)
         .await?
         .ok_or_else(|| StoreError::not_found("workflow", workflow_id.as_str()))
 }
@@ -234,19 +234,19 @@ impl Store {
         .await?;
         let mut workflows = Vec::with_capacity(rows.len());
         for row in rows {
-            let steps = steps(self, &row.id).await?;
+            let steps = steps(self.db(), &row.id).await?;
             workflows.push(row.into_workflow(steps));
         }
         Ok(workflows)
     }
 
     pub async fn get_workflow(&self, id: &WorkflowId) -> Result<Workflow> {
-        get(self, id).await
+        get(self.db(), id).await
     }
 
     /// The workflow a step belongs to.
     pub async fn workflow_of_step(&self, step_id: &StepId) -> Result<Workflow> {
-        let workflow_id = workflow_id_of_step(self, step_id).await?;
+        let workflow_id = workflow_id_of_step(self.db(), step_id).await?;
         self.get_workflow(&workflow_id).await
     }
 }
@@ -255,7 +255,7 @@ impl Store {
 
 impl WriteTx {
     pub async fn get_workflow(&mut self, id: &WorkflowId) -> Result<Workflow> {
-        get(self, id).await
+        get(self.db(), id).await
     }
 
     /// Creates a workflow and its steps from a spec, resolving step-index targets to ids.
@@ -265,7 +265,7 @@ impl WriteTx {
         spec: &WorkflowSpec,
         template_id: Option<&str>,
     ) -> Result<Workflow> {
-        workspaces::get(&mut *self, workspace_id.as_str()).await?;
+        workspaces::get(self.db(), workspace_id.as_str()).await?;
         let (id, now) = (self.new_id(), self.now().millis());
         sqlx::query(
             "INSERT INTO workflows (id, workspace_id, name, description, template_id, created_at, updated_at) \
@@ -364,7 +364,7 @@ impl WriteTx {
     }
 
     pub async fn update_step(&mut self, step_id: &StepId, patch: &StepPatch) -> Result<Workflow> {
-        let workflow_id = workflow_id_of_step(&mut *self, step_id).await?;
+        let workflow_id = workflow_id_of_step(self.db(), step_id).await?;
         let workflow = self.get_workflow(&workflow_id).await?;
         let current = workflow
             .step(step_id)
@@ -402,8 +402,8 @@ impl WriteTx {
 
     /// Deletes an empty step. Refused while tasks are in it.
     pub async fn delete_step(&mut self, step_id: &StepId) -> Result<Workflow> {
-        let workflow_id = workflow_id_of_step(&mut *self, step_id).await?;
-        let tasks = tasks::count_in_step(&mut *self, step_id).await?;
+        let workflow_id = workflow_id_of_step(self.db(), step_id).await?;
+        let tasks = tasks::count_in_step(self.db(), step_id).await?;
         if tasks > 0 {
             return Err(StoreError::Conflict(format!(
                 "the step still holds {tasks} task(s); move or delete them first"

@@ -28,10 +28,10 @@ impl From<WorkspaceRow> for Workspace {
 }
 
 /// The workspace `id`, or `NotFound`.
-pub(crate) async fn get(mut db: impl Db, id: &str) -> Result<Workspace> {
+pub(crate) async fn get(mut db: Db<'_>, id: &str) -> Result<Workspace> {
     sqlx::query_as::<_, WorkspaceRow>("SELECT * FROM workspaces WHERE id = ?")
         .bind(id)
-        .fetch_optional(db.ex())
+        .fetch_optional(&mut db)
         .await?
         .map(Workspace::from)
         .ok_or_else(|| StoreError::not_found("workspace", id))
@@ -47,7 +47,7 @@ impl Store {
     }
 
     pub async fn get_workspace(&self, id: &WorkspaceId) -> Result<Workspace> {
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 }
 
@@ -63,7 +63,7 @@ impl WriteTx {
         .bind(now)
         .execute(self.conn())
         .await?;
-        get(self, &id).await
+        get(self.db(), &id).await
     }
 
     pub async fn update_workspace(&mut self, id: &WorkspaceId, name: &str) -> Result<Workspace> {
@@ -77,7 +77,7 @@ impl WriteTx {
         if done.rows_affected() == 0 {
             return Err(StoreError::not_found("workspace", id.as_str()));
         }
-        get(self, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 
     /// Deletes a workspace and, by cascade, everything in it.

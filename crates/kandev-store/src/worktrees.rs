@@ -69,21 +69,21 @@ impl From<WorktreeRow> for WorktreeRecord {
 }
 
 /// A task's live worktrees, oldest first.
-async fn live(mut db: impl Db, task_id: &str) -> Result<Vec<WorktreeRecord>> {
+async fn live(mut db: Db<'_>, task_id: &str) -> Result<Vec<WorktreeRecord>> {
     let rows = sqlx::query_as::<_, WorktreeRow>(
         "SELECT * FROM worktrees WHERE task_id = ? AND removed_at IS NULL ORDER BY created_at, id",
     )
     .bind(task_id)
-    .fetch_all(db.ex())
+    .fetch_all(&mut db)
     .await?;
     Ok(rows.into_iter().map(WorktreeRecord::from).collect())
 }
 
 /// The worktree record `id`, or `NotFound`.
-async fn get(mut db: impl Db, id: &str) -> Result<WorktreeRecord> {
+async fn get(mut db: Db<'_>, id: &str) -> Result<WorktreeRecord> {
     sqlx::query_as::<_, WorktreeRow>("SELECT * FROM worktrees WHERE id = ?")
         .bind(id)
-        .fetch_optional(db.ex())
+        .fetch_optional(&mut db)
         .await?
         .map(WorktreeRecord::from)
         .ok_or_else(|| StoreError::not_found("worktree", id))
@@ -92,7 +92,7 @@ async fn get(mut db: impl Db, id: &str) -> Result<WorktreeRecord> {
 impl Store {
     /// The live (not removed) worktrees of a task, oldest first.
     pub async fn live_worktrees(&self, task_id: &TaskId) -> Result<Vec<WorktreeRecord>> {
-        live(self, task_id.as_str()).await
+        live(self.db(), task_id.as_str()).await
     }
 
     /// The branch of the task's newest worktree of `repository_id`, live or removed: the
@@ -116,7 +116,7 @@ impl Store {
 
 impl WriteTx {
     pub async fn live_worktrees(&mut self, task_id: &TaskId) -> Result<Vec<WorktreeRecord>> {
-        live(self, task_id.as_str()).await
+        live(self.db(), task_id.as_str()).await
     }
 
     /// Records a new live worktree (setup not yet done). A second live worktree of the same
@@ -146,7 +146,7 @@ impl WriteTx {
             }
             other => other?,
         };
-        get(self, &id).await
+        get(self.db(), &id).await
     }
 
     /// Records that the setup script of a worktree has run successfully.
@@ -156,7 +156,7 @@ impl WriteTx {
             .bind(id)
             .execute(self.conn())
             .await?;
-        get(self, id).await
+        get(self.db(), id).await
     }
 
     /// Records that a worktree was removed from disk; its row stays for the record.
@@ -166,6 +166,6 @@ impl WriteTx {
             .bind(id)
             .execute(self.conn())
             .await?;
-        get(self, id).await
+        get(self.db(), id).await
     }
 }
