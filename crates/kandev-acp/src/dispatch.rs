@@ -51,6 +51,10 @@ impl Dispatcher {
         ));
     }
 
+    pub(crate) fn on_non_utf8_line(&self) {
+        self.protocol_error("agent sent a line that is not json: it is not UTF-8 text".into());
+    }
+
     pub(crate) fn on_closed(&self) {
         self.peer.close();
         self.emit(AgentEvent::Closed);

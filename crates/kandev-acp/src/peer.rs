@@ -13,16 +13,18 @@ use std::io;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::dispatch::Dispatcher;
 use crate::error::AcpError;
 use crate::events::AgentEvent;
-use crate::line_reader::{Line, LineReader};
+use crate::line_reader::{AgentLines, Line};
 use crate::rpc::{self, RpcErrorBody};
 
 const READ_BUFFER_BYTES: usize = 64 * 1024;
@@ -229,21 +231,22 @@ async fn read_loop<R: AsyncRead + Unpin>(
     dispatcher: Dispatcher,
     shutdown: CancellationToken,
 ) {
-    let buffered = BufReader::with_capacity(READ_BUFFER_BYTES, reader);
-    let mut lines = LineReader::new(buffered, max_line_len);
+    let mut lines =
+        FramedRead::with_capacity(reader, AgentLines::new(max_line_len), READ_BUFFER_BYTES);
     loop {
         let next = tokio::select! {
             () = shutdown.cancelled() => break,
-            next = lines.next_line() => next,
+            next = lines.next() => next,
         };
         match next {
-            Ok(Some(Line::Complete(line))) => dispatcher.on_line(&line),
-            Ok(Some(Line::TooLong { len })) => dispatcher.on_oversized_line(len, max_line_len),
-            Ok(None) => {
+            Some(Ok(Line::Complete(line))) => dispatcher.on_line(line.as_bytes()),
+            Some(Ok(Line::TooLong { len })) => dispatcher.on_oversized_line(len, max_line_len),
+            Some(Ok(Line::NotUtf8)) => dispatcher.on_non_utf8_line(),
+            None => {
                 tracing::debug!("agent closed its output");
                 break;
             }
-            Err(err) => {
+            Some(Err(err)) => {
                 tracing::warn!("reading from agent failed: {err}");
                 break;
             }

@@ -73,6 +73,31 @@ async fn an_over_limit_line_is_discarded_reported_and_not_fatal() {
 }
 
 #[tokio::test]
+async fn a_line_that_is_not_utf8_is_reported_and_not_fatal() {
+    let (client, mut events, mut agent) = connect();
+    agent.send_bytes(b"{\"jsonrpc\": \"2.0\", \"method\": \"x\xff\xfe\"}\n").await;
+    let message = expect_protocol_error(&mut events).await;
+    assert!(message.contains("not json"), "{message}");
+    assert!(!client.is_closed());
+    assert_still_working(&client, &mut agent).await;
+}
+
+#[tokio::test]
+async fn a_last_line_without_newline_is_read_before_the_output_closes() {
+    let (client, mut events, mut agent) = connect();
+    let call = tokio::spawn({
+        let client = client.clone();
+        async move { client.request("_test/ping", json!({})).await }
+    });
+    let (id, _) = agent.expect_request("_test/ping").await;
+    let answer = json!({"jsonrpc": "2.0", "id": id, "result": "pong"});
+    agent.send_bytes(answer.to_string().as_bytes()).await;
+    agent.close_output().await;
+    assert_eq!(call.await.unwrap().unwrap(), json!("pong"));
+    assert!(matches!(next_event(&mut events).await, AgentEvent::Closed));
+}
+
+#[tokio::test]
 async fn underscore_notifications_are_ignored() {
     let (_client, mut events, mut agent) = connect();
     agent.notify("_claude/sdkMessage", json!({"anything": [1, 2]})).await;

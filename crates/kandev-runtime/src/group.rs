@@ -1,10 +1,78 @@
-//! Signalling whole process groups, including groups recorded by a previous server run.
+//! Process groups: the one supervisor of every child this crate starts ([`ProcessGroup`]:
+//! agents, git commands, setup scripts), and signalling groups recorded by a previous run.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::{Pid, getpgrp};
+use tokio::process::{Child, Command};
 
 use crate::RuntimeError;
+
+/// The process group a child leads, owned by one supervisor.
+///
+/// [`ProcessGroup::spawn`] starts the child as the leader of a new group
+/// (`process_group(0)`), so signals reach everything it starts (`npx` wrappers, hooks,
+/// background jobs of a script). The group is signalled as a whole, gets `SIGKILL` when its
+/// owner drops it (a stopped agent, a cancelled git command), and is never signalled again
+/// once it was observed empty (`ESRCH`: the pgid may be recycled from then on) or released.
+#[derive(Debug)]
+pub(crate) struct ProcessGroup {
+    pgid: i32,
+    /// Set once the group was observed empty or its owner let it go.
+    retired: AtomicBool,
+}
+
+impl ProcessGroup {
+    /// Starts `command` as the leader of a new process group. `kill_on_drop` is set on the
+    /// child as a backstop for the leader alone; the group kill is this type's drop.
+    pub(crate) fn spawn(command: &mut Command) -> io::Result<(Child, ProcessGroup)> {
+        let child = command.process_group(0).kill_on_drop(true).spawn()?;
+        let Some(pgid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
+            // Not expected for a child that was just started; `kill_on_drop` takes it down.
+            return Err(io::Error::other("spawned process has no pid"));
+        };
+        Ok((child, ProcessGroup { pgid, retired: AtomicBool::new(false) }))
+    }
+
+    /// The group's id: the leader's pid.
+    pub(crate) fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
+    /// Sends `signal` to the group unless it was observed empty or released.
+    pub(crate) fn signal(&self, signal: Signal) {
+        if self.retired.load(Ordering::Acquire) {
+            return;
+        }
+        match signal_group(self.pgid, Some(signal)) {
+            Ok(Delivery::Delivered) => {}
+            Ok(Delivery::NoSuchGroup) => self.retired.store(true, Ordering::Release),
+            Err(e) => {
+                tracing::warn!(pgid = self.pgid, error = %e, "signalling a process group failed")
+            }
+        }
+    }
+
+    /// Sends `SIGKILL` to the group.
+    pub(crate) fn kill(&self) {
+        self.signal(Signal::SIGKILL);
+    }
+
+    /// Stops supervising: the group is never signalled again, not even on drop. For a
+    /// helper whose leader was reaped normally (what its script left running may stay).
+    pub(crate) fn release(self) {
+        self.retired.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
 
 /// Outcome of signalling a group that passed the safety checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,10 @@
 //! Agent executors and process supervision: the only crate that starts processes.
 //!
 //! Invariants of this crate:
-//! - Every agent runs in its own process group (pgid = pid of the leader); stopping or
-//!   dropping an [`AgentProcess`] signals the whole group, so wrappers such as `npx` leave
-//!   no orphans.
+//! - Every child (agent, git command, setup script) is started by one supervisor,
+//!   `group::ProcessGroup`, in its own process group (pgid = pid of the leader); stopping or
+//!   dropping its owner (an [`AgentProcess`], a cancelled git future) signals the whole
+//!   group, so wrappers such as `npx` leave no orphans.
 //! - Once a process group has been observed empty (`ESRCH`), it is never signalled again by
 //!   its owner, so a recycled pgid is not hit.
 //! - stderr is drained in the background into a bounded ring; memory use does not grow with

@@ -6,7 +6,6 @@ use std::fmt;
 use std::io;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -15,7 +14,7 @@ use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::group::{Delivery, signal_group};
+use crate::group::ProcessGroup;
 use crate::redact::Redactor;
 use crate::stderr::{StderrRing, drain_into};
 use crate::{ExitInfo, RuntimeError};
@@ -130,15 +129,14 @@ pub struct AgentProcess {
     program: String,
     pid: i32,
     stdio: Option<AgentStdio>,
+    /// Killed when this is dropped; never signalled once observed empty.
+    group: ProcessGroup,
     exit: watch::Receiver<Option<ExitInfo>>,
     stderr: Arc<Mutex<StderrRing>>,
     /// Scrubs the spec's env values out of the stderr tail.
     redactor: Redactor,
     stderr_done: watch::Receiver<bool>,
     stderr_task: JoinHandle<()>,
-    /// Set once `killpg` reported `ESRCH`: the pgid may be recycled from then on, so it is
-    /// never signalled again.
-    group_gone: AtomicBool,
 }
 
 /// Starts `spec` in a new process group with stdin/stdout piped and stderr drained into a
@@ -156,32 +154,31 @@ pub fn spawn(spec: ProcessSpec) -> Result<AgentProcess, RuntimeError> {
         .current_dir(&spec.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        // Backstop if the reaper task is dropped with the runtime; the group kill lives in
-        // `AgentProcess::drop`.
-        .kill_on_drop(true);
+        .stderr(Stdio::piped());
     if spec.env_policy == EnvPolicy::Clear {
         command.env_clear();
     }
     command.envs(spec.env.iter().map(|(k, v)| (k, v)));
 
-    let mut child = command.spawn().map_err(|source| match source.kind() {
-        io::ErrorKind::NotFound => RuntimeError::NotFound { program: program.clone() },
-        io::ErrorKind::PermissionDenied => {
-            RuntimeError::PermissionDenied { program: program.clone() }
-        }
-        _ => RuntimeError::Spawn { program: program.clone(), source },
-    })?;
+    // `kill_on_drop` is a backstop if the reaper task is dropped with the runtime; the
+    // group is killed when the `AgentProcess` (its `ProcessGroup`) is dropped.
+    let (mut child, group) =
+        ProcessGroup::spawn(&mut command).map_err(|source| match source.kind() {
+            io::ErrorKind::NotFound => RuntimeError::NotFound { program: program.clone() },
+            io::ErrorKind::PermissionDenied => {
+                RuntimeError::PermissionDenied { program: program.clone() }
+            }
+            _ => RuntimeError::Spawn { program: program.clone(), source },
+        })?;
 
-    let pid = child.id().and_then(|id| i32::try_from(id).ok());
-    let (Some(pid), Some(stdin), Some(stdout), Some(stderr)) =
-        (pid, child.stdin.take(), child.stdout.take(), child.stderr.take())
+    let pid = group.pgid();
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
-        // Not expected with piped stdio; `kill_on_drop` takes the child down with `child`.
+        // Not expected with piped stdio; dropping `group` and `child` takes the child down.
         return Err(RuntimeError::Spawn {
             program,
-            source: io::Error::other("spawned process has no pid or stdio pipes"),
+            source: io::Error::other("spawned process has no stdio pipes"),
         });
     };
     tracing::debug!(pid, program = %program, cwd = %spec.cwd.display(), "spawned agent process");
@@ -206,12 +203,12 @@ pub fn spawn(spec: ProcessSpec) -> Result<AgentProcess, RuntimeError> {
         program,
         pid,
         stdio: Some(AgentStdio { stdin, stdout }),
+        group,
         exit,
         stderr: ring,
         redactor: Redactor::new(spec.env.iter().map(|(_, value)| value.clone())),
         stderr_done,
         stderr_task,
-        group_gone: AtomicBool::new(false),
     })
 }
 
@@ -311,23 +308,14 @@ impl AgentProcess {
 
     /// Signals the group unless it was already observed empty.
     fn signal(&self, signal: Signal) {
-        if self.group_gone.load(Ordering::Acquire) {
-            return;
-        }
-        match signal_group(self.pid, Some(signal)) {
-            Ok(Delivery::Delivered) => {}
-            Ok(Delivery::NoSuchGroup) => self.group_gone.store(true, Ordering::Release),
-            Err(e) => {
-                tracing::warn!(pid = self.pid, error = %e, "signalling agent process group failed")
-            }
-        }
+        self.group.signal(signal);
     }
 }
 
 impl Drop for AgentProcess {
     fn drop(&mut self) {
-        self.signal(Signal::SIGKILL);
-        // A process that left the group could keep stderr open forever.
+        // A process that left the group could keep stderr open forever. (The group itself
+        // is killed when the `group` field is dropped, right after this.)
         self.stderr_task.abort();
     }
 }

@@ -239,6 +239,48 @@ async fn setup_script_timeout_kills_its_process_group() {
     }
 }
 
+#[tokio::test]
+async fn a_dropped_setup_script_has_its_process_group_killed() {
+    let fx = Fixture::new();
+    let wt = create_worktree(&fx.spec("kandev/setup-dropped")).await.unwrap();
+    let (live, mut seen) = tokio::sync::mpsc::channel(16);
+    let script = "sleep 300 & echo $! > bg.pid; echo started; wait";
+    let run = tokio::spawn({
+        let path = wt.path.clone();
+        async move { run_setup_script_streaming(&path, script, DEADLINE, Some(live)).await }
+    });
+    let first = tokio::time::timeout(DEADLINE, seen.recv()).await.unwrap().unwrap();
+    assert_eq!(first, "started\n");
+    run.abort();
+    assert!(run.await.unwrap_err().is_cancelled());
+
+    let pid: i32 = std::fs::read_to_string(wt.path.join("bg.pid")).unwrap().trim().parse().unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    while !process_gone(pid) {
+        assert!(Instant::now() < deadline, "background process {pid} survived the drop");
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test]
+async fn a_successful_setup_script_may_leave_background_processes_running() {
+    let fx = Fixture::new();
+    let wt = create_worktree(&fx.spec("kandev/setup-background")).await.unwrap();
+    let script = "sleep 300 > /dev/null 2>&1 & echo $! > bg.pid; echo $$ > group.pid";
+    run_setup_script(&wt.path, script, DEADLINE).await.unwrap();
+    let read = |name: &str| -> i32 {
+        std::fs::read_to_string(wt.path.join(name)).unwrap().trim().parse().unwrap()
+    };
+    let (pid, pgid) = (read("bg.pid"), read("group.pid"));
+    assert!(!process_gone(pid), "the script's background process was killed");
+    kandev_runtime::kill_group(pgid).unwrap();
+    let deadline = Instant::now() + DEADLINE;
+    while !process_gone(pid) {
+        assert!(Instant::now() < deadline, "background process {pid} survived kill_group");
+        tokio::task::yield_now().await;
+    }
+}
+
 /// The process no longer runs: it does not exist, or it is a zombie waiting to be reaped.
 fn process_gone(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

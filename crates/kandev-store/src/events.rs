@@ -45,6 +45,46 @@ impl TryFrom<EventRow> for Event {
     }
 }
 
+impl crate::WriteTx {
+    /// Appends a notification to the log; it is published when the transaction commits.
+    pub async fn emit(
+        &mut self,
+        topic: impl Into<String>,
+        action: &str,
+        payload: serde_json::Value,
+    ) -> Result<i64> {
+        let topic = topic.into();
+        let text = payload.to_string();
+        let now = self.now();
+        let seq: i64 = sqlx::query_scalar(
+            "INSERT INTO events (topic, action, payload, created_at) VALUES (?, ?, ?, ?) RETURNING seq",
+        )
+        .bind(&topic)
+        .bind(action)
+        .bind(text)
+        .bind(now.millis())
+        .fetch_one(self.conn())
+        .await?;
+        self.publish_on_commit(Event {
+            seq,
+            topic,
+            action: action.to_owned(),
+            payload,
+            created_at: now,
+        });
+        Ok(seq)
+    }
+
+    /// The `seq` the next emitted event will get (writes are serialized, so it is exact).
+    pub async fn next_seq(&mut self) -> Result<i64> {
+        let last: Option<i64> =
+            sqlx::query_scalar("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
+                .fetch_optional(self.conn())
+                .await?;
+        Ok(last.unwrap_or(0) + 1)
+    }
+}
+
 impl Store {
     /// Events of `topics` with `seq` greater than the topic's entry in `since` (0 when
     /// absent), oldest first, at most `limit`.

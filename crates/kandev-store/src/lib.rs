@@ -4,14 +4,27 @@
 //! writers (SQLite has one writer anyway) so that events are committed and then published
 //! strictly in `seq` order. Row types stay private to this crate; callers get domain types.
 //! A write that fails (a full disk) is rolled back and costs nothing else; see `write.rs`.
+//!
+//! One file per aggregate holds its row type(s), its reads (`impl Store`) and its writes
+//! (`impl WriteTx`) side by side, and is the only file whose SQL names its tables. A query
+//! both a `Store` and a `WriteTx` answer is written once, as a function of a `db::Db`.
 
-mod board;
+mod db;
 mod error;
 mod events;
+mod messages;
+mod permissions;
 mod profiles;
-mod rows;
+mod queue;
+mod repositories;
+mod runtime;
 mod secure;
+mod session_resets;
 mod sessions;
+mod tasks;
+mod turns;
+mod workflows;
+mod workspaces;
 mod worktrees;
 mod write;
 
@@ -25,13 +38,16 @@ use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use tokio::sync::{Mutex, broadcast};
 
-pub use board::{
-    NewRepository, NewTask, RepositoryPatch, StepChange, StepPatch, TaskFilter, TaskPatch,
-};
 pub use error::StoreError;
 pub use events::{Event, Topic};
+pub use messages::NewMessage;
 pub use profiles::{NewProfile, ProfilePatch};
-pub use sessions::{NewMessage, ResetIntent, RuntimeRecord, SessionUpdate};
+pub use repositories::{NewRepository, RepositoryPatch};
+pub use runtime::RuntimeRecord;
+pub use session_resets::ResetIntent;
+pub use sessions::SessionUpdate;
+pub use tasks::{NewTask, StepChange, TaskFilter, TaskPatch};
+pub use workflows::StepPatch;
 pub use worktrees::{NewWorktree, WorktreeRecord};
 pub use write::WriteTx;
 

@@ -1,10 +1,11 @@
-//! Agent profiles: reads and writes.
+//! Agent profiles: the row (args and env stored as JSON), reads and writes.
 
-use kandev_domain::AgentProfileId;
 use kandev_domain::agent::{AgentKind, AgentProfile, EnvVar};
-use sqlx::{Executor, Sqlite};
+use kandev_domain::{AgentProfileId, Timestamp};
+use serde::{Deserialize, Serialize};
+use sqlx::FromRow;
 
-use crate::rows::{EnvJson, ProfileRow};
+use crate::db::Db;
 use crate::{Result, Store, StoreError, WriteTx};
 
 /// A profile to create.
@@ -32,13 +33,57 @@ pub struct ProfilePatch {
     pub auto_approve: Option<bool>,
 }
 
-async fn fetch_profile<'e>(
-    e: impl Executor<'e, Database = Sqlite>,
-    id: &str,
-) -> Result<AgentProfile> {
+#[derive(FromRow)]
+struct ProfileRow {
+    id: String,
+    name: String,
+    kind: String,
+    command: String,
+    args: String,
+    env: String,
+    model: Option<String>,
+    mode: Option<String>,
+    auto_approve: bool,
+    created_at: i64,
+    updated_at: i64,
+}
+
+/// The stored JSON form of one environment variable.
+#[derive(Serialize, Deserialize)]
+struct EnvJson {
+    name: String,
+    value: String,
+}
+
+impl TryFrom<ProfileRow> for AgentProfile {
+    type Error = StoreError;
+
+    fn try_from(r: ProfileRow) -> Result<AgentProfile> {
+        let corrupt = |what: &str| StoreError::Corrupt(format!("agent profile {} {what}", r.id));
+        let kind = AgentKind::parse(&r.kind).ok_or_else(|| corrupt("kind"))?;
+        let args: Vec<String> = serde_json::from_str(&r.args).map_err(|_| corrupt("args"))?;
+        let env: Vec<EnvJson> = serde_json::from_str(&r.env).map_err(|_| corrupt("env"))?;
+        Ok(AgentProfile {
+            id: AgentProfileId::new(r.id),
+            name: r.name,
+            kind,
+            command: r.command,
+            args,
+            env: env.into_iter().map(|e| EnvVar { name: e.name, value: e.value }).collect(),
+            model: r.model,
+            mode: r.mode,
+            auto_approve: r.auto_approve,
+            created_at: Timestamp(r.created_at),
+            updated_at: Timestamp(r.updated_at),
+        })
+    }
+}
+
+/// The profile `id`, or `NotFound`.
+async fn get(mut db: Db<'_>, id: &str) -> Result<AgentProfile> {
     sqlx::query_as::<_, ProfileRow>("SELECT * FROM agent_profiles WHERE id = ?")
         .bind(id)
-        .fetch_optional(e)
+        .fetch_optional(&mut db)
         .await?
         .ok_or_else(|| StoreError::not_found("agent profile", id))
         .and_then(AgentProfile::try_from)
@@ -65,14 +110,14 @@ impl Store {
     }
 
     pub async fn get_profile(&self, id: &AgentProfileId) -> Result<AgentProfile> {
-        fetch_profile(&self.read, id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 }
 
 impl WriteTx {
     /// A profile as this transaction sees it (to change it based on its current values).
     pub async fn profile(&mut self, id: &AgentProfileId) -> Result<AgentProfile> {
-        fetch_profile(self.conn(), id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 
     pub async fn insert_profile(&mut self, new: &NewProfile) -> Result<AgentProfile> {
@@ -94,7 +139,7 @@ impl WriteTx {
         .bind(now)
         .execute(self.conn())
         .await?;
-        fetch_profile(self.conn(), &id).await
+        get(self.db(), &id).await
     }
 
     pub async fn update_profile(
@@ -102,7 +147,7 @@ impl WriteTx {
         id: &AgentProfileId,
         patch: &ProfilePatch,
     ) -> Result<AgentProfile> {
-        let current = fetch_profile(self.conn(), id.as_str()).await?;
+        let current = get(self.db(), id.as_str()).await?;
         let now = self.now().millis();
         sqlx::query(
             "UPDATE agent_profiles SET name = ?, command = ?, args = ?, env = ?, model = ?, mode = ?, \
@@ -119,7 +164,7 @@ impl WriteTx {
         .bind(id.as_str())
         .execute(self.conn())
         .await?;
-        fetch_profile(self.conn(), id.as_str()).await
+        get(self.db(), id.as_str()).await
     }
 
     pub async fn delete_profile(&mut self, id: &AgentProfileId) -> Result<()> {
@@ -138,13 +183,6 @@ impl WriteTx {
         let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_profiles")
             .fetch_one(self.conn())
             .await?;
-        Ok(count > 0)
-    }
-
-    /// Whether any workspace exists yet (first-run seeding).
-    pub async fn has_workspaces(&mut self) -> Result<bool> {
-        let count: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM workspaces").fetch_one(self.conn()).await?;
         Ok(count > 0)
     }
 }

@@ -2,8 +2,9 @@
 //! base commit, whether its setup script has run, and when it was removed.
 
 use kandev_domain::{RepositoryId, TaskId, Timestamp};
-use sqlx::{Executor, FromRow, Sqlite};
+use sqlx::FromRow;
 
+use crate::db::Db;
 use crate::{Result, Store, StoreError, WriteTx};
 
 /// A task's worktree as recorded. Live while `removed_at` is `None`.
@@ -67,26 +68,22 @@ impl From<WorktreeRow> for WorktreeRecord {
     }
 }
 
-async fn fetch_live<'e>(
-    e: impl Executor<'e, Database = Sqlite>,
-    task_id: &str,
-) -> Result<Vec<WorktreeRecord>> {
+/// A task's live worktrees, oldest first.
+async fn live(mut db: Db<'_>, task_id: &str) -> Result<Vec<WorktreeRecord>> {
     let rows = sqlx::query_as::<_, WorktreeRow>(
         "SELECT * FROM worktrees WHERE task_id = ? AND removed_at IS NULL ORDER BY created_at, id",
     )
     .bind(task_id)
-    .fetch_all(e)
+    .fetch_all(&mut db)
     .await?;
     Ok(rows.into_iter().map(WorktreeRecord::from).collect())
 }
 
-async fn fetch_worktree<'e>(
-    e: impl Executor<'e, Database = Sqlite>,
-    id: &str,
-) -> Result<WorktreeRecord> {
+/// The worktree record `id`, or `NotFound`.
+async fn get(mut db: Db<'_>, id: &str) -> Result<WorktreeRecord> {
     sqlx::query_as::<_, WorktreeRow>("SELECT * FROM worktrees WHERE id = ?")
         .bind(id)
-        .fetch_optional(e)
+        .fetch_optional(&mut db)
         .await?
         .map(WorktreeRecord::from)
         .ok_or_else(|| StoreError::not_found("worktree", id))
@@ -95,7 +92,7 @@ async fn fetch_worktree<'e>(
 impl Store {
     /// The live (not removed) worktrees of a task, oldest first.
     pub async fn live_worktrees(&self, task_id: &TaskId) -> Result<Vec<WorktreeRecord>> {
-        fetch_live(&self.read, task_id.as_str()).await
+        live(self.db(), task_id.as_str()).await
     }
 
     /// The branch of the task's newest worktree of `repository_id`, live or removed: the
@@ -119,7 +116,7 @@ impl Store {
 
 impl WriteTx {
     pub async fn live_worktrees(&mut self, task_id: &TaskId) -> Result<Vec<WorktreeRecord>> {
-        fetch_live(self.conn(), task_id.as_str()).await
+        live(self.db(), task_id.as_str()).await
     }
 
     /// Records a new live worktree (setup not yet done). A second live worktree of the same
@@ -149,7 +146,7 @@ impl WriteTx {
             }
             other => other?,
         };
-        fetch_worktree(self.conn(), &id).await
+        get(self.db(), &id).await
     }
 
     /// Records that the setup script of a worktree has run successfully.
@@ -159,7 +156,7 @@ impl WriteTx {
             .bind(id)
             .execute(self.conn())
             .await?;
-        fetch_worktree(self.conn(), id).await
+        get(self.db(), id).await
     }
 
     /// Records that a worktree was removed from disk; its row stays for the record.
@@ -169,6 +166,6 @@ impl WriteTx {
             .bind(id)
             .execute(self.conn())
             .await?;
-        fetch_worktree(self.conn(), id).await
+        get(self.db(), id).await
     }
 }

@@ -88,33 +88,9 @@ impl WriteTx {
         self.store.ids.next_id()
     }
 
-    /// Appends a notification to the log; it is published when the transaction commits.
-    pub async fn emit(
-        &mut self,
-        topic: impl Into<String>,
-        action: &str,
-        payload: serde_json::Value,
-    ) -> Result<i64> {
-        let topic = topic.into();
-        let text = payload.to_string();
-        let now = self.now.millis();
-        let seq: i64 = sqlx::query_scalar(
-            "INSERT INTO events (topic, action, payload, created_at) VALUES (?, ?, ?, ?) RETURNING seq",
-        )
-        .bind(&topic)
-        .bind(action)
-        .bind(text)
-        .bind(now)
-        .fetch_one(self.conn())
-        .await?;
-        self.pending.push(Event {
-            seq,
-            topic,
-            action: action.to_owned(),
-            payload,
-            created_at: self.now,
-        });
-        Ok(seq)
+    /// Publishes `event` once this transaction commits (`events.rs` writes its row).
+    pub(crate) fn publish_on_commit(&mut self, event: Event) {
+        self.pending.push(event);
     }
 
     /// Commits, then publishes the emitted events in order. Returns them. Refuses (and rolls

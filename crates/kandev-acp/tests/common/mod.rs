@@ -67,6 +67,17 @@ impl FakeAgent {
         self.writer.flush().await.unwrap();
     }
 
+    /// Writes raw bytes as they are (no newline added), e.g. a line that is not UTF-8.
+    pub async fn send_bytes(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).await.unwrap();
+        self.writer.flush().await.unwrap();
+    }
+
+    /// Ends the agent's output (as an exiting agent does).
+    pub async fn close_output(&mut self) {
+        self.writer.shutdown().await.unwrap();
+    }
+
     pub async fn send(&mut self, message: Value) {
         self.send_line(&message.to_string()).await;
     }

@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 
 use super::GitError;
-use crate::kill_group;
+use crate::group::ProcessGroup;
 use crate::stderr::StderrRing;
 
 /// Deadline for a single git command. Generous: a checkout of a large repository or a slow
@@ -153,15 +153,13 @@ impl Git {
             .current_dir(&self.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+            .stderr(Stdio::piped());
         scrub_env(&mut command);
         // English messages (they end up in errors), no pager, and no index refresh by
         // read-only commands, which would fight over `index.lock` with the agent's own git.
         command.env("LC_ALL", "C").env("GIT_PAGER", "cat").env("GIT_OPTIONAL_LOCKS", "0");
 
-        let mut child = command.spawn().map_err(|source| {
+        let (mut child, group) = ProcessGroup::spawn(&mut command).map_err(|source| {
             let context = if source.kind() == io::ErrorKind::NotFound && self.cwd.is_dir() {
                 "failed to start `git`; install git and make sure it is on PATH".to_owned()
             } else {
@@ -169,7 +167,6 @@ impl Git {
             };
             GitError::io(context, source)
         })?;
-        let mut guard = GroupGuard::new(child.id());
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             return Err(GitError::io(
                 format!("failed to capture the output of `{}`", self.describe()),
@@ -191,15 +188,16 @@ impl Git {
         };
         match finished {
             Ok(Ok(status)) => {
-                guard.disarm();
+                group.release();
                 Ok(Output { status, stdout: out, stdout_truncated: truncated, stderr: err.tail() })
             }
             Ok(Err(source)) => {
                 Err(GitError::io(format!("failed to wait for `{}`", self.describe()), source))
             }
             Err(_elapsed) => {
-                guard.kill();
+                group.kill();
                 let _ = tokio::time::timeout(KILL_WAIT, child.wait()).await;
+                group.release();
                 Err(GitError::Timeout { command: self.describe(), timeout: GIT_TIMEOUT })
             }
         }
@@ -229,37 +227,6 @@ impl Git {
             output.stderr.clone()
         };
         GitError::Git { command: self.describe(), stderr }
-    }
-}
-
-/// Kills a child's whole process group when dropped (a cancelled future) unless disarmed
-/// after the leader was reaped normally.
-pub(crate) struct GroupGuard {
-    pgid: Option<i32>,
-}
-
-impl GroupGuard {
-    /// Guards the group led by `pid` (the child was started with `process_group(0)`).
-    pub(crate) fn new(pid: Option<u32>) -> Self {
-        Self { pgid: pid.and_then(|pid| i32::try_from(pid).ok()) }
-    }
-
-    pub(crate) fn kill(&mut self) {
-        if let Some(pgid) = self.pgid.take()
-            && let Err(e) = kill_group(pgid)
-        {
-            tracing::warn!(pgid, error = %e, "killing a helper process group failed");
-        }
-    }
-
-    pub(crate) fn disarm(&mut self) {
-        self.pgid = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

@@ -12,7 +12,8 @@ use tokio::process::Command;
 use tokio::sync::mpsc;
 
 use super::GitError;
-use super::cmd::{GroupGuard, ensure_dir, read_into_ring, scrub_env, wait_draining};
+use super::cmd::{ensure_dir, read_into_ring, scrub_env, wait_draining};
+use crate::group::ProcessGroup;
 use crate::stderr::StderrRing;
 
 /// How much of the script's combined output is kept: the last 64 KiB.
@@ -79,16 +80,14 @@ pub async fn run_setup_script_streaming(
         .current_dir(worktree)
         .stdin(Stdio::null())
         .stdout(writer)
-        .stderr(writer_for_stderr)
-        .process_group(0)
-        .kill_on_drop(true);
+        .stderr(writer_for_stderr);
     scrub_env(&mut command);
-    let spawned = command.spawn();
+    let spawned = ProcessGroup::spawn(&mut command);
     // The command holds the parent's copies of the write end; without dropping them the
     // pipe never reaches end of file.
     drop(command);
-    let mut child = spawned.map_err(io_err("failed to start the setup script with `sh`"))?;
-    let mut guard = GroupGuard::new(child.id());
+    let (mut child, group) =
+        spawned.map_err(io_err("failed to start the setup script with `sh`"))?;
     let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(io_err("failed to read the setup script's output"))?;
 
@@ -102,7 +101,7 @@ pub async fn run_setup_script_streaming(
     let finished = tokio::time::timeout(timeout, wait_draining(&mut child, readers)).await;
     match finished {
         Ok(Ok(status)) => {
-            guard.disarm();
+            group.release();
             let output = ring.tail();
             tracing::debug!(worktree = %worktree.display(), %status, "setup script finished");
             match status.code() {
@@ -115,8 +114,9 @@ pub async fn run_setup_script_streaming(
         }
         Ok(Err(e)) => Err(GitError::io("failed to wait for the setup script", e)),
         Err(_elapsed) => {
-            guard.kill();
+            group.kill();
             let _ = tokio::time::timeout(KILL_WAIT, child.wait()).await;
+            group.release();
             Err(GitError::SetupTimedOut {
                 timeout,
                 output_tail: last_lines(&ring.tail(), ERROR_TAIL_LINES),

@@ -1,0 +1,177 @@
+//! A session's transcript: the message row, reads and writes. A message's `seq` is the seq
+//! of the event that announced it, so a client can tell which messages an event stream
+//! already covered.
+
+use kandev_domain::transcript::{Message, MessageKind};
+use kandev_domain::{MessageId, SessionId, Timestamp, TurnId};
+use sqlx::FromRow;
+
+use crate::db::Db;
+use crate::{Result, Store, StoreError, WriteTx};
+
+/// A transcript message to add.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    pub session_id: SessionId,
+    pub turn_id: Option<TurnId>,
+    pub kind: MessageKind,
+    pub content: String,
+    pub metadata: String,
+    pub client_message_id: Option<String>,
+}
+
+/// The columns of a [`MessageRow`], for queries of other kinds of messages
+/// (`permissions.rs` reads permission requests, which are messages).
+pub(crate) const MESSAGE_COLUMNS: &str = "id, session_id, turn_id, seq, kind, content, metadata, client_message_id, created_at, updated_at";
+
+#[derive(FromRow)]
+pub(crate) struct MessageRow {
+    id: String,
+    session_id: String,
+    turn_id: Option<String>,
+    seq: i64,
+    kind: String,
+    content: String,
+    metadata: String,
+    client_message_id: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl TryFrom<MessageRow> for Message {
+    type Error = StoreError;
+
+    fn try_from(r: MessageRow) -> Result<Message> {
+        let kind = MessageKind::parse(&r.kind)
+            .ok_or_else(|| StoreError::Corrupt(format!("message {} kind {:?}", r.id, r.kind)))?;
+        Ok(Message {
+            id: MessageId::new(r.id),
+            session_id: SessionId::new(r.session_id),
+            turn_id: r.turn_id.map(TurnId::new),
+            seq: r.seq,
+            kind,
+            content: r.content,
+            metadata: r.metadata,
+            client_message_id: r.client_message_id,
+            created_at: Timestamp(r.created_at),
+            updated_at: Timestamp(r.updated_at),
+        })
+    }
+}
+
+/// The message `id`, or `NotFound`.
+async fn get(mut db: Db<'_>, id: &str) -> Result<Message> {
+    let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?");
+    sqlx::query_as::<_, MessageRow>(&sql)
+        .bind(id)
+        .fetch_optional(&mut db)
+        .await?
+        .ok_or_else(|| StoreError::not_found("message", id))
+        .and_then(Message::try_from)
+}
+
+impl Store {
+    /// Messages in `seq` order: after `after_seq`, before `before_seq` (newest page when only
+    /// `before_seq` is given), at most `limit`.
+    pub async fn list_messages(
+        &self,
+        session_id: &SessionId,
+        after_seq: Option<i64>,
+        before_seq: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<Message>> {
+        let newest_first = after_seq.is_none() && before_seq.is_some();
+        let order = if newest_first { "DESC" } else { "ASC" };
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND seq < ? \
+             ORDER BY seq {order} LIMIT ?"
+        );
+        let rows = sqlx::query_as::<_, MessageRow>(&sql)
+            .bind(session_id.as_str())
+            .bind(after_seq.unwrap_or(0))
+            .bind(before_seq.unwrap_or(i64::MAX))
+            .bind(limit)
+            .fetch_all(&self.read)
+            .await?;
+        let mut messages: Vec<Message> =
+            rows.into_iter().map(Message::try_from).collect::<Result<_>>()?;
+        if newest_first {
+            messages.reverse();
+        }
+        Ok(messages)
+    }
+
+    pub async fn get_message(&self, id: &MessageId) -> Result<Message> {
+        get(self.db(), id.as_str()).await
+    }
+}
+
+impl WriteTx {
+    /// Inserts a message whose `seq` is the seq of the event that will announce it; the
+    /// caller emits that event next.
+    pub async fn insert_message(&mut self, new: &NewMessage) -> Result<Message> {
+        let (id, now) = (self.new_id(), self.now().millis());
+        let seq = self.next_seq().await?;
+        sqlx::query(
+            "INSERT INTO messages (id, session_id, turn_id, seq, kind, content, metadata, client_message_id, \
+             created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(new.session_id.as_str())
+        .bind(new.turn_id.as_ref().map(|t| t.as_str()))
+        .bind(seq)
+        .bind(new.kind.as_str())
+        .bind(&new.content)
+        .bind(&new.metadata)
+        .bind(&new.client_message_id)
+        .bind(now)
+        .bind(now)
+        .execute(self.conn())
+        .await?;
+        get(self.db(), &id).await
+    }
+
+    /// Appends text to a message (streamed chunks are coalesced into one row).
+    pub async fn append_message(&mut self, id: &MessageId, delta: &str) -> Result<Message> {
+        sqlx::query("UPDATE messages SET content = content || ?, updated_at = ? WHERE id = ?")
+            .bind(delta)
+            .bind(self.now().millis())
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        get(self.db(), id.as_str()).await
+    }
+
+    pub async fn set_message(
+        &mut self,
+        id: &MessageId,
+        content: Option<&str>,
+        metadata: &str,
+    ) -> Result<Message> {
+        sqlx::query("UPDATE messages SET content = COALESCE(?, content), metadata = ?, updated_at = ? WHERE id = ?")
+            .bind(content)
+            .bind(metadata)
+            .bind(self.now().millis())
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        get(self.db(), id.as_str()).await
+    }
+
+    pub async fn message_by_client_id(
+        &mut self,
+        session_id: &SessionId,
+        client_message_id: &str,
+    ) -> Result<Option<Message>> {
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND client_message_id = ?"
+        );
+        sqlx::query_as::<_, MessageRow>(&sql)
+            .bind(session_id.as_str())
+            .bind(client_message_id)
+            .fetch_optional(self.conn())
+            .await?
+            .map(Message::try_from)
+            .transpose()
+    }
+}

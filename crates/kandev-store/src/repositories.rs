@@ -1,0 +1,151 @@
+//! Repositories registered in a workspace: the row, reads and writes.
+
+use kandev_domain::workspace::Repository;
+use kandev_domain::{RepositoryId, Timestamp, WorkspaceId};
+use sqlx::FromRow;
+
+use crate::db::Db;
+use crate::{Result, Store, StoreError, WriteTx, workspaces};
+
+/// A repository to register.
+#[derive(Debug, Clone)]
+pub struct NewRepository {
+    pub workspace_id: WorkspaceId,
+    pub name: String,
+    pub local_path: String,
+    pub default_branch: String,
+    pub branch_template: String,
+    pub setup_script: String,
+}
+
+/// Fields of a repository to change; `None` keeps the current value.
+#[derive(Debug, Clone, Default)]
+pub struct RepositoryPatch {
+    pub name: Option<String>,
+    pub default_branch: Option<String>,
+    pub branch_template: Option<String>,
+    pub setup_script: Option<String>,
+}
+
+#[derive(FromRow)]
+struct RepositoryRow {
+    id: String,
+    workspace_id: String,
+    name: String,
+    local_path: String,
+    default_branch: String,
+    branch_template: String,
+    setup_script: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl From<RepositoryRow> for Repository {
+    fn from(r: RepositoryRow) -> Self {
+        Repository {
+            id: RepositoryId::new(r.id),
+            workspace_id: WorkspaceId::new(r.workspace_id),
+            name: r.name,
+            local_path: r.local_path,
+            default_branch: r.default_branch,
+            branch_template: r.branch_template,
+            setup_script: r.setup_script,
+            created_at: Timestamp(r.created_at),
+            updated_at: Timestamp(r.updated_at),
+        }
+    }
+}
+
+/// The repository `id`, or `NotFound`.
+async fn get(mut db: Db<'_>, id: &str) -> Result<Repository> {
+    sqlx::query_as::<_, RepositoryRow>("SELECT * FROM repositories WHERE id = ?")
+        .bind(id)
+        .fetch_optional(&mut db)
+        .await?
+        .map(Repository::from)
+        .ok_or_else(|| StoreError::not_found("repository", id))
+}
+
+impl Store {
+    pub async fn list_repositories(&self, workspace_id: &WorkspaceId) -> Result<Vec<Repository>> {
+        let rows = sqlx::query_as::<_, RepositoryRow>(
+            "SELECT * FROM repositories WHERE workspace_id = ? ORDER BY name, id",
+        )
+        .bind(workspace_id.as_str())
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows.into_iter().map(Repository::from).collect())
+    }
+
+    pub async fn get_repository(&self, id: &RepositoryId) -> Result<Repository> {
+        get(self.db(), id.as_str()).await
+    }
+}
+
+impl WriteTx {
+    pub async fn insert_repository(&mut self, new: &NewRepository) -> Result<Repository> {
+        workspaces::get(self.db(), new.workspace_id.as_str()).await?;
+        let taken: Option<String> = sqlx::query_scalar(
+            "SELECT id FROM repositories WHERE workspace_id = ? AND local_path = ?",
+        )
+        .bind(new.workspace_id.as_str())
+        .bind(&new.local_path)
+        .fetch_optional(self.conn())
+        .await?;
+        if taken.is_some() {
+            return Err(StoreError::Conflict(format!(
+                "{} is already registered in this workspace",
+                new.local_path
+            )));
+        }
+        let (id, now) = (self.new_id(), self.now().millis());
+        sqlx::query(
+            "INSERT INTO repositories (id, workspace_id, name, local_path, default_branch, \
+             branch_template, setup_script, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(new.workspace_id.as_str())
+        .bind(&new.name)
+        .bind(&new.local_path)
+        .bind(&new.default_branch)
+        .bind(&new.branch_template)
+        .bind(&new.setup_script)
+        .bind(now)
+        .bind(now)
+        .execute(self.conn())
+        .await?;
+        get(self.db(), &id).await
+    }
+
+    pub async fn update_repository(
+        &mut self,
+        id: &RepositoryId,
+        patch: &RepositoryPatch,
+    ) -> Result<Repository> {
+        let current = get(self.db(), id.as_str()).await?;
+        let now = self.now().millis();
+        sqlx::query(
+            "UPDATE repositories SET name = ?, default_branch = ?, branch_template = ?, \
+             setup_script = ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(patch.name.as_ref().unwrap_or(&current.name))
+        .bind(patch.default_branch.as_ref().unwrap_or(&current.default_branch))
+        .bind(patch.branch_template.as_ref().unwrap_or(&current.branch_template))
+        .bind(patch.setup_script.as_ref().unwrap_or(&current.setup_script))
+        .bind(now)
+        .bind(id.as_str())
+        .execute(self.conn())
+        .await?;
+        get(self.db(), id.as_str()).await
+    }
+
+    /// Deletes a repository; returns it so the caller can publish which workspace changed.
+    pub async fn delete_repository(&mut self, id: &RepositoryId) -> Result<Repository> {
+        let current = get(self.db(), id.as_str()).await?;
+        sqlx::query("DELETE FROM repositories WHERE id = ?")
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        Ok(current)
+    }
+}

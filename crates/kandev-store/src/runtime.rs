@@ -1,0 +1,95 @@
+//! A session's runtime binding: the live execution (process, group, epoch) as persisted, so
+//! that startup can find and kill agents a previous server left behind.
+
+use kandev_domain::SessionId;
+use sqlx::FromRow;
+
+use crate::{Result, Store, WriteTx};
+
+/// The persisted view of a live execution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeRecord {
+    pub session_id: SessionId,
+    pub execution_id: String,
+    pub epoch: i64,
+    pub pid: Option<i32>,
+    pub pgid: Option<i32>,
+    pub status: String,
+    pub cwd: String,
+}
+
+#[derive(FromRow)]
+struct RuntimeRow {
+    session_id: String,
+    execution_id: String,
+    epoch: i64,
+    pid: Option<i64>,
+    pgid: Option<i64>,
+    status: String,
+    cwd: String,
+}
+
+impl From<RuntimeRow> for RuntimeRecord {
+    fn from(r: RuntimeRow) -> Self {
+        RuntimeRecord {
+            session_id: SessionId::new(r.session_id),
+            execution_id: r.execution_id,
+            epoch: r.epoch,
+            pid: r.pid.and_then(|p| i32::try_from(p).ok()),
+            pgid: r.pgid.and_then(|p| i32::try_from(p).ok()),
+            status: r.status,
+            cwd: r.cwd,
+        }
+    }
+}
+
+impl Store {
+    pub async fn get_runtime(&self, session_id: &SessionId) -> Result<Option<RuntimeRecord>> {
+        let row = sqlx::query_as::<_, RuntimeRow>(
+            "SELECT session_id, execution_id, epoch, pid, pgid, status, cwd FROM session_runtime \
+             WHERE session_id = ?",
+        )
+        .bind(session_id.as_str())
+        .fetch_optional(&self.read)
+        .await?;
+        Ok(row.map(RuntimeRecord::from))
+    }
+}
+
+impl WriteTx {
+    pub async fn set_runtime(&mut self, record: &RuntimeRecord) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO session_runtime (session_id, execution_id, epoch, pid, pgid, status, cwd, started_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET execution_id = excluded.execution_id, \
+             epoch = excluded.epoch, pid = excluded.pid, pgid = excluded.pgid, status = excluded.status, \
+             cwd = excluded.cwd, started_at = excluded.started_at",
+        )
+        .bind(record.session_id.as_str())
+        .bind(&record.execution_id)
+        .bind(record.epoch)
+        .bind(record.pid)
+        .bind(record.pgid)
+        .bind(&record.status)
+        .bind(&record.cwd)
+        .bind(self.now().millis())
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
+    /// Marks the runtime row of `epoch` as ended (no live process); keeps it for the record.
+    pub async fn end_runtime(
+        &mut self,
+        session_id: &SessionId,
+        epoch: i64,
+        status: &str,
+    ) -> Result<()> {
+        sqlx::query("UPDATE session_runtime SET status = ?, pid = NULL, pgid = NULL WHERE session_id = ? AND epoch = ?")
+            .bind(status)
+            .bind(session_id.as_str())
+            .bind(epoch)
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,476 @@
+//! Tasks with their repository list and step history: the row, reads and writes. A task's
+//! `position` is its index among the non-archived tasks of its step.
+
+use kandev_domain::task::{Task, TaskState, place_at};
+use kandev_domain::{
+    AgentProfileId, RepositoryId, SessionId, StepId, TaskId, Timestamp, WorkflowId, WorkspaceId,
+};
+use sqlx::FromRow;
+
+use crate::db::Db;
+use crate::{Result, Store, StoreError, WriteTx, workflows};
+
+/// A task to create, appended at the end of its step.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    pub workflow_id: WorkflowId,
+    pub step_id: StepId,
+    pub title: String,
+    pub description: String,
+    pub repository_ids: Vec<RepositoryId>,
+    pub agent_profile_id: Option<AgentProfileId>,
+}
+
+/// Fields of a task to change; `None` keeps the current value.
+#[derive(Debug, Clone, Default)]
+pub struct TaskPatch {
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub state: Option<TaskState>,
+    pub repository_ids: Option<Vec<RepositoryId>>,
+    pub agent_profile_id: Option<Option<AgentProfileId>>,
+}
+
+/// Which tasks to list, in board order (step position, then task position).
+#[derive(Debug, Clone, Default)]
+pub struct TaskFilter {
+    pub workflow_id: Option<WorkflowId>,
+    pub step_id: Option<StepId>,
+    /// Case-insensitive text matched against title and description; `%` and `_` match
+    /// themselves. At most [`TaskFilter::MAX_QUERY_CHARS`] characters (callers check).
+    pub query: Option<String>,
+    pub include_archived: bool,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl TaskFilter {
+    /// Longest search text: far below SQLite's limit on a `LIKE` pattern (50,000 bytes, which
+    /// a longer query could pass once escaped and UTF-8 encoded).
+    pub const MAX_QUERY_CHARS: usize = 1000;
+}
+
+/// One entry of a task's step history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepChange {
+    pub from_step_id: Option<StepId>,
+    pub to_step_id: StepId,
+    pub trigger: String,
+    pub actor: String,
+    pub at: kandev_domain::Timestamp,
+}
+
+// ---------------------------------------------------------------- rows
+
+const TASK_SELECT: &str = "SELECT t.id, t.workspace_id, t.workflow_id, t.step_id, t.title, \
+    t.description, t.state, t.position, t.agent_profile_id, t.primary_session_id, \
+    t.archived_at, t.created_at, t.updated_at, \
+    (SELECT group_concat(repository_id, ',') FROM \
+        (SELECT repository_id FROM task_repositories WHERE task_id = t.id ORDER BY position)) \
+        AS repository_ids \
+    FROM tasks t";
+
+#[derive(FromRow)]
+struct TaskRow {
+    id: String,
+    workspace_id: String,
+    workflow_id: String,
+    step_id: String,
+    title: String,
+    description: String,
+    state: String,
+    position: i64,
+    agent_profile_id: Option<String>,
+    primary_session_id: Option<String>,
+    archived_at: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+    /// Comma-separated repository ids in order (from `group_concat`).
+    repository_ids: Option<String>,
+}
+
+impl TryFrom<TaskRow> for Task {
+    type Error = StoreError;
+
+    fn try_from(r: TaskRow) -> Result<Task> {
+        let state = TaskState::parse(&r.state)
+            .ok_or_else(|| StoreError::Corrupt(format!("task {} state {:?}", r.id, r.state)))?;
+        let repository_ids = r
+            .repository_ids
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(|s| s.split(',').map(RepositoryId::new).collect())
+            .unwrap_or_default();
+        Ok(Task {
+            id: TaskId::new(r.id),
+            workspace_id: WorkspaceId::new(r.workspace_id),
+            workflow_id: WorkflowId::new(r.workflow_id),
+            step_id: StepId::new(r.step_id),
+            title: r.title,
+            description: r.description,
+            state,
+            position: r.position.try_into().unwrap_or(0),
+            repository_ids,
+            agent_profile_id: r.agent_profile_id.map(AgentProfileId::new),
+            primary_session_id: r.primary_session_id.map(SessionId::new),
+            archived_at: r.archived_at.map(Timestamp),
+            created_at: Timestamp(r.created_at),
+            updated_at: Timestamp(r.updated_at),
+        })
+    }
+}
+
+/// Escapes `%`, `_` and `\` for a `LIKE ... ESCAPE '\'` pattern.
+fn like_pattern(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+// ---------------------------------------------------------------- reads
+
+/// The task `id`, or `NotFound`.
+async fn get(mut db: Db<'_>, id: &str) -> Result<Task> {
+    let sql = format!("{TASK_SELECT} WHERE t.id = ?");
+    sqlx::query_as::<_, TaskRow>(&sql)
+        .bind(id)
+        .fetch_optional(&mut db)
+        .await?
+        .ok_or_else(|| StoreError::not_found("task", id))
+        .and_then(Task::try_from)
+}
+
+/// How many tasks a step holds, archived ones included.
+pub(crate) async fn count_in_step(mut db: Db<'_>, step_id: &StepId) -> Result<i64> {
+    let count = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE step_id = ?")
+        .bind(step_id.as_str())
+        .fetch_one(&mut db)
+        .await?;
+    Ok(count)
+}
+
+impl Store {
+    pub async fn get_task(&self, id: &TaskId) -> Result<Task> {
+        get(self.db(), id.as_str()).await
+    }
+
+    /// Tasks in board order; see [`TaskFilter`].
+    pub async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
+        let mut sql =
+            format!("{TASK_SELECT} JOIN workflow_steps s ON s.id = t.step_id WHERE 1 = 1");
+        if filter.workflow_id.is_some() {
+            sql.push_str(" AND t.workflow_id = ?");
+        }
+        if filter.step_id.is_some() {
+            sql.push_str(" AND t.step_id = ?");
+        }
+        if filter.query.is_some() {
+            sql.push_str(" AND (t.title LIKE ? ESCAPE '\\' OR t.description LIKE ? ESCAPE '\\')");
+        }
+        if !filter.include_archived {
+            sql.push_str(" AND t.archived_at IS NULL");
+        }
+        sql.push_str(" ORDER BY s.position, t.position, t.created_at, t.id LIMIT ? OFFSET ?");
+        let mut query = sqlx::query_as::<_, TaskRow>(&sql);
+        if let Some(id) = &filter.workflow_id {
+            query = query.bind(id.as_str());
+        }
+        if let Some(id) = &filter.step_id {
+            query = query.bind(id.as_str());
+        }
+        if let Some(text) = &filter.query {
+            let pattern = like_pattern(text);
+            query = query.bind(pattern.clone()).bind(pattern);
+        }
+        let rows = query.bind(filter.limit).bind(filter.offset).fetch_all(&self.read).await?;
+        rows.into_iter().map(Task::try_from).collect()
+    }
+
+    /// A task's step history, oldest first.
+    pub async fn step_history(&self, task_id: &TaskId) -> Result<Vec<StepChange>> {
+        let rows: Vec<(Option<String>, String, String, String, i64)> = sqlx::query_as(
+            "SELECT from_step_id, to_step_id, trigger, actor, at FROM task_step_history \
+             WHERE task_id = ? ORDER BY id",
+        )
+        .bind(task_id.as_str())
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(from, to, trigger, actor, at)| StepChange {
+                from_step_id: from.map(StepId::new),
+                to_step_id: StepId::new(to),
+                trigger,
+                actor,
+                at: kandev_domain::Timestamp(at),
+            })
+            .collect())
+    }
+}
+
+// ---------------------------------------------------------------- writes
+
+impl WriteTx {
+    pub async fn get_task(&mut self, id: &TaskId) -> Result<Task> {
+        get(self.db(), id.as_str()).await
+    }
+
+    /// Creates a task at the end of its step and records its entry in the step history.
+    pub async fn insert_task(&mut self, new: &NewTask, actor: &str) -> Result<Task> {
+        let workspace_id = workflows::workspace_of(self.db(), &new.workflow_id).await?;
+        workflows::check_step_of(self.db(), &new.step_id, &new.workflow_id).await?;
+        let position: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM tasks WHERE step_id = ? AND archived_at IS NULL",
+        )
+        .bind(new.step_id.as_str())
+        .fetch_one(self.conn())
+        .await?;
+        let (id, now) = (self.new_id(), self.now().millis());
+        sqlx::query(
+            "INSERT INTO tasks (id, workspace_id, workflow_id, step_id, title, description, state, position, \
+             agent_profile_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(&workspace_id)
+        .bind(new.workflow_id.as_str())
+        .bind(new.step_id.as_str())
+        .bind(&new.title)
+        .bind(&new.description)
+        .bind(TaskState::Todo.as_str())
+        .bind(position)
+        .bind(new.agent_profile_id.as_ref().map(|p| p.as_str()))
+        .bind(now)
+        .bind(now)
+        .execute(self.conn())
+        .await?;
+        let task_id = TaskId::new(id);
+        self.write_task_repositories(&task_id, &new.repository_ids).await?;
+        self.record_step_change(&task_id, None, &new.step_id, "created", actor).await?;
+        self.get_task(&task_id).await
+    }
+
+    pub async fn update_task(&mut self, id: &TaskId, patch: &TaskPatch) -> Result<Task> {
+        let current = self.get_task(id).await?;
+        let now = self.now().millis();
+        let profile = match &patch.agent_profile_id {
+            Some(p) => p.clone(),
+            None => current.agent_profile_id.clone(),
+        };
+        sqlx::query(
+            "UPDATE tasks SET title = ?, description = ?, state = ?, agent_profile_id = ?, updated_at = ? \
+             WHERE id = ?",
+        )
+        .bind(patch.title.as_ref().unwrap_or(&current.title))
+        .bind(patch.description.as_ref().unwrap_or(&current.description))
+        .bind(patch.state.unwrap_or(current.state).as_str())
+        .bind(profile.as_ref().map(|p| p.as_str()))
+        .bind(now)
+        .bind(id.as_str())
+        .execute(self.conn())
+        .await?;
+        if let Some(repository_ids) = &patch.repository_ids {
+            sqlx::query("DELETE FROM task_repositories WHERE task_id = ?")
+                .bind(id.as_str())
+                .execute(self.conn())
+                .await?;
+            self.write_task_repositories(id, repository_ids).await?;
+        }
+        self.get_task(id).await
+    }
+
+    async fn write_task_repositories(
+        &mut self,
+        task_id: &TaskId,
+        repository_ids: &[RepositoryId],
+    ) -> Result<()> {
+        for (position, repository_id) in repository_ids.iter().enumerate() {
+            sqlx::query(
+                "INSERT INTO task_repositories (task_id, repository_id, position) VALUES (?, ?, ?)",
+            )
+            .bind(task_id.as_str())
+            .bind(repository_id.as_str())
+            .bind(position as i64)
+            .execute(self.conn())
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Moves a task to `position` (end when `None`) in `to_step` of its own workflow,
+    /// renumbering the affected steps. Records the move in the step history when the step
+    /// changes. A step deleted since the caller looked is `NotFound` (issue 12, finding 9).
+    pub async fn move_task(
+        &mut self,
+        id: &TaskId,
+        to_step: &StepId,
+        position: Option<usize>,
+        trigger: &str,
+        actor: &str,
+    ) -> Result<Task> {
+        let task = self.get_task(id).await?;
+        workflows::check_step_of(self.db(), to_step, &task.workflow_id).await?;
+        let others: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM tasks WHERE step_id = ? AND id != ? AND archived_at IS NULL \
+             ORDER BY position, created_at, id",
+        )
+        .bind(to_step.as_str())
+        .bind(id.as_str())
+        .fetch_all(self.conn())
+        .await?;
+        let order = place_at(others, id.as_str().to_owned(), position);
+        let now = self.now().millis();
+        sqlx::query("UPDATE tasks SET step_id = ?, updated_at = ? WHERE id = ?")
+            .bind(to_step.as_str())
+            .bind(now)
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        self.write_task_order(&order).await?;
+        if &task.step_id != to_step {
+            self.renumber_step(&task.step_id).await?;
+            self.record_step_change(id, Some(&task.step_id), to_step, trigger, actor).await?;
+        }
+        self.get_task(id).await
+    }
+
+    async fn write_task_order(&mut self, order: &[String]) -> Result<()> {
+        for (position, task_id) in order.iter().enumerate() {
+            sqlx::query("UPDATE tasks SET position = ? WHERE id = ? AND position != ?")
+                .bind(position as i64)
+                .bind(task_id)
+                .bind(position as i64)
+                .execute(self.conn())
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn renumber_step(&mut self, step_id: &StepId) -> Result<()> {
+        let order: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM tasks WHERE step_id = ? AND archived_at IS NULL ORDER BY position, created_at, id",
+        )
+        .bind(step_id.as_str())
+        .fetch_all(self.conn())
+        .await?;
+        self.write_task_order(&order).await
+    }
+
+    async fn record_step_change(
+        &mut self,
+        task_id: &TaskId,
+        from: Option<&StepId>,
+        to: &StepId,
+        trigger: &str,
+        actor: &str,
+    ) -> Result<()> {
+        let now = self.now().millis();
+        sqlx::query(
+            "INSERT INTO task_step_history (task_id, from_step_id, to_step_id, trigger, actor, at) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(task_id.as_str())
+        .bind(from.map(|s| s.as_str()))
+        .bind(to.as_str())
+        .bind(trigger)
+        .bind(actor)
+        .bind(now)
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
+    /// Archives a task (hidden from the board, kept in the database).
+    pub async fn archive_task(&mut self, id: &TaskId) -> Result<Task> {
+        let task = self.get_task(id).await?;
+        if task.archived_at.is_some() {
+            return Ok(task);
+        }
+        let now = self.now().millis();
+        sqlx::query("UPDATE tasks SET archived_at = ?, updated_at = ? WHERE id = ?")
+            .bind(now)
+            .bind(now)
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        self.renumber_step(&task.step_id).await?;
+        self.get_task(id).await
+    }
+
+    /// Deletes a task; returns it for publication.
+    pub async fn delete_task(&mut self, id: &TaskId) -> Result<Task> {
+        let task = self.get_task(id).await?;
+        sqlx::query("DELETE FROM tasks WHERE id = ?")
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        self.renumber_step(&task.step_id).await?;
+        Ok(task)
+    }
+
+    /// Makes `session_id` the task's primary session (a step with its own agent profile).
+    pub async fn set_primary_session(
+        &mut self,
+        task_id: &TaskId,
+        session_id: &SessionId,
+    ) -> Result<()> {
+        sqlx::query("UPDATE tasks SET primary_session_id = ?, updated_at = ? WHERE id = ?")
+            .bind(session_id.as_str())
+            .bind(self.now().millis())
+            .bind(task_id.as_str())
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Makes a new session the task's primary session if the task has none yet.
+    pub(crate) async fn adopt_primary_session(
+        &mut self,
+        task_id: &TaskId,
+        session_id: &str,
+    ) -> Result<()> {
+        sqlx::query("UPDATE tasks SET primary_session_id = ?, updated_at = ? WHERE id = ? AND primary_session_id IS NULL")
+            .bind(session_id)
+            .bind(self.now().millis())
+            .bind(task_id.as_str())
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// After `deleted` was deleted: if it was the task's primary session, the task's oldest
+    /// remaining session becomes primary (none when there is none).
+    pub(crate) async fn replace_primary_session(
+        &mut self,
+        task_id: &TaskId,
+        deleted: &SessionId,
+    ) -> Result<()> {
+        let now = self.now().millis();
+        sqlx::query(
+            "UPDATE tasks SET primary_session_id = (SELECT id FROM sessions WHERE task_id = tasks.id \
+             ORDER BY created_at LIMIT 1), updated_at = ? WHERE id = ? AND primary_session_id = ?",
+        )
+        .bind(now)
+        .bind(task_id.as_str())
+        .bind(deleted.as_str())
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like_pattern;
+
+    #[test]
+    fn like_pattern_escapes_wildcards() {
+        assert_eq!(like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
+    }
+}

@@ -1,0 +1,167 @@
+//! Issue 13 (store by aggregate): every table is queried from its aggregate's file only,
+//! and no SQL statement is written twice (a read both `Store` and `WriteTx` answer is one
+//! function over `db::Db`). Reads the crate's sources; adding a table means naming its file.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Which file owns each table: the only file whose SQL names it.
+const OWNERS: &[(&str, &str)] = &[
+    ("workspaces", "workspaces.rs"),
+    ("repositories", "repositories.rs"),
+    ("workflows", "workflows.rs"),
+    ("workflow_steps", "workflows.rs"),
+    ("tasks", "tasks.rs"),
+    ("task_repositories", "tasks.rs"),
+    ("task_step_history", "tasks.rs"),
+    ("sessions", "sessions.rs"),
+    ("session_runtime", "runtime.rs"),
+    ("turns", "turns.rs"),
+    ("messages", "messages.rs"),
+    ("queued_prompts", "queue.rs"),
+    ("permission_answers", "permissions.rs"),
+    ("session_resets", "session_resets.rs"),
+    ("agent_profiles", "profiles.rs"),
+    ("worktrees", "worktrees.rs"),
+    ("events", "events.rs"),
+    ("sqlite_sequence", "events.rs"),
+];
+
+/// The few reads across an aggregate's edge, each for a reason the aggregate owns.
+const ALLOWED: &[(&str, &str, &str)] = &[
+    ("tasks.rs", "workflow_steps", "board order sorts tasks by their step's position"),
+    ("tasks.rs", "sessions", "a deleted primary session is replaced by the task's oldest"),
+    ("permissions.rs", "messages", "a permission request is a transcript message"),
+];
+
+/// The string literals of a Rust source, with `\`-newline continuations joined.
+fn string_literals(src: &str) -> Vec<String> {
+    let chars: Vec<char> = src.chars().collect();
+    let mut out = vec![];
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '/' if chars.get(i + 1) == Some(&'/') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '\'' if chars.get(i + 1) == Some(&'\\') => i += 4,
+            '\'' if chars.get(i + 2) == Some(&'\'') => i += 3,
+            '"' => {
+                let mut text = String::new();
+                i += 1;
+                while i < chars.len() && chars[i] != '"' {
+                    if chars[i] == '\\' && chars.get(i + 1) == Some(&'\n') {
+                        i += 2;
+                        while i < chars.len() && chars[i].is_whitespace() {
+                            i += 1;
+                        }
+                        continue;
+                    }
+                    if chars[i] == '\\' {
+                        text.push(chars[i]);
+                        i += 1;
+                    }
+                    if let Some(c) = chars.get(i) {
+                        text.push(*c);
+                    }
+                    i += 1;
+                }
+                out.push(text);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// SQL statements (and fragments that select) among a file's string literals.
+fn sql_of(src: &str) -> Vec<String> {
+    string_literals(src)
+        .into_iter()
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|s| {
+            let upper = s.to_uppercase();
+            ["SELECT ", "INSERT ", "UPDATE ", "DELETE "].iter().any(|k| upper.starts_with(k))
+        })
+        .collect()
+}
+
+/// The tables a statement names after `FROM`, `INTO`, `UPDATE` (not `DO UPDATE SET`) or
+/// `JOIN`.
+fn tables_of(sql: &str) -> BTreeSet<String> {
+    let words: Vec<&str> = sql.split(|c: char| c.is_whitespace() || c == '(' || c == ')').collect();
+    words
+        .windows(3)
+        .filter(|w| ["FROM", "INTO", "UPDATE", "JOIN"].contains(&w[1].to_uppercase().as_str()))
+        .filter(|w| !(w[0].eq_ignore_ascii_case("DO") && w[1].eq_ignore_ascii_case("UPDATE")))
+        .map(|w| w[2].trim_matches(',').to_owned())
+        .filter(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .collect()
+}
+
+fn sources() -> BTreeMap<String, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = BTreeMap::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            files.insert(name, std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    files
+}
+
+#[test]
+fn i13_each_table_is_queried_from_its_aggregate_file_only() {
+    let owners: BTreeMap<&str, &str> = OWNERS.iter().copied().collect();
+    let mut problems = vec![];
+    for (file, src) in sources() {
+        for sql in sql_of(&src) {
+            for table in tables_of(&sql) {
+                match owners.get(table.as_str()) {
+                    None => problems.push(format!("{file}: table {table} has no owner in OWNERS")),
+                    Some(owner) if *owner == file => {}
+                    Some(owner) => {
+                        if !ALLOWED.iter().any(|(f, t, _)| *f == file && *t == table) {
+                            problems
+                                .push(format!("{file} queries {table}, owned by {owner}: {sql}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn i13_no_sql_statement_is_written_twice() {
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut twice = vec![];
+    for (file, src) in sources() {
+        for sql in sql_of(&src) {
+            if let Some(first) = seen.insert(sql.clone(), file.clone()) {
+                twice.push(format!("{first} and {file}: {sql}"));
+            }
+        }
+    }
+    assert!(twice.is_empty(), "written twice:\n{}", twice.join("\n"));
+}
+
+#[test]
+fn the_sql_scanner_finds_tables_and_statements() {
+    let src = "let c = '\\\\'; // \"SELECT x FROM comment\"\nlet q = \"INSERT INTO t1 SELECT a FROM t1 JOIN t2 \\\n    ON x WHERE y IN (SELECT b FROM t3) ON CONFLICT(a) DO UPDATE SET a = 1\";";
+    let sql = sql_of(src);
+    assert_eq!(
+        sql,
+        vec![
+            "INSERT INTO t1 SELECT a FROM t1 JOIN t2 ON x WHERE y IN (SELECT b FROM t3) ON CONFLICT(a) DO UPDATE SET a = 1"
+        ]
+    );
+    let tables: Vec<String> = tables_of(&sql[0]).into_iter().collect();
+    assert_eq!(tables, ["t1", "t2", "t3"]);
+}
