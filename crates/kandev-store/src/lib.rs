@@ -27,7 +27,7 @@ pub use board::{
     NewRepository, NewTask, RepositoryPatch, StepChange, StepPatch, TaskFilter, TaskPatch,
 };
 pub use error::StoreError;
-pub use events::{Event, Topic};
+pub use events::{Event, PRUNE_BATCH, Pruned, Retention, Topic};
 pub use profiles::{NewProfile, ProfilePatch};
 pub use sessions::{NewMessage, RuntimeRecord, SessionUpdate};
 pub use worktrees::{NewWorktree, WorktreeRecord};

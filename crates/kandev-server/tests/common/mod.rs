@@ -92,7 +92,11 @@ impl TestServer {
 
     /// Posts raw bytes to an action; returns status and JSON body.
     pub async fn post_raw(&self, action: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
-        let mut request = self.http.post(self.url(&format!("/api/v1/{action}"))).body(body);
+        let mut request = self
+            .http
+            .post(self.url(&format!("/api/v1/{action}")))
+            .header("content-type", "application/json")
+            .body(body);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
