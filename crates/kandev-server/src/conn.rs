@@ -47,6 +47,7 @@ pub struct Limits {
     pub max_connections: usize,
     pub read_timeout: Duration,
     pub write_timeout: Duration,
+    pub send_buffer_bytes: usize,
 }
 
 /// Accepts connections until `shutdown`, then lets in-flight requests finish.
@@ -135,6 +136,11 @@ async fn connection(
     limits: Limits,
     shutdown: CancellationToken,
 ) {
+    // Linux would otherwise grow it to megabytes for a client that does not read.
+    if let Err(err) = socket2::SockRef::from(&stream).set_send_buffer_size(limits.send_buffer_bytes)
+    {
+        tracing::debug!(error = %err, "cannot size a connection's send buffer");
+    }
     let evicted = ticket.evicted.clone();
     let (registry, id) = (ticket.registry.clone(), ticket.id);
     let io = TokioIo::new(Guarded {

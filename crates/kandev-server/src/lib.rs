@@ -55,6 +55,7 @@ pub async fn serve(
         max_connections: config.max_connections,
         read_timeout: config.read_timeout,
         write_timeout: config.write_timeout,
+        send_buffer_bytes: config.send_buffer_bytes,
     };
     let pruner = tokio::spawn(prune_log(
         state.store().clone(),

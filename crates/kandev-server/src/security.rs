@@ -52,7 +52,10 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
             return too_many_guesses(wait, login_attempt);
         }
         if !login && let Err(err) = check_token(token, request.headers()) {
-            state.auth_limiter().failed(client);
+            // A request without any token is not a guess (a first page load, say).
+            if presented_token(request.headers()).is_some() {
+                state.auth_limiter().failed(client);
+            }
             if wants_page(&request) {
                 return (StatusCode::SEE_OTHER, [(LOCATION, LOGIN_PATH)]).into_response();
             }
@@ -146,7 +149,8 @@ fn check_fetch_site(request: &Request) -> Result<(), ApiError> {
     ))
 }
 
-fn check_token(expected: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+/// The token a request carries (bearer header or cookie), if any.
+fn presented_token(headers: &HeaderMap) -> Option<&str> {
     let bearer = headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -155,7 +159,11 @@ fn check_token(expected: &str, headers: &HeaderMap) -> Result<(), ApiError> {
     let cookie = headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|line| {
         line.split(';').find_map(|pair| pair.trim().strip_prefix(TOKEN_COOKIE)?.strip_prefix('='))
     });
-    let given = bearer.or(cookie).unwrap_or("");
+    bearer.or(cookie).filter(|t| !t.is_empty())
+}
+
+fn check_token(expected: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+    let given = presented_token(headers).unwrap_or("");
     if constant_time_eq(given.as_bytes(), expected.as_bytes()) {
         Ok(())
     } else {

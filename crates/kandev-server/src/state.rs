@@ -28,6 +28,9 @@ pub struct ServerConfig {
     /// A connection whose writes make no progress for this long (the client does not read)
     /// is closed; WebSockets included.
     pub write_timeout: Duration,
+    /// The kernel's send buffer of each connection (`SO_SNDBUF`): what a client that does not
+    /// read can hold in the kernel, on top of its queue below.
+    pub send_buffer_bytes: usize,
     /// Bytes of notifications and answers queued per WebSocket before it counts as slow.
     pub ws_queue_bytes: usize,
     /// How long a full WebSocket queue may wait for the client to read before its
@@ -48,6 +51,7 @@ impl Default for ServerConfig {
             max_connections: 512,
             read_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(30),
+            send_buffer_bytes: 256 * 1024,
             ws_queue_bytes: 256 * 1024,
             ws_queue_wait: Duration::from_secs(5),
             retention: Retention::default(),

@@ -153,6 +153,10 @@ pub struct Ws {
 }
 
 impl Ws {
+    pub fn new(stream: WebSocketStream<MaybeTlsStream<TcpStream>>) -> Ws {
+        Ws { stream, next_id: 0 }
+    }
+
     pub async fn send_raw(&mut self, text: impl Into<String>) {
         self.stream.send(Message::text(text.into())).await.unwrap();
     }
