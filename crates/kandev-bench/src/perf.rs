@@ -83,7 +83,7 @@ pub async fn read_turn(ws: &mut Ws, within: Duration) -> Result<Seen> {
 }
 
 /// Peak server RSS while `running` holds, sampled every 50 ms.
-fn rss_sampler(pid: u32, running: Arc<AtomicBool>) -> tokio::task::JoinHandle<u64> {
+pub(crate) fn rss_sampler(pid: u32, running: Arc<AtomicBool>) -> tokio::task::JoinHandle<u64> {
     tokio::spawn(async move {
         let mut peak = 0;
         while running.load(Ordering::Relaxed) {

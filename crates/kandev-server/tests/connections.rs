@@ -215,3 +215,33 @@ async fn i12_f3_the_connection_cap_refuses_cleanly_and_health_answers_when_relea
         tokio::task::yield_now().await;
     }
 }
+
+#[tokio::test]
+async fn i12_f3_a_client_that_leaves_its_answers_unread_is_disconnected() {
+    let config = ServerConfig {
+        send_buffer_bytes: 16 * 1024,
+        ws_queue_bytes: 64 * 1024,
+        ws_queue_wait: Duration::from_millis(200),
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start_with(config, tempfile::tempdir().unwrap()).await;
+    let mut idle = narrow_ws(server.addr).await;
+    // Answers cannot be dropped like notifications: past the queue, the client is cut.
+    for _ in 0..300 {
+        idle.request("workflow.template.list", json!({})).await;
+    }
+    let mut answers = 0;
+    let ended = tokio::time::timeout(WAIT, async {
+        loop {
+            match idle.stream.next().await {
+                Some(Ok(Message::Text(_))) => answers += 1,
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return,
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the connection was closed");
+    assert!(answers < 300, "not every answer was queued: {answers}");
+    assert_eq!(health(&server).await, 200);
+}
