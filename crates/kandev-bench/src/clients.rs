@@ -25,6 +25,8 @@ const STALL: Duration = Duration::from_secs(6);
 struct Sizes {
     subscribers: usize,
     half_open: usize,
+    /// The stream: `messages` agent messages of `chunks` chunks of `chunk_bytes` each.
+    messages: usize,
     chunks: u64,
     chunk_bytes: usize,
     /// The server's open-file limit (`ulimit -n`), below what all the clients need.
@@ -80,14 +82,29 @@ async fn health(url: &str) -> Result<Duration, String> {
 
 pub async fn r8(ctx: &Ctx) -> Result<Report> {
     let sizes = if ctx.quick {
-        Sizes { subscribers: 20, half_open: 60, chunks: 1024, chunk_bytes: 1024, nofile: 64 }
+        Sizes {
+            subscribers: 20,
+            half_open: 60,
+            messages: 16,
+            chunks: 64,
+            chunk_bytes: 1024,
+            nofile: 64,
+        }
     } else {
-        Sizes { subscribers: 200, half_open: 300, chunks: 6144, chunk_bytes: 1024, nofile: 256 }
+        Sizes {
+            subscribers: 200,
+            half_open: 300,
+            messages: 96,
+            chunks: 64,
+            chunk_bytes: 1024,
+            nofile: 256,
+        }
     };
     let mut report = Report::new(
         "R8",
         json!({"stalled_subscribers": sizes.subscribers, "half_open_connections": sizes.half_open,
-               "stream_bytes": sizes.chunks * sizes.chunk_bytes as u64, "server_nofile": sizes.nofile}),
+               "stream_bytes": sizes.messages as u64 * sizes.chunks * sizes.chunk_bytes as u64,
+               "stream_messages": sizes.messages, "server_nofile": sizes.nofile}),
     );
     let home = ctx.home("r8")?;
     let server = harness::start_nofile(&ctx.kandev, &home, &[], sizes.nofile)?;
@@ -131,7 +148,12 @@ pub async fn r8(ctx: &Ctx) -> Result<Report> {
             (latencies, failures)
         })
     };
-    let script = format!("#!mock\nstream {} {}", sizes.chunks, sizes.chunk_bytes);
+    // Agent messages of 64 KiB: one 6 MB message would measure the store's appends (each
+    // chunk rewrites and re-reads the whole row), not the connections.
+    let mut script = String::from("#!mock\n");
+    for _ in 0..sizes.messages {
+        script.push_str(&format!("stream {} {}\nthink next\n", sizes.chunks, sizes.chunk_bytes));
+    }
     let started = Instant::now();
     server.call("message.add", json!({"session_id": session, "content": script})).await?;
     let seen = read_turn(&mut reader, Duration::from_secs(600)).await;
@@ -144,7 +166,7 @@ pub async fn r8(ctx: &Ctx) -> Result<Report> {
     let (mut latencies, health_failures) = prober.await?;
     let seen = seen.context("the reading subscriber")?;
     report.check(
-        seen.text == expected_stream(sizes.chunks, sizes.chunk_bytes),
+        seen.text == expected_stream(sizes.chunks, sizes.chunk_bytes).repeat(sizes.messages),
         format!(
             "the reading subscriber saw {} bytes, not the whole stream in order",
             seen.text.len()
@@ -179,6 +201,10 @@ pub async fn r8(ctx: &Ctx) -> Result<Report> {
         report.check(
             rss_peak < 200 * 1024,
             format!("server RSS peaked at {rss_peak} KiB (bound 200 MiB)"),
+        );
+        report.check(
+            rss_after < 200 * 1024,
+            format!("server RSS is {rss_after} KiB after the clients left (bound 200 MiB)"),
         );
     }
 

@@ -63,6 +63,11 @@ pub async fn serve(
         config.prune_interval,
         shutdown.clone(),
     ));
+    let fan_out = tokio::spawn(ws::fan_out(
+        state.store().subscribe(),
+        state.live().clone(),
+        shutdown.clone(),
+    ));
     // Open WebSockets would keep a graceful shutdown waiting: close them first.
     let closing = state.closing().clone();
     let stop = shutdown.clone();
@@ -72,6 +77,7 @@ pub async fn serve(
     });
     let served = conn::serve(listener, router(state), limits, shutdown).await;
     let _ = pruner.await;
+    let _ = fan_out.await;
     served
 }
 

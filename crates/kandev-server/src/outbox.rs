@@ -41,7 +41,7 @@ struct Queued {
     message: Message,
     bytes: usize,
     /// The topic of a notification; `None` for answers and control frames.
-    topic: Option<String>,
+    topic: Option<Arc<str>>,
 }
 
 fn size(message: &Message) -> usize {
@@ -72,10 +72,10 @@ impl Outbox {
 
     /// Queues a frame, waiting up to the outbox's wait for room. `topic` marks a
     /// notification, which [`Outbox::drop_notifications`] may later discard.
-    pub async fn push(&self, message: Message, topic: Option<&str>) -> Result<(), Refused> {
+    pub async fn push(&self, message: Message, topic: Option<Arc<str>>) -> Result<(), Refused> {
         let bytes = size(&message);
         let deadline = Instant::now() + self.wait;
-        let mut message = Some(message);
+        let mut queued = Some((message, topic));
         loop {
             let room = self.room.notified();
             tokio::pin!(room);
@@ -86,9 +86,8 @@ impl Outbox {
                     return Err(Refused::Closed);
                 }
                 if state.frames.is_empty() || state.bytes + bytes <= self.budget {
-                    if let Some(message) = message.take() {
+                    if let Some((message, topic)) = queued.take() {
                         state.bytes += bytes;
-                        let topic = topic.map(str::to_owned);
                         state.frames.push_back(Queued { message, bytes, topic });
                     }
                     drop(state);
@@ -118,7 +117,7 @@ impl Outbox {
     }
 
     /// Drops every queued notification and returns their topics; answers stay queued.
-    pub fn drop_notifications(&self) -> HashSet<String> {
+    pub fn drop_notifications(&self) -> HashSet<Arc<str>> {
         let mut state = self.lock();
         let mut topics = HashSet::new();
         let mut kept = VecDeque::new();
@@ -199,10 +198,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_full_outbox_refuses_after_the_wait_and_drops_notifications() {
         let outbox = Outbox::new(10, Duration::from_millis(100));
-        outbox.push(text("0123456789ab"), Some("a")).await.unwrap(); // one frame always fits
-        assert_eq!(outbox.push(text("x"), Some("b")).await, Err(Refused::Full));
+        outbox.push(text("0123456789ab"), Some("a".into())).await.unwrap(); // one always fits
+        assert_eq!(outbox.push(text("x"), Some("b".into())).await, Err(Refused::Full));
         outbox.push_now(text("answer")).unwrap();
-        assert_eq!(outbox.drop_notifications(), HashSet::from(["a".to_owned()]));
+        assert_eq!(outbox.drop_notifications(), HashSet::from([Arc::from("a")]));
         assert_eq!(outbox.queued_bytes(), 6, "only the answer is left");
         assert_eq!(outbox.next().await, Some(text("answer")));
     }
@@ -224,7 +223,7 @@ mod tests {
     #[tokio::test]
     async fn shut_frees_the_queue_and_ends_the_writer() {
         let outbox = Outbox::new(100, Duration::from_secs(1));
-        outbox.push(text("queued"), Some("a")).await.unwrap();
+        outbox.push(text("queued"), Some("a".into())).await.unwrap();
         outbox.shut();
         assert_eq!(outbox.queued_bytes(), 0);
         assert_eq!(outbox.next().await, None);

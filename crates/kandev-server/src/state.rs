@@ -5,9 +5,11 @@ use std::time::Duration;
 
 use kandev_engine::Engine;
 use kandev_store::{Retention, Store};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::security::AuthLimiter;
+use crate::ws::Live;
 
 /// Settings of a running server.
 #[derive(Debug, Clone)]
@@ -73,17 +75,26 @@ struct Inner {
     closing: CancellationToken,
     /// Failed token checks per client address and overall (`/login` and the API).
     auth_limiter: AuthLimiter,
+    /// Committed events as WebSocket frames, serialized once for every connection
+    /// (`ws::fan_out` feeds it from the store).
+    live: broadcast::Sender<Live>,
 }
 
 impl AppState {
     pub fn new(engine: Engine, config: ServerConfig) -> Self {
+        let (live, _) = broadcast::channel(crate::ws::LIVE_CAPACITY);
         let inner = Inner {
             engine,
             config,
             closing: CancellationToken::new(),
             auth_limiter: AuthLimiter::default(),
+            live,
         };
         AppState { inner: Arc::new(inner) }
+    }
+
+    pub(crate) fn live(&self) -> &broadcast::Sender<Live> {
+        &self.inner.live
     }
 
     pub(crate) fn auth_limiter(&self) -> &AuthLimiter {

@@ -29,6 +29,50 @@ const REPLAY_PAGE: i64 = 256;
 const MAX_TOPICS: usize = 1000;
 /// tungstenite's buffers per connection (its default is 128 KiB each; they grow as needed).
 const SOCKET_BUFFER: usize = 16 * 1024;
+/// Frames the fan-out holds for connections that are behind (as the store's channel).
+pub const LIVE_CAPACITY: usize = 4096;
+
+/// A committed event as every connection sends it: serialized once, shared by reference, so
+/// a thousand subscribers queue one copy.
+pub struct Frame {
+    topic: Arc<str>,
+    seq: i64,
+    text: Utf8Bytes,
+}
+
+impl Frame {
+    fn of(event: &Event) -> Frame {
+        Frame { topic: event.topic.as_str().into(), seq: event.seq, text: notification(event) }
+    }
+}
+
+/// What the fan-out passes to connections.
+#[derive(Clone)]
+pub enum Live {
+    Frame(Arc<Frame>),
+    /// The fan-out fell behind the store: everyone re-reads what they follow.
+    Gap,
+}
+
+/// Serializes each committed event once and passes it to every connection, until `shutdown`.
+pub async fn fan_out(
+    mut events: broadcast::Receiver<Event>,
+    live: broadcast::Sender<Live>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let event = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            event = events.recv() => event,
+        };
+        // No receiver is not an error: no WebSocket is open.
+        let _ = match event {
+            Ok(event) => live.send(Live::Frame(Arc::new(Frame::of(&event)))),
+            Err(broadcast::error::RecvError::Lagged(_)) => live.send(Live::Gap),
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+    }
+}
 
 pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
     ws.max_message_size(HARD_FRAME_LIMIT)
@@ -57,8 +101,8 @@ fn error(id: &Value, action: &str, err: &ApiError) -> Message {
     text(json!({ "id": id, "type": "error", "action": action, "payload": err.body() }))
 }
 
-fn notification(event: &Event) -> Message {
-    text(json!({
+fn notification(event: &Event) -> Utf8Bytes {
+    json_text(json!({
         "type": "notification",
         "topic": event.topic,
         "action": event.action,
@@ -74,7 +118,14 @@ fn resync_required(topic: &str, oldest_seq: i64) -> Message {
 }
 
 fn text(value: Value) -> Message {
-    Message::Text(Utf8Bytes::from(value.to_string()))
+    Message::Text(json_text(value))
+}
+
+fn json_text(value: Value) -> Utf8Bytes {
+    // Queued frames are counted by length: keep their allocation no bigger than that.
+    let mut text = value.to_string();
+    text.shrink_to_fit();
+    Utf8Bytes::from(text)
 }
 
 enum SubscriptionCommand {
@@ -102,8 +153,11 @@ async fn connection(state: AppState, socket: WebSocket) {
         }
     });
     let (commands, command_rx) = mpsc::channel(64);
+    // Subscribed to live frames before any replay, so nothing committed after a replay's read
+    // can be missed.
+    let live = state.live().subscribe();
     let subscriptions =
-        tokio::spawn(subscriptions(state.store().clone(), command_rx, outbox.clone()));
+        tokio::spawn(subscriptions(state.store().clone(), live, command_rx, outbox.clone()));
     let closing = state.closing().clone();
     loop {
         let message = tokio::select! {
@@ -220,11 +274,10 @@ fn valid_topic(topic: &str) -> bool {
 /// The per-connection delivery loop: owns the topic set and the last `seq` sent per topic.
 async fn subscriptions(
     store: Store,
+    mut live: broadcast::Receiver<Live>,
     mut commands: mpsc::Receiver<SubscriptionCommand>,
     out: Arc<Outbox>,
 ) {
-    // Subscribed before any replay, so nothing committed after a replay's read can be missed.
-    let mut live = store.subscribe();
     let mut sent: HashMap<String, i64> = HashMap::new();
     let result = loop {
         let step = tokio::select! {
@@ -232,10 +285,10 @@ async fn subscriptions(
                 Some(command) => on_command(&store, command, &mut sent, &out).await,
                 None => Err(Gone),
             },
-            event = live.recv() => match event {
-                Ok(event) => deliver(&store, &event, &mut sent, &out).await,
+            frame = live.recv() => match frame {
+                Ok(Live::Frame(frame)) => deliver(&store, &frame, &mut sent, &out).await,
                 // Fell behind: re-read what was missed from the store, then go on live.
-                Err(broadcast::error::RecvError::Lagged(_)) => {
+                Ok(Live::Gap) | Err(broadcast::error::RecvError::Lagged(_)) => {
                     let topics: Vec<String> = sent.keys().cloned().collect();
                     replay(&store, &topics, &mut sent, &out).await
                 }
@@ -257,19 +310,20 @@ struct Gone;
 /// Sends one event to the client if it follows the topic and has not had it yet.
 async fn deliver(
     store: &Store,
-    event: &Event,
+    frame: &Frame,
     sent: &mut HashMap<String, i64>,
     out: &Outbox,
 ) -> Result<(), Gone> {
-    let Some(last) = sent.get_mut(&event.topic) else { return Ok(()) };
-    if event.seq <= *last {
+    let Some(last) = sent.get_mut(&*frame.topic) else { return Ok(()) };
+    if frame.seq <= *last {
         return Ok(());
     }
-    *last = event.seq;
-    match out.push(notification(event), Some(&event.topic)).await {
+    *last = frame.seq;
+    let message = Message::Text(frame.text.clone());
+    match out.push(message, Some(frame.topic.clone())).await {
         Ok(()) => Ok(()),
         Err(Refused::Closed) => Err(Gone),
-        Err(Refused::Full) => shed(store, &event.topic, sent, out).await,
+        Err(Refused::Full) => shed(store, &frame.topic, sent, out).await,
     }
 }
 
@@ -281,7 +335,8 @@ async fn shed(
     sent: &mut HashMap<String, i64>,
     out: &Outbox,
 ) -> Result<(), Gone> {
-    let mut topics: Vec<String> = out.drop_notifications().into_iter().collect();
+    let mut topics: Vec<String> =
+        out.drop_notifications().into_iter().map(|t| t.to_string()).collect();
     topics.push(topic.to_owned());
     topics.sort();
     topics.dedup();
@@ -425,7 +480,7 @@ async fn replay(
         };
         let done = (events.len() as i64) < REPLAY_PAGE;
         for event in &events {
-            deliver(store, event, sent, out).await?;
+            deliver(store, &Frame::of(event), sent, out).await?;
         }
         if done {
             return Ok(());

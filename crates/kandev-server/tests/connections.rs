@@ -26,6 +26,12 @@ async fn narrow_ws(addr: SocketAddr) -> Ws {
     Ws::new(stream)
 }
 
+/// The client under test keeps not reading for `how_long`: this pause is the behaviour being
+/// tested (a stalled client), not a wait for something to happen.
+async fn stall(how_long: Duration) {
+    tokio::time::sleep(how_long).await;
+}
+
 /// Streams about 600 KB of agent text in one turn and waits (as a reading subscriber) for its end.
 async fn stream_a_turn(server: &TestServer, session: &str) {
     let mut reader = server.ws().await;
@@ -60,8 +66,9 @@ async fn i12_f3_a_subscriber_that_does_not_read_is_told_to_resync_and_the_server
     let mut idle = narrow_ws(server.addr).await;
     idle.call("subscribe", json!({"topics": [topic]})).await;
 
-    // The idle client reads nothing while the agent streams.
+    // The idle client reads nothing while the agent streams, and a while after.
     stream_a_turn(&server, &session).await;
+    stall(Duration::from_millis(600)).await;
     assert_eq!(health(&server).await, 200, "the server keeps serving");
 
     // Now it reads what reached it: some notifications, then `resync_required`, then no more
@@ -108,6 +115,7 @@ async fn i12_f3_a_client_that_never_reads_is_disconnected_after_the_write_timeou
     idle.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
     stream_a_turn(&server, &session).await;
     // Reading now drains what the kernel held, then the connection is over.
+    stall(Duration::from_millis(1500)).await;
     let ended = tokio::time::timeout(WAIT, async {
         loop {
             match idle.stream.next().await {
@@ -230,6 +238,7 @@ async fn i12_f3_a_client_that_leaves_its_answers_unread_is_disconnected() {
     for _ in 0..300 {
         idle.request("workflow.template.list", json!({})).await;
     }
+    stall(Duration::from_millis(600)).await;
     let mut answers = 0;
     let ended = tokio::time::timeout(WAIT, async {
         loop {
