@@ -33,10 +33,10 @@ pub struct ServeArgs {
     /// Extra browser origin allowed to use the API (repeatable), e.g. a UI dev server.
     #[arg(long = "allowed-origin")]
     pub allowed_origins: Vec<String>,
-    /// Most open connections. At the cap the oldest idle one is closed; when all are busy a
-    /// new one gets 503.
-    #[arg(long, env = "KANDEV_MAX_CONNECTIONS", default_value_t = 512)]
-    pub max_connections: usize,
+    /// Most open connections (default 512, or half the open-file limit when that is lower).
+    /// At the cap the oldest idle one is closed; when all are busy a new one gets 503.
+    #[arg(long, env = "KANDEV_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
     /// How long a client may take to send a request's headers, then its body (also closes
     /// idle keep-alive connections), e.g. 10s.
     #[arg(long, env = "KANDEV_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
@@ -58,6 +58,32 @@ pub struct ServeArgs {
         value_parser = parse_duration
     )]
     pub event_prune_interval: Duration,
+}
+
+/// The connection cap. By default at most half of the open-file limit, so connections cannot
+/// take the descriptors the database, agents and git need (past the limit `accept` fails with
+/// EMFILE and the database with "unable to open"). A cap given explicitly is kept, with a
+/// warning when it leaves less than that room.
+fn connection_cap(given: Option<usize>) -> usize {
+    const DEFAULT: usize = 512;
+    let limit = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .ok()
+        .map(|(soft, _)| soft);
+    let half = limit.map(|soft| usize::try_from(soft / 2).unwrap_or(usize::MAX).max(1));
+    match (given, half) {
+        (Some(cap), Some(half)) if cap > half => {
+            tracing::warn!(
+                max_connections = cap,
+                open_file_limit = limit,
+                "--max-connections is over half the open-file limit: connections may take the \
+                 descriptors the database and agents need; raise the limit with `ulimit -n`"
+            );
+            cap.max(1)
+        }
+        (Some(cap), _) => cap.max(1),
+        (None, Some(half)) => DEFAULT.min(half),
+        (None, None) => DEFAULT,
+    }
 }
 
 /// A duration such as `500ms`, `10s`, `5m`, `12h` or `7d`.
@@ -133,7 +159,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let config = ServerConfig {
         token,
         allowed_origins: args.allowed_origins,
-        max_connections: args.max_connections.max(1),
+        max_connections: connection_cap(args.max_connections),
         read_timeout: args.read_timeout,
         write_timeout: args.write_timeout,
         retention: Retention { max_age: args.event_retention, max_rows: args.event_max_rows },
