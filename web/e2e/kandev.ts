@@ -33,10 +33,12 @@ export class Kandev {
   constructor(
     readonly home: string,
     private addr: string,
+    /** More `kandev serve` flags, e.g. a short event retention. */
+    private flags: string[] = [],
   ) {}
 
   async start(): Promise<void> {
-    const proc = spawn(binary, ['serve', '--addr', this.addr, '--home', this.home], {
+    const proc = spawn(binary, ['serve', '--addr', this.addr, '--home', this.home, ...this.flags], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'warn' },
     });
@@ -115,9 +117,9 @@ export class Kandev {
   }
 }
 
-export async function startKandev(addr = '127.0.0.1:0'): Promise<Kandev> {
+export async function startKandev(addr = '127.0.0.1:0', flags: string[] = []): Promise<Kandev> {
   const home = mkdtempSync(join(tmpdir(), 'kandev-e2e-'));
-  const k = new Kandev(home, addr);
+  const k = new Kandev(home, addr, flags);
   await k.start();
   return k;
 }

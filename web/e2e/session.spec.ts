@@ -157,6 +157,7 @@ test('sessions as tabs, controls, and their errors', async ({ page, kandev }) =>
   await page.getByRole('button', { name: 'Reset context' }).click();
   const probe = await fetch(`${kandev.url}/api/v1/session.reset_context`, {
     method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ id: 'missing' }),
   }).then((r) => r.json());
   if (probe.code === 'UNKNOWN_ACTION') {

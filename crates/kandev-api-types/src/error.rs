@@ -20,6 +20,8 @@ pub enum ErrorCode {
     Unavailable,
     InternalError,
     UnknownAction,
+    /// Too many failed token checks; the response carries `Retry-After`.
+    RateLimited,
 }
 
 impl ErrorCode {
@@ -33,7 +35,7 @@ impl ErrorCode {
             | ErrorCode::Busy
             | ErrorCode::ResetInProgress
             | ErrorCode::AlreadyResolved => 409,
-            ErrorCode::QueueFull => 429,
+            ErrorCode::QueueFull | ErrorCode::RateLimited => 429,
             ErrorCode::Unauthorized => 401,
             ErrorCode::Forbidden => 403,
             ErrorCode::Unavailable => 503,

@@ -42,9 +42,25 @@ pub fn start_env(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> Result<Server> {
+    spawn_server(Command::new(kandev), home, extra, env)
+}
+
+/// [`start`] with the server's open-file limit lowered to `nofile` (`ulimit -n`).
+pub fn start_nofile(kandev: &Path, home: &Path, extra: &[&str], nofile: u64) -> Result<Server> {
+    let mut command = Command::new("sh");
+    command.args(["-c", r#"ulimit -n "$0" && exec "$@""#]).arg(nofile.to_string()).arg(kandev);
+    spawn_server(command, home, extra, &[])
+}
+
+fn spawn_server(
+    mut command: Command,
+    home: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Result<Server> {
     let log = home.with_extension("log");
     let stderr = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
-    let mut child = Command::new(kandev)
+    let mut child = command
         .args(["serve", "--addr", "127.0.0.1:0", "--home"])
         .arg(home)
         .args(extra)
@@ -55,7 +71,7 @@ pub fn start_env(
         .stdout(Stdio::piped())
         .stderr(stderr)
         .spawn()
-        .with_context(|| format!("cannot start {}", kandev.display()))?;
+        .with_context(|| format!("cannot start {:?}", command.get_program()))?;
     let stdout = child.stdout.take().context("no stdout")?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

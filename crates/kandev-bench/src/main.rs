@@ -1,8 +1,9 @@
-//! `kandev-bench`: the benchmark scenarios (P1-P5) and the fault harness (R1, R2, R4, R5) of
+//! `kandev-bench`: the benchmark scenarios (P1-P5) and the fault harness (R1, R2, R4, R5, R8) of
 //! the targets. Each starts the real `kandev serve` on a temp home with real mock-agent
 //! processes, drives it only through the public API, verifies every result, and prints one
 //! JSON line. The process exits non-zero when a scenario fails.
 
+mod clients;
 mod faults;
 mod harness;
 mod perf;
@@ -46,6 +47,8 @@ enum Scenario {
     R4,
     /// Security: bind, token, origin, path traversal, secrets in logs.
     R5,
+    /// Slow and idle clients: stalled subscribers and half-open connections during a stream.
+    R8,
     /// Every scenario above, in order.
     All,
 }
@@ -141,6 +144,7 @@ async fn main() -> Result<()> {
         Scenario::R2,
         Scenario::R4,
         Scenario::R5,
+        Scenario::R8,
     ];
     let chosen: Vec<Scenario> =
         if cli.scenario == Scenario::All { order.to_vec() } else { vec![cli.scenario] };
@@ -157,6 +161,7 @@ async fn main() -> Result<()> {
             Scenario::R2 => ("R2", faults::r2(&ctx).await),
             Scenario::R4 => ("R4", faults::r4(&ctx).await),
             Scenario::R5 => ("R5", faults::r5(&ctx).await),
+            Scenario::R8 => ("R8", clients::r8(&ctx).await),
             Scenario::All => unreachable!("expanded above"),
         };
         let line = match result {

@@ -83,7 +83,7 @@ pub async fn read_turn(ws: &mut Ws, within: Duration) -> Result<Seen> {
 }
 
 /// Peak server RSS while `running` holds, sampled every 50 ms.
-fn rss_sampler(pid: u32, running: Arc<AtomicBool>) -> tokio::task::JoinHandle<u64> {
+pub(crate) fn rss_sampler(pid: u32, running: Arc<AtomicBool>) -> tokio::task::JoinHandle<u64> {
     tokio::spawn(async move {
         let mut peak = 0;
         while running.load(Ordering::Relaxed) {
@@ -423,9 +423,9 @@ pub async fn p3(ctx: &Ctx, board: &mut Option<Board>) -> Result<Report> {
             server.call("message.add", json!({"session_id": s, "content": script})).await?;
             probes.push(ws);
         }
-        for ws in probes.iter_mut() {
-            read_turn(ws, Duration::from_secs(600)).await?;
-        }
+        // Read every subscriber at once: a client left unread for seconds while its queue is
+        // full is told `resync_required` and no longer gets the topic (docs/api.md).
+        try_join_all(probes.iter_mut().map(|ws| read_turn(ws, Duration::from_secs(600)))).await?;
         probes.clear();
     }
     let mut stored = 0;

@@ -3,6 +3,8 @@
 use axum::Json;
 use axum::body::{Body, to_bytes};
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use kandev_store::WriteState;
 use serde_json::{Value, json};
@@ -33,21 +35,64 @@ pub async fn health(State(state): State<AppState>) -> Response {
 pub async fn action(
     State(state): State<AppState>,
     Path(action): Path<String>,
+    headers: HeaderMap,
     body: Body,
 ) -> Response {
-    match run(&state, &action, body).await {
+    match run(&state, &action, &headers, body).await {
         Ok(result) => Json(result).into_response(),
         Err(err) => err.into_response(),
     }
 }
 
-async fn run(state: &AppState, action: &str, body: Body) -> Result<Value, ApiError> {
+async fn run(
+    state: &AppState,
+    action: &str,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Value, ApiError> {
+    let declared = json_content_type(headers)?;
     let limit = state.config().max_request_bytes;
-    let bytes = to_bytes(body, limit).await.map_err(|_| {
-        ApiError::bad_request(format!("request body is larger than {}", human_bytes(limit)))
-    })?;
+    let wait = state.config().read_timeout;
+    let bytes = match tokio::time::timeout(wait, to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => {
+            return Err(ApiError::bad_request(format!(
+                "request body is larger than {}",
+                human_bytes(limit)
+            )));
+        }
+        Err(_) => {
+            return Err(ApiError::bad_request(format!(
+                "the request body did not arrive within {} s; send it at once",
+                wait.as_secs_f64()
+            )));
+        }
+    };
+    if !declared && !bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(content_type_required());
+    }
     let payload = parse_json(&bytes)?;
     dispatch(state, action, payload).await
+}
+
+/// Whether the request says its body is JSON. Any other content type is refused: a browser
+/// may send `text/plain` or form bodies to any site without asking first (a "simple"
+/// request), never `application/json`. No content type is allowed only with an empty body
+/// (no payload), which [`run`] checks once the body is read.
+fn json_content_type(headers: &HeaderMap) -> Result<bool, ApiError> {
+    let Some(value) = headers.get(CONTENT_TYPE) else { return Ok(false) };
+    let essence = value.to_str().unwrap_or("").split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        Ok(true)
+    } else {
+        Err(content_type_required())
+    }
+}
+
+fn content_type_required() -> ApiError {
+    ApiError::bad_request(
+        "send the payload as JSON with the header content-type: application/json (curl --json)",
+    )
 }
 
 pub async fn no_route() -> Response {

@@ -2,19 +2,22 @@
 //! `GET /ws`, live notifications with replay, and the security checks of api.md.
 
 mod bootstrap;
+mod conn;
 mod dispatch;
 mod error;
 mod handlers;
 mod http;
+mod outbox;
 mod security;
 mod state;
 mod ui;
 mod ws;
 
-use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::Router;
 use axum::routing::{get, post};
+use kandev_store::{Retention, Store};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -40,19 +43,74 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves on an already-bound listener until `shutdown` is cancelled. Taking a listener lets
-/// tests bind port 0.
+/// Serves on an already-bound listener until `shutdown` is cancelled, and prunes the event
+/// log meanwhile. Taking a listener lets tests bind port 0.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let closing = state.closing().clone();
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    // Open WebSockets would keep a graceful shutdown waiting: close them first.
-    let stop = async move {
-        shutdown.cancelled().await;
-        closing.cancel();
+    let config = state.config().clone();
+    let limits = conn::Limits {
+        max_connections: config.max_connections,
+        read_timeout: config.read_timeout,
+        write_timeout: config.write_timeout,
+        send_buffer_bytes: config.send_buffer_bytes,
     };
-    axum::serve(listener, app).with_graceful_shutdown(stop).await
+    let pruner = tokio::spawn(prune_log(
+        state.store().clone(),
+        config.retention,
+        config.prune_interval,
+        shutdown.clone(),
+    ));
+    let fan_out = tokio::spawn(ws::fan_out(
+        state.store().subscribe(),
+        state.live().clone(),
+        shutdown.clone(),
+    ));
+    // Open WebSockets would keep a graceful shutdown waiting: close them first.
+    let closing = state.closing().clone();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        stop.cancelled().await;
+        closing.cancel();
+    });
+    let served = conn::serve(listener, router(state), limits, shutdown).await;
+    let _ = pruner.await;
+    let _ = fan_out.await;
+    served
+}
+
+/// Rule 47: prunes the event log now and every `every`, until `shutdown`. Each batch is a
+/// short transaction of its own, so writers never wait for a whole pass.
+async fn prune_log(
+    store: Store,
+    retention: Retention,
+    every: Duration,
+    shutdown: CancellationToken,
+) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        // Dropping a pass mid-batch rolls that batch back.
+        let pruned = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            pruned = store.prune_events(retention) => pruned,
+        };
+        match pruned {
+            Ok(pruned) if pruned.rows > 0 => {
+                tracing::info!(
+                    rows = pruned.rows,
+                    through_seq = pruned.through_seq,
+                    "pruned the event log"
+                );
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = %err, "pruning the event log failed; will retry"),
+        }
+    }
 }

@@ -1,14 +1,22 @@
-//! Security checks of api.md: loopback by default, the access token, and the Origin/Host
-//! checks that keep other web sites (and DNS rebinding) from driving the API.
+//! Security checks of api.md: loopback by default, the access token (with a limit on failed
+//! guesses), and the Origin/Host/`Sec-Fetch-Site` checks that keep other web sites (and DNS
+//! rebinding) from driving the API.
 
-use std::net::{IpAddr, SocketAddr};
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Mutex;
+use std::time::Duration;
 
+use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Request, State};
-use axum::http::header::{ACCEPT, AUTHORIZATION, COOKIE, HOST, LOCATION, ORIGIN};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, COOKIE, HOST, LOCATION, ORIGIN, RETRY_AFTER,
+};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use kandev_api_types::ErrorCode;
+use tokio::time::Instant;
 
 use crate::{ApiError, AppState};
 
@@ -30,13 +38,61 @@ pub fn check_bind(addr: &SocketAddr, token: Option<&str>) -> Result<(), String> 
 pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     // The login page is how a browser gets the token cookie, so it needs no token itself.
     let login = request.uri().path() == LOGIN_PATH;
-    if let Err(err) = check(&state, request.headers(), login) {
-        if err.code == ErrorCode::Unauthorized && wants_page(&request) {
-            return (StatusCode::SEE_OTHER, [(LOCATION, LOGIN_PATH)]).into_response();
-        }
+    let login_attempt = login && request.method() == Method::POST;
+    if let Err(err) = check_browser(&state, &request) {
         return err.into_response();
     }
-    next.run(request).await
+    let client = client_ip(&request);
+    if let Some(token) = &state.config().token
+        && (login_attempt || !login)
+    {
+        // Token guesses are limited before the token is even compared, so a guesser learns
+        // nothing while limited.
+        if let Err(wait) = state.auth_limiter().check(client) {
+            return too_many_guesses(wait, login_attempt);
+        }
+        if !login && let Err(err) = check_token(token, request.headers()) {
+            // A request without any token is not a guess (a first page load, say).
+            if presented_token(request.headers()).is_some() {
+                state.auth_limiter().failed(client);
+            }
+            if wants_page(&request) {
+                return (StatusCode::SEE_OTHER, [(LOCATION, LOGIN_PATH)]).into_response();
+            }
+            return err.into_response();
+        }
+    }
+    let response = next.run(request).await;
+    if login_attempt && response.status() == StatusCode::UNAUTHORIZED {
+        state.auth_limiter().failed(client);
+    }
+    response
+}
+
+/// The client's address as the connection reported it (unspecified when unknown).
+fn client_ip(request: &Request) -> IpAddr {
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+}
+
+fn too_many_guesses(wait: Duration, page: bool) -> Response {
+    let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+    let message = format!("too many wrong access tokens; try again in {secs} s");
+    let mut response = if page {
+        let body = format!(
+            "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>Kandev</title>\
+             <p role=\"alert\">{message}.</p><p><a href=\"/login\">Back</a></p></html>"
+        );
+        (StatusCode::TOO_MANY_REQUESTS, [(CONTENT_TYPE, "text/html; charset=utf-8")], body)
+            .into_response()
+    } else {
+        ApiError::new(ErrorCode::RateLimited, message).into_response()
+    };
+    response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
+    response
 }
 
 /// Path of the token login form (`ui::login_page`).
@@ -56,17 +112,45 @@ fn wants_page(request: &Request) -> bool {
             .is_some_and(|v| v.contains("text/html"))
 }
 
-fn check(state: &AppState, headers: &HeaderMap, login: bool) -> Result<(), ApiError> {
-    match &state.config().token {
-        Some(_) if login => {}
-        Some(token) => check_token(token, headers)?,
+/// The checks against other web sites, before any token is looked at (so a foreign page's
+/// requests never count as failed guesses).
+fn check_browser(state: &AppState, request: &Request) -> Result<(), ApiError> {
+    let headers = request.headers();
+    check_fetch_site(request)?;
+    if state.config().token.is_none() {
         // Without a token only loopback host names are served (blocks DNS rebinding).
-        None => check_loopback_host(headers)?,
+        check_loopback_host(headers)?;
     }
     check_origin(state, headers)
 }
 
-fn check_token(expected: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+/// Defence in depth behind the Origin check: a browser that says the request comes from
+/// another site (`Sec-Fetch-Site: cross-site`) is refused, except when it navigates to a UI
+/// page (a link from elsewhere opens the board).
+fn check_fetch_site(request: &Request) -> Result<(), ApiError> {
+    let site = request.headers().get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    if !site.is_some_and(|s| s.eq_ignore_ascii_case("cross-site")) {
+        return Ok(());
+    }
+    let path = request.uri().path();
+    let navigation = request.method() == Method::GET
+        && !path.starts_with("/api/")
+        && path != "/ws"
+        && request
+            .headers()
+            .get("sec-fetch-mode")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|m| m.eq_ignore_ascii_case("navigate"));
+    if navigation {
+        return Ok(());
+    }
+    Err(ApiError::forbidden(
+        "cross-site requests are refused; open the UI from this server's own address",
+    ))
+}
+
+/// The token a request carries (bearer header or cookie), if any.
+fn presented_token(headers: &HeaderMap) -> Option<&str> {
     let bearer = headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -75,7 +159,11 @@ fn check_token(expected: &str, headers: &HeaderMap) -> Result<(), ApiError> {
     let cookie = headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|line| {
         line.split(';').find_map(|pair| pair.trim().strip_prefix(TOKEN_COOKIE)?.strip_prefix('='))
     });
-    let given = bearer.or(cookie).unwrap_or("");
+    bearer.or(cookie).filter(|t| !t.is_empty())
+}
+
+fn check_token(expected: &str, headers: &HeaderMap) -> Result<(), ApiError> {
+    let given = presented_token(headers).unwrap_or("");
     if constant_time_eq(given.as_bytes(), expected.as_bytes()) {
         Ok(())
     } else {
@@ -136,9 +224,126 @@ fn check_origin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// Failed token checks allowed per client address: a burst, then one more per interval.
+const PER_CLIENT_BURST: f64 = 10.0;
+const PER_CLIENT_EVERY: Duration = Duration::from_secs(3);
+/// Failed token checks allowed from all clients together.
+const ALL_BURST: f64 = 60.0;
+const ALL_EVERY: Duration = Duration::from_millis(500);
+/// Client addresses remembered at most; past it, refilled entries are forgotten first.
+const MAX_CLIENTS: usize = 4096;
+
+/// Limits failed token checks (`POST /login` and requests with a wrong token), per client
+/// address and overall, with token buckets. While a bucket is empty every token check of that
+/// client (or of everyone, for the overall bucket) answers 429 with `Retry-After`, the right
+/// token included: otherwise a guesser could keep guessing and watch for the one success.
+#[derive(Default)]
+pub struct AuthLimiter {
+    inner: Mutex<Buckets>,
+}
+
+#[derive(Default)]
+struct Buckets {
+    clients: HashMap<IpAddr, Bucket>,
+    all: Option<Bucket>,
+}
+
+#[derive(Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn full(burst: f64, now: Instant) -> Bucket {
+        Bucket { tokens: burst, at: now }
+    }
+
+    fn refill(&mut self, burst: f64, every: Duration, now: Instant) {
+        let gained = now.saturating_duration_since(self.at).as_secs_f64() / every.as_secs_f64();
+        self.tokens = (self.tokens + gained).min(burst);
+        self.at = now;
+    }
+
+    /// Time until one token is back (zero when there is one).
+    fn wait(&self, every: Duration) -> Duration {
+        if self.tokens >= 1.0 { Duration::ZERO } else { every.mul_f64(1.0 - self.tokens) }
+    }
+}
+
+impl AuthLimiter {
+    fn buckets(&self) -> std::sync::MutexGuard<'_, Buckets> {
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// `Err(wait)` when `client` (or everyone) must wait before the next token check.
+    pub fn check(&self, client: IpAddr) -> Result<(), Duration> {
+        let now = Instant::now();
+        let mut buckets = self.buckets();
+        let mut wait = Duration::ZERO;
+        if let Some(bucket) = buckets.clients.get_mut(&client) {
+            bucket.refill(PER_CLIENT_BURST, PER_CLIENT_EVERY, now);
+            wait = wait.max(bucket.wait(PER_CLIENT_EVERY));
+        }
+        if let Some(bucket) = buckets.all.as_mut() {
+            bucket.refill(ALL_BURST, ALL_EVERY, now);
+            wait = wait.max(bucket.wait(ALL_EVERY));
+        }
+        if wait.is_zero() { Ok(()) } else { Err(wait) }
+    }
+
+    /// Counts one failed token check of `client`.
+    pub fn failed(&self, client: IpAddr) {
+        let now = Instant::now();
+        let mut buckets = self.buckets();
+        if buckets.clients.len() >= MAX_CLIENTS && !buckets.clients.contains_key(&client) {
+            buckets.clients.retain(|_, bucket| {
+                bucket.refill(PER_CLIENT_BURST, PER_CLIENT_EVERY, now);
+                bucket.tokens < PER_CLIENT_BURST
+            });
+            if buckets.clients.len() >= MAX_CLIENTS {
+                // Every remembered client is still limited: the overall bucket covers the rest.
+                buckets.clients.clear();
+            }
+        }
+        let bucket =
+            buckets.clients.entry(client).or_insert_with(|| Bucket::full(PER_CLIENT_BURST, now));
+        bucket.refill(PER_CLIENT_BURST, PER_CLIENT_EVERY, now);
+        bucket.tokens = (bucket.tokens - 1.0).max(0.0);
+        let all = buckets.all.get_or_insert_with(|| Bucket::full(ALL_BURST, now));
+        all.refill(ALL_BURST, ALL_EVERY, now);
+        all.tokens = (all.tokens - 1.0).max(0.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn failed_guesses_are_limited_per_client_and_recover() {
+        let limiter = AuthLimiter::default();
+        let guesser: IpAddr = "10.0.0.1".parse().unwrap();
+        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        for _ in 0..10 {
+            assert!(limiter.check(guesser).is_ok());
+            limiter.failed(guesser);
+        }
+        let wait = limiter.check(guesser).unwrap_err();
+        assert_eq!(wait, PER_CLIENT_EVERY);
+        assert!(limiter.check(other).is_ok(), "another client is not limited yet");
+        tokio::time::advance(PER_CLIENT_EVERY).await;
+        assert!(limiter.check(guesser).is_ok(), "one more guess after the interval");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failed_guesses_from_many_clients_are_limited_overall() {
+        let limiter = AuthLimiter::default();
+        for i in 0..60u32 {
+            limiter.failed(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i)));
+        }
+        assert!(limiter.check("10.9.9.9".parse().unwrap()).is_err());
+    }
 
     #[test]
     fn bind_needs_a_token_off_loopback() {

@@ -1,10 +1,15 @@
 //! Shared server state handed to every handler.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use kandev_engine::Engine;
-use kandev_store::Store;
+use kandev_store::{Retention, Store};
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+
+use crate::security::AuthLimiter;
+use crate::ws::Live;
 
 /// Settings of a running server.
 #[derive(Debug, Clone)]
@@ -15,11 +20,45 @@ pub struct ServerConfig {
     pub allowed_origins: Vec<String>,
     /// Largest request body or WebSocket message accepted, in bytes.
     pub max_request_bytes: usize,
+    /// Most open connections (WebSockets included). Past it, the oldest connection that has
+    /// no request in flight is closed to make room, or, when every one is busy, the new
+    /// connection gets a fast 503.
+    pub max_connections: usize,
+    /// How long a client may take to send a request's headers, then its body; also how long
+    /// an idle keep-alive connection stays open.
+    pub read_timeout: Duration,
+    /// A connection whose writes make no progress for this long (the client does not read)
+    /// is closed; WebSockets included.
+    pub write_timeout: Duration,
+    /// The kernel's send buffer of each connection (`SO_SNDBUF`): what a client that does not
+    /// read can hold in the kernel, on top of its queue below.
+    pub send_buffer_bytes: usize,
+    /// Bytes of notifications and answers queued per WebSocket before it counts as slow.
+    pub ws_queue_bytes: usize,
+    /// How long a full WebSocket queue may wait for the client to read before its
+    /// notifications are dropped and it is told `resync_required`.
+    pub ws_queue_wait: Duration,
+    /// How much of the event log is kept (rule 47).
+    pub retention: Retention,
+    /// How often the event log is pruned.
+    pub prune_interval: Duration,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { token: None, allowed_origins: vec![], max_request_bytes: 4 * 1024 * 1024 }
+        ServerConfig {
+            token: None,
+            allowed_origins: vec![],
+            max_request_bytes: 4 * 1024 * 1024,
+            max_connections: 512,
+            read_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(30),
+            send_buffer_bytes: 256 * 1024,
+            ws_queue_bytes: 256 * 1024,
+            ws_queue_wait: Duration::from_secs(5),
+            retention: Retention::default(),
+            prune_interval: Duration::from_secs(60),
+        }
     }
 }
 
@@ -34,11 +73,32 @@ struct Inner {
     config: ServerConfig,
     /// Cancelled when the server shuts down; WebSocket connections close on it.
     closing: CancellationToken,
+    /// Failed token checks per client address and overall (`/login` and the API).
+    auth_limiter: AuthLimiter,
+    /// Committed events as WebSocket frames, serialized once for every connection
+    /// (`ws::fan_out` feeds it from the store).
+    live: broadcast::Sender<Live>,
 }
 
 impl AppState {
     pub fn new(engine: Engine, config: ServerConfig) -> Self {
-        AppState { inner: Arc::new(Inner { engine, config, closing: CancellationToken::new() }) }
+        let (live, _) = broadcast::channel(crate::ws::LIVE_CAPACITY);
+        let inner = Inner {
+            engine,
+            config,
+            closing: CancellationToken::new(),
+            auth_limiter: AuthLimiter::default(),
+            live,
+        };
+        AppState { inner: Arc::new(inner) }
+    }
+
+    pub(crate) fn live(&self) -> &broadcast::Sender<Live> {
+        &self.inner.live
+    }
+
+    pub(crate) fn auth_limiter(&self) -> &AuthLimiter {
+        &self.inner.auth_limiter
     }
 
     pub fn closing(&self) -> &CancellationToken {

@@ -2,6 +2,7 @@
 //! missed notifications from the event log before going live, without gaps or duplicates.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
@@ -12,24 +13,72 @@ use kandev_store::{Event, Store};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::decode;
 use crate::http::{human_bytes, parse_json};
+use crate::outbox::{Outbox, Refused};
 use crate::{ApiError, AppState, dispatch};
 
 /// Frames larger than this close the connection; between the request limit and this, the
 /// client gets an error and the connection stays usable.
 const HARD_FRAME_LIMIT: usize = 64 * 1024 * 1024;
-/// Outgoing frames buffered per connection before the sender waits.
-const OUTBOX: usize = 1024;
-/// Events read from the store per replay query.
-const REPLAY_PAGE: i64 = 1000;
+/// Events read from the store per replay query (held in memory while they are sent).
+const REPLAY_PAGE: i64 = 256;
 /// Most topics one connection may follow.
 const MAX_TOPICS: usize = 1000;
+/// tungstenite's buffers per connection (its default is 128 KiB each; they grow as needed).
+const SOCKET_BUFFER: usize = 16 * 1024;
+/// Frames the fan-out holds for connections that are behind (as the store's channel).
+pub const LIVE_CAPACITY: usize = 4096;
+
+/// A committed event as every connection sends it: serialized once, shared by reference, so
+/// a thousand subscribers queue one copy.
+pub struct Frame {
+    topic: Arc<str>,
+    seq: i64,
+    text: Utf8Bytes,
+}
+
+impl Frame {
+    fn of(event: &Event) -> Frame {
+        Frame { topic: event.topic.as_str().into(), seq: event.seq, text: notification(event) }
+    }
+}
+
+/// What the fan-out passes to connections.
+#[derive(Clone)]
+pub enum Live {
+    Frame(Arc<Frame>),
+    /// The fan-out fell behind the store: everyone re-reads what they follow.
+    Gap,
+}
+
+/// Serializes each committed event once and passes it to every connection, until `shutdown`.
+pub async fn fan_out(
+    mut events: broadcast::Receiver<Event>,
+    live: broadcast::Sender<Live>,
+    shutdown: CancellationToken,
+) {
+    loop {
+        let event = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            event = events.recv() => event,
+        };
+        // No receiver is not an error: no WebSocket is open.
+        let _ = match event {
+            Ok(event) => live.send(Live::Frame(Arc::new(Frame::of(&event)))),
+            Err(broadcast::error::RecvError::Lagged(_)) => live.send(Live::Gap),
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+    }
+}
 
 pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
     ws.max_message_size(HARD_FRAME_LIMIT)
         .max_frame_size(HARD_FRAME_LIMIT)
+        .read_buffer_size(SOCKET_BUFFER)
+        .write_buffer_size(SOCKET_BUFFER)
         .on_upgrade(move |socket| connection(state, socket))
 }
 
@@ -52,8 +101,8 @@ fn error(id: &Value, action: &str, err: &ApiError) -> Message {
     text(json!({ "id": id, "type": "error", "action": action, "payload": err.body() }))
 }
 
-fn notification(event: &Event) -> Message {
-    text(json!({
+fn notification(event: &Event) -> Utf8Bytes {
+    json_text(json!({
         "type": "notification",
         "topic": event.topic,
         "action": event.action,
@@ -62,8 +111,21 @@ fn notification(event: &Event) -> Message {
     }))
 }
 
+/// Rule 47: the topic is no longer followed; the client reloads its objects and subscribes
+/// again (without `since`, or with one of at least `oldest_seq - 1`).
+fn resync_required(topic: &str, oldest_seq: i64) -> Message {
+    text(json!({ "type": "resync_required", "topic": topic, "oldest_seq": oldest_seq }))
+}
+
 fn text(value: Value) -> Message {
-    Message::Text(Utf8Bytes::from(value.to_string()))
+    Message::Text(json_text(value))
+}
+
+fn json_text(value: Value) -> Utf8Bytes {
+    // Queued frames are counted by length: keep their allocation no bigger than that.
+    let mut text = value.to_string();
+    text.shrink_to_fit();
+    Utf8Bytes::from(text)
 }
 
 enum SubscriptionCommand {
@@ -73,31 +135,45 @@ enum SubscriptionCommand {
 
 async fn connection(state: AppState, socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
-    let (out, mut outbox) = mpsc::channel::<Message>(OUTBOX);
-    let writer = tokio::spawn(async move {
-        while let Some(message) = outbox.recv().await {
-            if sink.send(message).await.is_err() {
-                break;
+    let config = state.config();
+    let outbox = Outbox::new(config.ws_queue_bytes, config.ws_queue_wait);
+    // Ends when the client is gone or stopped reading for the write timeout (the socket's
+    // writes then fail), which ends the connection.
+    let writer_done = CancellationToken::new();
+    let writer = tokio::spawn({
+        let outbox = outbox.clone();
+        let done = writer_done.clone();
+        async move {
+            while let Some(message) = outbox.next().await {
+                if sink.send(message).await.is_err() {
+                    break;
+                }
             }
+            done.cancel();
         }
     });
     let (commands, command_rx) = mpsc::channel(64);
-    let subscriptions = tokio::spawn(subscriptions(state.store().clone(), command_rx, out.clone()));
+    // Subscribed to live frames before any replay, so nothing committed after a replay's read
+    // can be missed.
+    let live = state.live().subscribe();
+    let subscriptions =
+        tokio::spawn(subscriptions(state.store().clone(), live, command_rx, outbox.clone()));
     let closing = state.closing().clone();
     loop {
         let message = tokio::select! {
             _ = closing.cancelled() => {
-                let _ = out.send(Message::Close(None)).await;
+                let _ = outbox.push_now(Message::Close(None));
                 break;
             }
+            _ = writer_done.cancelled() => break,
             message = stream.next() => match message {
                 Some(Ok(message)) => message,
                 _ => break,
             },
         };
         match message {
-            Message::Text(body) => on_text(&state, body.as_bytes(), &out, &commands).await,
-            Message::Binary(body) => on_text(&state, &body, &out, &commands).await,
+            Message::Text(body) => on_text(&state, body.as_bytes(), &outbox, &commands).await,
+            Message::Binary(body) => on_text(&state, &body, &outbox, &commands).await,
             Message::Close(_) => break,
             Message::Ping(_) | Message::Pong(_) => {}
         }
@@ -105,38 +181,40 @@ async fn connection(state: AppState, socket: WebSocket) {
     // The client left. Requests it started keep running to completion (lifecycle rule 33);
     // only this connection's delivery tasks stop.
     subscriptions.abort();
-    drop(out);
+    outbox.close();
+    // The write timeout bounds this wait for a client that does not read.
     let _ = writer.await;
+    outbox.shut();
 }
 
 async fn on_text(
     state: &AppState,
     body: &[u8],
-    out: &mpsc::Sender<Message>,
+    out: &Arc<Outbox>,
     commands: &mpsc::Sender<SubscriptionCommand>,
 ) {
     let limit = state.config().max_request_bytes;
     if body.len() > limit {
         let err = ApiError::bad_request(format!("message is larger than {}", human_bytes(limit)));
-        let _ = out.send(error(&Value::Null, "", &err)).await;
+        reply(out, error(&Value::Null, "", &err)).await;
         return;
     }
     let request = match parse_json(body).and_then(decode::<Request>) {
         Ok(request) => request,
         Err(err) => {
             let err = ApiError::bad_request(err.message);
-            let _ = out.send(error(&Value::Null, "", &err)).await;
+            reply(out, error(&Value::Null, "", &err)).await;
             return;
         }
     };
     let id = request.id.unwrap_or(Value::Null);
     let Some(action) = request.action.filter(|a| !a.is_empty()) else {
-        let _ = out.send(error(&id, "", &ApiError::bad_request("action is required"))).await;
+        reply(out, error(&id, "", &ApiError::bad_request("action is required"))).await;
         return;
     };
     if request.kind.as_deref().is_some_and(|k| k != "request") {
         let err = ApiError::bad_request("type must be \"request\"");
-        let _ = out.send(error(&id, &action, &err)).await;
+        reply(out, error(&id, &action, &err)).await;
         return;
     }
     let command = match action.as_str() {
@@ -154,25 +232,33 @@ async fn on_text(
             let _ = commands.send(command).await;
         }
         Err(err) => {
-            let _ = out.send(error(&id, &action, &err)).await;
+            reply(out, error(&id, &action, &err)).await;
         }
     }
 }
 
+/// Queues an answer. A client that leaves its answers unread past the wait is disconnected:
+/// answers cannot be dropped like notifications.
+async fn reply(out: &Outbox, message: Message) -> bool {
+    match out.push(message, None).await {
+        Ok(()) => true,
+        Err(Refused::Full) => {
+            tracing::info!("a WebSocket client does not read its answers; disconnecting it");
+            out.shut();
+            false
+        }
+        Err(Refused::Closed) => false,
+    }
+}
+
 /// Runs one request concurrently with the others of the connection; answers by id.
-fn spawn_request(
-    state: AppState,
-    id: Value,
-    action: String,
-    payload: Value,
-    out: mpsc::Sender<Message>,
-) {
+fn spawn_request(state: AppState, id: Value, action: String, payload: Value, out: Arc<Outbox>) {
     tokio::spawn(async move {
-        let reply = match dispatch(&state, &action, payload).await {
+        let answer = match dispatch(&state, &action, payload).await {
             Ok(result) => response(&id, &action, result),
             Err(err) => error(&id, &action, &err),
         };
-        let _ = out.send(reply).await;
+        reply(&out, answer).await;
     });
 }
 
@@ -188,81 +274,111 @@ fn valid_topic(topic: &str) -> bool {
 /// The per-connection delivery loop: owns the topic set and the last `seq` sent per topic.
 async fn subscriptions(
     store: Store,
+    mut live: broadcast::Receiver<Live>,
     mut commands: mpsc::Receiver<SubscriptionCommand>,
-    out: mpsc::Sender<Message>,
+    out: Arc<Outbox>,
 ) {
-    // Subscribed before any replay, so nothing committed after a replay's read can be missed.
-    let mut live = store.subscribe();
     let mut sent: HashMap<String, i64> = HashMap::new();
-    loop {
-        tokio::select! {
+    let result = loop {
+        let step = tokio::select! {
             command = commands.recv() => match command {
-                Some(command) => {
-                    if on_command(&store, command, &mut sent, &out).await.is_err() {
-                        return;
-                    }
-                }
-                None => return,
+                Some(command) => on_command(&store, command, &mut sent, &out).await,
+                None => Err(Gone),
             },
-            event = live.recv() => match event {
-                Ok(event) => {
-                    if deliver(&event, &mut sent, &out).await.is_err() {
-                        return;
-                    }
-                }
+            frame = live.recv() => match frame {
+                Ok(Live::Frame(frame)) => deliver(&store, &frame, &mut sent, &out).await,
                 // Fell behind: re-read what was missed from the store, then go on live.
-                Err(broadcast::error::RecvError::Lagged(_)) => {
+                Ok(Live::Gap) | Err(broadcast::error::RecvError::Lagged(_)) => {
                     let topics: Vec<String> = sent.keys().cloned().collect();
-                    if replay(&store, &topics, &mut sent, &out).await.is_err() {
-                        return;
-                    }
+                    replay(&store, &topics, &mut sent, &out).await
                 }
-                Err(broadcast::error::RecvError::Closed) => return,
+                Err(broadcast::error::RecvError::Closed) => Err(Gone),
             },
+        };
+        if step.is_err() {
+            break step;
         }
+    };
+    if result.is_err() {
+        out.shut();
     }
 }
 
+/// The connection cannot go on (closed, or its answers are not read).
 struct Gone;
 
+/// Sends one event to the client if it follows the topic and has not had it yet.
 async fn deliver(
-    event: &Event,
+    store: &Store,
+    frame: &Frame,
     sent: &mut HashMap<String, i64>,
-    out: &mpsc::Sender<Message>,
+    out: &Outbox,
 ) -> Result<(), Gone> {
-    match sent.get_mut(&event.topic) {
-        Some(last) if event.seq > *last => {
-            *last = event.seq;
-            out.send(notification(event)).await.map_err(|_| Gone)
-        }
-        _ => Ok(()),
+    let Some(last) = sent.get_mut(&*frame.topic) else { return Ok(()) };
+    if frame.seq <= *last {
+        return Ok(());
     }
+    *last = frame.seq;
+    let message = Message::Text(frame.text.clone());
+    match out.push(message, Some(frame.topic.clone())).await {
+        Ok(()) => Ok(()),
+        Err(Refused::Closed) => Err(Gone),
+        Err(Refused::Full) => shed(store, &frame.topic, sent, out).await,
+    }
+}
+
+/// The client stopped reading: drop every notification queued for it, stop following those
+/// topics, and tell it to resync each (rule 47), so it holds no more than a few small frames.
+async fn shed(
+    store: &Store,
+    topic: &str,
+    sent: &mut HashMap<String, i64>,
+    out: &Outbox,
+) -> Result<(), Gone> {
+    let mut topics: Vec<String> =
+        out.drop_notifications().into_iter().map(|t| t.to_string()).collect();
+    topics.push(topic.to_owned());
+    topics.sort();
+    topics.dedup();
+    topics.retain(|t| sent.contains_key(t));
+    tracing::info!(topics = topics.len(), "a WebSocket client fell behind; it must resync");
+    for topic in topics {
+        sent.remove(&topic);
+        tell_resync(store, &topic, out).await?;
+    }
+    Ok(())
+}
+
+async fn tell_resync(store: &Store, topic: &str, out: &Outbox) -> Result<(), Gone> {
+    let oldest = store.oldest_seq(topic).await.map_err(|err| {
+        tracing::error!(error = %err, "reading the event log failed");
+        Gone
+    })?;
+    out.push_now(resync_required(topic, oldest)).map_err(|_| Gone)
 }
 
 async fn on_command(
     store: &Store,
     command: SubscriptionCommand,
     sent: &mut HashMap<String, i64>,
-    out: &mpsc::Sender<Message>,
+    out: &Outbox,
 ) -> Result<(), Gone> {
-    match command {
+    let answer = match command {
         SubscriptionCommand::Subscribe { id, request } => {
-            let reply = match subscribe(store, request, sent, out).await {
+            match subscribe(store, request, sent, out).await {
                 Ok(topics) => response(&id, "subscribe", json!({ "topics": topics })),
                 Err(SubscribeError::Api(err)) => error(&id, "subscribe", &err),
                 Err(SubscribeError::Gone) => return Err(Gone),
-            };
-            out.send(reply).await.map_err(|_| Gone)
+            }
         }
         SubscriptionCommand::Unsubscribe { id, request } => {
             for topic in &request.topics {
                 sent.remove(topic);
             }
-            out.send(response(&id, "unsubscribe", json!({ "topics": request.topics })))
-                .await
-                .map_err(|_| Gone)
+            response(&id, "unsubscribe", json!({ "topics": request.topics }))
         }
-    }
+    };
+    if reply(out, answer).await { Ok(()) } else { Err(Gone) }
 }
 
 enum SubscribeError {
@@ -276,13 +392,20 @@ impl From<ApiError> for SubscribeError {
     }
 }
 
+impl From<Gone> for SubscribeError {
+    fn from(_: Gone) -> Self {
+        SubscribeError::Gone
+    }
+}
+
 /// Adds topics, replays what each missed since its `since`, and returns the last `seq` sent
-/// per topic. Without `since` a topic starts from now.
+/// per followed topic. Without `since` a topic starts from now. A `since` the log can no
+/// longer replay (rule 47) gets `resync_required` instead, and that topic is not followed.
 async fn subscribe(
     store: &Store,
     request: Subscribe,
     sent: &mut HashMap<String, i64>,
-    out: &mpsc::Sender<Message>,
+    out: &Outbox,
 ) -> Result<HashMap<String, i64>, SubscribeError> {
     if let Some(bad) = request.topics.iter().find(|t| !valid_topic(t)) {
         let shown: String = bad.chars().take(100).collect();
@@ -302,26 +425,53 @@ async fn subscribe(
         ))
         .into());
     }
+    // A topic this connection already follows has had everything live: no gap to check.
+    let rewinds: HashMap<String, i64> = request
+        .since
+        .iter()
+        .filter(|(topic, _)| !sent.contains_key(*topic))
+        .map(|(topic, seq)| (topic.clone(), (*seq).max(0)))
+        .collect();
+    let gaps = store.unreplayable(&rewinds).await.map_err(ApiError::from)?;
     let now = store.last_seq().await.map_err(ApiError::from)?;
     for topic in &request.topics {
+        if let Some(oldest) = gaps.get(topic) {
+            out.push_now(resync_required(topic, *oldest)).map_err(|_| Gone)?;
+            continue;
+        }
         let start = request.since.get(topic).copied().unwrap_or(now).max(0);
         // Re-subscribing never rewinds below what this connection already got.
         let entry = sent.entry(topic.clone()).or_insert(start);
         *entry = (*entry).max(start);
     }
-    replay(store, &request.topics, sent, out).await.map_err(|_| SubscribeError::Gone)?;
-    Ok(request.topics.iter().map(|t| (t.clone(), sent.get(t).copied().unwrap_or(0))).collect())
+    replay(store, &request.topics, sent, out).await?;
+    // Pruning may have run during the replay: a topic it cut into must resync too.
+    let replayed: HashMap<String, i64> = rewinds
+        .into_iter()
+        .filter(|(topic, _)| !gaps.contains_key(topic) && sent.contains_key(topic))
+        .collect();
+    for (topic, oldest) in store.unreplayable(&replayed).await.map_err(ApiError::from)? {
+        sent.remove(&topic);
+        out.push_now(resync_required(&topic, oldest)).map_err(|_| Gone)?;
+    }
+    Ok(request.topics.iter().filter_map(|t| Some((t.clone(), *sent.get(t)?))).collect())
 }
 
-/// Sends every stored event of `topics` after what was sent, page by page.
+/// Sends every stored event of the followed `topics` after what was sent, page by page.
 async fn replay(
     store: &Store,
     topics: &[String],
     sent: &mut HashMap<String, i64>,
-    out: &mpsc::Sender<Message>,
+    out: &Outbox,
 ) -> Result<(), Gone> {
     loop {
-        let events = match store.events_since(topics, sent, REPLAY_PAGE).await {
+        // A topic shed on the way (the client stopped reading) is no longer replayed.
+        let active: Vec<String> =
+            topics.iter().filter(|t| sent.contains_key(*t)).cloned().collect();
+        if active.is_empty() {
+            return Ok(());
+        }
+        let events = match store.events_since(&active, sent, REPLAY_PAGE).await {
             Ok(events) => events,
             Err(err) => {
                 tracing::error!(error = %err, "replay from the event log failed");
@@ -330,7 +480,7 @@ async fn replay(
         };
         let done = (events.len() as i64) < REPLAY_PAGE;
         for event in &events {
-            deliver(event, sent, out).await?;
+            deliver(store, &Frame::of(event), sent, out).await?;
         }
         if done {
             return Ok(());

@@ -96,3 +96,133 @@ async fn cross_site_posts_and_rebound_host_names_are_refused() {
     let list = server.call("workspace.list", json!({})).await;
     assert!(list["workspaces"].as_array().unwrap().iter().all(|w| w["name"] != "pwned"));
 }
+
+#[tokio::test]
+async fn i12_f9_api_posts_must_say_they_are_json() {
+    let server = TestServer::start().await;
+    let http = reqwest::Client::new();
+    let url = server.url("/api/v1/workspace.create");
+    let body = r#"{"name":"simple request"}"#;
+    // What a web page may send anywhere without asking first: refused, nothing created.
+    for content_type in [
+        Some("text/plain"),
+        Some("text/plain;charset=UTF-8"),
+        Some("application/x-www-form-urlencoded"),
+        Some("multipart/form-data; boundary=x"),
+        None,
+    ] {
+        let mut request = http.post(&url).body(body);
+        if let Some(value) = content_type {
+            request = request.header("Content-Type", value);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 400, "{content_type:?}");
+        let answer: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(answer["code"], "BAD_REQUEST");
+        assert!(answer["message"].as_str().unwrap().contains("application/json"), "{answer}");
+    }
+    let list = server.call("workspace.list", json!({})).await;
+    assert!(list["workspaces"].as_array().unwrap().iter().all(|w| w["name"] != "simple request"));
+
+    // JSON (with a charset) works; so does an empty body without a content type (no payload).
+    let json = http
+        .post(&url)
+        .header("Content-Type", "application/json; charset=utf-8")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json.status().as_u16(), 200);
+    let empty = http.post(server.url("/api/v1/workspace.list")).send().await.unwrap();
+    assert_eq!(empty.status().as_u16(), 200, "no body, no content type: no payload");
+    let empty_text = http
+        .post(server.url("/api/v1/workspace.list"))
+        .header("Content-Type", "text/plain")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(empty_text.status().as_u16(), 400, "another content type is refused even empty");
+}
+
+#[tokio::test]
+async fn i12_f9_requests_a_browser_marks_cross_site_are_refused() {
+    let server = TestServer::start().await;
+    let http = reqwest::Client::new();
+    // No Origin header at all (as in the probe), but the browser says cross-site.
+    let post = http
+        .post(server.url("/api/v1/workspace.create"))
+        .header("Content-Type", "application/json")
+        .header("Sec-Fetch-Site", "cross-site")
+        .body(r#"{"name":"pwned"}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(post.status().as_u16(), 403);
+    let mut request = format!("ws://{}/ws", server.addr).into_client_request().unwrap();
+    request.headers_mut().insert("Sec-Fetch-Site", HeaderValue::from_static("cross-site"));
+    let err = tokio_tungstenite::connect_async(request).await.unwrap_err();
+    assert!(err.to_string().contains("403"), "{err}");
+    // A link from another site still opens the UI.
+    let page = http
+        .get(server.url("/"))
+        .header("Sec-Fetch-Site", "cross-site")
+        .header("Sec-Fetch-Mode", "navigate")
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(page.status().as_u16(), 403);
+    let same = http
+        .post(server.url("/api/v1/workspace.list"))
+        .header("Content-Type", "application/json")
+        .header("Sec-Fetch-Site", "same-origin")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(same.status().as_u16(), 200);
+    let list = server.call("workspace.list", json!({})).await;
+    assert!(list["workspaces"].as_array().unwrap().iter().all(|w| w["name"] != "pwned"));
+}
+
+#[tokio::test]
+async fn i12_f9_token_guesses_are_rate_limited() {
+    let server = TestServer::start_with(with_token("s3cret"), tempfile::tempdir().unwrap()).await;
+    let http = reqwest::Client::new();
+    let login = |token: &'static str| {
+        http.post(server.url("/login"))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(format!("token={token}"))
+            .send()
+    };
+    let (mut wrong, mut limited) = (0, 0);
+    for _ in 0..300 {
+        let response = login("guess").await.unwrap();
+        match response.status().as_u16() {
+            401 => wrong += 1,
+            429 => {
+                let retry: u64 =
+                    response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+                assert!((1..=60).contains(&retry), "retry-after {retry}");
+                limited += 1;
+            }
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert!(wrong <= 12, "at most a short burst of guesses is checked: {wrong}");
+    assert_eq!(wrong + limited, 300);
+    // While limited, even the right token is not checked (a guesser learns nothing).
+    assert_eq!(login("s3cret").await.unwrap().status().as_u16(), 429);
+    // Wrong bearer tokens on the API are guesses too, answered in JSON.
+    let api = http
+        .post(server.url("/api/v1/workspace.list"))
+        .bearer_auth("guess")
+        .header("Content-Type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status().as_u16(), 429);
+    assert!(api.headers().contains_key("retry-after"));
+    let body: serde_json::Value = api.json().await.unwrap();
+    assert_eq!(body["code"], "RATE_LIMITED");
+}

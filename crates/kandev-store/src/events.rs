@@ -1,6 +1,9 @@
 //! The event log: every notification is a row with a global, strictly increasing `seq`.
+//! It is bounded (lifecycle rule 47): [`Store::prune_events`] removes the oldest rows in
+//! small batches, and [`Store::unreplayable`] tells which `since` can no longer be replayed.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use kandev_domain::Timestamp;
 use sqlx::FromRow;
@@ -110,10 +113,126 @@ impl Store {
         rows.into_iter().map(Event::try_from).collect()
     }
 
-    /// The highest `seq` written so far (0 for an empty log).
+    /// The highest `seq` written so far (0 for an empty log), even when pruning removed it.
     pub async fn last_seq(&self) -> Result<i64> {
+        // AUTOINCREMENT keeps the highest seq ever used here, so it survives pruning.
         let seq: Option<i64> =
-            sqlx::query_scalar("SELECT MAX(seq) FROM events").fetch_one(&self.read).await?;
+            sqlx::query_scalar("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
+                .fetch_optional(&self.read)
+                .await?;
         Ok(seq.unwrap_or(0))
     }
+
+    /// The seq of the oldest event of `topic` the log still holds, or the next seq to be
+    /// written when it holds none: a `since` of `oldest_seq - 1` or more replays without a gap.
+    pub async fn oldest_seq(&self, topic: &str) -> Result<i64> {
+        let seq: Option<i64> = sqlx::query_scalar("SELECT MIN(seq) FROM events WHERE topic = ?")
+            .bind(topic)
+            .fetch_one(&self.read)
+            .await?;
+        match seq {
+            Some(seq) => Ok(seq),
+            None => Ok(self.last_seq().await? + 1),
+        }
+    }
+
+    /// The topics of `since` whose events after their `since` may have been pruned, each
+    /// with its [`Store::oldest_seq`] (rule 47). A topic not in the answer replays in full.
+    ///
+    /// Pruning removes a prefix of the log, so nothing after `since` is gone when `since` is
+    /// at least the first retained seq minus one, or at least the topic's oldest retained
+    /// event minus one. Otherwise a gap is possible (not certain: the topic may have had no
+    /// event in the pruned range), and the client must reload.
+    pub async fn unreplayable(&self, since: &HashMap<Topic, i64>) -> Result<HashMap<Topic, i64>> {
+        let mut gaps = HashMap::new();
+        if since.is_empty() {
+            return Ok(gaps);
+        }
+        let first: Option<i64> =
+            sqlx::query_scalar("SELECT MIN(seq) FROM events").fetch_one(&self.read).await?;
+        let first = match first {
+            Some(seq) => seq,
+            None => self.last_seq().await? + 1,
+        };
+        for (topic, &after) in since {
+            if after.saturating_add(1) >= first {
+                continue;
+            }
+            let oldest = self.oldest_seq(topic).await?;
+            if after.saturating_add(1) < oldest {
+                gaps.insert(topic.clone(), oldest);
+            }
+        }
+        Ok(gaps)
+    }
+
+    /// Removes events older than `retention.max_age` and the oldest beyond
+    /// `retention.max_rows`, oldest first, in batches of [`PRUNE_BATCH`] rows, each its own
+    /// short write transaction, so writers wait at most one batch.
+    pub async fn prune_events(&self, retention: Retention) -> Result<Pruned> {
+        let mut pruned = Pruned::default();
+        while let Some(through) = self.prune_bound(retention).await? {
+            let mut tx = self.begin_write().await?;
+            let done = sqlx::query("DELETE FROM events WHERE seq <= ?")
+                .bind(through)
+                .execute(tx.conn())
+                .await?;
+            tx.commit().await?;
+            pruned.rows += done.rows_affected();
+            pruned.batches += 1;
+            pruned.through_seq = through;
+            // The write gate is fair: a writer that waited gets it before the next batch.
+            tokio::task::yield_now().await;
+        }
+        Ok(pruned)
+    }
+
+    /// The last seq of the next batch to prune, or `None` when nothing is due.
+    async fn prune_bound(&self, retention: Retention) -> Result<Option<i64>> {
+        let rows: Vec<(i64, i64)> =
+            sqlx::query_as("SELECT seq, created_at FROM events ORDER BY seq LIMIT ?")
+                .bind(PRUNE_BATCH)
+                .fetch_all(&self.read)
+                .await?;
+        let (Some(&(first, _)), Some(&(batch_end, _))) = (rows.first(), rows.last()) else {
+            return Ok(None);
+        };
+        let max_age = i64::try_from(retention.max_age.as_millis()).unwrap_or(i64::MAX);
+        let cutoff = self.now().millis().saturating_sub(max_age);
+        let by_age = rows.iter().take_while(|(_, at)| *at < cutoff).map(|(seq, _)| *seq).last();
+        // Rows are numbered densely (AUTOINCREMENT reuses nothing and only pruning deletes),
+        // so the count is `last - first + 1`; a hole would only make this prune a bit more.
+        let count = self.last_seq().await? - first + 1;
+        let max_rows = i64::try_from(retention.max_rows).unwrap_or(i64::MAX);
+        let excess = count.saturating_sub(max_rows);
+        let by_count = (excess > 0).then(|| (first + excess - 1).min(batch_end));
+        Ok(by_age.max(by_count))
+    }
+}
+
+/// Rows deleted per pruning transaction.
+pub const PRUNE_BATCH: i64 = 500;
+
+/// How much of the event log is kept (rule 47).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    /// Events older than this are pruned.
+    pub max_age: Duration,
+    /// At most this many events are kept; the oldest go first.
+    pub max_rows: u64,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention { max_age: Duration::from_secs(7 * 24 * 3600), max_rows: 1_000_000 }
+    }
+}
+
+/// What a pruning pass removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    pub rows: u64,
+    pub batches: u64,
+    /// The highest seq removed (0 when nothing was).
+    pub through_seq: i64,
 }

@@ -39,7 +39,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use tokio::sync::{Mutex, broadcast};
 
 pub use error::StoreError;
-pub use events::{Event, Topic};
+pub use events::{Event, PRUNE_BATCH, Pruned, Retention, Topic};
 pub use messages::NewMessage;
 pub use profiles::{NewProfile, ProfilePatch};
 pub use repositories::{NewRepository, RepositoryPatch};

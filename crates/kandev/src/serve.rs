@@ -3,12 +3,13 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use kandev_engine::{AgentCommand, Engine, EngineConfig, LocalLauncher};
 use kandev_server::{AppState, ServerConfig};
-use kandev_store::{Location, Store};
+use kandev_store::{Location, Retention, Store};
 use tokio_util::sync::CancellationToken;
 
 /// Default listen address: loopback only.
@@ -32,12 +33,87 @@ pub struct ServeArgs {
     /// Extra browser origin allowed to use the API (repeatable), e.g. a UI dev server.
     #[arg(long = "allowed-origin")]
     pub allowed_origins: Vec<String>,
-    /// Seconds a repository's setup script may run before it is killed and the start fails.
-    #[arg(long, env = "KANDEV_SETUP_TIMEOUT", value_name = "SECONDS", default_value_t = 1800)]
-    pub setup_timeout: u64,
-    /// Seconds an agent may sit idle before it is stopped (the next message resumes it); 0: never.
-    #[arg(long, env = "KANDEV_AGENT_IDLE_TIMEOUT", value_name = "SECONDS", default_value_t = 1800)]
-    pub agent_idle_timeout: u64,
+    /// How long a repository's setup script may run before it is killed and the start fails.
+    #[arg(long, env = "KANDEV_SETUP_TIMEOUT", default_value = "30m", value_parser = parse_duration)]
+    pub setup_timeout: Duration,
+    /// How long an agent may sit idle before it is stopped (the next message resumes it);
+    /// 0 never stops it.
+    #[arg(
+        long,
+        env = "KANDEV_AGENT_IDLE_TIMEOUT",
+        default_value = "30m",
+        value_parser = parse_duration
+    )]
+    pub agent_idle_timeout: Duration,
+    /// Most open connections (default 512, or half the open-file limit when that is lower).
+    /// At the cap the oldest idle one is closed; when all are busy a new one gets 503.
+    #[arg(long, env = "KANDEV_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// How long a client may take to send a request's headers, then its body (also closes
+    /// idle keep-alive connections), e.g. 10s.
+    #[arg(long, env = "KANDEV_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub read_timeout: Duration,
+    /// A connection whose client reads nothing of what it is sent for this long is closed.
+    #[arg(long, env = "KANDEV_WRITE_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub write_timeout: Duration,
+    /// Events older than this are pruned from the event log (e.g. 7d, 12h).
+    #[arg(long, env = "KANDEV_EVENT_RETENTION", default_value = "7d", value_parser = parse_duration)]
+    pub event_retention: Duration,
+    /// Most events kept in the event log; the oldest are pruned first.
+    #[arg(long, env = "KANDEV_EVENT_MAX_ROWS", default_value_t = 1_000_000)]
+    pub event_max_rows: u64,
+    /// How often the event log is pruned.
+    #[arg(
+        long,
+        env = "KANDEV_EVENT_PRUNE_INTERVAL",
+        default_value = "60s",
+        value_parser = parse_duration
+    )]
+    pub event_prune_interval: Duration,
+}
+
+/// The connection cap. By default at most half of the open-file limit, so connections cannot
+/// take the descriptors the database, agents and git need (past the limit `accept` fails with
+/// EMFILE and the database with "unable to open"). A cap given explicitly is kept, with a
+/// warning when it leaves less than that room.
+fn connection_cap(given: Option<usize>) -> usize {
+    const DEFAULT: usize = 512;
+    let limit = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .ok()
+        .map(|(soft, _)| soft);
+    let half = limit.map(|soft| usize::try_from(soft / 2).unwrap_or(usize::MAX).max(1));
+    match (given, half) {
+        (Some(cap), Some(half)) if cap > half => {
+            tracing::warn!(
+                max_connections = cap,
+                open_file_limit = limit,
+                "--max-connections is over half the open-file limit: connections may take the \
+                 descriptors the database and agents need; raise the limit with `ulimit -n`"
+            );
+            cap.max(1)
+        }
+        (Some(cap), _) => cap.max(1),
+        (None, Some(half)) => DEFAULT.min(half),
+        (None, None) => DEFAULT,
+    }
+}
+
+/// A duration such as `500ms`, `10s`, `5m`, `12h` or `7d`; a bare number is seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let wrong = || format!("{text:?} is not a duration; write e.g. 500ms, 10s, 5m, 12h or 7d (a bare number is seconds)");
+    let n: u64 = number.parse().map_err(|_| wrong())?;
+    let millis = match unit.trim() {
+        "ms" => Some(n),
+        "s" | "" => n.checked_mul(1000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        "d" => n.checked_mul(86_400_000),
+        _ => None,
+    };
+    millis.map(Duration::from_millis).ok_or_else(wrong)
 }
 
 /// The engine runs the Mock profile as this very binary's `mock-agent` subcommand.
@@ -53,8 +129,8 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
         ],
     };
     let mut config = EngineConfig::new(home.to_path_buf(), mock);
-    config.setup_timeout = std::time::Duration::from_secs(args.setup_timeout);
-    config.idle_timeout = std::time::Duration::from_secs(args.agent_idle_timeout);
+    config.setup_timeout = args.setup_timeout;
+    config.idle_timeout = args.agent_idle_timeout;
     Ok(config)
 }
 
@@ -116,8 +192,19 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             "sessions interrupted by the last shutdown are waiting for input"
         );
     }
-    let config =
-        ServerConfig { token, allowed_origins: args.allowed_origins, ..ServerConfig::default() };
+    if args.event_prune_interval.is_zero() {
+        anyhow::bail!("--event-prune-interval must be more than 0; e.g. 60s");
+    }
+    let config = ServerConfig {
+        token,
+        allowed_origins: args.allowed_origins,
+        max_connections: connection_cap(args.max_connections),
+        read_timeout: args.read_timeout,
+        write_timeout: args.write_timeout,
+        retention: Retention { max_age: args.event_retention, max_rows: args.event_max_rows },
+        prune_interval: args.event_prune_interval,
+        ..ServerConfig::default()
+    };
     let state = AppState::new(engine.clone(), config);
     let shutdown = CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
@@ -150,4 +237,22 @@ fn init_tracing() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
     let _ =
         tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_duration("1800"), Ok(Duration::from_secs(1800)), "seconds");
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert!(parse_duration("10x").is_err());
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
 }

@@ -1,18 +1,25 @@
 // Live notifications over `/ws`: one connection per page, topics subscribed by components,
 // reconnection by itself with `since` = the last seq seen per topic, so nothing is missed and
-// duplicates (seq <= last seen) are dropped.
+// duplicates (seq <= last seen) are dropped. When the server cannot replay a topic (its log was
+// pruned past our `since`, or we fell too far behind: `resync_required`, lifecycle rule 47),
+// the topic is subscribed again from now and its subscribers reload their objects.
 import type { Notification } from './types';
 
 export type ConnectionStatus = 'connecting' | 'open' | 'reconnecting';
 type Handler = (n: Notification) => void;
+/** Reloads a subscriber's objects after the topic was re-followed from now. */
+type Reload = () => void;
 
 interface Topic {
   lastSeq: number | null;
   handlers: Set<Handler>;
+  reloads: Set<Reload>;
   /** Resolves when the server confirmed the subscription (after its replay). */
   ready: Promise<void>;
   resolveReady: () => void;
   confirmed: boolean;
+  /** Told `resync_required`: reload once the new subscription is confirmed. */
+  resyncing: boolean;
 }
 
 const MAX_BACKOFF_MS = 2000;
@@ -97,11 +104,18 @@ class Live {
       topic.handlers.forEach((h) => h(n));
       return;
     }
-    if (frame.type === 'resync' || frame.action === 'resync') {
-      // The server re-reads gaps itself; a resync asks us to re-read the topic: replay from our
-      // last seq by subscribing again.
-      const name = (frame.payload?.topic as string | undefined) ?? frame.topic;
-      if (name && this.topics.has(name)) this.sendSubscribe([name]);
+    if (frame.type === 'resync_required' && frame.topic) {
+      // The server no longer follows this topic for us and cannot replay what we missed:
+      // follow it again from now, then let its subscribers reload (see `confirm`).
+      const topic = this.topics.get(frame.topic);
+      if (!topic) return;
+      topic.lastSeq = null;
+      topic.resyncing = true;
+      if (topic.confirmed) {
+        topic.confirmed = false;
+        topic.ready = new Promise((r) => (topic.resolveReady = r));
+      }
+      this.sendSubscribe([frame.topic]);
       return;
     }
     if ((frame.type === 'response' || frame.type === 'error') && frame.id && this.pending.has(frame.id)) {
@@ -112,35 +126,59 @@ class Live {
         const topic = this.topics.get(name);
         if (!topic) continue;
         const seq = last[name];
+        // A topic missing from a successful answer was told `resync_required`: its own
+        // subscription, sent then, confirms it.
+        if (frame.type === 'response' && typeof seq !== 'number') continue;
         if (typeof seq === 'number' && (topic.lastSeq == null || seq > topic.lastSeq)) {
           topic.lastSeq = seq;
         }
-        topic.confirmed = true;
-        topic.resolveReady();
+        this.confirm(topic);
       }
+    }
+  }
+
+  private confirm(topic: Topic): void {
+    topic.confirmed = true;
+    topic.resolveReady();
+    if (topic.resyncing) {
+      topic.resyncing = false;
+      topic.reloads.forEach((r) => r());
     }
   }
 
   /**
    * Follows `topic`. The returned promise resolves once the server confirmed the subscription,
    * so a caller can then read the current state and rely on getting every later change.
+   * `reload` is called when the server could not replay what this page missed
+   * (`resync_required`): the topic is followed again from now, and the caller reads its
+   * objects afresh, as on first load.
    */
-  subscribe(name: string, handler: Handler): { ready: Promise<void>; close: () => void } {
+  subscribe(name: string, handler: Handler, reload?: Reload): { ready: Promise<void>; close: () => void } {
     this.ensure();
     let topic = this.topics.get(name);
     if (!topic) {
       let resolveReady: () => void = () => {};
       const ready = new Promise<void>((r) => (resolveReady = r));
-      topic = { lastSeq: null, handlers: new Set(), ready, resolveReady, confirmed: false };
+      topic = {
+        lastSeq: null,
+        handlers: new Set(),
+        reloads: new Set(),
+        ready,
+        resolveReady,
+        confirmed: false,
+        resyncing: false,
+      };
       this.topics.set(name, topic);
       this.sendSubscribe([name]);
     }
     topic.handlers.add(handler);
+    if (reload) topic.reloads.add(reload);
     const t = topic;
     return {
       ready: t.ready,
       close: () => {
         t.handlers.delete(handler);
+        if (reload) t.reloads.delete(reload);
         if (t.handlers.size === 0) {
           this.topics.delete(name);
           if (this.ws?.readyState === WebSocket.OPEN) {

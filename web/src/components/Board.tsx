@@ -123,10 +123,6 @@ export function Board() {
         setState((s) => place(s, task));
       }
     };
-    const sub = live.subscribe(`workspace:${workspace.id}`, (n) => {
-      if (buffer) buffer.push(n);
-      else apply(n);
-    });
     const first = () =>
       load()
         .then(() => {
@@ -136,12 +132,22 @@ export function Board() {
           pending.forEach(apply);
         })
         .catch((e: unknown) => !stop && setError(errorText(e)));
-    sub.ready.then(first);
-    const off = live.onReconnect(() => {
-      // The replay brings what was missed; a reload also covers a server whose log was reset.
+    // Read afresh, applying what arrives meanwhile after the read.
+    const reload = () => {
       buffer = [];
       first();
-    });
+    };
+    const sub = live.subscribe(
+      `workspace:${workspace.id}`,
+      (n) => {
+        if (buffer) buffer.push(n);
+        else apply(n);
+      },
+      reload,
+    );
+    sub.ready.then(first);
+    // The replay brings what was missed; a reload also covers a server whose log was reset.
+    const off = live.onReconnect(reload);
     return () => {
       stop = true;
       sub.close();

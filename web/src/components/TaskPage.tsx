@@ -22,6 +22,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
   useEffect(() => {
     let stop = false;
     let sub: { close: () => void } | null = null;
+    const reloadTask = () => void load().catch(() => {});
     const load = async () => {
       const [t, s] = await Promise.all([call('task.get', { id: taskId }), call('task.session.list', { task_id: taskId })]);
       if (stop) return;
@@ -42,11 +43,11 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
                 .catch(() => {});
             }
           }
-        });
+        }, reloadTask);
       }
     };
     load().catch((e: unknown) => !stop && setError(errorText(e)));
-    const off = live.onReconnect(() => void load().catch(() => {}));
+    const off = live.onReconnect(reloadTask);
     return () => {
       stop = true;
       sub?.close();

@@ -83,9 +83,13 @@ export function useWorkspaceData(): WorkspaceData {
         .then((r) => !stop && setRepositories(r.repositories))
         .catch(() => {});
     };
-    const sub = live.subscribe(`workspace:${workspace.id}`, (n) => {
-      if (n.action.startsWith('workflow.') || n.action.startsWith('repository.')) load();
-    });
+    const sub = live.subscribe(
+      `workspace:${workspace.id}`,
+      (n) => {
+        if (n.action.startsWith('workflow.') || n.action.startsWith('repository.')) load();
+      },
+      load,
+    );
     sub.ready.then(load);
     const offReconnect = live.onReconnect(load);
     return () => {
@@ -96,9 +100,10 @@ export function useWorkspaceData(): WorkspaceData {
   }, [workspace?.id, tick]);
 
   useEffect(() => {
-    const sub = live.subscribe('profiles', () => {
+    const loadProfiles = () => {
       call('agent.profile.list', {}).then((r) => setProfiles(r.profiles)).catch(() => {});
-    });
+    };
+    const sub = live.subscribe('profiles', loadProfiles, loadProfiles);
     return () => sub.close();
   }, []);
 

@@ -169,10 +169,19 @@ export function useSession(sessionId: string | null): SessionLive {
     };
 
     let buffer: Notification[] | null = [];
-    const sub = live.subscribe(`session:${sessionId}`, (n) => {
-      if (buffer) buffer.push(n);
-      else apply(n);
-    });
+    const sub = live.subscribe(
+      `session:${sessionId}`,
+      (n) => {
+        if (buffer) buffer.push(n);
+        else apply(n);
+      },
+      // The server could not replay what we missed (rule 47): read the newest page afresh,
+      // applying what arrives meanwhile after it.
+      () => {
+        buffer = [];
+        first();
+      },
+    );
     const loadAll = async () => {
       const [s, page, q] = await Promise.all([
         call('session.get', { id: sessionId }),

@@ -95,7 +95,11 @@ impl TestServer {
 
     /// Posts raw bytes to an action; returns status and JSON body.
     pub async fn post_raw(&self, action: &str, body: impl Into<reqwest::Body>) -> (u16, Value) {
-        let mut request = self.http.post(self.url(&format!("/api/v1/{action}"))).body(body);
+        let mut request = self
+            .http
+            .post(self.url(&format!("/api/v1/{action}")))
+            .header("content-type", "application/json")
+            .body(body);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
@@ -152,6 +156,10 @@ pub struct Ws {
 }
 
 impl Ws {
+    pub fn new(stream: WebSocketStream<MaybeTlsStream<TcpStream>>) -> Ws {
+        Ws { stream, next_id: 0 }
+    }
+
     pub async fn send_raw(&mut self, text: impl Into<String>) {
         self.stream.send(Message::text(text.into())).await.unwrap();
     }

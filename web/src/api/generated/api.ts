@@ -4,7 +4,7 @@
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
 
-export type ErrorCode = "BAD_REQUEST" | "VALIDATION_ERROR" | "NOT_FOUND" | "CONFLICT" | "BUSY" | "QUEUE_FULL" | "RESET_IN_PROGRESS" | "ALREADY_RESOLVED" | "UNAUTHORIZED" | "FORBIDDEN" | "UNAVAILABLE" | "INTERNAL_ERROR" | "UNKNOWN_ACTION";
+export type ErrorCode = "BAD_REQUEST" | "VALIDATION_ERROR" | "NOT_FOUND" | "CONFLICT" | "BUSY" | "QUEUE_FULL" | "RESET_IN_PROGRESS" | "ALREADY_RESOLVED" | "UNAUTHORIZED" | "FORBIDDEN" | "UNAVAILABLE" | "INTERNAL_ERROR" | "UNKNOWN_ACTION" | "RATE_LIMITED";
 
 export type ErrorBody = { code: ErrorCode, message: string, details?: JsonValue | null, };
 
