@@ -103,7 +103,11 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let wrong = || format!("{text:?} is not a duration; write e.g. 500ms, 10s, 5m, 12h or 7d (a bare number is seconds)");
+    let wrong = || {
+        format!(
+            "{text:?} is not a duration; write e.g. 500ms, 10s, 5m, 12h or 7d (a bare number is seconds)"
+        )
+    };
     let n: u64 = number.parse().map_err(|_| wrong())?;
     let millis = match unit.trim() {
         "ms" => Some(n),
