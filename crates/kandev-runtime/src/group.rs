@@ -61,6 +61,28 @@ impl ProcessGroup {
         self.signal(Signal::SIGKILL);
     }
 
+    /// Waits, up to `bound`, until no process of the group is alive (zombies waiting to be
+    /// reaped count as gone: they run nothing). A signal is delivered asynchronously, so right
+    /// after `SIGKILL` a member may still be running for a moment; a stop that answers only
+    /// after this leaves no process behind (issue 3, acceptance 5). Returns whether the
+    /// group emptied in time.
+    pub(crate) async fn wait_empty(&self, bound: std::time::Duration) -> bool {
+        let pgid = self.pgid;
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let alive = tokio::task::spawn_blocking(move || live_members(pgid)).await;
+            if !alive.unwrap_or(true) {
+                self.retired.store(true, Ordering::Release);
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            // Polling: the kernel offers no wait on another process's group from here.
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
     /// Stops supervising: the group is never signalled again, not even on drop. For a
     /// helper whose leader was reaped normally (what its script left running may stay).
     pub(crate) fn release(self) {
@@ -72,6 +94,38 @@ impl Drop for ProcessGroup {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Whether the group `pgid` has a member that is not a zombie. On Linux `/proc` tells a
+/// zombie from a live process; elsewhere any member (`kill(-pgid, 0)` succeeds) counts.
+fn live_members(pgid: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return group_alive(pgid);
+    };
+    if !group_alive(pgid) {
+        return false;
+    }
+    entries.flatten().any(|entry| {
+        let is_pid =
+            entry.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()));
+        is_pid && is_live_member(&entry.path().join("stat"), pgid)
+    })
+}
+
+/// Reads `/proc/<pid>/stat`: `pid (comm) state ppid pgrp ...`; `comm` may hold anything,
+/// so the fields are taken after its closing parenthesis. A process gone meanwhile is not
+/// a member.
+fn is_live_member(stat: &std::path::Path, pgid: i32) -> bool {
+    let Ok(text) = std::fs::read_to_string(stat) else {
+        return false;
+    };
+    let Some((_, rest)) = text.rsplit_once(')') else {
+        return false;
+    };
+    let mut fields = rest.split_whitespace();
+    let state = fields.next();
+    let pgrp = fields.nth(1).and_then(|p| p.parse::<i32>().ok());
+    pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
 }
 
 /// Outcome of signalling a group that passed the safety checks.

@@ -284,7 +284,9 @@ impl AgentProcess {
 
     /// Stops the agent: `SIGTERM` to the group, up to `grace` for the leader to exit, then
     /// `SIGKILL` to the group. Once the leader is gone the group gets `SIGKILL` once more, so
-    /// children that survived `SIGTERM` do not outlive it. Returns the leader's exit status.
+    /// children that survived `SIGTERM` do not outlive it, and the stop returns only when no
+    /// process of the group runs any more (bounded by the same wait as the leader's). Returns
+    /// the leader's exit status.
     ///
     /// Idempotent; if the leader already exited, only the final `SIGKILL` is sent.
     pub async fn stop(&self, grace: Duration) -> ExitInfo {
@@ -303,6 +305,9 @@ impl AgentProcess {
             }
         };
         self.signal(Signal::SIGKILL);
+        if !self.group.wait_empty(KILL_WAIT).await {
+            tracing::warn!(pgid = self.pid, "processes of the agent's group survived sigkill");
+        }
         info
     }
 
