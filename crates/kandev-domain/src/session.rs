@@ -84,6 +84,12 @@ impl SessionState {
         matches!(self, Completed | Failed | Cancelled)
     }
 
+    /// `Failed` and `Cancelled`: a prompt is refused until an explicit resume or fresh start
+    /// (rule 2).
+    pub fn needs_resume(self) -> bool {
+        matches!(self, Failed | Cancelled)
+    }
+
     pub fn can_become(self, to: SessionState) -> bool {
         TRANSITIONS.contains(&(self, to))
     }
