@@ -16,7 +16,9 @@ use crate::launcher::ExecutionControl;
 use crate::publish;
 use crate::session::boot::tail_lines;
 use crate::session::command::{Command, Reply};
-use crate::session::state::{CancelledBy, InFlight, Phase, Reset, ResetStage, SessionActor, Taken};
+use crate::session::state::{
+    CancelledBy, Ending, InFlight, Phase, Reset, ResetStage, SessionActor, Taken,
+};
 
 impl SessionActor {
     /// Takes the phase apart, leaving it `Idle`: a start in progress is cancelled; a live
@@ -155,7 +157,11 @@ impl SessionActor {
         };
         let result = self.finish_turn(turn, "cancelled", None, Some(note.to_owned())).await;
         self.log("ending a hung turn", result);
-        self.after_turn(by, Some(true)).await;
+        match by.into_reset() {
+            // Without the agent the reset goes on lazily (rule 21).
+            Some(plan) => self.after_lost_turn(Some(plan)).await,
+            None => self.after_turn(Ending::CancelledByUser, Some(true)).await,
+        }
     }
 
     /// `session.stop`: ends the execution and leaves the session resumable (rule 16); the

@@ -118,12 +118,26 @@ pub(crate) enum ResetStage {
     /// The running turn is being cancelled internally; the reset goes on once it has ended
     /// (rule 23).
     AfterTurn(Turn),
+    /// That turn has ended; the reset goes on, in the same command (so nothing can start a
+    /// turn in between: the gate stays closed for the whole reset).
+    TurnEnded,
     /// `session/new` (then model, mode and options) is in flight on the agent (rules 20, 27):
     /// anything the old conversation still sends is dropped (rule 22).
     NewConversation,
 }
 
-/// Who was cancelling a turn when it ended.
+/// How a turn that ended was ending ([`Phase::end_turn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// The agent ended it by itself.
+    Normally,
+    /// The user had cancelled it (rule 12).
+    CancelledByUser,
+    /// The engine had cancelled it for the reset in the phase, which goes on now (rule 23).
+    ForReset,
+}
+
+/// Who was cancelling an open turn when its execution was taken apart ([`Phase::take`]).
 pub(crate) enum CancelledBy {
     Nobody,
     /// The user (rule 12): a status note, and `on_turn_complete` only with
@@ -257,9 +271,12 @@ impl Phase {
             Phase::Resetting(live, Reset { plan, stage: ResetStage::AfterTurn(turn) }) => {
                 Taken::Live(live, InFlight::Turn(turn, CancelledBy::Reset(plan)))
             }
-            Phase::Resetting(live, Reset { plan, stage: ResetStage::NewConversation }) => {
-                Taken::Live(live, InFlight::LiveReset(plan))
-            }
+            // A reset whose turn has ended is settled in the command that ended it; were it
+            // ever taken apart in between, it fails like a live one (rule 25): nothing is sent.
+            Phase::Resetting(
+                live,
+                Reset { plan, stage: ResetStage::NewConversation | ResetStage::TurnEnded },
+            ) => Taken::Live(live, InFlight::LiveReset(plan)),
         }
     }
 
@@ -300,16 +317,43 @@ impl Phase {
         Ok(cancel)
     }
 
-    /// Ends the open turn: the phase becomes `Ready` on the same execution; returns the turn
-    /// and who was cancelling it. `None` (nothing changed) without an open turn.
-    pub fn end_turn(&mut self) -> Option<(Turn, CancelledBy)> {
+    /// Ends the open turn: the phase becomes `Ready` on the same execution, or, for the turn
+    /// a reset waited for, `Resetting` at [`ResetStage::TurnEnded`]. Returns the turn and how
+    /// it was ending; `None` (nothing changed) without an open turn.
+    pub fn end_turn(&mut self) -> Option<(Turn, Ending)> {
         self.turn()?;
-        match self.take() {
-            Taken::Live(live, InFlight::Turn(turn, by)) => {
+        match std::mem::replace(self, Phase::Idle) {
+            Phase::Running(live, turn) => {
                 *self = Phase::Ready(live);
-                Some((turn, by))
+                Some((turn, Ending::Normally))
             }
-            _ => None, // unreachable: an open turn always has a live execution
+            Phase::Cancelling(live, turn) => {
+                *self = Phase::Ready(live);
+                Some((turn, Ending::CancelledByUser))
+            }
+            Phase::Resetting(live, Reset { plan, stage: ResetStage::AfterTurn(turn) }) => {
+                *self = Phase::Resetting(live, Reset { plan, stage: ResetStage::TurnEnded });
+                Some((turn, Ending::ForReset))
+            }
+            other => {
+                *self = other; // unreachable: turn() found one above
+                None
+            }
+        }
+    }
+
+    /// The reset whose turn has just ended, out of the phase (which becomes `Ready`), to go
+    /// on with it at once.
+    pub fn take_reset_after_turn(&mut self) -> Option<ResetPlan> {
+        match std::mem::replace(self, Phase::Idle) {
+            Phase::Resetting(live, Reset { plan, stage: ResetStage::TurnEnded }) => {
+                *self = Phase::Ready(live);
+                Some(plan)
+            }
+            other => {
+                *self = other;
+                None
+            }
         }
     }
 }

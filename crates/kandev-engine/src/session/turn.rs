@@ -16,7 +16,7 @@ use crate::error::{EngineError, Result};
 use crate::handshake;
 use crate::publish;
 use crate::session::command::Command;
-use crate::session::state::{CancelledBy, Closed, Output, Phase, ResetPlan, SessionActor, Turn};
+use crate::session::state::{Closed, Ending, Output, Phase, ResetPlan, SessionActor, Turn};
 use crate::write::add_message;
 
 impl SessionActor {
@@ -185,12 +185,12 @@ impl SessionActor {
         if matches!(&result, Err(err) if err.is_closed()) {
             return; // the exit watcher reports the crash
         }
-        let Some((turn, by)) = self.phase.end_turn() else { return };
+        let Some((turn, ending)) = self.phase.end_turn() else { return };
         let (outcome, completed) = match result {
             Ok(response) => {
                 let reason = response.stop_reason.as_str().to_owned();
-                let cancelled = !matches!(by, CancelledBy::Nobody);
-                let note = matches!(by, CancelledBy::User).then(|| "turn cancelled".to_owned());
+                let cancelled = ending != Ending::Normally;
+                let note = (ending == Ending::CancelledByUser).then(|| "turn cancelled".to_owned());
                 (self.finish_turn(turn, &reason, None, note).await, Some(cancelled))
             }
             Err(err) => {
@@ -201,16 +201,19 @@ impl SessionActor {
             }
         };
         self.log("closing the turn", outcome);
-        self.after_turn(by, completed).await;
+        self.after_turn(ending, completed).await;
     }
 
     /// What follows the end of a turn: a reset waiting for it (rule 23), else the step's
     /// `on_turn_complete` (a cancel counts only with `cancel_triggers_turn_complete`), then
     /// the queue (rule 5). `completed`: the turn ended with a stop reason (`Some(cancelled)`).
-    pub(super) async fn after_turn(&mut self, by: CancelledBy, completed: Option<bool>) {
-        if let CancelledBy::Reset(plan) = by {
-            let result = self.continue_reset(plan).await;
-            return self.log("continuing the context reset", result);
+    pub(super) async fn after_turn(&mut self, ending: Ending, completed: Option<bool>) {
+        if ending == Ending::ForReset {
+            if let Some(plan) = self.phase.take_reset_after_turn() {
+                let result = self.continue_reset(plan).await;
+                self.log("continuing the context reset", result);
+            }
+            return;
         }
         if let Some(cancelled) = completed {
             let counts = !cancelled || self.step_counts_cancel().await;
