@@ -1,8 +1,8 @@
-//! Session states and the one table of allowed transitions (lifecycle rule 1).
+//! Session states and the one table of allowed transitions (docs/lifecycle.md rule 1).
 
 use thiserror::Error;
 
-/// The state of an agent session (lifecycle.md section A).
+/// The state of an agent session (docs/lifecycle.md section A).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SessionState {
     Created,

@@ -5,6 +5,9 @@
 //! and the results of slow work (booting, prompts, stops) come back to the actor's inbox as
 //! messages, so nothing is ever stuck behind them. The module layout and its rules are in
 //! docs/architecture.md; this file only declares modules and the public API.
+//!
+//! "Rule N" in comments is rule N of docs/lifecycle.md, which carries the text of each rule
+//! the code relies on.
 
 mod api;
 mod config;

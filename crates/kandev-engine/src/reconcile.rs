@@ -1,4 +1,4 @@
-//! Startup reconciliation (lifecycle rules 41, 42, 45), before any actor runs: agents left
+//! Startup reconciliation (docs/lifecycle.md rules 41, 42, 45), before any actor runs: agents left
 //! by the last run are killed, sessions that were starting or running wait for input with
 //! an "interrupted" note, open turns are closed, pending permission requests expire, and
 //! context resets that were accepted and never settled are finished without any agent. No

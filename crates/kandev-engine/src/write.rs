@@ -12,7 +12,7 @@ use crate::error::{EngineError, Result};
 use crate::publish;
 
 /// Writes `update` to the session `session` was read as, and returns the row as written:
-/// - a change of state is checked against the transition table (lifecycle rule 1;
+/// - a change of state is checked against the transition table (docs/lifecycle.md rule 1;
 ///   `Conflict` otherwise, and nothing is written);
 /// - the write is a compare-and-set on `session.epoch` (`StaleEpoch` when the session moved
 ///   on to another execution: a report of an older epoch changes nothing, rule 22);

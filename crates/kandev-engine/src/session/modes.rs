@@ -1,4 +1,4 @@
-//! Modes, models, config options and plan mode (lifecycle section H): asking the live agent
+//! Modes, models, config options and plan mode (docs/lifecycle.md section H): asking the live agent
 //! to change, persisting what it accepted so a resume or reset reapplies it (rules 27, 39),
 //! and the workflow's preferences for the next start.
 

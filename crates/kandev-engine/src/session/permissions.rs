@@ -1,4 +1,4 @@
-//! Permission requests of the agent (lifecycle section G, rules 36-38): persisted as a
+//! Permission requests of the agent (docs/lifecycle.md section G, rules 36-38): persisted as a
 //! message with the options offered, answered once (by the user, by the profile's
 //! `auto_approve`, or expired by the engine), and audited.
 

@@ -1,6 +1,6 @@
-//! The prompt queue (lifecycle section B): adding, editing, reordering and removing entries,
-//! `auto_run`, and taking the next entry, through the same gate as every other admission
-//! path (rule 44).
+//! The prompt queue (docs/lifecycle.md section B): adding, editing, reordering and removing
+//! entries, `auto_run`, and taking the next entry, through the same gate as every other
+//! admission path (rule 44).
 
 use kandev_domain::transcript::QueuedPrompt;
 use kandev_store::SessionUpdate;

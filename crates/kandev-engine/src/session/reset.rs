@@ -1,4 +1,4 @@
-//! The context reset (lifecycle section D, rules 18-27 and 45), both halves: live (a new
+//! The context reset (docs/lifecycle.md section D, rules 18-27 and 45), both halves: live (a new
 //! conversation on the running agent, `session/new`, bounded) and lazy (no agent: the old
 //! conversation is forgotten). A reset's intent is stored before any agent is contacted
 //! and cleared in the transaction that settles it; a running turn is cancelled internally

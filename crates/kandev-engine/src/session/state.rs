@@ -2,7 +2,7 @@
 //! session is doing, with the data only that phase has (the live agent, the open turn, the
 //! reset in progress, the start in progress), so no flag can disagree with another.
 //! [`SessionActor::can_start_turn`] reads it: it is the one answer to "may a turn start now"
-//! for every admission path (lifecycle rule 44).
+//! for every admission path (docs/lifecycle.md rule 44).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;

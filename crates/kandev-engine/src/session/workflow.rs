@@ -1,4 +1,4 @@
-//! Workflow execution inside a session's actor (workflows.md, lifecycle section D): the
+//! Workflow execution inside a session's actor (workflows.md, docs/lifecycle.md section D): the
 //! actions of `on_enter`, `on_turn_start`, `on_turn_complete` and `on_exit` of the task's
 //! step. Which actions a trigger yields is decided by the domain crate; moves are recorded
 //! by [`crate::workflow`]; a step with its own agent profile is handed over to that
