@@ -66,3 +66,55 @@ pub(crate) async fn add_message(
     publish::message_added(tx, session, &message).await?;
     Ok(message)
 }
+
+#[cfg(test)]
+mod tests {
+    use kandev_domain::session::SessionState;
+    use kandev_domain::workflow::{StepSpec, WorkflowSpec};
+    use kandev_store::{Location, NewTask, SessionUpdate, Store, StoreError};
+
+    use super::write_session;
+    use crate::error::EngineError;
+
+    fn to(state: SessionState) -> SessionUpdate {
+        SessionUpdate { state: Some(state), ..SessionUpdate::default() }
+    }
+
+    #[tokio::test]
+    async fn l01_a_state_change_outside_the_table_or_from_an_old_epoch_writes_nothing() {
+        let store = Store::open(Location::Memory).await.unwrap();
+        let mut tx = store.begin_write().await.unwrap();
+        let workspace = tx.insert_workspace("w").await.unwrap();
+        let spec = WorkflowSpec {
+            name: "b".into(),
+            description: String::new(),
+            steps: vec![StepSpec::named("s")],
+        };
+        let workflow = tx.insert_workflow(&workspace.id, &spec, None).await.unwrap();
+        let new = NewTask {
+            workflow_id: workflow.id.clone(),
+            step_id: workflow.steps[0].id.clone(),
+            title: "t".into(),
+            description: String::new(),
+            repository_ids: vec![],
+            agent_profile_id: None,
+        };
+        let task = tx.insert_task(&new, "test").await.unwrap();
+        let created = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
+
+        // CREATED -> RUNNING is not in the table: refused, nothing written.
+        let refused = write_session(&mut tx, &created, &to(SessionState::Running)).await;
+        assert!(matches!(refused, Err(EngineError::Conflict(m)) if m.contains("CREATED")));
+        assert_eq!(tx.get_session(&created.id).await.unwrap().state, SessionState::Created);
+
+        // CREATED -> STARTING is: written, and the row comes back as written.
+        let starting = write_session(&mut tx, &created, &to(SessionState::Starting)).await.unwrap();
+        assert_eq!(starting.state, SessionState::Starting);
+
+        // A write from an epoch the session has left changes nothing (rule 22).
+        tx.bump_epoch(&created.id, starting.epoch).await.unwrap();
+        let stale = write_session(&mut tx, &starting, &to(SessionState::WaitingForInput)).await;
+        assert!(matches!(stale, Err(EngineError::Store(StoreError::StaleEpoch { .. }))));
+        assert_eq!(tx.get_session(&created.id).await.unwrap().state, SessionState::Starting);
+    }
+}
