@@ -1,8 +1,17 @@
 //! A task's working directory as the API returns it: changes against the base commit, the
-//! file tree, a file's content, commits, and worktrees kept when a task is archived.
+//! file tree, a file's content, commits, and worktrees kept when a task is archived. Each
+//! shape converts from its plain value in `kandev_domain::files`.
 
+use kandev_domain::RepositoryId;
+use kandev_domain::files::{
+    ChangedFile, CommitMade, DiffLine, FileContent, Hunk, KeptWorktree, TaskWorktree, TreeEntry,
+};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
+
+fn id_text(id: Option<&RepositoryId>) -> Option<String> {
+    id.map(ToString::to_string)
+}
 
 /// One line of a hunk; `kind` is `context`, `added` or `removed`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
@@ -78,4 +87,96 @@ pub struct KeptWorktreeDto {
     pub repository_id: Option<String>,
     pub path: String,
     pub reason: String,
+}
+
+impl From<&DiffLine> for DiffLineDto {
+    fn from(line: &DiffLine) -> Self {
+        DiffLineDto { kind: line.kind.as_str().to_owned(), text: line.text.clone() }
+    }
+}
+
+impl From<&Hunk> for HunkDto {
+    fn from(hunk: &Hunk) -> Self {
+        HunkDto {
+            header: hunk.header.clone(),
+            old_start: hunk.old_start,
+            old_lines: hunk.old_lines,
+            new_start: hunk.new_start,
+            new_lines: hunk.new_lines,
+            lines: hunk.lines.iter().map(DiffLineDto::from).collect(),
+        }
+    }
+}
+
+impl From<&ChangedFile> for FileChangeDto {
+    fn from(file: &ChangedFile) -> Self {
+        let change = &file.change;
+        FileChangeDto {
+            repository_id: id_text(file.repository_id.as_ref()),
+            path: change.path.clone(),
+            old_path: change.old_path.clone(),
+            status: change.status.as_str().to_owned(),
+            additions: change.additions,
+            deletions: change.deletions,
+            binary: change.binary,
+            truncated: change.truncated,
+            hunks: change.hunks.iter().map(HunkDto::from).collect(),
+        }
+    }
+}
+
+impl From<&TaskWorktree> for WorktreeDto {
+    fn from(worktree: &TaskWorktree) -> Self {
+        WorktreeDto {
+            repository_id: id_text(worktree.repository_id.as_ref()),
+            folder: worktree.folder.clone(),
+            path: worktree.path.clone(),
+            branch: worktree.branch.clone(),
+            base_commit: worktree.base_commit.clone(),
+        }
+    }
+}
+
+impl From<&TreeEntry> for TreeEntryDto {
+    fn from(entry: &TreeEntry) -> Self {
+        TreeEntryDto {
+            path: entry.path.clone(),
+            kind: entry.kind.as_str().to_owned(),
+            size: entry.size,
+        }
+    }
+}
+
+impl From<FileContent> for FileContentDto {
+    fn from(file: FileContent) -> Self {
+        FileContentDto {
+            path: file.path,
+            content: file.content,
+            binary: file.binary,
+            truncated: file.truncated,
+            size: file.size,
+        }
+    }
+}
+
+impl From<&CommitMade> for CommitDto {
+    fn from(commit: &CommitMade) -> Self {
+        CommitDto {
+            repository_id: id_text(commit.repository_id.as_ref()),
+            branch: commit.branch.clone(),
+            sha: commit.sha.clone(),
+            summary: commit.summary.clone(),
+            files_changed: u64::try_from(commit.files_changed).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+impl From<&KeptWorktree> for KeptWorktreeDto {
+    fn from(kept: &KeptWorktree) -> Self {
+        KeptWorktreeDto {
+            repository_id: id_text(kept.repository_id.as_ref()),
+            path: kept.path.clone(),
+            reason: kept.reason.clone(),
+        }
+    }
 }

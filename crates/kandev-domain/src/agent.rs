@@ -39,6 +39,41 @@ impl AgentKind {
     pub fn parse(value: &str) -> Option<AgentKind> {
         AgentKind::ALL.into_iter().find(|k| k.as_str() == value)
     }
+
+    /// The command a profile of this kind runs when it names none, and how to install it:
+    /// the one table the engine starts agents from and `agent.kinds` shows. `Mock` is this
+    /// very binary (`kandev mock-agent`; the engine runs the path it was configured with),
+    /// `Custom` has no default (its profile must name a command).
+    pub fn default_command(self) -> DefaultCommand {
+        let (program, args, install): (&str, &[&str], &str) = match self {
+            AgentKind::Mock => ("kandev", &["mock-agent"], "built in"),
+            AgentKind::Claude => {
+                ("claude-agent-acp", &[], "npm install -g @agentclientprotocol/claude-agent-acp")
+            }
+            AgentKind::Codex => ("codex-acp", &[], "npm install -g @zed-industries/codex-acp"),
+            AgentKind::Gemini => ("gemini", &["--acp"], "npm install -g @google/gemini-cli"),
+            AgentKind::OpenCode => ("opencode", &["acp"], "npm install -g opencode-ai"),
+            AgentKind::Custom => ("", &[], "any command that speaks ACP over stdio"),
+        };
+        DefaultCommand { program, args, install }
+    }
+}
+
+/// A kind's default command ([`AgentKind::default_command`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultCommand {
+    /// Empty for `Custom`.
+    pub program: &'static str,
+    pub args: &'static [&'static str],
+    /// How to install it, for people.
+    pub install: &'static str,
+}
+
+impl DefaultCommand {
+    /// The command line as people type it (`gemini --acp`).
+    pub fn display(&self) -> String {
+        std::iter::once(self.program).chain(self.args.iter().copied()).collect::<Vec<_>>().join(" ")
+    }
 }
 
 /// One environment variable of a profile. Values may be secrets: the API never shows them,
@@ -81,6 +116,16 @@ mod tests {
         let var = EnvVar { name: "API_KEY".into(), value: "sk-0123456789xy".into() };
         let shown = format!("{var:?}");
         assert!(shown.contains("API_KEY") && !shown.contains("0123"), "{shown}");
+    }
+
+    #[test]
+    fn default_commands_are_the_ones_agents_speak_acp_with() {
+        let gemini = AgentKind::Gemini.default_command();
+        assert_eq!((gemini.program, gemini.args), ("gemini", &["--acp"][..]));
+        assert_eq!(gemini.display(), "gemini --acp");
+        assert_eq!(AgentKind::OpenCode.default_command().display(), "opencode acp");
+        assert_eq!(AgentKind::Mock.default_command().display(), "kandev mock-agent");
+        assert_eq!(AgentKind::Custom.default_command().program, "");
     }
 
     #[test]

@@ -1,8 +1,8 @@
-//! Session states and the one table of allowed transitions (lifecycle rule 1).
+//! Session states and the one table of allowed transitions (docs/lifecycle.md rule 1).
 
 use thiserror::Error;
 
-/// The state of an agent session (lifecycle.md section A).
+/// The state of an agent session (docs/lifecycle.md section A).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SessionState {
     Created,
@@ -82,6 +82,12 @@ impl SessionState {
     /// `Completed`, `Failed` and `Cancelled` end a session.
     pub fn is_terminal(self) -> bool {
         matches!(self, Completed | Failed | Cancelled)
+    }
+
+    /// `Failed` and `Cancelled`: a prompt is refused until an explicit resume or fresh start
+    /// (rule 2).
+    pub fn needs_resume(self) -> bool {
+        matches!(self, Failed | Cancelled)
     }
 
     pub fn can_become(self, to: SessionState) -> bool {

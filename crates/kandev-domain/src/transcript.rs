@@ -123,11 +123,6 @@ pub struct QueuedPrompt {
     pub created_at: Timestamp,
 }
 
-/// Whether a session state means an agent turn is in flight (for the task card).
-pub fn session_is_busy(state: SessionState) -> bool {
-    matches!(state, SessionState::Starting | SessionState::Running)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -126,6 +126,38 @@ impl Trigger {
     }
 }
 
+/// Why a task entered a step; recorded as the move's trigger in the task's step history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EntryCause {
+    /// Created into it.
+    Created,
+    /// Moved by someone (board drag, API, CLI).
+    Manual,
+    /// Moved by `on_turn_start`: the user's message is the turn that starts in the new step,
+    /// so `auto_start_agent` sends nothing.
+    TurnStart,
+    /// Moved by `on_turn_complete`.
+    TurnComplete,
+}
+
+impl EntryCause {
+    pub const ALL: [EntryCause; 4] =
+        [EntryCause::Created, EntryCause::Manual, EntryCause::TurnStart, EntryCause::TurnComplete];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryCause::Created => "created",
+            EntryCause::Manual => "manual",
+            EntryCause::TurnStart => "on_turn_start",
+            EntryCause::TurnComplete => "on_turn_complete",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<EntryCause> {
+        EntryCause::ALL.into_iter().find(|c| c.as_str() == value)
+    }
+}
+
 /// A step action. `S` is how `move_to_step` names its target: a [`StepId`] in the
 /// database, a step name in the portable YAML format.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,6 +330,14 @@ mod tests {
             assert_eq!(Trigger::parse(t.as_str()), Some(t));
         }
         assert_eq!(Trigger::parse("on_lunch"), None);
+    }
+
+    #[test]
+    fn entry_causes_round_trip() {
+        for c in EntryCause::ALL {
+            assert_eq!(EntryCause::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(EntryCause::parse("user"), None);
     }
 }
 

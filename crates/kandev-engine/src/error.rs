@@ -3,6 +3,8 @@
 use kandev_store::StoreError;
 use thiserror::Error;
 
+pub type Result<T, E = EngineError> = std::result::Result<T, E>;
+
 #[derive(Debug, Error)]
 pub enum EngineError {
     #[error("{0}")]
@@ -33,5 +35,13 @@ pub enum EngineError {
 impl EngineError {
     pub(crate) fn gone() -> Self {
         EngineError::Unavailable("the session is shutting down; try again".into())
+    }
+}
+
+/// A store error, with `NotFound` as the engine's (the caller named something that is not there).
+pub(crate) fn not_found(err: StoreError) -> EngineError {
+    match err {
+        StoreError::NotFound { .. } => EngineError::NotFound(err.to_string()),
+        other => EngineError::Store(other),
     }
 }

@@ -1,5 +1,5 @@
 //! How an agent execution is started: a real process (`LocalLauncher`, through the runtime
-//! crate) or the mock agent in-process over a pipe (`MockLauncher`, for tests).
+//! crate), or the built-in mock agent in-process over a pipe (`BuiltinMockLauncher`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,6 +17,11 @@ pub struct LaunchSpec {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
+    /// Set by the engine when this runs the built-in mock agent (the Mock profile without a
+    /// command of its own): the mock agent's flags, so a launcher may run it in-process
+    /// instead of as `program args` ([`BuiltinMockLauncher`]). Never guessed from `program`
+    /// or `args`: a profile whose own command happens to run the mock is a real process.
+    pub builtin_mock: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for LaunchSpec {
@@ -28,6 +33,7 @@ impl std::fmt::Debug for LaunchSpec {
             .field("args", &self.args)
             .field("env", &env)
             .field("cwd", &self.cwd)
+            .field("builtin_mock", &self.builtin_mock)
             .finish()
     }
 }
@@ -110,10 +116,12 @@ impl Launcher for LocalLauncher {
     }
 }
 
-/// Runs the mock agent in-process over a pipe when the spec runs `mock-agent` (the
-/// arguments after it are the mock agent's flags); anything else starts as a real process.
-/// For engine and API tests; the product runs `kandev mock-agent` as a process.
-pub struct MockLauncher;
+/// The built-in mock agent's launcher: runs it in-process over a pipe, with its flags, when
+/// the spec says it is the built-in mock ([`LaunchSpec::builtin_mock`]); every other agent
+/// starts as a real process ([`LocalLauncher`]). Engine and API tests use it so sessions of
+/// the Mock profile need no `kandev` binary and no process; `kandev serve` uses
+/// [`LocalLauncher`], which runs the mock as `kandev mock-agent` like any agent.
+pub struct BuiltinMockLauncher;
 
 struct MockControl {
     exit: tokio::sync::watch::Receiver<Option<ExitInfo>>,
@@ -151,14 +159,12 @@ impl ExecutionControl for MockControl {
     }
 }
 
-impl Launcher for MockLauncher {
+impl Launcher for BuiltinMockLauncher {
     fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, Result<Launched, String>> {
-        if !spec.args.iter().any(|a| a == "mock-agent") {
+        let Some(flags) = spec.builtin_mock.clone() else {
             return LocalLauncher.launch(spec);
-        }
+        };
         Box::pin(async move {
-            let flags: Vec<String> =
-                spec.args.iter().skip_while(|a| *a != "mock-agent").skip(1).cloned().collect();
             let config =
                 kandev_mock_agent::MockConfig::from_args(&flags).map_err(|e| e.0.to_string())?;
             let (client_side, agent_side) = tokio::io::duplex(1 << 20);

@@ -14,7 +14,8 @@ use kandev_domain::agent::AgentKind;
 use kandev_domain::workflow::{StepSpec, WorkflowSpec};
 use kandev_domain::{Clock, IdGenerator, SessionId, TaskId, Timestamp};
 use kandev_engine::{
-    AgentCommand, Engine, EngineConfig, EngineError, MockLauncher, PromptOutcome, PromptRequest,
+    AgentCommand, BuiltinMockLauncher, Engine, EngineConfig, EngineError, PromptOutcome,
+    PromptRequest,
 };
 use kandev_store::{Location, NewProfile, NewTask, Store};
 use sqlx::sqlite::SqliteConnectOptions;
@@ -120,16 +121,13 @@ struct World {
 fn engine_for(store: &Store, dir: &Arc<tempfile::TempDir>) -> Engine {
     let mock = AgentCommand {
         program: "kandev".into(),
-        args: vec![
-            "mock-agent".into(),
-            "--state-dir".into(),
-            dir.path().join("mock").display().to_string(),
-        ],
+        args: vec!["mock-agent".into()],
+        flags: vec!["--state-dir".into(), dir.path().join("mock").display().to_string()],
     };
     Engine::new(
         store.clone(),
         EngineConfig::new(dir.path().to_path_buf(), mock),
-        Arc::new(MockLauncher),
+        Arc::new(BuiltinMockLauncher),
     )
 }
 

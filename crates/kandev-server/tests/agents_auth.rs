@@ -389,3 +389,36 @@ async fn stored_env(server: &TestServer, id: &str) -> Vec<String> {
     store.close().await;
     profile.env.into_iter().map(|e| format!("{}={}", e.name, e.value)).collect()
 }
+
+/// Issue 13: `agent.kinds` shows the default command the engine runs for a profile without a
+/// command of its own (one table, `AgentKind::default_command`); they used to disagree.
+#[tokio::test]
+async fn i13_agent_kinds_show_the_default_command_the_engine_runs() {
+    let server = TestServer::start().await;
+    let kinds = server.call("agent.kinds", json!({})).await;
+    let command = |name: &str| {
+        let kind = kinds["kinds"].as_array().unwrap().iter().find(|k| k["kind"] == name).unwrap();
+        kind["command"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(command("gemini"), "gemini --acp", "{kinds}");
+    assert_eq!(command("opencode"), "opencode acp", "{kinds}");
+    assert_eq!(command("claude"), "claude-agent-acp");
+    assert_eq!(command("codex"), "codex-acp");
+    assert_eq!(command("mock"), "kandev mock-agent");
+}
+
+/// Issue 13: only the built-in Mock profile runs the mock in-process in tests; a profile
+/// whose own command line merely contains `mock-agent` is started as the process it names.
+#[tokio::test]
+async fn i13_a_custom_command_with_a_mock_agent_argument_is_a_real_process() {
+    let server = TestServer::start().await;
+    let profile = server
+        .profile(json!({"name": "Lookalike", "kind": "custom", "command": "/no/such/kandev",
+                        "args": ["mock-agent"]}))
+        .await;
+    let session = launch(&server, &profile).await;
+    let failed = server.wait_state(&session, "FAILED").await;
+    let message = failed["last_error"]["message"].as_str().unwrap();
+    assert!(message.contains("/no/such/kandev") && message.contains("not found"), "{message}");
+    assert_eq!(server.counters().count(kandev_mock_agent::CallKind::Initialize), 0);
+}

@@ -604,6 +604,166 @@ async fn l44_every_admission_path_waits_during_a_reset() {
     }
 }
 
+/// Rule 44, one admission path per test: a session whose agent takes 1.5 s for `session/new`
+/// (so a reset stays in progress that long), on a task in Kanban's Backlog, after one turn.
+/// Returns (board, task id, session id, the conversation before any reset).
+async fn slow_reset_session(server: &TestServer, title: &str) -> (Value, String, String, String) {
+    let slow = server
+        .profile(
+            json!({"name": "slow reset", "kind": "mock", "args": ["--reset-delay-ms", "1500"]}),
+        )
+        .await;
+    let kanban = board(server, "kanban").await;
+    let (task, _) = task_in(server, &kanban, "Backlog", title).await;
+    let launched =
+        server.call("session.launch", json!({"task_id": task, "agent_profile_id": slow})).await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    server.wait_state(&session, "WAITING_FOR_INPUT").await;
+    server.turn(&session, "first").await;
+    let before = conversation(server, &session).await;
+    (kanban, task, session, before)
+}
+
+async fn conversation(server: &TestServer, session: &str) -> String {
+    session_state(server, session).await["acp_session_id"].as_str().unwrap().to_owned()
+}
+
+/// The contents of the session's queue.
+async fn queued(server: &TestServer, session: &str) -> Vec<String> {
+    let queue = server.call("message.queue.list", json!({"session_id": session})).await;
+    queue["queue"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Waits (bounded) until the session's reset has settled: its divider is in the transcript.
+async fn wait_reset_done(server: &TestServer, session: &str) {
+    let mut ws = server.ws().await;
+    let topic = format!("session:{session}");
+    let id = ws.request("subscribe", json!({"topics": [topic], "since": {topic.clone(): 0}})).await;
+    let (replayed, _) = ws.reply(&id).await;
+    let is_divider = |frame: &Value| {
+        frame["action"] == "session.message.added"
+            && frame["payload"]["message"]["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("context reset"))
+    };
+    if replayed.iter().any(is_divider) {
+        return;
+    }
+    while !is_divider(&ws.next().await) {}
+}
+
+/// After the reset: `prompt` was sent exactly once, into the conversation the reset made.
+async fn assert_sent_once_after_the_reset(
+    server: &TestServer,
+    session: &str,
+    before: &str,
+    prompt: &str,
+) {
+    let after = conversation(server, session).await;
+    assert_ne!(after, before, "the reset made a new conversation");
+    assert_eq!(
+        server.counters().sessions_prompted_with(prompt),
+        [after.as_str()],
+        "{prompt}: sent once, into the conversation after the reset"
+    );
+}
+
+#[tokio::test]
+async fn l44_message_add_waits_in_the_queue_during_a_reset() {
+    let server = TestServer::start().await;
+    let (_, _, session, before) = slow_reset_session(&server, "task").await;
+    server.call("session.reset_context", json!({"id": session})).await;
+    let added =
+        server.call("message.add", json!({"session_id": session, "content": "p-add"})).await;
+    assert_eq!(added["status"], "queued", "{added}");
+    assert_eq!(queued(&server, &session).await, ["p-add"]);
+    server.wait_turns(&session, 2).await;
+    assert_sent_once_after_the_reset(&server, &session, &before, "p-add").await;
+}
+
+#[tokio::test]
+async fn l44_message_queue_add_waits_during_a_reset() {
+    let server = TestServer::start().await;
+    let (_, _, session, before) = slow_reset_session(&server, "task").await;
+    server.call("session.reset_context", json!({"id": session})).await;
+    let queue = server
+        .call("message.queue.add", json!({"session_id": session, "content": "p-queue-add"}))
+        .await;
+    assert_eq!(queue["queue"][0]["content"], "p-queue-add", "not taken while resetting: {queue}");
+    server.wait_turns(&session, 2).await;
+    assert_sent_once_after_the_reset(&server, &session, &before, "p-queue-add").await;
+}
+
+#[tokio::test]
+async fn l44_message_queue_drain_waits_during_a_reset() {
+    let server = TestServer::start().await;
+    let (_, _, session, before) = slow_reset_session(&server, "task").await;
+    let off = json!({"session_id": session, "enabled": false});
+    server.call("message.queue.auto_run.set", off).await;
+    server.call("session.reset_context", json!({"id": session})).await;
+    server.call("message.queue.add", json!({"session_id": session, "content": "p-drain"})).await;
+    let drained = server.call("message.queue.drain", json!({"session_id": session})).await;
+    assert_eq!(drained["queue"][0]["content"], "p-drain", "not taken while resetting: {drained}");
+    wait_reset_done(&server, &session).await;
+    assert_eq!(queued(&server, &session).await, ["p-drain"], "auto_run off: it waits for a drain");
+    server.call("message.queue.drain", json!({"session_id": session})).await;
+    server.wait_turns(&session, 2).await;
+    assert_sent_once_after_the_reset(&server, &session, &before, "p-drain").await;
+}
+
+#[tokio::test]
+async fn l44_message_queue_auto_run_set_waits_during_a_reset() {
+    let server = TestServer::start().await;
+    let (_, _, session, before) = slow_reset_session(&server, "task").await;
+    let off = json!({"session_id": session, "enabled": false});
+    server.call("message.queue.auto_run.set", off).await;
+    server.call("session.reset_context", json!({"id": session})).await;
+    server.call("message.queue.add", json!({"session_id": session, "content": "p-auto-run"})).await;
+    let on = json!({"session_id": session, "enabled": true});
+    let turned_on = server.call("message.queue.auto_run.set", on).await;
+    assert_eq!(
+        turned_on["queue"][0]["content"], "p-auto-run",
+        "not taken while resetting: {turned_on}"
+    );
+    server.wait_turns(&session, 2).await;
+    assert_sent_once_after_the_reset(&server, &session, &before, "p-auto-run").await;
+}
+
+#[tokio::test]
+async fn l44_a_queued_entry_waits_at_the_end_of_the_turn_the_reset_cancels() {
+    let server = TestServer::start().await;
+    let (_, _, session, before) = slow_reset_session(&server, "task").await;
+    let add = |content: &str| json!({"session_id": session, "content": content});
+    server.call("message.add", add("#!mock\nsleep 60000\nsay never")).await;
+    server.wait_state(&session, "RUNNING").await;
+    assert_eq!(server.call("message.add", add("p-turn-end")).await["status"], "queued");
+    server.call("session.reset_context", json!({"id": session})).await;
+    // The cancelled turn ends; the entry waits for the reset, then runs in its conversation.
+    server.wait_turns(&session, 3).await;
+    assert_sent_once_after_the_reset(&server, &session, &before, "p-turn-end").await;
+}
+
+#[tokio::test]
+async fn l44_a_workflow_auto_start_waits_during_a_reset() {
+    let server = TestServer::start().await;
+    let (kanban, task, session, before) = slow_reset_session(&server, "p-workflow").await;
+    server.call("session.reset_context", json!({"id": session})).await;
+    // In Progress auto-starts the agent with the step prompt (the task's title here).
+    server.call("task.move", json!({"id": task, "step_id": step_id(&kanban, "In Progress")})).await;
+    assert_eq!(
+        queued(&server, &session).await,
+        ["p-workflow"],
+        "the step prompt waits in the queue"
+    );
+    server.wait_turns(&session, 2).await;
+    assert_sent_once_after_the_reset(&server, &session, &before, "p-workflow").await;
+}
+
 /// Rule 10 also when the user's cancel joins the engine's own cancel of a context reset:
 /// what was queued does not start behind the user's back once the reset is done.
 #[tokio::test]

@@ -126,11 +126,8 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
         std::env::current_exe().context("cannot find the kandev binary to run the mock agent")?;
     let mock = AgentCommand {
         program: exe.display().to_string(),
-        args: vec![
-            "mock-agent".into(),
-            "--state-dir".into(),
-            home.join("mock-agent").display().to_string(),
-        ],
+        args: vec!["mock-agent".into()],
+        flags: vec!["--state-dir".into(), home.join("mock-agent").display().to_string()],
     };
     let mut config = EngineConfig::new(home.to_path_buf(), mock);
     config.setup_timeout = args.setup_timeout;

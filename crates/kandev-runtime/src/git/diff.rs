@@ -17,66 +17,8 @@ pub const MAX_DIFF_BYTES: usize = 16 * 1024 * 1024;
 /// Upper bound on hunk text kept per file.
 pub const MAX_FILE_DIFF_BYTES: usize = 1024 * 1024;
 
-/// How a file differs from the base commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ChangeStatus {
-    /// New and tracked (staged or committed on the task branch).
-    Added,
-    /// Content, mode or type changed.
-    Modified,
-    Deleted,
-    /// Moved, with `old_path` set; may also have content changes.
-    Renamed,
-    /// New and not yet known to git (and not ignored).
-    Untracked,
-}
-
-/// What a diff line is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LineKind {
-    Context,
-    Added,
-    Removed,
-}
-
-/// One line of a hunk, without its `+`/`-`/` ` marker and without the newline. git's
-/// "\ No newline at end of file" markers are not included.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiffLine {
-    pub kind: LineKind,
-    pub text: String,
-}
-
-/// One hunk; the numbers are those of its `@@ -old_start,old_lines +new_start,new_lines @@`
-/// header, which is kept verbatim (with its section heading) in `header`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hunk {
-    pub header: String,
-    pub old_start: u32,
-    pub old_lines: u32,
-    pub new_start: u32,
-    pub new_lines: u32,
-    pub lines: Vec<DiffLine>,
-}
-
-/// One changed file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileChange {
-    /// Relative to the worktree, `/`-separated; the new path of a rename.
-    pub path: String,
-    /// The old path of a rename.
-    pub old_path: Option<String>,
-    pub status: ChangeStatus,
-    /// Added and removed lines of the whole file (0 for binary files), even when `hunks`
-    /// were cut.
-    pub additions: u32,
-    pub deletions: u32,
-    /// Binary content: no hunks.
-    pub binary: bool,
-    /// `hunks` are incomplete (or missing) because of the size limits.
-    pub truncated: bool,
-    pub hunks: Vec<Hunk>,
-}
+// The values are plain domain types, defined once (kandev_domain::files).
+pub use kandev_domain::files::{ChangeStatus, DiffLine, FileChange, Hunk, LineKind};
 
 /// Everything in the worktree that differs from `base_commit`: commits on the task branch,
 /// staged and unstaged changes, and untracked files that are not ignored, sorted by path.

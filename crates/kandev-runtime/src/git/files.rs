@@ -13,38 +13,8 @@ use crate::confine::{EntryKind as Kind, PathError, RelPath, Root};
 /// Bytes inspected for a NUL byte to decide that content is binary (as git does).
 pub(crate) const BINARY_SNIFF_LEN: usize = 8000;
 
-/// What a tree entry is. Symlinks are reported, never followed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum EntryKind {
-    File,
-    Dir,
-    Symlink,
-}
-
-/// One entry of [`tree`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TreeEntry {
-    /// Relative to the worktree, `/`-separated.
-    pub path: String,
-    pub kind: EntryKind,
-    /// File size in bytes; for a symlink the length of its target; 0 for a directory.
-    pub size: u64,
-}
-
-/// A file read with [`read_file`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileContent {
-    /// The path as asked for, normalized (`./a//b` becomes `a/b`).
-    pub path: String,
-    /// The text; empty when `binary`. When `truncated`, the first `max_bytes` cut back to a
-    /// whole UTF-8 character.
-    pub content: String,
-    /// The file has a NUL byte in its first 8000 bytes or is not UTF-8.
-    pub binary: bool,
-    pub truncated: bool,
-    /// Size of the whole file in bytes.
-    pub size: u64,
-}
+// The values are plain domain types, defined once (kandev_domain::files).
+pub use kandev_domain::files::{EntryKind, FileContent, TreeEntry};
 
 /// The files of the worktree: tracked files present on disk and untracked files that are not
 /// ignored, plus every directory containing them, sorted by path. `.git` is never listed;

@@ -55,12 +55,12 @@ fn with_install_status(mut body: Value, kind: AgentKind, command: &str) -> Value
     let installed = match (kind, command.split_whitespace().next()) {
         (AgentKind::Mock, None) => true,
         (_, Some(program)) => command_found(program),
-        (_, None) => on_path(default_command(kind).0),
+        (_, None) => on_path(kind.default_command().program),
     };
     if let Some(object) = body.as_object_mut() {
         object.insert("installed".to_owned(), json!(installed));
         if !installed {
-            object.insert("install".to_owned(), json!(default_command(kind).1));
+            object.insert("install".to_owned(), json!(kind.default_command().install));
         }
     }
     body
@@ -109,18 +109,19 @@ pub async fn kinds(s: &AppState, _: ListAll) -> Result<Value, ApiError> {
     let kinds: Vec<Value> = AgentKind::ALL
         .into_iter()
         .map(|kind| {
-            let (command, install) = default_command(kind);
+            // The one table of default commands (kandev_domain), which the engine runs.
+            let command = kind.default_command();
             let installed = match kind {
                 AgentKind::Mock => true,
                 AgentKind::Custom => false,
-                _ => on_path(command),
+                _ => on_path(command.program),
             };
             let version = versions.get(&kind).map(|(_, version)| version.clone());
             json!({
                 "kind": kind.as_str(),
-                "command": command,
+                "command": command.display(),
                 "installed": installed,
-                "install": install,
+                "install": command.install,
                 "version": version,
             })
         })
@@ -169,20 +170,6 @@ async fn reported_versions(
 fn info_version(agent_info: &str) -> Option<String> {
     let info: Value = serde_json::from_str(agent_info).ok()?;
     info.get("version")?.as_str().filter(|v| !v.trim().is_empty()).map(str::to_owned)
-}
-
-/// A kind's default command and how to install it.
-fn default_command(kind: AgentKind) -> (&'static str, &'static str) {
-    match kind {
-        AgentKind::Mock => ("kandev mock-agent", "built in"),
-        AgentKind::Claude => {
-            ("claude-agent-acp", "npm install -g @agentclientprotocol/claude-agent-acp")
-        }
-        AgentKind::Codex => ("codex-acp", "npm install -g @zed-industries/codex-acp"),
-        AgentKind::Gemini => ("gemini", "npm install -g @google/gemini-cli"),
-        AgentKind::OpenCode => ("opencode", "npm install -g opencode-ai"),
-        AgentKind::Custom => ("", "any command that speaks ACP over stdio"),
-    }
 }
 
 fn on_path(program: &str) -> bool {

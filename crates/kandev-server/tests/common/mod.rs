@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
-use kandev_engine::{AgentCommand, Engine, EngineConfig, MockLauncher};
+use kandev_engine::{AgentCommand, BuiltinMockLauncher, Engine, EngineConfig};
 use kandev_server::{AppState, ServerConfig};
 use kandev_store::{Location, Store};
 use serde_json::{Value, json};
@@ -49,18 +49,15 @@ impl TestServer {
         kandev_server::first_run(&store).await.unwrap();
         let mock = AgentCommand {
             program: "kandev".into(),
-            args: vec![
-                "mock-agent".into(),
-                "--state-dir".into(),
-                dir.path().join("mock").display().to_string(),
-            ],
+            args: vec!["mock-agent".into()],
+            flags: vec!["--state-dir".into(), dir.path().join("mock").display().to_string()],
         };
         let mut engine_config = EngineConfig::new(dir.path().to_path_buf(), mock);
         engine_config.cancel_timeout = Duration::from_millis(500);
         engine_config.stop_grace = Duration::from_millis(500);
         engine_config.call_timeout = Duration::from_secs(2);
         tune(&mut engine_config);
-        let engine = Engine::new(store.clone(), engine_config, Arc::new(MockLauncher));
+        let engine = Engine::new(store.clone(), engine_config, Arc::new(BuiltinMockLauncher));
         engine.reconcile().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

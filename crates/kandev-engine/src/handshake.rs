@@ -2,8 +2,9 @@
 //! method (`session.authenticate`), then `session/load` the resume token (falling back to
 //! `session/new` only where rule 30 allows) or `session/new`, then reapply mode and model.
 //! An agent that needs credentials ends the boot with `agent_auth_required`: "log in to
-//! <agent>" and its auth methods (with the command to run, when the agent says it). Runs as a child future of the session actor; its result goes back to the
-//! actor's inbox.
+//! <agent>" and its auth methods (with the command to run, when the agent says it). A plain
+//! async function: the session actor runs it as a child future and gets its result back in
+//! its inbox; it touches no actor state.
 
 use std::path::PathBuf;
 use std::sync::Arc;

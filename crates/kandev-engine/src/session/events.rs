@@ -1,19 +1,20 @@
 //! What the agent sends on its own, turned into the typed transcript: streamed text and
 //! thoughts coalesced into one message each, tool calls, plans, usage, mode and option
-//! changes, permission requests, and confined file access.
+//! changes, and confined file access (permission requests: `permissions.rs`).
 
 use std::path::PathBuf;
 
 use kandev_acp::{
-    AgentEvent, ContentBlock, Outcome, PermissionOption, PlanEntry, SessionUpdate, ToolCall,
-    ToolCallContent, ToolCallUpdate,
+    AgentEvent, ContentBlock, PlanEntry, SessionUpdate, ToolCall, ToolCallContent, ToolCallUpdate,
 };
 use kandev_domain::transcript::{Message, MessageKind};
 use kandev_store::{SessionUpdate as Update, WriteTx};
 use serde_json::{Value, json};
 
-use crate::actor::{PendingPermission, SessionActor, add_message};
-use crate::{EngineError, PermissionAnswer, Result, files, publish};
+use crate::error::Result;
+use crate::session::state::{Output, SessionActor};
+use crate::write::add_message;
+use crate::{files, publish};
 
 fn text_of(content: &ContentBlock) -> String {
     match content {
@@ -61,19 +62,11 @@ fn plan_metadata(entries: &[PlanEntry]) -> Value {
     json!({ "entries": list })
 }
 
-fn options_json(options: &[PermissionOption]) -> Value {
-    Value::Array(
-        options
-            .iter()
-            .map(|o| json!({ "option_id": o.option_id, "name": o.name, "kind": o.kind.as_str() }))
-            .collect(),
-    )
-}
-
 impl SessionActor {
-    pub async fn on_agent_event(&mut self, event: AgentEvent) {
-        if let Some(turn) = self.turn.as_mut() {
-            turn.last_output = Some(tokio::time::Instant::now());
+    pub(super) async fn on_agent_event(&mut self, event: AgentEvent) {
+        if let Some(turn) = self.phase.turn_mut() {
+            let stall_noticed = turn.output.is_some_and(|o| o.stall_noticed);
+            turn.output = Some(Output { last: tokio::time::Instant::now(), stall_noticed });
         }
         let result = match event {
             AgentEvent::SessionUpdate { update, .. } => self.on_update(update).await,
@@ -84,14 +77,14 @@ impl SessionActor {
             }
             AgentEvent::ReadTextFile { path, line, limit, responder, .. } => {
                 let root = PathBuf::from(&self.session.cwd);
-                self.spawn_file_io(async move {
+                self.spawn(async move {
                     responder.respond(files::read(&root, &path, line, limit).await);
                 });
                 Ok(())
             }
             AgentEvent::WriteTextFile { path, content, responder, .. } => {
                 let root = PathBuf::from(&self.session.cwd);
-                self.spawn_file_io(async move {
+                self.spawn(async move {
                     let result = files::write(&root, &path, &content).await;
                     if let Err((_, message)) = &result {
                         tracing::info!(path, reason = %message, "refused or failed agent file write");
@@ -106,10 +99,6 @@ impl SessionActor {
         if let Err(err) = result {
             tracing::error!(session = %self.session.id, error = %err, "handling an agent event failed");
         }
-    }
-
-    fn spawn_file_io(&self, future: impl std::future::Future<Output = ()> + Send + 'static) {
-        self.inner_tracker_spawn(future);
     }
 
     async fn on_protocol_error(&mut self, message: String) -> Result<()> {
@@ -215,17 +204,17 @@ impl SessionActor {
         Ok(())
     }
 
-    async fn add_in(
+    pub(super) async fn add_in(
         &mut self,
         tx: &mut WriteTx,
         kind: MessageKind,
         content: &str,
         metadata: Value,
     ) -> Result<Message> {
-        let turn_id = self.turn.as_ref().map(|t| t.id.clone());
+        let turn_id = self.phase.turn().map(|t| t.id.clone());
         let message =
             add_message(tx, &self.session, turn_id.as_ref(), kind, content, metadata).await?;
-        if let Some(turn) = self.turn.as_mut() {
+        if let Some(turn) = self.phase.turn_mut() {
             turn.streaming = None;
         }
         Ok(message)
@@ -236,7 +225,7 @@ impl SessionActor {
     async fn stream(&mut self, kind: MessageKind, delta: &str) -> Result<()> {
         let mut tx = self.inner.store.begin_write().await?;
         let current =
-            self.turn.as_ref().and_then(|t| t.streaming.clone()).filter(|(k, _)| *k == kind);
+            self.phase.turn().and_then(|t| t.streaming.clone()).filter(|(k, _)| *k == kind);
         let started = match current {
             Some((_, id)) => {
                 let message = tx.append_message(&id, delta).await?;
@@ -248,7 +237,7 @@ impl SessionActor {
         tx.commit().await?;
         // Only once committed (a full disk can fail the commit): later chunks must not append
         // to a message that was never saved.
-        if let (Some(id), Some(turn)) = (started, self.turn.as_mut()) {
+        if let (Some(id), Some(turn)) = (started, self.phase.turn_mut()) {
             turn.streaming = Some((kind, id));
         }
         Ok(())
@@ -260,7 +249,7 @@ impl SessionActor {
             .add_in(&mut tx, MessageKind::ToolCall, &call.title, tool_call_metadata(&call))
             .await?;
         tx.commit().await?;
-        if let Some(turn) = self.turn.as_mut() {
+        if let Some(turn) = self.phase.turn_mut() {
             turn.tool_calls.insert(call.tool_call_id, message.id);
         }
         Ok(())
@@ -268,7 +257,7 @@ impl SessionActor {
 
     async fn on_tool_call_update(&mut self, update: ToolCallUpdate) -> Result<()> {
         let Some(id) =
-            self.turn.as_ref().and_then(|t| t.tool_calls.get(&update.tool_call_id)).cloned()
+            self.phase.turn().and_then(|t| t.tool_calls.get(&update.tool_call_id)).cloned()
         else {
             tracing::debug!(session = %self.session.id, tool_call = update.tool_call_id, "update of an unknown tool call");
             return Ok(());
@@ -297,149 +286,6 @@ impl SessionActor {
             .await?;
         publish::message_changed(&mut tx, &self.session, &message).await?;
         tx.commit().await?;
-        Ok(())
-    }
-
-    // ------------------------------------------------------------ permissions (section G)
-
-    async fn on_permission_request(
-        &mut self,
-        title: String,
-        raw: Value,
-        options: Vec<PermissionOption>,
-        responder: kandev_acp::PermissionResponder,
-    ) -> Result<()> {
-        let request_id = uuid::Uuid::new_v4().to_string();
-        let metadata = json!({ "request_id": request_id, "options": options_json(&options), "status": "pending", "tool_call": raw });
-        let mut tx = self.inner.store.begin_write().await?;
-        let message =
-            self.add_in(&mut tx, MessageKind::PermissionRequest, &title, metadata).await?;
-        let payload = json!({ "session_id": self.session.id.to_string(), "request_id": request_id, "message": kandev_api_types::MessageDto::from(&message) });
-        tx.emit(publish::session_topic(&self.session), "session.permission.requested", payload)
-            .await?;
-        tx.commit().await?;
-        self.permissions.insert(
-            request_id.clone(),
-            PendingPermission { responder, options: options.clone(), message_id: message.id },
-        );
-        let auto_approve = self.profile_auto_approves().await;
-        if auto_approve && let Some(allow) = options.iter().find(|o| o.kind.is_allow()) {
-            self.answer_permission(
-                &request_id,
-                PermissionAnswer::Option(allow.option_id.clone()),
-                "auto_approve",
-            )
-            .await?;
-        }
-        Ok(())
-    }
-
-    async fn profile_auto_approves(&self) -> bool {
-        match &self.session.agent_profile_id {
-            Some(id) => {
-                self.inner.store.get_profile(id).await.map(|p| p.auto_approve).unwrap_or(false)
-            }
-            None => false,
-        }
-    }
-
-    /// Answers a pending request with an option the agent offered (rule 37).
-    pub async fn answer_permission(
-        &mut self,
-        request_id: &str,
-        answer: PermissionAnswer,
-        by: &str,
-    ) -> Result<Message> {
-        let Some(pending) = self.permissions.remove(request_id) else {
-            return match self
-                .inner
-                .store
-                .find_permission_message(&self.session.id, request_id)
-                .await?
-            {
-                Some(_) => Err(EngineError::AlreadyResolved(
-                    "this permission request was already answered or has expired".into(),
-                )),
-                None => Err(EngineError::NotFound(format!(
-                    "permission request {request_id} does not exist in this session"
-                ))),
-            };
-        };
-        let (outcome, status, option_id) = match &answer {
-            PermissionAnswer::Cancelled => (Outcome::Cancelled, "cancelled", None),
-            PermissionAnswer::Option(id) => {
-                match pending.options.iter().find(|o| &o.option_id == id) {
-                    Some(option) => {
-                        let status = if option.kind.is_allow() { "approved" } else { "rejected" };
-                        (Outcome::Selected(id.clone()), status, Some(id.clone()))
-                    }
-                    None => {
-                        let offered: Vec<String> =
-                            pending.options.iter().map(|o| o.option_id.clone()).collect();
-                        self.permissions.insert(request_id.to_owned(), pending);
-                        return Err(EngineError::Validation(format!(
-                            "option_id {id:?} was not offered; choose one of {offered:?}"
-                        )));
-                    }
-                }
-            }
-        };
-        pending.responder.respond(outcome);
-        let mut tx = self.inner.store.begin_write().await?;
-        tx.record_permission_answer(&self.session.id, request_id, option_id.as_deref(), status, by)
-            .await?;
-        let message = self
-            .resolve_permission_message(
-                &mut tx,
-                &pending.message_id,
-                status,
-                option_id.as_deref(),
-                by,
-            )
-            .await?;
-        tx.commit().await?;
-        Ok(message)
-    }
-
-    async fn resolve_permission_message(
-        &mut self,
-        tx: &mut WriteTx,
-        id: &kandev_domain::MessageId,
-        status: &str,
-        option_id: Option<&str>,
-        by: &str,
-    ) -> Result<Message> {
-        let message = self.inner.store.get_message(id).await?;
-        let mut metadata: serde_json::Map<String, Value> =
-            serde_json::from_str(&message.metadata).unwrap_or_default();
-        metadata.insert("status".into(), json!(status));
-        metadata.insert("selected_option_id".into(), json!(option_id));
-        metadata.insert("answered_by".into(), json!(by));
-        let message = tx.set_message(id, None, &Value::Object(metadata).to_string()).await?;
-        publish::message_changed(tx, &self.session, &message).await?;
-        let action = if status == "expired" {
-            "session.permission.expired"
-        } else {
-            "session.permission.resolved"
-        };
-        let request_id = serde_json::from_str::<Value>(&message.metadata)
-            .ok()
-            .and_then(|m| m["request_id"].as_str().map(str::to_owned));
-        let payload = json!({ "session_id": self.session.id.to_string(), "request_id": request_id, "status": status, "option_id": option_id });
-        tx.emit(publish::session_topic(&self.session), action, payload).await?;
-        Ok(message)
-    }
-
-    /// Answers every pending request `cancelled` and marks it `status` (rules 12, 38).
-    pub async fn expire_permissions(&mut self, tx: &mut WriteTx, status: &str) -> Result<()> {
-        let pending: Vec<(String, PendingPermission)> = self.permissions.drain().collect();
-        for (request_id, permission) in pending {
-            permission.responder.respond(Outcome::Cancelled);
-            tx.record_permission_answer(&self.session.id, &request_id, None, status, "engine")
-                .await?;
-            self.resolve_permission_message(tx, &permission.message_id, status, None, "engine")
-                .await?;
-        }
         Ok(())
     }
 }

@@ -1,0 +1,197 @@
+//! A task's working directory as plain values, defined once: how its files differ from the
+//! base commit (changed files, hunks, lines), its file tree, a file read from it, commits made
+//! on its branches, and its worktrees. The runtime's git layer makes the per-worktree values,
+//! the engine adds which repository each belongs to, the API converts them
+//! (`kandev-api-types`, `From` impls).
+
+use crate::RepositoryId;
+
+/// How a file differs from the base commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChangeStatus {
+    /// New and tracked (staged or committed on the task branch).
+    Added,
+    /// Content, mode or type changed.
+    Modified,
+    Deleted,
+    /// Moved, with `old_path` set; may also have content changes.
+    Renamed,
+    /// New and not yet known to git (and not ignored).
+    Untracked,
+}
+
+impl ChangeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeStatus::Added => "added",
+            ChangeStatus::Modified => "modified",
+            ChangeStatus::Deleted => "deleted",
+            ChangeStatus::Renamed => "renamed",
+            ChangeStatus::Untracked => "untracked",
+        }
+    }
+}
+
+/// What a diff line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LineKind {
+    Context,
+    Added,
+    Removed,
+}
+
+impl LineKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineKind::Context => "context",
+            LineKind::Added => "added",
+            LineKind::Removed => "removed",
+        }
+    }
+}
+
+/// One line of a hunk, without its `+`/`-`/` ` marker and without the newline. git's
+/// "\ No newline at end of file" markers are not included.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffLine {
+    pub kind: LineKind,
+    pub text: String,
+}
+
+/// One hunk; the numbers are those of its `@@ -old_start,old_lines +new_start,new_lines @@`
+/// header, which is kept verbatim (with its section heading) in `header`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hunk {
+    pub header: String,
+    pub old_start: u32,
+    pub old_lines: u32,
+    pub new_start: u32,
+    pub new_lines: u32,
+    pub lines: Vec<DiffLine>,
+}
+
+/// One changed file of a worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileChange {
+    /// `/`-separated, relative to the worktree (in a [`ChangedFile`], to the task's working
+    /// directory); the new path of a rename.
+    pub path: String,
+    /// The old path of a rename.
+    pub old_path: Option<String>,
+    pub status: ChangeStatus,
+    /// Added and removed lines of the whole file (0 for binary files), even when `hunks`
+    /// were cut.
+    pub additions: u32,
+    pub deletions: u32,
+    /// Binary content: no hunks.
+    pub binary: bool,
+    /// `hunks` are incomplete (or missing) because of size limits.
+    pub truncated: bool,
+    pub hunks: Vec<Hunk>,
+}
+
+/// What a tree entry is. Symlinks are reported, never followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EntryKind {
+    File,
+    Dir,
+    Symlink,
+}
+
+impl EntryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryKind::File => "file",
+            EntryKind::Dir => "dir",
+            EntryKind::Symlink => "symlink",
+        }
+    }
+}
+
+/// One entry of a file tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeEntry {
+    /// `/`-separated, relative to the worktree (in a [`TaskTree`], to the task's working
+    /// directory).
+    pub path: String,
+    pub kind: EntryKind,
+    /// File size in bytes; for a symlink the length of its target; 0 for a directory.
+    pub size: u64,
+}
+
+/// A file read from a worktree or a task's folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileContent {
+    /// The path as asked for, normalized (`./a//b` becomes `a/b`).
+    pub path: String,
+    /// The text; empty when `binary`. When `truncated`, the first bytes up to the reader's
+    /// limit, cut back to a whole UTF-8 character.
+    pub content: String,
+    /// The file has a NUL byte in its first 8000 bytes or is not UTF-8.
+    pub binary: bool,
+    pub truncated: bool,
+    /// Size of the whole file in bytes.
+    pub size: u64,
+}
+
+/// One changed file of a task: its change, with paths relative to the task's working
+/// directory, and the repository whose worktree holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangedFile {
+    /// `None` once the repository was unregistered.
+    pub repository_id: Option<RepositoryId>,
+    pub change: FileChange,
+}
+
+/// One worktree of a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskWorktree {
+    pub repository_id: Option<RepositoryId>,
+    /// The folder its files are under in file actions; `None` with a single repository.
+    pub folder: Option<String>,
+    /// Absolute path on disk.
+    pub path: String,
+    pub branch: String,
+    pub base_commit: String,
+}
+
+/// The changes of a task against its base commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskChanges {
+    pub worktrees: Vec<TaskWorktree>,
+    pub files: Vec<ChangedFile>,
+}
+
+/// The files of a task's working directory, sorted by path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskTree {
+    pub entries: Vec<TreeEntry>,
+    /// The listing stopped at its limit.
+    pub truncated: bool,
+}
+
+/// A commit made on a task branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitMade {
+    pub repository_id: Option<RepositoryId>,
+    pub branch: String,
+    pub sha: String,
+    pub summary: String,
+    pub files_changed: usize,
+}
+
+/// A worktree that was not removed, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptWorktree {
+    pub repository_id: Option<RepositoryId>,
+    pub path: String,
+    pub reason: String,
+}
+
+/// What removing a task's worktrees did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorktreeRemoval {
+    /// Paths of the removed worktrees (their branches are kept).
+    pub removed: Vec<String>,
+    pub kept: Vec<KeptWorktree>,
+}

@@ -1,0 +1,63 @@
+//! The engine's settings: where it keeps task folders, how it runs the built-in mock agent,
+//! and the lifecycle's durations (defaults from docs/lifecycle.md; tests shrink them).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How the built-in mock agent runs as a process: `program`, then `args` (which select the
+/// mock agent: `mock-agent` for `kandev mock-agent`), then `flags` (the mock agent's own,
+/// such as `--state-dir <dir>`). A session whose profile is the built-in Mock profile (kind
+/// `mock`, no command of its own) runs it; its [`crate::LaunchSpec::builtin_mock`] carries
+/// the flags, so [`crate::BuiltinMockLauncher`] can run the same agent in-process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentCommand {
+    pub program: String,
+    pub args: Vec<String>,
+    pub flags: Vec<String>,
+}
+
+/// Default of how long a repository's setup script may run before it is killed
+/// (`EngineConfig::setup_timeout`, `kandev serve --setup-timeout`).
+pub const SETUP_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Settings of the engine. Durations are the lifecycle defaults; tests shrink them.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// `$KANDEV_HOME`: tasks without a repository work in `<home>/tasks/<task-id>`.
+    pub home: PathBuf,
+    pub mock_agent: AgentCommand,
+    /// Grace between TERM and KILL when stopping an agent (rule 16).
+    pub stop_grace: Duration,
+    /// How long a cancelled turn may take before the engine ends it (rule 13).
+    pub cancel_timeout: Duration,
+    /// Timeout of protocol calls other than prompts (initialize, session/new, ...).
+    pub call_timeout: Duration,
+    /// Most queued prompts per session; 0 = unlimited (rule 8).
+    pub queue_cap: usize,
+    /// Quiet time before a stall notice, and before a turn with no output fails (rule 40).
+    pub stall_after: Duration,
+    /// Bound of a live context reset with the agent (rule 25).
+    pub reset_timeout: Duration,
+    /// Longest a repository's setup script may run before it is killed.
+    pub setup_timeout: Duration,
+    /// An agent idle this long (no turn, reset or command) is stopped; the next message
+    /// resumes it. Zero: never.
+    pub idle_timeout: Duration,
+}
+
+impl EngineConfig {
+    pub fn new(home: PathBuf, mock_agent: AgentCommand) -> Self {
+        EngineConfig {
+            home,
+            mock_agent,
+            stop_grace: Duration::from_secs(5),
+            cancel_timeout: Duration::from_secs(10),
+            call_timeout: Duration::from_secs(60),
+            queue_cap: 10,
+            stall_after: Duration::from_secs(5 * 60),
+            reset_timeout: Duration::from_secs(10),
+            setup_timeout: SETUP_TIMEOUT,
+            idle_timeout: Duration::from_secs(30 * 60),
+        }
+    }
+}

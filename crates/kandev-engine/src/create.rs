@@ -1,0 +1,54 @@
+//! Creating a session for a task: its row in `CREATED`, with the profile it runs and the
+//! working directory planned for it (the task's worktrees, made when it starts, or its plain
+//! folder). Not actor code: the session has no actor until someone talks to it.
+
+use kandev_domain::agent::AgentKind;
+use kandev_domain::transcript::Session;
+use kandev_domain::{AgentProfileId, TaskId};
+use serde_json::json;
+
+use crate::error::{EngineError, Result, not_found};
+use crate::inner::Inner;
+use crate::publish;
+use crate::workdir::prepare::plan;
+
+/// Creates a session row for a task, announced on the session's and the workspace's topics.
+/// Without a profile it runs the task's profile, else the built-in Mock profile.
+pub(crate) async fn create_session(
+    inner: &Inner,
+    task_id: &TaskId,
+    profile_id: Option<AgentProfileId>,
+) -> Result<Session> {
+    let task = inner.store.get_task(task_id).await.map_err(not_found)?;
+    let profile_id = profile_id.or(task.agent_profile_id.clone());
+    let profile = match &profile_id {
+        Some(id) => Some(
+            inner
+                .store
+                .get_profile(id)
+                .await
+                .map_err(|e| EngineError::Validation(e.to_string()))?,
+        ),
+        None => inner.store.list_profiles().await?.into_iter().find(|p| p.kind == AgentKind::Mock),
+    };
+    // Held while the directory is planned, so launches of one task agree on it.
+    let _worktrees = inner.task_locks.lock(&task.id).await;
+    let plan = plan(inner, &task).await?;
+    let cwd = plan.cwd().display().to_string();
+    let mut tx = inner.store.begin_write().await?;
+    let session = tx
+        .insert_session(
+            &task.id,
+            profile.as_ref().map(|p| &p.id),
+            &cwd,
+            profile.as_ref().and_then(|p| p.mode.as_deref()),
+            profile.as_ref().and_then(|p| p.model.as_deref()),
+        )
+        .await?;
+    publish::session_event(&mut tx, &session, "session.created").await?;
+    let summary = json!({ "session": kandev_api_types::SessionDto::from(&session) });
+    tx.emit(publish::workspace_topic(&task), "session.created", summary).await?;
+    publish::sync_task(&mut tx, &session).await?;
+    tx.commit().await?;
+    Ok(session)
+}

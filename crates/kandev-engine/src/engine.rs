@@ -1,0 +1,238 @@
+//! The engine's handle, [`Engine`]: what the API calls. Each session's mutations are
+//! commands to its actor (`session/`); task-level work (creating sessions, moving tasks,
+//! reconciling at startup, the file actions of `workdir/`) runs here, never inside an
+//! actor. Every spawned future is owned by the engine's task tracker.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use kandev_domain::task::Task;
+use kandev_domain::transcript::{Message, QueuedPrompt, Session};
+use kandev_domain::workflow::{Action, EntryCause};
+use kandev_domain::{AgentProfileId, SessionId, StepId, TaskId};
+use kandev_store::Store;
+use tokio::sync::oneshot;
+
+use crate::api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
+use crate::config::EngineConfig;
+use crate::create::create_session;
+use crate::error::{EngineError, Result};
+use crate::inner::{Inner, lock};
+use crate::launcher::Launcher;
+use crate::reconcile::reconcile;
+use crate::session::command::Command;
+use crate::session::handle::ask;
+use crate::workflow::{primary_session_for, record_move};
+
+/// Cheap-to-clone handle to the engine.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Engine {
+    pub fn new(store: Store, config: EngineConfig, launcher: Arc<dyn Launcher>) -> Engine {
+        Engine { inner: Arc::new(Inner::new(store, config, launcher)) }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    async fn ask<T>(
+        &self,
+        id: &SessionId,
+        make: impl FnOnce(oneshot::Sender<Result<T>>) -> Command,
+    ) -> Result<T> {
+        ask(&self.inner, id, make).await
+    }
+
+    /// Runs `work` as the engine's own task and waits for it: a caller that goes away (an
+    /// HTTP client disconnecting) never leaves it half done (rule 33).
+    pub async fn run_detached<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = T> + Send + 'static,
+    ) -> Result<T> {
+        self.inner.tracker.spawn(work).await.map_err(|_| EngineError::gone())
+    }
+
+    /// Creates a session for a task and starts its agent; `prompt`, if any, is its first turn.
+    /// Answers once the start is accepted (`STARTING`, rule 46): preparing the working
+    /// directory (worktrees, setup script) is part of the start, in the session's own work.
+    pub async fn launch(
+        &self,
+        task_id: &TaskId,
+        profile_id: Option<AgentProfileId>,
+        prompt: Option<String>,
+    ) -> Result<Session> {
+        let engine = self.clone();
+        let task_id = task_id.clone();
+        self.run_detached(async move {
+            let session = create_session(&engine.inner, &task_id, profile_id).await?;
+            match prompt {
+                Some(content) => {
+                    let request = PromptRequest { content, client_message_id: None, queue: true };
+                    engine.prompt(&session.id, request).await?;
+                }
+                None => engine.ask(&session.id, |reply| Command::Start { reply }).await?,
+            }
+            Ok(engine.inner.store.get_session(&session.id).await?)
+        })
+        .await?
+    }
+
+    pub async fn prompt(&self, id: &SessionId, request: PromptRequest) -> Result<PromptOutcome> {
+        self.ask(id, |reply| Command::Prompt { request, queued_by: "user", reply }).await
+    }
+
+    /// Restarts the agent on the saved conversation (`fresh: false`, `session/load`) or on a
+    /// new one (`fresh: true`); also the way out of `FAILED` and `CANCELLED`.
+    pub async fn resume(&self, id: &SessionId, fresh: bool) -> Result<()> {
+        self.ask(id, |reply| Command::Resume { fresh, reply }).await
+    }
+
+    /// `session.authenticate`: restarts the agent so that it runs ACP `authenticate` with
+    /// `method_id` right after `initialize`, then reloads the conversation (or opens a new
+    /// one). A refusal ends the start with `agent_auth_required` again.
+    pub async fn authenticate(&self, id: &SessionId, method_id: String) -> Result<()> {
+        self.inner.wish_auth(id, method_id);
+        let result = self.resume(id, false).await;
+        if result.is_err() {
+            self.inner.forget_auth_wish(id);
+        }
+        result
+    }
+
+    /// `session.reset_context`: a fresh conversation for the agent (rules 20-27).
+    pub async fn reset_context(&self, id: &SessionId) -> Result<()> {
+        self.ask(id, |reply| Command::Reset { reply }).await
+    }
+
+    /// Runs the start step's `on_enter` for a new task; with `start_agent` (or an
+    /// `auto_start_agent` action) the task's first session starts, exactly once.
+    pub async fn task_created(
+        &self,
+        task_id: &TaskId,
+        start_agent: bool,
+    ) -> Result<Option<Session>> {
+        let task = self.inner.store.get_task(task_id).await?;
+        let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
+        let Some(step) = workflow.step(&task.step_id).cloned() else { return Ok(None) };
+        let auto_start = step.events.on_enter.contains(&Action::AutoStartAgent);
+        if !auto_start && !start_agent {
+            return Ok(None);
+        }
+        let session = primary_session_for(&self.inner, &task, &step).await?;
+        let cause = EntryCause::Created;
+        let to = step.id.clone();
+        self.ask(&session, |reply| Command::StepEntered {
+            from: None,
+            to,
+            cause,
+            start_agent,
+            reply,
+        })
+        .await?;
+        Ok(Some(self.inner.store.get_session(&session).await?))
+    }
+
+    /// Moves a task (a person's move), running `on_exit` of the step it leaves and
+    /// `on_enter` of the step it enters on its primary session (workflows.md).
+    pub async fn move_task(
+        &self,
+        task_id: &TaskId,
+        to: &StepId,
+        position: Option<usize>,
+    ) -> Result<(Task, StepId)> {
+        let cause = EntryCause::Manual;
+        let (task, from) = record_move(&self.inner, task_id, to, position, cause, "user").await?;
+        if &from == to {
+            return Ok((task, from));
+        }
+        let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
+        let Some(step) = workflow.step(to).cloned() else { return Ok((task, from)) };
+        let auto_start = step.events.on_enter.contains(&Action::AutoStartAgent);
+        if task.primary_session_id.is_none() && !auto_start {
+            return Ok((task, from));
+        }
+        let session = primary_session_for(&self.inner, &task, &step).await?;
+        let (from_step, to_step) = (Some(from.clone()), to.clone());
+        self.ask(&session, |reply| Command::StepEntered {
+            from: from_step,
+            to: to_step,
+            cause,
+            start_agent: false,
+            reply,
+        })
+        .await?;
+        Ok((self.inner.store.get_task(task_id).await?, from))
+    }
+
+    /// Cancels the running turn (rule 12); succeeds when nothing runs.
+    pub async fn cancel(&self, id: &SessionId) -> Result<()> {
+        self.ask(id, |reply| Command::Cancel { reply }).await
+    }
+
+    /// Ends the agent process, leaving the session resumable (rule 16).
+    pub async fn stop(&self, id: &SessionId) -> Result<()> {
+        self.ask(id, |reply| Command::Stop { reply }).await
+    }
+
+    /// Stops any execution and deletes the session and its transcript (rule 35).
+    pub async fn delete(&self, id: &SessionId) -> Result<()> {
+        let result = self.ask(id, |reply| Command::Delete { reply }).await;
+        lock(&self.inner.sessions).remove(id);
+        result
+    }
+
+    pub async fn respond_permission(
+        &self,
+        id: &SessionId,
+        request_id: String,
+        answer: PermissionAnswer,
+    ) -> Result<Message> {
+        self.ask(id, |reply| Command::Permission { request_id, answer, reply }).await
+    }
+
+    pub async fn set_mode(&self, id: &SessionId, mode_id: String) -> Result<Session> {
+        self.ask(id, |reply| Command::SetMode { mode_id, reply }).await
+    }
+
+    pub async fn set_config_option(
+        &self,
+        id: &SessionId,
+        config_id: String,
+        value: serde_json::Value,
+    ) -> Result<Session> {
+        self.ask(id, |reply| Command::SetConfig { config_id, value, reply }).await
+    }
+
+    /// Changes the prompt queue; returns the queue afterwards.
+    pub async fn change_queue(
+        &self,
+        id: &SessionId,
+        change: QueueChange,
+    ) -> Result<Vec<QueuedPrompt>> {
+        self.ask(id, |reply| Command::Queue { change, reply }).await
+    }
+
+    /// Stops every agent and every actor (server shutdown). No agent process remains.
+    pub async fn shutdown(&self) {
+        let inboxes: Vec<_> = lock(&self.inner.sessions).drain().map(|(_, tx)| tx).collect();
+        for inbox in inboxes {
+            let (reply, done) = oneshot::channel();
+            if inbox.send(Command::Shutdown { reply }).await.is_ok() {
+                let _ = done.await;
+            }
+        }
+        self.inner.tracker.close();
+        self.inner.tracker.wait().await;
+    }
+
+    /// Startup reconciliation (rule 42): sessions that were starting or running become
+    /// `WAITING_FOR_INPUT` with an "interrupted" note, open turns are closed, agent process
+    /// groups recorded as ours are killed. No agent is launched.
+    pub async fn reconcile(&self) -> Result<usize> {
+        reconcile(&self.inner).await
+    }
+}

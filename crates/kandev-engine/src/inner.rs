@@ -1,0 +1,89 @@
+//! What every part of the engine shares: the store, the settings, the launcher, the inboxes
+//! of running session actors, the task tracker that owns every spawned future, and the
+//! per-task worktree locks. Only small synchronous maps sit under `std` locks, and none is
+//! held across an `.await`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+use kandev_domain::{SessionId, TaskId};
+use kandev_store::Store;
+use tokio::sync::{OwnedMutexGuard, mpsc};
+use tokio_util::task::TaskTracker;
+
+use crate::config::EngineConfig;
+use crate::launcher::Launcher;
+use crate::session::command::Command;
+
+pub(crate) struct Inner {
+    pub store: Store,
+    pub config: EngineConfig,
+    pub launcher: Arc<dyn Launcher>,
+    /// The inbox of each running session actor (the only map of sessions).
+    pub sessions: Mutex<HashMap<SessionId, mpsc::Sender<Command>>>,
+    pub tracker: TaskTracker,
+    /// Auth methods chosen with `session.authenticate`, used by the session's next boot.
+    auth_wishes: Mutex<HashMap<SessionId, String>>,
+    pub task_locks: TaskLocks,
+}
+
+impl Inner {
+    pub fn new(store: Store, config: EngineConfig, launcher: Arc<dyn Launcher>) -> Inner {
+        Inner {
+            store,
+            config,
+            launcher,
+            sessions: Mutex::new(HashMap::new()),
+            tracker: TaskTracker::new(),
+            auth_wishes: Mutex::new(HashMap::new()),
+            task_locks: TaskLocks::default(),
+        }
+    }
+
+    /// Remembers the auth method the session's next boot authenticates with.
+    pub fn wish_auth(&self, id: &SessionId, method_id: String) {
+        lock(&self.auth_wishes).insert(id.clone(), method_id);
+    }
+
+    /// Forgets a wish that was not used (the resume it was for failed).
+    pub fn forget_auth_wish(&self, id: &SessionId) {
+        lock(&self.auth_wishes).remove(id);
+    }
+
+    /// The auth method to call `authenticate` with at the session's next boot (taken once).
+    pub fn take_auth_wish(&self, id: &SessionId) -> Option<String> {
+        lock(&self.auth_wishes).remove(id)
+    }
+}
+
+/// A `std` lock that survives a panic elsewhere (the maps stay usable).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One async lock per task, serializing the creation, reuse and removal of its worktrees.
+/// Held across `.await` on purpose (a setup script may run for minutes under it); owned by
+/// the engine, so engines (tests run many) never share one.
+#[derive(Default)]
+pub(crate) struct TaskLocks {
+    locks: Mutex<HashMap<TaskId, Weak<tokio::sync::Mutex<()>>>>,
+}
+
+impl TaskLocks {
+    /// Waits for the task's lock; entries of tasks nobody holds are dropped on the way.
+    pub async fn lock(&self, task_id: &TaskId) -> OwnedMutexGuard<()> {
+        let task_lock = {
+            let mut locks = lock(&self.locks);
+            locks.retain(|_, held| held.strong_count() > 0);
+            match locks.get(task_id).and_then(Weak::upgrade) {
+                Some(held) => held,
+                None => {
+                    let new = Arc::new(tokio::sync::Mutex::new(()));
+                    locks.insert(task_id.clone(), Arc::downgrade(&new));
+                    new
+                }
+            }
+        };
+        task_lock.lock_owned().await
+    }
+}

@@ -1,0 +1,144 @@
+//! Startup reconciliation (docs/lifecycle.md rules 41, 42, 45), before any actor runs: agents left
+//! by the last run are killed, sessions that were starting or running wait for input with
+//! an "interrupted" note, open turns are closed, pending permission requests expire, and
+//! context resets that were accepted and never settled are finished without any agent. No
+//! agent is started. Every session change goes through [`write_session`].
+
+use kandev_domain::session::SessionState;
+use kandev_domain::transcript::{LastError, MessageKind, Session};
+use kandev_domain::workflow::{Action, EntryCause, step_prompt};
+use kandev_store::{ResetIntent, SessionUpdate};
+use serde_json::json;
+
+use crate::error::Result;
+use crate::inner::Inner;
+use crate::publish;
+use crate::session::reset::divider;
+use crate::write::{add_message, write_session};
+
+/// Reconciles every session; returns how many it changed.
+pub(crate) async fn reconcile(inner: &Inner) -> Result<usize> {
+    let mut fixed = 0;
+    for session in inner.store.all_sessions().await? {
+        if let Some(runtime) = inner.store.get_runtime(&session.id).await?
+            && let Some(pgid) = runtime.pgid
+            && kandev_runtime::group_alive(pgid)
+            && let Err(err) = kandev_runtime::kill_group(pgid)
+        {
+            tracing::warn!(session = %session.id, pgid, error = %err, "cannot kill a leftover agent");
+        }
+        let mut tx = inner.store.begin_write().await?;
+        tx.end_runtime(&session.id, session.epoch, "ended").await?;
+        let closed = tx.close_open_turns(&session.id, "interrupted").await?;
+        // Rule 41: requests nobody can answer any more (the agent that asked is gone).
+        for message in tx.pending_permission_messages(&session.id).await? {
+            let mut metadata: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&message.metadata).unwrap_or_default();
+            metadata.insert("status".into(), json!("expired"));
+            let message = tx
+                .set_message(&message.id, None, &serde_json::Value::Object(metadata).to_string())
+                .await?;
+            publish::message_changed(&mut tx, &session, &message).await?;
+        }
+        let busy = matches!(session.state, SessionState::Starting | SessionState::Running);
+        if busy || closed > 0 {
+            let note = "interrupted: the server stopped while the agent was working; send a message to continue";
+            let update = SessionUpdate {
+                state: busy.then_some(SessionState::WaitingForInput),
+                acp_session_id: Some(None),
+                ..SessionUpdate::default()
+            };
+            let updated = write_session(&mut tx, &session, &update).await?;
+            let metadata = json!({ "reason": "interrupted" });
+            add_message(&mut tx, &updated, None, MessageKind::Status, note, metadata).await?;
+            fixed += 1;
+        }
+        tx.commit().await?;
+    }
+    // Rule 45: resets the last run accepted and never settled are finished now.
+    for intent in inner.store.reset_intents().await? {
+        match settle_after_restart(inner, &intent).await {
+            Ok(()) => fixed += 1,
+            // Kept for the next startup: never forgotten.
+            Err(err) => {
+                tracing::error!(session = %intent.session_id, error = %err, "cannot finish an interrupted context reset")
+            }
+        }
+    }
+    Ok(fixed)
+}
+
+/// Rule 45: a reset that was accepted but never settled (the server stopped in the middle,
+/// gracefully or not) is finished at startup, without any agent: a new epoch, no token, no
+/// conversation id or context window, the divider, then what the step does after the reset
+/// (plan mode, session mode, and its prompt queued once, `queued_by = workflow`; no agent is
+/// started, rule 42). When the step no longer exists it is recorded as failed (rule 25).
+/// Clearing the stored intent is part of the same transaction, so it happens once.
+async fn settle_after_restart(inner: &Inner, intent: &ResetIntent) -> Result<()> {
+    let session = inner.store.get_session(&intent.session_id).await?;
+    let task = inner.store.get_task(&session.task_id).await?;
+    let workflow = inner.store.get_workflow(&task.workflow_id).await?;
+    let step = intent.step_id.as_ref().and_then(|id| workflow.step(id)).cloned();
+    let mut tx = inner.store.begin_write().await?;
+    tx.clear_reset(&session.id).await?;
+    if intent.step_id.is_some() && step.is_none() {
+        let message = "the context reset of a step that no longer exists failed: the server \
+                       stopped during it; the step prompt was not sent"
+            .to_owned();
+        let error = LastError {
+            code: "workflow_context_reset_failed".into(),
+            message: message.clone(),
+            details: Some(
+                json!({ "step": null, "epoch": session.epoch, "cause": "server_restart" })
+                    .to_string(),
+            ),
+            at: inner.store.now(),
+        };
+        let update = SessionUpdate { last_error: Some(Some(error)), ..SessionUpdate::default() };
+        let session = write_session(&mut tx, &session, &update).await?;
+        let metadata = json!({ "code": "workflow_context_reset_failed" });
+        add_message(&mut tx, &session, None, MessageKind::Error, &message, metadata).await?;
+        tx.commit().await?;
+        return Ok(());
+    }
+    let epoch = tx.bump_epoch(&session.id, session.epoch).await?;
+    let mut update = SessionUpdate {
+        acp_session_id: Some(None),
+        resume_token: Some(None),
+        context_window: Some(None),
+        ..SessionUpdate::default()
+    };
+    let mut prompt = None;
+    if let Some(step) = &step {
+        let after_reset = step
+            .events
+            .on_enter
+            .iter()
+            .skip_while(|a| !matches!(a, Action::ResetAgentContext))
+            .skip(1);
+        for action in after_reset {
+            match action {
+                Action::EnablePlanMode => update.plan_mode = Some(true),
+                Action::DisablePlanMode => update.plan_mode = Some(false),
+                Action::SetSessionMode { mode_id } => {
+                    update.session_mode = Some(Some(mode_id.clone()))
+                }
+                Action::AutoStartAgent if intent.cause != EntryCause::TurnStart.as_str() => {
+                    prompt = Some(step_prompt(step, &task.prompt()))
+                }
+                _ => {}
+            }
+        }
+    }
+    let session = write_session(&mut tx, &Session { epoch, ..session }, &update).await?;
+    let text = format!("{} (finished after the server restarted)", divider(step.as_ref()));
+    let metadata = json!({ "reason": "context_reset" });
+    add_message(&mut tx, &session, None, MessageKind::Status, &text, metadata).await?;
+    if let Some(prompt) = prompt {
+        tx.enqueue(&session.id, &prompt, None, "workflow").await?;
+        let queue = tx.list_queue(&session.id).await?;
+        publish::queue_changed(&mut tx, &session, &queue).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! The session actor's loop: the one owner of a session. Every mutation arrives in its inbox
+//! as a [`Command`] and is handled here, one at a time; slow work runs as child futures that
+//! report back to the inbox, tagged with the epoch they belong to, so stale results are
+//! ignored. What each command does is in the sibling files (boot, turn, queue, control,
+//! modes, reset, workflow, events, permissions).
+
+use std::time::Duration;
+
+use kandev_acp::AgentEvent;
+use tokio::sync::mpsc;
+
+use crate::error::Result;
+use crate::session::command::{Applied, Command};
+use crate::session::state::SessionActor;
+
+impl SessionActor {
+    pub async fn run(self, inbox: mpsc::Receiver<Command>) {
+        let ended = self.ended.clone();
+        self.serve(inbox).await;
+        ended.cancel();
+    }
+
+    async fn serve(mut self, mut inbox: mpsc::Receiver<Command>) {
+        while let Some(command) = inbox.recv().await {
+            match command {
+                Command::Delete { reply } => {
+                    let result = self.delete().await;
+                    let done = result.is_ok();
+                    let _ = reply.send(result);
+                    if done {
+                        return;
+                    }
+                }
+                Command::Shutdown { reply } => {
+                    // A live reset in flight is not settled here: its stored intent is
+                    // finished at the next startup (rule 45), like after `kill -9`.
+                    self.stop_execution(true).await;
+                    let _ = reply.send(());
+                    return;
+                }
+                other => self.handle(other).await,
+            }
+        }
+        self.stop_execution(true).await;
+    }
+
+    async fn handle(&mut self, command: Command) {
+        if !command.is_timer() {
+            self.last_active = tokio::time::Instant::now();
+        }
+        match command {
+            Command::Start { reply } => {
+                let result = self.start().await;
+                let _ = reply.send(result);
+            }
+            Command::Resume { fresh, reply } => {
+                let result = self.resume(fresh).await;
+                let _ = reply.send(result);
+            }
+            Command::StallCheck { epoch, turn_id } => self.on_stall_check(epoch, turn_id).await,
+            Command::IdleCheck { epoch } => self.on_idle_check(epoch).await,
+            Command::StepEntered { from, to, cause, start_agent, reply } => {
+                let result = self.enter_step(from, to, cause, start_agent).await;
+                let _ = reply.send(result);
+            }
+            Command::Reset { reply } => {
+                let result = self.user_reset().await;
+                let _ = reply.send(result);
+            }
+            Command::ResetDone { exec_epoch, result } => {
+                self.on_reset_done(exec_epoch, result).await
+            }
+            Command::Prompt { request, queued_by, reply } => {
+                let result = self.admit(request, queued_by).await;
+                let _ = reply.send(result);
+            }
+            Command::Cancel { reply } => {
+                let result = self.cancel().await;
+                let _ = reply.send(result);
+            }
+            Command::Stop { reply } => self.stop(reply).await,
+            Command::Permission { request_id, answer, reply } => {
+                let result = self.answer_permission(&request_id, answer, "user").await;
+                let _ = reply.send(result);
+            }
+            Command::SetMode { mode_id, reply } => self.apply(Applied::Mode(mode_id), reply),
+            Command::SetConfig { config_id, value, reply } => {
+                self.apply(Applied::Config { id: config_id, value }, reply)
+            }
+            Command::Queue { change, reply } => {
+                let result = self.change_queue(change).await;
+                let _ = reply.send(result);
+            }
+            Command::Booted { epoch, result } => self.on_booted(epoch, result).await,
+            Command::Agent { epoch, event } => {
+                if self.live_epoch() == Some(epoch) && self.is_current_conversation(&event) {
+                    self.on_agent_event(event).await;
+                } else {
+                    tracing::debug!(session = %self.session.id, epoch, "ignored an event of an old execution");
+                }
+            }
+            Command::TurnDone { epoch, turn_id, result } => {
+                self.on_turn_done(epoch, turn_id, result).await
+            }
+            Command::Exited { epoch, exit, stderr } => self.on_exited(epoch, exit, stderr).await,
+            Command::EscalateCancel { epoch, turn_id } => self.on_escalate(epoch, turn_id).await,
+            Command::Applied { epoch, change, result, reply } => {
+                let outcome = self.on_applied(epoch, change, result).await;
+                let _ = reply.send(outcome);
+            }
+            Command::Delete { .. } | Command::Shutdown { .. } => {}
+        }
+    }
+
+    /// Rule 22: events of a conversation the session has left (after a context reset on the
+    /// same process) are dropped.
+    fn is_current_conversation(&self, event: &AgentEvent) -> bool {
+        let Some(live) = self.phase.live() else { return false };
+        // While a live reset waits for `session/new`, the conversation being replaced has no
+        // turn any more: whatever it still says is stale, before or after the new id lands.
+        let replacing = self.phase.is_replacing_conversation();
+        match event {
+            AgentEvent::SessionUpdate { session_id, .. }
+            | AgentEvent::PermissionRequest { session_id, .. } => {
+                session_id == &live.acp_session_id && !replacing
+            }
+            _ => true,
+        }
+    }
+
+    /// Spawns a child future owned by the engine's tracker.
+    pub fn spawn(&self, future: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.inner.tracker.spawn(future);
+    }
+
+    pub fn sender(&self) -> mpsc::Sender<Command> {
+        self.me.clone()
+    }
+
+    /// Sends `command` to this actor after `delay`, unless the actor has ended by then.
+    pub fn after(&self, delay: Duration, command: Command) {
+        let inbox = self.sender();
+        let ended = self.ended.clone();
+        self.spawn(async move {
+            tokio::select! {
+                _ = ended.cancelled() => {}
+                _ = tokio::time::sleep(delay) => {
+                    let _ = inbox.send(command).await;
+                }
+            }
+        });
+    }
+
+    /// Logs a failed write; the actor keeps going (the next write re-reads the row).
+    pub fn log(&self, what: &str, result: Result<()>) {
+        if let Err(err) = result {
+            tracing::error!(session = %self.session.id, error = %err, "{what} failed");
+        }
+    }
+}

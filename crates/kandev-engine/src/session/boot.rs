@@ -1,0 +1,396 @@
+//! Starting the session's agent: binding the session to a new execution (epoch,
+//! `STARTING`), preparing its working directory and booting the agent as one child future
+//! ([`crate::handshake`]), then going live, or recording why it failed. Resuming is a
+//! restart on the saved conversation or a new one.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kandev_acp::AgentEvent;
+use kandev_domain::agent::{AgentKind, AgentProfile};
+use kandev_domain::session::SessionState;
+use kandev_domain::transcript::{Message, MessageKind};
+use kandev_store::{RuntimeRecord, SessionUpdate, StoreError, WriteTx};
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{EngineError, Result};
+use crate::handshake::{self, BootFailure, BootPlan, Booted};
+use crate::launcher::{ExecutionControl, LaunchSpec};
+use crate::session::command::Command;
+use crate::session::state::{Boot, Live, Phase, SessionActor, Taken};
+use crate::workdir::prepare::prepare_for_start;
+use crate::write::add_message;
+
+/// A start bound to the session (epoch, `STARTING`) whose boot is not spawned yet.
+pub(crate) struct NewBoot {
+    epoch: i64,
+    /// The session's first start: a reused worktree is announced.
+    first: bool,
+    spec: LaunchSpec,
+}
+
+impl SessionActor {
+    /// `session.launch` without a prompt: starts the agent unless one runs or starts.
+    pub(super) async fn start(&mut self) -> Result<()> {
+        match (&self.phase, self.session.state) {
+            (Phase::Idle, SessionState::Created | SessionState::WaitingForInput) => {
+                self.begin_boot(None, false).await
+            }
+            (Phase::Idle, state) => Err(EngineError::Conflict(format!(
+                "the session is {}; resume it instead",
+                state.as_str()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// `session.resume`: replace the execution, reloading the saved conversation or starting
+    /// a fresh one (rules 17, 28-32).
+    pub(super) async fn resume(&mut self, fresh: bool) -> Result<()> {
+        if self.phase.turn().is_some() {
+            return Err(EngineError::Busy("a turn is running; cancel it before resuming".into()));
+        }
+        if self.phase.is_resetting() {
+            return Err(EngineError::ResetInProgress(
+                "the agent's context is being reset; resume when it has finished".into(),
+            ));
+        }
+        self.stop_execution(true).await;
+        if matches!(self.session.state, SessionState::Starting) {
+            self.commit(
+                SessionUpdate {
+                    state: Some(SessionState::WaitingForInput),
+                    ..SessionUpdate::default()
+                },
+                None,
+            )
+            .await?;
+        }
+        // Rule 31: the saved token stays until a new conversation has replaced it.
+        self.begin_boot(None, fresh).await
+    }
+
+    async fn profile(&self) -> Result<Option<AgentProfile>> {
+        match &self.session.agent_profile_id {
+            Some(id) => match self.inner.store.get_profile(id).await {
+                Ok(profile) => Ok(Some(profile)),
+                Err(StoreError::NotFound { .. }) => Ok(None),
+                Err(err) => Err(err.into()),
+            },
+            None => Ok(None),
+        }
+    }
+
+    /// What runs for the session's profile: its own command, else its kind's default
+    /// ([`AgentKind::default_command`]); the built-in mock (no profile, or the Mock kind
+    /// without a command) runs as configured, marked so a launcher may run it in-process.
+    fn launch_spec(&self, profile: Option<&AgentProfile>) -> LaunchSpec {
+        let cwd = PathBuf::from(&self.session.cwd);
+        let mock = &self.inner.config.mock_agent;
+        let builtin_mock = |extra: &[String]| {
+            let flags: Vec<String> = mock.flags.iter().chain(extra).cloned().collect();
+            let args = mock.args.iter().chain(&flags).cloned().collect();
+            (mock.program.clone(), args, Some(flags))
+        };
+        let Some(profile) = profile else {
+            let (program, args, builtin_mock) = builtin_mock(&[]);
+            return LaunchSpec { program, args, env: vec![], cwd, builtin_mock };
+        };
+        let env = profile.env.iter().map(|e| (e.name.clone(), e.value.clone())).collect();
+        let (program, args, builtin_mock) = match (profile.kind, profile.command.is_empty()) {
+            (AgentKind::Mock, true) => builtin_mock(&profile.args),
+            (_, false) => (profile.command.clone(), profile.args.clone(), None),
+            (kind, true) => {
+                let default = kind.default_command();
+                let args = default.args.iter().map(|a| (*a).to_owned());
+                (
+                    default.program.to_owned(),
+                    args.chain(profile.args.iter().cloned()).collect(),
+                    None,
+                )
+            }
+        };
+        LaunchSpec { program, args, env, cwd, builtin_mock }
+    }
+
+    /// Binds the session to a new execution: new epoch, `STARTING`, boot as a child future.
+    /// `prompt` is sent once the agent is ready; `fresh` opens a new conversation even
+    /// though a resume token exists.
+    pub(super) async fn begin_boot(&mut self, prompt: Option<Message>, fresh: bool) -> Result<()> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let boot = self.bind_boot(&mut tx).await?;
+        tx.commit().await?;
+        self.spawn_boot(boot, prompt, fresh);
+        Ok(())
+    }
+
+    /// The writes of a start in the caller's transaction: a new epoch and `STARTING`.
+    pub(super) async fn bind_boot(&mut self, tx: &mut WriteTx) -> Result<NewBoot> {
+        let first = self.session.state == SessionState::Created;
+        let profile = self.profile().await?;
+        let spec = self.launch_spec(profile.as_ref());
+        let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
+        self.session.epoch = epoch;
+        self.write(
+            tx,
+            SessionUpdate { state: Some(SessionState::Starting), ..SessionUpdate::default() },
+        )
+        .await?;
+        Ok(NewBoot { epoch, first, spec })
+    }
+
+    /// Once [`Self::bind_boot`] is committed: prepares the working directory and boots the
+    /// agent as a child future.
+    pub(super) fn spawn_boot(&mut self, boot: NewBoot, prompt: Option<Message>, fresh: bool) {
+        let NewBoot { epoch, first, spec } = boot;
+        let cancel = CancellationToken::new();
+        self.phase = Phase::Booting(Boot { epoch, cancel: cancel.clone(), prompt });
+        let plan = BootPlan {
+            spec,
+            resume_token: if fresh { None } else { self.session.resume_token.clone() },
+            mode: self.session.session_mode.clone(),
+            model: self.session.model.clone(),
+            call_timeout: self.inner.config.call_timeout,
+            stop_grace: self.inner.config.stop_grace,
+            authenticate: self.inner.take_auth_wish(&self.session.id),
+        };
+        let launcher = self.inner.launcher.clone();
+        let inbox = self.sender();
+        let (inner, session) = (self.inner.clone(), self.session.clone());
+        self.spawn(async move {
+            let prepared = prepare_for_start(&inner, &session, first, &cancel);
+            let result = match prepared.await {
+                Ok(()) => handshake::boot(launcher, plan, cancel).await.map(Box::new),
+                Err(failure) => Err(failure),
+            };
+            let _ = inbox.send(Command::Booted { epoch, result }).await;
+        });
+    }
+
+    /// Cancels a start in progress; returns whether there was one, with the prompt that was
+    /// waiting for it.
+    pub(super) fn cancel_boot(&mut self) -> Option<Option<Message>> {
+        if !self.phase.is_booting() {
+            return None;
+        }
+        match self.phase.take() {
+            Taken::Boot(boot) => {
+                boot.cancel.cancel();
+                Some(boot.prompt)
+            }
+            _ => None, // unreachable: the phase was Booting
+        }
+    }
+
+    pub(super) async fn on_booted(
+        &mut self,
+        epoch: i64,
+        result: std::result::Result<Box<Booted>, BootFailure>,
+    ) {
+        let current = matches!(&self.phase, Phase::Booting(boot) if boot.epoch == epoch);
+        if !current {
+            if let Ok(booted) = result {
+                // A start that was cancelled or replaced: its agent goes away.
+                booted.client.close();
+                let control = booted.control.clone();
+                let grace = self.inner.config.stop_grace;
+                self.spawn(async move {
+                    control.stop(grace).await;
+                });
+            }
+            return;
+        }
+        // The prompt waiting for this boot.
+        let prompt = match self.phase.take() {
+            Taken::Boot(boot) => boot.prompt,
+            _ => None,
+        };
+        match result {
+            Ok(booted) => {
+                let result = self.go_live(epoch, *booted, prompt.is_some()).await;
+                self.log("recording the started agent", result);
+                match prompt {
+                    Some(message) => {
+                        if let Err(err) = self.send_turn(message).await {
+                            let text = format!("the message could not be sent to the agent: {err}");
+                            let error = self.error(
+                                "prompt_failed",
+                                text.clone(),
+                                json!({ "epoch": epoch }),
+                            );
+                            let update = SessionUpdate {
+                                state: Some(SessionState::WaitingForInput),
+                                last_error: Some(Some(error)),
+                                ..SessionUpdate::default()
+                            };
+                            let note = (MessageKind::Error, text, json!({}));
+                            let result = self.commit(update, Some(note)).await;
+                            self.log("recording a failed send", result);
+                        }
+                    }
+                    None => self.drain_queue().await,
+                }
+            }
+            Err(failure) => {
+                let result = self.boot_failed(failure, prompt.is_some()).await;
+                self.log("recording the failed start", result);
+            }
+        }
+    }
+
+    /// Records the ready agent; with `prompt_waiting` the session stays `STARTING` until the
+    /// waiting prompt opens its turn (`RUNNING`, rule 46).
+    async fn go_live(&mut self, epoch: i64, booted: Booted, prompt_waiting: bool) -> Result<()> {
+        let Booted { client, events, control, conversation } = booted;
+        let previous_token = self.session.resume_token.clone();
+        let cancel = CancellationToken::new();
+        let record = RuntimeRecord {
+            session_id: self.session.id.clone(),
+            execution_id: format!("{}-{epoch}", self.session.id),
+            epoch,
+            pid: control.pid(),
+            pgid: control.pgid(),
+            status: "running".into(),
+            cwd: self.session.cwd.clone(),
+        };
+        let (ordered, results) = mpsc::unbounded_channel();
+        self.spawn_pump(epoch, events, results, cancel.clone());
+        self.spawn_exit_watch(epoch, control.clone(), cancel.clone());
+        let acp_session_id = conversation.acp_session_id.clone();
+        let live = Live {
+            epoch,
+            client,
+            control,
+            acp_session_id: acp_session_id.clone(),
+            cancel,
+            ordered,
+        };
+        self.phase = Phase::Ready(live);
+        let idle_timeout = self.inner.config.idle_timeout;
+        if !idle_timeout.is_zero() {
+            self.after(idle_timeout, Command::IdleCheck { epoch });
+        }
+        let agent_info = conversation.agent_info();
+        let options: serde_json::Map<String, serde_json::Value> = conversation
+            .config_options
+            .iter()
+            .map(|o| (o.id.clone(), o.current_value.clone()))
+            .collect();
+        let update = SessionUpdate {
+            // With a prompt waiting, go straight on to RUNNING (no WAITING flash).
+            state: (!prompt_waiting).then_some(SessionState::WaitingForInput),
+            acp_session_id: Some(Some(acp_session_id.clone())),
+            resume_token: Some(Some(acp_session_id)),
+            session_mode: conversation.mode.clone().map(Some),
+            config_options: Some(serde_json::Value::Object(options).to_string()),
+            agent_info: Some(Some(agent_info.to_string())),
+            last_error: self.session.last_error.is_some().then_some(None),
+            ..SessionUpdate::default()
+        };
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.set_runtime(&record).await?;
+        self.write(&mut tx, update).await?;
+        // Never start a blank conversation silently: say which one the agent is in.
+        let note = match (conversation.loaded, previous_token.is_some()) {
+            (true, _) => Some(("resumed the previous conversation", "resumed")),
+            (false, true) => Some((
+                "started a new conversation: the agent does not remember the messages above",
+                "fresh",
+            )),
+            (false, false) => None,
+        };
+        if let Some((text, reason)) = note {
+            let metadata = json!({ "reason": reason });
+            add_message(&mut tx, &self.session, None, MessageKind::Status, text, metadata).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Forwards the agent's events to the inbox, and call results after every event the
+    /// agent sent before them (the ACP client queues those before the call returns).
+    fn spawn_pump(
+        &self,
+        epoch: i64,
+        mut events: mpsc::UnboundedReceiver<AgentEvent>,
+        mut results: mpsc::UnboundedReceiver<Command>,
+        cancel: CancellationToken,
+    ) {
+        let inbox = self.sender();
+        self.spawn(async move {
+            let mut events_open = true;
+            loop {
+                let command = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return,
+                    event = events.recv(), if events_open => match event {
+                        Some(event) => Command::Agent { epoch, event },
+                        None => {
+                            events_open = false;
+                            continue;
+                        }
+                    },
+                    result = results.recv() => match result {
+                        Some(result) => result,
+                        None => return,
+                    },
+                };
+                if inbox.send(command).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+
+    fn spawn_exit_watch(
+        &self,
+        epoch: i64,
+        control: Arc<dyn ExecutionControl>,
+        cancel: CancellationToken,
+    ) {
+        let inbox = self.sender();
+        self.spawn(async move {
+            let exit = tokio::select! {
+                _ = cancel.cancelled() => return,
+                exit = control.wait() => exit,
+            };
+            let stderr = control.stderr_tail();
+            let _ = inbox.send(Command::Exited { epoch, exit, stderr }).await;
+        });
+    }
+
+    /// A failed first start leaves the session `FAILED`; a failed restart of a conversation
+    /// that exists leaves it waiting, with `last_error` and the token kept (rule 30).
+    async fn boot_failed(&mut self, failure: BootFailure, prompt_waiting: bool) -> Result<()> {
+        let was_running_before = self.session.resume_token.is_some();
+        let state =
+            if was_running_before { SessionState::WaitingForInput } else { SessionState::Failed };
+        let stderr = tail_lines(&failure.stderr, 20);
+        let details =
+            failure.details_with(json!({ "epoch": self.session.epoch, "stderr": stderr }));
+        let error = self.error(failure.code, failure.message.clone(), details);
+        let update = SessionUpdate {
+            state: Some(state),
+            last_error: Some(Some(error)),
+            ..SessionUpdate::default()
+        };
+        let note = (
+            MessageKind::Error,
+            failure.message,
+            json!({ "code": failure.code, "stderr": tail_lines(&failure.stderr, 20) }),
+        );
+        self.commit(update, Some(note)).await?;
+        if prompt_waiting {
+            tracing::info!(session = %self.session.id, "a prompt was waiting for a start that failed; it stays in the transcript");
+        }
+        Ok(())
+    }
+}
+
+/// The last `n` lines of a text.
+pub(crate) fn tail_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}

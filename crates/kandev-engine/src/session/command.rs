@@ -1,0 +1,135 @@
+//! Everything a session actor can be asked or told: requests from callers (each with its
+//! reply channel), timers, and reports from the child futures it started, tagged with the
+//! epoch they belong to so stale ones are ignored.
+
+use kandev_acp::{AcpError, AgentEvent, ConfigOption, PromptResponse};
+use kandev_domain::transcript::{Message, QueuedPrompt, Session};
+use kandev_domain::workflow::EntryCause;
+use kandev_domain::{StepId, TurnId};
+use kandev_runtime::ExitInfo;
+use tokio::sync::oneshot;
+
+use crate::api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
+use crate::error::Result;
+use crate::handshake::{BootFailure, Booted};
+
+pub(crate) type Reply<T> = oneshot::Sender<Result<T>>;
+
+/// What a live context reset's `session/new` came back with: the new conversation's id, or
+/// why it failed (with the id of a conversation the agent did create on the way).
+pub(crate) type ResetResult = std::result::Result<String, (Option<String>, String)>;
+
+pub(crate) enum Command {
+    Start {
+        reply: Reply<()>,
+    },
+    /// Restart on the saved conversation (`fresh: false`) or a new one (`fresh: true`).
+    Resume {
+        fresh: bool,
+        reply: Reply<()>,
+    },
+    StallCheck {
+        epoch: i64,
+        turn_id: TurnId,
+    },
+    /// Stops the execution of `epoch` if it has been idle for the idle timeout.
+    IdleCheck {
+        epoch: i64,
+    },
+    /// The task entered a step: run `on_exit` of `from` and `on_enter` of `to`.
+    StepEntered {
+        from: Option<StepId>,
+        to: StepId,
+        cause: EntryCause,
+        start_agent: bool,
+        reply: Reply<()>,
+    },
+    /// The user's reset button (`session.reset_context`).
+    Reset {
+        reply: Reply<()>,
+    },
+    ResetDone {
+        exec_epoch: i64,
+        result: ResetResult,
+    },
+    Prompt {
+        request: PromptRequest,
+        queued_by: &'static str,
+        reply: Reply<PromptOutcome>,
+    },
+    Cancel {
+        reply: Reply<()>,
+    },
+    Stop {
+        reply: Reply<()>,
+    },
+    Delete {
+        reply: Reply<()>,
+    },
+    Shutdown {
+        reply: oneshot::Sender<()>,
+    },
+    Permission {
+        request_id: String,
+        answer: PermissionAnswer,
+        reply: Reply<Message>,
+    },
+    SetMode {
+        mode_id: String,
+        reply: Reply<Session>,
+    },
+    SetConfig {
+        config_id: String,
+        value: serde_json::Value,
+        reply: Reply<Session>,
+    },
+    Queue {
+        change: QueueChange,
+        reply: Reply<Vec<QueuedPrompt>>,
+    },
+    // Reports from child futures, tagged with their epoch.
+    Booted {
+        epoch: i64,
+        result: std::result::Result<Box<Booted>, BootFailure>,
+    },
+    Agent {
+        epoch: i64,
+        event: AgentEvent,
+    },
+    TurnDone {
+        epoch: i64,
+        turn_id: TurnId,
+        result: std::result::Result<PromptResponse, AcpError>,
+    },
+    Exited {
+        epoch: i64,
+        exit: ExitInfo,
+        stderr: String,
+    },
+    EscalateCancel {
+        epoch: i64,
+        turn_id: TurnId,
+    },
+    Applied {
+        epoch: i64,
+        change: Applied,
+        result: std::result::Result<Option<Vec<ConfigOption>>, AcpError>,
+        reply: Reply<Session>,
+    },
+}
+
+impl Command {
+    /// A timer's own check: it does not count as activity of the session.
+    pub fn is_timer(&self) -> bool {
+        matches!(
+            self,
+            Command::StallCheck { .. } | Command::IdleCheck { .. } | Command::EscalateCancel { .. }
+        )
+    }
+}
+
+/// A mode or config change the agent was asked to make.
+pub(crate) enum Applied {
+    Mode(String),
+    Config { id: String, value: serde_json::Value },
+}

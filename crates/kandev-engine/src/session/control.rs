@@ -1,0 +1,306 @@
+//! Control of the session's execution: cancel (rules 10-15), stop (rule 16), delete (rule
+//! 35), and the execution ending by itself (an exit, an idle timeout). One teardown,
+//! [`SessionActor::end_phase`], takes the phase apart for all of them.
+
+use std::sync::Arc;
+
+use kandev_domain::TurnId;
+use kandev_domain::session::SessionState;
+use kandev_domain::transcript::MessageKind;
+use kandev_runtime::ExitInfo;
+use kandev_store::SessionUpdate;
+use serde_json::json;
+
+use crate::error::Result;
+use crate::launcher::ExecutionControl;
+use crate::publish;
+use crate::session::boot::tail_lines;
+use crate::session::command::{Command, Reply};
+use crate::session::state::{
+    CancelledBy, Ending, InFlight, Phase, Reset, ResetStage, SessionActor, Taken,
+};
+
+impl SessionActor {
+    /// Takes the phase apart, leaving it `Idle`: a start in progress is cancelled; a live
+    /// execution's event pump and ACP connection are closed and its runtime row ended with
+    /// `status`. Its process is returned, not stopped yet: the caller stops it, waiting or
+    /// not (an exited one needs nothing). Returns what was in flight.
+    pub(super) async fn end_phase(
+        &mut self,
+        status: &str,
+    ) -> (Option<Arc<dyn ExecutionControl>>, InFlight) {
+        match self.phase.take() {
+            Taken::Nothing => (None, InFlight::Nothing),
+            Taken::Boot(boot) => {
+                boot.cancel.cancel();
+                (None, InFlight::Nothing)
+            }
+            Taken::Live(live, in_flight) => {
+                live.cancel.cancel();
+                live.client.close();
+                let ended: Result<()> = async {
+                    let mut tx = self.inner.store.begin_write().await?;
+                    tx.end_runtime(&self.session.id, live.epoch, status).await?;
+                    tx.commit().await?;
+                    Ok(())
+                }
+                .await;
+                self.log("recording the end of the agent", ended);
+                (Some(live.control), in_flight)
+            }
+        }
+    }
+
+    /// Ends the execution (if any): [`Self::end_phase`], then its process is stopped (TERM,
+    /// grace, KILL of its group); with `wait`, this returns after it is gone. Returns what
+    /// was in flight, for the caller to settle.
+    pub(super) async fn stop_execution(&mut self, wait: bool) -> InFlight {
+        let (control, in_flight) = self.end_phase("stopped").await;
+        if let Some(control) = control {
+            let grace = self.inner.config.stop_grace;
+            if wait {
+                control.stop(grace).await;
+            } else {
+                self.spawn(async move {
+                    control.stop(grace).await;
+                });
+            }
+        }
+        in_flight
+    }
+
+    /// Cancels the running turn (rule 12) or the start in progress (rule 32); succeeds when
+    /// nothing runs (rule 14) and joins a cancel in flight (rule 15).
+    pub(super) async fn cancel(&mut self) -> Result<()> {
+        match &self.phase {
+            Phase::Booting(_) => {
+                // Rule 32: cancel stops exactly this start attempt and sends no prompt; rule 10:
+                // what was queued behind it does not start behind the user's back either.
+                self.stop_execution(false).await;
+                self.turn_auto_run_off_if_queued().await?;
+                let note = (
+                    MessageKind::Status,
+                    "start cancelled".to_owned(),
+                    json!({ "reason": "cancelled" }),
+                );
+                let update = SessionUpdate {
+                    state: Some(SessionState::WaitingForInput),
+                    ..SessionUpdate::default()
+                };
+                self.commit(update, Some(note)).await
+            }
+            Phase::Running(..) => {
+                let Some((turn_id, epoch)) = self.phase.cancel_turn() else { return Ok(()) };
+                self.turn_auto_run_off_if_queued().await?;
+                let mut tx = self.inner.store.begin_write().await?;
+                self.expire_permissions(&mut tx, "cancelled").await?;
+                tx.commit().await?;
+                self.send_acp_cancel();
+                let timeout = self.inner.config.cancel_timeout;
+                self.after(timeout, Command::EscalateCancel { epoch, turn_id });
+                Ok(())
+            }
+            // Rule 15: join the cancel in flight (the user's, or the engine's own for a reset).
+            // Rule 10 either way: what is queued must not start behind the user's back after.
+            Phase::Cancelling(..)
+            | Phase::Resetting(_, Reset { stage: ResetStage::AfterTurn(_), .. }) => {
+                self.turn_auto_run_off_if_queued().await
+            }
+            Phase::Idle | Phase::Ready(_) | Phase::Resetting(..) => {
+                // Nothing runs: reconcile a stale RUNNING (rule 14).
+                if self.session.state == SessionState::Running {
+                    let update = SessionUpdate {
+                        state: Some(SessionState::WaitingForInput),
+                        ..SessionUpdate::default()
+                    };
+                    self.commit(update, None).await?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Sends ACP `session/cancel` to the live agent (as a child future).
+    pub(super) fn send_acp_cancel(&self) {
+        if let Some(live) = self.phase.live() {
+            let (client, acp_session_id) = (live.client.clone(), live.acp_session_id.clone());
+            self.spawn(async move {
+                if let Err(err) = client.cancel(&acp_session_id).await {
+                    tracing::debug!(error = %err, "session/cancel could not be sent");
+                }
+            });
+        }
+    }
+
+    /// Rule 10: after a user's cancel, the next queued entry must not start behind the
+    /// user's back.
+    async fn turn_auto_run_off_if_queued(&mut self) -> Result<()> {
+        let queue_waiting = !self.inner.store.list_queue(&self.session.id).await?.is_empty();
+        if queue_waiting && self.session.auto_run {
+            self.commit(SessionUpdate { auto_run: Some(false), ..SessionUpdate::default() }, None)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The agent ignored the cancel (rule 13): end the turn here, fence and replace the
+    /// execution; the next prompt starts it again.
+    pub(super) async fn on_escalate(&mut self, epoch: i64, turn_id: TurnId) {
+        let cancelling = matches!(self.phase, Phase::Cancelling(..) | Phase::Resetting(..));
+        if !cancelling || self.phase.turn_of(epoch, &turn_id).is_none() {
+            return;
+        }
+        let Some((turn, by)) = self.stop_execution(false).await.turn() else { return };
+        let note = match by {
+            CancelledBy::Reset(_) => "the agent did not stop in time, so it was restarted",
+            _ => "turn cancelled (the agent did not stop in time, so it was restarted)",
+        };
+        let result = self.finish_turn(turn, "cancelled", None, Some(note.to_owned())).await;
+        self.log("ending a hung turn", result);
+        match by.into_reset() {
+            // Without the agent the reset goes on lazily (rule 21).
+            Some(plan) => self.after_lost_turn(Some(plan)).await,
+            None => self.after_turn(Ending::CancelledByUser, Some(true)).await,
+        }
+    }
+
+    /// `session.stop`: ends the execution and leaves the session resumable (rule 16); the
+    /// answer goes out once the process is gone.
+    pub(super) async fn stop(&mut self, reply: Reply<()>) {
+        let (control, in_flight) = self.end_phase("stopped").await;
+        let (result, reset) = match in_flight {
+            InFlight::Turn(turn, by) => {
+                let note = Some("agent stopped".to_owned());
+                (self.finish_turn(turn, "cancelled", None, note).await, by.into_reset().map(Ok))
+            }
+            other => {
+                let reset = match other {
+                    InFlight::LiveReset(plan) => Some(Err(plan)),
+                    _ => None,
+                };
+                let busy =
+                    matches!(self.session.state, SessionState::Starting | SessionState::Running);
+                let update = SessionUpdate {
+                    state: Some(SessionState::WaitingForInput),
+                    ..SessionUpdate::default()
+                };
+                (if busy { self.commit(update, None).await } else { Ok(()) }, reset)
+            }
+        };
+        // A reset waiting for this execution: without an agent it finishes lazily (rule 21);
+        // one already talking to the stopped agent cannot finish and is settled as failed.
+        match reset {
+            Some(Ok(plan)) => {
+                let settled = self.continue_reset(plan).await;
+                self.log("finishing a context reset without the agent", settled);
+            }
+            Some(Err(plan)) => {
+                let why = "the agent was stopped during the context reset".to_owned();
+                let settled = self.reset_failed(plan, why).await;
+                self.log("settling an abandoned context reset", settled);
+            }
+            None => {}
+        }
+        match (result, control) {
+            (Err(err), _) => {
+                let _ = reply.send(Err(err));
+            }
+            (Ok(()), None) => {
+                let _ = reply.send(Ok(()));
+            }
+            (Ok(()), Some(control)) => {
+                let grace = self.inner.config.stop_grace;
+                self.spawn(async move {
+                    control.stop(grace).await;
+                    let _ = reply.send(Ok(()));
+                });
+            }
+        }
+    }
+
+    /// The agent's process ended by itself: a turn it had open ends with its error, a reset
+    /// waiting for that turn goes on without the agent (rule 21), one in the middle of
+    /// `session/new` fails (rule 25).
+    pub(super) async fn on_exited(&mut self, epoch: i64, exit: ExitInfo, stderr: String) {
+        if self.live_epoch() != Some(epoch) {
+            return;
+        }
+        // The process is gone: nothing to stop.
+        let (_, in_flight) = self.end_phase("exited").await;
+        let message = format!("the agent {exit}; send a message to start it again");
+        let details =
+            json!({ "epoch": epoch, "exit": exit.to_string(), "stderr": tail_lines(&stderr, 20) });
+        let error = self.error("agent_exited", message.clone(), details);
+        match in_flight {
+            InFlight::Turn(turn, by) => {
+                let result =
+                    self.finish_turn(turn, "agent_exited", Some((error, message)), None).await;
+                self.log("closing the turn of an exited agent", result);
+                self.after_lost_turn(by.into_reset()).await;
+                return;
+            }
+            InFlight::LiveReset(plan) => {
+                let why = "the agent exited during the context reset".to_owned();
+                let result = self.reset_failed(plan, why).await;
+                self.log("settling an abandoned context reset", result);
+            }
+            InFlight::Nothing => {}
+        }
+        if !exit.success() {
+            let update =
+                SessionUpdate { last_error: Some(Some(error)), ..SessionUpdate::default() };
+            let result = self.commit(update, None).await;
+            self.log("recording the agent's exit", result);
+        }
+    }
+
+    /// Issue 12 finding 9: an agent that has done nothing for the idle timeout (no turn, no
+    /// reset, no permission request waiting, no command) is stopped, as `session.stop` would;
+    /// the session keeps waiting for input with its token, and the next message resumes the
+    /// conversation with `session/load` (rule 28). Re-armed until then.
+    pub(super) async fn on_idle_check(&mut self, epoch: i64) {
+        if self.live_epoch() != Some(epoch) {
+            return; // that execution is gone: its checks end with it
+        }
+        let timeout = self.inner.config.idle_timeout;
+        let idle_for = self.last_active.elapsed();
+        let busy = !matches!(self.phase, Phase::Ready(_)) || !self.permissions.is_empty();
+        if busy || idle_for < timeout {
+            let wait = if busy { timeout } else { timeout - idle_for };
+            return self.after(wait, Command::IdleCheck { epoch });
+        }
+        self.stop_execution(false).await;
+        let minutes = timeout.as_secs_f64() / 60.0;
+        let note = format!(
+            "the agent was stopped after {minutes:.1} minutes without activity; the next message resumes the conversation"
+        );
+        let note = (MessageKind::Status, note, json!({ "reason": "idle" }));
+        let result = self.commit(SessionUpdate::default(), Some(note)).await;
+        self.log("noting an idle stop", result);
+    }
+
+    /// `session.delete` (rule 35): stops any execution, answers pending permission requests
+    /// `cancelled`, deletes the session and its transcript. The actor ends after it.
+    pub(super) async fn delete(&mut self) -> Result<()> {
+        self.stop_execution(true).await;
+        for (_, pending) in self.permissions.drain() {
+            pending.responder.respond(kandev_acp::Outcome::Cancelled);
+        }
+        let mut tx = self.inner.store.begin_write().await?;
+        let session = tx.delete_session(&self.session.id).await?;
+        let payload =
+            json!({ "id": session.id.to_string(), "task_id": session.task_id.to_string() });
+        tx.emit(publish::session_topic(&session), "session.deleted", payload.clone()).await?;
+        tx.emit(publish::workspace_topic(&self.task), "session.deleted", payload).await?;
+        if let Ok(task) = tx.get_task(&self.task.id).await {
+            tx.emit(
+                publish::workspace_topic(&task),
+                "task.updated",
+                json!({ "task": kandev_api_types::TaskDto::from(&task) }),
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}

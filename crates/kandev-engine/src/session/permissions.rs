@@ -1,0 +1,169 @@
+//! Permission requests of the agent (docs/lifecycle.md section G, rules 36-38): persisted as a
+//! message with the options offered, answered once (by the user, by the profile's
+//! `auto_approve`, or expired by the engine), and audited.
+
+use kandev_acp::{Outcome, PermissionOption};
+use kandev_domain::transcript::{Message, MessageKind};
+use kandev_store::WriteTx;
+use serde_json::{Value, json};
+
+use crate::api::PermissionAnswer;
+use crate::error::{EngineError, Result};
+use crate::publish;
+use crate::session::state::{PendingPermission, SessionActor};
+
+fn options_json(options: &[PermissionOption]) -> Value {
+    Value::Array(
+        options
+            .iter()
+            .map(|o| json!({ "option_id": o.option_id, "name": o.name, "kind": o.kind.as_str() }))
+            .collect(),
+    )
+}
+
+impl SessionActor {
+    pub(super) async fn on_permission_request(
+        &mut self,
+        title: String,
+        raw: Value,
+        options: Vec<PermissionOption>,
+        responder: kandev_acp::PermissionResponder,
+    ) -> Result<()> {
+        let request_id = uuid::Uuid::new_v4().to_string();
+        let metadata = json!({ "request_id": request_id, "options": options_json(&options), "status": "pending", "tool_call": raw });
+        let mut tx = self.inner.store.begin_write().await?;
+        let message =
+            self.add_in(&mut tx, MessageKind::PermissionRequest, &title, metadata).await?;
+        let payload = json!({ "session_id": self.session.id.to_string(), "request_id": request_id, "message": kandev_api_types::MessageDto::from(&message) });
+        tx.emit(publish::session_topic(&self.session), "session.permission.requested", payload)
+            .await?;
+        tx.commit().await?;
+        self.permissions.insert(
+            request_id.clone(),
+            PendingPermission { responder, options: options.clone(), message_id: message.id },
+        );
+        let auto_approve = self.profile_auto_approves().await;
+        if auto_approve && let Some(allow) = options.iter().find(|o| o.kind.is_allow()) {
+            self.answer_permission(
+                &request_id,
+                PermissionAnswer::Option(allow.option_id.clone()),
+                "auto_approve",
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn profile_auto_approves(&self) -> bool {
+        match &self.session.agent_profile_id {
+            Some(id) => {
+                self.inner.store.get_profile(id).await.map(|p| p.auto_approve).unwrap_or(false)
+            }
+            None => false,
+        }
+    }
+
+    /// Answers a pending request with an option the agent offered (rule 37).
+    pub(super) async fn answer_permission(
+        &mut self,
+        request_id: &str,
+        answer: PermissionAnswer,
+        by: &str,
+    ) -> Result<Message> {
+        let Some(pending) = self.permissions.remove(request_id) else {
+            return match self
+                .inner
+                .store
+                .find_permission_message(&self.session.id, request_id)
+                .await?
+            {
+                Some(_) => Err(EngineError::AlreadyResolved(
+                    "this permission request was already answered or has expired".into(),
+                )),
+                None => Err(EngineError::NotFound(format!(
+                    "permission request {request_id} does not exist in this session"
+                ))),
+            };
+        };
+        let (outcome, status, option_id) = match &answer {
+            PermissionAnswer::Cancelled => (Outcome::Cancelled, "cancelled", None),
+            PermissionAnswer::Option(id) => {
+                match pending.options.iter().find(|o| &o.option_id == id) {
+                    Some(option) => {
+                        let status = if option.kind.is_allow() { "approved" } else { "rejected" };
+                        (Outcome::Selected(id.clone()), status, Some(id.clone()))
+                    }
+                    None => {
+                        let offered: Vec<String> =
+                            pending.options.iter().map(|o| o.option_id.clone()).collect();
+                        self.permissions.insert(request_id.to_owned(), pending);
+                        return Err(EngineError::Validation(format!(
+                            "option_id {id:?} was not offered; choose one of {offered:?}"
+                        )));
+                    }
+                }
+            }
+        };
+        pending.responder.respond(outcome);
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.record_permission_answer(&self.session.id, request_id, option_id.as_deref(), status, by)
+            .await?;
+        let message = self
+            .resolve_permission_message(
+                &mut tx,
+                &pending.message_id,
+                status,
+                option_id.as_deref(),
+                by,
+            )
+            .await?;
+        tx.commit().await?;
+        Ok(message)
+    }
+
+    async fn resolve_permission_message(
+        &mut self,
+        tx: &mut WriteTx,
+        id: &kandev_domain::MessageId,
+        status: &str,
+        option_id: Option<&str>,
+        by: &str,
+    ) -> Result<Message> {
+        let message = self.inner.store.get_message(id).await?;
+        let mut metadata: serde_json::Map<String, Value> =
+            serde_json::from_str(&message.metadata).unwrap_or_default();
+        metadata.insert("status".into(), json!(status));
+        metadata.insert("selected_option_id".into(), json!(option_id));
+        metadata.insert("answered_by".into(), json!(by));
+        let message = tx.set_message(id, None, &Value::Object(metadata).to_string()).await?;
+        publish::message_changed(tx, &self.session, &message).await?;
+        let action = if status == "expired" {
+            "session.permission.expired"
+        } else {
+            "session.permission.resolved"
+        };
+        let request_id = serde_json::from_str::<Value>(&message.metadata)
+            .ok()
+            .and_then(|m| m["request_id"].as_str().map(str::to_owned));
+        let payload = json!({ "session_id": self.session.id.to_string(), "request_id": request_id, "status": status, "option_id": option_id });
+        tx.emit(publish::session_topic(&self.session), action, payload).await?;
+        Ok(message)
+    }
+
+    /// Answers every pending request `cancelled` and marks it `status` (rules 12, 38).
+    pub(super) async fn expire_permissions(
+        &mut self,
+        tx: &mut WriteTx,
+        status: &str,
+    ) -> Result<()> {
+        let pending: Vec<(String, PendingPermission)> = self.permissions.drain().collect();
+        for (request_id, permission) in pending {
+            permission.responder.respond(Outcome::Cancelled);
+            tx.record_permission_answer(&self.session.id, &request_id, None, status, "engine")
+                .await?;
+            self.resolve_permission_message(tx, &permission.message_id, status, None, "engine")
+                .await?;
+        }
+        Ok(())
+    }
+}

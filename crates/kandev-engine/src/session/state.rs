@@ -1,0 +1,403 @@
+//! A session actor's state: the session as last written, and one [`Phase`] saying what the
+//! session is doing, with the data only that phase has (the live agent, the open turn, the
+//! reset in progress, the start in progress), so no flag can disagree with another.
+//! [`SessionActor::can_start_turn`] reads it: it is the one answer to "may a turn start now"
+//! for every admission path (docs/lifecycle.md rule 44).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use kandev_acp::{AcpClient, PermissionOption, PermissionResponder};
+use kandev_domain::session::SessionState;
+use kandev_domain::task::Task;
+use kandev_domain::transcript::{Message, MessageKind, Session};
+use kandev_domain::workflow::{Action, EntryCause, Step};
+use kandev_domain::{MessageId, StepId, TurnId};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::inner::Inner;
+use crate::launcher::ExecutionControl;
+use crate::session::command::Command;
+
+pub(crate) struct SessionActor {
+    pub inner: Arc<Inner>,
+    /// The session as last written (every write goes through the actor).
+    pub session: Session,
+    pub task: Task,
+    pub me: mpsc::Sender<Command>,
+    pub phase: Phase,
+    /// Permission requests of the live agent waiting for an answer (section G).
+    pub permissions: HashMap<String, PendingPermission>,
+    /// Cancelled when the actor ends, so its timers end with it.
+    pub ended: CancellationToken,
+    /// When the session last did anything (any command but a timer's): idle agents are
+    /// stopped after `EngineConfig::idle_timeout`.
+    pub last_active: Instant,
+}
+
+/// What the session is doing. A stop leaves `Idle` at once (the process is stopped by a
+/// child future the stop's answer waits for); a delete ends the actor.
+#[allow(clippy::large_enum_variant)] // one per session, moved rarely
+pub(crate) enum Phase {
+    /// No agent runs; nothing is in flight.
+    Idle,
+    /// The agent is being started or resumed (its working directory prepared first).
+    Booting(Boot),
+    /// The agent is ready; nothing is in flight.
+    Ready(Live),
+    /// A turn runs.
+    Running(Live, Turn),
+    /// The user cancelled the running turn (rule 12); it ends when the agent ends it, or the
+    /// engine ends it after the cancel timeout (rule 13).
+    Cancelling(Live, Turn),
+    /// A context reset runs on the live agent (rules 18-27).
+    Resetting(Live, Reset),
+}
+
+/// A start in progress. The prompt that waits for the agent to be ready belongs to it:
+/// cancelling the start drops it, restarting the start keeps it.
+pub(crate) struct Boot {
+    pub epoch: i64,
+    pub cancel: CancellationToken,
+    /// The recorded prompt that started this boot (a lazy start or resume, rule 28).
+    pub prompt: Option<Message>,
+}
+
+/// The live execution: the agent process and its ACP connection.
+pub(crate) struct Live {
+    pub epoch: i64,
+    pub client: AcpClient,
+    pub control: Arc<dyn ExecutionControl>,
+    pub acp_session_id: String,
+    /// Stops the event pump and the exit watcher of this execution.
+    pub cancel: CancellationToken,
+    /// Results of calls whose events must be handled first (turn ends): they go through the
+    /// event pump, which forwards every event the agent sent before them first.
+    pub ordered: mpsc::UnboundedSender<Command>,
+}
+
+/// An open turn.
+pub(crate) struct Turn {
+    pub id: TurnId,
+    pub epoch: i64,
+    /// The message streamed chunks are appended to, while the agent keeps to one kind.
+    pub streaming: Option<(MessageKind, MessageId)>,
+    pub tool_calls: HashMap<String, MessageId>,
+    /// When the prompt was sent.
+    pub sent_at: Instant,
+    /// The agent's output in this turn, once there is any (rule 40).
+    pub output: Option<Output>,
+}
+
+/// When a turn's agent last said something, and whether its quiet was noted already.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Output {
+    pub last: Instant,
+    /// One stall notice per turn (rule 40).
+    pub stall_noticed: bool,
+}
+
+/// What a context reset is for: the step that asked for it and the entry actions waiting
+/// behind it (rule 18), or the user's reset button.
+pub(crate) struct ResetPlan {
+    /// `None` for the user's reset button.
+    pub step: Option<Box<Step>>,
+    pub then: VecDeque<Action<StepId>>,
+    pub cause: EntryCause,
+}
+
+/// A context reset in progress on the live agent.
+pub(crate) struct Reset {
+    pub plan: ResetPlan,
+    pub stage: ResetStage,
+}
+
+pub(crate) enum ResetStage {
+    /// The running turn is being cancelled internally; the reset goes on once it has ended
+    /// (rule 23).
+    AfterTurn(Turn),
+    /// That turn has ended; the reset goes on, in the same command (so nothing can start a
+    /// turn in between: the gate stays closed for the whole reset).
+    TurnEnded,
+    /// `session/new` (then model, mode and options) is in flight on the agent (rules 20, 27):
+    /// anything the old conversation still sends is dropped (rule 22).
+    NewConversation,
+}
+
+/// How a turn that ended was ending ([`Phase::end_turn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// The agent ended it by itself.
+    Normally,
+    /// The user had cancelled it (rule 12).
+    CancelledByUser,
+    /// The engine had cancelled it for the reset in the phase, which goes on now (rule 23).
+    ForReset,
+}
+
+/// Who was cancelling an open turn when its execution was taken apart ([`Phase::take`]).
+pub(crate) enum CancelledBy {
+    Nobody,
+    /// The user (rule 12): a status note, and `on_turn_complete` only with
+    /// `cancel_triggers_turn_complete`.
+    User,
+    /// The engine, for the reset that goes on now (rule 23): no note, no `on_turn_complete`.
+    Reset(ResetPlan),
+}
+
+/// What was in flight when a phase was taken apart ([`Phase::take`]).
+pub(crate) enum InFlight {
+    Nothing,
+    /// An open turn, and who was cancelling it.
+    Turn(Turn, CancelledBy),
+    /// A reset in the middle of the agent's `session/new`: without the agent it can only
+    /// fail (rule 25).
+    LiveReset(ResetPlan),
+}
+
+impl InFlight {
+    /// The open turn and who was cancelling it, if a turn was open.
+    pub fn turn(self) -> Option<(Turn, CancelledBy)> {
+        match self {
+            InFlight::Turn(turn, by) => Some((turn, by)),
+            InFlight::Nothing | InFlight::LiveReset(_) => None,
+        }
+    }
+}
+
+impl CancelledBy {
+    /// The reset that was waiting for the turn, if the engine was cancelling it for one.
+    pub fn into_reset(self) -> Option<ResetPlan> {
+        match self {
+            CancelledBy::Reset(plan) => Some(plan),
+            CancelledBy::Nobody | CancelledBy::User => None,
+        }
+    }
+}
+
+pub(crate) struct PendingPermission {
+    pub responder: PermissionResponder,
+    pub options: Vec<PermissionOption>,
+    pub message_id: MessageId,
+}
+
+/// Why a turn may not start now (rule 44): the prompt waits in the queue (or is refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Closed {
+    /// `FAILED` (or `CANCELLED`): only an explicit resume reopens the session (rule 2).
+    Ended(SessionState),
+    /// A context reset is in progress (rule 24).
+    Resetting,
+    /// A turn is open, possibly being cancelled.
+    Turn,
+    /// The agent is being started or resumed.
+    Starting,
+}
+
+impl Phase {
+    /// The live execution, whatever the session does with it.
+    pub fn live(&self) -> Option<&Live> {
+        match self {
+            Phase::Ready(live)
+            | Phase::Running(live, _)
+            | Phase::Cancelling(live, _)
+            | Phase::Resetting(live, _) => Some(live),
+            Phase::Idle | Phase::Booting(_) => None,
+        }
+    }
+
+    pub fn live_mut(&mut self) -> Option<&mut Live> {
+        match self {
+            Phase::Ready(live)
+            | Phase::Running(live, _)
+            | Phase::Cancelling(live, _)
+            | Phase::Resetting(live, _) => Some(live),
+            Phase::Idle | Phase::Booting(_) => None,
+        }
+    }
+
+    /// The open turn (being cancelled or not).
+    pub fn turn(&self) -> Option<&Turn> {
+        match self {
+            Phase::Running(_, turn)
+            | Phase::Cancelling(_, turn)
+            | Phase::Resetting(_, Reset { stage: ResetStage::AfterTurn(turn), .. }) => Some(turn),
+            _ => None,
+        }
+    }
+
+    pub fn turn_mut(&mut self) -> Option<&mut Turn> {
+        match self {
+            Phase::Running(_, turn)
+            | Phase::Cancelling(_, turn)
+            | Phase::Resetting(_, Reset { stage: ResetStage::AfterTurn(turn), .. }) => Some(turn),
+            _ => None,
+        }
+    }
+
+    /// The open turn `turn_id` of `epoch`, if it is the one open.
+    pub fn turn_of(&self, epoch: i64, turn_id: &TurnId) -> Option<&Turn> {
+        self.turn().filter(|t| &t.id == turn_id && t.epoch == epoch)
+    }
+
+    pub fn is_booting(&self) -> bool {
+        matches!(self, Phase::Booting(_))
+    }
+
+    pub fn is_resetting(&self) -> bool {
+        matches!(self, Phase::Resetting(..))
+    }
+
+    /// A live reset waits for the agent's new conversation (rule 22: the old one is stale).
+    pub fn is_replacing_conversation(&self) -> bool {
+        matches!(self, Phase::Resetting(_, Reset { stage: ResetStage::NewConversation, .. }))
+    }
+
+    /// Takes the phase apart, leaving `Idle`: the live execution (if any) and what was in
+    /// flight. A start in progress is returned as it is (its caller cancels it).
+    pub fn take(&mut self) -> Taken {
+        match std::mem::replace(self, Phase::Idle) {
+            Phase::Idle => Taken::Nothing,
+            Phase::Booting(boot) => Taken::Boot(boot),
+            Phase::Ready(live) => Taken::Live(live, InFlight::Nothing),
+            Phase::Running(live, turn) => {
+                Taken::Live(live, InFlight::Turn(turn, CancelledBy::Nobody))
+            }
+            Phase::Cancelling(live, turn) => {
+                Taken::Live(live, InFlight::Turn(turn, CancelledBy::User))
+            }
+            Phase::Resetting(live, Reset { plan, stage: ResetStage::AfterTurn(turn) }) => {
+                Taken::Live(live, InFlight::Turn(turn, CancelledBy::Reset(plan)))
+            }
+            // A reset whose turn has ended is settled in the command that ended it; were it
+            // ever taken apart in between, it fails like a live one (rule 25): nothing is sent.
+            Phase::Resetting(
+                live,
+                Reset { plan, stage: ResetStage::NewConversation | ResetStage::TurnEnded },
+            ) => Taken::Live(live, InFlight::LiveReset(plan)),
+        }
+    }
+
+    /// The user cancels the running turn: `Running` becomes `Cancelling`. Returns the turn's
+    /// id and epoch, or `None` (nothing changed) in any other phase.
+    pub fn cancel_turn(&mut self) -> Option<(TurnId, i64)> {
+        match std::mem::replace(self, Phase::Idle) {
+            Phase::Running(live, turn) => {
+                let cancelled = (turn.id.clone(), turn.epoch);
+                *self = Phase::Cancelling(live, turn);
+                Some(cancelled)
+            }
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+
+    /// A reset waits for the open turn (rule 23): `Running` or `Cancelling` becomes
+    /// `Resetting` with the turn. Returns the turn's id and epoch when the engine has to
+    /// cancel it now (`Running`); `Ok(None)` when a user's cancel is already in flight (the
+    /// reset joins it). Without an open turn, nothing changes and `plan` comes back.
+    pub fn reset_after_turn(
+        &mut self,
+        plan: ResetPlan,
+    ) -> Result<Option<(TurnId, i64)>, ResetPlan> {
+        let (live, turn, cancel_now) = match std::mem::replace(self, Phase::Idle) {
+            Phase::Running(live, turn) => (live, turn, true),
+            Phase::Cancelling(live, turn) => (live, turn, false),
+            other => {
+                *self = other;
+                return Err(plan);
+            }
+        };
+        let cancel = cancel_now.then(|| (turn.id.clone(), turn.epoch));
+        *self = Phase::Resetting(live, Reset { plan, stage: ResetStage::AfterTurn(turn) });
+        Ok(cancel)
+    }
+
+    /// Ends the open turn: the phase becomes `Ready` on the same execution, or, for the turn
+    /// a reset waited for, `Resetting` at [`ResetStage::TurnEnded`]. Returns the turn and how
+    /// it was ending; `None` (nothing changed) without an open turn.
+    pub fn end_turn(&mut self) -> Option<(Turn, Ending)> {
+        self.turn()?;
+        match std::mem::replace(self, Phase::Idle) {
+            Phase::Running(live, turn) => {
+                *self = Phase::Ready(live);
+                Some((turn, Ending::Normally))
+            }
+            Phase::Cancelling(live, turn) => {
+                *self = Phase::Ready(live);
+                Some((turn, Ending::CancelledByUser))
+            }
+            Phase::Resetting(live, Reset { plan, stage: ResetStage::AfterTurn(turn) }) => {
+                *self = Phase::Resetting(live, Reset { plan, stage: ResetStage::TurnEnded });
+                Some((turn, Ending::ForReset))
+            }
+            other => {
+                *self = other; // unreachable: turn() found one above
+                None
+            }
+        }
+    }
+
+    /// The reset whose turn has just ended, out of the phase (which becomes `Ready`), to go
+    /// on with it at once.
+    pub fn take_reset_after_turn(&mut self) -> Option<ResetPlan> {
+        match std::mem::replace(self, Phase::Idle) {
+            Phase::Resetting(live, Reset { plan, stage: ResetStage::TurnEnded }) => {
+                *self = Phase::Ready(live);
+                Some(plan)
+            }
+            other => {
+                *self = other;
+                None
+            }
+        }
+    }
+}
+
+/// A phase taken apart.
+#[allow(clippy::large_enum_variant)] // short-lived, taken apart at once
+pub(crate) enum Taken {
+    Nothing,
+    Boot(Boot),
+    Live(Live, InFlight),
+}
+
+impl SessionActor {
+    pub fn new(inner: Arc<Inner>, session: Session, task: Task, me: mpsc::Sender<Command>) -> Self {
+        SessionActor {
+            inner,
+            session,
+            task,
+            me,
+            phase: Phase::Idle,
+            permissions: HashMap::new(),
+            ended: CancellationToken::new(),
+            last_active: Instant::now(),
+        }
+    }
+
+    /// Rule 44, the one answer to "may a turn start now" for every admission path (a new
+    /// message, the queue's add, drain and auto-run, the queue at a turn's end, a workflow's
+    /// auto-start): only when nothing is in flight (no reset, start or resume, turn or its
+    /// cancel), and not in `FAILED` or `CANCELLED` (rule 2).
+    pub fn can_start_turn(&self) -> Result<(), Closed> {
+        if self.session.state.needs_resume() {
+            return Err(Closed::Ended(self.session.state));
+        }
+        match &self.phase {
+            Phase::Idle | Phase::Ready(_) => Ok(()),
+            Phase::Booting(_) => Err(Closed::Starting),
+            Phase::Running(..) | Phase::Cancelling(..) => Err(Closed::Turn),
+            Phase::Resetting(..) => Err(Closed::Resetting),
+        }
+    }
+
+    /// The epoch of the live execution, if one runs.
+    pub fn live_epoch(&self) -> Option<i64> {
+        self.phase.live().map(|live| live.epoch)
+    }
+}

@@ -1,0 +1,329 @@
+//! Prompts and turns: admitting a prompt through the one gate (rule 44), recording it in the
+//! transaction that opens its turn or begins its start, sending it, and everything that ends
+//! a turn (the agent's answer, an error, a stall) and what follows it.
+
+use std::collections::HashMap;
+
+use kandev_acp::{AcpError, ContentBlock, PromptResponse};
+use kandev_domain::session::SessionState;
+use kandev_domain::transcript::{LastError, Message, MessageKind};
+use kandev_domain::{QueuedPromptId, TurnId};
+use kandev_store::{NewMessage, SessionUpdate, WriteTx};
+use serde_json::json;
+
+use crate::api::{PromptOutcome, PromptRequest};
+use crate::error::{EngineError, Result};
+use crate::handshake;
+use crate::publish;
+use crate::session::command::Command;
+use crate::session::state::{Closed, Ending, Output, Phase, ResetPlan, SessionActor, Turn};
+use crate::write::add_message;
+
+impl SessionActor {
+    /// A prompt from the user or a workflow (`message.add`, a workflow's auto-start): sent
+    /// when [`Self::can_start_turn`] allows, else queued (or refused when the caller asked
+    /// not to queue).
+    pub(super) async fn admit(
+        &mut self,
+        request: PromptRequest,
+        queued_by: &'static str,
+    ) -> Result<PromptOutcome> {
+        if request.content.trim().is_empty() {
+            return Err(EngineError::Validation("content is required".into()));
+        }
+        if let Some(client_id) = &request.client_message_id {
+            let mut tx = self.inner.store.begin_write().await?;
+            if let Some(existing) = tx.message_by_client_id(&self.session.id, client_id).await? {
+                return Ok(PromptOutcome::Duplicate(existing));
+            }
+            if let Some(queued) = tx
+                .list_queue(&self.session.id)
+                .await?
+                .into_iter()
+                .find(|q| q.client_message_id.as_ref() == Some(client_id))
+            {
+                return Ok(PromptOutcome::Queued(queued));
+            }
+        }
+        if self.can_start_turn().is_ok() && queued_by == "user" {
+            // on_turn_start may move the task first (and reset the context on the way).
+            Box::pin(self.on_user_turn_start()).await?;
+        }
+        match self.can_start_turn() {
+            Ok(()) => self
+                .record_and_send(request.content, request.client_message_id, None)
+                .await
+                .map(PromptOutcome::Sent),
+            Err(Closed::Ended(state)) => Err(EngineError::Conflict(format!(
+                "the session is {}; resume it (load or fresh) before sending messages",
+                state.as_str()
+            ))),
+            Err(Closed::Resetting) if !request.queue => Err(EngineError::ResetInProgress(
+                "the agent's context is being reset; try again in a moment or queue the message"
+                    .into(),
+            )),
+            Err(Closed::Turn) if !request.queue => Err(EngineError::Busy(
+                "the agent is busy with a turn; wait, cancel it, or queue the message".into(),
+            )),
+            Err(Closed::Starting) if !request.queue => Err(EngineError::Busy(
+                "the agent is starting; wait until it is ready, or queue the message".into(),
+            )),
+            Err(_) => self.enqueue(&request, queued_by).await.map(PromptOutcome::Queued),
+        }
+    }
+
+    /// Records the user's message, then sends it, starting (or resuming) the agent first
+    /// when no execution is live (rules 2, 28).
+    /// With `from_queue`, the queue entry is removed in the same transaction that records the
+    /// message, so an entry is never in both places or in neither (rule 7).
+    pub(super) async fn record_and_send(
+        &mut self,
+        content: String,
+        client_message_id: Option<String>,
+        from_queue: Option<&QueuedPromptId>,
+    ) -> Result<Message> {
+        if let Err(closed) = self.can_start_turn() {
+            // Callers check the gate first; this keeps a slip from recording a stray message.
+            return Err(EngineError::Conflict(format!("no turn can start now ({closed:?})")));
+        }
+        let mut tx = self.inner.store.begin_write().await?;
+        if let Some(id) = from_queue {
+            tx.dequeue(&self.session.id, id).await?;
+            let queue = tx.list_queue(&self.session.id).await?;
+            publish::queue_changed(&mut tx, &self.session, &queue).await?;
+        }
+        let new = NewMessage {
+            session_id: self.session.id.clone(),
+            turn_id: None,
+            kind: MessageKind::User,
+            content,
+            metadata: "{}".into(),
+            client_message_id,
+        };
+        let message = tx.insert_message(&new).await?;
+        publish::message_added(&mut tx, &self.session, &message).await?;
+        // The message, and the turn it opens or the start it waits for, in one transaction:
+        // nobody ever sees it recorded while the session still says WAITING_FOR_INPUT.
+        if matches!(self.phase, Phase::Ready(_)) {
+            let turn = self.open_turn(&mut tx, &message).await?;
+            tx.commit().await?;
+            self.dispatch_turn(turn, message.clone());
+        } else {
+            let boot = self.bind_boot(&mut tx).await?;
+            tx.commit().await?;
+            self.spawn_boot(boot, Some(message.clone()), false);
+        }
+        Ok(message)
+    }
+
+    /// Opens the turn (`RUNNING`, rule 3) and sends the prompt as a child future.
+    pub(super) async fn send_turn(&mut self, message: Message) -> Result<()> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let turn = self.open_turn(&mut tx, &message).await?;
+        tx.commit().await?;
+        self.dispatch_turn(turn, message);
+        Ok(())
+    }
+
+    /// The writes of a new turn in the caller's transaction: the turn row (in the session's
+    /// current epoch: a context reset moves it on without a new execution) and `RUNNING`.
+    async fn open_turn(&mut self, tx: &mut WriteTx, message: &Message) -> Result<TurnId> {
+        if !matches!(self.phase, Phase::Ready(_)) {
+            return Err(EngineError::Unavailable("the agent is not running".into()));
+        }
+        let turn_id = tx.open_turn(&self.session.id, self.session.epoch).await?;
+        self.write(
+            tx,
+            SessionUpdate { state: Some(SessionState::Running), ..SessionUpdate::default() },
+        )
+        .await?;
+        let started = json!({ "session_id": self.session.id.to_string(), "turn_id": turn_id.to_string(), "message_id": message.id.to_string() });
+        tx.emit(publish::session_topic(&self.session), "session.turn.started", started).await?;
+        Ok(turn_id)
+    }
+
+    /// Once [`Self::open_turn`] is committed: `Running`, and the prompt sent as a child
+    /// future whose answer comes back through the event pump (after the turn's events).
+    fn dispatch_turn(&mut self, turn_id: TurnId, message: Message) {
+        let Phase::Ready(live) = std::mem::replace(&mut self.phase, Phase::Idle) else {
+            return; // open_turn checked it
+        };
+        let epoch = self.session.epoch;
+        let (client, acp_session_id) = (live.client.clone(), live.acp_session_id.clone());
+        let ordered = live.ordered.clone();
+        let turn = Turn {
+            id: turn_id.clone(),
+            epoch,
+            streaming: None,
+            tool_calls: HashMap::new(),
+            sent_at: tokio::time::Instant::now(),
+            output: None,
+        };
+        self.phase = Phase::Running(live, turn);
+        self.schedule_stall_check(epoch, turn_id.clone(), self.inner.config.stall_after);
+        let text = if self.session.plan_mode {
+            format!("{}\n\n{}", kandev_domain::workflow::PLAN_MODE_INSTRUCTION, message.content)
+        } else {
+            message.content
+        };
+        self.spawn(async move {
+            let result = client.prompt(&acp_session_id, &[ContentBlock::text(text)]).await;
+            let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
+        });
+    }
+
+    pub(super) async fn on_turn_done(
+        &mut self,
+        epoch: i64,
+        turn_id: TurnId,
+        result: std::result::Result<PromptResponse, AcpError>,
+    ) {
+        if self.phase.turn_of(epoch, &turn_id).is_none() {
+            tracing::debug!(session = %self.session.id, epoch, "ignored the end of a turn that is no longer open");
+            return;
+        }
+        if matches!(&result, Err(err) if err.is_closed()) {
+            return; // the exit watcher reports the crash
+        }
+        let Some((turn, ending)) = self.phase.end_turn() else { return };
+        let (outcome, completed) = match result {
+            Ok(response) => {
+                let reason = response.stop_reason.as_str().to_owned();
+                let cancelled = ending != Ending::Normally;
+                let note = (ending == Ending::CancelledByUser).then(|| "turn cancelled".to_owned());
+                (self.finish_turn(turn, &reason, None, note).await, Some(cancelled))
+            }
+            Err(err) => {
+                let info = self.session.agent_info.as_deref();
+                let (code, message, details) = handshake::turn_failure(&err, info, epoch);
+                let error = self.error(code, message.clone(), details);
+                (self.finish_turn(turn, "error", Some((error, message)), None).await, None)
+            }
+        };
+        self.log("closing the turn", outcome);
+        self.after_turn(ending, completed).await;
+    }
+
+    /// What follows the end of a turn: a reset waiting for it (rule 23), else the step's
+    /// `on_turn_complete` (a cancel counts only with `cancel_triggers_turn_complete`), then
+    /// the queue (rule 5). `completed`: the turn ended with a stop reason (`Some(cancelled)`).
+    pub(super) async fn after_turn(&mut self, ending: Ending, completed: Option<bool>) {
+        if ending == Ending::ForReset {
+            if let Some(plan) = self.phase.take_reset_after_turn() {
+                let result = self.continue_reset(plan).await;
+                self.log("continuing the context reset", result);
+            }
+            return;
+        }
+        if let Some(cancelled) = completed {
+            let counts = !cancelled || self.step_counts_cancel().await;
+            if counts {
+                let result = Box::pin(self.on_turn_complete()).await;
+                self.log("running on_turn_complete", result);
+            }
+        }
+        self.drain_queue().await;
+    }
+
+    /// A turn that ended with its agent (a crash, a stall): a reset waiting for it goes on
+    /// without the agent (rule 21). The queue is not drained, which would restart an agent
+    /// that just failed; the next message does.
+    pub(super) async fn after_lost_turn(&mut self, reset: Option<ResetPlan>) {
+        if let Some(plan) = reset {
+            let result = self.continue_reset(plan).await;
+            self.log("continuing the context reset", result);
+        }
+    }
+
+    async fn step_counts_cancel(&self) -> bool {
+        let Ok(task) = self.inner.store.get_task(&self.task.id).await else { return false };
+        let Ok(workflow) = self.inner.store.get_workflow(&task.workflow_id).await else {
+            return false;
+        };
+        workflow.step(&task.step_id).is_some_and(|s| s.cancel_triggers_turn_complete)
+    }
+
+    /// Closes `turn` (already out of the phase): expires pending permissions (rule 38), notes
+    /// why, returns to `WAITING_FOR_INPUT` (rule 5).
+    pub(super) async fn finish_turn(
+        &mut self,
+        turn: Turn,
+        stop_reason: &str,
+        error: Option<(LastError, String)>,
+        note: Option<String>,
+    ) -> Result<()> {
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.close_turn(&turn.id, stop_reason).await?;
+        self.expire_permissions(&mut tx, "expired").await?;
+        if let Some(text) = note {
+            let metadata = json!({ "reason": stop_reason });
+            let kind = MessageKind::Status;
+            add_message(&mut tx, &self.session, Some(&turn.id), kind, &text, metadata).await?;
+        }
+        let mut update = SessionUpdate {
+            state: Some(SessionState::WaitingForInput),
+            ..SessionUpdate::default()
+        };
+        if let Some((last_error, text)) = error {
+            let metadata = json!({ "code": last_error.code });
+            let kind = MessageKind::Error;
+            add_message(&mut tx, &self.session, Some(&turn.id), kind, &text, metadata).await?;
+            update.last_error = Some(Some(last_error));
+        }
+        self.write(&mut tx, update).await?;
+        let completed = json!({ "session_id": self.session.id.to_string(), "turn_id": turn.id.to_string(), "stop_reason": stop_reason });
+        tx.emit(publish::session_topic(&self.session), "session.turn.completed", completed).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    fn schedule_stall_check(&self, epoch: i64, turn_id: TurnId, after: std::time::Duration) {
+        self.after(after, Command::StallCheck { epoch, turn_id });
+    }
+
+    /// Rule 40: one notice after a quiet stretch; a turn with no output at all fails.
+    pub(super) async fn on_stall_check(&mut self, epoch: i64, turn_id: TurnId) {
+        let stall = self.inner.config.stall_after;
+        let Some(turn) = self.phase.turn_of(epoch, &turn_id) else {
+            return; // an older turn's timer creates nothing
+        };
+        let (sent_at, output) = (turn.sent_at, turn.output);
+        let now = tokio::time::Instant::now();
+        let Some(Output { last, stall_noticed }) = output else {
+            if now.duration_since(sent_at) < stall {
+                let wait = stall - now.duration_since(sent_at);
+                return self.schedule_stall_check(epoch, turn_id, wait);
+            }
+            let minutes = stall.as_secs_f64() / 60.0;
+            let message = format!(
+                "the agent produced no output for {minutes:.1} minutes, so the turn was ended; send the message again or restart the agent"
+            );
+            let error = self.error("turn_stalled", message.clone(), json!({ "epoch": epoch }));
+            let (turn, reset) = match self.stop_execution(false).await.turn() {
+                Some((turn, by)) => (turn, by.into_reset()),
+                None => return,
+            };
+            let result = self.finish_turn(turn, "stalled", Some((error, message)), None).await;
+            self.log("failing a silent turn", result);
+            return self.after_lost_turn(reset).await;
+        };
+        let quiet = now.duration_since(last);
+        if quiet < stall {
+            return self.schedule_stall_check(epoch, turn_id, stall - quiet);
+        }
+        if !stall_noticed {
+            if let Some(Output { stall_noticed, .. }) =
+                self.phase.turn_mut().and_then(|t| t.output.as_mut())
+            {
+                *stall_noticed = true;
+            }
+            let note = format!(
+                "no output from the agent for {:.1} minutes; it may be stuck (you can cancel the turn)",
+                stall.as_secs_f64() / 60.0
+            );
+            let note = (MessageKind::Status, note, json!({ "reason": "stall" }));
+            let result = self.commit(SessionUpdate::default(), Some(note)).await;
+            self.log("noting a stall", result);
+        }
+    }
+}

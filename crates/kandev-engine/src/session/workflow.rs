@@ -1,0 +1,137 @@
+//! Workflow execution inside a session's actor (workflows.md, docs/lifecycle.md section D): the
+//! actions of `on_enter`, `on_turn_start`, `on_turn_complete` and `on_exit` of the task's
+//! step. Which actions a trigger yields is decided by the domain crate; moves are recorded
+//! by [`crate::workflow`]; a step with its own agent profile is handed over to that
+//! profile's session.
+
+use std::collections::VecDeque;
+
+use kandev_domain::StepId;
+use kandev_domain::session::SessionState;
+use kandev_domain::workflow::{
+    Action, EntryCause, Step, Trigger, Workflow, first_move, step_prompt,
+};
+
+use crate::api::PromptRequest;
+use crate::error::{EngineError, Result};
+use crate::session::state::{ResetPlan, SessionActor};
+use crate::workflow::{enter_step_in_primary, record_move};
+
+impl SessionActor {
+    /// Runs `on_exit` of the step the task left and `on_enter` of the one it entered.
+    pub(super) async fn enter_step(
+        &mut self,
+        from: Option<StepId>,
+        to: StepId,
+        cause: EntryCause,
+        start_agent: bool,
+    ) -> Result<()> {
+        let workflow = self.inner.store.workflow_of_step(&to).await?;
+        self.task = self.inner.store.get_task(&self.task.id).await?;
+        if let Some(left) = from.as_ref().and_then(|f| workflow.step(f)) {
+            for action in &left.events.on_exit {
+                if matches!(action, Action::DisablePlanMode) {
+                    self.set_plan_mode(false).await?;
+                }
+            }
+        }
+        let Some(step) = workflow.step(&to).cloned() else { return Ok(()) };
+        if let Some(profile) = &step.agent_profile_id
+            && self.session.agent_profile_id.as_ref() != Some(profile)
+        {
+            // The step works with its own agent: a session of that profile takes over.
+            let task_id = self.task.id.clone();
+            let handover =
+                enter_step_in_primary(self.inner.clone(), task_id.clone(), from, to, cause);
+            self.spawn(async move {
+                if let Err(err) = handover.await {
+                    tracing::error!(task = %task_id, error = %err, "handing the step over failed");
+                }
+            });
+            return Ok(());
+        }
+        let mut actions: VecDeque<Action<StepId>> = step.events.on_enter.iter().cloned().collect();
+        if start_agent && !actions.contains(&Action::AutoStartAgent) {
+            actions.push_back(Action::AutoStartAgent);
+        }
+        self.run_entry_actions(step, actions, cause).await
+    }
+
+    /// Runs entry actions in order; a reset suspends the rest until it settles.
+    pub(super) async fn run_entry_actions(
+        &mut self,
+        step: Step,
+        mut actions: VecDeque<Action<StepId>>,
+        cause: EntryCause,
+    ) -> Result<()> {
+        while let Some(action) = actions.pop_front() {
+            match action {
+                Action::ResetAgentContext => {
+                    if self.session.state == SessionState::Created {
+                        continue; // rule 19: the first start is already fresh
+                    }
+                    let plan = ResetPlan { step: Some(Box::new(step)), then: actions, cause };
+                    return Box::pin(self.begin_reset(plan)).await;
+                }
+                Action::EnablePlanMode => self.set_plan_mode(true).await?,
+                Action::DisablePlanMode => self.set_plan_mode(false).await?,
+                Action::SetSessionMode { mode_id } => self.prefer_mode(mode_id).await?,
+                Action::AutoStartAgent if cause == EntryCause::TurnStart => {}
+                Action::AutoStartAgent => {
+                    let prompt = step_prompt(&step, &self.task.prompt());
+                    let request =
+                        PromptRequest { content: prompt, client_message_id: None, queue: true };
+                    match Box::pin(self.admit(request, "workflow")).await {
+                        Ok(_) | Err(EngineError::Busy(_)) => {}
+                        Err(err) => return Err(err),
+                    }
+                }
+                Action::MoveToNext | Action::MoveToPrevious | Action::MoveToStep(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// `on_turn_complete` of the task's step, once per turn (rule 5).
+    pub(super) async fn on_turn_complete(&mut self) -> Result<()> {
+        let task = self.inner.store.get_task(&self.task.id).await?;
+        if task.primary_session_id.as_ref() != Some(&self.session.id) {
+            return Ok(()); // workflows drive the primary session only
+        }
+        let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
+        let Some(step) = workflow.step(&task.step_id).cloned() else { return Ok(()) };
+        for action in &step.events.on_turn_complete {
+            if matches!(action, Action::DisablePlanMode) {
+                self.set_plan_mode(false).await?;
+            }
+        }
+        self.follow_move(&workflow, &step, Trigger::OnTurnComplete, EntryCause::TurnComplete).await
+    }
+
+    /// `on_turn_start` of the task's step when the user sends a message.
+    pub(super) async fn on_user_turn_start(&mut self) -> Result<()> {
+        let task = self.inner.store.get_task(&self.task.id).await?;
+        if task.primary_session_id.as_ref() != Some(&self.session.id) {
+            return Ok(());
+        }
+        let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
+        let Some(step) = workflow.step(&task.step_id).cloned() else { return Ok(()) };
+        self.follow_move(&workflow, &step, Trigger::OnTurnStart, EntryCause::TurnStart).await
+    }
+
+    /// At most one move per trigger; the entered step's actions run right after.
+    async fn follow_move(
+        &mut self,
+        workflow: &Workflow,
+        step: &Step,
+        trigger: Trigger,
+        cause: EntryCause,
+    ) -> Result<()> {
+        let Some(target) = first_move(workflow, step, trigger) else { return Ok(()) };
+        let target = target.id.clone();
+        let actor = if trigger == Trigger::OnTurnStart { "user" } else { "agent" };
+        let (_, from) =
+            record_move(&self.inner, &self.task.id, &target, None, cause, actor).await?;
+        self.enter_step(Some(from), target, cause, false).await
+    }
+}

@@ -1,0 +1,62 @@
+//! How the actor writes its session: through [`crate::write::write_session`] (transition
+//! check, compare-and-set on the epoch, notifications), keeping its copy of the row, with an
+//! optional transcript note in the same transaction.
+
+use kandev_domain::transcript::{LastError, MessageKind};
+use kandev_store::{SessionUpdate, WriteTx};
+
+use crate::error::Result;
+use crate::session::state::SessionActor;
+use crate::write::{add_message, write_session};
+
+/// A transcript note: its kind, text and metadata.
+pub(crate) type Note = (MessageKind, String, serde_json::Value);
+
+impl SessionActor {
+    /// Writes `update` in the caller's transaction and keeps the written row.
+    pub async fn write(&mut self, tx: &mut WriteTx, update: SessionUpdate) -> Result<()> {
+        self.session = write_session(tx, &self.session, &update).await?;
+        Ok(())
+    }
+
+    /// Runs one small write transaction: `update`, plus an optional note.
+    pub async fn commit(&mut self, update: SessionUpdate, note: Option<Note>) -> Result<()> {
+        let tx = self.inner.store.begin_write().await?;
+        self.commit_tx(tx, update, note).await
+    }
+
+    /// [`Self::commit`] in a transaction the caller already wrote to. The note belongs to the
+    /// open turn, if any; later chunks of the agent start a new message after it.
+    pub async fn commit_tx(
+        &mut self,
+        mut tx: WriteTx,
+        update: SessionUpdate,
+        note: Option<Note>,
+    ) -> Result<()> {
+        self.write(&mut tx, update).await?;
+        if let Some((kind, text, metadata)) = note {
+            let turn = self.phase.turn().map(|t| t.id.clone());
+            add_message(&mut tx, &self.session, turn.as_ref(), kind, &text, metadata).await?;
+            if let Some(turn) = self.phase.turn_mut() {
+                turn.streaming = None;
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// A `last_error` of this session, now.
+    pub fn error(
+        &self,
+        code: &str,
+        message: impl Into<String>,
+        details: serde_json::Value,
+    ) -> LastError {
+        LastError {
+            code: code.to_owned(),
+            message: message.into(),
+            details: Some(details.to_string()),
+            at: self.inner.store.now(),
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! The file and git actions on a task's working directory (`task.changes`, `task.tree`,
+//! `task.file.read`, `task.commit`) and the removal of its worktrees, as [`Engine`] methods
+//! returning the plain values of `kandev_domain::files`.
+//!
+//! Invariants:
+//! - Every path from outside goes through the runtime's confinement (`..`, absolute paths,
+//!   `.git` and symlinks leading out are refused with `Forbidden`).
+//! - Removing a worktree never deletes its branch; without `force`, a worktree with
+//!   uncommitted or untracked files is kept. Running agents of the task are stopped first,
+//!   and the removal holds the task's lock, so no agent ever starts in a removed worktree.
+
+use std::path::{Path, PathBuf};
+
+use kandev_domain::TaskId;
+use kandev_domain::files::{
+    ChangedFile, CommitMade, EntryKind, FileChange, FileContent, KeptWorktree, TaskChanges,
+    TaskTree, TaskWorktree, TreeEntry, WorktreeRemoval,
+};
+use kandev_runtime::confine::{self, PathError, RelPath};
+use kandev_runtime::git::{self, GitError};
+use kandev_store::{StoreError, WorktreeRecord};
+
+use crate::engine::Engine;
+use crate::error::{EngineError, Result};
+use crate::inner::Inner;
+use crate::session::handle::is_running;
+use crate::workdir::shared::{exists, git_error, task_worktrees_dir};
+
+/// Most bytes of a file `task.file.read` returns.
+pub const MAX_READ_BYTES: usize = 1024 * 1024;
+
+/// Most entries listed for the plain folder of a task without a repository.
+pub const MAX_PLAIN_ENTRIES: usize = 10_000;
+
+impl Engine {
+    /// Everything in the task's worktrees that differs from their base commits: commits on
+    /// the task branch, staged, unstaged and untracked files.
+    pub async fn task_changes(&self, task_id: &TaskId) -> Result<TaskChanges> {
+        let worktrees = match root(&self.inner, task_id).await? {
+            Root::Plain(_) => {
+                return Err(EngineError::Validation(
+                    "the task has no repository; add one to the task to track changes".into(),
+                ));
+            }
+            Root::Worktrees { worktrees, .. } => worktrees,
+        };
+        let mut files = vec![];
+        for mounted in &worktrees {
+            let changes =
+                git::changes(Path::new(&mounted.record.path), &mounted.record.base_commit)
+                    .await
+                    .map_err(git_error)?;
+            files.extend(changes.into_iter().map(|c| changed_file(mounted, c)));
+        }
+        Ok(TaskChanges { worktrees: worktrees.iter().map(Mounted::info).collect(), files })
+    }
+
+    /// The files of the task's working directory.
+    pub async fn task_tree(&self, task_id: &TaskId) -> Result<TaskTree> {
+        match root(&self.inner, task_id).await? {
+            Root::Plain(dir) => tokio::task::spawn_blocking(move || walk_plain(&dir))
+                .await
+                .map_err(|e| EngineError::Unavailable(format!("listing the files failed: {e}")))?
+                .map_err(|e| EngineError::Unavailable(format!("cannot list the task folder: {e}"))),
+            Root::Worktrees { worktrees, .. } => {
+                let mut entries = vec![];
+                for mounted in &worktrees {
+                    let listed =
+                        git::tree(Path::new(&mounted.record.path)).await.map_err(git_error)?;
+                    if let Some(folder) = &mounted.folder {
+                        entries.push(TreeEntry {
+                            path: folder.clone(),
+                            kind: EntryKind::Dir,
+                            size: 0,
+                        });
+                    }
+                    entries.extend(listed.into_iter().map(|e| TreeEntry {
+                        path: mounted.prefixed(&e.path),
+                        kind: e.kind,
+                        size: e.size,
+                    }));
+                }
+                entries.sort_by(|a, b| a.path.cmp(&b.path));
+                Ok(TaskTree { entries, truncated: false })
+            }
+        }
+    }
+
+    /// Reads one file of the task's working directory (at most [`MAX_READ_BYTES`]).
+    pub async fn task_file_read(&self, task_id: &TaskId, path: &str) -> Result<FileContent> {
+        let (dir, relative, folder) = match root(&self.inner, task_id).await? {
+            Root::Plain(dir) => (dir, path.to_owned(), None),
+            Root::Worktrees { dir: None, mut worktrees } => {
+                let mounted = worktrees.remove(0);
+                (PathBuf::from(mounted.record.path), path.to_owned(), None)
+            }
+            Root::Worktrees { dir: Some(_), worktrees } => {
+                // `..`, absolute paths and `.git` first; the read itself is confined.
+                RelPath::parse(path).map_err(|e| git_error(e.into()))?;
+                let parts: Vec<&str> =
+                    path.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+                let folders: Vec<&str> =
+                    worktrees.iter().filter_map(|m| m.folder.as_deref()).collect();
+                let Some((first, rest)) = parts.split_first() else {
+                    return Err(EngineError::Validation(format!(
+                        "give the path of a file; paths start with a repository folder: {}",
+                        folders.join(", ")
+                    )));
+                };
+                let Some(mounted) = worktrees.iter().find(|m| m.folder.as_deref() == Some(first))
+                else {
+                    return Err(EngineError::NotFound(format!(
+                        "`{path}` does not exist; paths start with a repository folder: {}",
+                        folders.join(", ")
+                    )));
+                };
+                if rest.is_empty() {
+                    return Err(EngineError::Validation(format!(
+                        "`{path}` is a directory; give the path of a file"
+                    )));
+                }
+                (PathBuf::from(&mounted.record.path), rest.join("/"), mounted.folder.clone())
+            }
+        };
+        let file = git::read_file(&dir, &relative, MAX_READ_BYTES).await.map_err(git_error)?;
+        let path = match folder {
+            Some(folder) => format!("{folder}/{}", file.path),
+            None => file.path,
+        };
+        Ok(FileContent { path, ..file })
+    }
+
+    /// Stages everything in each of the task's worktrees and commits it on the task branch;
+    /// worktrees without changes are skipped.
+    pub async fn task_commit(&self, task_id: &TaskId, message: &str) -> Result<Vec<CommitMade>> {
+        if message.trim().is_empty() {
+            return Err(git_error(GitError::EmptyCommitMessage));
+        }
+        let worktrees = match root(&self.inner, task_id).await? {
+            Root::Plain(_) => {
+                return Err(EngineError::Validation(
+                    "the task has no repository; add one to the task to commit its work".into(),
+                ));
+            }
+            Root::Worktrees { worktrees, .. } => worktrees,
+        };
+        let mut made = vec![];
+        for mounted in &worktrees {
+            match git::commit_all(Path::new(&mounted.record.path), message).await {
+                Ok(commit) => made.push(CommitMade {
+                    repository_id: mounted.record.repository_id.clone(),
+                    branch: mounted.record.branch.clone(),
+                    sha: commit.sha,
+                    summary: commit.summary,
+                    files_changed: commit.files_changed,
+                }),
+                Err(GitError::NothingToCommit { .. }) => {}
+                Err(err) => return Err(git_error(err)),
+            }
+        }
+        if made.is_empty() {
+            return Err(EngineError::Validation(
+                "nothing to commit; the task's worktree has no changes".into(),
+            ));
+        }
+        Ok(made)
+    }
+
+    /// The task's live worktrees that have uncommitted or untracked files (or cannot be
+    /// checked), with the reason.
+    pub async fn dirty_task_worktrees(&self, task_id: &TaskId) -> Result<Vec<KeptWorktree>> {
+        let mut dirty = vec![];
+        for record in self.inner.store.live_worktrees(task_id).await? {
+            if !exists(&record.path).await {
+                continue;
+            }
+            let reason = match git::is_dirty(Path::new(&record.path)).await {
+                Ok(0) => continue,
+                Ok(files) => {
+                    GitError::Dirty { path: PathBuf::from(&record.path), files }.to_string()
+                }
+                Err(err) => err.to_string(),
+            };
+            dirty.push(KeptWorktree {
+                repository_id: record.repository_id.clone(),
+                path: record.path.clone(),
+                reason,
+            });
+        }
+        Ok(dirty)
+    }
+
+    /// Stops the task's running agents, then removes its worktrees; a worktree with
+    /// uncommitted or untracked files is kept (with the reason) unless `force`. Branches are
+    /// always kept.
+    pub async fn remove_task_worktrees(
+        &self,
+        task_id: &TaskId,
+        force: bool,
+    ) -> Result<WorktreeRemoval> {
+        let home = &self.inner.config.home;
+        // A start in progress holds the task's lock while it prepares the worktree (a setup
+        // script may run for minutes): stop it first, which cancels it and frees the lock.
+        // A start accepted meanwhile waits for the lock and is stopped under it; one after
+        // the removal makes the worktree again. No agent ever starts in a removed worktree.
+        self.stop_task_sessions(task_id).await?;
+        let _guard = self.inner.task_locks.lock(task_id).await;
+        self.stop_task_sessions(task_id).await?;
+        let mut removal = WorktreeRemoval::default();
+        for record in self.inner.store.live_worktrees(task_id).await? {
+            let removed = git::remove_worktree(
+                Path::new(&record.repository_path),
+                Path::new(&record.path),
+                force,
+            )
+            .await;
+            let gone = match removed {
+                Ok(()) => true,
+                // The repository is gone, and so is the worktree: nothing is left to remove.
+                Err(GitError::RepositoryMissing { .. } | GitError::NotARepository { .. })
+                    if !exists(&record.path).await =>
+                {
+                    true
+                }
+                Err(err) => {
+                    removal.kept.push(KeptWorktree {
+                        repository_id: record.repository_id.clone(),
+                        path: record.path.clone(),
+                        reason: err.to_string(),
+                    });
+                    false
+                }
+            };
+            if gone {
+                let mut tx = self.inner.store.begin_write().await?;
+                tx.mark_worktree_removed(&record.id).await?;
+                tx.commit().await?;
+                removal.removed.push(record.path);
+            }
+        }
+        // The task's folder goes too once it is empty.
+        if let Ok(dir) = task_worktrees_dir(home, task_id) {
+            let _ = tokio::fs::remove_dir(&dir).await;
+        }
+        Ok(removal)
+    }
+
+    /// Stops every session of the task whose actor is running (an agent may be live).
+    async fn stop_task_sessions(&self, task_id: &TaskId) -> Result<()> {
+        for session in self.inner.store.list_sessions(task_id).await? {
+            if is_running(&self.inner, &session.id) {
+                match self.stop(&session.id).await {
+                    Ok(()) | Err(EngineError::NotFound(_)) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A worktree as file actions see it.
+struct Mounted {
+    folder: Option<String>,
+    record: WorktreeRecord,
+}
+
+impl Mounted {
+    fn prefixed(&self, path: &str) -> String {
+        match &self.folder {
+            Some(folder) => format!("{folder}/{path}"),
+            None => path.to_owned(),
+        }
+    }
+
+    fn info(&self) -> TaskWorktree {
+        TaskWorktree {
+            repository_id: self.record.repository_id.clone(),
+            folder: self.folder.clone(),
+            path: self.record.path.clone(),
+            branch: self.record.branch.clone(),
+            base_commit: self.record.base_commit.clone(),
+        }
+    }
+}
+
+/// What file actions work on.
+enum Root {
+    /// The plain folder of a task without a repository (it may not exist yet).
+    Plain(PathBuf),
+    /// The task's worktrees; `dir` is the folder holding them when there are several
+    /// repositories (`None`: one repository, paths are relative to its worktree).
+    Worktrees { dir: Option<PathBuf>, worktrees: Vec<Mounted> },
+}
+
+async fn root(inner: &Inner, task_id: &TaskId) -> Result<Root> {
+    let task = inner.store.get_task(task_id).await.map_err(|e| match e {
+        StoreError::NotFound { .. } => EngineError::NotFound(e.to_string()),
+        other => other.into(),
+    })?;
+    let home = &inner.config.home;
+    if task.repository_ids.is_empty() {
+        return Ok(Root::Plain(git::task_dir(home, task.id.as_str()).map_err(git_error)?));
+    }
+    let live = inner.store.live_worktrees(&task.id).await?;
+    let records: Vec<WorktreeRecord> = task
+        .repository_ids
+        .iter()
+        .filter_map(|id| live.iter().find(|w| w.repository_id.as_ref() == Some(id)).cloned())
+        .collect();
+    if records.is_empty() {
+        return Err(EngineError::Conflict(
+            "the task has no worktree; launch a session to create one".into(),
+        ));
+    }
+    if task.repository_ids.len() == 1 {
+        let worktrees =
+            records.into_iter().map(|record| Mounted { folder: None, record }).collect();
+        return Ok(Root::Worktrees { dir: None, worktrees });
+    }
+    let worktrees = records
+        .into_iter()
+        .map(|record| {
+            let folder = Path::new(&record.path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            Mounted { folder: Some(folder), record }
+        })
+        .collect();
+    Ok(Root::Worktrees { dir: Some(task_worktrees_dir(home, &task.id)?), worktrees })
+}
+
+/// Lists a plain task folder without following symlinks; `.git` is skipped. A folder that
+/// does not exist yet is empty.
+fn walk_plain(root: &Path) -> std::result::Result<TaskTree, PathError> {
+    let root = match confine::Root::open(root) {
+        Ok(root) => root,
+        Err(PathError::NotFound { .. }) => {
+            return Ok(TaskTree { entries: vec![], truncated: false });
+        }
+        Err(e) => return Err(e),
+    };
+    let (found, truncated) = root.walk(MAX_PLAIN_ENTRIES)?;
+    let mut entries: Vec<TreeEntry> = found
+        .into_iter()
+        .map(|e| {
+            let (kind, size) = match e.entry.kind {
+                confine::EntryKind::Symlink => (EntryKind::Symlink, e.entry.size),
+                confine::EntryKind::Dir => (EntryKind::Dir, 0),
+                confine::EntryKind::File | confine::EntryKind::Other => {
+                    (EntryKind::File, e.entry.size)
+                }
+            };
+            TreeEntry { path: e.path, kind, size }
+        })
+        .collect();
+    entries.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(TaskTree { entries, truncated })
+}
+
+/// A worktree's change as a change of the task: paths relative to the task's working
+/// directory, with the repository it belongs to.
+fn changed_file(mounted: &Mounted, change: FileChange) -> ChangedFile {
+    let change = FileChange {
+        path: mounted.prefixed(&change.path),
+        old_path: change.old_path.as_deref().map(|p| mounted.prefixed(p)),
+        ..change
+    };
+    ChangedFile { repository_id: mounted.record.repository_id.clone(), change }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_folder_is_listed_without_git_metadata_or_following_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("task");
+        std::fs::create_dir_all(root.join("src/.git")).unwrap();
+        std::fs::write(root.join("src/main.rs"), "fn main() {}").unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "x").unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+        let tree = walk_plain(&root).unwrap();
+        let listed: Vec<(&str, EntryKind)> =
+            tree.entries.iter().map(|e| (e.path.as_str(), e.kind)).collect();
+        assert_eq!(
+            listed,
+            [
+                ("out", EntryKind::Symlink),
+                ("src", EntryKind::Dir),
+                ("src/main.rs", EntryKind::File)
+            ]
+        );
+        assert!(!tree.truncated);
+        assert_eq!(walk_plain(&dir.path().join("missing")).unwrap().entries, vec![]);
+    }
+}

@@ -1,0 +1,449 @@
+//! Preparing the working directory a session starts in: planning it when the session is
+//! created (the task's worktrees, or its plain folder), then, as the first part of every
+//! start, making or reusing the worktrees and running setup scripts that have not succeeded
+//! yet, their output streamed into the transcript.
+//!
+//! Invariants:
+//! - Worktrees of a task are created, reused and removed under the task's lock
+//!   (`Inner::task_locks`), so two starts (or a start and an archive) never race for the
+//!   same directory.
+//! - A failure the user must fix (a repository that is gone, a missing base branch, no
+//!   commits, a failing setup script) is a failed start with a readable message, never an
+//!   API error; what was made for other repositories stays, recorded, for the next start.
+//! - A worktree made but not recorded is removed again: nobody would ever remove it.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use kandev_domain::task::Task;
+use kandev_domain::transcript::{MessageKind, Session};
+use kandev_domain::workspace::Repository;
+use kandev_runtime::git::{self, GitError, OnExistingBranch, WorktreeSpec};
+use kandev_store::{NewWorktree, StoreError, WorktreeRecord};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{EngineError, Result};
+use crate::handshake::BootFailure;
+use crate::inner::Inner;
+use crate::publish;
+use crate::workdir::shared::{exists, new_worktree_path, task_worktrees_dir};
+use crate::write::add_message;
+
+/// Most bytes of a setup script's output streamed into its transcript message while it
+/// runs; the last lines are shown when it ends either way.
+const SETUP_STREAM_LIMIT: usize = 64 * 1024;
+
+/// Where a new session of a task will work, decided before its row is written.
+pub(crate) struct Plan {
+    cwd: PathBuf,
+    repositories: Vec<Planned>,
+}
+
+struct Planned {
+    repository: Repository,
+    /// The live worktree recorded for this task and repository, if any.
+    existing: Option<WorktreeRecord>,
+    path: PathBuf,
+}
+
+impl Plan {
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+}
+
+/// Decides the session's working directory. A task without a repository gets its plain
+/// folder (created here); worktrees are only planned, [`prepare`] makes them.
+pub(crate) async fn plan(inner: &Inner, task: &Task) -> Result<Plan> {
+    let home = &inner.config.home;
+    if task.repository_ids.is_empty() {
+        let cwd = git::create_task_dir(home, task.id.as_str())
+            .await
+            .map_err(|e| EngineError::Unavailable(format!("cannot create the task folder: {e}")))?;
+        return Ok(Plan { cwd, repositories: vec![] });
+    }
+    let live = inner.store.live_worktrees(&task.id).await?;
+    let mut used: HashSet<OsString> =
+        live.iter().filter_map(|w| Path::new(&w.path).file_name().map(OsString::from)).collect();
+    let mut repositories = vec![];
+    for id in &task.repository_ids {
+        let repository = inner.store.get_repository(id).await.map_err(|e| match e {
+            StoreError::NotFound { .. } => EngineError::Validation(format!(
+                "repository {id} of the task no longer exists; update the task's repositories"
+            )),
+            other => other.into(),
+        })?;
+        let existing = live.iter().find(|w| w.repository_id.as_ref() == Some(id)).cloned();
+        let path = match &existing {
+            Some(record) => PathBuf::from(&record.path),
+            None => {
+                let path = new_worktree_path(home, task, &repository, &used)?;
+                used.extend(path.file_name().map(OsString::from));
+                path
+            }
+        };
+        repositories.push(Planned { repository, existing, path });
+    }
+    let cwd = match repositories.as_slice() {
+        [only] => only.path.clone(),
+        _ => task_worktrees_dir(home, &task.id)?,
+    };
+    Ok(Plan { cwd, repositories })
+}
+
+/// Prepares the working directory a session's agent is about to start in: the task's
+/// worktrees are made (or reused, or made again when they vanished) and setup scripts that
+/// have not succeeded yet run, their output streamed into the transcript. It runs inside the
+/// session's start (a child future of its actor), under the task's lock, so `session.stop`
+/// cancels it (killing a setup script's process group), a client going away does not, and
+/// an archive waits for it or cancels it instead of removing a worktree under a new agent.
+/// `first` (the session's first start) announces a reused worktree. A failure the user must
+/// fix (a repository that is gone, a missing base branch, no commits, a failing setup
+/// script) is a [`BootFailure`] with a readable message; worktrees of other repositories
+/// that were prepared stay, recorded, for the next start.
+pub(crate) async fn prepare_for_start(
+    inner: &Inner,
+    session: &Session,
+    first: bool,
+    cancel: &CancellationToken,
+) -> std::result::Result<(), BootFailure> {
+    let stopped = || BootFailure::new("cancelled", "the start was cancelled");
+    let unusable = |err: EngineError| {
+        BootFailure::new("worktree_failed", format!("cannot prepare the working directory: {err}"))
+    };
+    let _lock = tokio::select! {
+        _ = cancel.cancelled() => return Err(stopped()),
+        lock = inner.task_locks.lock(&session.task_id) => lock,
+    };
+    let task = inner.store.get_task(&session.task_id).await.map_err(|e| unusable(e.into()))?;
+    let plan = plan(inner, &task).await.map_err(unusable)?;
+    let cwd = plan.cwd().display().to_string();
+    if cwd != session.cwd {
+        return Err(BootFailure::new(
+            "worktree_failed",
+            format!(
+                "the task's working directory is now {cwd}, not {}; start a new session for it",
+                session.cwd
+            ),
+        ));
+    }
+    for planned in plan.repositories {
+        if cancel.is_cancelled() {
+            return Err(stopped());
+        }
+        match prepare_repository(inner, &task, session, planned, first, cancel).await {
+            Ok(Ok(())) => {}
+            Ok(Err(failure)) => return Err(failure.into_boot()),
+            Err(err) => return Err(unusable(err)),
+        }
+    }
+    Ok(())
+}
+
+/// Why a session could not start, for its `last_error`.
+struct Failure {
+    code: &'static str,
+    message: String,
+    details: serde_json::Value,
+}
+
+impl Failure {
+    fn into_boot(self) -> BootFailure {
+        let mut failure = BootFailure::new(self.code, self.message);
+        if let serde_json::Value::Object(details) = self.details {
+            failure.details = details;
+        }
+        failure
+    }
+}
+
+async fn prepare_repository(
+    inner: &Inner,
+    task: &Task,
+    session: &Session,
+    planned: Planned,
+    first: bool,
+    cancel: &CancellationToken,
+) -> Result<std::result::Result<(), Failure>> {
+    let Planned { repository, existing, path } = planned;
+    let record = match existing {
+        Some(record) if exists(&record.path).await => {
+            if first {
+                let text = format!(
+                    "working in the task's worktree {} on branch {}",
+                    record.path, record.branch
+                );
+                let metadata = json!({
+                    "reason": "worktree_reused",
+                    "repository_id": repository.id.to_string(),
+                    "path": record.path,
+                    "branch": record.branch,
+                });
+                status(inner, session, &text, metadata).await?;
+            }
+            record
+        }
+        stale => {
+            if let Some(stale) = stale {
+                // Its directory was deleted behind our back: forget it (this also prunes
+                // git's registration, so the branch can be checked out again).
+                let pruned = git::remove_worktree(
+                    Path::new(&stale.repository_path),
+                    Path::new(&stale.path),
+                    false,
+                )
+                .await;
+                if let Err(err) = pruned {
+                    tracing::warn!(path = %stale.path, error = %err, "pruning a vanished worktree failed");
+                }
+                let mut tx = inner.store.begin_write().await?;
+                tx.mark_worktree_removed(&stale.id).await?;
+                tx.commit().await?;
+            }
+            match create(inner, task, session, &repository, path).await? {
+                Ok(record) => record,
+                Err(failure) => return Ok(Err(failure)),
+            }
+        }
+    };
+    if record.setup_done {
+        return Ok(Ok(()));
+    }
+    if repository.setup_script.trim().is_empty() {
+        let mut tx = inner.store.begin_write().await?;
+        tx.mark_worktree_setup_done(&record.id).await?;
+        tx.commit().await?;
+        return Ok(Ok(()));
+    }
+    run_setup(inner, session, &repository, &record, cancel).await
+}
+
+/// Runs a repository's setup script in its worktree, streaming its output into one
+/// transcript message that ends up saying how the script ended.
+async fn run_setup(
+    inner: &Inner,
+    session: &Session,
+    repository: &Repository,
+    record: &WorktreeRecord,
+    cancel: &CancellationToken,
+) -> Result<std::result::Result<(), Failure>> {
+    let name = &repository.name;
+    let metadata = |outcome: &str, exit_code: Option<i32>| {
+        json!({
+            "reason": "setup_script",
+            "repository_id": repository.id.to_string(),
+            "status": outcome,
+            "exit_code": exit_code,
+        })
+    };
+    let mut tx = inner.store.begin_write().await?;
+    let running = format!("setup script of {name} running:\n");
+    let message = add_message(
+        &mut tx,
+        session,
+        None,
+        MessageKind::Status,
+        &running,
+        metadata("running", None),
+    )
+    .await?;
+    tx.commit().await?;
+    let (live, chunks) = tokio::sync::mpsc::channel(64);
+    let timeout = inner.config.setup_timeout;
+    let script = &repository.setup_script;
+    let run = git::run_setup_script_streaming(Path::new(&record.path), script, timeout, Some(live));
+    let ran = tokio::select! {
+        // Dropping the script's future kills its process group.
+        _ = cancel.cancelled() => None,
+        (ran, streamed) = async { tokio::join!(run, stream_output(inner, session, &message, chunks)) } => {
+            if let Err(err) = streamed {
+                tracing::warn!(error = %err, "streaming the setup script's output failed");
+            }
+            Some(ran)
+        }
+    };
+    let (text, outcome, result) = match ran {
+        None => (
+            format!("setup script of {name} was stopped; it runs again at the next start"),
+            metadata("stopped", None),
+            Err(Failure {
+                code: "cancelled",
+                message: "the start was cancelled".into(),
+                details: json!({}),
+            }),
+        ),
+        Some(Ok(output)) => {
+            let shown = output.output.trim_end();
+            let text = if shown.is_empty() {
+                format!("setup script of {name} finished (exit code 0, no output)")
+            } else {
+                format!("setup script of {name} finished (exit code 0):\n{shown}")
+            };
+            (text, metadata("finished", Some(output.exit_code)), Ok(()))
+        }
+        Some(Err(err)) => {
+            let (exit_code, output) = match &err {
+                GitError::SetupFailed { exit_code, output_tail } => {
+                    (*exit_code, output_tail.clone())
+                }
+                GitError::SetupTimedOut { output_tail, .. } => (None, output_tail.clone()),
+                _ => (None, String::new()),
+            };
+            let failure = Failure {
+                code: "setup_script_failed",
+                message: format!("repository {name}: {err}"),
+                details: json!({
+                    "repository_id": repository.id.to_string(),
+                    "exit_code": exit_code,
+                    "output": output,
+                    "worktree": record.path,
+                }),
+            };
+            let text = format!("setup script of {name} failed: {err}");
+            (text, metadata("failed", exit_code), Err(failure))
+        }
+    };
+    let mut tx = inner.store.begin_write().await?;
+    if result.is_ok() {
+        tx.mark_worktree_setup_done(&record.id).await?;
+    }
+    let message = tx.set_message(&message.id, Some(&text), &outcome.to_string()).await?;
+    publish::message_changed(&mut tx, session, &message).await?;
+    tx.commit().await?;
+    Ok(result)
+}
+
+/// Appends what a running setup script writes to its transcript message, in batches, up to
+/// [`SETUP_STREAM_LIMIT`] bytes.
+async fn stream_output(
+    inner: &Inner,
+    session: &Session,
+    message: &kandev_domain::transcript::Message,
+    mut chunks: tokio::sync::mpsc::Receiver<String>,
+) -> Result<()> {
+    let mut streamed = 0;
+    while let Some(first) = chunks.recv().await {
+        let mut batch = first;
+        while let Ok(more) = chunks.try_recv() {
+            batch.push_str(&more);
+        }
+        if streamed >= SETUP_STREAM_LIMIT {
+            continue; // keep draining so the script is never held up
+        }
+        streamed += batch.len();
+        if streamed >= SETUP_STREAM_LIMIT {
+            batch.push_str("\n[more output; its last lines are shown when the script ends]");
+        }
+        let mut tx = inner.store.begin_write().await?;
+        let updated = tx.append_message(&message.id, &batch).await?;
+        publish::message_appended(&mut tx, session, &updated, &batch).await?;
+        tx.commit().await?;
+    }
+    Ok(())
+}
+
+/// The branch a new worktree of the task starts from. The task's own branch (from its
+/// earlier worktree of this repository, removed since: the branch was kept) is checked out
+/// again with its commits; otherwise a name from the repository's template, on which
+/// `create_worktree` never takes over an existing branch (another task's, perhaps archived,
+/// with its commits) but picks a free `-<n>` suffix.
+async fn task_branch(
+    inner: &Inner,
+    task: &Task,
+    repository: &Repository,
+) -> Result<(String, OnExistingBranch)> {
+    if let Some(own) = inner.store.last_worktree_branch(&task.id, &repository.id).await? {
+        return Ok((own, OnExistingBranch::Reuse));
+    }
+    let name = git::branch_name(&repository.branch_template, &task.title, task.id.as_str());
+    Ok((name, OnExistingBranch::PickAnother))
+}
+
+/// Creates and records a new worktree of `repository` for the task.
+async fn create(
+    inner: &Inner,
+    task: &Task,
+    session: &Session,
+    repository: &Repository,
+    path: PathBuf,
+) -> Result<std::result::Result<WorktreeRecord, Failure>> {
+    let (branch, existing) = task_branch(inner, task, repository).await?;
+    let spec = WorktreeSpec {
+        repo_path: PathBuf::from(&repository.local_path),
+        base_branch: repository.default_branch.clone(),
+        branch,
+        existing,
+        worktree_path: path,
+    };
+    let worktree = match git::create_worktree(&spec).await {
+        Ok(worktree) => worktree,
+        Err(err) => {
+            return Ok(Err(Failure {
+                code: "worktree_failed",
+                message: format!(
+                    "cannot create a worktree of repository {}: {err}",
+                    repository.name
+                ),
+                details: json!({
+                    "repository_id": repository.id.to_string(),
+                    "repository_path": repository.local_path,
+                    "base_branch": repository.default_branch,
+                    "branch": spec.branch,
+                }),
+            }));
+        }
+    };
+    let path = worktree.path.display().to_string();
+    let new = NewWorktree {
+        task_id: task.id.clone(),
+        repository_id: repository.id.clone(),
+        repository_path: repository.local_path.clone(),
+        path: path.clone(),
+        branch: worktree.branch.clone(),
+        base_commit: worktree.base_commit.clone(),
+    };
+    let short: String = worktree.base_commit.chars().take(8).collect();
+    let text = format!(
+        "created worktree {path} on branch {} from {} ({short})",
+        worktree.branch, repository.default_branch
+    );
+    let metadata = json!({
+        "reason": "worktree_created",
+        "repository_id": repository.id.to_string(),
+        "path": path,
+        "branch": worktree.branch,
+        "base_commit": worktree.base_commit,
+    });
+    let recorded = async {
+        let mut tx = inner.store.begin_write().await?;
+        let record = tx.insert_worktree(&new).await?;
+        add_message(&mut tx, session, None, MessageKind::Status, &text, metadata).await?;
+        tx.commit().await?;
+        Ok::<_, EngineError>(record)
+    }
+    .await;
+    match recorded {
+        Ok(record) => Ok(Ok(record)),
+        Err(err) => {
+            // Not recorded means nobody would ever remove it: undo.
+            if let Err(e) = git::remove_worktree(&spec.repo_path, &worktree.path, true).await {
+                tracing::warn!(path, error = %e, "removing an unrecorded worktree failed");
+            }
+            Err(err)
+        }
+    }
+}
+
+async fn status(
+    inner: &Inner,
+    session: &Session,
+    text: &str,
+    metadata: serde_json::Value,
+) -> Result<()> {
+    let mut tx = inner.store.begin_write().await?;
+    add_message(&mut tx, session, None, MessageKind::Status, text, metadata).await?;
+    tx.commit().await?;
+    Ok(())
+}

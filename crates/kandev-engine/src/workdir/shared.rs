@@ -1,0 +1,82 @@
+//! What preparing a working directory and the file actions on it share: where a task's
+//! worktrees live under `$KANDEV_HOME`, and what a git failure means to a caller.
+//!
+//! Layout: `worktrees/<task>/<repo>` per repository. With one repository the session works
+//! in that worktree; with several it works in `worktrees/<task>/`, which holds one folder per
+//! repository. A task without a repository works in `tasks/<task>`. File actions take paths
+//! relative to that same directory, so with several repositories they start with the
+//! repository's folder.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use kandev_domain::TaskId;
+use kandev_domain::task::Task;
+use kandev_domain::workspace::Repository;
+use kandev_runtime::git::{self, GitError};
+
+use crate::error::{EngineError, Result};
+
+/// `$KANDEV_HOME/worktrees/<task>`: the folder holding a task's worktrees.
+pub(crate) fn task_worktrees_dir(home: &Path, task_id: &TaskId) -> Result<PathBuf> {
+    let one = git::worktree_dir(home, task_id.as_str(), "repository").map_err(git_error)?;
+    Ok(one.parent().map(Path::to_path_buf).unwrap_or(one))
+}
+
+/// `worktrees/<task>/<repository name>`, or with the repository's short id appended when
+/// another repository of the task already has that folder.
+pub(crate) fn new_worktree_path(
+    home: &Path,
+    task: &Task,
+    repository: &Repository,
+    used: &HashSet<OsString>,
+) -> Result<PathBuf> {
+    let by_name = git::worktree_dir(home, task.id.as_str(), &repository.name).ok();
+    if let Some(path) = by_name.filter(|p| p.file_name().is_some_and(|n| !used.contains(n))) {
+        return Ok(path);
+    }
+    let short = git::short_id(repository.id.as_str());
+    git::worktree_dir(home, task.id.as_str(), &format!("{}-{short}", repository.name))
+        .or_else(|_| git::worktree_dir(home, task.id.as_str(), &short))
+        .map_err(git_error)
+}
+
+pub(crate) async fn exists(path: &str) -> bool {
+    tokio::fs::symlink_metadata(path).await.is_ok()
+}
+
+/// A git-layer error as the engine reports it.
+pub(crate) fn git_error(err: GitError) -> EngineError {
+    let message = err.to_string();
+    match err {
+        GitError::Forbidden { .. } => EngineError::Forbidden(message),
+        GitError::NotFound { .. } => EngineError::NotFound(message),
+        GitError::Dirty { .. }
+        | GitError::BranchInUse { .. }
+        | GitError::WorktreeExists { .. }
+        | GitError::DetachedHead { .. } => EngineError::Conflict(message),
+        GitError::Git { .. } | GitError::Timeout { .. } | GitError::Io { .. } => {
+            tracing::warn!(error = %message, "a git operation failed");
+            EngineError::Unavailable(message)
+        }
+        _ => EngineError::Validation(message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_errors_keep_their_kind() {
+        let forbidden = GitError::Forbidden { path: "../x".into(), reason: "no".into() };
+        assert!(matches!(git_error(forbidden), EngineError::Forbidden(_)));
+        let dirty = GitError::Dirty { path: "/w".into(), files: 1 };
+        assert!(matches!(git_error(dirty), EngineError::Conflict(_)));
+        let missing = GitError::BaseBranchMissing { branch: "dev".into() };
+        assert!(matches!(git_error(missing), EngineError::Validation(m) if m.contains("dev")));
+        let gone = GitError::NotFound { path: "a.txt".into() };
+        assert!(matches!(git_error(gone), EngineError::NotFound(_)));
+    }
+}

@@ -1,0 +1,91 @@
+//! Workflow execution outside any session's actor: recording a move of a task, and routing
+//! a step entry to the session the step works in (the task's primary session, or a new one
+//! when the step names its own agent profile). The step's actions themselves run inside
+//! that session's actor (`session/workflow.rs`).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kandev_api_types::TaskDto;
+use kandev_domain::task::Task;
+use kandev_domain::workflow::{EntryCause, Step};
+use kandev_domain::{SessionId, StepId, TaskId};
+use serde_json::json;
+
+use crate::create::create_session;
+use crate::error::Result;
+use crate::inner::Inner;
+use crate::publish;
+use crate::session::command::Command;
+use crate::session::handle::ask;
+
+/// Moves a task in the store and announces it; returns the task and the step it left.
+pub(crate) async fn record_move(
+    inner: &Inner,
+    task_id: &TaskId,
+    to: &StepId,
+    position: Option<usize>,
+    cause: EntryCause,
+    actor: &str,
+) -> Result<(Task, StepId)> {
+    let before = inner.store.get_task(task_id).await?;
+    let mut tx = inner.store.begin_write().await?;
+    let moved = tx.move_task(task_id, to, position, cause.as_str(), actor).await?;
+    let payload = json!({ "task": TaskDto::from(&moved), "from_step_id": before.step_id.to_string(), "trigger": cause.as_str() });
+    tx.emit(publish::workspace_topic(&moved), "task.moved", payload).await?;
+    tx.commit().await?;
+    Ok((moved, before.step_id))
+}
+
+/// The session a step works in: the task's primary session, unless the step names its
+/// own agent profile, in which case a session with that profile becomes primary.
+pub(crate) async fn primary_session_for(
+    inner: &Inner,
+    task: &Task,
+    step: &Step,
+) -> Result<SessionId> {
+    let primary = match &task.primary_session_id {
+        Some(id) => Some(inner.store.get_session(id).await?),
+        None => None,
+    };
+    let wanted = step.agent_profile_id.clone();
+    match (primary, wanted) {
+        (Some(session), None) => Ok(session.id),
+        (Some(session), Some(profile)) if session.agent_profile_id.as_ref() == Some(&profile) => {
+            Ok(session.id)
+        }
+        (_, profile) => {
+            let profile = profile.or(task.agent_profile_id.clone());
+            let session = create_session(inner, &task.id, profile).await?;
+            let mut tx = inner.store.begin_write().await?;
+            tx.set_primary_session(&task.id, &session.id).await?;
+            tx.commit().await?;
+            Ok(session.id)
+        }
+    }
+}
+
+/// Runs a step entry in the session the step works in (its own profile's, if it has one).
+/// Boxed with an explicit `Send`: a session actor spawns it when it hands a step over.
+pub(crate) fn enter_step_in_primary(
+    inner: Arc<Inner>,
+    task_id: TaskId,
+    from: Option<StepId>,
+    to: StepId,
+    cause: EntryCause,
+) -> BoxFuture<'static, Result<()>> {
+    Box::pin(async move {
+        let task = inner.store.get_task(&task_id).await?;
+        let workflow = inner.store.get_workflow(&task.workflow_id).await?;
+        let Some(step) = workflow.step(&to).cloned() else { return Ok(()) };
+        let session = primary_session_for(&inner, &task, &step).await?;
+        ask(&inner, &session, |reply| Command::StepEntered {
+            from,
+            to,
+            cause,
+            start_agent: false,
+            reply,
+        })
+        .await
+    })
+}

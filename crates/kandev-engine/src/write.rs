@@ -1,0 +1,120 @@
+//! The one way a session row changes, and the one way a transcript message is added: each
+//! write is checked, compare-and-set, and announced in the transaction that makes it.
+//! Session actors, the start of a session (its working directory) and startup
+//! reconciliation all write through here.
+
+use kandev_domain::TurnId;
+use kandev_domain::transcript::{Message, MessageKind, Session};
+use kandev_store::{NewMessage, SessionUpdate, WriteTx};
+use serde_json::json;
+
+use crate::error::{EngineError, Result};
+use crate::publish;
+
+/// Writes `update` to the session `session` was read as, and returns the row as written:
+/// - a change of state is checked against the transition table (docs/lifecycle.md rule 1;
+///   `Conflict` otherwise, and nothing is written);
+/// - the write is a compare-and-set on `session.epoch` (`StaleEpoch` when the session moved
+///   on to another execution: a report of an older epoch changes nothing, rule 22);
+/// - it is announced in the same transaction: `session.state_changed` (and the task card
+///   kept in step) or `session.updated`, plus `session.error` when `last_error` is set.
+pub(crate) async fn write_session(
+    tx: &mut WriteTx,
+    session: &Session,
+    update: &SessionUpdate,
+) -> Result<Session> {
+    let changed_state = update.state.filter(|to| *to != session.state);
+    if let Some(to) = changed_state {
+        session.state.transition(to).map_err(|e| EngineError::Conflict(e.to_string()))?;
+    }
+    let written = tx.update_session(&session.id, session.epoch, update).await?;
+    let action = if changed_state.is_some() { "session.state_changed" } else { "session.updated" };
+    publish::session_event(tx, &written, action).await?;
+    if update.last_error.is_some() {
+        let error = written.last_error.as_ref().map(kandev_api_types::LastErrorDto::from);
+        tx.emit(
+            publish::session_topic(&written),
+            "session.error",
+            json!({ "session_id": written.id.to_string(), "last_error": error }),
+        )
+        .await?;
+    }
+    if changed_state.is_some() {
+        publish::sync_task(tx, &written).await?;
+    }
+    Ok(written)
+}
+
+/// Inserts a transcript message and announces it.
+pub(crate) async fn add_message(
+    tx: &mut WriteTx,
+    session: &Session,
+    turn_id: Option<&TurnId>,
+    kind: MessageKind,
+    content: &str,
+    metadata: serde_json::Value,
+) -> Result<Message> {
+    let new = NewMessage {
+        session_id: session.id.clone(),
+        turn_id: turn_id.cloned(),
+        kind,
+        content: content.to_owned(),
+        metadata: metadata.to_string(),
+        client_message_id: None,
+    };
+    let message = tx.insert_message(&new).await?;
+    publish::message_added(tx, session, &message).await?;
+    Ok(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use kandev_domain::session::SessionState;
+    use kandev_domain::workflow::{StepSpec, WorkflowSpec};
+    use kandev_store::{Location, NewTask, SessionUpdate, Store, StoreError};
+
+    use super::write_session;
+    use crate::error::EngineError;
+
+    fn to(state: SessionState) -> SessionUpdate {
+        SessionUpdate { state: Some(state), ..SessionUpdate::default() }
+    }
+
+    #[tokio::test]
+    async fn l01_a_state_change_outside_the_table_or_from_an_old_epoch_writes_nothing() {
+        let store = Store::open(Location::Memory).await.unwrap();
+        let mut tx = store.begin_write().await.unwrap();
+        let workspace = tx.insert_workspace("w").await.unwrap();
+        let spec = WorkflowSpec {
+            name: "b".into(),
+            description: String::new(),
+            steps: vec![StepSpec::named("s")],
+        };
+        let workflow = tx.insert_workflow(&workspace.id, &spec, None).await.unwrap();
+        let new = NewTask {
+            workflow_id: workflow.id.clone(),
+            step_id: workflow.steps[0].id.clone(),
+            title: "t".into(),
+            description: String::new(),
+            repository_ids: vec![],
+            agent_profile_id: None,
+        };
+        let task = tx.insert_task(&new, "test").await.unwrap();
+        let created = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
+
+        // CREATED -> RUNNING is not in the table: refused, nothing written.
+        let refused = write_session(&mut tx, &created, &to(SessionState::Running)).await;
+        assert!(matches!(refused, Err(EngineError::Conflict(m)) if m.contains("CREATED")));
+        assert_eq!(tx.get_session(&created.id).await.unwrap().state, SessionState::Created);
+
+        // CREATED -> STARTING is: written, and the row comes back as written.
+        let starting = write_session(&mut tx, &created, &to(SessionState::Starting)).await.unwrap();
+        assert_eq!(starting.state, SessionState::Starting);
+
+        // A write from an epoch the session has left changes nothing (rule 22).
+        tx.bump_epoch(&created.id, starting.epoch).await.unwrap();
+        let stale = write_session(&mut tx, &starting, &to(SessionState::WaitingForInput)).await;
+        assert!(matches!(stale, Err(EngineError::Store(StoreError::StaleEpoch { .. }))));
+        assert_eq!(tx.get_session(&created.id).await.unwrap().state, SessionState::Starting);
+    }
+}
