@@ -8,6 +8,7 @@ use std::time::Duration;
 use kandev_domain::Timestamp;
 use sqlx::FromRow;
 
+use crate::db::Db;
 use crate::{Result, Store, StoreError};
 
 /// A topic subscribers filter on, e.g. `workspace:<id>` or `session:<id>`.
@@ -80,11 +81,7 @@ impl crate::WriteTx {
 
     /// The `seq` the next emitted event will get (writes are serialized, so it is exact).
     pub async fn next_seq(&mut self) -> Result<i64> {
-        let last: Option<i64> =
-            sqlx::query_scalar("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
-                .fetch_optional(self.conn())
-                .await?;
-        Ok(last.unwrap_or(0) + 1)
+        Ok(highest_seq(self.db()).await? + 1)
     }
 }
 
@@ -115,12 +112,7 @@ impl Store {
 
     /// The highest `seq` written so far (0 for an empty log), even when pruning removed it.
     pub async fn last_seq(&self) -> Result<i64> {
-        // AUTOINCREMENT keeps the highest seq ever used here, so it survives pruning.
-        let seq: Option<i64> =
-            sqlx::query_scalar("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
-                .fetch_optional(&self.read)
-                .await?;
-        Ok(seq.unwrap_or(0))
+        highest_seq(self.db()).await
     }
 
     /// The seq of the oldest event of `topic` the log still holds, or the next seq to be
@@ -235,4 +227,14 @@ pub struct Pruned {
     pub batches: u64,
     /// The highest seq removed (0 when nothing was).
     pub through_seq: i64,
+}
+
+/// The highest `seq` ever used (0 for an empty log): AUTOINCREMENT keeps it in
+/// `sqlite_sequence`, so it survives pruning.
+async fn highest_seq(mut db: Db<'_>) -> Result<i64> {
+    let seq: Option<i64> =
+        sqlx::query_scalar("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
+            .fetch_optional(&mut db)
+            .await?;
+    Ok(seq.unwrap_or(0))
 }
