@@ -1,14 +1,23 @@
 //! The JSON shapes of Kandev's API, shared by the server, the engine's notifications, the CLI
-//! and (generated) the web UI. Conversions from domain types are written out here.
+//! and (generated) the web UI: the action table (`actions`), requests, responses, objects,
+//! notifications and error codes. Conversions from domain types are written out here.
 
+pub mod actions;
 pub mod error;
 pub mod files;
+pub mod notifications;
 pub mod objects;
 pub mod requests;
+pub mod responses;
 pub mod session;
 
+pub use actions::Action;
 pub use error::{ErrorBody, ErrorCode};
 pub use files::*;
+pub use notifications::{
+    MessageUpdate, Notification, NotificationParts, ProfilesEvent, SessionEvent, WorkspaceEvent,
+    WorkspacesEvent,
+};
 pub use objects::*;
 pub use session::*;
 
