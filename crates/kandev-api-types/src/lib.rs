@@ -41,3 +41,34 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod wire_enums {
+    //! The enums on the wire say exactly what the domain's `as_str` says, for every variant.
+
+    use kandev_domain::agent::AgentKind;
+    use kandev_domain::session::SessionState;
+    use kandev_domain::task::TaskState;
+    use kandev_domain::transcript::MessageKind;
+
+    fn wire(value: impl serde::Serialize) -> String {
+        serde_json::to_value(value).unwrap().as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn i13_wire_enums_match_the_domain_names() {
+        for s in SessionState::ALL {
+            assert_eq!(wire(crate::SessionStateDto::from(s)), s.as_str());
+        }
+        for s in TaskState::ALL {
+            assert_eq!(wire(crate::TaskStateDto::from(s)), s.as_str());
+        }
+        for k in MessageKind::ALL {
+            assert_eq!(wire(crate::MessageKindDto::from(k)), k.as_str());
+        }
+        for k in AgentKind::ALL {
+            assert_eq!(wire(crate::AgentKindDto::from(k)), k.as_str());
+            assert_eq!(AgentKind::from(crate::AgentKindDto::from(k)), k);
+        }
+    }
+}

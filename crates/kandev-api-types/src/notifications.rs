@@ -281,3 +281,93 @@ pub fn typescript_frame() -> String {
      | ({ topic: `session:${string}` } & SessionEvent)\n);\n"
         .to_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn workspace() -> WorkspaceDto {
+        WorkspaceDto {
+            id: "w1".into(),
+            name: "Default".into(),
+            created_at: "1970-01-01T00:00:00Z".into(),
+            updated_at: "1970-01-01T00:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn parts_are_the_topic_action_and_payload_of_api_md() {
+        let parts = Notification::Workspaces(WorkspacesEvent::Created { workspace: workspace() })
+            .into_parts();
+        assert_eq!(parts.topic, "workspaces");
+        assert_eq!(parts.action, "workspace.created");
+        assert_eq!(parts.payload["workspace"]["id"], "w1");
+
+        let deleted = WorkspaceEvent::TaskDeleted {
+            id: "t1".into(),
+            workflow_id: "f1".into(),
+            step_id: "s1".into(),
+        };
+        let parts = Notification::workspace("w1", deleted).into_parts();
+        assert_eq!(parts.topic, "workspace:w1");
+        assert_eq!(parts.action, "task.deleted");
+        assert_eq!(parts.payload, json!({"id": "t1", "workflow_id": "f1", "step_id": "s1"}));
+
+        let chunk = MessageUpdate::Chunk {
+            message_id: "m1".into(),
+            seq: 7,
+            kind: MessageKindDto::Agent,
+            delta: "hé".into(),
+            length: 3,
+        };
+        let parts =
+            Notification::session("s1", SessionEvent::MessageUpdated(chunk.clone())).into_parts();
+        assert_eq!(parts.topic, "session:s1");
+        assert_eq!(parts.action, "session.message.updated");
+        assert_eq!(
+            parts.payload,
+            json!({"message_id": "m1", "seq": 7, "kind": "agent", "delta": "hé", "length": 3})
+        );
+        let back = Notification::from_parts(&parts.topic, &parts.action, &parts.payload).unwrap();
+        assert_eq!(back, Notification::session("s1", SessionEvent::MessageUpdated(chunk)));
+    }
+
+    #[test]
+    fn an_event_on_the_wrong_kind_of_topic_or_with_a_wrong_payload_is_not_a_notification() {
+        let payload = json!({"workspace": workspace()});
+        assert!(Notification::from_parts("workspaces", "workspace.created", &payload).is_ok());
+        for (topic, action, payload) in [
+            ("session:s1", "workspace.created", payload.clone()),
+            ("workspaces", "workspace.renamed", payload.clone()),
+            ("workspaces", "workspace.created", json!({"workspace": {"id": "w1"}})),
+            ("everything", "workspace.created", payload.clone()),
+        ] {
+            let err = Notification::from_parts(topic, action, &payload).unwrap_err();
+            assert!(err.to_string().contains(topic), "{err}");
+        }
+    }
+
+    #[test]
+    fn session_changes_are_named_by_their_action() {
+        let session: SessionDto = serde_json::from_value(json!({
+            "id": "s1", "task_id": "t1", "agent_profile_id": null, "state": "RUNNING",
+            "epoch": 1, "acp_session_id": null, "session_mode": null, "model": null,
+            "config_options": null, "plan_mode": false, "auto_run": true, "last_error": null,
+            "context_window": null, "agent_info": null, "cwd": "/tmp",
+            "created_at": "x", "updated_at": "x",
+        }))
+        .unwrap();
+        for action in [
+            "session.created",
+            "session.updated",
+            "session.state_changed",
+            "session.mode_changed",
+            "session.config_changed",
+        ] {
+            let event = SessionEvent::session_change(action, session.clone()).unwrap();
+            assert_eq!(Notification::session("s1", event).into_parts().action, action);
+        }
+        assert_eq!(SessionEvent::session_change("session.usage", session), None);
+    }
+}

@@ -7,20 +7,21 @@
 //! and fails once; run it again and commit `web/src/api/generated/`).
 
 use std::any::TypeId;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 
 use kandev_api_types::notifications::typescript_frame;
 use kandev_api_types::*;
 use ts_rs::{Config, TS, TypeVisitor};
 
-/// Collects declarations depth first, each type after the types it refers to.
+/// Collects the declaration of every type reached, by TypeScript name (the file lists them
+/// in name order: ts-rs does not visit dependencies in a fixed order, and TypeScript does not
+/// need a type declared before its use).
 struct Declarations<'a> {
     cfg: &'a Config,
     seen: HashSet<TypeId>,
     /// TypeScript name -> (Rust type, declaration).
-    names: HashMap<String, (&'static str, String)>,
-    decls: Vec<String>,
+    names: BTreeMap<String, (&'static str, String)>,
 }
 
 impl TypeVisitor for Declarations<'_> {
@@ -44,17 +45,15 @@ impl TypeVisitor for Declarations<'_> {
             );
             return;
         }
-        self.names.insert(name, (rust, decl.clone()));
+        self.names.insert(name, (rust, decl));
         T::visit_dependencies(self);
-        self.decls.push(decl);
     }
 }
 
 fn generate() -> String {
     // i64 fields (seq, epoch, position) stay far below 2^53: plain numbers in JSON.
     let cfg = Config::new().with_large_int("number");
-    let mut all =
-        Declarations { cfg: &cfg, seen: HashSet::new(), names: HashMap::new(), decls: vec![] };
+    let mut all = Declarations { cfg: &cfg, seen: HashSet::new(), names: BTreeMap::new() };
     all.visit::<ErrorBody>();
     actions::visit_types(&mut all);
     all.visit::<WorkspacesEvent>();
@@ -66,7 +65,7 @@ fn generate() -> String {
          // change the Rust types, run `cargo test -p kandev-api-types --test ts_bindings`\n\
          // twice and commit this file.\n",
     );
-    for decl in &all.decls {
+    for (_, decl) in all.names.values() {
         out.push('\n');
         out.push_str("export ");
         out.push_str(decl.trim());
