@@ -233,6 +233,32 @@ fn i13_the_server_spawns_no_task_without_an_owner() {
     assert!(offenders.is_empty(), "bare tokio::spawn in:\n{}", offenders.join("\n"));
 }
 
+/// Where a crate writes events: its one function that takes a typed `Notification`.
+const NOTIFY: &[(&str, &str)] = &[("kandev-server", "src/handlers/mod.rs")];
+
+/// Every notification the server publishes is a typed `Notification`: `WriteTx::emit`, which
+/// takes any topic, action and JSON, is called only by its `notify`.
+#[test]
+fn i13_the_server_publishes_only_typed_notifications() {
+    for (krate, notify) in NOTIFY {
+        let root = workspace_root().join("crates").join(krate);
+        let mut files = vec![];
+        rust_files(&root.join("src"), &mut files);
+        let offenders: Vec<String> = files
+            .iter()
+            .filter(|path| **path != root.join(notify))
+            .filter(|path| production_source(path).contains(".emit("))
+            .map(|p| p.display().to_string())
+            .collect();
+        assert!(
+            offenders.is_empty(),
+            "{krate} writes events without `notify` (a typed Notification) in:\n{}",
+            offenders.join("\n")
+        );
+        assert!(production_source(&root.join(notify)).contains(".emit("), "{krate}: {notify}");
+    }
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
