@@ -1,14 +1,23 @@
 //! The JSON shapes of Kandev's API, shared by the server, the engine's notifications, the CLI
-//! and (generated) the web UI. Conversions from domain types are written out here.
+//! and (generated) the web UI: the action table (`actions`), requests, responses, objects,
+//! notifications and error codes. Conversions from domain types are written out here.
 
+pub mod actions;
 pub mod error;
 pub mod files;
+pub mod notifications;
 pub mod objects;
 pub mod requests;
+pub mod responses;
 pub mod session;
 
+pub use actions::Action;
 pub use error::{ErrorBody, ErrorCode};
 pub use files::*;
+pub use notifications::{
+    MessageUpdate, Notification, NotificationParts, ProfilesEvent, SessionEvent, WorkspaceEvent,
+    WorkspacesEvent,
+};
 pub use objects::*;
 pub use session::*;
 
@@ -30,5 +39,36 @@ mod tests {
             super::rfc3339(kandev_domain::Timestamp(1_764_500_000_123)),
             "2025-11-30T10:53:20.123Z"
         );
+    }
+}
+
+#[cfg(test)]
+mod wire_enums {
+    //! The enums on the wire say exactly what the domain's `as_str` says, for every variant.
+
+    use kandev_domain::agent::AgentKind;
+    use kandev_domain::session::SessionState;
+    use kandev_domain::task::TaskState;
+    use kandev_domain::transcript::MessageKind;
+
+    fn wire(value: impl serde::Serialize) -> String {
+        serde_json::to_value(value).unwrap().as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn i13_wire_enums_match_the_domain_names() {
+        for s in SessionState::ALL {
+            assert_eq!(wire(crate::SessionStateDto::from(s)), s.as_str());
+        }
+        for s in TaskState::ALL {
+            assert_eq!(wire(crate::TaskStateDto::from(s)), s.as_str());
+        }
+        for k in MessageKind::ALL {
+            assert_eq!(wire(crate::MessageKindDto::from(k)), k.as_str());
+        }
+        for k in AgentKind::ALL {
+            assert_eq!(wire(crate::AgentKindDto::from(k)), k.as_str());
+            assert_eq!(AgentKind::from(crate::AgentKindDto::from(k)), k);
+        }
     }
 }

@@ -1,8 +1,8 @@
 //! Objects as the API returns them, converted from domain types.
 
 use kandev_domain::StepId;
-use kandev_domain::agent::AgentProfile;
-use kandev_domain::task::Task;
+use kandev_domain::agent::{AgentKind, AgentProfile};
+use kandev_domain::task::{Task, TaskState};
 use kandev_domain::workflow::{Action, Step, StepEvents, Workflow};
 use kandev_domain::workspace::{Repository, Workspace};
 use serde::{Deserialize, Serialize};
@@ -202,6 +202,29 @@ impl From<&Workflow> for WorkflowDto {
     }
 }
 
+/// A task card's state, kept in step with its primary session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TaskStateDto {
+    Todo,
+    InProgress,
+    WaitingForInput,
+    Failed,
+    Completed,
+}
+
+impl From<TaskState> for TaskStateDto {
+    fn from(state: TaskState) -> Self {
+        match state {
+            TaskState::Todo => TaskStateDto::Todo,
+            TaskState::InProgress => TaskStateDto::InProgress,
+            TaskState::WaitingForInput => TaskStateDto::WaitingForInput,
+            TaskState::Failed => TaskStateDto::Failed,
+            TaskState::Completed => TaskStateDto::Completed,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct TaskDto {
     pub id: String,
@@ -210,7 +233,7 @@ pub struct TaskDto {
     pub step_id: String,
     pub title: String,
     pub description: String,
-    pub state: String,
+    pub state: TaskStateDto,
     pub position: u32,
     pub repository_ids: Vec<String>,
     pub agent_profile_id: Option<String>,
@@ -229,7 +252,7 @@ impl From<&Task> for TaskDto {
             step_id: t.step_id.to_string(),
             title: t.title.clone(),
             description: t.description.clone(),
-            state: t.state.as_str().to_owned(),
+            state: t.state.into(),
             position: t.position,
             repository_ids: t.repository_ids.iter().map(|r| r.to_string()).collect(),
             agent_profile_id: t.agent_profile_id.as_ref().map(|p| p.to_string()),
@@ -261,11 +284,49 @@ impl std::fmt::Debug for EnvVarDto {
     }
 }
 
+/// The kinds of agent Kandev knows how to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentKindDto {
+    Mock,
+    Claude,
+    Codex,
+    Gemini,
+    OpenCode,
+    Custom,
+}
+
+impl From<AgentKind> for AgentKindDto {
+    fn from(kind: AgentKind) -> Self {
+        match kind {
+            AgentKind::Mock => AgentKindDto::Mock,
+            AgentKind::Claude => AgentKindDto::Claude,
+            AgentKind::Codex => AgentKindDto::Codex,
+            AgentKind::Gemini => AgentKindDto::Gemini,
+            AgentKind::OpenCode => AgentKindDto::OpenCode,
+            AgentKind::Custom => AgentKindDto::Custom,
+        }
+    }
+}
+
+impl From<AgentKindDto> for AgentKind {
+    fn from(kind: AgentKindDto) -> Self {
+        match kind {
+            AgentKindDto::Mock => AgentKind::Mock,
+            AgentKindDto::Claude => AgentKind::Claude,
+            AgentKindDto::Codex => AgentKind::Codex,
+            AgentKindDto::Gemini => AgentKind::Gemini,
+            AgentKindDto::OpenCode => AgentKind::OpenCode,
+            AgentKindDto::Custom => AgentKind::Custom,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct AgentProfileDto {
     pub id: String,
     pub name: String,
-    pub kind: String,
+    pub kind: AgentKindDto,
     pub command: String,
     pub args: Vec<String>,
     pub env: Vec<EnvVarDto>,
@@ -281,7 +342,7 @@ impl From<&AgentProfile> for AgentProfileDto {
         AgentProfileDto {
             id: p.id.to_string(),
             name: p.name.clone(),
-            kind: p.kind.as_str().to_owned(),
+            kind: p.kind.into(),
             command: p.command.clone(),
             args: p.args.clone(),
             env: p

@@ -1,52 +1,72 @@
-//! Request payloads of the actions. Unknown fields are refused so typos do not pass silently.
+//! Request payloads of the actions. Every one refuses unknown fields, so typos do not pass
+//! silently, and an error names the field (`serde_path_to_error` in the server's decoder).
 
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::{EnvVarDto, EventsDto};
+use crate::{AgentKindDto, EnvVarDto, EventsDto};
 
+/// Declares request payloads with the attributes every one of them carries: `Debug, Clone`,
+/// serde both ways, `deny_unknown_fields`, and TypeScript where an `Option` field may be left
+/// out (`field?: T`). A field that is not an `Option` but has a serde default says so to
+/// TypeScript itself with `#[ts(optional = nullable)]`.
+///
+/// No payload here uses `#[serde(flatten)]`: serde does not support it together with
+/// `deny_unknown_fields`, and the errors of a flattened field do not name it.
+macro_rules! requests {
+    ($($(#[$meta:meta])* pub struct $name:ident $body:tt)*) => {
+        $(
+            $(#[$meta])*
+            #[derive(Debug, Clone, Serialize, Deserialize, TS)]
+            #[ts(optional_fields)]
+            #[serde(deny_unknown_fields)]
+            pub struct $name $body
+        )*
+    };
+}
+
+/// How `session.resume` restarts the agent: `load` (the saved conversation) or `fresh` (a new
+/// conversation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeMode {
+    Load,
+    Fresh,
+}
+
+fn yes() -> bool {
+    true
+}
+
+requests! {
 /// A payload that names one object by id.
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct ById {
     pub id: String,
 }
 
-/// Paging of list actions.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
+/// Paging of list actions (the whole payload of a list with no filter).
+#[derive(Default)]
 pub struct Page {
     pub limit: Option<u32>,
     pub cursor: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
+/// The payload of an action that takes none (`{}` or no body).
+pub struct Empty {}
+
 pub struct WorkspaceCreate {
     pub name: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct WorkspaceUpdate {
     pub id: String,
     pub name: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct ByWorkspace {
     pub workspace_id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct RepositoryCreate {
     pub workspace_id: String,
     pub local_path: String,
@@ -56,9 +76,6 @@ pub struct RepositoryCreate {
     pub setup_script: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct RepositoryUpdate {
     pub id: String,
     pub name: Option<String>,
@@ -67,9 +84,6 @@ pub struct RepositoryUpdate {
     pub setup_script: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct WorkflowCreate {
     pub workspace_id: String,
     pub name: String,
@@ -77,34 +91,22 @@ pub struct WorkflowCreate {
     pub template_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct WorkflowUpdate {
     pub id: String,
     pub name: Option<String>,
     pub description: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct WorkflowExport {
     pub ids: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct WorkflowImport {
     pub workspace_id: String,
     pub yaml: String,
 }
 
 /// Adds a step at `position` (end when absent).
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct StepCreate {
     pub workflow_id: String,
     pub name: String,
@@ -121,9 +123,6 @@ pub struct StepCreate {
 }
 
 /// Changes a step; absent fields keep their value.
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct StepUpdate {
     pub id: String,
     pub name: Option<String>,
@@ -138,46 +137,37 @@ pub struct StepUpdate {
     pub events: Option<EventsDto>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct StepReorder {
     pub workflow_id: String,
     pub step_ids: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct TaskCreate {
     pub workflow_id: String,
     pub title: String,
     pub description: Option<String>,
     pub step_id: Option<String>,
     #[serde(default)]
+    #[ts(optional = nullable)]
     pub repository_ids: Vec<String>,
     pub agent_profile_id: Option<String>,
     /// Start the task's first session with the task prompt.
     #[serde(default)]
+    #[ts(optional = nullable)]
     pub start_agent: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct TaskList {
     pub workflow_id: String,
     pub step_id: Option<String>,
     pub query: Option<String>,
     #[serde(default)]
+    #[ts(optional = nullable)]
     pub include_archived: bool,
     pub limit: Option<u32>,
     pub cursor: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct TaskUpdate {
     pub id: String,
     pub title: Option<String>,
@@ -187,36 +177,31 @@ pub struct TaskUpdate {
     pub agent_profile_id: Option<Option<String>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct TaskMove {
     pub id: String,
     pub step_id: String,
     pub position: Option<u32>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct ProfileCreate {
     pub name: String,
-    pub kind: String,
+    pub kind: AgentKindDto,
     #[serde(default)]
+    #[ts(optional = nullable)]
     pub command: String,
     #[serde(default)]
+    #[ts(optional = nullable)]
     pub args: Vec<String>,
     #[serde(default)]
+    #[ts(optional = nullable)]
     pub env: Vec<EnvVarDto>,
     pub model: Option<String>,
     pub mode: Option<String>,
     #[serde(default)]
+    #[ts(optional = nullable)]
     pub auto_approve: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct ProfileUpdate {
     pub id: String,
     pub name: Option<String>,
@@ -230,23 +215,14 @@ pub struct ProfileUpdate {
     pub auto_approve: Option<bool>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct ByTask {
     pub task_id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct BySession {
     pub session_id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct SessionLaunch {
     pub task_id: String,
     pub agent_profile_id: Option<String>,
@@ -256,48 +232,29 @@ pub struct SessionLaunch {
 
 /// `session.resume`: `mode` is `load` (default: the saved conversation) or `fresh` (a new
 /// conversation).
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct SessionResume {
     pub id: String,
-    pub mode: Option<String>,
+    pub mode: Option<ResumeMode>,
 }
 
 /// `session.authenticate`: `method_id` is one of the agent's auth methods (as listed in
 /// `last_error.details.auth_methods`); the agent restarts and authenticates with it.
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct SessionAuthenticate {
     pub id: String,
     pub method_id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct SessionSetMode {
     pub id: String,
     pub mode_id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct SessionSetConfigOption {
     pub id: String,
     pub config_id: String,
     pub value: serde_json::Value,
 }
 
-fn yes() -> bool {
-    true
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct MessageAdd {
     pub session_id: String,
     pub content: String,
@@ -305,12 +262,10 @@ pub struct MessageAdd {
     pub client_message_id: Option<String>,
     /// Queue while the agent is busy (default); `false` fails with `BUSY` instead.
     #[serde(default = "yes")]
+    #[ts(optional = nullable)]
     pub queue: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct MessageList {
     pub session_id: String,
     pub after_seq: Option<i64>,
@@ -318,102 +273,73 @@ pub struct MessageList {
     pub limit: Option<u32>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct PermissionRespond {
     pub session_id: String,
     pub request_id: String,
     pub option_id: Option<String>,
     #[serde(default)]
+    #[ts(optional = nullable)]
     pub cancelled: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct QueueAdd {
     pub session_id: String,
     pub content: String,
     pub client_message_id: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct QueueUpdate {
     pub session_id: String,
     pub id: String,
     pub content: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct QueueRemove {
     pub session_id: String,
     pub id: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct QueueReorder {
     pub session_id: String,
     pub ids: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct AutoRunSet {
     pub session_id: String,
     pub enabled: bool,
 }
 
 /// Subscribes to topics, replaying what happened after `since` (per topic).
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct Subscribe {
     pub topics: Vec<String>,
     #[serde(default)]
+    #[ts(optional = nullable)]
     pub since: std::collections::HashMap<String, i64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct Unsubscribe {
     pub topics: Vec<String>,
 }
 
 /// `task.archive` and `task.delete`: `force` also removes worktrees with uncommitted or
 /// untracked files.
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct TaskRemove {
     pub id: String,
     #[serde(default)]
+    #[ts(optional = nullable)]
     pub force: bool,
 }
 
 /// `task.file.read`: `path` is relative to the task's working directory.
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct TaskFileRead {
     pub task_id: String,
     pub path: String,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, TS)]
-#[ts(optional_fields)]
-#[serde(deny_unknown_fields)]
 pub struct TaskCommit {
     pub task_id: String,
     pub message: String,
+}
 }
 
 /// Distinguishes an absent field (`None`) from an explicit `null` (`Some(None)`).

@@ -1,6 +1,7 @@
 //! Session, message and queue objects as the API returns them.
 
-use kandev_domain::transcript::{LastError, Message, QueuedPrompt, Session};
+use kandev_domain::session::SessionState;
+use kandev_domain::transcript::{LastError, Message, MessageKind, QueuedPrompt, Session};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
@@ -11,6 +12,67 @@ fn json_or_null(text: Option<&str>) -> Value {
     text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
 }
 
+/// A session's state (lifecycle.md); `COMPLETED`, `FAILED` and `CANCELLED` end it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SessionStateDto {
+    Created,
+    Starting,
+    Running,
+    WaitingForInput,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl From<SessionState> for SessionStateDto {
+    fn from(state: SessionState) -> Self {
+        match state {
+            SessionState::Created => SessionStateDto::Created,
+            SessionState::Starting => SessionStateDto::Starting,
+            SessionState::Running => SessionStateDto::Running,
+            SessionState::WaitingForInput => SessionStateDto::WaitingForInput,
+            SessionState::Completed => SessionStateDto::Completed,
+            SessionState::Failed => SessionStateDto::Failed,
+            SessionState::Cancelled => SessionStateDto::Cancelled,
+        }
+    }
+}
+
+/// The kind of a transcript message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKindDto {
+    User,
+    Agent,
+    Thought,
+    ToolCall,
+    Plan,
+    Usage,
+    Status,
+    Error,
+    PermissionRequest,
+}
+
+impl From<MessageKind> for MessageKindDto {
+    fn from(kind: MessageKind) -> Self {
+        match kind {
+            MessageKind::User => MessageKindDto::User,
+            MessageKind::Agent => MessageKindDto::Agent,
+            MessageKind::Thought => MessageKindDto::Thought,
+            MessageKind::ToolCall => MessageKindDto::ToolCall,
+            MessageKind::Plan => MessageKindDto::Plan,
+            MessageKind::Usage => MessageKindDto::Usage,
+            MessageKind::Status => MessageKindDto::Status,
+            MessageKind::Error => MessageKindDto::Error,
+            MessageKind::PermissionRequest => MessageKindDto::PermissionRequest,
+        }
+    }
+}
+
+/// Why a session is not running; `code` is an open set the engine names (`worktree_failed`,
+/// `setup_script_failed`, `agent_auth_required`, `agent_start_failed`, `prompt_failed`, ...),
+/// so it stays a string.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct LastErrorDto {
     pub code: String,
@@ -35,7 +97,7 @@ pub struct SessionDto {
     pub id: String,
     pub task_id: String,
     pub agent_profile_id: Option<String>,
-    pub state: String,
+    pub state: SessionStateDto,
     pub epoch: i64,
     pub acp_session_id: Option<String>,
     pub session_mode: Option<String>,
@@ -57,7 +119,7 @@ impl From<&Session> for SessionDto {
             id: s.id.to_string(),
             task_id: s.task_id.to_string(),
             agent_profile_id: s.agent_profile_id.as_ref().map(|p| p.to_string()),
-            state: s.state.as_str().to_owned(),
+            state: s.state.into(),
             epoch: s.epoch,
             acp_session_id: s.acp_session_id.clone(),
             session_mode: s.session_mode.clone(),
@@ -81,7 +143,7 @@ pub struct MessageDto {
     pub session_id: String,
     pub turn_id: Option<String>,
     pub seq: i64,
-    pub kind: String,
+    pub kind: MessageKindDto,
     pub content: String,
     pub metadata: Value,
     pub client_message_id: Option<String>,
@@ -96,7 +158,7 @@ impl From<&Message> for MessageDto {
             session_id: m.session_id.to_string(),
             turn_id: m.turn_id.as_ref().map(|t| t.to_string()),
             seq: m.seq,
-            kind: m.kind.as_str().to_owned(),
+            kind: m.kind.into(),
             content: m.content.clone(),
             metadata: json_or_null(Some(&m.metadata)),
             client_message_id: m.client_message_id.clone(),

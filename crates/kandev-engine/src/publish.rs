@@ -1,38 +1,51 @@
-//! Notifications the engine publishes, built from API types, written in the same transaction
-//! as the change they describe.
+//! Notifications the engine publishes, built as the typed notifications of
+//! `kandev_api_types::notifications`, written in the same transaction as the change they
+//! describe.
 
-use kandev_api_types::{MessageDto, QueuedPromptDto, SessionDto, TaskDto};
+use kandev_api_types::notifications;
+use kandev_api_types::{
+    MessageDto, MessageUpdate, Notification, NotificationParts, QueuedPromptDto, SessionDto,
+    SessionEvent, TaskDto, WorkspaceEvent,
+};
 use kandev_domain::session::SessionState;
 use kandev_domain::task::{Task, TaskState};
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
 use kandev_store::{TaskPatch, WriteTx};
-use serde_json::json;
 
 use crate::Result;
 
 pub fn session_topic(session: &Session) -> String {
-    format!("session:{}", session.id)
+    notifications::session_topic(&session.id)
 }
 
 pub fn workspace_topic(task: &Task) -> String {
-    format!("workspace:{}", task.workspace_id)
+    notifications::workspace_topic(&task.workspace_id)
 }
 
+/// Writes `notification` in `tx`; it goes out after the commit. Returns its `seq`.
+pub async fn notify(tx: &mut WriteTx, notification: Notification) -> Result<i64> {
+    let NotificationParts { topic, action, payload } = notification.into_parts();
+    Ok(tx.emit(topic, &action, payload).await?)
+}
+
+/// Announces a change of the whole session object: `action` is `session.created`,
+/// `session.updated`, `session.state_changed`, `session.mode_changed` or
+/// `session.config_changed`.
 pub async fn session_event(tx: &mut WriteTx, session: &Session, action: &str) -> Result<()> {
-    tx.emit(session_topic(session), action, json!({ "session": SessionDto::from(session) }))
-        .await?;
+    let dto = SessionDto::from(session);
+    let event = SessionEvent::session_change(action, dto.clone()).unwrap_or_else(|| {
+        debug_assert!(false, "{action} is not a change of the session object");
+        tracing::error!(action, "not a change of the session object; sent as session.updated");
+        SessionEvent::Updated { session: dto }
+    });
+    notify(tx, Notification::session(&session.id, event)).await?;
     Ok(())
 }
 
 /// Announces a new message; its `seq` is this event's seq.
 pub async fn message_added(tx: &mut WriteTx, session: &Session, message: &Message) -> Result<()> {
-    let seq = tx
-        .emit(
-            session_topic(session),
-            "session.message.added",
-            json!({ "message": MessageDto::from(message) }),
-        )
-        .await?;
+    let event = SessionEvent::MessageAdded { message: MessageDto::from(message) };
+    let seq = notify(tx, Notification::session(&session.id, event)).await?;
     debug_assert_eq!(seq, message.seq, "a message's seq is the seq of its announcement");
     Ok(())
 }
@@ -44,21 +57,25 @@ pub async fn message_appended(
     message: &Message,
     delta: &str,
 ) -> Result<()> {
-    let payload = json!({
-        "message_id": message.id.to_string(),
-        "seq": message.seq,
-        "kind": message.kind.as_str(),
-        "delta": delta,
-        "length": message.content.len(),
-    });
-    tx.emit(session_topic(session), "session.message.updated", payload).await?;
+    let update = MessageUpdate::Chunk {
+        message_id: message.id.to_string(),
+        seq: message.seq,
+        kind: message.kind.into(),
+        delta: delta.to_owned(),
+        length: message.content.len() as u64,
+    };
+    notify(tx, Notification::session(&session.id, SessionEvent::MessageUpdated(update))).await?;
     Ok(())
 }
 
 /// Announces a message whose metadata (or whole content) changed.
 pub async fn message_changed(tx: &mut WriteTx, session: &Session, message: &Message) -> Result<()> {
-    let payload = json!({ "message_id": message.id.to_string(), "seq": message.seq, "message": MessageDto::from(message) });
-    tx.emit(session_topic(session), "session.message.updated", payload).await?;
+    let update = MessageUpdate::Whole {
+        message_id: message.id.to_string(),
+        seq: message.seq,
+        message: MessageDto::from(message),
+    };
+    notify(tx, Notification::session(&session.id, SessionEvent::MessageUpdated(update))).await?;
     Ok(())
 }
 
@@ -67,13 +84,11 @@ pub async fn queue_changed(
     session: &Session,
     queue: &[QueuedPrompt],
 ) -> Result<()> {
-    let list: Vec<QueuedPromptDto> = queue.iter().map(QueuedPromptDto::from).collect();
-    tx.emit(
-        session_topic(session),
-        "session.queue.changed",
-        json!({ "session_id": session.id.to_string(), "queue": list }),
-    )
-    .await?;
+    let event = SessionEvent::QueueChanged {
+        session_id: session.id.to_string(),
+        queue: queue.iter().map(QueuedPromptDto::from).collect(),
+    };
+    notify(tx, Notification::session(&session.id, event)).await?;
     Ok(())
 }
 
@@ -100,7 +115,7 @@ pub async fn sync_task(tx: &mut WriteTx, session: &Session) -> Result<()> {
     }
     let task =
         tx.update_task(&task.id, &TaskPatch { state: Some(state), ..TaskPatch::default() }).await?;
-    tx.emit(workspace_topic(&task), "task.updated", json!({ "task": TaskDto::from(&task) }))
-        .await?;
+    let event = WorkspaceEvent::TaskUpdated { task: TaskDto::from(&task) };
+    notify(tx, Notification::workspace(&task.workspace_id, event)).await?;
     Ok(())
 }

@@ -1,5 +1,13 @@
-//! The one action table both transports (HTTP and WebSocket) call into.
+//! Dispatch: both transports (HTTP and WebSocket) call [`dispatch`], which routes by the
+//! action table of `kandev_api_types::actions` to the handler bound below. The table declares
+//! each action once (name, request, response); a handler is bound to its action's type, so an
+//! action without a handler, or a handler with the wrong request or response type, does not
+//! compile.
 
+use std::future::Future;
+use std::pin::Pin;
+
+use kandev_api_types::actions::{self, Action, Route};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -8,78 +16,133 @@ use crate::{ApiError, AppState};
 
 /// Runs `action` with its JSON payload and returns the JSON result.
 pub async fn dispatch(state: &AppState, action: &str, payload: Value) -> Result<Value, ApiError> {
-    macro_rules! route {
-        ($($name:literal => $handler:path),* $(,)?) => {
-            match action {
-                $($name => $handler(state, decode(payload)?).await,)*
-                "subscribe" | "unsubscribe" => Err(ApiError::bad_request(
-                    "subscriptions need the WebSocket endpoint /ws",
-                )),
-                _ => Err(unknown_action(action)),
+    if let Some(run) = actions::route(action, Call { state, payload }) {
+        return run.await;
+    }
+    if actions::SOCKET_ONLY.contains(&action) {
+        return Err(ApiError::bad_request("subscriptions need the WebSocket endpoint /ws"));
+    }
+    Err(unknown_action(action))
+}
+
+/// An action's handler: takes the decoded request, answers the typed response.
+pub(crate) trait Handler: Action {
+    fn handle(
+        state: &AppState,
+        request: Self::Request,
+    ) -> impl Future<Output = Result<Self::Response, ApiError>> + Send + '_;
+}
+
+/// Binds each action of the table to its handler. `as json` marks a handler that still
+/// answers a `serde_json::Value`: its answer is read as the action's response type.
+macro_rules! handlers {
+    ($($action:ident => $handler:path $(as $json:ident)?,)*) => {
+        $(
+            impl Handler for actions::$action {
+                fn handle(
+                    state: &AppState,
+                    request: Self::Request,
+                ) -> impl Future<Output = Result<Self::Response, ApiError>> + Send + '_ {
+                    handlers!(@call $handler, state, request $(, $json)?)
+                }
             }
-        };
+        )*
+    };
+    (@call $handler:path, $state:ident, $request:ident) => { $handler($state, $request) };
+    (@call $handler:path, $state:ident, $request:ident, json) => {
+        async move { typed($handler($state, $request).await?) }
+    };
+}
+
+handlers! {
+    WorkspaceList => workspace::list,
+    WorkspaceCreate => workspace::create,
+    WorkspaceGet => workspace::get,
+    WorkspaceUpdate => workspace::update,
+    WorkspaceDelete => workspace::delete,
+    RepositoryList => repository::list,
+    RepositoryCreate => repository::create,
+    RepositoryGet => repository::get,
+    RepositoryUpdate => repository::update,
+    RepositoryDelete => repository::delete,
+    WorkflowTemplateList => workflow::template_list,
+    WorkflowCreate => workflow::create,
+    WorkflowList => workflow::list,
+    WorkflowGet => workflow::get,
+    WorkflowUpdate => workflow::update,
+    WorkflowDelete => workflow::delete,
+    WorkflowExport => workflow::export,
+    WorkflowImport => workflow::import,
+    StepCreate => workflow::step_create,
+    StepUpdate => workflow::step_update,
+    StepDelete => workflow::step_delete,
+    StepReorder => workflow::step_reorder,
+    TaskCreate => task::create,
+    TaskList => task::list,
+    TaskGet => task::get,
+    TaskUpdate => task::update,
+    TaskMove => task::move_task,
+    TaskArchive => task::archive,
+    TaskDelete => task::delete,
+    TaskChanges => files::changes as json,
+    TaskTree => files::tree as json,
+    TaskFileRead => files::read as json,
+    TaskCommit => files::commit as json,
+    AgentKinds => profile::kinds,
+    ProfileList => profile::list,
+    ProfileCreate => profile::create,
+    ProfileUpdate => profile::update,
+    ProfileDelete => profile::delete,
+    SessionLaunch => session::launch,
+    TaskSessionList => session::list,
+    SessionGet => session::get,
+    SessionStop => session::stop,
+    SessionDelete => session::delete,
+    SessionResume => session::resume,
+    SessionAuthenticate => agent_auth::authenticate,
+    SessionResetContext => session::reset_context,
+    SessionSetMode => session::set_mode,
+    SessionSetConfigOption => session::set_config_option,
+    AgentCancel => session::cancel,
+    MessageAdd => session::message_add,
+    MessageList => session::message_list,
+    QueueList => session::queue_list,
+    QueueAdd => session::queue_add,
+    QueueUpdate => session::queue_update,
+    QueueRemove => session::queue_remove,
+    QueueReorder => session::queue_reorder,
+    QueueDrain => session::queue_drain,
+    QueueAutoRunSet => session::auto_run_set,
+    PermissionRespond => session::permission_respond,
+}
+
+/// One call on its way to its action's handler.
+struct Call<'a> {
+    state: &'a AppState,
+    payload: Value,
+}
+
+impl<'a, A: Handler> Route<A> for Call<'a> {
+    type Output = Pin<Box<dyn Future<Output = Result<Value, ApiError>> + Send + 'a>>;
+
+    fn route(self) -> Self::Output {
+        Box::pin(async move {
+            let request = decode::<A::Request>(self.payload)?;
+            let response = A::handle(self.state, request).await?;
+            serde_json::to_value(response).map_err(|err| {
+                tracing::error!(action = A::NAME, error = %err, "cannot serialize a response");
+                ApiError::internal()
+            })
+        })
     }
-    route! {
-        "workspace.list" => workspace::list,
-        "workspace.create" => workspace::create,
-        "workspace.get" => workspace::get,
-        "workspace.update" => workspace::update,
-        "workspace.delete" => workspace::delete,
-        "repository.list" => repository::list,
-        "repository.create" => repository::create,
-        "repository.get" => repository::get,
-        "repository.update" => repository::update,
-        "repository.delete" => repository::delete,
-        "workflow.template.list" => workflow::template_list,
-        "workflow.create" => workflow::create,
-        "workflow.list" => workflow::list,
-        "workflow.get" => workflow::get,
-        "workflow.update" => workflow::update,
-        "workflow.delete" => workflow::delete,
-        "workflow.export" => workflow::export,
-        "workflow.import" => workflow::import,
-        "workflow.step.create" => workflow::step_create,
-        "workflow.step.update" => workflow::step_update,
-        "workflow.step.delete" => workflow::step_delete,
-        "workflow.step.reorder" => workflow::step_reorder,
-        "task.create" => task::create,
-        "task.list" => task::list,
-        "task.get" => task::get,
-        "task.update" => task::update,
-        "task.move" => task::move_task,
-        "task.archive" => task::archive,
-        "task.delete" => task::delete,
-        "task.changes" => files::changes,
-        "task.tree" => files::tree,
-        "task.file.read" => files::read,
-        "task.commit" => files::commit,
-        "agent.profile.list" => profile::list,
-        "agent.profile.create" => profile::create,
-        "agent.profile.update" => profile::update,
-        "agent.profile.delete" => profile::delete,
-        "agent.kinds" => profile::kinds,
-        "session.launch" => session::launch,
-        "task.session.list" => session::list,
-        "session.get" => session::get,
-        "session.stop" => session::stop,
-        "session.delete" => session::delete,
-        "session.resume" => session::resume,
-        "session.authenticate" => agent_auth::authenticate,
-        "session.reset_context" => session::reset_context,
-        "session.set_mode" => session::set_mode,
-        "session.set_config_option" => session::set_config_option,
-        "agent.cancel" => session::cancel,
-        "message.add" => session::message_add,
-        "message.list" => session::message_list,
-        "message.queue.list" => session::queue_list,
-        "message.queue.add" => session::queue_add,
-        "message.queue.update" => session::queue_update,
-        "message.queue.remove" => session::queue_remove,
-        "message.queue.reorder" => session::queue_reorder,
-        "message.queue.drain" => session::queue_drain,
-        "message.queue.auto_run.set" => session::auto_run_set,
-        "permission.respond" => session::permission_respond,
-    }
+}
+
+/// A handler's JSON answer as its action's response type; a mismatch is a bug, logged.
+fn typed<T: DeserializeOwned>(answer: Value) -> Result<T, ApiError> {
+    serde_json::from_value(answer).map_err(|err| {
+        tracing::error!(error = %err, "a handler's answer does not match its response type");
+        ApiError::internal()
+    })
 }
 
 fn unknown_action(action: &str) -> ApiError {
@@ -104,7 +167,7 @@ pub fn decode<T: DeserializeOwned>(payload: Value) -> Result<T, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kandev_api_types::requests::WorkspaceCreate;
+    use kandev_api_types::requests::{Empty, Page, WorkspaceCreate};
 
     #[test]
     fn decode_names_the_offending_field() {
@@ -113,5 +176,21 @@ mod tests {
         assert!(err.message.starts_with("name: invalid type: integer"), "{}", err.message);
         let err = decode::<WorkspaceCreate>(serde_json::json!({})).unwrap_err();
         assert_eq!(err.message, "missing field `name`");
+    }
+
+    /// Issue 13: `ListAll` flattened `Page` under `deny_unknown_fields`, which serde does not
+    /// support; a list payload is now `Page` itself. Unknown fields are refused and a wrong
+    /// field is named (through the flatten, the error said only "invalid type").
+    #[test]
+    fn i13_list_requests_refuse_unknown_fields_and_name_the_wrong_one() {
+        let err = decode::<Page>(serde_json::json!({"limti": 5})).unwrap_err();
+        assert_eq!(err.code, kandev_api_types::ErrorCode::ValidationError);
+        assert!(err.message.contains("unknown field `limti`"), "{}", err.message);
+        let err = decode::<Page>(serde_json::json!({"limit": "x"})).unwrap_err();
+        assert!(err.message.starts_with("limit: invalid type: string"), "{}", err.message);
+        assert!(decode::<Page>(serde_json::json!({"limit": 5, "cursor": "10"})).is_ok());
+        let err = decode::<Empty>(serde_json::json!({"limit": 5})).unwrap_err();
+        assert!(err.message.contains("unknown field `limit`"), "{}", err.message);
+        assert!(decode::<Empty>(Value::Null).is_ok());
     }
 }

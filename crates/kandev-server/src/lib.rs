@@ -57,27 +57,25 @@ pub async fn serve(
         write_timeout: config.write_timeout,
         send_buffer_bytes: config.send_buffer_bytes,
     };
-    let pruner = tokio::spawn(prune_log(
+    let tasks = state.tasks().clone();
+    tasks.spawn(prune_log(
         state.store().clone(),
         config.retention,
         config.prune_interval,
         shutdown.clone(),
     ));
-    let fan_out = tokio::spawn(ws::fan_out(
-        state.store().subscribe(),
-        state.live().clone(),
-        shutdown.clone(),
-    ));
+    tasks.spawn(ws::fan_out(state.store().subscribe(), state.live().clone(), shutdown.clone()));
     // Open WebSockets would keep a graceful shutdown waiting: close them first.
     let closing = state.closing().clone();
     let stop = shutdown.clone();
-    tokio::spawn(async move {
+    tasks.spawn(async move {
         stop.cancelled().await;
         closing.cancel();
     });
     let served = conn::serve(listener, router(state), limits, shutdown).await;
-    let _ = pruner.await;
-    let _ = fan_out.await;
+    // The pruner and the fan-out stop on `shutdown`; WebSocket requests in flight finish.
+    tasks.close();
+    tasks.wait().await;
     served
 }
 

@@ -7,6 +7,7 @@ use kandev_engine::Engine;
 use kandev_store::{Retention, Store};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::security::AuthLimiter;
 use crate::ws::Live;
@@ -78,6 +79,9 @@ struct Inner {
     /// Committed events as WebSocket frames, serialized once for every connection
     /// (`ws::fan_out` feeds it from the store).
     live: broadcast::Sender<Live>,
+    /// The server's own tasks: WebSocket requests (they outlive their connection, rule 33),
+    /// the event fan-out and the log pruner. `serve` waits for all of them before it returns.
+    tasks: TaskTracker,
 }
 
 impl AppState {
@@ -89,12 +93,17 @@ impl AppState {
             closing: CancellationToken::new(),
             auth_limiter: AuthLimiter::default(),
             live,
+            tasks: TaskTracker::new(),
         };
         AppState { inner: Arc::new(inner) }
     }
 
     pub(crate) fn live(&self) -> &broadcast::Sender<Live> {
         &self.inner.live
+    }
+
+    pub(crate) fn tasks(&self) -> &TaskTracker {
+        &self.inner.tasks
     }
 
     pub(crate) fn auth_limiter(&self) -> &AuthLimiter {

@@ -8,11 +8,18 @@ use axum::extract::State;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
+use kandev_api_types::Action;
+use kandev_api_types::actions;
+use kandev_api_types::notifications::{
+    PROFILES_TOPIC, SESSION_TOPIC_PREFIX, WORKSPACE_TOPIC_PREFIX, WORKSPACES_TOPIC,
+};
 use kandev_api_types::requests::{Subscribe, Unsubscribe};
+use kandev_api_types::responses::{Subscribed, Unsubscribed};
 use kandev_store::{Event, Store};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::dispatch::decode;
@@ -93,7 +100,7 @@ struct Request {
     payload: Value,
 }
 
-fn response(id: &Value, action: &str, payload: Value) -> Message {
+fn response(id: &Value, action: &str, payload: impl Serialize) -> Message {
     text(json!({ "id": id, "type": "response", "action": action, "payload": payload }))
 }
 
@@ -137,10 +144,13 @@ async fn connection(state: AppState, socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
     let config = state.config();
     let outbox = Outbox::new(config.ws_queue_bytes, config.ws_queue_wait);
+    // The connection's own tasks: the writer and the delivery loop. Dropping the set (the
+    // connection ended) aborts whatever is left of them.
+    let mut tasks = JoinSet::new();
     // Ends when the client is gone or stopped reading for the write timeout (the socket's
     // writes then fail), which ends the connection.
     let writer_done = CancellationToken::new();
-    let writer = tokio::spawn({
+    tasks.spawn({
         let outbox = outbox.clone();
         let done = writer_done.clone();
         async move {
@@ -157,7 +167,7 @@ async fn connection(state: AppState, socket: WebSocket) {
     // can be missed.
     let live = state.live().subscribe();
     let subscriptions =
-        tokio::spawn(subscriptions(state.store().clone(), live, command_rx, outbox.clone()));
+        tasks.spawn(subscriptions(state.store().clone(), live, command_rx, outbox.clone()));
     let closing = state.closing().clone();
     loop {
         let message = tokio::select! {
@@ -182,8 +192,9 @@ async fn connection(state: AppState, socket: WebSocket) {
     // only this connection's delivery tasks stop.
     subscriptions.abort();
     outbox.close();
-    // The write timeout bounds this wait for a client that does not read.
-    let _ = writer.await;
+    // The writer sends what is queued; the write timeout bounds this wait for a client that
+    // does not read.
+    while tasks.join_next().await.is_some() {}
     outbox.shut();
 }
 
@@ -218,9 +229,9 @@ async fn on_text(
         return;
     }
     let command = match action.as_str() {
-        "subscribe" => decode(request.payload)
+        actions::Subscribe::NAME => decode(request.payload)
             .map(|request| SubscriptionCommand::Subscribe { id: id.clone(), request }),
-        "unsubscribe" => decode(request.payload)
+        actions::Unsubscribe::NAME => decode(request.payload)
             .map(|request| SubscriptionCommand::Unsubscribe { id: id.clone(), request }),
         _ => {
             spawn_request(state.clone(), id, action, request.payload, out.clone());
@@ -251,9 +262,12 @@ async fn reply(out: &Outbox, message: Message) -> bool {
     }
 }
 
-/// Runs one request concurrently with the others of the connection; answers by id.
+/// Runs one request concurrently with the others of the connection; answers by id. The
+/// request is the server's task, not the connection's: a client that leaves does not cancel
+/// it (rule 33), and shutdown waits for it.
 fn spawn_request(state: AppState, id: Value, action: String, payload: Value, out: Arc<Outbox>) {
-    tokio::spawn(async move {
+    let tasks = state.tasks().clone();
+    tasks.spawn(async move {
         let answer = match dispatch(&state, &action, payload).await {
             Ok(result) => response(&id, &action, result),
             Err(err) => error(&id, &action, &err),
@@ -268,7 +282,10 @@ fn valid_topic(topic: &str) -> bool {
             !id.is_empty() && id.len() <= 100 && !id.contains(char::is_whitespace)
         })
     };
-    matches!(topic, "workspaces" | "profiles") || scoped("workspace:") || scoped("session:")
+    topic == WORKSPACES_TOPIC
+        || topic == PROFILES_TOPIC
+        || scoped(WORKSPACE_TOPIC_PREFIX)
+        || scoped(SESSION_TOPIC_PREFIX)
 }
 
 /// The per-connection delivery loop: owns the topic set and the last `seq` sent per topic.
@@ -365,9 +382,10 @@ async fn on_command(
 ) -> Result<(), Gone> {
     let answer = match command {
         SubscriptionCommand::Subscribe { id, request } => {
+            let name = actions::Subscribe::NAME;
             match subscribe(store, request, sent, out).await {
-                Ok(topics) => response(&id, "subscribe", json!({ "topics": topics })),
-                Err(SubscribeError::Api(err)) => error(&id, "subscribe", &err),
+                Ok(topics) => response(&id, name, Subscribed { topics }),
+                Err(SubscribeError::Api(err)) => error(&id, name, &err),
                 Err(SubscribeError::Gone) => return Err(Gone),
             }
         }
@@ -375,7 +393,8 @@ async fn on_command(
             for topic in &request.topics {
                 sent.remove(topic);
             }
-            response(&id, "unsubscribe", json!({ "topics": request.topics }))
+            let topics = request.topics;
+            response(&id, actions::Unsubscribe::NAME, Unsubscribed { topics })
         }
     };
     if reply(out, answer).await { Ok(()) } else { Err(Gone) }

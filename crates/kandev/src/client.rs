@@ -1,10 +1,14 @@
-//! The CLI's client side: task and workflow commands sent to a running server over HTTP.
+//! The CLI's client side: task and workflow commands sent to a running server over HTTP, with
+//! the request and response types of the action table (`kandev_api_types::actions`).
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
-use serde_json::{Value, json};
+use kandev_api_types::actions::{self, Action};
+use kandev_api_types::requests as rq;
+use kandev_api_types::{TaskDto, WorkflowDto};
+use serde_json::Value;
 
 #[derive(Args, Debug)]
 pub struct ServerArgs {
@@ -91,6 +95,12 @@ struct Client {
     token: Option<String>,
 }
 
+/// An action's answer: typed, and as the server sent it (printed by `--json`).
+struct Answer<A: Action> {
+    typed: A::Response,
+    raw: Value,
+}
+
 impl Client {
     fn new(args: &ServerArgs) -> Client {
         Client {
@@ -100,22 +110,23 @@ impl Client {
         }
     }
 
-    async fn call(&self, action: &str, payload: Value) -> Result<Value> {
-        let mut request = self.http.post(format!("{}/api/v1/{action}", self.base)).json(&payload);
+    async fn call<A: Action>(&self, request: &A::Request) -> Result<Answer<A>> {
+        let action = A::NAME;
+        let mut post = self.http.post(format!("{}/api/v1/{action}", self.base)).json(request);
         if let Some(token) = &self.token {
-            request = request.bearer_auth(token);
+            post = post.bearer_auth(token);
         }
-        let response = request.send().await.with_context(|| {
+        let response = post.send().await.with_context(|| {
             format!("cannot reach the server at {}; is `kandev serve` running?", self.base)
         })?;
         let ok = response.status().is_success();
-        let body: Value =
+        let raw: Value =
             response.json().await.context("the server sent an answer that is not JSON")?;
         if !ok {
-            let message = body["message"].as_str().unwrap_or("request failed");
-            let code = body["code"].as_str().unwrap_or("ERROR");
+            let message = raw["message"].as_str().unwrap_or("request failed");
+            let code = raw["code"].as_str().unwrap_or("ERROR");
             let mut text = format!("{message} ({code})");
-            for problem in body["details"]["problems"].as_array().into_iter().flatten() {
+            for problem in raw["details"]["problems"].as_array().into_iter().flatten() {
                 let path = problem["path"].as_str().unwrap_or("?");
                 text.push_str(&format!(
                     "\n  {path}: {}",
@@ -124,7 +135,10 @@ impl Client {
             }
             bail!(text);
         }
-        Ok(body)
+        let typed = serde_json::from_value(raw.clone()).with_context(|| {
+            format!("the server's answer to {action} is not what this kandev expects; is it the same version?")
+        })?;
+        Ok(Answer { typed, raw })
     }
 }
 
@@ -136,36 +150,47 @@ pub async fn task(args: ServerArgs, command: TaskCommand) -> Result<()> {
     let client = Client::new(&args);
     match command {
         TaskCommand::Create { workflow, title, description, step, repositories, profile } => {
-            let payload = json!({
-                "workflow_id": workflow, "title": title, "description": description,
-                "step_id": step, "repository_ids": repositories, "agent_profile_id": profile,
-            });
-            let result = client.call("task.create", payload).await?;
+            let request = rq::TaskCreate {
+                workflow_id: workflow,
+                title,
+                description,
+                step_id: step,
+                repository_ids: repositories,
+                agent_profile_id: profile,
+                start_agent: false,
+            };
+            let result = client.call::<actions::TaskCreate>(&request).await?;
             if args.json {
-                print_json(&result);
+                print_json(&result.raw);
             } else {
-                println!("{}", result["task"]["id"].as_str().unwrap_or_default());
+                println!("{}", result.typed.task.id);
             }
         }
         TaskCommand::List { workflow, query, archived } => {
-            let board = client.call("workflow.get", json!({ "id": workflow })).await?;
-            let payload =
-                json!({ "workflow_id": workflow, "query": query, "include_archived": archived });
-            let result = client.call("task.list", payload).await?;
+            let get = rq::ById { id: workflow.clone() };
+            let board = client.call::<actions::WorkflowGet>(&get).await?.typed.workflow;
+            let request = rq::TaskList {
+                workflow_id: workflow,
+                step_id: None,
+                query,
+                include_archived: archived,
+                limit: None,
+                cursor: None,
+            };
+            let result = client.call::<actions::TaskList>(&request).await?;
             if args.json {
-                print_json(&result);
+                print_json(&result.raw);
             } else {
-                print_board(&board["workflow"], &result["tasks"]);
+                print_board(&board, &result.typed.tasks);
             }
         }
         TaskCommand::Move { id, step, position } => {
-            let result = client
-                .call("task.move", json!({ "id": id, "step_id": step, "position": position }))
-                .await?;
+            let request = rq::TaskMove { id, step_id: step, position };
+            let result = client.call::<actions::TaskMove>(&request).await?;
             if args.json {
-                print_json(&result);
+                print_json(&result.raw);
             } else {
-                println!("moved to position {}", result["task"]["position"]);
+                println!("moved to position {}", result.typed.task.position);
             }
         }
     }
@@ -173,18 +198,12 @@ pub async fn task(args: ServerArgs, command: TaskCommand) -> Result<()> {
 }
 
 /// Prints tasks grouped under their step names.
-fn print_board(workflow: &Value, tasks: &Value) {
-    let empty = vec![];
-    let tasks = tasks.as_array().unwrap_or(&empty);
-    for step in workflow["steps"].as_array().unwrap_or(&empty) {
-        let in_step: Vec<&Value> = tasks.iter().filter(|t| t["step_id"] == step["id"]).collect();
-        println!("{} ({})", step["name"].as_str().unwrap_or("?"), in_step.len());
+fn print_board(workflow: &WorkflowDto, tasks: &[TaskDto]) {
+    for step in &workflow.steps {
+        let in_step: Vec<&TaskDto> = tasks.iter().filter(|t| t.step_id == step.id).collect();
+        println!("{} ({})", step.name, in_step.len());
         for task in in_step {
-            println!(
-                "  {}  {}",
-                task["id"].as_str().unwrap_or("?"),
-                task["title"].as_str().unwrap_or("")
-            );
+            println!("  {}  {}", task.id, task.title);
         }
     }
 }
@@ -193,8 +212,9 @@ pub async fn workflow(args: ServerArgs, command: WorkflowCommand) -> Result<()> 
     let client = Client::new(&args);
     match command {
         WorkflowCommand::Export { ids, output } => {
-            let result = client.call("workflow.export", json!({ "ids": ids })).await?;
-            let yaml = result["yaml"].as_str().unwrap_or_default();
+            let result =
+                client.call::<actions::WorkflowExport>(&rq::WorkflowExport { ids }).await?;
+            let yaml = result.typed.yaml;
             match output {
                 Some(path) => std::fs::write(&path, yaml)
                     .with_context(|| format!("cannot write {}", path.display()))?,
@@ -204,18 +224,13 @@ pub async fn workflow(args: ServerArgs, command: WorkflowCommand) -> Result<()> 
         WorkflowCommand::Import { workspace, file } => {
             let yaml = std::fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
-            let result = client
-                .call("workflow.import", json!({ "workspace_id": workspace, "yaml": yaml }))
-                .await?;
+            let request = rq::WorkflowImport { workspace_id: workspace, yaml };
+            let result = client.call::<actions::WorkflowImport>(&request).await?;
             if args.json {
-                print_json(&result);
+                print_json(&result.raw);
             } else {
-                for workflow in result["workflows"].as_array().unwrap_or(&vec![]) {
-                    println!(
-                        "{}  {}",
-                        workflow["id"].as_str().unwrap_or("?"),
-                        workflow["name"].as_str().unwrap_or("")
-                    );
+                for workflow in &result.typed.workflows {
+                    println!("{}  {}", workflow.id, workflow.name);
                 }
             }
         }

@@ -1,6 +1,7 @@
 // Actions over HTTP (`POST /api/v1/<action>`): they work whatever the state of the WebSocket,
-// which is used only for live notifications (./live.ts).
-import type { Action, ErrorPayload, Results } from './types';
+// which is used only for live notifications (./live.ts). `call` is typed by the generated
+// `Actions` map: a wrong action name or payload field does not compile.
+import type { ActionName, Actions, ErrorPayload } from './types';
 
 export class ApiError extends Error {
   readonly code: ErrorPayload['code'];
@@ -12,10 +13,10 @@ export class ApiError extends Error {
   }
 }
 
-export async function call<A extends Action>(
+export async function call<A extends ActionName>(
   action: A,
-  payload: object = {},
-): Promise<Results[A]> {
+  payload: Actions[A]['request'],
+): Promise<Actions[A]['response']> {
   let response: Response;
   try {
     response = await fetch(`/api/v1/${action}`, {
@@ -43,7 +44,7 @@ export async function call<A extends Action>(
     }
     throw new ApiError(body as ErrorPayload);
   }
-  return body as Results[A];
+  return body as Actions[A]['response'];
 }
 
 /** A message for a person: what failed and the server's own words. */

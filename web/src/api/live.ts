@@ -3,7 +3,7 @@
 // duplicates (seq <= last seen) are dropped. When the server cannot replay a topic (its log was
 // pruned past our `since`, or we fell too far behind: `resync_required`, lifecycle rule 47),
 // the topic is subscribed again from now and its subscribers reload their objects.
-import type { Notification } from './types';
+import type { Notification, SocketActions } from './types';
 
 export type ConnectionStatus = 'connecting' | 'open' | 'reconnecting';
 type Handler = (n: Notification) => void;
@@ -78,7 +78,8 @@ class Live {
     }
     const id = `s${this.nextId++}`;
     this.pending.set(id, topics);
-    this.ws.send(JSON.stringify({ id, type: 'request', action: 'subscribe', payload: { topics, since } }));
+    const payload: SocketActions['subscribe']['request'] = { topics, since };
+    this.ws.send(JSON.stringify({ id, type: 'request', action: 'subscribe', payload }));
   }
 
   private onFrame(data: string): void {
@@ -121,7 +122,8 @@ class Live {
     if ((frame.type === 'response' || frame.type === 'error') && frame.id && this.pending.has(frame.id)) {
       const names = this.pending.get(frame.id) ?? [];
       this.pending.delete(frame.id);
-      const last = (frame.payload?.topics ?? {}) as Record<string, number>;
+      const answer = frame.payload as Partial<SocketActions['subscribe']['response']> | undefined;
+      const last = answer?.topics ?? {};
       for (const name of names) {
         const topic = this.topics.get(name);
         if (!topic) continue;
@@ -182,9 +184,8 @@ class Live {
         if (t.handlers.size === 0) {
           this.topics.delete(name);
           if (this.ws?.readyState === WebSocket.OPEN) {
-            this.ws.send(
-              JSON.stringify({ id: `u${this.nextId++}`, type: 'request', action: 'unsubscribe', payload: { topics: [name] } }),
-            );
+            const payload: SocketActions['unsubscribe']['request'] = { topics: [name] };
+            this.ws.send(JSON.stringify({ id: `u${this.nextId++}`, type: 'request', action: 'unsubscribe', payload }));
           }
         }
       },

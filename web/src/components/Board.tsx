@@ -102,7 +102,7 @@ export function Board() {
     // Notifications that arrive while the first read is in flight are applied after it.
     let buffer: Notification[] | null = [];
     const apply = (n: Notification) => {
-      const task = n.payload.task as TaskDto | undefined;
+      const task = 'task' in n.payload ? n.payload.task : undefined;
       if (n.action === 'task.deleted') {
         const id = (n.payload.id as string | undefined) ?? task?.id;
         if (id) setState((s) => remove(s, id));

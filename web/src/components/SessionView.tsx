@@ -2,7 +2,7 @@
 // error, the live transcript, the composer and the prompt queue.
 import { useEffect, useRef, useState } from 'react';
 import { call, clientId, errorText } from '../api/client';
-import type { Action, MessageDto, QueuedPromptDto } from '../api/types';
+import type { ActionName, Actions, MessageDto, QueuedPromptDto } from '../api/types';
 import { useSession } from '../lib/session';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
@@ -36,7 +36,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
     };
   }, [s.firstPageMs, s.transcript.messages.length, s.transcript.hasOlder]);
 
-  const run = async (label: string, action: Action, payload: object) => {
+  const run = async <A extends ActionName>(label: string, action: A, payload: Actions[A]['request']) => {
     setBusyAction(label);
     setActionError(null);
     try {
@@ -256,6 +256,8 @@ function Composer({ sessionId, busy, onSent }: { sessionId: string; busy: boolea
   );
 }
 
+type QueueAction = Extract<ActionName, `message.queue.${string}`>;
+
 function QueuePanel({ sessionId, queue, autoRun }: { sessionId: string; queue: QueuedPromptDto[]; autoRun: boolean }) {
   const [editing, setEditing] = useState<string | null>(null);
   const [draft, setDraft] = useState('');
@@ -263,10 +265,11 @@ function QueuePanel({ sessionId, queue, autoRun }: { sessionId: string; queue: Q
   const [auto, setAuto] = useState(autoRun);
   useEffect(() => setAuto(autoRun), [autoRun]);
   const [error, setError] = useState<string | null>(null);
-  const act = async (action: Action, payload: object) => {
+  // A queue action's payload without the session, which is added here.
+  const act = async <A extends QueueAction>(action: A, payload: Omit<Actions[A]['request'], 'session_id'>) => {
     setError(null);
     try {
-      await call(action, { session_id: sessionId, ...payload });
+      await call(action, { session_id: sessionId, ...payload } as Actions[A]['request']);
     } catch (e) {
       setError(errorText(e));
     }

@@ -5,6 +5,7 @@ import { call, errorText } from '../api/client';
 import type {
   ActionDto,
   AgentKind,
+  AgentKindDto,
   AgentProfileDto,
   EventsDto,
   StepDto,
@@ -191,7 +192,7 @@ function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; profile: 
         </label>
         <label>
           Agent
-          <select value={kind} disabled={!!profile} onChange={(e) => setKind(e.target.value)}>
+          <select value={kind} disabled={!!profile} onChange={(e) => setKind(e.target.value as AgentKindDto)}>
             {(kinds.length ? kinds.map((k) => k.kind) : ['mock', 'claude', 'codex', 'gemini', 'opencode', 'custom']).map((k) => (
               <option key={k} value={k}>
                 {k}

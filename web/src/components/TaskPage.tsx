@@ -31,12 +31,11 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
       setError(null);
       if (!sub) {
         sub = live.subscribe(`workspace:${t.task.workspace_id}`, (n) => {
-          const p = n.payload;
-          const changed = p.task as TaskDto | undefined;
+          const changed = 'task' in n.payload ? n.payload.task : undefined;
           if (changed && changed.id === taskId) setTask(changed);
-          if (n.action === 'task.deleted' && p.id === taskId) setError('This task was deleted.');
+          if (n.action === 'task.deleted' && n.payload.id === taskId) setError('This task was deleted.');
           if (n.action === 'session.created' || n.action === 'session.deleted') {
-            const sid = (p.session as SessionDto | undefined)?.task_id ?? p.task_id;
+            const sid = 'session' in n.payload ? n.payload.session.task_id : n.payload.task_id;
             if (sid === taskId) {
               call('task.session.list', { task_id: taskId })
                 .then((r) => !stop && setSessions(r.sessions))

@@ -101,8 +101,9 @@ export function useSession(sessionId: string | null): SessionLive {
     };
 
     const apply = (n: Notification) => {
-      const p = n.payload;
-      switch (n.action) {
+      // Destructured, `p` is narrowed to each action's payload.
+      const { action, payload: p } = n;
+      switch (action) {
         case 'session.message.added':
           upsert(p.message as MessageDto);
           publish();

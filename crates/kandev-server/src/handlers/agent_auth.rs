@@ -2,14 +2,14 @@
 
 use kandev_api_types::SessionDto;
 use kandev_api_types::requests::SessionAuthenticate;
+use kandev_api_types::responses::SessionOne;
 use kandev_domain::SessionId;
-use serde_json::{Value, json};
 
 use crate::{ApiError, AppState};
 
 /// Restarts the session's agent with ACP `authenticate {methodId}` before the conversation is
 /// reloaded (or opened); a refusal shows as `last_error` `agent_auth_required` again.
-pub async fn authenticate(s: &AppState, p: SessionAuthenticate) -> Result<Value, ApiError> {
+pub async fn authenticate(s: &AppState, p: SessionAuthenticate) -> Result<SessionOne, ApiError> {
     let method_id = p.method_id.trim().to_owned();
     if method_id.is_empty() {
         return Err(ApiError::validation(
@@ -19,5 +19,5 @@ pub async fn authenticate(s: &AppState, p: SessionAuthenticate) -> Result<Value,
     let id = SessionId::new(p.id);
     s.engine().authenticate(&id, method_id).await?;
     let session = s.store().get_session(&id).await?;
-    Ok(json!({ "session": SessionDto::from(&session) }))
+    Ok(SessionOne { session: SessionDto::from(&session) })
 }

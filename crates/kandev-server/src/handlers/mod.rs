@@ -10,7 +10,8 @@ pub mod workflow;
 pub mod workspace;
 
 use kandev_api_types::requests::Page;
-use serde::{Deserialize, Serialize};
+use kandev_api_types::{Notification, NotificationParts};
+use kandev_store::WriteTx;
 
 use crate::ApiError;
 
@@ -51,18 +52,10 @@ pub fn paginate<T>(items: Vec<T>, page: &Page) -> Result<(Vec<T>, Option<String>
     Ok((taken, next))
 }
 
-/// A list request with no filter.
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ListAll {
-    #[serde(flatten)]
-    pub page: Page,
+/// Writes a notification in the transaction of the change it describes; it goes out after
+/// the commit.
+pub async fn notify(tx: &mut WriteTx, notification: Notification) -> Result<(), ApiError> {
+    let NotificationParts { topic, action, payload } = notification.into_parts();
+    tx.emit(topic, &action, payload).await?;
+    Ok(())
 }
-
-/// Topic of everything that happens inside a workspace.
-pub fn workspace_topic(workspace_id: &impl std::fmt::Display) -> String {
-    format!("workspace:{workspace_id}")
-}
-
-/// Topic of workspace creation, renames and deletion.
-pub const WORKSPACES_TOPIC: &str = "workspaces";

@@ -1,33 +1,25 @@
 //! `agent.profile.*` and `agent.kinds`: how agents are run. Env values are never shown: the
 //! API shows [`SECRET_MASK`] instead, and an update that sends the mask back keeps the value.
 
-use kandev_api_types::requests::{ById, ProfileCreate, ProfileUpdate};
-use kandev_api_types::{AgentProfileDto, EnvVarDto, SECRET_MASK};
-use kandev_domain::agent::{AgentKind, EnvVar};
+use kandev_api_types::requests::{ById, Empty, Page, ProfileCreate, ProfileUpdate};
+use kandev_api_types::responses::{AgentKindInfo, AgentKinds, Deleted, ProfileSaved, Profiles};
+use kandev_api_types::{AgentProfileDto, EnvVarDto, Notification, ProfilesEvent, SECRET_MASK};
+use kandev_domain::agent::{AgentKind, AgentProfile, EnvVar};
 use kandev_domain::{AgentProfileId, validate};
 use kandev_store::{NewProfile, ProfilePatch, TaskFilter};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::HashMap;
 
-use super::{ListAll, paginate};
+use super::{notify, paginate};
 use crate::{ApiError, AppState};
 
-/// Topic of agent profile changes (profiles are global, not per workspace).
-pub const PROFILES_TOPIC: &str = "profiles";
-
-pub async fn list(s: &AppState, p: ListAll) -> Result<Value, ApiError> {
-    let (page, next) = paginate(s.store().list_profiles().await?, &p.page)?;
-    let list: Vec<AgentProfileDto> = page.iter().map(AgentProfileDto::from).collect();
-    Ok(json!({ "profiles": list, "next_cursor": next }))
+pub async fn list(s: &AppState, p: Page) -> Result<Profiles, ApiError> {
+    let (page, next_cursor) = paginate(s.store().list_profiles().await?, &p)?;
+    Ok(Profiles { profiles: page.iter().map(AgentProfileDto::from).collect(), next_cursor })
 }
 
-pub async fn create(s: &AppState, p: ProfileCreate) -> Result<Value, ApiError> {
-    let kind = AgentKind::parse(&p.kind).ok_or_else(|| {
-        ApiError::validation(format!(
-            "kind {:?} is unknown; use one of mock, claude, codex, gemini, opencode, custom",
-            p.kind
-        ))
-    })?;
+pub async fn create(s: &AppState, p: ProfileCreate) -> Result<ProfileSaved, ApiError> {
+    let kind = AgentKind::from(p.kind);
     if kind == AgentKind::Custom && p.command.trim().is_empty() {
         return Err(ApiError::validation("command is required for a custom agent"));
     }
@@ -43,27 +35,23 @@ pub async fn create(s: &AppState, p: ProfileCreate) -> Result<Value, ApiError> {
     };
     let mut tx = s.store().begin_write().await?;
     let profile = tx.insert_profile(&new).await?;
-    let dto = AgentProfileDto::from(&profile);
-    tx.emit(PROFILES_TOPIC, "agent.profile.created", json!({ "profile": dto })).await?;
+    let event = ProfilesEvent::Created { profile: AgentProfileDto::from(&profile) };
+    notify(&mut tx, Notification::Profiles(event)).await?;
     tx.commit().await?;
-    Ok(with_install_status(json!({ "profile": dto }), profile.kind, &profile.command))
+    Ok(with_install_status(&profile))
 }
 
-/// Adds `installed` (the profile's command is found) and, when it is not, `install` (how to
-/// install the kind's agent): a profile for a missing agent is allowed, but marked.
-fn with_install_status(mut body: Value, kind: AgentKind, command: &str) -> Value {
+/// The profile with `installed` (its command is found) and, when it is not, `install` (how
+/// to install the kind's agent): a profile for a missing agent is allowed, but marked.
+fn with_install_status(profile: &AgentProfile) -> ProfileSaved {
+    let (kind, command) = (profile.kind, profile.command.as_str());
     let installed = match (kind, command.split_whitespace().next()) {
         (AgentKind::Mock, None) => true,
         (_, Some(program)) => command_found(program),
         (_, None) => on_path(kind.default_command().program),
     };
-    if let Some(object) = body.as_object_mut() {
-        object.insert("installed".to_owned(), json!(installed));
-        if !installed {
-            object.insert("install".to_owned(), json!(kind.default_command().install));
-        }
-    }
-    body
+    let install = (!installed).then(|| kind.default_command().install.to_owned());
+    ProfileSaved { profile: AgentProfileDto::from(profile), installed, install }
 }
 
 /// A program given as a path exists as a file; a bare name is on `PATH`.
@@ -71,7 +59,7 @@ fn command_found(program: &str) -> bool {
     if program.contains('/') { std::path::Path::new(program).is_file() } else { on_path(program) }
 }
 
-pub async fn update(s: &AppState, p: ProfileUpdate) -> Result<Value, ApiError> {
+pub async fn update(s: &AppState, p: ProfileUpdate) -> Result<ProfileSaved, ApiError> {
     let name = p.name.as_deref().map(|n| validate::name("name", n)).transpose()?;
     let id = AgentProfileId::new(p.id);
     let mut tx = s.store().begin_write().await?;
@@ -87,26 +75,26 @@ pub async fn update(s: &AppState, p: ProfileUpdate) -> Result<Value, ApiError> {
         auto_approve: p.auto_approve,
     };
     let profile = tx.update_profile(&id, &patch).await?;
-    let dto = AgentProfileDto::from(&profile);
-    tx.emit(PROFILES_TOPIC, "agent.profile.updated", json!({ "profile": dto })).await?;
+    let event = ProfilesEvent::Updated { profile: AgentProfileDto::from(&profile) };
+    notify(&mut tx, Notification::Profiles(event)).await?;
     tx.commit().await?;
-    Ok(with_install_status(json!({ "profile": dto }), profile.kind, &profile.command))
+    Ok(with_install_status(&profile))
 }
 
-pub async fn delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
+pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
     let mut tx = s.store().begin_write().await?;
     tx.delete_profile(&AgentProfileId::new(&p.id)).await?;
-    tx.emit(PROFILES_TOPIC, "agent.profile.deleted", json!({ "id": p.id })).await?;
+    notify(&mut tx, Notification::Profiles(ProfilesEvent::Deleted { id: p.id.clone() })).await?;
     tx.commit().await?;
-    Ok(json!({ "deleted": true, "id": p.id }))
+    Ok(Deleted { deleted: true, id: p.id })
 }
 
 /// The built-in agent kinds, their default command, whether it is on `PATH`, and the version
 /// the agent last reported in `initialize` (`agent_info` of the newest session that ran a
 /// profile of that kind), or `null`.
-pub async fn kinds(s: &AppState, _: ListAll) -> Result<Value, ApiError> {
+pub async fn kinds(s: &AppState, _: Empty) -> Result<AgentKinds, ApiError> {
     let versions = reported_versions(s).await?;
-    let kinds: Vec<Value> = AgentKind::ALL
+    let kinds = AgentKind::ALL
         .into_iter()
         .map(|kind| {
             // The one table of default commands (kandev_domain), which the engine runs.
@@ -117,16 +105,16 @@ pub async fn kinds(s: &AppState, _: ListAll) -> Result<Value, ApiError> {
                 _ => on_path(command.program),
             };
             let version = versions.get(&kind).map(|(_, version)| version.clone());
-            json!({
-                "kind": kind.as_str(),
-                "command": command.display(),
-                "installed": installed,
-                "install": command.install,
-                "version": version,
-            })
+            AgentKindInfo {
+                kind: kind.into(),
+                command: command.display(),
+                installed,
+                install: command.install.to_owned(),
+                version,
+            }
         })
         .collect();
-    Ok(json!({ "kinds": kinds }))
+    Ok(AgentKinds { kinds })
 }
 
 /// Most tasks looked at for agent versions.

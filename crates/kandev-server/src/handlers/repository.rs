@@ -2,30 +2,30 @@
 
 use std::path::{Path, PathBuf};
 
-use kandev_api_types::RepositoryDto;
 use kandev_api_types::requests::{ById, ByWorkspace, RepositoryCreate, RepositoryUpdate};
+use kandev_api_types::responses::{Deleted, Repositories, RepositoryOne};
+use kandev_api_types::{Notification, RepositoryDto, WorkspaceEvent};
 use kandev_domain::workspace::DEFAULT_BRANCH_TEMPLATE;
 use kandev_domain::{RepositoryId, WorkspaceId, validate};
 use kandev_store::{NewRepository, RepositoryPatch};
-use serde_json::{Value, json};
 
-use super::workspace_topic;
+use super::notify;
 use crate::{ApiError, AppState};
 
-pub async fn list(s: &AppState, p: ByWorkspace) -> Result<Value, ApiError> {
+pub async fn list(s: &AppState, p: ByWorkspace) -> Result<Repositories, ApiError> {
     let workspace_id = WorkspaceId::new(p.workspace_id);
     s.store().get_workspace(&workspace_id).await?;
-    let list: Vec<RepositoryDto> =
+    let repositories =
         s.store().list_repositories(&workspace_id).await?.iter().map(RepositoryDto::from).collect();
-    Ok(json!({ "repositories": list, "next_cursor": null }))
+    Ok(Repositories { repositories, next_cursor: None })
 }
 
-pub async fn get(s: &AppState, p: ById) -> Result<Value, ApiError> {
+pub async fn get(s: &AppState, p: ById) -> Result<RepositoryOne, ApiError> {
     let repository = s.store().get_repository(&RepositoryId::new(p.id)).await?;
-    Ok(json!({ "repository": RepositoryDto::from(&repository) }))
+    Ok(RepositoryOne { repository: RepositoryDto::from(&repository) })
 }
 
-pub async fn create(s: &AppState, p: RepositoryCreate) -> Result<Value, ApiError> {
+pub async fn create(s: &AppState, p: RepositoryCreate) -> Result<RepositoryOne, ApiError> {
     let path = checked_repository_path(&p.local_path)?;
     let local_path = path.display().to_string();
     let default_name = path
@@ -50,14 +50,14 @@ pub async fn create(s: &AppState, p: RepositoryCreate) -> Result<Value, ApiError
         setup_script: validate::script("setup_script", p.setup_script.as_deref().unwrap_or(""))?,
     };
     let mut tx = s.store().begin_write().await?;
-    let dto = RepositoryDto::from(&tx.insert_repository(&new).await?);
-    tx.emit(workspace_topic(&dto.workspace_id), "repository.created", json!({ "repository": dto }))
-        .await?;
+    let repository = RepositoryDto::from(&tx.insert_repository(&new).await?);
+    let event = WorkspaceEvent::RepositoryCreated { repository: repository.clone() };
+    notify(&mut tx, Notification::workspace(&repository.workspace_id, event)).await?;
     tx.commit().await?;
-    Ok(json!({ "repository": dto }))
+    Ok(RepositoryOne { repository })
 }
 
-pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<Value, ApiError> {
+pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<RepositoryOne, ApiError> {
     let patch = RepositoryPatch {
         name: p.name.as_deref().map(|n| validate::name("name", n)).transpose()?,
         default_branch: p
@@ -77,20 +77,21 @@ pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<Value, ApiError
             .transpose()?,
     };
     let mut tx = s.store().begin_write().await?;
-    let dto = RepositoryDto::from(&tx.update_repository(&RepositoryId::new(p.id), &patch).await?);
-    tx.emit(workspace_topic(&dto.workspace_id), "repository.updated", json!({ "repository": dto }))
-        .await?;
+    let repository =
+        RepositoryDto::from(&tx.update_repository(&RepositoryId::new(p.id), &patch).await?);
+    let event = WorkspaceEvent::RepositoryUpdated { repository: repository.clone() };
+    notify(&mut tx, Notification::workspace(&repository.workspace_id, event)).await?;
     tx.commit().await?;
-    Ok(json!({ "repository": dto }))
+    Ok(RepositoryOne { repository })
 }
 
-pub async fn delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
+pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
     let mut tx = s.store().begin_write().await?;
     let removed = tx.delete_repository(&RepositoryId::new(&p.id)).await?;
-    tx.emit(workspace_topic(&removed.workspace_id), "repository.deleted", json!({ "id": p.id }))
-        .await?;
+    let event = WorkspaceEvent::RepositoryDeleted { id: p.id.clone() };
+    notify(&mut tx, Notification::workspace(&removed.workspace_id, event)).await?;
     tx.commit().await?;
-    Ok(json!({ "deleted": true, "id": p.id }))
+    Ok(Deleted { deleted: true, id: p.id })
 }
 
 /// Resolves `~`, requires an absolute path to an existing git repository (a work tree with

@@ -1,28 +1,31 @@
 //! `task.*` actions: create, list and search, update, move and reorder, archive, delete
 //! (which also remove the task's worktrees).
 
-use kandev_api_types::TaskDto;
 use kandev_api_types::requests::{ById, TaskCreate, TaskList, TaskMove, TaskRemove, TaskUpdate};
+use kandev_api_types::responses::{
+    TaskArchived, TaskCreated, TaskDeleted, TaskMoved, TaskOne, Tasks,
+};
+use kandev_api_types::{Notification, SessionDto, TaskDto, WorkspaceEvent};
 use kandev_domain::task::Task;
 use kandev_domain::workflow::Workflow;
 use kandev_domain::{AgentProfileId, RepositoryId, StepId, TaskId, WorkflowId, validate};
 use kandev_store::{NewTask, TaskFilter, TaskPatch, WriteTx};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{files, next_cursor, page_bounds, workspace_topic};
+use super::{files, next_cursor, notify, page_bounds};
 use crate::{ApiError, AppState};
 
 /// Default page size of `task.list`: a whole ordinary board in one call.
 const DEFAULT_TASK_PAGE: u32 = 1000;
 
-pub async fn create(s: &AppState, p: TaskCreate) -> Result<Value, ApiError> {
+pub async fn create(s: &AppState, p: TaskCreate) -> Result<TaskCreated, ApiError> {
     // Rule 33: a client that goes away mid-request never leaves a task without the start its
     // step asked for; the work runs on its own and the request waits for its answer.
     let state = s.clone();
     s.engine().run_detached(async move { create_now(&state, p).await }).await?
 }
 
-async fn create_now(s: &AppState, p: TaskCreate) -> Result<Value, ApiError> {
+async fn create_now(s: &AppState, p: TaskCreate) -> Result<TaskCreated, ApiError> {
     let title = validate::title("title", &p.title)?;
     let description = validate::description("description", p.description.as_deref().unwrap_or(""))?;
     let workflow = s.store().get_workflow(&WorkflowId::new(&p.workflow_id)).await?;
@@ -45,20 +48,18 @@ async fn create_now(s: &AppState, p: TaskCreate) -> Result<Value, ApiError> {
     };
     let mut tx = s.store().begin_write().await?;
     let task = tx.insert_task(&new, "user").await?;
-    let created = publish_task(tx, &task, "task.created").await?;
+    let created = publish_task(tx, &task, TaskChange::Created).await?;
     // The start step's on_enter runs now; `start_agent` (or an `auto_start_agent` action)
     // starts the first session, exactly once. The answer comes once the start is accepted
     // (`STARTING`); the working directory is prepared in the session's own work.
     let Some(session) = s.engine().task_created(&task.id, p.start_agent).await? else {
-        return Ok(created);
+        return Ok(TaskCreated { task: created, session: None });
     };
     let task = s.store().get_task(&task.id).await?;
-    Ok(
-        json!({ "task": TaskDto::from(&task), "session": kandev_api_types::SessionDto::from(&session) }),
-    )
+    Ok(TaskCreated { task: TaskDto::from(&task), session: Some(SessionDto::from(&session)) })
 }
 
-pub async fn list(s: &AppState, p: TaskList) -> Result<Value, ApiError> {
+pub async fn list(s: &AppState, p: TaskList) -> Result<Tasks, ApiError> {
     let (limit, offset) = page_bounds(p.limit, p.cursor.as_deref(), DEFAULT_TASK_PAGE)?;
     let workflow = s.store().get_workflow(&WorkflowId::new(p.workflow_id)).await?;
     let step_id = p.step_id.map(|id| step_in(&workflow, StepId::new(id))).transpose()?;
@@ -80,17 +81,16 @@ pub async fn list(s: &AppState, p: TaskList) -> Result<Value, ApiError> {
         offset,
     };
     let tasks = s.store().list_tasks(&filter).await?;
-    let next = next_cursor(offset, limit, tasks.len());
-    let list: Vec<TaskDto> = tasks.iter().map(TaskDto::from).collect();
-    Ok(json!({ "tasks": list, "next_cursor": next }))
+    let next_cursor = next_cursor(offset, limit, tasks.len());
+    Ok(Tasks { tasks: tasks.iter().map(TaskDto::from).collect(), next_cursor })
 }
 
-pub async fn get(s: &AppState, p: ById) -> Result<Value, ApiError> {
+pub async fn get(s: &AppState, p: ById) -> Result<TaskOne, ApiError> {
     let task = s.store().get_task(&TaskId::new(p.id)).await?;
-    Ok(json!({ "task": TaskDto::from(&task) }))
+    Ok(TaskOne { task: TaskDto::from(&task) })
 }
 
-pub async fn update(s: &AppState, p: TaskUpdate) -> Result<Value, ApiError> {
+pub async fn update(s: &AppState, p: TaskUpdate) -> Result<TaskOne, ApiError> {
     let id = TaskId::new(p.id);
     let current = s.store().get_task(&id).await?;
     let workflow = s.store().get_workflow(&current.workflow_id).await?;
@@ -115,12 +115,12 @@ pub async fn update(s: &AppState, p: TaskUpdate) -> Result<Value, ApiError> {
     };
     let mut tx = s.store().begin_write().await?;
     let task = tx.update_task(&id, &patch).await?;
-    publish_task(tx, &task, "task.updated").await
+    Ok(TaskOne { task: publish_task(tx, &task, TaskChange::Updated).await? })
 }
 
 /// Moves a task to another step of its workflow, or to another position in its own step
 /// (reorder).
-pub async fn move_task(s: &AppState, p: TaskMove) -> Result<Value, ApiError> {
+pub async fn move_task(s: &AppState, p: TaskMove) -> Result<TaskMoved, ApiError> {
     let id = TaskId::new(p.id);
     let task = s.store().get_task(&id).await?;
     let workflow = s.store().get_workflow(&task.workflow_id).await?;
@@ -137,28 +137,29 @@ pub async fn move_task(s: &AppState, p: TaskMove) -> Result<Value, ApiError> {
         )));
     }
     let (moved, from) = s.engine().move_task(&id, &to_step, p.position.map(|x| x as usize)).await?;
-    Ok(json!({ "task": TaskDto::from(&moved), "from_step_id": from.to_string() }))
+    Ok(TaskMoved { task: TaskDto::from(&moved), from_step_id: from.to_string() })
 }
 
 /// Archives a task after stopping its agents and removing its worktrees. A worktree with
 /// uncommitted or untracked files is kept unless `force`; the response says which and why.
 /// Branches are always kept.
-pub async fn archive(s: &AppState, p: TaskRemove) -> Result<Value, ApiError> {
+pub async fn archive(s: &AppState, p: TaskRemove) -> Result<TaskArchived, ApiError> {
     let id = TaskId::new(p.id);
     s.store().get_task(&id).await?;
     let removal = s.engine().remove_task_worktrees(&id, p.force).await?;
     let mut tx = s.store().begin_write().await?;
     let task = tx.archive_task(&id).await?;
-    let mut body = publish_task(tx, &task, "task.archived").await?;
-    body["worktrees_removed"] = json!(removal.removed);
-    body["worktrees_kept"] = json!(files::kept_dtos(&removal.kept));
-    Ok(body)
+    Ok(TaskArchived {
+        task: publish_task(tx, &task, TaskChange::Archived).await?,
+        worktrees_removed: removal.removed,
+        worktrees_kept: files::kept_dtos(&removal.kept),
+    })
 }
 
 /// Deletes a task after stopping its agents and removing its worktrees (branches are kept).
 /// Refused with `CONFLICT` while a worktree has uncommitted or untracked files or cannot be
 /// removed, unless `force`.
-pub async fn delete(s: &AppState, p: TaskRemove) -> Result<Value, ApiError> {
+pub async fn delete(s: &AppState, p: TaskRemove) -> Result<TaskDeleted, ApiError> {
     let id = TaskId::new(&p.id);
     s.store().get_task(&id).await?;
     if !p.force {
@@ -175,15 +176,19 @@ pub async fn delete(s: &AppState, p: TaskRemove) -> Result<Value, ApiError> {
     }
     let mut tx = s.store().begin_write().await?;
     let task = tx.delete_task(&id).await?;
-    let payload = json!({ "id": p.id, "workflow_id": task.workflow_id.to_string(), "step_id": task.step_id.to_string() });
-    tx.emit(workspace_topic(&task.workspace_id), "task.deleted", payload).await?;
+    let event = WorkspaceEvent::TaskDeleted {
+        id: p.id.clone(),
+        workflow_id: task.workflow_id.to_string(),
+        step_id: task.step_id.to_string(),
+    };
+    notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
     tx.commit().await?;
-    Ok(json!({
-        "deleted": true,
-        "id": p.id,
-        "worktrees_removed": removal.removed,
-        "worktrees_kept": files::kept_dtos(&removal.kept),
-    }))
+    Ok(TaskDeleted {
+        deleted: true,
+        id: p.id,
+        worktrees_removed: removal.removed,
+        worktrees_kept: files::kept_dtos(&removal.kept),
+    })
 }
 
 fn kept_conflict(reason: &str, kept: &[kandev_engine::workdir::KeptWorktree]) -> ApiError {
@@ -193,11 +198,29 @@ fn kept_conflict(reason: &str, kept: &[kandev_engine::workdir::KeptWorktree]) ->
     .with_details(json!({ "worktrees": files::kept_dtos(kept) }))
 }
 
-async fn publish_task(mut tx: WriteTx, task: &Task, action: &str) -> Result<Value, ApiError> {
+/// What [`publish_task`] announces.
+enum TaskChange {
+    Created,
+    Updated,
+    Archived,
+}
+
+/// Announces a task's change, commits, and returns the task as the API shows it.
+async fn publish_task(
+    mut tx: WriteTx,
+    task: &Task,
+    change: TaskChange,
+) -> Result<TaskDto, ApiError> {
     let dto = TaskDto::from(task);
-    tx.emit(workspace_topic(&task.workspace_id), action, json!({ "task": dto })).await?;
+    let task_dto = dto.clone();
+    let event = match change {
+        TaskChange::Created => WorkspaceEvent::TaskCreated { task: task_dto },
+        TaskChange::Updated => WorkspaceEvent::TaskUpdated { task: task_dto },
+        TaskChange::Archived => WorkspaceEvent::TaskArchived { task: task_dto },
+    };
+    notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
     tx.commit().await?;
-    Ok(json!({ "task": dto }))
+    Ok(dto)
 }
 
 fn step_in(workflow: &Workflow, step_id: StepId) -> Result<StepId, ApiError> {

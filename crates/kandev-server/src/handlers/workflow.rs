@@ -5,10 +5,14 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use kandev_api_types::requests::{
-    ById, ByWorkspace, StepCreate, StepReorder, StepUpdate, WorkflowCreate, WorkflowExport,
+    ById, ByWorkspace, Empty, StepCreate, StepReorder, StepUpdate, WorkflowCreate, WorkflowExport,
     WorkflowImport, WorkflowUpdate,
 };
-use kandev_api_types::{ErrorCode, EventsDto, WorkflowDto};
+use kandev_api_types::responses::{
+    Deleted, WorkflowOne, WorkflowTemplateDto, WorkflowTemplates, WorkflowYaml, Workflows,
+    WorkflowsImported,
+};
+use kandev_api_types::{ErrorCode, EventsDto, Notification, WorkflowDto, WorkspaceEvent};
 use kandev_domain::workflow::{Action, StepEvents, StepSpec, Workflow, WorkflowSpec};
 use kandev_domain::{AgentProfileId, StepId, WorkflowId, WorkspaceId, validate};
 use kandev_store::{StepPatch, TaskFilter};
@@ -16,18 +20,20 @@ use kandev_workflow_yaml::Limits;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{ListAll, workspace_topic};
+use super::notify;
 use crate::{ApiError, AppState};
 
-pub async fn template_list(_: &AppState, _: ListAll) -> Result<Value, ApiError> {
-    let list: Vec<Value> = kandev_workflow_yaml::templates()
+pub async fn template_list(_: &AppState, _: Empty) -> Result<WorkflowTemplates, ApiError> {
+    let templates = kandev_workflow_yaml::templates()
         .iter()
-        .map(|t| {
-            let steps: Vec<&str> = t.spec.steps.iter().map(|s| s.name.as_str()).collect();
-            json!({ "id": t.id, "name": t.name, "description": t.description, "steps": steps })
+        .map(|t| WorkflowTemplateDto {
+            id: t.id.to_string(),
+            name: t.name.to_string(),
+            description: t.description.to_string(),
+            steps: t.spec.steps.iter().map(|s| s.name.clone()).collect(),
         })
         .collect();
-    Ok(json!({ "templates": list, "next_cursor": null }))
+    Ok(WorkflowTemplates { templates, next_cursor: None })
 }
 
 /// Steps of a workflow created without a template.
@@ -41,7 +47,7 @@ fn blank_spec(name: String, description: String) -> WorkflowSpec {
     }
 }
 
-pub async fn create(s: &AppState, p: WorkflowCreate) -> Result<Value, ApiError> {
+pub async fn create(s: &AppState, p: WorkflowCreate) -> Result<WorkflowOne, ApiError> {
     let name = validate::name("name", &p.name)?;
     let description = validate::description("description", p.description.as_deref().unwrap_or(""))?;
     let spec = match &p.template_id {
@@ -59,38 +65,39 @@ pub async fn create(s: &AppState, p: WorkflowCreate) -> Result<Value, ApiError> 
     };
     let workspace_id = WorkspaceId::new(p.workspace_id);
     let mut tx = s.store().begin_write().await?;
-    let dto = WorkflowDto::from(
+    let workflow = WorkflowDto::from(
         &tx.insert_workflow(&workspace_id, &spec, p.template_id.as_deref()).await?,
     );
-    tx.emit(workspace_topic(&workspace_id), "workflow.created", json!({ "workflow": dto })).await?;
+    let event = WorkspaceEvent::WorkflowCreated { workflow: workflow.clone() };
+    notify(&mut tx, Notification::workspace(&workspace_id, event)).await?;
     tx.commit().await?;
-    Ok(json!({ "workflow": dto }))
+    Ok(WorkflowOne { workflow })
 }
 
-pub async fn list(s: &AppState, p: ByWorkspace) -> Result<Value, ApiError> {
+pub async fn list(s: &AppState, p: ByWorkspace) -> Result<Workflows, ApiError> {
     let workspace_id = WorkspaceId::new(p.workspace_id);
     s.store().get_workspace(&workspace_id).await?;
-    let list: Vec<WorkflowDto> =
+    let workflows =
         s.store().list_workflows(&workspace_id).await?.iter().map(WorkflowDto::from).collect();
-    Ok(json!({ "workflows": list, "next_cursor": null }))
+    Ok(Workflows { workflows, next_cursor: None })
 }
 
-pub async fn get(s: &AppState, p: ById) -> Result<Value, ApiError> {
+pub async fn get(s: &AppState, p: ById) -> Result<WorkflowOne, ApiError> {
     let workflow = s.store().get_workflow(&WorkflowId::new(p.id)).await?;
-    Ok(json!({ "workflow": WorkflowDto::from(&workflow) }))
+    Ok(WorkflowOne { workflow: WorkflowDto::from(&workflow) })
 }
 
-pub async fn update(s: &AppState, p: WorkflowUpdate) -> Result<Value, ApiError> {
+pub async fn update(s: &AppState, p: WorkflowUpdate) -> Result<WorkflowOne, ApiError> {
     let name = p.name.as_deref().map(|n| validate::name("name", n)).transpose()?;
     let description =
         p.description.as_deref().map(|d| validate::description("description", d)).transpose()?;
     let mut tx = s.store().begin_write().await?;
     let workflow =
         tx.update_workflow(&WorkflowId::new(p.id), name.as_deref(), description.as_deref()).await?;
-    publish_workflow(tx, &workflow, "workflow.updated").await
+    publish_workflow(tx, &workflow).await
 }
 
-pub async fn delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
+pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
     let id = WorkflowId::new(&p.id);
     let filter = TaskFilter {
         workflow_id: Some(id.clone()),
@@ -103,13 +110,13 @@ pub async fn delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
     }
     let mut tx = s.store().begin_write().await?;
     let removed = tx.delete_workflow(&id).await?;
-    tx.emit(workspace_topic(&removed.workspace_id), "workflow.deleted", json!({ "id": p.id }))
-        .await?;
+    let event = WorkspaceEvent::WorkflowDeleted { id: p.id.clone() };
+    notify(&mut tx, Notification::workspace(&removed.workspace_id, event)).await?;
     tx.commit().await?;
-    Ok(json!({ "deleted": true, "id": p.id }))
+    Ok(Deleted { deleted: true, id: p.id })
 }
 
-pub async fn export(s: &AppState, p: WorkflowExport) -> Result<Value, ApiError> {
+pub async fn export(s: &AppState, p: WorkflowExport) -> Result<WorkflowYaml, ApiError> {
     if p.ids.is_empty() {
         return Err(ApiError::validation("ids must name at least one workflow"));
     }
@@ -117,7 +124,7 @@ pub async fn export(s: &AppState, p: WorkflowExport) -> Result<Value, ApiError> 
     for id in p.ids {
         workflows.push(s.store().get_workflow(&WorkflowId::new(id)).await?);
     }
-    Ok(json!({ "yaml": kandev_workflow_yaml::export(&workflows) }))
+    Ok(WorkflowYaml { yaml: kandev_workflow_yaml::export(&workflows) })
 }
 
 /// Documents that may wait for the reader thread; further imports wait for room, up to
@@ -180,7 +187,7 @@ fn reader() -> Option<&'static mpsc::Sender<ParseJob>> {
         .as_ref()
 }
 
-pub async fn import(s: &AppState, p: WorkflowImport) -> Result<Value, ApiError> {
+pub async fn import(s: &AppState, p: WorkflowImport) -> Result<WorkflowsImported, ApiError> {
     let specs = parse_document(p.yaml).await?.map_err(|problems| {
         let list: Vec<Value> =
             problems.iter().map(|pr| json!({ "path": pr.path, "message": pr.message })).collect();
@@ -195,13 +202,13 @@ pub async fn import(s: &AppState, p: WorkflowImport) -> Result<Value, ApiError> 
     let mut tx = s.store().begin_write().await?;
     let mut created = Vec::with_capacity(specs.len());
     for spec in &specs {
-        let dto = WorkflowDto::from(&tx.insert_workflow(&workspace_id, spec, None).await?);
-        tx.emit(workspace_topic(&workspace_id), "workflow.created", json!({ "workflow": dto }))
-            .await?;
-        created.push(dto);
+        let workflow = WorkflowDto::from(&tx.insert_workflow(&workspace_id, spec, None).await?);
+        let event = WorkspaceEvent::WorkflowCreated { workflow: workflow.clone() };
+        notify(&mut tx, Notification::workspace(&workspace_id, event)).await?;
+        created.push(workflow);
     }
     tx.commit().await?;
-    Ok(json!({ "workflows": created }))
+    Ok(WorkflowsImported { workflows: created })
 }
 
 /// Parses and validates a workflow document on the reader thread, within
@@ -237,7 +244,7 @@ async fn parse_document(yaml: String) -> Result<ImportResult, ApiError> {
     }
 }
 
-pub async fn step_create(s: &AppState, p: StepCreate) -> Result<Value, ApiError> {
+pub async fn step_create(s: &AppState, p: StepCreate) -> Result<WorkflowOne, ApiError> {
     let name = validate::name("name", &p.name)?;
     let workflow_id = WorkflowId::new(&p.workflow_id);
     let mut tx = s.store().begin_write().await?;
@@ -263,40 +270,41 @@ pub async fn step_create(s: &AppState, p: StepCreate) -> Result<Value, ApiError>
     };
     let patch = step_patch(s, &workflow, fields).await?;
     let workflow = tx.update_step(&step_id, &patch).await?;
-    publish_workflow(tx, &workflow, "workflow.updated").await
+    publish_workflow(tx, &workflow).await
 }
 
-pub async fn step_update(s: &AppState, p: StepUpdate) -> Result<Value, ApiError> {
+pub async fn step_update(s: &AppState, p: StepUpdate) -> Result<WorkflowOne, ApiError> {
     let step_id = StepId::new(&p.id);
     let workflow = s.store().workflow_of_step(&step_id).await?;
     let patch = step_patch(s, &workflow, p).await?;
     let mut tx = s.store().begin_write().await?;
     let workflow = tx.update_step(&step_id, &patch).await?;
-    publish_workflow(tx, &workflow, "workflow.updated").await
+    publish_workflow(tx, &workflow).await
 }
 
-pub async fn step_delete(s: &AppState, p: ById) -> Result<Value, ApiError> {
+pub async fn step_delete(s: &AppState, p: ById) -> Result<WorkflowOne, ApiError> {
     let mut tx = s.store().begin_write().await?;
     let workflow = tx.delete_step(&StepId::new(p.id)).await?;
-    publish_workflow(tx, &workflow, "workflow.updated").await
+    publish_workflow(tx, &workflow).await
 }
 
-pub async fn step_reorder(s: &AppState, p: StepReorder) -> Result<Value, ApiError> {
+pub async fn step_reorder(s: &AppState, p: StepReorder) -> Result<WorkflowOne, ApiError> {
     let order: Vec<StepId> = p.step_ids.into_iter().map(StepId::new).collect();
     let mut tx = s.store().begin_write().await?;
     let workflow = tx.reorder_steps(&WorkflowId::new(p.workflow_id), &order).await?;
-    publish_workflow(tx, &workflow, "workflow.updated").await
+    publish_workflow(tx, &workflow).await
 }
 
+/// Announces `workflow.updated` and commits.
 async fn publish_workflow(
     mut tx: kandev_store::WriteTx,
     workflow: &Workflow,
-    action: &str,
-) -> Result<Value, ApiError> {
+) -> Result<WorkflowOne, ApiError> {
     let dto = WorkflowDto::from(workflow);
-    tx.emit(workspace_topic(&workflow.workspace_id), action, json!({ "workflow": dto })).await?;
+    let event = WorkspaceEvent::WorkflowUpdated { workflow: dto.clone() };
+    notify(&mut tx, Notification::workspace(&workflow.workspace_id, event)).await?;
     tx.commit().await?;
-    Ok(json!({ "workflow": dto }))
+    Ok(WorkflowOne { workflow: dto })
 }
 
 /// Validates a step change against its workflow: names, actions per trigger, move targets.

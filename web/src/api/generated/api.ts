@@ -2,119 +2,53 @@
 // change the Rust types, run `cargo test -p kandev-api-types --test ts_bindings`
 // twice and commit this file.
 
-export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
-
-export type ErrorCode = "BAD_REQUEST" | "VALIDATION_ERROR" | "NOT_FOUND" | "CONFLICT" | "BUSY" | "QUEUE_FULL" | "RESET_IN_PROGRESS" | "ALREADY_RESOLVED" | "UNAUTHORIZED" | "FORBIDDEN" | "UNAVAILABLE" | "INTERNAL_ERROR" | "UNKNOWN_ACTION" | "RATE_LIMITED";
-
-export type ErrorBody = { code: ErrorCode, message: string, details?: JsonValue | null, };
-
-export type WorkspaceDto = { id: string, name: string, created_at: string, updated_at: string, };
-
-export type RepositoryDto = { id: string, workspace_id: string, name: string, local_path: string, default_branch: string, branch_template: string, setup_script: string, created_at: string, updated_at: string, };
-
 export type ActionDto = { "type": "reset_agent_context" } | { "type": "enable_plan_mode" } | { "type": "disable_plan_mode" } | { "type": "set_session_mode", mode_id: string, } | { "type": "auto_start_agent" } | { "type": "move_to_next" } | { "type": "move_to_previous" } | { "type": "move_to_step", step_id: string, };
 
-export type EventsDto = { on_enter: Array<ActionDto>, on_turn_start: Array<ActionDto>, on_turn_complete: Array<ActionDto>, on_exit: Array<ActionDto>, };
+export type AgentKindDto = "mock" | "claude" | "codex" | "gemini" | "opencode" | "custom";
 
-export type StepDto = { id: string, workflow_id: string, name: string, position: number, color: string, prompt: string, is_start_step: boolean, allow_manual_move: boolean, agent_profile_id: string | null, cancel_triggers_turn_complete: boolean, events: EventsDto, };
+export type AgentKindInfo = { kind: AgentKindDto, command: string, installed: boolean, install: string, version: string | null, };
 
-export type WorkflowDto = { id: string, workspace_id: string, name: string, description: string, template_id: string | null, steps: Array<StepDto>, created_at: string, updated_at: string, };
+export type AgentKinds = { kinds: Array<AgentKindInfo>, };
 
-export type TaskDto = { id: string, workspace_id: string, workflow_id: string, step_id: string, title: string, description: string, state: string, position: number, repository_ids: Array<string>, agent_profile_id: string | null, primary_session_id: string | null, archived_at: string | null, created_at: string, updated_at: string, };
+export type AgentProfileDto = { id: string, name: string, kind: AgentKindDto, command: string, args: Array<string>, env: Array<EnvVarDto>, model: string | null, mode: string | null, auto_approve: boolean, created_at: string, updated_at: string, };
 
-export type EnvVarDto = { name: string, value: string, };
-
-export type AgentProfileDto = { id: string, name: string, kind: string, command: string, args: Array<string>, env: Array<EnvVarDto>, model: string | null, mode: string | null, auto_approve: boolean, created_at: string, updated_at: string, };
-
-export type LastErrorDto = { code: string, message: string, details: JsonValue, at: string, };
-
-export type SessionDto = { id: string, task_id: string, agent_profile_id: string | null, state: string, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, context_window: JsonValue, agent_info: JsonValue, cwd: string, created_at: string, updated_at: string, };
-
-export type MessageDto = { id: string, session_id: string, turn_id: string | null, seq: number, kind: string, content: string, metadata: JsonValue, client_message_id: string | null, created_at: string, updated_at: string, };
-
-export type QueuedPromptDto = { id: string, session_id: string, position: number, content: string, client_message_id: string | null, queued_by: string, created_at: string, };
-
-export type DiffLineDto = { kind: string, text: string, };
-
-export type HunkDto = { header: string, old_start: number, old_lines: number, new_start: number, new_lines: number, lines: Array<DiffLineDto>, };
-
-export type FileChangeDto = { repository_id: string | null, path: string, old_path: string | null, status: string, additions: number, deletions: number, binary: boolean, truncated: boolean, hunks: Array<HunkDto>, };
-
-export type WorktreeDto = { repository_id: string | null, folder: string | null, path: string, branch: string, base_commit: string, };
-
-export type TreeEntryDto = { path: string, kind: string, size: number, };
-
-export type FileContentDto = { path: string, content: string, binary: boolean, truncated: boolean, size: number, };
-
-export type CommitDto = { repository_id: string | null, branch: string, sha: string, summary: string, files_changed: number, };
-
-export type KeptWorktreeDto = { repository_id: string | null, path: string, reason: string, };
+export type AutoRunSet = { session_id: string, enabled: boolean, };
 
 export type ById = { id: string, };
 
-export type Page = { limit?: number, cursor?: string, };
-
-export type WorkspaceCreate = { name: string, };
-
-export type WorkspaceUpdate = { id: string, name: string, };
-
-export type ByWorkspace = { workspace_id: string, };
-
-export type RepositoryCreate = { workspace_id: string, local_path: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, };
-
-export type RepositoryUpdate = { id: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, };
-
-export type WorkflowCreate = { workspace_id: string, name: string, description?: string, template_id?: string, };
-
-export type WorkflowUpdate = { id: string, name?: string, description?: string, };
-
-export type WorkflowExport = { ids: Array<string>, };
-
-export type WorkflowImport = { workspace_id: string, yaml: string, };
-
-export type StepCreate = { workflow_id: string, name: string, position?: number, color?: string, prompt?: string, is_start_step?: boolean, allow_manual_move?: boolean, 
-/**
- * `null` clears the step's agent profile.
- */
-agent_profile_id?: string | null, cancel_triggers_turn_complete?: boolean, events?: EventsDto, };
-
-export type StepUpdate = { id: string, name?: string, color?: string, prompt?: string, is_start_step?: boolean, allow_manual_move?: boolean, 
-/**
- * `null` clears the step's agent profile.
- */
-agent_profile_id?: string | null, cancel_triggers_turn_complete?: boolean, events?: EventsDto, };
-
-export type StepReorder = { workflow_id: string, step_ids: Array<string>, };
-
-export type TaskCreate = { workflow_id: string, title: string, description?: string, step_id?: string, repository_ids: Array<string>, agent_profile_id?: string, 
-/**
- * Start the task's first session with the task prompt.
- */
-start_agent: boolean, };
-
-export type TaskList = { workflow_id: string, step_id?: string, query?: string, include_archived: boolean, limit?: number, cursor?: string, };
-
-export type TaskUpdate = { id: string, title?: string, description?: string, repository_ids?: Array<string>, agent_profile_id?: string | null, };
-
-export type TaskMove = { id: string, step_id: string, position?: number, };
-
-export type ProfileCreate = { name: string, kind: string, command: string, args: Array<string>, env: Array<EnvVarDto>, model?: string, mode?: string, auto_approve: boolean, };
-
-export type ProfileUpdate = { id: string, name?: string, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, model?: string | null, mode?: string | null, auto_approve?: boolean, };
+export type BySession = { session_id: string, };
 
 export type ByTask = { task_id: string, };
 
-export type BySession = { session_id: string, };
+export type ByWorkspace = { workspace_id: string, };
 
-export type SessionLaunch = { task_id: string, agent_profile_id?: string, 
-/**
- * The first message; without it the agent starts and waits.
- */
-prompt?: string, };
+export type CommitDto = { repository_id: string | null, branch: string, sha: string, summary: string, files_changed: number, };
 
-export type SessionSetMode = { id: string, mode_id: string, };
+export type Deleted = { deleted: boolean, id: string, };
 
-export type SessionSetConfigOption = { id: string, config_id: string, value: JsonValue, };
+export type DiffLineDto = { kind: string, text: string, };
+
+export type Empty = Record<symbol, never>;
+
+export type EnvVarDto = { name: string, value: string, };
+
+export type ErrorBody = { code: ErrorCode, message: string, details?: JsonValue | null, };
+
+export type ErrorCode = "BAD_REQUEST" | "VALIDATION_ERROR" | "NOT_FOUND" | "CONFLICT" | "BUSY" | "QUEUE_FULL" | "RESET_IN_PROGRESS" | "ALREADY_RESOLVED" | "UNAUTHORIZED" | "FORBIDDEN" | "UNAVAILABLE" | "INTERNAL_ERROR" | "UNKNOWN_ACTION" | "RATE_LIMITED";
+
+export type EventsDto = { on_enter: Array<ActionDto>, on_turn_start: Array<ActionDto>, on_turn_complete: Array<ActionDto>, on_exit: Array<ActionDto>, };
+
+export type FileChangeDto = { repository_id: string | null, path: string, old_path: string | null, status: string, additions: number, deletions: number, binary: boolean, truncated: boolean, hunks: Array<HunkDto>, };
+
+export type FileContentDto = { path: string, content: string, binary: boolean, truncated: boolean, size: number, };
+
+export type HunkDto = { header: string, old_start: number, old_lines: number, new_start: number, new_lines: number, lines: Array<DiffLineDto>, };
+
+export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
+
+export type KeptWorktreeDto = { repository_id: string | null, path: string, reason: string, };
+
+export type LastErrorDto = { code: string, message: string, details: JsonValue, at: string, };
 
 export type MessageAdd = { session_id: string, content: string, 
 /**
@@ -124,32 +58,258 @@ client_message_id?: string,
 /**
  * Queue while the agent is busy (default); `false` fails with `BUSY` instead.
  */
-queue: boolean, };
+queue?: boolean, };
+
+export type MessageAdded = { "status": "sent", message: MessageDto, } | { "status": "duplicate", message: MessageDto, } | { "status": "queued", queued: QueuedPromptDto, };
+
+export type MessageDto = { id: string, session_id: string, turn_id: string | null, seq: number, kind: MessageKindDto, content: string, metadata: JsonValue, client_message_id: string | null, created_at: string, updated_at: string, };
+
+export type MessageKindDto = "user" | "agent" | "thought" | "tool_call" | "plan" | "usage" | "status" | "error" | "permission_request";
 
 export type MessageList = { session_id: string, after_seq?: number, before_seq?: number, limit?: number, };
 
-export type PermissionRespond = { session_id: string, request_id: string, option_id?: string, cancelled: boolean, };
+export type MessageOne = { message: MessageDto, };
+
+export type MessageUpdate = { message_id: string, seq: number, kind: MessageKindDto, delta: string, length: number, } | { message_id: string, seq: number, message: MessageDto, };
+
+export type Messages = { messages: Array<MessageDto>, };
+
+export type Page = { limit?: number, cursor?: string, };
+
+export type PermissionRespond = { session_id: string, request_id: string, option_id?: string, cancelled?: boolean, };
+
+export type ProfileCreate = { name: string, kind: AgentKindDto, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, model?: string, mode?: string, auto_approve?: boolean, };
+
+export type ProfileSaved = { profile: AgentProfileDto, installed: boolean, install?: string, };
+
+export type ProfileUpdate = { id: string, name?: string, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, model?: string | null, mode?: string | null, auto_approve?: boolean, };
+
+export type Profiles = { profiles: Array<AgentProfileDto>, next_cursor: string | null, };
+
+export type ProfilesEvent = { "action": "agent.profile.created", "payload": { profile: AgentProfileDto, } } | { "action": "agent.profile.updated", "payload": { profile: AgentProfileDto, } } | { "action": "agent.profile.deleted", "payload": { id: string, } };
+
+export type Queue = { queue: Array<QueuedPromptDto>, };
 
 export type QueueAdd = { session_id: string, content: string, client_message_id?: string, };
-
-export type QueueUpdate = { session_id: string, id: string, content: string, };
 
 export type QueueRemove = { session_id: string, id: string, };
 
 export type QueueReorder = { session_id: string, ids: Array<string>, };
 
-export type AutoRunSet = { session_id: string, enabled: boolean, };
+export type QueueUpdate = { session_id: string, id: string, content: string, };
 
-export type Subscribe = { topics: Array<string>, since: { [key in string]: number }, };
+export type QueuedPromptDto = { id: string, session_id: string, position: number, content: string, client_message_id: string | null, queued_by: string, created_at: string, };
 
-export type Unsubscribe = { topics: Array<string>, };
+export type Repositories = { repositories: Array<RepositoryDto>, next_cursor: string | null, };
 
-export type SessionResume = { id: string, mode?: string, };
+export type RepositoryCreate = { workspace_id: string, local_path: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, };
+
+export type RepositoryDto = { id: string, workspace_id: string, name: string, local_path: string, default_branch: string, branch_template: string, setup_script: string, created_at: string, updated_at: string, };
+
+export type RepositoryOne = { repository: RepositoryDto, };
+
+export type RepositoryUpdate = { id: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, };
+
+export type ResumeMode = "load" | "fresh";
 
 export type SessionAuthenticate = { id: string, method_id: string, };
 
-export type TaskRemove = { id: string, force: boolean, };
+export type SessionDto = { id: string, task_id: string, agent_profile_id: string | null, state: SessionStateDto, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, context_window: JsonValue, agent_info: JsonValue, cwd: string, created_at: string, updated_at: string, };
+
+export type SessionEvent = { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.updated", "payload": { session: SessionDto, } } | { "action": "session.state_changed", "payload": { session: SessionDto, } } | { "action": "session.mode_changed", "payload": { session: SessionDto, } } | { "action": "session.config_changed", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.error", "payload": { session_id: string, last_error: LastErrorDto | null, } } | { "action": "session.turn.started", "payload": { session_id: string, turn_id: string, message_id: string, } } | { "action": "session.turn.completed", "payload": { session_id: string, turn_id: string, stop_reason: string, } } | { "action": "session.message.added", "payload": { message: MessageDto, } } | { "action": "session.message.updated", "payload": MessageUpdate } | { "action": "session.queue.changed", "payload": { session_id: string, queue: Array<QueuedPromptDto>, } } | { "action": "session.permission.requested", "payload": { session_id: string, request_id: string, message: MessageDto, } } | { "action": "session.permission.resolved", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.permission.expired", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.usage", "payload": { session_id: string, usage: JsonValue, } };
+
+export type SessionLaunch = { task_id: string, agent_profile_id?: string, 
+/**
+ * The first message; without it the agent starts and waits.
+ */
+prompt?: string, };
+
+export type SessionOne = { session: SessionDto, };
+
+export type SessionResume = { id: string, mode?: ResumeMode, };
+
+export type SessionSetConfigOption = { id: string, config_id: string, value: JsonValue, };
+
+export type SessionSetMode = { id: string, mode_id: string, };
+
+export type SessionStateDto = "CREATED" | "STARTING" | "RUNNING" | "WAITING_FOR_INPUT" | "COMPLETED" | "FAILED" | "CANCELLED";
+
+export type Sessions = { sessions: Array<SessionDto>, next_cursor: string | null, };
+
+export type StepCreate = { workflow_id: string, name: string, position?: number, color?: string, prompt?: string, is_start_step?: boolean, allow_manual_move?: boolean, 
+/**
+ * `null` clears the step's agent profile.
+ */
+agent_profile_id?: string | null, cancel_triggers_turn_complete?: boolean, events?: EventsDto, };
+
+export type StepDto = { id: string, workflow_id: string, name: string, position: number, color: string, prompt: string, is_start_step: boolean, allow_manual_move: boolean, agent_profile_id: string | null, cancel_triggers_turn_complete: boolean, events: EventsDto, };
+
+export type StepReorder = { workflow_id: string, step_ids: Array<string>, };
+
+export type StepUpdate = { id: string, name?: string, color?: string, prompt?: string, is_start_step?: boolean, allow_manual_move?: boolean, 
+/**
+ * `null` clears the step's agent profile.
+ */
+agent_profile_id?: string | null, cancel_triggers_turn_complete?: boolean, events?: EventsDto, };
+
+export type Subscribe = { topics: Array<string>, since?: { [key in string]: number }, };
+
+export type Subscribed = { topics: { [key in string]: number }, };
+
+export type TaskArchived = { task: TaskDto, worktrees_removed: Array<string>, worktrees_kept: Array<KeptWorktreeDto>, };
+
+export type TaskChanges = { worktrees: Array<WorktreeDto>, files: Array<FileChangeDto>, };
+
+export type TaskCommit = { task_id: string, message: string, };
+
+export type TaskCommitted = { commit: CommitDto | null, commits: Array<CommitDto>, };
+
+export type TaskCreate = { workflow_id: string, title: string, description?: string, step_id?: string, repository_ids?: Array<string>, agent_profile_id?: string, 
+/**
+ * Start the task's first session with the task prompt.
+ */
+start_agent?: boolean, };
+
+export type TaskCreated = { task: TaskDto, session?: SessionDto, };
+
+export type TaskDeleted = { deleted: boolean, id: string, worktrees_removed: Array<string>, worktrees_kept: Array<KeptWorktreeDto>, };
+
+export type TaskDto = { id: string, workspace_id: string, workflow_id: string, step_id: string, title: string, description: string, state: TaskStateDto, position: number, repository_ids: Array<string>, agent_profile_id: string | null, primary_session_id: string | null, archived_at: string | null, created_at: string, updated_at: string, };
 
 export type TaskFileRead = { task_id: string, path: string, };
 
-export type TaskCommit = { task_id: string, message: string, };
+export type TaskList = { workflow_id: string, step_id?: string, query?: string, include_archived?: boolean, limit?: number, cursor?: string, };
+
+export type TaskMove = { id: string, step_id: string, position?: number, };
+
+export type TaskMoved = { task: TaskDto, from_step_id: string, };
+
+export type TaskOne = { task: TaskDto, };
+
+export type TaskRemove = { id: string, force?: boolean, };
+
+export type TaskStateDto = "TODO" | "IN_PROGRESS" | "WAITING_FOR_INPUT" | "FAILED" | "COMPLETED";
+
+export type TaskTree = { entries: Array<TreeEntryDto>, truncated: boolean, };
+
+export type TaskUpdate = { id: string, title?: string, description?: string, repository_ids?: Array<string>, agent_profile_id?: string | null, };
+
+export type Tasks = { tasks: Array<TaskDto>, next_cursor: string | null, };
+
+export type TreeEntryDto = { path: string, kind: string, size: number, };
+
+export type Unsubscribe = { topics: Array<string>, };
+
+export type Unsubscribed = { topics: Array<string>, };
+
+export type WorkflowCreate = { workspace_id: string, name: string, description?: string, template_id?: string, };
+
+export type WorkflowDto = { id: string, workspace_id: string, name: string, description: string, template_id: string | null, steps: Array<StepDto>, created_at: string, updated_at: string, };
+
+export type WorkflowExport = { ids: Array<string>, };
+
+export type WorkflowImport = { workspace_id: string, yaml: string, };
+
+export type WorkflowOne = { workflow: WorkflowDto, };
+
+export type WorkflowTemplateDto = { id: string, name: string, description: string, steps: Array<string>, };
+
+export type WorkflowTemplates = { templates: Array<WorkflowTemplateDto>, next_cursor: string | null, };
+
+export type WorkflowUpdate = { id: string, name?: string, description?: string, };
+
+export type WorkflowYaml = { yaml: string, };
+
+export type Workflows = { workflows: Array<WorkflowDto>, next_cursor: string | null, };
+
+export type WorkflowsImported = { workflows: Array<WorkflowDto>, };
+
+export type WorkspaceCreate = { name: string, };
+
+export type WorkspaceDto = { id: string, name: string, created_at: string, updated_at: string, };
+
+export type WorkspaceEvent = { "action": "repository.created", "payload": { repository: RepositoryDto, } } | { "action": "repository.updated", "payload": { repository: RepositoryDto, } } | { "action": "repository.deleted", "payload": { id: string, } } | { "action": "workflow.created", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.updated", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.deleted", "payload": { id: string, } } | { "action": "task.created", "payload": { task: TaskDto, } } | { "action": "task.updated", "payload": { task: TaskDto, } } | { "action": "task.archived", "payload": { task: TaskDto, } } | { "action": "task.moved", "payload": { task: TaskDto, from_step_id: string, trigger: string, } } | { "action": "task.deleted", "payload": { id: string, workflow_id: string, step_id: string, } } | { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } };
+
+export type WorkspaceOne = { workspace: WorkspaceDto, };
+
+export type WorkspaceUpdate = { id: string, name: string, };
+
+export type Workspaces = { workspaces: Array<WorkspaceDto>, next_cursor: string | null, };
+
+export type WorkspacesEvent = { "action": "workspace.created", "payload": { workspace: WorkspaceDto, } } | { "action": "workspace.updated", "payload": { workspace: WorkspaceDto, } } | { "action": "workspace.deleted", "payload": { id: string, } };
+
+export type WorktreeDto = { repository_id: string | null, folder: string | null, path: string, branch: string, base_commit: string, };
+
+export type Actions = {
+  "workspace.list": { request: Page, response: Workspaces },
+  "workspace.create": { request: WorkspaceCreate, response: WorkspaceOne },
+  "workspace.get": { request: ById, response: WorkspaceOne },
+  "workspace.update": { request: WorkspaceUpdate, response: WorkspaceOne },
+  "workspace.delete": { request: ById, response: Deleted },
+  "repository.list": { request: ByWorkspace, response: Repositories },
+  "repository.create": { request: RepositoryCreate, response: RepositoryOne },
+  "repository.get": { request: ById, response: RepositoryOne },
+  "repository.update": { request: RepositoryUpdate, response: RepositoryOne },
+  "repository.delete": { request: ById, response: Deleted },
+  "workflow.template.list": { request: Empty, response: WorkflowTemplates },
+  "workflow.create": { request: WorkflowCreate, response: WorkflowOne },
+  "workflow.list": { request: ByWorkspace, response: Workflows },
+  "workflow.get": { request: ById, response: WorkflowOne },
+  "workflow.update": { request: WorkflowUpdate, response: WorkflowOne },
+  "workflow.delete": { request: ById, response: Deleted },
+  "workflow.export": { request: WorkflowExport, response: WorkflowYaml },
+  "workflow.import": { request: WorkflowImport, response: WorkflowsImported },
+  "workflow.step.create": { request: StepCreate, response: WorkflowOne },
+  "workflow.step.update": { request: StepUpdate, response: WorkflowOne },
+  "workflow.step.delete": { request: ById, response: WorkflowOne },
+  "workflow.step.reorder": { request: StepReorder, response: WorkflowOne },
+  "task.create": { request: TaskCreate, response: TaskCreated },
+  "task.list": { request: TaskList, response: Tasks },
+  "task.get": { request: ById, response: TaskOne },
+  "task.update": { request: TaskUpdate, response: TaskOne },
+  "task.move": { request: TaskMove, response: TaskMoved },
+  "task.archive": { request: TaskRemove, response: TaskArchived },
+  "task.delete": { request: TaskRemove, response: TaskDeleted },
+  "task.changes": { request: ByTask, response: TaskChanges },
+  "task.tree": { request: ByTask, response: TaskTree },
+  "task.file.read": { request: TaskFileRead, response: FileContentDto },
+  "task.commit": { request: TaskCommit, response: TaskCommitted },
+  "agent.kinds": { request: Empty, response: AgentKinds },
+  "agent.profile.list": { request: Page, response: Profiles },
+  "agent.profile.create": { request: ProfileCreate, response: ProfileSaved },
+  "agent.profile.update": { request: ProfileUpdate, response: ProfileSaved },
+  "agent.profile.delete": { request: ById, response: Deleted },
+  "session.launch": { request: SessionLaunch, response: SessionOne },
+  "task.session.list": { request: ByTask, response: Sessions },
+  "session.get": { request: ById, response: SessionOne },
+  "session.stop": { request: ById, response: SessionOne },
+  "session.delete": { request: ById, response: Deleted },
+  "session.resume": { request: SessionResume, response: SessionOne },
+  "session.authenticate": { request: SessionAuthenticate, response: SessionOne },
+  "session.reset_context": { request: ById, response: SessionOne },
+  "session.set_mode": { request: SessionSetMode, response: SessionOne },
+  "session.set_config_option": { request: SessionSetConfigOption, response: SessionOne },
+  "agent.cancel": { request: BySession, response: SessionOne },
+  "message.add": { request: MessageAdd, response: MessageAdded },
+  "message.list": { request: MessageList, response: Messages },
+  "message.queue.list": { request: BySession, response: Queue },
+  "message.queue.add": { request: QueueAdd, response: Queue },
+  "message.queue.update": { request: QueueUpdate, response: Queue },
+  "message.queue.remove": { request: QueueRemove, response: Queue },
+  "message.queue.reorder": { request: QueueReorder, response: Queue },
+  "message.queue.drain": { request: BySession, response: Queue },
+  "message.queue.auto_run.set": { request: AutoRunSet, response: Queue },
+  "permission.respond": { request: PermissionRespond, response: MessageOne },
+};
+
+export type SocketActions = {
+  "subscribe": { request: Subscribe, response: Subscribed },
+  "unsubscribe": { request: Unsubscribe, response: Unsubscribed },
+};
+
+export type Notification = { type: "notification", seq: number } & (
+  | ({ topic: "workspaces" } & WorkspacesEvent)
+  | ({ topic: "profiles" } & ProfilesEvent)
+  | ({ topic: `workspace:${string}` } & WorkspaceEvent)
+  | ({ topic: `session:${string}` } & SessionEvent)
+);
