@@ -2,10 +2,10 @@
 //! working directory planned for it (the task's worktrees, made when it starts, or its plain
 //! folder). Not actor code: the session has no actor until someone talks to it.
 
+use kandev_api_types::{Notification, SessionDto, WorkspaceEvent};
 use kandev_domain::agent::AgentKind;
 use kandev_domain::transcript::Session;
 use kandev_domain::{AgentProfileId, TaskId};
-use serde_json::json;
 
 use crate::error::{EngineError, Result, not_found};
 use crate::inner::Inner;
@@ -46,8 +46,8 @@ pub(crate) async fn create_session(
         )
         .await?;
     publish::session_event(&mut tx, &session, "session.created").await?;
-    let summary = json!({ "session": kandev_api_types::SessionDto::from(&session) });
-    tx.emit(publish::workspace_topic(&task), "session.created", summary).await?;
+    let event = WorkspaceEvent::SessionCreated { session: SessionDto::from(&session) };
+    publish::notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
     publish::sync_task(&mut tx, &session).await?;
     tx.commit().await?;
     Ok(session)

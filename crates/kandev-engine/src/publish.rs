@@ -2,25 +2,16 @@
 //! `kandev_api_types::notifications`, written in the same transaction as the change they
 //! describe.
 
-use kandev_api_types::notifications;
 use kandev_api_types::{
     MessageDto, MessageUpdate, Notification, NotificationParts, QueuedPromptDto, SessionDto,
     SessionEvent, TaskDto, WorkspaceEvent,
 };
 use kandev_domain::session::SessionState;
-use kandev_domain::task::{Task, TaskState};
+use kandev_domain::task::TaskState;
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
 use kandev_store::{TaskPatch, WriteTx};
 
 use crate::Result;
-
-pub fn session_topic(session: &Session) -> String {
-    notifications::session_topic(&session.id)
-}
-
-pub fn workspace_topic(task: &Task) -> String {
-    notifications::workspace_topic(&task.workspace_id)
-}
 
 /// Writes `notification` in `tx`; it goes out after the commit. Returns its `seq`.
 pub async fn notify(tx: &mut WriteTx, notification: Notification) -> Result<i64> {

@@ -6,11 +6,10 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use kandev_api_types::TaskDto;
+use kandev_api_types::{Notification, TaskDto, WorkspaceEvent};
 use kandev_domain::task::Task;
 use kandev_domain::workflow::{EntryCause, Step};
 use kandev_domain::{SessionId, StepId, TaskId};
-use serde_json::json;
 
 use crate::create::create_session;
 use crate::error::Result;
@@ -31,8 +30,12 @@ pub(crate) async fn record_move(
     let before = inner.store.get_task(task_id).await?;
     let mut tx = inner.store.begin_write().await?;
     let moved = tx.move_task(task_id, to, position, cause.as_str(), actor).await?;
-    let payload = json!({ "task": TaskDto::from(&moved), "from_step_id": before.step_id.to_string(), "trigger": cause.as_str() });
-    tx.emit(publish::workspace_topic(&moved), "task.moved", payload).await?;
+    let event = WorkspaceEvent::TaskMoved {
+        task: TaskDto::from(&moved),
+        from_step_id: before.step_id.to_string(),
+        trigger: cause.as_str().to_owned(),
+    };
+    publish::notify(&mut tx, Notification::workspace(&moved.workspace_id, event)).await?;
     tx.commit().await?;
     Ok((moved, before.step_id))
 }

@@ -3,10 +3,10 @@
 //! Session actors, the start of a session (its working directory) and startup
 //! reconciliation all write through here.
 
+use kandev_api_types::{Notification, SessionEvent};
 use kandev_domain::TurnId;
 use kandev_domain::transcript::{Message, MessageKind, Session};
 use kandev_store::{NewMessage, SessionUpdate, WriteTx};
-use serde_json::json;
 
 use crate::error::{EngineError, Result};
 use crate::publish;
@@ -31,13 +31,9 @@ pub(crate) async fn write_session(
     let action = if changed_state.is_some() { "session.state_changed" } else { "session.updated" };
     publish::session_event(tx, &written, action).await?;
     if update.last_error.is_some() {
-        let error = written.last_error.as_ref().map(kandev_api_types::LastErrorDto::from);
-        tx.emit(
-            publish::session_topic(&written),
-            "session.error",
-            json!({ "session_id": written.id.to_string(), "last_error": error }),
-        )
-        .await?;
+        let last_error = written.last_error.as_ref().map(kandev_api_types::LastErrorDto::from);
+        let event = SessionEvent::Error { session_id: written.id.to_string(), last_error };
+        publish::notify(tx, Notification::session(&written.id, event)).await?;
     }
     if changed_state.is_some() {
         publish::sync_task(tx, &written).await?;

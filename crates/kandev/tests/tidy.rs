@@ -235,7 +235,8 @@ fn i13_the_server_spawns_no_task_without_an_owner() {
 }
 
 /// Where a crate writes events: its one function that takes a typed `Notification`.
-const NOTIFY: &[(&str, &str)] = &[("kandev-server", "src/handlers/mod.rs")];
+const NOTIFY: &[(&str, &str)] =
+    &[("kandev-server", "src/handlers/mod.rs"), ("kandev-engine", "src/publish.rs")];
 
 /// Every notification the server publishes is a typed `Notification`: `WriteTx::emit`, which
 /// takes any topic, action and JSON, is called only by its `notify`.

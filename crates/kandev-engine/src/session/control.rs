@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use kandev_api_types::{Notification, SessionEvent, TaskDto, WorkspaceEvent};
 use kandev_domain::TurnId;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::MessageKind;
@@ -288,17 +289,14 @@ impl SessionActor {
         }
         let mut tx = self.inner.store.begin_write().await?;
         let session = tx.delete_session(&self.session.id).await?;
-        let payload =
-            json!({ "id": session.id.to_string(), "task_id": session.task_id.to_string() });
-        tx.emit(publish::session_topic(&session), "session.deleted", payload.clone()).await?;
-        tx.emit(publish::workspace_topic(&self.task), "session.deleted", payload).await?;
+        let (id, task_id) = (session.id.to_string(), session.task_id.to_string());
+        let event = SessionEvent::Deleted { id: id.clone(), task_id: task_id.clone() };
+        publish::notify(&mut tx, Notification::session(&session.id, event)).await?;
+        let event = WorkspaceEvent::SessionDeleted { id, task_id };
+        publish::notify(&mut tx, Notification::workspace(&self.task.workspace_id, event)).await?;
         if let Ok(task) = tx.get_task(&self.task.id).await {
-            tx.emit(
-                publish::workspace_topic(&task),
-                "task.updated",
-                json!({ "task": kandev_api_types::TaskDto::from(&task) }),
-            )
-            .await?;
+            let event = WorkspaceEvent::TaskUpdated { task: TaskDto::from(&task) };
+            publish::notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
         }
         tx.commit().await?;
         Ok(())

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use kandev_acp::{
     AgentEvent, ContentBlock, PlanEntry, SessionUpdate, ToolCall, ToolCallContent, ToolCallUpdate,
 };
+use kandev_api_types::{Notification, SessionEvent};
 use kandev_domain::transcript::{Message, MessageKind};
 use kandev_store::{SessionUpdate as Update, WriteTx};
 use serde_json::{Value, json};
@@ -146,12 +147,8 @@ impl SessionActor {
                 )
                 .await?;
                 self.add_in(&mut tx, MessageKind::Usage, "", usage.clone()).await?;
-                tx.emit(
-                    publish::session_topic(&self.session),
-                    "session.usage",
-                    json!({ "session_id": self.session.id.to_string(), "usage": usage }),
-                )
-                .await?;
+                let event = SessionEvent::Usage { session_id: self.session.id.to_string(), usage };
+                publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
                 tx.commit().await?;
                 Ok(())
             }
@@ -162,10 +159,7 @@ impl SessionActor {
                     Update { session_mode: Some(Some(current_mode_id)), ..Update::default() },
                 )
                 .await?;
-                let payload =
-                    json!({ "session": kandev_api_types::SessionDto::from(&self.session) });
-                tx.emit(publish::session_topic(&self.session), "session.mode_changed", payload)
-                    .await?;
+                publish::session_event(&mut tx, &self.session, "session.mode_changed").await?;
                 tx.commit().await?;
                 Ok(())
             }

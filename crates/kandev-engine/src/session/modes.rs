@@ -5,7 +5,6 @@
 use kandev_acp::{AcpError, ConfigOption};
 use kandev_domain::transcript::Session;
 use kandev_store::SessionUpdate;
-use serde_json::json;
 
 use crate::error::{EngineError, Result};
 use crate::publish;
@@ -81,12 +80,7 @@ impl SessionActor {
         };
         let mut tx = self.inner.store.begin_write().await?;
         self.write(&mut tx, update).await?;
-        tx.emit(
-            publish::session_topic(&self.session),
-            action,
-            json!({ "session": kandev_api_types::SessionDto::from(&self.session) }),
-        )
-        .await?;
+        publish::session_event(&mut tx, &self.session, action).await?;
         tx.commit().await?;
         Ok(self.session.clone())
     }

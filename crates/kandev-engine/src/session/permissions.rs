@@ -3,6 +3,7 @@
 //! `auto_approve`, or expired by the engine), and audited.
 
 use kandev_acp::{Outcome, PermissionOption};
+use kandev_api_types::{MessageDto, Notification, SessionEvent};
 use kandev_domain::transcript::{Message, MessageKind};
 use kandev_store::WriteTx;
 use serde_json::{Value, json};
@@ -34,9 +35,12 @@ impl SessionActor {
         let mut tx = self.inner.store.begin_write().await?;
         let message =
             self.add_in(&mut tx, MessageKind::PermissionRequest, &title, metadata).await?;
-        let payload = json!({ "session_id": self.session.id.to_string(), "request_id": request_id, "message": kandev_api_types::MessageDto::from(&message) });
-        tx.emit(publish::session_topic(&self.session), "session.permission.requested", payload)
-            .await?;
+        let event = SessionEvent::PermissionRequested {
+            session_id: self.session.id.to_string(),
+            request_id: request_id.clone(),
+            message: MessageDto::from(&message),
+        };
+        publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
         tx.commit().await?;
         self.permissions.insert(
             request_id.clone(),
@@ -137,16 +141,17 @@ impl SessionActor {
         metadata.insert("answered_by".into(), json!(by));
         let message = tx.set_message(id, None, &Value::Object(metadata).to_string()).await?;
         publish::message_changed(tx, &self.session, &message).await?;
-        let action = if status == "expired" {
-            "session.permission.expired"
-        } else {
-            "session.permission.resolved"
-        };
         let request_id = serde_json::from_str::<Value>(&message.metadata)
             .ok()
             .and_then(|m| m["request_id"].as_str().map(str::to_owned));
-        let payload = json!({ "session_id": self.session.id.to_string(), "request_id": request_id, "status": status, "option_id": option_id });
-        tx.emit(publish::session_topic(&self.session), action, payload).await?;
+        let (session_id, status) = (self.session.id.to_string(), status.to_owned());
+        let option_id = option_id.map(str::to_owned);
+        let event = if status == "expired" {
+            SessionEvent::PermissionExpired { session_id, request_id, status, option_id }
+        } else {
+            SessionEvent::PermissionResolved { session_id, request_id, status, option_id }
+        };
+        publish::notify(tx, Notification::session(&self.session.id, event)).await?;
         Ok(message)
     }
 

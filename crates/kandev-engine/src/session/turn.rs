@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 
 use kandev_acp::{AcpError, ContentBlock, PromptResponse};
+use kandev_api_types::{Notification, SessionEvent};
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{LastError, Message, MessageKind};
 use kandev_domain::{QueuedPromptId, TurnId};
@@ -137,8 +138,12 @@ impl SessionActor {
             SessionUpdate { state: Some(SessionState::Running), ..SessionUpdate::default() },
         )
         .await?;
-        let started = json!({ "session_id": self.session.id.to_string(), "turn_id": turn_id.to_string(), "message_id": message.id.to_string() });
-        tx.emit(publish::session_topic(&self.session), "session.turn.started", started).await?;
+        let event = SessionEvent::TurnStarted {
+            session_id: self.session.id.to_string(),
+            turn_id: turn_id.to_string(),
+            message_id: message.id.to_string(),
+        };
+        publish::notify(tx, Notification::session(&self.session.id, event)).await?;
         Ok(turn_id)
     }
 
@@ -271,8 +276,12 @@ impl SessionActor {
             update.last_error = Some(Some(last_error));
         }
         self.write(&mut tx, update).await?;
-        let completed = json!({ "session_id": self.session.id.to_string(), "turn_id": turn.id.to_string(), "stop_reason": stop_reason });
-        tx.emit(publish::session_topic(&self.session), "session.turn.completed", completed).await?;
+        let event = SessionEvent::TurnCompleted {
+            session_id: self.session.id.to_string(),
+            turn_id: turn.id.to_string(),
+            stop_reason: stop_reason.to_string(),
+        };
+        publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
         tx.commit().await?;
         Ok(())
     }
