@@ -109,10 +109,15 @@ test('a 5,000-message transcript renders fast and scrolls smoothly', async ({ pa
     lines.push(`say Answer part ${i} with **markdown** and \`code\``);
     lines.push(`think thinking about step ${i}`);
   }
-  const task = await kandev.createTask('Long transcript', { description: lines.join('\n'), start_agent: true });
+  // The script (~190 KB) is the session's first prompt (a message may be 1 MiB; a task's
+  // description only 64 KiB); the line before `#!mock` is ignored by the mock agent. The task
+  // waits in Backlog (no automation) so this session is its only one.
+  const { steps } = await kandev.board();
+  const backlog = steps.find((s) => s.name === 'Backlog')!;
+  const task = await kandev.createTask('Long transcript', { step_id: backlog.id });
   const started = Date.now();
-  const { sessions } = await kandev.api('task.session.list', { task_id: task.id });
-  const sessionId = sessions[0].id;
+  const { session } = await kandev.api('session.launch', { task_id: task.id, prompt: ['Long transcript', ...lines].join('\n') });
+  const sessionId = session.id;
   await expect
     .poll(async () => (await kandev.api('session.get', { id: sessionId })).session.state, { timeout: 180_000, intervals: [500] })
     .toBe('WAITING_FOR_INPUT');
