@@ -62,10 +62,18 @@ export function useLiveQuery<T>(
     const publish = () => {
       if (!closed) setData(current);
     };
-    const applyAll = (notes: Notification[]) => {
+    // One notification. One that cannot be applied (a payload this page does not understand)
+    // is logged and the objects are read afresh: what is shown then is right again.
+    const step = (n: Notification) => {
       if (current === null) return;
-      for (const n of notes) current = applyRef.current(current, n, ctl);
+      try {
+        current = applyRef.current(current, n, ctl);
+      } catch (e) {
+        console.error(`${topic}: ${n.action} could not be applied; reading afresh`, e);
+        ctl.reload();
+      }
     };
+    const applyAll = (notes: Notification[]) => notes.forEach(step);
     const read = () => {
       if (closed) return;
       const mine = ++reads;
@@ -106,7 +114,7 @@ export function useLiveQuery<T>(
         if (held) {
           held.push(n);
         } else if (current !== null) {
-          current = applyRef.current(current, n, ctl);
+          step(n);
           publish();
         }
       },
