@@ -189,3 +189,18 @@ test('an agent crash shows the last error, and the next message recovers', async
     timeout: 30_000,
   });
 });
+
+test('i13 a message taller than the transcript is shown, and the page goes on live', async ({ page, kandev }) => {
+  // A new row far taller than its estimated height, at the bottom of a transcript that sticks
+  // to the bottom: the list used to re-lay itself out without end (React error 185, blank page).
+  await openTask(page, kandev, 'Tall');
+  const lines = Array.from({ length: 120 }, (_, i) => `line ${i}`);
+  const box = page.getByRole('textbox', { name: 'Message to the agent' });
+  await box.fill(['A long paste', ...lines].join('\n'));
+  await box.press('Enter');
+  const log = transcript(page);
+  await expect(log.locator('[data-kind="agent"]').last()).toHaveText('echo: A long paste');
+  await expect(log.locator('[data-kind="user"]').last()).toContainText('line 119');
+  await send(page, 'still here');
+  await expect(log.locator('[data-kind="agent"]').last()).toHaveText('echo: still here');
+});

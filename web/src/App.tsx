@@ -1,8 +1,9 @@
 // The shell: header (workspace, board, connection state), and the page for the route.
 import { useEffect, useState } from 'react';
 import { live, type ConnectionStatus } from './api/live';
-import { Board } from './components/Board';
-import { Settings } from './components/Settings';
+import { Board } from './components/board/Board';
+import { ErrorBanner } from './components/ErrorBanner';
+import { Settings } from './components/settings/Settings';
 import { TaskPage } from './components/TaskPage';
 import { DataContext, useWorkspaceData } from './lib/data';
 import { navigate, useRoute } from './lib/router';
@@ -82,11 +83,7 @@ export function App() {
             Settings
           </a>
         </header>
-        {data.error && (
-          <div className="banner error" role="alert">
-            {data.error}
-          </div>
-        )}
+        <ErrorBanner error={data.error} onRetry={data.reload} testId="data-error" />
         <main className="content">
           {route.page === 'board' && <Board />}
           {route.page === 'task' && (

@@ -2,13 +2,28 @@
 // reconnection by itself with `since` = the last seq seen per topic, so nothing is missed and
 // duplicates (seq <= last seen) are dropped. When the server cannot replay a topic (its log was
 // pruned past our `since`, or we fell too far behind: `resync_required`, lifecycle rule 47),
-// the topic is subscribed again from now and its subscribers reload their objects.
+// the topic is subscribed again from now and its subscribers reload their objects. After a
+// reconnect too, once the topic's subscription is confirmed again (the replay is in), its
+// subscribers reload, which also covers a server whose log was reset.
+// Components do not use this directly: `useLiveQuery` (../lib/useLiveQuery.ts) does.
 import type { Notification, SocketActions } from './types';
 
 export type ConnectionStatus = 'connecting' | 'open' | 'reconnecting';
 type Handler = (n: Notification) => void;
-/** Reloads a subscriber's objects after the topic was re-followed from now. */
-type Reload = () => void;
+/** Why a subscriber reads its objects afresh. */
+export type ReloadReason = 'reconnect' | 'resync';
+/** Reloads a subscriber's objects once the topic's subscription is confirmed again. */
+type Reload = (reason: ReloadReason) => void;
+
+/** A subscriber's hold on a topic. */
+export interface Subscription {
+  /**
+   * Resolves once the server confirmed the current subscription (after its replay): read
+   * then, and every later change arrives. Renewed while the connection is down.
+   */
+  readonly ready: Promise<void>;
+  close: () => void;
+}
 
 interface Topic {
   lastSeq: number | null;
@@ -18,8 +33,11 @@ interface Topic {
   ready: Promise<void>;
   resolveReady: () => void;
   confirmed: boolean;
-  /** Told `resync_required`: reload once the new subscription is confirmed. */
-  resyncing: boolean;
+  /**
+   * Reload the subscribers once the subscription is confirmed again: after a reconnect (the
+   * topic was live before the connection dropped), or after `resync_required`.
+   */
+  reloadOnConfirm: ReloadReason | null;
 }
 
 const MAX_BACKOFF_MS = 2000;
@@ -31,7 +49,6 @@ class Live {
   private nextId = 1;
   private backoff = 150;
   private statusListeners = new Set<(s: ConnectionStatus) => void>();
-  private reconnectListeners = new Set<() => void>();
   private everOpened = false;
   status: ConnectionStatus = 'connecting';
 
@@ -42,12 +59,10 @@ class Live {
     this.ws = ws;
     ws.onopen = () => {
       this.backoff = 150;
-      const reconnected = this.everOpened;
       this.everOpened = true;
       this.setStatus('open');
       const all = [...this.topics.keys()];
       if (all.length > 0) this.sendSubscribe(all);
-      if (reconnected) this.reconnectListeners.forEach((l) => l());
     };
     ws.onmessage = (event) => this.onFrame(String(event.data));
     ws.onclose = () => {
@@ -55,6 +70,7 @@ class Live {
       for (const t of this.topics.values()) {
         if (!t.confirmed) continue;
         t.confirmed = false;
+        t.reloadOnConfirm ??= 'reconnect';
         t.ready = new Promise((r) => (t.resolveReady = r));
       }
       this.setStatus(this.everOpened ? 'reconnecting' : 'connecting');
@@ -94,7 +110,7 @@ class Live {
     try {
       frame = JSON.parse(data);
     } catch {
-      return;
+      return; // not a frame of the protocol (the server sends only JSON): nothing to act on
     }
     if (frame.type === 'notification' && frame.topic && typeof frame.seq === 'number') {
       const topic = this.topics.get(frame.topic);
@@ -111,7 +127,7 @@ class Live {
       const topic = this.topics.get(frame.topic);
       if (!topic) return;
       topic.lastSeq = null;
-      topic.resyncing = true;
+      topic.reloadOnConfirm = 'resync';
       if (topic.confirmed) {
         topic.confirmed = false;
         topic.ready = new Promise((r) => (topic.resolveReady = r));
@@ -142,20 +158,22 @@ class Live {
   private confirm(topic: Topic): void {
     topic.confirmed = true;
     topic.resolveReady();
-    if (topic.resyncing) {
-      topic.resyncing = false;
-      topic.reloads.forEach((r) => r());
+    const reason = topic.reloadOnConfirm;
+    if (reason) {
+      topic.reloadOnConfirm = null;
+      topic.reloads.forEach((r) => r(reason));
     }
   }
 
   /**
    * Follows `topic`. The returned promise resolves once the server confirmed the subscription,
    * so a caller can then read the current state and rely on getting every later change.
-   * `reload` is called when the server could not replay what this page missed
-   * (`resync_required`): the topic is followed again from now, and the caller reads its
-   * objects afresh, as on first load.
+   * `reload` is called when the subscription is confirmed again after a reconnect (the missed
+   * notifications were replayed, then the caller reads afresh) or after the server could not
+   * replay what this page missed (`resync_required`: the topic is followed again from now);
+   * either way the caller reads its objects afresh, as on first load.
    */
-  subscribe(name: string, handler: Handler, reload?: Reload): { ready: Promise<void>; close: () => void } {
+  subscribe(name: string, handler: Handler, reload?: Reload): Subscription {
     this.ensure();
     let topic = this.topics.get(name);
     if (!topic) {
@@ -168,7 +186,7 @@ class Live {
         ready,
         resolveReady,
         confirmed: false,
-        resyncing: false,
+        reloadOnConfirm: null,
       };
       this.topics.set(name, topic);
       this.sendSubscribe([name]);
@@ -177,7 +195,9 @@ class Live {
     if (reload) topic.reloads.add(reload);
     const t = topic;
     return {
-      ready: t.ready,
+      get ready() {
+        return t.ready;
+      },
       close: () => {
         t.handlers.delete(handler);
         if (reload) t.reloads.delete(reload);
@@ -195,12 +215,6 @@ class Live {
   onStatus(listener: (s: ConnectionStatus) => void): () => void {
     this.statusListeners.add(listener);
     return () => this.statusListeners.delete(listener);
-  }
-
-  /** Called after the connection came back (the replay of missed events is under way). */
-  onReconnect(listener: () => void): () => void {
-    this.reconnectListeners.add(listener);
-    return () => this.reconnectListeners.delete(listener);
   }
 }
 

@@ -6,6 +6,7 @@ import type { ActionName, Actions, MessageDto, QueuedPromptDto } from '../api/ty
 import { useSession } from '../lib/session';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
+import { ErrorBanner } from './ErrorBanner';
 import { MessageView } from './MessageView';
 import { StateBadge } from './StateBadge';
 
@@ -52,11 +53,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
     return <div className="empty-page">This session was deleted.</div>;
   }
   if (s.error && !session) {
-    return (
-      <div className="banner error" role="alert">
-        {s.error}
-      </div>
-    );
+    return <ErrorBanner error={s.error} onRetry={s.retry} testId="session-error" />;
   }
 
   return (
@@ -101,14 +98,8 @@ export function SessionView({ sessionId }: { sessionId: string }) {
           </span>
         </div>
       )}
-      {actionError && (
-        <div className="banner error" role="alert" data-testid="action-error">
-          {actionError}
-          <button className="link" onClick={() => setActionError(null)}>
-            Dismiss
-          </button>
-        </div>
-      )}
+      <ErrorBanner error={s.error} onRetry={s.retry} onDismiss={s.dismissError} testId="session-error" />
+      <ErrorBanner error={actionError} onDismiss={() => setActionError(null)} testId="action-error" />
       <VirtualList
         items={s.transcript.messages}
         getKey={getKey}

@@ -1,58 +1,22 @@
 // The task page: title, step and state, session tabs (several sessions per task), the chat of
 // the selected session, and the Changes tab.
-import { useEffect, useState } from 'react';
+import { useState } from 'react';
 import { call, errorText } from '../api/client';
-import { live } from '../api/live';
-import type { SessionDto, TaskDto } from '../api/types';
 import { useData } from '../lib/data';
 import { navigate, taskPath } from '../lib/router';
+import { useTask } from '../lib/task';
 import { ChangesTab } from './ChangesTab';
 import { Dialog } from './Dialog';
+import { ErrorBanner } from './ErrorBanner';
 import { SessionView } from './SessionView';
+import { StartSession } from './StartSession';
 import { StateBadge } from './StateBadge';
 
 export function TaskPage(props: { taskId: string; sessionId: string | null; tab: 'chat' | 'changes' }) {
   const { workflows, profiles } = useData();
-  const [task, setTask] = useState<TaskDto | null>(null);
-  const [sessions, setSessions] = useState<SessionDto[]>([]);
-  const [error, setError] = useState<string | null>(null);
+  const { task, sessions, deleted, error, retry, addSession } = useTask(props.taskId);
+  const [actionError, setActionError] = useState<string | null>(null);
   const [launching, setLaunching] = useState(false);
-  const { taskId } = props;
-
-  useEffect(() => {
-    let stop = false;
-    let sub: { close: () => void } | null = null;
-    const reloadTask = () => void load().catch(() => {});
-    const load = async () => {
-      const [t, s] = await Promise.all([call('task.get', { id: taskId }), call('task.session.list', { task_id: taskId })]);
-      if (stop) return;
-      setTask(t.task);
-      setSessions(s.sessions);
-      setError(null);
-      if (!sub) {
-        sub = live.subscribe(`workspace:${t.task.workspace_id}`, (n) => {
-          const changed = 'task' in n.payload ? n.payload.task : undefined;
-          if (changed && changed.id === taskId) setTask(changed);
-          if (n.action === 'task.deleted' && n.payload.id === taskId) setError('This task was deleted.');
-          if (n.action === 'session.created' || n.action === 'session.deleted') {
-            const sid = 'session' in n.payload ? n.payload.session.task_id : n.payload.task_id;
-            if (sid === taskId) {
-              call('task.session.list', { task_id: taskId })
-                .then((r) => !stop && setSessions(r.sessions))
-                .catch(() => {});
-            }
-          }
-        }, reloadTask);
-      }
-    };
-    load().catch((e: unknown) => !stop && setError(errorText(e)));
-    const off = live.onReconnect(reloadTask);
-    return () => {
-      stop = true;
-      sub?.close();
-      off();
-    };
-  }, [taskId]);
 
   const workflow = workflows.find((w) => w.id === task?.workflow_id);
   const step = workflow?.steps.find((s) => s.id === task?.step_id);
@@ -66,6 +30,9 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
     return (
       <div className="empty-page" role="alert">
         {error}{' '}
+        <button className="link" onClick={retry}>
+          Retry
+        </button>{' '}
         <button className="link" onClick={() => navigate('/')}>
           Back to the board
         </button>
@@ -99,18 +66,20 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
             onClick={() =>
               call('task.archive', { id: task.id })
                 .then(() => navigate('/'))
-                .catch((e: unknown) => setError(errorText(e)))
+                .catch((e: unknown) => setActionError(errorText(e)))
             }
           >
             Archive
           </button>
         )}
       </div>
-      {error && (
+      {deleted && (
         <div className="banner error" role="alert">
-          {error}
+          This task was deleted.
         </div>
       )}
+      <ErrorBanner error={error} onRetry={retry} testId="task-error" />
+      <ErrorBanner error={actionError} onDismiss={() => setActionError(null)} testId="task-action-error" />
       {task.description && (
         <details className="task-description">
           <summary>Description</summary>
@@ -159,73 +128,12 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
             prompt=""
             onStarted={(s) => {
               setLaunching(false);
-              setSessions((list) => (list.some((x) => x.id === s.id) ? list : [...list, s]));
+              addSession(s);
               navigate(taskPath(task.id, s.id), true);
             }}
           />
         </Dialog>
       )}
     </div>
-  );
-}
-
-function StartSession(props: {
-  taskId: string;
-  defaultProfile: string | null;
-  prompt: string;
-  onStarted?: (s: SessionDto) => void;
-}) {
-  const { profiles } = useData();
-  const [profile, setProfile] = useState(props.defaultProfile ?? profiles[0]?.id ?? '');
-  const [prompt, setPrompt] = useState(props.prompt);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  return (
-    <form
-      className="form start-session"
-      onSubmit={async (e) => {
-        e.preventDefault();
-        setBusy(true);
-        setError(null);
-        try {
-          const { session } = await call('session.launch', {
-            task_id: props.taskId,
-            agent_profile_id: profile || undefined,
-            prompt: prompt.trim() ? prompt : undefined,
-          });
-          props.onStarted?.(session);
-        } catch (err) {
-          setError(errorText(err));
-        } finally {
-          setBusy(false);
-        }
-      }}
-    >
-      {!props.onStarted && <p>No agent session yet.</p>}
-      <label>
-        Agent profile
-        <select value={profile} onChange={(e) => setProfile(e.target.value)}>
-          {profiles.map((p) => (
-            <option key={p.id} value={p.id}>
-              {p.name}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label>
-        First message
-        <textarea rows={4} value={prompt} onChange={(e) => setPrompt(e.target.value)} />
-      </label>
-      {error && (
-        <p className="form-error" role="alert">
-          {error}
-        </p>
-      )}
-      <div className="actions">
-        <button className="primary" type="submit" disabled={busy}>
-          Start agent
-        </button>
-      </div>
-    </form>
   );
 }

@@ -46,8 +46,15 @@ export function VirtualList<T>(props: Props<T>) {
   const [viewport, setViewport] = useState({ top: 0, height: 800 });
   // What the DOM shows right now (the last committed layout), to keep the first visible row in
   // place across re-layouts without overriding a scroll that happened since.
-  const laid = useRef<{ keys: string[]; offsets: number[]; scrollHeight: number } | null>(null);
+  const laid = useRef<{ keys: string[]; offsets: number[] } | null>(null);
   const forceBottom = useRef(false);
+  // Whether the view is at the bottom (a sticky list then follows new rows): set by scroll
+  // events and by this list, not worked out from the previous layout alone, which would take
+  // the browser pulling the position back (a batch of rows measured smaller than estimated
+  // shrank the content) for a scroll up. `lastTop` is the position last known here, to notice
+  // a scroll up that happened before its scroll event.
+  const atBottom = useRef(true);
+  const lastTop = useRef(0);
   const onReachTop = useRef(props.onReachTop);
   onReachTop.current = props.onReachTop;
 
@@ -70,8 +77,12 @@ export function VirtualList<T>(props: Props<T>) {
     }
     return lo;
   };
-  const start = Math.max(0, rowAt(viewport.top - overscan));
-  const end = Math.min(keys.length, rowAt(viewport.top + viewport.height + overscan) + 1);
+  // Rows taller than their estimate (not measured yet) make the content taller than `total`,
+  // so the viewport can lie past it: it then shows the last rows. Rendering none would shrink
+  // the content, pull the scroll position back and start over: a re-layout without end.
+  const top = Math.min(viewport.top, Math.max(0, total - viewport.height));
+  const start = Math.max(0, rowAt(top - overscan));
+  const end = Math.min(keys.length, rowAt(top + viewport.height + overscan) + 1);
 
   const observer = useMemo(
     () =>
@@ -109,6 +120,8 @@ export function VirtualList<T>(props: Props<T>) {
     const el = scrollRef.current;
     if (!el) return;
     const top = el.scrollTop;
+    atBottom.current = el.scrollHeight - top - el.clientHeight < 48;
+    lastTop.current = top;
     setViewport({ top, height: el.clientHeight });
     if (top < 200) onReachTop.current?.();
   };
@@ -121,13 +134,14 @@ export function VirtualList<T>(props: Props<T>) {
     const top = el.scrollTop;
     // the committed DOM already has the new height (padding included)
     const bottom = Math.max(0, el.scrollHeight - height);
+    if (top < lastTop.current - 1 && bottom - top >= 48) atBottom.current = false; // scrolled up
     let target: number | null = null;
     if (prev === null) {
       if (stickToBottom) target = bottom;
     } else {
-      const wasAtBottom = prev.scrollHeight - top - height < 48;
-      if ((stickToBottom && wasAtBottom) || forceBottom.current) {
+      if ((stickToBottom && atBottom.current) || forceBottom.current) {
         target = bottom;
+        atBottom.current = true;
       } else {
         // the row that was at the top of the viewport stays where it was
         let lo = 0;
@@ -146,11 +160,12 @@ export function VirtualList<T>(props: Props<T>) {
       }
     }
     forceBottom.current = false;
-    laid.current = { keys, offsets, scrollHeight: el.scrollHeight };
+    laid.current = { keys, offsets };
     if (target !== null) {
       target = Math.max(0, Math.min(target, bottom));
       if (Math.abs(el.scrollTop - target) > 1) el.scrollTop = target;
     }
+    lastTop.current = el.scrollTop;
     if (viewport.height !== height || Math.abs(viewport.top - el.scrollTop) > 1) {
       setViewport({ top: el.scrollTop, height });
     }

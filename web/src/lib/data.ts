@@ -1,9 +1,11 @@
-// Workspace-level data shared by the pages (boards, repositories, profiles), kept current by
-// notifications on `workspace:<id>` and `profiles`.
-import { createContext, useCallback, useContext, useEffect, useState } from 'react';
+// Workspace-level data shared by the pages (boards, repositories, profiles): two live queries,
+// `workspace:<id>` (workflows and repositories) and `profiles`, and the list of workspaces.
+import { createContext, useCallback, useContext, useState } from 'react';
 import { call } from '../api/client';
-import { live } from '../api/live';
-import type { AgentProfileDto, RepositoryDto, WorkflowDto, WorkspaceDto } from '../api/types';
+import type { AgentProfileDto, Notification, RepositoryDto, WorkflowDto, WorkspaceDto } from '../api/types';
+import { removeById, upsertById } from './lists';
+import { useLiveQuery } from './useLiveQuery';
+import { useRead } from './useRead';
 
 export interface WorkspaceData {
   workspaces: WorkspaceDto[];
@@ -14,7 +16,9 @@ export interface WorkspaceData {
   setWorkflowId: (id: string) => void;
   repositories: RepositoryDto[];
   profiles: AgentProfileDto[];
+  /** Reads everything afresh (the Retry of `error`). */
   reload: () => void;
+  /** What could not be read, for a person. */
   error: string | null;
 }
 
@@ -26,6 +30,8 @@ export function useData(): WorkspaceData {
   return data;
 }
 
+// Remembering the chosen workspace and board is a convenience: where storage is refused
+// (private mode, a full quota) the page works the same, starting from the first of each.
 const stored = (key: string) => {
   try {
     return localStorage.getItem(key);
@@ -37,77 +43,81 @@ const store = (key: string, value: string) => {
   try {
     localStorage.setItem(key, value);
   } catch {
-    /* private mode */
+    /* not remembered: see above */
   }
 };
 
+interface WorkspaceLists {
+  workflows: WorkflowDto[];
+  repositories: RepositoryDto[];
+}
+
+const readWorkspaces = () => call('workspace.list', {}).then((r) => r.workspaces);
+
+const readProfiles = () => call('agent.profile.list', {}).then((r) => r.profiles);
+
+/** `workspace:<id>` carries `{workflow}`, `{repository}` or, when deleted, `{id}`. */
+function applyWorkspace(lists: WorkspaceLists, n: Notification): WorkspaceLists {
+  const { action, payload: p } = n;
+  switch (action) {
+    case 'workflow.created':
+    case 'workflow.updated':
+      return { ...lists, workflows: upsertById(lists.workflows, p.workflow) };
+    case 'workflow.deleted':
+      return { ...lists, workflows: removeById(lists.workflows, p.id) };
+    case 'repository.created':
+    case 'repository.updated':
+      return { ...lists, repositories: upsertById(lists.repositories, p.repository) };
+    case 'repository.deleted':
+      return { ...lists, repositories: removeById(lists.repositories, p.id) };
+    default:
+      return lists;
+  }
+}
+
+/** `profiles` carries `{profile}` or, when deleted, `{id}`. */
+function applyProfiles(profiles: AgentProfileDto[], n: Notification): AgentProfileDto[] {
+  const { action, payload: p } = n;
+  switch (action) {
+    case 'agent.profile.created':
+    case 'agent.profile.updated':
+      return upsertById(profiles, p.profile);
+    case 'agent.profile.deleted':
+      return removeById(profiles, p.id);
+    default:
+      return profiles;
+  }
+}
+
 export function useWorkspaceData(): WorkspaceData {
-  const [workspaces, setWorkspaces] = useState<WorkspaceDto[]>([]);
+  const workspaceList = useRead(readWorkspaces);
+  const workspaces = workspaceList.data ?? [];
   const [workspaceId, setWorkspaceIdState] = useState<string | null>(stored('kandev.workspace'));
-  const [workflows, setWorkflows] = useState<WorkflowDto[]>([]);
   const [workflowId, setWorkflowIdState] = useState<string | null>(stored('kandev.workflow'));
-  const [repositories, setRepositories] = useState<RepositoryDto[]>([]);
-  const [profiles, setProfiles] = useState<AgentProfileDto[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  const [tick, setTick] = useState(0);
-  const reload = useCallback(() => setTick((t) => t + 1), []);
+  const workspace = workspaces.find((w) => w.id === workspaceId) ?? workspaces[0] ?? null;
 
-  useEffect(() => {
-    let stop = false;
-    call('workspace.list', {})
-      .then((r) => {
-        if (stop) return;
-        setWorkspaces(r.workspaces);
-        setError(null);
-      })
-      .catch((e: unknown) => setError(String((e as Error).message)));
-    call('agent.profile.list', {})
-      .then((r) => !stop && setProfiles(r.profiles))
-      .catch(() => {});
-    return () => {
-      stop = true;
-    };
-  }, [tick]);
+  const wsId = workspace?.id ?? null;
+  const loadLists = useCallback(async (): Promise<WorkspaceLists> => {
+    if (!wsId) throw new Error('no workspace');
+    const [w, r] = await Promise.all([
+      call('workflow.list', { workspace_id: wsId }),
+      call('repository.list', { workspace_id: wsId }),
+    ]);
+    return { workflows: w.workflows, repositories: r.repositories };
+  }, [wsId]);
+  const lists = useLiveQuery(wsId ? `workspace:${wsId}` : null, loadLists, applyWorkspace);
+  const profiles = useLiveQuery('profiles', readProfiles, applyProfiles);
 
-  const workspace =
-    workspaces.find((w) => w.id === workspaceId) ?? workspaces[0] ?? null;
-
-  useEffect(() => {
-    if (!workspace) return;
-    let stop = false;
-    const load = () => {
-      call('workflow.list', { workspace_id: workspace.id })
-        .then((r) => !stop && setWorkflows(r.workflows))
-        .catch(() => {});
-      call('repository.list', { workspace_id: workspace.id })
-        .then((r) => !stop && setRepositories(r.repositories))
-        .catch(() => {});
-    };
-    const sub = live.subscribe(
-      `workspace:${workspace.id}`,
-      (n) => {
-        if (n.action.startsWith('workflow.') || n.action.startsWith('repository.')) load();
-      },
-      load,
-    );
-    sub.ready.then(load);
-    const offReconnect = live.onReconnect(load);
-    return () => {
-      stop = true;
-      sub.close();
-      offReconnect();
-    };
-  }, [workspace?.id, tick]);
-
-  useEffect(() => {
-    const loadProfiles = () => {
-      call('agent.profile.list', {}).then((r) => setProfiles(r.profiles)).catch(() => {});
-    };
-    const sub = live.subscribe('profiles', loadProfiles, loadProfiles);
-    return () => sub.close();
-  }, []);
-
+  const workflows = lists.data?.workflows ?? [];
   const workflow = workflows.find((w) => w.id === workflowId) ?? workflows[0] ?? null;
+  const { retry: retryWorkspaces } = workspaceList;
+  const { reload: reloadLists } = lists;
+  const { reload: reloadProfiles } = profiles;
+  const reload = useCallback(() => {
+    retryWorkspaces();
+    reloadLists();
+    reloadProfiles();
+  }, [retryWorkspaces, reloadLists, reloadProfiles]);
 
   return {
     workspaces,
@@ -122,9 +132,9 @@ export function useWorkspaceData(): WorkspaceData {
       store('kandev.workflow', id);
       setWorkflowIdState(id);
     },
-    repositories,
-    profiles,
+    repositories: lists.data?.repositories ?? [],
+    profiles: profiles.data ?? [],
     reload,
-    error,
+    error: workspaceList.error ?? lists.error ?? profiles.error,
   };
 }

@@ -1,0 +1,66 @@
+// Starts an agent session on a task: the agent profile and the first message.
+import { useState } from 'react';
+import { call, errorText } from '../api/client';
+import type { SessionDto } from '../api/types';
+import { useData } from '../lib/data';
+
+export function StartSession(props: {
+  taskId: string;
+  defaultProfile: string | null;
+  prompt: string;
+  onStarted?: (s: SessionDto) => void;
+}) {
+  const { profiles } = useData();
+  const [profile, setProfile] = useState(props.defaultProfile ?? profiles[0]?.id ?? '');
+  const [prompt, setPrompt] = useState(props.prompt);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  return (
+    <form
+      className="form start-session"
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setBusy(true);
+        setError(null);
+        try {
+          const { session } = await call('session.launch', {
+            task_id: props.taskId,
+            agent_profile_id: profile || undefined,
+            prompt: prompt.trim() ? prompt : undefined,
+          });
+          props.onStarted?.(session);
+        } catch (err) {
+          setError(errorText(err));
+        } finally {
+          setBusy(false);
+        }
+      }}
+    >
+      {!props.onStarted && <p>No agent session yet.</p>}
+      <label>
+        Agent profile
+        <select value={profile} onChange={(e) => setProfile(e.target.value)}>
+          {profiles.map((p) => (
+            <option key={p.id} value={p.id}>
+              {p.name}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        First message
+        <textarea rows={4} value={prompt} onChange={(e) => setPrompt(e.target.value)} />
+      </label>
+      {error && (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      )}
+      <div className="actions">
+        <button className="primary" type="submit" disabled={busy}>
+          Start agent
+        </button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,97 @@
+// The tasks of one board, live over `workspace:<id>`: read page by page, changed by task
+// notifications, and moved or archived optimistically (a refusal is shown and the board read
+// afresh).
+import { useCallback, useState } from 'react';
+import { call, errorText } from '../../api/client';
+import type { Notification, TaskDto } from '../../api/types';
+import { useLiveQuery } from '../../lib/useLiveQuery';
+import { applyTaskNotification, type BoardState, boardOf, EMPTY_BOARD, place, remove } from './boardState';
+
+const PAGE = 1000;
+
+/** Every unarchived task of the workflow, read in pages of `PAGE`. */
+async function readTasks(workflowId: string): Promise<TaskDto[]> {
+  const all: TaskDto[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: { tasks: TaskDto[]; next_cursor: string | null } = await call('task.list', {
+      workflow_id: workflowId,
+      include_archived: false,
+      limit: PAGE,
+      ...(cursor ? { cursor } : {}),
+    });
+    all.push(...page.tasks);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return all;
+}
+
+export interface BoardTasks {
+  board: BoardState;
+  /** The first read is in. */
+  loaded: boolean;
+  /** A read or an action failed: for a person. */
+  error: string | null;
+  dismissError: () => void;
+  move: (task: TaskDto, stepId: string, position: number) => Promise<void>;
+  /** Takes the card off the board; true when the server archived it. */
+  archive: (task: TaskDto) => Promise<boolean>;
+  /** Shows a task this page just created (its notification may come later). */
+  add: (task: TaskDto) => void;
+}
+
+export function useBoardTasks(workspaceId: string | null, workflowId: string | null): BoardTasks {
+  const load = useCallback(async () => boardOf(await readTasks(workflowId ?? '')), [workflowId]);
+  const apply = useCallback(
+    (state: BoardState, n: Notification) =>
+      applyTaskNotification(state, n, workflowId ?? ''),
+    [workflowId],
+  );
+  const topic = workspaceId && workflowId ? `workspace:${workspaceId}` : null;
+  const query = useLiveQuery(topic, load, apply);
+  const [actionError, setActionError] = useState<string | null>(null);
+  const { update, reload, dismissError } = query;
+
+  const move = useCallback(
+    async (task: TaskDto, stepId: string, position: number) => {
+      update((s) => place(s, { ...task, step_id: stepId, position }));
+      try {
+        await call('task.move', { id: task.id, step_id: stepId, position });
+      } catch (e) {
+        setActionError(errorText(e));
+        reload(); // undo the optimistic move: a failed read shows its own error
+      }
+    },
+    [update, reload],
+  );
+
+  const archive = useCallback(
+    async (task: TaskDto) => {
+      update((s) => remove(s, task.id));
+      try {
+        await call('task.archive', { id: task.id });
+        return true;
+      } catch (e) {
+        setActionError(errorText(e));
+        reload();
+        return false;
+      }
+    },
+    [update, reload],
+  );
+
+  const add = useCallback((task: TaskDto) => update((s) => place(s, task)), [update]);
+
+  return {
+    board: query.data ?? EMPTY_BOARD,
+    loaded: query.data !== null,
+    error: actionError ?? query.error,
+    dismissError: () => {
+      setActionError(null);
+      dismissError();
+    },
+    move,
+    archive,
+    add,
+  };
+}

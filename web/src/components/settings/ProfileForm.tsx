@@ -1,0 +1,99 @@
+// The form that creates or edits an agent profile.
+import { useState } from 'react';
+import { call } from '../../api/client';
+import type { AgentKind, AgentKindDto, AgentProfileDto } from '../../api/types';
+import { useFormError } from './useFormError';
+
+export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; profile: AgentProfileDto | null; onDone: () => void }) {
+  const [name, setName] = useState(profile?.name ?? '');
+  const [kind, setKind] = useState(profile?.kind ?? 'mock');
+  const [command, setCommand] = useState(profile?.command ?? '');
+  const [args, setArgs] = useState(profile?.args.join(' ') ?? '');
+  const [model, setModel] = useState(profile?.model ?? '');
+  const [mode, setMode] = useState(profile?.mode ?? '');
+  const [autoApprove, setAutoApprove] = useState(profile?.auto_approve ?? false);
+  const { wrap, view } = useFormError();
+  const argList = args.split(/\s+/).filter(Boolean);
+  return (
+    <form
+      className="form card-form"
+      aria-label={profile ? 'Edit profile' : 'New profile'}
+      onSubmit={async (e) => {
+        e.preventDefault();
+        const ok = await wrap(() =>
+          profile
+            ? call('agent.profile.update', {
+                id: profile.id,
+                name,
+                command,
+                args: argList,
+                model: model || null,
+                mode: mode || null,
+                auto_approve: autoApprove,
+              })
+            : call('agent.profile.create', {
+                name,
+                kind,
+                command,
+                args: argList,
+                env: [],
+                model: model || undefined,
+                mode: mode || undefined,
+                auto_approve: autoApprove,
+              }),
+        );
+        if (ok) onDone();
+      }}
+    >
+      <div className="row">
+        <label>
+          Name
+          <input value={name} onChange={(e) => setName(e.target.value)} required />
+        </label>
+        <label>
+          Agent
+          <select value={kind} disabled={!!profile} onChange={(e) => setKind(e.target.value as AgentKindDto)}>
+            {(kinds.length ? kinds.map((k) => k.kind) : ['mock', 'claude', 'codex', 'gemini', 'opencode', 'custom']).map((k) => (
+              <option key={k} value={k}>
+                {k}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <div className="row">
+        <label>
+          Command <span className="hint">{kind === 'custom' ? 'required' : 'empty: the default'}</span>
+          <input value={command} onChange={(e) => setCommand(e.target.value)} />
+        </label>
+        <label>
+          Arguments
+          <input value={args} onChange={(e) => setArgs(e.target.value)} />
+        </label>
+      </div>
+      <div className="row">
+        <label>
+          Model
+          <input value={model} onChange={(e) => setModel(e.target.value)} />
+        </label>
+        <label>
+          Mode
+          <input value={mode} onChange={(e) => setMode(e.target.value)} />
+        </label>
+      </div>
+      <label className="check">
+        <input type="checkbox" checked={autoApprove} onChange={(e) => setAutoApprove(e.target.checked)} />
+        Approve permission requests automatically
+      </label>
+      {view}
+      <div className="actions">
+        <button type="button" onClick={onDone}>
+          Cancel
+        </button>
+        <button className="primary" type="submit">
+          Save profile
+        </button>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,86 @@
+// Settings › Agent profiles: the profiles (edit, delete, add) and the agents installed on the
+// server's machine.
+import { useState } from 'react';
+import { call } from '../../api/client';
+import type { AgentProfileDto } from '../../api/types';
+import { useData } from '../../lib/data';
+import { useRead } from '../../lib/useRead';
+import { InlineError } from '../ErrorBanner';
+import { ProfileForm } from './ProfileForm';
+import { useFormError } from './useFormError';
+
+const readKinds = () => call('agent.kinds', {}).then((r) => r.kinds);
+
+export function Profiles() {
+  const { profiles } = useData();
+  const installed = useRead(readKinds);
+  const kinds = installed.data ?? [];
+  const [editing, setEditing] = useState<AgentProfileDto | 'new' | null>(null);
+  const { wrap, view } = useFormError();
+  return (
+    <section>
+      <h1>Agent profiles</h1>
+      <table className="table">
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>Agent</th>
+            <th>Command</th>
+            <th>Auto-approve</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {profiles.map((p) => (
+            <tr key={p.id}>
+              <td>{p.name}</td>
+              <td>{p.kind}</td>
+              <td>
+                <code>{[p.command, ...p.args].join(' ') || '(default)'}</code>
+              </td>
+              <td>{p.auto_approve ? 'yes' : 'no'}</td>
+              <td className="row-actions">
+                <button onClick={() => setEditing(p)}>Edit</button>
+                <button
+                  className="danger-outline"
+                  onClick={() => void wrap(() => call('agent.profile.delete', { id: p.id }))}
+                >
+                  Delete
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {view}
+      <button className="primary" onClick={() => setEditing('new')}>
+        Add profile
+      </button>
+      {editing && <ProfileForm kinds={kinds} profile={editing === 'new' ? null : editing} onDone={() => setEditing(null)} />}
+      <h2>Agents on this machine</h2>
+      <table className="table" data-testid="agent-kinds">
+        <thead>
+          <tr>
+            <th>Agent</th>
+            <th>Command</th>
+            <th>Installed</th>
+            <th>How to install</th>
+          </tr>
+        </thead>
+        <tbody>
+          {kinds.map((k) => (
+            <tr key={k.kind}>
+              <td>{k.kind}</td>
+              <td>
+                <code>{k.command}</code>
+              </td>
+              <td>{k.installed ? <span className="badge state-completed">installed</span> : <span className="badge">not found</span>}</td>
+              <td>{k.install ? <code>{k.install}</code> : ''}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <InlineError error={installed.error} onRetry={installed.retry} testId="agent-kinds-error" />
+    </section>
+  );
+}

@@ -1,0 +1,98 @@
+// Settings › Repositories: the workspace's repositories (remove, add by local path).
+import { useState } from 'react';
+import { call } from '../../api/client';
+import { useData } from '../../lib/data';
+import { useFormError } from './useFormError';
+
+export function Repositories() {
+  const { workspace, repositories } = useData();
+  const [path, setPath] = useState('');
+  const [name, setName] = useState('');
+  const [branch, setBranch] = useState('');
+  const [setup, setSetup] = useState('');
+  const { wrap, view } = useFormError();
+  if (!workspace) return null;
+  return (
+    <section>
+      <h1>Repositories</h1>
+      <table className="table">
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>Path</th>
+            <th>Base branch</th>
+            <th>Branch template</th>
+            <th />
+          </tr>
+        </thead>
+        <tbody>
+          {repositories.map((r) => (
+            <tr key={r.id}>
+              <td>{r.name}</td>
+              <td>
+                <code>{r.local_path}</code>
+              </td>
+              <td>{r.default_branch}</td>
+              <td>
+                <code>{r.branch_template}</code>
+              </td>
+              <td className="row-actions">
+                <button className="danger-outline" onClick={() => void wrap(() => call('repository.delete', { id: r.id }))}>
+                  Remove
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <form
+        className="form card-form"
+        aria-label="Add repository"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          const ok = await wrap(() =>
+            call('repository.create', {
+              workspace_id: workspace.id,
+              local_path: path,
+              name: name || undefined,
+              default_branch: branch || undefined,
+              setup_script: setup || undefined,
+            }),
+          );
+          if (ok) {
+            setPath('');
+            setName('');
+            setBranch('');
+            setSetup('');
+          }
+        }}
+      >
+        <h2>Add a repository</h2>
+        <label>
+          Local path <span className="hint">absolute path of a git repository on the server</span>
+          <input value={path} onChange={(e) => setPath(e.target.value)} required placeholder="/home/me/src/project" />
+        </label>
+        <div className="row">
+          <label>
+            Name
+            <input value={name} onChange={(e) => setName(e.target.value)} />
+          </label>
+          <label>
+            Base branch
+            <input value={branch} onChange={(e) => setBranch(e.target.value)} placeholder="HEAD's branch" />
+          </label>
+        </div>
+        <label>
+          Setup script
+          <textarea rows={2} value={setup} onChange={(e) => setSetup(e.target.value)} />
+        </label>
+        {view}
+        <div className="actions">
+          <button className="primary" type="submit">
+            Add repository
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,38 @@
+// Settings: one section per file in this folder (agent profiles, repositories, workflows),
+// chosen by the route (`/settings/<section>`).
+import { navigate } from '../../lib/router';
+import { Profiles } from './Profiles';
+import { Repositories } from './Repositories';
+import { Workflows } from './Workflows';
+
+const SECTIONS = [
+  ['profiles', 'Agent profiles'],
+  ['repositories', 'Repositories'],
+  ['workflows', 'Workflows'],
+] as const;
+
+export function Settings({ section }: { section: string }) {
+  return (
+    <div className="settings">
+      <nav className="settings-nav" aria-label="Settings">
+        {SECTIONS.map(([id, label]) => (
+          <a
+            key={id}
+            href={`/settings/${id}`}
+            aria-current={section === id ? 'page' : undefined}
+            className={section === id ? 'active' : ''}
+            onClick={(e) => {
+              e.preventDefault();
+              navigate(`/settings/${id}`);
+            }}
+          >
+            {label}
+          </a>
+        ))}
+      </nav>
+      <div className="settings-body">
+        {section === 'repositories' ? <Repositories /> : section === 'workflows' ? <Workflows /> : <Profiles />}
+      </div>
+    </div>
+  );
+}

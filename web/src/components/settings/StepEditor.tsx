@@ -1,0 +1,188 @@
+// One workflow step's editor: name, color, agent profile, prompt, flags and the actions run on
+// its events.
+import { useState } from 'react';
+import { call } from '../../api/client';
+import type { ActionDto, EventsDto, StepDto } from '../../api/types';
+import { useData } from '../../lib/data';
+import { useFormError } from './useFormError';
+
+/** The actions each event of a step may run. */
+const ACTIONS: Record<keyof EventsDto, ActionDto['type'][]> = {
+  on_enter: ['reset_agent_context', 'enable_plan_mode', 'set_session_mode', 'auto_start_agent'],
+  on_turn_start: ['move_to_next', 'move_to_previous', 'move_to_step'],
+  on_turn_complete: ['move_to_next', 'move_to_previous', 'move_to_step', 'disable_plan_mode'],
+  on_exit: ['disable_plan_mode'],
+};
+
+export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: boolean; last: boolean; onMove: (by: number) => void }) {
+  const { profiles } = useData();
+  const [step, setStep] = useState(props.step);
+  const { wrap, view } = useFormError();
+  const set = <K extends keyof StepDto>(k: K, v: StepDto[K]) => setStep((s) => ({ ...s, [k]: v }));
+  const setEvents = (trigger: keyof EventsDto, list: ActionDto[]) =>
+    setStep((s) => ({ ...s, events: { ...s.events, [trigger]: list } }));
+  return (
+    <details className="step-editor">
+      <summary>
+        <span className="dot" style={{ background: step.color || 'var(--muted)' }} aria-hidden="true" />
+        {props.step.name}
+        {props.step.is_start_step && <span className="badge">start</span>}
+      </summary>
+      <form
+        className="form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void wrap(() =>
+            call('workflow.step.update', {
+              id: step.id,
+              name: step.name,
+              color: step.color,
+              prompt: step.prompt,
+              is_start_step: step.is_start_step,
+              allow_manual_move: step.allow_manual_move,
+              agent_profile_id: step.agent_profile_id,
+              cancel_triggers_turn_complete: step.cancel_triggers_turn_complete,
+              events: step.events,
+            }),
+          );
+        }}
+      >
+        <div className="row">
+          <label>
+            Name
+            <input value={step.name} onChange={(e) => set('name', e.target.value)} />
+          </label>
+          <label>
+            Color
+            <input type="color" value={step.color || '#888888'} onChange={(e) => set('color', e.target.value)} />
+          </label>
+          <label>
+            Agent profile
+            <select value={step.agent_profile_id ?? ''} onChange={(e) => set('agent_profile_id', e.target.value || null)}>
+              <option value="">The task's</option>
+              {profiles.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name}
+                </option>
+              ))}
+            </select>
+          </label>
+        </div>
+        <label>
+          Prompt <span className="hint">{'{{task_prompt}}'} is replaced by the task's title and description</span>
+          <textarea rows={3} value={step.prompt} onChange={(e) => set('prompt', e.target.value)} />
+        </label>
+        <div className="row checks">
+          <label className="check">
+            <input type="checkbox" checked={step.is_start_step} onChange={(e) => set('is_start_step', e.target.checked)} />
+            Start step
+          </label>
+          <label className="check">
+            <input type="checkbox" checked={step.allow_manual_move} onChange={(e) => set('allow_manual_move', e.target.checked)} />
+            Manual moves allowed
+          </label>
+          <label className="check">
+            <input
+              type="checkbox"
+              checked={step.cancel_triggers_turn_complete}
+              onChange={(e) => set('cancel_triggers_turn_complete', e.target.checked)}
+            />
+            A cancel counts as turn complete
+          </label>
+        </div>
+        {(Object.keys(ACTIONS) as (keyof EventsDto)[]).map((trigger) => (
+          <fieldset key={trigger} className="events">
+            <legend>{trigger.replace(/_/g, ' ')}</legend>
+            {step.events[trigger].map((a, i) => (
+              <div key={i} className="action-row">
+                <select
+                  aria-label="Action"
+                  value={a.type}
+                  onChange={(e) => {
+                    const list = step.events[trigger].slice();
+                    list[i] = makeAction(e.target.value as ActionDto['type'], props.steps);
+                    setEvents(trigger, list);
+                  }}
+                >
+                  {ACTIONS[trigger].map((t) => (
+                    <option key={t} value={t}>
+                      {t.replace(/_/g, ' ')}
+                    </option>
+                  ))}
+                </select>
+                {a.type === 'move_to_step' && (
+                  <select
+                    aria-label="Target step"
+                    value={a.step_id}
+                    onChange={(e) => {
+                      const list = step.events[trigger].slice();
+                      list[i] = { type: 'move_to_step', step_id: e.target.value };
+                      setEvents(trigger, list);
+                    }}
+                  >
+                    {props.steps.map((s) => (
+                      <option key={s.id} value={s.id}>
+                        {s.name}
+                      </option>
+                    ))}
+                  </select>
+                )}
+                {a.type === 'set_session_mode' && (
+                  <input
+                    aria-label="Mode id"
+                    value={a.mode_id}
+                    onChange={(e) => {
+                      const list = step.events[trigger].slice();
+                      list[i] = { type: 'set_session_mode', mode_id: e.target.value };
+                      setEvents(trigger, list);
+                    }}
+                  />
+                )}
+                <button
+                  type="button"
+                  className="icon"
+                  aria-label="Remove action"
+                  onClick={() => setEvents(trigger, step.events[trigger].filter((_, j) => j !== i))}
+                >
+                  ×
+                </button>
+              </div>
+            ))}
+            <button
+              type="button"
+              className="link"
+              onClick={() => setEvents(trigger, [...step.events[trigger], makeAction(ACTIONS[trigger][0]!, props.steps)])}
+            >
+              + action
+            </button>
+          </fieldset>
+        ))}
+        {view}
+        <div className="actions">
+          <button type="button" disabled={props.first} onClick={() => props.onMove(-1)}>
+            Move left
+          </button>
+          <button type="button" disabled={props.last} onClick={() => props.onMove(1)}>
+            Move right
+          </button>
+          <button
+            type="button"
+            className="danger-outline"
+            onClick={() => void wrap(() => call('workflow.step.delete', { id: step.id }))}
+          >
+            Delete step
+          </button>
+          <button className="primary" type="submit">
+            Save step
+          </button>
+        </div>
+      </form>
+    </details>
+  );
+}
+
+function makeAction(type: ActionDto['type'], steps: StepDto[]): ActionDto {
+  if (type === 'move_to_step') return { type, step_id: steps[0]?.id ?? '' };
+  if (type === 'set_session_mode') return { type, mode_id: '' };
+  return { type } as ActionDto;
+}
