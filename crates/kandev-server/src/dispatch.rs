@@ -33,24 +33,19 @@ pub(crate) trait Handler: Action {
     ) -> impl Future<Output = Result<Self::Response, ApiError>> + Send + '_;
 }
 
-/// Binds each action of the table to its handler. `as json` marks a handler that still
-/// answers a `serde_json::Value`: its answer is read as the action's response type.
+/// Binds each action of the table to its handler.
 macro_rules! handlers {
-    ($($action:ident => $handler:path $(as $json:ident)?,)*) => {
+    ($($action:ident => $handler:path,)*) => {
         $(
             impl Handler for actions::$action {
                 fn handle(
                     state: &AppState,
                     request: Self::Request,
                 ) -> impl Future<Output = Result<Self::Response, ApiError>> + Send + '_ {
-                    handlers!(@call $handler, state, request $(, $json)?)
+                    $handler(state, request)
                 }
             }
         )*
-    };
-    (@call $handler:path, $state:ident, $request:ident) => { $handler($state, $request) };
-    (@call $handler:path, $state:ident, $request:ident, json) => {
-        async move { typed($handler($state, $request).await?) }
     };
 }
 
@@ -84,10 +79,10 @@ handlers! {
     TaskMove => task::move_task,
     TaskArchive => task::archive,
     TaskDelete => task::delete,
-    TaskChanges => files::changes as json,
-    TaskTree => files::tree as json,
-    TaskFileRead => files::read as json,
-    TaskCommit => files::commit as json,
+    TaskChanges => files::changes,
+    TaskTree => files::tree,
+    TaskFileRead => files::read,
+    TaskCommit => files::commit,
     AgentKinds => profile::kinds,
     ProfileList => profile::list,
     ProfileCreate => profile::create,
@@ -135,14 +130,6 @@ impl<'a, A: Handler> Route<A> for Call<'a> {
             })
         })
     }
-}
-
-/// A handler's JSON answer as its action's response type; a mismatch is a bug, logged.
-fn typed<T: DeserializeOwned>(answer: Value) -> Result<T, ApiError> {
-    serde_json::from_value(answer).map_err(|err| {
-        tracing::error!(error = %err, "a handler's answer does not match its response type");
-        ApiError::internal()
-    })
 }
 
 fn unknown_action(action: &str) -> ApiError {

@@ -3,43 +3,44 @@
 //! (`FORBIDDEN` otherwise); the values it returns convert into the API types by `From`.
 
 use kandev_api_types::requests::{ByTask, TaskCommit, TaskFileRead};
+use kandev_api_types::responses::{TaskChanges, TaskCommitted, TaskTree};
 use kandev_api_types::{
     CommitDto, FileChangeDto, FileContentDto, KeptWorktreeDto, TreeEntryDto, WorktreeDto,
 };
 use kandev_domain::TaskId;
 use kandev_domain::files::KeptWorktree;
-use serde_json::{Value, json};
 
 use crate::{ApiError, AppState};
 
-pub async fn changes(s: &AppState, p: ByTask) -> Result<Value, ApiError> {
+pub async fn changes(s: &AppState, p: ByTask) -> Result<TaskChanges, ApiError> {
     let changes = s.engine().task_changes(&TaskId::new(p.task_id)).await?;
-    let worktrees: Vec<WorktreeDto> = changes.worktrees.iter().map(WorktreeDto::from).collect();
-    let files: Vec<FileChangeDto> = changes.files.iter().map(FileChangeDto::from).collect();
-    Ok(json!({ "worktrees": worktrees, "files": files }))
+    Ok(TaskChanges {
+        worktrees: changes.worktrees.iter().map(WorktreeDto::from).collect(),
+        files: changes.files.iter().map(FileChangeDto::from).collect(),
+    })
 }
 
-pub async fn tree(s: &AppState, p: ByTask) -> Result<Value, ApiError> {
+pub async fn tree(s: &AppState, p: ByTask) -> Result<TaskTree, ApiError> {
     let tree = s.engine().task_tree(&TaskId::new(p.task_id)).await?;
-    let entries: Vec<TreeEntryDto> = tree.entries.iter().map(TreeEntryDto::from).collect();
-    Ok(json!({ "entries": entries, "truncated": tree.truncated }))
+    let entries = tree.entries.iter().map(TreeEntryDto::from).collect();
+    Ok(TaskTree { entries, truncated: tree.truncated })
 }
 
-pub async fn read(s: &AppState, p: TaskFileRead) -> Result<Value, ApiError> {
+pub async fn read(s: &AppState, p: TaskFileRead) -> Result<FileContentDto, ApiError> {
     if p.path.trim().is_empty() {
         return Err(ApiError::validation("path is required"));
     }
     let file = s.engine().task_file_read(&TaskId::new(p.task_id), &p.path).await?;
-    Ok(json!(FileContentDto::from(file)))
+    Ok(FileContentDto::from(file))
 }
 
-pub async fn commit(s: &AppState, p: TaskCommit) -> Result<Value, ApiError> {
+pub async fn commit(s: &AppState, p: TaskCommit) -> Result<TaskCommitted, ApiError> {
     if p.message.trim().is_empty() {
         return Err(ApiError::validation("message is required"));
     }
     let made = s.engine().task_commit(&TaskId::new(p.task_id), &p.message).await?;
     let commits: Vec<CommitDto> = made.iter().map(CommitDto::from).collect();
-    Ok(json!({ "commit": commits.first(), "commits": commits }))
+    Ok(TaskCommitted { commit: commits.first().cloned(), commits })
 }
 
 /// Worktrees a task removal kept, as the API shows them.
