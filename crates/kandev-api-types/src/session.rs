@@ -12,7 +12,7 @@ fn json_or_null(text: Option<&str>) -> Value {
     text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
 }
 
-/// A session's state (lifecycle.md); `COMPLETED`, `FAILED` and `CANCELLED` end it.
+/// A session's state (docs/lifecycle.md); `COMPLETED`, `FAILED` and `CANCELLED` end it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SessionStateDto {

@@ -1,4 +1,4 @@
-//! Workflows (boards), their steps, and the step triggers and actions of workflows.md.
+//! Workflows (boards), their steps, and the step triggers and actions of docs/workflows.md.
 
 use crate::{AgentProfileId, StepId, Timestamp, WorkflowId, WorkspaceId};
 
@@ -109,7 +109,7 @@ impl Trigger {
         Trigger::ALL.into_iter().find(|t| t.as_str() == value)
     }
 
-    /// Whether `action` may be listed under this trigger (the table in workflows.md).
+    /// Whether `action` may be listed under this trigger (the table in docs/workflows.md).
     pub fn allows<S>(self, action: &Action<S>) -> bool {
         use Action::*;
         match self {
@@ -288,7 +288,7 @@ mod tests {
         ]
     }
 
-    /// The trigger/action table of workflows.md, written out: (trigger, allowed action names).
+    /// The trigger/action table of docs/workflows.md, written out: (trigger, allowed action names).
     const TABLE: &[(Trigger, &[&str])] = &[
         (
             Trigger::OnEnter,

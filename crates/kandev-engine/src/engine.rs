@@ -137,7 +137,7 @@ impl Engine {
     }
 
     /// Moves a task (a person's move), running `on_exit` of the step it leaves and
-    /// `on_enter` of the step it enters on its primary session (workflows.md).
+    /// `on_enter` of the step it enters on its primary session (docs/workflows.md).
     pub async fn move_task(
         &self,
         task_id: &TaskId,

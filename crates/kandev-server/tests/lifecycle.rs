@@ -1,4 +1,4 @@
-//! Issue 4: the session lifecycle rules of lifecycle.md, each test named after its rule,
+//! Issue 4: the session lifecycle rules of docs/lifecycle.md, each test named after its rule,
 //! driving the engine over the API with the mock agent and its failure flags.
 
 mod common;

@@ -55,7 +55,7 @@ pub fn import_with(yaml: &str, limits: &Limits) -> Result<Vec<WorkflowSpec>, Vec
     checker.finish(specs)
 }
 
-/// All action type names, in the order of workflows.md.
+/// All action type names, in the order of docs/workflows.md.
 fn every_action() -> [Action<()>; 8] {
     [
         Action::ResetAgentContext,

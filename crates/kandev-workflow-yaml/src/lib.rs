@@ -1,6 +1,6 @@
 //! The portable workflow YAML format: parse, validate, export, and the built-in templates.
 //!
-//! A document looks like this (workflows.md, "Import / export format"):
+//! A document looks like this (docs/workflows.md, "The portable format"):
 //!
 //! ```yaml
 //! version: 1

@@ -102,7 +102,7 @@ impl SessionActor {
         Ok(())
     }
 
-    /// Plan mode puts an instruction in front of every prompt (workflows.md).
+    /// Plan mode puts an instruction in front of every prompt (docs/workflows.md).
     pub(super) async fn set_plan_mode(&mut self, on: bool) -> Result<()> {
         if self.session.plan_mode == on {
             return Ok(());
