@@ -1,6 +1,7 @@
 // Issue 14's defects, one test each: reproduced first, then fixed (the test name says which).
+import { rmSync } from 'node:fs';
 import type { Page } from '@playwright/test';
-import { expect, type Kandev, openBoard, send, test, transcript } from './kandev';
+import { expect, freePort, type Kandev, openBoard, send, startKandev, test, transcript } from './kandev';
 
 /** A started task whose first reply is in; its page is open. */
 async function openStarted(page: Page, kandev: Kandev, title: string): Promise<{ task: any; sessionId: string }> {
@@ -39,10 +40,12 @@ const lines = (label: string) => Array.from({ length: 6 }, (_, i) => `${label} l
 test('i14 d1 the chat opens at the newest message, after a reload and after Send next', async ({ page, kandev }) => {
   const { sessionId } = await openStarted(page, kandev, 'Scrolling');
   for (let i = 1; i <= 6; i++) await send(page, lines(`message ${i}`));
-  await expect(transcript(page).locator('[data-kind="agent"]')).toHaveCount(7, { timeout: 20_000 });
+  await expect(transcript(page).locator('[data-kind="agent"]').last()).toHaveText('echo: message 6 line 1', {
+    timeout: 20_000,
+  });
   await expectAtNewest(page);
   await page.reload();
-  await expect(transcript(page).locator('[data-kind="agent"]')).toHaveCount(7);
+  await expect(transcript(page).locator('[data-kind="agent"]').last()).toHaveText('echo: message 6 line 1');
   await expectAtNewest(page);
 
   // two messages queued behind a long turn, the turn cancelled (auto-run turns off), reload
@@ -168,4 +171,33 @@ test('i14 d11 the focus stays on a card the workflow moves on by itself', async 
   await expect(card).toBeFocused();
   await page.keyboard.press('[');
   await expect(page.locator('section.column[data-step-name="In Progress"] .card', { hasText: 'Moves on' })).toBeVisible();
+});
+
+test('i14 d2 after a server restart the page stops saying the agent works', async ({ page }) => {
+  const kandev = await startKandev(`127.0.0.1:${await freePort()}`);
+  try {
+    await openStarted(page, kandev, 'Restarted');
+    await send(page, '#!mock\nsay starting\nsleep 15000');
+    await expect(page.getByTestId('session-state')).toHaveText('RUNNING');
+    const working = page.getByText('The agent is working…');
+    await expect(working).toBeVisible();
+    await kandev.stop('SIGKILL');
+    await expect(page.getByTestId('connection')).toHaveText(/Reconnecting/);
+    const box = page.getByRole('textbox', { name: 'Message to the agent' });
+    await box.fill('are you there?');
+    await box.press('Enter');
+    const unreachable = page.getByRole('alert').filter({ hasText: 'cannot be reached' });
+    await expect(unreachable).toBeVisible();
+    await kandev.start();
+    await expect(page.getByTestId('connection')).toHaveText('Live', { timeout: 20_000 });
+    await expect(page.getByTestId('session-state')).toHaveText('WAITING_FOR_INPUT', { timeout: 20_000 });
+    await expect(working).toHaveCount(0);
+    await expect(page.getByRole('button', { name: 'Cancel turn' })).toBeDisabled();
+    await expect(page.locator('.composer button[type="submit"]')).toHaveText('Send');
+    await expect(unreachable).toHaveCount(0);
+    await expect(box).toHaveValue('are you there?'); // not sent: still there to send
+  } finally {
+    await kandev.stop('SIGTERM');
+    rmSync(kandev.home, { recursive: true, force: true });
+  }
 });

@@ -1,7 +1,8 @@
 // One session: state and controls (cancel, stop, reset context, resume, delete), the last
 // error, the live transcript, the composer and the prompt queue.
 import { useEffect, useRef, useState } from 'react';
-import { call, clientId, errorText } from '../api/client';
+import { ApiError, call, clientId, errorText } from '../api/client';
+import { live } from '../api/live';
 import type { ActionName, Actions, MessageDto, QueuedPromptDto } from '../api/types';
 import { useSession } from '../lib/session';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
@@ -204,6 +205,18 @@ function Composer(props: { sessionId: string; busy: boolean; queued: number; aut
   const [sending, setSending] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const pendingId = useRef<string | null>(null);
+  // "The server cannot be reached" is no longer true once the connection is back.
+  const networkError = useRef(false);
+  useEffect(
+    () =>
+      live.onStatus((status) => {
+        if (status === 'open' && networkError.current) {
+          networkError.current = false;
+          setError(null);
+        }
+      }),
+    [],
+  );
 
   const send = async () => {
     const content = text;
@@ -223,6 +236,7 @@ function Composer(props: { sessionId: string; busy: boolean; queued: number; aut
       setText('');
       onSent();
     } catch (e) {
+      networkError.current = e instanceof ApiError && e.code === 'NETWORK';
       setError(errorText(e));
     } finally {
       setSending(false);

@@ -74,9 +74,6 @@ export type MessageUpdate = { message_id: string, seq: number, kind: MessageKind
 
 export type Messages = { messages: Array<MessageDto>, };
 
-/**
- * Why a task needs its developer (`kandev_domain::needs_you`); absent when it does not.
- */
 export type NeedsYouDto = "permission" | "question" | "error";
 
 export type Page = { limit?: number, cursor?: string, };
