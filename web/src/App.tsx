@@ -5,6 +5,7 @@ import { Board } from './components/board/Board';
 import { ErrorBanner } from './components/ErrorBanner';
 import { Settings } from './components/settings/Settings';
 import { TaskPage } from './components/TaskPage';
+import { Toasts } from './lib/toast';
 import { DataContext, useWorkspaceData } from './lib/data';
 import { navigate, useRoute } from './lib/router';
 
@@ -91,6 +92,7 @@ export function App() {
           )}
           {route.page === 'settings' && <Settings section={route.section} />}
         </main>
+        <Toasts />
       </div>
     </DataContext.Provider>
   );

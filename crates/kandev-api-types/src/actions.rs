@@ -131,6 +131,7 @@ actions! {
         TaskUpdate = "task.update": rq::TaskUpdate => rs::TaskOne;
         TaskMove = "task.move": rq::TaskMove => rs::TaskMoved;
         TaskArchive = "task.archive": rq::TaskRemove => rs::TaskArchived;
+        TaskUnarchive = "task.unarchive": rq::ById => rs::TaskOne;
         TaskDelete = "task.delete": rq::TaskRemove => rs::TaskDeleted;
         TaskChanges = "task.changes": rq::ByTask => rs::TaskChanges;
         TaskTree = "task.tree": rq::ByTask => rs::TaskTree;

@@ -2,6 +2,7 @@
 
 use kandev_domain::StepId;
 use kandev_domain::agent::{AgentKind, AgentProfile};
+use kandev_domain::needs_you::NeedsYou;
 use kandev_domain::task::{Task, TaskState};
 use kandev_domain::workflow::{Action, Step, StepEvents, Workflow};
 use kandev_domain::workspace::{Repository, Workspace};
@@ -225,6 +226,25 @@ impl From<TaskState> for TaskStateDto {
     }
 }
 
+/// Why a task needs its developer (`kandev_domain::needs_you`); absent when it does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum NeedsYouDto {
+    Permission,
+    Question,
+    Error,
+}
+
+impl From<NeedsYou> for NeedsYouDto {
+    fn from(n: NeedsYou) -> Self {
+        match n {
+            NeedsYou::Permission => NeedsYouDto::Permission,
+            NeedsYou::Question => NeedsYouDto::Question,
+            NeedsYou::Error => NeedsYouDto::Error,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct TaskDto {
     pub id: String,
@@ -234,6 +254,8 @@ pub struct TaskDto {
     pub title: String,
     pub description: String,
     pub state: TaskStateDto,
+    /// Set while the task needs its developer (a pending permission, a question, an error).
+    pub needs_you: Option<NeedsYouDto>,
     pub position: u32,
     pub repository_ids: Vec<String>,
     pub agent_profile_id: Option<String>,
@@ -253,6 +275,7 @@ impl From<&Task> for TaskDto {
             title: t.title.clone(),
             description: t.description.clone(),
             state: t.state.into(),
+            needs_you: t.needs_you.map(NeedsYouDto::from),
             position: t.position,
             repository_ids: t.repository_ids.iter().map(|r| r.to_string()).collect(),
             agent_profile_id: t.agent_profile_id.as_ref().map(|p| p.to_string()),

@@ -53,6 +53,8 @@ pub struct Task {
     pub title: String,
     pub description: String,
     pub state: TaskState,
+    /// Whether the developer is needed (kept in step with the primary session, like `state`).
+    pub needs_you: Option<crate::needs_you::NeedsYou>,
     /// 0-based position within its step.
     pub position: u32,
     pub repository_ids: Vec<RepositoryId>,

@@ -6,6 +6,7 @@ use kandev_api_types::{
     MessageDto, MessageUpdate, Notification, NotificationParts, QueuedPromptDto, SessionDto,
     SessionEvent, TaskDto, WorkspaceEvent,
 };
+use kandev_domain::needs_you::{Waiting, needs_you};
 use kandev_domain::session::SessionState;
 use kandev_domain::task::TaskState;
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
@@ -94,18 +95,27 @@ fn task_state(state: SessionState) -> TaskState {
     }
 }
 
-/// Keeps the task card in step with its primary session.
+/// Keeps the task card in step with its primary session: its state, and whether it needs
+/// its developer (`kandev_domain::needs_you`). Called on a change of the session's state and
+/// when a permission request comes or goes.
 pub async fn sync_task(tx: &mut WriteTx, session: &Session) -> Result<()> {
     let task = tx.get_task(&session.task_id).await?;
     if task.primary_session_id.as_ref() != Some(&session.id) {
         return Ok(());
     }
     let state = task_state(session.state);
-    if task.state == state {
+    // Questions (an ask-user tool) are not recorded yet: none is ever waiting.
+    let waiting = Waiting {
+        permissions: tx.permissions_waiting(&session.id).await?,
+        questions: 0,
+        last_error: session.last_error.is_some(),
+    };
+    let needs = needs_you(session.state, waiting);
+    if task.state == state && task.needs_you == needs {
         return Ok(());
     }
-    let task =
-        tx.update_task(&task.id, &TaskPatch { state: Some(state), ..TaskPatch::default() }).await?;
+    let patch = TaskPatch { state: Some(state), needs_you: Some(needs), ..TaskPatch::default() };
+    let task = tx.update_task(&task.id, &patch).await?;
     let event = WorkspaceEvent::TaskUpdated { task: TaskDto::from(&task) };
     notify(tx, Notification::workspace(&task.workspace_id, event)).await?;
     Ok(())

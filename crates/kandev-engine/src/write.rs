@@ -17,7 +17,8 @@ use crate::publish;
 /// - the write is a compare-and-set on `session.epoch` (`StaleEpoch` when the session moved
 ///   on to another execution: a report of an older epoch changes nothing, rule 22);
 /// - it is announced in the same transaction: `session.state_changed` (and the task card
-///   kept in step) or `session.updated`, plus `session.error` when `last_error` is set.
+///   kept in step) or `session.updated`, plus `session.error` when `last_error` is set (and
+///   the task card kept in step then too: an error may need its developer).
 pub(crate) async fn write_session(
     tx: &mut WriteTx,
     session: &Session,
@@ -35,8 +36,8 @@ pub(crate) async fn write_session(
         let event = SessionEvent::Error { session_id: written.id.to_string(), last_error };
         publish::notify(tx, Notification::session(&written.id, event)).await?;
     }
-    if changed_state.is_some() {
-        publish::sync_task(tx, &written).await?;
+    if changed_state.is_some() || update.last_error.is_some() {
+        publish::sync_task(tx, &written).await?; // its state, and whether it needs its developer
     }
     Ok(written)
 }

@@ -78,6 +78,7 @@ handlers! {
     TaskUpdate => task::update,
     TaskMove => task::move_task,
     TaskArchive => task::archive,
+    TaskUnarchive => task::unarchive,
     TaskDelete => task::delete,
     TaskChanges => files::changes,
     TaskTree => files::tree,

@@ -1,6 +1,7 @@
 //! Tasks with their repository list and step history: the row, reads and writes. A task's
 //! `position` is its index among the non-archived tasks of its step.
 
+use kandev_domain::needs_you::NeedsYou;
 use kandev_domain::task::{Task, TaskState, place_at};
 use kandev_domain::{
     AgentProfileId, RepositoryId, SessionId, StepId, TaskId, Timestamp, WorkflowId, WorkspaceId,
@@ -27,6 +28,7 @@ pub struct TaskPatch {
     pub title: Option<String>,
     pub description: Option<String>,
     pub state: Option<TaskState>,
+    pub needs_you: Option<Option<NeedsYou>>,
     pub repository_ids: Option<Vec<RepositoryId>>,
     pub agent_profile_id: Option<Option<AgentProfileId>>,
 }
@@ -63,7 +65,7 @@ pub struct StepChange {
 // ---------------------------------------------------------------- rows
 
 const TASK_SELECT: &str = "SELECT t.id, t.workspace_id, t.workflow_id, t.step_id, t.title, \
-    t.description, t.state, t.position, t.agent_profile_id, t.primary_session_id, \
+    t.description, t.state, t.needs_you, t.position, t.agent_profile_id, t.primary_session_id, \
     t.archived_at, t.created_at, t.updated_at, \
     (SELECT group_concat(repository_id, ',') FROM \
         (SELECT repository_id FROM task_repositories WHERE task_id = t.id ORDER BY position)) \
@@ -79,6 +81,7 @@ struct TaskRow {
     title: String,
     description: String,
     state: String,
+    needs_you: Option<String>,
     position: i64,
     agent_profile_id: Option<String>,
     primary_session_id: Option<String>,
@@ -95,6 +98,12 @@ impl TryFrom<TaskRow> for Task {
     fn try_from(r: TaskRow) -> Result<Task> {
         let state = TaskState::parse(&r.state)
             .ok_or_else(|| StoreError::Corrupt(format!("task {} state {:?}", r.id, r.state)))?;
+        let needs_you = match r.needs_you.as_deref() {
+            None => None,
+            Some(n) => Some(NeedsYou::parse(n).ok_or_else(|| {
+                StoreError::Corrupt(format!("task {} needs_you {n:?}", r.id))
+            })?),
+        };
         let repository_ids = r
             .repository_ids
             .as_deref()
@@ -109,6 +118,7 @@ impl TryFrom<TaskRow> for Task {
             title: r.title,
             description: r.description,
             state,
+            needs_you,
             position: r.position.try_into().unwrap_or(0),
             repository_ids,
             agent_profile_id: r.agent_profile_id.map(AgentProfileId::new),
@@ -264,12 +274,13 @@ impl WriteTx {
             None => current.agent_profile_id.clone(),
         };
         sqlx::query(
-            "UPDATE tasks SET title = ?, description = ?, state = ?, agent_profile_id = ?, updated_at = ? \
-             WHERE id = ?",
+            "UPDATE tasks SET title = ?, description = ?, state = ?, needs_you = ?, \
+             agent_profile_id = ?, updated_at = ? WHERE id = ?",
         )
         .bind(patch.title.as_ref().unwrap_or(&current.title))
         .bind(patch.description.as_ref().unwrap_or(&current.description))
         .bind(patch.state.unwrap_or(current.state).as_str())
+        .bind(patch.needs_you.unwrap_or(current.needs_you).map(NeedsYou::as_str))
         .bind(profile.as_ref().map(|p| p.as_str()))
         .bind(now)
         .bind(id.as_str())
@@ -401,6 +412,42 @@ impl WriteTx {
             .await?;
         self.renumber_step(&task.step_id).await?;
         self.get_task(id).await
+    }
+
+    /// Takes a task out of the archive (issue 14: archive's Undo), at the end of its step.
+    pub async fn unarchive_task(&mut self, id: &TaskId) -> Result<Task> {
+        let task = self.get_task(id).await?;
+        if task.archived_at.is_none() {
+            return Ok(task);
+        }
+        let position: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM tasks WHERE step_id = ? AND archived_at IS NULL",
+        )
+        .bind(task.step_id.as_str())
+        .fetch_one(self.conn())
+        .await?;
+        sqlx::query(
+            "UPDATE tasks SET archived_at = NULL, position = ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(position)
+        .bind(self.now().millis())
+        .bind(id.as_str())
+        .execute(self.conn())
+        .await?;
+        self.get_task(id).await
+    }
+
+    /// Whether the agent of `session_id` waits on a permission request (one recorded as
+    /// pending in its transcript).
+    pub async fn permissions_waiting(&mut self, session_id: &SessionId) -> Result<usize> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND kind = 'permission_request' \
+             AND json_extract(metadata, '$.status') = 'pending'",
+        )
+        .bind(session_id.as_str())
+        .fetch_one(self.conn())
+        .await?;
+        Ok(usize::try_from(n).unwrap_or(0))
     }
 
     /// Deletes a task; returns it for publication.

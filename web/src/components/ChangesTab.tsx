@@ -1,11 +1,79 @@
 // The Changes tab: the task's diff against its base (`task.changes`) and a commit box
-// (`task.commit`).
+// (`task.commit`). A task without a repository has no changes to show: a neutral empty state
+// offers to attach one (`task.update`).
 import { useCallback, useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { FileChangeDto } from '../api/types';
+import { useData } from '../lib/data';
+import { navigate } from '../lib/router';
+import { toast } from '../lib/toast';
 import { DiffLines } from './DiffView';
 
-export function ChangesTab({ taskId }: { taskId: string }) {
+export function ChangesTab({ taskId, repositoryIds }: { taskId: string; repositoryIds: string[] }) {
+  if (repositoryIds.length === 0) return <AttachRepository taskId={taskId} />;
+  return <Changes taskId={taskId} />;
+}
+
+function AttachRepository({ taskId }: { taskId: string }) {
+  const { repositories } = useData();
+  const [repo, setRepo] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const chosen = repo || repositories[0]?.id || '';
+  return (
+    <div className="changes changes-empty" data-testid="changes-empty">
+      <p>
+        <strong>No repository.</strong> This task is not attached to a repository, so there are no changes to show.
+        Attach one: the agent's next start works in a worktree of it.
+      </p>
+      {repositories.length === 0 ? (
+        <p>
+          <a
+            href="/settings/repositories"
+            onClick={(e) => {
+              e.preventDefault();
+              navigate('/settings/repositories');
+            }}
+          >
+            Add a repository in Settings → Repositories
+          </a>
+        </p>
+      ) : (
+        <form
+          className="row"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setError(null);
+            call('task.update', { id: taskId, repository_ids: [chosen] }).then(
+              () => toast('Repository attached'),
+              (err: unknown) => setError(errorText(err)),
+            );
+          }}
+        >
+          <label>
+            Repository
+            <select value={chosen} onChange={(e) => setRepo(e.target.value)}>
+              {repositories.map((r) => (
+                <option key={r.id} value={r.id}>
+                  {r.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button className="primary" type="submit">
+            Attach repository
+          </button>
+        </form>
+      )}
+      {error && (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+function Changes({ taskId }: { taskId: string }) {
   const [files, setFiles] = useState<FileChangeDto[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [message, setMessage] = useState('');

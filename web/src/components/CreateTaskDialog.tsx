@@ -20,6 +20,9 @@ export function CreateTaskDialog(props: {
   const [stepId, setStepId] = useState(start?.id ?? '');
   const [startNow, setStartNow] = useState(true);
   const [busy, setBusy] = useState(false);
+  // A step whose on_enter starts the agent starts it whatever the box says: say so.
+  const chosen = steps.find((s) => s.id === stepId);
+  const stepStarts = chosen?.events.on_enter.some((a) => a.type === 'auto_start_agent') ?? false;
   const [error, setError] = useState<string | null>(null);
 
   const submit = async (e: React.FormEvent) => {
@@ -38,7 +41,7 @@ export function CreateTaskDialog(props: {
         step_id: stepId || undefined,
         repository_ids: repo ? [repo] : [],
         agent_profile_id: profile || undefined,
-        start_agent: startNow,
+        start_agent: startNow || stepStarts,
       });
       props.onCreated(task);
     } catch (err) {
@@ -98,9 +101,20 @@ export function CreateTaskDialog(props: {
           </label>
         </div>
         <label className="check">
-          <input type="checkbox" checked={startNow} onChange={(e) => setStartNow(e.target.checked)} />
+          <input
+            type="checkbox"
+            checked={startNow || stepStarts}
+            disabled={stepStarts}
+            aria-describedby={stepStarts ? 'step-starts-hint' : undefined}
+            onChange={(e) => setStartNow(e.target.checked)}
+          />
           Start the agent now
         </label>
+        {stepStarts && chosen && (
+          <p className="hint" id="step-starts-hint">
+            {chosen.name} starts the agent when a task enters it; choose another step to start it later.
+          </p>
+        )}
         {error && (
           <p className="form-error" role="alert">
             {error}

@@ -6,6 +6,8 @@ export function Dialog(props: { title: string; onClose: () => void; children: Re
   useEffect(() => {
     const el = ref.current;
     if (el && !el.open) el.showModal();
+    // showModal focuses the first focusable element (Close): the first field is more useful
+    el?.querySelector<HTMLElement>('.dialog-body :is(input, textarea, select, button)')?.focus();
   }, []);
   return (
     <dialog
@@ -24,7 +26,7 @@ export function Dialog(props: { title: string; onClose: () => void; children: Re
           ×
         </button>
       </header>
-      {props.children}
+      <div className="dialog-body">{props.children}</div>
     </dialog>
   );
 }

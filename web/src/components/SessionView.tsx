@@ -1,13 +1,15 @@
 // One session: state and controls (cancel, stop, reset context, resume, delete), the last
 // error, the live transcript, the composer and the prompt queue.
 import { useEffect, useRef, useState } from 'react';
-import { call, clientId, errorText } from '../api/client';
+import { ApiError, call, clientId, errorText } from '../api/client';
+import { live } from '../api/live';
 import type { ActionName, Actions, MessageDto, QueuedPromptDto } from '../api/types';
 import { useSession } from '../lib/session';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
 import { ErrorBanner } from './ErrorBanner';
 import { MessageView } from './MessageView';
+import { toast } from '../lib/toast';
 import { StateBadge } from './StateBadge';
 
 const getKey = (m: MessageDto) => m.id;
@@ -25,6 +27,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [busyAction, setBusyAction] = useState<string | null>(null);
   const list = useRef<VirtualHandle | null>(null);
+  const [atBottom, setAtBottom] = useState(true);
   const session = s.session;
   const state = session?.state ?? 'CREATED';
   const busy = state === 'RUNNING' || state === 'STARTING' || s.turnOpen;
@@ -37,11 +40,17 @@ export function SessionView({ sessionId }: { sessionId: string }) {
     };
   }, [s.firstPageMs, s.transcript.messages.length, s.transcript.hasOlder]);
 
-  const run = async <A extends ActionName>(label: string, action: A, payload: Actions[A]['request']) => {
+  const run = async <A extends ActionName>(
+    label: string,
+    action: A,
+    payload: Actions[A]['request'],
+    done?: string,
+  ) => {
     setBusyAction(label);
     setActionError(null);
     try {
       await call(action, payload);
+      if (done) toast(done);
     } catch (e) {
       setActionError(`${label}: ${errorText(e)}`);
     } finally {
@@ -80,7 +89,9 @@ export function SessionView({ sessionId }: { sessionId: string }) {
             Reset context
           </button>
           <ResumeMenu disabled={busyAction !== null} onResume={(mode) => run('Resume', 'session.resume', { id: sessionId, mode })} />
-          <button disabled={busyAction !== null} onClick={() => run('Stop', 'session.stop', { id: sessionId })}>
+          <button disabled={busyAction !== null} onClick={() =>
+              run('Stop', 'session.stop', { id: sessionId }, 'Agent stopped: the next message resumes the conversation')
+            }>
             Stop
           </button>
           <button className="danger-outline" disabled={busyAction !== null} onClick={() => setConfirmDelete(true)}>
@@ -110,18 +121,30 @@ export function SessionView({ sessionId }: { sessionId: string }) {
         role="log"
         ariaLabel="Conversation"
         onReachTop={s.loadOlder}
+        onAtBottomChange={setAtBottom}
         render={(m) => <MessageView message={m} />}
         empty={
           <p className="column-empty">{s.loading ? 'Loading the conversation…' : 'No messages yet. Say what to do.'}</p>
         }
       />
+      {!atBottom && s.transcript.messages.length > 0 && (
+        <button className="jump-latest" onClick={() => list.current?.scrollToBottom()}>
+          ↓ Jump to latest
+        </button>
+      )}
       {busy && (
         <div className="working" aria-live="polite">
           <span className="pulse" aria-hidden="true" /> The agent is working…
         </div>
       )}
       <QueuePanel sessionId={sessionId} queue={s.queue} autoRun={session?.auto_run ?? true} />
-      <Composer sessionId={sessionId} busy={busy} onSent={() => list.current?.scrollToBottom()} />
+      <Composer
+        sessionId={sessionId}
+        busy={busy}
+        queued={s.queue.length}
+        autoRun={session?.auto_run ?? true}
+        onSent={() => list.current?.scrollToBottom()}
+      />
       {confirmDelete && (
         <Dialog title="Delete this session?" onClose={() => setConfirmDelete(false)}>
           <p>The agent is stopped and the conversation is removed. This cannot be undone.</p>
@@ -176,12 +199,24 @@ function ResumeMenu({ disabled, onResume }: { disabled: boolean; onResume: (mode
   );
 }
 
-function Composer({ sessionId, busy, onSent }: { sessionId: string; busy: boolean; onSent: () => void }) {
+function Composer(props: { sessionId: string; busy: boolean; queued: number; autoRun: boolean; onSent: () => void }) {
+  const { sessionId, busy, onSent } = props;
   const [text, setText] = useState('');
   const [sending, setSending] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const [note, setNote] = useState<string | null>(null);
   const pendingId = useRef<string | null>(null);
+  // "The server cannot be reached" is no longer true once the connection is back.
+  const networkError = useRef(false);
+  useEffect(
+    () =>
+      live.onStatus((status) => {
+        if (status === 'open' && networkError.current) {
+          networkError.current = false;
+          setError(null);
+        }
+      }),
+    [],
+  );
 
   const send = async () => {
     const content = text;
@@ -191,7 +226,7 @@ function Composer({ sessionId, busy, onSent }: { sessionId: string; busy: boolea
     setSending(true);
     setError(null);
     try {
-      const r = await call('message.add', {
+      await call('message.add', {
         session_id: sessionId,
         content,
         client_message_id: pendingId.current,
@@ -199,14 +234,24 @@ function Composer({ sessionId, busy, onSent }: { sessionId: string; busy: boolea
       });
       pendingId.current = null;
       setText('');
-      setNote(r.status === 'queued' ? 'Queued: it runs when the agent finishes this turn.' : null);
       onSent();
     } catch (e) {
+      networkError.current = e instanceof ApiError && e.code === 'NETWORK';
       setError(errorText(e));
     } finally {
       setSending(false);
     }
   };
+
+  // Said while it is true: the queue holds messages (gone once it drains or is emptied).
+  const note =
+    props.queued === 0
+      ? null
+      : props.autoRun && busy
+        ? `Queued${props.queued > 1 ? ` (${props.queued})` : ''}: it runs when the agent finishes this turn.`
+        : props.autoRun
+          ? 'Queued: it runs next.'
+          : `Queued${props.queued > 1 ? ` (${props.queued})` : ''}: auto-run is off, Send next runs it.`;
 
   return (
     <form
@@ -309,7 +354,19 @@ function QueuePanel({ sessionId, queue, autoRun }: { sessionId: string; queue: Q
                   <label className="sr-only" htmlFor={`q-${q.id}`}>
                     Edit queued message
                   </label>
-                  <textarea id={`q-${q.id}`} value={draft} rows={2} onChange={(e) => setDraft(e.target.value)} />
+                  <textarea
+                    id={`q-${q.id}`}
+                    value={draft}
+                    rows={2}
+                    autoFocus
+                    onChange={(e) => setDraft(e.target.value)}
+                    onKeyDown={(e) => {
+                      if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+                        e.preventDefault();
+                        e.currentTarget.form?.requestSubmit();
+                      }
+                    }}
+                  />
                   <button className="primary" type="submit">
                     Save
                   </button>

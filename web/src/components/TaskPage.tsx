@@ -1,16 +1,19 @@
 // The task page: title, step and state, session tabs (several sessions per task), the chat of
 // the selected session, and the Changes tab.
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import { useData } from '../lib/data';
 import { navigate, taskPath } from '../lib/router';
 import { useTask } from '../lib/task';
+import { NEEDS_YOU_LABEL, usePageTitle } from '../lib/title';
+import { toast } from '../lib/toast';
 import { ChangesTab } from './ChangesTab';
 import { Dialog } from './Dialog';
 import { ErrorBanner } from './ErrorBanner';
 import { SessionView } from './SessionView';
 import { StartSession } from './StartSession';
 import { StateBadge } from './StateBadge';
+import { StepControls } from './StepControls';
 
 export function TaskPage(props: { taskId: string; sessionId: string | null; tab: 'chat' | 'changes' }) {
   const { workflows, profiles } = useData();
@@ -25,6 +28,23 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
     sessions.find((s) => s.id === task?.primary_session_id) ??
     sessions[sessions.length - 1] ??
     null;
+
+  usePageTitle(
+    task ? `${task.needs_you ? 'Needs you · ' : ''}${task.title} — Kandev` : 'Kandev',
+    !!task?.needs_you,
+  );
+
+  // Esc goes back to the board (not while typing, nor from a dialog or menu).
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'Escape' || e.defaultPrevented) return;
+      const t = e.target as HTMLElement | null;
+      if (t?.closest('input, textarea, select, dialog, [role="menu"]')) return;
+      navigate('/');
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, []);
 
   if (error && !task) {
     return (
@@ -56,7 +76,13 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
                 {step.name}
               </span>
             )}
-            <StateBadge state={task.state} />
+            {task.needs_you ? (
+              <span className="badge needs-you-badge" data-testid="needs-you">
+                needs you: {NEEDS_YOU_LABEL[task.needs_you] ?? task.needs_you}
+              </span>
+            ) : (
+              task.state !== 'TODO' && <StateBadge state={task.state} />
+            )}
             {task.archived_at && <span className="badge">archived</span>}
           </div>
         </div>
@@ -65,7 +91,10 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
           <button
             onClick={() =>
               call('task.archive', { id: task.id })
-                .then(() => navigate('/'))
+                .then(() => {
+                  navigate('/');
+                  toast(`Archived “${task.title}”`, { undo: () => call('task.unarchive', { id: task.id }) });
+                })
                 .catch((e: unknown) => setActionError(errorText(e)))
             }
           >
@@ -73,6 +102,9 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
           </button>
         )}
       </div>
+      {workflow && !task.archived_at && (
+        <StepControls task={task} steps={workflow.steps} onError={setActionError} />
+      )}
       {deleted && (
         <div className="banner error" role="alert">
           This task was deleted.
@@ -114,7 +146,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
         </button>
       </div>
       {props.tab === 'changes' ? (
-        <ChangesTab taskId={task.id} />
+        <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} />
       ) : active ? (
         <SessionView key={active.id} sessionId={active.id} />
       ) : (

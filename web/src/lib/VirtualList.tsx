@@ -30,6 +30,8 @@ interface Props<T> {
   className?: string;
   stickToBottom?: boolean;
   onReachTop?: () => void;
+  /** Told when the view reaches or leaves the bottom (a sticky list follows only there). */
+  onAtBottomChange?: (atBottom: boolean) => void;
   overscan?: number;
   handle?: Ref<VirtualHandle>;
   role?: string;
@@ -57,6 +59,15 @@ export function VirtualList<T>(props: Props<T>) {
   const lastTop = useRef(0);
   const onReachTop = useRef(props.onReachTop);
   onReachTop.current = props.onReachTop;
+  const onAtBottom = useRef(props.onAtBottomChange);
+  onAtBottom.current = props.onAtBottomChange;
+  const reported = useRef(true);
+  const report = () => {
+    if (reported.current !== atBottom.current) {
+      reported.current = atBottom.current;
+      onAtBottom.current?.(atBottom.current);
+    }
+  };
 
   const keys = useMemo(() => items.map(getKey), [items, getKey]);
   const sizes = keys.map((k) => heights.current.get(k) ?? estimate);
@@ -122,6 +133,7 @@ export function VirtualList<T>(props: Props<T>) {
     const top = el.scrollTop;
     atBottom.current = el.scrollHeight - top - el.clientHeight < 48;
     lastTop.current = top;
+    report();
     setViewport({ top, height: el.clientHeight });
     if (top < 200) onReachTop.current?.();
   };
@@ -166,6 +178,7 @@ export function VirtualList<T>(props: Props<T>) {
       if (Math.abs(el.scrollTop - target) > 1) el.scrollTop = target;
     }
     lastTop.current = el.scrollTop;
+    report();
     if (viewport.height !== height || Math.abs(viewport.top - el.scrollTop) > 1) {
       setViewport({ top: el.scrollTop, height });
     }

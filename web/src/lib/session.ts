@@ -110,7 +110,13 @@ export function useSession(sessionId: string | null): SessionLive {
       case 'session.state_changed':
       case 'session.mode_changed':
       case 'session.config_changed':
-        return { ...d, session: p.session };
+        // A session that is not running has no open turn, whatever was missed (issue 14 d2:
+        // a turn a server restart ended has no `turn.completed`).
+        return {
+          ...d,
+          session: p.session,
+          turnOpen: p.session.state === 'RUNNING' || p.session.state === 'STARTING' ? d.turnOpen : false,
+        };
       case 'session.error':
         return { ...d, session: { ...d.session, last_error: p.last_error } };
       case 'session.queue.changed':

@@ -182,10 +182,21 @@ impl SessionActor {
                 let busy =
                     matches!(self.session.state, SessionState::Starting | SessionState::Running);
                 let update = SessionUpdate {
-                    state: Some(SessionState::WaitingForInput),
+                    state: busy.then_some(SessionState::WaitingForInput),
                     ..SessionUpdate::default()
                 };
-                (if busy { self.commit(update, None).await } else { Ok(()) }, reset)
+                // Issue 14 defect 3: a stop the transcript does not show looks like nothing
+                // happened; a live agent's end is noted (stopping nothing notes nothing).
+                let note = control.is_some().then(|| {
+                    let text = "agent stopped; the next message resumes the conversation";
+                    (MessageKind::Status, text.to_owned(), json!({ "reason": "stopped" }))
+                });
+                let result = if busy || note.is_some() {
+                    self.commit(update, note).await
+                } else {
+                    Ok(())
+                };
+                (result, reset)
             }
         };
         // A reset waiting for this execution: without an agent it finishes lazily (rule 21);

@@ -41,6 +41,7 @@ impl SessionActor {
             message: MessageDto::from(&message),
         };
         publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
+        publish::sync_task(&mut tx, &self.session).await?; // the task needs its developer
         tx.commit().await?;
         self.permissions.insert(
             request_id.clone(),
@@ -152,6 +153,7 @@ impl SessionActor {
             SessionEvent::PermissionResolved { session_id, request_id, status, option_id }
         };
         publish::notify(tx, Notification::session(&self.session.id, event)).await?;
+        publish::sync_task(tx, &self.session).await?; // maybe no longer needed
         Ok(message)
     }
 

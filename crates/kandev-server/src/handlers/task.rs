@@ -110,6 +110,7 @@ pub async fn update(s: &AppState, p: TaskUpdate) -> Result<TaskOne, ApiError> {
             .map(|d| validate::description("description", d))
             .transpose()?,
         state: None,
+        needs_you: None,
         repository_ids,
         agent_profile_id,
     };
@@ -154,6 +155,15 @@ pub async fn archive(s: &AppState, p: TaskRemove) -> Result<TaskArchived, ApiErr
         worktrees_removed: removal.removed,
         worktrees_kept: files::kept_dtos(&removal.kept),
     })
+}
+
+/// Takes a task out of the archive, at the end of its step (archive's Undo). Its worktrees
+/// are made again when an agent next starts; an unarchived task is announced as updated.
+pub async fn unarchive(s: &AppState, p: ById) -> Result<TaskOne, ApiError> {
+    let id = TaskId::new(p.id);
+    let mut tx = s.store().begin_write().await?;
+    let task = tx.unarchive_task(&id).await?;
+    Ok(TaskOne { task: publish_task(tx, &task, TaskChange::Updated).await? })
 }
 
 /// Deletes a task after stopping its agents and removing its worktrees (branches are kept).

@@ -74,6 +74,8 @@ export type MessageUpdate = { message_id: string, seq: number, kind: MessageKind
 
 export type Messages = { messages: Array<MessageDto>, };
 
+export type NeedsYouDto = "permission" | "question" | "error";
+
 export type Page = { limit?: number, cursor?: string, };
 
 export type PermissionRespond = { session_id: string, request_id: string, option_id?: string, cancelled?: boolean, };
@@ -174,7 +176,11 @@ export type TaskCreated = { task: TaskDto, session?: SessionDto, };
 
 export type TaskDeleted = { deleted: boolean, id: string, worktrees_removed: Array<string>, worktrees_kept: Array<KeptWorktreeDto>, };
 
-export type TaskDto = { id: string, workspace_id: string, workflow_id: string, step_id: string, title: string, description: string, state: TaskStateDto, position: number, repository_ids: Array<string>, agent_profile_id: string | null, primary_session_id: string | null, archived_at: string | null, created_at: string, updated_at: string, };
+export type TaskDto = { id: string, workspace_id: string, workflow_id: string, step_id: string, title: string, description: string, state: TaskStateDto, 
+/**
+ * Set while the task needs its developer (a pending permission, a question, an error).
+ */
+needs_you: NeedsYouDto | null, position: number, repository_ids: Array<string>, agent_profile_id: string | null, primary_session_id: string | null, archived_at: string | null, created_at: string, updated_at: string, };
 
 export type TaskFileRead = { task_id: string, path: string, };
 
@@ -269,6 +275,7 @@ export type Actions = {
   "task.update": { request: TaskUpdate, response: TaskOne },
   "task.move": { request: TaskMove, response: TaskMoved },
   "task.archive": { request: TaskRemove, response: TaskArchived },
+  "task.unarchive": { request: ById, response: TaskOne },
   "task.delete": { request: TaskRemove, response: TaskDeleted },
   "task.changes": { request: ByTask, response: TaskChanges },
   "task.tree": { request: ByTask, response: TaskTree },

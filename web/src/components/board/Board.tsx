@@ -1,10 +1,16 @@
 // The board page: one column per step of the chosen workflow, search, create and archive. Its
 // concerns live beside it: the live tasks (useBoardTasks), keyboard moves (useKeyboardMove),
-// drag and drop (Column, Card, dropPosition) and the phone layout (StepSwitcher).
-import { useMemo, useRef, useState } from 'react';
+// drag and drop (Column, Card, dropPosition), the phone layout (StepSwitcher), the archived
+// tasks (ArchivedList) and the keys `n` (new task) and `/` (search).
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { call } from '../../api/client';
 import type { TaskDto } from '../../api/types';
 import { useData } from '../../lib/data';
+import { navigate } from '../../lib/router';
+import { usePageTitle } from '../../lib/title';
+import { toast } from '../../lib/toast';
 import type { VirtualHandle } from '../../lib/VirtualList';
+import { ArchivedList } from './ArchivedList';
 import { CreateTaskDialog } from '../CreateTaskDialog';
 import { ErrorBanner } from '../ErrorBanner';
 import { dropPosition, matches } from './boardState';
@@ -24,6 +30,9 @@ export function Board() {
   const { board } = tasks;
   const [query, setQuery] = useState('');
   const [creating, setCreating] = useState(false);
+  const [needsMe, setNeedsMe] = useState(false);
+  const [showArchived, setShowArchived] = useState(false);
+  const search = useRef<HTMLInputElement | null>(null);
   const [announce, setAnnounce] = useState('');
   const [phoneStep, showStep] = usePhoneStep(steps);
   const handles = useRef(new Map<string, VirtualHandle | null>());
@@ -37,8 +46,34 @@ export function Board() {
   });
 
   const archive = async (task: TaskDto) => {
-    if (await tasks.archive(task)) setAnnounce(`Archived “${task.title}”`);
+    if (await tasks.archive(task)) {
+      setAnnounce(`Archived “${task.title}”`);
+      toast(`Archived “${task.title}”`, { undo: () => call('task.unarchive', { id: task.id }) });
+    }
   };
+
+  // The tab says how many tasks need their developer.
+  let waiting = 0;
+  for (const t of board.tasks.values()) if (t.needs_you) waiting++;
+  usePageTitle(waiting > 0 ? `(${waiting}) Kandev` : 'Kandev', waiting > 0);
+
+  // `n` a new task, `/` the search: not while typing or while a dialog is open.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+      const t = e.target as HTMLElement | null;
+      if (t?.closest('input, textarea, select, [contenteditable="true"], dialog')) return;
+      if (e.key === 'n') {
+        e.preventDefault();
+        setCreating(true);
+      } else if (e.key === '/') {
+        e.preventDefault();
+        search.current?.focus();
+      }
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, []);
 
   const repoName = (ids: string[]) =>
     ids.map((id) => repositories.find((r) => r.id === id)?.name).filter(Boolean).join(', ');
@@ -54,14 +89,31 @@ export function Board() {
         <label className="search">
           <span className="sr-only">Search tasks</span>
           <input
+            ref={search}
             type="search"
             placeholder="Search tasks"
             value={query}
             onChange={(e) => setQuery(e.target.value)}
             aria-label="Search tasks"
+            aria-keyshortcuts="/"
           />
         </label>
-        <button className="primary" onClick={() => setCreating(true)}>
+        <button
+          aria-pressed={needsMe}
+          className={needsMe ? 'toggle on' : 'toggle'}
+          onClick={() => setNeedsMe(!needsMe)}
+          title="Only the tasks that need you (a permission, a question, an error)"
+        >
+          Needs me{waiting > 0 ? ` (${waiting})` : ''}
+        </button>
+        <button
+          aria-pressed={showArchived}
+          className={showArchived ? 'toggle on' : 'toggle'}
+          onClick={() => setShowArchived(!showArchived)}
+        >
+          Archived
+        </button>
+        <button className="primary" onClick={() => setCreating(true)} aria-keyshortcuts="n" title="New task (n)">
           New task
         </button>
       </div>
@@ -69,6 +121,22 @@ export function Board() {
       <div className="sr-only" aria-live="polite">
         {announce}
       </div>
+      {tasks.loaded && board.tasks.size === 0 && repositories.length === 0 && !showArchived && (
+        <div className="first-run" data-testid="first-run">
+          <strong>Welcome to Kandev.</strong> Agents work in your code: add a repository in{' '}
+          <a
+            href="/settings/repositories"
+            onClick={(e) => {
+              e.preventDefault();
+              navigate('/settings/repositories');
+            }}
+          >
+            Settings → Repositories
+          </a>
+          , then create a task with <kbd>n</kbd> or New task.
+        </div>
+      )}
+      {showArchived && <ArchivedList workflowId={workflow.id} />}
       <StepSwitcher
         steps={steps}
         active={phoneStep}
@@ -80,12 +148,13 @@ export function Board() {
           const ids = board.columns.get(step.id) ?? [];
           const visible = ids
             .map((id) => board.tasks.get(id))
-            .filter((t): t is TaskDto => !!t && matches(t, query));
+            .filter((t): t is TaskDto => !!t && matches(t, query) && (!needsMe || !!t.needs_you));
           return (
             <Column
               key={step.id}
               step={step}
               total={ids.length}
+              filtered={query.trim() !== '' || needsMe}
               tasks={visible}
               active={step.id === phoneStep}
               handle={(h) => handles.current.set(step.id, h)}

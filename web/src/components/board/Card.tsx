@@ -1,10 +1,17 @@
 // A task's card: opens the task on click or Enter, is dragged by the mouse, and moved by the
 // keyboard (Alt+arrows, or [ and ]).
+import { useEffect, useRef } from 'react';
 import type { TaskDto } from '../../api/types';
 import { navigate, taskPath } from '../../lib/router';
+import { NEEDS_YOU_LABEL } from '../../lib/title';
 import { StateBadge } from '../StateBadge';
 import { TASK_DRAG_TYPE } from './Column';
 import type { Direction } from './useKeyboardMove';
+
+// The card that has the focus, kept while its element is replaced (the workflow moved the task
+// to another column, a virtual list re-rendered it): the new element takes the focus back
+// (issue 14 defect 11). Cleared when the focus leaves for something else.
+let focusedTask: string | null = null;
 
 interface CardProps {
   task: TaskDto;
@@ -15,14 +22,33 @@ interface CardProps {
 
 export function Card({ task, repo, onKeyMove, onArchive }: CardProps) {
   const open = () => navigate(taskPath(task.id));
+  const ref = useRef<HTMLElement | null>(null);
+  useEffect(() => {
+    const el = ref.current;
+    if (el && focusedTask === task.id && (document.activeElement === document.body || !document.activeElement)) {
+      el.focus();
+    }
+  });
   return (
     <article
-      className="card"
+      ref={ref}
+      onFocus={(e) => {
+        if (e.target === e.currentTarget) focusedTask = task.id;
+      }}
+      onBlur={(e) => {
+        const el = e.currentTarget;
+        // a card taken out of the page keeps its claim; one left for something else does not
+        queueMicrotask(() => {
+          if (el.isConnected && focusedTask === task.id) focusedTask = null;
+        });
+      }}
+      className={`card ${task.needs_you ? 'needs-you' : ''}`}
+      data-needs-you={task.needs_you ?? undefined}
       role="listitem"
       tabIndex={0}
       draggable
       data-task-id={task.id}
-      aria-label={`${task.title}. ${task.state.toLowerCase().replace(/_/g, ' ')}. Alt+arrow keys move it.`}
+      aria-label={`${task.title}. ${task.needs_you ? `Needs you: ${NEEDS_YOU_LABEL[task.needs_you] ?? task.needs_you}. ` : ''}${task.state === 'TODO' ? 'not started' : task.state.toLowerCase().replace(/_/g, ' ')}. Alt+arrow keys move it.`}
       onDragStart={(e) => {
         e.dataTransfer.setData(TASK_DRAG_TYPE, task.id);
         e.dataTransfer.effectAllowed = 'move';
@@ -54,7 +80,13 @@ export function Card({ task, repo, onKeyMove, onArchive }: CardProps) {
     >
       <div className="card-title">{task.title}</div>
       <div className="card-meta">
-        <StateBadge state={task.state} />
+        {task.needs_you ? (
+          <span className="badge needs-you-badge" data-testid="needs-you" title={NEEDS_YOU_LABEL[task.needs_you]}>
+            needs you
+          </span>
+        ) : (
+          task.state !== 'TODO' && <StateBadge state={task.state} />
+        )}
         {repo && <span className="repo" title="Repository">{repo}</span>}
         <button
           className="icon archive"

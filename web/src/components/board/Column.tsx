@@ -10,6 +10,8 @@ export const TASK_DRAG_TYPE = 'application/x-kandev-task';
 interface ColumnProps {
   step: StepDto;
   total: number;
+  /** A search hides some cards: the count says how many match. */
+  filtered: boolean;
   tasks: TaskDto[];
   active: boolean;
   handle: (h: VirtualHandle | null) => void;
@@ -19,7 +21,7 @@ interface ColumnProps {
 
 const getKey = (t: TaskDto) => t.id;
 
-export function Column({ step, total, tasks, active, handle, onDrop, renderCard }: ColumnProps) {
+export function Column({ step, total, filtered, tasks, active, handle, onDrop, renderCard }: ColumnProps) {
   const [over, setOver] = useState<number | null>(null);
   const vref = useRef<VirtualHandle | null>(null);
   const setHandle = useCallback(
@@ -56,8 +58,12 @@ export function Column({ step, total, tasks, active, handle, onDrop, renderCard 
       <header className="column-head">
         <span className="dot" style={{ background: step.color || 'var(--muted)' }} aria-hidden="true" />
         <h2 id={titleId}>{step.name}</h2>
-        <span className="count" aria-label={`${total} tasks`} data-testid="column-count">
-          {total}
+        <span
+          className="count"
+          aria-label={filtered ? `${tasks.length} of ${total} tasks match` : `${total} tasks`}
+          data-testid="column-count"
+        >
+          {filtered ? `${tasks.length} of ${total}` : total}
         </span>
       </header>
       <VirtualList
@@ -70,7 +76,7 @@ export function Column({ step, total, tasks, active, handle, onDrop, renderCard 
         role="list"
         ariaLabel={`${step.name} tasks`}
         render={(task) => renderCard(task)}
-        empty={<p className="column-empty">No tasks</p>}
+        empty={<p className="column-empty">{filtered ? 'No matching tasks' : 'No tasks'}</p>}
       />
     </section>
   );

@@ -79,8 +79,8 @@ export function applyTaskNotification(state: BoardState, n: Notification, workfl
 }
 
 export function matches(task: TaskDto, query: string): boolean {
-  if (!query) return true;
-  const q = query.toLowerCase();
+  const q = query.trim().toLowerCase();
+  if (!q) return true;
   return task.title.toLowerCase().includes(q) || task.description.toLowerCase().includes(q);
 }
 
