@@ -1,7 +1,8 @@
 // The shell: header (workspace, board, connection state), and the page for the route.
-import { useEffect, useState } from 'react';
+import { useCallback, useEffect, useState } from 'react';
 import { live, type ConnectionStatus } from './api/live';
 import { Board } from './components/Board';
+import { GlobalSearch, useSearchShortcut } from './components/GlobalSearch';
 import { Settings } from './components/Settings';
 import { TaskPage } from './components/TaskPage';
 import { DataContext, useWorkspaceData } from './lib/data';
@@ -17,6 +18,9 @@ export function App() {
   const data = useWorkspaceData();
   const route = useRoute();
   const connection = useConnection();
+  const [searching, setSearching] = useState(false);
+  const openSearch = useCallback(() => setSearching(true), []);
+  useSearchShortcut(openSearch);
 
   return (
     <DataContext.Provider value={data}>
@@ -62,6 +66,9 @@ export function App() {
             </label>
           )}
           <span className="spacer" />
+          <button className="navlink" onClick={openSearch} title="Search tasks and messages (Ctrl+K or /)">
+            Search
+          </button>
           <span
             className={`conn conn-${connection}`}
             role="status"
@@ -94,6 +101,7 @@ export function App() {
           )}
           {route.page === 'settings' && <Settings section={route.section} />}
         </main>
+        {searching && <GlobalSearch onClose={() => setSearching(false)} />}
       </div>
     </DataContext.Provider>
   );

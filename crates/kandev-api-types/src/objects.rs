@@ -358,3 +358,31 @@ impl From<&AgentProfile> for AgentProfileDto {
         }
     }
 }
+
+/// What a search looks in: task titles and descriptions, or message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchKindDto {
+    Task,
+    Message,
+}
+
+/// A piece of a search hit's snippet; `highlight` marks the words that matched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct SnippetPartDto {
+    pub text: String,
+    pub highlight: bool,
+}
+
+/// One search hit, best first: a task, or a message of one of the task's sessions (then
+/// `session_id`, `message_id` and `message_seq` are set).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SearchHitDto {
+    pub kind: SearchKindDto,
+    pub task_id: String,
+    pub task_title: String,
+    pub session_id: Option<String>,
+    pub message_id: Option<String>,
+    pub message_seq: Option<i64>,
+    pub snippet: Vec<SnippetPartDto>,
+}

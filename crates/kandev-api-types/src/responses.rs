@@ -175,6 +175,11 @@ responses! {
         pub messages: Vec<MessageDto>,
     }
 
+    pub struct SearchResults {
+        pub hits: Vec<crate::SearchHitDto>,
+        pub next_cursor: Option<String>,
+    }
+
     pub struct MessageOne {
         pub message: MessageDto,
     }

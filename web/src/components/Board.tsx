@@ -6,6 +6,7 @@ import { live } from '../api/live';
 import type { Notification, StepDto, TaskDto } from '../api/types';
 import { useData } from '../lib/data';
 import { navigate, taskPath } from '../lib/router';
+import { useSearch } from '../lib/search';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { CreateTaskDialog } from './CreateTaskDialog';
 import { StateBadge } from './StateBadge';
@@ -61,6 +62,10 @@ export function Board() {
   const [focusId, setFocusId] = useState<string | null>(null);
   const [announce, setAnnounce] = useState('');
   const handles = useRef(new Map<string, VirtualHandle | null>());
+  // Tasks whose title, description or transcript matches, by the server's full-text search;
+  // the cards on the board match by title at once, while the search answers.
+  const found = useSearch(workspace?.id, query, 200);
+  const foundIds = useMemo(() => new Set(found.hits.map((h) => h.task_id)), [found.hits]);
   const steps = useMemo(
     () => [...(workflow?.steps ?? [])].sort((a, b) => a.position - b.position),
     [workflow],
@@ -265,7 +270,7 @@ export function Board() {
           const ids = state.columns.get(step.id) ?? [];
           const visible = ids
             .map((id) => state.tasks.get(id))
-            .filter((t): t is TaskDto => !!t && matches(t, query));
+            .filter((t): t is TaskDto => !!t && (matches(t, query) || foundIds.has(t.id)));
           return (
             <Column
               key={step.id}
