@@ -4,8 +4,10 @@ import { expect, openBoard, test } from './kandev';
 
 test('i15_a5 board search and global search find a task by a word only its agent wrote', async ({ page, kandev }) => {
   // The mock agent answers "echo: <prompt>": "echo" is in no title, description or prompt.
-  const started = await kandev.createTask('Alpha lighthouse', { start_agent: true });
-  await kandev.createTask('Beta harbour');
+  // In Backlog, whose tasks do not start by themselves: only Alpha's agent runs.
+  const backlog = (await kandev.board()).steps.find((s) => s.name === 'Backlog')?.id;
+  const started = await kandev.createTask('Alpha lighthouse', { step_id: backlog, start_agent: true });
+  await kandev.createTask('Beta harbour', { step_id: backlog });
   await expect
     .poll(async () => (await kandev.api('task.get', { id: started.id })).task.state, { timeout: 30_000 })
     .toBe('WAITING_FOR_INPUT');

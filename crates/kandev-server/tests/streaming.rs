@@ -35,11 +35,13 @@ async fn i15_a3_replay_across_coalesced_flushes_has_no_gap_or_duplicate() {
     let server = TestServer::start().await;
     let (_, session) = server.session(None).await;
     let before = server.messages(&session).await.len();
-    let messages = server.turn(&session, "#!mock\nstream 400 100").await;
+    // 200 KB in two bursts: flushed by size (64 KiB) within a burst and by time between them.
+    let messages =
+        server.turn(&session, "#!mock\nstream 1000 100\nsleep 30\nstream 1000 100").await;
     let agent = of_kind(&messages[before..], "agent");
     assert_eq!(agent.len(), 1, "one streamed message");
     let stored = agent[0]["content"].as_str().unwrap().to_owned();
-    assert_eq!(stored.len(), 400 * 100);
+    assert_eq!(stored.len(), 2000 * 100);
     let id = agent[0]["id"].as_str().unwrap();
 
     let all = frames_since(&server, &session, 0).await;
@@ -51,8 +53,8 @@ async fn i15_a3_replay_across_coalesced_flushes_has_no_gap_or_duplicate() {
     let updates = deltas(&all, id);
     assert!(updates.len() >= 2, "the stream was written in several flushes: {}", updates.len());
     assert!(
-        updates.len() < 399,
-        "chunks were coalesced ({} notifications for 400 chunks)",
+        updates.len() < 1999,
+        "chunks were coalesced ({} notifications for 2,000 chunks)",
         updates.len()
     );
     let told: String =

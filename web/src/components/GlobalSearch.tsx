@@ -1,6 +1,6 @@
 // Global search (Ctrl+K or /): tasks and transcripts of the workspace, ranked, with the
 // matched words highlighted; Enter or a click opens the task (at the session of a message hit).
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { SearchHitDto } from '../api/types';
 import { useData } from '../lib/data';
 import { navigate, taskPath } from '../lib/router';
@@ -44,6 +44,9 @@ export function GlobalSearch(props: { onClose: () => void }) {
   const [text, setText] = useState('');
   const [active, setActive] = useState(0);
   const result = useSearch(workspace?.id, text);
+  const input = useRef<HTMLInputElement>(null);
+  // The dialog focuses its first control (Close) when it opens; typing belongs in the box.
+  useEffect(() => input.current?.focus(), []);
   const hits = result.hits;
   const open = (hit: SearchHitDto) => {
     props.onClose();
@@ -53,8 +56,8 @@ export function GlobalSearch(props: { onClose: () => void }) {
     <Dialog title="Search" onClose={props.onClose} wide>
       <div className="global-search">
         <input
+          ref={input}
           type="search"
-          autoFocus
           aria-label="Search tasks and messages"
           placeholder="Search tasks and messages"
           value={text}
