@@ -243,6 +243,39 @@ pub struct TaskDto {
     pub updated_at: String,
 }
 
+/// A task as its board card shows it (`task.list`, issue 15): no description, profile or
+/// timestamps — `task.get` answers the whole task. `state` follows the primary session.
+/// Every field has the name and type it has in [`TaskDto`], so a client keeps cards and
+/// applies `task.created`/`task.updated` (whole tasks) to them alike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TaskCardDto {
+    pub id: String,
+    pub workflow_id: String,
+    pub step_id: String,
+    pub title: String,
+    pub state: TaskStateDto,
+    pub position: u32,
+    pub repository_ids: Vec<String>,
+    pub primary_session_id: Option<String>,
+    pub archived_at: Option<String>,
+}
+
+impl From<&Task> for TaskCardDto {
+    fn from(t: &Task) -> Self {
+        TaskCardDto {
+            id: t.id.to_string(),
+            workflow_id: t.workflow_id.to_string(),
+            step_id: t.step_id.to_string(),
+            title: t.title.clone(),
+            state: t.state.into(),
+            position: t.position,
+            repository_ids: t.repository_ids.iter().map(|r| r.to_string()).collect(),
+            primary_session_id: t.primary_session_id.as_ref().map(|s| s.to_string()),
+            archived_at: t.archived_at.map(rfc3339),
+        }
+    }
+}
+
 impl From<&Task> for TaskDto {
     fn from(t: &Task) -> Self {
         TaskDto {

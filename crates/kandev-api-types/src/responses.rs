@@ -88,8 +88,9 @@ responses! {
         pub session: Option<SessionDto>,
     }
 
+    /// `task.list`: board cards (`task.get` answers a whole task).
     pub struct Tasks {
-        pub tasks: Vec<TaskDto>,
+        pub tasks: Vec<crate::TaskCardDto>,
         pub next_cursor: Option<String>,
     }
 

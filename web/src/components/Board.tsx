@@ -3,7 +3,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { call, errorText } from '../api/client';
 import { live } from '../api/live';
-import type { Notification, StepDto, TaskDto } from '../api/types';
+import type { Notification, StepDto, TaskCardDto } from '../api/types';
 import { useData } from '../lib/data';
 import { navigate, taskPath } from '../lib/router';
 import { useSearch } from '../lib/search';
@@ -12,13 +12,13 @@ import { CreateTaskDialog } from './CreateTaskDialog';
 import { StateBadge } from './StateBadge';
 
 interface BoardState {
-  tasks: Map<string, TaskDto>;
+  tasks: Map<string, TaskCardDto>;
   columns: Map<string, string[]>;
 }
 
 const PAGE = 1000;
 
-function place(state: BoardState, task: TaskDto): BoardState {
+function place(state: BoardState, task: TaskCardDto): BoardState {
   const tasks = new Map(state.tasks);
   const columns = new Map(state.columns);
   for (const [step, ids] of columns) {
@@ -45,10 +45,10 @@ function remove(state: BoardState, id: string): BoardState {
   return { tasks, columns };
 }
 
-function matches(task: TaskDto, query: string): boolean {
+/** A card matches at once by its title; descriptions and transcripts match through `search`. */
+function matches(task: TaskCardDto, query: string): boolean {
   if (!query) return true;
-  const q = query.toLowerCase();
-  return task.title.toLowerCase().includes(q) || task.description.toLowerCase().includes(q);
+  return task.title.toLowerCase().includes(query.toLowerCase());
 }
 
 export function Board() {
@@ -74,10 +74,10 @@ export function Board() {
 
   const load = useCallback(async () => {
     if (!workflowId) return;
-    const all: TaskDto[] = [];
+    const all: TaskCardDto[] = [];
     let cursor: string | null = null;
     do {
-      const page: { tasks: TaskDto[]; next_cursor: string | null } = await call('task.list', {
+      const page: { tasks: TaskCardDto[]; next_cursor: string | null } = await call('task.list', {
         workflow_id: workflowId,
         include_archived: false,
         limit: PAGE,
@@ -87,7 +87,7 @@ export function Board() {
       cursor = page.next_cursor;
     } while (cursor);
     const columns = new Map<string, string[]>();
-    const tasks = new Map<string, TaskDto>();
+    const tasks = new Map<string, TaskCardDto>();
     all.sort((a, b) => a.position - b.position);
     for (const t of all) {
       tasks.set(t.id, t);
@@ -169,7 +169,7 @@ export function Board() {
     }
   });
 
-  const move = async (task: TaskDto, stepId: string, position: number) => {
+  const move = async (task: TaskCardDto, stepId: string, position: number) => {
     const optimistic = { ...task, step_id: stepId, position };
     setState((s) => place(s, optimistic));
     try {
@@ -180,7 +180,7 @@ export function Board() {
     }
   };
 
-  const onKeyMove = (task: TaskDto, key: string) => {
+  const onKeyMove = (task: TaskCardDto, key: string) => {
     const stepIndex = steps.findIndex((s) => s.id === task.step_id);
     const column = state.columns.get(task.step_id) ?? [];
     const index = column.indexOf(task.id);
@@ -204,7 +204,7 @@ export function Board() {
     window.requestAnimationFrame(() => handles.current.get(target.step.id)?.scrollToIndex(target.position));
   };
 
-  const archive = async (task: TaskDto) => {
+  const archive = async (task: TaskCardDto) => {
     setState((s) => remove(s, task.id));
     try {
       await call('task.archive', { id: task.id });
@@ -270,7 +270,7 @@ export function Board() {
           const ids = state.columns.get(step.id) ?? [];
           const visible = ids
             .map((id) => state.tasks.get(id))
-            .filter((t): t is TaskDto => !!t && (matches(t, query) || foundIds.has(t.id)));
+            .filter((t): t is TaskCardDto => !!t && (matches(t, query) || foundIds.has(t.id)));
           return (
             <Column
               key={step.id}
@@ -319,14 +319,14 @@ export function Board() {
 interface ColumnProps {
   step: StepDto;
   total: number;
-  tasks: TaskDto[];
+  tasks: TaskCardDto[];
   active: boolean;
   handle: (h: VirtualHandle | null) => void;
   onDrop: (taskId: string, index: number) => void;
-  renderCard: (task: TaskDto) => React.ReactNode;
+  renderCard: (task: TaskCardDto) => React.ReactNode;
 }
 
-const getKey = (t: TaskDto) => t.id;
+const getKey = (t: TaskCardDto) => t.id;
 
 function Column({ step, total, tasks, active, handle, onDrop, renderCard }: ColumnProps) {
   const [over, setOver] = useState<number | null>(null);
@@ -386,10 +386,10 @@ function Column({ step, total, tasks, active, handle, onDrop, renderCard }: Colu
 }
 
 interface CardProps {
-  task: TaskDto;
+  task: TaskCardDto;
   repo: string;
-  onKeyMove: (task: TaskDto, dir: 'left' | 'right' | 'up' | 'down') => void;
-  onArchive: (task: TaskDto) => void;
+  onKeyMove: (task: TaskCardDto, dir: 'left' | 'right' | 'up' | 'down') => void;
+  onArchive: (task: TaskCardDto) => void;
 }
 
 function Card({ task, repo, onKeyMove, onArchive }: CardProps) {
