@@ -1,8 +1,9 @@
 // The shell: header (workspace, board, connection state), and the page for the route.
-import { useEffect, useState } from 'react';
+import { useCallback, useEffect, useState } from 'react';
 import { live, type ConnectionStatus } from './api/live';
 import { Board } from './components/board/Board';
 import { ErrorBanner } from './components/ErrorBanner';
+import { GlobalSearch, useSearchShortcut } from './components/GlobalSearch';
 import { Settings } from './components/settings/Settings';
 import { TaskPage } from './components/TaskPage';
 import { Toasts } from './lib/toast';
@@ -19,6 +20,9 @@ export function App() {
   const data = useWorkspaceData();
   const route = useRoute();
   const connection = useConnection();
+  const [searching, setSearching] = useState(false);
+  const openSearch = useCallback(() => setSearching(true), []);
+  useSearchShortcut(openSearch);
 
   return (
     <DataContext.Provider value={data}>
@@ -64,6 +68,9 @@ export function App() {
             </label>
           )}
           <span className="spacer" />
+          <button className="navlink" onClick={openSearch} title="Search tasks and messages (Ctrl+K)">
+            Search
+          </button>
           <span
             className={`conn conn-${connection}`}
             role="status"
@@ -93,6 +100,7 @@ export function App() {
           {route.page === 'settings' && <Settings section={route.section} />}
         </main>
         <Toasts />
+        {searching && <GlobalSearch onClose={() => setSearching(false)} />}
       </div>
     </DataContext.Provider>
   );

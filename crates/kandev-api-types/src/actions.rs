@@ -166,6 +166,8 @@ actions! {
         QueueDrain = "message.queue.drain": rq::BySession => rs::Queue;
         QueueAutoRunSet = "message.queue.auto_run.set": rq::AutoRunSet => rs::Queue;
         PermissionRespond = "permission.respond": rq::PermissionRespond => rs::MessageOne;
+
+        Search = "search": rq::Search => rs::SearchResults;
     }
     socket {
         Subscribe = "subscribe": rq::Subscribe => rs::Subscribed;

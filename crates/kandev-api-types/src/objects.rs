@@ -265,6 +265,41 @@ pub struct TaskDto {
     pub updated_at: String,
 }
 
+/// A task as its board card shows it (`task.list`, issue 15): no description, profile or
+/// timestamps — `task.get` answers the whole task. `state` follows the primary session.
+/// Every field has the name and type it has in [`TaskDto`], so a client keeps cards and
+/// applies `task.created`/`task.updated` (whole tasks) to them alike.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TaskCardDto {
+    pub id: String,
+    pub workflow_id: String,
+    pub step_id: String,
+    pub title: String,
+    pub state: TaskStateDto,
+    pub position: u32,
+    pub repository_ids: Vec<String>,
+    pub primary_session_id: Option<String>,
+    pub archived_at: Option<String>,
+    pub needs_you: Option<NeedsYouDto>,
+}
+
+impl From<&Task> for TaskCardDto {
+    fn from(t: &Task) -> Self {
+        TaskCardDto {
+            id: t.id.to_string(),
+            workflow_id: t.workflow_id.to_string(),
+            step_id: t.step_id.to_string(),
+            title: t.title.clone(),
+            state: t.state.into(),
+            position: t.position,
+            repository_ids: t.repository_ids.iter().map(|r| r.to_string()).collect(),
+            primary_session_id: t.primary_session_id.as_ref().map(|s| s.to_string()),
+            archived_at: t.archived_at.map(rfc3339),
+            needs_you: t.needs_you.map(NeedsYouDto::from),
+        }
+    }
+}
+
 impl From<&Task> for TaskDto {
     fn from(t: &Task) -> Self {
         TaskDto {
@@ -380,4 +415,32 @@ impl From<&AgentProfile> for AgentProfileDto {
             updated_at: rfc3339(p.updated_at),
         }
     }
+}
+
+/// What a search looks in: task titles and descriptions, or message text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchKindDto {
+    Task,
+    Message,
+}
+
+/// A piece of a search hit's snippet; `highlight` marks the words that matched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct SnippetPartDto {
+    pub text: String,
+    pub highlight: bool,
+}
+
+/// One search hit, best first: a task, or a message of one of the task's sessions (then
+/// `session_id`, `message_id` and `message_seq` are set).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SearchHitDto {
+    pub kind: SearchKindDto,
+    pub task_id: String,
+    pub task_title: String,
+    pub session_id: Option<String>,
+    pub message_id: Option<String>,
+    pub message_seq: Option<i64>,
+    pub snippet: Vec<SnippetPartDto>,
 }

@@ -266,6 +266,16 @@ pub struct MessageAdd {
     pub queue: bool,
 }
 
+/// `search`: `query` uses SQLite FTS5 syntax (words, "phrases", prefix*, AND/OR/NOT).
+pub struct Search {
+    pub workspace_id: String,
+    pub query: String,
+    /// Default: both.
+    pub kinds: Option<Vec<crate::SearchKindDto>>,
+    pub limit: Option<u32>,
+    pub cursor: Option<String>,
+}
+
 pub struct MessageList {
     pub session_id: String,
     pub after_seq: Option<i64>,

@@ -88,8 +88,9 @@ responses! {
         pub session: Option<SessionDto>,
     }
 
+    /// `task.list`: board cards (`task.get` answers a whole task).
     pub struct Tasks {
-        pub tasks: Vec<TaskDto>,
+        pub tasks: Vec<crate::TaskCardDto>,
         pub next_cursor: Option<String>,
     }
 
@@ -173,6 +174,11 @@ responses! {
 
     pub struct Messages {
         pub messages: Vec<MessageDto>,
+    }
+
+    pub struct SearchResults {
+        pub hits: Vec<crate::SearchHitDto>,
+        pub next_cursor: Option<String>,
     }
 
     pub struct MessageOne {

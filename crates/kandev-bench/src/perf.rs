@@ -34,6 +34,37 @@ pub fn expected_stream(chunks: u64, bytes: usize) -> String {
     (0..chunks).map(|i| chunk_text(i, bytes)).collect()
 }
 
+/// The write time of a `stream ... stamp` chunk (mirrors `kandev_mock_agent::chunk_stamp`):
+/// `{index:06}|{unix micros:016}|` then the fill.
+pub fn chunk_stamp(chunk: &str) -> Option<u64> {
+    chunk.get(7..23)?.parse().ok()
+}
+
+/// Whether `text` is exactly `chunks` stamped chunks of `bytes` bytes, in order, none lost
+/// or repeated: each has its index, a stamp, and the fill of its index.
+pub fn stamped_stream_ok(text: &str, chunks: u64, bytes: usize) -> bool {
+    if text.len() != chunks as usize * bytes {
+        return false;
+    }
+    (0..chunks).all(|i| {
+        let start = i as usize * bytes;
+        let Some(chunk) = text.get(start..start + bytes) else { return false };
+        let fill = char::from(b'a' + (i % 26) as u8);
+        chunk.starts_with(&format!("{i:06}|"))
+            && chunk_stamp(chunk).is_some()
+            && chunk.get(23..24) == Some("|")
+            && chunk[24..].chars().all(|c| c == fill)
+    })
+}
+
+/// Now, in microseconds since the Unix epoch (the clock the mock agent stamps chunks with).
+fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
 /// What one subscriber saw of one turn.
 pub struct Seen {
     /// Agent message text, in order of arrival.
@@ -43,11 +74,31 @@ pub struct Seen {
     pub first: Option<Instant>,
     pub last: Option<Instant>,
     pub chunks: usize,
+    /// Agent write -> receive here, per stamped chunk, in ms (`read_stamped_turn`).
+    pub latencies: Vec<f64>,
 }
 
 /// Reads a subscribed socket until `session.turn.completed`, accumulating agent text.
 pub async fn read_turn(ws: &mut Ws, within: Duration) -> Result<Seen> {
-    let mut seen = Seen { text: String::new(), gaps: vec![], first: None, last: None, chunks: 0 };
+    read_stamped_turn(ws, within, None).await
+}
+
+/// [`read_turn`] of a `stream ... stamp` turn with chunks of `stamped` bytes: also measures
+/// each chunk's latency from the agent's write to its arrival here.
+pub async fn read_stamped_turn(
+    ws: &mut Ws,
+    within: Duration,
+    stamped: Option<usize>,
+) -> Result<Seen> {
+    let mut seen = Seen {
+        text: String::new(),
+        gaps: vec![],
+        first: None,
+        last: None,
+        chunks: 0,
+        latencies: vec![],
+    };
+    let mut measured = 0usize;
     let deadline = Instant::now() + within;
     let mut agent_ids: Vec<String> = vec![];
     loop {
@@ -78,6 +129,16 @@ pub async fn read_turn(ws: &mut Ws, within: Duration) -> Result<Seen> {
             seen.last = Some(now);
             seen.text.push_str(&text);
             seen.chunks += 1;
+            if let Some(bytes) = stamped.filter(|b| *b > 0) {
+                let received = unix_micros();
+                while (measured + 1) * bytes <= seen.text.len() {
+                    let chunk = seen.text.get(measured * bytes..(measured + 1) * bytes);
+                    if let Some(stamp) = chunk.and_then(chunk_stamp) {
+                        seen.latencies.push(received.saturating_sub(stamp) as f64 / 1000.0);
+                    }
+                    measured += 1;
+                }
+            }
         }
     }
 }
@@ -114,12 +175,12 @@ pub async fn p1(ctx: &Ctx) -> Result<Report> {
         "P1",
         json!({"sessions": sessions_n, "chunks": chunks, "chunk_bytes": bytes, "subscribers_per_session": 2}),
     );
-    let script = format!("#!mock\nstream {chunks} {bytes}");
-    let expected = expected_stream(chunks, bytes);
+    // Stamped chunks: each carries its write time, for the write -> receive latency.
+    let script = format!("#!mock\nstream {chunks} {bytes} stamp");
 
     // The raw limit first (same agents, same script, piped into a bare line parser).
     let raw_home = ctx.home("p1-raw")?;
-    let raw = raw_limit(&ctx.kandev, &raw_home, sessions_n, &script, &expected).await?;
+    let raw = raw_limit(&ctx.kandev, &raw_home, sessions_n, &script, chunks, bytes).await?;
     report.check(raw.ok, "the raw agents streamed exactly the expected text");
 
     let home = ctx.home("p1")?;
@@ -142,7 +203,7 @@ pub async fn p1(ctx: &Ctx) -> Result<Report> {
         .into_iter()
         .map(|(session, mut ws)| {
             tokio::spawn(async move {
-                let seen = read_turn(&mut ws, Duration::from_secs(600)).await;
+                let seen = read_stamped_turn(&mut ws, Duration::from_secs(600), Some(bytes)).await;
                 (session, seen)
             })
         })
@@ -164,10 +225,11 @@ pub async fn p1(ctx: &Ctx) -> Result<Report> {
     let mut end = started;
     let mut per_session: HashMap<String, Vec<String>> = HashMap::new();
     let mut lost_or_dup = 0usize;
+    let mut latencies = vec![];
     for task in tasks {
         let (session, seen) = task.await?;
         let seen = seen.with_context(|| format!("subscriber of {session}"))?;
-        if seen.text != expected {
+        if !stamped_stream_ok(&seen.text, chunks, bytes) {
             lost_or_dup += 1;
             report.failures.push(format!(
                 "session {session}: a subscriber saw {} bytes in {} frames, not the {} expected chunks in order",
@@ -177,6 +239,7 @@ pub async fn p1(ctx: &Ctx) -> Result<Report> {
             ));
         }
         gaps.extend(seen.gaps);
+        latencies.extend(seen.latencies);
         if let (Some(first), Some(sent)) = (seen.first, sent_at.get(&session)) {
             first_chunk.push(ms(first - *sent));
         }
@@ -193,7 +256,11 @@ pub async fn p1(ctx: &Ctx) -> Result<Report> {
             .filter(|m| m["kind"] == "agent")
             .filter_map(|m| m["content"].as_str())
             .collect();
-        report.check(stored == expected, format!("session {session}: stored transcript differs"));
+        let told = per_session.get(session).map(Vec::as_slice).unwrap_or_default();
+        report.check(
+            told.iter().all(|t| *t == stored),
+            format!("session {session}: the stored transcript differs from what a subscriber saw"),
+        );
     }
     let total = (sessions_n as u64 * chunks * bytes as u64) as f64;
     let throughput = total / elapsed;
@@ -206,12 +273,15 @@ pub async fn p1(ctx: &Ctx) -> Result<Report> {
     report.figure("ratio_to_raw", (throughput / raw.throughput * 1e4).round() / 1e4);
     report.figure("chunk_gap_p50_ms", percentile(&mut gaps, 50.0));
     report.figure("chunk_gap_p99_ms", percentile(&mut gaps, 99.0));
+    report.figure("write_to_receive_p50_ms", percentile(&mut latencies, 50.0));
+    report.figure("write_to_receive_p99_ms", percentile(&mut latencies, 99.0));
+    report.figure("write_to_receive_max_ms", percentile(&mut latencies, 100.0));
     report.figure("prompt_to_first_chunk_p50_ms", percentile(&mut first_chunk, 50.0));
     report.figure("prompt_to_first_chunk_p99_ms", percentile(&mut first_chunk, 99.0));
     report.figure("server_rss_idle_kib", idle_rss);
     report.figure("server_rss_peak_kib", peak_rss);
     report.notes.push(
-        "latency: the mock's chunks carry no timestamp, so agent-write->client-receive is not measured directly; chunk_gap_* is the spacing between consecutive chunk arrivals at one subscriber, prompt_to_first_chunk_* is message.add sent -> first chunk received".into(),
+        "latency: write_to_receive_* is the mock agent's write of a chunk (its stamp, `stream ... stamp`) -> the subscriber's receipt of the frame completing it, on the same machine's clock; chunk_gap_* is the spacing between consecutive frames at one subscriber (frames carry coalesced chunks), prompt_to_first_chunk_* is message.add sent -> first chunk received".into(),
     );
     Ok(report)
 }
@@ -228,7 +298,8 @@ async fn raw_limit(
     home: &std::path::Path,
     n: usize,
     script: &str,
-    expected: &str,
+    chunks: u64,
+    chunk_bytes: usize,
 ) -> Result<Raw> {
     let mut agents = vec![];
     for i in 0..n {
@@ -295,7 +366,7 @@ async fn raw_limit(
     let elapsed = started.elapsed().as_secs_f64();
     Ok(Raw {
         throughput: bytes.load(Ordering::Relaxed) as f64 / elapsed,
-        ok: texts.iter().all(|t| t == expected),
+        ok: texts.iter().all(|t| stamped_stream_ok(t, chunks, chunk_bytes)),
     })
 }
 

@@ -14,6 +14,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::EngineConfig;
 use crate::launcher::Launcher;
 use crate::session::command::Command;
+use crate::stream::StreamWriter;
 
 pub(crate) struct Inner {
     pub store: Store,
@@ -25,6 +26,8 @@ pub(crate) struct Inner {
     /// Auth methods chosen with `session.authenticate`, used by the session's next boot.
     auth_wishes: Mutex<HashMap<SessionId, String>>,
     pub task_locks: TaskLocks,
+    /// Group commit of streamed text (`stream.rs`).
+    pub streams: StreamWriter,
 }
 
 impl Inner {
@@ -37,6 +40,7 @@ impl Inner {
             tracker: TaskTracker::new(),
             auth_wishes: Mutex::new(HashMap::new()),
             task_locks: TaskLocks::default(),
+            streams: StreamWriter::default(),
         }
     }
 

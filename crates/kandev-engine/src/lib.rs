@@ -21,6 +21,7 @@ mod launcher;
 mod publish;
 mod reconcile;
 mod session;
+mod stream;
 pub mod workdir;
 mod workflow;
 mod write;

@@ -10,7 +10,7 @@ use kandev_domain::needs_you::{Waiting, needs_you};
 use kandev_domain::session::SessionState;
 use kandev_domain::task::TaskState;
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
-use kandev_store::{TaskPatch, WriteTx};
+use kandev_store::{Appended, TaskPatch, WriteTx};
 
 use crate::Result;
 
@@ -42,19 +42,19 @@ pub async fn message_added(tx: &mut WriteTx, session: &Session, message: &Messag
     Ok(())
 }
 
-/// Announces a streamed chunk appended to a message.
+/// Announces a streamed chunk (several coalesced ones) appended to a message.
 pub async fn message_appended(
     tx: &mut WriteTx,
     session: &Session,
-    message: &Message,
+    appended: &Appended,
     delta: &str,
 ) -> Result<()> {
     let update = MessageUpdate::Chunk {
-        message_id: message.id.to_string(),
-        seq: message.seq,
-        kind: message.kind.into(),
+        message_id: appended.id.to_string(),
+        seq: appended.seq,
+        kind: appended.kind.into(),
         delta: delta.to_owned(),
-        length: message.content.len() as u64,
+        length: appended.length,
     };
     notify(tx, Notification::session(&session.id, SessionEvent::MessageUpdated(update))).await?;
     Ok(())

@@ -27,12 +27,16 @@ pub enum Directive {
     Say(String),
     /// `think <text>`: one `agent_thought_chunk`.
     Think(String),
-    /// `stream <n> <bytes>`: `count` message chunks of `bytes` bytes each ([`stream_chunk_text`]).
+    /// `stream <n> <bytes> [stamp]`: `count` message chunks of `bytes` bytes each
+    /// ([`stream_chunk_text`]); with `stamp`, each carries the time it was written
+    /// ([`stamped_chunk_text`]), so a reader can measure write-to-receive latency.
     Stream {
         /// Number of chunks.
         count: u64,
         /// Size of each chunk's text in bytes.
         bytes: usize,
+        /// Whether each chunk carries its write time.
+        stamp: bool,
     },
     /// `sleep <ms>`: wait; a `session/cancel` ends the turn early.
     Sleep(Duration),
@@ -184,11 +188,30 @@ fn parse_directive(line: usize, text: &str) -> Result<Directive, ScriptError> {
         "say" => Directive::Say(rest.to_owned()),
         "think" => Directive::Think(rest.to_owned()),
         "stream" => {
-            let (count, bytes) = split_word(rest);
-            Directive::Stream {
-                count: number("stream", "a chunk count", count)?,
-                bytes: size("stream", "a chunk size in bytes", bytes)?,
+            let (count, rest) = split_word(rest);
+            let (bytes, option) = split_word(rest);
+            let stamp = match option {
+                "" => false,
+                "stamp" => true,
+                other => {
+                    return Err(ScriptError::InvalidArgument {
+                        line,
+                        directive: "stream",
+                        value: other.to_owned(),
+                    });
+                }
+            };
+            let bytes = size("stream", "a chunk size in bytes", bytes)?;
+            if stamp && bytes < STAMPED_MIN_BYTES {
+                return Err(ScriptError::InvalidArgument {
+                    line,
+                    directive: "stream",
+                    value: format!(
+                        "{bytes} (stamped chunks need at least {STAMPED_MIN_BYTES} bytes)"
+                    ),
+                });
             }
+            Directive::Stream { count: number("stream", "a chunk count", count)?, bytes, stamp }
         }
         "sleep" => Directive::Sleep(Duration::from_millis(number("sleep", "milliseconds", rest)?)),
         "tool" => {
@@ -333,6 +356,23 @@ pub fn echo_chunks(reply: &str) -> Vec<&str> {
 /// The text of chunk `index` (0-based) of a `stream` directive: the index zero-padded to six
 /// digits, a `|`, then a letter (`a` + index mod 26) repeated up to `bytes` bytes (truncated
 /// when `bytes` is smaller than the prefix). Readers can check order and completeness.
+/// The smallest stamped chunk: `000003|` then 16 digits of microseconds and `|`.
+pub const STAMPED_MIN_BYTES: usize = 24;
+
+/// A `stream ... stamp` chunk: `{index:06}|{unix micros:016}|` then the fill of
+/// [`stream_chunk_text`], `bytes` long in all (at least [`STAMPED_MIN_BYTES`]).
+pub fn stamped_chunk_text(index: u64, bytes: usize, unix_micros: u64) -> String {
+    let mut text = format!("{index:06}|{unix_micros:016}|");
+    let fill = char::from(b'a' + (index % 26) as u8);
+    text.extend(std::iter::repeat_n(fill, bytes.saturating_sub(text.len())));
+    text
+}
+
+/// The write time of a [`stamped_chunk_text`] chunk, in Unix microseconds.
+pub fn chunk_stamp(chunk: &str) -> Option<u64> {
+    chunk.get(7..23)?.parse().ok()
+}
+
 pub fn stream_chunk_text(index: u64, bytes: usize) -> String {
     let mut text = format!("{index:06}|");
     if text.len() >= bytes {
@@ -396,7 +436,7 @@ bigline 1048576";
         assert_eq!(
             script(text),
             vec![
-                Directive::Stream { count: 2000, bytes: 100 },
+                Directive::Stream { count: 2000, bytes: 100, stamp: false },
                 Directive::Sleep(Duration::from_millis(250)),
                 Directive::Tool { kind: "execute".into(), title: "Run the tests".into() },
                 Directive::ToolDone { failed: false },
@@ -446,6 +486,20 @@ bigline 1048576";
             parse_prompt("#!mock\nstream 5").unwrap_err().to_string(),
             "script line 2: `stream` needs a chunk size in bytes"
         );
+    }
+
+    #[test]
+    fn i15_stamped_chunks_keep_their_size_and_carry_their_write_time() {
+        assert_eq!(
+            script("#!mock\nstream 3 40 stamp"),
+            vec![Directive::Stream { count: 3, bytes: 40, stamp: true }]
+        );
+        let chunk = stamped_chunk_text(7, 40, 1_733_030_000_123_456);
+        assert_eq!(chunk, "000007|1733030000123456|hhhhhhhhhhhhhhhh");
+        assert_eq!(chunk.len(), 40);
+        assert_eq!(chunk_stamp(&chunk), Some(1_733_030_000_123_456));
+        assert!(parse_prompt("#!mock\nstream 3 10 stamp").is_err(), "too small for a stamp");
+        assert!(parse_prompt("#!mock\nstream 3 40 stomp").is_err());
     }
 
     #[test]

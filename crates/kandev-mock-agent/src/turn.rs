@@ -230,12 +230,17 @@ impl Turn {
         match directive {
             Directive::Say(text) => self.say(&text).await,
             Directive::Think(text) => self.chunk(ChunkKind::Thought, &text).await,
-            Directive::Stream { count, bytes } => {
+            Directive::Stream { count, bytes, stamp } => {
                 for index in 0..count {
                     if self.cancel.is_cancelled() {
                         return Some(End::cancelled());
                     }
-                    self.say(&script::stream_chunk_text(index, bytes)).await;
+                    let text = if stamp {
+                        script::stamped_chunk_text(index, bytes, unix_micros())
+                    } else {
+                        script::stream_chunk_text(index, bytes)
+                    };
+                    self.say(&text).await;
                 }
             }
             Directive::Sleep(duration) => {
@@ -437,4 +442,12 @@ mod tests {
         );
         assert!(recorder.take().is_empty());
     }
+}
+
+/// Now, in microseconds since the Unix epoch (the stamp of `stream ... stamp` chunks).
+fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
 }

@@ -11,7 +11,9 @@ use kandev_api_types::actions::{self, Action, Route};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::handlers::{agent_auth, files, profile, repository, session, task, workflow, workspace};
+use crate::handlers::{
+    agent_auth, files, profile, repository, search, session, task, workflow, workspace,
+};
 use crate::{ApiError, AppState};
 
 /// Runs `action` with its JSON payload and returns the JSON result.
@@ -102,6 +104,7 @@ handlers! {
     AgentCancel => session::cancel,
     MessageAdd => session::message_add,
     MessageList => session::message_list,
+    Search => search::search,
     QueueList => session::queue_list,
     QueueAdd => session::queue_add,
     QueueUpdate => session::queue_update,

@@ -141,18 +141,32 @@ impl Outbox {
     }
 
     /// The next frame to write; `None` once the outbox is closed and empty.
+    #[cfg(test)]
     pub async fn next(&self) -> Option<Message> {
+        self.next_batch(1).await.and_then(|mut batch| batch.pop())
+    }
+
+    /// Waits for a frame, then takes it with the frames queued behind it (at most `max`):
+    /// the writer sends them with one flush (issue 15).
+    pub async fn next_batch(&self, max: usize) -> Option<Vec<Message>> {
         loop {
             let queued = self.queued.notified();
             tokio::pin!(queued);
             queued.as_mut().enable();
             {
                 let mut state = self.lock();
-                if let Some(frame) = state.frames.pop_front() {
-                    state.bytes -= frame.bytes;
+                if !state.frames.is_empty() {
+                    let take = state.frames.len().min(max.max(1));
+                    let mut batch = Vec::with_capacity(take);
+                    while let Some(frame) =
+                        (batch.len() < take).then(|| state.frames.pop_front()).flatten()
+                    {
+                        state.bytes -= frame.bytes;
+                        batch.push(frame.message);
+                    }
                     drop(state);
                     self.room.notify_waiters();
-                    return Some(frame.message);
+                    return Some(batch);
                 }
                 if state.closed {
                     return None;

@@ -36,6 +36,8 @@ const REPLAY_PAGE: i64 = 256;
 const MAX_TOPICS: usize = 1000;
 /// tungstenite's buffers per connection (its default is 128 KiB each; they grow as needed).
 const SOCKET_BUFFER: usize = 16 * 1024;
+/// Most frames the writer sends with one flush.
+const WRITE_BATCH: usize = 256;
 /// Frames the fan-out holds for connections that are behind (as the store's channel).
 pub const LIVE_CAPACITY: usize = 4096;
 
@@ -154,8 +156,14 @@ async fn connection(state: AppState, socket: WebSocket) {
         let outbox = outbox.clone();
         let done = writer_done.clone();
         async move {
-            while let Some(message) = outbox.next().await {
-                if sink.send(message).await.is_err() {
+            // Frames ready together go out with one flush (one write of the socket).
+            'write: while let Some(batch) = outbox.next_batch(WRITE_BATCH).await {
+                for message in batch {
+                    if sink.feed(message).await.is_err() {
+                        break 'write;
+                    }
+                }
+                if sink.flush().await.is_err() {
                     break;
                 }
             }

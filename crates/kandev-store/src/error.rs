@@ -12,6 +12,9 @@ pub enum StoreError {
     Conflict(String),
     #[error("{0}")]
     Unsupported(String),
+    /// A search query SQLite's full-text syntax refuses (meant for the user).
+    #[error("{0}")]
+    InvalidQuery(String),
     /// A runtime-state write from an epoch that is no longer current (fenced).
     #[error("session {session} moved on to epoch {actual} (write was for epoch {expected})")]
     StaleEpoch { session: String, expected: i64, actual: i64 },

@@ -18,6 +18,7 @@ mod profiles;
 mod queue;
 mod repositories;
 mod runtime;
+mod search;
 mod secure;
 mod session_resets;
 mod sessions;
@@ -40,16 +41,17 @@ use tokio::sync::{Mutex, broadcast};
 
 pub use error::StoreError;
 pub use events::{Event, PRUNE_BATCH, Pruned, Retention, Topic};
-pub use messages::NewMessage;
+pub use messages::{Appended, NewMessage};
 pub use profiles::{NewProfile, ProfilePatch};
 pub use repositories::{NewRepository, RepositoryPatch};
 pub use runtime::RuntimeRecord;
+pub use search::{SearchHit, SearchKinds, SearchPage, SnippetPart};
 pub use session_resets::ResetIntent;
 pub use sessions::SessionUpdate;
 pub use tasks::{NewTask, StepChange, TaskFilter, TaskPatch};
 pub use workflows::StepPatch;
 pub use worktrees::{NewWorktree, WorktreeRecord};
-pub use write::WriteTx;
+pub use write::{Savepoint, WriteTx};
 
 /// Result type of every store operation.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -208,7 +210,7 @@ impl Store {
                 .await?
         };
         let (events, _) = broadcast::channel(EVENT_CHANNEL_CAPACITY);
-        Ok(Store {
+        let store = Store {
             read,
             write,
             write_gate: Arc::new(Mutex::new(())),
@@ -218,7 +220,12 @@ impl Store {
             location: label,
             replaceable,
             write_health: Arc::new(WriteHealth::default()),
-        })
+        };
+        // Streams a crash interrupted end here: their chunks become their messages' text.
+        let mut tx = store.begin_write().await?;
+        tx.fold_all_messages().await?;
+        tx.commit().await?;
+        Ok(store)
     }
 
     /// An in-memory store for unit tests.

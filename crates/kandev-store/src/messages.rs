@@ -1,6 +1,11 @@
 //! A session's transcript: the message row, reads and writes. A message's `seq` is the seq
 //! of the event that announced it, so a client can tell which messages an event stream
 //! already covered.
+//!
+//! Streamed text is stored at linear cost (issue 15): each append is a `message_chunks` row
+//! carrying the message's length after it, so an append neither rewrites nor reads the text.
+//! Reads see `content` followed by the chunks; [`WriteTx::fold_messages`] moves a session's
+//! chunks into `content` once its stream ends (which also makes the text searchable).
 
 use kandev_domain::transcript::{Message, MessageKind};
 use kandev_domain::{MessageId, SessionId, Timestamp, TurnId};
@@ -22,7 +27,23 @@ pub struct NewMessage {
 
 /// The columns of a [`MessageRow`], for queries of other kinds of messages
 /// (`permissions.rs` reads permission requests, which are messages).
-pub(crate) const MESSAGE_COLUMNS: &str = "id, session_id, turn_id, seq, kind, content, metadata, client_message_id, created_at, updated_at";
+/// `content` is the stored text followed by the chunks not folded yet; the query must name
+/// the table `messages` (no alias).
+pub(crate) const MESSAGE_COLUMNS: &str = "id, session_id, turn_id, seq, kind, \
+     content || COALESCE((SELECT group_concat(c.delta, '' ORDER BY c.id) FROM message_chunks c \
+     WHERE c.message_id = messages.id), '') AS content, \
+     metadata, client_message_id, created_at, updated_at";
+
+/// What an append changed: enough to announce the chunk without reading the text back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    pub id: MessageId,
+    pub session_id: SessionId,
+    pub seq: i64,
+    pub kind: MessageKind,
+    /// The message's length in bytes after the append.
+    pub length: u64,
+}
 
 #[derive(FromRow)]
 pub(crate) struct MessageRow {
@@ -110,6 +131,8 @@ impl WriteTx {
     /// Inserts a message whose `seq` is the seq of the event that will announce it; the
     /// caller emits that event next.
     pub async fn insert_message(&mut self, new: &NewMessage) -> Result<Message> {
+        // Only a session's newest message streams: the ones before it are complete.
+        self.fold_messages(&new.session_id).await?;
         let (id, now) = (self.new_id(), self.now().millis());
         let seq = self.next_seq().await?;
         sqlx::query(
@@ -131,15 +154,63 @@ impl WriteTx {
         get(self.db(), &id).await
     }
 
-    /// Appends text to a message (streamed chunks are coalesced into one row).
-    pub async fn append_message(&mut self, id: &MessageId, delta: &str) -> Result<Message> {
-        sqlx::query("UPDATE messages SET content = content || ?, updated_at = ? WHERE id = ?")
-            .bind(delta)
-            .bind(self.now().millis())
-            .bind(id.as_str())
-            .execute(self.conn())
-            .await?;
-        get(self.db(), id.as_str()).await
+    /// Appends text to a message at a cost independent of its length: one chunk row, whose
+    /// `end_len` comes from the previous chunk (or, for the first, the stored content).
+    pub async fn append_message(&mut self, id: &MessageId, delta: &str) -> Result<Appended> {
+        let head: Option<(String, i64, String)> =
+            sqlx::query_as("SELECT session_id, seq, kind FROM messages WHERE id = ?")
+                .bind(id.as_str())
+                .fetch_optional(self.conn())
+                .await?;
+        let (session_id, seq, kind) =
+            head.ok_or_else(|| StoreError::not_found("message", id.to_string()))?;
+        let kind = MessageKind::parse(&kind)
+            .ok_or_else(|| StoreError::Corrupt(format!("message {id} kind {kind:?}")))?;
+        let last: Option<i64> = sqlx::query_scalar(
+            "SELECT end_len FROM message_chunks WHERE message_id = ? ORDER BY id DESC LIMIT 1",
+        )
+        .bind(id.as_str())
+        .fetch_optional(self.conn())
+        .await?;
+        let before = match last {
+            Some(len) => len,
+            None => {
+                sqlx::query_scalar(
+                    "SELECT length(CAST(content AS BLOB)) FROM messages WHERE id = ?",
+                )
+                .bind(id.as_str())
+                .fetch_one(self.conn())
+                .await?
+            }
+        };
+        let length = before + delta.len() as i64;
+        sqlx::query(
+            "INSERT INTO message_chunks (message_id, session_id, delta, end_len) VALUES (?, ?, ?, ?)",
+        )
+        .bind(id.as_str())
+        .bind(&session_id)
+        .bind(delta)
+        .bind(length)
+        .execute(self.conn())
+        .await?;
+        Ok(Appended {
+            id: id.clone(),
+            session_id: SessionId::new(session_id),
+            seq,
+            kind,
+            length: u64::try_from(length).unwrap_or_default(),
+        })
+    }
+
+    /// Folds the streamed chunks of `session_id`'s messages into their `content` (one
+    /// rewrite per message, when its stream has ended) and deletes them.
+    pub async fn fold_messages(&mut self, session_id: &SessionId) -> Result<()> {
+        fold(self, Some(session_id.as_str())).await
+    }
+
+    /// Folds every message's chunks (at startup: streams a crash interrupted).
+    pub async fn fold_all_messages(&mut self) -> Result<()> {
+        fold(self, None).await
     }
 
     pub async fn set_message(
@@ -148,6 +219,12 @@ impl WriteTx {
         content: Option<&str>,
         metadata: &str,
     ) -> Result<Message> {
+        if content.is_some() {
+            sqlx::query("DELETE FROM message_chunks WHERE message_id = ?")
+                .bind(id.as_str())
+                .execute(self.conn())
+                .await?;
+        }
         sqlx::query("UPDATE messages SET content = COALESCE(?, content), metadata = ?, updated_at = ? WHERE id = ?")
             .bind(content)
             .bind(metadata)
@@ -174,4 +251,24 @@ impl WriteTx {
             .map(Message::try_from)
             .transpose()
     }
+}
+
+/// Folds the chunks of one session's messages (or of all messages) into `content`.
+async fn fold(tx: &mut WriteTx, session_id: Option<&str>) -> Result<()> {
+    let filter = if session_id.is_some() { "WHERE session_id = ?" } else { "" };
+    let sql = format!(
+        "UPDATE messages SET content = content || (SELECT group_concat(c.delta, '' ORDER BY c.id) \
+         FROM message_chunks c WHERE c.message_id = messages.id) \
+         WHERE id IN (SELECT DISTINCT message_id FROM message_chunks {filter})"
+    );
+    let delete = format!("DELETE FROM message_chunks {filter}");
+    let mut update = sqlx::query(&sql);
+    let mut remove = sqlx::query(&delete);
+    if let Some(session_id) = session_id {
+        update = update.bind(session_id);
+        remove = remove.bind(session_id);
+    }
+    update.execute(tx.conn()).await?;
+    remove.execute(tx.conn()).await?;
+    Ok(())
 }

@@ -17,15 +17,21 @@ impl WriteTx {
         Ok(TurnId::new(id))
     }
 
-    /// Closes a turn; returns false if it was already closed.
+    /// Closes a turn and folds its streamed text (`messages.rs`); returns false if it was
+    /// already closed.
     pub async fn close_turn(&mut self, turn_id: &TurnId, stop_reason: &str) -> Result<bool> {
-        let done = sqlx::query("UPDATE turns SET completed_at = ?, stop_reason = ? WHERE id = ? AND completed_at IS NULL")
-            .bind(self.now().millis())
-            .bind(stop_reason)
-            .bind(turn_id.as_str())
-            .execute(self.conn())
-            .await?;
-        Ok(done.rows_affected() == 1)
+        let session: Option<String> = sqlx::query_scalar(
+            "UPDATE turns SET completed_at = ?, stop_reason = ? WHERE id = ? AND completed_at IS NULL \
+             RETURNING session_id",
+        )
+        .bind(self.now().millis())
+        .bind(stop_reason)
+        .bind(turn_id.as_str())
+        .fetch_optional(self.conn())
+        .await?;
+        let Some(session) = session else { return Ok(false) };
+        self.fold_messages(&SessionId::new(session)).await?;
+        Ok(true)
     }
 
     /// Closes every open turn of a session (startup reconciliation); returns how many.
@@ -42,6 +48,7 @@ impl WriteTx {
         .bind(session_id.as_str())
         .execute(self.conn())
         .await?;
+        self.fold_messages(session_id).await?;
         Ok(done.rows_affected())
     }
 }

@@ -88,6 +88,28 @@ impl WriteTx {
         self.store.ids.next_id()
     }
 
+    /// Marks a point this transaction can return to ([`WriteTx::rollback_to`]): a group
+    /// commit undoes one member's failed write and keeps the others'.
+    pub async fn savepoint(&mut self) -> Result<Savepoint> {
+        sqlx::query("SAVEPOINT member").execute(self.conn()).await?;
+        Ok(Savepoint { pending: self.pending.len() })
+    }
+
+    /// Keeps what was written since `savepoint`.
+    pub async fn release(&mut self, savepoint: Savepoint) -> Result<()> {
+        let _ = savepoint;
+        sqlx::query("RELEASE member").execute(self.conn()).await?;
+        Ok(())
+    }
+
+    /// Undoes what was written since `savepoint`, and forgets the events it emitted.
+    pub async fn rollback_to(&mut self, savepoint: Savepoint) -> Result<()> {
+        sqlx::query("ROLLBACK TO member").execute(self.conn()).await?;
+        sqlx::query("RELEASE member").execute(self.conn()).await?;
+        self.pending.truncate(savepoint.pending);
+        Ok(())
+    }
+
     /// Publishes `event` once this transaction commits (`events.rs` writes its row).
     pub(crate) fn publish_on_commit(&mut self, event: Event) {
         self.pending.push(event);
@@ -111,6 +133,13 @@ impl WriteTx {
         }
         Ok(pending)
     }
+}
+
+/// A point inside a [`WriteTx`] to release or roll back to (not nested: one at a time).
+#[derive(Debug)]
+#[must_use = "release or roll back a savepoint"]
+pub struct Savepoint {
+    pending: usize,
 }
 
 /// The connection of a [`WriteTx`] as its statements see it: an [`Executor`] that forwards to

@@ -18,6 +18,9 @@ const OWNERS: &[(&str, &str)] = &[
     ("session_runtime", "runtime.rs"),
     ("turns", "turns.rs"),
     ("messages", "messages.rs"),
+    ("message_chunks", "messages.rs"),
+    ("tasks_fts", "search.rs"),
+    ("messages_fts", "search.rs"),
     ("queued_prompts", "queue.rs"),
     ("permission_answers", "permissions.rs"),
     ("session_resets", "session_resets.rs"),
@@ -32,6 +35,9 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("tasks.rs", "workflow_steps", "board order sorts tasks by their step's position"),
     ("tasks.rs", "sessions", "a deleted primary session is replaced by the task's oldest"),
     ("permissions.rs", "messages", "a permission request is a transcript message"),
+    ("search.rs", "tasks", "a hit names its task (the index's external content)"),
+    ("search.rs", "messages", "a message hit names its message (the index's external content)"),
+    ("search.rs", "sessions", "a message hit's task is its session's"),
 ];
 
 /// The string literals of a Rust source, with `\`-newline continuations joined.

@@ -21,7 +21,22 @@ impl SessionActor {
     }
 
     async fn serve(mut self, mut inbox: mpsc::Receiver<Command>) {
-        while let Some(command) = inbox.recv().await {
+        loop {
+            let next = match self.pending.as_ref().map(|p| p.due) {
+                None => inbox.recv().await,
+                Some(due) => tokio::select! {
+                    biased;
+                    command = inbox.recv() => command,
+                    () = tokio::time::sleep_until(due) => {
+                        self.flush_text().await;
+                        continue;
+                    }
+                },
+            };
+            let Some(command) = next else { break };
+            if !command.is_stream_chunk() {
+                self.flush_text().await;
+            }
             match command {
                 Command::Delete { reply } => {
                     let result = self.delete().await;
@@ -41,6 +56,7 @@ impl SessionActor {
                 other => self.handle(other).await,
             }
         }
+        self.flush_text().await;
         self.stop_execution(true).await;
     }
 

@@ -2,7 +2,7 @@
 //! reply channel), timers, and reports from the child futures it started, tagged with the
 //! epoch they belong to so stale ones are ignored.
 
-use kandev_acp::{AcpError, AgentEvent, ConfigOption, PromptResponse};
+use kandev_acp::{AcpError, AgentEvent, ConfigOption, PromptResponse, SessionUpdate};
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
 use kandev_domain::workflow::EntryCause;
 use kandev_domain::{StepId, TurnId};
@@ -119,6 +119,18 @@ pub(crate) enum Command {
 }
 
 impl Command {
+    /// A chunk of the agent's streamed text or thoughts: it joins the actor's pending text
+    /// (coalesced); every other command writes that text first, so the order is kept.
+    pub fn is_stream_chunk(&self) -> bool {
+        let Command::Agent { event: AgentEvent::SessionUpdate { update, .. }, .. } = self else {
+            return false;
+        };
+        matches!(
+            update,
+            SessionUpdate::AgentMessageChunk { .. } | SessionUpdate::AgentThoughtChunk { .. }
+        ) && !kandev_acp::quirks::is_noise_chunk(update)
+    }
+
     /// A timer's own check: it does not count as activity of the session.
     pub fn is_timer(&self) -> bool {
         matches!(

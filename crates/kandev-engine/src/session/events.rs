@@ -13,9 +13,15 @@ use kandev_store::{SessionUpdate as Update, WriteTx};
 use serde_json::{Value, json};
 
 use crate::error::Result;
-use crate::session::state::{Output, SessionActor};
+use crate::session::state::{Output, PendingText, SessionActor};
+use crate::stream::Target;
 use crate::write::add_message;
 use crate::{files, publish};
+
+/// How long streamed chunks wait to be coalesced into one write (issue 15).
+const COALESCE_WINDOW: std::time::Duration = std::time::Duration::from_millis(5);
+/// Pending text this large is written at once.
+const COALESCE_LIMIT: usize = 64 * 1024;
 
 fn text_of(content: &ContentBlock) -> String {
     match content {
@@ -214,27 +220,53 @@ impl SessionActor {
         Ok(message)
     }
 
-    /// Appends a chunk to the message being streamed, or starts a new one when the kind
-    /// changes (so text, thoughts and tool calls keep their order).
+    /// Adds a chunk to the pending text (coalesced, issue 15): text of another kind is
+    /// written first (so text, thoughts and tool calls keep their order); the pending text
+    /// is written once it is large or due (and before any other command: `actor.rs`).
     async fn stream(&mut self, kind: MessageKind, delta: &str) -> Result<()> {
-        let mut tx = self.inner.store.begin_write().await?;
-        let current =
-            self.phase.turn().and_then(|t| t.streaming.clone()).filter(|(k, _)| *k == kind);
-        let started = match current {
-            Some((_, id)) => {
-                let message = tx.append_message(&id, delta).await?;
-                publish::message_appended(&mut tx, &self.session, &message, delta).await?;
-                None
-            }
-            None => Some(self.add_in(&mut tx, kind, delta, json!({})).await?.id),
-        };
-        tx.commit().await?;
-        // Only once committed (a full disk can fail the commit): later chunks must not append
-        // to a message that was never saved.
-        if let (Some(id), Some(turn)) = (started, self.phase.turn_mut()) {
-            turn.streaming = Some((kind, id));
+        if self.pending.as_ref().is_some_and(|p| p.kind != kind) {
+            self.flush_text().await;
+        }
+        let now = tokio::time::Instant::now();
+        let pending = self.pending.get_or_insert_with(|| PendingText {
+            kind,
+            text: String::new(),
+            due: now + COALESCE_WINDOW,
+        });
+        pending.text.push_str(delta);
+        if pending.text.len() >= COALESCE_LIMIT || now >= pending.due {
+            self.flush_text().await;
         }
         Ok(())
+    }
+
+    /// Writes the pending text: appended to the message being streamed, or a new message
+    /// when the kind changed. One write shared with other sessions' (`stream.rs`), one
+    /// `session.message.updated` carrying the whole coalesced delta, sent after the commit.
+    pub(super) async fn flush_text(&mut self) {
+        let Some(PendingText { kind, text, .. }) = self.pending.take() else { return };
+        let current =
+            self.phase.turn().and_then(|t| t.streaming.clone()).filter(|(k, _)| *k == kind);
+        let target = match current {
+            Some((_, id)) => Target::Append(id),
+            None => Target::Start { kind, turn_id: self.phase.turn().map(|t| t.id.clone()) },
+        };
+        let started = matches!(target, Target::Start { .. });
+        let written =
+            self.inner.streams.write(&self.inner.store, &self.session, target, text).await;
+        match written {
+            // Only once committed (a full disk can fail the commit): later chunks must not
+            // append to a message that was never saved.
+            Ok(id) if started => {
+                if let Some(turn) = self.phase.turn_mut() {
+                    turn.streaming = Some((kind, id));
+                }
+            }
+            Ok(_) => {}
+            Err(err) => {
+                tracing::error!(session = %self.session.id, error = %err, "writing streamed text failed");
+            }
+        }
     }
 
     async fn on_tool_call(&mut self, call: ToolCall) -> Result<()> {

@@ -35,6 +35,16 @@ pub(crate) struct SessionActor {
     /// When the session last did anything (any command but a timer's): idle agents are
     /// stopped after `EngineConfig::idle_timeout`.
     pub last_active: Instant,
+    /// Streamed text received but not written yet (coalesced: `events.rs`).
+    pub pending: Option<PendingText>,
+}
+
+/// Chunks of one kind the agent streamed, coalesced into one write and one notification;
+/// written when `due` passes, when it grows past a bound, or before any other command.
+pub(crate) struct PendingText {
+    pub kind: MessageKind,
+    pub text: String,
+    pub due: Instant,
 }
 
 /// What the session is doing. A stop leaves `Idle` at once (the process is stopped by a
@@ -377,6 +387,7 @@ impl SessionActor {
             permissions: HashMap::new(),
             ended: CancellationToken::new(),
             last_active: Instant::now(),
+            pending: None,
         }
     }
 

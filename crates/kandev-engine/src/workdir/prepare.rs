@@ -337,8 +337,8 @@ async fn stream_output(
             batch.push_str("\n[more output; its last lines are shown when the script ends]");
         }
         let mut tx = inner.store.begin_write().await?;
-        let updated = tx.append_message(&message.id, &batch).await?;
-        publish::message_appended(&mut tx, session, &updated, &batch).await?;
+        let appended = tx.append_message(&message.id, &batch).await?;
+        publish::message_appended(&mut tx, session, &appended, &batch).await?;
         tx.commit().await?;
     }
     Ok(())

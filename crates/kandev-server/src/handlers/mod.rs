@@ -4,6 +4,7 @@ pub mod agent_auth;
 pub mod files;
 pub mod profile;
 pub mod repository;
+pub mod search;
 pub mod session;
 pub mod task;
 pub mod workflow;

@@ -5,7 +5,7 @@ use kandev_api_types::requests::{ById, TaskCreate, TaskList, TaskMove, TaskRemov
 use kandev_api_types::responses::{
     TaskArchived, TaskCreated, TaskDeleted, TaskMoved, TaskOne, Tasks,
 };
-use kandev_api_types::{Notification, SessionDto, TaskDto, WorkspaceEvent};
+use kandev_api_types::{Notification, SessionDto, TaskCardDto, TaskDto, WorkspaceEvent};
 use kandev_domain::task::Task;
 use kandev_domain::workflow::Workflow;
 use kandev_domain::{AgentProfileId, RepositoryId, StepId, TaskId, WorkflowId, validate};
@@ -82,7 +82,7 @@ pub async fn list(s: &AppState, p: TaskList) -> Result<Tasks, ApiError> {
     };
     let tasks = s.store().list_tasks(&filter).await?;
     let next_cursor = next_cursor(offset, limit, tasks.len());
-    Ok(Tasks { tasks: tasks.iter().map(TaskDto::from).collect(), next_cursor })
+    Ok(Tasks { tasks: tasks.iter().map(TaskCardDto::from).collect(), next_cursor })
 }
 
 pub async fn get(s: &AppState, p: ById) -> Result<TaskOne, ApiError> {

@@ -114,6 +114,18 @@ export type RepositoryUpdate = { id: string, name?: string, default_branch?: str
 
 export type ResumeMode = "load" | "fresh";
 
+export type Search = { workspace_id: string, query: string, 
+/**
+ * Default: both.
+ */
+kinds?: Array<SearchKindDto>, limit?: number, cursor?: string, };
+
+export type SearchHitDto = { kind: SearchKindDto, task_id: string, task_title: string, session_id: string | null, message_id: string | null, message_seq: number | null, snippet: Array<SnippetPartDto>, };
+
+export type SearchKindDto = "task" | "message";
+
+export type SearchResults = { hits: Array<SearchHitDto>, next_cursor: string | null, };
+
 export type SessionAuthenticate = { id: string, method_id: string, };
 
 export type SessionDto = { id: string, task_id: string, agent_profile_id: string | null, state: SessionStateDto, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, context_window: JsonValue, agent_info: JsonValue, cwd: string, created_at: string, updated_at: string, };
@@ -138,6 +150,8 @@ export type SessionStateDto = "CREATED" | "STARTING" | "RUNNING" | "WAITING_FOR_
 
 export type Sessions = { sessions: Array<SessionDto>, next_cursor: string | null, };
 
+export type SnippetPartDto = { text: string, highlight: boolean, };
+
 export type StepCreate = { workflow_id: string, name: string, position?: number, color?: string, prompt?: string, is_start_step?: boolean, allow_manual_move?: boolean, 
 /**
  * `null` clears the step's agent profile.
@@ -159,6 +173,8 @@ export type Subscribe = { topics: Array<string>, since?: { [key in string]: numb
 export type Subscribed = { topics: { [key in string]: number }, };
 
 export type TaskArchived = { task: TaskDto, worktrees_removed: Array<string>, worktrees_kept: Array<KeptWorktreeDto>, };
+
+export type TaskCardDto = { id: string, workflow_id: string, step_id: string, title: string, state: TaskStateDto, position: number, repository_ids: Array<string>, primary_session_id: string | null, archived_at: string | null, needs_you: NeedsYouDto | null, };
 
 export type TaskChanges = { worktrees: Array<WorktreeDto>, files: Array<FileChangeDto>, };
 
@@ -200,7 +216,7 @@ export type TaskTree = { entries: Array<TreeEntryDto>, truncated: boolean, };
 
 export type TaskUpdate = { id: string, title?: string, description?: string, repository_ids?: Array<string>, agent_profile_id?: string | null, };
 
-export type Tasks = { tasks: Array<TaskDto>, next_cursor: string | null, };
+export type Tasks = { tasks: Array<TaskCardDto>, next_cursor: string | null, };
 
 export type TreeEntryDto = { path: string, kind: string, size: number, };
 
@@ -307,6 +323,7 @@ export type Actions = {
   "message.queue.drain": { request: BySession, response: Queue },
   "message.queue.auto_run.set": { request: AutoRunSet, response: Queue },
   "permission.respond": { request: PermissionRespond, response: MessageOne },
+  "search": { request: Search, response: SearchResults },
 };
 
 export type SocketActions = {

@@ -2,7 +2,7 @@
 // after a restore; archived tasks change rarely, so this list is not live.
 import { useCallback, useState } from 'react';
 import { call, errorText } from '../../api/client';
-import type { TaskDto } from '../../api/types';
+import type { TaskCardDto } from '../../api/types';
 import { useRead } from '../../lib/useRead';
 import { toast } from '../../lib/toast';
 import { ErrorBanner } from '../ErrorBanner';
@@ -17,7 +17,7 @@ export function ArchivedList({ workflowId }: { workflowId: string }) {
     // `version` reads afresh after a restore
     [workflowId, version],
   );
-  const archived = useRead<TaskDto[]>(load);
+  const archived = useRead<TaskCardDto[]>(load);
   return (
     <section className="archived" aria-label="Archived tasks">
       <ErrorBanner error={archived.error} onRetry={archived.retry} testId="archived-error" />

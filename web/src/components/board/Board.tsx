@@ -4,9 +4,10 @@
 // tasks (ArchivedList) and the keys `n` (new task) and `/` (search).
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { call } from '../../api/client';
-import type { TaskDto } from '../../api/types';
+import type { TaskCardDto } from '../../api/types';
 import { useData } from '../../lib/data';
 import { navigate } from '../../lib/router';
+import { useSearch } from '../../lib/search';
 import { usePageTitle } from '../../lib/title';
 import { toast } from '../../lib/toast';
 import type { VirtualHandle } from '../../lib/VirtualList';
@@ -29,6 +30,10 @@ export function Board() {
   const tasks = useBoardTasks(workspace?.id ?? null, workflow?.id ?? null);
   const { board } = tasks;
   const [query, setQuery] = useState('');
+  // Tasks whose title, description or transcript matches, by the server's full-text search;
+  // cards match by title at once, while the search answers.
+  const found = useSearch(workspace?.id, query, 200);
+  const foundIds = useMemo(() => new Set(found.hits.map((h) => h.task_id)), [found.hits]);
   const [creating, setCreating] = useState(false);
   const [needsMe, setNeedsMe] = useState(false);
   const [showArchived, setShowArchived] = useState(false);
@@ -45,7 +50,7 @@ export function Board() {
     handles,
   });
 
-  const archive = async (task: TaskDto) => {
+  const archive = async (task: TaskCardDto) => {
     if (await tasks.archive(task)) {
       setAnnounce(`Archived “${task.title}”`);
       toast(`Archived “${task.title}”`, { undo: () => call('task.unarchive', { id: task.id }) });
@@ -148,7 +153,7 @@ export function Board() {
           const ids = board.columns.get(step.id) ?? [];
           const visible = ids
             .map((id) => board.tasks.get(id))
-            .filter((t): t is TaskDto => !!t && matches(t, query) && (!needsMe || !!t.needs_you));
+            .filter((t): t is TaskCardDto => !!t && matches(t, query, foundIds) && (!needsMe || !!t.needs_you));
           return (
             <Column
               key={step.id}

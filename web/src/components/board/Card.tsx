@@ -1,7 +1,7 @@
 // A task's card: opens the task on click or Enter, is dragged by the mouse, and moved by the
 // keyboard (Alt+arrows, or [ and ]).
 import { useEffect, useRef } from 'react';
-import type { TaskDto } from '../../api/types';
+import type { TaskCardDto } from '../../api/types';
 import { navigate, taskPath } from '../../lib/router';
 import { NEEDS_YOU_LABEL } from '../../lib/title';
 import { StateBadge } from '../StateBadge';
@@ -14,10 +14,10 @@ import type { Direction } from './useKeyboardMove';
 let focusedTask: string | null = null;
 
 interface CardProps {
-  task: TaskDto;
+  task: TaskCardDto;
   repo: string;
-  onKeyMove: (task: TaskDto, dir: Direction) => void;
-  onArchive: (task: TaskDto) => void;
+  onKeyMove: (task: TaskCardDto, dir: Direction) => void;
+  onArchive: (task: TaskCardDto) => void;
 }
 
 export function Card({ task, repo, onKeyMove, onArchive }: CardProps) {

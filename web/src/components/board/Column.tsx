@@ -1,7 +1,7 @@
 // One step's column: a virtualized list of cards and a drop target for dragged cards (the
 // drop's index among the shown cards is passed up; see `dropPosition`).
 import { useCallback, useRef, useState } from 'react';
-import type { StepDto, TaskDto } from '../../api/types';
+import type { StepDto, TaskCardDto } from '../../api/types';
 import { VirtualList, type VirtualHandle } from '../../lib/VirtualList';
 
 /** The drag data type of a card (its task id). */
@@ -12,14 +12,14 @@ interface ColumnProps {
   total: number;
   /** A search hides some cards: the count says how many match. */
   filtered: boolean;
-  tasks: TaskDto[];
+  tasks: TaskCardDto[];
   active: boolean;
   handle: (h: VirtualHandle | null) => void;
   onDrop: (taskId: string, index: number) => void;
-  renderCard: (task: TaskDto) => React.ReactNode;
+  renderCard: (task: TaskCardDto) => React.ReactNode;
 }
 
-const getKey = (t: TaskDto) => t.id;
+const getKey = (t: TaskCardDto) => t.id;
 
 export function Column({ step, total, filtered, tasks, active, handle, onDrop, renderCard }: ColumnProps) {
   const [over, setOver] = useState<number | null>(null);

@@ -1,9 +1,9 @@
 // The board's tasks as columns of ids per step (pure functions, no React): built from a read,
 // changed by a task notification, an optimistic move or an archive.
-import type { Notification, TaskDto } from '../../api/types';
+import type { Notification, TaskCardDto } from '../../api/types';
 
 export interface BoardState {
-  tasks: Map<string, TaskDto>;
+  tasks: Map<string, TaskCardDto>;
   /** Task ids per step id, in position order. */
   columns: Map<string, string[]>;
 }
@@ -11,9 +11,9 @@ export interface BoardState {
 export const EMPTY_BOARD: BoardState = { tasks: new Map(), columns: new Map() };
 
 /** The board of one read of a workflow's (unarchived) tasks. */
-export function boardOf(all: TaskDto[]): BoardState {
+export function boardOf(all: TaskCardDto[]): BoardState {
   const columns = new Map<string, string[]>();
-  const tasks = new Map<string, TaskDto>();
+  const tasks = new Map<string, TaskCardDto>();
   for (const t of [...all].sort((a, b) => a.position - b.position)) {
     tasks.set(t.id, t);
     const col = columns.get(t.step_id) ?? [];
@@ -24,7 +24,7 @@ export function boardOf(all: TaskDto[]): BoardState {
 }
 
 /** `task` at its step and position (taken off the board when archived). */
-export function place(state: BoardState, task: TaskDto): BoardState {
+export function place(state: BoardState, task: TaskCardDto): BoardState {
   const tasks = new Map(state.tasks);
   const columns = new Map(state.columns);
   for (const [step, ids] of columns) {
@@ -78,10 +78,14 @@ export function applyTaskNotification(state: BoardState, n: Notification, workfl
   }
 }
 
-export function matches(task: TaskDto, query: string): boolean {
+/**
+ * Whether a card matches the board's search at once, by its title; descriptions and
+ * transcripts match through the server's full-text `search` (`found`: the ids it returned).
+ */
+export function matches(task: TaskCardDto, query: string, found: ReadonlySet<string>): boolean {
   const q = query.trim().toLowerCase();
   if (!q) return true;
-  return task.title.toLowerCase().includes(q) || task.description.toLowerCase().includes(q);
+  return task.title.toLowerCase().includes(q) || found.has(task.id);
 }
 
 /**
@@ -90,8 +94,8 @@ export function matches(task: TaskDto, query: string): boolean {
  */
 export function dropPosition(
   ids: string[],
-  visible: TaskDto[],
-  task: TaskDto,
+  visible: TaskCardDto[],
+  task: TaskCardDto,
   stepId: string,
   visibleIndex: number,
 ): number | null {

@@ -3,18 +3,18 @@
 // afresh).
 import { useCallback, useState } from 'react';
 import { call, errorText } from '../../api/client';
-import type { Notification, TaskDto } from '../../api/types';
+import type { Notification, TaskCardDto } from '../../api/types';
 import { useLiveQuery } from '../../lib/useLiveQuery';
 import { applyTaskNotification, type BoardState, boardOf, EMPTY_BOARD, place, remove } from './boardState';
 
 const PAGE = 1000;
 
 /** Every unarchived task of the workflow, read in pages of `PAGE`. */
-async function readTasks(workflowId: string): Promise<TaskDto[]> {
-  const all: TaskDto[] = [];
+async function readTasks(workflowId: string): Promise<TaskCardDto[]> {
+  const all: TaskCardDto[] = [];
   let cursor: string | null = null;
   do {
-    const page: { tasks: TaskDto[]; next_cursor: string | null } = await call('task.list', {
+    const page: { tasks: TaskCardDto[]; next_cursor: string | null } = await call('task.list', {
       workflow_id: workflowId,
       include_archived: false,
       limit: PAGE,
@@ -33,11 +33,11 @@ export interface BoardTasks {
   /** A read or an action failed: for a person. */
   error: string | null;
   dismissError: () => void;
-  move: (task: TaskDto, stepId: string, position: number) => Promise<void>;
+  move: (task: TaskCardDto, stepId: string, position: number) => Promise<void>;
   /** Takes the card off the board; true when the server archived it. */
-  archive: (task: TaskDto) => Promise<boolean>;
+  archive: (task: TaskCardDto) => Promise<boolean>;
   /** Shows a task this page just created (its notification may come later). */
-  add: (task: TaskDto) => void;
+  add: (task: TaskCardDto) => void;
 }
 
 export function useBoardTasks(workspaceId: string | null, workflowId: string | null): BoardTasks {
@@ -53,7 +53,7 @@ export function useBoardTasks(workspaceId: string | null, workflowId: string | n
   const { update, reload, dismissError } = query;
 
   const move = useCallback(
-    async (task: TaskDto, stepId: string, position: number) => {
+    async (task: TaskCardDto, stepId: string, position: number) => {
       update((s) => place(s, { ...task, step_id: stepId, position }));
       try {
         await call('task.move', { id: task.id, step_id: stepId, position });
@@ -66,7 +66,7 @@ export function useBoardTasks(workspaceId: string | null, workflowId: string | n
   );
 
   const archive = useCallback(
-    async (task: TaskDto) => {
+    async (task: TaskCardDto) => {
       update((s) => remove(s, task.id));
       try {
         await call('task.archive', { id: task.id });
@@ -80,7 +80,7 @@ export function useBoardTasks(workspaceId: string | null, workflowId: string | n
     [update, reload],
   );
 
-  const add = useCallback((task: TaskDto) => update((s) => place(s, task)), [update]);
+  const add = useCallback((task: TaskCardDto) => update((s) => place(s, task)), [update]);
 
   return {
     board: query.data ?? EMPTY_BOARD,

@@ -2,7 +2,7 @@
 // Alt+Up/Down within the step. The moved card keeps the focus, the move is announced, and the
 // phone layout follows the card to its new step.
 import { type RefObject, useEffect, useState } from 'react';
-import type { StepDto, TaskDto } from '../../api/types';
+import type { StepDto, TaskCardDto } from '../../api/types';
 import type { VirtualHandle } from '../../lib/VirtualList';
 import type { BoardState } from './boardState';
 
@@ -12,7 +12,7 @@ export type Direction = 'left' | 'right' | 'up' | 'down';
 export function keyTarget(
   steps: StepDto[],
   columns: BoardState['columns'],
-  task: TaskDto,
+  task: TaskCardDto,
   direction: Direction,
 ): { step: StepDto; position: number } | null {
   const stepIndex = steps.findIndex((s) => s.id === task.step_id);
@@ -29,11 +29,11 @@ export function keyTarget(
 export function useKeyboardMove(options: {
   steps: StepDto[];
   columns: BoardState['columns'];
-  move: (task: TaskDto, stepId: string, position: number) => Promise<void>;
+  move: (task: TaskCardDto, stepId: string, position: number) => Promise<void>;
   announce: (text: string) => void;
   showStep: (stepId: string) => void;
   handles: RefObject<Map<string, VirtualHandle | null>>;
-}): (task: TaskDto, direction: Direction) => void {
+}): (task: TaskCardDto, direction: Direction) => void {
   const [focusId, setFocusId] = useState<string | null>(null);
 
   // The card is rendered again in its new place: give it the focus back once it is there.

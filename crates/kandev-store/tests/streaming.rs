@@ -1,0 +1,171 @@
+//! Issue 15: streamed text is stored at linear cost, reads see it whole, and full-text search
+//! finds it once folded (on a real SQLite file).
+
+use std::time::Instant;
+
+use kandev_domain::transcript::MessageKind;
+use kandev_domain::workflow::{StepSpec, WorkflowSpec};
+use kandev_domain::{MessageId, SessionId, TurnId, WorkspaceId};
+use kandev_store::{Location, NewMessage, NewTask, SearchKinds, Store, StoreError};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    store: Store,
+    workspace: WorkspaceId,
+    session: SessionId,
+}
+
+async fn fixture(title: &str) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap();
+    let mut tx = store.begin_write().await.unwrap();
+    let ws = tx.insert_workspace("Home").await.unwrap();
+    let spec = WorkflowSpec {
+        name: "Board".into(),
+        description: String::new(),
+        steps: vec![StepSpec::named("Todo")],
+    };
+    let wf = tx.insert_workflow(&ws.id, &spec, None).await.unwrap();
+    let task = tx
+        .insert_task(
+            &NewTask {
+                workflow_id: wf.id.clone(),
+                step_id: wf.steps[0].id.clone(),
+                title: title.into(),
+                description: "the description".into(),
+                repository_ids: vec![],
+                agent_profile_id: None,
+            },
+            "user",
+        )
+        .await
+        .unwrap();
+    let session = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
+    tx.commit().await.unwrap();
+    Fixture { _dir: dir, store, workspace: ws.id, session: session.id }
+}
+
+async fn new_message(store: &Store, session: &SessionId, first: &str) -> MessageId {
+    let mut tx = store.begin_write().await.unwrap();
+    let message = tx
+        .insert_message(&NewMessage {
+            session_id: session.clone(),
+            turn_id: None::<TurnId>,
+            kind: MessageKind::Agent,
+            content: first.into(),
+            metadata: "{}".into(),
+            client_message_id: None,
+        })
+        .await
+        .unwrap();
+    // A message's seq is the seq of the event announcing it.
+    let seq = tx
+        .emit(format!("session:{session}"), "session.message.added", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(seq, message.seq);
+    tx.commit().await.unwrap();
+    message.id
+}
+
+/// Appends `n` chunks of 100 bytes, one transaction each (as the stream writer does), and
+/// returns how long it took.
+async fn append_chunks(store: &Store, id: &MessageId, n: usize) -> std::time::Duration {
+    let chunk = "x".repeat(99) + "\n";
+    let started = Instant::now();
+    for i in 0..n {
+        let mut tx = store.begin_write().await.unwrap();
+        let appended = tx.append_message(id, &chunk).await.unwrap();
+        assert_eq!(appended.length, 1 + 100 * (i as u64 + 1));
+        tx.commit().await.unwrap();
+    }
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i15_a2_appending_ten_times_the_chunks_costs_less_than_twenty_times_the_time() {
+    let f = fixture("linear").await;
+    let small = new_message(&f.store, &f.session, "s").await;
+    let t_small = append_chunks(&f.store, &small, 1_000).await;
+    let large = new_message(&f.store, &f.session, "l").await;
+    let t_large = append_chunks(&f.store, &large, 10_000).await;
+    let ratio = t_large.as_secs_f64() / t_small.as_secs_f64();
+    eprintln!("1,000 chunks: {t_small:?}; 10,000 chunks: {t_large:?}; ratio {ratio:.2}");
+    assert!(
+        ratio < 20.0,
+        "10,000 chunks took {ratio:.1}× the time of 1,000 ({t_large:?} vs {t_small:?})"
+    );
+    let whole = f.store.get_message(&large).await.unwrap();
+    assert_eq!(whole.content.len(), 1 + 100 * 10_000);
+    assert!(whole.content.starts_with("lxxx"), "the first chunk comes after the stored text");
+}
+
+#[tokio::test]
+async fn i15_streamed_chunks_read_in_order_and_fold_unchanged_into_searchable_text() {
+    let f = fixture("fold").await;
+    let id = new_message(&f.store, &f.session, "one ").await;
+    let mut tx = f.store.begin_write().await.unwrap();
+    for delta in ["two ", "three ", "zanzibar ", "é four"] {
+        tx.append_message(&id, delta).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    let want = "one two three zanzibar é four";
+    assert_eq!(f.store.get_message(&id).await.unwrap().content, want);
+    let listed = f.store.list_messages(&f.session, None, None, 10).await.unwrap();
+    assert_eq!(listed[0].content, want);
+    let kinds = SearchKinds { tasks: true, messages: true };
+    let before = f.store.search(&f.workspace, "zanzibar", kinds, 10, 0).await.unwrap();
+    assert!(before.hits.is_empty(), "a message still streaming is not indexed yet");
+
+    // The next message ends this one's stream: its chunks fold into its text.
+    let next = new_message(&f.store, &f.session, "next").await;
+    assert_eq!(f.store.get_message(&id).await.unwrap().content, want);
+    let mut tx = f.store.begin_write().await.unwrap();
+    let appended = tx.append_message(&next, "!").await.unwrap();
+    assert_eq!(appended.length, 5);
+    tx.commit().await.unwrap();
+
+    let page = f.store.search(&f.workspace, "zanzibar", kinds, 10, 0).await.unwrap();
+    assert_eq!(page.hits.len(), 1, "{page:?}");
+    let hit = &page.hits[0];
+    assert_eq!(hit.task_title, "fold");
+    assert_eq!(hit.message.as_ref().map(|m| &m.1), Some(&id));
+    let highlighted: Vec<&str> =
+        hit.snippet.iter().filter(|p| p.highlight).map(|p| p.text.as_str()).collect();
+    assert_eq!(highlighted, vec!["zanzibar"]);
+}
+
+#[tokio::test]
+async fn i15_a6_search_finds_titles_ranks_and_pages_and_refuses_bad_syntax() {
+    let f = fixture("rocket engine").await;
+    let kinds = SearchKinds { tasks: true, messages: false };
+    let page = f.store.search(&f.workspace, "rocket", kinds, 10, 0).await.unwrap();
+    assert_eq!(page.hits.len(), 1);
+    assert!(page.hits[0].message.is_none());
+    let none =
+        f.store.search(&f.workspace, "rocket", SearchKinds { tasks: false, messages: true }, 10, 0);
+    assert!(none.await.unwrap().hits.is_empty());
+    let other =
+        f.store.search(&WorkspaceId::new("elsewhere"), "rocket", kinds, 10, 0).await.unwrap();
+    assert!(other.hits.is_empty(), "another workspace's tasks are not hits");
+    for bad in ["\"unterminated", "AND", "title:", "(a OR"] {
+        let err = f.store.search(&f.workspace, bad, kinds, 10, 0).await.unwrap_err();
+        assert!(matches!(err, StoreError::InvalidQuery(_)), "{bad:?}: {err:?}");
+    }
+}
+
+#[tokio::test]
+async fn i15_chunks_left_unfolded_by_a_crash_are_folded_at_open() {
+    let f = fixture("crash").await;
+    let id = new_message(&f.store, &f.session, "before ").await;
+    let mut tx = f.store.begin_write().await.unwrap();
+    tx.append_message(&id, "quokka after").await.unwrap();
+    tx.commit().await.unwrap();
+    let path = f._dir.path().join("kandev.db");
+    f.store.close().await;
+    let store = Store::open(Location::File(path)).await.unwrap();
+    assert_eq!(store.get_message(&id).await.unwrap().content, "before quokka after");
+    let kinds = SearchKinds { tasks: false, messages: true };
+    let page = store.search(&f.workspace, "quokka", kinds, 10, 0).await.unwrap();
+    assert_eq!(page.hits.len(), 1, "folded at open, so indexed");
+}
