@@ -238,6 +238,10 @@ pub struct TaskDto {
     pub repository_ids: Vec<String>,
     pub agent_profile_id: Option<String>,
     pub primary_session_id: Option<String>,
+    /// The task this one is a subtask of.
+    pub parent_id: Option<String>,
+    /// Tasks that must be done (last step, or archived) before this one's agent auto-starts.
+    pub blocked_by: Vec<String>,
     pub archived_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
@@ -257,6 +261,8 @@ impl From<&Task> for TaskDto {
             repository_ids: t.repository_ids.iter().map(|r| r.to_string()).collect(),
             agent_profile_id: t.agent_profile_id.as_ref().map(|p| p.to_string()),
             primary_session_id: t.primary_session_id.as_ref().map(|s| s.to_string()),
+            parent_id: t.parent_id.as_ref().map(|p| p.to_string()),
+            blocked_by: t.blocked_by.iter().map(|b| b.to_string()).collect(),
             archived_at: t.archived_at.map(rfc3339),
             created_at: rfc3339(t.created_at),
             updated_at: rfc3339(t.updated_at),

@@ -13,6 +13,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::EngineConfig;
 use crate::launcher::Launcher;
+use crate::mcp::McpTokens;
 use crate::session::command::Command;
 
 pub(crate) struct Inner {
@@ -25,6 +26,8 @@ pub(crate) struct Inner {
     /// Auth methods chosen with `session.authenticate`, used by the session's next boot.
     auth_wishes: Mutex<HashMap<SessionId, String>>,
     pub task_locks: TaskLocks,
+    /// The MCP endpoint and the session tokens minted for it.
+    pub mcp: McpTokens,
 }
 
 impl Inner {
@@ -37,6 +40,7 @@ impl Inner {
             tracker: TaskTracker::new(),
             auth_wishes: Mutex::new(HashMap::new()),
             task_locks: TaskLocks::default(),
+            mcp: McpTokens::default(),
         }
     }
 

@@ -18,6 +18,7 @@ mod files;
 mod handshake;
 mod inner;
 mod launcher;
+pub mod mcp;
 mod publish;
 mod reconcile;
 mod session;

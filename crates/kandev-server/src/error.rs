@@ -62,6 +62,7 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::NotFound { .. } => ApiError::not_found(err.to_string()),
             StoreError::Conflict(message) => ApiError::conflict(message),
+            StoreError::Invalid(message) => ApiError::validation(message),
             // Rolled back and lasting until space is freed: the client may retry later.
             StoreError::DiskFull { .. } => {
                 tracing::warn!(error = %err, "a write failed: the disk is full");

@@ -12,6 +12,9 @@ pub enum StoreError {
     Conflict(String),
     #[error("{0}")]
     Unsupported(String),
+    /// The change breaks a rule of the data (a dependency cycle); meant for users.
+    #[error("{0}")]
+    Invalid(String),
     /// A runtime-state write from an epoch that is no longer current (fenced).
     #[error("session {session} moved on to epoch {actual} (write was for epoch {expected})")]
     StaleEpoch { session: String, expected: i64, actual: i64 },
