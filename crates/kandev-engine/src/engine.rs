@@ -228,9 +228,7 @@ impl Engine {
     pub async fn delete(&self, id: &SessionId) -> Result<()> {
         let result = self.ask(id, |reply| Command::Delete { reply }).await;
         lock(&self.inner.sessions).remove(id);
-        if result.is_ok() {
-            self.inner.mcp.forget(id);
-        }
+        // Its MCP tokens stay known until used once more, so the refusal can say why.
         result
     }
 

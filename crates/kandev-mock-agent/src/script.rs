@@ -86,8 +86,8 @@ pub enum Directive {
     /// `bigline <bytes>`: one valid JSON line whose chunk text has this many bytes.
     BigLine(usize),
     /// `mcp <server> <tool> <json>`: call a tool of an MCP server the client handed over in
-    /// `mcpServers`; the result is said back (`mcp <tool> ok: <json>`, `mcp <tool> error:
-    /// <json>` for a tool error, `mcp <tool> failed: <why>` when no result came).
+    /// `mcpServers`; the result is said back as one line (`mcp <tool> ok: <json>`, `mcp <tool>
+    /// error: <json>` for a tool error, `mcp <tool> failed: <why>` when no result came).
     Mcp {
         /// The server's `name` in `mcpServers`.
         server: String,

@@ -340,7 +340,7 @@ impl Turn {
 
     async fn mcp(&mut self, server: &str, tool: &str, arguments: Value) -> Option<End> {
         let Some(found) = self.agent.mcp_server(&self.session_id, server) else {
-            self.say(&format!("mcp {tool} failed: no MCP server {server:?} was given")).await;
+            self.say(&format!("mcp {tool} failed: no MCP server {server:?} was given\n")).await;
             return None;
         };
         self.flush_history();
@@ -356,9 +356,9 @@ impl Turn {
                     None => result.get("content").cloned().unwrap_or_default().to_string(),
                 };
                 let outcome = if failed { "error" } else { "ok" };
-                format!("mcp {tool} {outcome}: {shown}")
+                format!("mcp {tool} {outcome}: {shown}\n")
             }
-            Err(why) => format!("mcp {tool} failed: {why}"),
+            Err(why) => format!("mcp {tool} failed: {why}\n"),
         };
         self.say(&said).await;
         None
