@@ -165,6 +165,8 @@ actions! {
         QueueDrain = "message.queue.drain": rq::BySession => rs::Queue;
         QueueAutoRunSet = "message.queue.auto_run.set": rq::AutoRunSet => rs::Queue;
         PermissionRespond = "permission.respond": rq::PermissionRespond => rs::MessageOne;
+        QuestionList = "question.list": rq::BySession => rs::Questions;
+        QuestionAnswer = "question.answer": rq::QuestionAnswer => rs::QuestionOne;
     }
     socket {
         Subscribe = "subscribe": rq::Subscribe => rs::Subscribed;

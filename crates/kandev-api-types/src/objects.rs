@@ -2,6 +2,7 @@
 
 use kandev_domain::StepId;
 use kandev_domain::agent::{AgentKind, AgentProfile};
+use kandev_domain::question::{Question, QuestionStatus};
 use kandev_domain::task::{Task, TaskState};
 use kandev_domain::workflow::{Action, Step, StepEvents, Workflow};
 use kandev_domain::workspace::{Repository, Workspace};
@@ -361,6 +362,62 @@ impl From<&AgentProfile> for AgentProfileDto {
             auto_approve: p.auto_approve,
             created_at: rfc3339(p.created_at),
             updated_at: rfc3339(p.updated_at),
+        }
+    }
+}
+
+/// Where a question of an agent stands (`ask_user`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionStatusDto {
+    Pending,
+    Answered,
+    Cancelled,
+    TimedOut,
+    Expired,
+}
+
+impl From<QuestionStatus> for QuestionStatusDto {
+    fn from(s: QuestionStatus) -> Self {
+        match s {
+            QuestionStatus::Pending => QuestionStatusDto::Pending,
+            QuestionStatus::Answered => QuestionStatusDto::Answered,
+            QuestionStatus::Cancelled => QuestionStatusDto::Cancelled,
+            QuestionStatus::TimedOut => QuestionStatusDto::TimedOut,
+            QuestionStatus::Expired => QuestionStatusDto::Expired,
+        }
+    }
+}
+
+/// A question an agent asked the user through MCP `ask_user`: `options` are answers to pick
+/// from (empty: free text).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct QuestionDto {
+    pub id: String,
+    pub session_id: String,
+    pub task_id: String,
+    pub question: String,
+    pub options: Vec<String>,
+    pub status: QuestionStatusDto,
+    pub answer: Option<String>,
+    pub created_at: String,
+    pub expires_at: String,
+    pub resolved_at: Option<String>,
+}
+
+impl From<&Question> for QuestionDto {
+    fn from(q: &Question) -> Self {
+        QuestionDto {
+            id: q.id.clone(),
+            session_id: q.session_id.to_string(),
+            task_id: q.task_id.to_string(),
+            question: q.question.clone(),
+            options: q.options.clone(),
+            status: q.status.into(),
+            answer: q.answer.clone(),
+            created_at: rfc3339(q.created_at),
+            expires_at: rfc3339(q.expires_at),
+            resolved_at: q.resolved_at.map(rfc3339),
         }
     }
 }

@@ -234,6 +234,12 @@ pub struct BySession {
     pub session_id: String,
 }
 
+/// Answers a question of an agent: one of its options, or free text when it has none.
+pub struct QuestionAnswer {
+    pub id: String,
+    pub answer: String,
+}
+
 pub struct SessionLaunch {
     pub task_id: String,
     pub agent_profile_id: Option<String>,

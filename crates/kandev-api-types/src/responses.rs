@@ -8,7 +8,7 @@ use ts_rs::TS;
 
 use crate::{
     AgentKindDto, AgentProfileDto, CommitDto, FileChangeDto, KeptWorktreeDto, MessageDto,
-    QueuedPromptDto, RepositoryDto, SessionDto, TaskDto, TreeEntryDto, WorkflowDto, WorkspaceDto,
+    QuestionDto, QueuedPromptDto, RepositoryDto, SessionDto, TaskDto, TreeEntryDto, WorkflowDto, WorkspaceDto,
     WorktreeDto,
 };
 
@@ -177,6 +177,15 @@ responses! {
 
     pub struct MessageOne {
         pub message: MessageDto,
+    }
+
+    pub struct QuestionOne {
+        pub question: QuestionDto,
+    }
+
+    /// A session's questions, oldest first.
+    pub struct Questions {
+        pub questions: Vec<QuestionDto>,
     }
 
     /// Every `message.queue.*` action answers the whole queue after the change.

@@ -3,6 +3,7 @@
 pub mod agent;
 pub mod files;
 pub mod ids;
+pub mod question;
 pub mod session;
 pub mod task;
 pub mod time;

@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use kandev_domain::question::{Question, QuestionStatus};
 use kandev_domain::task::Task;
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
 use kandev_domain::workflow::{Action, EntryCause};
@@ -20,6 +21,7 @@ use crate::error::{EngineError, Result};
 use crate::inner::{Inner, lock};
 use crate::launcher::Launcher;
 use crate::mcp::{McpRefusal, McpSession};
+use crate::question;
 use crate::reconcile::reconcile;
 use crate::session::command::Command;
 use crate::session::handle::ask;
@@ -214,18 +216,64 @@ impl Engine {
         self.ask(id, |reply| Command::Note { text, metadata, epoch, reply }).await
     }
 
-    /// Cancels the running turn (rule 12); succeeds when nothing runs.
+    /// Asks the user a question for a session (MCP `ask_user`): stored and announced now;
+    /// the receiver gets the question once it is answered, cancelled, timed out or expired.
+    pub async fn ask_user(
+        &self,
+        session_id: &SessionId,
+        task_id: &TaskId,
+        text: &str,
+        options: &[String],
+        timeout: std::time::Duration,
+    ) -> Result<(Question, tokio::sync::oneshot::Receiver<Question>)> {
+        let timeout_ms = i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX);
+        let (store, waiters) = (&self.inner.store, &self.inner.questions);
+        question::ask(store, waiters, session_id, task_id, text, options, timeout_ms).await
+    }
+
+    /// Resolves a question once (`AlreadyResolved` the second time) and wakes whoever waits.
+    pub async fn resolve_question(
+        &self,
+        id: &str,
+        status: QuestionStatus,
+        answer: Option<&str>,
+    ) -> Result<Question> {
+        question::resolve(&self.inner.store, &self.inner.questions, id, status, answer).await
+    }
+
+    /// Cancels a question in the background (its waiter went away: the agent's call broke
+    /// off); a question resolved meanwhile stays as it is.
+    pub fn drop_question(&self, id: String) {
+        let inner = self.inner.clone();
+        self.inner.tracker.spawn(async move {
+            let (store, waiters) = (&inner.store, &inner.questions);
+            let _ = question::resolve(store, waiters, &id, QuestionStatus::Cancelled, None).await;
+        });
+    }
+
+    /// Cancels the session's pending questions (turn cancel, stop, delete).
+    async fn cancel_questions(&self, id: &SessionId) -> Result<()> {
+        let (store, waiters) = (&self.inner.store, &self.inner.questions);
+        question::resolve_pending(store, waiters, Some(id), QuestionStatus::Cancelled).await?;
+        Ok(())
+    }
+
+    /// Cancels the running turn (rule 12) and the questions its agent waits on; succeeds
+    /// when nothing runs.
     pub async fn cancel(&self, id: &SessionId) -> Result<()> {
+        self.cancel_questions(id).await?;
         self.ask(id, |reply| Command::Cancel { reply }).await
     }
 
     /// Ends the agent process, leaving the session resumable (rule 16).
     pub async fn stop(&self, id: &SessionId) -> Result<()> {
+        self.cancel_questions(id).await?;
         self.ask(id, |reply| Command::Stop { reply }).await
     }
 
     /// Stops any execution and deletes the session and its transcript (rule 35).
     pub async fn delete(&self, id: &SessionId) -> Result<()> {
+        self.cancel_questions(id).await?;
         let result = self.ask(id, |reply| Command::Delete { reply }).await;
         lock(&self.inner.sessions).remove(id);
         // Its MCP tokens stay known until used once more, so the refusal can say why.

@@ -14,6 +14,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::EngineConfig;
 use crate::launcher::Launcher;
 use crate::mcp::McpTokens;
+use crate::question::Waiters;
 use crate::session::command::Command;
 
 pub(crate) struct Inner {
@@ -28,6 +29,8 @@ pub(crate) struct Inner {
     pub task_locks: TaskLocks,
     /// The MCP endpoint and the session tokens minted for it.
     pub mcp: McpTokens,
+    /// Callers waiting for the answers of agents' questions.
+    pub questions: Waiters,
 }
 
 impl Inner {
@@ -41,6 +44,7 @@ impl Inner {
             auth_wishes: Mutex::new(HashMap::new()),
             task_locks: TaskLocks::default(),
             mcp: McpTokens::default(),
+            questions: Waiters::default(),
         }
     }
 

@@ -20,6 +20,7 @@ mod inner;
 mod launcher;
 pub mod mcp;
 mod publish;
+mod question;
 mod reconcile;
 mod session;
 pub mod workdir;

@@ -11,7 +11,9 @@ use kandev_api_types::actions::{self, Action, Route};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::handlers::{agent_auth, files, profile, repository, session, task, workflow, workspace};
+use crate::handlers::{
+    agent_auth, files, profile, question, repository, session, task, workflow, workspace,
+};
 use crate::{ApiError, AppState};
 
 /// Runs `action` with its JSON payload and returns the JSON result.
@@ -114,6 +116,8 @@ handlers! {
     QueueDrain => session::queue_drain,
     QueueAutoRunSet => session::auto_run_set,
     PermissionRespond => session::permission_respond,
+    QuestionList => question::list,
+    QuestionAnswer => question::answer,
 }
 
 /// One call on its way to its action's handler.

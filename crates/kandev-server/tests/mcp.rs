@@ -400,3 +400,67 @@ async fn i17_a3_the_server_token_reaches_every_tool() {
     assert_eq!(status, 401, "no token, on a server with one, is refused");
     assert!(task_titles(&s.server, &s.workflow).await.contains(&"from an IDE".to_owned()));
 }
+
+/// Sends a script that asks a question; returns the question once it is announced, with a
+/// WebSocket on the session's topic.
+async fn ask(s: &Setup, args: &str) -> (common::Ws, Value) {
+    let mut ws = session_ws(&s.server, None, &s.session_id).await;
+    let content = script(&[format!("mcp kandev ask_user {args}")]);
+    let sent =
+        s.server.call("message.add", json!({"session_id": s.session_id, "content": content})).await;
+    assert_eq!(sent["status"], "sent");
+    let asked = ws.notification("session.question.asked").await;
+    (ws, asked["payload"]["question"].clone())
+}
+
+#[tokio::test]
+async fn i17_a2_an_answer_from_the_api_reaches_the_agent_once() {
+    let s = setup(ServerConfig::default()).await;
+    let (mut ws, question) =
+        ask(&s, r#"{"question":"Which color?","options":["red","blue"]}"#).await;
+    assert_eq!(question["status"], "pending");
+    assert_eq!(question["options"], json!(["red", "blue"]));
+    let listed = s.server.call("question.list", json!({"session_id": s.session_id})).await;
+    assert_eq!(listed["questions"][0]["question"], "Which color?", "durable: {listed}");
+    let (status, body) =
+        s.server.post("question.answer", json!({"id": question["id"], "answer": "green"})).await;
+    assert_eq!(status, 422, "an answer outside the options is refused: {body}");
+    let answered =
+        s.server.call("question.answer", json!({"id": question["id"], "answer": "blue"})).await;
+    assert_eq!(answered["question"]["status"], "answered");
+    ws.notification("session.turn.completed").await;
+    let said = mcp_said(&s.server.messages(&s.session_id).await);
+    assert_eq!(said, [r#"mcp ask_user ok: {"answer":"blue"}"#], "the tool call got the answer");
+    let (status, body) =
+        s.server.post("question.answer", json!({"id": question["id"], "answer": "red"})).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "ALREADY_RESOLVED");
+}
+
+#[tokio::test]
+async fn i17_a2_a_turn_cancel_cancels_the_question_and_the_call() {
+    let s = setup(ServerConfig::default()).await;
+    let (mut ws, question) = ask(&s, r#"{"question":"Proceed?"}"#).await;
+    s.server.call("agent.cancel", json!({"session_id": s.session_id})).await;
+    let resolved = ws.notification("session.question.resolved").await;
+    assert_eq!(resolved["payload"]["question"]["status"], "cancelled");
+    ws.notification("session.turn.completed").await;
+    let (status, body) =
+        s.server.post("question.answer", json!({"id": question["id"], "answer": "yes"})).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("ALREADY_RESOLVED")), "{body}");
+}
+
+#[tokio::test]
+async fn i17_a2_a_pending_question_expires_when_the_server_restarts() {
+    let s = setup(ServerConfig::default()).await;
+    let (_ws, question) = ask(&s, r#"{"question":"Still there?"}"#).await;
+    let session_id = s.session_id.clone();
+    let dir = s.server.stop().await;
+    let server = TestServer::start_with(ServerConfig::default(), dir).await;
+    let listed = server.call("question.list", json!({"session_id": session_id})).await;
+    assert_eq!(listed["questions"][0]["id"], question["id"]);
+    assert_eq!(listed["questions"][0]["status"], "expired", "{listed}");
+    let (status, body) =
+        server.post("question.answer", json!({"id": question["id"], "answer": "yes"})).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("ALREADY_RESOLVED")), "{body}");
+}

@@ -44,7 +44,6 @@ pub use events::{Event, PRUNE_BATCH, Pruned, Retention, Topic};
 pub use messages::NewMessage;
 pub use profiles::{NewProfile, ProfilePatch};
 pub use repositories::{NewRepository, RepositoryPatch};
-pub use questions::{Question, QuestionStatus};
 pub use runtime::RuntimeRecord;
 pub use session_resets::ResetIntent;
 pub use sessions::SessionUpdate;

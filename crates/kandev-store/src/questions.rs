@@ -1,62 +1,12 @@
 //! Questions agents ask the user through MCP `ask_user`: durable, resolved exactly once
 //! (answered, cancelled, timed out, or expired by a restart while pending).
 
+use kandev_domain::question::{Question, QuestionStatus};
 use kandev_domain::{SessionId, TaskId, Timestamp};
 use sqlx::FromRow;
 
 use crate::db::Db;
 use crate::{Result, Store, StoreError, WriteTx};
-
-/// Where a question stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QuestionStatus {
-    Pending,
-    Answered,
-    Cancelled,
-    TimedOut,
-    /// The server restarted while it was pending: nobody waits for its answer any more.
-    Expired,
-}
-
-impl QuestionStatus {
-    pub const ALL: [QuestionStatus; 5] = [
-        QuestionStatus::Pending,
-        QuestionStatus::Answered,
-        QuestionStatus::Cancelled,
-        QuestionStatus::TimedOut,
-        QuestionStatus::Expired,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            QuestionStatus::Pending => "pending",
-            QuestionStatus::Answered => "answered",
-            QuestionStatus::Cancelled => "cancelled",
-            QuestionStatus::TimedOut => "timed_out",
-            QuestionStatus::Expired => "expired",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<QuestionStatus> {
-        QuestionStatus::ALL.into_iter().find(|s| s.as_str() == text)
-    }
-}
-
-/// A question of an agent's session to the user.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Question {
-    pub id: String,
-    pub session_id: SessionId,
-    pub task_id: TaskId,
-    pub question: String,
-    /// The answers offered as buttons; empty: free text.
-    pub options: Vec<String>,
-    pub status: QuestionStatus,
-    pub answer: Option<String>,
-    pub created_at: Timestamp,
-    pub expires_at: Timestamp,
-    pub resolved_at: Option<Timestamp>,
-}
 
 #[derive(FromRow)]
 struct QuestionRow {
@@ -125,16 +75,17 @@ impl Store {
 }
 
 impl WriteTx {
-    /// Stores a new pending question.
+    /// Stores a new pending question that expires `timeout_ms` from now.
     pub async fn insert_question(
         &mut self,
         session_id: &SessionId,
         task_id: &TaskId,
         question: &str,
         options: &[String],
-        expires_at: Timestamp,
+        timeout_ms: i64,
     ) -> Result<Question> {
         let (id, now) = (self.new_id(), self.now().millis());
+        let expires_at = Timestamp(now.saturating_add(timeout_ms));
         let options = serde_json::to_string(options)
             .map_err(|e| StoreError::Corrupt(format!("question options: {e}")))?;
         sqlx::query(

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use kandev_api_types::actions;
 use kandev_api_types::requests::{ById, TaskCreate, TaskList, TaskMove, TaskUpdate};
 use kandev_api_types::{ErrorCode, TaskDto};
+use kandev_domain::question::QuestionStatus;
 use kandev_domain::task::Task;
 use kandev_domain::workflow::{Step, Workflow};
 use kandev_domain::{AgentProfileId, SessionId, TaskId};
@@ -79,6 +80,15 @@ pub(crate) fn list() -> Vec<Tool> {
             json!({ "type": "object", "properties": { "summary": string } }),
         ),
         tool(
+            "ask_user",
+            "Ask the developer a question and wait for the answer (a card on the task page). \
+             With options the answer is one of them. Returns {answer}, or {cancelled: true} \
+             when the turn was cancelled, the session stopped or the question timed out.",
+            json!({ "type": "object", "required": ["question"], "properties": {
+                "question": string, "options": strings,
+                "timeout_s": { "type": "integer", "minimum": 1 } } }),
+        ),
+        tool(
             "add_note",
             "Leave a note (a status message) in this session's transcript.",
             json!({ "type": "object", "required": ["text"], "properties": { "text": string } }),
@@ -103,6 +113,7 @@ pub(crate) async fn call(
         "move_task" => call.move_task(args(arguments)?).await,
         "complete_step" => call.complete_step(args(arguments)?).await,
         "add_note" => call.add_note(args(arguments)?).await,
+        "ask_user" => call.ask_user(args(arguments)?).await,
         other => Err(ApiError::new(
             ErrorCode::NotFound,
             format!("no tool {other:?}; see tools/list for the tools Kandev offers"),
@@ -175,6 +186,40 @@ struct CompleteStep {
     summary: Option<String>,
     /// Server token only: the session whose task completes its step.
     session_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AskUser {
+    question: String,
+    #[serde(default)]
+    options: Vec<String>,
+    timeout_s: Option<u64>,
+    /// Server token only: the session that asks.
+    session_id: Option<String>,
+}
+
+/// Default and longest wait of `ask_user`.
+const ASK_DEFAULT_S: u64 = 3600;
+const ASK_MAX_S: u64 = 7 * 24 * 3600;
+
+/// Cancels a question whose tool call went away (the agent's request broke off) unless it
+/// was resolved.
+struct Unanswered<'a> {
+    state: &'a AppState,
+    id: Option<String>,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        // A server going down leaves it pending: the next start marks it expired.
+        if self.state.closing().is_cancelled() {
+            return;
+        }
+        if let Some(id) = self.id.take() {
+            self.state.engine().drop_question(id);
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -407,6 +452,43 @@ impl Call<'_> {
         let metadata = json!({ "reason": "mcp_note" });
         self.state.engine().add_note(&session.id, text, metadata, session.epoch).await?;
         Ok(json!({ "added": true }))
+    }
+
+    async fn ask_user(&self, a: AskUser) -> Result<Value, ApiError> {
+        let session = self.acting_session(a.session_id).await?;
+        let question = a.question.trim();
+        if question.is_empty() {
+            return Err(ApiError::validation("question must not be empty"));
+        }
+        if question.len() > 16 * 1024 {
+            return Err(ApiError::validation("question is longer than 16 KiB; shorten it"));
+        }
+        let options: Vec<String> =
+            a.options.iter().map(|o| o.trim().to_owned()).filter(|o| !o.is_empty()).collect();
+        if options.len() > 20 || options.iter().any(|o| o.len() > 500) {
+            return Err(ApiError::validation(
+                "options: at most 20, each at most 500 bytes; ask for free text instead",
+            ));
+        }
+        let seconds = a.timeout_s.unwrap_or(ASK_DEFAULT_S).clamp(1, ASK_MAX_S);
+        let timeout = std::time::Duration::from_secs(seconds);
+        let engine = self.state.engine();
+        let (asked, answered) =
+            engine.ask_user(&session.id, &session.task_id, question, &options, timeout).await?;
+        let mut guard = Unanswered { state: self.state, id: Some(asked.id.clone()) };
+        let resolved = match tokio::time::timeout(timeout, answered).await {
+            Ok(Ok(resolved)) => resolved,
+            // Timed out (or the waiter was dropped): time it out, unless it was resolved.
+            _ => match engine.resolve_question(&asked.id, QuestionStatus::TimedOut, None).await {
+                Ok(resolved) => resolved,
+                Err(_) => self.state.store().get_question(&asked.id).await?,
+            },
+        };
+        guard.id = None;
+        Ok(match (resolved.status, resolved.answer) {
+            (QuestionStatus::Answered, Some(answer)) => json!({ "answer": answer }),
+            (status, _) => json!({ "cancelled": true, "reason": status.as_str() }),
+        })
     }
 
     /// A profile by id or name.
