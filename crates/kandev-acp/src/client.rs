@@ -118,10 +118,15 @@ impl AcpClient {
         self.request("authenticate", json!({ "methodId": method_id })).await.map(drop)
     }
 
-    /// `session/new` in `cwd` (absolute), without MCP servers.
-    pub async fn new_session(&self, cwd: &Path) -> Result<NewSessionResponse, AcpError> {
+    /// `session/new` in `cwd` (absolute), with the MCP servers the agent should connect to
+    /// (ACP `McpServer` objects, http or stdio form).
+    pub async fn new_session(
+        &self,
+        cwd: &Path,
+        mcp_servers: &[Value],
+    ) -> Result<NewSessionResponse, AcpError> {
         const METHOD: &str = "session/new";
-        let params = json!({ "cwd": path_str(METHOD, cwd)?, "mcpServers": [] });
+        let params = json!({ "cwd": path_str(METHOD, cwd)?, "mcpServers": mcp_servers });
         self.call(METHOD, params).await
     }
 
@@ -130,12 +135,13 @@ impl AcpClient {
         &self,
         session_id: &str,
         cwd: &Path,
+        mcp_servers: &[Value],
     ) -> Result<LoadSessionResponse, AcpError> {
         const METHOD: &str = "session/load";
         let params = json!({
             "sessionId": session_id,
             "cwd": path_str(METHOD, cwd)?,
-            "mcpServers": [],
+            "mcpServers": mcp_servers,
         });
         self.call(METHOD, params).await
     }

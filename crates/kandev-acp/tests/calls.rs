@@ -67,7 +67,7 @@ async fn initialize_announces_the_client_and_keeps_unknown_capabilities() {
 #[tokio::test]
 async fn new_session_reads_modes_config_options_and_legacy_models() {
     let (client, _events, mut agent) = connect();
-    let call = tokio::spawn(async move { client.new_session(Path::new("/work/repo")).await });
+    let call = tokio::spawn(async move { client.new_session(Path::new("/work/repo"), &[]).await });
     let (id, params) = agent.expect_request("session/new").await;
     assert_eq!(params, json!({"cwd": "/work/repo", "mcpServers": []}));
     agent
@@ -113,7 +113,8 @@ async fn new_session_reads_modes_config_options_and_legacy_models() {
 #[tokio::test]
 async fn load_session_accepts_a_null_result() {
     let (client, _events, mut agent) = connect();
-    let call = tokio::spawn(async move { client.load_session("sess-1", Path::new("/w")).await });
+    let call =
+        tokio::spawn(async move { client.load_session("sess-1", Path::new("/w"), &[]).await });
     let (id, params) = agent.expect_request("session/load").await;
     assert_eq!(params, json!({"sessionId": "sess-1", "cwd": "/w", "mcpServers": []}));
     agent.respond(&id, Value::Null).await;
@@ -218,7 +219,7 @@ async fn agent_errors_are_classified_by_code() {
     for (code, message) in cases {
         let call = tokio::spawn({
             let client = client.clone();
-            async move { client.load_session("old", Path::new("/w")).await }
+            async move { client.load_session("old", Path::new("/w"), &[]).await }
         });
         let (id, _) = agent.expect_request("session/load").await;
         agent.respond_error(&id, code, message).await;
@@ -236,7 +237,7 @@ async fn a_call_without_answer_times_out_and_the_late_answer_is_ignored() {
     let (client, _events, mut agent) = connect();
     let call = tokio::spawn({
         let client = client.with_timeout(Duration::from_secs(5));
-        async move { client.load_session("s", Path::new("/w")).await }
+        async move { client.load_session("s", Path::new("/w"), &[]).await }
     });
     let (late_id, _) = agent.expect_request("session/load").await;
     let err = call.await.unwrap().unwrap_err();
@@ -324,7 +325,7 @@ async fn updates_sent_before_an_answer_are_queued_before_the_call_returns() {
     let (client, mut events, mut agent) = connect();
     let call = tokio::spawn({
         let client = client.clone();
-        async move { client.load_session("sess-1", Path::new("/w")).await }
+        async move { client.load_session("sess-1", Path::new("/w"), &[]).await }
     });
     let (id, _) = agent.expect_request("session/load").await;
     for text in ["first", "second"] {

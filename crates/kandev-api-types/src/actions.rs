@@ -168,6 +168,8 @@ actions! {
         PermissionRespond = "permission.respond": rq::PermissionRespond => rs::MessageOne;
 
         Search = "search": rq::Search => rs::SearchResults;
+        QuestionList = "question.list": rq::BySession => rs::Questions;
+        QuestionAnswer = "question.answer": rq::QuestionAnswer => rs::QuestionOne;
     }
     socket {
         Subscribe = "subscribe": rq::Subscribe => rs::Subscribed;

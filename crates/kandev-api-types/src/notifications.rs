@@ -11,8 +11,8 @@ use serde_json::Value;
 use ts_rs::TS;
 
 use crate::{
-    AgentProfileDto, LastErrorDto, MessageDto, MessageKindDto, QueuedPromptDto, RepositoryDto,
-    SessionDto, TaskDto, WorkflowDto, WorkspaceDto,
+    AgentProfileDto, LastErrorDto, MessageDto, MessageKindDto, QuestionDto, QueuedPromptDto,
+    RepositoryDto, SessionDto, TaskDto, WorkflowDto, WorkspaceDto,
 };
 
 /// The topic of workspace creation, renames and deletion.
@@ -150,6 +150,12 @@ pub enum SessionEvent {
         status: String,
         option_id: Option<String>,
     },
+    /// The agent asked the user a question (MCP `ask_user`).
+    #[serde(rename = "session.question.asked")]
+    QuestionAsked { question: QuestionDto },
+    /// A question was answered, cancelled, timed out or expired.
+    #[serde(rename = "session.question.resolved")]
+    QuestionResolved { question: QuestionDto },
     /// The agent's context window use (`{used, size, cost}` as the agent reported it).
     #[serde(rename = "session.usage")]
     Usage { session_id: String, usage: Value },

@@ -3,6 +3,7 @@
 use kandev_domain::StepId;
 use kandev_domain::agent::{AgentKind, AgentProfile};
 use kandev_domain::needs_you::NeedsYou;
+use kandev_domain::question::{Question, QuestionStatus};
 use kandev_domain::task::{Task, TaskState};
 use kandev_domain::workflow::{Action, Step, StepEvents, Workflow};
 use kandev_domain::workspace::{Repository, Workspace};
@@ -260,6 +261,10 @@ pub struct TaskDto {
     pub repository_ids: Vec<String>,
     pub agent_profile_id: Option<String>,
     pub primary_session_id: Option<String>,
+    /// The task this one is a subtask of.
+    pub parent_id: Option<String>,
+    /// Tasks that must be done (last step, or archived) before this one's agent auto-starts.
+    pub blocked_by: Vec<String>,
     pub archived_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
@@ -281,6 +286,8 @@ pub struct TaskCardDto {
     pub primary_session_id: Option<String>,
     pub archived_at: Option<String>,
     pub needs_you: Option<NeedsYouDto>,
+    pub parent_id: Option<String>,
+    pub blocked_by: Vec<String>,
 }
 
 impl From<&Task> for TaskCardDto {
@@ -296,6 +303,8 @@ impl From<&Task> for TaskCardDto {
             primary_session_id: t.primary_session_id.as_ref().map(|s| s.to_string()),
             archived_at: t.archived_at.map(rfc3339),
             needs_you: t.needs_you.map(NeedsYouDto::from),
+            parent_id: t.parent_id.as_ref().map(|p| p.to_string()),
+            blocked_by: t.blocked_by.iter().map(|b| b.to_string()).collect(),
         }
     }
 }
@@ -315,6 +324,8 @@ impl From<&Task> for TaskDto {
             repository_ids: t.repository_ids.iter().map(|r| r.to_string()).collect(),
             agent_profile_id: t.agent_profile_id.as_ref().map(|p| p.to_string()),
             primary_session_id: t.primary_session_id.as_ref().map(|s| s.to_string()),
+            parent_id: t.parent_id.as_ref().map(|p| p.to_string()),
+            blocked_by: t.blocked_by.iter().map(|b| b.to_string()).collect(),
             archived_at: t.archived_at.map(rfc3339),
             created_at: rfc3339(t.created_at),
             updated_at: rfc3339(t.updated_at),
@@ -443,4 +454,60 @@ pub struct SearchHitDto {
     pub message_id: Option<String>,
     pub message_seq: Option<i64>,
     pub snippet: Vec<SnippetPartDto>,
+}
+
+/// Where a question of an agent stands (`ask_user`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionStatusDto {
+    Pending,
+    Answered,
+    Cancelled,
+    TimedOut,
+    Expired,
+}
+
+impl From<QuestionStatus> for QuestionStatusDto {
+    fn from(s: QuestionStatus) -> Self {
+        match s {
+            QuestionStatus::Pending => QuestionStatusDto::Pending,
+            QuestionStatus::Answered => QuestionStatusDto::Answered,
+            QuestionStatus::Cancelled => QuestionStatusDto::Cancelled,
+            QuestionStatus::TimedOut => QuestionStatusDto::TimedOut,
+            QuestionStatus::Expired => QuestionStatusDto::Expired,
+        }
+    }
+}
+
+/// A question an agent asked the user through MCP `ask_user`: `options` are answers to pick
+/// from (empty: free text).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct QuestionDto {
+    pub id: String,
+    pub session_id: String,
+    pub task_id: String,
+    pub question: String,
+    pub options: Vec<String>,
+    pub status: QuestionStatusDto,
+    pub answer: Option<String>,
+    pub created_at: String,
+    pub expires_at: String,
+    pub resolved_at: Option<String>,
+}
+
+impl From<&Question> for QuestionDto {
+    fn from(q: &Question) -> Self {
+        QuestionDto {
+            id: q.id.clone(),
+            session_id: q.session_id.to_string(),
+            task_id: q.task_id.to_string(),
+            question: q.question.clone(),
+            options: q.options.clone(),
+            status: q.status.into(),
+            answer: q.answer.clone(),
+            created_at: rfc3339(q.created_at),
+            expires_at: rfc3339(q.expires_at),
+            resolved_at: q.resolved_at.map(rfc3339),
+        }
+    }
 }

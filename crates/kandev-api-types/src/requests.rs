@@ -155,6 +155,12 @@ pub struct TaskCreate {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub start_agent: bool,
+    /// Makes the new task a subtask of this one (same workspace).
+    pub parent_id: Option<String>,
+    /// Tasks that must be done first (same workspace, no cycles).
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub blocked_by: Vec<String>,
 }
 
 pub struct TaskList {
@@ -175,6 +181,11 @@ pub struct TaskUpdate {
     pub repository_ids: Option<Vec<String>>,
     #[serde(default, deserialize_with = "double_option")]
     pub agent_profile_id: Option<Option<String>>,
+    /// A new parent; `null` makes the task top-level again.
+    #[serde(default, deserialize_with = "double_option")]
+    pub parent_id: Option<Option<String>>,
+    /// Replaces the task's blockers.
+    pub blocked_by: Option<Vec<String>>,
 }
 
 pub struct TaskMove {
@@ -221,6 +232,12 @@ pub struct ByTask {
 
 pub struct BySession {
     pub session_id: String,
+}
+
+/// Answers a question of an agent: one of its options, or free text when it has none.
+pub struct QuestionAnswer {
+    pub id: String,
+    pub answer: String,
 }
 
 pub struct SessionLaunch {

@@ -8,8 +8,8 @@ use ts_rs::TS;
 
 use crate::{
     AgentKindDto, AgentProfileDto, CommitDto, FileChangeDto, KeptWorktreeDto, MessageDto,
-    QueuedPromptDto, RepositoryDto, SessionDto, TaskDto, TreeEntryDto, WorkflowDto, WorkspaceDto,
-    WorktreeDto,
+    QuestionDto, QueuedPromptDto, RepositoryDto, SessionDto, TaskDto, TreeEntryDto, WorkflowDto,
+    WorkspaceDto, WorktreeDto,
 };
 
 /// Declares response payloads with the attributes every one of them carries.
@@ -183,6 +183,15 @@ responses! {
 
     pub struct MessageOne {
         pub message: MessageDto,
+    }
+
+    pub struct QuestionOne {
+        pub question: QuestionDto,
+    }
+
+    /// A session's questions, oldest first.
+    pub struct Questions {
+        pub questions: Vec<QuestionDto>,
     }
 
     /// Every `message.queue.*` action answers the whole queue after the change.

@@ -4,6 +4,7 @@ pub mod agent;
 pub mod files;
 pub mod ids;
 pub mod needs_you;
+pub mod question;
 pub mod session;
 pub mod task;
 pub mod time;

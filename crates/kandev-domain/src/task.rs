@@ -60,6 +60,10 @@ pub struct Task {
     pub repository_ids: Vec<RepositoryId>,
     pub agent_profile_id: Option<AgentProfileId>,
     pub primary_session_id: Option<SessionId>,
+    /// The task this one is a subtask of.
+    pub parent_id: Option<TaskId>,
+    /// Tasks that must be done before this one's agent auto-starts.
+    pub blocked_by: Vec<TaskId>,
     pub archived_at: Option<Timestamp>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
@@ -108,5 +112,96 @@ mod tests {
             assert_eq!(TaskState::parse(s.as_str()), Some(s));
         }
         assert_eq!(TaskState::parse("DONE"), None);
+    }
+}
+
+/// The cycle that blocking `task` by `blockers` would close, given the other blocker edges
+/// (`(task, blocker)` pairs; `task`'s own are ignored, they are being replaced): the path
+/// `task → blocker → … → task`, or `None`.
+pub fn blocker_cycle(
+    edges: &[(TaskId, TaskId)],
+    task: &TaskId,
+    blockers: &[TaskId],
+) -> Option<Vec<TaskId>> {
+    fn walk(
+        edges: &[(TaskId, TaskId)],
+        from: &TaskId,
+        target: &TaskId,
+        path: &mut Vec<TaskId>,
+        seen: &mut std::collections::HashSet<TaskId>,
+    ) -> bool {
+        if from == target {
+            return true;
+        }
+        if !seen.insert(from.clone()) {
+            return false;
+        }
+        for (_, next) in edges.iter().filter(|(t, _)| t == from && t != target) {
+            path.push(next.clone());
+            if walk(edges, next, target, path, seen) {
+                return true;
+            }
+            path.pop();
+        }
+        false
+    }
+    let mut seen = std::collections::HashSet::new();
+    for blocker in blockers {
+        let mut path = vec![task.clone(), blocker.clone()];
+        if walk(edges, blocker, task, &mut path, &mut seen) {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// The chain of parents of a task that `parent` would make cyclic: `task`, `parent`, its
+/// parent, … back to `task`; `parents` maps a task to its parent.
+pub fn parent_cycle(
+    parents: &std::collections::HashMap<TaskId, TaskId>,
+    task: &TaskId,
+    parent: &TaskId,
+) -> Option<Vec<TaskId>> {
+    let mut path = vec![task.clone(), parent.clone()];
+    let mut at = parent.clone();
+    while &at != task {
+        at = parents.get(&at)?.clone();
+        if path.len() > parents.len() + 2 {
+            return None;
+        }
+        path.push(at.clone());
+    }
+    Some(path)
+}
+
+#[cfg(test)]
+mod dependency_tests {
+    use super::*;
+
+    fn id(s: &str) -> TaskId {
+        TaskId::new(s)
+    }
+
+    #[test]
+    fn a_blocker_that_waits_on_the_task_closes_a_cycle() {
+        // b is blocked by c, c is blocked by a: a blocked by b closes a → b → c → a.
+        let edges = vec![(id("b"), id("c")), (id("c"), id("a"))];
+        assert_eq!(
+            blocker_cycle(&edges, &id("a"), &[id("b")]),
+            Some(vec![id("a"), id("b"), id("c"), id("a")])
+        );
+        assert_eq!(blocker_cycle(&edges, &id("d"), &[id("b")]), None);
+        assert_eq!(blocker_cycle(&[], &id("a"), &[id("a")]), Some(vec![id("a"), id("a")]));
+    }
+
+    #[test]
+    fn a_parent_below_the_task_closes_a_cycle() {
+        let parents: std::collections::HashMap<TaskId, TaskId> =
+            [(id("b"), id("a")), (id("c"), id("b"))].into_iter().collect();
+        assert_eq!(
+            parent_cycle(&parents, &id("a"), &id("c")),
+            Some(vec![id("a"), id("c"), id("b"), id("a")])
+        );
+        assert_eq!(parent_cycle(&parents, &id("d"), &id("c")), None);
     }
 }

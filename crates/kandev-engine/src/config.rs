@@ -43,6 +43,10 @@ pub struct EngineConfig {
     /// An agent idle this long (no turn, reset or command) is stopped; the next message
     /// resumes it. Zero: never.
     pub idle_timeout: Duration,
+    /// How agents without `mcpCapabilities.http` reach Kandev's MCP server: this program
+    /// and args, then `mcp-bridge --url <url>` (`kandev mcp-bridge`); `None` gives such
+    /// agents no Kandev server. `flags` is unused.
+    pub mcp_bridge: Option<AgentCommand>,
 }
 
 impl EngineConfig {
@@ -58,6 +62,7 @@ impl EngineConfig {
             reset_timeout: Duration::from_secs(10),
             setup_timeout: SETUP_TIMEOUT,
             idle_timeout: Duration::from_secs(30 * 60),
+            mcp_bridge: None,
         }
     }
 }

@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use kandev_domain::question::{Question, QuestionStatus};
 use kandev_domain::task::Task;
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
 use kandev_domain::workflow::{Action, EntryCause};
@@ -19,10 +20,14 @@ use crate::create::create_session;
 use crate::error::{EngineError, Result};
 use crate::inner::{Inner, lock};
 use crate::launcher::Launcher;
+use crate::mcp::{McpRefusal, McpSession};
+use crate::question;
 use crate::reconcile::reconcile;
 use crate::session::command::Command;
 use crate::session::handle::ask;
-use crate::workflow::{primary_session_for, record_move};
+use crate::workflow::{
+    hold_if_blocked, primary_session_for, record_move, release_one, release_waiting, start_new_task,
+};
 
 /// Cheap-to-clone handle to the engine.
 #[derive(Clone)]
@@ -115,25 +120,17 @@ impl Engine {
         task_id: &TaskId,
         start_agent: bool,
     ) -> Result<Option<Session>> {
-        let task = self.inner.store.get_task(task_id).await?;
-        let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
-        let Some(step) = workflow.step(&task.step_id).cloned() else { return Ok(None) };
-        let auto_start = step.events.on_enter.contains(&Action::AutoStartAgent);
-        if !auto_start && !start_agent {
-            return Ok(None);
-        }
-        let session = primary_session_for(&self.inner, &task, &step).await?;
-        let cause = EntryCause::Created;
-        let to = step.id.clone();
-        self.ask(&session, |reply| Command::StepEntered {
-            from: None,
-            to,
-            cause,
-            start_agent,
-            reply,
-        })
-        .await?;
-        Ok(Some(self.inner.store.get_session(&session).await?))
+        start_new_task(&self.inner, task_id, start_agent).await
+    }
+
+    /// A task's blockers changed and none is open: its waiting auto-start (if any) runs now.
+    pub async fn release_task(&self, task_id: &TaskId) -> Result<()> {
+        release_one(&self.inner, task_id).await
+    }
+
+    /// `task` became done (archived): tasks whose auto-start waited for it start now.
+    pub async fn task_done(&self, task_id: &TaskId) -> Result<()> {
+        release_waiting(self.inner.clone(), task_id.clone()).await
     }
 
     /// Moves a task (a person's move), running `on_exit` of the step it leaves and
@@ -155,6 +152,10 @@ impl Engine {
         if task.primary_session_id.is_none() && !auto_start {
             return Ok((task, from));
         }
+        // A blocked task's auto-start waits for its blockers (runs once they are done).
+        if task.primary_session_id.is_none() && hold_if_blocked(&self.inner, task_id).await? {
+            return Ok((task, from));
+        }
         let session = primary_session_for(&self.inner, &task, &step).await?;
         let (from_step, to_step) = (Some(from.clone()), to.clone());
         self.ask(&session, |reply| Command::StepEntered {
@@ -168,20 +169,113 @@ impl Engine {
         Ok((self.inner.store.get_task(task_id).await?, from))
     }
 
-    /// Cancels the running turn (rule 12); succeeds when nothing runs.
+    /// Where agents reach Kandev's MCP server (`http://127.0.0.1:<port>/mcp`): set by the
+    /// server once it listens. Agents started from then on get a session token for it;
+    /// `None` (the server runs without MCP) gives them none.
+    pub fn set_mcp_url(&self, url: Option<String>) {
+        self.inner.mcp.set_url(url);
+    }
+
+    /// The session a session token (`kst_…`) belongs to, while it is the session's current
+    /// execution: the refusal says why not (unknown, an older epoch, a deleted session).
+    pub async fn mcp_session(
+        &self,
+        token: &str,
+    ) -> Result<std::result::Result<McpSession, McpRefusal>> {
+        let Some((session_id, epoch)) = self.inner.mcp.grant(token) else {
+            return Ok(Err(McpRefusal::Unknown));
+        };
+        let session = match self.inner.store.get_session(&session_id).await {
+            Ok(session) => session,
+            Err(kandev_store::StoreError::NotFound { .. }) => {
+                self.inner.mcp.forget(&session_id);
+                return Ok(Err(McpRefusal::SessionGone { session_id }));
+            }
+            Err(err) => return Err(err.into()),
+        };
+        if session.epoch != epoch {
+            return Ok(Err(McpRefusal::StaleEpoch {
+                session_id,
+                token_epoch: epoch,
+                current_epoch: session.epoch,
+            }));
+        }
+        Ok(Ok(McpSession { session_id, task_id: session.task_id, epoch }))
+    }
+
+    /// Adds a status message to the session's transcript (MCP `add_note`); with `epoch`, only
+    /// while the session is still at that epoch.
+    pub async fn add_note(
+        &self,
+        id: &SessionId,
+        text: String,
+        metadata: serde_json::Value,
+        epoch: Option<i64>,
+    ) -> Result<()> {
+        self.ask(id, |reply| Command::Note { text, metadata, epoch, reply }).await
+    }
+
+    /// Asks the user a question for a session (MCP `ask_user`): stored and announced now;
+    /// the receiver gets the question once it is answered, cancelled, timed out or expired.
+    pub async fn ask_user(
+        &self,
+        session_id: &SessionId,
+        task_id: &TaskId,
+        text: &str,
+        options: &[String],
+        timeout: std::time::Duration,
+    ) -> Result<(Question, tokio::sync::oneshot::Receiver<Question>)> {
+        let timeout_ms = i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX);
+        let (store, waiters) = (&self.inner.store, &self.inner.questions);
+        question::ask(store, waiters, session_id, task_id, text, options, timeout_ms).await
+    }
+
+    /// Resolves a question once (`AlreadyResolved` the second time) and wakes whoever waits.
+    pub async fn resolve_question(
+        &self,
+        id: &str,
+        status: QuestionStatus,
+        answer: Option<&str>,
+    ) -> Result<Question> {
+        question::resolve(&self.inner.store, &self.inner.questions, id, status, answer).await
+    }
+
+    /// Cancels a question in the background (its waiter went away: the agent's call broke
+    /// off); a question resolved meanwhile stays as it is.
+    pub fn drop_question(&self, id: String) {
+        let inner = self.inner.clone();
+        self.inner.tracker.spawn(async move {
+            let (store, waiters) = (&inner.store, &inner.questions);
+            let _ = question::resolve(store, waiters, &id, QuestionStatus::Cancelled, None).await;
+        });
+    }
+
+    /// Cancels the session's pending questions (turn cancel, stop, delete).
+    async fn cancel_questions(&self, id: &SessionId) -> Result<()> {
+        let (store, waiters) = (&self.inner.store, &self.inner.questions);
+        question::resolve_pending(store, waiters, Some(id), QuestionStatus::Cancelled).await?;
+        Ok(())
+    }
+
+    /// Cancels the running turn (rule 12) and the questions its agent waits on; succeeds
+    /// when nothing runs.
     pub async fn cancel(&self, id: &SessionId) -> Result<()> {
+        self.cancel_questions(id).await?;
         self.ask(id, |reply| Command::Cancel { reply }).await
     }
 
     /// Ends the agent process, leaving the session resumable (rule 16).
     pub async fn stop(&self, id: &SessionId) -> Result<()> {
+        self.cancel_questions(id).await?;
         self.ask(id, |reply| Command::Stop { reply }).await
     }
 
     /// Stops any execution and deletes the session and its transcript (rule 35).
     pub async fn delete(&self, id: &SessionId) -> Result<()> {
+        self.cancel_questions(id).await?;
         let result = self.ask(id, |reply| Command::Delete { reply }).await;
         lock(&self.inner.sessions).remove(id);
+        // Its MCP tokens stay known until used once more, so the refusal can say why.
         result
     }
 

@@ -17,6 +17,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
 use crate::launcher::{ExecutionControl, LaunchSpec, Launcher};
+use crate::mcp::McpOffer;
 
 /// Everything a boot needs, copied out of the actor.
 pub struct BootPlan {
@@ -28,6 +29,8 @@ pub struct BootPlan {
     pub stop_grace: Duration,
     /// An auth method to call `authenticate` with before opening the conversation.
     pub authenticate: Option<String>,
+    /// Kandev's MCP server for this execution (its token is of this epoch), if served.
+    pub mcp: Option<McpOffer>,
 }
 
 /// A live, initialized conversation.
@@ -51,6 +54,9 @@ pub struct Conversation {
     pub agent_title: String,
     /// The agent's auth methods as shown in `last_error.details.auth_methods`.
     pub auth_methods: Vec<Value>,
+    /// Whether the agent takes MCP servers over http (`mcpCapabilities.http`); else it gets
+    /// the stdio bridge.
+    pub mcp_http: bool,
 }
 
 impl Conversation {
@@ -180,19 +186,21 @@ async fn handshake(
     authenticate(client, plan, &agent).await?;
     let cwd = PathBuf::from(&plan.spec.cwd);
     let can_load = init.agent_capabilities.load_session;
+    let mcp_http = init.agent_capabilities.mcp_capabilities.http;
+    let servers = plan.mcp.as_ref().map(|m| m.servers(mcp_http)).unwrap_or_default();
     let (acp_session_id, loaded, modes, options, models) = match (&plan.resume_token, can_load) {
-        (Some(token), true) => match client.load_session(token, &cwd).await {
+        (Some(token), true) => match client.load_session(token, &cwd, &servers).await {
             Ok(r) => (token.clone(), true, r.modes, r.config_options, r.models),
             // Rule 30: only a confirmed incompatibility falls back to a new conversation.
             Err(e) if e.is_method_not_found() || e.is_resource_not_found() => {
-                new_session(client, &cwd, &agent).await?
+                new_session(client, &cwd, &servers, &agent).await?
             }
             Err(e) if needs_auth(&e, &agent) => {
                 return Err(agent.auth_failure(&said("session/load", &e)));
             }
             Err(e) => return Err(call_failure("session/load", program, &e)),
         },
-        _ => new_session(client, &cwd, &agent).await?,
+        _ => new_session(client, &cwd, &servers, &agent).await?,
     };
     // History replayed by session/load is already in the transcript: drop it (the client
     // queues every event read before the response, so all of it is here now).
@@ -216,6 +224,7 @@ async fn handshake(
         config_options,
         agent_title: agent.name.clone(),
         auth_methods: agent.auth_methods.iter().map(AuthMethodView::to_json).collect(),
+        mcp_http,
     })
 }
 
@@ -230,9 +239,10 @@ type NewSession = (
 async fn new_session(
     client: &AcpClient,
     cwd: &std::path::Path,
+    servers: &[Value],
     agent: &AgentIdentity,
 ) -> Result<NewSession, BootFailure> {
-    let r = client.new_session(cwd).await.map_err(|e| {
+    let r = client.new_session(cwd, servers).await.map_err(|e| {
         if needs_auth(&e, agent) {
             agent.auth_failure(&said("session/new", &e))
         } else {

@@ -13,6 +13,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::EngineConfig;
 use crate::launcher::Launcher;
+use crate::mcp::McpTokens;
+use crate::question::Waiters;
 use crate::session::command::Command;
 use crate::stream::StreamWriter;
 
@@ -28,6 +30,10 @@ pub(crate) struct Inner {
     pub task_locks: TaskLocks,
     /// Group commit of streamed text (`stream.rs`).
     pub streams: StreamWriter,
+    /// The MCP endpoint and the session tokens minted for it.
+    pub mcp: McpTokens,
+    /// Callers waiting for the answers of agents' questions.
+    pub questions: Waiters,
 }
 
 impl Inner {
@@ -41,6 +47,8 @@ impl Inner {
             auth_wishes: Mutex::new(HashMap::new()),
             task_locks: TaskLocks::default(),
             streams: StreamWriter::default(),
+            mcp: McpTokens::default(),
+            questions: Waiters::default(),
         }
     }
 

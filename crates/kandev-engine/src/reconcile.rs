@@ -4,6 +4,7 @@
 //! context resets that were accepted and never settled are finished without any agent. No
 //! agent is started. Every session change goes through [`write_session`].
 
+use kandev_domain::question::QuestionStatus;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{LastError, MessageKind, Session};
 use kandev_domain::workflow::{Action, EntryCause, step_prompt};
@@ -13,6 +14,7 @@ use serde_json::json;
 use crate::error::Result;
 use crate::inner::Inner;
 use crate::publish;
+use crate::question;
 use crate::session::reset::divider;
 use crate::write::{add_message, write_session};
 
@@ -55,6 +57,9 @@ pub(crate) async fn reconcile(inner: &Inner) -> Result<usize> {
         }
         tx.commit().await?;
     }
+    // Nobody waits for the answers of questions asked before the restart: they expire.
+    let (store, waiters) = (&inner.store, &inner.questions);
+    question::resolve_pending(store, waiters, None, QuestionStatus::Expired).await?;
     // Rule 45: resets the last run accepted and never settled are finished now.
     for intent in inner.store.reset_intents().await? {
         match settle_after_restart(inner, &intent).await {

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use kandev_api_types::{Notification, TaskDto, WorkspaceEvent};
 use kandev_domain::task::Task;
-use kandev_domain::workflow::{EntryCause, Step};
+use kandev_domain::transcript::Session;
+use kandev_domain::workflow::{Action, EntryCause, Step};
 use kandev_domain::{SessionId, StepId, TaskId};
 
 use crate::create::create_session;
@@ -20,7 +21,7 @@ use crate::session::handle::ask;
 
 /// Moves a task in the store and announces it; returns the task and the step it left.
 pub(crate) async fn record_move(
-    inner: &Inner,
+    inner: &Arc<Inner>,
     task_id: &TaskId,
     to: &StepId,
     position: Option<usize>,
@@ -37,7 +38,85 @@ pub(crate) async fn record_move(
     };
     publish::notify(&mut tx, Notification::workspace(&moved.workspace_id, event)).await?;
     tx.commit().await?;
+    // A task that reached its last step may be the last blocker of tasks waiting to start.
+    let (owner, done) = (inner.clone(), moved.id.clone());
+    inner.tracker.spawn(async move {
+        if let Err(err) = release_waiting(owner, done.clone()).await {
+            tracing::warn!(task = %done, error = %err, "cannot start the tasks it blocked");
+        }
+    });
     Ok((moved, before.step_id))
+}
+
+/// Runs the start step's `on_enter` for a new task; with `start_agent` (or an
+/// `auto_start_agent` action) its first session starts, exactly once — unless a blocker of
+/// the task is not done: then the start waits (`release_waiting` runs it later).
+pub(crate) async fn start_new_task(
+    inner: &Arc<Inner>,
+    task_id: &TaskId,
+    start_agent: bool,
+) -> Result<Option<Session>> {
+    let task = inner.store.get_task(task_id).await?;
+    let workflow = inner.store.get_workflow(&task.workflow_id).await?;
+    let Some(step) = workflow.step(&task.step_id).cloned() else { return Ok(None) };
+    let auto_start = step.events.on_enter.contains(&Action::AutoStartAgent);
+    if !auto_start && !start_agent {
+        return Ok(None);
+    }
+    if hold_if_blocked(inner, task_id).await? {
+        return Ok(None);
+    }
+    let session = primary_session_for(inner, &task, &step).await?;
+    let cause = EntryCause::Created;
+    let to = step.id.clone();
+    ask(inner, &session, |reply| Command::StepEntered {
+        from: None,
+        to,
+        cause,
+        start_agent,
+        reply,
+    })
+    .await?;
+    Ok(Some(inner.store.get_session(&session).await?))
+}
+
+/// Whether a task's auto-start must wait: it has a blocker that is not done. Marks the
+/// start as waiting when so.
+pub(crate) async fn hold_if_blocked(inner: &Inner, task_id: &TaskId) -> Result<bool> {
+    if inner.store.open_blockers(task_id).await?.is_empty() {
+        return Ok(false);
+    }
+    let mut tx = inner.store.begin_write().await?;
+    tx.set_start_waiting(task_id, true).await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// `done` became done (last step, archived): every task it blocked whose auto-start waits
+/// and that has no other open blocker starts now, exactly once (the flag is taken in a
+/// write transaction, so two releases racing start it once).
+/// Boxed with an explicit `Send`: a move spawns it, and a start may move tasks again.
+pub(crate) fn release_waiting(inner: Arc<Inner>, done: TaskId) -> BoxFuture<'static, Result<()>> {
+    Box::pin(async move {
+        for waiting in inner.store.waiting_on(&done).await? {
+            release_one(&inner, &waiting).await?;
+        }
+        Ok(())
+    })
+}
+
+/// Starts `task`'s waiting auto-start if it has no open blocker; once.
+pub(crate) async fn release_one(inner: &Arc<Inner>, task: &TaskId) -> Result<()> {
+    if !inner.store.open_blockers(task).await?.is_empty() {
+        return Ok(());
+    }
+    let mut tx = inner.store.begin_write().await?;
+    let taken = tx.take_start_waiting(task).await?;
+    tx.commit().await?;
+    if taken {
+        start_new_task(inner, task, true).await?;
+    }
+    Ok(())
 }
 
 /// The session a step works in: the task's primary session, unless the step names its

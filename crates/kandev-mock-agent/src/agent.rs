@@ -23,6 +23,7 @@ use crate::config::MockConfig;
 use crate::counters::{Call, CallKind, CallLog, CallOutcome};
 use crate::error::StateError;
 use crate::lock;
+use crate::mcp::{McpServer, parse_servers};
 use crate::rpc::{self, Incoming, RpcError, codes};
 use crate::store::{SessionMeta, Store};
 use crate::turn::Turn;
@@ -47,6 +48,8 @@ struct LiveSession {
     meta: SessionMeta,
     /// Running turns and their cancel tokens.
     turns: HashMap<u64, CancellationToken>,
+    /// The MCP servers the client handed over for this conversation.
+    mcp_servers: Vec<McpServer>,
 }
 
 /// An answer to a request, with the lines around it.
@@ -233,6 +236,30 @@ impl Agent {
     }
 
     /// The cwd of a live session.
+    /// The MCP server called `name` of a conversation.
+    pub(crate) fn mcp_server(&self, session_id: &str, name: &str) -> Option<McpServer> {
+        let sessions = lock(&self.sessions);
+        let servers = &sessions.get(session_id)?.mcp_servers;
+        servers.iter().find(|s| s.name() == name).cloned()
+    }
+
+    /// The `mcpServers` of a `session/new` or `session/load`, appended to `--mcp-log`.
+    fn take_mcp_servers(&self, params: &Value) -> Vec<McpServer> {
+        let given = params.get("mcpServers");
+        if let (Some(path), Some(given)) = (&self.config.mcp_log, given) {
+            let appended =
+                std::fs::OpenOptions::new().create(true).append(true).open(path).and_then(
+                    |mut file| {
+                        std::io::Write::write_all(&mut file, format!("{given}\n").as_bytes())
+                    },
+                );
+            if let Err(err) = appended {
+                tracing::warn!(error = %err, "cannot append to the MCP log");
+            }
+        }
+        parse_servers(given)
+    }
+
     pub(crate) fn session_cwd(&self, session_id: &str) -> Option<PathBuf> {
         lock(&self.sessions).get(session_id).map(|s| s.meta.cwd.clone())
     }
@@ -391,7 +418,7 @@ impl Agent {
             "agentCapabilities": {
                 "loadSession": self.config.load_session,
                 "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
-                "mcpCapabilities": {"http": false, "sse": false},
+                "mcpCapabilities": {"http": self.config.mcp_http, "sse": false},
             },
             "authMethods": [
                 {"id": "mock-login", "name": "Mock login", "description": "Always succeeds"},
@@ -419,6 +446,7 @@ impl Agent {
     }
 
     fn new_session(&self, params: Value) -> Reply {
+        let mcp_servers = self.take_mcp_servers(&params);
         let is_reset = self.opened_conversation.swap(true, Ordering::SeqCst);
         let delay = if is_reset { self.config.reset_delay } else { Duration::ZERO };
         if let Some(kind) = self.config.fail_new {
@@ -442,7 +470,8 @@ impl Agent {
             }
         };
         let result = Self::session_result(Some(&id), &meta.selection);
-        lock(&self.sessions).insert(id.clone(), LiveSession { meta, turns: HashMap::new() });
+        let live = LiveSession { meta, turns: HashMap::new(), mcp_servers };
+        lock(&self.sessions).insert(id.clone(), live);
         self.record(CallKind::New, CallOutcome::Ok, Some(&id));
         Answer::new(Ok(result))
             .delayed(delay)
@@ -451,6 +480,7 @@ impl Agent {
     }
 
     fn load_session(&self, params: Value) -> Reply {
+        let mcp_servers = self.take_mcp_servers(&params);
         let session_id = params.get("sessionId").and_then(Value::as_str).map(str::to_owned);
         let record = |outcome| self.record(CallKind::Load, outcome, session_id.as_deref());
         if !self.config.load_session {
@@ -489,8 +519,11 @@ impl Agent {
         let result = Self::session_result(None, &meta.selection);
         lock(&self.sessions)
             .entry(id.clone())
-            .and_modify(|s| s.meta = meta.clone())
-            .or_insert_with(|| LiveSession { meta, turns: HashMap::new() });
+            .and_modify(|s| {
+                s.meta = meta.clone();
+                s.mcp_servers = mcp_servers.clone();
+            })
+            .or_insert_with(|| LiveSession { meta, turns: HashMap::new(), mcp_servers });
         // The replay goes out before the answer: queue it now, in order, from the read loop.
         let replay: Vec<String> = history.iter().map(|u| rpc::update_line(&id, u)).collect();
         Answer::new(Ok(result))

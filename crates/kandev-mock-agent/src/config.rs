@@ -65,6 +65,13 @@ pub struct MockArgs {
     /// Delay before answering a session/new that is not the first conversation of this process
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub reset_delay_ms: u64,
+    /// Advertise stdio MCP servers only (`mcpCapabilities.http: false`)
+    #[arg(long)]
+    pub no_mcp_http: bool,
+    /// Append every `mcpServers` list received to this file, one JSON line each (tests read
+    /// the credentials an agent was given from it)
+    #[arg(long, value_name = "PATH")]
+    pub mcp_log: Option<PathBuf>,
 }
 
 /// Everything that shapes one mock agent run. `Default` is a well-behaved agent with no state dir.
@@ -86,6 +93,10 @@ pub struct MockConfig {
     /// Delay before answering a `session/new` after this process already opened a conversation
     /// (a context reset on a live process).
     pub reset_delay: Duration,
+    /// Advertise `mcpCapabilities.http`.
+    pub mcp_http: bool,
+    /// Where received `mcpServers` lists are appended.
+    pub mcp_log: Option<PathBuf>,
 }
 
 impl Default for MockConfig {
@@ -98,6 +109,8 @@ impl Default for MockConfig {
             load_session: true,
             startup_delay: Duration::ZERO,
             reset_delay: Duration::ZERO,
+            mcp_http: true,
+            mcp_log: None,
         }
     }
 }
@@ -112,6 +125,8 @@ impl From<MockArgs> for MockConfig {
             load_session: !args.no_load_session,
             startup_delay: Duration::from_millis(args.startup_delay_ms),
             reset_delay: Duration::from_millis(args.reset_delay_ms),
+            mcp_http: !args.no_mcp_http,
+            mcp_log: args.mcp_log,
         }
     }
 }
@@ -198,6 +213,8 @@ mod tests {
                 load_session: false,
                 startup_delay: Duration::from_millis(250),
                 reset_delay: Duration::from_millis(1500),
+                mcp_http: true,
+                mcp_log: None,
             }
         );
     }

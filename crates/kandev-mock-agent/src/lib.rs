@@ -38,6 +38,7 @@ mod catalog;
 mod config;
 mod counters;
 mod error;
+mod mcp;
 mod rpc;
 pub mod script;
 mod store;

@@ -89,6 +89,17 @@ pub enum Directive {
     Garbage,
     /// `bigline <bytes>`: one valid JSON line whose chunk text has this many bytes.
     BigLine(usize),
+    /// `mcp <server> <tool> <json>`: call a tool of an MCP server the client handed over in
+    /// `mcpServers`; the result is said back as one line (`mcp <tool> ok: <json>`, `mcp <tool>
+    /// error: <json>` for a tool error, `mcp <tool> failed: <why>` when no result came).
+    Mcp {
+        /// The server's `name` in `mcpServers`.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments (a JSON value; `{}` when left out).
+        arguments: serde_json::Value,
+    },
 }
 
 /// One entry of a `plan` directive.
@@ -290,6 +301,26 @@ fn parse_directive(line: usize, text: &str) -> Result<Directive, ScriptError> {
             Directive::Crash(code)
         }
         "hang" => Directive::Hang,
+        "mcp" => {
+            let (server, rest) = split_word(rest);
+            let (tool, arguments) = split_word(rest);
+            if server.is_empty() || tool.is_empty() {
+                return Err(ScriptError::MissingArgument {
+                    line,
+                    directive: "mcp",
+                    what: "a server name, a tool name and JSON arguments",
+                });
+            }
+            let arguments = if arguments.trim().is_empty() { "{}" } else { arguments.trim() };
+            let Ok(arguments) = serde_json::from_str::<serde_json::Value>(arguments) else {
+                return Err(ScriptError::InvalidArgument {
+                    line,
+                    directive: "mcp",
+                    value: arguments.to_owned(),
+                });
+            };
+            Directive::Mcp { server: server.to_owned(), tool: tool.to_owned(), arguments }
+        }
         "garbage" => Directive::Garbage,
         "bigline" => Directive::BigLine(size("bigline", "a size in bytes", rest)?),
         other => return Err(ScriptError::UnknownDirective { line, name: other.to_owned() }),

@@ -283,6 +283,9 @@ impl Turn {
             Directive::AskPermission(title) => return self.ask_permission(&title).await,
             Directive::Write { path, content } => return self.write(&path, content).await,
             Directive::Read(path) => return self.read(&path).await,
+            Directive::Mcp { server, tool, arguments } => {
+                return self.mcp(&server, &tool, arguments).await;
+            }
             Directive::Usage { used, size } => {
                 let update = json!({"sessionUpdate": "usage_update", "used": used, "size": size});
                 self.update(update, false).await;
@@ -335,6 +338,33 @@ impl Turn {
                 }
             }
             Err(error) => format!("permission: error {}", error.message),
+        };
+        self.say(&said).await;
+        None
+    }
+
+    async fn mcp(&mut self, server: &str, tool: &str, arguments: Value) -> Option<End> {
+        let Some(found) = self.agent.mcp_server(&self.session_id, server) else {
+            self.say(&format!("mcp {tool} failed: no MCP server {server:?} was given\n")).await;
+            return None;
+        };
+        self.flush_history();
+        let Some(result) =
+            self.unless_cancelled(crate::mcp::call_tool(&found, tool, arguments)).await
+        else {
+            return Some(End::cancelled());
+        };
+        let said = match result {
+            Ok(result) => {
+                let failed = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
+                let shown = match result.get("structuredContent") {
+                    Some(structured) => structured.to_string(),
+                    None => result.get("content").cloned().unwrap_or_default().to_string(),
+                };
+                let outcome = if failed { "error" } else { "ok" };
+                format!("mcp {tool} {outcome}: {shown}\n")
+            }
+            Err(why) => format!("mcp {tool} failed: {why}\n"),
         };
         self.say(&said).await;
         None

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::handlers::{
-    agent_auth, files, profile, repository, search, session, task, workflow, workspace,
+    agent_auth, files, profile, question, repository, search, session, task, workflow, workspace,
 };
 use crate::{ApiError, AppState};
 
@@ -113,6 +113,8 @@ handlers! {
     QueueDrain => session::queue_drain,
     QueueAutoRunSet => session::auto_run_set,
     PermissionRespond => session::permission_respond,
+    QuestionList => question::list,
+    QuestionAnswer => question::answer,
 }
 
 /// One call on its way to its action's handler.

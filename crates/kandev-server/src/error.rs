@@ -63,6 +63,7 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound { .. } => ApiError::not_found(err.to_string()),
             StoreError::Conflict(message) => ApiError::conflict(message),
             StoreError::InvalidQuery(message) => ApiError::validation(message),
+            StoreError::Invalid(message) => ApiError::validation(message),
             // Rolled back and lasting until space is freed: the client may retry later.
             StoreError::DiskFull { .. } => {
                 tracing::warn!(error = %err, "a write failed: the disk is full");

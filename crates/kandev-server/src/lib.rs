@@ -7,6 +7,7 @@ mod dispatch;
 mod error;
 mod handlers;
 mod http;
+mod mcp;
 mod outbox;
 mod security;
 mod state;
@@ -27,12 +28,18 @@ pub use error::ApiError;
 pub use security::check_bind;
 pub use state::{AppState, ServerConfig};
 
+/// Where the MCP server answers.
+pub const MCP_PATH: &str = "/mcp";
+
 /// The server's version, reported by the health endpoint.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The router with every route and the security layer.
 pub fn router(state: AppState) -> Router {
+    let mcp = mcp::service(state.clone(), state.closing().clone());
+    let mcp_auth = axum::middleware::from_fn_with_state(state.clone(), mcp::authenticate);
     Router::new()
+        .route(MCP_PATH, axum::routing::any_service(mcp).layer(mcp_auth))
         .route("/api/v1/health", get(http::health))
         .route("/api/v1/{action}", post(http::action))
         .route("/ws", get(ws::upgrade))
@@ -72,6 +79,19 @@ pub async fn serve(
         stop.cancelled().await;
         closing.cancel();
     });
+    // Agents started from now on reach the MCP server on this address (loopback when the
+    // server listens on every interface).
+    if config.mcp_for_agents
+        && let Ok(addr) = listener.local_addr()
+    {
+        let host = match addr.ip() {
+            ip if ip.is_unspecified() && ip.is_ipv6() => "[::1]".to_owned(),
+            ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
+            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+            ip => ip.to_string(),
+        };
+        state.engine().set_mcp_url(Some(format!("http://{host}:{}{MCP_PATH}", addr.port())));
+    }
     let served = conn::serve(listener, router(state), limits, shutdown).await;
     // The pruner and the fan-out stop on `shutdown`; WebSocket requests in flight finish.
     tasks.close();

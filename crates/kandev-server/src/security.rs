@@ -43,8 +43,12 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
         return err.into_response();
     }
     let client = client_ip(&request);
+    // An agent's session token is checked by `/mcp` itself (its epoch, its session).
+    let session_token = request.uri().path() == crate::MCP_PATH
+        && crate::mcp::session_token(request.headers()).is_some();
     if let Some(token) = &state.config().token
         && (login_attempt || !login)
+        && !session_token
     {
         // Token guesses are limited before the token is even compared, so a guesser learns
         // nothing while limited.

@@ -43,6 +43,8 @@ pub struct ServerConfig {
     pub retention: Retention,
     /// How often the event log is pruned.
     pub prune_interval: Duration,
+    /// Whether agents get Kandev's MCP server (a session token each) in `mcpServers`.
+    pub mcp_for_agents: bool,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +61,7 @@ impl Default for ServerConfig {
             ws_queue_wait: Duration::from_secs(5),
             retention: Retention::default(),
             prune_interval: Duration::from_secs(60),
+            mcp_for_agents: true,
         }
     }
 }

@@ -15,6 +15,9 @@ pub enum StoreError {
     /// A search query SQLite's full-text syntax refuses (meant for the user).
     #[error("{0}")]
     InvalidQuery(String),
+    /// The change breaks a rule of the data (a dependency cycle); meant for users.
+    #[error("{0}")]
+    Invalid(String),
     /// A runtime-state write from an epoch that is no longer current (fenced).
     #[error("session {session} moved on to epoch {actual} (write was for epoch {expected})")]
     StaleEpoch { session: String, expected: i64, actual: i64 },

@@ -15,6 +15,7 @@ mod events;
 mod messages;
 mod permissions;
 mod profiles;
+mod questions;
 mod queue;
 mod repositories;
 mod runtime;

@@ -2,7 +2,7 @@
 //! `position` is its index among the non-archived tasks of its step.
 
 use kandev_domain::needs_you::NeedsYou;
-use kandev_domain::task::{Task, TaskState, place_at};
+use kandev_domain::task::{Task, TaskState, blocker_cycle, parent_cycle, place_at};
 use kandev_domain::{
     AgentProfileId, RepositoryId, SessionId, StepId, TaskId, Timestamp, WorkflowId, WorkspaceId,
 };
@@ -66,7 +66,10 @@ pub struct StepChange {
 
 const TASK_SELECT: &str = "SELECT t.id, t.workspace_id, t.workflow_id, t.step_id, t.title, \
     t.description, t.state, t.needs_you, t.position, t.agent_profile_id, t.primary_session_id, \
-    t.archived_at, t.created_at, t.updated_at, \
+    t.archived_at, t.created_at, t.updated_at, t.parent_id, \
+    (SELECT group_concat(blocker_id, ',') FROM \
+        (SELECT blocker_id FROM task_blockers WHERE task_id = t.id ORDER BY blocker_id)) \
+        AS blocked_by, \
     (SELECT group_concat(repository_id, ',') FROM \
         (SELECT repository_id FROM task_repositories WHERE task_id = t.id ORDER BY position)) \
         AS repository_ids \
@@ -90,6 +93,9 @@ struct TaskRow {
     updated_at: i64,
     /// Comma-separated repository ids in order (from `group_concat`).
     repository_ids: Option<String>,
+    parent_id: Option<String>,
+    /// Comma-separated blocker ids (from `group_concat`).
+    blocked_by: Option<String>,
 }
 
 impl TryFrom<TaskRow> for Task {
@@ -124,6 +130,13 @@ impl TryFrom<TaskRow> for Task {
             repository_ids,
             agent_profile_id: r.agent_profile_id.map(AgentProfileId::new),
             primary_session_id: r.primary_session_id.map(SessionId::new),
+            parent_id: r.parent_id.map(TaskId::new),
+            blocked_by: r
+                .blocked_by
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .map(|s| s.split(',').map(TaskId::new).collect())
+                .unwrap_or_default(),
             archived_at: r.archived_at.map(Timestamp),
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
@@ -168,6 +181,41 @@ pub(crate) async fn count_in_step(mut db: Db<'_>, step_id: &StepId) -> Result<i6
 }
 
 impl Store {
+    /// The blockers of `id` that are not done: not archived and not in their workflow's last
+    /// step (by position).
+    pub async fn open_blockers(&self, id: &TaskId) -> Result<Vec<TaskId>> {
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT b.id FROM task_blockers tb JOIN tasks b ON b.id = tb.blocker_id \
+             WHERE tb.task_id = ? AND b.archived_at IS NULL AND b.step_id <> \
+             (SELECT s.id FROM workflow_steps s WHERE s.workflow_id = b.workflow_id \
+              ORDER BY s.position DESC LIMIT 1)",
+        )
+        .bind(id.as_str())
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows.into_iter().map(TaskId::new).collect())
+    }
+
+    /// Tasks whose auto-start waits and that `blocker` blocks.
+    pub async fn waiting_on(&self, blocker: &TaskId) -> Result<Vec<TaskId>> {
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT t.id FROM tasks t JOIN task_blockers tb ON tb.task_id = t.id \
+             WHERE tb.blocker_id = ? AND t.start_waiting = 1",
+        )
+        .bind(blocker.as_str())
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows.into_iter().map(TaskId::new).collect())
+    }
+
+    /// The subtasks of a task, in board order.
+    pub async fn subtasks(&self, parent: &TaskId) -> Result<Vec<Task>> {
+        let sql = format!("{TASK_SELECT} WHERE t.parent_id = ? ORDER BY t.created_at, t.id");
+        let rows =
+            sqlx::query_as::<_, TaskRow>(&sql).bind(parent.as_str()).fetch_all(&self.read).await?;
+        rows.into_iter().map(Task::try_from).collect()
+    }
+
     pub async fn get_task(&self, id: &TaskId) -> Result<Task> {
         get(self.db(), id.as_str()).await
     }
@@ -460,6 +508,145 @@ impl WriteTx {
             .await?;
         self.renumber_step(&task.step_id).await?;
         Ok(task)
+    }
+
+    /// Sets a task's parent (`Some(None)` clears it) and its blockers (`Some` replaces them),
+    /// refusing tasks of another workspace, the task itself and cycles, which the error names.
+    pub async fn set_task_links(
+        &mut self,
+        id: &TaskId,
+        parent: Option<Option<&TaskId>>,
+        blockers: Option<&[TaskId]>,
+    ) -> Result<()> {
+        let task = self.get_task(id).await?;
+        if let Some(parent) = parent {
+            if let Some(parent) = parent {
+                let found = self.linked_task("parent_id", &task, parent).await?;
+                let rows: Vec<(String, String)> = sqlx::query_as(
+                    "SELECT id, parent_id FROM tasks WHERE workspace_id = ? AND parent_id IS NOT NULL",
+                )
+                .bind(task.workspace_id.as_str())
+                .fetch_all(self.conn())
+                .await?;
+                let parents = rows.into_iter().map(|(t, p)| (TaskId::new(t), TaskId::new(p)));
+                let parents = parents.filter(|(t, _)| t != id).collect();
+                if let Some(cycle) = parent_cycle(&parents, id, &found.id) {
+                    let shown = self.cycle_text(&cycle).await?;
+                    return Err(StoreError::Invalid(format!(
+                        "parent_id would make a cycle of subtasks: {shown}"
+                    )));
+                }
+            }
+            sqlx::query("UPDATE tasks SET parent_id = ? WHERE id = ?")
+                .bind(parent.map(|p| p.as_str()))
+                .bind(id.as_str())
+                .execute(self.conn())
+                .await?;
+        }
+        if let Some(blockers) = blockers {
+            let mut unique: Vec<TaskId> = vec![];
+            for blocker in blockers {
+                let found = self.linked_task("blocked_by", &task, blocker).await?;
+                if !unique.contains(&found.id) {
+                    unique.push(found.id);
+                }
+            }
+            let rows: Vec<(String, String)> = sqlx::query_as(
+                "SELECT b.task_id, b.blocker_id FROM task_blockers b \
+                 JOIN tasks t ON t.id = b.task_id WHERE t.workspace_id = ?",
+            )
+            .bind(task.workspace_id.as_str())
+            .fetch_all(self.conn())
+            .await?;
+            let edges: Vec<(TaskId, TaskId)> =
+                rows.into_iter().map(|(t, b)| (TaskId::new(t), TaskId::new(b))).collect();
+            if let Some(cycle) = blocker_cycle(&edges, id, &unique) {
+                let shown = self.cycle_text(&cycle).await?;
+                return Err(StoreError::Invalid(format!(
+                    "blocked_by would make a dependency cycle: {shown}; remove one of these \
+                     dependencies"
+                )));
+            }
+            sqlx::query("DELETE FROM task_blockers WHERE task_id = ?")
+                .bind(id.as_str())
+                .execute(self.conn())
+                .await?;
+            for blocker in &unique {
+                sqlx::query("INSERT INTO task_blockers (task_id, blocker_id) VALUES (?, ?)")
+                    .bind(id.as_str())
+                    .bind(blocker.as_str())
+                    .execute(self.conn())
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A task named in `field` of `task`: another task of the same workspace.
+    async fn linked_task(&mut self, field: &str, task: &Task, other: &TaskId) -> Result<Task> {
+        if other == &task.id {
+            return Err(StoreError::Invalid(format!("{field}: a task cannot name itself")));
+        }
+        let found = match self.get_task(other).await {
+            Ok(found) => found,
+            Err(StoreError::NotFound { .. }) => {
+                return Err(StoreError::Invalid(format!("{field}: there is no task {other}")));
+            }
+            Err(err) => return Err(err),
+        };
+        if found.workspace_id != task.workspace_id {
+            return Err(StoreError::Invalid(format!(
+                "{field}: task {other} belongs to another workspace"
+            )));
+        }
+        Ok(found)
+    }
+
+    /// `"a" → "b" → "a"`: a cycle by the tasks' titles.
+    async fn cycle_text(&mut self, cycle: &[TaskId]) -> Result<String> {
+        let mut names = vec![];
+        for id in cycle {
+            let title = match self.get_task(id).await {
+                Ok(task) => format!("{:?} ({id})", task.title),
+                Err(_) => id.to_string(),
+            };
+            names.push(title);
+        }
+        Ok(names.join(" → "))
+    }
+
+    /// The tasks that name `id` as parent or blocker (they change when it is deleted).
+    pub async fn dependents(&mut self, id: &TaskId) -> Result<Vec<TaskId>> {
+        let rows: Vec<String> = sqlx::query_scalar(
+            "SELECT task_id FROM task_blockers WHERE blocker_id = ? \
+             UNION SELECT id FROM tasks WHERE parent_id = ?",
+        )
+        .bind(id.as_str())
+        .bind(id.as_str())
+        .fetch_all(self.conn())
+        .await?;
+        Ok(rows.into_iter().map(TaskId::new).collect())
+    }
+
+    /// Marks (or clears) a task's auto-start as waiting for its blockers.
+    pub async fn set_start_waiting(&mut self, id: &TaskId, waiting: bool) -> Result<()> {
+        sqlx::query("UPDATE tasks SET start_waiting = ? WHERE id = ?")
+            .bind(i64::from(waiting))
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Clears the waiting auto-start of a task; `true` when it was waiting (so exactly one
+    /// caller runs it).
+    pub async fn take_start_waiting(&mut self, id: &TaskId) -> Result<bool> {
+        let done =
+            sqlx::query("UPDATE tasks SET start_waiting = 0 WHERE id = ? AND start_waiting = 1")
+                .bind(id.as_str())
+                .execute(self.conn())
+                .await?;
+        Ok(done.rows_affected() == 1)
     }
 
     /// Makes `session_id` the task's primary session (a step with its own agent profile).

@@ -14,6 +14,8 @@ const OWNERS: &[(&str, &str)] = &[
     ("tasks", "tasks.rs"),
     ("task_repositories", "tasks.rs"),
     ("task_step_history", "tasks.rs"),
+    ("task_blockers", "tasks.rs"),
+    ("user_questions", "questions.rs"),
     ("sessions", "sessions.rs"),
     ("session_runtime", "runtime.rs"),
     ("turns", "turns.rs"),

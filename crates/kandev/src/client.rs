@@ -158,6 +158,8 @@ pub async fn task(args: ServerArgs, command: TaskCommand) -> Result<()> {
                 repository_ids: repositories,
                 agent_profile_id: profile,
                 start_agent: false,
+                parent_id: None,
+                blocked_by: vec![],
             };
             let result = client.call::<actions::TaskCreate>(&request).await?;
             if args.json {

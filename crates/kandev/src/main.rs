@@ -1,5 +1,6 @@
 //! The `kandev` command: runs the server, and talks to a running one for tasks and workflows.
 
+mod bridge;
 mod client;
 mod serve;
 
@@ -30,6 +31,9 @@ enum Command {
     /// Run the built-in deterministic mock agent on stdio (ACP). Kandev starts it for the
     /// Mock profile; tests and benchmarks use its scripts and failure flags.
     MockAgent(kandev_mock_agent::MockArgs),
+    /// Bridge stdio to Kandev's MCP server (what Kandev hands agents that only take stdio
+    /// MCP servers; the token comes in KANDEV_MCP_TOKEN).
+    McpBridge(bridge::BridgeArgs),
     /// Export and import workflows as YAML on a running server.
     Workflow {
         #[command(flatten)]
@@ -50,6 +54,7 @@ async fn main() -> std::process::ExitCode {
             let code = kandev_mock_agent::run_stdio(args.into()).await;
             std::process::exit(code);
         }
+        Some(Command::McpBridge(args)) => bridge::run(args).await,
         Some(Command::Task { server, command }) => client::task(server, command).await,
         Some(Command::Workflow { server, command }) => client::workflow(server, command).await,
     };

@@ -130,6 +130,9 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
         flags: vec!["--state-dir".into(), home.join("mock-agent").display().to_string()],
     };
     let mut config = EngineConfig::new(home.to_path_buf(), mock);
+    // Agents without MCP over http get this very binary's `mcp-bridge`.
+    config.mcp_bridge =
+        Some(AgentCommand { program: exe.display().to_string(), args: vec![], flags: vec![] });
     config.setup_timeout = args.setup_timeout;
     config.idle_timeout = args.agent_idle_timeout;
     Ok(config)

@@ -303,8 +303,11 @@ fn only_the_runtime_crate_starts_processes() {
             rust_files(&entry.path().join("src"), &mut files);
         }
     }
+    // The mock agent starts the stdio MCP servers it is handed, as every agent does.
+    let mock_mcp = Path::new("kandev-mock-agent").join("src").join("mcp.rs");
     let offenders: Vec<String> = files
         .iter()
+        .filter(|path| !path.ends_with(&mock_mcp))
         .filter(|path| {
             let text = std::fs::read_to_string(path).unwrap();
             text.contains("process::Command") || text.contains("Command::new(")

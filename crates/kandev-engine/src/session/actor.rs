@@ -107,6 +107,10 @@ impl SessionActor {
                 let result = self.change_queue(change).await;
                 let _ = reply.send(result);
             }
+            Command::Note { text, metadata, epoch, reply } => {
+                let result = self.note(text, metadata, epoch).await;
+                let _ = reply.send(result);
+            }
             Command::Booted { epoch, result } => self.on_booted(epoch, result).await,
             Command::Agent { epoch, event } => {
                 if self.live_epoch() == Some(epoch) && self.is_current_conversation(&event) {

@@ -155,6 +155,11 @@ impl SessionActor {
             call_timeout: self.inner.config.call_timeout,
             stop_grace: self.inner.config.stop_grace,
             authenticate: self.inner.take_auth_wish(&self.session.id),
+            mcp: self.inner.mcp.offer(
+                &self.session.id,
+                epoch,
+                self.inner.config.mcp_bridge.clone(),
+            ),
         };
         let launcher = self.inner.launcher.clone();
         let inbox = self.sender();
@@ -266,6 +271,7 @@ impl SessionActor {
             acp_session_id: acp_session_id.clone(),
             cancel,
             ordered,
+            mcp_http: conversation.mcp_http,
         };
         self.phase = Phase::Ready(live);
         let idle_timeout = self.inner.config.idle_timeout;

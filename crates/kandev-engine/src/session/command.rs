@@ -87,6 +87,14 @@ pub(crate) enum Command {
         change: QueueChange,
         reply: Reply<Vec<QueuedPrompt>>,
     },
+    /// A status message in the transcript (MCP `add_note`, `complete_step`'s summary); with
+    /// `epoch`, only while the session is still at that epoch.
+    Note {
+        text: String,
+        metadata: serde_json::Value,
+        epoch: Option<i64>,
+        reply: Reply<()>,
+    },
     // Reports from child futures, tagged with their epoch.
     Booted {
         epoch: i64,

@@ -96,6 +96,12 @@ impl SessionActor {
     /// the event pump, after everything the agent said before it.
     fn start_live_reset(&self, live: &Live) {
         let (exec_epoch, client) = (live.epoch, live.client.clone());
+        // The new conversation is adopted under the next epoch (`adopt_conversation`): its
+        // MCP token is of that epoch, so the old conversation's token stops working then.
+        let bridge = self.inner.config.mcp_bridge.clone();
+        let servers = (self.inner.mcp.offer(&self.session.id, self.session.epoch + 1, bridge))
+            .map(|offer| offer.servers(live.mcp_http))
+            .unwrap_or_default();
         let cwd = PathBuf::from(&self.session.cwd);
         let (model, mode) = (self.session.model.clone(), self.session.session_mode.clone());
         let mut options: Vec<(String, serde_json::Value)> = serde_json::from_str::<
@@ -111,7 +117,7 @@ impl SessionActor {
         self.spawn(async move {
             let work = async {
                 let fresh = client
-                    .new_session(&cwd)
+                    .new_session(&cwd, &servers)
                     .await
                     .map_err(|e| (None, format!("session/new failed: {e}")))?;
                 let id = fresh.session_id;

@@ -86,6 +86,8 @@ pub(crate) struct Live {
     /// Results of calls whose events must be handled first (turn ends): they go through the
     /// event pump, which forwards every event the agent sent before them first.
     pub ordered: mpsc::UnboundedSender<Command>,
+    /// Whether the agent takes MCP servers over http (a live reset hands them again).
+    pub mcp_http: bool,
 }
 
 /// An open turn.

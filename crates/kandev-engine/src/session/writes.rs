@@ -45,6 +45,23 @@ impl SessionActor {
         Ok(())
     }
 
+    /// A status message from outside the agent's output (an MCP note), fenced by `epoch`.
+    pub async fn note(
+        &mut self,
+        text: String,
+        metadata: serde_json::Value,
+        epoch: Option<i64>,
+    ) -> Result<()> {
+        if epoch.is_some_and(|e| e != self.session.epoch) {
+            return Err(crate::error::EngineError::Conflict(
+                "the session moved on to a newer execution; this note was not added".into(),
+            ));
+        }
+        let tx = self.inner.store.begin_write().await?;
+        let note = (MessageKind::Status, text, metadata);
+        self.commit_tx(tx, SessionUpdate::default(), Some(note)).await
+    }
+
     /// A `last_error` of this session, now.
     pub fn error(
         &self,

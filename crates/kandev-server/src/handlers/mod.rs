@@ -3,6 +3,7 @@
 pub mod agent_auth;
 pub mod files;
 pub mod profile;
+pub mod question;
 pub mod repository;
 pub mod search;
 pub mod session;

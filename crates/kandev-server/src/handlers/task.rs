@@ -46,8 +46,16 @@ async fn create_now(s: &AppState, p: TaskCreate) -> Result<TaskCreated, ApiError
         repository_ids,
         agent_profile_id,
     };
+    let parent_id = p.parent_id.map(TaskId::new);
+    let blocked_by: Vec<TaskId> = p.blocked_by.into_iter().map(TaskId::new).collect();
     let mut tx = s.store().begin_write().await?;
     let task = tx.insert_task(&new, "user").await?;
+    let task = if parent_id.is_some() || !blocked_by.is_empty() {
+        tx.set_task_links(&task.id, Some(parent_id.as_ref()), Some(&blocked_by)).await?;
+        tx.get_task(&task.id).await?
+    } else {
+        task
+    };
     let created = publish_task(tx, &task, TaskChange::Created).await?;
     // The start step's on_enter runs now; `start_agent` (or an `auto_start_agent` action)
     // starts the first session, exactly once. The answer comes once the start is accepted
@@ -114,9 +122,22 @@ pub async fn update(s: &AppState, p: TaskUpdate) -> Result<TaskOne, ApiError> {
         repository_ids,
         agent_profile_id,
     };
+    let parent_id = p.parent_id.map(|parent| parent.map(TaskId::new));
+    let blocked_by: Option<Vec<TaskId>> =
+        p.blocked_by.map(|ids| ids.into_iter().map(TaskId::new).collect());
     let mut tx = s.store().begin_write().await?;
-    let task = tx.update_task(&id, &patch).await?;
-    Ok(TaskOne { task: publish_task(tx, &task, TaskChange::Updated).await? })
+    let mut task = tx.update_task(&id, &patch).await?;
+    if parent_id.is_some() || blocked_by.is_some() {
+        tx.set_task_links(&id, parent_id.as_ref().map(Option::as_ref), blocked_by.as_deref())
+            .await?;
+        task = tx.get_task(&id).await?;
+    }
+    let updated = publish_task(tx, &task, TaskChange::Updated).await?;
+    // Fewer blockers may leave a waiting auto-start free to run.
+    if blocked_by.is_some() && s.store().open_blockers(&id).await?.is_empty() {
+        s.engine().release_task(&id).await?;
+    }
+    Ok(TaskOne { task: updated })
 }
 
 /// Moves a task to another step of its workflow, or to another position in its own step
@@ -150,8 +171,11 @@ pub async fn archive(s: &AppState, p: TaskRemove) -> Result<TaskArchived, ApiErr
     let removal = s.engine().remove_task_worktrees(&id, p.force).await?;
     let mut tx = s.store().begin_write().await?;
     let task = tx.archive_task(&id).await?;
+    let archived = publish_task(tx, &task, TaskChange::Archived).await?;
+    // An archived task is done: tasks whose auto-start waited for it may start.
+    s.engine().task_done(&id).await?;
     Ok(TaskArchived {
-        task: publish_task(tx, &task, TaskChange::Archived).await?,
+        task: archived,
         worktrees_removed: removal.removed,
         worktrees_kept: files::kept_dtos(&removal.kept),
     })
@@ -185,6 +209,7 @@ pub async fn delete(s: &AppState, p: TaskRemove) -> Result<TaskDeleted, ApiError
         return Err(kept_conflict(&first.reason, &removal.kept));
     }
     let mut tx = s.store().begin_write().await?;
+    let dependents = tx.dependents(&id).await?;
     let task = tx.delete_task(&id).await?;
     let event = WorkspaceEvent::TaskDeleted {
         id: p.id.clone(),
@@ -192,7 +217,19 @@ pub async fn delete(s: &AppState, p: TaskRemove) -> Result<TaskDeleted, ApiError
         step_id: task.step_id.to_string(),
     };
     notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
+    // Its subtasks are top-level now and no task is blocked by it any more: say so.
+    for dependent in &dependents {
+        if let Ok(changed) = tx.get_task(dependent).await {
+            let event = WorkspaceEvent::TaskUpdated { task: TaskDto::from(&changed) };
+            notify(&mut tx, Notification::workspace(&changed.workspace_id, event)).await?;
+        }
+    }
     tx.commit().await?;
+    for dependent in &dependents {
+        if s.store().open_blockers(dependent).await?.is_empty() {
+            s.engine().release_task(dependent).await?;
+        }
+    }
     Ok(TaskDeleted {
         deleted: true,
         id: p.id,

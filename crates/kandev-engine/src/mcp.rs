@@ -1,0 +1,207 @@
+//! MCP credentials of agent sessions: one token per session *and epoch*, minted when an
+//! execution starts (or a live context reset opens a new conversation in the same process),
+//! handed to the agent in ACP `mcpServers`, and checked on every `/mcp` request against the
+//! session's persisted epoch, so a stale agent process (after a reset, a resume or a restart)
+//! cannot act on the board.
+//!
+//! Tokens are kept only as SHA-256 hashes, in memory: a server restart forgets them all (the
+//! agents that held them were stopped by the restart anyway). A token is never logged, never
+//! stored in plain text and never shown; `Debug` of anything holding one masks it.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use kandev_domain::{SessionId, TaskId};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::config::AgentCommand;
+
+/// What every session token starts with (`Authorization: Bearer kst_…`).
+pub const SESSION_TOKEN_PREFIX: &str = "kst_";
+
+/// The name of Kandev's own server in the agent's `mcpServers`.
+pub const SERVER_NAME: &str = "kandev";
+
+/// The env variable the stdio bridge reads its token from (never an argument: arguments are
+/// visible to every user of the machine).
+pub const BRIDGE_TOKEN_ENV: &str = "KANDEV_MCP_TOKEN";
+
+/// The session a valid session token belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpSession {
+    pub session_id: SessionId,
+    pub task_id: TaskId,
+    pub epoch: i64,
+}
+
+/// Why a session token was refused (`401` on `/mcp`). The messages never contain the token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum McpRefusal {
+    #[error(
+        "unknown session token: it was never issued, or the server restarted since; the agent \
+         gets a new one when its session is resumed"
+    )]
+    Unknown,
+    #[error(
+        "stale session token: session {session_id} moved on to a newer execution (token epoch \
+         {token_epoch}, current epoch {current_epoch}) after a reset, resume or restart"
+    )]
+    StaleEpoch { session_id: SessionId, token_epoch: i64, current_epoch: i64 },
+    #[error("session token of a deleted session ({session_id})")]
+    SessionGone { session_id: SessionId },
+}
+
+impl McpRefusal {
+    /// The session the refused token was issued for, when known (for the log line).
+    pub fn session_id(&self) -> Option<&SessionId> {
+        match self {
+            McpRefusal::Unknown => None,
+            McpRefusal::StaleEpoch { session_id, .. } | McpRefusal::SessionGone { session_id } => {
+                Some(session_id)
+            }
+        }
+    }
+}
+
+/// What an agent is handed to reach Kandev's MCP server: the endpoint, its token, and the
+/// stdio bridge for agents without `mcpCapabilities.http`.
+#[derive(Clone)]
+pub struct McpOffer {
+    pub url: String,
+    token: String,
+    pub bridge: Option<AgentCommand>,
+}
+
+impl std::fmt::Debug for McpOffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpOffer")
+            .field("url", &self.url)
+            .field("token", &"********")
+            .field("bridge", &self.bridge)
+            .finish()
+    }
+}
+
+impl McpOffer {
+    /// The ACP `McpServer` entries for an agent: the http form when it advertises
+    /// `mcpCapabilities.http`, else the stdio bridge (token in its env), else nothing.
+    pub fn servers(&self, agent_takes_http: bool) -> Vec<Value> {
+        if agent_takes_http {
+            return vec![json!({
+                "type": "http",
+                "name": SERVER_NAME,
+                "url": self.url,
+                "headers": [{ "name": "Authorization", "value": format!("Bearer {}", self.token) }],
+            })];
+        }
+        let Some(bridge) = &self.bridge else { return vec![] };
+        let mut args = bridge.args.clone();
+        args.extend(["mcp-bridge".to_owned(), "--url".to_owned(), self.url.clone()]);
+        vec![json!({
+            "name": SERVER_NAME,
+            "command": bridge.program,
+            "args": args,
+            "env": [{ "name": BRIDGE_TOKEN_ENV, "value": self.token }],
+        })]
+    }
+}
+
+/// A minted token's session and epoch, found by the token's hash.
+struct Grant {
+    session_id: SessionId,
+    epoch: i64,
+}
+
+/// The engine's MCP endpoint and the hashes of the tokens it minted.
+#[derive(Default)]
+pub(crate) struct McpTokens {
+    grants: Mutex<HashMap<[u8; 32], Grant>>,
+    /// Where agents reach `/mcp` (set by the server once it listens); `None`: no MCP.
+    url: Mutex<Option<String>>,
+}
+
+/// A `std` lock that survives a panic elsewhere (the maps stay usable).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn hash(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+impl McpTokens {
+    pub fn set_url(&self, url: Option<String>) {
+        *lock(&self.url) = url;
+    }
+
+    /// Mints the token of `session_id` at `epoch`, or `None` while the server serves no MCP.
+    /// Tokens of older epochs of the session are forgotten, except the one just before (a
+    /// live reset mints the next epoch's token while the current one is still in use).
+    pub fn offer(
+        &self,
+        session_id: &SessionId,
+        epoch: i64,
+        bridge: Option<AgentCommand>,
+    ) -> Option<McpOffer> {
+        let url = lock(&self.url).clone()?;
+        let token = format!(
+            "{SESSION_TOKEN_PREFIX}{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
+        let mut grants = lock(&self.grants);
+        grants.retain(|_, g| g.session_id != *session_id || g.epoch >= epoch - 1);
+        grants.insert(hash(&token), Grant { session_id: session_id.clone(), epoch });
+        Some(McpOffer { url, token, bridge })
+    }
+
+    /// The session and epoch a token was minted for.
+    pub fn grant(&self, token: &str) -> Option<(SessionId, i64)> {
+        lock(&self.grants).get(&hash(token)).map(|g| (g.session_id.clone(), g.epoch))
+    }
+
+    /// Forgets every token of a session (it was deleted).
+    pub fn forget(&self, session_id: &SessionId) {
+        lock(&self.grants).retain(|_, g| g.session_id != *session_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_found_by_its_hash_and_older_epochs_are_dropped() {
+        let tokens = McpTokens::default();
+        let session = SessionId::new("s1");
+        assert!(tokens.offer(&session, 1, None).is_none(), "no url: no MCP");
+        tokens.set_url(Some("http://127.0.0.1:1/mcp".into()));
+        let first = tokens.offer(&session, 1, None).unwrap();
+        assert_eq!(tokens.grant(&first.token), Some((session.clone(), 1)));
+        let second = tokens.offer(&session, 2, None).unwrap();
+        let third = tokens.offer(&session, 3, None).unwrap();
+        assert_eq!(tokens.grant(&first.token), None, "two epochs back is forgotten");
+        assert_eq!(tokens.grant(&second.token), Some((session.clone(), 2)));
+        assert_eq!(tokens.grant(&third.token), Some((session.clone(), 3)));
+        assert!(!format!("{third:?}").contains(&third.token), "Debug masks the token");
+        tokens.forget(&session);
+        assert_eq!(tokens.grant(&third.token), None);
+    }
+
+    #[test]
+    fn agents_without_http_get_the_bridge_with_the_token_in_its_env() {
+        let tokens = McpTokens::default();
+        tokens.set_url(Some("http://127.0.0.1:1/mcp".into()));
+        let bridge = AgentCommand { program: "/bin/kandev".into(), args: vec![], flags: vec![] };
+        let offer = tokens.offer(&SessionId::new("s"), 1, Some(bridge)).unwrap();
+        let http = &offer.servers(true)[0];
+        assert_eq!(http["type"], "http");
+        assert_eq!(http["headers"][0]["value"], format!("Bearer {}", offer.token));
+        let stdio = &offer.servers(false)[0];
+        assert_eq!(stdio["command"], "/bin/kandev");
+        assert_eq!(stdio["args"], json!(["mcp-bridge", "--url", "http://127.0.0.1:1/mcp"]));
+        assert_eq!(stdio["env"][0]["value"], offer.token.as_str());
+        assert!(!stdio["args"].to_string().contains(&offer.token));
+    }
+}

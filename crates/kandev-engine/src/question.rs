@@ -1,0 +1,112 @@
+//! Questions agents ask the user (MCP `ask_user`): stored first (durable), announced on the
+//! session's topic, and resolved exactly once — answered, cancelled (turn cancel, stop,
+//! delete), timed out, or expired at startup. Whoever waits for the answer (the MCP tool
+//! call) holds a receiver woken by the resolution.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use kandev_api_types::{Notification, QuestionDto, SessionEvent};
+use kandev_domain::question::{Question, QuestionStatus};
+use kandev_domain::{SessionId, TaskId};
+use kandev_store::{Store, WriteTx};
+use tokio::sync::oneshot;
+
+use crate::error::{EngineError, Result, not_found};
+use crate::publish;
+
+/// The callers waiting for their questions' answers.
+#[derive(Default)]
+pub(crate) struct Waiters(Mutex<HashMap<String, oneshot::Sender<Question>>>);
+
+impl Waiters {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Question>>> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn wake(&self, question: &Question) {
+        if let Some(waiter) = self.lock().remove(&question.id) {
+            let _ = waiter.send(question.clone());
+        }
+    }
+}
+
+async fn announce(tx: &mut WriteTx, question: &Question, asked: bool) -> Result<()> {
+    let dto = QuestionDto::from(question);
+    let event = if asked {
+        SessionEvent::QuestionAsked { question: dto }
+    } else {
+        SessionEvent::QuestionResolved { question: dto }
+    };
+    publish::notify(tx, Notification::session(&question.session_id, event)).await?;
+    Ok(())
+}
+
+/// Stores and announces a question; the receiver gets it once it is resolved.
+pub(crate) async fn ask(
+    store: &Store,
+    waiters: &Waiters,
+    session_id: &SessionId,
+    task_id: &TaskId,
+    text: &str,
+    options: &[String],
+    timeout_ms: i64,
+) -> Result<(Question, oneshot::Receiver<Question>)> {
+    let mut tx = store.begin_write().await?;
+    let question = tx.insert_question(session_id, task_id, text, options, timeout_ms).await?;
+    announce(&mut tx, &question, true).await?;
+    let (sender, receiver) = oneshot::channel();
+    waiters.lock().insert(question.id.clone(), sender);
+    if let Err(err) = tx.commit().await {
+        waiters.lock().remove(&question.id);
+        return Err(err.into());
+    }
+    Ok((question, receiver))
+}
+
+/// Resolves a pending question (once: a second resolution is `AlreadyResolved`), announces
+/// it and wakes its waiter.
+pub(crate) async fn resolve(
+    store: &Store,
+    waiters: &Waiters,
+    id: &str,
+    status: QuestionStatus,
+    answer: Option<&str>,
+) -> Result<Question> {
+    let mut tx = store.begin_write().await?;
+    let resolved = tx.resolve_question(id, status, answer).await.map_err(not_found)?;
+    let Some(question) = resolved else {
+        let current = store.get_question(id).await.map_err(not_found)?;
+        return Err(EngineError::AlreadyResolved(format!(
+            "the question was {} already; it is resolved only once",
+            current.status.as_str().replace('_', " ")
+        )));
+    };
+    announce(&mut tx, &question, false).await?;
+    tx.commit().await?;
+    waiters.wake(&question);
+    Ok(question)
+}
+
+/// Resolves every pending question of a session (or, with `None`, of every session) with
+/// `status`; returns how many.
+pub(crate) async fn resolve_pending(
+    store: &Store,
+    waiters: &Waiters,
+    session_id: Option<&SessionId>,
+    status: QuestionStatus,
+) -> Result<usize> {
+    let mut tx = store.begin_write().await?;
+    let mut resolved = vec![];
+    for question in tx.pending_questions(session_id).await? {
+        if let Some(question) = tx.resolve_question(&question.id, status, None).await? {
+            announce(&mut tx, &question, false).await?;
+            resolved.push(question);
+        }
+    }
+    tx.commit().await?;
+    for question in &resolved {
+        waiters.wake(question);
+    }
+    Ok(resolved.len())
+}

@@ -1,0 +1,540 @@
+//! The MCP tools of spec/mcp.md. Each is a thin call into the action table (the same
+//! handler, validation, errors and events as `POST /api/v1/<action>`); what MCP adds is only
+//! the defaults a session gives (its task, its workflow), names for steps, and the scope of
+//! a session token: the workflow of the session's task.
+
+use std::sync::Arc;
+
+use kandev_api_types::actions;
+use kandev_api_types::requests::{ById, TaskCreate, TaskList, TaskMove, TaskUpdate};
+use kandev_api_types::{ErrorCode, TaskCardDto, TaskDto};
+use kandev_domain::question::QuestionStatus;
+use kandev_domain::task::Task;
+use kandev_domain::workflow::{Step, Workflow};
+use kandev_domain::{AgentProfileId, SessionId, TaskId};
+use rmcp::model::Tool;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::Caller;
+use crate::dispatch::Handler;
+use crate::{ApiError, AppState};
+
+/// Runs one action of the table with its typed request.
+async fn act<A: Handler>(state: &AppState, request: A::Request) -> Result<A::Response, ApiError> {
+    A::handle(state, request).await
+}
+
+/// The tools, with their input schemas.
+pub(crate) fn list() -> Vec<Tool> {
+    let tool = |name: &'static str, description: &'static str, schema: Value| {
+        let Value::Object(schema) = schema else { unreachable!("schemas are objects") };
+        Tool::new(name, description, Arc::new(schema))
+    };
+    let string = json!({ "type": "string" });
+    let strings = json!({ "type": "array", "items": { "type": "string" } });
+    vec![
+        tool(
+            "get_task",
+            "Read a task: description, step, the workflow's steps, parent, subtasks, blockers. \
+             Default: the task this session works on.",
+            json!({ "type": "object", "properties": { "task_id": string } }),
+        ),
+        tool(
+            "list_tasks",
+            "List the tasks of a workflow (default: this session's), optionally in one step \
+             (name or id) or matching a query.",
+            json!({ "type": "object", "properties": {
+                "workflow_id": string, "step": string, "query": string } }),
+        ),
+        tool(
+            "create_task",
+            "Create a task in this session's workflow. parent_id \"current\" makes it a \
+             subtask of this session's task; step is a step name or id (default: the start \
+             step); blocked_by lists task ids that must be done first.",
+            json!({ "type": "object", "required": ["title"], "properties": {
+                "title": string, "description": string, "parent_id": string, "step": string,
+                "blocked_by": strings, "start_agent": { "type": "boolean" },
+                "agent_profile": string } }),
+        ),
+        tool(
+            "update_task",
+            "Change a task's title, description or blockers (blocked_by: task ids).",
+            json!({ "type": "object", "required": ["task_id"], "properties": {
+                "task_id": string, "title": string, "description": string,
+                "blocked_by": strings } }),
+        ),
+        tool(
+            "move_task",
+            "Move a task (default: this session's) to a step (name or id); the step's actions \
+             run as for a manual move.",
+            json!({ "type": "object", "required": ["step"], "properties": {
+                "task_id": string, "step": string } }),
+        ),
+        tool(
+            "complete_step",
+            "Say this session's step is done: the task moves to the workflow's next step and \
+             the summary is kept in the transcript.",
+            json!({ "type": "object", "properties": { "summary": string } }),
+        ),
+        tool(
+            "ask_user",
+            "Ask the developer a question and wait for the answer (a card on the task page). \
+             With options the answer is one of them. Returns {answer}, or {cancelled: true} \
+             when the turn was cancelled, the session stopped or the question timed out.",
+            json!({ "type": "object", "required": ["question"], "properties": {
+                "question": string, "options": strings,
+                "timeout_s": { "type": "integer", "minimum": 1 } } }),
+        ),
+        tool(
+            "add_note",
+            "Leave a note (a status message) in this session's transcript.",
+            json!({ "type": "object", "required": ["text"], "properties": { "text": string } }),
+        ),
+    ]
+}
+
+/// Runs tool `name` for `caller`; errors carry the API's code and message.
+pub(crate) async fn call(
+    state: &AppState,
+    caller: &Caller,
+    name: &str,
+    arguments: Value,
+    _cancel: &CancellationToken,
+) -> Result<Value, ApiError> {
+    let call = Call { state, caller };
+    match name {
+        "get_task" => call.get_task(args(arguments)?).await,
+        "list_tasks" => call.list_tasks(args(arguments)?).await,
+        "create_task" => call.create_task(args(arguments)?).await,
+        "update_task" => call.update_task(args(arguments)?).await,
+        "move_task" => call.move_task(args(arguments)?).await,
+        "complete_step" => call.complete_step(args(arguments)?).await,
+        "add_note" => call.add_note(args(arguments)?).await,
+        "ask_user" => call.ask_user(args(arguments)?).await,
+        other => Err(ApiError::new(
+            ErrorCode::NotFound,
+            format!("no tool {other:?}; see tools/list for the tools Kandev offers"),
+        )),
+    }
+}
+
+/// A tool's arguments as their type; an error names the field.
+fn args<T: DeserializeOwned>(arguments: Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(arguments).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if path == "." {
+            ApiError::validation(format!("invalid arguments: {inner}"))
+        } else {
+            ApiError::validation(format!("invalid argument {path}: {inner}"))
+        }
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GetTask {
+    task_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListTasks {
+    workflow_id: Option<String>,
+    step: Option<String>,
+    query: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateTask {
+    title: String,
+    description: Option<String>,
+    parent_id: Option<String>,
+    step: Option<String>,
+    #[serde(default)]
+    blocked_by: Vec<String>,
+    #[serde(default)]
+    start_agent: bool,
+    agent_profile: Option<String>,
+    /// Server token only: the workflow to create in.
+    workflow_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateTask {
+    task_id: String,
+    title: Option<String>,
+    description: Option<String>,
+    blocked_by: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MoveTask {
+    task_id: Option<String>,
+    step: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CompleteStep {
+    summary: Option<String>,
+    /// Server token only: the session whose task completes its step.
+    session_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AskUser {
+    question: String,
+    #[serde(default)]
+    options: Vec<String>,
+    timeout_s: Option<u64>,
+    /// Server token only: the session that asks.
+    session_id: Option<String>,
+}
+
+/// Default and longest wait of `ask_user`.
+const ASK_DEFAULT_S: u64 = 3600;
+const ASK_MAX_S: u64 = 7 * 24 * 3600;
+
+/// Cancels a question whose tool call went away (the agent's request broke off) unless it
+/// was resolved.
+struct Unanswered<'a> {
+    state: &'a AppState,
+    id: Option<String>,
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        // A server going down leaves it pending: the next start marks it expired.
+        if self.state.closing().is_cancelled() {
+            return;
+        }
+        if let Some(id) = self.id.take() {
+            self.state.engine().drop_question(id);
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AddNote {
+    text: String,
+    /// Server token only: the session to note in.
+    session_id: Option<String>,
+}
+
+/// The session a session-bound tool acts for: the caller's own, or (server token) the one
+/// named by `session_id`.
+struct ActingSession {
+    id: SessionId,
+    task_id: TaskId,
+    epoch: Option<i64>,
+}
+
+struct Call<'a> {
+    state: &'a AppState,
+    caller: &'a Caller,
+}
+
+impl Call<'_> {
+    /// The task a tool acts on: `task_id`, else the session's task; a session token reaches
+    /// only tasks of its own task's workflow.
+    async fn task(&self, task_id: Option<String>) -> Result<Task, ApiError> {
+        let id = match (task_id, self.caller) {
+            (Some(id), _) => TaskId::new(id),
+            (None, Caller::Session(session)) => session.task_id.clone(),
+            (None, Caller::Server) => {
+                return Err(ApiError::validation("task_id is required with the server token"));
+            }
+        };
+        let task = self.state.store().get_task(&id).await?;
+        self.check_workflow(&task.workflow_id.to_string()).await?;
+        Ok(task)
+    }
+
+    /// The workflow of the session's task (a session token's scope).
+    async fn own_workflow(&self) -> Result<Option<String>, ApiError> {
+        match self.caller {
+            Caller::Server => Ok(None),
+            Caller::Session(session) => {
+                let task = self.state.store().get_task(&session.task_id).await?;
+                Ok(Some(task.workflow_id.to_string()))
+            }
+        }
+    }
+
+    async fn check_workflow(&self, workflow_id: &str) -> Result<(), ApiError> {
+        match self.own_workflow().await? {
+            Some(own) if own != workflow_id => Err(ApiError::forbidden(
+                "a session token reaches only the tasks of its own task's workflow",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    async fn acting_session(&self, session_id: Option<String>) -> Result<ActingSession, ApiError> {
+        match (self.caller, session_id) {
+            (Caller::Session(s), None) => Ok(ActingSession {
+                id: s.session_id.clone(),
+                task_id: s.task_id.clone(),
+                epoch: Some(s.epoch),
+            }),
+            (Caller::Session(_), Some(_)) => {
+                Err(ApiError::validation("session_id is only for the server token; leave it out"))
+            }
+            (Caller::Server, Some(id)) => {
+                let session = self.state.store().get_session(&SessionId::new(id)).await?;
+                Ok(ActingSession { id: session.id, task_id: session.task_id, epoch: None })
+            }
+            (Caller::Server, None) => Err(ApiError::validation(
+                "session_id is required with the server token (agents' tokens name their session)",
+            )),
+        }
+    }
+
+    async fn workflow(&self, id: &kandev_domain::WorkflowId) -> Result<Workflow, ApiError> {
+        Ok(self.state.store().get_workflow(id).await?)
+    }
+
+    async fn get_task(&self, a: GetTask) -> Result<Value, ApiError> {
+        let task = self.task(a.task_id).await?;
+        let found = act::<actions::TaskGet>(self.state, ById { id: task.id.to_string() }).await?;
+        let workflow = self.workflow(&task.workflow_id).await?;
+        let step = workflow.step(&task.step_id).map(|s| s.name.clone());
+        let steps: Vec<Value> = workflow.steps.iter().map(step_json).collect();
+        Ok(json!({
+            "task": found.task,
+            "step": step,
+            "workflow_steps": steps,
+        }))
+    }
+
+    async fn list_tasks(&self, a: ListTasks) -> Result<Value, ApiError> {
+        let workflow_id = match (a.workflow_id, self.own_workflow().await?) {
+            (Some(id), _) => {
+                self.check_workflow(&id).await?;
+                id
+            }
+            (None, Some(own)) => own,
+            (None, None) => {
+                return Err(ApiError::validation("workflow_id is required with the server token"));
+            }
+        };
+        let workflow = self.workflow(&kandev_domain::WorkflowId::new(&workflow_id)).await?;
+        let step_id = a.step.map(|s| step_named(&workflow, &s).map(|s| s.id.to_string()));
+        let request = TaskList {
+            workflow_id,
+            step_id: step_id.transpose()?,
+            query: a.query,
+            include_archived: false,
+            limit: None,
+            cursor: None,
+        };
+        let found = act::<actions::TaskList>(self.state, request).await?;
+        let tasks: Vec<Value> = found.tasks.iter().map(|t| lean(&workflow, t)).collect();
+        Ok(json!({ "tasks": tasks }))
+    }
+
+    async fn create_task(&self, a: CreateTask) -> Result<Value, ApiError> {
+        let workflow_id = match (a.workflow_id, self.own_workflow().await?) {
+            (Some(_), Some(_)) => {
+                return Err(ApiError::validation(
+                    "workflow_id is only for the server token; a session creates in its workflow",
+                ));
+            }
+            (Some(id), None) | (None, Some(id)) => id,
+            (None, None) => {
+                return Err(ApiError::validation("workflow_id is required with the server token"));
+            }
+        };
+        let workflow = self.workflow(&kandev_domain::WorkflowId::new(&workflow_id)).await?;
+        let step_id = match a.step {
+            Some(step) => Some(step_named(&workflow, &step)?.id.to_string()),
+            None => None,
+        };
+        let parent_id = match a.parent_id.as_deref() {
+            Some("current") => match self.caller {
+                Caller::Session(s) => Some(s.task_id.to_string()),
+                Caller::Server => {
+                    return Err(ApiError::validation(
+                        "parent_id \"current\" needs a session token; give a task id",
+                    ));
+                }
+            },
+            Some(id) => Some(self.task(Some(id.to_owned())).await?.id.to_string()),
+            None => None,
+        };
+        let agent_profile_id = match a.agent_profile {
+            Some(name) => Some(self.profile_named(&name).await?.to_string()),
+            None => None,
+        };
+        let request = TaskCreate {
+            workflow_id,
+            title: a.title,
+            description: a.description,
+            step_id,
+            repository_ids: vec![],
+            agent_profile_id,
+            start_agent: a.start_agent,
+            parent_id,
+            blocked_by: a.blocked_by,
+        };
+        let created = act::<actions::TaskCreate>(self.state, request).await?;
+        Ok(json!({ "task": created.task, "session": created.session }))
+    }
+
+    async fn update_task(&self, a: UpdateTask) -> Result<Value, ApiError> {
+        let task = self.task(Some(a.task_id)).await?;
+        let request = TaskUpdate {
+            id: task.id.to_string(),
+            title: a.title,
+            description: a.description,
+            repository_ids: None,
+            agent_profile_id: None,
+            parent_id: None,
+            blocked_by: a.blocked_by,
+        };
+        let updated = act::<actions::TaskUpdate>(self.state, request).await?;
+        Ok(json!({ "task": updated.task }))
+    }
+
+    async fn move_task(&self, a: MoveTask) -> Result<Value, ApiError> {
+        let task = self.task(a.task_id).await?;
+        let workflow = self.workflow(&task.workflow_id).await?;
+        let step = step_named(&workflow, &a.step)?;
+        let request =
+            TaskMove { id: task.id.to_string(), step_id: step.id.to_string(), position: None };
+        let moved = act::<actions::TaskMove>(self.state, request).await?;
+        Ok(json!({ "task": moved.task, "step": step.name }))
+    }
+
+    async fn complete_step(&self, a: CompleteStep) -> Result<Value, ApiError> {
+        let session = self.acting_session(a.session_id).await?;
+        let task = self.state.store().get_task(&session.task_id).await?;
+        let workflow = self.workflow(&task.workflow_id).await?;
+        let mut steps: Vec<&Step> = workflow.steps.iter().collect();
+        steps.sort_by_key(|s| s.position);
+        let here = steps.iter().position(|s| s.id == task.step_id);
+        let Some(next) = here.and_then(|i| steps.get(i + 1)) else {
+            return Err(ApiError::conflict(
+                "the task is in the workflow's last step already; there is no next step",
+            ));
+        };
+        let (next_id, next_name) = (next.id.clone(), next.name.clone());
+        let summary = a.summary.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+        let here_name = here.and_then(|i| steps.get(i)).map(|s| s.name.clone()).unwrap_or_default();
+        let text = match &summary {
+            Some(summary) => format!("step {here_name:?} done: {summary}"),
+            None => format!("step {here_name:?} done"),
+        };
+        let metadata = json!({ "reason": "complete_step", "step": here_name });
+        self.state.engine().add_note(&session.id, text, metadata, session.epoch).await?;
+        // A workflow move: the agent finished the step, so `allow_manual_move` does not apply.
+        let (moved, _) = self.state.engine().move_task(&task.id, &next_id, None).await?;
+        Ok(json!({ "task": TaskDto::from(&moved), "step": next_name }))
+    }
+
+    async fn add_note(&self, a: AddNote) -> Result<Value, ApiError> {
+        let session = self.acting_session(a.session_id).await?;
+        let text = a.text.trim().to_owned();
+        if text.is_empty() {
+            return Err(ApiError::validation("text must not be empty"));
+        }
+        if text.len() > 64 * 1024 {
+            return Err(ApiError::validation("text is longer than 64 KiB; shorten it"));
+        }
+        let metadata = json!({ "reason": "mcp_note" });
+        self.state.engine().add_note(&session.id, text, metadata, session.epoch).await?;
+        Ok(json!({ "added": true }))
+    }
+
+    async fn ask_user(&self, a: AskUser) -> Result<Value, ApiError> {
+        let session = self.acting_session(a.session_id).await?;
+        let question = a.question.trim();
+        if question.is_empty() {
+            return Err(ApiError::validation("question must not be empty"));
+        }
+        if question.len() > 16 * 1024 {
+            return Err(ApiError::validation("question is longer than 16 KiB; shorten it"));
+        }
+        let options: Vec<String> =
+            a.options.iter().map(|o| o.trim().to_owned()).filter(|o| !o.is_empty()).collect();
+        if options.len() > 20 || options.iter().any(|o| o.len() > 500) {
+            return Err(ApiError::validation(
+                "options: at most 20, each at most 500 bytes; ask for free text instead",
+            ));
+        }
+        let seconds = a.timeout_s.unwrap_or(ASK_DEFAULT_S).clamp(1, ASK_MAX_S);
+        let timeout = std::time::Duration::from_secs(seconds);
+        let engine = self.state.engine();
+        let (asked, answered) =
+            engine.ask_user(&session.id, &session.task_id, question, &options, timeout).await?;
+        let mut guard = Unanswered { state: self.state, id: Some(asked.id.clone()) };
+        let resolved = match tokio::time::timeout(timeout, answered).await {
+            Ok(Ok(resolved)) => resolved,
+            // Timed out (or the waiter was dropped): time it out, unless it was resolved.
+            _ => match engine.resolve_question(&asked.id, QuestionStatus::TimedOut, None).await {
+                Ok(resolved) => resolved,
+                Err(_) => self.state.store().get_question(&asked.id).await?,
+            },
+        };
+        guard.id = None;
+        Ok(match (resolved.status, resolved.answer) {
+            (QuestionStatus::Answered, Some(answer)) => json!({ "answer": answer }),
+            (status, _) => json!({ "cancelled": true, "reason": status.as_str() }),
+        })
+    }
+
+    /// A profile by id or name.
+    async fn profile_named(&self, name: &str) -> Result<AgentProfileId, ApiError> {
+        let profiles = self.state.store().list_profiles().await?;
+        profiles
+            .iter()
+            .find(|p| p.id.as_str() == name)
+            .or_else(|| profiles.iter().find(|p| p.name.eq_ignore_ascii_case(name)))
+            .map(|p| p.id.clone())
+            .ok_or_else(|| {
+                ApiError::validation(format!(
+                    "no agent profile {name:?}; give a profile's id or name"
+                ))
+            })
+    }
+}
+
+/// A step by id or name (case-insensitive).
+fn step_named<'w>(workflow: &'w Workflow, name: &str) -> Result<&'w Step, ApiError> {
+    workflow
+        .steps
+        .iter()
+        .find(|s| s.id.as_str() == name)
+        .or_else(|| workflow.steps.iter().find(|s| s.name.eq_ignore_ascii_case(name.trim())))
+        .ok_or_else(|| {
+            let names: Vec<&str> = workflow.steps.iter().map(|s| s.name.as_str()).collect();
+            ApiError::validation(format!(
+                "no step {name:?} in the workflow; its steps are {}",
+                names.join(", ")
+            ))
+        })
+}
+
+fn step_json(step: &Step) -> Value {
+    json!({ "id": step.id.to_string(), "name": step.name, "position": step.position })
+}
+
+/// A task as `list_tasks` shows it: what an agent needs to pick one.
+fn lean(workflow: &Workflow, task: &TaskCardDto) -> Value {
+    let step = workflow.steps.iter().find(|s| s.id.as_str() == task.step_id).map(|s| &s.name);
+    let mut object = Map::new();
+    object.insert("id".into(), json!(task.id));
+    object.insert("title".into(), json!(task.title));
+    object.insert("step".into(), json!(step));
+    object.insert("state".into(), json!(task.state));
+    Value::Object(object)
+}

@@ -1,0 +1,487 @@
+//! Issue 17: agents talk back to the board over MCP. The mock agent calls Kandev's tools with
+//! the session token it was handed in `session/new` (`mcp <server> <tool> <json>`); tests
+//! read the tokens an agent got from the mock's `--mcp-log` and call `/mcp` directly to
+//! check the fencing (a token of an older epoch or a deleted session is refused with 401 and
+//! changes nothing).
+
+mod common;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use common::{TestServer, WAIT, of_kind, step_id};
+use kandev_server::ServerConfig;
+use serde_json::{Value, json};
+
+/// A Mock profile whose agent logs the `mcpServers` it gets to `log`.
+async fn logging_profile(server: &TestServer, log: &Path) -> String {
+    let args = json!(["--mcp-log", log.display().to_string()]);
+    server.profile(json!({"name": "Mock MCP", "kind": "mock", "args": args})).await
+}
+
+/// The session tokens the agent was handed, oldest first.
+fn tokens(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .map(|line| {
+            let servers: Value = serde_json::from_str(line).unwrap();
+            let header = servers[0]["headers"][0]["value"].as_str().unwrap().to_owned();
+            header.strip_prefix("Bearer ").unwrap().to_owned()
+        })
+        .collect()
+}
+
+/// Calls a tool on `/mcp` as an outside client would: `initialize`, then `tools/call`.
+/// Returns the HTTP status and the JSON-RPC answer of the last request sent.
+async fn mcp_call(
+    server: &TestServer,
+    token: Option<&str>,
+    tool: &str,
+    args: Value,
+) -> (u16, Value) {
+    let http = reqwest::Client::new();
+    let post = |body: Value| {
+        let mut request = http
+            .post(server.url("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .body(body.to_string());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    let response = post(init).send().await.unwrap();
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    if status != 200 {
+        return (status, body);
+    }
+    assert_eq!(body["result"]["serverInfo"]["name"], "kandev", "{body}");
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": tool, "arguments": args}});
+    let response = post(call).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+/// The agent messages of a session's last turn that report an MCP call.
+fn mcp_said(messages: &[Value]) -> Vec<String> {
+    of_kind(messages, "agent")
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .flat_map(str::lines)
+        .filter(|c| c.starts_with("mcp "))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn script(lines: &[String]) -> String {
+    format!("#!mock\n{}", lines.join("\n"))
+}
+
+struct Setup {
+    server: TestServer,
+    log: PathBuf,
+    workspace_id: String,
+    workflow: Value,
+    task_id: String,
+    session_id: String,
+}
+
+/// A Kanban board, a task in Backlog and a session on it whose agent logs its MCP servers.
+async fn setup(config: ServerConfig) -> Setup {
+    let token = config.token.clone();
+    let server = TestServer::start_with(config, tempfile::tempdir().unwrap()).await;
+    let log = server.dir.path().join("mcp.log");
+    let profile = logging_profile(&server, &log).await;
+    let (workspace_id, workflow) = server.kanban().await;
+    let backlog = step_id(&workflow, "Backlog");
+    let task = server
+        .call(
+            "task.create",
+            json!({"workflow_id": workflow["id"], "title": "Task", "step_id": backlog}),
+        )
+        .await;
+    let task_id = task["task"]["id"].as_str().unwrap().to_owned();
+    let launched = server
+        .call("session.launch", json!({"task_id": task_id, "agent_profile_id": profile}))
+        .await;
+    let session_id = launched["session"]["id"].as_str().unwrap().to_owned();
+    wait_ready(&server, token.as_deref(), &session_id).await;
+    Setup { server, log, workspace_id, workflow, task_id, session_id }
+}
+
+/// A WebSocket subscribed to a session's topic (with the server token, if any).
+async fn session_ws(server: &TestServer, token: Option<&str>, session_id: &str) -> common::Ws {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut request = format!("ws://{}/ws", server.addr).into_client_request().unwrap();
+    if let Some(token) = token {
+        request.headers_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+    }
+    let (stream, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    let mut ws = common::Ws::new(stream);
+    ws.call("subscribe", json!({"topics": [format!("session:{session_id}")]})).await;
+    ws
+}
+
+/// Waits (bounded, by its notifications) until the session satisfies `done`.
+async fn wait_session(
+    server: &TestServer,
+    token: Option<&str>,
+    session_id: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let mut ws = session_ws(server, token, session_id).await;
+    let current = server.call("session.get", json!({"id": session_id})).await;
+    if done(&current["session"]) {
+        return current["session"].clone();
+    }
+    loop {
+        let frame = ws.next().await;
+        let session = &frame["payload"]["session"];
+        if frame["type"] == "notification" && session.is_object() && done(session) {
+            return session.clone();
+        }
+    }
+}
+
+async fn wait_ready(server: &TestServer, token: Option<&str>, session_id: &str) -> Value {
+    wait_session(server, token, session_id, |s| s["state"] == "WAITING_FOR_INPUT").await
+}
+
+#[tokio::test]
+async fn i17_a1_create_task_through_mcp_makes_a_subtask_visible_on_the_board() {
+    let s = setup(ServerConfig::default()).await;
+    let mut ws = s.server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("workspace:{}", s.workspace_id)]})).await;
+    let line = r#"mcp kandev create_task {"title":"sub","parent_id":"current"}"#.to_owned();
+    let messages = s.server.turn(&s.session_id, &script(&[line])).await;
+    let said = mcp_said(&messages);
+    assert!(said.len() == 1 && said[0].starts_with("mcp create_task ok:"), "{said:?}");
+    let created = tokio::time::timeout(WAIT, async {
+        loop {
+            let frame = ws.notification("task.created").await;
+            if frame["payload"]["task"]["title"] == "sub" {
+                return frame;
+            }
+        }
+    })
+    .await
+    .expect("task.created for the subtask");
+    assert_eq!(created["payload"]["task"]["parent_id"], s.task_id.as_str());
+    let listed = s.server.call("task.list", json!({"workflow_id": s.workflow["id"]})).await;
+    let sub = listed["tasks"].as_array().unwrap().iter().find(|t| t["title"] == "sub").cloned();
+    assert_eq!(sub.unwrap()["parent_id"], s.task_id.as_str(), "on the board as a subtask");
+    assert_eq!(tokens(&s.log).len(), 1, "one token was handed over at session/new");
+}
+
+#[tokio::test]
+async fn i17_a1_complete_step_moves_the_task_and_runs_the_next_steps_actions() {
+    let s = setup(ServerConfig::default()).await;
+    let mut ws = s.server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("workspace:{}", s.workspace_id)]})).await;
+    let line = r#"mcp kandev complete_step {"summary":"planned it"}"#.to_owned();
+    let messages = s.server.turn(&s.session_id, &script(&[line])).await;
+    let said = mcp_said(&messages);
+    assert!(said[0].starts_with("mcp complete_step ok:"), "{said:?}");
+    assert!(said[0].contains("In Progress"), "{said:?}");
+    let statuses: Vec<&str> =
+        of_kind(&messages, "status").iter().filter_map(|m| m["content"].as_str()).collect();
+    assert!(
+        statuses.iter().any(|s| s.contains("\"Backlog\" done: planned it")),
+        "the summary is a status message: {statuses:?}"
+    );
+    // In Progress sends its step prompt (the task's title) and, once that turn completes,
+    // moves the task on to Review: its actions ran like a manual move's.
+    s.server.wait_turns(&s.session_id, 2).await;
+    let review = step_id(&s.workflow, "Review");
+    let mut steps = vec![];
+    while steps.last() != Some(&review) {
+        let frame = ws.notification("task.moved").await;
+        steps.push(frame["payload"]["task"]["step_id"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(steps, [step_id(&s.workflow, "In Progress"), review], "moved on, then to Review");
+    let users: Vec<String> = of_kind(&s.server.messages(&s.session_id).await, "user")
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(users.last().map(String::as_str), Some("Task"), "the step prompt ran: {users:?}");
+}
+
+#[tokio::test]
+async fn i17_a1_move_update_get_list_and_note_tools_act_on_the_board() {
+    let s = setup(ServerConfig::default()).await;
+    let other = s
+        .server
+        .call(
+            "task.create",
+            json!({"workflow_id": s.workflow["id"], "title": "Other work",
+                   "step_id": step_id(&s.workflow, "Backlog")}),
+        )
+        .await;
+    let other_id = other["task"]["id"].as_str().unwrap().to_owned();
+    let lines = vec![
+        r#"mcp kandev get_task {}"#.to_owned(),
+        r#"mcp kandev list_tasks {"query":"other"}"#.to_owned(),
+        format!(r#"mcp kandev update_task {{"task_id":"{other_id}","title":"Renamed"}}"#),
+        format!(r#"mcp kandev move_task {{"task_id":"{other_id}","step":"Done"}}"#),
+        r#"mcp kandev add_note {"text":"a note from the agent"}"#.to_owned(),
+        r#"mcp kandev move_task {"step":"Nowhere"}"#.to_owned(),
+    ];
+    let messages = s.server.turn(&s.session_id, &script(&lines)).await;
+    let said = mcp_said(&messages);
+    assert_eq!(said.len(), 6, "{said:?}");
+    assert!(said[0].starts_with("mcp get_task ok:") && said[0].contains(r#""step":"Backlog""#));
+    assert!(said[0].contains(r#""workflow_steps""#), "{}", said[0]);
+    assert!(
+        said[1].contains("Other work") && !said[1].contains(r#""title":"Task""#),
+        "{}",
+        said[1]
+    );
+    assert!(said[2].starts_with("mcp update_task ok:") && said[2].contains("Renamed"));
+    assert!(said[3].starts_with("mcp move_task ok:"), "{}", said[3]);
+    assert!(said[4].starts_with("mcp add_note ok:"), "{}", said[4]);
+    assert!(
+        said[5].starts_with("mcp move_task error:") && said[5].contains("VALIDATION_ERROR"),
+        "a tool error carries the API's code: {}",
+        said[5]
+    );
+    let moved = s.server.call("task.get", json!({"id": other_id})).await;
+    assert_eq!(moved["task"]["title"], "Renamed");
+    assert_eq!(moved["task"]["step_id"], step_id(&s.workflow, "Done").as_str());
+    let notes: Vec<&str> =
+        of_kind(&messages, "status").iter().filter_map(|m| m["content"].as_str()).collect();
+    assert!(notes.contains(&"a note from the agent"), "{notes:?}");
+}
+
+/// Every tracing event and span field of this test process, as text.
+fn captured_logs() -> Arc<Mutex<String>> {
+    static LOGS: OnceLock<Arc<Mutex<String>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Arc::new(Mutex::new(String::new()));
+        let _ = tracing::subscriber::set_global_default(Capture(logs.clone()));
+        logs
+    })
+    .clone()
+}
+
+struct Capture(Arc<Mutex<String>>);
+
+struct Fields<'a>(&'a mut String);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let _ = write!(self.0, " {}={:?}", field.name(), value);
+    }
+}
+
+impl Capture {
+    fn append(&self, metadata: &tracing::Metadata<'_>, record: impl FnOnce(&mut Fields<'_>)) {
+        let mut line = format!("{} {}:", metadata.level(), metadata.target());
+        record(&mut Fields(&mut line));
+        let mut logs = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        logs.push_str(&line);
+        logs.push('\n');
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        self.append(span.metadata(), |fields| span.record(fields));
+        tracing::span::Id::from_u64(1)
+    }
+
+    fn record(&self, _: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        let mut line = String::from("span record:");
+        values.record(&mut Fields(&mut line));
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push_str(&line);
+    }
+
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+
+    fn event(&self, event: &tracing::Event<'_>) {
+        self.append(event.metadata(), |fields| event.record(fields));
+    }
+
+    fn enter(&self, _: &tracing::span::Id) {}
+
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+async fn task_titles(server: &TestServer, workflow: &Value) -> Vec<String> {
+    let listed = server.call("task.list", json!({"workflow_id": workflow["id"]})).await;
+    listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["title"].as_str().unwrap().into())
+        .collect()
+}
+
+#[tokio::test]
+async fn i17_a3_tokens_of_older_epochs_and_deleted_sessions_are_refused_and_never_logged() {
+    let logs = captured_logs();
+    let s = setup(ServerConfig::default()).await;
+    // The agent uses its token.
+    let line = r#"mcp kandev add_note {"text":"first"}"#.to_owned();
+    let said = mcp_said(&s.server.turn(&s.session_id, &script(&[line])).await);
+    assert!(said[0].starts_with("mcp add_note ok:"), "{said:?}");
+    let first = tokens(&s.log)[0].clone();
+    let (status, _) = mcp_call(&s.server, Some(&first), "get_task", json!({})).await;
+    assert_eq!(status, 200, "the current token works");
+
+    // A context reset opens a new conversation in the same process: a new epoch, a new token.
+    let epoch = wait_ready(&s.server, None, &s.session_id).await["epoch"].as_i64().unwrap();
+    s.server.call("session.reset_context", json!({"id": s.session_id})).await;
+    wait_session(&s.server, None, &s.session_id, |s| s["epoch"].as_i64() > Some(epoch)).await;
+    assert_eq!(tokens(&s.log).len(), 2, "the reset's session/new got a new token");
+    let before = task_titles(&s.server, &s.workflow).await;
+    let (status, body) =
+        mcp_call(&s.server, Some(&first), "create_task", json!({"title": "stale"})).await;
+    assert_eq!(status, 401, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("stale session token"), "{body}");
+    assert_eq!(
+        task_titles(&s.server, &s.workflow).await,
+        before,
+        "the refused call changed nothing"
+    );
+    let second = tokens(&s.log)[1].clone();
+    let line = r#"mcp kandev add_note {"text":"after the reset"}"#.to_owned();
+    let said = mcp_said(&s.server.turn(&s.session_id, &script(&[line])).await);
+    assert!(said[0].starts_with("mcp add_note ok:"), "the agent's new token works: {said:?}");
+
+    // Stop and resume: the resumed agent gets a new token, the old one is refused.
+    s.server.call("session.stop", json!({"id": s.session_id})).await;
+    s.server.call("session.resume", json!({"id": s.session_id})).await;
+    wait_ready(&s.server, None, &s.session_id).await;
+    let (status, body) =
+        mcp_call(&s.server, Some(&second), "add_note", json!({"text": "from the past"})).await;
+    assert_eq!(status, 401, "{body}");
+    let third = tokens(&s.log).last().unwrap().clone();
+    assert_ne!(third, second);
+    let (status, _) = mcp_call(&s.server, Some(&third), "get_task", json!({})).await;
+    assert_eq!(status, 200, "the resumed agent's token works");
+    let notes: Vec<String> = of_kind(&s.server.messages(&s.session_id).await, "status")
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!notes.iter().any(|n| n == "from the past"), "{notes:?}");
+
+    // A deleted session's token is refused too.
+    s.server.call("session.delete", json!({"id": s.session_id})).await;
+    let (status, body) =
+        mcp_call(&s.server, Some(&third), "create_task", json!({"title": "ghost"})).await;
+    assert_eq!(status, 401, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("deleted"), "{body}");
+    assert!(!task_titles(&s.server, &s.workflow).await.contains(&"ghost".to_owned()));
+
+    let logs = logs.lock().unwrap().clone();
+    assert!(logs.contains("refused an MCP call"), "refusals are logged");
+    for token in [&first, &second, &third] {
+        assert!(!logs.contains(token.as_str()), "a token appeared in the logs");
+    }
+}
+
+#[tokio::test]
+async fn i17_a3_the_server_token_reaches_every_tool() {
+    let config = ServerConfig { token: Some("server-secret".into()), ..ServerConfig::default() };
+    let s = setup(config).await;
+    let token = Some("server-secret");
+    let calls = [
+        ("get_task", json!({"task_id": s.task_id})),
+        ("list_tasks", json!({"workflow_id": s.workflow["id"]})),
+        (
+            "create_task",
+            json!({"title": "from an IDE", "workflow_id": s.workflow["id"],
+                               "parent_id": s.task_id}),
+        ),
+        ("update_task", json!({"task_id": s.task_id, "description": "more"})),
+        ("add_note", json!({"text": "outside note", "session_id": s.session_id})),
+        ("complete_step", json!({"session_id": s.session_id})),
+        ("move_task", json!({"task_id": s.task_id, "step": "Done"})),
+    ];
+    for (tool, args) in calls {
+        let (status, body) = mcp_call(&s.server, token, tool, args).await;
+        assert_eq!(status, 200, "{tool}: {body}");
+        assert_eq!(body["result"]["isError"], false, "{tool}: {body}");
+    }
+    let (status, _) = mcp_call(&s.server, Some("wrong"), "get_task", json!({})).await;
+    assert_eq!(status, 401, "a wrong server token is refused");
+    let (status, _) = mcp_call(&s.server, None, "get_task", json!({})).await;
+    assert_eq!(status, 401, "no token, on a server with one, is refused");
+    assert!(task_titles(&s.server, &s.workflow).await.contains(&"from an IDE".to_owned()));
+}
+
+/// Sends a script that asks a question; returns the question once it is announced, with a
+/// WebSocket on the session's topic.
+async fn ask(s: &Setup, args: &str) -> (common::Ws, Value) {
+    let mut ws = session_ws(&s.server, None, &s.session_id).await;
+    let content = script(&[format!("mcp kandev ask_user {args}")]);
+    let sent =
+        s.server.call("message.add", json!({"session_id": s.session_id, "content": content})).await;
+    assert_eq!(sent["status"], "sent");
+    let asked = ws.notification("session.question.asked").await;
+    (ws, asked["payload"]["question"].clone())
+}
+
+#[tokio::test]
+async fn i17_a2_an_answer_from_the_api_reaches_the_agent_once() {
+    let s = setup(ServerConfig::default()).await;
+    let (mut ws, question) =
+        ask(&s, r#"{"question":"Which color?","options":["red","blue"]}"#).await;
+    assert_eq!(question["status"], "pending");
+    assert_eq!(question["options"], json!(["red", "blue"]));
+    let listed = s.server.call("question.list", json!({"session_id": s.session_id})).await;
+    assert_eq!(listed["questions"][0]["question"], "Which color?", "durable: {listed}");
+    let (status, body) =
+        s.server.post("question.answer", json!({"id": question["id"], "answer": "green"})).await;
+    assert_eq!(status, 422, "an answer outside the options is refused: {body}");
+    let answered =
+        s.server.call("question.answer", json!({"id": question["id"], "answer": "blue"})).await;
+    assert_eq!(answered["question"]["status"], "answered");
+    ws.notification("session.turn.completed").await;
+    let said = mcp_said(&s.server.messages(&s.session_id).await);
+    assert_eq!(said, [r#"mcp ask_user ok: {"answer":"blue"}"#], "the tool call got the answer");
+    let (status, body) =
+        s.server.post("question.answer", json!({"id": question["id"], "answer": "red"})).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "ALREADY_RESOLVED");
+}
+
+#[tokio::test]
+async fn i17_a2_a_turn_cancel_cancels_the_question_and_the_call() {
+    let s = setup(ServerConfig::default()).await;
+    let (mut ws, question) = ask(&s, r#"{"question":"Proceed?"}"#).await;
+    s.server.call("agent.cancel", json!({"session_id": s.session_id})).await;
+    let resolved = ws.notification("session.question.resolved").await;
+    assert_eq!(resolved["payload"]["question"]["status"], "cancelled");
+    ws.notification("session.turn.completed").await;
+    let (status, body) =
+        s.server.post("question.answer", json!({"id": question["id"], "answer": "yes"})).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("ALREADY_RESOLVED")), "{body}");
+}
+
+#[tokio::test]
+async fn i17_a2_a_pending_question_expires_when_the_server_restarts() {
+    let s = setup(ServerConfig::default()).await;
+    let (_ws, question) = ask(&s, r#"{"question":"Still there?"}"#).await;
+    let session_id = s.session_id.clone();
+    let dir = s.server.stop().await;
+    let server = TestServer::start_with(ServerConfig::default(), dir).await;
+    let listed = server.call("question.list", json!({"session_id": session_id})).await;
+    assert_eq!(listed["questions"][0]["id"], question["id"]);
+    assert_eq!(listed["questions"][0]["status"], "expired", "{listed}");
+    let (status, body) =
+        server.post("question.answer", json!({"id": question["id"], "answer": "yes"})).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("ALREADY_RESOLVED")), "{body}");
+}
