@@ -97,17 +97,16 @@ fn task_state(state: SessionState) -> TaskState {
 
 /// Keeps the task card in step with its primary session: its state, and whether it needs
 /// its developer (`kandev_domain::needs_you`). Called on a change of the session's state and
-/// when a permission request comes or goes.
+/// when a permission request or a question comes or goes.
 pub async fn sync_task(tx: &mut WriteTx, session: &Session) -> Result<()> {
     let task = tx.get_task(&session.task_id).await?;
     if task.primary_session_id.as_ref() != Some(&session.id) {
         return Ok(());
     }
     let state = task_state(session.state);
-    // Questions (an ask-user tool) are not recorded yet: none is ever waiting.
     let waiting = Waiting {
         permissions: tx.permissions_waiting(&session.id).await?,
-        questions: 0,
+        questions: tx.pending_questions(Some(&session.id)).await?.len(),
         last_error: session.last_error.is_some(),
     };
     let needs = needs_you(session.state, waiting);

@@ -39,7 +39,13 @@ async fn announce(tx: &mut WriteTx, question: &Question, asked: bool) -> Result<
         SessionEvent::QuestionResolved { question: dto }
     };
     publish::notify(tx, Notification::session(&question.session_id, event)).await?;
-    Ok(())
+    // A pending question makes its task need the developer (`needs_you`); a resolved one may
+    // end that. The session is gone when its deletion resolves the question.
+    match tx.get_session(&question.session_id).await {
+        Ok(session) => publish::sync_task(tx, &session).await,
+        Err(kandev_store::StoreError::NotFound { .. }) => Ok(()),
+        Err(err) => Err(err.into()),
+    }
 }
 
 /// Stores and announces a question; the receiver gets it once it is resolved.

@@ -434,6 +434,20 @@ async fn ask(s: &Setup, args: &str) -> (common::Ws, Value) {
     (ws, asked["payload"]["question"].clone())
 }
 
+/// Issue 14 scope (needs-you) with issue 17's questions: a pending question makes the task
+/// need its developer, and answering it ends that.
+#[tokio::test]
+async fn i14_a_pending_question_makes_the_task_need_you_until_answered() {
+    let s = setup(ServerConfig::default()).await;
+    let (mut ws, question) = ask(&s, r#"{"question":"Ship it?","options":["yes","no"]}"#).await;
+    let task = s.server.call("task.get", json!({"id": s.task_id})).await;
+    assert_eq!(task["task"]["needs_you"], "question", "{task}");
+    s.server.call("question.answer", json!({"id": question["id"], "answer": "yes"})).await;
+    ws.notification("session.turn.completed").await;
+    let task = s.server.call("task.get", json!({"id": s.task_id})).await;
+    assert_eq!(task["task"]["needs_you"], Value::Null, "{task}");
+}
+
 #[tokio::test]
 async fn i17_a2_an_answer_from_the_api_reaches_the_agent_once() {
     let s = setup(ServerConfig::default()).await;
