@@ -4,6 +4,7 @@ pub mod agent;
 pub mod files;
 pub mod ids;
 pub mod session;
+pub mod ship;
 pub mod task;
 pub mod time;
 pub mod transcript;

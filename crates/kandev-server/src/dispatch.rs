@@ -11,7 +11,9 @@ use kandev_api_types::actions::{self, Action, Route};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::handlers::{agent_auth, files, profile, repository, session, task, workflow, workspace};
+use crate::handlers::{
+    agent_auth, files, profile, repository, session, ship, task, workflow, workspace,
+};
 use crate::{ApiError, AppState};
 
 /// Runs `action` with its JSON payload and returns the JSON result.
@@ -83,6 +85,19 @@ handlers! {
     TaskTree => files::tree,
     TaskFileRead => files::read,
     TaskCommit => files::commit,
+    TaskUnarchive => ship::unarchive,
+    RepositoryBranches => ship::branches,
+    TaskGitStatus => ship::git_status,
+    TaskRebase => ship::rebase,
+    TaskMerge => ship::merge,
+    TaskPush => ship::push,
+    TaskPrCreate => ship::pr_create,
+    TaskPrGet => ship::pr_get,
+    ReviewCommentAdd => ship::comment_add,
+    ReviewCommentList => ship::comment_list,
+    ReviewCommentUpdate => ship::comment_update,
+    ReviewCommentDelete => ship::comment_delete,
+    ReviewSubmit => ship::submit,
     AgentKinds => profile::kinds,
     ProfileList => profile::list,
     ProfileCreate => profile::create,

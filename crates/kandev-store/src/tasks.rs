@@ -403,6 +403,25 @@ impl WriteTx {
         self.get_task(id).await
     }
 
+    /// Brings an archived task back to the board, at the end of its step.
+    pub async fn unarchive_task(&mut self, id: &TaskId) -> Result<Task> {
+        let task = self.get_task(id).await?;
+        if task.archived_at.is_none() {
+            return Ok(task);
+        }
+        sqlx::query(
+            "UPDATE tasks SET archived_at = NULL, updated_at = ?, position = \
+             (SELECT COUNT(*) FROM tasks WHERE step_id = ? AND archived_at IS NULL) WHERE id = ?",
+        )
+        .bind(self.now().millis())
+        .bind(task.step_id.as_str())
+        .bind(id.as_str())
+        .execute(self.conn())
+        .await?;
+        self.renumber_step(&task.step_id).await?;
+        self.get_task(id).await
+    }
+
     /// Deletes a task; returns it for publication.
     pub async fn delete_task(&mut self, id: &TaskId) -> Result<Task> {
         let task = self.get_task(id).await?;

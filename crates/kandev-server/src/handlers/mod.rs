@@ -5,6 +5,7 @@ pub mod files;
 pub mod profile;
 pub mod repository;
 pub mod session;
+pub mod ship;
 pub mod task;
 pub mod workflow;
 pub mod workspace;

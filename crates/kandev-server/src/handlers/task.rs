@@ -36,7 +36,16 @@ async fn create_now(s: &AppState, p: TaskCreate) -> Result<TaskCreated, ApiError
             .map(|s| s.id.clone())
             .ok_or_else(|| ApiError::conflict("the workflow has no steps; add one first"))?,
     };
-    let repository_ids = checked_repositories(s, &workflow, p.repository_ids).await?;
+    let mut ids = p.repository_ids;
+    let mut base_branches = vec![];
+    for reference in p.repositories {
+        if let Some(branch) = reference.base_branch {
+            let branch = validate::branch_name("base_branch", &branch)?;
+            base_branches.push((RepositoryId::new(&reference.id), branch));
+        }
+        ids.push(reference.id);
+    }
+    let repository_ids = checked_repositories(s, &workflow, ids).await?;
     let agent_profile_id = checked_profile(s, p.agent_profile_id).await?;
     let new = NewTask {
         workflow_id: workflow.id.clone(),
@@ -48,6 +57,9 @@ async fn create_now(s: &AppState, p: TaskCreate) -> Result<TaskCreated, ApiError
     };
     let mut tx = s.store().begin_write().await?;
     let task = tx.insert_task(&new, "user").await?;
+    for (repository_id, branch) in &base_branches {
+        tx.set_task_base_branch(&task.id, repository_id, branch).await?;
+    }
     let created = publish_task(tx, &task, TaskChange::Created).await?;
     // The start step's on_enter runs now; `start_agent` (or an `auto_start_agent` action)
     // starts the first session, exactly once. The answer comes once the start is accepted
