@@ -77,8 +77,9 @@ impl TryFrom<CommentRow> for ReviewComment {
     type Error = StoreError;
 
     fn try_from(r: CommentRow) -> Result<ReviewComment> {
-        let side = DiffSide::parse(&r.side)
-            .ok_or_else(|| StoreError::Corrupt(format!("review comment {} side {:?}", r.id, r.side)))?;
+        let side = DiffSide::parse(&r.side).ok_or_else(|| {
+            StoreError::Corrupt(format!("review comment {} side {:?}", r.id, r.side))
+        })?;
         Ok(ReviewComment {
             id: r.id,
             task_id: TaskId::new(r.task_id),
@@ -248,7 +249,10 @@ impl WriteTx {
 
     pub async fn delete_review_comment(&mut self, id: &str) -> Result<ReviewComment> {
         let current = comment(self.db(), id).await?;
-        sqlx::query("DELETE FROM review_comments WHERE id = ?").bind(id).execute(self.conn()).await?;
+        sqlx::query("DELETE FROM review_comments WHERE id = ?")
+            .bind(id)
+            .execute(self.conn())
+            .await?;
         Ok(current)
     }
 

@@ -128,7 +128,12 @@ fn client() -> Result<reqwest::Client> {
 }
 
 impl ForgeApi {
-    fn request(&self, client: &reqwest::Client, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+    fn request(
+        &self,
+        client: &reqwest::Client,
+        method: reqwest::Method,
+        path: &str,
+    ) -> reqwest::RequestBuilder {
         let url = format!("{}{path}", self.base_url);
         let request = client.request(method, url);
         match self.forge {
@@ -144,7 +149,11 @@ impl ForgeApi {
     async fn call(&self, request: reqwest::RequestBuilder) -> Result<Value> {
         let name = self.forge.as_str();
         let response = request.send().await.map_err(|e| {
-            EngineError::Unavailable(format!("the {name} API at {} did not answer: {}", self.base_url, e.without_url()))
+            EngineError::Unavailable(format!(
+                "the {name} API at {} did not answer: {}",
+                self.base_url,
+                e.without_url()
+            ))
         })?;
         let status = response.status();
         let body: Value = response.json().await.unwrap_or(Value::Null);
@@ -153,7 +162,13 @@ impl ForgeApi {
         }
         let said = body
             .get("message")
-            .map(|m| if m.is_string() { m.as_str().unwrap_or_default().to_owned() } else { m.to_string() })
+            .map(|m| {
+                if m.is_string() {
+                    m.as_str().unwrap_or_default().to_owned()
+                } else {
+                    m.to_string()
+                }
+            })
             .or_else(|| body.get("error").and_then(Value::as_str).map(str::to_owned))
             .unwrap_or_else(|| "no message".to_owned());
         let hint = match status.as_u16() {
@@ -216,7 +231,10 @@ impl ForgeApi {
     ) -> Result<PullRequest> {
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_owned();
         let malformed = || {
-            EngineError::Unavailable(format!("the {} API answered without a pull request number", self.forge.as_str()))
+            EngineError::Unavailable(format!(
+                "the {} API answered without a pull request number",
+                self.forge.as_str()
+            ))
         };
         let pr = match self.forge {
             Forge::GitHub => {
@@ -249,14 +267,15 @@ impl ForgeApi {
                     "closed" | "locked" => PrState::Closed,
                     _ => PrState::Open,
                 };
-                let checks = body.pointer("/head_pipeline/status").and_then(Value::as_str).map(|s| {
-                    match s {
-                        "success" => "success",
-                        "failed" | "canceled" => "failure",
-                        _ => "pending",
-                    }
-                    .to_owned()
-                });
+                let checks =
+                    body.pointer("/head_pipeline/status").and_then(Value::as_str).map(|s| {
+                        match s {
+                            "success" => "success",
+                            "failed" | "canceled" => "failure",
+                            _ => "pending",
+                        }
+                        .to_owned()
+                    });
                 let approved = body.get("approved").and_then(Value::as_bool);
                 PullRequest {
                     task_id: task_id.clone(),
@@ -266,7 +285,8 @@ impl ForgeApi {
                     url: text(body.get("web_url")),
                     state,
                     checks,
-                    review_decision: approved.map(|a| if a { "approved" } else { "review_required" }.to_owned()),
+                    review_decision: approved
+                        .map(|a| if a { "approved" } else { "review_required" }.to_owned()),
                     head_branch: text(body.get("source_branch")),
                     base_branch: text(body.get("target_branch")),
                     updated_at: now,
@@ -351,7 +371,8 @@ async fn create_one(
     let base = remote_base(&target.base_branch, "origin");
     let client = client()?;
     let answer = api.create(&client, &target.record.branch, &base, title, body, draft).await?;
-    let mut pr = api.read(&client, &answer, task_id, &target.repository.id, inner.store.now()).await?;
+    let mut pr =
+        api.read(&client, &answer, task_id, &target.repository.id, inner.store.now()).await?;
     if pr.head_branch.is_empty() {
         pr.head_branch = target.record.branch.clone();
     }
@@ -368,13 +389,13 @@ async fn create_one(
 /// record and whether its state changed.
 pub(crate) async fn refresh_one(inner: &Inner, pr: &PullRequest) -> Result<(PullRequest, bool)> {
     let repository = inner.store.get_repository(&pr.repository_id).await.map_err(not_found)?;
-    let remote_url = git::remote_url(Path::new(&repository.local_path), "origin")
-        .await
-        .map_err(ship_error)?;
+    let remote_url =
+        git::remote_url(Path::new(&repository.local_path), "origin").await.map_err(ship_error)?;
     let api = forge_api(&repository, &remote_url)?;
     let client = client()?;
     let answer = api.get(&client, pr.number).await?;
-    let mut fresh = api.read(&client, &answer, &pr.task_id, &pr.repository_id, inner.store.now()).await?;
+    let mut fresh =
+        api.read(&client, &answer, &pr.task_id, &pr.repository_id, inner.store.now()).await?;
     if fresh.url.is_empty() {
         fresh.url = pr.url.clone();
     }
@@ -408,7 +429,10 @@ impl Engine {
         {
             let _guard = self.inner.task_locks.lock(task_id).await;
             for target in &targets {
-                prs.push(create_one(&self.inner, target, title.as_deref(), body.as_deref(), draft).await?);
+                prs.push(
+                    create_one(&self.inner, target, title.as_deref(), body.as_deref(), draft)
+                        .await?,
+                );
             }
         }
         if let Err(err) = publish_status(&self.inner, task_id).await {
@@ -450,7 +474,11 @@ mod tests {
         let cases = [
             ("git@github.com:acme/widget.git", Some("github.com"), "acme/widget"),
             ("https://github.com/acme/widget", Some("github.com"), "acme/widget"),
-            ("ssh://git@gitlab.example.com:22/group/sub/app.git", Some("gitlab.example.com"), "group/sub/app"),
+            (
+                "ssh://git@gitlab.example.com:22/group/sub/app.git",
+                Some("gitlab.example.com"),
+                "group/sub/app",
+            ),
             ("https://user:pw@gitlab.com/g/app.git/", Some("gitlab.com"), "g/app"),
             ("/tmp/x/acme/widget.git", None, "acme/widget"),
         ];

@@ -13,8 +13,8 @@ pub(crate) mod ship;
 pub(crate) mod status;
 
 pub use actions::{MAX_PLAIN_ENTRIES, MAX_READ_BYTES};
-pub use ship::{CLEANUP_TIMEOUT, MergeMade, PushMade, ReviewSent};
 pub use kandev_domain::files::{
     ChangeStatus, ChangedFile, CommitMade, DiffLine, EntryKind, FileChange, FileContent, Hunk,
     KeptWorktree, LineKind, TaskChanges, TaskTree, TaskWorktree, TreeEntry, WorktreeRemoval,
 };
+pub use ship::{CLEANUP_TIMEOUT, MergeMade, PushMade, ReviewSent};

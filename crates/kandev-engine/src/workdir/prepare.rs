@@ -390,7 +390,10 @@ async fn create(
     if let Err(err) = git::fetch_base(&repo_path, &base_branch).await {
         return Ok(Err(Failure {
             code: "worktree_failed",
-            message: format!("cannot fetch the base branch {base_branch} of repository {}: {err}", repository.name),
+            message: format!(
+                "cannot fetch the base branch {base_branch} of repository {}: {err}",
+                repository.name
+            ),
             details: json!({
                 "repository_id": repository.id.to_string(),
                 "base_branch": base_branch,

@@ -78,7 +78,10 @@ pub(crate) async fn run_cleanup(inner: &Inner, record: &WorktreeRecord, force: b
             (format!("cleanup script of {name} finished (exit code 0, no output)"), "finished")
         }
         Ok(output) => (
-            format!("cleanup script of {name} finished (exit code 0):\n{}", output.output.trim_end()),
+            format!(
+                "cleanup script of {name} finished (exit code 0):\n{}",
+                output.output.trim_end()
+            ),
             "finished",
         ),
         Err(err) => {
@@ -221,10 +224,9 @@ impl Engine {
             return (String::new(), String::new());
         };
         match changes.files.iter().find(|f| f.change.path == path) {
-            Some(file) => (
-                quote_line(&file.change, line, side).unwrap_or_default(),
-                diff_hash(&file.change),
-            ),
+            Some(file) => {
+                (quote_line(&file.change, line, side).unwrap_or_default(), diff_hash(&file.change))
+            }
             None => (String::new(), String::new()),
         }
     }
@@ -258,10 +260,6 @@ impl Engine {
         let ids: Vec<String> = open.iter().map(|c| c.id.clone()).collect();
         let comments = tx.mark_review_comments_sent(task_id, &ids).await?;
         tx.commit().await?;
-        Ok(ReviewSent {
-            comments,
-            session_id,
-            queued: matches!(outcome, PromptOutcome::Queued(_)),
-        })
+        Ok(ReviewSent { comments, session_id, queued: matches!(outcome, PromptOutcome::Queued(_)) })
     }
 }

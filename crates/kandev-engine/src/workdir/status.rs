@@ -94,8 +94,9 @@ pub(crate) fn ship_error(err: GitError) -> EngineError {
 
 /// The status of one target, read from git and the store.
 async fn status_of(inner: &Inner, target: &Target) -> Result<GitStatus> {
-    let status =
-        git::status(Path::new(&target.record.path), &target.base_branch).await.map_err(ship_error)?;
+    let status = git::status(Path::new(&target.record.path), &target.base_branch)
+        .await
+        .map_err(ship_error)?;
     let pr = inner
         .store
         .pull_requests(&target.record.task_id)
@@ -149,4 +150,3 @@ pub(crate) async fn refresh_status(inner: &Inner, task_id: &TaskId) {
         Err(err) => tracing::debug!(task = %task_id, error = %err, "git status not refreshed"),
     }
 }
-

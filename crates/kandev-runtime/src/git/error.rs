@@ -136,7 +136,9 @@ pub enum GitError {
     BaseNotLocal { branch: String },
 
     /// The repository has no such remote.
-    #[error("the repository has no remote `{remote}`; add one with `git remote add {remote} <url>`")]
+    #[error(
+        "the repository has no remote `{remote}`; add one with `git remote add {remote} <url>`"
+    )]
     NoRemote { remote: String },
 
     /// The remote refused the push because it is not a fast-forward.

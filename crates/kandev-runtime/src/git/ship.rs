@@ -158,7 +158,8 @@ async fn left_right(repo: &Path, a: &str, b: &str) -> Result<(u32, u32), GitErro
 }
 
 async fn current_branch(worktree: &Path) -> Result<String, GitError> {
-    let head = Git::new(worktree).args(["symbolic-ref", "--quiet", "--short", "HEAD"]).output().await?;
+    let head =
+        Git::new(worktree).args(["symbolic-ref", "--quiet", "--short", "HEAD"]).output().await?;
     if !head.success() {
         return Err(GitError::DetachedHead { path: worktree.to_path_buf() });
     }
@@ -223,10 +224,8 @@ pub async fn rebase(worktree: &Path, base_branch: &str) -> Result<String, GitErr
     if output.success() {
         return Git::new(&worktree).args(["rev-parse", "HEAD"]).text().await;
     }
-    let conflicted = Git::new(&worktree)
-        .args(["diff", "--name-only", "-z", "--diff-filter=U"])
-        .output()
-        .await?;
+    let conflicted =
+        Git::new(&worktree).args(["diff", "--name-only", "-z", "--diff-filter=U"]).output().await?;
     let files: Vec<String> = conflicted
         .stdout
         .split(|&b| b == 0)
@@ -274,7 +273,10 @@ pub async fn merge_into_base(
     if let Some(checkout) = &checkout {
         let dirty = dirty_files(checkout).await?;
         if !dirty.is_clean() {
-            return Err(GitError::DirtyFiles { path: checkout.clone(), files: listed(dirty.paths()) });
+            return Err(GitError::DirtyFiles {
+                path: checkout.clone(),
+                files: listed(dirty.paths()),
+            });
         }
     }
     let is_ancestor = Git::new(&repo)
@@ -317,7 +319,14 @@ pub async fn merge_into_base(
         // Compare-and-set: a base moved meanwhile is not overwritten.
         None => {
             Git::new(&repo)
-                .args(["update-ref", "-m", "kandev: merge task branch", &base_ref, &new_tip, &base_tip])
+                .args([
+                    "update-ref",
+                    "-m",
+                    "kandev: merge task branch",
+                    &base_ref,
+                    &new_tip,
+                    &base_tip,
+                ])
                 .run()
                 .await?;
         }
@@ -330,7 +339,11 @@ pub async fn merge_into_base(
 /// upstream. Never forces, except with `force_with_lease` (`--force-with-lease` against the
 /// remote-tracking ref: a remote that moved since we last saw it is still refused). Returns
 /// the pushed head.
-pub async fn push(worktree: &Path, remote: &str, force_with_lease: bool) -> Result<String, GitError> {
+pub async fn push(
+    worktree: &Path,
+    remote: &str,
+    force_with_lease: bool,
+) -> Result<String, GitError> {
     let worktree = open_worktree(worktree).await?;
     let branch = current_branch(&worktree).await?;
     remote_url(&worktree, remote).await?;
@@ -346,7 +359,9 @@ pub async fn push(worktree: &Path, remote: &str, force_with_lease: bool) -> Resu
         return Ok(head);
     }
     let said = format!("{}\n{}", String::from_utf8_lossy(&output.stdout), output.stderr);
-    if said.contains("non-fast-forward") || said.contains("fetch first") || said.contains("stale info")
+    if said.contains("non-fast-forward")
+        || said.contains("fetch first")
+        || said.contains("stale info")
     {
         return Err(GitError::PushRejected { remote: remote.to_owned(), branch });
     }
@@ -444,7 +459,9 @@ pub async fn copy_ignored_files(
             _ => continue,
         }
         let target = worktree.join(rel);
-        if tokio::fs::symlink_metadata(&target).await.is_ok() || !inside_without_links(&worktree, rel).await {
+        if tokio::fs::symlink_metadata(&target).await.is_ok()
+            || !inside_without_links(&worktree, rel).await
+        {
             continue;
         }
         if let Some(parent) = target.parent() {
@@ -456,17 +473,20 @@ pub async fn copy_ignored_files(
         let data = tokio::fs::read(&source)
             .await
             .map_err(|e| GitError::io(format!("failed to read `{}`", source.display()), e))?;
-        let written = tokio::fs::OpenOptions::new().write(true).create_new(true).open(&target).await;
+        let written =
+            tokio::fs::OpenOptions::new().write(true).create_new(true).open(&target).await;
         match written {
             Ok(mut file) => {
                 use tokio::io::AsyncWriteExt;
-                file.write_all(&data)
-                    .await
-                    .map_err(|e| GitError::io(format!("failed to write `{}`", target.display()), e))?;
+                file.write_all(&data).await.map_err(|e| {
+                    GitError::io(format!("failed to write `{}`", target.display()), e)
+                })?;
                 copied.push(relative);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(GitError::io(format!("failed to write `{}`", target.display()), e)),
+            Err(e) => {
+                return Err(GitError::io(format!("failed to write `{}`", target.display()), e));
+            }
         }
     }
     Ok(copied)
@@ -509,7 +529,8 @@ async fn commit_of(repo: &Path, full_ref: &str) -> Result<Option<String>, GitErr
 /// Fills in a missing committer identity the way [`super::commit_all`] does.
 async fn with_identity(git: Git, repo: &Path) -> Result<Git, GitError> {
     let mut git = git;
-    for (key, fallback) in [("user.name", FALLBACK_USER_NAME), ("user.email", FALLBACK_USER_EMAIL)] {
+    for (key, fallback) in [("user.name", FALLBACK_USER_NAME), ("user.email", FALLBACK_USER_EMAIL)]
+    {
         let output = Git::new(repo).args(["config", "--get", key]).output().await?;
         if !output.success() || output.text().trim().is_empty() {
             git = git.config(format!("{key}={fallback}"));
