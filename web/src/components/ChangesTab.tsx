@@ -4,6 +4,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { FileChangeDto } from '../api/types';
 import { DiffLines } from './DiffView';
+import { ShipPanel } from './ShipPanel';
 
 export function ChangesTab({ taskId }: { taskId: string }) {
   const [files, setFiles] = useState<FileChangeDto[] | null>(null);
@@ -34,6 +35,7 @@ export function ChangesTab({ taskId }: { taskId: string }) {
         <span className="spacer" />
         <button onClick={load}>Refresh</button>
       </div>
+      <ShipPanel taskId={taskId} onChanged={load} />
       {error && (
         <div className="banner error" role="alert" data-testid="changes-error">
           {error}

@@ -1,5 +1,5 @@
 // The create-task form: title, description, repository, agent profile, step, start now.
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { TaskDto, WorkflowDto } from '../api/types';
 import { useData } from '../lib/data';
@@ -16,11 +16,25 @@ export function CreateTaskDialog(props: {
   const [title, setTitle] = useState('');
   const [description, setDescription] = useState('');
   const [repo, setRepo] = useState('');
+  const [branches, setBranches] = useState<string[]>([]);
+  const [baseBranch, setBaseBranch] = useState('');
   const [profile, setProfile] = useState(profiles[0]?.id ?? '');
   const [stepId, setStepId] = useState(start?.id ?? '');
   const [startNow, setStartNow] = useState(true);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
+
+  // The base branch picker: the chosen repository's branches, its default first.
+  useEffect(() => {
+    setBranches([]);
+    setBaseBranch('');
+    if (!repo) return;
+    const fallback = repositories.find((r) => r.id === repo)?.default_branch ?? '';
+    setBaseBranch(fallback);
+    call('repository.branches', { id: repo })
+      .then((r) => setBranches(r.branches))
+      .catch((e: unknown) => setError(errorText(e)));
+  }, [repo, repositories]);
 
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
@@ -36,7 +50,7 @@ export function CreateTaskDialog(props: {
         title: title.trim(),
         description,
         step_id: stepId || undefined,
-        repository_ids: repo ? [repo] : [],
+        repositories: repo ? [{ id: repo, base_branch: baseBranch || undefined }] : [],
         agent_profile_id: profile || undefined,
         start_agent: startNow,
       });
@@ -76,6 +90,18 @@ export function CreateTaskDialog(props: {
               ))}
             </select>
           </label>
+          {repo && (
+            <label>
+              Base branch
+              <select name="base_branch" value={baseBranch} onChange={(e) => setBaseBranch(e.target.value)}>
+                {[baseBranch, ...branches.filter((b) => b !== baseBranch)].filter(Boolean).map((b) => (
+                  <option key={b} value={b}>
+                    {b}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
           <label>
             Agent profile
             <select name="profile" value={profile} onChange={(e) => setProfile(e.target.value)}>

@@ -70,6 +70,7 @@ export function applyTaskNotification(state: BoardState, n: Notification, workfl
       return place(state, task);
     }
     case 'task.created':
+    case 'task.unarchived':
     case 'task.archived':
     case 'task.moved':
       return p.task.workflow_id === workflowId ? place(state, p.task) : state;
