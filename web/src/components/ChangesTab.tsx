@@ -12,11 +12,16 @@ export function ChangesTab({ taskId }: { taskId: string }) {
   const [message, setMessage] = useState('');
   const [committing, setCommitting] = useState(false);
   const [note, setNote] = useState<string | null>(null);
+  // Bumped on each read of the diff, so the ship panel reads the branch's status again.
+  const [version, setVersion] = useState(0);
 
   const load = useCallback(() => {
     setError(null);
     call('task.changes', { task_id: taskId })
-      .then((r) => setFiles(r.files ?? []))
+      .then((r) => {
+        setFiles(r.files ?? []);
+        setVersion((v) => v + 1);
+      })
       .catch((e: unknown) => setError(errorText(e)));
   }, [taskId]);
   useEffect(load, [load]);
@@ -35,7 +40,7 @@ export function ChangesTab({ taskId }: { taskId: string }) {
         <span className="spacer" />
         <button onClick={load}>Refresh</button>
       </div>
-      <ShipPanel taskId={taskId} onChanged={load} />
+      <ShipPanel taskId={taskId} version={version} onChanged={load} />
       {error && (
         <div className="banner error" role="alert" data-testid="changes-error">
           {error}

@@ -37,7 +37,8 @@ function StatusLine({ s }: { s: GitStatusDto }) {
   );
 }
 
-export function ShipPanel({ taskId, onChanged }: { taskId: string; onChanged: () => void }) {
+export function ShipPanel(props: { taskId: string; version: number; onChanged: () => void }) {
+  const { taskId, version, onChanged } = props;
   const [status, setStatus] = useState<GitStatusDto[] | null>(null);
   const [note, setNote] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
@@ -54,15 +55,14 @@ export function ShipPanel({ taskId, onChanged }: { taskId: string; onChanged: ()
       .then((r) => setComments(r.comments))
       .catch((e: unknown) => setNote(errorText(e)));
   }, [taskId]);
-  useEffect(load, [load]);
+  useEffect(load, [load, version]);
 
   const run = async (what: string, act: () => Promise<string>) => {
     setBusy(true);
     setNote(null);
     try {
       setNote(await act());
-      load();
-      onChanged();
+      onChanged(); // reads the diff again, then this panel (`version`)
     } catch (e) {
       setNote(`${what} refused: ${refusal(e)}`);
     } finally {
