@@ -105,6 +105,12 @@ test('ship a task: base branch picker, git status, review comment, Create PR', a
 
     await page.getByRole('tab', { name: 'Changes' }).click();
     await expect(page.locator('.diff-file[data-path="feature.txt"]')).toHaveCount(0); // from the base
+    // Side by side: the new file's line on the right, nothing on the left.
+    await page.getByLabel('Side by side').check();
+    const sbs = page.locator('.diff-file[data-path="notes.txt"]').getByRole('table', { name: 'Side-by-side diff' });
+    await expect(sbs.locator('tr').first().locator('td')).toHaveCount(3);
+    await expect(sbs.locator('td.dl-add')).toHaveText('hello from the agent');
+    await page.getByLabel('Side by side').uncheck();
     await page.getByLabel('Commit message').fill('Add notes');
     await page.getByRole('button', { name: 'Commit' }).click();
     await expect(page.getByRole('status').filter({ hasText: 'Committed' })).toBeVisible();

@@ -5,6 +5,7 @@ import { call, errorText } from '../api/client';
 import type { FileChangeDto } from '../api/types';
 import { DiffLines } from './DiffView';
 import { ShipPanel } from './ShipPanel';
+import { SideBySide } from './SideBySide';
 
 export function ChangesTab({ taskId }: { taskId: string }) {
   const [files, setFiles] = useState<FileChangeDto[] | null>(null);
@@ -14,6 +15,7 @@ export function ChangesTab({ taskId }: { taskId: string }) {
   const [note, setNote] = useState<string | null>(null);
   // Bumped on each read of the diff, so the ship panel reads the branch's status again.
   const [version, setVersion] = useState(0);
+  const [sideBySide, setSideBySide] = useState(false);
 
   const load = useCallback(() => {
     setError(null);
@@ -38,6 +40,10 @@ export function ChangesTab({ taskId }: { taskId: string }) {
           </span>
         )}
         <span className="spacer" />
+        <label className="check">
+          <input type="checkbox" checked={sideBySide} onChange={(e) => setSideBySide(e.target.checked)} />
+          Side by side
+        </label>
         <button onClick={load}>Refresh</button>
       </div>
       <ShipPanel taskId={taskId} version={version} onChanged={load} />
@@ -60,7 +66,11 @@ export function ChangesTab({ taskId }: { taskId: string }) {
           {f.hunks.map((h, i) => (
             <div key={i} className="hunk">
               <div className="hunk-head">{h.header}</div>
-              <DiffLines lines={h.lines} />
+              {sideBySide ? (
+                <SideBySide lines={h.lines} oldStart={h.old_start} newStart={h.new_start} />
+              ) : (
+                <DiffLines lines={h.lines} />
+              )}
             </div>
           ))}
         </details>
