@@ -150,3 +150,43 @@ test('ship a task: base branch picker, git status, review comment, Create PR', a
     rmSync(tmp, { recursive: true, force: true });
   }
 });
+
+test('a conflicting rebase lists the files and the agent is asked to resolve them', async ({ page, kandev }) => {
+  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-conflict-'));
+  try {
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd })
+        .toString()
+        .trim();
+    git(repo, 'init', '-q', '-b', 'main');
+    writeFileSync(join(repo, 'README.md'), 'one\ntwo\n');
+    git(repo, 'add', '.');
+    git(repo, 'commit', '-q', '-m', 'initial');
+    const { workspaceId } = await kandev.board();
+    const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
+    const task = await kandev.createTask('Clash', { repository_ids: [repository.id], start_agent: true });
+    await page.goto(`${kandev.url}/tasks/${task.id}`);
+    await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Clash');
+    const { sessions } = await kandev.api('task.session.list', { task_id: task.id });
+    const worktree = sessions[0].cwd as string;
+    writeFileSync(join(worktree, 'README.md'), 'one\ntask\n');
+    git(worktree, 'commit', '-q', '-am', 'task edit');
+    writeFileSync(join(repo, 'README.md'), 'one\nbase\n');
+    git(repo, 'commit', '-q', '-am', 'base edit');
+    const head = git(worktree, 'rev-parse', 'HEAD');
+
+    await page.getByRole('tab', { name: 'Changes' }).click();
+    await expect(page.getByTestId('git-status')).toContainText('conflicts: README.md');
+    await page.getByRole('button', { name: 'Rebase' }).click();
+    await expect(page.getByTestId('ship-note')).toContainText('Rebase refused');
+    await expect(page.getByTestId('ship-note')).toContainText('[README.md]');
+    expect(git(worktree, 'rev-parse', 'HEAD')).toBe(head);
+    await page.getByRole('button', { name: 'Ask the agent to resolve' }).click();
+    await expect(page.getByTestId('ship-note')).toHaveText('Asked the agent to resolve the conflicts.');
+    const sent = await kandev.api('message.list', { session_id: sessions[0].id });
+    const users = sent.messages.filter((m: { kind: string }) => m.kind === 'user');
+    expect(users[users.length - 1].content).toContain('conflicts in: README.md');
+  } finally {
+    rmSync(repo, { recursive: true, force: true });
+  }
+});

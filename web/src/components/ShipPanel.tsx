@@ -46,6 +46,8 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
   const [path, setPath] = useState('');
   const [line, setLine] = useState('1');
   const [text, setText] = useState('');
+  // Files a refused rebase listed: the agent can be asked to resolve them.
+  const [conflicts, setConflicts] = useState<string[]>([]);
 
   const load = useCallback(() => {
     call('task.git_status', { task_id: taskId })
@@ -76,7 +78,14 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
       {status?.map((s) => <StatusLine key={s.repository_id} s={s} />)}
       <div className="changes-bar">
         <button disabled={busy} onClick={() => run('Rebase', async () => {
-          await call('task.rebase', { task_id: taskId });
+          setConflicts([]);
+          try {
+            await call('task.rebase', { task_id: taskId });
+          } catch (e) {
+            const d = e instanceof ApiError ? (e.details as { conflicts?: string[] } | null) : null;
+            setConflicts(d?.conflicts ?? []);
+            throw e;
+          }
           return 'Rebased onto the base branch.';
         })}>
           Rebase
@@ -104,6 +113,20 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
         </button>
       </div>
       {note && <p role="status" data-testid="ship-note">{note}</p>}
+      {conflicts.length > 0 && (
+        <button disabled={busy} onClick={() => run('Asking the agent', async () => {
+          const { task } = await call('task.get', { id: taskId });
+          if (!task.primary_session_id) throw new Error('the task has no session; launch one first');
+          const content =
+            `Rebasing this branch onto its base branch conflicts in: ${conflicts.join(', ')}. ` +
+            'Rebase onto the base branch, resolve the conflicts in these files, and finish the rebase.';
+          const r = await call('message.add', { session_id: task.primary_session_id, content });
+          setConflicts([]);
+          return r.status === 'queued' ? 'Asked the agent (queued).' : 'Asked the agent to resolve the conflicts.';
+        })}>
+          Ask the agent to resolve
+        </button>
+      )}
       <form
         className="review-box"
         aria-label="Review comment"
