@@ -137,6 +137,18 @@ actions! {
         TaskTree = "task.tree": rq::ByTask => rs::TaskTree;
         TaskFileRead = "task.file.read": rq::TaskFileRead => crate::FileContentDto;
         TaskCommit = "task.commit": rq::TaskCommit => rs::TaskCommitted;
+        RepositoryBranches = "repository.branches": rq::ById => rs::Branches;
+        TaskGitStatus = "task.git_status": rq::ByTask => rs::TaskGitStatus;
+        TaskRebase = "task.rebase": rq::TaskRebase => rs::TaskGitStatus;
+        TaskMerge = "task.merge": rq::TaskMerge => rs::TaskMerged;
+        TaskPush = "task.push": rq::TaskPush => rs::TaskPushed;
+        TaskPrCreate = "task.pr.create": rq::TaskPrCreate => rs::TaskPullRequests;
+        TaskPrGet = "task.pr.get": rq::ByTask => rs::TaskPullRequests;
+        ReviewCommentAdd = "review.comment.add": rq::ReviewCommentAdd => rs::ReviewCommentOne;
+        ReviewCommentList = "review.comment.list": rq::ByTask => rs::ReviewComments;
+        ReviewCommentUpdate = "review.comment.update": rq::ReviewCommentUpdate => rs::ReviewCommentOne;
+        ReviewCommentDelete = "review.comment.delete": rq::ById => rs::Deleted;
+        ReviewSubmit = "review.submit": rq::ByTask => rs::ReviewSubmitted;
 
         AgentKinds = "agent.kinds": rq::Empty => rs::AgentKinds;
         ProfileList = "agent.profile.list": rq::Page => rs::Profiles;

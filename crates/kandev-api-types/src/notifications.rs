@@ -84,6 +84,9 @@ pub enum WorkspaceEvent {
     /// `trigger` is what moved it (the step history's trigger: `manual`, a workflow action).
     #[serde(rename = "task.moved")]
     TaskMoved { task: TaskDto, from_step_id: String, trigger: String },
+    /// A task's git status was recomputed (after a turn, a commit, a ship action, on demand).
+    #[serde(rename = "task.git_status")]
+    TaskGitStatus { task_id: String, repositories: Vec<crate::GitStatusDto> },
     #[serde(rename = "task.deleted")]
     TaskDeleted { id: String, workflow_id: String, step_id: String },
     #[serde(rename = "session.created")]

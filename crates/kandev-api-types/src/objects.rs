@@ -40,6 +40,10 @@ pub struct RepositoryDto {
     pub default_branch: String,
     pub branch_template: String,
     pub setup_script: String,
+    pub copy_files: Vec<String>,
+    pub cleanup_script: String,
+    pub forge_api_base_url: String,
+    pub forge_token_env: String,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -54,6 +58,10 @@ impl From<&Repository> for RepositoryDto {
             default_branch: r.default_branch.clone(),
             branch_template: r.branch_template.clone(),
             setup_script: r.setup_script.clone(),
+            copy_files: r.copy_files.clone(),
+            cleanup_script: r.cleanup_script.clone(),
+            forge_api_base_url: r.forge_api_base_url.clone(),
+            forge_token_env: r.forge_token_env.clone(),
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
         }

@@ -74,6 +74,10 @@ pub struct RepositoryCreate {
     pub default_branch: Option<String>,
     pub branch_template: Option<String>,
     pub setup_script: Option<String>,
+    pub copy_files: Option<Vec<String>>,
+    pub cleanup_script: Option<String>,
+    pub forge_api_base_url: Option<String>,
+    pub forge_token_env: Option<String>,
 }
 
 pub struct RepositoryUpdate {
@@ -82,6 +86,10 @@ pub struct RepositoryUpdate {
     pub default_branch: Option<String>,
     pub branch_template: Option<String>,
     pub setup_script: Option<String>,
+    pub copy_files: Option<Vec<String>>,
+    pub cleanup_script: Option<String>,
+    pub forge_api_base_url: Option<String>,
+    pub forge_token_env: Option<String>,
 }
 
 pub struct WorkflowCreate {
@@ -150,6 +158,11 @@ pub struct TaskCreate {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub repository_ids: Vec<String>,
+    /// Repositories with the branch the task starts from (`origin/feature` is fetched
+    /// first); joins `repository_ids`. Without `base_branch`, the repository's default.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub repositories: Vec<TaskRepositoryRef>,
     pub agent_profile_id: Option<String>,
     /// Start the task's first session with the task prompt.
     #[serde(default)]
@@ -366,6 +379,66 @@ pub struct TaskFileRead {
 pub struct TaskCommit {
     pub task_id: String,
     pub message: String,
+}
+}
+
+requests! {
+/// A repository of `task.create` with the branch the task starts from.
+pub struct TaskRepositoryRef {
+    pub id: String,
+    pub base_branch: Option<String>,
+}
+
+/// `task.rebase`: every repository of the task, or only `repository_id`.
+pub struct TaskRebase {
+    pub task_id: String,
+    pub repository_id: Option<String>,
+}
+
+/// `task.merge`: lands the task branch on its base branch in the main repository.
+pub struct TaskMerge {
+    pub task_id: String,
+    pub repository_id: Option<String>,
+    pub strategy: crate::MergeStrategyDto,
+    /// The merge (or squash) commit's message; default: the task's title.
+    pub message: Option<String>,
+}
+
+/// `task.push`: pushes the task branch (never forced unless `force_with_lease`).
+pub struct TaskPush {
+    pub task_id: String,
+    pub repository_id: Option<String>,
+    /// Default `origin`.
+    pub remote: Option<String>,
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub force_with_lease: bool,
+}
+
+/// `task.pr.create`: title and body default to the task's title, description and commits.
+pub struct TaskPrCreate {
+    pub task_id: String,
+    pub repository_id: Option<String>,
+    pub title: Option<String>,
+    pub body: Option<String>,
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub draft: bool,
+}
+
+/// `review.comment.add`: a comment on `line` (1-based) of `path` on `side` (`old` or `new`)
+/// of the task's diff.
+pub struct ReviewCommentAdd {
+    pub task_id: String,
+    pub path: String,
+    pub line: u32,
+    pub side: Option<String>,
+    pub text: String,
+}
+
+pub struct ReviewCommentUpdate {
+    pub id: String,
+    pub text: String,
 }
 }
 

@@ -220,3 +220,63 @@ pub enum MessageAdded {
     Duplicate { message: MessageDto },
     Queued { queued: QueuedPromptDto },
 }
+
+responses! {
+    /// `repository.branches`: local branches, then remote-tracking ones (`origin/x`).
+    pub struct Branches {
+        pub branches: Vec<String>,
+    }
+
+    /// `task.git_status`, and what `task.rebase` answers: one entry per repository with a
+    /// worktree.
+    pub struct TaskGitStatus {
+        pub repositories: Vec<crate::GitStatusDto>,
+    }
+
+    /// `task.merge`: the base branch's new commit per repository, and the status after.
+    pub struct TaskMerged {
+        pub merged: Vec<MergeMadeDto>,
+        pub repositories: Vec<crate::GitStatusDto>,
+    }
+
+    /// One repository's merge.
+    pub struct MergeMadeDto {
+        pub repository_id: String,
+        pub base_branch: String,
+        pub commit: String,
+    }
+
+    /// `task.push`: what was pushed where, and the status after.
+    pub struct TaskPushed {
+        pub pushed: Vec<PushMadeDto>,
+        pub repositories: Vec<crate::GitStatusDto>,
+    }
+
+    pub struct PushMadeDto {
+        pub repository_id: String,
+        pub remote: String,
+        pub branch: String,
+        pub head: String,
+    }
+
+    /// `task.pr.create` and `task.pr.get`: the task's pull requests.
+    pub struct TaskPullRequests {
+        pub pull_requests: Vec<crate::PullRequestDto>,
+    }
+
+    /// `review.comment.list`: the task's comments, oldest first, sent ones included.
+    pub struct ReviewComments {
+        pub comments: Vec<crate::ReviewCommentDto>,
+    }
+
+    pub struct ReviewCommentOne {
+        pub comment: crate::ReviewCommentDto,
+    }
+
+    /// `review.submit`: the comments sent, and whether the prompt ran now or was queued.
+    pub struct ReviewSubmitted {
+        pub comments: Vec<crate::ReviewCommentDto>,
+        pub session_id: String,
+        pub queued: bool,
+    }
+}

@@ -6,6 +6,7 @@ pub mod ids;
 pub mod needs_you;
 pub mod question;
 pub mod session;
+pub mod ship;
 pub mod task;
 pub mod time;
 pub mod transcript;

@@ -26,6 +26,17 @@ pub struct Repository {
     pub branch_template: String,
     /// Shell script run in a new worktree before the agent starts; empty for none.
     pub setup_script: String,
+    /// Globs of git-ignored files (`.env`, `config/local.*`) copied from the main checkout
+    /// into each new worktree; a tracked file is never overwritten.
+    pub copy_files: Vec<String>,
+    /// Shell script run in a worktree before it is removed (archive, delete); empty for none.
+    pub cleanup_script: String,
+    /// The forge's REST API root (GitHub Enterprise, self-hosted GitLab); empty: derived
+    /// from the `origin` remote's URL.
+    pub forge_api_base_url: String,
+    /// The environment variable holding the forge token; empty: `GITHUB_TOKEN` or
+    /// `GITLAB_TOKEN` by forge.
+    pub forge_token_env: String,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }

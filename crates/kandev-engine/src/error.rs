@@ -18,6 +18,9 @@ pub enum EngineError {
     #[error("{0}")]
     Conflict(String),
     /// The session is running a turn and the caller asked not to queue.
+    /// A conflict whose blockers are listed in `details` (dirty files, conflicting paths).
+    #[error("{message}")]
+    Refused { message: String, details: serde_json::Value },
     #[error("{0}")]
     Busy(String),
     #[error("{0}")]

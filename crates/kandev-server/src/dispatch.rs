@@ -12,7 +12,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::handlers::{
-    agent_auth, files, profile, question, repository, search, session, task, workflow, workspace,
+    agent_auth, files, profile, question, repository, search, session, ship, task, workflow,
+    workspace,
 };
 use crate::{ApiError, AppState};
 
@@ -86,6 +87,18 @@ handlers! {
     TaskTree => files::tree,
     TaskFileRead => files::read,
     TaskCommit => files::commit,
+    RepositoryBranches => ship::branches,
+    TaskGitStatus => ship::git_status,
+    TaskRebase => ship::rebase,
+    TaskMerge => ship::merge,
+    TaskPush => ship::push,
+    TaskPrCreate => ship::pr_create,
+    TaskPrGet => ship::pr_get,
+    ReviewCommentAdd => ship::comment_add,
+    ReviewCommentList => ship::comment_list,
+    ReviewCommentUpdate => ship::comment_update,
+    ReviewCommentDelete => ship::comment_delete,
+    ReviewSubmit => ship::submit,
     AgentKinds => profile::kinds,
     ProfileList => profile::list,
     ProfileCreate => profile::create,

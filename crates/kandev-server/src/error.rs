@@ -85,6 +85,9 @@ impl From<kandev_engine::EngineError> for ApiError {
             E::Validation(m) => ApiError::new(ErrorCode::ValidationError, m),
             E::Forbidden(m) => ApiError::new(ErrorCode::Forbidden, m),
             E::Conflict(m) => ApiError::new(ErrorCode::Conflict, m),
+            E::Refused { message, details } => {
+                ApiError::new(ErrorCode::Conflict, message).with_details(details)
+            }
             E::Busy(m) => ApiError::new(ErrorCode::Busy, m),
             E::QueueFull(m) => ApiError::new(ErrorCode::QueueFull, m),
             E::ResetInProgress(m) => ApiError::new(ErrorCode::ResetInProgress, m),

@@ -16,6 +16,10 @@ pub struct NewRepository {
     pub default_branch: String,
     pub branch_template: String,
     pub setup_script: String,
+    pub copy_files: Vec<String>,
+    pub cleanup_script: String,
+    pub forge_api_base_url: String,
+    pub forge_token_env: String,
 }
 
 /// Fields of a repository to change; `None` keeps the current value.
@@ -25,6 +29,10 @@ pub struct RepositoryPatch {
     pub default_branch: Option<String>,
     pub branch_template: Option<String>,
     pub setup_script: Option<String>,
+    pub copy_files: Option<Vec<String>>,
+    pub cleanup_script: Option<String>,
+    pub forge_api_base_url: Option<String>,
+    pub forge_token_env: Option<String>,
 }
 
 #[derive(FromRow)]
@@ -36,6 +44,11 @@ struct RepositoryRow {
     default_branch: String,
     branch_template: String,
     setup_script: String,
+    /// A JSON array of globs.
+    copy_files: String,
+    cleanup_script: String,
+    forge_api_base_url: String,
+    forge_token_env: String,
     created_at: i64,
     updated_at: i64,
 }
@@ -50,10 +63,18 @@ impl From<RepositoryRow> for Repository {
             default_branch: r.default_branch,
             branch_template: r.branch_template,
             setup_script: r.setup_script,
+            copy_files: serde_json::from_str(&r.copy_files).unwrap_or_default(),
+            cleanup_script: r.cleanup_script,
+            forge_api_base_url: r.forge_api_base_url,
+            forge_token_env: r.forge_token_env,
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
         }
     }
+}
+
+fn globs_json(globs: &[String]) -> String {
+    serde_json::Value::from(globs.to_vec()).to_string()
 }
 
 /// The repository `id`, or `NotFound`.
@@ -101,7 +122,8 @@ impl WriteTx {
         let (id, now) = (self.new_id(), self.now().millis());
         sqlx::query(
             "INSERT INTO repositories (id, workspace_id, name, local_path, default_branch, \
-             branch_template, setup_script, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             branch_template, setup_script, copy_files, cleanup_script, forge_api_base_url, \
+             forge_token_env, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(new.workspace_id.as_str())
@@ -110,6 +132,10 @@ impl WriteTx {
         .bind(&new.default_branch)
         .bind(&new.branch_template)
         .bind(&new.setup_script)
+        .bind(globs_json(&new.copy_files))
+        .bind(&new.cleanup_script)
+        .bind(&new.forge_api_base_url)
+        .bind(&new.forge_token_env)
         .bind(now)
         .bind(now)
         .execute(self.conn())
@@ -126,12 +152,17 @@ impl WriteTx {
         let now = self.now().millis();
         sqlx::query(
             "UPDATE repositories SET name = ?, default_branch = ?, branch_template = ?, \
-             setup_script = ?, updated_at = ? WHERE id = ?",
+             setup_script = ?, copy_files = ?, cleanup_script = ?, forge_api_base_url = ?, \
+             forge_token_env = ?, updated_at = ? WHERE id = ?",
         )
         .bind(patch.name.as_ref().unwrap_or(&current.name))
         .bind(patch.default_branch.as_ref().unwrap_or(&current.default_branch))
         .bind(patch.branch_template.as_ref().unwrap_or(&current.branch_template))
         .bind(patch.setup_script.as_ref().unwrap_or(&current.setup_script))
+        .bind(globs_json(patch.copy_files.as_ref().unwrap_or(&current.copy_files)))
+        .bind(patch.cleanup_script.as_ref().unwrap_or(&current.cleanup_script))
+        .bind(patch.forge_api_base_url.as_ref().unwrap_or(&current.forge_api_base_url))
+        .bind(patch.forge_token_env.as_ref().unwrap_or(&current.forge_token_env))
         .bind(now)
         .bind(id.as_str())
         .execute(self.conn())

@@ -91,6 +91,10 @@ async fn i12_f9_a_reference_deleted_meanwhile_is_a_conflict() {
             default_branch: "main".into(),
             branch_template: "kandev/{short-id}".into(),
             setup_script: String::new(),
+            copy_files: vec![],
+            cleanup_script: String::new(),
+            forge_api_base_url: String::new(),
+            forge_token_env: String::new(),
         })
         .await
         .unwrap();

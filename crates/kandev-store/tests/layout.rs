@@ -28,6 +28,9 @@ const OWNERS: &[(&str, &str)] = &[
     ("session_resets", "session_resets.rs"),
     ("agent_profiles", "profiles.rs"),
     ("worktrees", "worktrees.rs"),
+    ("task_base_branches", "ship.rs"),
+    ("task_pull_requests", "ship.rs"),
+    ("review_comments", "ship.rs"),
     ("events", "events.rs"),
     ("sqlite_sequence", "events.rs"),
 ];

@@ -156,6 +156,7 @@ pub async fn task(args: ServerArgs, command: TaskCommand) -> Result<()> {
                 description,
                 step_id: step,
                 repository_ids: repositories,
+                repositories: vec![],
                 agent_profile_id: profile,
                 start_agent: false,
                 parent_id: None,

@@ -8,6 +8,8 @@ import { useData } from '../lib/data';
 import { navigate } from '../lib/router';
 import { toast } from '../lib/toast';
 import { DiffLines } from './DiffView';
+import { ShipPanel } from './ShipPanel';
+import { SideBySide } from './SideBySide';
 
 export function ChangesTab({ taskId, repositoryIds }: { taskId: string; repositoryIds: string[] }) {
   if (repositoryIds.length === 0) return <AttachRepository taskId={taskId} />;
@@ -79,11 +81,17 @@ function Changes({ taskId }: { taskId: string }) {
   const [message, setMessage] = useState('');
   const [committing, setCommitting] = useState(false);
   const [note, setNote] = useState<string | null>(null);
+  // Bumped on each read of the diff, so the ship panel reads the branch's status again.
+  const [version, setVersion] = useState(0);
+  const [sideBySide, setSideBySide] = useState(false);
 
   const load = useCallback(() => {
     setError(null);
     call('task.changes', { task_id: taskId })
-      .then((r) => setFiles(r.files ?? []))
+      .then((r) => {
+        setFiles(r.files ?? []);
+        setVersion((v) => v + 1);
+      })
       .catch((e: unknown) => setError(errorText(e)));
   }, [taskId]);
   useEffect(load, [load]);
@@ -100,8 +108,13 @@ function Changes({ taskId }: { taskId: string }) {
           </span>
         )}
         <span className="spacer" />
+        <label className="check">
+          <input type="checkbox" checked={sideBySide} onChange={(e) => setSideBySide(e.target.checked)} />
+          Side by side
+        </label>
         <button onClick={load}>Refresh</button>
       </div>
+      <ShipPanel taskId={taskId} version={version} onChanged={load} />
       {error && (
         <div className="banner error" role="alert" data-testid="changes-error">
           {error}
@@ -121,7 +134,11 @@ function Changes({ taskId }: { taskId: string }) {
           {f.hunks.map((h, i) => (
             <div key={i} className="hunk">
               <div className="hunk-head">{h.header}</div>
-              <DiffLines lines={h.lines} />
+              {sideBySide ? (
+                <SideBySide lines={h.lines} oldStart={h.old_start} newStart={h.new_start} />
+              ) : (
+                <DiffLines lines={h.lines} />
+              )}
             </div>
           ))}
         </details>

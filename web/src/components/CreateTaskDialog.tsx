@@ -1,5 +1,5 @@
 // The create-task form: title, description, repository, agent profile, step, start now.
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { TaskDto, WorkflowDto } from '../api/types';
 import { useData } from '../lib/data';
@@ -16,6 +16,8 @@ export function CreateTaskDialog(props: {
   const [title, setTitle] = useState('');
   const [description, setDescription] = useState('');
   const [repo, setRepo] = useState('');
+  const [branches, setBranches] = useState<string[]>([]);
+  const [baseBranch, setBaseBranch] = useState('');
   const [profile, setProfile] = useState(profiles[0]?.id ?? '');
   const [stepId, setStepId] = useState(start?.id ?? '');
   const [startNow, setStartNow] = useState(true);
@@ -24,6 +26,18 @@ export function CreateTaskDialog(props: {
   const chosen = steps.find((s) => s.id === stepId);
   const stepStarts = chosen?.events.on_enter.some((a) => a.type === 'auto_start_agent') ?? false;
   const [error, setError] = useState<string | null>(null);
+
+  // The base branch picker: the chosen repository's branches, its default first.
+  useEffect(() => {
+    setBranches([]);
+    setBaseBranch('');
+    if (!repo) return;
+    const fallback = repositories.find((r) => r.id === repo)?.default_branch ?? '';
+    setBaseBranch(fallback);
+    call('repository.branches', { id: repo })
+      .then((r) => setBranches(r.branches))
+      .catch((e: unknown) => setError(errorText(e)));
+  }, [repo, repositories]);
 
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
@@ -39,7 +53,7 @@ export function CreateTaskDialog(props: {
         title: title.trim(),
         description,
         step_id: stepId || undefined,
-        repository_ids: repo ? [repo] : [],
+        repositories: repo ? [{ id: repo, base_branch: baseBranch || undefined }] : [],
         agent_profile_id: profile || undefined,
         start_agent: startNow || stepStarts,
       });
@@ -79,6 +93,18 @@ export function CreateTaskDialog(props: {
               ))}
             </select>
           </label>
+          {repo && (
+            <label>
+              Base branch
+              <select name="base_branch" value={baseBranch} onChange={(e) => setBaseBranch(e.target.value)}>
+                {[baseBranch, ...branches.filter((b) => b !== baseBranch)].filter(Boolean).map((b) => (
+                  <option key={b} value={b}>
+                    {b}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
           <label>
             Agent profile
             <select name="profile" value={profile} onChange={(e) => setProfile(e.target.value)}>

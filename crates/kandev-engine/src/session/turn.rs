@@ -206,6 +206,9 @@ impl SessionActor {
             }
         };
         self.log("closing the turn", outcome);
+        // The agent may have committed or changed files: cards show the new git status.
+        let (inner, task_id) = (self.inner.clone(), self.session.task_id.clone());
+        self.spawn(async move { crate::workdir::status::refresh_status(&inner, &task_id).await });
         self.after_turn(ending, completed).await;
     }
 

@@ -208,6 +208,7 @@ impl Engine {
         self.stop_task_sessions(task_id).await?;
         let mut removal = WorktreeRemoval::default();
         for record in self.inner.store.live_worktrees(task_id).await? {
+            crate::workdir::ship::run_cleanup(&self.inner, &record, force).await;
             let removed = git::remove_worktree(
                 Path::new(&record.repository_path),
                 Path::new(&record.path),

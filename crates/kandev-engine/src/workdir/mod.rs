@@ -6,11 +6,15 @@
 //! `kandev_domain::files`, re-exported here.
 
 pub(crate) mod actions;
+pub(crate) mod forge;
 pub(crate) mod prepare;
 pub(crate) mod shared;
+pub(crate) mod ship;
+pub(crate) mod status;
 
 pub use actions::{MAX_PLAIN_ENTRIES, MAX_READ_BYTES};
 pub use kandev_domain::files::{
     ChangeStatus, ChangedFile, CommitMade, DiffLine, EntryKind, FileChange, FileContent, Hunk,
     KeptWorktree, LineKind, TaskChanges, TaskTree, TaskWorktree, TreeEntry, WorktreeRemoval,
 };
+pub use ship::{CLEANUP_TIMEOUT, MergeMade, PushMade, ReviewSent};

@@ -361,6 +361,20 @@ async fn task_branch(
     Ok((name, OnExistingBranch::PickAnother))
 }
 
+/// The branch the task works from in `repository`: the one chosen at creation, else the
+/// repository's default branch.
+pub(crate) async fn task_base_branch(
+    inner: &Inner,
+    task_id: &kandev_domain::TaskId,
+    repository: &Repository,
+) -> Result<String> {
+    Ok(inner
+        .store
+        .task_base_branch(task_id, &repository.id)
+        .await?
+        .unwrap_or_else(|| repository.default_branch.clone()))
+}
+
 /// Creates and records a new worktree of `repository` for the task.
 async fn create(
     inner: &Inner,
@@ -370,9 +384,25 @@ async fn create(
     path: PathBuf,
 ) -> Result<std::result::Result<WorktreeRecord, Failure>> {
     let (branch, existing) = task_branch(inner, task, repository).await?;
+    let base_branch = task_base_branch(inner, &task.id, repository).await?;
+    let repo_path = PathBuf::from(&repository.local_path);
+    // A remote base (`origin/feature`) starts from the remote's current tip.
+    if let Err(err) = git::fetch_base(&repo_path, &base_branch).await {
+        return Ok(Err(Failure {
+            code: "worktree_failed",
+            message: format!(
+                "cannot fetch the base branch {base_branch} of repository {}: {err}",
+                repository.name
+            ),
+            details: json!({
+                "repository_id": repository.id.to_string(),
+                "base_branch": base_branch,
+            }),
+        }));
+    }
     let spec = WorktreeSpec {
-        repo_path: PathBuf::from(&repository.local_path),
-        base_branch: repository.default_branch.clone(),
+        repo_path,
+        base_branch: base_branch.clone(),
         branch,
         existing,
         worktree_path: path,
@@ -389,7 +419,7 @@ async fn create(
                 details: json!({
                     "repository_id": repository.id.to_string(),
                     "repository_path": repository.local_path,
-                    "base_branch": repository.default_branch,
+                    "base_branch": base_branch,
                     "branch": spec.branch,
                 }),
             }));
@@ -405,10 +435,21 @@ async fn create(
         base_commit: worktree.base_commit.clone(),
     };
     let short: String = worktree.base_commit.chars().take(8).collect();
-    let text = format!(
-        "created worktree {path} on branch {} from {} ({short})",
-        worktree.branch, repository.default_branch
+    let mut text = format!(
+        "created worktree {path} on branch {} from {base_branch} ({short})",
+        worktree.branch
     );
+    // Ignored files the repository asks for (`.env`), never over a tracked file.
+    match git::copy_ignored_files(&spec.repo_path, &worktree.path, &repository.copy_files).await {
+        Ok(copied) if !copied.is_empty() => {
+            text.push_str(&format!("; copied {}", copied.join(", ")));
+        }
+        Ok(_) => {}
+        Err(err) => {
+            tracing::warn!(path, error = %err, "copying files into a new worktree failed");
+            text.push_str(&format!("; copying files failed: {err}"));
+        }
+    }
     let metadata = json!({
         "reason": "worktree_created",
         "repository_id": repository.id.to_string(),

@@ -100,6 +100,59 @@ pub enum GitError {
     )]
     Dirty { path: PathBuf, files: usize },
 
+    /// A worktree (or the base branch's checkout) has uncommitted or untracked files that an
+    /// operation would have to touch; `files` lists them.
+    #[error(
+        "`{}` has uncommitted or untracked files ({}); commit or stash them first",
+        path.display(),
+        list(files)
+    )]
+    DirtyFiles { path: PathBuf, files: Vec<String> },
+
+    /// A rebase stopped on conflicts; it was aborted and the branch is unchanged.
+    #[error(
+        "rebasing onto `{base}` conflicts in {}; the rebase was aborted and the branch is unchanged: resolve the conflicts (or ask the agent to) and try again",
+        list(files)
+    )]
+    RebaseConflicts { base: String, files: Vec<String> },
+
+    /// Merging the task branch into its base would conflict; nothing was changed.
+    #[error(
+        "merging into `{base}` conflicts in {}; nothing was changed: rebase the task onto `{base}` and resolve the conflicts first",
+        list(files)
+    )]
+    MergeConflicts { base: String, files: Vec<String> },
+
+    /// A fast-forward was asked for but the base has commits the task branch lacks.
+    #[error(
+        "cannot fast-forward `{base}`: it has commits the task branch does not; rebase the task first or use the merge or squash strategy"
+    )]
+    NotFastForward { base: String },
+
+    /// The base to merge into is not a local branch (a remote-tracking `origin/x`).
+    #[error(
+        "`{branch}` is not a local branch, so nothing can be merged into it locally; push the task and open a pull request instead"
+    )]
+    BaseNotLocal { branch: String },
+
+    /// The repository has no such remote.
+    #[error(
+        "the repository has no remote `{remote}`; add one with `git remote add {remote} <url>`"
+    )]
+    NoRemote { remote: String },
+
+    /// The remote refused the push because it is not a fast-forward.
+    #[error(
+        "`{remote}` refused the push of `{branch}`: the remote branch has commits the task branch does not (non-fast-forward); rebase or pull first, or push with force_with_lease to replace them"
+    )]
+    PushRejected { remote: String, branch: String },
+
+    /// The remote refused the credentials (or had none).
+    #[error(
+        "`{remote}` refused the push: authentication failed; configure git credentials for this remote (a credential helper or an SSH key) so `git push` works in a terminal"
+    )]
+    PushAuth { remote: String },
+
     /// `commit` found nothing to commit.
     #[error("nothing to commit in `{}`; the worktree has no changes", path.display())]
     NothingToCommit { path: PathBuf },
@@ -140,6 +193,17 @@ fn describe_exit(code: Option<i32>) -> String {
         Some(code) => format!("exit code {code}"),
         None => "killed by a signal".to_owned(),
     }
+}
+
+/// A list of paths for a message: the first few, and how many more.
+fn list(files: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut text =
+        files.iter().take(SHOWN).map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ");
+    if files.len() > SHOWN {
+        text.push_str(&format!(" and {} more", files.len() - SHOWN));
+    }
+    text
 }
 
 fn or_no_output(tail: &str) -> &str {

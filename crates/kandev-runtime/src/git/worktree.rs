@@ -381,6 +381,10 @@ async fn ensure_has_commits(repo: &Path) -> Result<(), GitError> {
 }
 
 /// The commit of a local branch, a remote-tracking branch, or `origin/<branch>`.
+pub(crate) async fn resolve_base_ref(repo: &Path, branch: &str) -> Result<String, GitError> {
+    resolve_base_branch(repo, branch).await
+}
+
 async fn resolve_base_branch(repo: &Path, branch: &str) -> Result<String, GitError> {
     // Validated first, so the name is a plain ref and never a revision expression.
     if is_valid_branch_name(branch) {
@@ -421,15 +425,15 @@ async fn merge_base(repo: &Path, a: &str, b: &str) -> Result<Option<String>, Git
 
 /// One entry of `git worktree list`.
 #[derive(Debug)]
-struct ListedWorktree {
+pub(crate) struct ListedWorktree {
     /// Canonical path when it still exists, as recorded otherwise.
-    path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Short branch name, if a branch is checked out.
-    branch: Option<String>,
+    pub(crate) branch: Option<String>,
 }
 
 /// All worktrees of `repo`, the main one first.
-async fn list_worktrees(repo: &Path) -> Result<Vec<ListedWorktree>, GitError> {
+pub(crate) async fn list_worktrees(repo: &Path) -> Result<Vec<ListedWorktree>, GitError> {
     let output = Git::new(repo).args(["worktree", "list", "--porcelain", "-z"]).run().await?;
     let mut worktrees = Vec::new();
     let mut current: Option<ListedWorktree> = None;

@@ -7,6 +7,7 @@ pub mod question;
 pub mod repository;
 pub mod search;
 pub mod session;
+pub mod ship;
 pub mod task;
 pub mod workflow;
 pub mod workspace;

@@ -48,6 +48,13 @@ pub async fn create(s: &AppState, p: RepositoryCreate) -> Result<RepositoryOne, 
         default_branch,
         branch_template,
         setup_script: validate::script("setup_script", p.setup_script.as_deref().unwrap_or(""))?,
+        copy_files: super::ship::copy_globs(p.copy_files.unwrap_or_default())?,
+        cleanup_script: validate::script(
+            "cleanup_script",
+            p.cleanup_script.as_deref().unwrap_or(""),
+        )?,
+        forge_api_base_url: forge_url(p.forge_api_base_url.as_deref().unwrap_or(""))?,
+        forge_token_env: env_name(p.forge_token_env.as_deref().unwrap_or(""))?,
     };
     let mut tx = s.store().begin_write().await?;
     let repository = RepositoryDto::from(&tx.insert_repository(&new).await?);
@@ -75,6 +82,14 @@ pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<RepositoryOne, 
             .as_deref()
             .map(|t| validate::script("setup_script", t))
             .transpose()?,
+        copy_files: p.copy_files.map(super::ship::copy_globs).transpose()?,
+        cleanup_script: p
+            .cleanup_script
+            .as_deref()
+            .map(|t| validate::script("cleanup_script", t))
+            .transpose()?,
+        forge_api_base_url: p.forge_api_base_url.as_deref().map(forge_url).transpose()?,
+        forge_token_env: p.forge_token_env.as_deref().map(env_name).transpose()?,
     };
     let mut tx = s.store().begin_write().await?;
     let repository =
@@ -92,6 +107,39 @@ pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
     notify(&mut tx, Notification::workspace(&removed.workspace_id, event)).await?;
     tx.commit().await?;
     Ok(Deleted { deleted: true, id: p.id })
+}
+
+/// A forge API root: empty (derived from the remote), or an `http(s)://` URL.
+fn forge_url(raw: &str) -> Result<String, ApiError> {
+    let url = raw.trim().trim_end_matches('/');
+    if url.is_empty()
+        || ((url.starts_with("https://") || url.starts_with("http://"))
+            && url.len() <= 2048
+            && !url.contains(char::is_whitespace))
+    {
+        return Ok(url.to_owned());
+    }
+    Err(validate::FieldError::new(
+        "forge_api_base_url",
+        "must be an http:// or https:// URL such as https://api.github.com, or empty",
+    )
+    .into())
+}
+
+/// The name of an environment variable: letters, digits and `_`, not starting with a digit.
+fn env_name(raw: &str) -> Result<String, ApiError> {
+    let name = raw.trim();
+    let valid = name.len() <= 128
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if valid {
+        return Ok(name.to_owned());
+    }
+    Err(validate::FieldError::new(
+        "forge_token_env",
+        "must be the name of an environment variable such as GITHUB_TOKEN, or empty",
+    )
+    .into())
 }
 
 /// Resolves `~`, requires an absolute path to an existing git repository (a work tree with

@@ -36,7 +36,16 @@ async fn create_now(s: &AppState, p: TaskCreate) -> Result<TaskCreated, ApiError
             .map(|s| s.id.clone())
             .ok_or_else(|| ApiError::conflict("the workflow has no steps; add one first"))?,
     };
-    let repository_ids = checked_repositories(s, &workflow, p.repository_ids).await?;
+    let mut ids = p.repository_ids;
+    let mut base_branches = vec![];
+    for reference in p.repositories {
+        if let Some(branch) = reference.base_branch {
+            let branch = validate::branch_name("base_branch", &branch)?;
+            base_branches.push((RepositoryId::new(&reference.id), branch));
+        }
+        ids.push(reference.id);
+    }
+    let repository_ids = checked_repositories(s, &workflow, ids).await?;
     let agent_profile_id = checked_profile(s, p.agent_profile_id).await?;
     let new = NewTask {
         workflow_id: workflow.id.clone(),
@@ -50,6 +59,9 @@ async fn create_now(s: &AppState, p: TaskCreate) -> Result<TaskCreated, ApiError
     let blocked_by: Vec<TaskId> = p.blocked_by.into_iter().map(TaskId::new).collect();
     let mut tx = s.store().begin_write().await?;
     let task = tx.insert_task(&new, "user").await?;
+    for (repository_id, branch) in &base_branches {
+        tx.set_task_base_branch(&task.id, repository_id, branch).await?;
+    }
     let task = if parent_id.is_some() || !blocked_by.is_empty() {
         tx.set_task_links(&task.id, Some(parent_id.as_ref()), Some(&blocked_by)).await?;
         tx.get_task(&task.id).await?

@@ -381,6 +381,7 @@ impl Call<'_> {
             description: a.description,
             step_id,
             repository_ids: vec![],
+            repositories: vec![],
             agent_profile_id,
             start_agent: a.start_agent,
             parent_id,

@@ -14,6 +14,8 @@ export type AgentProfileDto = { id: string, name: string, kind: AgentKindDto, co
 
 export type AutoRunSet = { session_id: string, enabled: boolean, };
 
+export type Branches = { branches: Array<string>, };
+
 export type ById = { id: string, };
 
 export type BySession = { session_id: string, };
@@ -27,6 +29,12 @@ export type CommitDto = { repository_id: string | null, branch: string, sha: str
 export type Deleted = { deleted: boolean, id: string, };
 
 export type DiffLineDto = { kind: string, text: string, };
+
+export type DirtyDto = { uncommitted: number, untracked: number, 
+/**
+ * The files, uncommitted first (at most 200).
+ */
+files: Array<string>, };
 
 export type Empty = Record<symbol, never>;
 
@@ -42,6 +50,8 @@ export type FileChangeDto = { repository_id: string | null, path: string, old_pa
 
 export type FileContentDto = { path: string, content: string, binary: boolean, truncated: boolean, size: number, };
 
+export type GitStatusDto = { repository_id: string, branch: string, base_branch: string, base_commit: string, base_tip: string, head: string, ahead: number, behind: number, dirty: DirtyDto, conflicts_with_base: Array<string>, remote: RemoteStatusDto | null, pr: PullRequestDto | null, };
+
 export type HunkDto = { header: string, old_start: number, old_lines: number, new_start: number, new_lines: number, lines: Array<DiffLineDto>, };
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
@@ -49,6 +59,10 @@ export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in
 export type KeptWorktreeDto = { repository_id: string | null, path: string, reason: string, };
 
 export type LastErrorDto = { code: string, message: string, details: JsonValue, at: string, };
+
+export type MergeMadeDto = { repository_id: string, base_branch: string, commit: string, };
+
+export type MergeStrategyDto = "merge" | "squash" | "fast_forward";
 
 export type MessageAdd = { session_id: string, content: string, 
 /**
@@ -90,6 +104,10 @@ export type Profiles = { profiles: Array<AgentProfileDto>, next_cursor: string |
 
 export type ProfilesEvent = { "action": "agent.profile.created", "payload": { profile: AgentProfileDto, } } | { "action": "agent.profile.updated", "payload": { profile: AgentProfileDto, } } | { "action": "agent.profile.deleted", "payload": { id: string, } };
 
+export type PullRequestDto = { repository_id: string, forge: string, number: number, url: string, state: string, checks: string | null, review_decision: string | null, head_branch: string, base_branch: string, updated_at: string, };
+
+export type PushMadeDto = { repository_id: string, remote: string, branch: string, head: string, };
+
 export type QuestionAnswer = { id: string, answer: string, };
 
 export type QuestionDto = { id: string, session_id: string, task_id: string, question: string, options: Array<string>, status: QuestionStatusDto, answer: string | null, created_at: string, expires_at: string, resolved_at: string | null, };
@@ -112,17 +130,31 @@ export type QueueUpdate = { session_id: string, id: string, content: string, };
 
 export type QueuedPromptDto = { id: string, session_id: string, position: number, content: string, client_message_id: string | null, queued_by: string, created_at: string, };
 
+export type RemoteStatusDto = { remote: string, pushed_head: string, upstream_ahead: number, upstream_behind: number, };
+
 export type Repositories = { repositories: Array<RepositoryDto>, next_cursor: string | null, };
 
-export type RepositoryCreate = { workspace_id: string, local_path: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, };
+export type RepositoryCreate = { workspace_id: string, local_path: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, copy_files?: Array<string>, cleanup_script?: string, forge_api_base_url?: string, forge_token_env?: string, };
 
-export type RepositoryDto = { id: string, workspace_id: string, name: string, local_path: string, default_branch: string, branch_template: string, setup_script: string, created_at: string, updated_at: string, };
+export type RepositoryDto = { id: string, workspace_id: string, name: string, local_path: string, default_branch: string, branch_template: string, setup_script: string, copy_files: Array<string>, cleanup_script: string, forge_api_base_url: string, forge_token_env: string, created_at: string, updated_at: string, };
 
 export type RepositoryOne = { repository: RepositoryDto, };
 
-export type RepositoryUpdate = { id: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, };
+export type RepositoryUpdate = { id: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, copy_files?: Array<string>, cleanup_script?: string, forge_api_base_url?: string, forge_token_env?: string, };
 
 export type ResumeMode = "load" | "fresh";
+
+export type ReviewCommentAdd = { task_id: string, path: string, line: number, side?: string, text: string, };
+
+export type ReviewCommentDto = { id: string, task_id: string, path: string, line: number, side: string, text: string, quote: string, diff_hash: string, created_at: string, updated_at: string, sent_at: string | null, };
+
+export type ReviewCommentOne = { comment: ReviewCommentDto, };
+
+export type ReviewCommentUpdate = { id: string, text: string, };
+
+export type ReviewComments = { comments: Array<ReviewCommentDto>, };
+
+export type ReviewSubmitted = { comments: Array<ReviewCommentDto>, session_id: string, queued: boolean, };
 
 export type Search = { workspace_id: string, query: string, 
 /**
@@ -192,7 +224,12 @@ export type TaskCommit = { task_id: string, message: string, };
 
 export type TaskCommitted = { commit: CommitDto | null, commits: Array<CommitDto>, };
 
-export type TaskCreate = { workflow_id: string, title: string, description?: string, step_id?: string, repository_ids?: Array<string>, agent_profile_id?: string, 
+export type TaskCreate = { workflow_id: string, title: string, description?: string, step_id?: string, repository_ids?: Array<string>, 
+/**
+ * Repositories with the branch the task starts from (`origin/feature` is fetched
+ * first); joins `repository_ids`. Without `base_branch`, the repository's default.
+ */
+repositories?: Array<TaskRepositoryRef>, agent_profile_id?: string, 
 /**
  * Start the task's first session with the task prompt.
  */
@@ -226,7 +263,17 @@ blocked_by: Array<string>, archived_at: string | null, created_at: string, updat
 
 export type TaskFileRead = { task_id: string, path: string, };
 
+export type TaskGitStatus = { repositories: Array<GitStatusDto>, };
+
 export type TaskList = { workflow_id: string, step_id?: string, query?: string, include_archived?: boolean, limit?: number, cursor?: string, };
+
+export type TaskMerge = { task_id: string, repository_id?: string, strategy: MergeStrategyDto, 
+/**
+ * The merge (or squash) commit's message; default: the task's title.
+ */
+message?: string, };
+
+export type TaskMerged = { merged: Array<MergeMadeDto>, repositories: Array<GitStatusDto>, };
 
 export type TaskMove = { id: string, step_id: string, position?: number, };
 
@@ -234,7 +281,23 @@ export type TaskMoved = { task: TaskDto, from_step_id: string, };
 
 export type TaskOne = { task: TaskDto, };
 
+export type TaskPrCreate = { task_id: string, repository_id?: string, title?: string, body?: string, draft?: boolean, };
+
+export type TaskPullRequests = { pull_requests: Array<PullRequestDto>, };
+
+export type TaskPush = { task_id: string, repository_id?: string, 
+/**
+ * Default `origin`.
+ */
+remote?: string, force_with_lease?: boolean, };
+
+export type TaskPushed = { pushed: Array<PushMadeDto>, repositories: Array<GitStatusDto>, };
+
+export type TaskRebase = { task_id: string, repository_id?: string, };
+
 export type TaskRemove = { id: string, force?: boolean, };
+
+export type TaskRepositoryRef = { id: string, base_branch?: string, };
 
 export type TaskStateDto = "TODO" | "IN_PROGRESS" | "WAITING_FOR_INPUT" | "FAILED" | "COMPLETED";
 
@@ -284,7 +347,7 @@ export type WorkspaceCreate = { name: string, };
 
 export type WorkspaceDto = { id: string, name: string, created_at: string, updated_at: string, };
 
-export type WorkspaceEvent = { "action": "repository.created", "payload": { repository: RepositoryDto, } } | { "action": "repository.updated", "payload": { repository: RepositoryDto, } } | { "action": "repository.deleted", "payload": { id: string, } } | { "action": "workflow.created", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.updated", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.deleted", "payload": { id: string, } } | { "action": "task.created", "payload": { task: TaskDto, } } | { "action": "task.updated", "payload": { task: TaskDto, } } | { "action": "task.archived", "payload": { task: TaskDto, } } | { "action": "task.moved", "payload": { task: TaskDto, from_step_id: string, trigger: string, } } | { "action": "task.deleted", "payload": { id: string, workflow_id: string, step_id: string, } } | { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } };
+export type WorkspaceEvent = { "action": "repository.created", "payload": { repository: RepositoryDto, } } | { "action": "repository.updated", "payload": { repository: RepositoryDto, } } | { "action": "repository.deleted", "payload": { id: string, } } | { "action": "workflow.created", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.updated", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.deleted", "payload": { id: string, } } | { "action": "task.created", "payload": { task: TaskDto, } } | { "action": "task.updated", "payload": { task: TaskDto, } } | { "action": "task.archived", "payload": { task: TaskDto, } } | { "action": "task.moved", "payload": { task: TaskDto, from_step_id: string, trigger: string, } } | { "action": "task.git_status", "payload": { task_id: string, repositories: Array<GitStatusDto>, } } | { "action": "task.deleted", "payload": { id: string, workflow_id: string, step_id: string, } } | { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } };
 
 export type WorkspaceOne = { workspace: WorkspaceDto, };
 
@@ -331,6 +394,18 @@ export type Actions = {
   "task.tree": { request: ByTask, response: TaskTree },
   "task.file.read": { request: TaskFileRead, response: FileContentDto },
   "task.commit": { request: TaskCommit, response: TaskCommitted },
+  "repository.branches": { request: ById, response: Branches },
+  "task.git_status": { request: ByTask, response: TaskGitStatus },
+  "task.rebase": { request: TaskRebase, response: TaskGitStatus },
+  "task.merge": { request: TaskMerge, response: TaskMerged },
+  "task.push": { request: TaskPush, response: TaskPushed },
+  "task.pr.create": { request: TaskPrCreate, response: TaskPullRequests },
+  "task.pr.get": { request: ByTask, response: TaskPullRequests },
+  "review.comment.add": { request: ReviewCommentAdd, response: ReviewCommentOne },
+  "review.comment.list": { request: ByTask, response: ReviewComments },
+  "review.comment.update": { request: ReviewCommentUpdate, response: ReviewCommentOne },
+  "review.comment.delete": { request: ById, response: Deleted },
+  "review.submit": { request: ByTask, response: ReviewSubmitted },
   "agent.kinds": { request: Empty, response: AgentKinds },
   "agent.profile.list": { request: Page, response: Profiles },
   "agent.profile.create": { request: ProfileCreate, response: ProfileSaved },

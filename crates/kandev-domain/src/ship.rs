@@ -1,0 +1,257 @@
+//! Shipping a task: the pull requests opened for it and the review comments on its diff.
+
+use crate::{RepositoryId, TaskId, Timestamp};
+
+/// Which forge a repository's pull requests go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forge {
+    /// GitHub or GitHub Enterprise (REST v3).
+    GitHub,
+    /// GitLab, hosted or self-managed (REST v4).
+    GitLab,
+}
+
+impl Forge {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Forge::GitHub => "github",
+            Forge::GitLab => "gitlab",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Forge> {
+        [Forge::GitHub, Forge::GitLab].into_iter().find(|f| f.as_str() == value)
+    }
+}
+
+/// The state of a pull request as the forge last reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrState {
+    Open,
+    Merged,
+    Closed,
+}
+
+impl PrState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PrState::Open => "open",
+            PrState::Merged => "merged",
+            PrState::Closed => "closed",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<PrState> {
+        [PrState::Open, PrState::Merged, PrState::Closed].into_iter().find(|s| s.as_str() == value)
+    }
+}
+
+/// The pull (merge) request of a task's branch in one repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullRequest {
+    pub task_id: TaskId,
+    pub repository_id: RepositoryId,
+    pub forge: Forge,
+    pub number: u64,
+    pub url: String,
+    pub state: PrState,
+    /// `pending`, `success` or `failure`; `None` when the forge reports no checks.
+    pub checks: Option<String>,
+    /// The forge's review decision (`approved`, `changes_requested`, ...), if any.
+    pub review_decision: Option<String>,
+    pub head_branch: String,
+    pub base_branch: String,
+    pub updated_at: Timestamp,
+}
+
+/// Where a task branch stands in one repository (`task.git_status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitStatus {
+    pub repository_id: RepositoryId,
+    pub branch: String,
+    pub base_branch: String,
+    /// The commit the task branch started from.
+    pub base_commit: String,
+    /// The base branch's current tip.
+    pub base_tip: String,
+    pub head: String,
+    /// Commits on the task branch not on the base tip.
+    pub ahead: u32,
+    /// Commits on the base tip not on the task branch.
+    pub behind: u32,
+    /// Tracked files changed or staged.
+    pub uncommitted: Vec<String>,
+    /// Files neither tracked nor ignored.
+    pub untracked: Vec<String>,
+    /// Files that would conflict when merged into the base tip.
+    pub conflicts_with_base: Vec<String>,
+    /// The branch on the remote, once pushed.
+    pub remote: Option<RemoteStatus>,
+    pub pr: Option<PullRequest>,
+}
+
+/// The task branch against its remote-tracking branch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteStatus {
+    pub remote: String,
+    pub pushed_head: String,
+    pub upstream_ahead: u32,
+    pub upstream_behind: u32,
+}
+
+/// How `task.merge` lands a task branch on its base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeStrategy {
+    Merge,
+    Squash,
+    FastForward,
+}
+
+/// The side of a diff a review comment is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiffSide {
+    /// The base version (a removed line).
+    Old,
+    /// The task's version (an added or unchanged line).
+    New,
+}
+
+impl DiffSide {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiffSide::Old => "old",
+            DiffSide::New => "new",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<DiffSide> {
+        [DiffSide::Old, DiffSide::New].into_iter().find(|s| s.as_str() == value)
+    }
+}
+
+/// A line comment on a task's diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewComment {
+    pub id: String,
+    pub task_id: TaskId,
+    pub path: String,
+    /// 1-based line number on `side`.
+    pub line: u32,
+    pub side: DiffSide,
+    pub text: String,
+    /// The commented line as it was when the comment was made.
+    pub quote: String,
+    /// The hash of the file's diff the comment was made on.
+    pub diff_hash: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// When `review.submit` sent it to the agent; `None` while open.
+    pub sent_at: Option<Timestamp>,
+}
+
+/// The text of `line` on `side` of a file's diff, if the diff shows that line.
+pub fn quote_line(change: &crate::files::FileChange, line: u32, side: DiffSide) -> Option<String> {
+    use crate::files::LineKind;
+    for hunk in &change.hunks {
+        let (mut old, mut new) = (hunk.old_start, hunk.new_start);
+        for l in &hunk.lines {
+            let (on_old, on_new) = match l.kind {
+                LineKind::Context => (true, true),
+                LineKind::Added => (false, true),
+                LineKind::Removed => (true, false),
+            };
+            let hit = match side {
+                DiffSide::Old => on_old && old == line,
+                DiffSide::New => on_new && new == line,
+            };
+            if hit {
+                return Some(l.text.trim_end_matches(['\n', '\r']).to_owned());
+            }
+            old += u32::from(on_old);
+            new += u32::from(on_new);
+        }
+    }
+    None
+}
+
+/// A short hash of a file's diff (its hunks), so comments can be tied to the diff they
+/// were made on: 16 hex digits of FNV-1a 64.
+pub fn diff_hash(change: &crate::files::FileChange) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |bytes: &[u8]| {
+        for byte in bytes {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    for hunk in &change.hunks {
+        feed(hunk.header.as_bytes());
+        for line in &hunk.lines {
+            feed(line.text.as_bytes());
+            feed(b"\n");
+        }
+    }
+    format!("{hash:016x}")
+}
+
+/// The one prompt `review.submit` sends: each comment as `path:line`, the quoted line and
+/// the comment, in the order given.
+pub fn review_prompt(comments: &[ReviewComment]) -> String {
+    let mut text = String::from("Please address these review comments:\n");
+    for comment in comments {
+        text.push_str(&format!("\n{}:{}", comment.path, comment.line));
+        if comment.side == DiffSide::Old {
+            text.push_str(" (removed line)");
+        }
+        text.push('\n');
+        for line in comment.quote.lines() {
+            text.push_str(&format!("> {line}\n"));
+        }
+        text.push_str(comment.text.trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn i16_a6_the_review_prompt_lists_path_line_quote_and_comment() {
+        let comment = |path: &str, line, quote: &str, text: &str| ReviewComment {
+            id: "c".into(),
+            task_id: TaskId::new("t"),
+            path: path.into(),
+            line,
+            side: DiffSide::New,
+            text: text.into(),
+            quote: quote.into(),
+            diff_hash: String::new(),
+            created_at: Timestamp(0),
+            updated_at: Timestamp(0),
+            sent_at: None,
+        };
+        let prompt = review_prompt(&[
+            comment("src/a.rs", 3, "let x = 1;", "use a constant"),
+            comment("b.txt", 1, "hello", "say hi"),
+        ]);
+        assert_eq!(
+            prompt,
+            "Please address these review comments:\n\nsrc/a.rs:3\n> let x = 1;\nuse a constant\n\nb.txt:1\n> hello\nsay hi\n"
+        );
+    }
+
+    #[test]
+    fn wire_names_round_trip() {
+        for f in [Forge::GitHub, Forge::GitLab] {
+            assert_eq!(Forge::parse(f.as_str()), Some(f));
+        }
+        for s in [PrState::Open, PrState::Merged, PrState::Closed] {
+            assert_eq!(PrState::parse(s.as_str()), Some(s));
+        }
+        for s in [DiffSide::Old, DiffSide::New] {
+            assert_eq!(DiffSide::parse(s.as_str()), Some(s));
+        }
+    }
+}

@@ -1,0 +1,108 @@
+//! Issue 16: the git side of shipping on real repositories in temp dirs, for what the API
+//! tests do not reach: merging into a base branch that is checked out nowhere (the ref moves
+//! by compare-and-set, no checkout is touched) and copying files never through a symlink.
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::process::Command;
+
+use kandev_runtime::git::{GitError, MergeStrategy, copy_ignored_files, merge_into_base, status};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git").args(args).current_dir(dir).output().expect("run git");
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().trim_end().to_owned()
+}
+
+fn commit(repo: &Path, path: &str, content: &str) -> String {
+    std::fs::write(repo.join(path), content).unwrap();
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", path]);
+    git(repo, &["rev-parse", "HEAD"])
+}
+
+/// A repository on `work` (so `main` is checked out nowhere) with `task` branched off `main`.
+fn repository() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.name", "T"]);
+    git(&repo, &["config", "user.email", "t@example.com"]);
+    commit(&repo, "README.md", "a\nb\n");
+    git(&repo, &["checkout", "-q", "-b", "task"]);
+    commit(&repo, "task.txt", "task\n");
+    git(&repo, &["checkout", "-q", "-b", "work", "main"]);
+    (tmp, repo)
+}
+
+#[tokio::test]
+async fn i16_a3_a_base_checked_out_nowhere_moves_by_ref_and_conflicts_change_nothing() {
+    let (_tmp, repo) = repository();
+    let main_before = git(&repo, &["rev-parse", "main"]);
+    let merged =
+        merge_into_base(&repo, "main", "task", MergeStrategy::Merge, "land").await.unwrap();
+    assert_eq!(git(&repo, &["rev-parse", "main"]), merged);
+    assert_eq!(git(&repo, &["rev-parse", &format!("{merged}^1")]), main_before);
+    assert_eq!(
+        git(&repo, &["rev-parse", &format!("{merged}^2")]),
+        git(&repo, &["rev-parse", "task"])
+    );
+    assert_eq!(git(&repo, &["status", "--porcelain"]), "", "the checkout of `work` is untouched");
+    assert!(!repo.join("task.txt").exists(), "`work` does not get the file");
+
+    // A conflicting change on both sides: refused, listing the file; `main` stays.
+    git(&repo, &["checkout", "-q", "task"]);
+    commit(&repo, "README.md", "a\ntask\n");
+    git(&repo, &["checkout", "-q", "work"]);
+    git(&repo, &["branch", "-f", "main-side", "main"]);
+    git(&repo, &["checkout", "-q", "main-side"]);
+    let side = commit(&repo, "README.md", "a\nbase\n");
+    git(&repo, &["checkout", "-q", "work"]);
+    git(&repo, &["update-ref", "refs/heads/main", &side]);
+    let err =
+        merge_into_base(&repo, "main", "task", MergeStrategy::Squash, "land").await.unwrap_err();
+    match err {
+        GitError::MergeConflicts { files, .. } => assert_eq!(files, ["README.md"]),
+        other => panic!("expected conflicts, got {other}"),
+    }
+    assert_eq!(git(&repo, &["rev-parse", "main"]), side);
+    assert!(matches!(
+        merge_into_base(&repo, "origin/main", "task", MergeStrategy::Merge, "x").await,
+        Err(GitError::BaseNotLocal { .. })
+    ));
+}
+
+#[tokio::test]
+async fn i16_a2_status_counts_ahead_behind_and_lists_conflicts() {
+    let (_tmp, repo) = repository();
+    git(&repo, &["checkout", "-q", "task"]);
+    let s = status(&repo, "main").await.unwrap();
+    assert_eq!((s.ahead, s.behind), (1, 0));
+    assert!(s.conflicts_with_base.is_empty() && s.dirty.is_clean() && s.upstream.is_none());
+    std::fs::write(repo.join("new.txt"), "x").unwrap();
+    let s = status(&repo, "main").await.unwrap();
+    assert_eq!(s.dirty.untracked, ["new.txt"]);
+}
+
+#[tokio::test]
+async fn i16_a1_copied_files_never_go_through_a_symlinked_folder() {
+    let (tmp, repo) = repository();
+    std::fs::write(repo.join(".gitignore"), "conf/\n.env\n").unwrap();
+    std::fs::create_dir(repo.join("conf")).unwrap();
+    std::fs::write(repo.join("conf/local.cfg"), "secret").unwrap();
+    std::fs::write(repo.join(".env"), "A=1").unwrap();
+    let worktree = tmp.path().join("wt");
+    git(&repo, &["worktree", "add", "-q", worktree.to_str().unwrap(), "task"]);
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    symlink(&outside, worktree.join("conf")).unwrap();
+    let globs = vec!["conf/*".to_owned(), ".env".to_owned()];
+    let copied = copy_ignored_files(&repo, &worktree, &globs).await.unwrap();
+    assert_eq!(copied, [".env"]);
+    assert!(!outside.join("local.cfg").exists(), "nothing written through the link");
+    // A second run copies nothing: existing files are never overwritten.
+    std::fs::write(worktree.join(".env"), "mine").unwrap();
+    assert!(copy_ignored_files(&repo, &worktree, &globs).await.unwrap().is_empty());
+    assert_eq!(std::fs::read_to_string(worktree.join(".env")).unwrap(), "mine");
+}

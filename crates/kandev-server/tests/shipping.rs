@@ -1,0 +1,597 @@
+//! Issue 16: shipping a task's work over the API, with real git (a bare repository on disk as
+//! `origin`, a clone of it as the registered repository) and a fake forge on loopback:
+//! base branches, copied files, cleanup scripts, unarchive, git status, rebase, merge, push,
+//! pull requests and review comments.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use common::{TestServer, of_kind, step_id};
+use serde_json::{Value, json};
+
+/// Runs git in `dir`; returns its trimmed stdout, panicking on failure.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git").args(args).current_dir(dir).output().expect("run git");
+    assert!(
+        output.status.success(),
+        "git {args:?} in {} failed: {}",
+        dir.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim_end().to_owned()
+}
+
+fn identity(repo: &Path) {
+    git(repo, &["config", "user.name", "Test User"]);
+    git(repo, &["config", "user.email", "test@example.com"]);
+}
+
+fn commit_file(repo: &Path, path: &str, content: &str, message: &str) -> String {
+    let file = repo.join(path);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, content).unwrap();
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", message]);
+    git(repo, &["rev-parse", "HEAD"])
+}
+
+/// A bare `origin` at `<tmp>/acme/widget.git` with `main` (README.md, a `.gitignore` for
+/// `.env` and `local.cfg`), and `clone`, the registered repository, on `main` with an
+/// ignored `.env` and `local.cfg` in its checkout.
+struct Remote {
+    tmp: tempfile::TempDir,
+    origin: PathBuf,
+    clone: PathBuf,
+}
+
+impl Remote {
+    fn new() -> Remote {
+        let tmp = tempfile::tempdir().unwrap();
+        let origin = tmp.path().join("acme/widget.git");
+        std::fs::create_dir_all(&origin).unwrap();
+        git(&origin, &["init", "-q", "--bare", "-b", "main"]);
+        let seed = tmp.path().join("seed");
+        git(tmp.path(), &["clone", "-q", origin.to_str().unwrap(), "seed"]);
+        identity(&seed);
+        git(&seed, &["checkout", "-q", "-b", "main"]);
+        std::fs::write(seed.join(".gitignore"), ".env\nlocal.cfg\n").unwrap();
+        commit_file(&seed, "README.md", "line one\nline two\n", "initial");
+        git(&seed, &["push", "-q", "origin", "main"]);
+        git(tmp.path(), &["clone", "-q", origin.to_str().unwrap(), "clone"]);
+        let clone = tmp.path().join("clone");
+        identity(&clone);
+        std::fs::write(clone.join(".env"), "SECRET=from-main-checkout\n").unwrap();
+        std::fs::write(clone.join("local.cfg"), "ignored copy\n").unwrap();
+        Remote { tmp, origin, clone }
+    }
+
+    /// Another developer's clone, for moving `origin` behind the task's back.
+    fn other(&self, name: &str) -> PathBuf {
+        git(self.tmp.path(), &["clone", "-q", self.origin.to_str().unwrap(), name]);
+        let path = self.tmp.path().join(name);
+        identity(&path);
+        path
+    }
+
+    fn origin_ref(&self, branch: &str) -> Option<String> {
+        let output = Command::new("git")
+            .args(["rev-parse", "--verify", "--quiet", &format!("refs/heads/{branch}")])
+            .current_dir(&self.origin)
+            .output()
+            .unwrap();
+        output.status.success().then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+    }
+}
+
+struct Board<'a> {
+    server: &'a TestServer,
+    workspace_id: String,
+    workflow: Value,
+}
+
+impl<'a> Board<'a> {
+    async fn new(server: &'a TestServer) -> Board<'a> {
+        let (workspace_id, workflow) = server.kanban().await;
+        Board { server, workspace_id, workflow }
+    }
+
+    async fn repository(&self, path: &Path, extra: Value) -> String {
+        let mut body = json!({"workspace_id": self.workspace_id, "local_path": path});
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        let created = self.server.call("repository.create", body).await;
+        created["repository"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// A task in Backlog on `repositories` (`[{id, base_branch}]`).
+    async fn task(&self, title: &str, repositories: Value) -> String {
+        let backlog = step_id(&self.workflow, "Backlog");
+        let created = self
+            .server
+            .call(
+                "task.create",
+                json!({"workflow_id": self.workflow["id"], "title": title, "step_id": backlog,
+                       "repositories": repositories}),
+            )
+            .await;
+        created["task"]["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Launches a session and waits for its agent; returns (session id, worktree).
+    async fn started(&self, task_id: &str) -> (String, PathBuf) {
+        let session =
+            self.server.call("session.launch", json!({"task_id": task_id})).await["session"]
+                .clone();
+        let id = session["id"].as_str().unwrap().to_owned();
+        self.server.wait_state(&id, "WAITING_FOR_INPUT").await;
+        (id, PathBuf::from(session["cwd"].as_str().unwrap()))
+    }
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value.as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn i16_a1_base_branch_copy_files_cleanup_and_unarchive() {
+    let remote = Remote::new();
+    // `feature` reaches origin after the clone was made: the task's start must fetch it.
+    let dev = remote.other("dev");
+    git(&dev, &["checkout", "-q", "-b", "feature"]);
+    let feature_tip = commit_file(&dev, "feature.txt", "feature work\n", "feature");
+    // On `feature`, local.cfg is tracked: copying the ignored one must not overwrite it.
+    std::fs::write(dev.join(".gitignore"), ".env\n").unwrap();
+    let feature_tip2 = commit_file(&dev, "local.cfg", "tracked on feature\n", "track local.cfg");
+    assert_ne!(feature_tip, feature_tip2);
+    git(&dev, &["push", "-q", "origin", "feature"]);
+
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let marker = remote.tmp.path().join("cleaned.txt");
+    let repo_id = board
+        .repository(
+            &remote.clone,
+            json!({
+                "copy_files": [".env", "local.cfg"],
+                "cleanup_script": format!("pwd > '{}'", marker.display()),
+            }),
+        )
+        .await;
+    let branches = server.call("repository.branches", json!({"id": repo_id})).await;
+    assert!(strings(&branches["branches"]).contains(&"main".to_owned()), "{branches}");
+
+    let task = board
+        .task("Build on feature", json!([{"id": repo_id, "base_branch": "origin/feature"}]))
+        .await;
+    let (_session, worktree) = board.started(&task).await;
+
+    assert_eq!(git(&worktree, &["rev-parse", "HEAD"]), feature_tip2, "starts at origin/feature");
+    assert_eq!(std::fs::read_to_string(worktree.join("feature.txt")).unwrap(), "feature work\n");
+    assert_eq!(
+        std::fs::read_to_string(worktree.join(".env")).unwrap(),
+        "SECRET=from-main-checkout\n",
+        "the ignored .env is copied"
+    );
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("local.cfg")).unwrap(),
+        "tracked on feature\n",
+        "a tracked file is never overwritten"
+    );
+    let status = server.call("task.git_status", json!({"task_id": task})).await;
+    assert_eq!(status["repositories"][0]["base_branch"], "origin/feature", "{status}");
+
+    let archived = server.call("task.archive", json!({"id": task})).await;
+    assert!(archived["task"]["archived_at"].is_string(), "{archived}");
+    assert!(!worktree.exists(), "the worktree is removed");
+    let cleaned = std::fs::read_to_string(&marker).expect("the cleanup script ran");
+    assert_eq!(Path::new(cleaned.trim()), worktree, "it ran in the worktree");
+
+    let list = server.call("task.list", json!({"workflow_id": board.workflow["id"]})).await;
+    assert!(list["tasks"].as_array().unwrap().iter().all(|t| t["id"] != task.as_str()));
+    let back = server.call("task.unarchive", json!({"id": task})).await;
+    assert!(back["task"]["archived_at"].is_null(), "{back}");
+    let list = server.call("task.list", json!({"workflow_id": board.workflow["id"]})).await;
+    assert!(list["tasks"].as_array().unwrap().iter().any(|t| t["id"] == task.as_str()));
+}
+
+#[tokio::test]
+async fn i16_a1_bad_copy_files_patterns_are_refused() {
+    let remote = Remote::new();
+    let server = TestServer::start().await;
+    let (workspace_id, _) = server.kanban().await;
+    for bad in ["../secret", "/etc/passwd", ":(top)x", ".git/config", ""] {
+        let (status, body) = server
+            .post(
+                "repository.create",
+                json!({"workspace_id": workspace_id, "local_path": remote.clone, "copy_files": [bad]}),
+            )
+            .await;
+        assert_eq!(status, 422, "{bad:?}: {body}");
+        assert_eq!(body["details"]["field"], "copy_files", "{body}");
+    }
+}
+
+#[tokio::test]
+async fn i16_a2_git_status_and_rebase() {
+    let remote = Remote::new();
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let repo_id = board.repository(&remote.clone, json!({})).await;
+    let task = board.task("Rebase me", json!([{"id": repo_id}])).await;
+    let (_session, worktree) = board.started(&task).await;
+
+    commit_file(&worktree, "task.txt", "task work\n", "task work");
+    let base_tip = commit_file(&remote.clone, "base.txt", "base moved\n", "base moves");
+    let status = server.call("task.git_status", json!({"task_id": task})).await;
+    let repo = &status["repositories"][0];
+    assert_eq!((repo["ahead"].as_u64(), repo["behind"].as_u64()), (Some(1), Some(1)), "{status}");
+    assert_eq!(repo["base_tip"], base_tip.as_str());
+    assert_eq!(repo["conflicts_with_base"], json!([]));
+    assert_eq!(repo["dirty"]["uncommitted"], 0);
+
+    // Clean case.
+    let rebased = server.call("task.rebase", json!({"task_id": task})).await;
+    let repo = &rebased["repositories"][0];
+    assert_eq!((repo["ahead"].as_u64(), repo["behind"].as_u64()), (Some(1), Some(0)), "{rebased}");
+    assert!(worktree.join("base.txt").exists());
+
+    // A conflict after the base moves: reported by git_status without touching the worktree.
+    commit_file(&worktree, "README.md", "line one\ntask's line two\n", "task edits readme");
+    commit_file(&remote.clone, "README.md", "line one\nbase's line two\n", "base edits readme");
+    let head_before = git(&worktree, &["rev-parse", "HEAD"]);
+    let status = server.call("task.git_status", json!({"task_id": task})).await;
+    assert_eq!(status["repositories"][0]["conflicts_with_base"], json!(["README.md"]), "{status}");
+    assert_eq!(git(&worktree, &["status", "--porcelain"]), "", "status touched nothing");
+
+    let (code, body) = server.post("task.rebase", json!({"task_id": task})).await;
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(body["code"], "CONFLICT");
+    assert_eq!(body["details"]["conflicts"], json!(["README.md"]), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("README.md"), "{body}");
+    assert_eq!(git(&worktree, &["rev-parse", "HEAD"]), head_before, "the branch is unchanged");
+    assert_eq!(git(&worktree, &["status", "--porcelain"]), "", "no rebase left behind");
+    let gitdir = PathBuf::from(git(&worktree, &["rev-parse", "--absolute-git-dir"]));
+    assert!(!gitdir.join("rebase-merge").exists() && !gitdir.join("rebase-apply").exists());
+
+    // A dirty worktree is refused with its files listed.
+    std::fs::write(worktree.join("scratch.txt"), "wip").unwrap();
+    let (code, body) = server.post("task.rebase", json!({"task_id": task})).await;
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(body["details"]["dirty"], json!(["scratch.txt"]), "{body}");
+}
+
+#[tokio::test]
+async fn i16_a3_merge_with_each_strategy_and_a_dirty_base_is_refused() {
+    let remote = Remote::new();
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let repo_id = board.repository(&remote.clone, json!({})).await;
+
+    // A dirty base checkout: refused, listing the file, nothing changed.
+    let task = board.task("Dirty base", json!([{"id": repo_id}])).await;
+    let (_s, worktree) = board.started(&task).await;
+    commit_file(&worktree, "dirty.txt", "x\n", "dirty");
+    std::fs::write(remote.clone.join("scratch.txt"), "uncommitted").unwrap();
+    let main_before = git(&remote.clone, &["rev-parse", "main"]);
+    let (code, body) =
+        server.post("task.merge", json!({"task_id": task, "strategy": "merge"})).await;
+    assert_eq!(code, 409, "{body}");
+    assert_eq!(body["details"]["dirty"], json!(["scratch.txt"]), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("scratch.txt"));
+    assert_eq!(git(&remote.clone, &["rev-parse", "main"]), main_before, "nothing changed");
+    std::fs::remove_file(remote.clone.join("scratch.txt")).unwrap();
+
+    for (strategy, file) in
+        [("fast_forward", "ff.txt"), ("merge", "merge.txt"), ("squash", "squash.txt")]
+    {
+        let task = board.task(&format!("Land with {strategy}"), json!([{"id": repo_id}])).await;
+        let (_s, worktree) = board.started(&task).await;
+        if strategy == "fast_forward" {
+            // Earlier merges moved main: the task starts from it, so it can fast-forward.
+            assert_eq!(
+                git(&worktree, &["rev-parse", "HEAD"]),
+                git(&remote.clone, &["rev-parse", "main"])
+            );
+        }
+        let head = commit_file(&worktree, file, &format!("{strategy}\n"), &format!("add {file}"));
+        let merged = server
+            .call("task.merge", json!({"task_id": task, "strategy": strategy, "message": format!("land {strategy}")}))
+            .await;
+        let commit = merged["merged"][0]["commit"].as_str().unwrap().to_owned();
+        assert_eq!(git(&remote.clone, &["rev-parse", "main"]), commit, "{strategy}: main moved");
+        assert_eq!(
+            std::fs::read_to_string(remote.clone.join(file)).unwrap(),
+            format!("{strategy}\n"),
+            "{strategy}: the checkout of main has the change"
+        );
+        assert_eq!(
+            git(&remote.clone, &["status", "--porcelain"]),
+            "",
+            "{strategy}: clean checkout"
+        );
+        let parents = git(&remote.clone, &["rev-list", "--parents", "-n", "1", "main"]);
+        let parents = parents.split(' ').count() - 1;
+        match strategy {
+            "fast_forward" => assert_eq!(commit, head),
+            "merge" => assert_eq!(parents, 2, "a merge commit"),
+            _ => {
+                assert_eq!(parents, 1, "one squashed commit");
+                assert_eq!(git(&remote.clone, &["log", "-1", "--format=%s"]), "land squash");
+            }
+        }
+    }
+
+    // A fast-forward that is impossible is refused.
+    let task = board.task("Behind", json!([{"id": repo_id}])).await;
+    let (_s, worktree) = board.started(&task).await;
+    commit_file(&worktree, "behind.txt", "x\n", "behind");
+    let main_before = commit_file(&remote.clone, "moved.txt", "x\n", "main moves on");
+    let (code, body) =
+        server.post("task.merge", json!({"task_id": task, "strategy": "fast_forward"})).await;
+    assert_eq!(code, 409, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("fast-forward"), "{body}");
+    assert_eq!(git(&remote.clone, &["rev-parse", "main"]), main_before);
+}
+
+#[tokio::test]
+async fn i16_a4_push_and_a_non_fast_forward_is_refused_without_force() {
+    let remote = Remote::new();
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let repo_id = board.repository(&remote.clone, json!({})).await;
+    let task = board.task("Push me", json!([{"id": repo_id}])).await;
+    let (_s, worktree) = board.started(&task).await;
+    let branch = git(&worktree, &["symbolic-ref", "--short", "HEAD"]);
+    assert_eq!(remote.origin_ref(&branch), None, "nothing is pushed without an action");
+
+    let head = commit_file(&worktree, "work.txt", "work\n", "work");
+    let pushed = server.call("task.push", json!({"task_id": task})).await;
+    assert_eq!(pushed["pushed"][0]["head"], head.as_str(), "{pushed}");
+    assert_eq!(remote.origin_ref(&branch).as_deref(), Some(head.as_str()));
+    assert_eq!(pushed["repositories"][0]["remote"]["pushed_head"], head.as_str());
+
+    // Someone else pushes to the task branch; our next push is not a fast-forward.
+    let other = remote.other("other");
+    git(&other, &["checkout", "-q", &branch]);
+    let theirs = commit_file(&other, "theirs.txt", "theirs\n", "theirs");
+    git(&other, &["push", "-q", "origin", &branch]);
+    commit_file(&worktree, "more.txt", "more\n", "more work");
+    let (code, body) = server.post("task.push", json!({"task_id": task})).await;
+    assert_eq!(code, 409, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("non-fast-forward"), "{body}");
+    assert_eq!(remote.origin_ref(&branch).as_deref(), Some(theirs.as_str()), "nothing forced");
+}
+
+/// What the fake forge saw: method, path, auth header, JSON body.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    path: String,
+    auth: Option<String>,
+    body: Value,
+}
+
+/// A fake GitHub and GitLab on loopback: records every request; answers create, get and
+/// commit status like the real APIs do (the fields Kandev reads). `state` is what a get says.
+struct FakeForge {
+    url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    state: Arc<Mutex<String>>,
+    _task: tokio::task::JoinHandle<()>,
+}
+
+impl FakeForge {
+    async fn start() -> FakeForge {
+        let seen = Arc::new(Mutex::new(vec![]));
+        let state = Arc::new(Mutex::new("open".to_owned()));
+        let (seen2, state2) = (seen.clone(), state.clone());
+        let app = axum::Router::new().fallback(
+            move |method: axum::http::Method,
+                  uri: axum::http::Uri,
+                  headers: axum::http::HeaderMap,
+                  body: axum::body::Bytes| {
+                let (seen, state) = (seen2.clone(), state2.clone());
+                async move {
+                    let auth = headers
+                        .get("authorization")
+                        .or_else(|| headers.get("private-token"))
+                        .map(|v| v.to_str().unwrap().to_owned());
+                    let path = uri.path().to_owned();
+                    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    seen.lock().unwrap().push(Seen {
+                        method: method.to_string(),
+                        path: path.clone(),
+                        auth,
+                        body: body.clone(),
+                    });
+                    let state = state.lock().unwrap().clone();
+                    let answer = fake_answer(&method, &path, &body, &state);
+                    axum::Json(answer)
+                }
+            },
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        FakeForge { url, seen, state, _task: task }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn fake_answer(method: &axum::http::Method, path: &str, body: &Value, state: &str) -> Value {
+    let github_pr = |head: &str, base: &str| {
+        json!({"number": 7, "html_url": "http://forge.test/acme/widget/pull/7",
+               "state": if state == "open" { "open" } else { "closed" },
+               "merged": state == "merged",
+               "merged_at": if state == "merged" { json!("2026-01-01T00:00:00Z") } else { Value::Null },
+               "head": {"ref": head, "sha": "abc123"}, "base": {"ref": base}})
+    };
+    let gitlab_mr = |source: &str, target: &str| {
+        json!({"iid": 3, "web_url": "http://forge.test/acme/widget/-/merge_requests/3",
+               "state": if state == "open" { "opened" } else { state },
+               "source_branch": source, "target_branch": target,
+               "head_pipeline": {"status": "running"}})
+    };
+    let text = |key: &str| body[key].as_str().unwrap_or_default().to_owned();
+    match (method.as_str(), path) {
+        ("POST", "/repos/acme/widget/pulls") => github_pr(&text("head"), &text("base")),
+        ("GET", "/repos/acme/widget/pulls/7") => github_pr("task", "main"),
+        ("GET", p) if p.starts_with("/repos/acme/widget/commits/") => {
+            json!({"state": "success", "total_count": 1})
+        }
+        ("POST", "/api/v4/projects/acme%2Fwidget/merge_requests") => {
+            gitlab_mr(&text("source_branch"), &text("target_branch"))
+        }
+        ("GET", "/api/v4/projects/acme%2Fwidget/merge_requests/3") => gitlab_mr("task", "main"),
+        _ => json!({"message": "Not Found"}),
+    }
+}
+
+/// The forge token comes from the environment variable the repository names. Tests cannot
+/// set variables (`unsafe` is forbidden), so they name one cargo sets for every test run.
+const TOKEN_ENV: &str = "CARGO_PKG_NAME";
+
+#[tokio::test]
+async fn i16_a5_pull_requests_on_github_and_gitlab_reach_the_fake_forge() {
+    let forge = FakeForge::start().await;
+    let token = std::env::var(TOKEN_ENV).unwrap();
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+
+    for (forge_name, api_base) in
+        [("github", forge.url.clone()), ("gitlab", format!("{}/api/v4", forge.url))]
+    {
+        let remote = Remote::new();
+        let repo_id = board
+            .repository(
+                &remote.clone,
+                json!({"forge_api_base_url": api_base, "forge_token_env": TOKEN_ENV}),
+            )
+            .await;
+        let task = board.task(&format!("Ship via {forge_name}"), json!([{"id": repo_id}])).await;
+        let (_s, worktree) = board.started(&task).await;
+        let branch = git(&worktree, &["symbolic-ref", "--short", "HEAD"]);
+
+        // Uncommitted work is refused with the files listed; nothing reaches the forge.
+        std::fs::write(worktree.join("wip.txt"), "wip").unwrap();
+        let before = forge.seen().len();
+        let (code, body) = server.post("task.pr.create", json!({"task_id": task})).await;
+        assert_eq!(code, 409, "{body}");
+        assert_eq!(body["details"]["dirty"], json!(["wip.txt"]), "{body}");
+        assert_eq!(forge.seen().len(), before);
+        commit_file(&worktree, "wip.txt", "done\n", "finish the work");
+
+        let created = server
+            .call("task.pr.create", json!({"task_id": task, "body": "the description"}))
+            .await;
+        let pr = &created["pull_requests"][0];
+        assert_eq!(pr["forge"], forge_name, "{created}");
+        assert_eq!(pr["state"], "open");
+        assert_eq!(
+            remote.origin_ref(&branch),
+            Some(git(&worktree, &["rev-parse", "HEAD"])),
+            "pushed first"
+        );
+
+        let seen = forge.seen();
+        let creates: Vec<&Seen> = seen[before..].iter().filter(|s| s.method == "POST").collect();
+        assert_eq!(creates.len(), 1, "{seen:?}");
+        let call = creates[0];
+        match forge_name {
+            "github" => {
+                assert_eq!(call.path, "/repos/acme/widget/pulls");
+                assert_eq!(call.auth.as_deref(), Some(format!("Bearer {token}").as_str()));
+                assert_eq!(call.body["head"], branch.as_str());
+                assert_eq!(call.body["base"], "main");
+                assert_eq!(call.body["title"], format!("Ship via {forge_name}"));
+                assert_eq!(call.body["body"], "the description");
+                assert_eq!(pr["number"], 7);
+            }
+            _ => {
+                assert_eq!(call.path, "/api/v4/projects/acme%2Fwidget/merge_requests");
+                assert_eq!(call.auth.as_deref(), Some(token.as_str()));
+                assert_eq!(call.body["source_branch"], branch.as_str());
+                assert_eq!(call.body["target_branch"], "main");
+                assert_eq!(call.body["title"], format!("Ship via {forge_name}"));
+                assert_eq!(call.body["description"], "the description");
+                assert_eq!(pr["number"], 3);
+            }
+        }
+
+        // The forge merges it; task.pr.get reflects that, and the card's status shows it.
+        *forge.state.lock().unwrap() = "merged".to_owned();
+        let got = server.call("task.pr.get", json!({"task_id": task})).await;
+        assert_eq!(got["pull_requests"][0]["state"], "merged", "{got}");
+        let status = server.call("task.git_status", json!({"task_id": task})).await;
+        assert_eq!(status["repositories"][0]["pr"]["state"], "merged", "{status}");
+        *forge.state.lock().unwrap() = "open".to_owned();
+    }
+    // Every call went to the fake forge, with a token.
+    assert!(forge.seen().iter().all(|s| s.auth.as_deref().is_some_and(|a| a.contains(&token))));
+}
+
+#[tokio::test]
+async fn i16_a6_review_comments_are_stored_and_submitted_as_one_prompt() {
+    let remote = Remote::new();
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let repo_id = board.repository(&remote.clone, json!({})).await;
+    let task = board.task("Review me", json!([{"id": repo_id}])).await;
+    let (session, worktree) = board.started(&task).await;
+    commit_file(&worktree, "src/lib.rs", "fn a() {}\nfn b() {}\n", "add lib");
+
+    let first = server
+        .call(
+            "review.comment.add",
+            json!({"task_id": task, "path": "src/lib.rs", "line": 2, "side": "new", "text": "rename b"}),
+        )
+        .await;
+    assert_eq!(first["comment"]["quote"], "fn b() {}", "{first}");
+    let second = server
+        .call(
+            "review.comment.add",
+            json!({"task_id": task, "path": "README.md", "line": 1, "text": "typo here"}),
+        )
+        .await;
+    let second_id = second["comment"]["id"].as_str().unwrap();
+    server.call("review.comment.update", json!({"id": second_id, "text": "fix the typo"})).await;
+    let (code, _) = server
+        .post(
+            "review.comment.add",
+            json!({"task_id": task, "path": "../x", "line": 1, "text": "x"}),
+        )
+        .await;
+    assert_eq!(code, 422);
+
+    let listed = server.call("review.comment.list", json!({"task_id": task})).await;
+    let comments = listed["comments"].as_array().unwrap();
+    assert_eq!(comments.len(), 2, "{listed}");
+    assert_eq!(comments[1]["text"], "fix the typo");
+
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+    let submitted = server.call("review.submit", json!({"task_id": task})).await;
+    assert_eq!(submitted["comments"].as_array().unwrap().len(), 2, "{submitted}");
+    assert_eq!(submitted["queued"], false);
+    ws.notification("session.turn.completed").await;
+    let messages = server.messages(&session).await;
+    let users = of_kind(&messages, "user");
+    let prompt = users.last().unwrap()["content"].as_str().unwrap();
+    assert!(prompt.contains("src/lib.rs:2\n> fn b() {}\nrename b"), "{prompt}");
+    assert!(prompt.contains("README.md:1\n"), "{prompt}");
+    assert!(prompt.contains("fix the typo"), "{prompt}");
+    let agent = of_kind(&messages, "agent");
+    assert_eq!(agent.last().unwrap()["content"], "echo: Please address these review comments:");
+
+    let listed = server.call("review.comment.list", json!({"task_id": task})).await;
+    assert!(listed["comments"].as_array().unwrap().iter().all(|c| c["sent_at"].is_string()));
+    let (code, body) = server.post("review.submit", json!({"task_id": task})).await;
+    assert_eq!(code, 422, "nothing open to send: {body}");
+}

@@ -1,0 +1,55 @@
+// A hunk side by side: the base version on the left, the task's on the right; removed and
+// added lines of a run are paired row by row, context lines sit on both sides.
+import type { DiffLineDto } from '../api/types';
+
+type Cell = { n: number; text: string; kind: 'ctx' | 'add' | 'del' } | null;
+
+/** Rows of (old, new) cells for a hunk starting at `oldStart` / `newStart`. */
+export function sideBySideRows(lines: DiffLineDto[], oldStart: number, newStart: number): [Cell, Cell][] {
+  const rows: [Cell, Cell][] = [];
+  let o = oldStart;
+  let n = newStart;
+  let dels: Cell[] = [];
+  let adds: Cell[] = [];
+  const flush = () => {
+    for (let i = 0; i < Math.max(dels.length, adds.length); i++) rows.push([dels[i] ?? null, adds[i] ?? null]);
+    dels = [];
+    adds = [];
+  };
+  for (const l of lines) {
+    if (l.kind === 'removed') dels.push({ n: o++, text: l.text, kind: 'del' });
+    else if (l.kind === 'added') adds.push({ n: n++, text: l.text, kind: 'add' });
+    else {
+      flush();
+      rows.push([{ n: o++, text: l.text, kind: 'ctx' }, { n: n++, text: l.text, kind: 'ctx' }]);
+    }
+  }
+  flush();
+  return rows;
+}
+
+function CellView({ cell }: { cell: Cell }) {
+  if (!cell) return <td className="sbs-empty" colSpan={2} />;
+  return (
+    <>
+      <td className="sbs-n">{cell.n}</td>
+      <td className={`sbs-text dl-${cell.kind}`}>{cell.text}</td>
+    </>
+  );
+}
+
+export function SideBySide(props: { lines: DiffLineDto[]; oldStart: number; newStart: number }) {
+  const rows = sideBySideRows(props.lines, props.oldStart, props.newStart);
+  return (
+    <table className="diff sbs" aria-label="Side-by-side diff">
+      <tbody>
+        {rows.map(([left, right], i) => (
+          <tr key={i}>
+            <CellView cell={left} />
+            <CellView cell={right} />
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
