@@ -87,6 +87,7 @@ handlers! {
     TaskCommit => files::commit,
     TaskUnarchive => ship::unarchive,
     RepositoryBranches => ship::branches,
+    RepositoryUsage => ship::usage,
     TaskGitStatus => ship::git_status,
     TaskRebase => ship::rebase,
     TaskMerge => ship::merge,
