@@ -138,6 +138,7 @@ actions! {
         TaskFileRead = "task.file.read": rq::TaskFileRead => crate::FileContentDto;
         TaskCommit = "task.commit": rq::TaskCommit => rs::TaskCommitted;
         RepositoryBranches = "repository.branches": rq::ById => rs::Branches;
+        RepositoryUsage = "repository.usage": rq::ById => rs::RepositoryUsage;
         TaskGitStatus = "task.git_status": rq::ByTask => rs::TaskGitStatus;
         TaskRebase = "task.rebase": rq::TaskRebase => rs::TaskGitStatus;
         TaskMerge = "task.merge": rq::TaskMerge => rs::TaskMerged;

@@ -227,6 +227,21 @@ responses! {
         pub branches: Vec<String>,
     }
 
+    /// `repository.usage`: the disk each live task worktree takes (`bytes` of its files,
+    /// `.git` excluded; `null` when it could not be measured).
+    pub struct RepositoryUsage {
+        pub worktrees: Vec<WorktreeUsageDto>,
+        pub total_bytes: u64,
+    }
+
+    pub struct WorktreeUsageDto {
+        pub task_id: String,
+        pub path: String,
+        pub branch: String,
+        pub bytes: Option<u64>,
+        pub truncated: bool,
+    }
+
     /// `task.git_status`, and what `task.rebase` answers: one entry per repository with a
     /// worktree.
     pub struct TaskGitStatus {

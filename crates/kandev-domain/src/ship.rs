@@ -99,6 +99,18 @@ pub struct RemoteStatus {
     pub upstream_behind: u32,
 }
 
+/// The disk a task's worktree takes (`repository.usage`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorktreeUsage {
+    pub task_id: TaskId,
+    pub path: String,
+    pub branch: String,
+    /// Bytes of its files, `.git` excluded; `None` when it could not be measured.
+    pub bytes: Option<u64>,
+    /// The count stopped at its limit of entries: `bytes` is a lower bound.
+    pub truncated: bool,
+}
+
 /// How `task.merge` lands a task branch on its base.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MergeStrategy {

@@ -88,6 +88,7 @@ handlers! {
     TaskFileRead => files::read,
     TaskCommit => files::commit,
     RepositoryBranches => ship::branches,
+    RepositoryUsage => ship::usage,
     TaskGitStatus => ship::git_status,
     TaskRebase => ship::rebase,
     TaskMerge => ship::merge,

@@ -181,6 +181,13 @@ async fn i16_a1_base_branch_copy_files_cleanup_and_unarchive() {
     );
     let status = server.call("task.git_status", json!({"task_id": task})).await;
     assert_eq!(status["repositories"][0]["base_branch"], "origin/feature", "{status}");
+    std::fs::write(worktree.join("big.bin"), vec![7u8; 100_000]).unwrap();
+    let usage = server.call("repository.usage", json!({"id": repo_id})).await;
+    assert_eq!(usage["worktrees"][0]["task_id"], task.as_str(), "{usage}");
+    let bytes = usage["worktrees"][0]["bytes"].as_u64().unwrap();
+    assert!((100_000..200_000).contains(&bytes), "{usage}");
+    assert_eq!(usage["total_bytes"].as_u64(), Some(bytes));
+    std::fs::remove_file(worktree.join("big.bin")).unwrap();
 
     let archived = server.call("task.archive", json!({"id": task})).await;
     assert!(archived["task"]["archived_at"].is_string(), "{archived}");

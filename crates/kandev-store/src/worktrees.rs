@@ -114,6 +114,22 @@ impl Store {
     }
 }
 
+impl Store {
+    /// The live worktrees made of a repository, oldest first.
+    pub async fn live_worktrees_of_repository(
+        &self,
+        repository_id: &RepositoryId,
+    ) -> Result<Vec<WorktreeRecord>> {
+        let rows = sqlx::query_as::<_, WorktreeRow>(
+            "SELECT * FROM worktrees WHERE repository_id = ? AND removed_at IS NULL ORDER BY created_at, id",
+        )
+        .bind(repository_id.as_str())
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows.into_iter().map(WorktreeRecord::from).collect())
+    }
+}
+
 impl WriteTx {
     pub async fn live_worktrees(&mut self, task_id: &TaskId) -> Result<Vec<WorktreeRecord>> {
         live(self.db(), task_id.as_str()).await

@@ -459,6 +459,33 @@ impl Engine {
         Ok(prs)
     }
 
+    /// The disk each live worktree of a repository takes (`repository.usage`).
+    pub async fn repository_usage(
+        &self,
+        repository_id: &RepositoryId,
+    ) -> Result<Vec<kandev_domain::ship::WorktreeUsage>> {
+        self.inner.store.get_repository(repository_id).await.map_err(not_found)?;
+        let mut usage = vec![];
+        for record in self.inner.store.live_worktrees_of_repository(repository_id).await? {
+            let measured = git::disk_usage(Path::new(&record.path)).await;
+            if let Err(err) = &measured {
+                tracing::debug!(path = %record.path, error = %err, "a worktree could not be measured");
+            }
+            let (bytes, truncated) = match measured {
+                Ok((bytes, truncated)) => (Some(bytes), truncated),
+                Err(_) => (None, false),
+            };
+            usage.push(kandev_domain::ship::WorktreeUsage {
+                task_id: record.task_id,
+                path: record.path,
+                branch: record.branch,
+                bytes,
+                truncated,
+            });
+        }
+        Ok(usage)
+    }
+
     /// The branches of a repository (`repository.branches`).
     pub async fn repository_branches(&self, repo: &Path) -> Result<Vec<String>> {
         git::branches(repo).await.map_err(ship_error)

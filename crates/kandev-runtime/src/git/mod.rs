@@ -47,8 +47,9 @@ pub use files::{EntryKind, FileContent, TreeEntry, read_file, tree};
 pub use layout::{create_task_dir, task_dir, worktree_dir};
 pub use setup::{SETUP_OUTPUT_LIMIT, SetupOutput, run_setup_script, run_setup_script_streaming};
 pub use ship::{
-    BranchStatus, Dirty, MergeStrategy, Upstream, branches, commit_summaries, copy_ignored_files,
-    dirty_files, fetch_base, merge_into_base, push, rebase, remote_url, status,
+    BranchStatus, Dirty, MAX_USAGE_ENTRIES, MergeStrategy, Upstream, branches, commit_summaries,
+    copy_ignored_files, dirty_files, disk_usage, fetch_base, merge_into_base, push, rebase,
+    remote_url, status,
 };
 pub use worktree::{
     MAX_BRANCH_SUFFIX, OnExistingBranch, Worktree, WorktreeSpec, create_worktree, default_branch,

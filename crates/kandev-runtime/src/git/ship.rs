@@ -543,3 +543,26 @@ fn listed(mut paths: Vec<String>) -> Vec<String> {
     paths.truncate(MAX_LISTED);
     paths
 }
+
+/// Most entries [`disk_usage`] counts before it stops (and says so).
+pub const MAX_USAGE_ENTRIES: usize = 1_000_000;
+
+/// The bytes of the regular files under `path` (symlinks are not followed, `.git` is
+/// skipped, so a worktree's share of the repository's objects is not counted), and whether
+/// the count stopped at [`MAX_USAGE_ENTRIES`].
+pub async fn disk_usage(path: &Path) -> Result<(u64, bool), GitError> {
+    let path = path.to_path_buf();
+    let counted = tokio::task::spawn_blocking(move || {
+        let root = crate::confine::Root::open(&path)?;
+        let (entries, truncated) = root.walk(MAX_USAGE_ENTRIES)?;
+        let bytes = entries
+            .iter()
+            .filter(|e| e.entry.kind == crate::confine::EntryKind::File)
+            .map(|e| e.entry.size)
+            .sum::<u64>();
+        Ok::<_, crate::confine::PathError>((bytes, truncated))
+    })
+    .await
+    .map_err(|e| GitError::io("measuring a worktree failed", std::io::Error::other(e)))?;
+    counted.map_err(GitError::from)
+}

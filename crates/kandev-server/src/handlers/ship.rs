@@ -10,8 +10,9 @@ use kandev_api_types::requests::{
     TaskRebase,
 };
 use kandev_api_types::responses::{
-    Branches, Deleted, MergeMadeDto, PushMadeDto, ReviewCommentOne, ReviewComments,
-    ReviewSubmitted, TaskGitStatus, TaskMerged, TaskPullRequests, TaskPushed,
+    Branches, Deleted, MergeMadeDto, PushMadeDto, RepositoryUsage, ReviewCommentOne,
+    ReviewComments, ReviewSubmitted, TaskGitStatus, TaskMerged, TaskPullRequests, TaskPushed,
+    WorktreeUsageDto,
 };
 use kandev_api_types::{GitStatusDto, PullRequestDto, ReviewCommentDto};
 use kandev_domain::ship::DiffSide;
@@ -30,6 +31,22 @@ pub async fn branches(s: &AppState, p: ById) -> Result<Branches, ApiError> {
     let repository = s.store().get_repository(&RepositoryId::new(p.id)).await?;
     let branches = s.engine().repository_branches(Path::new(&repository.local_path)).await?;
     Ok(Branches { branches })
+}
+
+pub async fn usage(s: &AppState, p: ById) -> Result<RepositoryUsage, ApiError> {
+    let usage = s.engine().repository_usage(&RepositoryId::new(p.id)).await?;
+    let worktrees: Vec<WorktreeUsageDto> = usage
+        .into_iter()
+        .map(|u| WorktreeUsageDto {
+            task_id: u.task_id.to_string(),
+            path: u.path,
+            branch: u.branch,
+            bytes: u.bytes,
+            truncated: u.truncated,
+        })
+        .collect();
+    let total_bytes = worktrees.iter().filter_map(|w| w.bytes).sum();
+    Ok(RepositoryUsage { worktrees, total_bytes })
 }
 
 pub async fn git_status(s: &AppState, p: ByTask) -> Result<TaskGitStatus, ApiError> {

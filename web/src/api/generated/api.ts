@@ -142,6 +142,8 @@ export type RepositoryOne = { repository: RepositoryDto, };
 
 export type RepositoryUpdate = { id: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, copy_files?: Array<string>, cleanup_script?: string, forge_api_base_url?: string, forge_token_env?: string, };
 
+export type RepositoryUsage = { worktrees: Array<WorktreeUsageDto>, total_bytes: number, };
+
 export type ResumeMode = "load" | "fresh";
 
 export type ReviewCommentAdd = { task_id: string, path: string, line: number, side?: string, text: string, };
@@ -359,6 +361,8 @@ export type WorkspacesEvent = { "action": "workspace.created", "payload": { work
 
 export type WorktreeDto = { repository_id: string | null, folder: string | null, path: string, branch: string, base_commit: string, };
 
+export type WorktreeUsageDto = { task_id: string, path: string, branch: string, bytes: number | null, truncated: boolean, };
+
 export type Actions = {
   "workspace.list": { request: Page, response: Workspaces },
   "workspace.create": { request: WorkspaceCreate, response: WorkspaceOne },
@@ -395,6 +399,7 @@ export type Actions = {
   "task.file.read": { request: TaskFileRead, response: FileContentDto },
   "task.commit": { request: TaskCommit, response: TaskCommitted },
   "repository.branches": { request: ById, response: Branches },
+  "repository.usage": { request: ById, response: RepositoryUsage },
   "task.git_status": { request: ByTask, response: TaskGitStatus },
   "task.rebase": { request: TaskRebase, response: TaskGitStatus },
   "task.merge": { request: TaskMerge, response: TaskMerged },
