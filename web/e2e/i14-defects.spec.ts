@@ -201,3 +201,16 @@ test('i14 d2 after a server restart the page stops saying the agent works', asyn
     rmSync(kandev.home, { recursive: true, force: true });
   }
 });
+
+test('i14 d15 a completed plan item strikes through its words, not its check mark', async ({ page, kandev }) => {
+  await openStarted(page, kandev, 'Planner');
+  await send(page, '#!mock\nplan completed: read the code; in_progress: write the fix\nsay planned');
+  const done = transcript(page).locator('[data-kind="plan"] li[data-status="completed"]');
+  await expect(done).toContainText('read the code');
+  const line = (sel: string) => done.locator(sel).evaluate((el) => getComputedStyle(el).textDecorationLine);
+  expect(await line('.check-mark')).toBe('none');
+  expect(await done.evaluate((el) => getComputedStyle(el).textDecorationLine)).toBe('none');
+  expect(await done.getByText('read the code').evaluate((el) => getComputedStyle(el).textDecorationLine)).toBe(
+    'line-through',
+  );
+});

@@ -105,8 +105,14 @@ pub async fn sync_task(tx: &mut WriteTx, session: &Session) -> Result<()> {
     }
     let state = task_state(session.state);
     // Questions (an ask-user tool) are not recorded yet: none is ever waiting.
+    // Permission requests wait only during a turn (they are answered or expired when it
+    // ends): the transcript is asked only then.
+    let permissions = match session.state {
+        SessionState::Running => tx.permissions_waiting(&session.id).await?,
+        _ => 0,
+    };
     let waiting = Waiting {
-        permissions: tx.permissions_waiting(&session.id).await?,
+        permissions,
         questions: 0,
         last_error: session.last_error.is_some(),
     };
