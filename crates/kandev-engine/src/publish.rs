@@ -111,11 +111,7 @@ pub async fn sync_task(tx: &mut WriteTx, session: &Session) -> Result<()> {
         SessionState::Running => tx.permissions_waiting(&session.id).await?,
         _ => 0,
     };
-    let waiting = Waiting {
-        permissions,
-        questions: 0,
-        last_error: session.last_error.is_some(),
-    };
+    let waiting = Waiting { permissions, questions: 0, last_error: session.last_error.is_some() };
     let needs = needs_you(session.state, waiting);
     if task.state == state && task.needs_you == needs {
         return Ok(());

@@ -100,9 +100,10 @@ impl TryFrom<TaskRow> for Task {
             .ok_or_else(|| StoreError::Corrupt(format!("task {} state {:?}", r.id, r.state)))?;
         let needs_you = match r.needs_you.as_deref() {
             None => None,
-            Some(n) => Some(NeedsYou::parse(n).ok_or_else(|| {
-                StoreError::Corrupt(format!("task {} needs_you {n:?}", r.id))
-            })?),
+            Some(n) => Some(
+                NeedsYou::parse(n)
+                    .ok_or_else(|| StoreError::Corrupt(format!("task {} needs_you {n:?}", r.id)))?,
+            ),
         };
         let repository_ids = r
             .repository_ids

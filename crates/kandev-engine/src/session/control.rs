@@ -191,11 +191,8 @@ impl SessionActor {
                     let text = "agent stopped; the next message resumes the conversation";
                     (MessageKind::Status, text.to_owned(), json!({ "reason": "stopped" }))
                 });
-                let result = if busy || note.is_some() {
-                    self.commit(update, note).await
-                } else {
-                    Ok(())
-                };
+                let result =
+                    if busy || note.is_some() { self.commit(update, note).await } else { Ok(()) };
                 (result, reset)
             }
         };
