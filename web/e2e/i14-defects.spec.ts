@@ -214,3 +214,19 @@ test('i14 d15 a completed plan item strikes through its words, not its check mar
     'line-through',
   );
 });
+
+test('i14 d14 the session shows the model its profile asked for, and the agent uses it', async ({ page, kandev }) => {
+  const { profile } = await kandev.api('agent.profile.create', { name: 'Smart mock', kind: 'mock', model: 'mock-smart' });
+  const { task, session } = await kandev.api('task.create', {
+    workflow_id: (await kandev.board()).workflowId,
+    title: 'Which model',
+    agent_profile_id: profile.id,
+    start_agent: true,
+  });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Which model');
+  await expect(page.getByTestId('session-model')).toHaveText('model: mock-smart');
+  await expect(page.getByTestId('model-mismatch')).toHaveCount(0);
+  const { session: s } = await kandev.api('session.get', { id: session.id });
+  expect(s.config_options.model).toBe('mock-smart');
+});

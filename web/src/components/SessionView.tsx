@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { ApiError, call, clientId, errorText } from '../api/client';
 import { live } from '../api/live';
-import type { ActionName, Actions, MessageDto, QueuedPromptDto } from '../api/types';
+import type { ActionName, Actions, MessageDto, QueuedPromptDto, SessionDto } from '../api/types';
 import { useSession } from '../lib/session';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
@@ -74,6 +74,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
         </span>
         {session?.plan_mode && <span className="badge plan">plan mode</span>}
         {session?.session_mode && <span className="badge">mode: {session.session_mode}</span>}
+        {session && <ModelBadge session={session} />}
         <span className="spacer" />
         <div className="session-actions" role="toolbar" aria-label="Session controls">
           <button
@@ -419,5 +420,31 @@ function QueuePanel({ sessionId, queue, autoRun }: { sessionId: string; queue: Q
         </p>
       )}
     </section>
+  );
+}
+
+/**
+ * The model the agent says it uses (its `model` config option), and a warning when that is not
+ * the one the session asked for (its profile's model): issue 14 defect 14.
+ */
+function ModelBadge({ session }: { session: SessionDto }) {
+  const options = session.config_options;
+  const used =
+    options && typeof options === 'object' && !Array.isArray(options) && typeof options.model === 'string'
+      ? options.model
+      : null;
+  const asked = session.model;
+  if (!used && !asked) return null;
+  if (asked && used && asked !== used) {
+    return (
+      <span className="badge needs-you-badge" role="note" data-testid="model-mismatch">
+        model: {used} (asked for {asked})
+      </span>
+    );
+  }
+  return (
+    <span className="badge" data-testid="session-model">
+      model: {used ?? asked}
+    </span>
   );
 }
