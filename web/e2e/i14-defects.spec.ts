@@ -230,3 +230,21 @@ test('i14 d14 the session shows the model its profile asked for, and the agent u
   const { session: s } = await kandev.api('session.get', { id: session.id });
   expect(s.config_options.model).toBe('mock-smart');
 });
+
+test('i14 d15 a missing agent command gets its own hint, not the generic one', async ({ page, kandev }) => {
+  const { profile } = await kandev.api('agent.profile.create', {
+    name: 'Missing agent',
+    kind: 'custom',
+    command: '/nonexistent/kandev-agent',
+  });
+  const { task } = await kandev.api('task.create', {
+    workflow_id: (await kandev.board()).workflowId,
+    title: 'No agent',
+    agent_profile_id: profile.id,
+    start_agent: true,
+  });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  const banner = page.getByTestId('last-error');
+  await expect(banner).toContainText('Settings → Agent profiles', { timeout: 20_000 });
+  await expect(banner).not.toContainText('Send a message to try again');
+});

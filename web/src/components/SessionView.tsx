@@ -105,8 +105,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
           <strong>{session.last_error.message}</strong>
           <span className="hint">
             {' '}
-            ({session.last_error.code}) · Send a message to try again, or resume the session (load keeps the
-            conversation, fresh starts a new one).
+            ({session.last_error.code}) · {errorHint(session.last_error.code)}
           </span>
         </div>
       )}
@@ -447,4 +446,16 @@ function ModelBadge({ session }: { session: SessionDto }) {
       model: {used ?? asked}
     </span>
   );
+}
+
+/** What to do about a session's last error, by its code (issue 14 d15: not one hint for all). */
+function errorHint(code: string): string {
+  switch (code) {
+    case 'agent_start_failed':
+      return 'Check the agent profile’s command in Settings → Agent profiles (is the agent installed?), then resume the session.';
+    case 'agent_auth_required':
+      return 'Log in to the agent (see the agent’s sign-in steps), then resume the session.';
+    default:
+      return 'Send a message to try again, or resume the session (load keeps the conversation, fresh starts a new one).';
+  }
 }
