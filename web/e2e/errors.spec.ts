@@ -16,7 +16,7 @@ test('i13 reads that fail while the server is down are shown, and Retry recovers
     await expect(page.getByTestId('connection')).toHaveText(/Reconnecting/);
 
     // Client-side navigation: the page is loaded, its reads go to the stopped server.
-    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.getByRole('link', { name: 'Settings', exact: true }).click();
     await expect(page.getByTestId('agent-kinds-error')).toContainText(UNREACHABLE);
     await page.getByRole('link', { name: 'Workflows' }).click();
     const templates = page.getByTestId('templates-error');

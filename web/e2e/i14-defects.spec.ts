@@ -201,3 +201,50 @@ test('i14 d2 after a server restart the page stops saying the agent works', asyn
     rmSync(kandev.home, { recursive: true, force: true });
   }
 });
+
+test('i14 d15 a completed plan item strikes through its words, not its check mark', async ({ page, kandev }) => {
+  await openStarted(page, kandev, 'Planner');
+  await send(page, '#!mock\nplan completed: read the code; in_progress: write the fix\nsay planned');
+  const done = transcript(page).locator('[data-kind="plan"] li[data-status="completed"]');
+  await expect(done).toContainText('read the code');
+  const line = (sel: string) => done.locator(sel).evaluate((el) => getComputedStyle(el).textDecorationLine);
+  expect(await line('.check-mark')).toBe('none');
+  expect(await done.evaluate((el) => getComputedStyle(el).textDecorationLine)).toBe('none');
+  expect(await done.getByText('read the code').evaluate((el) => getComputedStyle(el).textDecorationLine)).toBe(
+    'line-through',
+  );
+});
+
+test('i14 d14 the session shows the model its profile asked for, and the agent uses it', async ({ page, kandev }) => {
+  const { profile } = await kandev.api('agent.profile.create', { name: 'Smart mock', kind: 'mock', model: 'mock-smart' });
+  const { task, session } = await kandev.api('task.create', {
+    workflow_id: (await kandev.board()).workflowId,
+    title: 'Which model',
+    agent_profile_id: profile.id,
+    start_agent: true,
+  });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Which model');
+  await expect(page.getByTestId('session-model')).toHaveText('model: mock-smart');
+  await expect(page.getByTestId('model-mismatch')).toHaveCount(0);
+  const { session: s } = await kandev.api('session.get', { id: session.id });
+  expect(s.config_options.model).toBe('mock-smart');
+});
+
+test('i14 d15 a missing agent command gets its own hint, not the generic one', async ({ page, kandev }) => {
+  const { profile } = await kandev.api('agent.profile.create', {
+    name: 'Missing agent',
+    kind: 'custom',
+    command: '/nonexistent/kandev-agent',
+  });
+  const { task } = await kandev.api('task.create', {
+    workflow_id: (await kandev.board()).workflowId,
+    title: 'No agent',
+    agent_profile_id: profile.id,
+    start_agent: true,
+  });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  const banner = page.getByTestId('last-error');
+  await expect(banner).toContainText('Settings → Agent profiles', { timeout: 20_000 });
+  await expect(banner).not.toContainText('Send a message to try again');
+});

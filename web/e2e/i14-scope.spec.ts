@@ -33,7 +33,7 @@ test('i14 d5 a pending permission marks the task as needing you: card, filter, t
   const { task, sessionId } = await startedTask(kandev, 'Asks first');
   await openTaskPage(page, kandev, task.id, 'echo: Asks first');
   await send(page, '#!mock\nask_permission Edit README.md\nsay finished');
-  await expect(page.getByTestId('needs-you')).toContainText('needs your permission');
+  await expect(page.getByTestId('needs-you')).toContainText('a permission to answer');
   await expect(page).toHaveTitle('Needs you · Asks first — Kandev');
   await expect(icon(page)).toHaveAttribute('data-alert', 'true');
 

@@ -211,7 +211,9 @@ async fn handshake(
     // One model list whichever API the agent uses (quirk: legacy `models`).
     let models = model_list(&config_options, models.as_ref());
     let mut mode = modes.map(|m| m.current_mode_id);
-    apply_preferences(client, plan, &acp_session_id, models.as_ref(), &mut mode, program).await?;
+    let wanted =
+        Preferences { models: models.as_ref(), mode: &mut mode, options: &mut config_options };
+    apply_preferences(client, plan, &acp_session_id, wanted, program).await?;
     if let Some(list) = models.filter(|m| m.switch == ModelSwitch::SetModel) {
         config_options.push(list.as_config_option(plan.model.as_deref()));
     }
@@ -294,19 +296,33 @@ fn said(what: &str, err: &AcpError) -> String {
     }
 }
 
+/// What `apply_preferences` reads and keeps up to date.
+struct Preferences<'a> {
+    models: Option<&'a ModelList>,
+    mode: &'a mut Option<String>,
+    /// The agent's config options: replaced by the ones it answers a change with.
+    options: &'a mut Vec<ConfigOption>,
+}
+
 /// Reapplies the session's model, then mode (rule 27 order).
 async fn apply_preferences(
     client: &AcpClient,
     plan: &BootPlan,
     acp_session_id: &str,
-    models: Option<&ModelList>,
-    mode: &mut Option<String>,
+    wanted: Preferences<'_>,
     program: &str,
 ) -> Result<(), BootFailure> {
+    let Preferences { models, mode, options } = wanted;
     if let Some(model) = &plan.model {
         let result = match models.map(|m| &m.switch) {
+            // Issue 14 defect 14: the options as the agent answers them, so the session shows
+            // the model it now uses (not the one `session/new` reported before the change).
             Some(ModelSwitch::ConfigOption(id)) => {
-                client.set_config_option(acp_session_id, id, model.clone()).await.map(|_| ())
+                client.set_config_option(acp_session_id, id, model.clone()).await.map(|answered| {
+                    if let Some(answered) = answered {
+                        *options = answered;
+                    }
+                })
             }
             Some(ModelSwitch::SetModel) => client.set_model(acp_session_id, model).await,
             None => Ok(()),

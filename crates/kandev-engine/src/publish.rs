@@ -104,10 +104,15 @@ pub async fn sync_task(tx: &mut WriteTx, session: &Session) -> Result<()> {
         return Ok(());
     }
     let state = task_state(session.state);
-    let waiting = Waiting {
-        permissions: tx.permissions_waiting(&session.id).await?,
-        questions: tx.pending_questions(Some(&session.id)).await?.len(),
-        last_error: session.last_error.is_some(),
+    // Permission requests and questions wait only during a turn (they are answered, cancelled
+    // or expired when it ends): they are counted only then.
+    let waiting = match session.state {
+        SessionState::Running => Waiting {
+            permissions: tx.permissions_waiting(&session.id).await?,
+            questions: tx.pending_questions(Some(&session.id)).await?.len(),
+            last_error: session.last_error.is_some(),
+        },
+        _ => Waiting { last_error: session.last_error.is_some(), ..Waiting::default() },
     };
     let needs = needs_you(session.state, waiting);
     if task.state == state && task.needs_you == needs {

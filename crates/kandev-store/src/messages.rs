@@ -128,6 +128,19 @@ impl Store {
 }
 
 impl WriteTx {
+    /// Whether the agent of `session_id` waits on a permission request (one recorded as
+    /// pending in its transcript).
+    pub async fn permissions_waiting(&mut self, session_id: &SessionId) -> Result<usize> {
+        let n: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND kind = 'permission_request' \
+             AND json_extract(metadata, '$.status') = 'pending'",
+        )
+        .bind(session_id.as_str())
+        .fetch_one(self.conn())
+        .await?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
     /// Inserts a message whose `seq` is the seq of the event that will announce it; the
     /// caller emits that event next.
     pub async fn insert_message(&mut self, new: &NewMessage) -> Result<Message> {

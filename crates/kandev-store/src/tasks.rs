@@ -281,16 +281,22 @@ impl WriteTx {
         get(self.db(), id.as_str()).await
     }
 
+    /// How many unarchived tasks `step_id` holds (the position at its end).
+    async fn open_tasks_in(&mut self, step_id: &StepId) -> Result<i64> {
+        let n = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM tasks WHERE step_id = ? AND archived_at IS NULL",
+        )
+        .bind(step_id.as_str())
+        .fetch_one(self.conn())
+        .await?;
+        Ok(n)
+    }
+
     /// Creates a task at the end of its step and records its entry in the step history.
     pub async fn insert_task(&mut self, new: &NewTask, actor: &str) -> Result<Task> {
         let workspace_id = workflows::workspace_of(self.db(), &new.workflow_id).await?;
         workflows::check_step_of(self.db(), &new.step_id, &new.workflow_id).await?;
-        let position: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM tasks WHERE step_id = ? AND archived_at IS NULL",
-        )
-        .bind(new.step_id.as_str())
-        .fetch_one(self.conn())
-        .await?;
+        let position = self.open_tasks_in(&new.step_id).await?;
         let (id, now) = (self.new_id(), self.now().millis());
         sqlx::query(
             "INSERT INTO tasks (id, workspace_id, workflow_id, step_id, title, description, state, position, \
@@ -469,12 +475,7 @@ impl WriteTx {
         if task.archived_at.is_none() {
             return Ok(task);
         }
-        let position: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM tasks WHERE step_id = ? AND archived_at IS NULL",
-        )
-        .bind(task.step_id.as_str())
-        .fetch_one(self.conn())
-        .await?;
+        let position = self.open_tasks_in(&task.step_id).await?;
         sqlx::query(
             "UPDATE tasks SET archived_at = NULL, position = ?, updated_at = ? WHERE id = ?",
         )
@@ -484,19 +485,6 @@ impl WriteTx {
         .execute(self.conn())
         .await?;
         self.get_task(id).await
-    }
-
-    /// Whether the agent of `session_id` waits on a permission request (one recorded as
-    /// pending in its transcript).
-    pub async fn permissions_waiting(&mut self, session_id: &SessionId) -> Result<usize> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND kind = 'permission_request' \
-             AND json_extract(metadata, '$.status') = 'pending'",
-        )
-        .bind(session_id.as_str())
-        .fetch_one(self.conn())
-        .await?;
-        Ok(usize::try_from(n).unwrap_or(0))
     }
 
     /// Deletes a task; returns it for publication.

@@ -143,7 +143,7 @@ function Plan({ m }: { m: Meta }) {
                 {status === 'completed' ? '✓' : status === 'in_progress' ? '◐' : '○'}
               </span>
               <span className="sr-only">{status.replace('_', ' ')}: </span>
-              {String(e.content ?? '')}
+              <span className="plan-text">{String(e.content ?? '')}</span>
             </li>
           );
         })}

@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { ApiError, call, clientId, errorText } from '../api/client';
 import { live } from '../api/live';
-import type { ActionName, Actions, MessageDto, QueuedPromptDto } from '../api/types';
+import type { ActionName, Actions, MessageDto, QueuedPromptDto, SessionDto } from '../api/types';
 import { useSession } from '../lib/session';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
@@ -74,6 +74,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
         </span>
         {session?.plan_mode && <span className="badge plan">plan mode</span>}
         {session?.session_mode && <span className="badge">mode: {session.session_mode}</span>}
+        {session && <ModelBadge session={session} />}
         <span className="spacer" />
         <div className="session-actions" role="toolbar" aria-label="Session controls">
           <button
@@ -104,8 +105,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
           <strong>{session.last_error.message}</strong>
           <span className="hint">
             {' '}
-            ({session.last_error.code}) · Send a message to try again, or resume the session (load keeps the
-            conversation, fresh starts a new one).
+            ({session.last_error.code}) · {errorHint(session.last_error.code)}
           </span>
         </div>
       )}
@@ -420,4 +420,42 @@ function QueuePanel({ sessionId, queue, autoRun }: { sessionId: string; queue: Q
       )}
     </section>
   );
+}
+
+/**
+ * The model the agent says it uses (its `model` config option), and a warning when that is not
+ * the one the session asked for (its profile's model): issue 14 defect 14.
+ */
+function ModelBadge({ session }: { session: SessionDto }) {
+  const options = session.config_options;
+  const used =
+    options && typeof options === 'object' && !Array.isArray(options) && typeof options.model === 'string'
+      ? options.model
+      : null;
+  const asked = session.model;
+  if (!used && !asked) return null;
+  if (asked && used && asked !== used) {
+    return (
+      <span className="badge needs-you-badge" role="note" data-testid="model-mismatch">
+        model: {used} (asked for {asked})
+      </span>
+    );
+  }
+  return (
+    <span className="badge" data-testid="session-model">
+      model: {used ?? asked}
+    </span>
+  );
+}
+
+/** What to do about a session's last error, by its code (issue 14 d15: not one hint for all). */
+function errorHint(code: string): string {
+  switch (code) {
+    case 'agent_start_failed':
+      return 'Check the agent profile’s command in Settings → Agent profiles (is the agent installed?), then resume the session.';
+    case 'agent_auth_required':
+      return 'Log in to the agent (see the agent’s sign-in steps), then resume the session.';
+    default:
+      return 'Send a message to try again, or resume the session (load keeps the conversation, fresh starts a new one).';
+  }
 }

@@ -38,7 +38,7 @@ export function usePageTitle(title: string, alert: boolean): void {
 
 /** How a reason reads on a card and in a title. */
 export const NEEDS_YOU_LABEL: Record<string, string> = {
-  permission: 'needs your permission',
-  question: 'has a question',
-  error: 'failed',
+  permission: 'a permission to answer',
+  question: 'a question to answer',
+  error: 'the session failed',
 };

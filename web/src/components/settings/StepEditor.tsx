@@ -1,5 +1,6 @@
 // One workflow step's editor: name, color, agent profile, prompt, flags and the actions run on
 // its events.
+import { toast } from '../../lib/toast';
 import { useState } from 'react';
 import { call } from '../../api/client';
 import type { ActionDto, EventsDto, StepDto } from '../../api/types';
@@ -32,8 +33,8 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
         className="form"
         onSubmit={(e) => {
           e.preventDefault();
-          void wrap(() =>
-            call('workflow.step.update', {
+          void wrap(async () => {
+            await call('workflow.step.update', {
               id: step.id,
               name: step.name,
               color: step.color,
@@ -43,8 +44,9 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
               agent_profile_id: step.agent_profile_id,
               cancel_triggers_turn_complete: step.cancel_triggers_turn_complete,
               events: step.events,
-            }),
-          );
+            });
+            toast(`Saved “${step.name}”`);
+          });
         }}
       >
         <div className="row">

@@ -3,6 +3,7 @@
 import { useState } from 'react';
 import { call, errorText } from '../../api/client';
 import { useData } from '../../lib/data';
+import { toast } from '../../lib/toast';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
 import { useFormError } from './useFormError';
@@ -28,7 +29,7 @@ export function Workflows() {
       <div className="row">
         <label>
           Workflow
-          <select value={current?.id ?? ''} onChange={(e) => setSelected(e.target.value)}>
+          <select aria-label="Workflow" value={current?.id ?? ''} onChange={(e) => setSelected(e.target.value)}>
             {workflows.map((w) => (
               <option key={w.id} value={w.id}>
                 {w.name}
@@ -37,6 +38,15 @@ export function Workflows() {
           </select>
         </label>
       </div>
+      {current && (
+        <RenameOrDelete
+          key={`rename-${current.id}`}
+          id={current.id}
+          name={current.name}
+          onDeleted={() => setSelected(null)}
+          last={workflows.length <= 1}
+        />
+      )}
       {current && <WorkflowEditor key={current.id} workflow={current} />}
       <form
         className="form card-form"
@@ -104,6 +114,8 @@ export function Workflows() {
               void wrap(async () => {
                 const r = await call('workflow.export', { ids: [current.id] });
                 setYaml(r.yaml);
+                download(`${current.name.replace(/[^\w.-]+/g, '-').toLowerCase() || 'workflow'}.yaml`, r.yaml);
+                toast(`Exported “${current.name}”: downloaded, and shown below to copy`);
               })
             }
           >
@@ -116,8 +128,11 @@ export function Workflows() {
             onClick={async () => {
               setProblems([]);
               try {
-                await call('workflow.import', { workspace_id: workspace.id, yaml });
+                const r = await call('workflow.import', { workspace_id: workspace.id, yaml });
                 setYaml('');
+                const first = r.workflows[0];
+                if (first) setSelected(first.id);
+                toast(`Imported ${r.workflows.map((w) => `“${w.name}”`).join(', ')}`);
               } catch (e) {
                 const details = (e as { details?: { problems?: { path: string; message: string }[] } }).details;
                 setProblems(details?.problems ?? [{ path: '', message: errorText(e) }]);
@@ -129,5 +144,75 @@ export function Workflows() {
         </div>
       </div>
     </section>
+  );
+}
+
+/** Saves `text` as a file named `name` (a download the browser makes from memory). */
+function download(name: string, text: string) {
+  const url = URL.createObjectURL(new Blob([text], { type: 'application/yaml' }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  window.setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+function RenameOrDelete(props: { id: string; name: string; last: boolean; onDeleted: () => void }) {
+  const [name, setName] = useState(props.name);
+  const [confirming, setConfirming] = useState(false);
+  const { wrap, view } = useFormError();
+  return (
+    <form
+      className="inline-form"
+      aria-label="Rename workflow"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void wrap(async () => {
+          await call('workflow.update', { id: props.id, name });
+          toast(`Renamed to “${name}”`);
+        });
+      }}
+    >
+      <label>
+        <span className="sr-only">Workflow name</span>
+        <input aria-label="Workflow name" value={name} onChange={(e) => setName(e.target.value)} required />
+      </label>
+      <button type="submit" disabled={!name.trim() || name === props.name}>
+        Rename
+      </button>
+      {confirming ? (
+        <>
+          <button
+            type="button"
+            className="danger"
+            onClick={() =>
+              void wrap(async () => {
+                await call('workflow.delete', { id: props.id });
+                toast(`Deleted “${props.name}”`);
+                props.onDeleted();
+              })
+            }
+          >
+            Delete “{props.name}”
+          </button>
+          <button type="button" onClick={() => setConfirming(false)}>
+            Keep it
+          </button>
+        </>
+      ) : (
+        <button
+          type="button"
+          className="danger-outline"
+          disabled={props.last}
+          title={props.last ? 'The only workflow cannot be deleted' : undefined}
+          onClick={() => setConfirming(true)}
+        >
+          Delete workflow
+        </button>
+      )}
+      {view}
+    </form>
   );
 }
