@@ -113,7 +113,8 @@ async fn new_session_reads_modes_config_options_and_legacy_models() {
 #[tokio::test]
 async fn load_session_accepts_a_null_result() {
     let (client, _events, mut agent) = connect();
-    let call = tokio::spawn(async move { client.load_session("sess-1", Path::new("/w"), &[]).await });
+    let call =
+        tokio::spawn(async move { client.load_session("sess-1", Path::new("/w"), &[]).await });
     let (id, params) = agent.expect_request("session/load").await;
     assert_eq!(params, json!({"sessionId": "sess-1", "cwd": "/w", "mcpServers": []}));
     agent.respond(&id, Value::Null).await;

@@ -11,8 +11,8 @@ use serde_json::Value;
 use ts_rs::TS;
 
 use crate::{
-    AgentProfileDto, LastErrorDto, MessageDto, MessageKindDto, QueuedPromptDto, RepositoryDto,
-    QuestionDto, SessionDto, TaskDto, WorkflowDto, WorkspaceDto,
+    AgentProfileDto, LastErrorDto, MessageDto, MessageKindDto, QuestionDto, QueuedPromptDto,
+    RepositoryDto, SessionDto, TaskDto, WorkflowDto, WorkspaceDto,
 };
 
 /// The topic of workspace creation, renames and deletion.

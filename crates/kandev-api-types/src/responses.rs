@@ -8,8 +8,8 @@ use ts_rs::TS;
 
 use crate::{
     AgentKindDto, AgentProfileDto, CommitDto, FileChangeDto, KeptWorktreeDto, MessageDto,
-    QuestionDto, QueuedPromptDto, RepositoryDto, SessionDto, TaskDto, TreeEntryDto, WorkflowDto, WorkspaceDto,
-    WorktreeDto,
+    QuestionDto, QueuedPromptDto, RepositoryDto, SessionDto, TaskDto, TreeEntryDto, WorkflowDto,
+    WorkspaceDto, WorktreeDto,
 };
 
 /// Declares response payloads with the attributes every one of them carries.

@@ -52,4 +52,3 @@ pub struct Question {
     pub expires_at: Timestamp,
     pub resolved_at: Option<Timestamp>,
 }
-

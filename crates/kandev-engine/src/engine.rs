@@ -26,8 +26,7 @@ use crate::reconcile::reconcile;
 use crate::session::command::Command;
 use crate::session::handle::ask;
 use crate::workflow::{
-    hold_if_blocked, primary_session_for, record_move, release_one, release_waiting,
-    start_new_task,
+    hold_if_blocked, primary_session_for, record_move, release_one, release_waiting, start_new_task,
 };
 
 /// Cheap-to-clone handle to the engine.

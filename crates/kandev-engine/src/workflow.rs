@@ -69,8 +69,14 @@ pub(crate) async fn start_new_task(
     let session = primary_session_for(inner, &task, &step).await?;
     let cause = EntryCause::Created;
     let to = step.id.clone();
-    ask(inner, &session, |reply| Command::StepEntered { from: None, to, cause, start_agent, reply })
-        .await?;
+    ask(inner, &session, |reply| Command::StepEntered {
+        from: None,
+        to,
+        cause,
+        start_agent,
+        reply,
+    })
+    .await?;
     Ok(Some(inner.store.get_session(&session).await?))
 }
 

@@ -23,8 +23,8 @@ use crate::config::MockConfig;
 use crate::counters::{Call, CallKind, CallLog, CallOutcome};
 use crate::error::StateError;
 use crate::lock;
-use crate::rpc::{self, Incoming, RpcError, codes};
 use crate::mcp::{McpServer, parse_servers};
+use crate::rpc::{self, Incoming, RpcError, codes};
 use crate::store::{SessionMeta, Store};
 use crate::turn::Turn;
 
@@ -247,11 +247,12 @@ impl Agent {
     fn take_mcp_servers(&self, params: &Value) -> Vec<McpServer> {
         let given = params.get("mcpServers");
         if let (Some(path), Some(given)) = (&self.config.mcp_log, given) {
-            let appended = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .and_then(|mut file| std::io::Write::write_all(&mut file, format!("{given}\n").as_bytes()));
+            let appended =
+                std::fs::OpenOptions::new().create(true).append(true).open(path).and_then(
+                    |mut file| {
+                        std::io::Write::write_all(&mut file, format!("{given}\n").as_bytes())
+                    },
+                );
             if let Err(err) = appended {
                 tracing::warn!(error = %err, "cannot append to the MCP log");
             }

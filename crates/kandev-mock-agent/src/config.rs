@@ -213,6 +213,8 @@ mod tests {
                 load_session: false,
                 startup_delay: Duration::from_millis(250),
                 reset_delay: Duration::from_millis(1500),
+                mcp_http: true,
+                mcp_log: None,
             }
         );
     }

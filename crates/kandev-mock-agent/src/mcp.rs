@@ -170,7 +170,8 @@ async fn http_call(
     if !sent.status().is_success() {
         return Err(format!("http {} to notifications/initialized", sent.status().as_u16()));
     }
-    let response = post(tools_call(tool, arguments), true).send().await.map_err(|e| e.to_string())?;
+    let response =
+        post(tools_call(tool, arguments), true).send().await.map_err(|e| e.to_string())?;
     answer(response).await
 }
 

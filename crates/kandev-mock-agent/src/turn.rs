@@ -344,7 +344,8 @@ impl Turn {
             return None;
         };
         self.flush_history();
-        let Some(result) = self.unless_cancelled(crate::mcp::call_tool(&found, tool, arguments)).await
+        let Some(result) =
+            self.unless_cancelled(crate::mcp::call_tool(&found, tool, arguments)).await
         else {
             return Some(End::cancelled());
         };

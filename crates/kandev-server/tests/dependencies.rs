@@ -60,11 +60,14 @@ async fn i17_a5_a_dependency_cycle_is_refused_naming_it() {
     let backlog = step_id(&workflow, "Backlog");
     let a = task(&server, &workflow, "alpha", json!({"step_id": backlog})).await;
     let a_id = a["task"]["id"].as_str().unwrap().to_owned();
-    let b = task(&server, &workflow, "beta", json!({"step_id": backlog, "blocked_by": [a_id]})).await;
+    let b =
+        task(&server, &workflow, "beta", json!({"step_id": backlog, "blocked_by": [a_id]})).await;
     let b_id = b["task"]["id"].as_str().unwrap().to_owned();
-    let c = task(&server, &workflow, "gamma", json!({"step_id": backlog, "blocked_by": [b_id]})).await;
+    let c =
+        task(&server, &workflow, "gamma", json!({"step_id": backlog, "blocked_by": [b_id]})).await;
     let c_id = c["task"]["id"].as_str().unwrap().to_owned();
-    let (status, body) = server.post("task.update", json!({"id": a_id, "blocked_by": [c_id]})).await;
+    let (status, body) =
+        server.post("task.update", json!({"id": a_id, "blocked_by": [c_id]})).await;
     assert_eq!(status, 422, "{body}");
     assert_eq!(body["code"], "VALIDATION_ERROR");
     let message = body["message"].as_str().unwrap();
@@ -72,7 +75,8 @@ async fn i17_a5_a_dependency_cycle_is_refused_naming_it() {
         message.contains("cycle") && ["alpha", "gamma", "beta"].iter().all(|t| message.contains(t)),
         "the cycle is named: {message}"
     );
-    let (status, body) = server.post("task.update", json!({"id": a_id, "blocked_by": [a_id]})).await;
+    let (status, body) =
+        server.post("task.update", json!({"id": a_id, "blocked_by": [a_id]})).await;
     assert_eq!(status, 422, "a task cannot block itself: {body}");
     let (status, body) = server.post("task.update", json!({"id": a_id, "parent_id": c_id})).await;
     assert_eq!(status, 200, "parents are a separate relation: {body}");

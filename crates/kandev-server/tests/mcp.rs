@@ -34,7 +34,12 @@ fn tokens(log: &Path) -> Vec<String> {
 
 /// Calls a tool on `/mcp` as an outside client would: `initialize`, then `tools/call`.
 /// Returns the HTTP status and the JSON-RPC answer of the last request sent.
-async fn mcp_call(server: &TestServer, token: Option<&str>, tool: &str, args: Value) -> (u16, Value) {
+async fn mcp_call(
+    server: &TestServer,
+    token: Option<&str>,
+    tool: &str,
+    args: Value,
+) -> (u16, Value) {
     let http = reqwest::Client::new();
     let post = |body: Value| {
         let mut request = http
@@ -234,7 +239,11 @@ async fn i17_a1_move_update_get_list_and_note_tools_act_on_the_board() {
     assert_eq!(said.len(), 6, "{said:?}");
     assert!(said[0].starts_with("mcp get_task ok:") && said[0].contains(r#""step":"Backlog""#));
     assert!(said[0].contains(r#""workflow_steps""#), "{}", said[0]);
-    assert!(said[1].contains("Other work") && !said[1].contains(r#""title":"Task""#), "{}", said[1]);
+    assert!(
+        said[1].contains("Other work") && !said[1].contains(r#""title":"Task""#),
+        "{}",
+        said[1]
+    );
     assert!(said[2].starts_with("mcp update_task ok:") && said[2].contains("Renamed"));
     assert!(said[3].starts_with("mcp move_task ok:"), "{}", said[3]);
     assert!(said[4].starts_with("mcp add_note ok:"), "{}", said[4]);
@@ -311,7 +320,12 @@ impl tracing::Subscriber for Capture {
 
 async fn task_titles(server: &TestServer, workflow: &Value) -> Vec<String> {
     let listed = server.call("task.list", json!({"workflow_id": workflow["id"]})).await;
-    listed["tasks"].as_array().unwrap().iter().map(|t| t["title"].as_str().unwrap().into()).collect()
+    listed["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["title"].as_str().unwrap().into())
+        .collect()
 }
 
 #[tokio::test]
@@ -336,7 +350,11 @@ async fn i17_a3_tokens_of_older_epochs_and_deleted_sessions_are_refused_and_neve
         mcp_call(&s.server, Some(&first), "create_task", json!({"title": "stale"})).await;
     assert_eq!(status, 401, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("stale session token"), "{body}");
-    assert_eq!(task_titles(&s.server, &s.workflow).await, before, "the refused call changed nothing");
+    assert_eq!(
+        task_titles(&s.server, &s.workflow).await,
+        before,
+        "the refused call changed nothing"
+    );
     let second = tokens(&s.log)[1].clone();
     let line = r#"mcp kandev add_note {"text":"after the reset"}"#.to_owned();
     let said = mcp_said(&s.server.turn(&s.session_id, &script(&[line])).await);
@@ -382,8 +400,11 @@ async fn i17_a3_the_server_token_reaches_every_tool() {
     let calls = [
         ("get_task", json!({"task_id": s.task_id})),
         ("list_tasks", json!({"workflow_id": s.workflow["id"]})),
-        ("create_task", json!({"title": "from an IDE", "workflow_id": s.workflow["id"],
-                               "parent_id": s.task_id})),
+        (
+            "create_task",
+            json!({"title": "from an IDE", "workflow_id": s.workflow["id"],
+                               "parent_id": s.task_id}),
+        ),
         ("update_task", json!({"task_id": s.task_id, "description": "more"})),
         ("add_note", json!({"text": "outside note", "session_id": s.session_id})),
         ("complete_step", json!({"session_id": s.session_id})),

@@ -26,8 +26,9 @@ impl TryFrom<QuestionRow> for Question {
     type Error = StoreError;
 
     fn try_from(r: QuestionRow) -> Result<Question> {
-        let status = QuestionStatus::parse(&r.status)
-            .ok_or_else(|| StoreError::Corrupt(format!("question {} status {:?}", r.id, r.status)))?;
+        let status = QuestionStatus::parse(&r.status).ok_or_else(|| {
+            StoreError::Corrupt(format!("question {} status {:?}", r.id, r.status))
+        })?;
         let options: Vec<String> = serde_json::from_str(&r.options)
             .map_err(|_| StoreError::Corrupt(format!("question {} options", r.id)))?;
         Ok(Question {
@@ -130,7 +131,10 @@ impl WriteTx {
     }
 
     /// The pending questions (of one session, or all).
-    pub async fn pending_questions(&mut self, session_id: Option<&SessionId>) -> Result<Vec<Question>> {
+    pub async fn pending_questions(
+        &mut self,
+        session_id: Option<&SessionId>,
+    ) -> Result<Vec<Question>> {
         let sql = format!(
             "{SELECT} WHERE status = 'pending' AND (? IS NULL OR session_id = ?) ORDER BY created_at, id"
         );

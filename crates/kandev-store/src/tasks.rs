@@ -200,10 +200,8 @@ impl Store {
     /// The subtasks of a task, in board order.
     pub async fn subtasks(&self, parent: &TaskId) -> Result<Vec<Task>> {
         let sql = format!("{TASK_SELECT} WHERE t.parent_id = ? ORDER BY t.created_at, t.id");
-        let rows = sqlx::query_as::<_, TaskRow>(&sql)
-            .bind(parent.as_str())
-            .fetch_all(&self.read)
-            .await?;
+        let rows =
+            sqlx::query_as::<_, TaskRow>(&sql).bind(parent.as_str()).fetch_all(&self.read).await?;
         rows.into_iter().map(Task::try_from).collect()
     }
 
@@ -595,10 +593,11 @@ impl WriteTx {
     /// Clears the waiting auto-start of a task; `true` when it was waiting (so exactly one
     /// caller runs it).
     pub async fn take_start_waiting(&mut self, id: &TaskId) -> Result<bool> {
-        let done = sqlx::query("UPDATE tasks SET start_waiting = 0 WHERE id = ? AND start_waiting = 1")
-            .bind(id.as_str())
-            .execute(self.conn())
-            .await?;
+        let done =
+            sqlx::query("UPDATE tasks SET start_waiting = 0 WHERE id = ? AND start_waiting = 1")
+                .bind(id.as_str())
+                .execute(self.conn())
+                .await?;
         Ok(done.rows_affected() == 1)
     }
 

@@ -51,7 +51,12 @@ pub async fn run(args: BridgeArgs) -> Result<()> {
 }
 
 /// Posts one message; returns the messages to write back (none for a notification).
-async fn forward(client: &reqwest::Client, url: &str, token: Option<&str>, line: &str) -> Vec<Value> {
+async fn forward(
+    client: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+    line: &str,
+) -> Vec<Value> {
     let id = serde_json::from_str::<Value>(line).ok().and_then(|m| m.get("id").cloned());
     let mut request = client
         .post(url)

@@ -216,6 +216,14 @@ export function Board() {
   if (!workflow) {
     return <div className="empty-page">Loading the board…</div>;
   }
+  // A blocker is done in its workflow's last step or archived (archived tasks are not here).
+  const lastStep = steps[steps.length - 1]?.id;
+  const openBlockers = (task: TaskDto): TaskDto[] =>
+    task.blocked_by
+      .map((id) => state.tasks.get(id))
+      .filter((b): b is TaskDto => !!b && b.step_id !== lastStep && !b.archived_at);
+  const subtaskCount = (task: TaskDto): number =>
+    [...state.tasks.values()].filter((t) => t.parent_id === task.id && !t.archived_at).length;
   const activeMobile = mobileStep && steps.some((s) => s.id === mobileStep) ? mobileStep : steps[0]?.id;
 
   return (
@@ -288,6 +296,8 @@ export function Board() {
               renderCard={(task) => (
                 <Card
                   task={task}
+                  blockers={openBlockers(task)}
+                  subtasks={subtaskCount(task)}
                   repo={repoName(task.repository_ids)}
                   onKeyMove={onKeyMove}
                   onArchive={archive}
@@ -382,12 +392,15 @@ function Column({ step, total, tasks, active, handle, onDrop, renderCard }: Colu
 
 interface CardProps {
   task: TaskDto;
+  /** Its blockers that are not done yet. */
+  blockers: TaskDto[];
+  subtasks: number;
   repo: string;
   onKeyMove: (task: TaskDto, dir: 'left' | 'right' | 'up' | 'down') => void;
   onArchive: (task: TaskDto) => void;
 }
 
-function Card({ task, repo, onKeyMove, onArchive }: CardProps) {
+function Card({ task, blockers, subtasks, repo, onKeyMove, onArchive }: CardProps) {
   const open = () => navigate(taskPath(task.id));
   return (
     <article
@@ -429,6 +442,20 @@ function Card({ task, repo, onKeyMove, onArchive }: CardProps) {
       <div className="card-title">{task.title}</div>
       <div className="card-meta">
         <StateBadge state={task.state} />
+        {blockers.length > 0 && (
+          <span
+            className="badge blocked"
+            data-testid="blocked-by"
+            title={`Waits for: ${blockers.map((b) => b.title).join(', ')}`}
+          >
+            blocked by {blockers.length}
+          </span>
+        )}
+        {subtasks > 0 && (
+          <span className="badge" data-testid="subtask-count" title="Subtasks">
+            {subtasks} subtask{subtasks === 1 ? '' : 's'}
+          </span>
+        )}
         {repo && <span className="repo" title="Repository">{repo}</span>}
         <button
           className="icon archive"

@@ -2,7 +2,8 @@
 // error, the live transcript, the composer and the prompt queue.
 import { useEffect, useRef, useState } from 'react';
 import { call, clientId, errorText } from '../api/client';
-import type { ActionName, Actions, MessageDto, QueuedPromptDto } from '../api/types';
+import { live } from '../api/live';
+import type { ActionName, Actions, MessageDto, QuestionDto, QueuedPromptDto } from '../api/types';
 import { useSession } from '../lib/session';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
@@ -129,6 +130,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
           <span className="pulse" aria-hidden="true" /> The agent is working…
         </div>
       )}
+      <Questions sessionId={sessionId} />
       <QueuePanel sessionId={sessionId} queue={s.queue} autoRun={session?.auto_run ?? true} />
       <Composer sessionId={sessionId} busy={busy} onSent={() => list.current?.scrollToBottom()} />
       {confirmDelete && (
@@ -364,6 +366,81 @@ function QueuePanel({ sessionId, queue, autoRun }: { sessionId: string; queue: Q
             </li>
           ))}
         </ol>
+      )}
+      {error && (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      )}
+    </section>
+  );
+}
+
+/** The agent's open questions (MCP `ask_user`), live: options as buttons, else free text. */
+function Questions({ sessionId }: { sessionId: string }) {
+  const [questions, setQuestions] = useState<QuestionDto[]>([]);
+  useEffect(() => {
+    let stop = false;
+    const load = () =>
+      call('question.list', { session_id: sessionId })
+        .then((r) => !stop && setQuestions(r.questions))
+        .catch(() => {});
+    const sub = live.subscribe(
+      `session:${sessionId}`,
+      (n) => {
+        if (n.action === 'session.question.asked' || n.action === 'session.question.resolved') {
+          const q = n.payload.question;
+          setQuestions((list) => (list.some((x) => x.id === q.id) ? list.map((x) => (x.id === q.id ? q : x)) : [...list, q]));
+        }
+      },
+      () => void load(),
+    );
+    void load();
+    return () => {
+      stop = true;
+      sub.close();
+    };
+  }, [sessionId]);
+  const pending = questions.filter((q) => q.status === 'pending');
+  if (!pending.length) return null;
+  return (
+    <div className="questions">
+      {pending.map((q) => (
+        <QuestionCard key={q.id} question={q} />
+      ))}
+    </div>
+  );
+}
+
+function QuestionCard({ question }: { question: QuestionDto }) {
+  const [text, setText] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const answer = (value: string) =>
+    call('question.answer', { id: question.id, answer: value }).catch((e: unknown) => setError(errorText(e)));
+  return (
+    <section className="question-card" role="group" aria-label="The agent asks" data-testid="question-card">
+      <p className="question-text">{question.question}</p>
+      {question.options.length > 0 ? (
+        <div className="actions">
+          {question.options.map((o) => (
+            <button key={o} onClick={() => void answer(o)}>
+              {o}
+            </button>
+          ))}
+        </div>
+      ) : (
+        <form
+          className="actions"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (text.trim()) void answer(text);
+          }}
+        >
+          <input aria-label="Your answer" value={text} onChange={(e) => setText(e.target.value)} />
+          <button className="primary" type="submit">
+            Answer
+          </button>
+        </form>
       )}
       {error && (
         <p className="form-error" role="alert">

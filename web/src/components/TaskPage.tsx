@@ -117,6 +117,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
           <p>{task.description}</p>
         </details>
       )}
+      <Relations task={task} />
       <div className="tabs" role="tablist" aria-label="Sessions and changes">
         {sessions.map((s, i) => (
           <button
@@ -227,5 +228,69 @@ function StartSession(props: {
         </button>
       </div>
     </form>
+  );
+}
+
+/** The task's parent, blockers and subtasks (with their steps), live with the board. */
+function Relations({ task }: { task: TaskDto }) {
+  const { workflows } = useData();
+  const [tasks, setTasks] = useState<TaskDto[]>([]);
+  const { workflow_id: workflowId, workspace_id: workspaceId } = task;
+  useEffect(() => {
+    let stop = false;
+    const load = () =>
+      call('task.list', { workflow_id: workflowId })
+        .then((r) => !stop && setTasks(r.tasks))
+        .catch(() => {});
+    const sub = live.subscribe(
+      `workspace:${workspaceId}`,
+      (n) => {
+        if (n.action.startsWith('task.')) void load();
+      },
+      () => void load(),
+    );
+    void load();
+    return () => {
+      stop = true;
+      sub.close();
+    };
+  }, [workflowId, workspaceId]);
+  const steps = workflows.find((w) => w.id === workflowId)?.steps ?? [];
+  const stepName = (t: TaskDto) => steps.find((s) => s.id === t.step_id)?.name ?? '';
+  const subtasks = tasks.filter((t) => t.parent_id === task.id);
+  const blockers = task.blocked_by.map((id) => tasks.find((t) => t.id === id)).filter((t): t is TaskDto => !!t);
+  const parent = tasks.find((t) => t.id === task.parent_id);
+  if (!subtasks.length && !blockers.length && !parent) return null;
+  const link = (t: TaskDto) => (
+    <li key={t.id}>
+      <button className="link" onClick={() => navigate(taskPath(t.id))}>
+        {t.title}
+      </button>{' '}
+      <span className="step-pill">{stepName(t)}</span>
+    </li>
+  );
+  return (
+    <div className="task-relations">
+      {parent && (
+        <p>
+          Subtask of{' '}
+          <button className="link" onClick={() => navigate(taskPath(parent.id))}>
+            {parent.title}
+          </button>
+        </p>
+      )}
+      {blockers.length > 0 && (
+        <section aria-label="Blocked by">
+          <h2>Blocked by</h2>
+          <ul>{blockers.map(link)}</ul>
+        </section>
+      )}
+      {subtasks.length > 0 && (
+        <section aria-label="Subtasks">
+          <h2>Subtasks</h2>
+          <ul data-testid="subtasks">{subtasks.map(link)}</ul>
+        </section>
+      )}
+    </div>
   );
 }

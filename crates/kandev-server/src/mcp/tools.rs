@@ -409,7 +409,8 @@ impl Call<'_> {
         let task = self.task(a.task_id).await?;
         let workflow = self.workflow(&task.workflow_id).await?;
         let step = step_named(&workflow, &a.step)?;
-        let request = TaskMove { id: task.id.to_string(), step_id: step.id.to_string(), position: None };
+        let request =
+            TaskMove { id: task.id.to_string(), step_id: step.id.to_string(), position: None };
         let moved = act::<actions::TaskMove>(self.state, request).await?;
         Ok(json!({ "task": moved.task, "step": step.name }))
     }

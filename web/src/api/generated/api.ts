@@ -88,6 +88,16 @@ export type Profiles = { profiles: Array<AgentProfileDto>, next_cursor: string |
 
 export type ProfilesEvent = { "action": "agent.profile.created", "payload": { profile: AgentProfileDto, } } | { "action": "agent.profile.updated", "payload": { profile: AgentProfileDto, } } | { "action": "agent.profile.deleted", "payload": { id: string, } };
 
+export type QuestionAnswer = { id: string, answer: string, };
+
+export type QuestionDto = { id: string, session_id: string, task_id: string, question: string, options: Array<string>, status: QuestionStatusDto, answer: string | null, created_at: string, expires_at: string, resolved_at: string | null, };
+
+export type QuestionOne = { question: QuestionDto, };
+
+export type QuestionStatusDto = "pending" | "answered" | "cancelled" | "timed_out" | "expired";
+
+export type Questions = { questions: Array<QuestionDto>, };
+
 export type Queue = { queue: Array<QueuedPromptDto>, };
 
 export type QueueAdd = { session_id: string, content: string, client_message_id?: string, };
@@ -116,7 +126,7 @@ export type SessionAuthenticate = { id: string, method_id: string, };
 
 export type SessionDto = { id: string, task_id: string, agent_profile_id: string | null, state: SessionStateDto, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, context_window: JsonValue, agent_info: JsonValue, cwd: string, created_at: string, updated_at: string, };
 
-export type SessionEvent = { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.updated", "payload": { session: SessionDto, } } | { "action": "session.state_changed", "payload": { session: SessionDto, } } | { "action": "session.mode_changed", "payload": { session: SessionDto, } } | { "action": "session.config_changed", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.error", "payload": { session_id: string, last_error: LastErrorDto | null, } } | { "action": "session.turn.started", "payload": { session_id: string, turn_id: string, message_id: string, } } | { "action": "session.turn.completed", "payload": { session_id: string, turn_id: string, stop_reason: string, } } | { "action": "session.message.added", "payload": { message: MessageDto, } } | { "action": "session.message.updated", "payload": MessageUpdate } | { "action": "session.queue.changed", "payload": { session_id: string, queue: Array<QueuedPromptDto>, } } | { "action": "session.permission.requested", "payload": { session_id: string, request_id: string, message: MessageDto, } } | { "action": "session.permission.resolved", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.permission.expired", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.usage", "payload": { session_id: string, usage: JsonValue, } };
+export type SessionEvent = { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.updated", "payload": { session: SessionDto, } } | { "action": "session.state_changed", "payload": { session: SessionDto, } } | { "action": "session.mode_changed", "payload": { session: SessionDto, } } | { "action": "session.config_changed", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.error", "payload": { session_id: string, last_error: LastErrorDto | null, } } | { "action": "session.turn.started", "payload": { session_id: string, turn_id: string, message_id: string, } } | { "action": "session.turn.completed", "payload": { session_id: string, turn_id: string, stop_reason: string, } } | { "action": "session.message.added", "payload": { message: MessageDto, } } | { "action": "session.message.updated", "payload": MessageUpdate } | { "action": "session.queue.changed", "payload": { session_id: string, queue: Array<QueuedPromptDto>, } } | { "action": "session.permission.requested", "payload": { session_id: string, request_id: string, message: MessageDto, } } | { "action": "session.permission.resolved", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.permission.expired", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.question.asked", "payload": { question: QuestionDto, } } | { "action": "session.question.resolved", "payload": { question: QuestionDto, } } | { "action": "session.usage", "payload": { session_id: string, usage: JsonValue, } };
 
 export type SessionLaunch = { task_id: string, agent_profile_id?: string, 
 /**
@@ -168,13 +178,29 @@ export type TaskCreate = { workflow_id: string, title: string, description?: str
 /**
  * Start the task's first session with the task prompt.
  */
-start_agent?: boolean, };
+start_agent?: boolean, 
+/**
+ * Makes the new task a subtask of this one (same workspace).
+ */
+parent_id?: string, 
+/**
+ * Tasks that must be done first (same workspace, no cycles).
+ */
+blocked_by?: Array<string>, };
 
 export type TaskCreated = { task: TaskDto, session?: SessionDto, };
 
 export type TaskDeleted = { deleted: boolean, id: string, worktrees_removed: Array<string>, worktrees_kept: Array<KeptWorktreeDto>, };
 
-export type TaskDto = { id: string, workspace_id: string, workflow_id: string, step_id: string, title: string, description: string, state: TaskStateDto, position: number, repository_ids: Array<string>, agent_profile_id: string | null, primary_session_id: string | null, archived_at: string | null, created_at: string, updated_at: string, };
+export type TaskDto = { id: string, workspace_id: string, workflow_id: string, step_id: string, title: string, description: string, state: TaskStateDto, position: number, repository_ids: Array<string>, agent_profile_id: string | null, primary_session_id: string | null, 
+/**
+ * The task this one is a subtask of.
+ */
+parent_id: string | null, 
+/**
+ * Tasks that must be done (last step, or archived) before this one's agent auto-starts.
+ */
+blocked_by: Array<string>, archived_at: string | null, created_at: string, updated_at: string, };
 
 export type TaskFileRead = { task_id: string, path: string, };
 
@@ -192,7 +218,15 @@ export type TaskStateDto = "TODO" | "IN_PROGRESS" | "WAITING_FOR_INPUT" | "FAILE
 
 export type TaskTree = { entries: Array<TreeEntryDto>, truncated: boolean, };
 
-export type TaskUpdate = { id: string, title?: string, description?: string, repository_ids?: Array<string>, agent_profile_id?: string | null, };
+export type TaskUpdate = { id: string, title?: string, description?: string, repository_ids?: Array<string>, agent_profile_id?: string | null, 
+/**
+ * A new parent; `null` makes the task top-level again.
+ */
+parent_id?: string | null, 
+/**
+ * Replaces the task's blockers.
+ */
+blocked_by?: Array<string>, };
 
 export type Tasks = { tasks: Array<TaskDto>, next_cursor: string | null, };
 
@@ -300,6 +334,8 @@ export type Actions = {
   "message.queue.drain": { request: BySession, response: Queue },
   "message.queue.auto_run.set": { request: AutoRunSet, response: Queue },
   "permission.respond": { request: PermissionRespond, response: MessageOne },
+  "question.list": { request: BySession, response: Questions },
+  "question.answer": { request: QuestionAnswer, response: QuestionOne },
 };
 
 export type SocketActions = {
