@@ -149,8 +149,7 @@ async fn http_call(
             body.lines()
                 .filter_map(|l| l.strip_prefix("data:"))
                 .map(str::trim)
-                .filter(|d| d.contains("\"jsonrpc\""))
-                .last()
+                .rfind(|d| d.contains("\"jsonrpc\""))
                 .unwrap_or_default()
                 .to_owned()
         } else {
@@ -214,7 +213,6 @@ async fn stdio_call(
     send(initialized()).await?;
     send(tools_call(tool, arguments)).await?;
     let result = answer_to(2).await;
-    drop(send);
     let _ = child.kill().await;
     result
 }

@@ -96,10 +96,10 @@ async fn forward(
     };
     // A refusal (401) answers with id null: give it the request's id so the caller sees it.
     for message in &mut messages {
-        if message.get("error").is_some() && message.get("id").is_none_or(Value::is_null) {
-            if let (Some(object), Some(id)) = (message.as_object_mut(), &id) {
-                object.insert("id".into(), id.clone());
-            }
+        let refused =
+            message.get("error").is_some() && message.get("id").is_none_or(Value::is_null);
+        if refused && let (Some(object), Some(id)) = (message.as_object_mut(), &id) {
+            object.insert("id".into(), id.clone());
         }
     }
     if messages.is_empty() && !status.is_success() {

@@ -140,7 +140,7 @@ fn i17_a4_an_agent_without_mcp_over_http_reaches_the_board_through_the_bridge() 
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "test", "version": "1"}}});
-    let answers = bridge(&url, &token, &[init.clone()]);
+    let answers = bridge(&url, &token, std::slice::from_ref(&init));
     assert_eq!(answers.len(), 1, "{answers:?}");
     assert_eq!(answers[0]["id"], 1, "the refusal answers the request: {answers:?}");
     let message = answers[0]["error"]["message"].as_str().unwrap_or_default();

@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { ApiError, call, clientId, errorText } from '../api/client';
 import { live } from '../api/live';
-import type { ActionName, Actions, MessageDto, QueuedPromptDto, SessionDto } from '../api/types';
+import type { ActionName, Actions, MessageDto, QuestionDto, QueuedPromptDto, SessionDto } from '../api/types';
 import { useSession } from '../lib/session';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
@@ -137,6 +137,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
           <span className="pulse" aria-hidden="true" /> The agent is working…
         </div>
       )}
+      <Questions questions={s.questions} />
       <QueuePanel sessionId={sessionId} queue={s.queue} autoRun={session?.auto_run ?? true} />
       <Composer
         sessionId={sessionId}
@@ -458,4 +459,56 @@ function errorHint(code: string): string {
     default:
       return 'Send a message to try again, or resume the session (load keeps the conversation, fresh starts a new one).';
   }
+}
+
+/** The agent's open questions (MCP `ask_user`), live: options as buttons, else free text. */
+function Questions({ questions }: { questions: QuestionDto[] }) {
+  const pending = questions.filter((q) => q.status === 'pending');
+  if (!pending.length) return null;
+  return (
+    <div className="questions">
+      {pending.map((q) => (
+        <QuestionCard key={q.id} question={q} />
+      ))}
+    </div>
+  );
+}
+
+function QuestionCard({ question }: { question: QuestionDto }) {
+  const [text, setText] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const answer = (value: string) =>
+    call('question.answer', { id: question.id, answer: value }).catch((e: unknown) => setError(errorText(e)));
+  return (
+    <section className="question-card" role="group" aria-label="The agent asks" data-testid="question-card">
+      <p className="question-text">{question.question}</p>
+      {question.options.length > 0 ? (
+        <div className="actions">
+          {question.options.map((o) => (
+            <button key={o} onClick={() => void answer(o)}>
+              {o}
+            </button>
+          ))}
+        </div>
+      ) : (
+        <form
+          className="actions"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (text.trim()) void answer(text);
+          }}
+        >
+          <input aria-label="Your answer" value={text} onChange={(e) => setText(e.target.value)} />
+          <button className="primary" type="submit">
+            Answer
+          </button>
+        </form>
+      )}
+      {error && (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      )}
+    </section>
+  );
 }

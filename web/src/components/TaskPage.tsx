@@ -14,6 +14,7 @@ import { SessionView } from './SessionView';
 import { StartSession } from './StartSession';
 import { StateBadge } from './StateBadge';
 import { StepControls } from './StepControls';
+import { TaskRelations } from './TaskRelations';
 
 export function TaskPage(props: { taskId: string; sessionId: string | null; tab: 'chat' | 'changes' }) {
   const { workflows, profiles } = useData();
@@ -118,6 +119,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
           <p>{task.description}</p>
         </details>
       )}
+      <TaskRelations task={task} />
       <div className="tabs" role="tablist" aria-label="Sessions and changes">
         {sessions.map((s, i) => (
           <button

@@ -1,8 +1,9 @@
 // One session's live state: the session object, its transcript (newest page first, older pages
-// on demand), its queue and whether a turn is open: one live query over `session:<id>`.
+// on demand), its queue, the agent's questions and whether a turn is open: one live query over
+// `session:<id>`.
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { call, errorText } from '../api/client';
-import type { MessageDto, MessageUpdate, Notification, QueuedPromptDto, SessionDto } from '../api/types';
+import type { MessageDto, MessageUpdate, Notification, QuestionDto, QueuedPromptDto, SessionDto } from '../api/types';
 import {
   applyDelta,
   mergeNewest,
@@ -24,6 +25,8 @@ export interface SessionLive {
   session: SessionDto | null;
   transcript: Transcript;
   queue: QueuedPromptDto[];
+  /** The agent's questions (MCP `ask_user`), oldest first, whatever their status. */
+  questions: QuestionDto[];
   loading: boolean;
   /** A read failed (the session, a message re-read after a gap, older messages). */
   error: string | null;
@@ -41,8 +44,13 @@ interface SessionData {
   session: SessionDto;
   window: TranscriptWindow;
   queue: QueuedPromptDto[];
+  questions: QuestionDto[];
   turnOpen: boolean;
   deleted: boolean;
+}
+
+function upsertQuestion(list: QuestionDto[], q: QuestionDto): QuestionDto[] {
+  return list.some((x) => x.id === q.id) ? list.map((x) => (x.id === q.id ? q : x)) : [...list, q];
 }
 
 const NO_TRANSCRIPT: Transcript = { messages: [], hasOlder: false };
@@ -60,10 +68,11 @@ export function useSession(sessionId: string | null): SessionLive {
   const load = useCallback(
     async (previous: SessionData | null): Promise<SessionData> => {
       if (!sessionId) throw new Error('no session'); // never: the query has no topic then
-      const [s, page, q] = await Promise.all([
+      const [s, page, q, asked] = await Promise.all([
         call('session.get', { id: sessionId }),
         call('message.list', { session_id: sessionId, before_seq: NEWEST, limit: PAGE }),
         call('message.queue.list', { session_id: sessionId }),
+        call('question.list', { session_id: sessionId }),
       ]);
       const t = timing.current;
       t.firstPageMs ??= performance.now() - t.started;
@@ -72,6 +81,7 @@ export function useSession(sessionId: string | null): SessionLive {
         session: s.session,
         window: mergeNewest(previous?.window ?? null, page.messages, page.messages.length === PAGE),
         queue: q.queue,
+        questions: asked.questions,
         turnOpen: s.session.state === 'RUNNING',
         deleted: false,
       };
@@ -127,6 +137,9 @@ export function useSession(sessionId: string | null): SessionLive {
         return { ...d, turnOpen: false };
       case 'session.permission.requested':
         return { ...d, window: upsertMessage(d.window, p.message) };
+      case 'session.question.asked':
+      case 'session.question.resolved':
+        return { ...d, questions: upsertQuestion(d.questions, p.question) };
       case 'session.deleted':
         return { ...d, deleted: true };
       default:
@@ -173,6 +186,7 @@ export function useSession(sessionId: string | null): SessionLive {
     session: d?.session ?? null,
     transcript,
     queue: d?.queue ?? [],
+    questions: d?.questions ?? [],
     loading: query.loading,
     error: query.error ?? readError,
     dismissError,

@@ -80,6 +80,15 @@ export function Board() {
     return () => window.removeEventListener('keydown', onKey);
   }, []);
 
+  // A blocker is done in its workflow's last step or archived (archived tasks are not here).
+  const lastStep = steps[steps.length - 1]?.id;
+  const openBlockers = (task: TaskCardDto): TaskCardDto[] =>
+    task.blocked_by
+      .map((id) => board.tasks.get(id))
+      .filter((b): b is TaskCardDto => !!b && b.step_id !== lastStep && !b.archived_at);
+  const subtaskCount = (task: TaskCardDto): number =>
+    [...board.tasks.values()].filter((t) => t.parent_id === task.id && !t.archived_at).length;
+
   const repoName = (ids: string[]) =>
     ids.map((id) => repositories.find((r) => r.id === id)?.name).filter(Boolean).join(', ');
 
@@ -170,7 +179,14 @@ export function Board() {
                 if (position !== null) void tasks.move(task, step.id, position);
               }}
               renderCard={(task) => (
-                <Card task={task} repo={repoName(task.repository_ids)} onKeyMove={onKeyMove} onArchive={archive} />
+                <Card
+                  task={task}
+                  blockers={openBlockers(task)}
+                  subtasks={subtaskCount(task)}
+                  repo={repoName(task.repository_ids)}
+                  onKeyMove={onKeyMove}
+                  onArchive={archive}
+                />
               )}
             />
           );

@@ -15,12 +15,15 @@ let focusedTask: string | null = null;
 
 interface CardProps {
   task: TaskCardDto;
+  /** Its blockers that are not done yet (issue 17). */
+  blockers: TaskCardDto[];
+  subtasks: number;
   repo: string;
   onKeyMove: (task: TaskCardDto, dir: Direction) => void;
   onArchive: (task: TaskCardDto) => void;
 }
 
-export function Card({ task, repo, onKeyMove, onArchive }: CardProps) {
+export function Card({ task, blockers, subtasks, repo, onKeyMove, onArchive }: CardProps) {
   const open = () => navigate(taskPath(task.id));
   const ref = useRef<HTMLElement | null>(null);
   useEffect(() => {
@@ -86,6 +89,20 @@ export function Card({ task, repo, onKeyMove, onArchive }: CardProps) {
           </span>
         ) : (
           task.state !== 'TODO' && <StateBadge state={task.state} />
+        )}
+        {blockers.length > 0 && (
+          <span
+            className="badge blocked"
+            data-testid="blocked-by"
+            title={`Waits for: ${blockers.map((b) => b.title).join(', ')}`}
+          >
+            blocked by {blockers.length}
+          </span>
+        )}
+        {subtasks > 0 && (
+          <span className="badge" data-testid="subtask-count" title="Subtasks">
+            {subtasks} subtask{subtasks === 1 ? '' : 's'}
+          </span>
         )}
         {repo && <span className="repo" title="Repository">{repo}</span>}
         <button
