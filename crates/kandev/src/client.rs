@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use kandev_api_types::actions::{self, Action};
 use kandev_api_types::requests as rq;
-use kandev_api_types::{TaskDto, WorkflowDto};
+use kandev_api_types::{TaskCardDto, WorkflowDto};
 use serde_json::Value;
 
 #[derive(Args, Debug)]
@@ -198,9 +198,9 @@ pub async fn task(args: ServerArgs, command: TaskCommand) -> Result<()> {
 }
 
 /// Prints tasks grouped under their step names.
-fn print_board(workflow: &WorkflowDto, tasks: &[TaskDto]) {
+fn print_board(workflow: &WorkflowDto, tasks: &[TaskCardDto]) {
     for step in &workflow.steps {
-        let in_step: Vec<&TaskDto> = tasks.iter().filter(|t| t.step_id == step.id).collect();
+        let in_step: Vec<&TaskCardDto> = tasks.iter().filter(|t| t.step_id == step.id).collect();
         println!("{} ({})", step.name, in_step.len());
         for task in in_step {
             println!("  {}  {}", task.id, task.title);

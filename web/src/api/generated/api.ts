@@ -172,6 +172,8 @@ export type Subscribed = { topics: { [key in string]: number }, };
 
 export type TaskArchived = { task: TaskDto, worktrees_removed: Array<string>, worktrees_kept: Array<KeptWorktreeDto>, };
 
+export type TaskCardDto = { id: string, workflow_id: string, step_id: string, title: string, state: TaskStateDto, position: number, repository_ids: Array<string>, primary_session_id: string | null, archived_at: string | null, };
+
 export type TaskChanges = { worktrees: Array<WorktreeDto>, files: Array<FileChangeDto>, };
 
 export type TaskCommit = { task_id: string, message: string, };
@@ -208,7 +210,7 @@ export type TaskTree = { entries: Array<TreeEntryDto>, truncated: boolean, };
 
 export type TaskUpdate = { id: string, title?: string, description?: string, repository_ids?: Array<string>, agent_profile_id?: string | null, };
 
-export type Tasks = { tasks: Array<TaskDto>, next_cursor: string | null, };
+export type Tasks = { tasks: Array<TaskCardDto>, next_cursor: string | null, };
 
 export type TreeEntryDto = { path: string, kind: string, size: number, };
 
