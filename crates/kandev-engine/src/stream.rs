@@ -18,7 +18,6 @@ use serde_json::json;
 use tokio::sync::oneshot;
 
 use crate::error::{EngineError, Result};
-use crate::inner::lock;
 use crate::publish;
 use crate::write::add_message;
 
@@ -49,6 +48,11 @@ pub(crate) struct StreamWriter {
 }
 
 impl StreamWriter {
+    /// The queue; a panic elsewhere does not make it unusable.
+    fn queue(&self) -> std::sync::MutexGuard<'_, Vec<Member>> {
+        self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Stores `text` at `target` and announces it, in a transaction shared with whatever
     /// other sessions are writing now. Returns the message written to once committed.
     pub async fn write(
@@ -59,7 +63,7 @@ impl StreamWriter {
         text: String,
     ) -> Result<MessageId> {
         let (reply, mut answer) = oneshot::channel();
-        lock(&self.queue).push(Member { session: session.clone(), target, text, reply });
+        self.queue().push(Member { session: session.clone(), target, text, reply });
         let _leader = self.leader.lock().await;
         loop {
             match answer.try_recv() {
@@ -73,7 +77,7 @@ impl StreamWriter {
             }
             // Ours is queued (FIFO): it is in this group or, past the limit, in a later one.
             let group: Vec<Member> = {
-                let mut queue = lock(&self.queue);
+                let mut queue = self.queue();
                 let take = queue.len().min(GROUP_LIMIT);
                 queue.drain(..take).collect()
             };

@@ -439,6 +439,14 @@ async fn write_file(target: &Path, bytes: &[u8]) -> Result<(), String> {
     tokio::fs::write(target, bytes).await.map_err(|e| e.to_string())
 }
 
+/// Now, in microseconds since the Unix epoch (the stamp of `stream ... stamp` chunks).
+fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -472,12 +480,4 @@ mod tests {
         );
         assert!(recorder.take().is_empty());
     }
-}
-
-/// Now, in microseconds since the Unix epoch (the stamp of `stream ... stamp` chunks).
-fn unix_micros() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
