@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::inner::Inner;
 use crate::launcher::ExecutionControl;
 use crate::session::command::Command;
+use crate::session::terminals::AgentTerminals;
 
 pub(crate) struct SessionActor {
     pub inner: Arc<Inner>,
@@ -35,6 +36,8 @@ pub(crate) struct SessionActor {
     /// When the session last did anything (any command but a timer's): idle agents are
     /// stopped after `EngineConfig::idle_timeout`.
     pub last_active: Instant,
+    /// The agent's ACP terminals (`terminals.rs`).
+    pub terminals: AgentTerminals,
 }
 
 /// What the session is doing. A stop leaves `Idle` at once (the process is stopped by a
@@ -377,6 +380,7 @@ impl SessionActor {
             permissions: HashMap::new(),
             ended: CancellationToken::new(),
             last_active: Instant::now(),
+            terminals: AgentTerminals::default(),
         }
     }
 
