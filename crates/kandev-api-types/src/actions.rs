@@ -136,6 +136,9 @@ actions! {
         TaskTree = "task.tree": rq::ByTask => rs::TaskTree;
         TaskFileRead = "task.file.read": rq::TaskFileRead => crate::FileContentDto;
         TaskCommit = "task.commit": rq::TaskCommit => rs::TaskCommitted;
+        DevServerStart = "devserver.start": rq::DevServerTarget => rs::DevServerOne;
+        DevServerStop = "devserver.stop": rq::DevServerTarget => rs::DevServerOne;
+        DevServerList = "devserver.list": rq::ByTask => rs::DevServers;
 
         AgentKinds = "agent.kinds": rq::Empty => rs::AgentKinds;
         ProfileList = "agent.profile.list": rq::Page => rs::Profiles;

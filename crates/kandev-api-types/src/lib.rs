@@ -10,6 +10,7 @@ pub mod objects;
 pub mod requests;
 pub mod responses;
 pub mod session;
+pub mod terminals;
 
 pub use actions::Action;
 pub use error::{ErrorBody, ErrorCode};
@@ -20,6 +21,7 @@ pub use notifications::{
 };
 pub use objects::*;
 pub use session::*;
+pub use terminals::*;
 
 /// Formats a domain timestamp as RFC 3339 (UTC, milliseconds).
 pub fn rfc3339(ts: kandev_domain::Timestamp) -> String {

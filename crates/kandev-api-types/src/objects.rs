@@ -38,6 +38,7 @@ pub struct RepositoryDto {
     pub default_branch: String,
     pub branch_template: String,
     pub setup_script: String,
+    pub dev_script: String,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -52,6 +53,7 @@ impl From<&Repository> for RepositoryDto {
             default_branch: r.default_branch.clone(),
             branch_template: r.branch_template.clone(),
             setup_script: r.setup_script.clone(),
+            dev_script: r.dev_script.clone(),
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
         }

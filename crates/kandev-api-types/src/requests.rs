@@ -74,6 +74,7 @@ pub struct RepositoryCreate {
     pub default_branch: Option<String>,
     pub branch_template: Option<String>,
     pub setup_script: Option<String>,
+    pub dev_script: Option<String>,
 }
 
 pub struct RepositoryUpdate {
@@ -82,6 +83,7 @@ pub struct RepositoryUpdate {
     pub default_branch: Option<String>,
     pub branch_template: Option<String>,
     pub setup_script: Option<String>,
+    pub dev_script: Option<String>,
 }
 
 pub struct WorkflowCreate {
@@ -339,6 +341,12 @@ pub struct TaskFileRead {
 pub struct TaskCommit {
     pub task_id: String,
     pub message: String,
+}
+
+/// `devserver.start` and `devserver.stop`: the task's first repository unless one is named.
+pub struct DevServerTarget {
+    pub task_id: String,
+    pub repository_id: Option<String>,
 }
 }
 

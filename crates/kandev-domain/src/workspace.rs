@@ -26,6 +26,8 @@ pub struct Repository {
     pub branch_template: String,
     /// Shell script run in a new worktree before the agent starts; empty for none.
     pub setup_script: String,
+    /// The dev server command (`npm run dev`), run with `PORT` set; empty for none.
+    pub dev_script: String,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }

@@ -43,6 +43,8 @@ pub struct EngineConfig {
     /// An agent idle this long (no turn, reset or command) is stopped; the next message
     /// resumes it. Zero: never.
     pub idle_timeout: Duration,
+    /// Ports dev servers get (`PORT`), the first free one (default 41000-41999).
+    pub dev_server_ports: std::ops::RangeInclusive<u16>,
 }
 
 impl EngineConfig {
@@ -58,6 +60,7 @@ impl EngineConfig {
             reset_timeout: Duration::from_secs(10),
             setup_timeout: SETUP_TIMEOUT,
             idle_timeout: Duration::from_secs(30 * 60),
+            dev_server_ports: 41000..=41999,
         }
     }
 }

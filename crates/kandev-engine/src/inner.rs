@@ -12,6 +12,7 @@ use tokio::sync::{OwnedMutexGuard, mpsc};
 use tokio_util::task::TaskTracker;
 
 use crate::config::EngineConfig;
+use crate::devservers::DevServers;
 use crate::launcher::Launcher;
 use crate::session::command::Command;
 
@@ -25,6 +26,8 @@ pub(crate) struct Inner {
     /// Auth methods chosen with `session.authenticate`, used by the session's next boot.
     auth_wishes: Mutex<HashMap<SessionId, String>>,
     pub task_locks: TaskLocks,
+    /// Running dev servers (`devservers.rs`).
+    pub dev_servers: DevServers,
 }
 
 impl Inner {
@@ -37,6 +40,7 @@ impl Inner {
             tracker: TaskTracker::new(),
             auth_wishes: Mutex::new(HashMap::new()),
             task_locks: TaskLocks::default(),
+            dev_servers: DevServers::default(),
         }
     }
 

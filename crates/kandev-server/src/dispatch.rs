@@ -11,7 +11,9 @@ use kandev_api_types::actions::{self, Action, Route};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::handlers::{agent_auth, files, profile, repository, session, task, workflow, workspace};
+use crate::handlers::{
+    agent_auth, files, profile, repository, session, task, terminal, workflow, workspace,
+};
 use crate::{ApiError, AppState};
 
 /// Runs `action` with its JSON payload and returns the JSON result.
@@ -83,6 +85,9 @@ handlers! {
     TaskTree => files::tree,
     TaskFileRead => files::read,
     TaskCommit => files::commit,
+    DevServerStart => terminal::dev_server_start,
+    DevServerStop => terminal::dev_server_stop,
+    DevServerList => terminal::dev_server_list,
     AgentKinds => profile::kinds,
     ProfileList => profile::list,
     ProfileCreate => profile::create,

@@ -16,6 +16,7 @@ pub struct NewRepository {
     pub default_branch: String,
     pub branch_template: String,
     pub setup_script: String,
+    pub dev_script: String,
 }
 
 /// Fields of a repository to change; `None` keeps the current value.
@@ -25,6 +26,7 @@ pub struct RepositoryPatch {
     pub default_branch: Option<String>,
     pub branch_template: Option<String>,
     pub setup_script: Option<String>,
+    pub dev_script: Option<String>,
 }
 
 #[derive(FromRow)]
@@ -36,6 +38,7 @@ struct RepositoryRow {
     default_branch: String,
     branch_template: String,
     setup_script: String,
+    dev_script: String,
     created_at: i64,
     updated_at: i64,
 }
@@ -50,6 +53,7 @@ impl From<RepositoryRow> for Repository {
             default_branch: r.default_branch,
             branch_template: r.branch_template,
             setup_script: r.setup_script,
+            dev_script: r.dev_script,
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
         }
@@ -101,7 +105,8 @@ impl WriteTx {
         let (id, now) = (self.new_id(), self.now().millis());
         sqlx::query(
             "INSERT INTO repositories (id, workspace_id, name, local_path, default_branch, \
-             branch_template, setup_script, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             branch_template, setup_script, dev_script, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(new.workspace_id.as_str())
@@ -110,6 +115,7 @@ impl WriteTx {
         .bind(&new.default_branch)
         .bind(&new.branch_template)
         .bind(&new.setup_script)
+        .bind(&new.dev_script)
         .bind(now)
         .bind(now)
         .execute(self.conn())
@@ -126,12 +132,13 @@ impl WriteTx {
         let now = self.now().millis();
         sqlx::query(
             "UPDATE repositories SET name = ?, default_branch = ?, branch_template = ?, \
-             setup_script = ?, updated_at = ? WHERE id = ?",
+             setup_script = ?, dev_script = ?, updated_at = ? WHERE id = ?",
         )
         .bind(patch.name.as_ref().unwrap_or(&current.name))
         .bind(patch.default_branch.as_ref().unwrap_or(&current.default_branch))
         .bind(patch.branch_template.as_ref().unwrap_or(&current.branch_template))
         .bind(patch.setup_script.as_ref().unwrap_or(&current.setup_script))
+        .bind(patch.dev_script.as_ref().unwrap_or(&current.dev_script))
         .bind(now)
         .bind(id.as_str())
         .execute(self.conn())

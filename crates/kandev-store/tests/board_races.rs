@@ -91,6 +91,7 @@ async fn i12_f9_a_reference_deleted_meanwhile_is_a_conflict() {
             default_branch: "main".into(),
             branch_template: "kandev/{short-id}".into(),
             setup_script: String::new(),
+            dev_script: String::new(),
         })
         .await
         .unwrap();

@@ -6,6 +6,7 @@ pub mod profile;
 pub mod repository;
 pub mod session;
 pub mod task;
+pub mod terminal;
 pub mod workflow;
 pub mod workspace;
 

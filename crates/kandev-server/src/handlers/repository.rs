@@ -48,6 +48,7 @@ pub async fn create(s: &AppState, p: RepositoryCreate) -> Result<RepositoryOne, 
         default_branch,
         branch_template,
         setup_script: validate::script("setup_script", p.setup_script.as_deref().unwrap_or(""))?,
+        dev_script: validate::script("dev_script", p.dev_script.as_deref().unwrap_or(""))?,
     };
     let mut tx = s.store().begin_write().await?;
     let repository = RepositoryDto::from(&tx.insert_repository(&new).await?);
@@ -74,6 +75,11 @@ pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<RepositoryOne, 
             .setup_script
             .as_deref()
             .map(|t| validate::script("setup_script", t))
+            .transpose()?,
+        dev_script: p
+            .dev_script
+            .as_deref()
+            .map(|t| validate::script("dev_script", t))
             .transpose()?,
     };
     let mut tx = s.store().begin_write().await?;

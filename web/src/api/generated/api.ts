@@ -26,6 +26,22 @@ export type CommitDto = { repository_id: string | null, branch: string, sha: str
 
 export type Deleted = { deleted: boolean, id: string, };
 
+export type DevServerDto = { task_id: string, repository_id: string, port: number, url: string, 
+/**
+ * `running` or `exited`.
+ */
+state: string, exit_code: number | null, log: string, 
+/**
+ * Older output was dropped (the log keeps the last 256 KiB).
+ */
+truncated: boolean, };
+
+export type DevServerOne = { dev_server: DevServerDto, };
+
+export type DevServerTarget = { task_id: string, repository_id?: string, };
+
+export type DevServers = { dev_servers: Array<DevServerDto>, };
+
 export type DiffLineDto = { kind: string, text: string, };
 
 export type Empty = Record<symbol, never>;
@@ -102,13 +118,13 @@ export type QueuedPromptDto = { id: string, session_id: string, position: number
 
 export type Repositories = { repositories: Array<RepositoryDto>, next_cursor: string | null, };
 
-export type RepositoryCreate = { workspace_id: string, local_path: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, };
+export type RepositoryCreate = { workspace_id: string, local_path: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, dev_script?: string, };
 
-export type RepositoryDto = { id: string, workspace_id: string, name: string, local_path: string, default_branch: string, branch_template: string, setup_script: string, created_at: string, updated_at: string, };
+export type RepositoryDto = { id: string, workspace_id: string, name: string, local_path: string, default_branch: string, branch_template: string, setup_script: string, dev_script: string, created_at: string, updated_at: string, };
 
 export type RepositoryOne = { repository: RepositoryDto, };
 
-export type RepositoryUpdate = { id: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, };
+export type RepositoryUpdate = { id: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, dev_script?: string, };
 
 export type ResumeMode = "load" | "fresh";
 
@@ -274,6 +290,9 @@ export type Actions = {
   "task.tree": { request: ByTask, response: TaskTree },
   "task.file.read": { request: TaskFileRead, response: FileContentDto },
   "task.commit": { request: TaskCommit, response: TaskCommitted },
+  "devserver.start": { request: DevServerTarget, response: DevServerOne },
+  "devserver.stop": { request: DevServerTarget, response: DevServerOne },
+  "devserver.list": { request: ByTask, response: DevServers },
   "agent.kinds": { request: Empty, response: AgentKinds },
   "agent.profile.list": { request: Page, response: Profiles },
   "agent.profile.create": { request: ProfileCreate, response: ProfileSaved },
