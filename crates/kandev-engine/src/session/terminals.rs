@@ -5,7 +5,6 @@
 //! terminal, streamed into that tool call's message (`metadata.terminals[<id>]`) and kept
 //! there when it ends. Cancel, stop, reset, delete and the agent's exit kill them all.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +13,7 @@ use kandev_acp::{TerminalAnswer, TerminalExitStatus, TerminalRequest, TerminalRe
 use kandev_domain::MessageId;
 use kandev_runtime::confine::{PathError, Root};
 use kandev_runtime::terminal::{
-    CommandSpec, CommandTerminal, DEFAULT_OUTPUT_LIMIT, TerminalExit, TerminalOutput, run_command,
+    CommandSpec, DEFAULT_OUTPUT_LIMIT, TerminalExit, TerminalOutput, run_command,
 };
 use serde_json::{Value, json};
 
@@ -29,30 +28,6 @@ const MAX_OUTPUT_LIMIT: u64 = 16 * 1024 * 1024;
 
 /// Shortest pause between two transcript updates of one terminal's output.
 const STREAM_INTERVAL: Duration = Duration::from_millis(100);
-
-/// The session's agent terminals, by id.
-#[derive(Default)]
-pub(crate) struct AgentTerminals {
-    running: HashMap<String, Arc<CommandTerminal>>,
-    /// Terminals whose output streams into a tool call: the tool call's message.
-    followed: HashMap<String, MessageId>,
-}
-
-impl AgentTerminals {
-    /// Kills every terminal (their groups get `SIGKILL` now; the wait runs in `spawn`) and
-    /// forgets them.
-    pub(crate) fn kill_all(&mut self, spawn: impl Fn(Arc<CommandTerminal>)) {
-        self.followed.clear();
-        for (_, terminal) in self.running.drain() {
-            terminal.kill_now();
-            spawn(terminal);
-        }
-    }
-
-    pub(crate) fn get(&self, id: &str) -> Option<Arc<CommandTerminal>> {
-        self.running.get(id).cloned()
-    }
-}
 
 fn exit_status(exit: TerminalExit) -> TerminalExitStatus {
     TerminalExitStatus { exit_code: exit.exit_code, signal: exit.signal }
