@@ -98,13 +98,15 @@ impl AcpClient {
         AcpClient { timeout: Some(timeout), ..self.clone() }
     }
 
-    /// `initialize`: protocol version 1, file system capabilities, client info `kandev`.
+    /// `initialize`: protocol version 1, file system and terminal capabilities, client info
+    /// `kandev`.
     pub async fn initialize(&self) -> Result<InitializeResponse, AcpError> {
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
             "clientCapabilities": {
                 "fs": { "readTextFile": true, "writeTextFile": true },
-                "terminal": false,
+                // ACP `terminal/*`: the engine runs the agent's commands (docs/terminals).
+                "terminal": true,
                 // Auth methods of type `terminal`: Kandev shows the command to run.
                 "auth": { "terminal": true },
             },

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use crate::error::codes;
 use crate::events::{
     AgentEvent, PermissionOption, PermissionResponder, PermissionToolCall, ReadTextFileResponder,
-    Reply, WriteTextFileResponder,
+    Reply, TerminalRequest, TerminalResponder, WriteTextFileResponder,
 };
 use crate::peer::Peer;
 use crate::rpc::{Incoming, RpcErrorBody};
@@ -90,6 +90,21 @@ impl Dispatcher {
             "session/request_permission" => self.permission_request(id, params),
             "fs/read_text_file" => self.read_text_file(id, params),
             "fs/write_text_file" => self.write_text_file(id, params),
+            "terminal/create" => self.terminal_create(id, params),
+            "terminal/output" => self.terminal(id, "terminal/output", params, |terminal_id| {
+                TerminalRequest::Output { terminal_id }
+            }),
+            "terminal/wait_for_exit" => {
+                self.terminal(id, "terminal/wait_for_exit", params, |terminal_id| {
+                    TerminalRequest::WaitForExit { terminal_id }
+                })
+            }
+            "terminal/kill" => self.terminal(id, "terminal/kill", params, |terminal_id| {
+                TerminalRequest::Kill { terminal_id }
+            }),
+            "terminal/release" => self.terminal(id, "terminal/release", params, |terminal_id| {
+                TerminalRequest::Release { terminal_id }
+            }),
             _ => {
                 tracing::debug!(method, "agent called an unknown client method");
                 let error = RpcErrorBody::new(
@@ -141,6 +156,39 @@ impl Dispatcher {
             path: params.path,
             content: params.content,
             responder: WriteTextFileResponder::new(self.reply(id, METHOD)),
+        })
+    }
+
+    fn terminal_create(&self, id: Value, params: Value) -> Option<AgentEvent> {
+        const METHOD: &str = "terminal/create";
+        let params = self.parse_params::<CreateTerminalParams>(&id, METHOD, params)?;
+        let request = TerminalRequest::Create {
+            command: params.command,
+            args: params.args,
+            env: params.env.into_iter().map(|v| (v.name, v.value)).collect(),
+            cwd: params.cwd,
+            output_byte_limit: params.output_byte_limit,
+        };
+        Some(AgentEvent::Terminal {
+            session_id: params.session_id,
+            request,
+            responder: TerminalResponder::new(self.reply(id, METHOD)),
+        })
+    }
+
+    /// The `terminal/*` calls that name only a terminal.
+    fn terminal(
+        &self,
+        id: Value,
+        method: &'static str,
+        params: Value,
+        request: impl FnOnce(String) -> TerminalRequest,
+    ) -> Option<AgentEvent> {
+        let params = self.parse_params::<TerminalParams>(&id, method, params)?;
+        Some(AgentEvent::Terminal {
+            session_id: params.session_id,
+            request: request(params.terminal_id),
+            responder: TerminalResponder::new(self.reply(id, method)),
         })
     }
 
@@ -219,4 +267,32 @@ struct WriteParams {
     session_id: String,
     path: String,
     content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CreateTerminalParams {
+    session_id: String,
+    command: String,
+    #[serde(default, deserialize_with = "crate::lenient::null_as_default")]
+    args: Vec<String>,
+    #[serde(default, deserialize_with = "crate::lenient::null_as_default")]
+    env: Vec<EnvVariable>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    output_byte_limit: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct EnvVariable {
+    name: String,
+    value: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TerminalParams {
+    session_id: String,
+    terminal_id: String,
 }

@@ -60,6 +60,16 @@ pub enum AgentEvent {
         /// Answers the agent, once. Dropping it answers an internal error.
         responder: WriteTextFileResponder,
     },
+    /// One of ACP's `terminal/*` calls: run a command for the agent and report its output.
+    /// Where it runs (confinement) and its lifetime are the receiver's decision.
+    Terminal {
+        /// The ACP session it belongs to.
+        session_id: String,
+        /// What the agent asks.
+        request: TerminalRequest,
+        /// Answers the agent, once. Dropping it answers an internal error.
+        responder: TerminalResponder,
+    },
     /// The agent sent something unusable (not JSON, over the line limit, malformed params);
     /// it was skipped and the connection keeps working.
     ProtocolError {
@@ -251,6 +261,99 @@ impl WriteTextFileResponder {
 }
 
 impl Drop for WriteTextFileResponder {
+    fn drop(&mut self) {
+        if let Some(reply) = self.reply.take() {
+            reply.send(Err(unanswered()));
+        }
+    }
+}
+
+/// An agent's `terminal/*` call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TerminalRequest {
+    /// `terminal/create`: start `command` with `args`; answered at once with an id.
+    Create {
+        command: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+        /// Absolute, or relative to the session's working directory.
+        cwd: Option<String>,
+        /// Most output bytes to keep (the client's default when absent).
+        output_byte_limit: Option<u64>,
+    },
+    /// `terminal/output`: the output so far and the exit status if it exited.
+    Output { terminal_id: String },
+    /// `terminal/wait_for_exit`: answered when the command exits.
+    WaitForExit { terminal_id: String },
+    /// `terminal/kill`: kill the command, keep the terminal (its output stays readable).
+    Kill { terminal_id: String },
+    /// `terminal/release`: kill the command if it runs and forget the terminal.
+    Release { terminal_id: String },
+}
+
+/// How a terminal's command ended (ACP `TerminalExitStatus`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminalExitStatus {
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+}
+
+impl TerminalExitStatus {
+    fn to_json(&self) -> Value {
+        json!({ "exitCode": self.exit_code, "signal": self.signal })
+    }
+}
+
+/// The answer to a [`TerminalRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TerminalAnswer {
+    /// To `Create`.
+    Created { terminal_id: String },
+    /// To `Output`.
+    Output { output: String, truncated: bool, exit_status: Option<TerminalExitStatus> },
+    /// To `WaitForExit`.
+    Exited(TerminalExitStatus),
+    /// To `Kill` and `Release`.
+    Done,
+}
+
+impl TerminalAnswer {
+    fn to_json(&self) -> Value {
+        match self {
+            TerminalAnswer::Created { terminal_id } => json!({ "terminalId": terminal_id }),
+            TerminalAnswer::Output { output, truncated, exit_status } => {
+                let mut answer = json!({ "output": output, "truncated": truncated });
+                if let Some(exit) = exit_status {
+                    answer["exitStatus"] = exit.to_json();
+                }
+                answer
+            }
+            TerminalAnswer::Exited(exit) => exit.to_json(),
+            TerminalAnswer::Done => json!({}),
+        }
+    }
+}
+
+/// Answers a `terminal/*` call; dropping it unanswered answers an internal error.
+#[derive(Debug)]
+pub struct TerminalResponder {
+    reply: Option<Reply>,
+}
+
+impl TerminalResponder {
+    pub(crate) fn new(reply: Reply) -> Self {
+        TerminalResponder { reply: Some(reply) }
+    }
+
+    /// Sends the answer or a JSON-RPC error `(code, message)`.
+    pub fn respond(mut self, result: Result<TerminalAnswer, RequestError>) {
+        if let Some(reply) = self.reply.take() {
+            reply.send(result.map(|answer| answer.to_json()).map_err(error_body));
+        }
+    }
+}
+
+impl Drop for TerminalResponder {
     fn drop(&mut self) {
         if let Some(reply) = self.reply.take() {
             reply.send(Err(unanswered()));

@@ -32,7 +32,8 @@ pub use client::{AcpClient, AcpConfig, PROTOCOL_VERSION};
 pub use error::{AcpError, codes};
 pub use events::{
     AgentEvent, Outcome, PermissionOption, PermissionOptionKind, PermissionResponder,
-    PermissionToolCall, ReadTextFileResponder, RequestError, WriteTextFileResponder,
+    PermissionToolCall, ReadTextFileResponder, RequestError, TerminalAnswer, TerminalExitStatus,
+    TerminalRequest, TerminalResponder, WriteTextFileResponder,
 };
 pub use schema::{
     AgentCapabilities, AgentInfo, AuthMethod, ConfigOption, ContentBlock, InitializeResponse,

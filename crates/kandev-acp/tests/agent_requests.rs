@@ -157,3 +157,68 @@ async fn write_text_file_errors_and_drops_are_answered_as_errors() {
     assert_eq!(answer["id"], 14);
     assert_eq!(answer["result"], json!({}));
 }
+
+/// Issue 19: `terminal/*` calls become typed events answered with ACP's shapes.
+#[tokio::test]
+async fn i19_a1_terminal_calls_are_typed_events_answered_in_acp_shape() {
+    use kandev_acp::{TerminalAnswer, TerminalExitStatus, TerminalRequest};
+    let (_client, mut events, mut agent) = connect();
+    agent
+        .request(
+            json!(1),
+            "terminal/create",
+            json!({"sessionId": "s", "command": "sh", "args": ["-c", "echo hi"],
+                "env": [{"name": "A", "value": "1"}], "cwd": "/w/sub", "outputByteLimit": 10}),
+        )
+        .await;
+    let AgentEvent::Terminal { session_id, request, responder } = next_event(&mut events).await
+    else {
+        panic!("expected a terminal request");
+    };
+    assert_eq!(session_id, "s");
+    assert_eq!(
+        request,
+        TerminalRequest::Create {
+            command: "sh".into(),
+            args: vec!["-c".into(), "echo hi".into()],
+            env: vec![("A".into(), "1".into())],
+            cwd: Some("/w/sub".into()),
+            output_byte_limit: Some(10),
+        }
+    );
+    responder.respond(Ok(TerminalAnswer::Created { terminal_id: "t1".into() }));
+    assert_eq!(agent.recv().await["result"], json!({"terminalId": "t1"}));
+
+    agent.request(json!(2), "terminal/output", json!({"sessionId": "s", "terminalId": "t1"})).await;
+    let AgentEvent::Terminal { request, responder, .. } = next_event(&mut events).await else {
+        panic!("expected a terminal request");
+    };
+    assert_eq!(request, TerminalRequest::Output { terminal_id: "t1".into() });
+    let exit = TerminalExitStatus { exit_code: Some(3), signal: None };
+    responder.respond(Ok(TerminalAnswer::Output {
+        output: "hi\n".into(),
+        truncated: false,
+        exit_status: Some(exit),
+    }));
+    assert_eq!(
+        agent.recv().await["result"],
+        json!({"output": "hi\n", "truncated": false, "exitStatus": {"exitCode": 3, "signal": null}})
+    );
+
+    for (id, method) in
+        [(3, "terminal/wait_for_exit"), (4, "terminal/kill"), (5, "terminal/release")]
+    {
+        agent.request(json!(id), method, json!({"sessionId": "s", "terminalId": "t1"})).await;
+        let AgentEvent::Terminal { responder, .. } = next_event(&mut events).await else {
+            panic!("expected a terminal request for {method}");
+        };
+        drop(responder);
+        assert_eq!(
+            agent.recv().await["error"]["code"],
+            -32603,
+            "{method}: dropped answers an error"
+        );
+    }
+    agent.request(json!(6), "terminal/output", json!({"sessionId": "s"})).await;
+    assert_eq!(agent.recv().await["error"]["code"], -32602, "a missing terminal id is refused");
+}

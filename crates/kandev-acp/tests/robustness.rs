@@ -121,7 +121,7 @@ async fn underscore_notifications_are_ignored() {
 #[tokio::test]
 async fn an_unknown_agent_request_gets_method_not_found() {
     let (client, _events, mut agent) = connect();
-    agent.request(json!(7), "terminal/create", json!({"command": "ls"})).await;
+    agent.request(json!(7), "editor/open", json!({"path": "a.rs"})).await;
     let answer = agent.recv().await;
     assert_eq!(answer["id"], 7);
     assert_eq!(answer["error"]["code"], -32601);

@@ -150,6 +150,9 @@ actions! {
         ReviewCommentUpdate = "review.comment.update": rq::ReviewCommentUpdate => rs::ReviewCommentOne;
         ReviewCommentDelete = "review.comment.delete": rq::ById => rs::Deleted;
         ReviewSubmit = "review.submit": rq::ByTask => rs::ReviewSubmitted;
+        DevServerStart = "devserver.start": rq::DevServerTarget => rs::DevServerOne;
+        DevServerStop = "devserver.stop": rq::DevServerTarget => rs::DevServerOne;
+        DevServerList = "devserver.list": rq::ByTask => rs::DevServers;
 
         AgentKinds = "agent.kinds": rq::Empty => rs::AgentKinds;
         ProfileList = "agent.profile.list": rq::Page => rs::Profiles;

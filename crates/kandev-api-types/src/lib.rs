@@ -11,6 +11,7 @@ pub mod requests;
 pub mod responses;
 pub mod session;
 pub mod ship;
+pub mod terminals;
 
 pub use actions::Action;
 pub use error::{ErrorBody, ErrorCode};
@@ -22,6 +23,7 @@ pub use notifications::{
 pub use objects::*;
 pub use session::*;
 pub use ship::*;
+pub use terminals::*;
 
 /// Formats a domain timestamp as RFC 3339 (UTC, milliseconds).
 pub fn rfc3339(ts: kandev_domain::Timestamp) -> String {

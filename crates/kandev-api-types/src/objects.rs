@@ -44,6 +44,7 @@ pub struct RepositoryDto {
     pub cleanup_script: String,
     pub forge_api_base_url: String,
     pub forge_token_env: String,
+    pub dev_script: String,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -62,6 +63,7 @@ impl From<&Repository> for RepositoryDto {
             cleanup_script: r.cleanup_script.clone(),
             forge_api_base_url: r.forge_api_base_url.clone(),
             forge_token_env: r.forge_token_env.clone(),
+            dev_script: r.dev_script.clone(),
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
         }

@@ -78,6 +78,7 @@ pub struct RepositoryCreate {
     pub cleanup_script: Option<String>,
     pub forge_api_base_url: Option<String>,
     pub forge_token_env: Option<String>,
+    pub dev_script: Option<String>,
 }
 
 pub struct RepositoryUpdate {
@@ -90,6 +91,7 @@ pub struct RepositoryUpdate {
     pub cleanup_script: Option<String>,
     pub forge_api_base_url: Option<String>,
     pub forge_token_env: Option<String>,
+    pub dev_script: Option<String>,
 }
 
 pub struct WorkflowCreate {
@@ -379,6 +381,12 @@ pub struct TaskFileRead {
 pub struct TaskCommit {
     pub task_id: String,
     pub message: String,
+}
+
+/// `devserver.start` and `devserver.stop`: the task's first repository unless one is named.
+pub struct DevServerTarget {
+    pub task_id: String,
+    pub repository_id: Option<String>,
 }
 }
 

@@ -205,6 +205,16 @@ responses! {
         pub topics: HashMap<String, i64>,
     }
 
+    /// `devserver.start`, `devserver.stop`.
+    pub struct DevServerOne {
+        pub dev_server: crate::DevServerDto,
+    }
+
+    /// `devserver.list`: the task's dev servers.
+    pub struct DevServers {
+        pub dev_servers: Vec<crate::DevServerDto>,
+    }
+
     /// `unsubscribe`: the topics named.
     pub struct Unsubscribed {
         pub topics: Vec<String>,

@@ -37,6 +37,8 @@ pub struct Repository {
     /// The environment variable holding the forge token; empty: `GITHUB_TOKEN` or
     /// `GITLAB_TOKEN` by forge.
     pub forge_token_env: String,
+    /// The dev server command (`npm run dev`), run with `PORT` set; empty for none.
+    pub dev_script: String,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }

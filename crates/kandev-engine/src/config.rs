@@ -47,6 +47,8 @@ pub struct EngineConfig {
     /// and args, then `mcp-bridge --url <url>` (`kandev mcp-bridge`); `None` gives such
     /// agents no Kandev server. `flags` is unused.
     pub mcp_bridge: Option<AgentCommand>,
+    /// Ports dev servers get (`PORT`), the first free one (default 41000-41999).
+    pub dev_server_ports: std::ops::RangeInclusive<u16>,
 }
 
 impl EngineConfig {
@@ -63,6 +65,7 @@ impl EngineConfig {
             setup_timeout: SETUP_TIMEOUT,
             idle_timeout: Duration::from_secs(30 * 60),
             mcp_bridge: None,
+            dev_server_ports: 41000..=41999,
         }
     }
 }

@@ -319,6 +319,7 @@ impl Engine {
                 let _ = done.await;
             }
         }
+        self.stop_dev_servers_of(None).await;
         self.inner.tracker.close();
         self.inner.tracker.wait().await;
     }

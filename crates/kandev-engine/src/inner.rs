@@ -12,6 +12,7 @@ use tokio::sync::{OwnedMutexGuard, mpsc};
 use tokio_util::task::TaskTracker;
 
 use crate::config::EngineConfig;
+use crate::devservers::DevServers;
 use crate::launcher::Launcher;
 use crate::mcp::McpTokens;
 use crate::question::Waiters;
@@ -34,6 +35,8 @@ pub(crate) struct Inner {
     pub mcp: McpTokens,
     /// Callers waiting for the answers of agents' questions.
     pub questions: Waiters,
+    /// Running dev servers (`devservers.rs`).
+    pub dev_servers: DevServers,
 }
 
 impl Inner {
@@ -49,6 +52,7 @@ impl Inner {
             streams: StreamWriter::default(),
             mcp: McpTokens::default(),
             questions: Waiters::default(),
+            dev_servers: DevServers::default(),
         }
     }
 

@@ -12,6 +12,7 @@
 mod api;
 mod config;
 mod create;
+mod devservers;
 mod engine;
 mod error;
 mod files;
@@ -30,6 +31,7 @@ mod write;
 
 pub use api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
 pub use config::{AgentCommand, EngineConfig, SETUP_TIMEOUT};
+pub use devservers::{DEV_SERVER_LOG_BYTES, DevServerInfo};
 pub use engine::Engine;
 pub use error::{EngineError, Result};
 pub use launcher::{

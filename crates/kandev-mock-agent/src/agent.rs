@@ -41,6 +41,7 @@ pub(crate) enum Outgoing {
 pub(crate) struct ClientCaps {
     pub(crate) read_text_file: bool,
     pub(crate) write_text_file: bool,
+    pub(crate) terminal: bool,
 }
 
 /// A conversation opened (`session/new` or `session/load`) on this connection.
@@ -411,6 +412,7 @@ impl Agent {
         *lock(&self.client) = ClientCaps {
             read_text_file: flag("/clientCapabilities/fs/readTextFile"),
             write_text_file: flag("/clientCapabilities/fs/writeTextFile"),
+            terminal: flag("/clientCapabilities/terminal"),
         };
         self.record(CallKind::Initialize, CallOutcome::Ok, None);
         let result = json!({

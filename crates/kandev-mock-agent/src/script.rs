@@ -65,6 +65,17 @@ pub enum Directive {
     },
     /// `read <path>`: read a file in the session cwd and say its content back.
     Read(String),
+    /// `terminal [--cwd=<dir>] [--limit=<bytes>] <command line>`: `terminal/create` with
+    /// `sh -c <command line>`, a `tool_call` showing the terminal, `terminal/wait_for_exit`,
+    /// `terminal/output`, `terminal/release`; the output and exit code are said back.
+    Terminal {
+        /// The command line (run by `sh -c`).
+        command: String,
+        /// `cwd` of `terminal/create`, if given.
+        cwd: Option<String>,
+        /// `outputByteLimit` of `terminal/create`, if given.
+        limit: Option<u64>,
+    },
     /// `usage <used> <size>`: a `usage_update`.
     Usage {
         /// Tokens in context.
@@ -262,6 +273,24 @@ fn parse_directive(line: usize, text: &str) -> Result<Directive, ScriptError> {
             }
             Directive::Read(rest.to_owned())
         }
+        "terminal" => {
+            let (mut cwd, mut limit, mut command) = (None, None, rest);
+            loop {
+                let (word, after) = split_word(command);
+                if let Some(dir) = word.strip_prefix("--cwd=") {
+                    cwd = Some(dir.to_owned());
+                } else if let Some(bytes) = word.strip_prefix("--limit=") {
+                    limit = Some(number("terminal", "a byte limit", bytes)?);
+                } else {
+                    break;
+                }
+                command = after;
+            }
+            if command.is_empty() {
+                return Err(missing("terminal", "a command line"));
+            }
+            Directive::Terminal { command: command.to_owned(), cwd, limit }
+        }
         "usage" => {
             let (used, size) = split_word(rest);
             Directive::Usage {
@@ -456,6 +485,8 @@ plan completed:Read code; in_progress: Fix bug ; Write tests
 ask_permission Delete the repo
 write notes/a.txt line one\\nline two
 read notes/a.txt
+terminal echo hi; exit 3
+terminal --cwd=sub --limit=8 ls -l
 usage 1200 200000
 stop max_tokens
 error -32000 please log in
@@ -483,6 +514,12 @@ bigline 1048576";
                     content: "line one\nline two".into()
                 },
                 Directive::Read("notes/a.txt".into()),
+                Directive::Terminal { command: "echo hi; exit 3".into(), cwd: None, limit: None },
+                Directive::Terminal {
+                    command: "ls -l".into(),
+                    cwd: Some("sub".into()),
+                    limit: Some(8)
+                },
                 Directive::Usage { used: 1200, size: 200000 },
                 Directive::Stop("max_tokens".into()),
                 Directive::Error { code: -32000, message: "please log in".into() },

@@ -286,6 +286,9 @@ impl Turn {
             Directive::Mcp { server, tool, arguments } => {
                 return self.mcp(&server, &tool, arguments).await;
             }
+            Directive::Terminal { command, cwd, limit } => {
+                return self.terminal(&command, cwd, limit).await;
+            }
             Directive::Usage { used, size } => {
                 let update = json!({"sessionUpdate": "usage_update", "used": used, "size": size});
                 self.update(update, false).await;
@@ -428,6 +431,94 @@ impl Turn {
             Ok(content) => self.say(&content).await,
             Err(error) => self.say(&format!("read {path} failed: {error}")).await,
         }
+        None
+    }
+}
+
+impl Turn {
+    /// The `terminal` directive: the client runs the command; its output and exit code are
+    /// said back. A cancel ends the turn without releasing (the client kills on cancel).
+    async fn terminal(
+        &mut self,
+        command: &str,
+        cwd: Option<String>,
+        limit: Option<u64>,
+    ) -> Option<End> {
+        if !self.agent.client_caps().terminal {
+            self.say("terminal: the client does not support terminals").await;
+            return None;
+        }
+        let mut params = json!({
+            "sessionId": self.session_id,
+            "command": "sh",
+            "args": ["-c", command],
+            "env": [],
+        });
+        if let Some(cwd) = cwd {
+            params["cwd"] = json!(cwd);
+        }
+        if let Some(limit) = limit {
+            params["outputByteLimit"] = json!(limit);
+        }
+        self.flush_history();
+        let created =
+            match self.unless_cancelled(self.agent.call_client("terminal/create", params)).await {
+                None => return Some(End::cancelled()),
+                Some(Err(error)) => {
+                    self.say(&format!("terminal failed: {}", error.message)).await;
+                    return None;
+                }
+                Some(Ok(created)) => created,
+            };
+        let Some(terminal_id) =
+            created.get("terminalId").and_then(Value::as_str).map(str::to_owned)
+        else {
+            self.say("terminal failed: the answer has no terminalId").await;
+            return None;
+        };
+        let tool_call_id = new_tool_call_id();
+        let update = json!({
+            "sessionUpdate": "tool_call",
+            "toolCallId": tool_call_id,
+            "title": command,
+            "kind": "execute",
+            "status": "in_progress",
+            "content": [{"type": "terminal", "terminalId": terminal_id}],
+        });
+        self.update(update, true).await;
+        self.flush_history();
+        let ids = json!({"sessionId": self.session_id, "terminalId": terminal_id});
+        let waited = self.agent.call_client("terminal/wait_for_exit", ids.clone());
+        let exit = match self.unless_cancelled(waited).await {
+            None => return Some(End::cancelled()),
+            Some(result) => result,
+        };
+        let output = self.agent.call_client("terminal/output", ids.clone()).await;
+        let _ = self.agent.call_client("terminal/release", ids).await;
+        let failed = exit.as_ref().map_or(true, |e| e.get("exitCode") != Some(&json!(0)));
+        let status = if failed { "failed" } else { "completed" };
+        let update = json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": tool_call_id,
+            "status": status,
+        });
+        self.update(update, true).await;
+        let said = match (exit, output) {
+            (Ok(exit), Ok(output)) => {
+                let text = output.get("output").and_then(Value::as_str).unwrap_or("");
+                let truncated = output.get("truncated").and_then(Value::as_bool).unwrap_or(false);
+                let code = exit.get("exitCode").filter(|c| !c.is_null());
+                let ended = match (code, exit.get("signal").and_then(Value::as_str)) {
+                    (Some(code), _) => format!("exited with code {code}"),
+                    (None, Some(signal)) => format!("was killed by {signal}"),
+                    (None, None) => "ended".to_owned(),
+                };
+                let cut = if truncated { " (truncated)" } else { "" };
+                format!("terminal {ended}; output{cut}: {text}")
+            }
+            (Err(error), _) | (_, Err(error)) => format!("terminal failed: {}", error.message),
+        };
+        self.say(&said).await;
         None
     }
 }

@@ -285,3 +285,54 @@ async fn write_and_read_use_the_client_when_it_offers_fs() {
     assert!(!dir.path().join("out.txt").exists(), "the client does the writing");
     client.close().await;
 }
+
+#[tokio::test]
+async fn i19_a1_terminal_without_the_client_capability_says_so() {
+    let dir = TempDir::new("terminal-none");
+    let (mut client, session) = ready(&dir).await;
+    let (updates, answer) = client.prompt_turn(&session, &script(&["terminal echo hi"])).await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    assert_eq!(message_texts(&updates), ["terminal: the client does not support terminals"]);
+    client.close().await;
+}
+
+#[tokio::test]
+async fn i19_a1_terminal_runs_through_the_client_and_says_output_and_exit_code() {
+    let dir = TempDir::new("terminal-client");
+    let mut client = Client::start(MockConfig::default());
+    client.initialize_with(json!({"terminal": true})).await;
+    let session = client.new_session(dir.path()).await;
+    let id =
+        client.prompt(&session, &script(&["terminal --cwd=sub --limit=64 echo hi; exit 3"])).await;
+
+    let create = client.next().await;
+    assert_eq!(create["method"], "terminal/create");
+    assert_eq!(create["params"]["command"], "sh");
+    assert_eq!(create["params"]["args"], json!(["-c", "echo hi; exit 3"]));
+    assert_eq!(create["params"]["cwd"], "sub");
+    assert_eq!(create["params"]["outputByteLimit"], 64);
+    client.respond(&create["id"], json!({"terminalId": "t1"})).await;
+
+    let tool_call = client.next().await;
+    assert_eq!(tool_call["params"]["update"]["sessionUpdate"], "tool_call");
+    assert_eq!(
+        tool_call["params"]["update"]["content"],
+        json!([{"type": "terminal", "terminalId": "t1"}])
+    );
+    let mut methods = vec![];
+    for answer in [
+        json!({"exitCode": 3, "signal": null}),
+        json!({"output": "hi\n", "truncated": false}),
+        json!({}),
+    ] {
+        let call = client.next().await;
+        assert_eq!(call["params"]["terminalId"], "t1");
+        methods.push(call["method"].as_str().unwrap().to_owned());
+        client.respond(&call["id"], answer).await;
+    }
+    assert_eq!(methods, ["terminal/wait_for_exit", "terminal/output", "terminal/release"]);
+    let (before, answer) = client.until_response(id).await;
+    assert_eq!(message_texts(&updates_of(&before)), ["terminal exited with code 3; output: hi\n"]);
+    assert_eq!(answer["result"]["stopReason"], "end_turn");
+    client.close().await;
+}

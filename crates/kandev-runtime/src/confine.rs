@@ -244,6 +244,11 @@ impl Root {
         &self.path
     }
 
+    /// The opened directory, for a child to change into (`terminal.rs`).
+    pub(crate) fn dir_fd(&self) -> BorrowedFd<'_> {
+        self.dir.as_fd()
+    }
+
     /// An agent's path: absolute (it must be under the root) or relative to the root. `..`
     /// is allowed and resolved by the walk, never above the root; a NUL byte and `.git` are
     /// refused.
@@ -473,6 +478,10 @@ impl Root {
             match rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty()) {
                 Ok(fd) => Step::Done(fd),
                 Err(Errno::LOOP | Errno::MLINK) => Step::Symlink,
+                // Linux answers `O_DIRECTORY | O_NOFOLLOW` on a symlink with ENOTDIR.
+                Err(Errno::NOTDIR) if rustix::fs::readlinkat(dir, name, Vec::new()).is_ok() => {
+                    Step::Symlink
+                }
                 Err(e) => Step::Fail(PathError::io(relative, e)),
             }
         })

@@ -23,6 +23,7 @@ mod group;
 mod process;
 pub mod redact;
 mod stderr;
+pub mod terminal;
 
 pub use error::RuntimeError;
 pub use exit::ExitInfo;

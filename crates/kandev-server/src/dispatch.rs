@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::handlers::{
-    agent_auth, files, profile, question, repository, search, session, ship, task, workflow,
-    workspace,
+    agent_auth, files, profile, question, repository, search, session, ship, task, terminal,
+    workflow, workspace,
 };
 use crate::{ApiError, AppState};
 
@@ -100,6 +100,9 @@ handlers! {
     ReviewCommentUpdate => ship::comment_update,
     ReviewCommentDelete => ship::comment_delete,
     ReviewSubmit => ship::submit,
+    DevServerStart => terminal::dev_server_start,
+    DevServerStop => terminal::dev_server_stop,
+    DevServerList => terminal::dev_server_list,
     AgentKinds => profile::kinds,
     ProfileList => profile::list,
     ProfileCreate => profile::create,

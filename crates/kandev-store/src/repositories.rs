@@ -20,6 +20,7 @@ pub struct NewRepository {
     pub cleanup_script: String,
     pub forge_api_base_url: String,
     pub forge_token_env: String,
+    pub dev_script: String,
 }
 
 /// Fields of a repository to change; `None` keeps the current value.
@@ -33,6 +34,7 @@ pub struct RepositoryPatch {
     pub cleanup_script: Option<String>,
     pub forge_api_base_url: Option<String>,
     pub forge_token_env: Option<String>,
+    pub dev_script: Option<String>,
 }
 
 #[derive(FromRow)]
@@ -49,6 +51,7 @@ struct RepositoryRow {
     cleanup_script: String,
     forge_api_base_url: String,
     forge_token_env: String,
+    dev_script: String,
     created_at: i64,
     updated_at: i64,
 }
@@ -67,6 +70,7 @@ impl From<RepositoryRow> for Repository {
             cleanup_script: r.cleanup_script,
             forge_api_base_url: r.forge_api_base_url,
             forge_token_env: r.forge_token_env,
+            dev_script: r.dev_script,
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
         }
@@ -123,7 +127,8 @@ impl WriteTx {
         sqlx::query(
             "INSERT INTO repositories (id, workspace_id, name, local_path, default_branch, \
              branch_template, setup_script, copy_files, cleanup_script, forge_api_base_url, \
-             forge_token_env, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             forge_token_env, dev_script, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(new.workspace_id.as_str())
@@ -136,6 +141,7 @@ impl WriteTx {
         .bind(&new.cleanup_script)
         .bind(&new.forge_api_base_url)
         .bind(&new.forge_token_env)
+        .bind(&new.dev_script)
         .bind(now)
         .bind(now)
         .execute(self.conn())
@@ -153,7 +159,7 @@ impl WriteTx {
         sqlx::query(
             "UPDATE repositories SET name = ?, default_branch = ?, branch_template = ?, \
              setup_script = ?, copy_files = ?, cleanup_script = ?, forge_api_base_url = ?, \
-             forge_token_env = ?, updated_at = ? WHERE id = ?",
+             forge_token_env = ?, dev_script = ?, updated_at = ? WHERE id = ?",
         )
         .bind(patch.name.as_ref().unwrap_or(&current.name))
         .bind(patch.default_branch.as_ref().unwrap_or(&current.default_branch))
@@ -163,6 +169,7 @@ impl WriteTx {
         .bind(patch.cleanup_script.as_ref().unwrap_or(&current.cleanup_script))
         .bind(patch.forge_api_base_url.as_ref().unwrap_or(&current.forge_api_base_url))
         .bind(patch.forge_token_env.as_ref().unwrap_or(&current.forge_token_env))
+        .bind(patch.dev_script.as_ref().unwrap_or(&current.dev_script))
         .bind(now)
         .bind(id.as_str())
         .execute(self.conn())

@@ -95,6 +95,7 @@ async fn i12_f9_a_reference_deleted_meanwhile_is_a_conflict() {
             cleanup_script: String::new(),
             forge_api_base_url: String::new(),
             forge_token_env: String::new(),
+            dev_script: String::new(),
         })
         .await
         .unwrap();

@@ -45,6 +45,14 @@ pub struct ServeArgs {
         value_parser = parse_duration
     )]
     pub agent_idle_timeout: Duration,
+    /// Ports dev servers get in `PORT`, as `first-last`.
+    #[arg(
+        long,
+        env = "KANDEV_DEV_SERVER_PORTS",
+        default_value = "41000-41999",
+        value_parser = parse_port_range
+    )]
+    pub dev_server_ports: std::ops::RangeInclusive<u16>,
     /// Most open connections (default 512, or half the open-file limit when that is lower).
     /// At the cap the oldest idle one is closed; when all are busy a new one gets 503.
     #[arg(long, env = "KANDEV_MAX_CONNECTIONS")]
@@ -120,6 +128,19 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     millis.map(Duration::from_millis).ok_or_else(wrong)
 }
 
+/// `first-last` (inclusive), e.g. `41000-41999`.
+fn parse_port_range(text: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
+    let wrong =
+        || format!("`{text}` is not a port range; write it as first-last, e.g. 41000-41999");
+    let (first, last) = text.split_once('-').ok_or_else(wrong)?;
+    let first: u16 = first.trim().parse().map_err(|_| wrong())?;
+    let last: u16 = last.trim().parse().map_err(|_| wrong())?;
+    if first == 0 || first > last {
+        return Err(wrong());
+    }
+    Ok(first..=last)
+}
+
 /// The engine runs the Mock profile as this very binary's `mock-agent` subcommand.
 fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfig> {
     let exe =
@@ -135,6 +156,7 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
         Some(AgentCommand { program: exe.display().to_string(), args: vec![], flags: vec![] });
     config.setup_timeout = args.setup_timeout;
     config.idle_timeout = args.agent_idle_timeout;
+    config.dev_server_ports = args.dev_server_ports.clone();
     Ok(config)
 }
 
@@ -245,8 +267,17 @@ fn init_tracing() {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_duration;
+    use super::{parse_duration, parse_port_range};
     use std::time::Duration;
+
+    #[test]
+    fn i19_a3_dev_server_port_ranges_parse() {
+        assert_eq!(parse_port_range("41000-41999"), Ok(41000..=41999));
+        assert_eq!(parse_port_range("8080-8080"), Ok(8080..=8080));
+        for wrong in ["41000", "2-1", "0-10", "a-b", "1-70000"] {
+            assert!(parse_port_range(wrong).is_err(), "{wrong}");
+        }
+    }
 
     #[test]
     fn durations_parse() {

@@ -124,6 +124,13 @@ impl SessionActor {
             }
             Command::Exited { epoch, exit, stderr } => self.on_exited(epoch, exit, stderr).await,
             Command::EscalateCancel { epoch, turn_id } => self.on_escalate(epoch, turn_id).await,
+            Command::TerminalOutput { message, terminal_id, output } => {
+                let result = self.on_terminal_output(message, terminal_id, output).await;
+                self.log("streaming a terminal's output", result);
+            }
+            Command::TerminalExited { terminal_id, output, responder } => {
+                self.on_terminal_exited(terminal_id, output, responder).await
+            }
             Command::Applied { epoch, change, result, reply } => {
                 let outcome = self.on_applied(epoch, change, result).await;
                 let _ = reply.send(outcome);
@@ -141,7 +148,8 @@ impl SessionActor {
         let replacing = self.phase.is_replacing_conversation();
         match event {
             AgentEvent::SessionUpdate { session_id, .. }
-            | AgentEvent::PermissionRequest { session_id, .. } => {
+            | AgentEvent::PermissionRequest { session_id, .. }
+            | AgentEvent::Terminal { session_id, .. } => {
                 session_id == &live.acp_session_id && !replacing
             }
             _ => true,

@@ -118,6 +118,18 @@ pub(crate) enum Command {
         epoch: i64,
         turn_id: TurnId,
     },
+    /// A terminal shown by the tool call `message` has new output (or exited).
+    TerminalOutput {
+        message: kandev_domain::MessageId,
+        terminal_id: String,
+        output: kandev_runtime::terminal::TerminalOutput,
+    },
+    /// A terminal the agent waits for exited (`terminal/wait_for_exit`).
+    TerminalExited {
+        terminal_id: String,
+        output: kandev_runtime::terminal::TerminalOutput,
+        responder: kandev_acp::TerminalResponder,
+    },
     Applied {
         epoch: i64,
         change: Applied,

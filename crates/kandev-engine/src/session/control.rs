@@ -30,6 +30,7 @@ impl SessionActor {
         &mut self,
         status: &str,
     ) -> (Option<Arc<dyn ExecutionControl>>, InFlight) {
+        self.kill_terminals();
         match self.phase.take() {
             Taken::Nothing => (None, InFlight::Nothing),
             Taken::Boot(boot) => {
@@ -92,6 +93,7 @@ impl SessionActor {
             }
             Phase::Running(..) => {
                 let Some((turn_id, epoch)) = self.phase.cancel_turn() else { return Ok(()) };
+                self.kill_terminals();
                 self.turn_auto_run_off_if_queued().await?;
                 let mut tx = self.inner.store.begin_write().await?;
                 self.expire_permissions(&mut tx, "cancelled").await?;

@@ -100,6 +100,10 @@ impl SessionActor {
                 });
                 Ok(())
             }
+            AgentEvent::Terminal { request, responder, .. } => {
+                self.on_terminal(request, responder);
+                Ok(())
+            }
             AgentEvent::ProtocolError { message } => self.on_protocol_error(message).await,
             AgentEvent::Closed => Ok(()), // the exit watcher reports how it ended
         };
@@ -275,6 +279,7 @@ impl SessionActor {
             .add_in(&mut tx, MessageKind::ToolCall, &call.title, tool_call_metadata(&call))
             .await?;
         tx.commit().await?;
+        self.follow_terminals(&message.id, &terminal_ids(&call.content));
         if let Some(turn) = self.phase.turn_mut() {
             turn.tool_calls.insert(call.tool_call_id, message.id);
         }
@@ -312,6 +317,20 @@ impl SessionActor {
             .await?;
         publish::message_changed(&mut tx, &self.session, &message).await?;
         tx.commit().await?;
+        if let Some(content) = &update.content {
+            self.follow_terminals(&message.id, &terminal_ids(content));
+        }
         Ok(())
     }
+}
+
+/// The terminals a tool call's content shows.
+fn terminal_ids(content: &[ToolCallContent]) -> Vec<String> {
+    content
+        .iter()
+        .filter_map(|c| match c {
+            ToolCallContent::Terminal { terminal_id } => Some(terminal_id.clone()),
+            _ => None,
+        })
+        .collect()
 }

@@ -4,7 +4,8 @@
 //! of the engine reaches it. What each command does: `boot.rs` (start, resume), `turn.rs`
 //! (prompts and turns), `queue.rs`, `control.rs` (cancel, stop, delete, the agent exiting),
 //! `modes.rs`, `reset.rs` (the context reset, live and lazy), `workflow.rs` (step actions),
-//! `events.rs` (the agent's transcript), `permissions.rs`, `writes.rs` (its session writes).
+//! `events.rs` (the agent's transcript), `permissions.rs`, `terminals.rs` (the agent's ACP terminals), `writes.rs` (its session
+//! writes).
 
 mod actor;
 mod boot;
@@ -17,6 +18,7 @@ mod permissions;
 mod queue;
 pub(crate) mod reset;
 pub(crate) mod state;
+mod terminals;
 mod turn;
 mod workflow;
 mod writes;

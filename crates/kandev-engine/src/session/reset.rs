@@ -52,6 +52,7 @@ impl SessionActor {
         let step = plan.step.as_ref().map(|s| &s.id);
         tx.record_reset(&self.session.id, step, self.session.epoch, cause).await?;
         tx.commit().await?;
+        self.kill_terminals();
         match self.phase.reset_after_turn(plan) {
             // No status message, no `on_turn_complete` when it ends (rule 23).
             Ok(Some((turn_id, epoch))) => {

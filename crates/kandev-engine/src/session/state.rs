@@ -13,6 +13,7 @@ use kandev_domain::task::Task;
 use kandev_domain::transcript::{Message, MessageKind, Session};
 use kandev_domain::workflow::{Action, EntryCause, Step};
 use kandev_domain::{MessageId, StepId, TurnId};
+use kandev_runtime::terminal::CommandTerminal;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +38,8 @@ pub(crate) struct SessionActor {
     pub last_active: Instant,
     /// Streamed text received but not written yet (coalesced: `events.rs`).
     pub pending: Option<PendingText>,
+    /// The agent's ACP terminals (`terminals.rs`).
+    pub terminals: AgentTerminals,
 }
 
 /// Chunks of one kind the agent streamed, coalesced into one write and one notification;
@@ -45,6 +48,30 @@ pub(crate) struct PendingText {
     pub kind: MessageKind,
     pub text: String,
     pub due: Instant,
+}
+
+/// The session's agent terminals, by id (their handling: `terminals.rs`).
+#[derive(Default)]
+pub(crate) struct AgentTerminals {
+    pub running: HashMap<String, Arc<CommandTerminal>>,
+    /// Terminals whose output streams into a tool call: the tool call's message.
+    pub followed: HashMap<String, MessageId>,
+}
+
+impl AgentTerminals {
+    /// Kills every terminal (their groups get `SIGKILL` now; the wait runs in `spawn`) and
+    /// forgets them.
+    pub(crate) fn kill_all(&mut self, spawn: impl Fn(Arc<CommandTerminal>)) {
+        self.followed.clear();
+        for (_, terminal) in self.running.drain() {
+            terminal.kill_now();
+            spawn(terminal);
+        }
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<CommandTerminal>> {
+        self.running.get(id).cloned()
+    }
 }
 
 /// What the session is doing. A stop leaves `Idle` at once (the process is stopped by a
@@ -390,6 +417,7 @@ impl SessionActor {
             ended: CancellationToken::new(),
             last_active: Instant::now(),
             pending: None,
+            terminals: AgentTerminals::default(),
         }
     }
 

@@ -247,7 +247,9 @@ impl Engine {
     }
 
     /// Stops every session of the task whose actor is running (an agent may be live).
+    /// Also stops the task's dev servers (archive, delete).
     async fn stop_task_sessions(&self, task_id: &TaskId) -> Result<()> {
+        self.stop_dev_servers_of(Some(task_id)).await;
         for session in self.inner.store.list_sessions(task_id).await? {
             if is_running(&self.inner, &session.id) {
                 match self.stop(&session.id).await {

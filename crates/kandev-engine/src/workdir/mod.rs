@@ -2,10 +2,11 @@
 //! session, reused by later ones, set up by the repository's setup script) or a plain
 //! folder for a task without a repository. Two parts: preparing the directory a session
 //! starts in (`prepare`), and the file and git actions on it (`actions`, methods of
-//! [`crate::Engine`]); `shared` holds the layout both use. The values they return are
+//! [`crate::Engine`]); `shared` holds the layout both use; `dev` runs dev servers in the worktrees. The values they return are
 //! `kandev_domain::files`, re-exported here.
 
 pub(crate) mod actions;
+pub(crate) mod dev;
 pub(crate) mod forge;
 pub(crate) mod prepare;
 pub(crate) mod shared;

@@ -9,6 +9,7 @@ pub mod search;
 pub mod session;
 pub mod ship;
 pub mod task;
+pub mod terminal;
 pub mod workflow;
 pub mod workspace;
 

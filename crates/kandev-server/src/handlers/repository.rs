@@ -55,6 +55,7 @@ pub async fn create(s: &AppState, p: RepositoryCreate) -> Result<RepositoryOne, 
         )?,
         forge_api_base_url: forge_url(p.forge_api_base_url.as_deref().unwrap_or(""))?,
         forge_token_env: env_name(p.forge_token_env.as_deref().unwrap_or(""))?,
+        dev_script: validate::script("dev_script", p.dev_script.as_deref().unwrap_or(""))?,
     };
     let mut tx = s.store().begin_write().await?;
     let repository = RepositoryDto::from(&tx.insert_repository(&new).await?);
@@ -90,6 +91,11 @@ pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<RepositoryOne, 
             .transpose()?,
         forge_api_base_url: p.forge_api_base_url.as_deref().map(forge_url).transpose()?,
         forge_token_env: p.forge_token_env.as_deref().map(env_name).transpose()?,
+        dev_script: p
+            .dev_script
+            .as_deref()
+            .map(|t| validate::script("dev_script", t))
+            .transpose()?,
     };
     let mut tx = s.store().begin_write().await?;
     let repository =

@@ -28,6 +28,22 @@ export type CommitDto = { repository_id: string | null, branch: string, sha: str
 
 export type Deleted = { deleted: boolean, id: string, };
 
+export type DevServerDto = { task_id: string, repository_id: string, port: number, url: string, 
+/**
+ * `running` or `exited`.
+ */
+state: string, exit_code: number | null, log: string, 
+/**
+ * Older output was dropped (the log keeps the last 256 KiB).
+ */
+truncated: boolean, };
+
+export type DevServerOne = { dev_server: DevServerDto, };
+
+export type DevServerTarget = { task_id: string, repository_id?: string, };
+
+export type DevServers = { dev_servers: Array<DevServerDto>, };
+
 export type DiffLineDto = { kind: string, text: string, };
 
 export type DirtyDto = { uncommitted: number, untracked: number, 
@@ -134,13 +150,13 @@ export type RemoteStatusDto = { remote: string, pushed_head: string, upstream_ah
 
 export type Repositories = { repositories: Array<RepositoryDto>, next_cursor: string | null, };
 
-export type RepositoryCreate = { workspace_id: string, local_path: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, copy_files?: Array<string>, cleanup_script?: string, forge_api_base_url?: string, forge_token_env?: string, };
+export type RepositoryCreate = { workspace_id: string, local_path: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, copy_files?: Array<string>, cleanup_script?: string, forge_api_base_url?: string, forge_token_env?: string, dev_script?: string, };
 
-export type RepositoryDto = { id: string, workspace_id: string, name: string, local_path: string, default_branch: string, branch_template: string, setup_script: string, copy_files: Array<string>, cleanup_script: string, forge_api_base_url: string, forge_token_env: string, created_at: string, updated_at: string, };
+export type RepositoryDto = { id: string, workspace_id: string, name: string, local_path: string, default_branch: string, branch_template: string, setup_script: string, copy_files: Array<string>, cleanup_script: string, forge_api_base_url: string, forge_token_env: string, dev_script: string, created_at: string, updated_at: string, };
 
 export type RepositoryOne = { repository: RepositoryDto, };
 
-export type RepositoryUpdate = { id: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, copy_files?: Array<string>, cleanup_script?: string, forge_api_base_url?: string, forge_token_env?: string, };
+export type RepositoryUpdate = { id: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, copy_files?: Array<string>, cleanup_script?: string, forge_api_base_url?: string, forge_token_env?: string, dev_script?: string, };
 
 export type RepositoryUsage = { worktrees: Array<WorktreeUsageDto>, total_bytes: number, };
 
@@ -411,6 +427,9 @@ export type Actions = {
   "review.comment.update": { request: ReviewCommentUpdate, response: ReviewCommentOne },
   "review.comment.delete": { request: ById, response: Deleted },
   "review.submit": { request: ByTask, response: ReviewSubmitted },
+  "devserver.start": { request: DevServerTarget, response: DevServerOne },
+  "devserver.stop": { request: DevServerTarget, response: DevServerOne },
+  "devserver.list": { request: ByTask, response: DevServers },
   "agent.kinds": { request: Empty, response: AgentKinds },
   "agent.profile.list": { request: Page, response: Profiles },
   "agent.profile.create": { request: ProfileCreate, response: ProfileSaved },

@@ -1,0 +1,142 @@
+//! Dev server actions (`devserver.start`, `stop`, `list`) as [`Engine`] methods; the
+//! registry and the rules are in `crate::devservers`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use kandev_domain::{RepositoryId, TaskId};
+use kandev_runtime::confine::Root;
+use kandev_runtime::terminal::{CommandSpec, run_command};
+
+use crate::devservers::{DEV_SERVER_LOG_BYTES, DevServer, DevServerInfo, info};
+use crate::engine::Engine;
+use crate::error::{EngineError, Result};
+
+impl Engine {
+    /// The task's worktree of `repository_id` (the task's first repository when `None`).
+    async fn dev_worktree(
+        &self,
+        task_id: &TaskId,
+        repository_id: Option<&RepositoryId>,
+    ) -> Result<(RepositoryId, String, String)> {
+        let task = self.inner.store.get_task(task_id).await?;
+        let repository_id = match repository_id {
+            Some(id) if task.repository_ids.contains(id) => id.clone(),
+            Some(id) => {
+                return Err(EngineError::Validation(format!(
+                    "repository {id} is not a repository of this task"
+                )));
+            }
+            None => task.repository_ids.first().cloned().ok_or_else(|| {
+                EngineError::Validation(
+                    "the task has no repository; dev servers run in a repository's worktree".into(),
+                )
+            })?,
+        };
+        let repository = self.inner.store.get_repository(&repository_id).await?;
+        if repository.dev_script.trim().is_empty() {
+            return Err(EngineError::Validation(format!(
+                "repository {} has no dev_script; set one with repository.update",
+                repository.name
+            )));
+        }
+        let worktree = self
+            .inner
+            .store
+            .live_worktrees(task_id)
+            .await?
+            .into_iter()
+            .find(|w| w.repository_id.as_ref() == Some(&repository_id))
+            .ok_or_else(|| {
+                EngineError::Conflict(
+                    "the task has no worktree yet; launch a session to create one".into(),
+                )
+            })?;
+        Ok((repository_id, worktree.path, repository.dev_script))
+    }
+
+    /// `devserver.start`: runs the repository's `dev_script` in the task's worktree with
+    /// `PORT` set; a dev server already running for them is answered as it is.
+    pub async fn start_dev_server(
+        &self,
+        task_id: &TaskId,
+        repository_id: Option<&RepositoryId>,
+    ) -> Result<DevServerInfo> {
+        let (repository_id, worktree, script) = self.dev_worktree(task_id, repository_id).await?;
+        let key = (task_id.clone(), repository_id.clone());
+        let mut running = self.inner.dev_servers.lock();
+        if let Some(server) = running.get(&key)
+            && server.process.output().exit.is_none()
+        {
+            return Ok(info(task_id, &repository_id, server));
+        }
+        let taken: Vec<u16> = running.values().map(|s| s.port).collect();
+        let port = self
+            .inner
+            .config
+            .dev_server_ports
+            .clone()
+            .filter(|p| !taken.contains(p))
+            .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+            .ok_or_else(|| {
+                EngineError::Unavailable(
+                    "no free port is left in the dev server port range; stop a dev server".into(),
+                )
+            })?;
+        let root = Root::open(Path::new(&worktree)).map_err(|e| {
+            EngineError::Conflict(format!("the task's worktree is not available: {e}"))
+        })?;
+        let spec = CommandSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![("PORT".into(), port.to_string())],
+            output_limit: DEV_SERVER_LOG_BYTES,
+        };
+        let process = run_command(&spec, &root)
+            .map_err(|e| EngineError::Unavailable(format!("the dev server did not start: {e}")))?;
+        let server = DevServer { port, process: Arc::new(process) };
+        let shown = info(task_id, &repository_id, &server);
+        running.insert(key, server);
+        Ok(shown)
+    }
+
+    /// `devserver.stop`: kills the dev server's process group and waits until it is gone.
+    pub async fn stop_dev_server(
+        &self,
+        task_id: &TaskId,
+        repository_id: Option<&RepositoryId>,
+    ) -> Result<DevServerInfo> {
+        let removed = {
+            let mut running = self.inner.dev_servers.lock();
+            let key = running
+                .keys()
+                .find(|(t, r)| t == task_id && repository_id.is_none_or(|id| id == r))
+                .cloned();
+            key.and_then(|key| running.remove(&key).map(|server| (key, server)))
+        };
+        let Some(((task_id, repository_id), server)) = removed else {
+            return Err(EngineError::NotFound("no dev server runs for this task".into()));
+        };
+        server.process.kill().await;
+        Ok(info(&task_id, &repository_id, &server))
+    }
+
+    /// `devserver.list`: the task's dev servers, with their recent output.
+    pub fn list_dev_servers(&self, task_id: &TaskId) -> Vec<DevServerInfo> {
+        let running = self.inner.dev_servers.lock();
+        let mut list: Vec<DevServerInfo> = running
+            .iter()
+            .filter(|((t, _), _)| t == task_id)
+            .map(|((t, r), server)| info(t, r, server))
+            .collect();
+        list.sort_by_key(|s| s.port);
+        list
+    }
+
+    /// Stops the dev servers of `task` (every one when `None`), waiting until they are gone.
+    pub(crate) async fn stop_dev_servers_of(&self, task: Option<&TaskId>) {
+        for process in self.inner.dev_servers.take(task) {
+            process.kill().await;
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! Issue 19: dev servers — a repository's `dev_script` run in a task's worktree with `PORT`
+//! set, several tasks at once, stopped with the task and with the server.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{TestServer, step_id};
+use serde_json::{Value, json};
+
+/// A git repository with one commit whose `dev_script` serves HTTP on `$PORT` (a tiny
+/// server) after writing its process group id to `.devpid`.
+fn repository() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let status =
+            std::process::Command::new("git").args(args).current_dir(&repo).status().unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["config", "user.name", "Test User"]);
+    git(&["config", "user.email", "test@example.com"]);
+    std::fs::write(repo.join("index.html"), "dev server ok\n").unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "initial"]);
+    (tmp, repo)
+}
+
+const DEV_SCRIPT: &str = "echo $$ > .devpid; echo \"serving on $PORT\"; exec python3 -m http.server \"$PORT\" --bind 127.0.0.1";
+
+/// Live (non-zombie) processes of the group `pgid`.
+fn group_members(pgid: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+            let mut fields = rest.split_whitespace();
+            let state = fields.next();
+            let pgrp = fields.nth(1).and_then(|p| p.parse::<i32>().ok());
+            pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
+        })
+        .collect()
+}
+
+async fn wait_until<F: Fn() -> bool>(what: &str, done: F) {
+    let deadline = std::time::Instant::now() + common::WAIT;
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn wait_pid(path: &Path) -> i32 {
+    wait_until("the pid file is written", || {
+        std::fs::read_to_string(path).ok().and_then(|p| p.trim().parse::<i32>().ok()).is_some()
+    })
+    .await;
+    std::fs::read_to_string(path).unwrap().trim().parse().unwrap()
+}
+
+/// Waits (bounded) until the dev server answers HTTP; returns the body.
+async fn wait_http(port: u64) -> String {
+    let url = format!("http://127.0.0.1:{port}/index.html");
+    let deadline = std::time::Instant::now() + common::WAIT;
+    loop {
+        if let Ok(response) = reqwest::get(&url).await
+            && response.status().is_success()
+        {
+            return response.text().await.unwrap();
+        }
+        assert!(std::time::Instant::now() < deadline, "{url} never answered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A task on the repository with a session started (which makes its worktree); returns the
+/// task id and the worktree path.
+async fn task_with_worktree(
+    server: &TestServer,
+    workflow: &Value,
+    repo_id: &str,
+) -> (String, String) {
+    let backlog = step_id(workflow, "Backlog");
+    let task = server
+        .call(
+            "task.create",
+            json!({"workflow_id": workflow["id"], "title": "dev", "step_id": backlog,
+                   "repository_ids": [repo_id]}),
+        )
+        .await;
+    let task_id = task["task"]["id"].as_str().unwrap().to_owned();
+    let launched = server.call("session.launch", json!({"task_id": task_id})).await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    let session = server.wait_state(&session, "WAITING_FOR_INPUT").await;
+    (task_id, session["cwd"].as_str().unwrap().to_owned())
+}
+
+#[tokio::test]
+async fn i19_a3_two_tasks_run_dev_servers_at_once_and_each_stops_with_its_owner() {
+    let server = TestServer::start().await;
+    let (workspace_id, workflow) = server.kanban().await;
+    let (_tmp, repo) = repository();
+    let created = server
+        .call(
+            "repository.create",
+            json!({"workspace_id": workspace_id, "local_path": repo, "dev_script": DEV_SCRIPT}),
+        )
+        .await;
+    assert_eq!(created["repository"]["dev_script"], DEV_SCRIPT);
+    let repo_id = created["repository"]["id"].as_str().unwrap().to_owned();
+    let (first, first_dir) = task_with_worktree(&server, &workflow, &repo_id).await;
+    let (second, second_dir) = task_with_worktree(&server, &workflow, &repo_id).await;
+
+    let one = server.call("devserver.start", json!({"task_id": first})).await["dev_server"].clone();
+    let two =
+        server.call("devserver.start", json!({"task_id": second})).await["dev_server"].clone();
+    let (port_one, port_two) = (one["port"].as_u64().unwrap(), two["port"].as_u64().unwrap());
+    assert_ne!(port_one, port_two, "each dev server gets its own port");
+    assert!((41000..=41999).contains(&port_one) && (41000..=41999).contains(&port_two));
+    assert_eq!(one["url"], format!("http://localhost:{port_one}/"));
+    assert_eq!(one["state"], "running");
+    assert_eq!(wait_http(port_one).await, "dev server ok\n");
+    assert_eq!(wait_http(port_two).await, "dev server ok\n");
+    let again = server.call("devserver.start", json!({"task_id": first})).await;
+    assert_eq!(again["dev_server"]["port"], port_one, "a running dev server is answered as is");
+
+    let listed = server.call("devserver.list", json!({"task_id": first})).await;
+    let log = listed["dev_servers"][0]["log"].as_str().unwrap().to_owned();
+    assert!(log.contains(&format!("serving on {port_one}")), "the output is kept: {log}");
+
+    let pgid_one = wait_pid(&Path::new(&first_dir).join(".devpid")).await;
+    let pgid_two = wait_pid(&Path::new(&second_dir).join(".devpid")).await;
+    server.call("task.archive", json!({"id": first, "force": true})).await;
+    assert!(group_members(pgid_one).is_empty(), "archiving the task stopped its dev server");
+    let listed = server.call("devserver.list", json!({"task_id": first})).await;
+    assert_eq!(listed["dev_servers"], json!([]));
+    assert_eq!(wait_http(port_two).await, "dev server ok\n", "the other task's still runs");
+
+    server.stop().await;
+    assert!(group_members(pgid_two).is_empty(), "stopping the server stopped the dev server");
+}
+
+#[tokio::test]
+async fn i19_a3_stop_ends_a_dev_server_and_bad_requests_are_explained() {
+    let server = TestServer::start().await;
+    let (workspace_id, workflow) = server.kanban().await;
+    let (_tmp, repo) = repository();
+    let created = server
+        .call("repository.create", json!({"workspace_id": workspace_id, "local_path": repo}))
+        .await;
+    let repo_id = created["repository"]["id"].as_str().unwrap().to_owned();
+    let (task, dir) = task_with_worktree(&server, &workflow, &repo_id).await;
+
+    let (status, body) = server.post("devserver.start", json!({"task_id": task})).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("no dev_script"), "{body}");
+    server.call("repository.update", json!({"id": repo_id, "dev_script": DEV_SCRIPT})).await;
+    let started = server.call("devserver.start", json!({"task_id": task})).await;
+    let port = started["dev_server"]["port"].as_u64().unwrap();
+    wait_http(port).await;
+    let pgid = wait_pid(&Path::new(&dir).join(".devpid")).await;
+    let stopped = server.call("devserver.stop", json!({"task_id": task})).await;
+    assert_eq!(stopped["dev_server"]["port"], port);
+    assert!(group_members(pgid).is_empty(), "the stop answers once nothing of it runs");
+    let (status, _) = server.post("devserver.stop", json!({"task_id": task})).await;
+    assert_eq!(status, 404, "nothing left to stop");
+}
