@@ -202,6 +202,17 @@ test('i14 d2 after a server restart the page stops saying the agent works', asyn
   }
 });
 
+test('i14 d15 the mock reports a permission answer on its own line, not glued to the next text', async ({ page, kandev }) => {
+  await openStarted(page, kandev, 'Lines');
+  await send(page, '#!mock\nask_permission Edit README.md\nsay Now streaming');
+  const card = transcript(page).locator('[data-kind="permission_request"]');
+  await card.getByRole('button', { name: 'Allow once' }).click();
+  const agent = transcript(page).locator('[data-kind="agent"]').last();
+  await expect(agent).toContainText('Now streaming');
+  // As rendered (innerText shows a line break as one): two lines, not "allow_onceNow".
+  expect(await agent.evaluate((el) => (el as HTMLElement).innerText)).toMatch(/permission: allow_once\n+Now streaming/);
+});
+
 test('i14 d15 a completed plan item strikes through its words, not its check mark', async ({ page, kandev }) => {
   await openStarted(page, kandev, 'Planner');
   await send(page, '#!mock\nplan completed: read the code; in_progress: write the fix\nsay planned');

@@ -54,7 +54,8 @@ pub enum Directive {
     },
     /// `plan <status>:<text>; ...`: a `plan` update.
     Plan(Vec<PlanEntry>),
-    /// `ask_permission <title>`: `session/request_permission`; the outcome is said back.
+    /// `ask_permission <title>`: `session/request_permission`; the outcome is said back, on a
+    /// line of its own (`permission: allow_once` and a newline).
     AskPermission(String),
     /// `write <path> <text>`: write a file in the session cwd (`\n`, `\t`, `\\` escapes).
     Write {

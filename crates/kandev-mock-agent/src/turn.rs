@@ -335,12 +335,12 @@ impl Turn {
                 let outcome = result.pointer("/outcome/outcome").and_then(Value::as_str);
                 let option = result.pointer("/outcome/optionId").and_then(Value::as_str);
                 match (outcome, option) {
-                    (Some("selected"), Some(option)) => format!("permission: {option}"),
-                    (Some("cancelled"), _) => "permission: cancelled".to_owned(),
-                    _ => format!("permission: unexpected answer {result}"),
+                    (Some("selected"), Some(option)) => format!("permission: {option}\n"),
+                    (Some("cancelled"), _) => "permission: cancelled\n".to_owned(),
+                    _ => format!("permission: unexpected answer {result}\n"),
                 }
             }
-            Err(error) => format!("permission: error {}", error.message),
+            Err(error) => format!("permission: error {}\n", error.message),
         };
         self.say(&said).await;
         None

@@ -219,14 +219,14 @@ async fn ask_permission_offers_allow_and_reject_and_says_the_choice() {
         .map(|o| (o["optionId"].as_str().unwrap(), o["kind"].as_str().unwrap()))
         .collect();
     assert_eq!(options, [("allow_once", "allow_once"), ("reject_once", "reject_once")]);
-    assert_eq!(message_texts(&updates), ["permission: allow_once"]);
+    assert_eq!(message_texts(&updates), ["permission: allow_once\n"]);
     assert_eq!(answer["result"]["stopReason"], "end_turn");
 
     let (updates, _, _) =
         permission_round(json!({"outcome": "selected", "optionId": "reject_once"})).await;
-    assert_eq!(message_texts(&updates), ["permission: reject_once"]);
+    assert_eq!(message_texts(&updates), ["permission: reject_once\n"]);
     let (updates, _, _) = permission_round(json!({"outcome": "cancelled"})).await;
-    assert_eq!(message_texts(&updates), ["permission: cancelled"]);
+    assert_eq!(message_texts(&updates), ["permission: cancelled\n"]);
 }
 
 #[tokio::test]
