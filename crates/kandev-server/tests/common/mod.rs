@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod logs;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
