@@ -70,7 +70,7 @@ impl ProcessGroup {
         let pgid = self.pgid;
         let deadline = tokio::time::Instant::now() + bound;
         loop {
-            let alive = tokio::task::spawn_blocking(move || live_members(pgid)).await;
+            let alive = tokio::task::spawn_blocking(move || group_has_live_member(pgid)).await;
             if !alive.unwrap_or(true) {
                 self.retired.store(true, Ordering::Release);
                 return true;
@@ -98,7 +98,7 @@ impl Drop for ProcessGroup {
 
 /// Whether the group `pgid` has a member that is not a zombie. On Linux `/proc` tells a
 /// zombie from a live process; elsewhere any member (`kill(-pgid, 0)` succeeds) counts.
-fn live_members(pgid: i32) -> bool {
+pub fn group_has_live_member(pgid: i32) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return group_alive(pgid);
     };

@@ -27,5 +27,5 @@ pub mod terminal;
 
 pub use error::RuntimeError;
 pub use exit::ExitInfo;
-pub use group::{group_alive, kill_group};
+pub use group::{group_alive, group_has_live_member, kill_group};
 pub use process::{AgentProcess, AgentStdio, DEFAULT_STDERR_LIMIT, EnvPolicy, ProcessSpec, spawn};

@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{TestServer, step_id};
+use common::{TestServer, group_members, step_id};
 use serde_json::{Value, json};
 
 /// A git repository with one commit whose `dev_script` serves HTTP on `$PORT` (a tiny
@@ -30,23 +30,6 @@ fn repository() -> (tempfile::TempDir, PathBuf) {
 }
 
 const DEV_SCRIPT: &str = "echo $$ > .devpid; echo \"serving on $PORT\"; exec python3 -m http.server \"$PORT\" --bind 127.0.0.1";
-
-/// Live (non-zombie) processes of the group `pgid`.
-fn group_members(pgid: i32) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let Some((_, rest)) = stat.rsplit_once(')') else { return false };
-            let mut fields = rest.split_whitespace();
-            let state = fields.next();
-            let pgrp = fields.nth(1).and_then(|p| p.parse::<i32>().ok());
-            pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
-        })
-        .collect()
-}
 
 async fn wait_until<F: Fn() -> bool>(what: &str, done: F) {
     let deadline = std::time::Instant::now() + common::WAIT;

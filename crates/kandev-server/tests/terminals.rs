@@ -6,25 +6,8 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{TestServer, of_kind};
+use common::{TestServer, group_members, of_kind};
 use serde_json::{Value, json};
-
-/// Live (non-zombie) processes of the process group `pgid`.
-fn group_members(pgid: i32) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let Some((_, rest)) = stat.rsplit_once(')') else { return false };
-            let mut fields = rest.split_whitespace();
-            let state = fields.next();
-            let pgrp = fields.nth(1).and_then(|p| p.parse::<i32>().ok());
-            pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
-        })
-        .collect()
-}
 
 /// Waits (bounded) until the group `pgid` has no live process.
 async fn wait_group_gone(pgid: i32) {
