@@ -1,26 +1,44 @@
-// The archived tasks of a board, each with Restore (`task.unarchive`). Read when opened and
-// after a restore; archived tasks change rarely, so this list is not live.
-import { useCallback, useState } from 'react';
+// The archived tasks of a board, each with Restore (`task.unarchive`): a live query over the
+// workspace's topic, so a task archived a moment before the view opened (its archive still
+// committing) appears when its `task.archived` arrives, and a restored one leaves on its
+// `task.updated`.
+import { useCallback } from 'react';
 import { call, errorText } from '../../api/client';
-import type { TaskCardDto } from '../../api/types';
-import { useRead } from '../../lib/useRead';
+import type { Notification, TaskCardDto } from '../../api/types';
+import { removeById, upsertById } from '../../lib/lists';
 import { toast } from '../../lib/toast';
+import { useLiveQuery } from '../../lib/useLiveQuery';
 import { ErrorBanner } from '../ErrorBanner';
 
-export function ArchivedList({ workflowId }: { workflowId: string }) {
-  const [version, setVersion] = useState(0);
-  const load = useCallback(
-    async () => {
-      const r = await call('task.list', { workflow_id: workflowId, include_archived: true, limit: 1000 });
-      return r.tasks.filter((t) => t.archived_at);
-    },
-    // `version` reads afresh after a restore
-    [workflowId, version],
+function applyArchived(workflowId: string, list: TaskCardDto[], n: Notification): TaskCardDto[] {
+  const { action, payload: p } = n;
+  switch (action) {
+    case 'task.created':
+    case 'task.updated':
+    case 'task.moved':
+    case 'task.archived':
+      if (p.task.workflow_id !== workflowId) return list;
+      return p.task.archived_at ? upsertById(list, p.task) : removeById(list, p.task.id);
+    case 'task.deleted':
+      return removeById(list, p.id);
+    default:
+      return list;
+  }
+}
+
+export function ArchivedList({ workspaceId, workflowId }: { workspaceId: string; workflowId: string }) {
+  const load = useCallback(async () => {
+    const r = await call('task.list', { workflow_id: workflowId, include_archived: true, limit: 1000 });
+    return r.tasks.filter((t) => t.archived_at);
+  }, [workflowId]);
+  const apply = useCallback(
+    (list: TaskCardDto[], n: Notification) => applyArchived(workflowId, list, n),
+    [workflowId],
   );
-  const archived = useRead<TaskCardDto[]>(load);
+  const archived = useLiveQuery(`workspace:${workspaceId}`, load, apply);
   return (
     <section className="archived" aria-label="Archived tasks">
-      <ErrorBanner error={archived.error} onRetry={archived.retry} testId="archived-error" />
+      <ErrorBanner error={archived.error} onRetry={archived.reload} onDismiss={archived.dismissError} testId="archived-error" />
       {archived.data?.length === 0 && <p className="hint">No archived tasks.</p>}
       <ul>
         {archived.data?.map((t) => (
@@ -29,10 +47,7 @@ export function ArchivedList({ workflowId }: { workflowId: string }) {
             <button
               onClick={() =>
                 call('task.unarchive', { id: t.id }).then(
-                  () => {
-                    toast(`Restored “${t.title}”`);
-                    setVersion((v) => v + 1);
-                  },
+                  () => toast(`Restored “${t.title}”`),
                   (e: unknown) => toast(`Restore failed: ${errorText(e)}`, { error: true }),
                 )
               }

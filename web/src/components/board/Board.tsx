@@ -150,7 +150,7 @@ export function Board() {
           , then create a task with <kbd>n</kbd> or New task.
         </div>
       )}
-      {showArchived && <ArchivedList workflowId={workflow.id} />}
+      {showArchived && workspace && <ArchivedList workspaceId={workspace.id} workflowId={workflow.id} />}
       <StepSwitcher
         steps={steps}
         active={phoneStep}
