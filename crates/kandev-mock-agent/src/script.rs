@@ -27,9 +27,11 @@ pub enum Directive {
     Say(String),
     /// `think <text>`: one `agent_thought_chunk`.
     Think(String),
-    /// `stream <n> <bytes> [stamp]`: `count` message chunks of `bytes` bytes each
-    /// ([`stream_chunk_text`]); with `stamp`, each carries the time it was written
-    /// ([`stamped_chunk_text`]), so a reader can measure write-to-receive latency.
+    /// `stream <n> <bytes> [stamp] [every <ms>]`: `count` message chunks of `bytes` bytes
+    /// each ([`stream_chunk_text`]); with `stamp`, each carries the time it was written
+    /// ([`stamped_chunk_text`]), so a reader can measure write-to-receive latency; with
+    /// `every`, chunk `i` is written `i × ms` after the first (a paced stream, like a model's
+    /// tokens) instead of as fast as the pipe takes them.
     Stream {
         /// Number of chunks.
         count: u64,
@@ -37,6 +39,8 @@ pub enum Directive {
         bytes: usize,
         /// Whether each chunk carries its write time.
         stamp: bool,
+        /// The spacing of the chunks' writes, if paced.
+        every: Option<Duration>,
     },
     /// `sleep <ms>`: wait; a `session/cancel` ends the turn early.
     Sleep(Duration),
@@ -212,18 +216,31 @@ fn parse_directive(line: usize, text: &str) -> Result<Directive, ScriptError> {
         "think" => Directive::Think(rest.to_owned()),
         "stream" => {
             let (count, rest) = split_word(rest);
-            let (bytes, option) = split_word(rest);
-            let stamp = match option {
-                "" => false,
-                "stamp" => true,
-                other => {
-                    return Err(ScriptError::InvalidArgument {
-                        line,
-                        directive: "stream",
-                        value: other.to_owned(),
-                    });
+            let (bytes, mut options) = split_word(rest);
+            let (mut stamp, mut every) = (false, None);
+            while !options.is_empty() {
+                let (option, rest) = split_word(options);
+                options = rest;
+                match option {
+                    "stamp" if !stamp => stamp = true,
+                    "every" if every.is_none() => {
+                        let (ms, rest) = split_word(options);
+                        options = rest;
+                        every = Some(Duration::from_millis(number(
+                            "stream",
+                            "milliseconds after `every`",
+                            ms,
+                        )?));
+                    }
+                    other => {
+                        return Err(ScriptError::InvalidArgument {
+                            line,
+                            directive: "stream",
+                            value: other.to_owned(),
+                        });
+                    }
                 }
-            };
+            }
             let bytes = size("stream", "a chunk size in bytes", bytes)?;
             if stamp && bytes < STAMPED_MIN_BYTES {
                 return Err(ScriptError::InvalidArgument {
@@ -234,7 +251,8 @@ fn parse_directive(line: usize, text: &str) -> Result<Directive, ScriptError> {
                     ),
                 });
             }
-            Directive::Stream { count: number("stream", "a chunk count", count)?, bytes, stamp }
+            let count = number("stream", "a chunk count", count)?;
+            Directive::Stream { count, bytes, stamp, every }
         }
         "sleep" => Directive::Sleep(Duration::from_millis(number("sleep", "milliseconds", rest)?)),
         "tool" => {
@@ -499,7 +517,7 @@ bigline 1048576";
         assert_eq!(
             script(text),
             vec![
-                Directive::Stream { count: 2000, bytes: 100, stamp: false },
+                Directive::Stream { count: 2000, bytes: 100, stamp: false, every: None },
                 Directive::Sleep(Duration::from_millis(250)),
                 Directive::Tool { kind: "execute".into(), title: "Run the tests".into() },
                 Directive::ToolDone { failed: false },
@@ -561,7 +579,7 @@ bigline 1048576";
     fn i15_stamped_chunks_keep_their_size_and_carry_their_write_time() {
         assert_eq!(
             script("#!mock\nstream 3 40 stamp"),
-            vec![Directive::Stream { count: 3, bytes: 40, stamp: true }]
+            vec![Directive::Stream { count: 3, bytes: 40, stamp: true, every: None }]
         );
         let chunk = stamped_chunk_text(7, 40, 1_733_030_000_123_456);
         assert_eq!(chunk, "000007|1733030000123456|hhhhhhhhhhhhhhhh");
@@ -569,6 +587,24 @@ bigline 1048576";
         assert_eq!(chunk_stamp(&chunk), Some(1_733_030_000_123_456));
         assert!(parse_prompt("#!mock\nstream 3 10 stamp").is_err(), "too small for a stamp");
         assert!(parse_prompt("#!mock\nstream 3 40 stomp").is_err());
+    }
+
+    #[test]
+    fn i15_a1_paced_stream_takes_every_in_milliseconds_in_any_option_order() {
+        let paced = Directive::Stream {
+            count: 3,
+            bytes: 40,
+            stamp: true,
+            every: Some(Duration::from_millis(2)),
+        };
+        assert_eq!(script("#!mock\nstream 3 40 stamp every 2"), vec![paced.clone()]);
+        assert_eq!(script("#!mock\nstream 3 40 every 2 stamp"), vec![paced]);
+        assert_eq!(
+            parse_prompt("#!mock\nstream 3 40 every").unwrap_err().to_string(),
+            "script line 2: `stream` needs milliseconds after `every`"
+        );
+        assert!(parse_prompt("#!mock\nstream 3 40 every soon").is_err());
+        assert!(parse_prompt("#!mock\nstream 3 40 stamp stamp").is_err(), "an option twice");
     }
 
     #[test]

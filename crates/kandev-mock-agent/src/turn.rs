@@ -230,10 +230,18 @@ impl Turn {
         match directive {
             Directive::Say(text) => self.say(&text).await,
             Directive::Think(text) => self.chunk(ChunkKind::Thought, &text).await,
-            Directive::Stream { count, bytes, stamp } => {
+            Directive::Stream { count, bytes, stamp, every } => {
+                let start = tokio::time::Instant::now();
                 for index in 0..count {
                     if self.cancel.is_cancelled() {
                         return Some(End::cancelled());
+                    }
+                    if let Some(every) = every {
+                        // Due times from the start, so the pace does not drift with the
+                        // time each write takes.
+                        let due =
+                            start + every.saturating_mul(u32::try_from(index).unwrap_or(u32::MAX));
+                        self.unless_cancelled(tokio::time::sleep_until(due)).await?;
                     }
                     let text = if stamp {
                         script::stamped_chunk_text(index, bytes, unix_micros())
