@@ -643,14 +643,14 @@ async fn search_figures(
     let mut common = vec![];
     for i in 0..100 {
         let task = i * 7919 % tasks_n;
-        let (t, hits) = search(format!("\"board task number {task}\""), json!(["tasks"])).await?;
+        let (t, hits) = search(format!("\"board task number {task}\""), json!(["task"])).await?;
         report.check(
             hits.iter().any(|h| h["task_title"] == format!("task {task}")),
             format!("search for task {task} did not find it"),
         );
         selective.push(t);
         let thought = i * 31 % (per_turn / 2);
-        let (t, hits) = search(format!("\"thought {thought}\""), json!(["messages"])).await?;
+        let (t, hits) = search(format!("\"thought {thought}\""), json!(["message"])).await?;
         report.check(!hits.is_empty(), format!("search for thought {thought} found nothing"));
         selective.push(t);
         if i % 5 == 0 {

@@ -47,7 +47,7 @@ pub use messages::{Appended, NewMessage};
 pub use profiles::{NewProfile, ProfilePatch};
 pub use repositories::{NewRepository, RepositoryPatch};
 pub use runtime::RuntimeRecord;
-pub use search::{SearchHit, SearchKinds, SearchPage, SnippetPart};
+pub use search::{RANK_WINDOW, SearchHit, SearchKinds, SearchPage, SnippetPart};
 pub use session_resets::ResetIntent;
 pub use sessions::SessionUpdate;
 pub use ship::NewReviewComment;

@@ -97,8 +97,53 @@ fn is_query_error(err: &sqlx::Error) -> bool {
     db.code().is_some_and(|code| code == "1")
 }
 
+/// A query FTS5 cannot parse becomes [`StoreError::InvalidQuery`] saying what to do.
+fn search_error(err: sqlx::Error) -> StoreError {
+    if !is_query_error(&err) {
+        return StoreError::from(err);
+    }
+    let reason = match &err {
+        sqlx::Error::Database(db) => db.message().trim_start_matches("fts5: ").to_owned(),
+        _ => err.to_string(),
+    };
+    StoreError::InvalidQuery(format!(
+        "the search query is not valid ({reason}); quote words with \"double quotes\" to search for them literally"
+    ))
+}
+
+/// How many of a query's newest matches (per index) are ranked. Ranking (bm25) costs a few
+/// microseconds per matching row: a word in half of a million messages took seconds. Past
+/// this many matches, only the newest are ranked, so a common word answers as fast as a
+/// rare one and recent work comes first; a rarer query is ranked over all its matches.
+pub const RANK_WINDOW: i64 = 1_000;
+
+/// The rowid of the [`RANK_WINDOW`]-th newest match of `query` in `index` (a table name
+/// from this file's constants), if it has that many.
+async fn window_start(store: &Store, index: &str, query: &str) -> Result<Option<i64>> {
+    let sql = format!(
+        "SELECT rowid FROM {index} WHERE {index} MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2"
+    );
+    sqlx::query_scalar::<_, i64>(&sql)
+        .bind(query)
+        .bind(RANK_WINDOW - 1)
+        .fetch_optional(&store.read)
+        .await
+        .map_err(search_error)
+}
+
+/// `select` limited to the rows from `start` on, when the query has a window. (A rowid
+/// bound on a query with few matches makes SQLite scan the range instead: only add it
+/// when needed.)
+fn windowed(select: &str, index: &str, start: Option<i64>) -> String {
+    match start {
+        Some(rowid) => format!("{select} AND {index}.rowid >= {rowid}"),
+        None => select.to_owned(),
+    }
+}
+
 impl Store {
-    /// Hits of `query` (FTS5 query syntax) in the workspace's unarchived tasks, best first.
+    /// Hits of `query` (FTS5 query syntax) in the workspace's unarchived tasks, best first
+    /// (among the newest [`RANK_WINDOW`] matches per index when there are more).
     /// A query FTS5 cannot parse is [`StoreError::InvalidQuery`].
     pub async fn search(
         &self,
@@ -108,10 +153,15 @@ impl Store {
         limit: i64,
         offset: i64,
     ) -> Result<SearchPage> {
-        let selects: Vec<&str> = [(kinds.tasks, TASK_HITS), (kinds.messages, MESSAGE_HITS)]
-            .into_iter()
-            .filter_map(|(on, sql)| on.then_some(sql))
-            .collect();
+        let mut selects = vec![];
+        for (on, select, index) in
+            [(kinds.tasks, TASK_HITS, "tasks_fts"), (kinds.messages, MESSAGE_HITS, "messages_fts")]
+        {
+            if on {
+                let start = window_start(self, index, query).await?;
+                selects.push(windowed(select, index, start));
+            }
+        }
         if selects.is_empty() {
             return Ok(SearchPage { hits: vec![], next_offset: None });
         }
@@ -124,19 +174,7 @@ impl Store {
             .bind(offset)
             .fetch_all(&self.read)
             .await
-            .map_err(|err| {
-                if is_query_error(&err) {
-                    let reason = match &err {
-                        sqlx::Error::Database(db) => db.message().trim_start_matches("fts5: ").to_owned(),
-                        _ => err.to_string(),
-                    };
-                    StoreError::InvalidQuery(format!(
-                        "the search query is not valid ({reason}); quote words with \"double quotes\" to search for them literally"
-                    ))
-                } else {
-                    StoreError::from(err)
-                }
-            })?;
+            .map_err(search_error)?;
         let more = rows.len() as i64 > limit;
         let hits = rows
             .into_iter()

@@ -6,7 +6,7 @@ use std::time::Instant;
 use kandev_domain::transcript::MessageKind;
 use kandev_domain::workflow::{StepSpec, WorkflowSpec};
 use kandev_domain::{MessageId, SessionId, TurnId, WorkspaceId};
-use kandev_store::{Location, NewMessage, NewTask, SearchKinds, Store, StoreError};
+use kandev_store::{Location, NewMessage, NewTask, RANK_WINDOW, SearchKinds, Store, StoreError};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -168,4 +168,38 @@ async fn i15_chunks_left_unfolded_by_a_crash_are_folded_at_open() {
     let kinds = SearchKinds { tasks: false, messages: true };
     let page = store.search(&f.workspace, "quokka", kinds, 10, 0).await.unwrap();
     assert_eq!(page.hits.len(), 1, "folded at open, so indexed");
+}
+
+#[tokio::test]
+async fn i15_a4_a_common_word_is_ranked_among_its_newest_matches_a_rare_one_among_all() {
+    let f = fixture("window").await;
+    // The oldest message is the best match of `common` (the word three times) and the only
+    // one of `needle`; RANK_WINDOW newer messages contain `common` once.
+    let oldest = new_message(&f.store, &f.session, "common common common needle").await;
+    let mut tx = f.store.begin_write().await.unwrap();
+    for i in 0..RANK_WINDOW {
+        tx.insert_message(&NewMessage {
+            session_id: f.session.clone(),
+            turn_id: None::<TurnId>,
+            kind: MessageKind::Agent,
+            content: format!("common word {i}"),
+            metadata: "{}".into(),
+            client_message_id: None,
+        })
+        .await
+        .unwrap();
+        let topic = format!("session:{}", f.session);
+        tx.emit(topic, "session.message.added", serde_json::json!({})).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    let kinds = SearchKinds { tasks: false, messages: true };
+    let common = f.store.search(&f.workspace, "common", kinds, 5, 0).await.unwrap();
+    assert_eq!(common.hits.len(), 5);
+    assert!(
+        common.hits.iter().all(|h| h.message.as_ref().map(|m| &m.1) != Some(&oldest)),
+        "the best but oldest match is past the window of the newest {RANK_WINDOW}"
+    );
+    let rare = f.store.search(&f.workspace, "common AND needle", kinds, 5, 0).await.unwrap();
+    assert_eq!(rare.hits.len(), 1);
+    assert_eq!(rare.hits[0].message.as_ref().map(|m| &m.1), Some(&oldest));
 }
