@@ -131,13 +131,12 @@ impl WriteTx {
     /// Whether the agent of `session_id` waits on a permission request (one recorded as
     /// pending in its transcript).
     pub async fn permissions_waiting(&mut self, session_id: &SessionId) -> Result<usize> {
-        let n: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND kind = 'permission_request' \
-             AND json_extract(metadata, '$.status') = 'pending'",
-        )
-        .bind(session_id.as_str())
-        .fetch_one(self.conn())
-        .await?;
+        let sql = format!(
+            "SELECT COUNT(*) {} AND json_extract(metadata, '$.status') = 'pending'",
+            crate::permissions::PERMISSION_REQUESTS
+        );
+        let n: i64 =
+            sqlx::query_scalar(&sql).bind(session_id.as_str()).fetch_one(self.conn()).await?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 

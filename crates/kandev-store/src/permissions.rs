@@ -8,6 +8,12 @@ use kandev_domain::transcript::Message;
 use crate::messages::{MESSAGE_COLUMNS, MessageRow};
 use crate::{Result, Store, WriteTx};
 
+/// The permission requests of a session (`?1`), through their partial index
+/// (`messages_permission_requests`, migration 0019: the `kind` test must stay this literal
+/// for SQLite to use it); callers add their own conditions.
+pub(crate) const PERMISSION_REQUESTS: &str =
+    "FROM messages WHERE session_id = ?1 AND kind = 'permission_request'";
+
 impl Store {
     /// The permission request message with `request_id` in a session, if any.
     pub async fn find_permission_message(
@@ -16,8 +22,7 @@ impl Store {
         request_id: &str,
     ) -> Result<Option<Message>> {
         let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND kind = 'permission_request' \
-             AND json_extract(metadata, '$.request_id') = ?"
+            "SELECT {MESSAGE_COLUMNS} {PERMISSION_REQUESTS} AND json_extract(metadata, '$.request_id') = ?2"
         );
         sqlx::query_as::<_, MessageRow>(&sql)
             .bind(session_id.as_str())
@@ -29,16 +34,20 @@ impl Store {
     }
 }
 
+/// The pending permission requests of a session, oldest first.
+fn pending_permissions_sql() -> String {
+    format!(
+        "SELECT {MESSAGE_COLUMNS} {PERMISSION_REQUESTS} AND json_extract(metadata, '$.status') = 'pending' ORDER BY seq"
+    )
+}
+
 impl WriteTx {
     /// Pending permission requests of a session (status `pending` in their metadata).
     pub async fn pending_permission_messages(
         &mut self,
         session_id: &SessionId,
     ) -> Result<Vec<Message>> {
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND kind = 'permission_request' \
-             AND json_extract(metadata, '$.status') = 'pending' ORDER BY seq"
-        );
+        let sql = pending_permissions_sql();
         sqlx::query_as::<_, MessageRow>(&sql)
             .bind(session_id.as_str())
             .fetch_all(self.conn())
@@ -69,5 +78,39 @@ impl WriteTx {
         .execute(self.conn())
         .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PERMISSION_REQUESTS, pending_permissions_sql};
+    use crate::Store;
+
+    /// The query plan of `sql` (one line per step).
+    async fn plan(store: &Store, sql: &str) -> String {
+        let rows: Vec<(i64, i64, i64, String)> =
+            sqlx::query_as(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .bind("s")
+                .bind("r")
+                .fetch_all(&store.read)
+                .await
+                .unwrap();
+        rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n")
+    }
+
+    #[tokio::test]
+    async fn i15_a4_permission_lookups_use_their_index_not_the_sessions_messages() {
+        let store = Store::in_memory().await.unwrap();
+        let by_id = format!(
+            "SELECT id {PERMISSION_REQUESTS} AND json_extract(metadata, '$.request_id') = ?2"
+        );
+        // `WriteTx::permissions_waiting`'s query.
+        let waiting = format!(
+            "SELECT COUNT(*) {PERMISSION_REQUESTS} AND json_extract(metadata, '$.status') = 'pending'"
+        );
+        for sql in [pending_permissions_sql(), by_id, waiting] {
+            let plan = plan(&store, &sql).await;
+            assert!(plan.contains("messages_permission_requests"), "{sql}\n{plan}");
+        }
     }
 }
