@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use kandev_acp::AgentEvent;
-use kandev_domain::agent::{AgentKind, AgentProfile};
+use kandev_domain::agent::{AgentKind, AgentProfile, McpServerConfig};
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{Message, MessageKind};
 use kandev_store::{RuntimeRecord, SessionUpdate, StoreError, WriteTx};
@@ -29,6 +29,7 @@ pub(crate) struct NewBoot {
     /// The session's first start: a reused worktree is announced.
     first: bool,
     spec: LaunchSpec,
+    mcp_servers: Vec<McpServerConfig>,
 }
 
 impl SessionActor {
@@ -131,6 +132,7 @@ impl SessionActor {
         let first = self.session.state == SessionState::Created;
         let profile = self.profile().await?;
         let spec = self.launch_spec(profile.as_ref());
+        let mcp_servers = profile.map(|p| p.mcp_servers).unwrap_or_default();
         let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
         self.session.epoch = epoch;
         self.write(
@@ -138,13 +140,13 @@ impl SessionActor {
             SessionUpdate { state: Some(SessionState::Starting), ..SessionUpdate::default() },
         )
         .await?;
-        Ok(NewBoot { epoch, first, spec })
+        Ok(NewBoot { epoch, first, spec, mcp_servers })
     }
 
     /// Once [`Self::bind_boot`] is committed: prepares the working directory and boots the
     /// agent as a child future.
     pub(super) fn spawn_boot(&mut self, boot: NewBoot, prompt: Option<Message>, fresh: bool) {
-        let NewBoot { epoch, first, spec } = boot;
+        let NewBoot { epoch, first, spec, mcp_servers } = boot;
         let cancel = CancellationToken::new();
         self.phase = Phase::Booting(Boot { epoch, cancel: cancel.clone(), prompt });
         let plan = BootPlan {
@@ -160,6 +162,7 @@ impl SessionActor {
                 epoch,
                 self.inner.config.mcp_bridge.clone(),
             ),
+            mcp_servers,
         };
         let launcher = self.inner.launcher.clone();
         let inbox = self.sender();
@@ -271,7 +274,8 @@ impl SessionActor {
             acp_session_id: acp_session_id.clone(),
             cancel,
             ordered,
-            mcp_http: conversation.mcp_http,
+            mcp_caps: conversation.mcp_caps,
+            mcp_servers: conversation.mcp_servers.clone(),
         };
         self.phase = Phase::Ready(live);
         let idle_timeout = self.inner.config.idle_timeout;
@@ -310,6 +314,16 @@ impl SessionActor {
         if let Some((text, reason)) = note {
             let metadata = json!({ "reason": reason });
             add_message(&mut tx, &self.session, None, MessageKind::Status, text, metadata).await?;
+        }
+        if !conversation.mcp_left_out.is_empty() {
+            let names = conversation.mcp_left_out.join(", ");
+            let text = format!(
+                "MCP servers of the profile not handed to the agent, which does not take their \
+                 transport (mcpCapabilities): {names}"
+            );
+            let metadata =
+                json!({ "reason": "mcp_transport", "servers": conversation.mcp_left_out });
+            add_message(&mut tx, &self.session, None, MessageKind::Status, &text, metadata).await?;
         }
         tx.commit().await?;
         Ok(())
