@@ -44,7 +44,7 @@ test('a profile gets an extra MCP server in the editor; its header stays a secre
   const server = form.getByRole('group', { name: 'MCP server 1' });
   await server.getByLabel('Server name').fill('docs');
   await server.getByLabel('Transport').selectOption('http');
-  await server.getByLabel('URL').fill('http://127.0.0.1:9/mcp');
+  await server.getByLabel('URL', { exact: true }).fill('http://127.0.0.1:9/mcp');
   await server.getByLabel(/Headers/).fill('Authorization: Bearer e2e-secret');
   await form.getByRole('button', { name: 'Save profile' }).click();
   const row = page.getByRole('row', { name: /Mock with docs/ });
@@ -60,7 +60,7 @@ test('a profile gets an extra MCP server in the editor; its header stays a secre
 
   // A bad server is refused with the server's message, naming the field.
   await row.getByRole('button', { name: 'Edit' }).click();
-  await page.getByRole('form', { name: 'Edit profile' }).getByLabel('URL').fill('not a url');
+  await page.getByRole('form', { name: 'Edit profile' }).getByLabel('URL', { exact: true }).fill('not a url');
   await page.getByRole('form', { name: 'Edit profile' }).getByRole('button', { name: 'Save profile' }).click();
   await expect(page.getByRole('form', { name: 'Edit profile' }).getByRole('alert')).toContainText('mcp_servers[0].url');
   const profiles = await kandev.api<{ profiles: { name: string; mcp_servers: unknown }[] }>('agent.profile.list');

@@ -653,12 +653,19 @@ async fn claude_converses_through_kandev() {
 
 /// Issue 17 acceptance 7: a real agent, driven by the fake model's tool call, calls Kandev's
 /// `create_task` through the MCP server Kandev handed it in `session/new` (the http form with
-/// its session token), and the subtask appears on the board.
+/// its session token), and the subtask appears on the board. Then a server of the profile's
+/// own (`mcp_servers`: Kandev's `/mcp` again, as an outside client) is called in a second turn.
 async fn creates_a_task_through_mcp(agent: &'static Agent) {
     let mut run = Run::start(agent).await;
-    let step = "setup: a task in the first step of the default board, tools auto-approved";
-    run.call(step, "agent.profile.update", json!({"id": run.profile_id, "auto_approve": true}))
-        .await;
+    let step = "setup: a task in the first step of the default board, tools auto-approved, \
+                an extra MCP server in the profile";
+    let extra = json!([{"name": "board", "url": format!("{}/mcp", run.server.url)}]);
+    run.call(
+        step,
+        "agent.profile.update",
+        json!({"id": run.profile_id, "auto_approve": true, "mcp_servers": extra}),
+    )
+    .await;
     let workspaces = run.call(step, "workspace.list", json!({})).await;
     let workspace = &workspaces["workspaces"][0]["id"];
     let workflows = run.call(step, "workflow.list", json!({"workspace_id": workspace})).await;
@@ -677,8 +684,9 @@ async fn creates_a_task_through_mcp(agent: &'static Agent) {
     let step = "session.launch: the model calls create_task, the agent calls Kandev's MCP";
     let title = format!("Subtask made by {} through MCP", agent.name);
     let arguments = json!({"title": title, "parent_id": "current"});
-    let prompt =
-        format!("Create the subtask with Kandev's tool.\n{CALL_TOOL} create_task {arguments}");
+    let prompt = format!(
+        "Create the subtask with Kandev's tool.\n{CALL_TOOL} kandev_create_task {arguments}"
+    );
     let launched = run
         .call(
             step,
@@ -728,7 +736,8 @@ async fn creates_a_task_through_mcp(agent: &'static Agent) {
         let all = run.messages_after(step, &session, i64::MIN).await;
         let replied = all.iter().any(|m| {
             let content = m["content"].as_str().unwrap_or_default();
-            m["kind"] == "agent" && content.contains(TOOL_REPLY_PREFIX) && content.contains(&title)
+            let quotes_task = created["id"].as_str().is_some_and(|id| content.contains(id));
+            m["kind"] == "agent" && content.contains(TOOL_REPLY_PREFIX) && quotes_task
         });
         if replied && got["session"]["state"] == "WAITING_FOR_INPUT" {
             break;
@@ -738,6 +747,41 @@ async fn creates_a_task_through_mcp(agent: &'static Agent) {
             run.fail(step, &format!("no reply quoting the tool's result: {transcript:#?}"));
         }
         tokio::time::sleep(POLL).await;
+    }
+    run.pass(step);
+
+    let step = "message.add: the model calls a tool of the profile's own MCP server";
+    let after = run.last_seq(step, &session).await;
+    let created_id = created["id"].as_str().unwrap_or_default().to_owned();
+    let prompt =
+        format!("Read it back.\n{CALL_TOOL} board_get_task {}", json!({"task_id": created_id}));
+    run.call(step, "message.add", json!({"session_id": session, "content": prompt})).await;
+    let start = Instant::now();
+    loop {
+        let got = run.call(step, "session.get", json!({"id": session})).await;
+        let new = run.messages_after(step, &session, after).await;
+        let replied = new.iter().any(|m| {
+            let content = m["content"].as_str().unwrap_or_default();
+            m["kind"] == "agent" && content.contains(TOOL_REPLY_PREFIX) && content.contains(&title)
+        });
+        if replied && got["session"]["state"] == "WAITING_FOR_INPUT" {
+            break;
+        }
+        if start.elapsed() > TURN_DEADLINE {
+            let transcript: Vec<String> = new.iter().map(describe).collect();
+            run.fail(step, &format!("no reply quoting board_get_task: {transcript:#?}"));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    run.pass(step);
+
+    let step = "nothing tried to leave the machine (the fake is every proxy)";
+    let blocked: Vec<String> = (run.world.fake.requests().iter())
+        .filter(|r| r.outcome == fake_model::Outcome::Blocked)
+        .map(ToString::to_string)
+        .collect();
+    if !blocked.is_empty() {
+        run.fail(step, &format!("requests for other hosts: {blocked:#?}"));
     }
     run.pass(step);
     run.server.stop();

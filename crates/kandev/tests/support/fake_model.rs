@@ -5,8 +5,8 @@
 //!
 //! Tool calls (Chat Completions only): a user text with the line
 //! `CALL_TOOL <name> <json-arguments>` is answered with a call of the request's tool named
-//! `<name>` or ending in `_<name>` (agents prefix MCP tools with their server's name, e.g.
-//! OpenCode's `kandev_create_task`); the tool's result is then answered with
+//! `<name>`, else of its one tool ending in `_<name>` (agents prefix MCP tools with their
+//! server's name, e.g. OpenCode's `kandev_create_task`); the tool's result is then answered with
 //! [`TOOL_REPLY_PREFIX`] and the result's text.
 
 use std::fmt::Write as _;
@@ -333,7 +333,7 @@ fn tool_turn(body: &Value, n: usize) -> Option<(String, ChatAnswer)> {
     if last["role"] == "tool" {
         let result = texts(&last["content"]).join(" ");
         let result: String = result.split_whitespace().collect::<Vec<_>>().join(" ");
-        let result: String = result.chars().take(600).collect();
+        let result: String = result.chars().take(4000).collect();
         let summary = format!("tool result={:?}", result.chars().take(120).collect::<String>());
         return Some((summary, ChatAnswer::Text(format!("{TOOL_REPLY_PREFIX}{result}"))));
     }
@@ -355,10 +355,15 @@ fn tool_turn(body: &Value, n: usize) -> Option<(String, ChatAnswer)> {
         .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
         .collect();
     let suffix = format!("_{wanted}");
-    let Some(name) = offered.iter().find(|o| *o == wanted || o.ends_with(&suffix)) else {
-        // Requests without tools (title generation) get a plain text.
-        let text = format!("{REPLY_PREFIX}. No tool {wanted} among {offered:?}");
-        return Some((format!("no tool {wanted}"), ChatAnswer::Text(text)));
+    let ending: Vec<&String> = offered.iter().filter(|o| o.ends_with(&suffix)).collect();
+    let name = match (offered.iter().find(|o| *o == wanted), ending.as_slice()) {
+        (Some(exact), _) => exact,
+        (None, [one]) => *one,
+        _ => {
+            // Requests without tools (title generation) get a plain text.
+            let text = format!("{REPLY_PREFIX}. No one tool {wanted} among {offered:?}");
+            return Some((format!("no one tool {wanted}"), ChatAnswer::Text(text)));
+        }
     };
     let summary = format!("tool call #{n} {name} {arguments}");
     let call = ToolCall { name: name.clone(), arguments: arguments.trim().to_owned() };
