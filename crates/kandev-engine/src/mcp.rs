@@ -85,6 +85,11 @@ impl std::fmt::Debug for McpOffer {
 }
 
 impl McpOffer {
+    /// The token (for scrubbing it from the agent's stderr; never log it).
+    pub(crate) fn token(&self) -> &str {
+        &self.token
+    }
+
     /// The ACP `McpServer` entries for an agent: the http form when it advertises
     /// `mcpCapabilities.http`, else the stdio bridge (token in its env), else nothing.
     pub fn servers(&self, agent_takes_http: bool) -> Vec<Value> {
@@ -153,6 +158,19 @@ pub fn profile_servers(servers: &[McpServerConfig], caps: McpCaps) -> (Vec<Value
         }
     }
     (entries, left_out)
+}
+
+/// The env and header values of a profile's MCP servers: secrets the agent's stderr is
+/// scrubbed of.
+pub(crate) fn server_secrets(servers: &[McpServerConfig]) -> Vec<String> {
+    servers
+        .iter()
+        .flat_map(|s| match s {
+            McpServerConfig::Stdio { env, .. } => env.iter(),
+            McpServerConfig::Remote { headers, .. } => headers.iter(),
+        })
+        .map(|v| v.value.clone())
+        .collect()
 }
 
 /// A minted token's session and epoch, found by the token's hash.

@@ -618,3 +618,44 @@ async fn i17_s6_bad_profile_mcp_servers_get_a_validation_error_naming_the_field(
         .await;
     assert_eq!(status, 422, "an update cannot keep a value the server never had: {answer}");
 }
+
+/// Issue 17 scope 6, "masked like env": an agent that prints the `session/new` it got (its
+/// MCP token, the env and header values of the profile's MCP servers) to stderr and fails
+/// does not get them into `last_error.details.stderr` or the transcript.
+#[tokio::test]
+async fn i17_s6_an_agent_printing_its_mcp_servers_does_not_leak_their_secrets() {
+    let server = TestServer::start().await;
+    let answer = r#"{"jsonrpc":"2.0","id":ID,"result":{"protocolVersion":1,"agentCapabilities":{"mcpCapabilities":{"http":true}}}}"#;
+    let script = format!(
+        "read -r init; id=$(echo \"$init\" | sed 's/.*\"id\":\\([0-9]*\\).*/\\1/'); \
+         echo '{answer}' | sed \"s/ID/$id/\"; read -r new; echo \"got: $new\" >&2; exit 3"
+    );
+    let profile = server
+        .profile(json!({
+            "name": "Chatty", "kind": "custom", "command": "/bin/sh", "args": ["-c", script],
+            "mcp_servers": extra_servers(&server),
+        }))
+        .await;
+    let (_, workflow) = server.kanban().await;
+    let task = server
+        .call(
+            "task.create",
+            json!({"workflow_id": workflow["id"], "title": "T",
+                   "step_id": step_id(&workflow, "Backlog")}),
+        )
+        .await;
+    let launched = server
+        .call("session.launch", json!({"task_id": task["task"]["id"], "agent_profile_id": profile}))
+        .await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    let failed = server.wait_state(&session, "FAILED").await;
+    let stderr = failed["last_error"]["details"]["stderr"].as_str().unwrap_or_default();
+    assert!(stderr.contains("got: ") && stderr.contains("mcpServers"), "{failed}");
+    assert!(stderr.contains("[redacted]"), "the stderr is shown, scrubbed: {stderr}");
+    let messages = Value::Array(server.messages(&session).await).to_string();
+    for text in [stderr, &messages] {
+        assert!(!text.contains("stdio-secret-4711"), "an env value leaked: {text}");
+        assert!(!text.contains("server-secret"), "a header value leaked: {text}");
+        assert!(!text.contains("kst_"), "the session token leaked: {text}");
+    }
+}

@@ -97,7 +97,7 @@ impl SessionActor {
         };
         let Some(profile) = profile else {
             let (program, args, builtin_mock) = builtin_mock(&[]);
-            return LaunchSpec { program, args, env: vec![], cwd, builtin_mock };
+            return LaunchSpec { program, args, env: vec![], cwd, builtin_mock, secrets: vec![] };
         };
         let env = profile.env.iter().map(|e| (e.name.clone(), e.value.clone())).collect();
         let (program, args, builtin_mock) = match (profile.kind, profile.command.is_empty()) {
@@ -113,7 +113,8 @@ impl SessionActor {
                 )
             }
         };
-        LaunchSpec { program, args, env, cwd, builtin_mock }
+        let secrets = crate::mcp::server_secrets(&profile.mcp_servers);
+        LaunchSpec { program, args, env, cwd, builtin_mock, secrets }
     }
 
     /// Binds the session to a new execution: new epoch, `STARTING`, boot as a child future.
@@ -146,9 +147,12 @@ impl SessionActor {
     /// Once [`Self::bind_boot`] is committed: prepares the working directory and boots the
     /// agent as a child future.
     pub(super) fn spawn_boot(&mut self, boot: NewBoot, prompt: Option<Message>, fresh: bool) {
-        let NewBoot { epoch, first, spec, mcp_servers } = boot;
+        let NewBoot { epoch, first, mut spec, mcp_servers } = boot;
         let cancel = CancellationToken::new();
         self.phase = Phase::Booting(Boot { epoch, cancel: cancel.clone(), prompt });
+        let mcp =
+            self.inner.mcp.offer(&self.session.id, epoch, self.inner.config.mcp_bridge.clone());
+        spec.secrets.extend(mcp.as_ref().map(|offer| offer.token().to_owned()));
         let plan = BootPlan {
             spec,
             resume_token: if fresh { None } else { self.session.resume_token.clone() },
@@ -157,11 +161,7 @@ impl SessionActor {
             call_timeout: self.inner.config.call_timeout,
             stop_grace: self.inner.config.stop_grace,
             authenticate: self.inner.take_auth_wish(&self.session.id),
-            mcp: self.inner.mcp.offer(
-                &self.session.id,
-                epoch,
-                self.inner.config.mcp_bridge.clone(),
-            ),
+            mcp,
             mcp_servers,
         };
         let launcher = self.inner.launcher.clone();
