@@ -520,6 +520,19 @@ async fn i17_s6_profile_mcp_servers_reach_the_agent_after_kandevs_own_and_stay_m
     let said = mcp_said(&server.turn(&session_id, &script(&[line])).await);
     assert!(said.len() == 1 && said[0].starts_with("mcp add_note ok:"), "{said:?}");
 
+    // A live context reset's session/new hands them again, with the new token.
+    let epoch = server.call("session.get", json!({"id": session_id})).await["session"]["epoch"]
+        .as_i64()
+        .unwrap();
+    server.call("session.reset_context", json!({"id": session_id})).await;
+    let token = Some("server-secret");
+    wait_session(&server, token, &session_id, |s| s["epoch"].as_i64() > Some(epoch)).await;
+    let reset = handed(&log);
+    assert_eq!(reset.len(), 2, "the reset's session/new: {reset:?}");
+    assert_ne!(reset[1][0], reset[0][0], "a new token for Kandev's own server");
+    let extras = |servers: &Value| servers.as_array().unwrap()[1..].to_vec();
+    assert_eq!(extras(&reset[1]), extras(&reset[0]), "the profile's servers again");
+
     // An update that sends the masks back keeps the values, and a resumed agent gets them
     // again (session/load).
     let mut kept = masked.clone();
