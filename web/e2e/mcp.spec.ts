@@ -34,3 +34,38 @@ test('a card shows what blocks it and the task page lists subtasks', async ({ pa
   await expect(page.getByTestId('subtasks')).toContainText('First part');
   await expect(page.getByTestId('subtasks')).toContainText('Backlog');
 });
+
+test('a profile gets an extra MCP server in the editor; its header stays a secret', async ({ page, kandev }) => {
+  await page.goto(`${kandev.url}/settings/profiles`);
+  await page.getByRole('button', { name: 'Add profile' }).click();
+  const form = page.getByRole('form', { name: 'New profile' });
+  await form.getByLabel('Name').fill('Mock with docs');
+  await form.getByRole('button', { name: 'Add MCP server' }).click();
+  const server = form.getByRole('group', { name: 'MCP server 1' });
+  await server.getByLabel('Server name').fill('docs');
+  await server.getByLabel('Transport').selectOption('http');
+  await server.getByLabel('URL', { exact: true }).fill('http://127.0.0.1:9/mcp');
+  await server.getByLabel(/Headers/).fill('Authorization: Bearer e2e-secret');
+  await form.getByRole('button', { name: 'Save profile' }).click();
+  const row = page.getByRole('row', { name: /Mock with docs/ });
+  await expect(row.getByRole('cell', { name: 'docs', exact: true })).toBeVisible();
+
+  // Shown masked when edited again; saving with the mask keeps the value.
+  await row.getByRole('button', { name: 'Edit' }).click();
+  const edit = page.getByRole('form', { name: 'Edit profile' });
+  await expect(edit.getByLabel(/Headers/)).toHaveValue('Authorization: ********');
+  await expect(page.getByText('e2e-secret')).toHaveCount(0);
+  await edit.getByRole('button', { name: 'Save profile' }).click();
+  await expect(edit).toHaveCount(0);
+
+  // A bad server is refused with the server's message, naming the field.
+  await row.getByRole('button', { name: 'Edit' }).click();
+  await page.getByRole('form', { name: 'Edit profile' }).getByLabel('URL', { exact: true }).fill('not a url');
+  await page.getByRole('form', { name: 'Edit profile' }).getByRole('button', { name: 'Save profile' }).click();
+  await expect(page.getByRole('form', { name: 'Edit profile' }).getByRole('alert')).toContainText('mcp_servers[0].url');
+  const profiles = await kandev.api<{ profiles: { name: string; mcp_servers: unknown }[] }>('agent.profile.list');
+  const saved = profiles.profiles.find((p) => p.name === 'Mock with docs');
+  expect(saved?.mcp_servers).toEqual([
+    { name: 'docs', url: 'http://127.0.0.1:9/mcp', transport: 'http', headers: [{ name: 'Authorization', value: '********' }] },
+  ]);
+});

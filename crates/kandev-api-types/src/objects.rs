@@ -1,7 +1,7 @@
 //! Objects as the API returns them, converted from domain types.
 
 use kandev_domain::StepId;
-use kandev_domain::agent::{AgentKind, AgentProfile};
+use kandev_domain::agent::{AgentKind, AgentProfile, EnvVar, McpServerConfig, McpTransport};
 use kandev_domain::needs_you::NeedsYou;
 use kandev_domain::question::{Question, QuestionStatus};
 use kandev_domain::task::{Task, TaskState};
@@ -363,6 +363,93 @@ impl std::fmt::Debug for EnvVarDto {
     }
 }
 
+/// Names with [`SECRET_MASK`] for values: what the API shows of env vars and headers.
+fn masked(vars: &[EnvVar]) -> Vec<EnvVarDto> {
+    vars.iter().map(|e| EnvVarDto { name: e.name.clone(), value: SECRET_MASK.to_owned() }).collect()
+}
+
+/// How the agent reaches a remote MCP server of a profile (ACP `McpServer` `type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum McpTransportDto {
+    /// Streamable HTTP (the default).
+    Http,
+    /// The older HTTP+SSE transport.
+    Sse,
+}
+
+impl From<McpTransport> for McpTransportDto {
+    fn from(transport: McpTransport) -> Self {
+        match transport {
+            McpTransport::Http => McpTransportDto::Http,
+            McpTransport::Sse => McpTransportDto::Sse,
+        }
+    }
+}
+
+impl From<McpTransportDto> for McpTransport {
+    fn from(transport: McpTransportDto) -> Self {
+        match transport {
+            McpTransportDto::Http => McpTransport::Http,
+            McpTransportDto::Sse => McpTransport::Sse,
+        }
+    }
+}
+
+/// An extra MCP server of a profile, handed to its agent next to Kandev's own: `command` (with
+/// `args` and `env`) for a server the agent starts over stdio, or `url` (with `headers` and
+/// `transport`, default `http`) for one it reaches over HTTP. Env and header values are
+/// [`SECRET_MASK`] on output; sent back in `agent.profile.update`, the mask keeps the value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerDto {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub args: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub env: Option<Vec<EnvVarDto>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub transport: Option<McpTransportDto>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub headers: Option<Vec<EnvVarDto>>,
+}
+
+impl From<&McpServerConfig> for McpServerDto {
+    fn from(server: &McpServerConfig) -> Self {
+        let name = server.name().to_owned();
+        match server {
+            McpServerConfig::Stdio { command, args, env, .. } => McpServerDto {
+                name,
+                command: Some(command.clone()),
+                args: Some(args.clone()),
+                env: Some(masked(env)),
+                url: None,
+                transport: None,
+                headers: None,
+            },
+            McpServerConfig::Remote { transport, url, headers, .. } => McpServerDto {
+                name,
+                command: None,
+                args: None,
+                env: None,
+                url: Some(url.clone()),
+                transport: Some((*transport).into()),
+                headers: Some(masked(headers)),
+            },
+        }
+    }
+}
+
 /// The kinds of agent Kandev knows how to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, TS)]
 #[serde(rename_all = "lowercase")]
@@ -412,6 +499,8 @@ pub struct AgentProfileDto {
     pub model: Option<String>,
     pub mode: Option<String>,
     pub auto_approve: bool,
+    /// Extra MCP servers for the agent, besides Kandev's own (secrets masked).
+    pub mcp_servers: Vec<McpServerDto>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -424,14 +513,11 @@ impl From<&AgentProfile> for AgentProfileDto {
             kind: p.kind.into(),
             command: p.command.clone(),
             args: p.args.clone(),
-            env: p
-                .env
-                .iter()
-                .map(|e| EnvVarDto { name: e.name.clone(), value: SECRET_MASK.to_owned() })
-                .collect(),
+            env: masked(&p.env),
             model: p.model.clone(),
             mode: p.mode.clone(),
             auto_approve: p.auto_approve,
+            mcp_servers: p.mcp_servers.iter().map(McpServerDto::from).collect(),
             created_at: rfc3339(p.created_at),
             updated_at: rfc3339(p.updated_at),
         }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
-use crate::{AgentKindDto, EnvVarDto, EventsDto};
+use crate::{AgentKindDto, EnvVarDto, EventsDto, McpServerDto};
 
 /// Declares request payloads with the attributes every one of them carries: `Debug, Clone`,
 /// serde both ways, `deny_unknown_fields`, and TypeScript where an `Option` field may be left
@@ -226,6 +226,10 @@ pub struct ProfileCreate {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub auto_approve: bool,
+    /// Extra MCP servers for the agent, besides Kandev's own.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub mcp_servers: Vec<McpServerDto>,
 }
 
 pub struct ProfileUpdate {
@@ -239,6 +243,9 @@ pub struct ProfileUpdate {
     #[serde(default, deserialize_with = "double_option")]
     pub mode: Option<Option<String>>,
     pub auto_approve: Option<bool>,
+    /// Replaces the extra MCP servers; a [`crate::SECRET_MASK`] env or header value keeps
+    /// the current value of that server's variable or header of the same name.
+    pub mcp_servers: Option<Vec<McpServerDto>>,
 }
 
 pub struct ByTask {

@@ -90,6 +90,51 @@ impl std::fmt::Debug for EnvVar {
     }
 }
 
+/// How a remote MCP server is reached (ACP `McpServer` `type`): an agent is handed one only
+/// when it advertises the transport (`mcpCapabilities.http` / `.sse`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpTransport {
+    /// Streamable HTTP.
+    Http,
+    /// The older HTTP+SSE transport.
+    Sse,
+}
+
+impl McpTransport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            McpTransport::Http => "http",
+            McpTransport::Sse => "sse",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<McpTransport> {
+        match s {
+            "http" => Some(McpTransport::Http),
+            "sse" => Some(McpTransport::Sse),
+            _ => None,
+        }
+    }
+}
+
+/// An MCP server of a profile, handed to its agent next to Kandev's own. Env and header
+/// values may be secrets, like profile env: the API never shows them, `Debug` neither.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpServerConfig {
+    /// A process the agent starts and talks to over stdio.
+    Stdio { name: String, command: String, args: Vec<String>, env: Vec<EnvVar> },
+    /// A server the agent reaches at `url`, sending `headers` (names and secret values).
+    Remote { name: String, transport: McpTransport, url: String, headers: Vec<EnvVar> },
+}
+
+impl McpServerConfig {
+    pub fn name(&self) -> &str {
+        match self {
+            McpServerConfig::Stdio { name, .. } | McpServerConfig::Remote { name, .. } => name,
+        }
+    }
+}
+
 /// How to run an agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentProfile {
@@ -103,6 +148,8 @@ pub struct AgentProfile {
     pub model: Option<String>,
     pub mode: Option<String>,
     pub auto_approve: bool,
+    /// Extra MCP servers for the agent, besides Kandev's own.
+    pub mcp_servers: Vec<McpServerConfig>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -116,6 +163,27 @@ mod tests {
         let var = EnvVar { name: "API_KEY".into(), value: "sk-0123456789xy".into() };
         let shown = format!("{var:?}");
         assert!(shown.contains("API_KEY") && !shown.contains("0123"), "{shown}");
+    }
+
+    #[test]
+    fn mcp_server_secrets_never_show_in_debug_output() {
+        let secret = |value: &str| vec![EnvVar { name: "TOKEN".into(), value: value.into() }];
+        let servers = [
+            McpServerConfig::Stdio {
+                name: "fs".into(),
+                command: "mcp-fs".into(),
+                args: vec![],
+                env: secret("env-secret-1234"),
+            },
+            McpServerConfig::Remote {
+                name: "docs".into(),
+                transport: McpTransport::Http,
+                url: "http://127.0.0.1:9/mcp".into(),
+                headers: secret("header-secret-5678"),
+            },
+        ];
+        let shown = format!("{servers:?}");
+        assert!(shown.contains("TOKEN") && !shown.contains("secret-"), "{shown}");
     }
 
     #[test]

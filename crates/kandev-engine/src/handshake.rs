@@ -17,7 +17,8 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
 use crate::launcher::{ExecutionControl, LaunchSpec, Launcher};
-use crate::mcp::McpOffer;
+use crate::mcp::{McpCaps, McpOffer, profile_servers};
+use kandev_domain::agent::McpServerConfig;
 
 /// Everything a boot needs, copied out of the actor.
 pub struct BootPlan {
@@ -31,6 +32,8 @@ pub struct BootPlan {
     pub authenticate: Option<String>,
     /// Kandev's MCP server for this execution (its token is of this epoch), if served.
     pub mcp: Option<McpOffer>,
+    /// The profile's extra MCP servers, handed after Kandev's own.
+    pub mcp_servers: Vec<McpServerConfig>,
 }
 
 /// A live, initialized conversation.
@@ -54,9 +57,13 @@ pub struct Conversation {
     pub agent_title: String,
     /// The agent's auth methods as shown in `last_error.details.auth_methods`.
     pub auth_methods: Vec<Value>,
-    /// Whether the agent takes MCP servers over http (`mcpCapabilities.http`); else it gets
-    /// the stdio bridge.
-    pub mcp_http: bool,
+    /// The MCP transports the agent takes besides stdio (`mcpCapabilities`): Kandev's server
+    /// goes over http when it may, else through the stdio bridge.
+    pub mcp_caps: McpCaps,
+    /// The profile's extra MCP servers (as handed, a live reset hands them again) and the
+    /// names of the remote ones left out: the agent does not take their transport.
+    pub mcp_servers: Vec<McpServerConfig>,
+    pub mcp_left_out: Vec<String>,
 }
 
 impl Conversation {
@@ -186,8 +193,11 @@ async fn handshake(
     authenticate(client, plan, &agent).await?;
     let cwd = PathBuf::from(&plan.spec.cwd);
     let can_load = init.agent_capabilities.load_session;
-    let mcp_http = init.agent_capabilities.mcp_capabilities.http;
-    let servers = plan.mcp.as_ref().map(|m| m.servers(mcp_http)).unwrap_or_default();
+    let advertised = &init.agent_capabilities.mcp_capabilities;
+    let mcp_caps = McpCaps { http: advertised.http, sse: advertised.sse };
+    let mut servers = plan.mcp.as_ref().map(|m| m.servers(mcp_caps.http)).unwrap_or_default();
+    let (extra, mcp_left_out) = profile_servers(&plan.mcp_servers, mcp_caps);
+    servers.extend(extra);
     let (acp_session_id, loaded, modes, options, models) = match (&plan.resume_token, can_load) {
         (Some(token), true) => match client.load_session(token, &cwd, &servers).await {
             Ok(r) => (token.clone(), true, r.modes, r.config_options, r.models),
@@ -226,7 +236,9 @@ async fn handshake(
         config_options,
         agent_title: agent.name.clone(),
         auth_methods: agent.auth_methods.iter().map(AuthMethodView::to_json).collect(),
-        mcp_http,
+        mcp_caps,
+        mcp_servers: plan.mcp_servers.clone(),
+        mcp_left_out,
     })
 }
 

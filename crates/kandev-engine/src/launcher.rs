@@ -10,7 +10,8 @@ use kandev_runtime::{AgentProcess, ExitInfo, ProcessSpec};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 /// What to run, and where. `env` holds the profile's secrets: its `Debug` shows the names
-/// only, and the runtime scrubs the values from the agent's stderr.
+/// only, and the runtime scrubs the values from the agent's stderr, like `secrets` (what the
+/// agent gets in ACP messages: its MCP token, the env and header values of its MCP servers).
 #[derive(Clone, PartialEq, Eq)]
 pub struct LaunchSpec {
     pub program: String,
@@ -22,6 +23,7 @@ pub struct LaunchSpec {
     /// instead of as `program args` ([`BuiltinMockLauncher`]). Never guessed from `program`
     /// or `args`: a profile whose own command happens to run the mock is a real process.
     pub builtin_mock: Option<Vec<String>>,
+    pub secrets: Vec<String>,
 }
 
 impl std::fmt::Debug for LaunchSpec {
@@ -34,6 +36,7 @@ impl std::fmt::Debug for LaunchSpec {
             .field("env", &env)
             .field("cwd", &self.cwd)
             .field("builtin_mock", &self.builtin_mock)
+            .field("secrets", &self.secrets.len())
             .finish()
     }
 }
@@ -102,6 +105,9 @@ impl Launcher for LocalLauncher {
             let mut process_spec = ProcessSpec::new(&spec.program, &spec.cwd).args(&spec.args);
             for (key, value) in &spec.env {
                 process_spec = process_spec.env(key, value);
+            }
+            for secret in &spec.secrets {
+                process_spec = process_spec.secret(secret);
             }
             let mut process = kandev_runtime::spawn(process_spec).map_err(|e| e.to_string())?;
             let stdio = process

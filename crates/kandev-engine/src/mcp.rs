@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use kandev_domain::agent::{EnvVar, McpServerConfig, McpTransport};
 use kandev_domain::{SessionId, TaskId};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -84,6 +85,11 @@ impl std::fmt::Debug for McpOffer {
 }
 
 impl McpOffer {
+    /// The token (for scrubbing it from the agent's stderr; never log it).
+    pub(crate) fn token(&self) -> &str {
+        &self.token
+    }
+
     /// The ACP `McpServer` entries for an agent: the http form when it advertises
     /// `mcpCapabilities.http`, else the stdio bridge (token in its env), else nothing.
     pub fn servers(&self, agent_takes_http: bool) -> Vec<Value> {
@@ -105,6 +111,66 @@ impl McpOffer {
             "env": [{ "name": BRIDGE_TOKEN_ENV, "value": self.token }],
         })]
     }
+}
+
+/// Which MCP transports an agent takes besides stdio (its `mcpCapabilities`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpCaps {
+    pub http: bool,
+    pub sse: bool,
+}
+
+impl McpCaps {
+    fn takes(self, transport: McpTransport) -> bool {
+        match transport {
+            McpTransport::Http => self.http,
+            McpTransport::Sse => self.sse,
+        }
+    }
+}
+
+/// A profile's extra MCP servers as ACP `McpServer` entries (handed after Kandev's own), and
+/// the names of the remote ones left out because the agent does not advertise their
+/// transport. The entries hold secrets (env and header values): never log them.
+pub fn profile_servers(servers: &[McpServerConfig], caps: McpCaps) -> (Vec<Value>, Vec<String>) {
+    let pairs = |vars: &[EnvVar]| -> Vec<Value> {
+        vars.iter().map(|v| json!({ "name": v.name, "value": v.value })).collect()
+    };
+    let mut entries = vec![];
+    let mut left_out = vec![];
+    for server in servers {
+        match server {
+            McpServerConfig::Stdio { name, command, args, env } => entries.push(json!({
+                "name": name,
+                "command": command,
+                "args": args,
+                "env": pairs(env),
+            })),
+            McpServerConfig::Remote { name, transport, url, headers } if caps.takes(*transport) => {
+                entries.push(json!({
+                    "type": transport.as_str(),
+                    "name": name,
+                    "url": url,
+                    "headers": pairs(headers),
+                }));
+            }
+            McpServerConfig::Remote { name, .. } => left_out.push(name.clone()),
+        }
+    }
+    (entries, left_out)
+}
+
+/// The env and header values of a profile's MCP servers: secrets the agent's stderr is
+/// scrubbed of.
+pub(crate) fn server_secrets(servers: &[McpServerConfig]) -> Vec<String> {
+    servers
+        .iter()
+        .flat_map(|s| match s {
+            McpServerConfig::Stdio { env, .. } => env.iter(),
+            McpServerConfig::Remote { headers, .. } => headers.iter(),
+        })
+        .map(|v| v.value.clone())
+        .collect()
 }
 
 /// A minted token's session and epoch, found by the token's hash.
@@ -187,6 +253,43 @@ mod tests {
         assert!(!format!("{third:?}").contains(&third.token), "Debug masks the token");
         tokens.forget(&session);
         assert_eq!(tokens.grant(&third.token), None);
+    }
+
+    #[test]
+    fn profile_servers_keep_their_form_and_remote_ones_need_the_agents_transport() {
+        let secret = vec![EnvVar { name: "TOKEN".into(), value: "s3cret".into() }];
+        let servers = [
+            McpServerConfig::Stdio {
+                name: "fs".into(),
+                command: "mcp-fs".into(),
+                args: vec!["--root".into(), "/w".into()],
+                env: secret.clone(),
+            },
+            McpServerConfig::Remote {
+                name: "docs".into(),
+                transport: McpTransport::Http,
+                url: "http://127.0.0.1:9/mcp".into(),
+                headers: secret.clone(),
+            },
+            McpServerConfig::Remote {
+                name: "old".into(),
+                transport: McpTransport::Sse,
+                url: "http://127.0.0.1:9/sse".into(),
+                headers: vec![],
+            },
+        ];
+        let stdio = json!({"name": "fs", "command": "mcp-fs", "args": ["--root", "/w"],
+                           "env": [{"name": "TOKEN", "value": "s3cret"}]});
+        let http = json!({"type": "http", "name": "docs", "url": "http://127.0.0.1:9/mcp",
+                          "headers": [{"name": "TOKEN", "value": "s3cret"}]});
+        let sse = json!({"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse",
+                         "headers": []});
+        let all = profile_servers(&servers, McpCaps { http: true, sse: true });
+        assert_eq!(all, (vec![stdio.clone(), http.clone(), sse], vec![]));
+        let http_only = profile_servers(&servers, McpCaps { http: true, sse: false });
+        assert_eq!(http_only, (vec![stdio.clone(), http], vec!["old".to_owned()]));
+        let stdio_only = profile_servers(&servers, McpCaps::default());
+        assert_eq!(stdio_only, (vec![stdio], vec!["docs".to_owned(), "old".to_owned()]));
     }
 
     #[test]

@@ -145,6 +145,7 @@ impl World {
             model: None,
             mode: None,
             auto_approve: false,
+            mcp_servers: vec![],
         };
         if !tx.has_profiles().await.unwrap() {
             tx.insert_profile(&profile).await.unwrap();

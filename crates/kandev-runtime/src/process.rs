@@ -49,6 +49,9 @@ pub struct ProcessSpec {
     pub cwd: PathBuf,
     /// How many of the most recent stderr bytes are kept.
     pub stderr_limit: usize,
+    /// More values to scrub from the stderr tail besides the env values (secrets the agent
+    /// gets another way, e.g. in its protocol's messages).
+    pub secrets: Vec<String>,
 }
 
 impl ProcessSpec {
@@ -61,6 +64,7 @@ impl ProcessSpec {
             env_policy: EnvPolicy::Inherit,
             cwd: cwd.into(),
             stderr_limit: DEFAULT_STDERR_LIMIT,
+            secrets: Vec::new(),
         }
     }
 
@@ -80,6 +84,12 @@ impl ProcessSpec {
 
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// A value to scrub from the stderr tail, like an env value.
+    pub fn secret(mut self, value: impl Into<String>) -> Self {
+        self.secrets.push(value.into());
         self
     }
 
@@ -110,6 +120,7 @@ impl fmt::Debug for ProcessSpec {
             .field("env_policy", &self.env_policy)
             .field("cwd", &self.cwd)
             .field("stderr_limit", &self.stderr_limit)
+            .field("secrets", &self.secrets.len())
             .finish()
     }
 }
@@ -206,7 +217,9 @@ pub fn spawn(spec: ProcessSpec) -> Result<AgentProcess, RuntimeError> {
         group,
         exit,
         stderr: ring,
-        redactor: Redactor::new(spec.env.iter().map(|(_, value)| value.clone())),
+        redactor: Redactor::new(
+            spec.env.iter().map(|(_, value)| value.clone()).chain(spec.secrets.iter().cloned()),
+        ),
         stderr_done,
         stderr_task,
     })

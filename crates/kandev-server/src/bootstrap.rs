@@ -17,6 +17,7 @@ pub async fn first_run(store: &Store) -> Result<(), StoreError> {
             model: None,
             mode: None,
             auto_approve: false,
+            mcp_servers: vec![],
         };
         tx.insert_profile(&mock).await?;
     }

@@ -1,6 +1,6 @@
-//! Agent profiles: the row (args and env stored as JSON), reads and writes.
+//! Agent profiles: the row (args, env and MCP servers stored as JSON), reads and writes.
 
-use kandev_domain::agent::{AgentKind, AgentProfile, EnvVar};
+use kandev_domain::agent::{AgentKind, AgentProfile, EnvVar, McpServerConfig, McpTransport};
 use kandev_domain::{AgentProfileId, Timestamp};
 use serde::{Deserialize, Serialize};
 use sqlx::FromRow;
@@ -19,6 +19,7 @@ pub struct NewProfile {
     pub model: Option<String>,
     pub mode: Option<String>,
     pub auto_approve: bool,
+    pub mcp_servers: Vec<McpServerConfig>,
 }
 
 /// Fields of a profile to change; `None` keeps the current value.
@@ -31,6 +32,7 @@ pub struct ProfilePatch {
     pub model: Option<Option<String>>,
     pub mode: Option<Option<String>>,
     pub auto_approve: Option<bool>,
+    pub mcp_servers: Option<Vec<McpServerConfig>>,
 }
 
 #[derive(FromRow)]
@@ -44,6 +46,7 @@ struct ProfileRow {
     model: Option<String>,
     mode: Option<String>,
     auto_approve: bool,
+    mcp_servers: String,
     created_at: i64,
     updated_at: i64,
 }
@@ -55,6 +58,82 @@ struct EnvJson {
     value: String,
 }
 
+/// The stored JSON form of one MCP server: `command` for stdio, `url` for a remote one.
+#[derive(Serialize, Deserialize)]
+struct McpServerJson {
+    name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    args: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    env: Vec<EnvJson>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    transport: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    url: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    headers: Vec<EnvJson>,
+}
+
+fn vars(list: Vec<EnvJson>) -> Vec<EnvVar> {
+    list.into_iter().map(|e| EnvVar { name: e.name, value: e.value }).collect()
+}
+
+fn vars_json(list: &[EnvVar]) -> Vec<EnvJson> {
+    list.iter().map(|e| EnvJson { name: e.name.clone(), value: e.value.clone() }).collect()
+}
+
+impl McpServerJson {
+    fn into_config(self) -> Option<McpServerConfig> {
+        match (self.command, self.url) {
+            (Some(command), None) => Some(McpServerConfig::Stdio {
+                name: self.name,
+                command,
+                args: self.args,
+                env: vars(self.env),
+            }),
+            (None, Some(url)) => Some(McpServerConfig::Remote {
+                name: self.name,
+                transport: McpTransport::parse(self.transport.as_deref().unwrap_or("http"))?,
+                url,
+                headers: vars(self.headers),
+            }),
+            _ => None,
+        }
+    }
+
+    fn from_config(server: &McpServerConfig) -> McpServerJson {
+        let mut json = McpServerJson {
+            name: server.name().to_owned(),
+            command: None,
+            args: vec![],
+            env: vec![],
+            transport: None,
+            url: None,
+            headers: vec![],
+        };
+        match server {
+            McpServerConfig::Stdio { command, args, env, .. } => {
+                json.command = Some(command.clone());
+                json.args = args.clone();
+                json.env = vars_json(env);
+            }
+            McpServerConfig::Remote { transport, url, headers, .. } => {
+                json.transport = Some(transport.as_str().to_owned());
+                json.url = Some(url.clone());
+                json.headers = vars_json(headers);
+            }
+        }
+        json
+    }
+}
+
+fn mcp_servers_json(servers: &[McpServerConfig]) -> String {
+    let list: Vec<McpServerJson> = servers.iter().map(McpServerJson::from_config).collect();
+    serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
+}
+
 impl TryFrom<ProfileRow> for AgentProfile {
     type Error = StoreError;
 
@@ -63,16 +142,24 @@ impl TryFrom<ProfileRow> for AgentProfile {
         let kind = AgentKind::parse(&r.kind).ok_or_else(|| corrupt("kind"))?;
         let args: Vec<String> = serde_json::from_str(&r.args).map_err(|_| corrupt("args"))?;
         let env: Vec<EnvJson> = serde_json::from_str(&r.env).map_err(|_| corrupt("env"))?;
+        let mcp: Vec<McpServerJson> =
+            serde_json::from_str(&r.mcp_servers).map_err(|_| corrupt("mcp_servers"))?;
+        let mcp_servers = mcp
+            .into_iter()
+            .map(McpServerJson::into_config)
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| corrupt("mcp_servers"))?;
         Ok(AgentProfile {
             id: AgentProfileId::new(r.id),
             name: r.name,
             kind,
             command: r.command,
             args,
-            env: env.into_iter().map(|e| EnvVar { name: e.name, value: e.value }).collect(),
+            env: vars(env),
             model: r.model,
             mode: r.mode,
             auto_approve: r.auto_approve,
+            mcp_servers,
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
         })
@@ -94,9 +181,7 @@ fn args_json(args: &[String]) -> String {
 }
 
 fn env_json(env: &[EnvVar]) -> String {
-    let list: Vec<EnvJson> =
-        env.iter().map(|e| EnvJson { name: e.name.clone(), value: e.value.clone() }).collect();
-    serde_json::to_string(&list).unwrap_or_else(|_| "[]".into())
+    serde_json::to_string(&vars_json(env)).unwrap_or_else(|_| "[]".into())
 }
 
 impl Store {
@@ -124,7 +209,7 @@ impl WriteTx {
         let (id, now) = (self.new_id(), self.now().millis());
         sqlx::query(
             "INSERT INTO agent_profiles (id, name, kind, command, args, env, model, mode, auto_approve, \
-             created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             mcp_servers, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(&new.name)
@@ -135,6 +220,7 @@ impl WriteTx {
         .bind(&new.model)
         .bind(&new.mode)
         .bind(new.auto_approve)
+        .bind(mcp_servers_json(&new.mcp_servers))
         .bind(now)
         .bind(now)
         .execute(self.conn())
@@ -151,7 +237,7 @@ impl WriteTx {
         let now = self.now().millis();
         sqlx::query(
             "UPDATE agent_profiles SET name = ?, command = ?, args = ?, env = ?, model = ?, mode = ?, \
-             auto_approve = ?, updated_at = ? WHERE id = ?",
+             auto_approve = ?, mcp_servers = ?, updated_at = ? WHERE id = ?",
         )
         .bind(patch.name.as_ref().unwrap_or(&current.name))
         .bind(patch.command.as_ref().unwrap_or(&current.command))
@@ -160,6 +246,7 @@ impl WriteTx {
         .bind(patch.model.clone().unwrap_or(current.model))
         .bind(patch.mode.clone().unwrap_or(current.mode))
         .bind(patch.auto_approve.unwrap_or(current.auto_approve))
+        .bind(mcp_servers_json(patch.mcp_servers.as_ref().unwrap_or(&current.mcp_servers)))
         .bind(now)
         .bind(id.as_str())
         .execute(self.conn())

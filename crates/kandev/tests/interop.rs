@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use fake_model::{API_KEY, FakeModel, MODEL, REPLY_PREFIX};
+use fake_model::{API_KEY, CALL_TOOL, FakeModel, MODEL, REPLY_PREFIX, TOOL_REPLY_PREFIX};
 
 const KANDEV: &str = env!("CARGO_BIN_EXE_kandev");
 /// One turn of a real agent: its start-up (first turn) plus a model call or two.
@@ -649,6 +649,157 @@ async fn codex_converses_through_kandev() {
 #[ignore = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
 async fn claude_converses_through_kandev() {
     converse(&CLAUDE).await;
+}
+
+/// Issue 17 acceptance 7: a real agent, driven by the fake model's tool call, calls Kandev's
+/// `create_task` through the MCP server Kandev handed it in `session/new` (the http form with
+/// its session token), and the subtask appears on the board. Then a server of the profile's
+/// own (`mcp_servers`: Kandev's `/mcp` again, as an outside client) is called in a second turn.
+async fn creates_a_task_through_mcp(agent: &'static Agent) {
+    let mut run = Run::start(agent).await;
+    let step = "setup: a task in the first step of the default board, tools auto-approved, \
+                an extra MCP server in the profile";
+    let extra = json!([{"name": "board", "url": format!("{}/mcp", run.server.url)}]);
+    run.call(
+        step,
+        "agent.profile.update",
+        json!({"id": run.profile_id, "auto_approve": true, "mcp_servers": extra}),
+    )
+    .await;
+    let workspaces = run.call(step, "workspace.list", json!({})).await;
+    let workspace = &workspaces["workspaces"][0]["id"];
+    let workflows = run.call(step, "workflow.list", json!({"workspace_id": workspace})).await;
+    let board = workflows["workflows"][0].clone();
+    let task = run
+        .call(
+            step,
+            "task.create",
+            json!({"workflow_id": board["id"], "title": "Parent of the MCP subtask",
+                   "step_id": board["steps"][0]["id"]}),
+        )
+        .await;
+    let task_id = task["task"]["id"].as_str().unwrap_or_default().to_owned();
+    run.pass(step);
+
+    let step = "session.launch: the model calls create_task, the agent calls Kandev's MCP";
+    let title = format!("Subtask made by {} through MCP", agent.name);
+    let arguments = json!({"title": title, "parent_id": "current"});
+    let prompt = format!(
+        "Create the subtask with Kandev's tool.\n{CALL_TOOL} kandev_create_task {arguments}"
+    );
+    let launched = run
+        .call(
+            step,
+            "session.launch",
+            json!({"task_id": task_id, "agent_profile_id": run.profile_id, "prompt": prompt}),
+        )
+        .await;
+    let session = launched["session"]["id"].as_str().unwrap_or_default().to_owned();
+    let start = Instant::now();
+    let created = loop {
+        let listed = run.call(step, "task.list", json!({"workflow_id": board["id"]})).await;
+        let tasks = listed["tasks"].as_array().cloned().unwrap_or_default();
+        if let Some(found) = tasks.into_iter().find(|t| t["title"] == title.as_str()) {
+            break found;
+        }
+        let got = run.call(step, "session.get", json!({"id": session})).await;
+        let state = got["session"]["state"].as_str().unwrap_or_default().to_owned();
+        if matches!(state.as_str(), "FAILED" | "CANCELLED" | "COMPLETED") {
+            run.fail(step, &format!("session ended {state}: {}", got["session"]["last_error"]));
+        }
+        if start.elapsed() > TURN_DEADLINE {
+            let all = run.messages_after(step, &session, i64::MIN).await;
+            let transcript: Vec<String> = all.iter().map(describe).collect();
+            run.fail(
+                step,
+                &format!(
+                    "no task {title:?} within {TURN_DEADLINE:?}; state {state}; \
+                          transcript {transcript:#?}"
+                ),
+            );
+        }
+        tokio::time::sleep(POLL).await;
+    };
+    run.log(&format!("created {created}"));
+    run.pass(step);
+
+    let step = "the new task is a subtask of the session's task, on the board";
+    if created["parent_id"] != task_id.as_str() {
+        run.fail(step, &format!("parent_id {} instead of {task_id}", created["parent_id"]));
+    }
+    run.pass(step);
+
+    let step = "the tool's result reached the model, and its reply ends the turn";
+    let start = Instant::now();
+    loop {
+        let got = run.call(step, "session.get", json!({"id": session})).await;
+        let all = run.messages_after(step, &session, i64::MIN).await;
+        let replied = all.iter().any(|m| {
+            let content = m["content"].as_str().unwrap_or_default();
+            let quotes_task = created["id"].as_str().is_some_and(|id| content.contains(id));
+            m["kind"] == "agent" && content.contains(TOOL_REPLY_PREFIX) && quotes_task
+        });
+        if replied && got["session"]["state"] == "WAITING_FOR_INPUT" {
+            break;
+        }
+        if start.elapsed() > TURN_DEADLINE {
+            let transcript: Vec<String> = all.iter().map(describe).collect();
+            run.fail(step, &format!("no reply quoting the tool's result: {transcript:#?}"));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    run.pass(step);
+
+    let step = "message.add: the model calls a tool of the profile's own MCP server";
+    let after = run.last_seq(step, &session).await;
+    let created_id = created["id"].as_str().unwrap_or_default().to_owned();
+    let prompt =
+        format!("Read it back.\n{CALL_TOOL} board_get_task {}", json!({"task_id": created_id}));
+    run.call(step, "message.add", json!({"session_id": session, "content": prompt})).await;
+    let start = Instant::now();
+    loop {
+        let got = run.call(step, "session.get", json!({"id": session})).await;
+        let new = run.messages_after(step, &session, after).await;
+        let replied = new.iter().any(|m| {
+            let content = m["content"].as_str().unwrap_or_default();
+            m["kind"] == "agent" && content.contains(TOOL_REPLY_PREFIX) && content.contains(&title)
+        });
+        if replied && got["session"]["state"] == "WAITING_FOR_INPUT" {
+            break;
+        }
+        if start.elapsed() > TURN_DEADLINE {
+            let transcript: Vec<String> = new.iter().map(describe).collect();
+            run.fail(step, &format!("no reply quoting board_get_task: {transcript:#?}"));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    run.pass(step);
+
+    let step = "nothing tried to leave the machine (the fake is every proxy)";
+    let blocked: Vec<String> = (run.world.fake.requests().iter())
+        .filter(|r| r.outcome == fake_model::Outcome::Blocked)
+        .map(ToString::to_string)
+        .collect();
+    if !blocked.is_empty() {
+        run.fail(step, &format!("requests for other hosts: {blocked:#?}"));
+    }
+    run.pass(step);
+    run.server.stop();
+    let log = std::fs::read_to_string(run.world.server_log()).unwrap_or_default();
+    let refused = log.lines().filter(|l| l.contains("refused an MCP call")).count();
+    run.log(&format!(
+        "all {} steps passed; {} model calls answered; {refused} refused MCP calls in the log; \
+         fake model log:\n{}",
+        run.passed.len(),
+        run.world.fake.answered(),
+        run.world.fake.log_text()
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+async fn i17_a7_opencode_creates_a_task_through_kandevs_mcp() {
+    creates_a_task_through_mcp(&OPENCODE).await;
 }
 
 /// Polls the session until it leaves `STARTING`; returns it.

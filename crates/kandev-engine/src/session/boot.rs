@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use kandev_acp::AgentEvent;
-use kandev_domain::agent::{AgentKind, AgentProfile};
+use kandev_domain::agent::{AgentKind, AgentProfile, McpServerConfig};
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{Message, MessageKind};
 use kandev_store::{RuntimeRecord, SessionUpdate, StoreError, WriteTx};
@@ -29,6 +29,7 @@ pub(crate) struct NewBoot {
     /// The session's first start: a reused worktree is announced.
     first: bool,
     spec: LaunchSpec,
+    mcp_servers: Vec<McpServerConfig>,
 }
 
 impl SessionActor {
@@ -96,7 +97,7 @@ impl SessionActor {
         };
         let Some(profile) = profile else {
             let (program, args, builtin_mock) = builtin_mock(&[]);
-            return LaunchSpec { program, args, env: vec![], cwd, builtin_mock };
+            return LaunchSpec { program, args, env: vec![], cwd, builtin_mock, secrets: vec![] };
         };
         let env = profile.env.iter().map(|e| (e.name.clone(), e.value.clone())).collect();
         let (program, args, builtin_mock) = match (profile.kind, profile.command.is_empty()) {
@@ -112,7 +113,8 @@ impl SessionActor {
                 )
             }
         };
-        LaunchSpec { program, args, env, cwd, builtin_mock }
+        let secrets = crate::mcp::server_secrets(&profile.mcp_servers);
+        LaunchSpec { program, args, env, cwd, builtin_mock, secrets }
     }
 
     /// Binds the session to a new execution: new epoch, `STARTING`, boot as a child future.
@@ -131,6 +133,7 @@ impl SessionActor {
         let first = self.session.state == SessionState::Created;
         let profile = self.profile().await?;
         let spec = self.launch_spec(profile.as_ref());
+        let mcp_servers = profile.map(|p| p.mcp_servers).unwrap_or_default();
         let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
         self.session.epoch = epoch;
         self.write(
@@ -138,15 +141,18 @@ impl SessionActor {
             SessionUpdate { state: Some(SessionState::Starting), ..SessionUpdate::default() },
         )
         .await?;
-        Ok(NewBoot { epoch, first, spec })
+        Ok(NewBoot { epoch, first, spec, mcp_servers })
     }
 
     /// Once [`Self::bind_boot`] is committed: prepares the working directory and boots the
     /// agent as a child future.
     pub(super) fn spawn_boot(&mut self, boot: NewBoot, prompt: Option<Message>, fresh: bool) {
-        let NewBoot { epoch, first, spec } = boot;
+        let NewBoot { epoch, first, mut spec, mcp_servers } = boot;
         let cancel = CancellationToken::new();
         self.phase = Phase::Booting(Boot { epoch, cancel: cancel.clone(), prompt });
+        let mcp =
+            self.inner.mcp.offer(&self.session.id, epoch, self.inner.config.mcp_bridge.clone());
+        spec.secrets.extend(mcp.as_ref().map(|offer| offer.token().to_owned()));
         let plan = BootPlan {
             spec,
             resume_token: if fresh { None } else { self.session.resume_token.clone() },
@@ -155,11 +161,8 @@ impl SessionActor {
             call_timeout: self.inner.config.call_timeout,
             stop_grace: self.inner.config.stop_grace,
             authenticate: self.inner.take_auth_wish(&self.session.id),
-            mcp: self.inner.mcp.offer(
-                &self.session.id,
-                epoch,
-                self.inner.config.mcp_bridge.clone(),
-            ),
+            mcp,
+            mcp_servers,
         };
         let launcher = self.inner.launcher.clone();
         let inbox = self.sender();
@@ -271,7 +274,8 @@ impl SessionActor {
             acp_session_id: acp_session_id.clone(),
             cancel,
             ordered,
-            mcp_http: conversation.mcp_http,
+            mcp_caps: conversation.mcp_caps,
+            mcp_servers: conversation.mcp_servers.clone(),
         };
         self.phase = Phase::Ready(live);
         let idle_timeout = self.inner.config.idle_timeout;
@@ -310,6 +314,16 @@ impl SessionActor {
         if let Some((text, reason)) = note {
             let metadata = json!({ "reason": reason });
             add_message(&mut tx, &self.session, None, MessageKind::Status, text, metadata).await?;
+        }
+        if !conversation.mcp_left_out.is_empty() {
+            let names = conversation.mcp_left_out.join(", ");
+            let text = format!(
+                "MCP servers of the profile not handed to the agent, which does not take their \
+                 transport (mcpCapabilities): {names}"
+            );
+            let metadata =
+                json!({ "reason": "mcp_transport", "servers": conversation.mcp_left_out });
+            add_message(&mut tx, &self.session, None, MessageKind::Status, &text, metadata).await?;
         }
         tx.commit().await?;
         Ok(())

@@ -100,9 +100,10 @@ impl SessionActor {
         // The new conversation is adopted under the next epoch (`adopt_conversation`): its
         // MCP token is of that epoch, so the old conversation's token stops working then.
         let bridge = self.inner.config.mcp_bridge.clone();
-        let servers = (self.inner.mcp.offer(&self.session.id, self.session.epoch + 1, bridge))
-            .map(|offer| offer.servers(live.mcp_http))
+        let mut servers = (self.inner.mcp.offer(&self.session.id, self.session.epoch + 1, bridge))
+            .map(|offer| offer.servers(live.mcp_caps.http))
             .unwrap_or_default();
+        servers.extend(crate::mcp::profile_servers(&live.mcp_servers, live.mcp_caps).0);
         let cwd = PathBuf::from(&self.session.cwd);
         let (model, mode) = (self.session.model.clone(), self.session.session_mode.clone());
         let mut options: Vec<(String, serde_json::Value)> = serde_json::from_str::<

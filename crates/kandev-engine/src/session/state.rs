@@ -113,8 +113,10 @@ pub(crate) struct Live {
     /// Results of calls whose events must be handled first (turn ends): they go through the
     /// event pump, which forwards every event the agent sent before them first.
     pub ordered: mpsc::UnboundedSender<Command>,
-    /// Whether the agent takes MCP servers over http (a live reset hands them again).
-    pub mcp_http: bool,
+    /// The MCP transports the agent takes and the profile's extra servers (a live reset
+    /// hands them again).
+    pub mcp_caps: crate::mcp::McpCaps,
+    pub mcp_servers: Vec<kandev_domain::agent::McpServerConfig>,
 }
 
 /// An open turn.

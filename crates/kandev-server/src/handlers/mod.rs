@@ -3,6 +3,7 @@
 pub mod agent_auth;
 pub mod files;
 pub mod profile;
+mod profile_mcp;
 pub mod question;
 pub mod repository;
 pub mod search;

@@ -1,5 +1,6 @@
-//! `agent.profile.*` and `agent.kinds`: how agents are run. Env values are never shown: the
-//! API shows [`SECRET_MASK`] instead, and an update that sends the mask back keeps the value.
+//! `agent.profile.*` and `agent.kinds`: how agents are run. Env values (and the env and
+//! header values of the profile's MCP servers) are never shown: the API shows
+//! [`SECRET_MASK`] instead, and an update that sends the mask back keeps the value.
 
 use kandev_api_types::requests::{ById, Empty, Page, ProfileCreate, ProfileUpdate};
 use kandev_api_types::responses::{AgentKindInfo, AgentKinds, Deleted, ProfileSaved, Profiles};
@@ -10,6 +11,7 @@ use kandev_store::{NewProfile, ProfilePatch, TaskFilter};
 use serde_json::Value;
 use std::collections::HashMap;
 
+use super::profile_mcp::checked_mcp_servers;
 use super::{notify, paginate};
 use crate::{ApiError, AppState};
 
@@ -32,6 +34,7 @@ pub async fn create(s: &AppState, p: ProfileCreate) -> Result<ProfileSaved, ApiE
         model: p.model,
         mode: p.mode,
         auto_approve: p.auto_approve,
+        mcp_servers: checked_mcp_servers(p.mcp_servers, &[])?,
     };
     let mut tx = s.store().begin_write().await?;
     let profile = tx.insert_profile(&new).await?;
@@ -73,6 +76,10 @@ pub async fn update(s: &AppState, p: ProfileUpdate) -> Result<ProfileSaved, ApiE
         model: p.model,
         mode: p.mode,
         auto_approve: p.auto_approve,
+        mcp_servers: p
+            .mcp_servers
+            .map(|servers| checked_mcp_servers(servers, &current.mcp_servers))
+            .transpose()?,
     };
     let profile = tx.update_profile(&id, &patch).await?;
     let event = ProfilesEvent::Updated { profile: AgentProfileDto::from(&profile) };

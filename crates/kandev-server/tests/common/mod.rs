@@ -118,9 +118,15 @@ impl TestServer {
         body
     }
 
+    /// A WebSocket on `/ws`, with the server token when the server has one.
     pub async fn ws(&self) -> Ws {
-        let (stream, _) =
-            tokio_tungstenite::connect_async(format!("ws://{}/ws", self.addr)).await.unwrap();
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let mut request = format!("ws://{}/ws", self.addr).into_client_request().unwrap();
+        if let Some(token) = &self.token {
+            let value = format!("Bearer {token}").parse().unwrap();
+            request.headers_mut().insert("authorization", value);
+        }
+        let (stream, _) = tokio_tungstenite::connect_async(request).await.unwrap();
         Ws { stream, next_id: 0 }
     }
 

@@ -2,6 +2,12 @@
 //! OpenAI Chat Completions, OpenAI Responses and Anthropic Messages APIs (streamed as SSE or
 //! not) with a fixed greeting that quotes the last user text, logs every request, and refuses
 //! (and records) every attempt to reach another host through it as a proxy.
+//!
+//! Tool calls (Chat Completions only): a user text with the line
+//! `CALL_TOOL <name> <json-arguments>` is answered with a call of the request's tool named
+//! `<name>`, else of its one tool ending in `_<name>` (agents prefix MCP tools with their
+//! server's name, e.g. OpenCode's `kandev_create_task`); the tool's result is then answered with
+//! [`TOOL_REPLY_PREFIX`] and the result's text.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -13,6 +19,12 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// Every reply starts with this.
 pub const REPLY_PREFIX: &str = "Hello from the fake model";
+
+/// The reply to a tool's result starts with this, followed by the result's text.
+pub const TOOL_REPLY_PREFIX: &str = "Hello from the fake model. The tool answered: ";
+
+/// The directive that asks the fake for a tool call (see the module's documentation).
+pub const CALL_TOOL: &str = "CALL_TOOL";
 
 /// The model id the agents are configured with.
 pub const MODEL: &str = "fake-model";
@@ -266,6 +278,25 @@ fn respond(request: &Request, own: SocketAddr, n: usize) -> (Logged, Vec<u8>) {
         }
         _ => return (logged, json_response(404, &json!({"error": "not found"}))),
     };
+    if let Api::Chat = api
+        && let Some((summary, answer)) = tool_turn(&body, n)
+    {
+        logged.outcome = Outcome::Answered;
+        logged.summary = format!("{api:?} model={model} stream={stream} {summary}");
+        let response = match (answer, stream) {
+            (ChatAnswer::Call(call), true) => {
+                sse(&chat_call_events(&model, &call, n), Framing::DataOnly)
+            }
+            (ChatAnswer::Call(call), false) => {
+                json_response(200, &chat_call_message(&model, &call, n))
+            }
+            (ChatAnswer::Text(text), true) => {
+                sse(&chat_events(&model, &text, n), Framing::DataOnly)
+            }
+            (ChatAnswer::Text(text), false) => json_response(200, &chat_message(&model, &text, n)),
+        };
+        return (logged, response);
+    }
     let said = last_user_text(api, &body);
     let reply = format!("{REPLY_PREFIX}. You said: {said}");
     logged.outcome = Outcome::Answered;
@@ -279,6 +310,92 @@ fn respond(request: &Request, own: SocketAddr, n: usize) -> (Logged, Vec<u8>) {
         (Api::Anthropic, false) => json_response(200, &anthropic_message(&model, &reply, n)),
     };
     (logged, response)
+}
+
+/// A tool call the fake makes: the tool's name as the request offered it, and its arguments.
+struct ToolCall {
+    name: String,
+    arguments: String,
+}
+
+enum ChatAnswer {
+    Call(ToolCall),
+    Text(String),
+}
+
+/// The turn's answer when tools are involved: after a tool's result (the conversation ends
+/// with a `tool` message), a reply quoting it; for a last user text with a [`CALL_TOOL`]
+/// line, a call of that tool (or, when the request offers no such tool, a text saying so).
+/// `None` otherwise. Returns a summary for the log too.
+fn tool_turn(body: &Value, n: usize) -> Option<(String, ChatAnswer)> {
+    let messages = body["messages"].as_array()?;
+    let last = messages.last()?;
+    if last["role"] == "tool" {
+        let result = texts(&last["content"]).join(" ");
+        let result: String = result.split_whitespace().collect::<Vec<_>>().join(" ");
+        let result: String = result.chars().take(4000).collect();
+        let summary = format!("tool result={:?}", result.chars().take(120).collect::<String>());
+        return Some((summary, ChatAnswer::Text(format!("{TOOL_REPLY_PREFIX}{result}"))));
+    }
+    // The user's messages since the model last spoke (agents add context blocks as user
+    // messages of their own).
+    let text: Vec<String> = messages
+        .iter()
+        .rev()
+        .take_while(|m| m["role"] == "user")
+        .flat_map(|m| texts(&m["content"]))
+        .collect();
+    let text = text.join("\n");
+    let line = text.lines().find_map(|l| l.trim().strip_prefix(CALL_TOOL))?;
+    let (wanted, arguments) = line.trim().split_once(' ').unwrap_or((line.trim(), "{}"));
+    let offered: Vec<String> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect();
+    let suffix = format!("_{wanted}");
+    let ending: Vec<&String> = offered.iter().filter(|o| o.ends_with(&suffix)).collect();
+    let name = match (offered.iter().find(|o| *o == wanted), ending.as_slice()) {
+        (Some(exact), _) => exact,
+        (None, [one]) => *one,
+        _ => {
+            // Requests without tools (title generation) get a plain text.
+            let text = format!("{REPLY_PREFIX}. No one tool {wanted} among {offered:?}");
+            return Some((format!("no one tool {wanted}"), ChatAnswer::Text(text)));
+        }
+    };
+    let summary = format!("tool call #{n} {name} {arguments}");
+    let call = ToolCall { name: name.clone(), arguments: arguments.trim().to_owned() };
+    Some((summary, ChatAnswer::Call(call)))
+}
+
+fn chat_call_events(model: &str, call: &ToolCall, n: usize) -> Vec<Value> {
+    let id = format!("chatcmpl-fake-{n}");
+    let chunk = |delta: Value, finish: Value| {
+        json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let first = json!({"role": "assistant", "content": null, "tool_calls": [{
+        "index": 0, "id": format!("call_fake_{n}"), "type": "function",
+        "function": {"name": call.name, "arguments": ""}}]});
+    let arguments =
+        json!({"tool_calls": [{"index": 0, "function": {"arguments": call.arguments}}]});
+    let mut last = chunk(json!({}), json!("tool_calls"));
+    last["usage"] = json!({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15});
+    vec![chunk(first, Value::Null), chunk(arguments, Value::Null), last]
+}
+
+fn chat_call_message(model: &str, call: &ToolCall, n: usize) -> Value {
+    json!({
+        "id": format!("chatcmpl-fake-{n}"), "object": "chat.completion", "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": format!("call_fake_{n}"), "type": "function",
+                            "function": {"name": call.name, "arguments": call.arguments}}]},
+            "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    })
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -10,7 +10,11 @@ export type AgentKindInfo = { kind: AgentKindDto, command: string, installed: bo
 
 export type AgentKinds = { kinds: Array<AgentKindInfo>, };
 
-export type AgentProfileDto = { id: string, name: string, kind: AgentKindDto, command: string, args: Array<string>, env: Array<EnvVarDto>, model: string | null, mode: string | null, auto_approve: boolean, created_at: string, updated_at: string, };
+export type AgentProfileDto = { id: string, name: string, kind: AgentKindDto, command: string, args: Array<string>, env: Array<EnvVarDto>, model: string | null, mode: string | null, auto_approve: boolean, 
+/**
+ * Extra MCP servers for the agent, besides Kandev's own (secrets masked).
+ */
+mcp_servers: Array<McpServerDto>, created_at: string, updated_at: string, };
 
 export type AutoRunSet = { session_id: string, enabled: boolean, };
 
@@ -76,6 +80,10 @@ export type KeptWorktreeDto = { repository_id: string | null, path: string, reas
 
 export type LastErrorDto = { code: string, message: string, details: JsonValue, at: string, };
 
+export type McpServerDto = { name: string, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, url?: string, transport?: McpTransportDto, headers?: Array<EnvVarDto>, };
+
+export type McpTransportDto = "http" | "sse";
+
 export type MergeMadeDto = { repository_id: string, base_branch: string, commit: string, };
 
 export type MergeStrategyDto = "merge" | "squash" | "fast_forward";
@@ -110,11 +118,20 @@ export type Page = { limit?: number, cursor?: string, };
 
 export type PermissionRespond = { session_id: string, request_id: string, option_id?: string, cancelled?: boolean, };
 
-export type ProfileCreate = { name: string, kind: AgentKindDto, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, model?: string, mode?: string, auto_approve?: boolean, };
+export type ProfileCreate = { name: string, kind: AgentKindDto, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, model?: string, mode?: string, auto_approve?: boolean, 
+/**
+ * Extra MCP servers for the agent, besides Kandev's own.
+ */
+mcp_servers?: Array<McpServerDto>, };
 
 export type ProfileSaved = { profile: AgentProfileDto, installed: boolean, install?: string, };
 
-export type ProfileUpdate = { id: string, name?: string, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, model?: string | null, mode?: string | null, auto_approve?: boolean, };
+export type ProfileUpdate = { id: string, name?: string, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, model?: string | null, mode?: string | null, auto_approve?: boolean, 
+/**
+ * Replaces the extra MCP servers; a [`crate::SECRET_MASK`] env or header value keeps
+ * the current value of that server's variable or header of the same name.
+ */
+mcp_servers?: Array<McpServerDto>, };
 
 export type Profiles = { profiles: Array<AgentProfileDto>, next_cursor: string | null, };
 

@@ -2,6 +2,7 @@
 import { useState } from 'react';
 import { call } from '../../api/client';
 import type { AgentKind, AgentKindDto, AgentProfileDto } from '../../api/types';
+import { McpServersEditor, fromMcpServers, toMcpServers } from './McpServersEditor';
 import { useFormError } from './useFormError';
 
 export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; profile: AgentProfileDto | null; onDone: () => void }) {
@@ -12,6 +13,7 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
   const [model, setModel] = useState(profile?.model ?? '');
   const [mode, setMode] = useState(profile?.mode ?? '');
   const [autoApprove, setAutoApprove] = useState(profile?.auto_approve ?? false);
+  const [mcpServers, setMcpServers] = useState(() => fromMcpServers(profile?.mcp_servers ?? []));
   const { wrap, view } = useFormError();
   const argList = args.split(/\s+/).filter(Boolean);
   return (
@@ -30,6 +32,7 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
                 model: model || null,
                 mode: mode || null,
                 auto_approve: autoApprove,
+                mcp_servers: toMcpServers(mcpServers),
               })
             : call('agent.profile.create', {
                 name,
@@ -40,6 +43,7 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
                 model: model || undefined,
                 mode: mode || undefined,
                 auto_approve: autoApprove,
+                mcp_servers: toMcpServers(mcpServers),
               }),
         );
         if (ok) onDone();
@@ -85,6 +89,7 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
         <input type="checkbox" checked={autoApprove} onChange={(e) => setAutoApprove(e.target.checked)} />
         Approve permission requests automatically
       </label>
+      <McpServersEditor value={mcpServers} onChange={setMcpServers} />
       {view}
       <div className="actions">
         <button type="button" onClick={onDone}>

@@ -27,6 +27,7 @@ export function Profiles() {
             <th>Agent</th>
             <th>Command</th>
             <th>Auto-approve</th>
+            <th>MCP servers</th>
             <th />
           </tr>
         </thead>
@@ -39,6 +40,7 @@ export function Profiles() {
                 <code>{[p.command, ...p.args].join(' ') || '(default)'}</code>
               </td>
               <td>{p.auto_approve ? 'yes' : 'no'}</td>
+              <td>{p.mcp_servers.map((s) => s.name).join(', ') || 'none'}</td>
               <td className="row-actions">
                 <button onClick={() => setEditing(p)}>Edit</button>
                 <button
