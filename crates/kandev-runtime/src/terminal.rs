@@ -141,7 +141,7 @@ impl Drop for CommandTerminal {
 
 /// The directory a child should change into: the opened directory itself where `/proc`
 /// offers it, else its path. `PWD` is set to the path, so shells show the worktree path.
-fn child_cwd(cwd: &Root) -> (PathBuf, PathBuf) {
+pub(crate) fn child_cwd(cwd: &Root) -> (PathBuf, PathBuf) {
     let shown = cwd.path().to_path_buf();
     let by_fd = PathBuf::from(format!("/proc/self/fd/{}", cwd.dir_fd().as_raw_fd()));
     if std::path::Path::new("/proc/self/fd").is_dir() {
@@ -236,7 +236,7 @@ async fn read_into(
     }
 }
 
-fn signal_name(signal: i32) -> String {
+pub(crate) fn signal_name(signal: i32) -> String {
     nix::sys::signal::Signal::try_from(signal)
         .map(|s| s.as_str().to_owned())
         .unwrap_or_else(|_| format!("signal {signal}"))
