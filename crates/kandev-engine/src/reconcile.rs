@@ -21,6 +21,8 @@ use crate::write::{add_message, write_session};
 /// Reconciles every session; returns how many it changed.
 pub(crate) async fn reconcile(inner: &Inner) -> Result<usize> {
     let mut fixed = 0;
+    // Terminals and dev servers a server stopped by `kill -9` left running.
+    crate::shells::reap_children(inner).await?;
     for session in inner.store.all_sessions().await? {
         if let Some(runtime) = inner.store.get_runtime(&session.id).await?
             && let Some(pgid) = runtime.pgid

@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -129,6 +130,9 @@ pub struct ShellGone;
 pub struct PtyShell {
     /// The leader's pid: the id of its session and of its group.
     sid: i32,
+    /// Set once the session was observed empty: its id may be recycled from then on, so it
+    /// is never signalled again.
+    ended: AtomicBool,
     shared: Arc<Mutex<Shared>>,
     changes: watch::Receiver<u64>,
     input: mpsc::Sender<Input>,
@@ -148,6 +152,9 @@ impl Drop for PtyShell {
     fn drop(&mut self) {
         for task in &self.tasks {
             task.abort();
+        }
+        if self.ended.load(Ordering::Acquire) {
+            return;
         }
         if let Err(err) = kill_session(self.sid) {
             tracing::warn!(sid = self.sid, error = %err, "cannot kill a terminal's session");
@@ -244,7 +251,14 @@ pub fn spawn_shell(spec: &ShellSpec, cwd: &Root) -> Result<PtyShell, RuntimeErro
             notify.send_modify(|n| *n += 1);
         })
     };
-    Ok(PtyShell { sid, shared, changes, input, tasks: vec![write, wait] })
+    Ok(PtyShell {
+        sid,
+        ended: AtomicBool::new(false),
+        shared,
+        changes,
+        input,
+        tasks: vec![write, wait],
+    })
 }
 
 fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
@@ -285,6 +299,9 @@ impl PtyShell {
     /// Kills the whole session and waits (bounded) until none of it runs.
     pub async fn kill(&self) {
         let sid = self.sid;
+        if self.ended.load(Ordering::Acquire) {
+            return;
+        }
         let deadline = tokio::time::Instant::now() + KILL_WAIT;
         loop {
             if let Err(err) = kill_session(sid) {
@@ -295,6 +312,7 @@ impl PtyShell {
                 .await
                 .unwrap_or(true);
             if !alive {
+                self.ended.store(true, Ordering::Release);
                 return;
             }
             if tokio::time::Instant::now() >= deadline {

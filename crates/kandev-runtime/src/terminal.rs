@@ -83,11 +83,13 @@ pub struct OutputBuffer {
     bytes: Vec<u8>,
     limit: usize,
     truncated: bool,
+    /// Offset of `bytes[0]` in the whole output (bytes dropped so far).
+    start: u64,
 }
 
 impl OutputBuffer {
     pub fn new(limit: usize) -> OutputBuffer {
-        OutputBuffer { bytes: Vec::new(), limit, truncated: false }
+        OutputBuffer { bytes: Vec::new(), limit, truncated: false, start: 0 }
     }
 
     /// Appends `chunk`, then drops the oldest bytes beyond the limit; the cut moves forward
@@ -102,7 +104,19 @@ impl OutputBuffer {
             cut += 1;
         }
         self.bytes.drain(..cut);
+        self.start += cut as u64;
         self.truncated = true;
+    }
+
+    /// Up to `max` bytes from `offset` in the whole output on (from the oldest kept byte
+    /// when `offset` was dropped already), as [`crate::pty::Ring::read_since`].
+    pub fn read_since(&self, offset: u64, max: usize) -> crate::pty::Chunk {
+        let end = self.start + self.bytes.len() as u64;
+        let skipped = offset < self.start;
+        let from = offset.clamp(self.start, end);
+        let at = usize::try_from(from - self.start).unwrap_or(self.bytes.len());
+        let data = self.bytes[at..].iter().take(max).copied().collect::<Vec<u8>>();
+        crate::pty::Chunk { next: from + data.len() as u64, data, skipped }
     }
 
     pub fn text(&self) -> String {
@@ -263,6 +277,13 @@ impl CommandTerminal {
         self.changes.clone()
     }
 
+    /// Up to [`crate::pty::READ_CHUNK`] bytes of output from `offset` on, for a reader
+    /// that follows the output live.
+    pub fn read_since(&self, offset: u64) -> crate::pty::Chunk {
+        let shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        shared.output.read_since(offset, crate::pty::READ_CHUNK)
+    }
+
     /// Waits until the command has exited (and its output was read).
     pub async fn wait(&self) -> TerminalExit {
         let mut changes = self.changes.clone();
@@ -308,5 +329,8 @@ mod tests {
         let mut exact = OutputBuffer::new(3);
         exact.push(b"hello");
         assert_eq!((exact.text().as_str(), exact.truncated()), ("llo", true));
+        let chunk = exact.read_since(0, 10);
+        assert_eq!((chunk.data.as_slice(), chunk.next, chunk.skipped), (&b"llo"[..], 5, true));
+        assert_eq!(exact.read_since(3, 1).data, b"l");
     }
 }
