@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{TestServer, git_repository as repository, group_members};
-use serde_json::{Value, json};
+use serde_json::json;
 
 const DEV_SCRIPT: &str = "echo $$ > .devpid; echo \"serving on $PORT\"; exec python3 -m http.server \"$PORT\" --bind 127.0.0.1";
 
