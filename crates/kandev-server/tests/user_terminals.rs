@@ -217,12 +217,17 @@ async fn i19_a2_close_and_server_stop_end_terminals_and_bad_requests_are_explain
     server.stop().await;
 }
 
-/// A server that died without closing its terminals (`kill -9`): the next start kills the
-/// shells it recorded, with their jobs.
+/// A server that died without closing its terminals and dev servers (`kill -9`): the next
+/// start kills the shells it recorded, with their jobs, and the dev servers' groups.
 #[tokio::test]
-async fn i19_a5_the_next_start_reaps_a_shell_a_killed_server_left() {
+async fn i19_a5_the_next_start_reaps_a_shell_and_a_dev_server_a_killed_server_left() {
     let server = TestServer::start().await;
-    let (task_id, _worktree, _tmp) = task(&server).await;
+    let (task_id, worktree, _tmp) = task(&server).await;
+    let task = server.call("task.get", json!({"id": task_id})).await;
+    let repo_id = task["task"]["repository_ids"][0].clone();
+    let script = "echo $$ > .devpid; exec sleep 600";
+    server.call("repository.update", json!({"id": repo_id, "dev_script": script})).await;
+    server.call("devserver.start", json!({"task_id": task_id})).await;
     let mut ws = server.ws().await;
     let opened =
         ws.call("terminal.open", json!({"task_id": task_id, "cols": 80, "rows": 24})).await;
@@ -232,20 +237,36 @@ async fn i19_a5_the_next_start_reaps_a_shell_a_killed_server_left() {
     let mut screen = Screen::default();
     read_until(&mut ws, &id, &mut screen, Some("pid:")).await;
     let shell = number_after(&screen.output, "pid:");
+    let devpid = std::path::Path::new(&worktree).join(".devpid");
+    let deadline = std::time::Instant::now() + common::WAIT;
+    let dev_group = loop {
+        if let Some(pid) =
+            std::fs::read_to_string(&devpid).ok().and_then(|p| p.trim().parse::<i32>().ok())
+        {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "the dev server never wrote its pid");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     // The first server is abandoned without any shutdown, as after `kill -9`; a second one
-    // starts on the same data.
+    // starts on a copy of its data.
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(common::db_path(&server.dir), common::db_path(&dir)).unwrap();
-    for suffix in ["-wal", "-shm"] {
+    for suffix in ["", "-wal", "-shm"] {
         let from = format!("{}{suffix}", common::db_path(&server.dir).display());
         if std::path::Path::new(&from).exists() {
             std::fs::copy(&from, format!("{}{suffix}", common::db_path(&dir).display())).unwrap();
         }
     }
     assert!(!session_members(shell).is_empty(), "the shell still runs");
+    assert!(!group_members(dev_group).is_empty(), "the dev server still runs");
     let restarted = TestServer::start_with(Default::default(), dir).await;
     wait_session_gone(shell).await;
-    assert!(restarted.store.child_processes().await.unwrap().is_empty(), "and it is forgotten");
+    let deadline = std::time::Instant::now() + common::WAIT;
+    while !group_members(dev_group).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the dev server's group survived");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(restarted.store.child_processes().await.unwrap().is_empty(), "and both are forgotten");
     restarted.stop().await;
     drop(ws);
     server.stop().await;
