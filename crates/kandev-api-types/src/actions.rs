@@ -153,6 +153,9 @@ actions! {
         DevServerStart = "devserver.start": rq::DevServerTarget => rs::DevServerOne;
         DevServerStop = "devserver.stop": rq::DevServerTarget => rs::DevServerOne;
         DevServerList = "devserver.list": rq::ByTask => rs::DevServers;
+        TerminalOpen = "terminal.open": rq::TerminalOpen => rs::TerminalOne;
+        TerminalClose = "terminal.close": rq::ByTerminal => rs::TerminalOne;
+        TerminalList = "terminal.list": rq::ByTask => rs::Terminals;
 
         AgentKinds = "agent.kinds": rq::Empty => rs::AgentKinds;
         ProfileList = "agent.profile.list": rq::Page => rs::Profiles;
@@ -190,6 +193,8 @@ actions! {
     socket {
         Subscribe = "subscribe": rq::Subscribe => rs::Subscribed;
         Unsubscribe = "unsubscribe": rq::Unsubscribe => rs::Unsubscribed;
+        TerminalAttach = "terminal.attach": rq::ByTerminal => rs::TerminalOne;
+        TerminalDetach = "terminal.detach": rq::ByTerminal => rs::TerminalOne;
     }
 }
 

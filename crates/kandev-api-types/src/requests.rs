@@ -395,6 +395,20 @@ pub struct DevServerTarget {
     pub task_id: String,
     pub repository_id: Option<String>,
 }
+
+/// `terminal.open`: a shell in the task's worktree of `repository_id` (the task's first
+/// repository unless one is named), in a terminal of `cols` x `rows` cells (1 to 1000).
+pub struct TerminalOpen {
+    pub task_id: String,
+    pub repository_id: Option<String>,
+    pub cols: u16,
+    pub rows: u16,
+}
+
+/// `terminal.close`, `terminal.attach`, `terminal.detach`.
+pub struct ByTerminal {
+    pub terminal_id: String,
+}
 }
 
 requests! {

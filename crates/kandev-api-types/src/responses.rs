@@ -210,6 +210,16 @@ responses! {
         pub dev_server: crate::DevServerDto,
     }
 
+    /// `terminal.open`, `terminal.close`, `terminal.attach`, `terminal.detach`.
+    pub struct TerminalOne {
+        pub terminal: crate::TerminalDto,
+    }
+
+    /// `terminal.list`: the task's open terminals, oldest first.
+    pub struct Terminals {
+        pub terminals: Vec<crate::TerminalDto>,
+    }
+
     /// `devserver.list`: the task's dev servers.
     pub struct DevServers {
         pub dev_servers: Vec<crate::DevServerDto>,

@@ -21,6 +21,8 @@ pub struct DevServerInfo {
     pub repository_id: RepositoryId,
     pub port: u16,
     pub url: String,
+    /// The id its log streams under over the WebSocket (`terminal.attach`): `dev_<port>`.
+    pub terminal_id: String,
     /// `running` or `exited`.
     pub state: &'static str,
     pub exit_code: Option<i32>,
@@ -67,6 +69,7 @@ pub(crate) fn info(
         repository_id: repository_id.clone(),
         port: server.port,
         url: format!("http://localhost:{}/", server.port),
+        terminal_id: format!("dev_{}", server.port),
         state: if output.exit.is_some() { "exited" } else { "running" },
         exit_code: output.exit.and_then(|e| e.exit_code),
         log: output.output,

@@ -320,6 +320,7 @@ impl Engine {
             }
         }
         self.stop_dev_servers_of(None).await;
+        self.close_terminals_of(None).await;
         self.inner.tracker.close();
         self.inner.tracker.wait().await;
     }

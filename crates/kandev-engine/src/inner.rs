@@ -17,6 +17,7 @@ use crate::launcher::Launcher;
 use crate::mcp::McpTokens;
 use crate::question::Waiters;
 use crate::session::command::Command;
+use crate::shells::Shells;
 use crate::stream::StreamWriter;
 
 pub(crate) struct Inner {
@@ -37,6 +38,8 @@ pub(crate) struct Inner {
     pub questions: Waiters,
     /// Running dev servers (`devservers.rs`).
     pub dev_servers: DevServers,
+    /// Open user terminals (`shells.rs`).
+    pub shells: Shells,
 }
 
 impl Inner {
@@ -53,6 +56,7 @@ impl Inner {
             mcp: McpTokens::default(),
             questions: Waiters::default(),
             dev_servers: DevServers::default(),
+            shells: Shells::default(),
         }
     }
 

@@ -24,6 +24,7 @@ mod publish;
 mod question;
 mod reconcile;
 mod session;
+mod shells;
 mod stream;
 pub mod workdir;
 mod workflow;
@@ -36,4 +37,8 @@ pub use engine::Engine;
 pub use error::{EngineError, Result};
 pub use launcher::{
     BuiltinMockLauncher, ExecutionControl, LaunchSpec, Launched, Launcher, LocalLauncher,
+};
+pub use shells::{
+    MAX_TERMINAL_CELLS, MAX_TERMINALS_PER_TASK, TerminalChunk, TerminalExit, TerminalHandle,
+    TerminalInfo,
 };

@@ -21,6 +21,8 @@ use crate::write::{add_message, write_session};
 /// Reconciles every session; returns how many it changed.
 pub(crate) async fn reconcile(inner: &Inner) -> Result<usize> {
     let mut fixed = 0;
+    // Terminals and dev servers a server stopped by `kill -9` left running.
+    reap_children(inner).await?;
     for session in inner.store.all_sessions().await? {
         if let Some(runtime) = inner.store.get_runtime(&session.id).await?
             && let Some(pgid) = runtime.pgid
@@ -145,5 +147,24 @@ async fn settle_after_restart(inner: &Inner, intent: &ResetIntent) -> Result<()>
         publish::queue_changed(&mut tx, &session, &queue).await?;
     }
     tx.commit().await?;
+    Ok(())
+}
+
+/// At startup: kills what the last run's terminals and dev servers left running (a server
+/// stopped by `kill -9` could not) and forgets them.
+async fn reap_children(inner: &Inner) -> Result<()> {
+    for child in inner.store.child_processes().await? {
+        let killed = match child.kind.as_str() {
+            "terminal" => kandev_runtime::kill_session(child.pgid),
+            _ if kandev_runtime::group_alive(child.pgid) => kandev_runtime::kill_group(child.pgid),
+            _ => Ok(()),
+        };
+        if let Err(err) = killed {
+            tracing::warn!(pgid = child.pgid, kind = %child.kind, error = %err, "cannot kill a leftover process");
+        }
+        let mut tx = inner.store.begin_write().await?;
+        tx.forget_child(child.pgid).await?;
+        tx.commit().await?;
+    }
     Ok(())
 }

@@ -128,6 +128,59 @@ fn is_live_member(stat: &std::path::Path, pgid: i32) -> bool {
     pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
 }
 
+/// Live (non-zombie) processes of the session `sid`, with their process groups. A shell
+/// with job control puts each job in a group of its own, all within its session, so a
+/// terminal's shell is supervised by session rather than by group. Empty where `/proc` is
+/// not available.
+pub fn session_members(sid: i32) -> Vec<(i32, i32)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<i32>().ok()?;
+            let text = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            let (_, rest) = text.rsplit_once(')')?;
+            let mut fields = rest.split_whitespace();
+            let state = fields.next()?;
+            let pgrp = fields.nth(1)?.parse::<i32>().ok()?;
+            let session = fields.next()?.parse::<i32>().ok()?;
+            (session == sid && state != "Z" && state != "X").then_some((pid, pgrp))
+        })
+        .collect()
+}
+
+/// Sends `SIGKILL` to every process of the session `sid` and to their groups: a terminal's
+/// shell, its jobs and what they left running in the background. Refuses ids `<= 1` and the
+/// server's own session (and, through [`check_pgid`], its own group). What left the
+/// session with `setsid` is not seen.
+pub fn kill_session(sid: i32) -> Result<(), RuntimeError> {
+    if sid <= 1 {
+        return Err(RuntimeError::ForbiddenProcessGroup {
+            pgid: sid,
+            reason: "only sessions above 1 may be signalled",
+        });
+    }
+    if nix::unistd::getsid(None).is_ok_and(|own| own.as_raw() == sid) {
+        return Err(RuntimeError::ForbiddenProcessGroup {
+            pgid: sid,
+            reason: "it is the server's own session",
+        });
+    }
+    // The leader's group first (the shell), then every other group of the session.
+    let _ = signal_group(sid, Some(Signal::SIGKILL));
+    for (pid, pgrp) in session_members(sid) {
+        if pgrp != sid {
+            let _ = signal_group(pgrp, Some(Signal::SIGKILL));
+        }
+        if pid > 1 {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+    Ok(())
+}
+
 /// Outcome of signalling a group that passed the safety checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Delivery {

@@ -12,6 +12,8 @@
 //! - Process groups `<= 1` and the server's own group are never signalled.
 //! - [`AgentProcess::stderr_tail`] never shows a value of the spec's env (see
 //!   [`redact::Redactor`]), and no `Debug` output of a spec shows one.
+//! - A terminal's shell ([`pty::PtyShell`]) leads a session of its own and is supervised by
+//!   session: its kill reaches every job group the shell made.
 //! - Every path from outside is resolved beneath its root by [`confine`], without a
 //!   check-then-use race.
 
@@ -21,11 +23,12 @@ mod exit;
 pub mod git;
 mod group;
 mod process;
+pub mod pty;
 pub mod redact;
 mod stderr;
 pub mod terminal;
 
 pub use error::RuntimeError;
 pub use exit::ExitInfo;
-pub use group::{group_alive, group_has_live_member, kill_group};
+pub use group::{group_alive, group_has_live_member, kill_group, kill_session, session_members};
 pub use process::{AgentProcess, AgentStdio, DEFAULT_STDERR_LIMIT, EnvPolicy, ProcessSpec, spawn};

@@ -83,11 +83,13 @@ pub struct OutputBuffer {
     bytes: Vec<u8>,
     limit: usize,
     truncated: bool,
+    /// Offset of `bytes[0]` in the whole output (bytes dropped so far).
+    start: u64,
 }
 
 impl OutputBuffer {
     pub fn new(limit: usize) -> OutputBuffer {
-        OutputBuffer { bytes: Vec::new(), limit, truncated: false }
+        OutputBuffer { bytes: Vec::new(), limit, truncated: false, start: 0 }
     }
 
     /// Appends `chunk`, then drops the oldest bytes beyond the limit; the cut moves forward
@@ -102,7 +104,19 @@ impl OutputBuffer {
             cut += 1;
         }
         self.bytes.drain(..cut);
+        self.start += cut as u64;
         self.truncated = true;
+    }
+
+    /// Up to `max` bytes from `offset` in the whole output on (from the oldest kept byte
+    /// when `offset` was dropped already), as [`crate::pty::Ring::read_since`].
+    pub fn read_since(&self, offset: u64, max: usize) -> crate::pty::Chunk {
+        let end = self.start + self.bytes.len() as u64;
+        let skipped = offset < self.start;
+        let from = offset.clamp(self.start, end);
+        let at = usize::try_from(from - self.start).unwrap_or(self.bytes.len());
+        let data = self.bytes[at..].iter().take(max).copied().collect::<Vec<u8>>();
+        crate::pty::Chunk { next: from + data.len() as u64, data, skipped }
     }
 
     pub fn text(&self) -> String {
@@ -141,7 +155,7 @@ impl Drop for CommandTerminal {
 
 /// The directory a child should change into: the opened directory itself where `/proc`
 /// offers it, else its path. `PWD` is set to the path, so shells show the worktree path.
-fn child_cwd(cwd: &Root) -> (PathBuf, PathBuf) {
+pub(crate) fn child_cwd(cwd: &Root) -> (PathBuf, PathBuf) {
     let shown = cwd.path().to_path_buf();
     let by_fd = PathBuf::from(format!("/proc/self/fd/{}", cwd.dir_fd().as_raw_fd()));
     if std::path::Path::new("/proc/self/fd").is_dir() {
@@ -236,7 +250,7 @@ async fn read_into(
     }
 }
 
-fn signal_name(signal: i32) -> String {
+pub(crate) fn signal_name(signal: i32) -> String {
     nix::sys::signal::Signal::try_from(signal)
         .map(|s| s.as_str().to_owned())
         .unwrap_or_else(|_| format!("signal {signal}"))
@@ -261,6 +275,13 @@ impl CommandTerminal {
     /// A receiver that changes on every output chunk and at the exit.
     pub fn changes(&self) -> watch::Receiver<u64> {
         self.changes.clone()
+    }
+
+    /// Up to [`crate::pty::READ_CHUNK`] bytes of output from `offset` on, for a reader
+    /// that follows the output live.
+    pub fn read_since(&self, offset: u64) -> crate::pty::Chunk {
+        let shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        shared.output.read_since(offset, crate::pty::READ_CHUNK)
     }
 
     /// Waits until the command has exited (and its output was read).
@@ -308,5 +329,8 @@ mod tests {
         let mut exact = OutputBuffer::new(3);
         exact.push(b"hello");
         assert_eq!((exact.text().as_str(), exact.truncated()), ("llo", true));
+        let chunk = exact.read_since(0, 10);
+        assert_eq!((chunk.data.as_slice(), chunk.next, chunk.skipped), (&b"llo"[..], 5, true));
+        assert_eq!(exact.read_since(3, 1).data, b"l");
     }
 }

@@ -23,7 +23,9 @@ pub async fn dispatch(state: &AppState, action: &str, payload: Value) -> Result<
         return run.await;
     }
     if actions::SOCKET_ONLY.contains(&action) {
-        return Err(ApiError::bad_request("subscriptions need the WebSocket endpoint /ws"));
+        return Err(ApiError::bad_request(format!(
+            "{action} needs the WebSocket endpoint /ws (it acts on the connection)"
+        )));
     }
     Err(unknown_action(action))
 }
@@ -103,6 +105,9 @@ handlers! {
     DevServerStart => terminal::dev_server_start,
     DevServerStop => terminal::dev_server_stop,
     DevServerList => terminal::dev_server_list,
+    TerminalOpen => terminal::open,
+    TerminalClose => terminal::close,
+    TerminalList => terminal::list,
     AgentKinds => profile::kinds,
     ProfileList => profile::list,
     ProfileCreate => profile::create,

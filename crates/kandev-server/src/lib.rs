@@ -13,6 +13,7 @@ mod security;
 mod state;
 mod ui;
 mod ws;
+mod ws_terminals;
 
 use std::time::Duration;
 

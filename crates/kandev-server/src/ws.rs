@@ -8,13 +8,13 @@ use axum::extract::State;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
-use kandev_api_types::Action;
 use kandev_api_types::actions;
 use kandev_api_types::notifications::{
     PROFILES_TOPIC, SESSION_TOPIC_PREFIX, WORKSPACE_TOPIC_PREFIX, WORKSPACES_TOPIC,
 };
 use kandev_api_types::requests::{Subscribe, Unsubscribe};
 use kandev_api_types::responses::{Subscribed, Unsubscribed};
+use kandev_api_types::{Action, frame};
 use kandev_store::{Event, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::dispatch::decode;
 use crate::http::{human_bytes, parse_json};
 use crate::outbox::{Outbox, Refused};
+use crate::ws_terminals::{Streams, on_frame};
 use crate::{ApiError, AppState, dispatch};
 
 /// Frames larger than this close the connection; between the request limit and this, the
@@ -177,6 +178,8 @@ async fn connection(state: AppState, socket: WebSocket) {
     let subscriptions =
         tasks.spawn(subscriptions(state.store().clone(), live, command_rx, outbox.clone()));
     let closing = state.closing().clone();
+    // This connection's terminal streams; dropped (stopped) when it ends.
+    let mut streams = Streams::default();
     loop {
         let message = tokio::select! {
             _ = closing.cancelled() => {
@@ -190,14 +193,25 @@ async fn connection(state: AppState, socket: WebSocket) {
             },
         };
         match message {
-            Message::Text(body) => on_text(&state, body.as_bytes(), &outbox, &commands).await,
-            Message::Binary(body) => on_text(&state, &body, &outbox, &commands).await,
+            Message::Text(body) => {
+                on_text(&state, body.as_bytes(), &outbox, &commands, &mut streams).await
+            }
+            // A terminal's input or resize; any other binary frame is a JSON request.
+            Message::Binary(body)
+                if body.first().is_some_and(|k| [frame::INPUT, frame::RESIZE].contains(k)) =>
+            {
+                if let Err((action, err)) = on_frame(&state, &body).await {
+                    reply(&outbox, error(&Value::Null, action, &err)).await;
+                }
+            }
+            Message::Binary(body) => on_text(&state, &body, &outbox, &commands, &mut streams).await,
             Message::Close(_) => break,
             Message::Ping(_) | Message::Pong(_) => {}
         }
     }
     // The client left. Requests it started keep running to completion (lifecycle rule 33);
-    // only this connection's delivery tasks stop.
+    // only this connection's delivery tasks and terminal streams stop.
+    drop(streams);
     subscriptions.abort();
     outbox.close();
     // The writer sends what is queued; the write timeout bounds this wait for a client that
@@ -211,6 +225,7 @@ async fn on_text(
     body: &[u8],
     out: &Arc<Outbox>,
     commands: &mpsc::Sender<SubscriptionCommand>,
+    streams: &mut Streams,
 ) {
     let limit = state.config().max_request_bytes;
     if body.len() > limit {
@@ -241,6 +256,21 @@ async fn on_text(
             .map(|request| SubscriptionCommand::Subscribe { id: id.clone(), request }),
         actions::Unsubscribe::NAME => decode(request.payload)
             .map(|request| SubscriptionCommand::Unsubscribe { id: id.clone(), request }),
+        actions::TerminalAttach::NAME | actions::TerminalDetach::NAME => {
+            match streams.handle(state, &action, request.payload) {
+                Ok((answer, stream)) => {
+                    if reply(out, response(&id, &action, answer)).await
+                        && let Some((terminal, handle)) = stream
+                    {
+                        streams.start(terminal, handle, out.clone());
+                    }
+                }
+                Err(err) => {
+                    reply(out, error(&id, &action, &err)).await;
+                }
+            }
+            return;
+        }
         _ => {
             spawn_request(state.clone(), id, action, request.payload, out.clone());
             return;

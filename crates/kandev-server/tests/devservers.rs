@@ -3,31 +3,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
-use common::{TestServer, group_members, step_id};
-use serde_json::{Value, json};
-
-/// A git repository with one commit whose `dev_script` serves HTTP on `$PORT` (a tiny
-/// server) after writing its process group id to `.devpid`.
-fn repository() -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    let git = |args: &[&str]| {
-        let status =
-            std::process::Command::new("git").args(args).current_dir(&repo).status().unwrap();
-        assert!(status.success(), "git {args:?}");
-    };
-    git(&["init", "-q", "-b", "main"]);
-    git(&["config", "user.name", "Test User"]);
-    git(&["config", "user.email", "test@example.com"]);
-    std::fs::write(repo.join("index.html"), "dev server ok\n").unwrap();
-    git(&["add", "-A"]);
-    git(&["commit", "-q", "-m", "initial"]);
-    (tmp, repo)
-}
+use common::{TestServer, git_repository as repository, group_members};
+use serde_json::json;
 
 const DEV_SCRIPT: &str = "echo $$ > .devpid; echo \"serving on $PORT\"; exec python3 -m http.server \"$PORT\" --bind 127.0.0.1";
 
@@ -62,28 +42,6 @@ async fn wait_http(port: u64) -> String {
     }
 }
 
-/// A task on the repository with a session started (which makes its worktree); returns the
-/// task id and the worktree path.
-async fn task_with_worktree(
-    server: &TestServer,
-    workflow: &Value,
-    repo_id: &str,
-) -> (String, String) {
-    let backlog = step_id(workflow, "Backlog");
-    let task = server
-        .call(
-            "task.create",
-            json!({"workflow_id": workflow["id"], "title": "dev", "step_id": backlog,
-                   "repository_ids": [repo_id]}),
-        )
-        .await;
-    let task_id = task["task"]["id"].as_str().unwrap().to_owned();
-    let launched = server.call("session.launch", json!({"task_id": task_id})).await;
-    let session = launched["session"]["id"].as_str().unwrap().to_owned();
-    let session = server.wait_state(&session, "WAITING_FOR_INPUT").await;
-    (task_id, session["cwd"].as_str().unwrap().to_owned())
-}
-
 #[tokio::test]
 async fn i19_a3_two_tasks_run_dev_servers_at_once_and_each_stops_with_its_owner() {
     let server = TestServer::start().await;
@@ -97,8 +55,8 @@ async fn i19_a3_two_tasks_run_dev_servers_at_once_and_each_stops_with_its_owner(
         .await;
     assert_eq!(created["repository"]["dev_script"], DEV_SCRIPT);
     let repo_id = created["repository"]["id"].as_str().unwrap().to_owned();
-    let (first, first_dir) = task_with_worktree(&server, &workflow, &repo_id).await;
-    let (second, second_dir) = task_with_worktree(&server, &workflow, &repo_id).await;
+    let (first, first_dir) = server.task_with_worktree(&workflow, &repo_id).await;
+    let (second, second_dir) = server.task_with_worktree(&workflow, &repo_id).await;
 
     let one = server.call("devserver.start", json!({"task_id": first})).await["dev_server"].clone();
     let two =
@@ -138,7 +96,7 @@ async fn i19_a3_stop_ends_a_dev_server_and_bad_requests_are_explained() {
         .call("repository.create", json!({"workspace_id": workspace_id, "local_path": repo}))
         .await;
     let repo_id = created["repository"]["id"].as_str().unwrap().to_owned();
-    let (task, dir) = task_with_worktree(&server, &workflow, &repo_id).await;
+    let (task, dir) = server.task_with_worktree(&workflow, &repo_id).await;
 
     let (status, body) = server.post("devserver.start", json!({"task_id": task})).await;
     assert_eq!(status, 422, "{body}");

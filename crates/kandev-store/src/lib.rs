@@ -9,6 +9,7 @@
 //! (`impl WriteTx`) side by side, and is the only file whose SQL names its tables. A query
 //! both a `Store` and a `WriteTx` answer is written once, as a function of a `db::Db`.
 
+mod children;
 mod db;
 mod error;
 mod events;
@@ -41,6 +42,7 @@ use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use tokio::sync::{Mutex, broadcast};
 
+pub use children::ChildProcess;
 pub use error::StoreError;
 pub use events::{Event, PRUNE_BATCH, Pruned, Retention, Topic};
 pub use messages::{Appended, NewMessage};

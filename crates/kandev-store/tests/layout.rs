@@ -18,6 +18,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("user_questions", "questions.rs"),
     ("sessions", "sessions.rs"),
     ("session_runtime", "runtime.rs"),
+    ("child_processes", "children.rs"),
     ("turns", "turns.rs"),
     ("messages", "messages.rs"),
     ("message_chunks", "messages.rs"),

@@ -1,9 +1,9 @@
 // The task page: title, step and state, session tabs (several sessions per task), the chat of
-// the selected session, and the Changes tab.
+// the selected session, the Changes tab, and the Terminal tab (shells and dev servers).
 import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import { useData } from '../lib/data';
-import { navigate, taskPath } from '../lib/router';
+import { navigate, type TaskTab, taskPath } from '../lib/router';
 import { useTask } from '../lib/task';
 import { NEEDS_YOU_LABEL, usePageTitle } from '../lib/title';
 import { toast } from '../lib/toast';
@@ -15,8 +15,9 @@ import { StartSession } from './StartSession';
 import { StateBadge } from './StateBadge';
 import { StepControls } from './StepControls';
 import { TaskRelations } from './TaskRelations';
+import { TerminalsTab } from './TerminalsTab';
 
-export function TaskPage(props: { taskId: string; sessionId: string | null; tab: 'chat' | 'changes' }) {
+export function TaskPage(props: { taskId: string; sessionId: string | null; tab: TaskTab }) {
   const { workflows, profiles } = useData();
   const { task, sessions, deleted, error, retry, addSession } = useTask(props.taskId);
   const [actionError, setActionError] = useState<string | null>(null);
@@ -120,7 +121,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
         </details>
       )}
       <TaskRelations task={task} />
-      <div className="tabs" role="tablist" aria-label="Sessions and changes">
+      <div className="tabs" role="tablist" aria-label="Sessions, changes and terminals">
         {sessions.map((s, i) => (
           <button
             key={s.id}
@@ -146,9 +147,19 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
         >
           Changes
         </button>
+        <button
+          role="tab"
+          aria-selected={props.tab === 'terminal'}
+          className={props.tab === 'terminal' ? 'active' : ''}
+          onClick={() => navigate(taskPath(task.id, active?.id, 'terminal'), true)}
+        >
+          Terminal
+        </button>
       </div>
       {props.tab === 'changes' ? (
         <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} />
+      ) : props.tab === 'terminal' ? (
+        <TerminalsTab taskId={task.id} archived={!!task.archived_at} />
       ) : active ? (
         <SessionView key={active.id} sessionId={active.id} />
       ) : (

@@ -4,8 +4,15 @@ import { useEffect, useState } from 'react';
 
 export type Route =
   | { page: 'board' }
-  | { page: 'task'; taskId: string; sessionId: string | null; tab: 'chat' | 'changes' }
+  | { page: 'task'; taskId: string; sessionId: string | null; tab: TaskTab }
   | { page: 'settings'; section: string };
+
+/** The tabs of the task page: a session's chat, the Changes, the terminals and dev servers. */
+export type TaskTab = 'chat' | 'changes' | 'terminal';
+
+function taskTab(value: string | null): TaskTab {
+  return value === 'changes' || value === 'terminal' ? value : 'chat';
+}
 
 export function parseRoute(path: string, search: string): Route {
   const params = new URLSearchParams(search);
@@ -15,7 +22,7 @@ export function parseRoute(path: string, search: string): Route {
       page: 'task',
       taskId: decodeURIComponent(task[1]),
       sessionId: params.get('session'),
-      tab: params.get('tab') === 'changes' ? 'changes' : 'chat',
+      tab: taskTab(params.get('tab')),
     };
   }
   const settings = /^\/settings(?:\/([a-z-]+))?\/?$/.exec(path);
@@ -46,10 +53,10 @@ export function useRoute(): Route {
   return route;
 }
 
-export function taskPath(taskId: string, sessionId?: string | null, tab?: 'chat' | 'changes'): string {
+export function taskPath(taskId: string, sessionId?: string | null, tab?: TaskTab): string {
   const params = new URLSearchParams();
   if (sessionId) params.set('session', sessionId);
-  if (tab === 'changes') params.set('tab', 'changes');
+  if (tab && tab !== 'chat') params.set('tab', tab);
   const q = params.toString();
   return `/tasks/${encodeURIComponent(taskId)}${q ? `?${q}` : ''}`;
 }

@@ -247,9 +247,10 @@ impl Engine {
     }
 
     /// Stops every session of the task whose actor is running (an agent may be live).
-    /// Also stops the task's dev servers (archive, delete).
+    /// Also stops the task's dev servers and closes its terminals (archive, delete).
     async fn stop_task_sessions(&self, task_id: &TaskId) -> Result<()> {
         self.stop_dev_servers_of(Some(task_id)).await;
+        self.close_terminals_of(Some(task_id)).await;
         for session in self.inner.store.list_sessions(task_id).await? {
             if is_running(&self.inner, &session.id) {
                 match self.stop(&session.id).await {

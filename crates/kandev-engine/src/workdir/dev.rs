@@ -8,31 +8,23 @@ use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::confine::Root;
 use kandev_runtime::terminal::{CommandSpec, run_command};
 
+use kandev_store::ChildProcess;
+
 use crate::devservers::{DEV_SERVER_LOG_BYTES, DevServer, DevServerInfo, info};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::shells::{Source, TerminalHandle, TerminalInfo};
+use crate::workdir::terminals::forget_child;
 
 impl Engine {
-    /// The task's worktree of `repository_id` (the task's first repository when `None`).
+    /// The task's worktree of `repository_id` (the task's first repository when `None`) and
+    /// the repository's `dev_script`.
     async fn dev_worktree(
         &self,
         task_id: &TaskId,
         repository_id: Option<&RepositoryId>,
     ) -> Result<(RepositoryId, String, String)> {
-        let task = self.inner.store.get_task(task_id).await?;
-        let repository_id = match repository_id {
-            Some(id) if task.repository_ids.contains(id) => id.clone(),
-            Some(id) => {
-                return Err(EngineError::Validation(format!(
-                    "repository {id} is not a repository of this task"
-                )));
-            }
-            None => task.repository_ids.first().cloned().ok_or_else(|| {
-                EngineError::Validation(
-                    "the task has no repository; dev servers run in a repository's worktree".into(),
-                )
-            })?,
-        };
+        let (repository_id, worktree) = self.task_worktree(task_id, repository_id).await?;
         let repository = self.inner.store.get_repository(&repository_id).await?;
         if repository.dev_script.trim().is_empty() {
             return Err(EngineError::Validation(format!(
@@ -40,19 +32,7 @@ impl Engine {
                 repository.name
             )));
         }
-        let worktree = self
-            .inner
-            .store
-            .live_worktrees(task_id)
-            .await?
-            .into_iter()
-            .find(|w| w.repository_id.as_ref() == Some(&repository_id))
-            .ok_or_else(|| {
-                EngineError::Conflict(
-                    "the task has no worktree yet; launch a session to create one".into(),
-                )
-            })?;
-        Ok((repository_id, worktree.path, repository.dev_script))
+        Ok((repository_id, worktree, repository.dev_script))
     }
 
     /// `devserver.start`: runs the repository's `dev_script` in the task's worktree with
@@ -64,39 +44,50 @@ impl Engine {
     ) -> Result<DevServerInfo> {
         let (repository_id, worktree, script) = self.dev_worktree(task_id, repository_id).await?;
         let key = (task_id.clone(), repository_id.clone());
-        let mut running = self.inner.dev_servers.lock();
-        if let Some(server) = running.get(&key)
-            && server.process.output().exit.is_none()
-        {
-            return Ok(info(task_id, &repository_id, server));
-        }
-        let taken: Vec<u16> = running.values().map(|s| s.port).collect();
-        let port = self
-            .inner
-            .config
-            .dev_server_ports
-            .clone()
-            .filter(|p| !taken.contains(p))
-            .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
-            .ok_or_else(|| {
-                EngineError::Unavailable(
-                    "no free port is left in the dev server port range; stop a dev server".into(),
-                )
+        // The map's lock is held from the check to the insert, and released before the store.
+        let (shown, pgid) = {
+            let mut running = self.inner.dev_servers.lock();
+            if let Some(server) = running.get(&key)
+                && server.process.output().exit.is_none()
+            {
+                return Ok(info(task_id, &repository_id, server));
+            }
+            let taken: Vec<u16> = running.values().map(|s| s.port).collect();
+            let port = self
+                .inner
+                .config
+                .dev_server_ports
+                .clone()
+                .filter(|p| !taken.contains(p))
+                .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+                .ok_or_else(|| {
+                    EngineError::Unavailable(
+                        "no free port is left in the dev server port range; stop a dev server"
+                            .into(),
+                    )
+                })?;
+            let root = Root::open(Path::new(&worktree)).map_err(|e| {
+                EngineError::Conflict(format!("the task's worktree is not available: {e}"))
             })?;
-        let root = Root::open(Path::new(&worktree)).map_err(|e| {
-            EngineError::Conflict(format!("the task's worktree is not available: {e}"))
-        })?;
-        let spec = CommandSpec {
-            program: "sh".into(),
-            args: vec!["-c".into(), script.into()],
-            env: vec![("PORT".into(), port.to_string())],
-            output_limit: DEV_SERVER_LOG_BYTES,
+            let spec = CommandSpec {
+                program: "sh".into(),
+                args: vec!["-c".into(), script.into()],
+                env: vec![("PORT".into(), port.to_string())],
+                output_limit: DEV_SERVER_LOG_BYTES,
+            };
+            let process = run_command(&spec, &root).map_err(|e| {
+                EngineError::Unavailable(format!("the dev server did not start: {e}"))
+            })?;
+            let pgid = process.pid();
+            let server = DevServer { port, process: Arc::new(process) };
+            let shown = info(task_id, &repository_id, &server);
+            running.insert(key, server);
+            (shown, pgid)
         };
-        let process = run_command(&spec, &root)
-            .map_err(|e| EngineError::Unavailable(format!("the dev server did not start: {e}")))?;
-        let server = DevServer { port, process: Arc::new(process) };
-        let shown = info(task_id, &repository_id, &server);
-        running.insert(key, server);
+        let child = ChildProcess { pgid, kind: "dev_server".into(), task_id: task_id.clone() };
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.record_child(&child).await?;
+        tx.commit().await?;
         Ok(shown)
     }
 
@@ -118,6 +109,7 @@ impl Engine {
             return Err(EngineError::NotFound("no dev server runs for this task".into()));
         };
         server.process.kill().await;
+        forget_child(&self.inner, server.process.pid()).await;
         Ok(info(&task_id, &repository_id, &server))
     }
 
@@ -137,6 +129,24 @@ impl Engine {
     pub(crate) async fn stop_dev_servers_of(&self, task: Option<&TaskId>) {
         for process in self.inner.dev_servers.take(task) {
             process.kill().await;
+            forget_child(&self.inner, process.pid()).await;
         }
+    }
+
+    /// The dev server whose log is the terminal `id` (`dev_<port>`), to stream its output.
+    pub(crate) fn dev_server_terminal(&self, id: &str) -> Option<(TerminalInfo, TerminalHandle)> {
+        let port: u16 = id.strip_prefix("dev_")?.parse().ok()?;
+        let running = self.inner.dev_servers.lock();
+        let ((task_id, repository_id), server) = running.iter().find(|(_, s)| s.port == port)?;
+        let exit = server.process.output().exit;
+        let shown = TerminalInfo {
+            id: id.to_owned(),
+            task_id: task_id.clone(),
+            repository_id: repository_id.clone(),
+            state: if exit.is_some() { "exited" } else { "running" },
+            exit_code: exit.as_ref().and_then(|e| e.exit_code),
+            signal: exit.and_then(|e| e.signal),
+        };
+        Some((shown, TerminalHandle { source: Source::DevServer(server.process.clone()) }))
     }
 }

@@ -323,6 +323,69 @@ pub fn of_kind<'a>(messages: &'a [Value], kind: &str) -> Vec<&'a Value> {
     messages.iter().filter(|m| m["kind"] == kind).collect()
 }
 
+/// A git repository with one commit (`index.html`), in a temp dir.
+pub fn git_repository() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let status =
+            std::process::Command::new("git").args(args).current_dir(&repo).status().unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["config", "user.name", "Test User"]);
+    git(&["config", "user.email", "test@example.com"]);
+    std::fs::write(repo.join("index.html"), "dev server ok\n").unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "initial"]);
+    (tmp, repo)
+}
+
+impl TestServer {
+    /// A task on the repository with a session started (which makes its worktree); returns
+    /// the task id and the worktree path.
+    pub async fn task_with_worktree(&self, workflow: &Value, repo_id: &str) -> (String, String) {
+        let backlog = step_id(workflow, "Backlog");
+        let task = self
+            .call(
+                "task.create",
+                json!({"workflow_id": workflow["id"], "title": "dev", "step_id": backlog,
+                       "repository_ids": [repo_id]}),
+            )
+            .await;
+        let task_id = task["task"]["id"].as_str().unwrap().to_owned();
+        let launched = self.call("session.launch", json!({"task_id": task_id})).await;
+        let session = launched["session"]["id"].as_str().unwrap().to_owned();
+        let session = self.wait_state(&session, "WAITING_FOR_INPUT").await;
+        (task_id, session["cwd"].as_str().unwrap().to_owned())
+    }
+}
+
+/// Live (non-zombie) processes of the session `sid` (a terminal's shell and its jobs).
+pub fn session_members(sid: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+            let mut fields = rest.split_whitespace();
+            let state = fields.next();
+            let session = fields.nth(2).and_then(|p| p.parse::<i32>().ok());
+            session == Some(sid) && state != Some("Z") && state != Some("X")
+        })
+        .collect()
+}
+
+/// The process group of `pid`, while it lives.
+pub fn group_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
 /// Live (non-zombie) processes of the group `pgid`.
 pub fn group_members(pgid: i32) -> Vec<i32> {
     std::fs::read_dir("/proc")

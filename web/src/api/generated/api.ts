@@ -26,6 +26,8 @@ export type BySession = { session_id: string, };
 
 export type ByTask = { task_id: string, };
 
+export type ByTerminal = { terminal_id: string, };
+
 export type ByWorkspace = { workspace_id: string, };
 
 export type CommitDto = { repository_id: string | null, branch: string, sha: string, summary: string, files_changed: number, };
@@ -33,6 +35,10 @@ export type CommitDto = { repository_id: string | null, branch: string, sha: str
 export type Deleted = { deleted: boolean, id: string, };
 
 export type DevServerDto = { task_id: string, repository_id: string, port: number, url: string, 
+/**
+ * The id its log streams under (`terminal.attach`): `dev_<port>`.
+ */
+terminal_id: string, 
 /**
  * `running` or `exited`.
  */
@@ -350,6 +356,22 @@ blocked_by?: Array<string>, };
 
 export type Tasks = { tasks: Array<TaskCardDto>, next_cursor: string | null, };
 
+export type TerminalDto = { id: string, task_id: string, repository_id: string, 
+/**
+ * `running` or `exited`.
+ */
+state: string, exit_code: number | null, 
+/**
+ * The signal that ended it (`SIGKILL`), if one did.
+ */
+signal: string | null, };
+
+export type TerminalOne = { terminal: TerminalDto, };
+
+export type TerminalOpen = { task_id: string, repository_id?: string, cols: number, rows: number, };
+
+export type Terminals = { terminals: Array<TerminalDto>, };
+
 export type TreeEntryDto = { path: string, kind: string, size: number, };
 
 export type Unsubscribe = { topics: Array<string>, };
@@ -447,6 +469,9 @@ export type Actions = {
   "devserver.start": { request: DevServerTarget, response: DevServerOne },
   "devserver.stop": { request: DevServerTarget, response: DevServerOne },
   "devserver.list": { request: ByTask, response: DevServers },
+  "terminal.open": { request: TerminalOpen, response: TerminalOne },
+  "terminal.close": { request: ByTerminal, response: TerminalOne },
+  "terminal.list": { request: ByTask, response: Terminals },
   "agent.kinds": { request: Empty, response: AgentKinds },
   "agent.profile.list": { request: Page, response: Profiles },
   "agent.profile.create": { request: ProfileCreate, response: ProfileSaved },
@@ -481,6 +506,8 @@ export type Actions = {
 export type SocketActions = {
   "subscribe": { request: Subscribe, response: Subscribed },
   "unsubscribe": { request: Unsubscribe, response: Unsubscribed },
+  "terminal.attach": { request: ByTerminal, response: TerminalOne },
+  "terminal.detach": { request: ByTerminal, response: TerminalOne },
 };
 
 export type Notification = { type: "notification", seq: number } & (

@@ -1,0 +1,148 @@
+//! User terminal actions (`terminal.open`, `close`, `list`, and the handle the WebSocket
+//! streams) as [`Engine`] methods; the registry and the rules are in `crate::shells`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use kandev_domain::{RepositoryId, TaskId};
+use kandev_runtime::confine::Root;
+use kandev_runtime::pty::{ShellSpec, spawn_shell};
+use kandev_store::ChildProcess;
+
+use crate::engine::Engine;
+use crate::error::{EngineError, Result};
+use crate::inner::Inner;
+use crate::shells::{
+    MAX_TERMINALS_PER_TASK, Shell, Source, TerminalHandle, TerminalInfo, check_size, info,
+    login_shell,
+};
+
+impl Engine {
+    /// The task's live worktree of `repository_id` (the task's first repository when `None`).
+    pub(crate) async fn task_worktree(
+        &self,
+        task_id: &TaskId,
+        repository_id: Option<&RepositoryId>,
+    ) -> Result<(RepositoryId, String)> {
+        let task = self.inner.store.get_task(task_id).await.map_err(crate::error::not_found)?;
+        let repository_id = match repository_id {
+            Some(id) if task.repository_ids.contains(id) => id.clone(),
+            Some(id) => {
+                return Err(EngineError::Validation(format!(
+                    "repository {id} is not a repository of this task"
+                )));
+            }
+            None => task.repository_ids.first().cloned().ok_or_else(|| {
+                EngineError::Validation(
+                    "the task has no repository; terminals run in a repository's worktree".into(),
+                )
+            })?,
+        };
+        let worktree = self
+            .inner
+            .store
+            .live_worktrees(task_id)
+            .await?
+            .into_iter()
+            .find(|w| w.repository_id.as_ref() == Some(&repository_id))
+            .ok_or_else(|| {
+                EngineError::Conflict(
+                    "the task has no worktree yet; launch a session to create one".into(),
+                )
+            })?;
+        Ok((repository_id, worktree.path))
+    }
+
+    /// `terminal.open`: a login shell in a PTY of `cols` x `rows` in the task's worktree.
+    pub async fn open_terminal(
+        &self,
+        task_id: &TaskId,
+        repository_id: Option<&RepositoryId>,
+        cols: u16,
+        rows: u16,
+    ) -> Result<TerminalInfo> {
+        check_size(cols, rows)?;
+        let (repository_id, worktree) = self.task_worktree(task_id, repository_id).await?;
+        let open = self.inner.shells.lock().values().filter(|s| &s.task_id == task_id).count();
+        if open >= MAX_TERMINALS_PER_TASK {
+            return Err(EngineError::Conflict(format!(
+                "a task may have {MAX_TERMINALS_PER_TASK} terminals open; close one first"
+            )));
+        }
+        let root = Root::open(Path::new(&worktree)).map_err(|e| {
+            EngineError::Conflict(format!("the task's worktree is not available: {e}"))
+        })?;
+        let spec = ShellSpec {
+            program: login_shell().into(),
+            args: vec!["-l".into()],
+            env: vec![],
+            cols,
+            rows,
+        };
+        let shell = spawn_shell(&spec, &root)
+            .map_err(|e| EngineError::Unavailable(format!("the terminal did not start: {e}")))?;
+        let child =
+            ChildProcess { pgid: shell.pid(), kind: "terminal".into(), task_id: task_id.clone() };
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.record_child(&child).await?;
+        tx.commit().await?;
+        let id = format!("term_{}", uuid::Uuid::now_v7().simple());
+        let shell = Shell { task_id: task_id.clone(), repository_id, shell: Arc::new(shell) };
+        let shown = info(&id, &shell);
+        self.inner.shells.lock().insert(id, shell);
+        Ok(shown)
+    }
+
+    /// `terminal.close`: kills the terminal's shell and everything it started.
+    pub async fn close_terminal(&self, id: &str) -> Result<TerminalInfo> {
+        let Some(shell) = self.inner.shells.lock().remove(id) else {
+            return Err(EngineError::NotFound(format!("terminal {id} not found")));
+        };
+        let pid = shell.shell.pid();
+        shell.shell.kill().await;
+        forget_child(&self.inner, pid).await;
+        Ok(info(id, &shell))
+    }
+
+    /// `terminal.list`: the task's open terminals, oldest first.
+    pub fn list_terminals(&self, task_id: &TaskId) -> Vec<TerminalInfo> {
+        let open = self.inner.shells.lock();
+        let mut list: Vec<TerminalInfo> =
+            open.iter().filter(|(_, s)| &s.task_id == task_id).map(|(id, s)| info(id, s)).collect();
+        // Ids are UUIDv7: ordered by creation.
+        list.sort_by(|a, b| a.id.cmp(&b.id));
+        list
+    }
+
+    /// The terminal `id` (a user terminal, or `dev_<port>` for a dev server's log) to stream.
+    pub fn terminal(&self, id: &str) -> Result<(TerminalInfo, TerminalHandle)> {
+        if let Some(shell) = self.inner.shells.lock().get(id) {
+            let handle = TerminalHandle { source: Source::Shell(shell.shell.clone()) };
+            return Ok((info(id, shell), handle));
+        }
+        if let Some(found) = self.dev_server_terminal(id) {
+            return Ok(found);
+        }
+        Err(EngineError::NotFound(format!("terminal {id} not found")))
+    }
+
+    /// Closes the terminals of `task` (every one when `None`), waiting until they are gone.
+    pub(crate) async fn close_terminals_of(&self, task: Option<&TaskId>) {
+        for shell in self.inner.shells.take(task) {
+            shell.kill().await;
+            forget_child(&self.inner, shell.pid()).await;
+        }
+    }
+}
+
+/// Drops the record of a child that is gone (logged when the store refuses).
+pub(crate) async fn forget_child(inner: &Inner, pgid: i32) {
+    let forgotten = async {
+        let mut tx = inner.store.begin_write().await?;
+        tx.forget_child(pgid).await?;
+        tx.commit().await
+    };
+    if let Err(err) = forgotten.await {
+        tracing::warn!(pgid, error = %err, "cannot forget a stopped terminal or dev server");
+    }
+}

@@ -1,0 +1,69 @@
+//! Processes the server started for a task outside any agent session (user terminals, dev
+//! servers), recorded while they run so that a start after a `kill -9` of the server can
+//! kill what was left (docs/terminals.md).
+
+use kandev_domain::TaskId;
+use sqlx::FromRow;
+
+use crate::{Result, Store, WriteTx};
+
+/// A recorded child: its process group (a terminal's: also its session) and what it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildProcess {
+    pub pgid: i32,
+    /// `terminal` (kill the session) or `dev_server` (kill the group).
+    pub kind: String,
+    pub task_id: TaskId,
+}
+
+#[derive(FromRow)]
+struct ChildRow {
+    pgid: i64,
+    kind: String,
+    task_id: String,
+}
+
+impl Store {
+    /// Every recorded child, oldest first; a pgid that does not fit an `i32` is skipped.
+    pub async fn child_processes(&self) -> Result<Vec<ChildProcess>> {
+        let rows = sqlx::query_as::<_, ChildRow>(
+            "SELECT pgid, kind, task_id FROM child_processes ORDER BY started_at, pgid",
+        )
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|r| {
+                let pgid = i32::try_from(r.pgid).ok()?;
+                Some(ChildProcess { pgid, kind: r.kind, task_id: TaskId::new(r.task_id) })
+            })
+            .collect())
+    }
+}
+
+impl WriteTx {
+    /// Records a child that now runs (a pgid seen again replaces the old row).
+    pub async fn record_child(&mut self, child: &ChildProcess) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO child_processes (pgid, kind, task_id, started_at) VALUES (?, ?, ?, ?) \
+             ON CONFLICT(pgid) DO UPDATE SET kind = excluded.kind, task_id = excluded.task_id, \
+             started_at = excluded.started_at",
+        )
+        .bind(child.pgid)
+        .bind(&child.kind)
+        .bind(child.task_id.as_str())
+        .bind(self.now().millis())
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
+    /// Forgets a child that is gone.
+    pub async fn forget_child(&mut self, pgid: i32) -> Result<()> {
+        sqlx::query("DELETE FROM child_processes WHERE pgid = ?")
+            .bind(pgid)
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,81 @@
+// Issue 19, acceptance 4: the Terminal tab of the task page — a shell in the task's worktree
+// in xterm.js (type, see the output, resize), and a dev server's log and preview link.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, screenshot, test } from './kandev';
+
+const DEV_SCRIPT = 'echo "serving on $PORT"; exec python3 -m http.server "$PORT" --bind 127.0.0.1';
+
+test('i19 a4: a terminal in the task page runs commands and resizes; the dev server shows its log and link', async ({
+  page,
+  kandev,
+}) => {
+  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-term-'));
+  try {
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd: repo });
+    git('init', '-q', '-b', 'main');
+    writeFileSync(join(repo, 'index.html'), 'preview ok\n');
+    git('add', '.');
+    git('commit', '-q', '-m', 'initial');
+    const { workspaceId } = await kandev.board();
+    const { repository } = await kandev.api('repository.create', {
+      workspace_id: workspaceId,
+      local_path: repo,
+      dev_script: DEV_SCRIPT,
+    });
+    // A started session makes the task's worktree.
+    const task = await kandev.createTask('Try the terminal', { repository_ids: [repository.id], start_agent: true });
+    await page.goto(`${kandev.url}/tasks/${task.id}`);
+    await expect(page.getByRole('log', { name: 'Conversation' }).locator('[data-kind="agent"]').first()).toBeVisible();
+
+    await page.getByRole('tab', { name: 'Terminal', exact: true }).click();
+    await page.getByRole('button', { name: '+ Terminal' }).click();
+    const terminal = page.getByTestId('terminal');
+    await expect(terminal).toBeVisible();
+    await terminal.click();
+    await page.keyboard.type('echo kandev-ok');
+    await page.keyboard.press('Enter');
+    // The command line shows `echo kandev-ok`; its output is `kandev-ok` on a line of its own.
+    await expect(terminal.locator('.xterm-rows > div').filter({ hasText: /^kandev-ok\s*$/ })).toHaveCount(1);
+
+    // Resize: the page gets narrower, the terminal fits it, and the shell is told.
+    const before = Number(await terminal.getAttribute('data-cols'));
+    await page.setViewportSize({ width: 760, height: 700 });
+    await expect(terminal).not.toHaveAttribute('data-cols', String(before));
+    const cols = Number(await terminal.getAttribute('data-cols'));
+    const rows = Number(await terminal.getAttribute('data-rows'));
+    expect(cols).toBeLessThan(before);
+    await terminal.click();
+    await page.keyboard.type('stty size');
+    await page.keyboard.press('Enter');
+    await expect(terminal.locator('.xterm-rows')).toContainText(`${rows} ${cols}`);
+
+    // The dev server: its link and its log.
+    await page.getByRole('button', { name: 'Start dev server' }).click();
+    const server = page.getByTestId('dev-server');
+    await expect(server).toBeVisible();
+    const port = await server.getAttribute('data-port');
+    await expect(server.getByRole('link', { name: /Open preview/ })).toHaveAttribute('href', `http://localhost:${port}/`);
+    await expect(server.getByTestId('dev-server-log').locator('.xterm-rows')).toContainText(`serving on ${port}`);
+    // The link's server answers (once python has bound the port).
+    await expect
+      .poll(() => fetch(`http://127.0.0.1:${port}/index.html`).then((r) => r.text(), () => ''))
+      .toBe('preview ok\n');
+
+    await screenshot(page, 'i19-terminal-tab');
+
+    // After a reload the terminal is still there, with its earlier output replayed.
+    // (the address keeps the tab).
+    await page.reload();
+    await expect(page.getByTestId('terminal').locator('.xterm-rows')).toContainText('kandev-ok');
+    await page.getByRole('button', { name: 'Close terminal 1' }).click();
+    await expect(page.getByTestId('terminal')).toHaveCount(0);
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await expect(page.getByTestId('dev-server')).toHaveCount(0);
+  } finally {
+    rmSync(repo, { recursive: true, force: true });
+  }
+});

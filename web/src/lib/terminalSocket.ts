@@ -1,0 +1,128 @@
+// A terminal's stream over `/ws` (docs/api.md, "Terminal frames"): its own connection, which
+// sends `terminal.attach` and then gets the terminal's kept output (the replay) followed by
+// what comes live, as binary frames `[kind][id length][id][payload]`. Typed input and resizes
+// go back the same way. A dropped connection reconnects by itself and attaches again; the
+// replay then redraws the screen from the start, so the caller resets it (`onReplay`).
+
+const INPUT = 0x01;
+const RESIZE = 0x02;
+const OUTPUT = 0x81;
+const EXIT = 0x83;
+
+const MAX_BACKOFF_MS = 2000;
+
+export interface TerminalExit {
+  exit_code: number | null;
+  signal: string | null;
+}
+
+export interface TerminalHandlers {
+  /** The terminal's output: the replay first, then live. */
+  onOutput: (data: Uint8Array) => void;
+  /** Attached (again): the output that follows starts from the oldest byte kept. */
+  onReplay: () => void;
+  onExit: (exit: TerminalExit) => void;
+  /** The terminal cannot be attached (closed, or never existed). */
+  onError: (message: string) => void;
+}
+
+export interface TerminalSocket {
+  input: (data: string) => void;
+  resize: (cols: number, rows: number) => void;
+  close: () => void;
+}
+
+const encoder = new TextEncoder();
+
+function encode(kind: number, id: string, payload: Uint8Array): Uint8Array {
+  const idBytes = encoder.encode(id);
+  const frame = new Uint8Array(2 + idBytes.length + payload.length);
+  frame[0] = kind;
+  frame[1] = idBytes.length;
+  frame.set(idBytes, 2);
+  frame.set(payload, 2 + idBytes.length);
+  return frame;
+}
+
+export function connectTerminal(id: string, handlers: TerminalHandlers): TerminalSocket {
+  let ws: WebSocket | null = null;
+  let closed = false;
+  let exited = false;
+  let backoff = 150;
+  let size: [number, number] | null = null;
+
+  const send = (frame: Uint8Array) => {
+    if (ws?.readyState === WebSocket.OPEN) ws.send(frame);
+  };
+  const sendSize = () => {
+    if (!size) return;
+    const payload = new Uint8Array(4);
+    new DataView(payload.buffer).setUint16(0, size[0]);
+    new DataView(payload.buffer).setUint16(2, size[1]);
+    send(encode(RESIZE, id, payload));
+  };
+
+  const open = () => {
+    if (closed) return;
+    const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+    const socket = new WebSocket(`${scheme}://${location.host}/ws`);
+    socket.binaryType = 'arraybuffer';
+    ws = socket;
+    socket.onopen = () => {
+      backoff = 150;
+      socket.send(JSON.stringify({ id: 'attach', type: 'request', action: 'terminal.attach', payload: { terminal_id: id } }));
+    };
+    socket.onmessage = (event) => {
+      if (typeof event.data === 'string') {
+        let frame: { id?: string; type?: string; payload?: { message?: string } };
+        try {
+          frame = JSON.parse(event.data);
+        } catch {
+          return;
+        }
+        if (frame.id !== 'attach') return;
+        if (frame.type === 'response') {
+          handlers.onReplay();
+          sendSize();
+        } else if (frame.type === 'error') {
+          closed = true;
+          handlers.onError(frame.payload?.message ?? 'the terminal cannot be attached');
+          socket.close();
+        }
+        return;
+      }
+      const bytes = new Uint8Array(event.data as ArrayBuffer);
+      if (bytes.length < 2) return;
+      const payload = bytes.subarray(2 + bytes[1]!);
+      if (bytes[0] === OUTPUT) handlers.onOutput(payload);
+      if (bytes[0] === EXIT) {
+        exited = true;
+        try {
+          handlers.onExit(JSON.parse(new TextDecoder().decode(payload)) as TerminalExit);
+        } catch {
+          handlers.onExit({ exit_code: null, signal: null });
+        }
+      }
+    };
+    socket.onclose = () => {
+      if (ws === socket) ws = null;
+      if (closed || exited) return;
+      const delay = backoff;
+      backoff = Math.min(MAX_BACKOFF_MS, backoff * 2);
+      window.setTimeout(open, delay);
+    };
+  };
+  open();
+
+  return {
+    input: (data) => send(encode(INPUT, id, encoder.encode(data))),
+    resize: (cols, rows) => {
+      size = [cols, rows];
+      sendSize();
+    },
+    close: () => {
+      closed = true;
+      ws?.close();
+    },
+  };
+}
