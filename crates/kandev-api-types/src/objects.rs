@@ -77,11 +77,22 @@ pub enum ActionDto {
     ResetAgentContext,
     EnablePlanMode,
     DisablePlanMode,
-    SetSessionMode { mode_id: String },
+    SetSessionMode {
+        mode_id: String,
+    },
     AutoStartAgent,
     MoveToNext,
     MoveToPrevious,
-    MoveToStep { step_id: String },
+    MoveToStep {
+        step_id: String,
+    },
+    Push,
+    CreatePullRequest,
+    Merge {
+        #[serde(default)]
+        strategy: crate::MergeStrategyDto,
+    },
+    Rebase,
 }
 
 impl From<&Action<StepId>> for ActionDto {
@@ -97,6 +108,10 @@ impl From<&Action<StepId>> for ActionDto {
             Action::MoveToNext => ActionDto::MoveToNext,
             Action::MoveToPrevious => ActionDto::MoveToPrevious,
             Action::MoveToStep(id) => ActionDto::MoveToStep { step_id: id.to_string() },
+            Action::Push => ActionDto::Push,
+            Action::CreatePullRequest => ActionDto::CreatePullRequest,
+            Action::Merge { strategy } => ActionDto::Merge { strategy: (*strategy).into() },
+            Action::Rebase => ActionDto::Rebase,
         }
     }
 }
@@ -112,6 +127,10 @@ impl From<ActionDto> for Action<StepId> {
             ActionDto::MoveToNext => Action::MoveToNext,
             ActionDto::MoveToPrevious => Action::MoveToPrevious,
             ActionDto::MoveToStep { step_id } => Action::MoveToStep(StepId::new(step_id)),
+            ActionDto::Push => Action::Push,
+            ActionDto::CreatePullRequest => Action::CreatePullRequest,
+            ActionDto::Merge { strategy } => Action::Merge { strategy: strategy.into() },
+            ActionDto::Rebase => Action::Rebase,
         }
     }
 }
@@ -128,6 +147,10 @@ pub struct EventsDto {
     pub on_turn_complete: Vec<ActionDto>,
     #[serde(default)]
     pub on_exit: Vec<ActionDto>,
+    #[serde(default)]
+    pub on_pr_merged: Vec<ActionDto>,
+    #[serde(default)]
+    pub on_pr_closed: Vec<ActionDto>,
 }
 
 impl From<&StepEvents<StepId>> for EventsDto {
@@ -138,6 +161,8 @@ impl From<&StepEvents<StepId>> for EventsDto {
             on_turn_start: list(&e.on_turn_start),
             on_turn_complete: list(&e.on_turn_complete),
             on_exit: list(&e.on_exit),
+            on_pr_merged: list(&e.on_pr_merged),
+            on_pr_closed: list(&e.on_pr_closed),
         }
     }
 }
@@ -150,6 +175,8 @@ impl From<EventsDto> for StepEvents<StepId> {
             on_turn_start: list(e.on_turn_start),
             on_turn_complete: list(e.on_turn_complete),
             on_exit: list(e.on_exit),
+            on_pr_merged: list(e.on_pr_merged),
+            on_pr_closed: list(e.on_pr_closed),
         }
     }
 }

@@ -8,9 +8,10 @@ use ts_rs::TS;
 use crate::rfc3339;
 
 /// `task.merge`'s strategy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum MergeStrategyDto {
+    #[default]
     Merge,
     Squash,
     FastForward,
@@ -23,6 +24,17 @@ impl From<MergeStrategyDto> for kandev_domain::ship::MergeStrategy {
             MergeStrategyDto::Merge => M::Merge,
             MergeStrategyDto::Squash => M::Squash,
             MergeStrategyDto::FastForward => M::FastForward,
+        }
+    }
+}
+
+impl From<kandev_domain::ship::MergeStrategy> for MergeStrategyDto {
+    fn from(s: kandev_domain::ship::MergeStrategy) -> Self {
+        use kandev_domain::ship::MergeStrategy as M;
+        match s {
+            M::Merge => MergeStrategyDto::Merge,
+            M::Squash => MergeStrategyDto::Squash,
+            M::FastForward => MergeStrategyDto::FastForward,
         }
     }
 }

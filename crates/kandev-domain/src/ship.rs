@@ -119,6 +119,23 @@ pub enum MergeStrategy {
     FastForward,
 }
 
+impl MergeStrategy {
+    pub const ALL: [MergeStrategy; 3] =
+        [MergeStrategy::Merge, MergeStrategy::Squash, MergeStrategy::FastForward];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MergeStrategy::Merge => "merge",
+            MergeStrategy::Squash => "squash",
+            MergeStrategy::FastForward => "fast_forward",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<MergeStrategy> {
+        MergeStrategy::ALL.into_iter().find(|s| s.as_str() == value)
+    }
+}
+
 /// The side of a diff a review comment is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DiffSide {

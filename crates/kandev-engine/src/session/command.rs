@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use crate::api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
 use crate::error::Result;
 use crate::handshake::{BootFailure, Booted};
+use crate::session::state::ShipPlan;
 
 pub(crate) type Reply<T> = oneshot::Sender<Result<T>>;
 
@@ -43,6 +44,11 @@ pub(crate) enum Command {
         cause: EntryCause,
         start_agent: bool,
         reply: Reply<()>,
+    },
+    /// A workflow's ship action ended (`session/workflow.rs`): what it did, or why not.
+    ShipDone {
+        plan: ShipPlan,
+        result: Result<String>,
     },
     /// The user's reset button (`session.reset_context`).
     Reset {

@@ -12,7 +12,9 @@
 //! - Forge choice: an `api_base_url` ending in `/api/v4`, or an `origin` host containing
 //!   `gitlab`, is GitLab; anything else is GitHub.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kandev_domain::ship::{Forge, PrState, PullRequest};
@@ -20,11 +22,13 @@ use kandev_domain::workspace::Repository;
 use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::git;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use crate::engine::Engine;
 use crate::error::{EngineError, Result, not_found};
 use crate::inner::Inner;
 use crate::workdir::status::{Target, publish_status, ship_error, targets};
+use crate::workflow::pr_settled;
 
 /// How long one forge request may take.
 const FORGE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -385,9 +389,12 @@ async fn create_one(
     Ok(pr)
 }
 
-/// Reads a recorded pull request from its forge again and stores what changed. Returns the
-/// record and whether its state changed.
-pub(crate) async fn refresh_one(inner: &Inner, pr: &PullRequest) -> Result<(PullRequest, bool)> {
+/// Reads a recorded pull request from its forge again and stores it. Returns the record and
+/// the state stored before, when this refresh is the one that changed it.
+pub(crate) async fn refresh_one(
+    inner: &Inner,
+    pr: &PullRequest,
+) -> Result<(PullRequest, Option<PrState>)> {
     let repository = inner.store.get_repository(&pr.repository_id).await.map_err(not_found)?;
     let remote_url =
         git::remote_url(Path::new(&repository.local_path), "origin").await.map_err(ship_error)?;
@@ -405,11 +412,59 @@ pub(crate) async fn refresh_one(inner: &Inner, pr: &PullRequest) -> Result<(Pull
     if fresh.base_branch.is_empty() {
         fresh.base_branch = pr.base_branch.clone();
     }
-    let changed = fresh.state != pr.state;
     let mut tx = inner.store.begin_write().await?;
-    tx.save_pull_request(&fresh).await?;
+    let before = tx.update_pull_request(&fresh).await?;
     tx.commit().await?;
+    let changed = before.filter(|b| *b != fresh.state);
     Ok((fresh, changed))
+}
+
+/// Reads a task's pull request again and, when its state changed to merged or closed, runs
+/// the step's `on_pr_merged` / `on_pr_closed` (`crate::workflow::pr_settled`). The one path
+/// of polling and of `task.pr.get`.
+pub(crate) async fn refresh_and_follow(
+    inner: &Arc<Inner>,
+    pr: &PullRequest,
+) -> Result<PullRequest> {
+    let (fresh, changed) = refresh_one(inner, pr).await?;
+    if changed.is_some() {
+        tracing::debug!(task = %fresh.task_id, state = fresh.state.as_str(), "pull request state changed");
+        if fresh.state != PrState::Open {
+            pr_settled(inner.clone(), fresh.task_id.clone(), fresh.state).await?;
+        }
+    }
+    Ok(fresh)
+}
+
+/// Opens pull requests for each repository of the task (or one): pushes the task branch
+/// when the remote does not have it yet; an open one is returned as it is. Publishes the
+/// task's git status.
+pub(crate) async fn create_prs(
+    inner: &Inner,
+    task_id: &TaskId,
+    only: Option<&RepositoryId>,
+    title: Option<&str>,
+    body: Option<&str>,
+    draft: bool,
+) -> Result<Vec<PullRequest>> {
+    let targets = targets(inner, task_id, only).await?;
+    let mut prs = vec![];
+    {
+        let _guard = inner.task_locks.lock(task_id).await;
+        for target in &targets {
+            prs.push(create_one(inner, target, title, body, draft).await?);
+        }
+    }
+    if let Err(err) = publish_status(inner, task_id).await {
+        tracing::debug!(task = %task_id, error = %err, "git status not published");
+    }
+    Ok(prs)
+}
+
+/// How many poll intervals a pull request that could not be read waits, after `failures`
+/// failures in a row: 2, 4, 8, ... up to 32.
+fn backoff(failures: u32) -> u32 {
+    1u32 << failures.clamp(1, 5)
 }
 
 impl Engine {
@@ -424,16 +479,17 @@ impl Engine {
         body: Option<String>,
         draft: bool,
     ) -> Result<Vec<PullRequest>> {
-        let targets = targets(&self.inner, task_id, only).await?;
+        create_prs(&self.inner, task_id, only, title.as_deref(), body.as_deref(), draft).await
+    }
+
+    /// `task.pr.get`: the task's pull requests, each read again from its forge (a change to
+    /// merged or closed runs the step's trigger, like polling does); the new state is
+    /// published with the task's git status.
+    pub async fn task_pr_refresh(&self, task_id: &TaskId) -> Result<Vec<PullRequest>> {
+        self.inner.store.get_task(task_id).await.map_err(not_found)?;
         let mut prs = vec![];
-        {
-            let _guard = self.inner.task_locks.lock(task_id).await;
-            for target in &targets {
-                prs.push(
-                    create_one(&self.inner, target, title.as_deref(), body.as_deref(), draft)
-                        .await?,
-                );
-            }
+        for pr in self.inner.store.pull_requests(task_id).await? {
+            prs.push(refresh_and_follow(&self.inner, &pr).await?);
         }
         if let Err(err) = publish_status(&self.inner, task_id).await {
             tracing::debug!(task = %task_id, error = %err, "git status not published");
@@ -441,22 +497,61 @@ impl Engine {
         Ok(prs)
     }
 
-    /// `task.pr.get`: the task's pull requests, each read again from its forge; the new
-    /// state is published with the task's git status.
-    pub async fn task_pr_refresh(&self, task_id: &TaskId) -> Result<Vec<PullRequest>> {
-        self.inner.store.get_task(task_id).await.map_err(not_found)?;
-        let mut prs = vec![];
-        for pr in self.inner.store.pull_requests(task_id).await? {
-            let (fresh, changed) = refresh_one(&self.inner, &pr).await?;
-            if changed {
-                tracing::debug!(task = %task_id, state = fresh.state.as_str(), "pull request state changed");
+    /// Polls the forge for every open pull request, every `EngineConfig::pr_poll_interval`,
+    /// until `shutdown`: a state change is published and runs the step's `on_pr_merged` /
+    /// `on_pr_closed`. A pull request that cannot be read is retried after a back-off.
+    /// Only pull requests opened by an action are polled; nothing else reaches a forge.
+    pub async fn poll_pull_requests(self, shutdown: CancellationToken) {
+        let every = self.inner.config.pr_poll_interval;
+        if every.is_zero() {
+            return;
+        }
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Per pull request: failures in a row, and the ticks still to skip.
+        let mut waiting: HashMap<(TaskId, RepositoryId), (u32, u32)> = HashMap::new();
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = ticks.tick() => {}
             }
-            prs.push(fresh);
+            let open = match self.inner.store.open_pull_requests().await {
+                Ok(open) => open,
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot list the open pull requests");
+                    continue;
+                }
+            };
+            waiting.retain(|key, _| {
+                open.iter().any(|p| (&p.task_id, &p.repository_id) == (&key.0, &key.1))
+            });
+            for pr in open {
+                let key = (pr.task_id.clone(), pr.repository_id.clone());
+                if let Some((_, skip)) = waiting.get_mut(&key)
+                    && *skip > 0
+                {
+                    *skip -= 1;
+                    continue;
+                }
+                let refreshed = tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    refreshed = refresh_and_follow(&self.inner, &pr) => refreshed,
+                };
+                match refreshed {
+                    Ok(fresh) => {
+                        waiting.remove(&key);
+                        if fresh.state != pr.state {
+                            crate::workdir::status::refresh_status(&self.inner, &pr.task_id).await;
+                        }
+                    }
+                    Err(err) => {
+                        let failures = waiting.get(&key).map_or(0, |w| w.0) + 1;
+                        tracing::debug!(task = %pr.task_id, error = %err, failures, "cannot poll a pull request");
+                        waiting.insert(key, (failures, backoff(failures)));
+                    }
+                }
+            }
         }
-        if let Err(err) = publish_status(&self.inner, task_id).await {
-            tracing::debug!(task = %task_id, error = %err, "git status not published");
-        }
-        Ok(prs)
     }
 
     /// The disk each live worktree of a repository takes (`repository.usage`).
@@ -513,6 +608,12 @@ mod tests {
             let (h, p) = split_remote(url);
             assert_eq!((h.as_deref(), p.as_str()), (host, path), "{url}");
         }
+    }
+
+    #[test]
+    fn polling_backs_off_up_to_32_intervals() {
+        let waits: Vec<u32> = (1..=7).map(backoff).collect();
+        assert_eq!(waits, [2, 4, 8, 16, 32, 32, 32]);
     }
 
     #[test]

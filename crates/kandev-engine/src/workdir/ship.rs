@@ -16,7 +16,8 @@ use kandev_domain::ship::{
     DiffSide, GitStatus, MergeStrategy, ReviewComment, diff_hash, quote_line, review_prompt,
 };
 use kandev_domain::transcript::MessageKind;
-use kandev_domain::{RepositoryId, SessionId, TaskId};
+use kandev_domain::workflow::Action;
+use kandev_domain::{RepositoryId, SessionId, StepId, TaskId};
 use kandev_runtime::git;
 use kandev_store::WorktreeRecord;
 use serde_json::json;
@@ -116,6 +117,141 @@ async fn status_message(
     Ok(())
 }
 
+/// Runs a workflow's ship action (`push`, `create_pull_request`, `merge`, `rebase`) on every
+/// repository of the task, as the matching action would with its defaults (`origin`, never
+/// forced; the task's title and description); returns what it did, for the transcript.
+pub(crate) async fn run_ship_action(
+    inner: &Inner,
+    task_id: &TaskId,
+    action: &Action<StepId>,
+) -> Result<String> {
+    let done = match action {
+        Action::Push => {
+            let (made, _) = push(inner, task_id, None, "origin", false).await?;
+            let branches: Vec<String> =
+                made.iter().map(|m| format!("{} ({})", m.branch, short(&m.head))).collect();
+            format!("pushed {} to origin", branches.join(", "))
+        }
+        Action::CreatePullRequest => {
+            let prs =
+                crate::workdir::forge::create_prs(inner, task_id, None, None, None, false).await?;
+            let urls: Vec<String> =
+                prs.iter().map(|p| format!("#{} {}", p.number, p.url)).collect();
+            format!("pull request {}", urls.join(", "))
+        }
+        Action::Merge { strategy } => {
+            let (made, _) = merge(inner, task_id, None, *strategy, None).await?;
+            let bases: Vec<String> =
+                made.iter().map(|m| format!("{} ({})", m.base_branch, short(&m.commit))).collect();
+            format!("merged ({}) into {}", strategy.as_str(), bases.join(", "))
+        }
+        Action::Rebase => {
+            let statuses = rebase(inner, task_id, None).await?;
+            let bases: Vec<String> = statuses.iter().map(|s| s.base_branch.clone()).collect();
+            format!("rebased onto {}", bases.join(", "))
+        }
+        other => {
+            return Err(EngineError::Validation(format!(
+                "{} is not a ship action",
+                other.type_name()
+            )));
+        }
+    };
+    Ok(done)
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..8).unwrap_or(commit)
+}
+
+/// Rebases the task branch onto the current tip of its base in each repository (or one),
+/// then publishes the task's git status. A refusal changes nothing in that repository.
+pub(crate) async fn rebase(
+    inner: &Inner,
+    task_id: &TaskId,
+    only: Option<&RepositoryId>,
+) -> Result<Vec<GitStatus>> {
+    let targets = targets(inner, task_id, only).await?;
+    {
+        let _guard = inner.task_locks.lock(task_id).await;
+        for target in &targets {
+            git::rebase(Path::new(&target.record.path), &target.base_branch)
+                .await
+                .map_err(ship_error)?;
+        }
+    }
+    publish_status(inner, task_id).await
+}
+
+/// Lands the task branch on its (local) base branch in the main repository. Checks every
+/// repository first (clean base checkout, no conflicts) only as far as git can without
+/// changing anything; each merge itself is all-or-nothing.
+pub(crate) async fn merge(
+    inner: &Inner,
+    task_id: &TaskId,
+    only: Option<&RepositoryId>,
+    strategy: MergeStrategy,
+    message: Option<&str>,
+) -> Result<(Vec<MergeMade>, Vec<GitStatus>)> {
+    let task = inner.store.get_task(task_id).await.map_err(not_found)?;
+    let message = message.map(str::trim).filter(|m| !m.is_empty()).unwrap_or(&task.title);
+    let targets = targets(inner, task_id, only).await?;
+    let strategy = match strategy {
+        MergeStrategy::Merge => git::MergeStrategy::Merge,
+        MergeStrategy::Squash => git::MergeStrategy::Squash,
+        MergeStrategy::FastForward => git::MergeStrategy::FastForward,
+    };
+    let mut made = vec![];
+    {
+        let _guard = inner.task_locks.lock(task_id).await;
+        for target in &targets {
+            let commit = git::merge_into_base(
+                &PathBuf::from(&target.repository.local_path),
+                &target.base_branch,
+                &target.record.branch,
+                strategy,
+                message,
+            )
+            .await
+            .map_err(ship_error)?;
+            made.push(MergeMade {
+                repository_id: target.repository.id.clone(),
+                base_branch: target.base_branch.clone(),
+                commit,
+            });
+        }
+    }
+    Ok((made, publish_status(inner, task_id).await?))
+}
+
+/// Pushes the task branch to `remote` and sets it as upstream. Never forced unless
+/// `force_with_lease`.
+pub(crate) async fn push(
+    inner: &Inner,
+    task_id: &TaskId,
+    only: Option<&RepositoryId>,
+    remote: &str,
+    force_with_lease: bool,
+) -> Result<(Vec<PushMade>, Vec<GitStatus>)> {
+    let targets = targets(inner, task_id, only).await?;
+    let mut made = vec![];
+    {
+        let _guard = inner.task_locks.lock(task_id).await;
+        for target in &targets {
+            let head = git::push(Path::new(&target.record.path), remote, force_with_lease)
+                .await
+                .map_err(ship_error)?;
+            made.push(PushMade {
+                repository_id: target.repository.id.clone(),
+                remote: remote.to_owned(),
+                branch: target.record.branch.clone(),
+                head,
+            });
+        }
+    }
+    Ok((made, publish_status(inner, task_id).await?))
+}
+
 impl Engine {
     /// `task.git_status`: each repository's task branch against the current tip of its base,
     /// published as `task.git_status` too.
@@ -130,21 +266,10 @@ impl Engine {
         task_id: &TaskId,
         only: Option<&RepositoryId>,
     ) -> Result<Vec<GitStatus>> {
-        let targets = targets(&self.inner, task_id, only).await?;
-        {
-            let _guard = self.inner.task_locks.lock(task_id).await;
-            for target in &targets {
-                git::rebase(Path::new(&target.record.path), &target.base_branch)
-                    .await
-                    .map_err(ship_error)?;
-            }
-        }
-        publish_status(&self.inner, task_id).await
+        rebase(&self.inner, task_id, only).await
     }
 
     /// `task.merge`: lands the task branch on its (local) base branch in the main repository.
-    /// Checks every repository first (clean base checkout, no conflicts) only as far as git
-    /// can without changing anything; each merge itself is all-or-nothing.
     pub async fn task_merge(
         &self,
         task_id: &TaskId,
@@ -152,35 +277,7 @@ impl Engine {
         strategy: MergeStrategy,
         message: Option<&str>,
     ) -> Result<(Vec<MergeMade>, Vec<GitStatus>)> {
-        let task = self.inner.store.get_task(task_id).await.map_err(not_found)?;
-        let message = message.map(str::trim).filter(|m| !m.is_empty()).unwrap_or(&task.title);
-        let targets = targets(&self.inner, task_id, only).await?;
-        let strategy = match strategy {
-            MergeStrategy::Merge => git::MergeStrategy::Merge,
-            MergeStrategy::Squash => git::MergeStrategy::Squash,
-            MergeStrategy::FastForward => git::MergeStrategy::FastForward,
-        };
-        let mut made = vec![];
-        {
-            let _guard = self.inner.task_locks.lock(task_id).await;
-            for target in &targets {
-                let commit = git::merge_into_base(
-                    &PathBuf::from(&target.repository.local_path),
-                    &target.base_branch,
-                    &target.record.branch,
-                    strategy,
-                    message,
-                )
-                .await
-                .map_err(ship_error)?;
-                made.push(MergeMade {
-                    repository_id: target.repository.id.clone(),
-                    base_branch: target.base_branch.clone(),
-                    commit,
-                });
-            }
-        }
-        Ok((made, publish_status(&self.inner, task_id).await?))
+        merge(&self.inner, task_id, only, strategy, message).await
     }
 
     /// `task.push`: pushes the task branch to `remote` and sets it as upstream. Never forced
@@ -192,23 +289,7 @@ impl Engine {
         remote: &str,
         force_with_lease: bool,
     ) -> Result<(Vec<PushMade>, Vec<GitStatus>)> {
-        let targets = targets(&self.inner, task_id, only).await?;
-        let mut made = vec![];
-        {
-            let _guard = self.inner.task_locks.lock(task_id).await;
-            for target in &targets {
-                let head = git::push(Path::new(&target.record.path), remote, force_with_lease)
-                    .await
-                    .map_err(ship_error)?;
-                made.push(PushMade {
-                    repository_id: target.repository.id.clone(),
-                    remote: remote.to_owned(),
-                    branch: target.record.branch.clone(),
-                    head,
-                });
-            }
-        }
-        Ok((made, publish_status(&self.inner, task_id).await?))
+        push(&self.inner, task_id, only, remote, force_with_lease).await
     }
 
     /// The text of a commented line and its file's diff hash (empty when the diff does not
