@@ -302,6 +302,8 @@ pub struct TaskDto {
     pub parent_id: Option<String>,
     /// Tasks that must be done (last step, or archived) before this one's agent auto-starts.
     pub blocked_by: Vec<String>,
+    /// Its git status as last published (`task.git_status`), summed over its repositories.
+    pub git: Option<crate::GitSummaryDto>,
     pub archived_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
@@ -325,6 +327,8 @@ pub struct TaskCardDto {
     pub needs_you: Option<NeedsYouDto>,
     pub parent_id: Option<String>,
     pub blocked_by: Vec<String>,
+    /// Its git status as last published (`task.git_status`), summed over its repositories.
+    pub git: Option<crate::GitSummaryDto>,
 }
 
 impl From<&Task> for TaskCardDto {
@@ -342,6 +346,7 @@ impl From<&Task> for TaskCardDto {
             needs_you: t.needs_you.map(NeedsYouDto::from),
             parent_id: t.parent_id.as_ref().map(|p| p.to_string()),
             blocked_by: t.blocked_by.iter().map(|b| b.to_string()).collect(),
+            git: t.git.as_ref().map(crate::GitSummaryDto::from),
         }
     }
 }
@@ -363,6 +368,7 @@ impl From<&Task> for TaskDto {
             primary_session_id: t.primary_session_id.as_ref().map(|s| s.to_string()),
             parent_id: t.parent_id.as_ref().map(|p| p.to_string()),
             blocked_by: t.blocked_by.iter().map(|b| b.to_string()).collect(),
+            git: t.git.as_ref().map(crate::GitSummaryDto::from),
             archived_at: t.archived_at.map(rfc3339),
             created_at: rfc3339(t.created_at),
             updated_at: rfc3339(t.updated_at),

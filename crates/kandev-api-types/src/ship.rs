@@ -142,6 +142,30 @@ impl From<&GitStatus> for GitStatusDto {
     }
 }
 
+/// A task's git status summed over its repositories, as its card shows it: commits ahead of
+/// and behind the base tip, dirty files, files conflicting with the base, and the pull
+/// requests' state (`open` while any is, `merged` when all are, else `closed`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct GitSummaryDto {
+    pub ahead: u32,
+    pub behind: u32,
+    pub dirty: u32,
+    pub conflicts: u32,
+    pub pr_state: Option<String>,
+}
+
+impl From<&kandev_domain::ship::GitSummary> for GitSummaryDto {
+    fn from(g: &kandev_domain::ship::GitSummary) -> Self {
+        GitSummaryDto {
+            ahead: g.ahead,
+            behind: g.behind,
+            dirty: g.dirty,
+            conflicts: g.conflicts,
+            pr_state: g.pr_state.map(|s| s.as_str().to_owned()),
+        }
+    }
+}
+
 /// A line comment on a task's diff; `side` is `old` or `new`, `sent_at` is set once
 /// `review.submit` delivered it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]

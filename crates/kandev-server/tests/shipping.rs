@@ -786,6 +786,13 @@ async fn i16_a4_ship_actions_after_a_turn_run_in_order_and_a_failure_stores_ship
         "{notes:?}"
     );
     assert!(notes.iter().any(|n| n.starts_with("workflow step Work: pushed kandev/")), "{notes:?}");
+    // The card's summary is stored with the published status.
+    let card = server.call("task.get", json!({"id": task})).await;
+    assert_eq!(
+        card["task"]["git"],
+        json!({"ahead": 1, "behind": 0, "dirty": 0, "conflicts": 0, "pr_state": null}),
+        "{card}"
+    );
 
     // A conflicting base: the rebase fails, so neither the push nor the move runs.
     commit_file(&remote.clone, "README.md", "line one\nbase's line two\n", "base edits readme");

@@ -524,10 +524,19 @@ mod tests {
                 Action::ResetAgentContext,
                 Action::SetSessionMode { mode_id: "plan".into() },
                 Action::AutoStartAgent,
+                Action::Rebase,
+                Action::Push,
             ],
             on_turn_start: vec![Action::MoveToPrevious],
-            on_turn_complete: vec![Action::MoveToStep(StepId::new("s-3")), Action::DisablePlanMode],
+            on_turn_complete: vec![
+                Action::MoveToStep(StepId::new("s-3")),
+                Action::DisablePlanMode,
+                Action::Merge { strategy: MergeStrategy::FastForward },
+                Action::CreatePullRequest,
+            ],
             on_exit: vec![Action::DisablePlanMode],
+            on_pr_merged: vec![Action::MoveToNext],
+            on_pr_closed: vec![Action::MoveToStep(StepId::new("s-1"))],
         };
         let text = events_to_json(&events);
         assert_eq!(events_from_json(&text).unwrap(), events);
