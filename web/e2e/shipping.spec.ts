@@ -232,6 +232,14 @@ test('git status on a card follows turns, commits and the base, and survives a r
     await page.reload();
     await expect(page.locator('.columns[data-loaded="true"]')).toBeVisible();
     await expect(card.getByTestId('card-git')).toHaveAttribute('aria-label', 'Git: 1 commit ahead, 1 behind, 1 conflicting');
+
+    // The Changes tab reads the diff again when a turn ends, without Refresh.
+    await page.goto(`${kandev.url}/tasks/${task.id}`);
+    await page.getByRole('tab', { name: 'Changes' }).click();
+    await expect(page.locator('.diff-file[data-path="notes.txt"]')).toHaveCount(1);
+    const { sessions } = await kandev.api('task.session.list', { task_id: task.id });
+    await kandev.api('message.add', { session_id: sessions[0].id, content: '#!mock\nwrite later.txt later\nsay ok' });
+    await expect(page.locator('.diff-file[data-path="later.txt"]')).toHaveCount(1);
   } finally {
     rmSync(repo, { recursive: true, force: true });
   }

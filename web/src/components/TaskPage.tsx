@@ -148,7 +148,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
         </button>
       </div>
       {props.tab === 'changes' ? (
-        <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} />
+        <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} sessionId={task.primary_session_id} />
       ) : active ? (
         <SessionView key={active.id} sessionId={active.id} />
       ) : (
