@@ -17,9 +17,8 @@ use crate::create::create_session;
 use crate::error::Result;
 use crate::inner::Inner;
 use crate::publish;
-use crate::session::command::Command;
+use crate::session::command::{Command, ShipPlan};
 use crate::session::handle::{ask, inbox};
-use crate::session::state::ShipPlan;
 
 /// Moves a task in the store and announces it; returns the task and the step it left.
 pub(crate) async fn record_move(
@@ -170,7 +169,7 @@ pub(crate) fn ship_then_report(
     plan: ShipPlan,
 ) -> BoxFuture<'static, ()> {
     Box::pin(async move {
-        let result = crate::workdir::ship::run_ship_action(&inner, &task_id, &plan.action).await;
+        let result = crate::workdir::ops::run_ship_action(&inner, &task_id, &plan.action).await;
         let sent = match inbox(&inner, &session_id).await {
             Ok(inbox) => inbox.send(Command::ShipDone { plan, result }).await.is_ok(),
             Err(_) => false,

@@ -147,33 +147,6 @@ pub(crate) struct ResetPlan {
     pub cause: EntryCause,
 }
 
-/// A workflow's ship action running outside the actor (it takes the task's lock and may
-/// wait for a forge), and the actions of the same event waiting behind it.
-pub(crate) struct ShipPlan {
-    pub step: Box<Step>,
-    pub action: Action<StepId>,
-    pub then: VecDeque<Action<StepId>>,
-    pub event: ShipEvent,
-}
-
-/// The event a ship action belongs to: what runs after it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ShipEvent {
-    /// `on_enter`: the rest of the entry actions.
-    Enter(EntryCause),
-    /// `on_turn_complete`: the rest of its actions, then its move.
-    TurnComplete,
-}
-
-impl ShipEvent {
-    pub fn trigger(self) -> &'static str {
-        match self {
-            ShipEvent::Enter(_) => "on_enter",
-            ShipEvent::TurnComplete => "on_turn_complete",
-        }
-    }
-}
-
 /// A context reset in progress on the live agent.
 pub(crate) struct Reset {
     pub plan: ResetPlan,

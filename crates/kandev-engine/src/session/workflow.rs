@@ -18,7 +18,8 @@ use serde_json::json;
 
 use crate::api::PromptRequest;
 use crate::error::{EngineError, Result};
-use crate::session::state::{ResetPlan, SessionActor, ShipEvent, ShipPlan};
+use crate::session::command::{ShipEvent, ShipPlan};
+use crate::session::state::{ResetPlan, SessionActor};
 use crate::workflow::{enter_step_in_primary, record_move, ship_then_report};
 
 impl SessionActor {

@@ -12,9 +12,7 @@
 //! - Forge choice: an `api_base_url` ending in `/api/v4`, or an `origin` host containing
 //!   `gitlab`, is GitLab; anything else is GitHub.
 
-use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use kandev_domain::ship::{Forge, PrState, PullRequest};
@@ -22,13 +20,10 @@ use kandev_domain::workspace::Repository;
 use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::git;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
-use crate::engine::Engine;
 use crate::error::{EngineError, Result, not_found};
 use crate::inner::Inner;
 use crate::workdir::status::{Target, publish_status, ship_error, targets};
-use crate::workflow::pr_settled;
 
 /// How long one forge request may take.
 const FORGE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -419,23 +414,6 @@ pub(crate) async fn refresh_one(
     Ok((fresh, changed))
 }
 
-/// Reads a task's pull request again and, when its state changed to merged or closed, runs
-/// the step's `on_pr_merged` / `on_pr_closed` (`crate::workflow::pr_settled`). The one path
-/// of polling and of `task.pr.get`.
-pub(crate) async fn refresh_and_follow(
-    inner: &Arc<Inner>,
-    pr: &PullRequest,
-) -> Result<PullRequest> {
-    let (fresh, changed) = refresh_one(inner, pr).await?;
-    if changed.is_some() {
-        tracing::debug!(task = %fresh.task_id, state = fresh.state.as_str(), "pull request state changed");
-        if fresh.state != PrState::Open {
-            pr_settled(inner.clone(), fresh.task_id.clone(), fresh.state).await?;
-        }
-    }
-    Ok(fresh)
-}
-
 /// Opens pull requests for each repository of the task (or one): pushes the task branch
 /// when the remote does not have it yet; an open one is returned as it is. Publishes the
 /// task's git status.
@@ -461,132 +439,6 @@ pub(crate) async fn create_prs(
     Ok(prs)
 }
 
-/// How many poll intervals a pull request that could not be read waits, after `failures`
-/// failures in a row: 2, 4, 8, ... up to 32.
-fn backoff(failures: u32) -> u32 {
-    1u32 << failures.clamp(1, 5)
-}
-
-impl Engine {
-    /// `task.pr.create`: for each repository of the task (or one), pushes the task branch
-    /// when the remote does not have it yet and opens a pull request on the forge; an open
-    /// one is returned as it is.
-    pub async fn task_pr_create(
-        &self,
-        task_id: &TaskId,
-        only: Option<&RepositoryId>,
-        title: Option<String>,
-        body: Option<String>,
-        draft: bool,
-    ) -> Result<Vec<PullRequest>> {
-        create_prs(&self.inner, task_id, only, title.as_deref(), body.as_deref(), draft).await
-    }
-
-    /// `task.pr.get`: the task's pull requests, each read again from its forge (a change to
-    /// merged or closed runs the step's trigger, like polling does); the new state is
-    /// published with the task's git status.
-    pub async fn task_pr_refresh(&self, task_id: &TaskId) -> Result<Vec<PullRequest>> {
-        self.inner.store.get_task(task_id).await.map_err(not_found)?;
-        let mut prs = vec![];
-        for pr in self.inner.store.pull_requests(task_id).await? {
-            prs.push(refresh_and_follow(&self.inner, &pr).await?);
-        }
-        if let Err(err) = publish_status(&self.inner, task_id).await {
-            tracing::debug!(task = %task_id, error = %err, "git status not published");
-        }
-        Ok(prs)
-    }
-
-    /// Polls the forge for every open pull request, every `EngineConfig::pr_poll_interval`,
-    /// until `shutdown`: a state change is published and runs the step's `on_pr_merged` /
-    /// `on_pr_closed`. A pull request that cannot be read is retried after a back-off.
-    /// Only pull requests opened by an action are polled; nothing else reaches a forge.
-    pub async fn poll_pull_requests(self, shutdown: CancellationToken) {
-        let every = self.inner.config.pr_poll_interval;
-        if every.is_zero() {
-            return;
-        }
-        let mut ticks = tokio::time::interval(every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        // Per pull request: failures in a row, and the ticks still to skip.
-        let mut waiting: HashMap<(TaskId, RepositoryId), (u32, u32)> = HashMap::new();
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = ticks.tick() => {}
-            }
-            let open = match self.inner.store.open_pull_requests().await {
-                Ok(open) => open,
-                Err(err) => {
-                    tracing::warn!(error = %err, "cannot list the open pull requests");
-                    continue;
-                }
-            };
-            waiting.retain(|key, _| {
-                open.iter().any(|p| (&p.task_id, &p.repository_id) == (&key.0, &key.1))
-            });
-            for pr in open {
-                let key = (pr.task_id.clone(), pr.repository_id.clone());
-                if let Some((_, skip)) = waiting.get_mut(&key)
-                    && *skip > 0
-                {
-                    *skip -= 1;
-                    continue;
-                }
-                let refreshed = tokio::select! {
-                    _ = shutdown.cancelled() => return,
-                    refreshed = refresh_and_follow(&self.inner, &pr) => refreshed,
-                };
-                match refreshed {
-                    Ok(fresh) => {
-                        waiting.remove(&key);
-                        if fresh.state != pr.state {
-                            crate::workdir::status::refresh_status(&self.inner, &pr.task_id).await;
-                        }
-                    }
-                    Err(err) => {
-                        let failures = waiting.get(&key).map_or(0, |w| w.0) + 1;
-                        tracing::debug!(task = %pr.task_id, error = %err, failures, "cannot poll a pull request");
-                        waiting.insert(key, (failures, backoff(failures)));
-                    }
-                }
-            }
-        }
-    }
-
-    /// The disk each live worktree of a repository takes (`repository.usage`).
-    pub async fn repository_usage(
-        &self,
-        repository_id: &RepositoryId,
-    ) -> Result<Vec<kandev_domain::ship::WorktreeUsage>> {
-        self.inner.store.get_repository(repository_id).await.map_err(not_found)?;
-        let mut usage = vec![];
-        for record in self.inner.store.live_worktrees_of_repository(repository_id).await? {
-            let measured = git::disk_usage(Path::new(&record.path)).await;
-            if let Err(err) = &measured {
-                tracing::debug!(path = %record.path, error = %err, "a worktree could not be measured");
-            }
-            let (bytes, truncated) = match measured {
-                Ok((bytes, truncated)) => (Some(bytes), truncated),
-                Err(_) => (None, false),
-            };
-            usage.push(kandev_domain::ship::WorktreeUsage {
-                task_id: record.task_id,
-                path: record.path,
-                branch: record.branch,
-                bytes,
-                truncated,
-            });
-        }
-        Ok(usage)
-    }
-
-    /// The branches of a repository (`repository.branches`).
-    pub async fn repository_branches(&self, repo: &Path) -> Result<Vec<String>> {
-        git::branches(repo).await.map_err(ship_error)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -608,12 +460,6 @@ mod tests {
             let (h, p) = split_remote(url);
             assert_eq!((h.as_deref(), p.as_str()), (host, path), "{url}");
         }
-    }
-
-    #[test]
-    fn polling_backs_off_up_to_32_intervals() {
-        let waits: Vec<u32> = (1..=7).map(backoff).collect();
-        assert_eq!(waits, [2, 4, 8, 16, 32, 32, 32]);
     }
 
     #[test]
