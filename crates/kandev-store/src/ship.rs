@@ -1,7 +1,7 @@
 //! Shipping a task: its base branch per repository (when not the repository's default), the
 //! pull requests opened for it, and the review comments on its diff.
 
-use kandev_domain::ship::{DiffSide, Forge, GitSummary, PrState, PullRequest, ReviewComment};
+use kandev_domain::ship::{DiffSide, Forge, PrState, PullRequest, ReviewComment};
 use kandev_domain::{RepositoryId, TaskId, Timestamp};
 use sqlx::FromRow;
 
@@ -210,27 +210,6 @@ impl WriteTx {
         .bind(&pr.head_branch)
         .bind(&pr.base_branch)
         .bind(pr.updated_at.millis())
-        .execute(self.conn())
-        .await?;
-        Ok(())
-    }
-
-    /// Records a task's git summary (what its card shows), replacing the last one.
-    pub async fn set_git_summary(&mut self, task_id: &TaskId, summary: &GitSummary) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO task_git_summaries (task_id, ahead, behind, dirty, conflicts, pr_state, \
-             updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET \
-             ahead = excluded.ahead, behind = excluded.behind, dirty = excluded.dirty, \
-             conflicts = excluded.conflicts, pr_state = excluded.pr_state, \
-             updated_at = excluded.updated_at",
-        )
-        .bind(task_id.as_str())
-        .bind(i64::from(summary.ahead))
-        .bind(i64::from(summary.behind))
-        .bind(i64::from(summary.dirty))
-        .bind(i64::from(summary.conflicts))
-        .bind(summary.pr_state.map(PrState::as_str))
-        .bind(self.now().millis())
         .execute(self.conn())
         .await?;
         Ok(())

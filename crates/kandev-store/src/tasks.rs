@@ -302,6 +302,27 @@ impl Store {
 // ---------------------------------------------------------------- writes
 
 impl WriteTx {
+    /// Records a task's git summary (what its card shows), replacing the last one.
+    pub async fn set_git_summary(&mut self, task_id: &TaskId, summary: &GitSummary) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO task_git_summaries (task_id, ahead, behind, dirty, conflicts, pr_state, \
+             updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET \
+             ahead = excluded.ahead, behind = excluded.behind, dirty = excluded.dirty, \
+             conflicts = excluded.conflicts, pr_state = excluded.pr_state, \
+             updated_at = excluded.updated_at",
+        )
+        .bind(task_id.as_str())
+        .bind(i64::from(summary.ahead))
+        .bind(i64::from(summary.behind))
+        .bind(i64::from(summary.dirty))
+        .bind(i64::from(summary.conflicts))
+        .bind(summary.pr_state.map(PrState::as_str))
+        .bind(self.now().millis())
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
     pub async fn get_task(&mut self, id: &TaskId) -> Result<Task> {
         get(self.db(), id.as_str()).await
     }
