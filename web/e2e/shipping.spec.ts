@@ -190,3 +190,57 @@ test('a conflicting rebase lists the files and the agent is asked to resolve the
     rmSync(repo, { recursive: true, force: true });
   }
 });
+
+test('git status on a card follows turns, commits and the base, and survives a reload', async ({ page, kandev }) => {
+  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-card-'));
+  try {
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd })
+        .toString()
+        .trim();
+    git(repo, 'init', '-q', '-b', 'main');
+    writeFileSync(join(repo, 'README.md'), 'one\n');
+    git(repo, 'add', '.');
+    git(repo, 'commit', '-q', '-m', 'initial');
+    const { workspaceId } = await kandev.board();
+    const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
+    const task = await kandev.createTask('Card status', { repository_ids: [repository.id] });
+
+    await openBoard(page, kandev);
+    const card = page.locator(`[data-task-id="${task.id}"]`);
+    await expect(card).toBeVisible();
+    await expect(card.getByTestId('card-git')).toHaveCount(0);
+
+    // A turn that leaves a new file: once it ends the card shows it uncommitted.
+    await kandev.api('session.launch', { task_id: task.id, prompt: '#!mock\nwrite notes.txt hello\nsay done' });
+    const git_ = card.getByTestId('card-git');
+    await expect(git_).toHaveAttribute('aria-label', 'Git: 1 uncommitted');
+    await expect(git_).toContainText('±1');
+    // A commit: one commit ahead of the base.
+    await kandev.api('task.commit', { task_id: task.id, message: 'Add notes' });
+    await expect(git_).toHaveAttribute('aria-label', 'Git: 1 commit ahead');
+    await expect(git_).toContainText('↑1');
+    // The base gets its own notes.txt: behind, and a conflict, computed on demand.
+    writeFileSync(join(repo, 'notes.txt'), 'base\n');
+    git(repo, 'add', '.');
+    git(repo, 'commit', '-q', '-m', 'base notes');
+    await kandev.api('task.git_status', { task_id: task.id });
+    await expect(git_).toHaveAttribute('aria-label', 'Git: 1 commit ahead, 1 behind, 1 conflicting');
+    await expect(git_.locator('.git-conflicts')).toHaveText('conflict');
+
+    // Read afresh, the board shows the status as last published.
+    await page.reload();
+    await expect(page.locator('.columns[data-loaded="true"]')).toBeVisible();
+    await expect(card.getByTestId('card-git')).toHaveAttribute('aria-label', 'Git: 1 commit ahead, 1 behind, 1 conflicting');
+
+    // The Changes tab reads the diff again when a turn ends, without Refresh.
+    await page.goto(`${kandev.url}/tasks/${task.id}`);
+    await page.getByRole('tab', { name: 'Changes' }).click();
+    await expect(page.locator('.diff-file[data-path="notes.txt"]')).toHaveCount(1);
+    const { sessions } = await kandev.api('task.session.list', { task_id: task.id });
+    await kandev.api('message.add', { session_id: sessions[0].id, content: '#!mock\nwrite later.txt later\nsay ok' });
+    await expect(page.locator('.diff-file[data-path="later.txt"]')).toHaveCount(1);
+  } finally {
+    rmSync(repo, { recursive: true, force: true });
+  }
+});

@@ -77,11 +77,22 @@ pub enum ActionDto {
     ResetAgentContext,
     EnablePlanMode,
     DisablePlanMode,
-    SetSessionMode { mode_id: String },
+    SetSessionMode {
+        mode_id: String,
+    },
     AutoStartAgent,
     MoveToNext,
     MoveToPrevious,
-    MoveToStep { step_id: String },
+    MoveToStep {
+        step_id: String,
+    },
+    Push,
+    CreatePullRequest,
+    Merge {
+        #[serde(default)]
+        strategy: crate::MergeStrategyDto,
+    },
+    Rebase,
 }
 
 impl From<&Action<StepId>> for ActionDto {
@@ -97,6 +108,10 @@ impl From<&Action<StepId>> for ActionDto {
             Action::MoveToNext => ActionDto::MoveToNext,
             Action::MoveToPrevious => ActionDto::MoveToPrevious,
             Action::MoveToStep(id) => ActionDto::MoveToStep { step_id: id.to_string() },
+            Action::Push => ActionDto::Push,
+            Action::CreatePullRequest => ActionDto::CreatePullRequest,
+            Action::Merge { strategy } => ActionDto::Merge { strategy: (*strategy).into() },
+            Action::Rebase => ActionDto::Rebase,
         }
     }
 }
@@ -112,6 +127,10 @@ impl From<ActionDto> for Action<StepId> {
             ActionDto::MoveToNext => Action::MoveToNext,
             ActionDto::MoveToPrevious => Action::MoveToPrevious,
             ActionDto::MoveToStep { step_id } => Action::MoveToStep(StepId::new(step_id)),
+            ActionDto::Push => Action::Push,
+            ActionDto::CreatePullRequest => Action::CreatePullRequest,
+            ActionDto::Merge { strategy } => Action::Merge { strategy: strategy.into() },
+            ActionDto::Rebase => Action::Rebase,
         }
     }
 }
@@ -128,6 +147,10 @@ pub struct EventsDto {
     pub on_turn_complete: Vec<ActionDto>,
     #[serde(default)]
     pub on_exit: Vec<ActionDto>,
+    #[serde(default)]
+    pub on_pr_merged: Vec<ActionDto>,
+    #[serde(default)]
+    pub on_pr_closed: Vec<ActionDto>,
 }
 
 impl From<&StepEvents<StepId>> for EventsDto {
@@ -138,6 +161,8 @@ impl From<&StepEvents<StepId>> for EventsDto {
             on_turn_start: list(&e.on_turn_start),
             on_turn_complete: list(&e.on_turn_complete),
             on_exit: list(&e.on_exit),
+            on_pr_merged: list(&e.on_pr_merged),
+            on_pr_closed: list(&e.on_pr_closed),
         }
     }
 }
@@ -150,6 +175,8 @@ impl From<EventsDto> for StepEvents<StepId> {
             on_turn_start: list(e.on_turn_start),
             on_turn_complete: list(e.on_turn_complete),
             on_exit: list(e.on_exit),
+            on_pr_merged: list(e.on_pr_merged),
+            on_pr_closed: list(e.on_pr_closed),
         }
     }
 }
@@ -275,6 +302,8 @@ pub struct TaskDto {
     pub parent_id: Option<String>,
     /// Tasks that must be done (last step, or archived) before this one's agent auto-starts.
     pub blocked_by: Vec<String>,
+    /// Its git status as last published (`task.git_status`), summed over its repositories.
+    pub git: Option<crate::GitSummaryDto>,
     pub archived_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
@@ -298,6 +327,8 @@ pub struct TaskCardDto {
     pub needs_you: Option<NeedsYouDto>,
     pub parent_id: Option<String>,
     pub blocked_by: Vec<String>,
+    /// Its git status as last published (`task.git_status`), summed over its repositories.
+    pub git: Option<crate::GitSummaryDto>,
 }
 
 impl From<&Task> for TaskCardDto {
@@ -315,6 +346,7 @@ impl From<&Task> for TaskCardDto {
             needs_you: t.needs_you.map(NeedsYouDto::from),
             parent_id: t.parent_id.as_ref().map(|p| p.to_string()),
             blocked_by: t.blocked_by.iter().map(|b| b.to_string()).collect(),
+            git: t.git.as_ref().map(crate::GitSummaryDto::from),
         }
     }
 }
@@ -336,6 +368,7 @@ impl From<&Task> for TaskDto {
             primary_session_id: t.primary_session_id.as_ref().map(|s| s.to_string()),
             parent_id: t.parent_id.as_ref().map(|p| p.to_string()),
             blocked_by: t.blocked_by.iter().map(|b| b.to_string()).collect(),
+            git: t.git.as_ref().map(crate::GitSummaryDto::from),
             archived_at: t.archived_at.map(rfc3339),
             created_at: rfc3339(t.created_at),
             updated_at: rfc3339(t.updated_at),

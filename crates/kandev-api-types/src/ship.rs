@@ -8,9 +8,10 @@ use ts_rs::TS;
 use crate::rfc3339;
 
 /// `task.merge`'s strategy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum MergeStrategyDto {
+    #[default]
     Merge,
     Squash,
     FastForward,
@@ -23,6 +24,17 @@ impl From<MergeStrategyDto> for kandev_domain::ship::MergeStrategy {
             MergeStrategyDto::Merge => M::Merge,
             MergeStrategyDto::Squash => M::Squash,
             MergeStrategyDto::FastForward => M::FastForward,
+        }
+    }
+}
+
+impl From<kandev_domain::ship::MergeStrategy> for MergeStrategyDto {
+    fn from(s: kandev_domain::ship::MergeStrategy) -> Self {
+        use kandev_domain::ship::MergeStrategy as M;
+        match s {
+            M::Merge => MergeStrategyDto::Merge,
+            M::Squash => MergeStrategyDto::Squash,
+            M::FastForward => MergeStrategyDto::FastForward,
         }
     }
 }
@@ -126,6 +138,30 @@ impl From<&GitStatus> for GitStatusDto {
             conflicts_with_base: g.conflicts_with_base.clone(),
             remote: g.remote.as_ref().map(RemoteStatusDto::from),
             pr: g.pr.as_ref().map(PullRequestDto::from),
+        }
+    }
+}
+
+/// A task's git status summed over its repositories, as its card shows it: commits ahead of
+/// and behind the base tip, dirty files, files conflicting with the base, and the pull
+/// requests' state (`open` while any is, `merged` when all are, else `closed`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct GitSummaryDto {
+    pub ahead: u32,
+    pub behind: u32,
+    pub dirty: u32,
+    pub conflicts: u32,
+    pub pr_state: Option<String>,
+}
+
+impl From<&kandev_domain::ship::GitSummary> for GitSummaryDto {
+    fn from(g: &kandev_domain::ship::GitSummary) -> Self {
+        GitSummaryDto {
+            ahead: g.ahead,
+            behind: g.behind,
+            dirty: g.dirty,
+            conflicts: g.conflicts,
+            pr_state: g.pr_state.map(|s| s.as_str().to_owned()),
         }
     }
 }

@@ -90,6 +90,44 @@ pub struct GitStatus {
     pub pr: Option<PullRequest>,
 }
 
+/// A task's git status summed over its repositories, as its card shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GitSummary {
+    pub ahead: u32,
+    pub behind: u32,
+    /// Uncommitted and untracked files.
+    pub dirty: u32,
+    /// Files that would conflict with the base tip.
+    pub conflicts: u32,
+    /// Open while any pull request is open, merged when all are, else closed; `None`
+    /// without pull requests.
+    pub pr_state: Option<PrState>,
+}
+
+impl GitSummary {
+    pub fn of(statuses: &[GitStatus]) -> GitSummary {
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let states: Vec<PrState> =
+            statuses.iter().filter_map(|s| s.pr.as_ref()).map(|p| p.state).collect();
+        let pr_state = if states.is_empty() {
+            None
+        } else if states.contains(&PrState::Open) {
+            Some(PrState::Open)
+        } else if states.iter().all(|s| *s == PrState::Merged) {
+            Some(PrState::Merged)
+        } else {
+            Some(PrState::Closed)
+        };
+        GitSummary {
+            ahead: statuses.iter().map(|s| s.ahead).sum(),
+            behind: statuses.iter().map(|s| s.behind).sum(),
+            dirty: statuses.iter().map(|s| count(s.uncommitted.len() + s.untracked.len())).sum(),
+            conflicts: statuses.iter().map(|s| count(s.conflicts_with_base.len())).sum(),
+            pr_state,
+        }
+    }
+}
+
 /// The task branch against its remote-tracking branch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RemoteStatus {
@@ -117,6 +155,23 @@ pub enum MergeStrategy {
     Merge,
     Squash,
     FastForward,
+}
+
+impl MergeStrategy {
+    pub const ALL: [MergeStrategy; 3] =
+        [MergeStrategy::Merge, MergeStrategy::Squash, MergeStrategy::FastForward];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MergeStrategy::Merge => "merge",
+            MergeStrategy::Squash => "squash",
+            MergeStrategy::FastForward => "fast_forward",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<MergeStrategy> {
+        MergeStrategy::ALL.into_iter().find(|s| s.as_str() == value)
+    }
 }
 
 /// The side of a diff a review comment is on.

@@ -64,6 +64,9 @@ pub struct Task {
     pub parent_id: Option<TaskId>,
     /// Tasks that must be done before this one's agent auto-starts.
     pub blocked_by: Vec<TaskId>,
+    /// Its git status as last published, summed over its repositories (`None` before the
+    /// first one, or without a worktree).
+    pub git: Option<crate::ship::GitSummary>,
     pub archived_at: Option<Timestamp>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,

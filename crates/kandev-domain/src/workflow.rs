@@ -1,5 +1,6 @@
 //! Workflows (boards), their steps, and the step triggers and actions of docs/workflows.md.
 
+use crate::ship::MergeStrategy;
 use crate::{AgentProfileId, StepId, Timestamp, WorkflowId, WorkspaceId};
 
 /// A board: an ordered list of steps.
@@ -90,11 +91,21 @@ pub enum Trigger {
     OnTurnStart,
     OnTurnComplete,
     OnExit,
+    /// The task's pull request was merged (seen by polling the forge, or `task.pr.get`).
+    OnPrMerged,
+    /// The task's pull request was closed without being merged.
+    OnPrClosed,
 }
 
 impl Trigger {
-    pub const ALL: [Trigger; 4] =
-        [Trigger::OnEnter, Trigger::OnTurnStart, Trigger::OnTurnComplete, Trigger::OnExit];
+    pub const ALL: [Trigger; 6] = [
+        Trigger::OnEnter,
+        Trigger::OnTurnStart,
+        Trigger::OnTurnComplete,
+        Trigger::OnExit,
+        Trigger::OnPrMerged,
+        Trigger::OnPrClosed,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -102,6 +113,8 @@ impl Trigger {
             Trigger::OnTurnStart => "on_turn_start",
             Trigger::OnTurnComplete => "on_turn_complete",
             Trigger::OnExit => "on_exit",
+            Trigger::OnPrMerged => "on_pr_merged",
+            Trigger::OnPrClosed => "on_pr_closed",
         }
     }
 
@@ -110,18 +123,26 @@ impl Trigger {
     }
 
     /// Whether `action` may be listed under this trigger (the table in docs/workflows.md).
+    /// Ship actions run where the agent is not working in the worktree: when a task enters a
+    /// step (before `auto_start_agent`, when written before it) and after a turn.
     pub fn allows<S>(self, action: &Action<S>) -> bool {
         use Action::*;
         match self {
-            Trigger::OnEnter => matches!(
-                action,
-                ResetAgentContext | EnablePlanMode | SetSessionMode { .. } | AutoStartAgent
-            ),
+            Trigger::OnEnter => {
+                matches!(
+                    action,
+                    ResetAgentContext | EnablePlanMode | SetSessionMode { .. } | AutoStartAgent
+                ) || action.is_ship()
+            }
             Trigger::OnTurnStart => matches!(action, MoveToNext | MoveToPrevious | MoveToStep(_)),
             Trigger::OnTurnComplete => {
                 matches!(action, MoveToNext | MoveToPrevious | MoveToStep(_) | DisablePlanMode)
+                    || action.is_ship()
             }
             Trigger::OnExit => matches!(action, DisablePlanMode),
+            Trigger::OnPrMerged | Trigger::OnPrClosed => {
+                matches!(action, MoveToNext | MoveToPrevious | MoveToStep(_))
+            }
         }
     }
 }
@@ -138,11 +159,21 @@ pub enum EntryCause {
     TurnStart,
     /// Moved by `on_turn_complete`.
     TurnComplete,
+    /// Moved by `on_pr_merged`.
+    PrMerged,
+    /// Moved by `on_pr_closed`.
+    PrClosed,
 }
 
 impl EntryCause {
-    pub const ALL: [EntryCause; 4] =
-        [EntryCause::Created, EntryCause::Manual, EntryCause::TurnStart, EntryCause::TurnComplete];
+    pub const ALL: [EntryCause; 6] = [
+        EntryCause::Created,
+        EntryCause::Manual,
+        EntryCause::TurnStart,
+        EntryCause::TurnComplete,
+        EntryCause::PrMerged,
+        EntryCause::PrClosed,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -150,6 +181,8 @@ impl EntryCause {
             EntryCause::Manual => "manual",
             EntryCause::TurnStart => "on_turn_start",
             EntryCause::TurnComplete => "on_turn_complete",
+            EntryCause::PrMerged => "on_pr_merged",
+            EntryCause::PrClosed => "on_pr_closed",
         }
     }
 
@@ -165,14 +198,34 @@ pub enum Action<S> {
     ResetAgentContext,
     EnablePlanMode,
     DisablePlanMode,
-    SetSessionMode { mode_id: String },
+    SetSessionMode {
+        mode_id: String,
+    },
     AutoStartAgent,
     MoveToNext,
     MoveToPrevious,
     MoveToStep(S),
+    /// Pushes the task branch to `origin` (never forced).
+    Push,
+    /// Opens a pull (merge) request on the repository's forge, pushing first if needed.
+    CreatePullRequest,
+    /// Merges the task branch into its base branch in the main repository.
+    Merge {
+        strategy: MergeStrategy,
+    },
+    /// Rebases the task branch onto the current tip of its base.
+    Rebase,
 }
 
 impl<S> Action<S> {
+    /// A ship action: it changes branches, remotes or the forge (docs/shipping.md).
+    pub fn is_ship(&self) -> bool {
+        matches!(
+            self,
+            Action::Push | Action::CreatePullRequest | Action::Merge { .. } | Action::Rebase
+        )
+    }
+
     /// The action's type name as written in YAML and JSON.
     pub fn type_name(&self) -> &'static str {
         match self {
@@ -184,6 +237,10 @@ impl<S> Action<S> {
             Action::MoveToNext => "move_to_next",
             Action::MoveToPrevious => "move_to_previous",
             Action::MoveToStep(_) => "move_to_step",
+            Action::Push => "push",
+            Action::CreatePullRequest => "create_pull_request",
+            Action::Merge { .. } => "merge",
+            Action::Rebase => "rebase",
         }
     }
 
@@ -198,6 +255,10 @@ impl<S> Action<S> {
             Action::MoveToNext => Action::MoveToNext,
             Action::MoveToPrevious => Action::MoveToPrevious,
             Action::MoveToStep(s) => Action::MoveToStep(f(s)?),
+            Action::Push => Action::Push,
+            Action::CreatePullRequest => Action::CreatePullRequest,
+            Action::Merge { strategy } => Action::Merge { strategy },
+            Action::Rebase => Action::Rebase,
         })
     }
 }
@@ -209,11 +270,20 @@ pub struct StepEvents<S> {
     pub on_turn_start: Vec<Action<S>>,
     pub on_turn_complete: Vec<Action<S>>,
     pub on_exit: Vec<Action<S>>,
+    pub on_pr_merged: Vec<Action<S>>,
+    pub on_pr_closed: Vec<Action<S>>,
 }
 
 impl<S> Default for StepEvents<S> {
     fn default() -> Self {
-        Self { on_enter: vec![], on_turn_start: vec![], on_turn_complete: vec![], on_exit: vec![] }
+        Self {
+            on_enter: vec![],
+            on_turn_start: vec![],
+            on_turn_complete: vec![],
+            on_exit: vec![],
+            on_pr_merged: vec![],
+            on_pr_closed: vec![],
+        }
     }
 }
 
@@ -224,6 +294,8 @@ impl<S> StepEvents<S> {
             Trigger::OnTurnStart => &self.on_turn_start,
             Trigger::OnTurnComplete => &self.on_turn_complete,
             Trigger::OnExit => &self.on_exit,
+            Trigger::OnPrMerged => &self.on_pr_merged,
+            Trigger::OnPrClosed => &self.on_pr_closed,
         }
     }
 
@@ -233,6 +305,8 @@ impl<S> StepEvents<S> {
             Trigger::OnTurnStart => &mut self.on_turn_start,
             Trigger::OnTurnComplete => &mut self.on_turn_complete,
             Trigger::OnExit => &mut self.on_exit,
+            Trigger::OnPrMerged => &mut self.on_pr_merged,
+            Trigger::OnPrClosed => &mut self.on_pr_closed,
         }
     }
 
@@ -267,6 +341,8 @@ impl<S> StepEvents<S> {
             on_turn_start: map(self.on_turn_start)?,
             on_turn_complete: map(self.on_turn_complete)?,
             on_exit: map(self.on_exit)?,
+            on_pr_merged: map(self.on_pr_merged)?,
+            on_pr_closed: map(self.on_pr_closed)?,
         })
     }
 }
@@ -285,6 +361,10 @@ mod tests {
             Action::MoveToNext,
             Action::MoveToPrevious,
             Action::MoveToStep(1),
+            Action::Push,
+            Action::CreatePullRequest,
+            Action::Merge { strategy: MergeStrategy::Squash },
+            Action::Rebase,
         ]
     }
 
@@ -292,18 +372,39 @@ mod tests {
     const TABLE: &[(Trigger, &[&str])] = &[
         (
             Trigger::OnEnter,
-            &["reset_agent_context", "enable_plan_mode", "set_session_mode", "auto_start_agent"],
+            &[
+                "reset_agent_context",
+                "enable_plan_mode",
+                "set_session_mode",
+                "auto_start_agent",
+                "push",
+                "create_pull_request",
+                "merge",
+                "rebase",
+            ],
         ),
         (Trigger::OnTurnStart, &["move_to_next", "move_to_previous", "move_to_step"]),
         (
             Trigger::OnTurnComplete,
-            &["move_to_next", "move_to_previous", "move_to_step", "disable_plan_mode"],
+            &[
+                "move_to_next",
+                "move_to_previous",
+                "move_to_step",
+                "disable_plan_mode",
+                "push",
+                "create_pull_request",
+                "merge",
+                "rebase",
+            ],
         ),
         (Trigger::OnExit, &["disable_plan_mode"]),
+        (Trigger::OnPrMerged, &["move_to_next", "move_to_previous", "move_to_step"]),
+        (Trigger::OnPrClosed, &["move_to_next", "move_to_previous", "move_to_step"]),
     ];
 
     #[test]
     fn trigger_allows_exactly_the_documented_actions() {
+        assert_eq!(TABLE.len(), Trigger::ALL.len(), "every trigger is in the table");
         for (trigger, allowed) in TABLE {
             for action in every_action() {
                 let expected = allowed.contains(&action.type_name());

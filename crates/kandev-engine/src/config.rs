@@ -20,6 +20,10 @@ pub struct AgentCommand {
 /// (`EngineConfig::setup_timeout`, `kandev serve --setup-timeout`).
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
+/// Default of how often open pull requests are polled (`EngineConfig::pr_poll_interval`,
+/// `kandev serve --pr-poll-interval`): at most once a minute per pull request.
+pub const PR_POLL_INTERVAL: Duration = Duration::from_secs(60);
+
 /// Settings of the engine. Durations are the lifecycle defaults; tests shrink them.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -49,6 +53,9 @@ pub struct EngineConfig {
     pub mcp_bridge: Option<AgentCommand>,
     /// Ports dev servers get (`PORT`), the first free one (default 41000-41999).
     pub dev_server_ports: std::ops::RangeInclusive<u16>,
+    /// How often the forge is asked about each open pull request (default once a minute;
+    /// zero: never, only `task.pr.get` refreshes).
+    pub pr_poll_interval: Duration,
 }
 
 impl EngineConfig {
@@ -66,6 +73,7 @@ impl EngineConfig {
             idle_timeout: Duration::from_secs(30 * 60),
             mcp_bridge: None,
             dev_server_ports: 41000..=41999,
+            pr_poll_interval: PR_POLL_INTERVAL,
         }
     }
 }

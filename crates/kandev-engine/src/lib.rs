@@ -31,7 +31,7 @@ mod workflow;
 mod write;
 
 pub use api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
-pub use config::{AgentCommand, EngineConfig, SETUP_TIMEOUT};
+pub use config::{AgentCommand, EngineConfig, PR_POLL_INTERVAL, SETUP_TIMEOUT};
 pub use devservers::{DEV_SERVER_LOG_BYTES, DevServerInfo};
 pub use engine::Engine;
 pub use error::{EngineError, Result};

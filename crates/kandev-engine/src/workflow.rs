@@ -7,17 +7,18 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use kandev_api_types::{Notification, TaskDto, WorkspaceEvent};
+use kandev_domain::ship::PrState;
 use kandev_domain::task::Task;
 use kandev_domain::transcript::Session;
-use kandev_domain::workflow::{Action, EntryCause, Step};
+use kandev_domain::workflow::{Action, EntryCause, Step, Trigger, first_move};
 use kandev_domain::{SessionId, StepId, TaskId};
 
 use crate::create::create_session;
 use crate::error::Result;
 use crate::inner::Inner;
 use crate::publish;
-use crate::session::command::Command;
-use crate::session::handle::ask;
+use crate::session::command::{Command, ShipPlan};
+use crate::session::handle::{ask, inbox};
 
 /// Moves a task in the store and announces it; returns the task and the step it left.
 pub(crate) async fn record_move(
@@ -117,6 +118,66 @@ pub(crate) async fn release_one(inner: &Arc<Inner>, task: &TaskId) -> Result<()>
         start_new_task(inner, task, true).await?;
     }
     Ok(())
+}
+
+/// A pull request of the task reached `state` (merged or closed, seen by polling or
+/// `task.pr.get`): the step's `on_pr_merged` / `on_pr_closed` moves the task, at most once.
+/// `on_pr_merged` waits until every pull request of the task is merged. Boxed with an
+/// explicit `Send`: the entered step's actions run in a session actor.
+pub(crate) fn pr_settled(
+    inner: Arc<Inner>,
+    task_id: TaskId,
+    state: PrState,
+) -> BoxFuture<'static, Result<()>> {
+    Box::pin(async move {
+        let (trigger, cause) = match state {
+            PrState::Merged => (Trigger::OnPrMerged, EntryCause::PrMerged),
+            PrState::Closed => (Trigger::OnPrClosed, EntryCause::PrClosed),
+            PrState::Open => return Ok(()),
+        };
+        if state == PrState::Merged
+            && inner.store.pull_requests(&task_id).await?.iter().any(|p| p.state != PrState::Merged)
+        {
+            return Ok(());
+        }
+        let task = inner.store.get_task(&task_id).await?;
+        if task.archived_at.is_some() {
+            return Ok(());
+        }
+        let workflow = inner.store.get_workflow(&task.workflow_id).await?;
+        let Some(step) = workflow.step(&task.step_id) else { return Ok(()) };
+        let Some(target) = first_move(&workflow, step, trigger) else { return Ok(()) };
+        let to = target.id.clone();
+        let (task, from) = record_move(&inner, &task_id, &to, None, cause, "forge").await?;
+        // Like a person's move: a task without a session gets one only to auto-start.
+        let auto_start =
+            workflow.step(&to).is_some_and(|s| s.events.on_enter.contains(&Action::AutoStartAgent));
+        if task.primary_session_id.is_none() && !auto_start {
+            return Ok(());
+        }
+        enter_step_in_primary(inner, task_id, Some(from), to, cause).await
+    })
+}
+
+/// Runs a workflow's ship action outside the session's actor and reports the result to it
+/// (starting the actor again if it stopped meanwhile). Boxed with an explicit `Send`: the
+/// actor spawns it, and reaching the actor may start one.
+pub(crate) fn ship_then_report(
+    inner: Arc<Inner>,
+    task_id: TaskId,
+    session_id: SessionId,
+    plan: ShipPlan,
+) -> BoxFuture<'static, ()> {
+    Box::pin(async move {
+        let result = crate::workdir::ops::run_ship_action(&inner, &task_id, &plan.action).await;
+        let sent = match inbox(&inner, &session_id).await {
+            Ok(inbox) => inbox.send(Command::ShipDone { plan, result }).await.is_ok(),
+            Err(_) => false,
+        };
+        if !sent {
+            tracing::warn!(task = %task_id, session = %session_id, "a ship action ended after its session");
+        }
+    })
 }
 
 /// The session a step works in: the task's primary session, unless the step names its

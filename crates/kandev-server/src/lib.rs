@@ -52,7 +52,7 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// Serves on an already-bound listener until `shutdown` is cancelled, and prunes the event
-/// log meanwhile. Taking a listener lets tests bind port 0.
+/// log and polls the forge for open pull requests meanwhile. Taking a listener lets tests bind port 0.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -73,6 +73,8 @@ pub async fn serve(
         shutdown.clone(),
     ));
     tasks.spawn(ws::fan_out(state.store().subscribe(), state.live().clone(), shutdown.clone()));
+    // Open pull requests are polled while the server serves (their merge moves tasks).
+    tasks.spawn(state.engine().clone().poll_pull_requests(shutdown.clone()));
     // Open WebSockets would keep a graceful shutdown waiting: close them first.
     let closing = state.closing().clone();
     let stop = shutdown.clone();

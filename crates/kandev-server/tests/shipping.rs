@@ -98,6 +98,34 @@ impl<'a> Board<'a> {
         Board { server, workspace_id, workflow }
     }
 
+    /// A board imported from a workflow document (its first step must be `Backlog`).
+    async fn imported(server: &'a TestServer, yaml: &str) -> Board<'a> {
+        let workspaces = server.call("workspace.list", json!({})).await;
+        let workspace_id = workspaces["workspaces"][0]["id"].as_str().unwrap().to_owned();
+        let imported = server
+            .call("workflow.import", json!({"workspace_id": workspace_id, "yaml": yaml}))
+            .await;
+        let workflow = imported["workflows"][0].clone();
+        Board { server, workspace_id, workflow }
+    }
+
+    /// A WebSocket subscribed to the board's workspace topic.
+    async fn watch(&self) -> common::Ws {
+        let mut ws = self.server.ws().await;
+        let topic = format!("workspace:{}", self.workspace_id);
+        ws.call("subscribe", json!({"topics": [topic]})).await;
+        ws
+    }
+
+    fn step(&self, name: &str) -> String {
+        step_id(&self.workflow, name)
+    }
+
+    async fn step_of(&self, task: &str) -> String {
+        let got = self.server.call("task.get", json!({"id": task})).await;
+        got["task"]["step_id"].as_str().unwrap().to_owned()
+    }
+
     async fn repository(&self, path: &Path, extra: Value) -> String {
         let mut body = json!({"workspace_id": self.workspace_id, "local_path": path});
         body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
@@ -601,4 +629,233 @@ async fn i16_a6_review_comments_are_stored_and_submitted_as_one_prompt() {
     assert!(listed["comments"].as_array().unwrap().iter().all(|c| c["sent_at"].is_string()));
     let (code, body) = server.post("review.submit", json!({"task_id": task})).await;
     assert_eq!(code, 422, "nothing open to send: {body}");
+}
+
+/// Waits (bounded) for a notification `action` on `ws` whose payload satisfies `wanted`.
+async fn wait_for(ws: &mut common::Ws, action: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        assert!(std::time::Instant::now() < deadline, "no matching {action} in time");
+        let frame = ws.notification(action).await;
+        if wanted(&frame["payload"]) {
+            return frame["payload"].clone();
+        }
+    }
+}
+
+/// A board whose PR step opens a pull request on entry and follows its state.
+const PR_FLOW: &str = "version: 1
+kind: kandev-workflow
+workflows:
+  - name: PR flow
+    steps:
+      - name: Backlog
+      - name: PR
+        events:
+          on_enter: [{type: create_pull_request}]
+          on_pr_merged: [{type: move_to_step, step: Done}]
+          on_pr_closed: [{type: move_to_step, step: Backlog}]
+      - name: Done
+";
+
+#[tokio::test]
+async fn i16_a5_the_create_pull_request_action_reaches_the_fake_forge_and_its_state_moves_the_task()
+{
+    let forge = FakeForge::start().await;
+    let token = std::env::var(TOKEN_ENV).unwrap();
+    // Polling every 50 ms: the test waits for the moves it causes, never sleeps.
+    let server = TestServer::start_tuned(
+        kandev_server::ServerConfig::default(),
+        tempfile::tempdir().unwrap(),
+        |c| c.pr_poll_interval = std::time::Duration::from_millis(50),
+    )
+    .await;
+    let board = Board::imported(&server, PR_FLOW).await;
+
+    for (forge_name, api_base, settles, lands_in) in [
+        ("github", forge.url.clone(), "merged", "Done"),
+        ("gitlab", format!("{}/api/v4", forge.url), "closed", "Backlog"),
+    ] {
+        *forge.state.lock().unwrap() = "open".to_owned();
+        let remote = Remote::new();
+        let repo_id = board
+            .repository(
+                &remote.clone,
+                json!({"forge_api_base_url": api_base, "forge_token_env": TOKEN_ENV}),
+            )
+            .await;
+        let title = format!("Flow via {forge_name}");
+        let task = board.task(&title, json!([{"id": repo_id}])).await;
+        let (_session, worktree) = board.started(&task).await;
+        let branch = git(&worktree, &["symbolic-ref", "--short", "HEAD"]);
+        let head = commit_file(&worktree, "feature.txt", "feature\n", "add the feature");
+        let before = forge.seen().len();
+        assert_eq!(remote.origin_ref(&branch), None, "nothing pushed before the action");
+
+        let mut ws = board.watch().await;
+        server.call("task.move", json!({"id": task, "step_id": board.step("PR")})).await;
+        // The action ran: the task's published git status carries the pull request.
+        let status = wait_for(&mut ws, "task.git_status", |p| {
+            p["task_id"] == task.as_str() && p["repositories"][0]["pr"].is_object()
+        })
+        .await;
+        assert_eq!(status["repositories"][0]["pr"]["forge"], forge_name, "{status}");
+        assert_eq!(remote.origin_ref(&branch).as_deref(), Some(head.as_str()), "pushed first");
+        let seen = forge.seen();
+        let creates: Vec<&Seen> = seen[before..].iter().filter(|s| s.method == "POST").collect();
+        assert_eq!(creates.len(), 1, "{seen:?}");
+        let call = creates[0];
+        match forge_name {
+            "github" => {
+                assert_eq!(call.path, "/repos/acme/widget/pulls");
+                assert_eq!(call.auth.as_deref(), Some(format!("Bearer {token}").as_str()));
+                assert_eq!(call.body["head"], branch.as_str());
+                assert_eq!(call.body["base"], "main");
+                assert_eq!(call.body["title"], title.as_str());
+                assert!(call.body["body"].as_str().unwrap().contains("add the feature"));
+            }
+            _ => {
+                assert_eq!(call.path, "/api/v4/projects/acme%2Fwidget/merge_requests");
+                assert_eq!(call.auth.as_deref(), Some(token.as_str()));
+                assert_eq!(call.body["source_branch"], branch.as_str());
+                assert_eq!(call.body["target_branch"], "main");
+                assert_eq!(call.body["title"], title.as_str());
+                assert!(call.body["description"].as_str().unwrap().contains("add the feature"));
+            }
+        }
+        assert_eq!(
+            board.step_of(&task).await,
+            board.step("PR"),
+            "no move before the forge says so"
+        );
+
+        // The forge settles the pull request; polling sees it and the step's trigger moves
+        // the task, once.
+        *forge.state.lock().unwrap() = settles.to_owned();
+        let moved = wait_for(&mut ws, "task.moved", |p| p["task"]["id"] == task.as_str()).await;
+        assert_eq!(moved["task"]["step_id"], board.step(lands_in).as_str(), "{moved}");
+        assert_eq!(moved["trigger"], format!("on_pr_{settles}"));
+        let got = server.call("task.pr.get", json!({"task_id": task})).await;
+        assert_eq!(got["pull_requests"][0]["state"], settles, "{got}");
+        assert_eq!(board.step_of(&task).await, board.step(lands_in), "moved once");
+    }
+}
+
+/// A board whose steps rebase and push after each turn, then move on.
+const TURN_FLOW: &str = "version: 1
+kind: kandev-workflow
+workflows:
+  - name: Turn flow
+    steps:
+      - name: Backlog
+      - name: Work
+        events:
+          on_turn_complete: [{type: rebase}, {type: push}, {type: move_to_next}]
+      - name: Check
+        events:
+          on_turn_complete: [{type: rebase}, {type: push}, {type: move_to_next}]
+      - name: Done
+";
+
+#[tokio::test]
+async fn i16_a4_ship_actions_after_a_turn_run_in_order_and_a_failure_stores_ship_failed() {
+    let remote = Remote::new();
+    let server = TestServer::start().await;
+    let board = Board::imported(&server, TURN_FLOW).await;
+    let repo_id = board.repository(&remote.clone, json!({})).await;
+    let task = board.task("Turn flow", json!([{"id": repo_id}])).await;
+    let (session, worktree) = board.started(&task).await;
+    let branch = git(&worktree, &["symbolic-ref", "--short", "HEAD"]);
+    server.call("task.move", json!({"id": task, "step_id": board.step("Work")})).await;
+
+    // A clean case: the base moved, the turn ends, the branch is rebased, pushed, moved on.
+    commit_file(&worktree, "README.md", "line one\ntask's line two\n", "task edits readme");
+    commit_file(&remote.clone, "base.txt", "base moved\n", "base moves");
+    let mut ws = board.watch().await;
+    server.turn(&session, "go").await;
+    let moved = wait_for(&mut ws, "task.moved", |p| p["task"]["id"] == task.as_str()).await;
+    assert_eq!(moved["task"]["step_id"], board.step("Check").as_str(), "{moved}");
+    assert!(worktree.join("base.txt").exists(), "rebased onto the moved base");
+    let head = git(&worktree, &["rev-parse", "HEAD"]);
+    assert_eq!(remote.origin_ref(&branch).as_deref(), Some(head.as_str()), "then pushed");
+    let notes = server.messages(&session).await;
+    let notes: Vec<&str> =
+        of_kind(&notes, "status").iter().map(|m| m["content"].as_str().unwrap()).collect();
+    assert!(
+        notes.iter().any(|n| n.starts_with("workflow step Work: rebased onto main")),
+        "{notes:?}"
+    );
+    assert!(notes.iter().any(|n| n.starts_with("workflow step Work: pushed kandev/")), "{notes:?}");
+    // The card's summary is stored with the published status.
+    let card = server.call("task.get", json!({"id": task})).await;
+    assert_eq!(
+        card["task"]["git"],
+        json!({"ahead": 1, "behind": 0, "dirty": 0, "conflicts": 0, "pr_state": null}),
+        "{card}"
+    );
+
+    // A conflicting base: the rebase fails, so neither the push nor the move runs.
+    commit_file(&remote.clone, "README.md", "line one\nbase's line two\n", "base edits readme");
+    commit_file(&worktree, "more.txt", "more\n", "more work");
+    let head_before = git(&worktree, &["rev-parse", "HEAD"]);
+    server.turn(&session, "again").await;
+    let failed = server.wait_last_error(&session).await;
+    let error = &failed["last_error"];
+    assert_eq!(error["code"], "ship_failed", "{failed}");
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("rebase action of step Check failed"), "{message}");
+    assert!(message.contains("README.md"), "{message}");
+    assert_eq!(git(&worktree, &["rev-parse", "HEAD"]), head_before, "the branch is unchanged");
+    assert_eq!(remote.origin_ref(&branch).as_deref(), Some(head.as_str()), "not pushed");
+    assert_eq!(board.step_of(&task).await, board.step("Check"), "not moved");
+    let errors = server.messages(&session).await;
+    assert!(of_kind(&errors, "error").iter().any(|m| m["content"] == error["message"]));
+}
+
+/// A board whose Ship step opens a pull request, then starts the agent.
+const ENTER_FLOW: &str = "version: 1
+kind: kandev-workflow
+workflows:
+  - name: Enter flow
+    steps:
+      - name: Backlog
+      - name: Ship
+        prompt: describe the pull request
+        events:
+          on_enter: [{type: create_pull_request}, {type: auto_start_agent}]
+";
+
+#[tokio::test]
+async fn i16_a5_a_refused_pull_request_action_stops_the_rest_of_on_enter_and_reaches_no_forge() {
+    let forge = FakeForge::start().await;
+    let remote = Remote::new();
+    let server = TestServer::start().await;
+    let board = Board::imported(&server, ENTER_FLOW).await;
+    let repo_id = board
+        .repository(
+            &remote.clone,
+            json!({"forge_api_base_url": forge.url, "forge_token_env": TOKEN_ENV}),
+        )
+        .await;
+    let task = board.task("Refused", json!([{"id": repo_id}])).await;
+    let (session, worktree) = board.started(&task).await;
+    commit_file(&worktree, "done.txt", "done\n", "done");
+    std::fs::write(worktree.join("wip.txt"), "wip").unwrap();
+
+    server.call("task.move", json!({"id": task, "step_id": board.step("Ship")})).await;
+    let failed = server.wait_last_error(&session).await;
+    let error = &failed["last_error"];
+    assert_eq!(error["code"], "ship_failed", "{failed}");
+    let details: Value = match &error["details"] {
+        Value::String(text) => serde_json::from_str(text).unwrap(),
+        other => other.clone(),
+    };
+    assert_eq!(details["details"]["dirty"], json!(["wip.txt"]), "{details}");
+    assert_eq!(details["action"], "create_pull_request");
+    assert!(forge.seen().is_empty(), "nothing reached the forge");
+    // The actor handles one command at a time: by the time this turn ran, whatever followed
+    // the failed action would have run.
+    let messages = server.turn(&session, "hello").await;
+    let users: Vec<&Value> = of_kind(&messages, "user").iter().map(|m| &m["content"]).collect();
+    assert_eq!(users, [&json!("hello")], "auto_start_agent did not run");
 }

@@ -215,6 +215,21 @@ impl WriteTx {
         Ok(())
     }
 
+    /// Records a pull request read again from its forge; returns the state stored before it
+    /// (`None`: none was stored). Write transactions run one at a time, so of two refreshes
+    /// racing, only one sees a state change.
+    pub async fn update_pull_request(&mut self, pr: &PullRequest) -> Result<Option<PrState>> {
+        let before = sqlx::query_scalar::<_, String>(
+            "SELECT state FROM task_pull_requests WHERE task_id = ? AND repository_id = ?",
+        )
+        .bind(pr.task_id.as_str())
+        .bind(pr.repository_id.as_str())
+        .fetch_optional(self.conn())
+        .await?;
+        self.save_pull_request(pr).await?;
+        Ok(before.as_deref().and_then(PrState::parse))
+    }
+
     pub async fn add_review_comment(&mut self, new: &NewReviewComment) -> Result<ReviewComment> {
         let (id, now) = (self.new_id(), self.now().millis());
         sqlx::query(

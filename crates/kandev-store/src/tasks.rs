@@ -2,6 +2,7 @@
 //! `position` is its index among the non-archived tasks of its step.
 
 use kandev_domain::needs_you::NeedsYou;
+use kandev_domain::ship::{GitSummary, PrState};
 use kandev_domain::task::{Task, TaskState, blocker_cycle, parent_cycle, place_at};
 use kandev_domain::{
     AgentProfileId, RepositoryId, SessionId, StepId, TaskId, Timestamp, WorkflowId, WorkspaceId,
@@ -72,7 +73,9 @@ const TASK_SELECT: &str = "SELECT t.id, t.workspace_id, t.workflow_id, t.step_id
         AS blocked_by, \
     (SELECT group_concat(repository_id, ',') FROM \
         (SELECT repository_id FROM task_repositories WHERE task_id = t.id ORDER BY position)) \
-        AS repository_ids \
+        AS repository_ids, \
+    (SELECT ahead || ',' || behind || ',' || dirty || ',' || conflicts || ',' || \
+        coalesce(pr_state, '') FROM task_git_summaries WHERE task_id = t.id) AS git \
     FROM tasks t";
 
 #[derive(FromRow)]
@@ -96,6 +99,26 @@ struct TaskRow {
     parent_id: Option<String>,
     /// Comma-separated blocker ids (from `group_concat`).
     blocked_by: Option<String>,
+    /// `ahead,behind,dirty,conflicts,pr_state` from `task_git_summaries`.
+    git: Option<String>,
+}
+
+/// A task's stored git summary, `ahead,behind,dirty,conflicts,pr_state`.
+fn git_summary(task: &str, text: &str) -> Result<GitSummary> {
+    let corrupt = || StoreError::Corrupt(format!("task {task} git summary {text:?}"));
+    let parts: Vec<&str> = text.split(',').collect();
+    let [ahead, behind, dirty, conflicts, pr_state] = parts[..] else { return Err(corrupt()) };
+    let number = |p: &str| p.parse::<u32>().map_err(|_| corrupt());
+    Ok(GitSummary {
+        ahead: number(ahead)?,
+        behind: number(behind)?,
+        dirty: number(dirty)?,
+        conflicts: number(conflicts)?,
+        pr_state: match pr_state {
+            "" => None,
+            state => Some(PrState::parse(state).ok_or_else(corrupt)?),
+        },
+    })
 }
 
 impl TryFrom<TaskRow> for Task {
@@ -117,7 +140,9 @@ impl TryFrom<TaskRow> for Task {
             .filter(|s| !s.is_empty())
             .map(|s| s.split(',').map(RepositoryId::new).collect())
             .unwrap_or_default();
+        let git = r.git.as_deref().map(|g| git_summary(&r.id, g)).transpose()?;
         Ok(Task {
+            git,
             id: TaskId::new(r.id),
             workspace_id: WorkspaceId::new(r.workspace_id),
             workflow_id: WorkflowId::new(r.workflow_id),
@@ -277,6 +302,27 @@ impl Store {
 // ---------------------------------------------------------------- writes
 
 impl WriteTx {
+    /// Records a task's git summary (what its card shows), replacing the last one.
+    pub async fn set_git_summary(&mut self, task_id: &TaskId, summary: &GitSummary) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO task_git_summaries (task_id, ahead, behind, dirty, conflicts, pr_state, \
+             updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET \
+             ahead = excluded.ahead, behind = excluded.behind, dirty = excluded.dirty, \
+             conflicts = excluded.conflicts, pr_state = excluded.pr_state, \
+             updated_at = excluded.updated_at",
+        )
+        .bind(task_id.as_str())
+        .bind(i64::from(summary.ahead))
+        .bind(i64::from(summary.behind))
+        .bind(i64::from(summary.dirty))
+        .bind(i64::from(summary.conflicts))
+        .bind(summary.pr_state.map(PrState::as_str))
+        .bind(self.now().millis())
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
     pub async fn get_task(&mut self, id: &TaskId) -> Result<Task> {
         get(self.db(), id.as_str()).await
     }

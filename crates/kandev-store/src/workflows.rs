@@ -1,5 +1,6 @@
 //! Workflows with their steps (a step's actions are stored as JSON): rows, reads and writes.
 
+use kandev_domain::ship::MergeStrategy;
 use kandev_domain::task::place_at;
 use kandev_domain::workflow::{Action, Step, StepEvents, Workflow, WorkflowSpec};
 use kandev_domain::{AgentProfileId, StepId, Timestamp, WorkflowId, WorkspaceId};
@@ -99,6 +100,39 @@ enum ActionJson {
     MoveToNext,
     MoveToPrevious,
     MoveToStep { step_id: String },
+    Push,
+    CreatePullRequest,
+    Merge { strategy: StrategyJson },
+    Rebase,
+}
+
+/// The stored form of a merge action's strategy.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum StrategyJson {
+    Merge,
+    Squash,
+    FastForward,
+}
+
+impl From<MergeStrategy> for StrategyJson {
+    fn from(s: MergeStrategy) -> Self {
+        match s {
+            MergeStrategy::Merge => StrategyJson::Merge,
+            MergeStrategy::Squash => StrategyJson::Squash,
+            MergeStrategy::FastForward => StrategyJson::FastForward,
+        }
+    }
+}
+
+impl From<StrategyJson> for MergeStrategy {
+    fn from(s: StrategyJson) -> Self {
+        match s {
+            StrategyJson::Merge => MergeStrategy::Merge,
+            StrategyJson::Squash => MergeStrategy::Squash,
+            StrategyJson::FastForward => MergeStrategy::FastForward,
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Default)]
@@ -111,6 +145,10 @@ struct EventsJson {
     on_turn_complete: Vec<ActionJson>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     on_exit: Vec<ActionJson>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    on_pr_merged: Vec<ActionJson>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    on_pr_closed: Vec<ActionJson>,
 }
 
 fn action_to_json(a: &Action<StepId>) -> ActionJson {
@@ -125,6 +163,10 @@ fn action_to_json(a: &Action<StepId>) -> ActionJson {
         Action::MoveToNext => ActionJson::MoveToNext,
         Action::MoveToPrevious => ActionJson::MoveToPrevious,
         Action::MoveToStep(id) => ActionJson::MoveToStep { step_id: id.to_string() },
+        Action::Push => ActionJson::Push,
+        Action::CreatePullRequest => ActionJson::CreatePullRequest,
+        Action::Merge { strategy } => ActionJson::Merge { strategy: (*strategy).into() },
+        Action::Rebase => ActionJson::Rebase,
     }
 }
 
@@ -138,6 +180,10 @@ fn action_from_json(a: ActionJson) -> Action<StepId> {
         ActionJson::MoveToNext => Action::MoveToNext,
         ActionJson::MoveToPrevious => Action::MoveToPrevious,
         ActionJson::MoveToStep { step_id } => Action::MoveToStep(StepId::new(step_id)),
+        ActionJson::Push => Action::Push,
+        ActionJson::CreatePullRequest => Action::CreatePullRequest,
+        ActionJson::Merge { strategy } => Action::Merge { strategy: strategy.into() },
+        ActionJson::Rebase => Action::Rebase,
     }
 }
 
@@ -148,6 +194,8 @@ fn events_to_json(events: &StepEvents<StepId>) -> String {
         on_turn_start: list(&events.on_turn_start),
         on_turn_complete: list(&events.on_turn_complete),
         on_exit: list(&events.on_exit),
+        on_pr_merged: list(&events.on_pr_merged),
+        on_pr_closed: list(&events.on_pr_closed),
     };
     serde_json::to_string(&json).unwrap_or_else(|_| "{}".into())
 }
@@ -160,6 +208,8 @@ fn events_from_json(text: &str) -> std::result::Result<StepEvents<StepId>, serde
         on_turn_start: list(json.on_turn_start),
         on_turn_complete: list(json.on_turn_complete),
         on_exit: list(json.on_exit),
+        on_pr_merged: list(json.on_pr_merged),
+        on_pr_closed: list(json.on_pr_closed),
     })
 }
 
@@ -474,10 +524,19 @@ mod tests {
                 Action::ResetAgentContext,
                 Action::SetSessionMode { mode_id: "plan".into() },
                 Action::AutoStartAgent,
+                Action::Rebase,
+                Action::Push,
             ],
             on_turn_start: vec![Action::MoveToPrevious],
-            on_turn_complete: vec![Action::MoveToStep(StepId::new("s-3")), Action::DisablePlanMode],
+            on_turn_complete: vec![
+                Action::MoveToStep(StepId::new("s-3")),
+                Action::DisablePlanMode,
+                Action::Merge { strategy: MergeStrategy::FastForward },
+                Action::CreatePullRequest,
+            ],
             on_exit: vec![Action::DisablePlanMode],
+            on_pr_merged: vec![Action::MoveToNext],
+            on_pr_closed: vec![Action::MoveToStep(StepId::new("s-1"))],
         };
         let text = events_to_json(&events);
         assert_eq!(events_from_json(&text).unwrap(), events);

@@ -15,6 +15,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("task_repositories", "tasks.rs"),
     ("task_step_history", "tasks.rs"),
     ("task_blockers", "tasks.rs"),
+    ("task_git_summaries", "tasks.rs"),
     ("user_questions", "questions.rs"),
     ("sessions", "sessions.rs"),
     ("session_runtime", "runtime.rs"),

@@ -2,6 +2,7 @@
 //! order, defaults left out, `move_to_step` targets by step name).
 
 use kandev_domain::StepId;
+use kandev_domain::ship::MergeStrategy;
 use kandev_domain::workflow::{Action, StepEvents, Trigger, Workflow, WorkflowSpec};
 
 use crate::scalar::{block_entry, inline};
@@ -150,6 +151,10 @@ fn action<S>(action: &Action<S>, target: &impl Fn(&S) -> String) -> String {
             format!("{{type: {type_name}, mode_id: {}}}", inline(mode_id))
         }
         Action::MoveToStep(s) => format!("{{type: {type_name}, step: {}}}", target(s)),
+        // The default strategy is left out, like every other default.
+        Action::Merge { strategy } if *strategy != MergeStrategy::Merge => {
+            format!("{{type: {type_name}, strategy: {}}}", strategy.as_str())
+        }
         _ => format!("{{type: {type_name}}}"),
     }
 }

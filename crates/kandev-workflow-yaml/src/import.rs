@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use kandev_domain::ship::MergeStrategy;
 use kandev_domain::validate::{self, FieldError, MAX_STEPS};
 use kandev_domain::workflow::{Action, StepEvents, StepSpec, Trigger, WorkflowSpec};
 
@@ -56,7 +57,7 @@ pub fn import_with(yaml: &str, limits: &Limits) -> Result<Vec<WorkflowSpec>, Vec
 }
 
 /// All action type names, in the order of docs/workflows.md.
-fn every_action() -> [Action<()>; 8] {
+fn every_action() -> [Action<()>; 12] {
     [
         Action::ResetAgentContext,
         Action::EnablePlanMode,
@@ -66,6 +67,10 @@ fn every_action() -> [Action<()>; 8] {
         Action::MoveToPrevious,
         Action::MoveToStep(()),
         Action::DisablePlanMode,
+        Action::Push,
+        Action::CreatePullRequest,
+        Action::Merge { strategy: MergeStrategy::Merge },
+        Action::Rebase,
     ]
 }
 
@@ -379,9 +384,10 @@ impl Checker {
         let known: &[&str] = match &template {
             Some(Action::SetSessionMode { .. }) => &["type", "mode_id"],
             Some(Action::MoveToStep(())) => &["type", "step"],
+            Some(Action::Merge { .. }) => &["type", "strategy"],
             Some(_) => &["type"],
             // Without a known type, do not also complain about its other fields.
-            None => &["type", "mode_id", "step"],
+            None => &["type", "mode_id", "step", "strategy"],
         };
         let fields = self.mapping(path, value, known, "like `{type: auto_start_agent}`")?;
         let Some(template) = template else {
@@ -407,6 +413,10 @@ impl Checker {
                 let target = self.target(&child(path, "step"), fields.get("step"), names);
                 Action::MoveToStep(target.unwrap_or_default())
             }
+            Action::Merge { .. } => {
+                let strategy = self.strategy(&child(path, "strategy"), fields.get("strategy"));
+                Action::Merge { strategy }
+            }
             other => other.map_target(|()| Ok::<usize, ()>(0)).ok()?,
         };
         if !trigger.allows(&action) {
@@ -421,6 +431,19 @@ impl Checker {
             );
         }
         Some(action)
+    }
+
+    /// A `merge` action's strategy: `merge` (the default), `squash` or `fast_forward`.
+    fn strategy(&mut self, path: &str, value: Option<&Value>) -> MergeStrategy {
+        let Some(value) = value else { return MergeStrategy::Merge };
+        let names = MergeStrategy::ALL.map(MergeStrategy::as_str).join(", ");
+        match value.as_str().and_then(MergeStrategy::parse) {
+            Some(strategy) => strategy,
+            None => {
+                self.problem(path, format!("must be one of {names}"));
+                MergeStrategy::Merge
+            }
+        }
     }
 
     /// A `move_to_step` target: a step name of the same workflow or a 0-based position.

@@ -16,14 +16,15 @@ pub struct Template {
 }
 
 /// (id, name, document) of every template, in the order they are offered.
-const SOURCES: [(&str, &str, &str); 4] = [
+const SOURCES: [(&str, &str, &str); 5] = [
     ("kanban", "Kanban", include_str!("../templates/kanban.yaml")),
     ("plan-build", "Plan & Build", include_str!("../templates/plan-build.yaml")),
     ("feature-dev", "Feature Dev", include_str!("../templates/feature-dev.yaml")),
     ("pr-review", "PR Review", include_str!("../templates/pr-review.yaml")),
+    ("ship", "Ship", include_str!("../templates/ship.yaml")),
 ];
 
-/// Every built-in template: kanban, plan-build, feature-dev, pr-review.
+/// Every built-in template: kanban, plan-build, feature-dev, pr-review, ship.
 pub fn templates() -> Vec<Template> {
     SOURCES.iter().filter_map(|source| build(*source)).collect()
 }
@@ -78,7 +79,7 @@ mod tests {
     fn templates_come_in_order_with_names_matching_their_documents() {
         let all = templates();
         let ids: Vec<_> = all.iter().map(|t| t.id).collect();
-        assert_eq!(ids, ["kanban", "plan-build", "feature-dev", "pr-review"]);
+        assert_eq!(ids, ["kanban", "plan-build", "feature-dev", "pr-review", "ship"]);
         for t in &all {
             assert_eq!(t.name, t.spec.name);
             assert_eq!(t.description, t.spec.description);
@@ -165,6 +166,20 @@ mod tests {
         let review = step(&t, "Review");
         assert_eq!(review.events.on_enter, [Action::AutoStartAgent]);
         assert!(review.prompt.contains("{{task_prompt}}"));
+    }
+
+    #[test]
+    fn i16_s1_ship_opens_a_pull_request_and_follows_its_state() {
+        let t = template("ship").unwrap();
+        assert_eq!(step_names(&t), ["Todo", "Plan", "Build", "Review", "PR", "Done"]);
+        assert_eq!(start_step(&t), "Plan");
+        let build = step(&t, "Build");
+        assert!(build.prompt.contains("{{task_prompt}}") && build.prompt.contains("Commit"));
+        assert_eq!(build.events.on_turn_complete, [Action::MoveToStep(index(&t, "Review"))]);
+        let pr = step(&t, "PR");
+        assert_eq!(pr.events.on_enter, [Action::CreatePullRequest]);
+        assert_eq!(pr.events.on_pr_merged, [Action::MoveToStep(index(&t, "Done"))]);
+        assert_eq!(pr.events.on_pr_closed, [Action::MoveToStep(index(&t, "Review"))]);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Import validation: one case per rule, each checking the exact paths reported, and a
 //! document with many problems that reports all of them and imports nothing.
 
+use kandev_domain::ship::MergeStrategy;
 use kandev_domain::workflow::Action;
-use kandev_workflow_yaml::{DOCUMENT_PATH, Problem, import};
+use kandev_workflow_yaml::{DOCUMENT_PATH, Problem, export_specs, import};
 
 const HEADER: &str = "version: 1\nkind: kandev-workflow\n";
 
@@ -360,7 +361,8 @@ fn a_document_with_many_problems_reports_all_of_them_and_imports_nothing() {
         problems[1].to_string(),
         "workflows[1].steps[0].events.on_enter[1].type: unknown action type `auto_start`; \
          expected one of reset_agent_context, enable_plan_mode, set_session_mode, \
-         auto_start_agent, move_to_next, move_to_previous, move_to_step, disable_plan_mode"
+         auto_start_agent, move_to_next, move_to_previous, move_to_step, disable_plan_mode, \
+         push, create_pull_request, merge, rebase"
     );
 }
 
@@ -389,4 +391,37 @@ fn null_optional_fields_count_as_absent() {
     let step = &specs[0].steps[0];
     assert!(step.color.is_empty() && step.prompt.is_empty() && step.events.is_empty());
     assert!(step.allow_manual_move);
+}
+
+#[test]
+fn i16_s2_ship_actions_import_with_their_strategy_and_only_where_allowed() {
+    let yaml = with_steps(
+        "      - name: A\n        events:\n          on_enter: [{type: rebase}, {type: push}]\n          on_turn_complete: [{type: merge, strategy: squash}, {type: create_pull_request}]\n          on_pr_merged: [{type: move_to_next}]\n      - name: B\n",
+    );
+    let specs = import(&yaml).unwrap();
+    let events = &specs[0].steps[0].events;
+    assert_eq!(events.on_enter, [Action::Rebase, Action::Push]);
+    assert_eq!(
+        events.on_turn_complete,
+        [Action::Merge { strategy: MergeStrategy::Squash }, Action::CreatePullRequest]
+    );
+    assert_eq!(events.on_pr_merged, [Action::MoveToNext]);
+    assert_eq!(export_specs(&specs), yaml, "export writes it back the same");
+
+    let problems = import(&with_steps(
+        "      - name: A\n        events:\n          on_exit: [{type: push}]\n          on_pr_closed: [{type: merge, strategy: octopus}, {type: rebase}]\n",
+    ))
+    .unwrap_err();
+    let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "workflows[0].steps[0].events.on_exit[0]",
+            "workflows[0].steps[0].events.on_pr_closed[0].strategy",
+            "workflows[0].steps[0].events.on_pr_closed[0]",
+            "workflows[0].steps[0].events.on_pr_closed[1]",
+        ],
+        "{problems:#?}"
+    );
+    assert!(problems[1].message.contains("merge, squash, fast_forward"), "{}", problems[1].message);
 }

@@ -53,6 +53,15 @@ pub struct ServeArgs {
         value_parser = parse_port_range
     )]
     pub dev_server_ports: std::ops::RangeInclusive<u16>,
+    /// How often the forge is asked about each open pull request (its state moves tasks
+    /// with `on_pr_merged` / `on_pr_closed`); 0 never polls (`task.pr.get` still refreshes).
+    #[arg(
+        long,
+        env = "KANDEV_PR_POLL_INTERVAL",
+        default_value = "60s",
+        value_parser = parse_duration
+    )]
+    pub pr_poll_interval: Duration,
     /// Most open connections (default 512, or half the open-file limit when that is lower).
     /// At the cap the oldest idle one is closed; when all are busy a new one gets 503.
     #[arg(long, env = "KANDEV_MAX_CONNECTIONS")]
@@ -157,6 +166,7 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
     config.setup_timeout = args.setup_timeout;
     config.idle_timeout = args.agent_idle_timeout;
     config.dev_server_ports = args.dev_server_ports.clone();
+    config.pr_poll_interval = args.pr_poll_interval;
     Ok(config)
 }
 

@@ -1,19 +1,37 @@
 // The Changes tab: the task's diff against its base (`task.changes`) and a commit box
-// (`task.commit`). A task without a repository has no changes to show: a neutral empty state
-// offers to attach one (`task.update`).
+// (`task.commit`), read again whenever a turn of the task's primary session ends. A task without
+// a repository has no changes to show: a neutral empty state offers to attach one
+// (`task.update`).
 import { useCallback, useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
-import type { FileChangeDto } from '../api/types';
+import type { FileChangeDto, Notification } from '../api/types';
 import { useData } from '../lib/data';
+import { useLiveQuery } from '../lib/useLiveQuery';
 import { navigate } from '../lib/router';
 import { toast } from '../lib/toast';
 import { DiffLines } from './DiffView';
 import { ShipPanel } from './ShipPanel';
 import { SideBySide } from './SideBySide';
 
-export function ChangesTab({ taskId, repositoryIds }: { taskId: string; repositoryIds: string[] }) {
+export function ChangesTab(props: { taskId: string; repositoryIds: string[]; sessionId: string | null }) {
+  const { taskId, repositoryIds, sessionId } = props;
   if (repositoryIds.length === 0) return <AttachRepository taskId={taskId} />;
-  return <Changes taskId={taskId} />;
+  return <Changes taskId={taskId} sessionId={sessionId} />;
+}
+
+/** Nothing to read: the session topic is followed only for its turn ends. */
+const nothing = async () => 0;
+
+/** Calls `then` each time a turn of `sessionId` ends (the agent may have changed files). */
+function useTurnEnds(sessionId: string | null, then: () => void) {
+  const apply = useCallback(
+    (data: number, n: Notification) => {
+      if (n.action === 'session.turn.completed') then();
+      return data;
+    },
+    [then],
+  );
+  useLiveQuery(sessionId ? `session:${sessionId}` : null, nothing, apply);
 }
 
 function AttachRepository({ taskId }: { taskId: string }) {
@@ -75,7 +93,7 @@ function AttachRepository({ taskId }: { taskId: string }) {
   );
 }
 
-function Changes({ taskId }: { taskId: string }) {
+function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | null }) {
   const [files, setFiles] = useState<FileChangeDto[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [message, setMessage] = useState('');
@@ -95,6 +113,7 @@ function Changes({ taskId }: { taskId: string }) {
       .catch((e: unknown) => setError(errorText(e)));
   }, [taskId]);
   useEffect(load, [load]);
+  useTurnEnds(sessionId, load);
 
   return (
     <div className="changes">

@@ -157,7 +157,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
         </button>
       </div>
       {props.tab === 'changes' ? (
-        <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} />
+        <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} sessionId={task.primary_session_id} />
       ) : props.tab === 'terminal' ? (
         <TerminalsTab taskId={task.id} archived={!!task.archived_at} />
       ) : active ? (

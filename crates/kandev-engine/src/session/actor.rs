@@ -79,6 +79,10 @@ impl SessionActor {
                 let result = self.enter_step(from, to, cause, start_agent).await;
                 let _ = reply.send(result);
             }
+            Command::ShipDone { plan, result } => {
+                let outcome = self.on_ship_done(plan, result).await;
+                self.log("continuing after a ship action", outcome);
+            }
             Command::Reset { reply } => {
                 let result = self.user_reset().await;
                 let _ = reply.send(result);

@@ -2,9 +2,11 @@
 //! reply channel), timers, and reports from the child futures it started, tagged with the
 //! epoch they belong to so stale ones are ignored.
 
+use std::collections::VecDeque;
+
 use kandev_acp::{AcpError, AgentEvent, ConfigOption, PromptResponse, SessionUpdate};
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
-use kandev_domain::workflow::EntryCause;
+use kandev_domain::workflow::{Action, EntryCause, Step};
 use kandev_domain::{StepId, TurnId};
 use kandev_runtime::ExitInfo;
 use tokio::sync::oneshot;
@@ -18,6 +20,33 @@ pub(crate) type Reply<T> = oneshot::Sender<Result<T>>;
 /// What a live context reset's `session/new` came back with: the new conversation's id, or
 /// why it failed (with the id of a conversation the agent did create on the way).
 pub(crate) type ResetResult = std::result::Result<String, (Option<String>, String)>;
+
+/// A workflow's ship action running outside the actor (it takes the task's lock and may
+/// wait for a forge), and the actions of the same event waiting behind it.
+pub(crate) struct ShipPlan {
+    pub step: Box<Step>,
+    pub action: Action<StepId>,
+    pub then: VecDeque<Action<StepId>>,
+    pub event: ShipEvent,
+}
+
+/// The event a ship action belongs to: what runs after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShipEvent {
+    /// `on_enter`: the rest of the entry actions.
+    Enter(EntryCause),
+    /// `on_turn_complete`: the rest of its actions, then its move.
+    TurnComplete,
+}
+
+impl ShipEvent {
+    pub fn trigger(self) -> &'static str {
+        match self {
+            ShipEvent::Enter(_) => "on_enter",
+            ShipEvent::TurnComplete => "on_turn_complete",
+        }
+    }
+}
 
 pub(crate) enum Command {
     Start {
@@ -43,6 +72,11 @@ pub(crate) enum Command {
         cause: EntryCause,
         start_agent: bool,
         reply: Reply<()>,
+    },
+    /// A workflow's ship action ended (`session/workflow.rs`): what it did, or why not.
+    ShipDone {
+        plan: ShipPlan,
+        result: Result<String>,
     },
     /// The user's reset button (`session.reset_context`).
     Reset {

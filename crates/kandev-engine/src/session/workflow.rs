@@ -12,10 +12,15 @@ use kandev_domain::workflow::{
     Action, EntryCause, Step, Trigger, Workflow, first_move, step_prompt,
 };
 
+use kandev_domain::transcript::MessageKind;
+use kandev_store::SessionUpdate;
+use serde_json::json;
+
 use crate::api::PromptRequest;
 use crate::error::{EngineError, Result};
+use crate::session::command::{ShipEvent, ShipPlan};
 use crate::session::state::{ResetPlan, SessionActor};
-use crate::workflow::{enter_step_in_primary, record_move};
+use crate::workflow::{enter_step_in_primary, record_move, ship_then_report};
 
 impl SessionActor {
     /// Runs `on_exit` of the step the task left and `on_enter` of the one it entered.
@@ -87,9 +92,81 @@ impl SessionActor {
                     }
                 }
                 Action::MoveToNext | Action::MoveToPrevious | Action::MoveToStep(_) => {}
+                action @ (Action::Push
+                | Action::CreatePullRequest
+                | Action::Merge { .. }
+                | Action::Rebase) => {
+                    let event = ShipEvent::Enter(cause);
+                    self.start_ship(ShipPlan {
+                        step: Box::new(step),
+                        action,
+                        then: actions,
+                        event,
+                    });
+                    return Ok(());
+                }
             }
         }
         Ok(())
+    }
+
+    /// Starts a ship action outside the actor; its result comes back as
+    /// [`crate::session::command::Command::ShipDone`], and the actions behind it wait.
+    fn start_ship(&self, plan: ShipPlan) {
+        let run = ship_then_report(
+            self.inner.clone(),
+            self.task.id.clone(),
+            self.session.id.clone(),
+            plan,
+        );
+        self.spawn(run);
+    }
+
+    /// A ship action ended: on success a status note and the event's remaining actions (if
+    /// the task is still in the step); on failure `last_error` with code `ship_failed` and
+    /// nothing more of that event (like a failed context reset).
+    pub(super) async fn on_ship_done(
+        &mut self,
+        plan: ShipPlan,
+        result: Result<String>,
+    ) -> Result<()> {
+        let ShipPlan { step, action, then, event } = plan;
+        let name = action.type_name();
+        let done = match result {
+            Ok(done) => done,
+            Err(err) => {
+                let details = match &err {
+                    EngineError::Refused { details, .. } => details.clone(),
+                    _ => serde_json::Value::Null,
+                };
+                let message = format!(
+                    "the {name} action of step {} failed: {err}; the rest of its {} actions did not run",
+                    step.name,
+                    event.trigger()
+                );
+                let error = self.error(
+                    "ship_failed",
+                    message.clone(),
+                    json!({ "step": step.name, "action": name, "trigger": event.trigger(), "details": details }),
+                );
+                let update =
+                    SessionUpdate { last_error: Some(Some(error)), ..SessionUpdate::default() };
+                let note =
+                    (MessageKind::Error, message, json!({ "code": "ship_failed", "action": name }));
+                return self.commit(update, Some(note)).await;
+            }
+        };
+        let text = format!("workflow step {}: {done}", step.name);
+        let note = (MessageKind::Status, text, json!({ "reason": "ship_action", "action": name }));
+        self.commit(SessionUpdate::default(), Some(note)).await?;
+        self.task = self.inner.store.get_task(&self.task.id).await?;
+        if self.task.step_id != step.id {
+            return Ok(()); // the task moved on meanwhile: the rest belonged to the old step
+        }
+        match event {
+            ShipEvent::Enter(cause) => self.run_entry_actions(*step, then, cause).await,
+            ShipEvent::TurnComplete => self.run_turn_complete_actions(*step, then).await,
+        }
     }
 
     /// `on_turn_complete` of the task's step, once per turn (rule 5).
@@ -100,11 +177,35 @@ impl SessionActor {
         }
         let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
         let Some(step) = workflow.step(&task.step_id).cloned() else { return Ok(()) };
-        for action in &step.events.on_turn_complete {
-            if matches!(action, Action::DisablePlanMode) {
-                self.set_plan_mode(false).await?;
+        let actions = step.events.on_turn_complete.iter().cloned().collect();
+        self.run_turn_complete_actions(step, actions).await
+    }
+
+    /// The actions of `on_turn_complete` in order, then its move (at most one, made after
+    /// the other actions and only when none of them failed). A ship action suspends the rest
+    /// until it ends.
+    async fn run_turn_complete_actions(
+        &mut self,
+        step: Step,
+        mut actions: VecDeque<Action<StepId>>,
+    ) -> Result<()> {
+        while let Some(action) = actions.pop_front() {
+            match action {
+                Action::DisablePlanMode => self.set_plan_mode(false).await?,
+                action if action.is_ship() => {
+                    let event = ShipEvent::TurnComplete;
+                    self.start_ship(ShipPlan {
+                        step: Box::new(step),
+                        action,
+                        then: actions,
+                        event,
+                    });
+                    return Ok(());
+                }
+                _ => {}
             }
         }
+        let workflow = self.inner.store.workflow_of_step(&step.id).await?;
         self.follow_move(&workflow, &step, Trigger::OnTurnComplete, EntryCause::TurnComplete).await
     }
 

@@ -163,6 +163,8 @@ impl Engine {
                 "nothing to commit; the task's worktree has no changes".into(),
             ));
         }
+        // Cards show the new git status.
+        crate::workdir::status::refresh_status(&self.inner, task_id).await;
         Ok(made)
     }
 

@@ -21,7 +21,6 @@ use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::git;
 use serde_json::{Value, json};
 
-use crate::engine::Engine;
 use crate::error::{EngineError, Result, not_found};
 use crate::inner::Inner;
 use crate::workdir::status::{Target, publish_status, ship_error, targets};
@@ -385,9 +384,12 @@ async fn create_one(
     Ok(pr)
 }
 
-/// Reads a recorded pull request from its forge again and stores what changed. Returns the
-/// record and whether its state changed.
-pub(crate) async fn refresh_one(inner: &Inner, pr: &PullRequest) -> Result<(PullRequest, bool)> {
+/// Reads a recorded pull request from its forge again and stores it. Returns the record and
+/// the state stored before, when this refresh is the one that changed it.
+pub(crate) async fn refresh_one(
+    inner: &Inner,
+    pr: &PullRequest,
+) -> Result<(PullRequest, Option<PrState>)> {
     let repository = inner.store.get_repository(&pr.repository_id).await.map_err(not_found)?;
     let remote_url =
         git::remote_url(Path::new(&repository.local_path), "origin").await.map_err(ship_error)?;
@@ -405,91 +407,36 @@ pub(crate) async fn refresh_one(inner: &Inner, pr: &PullRequest) -> Result<(Pull
     if fresh.base_branch.is_empty() {
         fresh.base_branch = pr.base_branch.clone();
     }
-    let changed = fresh.state != pr.state;
     let mut tx = inner.store.begin_write().await?;
-    tx.save_pull_request(&fresh).await?;
+    let before = tx.update_pull_request(&fresh).await?;
     tx.commit().await?;
+    let changed = before.filter(|b| *b != fresh.state);
     Ok((fresh, changed))
 }
 
-impl Engine {
-    /// `task.pr.create`: for each repository of the task (or one), pushes the task branch
-    /// when the remote does not have it yet and opens a pull request on the forge; an open
-    /// one is returned as it is.
-    pub async fn task_pr_create(
-        &self,
-        task_id: &TaskId,
-        only: Option<&RepositoryId>,
-        title: Option<String>,
-        body: Option<String>,
-        draft: bool,
-    ) -> Result<Vec<PullRequest>> {
-        let targets = targets(&self.inner, task_id, only).await?;
-        let mut prs = vec![];
-        {
-            let _guard = self.inner.task_locks.lock(task_id).await;
-            for target in &targets {
-                prs.push(
-                    create_one(&self.inner, target, title.as_deref(), body.as_deref(), draft)
-                        .await?,
-                );
-            }
+/// Opens pull requests for each repository of the task (or one): pushes the task branch
+/// when the remote does not have it yet; an open one is returned as it is. Publishes the
+/// task's git status.
+pub(crate) async fn create_prs(
+    inner: &Inner,
+    task_id: &TaskId,
+    only: Option<&RepositoryId>,
+    title: Option<&str>,
+    body: Option<&str>,
+    draft: bool,
+) -> Result<Vec<PullRequest>> {
+    let targets = targets(inner, task_id, only).await?;
+    let mut prs = vec![];
+    {
+        let _guard = inner.task_locks.lock(task_id).await;
+        for target in &targets {
+            prs.push(create_one(inner, target, title, body, draft).await?);
         }
-        if let Err(err) = publish_status(&self.inner, task_id).await {
-            tracing::debug!(task = %task_id, error = %err, "git status not published");
-        }
-        Ok(prs)
     }
-
-    /// `task.pr.get`: the task's pull requests, each read again from its forge; the new
-    /// state is published with the task's git status.
-    pub async fn task_pr_refresh(&self, task_id: &TaskId) -> Result<Vec<PullRequest>> {
-        self.inner.store.get_task(task_id).await.map_err(not_found)?;
-        let mut prs = vec![];
-        for pr in self.inner.store.pull_requests(task_id).await? {
-            let (fresh, changed) = refresh_one(&self.inner, &pr).await?;
-            if changed {
-                tracing::debug!(task = %task_id, state = fresh.state.as_str(), "pull request state changed");
-            }
-            prs.push(fresh);
-        }
-        if let Err(err) = publish_status(&self.inner, task_id).await {
-            tracing::debug!(task = %task_id, error = %err, "git status not published");
-        }
-        Ok(prs)
+    if let Err(err) = publish_status(inner, task_id).await {
+        tracing::debug!(task = %task_id, error = %err, "git status not published");
     }
-
-    /// The disk each live worktree of a repository takes (`repository.usage`).
-    pub async fn repository_usage(
-        &self,
-        repository_id: &RepositoryId,
-    ) -> Result<Vec<kandev_domain::ship::WorktreeUsage>> {
-        self.inner.store.get_repository(repository_id).await.map_err(not_found)?;
-        let mut usage = vec![];
-        for record in self.inner.store.live_worktrees_of_repository(repository_id).await? {
-            let measured = git::disk_usage(Path::new(&record.path)).await;
-            if let Err(err) = &measured {
-                tracing::debug!(path = %record.path, error = %err, "a worktree could not be measured");
-            }
-            let (bytes, truncated) = match measured {
-                Ok((bytes, truncated)) => (Some(bytes), truncated),
-                Err(_) => (None, false),
-            };
-            usage.push(kandev_domain::ship::WorktreeUsage {
-                task_id: record.task_id,
-                path: record.path,
-                branch: record.branch,
-                bytes,
-                truncated,
-            });
-        }
-        Ok(usage)
-    }
-
-    /// The branches of a repository (`repository.branches`).
-    pub async fn repository_branches(&self, repo: &Path) -> Result<Vec<String>> {
-        git::branches(repo).await.map_err(ship_error)
-    }
+    Ok(prs)
 }
 
 #[cfg(test)]

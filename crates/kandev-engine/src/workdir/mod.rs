@@ -8,6 +8,7 @@
 pub(crate) mod actions;
 pub(crate) mod dev;
 pub(crate) mod forge;
+pub(crate) mod ops;
 pub(crate) mod prepare;
 pub(crate) mod shared;
 pub(crate) mod ship;
@@ -19,4 +20,5 @@ pub use kandev_domain::files::{
     ChangeStatus, ChangedFile, CommitMade, DiffLine, EntryKind, FileChange, FileContent, Hunk,
     KeptWorktree, LineKind, TaskChanges, TaskTree, TaskWorktree, TreeEntry, WorktreeRemoval,
 };
-pub use ship::{CLEANUP_TIMEOUT, MergeMade, PushMade, ReviewSent};
+pub use ops::{MergeMade, PushMade};
+pub use ship::{CLEANUP_TIMEOUT, ReviewSent};

@@ -1,6 +1,8 @@
-//! Shipping a task's work: its git status per repository (published as `task.git_status`),
-//! rebase, merge into the base branch, push, the cleanup script before a worktree goes, and
-//! `review.submit`. Pull requests are `workdir::forge`.
+//! Shipping a task's work, as `Engine` methods: its git status per repository (published as
+//! `task.git_status`), rebase, merge into the base branch, push (the work itself is
+//! `workdir::ops`), pull requests (the forge client is `workdir::forge`) and their polling,
+//! whose state changes run the steps' `on_pr_merged` / `on_pr_closed`, the cleanup script
+//! before a worktree goes, and `review.submit`.
 //!
 //! Invariants:
 //! - Nothing is pushed, fetched or sent to a forge unless an action (a person's, or a
@@ -9,45 +11,35 @@
 //! - A refusal says what blocks it: dirty files (`details.dirty`) and conflicting files
 //!   (`details.conflicts`) are listed; a failed rebase leaves the branch as it was.
 
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kandev_domain::ship::{
-    DiffSide, GitStatus, MergeStrategy, ReviewComment, diff_hash, quote_line, review_prompt,
+    DiffSide, GitStatus, MergeStrategy, PrState, PullRequest, ReviewComment, diff_hash, quote_line,
+    review_prompt,
 };
 use kandev_domain::transcript::MessageKind;
 use kandev_domain::{RepositoryId, SessionId, TaskId};
 use kandev_runtime::git;
 use kandev_store::WorktreeRecord;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::api::{PromptOutcome, PromptRequest};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result, not_found};
 use crate::inner::Inner;
+use crate::workdir::forge::{create_prs, refresh_one};
+use crate::workdir::ops::{MergeMade, PushMade, merge, push, rebase};
 use crate::workdir::shared::exists;
-use crate::workdir::status::{publish_status, ship_error, targets};
+use crate::workdir::status::{publish_status, ship_error};
+use crate::workflow::pr_settled;
 use crate::write::add_message;
 
 /// Longest a repository's cleanup script may run before it is killed.
 pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5 * 60);
-
-/// A merge made by `task.merge`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MergeMade {
-    pub repository_id: RepositoryId,
-    pub base_branch: String,
-    pub commit: String,
-}
-
-/// A push made by `task.push`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PushMade {
-    pub repository_id: RepositoryId,
-    pub remote: String,
-    pub branch: String,
-    pub head: String,
-}
 
 /// What `review.submit` did.
 #[derive(Debug, Clone)]
@@ -130,21 +122,10 @@ impl Engine {
         task_id: &TaskId,
         only: Option<&RepositoryId>,
     ) -> Result<Vec<GitStatus>> {
-        let targets = targets(&self.inner, task_id, only).await?;
-        {
-            let _guard = self.inner.task_locks.lock(task_id).await;
-            for target in &targets {
-                git::rebase(Path::new(&target.record.path), &target.base_branch)
-                    .await
-                    .map_err(ship_error)?;
-            }
-        }
-        publish_status(&self.inner, task_id).await
+        rebase(&self.inner, task_id, only).await
     }
 
     /// `task.merge`: lands the task branch on its (local) base branch in the main repository.
-    /// Checks every repository first (clean base checkout, no conflicts) only as far as git
-    /// can without changing anything; each merge itself is all-or-nothing.
     pub async fn task_merge(
         &self,
         task_id: &TaskId,
@@ -152,35 +133,7 @@ impl Engine {
         strategy: MergeStrategy,
         message: Option<&str>,
     ) -> Result<(Vec<MergeMade>, Vec<GitStatus>)> {
-        let task = self.inner.store.get_task(task_id).await.map_err(not_found)?;
-        let message = message.map(str::trim).filter(|m| !m.is_empty()).unwrap_or(&task.title);
-        let targets = targets(&self.inner, task_id, only).await?;
-        let strategy = match strategy {
-            MergeStrategy::Merge => git::MergeStrategy::Merge,
-            MergeStrategy::Squash => git::MergeStrategy::Squash,
-            MergeStrategy::FastForward => git::MergeStrategy::FastForward,
-        };
-        let mut made = vec![];
-        {
-            let _guard = self.inner.task_locks.lock(task_id).await;
-            for target in &targets {
-                let commit = git::merge_into_base(
-                    &PathBuf::from(&target.repository.local_path),
-                    &target.base_branch,
-                    &target.record.branch,
-                    strategy,
-                    message,
-                )
-                .await
-                .map_err(ship_error)?;
-                made.push(MergeMade {
-                    repository_id: target.repository.id.clone(),
-                    base_branch: target.base_branch.clone(),
-                    commit,
-                });
-            }
-        }
-        Ok((made, publish_status(&self.inner, task_id).await?))
+        merge(&self.inner, task_id, only, strategy, message).await
     }
 
     /// `task.push`: pushes the task branch to `remote` and sets it as upstream. Never forced
@@ -192,23 +145,7 @@ impl Engine {
         remote: &str,
         force_with_lease: bool,
     ) -> Result<(Vec<PushMade>, Vec<GitStatus>)> {
-        let targets = targets(&self.inner, task_id, only).await?;
-        let mut made = vec![];
-        {
-            let _guard = self.inner.task_locks.lock(task_id).await;
-            for target in &targets {
-                let head = git::push(Path::new(&target.record.path), remote, force_with_lease)
-                    .await
-                    .map_err(ship_error)?;
-                made.push(PushMade {
-                    repository_id: target.repository.id.clone(),
-                    remote: remote.to_owned(),
-                    branch: target.record.branch.clone(),
-                    head,
-                });
-            }
-        }
-        Ok((made, publish_status(&self.inner, task_id).await?))
+        push(&self.inner, task_id, only, remote, force_with_lease).await
     }
 
     /// The text of a commented line and its file's diff hash (empty when the diff does not
@@ -261,5 +198,159 @@ impl Engine {
         let comments = tx.mark_review_comments_sent(task_id, &ids).await?;
         tx.commit().await?;
         Ok(ReviewSent { comments, session_id, queued: matches!(outcome, PromptOutcome::Queued(_)) })
+    }
+}
+
+/// Reads a task's pull request again and, when its state changed to merged or closed, runs
+/// the step's `on_pr_merged` / `on_pr_closed` (`crate::workflow::pr_settled`). The one path
+/// of polling and of `task.pr.get`.
+pub(crate) async fn refresh_and_follow(
+    inner: &Arc<Inner>,
+    pr: &PullRequest,
+) -> Result<PullRequest> {
+    let (fresh, changed) = refresh_one(inner, pr).await?;
+    if changed.is_some() {
+        tracing::debug!(task = %fresh.task_id, state = fresh.state.as_str(), "pull request state changed");
+        if fresh.state != PrState::Open {
+            pr_settled(inner.clone(), fresh.task_id.clone(), fresh.state).await?;
+        }
+    }
+    Ok(fresh)
+}
+
+/// How many poll intervals a pull request that could not be read waits, after `failures`
+/// failures in a row: 2, 4, 8, ... up to 32.
+fn backoff(failures: u32) -> u32 {
+    1u32 << failures.clamp(1, 5)
+}
+
+impl Engine {
+    /// `task.pr.create`: for each repository of the task (or one), pushes the task branch
+    /// when the remote does not have it yet and opens a pull request on the forge; an open
+    /// one is returned as it is.
+    pub async fn task_pr_create(
+        &self,
+        task_id: &TaskId,
+        only: Option<&RepositoryId>,
+        title: Option<String>,
+        body: Option<String>,
+        draft: bool,
+    ) -> Result<Vec<PullRequest>> {
+        create_prs(&self.inner, task_id, only, title.as_deref(), body.as_deref(), draft).await
+    }
+
+    /// `task.pr.get`: the task's pull requests, each read again from its forge (a change to
+    /// merged or closed runs the step's trigger, like polling does); the new state is
+    /// published with the task's git status.
+    pub async fn task_pr_refresh(&self, task_id: &TaskId) -> Result<Vec<PullRequest>> {
+        self.inner.store.get_task(task_id).await.map_err(not_found)?;
+        let mut prs = vec![];
+        for pr in self.inner.store.pull_requests(task_id).await? {
+            prs.push(refresh_and_follow(&self.inner, &pr).await?);
+        }
+        if let Err(err) = publish_status(&self.inner, task_id).await {
+            tracing::debug!(task = %task_id, error = %err, "git status not published");
+        }
+        Ok(prs)
+    }
+
+    /// Polls the forge for every open pull request, every `EngineConfig::pr_poll_interval`,
+    /// until `shutdown`: a state change is published and runs the step's `on_pr_merged` /
+    /// `on_pr_closed`. A pull request that cannot be read is retried after a back-off.
+    /// Only pull requests opened by an action are polled; nothing else reaches a forge.
+    pub async fn poll_pull_requests(self, shutdown: CancellationToken) {
+        let every = self.inner.config.pr_poll_interval;
+        if every.is_zero() {
+            return;
+        }
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Per pull request: failures in a row, and the ticks still to skip.
+        let mut waiting: HashMap<(TaskId, RepositoryId), (u32, u32)> = HashMap::new();
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = ticks.tick() => {}
+            }
+            let open = match self.inner.store.open_pull_requests().await {
+                Ok(open) => open,
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot list the open pull requests");
+                    continue;
+                }
+            };
+            waiting.retain(|key, _| {
+                open.iter().any(|p| (&p.task_id, &p.repository_id) == (&key.0, &key.1))
+            });
+            for pr in open {
+                let key = (pr.task_id.clone(), pr.repository_id.clone());
+                if let Some((_, skip)) = waiting.get_mut(&key)
+                    && *skip > 0
+                {
+                    *skip -= 1;
+                    continue;
+                }
+                let refreshed = tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    refreshed = refresh_and_follow(&self.inner, &pr) => refreshed,
+                };
+                match refreshed {
+                    Ok(fresh) => {
+                        waiting.remove(&key);
+                        if fresh.state != pr.state {
+                            crate::workdir::status::refresh_status(&self.inner, &pr.task_id).await;
+                        }
+                    }
+                    Err(err) => {
+                        let failures = waiting.get(&key).map_or(0, |w| w.0) + 1;
+                        tracing::debug!(task = %pr.task_id, error = %err, failures, "cannot poll a pull request");
+                        waiting.insert(key, (failures, backoff(failures)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The disk each live worktree of a repository takes (`repository.usage`).
+    pub async fn repository_usage(
+        &self,
+        repository_id: &RepositoryId,
+    ) -> Result<Vec<kandev_domain::ship::WorktreeUsage>> {
+        self.inner.store.get_repository(repository_id).await.map_err(not_found)?;
+        let mut usage = vec![];
+        for record in self.inner.store.live_worktrees_of_repository(repository_id).await? {
+            let measured = git::disk_usage(Path::new(&record.path)).await;
+            if let Err(err) = &measured {
+                tracing::debug!(path = %record.path, error = %err, "a worktree could not be measured");
+            }
+            let (bytes, truncated) = match measured {
+                Ok((bytes, truncated)) => (Some(bytes), truncated),
+                Err(_) => (None, false),
+            };
+            usage.push(kandev_domain::ship::WorktreeUsage {
+                task_id: record.task_id,
+                path: record.path,
+                branch: record.branch,
+                bytes,
+                truncated,
+            });
+        }
+        Ok(usage)
+    }
+
+    /// The branches of a repository (`repository.branches`).
+    pub async fn repository_branches(&self, repo: &Path) -> Result<Vec<String>> {
+        git::branches(repo).await.map_err(ship_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn polling_backs_off_up_to_32_intervals() {
+        let waits: Vec<u32> = (1..=7).map(backoff).collect();
+        assert_eq!(waits, [2, 4, 8, 16, 32, 32, 32]);
     }
 }

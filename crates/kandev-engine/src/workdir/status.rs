@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use kandev_api_types::{GitStatusDto, Notification, WorkspaceEvent};
-use kandev_domain::ship::{GitStatus, RemoteStatus};
+use kandev_domain::ship::{GitStatus, GitSummary, RemoteStatus};
 use kandev_domain::workspace::Repository;
 use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::git::{self, GitError};
@@ -137,6 +137,7 @@ pub(crate) async fn publish_status(inner: &Inner, task_id: &TaskId) -> Result<Ve
         repositories: statuses.iter().map(GitStatusDto::from).collect(),
     };
     let mut tx = inner.store.begin_write().await?;
+    tx.set_git_summary(task_id, &GitSummary::of(&statuses)).await?;
     publish::notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
     tx.commit().await?;
     Ok(statuses)

@@ -2,7 +2,7 @@
 // change the Rust types, run `cargo test -p kandev-api-types --test ts_bindings`
 // twice and commit this file.
 
-export type ActionDto = { "type": "reset_agent_context" } | { "type": "enable_plan_mode" } | { "type": "disable_plan_mode" } | { "type": "set_session_mode", mode_id: string, } | { "type": "auto_start_agent" } | { "type": "move_to_next" } | { "type": "move_to_previous" } | { "type": "move_to_step", step_id: string, };
+export type ActionDto = { "type": "reset_agent_context" } | { "type": "enable_plan_mode" } | { "type": "disable_plan_mode" } | { "type": "set_session_mode", mode_id: string, } | { "type": "auto_start_agent" } | { "type": "move_to_next" } | { "type": "move_to_previous" } | { "type": "move_to_step", step_id: string, } | { "type": "push" } | { "type": "create_pull_request" } | { "type": "merge", strategy: MergeStrategyDto, } | { "type": "rebase" };
 
 export type AgentKindDto = "mock" | "claude" | "codex" | "gemini" | "opencode" | "custom";
 
@@ -70,13 +70,15 @@ export type ErrorBody = { code: ErrorCode, message: string, details?: JsonValue 
 
 export type ErrorCode = "BAD_REQUEST" | "VALIDATION_ERROR" | "NOT_FOUND" | "CONFLICT" | "BUSY" | "QUEUE_FULL" | "RESET_IN_PROGRESS" | "ALREADY_RESOLVED" | "UNAUTHORIZED" | "FORBIDDEN" | "UNAVAILABLE" | "INTERNAL_ERROR" | "UNKNOWN_ACTION" | "RATE_LIMITED";
 
-export type EventsDto = { on_enter: Array<ActionDto>, on_turn_start: Array<ActionDto>, on_turn_complete: Array<ActionDto>, on_exit: Array<ActionDto>, };
+export type EventsDto = { on_enter: Array<ActionDto>, on_turn_start: Array<ActionDto>, on_turn_complete: Array<ActionDto>, on_exit: Array<ActionDto>, on_pr_merged: Array<ActionDto>, on_pr_closed: Array<ActionDto>, };
 
 export type FileChangeDto = { repository_id: string | null, path: string, old_path: string | null, status: string, additions: number, deletions: number, binary: boolean, truncated: boolean, hunks: Array<HunkDto>, };
 
 export type FileContentDto = { path: string, content: string, binary: boolean, truncated: boolean, size: number, };
 
 export type GitStatusDto = { repository_id: string, branch: string, base_branch: string, base_commit: string, base_tip: string, head: string, ahead: number, behind: number, dirty: DirtyDto, conflicts_with_base: Array<string>, remote: RemoteStatusDto | null, pr: PullRequestDto | null, };
+
+export type GitSummaryDto = { ahead: number, behind: number, dirty: number, conflicts: number, pr_state: string | null, };
 
 export type HunkDto = { header: string, old_start: number, old_lines: number, new_start: number, new_lines: number, lines: Array<DiffLineDto>, };
 
@@ -257,7 +259,11 @@ export type Subscribed = { topics: { [key in string]: number }, };
 
 export type TaskArchived = { task: TaskDto, worktrees_removed: Array<string>, worktrees_kept: Array<KeptWorktreeDto>, };
 
-export type TaskCardDto = { id: string, workflow_id: string, step_id: string, title: string, state: TaskStateDto, position: number, repository_ids: Array<string>, primary_session_id: string | null, archived_at: string | null, needs_you: NeedsYouDto | null, parent_id: string | null, blocked_by: Array<string>, };
+export type TaskCardDto = { id: string, workflow_id: string, step_id: string, title: string, state: TaskStateDto, position: number, repository_ids: Array<string>, primary_session_id: string | null, archived_at: string | null, needs_you: NeedsYouDto | null, parent_id: string | null, blocked_by: Array<string>, 
+/**
+ * Its git status as last published (`task.git_status`), summed over its repositories.
+ */
+git: GitSummaryDto | null, };
 
 export type TaskChanges = { worktrees: Array<WorktreeDto>, files: Array<FileChangeDto>, };
 
@@ -300,7 +306,11 @@ parent_id: string | null,
 /**
  * Tasks that must be done (last step, or archived) before this one's agent auto-starts.
  */
-blocked_by: Array<string>, archived_at: string | null, created_at: string, updated_at: string, };
+blocked_by: Array<string>, 
+/**
+ * Its git status as last published (`task.git_status`), summed over its repositories.
+ */
+git: GitSummaryDto | null, archived_at: string | null, created_at: string, updated_at: string, };
 
 export type TaskFileRead = { task_id: string, path: string, };
 

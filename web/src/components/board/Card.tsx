@@ -1,7 +1,7 @@
 // A task's card: opens the task on click or Enter, is dragged by the mouse, and moved by the
 // keyboard (Alt+arrows, or [ and ]).
 import { useEffect, useRef } from 'react';
-import type { TaskCardDto } from '../../api/types';
+import type { GitSummaryDto, TaskCardDto } from '../../api/types';
 import { navigate, taskPath } from '../../lib/router';
 import { NEEDS_YOU_LABEL } from '../../lib/title';
 import { StateBadge } from '../StateBadge';
@@ -104,6 +104,7 @@ export function Card({ task, blockers, subtasks, repo, onKeyMove, onArchive }: C
             {subtasks} subtask{subtasks === 1 ? '' : 's'}
           </span>
         )}
+        {task.git && <GitBadges git={task.git} />}
         {repo && <span className="repo" title="Repository">{repo}</span>}
         <button
           className="icon archive"
@@ -115,5 +116,25 @@ export function Card({ task, blockers, subtasks, repo, onKeyMove, onArchive }: C
         </button>
       </div>
     </article>
+  );
+}
+
+/** The task branch at a glance: commits ahead/behind its base, dirty files, conflicts, PR. */
+function GitBadges({ git }: { git: GitSummaryDto }) {
+  const parts: string[] = [];
+  if (git.ahead > 0) parts.push(`${git.ahead} commit${git.ahead === 1 ? '' : 's'} ahead`);
+  if (git.behind > 0) parts.push(`${git.behind} behind`);
+  if (git.dirty > 0) parts.push(`${git.dirty} uncommitted`);
+  if (git.conflicts > 0) parts.push(`${git.conflicts} conflicting`);
+  if (git.pr_state) parts.push(`pull request ${git.pr_state}`);
+  if (parts.length === 0) return null;
+  return (
+    <span className="git-badges" data-testid="card-git" title={`Git: ${parts.join(', ')}`} aria-label={`Git: ${parts.join(', ')}`}>
+      {git.ahead > 0 && <span className="badge git-ahead">↑{git.ahead}</span>}
+      {git.behind > 0 && <span className="badge git-behind">↓{git.behind}</span>}
+      {git.dirty > 0 && <span className="badge git-dirty">±{git.dirty}</span>}
+      {git.conflicts > 0 && <span className="badge git-conflicts">conflict</span>}
+      {git.pr_state && <span className={`badge git-pr pr-${git.pr_state}`}>PR {git.pr_state}</span>}
+    </span>
   );
 }

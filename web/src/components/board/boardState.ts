@@ -1,6 +1,6 @@
 // The board's tasks as columns of ids per step (pure functions, no React): built from a read,
 // changed by a task notification, an optimistic move or an archive.
-import type { Notification, TaskCardDto } from '../../api/types';
+import type { GitStatusDto, GitSummaryDto, Notification, TaskCardDto } from '../../api/types';
 
 export interface BoardState {
   tasks: Map<string, TaskCardDto>;
@@ -73,6 +73,13 @@ export function applyTaskNotification(state: BoardState, n: Notification, workfl
     case 'task.archived':
     case 'task.moved':
       return p.task.workflow_id === workflowId ? place(state, p.task) : state;
+    case 'task.git_status': {
+      const old = state.tasks.get(p.task_id);
+      if (!old) return state;
+      const tasks = new Map(state.tasks);
+      tasks.set(old.id, { ...old, git: gitSummary(p.repositories) });
+      return { ...state, tasks };
+    }
     default:
       return state;
   }
@@ -105,4 +112,25 @@ export function dropPosition(
   if (from !== -1 && from < position) position -= 1;
   if (task.step_id === stepId && from === position) return null;
   return Math.max(0, position);
+}
+
+/** A task's git status summed over its repositories, as the server stores it for cards. */
+export function gitSummary(repositories: GitStatusDto[]): GitSummaryDto {
+  const states = repositories.flatMap((r) => (r.pr ? [r.pr.state] : []));
+  const pr_state =
+    states.length === 0
+      ? null
+      : states.includes('open')
+        ? 'open'
+        : states.every((s) => s === 'merged')
+          ? 'merged'
+          : 'closed';
+  const sum = (f: (r: GitStatusDto) => number) => repositories.reduce((n, r) => n + f(r), 0);
+  return {
+    ahead: sum((r) => r.ahead),
+    behind: sum((r) => r.behind),
+    dirty: sum((r) => r.dirty.uncommitted + r.dirty.untracked),
+    conflicts: sum((r) => r.conflicts_with_base.length),
+    pr_state,
+  };
 }

@@ -3,16 +3,20 @@
 import { toast } from '../../lib/toast';
 import { useState } from 'react';
 import { call } from '../../api/client';
-import type { ActionDto, EventsDto, StepDto } from '../../api/types';
+import type { ActionDto, EventsDto, MergeStrategyDto, StepDto } from '../../api/types';
 import { useData } from '../../lib/data';
 import { useFormError } from './useFormError';
 
 /** The actions each event of a step may run. */
+const SHIP: ActionDto['type'][] = ['rebase', 'push', 'create_pull_request', 'merge'];
+const MOVES: ActionDto['type'][] = ['move_to_next', 'move_to_previous', 'move_to_step'];
 const ACTIONS: Record<keyof EventsDto, ActionDto['type'][]> = {
-  on_enter: ['reset_agent_context', 'enable_plan_mode', 'set_session_mode', 'auto_start_agent'],
-  on_turn_start: ['move_to_next', 'move_to_previous', 'move_to_step'],
-  on_turn_complete: ['move_to_next', 'move_to_previous', 'move_to_step', 'disable_plan_mode'],
+  on_enter: ['reset_agent_context', 'enable_plan_mode', 'set_session_mode', 'auto_start_agent', ...SHIP],
+  on_turn_start: MOVES,
+  on_turn_complete: [...MOVES, 'disable_plan_mode', ...SHIP],
   on_exit: ['disable_plan_mode'],
+  on_pr_merged: MOVES,
+  on_pr_closed: MOVES,
 };
 
 export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: boolean; last: boolean; onMove: (by: number) => void }) {
@@ -129,6 +133,21 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
                     ))}
                   </select>
                 )}
+                {a.type === 'merge' && (
+                  <select
+                    aria-label="Merge strategy"
+                    value={a.strategy}
+                    onChange={(e) => {
+                      const list = step.events[trigger].slice();
+                      list[i] = { type: 'merge', strategy: e.target.value as MergeStrategyDto };
+                      setEvents(trigger, list);
+                    }}
+                  >
+                    <option value="merge">merge commit</option>
+                    <option value="squash">squash</option>
+                    <option value="fast_forward">fast-forward</option>
+                  </select>
+                )}
                 {a.type === 'set_session_mode' && (
                   <input
                     aria-label="Mode id"
@@ -186,5 +205,6 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
 function makeAction(type: ActionDto['type'], steps: StepDto[]): ActionDto {
   if (type === 'move_to_step') return { type, step_id: steps[0]?.id ?? '' };
   if (type === 'set_session_mode') return { type, mode_id: '' };
+  if (type === 'merge') return { type, strategy: 'merge' };
   return { type } as ActionDto;
 }
