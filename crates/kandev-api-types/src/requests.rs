@@ -296,6 +296,8 @@ pub struct MessageAdd {
     #[serde(default = "yes")]
     #[ts(optional = nullable)]
     pub queue: bool,
+    /// Files uploaded with `attachment.upload` (at most 10).
+    pub attachments: Option<Vec<crate::AttachmentDto>>,
 }
 
 /// `search`: `query` uses SQLite FTS5 syntax (words, "phrases", prefix*, AND/OR/NOT).
@@ -328,6 +330,8 @@ pub struct QueueAdd {
     pub session_id: String,
     pub content: String,
     pub client_message_id: Option<String>,
+    /// Files uploaded with `attachment.upload` (at most 10).
+    pub attachments: Option<Vec<crate::AttachmentDto>>,
 }
 
 pub struct QueueUpdate {

@@ -1,5 +1,6 @@
 //! Session, message and queue objects as the API returns them.
 
+use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{LastError, Message, MessageKind, QueuedPrompt, Session};
 use serde::{Deserialize, Serialize};
@@ -168,6 +169,35 @@ impl From<&Message> for MessageDto {
     }
 }
 
+/// A stored file attached to a message (issue 18): `id` is the SHA-256 of its content, as
+/// `attachment.upload` answered it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentDto {
+    pub id: String,
+    pub name: String,
+    pub mime: String,
+    pub size: u64,
+}
+
+impl From<&AttachmentRef> for AttachmentDto {
+    fn from(a: &AttachmentRef) -> Self {
+        AttachmentDto { id: a.id.clone(), name: a.name.clone(), mime: a.mime.clone(), size: a.size }
+    }
+}
+
+impl From<AttachmentDto> for AttachmentRef {
+    fn from(a: AttachmentDto) -> Self {
+        AttachmentRef { id: a.id, name: a.name, mime: a.mime, size: a.size }
+    }
+}
+
+/// `attachment.upload`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AttachmentUploaded {
+    pub attachment: AttachmentDto,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct QueuedPromptDto {
     pub id: String,
@@ -177,6 +207,7 @@ pub struct QueuedPromptDto {
     pub client_message_id: Option<String>,
     pub queued_by: String,
     pub created_at: String,
+    pub attachments: Vec<AttachmentDto>,
 }
 
 impl From<&QueuedPrompt> for QueuedPromptDto {
@@ -189,6 +220,7 @@ impl From<&QueuedPrompt> for QueuedPromptDto {
             client_message_id: q.client_message_id.clone(),
             queued_by: q.queued_by.clone(),
             created_at: rfc3339(q.created_at),
+            attachments: q.attachments.iter().map(AttachmentDto::from).collect(),
         }
     }
 }

@@ -121,6 +121,8 @@ pub struct QueuedPrompt {
     /// `user` or `workflow`.
     pub queued_by: String,
     pub created_at: Timestamp,
+    /// Files sent with it (issue 18).
+    pub attachments: Vec<crate::attachment::AttachmentRef>,
 }
 
 #[cfg(test)]

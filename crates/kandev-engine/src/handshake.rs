@@ -57,6 +57,7 @@ pub struct Conversation {
     /// Whether the agent takes MCP servers over http (`mcpCapabilities.http`); else it gets
     /// the stdio bridge.
     pub mcp_http: bool,
+    pub accepts: kandev_domain::attachment::PromptAccepts,
 }
 
 impl Conversation {
@@ -227,6 +228,10 @@ async fn handshake(
         agent_title: agent.name.clone(),
         auth_methods: agent.auth_methods.iter().map(AuthMethodView::to_json).collect(),
         mcp_http,
+        accepts: kandev_domain::attachment::PromptAccepts {
+            image: init.agent_capabilities.prompt_capabilities.image,
+            embedded_context: init.agent_capabilities.prompt_capabilities.embedded_context,
+        },
     })
 }
 

@@ -10,6 +10,7 @@
 //! the code relies on.
 
 mod api;
+mod attachments;
 mod config;
 mod create;
 mod devservers;
@@ -30,6 +31,7 @@ mod workflow;
 mod write;
 
 pub use api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
+pub use attachments::too_large_error;
 pub use config::{AgentCommand, EngineConfig, SETUP_TIMEOUT};
 pub use devservers::{DEV_SERVER_LOG_BYTES, DevServerInfo};
 pub use engine::Engine;

@@ -146,8 +146,13 @@ impl Turn {
     }
 
     /// Runs the turn to its end and answers the prompt (unless it hangs or crashes).
-    pub(crate) async fn run(mut self, text: String) {
+    /// Runs the prompt `text`; `attached` are the lines saying what other blocks it had,
+    /// said first.
+    pub(crate) async fn run(mut self, text: String, attached: Vec<String>) {
         self.history.chunk(ChunkKind::User, &text);
+        for line in attached {
+            self.say(&format!("{line}\n")).await;
+        }
         let end = match script::parse_prompt(&text) {
             Ok(Prompt::Echo { reply }) => self.echo(&reply).await,
             Ok(Prompt::Script(directives)) => self.script(directives).await,

@@ -2,10 +2,14 @@
 
 use axum::Json;
 use axum::body::{Body, to_bytes};
-use axum::extract::{Path, State};
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
+use kandev_api_types::{AttachmentDto, AttachmentUploaded};
+use kandev_domain::attachment::MAX_ATTACHMENT_BYTES;
 use kandev_store::WriteState;
 use serde_json::{Value, json};
 
@@ -93,6 +97,55 @@ fn content_type_required() -> ApiError {
     ApiError::bad_request(
         "send the payload as JSON with the header content-type: application/json (curl --json)",
     )
+}
+
+/// `POST /api/v1/attachment.upload?name=<file name>`: the body is the file, its
+/// `content-type` the file's type (composer spec; docs/api.md "Attachments"). Form content
+/// types are refused, as everywhere in the API. Answers `{attachment: {id, name, mime, size}}`.
+pub async fn upload(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match store_upload(&state, &query, &headers, body).await {
+        Ok(attachment) => Json(AttachmentUploaded { attachment: AttachmentDto::from(&attachment) })
+            .into_response(),
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn store_upload(
+    state: &AppState,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<kandev_domain::attachment::AttachmentRef, ApiError> {
+    let Some(name) = query.get("name") else {
+        return Err(ApiError::validation(
+            "name is required: POST /api/v1/attachment.upload?name=<file name> with the file as the body",
+        ));
+    };
+    let mime = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let essence = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if essence == "application/x-www-form-urlencoded" || essence == "multipart/form-data" {
+        return Err(ApiError::bad_request(
+            "send the file itself as the body, with its own content-type (curl --data-binary @file)",
+        ));
+    }
+    let limit = MAX_ATTACHMENT_BYTES as usize;
+    let wait = state.config().read_timeout.max(std::time::Duration::from_secs(60));
+    let bytes = match tokio::time::timeout(wait, to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => return Err(kandev_engine::too_large_error().into()),
+        Err(_) => {
+            return Err(ApiError::bad_request(format!(
+                "the file did not arrive within {} s; send it at once",
+                wait.as_secs_f64()
+            )));
+        }
+    };
+    Ok(state.engine().store_attachment(name, mime, bytes.to_vec()).await?)
 }
 
 pub async fn no_route() -> Response {

@@ -272,6 +272,7 @@ impl SessionActor {
             cancel,
             ordered,
             mcp_http: conversation.mcp_http,
+            accepts: conversation.accepts,
         };
         self.phase = Phase::Ready(live);
         let idle_timeout = self.inner.config.idle_timeout;

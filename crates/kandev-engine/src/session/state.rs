@@ -8,6 +8,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use kandev_acp::{AcpClient, PermissionOption, PermissionResponder};
+use kandev_domain::attachment::PromptAccepts;
 use kandev_domain::session::SessionState;
 use kandev_domain::task::Task;
 use kandev_domain::transcript::{Message, MessageKind, Session};
@@ -115,6 +116,8 @@ pub(crate) struct Live {
     pub ordered: mpsc::UnboundedSender<Command>,
     /// Whether the agent takes MCP servers over http (a live reset hands them again).
     pub mcp_http: bool,
+    /// What its prompts accept besides text (how attachments are sent).
+    pub accepts: PromptAccepts,
 }
 
 /// An open turn.

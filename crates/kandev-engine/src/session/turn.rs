@@ -3,9 +3,11 @@
 //! a turn (the agent's answer, an error, a stall) and what follows it.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use kandev_acp::{AcpError, ContentBlock, PromptResponse};
 use kandev_api_types::{Notification, SessionEvent};
+use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{LastError, Message, MessageKind};
 use kandev_domain::{QueuedPromptId, TurnId};
@@ -52,7 +54,12 @@ impl SessionActor {
         }
         match self.can_start_turn() {
             Ok(()) => self
-                .record_and_send(request.content, request.client_message_id, None)
+                .record_and_send(
+                    request.content,
+                    request.attachments,
+                    request.client_message_id,
+                    None,
+                )
                 .await
                 .map(PromptOutcome::Sent),
             Err(Closed::Ended(state)) => Err(EngineError::Conflict(format!(
@@ -80,6 +87,7 @@ impl SessionActor {
     pub(super) async fn record_and_send(
         &mut self,
         content: String,
+        attachments: Vec<AttachmentRef>,
         client_message_id: Option<String>,
         from_queue: Option<&QueuedPromptId>,
     ) -> Result<Message> {
@@ -98,7 +106,7 @@ impl SessionActor {
             turn_id: None,
             kind: MessageKind::User,
             content,
-            metadata: "{}".into(),
+            metadata: crate::attachments::metadata(&attachments).to_string(),
             client_message_id,
         };
         let message = tx.insert_message(&new).await?;
@@ -156,6 +164,7 @@ impl SessionActor {
         let epoch = self.session.epoch;
         let (client, acp_session_id) = (live.client.clone(), live.acp_session_id.clone());
         let ordered = live.ordered.clone();
+        let accepts = live.accepts;
         let turn = Turn {
             id: turn_id.clone(),
             epoch,
@@ -171,8 +180,12 @@ impl SessionActor {
         } else {
             message.content
         };
+        let attached = crate::attachments::of_metadata(&message.metadata);
+        let (home, cwd) = (self.inner.config.home.clone(), PathBuf::from(&self.session.cwd));
         self.spawn(async move {
-            let result = client.prompt(&acp_session_id, &[ContentBlock::text(text)]).await;
+            let mut blocks = vec![ContentBlock::text(text)];
+            blocks.extend(crate::attachments::blocks(&home, &cwd, &attached, accepts).await);
+            let result = client.prompt(&acp_session_id, &blocks).await;
             let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
         });
     }

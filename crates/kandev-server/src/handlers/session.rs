@@ -9,7 +9,8 @@ use kandev_api_types::requests::{
 use kandev_api_types::responses::{
     Deleted, MessageAdded, MessageOne, Messages, Queue, SessionOne, Sessions,
 };
-use kandev_api_types::{MessageDto, QueuedPromptDto, SessionDto};
+use kandev_api_types::{AttachmentDto, MessageDto, QueuedPromptDto, SessionDto};
+use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::transcript::QueuedPrompt;
 use kandev_domain::{AgentProfileId, QueuedPromptId, SessionId, TaskId, validate};
 use kandev_engine::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
@@ -91,9 +92,18 @@ pub async fn set_config_option(
     Ok(SessionOne { session: SessionDto::from(&session) })
 }
 
+fn attachments_of(list: Option<Vec<AttachmentDto>>) -> Vec<AttachmentRef> {
+    list.unwrap_or_default().into_iter().map(AttachmentRef::from).collect()
+}
+
 pub async fn message_add(s: &AppState, p: MessageAdd) -> Result<MessageAdded, ApiError> {
     let content = validate::text("content", &p.content)?;
-    let request = PromptRequest { content, client_message_id: p.client_message_id, queue: p.queue };
+    let request = PromptRequest {
+        content,
+        client_message_id: p.client_message_id,
+        queue: p.queue,
+        attachments: attachments_of(p.attachments),
+    };
     Ok(match s.engine().prompt(&SessionId::new(p.session_id), request).await? {
         PromptOutcome::Sent(message) => MessageAdded::Sent { message: MessageDto::from(&message) },
         PromptOutcome::Duplicate(message) => {
@@ -147,8 +157,12 @@ async fn change(s: &AppState, session_id: String, change: QueueChange) -> Result
 
 pub async fn queue_add(s: &AppState, p: QueueAdd) -> Result<Queue, ApiError> {
     let content = validate::text("content", &p.content)?;
-    change(s, p.session_id, QueueChange::Add { content, client_message_id: p.client_message_id })
-        .await
+    let add = QueueChange::Add {
+        content,
+        client_message_id: p.client_message_id,
+        attachments: attachments_of(p.attachments),
+    };
+    change(s, p.session_id, add).await
 }
 
 pub async fn queue_update(s: &AppState, p: QueueUpdate) -> Result<Queue, ApiError> {

@@ -12,6 +12,8 @@ export type AgentKinds = { kinds: Array<AgentKindInfo>, };
 
 export type AgentProfileDto = { id: string, name: string, kind: AgentKindDto, command: string, args: Array<string>, env: Array<EnvVarDto>, model: string | null, mode: string | null, auto_approve: boolean, created_at: string, updated_at: string, };
 
+export type AttachmentDto = { id: string, name: string, mime: string, size: number, };
+
 export type AutoRunSet = { session_id: string, enabled: boolean, };
 
 export type Branches = { branches: Array<string>, };
@@ -88,7 +90,11 @@ client_message_id?: string,
 /**
  * Queue while the agent is busy (default); `false` fails with `BUSY` instead.
  */
-queue?: boolean, };
+queue?: boolean, 
+/**
+ * Files uploaded with `attachment.upload` (at most 10).
+ */
+attachments?: Array<AttachmentDto>, };
 
 export type MessageAdded = { "status": "sent", message: MessageDto, } | { "status": "duplicate", message: MessageDto, } | { "status": "queued", queued: QueuedPromptDto, };
 
@@ -136,7 +142,11 @@ export type Questions = { questions: Array<QuestionDto>, };
 
 export type Queue = { queue: Array<QueuedPromptDto>, };
 
-export type QueueAdd = { session_id: string, content: string, client_message_id?: string, };
+export type QueueAdd = { session_id: string, content: string, client_message_id?: string, 
+/**
+ * Files uploaded with `attachment.upload` (at most 10).
+ */
+attachments?: Array<AttachmentDto>, };
 
 export type QueueRemove = { session_id: string, id: string, };
 
@@ -144,7 +154,7 @@ export type QueueReorder = { session_id: string, ids: Array<string>, };
 
 export type QueueUpdate = { session_id: string, id: string, content: string, };
 
-export type QueuedPromptDto = { id: string, session_id: string, position: number, content: string, client_message_id: string | null, queued_by: string, created_at: string, };
+export type QueuedPromptDto = { id: string, session_id: string, position: number, content: string, client_message_id: string | null, queued_by: string, created_at: string, attachments: Array<AttachmentDto>, };
 
 export type RemoteStatusDto = { remote: string, pushed_head: string, upstream_ahead: number, upstream_behind: number, };
 

@@ -1,0 +1,169 @@
+//! Issue 18 (composer): attachments uploaded, stored once by content hash, checked against
+//! their limits, sent to the agent as the blocks its `promptCapabilities` accept, and kept on
+//! queued messages through a restart.
+
+mod common;
+
+use common::{TestServer, of_kind};
+use serde_json::{Value, json};
+
+/// A small PNG-looking file (the mock agent only counts the bytes it receives).
+fn png() -> Vec<u8> {
+    let mut bytes = b"\x89PNG\r\n\x1a\n".to_vec();
+    bytes.extend((0..=255u8).cycle().take(1000));
+    bytes
+}
+
+async fn upload(server: &TestServer, name: &str, mime: &str, bytes: Vec<u8>) -> Value {
+    let (status, body) = server.upload(name, mime, bytes).await;
+    assert_eq!(status, 200, "upload failed: {body}");
+    body["attachment"].clone()
+}
+
+/// Sends `content` with `attachments` and waits for the turn; returns the agent's text.
+async fn turn_with(
+    server: &TestServer,
+    session: &str,
+    content: &str,
+    attachments: Value,
+) -> String {
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+    let sent = server
+        .call(
+            "message.add",
+            json!({"session_id": session, "content": content, "attachments": attachments}),
+        )
+        .await;
+    assert_eq!(sent["status"], "sent", "{sent}");
+    ws.notification("session.turn.completed").await;
+    agent_text(server, session).await
+}
+
+async fn agent_text(server: &TestServer, session: &str) -> String {
+    let messages = server.messages(session).await;
+    of_kind(&messages, "agent").iter().map(|m| m["content"].as_str().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn i18_a1_an_image_reaches_an_agent_that_takes_images_as_an_image_block() {
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    let attachment = upload(&server, "shot.png", "image/png", png()).await;
+    assert_eq!(attachment["size"], 1008);
+    assert_eq!(attachment["mime"], "image/png");
+    let id = attachment["id"].as_str().unwrap();
+    let stored = server.dir.path().join("attachments").join(id);
+    assert_eq!(std::fs::read(&stored).unwrap(), png(), "stored under its hash in KANDEV_HOME");
+    // The same bytes under another name are stored once.
+    let again = upload(&server, "other.png", "image/png", png()).await;
+    assert_eq!(again["id"], attachment["id"]);
+    assert_eq!(std::fs::read_dir(server.dir.path().join("attachments")).unwrap().count(), 1);
+
+    let reply = turn_with(&server, &session, "look", json!([attachment])).await;
+    assert!(reply.contains("received image image/png 1008 bytes"), "{reply}");
+    let messages = server.messages(&session).await;
+    let user = of_kind(&messages, "user")[0];
+    assert_eq!(user["metadata"]["attachments"], json!([attachment]), "the transcript keeps it");
+}
+
+#[tokio::test]
+async fn i18_a1_without_image_support_an_image_is_a_resource_link_to_a_copy_in_the_worktree() {
+    let server = TestServer::start().await;
+    let profile =
+        server.profile(json!({"name": "No images", "kind": "mock", "args": ["--no-image"]})).await;
+    let (_, session) = server.session(Some(&profile)).await;
+    let attachment = upload(&server, "../my shot.png", "image/png", png()).await;
+    let reply = turn_with(&server, &session, "look", json!([attachment])).await;
+    let line = reply.lines().find(|l| l.starts_with("received ")).unwrap_or_default();
+    let uri = line.strip_prefix("received resource_link file://").unwrap_or_else(|| {
+        panic!("expected a resource_link, got {reply:?}");
+    });
+    let cwd = server.call("session.get", json!({"id": session})).await["session"]["cwd"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let id = attachment["id"].as_str().unwrap();
+    let expected = format!("{cwd}/.kandev/attachments/{}-my_shot.png", &id[..12]);
+    assert_eq!(uri, expected, "copied inside the working directory under a safe name");
+    assert_eq!(std::fs::read(uri).unwrap(), png());
+    let ignore = std::fs::read_to_string(format!("{cwd}/.kandev/.gitignore")).unwrap();
+    assert_eq!(ignore, "*\n", "the copies stay out of git");
+}
+
+#[tokio::test]
+async fn i18_a1_a_text_file_is_embedded_as_a_resource() {
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    let attachment = upload(&server, "notes.md", "text/markdown", b"# notes\n".to_vec()).await;
+    let reply = turn_with(&server, &session, "read", json!([attachment])).await;
+    let id = attachment["id"].as_str().unwrap();
+    assert!(
+        reply.contains(&format!("received resource attachment:///{id}/notes.md 8 bytes")),
+        "{reply}"
+    );
+}
+
+#[tokio::test]
+async fn i18_a1_oversize_and_too_many_attachments_are_refused_naming_the_limit() {
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    let (status, body) =
+        server.upload("big.bin", "application/octet-stream", vec![7; 20 * 1024 * 1024 + 1]).await;
+    assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("20 MiB (the attachment size limit)"), "{message}");
+    // Exactly at the limit is fine.
+    let (status, _) =
+        server.upload("edge.bin", "application/octet-stream", vec![7; 20 * 1024 * 1024]).await;
+    assert_eq!(status, 200);
+
+    let one = upload(&server, "a.png", "image/png", png()).await;
+    let eleven: Vec<Value> = (0..11).map(|_| one.clone()).collect();
+    for action in ["message.add", "message.queue.add"] {
+        let (status, body) = server
+            .post(action, json!({"session_id": session, "content": "x", "attachments": eleven}))
+            .await;
+        assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{body}");
+        let message = body["message"].as_str().unwrap();
+        assert!(message.contains("more than 10 (the attachments per message limit)"), "{message}");
+    }
+    let unknown = json!([{"id": "0".repeat(64), "name": "x.png", "mime": "image/png", "size": 1}]);
+    let (status, body) = server
+        .post("message.add", json!({"session_id": session, "content": "x", "attachments": unknown}))
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("upload the file"), "{body}");
+    let (status, body) = server.upload("", "image/png", png()).await;
+    assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{body}");
+    assert!(server.messages(&session).await.is_empty(), "nothing refused was recorded");
+}
+
+#[tokio::test]
+async fn i18_a1_a_queued_message_keeps_its_attachments_through_a_restart() {
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    server
+        .call("message.queue.auto_run.set", json!({"session_id": session, "enabled": false}))
+        .await;
+    let attachment = upload(&server, "shot.png", "image/png", png()).await;
+    server
+        .call(
+            "message.queue.add",
+            json!({"session_id": session, "content": "later", "attachments": [attachment]}),
+        )
+        .await;
+    let dir = server.stop().await;
+    let server = TestServer::start_with(Default::default(), dir).await;
+    let queue = server.call("message.queue.list", json!({"session_id": session})).await;
+    assert_eq!(queue["queue"][0]["attachments"], json!([attachment]), "{queue}");
+
+    server
+        .call("message.queue.auto_run.set", json!({"session_id": session, "enabled": true}))
+        .await;
+    server.wait_turns(&session, 1).await;
+    let reply = agent_text(&server, &session).await;
+    assert!(reply.contains("received image image/png 1008 bytes"), "{reply}");
+    let messages = server.messages(&session).await;
+    assert_eq!(of_kind(&messages, "user")[0]["metadata"]["attachments"], json!([attachment]));
+}
