@@ -174,6 +174,7 @@ actions! {
 
         MessageAdd = "message.add": rq::MessageAdd => rs::MessageAdded;
         MessageList = "message.list": rq::MessageList => rs::Messages;
+        TurnList = "session.turn.list": rq::BySession => rs::Turns;
         QueueList = "message.queue.list": rq::BySession => rs::Queue;
         QueueAdd = "message.queue.add": rq::QueueAdd => rs::Queue;
         QueueUpdate = "message.queue.update": rq::QueueUpdate => rs::Queue;

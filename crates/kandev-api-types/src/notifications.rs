@@ -129,7 +129,10 @@ pub enum SessionEvent {
     TurnStarted { session_id: String, turn_id: String, message_id: String },
     /// `stop_reason` as the agent gave it (ACP: `end_turn`, `cancelled`, ...).
     #[serde(rename = "session.turn.completed")]
-    TurnCompleted { session_id: String, turn_id: String, stop_reason: String },
+    /// `tokens`: the turn's token usage from the agent's answer (`{input_tokens,
+    /// output_tokens, cached_read_tokens, cached_write_tokens, thought_tokens,
+    /// total_tokens}`), `null` when it sent none.
+    TurnCompleted { session_id: String, turn_id: String, stop_reason: String, tokens: Value },
     #[serde(rename = "session.message.added")]
     MessageAdded { message: MessageDto },
     #[serde(rename = "session.message.updated")]

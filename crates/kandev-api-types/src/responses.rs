@@ -176,6 +176,11 @@ responses! {
         pub messages: Vec<MessageDto>,
     }
 
+    /// `session.turn.list`: the newest 1000 turns, oldest first.
+    pub struct Turns {
+        pub turns: Vec<crate::TurnDto>,
+    }
+
     pub struct SearchResults {
         pub hits: Vec<crate::SearchHitDto>,
         pub next_cursor: Option<String>,

@@ -2,7 +2,9 @@
 
 use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::session::SessionState;
-use kandev_domain::transcript::{LastError, Message, MessageKind, QueuedPrompt, Session};
+use kandev_domain::transcript::{
+    LastError, Message, MessageKind, QueuedPrompt, Session, TurnRecord,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
@@ -110,8 +112,33 @@ pub struct SessionDto {
     pub context_window: Value,
     pub agent_info: Value,
     pub cwd: String,
+    /// The agent's slash commands (its latest `available_commands_update`).
+    pub available_commands: Vec<AvailableCommandDto>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// A slash command the agent offers: sent as `/name args` in a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct AvailableCommandDto {
+    pub name: String,
+    pub description: String,
+    /// What to type after the name, when the agent says.
+    pub input_hint: Option<String>,
+}
+
+fn commands_of(text: &str) -> Vec<AvailableCommandDto> {
+    let list: Vec<Value> = serde_json::from_str(text).unwrap_or_default();
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+    list.iter()
+        .filter_map(|v| {
+            Some(AvailableCommandDto {
+                name: text(v, "name")?,
+                description: text(v, "description").unwrap_or_default(),
+                input_hint: text(v, "input_hint"),
+            })
+        })
+        .collect()
 }
 
 impl From<&Session> for SessionDto {
@@ -132,6 +159,7 @@ impl From<&Session> for SessionDto {
             context_window: json_or_null(s.context_window.as_deref()),
             agent_info: json_or_null(s.agent_info.as_deref()),
             cwd: s.cwd.clone(),
+            available_commands: commands_of(&s.available_commands),
             created_at: rfc3339(s.created_at),
             updated_at: rfc3339(s.updated_at),
         }
@@ -165,6 +193,34 @@ impl From<&Message> for MessageDto {
             client_message_id: m.client_message_id.clone(),
             created_at: rfc3339(m.created_at),
             updated_at: rfc3339(m.updated_at),
+        }
+    }
+}
+
+/// A turn: when it ran, how it ended, and its token usage (`usage.context`: `{used, size,
+/// cost}` from the agent's latest `usage_update` in it; `usage.tokens`: the counts of its
+/// answer), `null` when the agent reported none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TurnDto {
+    pub id: String,
+    pub session_id: String,
+    pub epoch: i64,
+    pub started_at: String,
+    pub completed_at: Option<String>,
+    pub stop_reason: Option<String>,
+    pub usage: Value,
+}
+
+impl From<&TurnRecord> for TurnDto {
+    fn from(t: &TurnRecord) -> Self {
+        TurnDto {
+            id: t.id.to_string(),
+            session_id: t.session_id.to_string(),
+            epoch: t.epoch,
+            started_at: rfc3339(t.started_at),
+            completed_at: t.completed_at.map(rfc3339),
+            stop_reason: t.stop_reason.clone(),
+            usage: json_or_null(t.usage.as_deref()),
         }
     }
 }

@@ -77,13 +77,20 @@ pub enum Directive {
         /// `outputByteLimit` of `terminal/create`, if given.
         limit: Option<u64>,
     },
-    /// `usage <used> <size>`: a `usage_update`.
+    /// `usage <used> <size> [<input tokens> <output tokens>]`: a `usage_update`; with the
+    /// token counts, the prompt's answer also carries `usage` (`inputTokens`,
+    /// `outputTokens`, `totalTokens`), as Claude and Codex send it.
     Usage {
         /// Tokens in context.
         used: u64,
         /// Context window size.
         size: u64,
+        /// Input and output tokens of the turn, for the answer.
+        tokens: Option<(u64, u64)>,
     },
+    /// `commands <name>:<description>[:<input hint>]; ...`: an `available_commands_update`
+    /// with these commands (none when empty).
+    Commands(Vec<(String, String, Option<String>)>),
     /// `stop <reason>`: end the turn with this stop reason.
     Stop(String),
     /// `error <code> <message>`: answer the prompt with a JSON-RPC error.
@@ -293,12 +300,35 @@ fn parse_directive(line: usize, text: &str) -> Result<Directive, ScriptError> {
             Directive::Terminal { command: command.to_owned(), cwd, limit }
         }
         "usage" => {
-            let (used, size) = split_word(rest);
+            let (used, rest) = split_word(rest);
+            let (size, rest) = split_word(rest);
+            let (input, output) = split_word(rest);
+            let tokens = if input.is_empty() {
+                None
+            } else {
+                Some((
+                    number("usage", "the input token count", input)?,
+                    number("usage", "the output token count", output)?,
+                ))
+            };
             Directive::Usage {
                 used: number("usage", "the used token count", used)?,
                 size: number("usage", "the context size", size)?,
+                tokens,
             }
         }
+        "commands" => Directive::Commands(
+            rest.split(';')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(|c| {
+                    let mut parts = c.splitn(3, ':').map(str::trim);
+                    let name = parts.next().unwrap_or_default().to_owned();
+                    let description = parts.next().unwrap_or_default().to_owned();
+                    (name, description, parts.next().map(str::to_owned))
+                })
+                .collect(),
+        ),
         "stop" => {
             if rest.is_empty() {
                 return Err(missing("stop", "a stop reason"));
@@ -521,7 +551,7 @@ bigline 1048576";
                     cwd: Some("sub".into()),
                     limit: Some(8)
                 },
-                Directive::Usage { used: 1200, size: 200000 },
+                Directive::Usage { used: 1200, size: 200000, tokens: None },
                 Directive::Stop("max_tokens".into()),
                 Directive::Error { code: -32000, message: "please log in".into() },
                 Directive::Crash(1),
@@ -569,6 +599,22 @@ bigline 1048576";
         assert_eq!(chunk_stamp(&chunk), Some(1_733_030_000_123_456));
         assert!(parse_prompt("#!mock\nstream 3 10 stamp").is_err(), "too small for a stamp");
         assert!(parse_prompt("#!mock\nstream 3 40 stomp").is_err());
+    }
+
+    #[test]
+    fn i18_usage_with_token_counts_and_commands_directives() {
+        assert_eq!(
+            script("#!mock\nusage 10 100 7 3\ncommands a:Do a:hint; b:Do b\ncommands"),
+            vec![
+                Directive::Usage { used: 10, size: 100, tokens: Some((7, 3)) },
+                Directive::Commands(vec![
+                    ("a".into(), "Do a".into(), Some("hint".into())),
+                    ("b".into(), "Do b".into(), None),
+                ]),
+                Directive::Commands(vec![]),
+            ]
+        );
+        assert!(parse_prompt("#!mock\nusage 10 100 7").is_err(), "output tokens missing");
     }
 
     #[test]

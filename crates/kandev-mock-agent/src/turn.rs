@@ -101,6 +101,8 @@ pub(crate) struct Turn {
     history: Recorder,
     /// Tool calls started by `tool` and not yet completed by `tool_done` (last is current).
     open_tools: Vec<String>,
+    /// The `usage` the prompt's answer carries (a `usage` directive with token counts).
+    answer_usage: Option<Value>,
 }
 
 impl Drop for Turn {
@@ -141,6 +143,7 @@ impl Turn {
             turn_id,
             cancel,
             history: Recorder::default(),
+            answer_usage: None,
             open_tools: Vec::new(),
         }
     }
@@ -161,7 +164,11 @@ impl Turn {
         self.flush_history();
         match end {
             End::Stop(reason) => {
-                let line = rpc::response_line(&self.request_id, json!({ "stopReason": reason }));
+                let mut answer = json!({ "stopReason": reason });
+                if let Some(usage) = self.answer_usage.take() {
+                    answer["usage"] = usage;
+                }
+                let line = rpc::response_line(&self.request_id, answer);
                 self.agent.send(line).await;
             }
             End::Error(error) => {
@@ -294,8 +301,32 @@ impl Turn {
             Directive::Terminal { command, cwd, limit } => {
                 return self.terminal(&command, cwd, limit).await;
             }
-            Directive::Usage { used, size } => {
+            Directive::Usage { used, size, tokens } => {
                 let update = json!({"sessionUpdate": "usage_update", "used": used, "size": size});
+                self.update(update, false).await;
+                if let Some((input, output)) = tokens {
+                    self.answer_usage = Some(json!({
+                        "inputTokens": input,
+                        "outputTokens": output,
+                        "totalTokens": input + output,
+                    }));
+                }
+            }
+            Directive::Commands(commands) => {
+                let list: Vec<Value> = commands
+                    .iter()
+                    .map(|(name, description, hint)| {
+                        let mut command = json!({"name": name, "description": description});
+                        if let Some(hint) = hint {
+                            command["input"] = json!({"hint": hint});
+                        }
+                        command
+                    })
+                    .collect();
+                let update = json!({
+                    "sessionUpdate": "available_commands_update",
+                    "availableCommands": list,
+                });
                 self.update(update, false).await;
             }
             Directive::Stop(reason) => return Some(End::Stop(reason)),

@@ -120,6 +120,7 @@ handlers! {
     SessionSetConfigOption => session::set_config_option,
     AgentCancel => session::cancel,
     MessageAdd => session::message_add,
+    TurnList => session::turn_list,
     MessageList => session::message_list,
     Search => search::search,
     QueueList => session::queue_list,

@@ -167,3 +167,88 @@ async fn i18_a1_a_queued_message_keeps_its_attachments_through_a_restart() {
     let messages = server.messages(&session).await;
     assert_eq!(of_kind(&messages, "user")[0]["metadata"]["attachments"], json!([attachment]));
 }
+
+#[tokio::test]
+async fn i18_a2_the_agents_commands_are_stored_per_session_and_listed() {
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    // The mock offers its commands as soon as a conversation opens.
+    let names = |s: &Value| -> Vec<String> {
+        s["available_commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+    let current = server.call("session.get", json!({"id": session})).await["session"].clone();
+    if names(&current).is_empty() {
+        loop {
+            let frame = ws.notification("session.updated").await;
+            if !names(&frame["payload"]["session"]).is_empty() {
+                break;
+            }
+        }
+    }
+    let current = server.call("session.get", json!({"id": session})).await["session"].clone();
+    assert_eq!(names(&current), ["echo", "script"]);
+    assert_eq!(
+        current["available_commands"][0],
+        json!({"name": "echo", "description": "Echo the first line back", "input_hint": "text"})
+    );
+
+    // A `commands` directive replaces the list; the session announces it.
+    let script = "#!mock\ncommands review:Review the changes:path; deploy:Ship it\nsay ok";
+    server.turn(&session, script).await;
+    let current = server.call("session.get", json!({"id": session})).await["session"].clone();
+    assert_eq!(
+        current["available_commands"],
+        json!([
+            {"name": "review", "description": "Review the changes", "input_hint": "path"},
+            {"name": "deploy", "description": "Ship it", "input_hint": null},
+        ])
+    );
+    // Choosing one sends `/name args` as the message: the agent receives exactly that.
+    let messages = server.turn(&session, "/review src/main.rs").await;
+    let agent: Vec<&str> =
+        of_kind(&messages, "agent").iter().map(|m| m["content"].as_str().unwrap()).collect();
+    assert!(agent.contains(&"echo: /review src/main.rs"), "{agent:?}");
+
+    let dir = server.stop().await;
+    let server = TestServer::start_with(Default::default(), dir).await;
+    let reloaded = server.call("session.get", json!({"id": session})).await["session"].clone();
+    assert_eq!(names(&reloaded), ["review", "deploy"], "kept through a restart");
+}
+
+#[tokio::test]
+async fn i18_a3_usage_reported_by_the_agent_is_stored_per_turn_and_kept_after_reload() {
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+    let sent = server
+        .call(
+            "message.add",
+            json!({"session_id": session, "content": "#!mock\nusage 1200 200000 900 300\nsay ok"}),
+        )
+        .await;
+    assert_eq!(sent["status"], "sent");
+    let completed = ws.notification("session.turn.completed").await;
+    assert_eq!(completed["payload"]["tokens"]["total_tokens"], 1200, "{completed}");
+    server.turn(&session, "no usage this time").await;
+
+    let dir = server.stop().await;
+    let server = TestServer::start_with(Default::default(), dir).await;
+    let turns = server.call("session.turn.list", json!({"session_id": session})).await;
+    let turns = turns["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    assert_eq!(turns[0]["usage"]["context"], json!({"used": 1200, "size": 200000, "cost": null}));
+    assert_eq!(turns[0]["usage"]["tokens"]["input_tokens"], 900);
+    assert_eq!(turns[0]["usage"]["tokens"]["output_tokens"], 300);
+    assert_eq!(turns[0]["stop_reason"], "end_turn");
+    assert_eq!(turns[1]["usage"], Value::Null, "a turn without a report has none");
+    let session = server.call("session.get", json!({"id": session})).await["session"].clone();
+    assert_eq!(session["context_window"]["used"], 1200, "the latest context stays on the session");
+}

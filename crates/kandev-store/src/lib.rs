@@ -52,6 +52,7 @@ pub use session_resets::ResetIntent;
 pub use sessions::SessionUpdate;
 pub use ship::NewReviewComment;
 pub use tasks::{NewTask, StepChange, TaskFilter, TaskPatch};
+pub use turns::TurnUsagePart;
 pub use workflows::StepPatch;
 pub use worktrees::{NewWorktree, WorktreeRecord};
 pub use write::{Savepoint, WriteTx};

@@ -11,7 +11,7 @@ use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{LastError, Message, MessageKind};
 use kandev_domain::{QueuedPromptId, TurnId};
-use kandev_store::{NewMessage, SessionUpdate, WriteTx};
+use kandev_store::{NewMessage, SessionUpdate, TurnUsagePart, WriteTx};
 use serde_json::json;
 
 use crate::api::{PromptOutcome, PromptRequest};
@@ -209,13 +209,14 @@ impl SessionActor {
                 let reason = response.stop_reason.as_str().to_owned();
                 let cancelled = ending != Ending::Normally;
                 let note = (ending == Ending::CancelledByUser).then(|| "turn cancelled".to_owned());
-                (self.finish_turn(turn, &reason, None, note).await, Some(cancelled))
+                let tokens = kandev_acp::quirks::prompt_usage(&response).map(|u| u.to_json());
+                (self.finish_turn(turn, tokens, &reason, None, note).await, Some(cancelled))
             }
             Err(err) => {
                 let info = self.session.agent_info.as_deref();
                 let (code, message, details) = handshake::turn_failure(&err, info, epoch);
                 let error = self.error(code, message.clone(), details);
-                (self.finish_turn(turn, "error", Some((error, message)), None).await, None)
+                (self.finish_turn(turn, None, "error", Some((error, message)), None).await, None)
             }
         };
         self.log("closing the turn", outcome);
@@ -265,16 +266,21 @@ impl SessionActor {
     }
 
     /// Closes `turn` (already out of the phase): expires pending permissions (rule 38), notes
-    /// why, returns to `WAITING_FOR_INPUT` (rule 5).
+    /// why, returns to `WAITING_FOR_INPUT` (rule 5). `tokens`: the token usage the agent's
+    /// answer reported, stored on the turn (issue 18).
     pub(super) async fn finish_turn(
         &mut self,
         turn: Turn,
+        tokens: Option<serde_json::Value>,
         stop_reason: &str,
         error: Option<(LastError, String)>,
         note: Option<String>,
     ) -> Result<()> {
         let mut tx = self.inner.store.begin_write().await?;
         tx.close_turn(&turn.id, stop_reason).await?;
+        if let Some(tokens) = &tokens {
+            tx.set_turn_usage(&turn.id, TurnUsagePart::Tokens, &tokens.to_string()).await?;
+        }
         self.expire_permissions(&mut tx, "expired").await?;
         if let Some(text) = note {
             let metadata = json!({ "reason": stop_reason });
@@ -296,6 +302,7 @@ impl SessionActor {
             session_id: self.session.id.to_string(),
             turn_id: turn.id.to_string(),
             stop_reason: stop_reason.to_string(),
+            tokens: tokens.unwrap_or(serde_json::Value::Null),
         };
         publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
         tx.commit().await?;
@@ -328,7 +335,8 @@ impl SessionActor {
                 Some((turn, by)) => (turn, by.into_reset()),
                 None => return,
             };
-            let result = self.finish_turn(turn, "stalled", Some((error, message)), None).await;
+            let result =
+                self.finish_turn(turn, None, "stalled", Some((error, message)), None).await;
             self.log("failing a silent turn", result);
             return self.after_lost_turn(reset).await;
         };

@@ -7,9 +7,9 @@ use kandev_api_types::requests::{
     SessionSetConfigOption, SessionSetMode,
 };
 use kandev_api_types::responses::{
-    Deleted, MessageAdded, MessageOne, Messages, Queue, SessionOne, Sessions,
+    Deleted, MessageAdded, MessageOne, Messages, Queue, SessionOne, Sessions, Turns,
 };
-use kandev_api_types::{AttachmentDto, MessageDto, QueuedPromptDto, SessionDto};
+use kandev_api_types::{AttachmentDto, MessageDto, QueuedPromptDto, SessionDto, TurnDto};
 use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::transcript::QueuedPrompt;
 use kandev_domain::{AgentProfileId, QueuedPromptId, SessionId, TaskId, validate};
@@ -125,6 +125,13 @@ pub async fn message_list(s: &AppState, p: MessageList) -> Result<Messages, ApiE
     let messages =
         s.store().list_messages(&id, p.after_seq, p.before_seq, i64::from(limit)).await?;
     Ok(Messages { messages: messages.iter().map(MessageDto::from).collect() })
+}
+
+pub async fn turn_list(s: &AppState, p: BySession) -> Result<Turns, ApiError> {
+    let id = SessionId::new(p.session_id);
+    s.store().get_session(&id).await?;
+    let turns = s.store().list_turns(&id, 1000).await?;
+    Ok(Turns { turns: turns.iter().map(TurnDto::from).collect() })
 }
 
 pub async fn permission_respond(

@@ -16,6 +16,12 @@ export type AttachmentDto = { id: string, name: string, mime: string, size: numb
 
 export type AutoRunSet = { session_id: string, enabled: boolean, };
 
+export type AvailableCommandDto = { name: string, description: string, 
+/**
+ * What to type after the name, when the agent says.
+ */
+input_hint: string | null, };
+
 export type Branches = { branches: Array<string>, };
 
 export type ById = { id: string, };
@@ -198,9 +204,13 @@ export type SearchResults = { hits: Array<SearchHitDto>, next_cursor: string | n
 
 export type SessionAuthenticate = { id: string, method_id: string, };
 
-export type SessionDto = { id: string, task_id: string, agent_profile_id: string | null, state: SessionStateDto, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, context_window: JsonValue, agent_info: JsonValue, cwd: string, created_at: string, updated_at: string, };
+export type SessionDto = { id: string, task_id: string, agent_profile_id: string | null, state: SessionStateDto, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, context_window: JsonValue, agent_info: JsonValue, cwd: string, 
+/**
+ * The agent's slash commands (its latest `available_commands_update`).
+ */
+available_commands: Array<AvailableCommandDto>, created_at: string, updated_at: string, };
 
-export type SessionEvent = { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.updated", "payload": { session: SessionDto, } } | { "action": "session.state_changed", "payload": { session: SessionDto, } } | { "action": "session.mode_changed", "payload": { session: SessionDto, } } | { "action": "session.config_changed", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.error", "payload": { session_id: string, last_error: LastErrorDto | null, } } | { "action": "session.turn.started", "payload": { session_id: string, turn_id: string, message_id: string, } } | { "action": "session.turn.completed", "payload": { session_id: string, turn_id: string, stop_reason: string, } } | { "action": "session.message.added", "payload": { message: MessageDto, } } | { "action": "session.message.updated", "payload": MessageUpdate } | { "action": "session.queue.changed", "payload": { session_id: string, queue: Array<QueuedPromptDto>, } } | { "action": "session.permission.requested", "payload": { session_id: string, request_id: string, message: MessageDto, } } | { "action": "session.permission.resolved", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.permission.expired", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.question.asked", "payload": { question: QuestionDto, } } | { "action": "session.question.resolved", "payload": { question: QuestionDto, } } | { "action": "session.usage", "payload": { session_id: string, usage: JsonValue, } };
+export type SessionEvent = { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.updated", "payload": { session: SessionDto, } } | { "action": "session.state_changed", "payload": { session: SessionDto, } } | { "action": "session.mode_changed", "payload": { session: SessionDto, } } | { "action": "session.config_changed", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.error", "payload": { session_id: string, last_error: LastErrorDto | null, } } | { "action": "session.turn.started", "payload": { session_id: string, turn_id: string, message_id: string, } } | { "action": "session.turn.completed", "payload": { session_id: string, turn_id: string, stop_reason: string, tokens: JsonValue, } } | { "action": "session.message.added", "payload": { message: MessageDto, } } | { "action": "session.message.updated", "payload": MessageUpdate } | { "action": "session.queue.changed", "payload": { session_id: string, queue: Array<QueuedPromptDto>, } } | { "action": "session.permission.requested", "payload": { session_id: string, request_id: string, message: MessageDto, } } | { "action": "session.permission.resolved", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.permission.expired", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.question.asked", "payload": { question: QuestionDto, } } | { "action": "session.question.resolved", "payload": { question: QuestionDto, } } | { "action": "session.usage", "payload": { session_id: string, usage: JsonValue, } };
 
 export type SessionLaunch = { task_id: string, agent_profile_id?: string, 
 /**
@@ -345,6 +355,10 @@ export type Tasks = { tasks: Array<TaskCardDto>, next_cursor: string | null, };
 
 export type TreeEntryDto = { path: string, kind: string, size: number, };
 
+export type TurnDto = { id: string, session_id: string, epoch: number, started_at: string, completed_at: string | null, stop_reason: string | null, usage: JsonValue, };
+
+export type Turns = { turns: Array<TurnDto>, };
+
 export type Unsubscribe = { topics: Array<string>, };
 
 export type Unsubscribed = { topics: Array<string>, };
@@ -458,6 +472,7 @@ export type Actions = {
   "agent.cancel": { request: BySession, response: SessionOne },
   "message.add": { request: MessageAdd, response: MessageAdded },
   "message.list": { request: MessageList, response: Messages },
+  "session.turn.list": { request: BySession, response: Turns },
   "message.queue.list": { request: BySession, response: Queue },
   "message.queue.add": { request: QueueAdd, response: Queue },
   "message.queue.update": { request: QueueUpdate, response: Queue },
