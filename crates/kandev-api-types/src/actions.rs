@@ -187,6 +187,12 @@ actions! {
         Search = "search": rq::Search => rs::SearchResults;
         QuestionList = "question.list": rq::BySession => rs::Questions;
         QuestionAnswer = "question.answer": rq::QuestionAnswer => rs::QuestionOne;
+
+        NotificationList = "notification.list": rq::NotificationList => rs::NotificationRecords;
+        ChannelCreate = "notification.channel.create": rq::ChannelCreate => rs::ChannelOne;
+        ChannelList = "notification.channel.list": rq::Empty => rs::Channels;
+        ChannelDelete = "notification.channel.delete": rq::ById => rs::Deleted;
+        DeliveryList = "notification.delivery.list": rq::DeliveryList => rs::Deliveries;
     }
     socket {
         Subscribe = "subscribe": rq::Subscribe => rs::Subscribed;

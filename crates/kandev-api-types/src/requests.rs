@@ -326,6 +326,27 @@ pub struct PermissionRespond {
     pub cancelled: bool,
 }
 
+/// `notification.channel.create`: `events` are the kinds it carries (at least one); with a
+/// `secret`, webhook deliveries are signed.
+pub struct ChannelCreate {
+    pub kind: crate::ChannelKindDto,
+    pub url: String,
+    pub events: Vec<crate::NotificationKindDto>,
+    pub secret: Option<String>,
+}
+
+pub struct NotificationList {
+    /// Records after this event `seq` (default 0: all).
+    pub after_seq: Option<i64>,
+    pub limit: Option<u32>,
+}
+
+pub struct DeliveryList {
+    /// One channel's deliveries (default: every channel's).
+    pub channel_id: Option<String>,
+    pub limit: Option<u32>,
+}
+
 pub struct QueueAdd {
     pub session_id: String,
     pub content: String,

@@ -5,6 +5,7 @@ pub mod attachment;
 pub mod files;
 pub mod ids;
 pub mod needs_you;
+pub mod notify;
 pub mod question;
 pub mod session;
 pub mod ship;

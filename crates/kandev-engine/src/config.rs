@@ -49,6 +49,9 @@ pub struct EngineConfig {
     pub mcp_bridge: Option<AgentCommand>,
     /// Ports dev servers get (`PORT`), the first free one (default 41000-41999).
     pub dev_server_ports: std::ops::RangeInclusive<u16>,
+    /// Wait after a notification delivery's first failure, doubled after each next one
+    /// (default 10 s; tests shrink it).
+    pub notification_backoff: Duration,
 }
 
 impl EngineConfig {
@@ -66,6 +69,7 @@ impl EngineConfig {
             idle_timeout: Duration::from_secs(30 * 60),
             mcp_bridge: None,
             dev_server_ports: 41000..=41999,
+            notification_backoff: Duration::from_secs(10),
         }
     }
 }

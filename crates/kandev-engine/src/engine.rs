@@ -100,6 +100,16 @@ impl Engine {
         self.ask(id, |reply| Command::Prompt { request, queued_by: "user", reply }).await
     }
 
+    /// Sends notification records to their channels until `stop` (the server runs it as
+    /// one of its tasks).
+    pub fn deliver_notifications(
+        &self,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let backoff = self.inner.config.notification_backoff;
+        crate::deliveries::deliver(self.inner.store.clone(), backoff, stop)
+    }
+
     /// Stores an uploaded file once by its content hash (`attachment.upload`).
     pub async fn store_attachment(
         &self,

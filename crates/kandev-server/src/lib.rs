@@ -72,6 +72,7 @@ pub async fn serve(
         config.prune_interval,
         shutdown.clone(),
     ));
+    tasks.spawn(state.engine().deliver_notifications(shutdown.clone()));
     tasks.spawn(ws::fan_out(state.store().subscribe(), state.live().clone(), shutdown.clone()));
     // Open WebSockets would keep a graceful shutdown waiting: close them first.
     let closing = state.closing().clone();

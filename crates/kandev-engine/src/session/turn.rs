@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use kandev_acp::{AcpError, ContentBlock, PromptResponse};
 use kandev_api_types::{Notification, SessionEvent};
 use kandev_domain::attachment::AttachmentRef;
+use kandev_domain::notify::NotificationKind;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{LastError, Message, MessageKind};
 use kandev_domain::{QueuedPromptId, TurnId};
@@ -304,7 +305,11 @@ impl SessionActor {
             stop_reason: stop_reason.to_string(),
             tokens: tokens.unwrap_or(serde_json::Value::Null),
         };
-        publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
+        let seq = publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
+        let title = format!("{}: the agent's turn ended ({stop_reason})", self.task.title);
+        let data = json!({ "turn_id": turn.id.to_string(), "stop_reason": stop_reason });
+        let kind = NotificationKind::TurnCompleted;
+        publish::attention(&mut tx, kind, &self.session, seq, title, data).await?;
         tx.commit().await?;
         Ok(())
     }

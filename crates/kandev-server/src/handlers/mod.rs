@@ -2,6 +2,7 @@
 
 pub mod agent_auth;
 pub mod files;
+pub mod notify;
 pub mod profile;
 pub mod question;
 pub mod repository;

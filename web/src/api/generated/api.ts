@@ -14,6 +14,10 @@ export type AgentProfileDto = { id: string, name: string, kind: AgentKindDto, co
 
 export type AttachmentDto = { id: string, name: string, mime: string, size: number, };
 
+export type AttachmentUploaded = { attachment: AttachmentDto, };
+
+export type AttemptDto = { attempt: number, at: string, http_status: number | null, error: string | null, };
+
 export type AutoRunSet = { session_id: string, enabled: boolean, };
 
 export type AvailableCommandDto = { name: string, description: string, 
@@ -32,9 +36,31 @@ export type ByTask = { task_id: string, };
 
 export type ByWorkspace = { workspace_id: string, };
 
+export type ChannelCreate = { kind: ChannelKindDto, url: string, events: Array<NotificationKindDto>, secret?: string, };
+
+export type ChannelDto = { id: string, kind: ChannelKindDto, url_origin: string, has_secret: boolean, events: Array<NotificationKindDto>, created_at: string, };
+
+export type ChannelKindDto = "webhook" | "ntfy";
+
+export type ChannelOne = { channel: ChannelDto, };
+
+export type Channels = { channels: Array<ChannelDto>, };
+
 export type CommitDto = { repository_id: string | null, branch: string, sha: string, summary: string, files_changed: number, };
 
 export type Deleted = { deleted: boolean, id: string, };
+
+export type Deliveries = { deliveries: Array<DeliveryDto>, };
+
+export type DeliveryDto = { id: number, notification_id: string, channel_id: string, status: DeliveryStatusDto, next_at: string | null, attempts: Array<AttemptDto>, };
+
+export type DeliveryList = { 
+/**
+ * One channel's deliveries (default: every channel's).
+ */
+channel_id?: string, limit?: number, };
+
+export type DeliveryStatusDto = "pending" | "delivered" | "failed";
 
 export type DevServerDto = { task_id: string, repository_id: string, port: number, url: string, 
 /**
@@ -117,6 +143,20 @@ export type MessageUpdate = { message_id: string, seq: number, kind: MessageKind
 export type Messages = { messages: Array<MessageDto>, };
 
 export type NeedsYouDto = "permission" | "question" | "error";
+
+export type NotificationKindDto = "permission_requested" | "turn_completed";
+
+export type NotificationList = { 
+/**
+ * Records after this event `seq` (default 0: all).
+ */
+after_seq?: number, limit?: number, };
+
+export type NotificationRecordDto = { id: string, kind: NotificationKindDto, seq: number, task_id: string, session_id: string, title: string, data: JsonValue, created_at: string, };
+
+export type NotificationRecords = { notifications: Array<NotificationRecordDto>, };
+
+export type NotificationsEvent = { "action": "notification.created", "payload": { notification: NotificationRecordDto, } } | { "action": "notification.delivery.updated", "payload": { delivery: DeliveryDto, } };
 
 export type Page = { limit?: number, cursor?: string, };
 
@@ -484,6 +524,11 @@ export type Actions = {
   "search": { request: Search, response: SearchResults },
   "question.list": { request: BySession, response: Questions },
   "question.answer": { request: QuestionAnswer, response: QuestionOne },
+  "notification.list": { request: NotificationList, response: NotificationRecords },
+  "notification.channel.create": { request: ChannelCreate, response: ChannelOne },
+  "notification.channel.list": { request: Empty, response: Channels },
+  "notification.channel.delete": { request: ById, response: Deleted },
+  "notification.delivery.list": { request: DeliveryList, response: Deliveries },
 };
 
 export type SocketActions = {
@@ -494,6 +539,7 @@ export type SocketActions = {
 export type Notification = { type: "notification", seq: number } & (
   | ({ topic: "workspaces" } & WorkspacesEvent)
   | ({ topic: "profiles" } & ProfilesEvent)
+  | ({ topic: "notifications" } & NotificationsEvent)
   | ({ topic: `workspace:${string}` } & WorkspaceEvent)
   | ({ topic: `session:${string}` } & SessionEvent)
 );
