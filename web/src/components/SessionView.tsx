@@ -3,7 +3,15 @@
 import { useEffect, useRef, useState } from 'react';
 import { ApiError, call, clientId, errorText } from '../api/client';
 import { live } from '../api/live';
-import type { ActionName, Actions, MessageDto, QuestionDto, QueuedPromptDto, SessionDto } from '../api/types';
+import type {
+  ActionName,
+  Actions,
+  AvailableCommandDto,
+  MessageDto,
+  QuestionDto,
+  QueuedPromptDto,
+  SessionDto,
+} from '../api/types';
 import { useSession } from '../lib/session';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
@@ -75,6 +83,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
         {session?.plan_mode && <span className="badge plan">plan mode</span>}
         {session?.session_mode && <span className="badge">mode: {session.session_mode}</span>}
         {session && <ModelBadge session={session} />}
+        {session && <UsageBadge session={session} />}
         <span className="spacer" />
         <div className="session-actions" role="toolbar" aria-label="Session controls">
           <button
@@ -144,6 +153,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
         busy={busy}
         queued={s.queue.length}
         autoRun={session?.auto_run ?? true}
+        commands={session?.available_commands ?? []}
         onSent={() => list.current?.scrollToBottom()}
       />
       {confirmDelete && (
@@ -200,9 +210,36 @@ function ResumeMenu({ disabled, onResume }: { disabled: boolean; onResume: (mode
   );
 }
 
-function Composer(props: { sessionId: string; busy: boolean; queued: number; autoRun: boolean; onSent: () => void }) {
+/** The agent's commands that `text` (a `/name` being typed, no space yet) could be. */
+function commandMatches(text: string, commands: AvailableCommandDto[]): AvailableCommandDto[] {
+  if (!text.startsWith('/') || /\s/.test(text)) return [];
+  const typed = text.slice(1).toLowerCase();
+  return commands.filter((c) => c.name.toLowerCase().startsWith(typed));
+}
+
+function Composer(props: {
+  sessionId: string;
+  busy: boolean;
+  queued: number;
+  autoRun: boolean;
+  commands: AvailableCommandDto[];
+  onSent: () => void;
+}) {
   const { sessionId, busy, onSent } = props;
   const [text, setText] = useState('');
+  const [picked, setPicked] = useState(0);
+  const [menuClosed, setMenuClosed] = useState(false);
+  const matches = menuClosed ? [] : commandMatches(text, props.commands);
+  const active = matches.length > 0 ? Math.min(picked, matches.length - 1) : -1;
+  const chosen: AvailableCommandDto | undefined = matches[active];
+  const textarea = useRef<HTMLTextAreaElement | null>(null);
+  // Choosing a command writes `/name ` (the agent gets `/name args` as the message).
+  const choose = (command: AvailableCommandDto) => {
+    setText(`/${command.name} `);
+    setMenuClosed(true);
+    pendingId.current = null;
+    textarea.current?.focus();
+  };
   const [sending, setSending] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const pendingId = useRef<string | null>(null);
@@ -265,16 +302,60 @@ function Composer(props: { sessionId: string; busy: boolean; queued: number; aut
       <label className="sr-only" htmlFor={`composer-${sessionId}`}>
         Message to the agent
       </label>
+      {matches.length > 0 && (
+        <ul className="command-menu" role="listbox" aria-label="Agent commands" id={`commands-${sessionId}`}>
+          {matches.map((c, i) => (
+            <li
+              key={c.name}
+              role="option"
+              id={`command-${sessionId}-${c.name}`}
+              aria-selected={i === active}
+              className={i === active ? 'active' : undefined}
+              onMouseDown={(e) => {
+                e.preventDefault(); // keep the focus in the composer
+                choose(c);
+              }}
+            >
+              <span className="command-name">/{c.name}</span>
+              {c.input_hint && <span className="command-hint"> {c.input_hint}</span>}
+              {c.description && <span className="command-description"> — {c.description}</span>}
+            </li>
+          ))}
+        </ul>
+      )}
       <textarea
+        ref={textarea}
         id={`composer-${sessionId}`}
         value={text}
         rows={2}
+        aria-controls={matches.length > 0 ? `commands-${sessionId}` : undefined}
+        aria-activedescendant={chosen ? `command-${sessionId}-${chosen.name}` : undefined}
         placeholder={busy ? 'The agent is busy: your message will be queued' : 'Message the agent (Enter sends, Shift+Enter for a new line)'}
         onChange={(e) => {
           setText(e.target.value);
+          setMenuClosed(false);
+          setPicked(0);
           pendingId.current = null;
         }}
         onKeyDown={(e) => {
+          if (matches.length > 0) {
+            if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+              e.preventDefault();
+              const step = e.key === 'ArrowDown' ? 1 : matches.length - 1;
+              setPicked((active + step) % matches.length);
+              return;
+            }
+            if ((e.key === 'Enter' || e.key === 'Tab') && !e.shiftKey && !e.nativeEvent.isComposing) {
+              e.preventDefault();
+              if (chosen) choose(chosen);
+              return;
+            }
+            if (e.key === 'Escape') {
+              e.preventDefault();
+              setMenuClosed(true);
+              return;
+            }
+          }
           if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
             e.preventDefault();
             void send();
@@ -445,6 +526,20 @@ function ModelBadge({ session }: { session: SessionDto }) {
   return (
     <span className="badge" data-testid="session-model">
       model: {used ?? asked}
+    </span>
+  );
+}
+
+/** The agent's context window use, from its latest usage report (`{used, size}`). */
+function UsageBadge({ session }: { session: SessionDto }) {
+  const usage = session.context_window;
+  if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return null;
+  const { used, size } = usage as { used?: unknown; size?: unknown };
+  if (typeof used !== 'number' || typeof size !== 'number' || size <= 0) return null;
+  const percent = Math.round((used / size) * 100);
+  return (
+    <span className="badge" data-testid="session-usage" title={`${percent}% of the context window used`}>
+      context {used.toLocaleString('en-US')} / {size.toLocaleString('en-US')}
     </span>
   );
 }
