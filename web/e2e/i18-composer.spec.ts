@@ -37,3 +37,34 @@ test('i18 a5: the context window use the agent reports is shown, and still after
   await page.reload();
   await expect(page.getByTestId('session-usage')).toHaveText('context 1,200 / 200,000');
 });
+
+// A 1×1 PNG.
+const PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+
+test('i18 a5: a pasted image is uploaded, sent with the message and shown in the transcript', async ({ page, kandev }) => {
+  const task = await kandev.createTask('Paste', { start_agent: true });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Paste');
+  const box = page.getByRole('textbox', { name: 'Message to the agent' });
+  await box.evaluate((el, b64) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const data = new DataTransfer();
+    data.items.add(new File([bytes], 'shot.png', { type: 'image/png' }));
+    el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  }, PNG);
+  const chips = page.getByRole('list', { name: 'Attached files' }).locator('.attachment-chip');
+  await expect(chips).toHaveText(['shot.png✕']);
+  await box.fill('look at this');
+  await box.press('Enter');
+  await expect(chips).toHaveCount(0);
+  const user = transcript(page).locator('[data-kind="user"]').nth(1);
+  await expect(user.locator('.bubble')).toHaveText('look at this');
+  const thumb = user.getByRole('img', { name: 'shot.png' });
+  await expect(thumb).toBeVisible();
+  await expect.poll(() => thumb.evaluate((img: HTMLImageElement) => img.naturalWidth)).toBe(1);
+  // The mock takes images: it got an ACP image block.
+  await expect(transcript(page).locator('[data-kind="agent"]').nth(1)).toContainText(/received image image\/png \d+ bytes/);
+  await page.reload();
+  await expect(transcript(page).locator('[data-kind="user"]').nth(1).getByRole('img', { name: 'shot.png' })).toBeVisible();
+});

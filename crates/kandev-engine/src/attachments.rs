@@ -113,6 +113,15 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The content of the stored attachment `id`; `NotFound` for an id that names none.
+pub(crate) async fn read(home: &Path, id: &str) -> Result<Vec<u8>> {
+    let missing = || EngineError::NotFound("no such attachment".into());
+    if !is_attachment_id(id) {
+        return Err(missing());
+    }
+    tokio::fs::read(folder(home).join(id)).await.map_err(|_| missing())
+}
+
 /// Checks a message's attachments: at most [`MAX_ATTACHMENTS`], each a stored file; the
 /// name and type are checked as on upload and the size is the stored file's.
 pub(crate) async fn check(home: &Path, list: Vec<AttachmentRef>) -> Result<Vec<AttachmentRef>> {

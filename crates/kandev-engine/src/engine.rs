@@ -110,6 +110,11 @@ impl Engine {
         crate::deliveries::deliver(self.inner.store.clone(), backoff, stop)
     }
 
+    /// The content of a stored attachment (`GET /api/v1/attachment/<id>`).
+    pub async fn attachment(&self, id: &str) -> Result<Vec<u8>> {
+        attachments::read(&self.inner.config.home, id).await
+    }
+
     /// Stores an uploaded file once by its content hash (`attachment.upload`).
     pub async fn store_attachment(
         &self,

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use axum::http::header::CONTENT_TYPE;
+use axum::http::HeaderValue;
+use axum::http::header::{CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use kandev_api_types::{AttachmentDto, AttachmentUploaded};
 use kandev_domain::attachment::MAX_ATTACHMENT_BYTES;
@@ -146,6 +147,49 @@ async fn store_upload(
         }
     };
     Ok(state.engine().store_attachment(name, mime, bytes.to_vec()).await?)
+}
+
+/// `GET /api/v1/attachment/<id>?mime=<type>`: a stored attachment, for the transcript's
+/// thumbnails. Only raster images (PNG, JPEG, GIF, WebP) are served as themselves; anything
+/// else (SVG included, which can carry script) is a download (`application/octet-stream`,
+/// `content-disposition: attachment`). Every answer forbids sniffing and running anything.
+pub async fn attachment(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let bytes = match state.engine().attachment(&id).await {
+        Ok(bytes) => bytes,
+        Err(err) => return ApiError::from(err).into_response(),
+    };
+    let wanted = query.get("mime").map(|m| m.to_ascii_lowercase());
+    let inline = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+    let mut response = Response::new(Body::from(bytes));
+    let headers = response.headers_mut();
+    match wanted.as_deref().filter(|m| inline.contains(m)) {
+        Some(mime) => {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static(inline_type(mime)));
+        }
+        None => {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+            headers.insert(CONTENT_DISPOSITION, HeaderValue::from_static("attachment"));
+        }
+    }
+    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    headers
+        .insert("content-security-policy", HeaderValue::from_static("default-src 'none'; sandbox"));
+    // Content-addressed: the same id is always the same bytes.
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("private, max-age=31536000, immutable"));
+    response
+}
+
+fn inline_type(mime: &str) -> &'static str {
+    match mime {
+        "image/png" => "image/png",
+        "image/jpeg" => "image/jpeg",
+        "image/gif" => "image/gif",
+        _ => "image/webp",
+    }
 }
 
 pub async fn no_route() -> Response {

@@ -42,6 +42,7 @@ pub fn router(state: AppState) -> Router {
         .route(MCP_PATH, axum::routing::any_service(mcp).layer(mcp_auth))
         .route("/api/v1/health", get(http::health))
         .route("/api/v1/attachment.upload", post(http::upload))
+        .route("/api/v1/attachment/{id}", get(http::attachment))
         .route("/api/v1/{action}", post(http::action))
         .route("/ws", get(ws::upgrade))
         .route(security::LOGIN_PATH, get(ui::login_page).post(ui::login))

@@ -252,3 +252,30 @@ async fn i18_a3_usage_reported_by_the_agent_is_stored_per_turn_and_kept_after_re
     let session = server.call("session.get", json!({"id": session})).await["session"].clone();
     assert_eq!(session["context_window"]["used"], 1200, "the latest context stays on the session");
 }
+
+#[tokio::test]
+async fn i18_a5_a_stored_image_is_served_for_thumbnails_and_nothing_else_runs_inline() {
+    let server = TestServer::start().await;
+    let id =
+        upload(&server, "shot.png", "image/png", png()).await["id"].as_str().unwrap().to_owned();
+    let get = |query: &str| {
+        let url = server.url(&format!("/api/v1/attachment/{id}{query}"));
+        async move { reqwest::get(url).await.unwrap() }
+    };
+    let shown = get("?mime=image/png").await;
+    assert_eq!(shown.status(), 200);
+    assert_eq!(shown.headers()["content-type"], "image/png");
+    assert_eq!(shown.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(shown.bytes().await.unwrap().to_vec(), png());
+    for query in ["?mime=image/svg+xml", "?mime=text/html", ""] {
+        let download = get(query).await;
+        assert_eq!(download.headers()["content-type"], "application/octet-stream", "{query}");
+        assert_eq!(download.headers()["content-disposition"], "attachment");
+    }
+    let missing =
+        reqwest::get(server.url(&format!("/api/v1/attachment/{}", "0".repeat(64)))).await.unwrap();
+    assert_eq!(missing.status(), 404);
+    let traversal =
+        reqwest::get(server.url("/api/v1/attachment/..%2F..%2Fkandev.db")).await.unwrap();
+    assert_eq!(traversal.status(), 404);
+}

@@ -1,11 +1,12 @@
 // One session: state and controls (cancel, stop, reset context, resume, delete), the last
 // error, the live transcript, the composer and the prompt queue.
 import { useEffect, useRef, useState } from 'react';
-import { ApiError, call, clientId, errorText } from '../api/client';
+import { ApiError, attachmentUrl, call, clientId, errorText, uploadAttachment } from '../api/client';
 import { live } from '../api/live';
 import type {
   ActionName,
   Actions,
+  AttachmentDto,
   AvailableCommandDto,
   MessageDto,
   QuestionDto,
@@ -233,6 +234,25 @@ function Composer(props: {
   const active = matches.length > 0 ? Math.min(picked, matches.length - 1) : -1;
   const chosen: AvailableCommandDto | undefined = matches[active];
   const textarea = useRef<HTMLTextAreaElement | null>(null);
+  // Files pasted or dropped: uploaded at once, sent with the next message.
+  const [attached, setAttached] = useState<AttachmentDto[]>([]);
+  const [uploading, setUploading] = useState(0);
+  const attach = async (files: File[]) => {
+    if (files.length === 0) return;
+    setError(null);
+    setUploading((n) => n + files.length);
+    for (const file of files) {
+      try {
+        const a = await uploadAttachment(file);
+        setAttached((list) => [...list, a]);
+        pendingId.current = null;
+      } catch (e) {
+        setError(`${file.name || 'the file'}: ${errorText(e)}`);
+      } finally {
+        setUploading((n) => n - 1);
+      }
+    }
+  };
   // Choosing a command writes `/name ` (the agent gets `/name args` as the message).
   const choose = (command: AvailableCommandDto) => {
     setText(`/${command.name} `);
@@ -257,8 +277,8 @@ function Composer(props: {
   );
 
   const send = async () => {
-    const content = text;
-    if (!content.trim() || sending) return;
+    const content = text.trim() ? text : attached.length > 0 ? '(see the attached files)' : text;
+    if (!content.trim() || sending || uploading > 0) return;
     // the same id on a retry of the same text: the server records it once
     pendingId.current ??= clientId();
     setSending(true);
@@ -269,9 +289,11 @@ function Composer(props: {
         content,
         client_message_id: pendingId.current,
         queue: true,
+        ...(attached.length > 0 ? { attachments: attached } : {}),
       });
       pendingId.current = null;
       setText('');
+      setAttached([]);
       onSent();
     } catch (e) {
       networkError.current = e instanceof ApiError && e.code === 'NETWORK';
@@ -323,8 +345,41 @@ function Composer(props: {
           ))}
         </ul>
       )}
+      {(attached.length > 0 || uploading > 0) && (
+        <ul className="attachment-chips" aria-label="Attached files">
+          {attached.map((a, i) => (
+            <li key={`${a.id}-${i}`} className="attachment-chip">
+              {a.mime.startsWith('image/') && <img src={attachmentUrl(a)} alt="" className="chip-thumb" />}
+              <span>{a.name}</span>
+              <button
+                type="button"
+                className="link"
+                aria-label={`Remove ${a.name}`}
+                onClick={() => setAttached((list) => list.filter((_, j) => j !== i))}
+              >
+                ✕
+              </button>
+            </li>
+          ))}
+          {uploading > 0 && <li className="hint">Uploading…</li>}
+        </ul>
+      )}
       <textarea
         ref={textarea}
+        onPaste={(e) => {
+          const files = Array.from(e.clipboardData.files);
+          if (files.length > 0) {
+            e.preventDefault();
+            void attach(files);
+          }
+        }}
+        onDrop={(e) => {
+          const files = Array.from(e.dataTransfer.files);
+          if (files.length > 0) {
+            e.preventDefault();
+            void attach(files);
+          }
+        }}
         id={`composer-${sessionId}`}
         value={text}
         rows={2}
@@ -362,7 +417,24 @@ function Composer(props: {
           }
         }}
       />
-      <button className="primary" type="submit" disabled={sending || !text.trim()}>
+      <label className="attach-button">
+        Attach
+        <input
+          type="file"
+          multiple
+          className="sr-only"
+          onChange={(e) => {
+            const files = Array.from(e.target.files ?? []);
+            e.target.value = '';
+            void attach(files);
+          }}
+        />
+      </label>
+      <button
+        className="primary"
+        type="submit"
+        disabled={sending || uploading > 0 || (!text.trim() && attached.length === 0)}
+      >
         {busy ? 'Queue' : 'Send'}
       </button>
       {(error || note) && (
