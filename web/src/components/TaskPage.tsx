@@ -15,12 +15,15 @@ import { StartSession } from './StartSession';
 import { StateBadge } from './StateBadge';
 import { StepControls } from './StepControls';
 import { TaskRelations } from './TaskRelations';
+import { DeleteTaskDialog, EditTaskDialog } from './TaskEdit';
 
 export function TaskPage(props: { taskId: string; sessionId: string | null; tab: 'chat' | 'changes' }) {
   const { workflows, profiles } = useData();
   const { task, sessions, deleted, error, retry, addSession } = useTask(props.taskId);
   const [actionError, setActionError] = useState<string | null>(null);
   const [launching, setLaunching] = useState(false);
+  const [editing, setEditing] = useState(false);
+  const [deleting, setDeleting] = useState(false);
 
   const workflow = workflows.find((w) => w.id === task?.workflow_id);
   const step = workflow?.steps.find((s) => s.id === task?.step_id);
@@ -88,6 +91,10 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
           </div>
         </div>
         <span className="spacer" />
+        <button onClick={() => setEditing(true)}>Edit task</button>
+        <button className="danger-outline" onClick={() => setDeleting(true)}>
+          Delete task
+        </button>
         {!task.archived_at && (
           <button
             onClick={() =>
@@ -154,6 +161,8 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
       ) : (
         <StartSession taskId={task.id} defaultProfile={task.agent_profile_id} prompt={task.description || task.title} />
       )}
+      {editing && <EditTaskDialog task={task} onClose={() => setEditing(false)} />}
+      {deleting && <DeleteTaskDialog task={task} onClose={() => setDeleting(false)} />}
       {launching && (
         <Dialog title="New session" onClose={() => setLaunching(false)}>
           <StartSession
