@@ -3,11 +3,12 @@
 import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import { useData } from '../lib/data';
-import { navigate, taskPath } from '../lib/router';
+import { navigate, taskPath, type TaskTab } from '../lib/router';
 import { useTask } from '../lib/task';
 import { NEEDS_YOU_LABEL, usePageTitle } from '../lib/title';
 import { toast } from '../lib/toast';
 import { ChangesTab } from './ChangesTab';
+import { FilesTab } from './FilesTab';
 import { Dialog } from './Dialog';
 import { ErrorBanner } from './ErrorBanner';
 import { SessionView } from './SessionView';
@@ -17,7 +18,7 @@ import { StepControls } from './StepControls';
 import { TaskRelations } from './TaskRelations';
 import { DeleteTaskDialog, EditTaskDialog } from './TaskEdit';
 
-export function TaskPage(props: { taskId: string; sessionId: string | null; tab: 'chat' | 'changes' }) {
+export function TaskPage(props: { taskId: string; sessionId: string | null; tab: TaskTab }) {
   const { workflows, profiles } = useData();
   const { task, sessions, deleted, error, retry, addSession } = useTask(props.taskId);
   const [actionError, setActionError] = useState<string | null>(null);
@@ -153,9 +154,19 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
         >
           Changes
         </button>
+        <button
+          role="tab"
+          aria-selected={props.tab === 'files'}
+          className={props.tab === 'files' ? 'active' : ''}
+          onClick={() => navigate(taskPath(task.id, active?.id, 'files'), true)}
+        >
+          Files
+        </button>
       </div>
       {props.tab === 'changes' ? (
         <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} />
+      ) : props.tab === 'files' ? (
+        <FilesTab taskId={task.id} />
       ) : active ? (
         <SessionView key={active.id} sessionId={active.id} />
       ) : (

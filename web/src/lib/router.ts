@@ -2,9 +2,11 @@
 // such path with index.html.
 import { useEffect, useState } from 'react';
 
+export type TaskTab = 'chat' | 'changes' | 'files';
+
 export type Route =
   | { page: 'board' }
-  | { page: 'task'; taskId: string; sessionId: string | null; tab: 'chat' | 'changes' }
+  | { page: 'task'; taskId: string; sessionId: string | null; tab: TaskTab }
   | { page: 'settings'; section: string };
 
 export function parseRoute(path: string, search: string): Route {
@@ -15,7 +17,7 @@ export function parseRoute(path: string, search: string): Route {
       page: 'task',
       taskId: decodeURIComponent(task[1]),
       sessionId: params.get('session'),
-      tab: params.get('tab') === 'changes' ? 'changes' : 'chat',
+      tab: params.get('tab') === 'changes' ? 'changes' : params.get('tab') === 'files' ? 'files' : 'chat',
     };
   }
   const settings = /^\/settings(?:\/([a-z-]+))?\/?$/.exec(path);
@@ -46,10 +48,10 @@ export function useRoute(): Route {
   return route;
 }
 
-export function taskPath(taskId: string, sessionId?: string | null, tab?: 'chat' | 'changes'): string {
+export function taskPath(taskId: string, sessionId?: string | null, tab?: TaskTab): string {
   const params = new URLSearchParams();
   if (sessionId) params.set('session', sessionId);
-  if (tab === 'changes') params.set('tab', 'changes');
+  if (tab === 'changes' || tab === 'files') params.set('tab', tab);
   const q = params.toString();
   return `/tasks/${encodeURIComponent(taskId)}${q ? `?${q}` : ''}`;
 }
