@@ -85,6 +85,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
         {session?.session_mode && <span className="badge">mode: {session.session_mode}</span>}
         {session && <ModelBadge session={session} />}
         {session && <UsageBadge session={session} />}
+        {session && <Pickers session={session} onError={setActionError} />}
         <span className="spacer" />
         <div className="session-actions" role="toolbar" aria-label="Session controls">
           <button
@@ -599,6 +600,94 @@ function ModelBadge({ session }: { session: SessionDto }) {
     <span className="badge" data-testid="session-model">
       model: {used ?? asked}
     </span>
+  );
+}
+
+type Choice = { value: string; name: string };
+
+/** The choices of a config option as the agent sent them: flat, or in groups. */
+function choicesOf(options: unknown): Choice[] {
+  if (!Array.isArray(options)) return [];
+  return options.flatMap((o: unknown): Choice[] => {
+    if (!o || typeof o !== 'object') return [];
+    const r = o as Record<string, unknown>;
+    if (Array.isArray(r.options)) return choicesOf(r.options);
+    return typeof r.value === 'string' ? [{ value: r.value, name: typeof r.name === 'string' ? r.name : r.value }] : [];
+  });
+}
+
+/**
+ * The mode and model pickers (issue 18): what the agent offered when it started (the
+ * session's `agent_info.modes` and its `model` config option); a choice goes to the agent
+ * (`session.set_mode`, `session.set_config_option`) and the badges follow what it confirms.
+ */
+function Pickers({ session, onError }: { session: SessionDto; onError: (e: string | null) => void }) {
+  const info = session.agent_info && typeof session.agent_info === 'object' ? (session.agent_info as Record<string, unknown>) : {};
+  const modes = choicesOf(Array.isArray(info.modes) ? info.modes.map((m: { id?: unknown; name?: unknown }) => ({ value: m.id, name: m.name })) : []);
+  const options = Array.isArray(info.config_options) ? (info.config_options as Record<string, unknown>[]) : [];
+  const modelOption = options.find((o) => o.id === 'model' || o.category === 'model');
+  const models = choicesOf(modelOption?.options);
+  const values = session.config_options && typeof session.config_options === 'object' ? (session.config_options as Record<string, unknown>) : {};
+  const model = modelOption && typeof values[String(modelOption.id)] === 'string' ? String(values[String(modelOption.id)]) : '';
+  const [busy, setBusy] = useState(false);
+  const change = async (work: () => Promise<unknown>) => {
+    setBusy(true);
+    onError(null);
+    try {
+      await work();
+    } catch (e) {
+      onError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      {modes.length > 0 && (
+        <label className="compact">
+          <span className="sr-only">Mode</span>
+          <select
+            aria-label="Mode"
+            disabled={busy}
+            value={session.session_mode ?? ''}
+            onChange={(e) => void change(() => call('session.set_mode', { id: session.id, mode_id: e.target.value }))}
+          >
+            {!session.session_mode && <option value="">mode…</option>}
+            {modes.map((m) => (
+              <option key={m.value} value={m.value}>
+                {m.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      {modelOption && models.length > 0 && (
+        <label className="compact">
+          <span className="sr-only">Model</span>
+          <select
+            aria-label="Model"
+            disabled={busy}
+            value={model}
+            onChange={(e) =>
+              void change(() =>
+                call('session.set_config_option', {
+                  id: session.id,
+                  config_id: String(modelOption.id),
+                  value: e.target.value,
+                }),
+              )
+            }
+          >
+            {!model && <option value="">model…</option>}
+            {models.map((m) => (
+              <option key={m.value} value={m.value}>
+                {m.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+    </>
   );
 }
 
