@@ -389,7 +389,7 @@ mod tests {
             "epoch": 1, "acp_session_id": null, "session_mode": null, "model": null,
             "config_options": null, "plan_mode": false, "auto_run": true, "last_error": null,
             "context_window": null, "agent_info": null, "cwd": "/tmp",
-            "created_at": "x", "updated_at": "x",
+            "available_commands": [], "created_at": "x", "updated_at": "x",
         }))
         .unwrap();
         for action in [

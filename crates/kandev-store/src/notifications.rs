@@ -275,7 +275,7 @@ impl WriteTx {
         sqlx::query(
             "INSERT INTO notification_deliveries (notification_id, channel_id, status, next_at) \
              SELECT ?, c.id, 'pending', ? FROM notification_channels c \
-             WHERE EXISTS (SELECT 1 FROM json_each(c.events) WHERE json_each.value = ?)",
+             WHERE instr(c.events, char(34) || ? || char(34)) > 0",
         )
         .bind(&id)
         .bind(now)
