@@ -9,6 +9,7 @@ import { TaskPage } from './components/TaskPage';
 import { Toasts } from './lib/toast';
 import { DataContext, useWorkspaceData } from './lib/data';
 import { navigate, useRoute } from './lib/router';
+import { useBrowserNotifications } from './lib/notify';
 
 function useConnection(): ConnectionStatus {
   const [status, setStatus] = useState<ConnectionStatus>(live.status);
@@ -23,6 +24,7 @@ export function App() {
   const [searching, setSearching] = useState(false);
   const openSearch = useCallback(() => setSearching(true), []);
   useSearchShortcut(openSearch);
+  const notifications = useBrowserNotifications();
 
   return (
     <DataContext.Provider value={data}>
@@ -71,6 +73,15 @@ export function App() {
           <button className="navlink" onClick={openSearch} title="Search tasks and messages (Ctrl+K)">
             Search
           </button>
+          {notifications.permission === 'default' && (
+            <button
+              className="navlink notify-me"
+              onClick={notifications.ask}
+              title="Get a system notification when an agent needs you while this tab is in the background"
+            >
+              Notify me
+            </button>
+          )}
           <span
             className={`conn conn-${connection}`}
             role="status"

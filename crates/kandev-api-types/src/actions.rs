@@ -177,6 +177,7 @@ actions! {
 
         MessageAdd = "message.add": rq::MessageAdd => rs::MessageAdded;
         MessageList = "message.list": rq::MessageList => rs::Messages;
+        TurnList = "session.turn.list": rq::BySession => rs::Turns;
         QueueList = "message.queue.list": rq::BySession => rs::Queue;
         QueueAdd = "message.queue.add": rq::QueueAdd => rs::Queue;
         QueueUpdate = "message.queue.update": rq::QueueUpdate => rs::Queue;
@@ -189,6 +190,12 @@ actions! {
         Search = "search": rq::Search => rs::SearchResults;
         QuestionList = "question.list": rq::BySession => rs::Questions;
         QuestionAnswer = "question.answer": rq::QuestionAnswer => rs::QuestionOne;
+
+        NotificationList = "notification.list": rq::NotificationList => rs::NotificationRecords;
+        ChannelCreate = "notification.channel.create": rq::ChannelCreate => rs::ChannelOne;
+        ChannelList = "notification.channel.list": rq::Empty => rs::Channels;
+        ChannelDelete = "notification.channel.delete": rq::ById => rs::Deleted;
+        DeliveryList = "notification.delivery.list": rq::DeliveryList => rs::Deliveries;
     }
     socket {
         Subscribe = "subscribe": rq::Subscribe => rs::Subscribed;

@@ -6,6 +6,7 @@ pub mod actions;
 pub mod error;
 pub mod files;
 pub mod notifications;
+pub mod notify;
 pub mod objects;
 pub mod requests;
 pub mod responses;
@@ -17,9 +18,10 @@ pub use actions::Action;
 pub use error::{ErrorBody, ErrorCode};
 pub use files::*;
 pub use notifications::{
-    MessageUpdate, Notification, NotificationParts, ProfilesEvent, SessionEvent, WorkspaceEvent,
-    WorkspacesEvent,
+    MessageUpdate, Notification, NotificationParts, NotificationsEvent, ProfilesEvent,
+    SessionEvent, WorkspaceEvent, WorkspacesEvent,
 };
+pub use notify::*;
 pub use objects::*;
 pub use session::*;
 pub use ship::*;

@@ -19,6 +19,8 @@ use crate::{
 pub const WORKSPACES_TOPIC: &str = "workspaces";
 /// The topic of agent profile changes (profiles are global, not per workspace).
 pub const PROFILES_TOPIC: &str = "profiles";
+/// The topic of notification records (events that need a person).
+pub const NOTIFICATIONS_TOPIC: &str = "notifications";
 /// The prefix of a workspace's topic (`workspace:<id>`).
 pub const WORKSPACE_TOPIC_PREFIX: &str = "workspace:";
 /// The prefix of a session's topic (`session:<id>`).
@@ -56,6 +58,18 @@ pub enum ProfilesEvent {
     Updated { profile: AgentProfileDto },
     #[serde(rename = "agent.profile.deleted")]
     Deleted { id: String },
+}
+
+/// Events of the `notifications` topic: a notification record was written (permission
+/// requested, turn completed). Following this one topic from a `seq` misses none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+#[serde(tag = "action", content = "payload")]
+pub enum NotificationsEvent {
+    #[serde(rename = "notification.created")]
+    Created { notification: crate::NotificationRecordDto },
+    /// An attempt of a delivery was logged (the delivery log changed).
+    #[serde(rename = "notification.delivery.updated")]
+    DeliveryUpdated { delivery: crate::DeliveryDto },
 }
 
 /// Events of a `workspace:<id>` topic: its repositories, workflows, tasks, and the sessions
@@ -129,7 +143,10 @@ pub enum SessionEvent {
     TurnStarted { session_id: String, turn_id: String, message_id: String },
     /// `stop_reason` as the agent gave it (ACP: `end_turn`, `cancelled`, ...).
     #[serde(rename = "session.turn.completed")]
-    TurnCompleted { session_id: String, turn_id: String, stop_reason: String },
+    /// `tokens`: the turn's token usage from the agent's answer (`{input_tokens,
+    /// output_tokens, cached_read_tokens, cached_write_tokens, thought_tokens,
+    /// total_tokens}`), `null` when it sent none.
+    TurnCompleted { session_id: String, turn_id: String, stop_reason: String, tokens: Value },
     #[serde(rename = "session.message.added")]
     MessageAdded { message: MessageDto },
     #[serde(rename = "session.message.updated")]
@@ -187,6 +204,8 @@ pub enum Notification {
     Workspaces(WorkspacesEvent),
     /// On `profiles`.
     Profiles(ProfilesEvent),
+    /// On `notifications`.
+    Notifications(NotificationsEvent),
     /// On `workspace:<workspace_id>`.
     Workspace { workspace_id: String, event: WorkspaceEvent },
     /// On `session:<session_id>`.
@@ -226,6 +245,7 @@ impl Notification {
         match self {
             Notification::Workspaces(_) => WORKSPACES_TOPIC.to_owned(),
             Notification::Profiles(_) => PROFILES_TOPIC.to_owned(),
+            Notification::Notifications(_) => NOTIFICATIONS_TOPIC.to_owned(),
             Notification::Workspace { workspace_id, .. } => workspace_topic(workspace_id),
             Notification::Session { session_id, .. } => session_topic(session_id),
         }
@@ -237,6 +257,7 @@ impl Notification {
         let tagged = match &self {
             Notification::Workspaces(event) => serde_json::to_value(event),
             Notification::Profiles(event) => serde_json::to_value(event),
+            Notification::Notifications(event) => serde_json::to_value(event),
             Notification::Workspace { event, .. } => serde_json::to_value(event),
             Notification::Session { event, .. } => serde_json::to_value(event),
         };
@@ -267,6 +288,9 @@ impl Notification {
         if topic == PROFILES_TOPIC {
             return serde_json::from_value(tagged).map(Notification::Profiles).map_err(fail);
         }
+        if topic == NOTIFICATIONS_TOPIC {
+            return serde_json::from_value(tagged).map(Notification::Notifications).map_err(fail);
+        }
         if let Some(id) = topic.strip_prefix(WORKSPACE_TOPIC_PREFIX) {
             return serde_json::from_value(tagged)
                 .map(|event| Notification::workspace(id, event))
@@ -286,6 +310,7 @@ pub fn typescript_frame() -> String {
     "export type Notification = { type: \"notification\", seq: number } & (\n  \
      | ({ topic: \"workspaces\" } & WorkspacesEvent)\n  \
      | ({ topic: \"profiles\" } & ProfilesEvent)\n  \
+     | ({ topic: \"notifications\" } & NotificationsEvent)\n  \
      | ({ topic: `workspace:${string}` } & WorkspaceEvent)\n  \
      | ({ topic: `session:${string}` } & SessionEvent)\n);\n"
         .to_owned()
@@ -364,7 +389,7 @@ mod tests {
             "epoch": 1, "acp_session_id": null, "session_mode": null, "model": null,
             "config_options": null, "plan_mode": false, "auto_run": true, "last_error": null,
             "context_window": null, "agent_info": null, "cwd": "/tmp",
-            "created_at": "x", "updated_at": "x",
+            "available_commands": [], "created_at": "x", "updated_at": "x",
         }))
         .unwrap();
         for action in [

@@ -303,6 +303,8 @@ pub struct MessageAdd {
     #[serde(default = "yes")]
     #[ts(optional = nullable)]
     pub queue: bool,
+    /// Files uploaded with `attachment.upload` (at most 10).
+    pub attachments: Option<Vec<crate::AttachmentDto>>,
 }
 
 /// `search`: `query` uses SQLite FTS5 syntax (words, "phrases", prefix*, AND/OR/NOT).
@@ -331,10 +333,33 @@ pub struct PermissionRespond {
     pub cancelled: bool,
 }
 
+/// `notification.channel.create`: `events` are the kinds it carries (at least one); with a
+/// `secret`, webhook deliveries are signed.
+pub struct ChannelCreate {
+    pub kind: crate::ChannelKindDto,
+    pub url: String,
+    pub events: Vec<crate::NotificationKindDto>,
+    pub secret: Option<String>,
+}
+
+pub struct NotificationList {
+    /// Records after this event `seq` (default 0: all).
+    pub after_seq: Option<i64>,
+    pub limit: Option<u32>,
+}
+
+pub struct DeliveryList {
+    /// One channel's deliveries (default: every channel's).
+    pub channel_id: Option<String>,
+    pub limit: Option<u32>,
+}
+
 pub struct QueueAdd {
     pub session_id: String,
     pub content: String,
     pub client_message_id: Option<String>,
+    /// Files uploaded with `attachment.upload` (at most 10).
+    pub attachments: Option<Vec<crate::AttachmentDto>>,
 }
 
 pub struct QueueUpdate {

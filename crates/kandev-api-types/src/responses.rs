@@ -176,6 +176,28 @@ responses! {
         pub messages: Vec<MessageDto>,
     }
 
+    pub struct NotificationRecords {
+        pub notifications: Vec<crate::NotificationRecordDto>,
+    }
+
+    pub struct Channels {
+        pub channels: Vec<crate::ChannelDto>,
+    }
+
+    pub struct ChannelOne {
+        pub channel: crate::ChannelDto,
+    }
+
+    /// `notification.delivery.list`: newest first, each with every attempt.
+    pub struct Deliveries {
+        pub deliveries: Vec<crate::DeliveryDto>,
+    }
+
+    /// `session.turn.list`: the newest 1000 turns, oldest first.
+    pub struct Turns {
+        pub turns: Vec<crate::TurnDto>,
+    }
+
     pub struct SearchResults {
         pub hits: Vec<crate::SearchHitDto>,
         pub next_cursor: Option<String>,

@@ -1,7 +1,10 @@
 //! Session, message and queue objects as the API returns them.
 
+use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::session::SessionState;
-use kandev_domain::transcript::{LastError, Message, MessageKind, QueuedPrompt, Session};
+use kandev_domain::transcript::{
+    LastError, Message, MessageKind, QueuedPrompt, Session, TurnRecord,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use ts_rs::TS;
@@ -109,8 +112,33 @@ pub struct SessionDto {
     pub context_window: Value,
     pub agent_info: Value,
     pub cwd: String,
+    /// The agent's slash commands (its latest `available_commands_update`).
+    pub available_commands: Vec<AvailableCommandDto>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// A slash command the agent offers: sent as `/name args` in a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct AvailableCommandDto {
+    pub name: String,
+    pub description: String,
+    /// What to type after the name, when the agent says.
+    pub input_hint: Option<String>,
+}
+
+fn commands_of(text: &str) -> Vec<AvailableCommandDto> {
+    let list: Vec<Value> = serde_json::from_str(text).unwrap_or_default();
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+    list.iter()
+        .filter_map(|v| {
+            Some(AvailableCommandDto {
+                name: text(v, "name")?,
+                description: text(v, "description").unwrap_or_default(),
+                input_hint: text(v, "input_hint"),
+            })
+        })
+        .collect()
 }
 
 impl From<&Session> for SessionDto {
@@ -131,6 +159,7 @@ impl From<&Session> for SessionDto {
             context_window: json_or_null(s.context_window.as_deref()),
             agent_info: json_or_null(s.agent_info.as_deref()),
             cwd: s.cwd.clone(),
+            available_commands: commands_of(&s.available_commands),
             created_at: rfc3339(s.created_at),
             updated_at: rfc3339(s.updated_at),
         }
@@ -168,6 +197,63 @@ impl From<&Message> for MessageDto {
     }
 }
 
+/// A turn: when it ran, how it ended, and its token usage (`usage.context`: `{used, size,
+/// cost}` from the agent's latest `usage_update` in it; `usage.tokens`: the counts of its
+/// answer), `null` when the agent reported none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TurnDto {
+    pub id: String,
+    pub session_id: String,
+    pub epoch: i64,
+    pub started_at: String,
+    pub completed_at: Option<String>,
+    pub stop_reason: Option<String>,
+    pub usage: Value,
+}
+
+impl From<&TurnRecord> for TurnDto {
+    fn from(t: &TurnRecord) -> Self {
+        TurnDto {
+            id: t.id.to_string(),
+            session_id: t.session_id.to_string(),
+            epoch: t.epoch,
+            started_at: rfc3339(t.started_at),
+            completed_at: t.completed_at.map(rfc3339),
+            stop_reason: t.stop_reason.clone(),
+            usage: json_or_null(t.usage.as_deref()),
+        }
+    }
+}
+
+/// A stored file attached to a message (issue 18): `id` is the SHA-256 of its content, as
+/// `attachment.upload` answered it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentDto {
+    pub id: String,
+    pub name: String,
+    pub mime: String,
+    pub size: u64,
+}
+
+impl From<&AttachmentRef> for AttachmentDto {
+    fn from(a: &AttachmentRef) -> Self {
+        AttachmentDto { id: a.id.clone(), name: a.name.clone(), mime: a.mime.clone(), size: a.size }
+    }
+}
+
+impl From<AttachmentDto> for AttachmentRef {
+    fn from(a: AttachmentDto) -> Self {
+        AttachmentRef { id: a.id, name: a.name, mime: a.mime, size: a.size }
+    }
+}
+
+/// `attachment.upload`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AttachmentUploaded {
+    pub attachment: AttachmentDto,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct QueuedPromptDto {
     pub id: String,
@@ -177,6 +263,7 @@ pub struct QueuedPromptDto {
     pub client_message_id: Option<String>,
     pub queued_by: String,
     pub created_at: String,
+    pub attachments: Vec<AttachmentDto>,
 }
 
 impl From<&QueuedPrompt> for QueuedPromptDto {
@@ -189,6 +276,7 @@ impl From<&QueuedPrompt> for QueuedPromptDto {
             client_message_id: q.client_message_id.clone(),
             queued_by: q.queued_by.clone(),
             created_at: rfc3339(q.created_at),
+            attachments: q.attachments.iter().map(AttachmentDto::from).collect(),
         }
     }
 }

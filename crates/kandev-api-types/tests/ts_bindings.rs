@@ -58,6 +58,8 @@ fn generate() -> String {
     actions::visit_types(&mut all);
     all.visit::<WorkspacesEvent>();
     all.visit::<ProfilesEvent>();
+    all.visit::<NotificationsEvent>();
+    all.visit::<AttachmentUploaded>();
     all.visit::<WorkspaceEvent>();
     all.visit::<SessionEvent>();
     let mut out = String::from(

@@ -1,9 +1,11 @@
 //! Kandev's domain model: plain Rust types and pure rules, with no IO, async or serde.
 
 pub mod agent;
+pub mod attachment;
 pub mod files;
 pub mod ids;
 pub mod needs_you;
+pub mod notify;
 pub mod question;
 pub mod session;
 pub mod ship;

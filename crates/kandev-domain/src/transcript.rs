@@ -106,8 +106,27 @@ pub struct Session {
     pub agent_info: Option<String>,
     /// The working directory the agent runs in.
     pub cwd: String,
+    /// JSON array text: the agent's slash commands from its latest
+    /// `available_commands_update`, `[{name, description, input_hint}]` (issue 18).
+    pub available_commands: String,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+/// A turn as stored: when it ran, how it ended, and the token usage the agent reported in it
+/// (issue 18).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnRecord {
+    pub id: TurnId,
+    pub session_id: SessionId,
+    pub epoch: i64,
+    pub started_at: Timestamp,
+    pub completed_at: Option<Timestamp>,
+    pub stop_reason: Option<String>,
+    /// JSON object text: `context` (`{used, size, cost}`, the latest `usage_update` of the
+    /// turn) and `tokens` (`{input_tokens, output_tokens, ..., total_tokens}`, from the
+    /// prompt's answer), each present when the agent reported it.
+    pub usage: Option<String>,
 }
 
 /// A prompt waiting for the current turn to end (lifecycle section B).
@@ -121,6 +140,8 @@ pub struct QueuedPrompt {
     /// `user` or `workflow`.
     pub queued_by: String,
     pub created_at: Timestamp,
+    /// Files sent with it (issue 18).
+    pub attachments: Vec<crate::attachment::AttachmentRef>,
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! what became of them, permission answers, changes to the prompt queue.
 
 use kandev_domain::QueuedPromptId;
+use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::transcript::{Message, QueuedPrompt};
 
 /// A prompt from the user (or a workflow).
@@ -12,6 +13,15 @@ pub struct PromptRequest {
     pub client_message_id: Option<String>,
     /// Queue when the agent is busy (default) instead of failing with `Busy`.
     pub queue: bool,
+    /// Files sent with it (checked by `Engine::prompt`).
+    pub attachments: Vec<AttachmentRef>,
+}
+
+impl PromptRequest {
+    /// A text prompt, queued when the agent is busy.
+    pub fn text(content: String) -> Self {
+        PromptRequest { content, client_message_id: None, queue: true, attachments: vec![] }
+    }
 }
 
 /// What happened to a prompt.
@@ -38,6 +48,7 @@ pub enum QueueChange {
     Add {
         content: String,
         client_message_id: Option<String>,
+        attachments: Vec<AttachmentRef>,
     },
     Update {
         id: QueuedPromptId,

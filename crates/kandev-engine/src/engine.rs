@@ -14,7 +14,10 @@ use kandev_domain::{AgentProfileId, SessionId, StepId, TaskId};
 use kandev_store::Store;
 use tokio::sync::oneshot;
 
+use kandev_domain::attachment::AttachmentRef;
+
 use crate::api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
+use crate::attachments;
 use crate::config::EngineConfig;
 use crate::create::create_session;
 use crate::error::{EngineError, Result};
@@ -76,7 +79,7 @@ impl Engine {
             let session = create_session(&engine.inner, &task_id, profile_id).await?;
             match prompt {
                 Some(content) => {
-                    let request = PromptRequest { content, client_message_id: None, queue: true };
+                    let request = PromptRequest::text(content);
                     engine.prompt(&session.id, request).await?;
                 }
                 None => engine.ask(&session.id, |reply| Command::Start { reply }).await?,
@@ -86,8 +89,40 @@ impl Engine {
         .await?
     }
 
-    pub async fn prompt(&self, id: &SessionId, request: PromptRequest) -> Result<PromptOutcome> {
+    /// Sends or queues a prompt; its attachments are checked first (limits, stored files).
+    pub async fn prompt(
+        &self,
+        id: &SessionId,
+        mut request: PromptRequest,
+    ) -> Result<PromptOutcome> {
+        request.attachments =
+            attachments::check(&self.inner.config.home, request.attachments).await?;
         self.ask(id, |reply| Command::Prompt { request, queued_by: "user", reply }).await
+    }
+
+    /// Sends notification records to their channels until `stop` (the server runs it as
+    /// one of its tasks).
+    pub fn deliver_notifications(
+        &self,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let backoff = self.inner.config.notification_backoff;
+        crate::deliveries::deliver(self.inner.store.clone(), backoff, stop)
+    }
+
+    /// The content of a stored attachment (`GET /api/v1/attachment/<id>`).
+    pub async fn attachment(&self, id: &str) -> Result<Vec<u8>> {
+        attachments::read(&self.inner.config.home, id).await
+    }
+
+    /// Stores an uploaded file once by its content hash (`attachment.upload`).
+    pub async fn store_attachment(
+        &self,
+        name: &str,
+        mime: &str,
+        bytes: Vec<u8>,
+    ) -> Result<AttachmentRef> {
+        attachments::store(&self.inner.config.home, name, mime, bytes).await
     }
 
     /// Restarts the agent on the saved conversation (`fresh: false`, `session/load`) or on a
@@ -305,8 +340,11 @@ impl Engine {
     pub async fn change_queue(
         &self,
         id: &SessionId,
-        change: QueueChange,
+        mut change: QueueChange,
     ) -> Result<Vec<QueuedPrompt>> {
+        if let QueueChange::Add { attachments: list, .. } = &mut change {
+            *list = attachments::check(&self.inner.config.home, std::mem::take(list)).await?;
+        }
         self.ask(id, |reply| Command::Queue { change, reply }).await
     }
 

@@ -64,16 +64,28 @@ pub struct Conversation {
     /// names of the remote ones left out: the agent does not take their transport.
     pub mcp_servers: Vec<McpServerConfig>,
     pub mcp_left_out: Vec<String>,
+    pub accepts: kandev_domain::attachment::PromptAccepts,
+    /// The modes the agent offers, `[{id, name}]` (the UI's mode picker).
+    pub available_modes: Vec<Value>,
 }
 
 impl Conversation {
-    /// The session's stored `agent_info`: `{name, version, title, auth_methods}`.
+    /// The session's stored `agent_info`: `{name, version, title, auth_methods, modes,
+    /// config_options}` (`modes: [{id, name}]`, `config_options: [{id, name, category,
+    /// options}]` with `options` as the agent sent them: what the UI's pickers offer).
     pub fn agent_info(&self) -> Value {
+        let options: Vec<Value> = self
+            .config_options
+            .iter()
+            .map(|o| json!({ "id": o.id, "name": o.name, "category": o.category, "options": o.options }))
+            .collect();
         json!({
             "name": self.agent_name,
             "version": self.agent_version,
             "title": self.agent_title,
             "auth_methods": self.auth_methods,
+            "modes": self.available_modes,
+            "config_options": options,
         })
     }
 }
@@ -220,6 +232,10 @@ async fn handshake(
     let mut config_options = options.unwrap_or_default();
     // One model list whichever API the agent uses (quirk: legacy `models`).
     let models = model_list(&config_options, models.as_ref());
+    let available_modes: Vec<Value> = modes
+        .as_ref()
+        .map(|m| m.available_modes.iter().map(|x| json!({ "id": x.id, "name": x.name })).collect())
+        .unwrap_or_default();
     let mut mode = modes.map(|m| m.current_mode_id);
     let wanted =
         Preferences { models: models.as_ref(), mode: &mut mode, options: &mut config_options };
@@ -239,6 +255,11 @@ async fn handshake(
         mcp_caps,
         mcp_servers: plan.mcp_servers.clone(),
         mcp_left_out,
+        available_modes,
+        accepts: kandev_domain::attachment::PromptAccepts {
+            image: init.agent_capabilities.prompt_capabilities.image,
+            embedded_context: init.agent_capabilities.prompt_capabilities.embedded_context,
+        },
     })
 }
 

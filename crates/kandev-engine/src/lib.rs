@@ -10,8 +10,10 @@
 //! the code relies on.
 
 mod api;
+mod attachments;
 mod config;
 mod create;
+mod deliveries;
 mod devservers;
 mod engine;
 mod error;
@@ -31,7 +33,9 @@ mod workflow;
 mod write;
 
 pub use api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
+pub use attachments::too_large_error;
 pub use config::{AgentCommand, EngineConfig, PR_POLL_INTERVAL, SETUP_TIMEOUT};
+pub use deliveries::{SIGNATURE_HEADER, signature};
 pub use devservers::{DEV_SERVER_LOG_BYTES, DevServerInfo};
 pub use engine::Engine;
 pub use error::{EngineError, Result};

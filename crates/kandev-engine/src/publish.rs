@@ -3,14 +3,15 @@
 //! describe.
 
 use kandev_api_types::{
-    MessageDto, MessageUpdate, Notification, NotificationParts, QueuedPromptDto, SessionDto,
-    SessionEvent, TaskDto, WorkspaceEvent,
+    MessageDto, MessageUpdate, Notification, NotificationParts, NotificationRecordDto,
+    NotificationsEvent, QueuedPromptDto, SessionDto, SessionEvent, TaskDto, WorkspaceEvent,
 };
 use kandev_domain::needs_you::{Waiting, needs_you};
+use kandev_domain::notify::NotificationKind;
 use kandev_domain::session::SessionState;
 use kandev_domain::task::TaskState;
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
-use kandev_store::{Appended, TaskPatch, WriteTx};
+use kandev_store::{Appended, NewNotification, TaskPatch, WriteTx};
 
 use crate::Result;
 
@@ -18,6 +19,31 @@ use crate::Result;
 pub async fn notify(tx: &mut WriteTx, notification: Notification) -> Result<i64> {
     let NotificationParts { topic, action, payload } = notification.into_parts();
     Ok(tx.emit(topic, &action, payload).await?)
+}
+
+/// Records an event that needs a person (issue 18): a notification record with `seq`, the
+/// event that announced it, its deliveries to the channels that take its kind, and
+/// `notification.created` on the `notifications` topic, all in `tx`.
+pub async fn attention(
+    tx: &mut WriteTx,
+    kind: NotificationKind,
+    session: &Session,
+    seq: i64,
+    title: String,
+    data: serde_json::Value,
+) -> Result<()> {
+    let new = NewNotification {
+        kind,
+        seq,
+        task_id: session.task_id.clone(),
+        session_id: session.id.clone(),
+        title,
+        data: data.to_string(),
+    };
+    let record = tx.insert_notification(&new).await?;
+    let event = NotificationsEvent::Created { notification: NotificationRecordDto::from(&record) };
+    notify(tx, Notification::Notifications(event)).await?;
+    Ok(())
 }
 
 /// Announces a change of the whole session object: `action` is `session.created`,

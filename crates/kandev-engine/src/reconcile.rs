@@ -142,7 +142,7 @@ async fn settle_after_restart(inner: &Inner, intent: &ResetIntent) -> Result<()>
     let metadata = json!({ "reason": "context_reset" });
     add_message(&mut tx, &session, None, MessageKind::Status, &text, metadata).await?;
     if let Some(prompt) = prompt {
-        tx.enqueue(&session.id, &prompt, None, "workflow").await?;
+        tx.enqueue(&session.id, &prompt, &[], None, "workflow").await?;
         let queue = tx.list_queue(&session.id).await?;
         publish::queue_changed(&mut tx, &session, &queue).await?;
     }

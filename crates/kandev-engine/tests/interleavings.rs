@@ -196,6 +196,7 @@ impl World {
             content: content.into(),
             client_message_id: Some(id.clone()),
             queue: true,
+            attachments: vec![],
         };
         match self.engine.prompt(session, request).await {
             Ok(PromptOutcome::Sent(_) | PromptOutcome::Queued(_)) => {
@@ -362,6 +363,7 @@ async fn check_rule_48(world: &mut World, db: &mut SqliteConnection) -> Result<(
             client_message_id: Some(id.clone()),
             // Nothing is in the way: a refusal says what the engine still thinks is going on.
             queue: false,
+            attachments: vec![],
         };
         match world.engine.prompt(&session, request).await {
             Ok(PromptOutcome::Sent(_)) => {

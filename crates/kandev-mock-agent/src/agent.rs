@@ -186,6 +186,35 @@ fn internal(error: &StateError) -> RpcError {
     RpcError::new(codes::INTERNAL_ERROR, format!("internal error: {error}"))
 }
 
+/// What the agent says back about each block of a prompt that is not text, one line each
+/// (tests see what reached the agent): `received image <mimeType> <bytes> bytes`,
+/// `received resource <uri> <bytes> bytes`, `received resource_link <uri>`,
+/// `received <type>`.
+fn received(blocks: &[Value]) -> Vec<String> {
+    fn text<'a>(b: &'a Value, pointer: &str) -> &'a str {
+        b.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+    }
+    blocks
+        .iter()
+        .filter_map(|b| match text(b, "/type") {
+            "text" => None,
+            "image" => {
+                let data = text(b, "/data");
+                let padding = data.bytes().rev().take_while(|&c| c == b'=').count();
+                let bytes = (data.len() / 4 * 3).saturating_sub(padding);
+                Some(format!("received image {} {bytes} bytes", text(b, "/mimeType")))
+            }
+            "resource" => Some(format!(
+                "received resource {} {} bytes",
+                text(b, "/resource/uri"),
+                text(b, "/resource/text").len()
+            )),
+            "resource_link" => Some(format!("received resource_link {}", text(b, "/uri"))),
+            other => Some(format!("received {other}")),
+        })
+        .collect()
+}
+
 /// The text of a prompt: its text blocks joined by newlines (other blocks are ignored).
 fn prompt_text(blocks: &[Value]) -> String {
     blocks
@@ -419,7 +448,11 @@ impl Agent {
             "protocolVersion": 1,
             "agentCapabilities": {
                 "loadSession": self.config.load_session,
-                "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
+                "promptCapabilities": {
+                    "image": self.config.image_prompts,
+                    "audio": false,
+                    "embeddedContext": true,
+                },
                 "mcpCapabilities": {"http": self.config.mcp_http, "sse": false},
             },
             "authMethods": [
@@ -543,6 +576,7 @@ impl Agent {
         let session_id = params.get("sessionId").and_then(Value::as_str).map(str::to_owned);
         let registered = parse::<PromptParams>(params).and_then(|p| {
             let text = prompt_text(&p.prompt);
+            let attached = received(&p.prompt);
             let cancel = CancellationToken::new();
             let turn_id = self.next_turn_id.fetch_add(1, Ordering::Relaxed);
             let mut sessions = lock(&self.sessions);
@@ -550,9 +584,9 @@ impl Agent {
                 .get_mut(&p.session_id)
                 .ok_or_else(|| RpcError::unknown_session(&p.session_id))?;
             session.turns.insert(turn_id, cancel.clone());
-            Ok((p.session_id, text, turn_id, cancel))
+            Ok((p.session_id, text, attached, turn_id, cancel))
         });
-        let (session_id, text, turn_id, cancel) = match registered {
+        let (session_id, text, attached, turn_id, cancel) = match registered {
             Ok(registered) => registered,
             Err(error) => {
                 self.record_call(Call {
@@ -573,7 +607,7 @@ impl Agent {
             prompt: Some(text.clone()),
         });
         let turn = Turn::new(Arc::clone(self), session_id, id.clone(), turn_id, cancel);
-        tasks.spawn(turn.run(text));
+        tasks.spawn(turn.run(text, attached));
         Ok(())
     }
 

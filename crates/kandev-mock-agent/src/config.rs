@@ -68,6 +68,9 @@ pub struct MockArgs {
     /// Advertise stdio MCP servers only (`mcpCapabilities.http: false`)
     #[arg(long)]
     pub no_mcp_http: bool,
+    /// Do not advertise image prompts (`promptCapabilities.image: false`)
+    #[arg(long)]
+    pub no_image: bool,
     /// Append every `mcpServers` list received to this file, one JSON line each (tests read
     /// the credentials an agent was given from it)
     #[arg(long, value_name = "PATH")]
@@ -95,6 +98,8 @@ pub struct MockConfig {
     pub reset_delay: Duration,
     /// Advertise `mcpCapabilities.http`.
     pub mcp_http: bool,
+    /// Advertise `promptCapabilities.image`.
+    pub image_prompts: bool,
     /// Where received `mcpServers` lists are appended.
     pub mcp_log: Option<PathBuf>,
 }
@@ -110,6 +115,7 @@ impl Default for MockConfig {
             startup_delay: Duration::ZERO,
             reset_delay: Duration::ZERO,
             mcp_http: true,
+            image_prompts: true,
             mcp_log: None,
         }
     }
@@ -126,6 +132,7 @@ impl From<MockArgs> for MockConfig {
             startup_delay: Duration::from_millis(args.startup_delay_ms),
             reset_delay: Duration::from_millis(args.reset_delay_ms),
             mcp_http: !args.no_mcp_http,
+            image_prompts: !args.no_image,
             mcp_log: args.mcp_log,
         }
     }
@@ -201,6 +208,7 @@ mod tests {
             "250",
             "--reset-delay-ms",
             "1500",
+            "--no-image",
         ]))
         .unwrap();
         assert_eq!(
@@ -214,6 +222,7 @@ mod tests {
                 startup_delay: Duration::from_millis(250),
                 reset_delay: Duration::from_millis(1500),
                 mcp_http: true,
+                image_prompts: false,
                 mcp_log: None,
             }
         );

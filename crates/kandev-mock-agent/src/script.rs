@@ -81,13 +81,20 @@ pub enum Directive {
         /// `outputByteLimit` of `terminal/create`, if given.
         limit: Option<u64>,
     },
-    /// `usage <used> <size>`: a `usage_update`.
+    /// `usage <used> <size> [<input tokens> <output tokens>]`: a `usage_update`; with the
+    /// token counts, the prompt's answer also carries `usage` (`inputTokens`,
+    /// `outputTokens`, `totalTokens`), as Claude and Codex send it.
     Usage {
         /// Tokens in context.
         used: u64,
         /// Context window size.
         size: u64,
+        /// Input and output tokens of the turn, for the answer.
+        tokens: Option<(u64, u64)>,
     },
+    /// `commands <name>:<description>[:<input hint>]; ...`: an `available_commands_update`
+    /// with these commands (none when empty).
+    Commands(Vec<(String, String, Option<String>)>),
     /// `stop <reason>`: end the turn with this stop reason.
     Stop(String),
     /// `error <code> <message>`: answer the prompt with a JSON-RPC error.
@@ -311,12 +318,35 @@ fn parse_directive(line: usize, text: &str) -> Result<Directive, ScriptError> {
             Directive::Terminal { command: command.to_owned(), cwd, limit }
         }
         "usage" => {
-            let (used, size) = split_word(rest);
+            let (used, rest) = split_word(rest);
+            let (size, rest) = split_word(rest);
+            let (input, output) = split_word(rest);
+            let tokens = if input.is_empty() {
+                None
+            } else {
+                Some((
+                    number("usage", "the input token count", input)?,
+                    number("usage", "the output token count", output)?,
+                ))
+            };
             Directive::Usage {
                 used: number("usage", "the used token count", used)?,
                 size: number("usage", "the context size", size)?,
+                tokens,
             }
         }
+        "commands" => Directive::Commands(
+            rest.split(';')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(|c| {
+                    let mut parts = c.splitn(3, ':').map(str::trim);
+                    let name = parts.next().unwrap_or_default().to_owned();
+                    let description = parts.next().unwrap_or_default().to_owned();
+                    (name, description, parts.next().map(str::to_owned))
+                })
+                .collect(),
+        ),
         "stop" => {
             if rest.is_empty() {
                 return Err(missing("stop", "a stop reason"));
@@ -539,7 +569,7 @@ bigline 1048576";
                     cwd: Some("sub".into()),
                     limit: Some(8)
                 },
-                Directive::Usage { used: 1200, size: 200000 },
+                Directive::Usage { used: 1200, size: 200000, tokens: None },
                 Directive::Stop("max_tokens".into()),
                 Directive::Error { code: -32000, message: "please log in".into() },
                 Directive::Crash(1),
@@ -605,6 +635,22 @@ bigline 1048576";
         );
         assert!(parse_prompt("#!mock\nstream 3 40 every soon").is_err());
         assert!(parse_prompt("#!mock\nstream 3 40 stamp stamp").is_err(), "an option twice");
+    }
+
+    #[test]
+    fn i18_usage_with_token_counts_and_commands_directives() {
+        assert_eq!(
+            script("#!mock\nusage 10 100 7 3\ncommands a:Do a:hint; b:Do b\ncommands"),
+            vec![
+                Directive::Usage { used: 10, size: 100, tokens: Some((7, 3)) },
+                Directive::Commands(vec![
+                    ("a".into(), "Do a".into(), Some("hint".into())),
+                    ("b".into(), "Do b".into(), None),
+                ]),
+                Directive::Commands(vec![]),
+            ]
+        );
+        assert!(parse_prompt("#!mock\nusage 10 100 7").is_err(), "output tokens missing");
     }
 
     #[test]

@@ -101,6 +101,8 @@ pub(crate) struct Turn {
     history: Recorder,
     /// Tool calls started by `tool` and not yet completed by `tool_done` (last is current).
     open_tools: Vec<String>,
+    /// The `usage` the prompt's answer carries (a `usage` directive with token counts).
+    answer_usage: Option<Value>,
 }
 
 impl Drop for Turn {
@@ -141,13 +143,19 @@ impl Turn {
             turn_id,
             cancel,
             history: Recorder::default(),
+            answer_usage: None,
             open_tools: Vec::new(),
         }
     }
 
     /// Runs the turn to its end and answers the prompt (unless it hangs or crashes).
-    pub(crate) async fn run(mut self, text: String) {
+    /// Runs the prompt `text`; `attached` are the lines saying what other blocks it had,
+    /// said first.
+    pub(crate) async fn run(mut self, text: String, attached: Vec<String>) {
         self.history.chunk(ChunkKind::User, &text);
+        for line in attached {
+            self.say(&format!("{line}\n")).await;
+        }
         let end = match script::parse_prompt(&text) {
             Ok(Prompt::Echo { reply }) => self.echo(&reply).await,
             Ok(Prompt::Script(directives)) => self.script(directives).await,
@@ -156,7 +164,11 @@ impl Turn {
         self.flush_history();
         match end {
             End::Stop(reason) => {
-                let line = rpc::response_line(&self.request_id, json!({ "stopReason": reason }));
+                let mut answer = json!({ "stopReason": reason });
+                if let Some(usage) = self.answer_usage.take() {
+                    answer["usage"] = usage;
+                }
+                let line = rpc::response_line(&self.request_id, answer);
                 self.agent.send(line).await;
             }
             End::Error(error) => {
@@ -297,8 +309,32 @@ impl Turn {
             Directive::Terminal { command, cwd, limit } => {
                 return self.terminal(&command, cwd, limit).await;
             }
-            Directive::Usage { used, size } => {
+            Directive::Usage { used, size, tokens } => {
                 let update = json!({"sessionUpdate": "usage_update", "used": used, "size": size});
+                self.update(update, false).await;
+                if let Some((input, output)) = tokens {
+                    self.answer_usage = Some(json!({
+                        "inputTokens": input,
+                        "outputTokens": output,
+                        "totalTokens": input + output,
+                    }));
+                }
+            }
+            Directive::Commands(commands) => {
+                let list: Vec<Value> = commands
+                    .iter()
+                    .map(|(name, description, hint)| {
+                        let mut command = json!({"name": name, "description": description});
+                        if let Some(hint) = hint {
+                            command["input"] = json!({"hint": hint});
+                        }
+                        command
+                    })
+                    .collect();
+                let update = json!({
+                    "sessionUpdate": "available_commands_update",
+                    "availableCommands": list,
+                });
                 self.update(update, false).await;
             }
             Directive::Stop(reason) => return Some(End::Stop(reason)),

@@ -226,7 +226,11 @@ async fn extra_fields_and_non_text_blocks_are_tolerated() {
     });
     let id = client.request("session/prompt", params).await;
     let (before, answer) = client.until_response(id).await;
-    assert_eq!(message_texts(&updates_of(&before)).concat(), "echo: from text block");
+    // Issue 18: what other blocks reached it is said first, one line each.
+    assert_eq!(
+        message_texts(&updates_of(&before)).concat(),
+        "received resource_link file:///x\necho: from text block"
+    );
     assert_eq!(answer["result"]["stopReason"], "end_turn");
     client.close().await;
 }

@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::handlers::{
-    agent_auth, files, profile, question, repository, search, session, ship, task, terminal,
-    workflow, workspace,
+    agent_auth, files, notify, profile, question, repository, search, session, ship, task,
+    terminal, workflow, workspace,
 };
 use crate::{ApiError, AppState};
 
@@ -125,6 +125,12 @@ handlers! {
     SessionSetConfigOption => session::set_config_option,
     AgentCancel => session::cancel,
     MessageAdd => session::message_add,
+    TurnList => session::turn_list,
+    NotificationList => notify::list,
+    ChannelCreate => notify::channel_create,
+    ChannelList => notify::channel_list,
+    ChannelDelete => notify::channel_delete,
+    DeliveryList => notify::delivery_list,
     MessageList => session::message_list,
     Search => search::search,
     QueueList => session::queue_list,

@@ -2,10 +2,15 @@
 
 use axum::Json;
 use axum::body::{Body, to_bytes};
-use axum::extract::{Path, State};
+use std::collections::HashMap;
+
+use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use axum::http::header::CONTENT_TYPE;
+use axum::http::HeaderValue;
+use axum::http::header::{CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
+use kandev_api_types::{AttachmentDto, AttachmentUploaded};
+use kandev_domain::attachment::MAX_ATTACHMENT_BYTES;
 use kandev_store::WriteState;
 use serde_json::{Value, json};
 
@@ -93,6 +98,98 @@ fn content_type_required() -> ApiError {
     ApiError::bad_request(
         "send the payload as JSON with the header content-type: application/json (curl --json)",
     )
+}
+
+/// `POST /api/v1/attachment.upload?name=<file name>`: the body is the file, its
+/// `content-type` the file's type (composer spec; docs/api.md "Attachments"). Form content
+/// types are refused, as everywhere in the API. Answers `{attachment: {id, name, mime, size}}`.
+pub async fn upload(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    match store_upload(&state, &query, &headers, body).await {
+        Ok(attachment) => Json(AttachmentUploaded { attachment: AttachmentDto::from(&attachment) })
+            .into_response(),
+        Err(err) => err.into_response(),
+    }
+}
+
+async fn store_upload(
+    state: &AppState,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<kandev_domain::attachment::AttachmentRef, ApiError> {
+    let Some(name) = query.get("name") else {
+        return Err(ApiError::validation(
+            "name is required: POST /api/v1/attachment.upload?name=<file name> with the file as the body",
+        ));
+    };
+    let mime = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let essence = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if essence == "application/x-www-form-urlencoded" || essence == "multipart/form-data" {
+        return Err(ApiError::bad_request(
+            "send the file itself as the body, with its own content-type (curl --data-binary @file)",
+        ));
+    }
+    let limit = MAX_ATTACHMENT_BYTES as usize;
+    let wait = state.config().read_timeout.max(std::time::Duration::from_secs(60));
+    let bytes = match tokio::time::timeout(wait, to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(_)) => return Err(kandev_engine::too_large_error().into()),
+        Err(_) => {
+            return Err(ApiError::bad_request(format!(
+                "the file did not arrive within {} s; send it at once",
+                wait.as_secs_f64()
+            )));
+        }
+    };
+    Ok(state.engine().store_attachment(name, mime, bytes.to_vec()).await?)
+}
+
+/// `GET /api/v1/attachment/<id>?mime=<type>`: a stored attachment, for the transcript's
+/// thumbnails. Only raster images (PNG, JPEG, GIF, WebP) are served as themselves; anything
+/// else (SVG included, which can carry script) is a download (`application/octet-stream`,
+/// `content-disposition: attachment`). Every answer forbids sniffing and running anything.
+pub async fn attachment(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let bytes = match state.engine().attachment(&id).await {
+        Ok(bytes) => bytes,
+        Err(err) => return ApiError::from(err).into_response(),
+    };
+    let wanted = query.get("mime").map(|m| m.to_ascii_lowercase());
+    let inline = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+    let mut response = Response::new(Body::from(bytes));
+    let headers = response.headers_mut();
+    match wanted.as_deref().filter(|m| inline.contains(m)) {
+        Some(mime) => {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static(inline_type(mime)));
+        }
+        None => {
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+            headers.insert(CONTENT_DISPOSITION, HeaderValue::from_static("attachment"));
+        }
+    }
+    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    headers
+        .insert("content-security-policy", HeaderValue::from_static("default-src 'none'; sandbox"));
+    // Content-addressed: the same id is always the same bytes.
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("private, max-age=31536000, immutable"));
+    response
+}
+
+fn inline_type(mime: &str) -> &'static str {
+    match mime {
+        "image/png" => "image/png",
+        "image/jpeg" => "image/jpeg",
+        "image/gif" => "image/gif",
+        _ => "image/webp",
+    }
 }
 
 pub async fn no_route() -> Response {

@@ -42,6 +42,8 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route(MCP_PATH, axum::routing::any_service(mcp).layer(mcp_auth))
         .route("/api/v1/health", get(http::health))
+        .route("/api/v1/attachment.upload", post(http::upload))
+        .route("/api/v1/attachment/{id}", get(http::attachment))
         .route("/api/v1/{action}", post(http::action))
         .route("/ws", get(ws::upgrade))
         .route(security::LOGIN_PATH, get(ui::login_page).post(ui::login))
@@ -72,6 +74,7 @@ pub async fn serve(
         config.prune_interval,
         shutdown.clone(),
     ));
+    tasks.spawn(state.engine().deliver_notifications(shutdown.clone()));
     tasks.spawn(ws::fan_out(state.store().subscribe(), state.live().clone(), shutdown.clone()));
     // Open pull requests are polled while the server serves (their merge moves tasks).
     tasks.spawn(state.engine().clone().poll_pull_requests(shutdown.clone()));

@@ -10,7 +10,8 @@ use axum::response::Response;
 use futures::{SinkExt, StreamExt};
 use kandev_api_types::actions;
 use kandev_api_types::notifications::{
-    PROFILES_TOPIC, SESSION_TOPIC_PREFIX, WORKSPACE_TOPIC_PREFIX, WORKSPACES_TOPIC,
+    NOTIFICATIONS_TOPIC, PROFILES_TOPIC, SESSION_TOPIC_PREFIX, WORKSPACE_TOPIC_PREFIX,
+    WORKSPACES_TOPIC,
 };
 use kandev_api_types::requests::{Subscribe, Unsubscribe};
 use kandev_api_types::responses::{Subscribed, Unsubscribed};
@@ -322,6 +323,7 @@ fn valid_topic(topic: &str) -> bool {
     };
     topic == WORKSPACES_TOPIC
         || topic == PROFILES_TOPIC
+        || topic == NOTIFICATIONS_TOPIC
         || scoped(WORKSPACE_TOPIC_PREFIX)
         || scoped(SESSION_TOPIC_PREFIX)
 }

@@ -1,7 +1,9 @@
 //! A session's prompt queue: prompts waiting for the current turn to end, in order.
 
+use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::transcript::QueuedPrompt;
 use kandev_domain::{QueuedPromptId, SessionId, Timestamp};
+use serde_json::{Value, json};
 use sqlx::FromRow;
 
 use crate::db::Db;
@@ -16,6 +18,29 @@ struct QueuedRow {
     client_message_id: Option<String>,
     queued_by: String,
     created_at: i64,
+    attachments: String,
+}
+
+/// The `attachments` column: `[{id, name, mime, size}]`.
+fn attachments_json(attachments: &[AttachmentRef]) -> String {
+    let list: Vec<Value> = attachments
+        .iter()
+        .map(|a| json!({ "id": a.id, "name": a.name, "mime": a.mime, "size": a.size }))
+        .collect();
+    Value::Array(list).to_string()
+}
+
+fn attachments_of(column: &str) -> Vec<AttachmentRef> {
+    let list: Vec<Value> = serde_json::from_str(column).unwrap_or_default();
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
+    list.iter()
+        .map(|v| AttachmentRef {
+            id: text(v, "id"),
+            name: text(v, "name"),
+            mime: text(v, "mime"),
+            size: v.get("size").and_then(Value::as_u64).unwrap_or(0),
+        })
+        .collect()
 }
 
 impl From<QueuedRow> for QueuedPrompt {
@@ -28,6 +53,7 @@ impl From<QueuedRow> for QueuedPrompt {
             client_message_id: r.client_message_id,
             queued_by: r.queued_by,
             created_at: Timestamp(r.created_at),
+            attachments: attachments_of(&r.attachments),
         }
     }
 }
@@ -58,6 +84,7 @@ impl WriteTx {
         &mut self,
         session_id: &SessionId,
         content: &str,
+        attachments: &[AttachmentRef],
         client_message_id: Option<&str>,
         queued_by: &str,
     ) -> Result<QueuedPrompt> {
@@ -69,8 +96,8 @@ impl WriteTx {
         .await?;
         let id = self.new_id();
         sqlx::query(
-            "INSERT INTO queued_prompts (id, session_id, position, content, client_message_id, queued_by, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO queued_prompts (id, session_id, position, content, client_message_id, queued_by, created_at, attachments) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(session_id.as_str())
@@ -79,6 +106,7 @@ impl WriteTx {
         .bind(client_message_id)
         .bind(queued_by)
         .bind(self.now().millis())
+        .bind(attachments_json(attachments))
         .execute(self.conn())
         .await?;
         let row = sqlx::query_as::<_, QueuedRow>("SELECT * FROM queued_prompts WHERE id = ?")

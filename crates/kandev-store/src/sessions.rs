@@ -25,6 +25,7 @@ pub struct SessionUpdate {
     pub last_error: Option<Option<LastError>>,
     pub auto_run: Option<bool>,
     pub agent_info: Option<Option<String>>,
+    pub available_commands: Option<String>,
 }
 
 // ---------------------------------------------------------------- rows
@@ -46,6 +47,7 @@ struct SessionRow {
     last_error: Option<String>,
     auto_run: bool,
     agent_info: Option<String>,
+    available_commands: String,
     cwd: String,
     created_at: i64,
     updated_at: i64,
@@ -108,6 +110,7 @@ impl TryFrom<SessionRow> for Session {
             last_error,
             auto_run: r.auto_run,
             agent_info: r.agent_info,
+            available_commands: r.available_commands,
             cwd: r.cwd,
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
@@ -217,7 +220,7 @@ impl WriteTx {
         sqlx::query(
             "UPDATE sessions SET state = ?, acp_session_id = ?, resume_token = ?, session_mode = ?, model = ?, \
              config_options = ?, plan_mode = ?, context_window = ?, last_error = ?, auto_run = ?, agent_info = ?, \
-             updated_at = ? WHERE id = ? AND epoch = ?",
+             available_commands = ?, updated_at = ? WHERE id = ? AND epoch = ?",
         )
         .bind(update.state.unwrap_or(current.state).as_str())
         .bind(pick(&update.acp_session_id, &current.acp_session_id))
@@ -230,6 +233,7 @@ impl WriteTx {
         .bind(last_error)
         .bind(update.auto_run.unwrap_or(current.auto_run))
         .bind(pick(&update.agent_info, &current.agent_info))
+        .bind(update.available_commands.as_ref().unwrap_or(&current.available_commands))
         .bind(now)
         .bind(id.as_str())
         .bind(epoch)

@@ -1,8 +1,61 @@
 //! A session's turns: opened when a prompt is sent, closed with the agent's stop reason.
 
-use kandev_domain::{SessionId, TurnId};
+use kandev_domain::transcript::TurnRecord;
+use kandev_domain::{SessionId, Timestamp, TurnId};
+use sqlx::FromRow;
 
-use crate::{Result, WriteTx};
+use crate::{Result, Store, WriteTx};
+
+#[derive(FromRow)]
+struct TurnRow {
+    id: String,
+    session_id: String,
+    epoch: i64,
+    started_at: i64,
+    completed_at: Option<i64>,
+    stop_reason: Option<String>,
+    usage: Option<String>,
+}
+
+impl From<TurnRow> for TurnRecord {
+    fn from(r: TurnRow) -> Self {
+        TurnRecord {
+            id: TurnId::new(r.id),
+            session_id: SessionId::new(r.session_id),
+            epoch: r.epoch,
+            started_at: Timestamp(r.started_at),
+            completed_at: r.completed_at.map(Timestamp),
+            stop_reason: r.stop_reason,
+            usage: r.usage,
+        }
+    }
+}
+
+/// Which part of a turn's `usage` a report sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnUsagePart {
+    /// `context`: the context window (`usage_update`).
+    Context,
+    /// `tokens`: the turn's token counts (the prompt's answer).
+    Tokens,
+}
+
+impl Store {
+    /// A session's turns, oldest first (at most `limit`, the newest ones).
+    pub async fn list_turns(&self, session_id: &SessionId, limit: i64) -> Result<Vec<TurnRecord>> {
+        let mut db = self.db();
+        let mut rows = sqlx::query_as::<_, TurnRow>(
+            "SELECT id, session_id, epoch, started_at, completed_at, stop_reason, usage FROM turns \
+             WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?",
+        )
+        .bind(session_id.as_str())
+        .bind(limit)
+        .fetch_all(&mut db)
+        .await?;
+        rows.reverse();
+        Ok(rows.into_iter().map(TurnRecord::from).collect())
+    }
+}
 
 impl WriteTx {
     pub async fn open_turn(&mut self, session_id: &SessionId, epoch: i64) -> Result<TurnId> {
@@ -32,6 +85,28 @@ impl WriteTx {
         let Some(session) = session else { return Ok(false) };
         self.fold_messages(&SessionId::new(session)).await?;
         Ok(true)
+    }
+
+    /// Sets one part of a turn's usage (`value` is JSON text), keeping the other.
+    pub async fn set_turn_usage(
+        &mut self,
+        turn_id: &TurnId,
+        part: TurnUsagePart,
+        value: &str,
+    ) -> Result<()> {
+        let path = match part {
+            TurnUsagePart::Context => "$.context",
+            TurnUsagePart::Tokens => "$.tokens",
+        };
+        sqlx::query(
+            "UPDATE turns SET usage = json_set(COALESCE(usage, '{}'), ?, json(?)) WHERE id = ?",
+        )
+        .bind(path)
+        .bind(value)
+        .bind(turn_id.as_str())
+        .execute(self.conn())
+        .await?;
+        Ok(())
     }
 
     /// Closes every open turn of a session (startup reconciliation); returns how many.

@@ -1,7 +1,7 @@
 // Actions over HTTP (`POST /api/v1/<action>`): they work whatever the state of the WebSocket,
 // which is used only for live notifications (./live.ts). `call` is typed by the generated
 // `Actions` map: a wrong action name or payload field does not compile.
-import type { ActionName, Actions, ErrorPayload } from './types';
+import type { ActionName, Actions, AttachmentDto, AttachmentUploaded, ErrorPayload } from './types';
 
 export class ApiError extends Error {
   readonly code: ErrorPayload['code'];
@@ -45,6 +45,34 @@ export async function call<A extends ActionName>(
     throw new ApiError(body as ErrorPayload);
   }
   return body as Actions[A]['response'];
+}
+
+/**
+ * Uploads a file (`POST /api/v1/attachment.upload?name=`, the file itself as the body) and
+ * returns the reference `message.add` takes.
+ */
+export async function uploadAttachment(file: File): Promise<AttachmentDto> {
+  let response: Response;
+  try {
+    response = await fetch(`/api/v1/attachment.upload?name=${encodeURIComponent(file.name || 'pasted')}`, {
+      method: 'POST',
+      headers: { 'content-type': file.type || 'application/octet-stream' },
+      body: file,
+      credentials: 'same-origin',
+    });
+  } catch {
+    throw new ApiError({ code: 'NETWORK', message: 'the Kandev server cannot be reached; it may be restarting' });
+  }
+  const body: unknown = await response.json().catch(() => null);
+  if (!response.ok) {
+    throw new ApiError((body as ErrorPayload | null) ?? { code: 'INTERNAL_ERROR', message: `upload failed (${response.status})` });
+  }
+  return (body as AttachmentUploaded).attachment;
+}
+
+/** Where the transcript shows a stored attachment (images inline, anything else downloads). */
+export function attachmentUrl(a: AttachmentDto): string {
+  return `/api/v1/attachment/${encodeURIComponent(a.id)}?mime=${encodeURIComponent(a.mime)}`;
 }
 
 /** A message for a person: what failed and the server's own words. */

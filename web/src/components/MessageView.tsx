@@ -2,8 +2,8 @@
 // tool calls with kind, status and diffs, plans as checklists, usage, status lines, errors and
 // permission requests with the agent's options.
 import { memo, useState } from 'react';
-import { call, errorText } from '../api/client';
-import type { MessageDto } from '../api/types';
+import { attachmentUrl, call, errorText } from '../api/client';
+import type { AttachmentDto, MessageDto } from '../api/types';
 import { renderMarkdown } from '../lib/markdown';
 import { DiffView } from './DiffView';
 
@@ -24,6 +24,23 @@ const TOOL_ICONS: Record<string, string> = {
   other: '•',
 };
 
+/** A user message's attached files: image thumbnails, other files as chips (downloads). */
+function Attachments({ m }: { m: Meta }) {
+  const list = Array.isArray(m.attachments) ? (m.attachments as AttachmentDto[]) : [];
+  if (list.length === 0) return null;
+  return (
+    <ul className="msg-attachments" aria-label="Attached files">
+      {list.map((a, i) => (
+        <li key={`${a.id}-${i}`}>
+          <a href={attachmentUrl(a)} target="_blank" rel="noreferrer" title={`${a.name} (${a.size.toLocaleString('en-US')} bytes)`}>
+            {a.mime.startsWith('image/') ? <img src={attachmentUrl(a)} alt={a.name} className="thumb" /> : <span className="file-chip">{a.name}</span>}
+          </a>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
 export const MessageView = memo(function MessageView({ message }: { message: MessageDto }) {
   const m = meta(message);
   switch (message.kind) {
@@ -31,6 +48,7 @@ export const MessageView = memo(function MessageView({ message }: { message: Mes
       return (
         <div className="msg msg-user" data-kind="user">
           <div className="bubble">{message.content}</div>
+          <Attachments m={m} />
         </div>
       );
     case 'agent':

@@ -1,9 +1,18 @@
 // One session: state and controls (cancel, stop, reset context, resume, delete), the last
 // error, the live transcript, the composer and the prompt queue.
 import { useEffect, useRef, useState } from 'react';
-import { ApiError, call, clientId, errorText } from '../api/client';
+import { ApiError, attachmentUrl, call, clientId, errorText, uploadAttachment } from '../api/client';
 import { live } from '../api/live';
-import type { ActionName, Actions, MessageDto, QuestionDto, QueuedPromptDto, SessionDto } from '../api/types';
+import type {
+  ActionName,
+  Actions,
+  AttachmentDto,
+  AvailableCommandDto,
+  MessageDto,
+  QuestionDto,
+  QueuedPromptDto,
+  SessionDto,
+} from '../api/types';
 import { useSession } from '../lib/session';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
@@ -75,6 +84,8 @@ export function SessionView({ sessionId }: { sessionId: string }) {
         {session?.plan_mode && <span className="badge plan">plan mode</span>}
         {session?.session_mode && <span className="badge">mode: {session.session_mode}</span>}
         {session && <ModelBadge session={session} />}
+        {session && <UsageBadge session={session} />}
+        {session && <Pickers session={session} onError={setActionError} />}
         <span className="spacer" />
         <div className="session-actions" role="toolbar" aria-label="Session controls">
           <button
@@ -144,6 +155,7 @@ export function SessionView({ sessionId }: { sessionId: string }) {
         busy={busy}
         queued={s.queue.length}
         autoRun={session?.auto_run ?? true}
+        commands={session?.available_commands ?? []}
         onSent={() => list.current?.scrollToBottom()}
       />
       {confirmDelete && (
@@ -200,9 +212,55 @@ function ResumeMenu({ disabled, onResume }: { disabled: boolean; onResume: (mode
   );
 }
 
-function Composer(props: { sessionId: string; busy: boolean; queued: number; autoRun: boolean; onSent: () => void }) {
+/** The agent's commands that `text` (a `/name` being typed, no space yet) could be. */
+function commandMatches(text: string, commands: AvailableCommandDto[]): AvailableCommandDto[] {
+  if (!text.startsWith('/') || /\s/.test(text)) return [];
+  const typed = text.slice(1).toLowerCase();
+  return commands.filter((c) => c.name.toLowerCase().startsWith(typed));
+}
+
+function Composer(props: {
+  sessionId: string;
+  busy: boolean;
+  queued: number;
+  autoRun: boolean;
+  commands: AvailableCommandDto[];
+  onSent: () => void;
+}) {
   const { sessionId, busy, onSent } = props;
   const [text, setText] = useState('');
+  const [picked, setPicked] = useState(0);
+  const [menuClosed, setMenuClosed] = useState(false);
+  const matches = menuClosed ? [] : commandMatches(text, props.commands);
+  const active = matches.length > 0 ? Math.min(picked, matches.length - 1) : -1;
+  const chosen: AvailableCommandDto | undefined = matches[active];
+  const textarea = useRef<HTMLTextAreaElement | null>(null);
+  // Files pasted or dropped: uploaded at once, sent with the next message.
+  const [attached, setAttached] = useState<AttachmentDto[]>([]);
+  const [uploading, setUploading] = useState(0);
+  const attach = async (files: File[]) => {
+    if (files.length === 0) return;
+    setError(null);
+    setUploading((n) => n + files.length);
+    for (const file of files) {
+      try {
+        const a = await uploadAttachment(file);
+        setAttached((list) => [...list, a]);
+        pendingId.current = null;
+      } catch (e) {
+        setError(`${file.name || 'the file'}: ${errorText(e)}`);
+      } finally {
+        setUploading((n) => n - 1);
+      }
+    }
+  };
+  // Choosing a command writes `/name ` (the agent gets `/name args` as the message).
+  const choose = (command: AvailableCommandDto) => {
+    setText(`/${command.name} `);
+    setMenuClosed(true);
+    pendingId.current = null;
+    textarea.current?.focus();
+  };
   const [sending, setSending] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const pendingId = useRef<string | null>(null);
@@ -220,8 +278,8 @@ function Composer(props: { sessionId: string; busy: boolean; queued: number; aut
   );
 
   const send = async () => {
-    const content = text;
-    if (!content.trim() || sending) return;
+    const content = text.trim() ? text : attached.length > 0 ? '(see the attached files)' : text;
+    if (!content.trim() || sending || uploading > 0) return;
     // the same id on a retry of the same text: the server records it once
     pendingId.current ??= clientId();
     setSending(true);
@@ -232,9 +290,11 @@ function Composer(props: { sessionId: string; busy: boolean; queued: number; aut
         content,
         client_message_id: pendingId.current,
         queue: true,
+        ...(attached.length > 0 ? { attachments: attached } : {}),
       });
       pendingId.current = null;
       setText('');
+      setAttached([]);
       onSent();
     } catch (e) {
       networkError.current = e instanceof ApiError && e.code === 'NETWORK';
@@ -265,23 +325,117 @@ function Composer(props: { sessionId: string; busy: boolean; queued: number; aut
       <label className="sr-only" htmlFor={`composer-${sessionId}`}>
         Message to the agent
       </label>
+      {matches.length > 0 && (
+        <ul className="command-menu" role="listbox" aria-label="Agent commands" id={`commands-${sessionId}`}>
+          {matches.map((c, i) => (
+            <li
+              key={c.name}
+              role="option"
+              id={`command-${sessionId}-${c.name}`}
+              aria-selected={i === active}
+              className={i === active ? 'active' : undefined}
+              onMouseDown={(e) => {
+                e.preventDefault(); // keep the focus in the composer
+                choose(c);
+              }}
+            >
+              <span className="command-name">/{c.name}</span>
+              {c.input_hint && <span className="command-hint"> {c.input_hint}</span>}
+              {c.description && <span className="command-description"> — {c.description}</span>}
+            </li>
+          ))}
+        </ul>
+      )}
+      {(attached.length > 0 || uploading > 0) && (
+        <ul className="attachment-chips" aria-label="Attached files">
+          {attached.map((a, i) => (
+            <li key={`${a.id}-${i}`} className="attachment-chip">
+              {a.mime.startsWith('image/') && <img src={attachmentUrl(a)} alt="" className="chip-thumb" />}
+              <span>{a.name}</span>
+              <button
+                type="button"
+                className="link"
+                aria-label={`Remove ${a.name}`}
+                onClick={() => setAttached((list) => list.filter((_, j) => j !== i))}
+              >
+                ✕
+              </button>
+            </li>
+          ))}
+          {uploading > 0 && <li className="hint">Uploading…</li>}
+        </ul>
+      )}
       <textarea
+        ref={textarea}
+        onPaste={(e) => {
+          const files = Array.from(e.clipboardData.files);
+          if (files.length > 0) {
+            e.preventDefault();
+            void attach(files);
+          }
+        }}
+        onDrop={(e) => {
+          const files = Array.from(e.dataTransfer.files);
+          if (files.length > 0) {
+            e.preventDefault();
+            void attach(files);
+          }
+        }}
         id={`composer-${sessionId}`}
         value={text}
         rows={2}
+        aria-controls={matches.length > 0 ? `commands-${sessionId}` : undefined}
+        aria-activedescendant={chosen ? `command-${sessionId}-${chosen.name}` : undefined}
         placeholder={busy ? 'The agent is busy: your message will be queued' : 'Message the agent (Enter sends, Shift+Enter for a new line)'}
         onChange={(e) => {
           setText(e.target.value);
+          setMenuClosed(false);
+          setPicked(0);
           pendingId.current = null;
         }}
         onKeyDown={(e) => {
+          if (matches.length > 0) {
+            if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+              e.preventDefault();
+              const step = e.key === 'ArrowDown' ? 1 : matches.length - 1;
+              setPicked((active + step) % matches.length);
+              return;
+            }
+            if ((e.key === 'Enter' || e.key === 'Tab') && !e.shiftKey && !e.nativeEvent.isComposing) {
+              e.preventDefault();
+              if (chosen) choose(chosen);
+              return;
+            }
+            if (e.key === 'Escape') {
+              e.preventDefault();
+              setMenuClosed(true);
+              return;
+            }
+          }
           if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
             e.preventDefault();
             void send();
           }
         }}
       />
-      <button className="primary" type="submit" disabled={sending || !text.trim()}>
+      <label className="attach-button">
+        Attach
+        <input
+          type="file"
+          multiple
+          className="sr-only"
+          onChange={(e) => {
+            const files = Array.from(e.target.files ?? []);
+            e.target.value = '';
+            void attach(files);
+          }}
+        />
+      </label>
+      <button
+        className="primary"
+        type="submit"
+        disabled={sending || uploading > 0 || (!text.trim() && attached.length === 0)}
+      >
         {busy ? 'Queue' : 'Send'}
       </button>
       {(error || note) && (
@@ -445,6 +599,108 @@ function ModelBadge({ session }: { session: SessionDto }) {
   return (
     <span className="badge" data-testid="session-model">
       model: {used ?? asked}
+    </span>
+  );
+}
+
+type Choice = { value: string; name: string };
+
+/** The choices of a config option as the agent sent them: flat, or in groups. */
+function choicesOf(options: unknown): Choice[] {
+  if (!Array.isArray(options)) return [];
+  return options.flatMap((o: unknown): Choice[] => {
+    if (!o || typeof o !== 'object') return [];
+    const r = o as Record<string, unknown>;
+    if (Array.isArray(r.options)) return choicesOf(r.options);
+    return typeof r.value === 'string' ? [{ value: r.value, name: typeof r.name === 'string' ? r.name : r.value }] : [];
+  });
+}
+
+/**
+ * The mode and model pickers (issue 18): what the agent offered when it started (the
+ * session's `agent_info.modes` and its `model` config option); a choice goes to the agent
+ * (`session.set_mode`, `session.set_config_option`) and the badges follow what it confirms.
+ */
+function Pickers({ session, onError }: { session: SessionDto; onError: (e: string | null) => void }) {
+  const info = session.agent_info && typeof session.agent_info === 'object' ? (session.agent_info as Record<string, unknown>) : {};
+  const modes = choicesOf(Array.isArray(info.modes) ? info.modes.map((m: { id?: unknown; name?: unknown }) => ({ value: m.id, name: m.name })) : []);
+  const options = Array.isArray(info.config_options) ? (info.config_options as Record<string, unknown>[]) : [];
+  const modelOption = options.find((o) => o.id === 'model' || o.category === 'model');
+  const models = choicesOf(modelOption?.options);
+  const values = session.config_options && typeof session.config_options === 'object' ? (session.config_options as Record<string, unknown>) : {};
+  const model = modelOption && typeof values[String(modelOption.id)] === 'string' ? String(values[String(modelOption.id)]) : '';
+  const [busy, setBusy] = useState(false);
+  const change = async (work: () => Promise<unknown>) => {
+    setBusy(true);
+    onError(null);
+    try {
+      await work();
+    } catch (e) {
+      onError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      {modes.length > 0 && (
+        <label className="compact">
+          <span className="sr-only">Mode</span>
+          <select
+            aria-label="Mode"
+            disabled={busy}
+            value={session.session_mode ?? ''}
+            onChange={(e) => void change(() => call('session.set_mode', { id: session.id, mode_id: e.target.value }))}
+          >
+            {!session.session_mode && <option value="">mode…</option>}
+            {modes.map((m) => (
+              <option key={m.value} value={m.value}>
+                {m.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      {modelOption && models.length > 0 && (
+        <label className="compact">
+          <span className="sr-only">Model</span>
+          <select
+            aria-label="Model"
+            disabled={busy}
+            value={model}
+            onChange={(e) =>
+              void change(() =>
+                call('session.set_config_option', {
+                  id: session.id,
+                  config_id: String(modelOption.id),
+                  value: e.target.value,
+                }),
+              )
+            }
+          >
+            {!model && <option value="">model…</option>}
+            {models.map((m) => (
+              <option key={m.value} value={m.value}>
+                {m.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+    </>
+  );
+}
+
+/** The agent's context window use, from its latest usage report (`{used, size}`). */
+function UsageBadge({ session }: { session: SessionDto }) {
+  const usage = session.context_window;
+  if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return null;
+  const { used, size } = usage as { used?: unknown; size?: unknown };
+  if (typeof used !== 'number' || typeof size !== 'number' || size <= 0) return null;
+  const percent = Math.round((used / size) * 100);
+  return (
+    <span className="badge" data-testid="session-usage" title={`${percent}% of the context window used`}>
+      context {used.toLocaleString('en-US')} / {size.toLocaleString('en-US')}
     </span>
   );
 }

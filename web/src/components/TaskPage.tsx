@@ -8,6 +8,7 @@ import { useTask } from '../lib/task';
 import { NEEDS_YOU_LABEL, usePageTitle } from '../lib/title';
 import { toast } from '../lib/toast';
 import { ChangesTab } from './ChangesTab';
+import { FilesTab } from './FilesTab';
 import { Dialog } from './Dialog';
 import { ErrorBanner } from './ErrorBanner';
 import { SessionView } from './SessionView';
@@ -15,6 +16,7 @@ import { StartSession } from './StartSession';
 import { StateBadge } from './StateBadge';
 import { StepControls } from './StepControls';
 import { TaskRelations } from './TaskRelations';
+import { DeleteTaskDialog, EditTaskDialog } from './TaskEdit';
 import { TerminalsTab } from './TerminalsTab';
 
 export function TaskPage(props: { taskId: string; sessionId: string | null; tab: TaskTab }) {
@@ -22,6 +24,8 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
   const { task, sessions, deleted, error, retry, addSession } = useTask(props.taskId);
   const [actionError, setActionError] = useState<string | null>(null);
   const [launching, setLaunching] = useState(false);
+  const [editing, setEditing] = useState(false);
+  const [deleting, setDeleting] = useState(false);
 
   const workflow = workflows.find((w) => w.id === task?.workflow_id);
   const step = workflow?.steps.find((s) => s.id === task?.step_id);
@@ -89,6 +93,10 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
           </div>
         </div>
         <span className="spacer" />
+        <button onClick={() => setEditing(true)}>Edit task</button>
+        <button className="danger-outline" onClick={() => setDeleting(true)}>
+          Delete task
+        </button>
         {!task.archived_at && (
           <button
             onClick={() =>
@@ -149,6 +157,14 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
         </button>
         <button
           role="tab"
+          aria-selected={props.tab === 'files'}
+          className={props.tab === 'files' ? 'active' : ''}
+          onClick={() => navigate(taskPath(task.id, active?.id, 'files'), true)}
+        >
+          Files
+        </button>
+        <button
+          role="tab"
           aria-selected={props.tab === 'terminal'}
           className={props.tab === 'terminal' ? 'active' : ''}
           onClick={() => navigate(taskPath(task.id, active?.id, 'terminal'), true)}
@@ -158,6 +174,8 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
       </div>
       {props.tab === 'changes' ? (
         <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} sessionId={task.primary_session_id} />
+      ) : props.tab === 'files' ? (
+        <FilesTab taskId={task.id} />
       ) : props.tab === 'terminal' ? (
         <TerminalsTab taskId={task.id} archived={!!task.archived_at} />
       ) : active ? (
@@ -165,6 +183,8 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
       ) : (
         <StartSession taskId={task.id} defaultProfile={task.agent_profile_id} prompt={task.description || task.title} />
       )}
+      {editing && <EditTaskDialog task={task} onClose={() => setEditing(false)} />}
+      {deleting && <DeleteTaskDialog task={task} onClose={() => setDeleting(false)} />}
       {launching && (
         <Dialog title="New session" onClose={() => setLaunching(false)}>
           <StartSession

@@ -7,11 +7,12 @@ export type Route =
   | { page: 'task'; taskId: string; sessionId: string | null; tab: TaskTab }
   | { page: 'settings'; section: string };
 
-/** The tabs of the task page: a session's chat, the Changes, the terminals and dev servers. */
-export type TaskTab = 'chat' | 'changes' | 'terminal';
+/** The tabs of the task page: a session's chat, the Changes, the worktree's files, the
+ * terminals and dev servers. */
+export type TaskTab = 'chat' | 'changes' | 'files' | 'terminal';
 
 function taskTab(value: string | null): TaskTab {
-  return value === 'changes' || value === 'terminal' ? value : 'chat';
+  return value === 'changes' || value === 'files' || value === 'terminal' ? value : 'chat';
 }
 
 export function parseRoute(path: string, search: string): Route {

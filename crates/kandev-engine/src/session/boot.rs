@@ -276,6 +276,7 @@ impl SessionActor {
             ordered,
             mcp_caps: conversation.mcp_caps,
             mcp_servers: conversation.mcp_servers.clone(),
+            accepts: conversation.accepts,
         };
         self.phase = Phase::Ready(live);
         let idle_timeout = self.inner.config.idle_timeout;

@@ -158,7 +158,7 @@ impl SessionActor {
             CancelledBy::Reset(_) => "the agent did not stop in time, so it was restarted",
             _ => "turn cancelled (the agent did not stop in time, so it was restarted)",
         };
-        let result = self.finish_turn(turn, "cancelled", None, Some(note.to_owned())).await;
+        let result = self.finish_turn(turn, None, "cancelled", None, Some(note.to_owned())).await;
         self.log("ending a hung turn", result);
         match by.into_reset() {
             // Without the agent the reset goes on lazily (rule 21).
@@ -174,7 +174,10 @@ impl SessionActor {
         let (result, reset) = match in_flight {
             InFlight::Turn(turn, by) => {
                 let note = Some("agent stopped".to_owned());
-                (self.finish_turn(turn, "cancelled", None, note).await, by.into_reset().map(Ok))
+                (
+                    self.finish_turn(turn, None, "cancelled", None, note).await,
+                    by.into_reset().map(Ok),
+                )
             }
             other => {
                 let reset = match other {
@@ -244,8 +247,9 @@ impl SessionActor {
         let error = self.error("agent_exited", message.clone(), details);
         match in_flight {
             InFlight::Turn(turn, by) => {
-                let result =
-                    self.finish_turn(turn, "agent_exited", Some((error, message)), None).await;
+                let result = self
+                    .finish_turn(turn, None, "agent_exited", Some((error, message)), None)
+                    .await;
                 self.log("closing the turn of an exited agent", result);
                 self.after_lost_turn(by.into_reset()).await;
                 return;

@@ -9,7 +9,7 @@ use kandev_acp::{
 };
 use kandev_api_types::{Notification, SessionEvent};
 use kandev_domain::transcript::{Message, MessageKind};
-use kandev_store::{SessionUpdate as Update, WriteTx};
+use kandev_store::{SessionUpdate as Update, TurnUsagePart, WriteTx};
 use serde_json::{Value, json};
 
 use crate::error::Result;
@@ -157,6 +157,9 @@ impl SessionActor {
                 )
                 .await?;
                 self.add_in(&mut tx, MessageKind::Usage, "", usage.clone()).await?;
+                if let Some(turn) = self.phase.turn() {
+                    tx.set_turn_usage(&turn.id, TurnUsagePart::Context, &usage.to_string()).await?;
+                }
                 let event = SessionEvent::Usage { session_id: self.session.id.to_string(), usage };
                 publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
                 tx.commit().await?;
@@ -186,8 +189,19 @@ impl SessionActor {
                 .await
             }
             SessionUpdate::AvailableCommandsUpdate { commands } => {
-                tracing::debug!(session = %self.session.id, count = commands.len(), "agent commands updated");
-                Ok(())
+                let list: Vec<Value> = commands
+                    .iter()
+                    .map(|c| {
+                        let hint =
+                            c.input.as_ref().and_then(|i| i.get("hint")).and_then(Value::as_str);
+                        json!({ "name": c.name, "description": c.description, "input_hint": hint })
+                    })
+                    .collect();
+                let update = Update {
+                    available_commands: Some(Value::Array(list).to_string()),
+                    ..Update::default()
+                };
+                self.commit(update, None).await
             }
             SessionUpdate::SessionInfoUpdate { title, .. } => {
                 tracing::debug!(session = %self.session.id, ?title, "agent session info updated");

@@ -4,6 +4,7 @@
 
 use kandev_acp::{Outcome, PermissionOption};
 use kandev_api_types::{MessageDto, Notification, SessionEvent};
+use kandev_domain::notify::NotificationKind;
 use kandev_domain::transcript::{Message, MessageKind};
 use kandev_store::WriteTx;
 use serde_json::{Value, json};
@@ -42,6 +43,10 @@ impl SessionActor {
         };
         publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
         publish::sync_task(&mut tx, &self.session).await?; // the task needs its developer
+        let data = json!({ "request_id": request_id, "message_id": message.id.to_string() });
+        let kind = NotificationKind::PermissionRequested;
+        let title = format!("{}: permission requested: {title}", self.task.title);
+        publish::attention(&mut tx, kind, &self.session, message.seq, title, data).await?;
         tx.commit().await?;
         self.permissions.insert(
             request_id.clone(),

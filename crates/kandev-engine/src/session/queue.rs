@@ -29,6 +29,7 @@ impl SessionActor {
             .enqueue(
                 &self.session.id,
                 &request.content,
+                &request.attachments,
                 request.client_message_id.as_deref(),
                 queued_by,
             )
@@ -47,12 +48,13 @@ impl SessionActor {
             )
         };
         match &change {
-            QueueChange::Add { content, client_message_id } => {
+            QueueChange::Add { content, client_message_id, attachments } => {
                 drop(tx);
                 let request = PromptRequest {
                     content: content.clone(),
                     client_message_id: client_message_id.clone(),
                     queue: true,
+                    attachments: attachments.clone(),
                 };
                 if request.content.trim().is_empty() {
                     return Err(EngineError::Validation("content is required".into()));
@@ -114,9 +116,14 @@ impl SessionActor {
             else {
                 return Ok(());
             };
-            self.record_and_send(next.content, next.client_message_id, Some(&next.id))
-                .await
-                .map(|_| ())
+            self.record_and_send(
+                next.content,
+                next.attachments,
+                next.client_message_id,
+                Some(&next.id),
+            )
+            .await
+            .map(|_| ())
         }
         .await;
         self.log("running the next queued message", result);

@@ -8,6 +8,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use kandev_acp::{AcpClient, PermissionOption, PermissionResponder};
+use kandev_domain::attachment::PromptAccepts;
 use kandev_domain::session::SessionState;
 use kandev_domain::task::Task;
 use kandev_domain::transcript::{Message, MessageKind, Session};
@@ -117,6 +118,8 @@ pub(crate) struct Live {
     /// hands them again).
     pub mcp_caps: crate::mcp::McpCaps,
     pub mcp_servers: Vec<kandev_domain::agent::McpServerConfig>,
+    /// What its prompts accept besides text (how attachments are sent).
+    pub accepts: PromptAccepts,
 }
 
 /// An open turn.

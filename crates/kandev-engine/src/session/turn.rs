@@ -3,13 +3,16 @@
 //! a turn (the agent's answer, an error, a stall) and what follows it.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use kandev_acp::{AcpError, ContentBlock, PromptResponse};
 use kandev_api_types::{Notification, SessionEvent};
+use kandev_domain::attachment::AttachmentRef;
+use kandev_domain::notify::NotificationKind;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{LastError, Message, MessageKind};
 use kandev_domain::{QueuedPromptId, TurnId};
-use kandev_store::{NewMessage, SessionUpdate, WriteTx};
+use kandev_store::{NewMessage, SessionUpdate, TurnUsagePart, WriteTx};
 use serde_json::json;
 
 use crate::api::{PromptOutcome, PromptRequest};
@@ -52,7 +55,12 @@ impl SessionActor {
         }
         match self.can_start_turn() {
             Ok(()) => self
-                .record_and_send(request.content, request.client_message_id, None)
+                .record_and_send(
+                    request.content,
+                    request.attachments,
+                    request.client_message_id,
+                    None,
+                )
                 .await
                 .map(PromptOutcome::Sent),
             Err(Closed::Ended(state)) => Err(EngineError::Conflict(format!(
@@ -80,6 +88,7 @@ impl SessionActor {
     pub(super) async fn record_and_send(
         &mut self,
         content: String,
+        attachments: Vec<AttachmentRef>,
         client_message_id: Option<String>,
         from_queue: Option<&QueuedPromptId>,
     ) -> Result<Message> {
@@ -98,7 +107,7 @@ impl SessionActor {
             turn_id: None,
             kind: MessageKind::User,
             content,
-            metadata: "{}".into(),
+            metadata: crate::attachments::metadata(&attachments).to_string(),
             client_message_id,
         };
         let message = tx.insert_message(&new).await?;
@@ -156,6 +165,7 @@ impl SessionActor {
         let epoch = self.session.epoch;
         let (client, acp_session_id) = (live.client.clone(), live.acp_session_id.clone());
         let ordered = live.ordered.clone();
+        let accepts = live.accepts;
         let turn = Turn {
             id: turn_id.clone(),
             epoch,
@@ -171,8 +181,12 @@ impl SessionActor {
         } else {
             message.content
         };
+        let attached = crate::attachments::of_metadata(&message.metadata);
+        let (home, cwd) = (self.inner.config.home.clone(), PathBuf::from(&self.session.cwd));
         self.spawn(async move {
-            let result = client.prompt(&acp_session_id, &[ContentBlock::text(text)]).await;
+            let mut blocks = vec![ContentBlock::text(text)];
+            blocks.extend(crate::attachments::blocks(&home, &cwd, &attached, accepts).await);
+            let result = client.prompt(&acp_session_id, &blocks).await;
             let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
         });
     }
@@ -196,13 +210,14 @@ impl SessionActor {
                 let reason = response.stop_reason.as_str().to_owned();
                 let cancelled = ending != Ending::Normally;
                 let note = (ending == Ending::CancelledByUser).then(|| "turn cancelled".to_owned());
-                (self.finish_turn(turn, &reason, None, note).await, Some(cancelled))
+                let tokens = kandev_acp::quirks::prompt_usage(&response).map(|u| u.to_json());
+                (self.finish_turn(turn, tokens, &reason, None, note).await, Some(cancelled))
             }
             Err(err) => {
                 let info = self.session.agent_info.as_deref();
                 let (code, message, details) = handshake::turn_failure(&err, info, epoch);
                 let error = self.error(code, message.clone(), details);
-                (self.finish_turn(turn, "error", Some((error, message)), None).await, None)
+                (self.finish_turn(turn, None, "error", Some((error, message)), None).await, None)
             }
         };
         self.log("closing the turn", outcome);
@@ -252,16 +267,21 @@ impl SessionActor {
     }
 
     /// Closes `turn` (already out of the phase): expires pending permissions (rule 38), notes
-    /// why, returns to `WAITING_FOR_INPUT` (rule 5).
+    /// why, returns to `WAITING_FOR_INPUT` (rule 5). `tokens`: the token usage the agent's
+    /// answer reported, stored on the turn (issue 18).
     pub(super) async fn finish_turn(
         &mut self,
         turn: Turn,
+        tokens: Option<serde_json::Value>,
         stop_reason: &str,
         error: Option<(LastError, String)>,
         note: Option<String>,
     ) -> Result<()> {
         let mut tx = self.inner.store.begin_write().await?;
         tx.close_turn(&turn.id, stop_reason).await?;
+        if let Some(tokens) = &tokens {
+            tx.set_turn_usage(&turn.id, TurnUsagePart::Tokens, &tokens.to_string()).await?;
+        }
         self.expire_permissions(&mut tx, "expired").await?;
         if let Some(text) = note {
             let metadata = json!({ "reason": stop_reason });
@@ -283,8 +303,13 @@ impl SessionActor {
             session_id: self.session.id.to_string(),
             turn_id: turn.id.to_string(),
             stop_reason: stop_reason.to_string(),
+            tokens: tokens.unwrap_or(serde_json::Value::Null),
         };
-        publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
+        let seq = publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
+        let title = format!("{}: the agent's turn ended ({stop_reason})", self.task.title);
+        let data = json!({ "turn_id": turn.id.to_string(), "stop_reason": stop_reason });
+        let kind = NotificationKind::TurnCompleted;
+        publish::attention(&mut tx, kind, &self.session, seq, title, data).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -315,7 +340,8 @@ impl SessionActor {
                 Some((turn, by)) => (turn, by.into_reset()),
                 None => return,
             };
-            let result = self.finish_turn(turn, "stalled", Some((error, message)), None).await;
+            let result =
+                self.finish_turn(turn, None, "stalled", Some((error, message)), None).await;
             self.log("failing a silent turn", result);
             return self.after_lost_turn(reset).await;
         };

@@ -84,8 +84,7 @@ impl SessionActor {
                 Action::AutoStartAgent if cause == EntryCause::TurnStart => {}
                 Action::AutoStartAgent => {
                     let prompt = step_prompt(&step, &self.task.prompt());
-                    let request =
-                        PromptRequest { content: prompt, client_message_id: None, queue: true };
+                    let request = PromptRequest::text(prompt);
                     match Box::pin(self.admit(request, "workflow")).await {
                         Ok(_) | Err(EngineError::Busy(_)) => {}
                         Err(err) => return Err(err),

@@ -190,8 +190,7 @@ impl Engine {
                 "there are no open review comments; add a comment first".into(),
             ));
         }
-        let request =
-            PromptRequest { content: review_prompt(&open), client_message_id: None, queue: true };
+        let request = PromptRequest::text(review_prompt(&open));
         let outcome = self.prompt(&session_id, request).await?;
         let mut tx = self.inner.store.begin_write().await?;
         let ids: Vec<String> = open.iter().map(|c| c.id.clone()).collect();

@@ -2,6 +2,7 @@
 
 pub mod agent_auth;
 pub mod files;
+pub mod notify;
 pub mod profile;
 mod profile_mcp;
 pub mod question;

@@ -7,9 +7,10 @@ use kandev_api_types::requests::{
     SessionSetConfigOption, SessionSetMode,
 };
 use kandev_api_types::responses::{
-    Deleted, MessageAdded, MessageOne, Messages, Queue, SessionOne, Sessions,
+    Deleted, MessageAdded, MessageOne, Messages, Queue, SessionOne, Sessions, Turns,
 };
-use kandev_api_types::{MessageDto, QueuedPromptDto, SessionDto};
+use kandev_api_types::{AttachmentDto, MessageDto, QueuedPromptDto, SessionDto, TurnDto};
+use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::transcript::QueuedPrompt;
 use kandev_domain::{AgentProfileId, QueuedPromptId, SessionId, TaskId, validate};
 use kandev_engine::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
@@ -91,9 +92,18 @@ pub async fn set_config_option(
     Ok(SessionOne { session: SessionDto::from(&session) })
 }
 
+fn attachments_of(list: Option<Vec<AttachmentDto>>) -> Vec<AttachmentRef> {
+    list.unwrap_or_default().into_iter().map(AttachmentRef::from).collect()
+}
+
 pub async fn message_add(s: &AppState, p: MessageAdd) -> Result<MessageAdded, ApiError> {
     let content = validate::text("content", &p.content)?;
-    let request = PromptRequest { content, client_message_id: p.client_message_id, queue: p.queue };
+    let request = PromptRequest {
+        content,
+        client_message_id: p.client_message_id,
+        queue: p.queue,
+        attachments: attachments_of(p.attachments),
+    };
     Ok(match s.engine().prompt(&SessionId::new(p.session_id), request).await? {
         PromptOutcome::Sent(message) => MessageAdded::Sent { message: MessageDto::from(&message) },
         PromptOutcome::Duplicate(message) => {
@@ -115,6 +125,13 @@ pub async fn message_list(s: &AppState, p: MessageList) -> Result<Messages, ApiE
     let messages =
         s.store().list_messages(&id, p.after_seq, p.before_seq, i64::from(limit)).await?;
     Ok(Messages { messages: messages.iter().map(MessageDto::from).collect() })
+}
+
+pub async fn turn_list(s: &AppState, p: BySession) -> Result<Turns, ApiError> {
+    let id = SessionId::new(p.session_id);
+    s.store().get_session(&id).await?;
+    let turns = s.store().list_turns(&id, 1000).await?;
+    Ok(Turns { turns: turns.iter().map(TurnDto::from).collect() })
 }
 
 pub async fn permission_respond(
@@ -147,8 +164,12 @@ async fn change(s: &AppState, session_id: String, change: QueueChange) -> Result
 
 pub async fn queue_add(s: &AppState, p: QueueAdd) -> Result<Queue, ApiError> {
     let content = validate::text("content", &p.content)?;
-    change(s, p.session_id, QueueChange::Add { content, client_message_id: p.client_message_id })
-        .await
+    let add = QueueChange::Add {
+        content,
+        client_message_id: p.client_message_id,
+        attachments: attachments_of(p.attachments),
+    };
+    change(s, p.session_id, add).await
 }
 
 pub async fn queue_update(s: &AppState, p: QueueUpdate) -> Result<Queue, ApiError> {

@@ -107,6 +107,22 @@ impl TestServer {
         (status, response.json().await.unwrap())
     }
 
+    /// Uploads a file with `attachment.upload`; returns status and JSON body.
+    pub async fn upload(&self, name: &str, mime: &str, bytes: Vec<u8>) -> (u16, Value) {
+        let mut request = self
+            .http
+            .post(self.url("/api/v1/attachment.upload"))
+            .query(&[("name", name)])
+            .header("content-type", mime)
+            .body(bytes);
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap())
+    }
+
     pub async fn post(&self, action: &str, payload: Value) -> (u16, Value) {
         self.post_raw(action, payload.to_string()).await
     }

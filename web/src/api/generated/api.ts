@@ -16,7 +16,19 @@ export type AgentProfileDto = { id: string, name: string, kind: AgentKindDto, co
  */
 mcp_servers: Array<McpServerDto>, created_at: string, updated_at: string, };
 
+export type AttachmentDto = { id: string, name: string, mime: string, size: number, };
+
+export type AttachmentUploaded = { attachment: AttachmentDto, };
+
+export type AttemptDto = { attempt: number, at: string, http_status: number | null, error: string | null, };
+
 export type AutoRunSet = { session_id: string, enabled: boolean, };
+
+export type AvailableCommandDto = { name: string, description: string, 
+/**
+ * What to type after the name, when the agent says.
+ */
+input_hint: string | null, };
 
 export type Branches = { branches: Array<string>, };
 
@@ -30,9 +42,31 @@ export type ByTerminal = { terminal_id: string, };
 
 export type ByWorkspace = { workspace_id: string, };
 
+export type ChannelCreate = { kind: ChannelKindDto, url: string, events: Array<NotificationKindDto>, secret?: string, };
+
+export type ChannelDto = { id: string, kind: ChannelKindDto, url_origin: string, has_secret: boolean, events: Array<NotificationKindDto>, created_at: string, };
+
+export type ChannelKindDto = "webhook" | "ntfy";
+
+export type ChannelOne = { channel: ChannelDto, };
+
+export type Channels = { channels: Array<ChannelDto>, };
+
 export type CommitDto = { repository_id: string | null, branch: string, sha: string, summary: string, files_changed: number, };
 
 export type Deleted = { deleted: boolean, id: string, };
+
+export type Deliveries = { deliveries: Array<DeliveryDto>, };
+
+export type DeliveryDto = { id: number, notification_id: string, channel_id: string, status: DeliveryStatusDto, next_at: string | null, attempts: Array<AttemptDto>, };
+
+export type DeliveryList = { 
+/**
+ * One channel's deliveries (default: every channel's).
+ */
+channel_id?: string, limit?: number, };
+
+export type DeliveryStatusDto = "pending" | "delivered" | "failed";
 
 export type DevServerDto = { task_id: string, repository_id: string, port: number, url: string, 
 /**
@@ -104,7 +138,11 @@ client_message_id?: string,
 /**
  * Queue while the agent is busy (default); `false` fails with `BUSY` instead.
  */
-queue?: boolean, };
+queue?: boolean, 
+/**
+ * Files uploaded with `attachment.upload` (at most 10).
+ */
+attachments?: Array<AttachmentDto>, };
 
 export type MessageAdded = { "status": "sent", message: MessageDto, } | { "status": "duplicate", message: MessageDto, } | { "status": "queued", queued: QueuedPromptDto, };
 
@@ -121,6 +159,20 @@ export type MessageUpdate = { message_id: string, seq: number, kind: MessageKind
 export type Messages = { messages: Array<MessageDto>, };
 
 export type NeedsYouDto = "permission" | "question" | "error";
+
+export type NotificationKindDto = "permission_requested" | "turn_completed";
+
+export type NotificationList = { 
+/**
+ * Records after this event `seq` (default 0: all).
+ */
+after_seq?: number, limit?: number, };
+
+export type NotificationRecordDto = { id: string, kind: NotificationKindDto, seq: number, task_id: string, session_id: string, title: string, data: JsonValue, created_at: string, };
+
+export type NotificationRecords = { notifications: Array<NotificationRecordDto>, };
+
+export type NotificationsEvent = { "action": "notification.created", "payload": { notification: NotificationRecordDto, } } | { "action": "notification.delivery.updated", "payload": { delivery: DeliveryDto, } };
 
 export type Page = { limit?: number, cursor?: string, };
 
@@ -161,7 +213,11 @@ export type Questions = { questions: Array<QuestionDto>, };
 
 export type Queue = { queue: Array<QueuedPromptDto>, };
 
-export type QueueAdd = { session_id: string, content: string, client_message_id?: string, };
+export type QueueAdd = { session_id: string, content: string, client_message_id?: string, 
+/**
+ * Files uploaded with `attachment.upload` (at most 10).
+ */
+attachments?: Array<AttachmentDto>, };
 
 export type QueueRemove = { session_id: string, id: string, };
 
@@ -169,7 +225,7 @@ export type QueueReorder = { session_id: string, ids: Array<string>, };
 
 export type QueueUpdate = { session_id: string, id: string, content: string, };
 
-export type QueuedPromptDto = { id: string, session_id: string, position: number, content: string, client_message_id: string | null, queued_by: string, created_at: string, };
+export type QueuedPromptDto = { id: string, session_id: string, position: number, content: string, client_message_id: string | null, queued_by: string, created_at: string, attachments: Array<AttachmentDto>, };
 
 export type RemoteStatusDto = { remote: string, pushed_head: string, upstream_ahead: number, upstream_behind: number, };
 
@@ -213,9 +269,13 @@ export type SearchResults = { hits: Array<SearchHitDto>, next_cursor: string | n
 
 export type SessionAuthenticate = { id: string, method_id: string, };
 
-export type SessionDto = { id: string, task_id: string, agent_profile_id: string | null, state: SessionStateDto, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, context_window: JsonValue, agent_info: JsonValue, cwd: string, created_at: string, updated_at: string, };
+export type SessionDto = { id: string, task_id: string, agent_profile_id: string | null, state: SessionStateDto, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, context_window: JsonValue, agent_info: JsonValue, cwd: string, 
+/**
+ * The agent's slash commands (its latest `available_commands_update`).
+ */
+available_commands: Array<AvailableCommandDto>, created_at: string, updated_at: string, };
 
-export type SessionEvent = { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.updated", "payload": { session: SessionDto, } } | { "action": "session.state_changed", "payload": { session: SessionDto, } } | { "action": "session.mode_changed", "payload": { session: SessionDto, } } | { "action": "session.config_changed", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.error", "payload": { session_id: string, last_error: LastErrorDto | null, } } | { "action": "session.turn.started", "payload": { session_id: string, turn_id: string, message_id: string, } } | { "action": "session.turn.completed", "payload": { session_id: string, turn_id: string, stop_reason: string, } } | { "action": "session.message.added", "payload": { message: MessageDto, } } | { "action": "session.message.updated", "payload": MessageUpdate } | { "action": "session.queue.changed", "payload": { session_id: string, queue: Array<QueuedPromptDto>, } } | { "action": "session.permission.requested", "payload": { session_id: string, request_id: string, message: MessageDto, } } | { "action": "session.permission.resolved", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.permission.expired", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.question.asked", "payload": { question: QuestionDto, } } | { "action": "session.question.resolved", "payload": { question: QuestionDto, } } | { "action": "session.usage", "payload": { session_id: string, usage: JsonValue, } };
+export type SessionEvent = { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.updated", "payload": { session: SessionDto, } } | { "action": "session.state_changed", "payload": { session: SessionDto, } } | { "action": "session.mode_changed", "payload": { session: SessionDto, } } | { "action": "session.config_changed", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.error", "payload": { session_id: string, last_error: LastErrorDto | null, } } | { "action": "session.turn.started", "payload": { session_id: string, turn_id: string, message_id: string, } } | { "action": "session.turn.completed", "payload": { session_id: string, turn_id: string, stop_reason: string, tokens: JsonValue, } } | { "action": "session.message.added", "payload": { message: MessageDto, } } | { "action": "session.message.updated", "payload": MessageUpdate } | { "action": "session.queue.changed", "payload": { session_id: string, queue: Array<QueuedPromptDto>, } } | { "action": "session.permission.requested", "payload": { session_id: string, request_id: string, message: MessageDto, } } | { "action": "session.permission.resolved", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.permission.expired", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.question.asked", "payload": { question: QuestionDto, } } | { "action": "session.question.resolved", "payload": { question: QuestionDto, } } | { "action": "session.usage", "payload": { session_id: string, usage: JsonValue, } };
 
 export type SessionLaunch = { task_id: string, agent_profile_id?: string, 
 /**
@@ -384,6 +444,10 @@ export type Terminals = { terminals: Array<TerminalDto>, };
 
 export type TreeEntryDto = { path: string, kind: string, size: number, };
 
+export type TurnDto = { id: string, session_id: string, epoch: number, started_at: string, completed_at: string | null, stop_reason: string | null, usage: JsonValue, };
+
+export type Turns = { turns: Array<TurnDto>, };
+
 export type Unsubscribe = { topics: Array<string>, };
 
 export type Unsubscribed = { topics: Array<string>, };
@@ -500,6 +564,7 @@ export type Actions = {
   "agent.cancel": { request: BySession, response: SessionOne },
   "message.add": { request: MessageAdd, response: MessageAdded },
   "message.list": { request: MessageList, response: Messages },
+  "session.turn.list": { request: BySession, response: Turns },
   "message.queue.list": { request: BySession, response: Queue },
   "message.queue.add": { request: QueueAdd, response: Queue },
   "message.queue.update": { request: QueueUpdate, response: Queue },
@@ -511,6 +576,11 @@ export type Actions = {
   "search": { request: Search, response: SearchResults },
   "question.list": { request: BySession, response: Questions },
   "question.answer": { request: QuestionAnswer, response: QuestionOne },
+  "notification.list": { request: NotificationList, response: NotificationRecords },
+  "notification.channel.create": { request: ChannelCreate, response: ChannelOne },
+  "notification.channel.list": { request: Empty, response: Channels },
+  "notification.channel.delete": { request: ById, response: Deleted },
+  "notification.delivery.list": { request: DeliveryList, response: Deliveries },
 };
 
 export type SocketActions = {
@@ -523,6 +593,7 @@ export type SocketActions = {
 export type Notification = { type: "notification", seq: number } & (
   | ({ topic: "workspaces" } & WorkspacesEvent)
   | ({ topic: "profiles" } & ProfilesEvent)
+  | ({ topic: "notifications" } & NotificationsEvent)
   | ({ topic: `workspace:${string}` } & WorkspaceEvent)
   | ({ topic: `session:${string}` } & SessionEvent)
 );

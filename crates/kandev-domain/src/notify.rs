@@ -1,0 +1,204 @@
+//! Notifications that need a person (issue 18): their kinds, the channels that carry them
+//! out (webhooks, ntfy), and when a failed delivery is tried again.
+
+use std::time::Duration;
+
+use crate::{SessionId, TaskId, Timestamp};
+
+/// An event that needs a person. (`ask_user` questions, session failures and pull request
+/// changes are not recorded yet.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NotificationKind {
+    PermissionRequested,
+    TurnCompleted,
+}
+
+impl NotificationKind {
+    pub const ALL: [NotificationKind; 2] =
+        [NotificationKind::PermissionRequested, NotificationKind::TurnCompleted];
+
+    /// The name on the wire and in `events` of a channel.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NotificationKind::PermissionRequested => "permission_requested",
+            NotificationKind::TurnCompleted => "turn_completed",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<NotificationKind> {
+        NotificationKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+/// A durable notification record: one per event that needs a person, with the `seq` of the
+/// event that announced it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotificationRecord {
+    pub id: String,
+    pub kind: NotificationKind,
+    pub seq: i64,
+    pub task_id: TaskId,
+    pub session_id: SessionId,
+    pub title: String,
+    /// JSON object text: what the event said (the permission's title, the stop reason).
+    pub data: String,
+    pub created_at: Timestamp,
+}
+
+/// How a channel delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelKind {
+    /// `POST` of the record as JSON, signed when the channel has a secret.
+    Webhook,
+    /// `POST` of the title as text to an ntfy topic URL (`Title` and `Tags` headers).
+    Ntfy,
+}
+
+impl ChannelKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChannelKind::Webhook => "webhook",
+            ChannelKind::Ntfy => "ntfy",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ChannelKind> {
+        [ChannelKind::Webhook, ChannelKind::Ntfy].into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+/// Where notifications of the chosen kinds go. The URL and the secret are secrets: never
+/// logged, and answered only as [`url_origin`] and whether there is a secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Channel {
+    pub id: String,
+    pub kind: ChannelKind,
+    pub url: String,
+    pub secret: Option<String>,
+    pub events: Vec<NotificationKind>,
+    pub created_at: Timestamp,
+}
+
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("url", &"<hidden>")
+            .field("secret", &self.secret.as_ref().map(|_| "<hidden>"))
+            .field("events", &self.events)
+            .finish()
+    }
+}
+
+/// `scheme://host[:port]` of a URL, without its path and query (where webhook tokens live);
+/// the whole text when it has no `://`, cut at 100 characters.
+pub fn url_origin(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "(not a URL)".to_owned();
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    // user:password@host: the credentials are secrets too.
+    let host = host.rsplit('@').next().unwrap_or_default();
+    let origin = format!("{scheme}://{host}");
+    origin.chars().take(100).collect()
+}
+
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryStatus {
+    /// Waiting for its next attempt.
+    Pending,
+    /// A 2xx answer came.
+    Delivered,
+    /// Given up: still failing [`RETRY_FOR`] after the notification.
+    Failed,
+}
+
+impl DeliveryStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Pending => "pending",
+            DeliveryStatus::Delivered => "delivered",
+            DeliveryStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<DeliveryStatus> {
+        [DeliveryStatus::Pending, DeliveryStatus::Delivered, DeliveryStatus::Failed]
+            .into_iter()
+            .find(|k| k.as_str() == name)
+    }
+}
+
+/// One try of a delivery, as the delivery log shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub attempt: u32,
+    pub at: Timestamp,
+    /// The HTTP status, when an answer came.
+    pub http_status: Option<u16>,
+    /// Why it failed (never the URL), `None` on success.
+    pub error: Option<String>,
+}
+
+/// A notification's delivery to one channel, with every attempt so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub id: i64,
+    pub notification_id: String,
+    pub channel_id: String,
+    pub status: DeliveryStatus,
+    pub next_at: Option<Timestamp>,
+    pub attempts: Vec<Attempt>,
+}
+
+/// How long a failing delivery is retried, counted from its notification.
+pub const RETRY_FOR: Duration = Duration::from_secs(24 * 60 * 60);
+/// The longest wait between two attempts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(60 * 60);
+
+/// The wait after failed attempt number `attempt` (1-based): `base`, doubled after each
+/// failure, at most [`MAX_BACKOFF`]; `None` when the next attempt would come later than
+/// [`RETRY_FOR`] after the notification (`since` is how long ago it was made): give up.
+pub fn backoff(attempt: u32, base: Duration, since: Duration) -> Option<Duration> {
+    let factor = 2u32.saturating_pow(attempt.saturating_sub(1).min(31));
+    let wait = base.saturating_mul(factor).min(MAX_BACKOFF);
+    (since + wait <= RETRY_FOR).then_some(wait)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_an_hour_and_gives_up_after_a_day() {
+        let base = Duration::from_secs(10);
+        let zero = Duration::ZERO;
+        assert_eq!(backoff(1, base, zero), Some(Duration::from_secs(10)));
+        assert_eq!(backoff(2, base, zero), Some(Duration::from_secs(20)));
+        assert_eq!(backoff(4, base, zero), Some(Duration::from_secs(80)));
+        assert_eq!(backoff(20, base, zero), Some(MAX_BACKOFF));
+        assert_eq!(backoff(1000, base, zero), Some(MAX_BACKOFF), "no overflow");
+        let almost_a_day = RETRY_FOR - Duration::from_secs(5);
+        assert_eq!(backoff(1, base, almost_a_day), None, "past 24 h: given up");
+        assert_eq!(backoff(1, Duration::from_secs(5), almost_a_day), Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn the_origin_of_a_url_hides_its_path_query_and_credentials() {
+        assert_eq!(url_origin("http://127.0.0.1:8080/hook/s3cr3t?x=1"), "http://127.0.0.1:8080");
+        assert_eq!(url_origin("https://user:pw@hooks.example/T0/B0"), "https://hooks.example");
+        assert_eq!(url_origin("nonsense"), "(not a URL)");
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for kind in NotificationKind::ALL {
+            assert_eq!(NotificationKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(ChannelKind::parse("ntfy"), Some(ChannelKind::Ntfy));
+        assert_eq!(DeliveryStatus::parse("failed"), Some(DeliveryStatus::Failed));
+        assert_eq!(NotificationKind::parse("nope"), None);
+    }
+}

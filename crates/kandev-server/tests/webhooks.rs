@@ -1,0 +1,257 @@
+//! Issue 18 acceptance 4: durable notification records for permission requests and finished
+//! turns, delivered to webhooks with an HMAC signature, retried with back-off (shrunk to
+//! milliseconds here), every attempt in the delivery log, and the URL never in a log.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use common::logs::captured_logs;
+use common::{TestServer, WAIT};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// What a receiver got: its headers (lowercase names) and body.
+#[derive(Debug, Clone)]
+struct Received {
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Received {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap()
+    }
+}
+
+#[derive(Clone)]
+struct Receiver {
+    /// How many requests still get a 500.
+    failures_left: Arc<Mutex<u32>>,
+    got: mpsc::UnboundedSender<Received>,
+}
+
+async fn receive(State(r): State<Receiver>, headers: HeaderMap, body: String) -> StatusCode {
+    let headers = headers
+        .iter()
+        .map(|(n, v)| (n.as_str().to_owned(), v.to_str().unwrap_or("").to_owned()))
+        .collect();
+    let _ = r.got.send(Received { headers, body });
+    let mut left = r.failures_left.lock().unwrap();
+    if *left > 0 {
+        *left -= 1;
+        StatusCode::INTERNAL_SERVER_ERROR
+    } else {
+        StatusCode::NO_CONTENT
+    }
+}
+
+/// A local webhook receiver that fails its first `failures` requests; returns its URL (with
+/// a secret-looking path) and what it receives.
+async fn receiver(failures: u32) -> (String, mpsc::UnboundedReceiver<Received>) {
+    let (got, rx) = mpsc::unbounded_channel();
+    let state = Receiver { failures_left: Arc::new(Mutex::new(failures)), got };
+    let app =
+        axum::Router::new().route("/hook/{token}", axum::routing::post(receive)).with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}/hook/tok-{}", uuid_like()), rx)
+}
+
+fn uuid_like() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+    )
+}
+
+async fn next(rx: &mut mpsc::UnboundedReceiver<Received>) -> Received {
+    tokio::time::timeout(WAIT, rx.recv()).await.expect("a delivery arrives").unwrap()
+}
+
+async fn fast_server() -> TestServer {
+    let dir = tempfile::tempdir().unwrap();
+    TestServer::start_tuned(Default::default(), dir, |c| {
+        c.notification_backoff = Duration::from_millis(10);
+    })
+    .await
+}
+
+#[tokio::test]
+async fn i18_a4_signed_deliveries_for_permission_requested_and_turn_completed() {
+    let server = fast_server().await;
+    let (url, mut rx) = receiver(0).await;
+    let created = server
+        .call(
+            "notification.channel.create",
+            json!({"kind": "webhook", "url": url, "events": ["permission_requested", "turn_completed"], "secret": "s3cret"}),
+        )
+        .await;
+    let channel = &created["channel"];
+    assert_eq!(channel["has_secret"], true);
+    assert!(!created.to_string().contains("/hook/"), "the URL is never answered: {created}");
+    assert!(!created.to_string().contains("s3cret"), "nor the secret");
+
+    let profile =
+        server.profile(json!({"name": "Mock auto", "kind": "mock", "auto_approve": true})).await;
+    let (task_id, session) = server.session(Some(&profile)).await;
+    server.turn(&session, "#!mock\nask_permission Edit main.rs\nsay done").await;
+
+    let mut kinds = vec![];
+    for _ in 0..2 {
+        let got = next(&mut rx).await;
+        let expected = kandev_engine::signature("s3cret", got.body.as_bytes());
+        assert_eq!(got.header(kandev_engine::SIGNATURE_HEADER), Some(expected.as_str()));
+        assert_eq!(got.header("content-type"), Some("application/json"));
+        let body = got.json();
+        let notification = &body["notification"];
+        assert_eq!(notification["task_id"], task_id.as_str());
+        assert_eq!(notification["session_id"], session.as_str());
+        assert_eq!(got.header("x-kandev-event"), notification["kind"].as_str());
+        assert_eq!(body["attempt"], 1);
+        kinds.push(notification["kind"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(kinds, ["permission_requested", "turn_completed"]);
+
+    // The records are durable and carry the seq of the event that announced them.
+    let dir = server.stop().await;
+    let server = TestServer::start_with(Default::default(), dir).await;
+    let list = server.call("notification.list", json!({})).await;
+    let records = list["notifications"].as_array().unwrap();
+    assert_eq!(records.len(), 2, "{list}");
+    assert!(records[0]["title"].as_str().unwrap().contains("permission requested: Edit main.rs"));
+    assert_eq!(records[1]["data"]["stop_reason"], "end_turn");
+    let messages = server.messages(&session).await;
+    let request = messages.iter().find(|m| m["kind"] == "permission_request").unwrap();
+    assert_eq!(records[0]["seq"], request["seq"], "the seq of session.permission.requested");
+    let after = records[0]["seq"].as_i64().unwrap();
+    let later = server.call("notification.list", json!({"after_seq": after})).await;
+    assert_eq!(later["notifications"].as_array().unwrap().len(), 1, "paged by seq");
+}
+
+#[tokio::test]
+async fn i18_a4_a_receiver_that_fails_three_times_gets_the_fourth_try_and_the_log_shows_each() {
+    let logs = captured_logs();
+    let server = fast_server().await;
+    let (url, mut rx) = receiver(3).await;
+    let token = url.rsplit('/').next().unwrap().to_owned();
+    let channel = server
+        .call(
+            "notification.channel.create",
+            json!({"kind": "webhook", "url": url, "events": ["turn_completed"]}),
+        )
+        .await["channel"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // A second channel nobody listens on: its failures are logged too, without its URL.
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead = format!("http://{}/hook/tok-dead-{}", closed.local_addr().unwrap(), uuid_like());
+    drop(closed);
+    server
+        .call(
+            "notification.channel.create",
+            json!({"kind": "webhook", "url": dead, "events": ["turn_completed"]}),
+        )
+        .await;
+
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": ["notifications"]})).await;
+    let (_, session) = server.session(None).await;
+    server.turn(&session, "hello").await;
+    for _ in 0..4 {
+        let got = next(&mut rx).await;
+        assert_eq!(got.header(kandev_engine::SIGNATURE_HEADER), None, "no secret, no signature");
+    }
+    // The fourth attempt is logged as delivered (announced on the notifications topic).
+    let delivered = loop {
+        let frame = ws.notification("notification.delivery.updated").await;
+        let delivery = frame["payload"]["delivery"].clone();
+        if delivery["channel_id"] == channel.as_str() && delivery["status"] == "delivered" {
+            break delivery;
+        }
+    };
+    let attempts = delivered["attempts"].as_array().unwrap();
+    let statuses: Vec<&Value> = attempts.iter().map(|a| &a["http_status"]).collect();
+    assert_eq!(statuses, [&json!(500), &json!(500), &json!(500), &json!(204)]);
+    assert!(
+        attempts[..3]
+            .iter()
+            .all(|a| a["error"] == "the receiver answered 500 Internal Server Error")
+    );
+    assert_eq!(attempts[3]["error"], Value::Null);
+    let log = server.call("notification.delivery.list", json!({"channel_id": channel})).await;
+    assert_eq!(log["deliveries"][0], delivered, "the delivery log shows each attempt");
+
+    // The dead channel keeps failing (connection refused), with back-off.
+    let failing = loop {
+        let frame = ws.notification("notification.delivery.updated").await;
+        let delivery = frame["payload"]["delivery"].clone();
+        if delivery["channel_id"] != channel.as_str()
+            && delivery["attempts"].as_array().unwrap().len() >= 2
+        {
+            break delivery;
+        }
+    };
+    assert_eq!(failing["status"], "pending");
+    assert_eq!(failing["attempts"][0]["error"], "could not connect to the receiver");
+    assert!(!failing["next_at"].is_null());
+
+    let all = server.call("notification.delivery.list", json!({})).await.to_string();
+    assert!(!all.contains(&token) && !all.contains("tok-dead"), "no URL in the log: {all}");
+    let logged = logs.lock().unwrap().clone();
+    assert!(logged.contains("a notification delivery failed"), "failures are logged");
+    assert!(!logged.contains(&token), "the URL is never logged");
+    assert!(!logged.contains("tok-dead"), "not even in a connection error");
+    assert!(!logged.contains("/hook/"), "nor its path");
+}
+
+#[tokio::test]
+async fn i18_a4_channels_are_checked_listed_and_deleted() {
+    let server = TestServer::start().await;
+    for (body, says) in [
+        (
+            json!({"kind": "webhook", "url": "https://example.com/x", "events": ["turn_completed"]}),
+            "no TLS",
+        ),
+        (json!({"kind": "webhook", "url": "ftp://x", "events": ["turn_completed"]}), "http:// URL"),
+        (json!({"kind": "webhook", "url": "http://127.0.0.1:1/x", "events": []}), "at least one"),
+        (
+            json!({"kind": "ntfy", "url": "http://127.0.0.1:1/x", "events": ["turn_completed"], "secret": "s"}),
+            "webhooks only",
+        ),
+    ] {
+        let (status, answer) = server.post("notification.channel.create", body).await;
+        assert_eq!(status, 422, "{answer}");
+        assert!(answer["message"].as_str().unwrap().contains(says), "{answer}");
+    }
+    let (status, answer) = server
+        .post(
+            "notification.channel.create",
+            json!({"kind": "email", "url": "http://x/", "events": ["turn_completed"]}),
+        )
+        .await;
+    assert_eq!((status, answer["code"].as_str()), (422, Some("VALIDATION_ERROR")));
+    let created = server
+        .call(
+            "notification.channel.create",
+            json!({"kind": "ntfy", "url": "http://127.0.0.1:1/kandev-topic", "events": ["permission_requested", "permission_requested"]}),
+        )
+        .await;
+    assert_eq!(created["channel"]["url_origin"], "http://127.0.0.1:1");
+    assert_eq!(created["channel"]["events"], json!(["permission_requested"]));
+    let id = created["channel"]["id"].as_str().unwrap();
+    let list = server.call("notification.channel.list", json!({})).await;
+    assert_eq!(list["channels"].as_array().unwrap().len(), 1);
+    server.call("notification.channel.delete", json!({"id": id})).await;
+    let (status, _) = server.post("notification.channel.delete", json!({"id": id})).await;
+    assert_eq!(status, 404);
+}

@@ -1,0 +1,366 @@
+//! Notifications that need a person (issue 18): the durable records, the channels that carry
+//! them out, and each record's delivery to each channel with its attempts (the delivery log).
+
+use kandev_domain::notify::{
+    Attempt, Channel, ChannelKind, Delivery, DeliveryStatus, NotificationKind, NotificationRecord,
+};
+use kandev_domain::{SessionId, TaskId, Timestamp};
+use sqlx::FromRow;
+
+use crate::db::Db;
+use crate::{Result, Store, StoreError, WriteTx};
+
+/// A record to write; its id and time are the transaction's.
+#[derive(Debug, Clone)]
+pub struct NewNotification {
+    pub kind: NotificationKind,
+    pub seq: i64,
+    pub task_id: TaskId,
+    pub session_id: SessionId,
+    pub title: String,
+    /// JSON object text.
+    pub data: String,
+}
+
+/// A channel to create.
+#[derive(Debug, Clone)]
+pub struct NewChannel {
+    pub kind: ChannelKind,
+    pub url: String,
+    pub secret: Option<String>,
+    pub events: Vec<NotificationKind>,
+}
+
+/// A delivery whose attempt is due, with what it carries and where.
+#[derive(Debug, Clone)]
+pub struct DueDelivery {
+    pub id: i64,
+    pub attempts: u32,
+    pub notification: NotificationRecord,
+    pub channel: Channel,
+}
+
+#[derive(FromRow)]
+struct NotificationRow {
+    id: String,
+    kind: String,
+    seq: i64,
+    task_id: String,
+    session_id: String,
+    title: String,
+    data: String,
+    created_at: i64,
+}
+
+impl TryFrom<NotificationRow> for NotificationRecord {
+    type Error = StoreError;
+
+    fn try_from(r: NotificationRow) -> Result<Self> {
+        let kind = NotificationKind::parse(&r.kind).ok_or_else(|| {
+            StoreError::Corrupt(format!("notification {} kind {:?}", r.id, r.kind))
+        })?;
+        Ok(NotificationRecord {
+            id: r.id,
+            kind,
+            seq: r.seq,
+            task_id: TaskId::new(r.task_id),
+            session_id: SessionId::new(r.session_id),
+            title: r.title,
+            data: r.data,
+            created_at: Timestamp(r.created_at),
+        })
+    }
+}
+
+#[derive(FromRow)]
+struct ChannelRow {
+    id: String,
+    kind: String,
+    url: String,
+    secret: Option<String>,
+    events: String,
+    created_at: i64,
+}
+
+impl TryFrom<ChannelRow> for Channel {
+    type Error = StoreError;
+
+    fn try_from(r: ChannelRow) -> Result<Self> {
+        let kind = ChannelKind::parse(&r.kind)
+            .ok_or_else(|| StoreError::Corrupt(format!("channel {} kind {:?}", r.id, r.kind)))?;
+        let names: Vec<String> = serde_json::from_str(&r.events).unwrap_or_default();
+        Ok(Channel {
+            id: r.id,
+            kind,
+            url: r.url,
+            secret: r.secret,
+            events: names.iter().filter_map(|n| NotificationKind::parse(n)).collect(),
+            created_at: Timestamp(r.created_at),
+        })
+    }
+}
+
+#[derive(FromRow)]
+struct DeliveryRow {
+    id: i64,
+    notification_id: String,
+    channel_id: String,
+    status: String,
+    next_at: Option<i64>,
+}
+
+#[derive(FromRow)]
+struct AttemptRow {
+    delivery_id: i64,
+    attempt: i64,
+    at: i64,
+    http_status: Option<i64>,
+    error: Option<String>,
+}
+
+/// A delivery row with its attempts.
+async fn with_attempts(mut db: Db<'_>, r: DeliveryRow) -> Result<Delivery> {
+    let attempts = sqlx::query_as::<_, AttemptRow>(
+        "SELECT * FROM notification_attempts WHERE delivery_id = ? ORDER BY attempt",
+    )
+    .bind(r.id)
+    .fetch_all(&mut db)
+    .await?;
+    let status = DeliveryStatus::parse(&r.status)
+        .ok_or_else(|| StoreError::Corrupt(format!("delivery {} status {:?}", r.id, r.status)))?;
+    Ok(Delivery {
+        id: r.id,
+        notification_id: r.notification_id,
+        channel_id: r.channel_id,
+        status,
+        next_at: r.next_at.map(Timestamp),
+        attempts: attempts
+            .into_iter()
+            .filter(|a| a.delivery_id == r.id)
+            .map(|a| Attempt {
+                attempt: u32::try_from(a.attempt).unwrap_or(u32::MAX),
+                at: Timestamp(a.at),
+                http_status: a.http_status.and_then(|s| u16::try_from(s).ok()),
+                error: a.error,
+            })
+            .collect(),
+    })
+}
+
+const NOTIFICATION_COLUMNS: &str =
+    "n.id, n.kind, n.seq, n.task_id, n.session_id, n.title, n.data, n.created_at";
+
+impl Store {
+    /// Records with a `seq` after `after_seq`, oldest first, at most `limit`.
+    pub async fn list_notifications(
+        &self,
+        after_seq: i64,
+        limit: i64,
+    ) -> Result<Vec<NotificationRecord>> {
+        let sql = format!(
+            "SELECT {NOTIFICATION_COLUMNS} FROM notifications n WHERE n.seq > ? ORDER BY n.seq LIMIT ?"
+        );
+        sqlx::query_as::<_, NotificationRow>(&sql)
+            .bind(after_seq)
+            .bind(limit)
+            .fetch_all(&self.read)
+            .await?
+            .into_iter()
+            .map(NotificationRecord::try_from)
+            .collect()
+    }
+
+    pub async fn list_channels(&self) -> Result<Vec<Channel>> {
+        sqlx::query_as::<_, ChannelRow>("SELECT * FROM notification_channels ORDER BY created_at")
+            .fetch_all(&self.read)
+            .await?
+            .into_iter()
+            .map(Channel::try_from)
+            .collect()
+    }
+
+    /// The deliveries of a channel (every channel when `None`), newest first, at most
+    /// `limit`, each with its attempts.
+    pub async fn list_deliveries(
+        &self,
+        channel_id: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<Delivery>> {
+        let rows = sqlx::query_as::<_, DeliveryRow>(
+            "SELECT id, notification_id, channel_id, status, next_at FROM notification_deliveries \
+             WHERE ?1 IS NULL OR channel_id = ?1 ORDER BY id DESC LIMIT ?2",
+        )
+        .bind(channel_id)
+        .bind(limit)
+        .fetch_all(&self.read)
+        .await?;
+        let mut deliveries = Vec::with_capacity(rows.len());
+        for r in rows {
+            deliveries.push(with_attempts(self.db(), r).await?);
+        }
+        Ok(deliveries)
+    }
+
+    /// Pending deliveries due at `now`, oldest first, at most `limit`.
+    pub async fn due_deliveries(&self, now: Timestamp, limit: i64) -> Result<Vec<DueDelivery>> {
+        let rows = sqlx::query_as::<_, DeliveryRow>(
+            "SELECT id, notification_id, channel_id, status, next_at FROM notification_deliveries \
+             WHERE status = 'pending' AND next_at <= ? ORDER BY next_at, id LIMIT ?",
+        )
+        .bind(now.millis())
+        .bind(limit)
+        .fetch_all(&self.read)
+        .await?;
+        let mut due = Vec::with_capacity(rows.len());
+        for r in rows {
+            let sql = format!("SELECT {NOTIFICATION_COLUMNS} FROM notifications n WHERE n.id = ?");
+            let notification = sqlx::query_as::<_, NotificationRow>(&sql)
+                .bind(&r.notification_id)
+                .fetch_one(&self.read)
+                .await?;
+            let channel =
+                sqlx::query_as::<_, ChannelRow>("SELECT * FROM notification_channels WHERE id = ?")
+                    .bind(&r.channel_id)
+                    .fetch_one(&self.read)
+                    .await?;
+            let attempts: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM notification_attempts WHERE delivery_id = ?",
+            )
+            .bind(r.id)
+            .fetch_one(&self.read)
+            .await?;
+            due.push(DueDelivery {
+                id: r.id,
+                attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+                notification: notification.try_into()?,
+                channel: channel.try_into()?,
+            });
+        }
+        Ok(due)
+    }
+
+    /// When the next pending delivery is due, if any.
+    pub async fn next_delivery_at(&self) -> Result<Option<Timestamp>> {
+        let at: Option<i64> = sqlx::query_scalar(
+            "SELECT MIN(next_at) FROM notification_deliveries WHERE status = 'pending'",
+        )
+        .fetch_one(&self.read)
+        .await?;
+        Ok(at.map(Timestamp))
+    }
+}
+
+impl WriteTx {
+    /// Writes a record and a pending delivery (due now) to every channel that takes its kind.
+    pub async fn insert_notification(
+        &mut self,
+        new: &NewNotification,
+    ) -> Result<NotificationRecord> {
+        let id = self.new_id();
+        let now = self.now().millis();
+        sqlx::query(
+            "INSERT INTO notifications (id, kind, seq, task_id, session_id, title, data, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(new.kind.as_str())
+        .bind(new.seq)
+        .bind(new.task_id.as_str())
+        .bind(new.session_id.as_str())
+        .bind(&new.title)
+        .bind(&new.data)
+        .bind(now)
+        .execute(self.conn())
+        .await?;
+        sqlx::query(
+            "INSERT INTO notification_deliveries (notification_id, channel_id, status, next_at) \
+             SELECT ?, c.id, 'pending', ? FROM notification_channels c \
+             WHERE instr(c.events, char(34) || ? || char(34)) > 0",
+        )
+        .bind(&id)
+        .bind(now)
+        .bind(new.kind.as_str())
+        .execute(self.conn())
+        .await?;
+        Ok(NotificationRecord {
+            id,
+            kind: new.kind,
+            seq: new.seq,
+            task_id: new.task_id.clone(),
+            session_id: new.session_id.clone(),
+            title: new.title.clone(),
+            data: new.data.clone(),
+            created_at: Timestamp(now),
+        })
+    }
+
+    pub async fn insert_channel(&mut self, new: &NewChannel) -> Result<Channel> {
+        let id = self.new_id();
+        let now = self.now().millis();
+        let events: Vec<&str> = new.events.iter().map(|k| k.as_str()).collect();
+        sqlx::query(
+            "INSERT INTO notification_channels (id, kind, url, secret, events, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(new.kind.as_str())
+        .bind(&new.url)
+        .bind(&new.secret)
+        .bind(serde_json::to_string(&events).unwrap_or_else(|_| "[]".into()))
+        .bind(now)
+        .execute(self.conn())
+        .await?;
+        Ok(Channel {
+            id,
+            kind: new.kind,
+            url: new.url.clone(),
+            secret: new.secret.clone(),
+            events: new.events.clone(),
+            created_at: Timestamp(now),
+        })
+    }
+
+    /// Deletes a channel with its deliveries; false when there was none.
+    pub async fn delete_channel(&mut self, id: &str) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM notification_channels WHERE id = ?")
+            .bind(id)
+            .execute(self.conn())
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Logs attempt number `attempt` of a delivery and sets where it stands: delivered, due
+    /// again at `next_at`, or failed for good. Returns the delivery with every attempt.
+    pub async fn record_attempt(
+        &mut self,
+        delivery_id: i64,
+        attempt: &Attempt,
+        status: DeliveryStatus,
+        next_at: Option<Timestamp>,
+    ) -> Result<Delivery> {
+        sqlx::query(
+            "INSERT INTO notification_attempts (delivery_id, attempt, at, http_status, error) \
+             VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(delivery_id)
+        .bind(i64::from(attempt.attempt))
+        .bind(attempt.at.millis())
+        .bind(attempt.http_status.map(i64::from))
+        .bind(&attempt.error)
+        .execute(self.conn())
+        .await?;
+        sqlx::query("UPDATE notification_deliveries SET status = ?, next_at = ? WHERE id = ?")
+            .bind(status.as_str())
+            .bind(next_at.map(|t| t.millis()))
+            .bind(delivery_id)
+            .execute(self.conn())
+            .await?;
+        let row = sqlx::query_as::<_, DeliveryRow>(
+            "SELECT id, notification_id, channel_id, status, next_at FROM notification_deliveries WHERE id = ?",
+        )
+        .bind(delivery_id)
+        .fetch_one(self.conn())
+        .await?;
+        with_attempts(self.db(), row).await
+    }
+}

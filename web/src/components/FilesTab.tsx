@@ -1,0 +1,84 @@
+// The task's working directory (issue 18): its file tree (`task.tree`) and a read-only viewer
+// of the chosen file (`task.file.read`). Nothing announces file changes: the tree is read when
+// the tab opens and by Refresh.
+import { useCallback, useEffect, useState } from 'react';
+import { call, errorText } from '../api/client';
+import type { FileContentDto, TreeEntryDto } from '../api/types';
+import { ErrorBanner } from './ErrorBanner';
+
+export function FilesTab({ taskId }: { taskId: string }) {
+  const [entries, setEntries] = useState<TreeEntryDto[] | null>(null);
+  const [truncated, setTruncated] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [open, setOpen] = useState<FileContentDto | null>(null);
+  const [fileError, setFileError] = useState<string | null>(null);
+
+  const load = useCallback(() => {
+    setError(null);
+    call('task.tree', { task_id: taskId })
+      .then((tree) => {
+        setEntries(tree.entries);
+        setTruncated(tree.truncated);
+      })
+      .catch((e: unknown) => setError(errorText(e)));
+  }, [taskId]);
+  useEffect(load, [load]);
+
+  const read = (path: string) => {
+    setFileError(null);
+    call('task.file.read', { task_id: taskId, path })
+      .then(setOpen)
+      .catch((e: unknown) => setFileError(`${path}: ${errorText(e)}`));
+  };
+
+  return (
+    <div className="files">
+      <ErrorBanner error={error} onRetry={load} testId="files-error" />
+      <nav className="file-tree" aria-label="Files">
+        <button className="link" onClick={load}>
+          Refresh
+        </button>
+        {entries === null && !error && <p className="hint">Loading the files…</p>}
+        {entries?.length === 0 && <p className="hint">No files yet.</p>}
+        <ul>
+          {entries?.map((e) => {
+            const depth = e.path.split('/').length - 1;
+            const name = e.path.split('/').pop() ?? e.path;
+            return (
+              <li key={e.path} style={{ paddingLeft: `${depth * 14}px` }} data-kind={e.kind}>
+                {e.kind === 'file' ? (
+                  <button
+                    className={`link ${open?.path === e.path ? 'active' : ''}`}
+                    title={e.path}
+                    onClick={() => read(e.path)}
+                  >
+                    {name}
+                  </button>
+                ) : (
+                  <span className="dir">{e.kind === 'dir' ? `${name}/` : `${name} →`}</span>
+                )}
+              </li>
+            );
+          })}
+        </ul>
+        {truncated && <p className="hint">Only the first entries are listed.</p>}
+      </nav>
+      <section className="file-view" aria-label={open ? `File ${open.path}` : 'File'}>
+        <ErrorBanner error={fileError} onDismiss={() => setFileError(null)} testId="file-error" />
+        {open ? (
+          <>
+            <h2 className="file-path">{open.path}</h2>
+            {open.binary ? (
+              <p className="hint">A binary file ({open.size.toLocaleString('en-US')} bytes) is not shown.</p>
+            ) : (
+              <pre className="file-content">{open.content}</pre>
+            )}
+            {open.truncated && <p className="hint">Only the first MiB is shown.</p>}
+          </>
+        ) : (
+          <p className="hint">Choose a file to read it.</p>
+        )}
+      </section>
+    </div>
+  );
+}

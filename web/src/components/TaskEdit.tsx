@@ -1,0 +1,105 @@
+// Editing a task's title and description, and deleting the task (issue 18), from its page.
+import { useState } from 'react';
+import { ApiError, call, errorText } from '../api/client';
+import type { TaskDto } from '../api/types';
+import { navigate } from '../lib/router';
+import { toast } from '../lib/toast';
+import { Dialog } from './Dialog';
+
+export function EditTaskDialog({ task, onClose }: { task: TaskDto; onClose: () => void }) {
+  const [title, setTitle] = useState(task.title);
+  const [description, setDescription] = useState(task.description);
+  const [saving, setSaving] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const save = async () => {
+    setSaving(true);
+    setError(null);
+    try {
+      await call('task.update', { id: task.id, title, description });
+      toast('Task saved');
+      onClose();
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setSaving(false);
+    }
+  };
+  return (
+    <Dialog title="Edit task" onClose={onClose}>
+      <form
+        className="form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void save();
+        }}
+      >
+        <label>
+          Title
+          <input value={title} onChange={(e) => setTitle(e.target.value)} required />
+        </label>
+        <label>
+          Description
+          <textarea value={description} rows={6} onChange={(e) => setDescription(e.target.value)} />
+        </label>
+        {error && (
+          <p className="form-error" role="alert">
+            {error}
+          </p>
+        )}
+        <div className="actions">
+          <button type="button" onClick={onClose}>
+            Cancel
+          </button>
+          <button className="primary" type="submit" disabled={saving || !title.trim()}>
+            Save
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
+
+export function DeleteTaskDialog({ task, onClose }: { task: TaskDto; onClose: () => void }) {
+  const [error, setError] = useState<string | null>(null);
+  // A worktree with uncommitted work is kept unless the user says otherwise (CONFLICT first).
+  const [dirty, setDirty] = useState(false);
+  const [deleting, setDeleting] = useState(false);
+  const remove = async (force: boolean) => {
+    setDeleting(true);
+    setError(null);
+    try {
+      await call('task.delete', { id: task.id, force });
+      navigate('/');
+      toast(`Deleted “${task.title}”`);
+    } catch (e) {
+      setDirty(e instanceof ApiError && e.code === 'CONFLICT');
+      setError(errorText(e));
+      setDeleting(false);
+    }
+  };
+  return (
+    <Dialog title="Delete this task?" onClose={onClose}>
+      <p>
+        Its agents are stopped, its sessions and transcripts removed and its worktrees deleted (the branches stay). This
+        cannot be undone.
+      </p>
+      {error && (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      )}
+      <div className="actions">
+        <button onClick={onClose}>Keep it</button>
+        {dirty ? (
+          <button className="danger" disabled={deleting} onClick={() => void remove(true)}>
+            Delete with its uncommitted work
+          </button>
+        ) : (
+          <button className="danger" disabled={deleting} onClick={() => void remove(false)}>
+            Delete task
+          </button>
+        )}
+      </div>
+    </Dialog>
+  );
+}
