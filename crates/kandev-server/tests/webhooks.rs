@@ -219,10 +219,13 @@ async fn i18_a4_channels_are_checked_listed_and_deleted() {
     let server = TestServer::start().await;
     for (body, says) in [
         (
-            json!({"kind": "webhook", "url": "https://example.com/x", "events": ["turn_completed"]}),
-            "no TLS",
+            json!({"kind": "webhook", "url": "https://", "events": ["turn_completed"]}),
+            "with a host",
         ),
-        (json!({"kind": "webhook", "url": "ftp://x", "events": ["turn_completed"]}), "http:// URL"),
+        (
+            json!({"kind": "webhook", "url": "ftp://x", "events": ["turn_completed"]}),
+            "https:// URL",
+        ),
         (json!({"kind": "webhook", "url": "http://127.0.0.1:1/x", "events": []}), "at least one"),
         (
             json!({"kind": "ntfy", "url": "http://127.0.0.1:1/x", "events": ["turn_completed"], "secret": "s"}),

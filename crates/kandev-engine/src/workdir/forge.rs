@@ -462,6 +462,28 @@ mod tests {
         }
     }
 
+    /// A forge at an `https://` address is reached over TLS (the client was once built
+    /// without it: every GitHub call failed with "scheme is not http"). A plain listener on
+    /// loopback reads the first byte the client sends: 0x16 opens a TLS handshake record.
+    #[tokio::test]
+    async fn i16_s3_an_https_forge_is_spoken_to_over_tls() {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url =
+            format!("https://127.0.0.1:{}/repos/a/b/pulls", listener.local_addr().unwrap().port());
+        let first_byte = async {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut first = [0u8; 1];
+            socket.read_exact(&mut first).await.unwrap();
+            first[0]
+        };
+        let client = client().unwrap();
+        let request = tokio::time::timeout(Duration::from_secs(10), client.get(&url).send());
+        let first_byte = tokio::time::timeout(Duration::from_secs(10), first_byte);
+        let (first, _refused) = tokio::join!(first_byte, request);
+        assert_eq!(first.ok(), Some(0x16), "a TLS handshake record within 10 s");
+    }
+
     #[test]
     fn the_token_never_shows_in_debug_output() {
         let api = ForgeApi {
