@@ -378,8 +378,9 @@ impl TestServer {
     }
 }
 
-/// Live (non-zombie) processes of the session `sid` (a terminal's shell and its jobs).
-pub fn session_members(sid: i32) -> Vec<i32> {
+/// Live (non-zombie) processes whose `/proc/<pid>/stat` field `field` (after the state: 0
+/// the parent, 1 the process group, 2 the session) is `id`.
+fn live_processes_with(field: usize, id: i32) -> Vec<i32> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
@@ -389,10 +390,15 @@ pub fn session_members(sid: i32) -> Vec<i32> {
             let Some((_, rest)) = stat.rsplit_once(')') else { return false };
             let mut fields = rest.split_whitespace();
             let state = fields.next();
-            let session = fields.nth(2).and_then(|p| p.parse::<i32>().ok());
-            session == Some(sid) && state != Some("Z") && state != Some("X")
+            let value = fields.nth(field).and_then(|p| p.parse::<i32>().ok());
+            value == Some(id) && state != Some("Z") && state != Some("X")
         })
         .collect()
+}
+
+/// Live (non-zombie) processes of the session `sid` (a terminal's shell and its jobs).
+pub fn session_members(sid: i32) -> Vec<i32> {
+    live_processes_with(2, sid)
 }
 
 /// The process group of `pid`, while it lives.
@@ -404,17 +410,5 @@ pub fn group_of(pid: i32) -> Option<i32> {
 
 /// Live (non-zombie) processes of the group `pgid`.
 pub fn group_members(pgid: i32) -> Vec<i32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let Some((_, rest)) = stat.rsplit_once(')') else { return false };
-            let mut fields = rest.split_whitespace();
-            let state = fields.next();
-            let pgrp = fields.nth(1).and_then(|p| p.parse::<i32>().ok());
-            pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
-        })
-        .collect()
+    live_processes_with(1, pgid)
 }
