@@ -10,6 +10,7 @@ import { Toasts } from './lib/toast';
 import { DataContext, useWorkspaceData } from './lib/data';
 import { navigate, useRoute } from './lib/router';
 import { useBrowserNotifications } from './lib/notify';
+import { NEW_WORKSPACE, NewWorkspaceDialog } from './components/NewWorkspaceDialog';
 
 function useConnection(): ConnectionStatus {
   const [status, setStatus] = useState<ConnectionStatus>(live.status);
@@ -25,6 +26,7 @@ export function App() {
   const openSearch = useCallback(() => setSearching(true), []);
   useSearchShortcut(openSearch);
   const notifications = useBrowserNotifications();
+  const [creatingWorkspace, setCreatingWorkspace] = useState(false);
 
   return (
     <DataContext.Provider value={data}>
@@ -41,15 +43,23 @@ export function App() {
             <img src="/favicon.svg" alt="" width="22" height="22" />
             <span>Kandev</span>
           </a>
-          {data.workspaces.length > 1 && (
+          {data.workspaces.length > 0 && (
             <label className="compact">
               <span className="sr-only">Workspace</span>
-              <select value={data.workspace?.id ?? ''} onChange={(e) => data.setWorkspaceId(e.target.value)}>
+              <select
+                aria-label="Workspace"
+                value={data.workspace?.id ?? ''}
+                onChange={(e) => {
+                  if (e.target.value === NEW_WORKSPACE) setCreatingWorkspace(true);
+                  else data.setWorkspaceId(e.target.value);
+                }}
+              >
                 {data.workspaces.map((w) => (
                   <option key={w.id} value={w.id}>
                     {w.name}
                   </option>
                 ))}
+                <option value={NEW_WORKSPACE}>New workspace…</option>
               </select>
             </label>
           )}
@@ -111,6 +121,16 @@ export function App() {
           {route.page === 'settings' && <Settings section={route.section} />}
         </main>
         <Toasts />
+        {creatingWorkspace && (
+          <NewWorkspaceDialog
+            onClose={() => setCreatingWorkspace(false)}
+            onCreated={(id) => {
+              setCreatingWorkspace(false);
+              data.setWorkspaceId(id);
+              navigate('/');
+            }}
+          />
+        )}
         {searching && <GlobalSearch onClose={() => setSearching(false)} />}
       </div>
     </DataContext.Provider>

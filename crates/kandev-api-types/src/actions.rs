@@ -195,6 +195,7 @@ actions! {
         ChannelCreate = "notification.channel.create": rq::ChannelCreate => rs::ChannelOne;
         ChannelList = "notification.channel.list": rq::Empty => rs::Channels;
         ChannelDelete = "notification.channel.delete": rq::ById => rs::Deleted;
+        ChannelTest = "notification.channel.test": rq::ById => rs::ChannelTested;
         DeliveryList = "notification.delivery.list": rq::DeliveryList => rs::Deliveries;
     }
     socket {

@@ -17,14 +17,20 @@ use crate::rfc3339;
 #[serde(rename_all = "snake_case")]
 pub enum NotificationKindDto {
     PermissionRequested,
+    QuestionAsked,
     TurnCompleted,
+    SessionFailed,
+    PrStateChanged,
 }
 
 impl From<NotificationKind> for NotificationKindDto {
     fn from(k: NotificationKind) -> Self {
         match k {
             NotificationKind::PermissionRequested => NotificationKindDto::PermissionRequested,
+            NotificationKind::QuestionAsked => NotificationKindDto::QuestionAsked,
             NotificationKind::TurnCompleted => NotificationKindDto::TurnCompleted,
+            NotificationKind::SessionFailed => NotificationKindDto::SessionFailed,
+            NotificationKind::PrStateChanged => NotificationKindDto::PrStateChanged,
         }
     }
 }
@@ -33,7 +39,10 @@ impl From<NotificationKindDto> for NotificationKind {
     fn from(k: NotificationKindDto) -> Self {
         match k {
             NotificationKindDto::PermissionRequested => NotificationKind::PermissionRequested,
+            NotificationKindDto::QuestionAsked => NotificationKind::QuestionAsked,
             NotificationKindDto::TurnCompleted => NotificationKind::TurnCompleted,
+            NotificationKindDto::SessionFailed => NotificationKind::SessionFailed,
+            NotificationKindDto::PrStateChanged => NotificationKind::PrStateChanged,
         }
     }
 }

@@ -188,6 +188,14 @@ responses! {
         pub channel: crate::ChannelDto,
     }
 
+    /// `notification.channel.test`: one test notification sent now (not retried, not in the
+    /// delivery log): whether the receiver took it, its HTTP status, and why not.
+    pub struct ChannelTested {
+        pub delivered: bool,
+        pub http_status: Option<u16>,
+        pub error: Option<String>,
+    }
+
     /// `notification.delivery.list`: newest first, each with every attempt.
     pub struct Deliveries {
         pub deliveries: Vec<crate::DeliveryDto>,

@@ -5,23 +5,36 @@ use std::time::Duration;
 
 use crate::{SessionId, TaskId, Timestamp};
 
-/// An event that needs a person. (`ask_user` questions, session failures and pull request
-/// changes are not recorded yet.)
+/// An event that needs a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NotificationKind {
     PermissionRequested,
+    /// An agent asked the user a question (MCP `ask_user`).
+    QuestionAsked,
     TurnCompleted,
+    /// A session entered `FAILED` (its start failed).
+    SessionFailed,
+    /// A task's pull request was merged or closed.
+    PrStateChanged,
 }
 
 impl NotificationKind {
-    pub const ALL: [NotificationKind; 2] =
-        [NotificationKind::PermissionRequested, NotificationKind::TurnCompleted];
+    pub const ALL: [NotificationKind; 5] = [
+        NotificationKind::PermissionRequested,
+        NotificationKind::QuestionAsked,
+        NotificationKind::TurnCompleted,
+        NotificationKind::SessionFailed,
+        NotificationKind::PrStateChanged,
+    ];
 
     /// The name on the wire and in `events` of a channel.
     pub fn as_str(self) -> &'static str {
         match self {
             NotificationKind::PermissionRequested => "permission_requested",
+            NotificationKind::QuestionAsked => "question_asked",
             NotificationKind::TurnCompleted => "turn_completed",
+            NotificationKind::SessionFailed => "session_failed",
+            NotificationKind::PrStateChanged => "pr_state_changed",
         }
     }
 

@@ -11,8 +11,11 @@ use std::time::Duration;
 
 use hmac::{KeyInit, Mac};
 use kandev_api_types::{DeliveryDto, Notification, NotificationRecordDto, NotificationsEvent};
-use kandev_domain::Timestamp;
-use kandev_domain::notify::{Attempt, ChannelKind, DeliveryStatus, backoff, url_origin};
+use kandev_domain::notify::{
+    Attempt, Channel, ChannelKind, DeliveryStatus, NotificationKind, NotificationRecord, backoff,
+    url_origin,
+};
+use kandev_domain::{SessionId, TaskId, Timestamp};
 use kandev_store::{DueDelivery, Store};
 use sha2::Sha256;
 use tokio::sync::broadcast::error::RecvError;
@@ -27,12 +30,41 @@ const BATCH: i64 = 16;
 
 /// Sends due deliveries until `stop`: at once for a new notification (woken by the
 /// `notification.created` event of its commit), else when the next retry is due.
-pub(crate) async fn deliver(store: Store, base_backoff: Duration, stop: CancellationToken) {
-    let client = match reqwest::Client::builder()
+fn http_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
         .timeout(ATTEMPT_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .build()
-    {
+}
+
+/// `notification.channel.test`: one attempt of a test record (kind: the channel's first
+/// event, title "Kandev: test notification", `delivery_id` 0) to `channel`, now; not retried
+/// and not in the delivery log. Returns the HTTP status (when an answer came) and why it
+/// failed.
+pub(crate) async fn test(channel: &Channel, now: Timestamp) -> (Option<u16>, Option<String>) {
+    let client = match http_client() {
+        Ok(client) => client,
+        Err(err) => {
+            return (None, Some(format!("cannot build the http client: {}", err.without_url())));
+        }
+    };
+    let kind = channel.events.first().copied().unwrap_or(NotificationKind::TurnCompleted);
+    let notification = NotificationRecord {
+        id: "test".to_owned(),
+        kind,
+        seq: 0,
+        task_id: TaskId::new("test"),
+        session_id: SessionId::new("test"),
+        title: "Kandev: test notification".to_owned(),
+        data: r#"{"test":true}"#.to_owned(),
+        created_at: now,
+    };
+    let delivery = DueDelivery { id: 0, attempts: 0, notification, channel: channel.clone() };
+    send(&client, &delivery, 1).await
+}
+
+pub(crate) async fn deliver(store: Store, base_backoff: Duration, stop: CancellationToken) {
+    let client = match http_client() {
         Ok(client) => client,
         Err(err) => {
             tracing::error!(error = %err.without_url(), "cannot build the notification client; nothing is delivered");

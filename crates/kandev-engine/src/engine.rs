@@ -110,6 +110,15 @@ impl Engine {
         crate::deliveries::deliver(self.inner.store.clone(), backoff, stop)
     }
 
+    /// `notification.channel.test`: one test notification to `channel`, now (not retried,
+    /// not logged as a delivery). Returns the HTTP status and why it failed, if it did.
+    pub async fn test_channel(
+        &self,
+        channel: &kandev_domain::notify::Channel,
+    ) -> (Option<u16>, Option<String>) {
+        crate::deliveries::test(channel, self.inner.store.now()).await
+    }
+
     /// The content of a stored attachment (`GET /api/v1/attachment/<id>`).
     pub async fn attachment(&self, id: &str) -> Result<Vec<u8>> {
         attachments::read(&self.inner.config.home, id).await
@@ -131,16 +140,12 @@ impl Engine {
         self.ask(id, |reply| Command::Resume { fresh, reply }).await
     }
 
-    /// `session.authenticate`: restarts the agent so that it runs ACP `authenticate` with
-    /// `method_id` right after `initialize`, then reloads the conversation (or opens a new
-    /// one). A refusal ends the start with `agent_auth_required` again.
+    /// `session.authenticate`: on a live agent, ACP `authenticate` with `method_id` over the
+    /// open connection (no restart; the login hint is cleared); otherwise the agent restarts,
+    /// runs `authenticate` right after `initialize`, then reloads the conversation (or opens
+    /// a new one). A refusal at a restart ends the start with `agent_auth_required` again.
     pub async fn authenticate(&self, id: &SessionId, method_id: String) -> Result<()> {
-        self.inner.wish_auth(id, method_id);
-        let result = self.resume(id, false).await;
-        if result.is_err() {
-            self.inner.forget_auth_wish(id);
-        }
-        result
+        self.ask(id, |reply| Command::Authenticate { method_id, reply }).await
     }
 
     /// `session.reset_context`: a fresh conversation for the agent (rules 20-27).

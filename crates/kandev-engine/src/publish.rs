@@ -48,16 +48,15 @@ pub async fn attention(
 
 /// Announces a change of the whole session object: `action` is `session.created`,
 /// `session.updated`, `session.state_changed`, `session.mode_changed` or
-/// `session.config_changed`.
-pub async fn session_event(tx: &mut WriteTx, session: &Session, action: &str) -> Result<()> {
+/// `session.config_changed`. Returns the event's seq.
+pub async fn session_event(tx: &mut WriteTx, session: &Session, action: &str) -> Result<i64> {
     let dto = SessionDto::from(session);
     let event = SessionEvent::session_change(action, dto.clone()).unwrap_or_else(|| {
         debug_assert!(false, "{action} is not a change of the session object");
         tracing::error!(action, "not a change of the session object; sent as session.updated");
         SessionEvent::Updated { session: dto }
     });
-    notify(tx, Notification::session(&session.id, event)).await?;
-    Ok(())
+    notify(tx, Notification::session(&session.id, event)).await
 }
 
 /// Announces a new message; its `seq` is this event's seq.

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use kandev_api_types::{Notification, QuestionDto, SessionEvent};
+use kandev_domain::notify::NotificationKind;
 use kandev_domain::question::{Question, QuestionStatus};
 use kandev_domain::{SessionId, TaskId};
 use kandev_store::{Store, WriteTx};
@@ -31,21 +32,23 @@ impl Waiters {
     }
 }
 
-async fn announce(tx: &mut WriteTx, question: &Question, asked: bool) -> Result<()> {
+/// Announces a question (asked or resolved); returns the announcement's seq.
+async fn announce(tx: &mut WriteTx, question: &Question, asked: bool) -> Result<i64> {
     let dto = QuestionDto::from(question);
     let event = if asked {
         SessionEvent::QuestionAsked { question: dto }
     } else {
         SessionEvent::QuestionResolved { question: dto }
     };
-    publish::notify(tx, Notification::session(&question.session_id, event)).await?;
+    let seq = publish::notify(tx, Notification::session(&question.session_id, event)).await?;
     // A pending question makes its task need the developer (`needs_you`); a resolved one may
     // end that. The session is gone when its deletion resolves the question.
     match tx.get_session(&question.session_id).await {
-        Ok(session) => publish::sync_task(tx, &session).await,
-        Err(kandev_store::StoreError::NotFound { .. }) => Ok(()),
-        Err(err) => Err(err.into()),
+        Ok(session) => publish::sync_task(tx, &session).await?,
+        Err(kandev_store::StoreError::NotFound { .. }) => {}
+        Err(err) => return Err(err.into()),
     }
+    Ok(seq)
 }
 
 /// Stores and announces a question; the receiver gets it once it is resolved.
@@ -60,7 +63,14 @@ pub(crate) async fn ask(
 ) -> Result<(Question, oneshot::Receiver<Question>)> {
     let mut tx = store.begin_write().await?;
     let question = tx.insert_question(session_id, task_id, text, options, timeout_ms).await?;
-    announce(&mut tx, &question, true).await?;
+    let seq = announce(&mut tx, &question, true).await?;
+    // A question needs its developer: a notification record (browser, webhooks, ntfy).
+    let session = tx.get_session(session_id).await?;
+    let task = tx.get_task(task_id).await?;
+    let title = format!("{}: the agent asks: {}", task.title, first_line(text, 120));
+    let data = serde_json::json!({ "question_id": question.id, "text": text, "options": options });
+    let kind = NotificationKind::QuestionAsked;
+    publish::attention(&mut tx, kind, &session, seq, title, data).await?;
     let (sender, receiver) = oneshot::channel();
     waiters.lock().insert(question.id.clone(), sender);
     if let Err(err) = tx.commit().await {
@@ -115,4 +125,14 @@ pub(crate) async fn resolve_pending(
         waiters.wake(question);
     }
     Ok(resolved.len())
+}
+
+/// The first line of `text`, cut to `max` characters (with an ellipsis when cut).
+pub(crate) fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    if line.chars().count() <= max {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(max).collect();
+    format!("{cut}…")
 }

@@ -5,6 +5,8 @@
 
 use kandev_api_types::{Notification, SessionEvent};
 use kandev_domain::TurnId;
+use kandev_domain::notify::NotificationKind;
+use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{Message, MessageKind, Session};
 use kandev_store::{NewMessage, SessionUpdate, WriteTx};
 
@@ -30,7 +32,10 @@ pub(crate) async fn write_session(
     }
     let written = tx.update_session(&session.id, session.epoch, update).await?;
     let action = if changed_state.is_some() { "session.state_changed" } else { "session.updated" };
-    publish::session_event(tx, &written, action).await?;
+    let seq = publish::session_event(tx, &written, action).await?;
+    if changed_state == Some(SessionState::Failed) {
+        failed_attention(tx, &written, seq).await?;
+    }
     if update.last_error.is_some() {
         let last_error = written.last_error.as_ref().map(kandev_api_types::LastErrorDto::from);
         let event = SessionEvent::Error { session_id: written.id.to_string(), last_error };
@@ -40,6 +45,20 @@ pub(crate) async fn write_session(
         publish::sync_task(tx, &written).await?; // its state, and whether it needs its developer
     }
     Ok(written)
+}
+
+/// A session that failed needs its developer: a notification record (browser, webhooks,
+/// ntfy) with the seq of its `session.state_changed`.
+async fn failed_attention(tx: &mut WriteTx, session: &Session, seq: i64) -> Result<()> {
+    let task = tx.get_task(&session.task_id).await?;
+    let reason = session.last_error.as_ref();
+    let why = reason.map_or_else(
+        || "the session failed".to_owned(),
+        |e| crate::question::first_line(&e.message, 160),
+    );
+    let title = format!("{}: the session failed: {why}", task.title);
+    let data = serde_json::json!({ "code": reason.map(|e| e.code.clone()) });
+    publish::attention(tx, NotificationKind::SessionFailed, session, seq, title, data).await
 }
 
 /// Inserts a transcript message and announces it.

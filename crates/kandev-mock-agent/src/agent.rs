@@ -120,6 +120,8 @@ pub(crate) struct Agent {
     next_turn_id: AtomicU64,
     /// Set once a conversation was opened here: a later `session/new` is a context reset.
     opened_conversation: AtomicBool,
+    /// Set by a successful `authenticate` (what `--require-auth` waits for).
+    authenticated: AtomicBool,
 }
 
 #[derive(Deserialize)]
@@ -243,6 +245,7 @@ impl Agent {
             next_request_id: AtomicU64::new(1),
             next_turn_id: AtomicU64::new(1),
             opened_conversation: AtomicBool::new(false),
+            authenticated: AtomicBool::new(false),
         })
     }
 
@@ -414,10 +417,7 @@ impl Agent {
     ) -> Reply {
         match method {
             "initialize" => self.initialize(&params),
-            "authenticate" => {
-                self.record(CallKind::Authenticate, CallOutcome::Ok, None);
-                Reply::now(Ok(json!({})))
-            }
+            "authenticate" => self.authenticate(&params),
             "session/new" => self.new_session(params),
             "session/load" => self.load_session(params),
             "session/prompt" => match self.prompt(id, params, tasks) {
@@ -455,9 +455,7 @@ impl Agent {
                 },
                 "mcpCapabilities": {"http": self.config.mcp_http, "sse": false},
             },
-            "authMethods": [
-                {"id": "mock-login", "name": "Mock login", "description": "Always succeeds"},
-            ],
+            "authMethods": self.auth_methods(),
             "agentInfo": {
                 "name": "kandev-mock-agent",
                 "title": "Kandev mock agent",
@@ -465,6 +463,38 @@ impl Agent {
             },
         });
         Answer::new(Ok(result)).delayed(self.config.startup_delay).into()
+    }
+
+    /// One auth method, and with `--require-auth` a second one (a person picks one).
+    fn auth_methods(&self) -> Value {
+        let mut methods = vec![
+            json!({"id": "mock-login", "name": "Mock login", "description": "Always succeeds"}),
+        ];
+        if self.config.require_auth {
+            methods.push(json!({
+                "id": "mock-token",
+                "name": "Mock token",
+                "description": "Also succeeds",
+            }));
+        }
+        Value::Array(methods)
+    }
+
+    /// `authenticate`: an advertised method succeeds (and unlocks prompts), another is -32602.
+    fn authenticate(&self, params: &Value) -> Reply {
+        let method = params.get("methodId").and_then(Value::as_str).unwrap_or_default();
+        let offered = self.auth_methods();
+        let known = offered.as_array().is_some_and(|list| {
+            list.iter().any(|m| m.get("id").and_then(Value::as_str) == Some(method))
+        });
+        if !known {
+            let error = RpcError::invalid_params(format!("unknown auth method {method:?}"));
+            self.record(CallKind::Authenticate, CallOutcome::Error { code: error.code }, None);
+            return Reply::now(Err(error));
+        }
+        self.authenticated.store(true, Ordering::Relaxed);
+        self.record(CallKind::Authenticate, CallOutcome::Ok, None);
+        Reply::now(Ok(json!({})))
     }
 
     /// The answer of `session/new` and `session/load`.
@@ -575,6 +605,12 @@ impl Agent {
     ) -> Result<(), RpcError> {
         let session_id = params.get("sessionId").and_then(Value::as_str).map(str::to_owned);
         let registered = parse::<PromptParams>(params).and_then(|p| {
+            if self.config.require_auth && !self.authenticated.load(Ordering::Relaxed) {
+                return Err(RpcError::new(
+                    codes::AUTH_REQUIRED,
+                    "authentication required: log in first",
+                ));
+            }
             let text = prompt_text(&p.prompt);
             let attached = received(&p.prompt);
             let cancel = CancellationToken::new();

@@ -71,6 +71,10 @@ pub struct MockArgs {
     /// Do not advertise image prompts (`promptCapabilities.image: false`)
     #[arg(long)]
     pub no_image: bool,
+    /// Require `authenticate` (with an advertised method) on each connection before
+    /// `session/prompt`; until then prompts answer -32000. Advertises a second auth method.
+    #[arg(long)]
+    pub require_auth: bool,
     /// Append every `mcpServers` list received to this file, one JSON line each (tests read
     /// the credentials an agent was given from it)
     #[arg(long, value_name = "PATH")]
@@ -100,6 +104,8 @@ pub struct MockConfig {
     pub mcp_http: bool,
     /// Advertise `promptCapabilities.image`.
     pub image_prompts: bool,
+    /// Prompts answer -32000 until `authenticate` succeeded on this connection.
+    pub require_auth: bool,
     /// Where received `mcpServers` lists are appended.
     pub mcp_log: Option<PathBuf>,
 }
@@ -116,6 +122,7 @@ impl Default for MockConfig {
             reset_delay: Duration::ZERO,
             mcp_http: true,
             image_prompts: true,
+            require_auth: false,
             mcp_log: None,
         }
     }
@@ -133,6 +140,7 @@ impl From<MockArgs> for MockConfig {
             reset_delay: Duration::from_millis(args.reset_delay_ms),
             mcp_http: !args.no_mcp_http,
             image_prompts: !args.no_image,
+            require_auth: args.require_auth,
             mcp_log: args.mcp_log,
         }
     }
@@ -209,6 +217,7 @@ mod tests {
             "--reset-delay-ms",
             "1500",
             "--no-image",
+            "--require-auth",
         ]))
         .unwrap();
         assert_eq!(
@@ -223,6 +232,7 @@ mod tests {
                 reset_delay: Duration::from_millis(1500),
                 mcp_http: true,
                 image_prompts: false,
+                require_auth: true,
                 mcp_log: None,
             }
         );

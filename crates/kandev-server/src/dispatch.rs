@@ -130,6 +130,7 @@ handlers! {
     ChannelCreate => notify::channel_create,
     ChannelList => notify::channel_list,
     ChannelDelete => notify::channel_delete,
+    ChannelTest => notify::channel_test,
     DeliveryList => notify::delivery_list,
     MessageList => session::message_list,
     Search => search::search,

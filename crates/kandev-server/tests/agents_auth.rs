@@ -91,22 +91,68 @@ async fn i8_auth_required_at_session_new_ends_the_start_with_a_login_hint_and_th
 }
 
 #[tokio::test]
-async fn i8_authenticate_on_a_running_session_restarts_with_authenticate_and_keeps_it() {
+async fn i18_authenticate_on_a_live_agent_goes_over_the_open_connection_without_a_restart() {
     let server = TestServer::start().await;
     let profile = server.profile(json!({"name": "Mock", "kind": "mock"})).await;
     let (_, session) = server.session(Some(&profile)).await;
     server.turn(&session, "first").await;
+    let started = server.counters().initialize();
     server.call("session.authenticate", json!({"id": session, "method_id": "mock-login"})).await;
-    let live = server.wait_state(&session, "WAITING_FOR_INPUT").await;
+    let live = server.call("session.get", json!({"id": session})).await["session"].clone();
+    assert_eq!(live["state"], "WAITING_FOR_INPUT", "{live}");
     assert!(live["last_error"].is_null(), "{live}");
     assert_eq!(server.counters().authenticate(), 1);
+    assert_eq!(server.counters().initialize(), started, "the agent was not restarted");
     let statuses = of_kind(&server.messages(&session).await, "status")
         .iter()
         .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
         .collect::<Vec<_>>();
+    assert!(statuses.iter().any(|s| s == "authenticated with Mock login"), "{statuses:?}");
     assert!(
-        statuses.iter().any(|s| s == "resumed the previous conversation"),
-        "the conversation is reloaded after authenticating: {statuses:?}"
+        !statuses.iter().any(|s| s == "resumed the previous conversation"),
+        "no reload: {statuses:?}"
+    );
+}
+
+#[tokio::test]
+async fn i18_an_agent_that_needs_a_login_at_prompt_is_authenticated_live_with_a_chosen_method() {
+    let server = TestServer::start().await;
+    let profile = server
+        .profile(json!({"name": "Needs login", "kind": "mock", "args": ["--require-auth"]}))
+        .await;
+    let (_, session) = server.session(Some(&profile)).await;
+    server.turn(&session, "hello").await;
+    let now = server.call("session.get", json!({"id": session})).await["session"].clone();
+    assert_eq!(now["last_error"]["code"], "agent_auth_required", "{now}");
+    let ids: Vec<&str> = now["last_error"]["details"]["auth_methods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["mock-login", "mock-token"], "every method the agent offers: {now}");
+    let started = server.counters().initialize();
+
+    // A method the agent does not offer is refused before it reaches the agent.
+    let (status, body) =
+        server.post("session.authenticate", json!({"id": session, "method_id": "nope"})).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["code"], "VALIDATION_ERROR");
+    assert!(body["message"].as_str().unwrap().contains("mock-login, mock-token"), "{body}");
+    assert_eq!(server.counters().authenticate(), 0);
+
+    let answer = server
+        .call("session.authenticate", json!({"id": session, "method_id": "mock-token"}))
+        .await;
+    assert!(answer["session"]["last_error"].is_null(), "the hint is cleared: {answer}");
+    assert_eq!(server.counters().authenticate(), 1);
+    assert_eq!(server.counters().initialize(), started, "the same agent process goes on");
+    let messages = server.turn(&session, "hello again").await;
+    let replies = of_kind(&messages, "agent");
+    assert_eq!(
+        replies.last().unwrap()["content"],
+        "echo: hello again",
+        "the prompt passes now: {messages:?}"
     );
 }
 

@@ -389,6 +389,33 @@ async fn i14_a_pending_question_makes_the_task_need_you_until_answered() {
     assert_eq!(task["task"]["needs_you"], Value::Null, "{task}");
 }
 
+/// Issue 18 scope 5: an `ask_user` question is a durable notification record (for the
+/// browser, webhooks and ntfy) carrying the seq of `session.question.asked`.
+#[tokio::test]
+async fn i18_an_ask_user_question_is_a_notification_record_with_the_seq_of_its_event() {
+    let s = setup(ServerConfig::default()).await;
+    let mut ws = session_ws(&s.server, None, &s.session_id).await;
+    let content =
+        script(&[r#"mcp kandev ask_user {"question":"Ship it?\nreally","options":["yes","no"]}"#
+            .to_owned()]);
+    s.server.call("message.add", json!({"session_id": s.session_id, "content": content})).await;
+    let asked = ws.notification("session.question.asked").await;
+    let list = s.server.call("notification.list", json!({})).await;
+    let records: Vec<&Value> = list["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "question_asked")
+        .collect();
+    assert_eq!(records.len(), 1, "{list}");
+    let record = records[0];
+    assert_eq!(record["seq"], asked["seq"], "the seq of session.question.asked: {record}");
+    assert_eq!(record["session_id"], s.session_id.as_str());
+    assert!(record["title"].as_str().unwrap().ends_with(": the agent asks: Ship it?"), "{record}");
+    assert_eq!(record["data"]["options"], json!(["yes", "no"]));
+    assert_eq!(record["data"]["question_id"], asked["payload"]["question"]["id"]);
+}
+
 #[tokio::test]
 async fn i17_a2_an_answer_from_the_api_reaches_the_agent_once() {
     let s = setup(ServerConfig::default()).await;

@@ -566,6 +566,17 @@ async fn i16_a5_pull_requests_on_github_and_gitlab_reach_the_fake_forge() {
         assert_eq!(got["pull_requests"][0]["state"], "merged", "{got}");
         let status = server.call("task.git_status", json!({"task_id": task})).await;
         assert_eq!(status["repositories"][0]["pr"]["state"], "merged", "{status}");
+        // Issue 18: the change is a note in the session and a notification record.
+        let list = server.call("notification.list", json!({})).await;
+        let changed: Vec<&Value> = list["notifications"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["kind"] == "pr_state_changed" && n["task_id"] == task.as_str())
+            .collect();
+        assert_eq!(changed.len(), 1, "{list}");
+        assert_eq!(changed[0]["data"]["state"], "merged");
+        assert!(changed[0]["title"].as_str().unwrap().ends_with("is merged (was open)"));
         *forge.state.lock().unwrap() = "open".to_owned();
     }
     // Every call went to the fake forge, with a token.

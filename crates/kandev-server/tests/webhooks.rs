@@ -137,6 +137,81 @@ async fn i18_a4_signed_deliveries_for_permission_requested_and_turn_completed() 
     assert_eq!(later["notifications"].as_array().unwrap().len(), 1, "paged by seq");
 }
 
+/// Issue 18 scope 5: a session that fails is a notification record, delivered only to the
+/// channels that take `session_failed`.
+#[tokio::test]
+async fn i18_a_failed_session_is_a_record_delivered_to_a_channel_that_takes_it() {
+    let server = fast_server().await;
+    let (url, mut rx) = receiver(0).await;
+    server
+        .call(
+            "notification.channel.create",
+            json!({"kind": "webhook", "url": url, "events": ["session_failed"]}),
+        )
+        .await;
+    let profile = server
+        .profile(json!({"name": "Broken", "kind": "mock", "args": ["--fail-new", "internal"]}))
+        .await;
+    let (_, workflow) = server.kanban().await;
+    let task =
+        server.call("task.create", json!({"workflow_id": workflow["id"], "title": "Task"})).await;
+    let task_id = task["task"]["id"].as_str().unwrap().to_owned();
+    let launched = server
+        .call("session.launch", json!({"task_id": task_id, "agent_profile_id": profile}))
+        .await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    let failed = server.wait_state(&session, "FAILED").await;
+    let got = next(&mut rx).await;
+    assert_eq!(got.header("x-kandev-event"), Some("session_failed"));
+    let record = &got.json()["notification"];
+    assert_eq!(record["task_id"], task_id.as_str());
+    let title = record["title"].as_str().unwrap();
+    assert!(title.starts_with("Task: the session failed: "), "{title}");
+    assert_eq!(record["data"]["code"], failed["last_error"]["code"], "{record}");
+    let list = server.call("notification.list", json!({})).await;
+    let kinds: Vec<&str> = list["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["session_failed"], "{list}");
+}
+
+/// Issue 18 scope 5: `notification.channel.test` sends one test notification now and says
+/// what the receiver answered; it is not retried and not in the delivery log.
+#[tokio::test]
+async fn i18_a_channel_test_reaches_the_receiver_once_and_says_what_it_answered() {
+    let server = fast_server().await;
+    let (url, mut rx) = receiver(1).await;
+    let created = server
+        .call(
+            "notification.channel.create",
+            json!({"kind": "webhook", "url": url, "events": ["question_asked"], "secret": "k"}),
+        )
+        .await;
+    let id = created["channel"]["id"].as_str().unwrap();
+    let refused = server.call("notification.channel.test", json!({"id": id})).await;
+    assert_eq!(refused["delivered"], false, "{refused}");
+    assert_eq!(refused["http_status"], 500);
+    assert!(!refused.to_string().contains("/hook/"), "the URL is never answered: {refused}");
+    next(&mut rx).await;
+    let taken = server.call("notification.channel.test", json!({"id": id})).await;
+    assert_eq!(taken["delivered"], true, "{taken}");
+    let got = next(&mut rx).await;
+    let expected = kandev_engine::signature("k", got.body.as_bytes());
+    assert_eq!(got.header(kandev_engine::SIGNATURE_HEADER), Some(expected.as_str()));
+    assert_eq!(got.header("x-kandev-event"), Some("question_asked"));
+    assert_eq!(got.json()["notification"]["title"], "Kandev: test notification");
+    assert_eq!(got.json()["delivery_id"], 0);
+    let log = server.call("notification.delivery.list", json!({})).await;
+    assert_eq!(log["deliveries"], json!([]), "a test is not a delivery: {log}");
+    assert!(rx.try_recv().is_err(), "not retried");
+    let (status, body) =
+        server.post("notification.channel.test", json!({"id": "no-such-channel"})).await;
+    assert_eq!(status, 404, "{body}");
+}
+
 #[tokio::test]
 async fn i18_a4_a_receiver_that_fails_three_times_gets_the_fourth_try_and_the_log_shows_each() {
     let logs = captured_logs();

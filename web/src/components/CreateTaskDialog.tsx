@@ -1,4 +1,5 @@
-// The create-task form: title, description, repository, agent profile, step, start now.
+// The create-task form: title, description, repositories (one or more, each with its base
+// branch), agent profile, step, start now.
 import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { TaskDto, WorkflowDto } from '../api/types';
@@ -15,9 +16,8 @@ export function CreateTaskDialog(props: {
   const start = steps.find((s) => s.is_start_step) ?? steps[0];
   const [title, setTitle] = useState('');
   const [description, setDescription] = useState('');
-  const [repo, setRepo] = useState('');
-  const [branches, setBranches] = useState<string[]>([]);
-  const [baseBranch, setBaseBranch] = useState('');
+  // The chosen repositories in order (the first is the task's main one); '' is "none yet".
+  const [repos, setRepos] = useState<RepoPick[]>([{ id: '', baseBranch: '' }]);
   const [profile, setProfile] = useState(profiles[0]?.id ?? '');
   const [stepId, setStepId] = useState(start?.id ?? '');
   const [startNow, setStartNow] = useState(true);
@@ -26,18 +26,6 @@ export function CreateTaskDialog(props: {
   const chosen = steps.find((s) => s.id === stepId);
   const stepStarts = chosen?.events.on_enter.some((a) => a.type === 'auto_start_agent') ?? false;
   const [error, setError] = useState<string | null>(null);
-
-  // The base branch picker: the chosen repository's branches, its default first.
-  useEffect(() => {
-    setBranches([]);
-    setBaseBranch('');
-    if (!repo) return;
-    const fallback = repositories.find((r) => r.id === repo)?.default_branch ?? '';
-    setBaseBranch(fallback);
-    call('repository.branches', { id: repo })
-      .then((r) => setBranches(r.branches))
-      .catch((e: unknown) => setError(errorText(e)));
-  }, [repo, repositories]);
 
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
@@ -53,7 +41,7 @@ export function CreateTaskDialog(props: {
         title: title.trim(),
         description,
         step_id: stepId || undefined,
-        repositories: repo ? [{ id: repo, base_branch: baseBranch || undefined }] : [],
+        repositories: repos.filter((r) => r.id).map((r) => ({ id: r.id, base_branch: r.baseBranch || undefined })),
         agent_profile_id: profile || undefined,
         start_agent: startNow || stepStarts,
       });
@@ -82,29 +70,13 @@ export function CreateTaskDialog(props: {
           />
         </label>
         <div className="row">
-          <label>
-            Repository
-            <select name="repository" value={repo} onChange={(e) => setRepo(e.target.value)}>
-              <option value="">None</option>
-              {repositories.map((r) => (
-                <option key={r.id} value={r.id}>
-                  {r.name}
-                </option>
-              ))}
-            </select>
-          </label>
-          {repo && (
-            <label>
-              Base branch
-              <select name="base_branch" value={baseBranch} onChange={(e) => setBaseBranch(e.target.value)}>
-                {[baseBranch, ...branches.filter((b) => b !== baseBranch)].filter(Boolean).map((b) => (
-                  <option key={b} value={b}>
-                    {b}
-                  </option>
-                ))}
-              </select>
-            </label>
-          )}
+          <RepositoryPick
+            index={0}
+            pick={repos[0] ?? { id: '', baseBranch: '' }}
+            taken={repos.map((r) => r.id)}
+            onChange={(p) => setRepos((now) => now.map((r, i) => (i === 0 ? p : r)))}
+            onError={setError}
+          />
           <label>
             Agent profile
             <select name="profile" value={profile} onChange={(e) => setProfile(e.target.value)}>
@@ -126,6 +98,32 @@ export function CreateTaskDialog(props: {
             </select>
           </label>
         </div>
+        {repos.slice(1).map((pick, k) => (
+          <div className="row" key={k + 1}>
+            <RepositoryPick
+              index={k + 1}
+              pick={pick}
+              taken={repos.map((r) => r.id)}
+              onChange={(p) => setRepos((now) => now.map((r, i) => (i === k + 1 ? p : r)))}
+              onError={setError}
+            />
+            <button
+              type="button"
+              className="remove-repository"
+              aria-label={`Remove repository ${k + 2}`}
+              onClick={() => setRepos((now) => now.filter((_, i) => i !== k + 1))}
+            >
+              Remove
+            </button>
+          </div>
+        ))}
+        {repos.every((r) => r.id) && repos.length < repositories.length && (
+          <div>
+            <button type="button" onClick={() => setRepos((now) => [...now, { id: '', baseBranch: '' }])}>
+              Add another repository
+            </button>
+          </div>
+        )}
         <label className="check">
           <input
             type="checkbox"
@@ -156,5 +154,70 @@ export function CreateTaskDialog(props: {
         </div>
       </form>
     </Dialog>
+  );
+}
+
+/** A repository chosen for the task and the branch its worktree starts from. */
+interface RepoPick {
+  id: string;
+  baseBranch: string;
+}
+
+/** One repository picker and its base branch (the repository's branches, its default first).
+ * The first is labelled "Repository", later ones "Repository 2", ...; a repository chosen in
+ * another picker is not offered again. */
+function RepositoryPick(props: {
+  index: number;
+  pick: RepoPick;
+  taken: string[];
+  onChange: (pick: RepoPick) => void;
+  onError: (error: string) => void;
+}) {
+  const { repositories } = useData();
+  const [branches, setBranches] = useState<string[]>([]);
+  const { id, baseBranch } = props.pick;
+  const { onError } = props;
+  useEffect(() => {
+    setBranches([]);
+    if (!id) return;
+    call('repository.branches', { id })
+      .then((r) => setBranches(r.branches))
+      .catch((e: unknown) => onError(errorText(e)));
+  }, [id, onError]);
+  const suffix = props.index === 0 ? '' : ` ${props.index + 1}`;
+  const choose = (next: string) =>
+    props.onChange({ id: next, baseBranch: repositories.find((r) => r.id === next)?.default_branch ?? '' });
+  return (
+    <>
+      <label>
+        Repository{suffix}
+        <select name={`repository${suffix ? `-${props.index + 1}` : ''}`} value={id} onChange={(e) => choose(e.target.value)}>
+          <option value="">{props.index === 0 ? 'None' : 'Choose…'}</option>
+          {repositories
+            .filter((r) => r.id === id || !props.taken.includes(r.id))
+            .map((r) => (
+              <option key={r.id} value={r.id}>
+                {r.name}
+              </option>
+            ))}
+        </select>
+      </label>
+      {id && (
+        <label>
+          Base branch{suffix}
+          <select
+            name={`base_branch${suffix ? `-${props.index + 1}` : ''}`}
+            value={baseBranch}
+            onChange={(e) => props.onChange({ id, baseBranch: e.target.value })}
+          >
+            {[baseBranch, ...branches.filter((b) => b !== baseBranch)].filter(Boolean).map((b) => (
+              <option key={b} value={b}>
+                {b}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+    </>
   );
 }

@@ -27,9 +27,15 @@ const TOOL_ICONS: Record<string, string> = {
 /** A user message's attached files: image thumbnails, other files as chips (downloads). */
 function Attachments({ m }: { m: Meta }) {
   const list = Array.isArray(m.attachments) ? (m.attachments as AttachmentDto[]) : [];
+  return <AttachmentList list={list} />;
+}
+
+/** Attached files (of a message or a queued message): image thumbnails, other files as chips
+ * (downloads). */
+export function AttachmentList({ list, label = 'Attached files' }: { list: AttachmentDto[]; label?: string }) {
   if (list.length === 0) return null;
   return (
-    <ul className="msg-attachments" aria-label="Attached files">
+    <ul className="msg-attachments" aria-label={label}>
       {list.map((a, i) => (
         <li key={`${a.id}-${i}`}>
           <a href={attachmentUrl(a)} target="_blank" rel="noreferrer" title={`${a.name} (${a.size.toLocaleString('en-US')} bytes)`}>

@@ -17,7 +17,7 @@ import { useSession } from '../lib/session';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
 import { ErrorBanner } from './ErrorBanner';
-import { MessageView } from './MessageView';
+import { AttachmentList, MessageView } from './MessageView';
 import { toast } from '../lib/toast';
 import { StateBadge } from './StateBadge';
 
@@ -118,6 +118,15 @@ export function SessionView({ sessionId }: { sessionId: string }) {
             {' '}
             ({session.last_error.code}) · {errorHint(session.last_error.code)}
           </span>
+          {session.last_error.code === 'agent_auth_required' && (
+            <AuthMethods
+              details={session.last_error.details}
+              disabled={busyAction !== null}
+              onPick={(method) =>
+                run('Log in', 'session.authenticate', { id: sessionId, method_id: method.id }, `Authenticated with ${method.name}`)
+              }
+            />
+          )}
         </div>
       )}
       <ErrorBanner error={s.error} onRetry={s.retry} onDismiss={s.dismissError} testId="session-error" />
@@ -531,7 +540,10 @@ function QueuePanel({ sessionId, queue, autoRun }: { sessionId: string; queue: Q
                 </form>
               ) : (
                 <>
-                  <span className="queue-text">{q.content}</span>
+                  <span className="queue-text">
+                    {q.content}
+                    <AttachmentList list={q.attachments ?? []} label="Queued attachments" />
+                  </span>
                   <span className="queue-buttons">
                     <button className="icon" aria-label="Move up" disabled={i === 0} onClick={() => moveBy(i, -1)}>
                       ↑
@@ -705,13 +717,77 @@ function UsageBadge({ session }: { session: SessionDto }) {
   );
 }
 
+interface AuthMethod {
+  id: string;
+  name: string;
+  description?: string;
+  command?: string;
+  env_vars?: string[];
+}
+
+/** The auth methods of an `agent_auth_required` error (`details.auth_methods`). */
+function authMethods(details: unknown): AuthMethod[] {
+  if (!details || typeof details !== 'object') return [];
+  const list = (details as { auth_methods?: unknown }).auth_methods;
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((m) => {
+    if (!m || typeof m !== 'object') return [];
+    const { id, name, description, command, env_vars } = m as Record<string, unknown>;
+    if (typeof id !== 'string' || !id) return [];
+    return [
+      {
+        id,
+        name: typeof name === 'string' && name ? name : id,
+        description: typeof description === 'string' ? description : undefined,
+        command: typeof command === 'string' ? command : undefined,
+        env_vars: Array.isArray(env_vars) ? env_vars.filter((v): v is string => typeof v === 'string') : undefined,
+      },
+    ];
+  });
+}
+
+/** One button per login method the agent offers (`session.authenticate`): on a running agent
+ * it logs in over the open connection, otherwise the agent restarts with it. */
+function AuthMethods({
+  details,
+  disabled,
+  onPick,
+}: {
+  details: unknown;
+  disabled: boolean;
+  onPick: (method: AuthMethod) => void;
+}) {
+  const methods = authMethods(details);
+  if (!methods.length) return null;
+  return (
+    <div className="auth-methods" role="group" aria-label="Log in to the agent">
+      {methods.map((m) => (
+        <div key={m.id} className="auth-method">
+          <button disabled={disabled} onClick={() => onPick(m)} title={m.description}>
+            Log in: {m.name}
+          </button>
+          {m.command && (
+            <span className="hint">
+              {' '}
+              first run <code>{m.command}</code> in a terminal
+            </span>
+          )}
+          {m.env_vars && m.env_vars.length > 0 && (
+            <span className="hint"> first set {m.env_vars.join(', ')} in the agent profile’s environment</span>
+          )}
+        </div>
+      ))}
+    </div>
+  );
+}
+
 /** What to do about a session's last error, by its code (issue 14 d15: not one hint for all). */
 function errorHint(code: string): string {
   switch (code) {
     case 'agent_start_failed':
       return 'Check the agent profile’s command in Settings → Agent profiles (is the agent installed?), then resume the session.';
     case 'agent_auth_required':
-      return 'Log in to the agent (see the agent’s sign-in steps), then resume the session.';
+      return 'Log in with one of the agent’s methods below (after its sign-in steps, if any).';
     default:
       return 'Send a message to try again, or resume the session (load keeps the conversation, fresh starts a new one).';
   }

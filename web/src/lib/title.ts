@@ -1,6 +1,8 @@
 // The tab's title and icon tell whether something needs the developer (issue 14): a count on
-// the board ("(2) Kandev"), "Needs you" on a task's page, and the icon with a dot.
+// the board ("(2) Kandev"), "Needs you" on a task's page, and the icon with a dot; records
+// that arrived while the tab was in the background add "(N new)" in front (issue 18).
 import { useEffect } from 'react';
+import { useUnseen } from './notify';
 
 const PLAIN_ICON = '/favicon.svg';
 // The same icon with an amber dot in its corner (a data URL: the page's CSP allows `data:`
@@ -13,16 +15,18 @@ const ALERT_ICON =
       '<circle cx="25" cy="25" r="7" fill="#f59e0b" stroke="#fff" stroke-width="2"/></svg>',
   );
 
-/** Sets the tab's title (and its icon: with a dot when `alert`) while the page is shown. */
+/** Sets the tab's title (and its icon: with a dot when `alert`) while the page is shown. The
+ * title starts with "(N new)" while N notification records arrived in the background. */
 export function usePageTitle(title: string, alert: boolean): void {
+  const unseen = useUnseen();
   useEffect(() => {
-    document.title = title;
+    document.title = unseen > 0 ? `(${unseen} new) ${title}` : title;
     const link = document.querySelector<HTMLLinkElement>('link[rel="icon"]');
     if (link) {
       link.href = alert ? ALERT_ICON : PLAIN_ICON;
       link.dataset.alert = alert ? 'true' : 'false';
     }
-  }, [title, alert]);
+  }, [title, alert, unseen]);
   useEffect(
     () => () => {
       document.title = 'Kandev';

@@ -135,6 +135,11 @@ impl SessionActor {
             Command::TerminalExited { terminal_id, output, responder } => {
                 self.on_terminal_exited(terminal_id, output, responder).await
             }
+            Command::Authenticate { method_id, reply } => self.authenticate(method_id, reply).await,
+            Command::Authenticated { epoch, method_id, result, reply } => {
+                let outcome = self.on_authenticated(epoch, method_id, result).await;
+                let _ = reply.send(outcome);
+            }
             Command::Applied { epoch, change, result, reply } => {
                 let outcome = self.on_applied(epoch, change, result).await;
                 let _ = reply.send(outcome);

@@ -164,6 +164,18 @@ pub(crate) enum Command {
         output: kandev_runtime::terminal::TerminalOutput,
         responder: kandev_acp::TerminalResponder,
     },
+    /// `session.authenticate` with one of the agent's auth method ids.
+    Authenticate {
+        method_id: String,
+        reply: Reply<()>,
+    },
+    /// The live agent answered `authenticate`.
+    Authenticated {
+        epoch: i64,
+        method_id: String,
+        result: std::result::Result<(), AcpError>,
+        reply: Reply<()>,
+    },
     Applied {
         epoch: i64,
         change: Applied,

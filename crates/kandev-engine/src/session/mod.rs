@@ -1,13 +1,14 @@
 //! The session actor: one per session, the only owner of its mutations. `actor.rs` is its
 //! loop; `state.rs` its state (one `Phase`) and the gate every admission path asks
 //! (`can_start_turn`, rule 44); `command.rs` what it can be told; `handle.rs` how the rest
-//! of the engine reaches it. What each command does: `boot.rs` (start, resume), `turn.rs`
+//! of the engine reaches it. What each command does: `boot.rs` (start, resume), `auth.rs` (`session.authenticate`), `turn.rs`
 //! (prompts and turns), `queue.rs`, `control.rs` (cancel, stop, delete, the agent exiting),
 //! `modes.rs`, `reset.rs` (the context reset, live and lazy), `workflow.rs` (step actions),
 //! `events.rs` (the agent's transcript), `permissions.rs`, `terminals.rs` (the agent's ACP terminals), `writes.rs` (its session
 //! writes).
 
 mod actor;
+mod auth;
 mod boot;
 pub(crate) mod command;
 mod control;

@@ -409,9 +409,39 @@ pub(crate) async fn refresh_one(
     }
     let mut tx = inner.store.begin_write().await?;
     let before = tx.update_pull_request(&fresh).await?;
-    tx.commit().await?;
     let changed = before.filter(|b| *b != fresh.state);
+    if let Some(was) = changed {
+        pr_attention(&mut tx, &fresh, was).await?;
+    }
+    tx.commit().await?;
     Ok((fresh, changed))
+}
+
+/// A pull request changed state: a status note in the task's primary session and a
+/// notification record (browser, webhooks, ntfy) with the note's seq. A task without a
+/// session gets neither (a record belongs to a session).
+async fn pr_attention(
+    tx: &mut kandev_store::WriteTx,
+    pr: &PullRequest,
+    was: PrState,
+) -> Result<()> {
+    let task = tx.get_task(&pr.task_id).await?;
+    let Some(session_id) = &task.primary_session_id else { return Ok(()) };
+    let session = tx.get_session(session_id).await?;
+    let (number, state) = (pr.number, pr.state.as_str());
+    let text = format!("pull request #{number} is {state} (was {})", was.as_str());
+    let data = json!({
+        "repository_id": pr.repository_id.to_string(),
+        "number": number,
+        "url": pr.url,
+        "state": state,
+        "was": was.as_str(),
+    });
+    let kind = kandev_domain::transcript::MessageKind::Status;
+    let note = crate::write::add_message(tx, &session, None, kind, &text, data.clone()).await?;
+    let title = format!("{}: {text}", task.title);
+    let notification = kandev_domain::notify::NotificationKind::PrStateChanged;
+    crate::publish::attention(tx, notification, &session, note.seq, title, data).await
 }
 
 /// Opens pull requests for each repository of the task (or one): pushes the task branch

@@ -7,8 +7,9 @@ use kandev_domain::SessionId;
 
 use crate::{ApiError, AppState};
 
-/// Restarts the session's agent with ACP `authenticate {methodId}` before the conversation is
-/// reloaded (or opened); a refusal shows as `last_error` `agent_auth_required` again.
+/// ACP `authenticate {methodId}`: over the live connection when the agent runs (no restart;
+/// the login hint is cleared), else the agent restarts with it before the conversation is
+/// reloaded (or opened), and a refusal shows as `last_error` `agent_auth_required` again.
 pub async fn authenticate(s: &AppState, p: SessionAuthenticate) -> Result<SessionOne, ApiError> {
     let method_id = p.method_id.trim().to_owned();
     if method_id.is_empty() {

@@ -3,7 +3,9 @@
 //! secret are never answered or logged.
 
 use kandev_api_types::requests::{ById, ChannelCreate, DeliveryList, Empty, NotificationList};
-use kandev_api_types::responses::{ChannelOne, Channels, Deleted, Deliveries, NotificationRecords};
+use kandev_api_types::responses::{
+    ChannelOne, ChannelTested, Channels, Deleted, Deliveries, NotificationRecords,
+};
 use kandev_api_types::{ChannelDto, DeliveryDto, NotificationRecordDto};
 use kandev_domain::notify::{ChannelKind, NotificationKind};
 use kandev_store::NewChannel;
@@ -94,6 +96,16 @@ pub async fn channel_delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> 
     }
     tx.commit().await?;
     Ok(Deleted { deleted: true, id: p.id })
+}
+
+/// Sends one test notification to the channel now and answers what the receiver said.
+pub async fn channel_test(s: &AppState, p: ById) -> Result<ChannelTested, ApiError> {
+    let channels = s.store().list_channels().await?;
+    let Some(channel) = channels.into_iter().find(|c| c.id == p.id) else {
+        return Err(ApiError::not_found("no such notification channel"));
+    };
+    let (http_status, error) = s.engine().test_channel(&channel).await;
+    Ok(ChannelTested { delivered: error.is_none(), http_status, error })
 }
 
 pub async fn delivery_list(s: &AppState, p: DeliveryList) -> Result<Deliveries, ApiError> {

@@ -50,6 +50,8 @@ export type ChannelKindDto = "webhook" | "ntfy";
 
 export type ChannelOne = { channel: ChannelDto, };
 
+export type ChannelTested = { delivered: boolean, http_status: number | null, error: string | null, };
+
 export type Channels = { channels: Array<ChannelDto>, };
 
 export type CommitDto = { repository_id: string | null, branch: string, sha: string, summary: string, files_changed: number, };
@@ -160,7 +162,7 @@ export type Messages = { messages: Array<MessageDto>, };
 
 export type NeedsYouDto = "permission" | "question" | "error";
 
-export type NotificationKindDto = "permission_requested" | "turn_completed";
+export type NotificationKindDto = "permission_requested" | "question_asked" | "turn_completed" | "session_failed" | "pr_state_changed";
 
 export type NotificationList = { 
 /**
@@ -580,6 +582,7 @@ export type Actions = {
   "notification.channel.create": { request: ChannelCreate, response: ChannelOne },
   "notification.channel.list": { request: Empty, response: Channels },
   "notification.channel.delete": { request: ById, response: Deleted },
+  "notification.channel.test": { request: ById, response: ChannelTested },
   "notification.delivery.list": { request: DeliveryList, response: Deliveries },
 };
 

@@ -1,6 +1,7 @@
 // Settings: one section per file in this folder (agent profiles, repositories, workflows),
 // chosen by the route (`/settings/<section>`).
 import { navigate } from '../../lib/router';
+import { Notifications } from './Notifications';
 import { Profiles } from './Profiles';
 import { Repositories } from './Repositories';
 import { Workflows } from './Workflows';
@@ -9,6 +10,7 @@ const SECTIONS = [
   ['profiles', 'Agent profiles'],
   ['repositories', 'Repositories'],
   ['workflows', 'Workflows'],
+  ['notifications', 'Notifications'],
 ] as const;
 
 export function Settings({ section }: { section: string }) {
@@ -31,7 +33,15 @@ export function Settings({ section }: { section: string }) {
         ))}
       </nav>
       <div className="settings-body">
-        {section === 'repositories' ? <Repositories /> : section === 'workflows' ? <Workflows /> : <Profiles />}
+        {section === 'repositories' ? (
+          <Repositories />
+        ) : section === 'workflows' ? (
+          <Workflows />
+        ) : section === 'notifications' ? (
+          <Notifications />
+        ) : (
+          <Profiles />
+        )}
       </div>
     </div>
   );
