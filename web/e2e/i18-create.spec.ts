@@ -34,14 +34,15 @@ test('i18: a task is created with two repositories from the dialog', async ({ pa
     await page.getByRole('button', { name: 'New task' }).click();
     const dialog = page.getByRole('dialog', { name: 'New task' });
     await dialog.getByLabel('Title').fill('Two repos');
-    await dialog.getByLabel('Repository', { exact: true }).selectOption({ label: 'repo-1' });
+    // (A select inside its label: its accessible name ends with the chosen option.)
+    await dialog.locator('select[name="repository"]').selectOption({ label: 'repo-1' });
     await dialog.getByRole('button', { name: 'Add another repository' }).click();
-    const second = dialog.getByLabel('Repository 2', { exact: true });
+    const second = dialog.locator('select[name="repository-2"]');
     await expect(second.locator('option')).toHaveText(['Choose…', 'repo-2']); // repo-1 is taken
     await second.selectOption({ label: 'repo-2' });
-    await expect(dialog.getByLabel('Base branch 2', { exact: true })).toHaveValue('main');
+    await expect(dialog.locator('select[name="base_branch-2"]')).toHaveValue('main');
+    await expect(dialog.getByLabel('Base branch 2')).toHaveCount(1);
     await expect(dialog.getByRole('button', { name: 'Add another repository' })).toHaveCount(0); // none left
-    await dialog.getByLabel('Start the agent now').uncheck();
     await dialog.getByRole('button', { name: 'Create task' }).click();
     await expect(dialog).toBeHidden();
     const { tasks } = await kandev.api('task.list', { workflow_id: workflowId });

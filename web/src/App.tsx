@@ -127,6 +127,7 @@ export function App() {
             onCreated={(id) => {
               setCreatingWorkspace(false);
               data.setWorkspaceId(id);
+              data.reload(); // the workspace list is read, not followed
               navigate('/');
             }}
           />

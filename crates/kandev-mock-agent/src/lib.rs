@@ -7,7 +7,9 @@
 //! failure flags ([`MockArgs`]). `examples/mock_agent.rs` runs it on stdio without `kandev`.
 //!
 //! Wire details a client can rely on:
-//! - `initialize` advertises `loadSession` (unless `--no-load-session`) and one auth method;
+//! - `initialize` advertises `loadSession` (unless `--no-load-session`) and one auth method
+//!   (two with `--require-auth`, which makes `session/prompt` answer -32000 until
+//!   `authenticate` with one of them succeeded on this connection; an unknown method is -32602);
 //!   `session/new` and `session/load` answer `modes` (`default`, `plan`), `configOptions`
 //!   (`mode`, `model`, `thought_level`) and legacy `models`, then send an
 //!   `available_commands_update`; `session/set_mode` (and `set_config_option` of `mode`)
