@@ -153,8 +153,14 @@ async fn i18_a_failed_session_is_a_record_delivered_to_a_channel_that_takes_it()
         .profile(json!({"name": "Broken", "kind": "mock", "args": ["--fail-new", "internal"]}))
         .await;
     let (_, workflow) = server.kanban().await;
-    let task =
-        server.call("task.create", json!({"workflow_id": workflow["id"], "title": "Task"})).await;
+    // In Backlog: nothing starts by itself (only the failing launch below runs).
+    let backlog = common::step_id(&workflow, "Backlog");
+    let task = server
+        .call(
+            "task.create",
+            json!({"workflow_id": workflow["id"], "title": "Task", "step_id": backlog}),
+        )
+        .await;
     let task_id = task["task"]["id"].as_str().unwrap().to_owned();
     let launched = server
         .call("session.launch", json!({"task_id": task_id, "agent_profile_id": profile}))
