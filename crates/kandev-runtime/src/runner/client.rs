@@ -1,0 +1,282 @@
+//! The server's side of a runner connection: the handshake, then one task that writes frames
+//! and one that routes what the runner sends to the execution it belongs to. An execution
+//! started through the runner is seen as a byte pipe (the agent's stdout and stdin) and a
+//! control (pid, stop, wait), like a local child process, so the ACP layer does not care
+//! where the bytes come from.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
+use tokio::sync::{mpsc, watch};
+use tokio_util::codec::Framed;
+use tokio_util::sync::CancellationToken;
+
+use super::proto::{
+    Data, ExecutionInfo, FromRunner, PROTOCOL_VERSION, ProtocolError, ServerCodec, SpawnSpec,
+    ToRunner, kind_of,
+};
+use crate::ExitInfo;
+
+/// Size of the in-process pipes between the connection and an execution's reader/writer.
+const PIPE: usize = 1 << 20;
+
+enum Event {
+    Spawned(i32),
+    SpawnFailed(String),
+    Output(u64, Bytes),
+    Exited(u64, ExitInfo, String),
+}
+
+type Routes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Event>>>>;
+
+/// A connection to a runner, after a successful handshake.
+#[derive(Clone)]
+pub struct RunnerClient {
+    out: mpsc::UnboundedSender<ToRunner>,
+    routes: Routes,
+    /// Cancelled when the connection is gone.
+    closed: CancellationToken,
+}
+
+/// An execution started through a runner.
+pub struct RemoteExecution {
+    /// The agent's stdout.
+    pub stdout: DuplexStream,
+    /// The agent's stdin.
+    pub stdin: DuplexStream,
+    pub control: RemoteControl,
+}
+
+/// Supervision of a runner's execution.
+pub struct RemoteControl {
+    exec: String,
+    pid: i32,
+    out: mpsc::UnboundedSender<ToRunner>,
+    exit: watch::Receiver<Option<(ExitInfo, String)>>,
+}
+
+impl RunnerClient {
+    /// Handshakes on `stream` and starts the connection's tasks. Returns the client and the
+    /// executions the runner already holds (from an earlier server).
+    pub async fn connect<S>(stream: S) -> Result<(Self, Vec<ExecutionInfo>), ProtocolError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let mut framed = Framed::new(stream, ServerCodec::default());
+        framed.send(ToRunner::Hello { version: PROTOCOL_VERSION }).await?;
+        let executions = match framed.next().await {
+            Some(Ok(FromRunner::Welcome { version, executions })) => {
+                if version != PROTOCOL_VERSION {
+                    return Err(ProtocolError::VersionMismatch {
+                        ours: PROTOCOL_VERSION,
+                        theirs: version,
+                    });
+                }
+                executions
+            }
+            Some(Ok(FromRunner::Refused { message })) => {
+                return Err(ProtocolError::Refused(message));
+            }
+            Some(Ok(other)) => {
+                return Err(ProtocolError::Unexpected {
+                    expected: "welcome",
+                    got: kind_of(&other),
+                });
+            }
+            Some(Err(err)) => return Err(err),
+            None => return Err(ProtocolError::Closed),
+        };
+        let (mut sink, mut stream) = framed.split();
+        let (out, mut outbox) = mpsc::unbounded_channel::<ToRunner>();
+        let routes: Routes = Arc::default();
+        let closed = CancellationToken::new();
+        let writer_closed = closed.clone();
+        tokio::spawn(async move {
+            loop {
+                let frame = tokio::select! {
+                    _ = writer_closed.cancelled() => return,
+                    frame = outbox.recv() => frame,
+                };
+                let Some(frame) = frame else { return };
+                if let Err(err) = sink.send(frame).await {
+                    tracing::warn!(error = %err, "writing to the runner failed");
+                    writer_closed.cancel();
+                    return;
+                }
+            }
+        });
+        let (reader_routes, reader_closed) = (routes.clone(), closed.clone());
+        tokio::spawn(async move {
+            loop {
+                let frame = tokio::select! {
+                    _ = reader_closed.cancelled() => break,
+                    frame = stream.next() => frame,
+                };
+                let frame = match frame {
+                    Some(Ok(frame)) => frame,
+                    Some(Err(err)) => {
+                        tracing::warn!(error = %err, "reading from the runner failed");
+                        break;
+                    }
+                    None => break,
+                };
+                let (exec, event) = match frame {
+                    FromRunner::Spawned { exec, pid } => (exec, Event::Spawned(pid)),
+                    FromRunner::SpawnFailed { exec, message } => {
+                        (exec, Event::SpawnFailed(message))
+                    }
+                    FromRunner::Output { exec, seq, data } => (exec, Event::Output(seq, data.0)),
+                    FromRunner::Exited { exec, seq, exit, stderr } => {
+                        (exec, Event::Exited(seq, exit.into(), stderr))
+                    }
+                    FromRunner::Error { message } => {
+                        tracing::warn!(message, "the runner reported an error");
+                        continue;
+                    }
+                    other => {
+                        tracing::warn!(frame = kind_of(&other), "unexpected frame from the runner");
+                        continue;
+                    }
+                };
+                let route = reader_routes
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&exec)
+                    .cloned();
+                match route {
+                    Some(route) => {
+                        let _ = route.send(event);
+                    }
+                    None => tracing::debug!(exec, "runner frame for an execution nobody follows"),
+                }
+            }
+            reader_closed.cancel();
+            // Every follower learns that the connection is gone.
+            reader_routes.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        });
+        Ok((Self { out, routes, closed }, executions))
+    }
+
+    /// Closes the connection (the runner keeps its agents for its grace period).
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+
+    /// Resolves when the connection is gone.
+    pub async fn closed(&self) {
+        self.closed.cancelled().await;
+    }
+
+    /// Kills an execution the runner holds and forgets it (one this server does not take
+    /// over).
+    pub fn forget(&self, exec: &str) {
+        let _ = self.out.send(ToRunner::Forget { exec: exec.to_owned() });
+    }
+
+    /// Starts an execution named `exec` (unique among the runner's live ones).
+    pub async fn spawn(&self, exec: &str, spec: SpawnSpec) -> Result<RemoteExecution, String> {
+        let (route, mut events) = mpsc::unbounded_channel();
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner).insert(exec.to_owned(), route);
+        if self.out.send(ToRunner::Spawn { exec: exec.to_owned(), spec }).is_err() {
+            return Err(self.gone(exec));
+        }
+        let pid = match events.recv().await {
+            Some(Event::Spawned(pid)) => pid,
+            Some(Event::SpawnFailed(message)) => {
+                self.routes.lock().unwrap_or_else(PoisonError::into_inner).remove(exec);
+                return Err(message);
+            }
+            Some(_) => return Err("the runner sent output before the agent started".into()),
+            None => return Err(self.gone(exec)),
+        };
+        let (stdout, mut stdout_tx) = tokio::io::duplex(PIPE);
+        let (stdin, mut stdin_rx) = tokio::io::duplex(PIPE);
+        let (exit_tx, exit) = watch::channel(None);
+        // Output in order into the agent's stdout pipe; each item acknowledged once taken.
+        let (out, routes, name) = (self.out.clone(), self.routes.clone(), exec.to_owned());
+        tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                match event {
+                    Event::Output(seq, bytes) => {
+                        // A reader that went away still gets the rest acknowledged.
+                        let _ = stdout_tx.write_all(&bytes).await;
+                        let _ = out.send(ToRunner::Ack { exec: name.clone(), seq });
+                    }
+                    Event::Exited(seq, exit, stderr) => {
+                        let _ = out.send(ToRunner::Ack { exec: name.clone(), seq });
+                        drop(stdout_tx);
+                        exit_tx.send_replace(Some((exit, stderr)));
+                        routes.lock().unwrap_or_else(PoisonError::into_inner).remove(&name);
+                        return;
+                    }
+                    Event::Spawned(_) | Event::SpawnFailed(_) => {}
+                }
+            }
+            // The connection is gone before the agent's exit arrived.
+            let lost = ExitInfo::Unknown { reason: "the connection to the runner was lost".into() };
+            exit_tx.send_replace(Some((lost, String::new())));
+        });
+        // The agent's stdin, as input frames.
+        let (out, name) = (self.out.clone(), exec.to_owned());
+        tokio::spawn(async move {
+            let mut chunk = vec![0u8; 64 * 1024];
+            loop {
+                match stdin_rx.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let data = Data(Bytes::copy_from_slice(&chunk[..n]));
+                        if out.send(ToRunner::Input { exec: name.clone(), data }).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            let _ = out.send(ToRunner::CloseInput { exec: name });
+        });
+        let control = RemoteControl { exec: exec.to_owned(), pid, out: self.out.clone(), exit };
+        Ok(RemoteExecution { stdout, stdin, control })
+    }
+
+    fn gone(&self, exec: &str) -> String {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner).remove(exec);
+        "the connection to the runner is gone; restart the server".into()
+    }
+}
+
+impl RemoteControl {
+    /// The execution's name on the runner.
+    pub fn exec(&self) -> &str {
+        &self.exec
+    }
+
+    /// The agent's pid; it leads its own process group.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// The stderr tail the runner reported with the exit (empty while it runs).
+    pub fn stderr_tail(&self) -> String {
+        self.exit.borrow().as_ref().map(|(_, stderr)| stderr.clone()).unwrap_or_default()
+    }
+
+    /// Resolves with the agent's exit (or `Unknown` when the runner connection is lost).
+    pub async fn wait(&self) -> ExitInfo {
+        let mut exit = self.exit.clone();
+        match exit.wait_for(Option::is_some).await {
+            Ok(value) => value.as_ref().map(|(exit, _)| exit.clone()),
+            Err(_) => None,
+        }
+        .unwrap_or(ExitInfo::Unknown { reason: "the connection to the runner was lost".into() })
+    }
+
+    /// TERM to the agent's group, `grace`, then KILL; resolves with its exit.
+    pub async fn stop(&self, grace: Duration) -> ExitInfo {
+        let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+        let _ = self.out.send(ToRunner::Kill { exec: self.exec.clone(), grace_ms });
+        self.wait().await
+    }
+}
