@@ -10,7 +10,8 @@
 //! - Past `buffer_limit` unacknowledged output bytes the agent's stdout is not read any more
 //!   (the agent blocks on a full pipe); nothing is dropped.
 //! - A newer connection replaces the older one; there is one owner at a time.
-//! - With no owner for `grace`, every agent is killed (process group) and the runner ends.
+//! - With no owner for `grace`, every agent is killed (process group) and the runner ends;
+//!   an owner that leaves while no agent runs ends it at once.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -215,8 +216,14 @@ impl Runner {
             ours
         };
         if gone {
-            tracing::info!(generation, grace = ?self.shared.config.grace, "runner owner gone");
-            self.start_grace(generation);
+            if self.shared.lock().executions.is_empty() {
+                // Nothing to keep for a server that comes back: end now.
+                tracing::info!(generation, "runner owner gone and no agent runs; ending");
+                self.shared.done.cancel();
+            } else {
+                tracing::info!(generation, grace = ?self.shared.config.grace, "runner owner gone");
+                self.start_grace(generation);
+            }
         }
         result
     }

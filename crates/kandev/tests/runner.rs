@@ -1,0 +1,150 @@
+//! Issue 20 with the real binary: `serve --runner local` runs agents in a `kandev runner`
+//! process that outlives the server; a restarted server stops what the last run left (it
+//! does not take executions over yet), and a runner whose server is gone past the grace
+//! period kills its agents and ends.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Server, start_with};
+
+#[path = "support/server.rs"]
+mod support;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+async fn call(server: &Server, action: &str, payload: Value) -> Value {
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/{action}", server.url))
+        .json(&payload)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{action}");
+    response.json().await.unwrap()
+}
+
+/// Live (not zombie) processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie =
+                stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(needle)
+        })
+        .collect()
+}
+
+/// The mock agents started for this home.
+fn agents_of(home: &Path) -> Vec<u32> {
+    processes_with(&home.join("mock-agent").display().to_string())
+}
+
+/// The runner of this home.
+fn runners_of(home: &Path) -> Vec<u32> {
+    processes_with(&format!("runner --socket {}", home.join("runner.sock").display()))
+}
+
+fn parent_of(pid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = stat.rsplit_once(')').unwrap().1;
+    rest.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < DEADLINE, "{what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A task with a started session whose agent answered one prompt.
+async fn session_with_agent(server: &Server, prompt: &str) -> String {
+    let workspaces = call(server, "workspace.list", json!({})).await;
+    let workflows =
+        call(server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
+            .await;
+    let board = &workflows["workflows"][0];
+    let task = call(
+        server,
+        "task.create",
+        json!({"workflow_id": board["id"], "title": "runner", "step_id": board["steps"][0]["id"]}),
+    )
+    .await;
+    let launched = call(server, "session.launch", json!({"task_id": task["task"]["id"]})).await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    call(server, "message.add", json!({"session_id": session, "content": prompt})).await;
+    wait_for_answer(server, &session, &format!("echo: {prompt}")).await;
+    session
+}
+
+async fn wait_for_answer(server: &Server, session: &str, answer: &str) {
+    let start = Instant::now();
+    loop {
+        let messages =
+            call(server, "message.list", json!({"session_id": session, "limit": 1000})).await;
+        if messages["messages"].as_array().unwrap().iter().any(|m| m["content"] == answer) {
+            return;
+        }
+        assert!(start.elapsed() < DEADLINE, "the agent answers {answer:?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test]
+async fn i20_s2_local_runner_owns_the_agents_and_a_restart_leaves_no_orphan() {
+    let home = tempfile::tempdir().unwrap();
+    let local = ["--runner", "local", "--runner-grace", "60s"];
+    let mut server = start_with(home.path(), &local);
+    let session = session_with_agent(&server, "hello runner").await;
+    let runners = runners_of(home.path());
+    assert_eq!(runners.len(), 1, "one runner for the home");
+    let agents = agents_of(home.path());
+    assert_eq!(agents.len(), 1);
+    assert_eq!(parent_of(agents[0]), runners[0], "the agent is the runner's child");
+
+    // kill -9: the runner and its agent stay (grace period).
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    assert_eq!(agents_of(home.path()), agents, "the agent outlives the killed server");
+
+    // The restarted server reuses the runner and stops what the last run left.
+    let restarted = start_with(home.path(), &local);
+    eventually("the last run's agent is stopped", || agents_of(home.path()).is_empty()).await;
+    assert_eq!(runners_of(home.path()), runners, "the same runner serves the new server");
+    let got = call(&restarted, "session.get", json!({"id": session})).await;
+    assert_eq!(got["session"]["state"], "WAITING_FOR_INPUT");
+    call(&restarted, "message.add", json!({"session_id": session, "content": "again"})).await;
+    wait_for_answer(&restarted, &session, "echo: again").await;
+    assert_eq!(agents_of(home.path()).len(), 1);
+
+    // A graceful stop stops the agent; the runner, with nothing left, ends too.
+    let mut restarted = restarted;
+    Command::new("kill").arg("-TERM").arg(restarted.child.id().to_string()).status().unwrap();
+    restarted.child.wait().unwrap();
+    eventually("no agent is left", || agents_of(home.path()).is_empty()).await;
+    eventually("the runner ends", || runners_of(home.path()).is_empty()).await;
+    assert!(!home.path().join("runner.sock").exists());
+}
+
+#[tokio::test]
+async fn i20_a2_a_runner_whose_server_is_gone_past_the_grace_period_kills_its_agents() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = start_with(home.path(), &["--runner", "local", "--runner-grace", "1s"]);
+    session_with_agent(&server, "hello").await;
+    let agents = agents_of(home.path());
+    assert_eq!(agents.len(), 1);
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    eventually("the agent is killed after the grace period", || agents_of(home.path()).is_empty())
+        .await;
+    eventually("the runner ends", || runners_of(home.path()).is_empty()).await;
+}
