@@ -17,6 +17,11 @@ pub struct RunnerArgs {
     /// The Unix socket to listen on (`serve --runner local` uses <home>/runner.sock).
     #[arg(long)]
     pub socket: PathBuf,
+    /// Speak the protocol on stdin/stdout, relayed to the runner on --socket (started when
+    /// none listens): how a server reaches a runner over an SSH channel, so a dropped
+    /// connection is only a server-away period for that runner.
+    #[arg(long)]
+    pub stdio: bool,
     /// How long the agents are kept while no server is connected; then they are killed and
     /// the runner ends.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
@@ -41,6 +46,9 @@ pub async fn run(args: RunnerArgs) -> Result<()> {
     if args.grace.is_zero() {
         anyhow::bail!("--grace must be more than 0; e.g. 10m");
     }
+    if args.stdio {
+        return relay_stdio(&args).await;
+    }
     let listener = runner::bind(&args.socket)
         .await
         .with_context(|| format!("cannot listen on {}", args.socket.display()))?;
@@ -51,6 +59,31 @@ pub async fn run(args: RunnerArgs) -> Result<()> {
     Ok(())
 }
 
+/// `--stdio`: relays stdin/stdout to the runner on the socket until either side closes.
+async fn relay_stdio(args: &RunnerArgs) -> Result<()> {
+    let exe = std::env::current_exe().context("cannot find the kandev binary to run the runner")?;
+    let log = args.socket.with_extension("log");
+    let mut stream = runner::connect_or_start(&args.socket, &exe, &listen_args(args), &log)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let mut stdio = tokio::io::join(tokio::io::stdin(), tokio::io::stdout());
+    // Either side closing ends the relay; the runner keeps its agents (grace period).
+    let _ = tokio::io::copy_bidirectional(&mut stdio, &mut stream).await;
+    Ok(())
+}
+
+fn listen_args(args: &RunnerArgs) -> Vec<String> {
+    vec![
+        "runner".to_owned(),
+        "--socket".to_owned(),
+        args.socket.display().to_string(),
+        "--grace".to_owned(),
+        format!("{}ms", args.grace.as_millis()),
+        "--buffer-limit".to_owned(),
+        args.buffer_limit.to_string(),
+    ]
+}
+
 /// Connects to the local runner of `home` (starting it when none listens), with the
 /// executions it still holds.
 pub async fn connect_local(
@@ -59,13 +92,12 @@ pub async fn connect_local(
 ) -> Result<(RunnerClient, Vec<runner::ExecutionInfo>)> {
     let exe = std::env::current_exe().context("cannot find the kandev binary to run the runner")?;
     let socket = runner::socket_path(home);
-    let args = vec![
-        "runner".to_owned(),
-        "--socket".to_owned(),
-        socket.display().to_string(),
-        "--grace".to_owned(),
-        format!("{}ms", grace.as_millis()),
-    ];
+    let args = listen_args(&RunnerArgs {
+        socket: socket.clone(),
+        stdio: false,
+        grace,
+        buffer_limit: runner::DEFAULT_BUFFER_LIMIT,
+    });
     let stream = runner::connect_or_start(&socket, &exe, &args, &home.join("runner.log"))
         .await
         .map_err(anyhow::Error::msg)?;

@@ -148,3 +148,66 @@ async fn i20_a2_a_runner_whose_server_is_gone_past_the_grace_period_kills_its_ag
         .await;
     eventually("the runner ends", || runners_of(home.path()).is_empty()).await;
 }
+
+/// `kandev runner --stdio` (what an SSH channel runs): started, it relays to a runner on the
+/// socket; a dropped channel is a server-away period, and the next channel takes the
+/// execution over with the output it missed, after the last acknowledged item, once.
+#[tokio::test]
+async fn i20_s1_the_protocol_runs_over_stdio_and_a_dropped_channel_replays() {
+    use kandev_runtime::runner::{RunnerClient, SpawnSpec};
+    use tokio::io::AsyncReadExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("runner.sock");
+    let flag = dir.path().join("go-on");
+    let relay = || {
+        let mut child = tokio::process::Command::new(support::KANDEV)
+            .args(["runner", "--stdio", "--grace", "30s", "--socket"])
+            .arg(&socket)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let io = tokio::io::join(child.stdout.take().unwrap(), child.stdin.take().unwrap());
+        (child, io)
+    };
+    let (mut first, io) = relay();
+    let (client, listed) = RunnerClient::connect(io).await.unwrap();
+    assert!(listed.is_empty());
+    let script = format!(
+        "echo one; while [ ! -f {} ]; do sleep 0.02; done; echo two; exec sleep 600",
+        flag.display()
+    );
+    let spec = SpawnSpec {
+        program: "sh".into(),
+        args: vec!["-c".into(), script],
+        env: vec![],
+        cwd: dir.path().to_path_buf(),
+        secrets: vec![],
+    };
+    let mut execution = client.spawn("s", spec).await.unwrap();
+    let mut one = [0u8; 4];
+    tokio::time::timeout(DEADLINE, execution.stdout.read_exact(&mut one)).await.unwrap().unwrap();
+    assert_eq!(&one, b"one\n");
+    first.kill().await.unwrap(); // the channel drops
+    client.closed().await;
+    std::fs::write(&flag, "").unwrap(); // the agent writes while nobody listens
+
+    let (_second, io) = relay();
+    let (client, listed) = RunnerClient::connect(io).await.unwrap();
+    assert_eq!(listed.len(), 1, "the runner kept the execution");
+    assert_eq!(listed[0].pid, execution.control.pid());
+    let expected = if listed[0].acked == 0 { "one\ntwo\n" } else { "two\n" };
+    let mut adopted = client.attach(&listed[0]);
+    let mut got = vec![0u8; expected.len()];
+    tokio::time::timeout(DEADLINE, adopted.stdout.read_exact(&mut got)).await.unwrap().unwrap();
+    assert_eq!(String::from_utf8(got).unwrap(), expected);
+    let exit = tokio::time::timeout(DEADLINE, adopted.control.stop(Duration::from_millis(200)))
+        .await
+        .unwrap();
+    assert_eq!(exit.signal(), Some(15));
+    client.close();
+    // With nothing left to keep, the runner ends when its owner goes.
+    eventually("the runner ends", || !socket.exists()).await;
+}

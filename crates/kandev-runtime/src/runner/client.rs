@@ -31,7 +31,14 @@ enum Event {
     Exited(u64, ExitInfo, String),
 }
 
-type Routes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<Event>>>>;
+/// Where the frames of an execution go: to its follower, or parked until someone attaches
+/// (the replay of executions an earlier server started arrives right after `welcome`).
+enum Route {
+    Follow(mpsc::UnboundedSender<Event>),
+    Parked(Vec<Event>),
+}
+
+type Routes = Arc<Mutex<HashMap<String, Route>>>;
 
 /// A connection to a runner, after a successful handshake.
 #[derive(Clone)]
@@ -142,16 +149,12 @@ impl RunnerClient {
                         continue;
                     }
                 };
-                let route = reader_routes
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .get(&exec)
-                    .cloned();
-                match route {
-                    Some(route) => {
-                        let _ = route.send(event);
+                let mut routes = reader_routes.lock().unwrap_or_else(PoisonError::into_inner);
+                match routes.entry(exec).or_insert_with(|| Route::Parked(Vec::new())) {
+                    Route::Follow(follower) => {
+                        let _ = follower.send(event);
                     }
-                    None => tracing::debug!(exec, "runner frame for an execution nobody follows"),
+                    Route::Parked(parked) => parked.push(event),
                 }
             }
             reader_closed.cancel();
@@ -174,13 +177,35 @@ impl RunnerClient {
     /// Kills an execution the runner holds and forgets it (one this server does not take
     /// over).
     pub fn forget(&self, exec: &str) {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner).remove(exec);
         let _ = self.out.send(ToRunner::Forget { exec: exec.to_owned() });
+    }
+
+    /// Takes over an execution the runner already holds (listed in `welcome`): its
+    /// unacknowledged output comes first, then what it writes from now on.
+    pub fn attach(&self, execution: &ExecutionInfo) -> RemoteExecution {
+        let (follower, events) = mpsc::unbounded_channel();
+        {
+            let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(Route::Parked(parked)) = routes.remove(&execution.exec) {
+                for event in parked {
+                    let _ = follower.send(event);
+                }
+            }
+            if !self.closed.is_cancelled() {
+                routes.insert(execution.exec.clone(), Route::Follow(follower));
+            }
+        }
+        self.follow(&execution.exec, execution.pid, events)
     }
 
     /// Starts an execution named `exec` (unique among the runner's live ones).
     pub async fn spawn(&self, exec: &str, spec: SpawnSpec) -> Result<RemoteExecution, String> {
-        let (route, mut events) = mpsc::unbounded_channel();
-        self.routes.lock().unwrap_or_else(PoisonError::into_inner).insert(exec.to_owned(), route);
+        let (follower, mut events) = mpsc::unbounded_channel();
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(exec.to_owned(), Route::Follow(follower));
         if self.out.send(ToRunner::Spawn { exec: exec.to_owned(), spec }).is_err() {
             return Err(self.gone(exec));
         }
@@ -193,6 +218,16 @@ impl RunnerClient {
             Some(_) => return Err("the runner sent output before the agent started".into()),
             None => return Err(self.gone(exec)),
         };
+        Ok(self.follow(exec, pid, events))
+    }
+
+    /// The pipes and control of an execution whose frames arrive on `events`.
+    fn follow(
+        &self,
+        exec: &str,
+        pid: i32,
+        mut events: mpsc::UnboundedReceiver<Event>,
+    ) -> RemoteExecution {
         let (stdout, mut stdout_tx) = tokio::io::duplex(PIPE);
         let (stdin, mut stdin_rx) = tokio::io::duplex(PIPE);
         let (exit_tx, exit) = watch::channel(None);
@@ -238,7 +273,7 @@ impl RunnerClient {
             let _ = out.send(ToRunner::CloseInput { exec: name });
         });
         let control = RemoteControl { exec: exec.to_owned(), pid, out: self.out.clone(), exit };
-        Ok(RemoteExecution { stdout, stdin, control })
+        RemoteExecution { stdout, stdin, control }
     }
 
     fn gone(&self, exec: &str) -> String {
