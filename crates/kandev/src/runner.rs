@@ -54,7 +54,15 @@ pub async fn run(args: RunnerArgs) -> Result<()> {
         .with_context(|| format!("cannot listen on {}", args.socket.display()))?;
     let config = RunnerConfig { grace: args.grace, buffer_limit: args.buffer_limit };
     tracing::info!(socket = %args.socket.display(), ?config, "runner listening");
-    runner::serve_unix(listener, Runner::new(config)).await?;
+    let runner = Runner::new(config);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot listen for SIGTERM")?;
+    tokio::select! {
+        served = runner::serve_unix(listener, runner.clone()) => served?,
+        _ = term.recv() => runner.shutdown().await,
+        _ = tokio::signal::ctrl_c() => runner.shutdown().await,
+    }
+    let _ = std::fs::remove_file(&args.socket);
     tracing::info!("runner ended");
     Ok(())
 }

@@ -211,3 +211,20 @@ async fn i20_s1_the_protocol_runs_over_stdio_and_a_dropped_channel_replays() {
     // With nothing left to keep, the runner ends when its owner goes.
     eventually("the runner ends", || !socket.exists()).await;
 }
+
+/// A runner whose socket is gone (its home deleted) can never get a server again: it ends
+/// with its agents instead of waiting for the grace period.
+#[tokio::test]
+async fn i20_s2_a_runner_whose_socket_is_gone_ends_with_its_agents() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().to_path_buf();
+    let mut server = start_with(&path, &["--runner", "local", "--runner-grace", "10m"]);
+    session_with_agent(&server, "hello").await;
+    assert_eq!(agents_of(&path).len(), 1);
+    assert_eq!(runners_of(&path).len(), 1);
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    drop(home); // deletes the socket with the home
+    eventually("the agent is gone", || agents_of(&path).is_empty()).await;
+    eventually("the runner ends", || runners_of(&path).is_empty()).await;
+}

@@ -375,6 +375,21 @@ impl Runner {
         FromRunner::Spawned { exec, pid }
     }
 
+    /// Kills every agent and ends the runner (a runner told to stop, or one that can never
+    /// get an owner again).
+    pub async fn shutdown(&self) {
+        let processes: Vec<Arc<AgentProcess>> =
+            self.shared.lock().executions.values().map(|e| e.process.clone()).collect();
+        futures::future::join_all(processes.iter().map(|p| p.stop(KILL_GRACE))).await;
+        self.shared.lock().executions.clear();
+        self.shared.done.cancel();
+    }
+
+    /// Whether an owner is connected.
+    pub fn has_owner(&self) -> bool {
+        self.shared.lock().owner.is_some()
+    }
+
     /// After `grace` without an owner (and no newer connection since `generation`), kills
     /// every agent and ends the runner.
     fn start_grace(&self, generation: u64) {

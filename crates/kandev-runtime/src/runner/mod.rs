@@ -18,6 +18,9 @@ pub use client::{RemoteControl, RemoteExecution, RunnerClient};
 pub use host::{DEFAULT_BUFFER_LIMIT, DEFAULT_GRACE, Runner, RunnerConfig};
 pub use proto::{ExecutionInfo, PROTOCOL_VERSION, ProtocolError, SpawnSpec};
 
+/// How often a runner checks that its socket file still exists.
+const SOCKET_CHECK: Duration = Duration::from_secs(1);
+
 /// How long [`connect_or_start`] waits for a runner it started to listen.
 const START_WAIT: Duration = Duration::from_secs(10);
 
@@ -27,14 +30,25 @@ pub fn socket_path(home: &Path) -> PathBuf {
 }
 
 /// Serves owner connections on `listener` until the runner ends (owner gone past the grace
-/// period). Removes the socket file when it ends.
+/// period, or its socket file removed while no owner is connected: nobody can reach it any
+/// more). Removes the socket file when it ends.
 pub async fn serve_unix(listener: UnixListener, runner: Runner) -> io::Result<()> {
     let done = runner.done();
     let path = listener.local_addr()?.as_pathname().map(Path::to_path_buf);
+    let mut check = tokio::time::interval(SOCKET_CHECK);
     loop {
         let stream = tokio::select! {
             _ = done.cancelled() => break,
             accepted = listener.accept() => accepted?.0,
+            _ = check.tick() => {
+                // Its socket removed (the home deleted), no server can reach it again.
+                if path.as_ref().is_some_and(|p| !p.exists()) && !runner.has_owner() {
+                    tracing::warn!("the runner's socket is gone; killing its agents");
+                    runner.shutdown().await;
+                    break;
+                }
+                continue;
+            }
         };
         let runner = runner.clone();
         tokio::spawn(async move {
