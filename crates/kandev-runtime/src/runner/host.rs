@@ -234,10 +234,9 @@ impl Runner {
         let mut frames = Vec::new();
         for (exec, execution) in &state.executions {
             let cursor = sent.entry(exec.clone()).or_insert(execution.acked);
-            for (seq, item) in &execution.items {
-                if *seq <= *cursor {
-                    continue;
-                }
+            // Items are in sequence order: skip what this connection has sent without a scan.
+            let start = execution.items.partition_point(|(seq, _)| *seq <= *cursor);
+            for (seq, item) in execution.items.range(start..) {
                 *cursor = *seq;
                 frames.push(match item {
                     Item::Output(bytes) => FromRunner::Output {
