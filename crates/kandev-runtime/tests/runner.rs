@@ -174,8 +174,13 @@ async fn i20_s1_output_past_the_buffer_bound_waits_and_is_never_dropped() {
     let script = format!("head -c {TOTAL} /dev/zero | tr '\\0' a");
     conn.send(ToRunner::Spawn { exec: "big".into(), spec: sh(&script) }).await.unwrap();
     assert!(matches!(next(&mut conn).await, FromRunner::Spawned { .. }));
-    // Without acknowledgements the runner stops reading at the bound (one chunk may cross it):
-    // the agent cannot finish.
+    // Without acknowledgements the runner reads up to the bound (one chunk may cross it)...
+    let start = std::time::Instant::now();
+    while runner.buffered("big").unwrap() < LIMIT {
+        assert!(start.elapsed() < WAIT, "the runner reads the agent's output");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // ...and no further: the agent cannot finish.
     let mut unacked = Vec::new();
     let quiet = timeout(Duration::from_millis(500), async {
         loop {
