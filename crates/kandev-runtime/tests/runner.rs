@@ -10,7 +10,7 @@ use kandev_runtime::runner::proto::{
     Data, FromRunner, PROTOCOL_VERSION, ProtocolError, RunnerCodec, ServerCodec, SpawnSpec,
     ToRunner,
 };
-use kandev_runtime::runner::{Runner, RunnerClient, RunnerConfig};
+use kandev_runtime::runner::{AckPolicy, Runner, RunnerClient, RunnerConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::time::timeout;
 use tokio_util::codec::Framed;
@@ -279,4 +279,84 @@ async fn i20_s1_an_execution_through_the_client_behaves_like_a_local_child() {
     let sleeper = client.spawn("sleep", sh("exec sleep 600")).await.unwrap();
     let exit = timeout(WAIT, sleeper.control.stop(Duration::from_millis(100))).await.unwrap();
     assert_eq!(exit, kandev_runtime::ExitInfo::Signaled { signal: 15 });
+}
+
+/// Reads `stdout` to its end (the runner's exit item closes it).
+async fn read_to_end(stdout: &mut DuplexStream) -> Vec<u8> {
+    let mut all = Vec::new();
+    timeout(WAIT, stdout.read_to_end(&mut all)).await.expect("output in time").unwrap();
+    all
+}
+
+#[tokio::test]
+async fn i20_a1_l42_only_committed_output_is_acknowledged_so_a_new_server_gets_the_rest_once() {
+    const LINES: usize = 40;
+    let runner = Runner::new(RunnerConfig::default());
+    let serve = |runner: &Runner| {
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let runner = runner.clone();
+        tokio::spawn(async move { runner.serve_connection(theirs).await });
+        ours
+    };
+    let (client, _) = RunnerClient::connect(serve(&runner)).await.unwrap();
+    // `cat` echoes each line once it is written: one item per line.
+    let mut execution = client.spawn_with("c1", sh("exec cat"), AckPolicy::OnCommit).await.unwrap();
+    let mut first = Vec::new();
+    for line in expected_lines(LINES).lines() {
+        execution.stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        let mut echo = vec![0u8; line.len() + 1];
+        timeout(WAIT, execution.stdout.read_exact(&mut echo)).await.unwrap().unwrap();
+        first.extend_from_slice(&echo);
+    }
+    drop(execution.stdin);
+    // The first server reads everything but commits the effects of only the first half.
+    first.extend(read_to_end(&mut execution.stdout).await);
+    assert_eq!(String::from_utf8(first.clone()).unwrap(), expected_lines(LINES));
+    let acks = &execution.acks;
+    let exit_seq = acks.exit_seq().expect("the exit arrived");
+    let (seq, end) = acks.seq_through(first.len() as u64 / 2).expect("an item in the first half");
+    assert!(seq > 0 && seq < exit_seq && end <= first.len() as u64 / 2, "{seq} {end}");
+    assert_eq!(acks.seq_through(0), None, "no item lies within nothing");
+    acks.commit(seq);
+    acks.commit(seq - 1); // an older commit changes nothing
+    assert_eq!(acks.committed(), seq);
+    client.close();
+    let unacked = first.len() - usize::try_from(end).unwrap();
+    let start = std::time::Instant::now();
+    while runner.buffered("c1") != Some(unacked) {
+        assert!(start.elapsed() < WAIT, "the runner takes the acknowledgement sent before close");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (client, listed) = RunnerClient::connect(serve(&runner)).await.unwrap();
+    assert_eq!(listed.len(), 1, "the exit was not committed: the runner keeps the execution");
+    assert_eq!(listed[0].acked, seq, "the runner counts what was committed, not what was read");
+    // This server dies (kill -9) having committed the effects of one more item, whose
+    // acknowledgement never reached the runner: its own record says where to go on.
+    let mut execution = client.attach_with(&listed[0], AckPolicy::OnCommit, 0);
+    let replayed = read_to_end(&mut execution.stdout).await;
+    assert_eq!(&first[usize::try_from(end).unwrap()..], &replayed[..]);
+    let (seq, more) = execution.acks.seq_through(replayed.len() as u64 / 2).unwrap();
+    let end = end + more;
+    drop(execution);
+    client.close();
+    let (client, listed) = RunnerClient::connect(serve(&runner)).await.unwrap();
+    assert!(listed[0].acked < seq, "nothing more was acknowledged");
+    let mut adopted = client.attach_with(&listed[0], AckPolicy::OnCommit, seq);
+    let rest = read_to_end(&mut adopted.stdout).await;
+    let end = usize::try_from(end).unwrap();
+    assert_eq!(&first[end..], &rest[..], "the replay starts right after the committed item");
+    let mut once = first[..end].to_vec();
+    once.extend_from_slice(&rest);
+    assert_eq!(String::from_utf8(once).unwrap(), expected_lines(LINES), "every byte exactly once");
+    assert_eq!(adopted.acks.exit_seq(), Some(exit_seq));
+    adopted.acks.commit(exit_seq);
+    client.close();
+    // The committed exit was the last item: the runner forgets the execution.
+    let start = std::time::Instant::now();
+    while runner.buffered("c1").is_some() {
+        assert!(start.elapsed() < WAIT, "the runner forgets a committed exit");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (_client, listed) = RunnerClient::connect(serve(&runner)).await.unwrap();
+    assert!(listed.is_empty(), "{listed:?}");
 }

@@ -4,7 +4,7 @@
 //! control (pid, stop, wait), like a local child process, so the ACP layer does not care
 //! where the bytes come from.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -49,6 +49,90 @@ pub struct RunnerClient {
     closed: CancellationToken,
 }
 
+/// When the runner's items are acknowledged (and so forgotten by the runner).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckPolicy {
+    /// Once written into the stdout pipe: a server that dies before it handled them loses
+    /// them.
+    OnDelivery,
+    /// Only through [`Acks::commit`], once the caller committed their effects: a server that
+    /// dies first gets them again from the runner, from the first uncommitted one.
+    OnCommit,
+}
+
+/// Which runner item each byte of an execution's stdout pipe came from, and the
+/// acknowledgements of an [`AckPolicy::OnCommit`] follower.
+#[derive(Clone)]
+pub struct Acks {
+    exec: String,
+    out: mpsc::UnboundedSender<ToRunner>,
+    ledger: Arc<Mutex<Ledger>>,
+}
+
+struct Ledger {
+    /// Bytes written into the stdout pipe so far.
+    written: u64,
+    /// `(end offset, seq)` of the items written and not yet acknowledged, in order.
+    items: VecDeque<(u64, u64)>,
+    /// The highest acknowledged number (the runner's own count when attached).
+    acked: u64,
+    /// The number of the exit item, once it arrived.
+    exit: Option<u64>,
+}
+
+impl Acks {
+    fn new(exec: &str, out: mpsc::UnboundedSender<ToRunner>, acked: u64) -> Self {
+        let ledger = Ledger { written: 0, items: VecDeque::new(), acked, exit: None };
+        Self { exec: exec.to_owned(), out, ledger: Arc::new(Mutex::new(ledger)) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn written(&self, seq: u64, len: usize) {
+        let mut ledger = self.lock();
+        ledger.written += len as u64;
+        let end = ledger.written;
+        ledger.items.push_back((end, seq));
+    }
+
+    /// The item a reader that consumed the first `offset` bytes of stdout has seen whole: its
+    /// number and the offset where it ends (the tag of an ACP message that ends at `offset`).
+    /// `None` when no unacknowledged item lies wholly within them.
+    pub fn seq_through(&self, offset: u64) -> Option<(u64, u64)> {
+        let ledger = self.lock();
+        let whole = ledger.items.partition_point(|(end, _)| *end <= offset);
+        whole.checked_sub(1).and_then(|i| ledger.items.get(i)).map(|(end, seq)| (*seq, *end))
+    }
+
+    /// Acknowledges every item up to `seq` (the last one whose effects are committed): the
+    /// runner forgets them and replays only later ones after a reconnect. Lower numbers than
+    /// an earlier commit change nothing.
+    pub fn commit(&self, seq: u64) {
+        let mut ledger = self.lock();
+        if seq <= ledger.acked {
+            return;
+        }
+        ledger.acked = seq;
+        while ledger.items.front().is_some_and(|(_, s)| *s <= seq) {
+            ledger.items.pop_front();
+        }
+        let _ = self.out.send(ToRunner::Ack { exec: self.exec.clone(), seq });
+    }
+
+    /// The highest acknowledged number.
+    pub fn committed(&self) -> u64 {
+        self.lock().acked
+    }
+
+    /// The number of the execution's exit item, once it arrived (commit it after the exit's
+    /// effects; the runner then forgets the execution).
+    pub fn exit_seq(&self) -> Option<u64> {
+        self.lock().exit
+    }
+}
+
 /// An execution started through a runner.
 pub struct RemoteExecution {
     /// The agent's stdout.
@@ -56,6 +140,8 @@ pub struct RemoteExecution {
     /// The agent's stdin.
     pub stdin: DuplexStream,
     pub control: RemoteControl,
+    /// Where each stdout byte came from; acknowledgements under [`AckPolicy::OnCommit`].
+    pub acks: Acks,
 }
 
 /// Supervision of a runner's execution.
@@ -105,8 +191,18 @@ impl RunnerClient {
         tokio::spawn(async move {
             loop {
                 let frame = tokio::select! {
-                    _ = writer_closed.cancelled() => return,
+                    biased;
                     frame = outbox.recv() => frame,
+                    _ = writer_closed.cancelled() => {
+                        // What was sent before `close` (the last acknowledgements) goes out.
+                        while let Ok(frame) = outbox.try_recv() {
+                            if sink.feed(frame).await.is_err() {
+                                return;
+                            }
+                        }
+                        let _ = sink.close().await;
+                        return;
+                    }
                 };
                 let Some(frame) = frame else { return };
                 if let Err(err) = sink.send(frame).await {
@@ -184,6 +280,19 @@ impl RunnerClient {
     /// Takes over an execution the runner already holds (listed in `welcome`): its
     /// unacknowledged output comes first, then what it writes from now on.
     pub fn attach(&self, execution: &ExecutionInfo) -> RemoteExecution {
+        self.attach_with(execution, AckPolicy::OnDelivery, 0)
+    }
+
+    /// [`Self::attach`] with a choice of when items are acknowledged, for a server that
+    /// recorded `committed`, the number of the last item whose effects it committed (its own
+    /// record: an acknowledgement sent just before a crash may never have reached the
+    /// runner). Output items up to it are acknowledged and dropped, not delivered again.
+    pub fn attach_with(
+        &self,
+        execution: &ExecutionInfo,
+        policy: AckPolicy,
+        committed: u64,
+    ) -> RemoteExecution {
         let (follower, events) = mpsc::unbounded_channel();
         {
             let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
@@ -196,11 +305,25 @@ impl RunnerClient {
                 routes.insert(execution.exec.clone(), Route::Follow(follower));
             }
         }
-        self.follow(&execution.exec, execution.pid, events)
+        let acked = execution.acked.max(committed);
+        if committed > execution.acked {
+            let _ = self.out.send(ToRunner::Ack { exec: execution.exec.clone(), seq: committed });
+        }
+        self.follow(&execution.exec, execution.pid, acked, policy, events)
     }
 
     /// Starts an execution named `exec` (unique among the runner's live ones).
     pub async fn spawn(&self, exec: &str, spec: SpawnSpec) -> Result<RemoteExecution, String> {
+        self.spawn_with(exec, spec, AckPolicy::OnDelivery).await
+    }
+
+    /// [`Self::spawn`] with a choice of when items are acknowledged.
+    pub async fn spawn_with(
+        &self,
+        exec: &str,
+        spec: SpawnSpec,
+        policy: AckPolicy,
+    ) -> Result<RemoteExecution, String> {
         let (follower, mut events) = mpsc::unbounded_channel();
         self.routes
             .lock()
@@ -218,7 +341,7 @@ impl RunnerClient {
             Some(_) => return Err("the runner sent output before the agent started".into()),
             None => return Err(self.gone(exec)),
         };
-        Ok(self.follow(exec, pid, events))
+        Ok(self.follow(exec, pid, 0, policy, events))
     }
 
     /// The pipes and control of an execution whose frames arrive on `events`.
@@ -226,23 +349,35 @@ impl RunnerClient {
         &self,
         exec: &str,
         pid: i32,
+        acked: u64,
+        policy: AckPolicy,
         mut events: mpsc::UnboundedReceiver<Event>,
     ) -> RemoteExecution {
+        let acks = Acks::new(exec, self.out.clone(), acked);
         let (stdout, mut stdout_tx) = tokio::io::duplex(PIPE);
         let (stdin, mut stdin_rx) = tokio::io::duplex(PIPE);
         let (exit_tx, exit) = watch::channel(None);
-        // Output in order into the agent's stdout pipe; each item acknowledged once taken.
-        let (out, routes, name) = (self.out.clone(), self.routes.clone(), exec.to_owned());
+        // Output in order into the agent's stdout pipe, each item acknowledged once taken
+        // (`OnDelivery`) or recorded for the caller's commit (`OnCommit`).
+        let (routes, name, ledger) = (self.routes.clone(), exec.to_owned(), acks.clone());
         tokio::spawn(async move {
             while let Some(event) = events.recv().await {
                 match event {
+                    // Already committed by an earlier server (acknowledged in `attach_with`).
+                    Event::Output(seq, _) if seq <= acked => {}
                     Event::Output(seq, bytes) => {
                         // A reader that went away still gets the rest acknowledged.
                         let _ = stdout_tx.write_all(&bytes).await;
-                        let _ = out.send(ToRunner::Ack { exec: name.clone(), seq });
+                        ledger.written(seq, bytes.len());
+                        if policy == AckPolicy::OnDelivery {
+                            ledger.commit(seq);
+                        }
                     }
                     Event::Exited(seq, exit, stderr) => {
-                        let _ = out.send(ToRunner::Ack { exec: name.clone(), seq });
+                        ledger.lock().exit = Some(seq);
+                        if policy == AckPolicy::OnDelivery {
+                            ledger.commit(seq);
+                        }
                         drop(stdout_tx);
                         exit_tx.send_replace(Some((exit, stderr)));
                         routes.lock().unwrap_or_else(PoisonError::into_inner).remove(&name);
@@ -273,7 +408,7 @@ impl RunnerClient {
             let _ = out.send(ToRunner::CloseInput { exec: name });
         });
         let control = RemoteControl { exec: exec.to_owned(), pid, out: self.out.clone(), exit };
-        RemoteExecution { stdout, stdin, control }
+        RemoteExecution { stdout, stdin, control, acks }
     }
 
     fn gone(&self, exec: &str) -> String {

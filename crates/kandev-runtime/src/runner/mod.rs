@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::net::{UnixListener, UnixStream};
 
-pub use client::{RemoteControl, RemoteExecution, RunnerClient};
+pub use client::{AckPolicy, Acks, RemoteControl, RemoteExecution, RunnerClient};
 pub use host::{DEFAULT_BUFFER_LIMIT, DEFAULT_GRACE, Runner, RunnerConfig};
 pub use proto::{ExecutionInfo, PROTOCOL_VERSION, ProtocolError, SpawnSpec};
 
