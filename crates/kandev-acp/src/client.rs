@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
+use crate::dispatch::EventSink;
 use crate::error::AcpError;
 use crate::events::AgentEvent;
 use crate::peer::Peer;
@@ -88,9 +89,36 @@ impl AcpClient {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let (peer, events) = Peer::start(reader, writer, config.max_line_len);
+        let (events, receiver) = mpsc::unbounded_channel();
+        let peer = Peer::start(reader, writer, config.max_line_len, EventSink::Plain(events));
         let client = AcpClient { connection: Arc::new(Connection { peer, config }), timeout: None };
-        (client, events)
+        (client, receiver)
+    }
+
+    /// [`AcpClient::connect`] whose events come each with the offset in the agent's output
+    /// where the line that carried it ends (the end of input for [`AgentEvent::Closed`]). A
+    /// runner's execution maps it to the runner item to acknowledge once the event's effects
+    /// are committed (issue 20; `kandev_runtime::runner::Acks::seq_through`).
+    pub fn connect_tagged<R, W>(
+        reader: R,
+        writer: W,
+        config: AcpConfig,
+    ) -> (AcpClient, mpsc::UnboundedReceiver<(u64, AgentEvent)>)
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let (events, receiver) = mpsc::unbounded_channel();
+        let peer = Peer::start(reader, writer, config.max_line_len, EventSink::Tagged(events));
+        let client = AcpClient { connection: Arc::new(Connection { peer, config }), timeout: None };
+        (client, receiver)
+    }
+
+    /// The offset in the agent's output up to which every line was handled (answers to calls
+    /// included): where the answer of a call just returned ends, when the agent wrote nothing
+    /// after it.
+    pub fn dispatched_through(&self) -> u64 {
+        self.connection.peer.dispatched_through()
     }
 
     /// A handle whose calls (including prompts) use `timeout` instead of the configured ones.

@@ -21,9 +21,8 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{Dispatcher, EventSink};
 use crate::error::AcpError;
-use crate::events::AgentEvent;
 use crate::line_reader::{AgentLines, Line};
 use crate::rpc::{self, RpcErrorBody};
 
@@ -48,6 +47,8 @@ struct CallTable {
 }
 
 pub(crate) struct Peer {
+    /// The stream offset up to which every line of the agent was dispatched.
+    read_through: std::sync::atomic::AtomicU64,
     calls: Mutex<CallTable>,
     outbox: Outbox,
     shutdown: CancellationToken,
@@ -60,14 +61,15 @@ impl Peer {
         reader: R,
         writer: W,
         max_line_len: usize,
-    ) -> (Arc<Peer>, mpsc::UnboundedReceiver<AgentEvent>)
+        events: EventSink,
+    ) -> Arc<Peer>
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let (outbox, outgoing) = mpsc::unbounded_channel();
-        let (events, event_receiver) = mpsc::unbounded_channel();
         let peer = Arc::new(Peer {
+            read_through: std::sync::atomic::AtomicU64::new(0),
             calls: Mutex::new(CallTable::default()),
             outbox,
             shutdown: CancellationToken::new(),
@@ -77,7 +79,17 @@ impl Peer {
         peer.tasks.spawn(write_loop(writer, outgoing, peer.shutdown.clone()));
         peer.tasks.spawn(read_loop(reader, max_line_len, dispatcher, peer.shutdown.clone()));
         peer.tasks.close();
-        (peer, event_receiver)
+        peer
+    }
+
+    /// Notes that every line up to stream offset `end` was dispatched.
+    pub(crate) fn read_through(&self, end: u64) {
+        self.read_through.store(end, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The stream offset up to which every line was dispatched.
+    pub(crate) fn dispatched_through(&self) -> u64 {
+        self.read_through.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Sends a request and waits for its answer for at most `timeout`.
@@ -238,6 +250,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             () = shutdown.cancelled() => break,
             next = lines.next() => next,
         };
+        dispatcher.at(lines.decoder().consumed());
         match next {
             Some(Ok(Line::Complete(line))) => dispatcher.on_line(line.as_bytes()),
             Some(Ok(Line::TooLong { len })) => dispatcher.on_oversized_line(len, max_line_len),
