@@ -99,12 +99,63 @@ impl Peer {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, AcpError> {
-        let (id, answer) = self.register_call(method)?;
+        let id = self.reserve_id();
+        self.request_as(id, method, params, timeout).await
+    }
+
+    /// The next request id, taken (a caller that records it before sending: `request_as`).
+    pub(crate) fn reserve_id(&self) -> u64 {
+        let mut calls = self.lock();
+        let id = calls.next_id;
+        calls.next_id += 1;
+        id
+    }
+
+    /// Starts this connection's request ids at `first` (a server that joins a conversation
+    /// an earlier server began: ids that cannot collide with the ones it used).
+    pub(crate) fn start_ids_at(&self, first: u64) {
+        let mut calls = self.lock();
+        calls.next_id = calls.next_id.max(first);
+    }
+
+    /// [`Self::request`] with an id from [`Self::reserve_id`].
+    pub(crate) async fn request_as(
+        &self,
+        id: u64,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, AcpError> {
+        let line = rpc::encode_line(&rpc::request(id, method, params));
+        self.call_as(id, method, Some(line), timeout).await
+    }
+
+    /// Waits for the answer to request `id`, sent by an earlier connection to the same agent
+    /// (the open `session/prompt` of a conversation joined in the middle).
+    pub(crate) async fn await_answer(
+        &self,
+        id: u64,
+        method: &str,
+        timeout: Duration,
+    ) -> Result<Value, AcpError> {
+        self.call_as(id, method, None, timeout).await
+    }
+
+    /// Registers call `id`, writes `line` (if any) and waits for the answer.
+    async fn call_as(
+        &self,
+        id: u64,
+        method: &str,
+        line: Option<Vec<u8>>,
+        timeout: Duration,
+    ) -> Result<Value, AcpError> {
+        let answer = self.register_call(id, method)?;
         let _forget = ForgetCallOnDrop { peer: self, id };
         let call = async {
-            let line = rpc::encode_line(&rpc::request(id, method, params));
-            self.write(method, line).await?;
-            tracing::debug!(id, method, "sent request to agent");
+            if let Some(line) = line {
+                self.write(method, line).await?;
+                tracing::debug!(id, method, "sent request to agent");
+            }
             match answer.await {
                 Ok(Ok(result)) => Ok(result),
                 Ok(Err(error)) => Err(AcpError::Rpc {
@@ -168,17 +219,19 @@ impl Peer {
 
     fn register_call(
         &self,
+        id: u64,
         method: &str,
-    ) -> Result<(u64, oneshot::Receiver<Result<Value, RpcErrorBody>>), AcpError> {
+    ) -> Result<oneshot::Receiver<Result<Value, RpcErrorBody>>, AcpError> {
         let mut calls = self.lock();
         if calls.closed {
             return Err(AcpError::closed(method));
         }
-        let id = calls.next_id;
-        calls.next_id += 1;
+        if calls.pending.contains_key(&id) {
+            return Err(AcpError::protocol(method, format!("request id {id} is already waiting")));
+        }
         let (sender, receiver) = oneshot::channel();
         calls.pending.insert(id, sender);
-        Ok((id, receiver))
+        Ok(receiver)
     }
 
     async fn write(&self, method: &str, line: Vec<u8>) -> Result<(), AcpError> {
