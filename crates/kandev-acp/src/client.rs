@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
+use crate::dispatch::EventSink;
 use crate::error::AcpError;
 use crate::events::AgentEvent;
 use crate::peer::Peer;
@@ -88,9 +89,88 @@ impl AcpClient {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let (peer, events) = Peer::start(reader, writer, config.max_line_len);
+        let (events, receiver) = mpsc::unbounded_channel();
+        let peer = Peer::start(reader, writer, config.max_line_len, EventSink::Plain(events));
         let client = AcpClient { connection: Arc::new(Connection { peer, config }), timeout: None };
+        (client, receiver)
+    }
+
+    /// [`AcpClient::connect`] whose events come each with the offset in the agent's output
+    /// where the line that carried it ends (the end of input for [`AgentEvent::Closed`]). A
+    /// runner's execution maps it to the runner item to acknowledge once the event's effects
+    /// are committed (issue 20; `kandev_runtime::runner::Acks::seq_through`).
+    pub fn connect_tagged<R, W>(
+        reader: R,
+        writer: W,
+        config: AcpConfig,
+    ) -> (AcpClient, mpsc::UnboundedReceiver<(u64, AgentEvent)>)
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let (events, receiver) = mpsc::unbounded_channel();
+        let peer = Peer::start(reader, writer, config.max_line_len, EventSink::Tagged(events));
+        let client = AcpClient { connection: Arc::new(Connection { peer, config }), timeout: None };
+        (client, receiver)
+    }
+
+    /// Joins a conversation an earlier server began with an agent that is still running
+    /// (issue 20, re-adopting through a runner): sends nothing (no `initialize`, no
+    /// `session/new` or `session/load`: the agent is past them), numbers its requests from
+    /// `first_id` on (pick a range the earlier server never reached), and gives events tagged
+    /// like [`AcpClient::connect_tagged`]. The open turn's answer is awaited with
+    /// [`AcpClient::await_prompt`].
+    pub fn join<R, W>(
+        reader: R,
+        writer: W,
+        config: AcpConfig,
+        first_id: u64,
+    ) -> (AcpClient, mpsc::UnboundedReceiver<(u64, AgentEvent)>)
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let (client, events) = Self::connect_tagged(reader, writer, config);
+        client.connection.peer.start_ids_at(first_id);
         (client, events)
+    }
+
+    /// Takes the next request id, so a caller can record it before the request goes out
+    /// ([`AcpClient::prompt_as`]).
+    pub fn reserve_id(&self) -> u64 {
+        self.connection.peer.reserve_id()
+    }
+
+    /// [`AcpClient::prompt`] with an id from [`AcpClient::reserve_id`] (recorded with the turn,
+    /// so a server that joins the conversation later can await its answer).
+    pub async fn prompt_as(
+        &self,
+        id: u64,
+        session_id: &str,
+        prompt: &[ContentBlock],
+    ) -> Result<PromptResponse, AcpError> {
+        const METHOD: &str = "session/prompt";
+        let blocks: Vec<Value> = prompt.iter().map(ContentBlock::to_json).collect();
+        let params = json!({ "sessionId": session_id, "prompt": blocks });
+        let timeout = self.timeout.unwrap_or(self.connection.config.prompt_timeout);
+        let result = self.connection.peer.request_as(id, METHOD, params, timeout).await?;
+        decode(METHOD, result)
+    }
+
+    /// Waits for the answer to the `session/prompt` an earlier server sent as request `id`
+    /// (a joined conversation's open turn): it ends the turn as if this client had sent it.
+    pub async fn await_prompt(&self, id: u64) -> Result<PromptResponse, AcpError> {
+        const METHOD: &str = "session/prompt";
+        let timeout = self.timeout.unwrap_or(self.connection.config.prompt_timeout);
+        let result = self.connection.peer.await_answer(id, METHOD, timeout).await?;
+        decode(METHOD, result)
+    }
+
+    /// The offset in the agent's output up to which every line was handled (answers to calls
+    /// included): where the answer of a call just returned ends, when the agent wrote nothing
+    /// after it.
+    pub fn dispatched_through(&self) -> u64 {
+        self.connection.peer.dispatched_through()
     }
 
     /// A handle whose calls (including prompts) use `timeout` instead of the configured ones.

@@ -17,14 +17,29 @@ use crate::peer::Peer;
 use crate::rpc::{Incoming, RpcErrorBody};
 use crate::update::SessionUpdate;
 
+/// Where events go: plain, or each with the stream offset where its line ends
+/// ([`crate::AcpClient::connect_tagged`]).
+pub(crate) enum EventSink {
+    Plain(mpsc::UnboundedSender<AgentEvent>),
+    Tagged(mpsc::UnboundedSender<(u64, AgentEvent)>),
+}
+
 pub(crate) struct Dispatcher {
     peer: Arc<Peer>,
-    events: mpsc::UnboundedSender<AgentEvent>,
+    events: EventSink,
+    /// The offset where the line being dispatched ends.
+    end: std::sync::atomic::AtomicU64,
 }
 
 impl Dispatcher {
-    pub(crate) fn new(peer: Arc<Peer>, events: mpsc::UnboundedSender<AgentEvent>) -> Self {
-        Dispatcher { peer, events }
+    pub(crate) fn new(peer: Arc<Peer>, events: EventSink) -> Self {
+        Dispatcher { peer, events, end: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// Notes that the next line (or end of input) ends at `end` in the stream.
+    pub(crate) fn at(&self, end: u64) {
+        self.end.store(end, std::sync::atomic::Ordering::Relaxed);
+        self.peer.read_through(end);
     }
 
     pub(crate) fn on_line(&self, line: &[u8]) {
@@ -223,7 +238,14 @@ impl Dispatcher {
     /// Queues an event; if nobody listens any more, the event (and any responder in it,
     /// which then answers its default) is dropped.
     fn emit(&self, event: AgentEvent) {
-        if self.events.send(event).is_err() {
+        let sent = match &self.events {
+            EventSink::Plain(events) => events.send(event).is_ok(),
+            EventSink::Tagged(events) => {
+                let end = self.end.load(std::sync::atomic::Ordering::Relaxed);
+                events.send((end, event)).is_ok()
+            }
+        };
+        if !sent {
             tracing::debug!("no receiver for agent events; event dropped");
         }
     }

@@ -39,11 +39,24 @@ pub(crate) struct AgentLines {
     max_len: usize,
     /// While dropping an over-long line: its length so far.
     discarding: Option<usize>,
+    /// Bytes of the stream taken so far: after a line is returned, the offset where it ends.
+    consumed: u64,
 }
 
 impl AgentLines {
     pub(crate) fn new(max_len: usize) -> Self {
-        AgentLines { codec: LinesCodec::new_with_max_length(max_len), max_len, discarding: None }
+        AgentLines {
+            codec: LinesCodec::new_with_max_length(max_len),
+            max_len,
+            discarding: None,
+            consumed: 0,
+        }
+    }
+
+    /// The offset in the stream right after the last line returned (its `\n` included): the
+    /// tag of what that line carries (issue 20: the runner item it came from).
+    pub(crate) fn consumed(&self) -> u64 {
+        self.consumed
     }
 
     /// Drops the buffered part of the over-long line; returns it once its `\n` was seen.
@@ -89,6 +102,22 @@ impl Decoder for AgentLines {
     type Error = io::Error;
 
     fn decode(&mut self, buf: &mut BytesMut) -> io::Result<Option<Line>> {
+        let before = buf.len();
+        let line = self.decode_lines(buf);
+        self.consumed += (before - buf.len()) as u64;
+        line
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> io::Result<Option<Line>> {
+        let before = buf.len();
+        let line = self.decode_lines_eof(buf);
+        self.consumed += (before - buf.len()) as u64;
+        line
+    }
+}
+
+impl AgentLines {
+    fn decode_lines(&mut self, buf: &mut BytesMut) -> io::Result<Option<Line>> {
         loop {
             if let Some(len) = self.discarding {
                 return Ok(self.discard(buf, len));
@@ -102,8 +131,8 @@ impl Decoder for AgentLines {
         }
     }
 
-    fn decode_eof(&mut self, buf: &mut BytesMut) -> io::Result<Option<Line>> {
-        if let Some(line) = self.decode(buf)? {
+    fn decode_lines_eof(&mut self, buf: &mut BytesMut) -> io::Result<Option<Line>> {
+        if let Some(line) = self.decode_lines(buf)? {
             return Ok(Some(line));
         }
         // An over-long last line without `\n`.
@@ -150,6 +179,33 @@ mod tests {
 
     fn complete(text: &str) -> Line {
         Line::Complete(text.into())
+    }
+
+    #[tokio::test]
+    async fn i20_a1_each_line_is_tagged_with_the_offset_where_it_ends() {
+        let input = b"ab\r\n\n{\"x\":1}\n" as &[u8];
+        let long = [b'z'; 40];
+        let mut bytes = input.to_vec();
+        bytes.extend_from_slice(&long);
+        bytes.extend_from_slice(b"\nbad\xff\nlast");
+        let (mut writer, reader) = tokio::io::duplex(3);
+        let feed = bytes.clone();
+        tokio::spawn(async move { writer.write_all(&feed).await });
+        let mut lines = FramedRead::new(reader, AgentLines::new(16));
+        let mut tagged = Vec::new();
+        while let Some(line) = lines.next().await {
+            tagged.push((line.unwrap(), lines.decoder().consumed()));
+        }
+        let expected = vec![
+            (complete("ab"), 4),
+            // The empty line is skipped; its byte belongs to the next line.
+            (complete("{\"x\":1}"), 13),
+            (Line::TooLong { len: 40 }, 54),
+            (Line::NotUtf8, 59),
+            (complete("last"), 63),
+        ];
+        assert_eq!(tagged, expected);
+        assert_eq!(63, bytes.len());
     }
 
     #[tokio::test]

@@ -21,9 +21,8 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::dispatch::Dispatcher;
+use crate::dispatch::{Dispatcher, EventSink};
 use crate::error::AcpError;
-use crate::events::AgentEvent;
 use crate::line_reader::{AgentLines, Line};
 use crate::rpc::{self, RpcErrorBody};
 
@@ -48,6 +47,8 @@ struct CallTable {
 }
 
 pub(crate) struct Peer {
+    /// The stream offset up to which every line of the agent was dispatched.
+    read_through: std::sync::atomic::AtomicU64,
     calls: Mutex<CallTable>,
     outbox: Outbox,
     shutdown: CancellationToken,
@@ -60,14 +61,15 @@ impl Peer {
         reader: R,
         writer: W,
         max_line_len: usize,
-    ) -> (Arc<Peer>, mpsc::UnboundedReceiver<AgentEvent>)
+        events: EventSink,
+    ) -> Arc<Peer>
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let (outbox, outgoing) = mpsc::unbounded_channel();
-        let (events, event_receiver) = mpsc::unbounded_channel();
         let peer = Arc::new(Peer {
+            read_through: std::sync::atomic::AtomicU64::new(0),
             calls: Mutex::new(CallTable::default()),
             outbox,
             shutdown: CancellationToken::new(),
@@ -77,7 +79,17 @@ impl Peer {
         peer.tasks.spawn(write_loop(writer, outgoing, peer.shutdown.clone()));
         peer.tasks.spawn(read_loop(reader, max_line_len, dispatcher, peer.shutdown.clone()));
         peer.tasks.close();
-        (peer, event_receiver)
+        peer
+    }
+
+    /// Notes that every line up to stream offset `end` was dispatched.
+    pub(crate) fn read_through(&self, end: u64) {
+        self.read_through.store(end, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The stream offset up to which every line was dispatched.
+    pub(crate) fn dispatched_through(&self) -> u64 {
+        self.read_through.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Sends a request and waits for its answer for at most `timeout`.
@@ -87,12 +99,63 @@ impl Peer {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, AcpError> {
-        let (id, answer) = self.register_call(method)?;
+        let id = self.reserve_id();
+        self.request_as(id, method, params, timeout).await
+    }
+
+    /// The next request id, taken (a caller that records it before sending: `request_as`).
+    pub(crate) fn reserve_id(&self) -> u64 {
+        let mut calls = self.lock();
+        let id = calls.next_id;
+        calls.next_id += 1;
+        id
+    }
+
+    /// Starts this connection's request ids at `first` (a server that joins a conversation
+    /// an earlier server began: ids that cannot collide with the ones it used).
+    pub(crate) fn start_ids_at(&self, first: u64) {
+        let mut calls = self.lock();
+        calls.next_id = calls.next_id.max(first);
+    }
+
+    /// [`Self::request`] with an id from [`Self::reserve_id`].
+    pub(crate) async fn request_as(
+        &self,
+        id: u64,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, AcpError> {
+        let line = rpc::encode_line(&rpc::request(id, method, params));
+        self.call_as(id, method, Some(line), timeout).await
+    }
+
+    /// Waits for the answer to request `id`, sent by an earlier connection to the same agent
+    /// (the open `session/prompt` of a conversation joined in the middle).
+    pub(crate) async fn await_answer(
+        &self,
+        id: u64,
+        method: &str,
+        timeout: Duration,
+    ) -> Result<Value, AcpError> {
+        self.call_as(id, method, None, timeout).await
+    }
+
+    /// Registers call `id`, writes `line` (if any) and waits for the answer.
+    async fn call_as(
+        &self,
+        id: u64,
+        method: &str,
+        line: Option<Vec<u8>>,
+        timeout: Duration,
+    ) -> Result<Value, AcpError> {
+        let answer = self.register_call(id, method)?;
         let _forget = ForgetCallOnDrop { peer: self, id };
         let call = async {
-            let line = rpc::encode_line(&rpc::request(id, method, params));
-            self.write(method, line).await?;
-            tracing::debug!(id, method, "sent request to agent");
+            if let Some(line) = line {
+                self.write(method, line).await?;
+                tracing::debug!(id, method, "sent request to agent");
+            }
             match answer.await {
                 Ok(Ok(result)) => Ok(result),
                 Ok(Err(error)) => Err(AcpError::Rpc {
@@ -156,17 +219,19 @@ impl Peer {
 
     fn register_call(
         &self,
+        id: u64,
         method: &str,
-    ) -> Result<(u64, oneshot::Receiver<Result<Value, RpcErrorBody>>), AcpError> {
+    ) -> Result<oneshot::Receiver<Result<Value, RpcErrorBody>>, AcpError> {
         let mut calls = self.lock();
         if calls.closed {
             return Err(AcpError::closed(method));
         }
-        let id = calls.next_id;
-        calls.next_id += 1;
+        if calls.pending.contains_key(&id) {
+            return Err(AcpError::protocol(method, format!("request id {id} is already waiting")));
+        }
         let (sender, receiver) = oneshot::channel();
         calls.pending.insert(id, sender);
-        Ok((id, receiver))
+        Ok(receiver)
     }
 
     async fn write(&self, method: &str, line: Vec<u8>) -> Result<(), AcpError> {
@@ -238,6 +303,7 @@ async fn read_loop<R: AsyncRead + Unpin>(
             () = shutdown.cancelled() => break,
             next = lines.next() => next,
         };
+        dispatcher.at(lines.decoder().consumed());
         match next {
             Some(Ok(Line::Complete(line))) => dispatcher.on_line(line.as_bytes()),
             Some(Ok(Line::TooLong { len })) => dispatcher.on_oversized_line(len, max_line_len),

@@ -350,3 +350,46 @@ async fn updates_sent_before_an_answer_are_queued_before_the_call_returns() {
         );
     }
 }
+
+#[tokio::test]
+async fn i20_a1_a_joined_client_sends_no_handshake_takes_new_ids_and_ends_the_open_turn() {
+    // The dead server had sent `session/prompt` as request 7; this one numbers from 1000.
+    let (client, mut events, mut agent) = common::join(1000);
+    let open_turn = tokio::spawn({
+        let client = client.clone();
+        async move { client.await_prompt(7).await }
+    });
+    // The agent goes on with the turn: a chunk, then the answer to request 7.
+    let chunk = json!({ "sessionId": "s", "update": { "sessionUpdate": "agent_message_chunk",
+        "content": { "type": "text", "text": "still here" } } });
+    agent.notify("session/update", chunk).await;
+    let (_, event) = tokio::time::timeout(common::PATIENCE, events.recv()).await.unwrap().unwrap();
+    assert!(matches!(event, AgentEvent::SessionUpdate { .. }), "{event:?}");
+    // A request of this server in the meantime gets an id of the new range.
+    let other = tokio::spawn({
+        let client = client.clone();
+        async move { client.request("_test/ping", json!({})).await }
+    });
+    // The first thing the agent reads is that request: no `initialize`, no session call.
+    let (id, _) = agent.expect_request("_test/ping").await;
+    assert_eq!(id, json!(1000));
+    agent.respond(&id, json!("pong")).await;
+    assert_eq!(other.await.unwrap().unwrap(), json!("pong"));
+    agent.respond(&json!(7), json!({ "stopReason": "end_turn" })).await;
+    let answer = tokio::time::timeout(common::PATIENCE, open_turn).await.unwrap().unwrap();
+    assert_eq!(answer.unwrap().stop_reason, StopReason::EndTurn);
+    // A reserved id is the one the prompt goes out with.
+    let id = client.reserve_id();
+    assert_eq!(id, 1001);
+    let prompt = tokio::spawn({
+        let client = client.clone();
+        async move { client.prompt_as(id, "s", &[ContentBlock::text("next")]).await }
+    });
+    let (sent, _) = agent.expect_request("session/prompt").await;
+    assert_eq!(sent, json!(1001));
+    // A second wait for an id already waited on is refused, not a hang.
+    let twice = client.await_prompt(1001).await.unwrap_err();
+    assert!(twice.to_string().contains("already waiting"), "{twice}");
+    agent.respond(&sent, json!({ "stopReason": "end_turn" })).await;
+    assert!(prompt.await.unwrap().is_ok());
+}

@@ -189,3 +189,41 @@ async fn a_malformed_known_update_is_a_protocol_error_not_fatal() {
         SessionUpdate::AgentMessageChunk { content: ContentBlock::text("still here") }
     );
 }
+
+#[tokio::test]
+async fn i20_a1_tagged_events_carry_the_offset_where_their_line_ends() {
+    use tokio::io::AsyncWriteExt;
+    let (client_end, mut agent) = tokio::io::duplex(64 * 1024);
+    let (read, write) = tokio::io::split(client_end);
+    let (client, mut events) =
+        kandev_acp::AcpClient::connect_tagged(read, write, kandev_acp::AcpConfig::default());
+    let chunk = |text: &str| {
+        let update = json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": text}});
+        let params = json!({"sessionId": "s", "update": update});
+        format!("{}\n", json!({"jsonrpc": "2.0", "method": "session/update", "params": params}))
+    };
+    let (first, second) = (chunk("one"), chunk("two"));
+    // Both lines in one write, the second split across two.
+    let all = format!("{first}{second}");
+    let (head, tail) = all.split_at(first.len() + 5);
+    agent.write_all(head.as_bytes()).await.unwrap();
+    let (end, event) = recv_tagged(&mut events).await;
+    assert_eq!(end, first.len() as u64);
+    assert!(matches!(event, AgentEvent::SessionUpdate { .. }), "{event:?}");
+    agent.write_all(tail.as_bytes()).await.unwrap();
+    let (end, _) = recv_tagged(&mut events).await;
+    assert_eq!(end, all.len() as u64);
+    assert_eq!(client.dispatched_through(), all.len() as u64);
+    drop(agent);
+    let (end, event) = recv_tagged(&mut events).await;
+    assert!(matches!(event, AgentEvent::Closed), "{event:?}");
+    assert_eq!(end, all.len() as u64);
+}
+
+async fn recv_tagged(
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<(u64, AgentEvent)>,
+) -> (u64, AgentEvent) {
+    let next = tokio::time::timeout(std::time::Duration::from_secs(10), events.recv());
+    next.await.expect("an event in time").expect("open")
+}

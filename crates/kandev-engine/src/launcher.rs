@@ -1,5 +1,5 @@
 //! How an agent execution is started: a real process (`LocalLauncher`, through the runtime
-//! crate), or the built-in mock agent in-process over a pipe (`BuiltinMockLauncher`).
+//! crate), a process owned by a runner (`RunnerLauncher`), or the built-in mock agent in-process over a pipe (`BuiltinMockLauncher`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -190,6 +190,66 @@ impl Launcher for BuiltinMockLauncher {
                 reader: Box::new(reader),
                 writer: Box::new(writer),
                 control: Arc::new(control),
+            })
+        })
+    }
+}
+
+/// Runs agents through a runner (`kandev runner`, docs/architecture.md "Runners"): the
+/// runner owns the processes and relays their stdio over its connection, so an agent can
+/// outlive this server. The built-in mock runs as a real process (`program args`) here, as
+/// with [`LocalLauncher`].
+pub struct RunnerLauncher {
+    client: kandev_runtime::runner::RunnerClient,
+}
+
+impl RunnerLauncher {
+    pub fn new(client: kandev_runtime::runner::RunnerClient) -> Self {
+        Self { client }
+    }
+}
+
+struct RunnerControl(kandev_runtime::runner::RemoteControl);
+
+impl ExecutionControl for RunnerControl {
+    fn pid(&self) -> Option<i32> {
+        Some(self.0.pid())
+    }
+
+    fn pgid(&self) -> Option<i32> {
+        Some(self.0.pid())
+    }
+
+    fn stderr_tail(&self) -> String {
+        self.0.stderr_tail()
+    }
+
+    fn stop(&self, grace: Duration) -> BoxFuture<'_, ExitInfo> {
+        Box::pin(self.0.stop(grace))
+    }
+
+    fn wait(&self) -> BoxFuture<'_, ExitInfo> {
+        Box::pin(self.0.wait())
+    }
+}
+
+impl Launcher for RunnerLauncher {
+    fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, Result<Launched, String>> {
+        let client = self.client.clone();
+        Box::pin(async move {
+            let exec = uuid::Uuid::new_v4().to_string();
+            let spawn = kandev_runtime::runner::SpawnSpec {
+                program: spec.program,
+                args: spec.args,
+                env: spec.env,
+                cwd: spec.cwd,
+                secrets: spec.secrets,
+            };
+            let execution = client.spawn(&exec, spawn).await?;
+            Ok(Launched {
+                reader: Box::new(execution.stdout),
+                writer: Box::new(execution.stdin),
+                control: Arc::new(RunnerControl(execution.control)),
             })
         })
     }

@@ -41,6 +41,7 @@ pub use engine::Engine;
 pub use error::{EngineError, Result};
 pub use launcher::{
     BuiltinMockLauncher, ExecutionControl, LaunchSpec, Launched, Launcher, LocalLauncher,
+    RunnerLauncher,
 };
 pub use shells::{
     MAX_TERMINAL_CELLS, MAX_TERMINALS_PER_TASK, TerminalChunk, TerminalExit, TerminalHandle,

@@ -14,6 +14,8 @@
 //!   [`redact::Redactor`]), and no `Debug` output of a spec shows one.
 //! - A terminal's shell ([`pty::PtyShell`]) leads a session of its own and is supervised by
 //!   session: its kill reaches every job group the shell made.
+//! - A runner ([`runner`]) forgets an execution's output only once its owner acknowledged
+//!   it, and kills its agents when no owner was connected for its grace period.
 //! - Every path from outside is resolved beneath its root by [`confine`], without a
 //!   check-then-use race.
 
@@ -25,6 +27,7 @@ mod group;
 mod process;
 pub mod pty;
 pub mod redact;
+pub mod runner;
 mod stderr;
 pub mod terminal;
 

@@ -50,7 +50,7 @@ pub use messages::{Appended, NewMessage};
 pub use notifications::{DueDelivery, NewChannel, NewNotification};
 pub use profiles::{NewProfile, ProfilePatch};
 pub use repositories::{NewRepository, RepositoryPatch};
-pub use runtime::RuntimeRecord;
+pub use runtime::{RunnerPosition, RuntimeRecord};
 pub use search::{RANK_WINDOW, SearchHit, SearchKinds, SearchPage, SnippetPart};
 pub use session_resets::ResetIntent;
 pub use sessions::SessionUpdate;

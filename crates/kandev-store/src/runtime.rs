@@ -43,7 +43,28 @@ impl From<RuntimeRow> for RuntimeRecord {
     }
 }
 
+/// Where a runner's execution stands (issue 20): its name on the runner and the number of the
+/// last item whose effects are committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerPosition {
+    pub exec: String,
+    pub committed: u64,
+}
+
 impl Store {
+    /// The runner position of the session's execution, when a runner runs it.
+    pub async fn runner_position(&self, session_id: &SessionId) -> Result<Option<RunnerPosition>> {
+        let row: Option<(Option<String>, Option<i64>)> = sqlx::query_as(
+            "SELECT runner_exec, runner_seq FROM session_runtime WHERE session_id = ?",
+        )
+        .bind(session_id.as_str())
+        .fetch_optional(&self.read)
+        .await?;
+        Ok(row.and_then(|(exec, seq)| {
+            Some(RunnerPosition { exec: exec?, committed: u64::try_from(seq.unwrap_or(0)).ok()? })
+        }))
+    }
+
     pub async fn get_runtime(&self, session_id: &SessionId) -> Result<Option<RuntimeRecord>> {
         let row = sqlx::query_as::<_, RuntimeRow>(
             "SELECT session_id, execution_id, epoch, pid, pgid, status, cwd FROM session_runtime \
@@ -72,6 +93,46 @@ impl WriteTx {
         .bind(&record.status)
         .bind(&record.cwd)
         .bind(self.now().millis())
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
+    /// Records that the runtime row of `epoch` runs on a runner as `exec` (nothing committed
+    /// yet).
+    pub async fn set_runner_exec(
+        &mut self,
+        session_id: &SessionId,
+        epoch: i64,
+        exec: &str,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE session_runtime SET runner_exec = ?, runner_seq = 0 WHERE session_id = ? AND epoch = ?",
+        )
+        .bind(exec)
+        .bind(session_id.as_str())
+        .bind(epoch)
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
+    /// Records, in the transaction that commits their effects, that runner items up to `seq`
+    /// of the execution of `epoch` are handled. Never moves back; a row of another epoch or
+    /// without a runner is left alone.
+    pub async fn commit_runner_seq(
+        &mut self,
+        session_id: &SessionId,
+        epoch: i64,
+        seq: u64,
+    ) -> Result<()> {
+        let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+        sqlx::query(
+            "UPDATE session_runtime SET runner_seq = MAX(runner_seq, ?)              WHERE session_id = ? AND epoch = ? AND runner_exec IS NOT NULL",
+        )
+        .bind(seq)
+        .bind(session_id.as_str())
+        .bind(epoch)
         .execute(self.conn())
         .await?;
         Ok(())

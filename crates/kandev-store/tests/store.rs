@@ -150,3 +150,52 @@ async fn search_matches_title_and_description_literally() {
     assert_eq!(store.list_tasks(&search("login")).await.unwrap().len(), 2);
     assert_eq!(store.list_tasks(&search("%")).await.unwrap().len(), 1, "% is literal");
 }
+
+#[tokio::test]
+async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_moves_back() {
+    use kandev_store::{RunnerPosition, RuntimeRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let mut tx = store.begin_write().await.unwrap();
+    let ws = tx.insert_workspace("Home").await.unwrap();
+    let wf = tx.insert_workflow(&ws.id, &spec(&["Todo"]), None).await.unwrap();
+    let task = NewTask {
+        workflow_id: wf.id.clone(),
+        step_id: wf.steps[0].id.clone(),
+        title: "t".into(),
+        description: String::new(),
+        repository_ids: vec![],
+        agent_profile_id: None,
+    };
+    let task = tx.insert_task(&task, "user").await.unwrap();
+    let session = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
+    let record = RuntimeRecord {
+        session_id: session.id.clone(),
+        execution_id: "e1".into(),
+        epoch: 1,
+        pid: Some(42),
+        pgid: Some(42),
+        status: "running".into(),
+        cwd: "/tmp".into(),
+    };
+    tx.set_runtime(&record).await.unwrap();
+    // An agent that is the server's own child has no runner position to record.
+    tx.commit_runner_seq(&session.id, 1, 5).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(store.runner_position(&session.id).await.unwrap(), None);
+
+    let mut tx = store.begin_write().await.unwrap();
+    tx.set_runner_exec(&session.id, 1, "x1").await.unwrap();
+    tx.commit_runner_seq(&session.id, 1, 7).await.unwrap();
+    tx.commit_runner_seq(&session.id, 1, 3).await.unwrap(); // never back
+    tx.commit_runner_seq(&session.id, 2, 99).await.unwrap(); // another epoch: fenced
+    tx.commit().await.unwrap();
+    // A rolled-back transaction records nothing: the number goes with the effects.
+    let mut tx = store.begin_write().await.unwrap();
+    tx.commit_runner_seq(&session.id, 1, 9).await.unwrap();
+    drop(tx);
+    store.close().await;
+    let store = open(&dir).await;
+    let position = store.runner_position(&session.id).await.unwrap();
+    assert_eq!(position, Some(RunnerPosition { exec: "x1".into(), committed: 7 }));
+}

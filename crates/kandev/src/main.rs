@@ -2,6 +2,7 @@
 
 mod bridge;
 mod client;
+mod runner;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +35,8 @@ enum Command {
     /// Bridge stdio to Kandev's MCP server (what Kandev hands agents that only take stdio
     /// MCP servers; the token comes in KANDEV_MCP_TOKEN).
     McpBridge(bridge::BridgeArgs),
+    /// Own agent processes for a server and outlive it (`serve --runner local` starts it).
+    Runner(runner::RunnerArgs),
     /// Export and import workflows as YAML on a running server.
     Workflow {
         #[command(flatten)]
@@ -55,6 +58,7 @@ async fn main() -> std::process::ExitCode {
             std::process::exit(code);
         }
         Some(Command::McpBridge(args)) => bridge::run(args).await,
+        Some(Command::Runner(args)) => runner::run(args).await,
         Some(Command::Task { server, command }) => client::task(server, command).await,
         Some(Command::Workflow { server, command }) => client::workflow(server, command).await,
     };

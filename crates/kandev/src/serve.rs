@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use kandev_engine::{AgentCommand, Engine, EngineConfig, LocalLauncher};
+use kandev_engine::{AgentCommand, Engine, EngineConfig, Launcher, LocalLauncher, RunnerLauncher};
 use kandev_server::{AppState, ServerConfig};
 use kandev_store::{Location, Retention, Store};
 use tokio_util::sync::CancellationToken;
+
+use crate::runner::RunnerMode;
 
 /// Default listen address: loopback only.
 pub const DEFAULT_ADDR: &str = "127.0.0.1:38429";
@@ -87,6 +89,13 @@ pub struct ServeArgs {
         value_parser = parse_duration
     )]
     pub event_prune_interval: Duration,
+    /// Where agents run: `local`, a runner process that outlives the server (on
+    /// <home>/runner.sock, started when none listens), or `none`, as children of the server.
+    #[arg(long, env = "KANDEV_RUNNER", value_enum, default_value = "none")]
+    pub runner: RunnerMode,
+    /// With `--runner local`: how long a runner keeps the agents while no server is connected.
+    #[arg(long, env = "KANDEV_RUNNER_GRACE", default_value = "10m", value_parser = parse_duration)]
+    pub runner_grace: Duration,
 }
 
 /// The connection cap. By default at most half of the open-file limit, so connections cannot
@@ -116,7 +125,7 @@ fn connection_cap(given: Option<usize>) -> usize {
 }
 
 /// A duration such as `500ms`, `10s`, `5m`, `12h` or `7d`; a bare number is seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
@@ -219,7 +228,24 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             args.addr
         )
     })?;
-    let engine = Engine::new(store.clone(), engine_config(&home, &args)?, Arc::new(LocalLauncher));
+    let launcher: Arc<dyn Launcher> = match args.runner {
+        RunnerMode::None => Arc::new(LocalLauncher),
+        RunnerMode::Local => {
+            if args.runner_grace.is_zero() {
+                anyhow::bail!("--runner-grace must be more than 0; e.g. 10m");
+            }
+            let (client, leftovers) =
+                crate::runner::connect_local(&home, args.runner_grace).await?;
+            // Executions of the last run are not taken over yet (docs/architecture.md,
+            // "Runners"): they end like the children of a stopped server.
+            for execution in &leftovers {
+                tracing::info!(exec = %execution.exec, pid = execution.pid, "stopping an agent of the last run");
+                client.forget(&execution.exec);
+            }
+            Arc::new(RunnerLauncher::new(client))
+        }
+    };
+    let engine = Engine::new(store.clone(), engine_config(&home, &args)?, launcher);
     let interrupted =
         engine.reconcile().await.context("cannot reconcile sessions from the last run")?;
     if interrupted > 0 {
@@ -268,7 +294,7 @@ async fn stop_on_signal(shutdown: CancellationToken) {
     shutdown.cancel();
 }
 
-fn init_tracing() {
+pub(crate) fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
     let _ =

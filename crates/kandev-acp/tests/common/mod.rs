@@ -11,6 +11,18 @@ use tokio::io::{
 };
 use tokio::sync::mpsc::UnboundedReceiver;
 
+/// A client that joins a conversation in the middle ([`AcpClient::join`]), its tagged
+/// events, and the agent.
+pub fn join(first_id: u64) -> (AcpClient, UnboundedReceiver<(u64, AgentEvent)>, FakeAgent) {
+    let (client_end, agent_end) = tokio::io::duplex(64 * 1024);
+    let (client_read, client_write) = tokio::io::split(client_end);
+    let (client, events) =
+        AcpClient::join(client_read, client_write, AcpConfig::default(), first_id);
+    let (agent_read, agent_write) = tokio::io::split(agent_end);
+    let agent = FakeAgent { lines: BufReader::new(agent_read).lines(), writer: agent_write };
+    (client, events, agent)
+}
+
 /// How long a test waits for something that should happen promptly.
 pub const PATIENCE: Duration = Duration::from_secs(5);
 

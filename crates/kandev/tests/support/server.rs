@@ -25,9 +25,19 @@ impl Drop for Server {
 
 /// Starts `kandev serve --addr 127.0.0.1:0` on `home`; its log goes to `<home>/server.log`.
 pub fn start(home: &Path) -> Server {
-    let log = std::fs::File::create(home.join("server.log")).unwrap();
+    start_with(home, &[])
+}
+
+/// [`start`] with more arguments for `kandev serve`; the log is appended to.
+pub fn start_with(home: &Path, extra: &[&str]) -> Server {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(home.join("server.log"))
+        .unwrap();
     let mut child = Command::new(KANDEV)
         .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(extra)
         .env("KANDEV_HOME", home)
         .stdout(Stdio::piped())
         .stderr(log)

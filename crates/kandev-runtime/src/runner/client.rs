@@ -1,0 +1,452 @@
+//! The server's side of a runner connection: the handshake, then one task that writes frames
+//! and one that routes what the runner sends to the execution it belongs to. An execution
+//! started through the runner is seen as a byte pipe (the agent's stdout and stdin) and a
+//! control (pid, stop, wait), like a local child process, so the ACP layer does not care
+//! where the bytes come from.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
+use tokio::sync::{mpsc, watch};
+use tokio_util::codec::Framed;
+use tokio_util::sync::CancellationToken;
+
+use super::proto::{
+    Data, ExecutionInfo, FromRunner, PROTOCOL_VERSION, ProtocolError, ServerCodec, SpawnSpec,
+    ToRunner, kind_of,
+};
+use crate::ExitInfo;
+
+/// Size of the in-process pipes between the connection and an execution's reader/writer.
+const PIPE: usize = 1 << 20;
+
+enum Event {
+    Spawned(i32),
+    SpawnFailed(String),
+    Output(u64, Bytes),
+    Exited(u64, ExitInfo, String),
+}
+
+/// Where the frames of an execution go: to its follower, or parked until someone attaches
+/// (the replay of executions an earlier server started arrives right after `welcome`).
+enum Route {
+    Follow(mpsc::UnboundedSender<Event>),
+    Parked(Vec<Event>),
+}
+
+type Routes = Arc<Mutex<HashMap<String, Route>>>;
+
+/// A connection to a runner, after a successful handshake.
+#[derive(Clone)]
+pub struct RunnerClient {
+    out: mpsc::UnboundedSender<ToRunner>,
+    routes: Routes,
+    /// Cancelled when the connection is gone.
+    closed: CancellationToken,
+}
+
+/// When the runner's items are acknowledged (and so forgotten by the runner).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckPolicy {
+    /// Once written into the stdout pipe: a server that dies before it handled them loses
+    /// them.
+    OnDelivery,
+    /// Only through [`Acks::commit`], once the caller committed their effects: a server that
+    /// dies first gets them again from the runner, from the first uncommitted one.
+    OnCommit,
+}
+
+/// Which runner item each byte of an execution's stdout pipe came from, and the
+/// acknowledgements of an [`AckPolicy::OnCommit`] follower.
+#[derive(Clone)]
+pub struct Acks {
+    exec: String,
+    out: mpsc::UnboundedSender<ToRunner>,
+    ledger: Arc<Mutex<Ledger>>,
+}
+
+struct Ledger {
+    /// Bytes written into the stdout pipe so far.
+    written: u64,
+    /// `(end offset, seq)` of the items written and not yet acknowledged, in order.
+    items: VecDeque<(u64, u64)>,
+    /// The highest acknowledged number (the runner's own count when attached).
+    acked: u64,
+    /// The number of the exit item, once it arrived.
+    exit: Option<u64>,
+}
+
+impl Acks {
+    fn new(exec: &str, out: mpsc::UnboundedSender<ToRunner>, acked: u64) -> Self {
+        let ledger = Ledger { written: 0, items: VecDeque::new(), acked, exit: None };
+        Self { exec: exec.to_owned(), out, ledger: Arc::new(Mutex::new(ledger)) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn written(&self, seq: u64, len: usize) {
+        let mut ledger = self.lock();
+        ledger.written += len as u64;
+        let end = ledger.written;
+        ledger.items.push_back((end, seq));
+    }
+
+    /// The item a reader that consumed the first `offset` bytes of stdout has seen whole: its
+    /// number and the offset where it ends (the tag of an ACP message that ends at `offset`).
+    /// `None` when no unacknowledged item lies wholly within them.
+    pub fn seq_through(&self, offset: u64) -> Option<(u64, u64)> {
+        let ledger = self.lock();
+        let whole = ledger.items.partition_point(|(end, _)| *end <= offset);
+        whole.checked_sub(1).and_then(|i| ledger.items.get(i)).map(|(end, seq)| (*seq, *end))
+    }
+
+    /// Acknowledges every item up to `seq` (the last one whose effects are committed): the
+    /// runner forgets them and replays only later ones after a reconnect. Lower numbers than
+    /// an earlier commit change nothing.
+    pub fn commit(&self, seq: u64) {
+        let mut ledger = self.lock();
+        if seq <= ledger.acked {
+            return;
+        }
+        ledger.acked = seq;
+        while ledger.items.front().is_some_and(|(_, s)| *s <= seq) {
+            ledger.items.pop_front();
+        }
+        let _ = self.out.send(ToRunner::Ack { exec: self.exec.clone(), seq });
+    }
+
+    /// The highest acknowledged number.
+    pub fn committed(&self) -> u64 {
+        self.lock().acked
+    }
+
+    /// The number of the execution's exit item, once it arrived (commit it after the exit's
+    /// effects; the runner then forgets the execution).
+    pub fn exit_seq(&self) -> Option<u64> {
+        self.lock().exit
+    }
+}
+
+/// An execution started through a runner.
+pub struct RemoteExecution {
+    /// The agent's stdout.
+    pub stdout: DuplexStream,
+    /// The agent's stdin.
+    pub stdin: DuplexStream,
+    pub control: RemoteControl,
+    /// Where each stdout byte came from; acknowledgements under [`AckPolicy::OnCommit`].
+    pub acks: Acks,
+}
+
+/// Supervision of a runner's execution.
+pub struct RemoteControl {
+    exec: String,
+    pid: i32,
+    out: mpsc::UnboundedSender<ToRunner>,
+    exit: watch::Receiver<Option<(ExitInfo, String)>>,
+}
+
+impl RunnerClient {
+    /// Handshakes on `stream` and starts the connection's tasks. Returns the client and the
+    /// executions the runner already holds (from an earlier server).
+    pub async fn connect<S>(stream: S) -> Result<(Self, Vec<ExecutionInfo>), ProtocolError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let mut framed = Framed::new(stream, ServerCodec::default());
+        framed.send(ToRunner::Hello { version: PROTOCOL_VERSION }).await?;
+        let executions = match framed.next().await {
+            Some(Ok(FromRunner::Welcome { version, executions })) => {
+                if version != PROTOCOL_VERSION {
+                    return Err(ProtocolError::VersionMismatch {
+                        ours: PROTOCOL_VERSION,
+                        theirs: version,
+                    });
+                }
+                executions
+            }
+            Some(Ok(FromRunner::Refused { message })) => {
+                return Err(ProtocolError::Refused(message));
+            }
+            Some(Ok(other)) => {
+                return Err(ProtocolError::Unexpected {
+                    expected: "welcome",
+                    got: kind_of(&other),
+                });
+            }
+            Some(Err(err)) => return Err(err),
+            None => return Err(ProtocolError::Closed),
+        };
+        let (mut sink, mut stream) = framed.split();
+        let (out, mut outbox) = mpsc::unbounded_channel::<ToRunner>();
+        let routes: Routes = Arc::default();
+        let closed = CancellationToken::new();
+        let writer_closed = closed.clone();
+        tokio::spawn(async move {
+            loop {
+                let frame = tokio::select! {
+                    biased;
+                    frame = outbox.recv() => frame,
+                    _ = writer_closed.cancelled() => {
+                        // What was sent before `close` (the last acknowledgements) goes out.
+                        while let Ok(frame) = outbox.try_recv() {
+                            if sink.feed(frame).await.is_err() {
+                                return;
+                            }
+                        }
+                        let _ = sink.close().await;
+                        return;
+                    }
+                };
+                let Some(frame) = frame else { return };
+                if let Err(err) = sink.send(frame).await {
+                    tracing::warn!(error = %err, "writing to the runner failed");
+                    writer_closed.cancel();
+                    return;
+                }
+            }
+        });
+        let (reader_routes, reader_closed) = (routes.clone(), closed.clone());
+        tokio::spawn(async move {
+            loop {
+                let frame = tokio::select! {
+                    _ = reader_closed.cancelled() => break,
+                    frame = stream.next() => frame,
+                };
+                let frame = match frame {
+                    Some(Ok(frame)) => frame,
+                    Some(Err(err)) => {
+                        tracing::warn!(error = %err, "reading from the runner failed");
+                        break;
+                    }
+                    None => break,
+                };
+                let (exec, event) = match frame {
+                    FromRunner::Spawned { exec, pid } => (exec, Event::Spawned(pid)),
+                    FromRunner::SpawnFailed { exec, message } => {
+                        (exec, Event::SpawnFailed(message))
+                    }
+                    FromRunner::Output { exec, seq, data } => (exec, Event::Output(seq, data.0)),
+                    FromRunner::Exited { exec, seq, exit, stderr } => {
+                        (exec, Event::Exited(seq, exit.into(), stderr))
+                    }
+                    FromRunner::Error { message } => {
+                        tracing::warn!(message, "the runner reported an error");
+                        continue;
+                    }
+                    other => {
+                        tracing::warn!(frame = kind_of(&other), "unexpected frame from the runner");
+                        continue;
+                    }
+                };
+                let mut routes = reader_routes.lock().unwrap_or_else(PoisonError::into_inner);
+                match routes.entry(exec).or_insert_with(|| Route::Parked(Vec::new())) {
+                    Route::Follow(follower) => {
+                        let _ = follower.send(event);
+                    }
+                    Route::Parked(parked) => parked.push(event),
+                }
+            }
+            reader_closed.cancel();
+            // Every follower learns that the connection is gone.
+            reader_routes.lock().unwrap_or_else(PoisonError::into_inner).clear();
+        });
+        Ok((Self { out, routes, closed }, executions))
+    }
+
+    /// Closes the connection (the runner keeps its agents for its grace period).
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+
+    /// Resolves when the connection is gone.
+    pub async fn closed(&self) {
+        self.closed.cancelled().await;
+    }
+
+    /// Kills an execution the runner holds and forgets it (one this server does not take
+    /// over).
+    pub fn forget(&self, exec: &str) {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner).remove(exec);
+        let _ = self.out.send(ToRunner::Forget { exec: exec.to_owned() });
+    }
+
+    /// Takes over an execution the runner already holds (listed in `welcome`): its
+    /// unacknowledged output comes first, then what it writes from now on.
+    pub fn attach(&self, execution: &ExecutionInfo) -> RemoteExecution {
+        self.attach_with(execution, AckPolicy::OnDelivery, 0)
+    }
+
+    /// [`Self::attach`] with a choice of when items are acknowledged, for a server that
+    /// recorded `committed`, the number of the last item whose effects it committed (its own
+    /// record: an acknowledgement sent just before a crash may never have reached the
+    /// runner). Output items up to it are acknowledged and dropped, not delivered again.
+    pub fn attach_with(
+        &self,
+        execution: &ExecutionInfo,
+        policy: AckPolicy,
+        committed: u64,
+    ) -> RemoteExecution {
+        let (follower, events) = mpsc::unbounded_channel();
+        {
+            let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(Route::Parked(parked)) = routes.remove(&execution.exec) {
+                for event in parked {
+                    let _ = follower.send(event);
+                }
+            }
+            if !self.closed.is_cancelled() {
+                routes.insert(execution.exec.clone(), Route::Follow(follower));
+            }
+        }
+        let acked = execution.acked.max(committed);
+        if committed > execution.acked {
+            let _ = self.out.send(ToRunner::Ack { exec: execution.exec.clone(), seq: committed });
+        }
+        self.follow(&execution.exec, execution.pid, acked, policy, events)
+    }
+
+    /// Starts an execution named `exec` (unique among the runner's live ones).
+    pub async fn spawn(&self, exec: &str, spec: SpawnSpec) -> Result<RemoteExecution, String> {
+        self.spawn_with(exec, spec, AckPolicy::OnDelivery).await
+    }
+
+    /// [`Self::spawn`] with a choice of when items are acknowledged.
+    pub async fn spawn_with(
+        &self,
+        exec: &str,
+        spec: SpawnSpec,
+        policy: AckPolicy,
+    ) -> Result<RemoteExecution, String> {
+        let (follower, mut events) = mpsc::unbounded_channel();
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(exec.to_owned(), Route::Follow(follower));
+        if self.out.send(ToRunner::Spawn { exec: exec.to_owned(), spec }).is_err() {
+            return Err(self.gone(exec));
+        }
+        let pid = match events.recv().await {
+            Some(Event::Spawned(pid)) => pid,
+            Some(Event::SpawnFailed(message)) => {
+                self.routes.lock().unwrap_or_else(PoisonError::into_inner).remove(exec);
+                return Err(message);
+            }
+            Some(_) => return Err("the runner sent output before the agent started".into()),
+            None => return Err(self.gone(exec)),
+        };
+        Ok(self.follow(exec, pid, 0, policy, events))
+    }
+
+    /// The pipes and control of an execution whose frames arrive on `events`.
+    fn follow(
+        &self,
+        exec: &str,
+        pid: i32,
+        acked: u64,
+        policy: AckPolicy,
+        mut events: mpsc::UnboundedReceiver<Event>,
+    ) -> RemoteExecution {
+        let acks = Acks::new(exec, self.out.clone(), acked);
+        let (stdout, mut stdout_tx) = tokio::io::duplex(PIPE);
+        let (stdin, mut stdin_rx) = tokio::io::duplex(PIPE);
+        let (exit_tx, exit) = watch::channel(None);
+        // Output in order into the agent's stdout pipe, each item acknowledged once taken
+        // (`OnDelivery`) or recorded for the caller's commit (`OnCommit`).
+        let (routes, name, ledger) = (self.routes.clone(), exec.to_owned(), acks.clone());
+        tokio::spawn(async move {
+            while let Some(event) = events.recv().await {
+                match event {
+                    // Already committed by an earlier server (acknowledged in `attach_with`).
+                    Event::Output(seq, _) if seq <= acked => {}
+                    Event::Output(seq, bytes) => {
+                        // A reader that went away still gets the rest acknowledged.
+                        let _ = stdout_tx.write_all(&bytes).await;
+                        ledger.written(seq, bytes.len());
+                        if policy == AckPolicy::OnDelivery {
+                            ledger.commit(seq);
+                        }
+                    }
+                    Event::Exited(seq, exit, stderr) => {
+                        ledger.lock().exit = Some(seq);
+                        if policy == AckPolicy::OnDelivery {
+                            ledger.commit(seq);
+                        }
+                        drop(stdout_tx);
+                        exit_tx.send_replace(Some((exit, stderr)));
+                        routes.lock().unwrap_or_else(PoisonError::into_inner).remove(&name);
+                        return;
+                    }
+                    Event::Spawned(_) | Event::SpawnFailed(_) => {}
+                }
+            }
+            // The connection is gone before the agent's exit arrived.
+            let lost = ExitInfo::Unknown { reason: "the connection to the runner was lost".into() };
+            exit_tx.send_replace(Some((lost, String::new())));
+        });
+        // The agent's stdin, as input frames.
+        let (out, name) = (self.out.clone(), exec.to_owned());
+        tokio::spawn(async move {
+            let mut chunk = vec![0u8; 64 * 1024];
+            loop {
+                match stdin_rx.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let data = Data(Bytes::copy_from_slice(&chunk[..n]));
+                        if out.send(ToRunner::Input { exec: name.clone(), data }).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            let _ = out.send(ToRunner::CloseInput { exec: name });
+        });
+        let control = RemoteControl { exec: exec.to_owned(), pid, out: self.out.clone(), exit };
+        RemoteExecution { stdout, stdin, control, acks }
+    }
+
+    fn gone(&self, exec: &str) -> String {
+        self.routes.lock().unwrap_or_else(PoisonError::into_inner).remove(exec);
+        "the connection to the runner is gone; restart the server".into()
+    }
+}
+
+impl RemoteControl {
+    /// The execution's name on the runner.
+    pub fn exec(&self) -> &str {
+        &self.exec
+    }
+
+    /// The agent's pid; it leads its own process group.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// The stderr tail the runner reported with the exit (empty while it runs).
+    pub fn stderr_tail(&self) -> String {
+        self.exit.borrow().as_ref().map(|(_, stderr)| stderr.clone()).unwrap_or_default()
+    }
+
+    /// Resolves with the agent's exit (or `Unknown` when the runner connection is lost).
+    pub async fn wait(&self) -> ExitInfo {
+        let mut exit = self.exit.clone();
+        match exit.wait_for(Option::is_some).await {
+            Ok(value) => value.as_ref().map(|(exit, _)| exit.clone()),
+            Err(_) => None,
+        }
+        .unwrap_or(ExitInfo::Unknown { reason: "the connection to the runner was lost".into() })
+    }
+
+    /// TERM to the agent's group, `grace`, then KILL; resolves with its exit.
+    pub async fn stop(&self, grace: Duration) -> ExitInfo {
+        let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+        let _ = self.out.send(ToRunner::Kill { exec: self.exec.clone(), grace_ms });
+        self.wait().await
+    }
+}

@@ -1,0 +1,129 @@
+//! Runners (docs/architecture.md, "Runners"): a process that owns agent processes for a
+//! server and outlives it. [`proto`] is the wire protocol, [`host`] the runner, [`client`]
+//! the server's side. The runner speaks over any byte stream; the local runner listens on a
+//! Unix socket under `$KANDEV_HOME` ([`serve_unix`], [`connect_or_start`]).
+
+pub mod client;
+pub mod host;
+pub mod proto;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::net::{UnixListener, UnixStream};
+
+pub use client::{AckPolicy, Acks, RemoteControl, RemoteExecution, RunnerClient};
+pub use host::{DEFAULT_BUFFER_LIMIT, DEFAULT_GRACE, Runner, RunnerConfig};
+pub use proto::{ExecutionInfo, PROTOCOL_VERSION, ProtocolError, SpawnSpec};
+
+/// How often a runner checks that its socket file still exists.
+const SOCKET_CHECK: Duration = Duration::from_secs(1);
+
+/// How long [`connect_or_start`] waits for a runner it started to listen.
+const START_WAIT: Duration = Duration::from_secs(10);
+
+/// The local runner's socket under a Kandev home.
+pub fn socket_path(home: &Path) -> PathBuf {
+    home.join("runner.sock")
+}
+
+/// Serves owner connections on `listener` until the runner ends (owner gone past the grace
+/// period, or its socket file removed while no owner is connected: nobody can reach it any
+/// more). Removes the socket file when it ends.
+pub async fn serve_unix(listener: UnixListener, runner: Runner) -> io::Result<()> {
+    let done = runner.done();
+    let path = listener.local_addr()?.as_pathname().map(Path::to_path_buf);
+    let mut check = tokio::time::interval(SOCKET_CHECK);
+    loop {
+        let stream = tokio::select! {
+            _ = done.cancelled() => break,
+            accepted = listener.accept() => accepted?.0,
+            _ = check.tick() => {
+                // Its socket removed (the home deleted), no server can reach it again.
+                if path.as_ref().is_some_and(|p| !p.exists()) && !runner.has_owner() {
+                    tracing::warn!("the runner's socket is gone; killing its agents");
+                    runner.shutdown().await;
+                    break;
+                }
+                continue;
+            }
+        };
+        let runner = runner.clone();
+        tokio::spawn(async move {
+            if let Err(err) = runner.serve_connection(stream).await {
+                tracing::warn!(error = %err, "runner connection ended with an error");
+            }
+        });
+    }
+    if let Some(path) = path {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Binds the runner's socket; a stale socket file (nobody listening) is replaced, a live one
+/// is an error that says so.
+pub async fn bind(socket: &Path) -> io::Result<UnixListener> {
+    if socket.exists() {
+        if UnixStream::connect(socket).await.is_ok() {
+            return Err(io::Error::new(
+                io::ErrorKind::AddrInUse,
+                format!("a runner already listens on {}", socket.display()),
+            ));
+        }
+        std::fs::remove_file(socket)?;
+    }
+    UnixListener::bind(socket)
+}
+
+/// Connects to the runner on `socket`, starting `program args` detached from this process's
+/// group (it outlives the server; its stdio goes to `log`) when none listens.
+pub async fn connect_or_start(
+    socket: &Path,
+    program: &Path,
+    args: &[String],
+    log: &Path,
+) -> Result<UnixStream, String> {
+    if let Ok(stream) = UnixStream::connect(socket).await {
+        return Ok(stream);
+    }
+    let log_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| format!("cannot open the runner log {}: {e}", log.display()))?;
+    let err_file = log_file
+        .try_clone()
+        .map_err(|e| format!("cannot open the runner log {}: {e}", log.display()))?;
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log_file))
+        .stderr(Stdio::from(err_file))
+        // Its own group: a signal to the server's group (Ctrl-C) does not reach it.
+        .process_group(0)
+        .kill_on_drop(false);
+    let child = command
+        .spawn()
+        .map_err(|e| format!("cannot start the runner {}: {e}", program.display()))?;
+    tracing::info!(pid = child.id(), socket = %socket.display(), "started the local runner");
+    // Not awaited: the runner outlives this server (tokio reaps it if it ends first).
+    drop(child);
+    let deadline = tokio::time::Instant::now() + START_WAIT;
+    loop {
+        match UnixStream::connect(socket).await {
+            Ok(stream) => return Ok(stream),
+            Err(err) if tokio::time::Instant::now() >= deadline => {
+                return Err(format!(
+                    "the runner did not listen on {} within {START_WAIT:?} ({err}); see {}",
+                    socket.display(),
+                    log.display()
+                ));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! The runner protocol: length-delimited frames (a 4-byte big-endian length, then the body;
+//! `tokio_util::codec::LengthDelimitedCodec`), each body one JSON object tagged by `type`
+//! (serde). Output and input bytes travel base64-encoded. The first frame each way is the
+//! handshake (`hello` / `welcome` or `refused`), which carries [`PROTOCOL_VERSION`]; a peer
+//! of another version is refused with a message that says how to fix it.
+//!
+//! Every item a runner produces for an execution (output chunks, then its exit) carries a
+//! per-execution sequence number starting at 1; the server acknowledges what it has taken
+//! (`ack`) and the runner forgets only what was acknowledged, so a reconnecting server gets
+//! every unacknowledged item again, in order.
+
+use std::io;
+use std::marker::PhantomData;
+use std::path::PathBuf;
+
+use base64::Engine as _;
+use bytes::{Bytes, BytesMut};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
+
+use crate::ExitInfo;
+
+/// The protocol's version. Peers of different versions refuse each other at the handshake.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The largest frame either side accepts (a 1 MiB output chunk base64-encoded fits easily).
+pub const MAX_FRAME: usize = 8 << 20;
+
+/// Bytes on the wire, as a base64 string.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Data(pub Bytes);
+
+impl std::fmt::Debug for Data {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Data({} bytes)", self.0.len())
+    }
+}
+
+impl Serialize for Data {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&base64::engine::general_purpose::STANDARD.encode(&self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for Data {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text.as_bytes())
+            .map(|bytes| Data(Bytes::from(bytes)))
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// What to run. `env` and `secrets` are scrubbed from the stderr tail the runner reports.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpawnSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub cwd: PathBuf,
+    #[serde(default)]
+    pub secrets: Vec<String>,
+}
+
+impl std::fmt::Debug for SpawnSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let env: Vec<String> =
+            self.env.iter().map(|(name, _)| format!("{name}=<hidden>")).collect();
+        f.debug_struct("SpawnSpec")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("cwd", &self.cwd)
+            .field("secrets", &self.secrets.len())
+            .finish()
+    }
+}
+
+/// How an execution ended, on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitReport {
+    Code(i32),
+    Signal(i32),
+    Unknown(String),
+}
+
+impl From<&ExitInfo> for ExitReport {
+    fn from(exit: &ExitInfo) -> Self {
+        match exit {
+            ExitInfo::Exited { code } => ExitReport::Code(*code),
+            ExitInfo::Signaled { signal } => ExitReport::Signal(*signal),
+            ExitInfo::Unknown { reason } => ExitReport::Unknown(reason.clone()),
+        }
+    }
+}
+
+impl From<ExitReport> for ExitInfo {
+    fn from(exit: ExitReport) -> Self {
+        match exit {
+            ExitReport::Code(code) => ExitInfo::Exited { code },
+            ExitReport::Signal(signal) => ExitInfo::Signaled { signal },
+            ExitReport::Unknown(reason) => ExitInfo::Unknown { reason },
+        }
+    }
+}
+
+/// An execution the runner holds, as listed in `welcome`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutionInfo {
+    pub exec: String,
+    pub pid: i32,
+    /// The last sequence number the server acknowledged; replay starts after it.
+    pub acked: u64,
+    /// Whether the agent has exited (its exit is among the items still to deliver).
+    pub exited: bool,
+}
+
+/// Frames from the server to the runner.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToRunner {
+    /// The first frame of a connection.
+    Hello { version: u32 },
+    /// Starts an execution under a name of the server's choosing (unique among live ones).
+    Spawn { exec: String, spec: SpawnSpec },
+    /// Bytes for the agent's stdin.
+    Input { exec: String, data: Data },
+    /// Closes the agent's stdin.
+    CloseInput { exec: String },
+    /// Everything up to and including `seq` was taken; the runner forgets it.
+    Ack { exec: String, seq: u64 },
+    /// Stops the agent: TERM to its group, `grace_ms`, then KILL. Its exit follows as an item.
+    Kill { exec: String, grace_ms: u64 },
+    /// Kills the agent (if it runs) and forgets the execution without delivering anything
+    /// more of it (what a server does with executions it does not take over).
+    Forget { exec: String },
+}
+
+/// Frames from the runner to the server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromRunner {
+    /// The answer to `hello`: the executions the runner holds. Their unacknowledged items
+    /// follow.
+    Welcome {
+        version: u32,
+        executions: Vec<ExecutionInfo>,
+    },
+    /// The answer to a `hello` of another version; the connection closes after it.
+    Refused {
+        message: String,
+    },
+    Spawned {
+        exec: String,
+        pid: i32,
+    },
+    SpawnFailed {
+        exec: String,
+        message: String,
+    },
+    /// A chunk of the agent's stdout.
+    Output {
+        exec: String,
+        seq: u64,
+        data: Data,
+    },
+    /// The agent exited; always the execution's last item.
+    Exited {
+        exec: String,
+        seq: u64,
+        exit: ExitReport,
+        stderr: String,
+    },
+    /// A frame the runner could not act on (unknown execution, ...); the connection stays.
+    Error {
+        message: String,
+    },
+}
+
+/// What can go wrong on a runner connection.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("runner connection failed: {0}")]
+    Io(#[from] io::Error),
+    #[error("a runner frame is larger than {MAX_FRAME} bytes; the peer is not a kandev runner")]
+    TooLarge,
+    #[error("a runner frame is not valid: {reason}")]
+    BadFrame { reason: String },
+    #[error(
+        "the runner speaks protocol version {theirs}, this kandev {ours}: stop the old runner \
+         (it stops by itself when no server is connected) or run the same kandev version on both sides"
+    )]
+    VersionMismatch { ours: u32, theirs: u32 },
+    #[error("the runner refused the connection: {0}")]
+    Refused(String),
+    #[error("the runner connection closed during the handshake")]
+    Closed,
+    #[error("the runner sent {got} where {expected} was expected")]
+    Unexpected { expected: &'static str, got: String },
+}
+
+/// Frames of type `In` from the peer, frames of type `Out` to it.
+pub struct FrameCodec<In, Out> {
+    inner: LengthDelimitedCodec,
+    _types: PhantomData<fn(Out) -> In>,
+}
+
+impl<In, Out> Default for FrameCodec<In, Out> {
+    fn default() -> Self {
+        Self {
+            inner: LengthDelimitedCodec::builder().max_frame_length(MAX_FRAME).new_codec(),
+            _types: PhantomData,
+        }
+    }
+}
+
+fn frame_error(err: io::Error) -> ProtocolError {
+    let too_long = err
+        .get_ref()
+        .is_some_and(|inner| inner.is::<tokio_util::codec::LengthDelimitedCodecError>());
+    if too_long { ProtocolError::TooLarge } else { ProtocolError::Io(err) }
+}
+
+impl<In: DeserializeOwned, Out> Decoder for FrameCodec<In, Out> {
+    type Item = In;
+    type Error = ProtocolError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<In>, ProtocolError> {
+        let Some(body) = self.inner.decode(src).map_err(frame_error)? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&body)
+            .map(Some)
+            .map_err(|err| ProtocolError::BadFrame { reason: err.to_string() })
+    }
+}
+
+impl<In, Out: Serialize> Encoder<Out> for FrameCodec<In, Out> {
+    type Error = ProtocolError;
+
+    fn encode(&mut self, item: Out, dst: &mut BytesMut) -> Result<(), ProtocolError> {
+        let body = serde_json::to_vec(&item)
+            .map_err(|err| ProtocolError::BadFrame { reason: err.to_string() })?;
+        self.inner.encode(Bytes::from(body), dst).map_err(frame_error)
+    }
+}
+
+/// The runner's side of the codec.
+pub type RunnerCodec = FrameCodec<ToRunner, FromRunner>;
+/// The server's side of the codec.
+pub type ServerCodec = FrameCodec<FromRunner, ToRunner>;
+
+/// The frame type's name, for messages.
+pub(crate) fn kind_of(frame: &FromRunner) -> String {
+    serde_json::to_value(frame)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| "a frame".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode_to(frame: ToRunner) -> BytesMut {
+        let mut codec = ServerCodec::default();
+        let mut buf = BytesMut::new();
+        codec.encode(frame, &mut buf).unwrap();
+        buf
+    }
+
+    #[test]
+    fn i20_s1_frames_round_trip_with_binary_data() {
+        let frames = vec![
+            ToRunner::Hello { version: PROTOCOL_VERSION },
+            ToRunner::Input {
+                exec: "x1".into(),
+                data: Data(Bytes::from_static(b"\0\xff{\"a\":1}\n")),
+            },
+            ToRunner::Ack { exec: "x1".into(), seq: 42 },
+            ToRunner::Spawn {
+                exec: "x2".into(),
+                spec: SpawnSpec {
+                    program: "sh".into(),
+                    args: vec!["-c".into(), "cat".into()],
+                    env: vec![("K".into(), "v".into())],
+                    cwd: "/tmp".into(),
+                    secrets: vec![],
+                },
+            },
+        ];
+        let mut buf = BytesMut::new();
+        for frame in &frames {
+            buf.extend_from_slice(&encode_to(frame.clone()));
+        }
+        // Delivered one byte at a time, the frames still come out whole and in order.
+        let mut codec = RunnerCodec::default();
+        let mut partial = BytesMut::new();
+        let mut got = Vec::new();
+        for byte in buf {
+            partial.extend_from_slice(&[byte]);
+            if let Some(frame) = codec.decode(&mut partial).unwrap() {
+                got.push(frame);
+            }
+        }
+        assert_eq!(got, frames);
+    }
+
+    #[test]
+    fn i20_s1_a_bad_frame_gets_a_clear_error() {
+        let mut codec = RunnerCodec::default();
+        let mut buf = BytesMut::new();
+        let body = br#"{"type":"launch_rockets"}"#;
+        buf.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        buf.extend_from_slice(body);
+        let err = codec.decode(&mut buf).unwrap_err();
+        assert!(matches!(err, ProtocolError::BadFrame { .. }), "{err:?}");
+        assert!(err.to_string().contains("launch_rockets"), "{err}");
+
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&(4u32).to_be_bytes());
+        buf.extend_from_slice(b"nope");
+        let err = codec.decode(&mut buf).unwrap_err();
+        assert!(err.to_string().starts_with("a runner frame is not valid"), "{err}");
+
+        // Not base64 where bytes are expected.
+        let mut buf = BytesMut::new();
+        let body = br#"{"type":"input","exec":"x","data":"***"}"#;
+        buf.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        buf.extend_from_slice(body);
+        assert!(matches!(codec.decode(&mut buf), Err(ProtocolError::BadFrame { .. })));
+    }
+
+    #[test]
+    fn i20_s1_an_oversized_frame_is_refused_before_it_is_read() {
+        let mut codec = RunnerCodec::default();
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&((MAX_FRAME as u32) + 1).to_be_bytes());
+        buf.extend_from_slice(b"{}");
+        let err = codec.decode(&mut buf).unwrap_err();
+        assert!(matches!(err, ProtocolError::TooLarge), "{err:?}");
+    }
+
+    #[test]
+    fn i20_s1_exit_reports_keep_their_meaning() {
+        for exit in [
+            ExitInfo::Exited { code: 3 },
+            ExitInfo::Signaled { signal: 9 },
+            ExitInfo::Unknown { reason: "x".into() },
+        ] {
+            assert_eq!(ExitInfo::from(ExitReport::from(&exit)), exit);
+        }
+    }
+}

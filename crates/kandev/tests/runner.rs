@@ -1,0 +1,230 @@
+//! Issue 20 with the real binary: `serve --runner local` runs agents in a `kandev runner`
+//! process that outlives the server; a restarted server stops what the last run left (it
+//! does not take executions over yet), and a runner whose server is gone past the grace
+//! period kills its agents and ends.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::{Server, start_with};
+
+#[path = "support/server.rs"]
+mod support;
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+async fn call(server: &Server, action: &str, payload: Value) -> Value {
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/{action}", server.url))
+        .json(&payload)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{action}");
+    response.json().await.unwrap()
+}
+
+/// Live (not zombie) processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie =
+                stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(needle)
+        })
+        .collect()
+}
+
+/// The mock agents started for this home.
+fn agents_of(home: &Path) -> Vec<u32> {
+    processes_with(&home.join("mock-agent").display().to_string())
+}
+
+/// The runner of this home.
+fn runners_of(home: &Path) -> Vec<u32> {
+    processes_with(&format!("runner --socket {}", home.join("runner.sock").display()))
+}
+
+fn parent_of(pid: u32) -> u32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = stat.rsplit_once(')').unwrap().1;
+    rest.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < DEADLINE, "{what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A task with a started session whose agent answered one prompt.
+async fn session_with_agent(server: &Server, prompt: &str) -> String {
+    let workspaces = call(server, "workspace.list", json!({})).await;
+    let workflows =
+        call(server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
+            .await;
+    let board = &workflows["workflows"][0];
+    let task = call(
+        server,
+        "task.create",
+        json!({"workflow_id": board["id"], "title": "runner", "step_id": board["steps"][0]["id"]}),
+    )
+    .await;
+    let launched = call(server, "session.launch", json!({"task_id": task["task"]["id"]})).await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    call(server, "message.add", json!({"session_id": session, "content": prompt})).await;
+    wait_for_answer(server, &session, &format!("echo: {prompt}")).await;
+    session
+}
+
+async fn wait_for_answer(server: &Server, session: &str, answer: &str) {
+    let start = Instant::now();
+    loop {
+        let messages =
+            call(server, "message.list", json!({"session_id": session, "limit": 1000})).await;
+        if messages["messages"].as_array().unwrap().iter().any(|m| m["content"] == answer) {
+            return;
+        }
+        assert!(start.elapsed() < DEADLINE, "the agent answers {answer:?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test]
+async fn i20_s2_local_runner_owns_the_agents_and_a_restart_leaves_no_orphan() {
+    let home = tempfile::tempdir().unwrap();
+    let local = ["--runner", "local", "--runner-grace", "60s"];
+    let mut server = start_with(home.path(), &local);
+    let session = session_with_agent(&server, "hello runner").await;
+    let runners = runners_of(home.path());
+    assert_eq!(runners.len(), 1, "one runner for the home");
+    let agents = agents_of(home.path());
+    assert_eq!(agents.len(), 1);
+    assert_eq!(parent_of(agents[0]), runners[0], "the agent is the runner's child");
+
+    // kill -9: the runner and its agent stay (grace period).
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    assert_eq!(agents_of(home.path()), agents, "the agent outlives the killed server");
+
+    // The restarted server reuses the runner and stops what the last run left.
+    let restarted = start_with(home.path(), &local);
+    eventually("the last run's agent is stopped", || agents_of(home.path()).is_empty()).await;
+    assert_eq!(runners_of(home.path()), runners, "the same runner serves the new server");
+    let got = call(&restarted, "session.get", json!({"id": session})).await;
+    assert_eq!(got["session"]["state"], "WAITING_FOR_INPUT");
+    call(&restarted, "message.add", json!({"session_id": session, "content": "again"})).await;
+    wait_for_answer(&restarted, &session, "echo: again").await;
+    assert_eq!(agents_of(home.path()).len(), 1);
+
+    // A graceful stop stops the agent; the runner, with nothing left, ends too.
+    let mut restarted = restarted;
+    Command::new("kill").arg("-TERM").arg(restarted.child.id().to_string()).status().unwrap();
+    restarted.child.wait().unwrap();
+    eventually("no agent is left", || agents_of(home.path()).is_empty()).await;
+    eventually("the runner ends", || runners_of(home.path()).is_empty()).await;
+    assert!(!home.path().join("runner.sock").exists());
+}
+
+#[tokio::test]
+async fn i20_a2_a_runner_whose_server_is_gone_past_the_grace_period_kills_its_agents() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = start_with(home.path(), &["--runner", "local", "--runner-grace", "1s"]);
+    session_with_agent(&server, "hello").await;
+    let agents = agents_of(home.path());
+    assert_eq!(agents.len(), 1);
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    eventually("the agent is killed after the grace period", || agents_of(home.path()).is_empty())
+        .await;
+    eventually("the runner ends", || runners_of(home.path()).is_empty()).await;
+}
+
+/// `kandev runner --stdio` (what an SSH channel runs): started, it relays to a runner on the
+/// socket; a dropped channel is a server-away period, and the next channel takes the
+/// execution over with the output it missed, after the last acknowledged item, once.
+#[tokio::test]
+async fn i20_s1_the_protocol_runs_over_stdio_and_a_dropped_channel_replays() {
+    use kandev_runtime::runner::{RunnerClient, SpawnSpec};
+    use tokio::io::AsyncReadExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("runner.sock");
+    let flag = dir.path().join("go-on");
+    let relay = || {
+        let mut child = tokio::process::Command::new(support::KANDEV)
+            .args(["runner", "--stdio", "--grace", "30s", "--socket"])
+            .arg(&socket)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let io = tokio::io::join(child.stdout.take().unwrap(), child.stdin.take().unwrap());
+        (child, io)
+    };
+    let (mut first, io) = relay();
+    let (client, listed) = RunnerClient::connect(io).await.unwrap();
+    assert!(listed.is_empty());
+    let script = format!(
+        "echo one; while [ ! -f {} ]; do sleep 0.02; done; echo two; exec sleep 600",
+        flag.display()
+    );
+    let spec = SpawnSpec {
+        program: "sh".into(),
+        args: vec!["-c".into(), script],
+        env: vec![],
+        cwd: dir.path().to_path_buf(),
+        secrets: vec![],
+    };
+    let mut execution = client.spawn("s", spec).await.unwrap();
+    let mut one = [0u8; 4];
+    tokio::time::timeout(DEADLINE, execution.stdout.read_exact(&mut one)).await.unwrap().unwrap();
+    assert_eq!(&one, b"one\n");
+    first.kill().await.unwrap(); // the channel drops
+    client.closed().await;
+    std::fs::write(&flag, "").unwrap(); // the agent writes while nobody listens
+
+    let (_second, io) = relay();
+    let (client, listed) = RunnerClient::connect(io).await.unwrap();
+    assert_eq!(listed.len(), 1, "the runner kept the execution");
+    assert_eq!(listed[0].pid, execution.control.pid());
+    let expected = if listed[0].acked == 0 { "one\ntwo\n" } else { "two\n" };
+    let mut adopted = client.attach(&listed[0]);
+    let mut got = vec![0u8; expected.len()];
+    tokio::time::timeout(DEADLINE, adopted.stdout.read_exact(&mut got)).await.unwrap().unwrap();
+    assert_eq!(String::from_utf8(got).unwrap(), expected);
+    let exit = tokio::time::timeout(DEADLINE, adopted.control.stop(Duration::from_millis(200)))
+        .await
+        .unwrap();
+    assert_eq!(exit.signal(), Some(15));
+    client.close();
+    // With nothing left to keep, the runner ends when its owner goes.
+    eventually("the runner ends", || !socket.exists()).await;
+}
+
+/// A runner whose socket is gone (its home deleted) can never get a server again: it ends
+/// with its agents instead of waiting for the grace period.
+#[tokio::test]
+async fn i20_s2_a_runner_whose_socket_is_gone_ends_with_its_agents() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().to_path_buf();
+    let mut server = start_with(&path, &["--runner", "local", "--runner-grace", "10m"]);
+    session_with_agent(&server, "hello").await;
+    assert_eq!(agents_of(&path).len(), 1);
+    assert_eq!(runners_of(&path).len(), 1);
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    drop(home); // deletes the socket with the home
+    eventually("the agent is gone", || agents_of(&path).is_empty()).await;
+    eventually("the runner ends", || runners_of(&path).is_empty()).await;
+}
