@@ -196,6 +196,11 @@ actions! {
         ChannelList = "notification.channel.list": rq::Empty => rs::Channels;
         ChannelDelete = "notification.channel.delete": rq::ById => rs::Deleted;
         DeliveryList = "notification.delivery.list": rq::DeliveryList => rs::Deliveries;
+
+        UserMe = "user.me": rq::Empty => rs::Me;
+        TokenCreate = "user.token.create": rq::TokenCreate => rs::TokenCreated;
+        TokenList = "user.token.list": rq::Empty => rs::Tokens;
+        TokenRevoke = "user.token.revoke": rq::ById => rs::Deleted;
     }
     socket {
         Subscribe = "subscribe": rq::Subscribe => rs::Subscribed;

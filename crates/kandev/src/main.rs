@@ -3,6 +3,7 @@
 mod bridge;
 mod client;
 mod serve;
+mod users;
 
 use clap::{Parser, Subcommand};
 
@@ -34,6 +35,14 @@ enum Command {
     /// Bridge stdio to Kandev's MCP server (what Kandev hands agents that only take stdio
     /// MCP servers; the token comes in KANDEV_MCP_TOKEN).
     McpBridge(bridge::BridgeArgs),
+    /// Add, list and remove the users who may log in, and set their passwords (on the
+    /// database itself; the server may be running).
+    User {
+        #[command(flatten)]
+        db: users::DatabaseArgs,
+        #[command(subcommand)]
+        command: users::UserCommand,
+    },
     /// Export and import workflows as YAML on a running server.
     Workflow {
         #[command(flatten)]
@@ -57,6 +66,7 @@ async fn main() -> std::process::ExitCode {
         Some(Command::McpBridge(args)) => bridge::run(args).await,
         Some(Command::Task { server, command }) => client::task(server, command).await,
         Some(Command::Workflow { server, command }) => client::workflow(server, command).await,
+        Some(Command::User { db, command }) => users::run(db, command).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -93,7 +93,7 @@ pub(crate) async fn run_cleanup(inner: &Inner, record: &WorktreeRecord, force: b
 }
 
 /// Adds a status message to the task's primary session, if it has one.
-async fn status_message(
+pub(crate) async fn status_message(
     inner: &Inner,
     task_id: &TaskId,
     text: &str,
@@ -132,8 +132,14 @@ impl Engine {
         only: Option<&RepositoryId>,
         strategy: MergeStrategy,
         message: Option<&str>,
+        by: &str,
     ) -> Result<(Vec<MergeMade>, Vec<GitStatus>)> {
-        merge(&self.inner, task_id, only, strategy, message).await
+        let made = merge(&self.inner, task_id, only, strategy, message).await?;
+        for m in &made.0 {
+            let text = format!("{by} merged the task branch into {}", m.base_branch);
+            self.note_by(task_id, by, "merge", text).await;
+        }
+        Ok(made)
     }
 
     /// `task.push`: pushes the task branch to `remote` and sets it as upstream. Never forced
@@ -144,8 +150,27 @@ impl Engine {
         only: Option<&RepositoryId>,
         remote: &str,
         force_with_lease: bool,
+        by: &str,
     ) -> Result<(Vec<PushMade>, Vec<GitStatus>)> {
-        push(&self.inner, task_id, only, remote, force_with_lease).await
+        let made = push(&self.inner, task_id, only, remote, force_with_lease).await?;
+        for p in &made.0 {
+            let text = format!("{by} pushed {} to {}", p.branch, p.remote);
+            self.note_by(task_id, by, "push", text).await;
+        }
+        Ok(made)
+    }
+
+    /// Issue 21: a shipping action done by someone named (a user, or the server token) is
+    /// recorded in the task's primary session's transcript; without accounts (`by` is the one
+    /// local `user`) nothing is added. A failure to record is logged, not the action's.
+    async fn note_by(&self, task_id: &TaskId, by: &str, action: &str, text: String) {
+        if !kandev_domain::account::names_someone(by) {
+            return;
+        }
+        let metadata = json!({ "reason": "ship_by", "action": action, "by": by });
+        if let Err(err) = status_message(&self.inner, task_id, &text, metadata).await {
+            tracing::warn!(error = %err, "recording who shipped failed");
+        }
     }
 
     /// The text of a commented line and its file's diff hash (empty when the diff does not
@@ -234,8 +259,15 @@ impl Engine {
         title: Option<String>,
         body: Option<String>,
         draft: bool,
+        by: &str,
     ) -> Result<Vec<PullRequest>> {
-        create_prs(&self.inner, task_id, only, title.as_deref(), body.as_deref(), draft).await
+        let prs = create_prs(&self.inner, task_id, only, title.as_deref(), body.as_deref(), draft)
+            .await?;
+        for pr in &prs {
+            let text = format!("{by} opened pull request {}", pr.url);
+            self.note_by(task_id, by, "pr_create", text).await;
+        }
+        Ok(prs)
     }
 
     /// `task.pr.get`: the task's pull requests, each read again from its forge (a change to
