@@ -16,10 +16,10 @@ use crate::serve::{home_or_default, open_store, secure_home};
 #[derive(Args, Debug)]
 pub struct DatabaseArgs {
     /// Data directory (database, worktrees). Default: ~/.kandev
-    #[arg(long, env = "KANDEV_HOME")]
+    #[arg(long, env = "KANDEV_HOME", global = true)]
     home: Option<PathBuf>,
     /// Database to use instead of <home>/kandev.db: a SQLite file path or sqlite:// URL.
-    #[arg(long, env = "KANDEV_DATABASE_URL")]
+    #[arg(long, env = "KANDEV_DATABASE_URL", global = true)]
     database_url: Option<String>,
 }
 
