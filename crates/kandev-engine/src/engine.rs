@@ -189,7 +189,7 @@ impl Engine {
             let name = |id: &StepId| workflow.step(id).map(|s| s.name.clone()).unwrap_or_default();
             let text = format!("{by} moved the task from {} to {}", name(&from), name(to));
             let metadata = serde_json::json!({ "reason": "task_moved", "by": by });
-            crate::workdir::ship::status_message(&self.inner, task_id, &text, metadata).await?;
+            crate::notes::task_status_message(&self.inner, task_id, &text, metadata).await?;
         }
         let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
         let Some(step) = workflow.step(to).cloned() else { return Ok((task, from)) };

@@ -20,7 +20,6 @@ use kandev_domain::ship::{
     DiffSide, GitStatus, MergeStrategy, PrState, PullRequest, ReviewComment, diff_hash, quote_line,
     review_prompt,
 };
-use kandev_domain::transcript::MessageKind;
 use kandev_domain::{RepositoryId, SessionId, TaskId};
 use kandev_runtime::git;
 use kandev_store::WorktreeRecord;
@@ -31,12 +30,12 @@ use crate::api::{PromptOutcome, PromptRequest};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result, not_found};
 use crate::inner::Inner;
+use crate::notes::task_status_message as status_message;
 use crate::workdir::forge::{create_prs, refresh_one};
 use crate::workdir::ops::{MergeMade, PushMade, merge, push, rebase};
 use crate::workdir::shared::exists;
 use crate::workdir::status::{publish_status, ship_error};
 use crate::workflow::pr_settled;
-use crate::write::add_message;
 
 /// Longest a repository's cleanup script may run before it is killed.
 pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5 * 60);
@@ -90,22 +89,6 @@ pub(crate) async fn run_cleanup(inner: &Inner, record: &WorktreeRecord, force: b
     if let Err(err) = status_message(inner, &record.task_id, &text, metadata).await {
         tracing::warn!(error = %err, "recording the cleanup script's outcome failed");
     }
-}
-
-/// Adds a status message to the task's primary session, if it has one.
-pub(crate) async fn status_message(
-    inner: &Inner,
-    task_id: &TaskId,
-    text: &str,
-    metadata: serde_json::Value,
-) -> Result<()> {
-    let task = inner.store.get_task(task_id).await?;
-    let Some(session_id) = task.primary_session_id else { return Ok(()) };
-    let session = inner.store.get_session(&session_id).await?;
-    let mut tx = inner.store.begin_write().await?;
-    add_message(&mut tx, &session, None, MessageKind::Status, text, metadata).await?;
-    tx.commit().await?;
-    Ok(())
 }
 
 impl Engine {
