@@ -6,6 +6,7 @@ import { ErrorBanner } from './components/ErrorBanner';
 import { GlobalSearch, useSearchShortcut } from './components/GlobalSearch';
 import { Settings } from './components/settings/Settings';
 import { TaskPage } from './components/TaskPage';
+import { UserMenu } from './components/UserMenu';
 import { Toasts } from './lib/toast';
 import { DataContext, useWorkspaceData } from './lib/data';
 import { navigate, useRoute } from './lib/router';
@@ -111,6 +112,7 @@ export function App() {
           >
             Settings
           </a>
+          <UserMenu />
         </header>
         <ErrorBanner error={data.error} onRetry={data.reload} testId="data-error" />
         <main className="content">

@@ -197,6 +197,11 @@ actions! {
         ChannelDelete = "notification.channel.delete": rq::ById => rs::Deleted;
         ChannelTest = "notification.channel.test": rq::ById => rs::ChannelTested;
         DeliveryList = "notification.delivery.list": rq::DeliveryList => rs::Deliveries;
+
+        UserMe = "user.me": rq::Empty => rs::Me;
+        TokenCreate = "user.token.create": rq::TokenCreate => rs::TokenCreated;
+        TokenList = "user.token.list": rq::Empty => rs::Tokens;
+        TokenRevoke = "user.token.revoke": rq::ById => rs::Deleted;
     }
     socket {
         Subscribe = "subscribe": rq::Subscribe => rs::Subscribed;

@@ -640,3 +640,41 @@ impl From<&Question> for QuestionDto {
         }
     }
 }
+
+/// A user (issue 21).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct UserDto {
+    pub id: String,
+    pub name: String,
+}
+
+impl From<&kandev_domain::account::User> for UserDto {
+    fn from(u: &kandev_domain::account::User) -> Self {
+        UserDto { id: u.id.clone(), name: u.name.clone() }
+    }
+}
+
+/// A personal API token, never with its secret (shown once by `user.token.create`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct ApiTokenDto {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+}
+
+impl From<&kandev_domain::account::ApiToken> for ApiTokenDto {
+    fn from(t: &kandev_domain::account::ApiToken) -> Self {
+        ApiTokenDto { id: t.id.clone(), name: t.name.clone(), created_at: rfc3339(t.created_at) }
+    }
+}
+
+/// How a request was let in: no accounts and no token (`open`), the server's `--token`
+/// (`server_token`), a login session's cookie (`session`) or a personal token (`token`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthVia {
+    Open,
+    ServerToken,
+    Session,
+    Token,
+}

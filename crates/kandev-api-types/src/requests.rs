@@ -54,6 +54,11 @@ pub struct Page {
 /// The payload of an action that takes none (`{}` or no body).
 pub struct Empty {}
 
+/// `user.token.create`: a label for the new personal token (where it is used).
+pub struct TokenCreate {
+    pub name: String,
+}
+
 pub struct WorkspaceCreate {
     pub name: String,
 }

@@ -24,6 +24,25 @@ macro_rules! responses {
 }
 
 responses! {
+    /// `user.me`: who the request is from. `user` is `null` for the server's `--token` and
+    /// without accounts; `accounts` says whether any user exists (then logins are required).
+    pub struct Me {
+        pub user: Option<crate::UserDto>,
+        pub via: crate::AuthVia,
+        pub accounts: bool,
+    }
+
+    /// `user.token.create`: the token and its secret, shown this once (only a hash is kept).
+    pub struct TokenCreated {
+        pub token: crate::ApiTokenDto,
+        pub secret: String,
+    }
+
+    /// `user.token.list`: the caller's personal tokens, without secrets.
+    pub struct Tokens {
+        pub tokens: Vec<crate::ApiTokenDto>,
+    }
+
     /// `*.delete`: the id of what is gone (`deleted` is always `true`).
     pub struct Deleted {
         pub deleted: bool,

@@ -1,5 +1,6 @@
 //! Kandev's domain model: plain Rust types and pure rules, with no IO, async or serde.
 
+pub mod account;
 pub mod agent;
 pub mod attachment;
 pub mod files;

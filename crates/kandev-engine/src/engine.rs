@@ -173,18 +173,28 @@ impl Engine {
         release_waiting(self.inner.clone(), task_id.clone()).await
     }
 
-    /// Moves a task (a person's move), running `on_exit` of the step it leaves and
-    /// `on_enter` of the step it enters on its primary session (docs/workflows.md).
+    /// Moves a task (a person's move, `by` whom: recorded in its step history, and, when
+    /// `by` names someone, in its primary session's transcript), running `on_exit` of the
+    /// step it leaves and `on_enter` of the step it enters on its primary session
+    /// (docs/workflows.md).
     pub async fn move_task(
         &self,
         task_id: &TaskId,
         to: &StepId,
         position: Option<usize>,
+        by: &str,
     ) -> Result<(Task, StepId)> {
         let cause = EntryCause::Manual;
-        let (task, from) = record_move(&self.inner, task_id, to, position, cause, "user").await?;
+        let (task, from) = record_move(&self.inner, task_id, to, position, cause, by).await?;
         if &from == to {
             return Ok((task, from));
+        }
+        if kandev_domain::account::names_someone(by) {
+            let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
+            let name = |id: &StepId| workflow.step(id).map(|s| s.name.clone()).unwrap_or_default();
+            let text = format!("{by} moved the task from {} to {}", name(&from), name(to));
+            let metadata = serde_json::json!({ "reason": "task_moved", "by": by });
+            crate::notes::task_status_message(&self.inner, task_id, &text, metadata).await?;
         }
         let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
         let Some(step) = workflow.step(to).cloned() else { return Ok((task, from)) };
@@ -319,13 +329,16 @@ impl Engine {
         result
     }
 
+    /// Answers a permission request; `by` (who answers) is kept in the request's message.
     pub async fn respond_permission(
         &self,
         id: &SessionId,
         request_id: String,
         answer: PermissionAnswer,
+        by: &str,
     ) -> Result<Message> {
-        self.ask(id, |reply| Command::Permission { request_id, answer, reply }).await
+        let by = by.to_owned();
+        self.ask(id, |reply| Command::Permission { request_id, answer, by, reply }).await
     }
 
     pub async fn set_mode(&self, id: &SessionId, mode_id: String) -> Result<Session> {

@@ -22,6 +22,7 @@ mod handshake;
 mod inner;
 mod launcher;
 pub mod mcp;
+mod notes;
 mod publish;
 mod question;
 mod reconcile;

@@ -11,6 +11,7 @@ use kandev_api_types::actions::{self, Action, Route};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::accounts::{self, Identity};
 use crate::handlers::{
     agent_auth, files, notify, profile, question, repository, search, session, ship, task,
     terminal, workflow, workspace,
@@ -18,8 +19,13 @@ use crate::handlers::{
 use crate::{ApiError, AppState};
 
 /// Runs `action` with its JSON payload and returns the JSON result.
-pub async fn dispatch(state: &AppState, action: &str, payload: Value) -> Result<Value, ApiError> {
-    if let Some(run) = actions::route(action, Call { state, payload }) {
+pub async fn dispatch(
+    state: &AppState,
+    identity: &Identity,
+    action: &str,
+    payload: Value,
+) -> Result<Value, ApiError> {
+    if let Some(run) = actions::route(action, Call { state, identity, payload }) {
         return run.await;
     }
     if actions::SOCKET_ONLY.contains(&action) {
@@ -30,24 +36,42 @@ pub async fn dispatch(state: &AppState, action: &str, payload: Value) -> Result<
     Err(unknown_action(action))
 }
 
-/// An action's handler: takes the decoded request, answers the typed response.
+/// An action's handler: takes the decoded request (and who sent it), answers the typed
+/// response.
 pub(crate) trait Handler: Action {
-    fn handle(
-        state: &AppState,
+    fn handle<'a>(
+        state: &'a AppState,
+        identity: &'a Identity,
         request: Self::Request,
-    ) -> impl Future<Output = Result<Self::Response, ApiError>> + Send + '_;
+    ) -> impl Future<Output = Result<Self::Response, ApiError>> + Send + 'a;
 }
 
-/// Binds each action of the table to its handler.
+/// Binds each action of the table to its handler. Handlers in `by_caller` also take the
+/// caller's [`Identity`]: those that record `by` (issue 21) or act on the caller's account.
 macro_rules! handlers {
-    ($($action:ident => $handler:path,)*) => {
+    (
+        plain { $($action:ident => $handler:path,)* }
+        by_caller { $($baction:ident => $bhandler:path,)* }
+    ) => {
         $(
             impl Handler for actions::$action {
-                fn handle(
-                    state: &AppState,
+                fn handle<'a>(
+                    state: &'a AppState,
+                    _identity: &'a Identity,
                     request: Self::Request,
-                ) -> impl Future<Output = Result<Self::Response, ApiError>> + Send + '_ {
+                ) -> impl Future<Output = Result<Self::Response, ApiError>> + Send + 'a {
                     $handler(state, request)
+                }
+            }
+        )*
+        $(
+            impl Handler for actions::$baction {
+                fn handle<'a>(
+                    state: &'a AppState,
+                    identity: &'a Identity,
+                    request: Self::Request,
+                ) -> impl Future<Output = Result<Self::Response, ApiError>> + Send + 'a {
+                    $bhandler(state, identity, request)
                 }
             }
         )*
@@ -55,6 +79,7 @@ macro_rules! handlers {
 }
 
 handlers! {
+    plain {
     WorkspaceList => workspace::list,
     WorkspaceCreate => workspace::create,
     WorkspaceGet => workspace::get,
@@ -81,7 +106,6 @@ handlers! {
     TaskList => task::list,
     TaskGet => task::get,
     TaskUpdate => task::update,
-    TaskMove => task::move_task,
     TaskArchive => task::archive,
     TaskUnarchive => task::unarchive,
     TaskDelete => task::delete,
@@ -93,9 +117,6 @@ handlers! {
     RepositoryUsage => ship::usage,
     TaskGitStatus => ship::git_status,
     TaskRebase => ship::rebase,
-    TaskMerge => ship::merge,
-    TaskPush => ship::push,
-    TaskPrCreate => ship::pr_create,
     TaskPrGet => ship::pr_get,
     ReviewCommentAdd => ship::comment_add,
     ReviewCommentList => ship::comment_list,
@@ -141,14 +162,26 @@ handlers! {
     QueueReorder => session::queue_reorder,
     QueueDrain => session::queue_drain,
     QueueAutoRunSet => session::auto_run_set,
-    PermissionRespond => session::permission_respond,
     QuestionList => question::list,
     QuestionAnswer => question::answer,
+    }
+    by_caller {
+        TaskMove => task::move_task,
+        TaskMerge => ship::merge,
+        TaskPush => ship::push,
+        TaskPrCreate => ship::pr_create,
+        PermissionRespond => session::permission_respond,
+        UserMe => accounts::me,
+        TokenCreate => accounts::token_create,
+        TokenList => accounts::token_list,
+        TokenRevoke => accounts::token_revoke,
+    }
 }
 
 /// One call on its way to its action's handler.
 struct Call<'a> {
     state: &'a AppState,
+    identity: &'a Identity,
     payload: Value,
 }
 
@@ -158,7 +191,7 @@ impl<'a, A: Handler> Route<A> for Call<'a> {
     fn route(self) -> Self::Output {
         Box::pin(async move {
             let request = decode::<A::Request>(self.payload)?;
-            let response = A::handle(self.state, request).await?;
+            let response = A::handle(self.state, self.identity, request).await?;
             serde_json::to_value(response).map_err(|err| {
                 tracing::error!(action = A::NAME, error = %err, "cannot serialize a response");
                 ApiError::internal()

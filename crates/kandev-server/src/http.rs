@@ -1,7 +1,7 @@
 //! The HTTP transport: `POST /api/v1/<action>` with a JSON body, and the health check.
 
-use axum::Json;
 use axum::body::{Body, to_bytes};
+use axum::{Extension, Json};
 use std::collections::HashMap;
 
 use axum::extract::{Path, Query, State};
@@ -14,6 +14,7 @@ use kandev_domain::attachment::MAX_ATTACHMENT_BYTES;
 use kandev_store::WriteState;
 use serde_json::{Value, json};
 
+use crate::accounts::Identity;
 use crate::{ApiError, AppState, VERSION, dispatch};
 
 /// `GET /api/v1/health`: `db` says whether the database answers, `writes` whether the latest
@@ -39,11 +40,12 @@ pub async fn health(State(state): State<AppState>) -> Response {
 
 pub async fn action(
     State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
     Path(action): Path<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    match run(&state, &action, &headers, body).await {
+    match run(&state, &identity, &action, &headers, body).await {
         Ok(result) => Json(result).into_response(),
         Err(err) => err.into_response(),
     }
@@ -51,6 +53,7 @@ pub async fn action(
 
 async fn run(
     state: &AppState,
+    identity: &Identity,
     action: &str,
     headers: &HeaderMap,
     body: Body,
@@ -77,7 +80,7 @@ async fn run(
         return Err(content_type_required());
     }
     let payload = parse_json(&bytes)?;
-    dispatch(state, action, payload).await
+    dispatch(state, identity, action, payload).await
 }
 
 /// Whether the request says its body is JSON. Any other content type is refused: a browser

@@ -1,6 +1,7 @@
 //! Kandev's HTTP + WebSocket API: one action table served at `POST /api/v1/<action>` and over
 //! `GET /ws`, live notifications with replay, and the security checks of api.md.
 
+mod accounts;
 mod bootstrap;
 mod conn;
 mod dispatch;
@@ -23,6 +24,7 @@ use kandev_store::{Retention, Store};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+pub use accounts::{Identity, hash_password};
 pub use bootstrap::first_run;
 pub use dispatch::dispatch;
 pub use error::ApiError;
@@ -47,6 +49,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/{action}", post(http::action))
         .route("/ws", get(ws::upgrade))
         .route(security::LOGIN_PATH, get(ui::login_page).post(ui::login))
+        .route(security::LOGOUT_PATH, post(ui::logout))
         .fallback(ui::fallback)
         .method_not_allowed_fallback(http::wrong_method)
         .layer(axum::middleware::from_fn_with_state(state.clone(), security::guard))

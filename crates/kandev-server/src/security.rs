@@ -1,5 +1,5 @@
-//! Security checks of api.md: loopback by default, the access token (with a limit on failed
-//! guesses), and the Origin/Host/`Sec-Fetch-Site` checks that keep other web sites (and DNS
+//! Security checks of api.md: loopback by default, the access token and, once a user exists,
+//! login sessions and personal tokens (with a limit on failed guesses), and the Origin/Host/`Sec-Fetch-Site` checks that keep other web sites (and DNS
 //! rebinding) from driving the API.
 
 use std::collections::HashMap;
@@ -18,44 +18,74 @@ use axum::response::{IntoResponse, Response};
 use kandev_api_types::ErrorCode;
 use tokio::time::Instant;
 
+use kandev_api_types::AuthVia;
+use kandev_domain::account::Actor;
+
+use crate::accounts::{Identity, TOKEN_PREFIX, secret_hash};
 use crate::{ApiError, AppState};
 
 /// Name of the cookie that may carry the access token (browsers cannot set WS headers).
 pub const TOKEN_COOKIE: &str = "kandev_token";
 
-/// Refuses to serve a non-loopback address without an access token.
-pub fn check_bind(addr: &SocketAddr, token: Option<&str>) -> Result<(), String> {
-    if addr.ip().is_loopback() || token.is_some_and(|t| !t.is_empty()) {
+/// Refuses to serve a non-loopback address unless every request must authenticate (`guarded`:
+/// an access token is set, or users exist).
+pub fn check_bind(addr: &SocketAddr, guarded: bool) -> Result<(), String> {
+    if addr.ip().is_loopback() || guarded {
         return Ok(());
     }
     Err(format!(
-        "refusing to listen on {addr} without an access token: anyone who can reach it could run \
-         commands on this machine; pass --token <secret> (or set KANDEV_TOKEN), or use 127.0.0.1"
+        "refusing to listen on {addr} without an access token or users: anyone who can reach it \
+         could run commands on this machine; add a user (kandev user add <name>), pass --token \
+         <secret> (or set KANDEV_TOKEN), or use 127.0.0.1"
     ))
 }
 
-/// Middleware applied to every route.
-pub async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    // The login page is how a browser gets the token cookie, so it needs no token itself.
-    let login = request.uri().path() == LOGIN_PATH;
-    let login_attempt = login && request.method() == Method::POST;
-    if let Err(err) = check_browser(&state, &request) {
+/// Name of the cookie that carries a login session's secret (issue 21).
+pub const SESSION_COOKIE: &str = "kandev_session";
+
+/// The client's address, as a request extension (the login form limits guesses by it).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientIp(pub IpAddr);
+
+/// Middleware applied to every route. With neither a server token nor any user, requests
+/// pass as the local person; otherwise each needs the server token, a login session's cookie
+/// or a personal token, and carries the [`Identity`] it was let in as.
+pub async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let path = request.uri().path();
+    // The login form is how a browser gets a cookie, so it needs none itself; logout only
+    // ends the session its cookie names.
+    let public = path == LOGIN_PATH || path == LOGOUT_PATH;
+    let accounts = match state.store().has_users().await {
+        Ok(accounts) => accounts,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot tell whether accounts exist");
+            return ApiError::internal().into_response();
+        }
+    };
+    if let Err(err) = check_browser(&state, &request, accounts) {
         return err.into_response();
     }
     let client = client_ip(&request);
+    request.extensions_mut().insert(ClientIp(client));
     // An agent's session token is checked by `/mcp` itself (its epoch, its session).
     let session_token = request.uri().path() == crate::MCP_PATH
         && crate::mcp::session_token(request.headers()).is_some();
-    if let Some(token) = &state.config().token
-        && (login_attempt || !login)
-        && !session_token
-    {
-        // Token guesses are limited before the token is even compared, so a guesser learns
-        // nothing while limited.
-        if let Err(wait) = state.auth_limiter().check(client) {
-            return too_many_guesses(wait, login_attempt);
+    let token = state.config().token.clone();
+    if public || session_token || (token.is_none() && !accounts) {
+        request.extensions_mut().insert(Identity::open());
+        return next.run(request).await;
+    }
+    // Token guesses are limited before the token is even compared, so a guesser learns
+    // nothing while limited.
+    if let Err(wait) = state.auth_limiter().check(client) {
+        return too_many_guesses(wait, false);
+    }
+    match identify(&state, token.as_deref(), accounts, request.headers()).await {
+        Ok(Some(identity)) => {
+            request.extensions_mut().insert(identity);
+            next.run(request).await
         }
-        if !login && let Err(err) = check_token(token, request.headers()) {
+        Ok(None) => {
             // A request without any token is not a guess (a first page load, say).
             if presented_token(request.headers()).is_some() {
                 state.auth_limiter().failed(client);
@@ -63,14 +93,60 @@ pub async fn guard(State(state): State<AppState>, request: Request, next: Next) 
             if wants_page(&request) {
                 return (StatusCode::SEE_OTHER, [(LOCATION, LOGIN_PATH)]).into_response();
             }
-            return err.into_response();
+            ApiError::unauthorized().into_response()
+        }
+        Err(err) => {
+            tracing::error!(error = %err, "cannot check a request's credentials");
+            ApiError::internal().into_response()
         }
     }
-    let response = next.run(request).await;
-    if login_attempt && response.status() == StatusCode::UNAUTHORIZED {
-        state.auth_limiter().failed(client);
+}
+
+/// Who the request's credentials name, if any: the server token (compared in constant
+/// time), a live login session (cookie) or a personal token (bearer), the last two only while
+/// accounts exist. Secrets are looked up by their SHA-256.
+async fn identify(
+    state: &AppState,
+    token: Option<&str>,
+    accounts: bool,
+    headers: &HeaderMap,
+) -> Result<Option<Identity>, kandev_store::StoreError> {
+    let presented = presented_token(headers);
+    if let Some(expected) = token
+        && constant_time_eq(presented.unwrap_or("").as_bytes(), expected.as_bytes())
+    {
+        return Ok(Some(Identity { actor: Actor::ServerToken, via: AuthVia::ServerToken }));
     }
-    response
+    if !accounts {
+        return Ok(None);
+    }
+    let as_user = |user: kandev_domain::account::User, via| Identity {
+        actor: Actor::User { id: user.id, name: user.name },
+        via,
+    };
+    if let Some(secret) = cookie(headers, SESSION_COOKIE)
+        && let Some(user) = state.store().user_for_session(&secret_hash(secret)).await?
+    {
+        return Ok(Some(as_user(user, AuthVia::Session)));
+    }
+    if let Some(secret) = presented.filter(|t| t.starts_with(TOKEN_PREFIX))
+        && let Some(user) = state.store().user_for_token(&secret_hash(secret)).await?
+    {
+        return Ok(Some(as_user(user, AuthVia::Token)));
+    }
+    Ok(None)
+}
+
+/// The value of cookie `name`, if the request has it.
+pub(crate) fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|line| {
+            line.split(';').find_map(|pair| pair.trim().strip_prefix(name)?.strip_prefix('='))
+        })
+        .filter(|v| !v.is_empty())
 }
 
 /// The client's address as the connection reported it (unspecified when unknown).
@@ -82,7 +158,7 @@ fn client_ip(request: &Request) -> IpAddr {
         .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
 }
 
-fn too_many_guesses(wait: Duration, page: bool) -> Response {
+pub(crate) fn too_many_guesses(wait: Duration, page: bool) -> Response {
     let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
     let message = format!("too many wrong access tokens; try again in {secs} s");
     let mut response = if page {
@@ -99,8 +175,10 @@ fn too_many_guesses(wait: Duration, page: bool) -> Response {
     response
 }
 
-/// Path of the token login form (`ui::login_page`).
+/// Path of the login form (`ui::login_page`).
 pub const LOGIN_PATH: &str = "/login";
+/// Path that ends a login session (`ui::logout`).
+pub const LOGOUT_PATH: &str = "/logout";
 
 /// A browser navigating to a UI page (not the API) is sent to the login form instead of a
 /// JSON error.
@@ -118,11 +196,12 @@ fn wants_page(request: &Request) -> bool {
 
 /// The checks against other web sites, before any token is looked at (so a foreign page's
 /// requests never count as failed guesses).
-fn check_browser(state: &AppState, request: &Request) -> Result<(), ApiError> {
+fn check_browser(state: &AppState, request: &Request, accounts: bool) -> Result<(), ApiError> {
     let headers = request.headers();
     check_fetch_site(request)?;
-    if state.config().token.is_none() {
-        // Without a token only loopback host names are served (blocks DNS rebinding).
+    if state.config().token.is_none() && !accounts {
+        // Without a token or accounts only loopback host names are served (blocks DNS
+        // rebinding).
         check_loopback_host(headers)?;
     }
     check_origin(state, headers)
@@ -160,19 +239,7 @@ fn presented_token(headers: &HeaderMap) -> Option<&str> {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    let cookie = headers.get_all(COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|line| {
-        line.split(';').find_map(|pair| pair.trim().strip_prefix(TOKEN_COOKIE)?.strip_prefix('='))
-    });
-    bearer.or(cookie).filter(|t| !t.is_empty())
-}
-
-fn check_token(expected: &str, headers: &HeaderMap) -> Result<(), ApiError> {
-    let given = presented_token(headers).unwrap_or("");
-    if constant_time_eq(given.as_bytes(), expected.as_bytes()) {
-        Ok(())
-    } else {
-        Err(ApiError::unauthorized())
-    }
+    bearer.filter(|t| !t.is_empty()).or_else(|| cookie(headers, TOKEN_COOKIE))
 }
 
 pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -354,11 +421,10 @@ mod tests {
         let public: SocketAddr = "0.0.0.0:38429".parse().unwrap();
         let local: SocketAddr = "127.0.0.1:38429".parse().unwrap();
         let local6: SocketAddr = "[::1]:38429".parse().unwrap();
-        assert!(check_bind(&local, None).is_ok());
-        assert!(check_bind(&local6, None).is_ok());
-        assert!(check_bind(&public, None).unwrap_err().contains("--token"));
-        assert!(check_bind(&public, Some("")).is_err());
-        assert!(check_bind(&public, Some("secret")).is_ok());
+        assert!(check_bind(&local, false).is_ok());
+        assert!(check_bind(&local6, false).is_ok());
+        assert!(check_bind(&public, false).unwrap_err().contains("--token"));
+        assert!(check_bind(&public, true).is_ok());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::accounts::LoginLimiter;
 use crate::security::AuthLimiter;
 use crate::ws::Live;
 
@@ -79,6 +80,8 @@ struct Inner {
     closing: CancellationToken,
     /// Failed token checks per client address and overall (`/login` and the API).
     auth_limiter: AuthLimiter,
+    /// Wrong passwords per client address and name (`POST /login`).
+    login_limiter: LoginLimiter,
     /// Committed events as WebSocket frames, serialized once for every connection
     /// (`ws::fan_out` feeds it from the store).
     live: broadcast::Sender<Live>,
@@ -95,6 +98,7 @@ impl AppState {
             config,
             closing: CancellationToken::new(),
             auth_limiter: AuthLimiter::default(),
+            login_limiter: LoginLimiter::default(),
             live,
             tasks: TaskTracker::new(),
         };
@@ -111,6 +115,10 @@ impl AppState {
 
     pub(crate) fn auth_limiter(&self) -> &AuthLimiter {
         &self.inner.auth_limiter
+    }
+
+    pub(crate) fn login_limiter(&self) -> &LoginLimiter {
+        &self.inner.login_limiter
     }
 
     pub fn closing(&self) -> &CancellationToken {

@@ -1,7 +1,7 @@
 //! The web UI: the built single-page app (`web/dist`, embedded in release builds) served at
-//! `/` with an `index.html` fallback for client routes, and the token login page.
+//! `/` with an `index.html` fallback for client routes, and the login page
+//! (name and password, or the access token) with logout.
 
-use axum::Form;
 use axum::extract::State;
 use axum::http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, ETAG, IF_NONE_MATCH, LOCATION,
@@ -9,11 +9,15 @@ use axum::http::header::{
 };
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Form};
 use rust_embed::RustEmbed;
 use serde::Deserialize;
 
-use crate::AppState;
-use crate::security::{TOKEN_COOKIE, constant_time_eq};
+use crate::accounts::{SESSION_LIFETIME, new_secret, secret_hash, verify_password};
+use crate::security::{
+    ClientIp, LOGIN_PATH, SESSION_COOKIE, TOKEN_COOKIE, constant_time_eq, cookie, too_many_guesses,
+};
+use crate::{ApiError, AppState};
 
 /// The output of `scripts/ui-build`. Debug builds read it from disk at run time; release
 /// builds embed it. A missing folder (UI not built) is an empty set of files.
@@ -120,60 +124,208 @@ fn html(status: StatusCode, body: String) -> Response {
         .into_response()
 }
 
-fn login_html(problem: Option<&str>) -> String {
+/// What the login page offers: name and password once a user exists, the access token when
+/// the server has one.
+#[derive(Debug, Clone, Copy)]
+struct Offer {
+    accounts: bool,
+    token: bool,
+}
+
+fn login_html(offer: Offer, problem: Option<&str>) -> String {
     let problem = problem
         .map(|p| format!("<p role=\"alert\" style=\"color:#b42318\">{p}</p>"))
         .unwrap_or_default();
+    let password_form = if offer.accounts {
+        "<form method=\"post\" action=\"/login\" aria-label=\"Sign in with your account\">\
+<label for=\"name\">Name</label>\
+<input id=\"name\" name=\"name\" autocomplete=\"username\" required autofocus>\
+<label for=\"password\">Password</label>\
+<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
+<button type=\"submit\">Sign in</button></form>"
+    } else {
+        ""
+    };
+    let token_form = match (offer.token, offer.accounts) {
+        (false, _) => String::new(),
+        (true, accounts) => format!(
+            "{}<p>This server needs its access token (the one given with <code>--token</code> or \
+<code>KANDEV_TOKEN</code>).</p>\
+<form method=\"post\" action=\"/login\" aria-label=\"Sign in with the access token\">\
+<label for=\"token\">Access token</label>\
+<input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" required{}>\
+<button type=\"submit\">Sign in with the token</button></form>",
+            if accounts { "<hr>" } else { "" },
+            if accounts { "" } else { " autofocus" },
+        ),
+    };
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>Kandev · sign in</title>\
 <style>body{{font-family:system-ui,sans-serif;max-width:24rem;margin:5rem auto;padding:0 1rem}}\
 input,button{{font:inherit;padding:.5rem;width:100%;box-sizing:border-box;margin:.25rem 0}}\
 @media (prefers-color-scheme:dark){{body{{background:#111;color:#eee}}}}</style></head>\
-<body><h1>Kandev</h1><p>This server needs its access token (the one given with \
-<code>--token</code> or <code>KANDEV_TOKEN</code>).</p>{problem}\
-<form method=\"post\" action=\"/login\"><label for=\"token\">Access token</label>\
-<input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" required autofocus>\
-<button type=\"submit\">Sign in</button></form></body></html>"
+<body><h1>Kandev</h1>{problem}{password_form}{token_form}</body></html>"
     )
 }
 
-/// `GET /login`: the token form (or straight to the board when no token is needed).
-pub async fn login_page(State(state): State<AppState>) -> Response {
-    match state.config().token {
-        Some(_) => html(StatusCode::OK, login_html(None)),
-        None => redirect("/"),
+async fn offer(state: &AppState) -> Result<Offer, Response> {
+    match state.store().has_users().await {
+        Ok(accounts) => Ok(Offer { accounts, token: state.config().token.is_some() }),
+        Err(err) => {
+            tracing::error!(error = %err, "cannot tell whether accounts exist");
+            Err(ApiError::internal().into_response())
+        }
     }
 }
 
-#[derive(Deserialize)]
-pub struct LoginForm {
-    token: String,
+/// `GET /login`: the sign-in forms (or straight to the board when nothing is needed).
+pub async fn login_page(State(state): State<AppState>) -> Response {
+    match offer(&state).await {
+        Ok(offer) if offer.accounts || offer.token => html(StatusCode::OK, login_html(offer, None)),
+        Ok(_) => redirect("/"),
+        Err(response) => response,
+    }
 }
 
-/// `POST /login`: checks the token and keeps it in an HttpOnly cookie.
-pub async fn login(State(state): State<AppState>, Form(form): Form<LoginForm>) -> Response {
-    let Some(expected) = &state.config().token else {
-        return redirect("/");
+/// The login form: `name` and `password`, or `token`.
+#[derive(Deserialize)]
+pub struct LoginForm {
+    name: Option<String>,
+    password: Option<String>,
+    token: Option<String>,
+}
+
+/// `POST /login`: checks a name and password (argon2id; the same error and work for an
+/// unknown name) and starts a login session, or checks the access token; either way the
+/// secret goes into an HttpOnly, SameSite=Strict cookie. Guesses are limited: passwords per
+/// address and name (`LoginLimiter`), tokens per address (`AuthLimiter`).
+pub async fn login(
+    State(state): State<AppState>,
+    Extension(ClientIp(client)): Extension<ClientIp>,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    let offer = match offer(&state).await {
+        Ok(offer) => offer,
+        Err(response) => return response,
     };
-    if !constant_time_eq(form.token.trim().as_bytes(), expected.as_bytes()) {
-        return html(StatusCode::UNAUTHORIZED, login_html(Some("That token is not right.")));
+    match form {
+        LoginForm { name: Some(name), password: Some(password), .. } if offer.accounts => {
+            password_login(&state, offer, client, name.trim(), password).await
+        }
+        LoginForm { token: Some(token), .. } if offer.token => {
+            token_login(&state, offer, client, &token).await
+        }
+        _ if offer.accounts || offer.token => html(
+            StatusCode::BAD_REQUEST,
+            login_html(offer, Some("Fill in the form: your name and password, or the token.")),
+        ),
+        _ => redirect("/"),
+    }
+}
+
+async fn password_login(
+    state: &AppState,
+    offer: Offer,
+    client: std::net::IpAddr,
+    name: &str,
+    password: String,
+) -> Response {
+    let limiter = state.login_limiter();
+    if let Err(wait) = limiter.check(client, name) {
+        return too_many_guesses(wait, true);
+    }
+    let credentials = match state.store().user_credentials(name).await {
+        Ok(credentials) => credentials,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot read a user's credentials");
+            return ApiError::internal().into_response();
+        }
+    };
+    let hash = credentials.as_ref().map(|(_, hash)| hash.clone());
+    let checked =
+        tokio::task::spawn_blocking(move || verify_password(hash.as_deref(), &password)).await;
+    let user = match (checked, credentials) {
+        (Ok(true), Some((user, _))) => user,
+        _ => {
+            limiter.failed(client, name);
+            let problem = "Wrong name or password.";
+            return html(StatusCode::UNAUTHORIZED, login_html(offer, Some(problem)));
+        }
+    };
+    limiter.succeeded(client, name);
+    let secret = new_secret("");
+    let lifetime = SESSION_LIFETIME.as_millis() as i64;
+    let expires = kandev_domain::Timestamp(state.store().now().millis() + lifetime);
+    let started = async {
+        let mut tx = state.store().begin_write().await?;
+        tx.insert_login_session(&user.id, &secret_hash(&secret), expires).await?;
+        tx.commit().await
+    };
+    if let Err(err) = started.await {
+        tracing::error!(error = %err, "cannot start a login session");
+        return ApiError::from(err).into_response();
+    }
+    tracing::info!(user = %user.name, "logged in");
+    let max_age = SESSION_LIFETIME.as_secs();
+    with_cookie(
+        redirect("/"),
+        &format!("{SESSION_COOKIE}={secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}"),
+    )
+}
+
+async fn token_login(
+    state: &AppState,
+    offer: Offer,
+    client: std::net::IpAddr,
+    given: &str,
+) -> Response {
+    let Some(expected) = &state.config().token else { return redirect("/") };
+    if let Err(wait) = state.auth_limiter().check(client) {
+        return too_many_guesses(wait, true);
+    }
+    if !constant_time_eq(given.trim().as_bytes(), expected.as_bytes()) {
+        state.auth_limiter().failed(client);
+        return html(StatusCode::UNAUTHORIZED, login_html(offer, Some("That token is not right.")));
     }
     let cookie =
         format!("{TOKEN_COOKIE}={expected}; Path=/; HttpOnly; SameSite=Strict; Max-Age=2592000");
-    let mut response = redirect("/");
-    match HeaderValue::from_str(&cookie) {
-        Ok(value) => {
-            response.headers_mut().insert(SET_COOKIE, value);
-            response
-        }
-        Err(_) => html(
-            StatusCode::BAD_REQUEST,
-            login_html(Some(
-                "This token cannot be kept in a browser cookie; use a token of letters and digits.",
-            )),
-        ),
+    if HeaderValue::from_str(&cookie).is_err() {
+        let problem =
+            "This token cannot be kept in a browser cookie; use a token of letters and digits.";
+        return html(StatusCode::BAD_REQUEST, login_html(offer, Some(problem)));
     }
+    with_cookie(redirect("/"), &cookie)
+}
+
+/// `POST /logout`: ends the login session the cookie names and clears both cookies.
+pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    if let Some(secret) = cookie(&headers, SESSION_COOKIE) {
+        let ended = async {
+            let mut tx = state.store().begin_write().await?;
+            tx.delete_login_session(&secret_hash(secret)).await?;
+            tx.commit().await
+        };
+        if let Err(err) = ended.await {
+            tracing::error!(error = %err, "cannot end a login session");
+            return ApiError::from(err).into_response();
+        }
+    }
+    let mut response = redirect(LOGIN_PATH);
+    for name in [SESSION_COOKIE, TOKEN_COOKIE] {
+        let clear = format!("{name}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+        if let Ok(value) = HeaderValue::from_str(&clear) {
+            response.headers_mut().append(SET_COOKIE, value);
+        }
+    }
+    response
+}
+
+fn with_cookie(mut response: Response, cookie: &str) -> Response {
+    if let Ok(value) = HeaderValue::from_str(cookie) {
+        response.headers_mut().append(SET_COOKIE, value);
+    }
+    response
 }
 
 fn redirect(to: &'static str) -> Response {

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
@@ -23,6 +24,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::accounts::Identity;
 use crate::dispatch::decode;
 use crate::http::{human_bytes, parse_json};
 use crate::outbox::{Outbox, Refused};
@@ -85,12 +87,16 @@ pub async fn fan_out(
     }
 }
 
-pub async fn upgrade(State(state): State<AppState>, ws: WebSocketUpgrade) -> Response {
+pub async fn upgrade(
+    State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
+    ws: WebSocketUpgrade,
+) -> Response {
     ws.max_message_size(HARD_FRAME_LIMIT)
         .max_frame_size(HARD_FRAME_LIMIT)
         .read_buffer_size(SOCKET_BUFFER)
         .write_buffer_size(SOCKET_BUFFER)
-        .on_upgrade(move |socket| connection(state, socket))
+        .on_upgrade(move |socket| connection(state, identity, socket))
 }
 
 /// A frame from the client.
@@ -144,7 +150,8 @@ enum SubscriptionCommand {
     Unsubscribe { id: Value, request: Unsubscribe },
 }
 
-async fn connection(state: AppState, socket: WebSocket) {
+/// One WebSocket; every request on it runs as `identity`, who opened it.
+async fn connection(state: AppState, identity: Identity, socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
     let config = state.config();
     let outbox = Outbox::new(config.ws_queue_bytes, config.ws_queue_wait);
@@ -195,7 +202,7 @@ async fn connection(state: AppState, socket: WebSocket) {
         };
         match message {
             Message::Text(body) => {
-                on_text(&state, body.as_bytes(), &outbox, &commands, &mut streams).await
+                on_text(&state, &identity, body.as_bytes(), &outbox, &commands, &mut streams).await
             }
             // A terminal's input or resize; any other binary frame is a JSON request.
             Message::Binary(body)
@@ -205,7 +212,9 @@ async fn connection(state: AppState, socket: WebSocket) {
                     reply(&outbox, error(&Value::Null, action, &err)).await;
                 }
             }
-            Message::Binary(body) => on_text(&state, &body, &outbox, &commands, &mut streams).await,
+            Message::Binary(body) => {
+                on_text(&state, &identity, &body, &outbox, &commands, &mut streams).await
+            }
             Message::Close(_) => break,
             Message::Ping(_) | Message::Pong(_) => {}
         }
@@ -223,6 +232,7 @@ async fn connection(state: AppState, socket: WebSocket) {
 
 async fn on_text(
     state: &AppState,
+    identity: &Identity,
     body: &[u8],
     out: &Arc<Outbox>,
     commands: &mpsc::Sender<SubscriptionCommand>,
@@ -273,7 +283,14 @@ async fn on_text(
             return;
         }
         _ => {
-            spawn_request(state.clone(), id, action, request.payload, out.clone());
+            spawn_request(
+                state.clone(),
+                identity.clone(),
+                id,
+                action,
+                request.payload,
+                out.clone(),
+            );
             return;
         }
     };
@@ -304,10 +321,17 @@ async fn reply(out: &Outbox, message: Message) -> bool {
 /// Runs one request concurrently with the others of the connection; answers by id. The
 /// request is the server's task, not the connection's: a client that leaves does not cancel
 /// it (rule 33), and shutdown waits for it.
-fn spawn_request(state: AppState, id: Value, action: String, payload: Value, out: Arc<Outbox>) {
+fn spawn_request(
+    state: AppState,
+    identity: Identity,
+    id: Value,
+    action: String,
+    payload: Value,
+    out: Arc<Outbox>,
+) {
     let tasks = state.tasks().clone();
     tasks.spawn(async move {
-        let answer = match dispatch(&state, &action, payload).await {
+        let answer = match dispatch(&state, &identity, &action, payload).await {
             Ok(result) => response(&id, &action, result),
             Err(err) => error(&id, &action, &err),
         };

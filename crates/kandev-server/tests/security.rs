@@ -15,10 +15,10 @@ fn with_token(token: &str) -> ServerConfig {
 #[tokio::test]
 async fn a_non_loopback_bind_without_token_is_refused() {
     let public = "0.0.0.0:38429".parse().unwrap();
-    let err = kandev_server::check_bind(&public, None).unwrap_err();
+    let err = kandev_server::check_bind(&public, false).unwrap_err();
     assert!(err.contains("--token"), "{err}");
-    assert!(kandev_server::check_bind(&public, Some("s3cret")).is_ok());
-    assert!(kandev_server::check_bind(&"127.0.0.1:1".parse().unwrap(), None).is_ok());
+    assert!(kandev_server::check_bind(&public, true).is_ok());
+    assert!(kandev_server::check_bind(&"127.0.0.1:1".parse().unwrap(), false).is_ok());
 }
 
 #[tokio::test]

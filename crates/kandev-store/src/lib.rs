@@ -9,6 +9,7 @@
 //! (`impl WriteTx`) side by side, and is the only file whose SQL names its tables. A query
 //! both a `Store` and a `WriteTx` answer is written once, as a function of a `db::Db`.
 
+mod accounts;
 mod children;
 mod db;
 mod error;

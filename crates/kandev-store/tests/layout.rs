@@ -37,6 +37,9 @@ const OWNERS: &[(&str, &str)] = &[
     ("task_base_branches", "ship.rs"),
     ("task_pull_requests", "ship.rs"),
     ("review_comments", "ship.rs"),
+    ("users", "accounts.rs"),
+    ("user_sessions", "accounts.rs"),
+    ("user_tokens", "accounts.rs"),
     ("events", "events.rs"),
     ("sqlite_sequence", "events.rs"),
 ];

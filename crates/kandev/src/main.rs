@@ -4,6 +4,7 @@ mod bridge;
 mod client;
 mod runner;
 mod serve;
+mod users;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +38,14 @@ enum Command {
     McpBridge(bridge::BridgeArgs),
     /// Own agent processes for a server and outlive it (`serve --runner local` starts it).
     Runner(runner::RunnerArgs),
+    /// Add, list and remove the users who may log in, and set their passwords (on the
+    /// database itself; the server may be running).
+    User {
+        #[command(flatten)]
+        db: users::DatabaseArgs,
+        #[command(subcommand)]
+        command: users::UserCommand,
+    },
     /// Export and import workflows as YAML on a running server.
     Workflow {
         #[command(flatten)]
@@ -61,6 +70,7 @@ async fn main() -> std::process::ExitCode {
         Some(Command::Runner(args)) => runner::run(args).await,
         Some(Command::Task { server, command }) => client::task(server, command).await,
         Some(Command::Workflow { server, command }) => client::workflow(server, command).await,
+        Some(Command::User { db, command }) => users::run(db, command).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -180,7 +180,12 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
 }
 
 fn home_dir(args: &ServeArgs) -> Result<PathBuf> {
-    if let Some(home) = &args.home {
+    home_or_default(args.home.as_ref())
+}
+
+/// `--home`, or `~/.kandev`.
+pub(crate) fn home_or_default(home: Option<&PathBuf>) -> Result<PathBuf> {
+    if let Some(home) = home {
         return Ok(home.clone());
     }
     let user_home = std::env::var_os("HOME").context("HOME is not set; pass --home <dir>")?;
@@ -190,7 +195,7 @@ fn home_dir(args: &ServeArgs) -> Result<PathBuf> {
 /// `$KANDEV_HOME` holds the database (with profile secrets), worktrees and agent state: it
 /// is created readable by its owner only (0700), and an existing one open to the group or
 /// others is tightened.
-fn secure_home(home: &std::path::Path) -> Result<()> {
+pub(crate) fn secure_home(home: &std::path::Path) -> Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -213,14 +218,15 @@ fn secure_home(home: &std::path::Path) -> Result<()> {
 pub async fn run(args: ServeArgs) -> Result<()> {
     init_tracing();
     let token = args.token.clone().filter(|t| !t.is_empty());
-    kandev_server::check_bind(&args.addr, token.as_deref()).map_err(anyhow::Error::msg)?;
     let home = home_dir(&args)?;
     secure_home(&home)?;
-    let location = match &args.database_url {
-        Some(url) => Location::parse(url)?,
-        None => Location::File(home.join("kandev.db")),
+    let store = open_store(&home, args.database_url.as_deref()).await?;
+    // Once users exist every request needs a login or a token, as with --token.
+    let guarded = match token {
+        Some(_) => true,
+        None => store.has_users().await.context("cannot read the users")?,
     };
-    let store = Store::open(location).await.context("cannot open the database")?;
+    kandev_server::check_bind(&args.addr, guarded).map_err(anyhow::Error::msg)?;
     kandev_server::first_run(&store).await.context("cannot prepare the database")?;
     let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| {
         format!(
@@ -276,6 +282,18 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     engine.shutdown().await;
     store.close().await;
     Ok(())
+}
+
+/// The database: `--database-url`, or `<home>/kandev.db`.
+pub(crate) async fn open_store(
+    home: &std::path::Path,
+    database_url: Option<&str>,
+) -> Result<Store> {
+    let location = match database_url {
+        Some(url) => Location::parse(url)?,
+        None => Location::File(home.join("kandev.db")),
+    };
+    Store::open(location).await.context("cannot open the database")
 }
 
 async fn stop_on_signal(shutdown: CancellationToken) {

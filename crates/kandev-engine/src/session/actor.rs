@@ -99,8 +99,8 @@ impl SessionActor {
                 let _ = reply.send(result);
             }
             Command::Stop { reply } => self.stop(reply).await,
-            Command::Permission { request_id, answer, reply } => {
-                let result = self.answer_permission(&request_id, answer, "user").await;
+            Command::Permission { request_id, answer, by, reply } => {
+                let result = self.answer_permission(&request_id, answer, &by).await;
                 let _ = reply.send(result);
             }
             Command::SetMode { mode_id, reply } => self.apply(Applied::Mode(mode_id), reply),

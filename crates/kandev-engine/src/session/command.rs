@@ -106,6 +106,8 @@ pub(crate) enum Command {
     Permission {
         request_id: String,
         answer: PermissionAnswer,
+        /// Who answers (`by`: a user's name, `token` or `user`; issue 21).
+        by: String,
         reply: Reply<Message>,
     },
     SetMode {

@@ -20,7 +20,6 @@ use kandev_domain::ship::{
     DiffSide, GitStatus, MergeStrategy, PrState, PullRequest, ReviewComment, diff_hash, quote_line,
     review_prompt,
 };
-use kandev_domain::transcript::MessageKind;
 use kandev_domain::{RepositoryId, SessionId, TaskId};
 use kandev_runtime::git;
 use kandev_store::WorktreeRecord;
@@ -31,12 +30,12 @@ use crate::api::{PromptOutcome, PromptRequest};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result, not_found};
 use crate::inner::Inner;
+use crate::notes::task_status_message as status_message;
 use crate::workdir::forge::{create_prs, refresh_one};
 use crate::workdir::ops::{MergeMade, PushMade, merge, push, rebase};
 use crate::workdir::shared::exists;
 use crate::workdir::status::{publish_status, ship_error};
 use crate::workflow::pr_settled;
-use crate::write::add_message;
 
 /// Longest a repository's cleanup script may run before it is killed.
 pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5 * 60);
@@ -92,22 +91,6 @@ pub(crate) async fn run_cleanup(inner: &Inner, record: &WorktreeRecord, force: b
     }
 }
 
-/// Adds a status message to the task's primary session, if it has one.
-async fn status_message(
-    inner: &Inner,
-    task_id: &TaskId,
-    text: &str,
-    metadata: serde_json::Value,
-) -> Result<()> {
-    let task = inner.store.get_task(task_id).await?;
-    let Some(session_id) = task.primary_session_id else { return Ok(()) };
-    let session = inner.store.get_session(&session_id).await?;
-    let mut tx = inner.store.begin_write().await?;
-    add_message(&mut tx, &session, None, MessageKind::Status, text, metadata).await?;
-    tx.commit().await?;
-    Ok(())
-}
-
 impl Engine {
     /// `task.git_status`: each repository's task branch against the current tip of its base,
     /// published as `task.git_status` too.
@@ -132,8 +115,14 @@ impl Engine {
         only: Option<&RepositoryId>,
         strategy: MergeStrategy,
         message: Option<&str>,
+        by: &str,
     ) -> Result<(Vec<MergeMade>, Vec<GitStatus>)> {
-        merge(&self.inner, task_id, only, strategy, message).await
+        let made = merge(&self.inner, task_id, only, strategy, message).await?;
+        for m in &made.0 {
+            let text = format!("{by} merged the task branch into {}", m.base_branch);
+            self.note_by(task_id, by, "merge", text).await;
+        }
+        Ok(made)
     }
 
     /// `task.push`: pushes the task branch to `remote` and sets it as upstream. Never forced
@@ -144,8 +133,27 @@ impl Engine {
         only: Option<&RepositoryId>,
         remote: &str,
         force_with_lease: bool,
+        by: &str,
     ) -> Result<(Vec<PushMade>, Vec<GitStatus>)> {
-        push(&self.inner, task_id, only, remote, force_with_lease).await
+        let made = push(&self.inner, task_id, only, remote, force_with_lease).await?;
+        for p in &made.0 {
+            let text = format!("{by} pushed {} to {}", p.branch, p.remote);
+            self.note_by(task_id, by, "push", text).await;
+        }
+        Ok(made)
+    }
+
+    /// Issue 21: a shipping action done by someone named (a user, or the server token) is
+    /// recorded in the task's primary session's transcript; without accounts (`by` is the one
+    /// local `user`) nothing is added. A failure to record is logged, not the action's.
+    async fn note_by(&self, task_id: &TaskId, by: &str, action: &str, text: String) {
+        if !kandev_domain::account::names_someone(by) {
+            return;
+        }
+        let metadata = json!({ "reason": "ship_by", "action": action, "by": by });
+        if let Err(err) = status_message(&self.inner, task_id, &text, metadata).await {
+            tracing::warn!(error = %err, "recording who shipped failed");
+        }
     }
 
     /// The text of a commented line and its file's diff hash (empty when the diff does not
@@ -234,8 +242,15 @@ impl Engine {
         title: Option<String>,
         body: Option<String>,
         draft: bool,
+        by: &str,
     ) -> Result<Vec<PullRequest>> {
-        create_prs(&self.inner, task_id, only, title.as_deref(), body.as_deref(), draft).await
+        let prs = create_prs(&self.inner, task_id, only, title.as_deref(), body.as_deref(), draft)
+            .await?;
+        for pr in &prs {
+            let text = format!("{by} opened pull request {}", pr.url);
+            self.note_by(task_id, by, "pr_create", text).await;
+        }
+        Ok(prs)
     }
 
     /// `task.pr.get`: the task's pull requests, each read again from its forge (a change to

@@ -15,6 +15,7 @@ use kandev_domain::transcript::QueuedPrompt;
 use kandev_domain::{AgentProfileId, QueuedPromptId, SessionId, TaskId, validate};
 use kandev_engine::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
 
+use crate::accounts::Identity;
 use crate::{ApiError, AppState};
 
 /// Largest page of `message.list`.
@@ -136,6 +137,7 @@ pub async fn turn_list(s: &AppState, p: BySession) -> Result<Turns, ApiError> {
 
 pub async fn permission_respond(
     s: &AppState,
+    who: &Identity,
     p: PermissionRespond,
 ) -> Result<MessageOne, ApiError> {
     let answer = match (p.option_id, p.cancelled) {
@@ -143,8 +145,8 @@ pub async fn permission_respond(
         (None, true) => PermissionAnswer::Cancelled,
         _ => return Err(ApiError::validation("give either option_id or cancelled: true")),
     };
-    let message =
-        s.engine().respond_permission(&SessionId::new(p.session_id), p.request_id, answer).await?;
+    let session = SessionId::new(p.session_id);
+    let message = s.engine().respond_permission(&session, p.request_id, answer, &who.by()).await?;
     Ok(MessageOne { message: MessageDto::from(&message) })
 }
 

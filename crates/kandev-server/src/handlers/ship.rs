@@ -19,6 +19,7 @@ use kandev_domain::ship::DiffSide;
 use kandev_domain::{RepositoryId, TaskId, validate};
 use kandev_store::NewReviewComment;
 
+use crate::accounts::Identity;
 use crate::{ApiError, AppState};
 
 /// Longest review comment, in bytes.
@@ -60,11 +61,17 @@ pub async fn rebase(s: &AppState, p: TaskRebase) -> Result<TaskGitStatus, ApiErr
     Ok(TaskGitStatus { repositories: statuses.iter().map(GitStatusDto::from).collect() })
 }
 
-pub async fn merge(s: &AppState, p: TaskMerge) -> Result<TaskMerged, ApiError> {
+pub async fn merge(s: &AppState, who: &Identity, p: TaskMerge) -> Result<TaskMerged, ApiError> {
     let only = p.repository_id.map(RepositoryId::new);
     let (made, statuses) = s
         .engine()
-        .task_merge(&TaskId::new(p.task_id), only.as_ref(), p.strategy.into(), p.message.as_deref())
+        .task_merge(
+            &TaskId::new(p.task_id),
+            only.as_ref(),
+            p.strategy.into(),
+            p.message.as_deref(),
+            &who.by(),
+        )
         .await?;
     Ok(TaskMerged {
         merged: made
@@ -79,7 +86,7 @@ pub async fn merge(s: &AppState, p: TaskMerge) -> Result<TaskMerged, ApiError> {
     })
 }
 
-pub async fn push(s: &AppState, p: TaskPush) -> Result<TaskPushed, ApiError> {
+pub async fn push(s: &AppState, who: &Identity, p: TaskPush) -> Result<TaskPushed, ApiError> {
     let only = p.repository_id.map(RepositoryId::new);
     let remote = p.remote.as_deref().map(str::trim).filter(|r| !r.is_empty()).unwrap_or("origin");
     if remote.starts_with('-') || remote.contains(char::is_whitespace) {
@@ -87,7 +94,7 @@ pub async fn push(s: &AppState, p: TaskPush) -> Result<TaskPushed, ApiError> {
     }
     let (made, statuses) = s
         .engine()
-        .task_push(&TaskId::new(p.task_id), only.as_ref(), remote, p.force_with_lease)
+        .task_push(&TaskId::new(p.task_id), only.as_ref(), remote, p.force_with_lease, &who.by())
         .await?;
     Ok(TaskPushed {
         pushed: made
@@ -103,13 +110,17 @@ pub async fn push(s: &AppState, p: TaskPush) -> Result<TaskPushed, ApiError> {
     })
 }
 
-pub async fn pr_create(s: &AppState, p: TaskPrCreate) -> Result<TaskPullRequests, ApiError> {
+pub async fn pr_create(
+    s: &AppState,
+    who: &Identity,
+    p: TaskPrCreate,
+) -> Result<TaskPullRequests, ApiError> {
     let only = p.repository_id.map(RepositoryId::new);
     let title = p.title.as_deref().map(|t| validate::title("title", t)).transpose()?;
     let body = p.body.as_deref().map(|b| validate::description("body", b)).transpose()?;
     let prs = s
         .engine()
-        .task_pr_create(&TaskId::new(p.task_id), only.as_ref(), title, body, p.draft)
+        .task_pr_create(&TaskId::new(p.task_id), only.as_ref(), title, body, p.draft, &who.by())
         .await?;
     Ok(TaskPullRequests { pull_requests: prs.iter().map(PullRequestDto::from).collect() })
 }

@@ -13,6 +13,7 @@ use kandev_store::{NewTask, TaskFilter, TaskPatch, WriteTx};
 use serde_json::json;
 
 use super::{files, next_cursor, notify, page_bounds};
+use crate::accounts::Identity;
 use crate::{ApiError, AppState};
 
 /// Default page size of `task.list`: a whole ordinary board in one call.
@@ -154,7 +155,7 @@ pub async fn update(s: &AppState, p: TaskUpdate) -> Result<TaskOne, ApiError> {
 
 /// Moves a task to another step of its workflow, or to another position in its own step
 /// (reorder).
-pub async fn move_task(s: &AppState, p: TaskMove) -> Result<TaskMoved, ApiError> {
+pub async fn move_task(s: &AppState, who: &Identity, p: TaskMove) -> Result<TaskMoved, ApiError> {
     let id = TaskId::new(p.id);
     let task = s.store().get_task(&id).await?;
     let workflow = s.store().get_workflow(&task.workflow_id).await?;
@@ -170,7 +171,8 @@ pub async fn move_task(s: &AppState, p: TaskMove) -> Result<TaskMoved, ApiError>
             step.name
         )));
     }
-    let (moved, from) = s.engine().move_task(&id, &to_step, p.position.map(|x| x as usize)).await?;
+    let position = p.position.map(|x| x as usize);
+    let (moved, from) = s.engine().move_task(&id, &to_step, position, &who.by()).await?;
     Ok(TaskMoved { task: TaskDto::from(&moved), from_step_id: from.to_string() })
 }
 

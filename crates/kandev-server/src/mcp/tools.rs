@@ -19,12 +19,16 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::Caller;
+use crate::accounts::Identity;
 use crate::dispatch::Handler;
 use crate::{ApiError, AppState};
+use kandev_api_types::AuthVia;
+use kandev_domain::account::Actor;
 
 /// Runs one action of the table with its typed request.
 async fn act<A: Handler>(state: &AppState, request: A::Request) -> Result<A::Response, ApiError> {
-    A::handle(state, request).await
+    let agent = Identity { actor: Actor::Agent, via: AuthVia::Open };
+    A::handle(state, &agent, request).await
 }
 
 /// The tools, with their input schemas.
@@ -438,7 +442,7 @@ impl Call<'_> {
         let metadata = json!({ "reason": "complete_step", "step": here_name });
         self.state.engine().add_note(&session.id, text, metadata, session.epoch).await?;
         // A workflow move: the agent finished the step, so `allow_manual_move` does not apply.
-        let (moved, _) = self.state.engine().move_task(&task.id, &next_id, None).await?;
+        let (moved, _) = self.state.engine().move_task(&task.id, &next_id, None, "agent").await?;
         Ok(json!({ "task": TaskDto::from(&moved), "step": next_name }))
     }
 

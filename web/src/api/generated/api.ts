@@ -16,11 +16,15 @@ export type AgentProfileDto = { id: string, name: string, kind: AgentKindDto, co
  */
 mcp_servers: Array<McpServerDto>, created_at: string, updated_at: string, };
 
+export type ApiTokenDto = { id: string, name: string, created_at: string, };
+
 export type AttachmentDto = { id: string, name: string, mime: string, size: number, };
 
 export type AttachmentUploaded = { attachment: AttachmentDto, };
 
 export type AttemptDto = { attempt: number, at: string, http_status: number | null, error: string | null, };
+
+export type AuthVia = "open" | "server_token" | "session" | "token";
 
 export type AutoRunSet = { session_id: string, enabled: boolean, };
 
@@ -127,6 +131,8 @@ export type LastErrorDto = { code: string, message: string, details: JsonValue, 
 export type McpServerDto = { name: string, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, url?: string, transport?: McpTransportDto, headers?: Array<EnvVarDto>, };
 
 export type McpTransportDto = "http" | "sse";
+
+export type Me = { user: UserDto | null, via: AuthVia, accounts: boolean, };
 
 export type MergeMadeDto = { repository_id: string, base_branch: string, commit: string, };
 
@@ -444,6 +450,12 @@ export type TerminalOpen = { task_id: string, repository_id?: string, cols: numb
 
 export type Terminals = { terminals: Array<TerminalDto>, };
 
+export type TokenCreate = { name: string, };
+
+export type TokenCreated = { token: ApiTokenDto, secret: string, };
+
+export type Tokens = { tokens: Array<ApiTokenDto>, };
+
 export type TreeEntryDto = { path: string, kind: string, size: number, };
 
 export type TurnDto = { id: string, session_id: string, epoch: number, started_at: string, completed_at: string | null, stop_reason: string | null, usage: JsonValue, };
@@ -453,6 +465,8 @@ export type Turns = { turns: Array<TurnDto>, };
 export type Unsubscribe = { topics: Array<string>, };
 
 export type Unsubscribed = { topics: Array<string>, };
+
+export type UserDto = { id: string, name: string, };
 
 export type WorkflowCreate = { workspace_id: string, name: string, description?: string, template_id?: string, };
 
@@ -584,6 +598,10 @@ export type Actions = {
   "notification.channel.delete": { request: ById, response: Deleted },
   "notification.channel.test": { request: ById, response: ChannelTested },
   "notification.delivery.list": { request: DeliveryList, response: Deliveries },
+  "user.me": { request: Empty, response: Me },
+  "user.token.create": { request: TokenCreate, response: TokenCreated },
+  "user.token.list": { request: Empty, response: Tokens },
+  "user.token.revoke": { request: ById, response: Deleted },
 };
 
 export type SocketActions = {

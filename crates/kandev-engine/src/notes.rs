@@ -1,0 +1,25 @@
+//! Status messages about a task in its primary session's transcript (cleanup scripts, and
+//! who moved or shipped it: issue 21's `by`).
+
+use kandev_domain::TaskId;
+use kandev_domain::transcript::MessageKind;
+
+use crate::error::Result;
+use crate::inner::Inner;
+use crate::write::add_message;
+
+/// Adds a status message to the task's primary session, if it has one.
+pub(crate) async fn task_status_message(
+    inner: &Inner,
+    task_id: &TaskId,
+    text: &str,
+    metadata: serde_json::Value,
+) -> Result<()> {
+    let task = inner.store.get_task(task_id).await?;
+    let Some(session_id) = task.primary_session_id else { return Ok(()) };
+    let session = inner.store.get_session(&session_id).await?;
+    let mut tx = inner.store.begin_write().await?;
+    add_message(&mut tx, &session, None, MessageKind::Status, text, metadata).await?;
+    tx.commit().await?;
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! Accounts (issue 21): password hashing (argon2id), the secrets of login sessions and
+//! personal API tokens (random, stored as SHA-256), who a request is from ([`Identity`]),
+//! the login limiter, and the `user.*` actions.
+//!
+//! Limits this module states: a password is checked with the same argon2 work whether or not
+//! the name exists (a dummy hash stands in), so neither the answer nor its time tells which
+//! names exist; a login session or a token that is revoked stops working for the next request,
+//! but a WebSocket already open with it stays open until it closes.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use argon2::Argon2;
+use argon2::password_hash::rand_core::OsRng;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use kandev_api_types::requests::{ById, Empty, TokenCreate};
+use kandev_api_types::responses::{Deleted, Me, TokenCreated, Tokens};
+use kandev_api_types::{ApiTokenDto, AuthVia, UserDto};
+use kandev_domain::account::Actor;
+use sha2::{Digest, Sha256};
+use tokio::time::Instant;
+
+use crate::{ApiError, AppState};
+
+/// How long a login session lasts (also the cookie's `Max-Age`).
+pub const SESSION_LIFETIME: Duration = Duration::from_secs(30 * 24 * 3600);
+/// Prefix of a personal API token (tells it from the server's `--token` in logs and scans).
+pub const TOKEN_PREFIX: &str = "kdv_";
+
+/// Who a request is from and how it was let in; handlers that record `by` take it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub actor: Actor,
+    pub via: AuthVia,
+}
+
+impl Identity {
+    /// No accounts and no server token: the local person, as before accounts.
+    pub fn open() -> Identity {
+        Identity { actor: Actor::Local, via: AuthVia::Open }
+    }
+
+    /// What `by` fields record for this caller.
+    pub fn by(&self) -> String {
+        self.actor.by().to_owned()
+    }
+
+    fn user(&self) -> Result<(&str, &str), ApiError> {
+        match &self.actor {
+            Actor::User { id, name } => Ok((id, name)),
+            _ => Err(ApiError::bad_request(
+                "personal tokens belong to a user: log in as one (or use one of their tokens)",
+            )),
+        }
+    }
+}
+
+/// Hashes a new password with argon2id (the crate's defaults: 19 MiB, 2 passes, 1 lane, as
+/// OWASP recommends) into a PHC string with its own random salt.
+pub fn hash_password(password: &str) -> Result<String, String> {
+    let salt = SaltString::generate(&mut OsRng);
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .map(|hash| hash.to_string())
+        .map_err(|err| format!("cannot hash the password: {err}"))
+}
+
+/// Whether `password` matches `hash`. Without a hash (no such user) a fixed dummy hash is
+/// checked instead and the answer is `false`: the same work either way.
+pub fn verify_password(hash: Option<&str>, password: &str) -> bool {
+    static DUMMY: OnceLock<String> = OnceLock::new();
+    let dummy =
+        DUMMY.get_or_init(|| hash_password("no user has this password").unwrap_or_default());
+    let known = hash.is_some();
+    let Ok(parsed) = PasswordHash::new(hash.unwrap_or(dummy)) else { return false };
+    let matches = Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok();
+    known && matches
+}
+
+/// A new random secret (244 random bits from the OS, as hex) with `prefix`.
+pub fn new_secret(prefix: &str) -> String {
+    format!("{prefix}{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
+}
+
+/// What is stored of a secret: its SHA-256, as hex.
+pub fn secret_hash(secret: &str) -> String {
+    Sha256::digest(secret.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Consecutive wrong passwords allowed for one (address, name) before logins slow down.
+pub const FREE_FAILURES: u32 = 20;
+/// The first wait after [`FREE_FAILURES`] wrong passwords; each further one doubles it.
+const FIRST_WAIT: Duration = Duration::from_secs(1);
+/// The longest wait.
+const MAX_WAIT: Duration = Duration::from_secs(15 * 60);
+/// (address, name) pairs remembered at most.
+const MAX_KEYS: usize = 4096;
+
+/// Limits password guessing per client address and name: after 20 wrong passwords in a row
+/// every attempt (the right password too) waits, 1 s after the 20th and doubling with each
+/// further failure up to 15 min; a success starts the count again. Unknown names are counted
+/// like known ones, so the limiter tells nothing about which names exist. Time is tokio's,
+/// so tests control it.
+#[derive(Default)]
+pub struct LoginLimiter {
+    keys: Mutex<HashMap<(IpAddr, String), Failures>>,
+}
+
+#[derive(Clone, Copy)]
+struct Failures {
+    count: u32,
+    until: Option<Instant>,
+}
+
+impl LoginLimiter {
+    fn keys(&self) -> std::sync::MutexGuard<'_, HashMap<(IpAddr, String), Failures>> {
+        self.keys.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// `Err(wait)` while `client` must wait before trying `name` again.
+    pub fn check(&self, client: IpAddr, name: &str) -> Result<(), Duration> {
+        let now = Instant::now();
+        match self.keys().get(&(client, name.to_owned())).and_then(|f| f.until) {
+            Some(until) if until > now => Err(until - now),
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts a wrong password (or unknown name).
+    pub fn failed(&self, client: IpAddr, name: &str) {
+        let now = Instant::now();
+        let mut keys = self.keys();
+        if keys.len() >= MAX_KEYS && !keys.contains_key(&(client, name.to_owned())) {
+            keys.retain(|_, f| f.until.is_some_and(|until| until > now));
+            if keys.len() >= MAX_KEYS {
+                keys.clear();
+            }
+        }
+        let entry =
+            keys.entry((client, name.to_owned())).or_insert(Failures { count: 0, until: None });
+        entry.count = entry.count.saturating_add(1);
+        if entry.count >= FREE_FAILURES {
+            let doublings = (entry.count - FREE_FAILURES).min(20);
+            let wait = FIRST_WAIT.saturating_mul(1 << doublings).min(MAX_WAIT);
+            entry.until = Some(now + wait);
+        }
+    }
+
+    /// A right password: the count starts again.
+    pub fn succeeded(&self, client: IpAddr, name: &str) {
+        self.keys().remove(&(client, name.to_owned()));
+    }
+}
+
+/// `user.me`.
+pub async fn me(s: &AppState, who: &Identity, _: Empty) -> Result<Me, ApiError> {
+    let user = match &who.actor {
+        Actor::User { id, name } => Some(UserDto { id: id.clone(), name: name.clone() }),
+        _ => None,
+    };
+    Ok(Me { user, via: who.via, accounts: s.store().has_users().await? })
+}
+
+/// `user.token.create`: a new personal token of the caller; the secret is answered once.
+pub async fn token_create(
+    s: &AppState,
+    who: &Identity,
+    p: TokenCreate,
+) -> Result<TokenCreated, ApiError> {
+    let (user_id, _) = who.user()?;
+    let name = kandev_domain::validate::name("name", &p.name)?;
+    let secret = new_secret(TOKEN_PREFIX);
+    let mut tx = s.store().begin_write().await?;
+    let token = tx.insert_token(user_id, &name, &secret_hash(&secret)).await?;
+    tx.commit().await?;
+    Ok(TokenCreated { token: ApiTokenDto::from(&token), secret })
+}
+
+/// `user.token.list`: the caller's tokens, without secrets.
+pub async fn token_list(s: &AppState, who: &Identity, _: Empty) -> Result<Tokens, ApiError> {
+    let (user_id, _) = who.user()?;
+    let tokens = s.store().list_tokens(user_id).await?;
+    Ok(Tokens { tokens: tokens.iter().map(ApiTokenDto::from).collect() })
+}
+
+/// `user.token.revoke`: one of the caller's tokens stops working.
+pub async fn token_revoke(s: &AppState, who: &Identity, p: ById) -> Result<Deleted, ApiError> {
+    let (user_id, _) = who.user()?;
+    let mut tx = s.store().begin_write().await?;
+    tx.delete_token(user_id, &p.id).await?;
+    tx.commit().await?;
+    Ok(Deleted { deleted: true, id: p.id })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_verify_and_unknown_users_never_do() {
+        let hash = hash_password("correct horse").unwrap();
+        assert!(hash.starts_with("$argon2id$"), "{hash}");
+        assert!(verify_password(Some(&hash), "correct horse"));
+        assert!(!verify_password(Some(&hash), "wrong horse"));
+        assert!(!verify_password(None, "no user has this password"));
+        assert!(!verify_password(Some("not a hash"), "x"));
+    }
+
+    #[test]
+    fn secrets_are_random_and_stored_as_hashes() {
+        let (a, b) = (new_secret(TOKEN_PREFIX), new_secret(TOKEN_PREFIX));
+        assert_ne!(a, b);
+        assert!(a.starts_with("kdv_") && a.len() == 4 + 64, "{a}");
+        assert_eq!(secret_hash(&a).len(), 64);
+        assert_ne!(secret_hash(&a), a);
+    }
+
+    /// Issue 21, acceptance 5: the 20th wrong password in a row slows the next attempt down,
+    /// with doubling waits; the wait passes with (paused, deterministic) time; a success
+    /// starts the count again; other names and addresses are not affected.
+    #[tokio::test(start_paused = true)]
+    async fn i21_a5_twenty_wrong_passwords_slow_down_and_recover() {
+        let limiter = LoginLimiter::default();
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        for _ in 0..19 {
+            assert!(limiter.check(ip, "alice").is_ok());
+            limiter.failed(ip, "alice");
+        }
+        assert!(limiter.check(ip, "alice").is_ok(), "19 wrong passwords are not limited");
+        limiter.failed(ip, "alice");
+        assert_eq!(limiter.check(ip, "alice"), Err(FIRST_WAIT));
+        assert!(limiter.check(ip, "bob").is_ok());
+        assert!(limiter.check("10.0.0.2".parse().unwrap(), "alice").is_ok());
+        tokio::time::advance(FIRST_WAIT).await;
+        assert!(limiter.check(ip, "alice").is_ok(), "the wait passed");
+        limiter.failed(ip, "alice");
+        assert_eq!(limiter.check(ip, "alice"), Err(FIRST_WAIT * 2), "the next wait doubles");
+        tokio::time::advance(FIRST_WAIT * 2).await;
+        limiter.succeeded(ip, "alice");
+        for _ in 0..19 {
+            limiter.failed(ip, "alice");
+        }
+        assert!(limiter.check(ip, "alice").is_ok(), "a success starts the count again");
+    }
+}

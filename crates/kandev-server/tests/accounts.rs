@@ -1,0 +1,238 @@
+//! Issue 21, acceptance 5: accounts. Once a user exists every request and the WebSocket need
+//! a login session, a personal token or the server's --token; a personal token works until
+//! revoked; 20 wrong passwords in a row slow logins down; the permission answer in the
+//! transcript names the user.
+
+mod common;
+
+use common::{TestServer, WAIT, of_kind, step_id};
+use kandev_server::ServerConfig;
+use reqwest::header::{COOKIE, LOCATION, RETRY_AFTER, SET_COOKIE};
+use reqwest::redirect::Policy;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+
+const PASSWORD: &str = "correct horse battery";
+
+/// Adds a user straight to the database, as `kandev user add` does.
+async fn add_user(server: &TestServer, name: &str) {
+    let hash = kandev_server::hash_password(PASSWORD).unwrap();
+    let mut tx = server.store.begin_write().await.unwrap();
+    tx.insert_user(name, &hash).await.unwrap();
+    tx.commit().await.unwrap();
+}
+
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder().redirect(Policy::none()).build().unwrap()
+}
+
+async fn login_as(server: &TestServer, name: &str, password: &str) -> reqwest::Response {
+    browser()
+        .post(server.url("/login"))
+        .form(&[("name", name), ("password", password)])
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Logs in and returns the session cookie (`kandev_session=<secret>`).
+async fn login(server: &TestServer, name: &str) -> String {
+    let response = login_as(server, name, PASSWORD).await;
+    assert_eq!(response.status().as_u16(), 303, "login of {name}");
+    let set = response.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
+    set.split(';').next().unwrap().to_owned()
+}
+
+/// Posts an action with a `Cookie` or `Authorization` header; returns status and body.
+async fn act(
+    server: &TestServer,
+    auth: (&str, &str),
+    action: &str,
+    payload: Value,
+) -> (u16, Value) {
+    let response = browser()
+        .post(server.url(&format!("/api/v1/{action}")))
+        .header(auth.0, auth.1)
+        .json(&payload)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn ws_status(server: &TestServer, auth: Option<(&'static str, &str)>) -> Result<(), String> {
+    let mut request = format!("ws://{}/ws", server.addr).into_client_request().unwrap();
+    if let Some((name, value)) = auth {
+        request.headers_mut().insert(name, HeaderValue::from_str(value).unwrap());
+    }
+    tokio_tungstenite::connect_async(request).await.map(|_| ()).map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn i21_a5_once_a_user_exists_every_request_and_the_websocket_need_a_login() {
+    let server = TestServer::start().await;
+    assert_eq!(server.post("workspace.list", json!({})).await.0, 200, "no user: open as before");
+    assert!(ws_status(&server, None).await.is_ok());
+    let me = server.call("user.me", json!({})).await;
+    assert_eq!((me["via"].as_str(), me["accounts"].as_bool()), (Some("open"), Some(false)));
+
+    add_user(&server, "alice").await;
+    let http = browser();
+    for path in ["/api/v1/workspace.list", "/api/v1/user.me", "/api/v1/task.list"] {
+        let response = http.post(server.url(path)).json(&json!({})).send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 401, "{path} without a login");
+    }
+    let health = http.get(server.url("/api/v1/health")).send().await.unwrap();
+    assert_eq!(health.status().as_u16(), 401, "health without a login");
+    let err = ws_status(&server, None).await.unwrap_err();
+    assert!(err.contains("401"), "ws without a login: {err}");
+    let page = http.get(server.url("/")).header("Accept", "text/html").send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 303);
+    assert_eq!(page.headers()[LOCATION], "/login");
+    let form = http.get(server.url("/login")).send().await.unwrap().text().await.unwrap();
+    assert!(form.contains("name=\"password\""), "the login page asks for a password");
+
+    // No user enumeration: an unknown name and a wrong password read the same.
+    let wrong = login_as(&server, "alice", "not the password").await;
+    let unknown = login_as(&server, "mallory", "not the password").await;
+    assert_eq!((wrong.status().as_u16(), unknown.status().as_u16()), (401, 401));
+    assert!(wrong.headers().get(SET_COOKIE).is_none());
+    assert_eq!(wrong.text().await.unwrap(), unknown.text().await.unwrap());
+
+    let cookie = login(&server, "alice").await;
+    let (status, me) = act(&server, ("Cookie", &cookie), "user.me", json!({})).await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!((me["user"]["name"].as_str(), me["via"].as_str()), (Some("alice"), Some("session")));
+    assert_eq!(act(&server, ("Cookie", &cookie), "workspace.list", json!({})).await.0, 200);
+    assert!(ws_status(&server, Some(("Cookie", &cookie))).await.is_ok(), "ws with the cookie");
+
+    // Logout ends the session: the same cookie is refused afterwards.
+    let out =
+        http.post(server.url("/logout")).header(COOKIE, cookie.as_str()).send().await.unwrap();
+    assert_eq!(out.status().as_u16(), 303);
+    let cleared: Vec<&str> =
+        out.headers().get_all(SET_COOKIE).iter().map(|v| v.to_str().unwrap()).collect();
+    assert!(cleared.iter().any(|c| c.starts_with("kandev_session=;") && c.contains("Max-Age=0")));
+    assert_eq!(act(&server, ("Cookie", &cookie), "workspace.list", json!({})).await.0, 401);
+    assert!(ws_status(&server, Some(("Cookie", &cookie))).await.is_err());
+}
+
+#[tokio::test]
+async fn i21_a5_a_personal_token_works_until_revoked_and_the_server_token_keeps_working() {
+    let config = ServerConfig { token: Some("automation".into()), ..ServerConfig::default() };
+    let server = TestServer::start_with(config, tempfile::tempdir().unwrap()).await;
+    add_user(&server, "alice").await;
+    add_user(&server, "bob").await;
+    // The server's --token keeps working for automation (the helpers send it).
+    let me = server.call("user.me", json!({})).await;
+    assert_eq!((me["via"].as_str(), me["user"].clone()), (Some("server_token"), Value::Null));
+    let (status, body) = server.post("user.token.create", json!({"name": "ci"})).await;
+    assert_eq!(status, 400, "the server token has no personal tokens: {body}");
+
+    let cookie = login(&server, "alice").await;
+    let session = ("Cookie", cookie.as_str());
+    let (status, created) = act(&server, session, "user.token.create", json!({"name": "ci"})).await;
+    assert_eq!(status, 200, "{created}");
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("kdv_"), "{secret}");
+    let token_id = created["token"]["id"].as_str().unwrap().to_owned();
+    let (_, listed) = act(&server, session, "user.token.list", json!({})).await;
+    assert_eq!(listed["tokens"][0]["name"], "ci");
+    assert!(!listed.to_string().contains(&secret), "the list never shows the secret");
+    let stored = std::fs::read(common::db_path(&server.dir)).unwrap();
+    assert!(
+        !stored.windows(secret.len()).any(|w| w == secret.as_bytes()),
+        "the database keeps only a hash of the token"
+    );
+
+    let bearer = format!("Bearer {secret}");
+    let auth = ("Authorization", bearer.as_str());
+    let (status, me) = act(&server, auth, "user.me", json!({})).await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!((me["user"]["name"].as_str(), me["via"].as_str()), (Some("alice"), Some("token")));
+    assert!(ws_status(&server, Some(("Authorization", &bearer))).await.is_ok());
+
+    // Another user cannot revoke it; its owner can, and then it is refused everywhere.
+    let bob = login(&server, "bob").await;
+    let (status, _) =
+        act(&server, ("Cookie", &bob), "user.token.revoke", json!({"id": token_id})).await;
+    assert_eq!(status, 404, "bob cannot revoke alice's token");
+    assert_eq!(act(&server, auth, "workspace.list", json!({})).await.0, 200);
+    let (status, body) = act(&server, auth, "user.token.revoke", json!({"id": token_id})).await;
+    assert_eq!((status, body["deleted"].as_bool()), (200, Some(true)));
+    assert_eq!(act(&server, auth, "workspace.list", json!({})).await.0, 401, "revoked");
+    assert!(
+        ws_status(&server, Some(("Authorization", &bearer))).await.unwrap_err().contains("401")
+    );
+    let (_, listed) = act(&server, session, "user.token.list", json!({})).await;
+    assert_eq!(listed["tokens"], json!([]));
+}
+
+#[tokio::test]
+async fn i21_a5_twenty_wrong_passwords_in_a_row_are_slowed_down() {
+    let server = TestServer::start().await;
+    add_user(&server, "alice").await;
+    for _ in 0..19 {
+        assert_eq!(login_as(&server, "alice", "guess").await.status().as_u16(), 401);
+    }
+    // A success starts the count again.
+    login(&server, "alice").await;
+    for i in 0..20 {
+        let status = login_as(&server, "alice", "guess").await.status().as_u16();
+        assert_eq!(status, 401, "wrong password {}", i + 1);
+    }
+    // Now even the right password waits (the guesser cannot tell when they hit it).
+    let limited = login_as(&server, "alice", PASSWORD).await;
+    assert_eq!(limited.status().as_u16(), 429);
+    assert!(limited.headers().get(SET_COOKIE).is_none());
+    let wait: u64 = limited.headers()[RETRY_AFTER].to_str().unwrap().parse().unwrap();
+    assert!((1..=2).contains(&wait), "first wait is about a second: {wait}");
+    // Another name from the same address is counted on its own.
+    assert_eq!(login_as(&server, "bob", "guess").await.status().as_u16(), 401);
+}
+
+#[tokio::test]
+async fn i21_a5_the_permission_answer_and_a_move_in_the_transcript_name_the_user() {
+    let config = ServerConfig { token: Some("automation".into()), ..ServerConfig::default() };
+    let server = TestServer::start_with(config, tempfile::tempdir().unwrap()).await;
+    let (task, session) = server.session(None).await;
+    add_user(&server, "alice").await;
+    let cookie = login(&server, "alice").await;
+    let alice = ("Cookie", cookie.as_str());
+
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+    let content = "#!mock\nask_permission Delete the build folder\nsay after";
+    server.call("message.add", json!({"session_id": session, "content": content})).await;
+    let requested = ws.notification("session.permission.requested").await["payload"].clone();
+    let request_id = requested["request_id"].as_str().unwrap().to_owned();
+    let option = requested["message"]["metadata"]["options"][0]["option_id"].clone();
+    let answer = json!({"session_id": session, "request_id": request_id, "option_id": option});
+    let (status, answered) = act(&server, alice, "permission.respond", answer).await;
+    assert_eq!(status, 200, "{answered}");
+    assert_eq!(answered["message"]["metadata"]["answered_by"], "alice");
+    tokio::time::timeout(WAIT, ws.notification("session.turn.completed")).await.unwrap();
+    let messages = server.messages(&session).await;
+    let request = of_kind(&messages, "permission_request")[0];
+    assert_eq!(request["metadata"]["answered_by"], "alice", "the transcript names the user");
+
+    // A move by alice is recorded in the task's transcript too.
+    let workflow_id =
+        server.call("task.get", json!({"id": task})).await["task"]["workflow_id"].clone();
+    let workflow =
+        server.call("workflow.get", json!({"id": workflow_id})).await["workflow"].clone();
+    let to = step_id(&workflow, "In Progress");
+    let (status, moved) =
+        act(&server, alice, "task.move", json!({"id": task, "step_id": to})).await;
+    assert_eq!(status, 200, "{moved}");
+    let messages = server.messages(&session).await;
+    let noted = of_kind(&messages, "status")
+        .into_iter()
+        .find(|m| m["metadata"]["reason"] == "task_moved")
+        .unwrap_or_else(|| panic!("no move note: {messages:?}"));
+    assert_eq!(noted["metadata"]["by"], "alice");
+    assert!(noted["content"].as_str().unwrap().starts_with("alice moved the task"), "{noted}");
+}

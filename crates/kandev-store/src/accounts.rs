@@ -1,0 +1,233 @@
+//! Accounts (issue 21): users with their argon2id password hashes, login sessions and
+//! personal API tokens. Sessions and tokens are stored as the SHA-256 of their secret (the
+//! caller hashes); nothing here can give a secret back.
+
+use kandev_domain::Timestamp;
+use kandev_domain::account::{ApiToken, User};
+use sqlx::FromRow;
+
+use crate::db::Db;
+use crate::{Result, Store, StoreError, WriteTx};
+
+#[derive(FromRow)]
+struct UserRow {
+    id: String,
+    name: String,
+    created_at: i64,
+}
+
+impl From<UserRow> for User {
+    fn from(r: UserRow) -> User {
+        User { id: r.id, name: r.name, created_at: Timestamp(r.created_at) }
+    }
+}
+
+#[derive(FromRow)]
+struct TokenRow {
+    id: String,
+    user_id: String,
+    name: String,
+    created_at: i64,
+}
+
+impl From<TokenRow> for ApiToken {
+    fn from(r: TokenRow) -> ApiToken {
+        ApiToken { id: r.id, user_id: r.user_id, name: r.name, created_at: Timestamp(r.created_at) }
+    }
+}
+
+async fn user_by_name(mut db: Db<'_>, name: &str) -> Result<Option<User>> {
+    let row = sqlx::query_as::<_, UserRow>("SELECT id, name, created_at FROM users WHERE name = ?")
+        .bind(name)
+        .fetch_optional(&mut db)
+        .await?;
+    Ok(row.map(User::from))
+}
+
+impl Store {
+    /// Whether any user exists: then every request must be authenticated.
+    pub async fn has_users(&self) -> Result<bool> {
+        let found: Option<i64> =
+            sqlx::query_scalar("SELECT 1 FROM users LIMIT 1").fetch_optional(&self.read).await?;
+        Ok(found.is_some())
+    }
+
+    pub async fn list_users(&self) -> Result<Vec<User>> {
+        let rows =
+            sqlx::query_as::<_, UserRow>("SELECT id, name, created_at FROM users ORDER BY name")
+                .fetch_all(&self.read)
+                .await?;
+        Ok(rows.into_iter().map(User::from).collect())
+    }
+
+    /// The user called `name` and their password hash (a PHC string), if there is one.
+    pub async fn user_credentials(&self, name: &str) -> Result<Option<(User, String)>> {
+        let row: Option<(String, String, i64, String)> =
+            sqlx::query_as("SELECT id, name, created_at, password_hash FROM users WHERE name = ?")
+                .bind(name)
+                .fetch_optional(&self.read)
+                .await?;
+        Ok(row.map(|(id, name, created_at, hash)| {
+            (User { id, name, created_at: Timestamp(created_at) }, hash)
+        }))
+    }
+
+    /// The user of the login session whose secret hashes to `secret_hash`, unless it expired.
+    pub async fn user_for_session(&self, secret_hash: &str) -> Result<Option<User>> {
+        let row = sqlx::query_as::<_, UserRow>(
+            "SELECT u.id, u.name, u.created_at FROM user_sessions s JOIN users u ON u.id = s.user_id \
+             WHERE s.secret_hash = ? AND s.expires_at > ?",
+        )
+        .bind(secret_hash)
+        .bind(self.now().millis())
+        .fetch_optional(&self.read)
+        .await?;
+        Ok(row.map(User::from))
+    }
+
+    /// The user of the personal token whose secret hashes to `secret_hash`.
+    pub async fn user_for_token(&self, secret_hash: &str) -> Result<Option<User>> {
+        let row = sqlx::query_as::<_, UserRow>(
+            "SELECT u.id, u.name, u.created_at FROM user_tokens t JOIN users u ON u.id = t.user_id \
+             WHERE t.secret_hash = ?",
+        )
+        .bind(secret_hash)
+        .fetch_optional(&self.read)
+        .await?;
+        Ok(row.map(User::from))
+    }
+
+    /// A user's personal tokens, oldest first, without their secrets.
+    pub async fn list_tokens(&self, user_id: &str) -> Result<Vec<ApiToken>> {
+        let rows = sqlx::query_as::<_, TokenRow>(
+            "SELECT id, user_id, name, created_at FROM user_tokens WHERE user_id = ? \
+             ORDER BY created_at, id",
+        )
+        .bind(user_id)
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows.into_iter().map(ApiToken::from).collect())
+    }
+}
+
+impl WriteTx {
+    /// Adds a user; a taken name is a `Conflict`.
+    pub async fn insert_user(&mut self, name: &str, password_hash: &str) -> Result<User> {
+        if user_by_name(self.db(), name).await?.is_some() {
+            return Err(StoreError::Conflict(format!("user {name} already exists")));
+        }
+        let (id, now) = (self.new_id(), self.now().millis());
+        sqlx::query(
+            "INSERT INTO users (id, name, password_hash, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(name)
+        .bind(password_hash)
+        .bind(now)
+        .bind(now)
+        .execute(self.conn())
+        .await?;
+        Ok(User { id, name: name.to_owned(), created_at: Timestamp(now) })
+    }
+
+    /// Sets a user's password and ends their login sessions (tokens stay).
+    pub async fn set_password(&mut self, name: &str, password_hash: &str) -> Result<User> {
+        let user = user_by_name(self.db(), name)
+            .await?
+            .ok_or_else(|| StoreError::not_found("user", name))?;
+        sqlx::query("UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?")
+            .bind(password_hash)
+            .bind(self.now().millis())
+            .bind(&user.id)
+            .execute(self.conn())
+            .await?;
+        sqlx::query("DELETE FROM user_sessions WHERE user_id = ?")
+            .bind(&user.id)
+            .execute(self.conn())
+            .await?;
+        Ok(user)
+    }
+
+    /// Removes a user with their sessions and tokens.
+    pub async fn delete_user(&mut self, name: &str) -> Result<User> {
+        let user = user_by_name(self.db(), name)
+            .await?
+            .ok_or_else(|| StoreError::not_found("user", name))?;
+        sqlx::query("DELETE FROM users WHERE id = ?").bind(&user.id).execute(self.conn()).await?;
+        Ok(user)
+    }
+
+    /// Starts a login session that lasts until `expires_at`; expired ones are dropped.
+    pub async fn insert_login_session(
+        &mut self,
+        user_id: &str,
+        secret_hash: &str,
+        expires_at: Timestamp,
+    ) -> Result<()> {
+        let now = self.now().millis();
+        sqlx::query("DELETE FROM user_sessions WHERE expires_at <= ?")
+            .bind(now)
+            .execute(self.conn())
+            .await?;
+        sqlx::query(
+            "INSERT INTO user_sessions (secret_hash, user_id, created_at, expires_at) \
+             VALUES (?, ?, ?, ?)",
+        )
+        .bind(secret_hash)
+        .bind(user_id)
+        .bind(now)
+        .bind(expires_at.millis())
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
+    /// Ends the login session whose secret hashes to `secret_hash` (logout).
+    pub async fn delete_login_session(&mut self, secret_hash: &str) -> Result<()> {
+        sqlx::query("DELETE FROM user_sessions WHERE secret_hash = ?")
+            .bind(secret_hash)
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+
+    pub async fn insert_token(
+        &mut self,
+        user_id: &str,
+        name: &str,
+        secret_hash: &str,
+    ) -> Result<ApiToken> {
+        let (id, now) = (self.new_id(), self.now().millis());
+        sqlx::query(
+            "INSERT INTO user_tokens (id, user_id, name, secret_hash, created_at) \
+             VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(user_id)
+        .bind(name)
+        .bind(secret_hash)
+        .bind(now)
+        .execute(self.conn())
+        .await?;
+        Ok(ApiToken {
+            id,
+            user_id: user_id.to_owned(),
+            name: name.to_owned(),
+            created_at: Timestamp(now),
+        })
+    }
+
+    /// Revokes one of `user_id`'s tokens; another user's token is `NotFound` like a missing one.
+    pub async fn delete_token(&mut self, user_id: &str, token_id: &str) -> Result<()> {
+        let done = sqlx::query("DELETE FROM user_tokens WHERE id = ? AND user_id = ?")
+            .bind(token_id)
+            .bind(user_id)
+            .execute(self.conn())
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::not_found("token", token_id));
+        }
+        Ok(())
+    }
+}

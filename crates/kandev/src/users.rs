@@ -1,0 +1,118 @@
+//! `kandev user`: adds, lists and removes the users who may log in (issue 21), and sets their
+//! passwords, on the database directly (the server may be running: the store takes turns).
+//! A password is read from the terminal without echo, asked twice, or as one line from
+//! standard input when that is not a terminal; never from the command line.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use kandev_domain::account;
+
+use crate::serve::{home_or_default, open_store, secure_home};
+
+/// Where the database is (the same flags as `kandev serve`).
+#[derive(Args, Debug)]
+pub struct DatabaseArgs {
+    /// Data directory (database, worktrees). Default: ~/.kandev
+    #[arg(long, env = "KANDEV_HOME", global = true)]
+    home: Option<PathBuf>,
+    /// Database to use instead of <home>/kandev.db: a SQLite file path or sqlite:// URL.
+    #[arg(long, env = "KANDEV_DATABASE_URL", global = true)]
+    database_url: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum UserCommand {
+    /// Add a user; the password is asked for (or read as one line from standard input).
+    /// Once a user exists, every request needs a login or a token.
+    Add { name: String },
+    /// List the users.
+    List,
+    /// Remove a user with their login sessions and tokens (with no user left, the server is
+    /// open again to whoever reaches it, as before accounts).
+    Remove { name: String },
+    /// Set a user's password; their login sessions end (their tokens stay).
+    Passwd { name: String },
+}
+
+pub async fn run(db: DatabaseArgs, command: UserCommand) -> Result<()> {
+    let home = home_or_default(db.home.as_ref())?;
+    secure_home(&home)?;
+    let store = open_store(&home, db.database_url.as_deref()).await?;
+    let result = match command {
+        UserCommand::Add { name } => {
+            let name = account::user_name(&name).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let hash = new_password_hash()?;
+            let mut tx = store.begin_write().await?;
+            tx.insert_user(&name, &hash).await?;
+            tx.commit().await?;
+            println!("added user {name}; they can log in at /login");
+            Ok(())
+        }
+        UserCommand::List => {
+            for user in store.list_users().await? {
+                println!("{}\t{}", user.name, kandev_api_types::rfc3339(user.created_at));
+            }
+            Ok(())
+        }
+        UserCommand::Remove { name } => {
+            let mut tx = store.begin_write().await?;
+            tx.delete_user(name.trim()).await?;
+            tx.commit().await?;
+            println!("removed user {}", name.trim());
+            if !store.has_users().await? {
+                println!("no user is left: the server no longer asks for a login");
+            }
+            Ok(())
+        }
+        UserCommand::Passwd { name } => {
+            let hash = new_password_hash()?;
+            let mut tx = store.begin_write().await?;
+            tx.set_password(name.trim(), &hash).await?;
+            tx.commit().await?;
+            println!("changed the password of {}; their login sessions ended", name.trim());
+            Ok(())
+        }
+    };
+    store.close().await;
+    result
+}
+
+/// Reads a new password (twice on a terminal), checks it and hashes it with argon2id.
+fn new_password_hash() -> Result<String> {
+    let password = if std::io::stdin().is_terminal() {
+        let first = prompt_hidden("Password: ")?;
+        let again = prompt_hidden("Password again: ")?;
+        if first != again {
+            bail!("the two passwords differ; nothing was changed");
+        }
+        first
+    } else {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).context("cannot read the password")?;
+        line.trim_end_matches(['\n', '\r']).to_owned()
+    };
+    account::password(&password).map_err(|e| anyhow::anyhow!("{e}"))?;
+    kandev_server::hash_password(&password).map_err(anyhow::Error::msg)
+}
+
+/// Asks on the terminal with echo off, and turns echo back on whatever happens.
+fn prompt_hidden(prompt: &str) -> Result<String> {
+    use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
+    let stdin = std::io::stdin();
+    eprint!("{prompt}");
+    std::io::stderr().flush().ok();
+    let saved = tcgetattr(&stdin).context("cannot read the terminal's settings")?;
+    let mut quiet = saved.clone();
+    quiet.local_flags.remove(LocalFlags::ECHO);
+    tcsetattr(&stdin, SetArg::TCSANOW, &quiet).context("cannot turn the terminal's echo off")?;
+    let mut line = String::new();
+    let read = stdin.lock().read_line(&mut line);
+    let restored = tcsetattr(&stdin, SetArg::TCSANOW, &saved);
+    eprintln!();
+    read.context("cannot read the password")?;
+    restored.context("cannot turn the terminal's echo back on")?;
+    Ok(line.trim_end_matches(['\n', '\r']).to_owned())
+}

@@ -1,0 +1,32 @@
+// Issue 21, acceptance 5: once a user exists the browser signs in with a name and password at
+// /login, sees who it is, and logs out (after which the board sends it back to /login).
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { expect, repoRoot, test } from './kandev';
+
+const binary = process.env.KANDEV_BIN ?? join(repoRoot, 'target/debug/kandev');
+
+test('i21_a5 a user logs in with name and password and logs out', async ({ page, kandev }) => {
+  // `kandev user add` on the running server's database; the password comes on stdin.
+  execFileSync(binary, ['user', 'add', 'alice', '--home', kandev.home], {
+    input: 'correct horse battery\n',
+  });
+
+  await page.goto(kandev.url);
+  await expect(page).toHaveURL(/\/login$/);
+  await page.getByLabel('Name').fill('alice');
+  await page.getByLabel('Password').fill('not the password');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByRole('alert')).toHaveText('Wrong name or password.');
+
+  await page.getByLabel('Name').fill('alice');
+  await page.getByLabel('Password').fill('correct horse battery');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByTestId('connection')).toHaveText('Live');
+  await expect(page.getByTestId('user-name')).toHaveText('alice');
+
+  await page.getByRole('button', { name: 'Log out' }).click();
+  await expect(page).toHaveURL(/\/login$/);
+  await page.goto(kandev.url);
+  await expect(page).toHaveURL(/\/login$/);
+});
