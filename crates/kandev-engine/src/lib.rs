@@ -12,6 +12,7 @@
 mod api;
 mod attachments;
 mod config;
+mod controls;
 mod create;
 mod deliveries;
 mod devservers;

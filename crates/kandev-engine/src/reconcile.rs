@@ -11,6 +11,7 @@ use kandev_domain::workflow::{Action, EntryCause, step_prompt};
 use kandev_store::{ResetIntent, SessionUpdate};
 use serde_json::json;
 
+use crate::controls::expand_saved_prompts;
 use crate::error::Result;
 use crate::inner::Inner;
 use crate::publish;
@@ -142,6 +143,8 @@ async fn settle_after_restart(inner: &Inner, intent: &ResetIntent) -> Result<()>
     let metadata = json!({ "reason": "context_reset" });
     add_message(&mut tx, &session, None, MessageKind::Status, &text, metadata).await?;
     if let Some(prompt) = prompt {
+        // Unknown names stay as written (the live path also leaves a note; see controls.rs).
+        let (prompt, _missing) = expand_saved_prompts(&inner.store, &task, prompt).await?;
         tx.enqueue(&session.id, &prompt, &[], None, "workflow").await?;
         let queue = tx.list_queue(&session.id).await?;
         publish::queue_changed(&mut tx, &session, &queue).await?;
