@@ -1,49 +1,18 @@
-//! Session controls besides the actor's own commands (issue 18): renaming a session, making
-//! it its task's primary session, retrying the last user message; and the expansion of
-//! saved prompts (`{{prompt:name}}`) in step prompts.
+//! Session controls besides the actor's own commands (issue 18): renaming a session (a
+//! person's label no runtime write touches, so it is written here, not by the actor), making
+//! it its task's primary session, retrying the last user message (through the actor's
+//! `prompt`, so the turn gate decides).
 
 use kandev_api_types::{Notification, SessionDto, SessionEvent, TaskDto, WorkspaceEvent};
-use kandev_domain::saved_prompt;
 use kandev_domain::task::Task;
 use kandev_domain::transcript::{Message, Session};
 use kandev_domain::{SessionId, validate};
-use kandev_store::Store;
 
 use crate::api::{PromptOutcome, PromptRequest};
 use crate::attachments;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::publish::notify;
-
-/// `text` with each `{{prompt:name}}` replaced by the task's workspace's saved prompt of that
-/// name, and the names that workspace has no saved prompt for (left as written).
-pub(crate) async fn expand_saved_prompts(
-    store: &Store,
-    task: &Task,
-    text: String,
-) -> Result<(String, Vec<String>)> {
-    let names = saved_prompt::references(&text);
-    if names.is_empty() {
-        return Ok((text, vec![]));
-    }
-    let mut found = Vec::with_capacity(names.len());
-    for name in names {
-        if let Some(prompt) = store.saved_prompt_named(&task.workspace_id, &name).await? {
-            found.push((name, prompt.body));
-        }
-    }
-    let lookup = |name: &str| found.iter().find(|(n, _)| n == name).map(|(_, b)| b.clone());
-    Ok(saved_prompt::expand(&text, lookup))
-}
-
-/// The status note a step start leaves when its prompt names saved prompts that do not exist.
-pub(crate) fn missing_prompts_note(missing: &[String]) -> String {
-    let list: Vec<String> = missing.iter().map(|n| format!("{{{{prompt:{n}}}}}")).collect();
-    format!(
-        "the step prompt names no saved prompt for {}: sent as written; create it in Settings > Prompts",
-        list.join(", ")
-    )
-}
 
 impl Engine {
     /// Names a session (an empty name clears it) and announces `session.updated`.
@@ -56,8 +25,12 @@ impl Engine {
         };
         let mut tx = self.inner.store.begin_write().await?;
         let session = tx.rename_session(id, name.as_deref()).await?;
-        let event = SessionEvent::Updated { session: SessionDto::from(&session) };
+        let dto = SessionDto::from(&session);
+        let event = SessionEvent::Updated { session: dto.clone() };
         notify(&mut tx, Notification::session(&session.id, event)).await?;
+        let task = tx.get_task(&session.task_id).await?;
+        let event = WorkspaceEvent::SessionRenamed { session: dto };
+        notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
         tx.commit().await?;
         Ok(session)
     }

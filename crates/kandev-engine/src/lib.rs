@@ -26,6 +26,7 @@ pub mod mcp;
 mod publish;
 mod question;
 mod reconcile;
+mod saved_prompts;
 mod session;
 mod shells;
 mod stream;

@@ -11,11 +11,11 @@ use kandev_domain::workflow::{Action, EntryCause, step_prompt};
 use kandev_store::{ResetIntent, SessionUpdate};
 use serde_json::json;
 
-use crate::controls::expand_saved_prompts;
 use crate::error::Result;
 use crate::inner::Inner;
 use crate::publish;
 use crate::question;
+use crate::saved_prompts::expand_saved_prompts;
 use crate::session::reset::divider;
 use crate::write::{add_message, write_session};
 

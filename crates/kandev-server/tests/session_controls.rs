@@ -113,10 +113,19 @@ async fn i18_s2_a_session_is_renamed_and_an_empty_name_clears_it() {
     let (_, session) = server.session(None).await;
     let mut ws = server.ws().await;
     ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+    let mut board = server.ws().await;
+    board
+        .call(
+            "subscribe",
+            json!({"topics": [format!("workspace:{}", workspace_id(&server).await)]}),
+        )
+        .await;
     let renamed = server.call("session.rename", json!({"id": session, "name": " Reviewer "})).await;
     assert_eq!(renamed["session"]["name"], "Reviewer");
     let frame = ws.notification("session.updated").await;
     assert_eq!(frame["payload"]["session"]["name"], "Reviewer", "announced");
+    let frame = board.notification("session.renamed").await;
+    assert_eq!(frame["payload"]["session"]["name"], "Reviewer", "the task page's tabs hear it");
     // A turn (runtime writes of the session row) keeps the name.
     server.turn(&session, "hello").await;
     let got = server.call("session.get", json!({"id": session})).await;

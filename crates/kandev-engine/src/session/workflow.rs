@@ -17,8 +17,8 @@ use kandev_store::SessionUpdate;
 use serde_json::json;
 
 use crate::api::PromptRequest;
-use crate::controls::{expand_saved_prompts, missing_prompts_note};
 use crate::error::{EngineError, Result};
+use crate::saved_prompts::{expand_saved_prompts, missing_prompts_note};
 use crate::session::command::{ShipEvent, ShipPlan};
 use crate::session::state::{ResetPlan, SessionActor};
 use crate::workflow::{enter_step_in_primary, record_move, ship_then_report};

@@ -1,7 +1,9 @@
-// Settings: one section per file in this folder (agent profiles, repositories, workflows),
+// Settings: one section per file in this folder (agent profiles, repositories, workflows,
+// saved prompts),
 // chosen by the route (`/settings/<section>`).
 import { navigate } from '../../lib/router';
 import { Profiles } from './Profiles';
+import { Prompts } from './Prompts';
 import { Repositories } from './Repositories';
 import { Workflows } from './Workflows';
 
@@ -9,6 +11,7 @@ const SECTIONS = [
   ['profiles', 'Agent profiles'],
   ['repositories', 'Repositories'],
   ['workflows', 'Workflows'],
+  ['prompts', 'Prompts'],
 ] as const;
 
 export function Settings({ section }: { section: string }) {
@@ -31,7 +34,15 @@ export function Settings({ section }: { section: string }) {
         ))}
       </nav>
       <div className="settings-body">
-        {section === 'repositories' ? <Repositories /> : section === 'workflows' ? <Workflows /> : <Profiles />}
+        {section === 'repositories' ? (
+          <Repositories />
+        ) : section === 'workflows' ? (
+          <Workflows />
+        ) : section === 'prompts' ? (
+          <Prompts />
+        ) : (
+          <Profiles />
+        )}
       </div>
     </div>
   );
