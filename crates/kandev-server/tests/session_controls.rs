@@ -188,3 +188,47 @@ async fn i18_s2_retry_resends_the_last_user_message_once_and_refuses_while_its_t
     assert_eq!(sent.len(), 2, "the original and one retry");
     assert_eq!(server.counters().prompt(), 2, "the agent got two prompts");
 }
+
+#[tokio::test]
+async fn i18_s3_a_config_option_other_than_model_is_offered_set_and_confirmed_by_the_agent() {
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    let got = server.call("session.get", json!({"id": session})).await;
+    let info = &got["session"]["agent_info"];
+    assert_eq!(info["title"], "Kandev mock agent", "the header shows the agent's title");
+    assert!(!info["version"].as_str().unwrap_or_default().is_empty(), "and its version");
+    let thinking = info["config_options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "thought_level")
+        .expect("the mock offers a thought level")
+        .clone();
+    assert_eq!(thinking["name"], "Thinking");
+    assert_eq!(thinking["options"].as_array().unwrap().len(), 3);
+    assert_eq!(got["session"]["config_options"]["thought_level"], "medium");
+
+    let set = server
+        .call(
+            "session.set_config_option",
+            json!({"id": session, "config_id": "thought_level", "value": "high"}),
+        )
+        .await;
+    assert_eq!(set["session"]["config_options"]["thought_level"], "high");
+    let messages = server.turn(&session, "#!mock\nselection").await;
+    let said = of_kind(&messages, "agent").last().unwrap()["content"].clone();
+    assert_eq!(
+        said, "selection: mode=default model=mock-fast thought_level=high",
+        "the agent holds it"
+    );
+
+    let (status, body) = server
+        .post(
+            "session.set_config_option",
+            json!({"id": session, "config_id": "thought_level", "value": "extreme"}),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (409, "CONFLICT"), "{body}");
+    let got = server.call("session.get", json!({"id": session})).await;
+    assert_eq!(got["session"]["config_options"]["thought_level"], "high", "unchanged");
+}
