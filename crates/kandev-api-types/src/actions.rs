@@ -173,6 +173,9 @@ actions! {
         SessionResetContext = "session.reset_context": rq::ById => rs::SessionOne;
         SessionSetMode = "session.set_mode": rq::SessionSetMode => rs::SessionOne;
         SessionSetConfigOption = "session.set_config_option": rq::SessionSetConfigOption => rs::SessionOne;
+        SessionRename = "session.rename": rq::SessionRename => rs::SessionOne;
+        SessionSetPrimary = "session.set_primary": rq::ById => rs::TaskOne;
+        SessionRetry = "session.retry": rq::ById => rs::MessageOne;
         AgentCancel = "agent.cancel": rq::BySession => rs::SessionOne;
 
         MessageAdd = "message.add": rq::MessageAdd => rs::MessageAdded;
@@ -186,6 +189,11 @@ actions! {
         QueueDrain = "message.queue.drain": rq::BySession => rs::Queue;
         QueueAutoRunSet = "message.queue.auto_run.set": rq::AutoRunSet => rs::Queue;
         PermissionRespond = "permission.respond": rq::PermissionRespond => rs::MessageOne;
+
+        PromptList = "prompt.list": rq::ByWorkspace => rs::SavedPrompts;
+        PromptCreate = "prompt.create": rq::PromptCreate => rs::SavedPromptOne;
+        PromptUpdate = "prompt.update": rq::PromptUpdate => rs::SavedPromptOne;
+        PromptDelete = "prompt.delete": rq::ById => rs::Deleted;
 
         Search = "search": rq::Search => rs::SearchResults;
         QuestionList = "question.list": rq::BySession => rs::Questions;

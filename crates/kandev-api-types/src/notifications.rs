@@ -107,6 +107,9 @@ pub enum WorkspaceEvent {
     SessionCreated { session: SessionDto },
     #[serde(rename = "session.deleted")]
     SessionDeleted { id: String, task_id: String },
+    /// A session got a name (`session.rename`): the task page's session tabs show it.
+    #[serde(rename = "session.renamed")]
+    SessionRenamed { session: SessionDto },
 }
 
 /// `session.message.updated`: a streamed chunk appended to a message (apply it only when the

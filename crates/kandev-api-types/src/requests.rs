@@ -288,6 +288,26 @@ pub struct SessionAuthenticate {
     pub method_id: String,
 }
 
+/// `session.rename`: `name` empty or left out clears the name.
+pub struct SessionRename {
+    pub id: String,
+    pub name: Option<String>,
+}
+
+/// `prompt.create`: a saved prompt in a workspace's library (issue 18).
+pub struct PromptCreate {
+    pub workspace_id: String,
+    pub name: String,
+    pub body: String,
+}
+
+/// `prompt.update`: a field left out keeps its value.
+pub struct PromptUpdate {
+    pub id: String,
+    pub name: Option<String>,
+    pub body: Option<String>,
+}
+
 pub struct SessionSetMode {
     pub id: String,
     pub mode_id: String,

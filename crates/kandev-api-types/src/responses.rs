@@ -230,6 +230,15 @@ responses! {
         pub next_cursor: Option<String>,
     }
 
+    /// `prompt.list`: the workspace's saved prompts by name.
+    pub struct SavedPrompts {
+        pub prompts: Vec<crate::SavedPromptDto>,
+    }
+
+    pub struct SavedPromptOne {
+        pub prompt: crate::SavedPromptDto,
+    }
+
     pub struct MessageOne {
         pub message: MessageDto,
     }

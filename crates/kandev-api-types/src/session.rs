@@ -1,6 +1,7 @@
 //! Session, message and queue objects as the API returns them.
 
 use kandev_domain::attachment::AttachmentRef;
+use kandev_domain::saved_prompt::SavedPrompt;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{
     LastError, Message, MessageKind, QueuedPrompt, Session, TurnRecord,
@@ -100,6 +101,8 @@ pub struct SessionDto {
     pub id: String,
     pub task_id: String,
     pub agent_profile_id: Option<String>,
+    /// The name a person gave it (`session.rename`), if any.
+    pub name: Option<String>,
     pub state: SessionStateDto,
     pub epoch: i64,
     pub acp_session_id: Option<String>,
@@ -147,6 +150,7 @@ impl From<&Session> for SessionDto {
             id: s.id.to_string(),
             task_id: s.task_id.to_string(),
             agent_profile_id: s.agent_profile_id.as_ref().map(|p| p.to_string()),
+            name: s.name.clone(),
             state: s.state.into(),
             epoch: s.epoch,
             acp_session_id: s.acp_session_id.clone(),
@@ -162,6 +166,31 @@ impl From<&Session> for SessionDto {
             available_commands: commands_of(&s.available_commands),
             created_at: rfc3339(s.created_at),
             updated_at: rfc3339(s.updated_at),
+        }
+    }
+}
+
+/// A saved prompt of a workspace's library (issue 18): `@name` in the composer inserts
+/// `body`; `{{prompt:name}}` in a step prompt stands for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct SavedPromptDto {
+    pub id: String,
+    pub workspace_id: String,
+    pub name: String,
+    pub body: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&SavedPrompt> for SavedPromptDto {
+    fn from(p: &SavedPrompt) -> Self {
+        SavedPromptDto {
+            id: p.id.clone(),
+            workspace_id: p.workspace_id.to_string(),
+            name: p.name.clone(),
+            body: p.body.clone(),
+            created_at: rfc3339(p.created_at),
+            updated_at: rfc3339(p.updated_at),
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod ids;
 pub mod needs_you;
 pub mod notify;
 pub mod question;
+pub mod saved_prompt;
 pub mod session;
 pub mod ship;
 pub mod task;

@@ -86,6 +86,8 @@ pub struct Session {
     pub id: SessionId,
     pub task_id: TaskId,
     pub agent_profile_id: Option<AgentProfileId>,
+    /// The name a person gave it (`session.rename`), if any.
+    pub name: Option<String>,
     pub state: SessionState,
     /// Persisted fencing counter (architecture.md "Epochs").
     pub epoch: i64,

@@ -12,6 +12,7 @@
 mod api;
 mod attachments;
 mod config;
+mod controls;
 mod create;
 mod deliveries;
 mod devservers;
@@ -26,6 +27,7 @@ mod notes;
 mod publish;
 mod question;
 mod reconcile;
+mod saved_prompts;
 mod session;
 mod shells;
 mod stream;

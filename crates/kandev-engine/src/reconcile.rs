@@ -15,6 +15,7 @@ use crate::error::Result;
 use crate::inner::Inner;
 use crate::publish;
 use crate::question;
+use crate::saved_prompts::expand_saved_prompts;
 use crate::session::reset::divider;
 use crate::write::{add_message, write_session};
 
@@ -142,6 +143,8 @@ async fn settle_after_restart(inner: &Inner, intent: &ResetIntent) -> Result<()>
     let metadata = json!({ "reason": "context_reset" });
     add_message(&mut tx, &session, None, MessageKind::Status, &text, metadata).await?;
     if let Some(prompt) = prompt {
+        // Unknown names stay as written (the live path also leaves a note; see controls.rs).
+        let (prompt, _missing) = expand_saved_prompts(&inner.store, &task, prompt).await?;
         tx.enqueue(&session.id, &prompt, &[], None, "workflow").await?;
         let queue = tx.list_queue(&session.id).await?;
         publish::queue_changed(&mut tx, &session, &queue).await?;

@@ -665,6 +665,11 @@ impl Agent {
         result
     }
 
+    /// A live session's current selection (mode, model, thought level).
+    pub(crate) fn selection(&self, session_id: &str) -> Option<Selection> {
+        lock(&self.sessions).get(session_id).map(|s| s.meta.selection.clone())
+    }
+
     /// Applies `change` to a live session's selection and persists it.
     fn change_selection(
         &self,

@@ -70,6 +70,10 @@ pub enum Directive {
     },
     /// `read <path>`: read a file in the session cwd and say its content back.
     Read(String),
+    /// `selection`: say the session's current mode, model and thought level as the agent
+    /// holds them (`selection: mode=default model=mock-fast thought_level=medium`), so a
+    /// test sees what a `session/set_config_option` really changed.
+    Selection,
     /// `terminal [--cwd=<dir>] [--limit=<bytes>] <command line>`: `terminal/create` with
     /// `sh -c <command line>`, a `tool_call` showing the terminal, `terminal/wait_for_exit`,
     /// `terminal/output`, `terminal/release`; the output and exit code are said back.
@@ -293,6 +297,7 @@ fn parse_directive(line: usize, text: &str) -> Result<Directive, ScriptError> {
             }
             Directive::Write { path: path.to_owned(), content: unescape(content) }
         }
+        "selection" => Directive::Selection,
         "read" => {
             if rest.is_empty() {
                 return Err(missing("read", "a path"));
@@ -534,6 +539,7 @@ plan completed:Read code; in_progress: Fix bug ; Write tests
 ask_permission Delete the repo
 write notes/a.txt line one\\nline two
 read notes/a.txt
+selection
 terminal echo hi; exit 3
 terminal --cwd=sub --limit=8 ls -l
 usage 1200 200000
@@ -563,6 +569,7 @@ bigline 1048576";
                     content: "line one\nline two".into()
                 },
                 Directive::Read("notes/a.txt".into()),
+                Directive::Selection,
                 Directive::Terminal { command: "echo hi; exit 3".into(), cwd: None, limit: None },
                 Directive::Terminal {
                     command: "ls -l".into(),

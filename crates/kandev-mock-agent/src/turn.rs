@@ -241,6 +241,16 @@ impl Turn {
     async fn directive(&mut self, directive: Directive) -> Option<End> {
         match directive {
             Directive::Say(text) => self.say(&text).await,
+            Directive::Selection => {
+                let text = match self.agent.selection(&self.session_id) {
+                    Some(s) => format!(
+                        "selection: mode={} model={} thought_level={}",
+                        s.mode, s.model, s.thought_level
+                    ),
+                    None => "selection: unknown session".to_owned(),
+                };
+                self.say(&text).await
+            }
             Directive::Think(text) => self.chunk(ChunkKind::Thought, &text).await,
             Directive::Stream { count, bytes, stamp, every } => {
                 let start = tokio::time::Instant::now();

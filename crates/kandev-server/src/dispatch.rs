@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::accounts::{self, Identity};
 use crate::handlers::{
-    agent_auth, files, notify, profile, question, repository, search, session, ship, task,
+    agent_auth, files, notify, profile, prompt, question, repository, search, session, ship, task,
     terminal, workflow, workspace,
 };
 use crate::{ApiError, AppState};
@@ -144,6 +144,9 @@ handlers! {
     SessionResetContext => session::reset_context,
     SessionSetMode => session::set_mode,
     SessionSetConfigOption => session::set_config_option,
+    SessionRename => session::rename,
+    SessionSetPrimary => session::set_primary,
+    SessionRetry => session::retry,
     AgentCancel => session::cancel,
     MessageAdd => session::message_add,
     TurnList => session::turn_list,
@@ -155,6 +158,10 @@ handlers! {
     DeliveryList => notify::delivery_list,
     MessageList => session::message_list,
     Search => search::search,
+    PromptList => prompt::list,
+    PromptCreate => prompt::create,
+    PromptUpdate => prompt::update,
+    PromptDelete => prompt::delete,
     QueueList => session::queue_list,
     QueueAdd => session::queue_add,
     QueueUpdate => session::queue_update,

@@ -22,6 +22,7 @@ mod questions;
 mod queue;
 mod repositories;
 mod runtime;
+mod saved_prompts;
 mod search;
 mod secure;
 mod session_resets;

@@ -122,6 +122,21 @@ impl Store {
         Ok(messages)
     }
 
+    /// The session's latest user message, if any (what `session.retry` sends again).
+    pub async fn last_user_message(&self, session_id: &SessionId) -> Result<Option<Message>> {
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND kind = ? \
+             ORDER BY seq DESC LIMIT 1"
+        );
+        sqlx::query_as::<_, MessageRow>(&sql)
+            .bind(session_id.as_str())
+            .bind(MessageKind::User.as_str())
+            .fetch_optional(&self.read)
+            .await?
+            .map(Message::try_from)
+            .transpose()
+    }
+
     pub async fn get_message(&self, id: &MessageId) -> Result<Message> {
         get(self.db(), id.as_str()).await
     }

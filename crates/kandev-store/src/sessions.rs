@@ -35,6 +35,7 @@ struct SessionRow {
     id: String,
     task_id: String,
     agent_profile_id: Option<String>,
+    name: Option<String>,
     state: String,
     epoch: i64,
     acp_session_id: Option<String>,
@@ -98,6 +99,7 @@ impl TryFrom<SessionRow> for Session {
             id: SessionId::new(r.id),
             task_id: TaskId::new(r.task_id),
             agent_profile_id: r.agent_profile_id.map(AgentProfileId::new),
+            name: r.name,
             state,
             epoch: r.epoch,
             acp_session_id: r.acp_session_id,
@@ -239,6 +241,21 @@ impl WriteTx {
         .bind(epoch)
         .execute(self.conn())
         .await?;
+        self.get_session(id).await
+    }
+
+    /// Names the session (`None` clears the name). Not fenced by the epoch: the name is the
+    /// person's, never the runtime's, and no runtime write touches it.
+    pub async fn rename_session(&mut self, id: &SessionId, name: Option<&str>) -> Result<Session> {
+        let done = sqlx::query("UPDATE sessions SET name = ?, updated_at = ? WHERE id = ?")
+            .bind(name)
+            .bind(self.now().millis())
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::not_found("session", id.as_str()));
+        }
         self.get_session(id).await
     }
 

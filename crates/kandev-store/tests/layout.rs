@@ -33,6 +33,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("permission_answers", "permissions.rs"),
     ("session_resets", "session_resets.rs"),
     ("agent_profiles", "profiles.rs"),
+    ("saved_prompts", "saved_prompts.rs"),
     ("worktrees", "worktrees.rs"),
     ("task_base_branches", "ship.rs"),
     ("task_pull_requests", "ship.rs"),

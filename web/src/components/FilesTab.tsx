@@ -1,10 +1,14 @@
 // The task's working directory (issue 18): its file tree (`task.tree`) and a read-only viewer
 // of the chosen file (`task.file.read`). Nothing announces file changes: the tree is read when
-// the tab opens and by Refresh.
+// the tab opens and by Refresh. Text is syntax highlighted by highlight.js (lib/highlight.ts,
+// its own chunk, loaded when the first file opens); until it is loaded, and for languages it
+// does not know, the text is shown plain.
 import { useCallback, useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { FileContentDto, TreeEntryDto } from '../api/types';
 import { ErrorBanner } from './ErrorBanner';
+
+type Highlighter = typeof import('../lib/highlight');
 
 export function FilesTab({ taskId }: { taskId: string }) {
   const [entries, setEntries] = useState<TreeEntryDto[] | null>(null);
@@ -12,6 +16,18 @@ export function FilesTab({ taskId }: { taskId: string }) {
   const [error, setError] = useState<string | null>(null);
   const [open, setOpen] = useState<FileContentDto | null>(null);
   const [fileError, setFileError] = useState<string | null>(null);
+  const [highlighter, setHighlighter] = useState<Highlighter | null>(null);
+  useEffect(() => {
+    if (!open || highlighter) return;
+    let live = true;
+    import('../lib/highlight')
+      .then((m) => live && setHighlighter(m))
+      .catch(() => {}); // shown plain
+    return () => {
+      live = false;
+    };
+  }, [open, highlighter]);
+  const highlighted = open && !open.binary && highlighter ? highlighter.highlight(open.path, open.content) : null;
 
   const load = useCallback(() => {
     setError(null);
@@ -71,7 +87,14 @@ export function FilesTab({ taskId }: { taskId: string }) {
             {open.binary ? (
               <p className="hint">A binary file ({open.size.toLocaleString('en-US')} bytes) is not shown.</p>
             ) : (
-              <pre className="file-content">{open.content}</pre>
+              <pre className="file-content" data-language={highlighted?.language ?? 'plain'}>
+                {highlighted ? (
+                  // highlight.js escapes the file's text; its output holds only its own spans.
+                  <code className="hljs" dangerouslySetInnerHTML={{ __html: highlighted.html }} />
+                ) : (
+                  <code>{open.content}</code>
+                )}
+              </pre>
             )}
             {open.truncated && <p className="hint">Only the first MiB is shown.</p>}
           </>

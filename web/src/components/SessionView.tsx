@@ -11,6 +11,7 @@ import type {
   MessageDto,
   QuestionDto,
   QueuedPromptDto,
+  SavedPromptDto,
   SessionDto,
 } from '../api/types';
 import { useSession } from '../lib/session';
@@ -30,10 +31,21 @@ declare global {
   }
 }
 
-export function SessionView({ sessionId }: { sessionId: string }) {
+export function SessionView({
+  sessionId,
+  workspaceId = null,
+  primary = true,
+}: {
+  sessionId: string;
+  /** The task's workspace: where `@name` finds saved prompts. */
+  workspaceId?: string | null;
+  /** Whether this is the task's primary session ("Make primary" is offered when not). */
+  primary?: boolean;
+}) {
   const s = useSession(sessionId);
   const [actionError, setActionError] = useState<string | null>(null);
   const [confirmDelete, setConfirmDelete] = useState(false);
+  const [renaming, setRenaming] = useState(false);
   const [busyAction, setBusyAction] = useState<string | null>(null);
   const list = useRef<VirtualHandle | null>(null);
   const [atBottom, setAtBottom] = useState(true);
@@ -81,6 +93,12 @@ export function SessionView({ sessionId }: { sessionId: string }) {
         <span className="session-state" data-testid="session-state">
           {state}
         </span>
+        {session?.name && (
+          <strong className="session-name" data-testid="session-name">
+            {session.name}
+          </strong>
+        )}
+        {session && <AgentBadge session={session} />}
         {session?.plan_mode && <span className="badge plan">plan mode</span>}
         {session?.session_mode && <span className="badge">mode: {session.session_mode}</span>}
         {session && <ModelBadge session={session} />}
@@ -94,6 +112,25 @@ export function SessionView({ sessionId }: { sessionId: string }) {
           >
             Cancel turn
           </button>
+          <button
+            disabled={busy || busyAction !== null || !s.transcript.messages.some((m) => m.kind === 'user')}
+            title="Send your last message again as a new turn"
+            onClick={() => run('Retry', 'session.retry', { id: sessionId })}
+          >
+            Retry last message
+          </button>
+          <button disabled={busyAction !== null} onClick={() => setRenaming(true)}>
+            Rename
+          </button>
+          {!primary && (
+            <button
+              disabled={busyAction !== null}
+              title="The workflow's steps and the card follow the primary session"
+              onClick={() => run('Make primary', 'session.set_primary', { id: sessionId }, 'This session is now the primary one')}
+            >
+              Make primary
+            </button>
+          )}
           <button
             disabled={busyAction !== null}
             onClick={() => run('Reset context', 'session.reset_context', { id: sessionId })}
@@ -161,12 +198,23 @@ export function SessionView({ sessionId }: { sessionId: string }) {
       <QueuePanel sessionId={sessionId} queue={s.queue} autoRun={session?.auto_run ?? true} />
       <Composer
         sessionId={sessionId}
+        workspaceId={workspaceId}
         busy={busy}
         queued={s.queue.length}
         autoRun={session?.auto_run ?? true}
         commands={session?.available_commands ?? []}
         onSent={() => list.current?.scrollToBottom()}
       />
+      {renaming && session && (
+        <RenameDialog
+          current={session.name ?? ''}
+          onClose={() => setRenaming(false)}
+          onSave={(name) => {
+            setRenaming(false);
+            void run('Rename', 'session.rename', { id: sessionId, name });
+          }}
+        />
+      )}
       {confirmDelete && (
         <Dialog title="Delete this session?" onClose={() => setConfirmDelete(false)}>
           <p>The agent is stopped and the conversation is removed. This cannot be undone.</p>
@@ -228,22 +276,67 @@ function commandMatches(text: string, commands: AvailableCommandDto[]): Availabl
   return commands.filter((c) => c.name.toLowerCase().startsWith(typed));
 }
 
+/** The `@name` being typed at the end of `text` (after a space or at the start), if any. */
+function promptMention(text: string): { at: number; typed: string } | null {
+  const m = /(^|\s)@([A-Za-z0-9_-]*)$/.exec(text);
+  return m ? { at: m.index + (m[1] ?? '').length, typed: (m[2] ?? '').toLowerCase() } : null;
+}
+
+/** One entry of the composer's menu: an agent command (`/`) or a saved prompt (`@`). */
+type MenuItem = { key: string; label: string; hint: string | null; description: string; apply: () => void };
+
 function Composer(props: {
   sessionId: string;
+  workspaceId: string | null;
   busy: boolean;
   queued: number;
   autoRun: boolean;
   commands: AvailableCommandDto[];
   onSent: () => void;
 }) {
-  const { sessionId, busy, onSent } = props;
+  const { sessionId, busy, onSent, workspaceId } = props;
   const [text, setText] = useState('');
   const [picked, setPicked] = useState(0);
   const [menuClosed, setMenuClosed] = useState(false);
-  const matches = menuClosed ? [] : commandMatches(text, props.commands);
-  const active = matches.length > 0 ? Math.min(picked, matches.length - 1) : -1;
-  const chosen: AvailableCommandDto | undefined = matches[active];
+  // The workspace's saved prompts, loaded when `@` is first typed (fresh on each new `@`).
+  const [prompts, setPrompts] = useState<SavedPromptDto[] | null>(null);
+  const mention = promptMention(text);
+  const mentioning = mention !== null;
+  useEffect(() => {
+    if (!mentioning || !workspaceId) return;
+    let live = true;
+    call('prompt.list', { workspace_id: workspaceId })
+      .then((r) => live && setPrompts(r.prompts))
+      .catch(() => live && setPrompts([]));
+    return () => {
+      live = false;
+    };
+  }, [mentioning, workspaceId]);
   const textarea = useRef<HTMLTextAreaElement | null>(null);
+  const menuKind = mention ? 'prompt' : 'command';
+  const matches: MenuItem[] = menuClosed
+    ? []
+    : mention
+      ? (prompts ?? [])
+          .filter((p) => p.name.toLowerCase().startsWith(mention.typed))
+          .map((p) => ({
+            key: p.name,
+            label: `@${p.name}`,
+            hint: null,
+            description: p.body.length > 80 ? `${p.body.slice(0, 80)}…` : p.body,
+            // Inserting a saved prompt writes its body in place of `@name`.
+            apply: () => insert(text.slice(0, mention.at) + p.body),
+          }))
+      : commandMatches(text, props.commands).map((c) => ({
+          key: c.name,
+          label: `/${c.name}`,
+          hint: c.input_hint,
+          description: c.description,
+          // Choosing a command writes `/name ` (the agent gets `/name args` as the message).
+          apply: () => insert(`/${c.name} `),
+        }));
+  const active = matches.length > 0 ? Math.min(picked, matches.length - 1) : -1;
+  const chosen: MenuItem | undefined = matches[active];
   // Files pasted or dropped: uploaded at once, sent with the next message.
   const [attached, setAttached] = useState<AttachmentDto[]>([]);
   const [uploading, setUploading] = useState(0);
@@ -263,9 +356,8 @@ function Composer(props: {
       }
     }
   };
-  // Choosing a command writes `/name ` (the agent gets `/name args` as the message).
-  const choose = (command: AvailableCommandDto) => {
-    setText(`/${command.name} `);
+  const insert = (next: string) => {
+    setText(next);
     setMenuClosed(true);
     pendingId.current = null;
     textarea.current?.focus();
@@ -335,21 +427,26 @@ function Composer(props: {
         Message to the agent
       </label>
       {matches.length > 0 && (
-        <ul className="command-menu" role="listbox" aria-label="Agent commands" id={`commands-${sessionId}`}>
+        <ul
+          className="command-menu"
+          role="listbox"
+          aria-label={menuKind === 'prompt' ? 'Saved prompts' : 'Agent commands'}
+          id={`commands-${sessionId}`}
+        >
           {matches.map((c, i) => (
             <li
-              key={c.name}
+              key={c.key}
               role="option"
-              id={`command-${sessionId}-${c.name}`}
+              id={`command-${sessionId}-${c.key}`}
               aria-selected={i === active}
               className={i === active ? 'active' : undefined}
               onMouseDown={(e) => {
                 e.preventDefault(); // keep the focus in the composer
-                choose(c);
+                c.apply();
               }}
             >
-              <span className="command-name">/{c.name}</span>
-              {c.input_hint && <span className="command-hint"> {c.input_hint}</span>}
+              <span className="command-name">{c.label}</span>
+              {c.hint && <span className="command-hint"> {c.hint}</span>}
               {c.description && <span className="command-description"> — {c.description}</span>}
             </li>
           ))}
@@ -394,7 +491,7 @@ function Composer(props: {
         value={text}
         rows={2}
         aria-controls={matches.length > 0 ? `commands-${sessionId}` : undefined}
-        aria-activedescendant={chosen ? `command-${sessionId}-${chosen.name}` : undefined}
+        aria-activedescendant={chosen ? `command-${sessionId}-${chosen.key}` : undefined}
         placeholder={busy ? 'The agent is busy: your message will be queued' : 'Message the agent (Enter sends, Shift+Enter for a new line)'}
         onChange={(e) => {
           setText(e.target.value);
@@ -412,7 +509,7 @@ function Composer(props: {
             }
             if ((e.key === 'Enter' || e.key === 'Tab') && !e.shiftKey && !e.nativeEvent.isComposing) {
               e.preventDefault();
-              if (chosen) choose(chosen);
+              chosen?.apply();
               return;
             }
             if (e.key === 'Escape') {
@@ -589,6 +686,47 @@ function QueuePanel({ sessionId, queue, autoRun }: { sessionId: string; queue: Q
   );
 }
 
+/** The agent's title (else name) and version, as its ACP `initialize` answered (`agentInfo`). */
+function AgentBadge({ session }: { session: SessionDto }) {
+  const info = session.agent_info && typeof session.agent_info === 'object' ? (session.agent_info as Record<string, unknown>) : {};
+  const title = typeof info.title === 'string' && info.title ? info.title : typeof info.name === 'string' ? info.name : null;
+  if (!title) return null;
+  const version = typeof info.version === 'string' && info.version ? ` ${info.version}` : '';
+  return (
+    <span className="badge" data-testid="agent-info" title="The agent, as it introduced itself">
+      {title}
+      {version}
+    </span>
+  );
+}
+
+function RenameDialog(props: { current: string; onClose: () => void; onSave: (name: string) => void }) {
+  const [name, setName] = useState(props.current);
+  return (
+    <Dialog title="Rename session" onClose={props.onClose}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          props.onSave(name);
+        }}
+      >
+        <label>
+          Name <span className="hint">(empty clears it)</span>
+          <input autoFocus value={name} maxLength={200} onChange={(e) => setName(e.target.value)} />
+        </label>
+        <div className="actions">
+          <button type="button" onClick={props.onClose}>
+            Cancel
+          </button>
+          <button className="primary" type="submit">
+            Save
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
+
 /**
  * The model the agent says it uses (its `model` config option), and a warning when that is not
  * the one the session asked for (its profile's model): issue 14 defect 14.
@@ -629,18 +767,19 @@ function choicesOf(options: unknown): Choice[] {
 }
 
 /**
- * The mode and model pickers (issue 18): what the agent offered when it started (the
- * session's `agent_info.modes` and its `model` config option); a choice goes to the agent
- * (`session.set_mode`, `session.set_config_option`) and the badges follow what it confirms.
+ * The mode, model and config-option pickers (issue 18): what the agent offered when it
+ * started (the session's `agent_info.modes` and `agent_info.config_options`); a choice goes to
+ * the agent (`session.set_mode`, `session.set_config_option`) and the pickers and badges
+ * follow what it confirms (the session's `config_options` values, as the agent answered).
+ * The `mode` config option is left out when the agent lists its modes (the Mode picker).
  */
 function Pickers({ session, onError }: { session: SessionDto; onError: (e: string | null) => void }) {
   const info = session.agent_info && typeof session.agent_info === 'object' ? (session.agent_info as Record<string, unknown>) : {};
   const modes = choicesOf(Array.isArray(info.modes) ? info.modes.map((m: { id?: unknown; name?: unknown }) => ({ value: m.id, name: m.name })) : []);
-  const options = Array.isArray(info.config_options) ? (info.config_options as Record<string, unknown>[]) : [];
-  const modelOption = options.find((o) => o.id === 'model' || o.category === 'model');
-  const models = choicesOf(modelOption?.options);
+  const options = (Array.isArray(info.config_options) ? (info.config_options as Record<string, unknown>[]) : []).filter(
+    (o) => !(modes.length > 0 && (o.id === 'mode' || o.category === 'mode')),
+  );
   const values = session.config_options && typeof session.config_options === 'object' ? (session.config_options as Record<string, unknown>) : {};
-  const model = modelOption && typeof values[String(modelOption.id)] === 'string' ? String(values[String(modelOption.id)]) : '';
   const [busy, setBusy] = useState(false);
   const change = async (work: () => Promise<unknown>) => {
     setBusy(true);
@@ -673,32 +812,35 @@ function Pickers({ session, onError }: { session: SessionDto; onError: (e: strin
           </select>
         </label>
       )}
-      {modelOption && models.length > 0 && (
-        <label className="compact">
-          <span className="sr-only">Model</span>
-          <select
-            aria-label="Model"
-            disabled={busy}
-            value={model}
-            onChange={(e) =>
-              void change(() =>
-                call('session.set_config_option', {
-                  id: session.id,
-                  config_id: String(modelOption.id),
-                  value: e.target.value,
-                }),
-              )
-            }
-          >
-            {!model && <option value="">model…</option>}
-            {models.map((m) => (
-              <option key={m.value} value={m.value}>
-                {m.name}
-              </option>
-            ))}
-          </select>
-        </label>
-      )}
+      {options.map((option) => {
+        const id = String(option.id);
+        const choices = choicesOf(option.options);
+        if (choices.length === 0) return null;
+        const isModel = id === 'model' || option.category === 'model';
+        const label = isModel ? 'Model' : typeof option.name === 'string' && option.name ? option.name : id;
+        const value = typeof values[id] === 'string' ? String(values[id]) : '';
+        return (
+          <label className="compact" key={id}>
+            <span className="sr-only">{label}</span>
+            <select
+              aria-label={label}
+              data-config-id={id}
+              disabled={busy}
+              value={value}
+              onChange={(e) =>
+                void change(() => call('session.set_config_option', { id: session.id, config_id: id, value: e.target.value }))
+              }
+            >
+              {!value && <option value="">{label.toLowerCase()}…</option>}
+              {choices.map((m) => (
+                <option key={m.value} value={m.value}>
+                  {m.name}
+                </option>
+              ))}
+            </select>
+          </label>
+        );
+      })}
     </>
   );
 }

@@ -139,7 +139,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
             onClick={() => navigate(taskPath(task.id, s.id), true)}
             data-session-id={s.id}
           >
-            {profiles.find((p) => p.id === s.agent_profile_id)?.name ?? 'Session'} {i + 1}
+            {s.name ?? `${profiles.find((p) => p.id === s.agent_profile_id)?.name ?? 'Session'} ${i + 1}`}
             {s.id === task.primary_session_id && <span className="primary-dot" title="primary session" />}
           </button>
         ))}
@@ -179,7 +179,12 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
       ) : props.tab === 'terminal' ? (
         <TerminalsTab taskId={task.id} archived={!!task.archived_at} />
       ) : active ? (
-        <SessionView key={active.id} sessionId={active.id} />
+        <SessionView
+          key={active.id}
+          sessionId={active.id}
+          workspaceId={task.workspace_id}
+          primary={active.id === task.primary_session_id}
+        />
       ) : (
         <StartSession taskId={task.id} defaultProfile={task.agent_profile_id} prompt={task.description || task.title} />
       )}

@@ -49,6 +49,7 @@ export function useTask(taskId: string): TaskLive {
         case 'task.deleted':
           return p.id === taskId ? { ...d, deleted: true } : d;
         case 'session.created':
+        case 'session.renamed':
           return p.session.task_id === taskId ? { ...d, sessions: upsertById(d.sessions, p.session) } : d;
         case 'session.deleted':
           return p.task_id === taskId ? { ...d, sessions: removeById(d.sessions, p.id) } : d;

@@ -18,6 +18,7 @@ use serde_json::json;
 
 use crate::api::PromptRequest;
 use crate::error::{EngineError, Result};
+use crate::saved_prompts::{expand_saved_prompts, missing_prompts_note};
 use crate::session::command::{ShipEvent, ShipPlan};
 use crate::session::state::{ResetPlan, SessionActor};
 use crate::workflow::{enter_step_in_primary, record_move, ship_then_report};
@@ -84,6 +85,13 @@ impl SessionActor {
                 Action::AutoStartAgent if cause == EntryCause::TurnStart => {}
                 Action::AutoStartAgent => {
                     let prompt = step_prompt(&step, &self.task.prompt());
+                    let (prompt, missing) =
+                        expand_saved_prompts(&self.inner.store, &self.task, prompt).await?;
+                    if !missing.is_empty() {
+                        let metadata =
+                            json!({ "reason": "unknown_saved_prompt", "names": missing });
+                        self.note(missing_prompts_note(&missing), metadata, None).await?;
+                    }
                     let request = PromptRequest::text(prompt);
                     match Box::pin(self.admit(request, "workflow")).await {
                         Ok(_) | Err(EngineError::Busy(_)) => {}

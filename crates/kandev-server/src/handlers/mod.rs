@@ -5,6 +5,7 @@ pub mod files;
 pub mod notify;
 pub mod profile;
 mod profile_mcp;
+pub mod prompt;
 pub mod question;
 pub mod repository;
 pub mod search;

@@ -3,13 +3,13 @@
 
 use kandev_api_types::requests::{
     AutoRunSet, ById, BySession, ByTask, MessageAdd, MessageList, PermissionRespond, QueueAdd,
-    QueueRemove, QueueReorder, QueueUpdate, ResumeMode, SessionLaunch, SessionResume,
-    SessionSetConfigOption, SessionSetMode,
+    QueueRemove, QueueReorder, QueueUpdate, ResumeMode, SessionLaunch, SessionRename,
+    SessionResume, SessionSetConfigOption, SessionSetMode,
 };
 use kandev_api_types::responses::{
-    Deleted, MessageAdded, MessageOne, Messages, Queue, SessionOne, Sessions, Turns,
+    Deleted, MessageAdded, MessageOne, Messages, Queue, SessionOne, Sessions, TaskOne, Turns,
 };
-use kandev_api_types::{AttachmentDto, MessageDto, QueuedPromptDto, SessionDto, TurnDto};
+use kandev_api_types::{AttachmentDto, MessageDto, QueuedPromptDto, SessionDto, TaskDto, TurnDto};
 use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::transcript::QueuedPrompt;
 use kandev_domain::{AgentProfileId, QueuedPromptId, SessionId, TaskId, validate};
@@ -91,6 +91,21 @@ pub async fn set_config_option(
 ) -> Result<SessionOne, ApiError> {
     let session = s.engine().set_config_option(&SessionId::new(p.id), p.config_id, p.value).await?;
     Ok(SessionOne { session: SessionDto::from(&session) })
+}
+
+pub async fn rename(s: &AppState, p: SessionRename) -> Result<SessionOne, ApiError> {
+    let session = s.engine().rename_session(&SessionId::new(p.id), p.name).await?;
+    Ok(SessionOne { session: SessionDto::from(&session) })
+}
+
+pub async fn set_primary(s: &AppState, p: ById) -> Result<TaskOne, ApiError> {
+    let task = s.engine().set_primary(&SessionId::new(p.id)).await?;
+    Ok(TaskOne { task: TaskDto::from(&task) })
+}
+
+pub async fn retry(s: &AppState, p: ById) -> Result<MessageOne, ApiError> {
+    let message = s.engine().retry(&SessionId::new(p.id)).await?;
+    Ok(MessageOne { message: MessageDto::from(&message) })
 }
 
 fn attachments_of(list: Option<Vec<AttachmentDto>>) -> Vec<AttachmentRef> {

@@ -205,6 +205,10 @@ export type Profiles = { profiles: Array<AgentProfileDto>, next_cursor: string |
 
 export type ProfilesEvent = { "action": "agent.profile.created", "payload": { profile: AgentProfileDto, } } | { "action": "agent.profile.updated", "payload": { profile: AgentProfileDto, } } | { "action": "agent.profile.deleted", "payload": { id: string, } };
 
+export type PromptCreate = { workspace_id: string, name: string, body: string, };
+
+export type PromptUpdate = { id: string, name?: string, body?: string, };
+
 export type PullRequestDto = { repository_id: string, forge: string, number: number, url: string, state: string, checks: string | null, review_decision: string | null, head_branch: string, base_branch: string, updated_at: string, };
 
 export type PushMadeDto = { repository_id: string, remote: string, branch: string, head: string, };
@@ -263,6 +267,12 @@ export type ReviewComments = { comments: Array<ReviewCommentDto>, };
 
 export type ReviewSubmitted = { comments: Array<ReviewCommentDto>, session_id: string, queued: boolean, };
 
+export type SavedPromptDto = { id: string, workspace_id: string, name: string, body: string, created_at: string, updated_at: string, };
+
+export type SavedPromptOne = { prompt: SavedPromptDto, };
+
+export type SavedPrompts = { prompts: Array<SavedPromptDto>, };
+
 export type Search = { workspace_id: string, query: string, 
 /**
  * Default: both.
@@ -277,7 +287,11 @@ export type SearchResults = { hits: Array<SearchHitDto>, next_cursor: string | n
 
 export type SessionAuthenticate = { id: string, method_id: string, };
 
-export type SessionDto = { id: string, task_id: string, agent_profile_id: string | null, state: SessionStateDto, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, context_window: JsonValue, agent_info: JsonValue, cwd: string, 
+export type SessionDto = { id: string, task_id: string, agent_profile_id: string | null, 
+/**
+ * The name a person gave it (`session.rename`), if any.
+ */
+name: string | null, state: SessionStateDto, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, context_window: JsonValue, agent_info: JsonValue, cwd: string, 
 /**
  * The agent's slash commands (its latest `available_commands_update`).
  */
@@ -292,6 +306,8 @@ export type SessionLaunch = { task_id: string, agent_profile_id?: string,
 prompt?: string, };
 
 export type SessionOne = { session: SessionDto, };
+
+export type SessionRename = { id: string, name?: string, };
 
 export type SessionResume = { id: string, mode?: ResumeMode, };
 
@@ -494,7 +510,7 @@ export type WorkspaceCreate = { name: string, };
 
 export type WorkspaceDto = { id: string, name: string, created_at: string, updated_at: string, };
 
-export type WorkspaceEvent = { "action": "repository.created", "payload": { repository: RepositoryDto, } } | { "action": "repository.updated", "payload": { repository: RepositoryDto, } } | { "action": "repository.deleted", "payload": { id: string, } } | { "action": "workflow.created", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.updated", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.deleted", "payload": { id: string, } } | { "action": "task.created", "payload": { task: TaskDto, } } | { "action": "task.updated", "payload": { task: TaskDto, } } | { "action": "task.archived", "payload": { task: TaskDto, } } | { "action": "task.moved", "payload": { task: TaskDto, from_step_id: string, trigger: string, } } | { "action": "task.git_status", "payload": { task_id: string, repositories: Array<GitStatusDto>, } } | { "action": "task.deleted", "payload": { id: string, workflow_id: string, step_id: string, } } | { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } };
+export type WorkspaceEvent = { "action": "repository.created", "payload": { repository: RepositoryDto, } } | { "action": "repository.updated", "payload": { repository: RepositoryDto, } } | { "action": "repository.deleted", "payload": { id: string, } } | { "action": "workflow.created", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.updated", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.deleted", "payload": { id: string, } } | { "action": "task.created", "payload": { task: TaskDto, } } | { "action": "task.updated", "payload": { task: TaskDto, } } | { "action": "task.archived", "payload": { task: TaskDto, } } | { "action": "task.moved", "payload": { task: TaskDto, from_step_id: string, trigger: string, } } | { "action": "task.git_status", "payload": { task_id: string, repositories: Array<GitStatusDto>, } } | { "action": "task.deleted", "payload": { id: string, workflow_id: string, step_id: string, } } | { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.renamed", "payload": { session: SessionDto, } };
 
 export type WorkspaceOne = { workspace: WorkspaceDto, };
 
@@ -577,6 +593,9 @@ export type Actions = {
   "session.reset_context": { request: ById, response: SessionOne },
   "session.set_mode": { request: SessionSetMode, response: SessionOne },
   "session.set_config_option": { request: SessionSetConfigOption, response: SessionOne },
+  "session.rename": { request: SessionRename, response: SessionOne },
+  "session.set_primary": { request: ById, response: TaskOne },
+  "session.retry": { request: ById, response: MessageOne },
   "agent.cancel": { request: BySession, response: SessionOne },
   "message.add": { request: MessageAdd, response: MessageAdded },
   "message.list": { request: MessageList, response: Messages },
@@ -589,6 +608,10 @@ export type Actions = {
   "message.queue.drain": { request: BySession, response: Queue },
   "message.queue.auto_run.set": { request: AutoRunSet, response: Queue },
   "permission.respond": { request: PermissionRespond, response: MessageOne },
+  "prompt.list": { request: ByWorkspace, response: SavedPrompts },
+  "prompt.create": { request: PromptCreate, response: SavedPromptOne },
+  "prompt.update": { request: PromptUpdate, response: SavedPromptOne },
+  "prompt.delete": { request: ById, response: Deleted },
   "search": { request: Search, response: SearchResults },
   "question.list": { request: BySession, response: Questions },
   "question.answer": { request: QuestionAnswer, response: QuestionOne },

@@ -1,8 +1,10 @@
-// Settings: one section per file in this folder (agent profiles, repositories, workflows),
+// Settings: one section per file in this folder (agent profiles, repositories, workflows,
+// saved prompts),
 // chosen by the route (`/settings/<section>`).
 import { navigate } from '../../lib/router';
 import { Notifications } from './Notifications';
 import { Profiles } from './Profiles';
+import { Prompts } from './Prompts';
 import { Repositories } from './Repositories';
 import { Workflows } from './Workflows';
 
@@ -11,6 +13,7 @@ const SECTIONS = [
   ['repositories', 'Repositories'],
   ['workflows', 'Workflows'],
   ['notifications', 'Notifications'],
+  ['prompts', 'Prompts'],
 ] as const;
 
 export function Settings({ section }: { section: string }) {
@@ -39,6 +42,8 @@ export function Settings({ section }: { section: string }) {
           <Workflows />
         ) : section === 'notifications' ? (
           <Notifications />
+        ) : section === 'prompts' ? (
+          <Prompts />
         ) : (
           <Profiles />
         )}

@@ -75,7 +75,11 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
           </label>
         </div>
         <label>
-          Prompt <span className="hint">{'{{task_prompt}}'} is replaced by the task's title and description</span>
+          Prompt{' '}
+          <span className="hint">
+            {'{{task_prompt}}'} is replaced by the task's title and description, {'{{prompt:name}}'} by the saved prompt
+            name (Settings › Prompts)
+          </span>
           <textarea rows={3} value={step.prompt} onChange={(e) => set('prompt', e.target.value)} />
         </label>
         <div className="row checks">
