@@ -46,7 +46,7 @@ use tokio::sync::{Mutex, broadcast};
 pub use children::ChildProcess;
 pub use error::StoreError;
 pub use events::{Event, PRUNE_BATCH, Pruned, Retention, Topic};
-pub use messages::{Appended, NewMessage};
+pub use messages::{Appended, NewChunk, NewMessage};
 pub use notifications::{DueDelivery, NewChannel, NewNotification};
 pub use profiles::{NewProfile, ProfilePatch};
 pub use repositories::{NewRepository, RepositoryPatch};
