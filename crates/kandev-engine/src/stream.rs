@@ -284,7 +284,9 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
             Some(notification) => notification,
             None => {
                 let Some(message) = stored.next() else {
-                    return Err(EngineError::Unavailable("a started message was not stored".into()));
+                    return Err(EngineError::Unavailable(
+                        "a started message was not stored".into(),
+                    ));
                 };
                 let event = SessionEvent::MessageAdded { message: MessageDto::from(message) };
                 Notification::session(&message.session_id, event)
@@ -342,11 +344,10 @@ pub(crate) async fn answered(answer: Answer) -> Result<MessageId> {
 
 #[cfg(test)]
 mod tests {
-    use kandev_domain::SessionId;
     use kandev_domain::transcript::{MessageKind, Session};
     use kandev_domain::workflow::{StepSpec, WorkflowSpec};
-    use kandev_domain::MessageId;
-    use kandev_store::{Event, Location, NewTask, Store};
+    use kandev_domain::{MessageId, SessionId, WorkspaceId};
+    use kandev_store::{Event, Location, NewTask, SearchKinds, SearchPage, Store};
     use tokio::sync::{broadcast, oneshot};
 
     use super::{Member, Outcome, StreamWriter, Target, answered, write_group};
@@ -382,7 +383,11 @@ mod tests {
         Target::Start { id: store.new_message_id(), kind, turn_id: None }
     }
 
-    fn member(session: &Session, target: &Target, text: &str) -> (Member, oneshot::Receiver<Outcome>) {
+    fn member(
+        session: &Session,
+        target: &Target,
+        text: &str,
+    ) -> (Member, oneshot::Receiver<Outcome>) {
         let (reply, answer) = oneshot::channel();
         let member = Member {
             session: session.clone(),
@@ -406,6 +411,10 @@ mod tests {
             out.push((event.seq, event.action, id.to_owned(), text.to_owned()));
         }
         out
+    }
+
+    async fn task_workspace(store: &Store, session: &Session) -> WorkspaceId {
+        store.get_task(&session.task_id).await.unwrap().workspace_id
     }
 
     async fn content(store: &Store, target: &Target) -> String {
@@ -448,6 +457,19 @@ mod tests {
         let stored = store.get_message(a.message()).await.unwrap();
         assert_eq!(stored.seq, told[0].0);
         assert_eq!(store.last_seq().await.unwrap(), told[2].0);
+
+        // The appended text is searchable once the session's next message ends its stream.
+        let kinds = SearchKinds { tasks: false, messages: true };
+        let hits = |page: SearchPage| page.hits.len();
+        let workspace = task_workspace(&store, &one).await;
+        let search = || store.search(&workspace, "world", kinds, 10, 0);
+        assert_eq!(hits(search().await.unwrap()), 0, "still streaming: not indexed yet");
+        let next = start(&store, MessageKind::Agent);
+        let (member, answer) = member(&one, &next, "next");
+        write_group(&store, vec![member]).await;
+        answer.await.unwrap().unwrap();
+        assert_eq!(hits(search().await.unwrap()), 1, "folded with the next message");
+        assert_eq!(content(&store, &a).await, "hello world");
     }
 
     #[tokio::test]
@@ -460,13 +482,10 @@ mod tests {
         gone.id = SessionId::new("deleted-session");
         let (a, b) = (start(&store, MessageKind::Agent), start(&store, MessageKind::Agent));
         let appended = Target::Append(a.message().clone());
-        let (members, answers): (Vec<_>, Vec<_>) = [
-            member(&one, &a, "one"),
-            member(&gone, &b, "never"),
-            member(&one, &appended, " two"),
-        ]
-        .into_iter()
-        .unzip();
+        let (members, answers): (Vec<_>, Vec<_>) =
+            [member(&one, &a, "one"), member(&gone, &b, "never"), member(&one, &appended, " two")]
+                .into_iter()
+                .unzip();
         write_group(&store, members).await;
         let mut outcomes = vec![];
         for answer in answers {

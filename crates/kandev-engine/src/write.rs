@@ -4,8 +4,8 @@
 //! reconciliation all write through here.
 
 use kandev_api_types::{Notification, SessionEvent};
-use kandev_domain::{MessageId, TurnId};
 use kandev_domain::transcript::{Message, MessageKind, Session};
+use kandev_domain::{MessageId, TurnId};
 use kandev_store::{NewMessage, SessionUpdate, WriteTx};
 
 use crate::error::{EngineError, Result};

@@ -83,7 +83,10 @@ impl crate::WriteTx {
     /// from [`WriteTx::next_seq`] in the order given (so a caller that numbered them from
     /// `next_seq` knows each one's seq); published when the transaction commits. Returns the
     /// first seq.
-    pub async fn emit_batch(&mut self, events: Vec<(Topic, String, serde_json::Value)>) -> Result<i64> {
+    pub async fn emit_batch(
+        &mut self,
+        events: Vec<(Topic, String, serde_json::Value)>,
+    ) -> Result<i64> {
         let first = self.next_seq().await?;
         if events.is_empty() {
             return Ok(first);
@@ -92,7 +95,9 @@ impl crate::WriteTx {
         let rows: Vec<(i64, &str, &str, String)> = events
             .iter()
             .zip(first..)
-            .map(|((topic, action, payload), seq)| (seq, topic.as_str(), action.as_str(), payload.to_string()))
+            .map(|((topic, action, payload), seq)| {
+                (seq, topic.as_str(), action.as_str(), payload.to_string())
+            })
             .collect();
         // Explicit seqs above the highest one: AUTOINCREMENT records the largest in
         // `sqlite_sequence`, so `next_seq` stays exact.

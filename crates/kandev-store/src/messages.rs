@@ -195,7 +195,10 @@ impl WriteTx {
     /// it; see [`WriteTx::emit_batch`]). Unlike [`WriteTx::insert_message`] it folds nothing:
     /// the caller folds once for the group ([`WriteTx::fold_sessions_except`]). Returns the
     /// messages as stored, built without reading them back.
-    pub async fn insert_messages(&mut self, rows: &[(MessageId, i64, NewMessage)]) -> Result<Vec<Message>> {
+    pub async fn insert_messages(
+        &mut self,
+        rows: &[(MessageId, i64, NewMessage)],
+    ) -> Result<Vec<Message>> {
         if rows.is_empty() {
             return Ok(vec![]);
         }
@@ -244,7 +247,10 @@ impl WriteTx {
 
     /// What appending to each of `ids` needs to know (its session, seq, kind and length), in
     /// one query; a message that does not exist is missing from the answer.
-    pub async fn stream_heads(&mut self, ids: &[&MessageId]) -> Result<HashMap<MessageId, Appended>> {
+    pub async fn stream_heads(
+        &mut self,
+        ids: &[&MessageId],
+    ) -> Result<HashMap<MessageId, Appended>> {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
