@@ -175,7 +175,7 @@ impl WriteTx {
             "INSERT INTO messages (id, session_id, turn_id, seq, kind, content, metadata, client_message_id, \
              created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
-        .bind(&id)
+        .bind(id)
         .bind(new.session_id.as_str())
         .bind(new.turn_id.as_ref().map(|t| t.as_str()))
         .bind(seq)

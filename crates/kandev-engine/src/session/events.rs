@@ -318,10 +318,11 @@ impl SessionActor {
                 tracing::error!(session = %self.session.id, error = %err, "writing streamed text failed");
                 // Later text must not be appended to a message that was never stored (a full
                 // disk can fail a commit): it starts a new one.
-                if let Some(turn) = self.phase.turn_mut() {
-                    if turn.streaming.as_ref().is_some_and(|(_, id)| *id == message) {
-                        turn.streaming = None;
-                    }
+                let streaming_it = |t: &&mut crate::session::state::Turn| {
+                    t.streaming.as_ref().is_some_and(|(_, id)| *id == message)
+                };
+                if let Some(turn) = self.phase.turn_mut().filter(streaming_it) {
+                    turn.streaming = None;
                 }
             }
         }
