@@ -1,124 +1,316 @@
 //! Group commit of streamed text (issue 15): each session actor coalesces its agent's chunks
-//! (`session/actor.rs`), then hands the result here; the writes that are waiting when a
-//! transaction starts go into that one transaction, behind the store's single writer.
+//! (`session/events.rs`) and hands the result here without waiting for it to be stored; one
+//! writer task writes what is queued, a group at a time, in one transaction behind the
+//! store's single writer, and answers each submission once its group committed.
 //!
-//! There is no writer task: the first caller to take the `leader` lock writes everything
-//! queued so far (its own write and the others'), answers each, and leaves; a caller that
-//! gets the lock after its write was done by another leader just takes its answer. Each
-//! member write runs under a savepoint, so one failed write (its message deleted meanwhile)
-//! costs only that member; a failed commit fails them all. Notifications go out when the
-//! group commits (`WriteTx::commit`), never before.
+//! - **Order.** The queue is FIFO and groups are written one after another, so a session's
+//!   writes are stored (and announced) in the order it submitted them. A session awaits its
+//!   answers before it writes anything else (`SessionActor::settle_text`), so its other
+//!   writes come after its streamed text.
+//! - **Adaptive window.** Text a session submits while its previous submission is still
+//!   queued (the writer is busy with an earlier group) joins that submission: the slower the
+//!   writer, the larger each write and notification, instead of a longer queue.
+//! - **Few statements per group.** A group is written with a fixed number of statements
+//!   whatever its size (one read of the appended messages' heads, one insert each of
+//!   messages, chunks and events, one fold), under one savepoint. When that fails (a
+//!   session or message deleted meanwhile, say), the savepoint is rolled back and the
+//!   members are written one by one, each under its own savepoint, so only the failing
+//!   member is lost. A failed commit fails them all.
+//! - Notifications go out when the group commits (`WriteTx::commit`), never before
+//!   (lifecycle rule 43).
 
-use std::sync::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
+use kandev_api_types::{MessageDto, MessageUpdate, Notification, NotificationParts, SessionEvent};
 use kandev_domain::transcript::{MessageKind, Session};
-use kandev_domain::{MessageId, TurnId};
-use kandev_store::{Store, WriteTx};
+use kandev_domain::{MessageId, SessionId, TurnId};
+use kandev_store::{Appended, NewChunk, NewMessage, Store, WriteTx};
 use serde_json::json;
 use tokio::sync::oneshot;
 
 use crate::error::{EngineError, Result};
 use crate::publish;
-use crate::write::add_message;
+use crate::write::add_message_as;
 
 /// At most this many member writes share one transaction.
 const GROUP_LIMIT: usize = 512;
 
 /// Where streamed text goes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Target {
     /// Appended to the message being streamed.
     Append(MessageId),
-    /// A new message of this kind (in the open turn, if any).
-    Start { kind: MessageKind, turn_id: Option<TurnId> },
+    /// A new message with this id (chosen by the session: later text is appended to it before
+    /// it is stored) and kind, in the open turn, if any.
+    Start { id: MessageId, kind: MessageKind, turn_id: Option<TurnId> },
 }
+
+impl Target {
+    /// The message the text goes to.
+    pub fn message(&self) -> &MessageId {
+        match self {
+            Target::Append(id) | Target::Start { id, .. } => id,
+        }
+    }
+}
+
+/// The answer to a submission: the message written to, once committed.
+pub(crate) type Answer = oneshot::Receiver<std::result::Result<MessageId, String>>;
 
 struct Member {
     session: Session,
     target: Target,
     text: String,
-    reply: oneshot::Sender<std::result::Result<MessageId, String>>,
+    replies: Vec<oneshot::Sender<std::result::Result<MessageId, String>>>,
 }
 
-/// The queue of streamed writes and the lock its leader holds.
 #[derive(Default)]
-pub(crate) struct StreamWriter {
+struct Shared {
     queue: Mutex<Vec<Member>>,
-    leader: tokio::sync::Mutex<()>,
+    /// Whether a writer task is running (it runs while the queue is not empty).
+    writing: AtomicBool,
+}
+
+/// The queue of streamed writes. Cheap to clone.
+#[derive(Default, Clone)]
+pub(crate) struct StreamWriter {
+    shared: Arc<Shared>,
 }
 
 impl StreamWriter {
     /// The queue; a panic elsewhere does not make it unusable.
     fn queue(&self) -> std::sync::MutexGuard<'_, Vec<Member>> {
-        self.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.shared.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Stores `text` at `target` and announces it, in a transaction shared with whatever
-    /// other sessions are writing now. Returns the message written to once committed.
-    pub async fn write(
-        &self,
-        store: &Store,
-        session: &Session,
-        target: Target,
-        text: String,
-    ) -> Result<MessageId> {
-        let (reply, mut answer) = oneshot::channel();
-        self.queue().push(Member { session: session.clone(), target, text, reply });
-        let _leader = self.leader.lock().await;
-        loop {
-            match answer.try_recv() {
-                Ok(done) => return done.map_err(EngineError::Unavailable),
-                Err(oneshot::error::TryRecvError::Closed) => {
-                    return Err(EngineError::Unavailable(
-                        "the streamed text was not written".into(),
-                    ));
+    /// Queues `text` for `target` and returns at once; the answer comes once it is stored and
+    /// announced, in a transaction shared with whatever else is queued by then.
+    pub fn submit(&self, store: &Store, session: &Session, target: Target, text: String) -> Answer {
+        let (reply, answer) = oneshot::channel();
+        {
+            let mut queue = self.queue();
+            // The session's latest queued write, if the writer has not taken it yet: text for
+            // the same message joins it (nothing of this session is queued after it).
+            let latest = queue.iter_mut().rev().find(|m| m.session.id == session.id);
+            match latest {
+                Some(m) if matches!(&target, Target::Append(id) if id == m.target.message()) => {
+                    m.text.push_str(&text);
+                    m.replies.push(reply);
                 }
-                Err(oneshot::error::TryRecvError::Empty) => {}
+                _ => queue.push(Member {
+                    session: session.clone(),
+                    target,
+                    text,
+                    replies: vec![reply],
+                }),
             }
-            // Ours is queued (FIFO): it is in this group or, past the limit, in a later one.
+        }
+        if !self.shared.writing.swap(true, Ordering::AcqRel) {
+            let (writer, store) = (self.clone(), store.clone());
+            tokio::spawn(async move { writer.drain(store).await });
+        }
+        answer
+    }
+
+    /// Writes groups until the queue is empty.
+    async fn drain(self, store: Store) {
+        loop {
             let group: Vec<Member> = {
                 let mut queue = self.queue();
                 let take = queue.len().min(GROUP_LIMIT);
                 queue.drain(..take).collect()
             };
-            write_group(store, group).await;
+            if group.is_empty() {
+                self.shared.writing.store(false, Ordering::Release);
+                // A submission between the drain and the flag's reset saw `writing` set and
+                // left its member to this task: take it unless another task already did.
+                if self.queue().is_empty() || self.shared.writing.swap(true, Ordering::AcqRel) {
+                    return;
+                }
+                continue;
+            }
+            write_group(&store, group).await;
         }
     }
 }
+
+/// What a member's write came to.
+type Outcome = std::result::Result<MessageId, String>;
 
 /// Writes `group` in one transaction and answers every member.
 async fn write_group(store: &Store, group: Vec<Member>) {
     let mut tx = match store.begin_write().await {
         Ok(tx) => tx,
         Err(err) => {
-            let text = err.to_string();
-            for member in group {
-                let _ = member.reply.send(Err(text.clone()));
-            }
+            answer(group, |_| Err(err.to_string()));
             return;
         }
     };
-    let mut outcomes = Vec::with_capacity(group.len());
-    for member in &group {
-        outcomes.push(write_member(&mut tx, member).await);
-    }
-    let committed = tx.commit().await;
-    for (member, outcome) in group.into_iter().zip(outcomes) {
-        let answer = match (&committed, outcome) {
-            (Ok(_), Ok(id)) => Ok(id),
-            (Ok(_), Err(err)) => Err(err),
-            (Err(err), _) => Err(err.to_string()),
-        };
-        let _ = member.reply.send(answer);
+    let outcomes = match write_batch(&mut tx, &group).await {
+        Ok(outcomes) => outcomes,
+        Err(err) => {
+            tracing::info!(error = %err, "a streamed group failed; writing its members one by one");
+            let mut outcomes = Vec::with_capacity(group.len());
+            for member in &group {
+                outcomes.push(write_member(&mut tx, member).await);
+            }
+            outcomes
+        }
+    };
+    let committed = tx.commit().await.map_err(|e| e.to_string());
+    let mut outcomes = outcomes.into_iter();
+    answer(group, |_| {
+        let outcome = outcomes.next().unwrap_or_else(|| Err("not written".to_owned()));
+        committed.clone().and(outcome)
+    });
+}
+
+/// Sends each member its outcome.
+fn answer(group: Vec<Member>, mut outcome: impl FnMut(&Member) -> Outcome) {
+    for member in group {
+        let result = outcome(&member);
+        for reply in member.replies {
+            let _ = reply.send(result.clone());
+        }
     }
 }
 
-async fn write_member(tx: &mut WriteTx, member: &Member) -> std::result::Result<MessageId, String> {
+/// Writes every member with a fixed number of statements, under one savepoint (rolled back
+/// on failure, for [`write_member`] to try one by one). An append to a message that does not
+/// exist fails that member only, before anything is written.
+async fn write_batch(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outcome>> {
+    let savepoint = tx.savepoint().await?;
+    match batch_statements(tx, group).await {
+        Ok(outcomes) => {
+            tx.release(savepoint).await?;
+            Ok(outcomes)
+        }
+        Err(err) => {
+            tx.rollback_to(savepoint).await?;
+            Err(err)
+        }
+    }
+}
+
+async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outcome>> {
+    let started: HashSet<&MessageId> = group
+        .iter()
+        .filter(|m| matches!(m.target, Target::Start { .. }))
+        .map(|m| m.target.message())
+        .collect();
+    let appended: Vec<&MessageId> = group
+        .iter()
+        .filter_map(|m| match &m.target {
+            Target::Append(id) if !started.contains(id) => Some(id),
+            _ => None,
+        })
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let mut heads: HashMap<MessageId, Appended> = tx.stream_heads(&appended).await?;
+    let first = tx.next_seq().await?;
+    let mut seq = first;
+    let mut outcomes = Vec::with_capacity(group.len());
+    let mut messages = vec![];
+    let mut chunks: Vec<(MessageId, SessionId, u64, usize)> = vec![];
+    let mut events = vec![];
+    // Per session that started a message: the newest one, which keeps streaming unfolded.
+    let mut newest: HashMap<&SessionId, &MessageId> = HashMap::new();
+    for (index, member) in group.iter().enumerate() {
+        match &member.target {
+            Target::Start { id, kind, turn_id } => {
+                let new = NewMessage {
+                    session_id: member.session.id.clone(),
+                    turn_id: turn_id.clone(),
+                    kind: *kind,
+                    content: member.text.clone(),
+                    metadata: "{}".to_owned(),
+                    client_message_id: None,
+                };
+                messages.push((id.clone(), seq, new));
+                heads.insert(
+                    id.clone(),
+                    Appended {
+                        id: id.clone(),
+                        session_id: member.session.id.clone(),
+                        seq,
+                        kind: *kind,
+                        length: member.text.len() as u64,
+                    },
+                );
+                newest.insert(&member.session.id, id);
+                events.push(None); // the message.added event, once the message is built
+            }
+            Target::Append(id) => {
+                let Some(head) = heads.get_mut(id) else {
+                    outcomes.push(Err(format!("message {id} was not found")));
+                    continue;
+                };
+                head.length += member.text.len() as u64;
+                chunks.push((id.clone(), head.session_id.clone(), head.length, index));
+                let update = MessageUpdate::Chunk {
+                    message_id: id.to_string(),
+                    seq: head.seq,
+                    kind: head.kind.into(),
+                    delta: member.text.clone(),
+                    length: head.length,
+                };
+                events.push(Some(Notification::session(
+                    &member.session.id,
+                    SessionEvent::MessageUpdated(update),
+                )));
+            }
+        }
+        outcomes.push(Ok(member.target.message().clone()));
+        seq += 1;
+    }
+    let stored = tx.insert_messages(&messages).await?;
+    let mut stored = stored.iter();
+    let chunk_rows: Vec<NewChunk<'_>> = chunks
+        .iter()
+        .map(|(message_id, session_id, end_len, index)| NewChunk {
+            message_id,
+            session_id,
+            delta: &group[*index].text,
+            end_len: *end_len,
+        })
+        .collect();
+    tx.insert_chunks(&chunk_rows).await?;
+    let mut parts = Vec::with_capacity(events.len());
+    for event in events {
+        let notification = match event {
+            Some(notification) => notification,
+            None => {
+                let Some(message) = stored.next() else {
+                    return Err(EngineError::Unavailable(
+                        "a started message was not stored".into(),
+                    ));
+                };
+                let event = SessionEvent::MessageAdded { message: MessageDto::from(message) };
+                Notification::session(&message.session_id, event)
+            }
+        };
+        let NotificationParts { topic, action, payload } = notification.into_parts();
+        parts.push((topic, action, payload));
+    }
+    let emitted = tx.emit_batch(parts).await?;
+    debug_assert_eq!(emitted, first, "a message's seq is the seq of its announcement");
+    let sessions: Vec<&SessionId> = newest.keys().copied().collect();
+    let keep: Vec<&MessageId> = newest.values().copied().collect();
+    tx.fold_sessions_except(&sessions, &keep).await?;
+    Ok(outcomes)
+}
+
+/// Writes one member under its own savepoint (after its group failed as a whole).
+async fn write_member(tx: &mut WriteTx, member: &Member) -> Outcome {
     let savepoint = tx.savepoint().await.map_err(|e| e.to_string())?;
     let written = match &member.target {
         Target::Append(id) => append(tx, member, id).await,
-        Target::Start { kind, turn_id } => {
-            add_message(tx, &member.session, turn_id.as_ref(), *kind, &member.text, json!({}))
+        Target::Start { id, kind, turn_id } => {
+            let session = &member.session;
+            add_message_as(tx, id, session, turn_id.as_ref(), *kind, &member.text, json!({}))
                 .await
                 .map(|m| m.id)
         }
@@ -140,4 +332,227 @@ async fn append(tx: &mut WriteTx, member: &Member, id: &MessageId) -> Result<Mes
     let appended = tx.append_message(id, &member.text).await?;
     publish::message_appended(tx, &member.session, &appended, &member.text).await?;
     Ok(appended.id)
+}
+
+/// Waits for `answer`, as the error type of the engine.
+pub(crate) async fn answered(answer: Answer) -> Result<MessageId> {
+    match answer.await {
+        Ok(done) => done.map_err(EngineError::Unavailable),
+        Err(_) => Err(EngineError::Unavailable("the streamed text was not written".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kandev_domain::transcript::{MessageKind, Session};
+    use kandev_domain::workflow::{StepSpec, WorkflowSpec};
+    use kandev_domain::{MessageId, SessionId, WorkspaceId};
+    use kandev_store::{Event, Location, NewTask, SearchKinds, SearchPage, Store};
+    use tokio::sync::{broadcast, oneshot};
+
+    use super::{Member, Outcome, StreamWriter, Target, answered, write_group};
+
+    /// A store (a real file) with two sessions of one task.
+    async fn fixture() -> (tempfile::TempDir, Store, Session, Session) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap();
+        let mut tx = store.begin_write().await.unwrap();
+        let workspace = tx.insert_workspace("w").await.unwrap();
+        let spec = WorkflowSpec {
+            name: "b".into(),
+            description: String::new(),
+            steps: vec![StepSpec::named("s")],
+        };
+        let workflow = tx.insert_workflow(&workspace.id, &spec, None).await.unwrap();
+        let new = NewTask {
+            workflow_id: workflow.id.clone(),
+            step_id: workflow.steps[0].id.clone(),
+            title: "t".into(),
+            description: String::new(),
+            repository_ids: vec![],
+            agent_profile_id: None,
+        };
+        let task = tx.insert_task(&new, "test").await.unwrap();
+        let one = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
+        let two = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
+        tx.commit().await.unwrap();
+        (dir, store, one, two)
+    }
+
+    fn start(store: &Store, kind: MessageKind) -> Target {
+        Target::Start { id: store.new_message_id(), kind, turn_id: None }
+    }
+
+    fn member(
+        session: &Session,
+        target: &Target,
+        text: &str,
+    ) -> (Member, oneshot::Receiver<Outcome>) {
+        let (reply, answer) = oneshot::channel();
+        let member = Member {
+            session: session.clone(),
+            target: target.clone(),
+            text: text.to_owned(),
+            replies: vec![reply],
+        };
+        (member, answer)
+    }
+
+    /// Every event published so far: `(seq, action, message id, delta or content)`.
+    fn published(events: &mut broadcast::Receiver<Event>) -> Vec<(i64, String, String, String)> {
+        let mut out = vec![];
+        while let Ok(event) = events.try_recv() {
+            let p = &event.payload;
+            let (id, text) = match event.action.as_str() {
+                "session.message.added" => (&p["message"]["id"], &p["message"]["content"]),
+                _ => (&p["message_id"], &p["delta"]),
+            };
+            let (id, text) = (id.as_str().unwrap_or_default(), text.as_str().unwrap_or_default());
+            out.push((event.seq, event.action, id.to_owned(), text.to_owned()));
+        }
+        out
+    }
+
+    async fn task_workspace(store: &Store, session: &Session) -> WorkspaceId {
+        store.get_task(&session.task_id).await.unwrap().workspace_id
+    }
+
+    async fn content(store: &Store, target: &Target) -> String {
+        store.get_message(target.message()).await.unwrap().content
+    }
+
+    #[tokio::test]
+    async fn i15_a1_an_append_to_a_missing_message_fails_alone_and_the_group_is_stored() {
+        let (_dir, store, one, two) = fixture().await;
+        let mut events = store.subscribe();
+        let (a, b) = (start(&store, MessageKind::Agent), start(&store, MessageKind::Thought));
+        let gone = Target::Append(MessageId::new("no-such-message"));
+        let appended = Target::Append(a.message().clone());
+        let (members, answers): (Vec<_>, Vec<_>) = [
+            member(&one, &a, "hello"),
+            member(&two, &b, "thinking"),
+            member(&one, &gone, "lost"),
+            member(&one, &appended, " world"),
+        ]
+        .into_iter()
+        .unzip();
+        write_group(&store, members).await;
+        let mut outcomes = vec![];
+        for answer in answers {
+            outcomes.push(answer.await.unwrap());
+        }
+        assert!(outcomes[2].as_ref().is_err_and(|e| e.contains("not found")), "{outcomes:?}");
+        assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 3, "{outcomes:?}");
+        assert_eq!(content(&store, &a).await, "hello world");
+        assert_eq!(content(&store, &b).await, "thinking");
+        let told = published(&mut events);
+        let actions: Vec<&str> = told.iter().map(|t| t.1.as_str()).collect();
+        assert_eq!(
+            actions,
+            ["session.message.added", "session.message.added", "session.message.updated"]
+        );
+        assert!(told.windows(2).all(|w| w[1].0 == w[0].0 + 1), "consecutive seqs: {told:?}");
+        assert_eq!(told[2].3, " world");
+        // A message's seq is its announcement's, and the next write numbers on from the batch.
+        let stored = store.get_message(a.message()).await.unwrap();
+        assert_eq!(stored.seq, told[0].0);
+        assert_eq!(store.last_seq().await.unwrap(), told[2].0);
+
+        // The appended text is searchable once the session's next message ends its stream.
+        let kinds = SearchKinds { tasks: false, messages: true };
+        let hits = |page: SearchPage| page.hits.len();
+        let workspace = task_workspace(&store, &one).await;
+        let search = || store.search(&workspace, "world", kinds, 10, 0);
+        assert_eq!(hits(search().await.unwrap()), 0, "still streaming: not indexed yet");
+        let next = start(&store, MessageKind::Agent);
+        let (member, answer) = member(&one, &next, "next");
+        write_group(&store, vec![member]).await;
+        answer.await.unwrap().unwrap();
+        assert_eq!(hits(search().await.unwrap()), 1, "folded with the next message");
+        assert_eq!(content(&store, &a).await, "hello world");
+    }
+
+    #[tokio::test]
+    async fn i15_a1_a_member_failing_in_the_database_costs_only_itself() {
+        let (_dir, store, one, two) = fixture().await;
+        let mut events = store.subscribe();
+        // A session deleted meanwhile: its new message breaks the foreign key, so the batch
+        // fails and its members are written one by one.
+        let mut gone = two.clone();
+        gone.id = SessionId::new("deleted-session");
+        let (a, b) = (start(&store, MessageKind::Agent), start(&store, MessageKind::Agent));
+        let appended = Target::Append(a.message().clone());
+        let (members, answers): (Vec<_>, Vec<_>) =
+            [member(&one, &a, "one"), member(&gone, &b, "never"), member(&one, &appended, " two")]
+                .into_iter()
+                .unzip();
+        write_group(&store, members).await;
+        let mut outcomes = vec![];
+        for answer in answers {
+            outcomes.push(answer.await.unwrap());
+        }
+        assert!(outcomes[0].is_ok() && outcomes[2].is_ok(), "{outcomes:?}");
+        assert!(outcomes[1].is_err(), "{outcomes:?}");
+        assert_eq!(content(&store, &a).await, "one two");
+        assert!(store.get_message(b.message()).await.is_err(), "the failed member left nothing");
+        let told = published(&mut events);
+        let texts: Vec<&str> = told.iter().map(|t| t.3.as_str()).collect();
+        assert_eq!(texts, ["one", " two"], "only what was stored is told: {told:?}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn i15_a1_pipelined_writes_are_stored_and_told_in_submission_order() {
+        let (_dir, store, one, two) = fixture().await;
+        let mut events = store.subscribe();
+        let writer = StreamWriter::default();
+        // Two sessions submit without waiting: per session, messages of alternating kinds
+        // with appends, as an agent interleaving text and thoughts streams them.
+        let mut expected: Vec<(Session, Vec<(Target, String)>)> = vec![];
+        let mut answers = vec![];
+        for session in [&one, &two] {
+            expected.push((session.clone(), vec![]));
+        }
+        for round in 0..200 {
+            for (session, messages) in expected.iter_mut() {
+                let kind = if round % 20 < 10 { MessageKind::Agent } else { MessageKind::Thought };
+                let text = format!("<{round}>");
+                let target = match messages.last_mut() {
+                    Some((Target::Start { kind: k, id, .. }, stored)) if *k == kind => {
+                        stored.push_str(&text);
+                        Target::Append(id.clone())
+                    }
+                    _ => {
+                        let target = start(&store, kind);
+                        messages.push((target.clone(), text.clone()));
+                        target
+                    }
+                };
+                answers.push(writer.submit(&store, session, target, text));
+            }
+            if round % 50 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        for answer in answers {
+            answered(answer).await.unwrap();
+        }
+        let told = published(&mut events);
+        assert!(told.windows(2).all(|w| w[0].0 < w[1].0), "published in seq order");
+        assert!(told.len() < 400, "later text joined queued writes: {} events", told.len());
+        for (session, messages) in &expected {
+            let listed = store.list_messages(&session.id, None, None, 1000).await.unwrap();
+            let stored: Vec<(String, String)> =
+                listed.iter().map(|m| (m.id.to_string(), m.content.clone())).collect();
+            let want: Vec<(String, String)> =
+                messages.iter().map(|(t, text)| (t.message().to_string(), text.clone())).collect();
+            assert_eq!(stored, want, "in order, each message whole");
+            // What was told of each message, in order, is what was stored.
+            for (target, text) in messages {
+                let id = target.message().as_str();
+                let of_it: String =
+                    told.iter().filter(|t| t.2 == id).map(|t| t.3.as_str()).collect();
+                assert_eq!(&of_it, text);
+            }
+        }
+    }
 }

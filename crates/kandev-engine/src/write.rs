@@ -4,10 +4,10 @@
 //! reconciliation all write through here.
 
 use kandev_api_types::{Notification, SessionEvent};
-use kandev_domain::TurnId;
 use kandev_domain::notify::NotificationKind;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{Message, MessageKind, Session};
+use kandev_domain::{MessageId, TurnId};
 use kandev_store::{NewMessage, SessionUpdate, WriteTx};
 
 use crate::error::{EngineError, Result};
@@ -70,6 +70,31 @@ pub(crate) async fn add_message(
     content: &str,
     metadata: serde_json::Value,
 ) -> Result<Message> {
+    insert_and_announce(tx, None, session, turn_id, kind, content, metadata).await
+}
+
+/// [`add_message`] with the message's id chosen before (streamed text: `stream.rs`).
+pub(crate) async fn add_message_as(
+    tx: &mut WriteTx,
+    id: &MessageId,
+    session: &Session,
+    turn_id: Option<&TurnId>,
+    kind: MessageKind,
+    content: &str,
+    metadata: serde_json::Value,
+) -> Result<Message> {
+    insert_and_announce(tx, Some(id), session, turn_id, kind, content, metadata).await
+}
+
+async fn insert_and_announce(
+    tx: &mut WriteTx,
+    id: Option<&MessageId>,
+    session: &Session,
+    turn_id: Option<&TurnId>,
+    kind: MessageKind,
+    content: &str,
+    metadata: serde_json::Value,
+) -> Result<Message> {
     let new = NewMessage {
         session_id: session.id.clone(),
         turn_id: turn_id.cloned(),
@@ -78,7 +103,10 @@ pub(crate) async fn add_message(
         metadata: metadata.to_string(),
         client_message_id: None,
     };
-    let message = tx.insert_message(&new).await?;
+    let message = match id {
+        Some(id) => tx.insert_message_as(id, &new).await?,
+        None => tx.insert_message(&new).await?,
+    };
     publish::message_added(tx, session, &message).await?;
     Ok(message)
 }

@@ -79,6 +79,42 @@ impl crate::WriteTx {
         Ok(seq)
     }
 
+    /// Appends several notifications to the log in one statement, numbered consecutively
+    /// from [`WriteTx::next_seq`] in the order given (so a caller that numbered them from
+    /// `next_seq` knows each one's seq); published when the transaction commits. Returns the
+    /// first seq.
+    pub async fn emit_batch(
+        &mut self,
+        events: Vec<(Topic, String, serde_json::Value)>,
+    ) -> Result<i64> {
+        let first = self.next_seq().await?;
+        if events.is_empty() {
+            return Ok(first);
+        }
+        let now = self.now();
+        let rows: Vec<(i64, &str, &str, String)> = events
+            .iter()
+            .zip(first..)
+            .map(|((topic, action, payload), seq)| {
+                (seq, topic.as_str(), action.as_str(), payload.to_string())
+            })
+            .collect();
+        // Explicit seqs above the highest one: AUTOINCREMENT records the largest in
+        // `sqlite_sequence`, so `next_seq` stays exact.
+        sqlx::query(
+            "INSERT INTO events (seq, topic, action, payload, created_at) \
+             SELECT value->>0, value->>1, value->>2, value->>3, ? FROM json_each(?)",
+        )
+        .bind(now.millis())
+        .bind(crate::messages::json_rows(&rows)?)
+        .execute(self.conn())
+        .await?;
+        for ((topic, action, payload), seq) in events.into_iter().zip(first..) {
+            self.publish_on_commit(Event { seq, topic, action, payload, created_at: now });
+        }
+        Ok(first)
+    }
+
     /// The `seq` the next emitted event will get (writes are serialized, so it is exact).
     pub async fn next_seq(&mut self) -> Result<i64> {
         Ok(highest_seq(self.db()).await? + 1)

@@ -7,6 +7,8 @@
 //! Reads see `content` followed by the chunks; [`WriteTx::fold_messages`] moves a session's
 //! chunks into `content` once its stream ends (which also makes the text searchable).
 
+use std::collections::HashMap;
+
 use kandev_domain::transcript::{Message, MessageKind};
 use kandev_domain::{MessageId, SessionId, Timestamp, TurnId};
 use sqlx::FromRow;
@@ -43,6 +45,16 @@ pub struct Appended {
     pub kind: MessageKind,
     /// The message's length in bytes after the append.
     pub length: u64,
+}
+
+/// A streamed chunk to store ([`WriteTx::insert_chunks`]): `end_len` is the message's length
+/// in bytes after it (the caller knows it from [`WriteTx::stream_heads`] and the chunks before).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewChunk<'a> {
+    pub message_id: &'a MessageId,
+    pub session_id: &'a SessionId,
+    pub delta: &'a str,
+    pub end_len: u64,
 }
 
 #[derive(FromRow)]
@@ -92,6 +104,12 @@ async fn get(mut db: Db<'_>, id: &str) -> Result<Message> {
 }
 
 impl Store {
+    /// A fresh message id, for a message a writer announces before it is stored
+    /// ([`WriteTx::insert_message_as`]).
+    pub fn new_message_id(&self) -> MessageId {
+        MessageId::new(self.ids.next_id())
+    }
+
     /// Messages in `seq` order: after `after_seq`, before `before_seq` (newest page when only
     /// `before_seq` is given), at most `limit`.
     pub async fn list_messages(
@@ -158,15 +176,21 @@ impl WriteTx {
     /// Inserts a message whose `seq` is the seq of the event that will announce it; the
     /// caller emits that event next.
     pub async fn insert_message(&mut self, new: &NewMessage) -> Result<Message> {
+        let id = MessageId::new(self.new_id());
+        self.insert_message_as(&id, new).await
+    }
+
+    /// [`WriteTx::insert_message`] with an id chosen before ([`Store::new_message_id`]).
+    pub async fn insert_message_as(&mut self, id: &MessageId, new: &NewMessage) -> Result<Message> {
         // Only a session's newest message streams: the ones before it are complete.
         self.fold_messages(&new.session_id).await?;
-        let (id, now) = (self.new_id(), self.now().millis());
+        let (id, now) = (id.as_str(), self.now().millis());
         let seq = self.next_seq().await?;
         sqlx::query(
             "INSERT INTO messages (id, session_id, turn_id, seq, kind, content, metadata, client_message_id, \
              created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
-        .bind(&id)
+        .bind(id)
         .bind(new.session_id.as_str())
         .bind(new.turn_id.as_ref().map(|t| t.as_str()))
         .bind(seq)
@@ -178,7 +202,143 @@ impl WriteTx {
         .bind(now)
         .execute(self.conn())
         .await?;
-        get(self.db(), &id).await
+        get(self.db(), id).await
+    }
+
+    /// Inserts several messages in one statement (a group commit of streamed text), each
+    /// with the id and `seq` given (its `seq` is the seq of the event the caller emits for
+    /// it; see [`WriteTx::emit_batch`]). Unlike [`WriteTx::insert_message`] it folds nothing:
+    /// the caller folds once for the group ([`WriteTx::fold_sessions_except`]). Returns the
+    /// messages as stored, built without reading them back.
+    pub async fn insert_messages(
+        &mut self,
+        rows: &[(MessageId, i64, NewMessage)],
+    ) -> Result<Vec<Message>> {
+        if rows.is_empty() {
+            return Ok(vec![]);
+        }
+        let now = self.now();
+        let json: Vec<_> = rows
+            .iter()
+            .map(|(id, seq, m)| {
+                (
+                    id.as_str(),
+                    m.session_id.as_str(),
+                    m.turn_id.as_ref().map(|t| t.as_str()),
+                    seq,
+                    m.kind.as_str(),
+                    &m.content,
+                    &m.metadata,
+                    &m.client_message_id,
+                )
+            })
+            .collect();
+        sqlx::query(
+            "INSERT INTO messages (id, session_id, turn_id, seq, kind, content, metadata, \
+             client_message_id, created_at, updated_at) \
+             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
+             value->>7, ?2, ?2 FROM json_each(?1)",
+        )
+        .bind(json_rows(&json)?)
+        .bind(now.millis())
+        .execute(self.conn())
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|(id, seq, m)| Message {
+                id: id.clone(),
+                session_id: m.session_id.clone(),
+                turn_id: m.turn_id.clone(),
+                seq: *seq,
+                kind: m.kind,
+                content: m.content.clone(),
+                metadata: m.metadata.clone(),
+                client_message_id: m.client_message_id.clone(),
+                created_at: now,
+                updated_at: now,
+            })
+            .collect())
+    }
+
+    /// What appending to each of `ids` needs to know (its session, seq, kind and length), in
+    /// one query; a message that does not exist is missing from the answer.
+    pub async fn stream_heads(
+        &mut self,
+        ids: &[&MessageId],
+    ) -> Result<HashMap<MessageId, Appended>> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let list: Vec<&str> = ids.iter().map(|id| id.as_str()).collect();
+        let rows: Vec<(String, String, i64, String, i64)> = sqlx::query_as(
+            "SELECT m.id, m.session_id, m.seq, m.kind, COALESCE((SELECT c.end_len \
+             FROM message_chunks c WHERE c.message_id = m.id ORDER BY c.id DESC LIMIT 1), \
+             length(CAST(m.content AS BLOB))) FROM messages m \
+             WHERE m.id IN (SELECT value FROM json_each(?))",
+        )
+        .bind(json_rows(&list)?)
+        .fetch_all(self.conn())
+        .await?;
+        rows.into_iter()
+            .map(|(id, session_id, seq, kind, length)| {
+                let kind = MessageKind::parse(&kind)
+                    .ok_or_else(|| StoreError::Corrupt(format!("message {id} kind {kind:?}")))?;
+                let id = MessageId::new(id);
+                let head = Appended {
+                    id: id.clone(),
+                    session_id: SessionId::new(session_id),
+                    seq,
+                    kind,
+                    length: u64::try_from(length).unwrap_or_default(),
+                };
+                Ok((id, head))
+            })
+            .collect()
+    }
+
+    /// Stores streamed chunks in one statement, in order (see [`NewChunk`]).
+    pub async fn insert_chunks(&mut self, chunks: &[NewChunk<'_>]) -> Result<()> {
+        if chunks.is_empty() {
+            return Ok(());
+        }
+        let json: Vec<_> = chunks
+            .iter()
+            .map(|c| (c.message_id.as_str(), c.session_id.as_str(), c.delta, c.end_len))
+            .collect();
+        sqlx::query(
+            "INSERT INTO message_chunks (message_id, session_id, delta, end_len) \
+             SELECT value->>0, value->>1, value->>2, value->>3 FROM json_each(?)",
+        )
+        .bind(json_rows(&json)?)
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
+    /// Folds the chunks of every message of `sessions` except `keep` (the messages still
+    /// streaming), in two statements for all of them.
+    pub async fn fold_sessions_except(
+        &mut self,
+        sessions: &[&SessionId],
+        keep: &[&MessageId],
+    ) -> Result<()> {
+        if sessions.is_empty() {
+            return Ok(());
+        }
+        let sessions: Vec<&str> = sessions.iter().map(|s| s.as_str()).collect();
+        let keep: Vec<&str> = keep.iter().map(|id| id.as_str()).collect();
+        let (sessions, keep) = (json_rows(&sessions)?, json_rows(&keep)?);
+        let chosen = "session_id IN (SELECT value FROM json_each(?1)) \
+             AND message_id NOT IN (SELECT value FROM json_each(?2))";
+        let update = format!(
+            "UPDATE messages SET content = content || (SELECT group_concat(c.delta, '' ORDER BY c.id) \
+             FROM message_chunks c WHERE c.message_id = messages.id) \
+             WHERE id IN (SELECT DISTINCT message_id FROM message_chunks WHERE {chosen})"
+        );
+        sqlx::query(&update).bind(&sessions).bind(&keep).execute(self.conn()).await?;
+        let delete = format!("DELETE FROM message_chunks WHERE {chosen}");
+        sqlx::query(&delete).bind(&sessions).bind(&keep).execute(self.conn()).await?;
+        Ok(())
     }
 
     /// Appends text to a message at a cost independent of its length: one chunk row, whose
@@ -278,6 +438,12 @@ impl WriteTx {
             .map(Message::try_from)
             .transpose()
     }
+}
+
+/// `rows` as one JSON array, for the statements that take many rows in one parameter
+/// (`json_each`): one statement text whatever the number of rows, so it is prepared once.
+pub(crate) fn json_rows<T: serde::Serialize>(rows: &T) -> Result<String> {
+    serde_json::to_string(rows).map_err(|e| StoreError::Corrupt(format!("rows as JSON: {e}")))
 }
 
 /// Folds the chunks of one session's messages (or of all messages) into `content`.

@@ -185,6 +185,25 @@ fn like_pattern(text: &str) -> String {
 
 // ---------------------------------------------------------------- reads
 
+/// The query of [`Store::list_tasks`] for `filter` (its parameters bound in field order).
+fn list_sql(filter: &TaskFilter) -> String {
+    let mut sql = format!("{TASK_SELECT} JOIN workflow_steps s ON s.id = t.step_id WHERE 1 = 1");
+    if filter.workflow_id.is_some() {
+        sql.push_str(" AND t.workflow_id = ?");
+    }
+    if filter.step_id.is_some() {
+        sql.push_str(" AND t.step_id = ?");
+    }
+    if filter.query.is_some() {
+        sql.push_str(" AND (t.title LIKE ? ESCAPE '\\' OR t.description LIKE ? ESCAPE '\\')");
+    }
+    if !filter.include_archived {
+        sql.push_str(" AND t.archived_at IS NULL");
+    }
+    sql.push_str(" ORDER BY s.position, t.position, t.created_at, t.id LIMIT ? OFFSET ?");
+    sql
+}
+
 /// The task `id`, or `NotFound`.
 async fn get(mut db: Db<'_>, id: &str) -> Result<Task> {
     let sql = format!("{TASK_SELECT} WHERE t.id = ?");
@@ -247,21 +266,7 @@ impl Store {
 
     /// Tasks in board order; see [`TaskFilter`].
     pub async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
-        let mut sql =
-            format!("{TASK_SELECT} JOIN workflow_steps s ON s.id = t.step_id WHERE 1 = 1");
-        if filter.workflow_id.is_some() {
-            sql.push_str(" AND t.workflow_id = ?");
-        }
-        if filter.step_id.is_some() {
-            sql.push_str(" AND t.step_id = ?");
-        }
-        if filter.query.is_some() {
-            sql.push_str(" AND (t.title LIKE ? ESCAPE '\\' OR t.description LIKE ? ESCAPE '\\')");
-        }
-        if !filter.include_archived {
-            sql.push_str(" AND t.archived_at IS NULL");
-        }
-        sql.push_str(" ORDER BY s.position, t.position, t.created_at, t.id LIMIT ? OFFSET ?");
+        let sql = list_sql(filter);
         let mut query = sqlx::query_as::<_, TaskRow>(&sql);
         if let Some(id) = &filter.workflow_id {
             query = query.bind(id.as_str());
@@ -736,10 +741,36 @@ impl WriteTx {
 
 #[cfg(test)]
 mod tests {
-    use super::like_pattern;
+    use kandev_domain::WorkflowId;
+
+    use super::{TaskFilter, like_pattern, list_sql};
+    use crate::Store;
 
     #[test]
     fn like_pattern_escapes_wildcards() {
         assert_eq!(like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
+    }
+
+    #[tokio::test]
+    async fn i15_a4_the_board_list_reads_repositories_in_order_from_their_covering_index() {
+        let store = Store::in_memory().await.unwrap();
+        let filter = TaskFilter {
+            workflow_id: Some(WorkflowId::new("w")),
+            limit: 2000,
+            ..TaskFilter::default()
+        };
+        let rows: Vec<(i64, i64, i64, String)> =
+            sqlx::query_as(&format!("EXPLAIN QUERY PLAN {}", list_sql(&filter)))
+                .bind("w")
+                .bind(2000)
+                .bind(0)
+                .fetch_all(&store.read)
+                .await
+                .unwrap();
+        let plan = rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n");
+        assert!(plan.contains("COVERING INDEX task_repositories_in_order"), "{plan}");
+        assert!(plan.contains("tasks_by_board"), "{plan}");
+        // One sort for the whole board (by step position), none per task.
+        assert_eq!(plan.matches("TEMP B-TREE").count(), 1, "{plan}");
     }
 }

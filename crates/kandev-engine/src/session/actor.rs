@@ -35,7 +35,7 @@ impl SessionActor {
             };
             let Some(command) = next else { break };
             if !command.is_stream_chunk() {
-                self.flush_text().await;
+                self.settle_text().await;
             }
             match command {
                 Command::Delete { reply } => {
@@ -56,7 +56,7 @@ impl SessionActor {
                 other => self.handle(other).await,
             }
         }
-        self.flush_text().await;
+        self.settle_text().await;
         self.stop_execution(true).await;
     }
 

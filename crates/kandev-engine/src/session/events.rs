@@ -11,10 +11,11 @@ use kandev_api_types::{Notification, SessionEvent};
 use kandev_domain::transcript::{Message, MessageKind};
 use kandev_store::{SessionUpdate as Update, TurnUsagePart, WriteTx};
 use serde_json::{Value, json};
+use tokio::sync::oneshot;
 
-use crate::error::Result;
-use crate::session::state::{Output, PendingText, SessionActor};
-use crate::stream::Target;
+use crate::error::{EngineError, Result};
+use crate::session::state::{Output, PendingText, SessionActor, Submitted};
+use crate::stream::{self, Target};
 use crate::write::add_message;
 use crate::{files, publish};
 
@@ -22,6 +23,9 @@ use crate::{files, publish};
 const COALESCE_WINDOW: std::time::Duration = std::time::Duration::from_millis(5);
 /// Pending text this large is written at once.
 const COALESCE_LIMIT: usize = 64 * 1024;
+/// At most this many submissions of streamed text wait for their answers; past it the session
+/// waits for the oldest (the writer is far behind: the agent's pipe fills and slows it down).
+const SUBMITTED_LIMIT: usize = 256;
 
 fn text_of(content: &ContentBlock) -> String {
     match content {
@@ -258,31 +262,68 @@ impl SessionActor {
         Ok(())
     }
 
-    /// Writes the pending text: appended to the message being streamed, or a new message
-    /// when the kind changed. One write shared with other sessions' (`stream.rs`), one
-    /// `session.message.updated` carrying the whole coalesced delta, sent after the commit.
+    /// Hands the pending text to the group writer (`stream.rs`) without waiting for it to be
+    /// stored: appended to the message being streamed, or a new message (its id chosen here,
+    /// so later text can follow it at once) when the kind changed. It becomes one
+    /// `session.message.updated` (or `added`) carrying the whole coalesced delta, sent after
+    /// the commit. Answers are looked at as they come ([`Self::settle_text`] waits for all).
     pub(super) async fn flush_text(&mut self) {
         let Some(PendingText { kind, text, .. }) = self.pending.take() else { return };
         let current =
             self.phase.turn().and_then(|t| t.streaming.clone()).filter(|(k, _)| *k == kind);
         let target = match current {
             Some((_, id)) => Target::Append(id),
-            None => Target::Start { kind, turn_id: self.phase.turn().map(|t| t.id.clone()) },
-        };
-        let started = matches!(target, Target::Start { .. });
-        let written =
-            self.inner.streams.write(&self.inner.store, &self.session, target, text).await;
-        match written {
-            // Only once committed (a full disk can fail the commit): later chunks must not
-            // append to a message that was never saved.
-            Ok(id) if started => {
+            None => {
+                let id = self.inner.store.new_message_id();
+                let turn_id = self.phase.turn().map(|t| t.id.clone());
                 if let Some(turn) = self.phase.turn_mut() {
-                    turn.streaming = Some((kind, id));
+                    turn.streaming = Some((kind, id.clone()));
                 }
+                Target::Start { id, kind, turn_id }
             }
-            Ok(_) => {}
-            Err(err) => {
+        };
+        let message = target.message().clone();
+        let answer = self.inner.streams.submit(&self.inner.store, &self.session, target, text);
+        self.submitted.push_back(Submitted { message, answer });
+        self.reap_text(false).await;
+    }
+
+    /// Writes the pending text and waits until all this session's streamed text is stored:
+    /// before any other write of the session, so its writes keep their order.
+    pub(super) async fn settle_text(&mut self) {
+        self.flush_text().await;
+        self.reap_text(true).await;
+    }
+
+    /// Takes the answers of submitted text: every one when `wait`, otherwise those in
+    /// already (and the oldest ones while more than [`SUBMITTED_LIMIT`] wait).
+    async fn reap_text(&mut self, wait: bool) {
+        while !self.submitted.is_empty() {
+            let result = if wait || self.submitted.len() > SUBMITTED_LIMIT {
+                let Some(Submitted { message, answer }) = self.submitted.pop_front() else { break };
+                (message, stream::answered(answer).await)
+            } else {
+                let Some(front) = self.submitted.front_mut() else { break };
+                let outcome = match front.answer.try_recv() {
+                    Err(oneshot::error::TryRecvError::Empty) => break,
+                    Ok(outcome) => outcome.map_err(EngineError::Unavailable),
+                    Err(oneshot::error::TryRecvError::Closed) => {
+                        Err(EngineError::Unavailable("the streamed text was not written".into()))
+                    }
+                };
+                let Some(Submitted { message, .. }) = self.submitted.pop_front() else { break };
+                (message, outcome)
+            };
+            if let (message, Err(err)) = result {
                 tracing::error!(session = %self.session.id, error = %err, "writing streamed text failed");
+                // Later text must not be appended to a message that was never stored (a full
+                // disk can fail a commit): it starts a new one.
+                let streaming_it = |t: &&mut crate::session::state::Turn| {
+                    t.streaming.as_ref().is_some_and(|(_, id)| *id == message)
+                };
+                if let Some(turn) = self.phase.turn_mut().filter(streaming_it) {
+                    turn.streaming = None;
+                }
             }
         }
     }

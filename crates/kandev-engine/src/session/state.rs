@@ -39,6 +39,9 @@ pub(crate) struct SessionActor {
     pub last_active: Instant,
     /// Streamed text received but not written yet (coalesced: `events.rs`).
     pub pending: Option<PendingText>,
+    /// Streamed text handed to the group writer whose answer has not been seen yet, oldest
+    /// first (`events.rs`).
+    pub submitted: VecDeque<Submitted>,
     /// The agent's ACP terminals (`terminals.rs`).
     pub terminals: AgentTerminals,
 }
@@ -49,6 +52,13 @@ pub(crate) struct PendingText {
     pub kind: MessageKind,
     pub text: String,
     pub due: Instant,
+}
+
+/// Streamed text handed to the group writer (`crate::stream`), not known to be stored yet.
+pub(crate) struct Submitted {
+    /// The message it went to.
+    pub message: MessageId,
+    pub answer: crate::stream::Answer,
 }
 
 /// The session's agent terminals, by id (their handling: `terminals.rs`).
@@ -422,6 +432,7 @@ impl SessionActor {
             ended: CancellationToken::new(),
             last_active: Instant::now(),
             pending: None,
+            submitted: VecDeque::new(),
             terminals: AgentTerminals::default(),
         }
     }
