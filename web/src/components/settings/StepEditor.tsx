@@ -80,7 +80,7 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
             {'{{task_prompt}}'} is replaced by the task's title and description, {'{{prompt:name}}'} by the saved prompt
             name (Settings › Prompts)
           </span>
-          <textarea rows={3} value={step.prompt} onChange={(e) => set('prompt', e.target.value)} />
+          <textarea rows={3} aria-label="Prompt" value={step.prompt} onChange={(e) => set('prompt', e.target.value)} />
         </label>
         <div className="row checks">
           <label className="check">
