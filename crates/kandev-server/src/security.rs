@@ -75,20 +75,18 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
         request.extensions_mut().insert(Identity::open());
         return next.run(request).await;
     }
-    // Token guesses are limited before the token is even compared, so a guesser learns
-    // nothing while limited.
-    if let Err(wait) = state.auth_limiter().check(client) {
-        return too_many_guesses(wait, false);
-    }
+    // The caller is identified first; only a failed check (or the guessable server token)
+    // consults the guess limiter, so others' wrong guesses never lock out a login session or
+    // a personal token.
     match identify(&state, token.as_deref(), accounts, request.headers()).await {
-        Ok(Some(identity)) => {
-            request.extensions_mut().insert(identity);
-            next.run(request).await
-        }
-        Ok(None) => {
-            // A request without any token is not a guess (a first page load, say).
-            if presented_token(request.headers()).is_some() {
-                state.auth_limiter().failed(client);
+        Ok(found) => {
+            let presented = presented_token(request.headers()).is_some();
+            if let Err(wait) = gate(state.auth_limiter(), client, found.as_ref(), presented) {
+                return too_many_guesses(wait, false);
+            }
+            if let Some(identity) = found {
+                request.extensions_mut().insert(identity);
+                return next.run(request).await;
             }
             if wants_page(&request) {
                 return (StatusCode::SEE_OTHER, [(LOCATION, LOGIN_PATH)]).into_response();
@@ -99,6 +97,30 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
             tracing::error!(error = %err, "cannot check a request's credentials");
             ApiError::internal().into_response()
         }
+    }
+}
+
+/// What the guess limiter says about a request whose credentials were checked (`found`: who
+/// they name). A login session or a personal token (244 random bits, not guessable) always
+/// passes, whatever others guessed. The server token (chosen by a person, so guessable) passes
+/// only while `client` is not limited: a guesser must not see the one success. A failed check
+/// with a token (`presented`) is refused while limited, and otherwise counted; a request
+/// without any token is not a guess (a first page load, say).
+fn gate(
+    limiter: &AuthLimiter,
+    client: IpAddr,
+    found: Option<&Identity>,
+    presented: bool,
+) -> Result<(), Duration> {
+    match found {
+        Some(identity) if identity.via != AuthVia::ServerToken => Ok(()),
+        Some(_) => limiter.check(client),
+        None if presented => {
+            limiter.check(client)?;
+            limiter.failed(client);
+            Ok(())
+        }
+        None => Ok(()),
     }
 }
 
@@ -414,6 +436,34 @@ mod tests {
             limiter.failed(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i)));
         }
         assert!(limiter.check("10.9.9.9".parse().unwrap()).is_err());
+    }
+
+    /// Defect 1 of the issue 21 review: wrong tokens from everyone drain the limiter, yet a
+    /// login session and a personal token still get in; the server token and further wrong
+    /// tokens wait (paused time).
+    #[tokio::test(start_paused = true)]
+    async fn i21_d1_others_guesses_never_limit_sessions_or_personal_tokens() {
+        let limiter = AuthLimiter::default();
+        let proxy: IpAddr = "10.0.0.1".parse().unwrap();
+        for i in 0..60u32 {
+            limiter.failed(IpAddr::V4(Ipv4Addr::from(0x0a00_0100 + i)));
+        }
+        for _ in 0..10 {
+            limiter.failed(proxy);
+        }
+        let user = |via| Identity {
+            actor: Actor::User { id: "u1".into(), name: "alice".into() },
+            via,
+        };
+        assert_eq!(gate(&limiter, proxy, Some(&user(AuthVia::Session)), false), Ok(()));
+        assert_eq!(gate(&limiter, proxy, Some(&user(AuthVia::Token)), true), Ok(()));
+        let server = Identity { actor: Actor::ServerToken, via: AuthVia::ServerToken };
+        assert!(gate(&limiter, proxy, Some(&server), true).is_err(), "the guessable token waits");
+        assert!(gate(&limiter, proxy, None, true).is_err(), "a wrong token waits");
+        assert_eq!(gate(&limiter, proxy, None, false), Ok(()), "no token is no guess");
+        tokio::time::advance(PER_CLIENT_EVERY).await;
+        assert_eq!(gate(&limiter, proxy, None, true), Ok(()), "one more guess after a while");
+        assert!(gate(&limiter, proxy, None, true).is_err(), "and it was counted");
     }
 
     #[test]

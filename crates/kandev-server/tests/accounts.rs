@@ -236,3 +236,26 @@ async fn i21_a5_the_permission_answer_and_a_move_in_the_transcript_name_the_user
     assert_eq!(noted["metadata"]["by"], "alice");
     assert!(noted["content"].as_str().unwrap().starts_with("alice moved the task"), "{noted}");
 }
+
+/// Defect 1 of the issue 21 review: wrong bearer tokens from the same address (a proxy, or
+/// loopback) empty the guess limiter; the team's login sessions and personal tokens still get
+/// in, while further wrong tokens get 429.
+#[tokio::test]
+async fn i21_d1_wrong_tokens_never_lock_out_sessions_or_personal_tokens() {
+    let server = TestServer::start().await;
+    add_user(&server, "alice").await;
+    let cookie = login(&server, "alice").await;
+    let session = ("Cookie", cookie.as_str());
+    let (_, created) = act(&server, session, "user.token.create", json!({"name": "ci"})).await;
+    let bearer = format!("Bearer {}", created["secret"].as_str().unwrap());
+    let mut statuses = vec![];
+    for _ in 0..12 {
+        let guess = ("Authorization", "Bearer kdv_guess");
+        statuses.push(act(&server, guess, "workspace.list", json!({})).await.0);
+    }
+    assert_eq!(statuses.last(), Some(&429), "the guesser is limited: {statuses:?}");
+    assert_eq!(act(&server, session, "workspace.list", json!({})).await.0, 200, "session");
+    let token = ("Authorization", bearer.as_str());
+    assert_eq!(act(&server, token, "workspace.list", json!({})).await.0, 200, "personal token");
+    assert!(ws_status(&server, Some(("Cookie", &cookie))).await.is_ok(), "ws with the cookie");
+}
