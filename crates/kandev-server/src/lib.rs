@@ -64,6 +64,9 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let config = state.config().clone();
+    if let Ok(addr) = listener.local_addr() {
+        state.set_listening(addr);
+    }
     let limits = conn::Limits {
         max_connections: config.max_connections,
         read_timeout: config.read_timeout,

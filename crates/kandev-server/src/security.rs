@@ -62,7 +62,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
             return ApiError::internal().into_response();
         }
     };
-    if let Err(err) = check_browser(&state, &request, accounts) {
+    if let Err(err) = check_browser(&state, &request) {
         return err.into_response();
     }
     let client = client_ip(&request);
@@ -71,6 +71,16 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     let session_token = request.uri().path() == crate::MCP_PATH
         && crate::mcp::session_token(request.headers()).is_some();
     let token = state.config().token.clone();
+    if token.is_none() && !accounts && !session_token && !state.listens_on_loopback() {
+        // The last user was removed while the server listens beyond loopback without a token
+        // (`check_bind` only looked at startup): nobody is let in as the local person.
+        return ApiError::new(
+            ErrorCode::Unavailable,
+            "this server listens beyond loopback and has no users and no access token: add a \
+             user with `kandev user add <name>` (or restart it with --token)",
+        )
+        .into_response();
+    }
     if public || session_token || (token.is_none() && !accounts) {
         request.extensions_mut().insert(Identity::open());
         return next.run(request).await;
@@ -218,13 +228,14 @@ fn wants_page(request: &Request) -> bool {
 
 /// The checks against other web sites, before any token is looked at (so a foreign page's
 /// requests never count as failed guesses).
-fn check_browser(state: &AppState, request: &Request, accounts: bool) -> Result<(), ApiError> {
+fn check_browser(state: &AppState, request: &Request) -> Result<(), ApiError> {
     let headers = request.headers();
     check_fetch_site(request)?;
-    if state.config().token.is_none() && !accounts {
-        // Without a token or accounts only loopback host names are served (blocks DNS
-        // rebinding).
-        check_loopback_host(headers)?;
+    if state.listens_on_loopback() {
+        // On loopback only loopback host names are served, whether or not a token or users
+        // exist (blocks DNS rebinding), and the hosts of `--allowed-origin`s (a TLS proxy on
+        // the same machine that keeps the `Host` header).
+        check_loopback_host(headers, &state.config().allowed_origins)?;
     }
     check_origin(state, headers)
 }
@@ -289,11 +300,24 @@ fn is_loopback_name(host: &str) -> bool {
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-fn check_loopback_host(headers: &HeaderMap) -> Result<(), ApiError> {
+fn check_loopback_host(headers: &HeaderMap, allowed_origins: &[String]) -> Result<(), ApiError> {
+    let allowed = |host: &str| {
+        allowed_origins.iter().any(|origin| {
+            let origin = origin.trim_end_matches('/');
+            let authority = origin
+                .strip_prefix("https://")
+                .or_else(|| origin.strip_prefix("http://"))
+                .unwrap_or(origin);
+            authority.eq_ignore_ascii_case(host)
+        })
+    };
     match host_header(headers) {
-        Some(host) if !is_loopback_name(host_name(host)) => Err(ApiError::forbidden(
-            "this server only answers on loopback names such as 127.0.0.1 or localhost",
-        )),
+        Some(host) if !is_loopback_name(host_name(host)) && !allowed(host) => {
+            Err(ApiError::forbidden(
+                "this server only answers on loopback names such as 127.0.0.1 or localhost; \
+                 behind a proxy that keeps the host name, pass --allowed-origin https://<that name>",
+            ))
+        }
         _ => Ok(()),
     }
 }

@@ -1,6 +1,7 @@
 //! Shared server state handed to every handler.
 
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use kandev_engine::Engine;
@@ -82,6 +83,8 @@ struct Inner {
     auth_limiter: AuthLimiter,
     /// Wrong passwords per client address and name (`POST /login`).
     login_limiter: LoginLimiter,
+    /// The address `serve` listens on (unknown, as loopback, before it starts).
+    listening: OnceLock<SocketAddr>,
     /// Committed events as WebSocket frames, serialized once for every connection
     /// (`ws::fan_out` feeds it from the store).
     live: broadcast::Sender<Live>,
@@ -99,6 +102,7 @@ impl AppState {
             closing: CancellationToken::new(),
             auth_limiter: AuthLimiter::default(),
             login_limiter: LoginLimiter::default(),
+            listening: OnceLock::new(),
             live,
             tasks: TaskTracker::new(),
         };
@@ -119,6 +123,15 @@ impl AppState {
 
     pub(crate) fn login_limiter(&self) -> &LoginLimiter {
         &self.inner.login_limiter
+    }
+
+    pub(crate) fn set_listening(&self, addr: SocketAddr) {
+        let _ = self.inner.listening.set(addr);
+    }
+
+    /// Whether the server listens on a loopback address only (true before `serve` starts).
+    pub(crate) fn listens_on_loopback(&self) -> bool {
+        self.inner.listening.get().is_none_or(|addr| addr.ip().is_loopback())
     }
 
     pub fn closing(&self) -> &CancellationToken {

@@ -259,3 +259,53 @@ async fn i21_d1_wrong_tokens_never_lock_out_sessions_or_personal_tokens() {
     assert_eq!(act(&server, token, "workspace.list", json!({})).await.0, 200, "personal token");
     assert!(ws_status(&server, Some(("Cookie", &cookie))).await.is_ok(), "ws with the cookie");
 }
+
+/// Defect 2 of the issue 21 review: a server listening beyond loopback without a token, whose
+/// last user was removed while it ran, refuses every request with 503 saying to add a user
+/// (it used to let everyone in as the local person).
+#[tokio::test]
+async fn i21_d2_a_public_server_without_users_or_token_refuses_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_at("0.0.0.0:0", ServerConfig::default(), dir, |_| {}).await;
+    add_user(&server, "alice").await;
+    let cookie = login(&server, "alice").await;
+    assert_eq!(act(&server, ("Cookie", &cookie), "workspace.list", json!({})).await.0, 200);
+    let mut tx = server.store.begin_write().await.unwrap();
+    tx.delete_user("alice").await.unwrap();
+    tx.commit().await.unwrap();
+    let (status, body) = server.post("workspace.list", json!({})).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["code"], "UNAVAILABLE");
+    assert!(body["message"].as_str().unwrap().contains("kandev user add"), "{body}");
+    let page = browser().get(server.url("/")).header("Accept", "text/html").send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 503, "pages too");
+    assert!(ws_status(&server, None).await.unwrap_err().contains("503"));
+}
+
+/// Defect 5 of the issue 21 review: on loopback the `Host` check (DNS rebinding) stays on
+/// once users exist (or with a token), so a rebound page cannot use a session it somehow holds;
+/// the host of an `--allowed-origin` (a TLS proxy that keeps the name) is answered.
+#[tokio::test]
+async fn i21_d5_on_loopback_foreign_host_names_are_refused_with_users_too() {
+    let config = ServerConfig {
+        allowed_origins: vec!["https://kandev.example.com".into()],
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start_with(config, tempfile::tempdir().unwrap()).await;
+    add_user(&server, "alice").await;
+    let cookie = login(&server, "alice").await;
+    let with_host = |host: String| {
+        browser()
+            .post(server.url("/api/v1/workspace.list"))
+            .header(COOKIE, cookie.as_str())
+            .header("Host", host)
+            .json(&json!({}))
+            .send()
+    };
+    let port = server.addr.port();
+    let rebound = with_host(format!("evil.example:{port}")).await.unwrap();
+    assert_eq!(rebound.status().as_u16(), 403, "a rebound host name");
+    let proxied = with_host("kandev.example.com".into()).await.unwrap();
+    assert_eq!(proxied.status().as_u16(), 200, "the allowed origin's host");
+    assert_eq!(with_host(format!("localhost:{port}")).await.unwrap().status().as_u16(), 200);
+}

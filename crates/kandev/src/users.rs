@@ -30,9 +30,15 @@ pub enum UserCommand {
     Add { name: String },
     /// List the users.
     List,
-    /// Remove a user with their login sessions and tokens (with no user left, the server is
-    /// open again to whoever reaches it, as before accounts).
-    Remove { name: String },
+    /// Remove a user with their login sessions and tokens. The last user is kept unless
+    /// --force: with no user left a loopback server is open again to whoever reaches it, and a
+    /// server on another address without --token refuses every request until a user is added.
+    Remove {
+        name: String,
+        /// Remove the last user too.
+        #[arg(long)]
+        force: bool,
+    },
     /// Set a user's password; their login sessions end (their tokens stay).
     Passwd { name: String },
 }
@@ -57,13 +63,27 @@ pub async fn run(db: DatabaseArgs, command: UserCommand) -> Result<()> {
             }
             Ok(())
         }
-        UserCommand::Remove { name } => {
+        UserCommand::Remove { name, force } => {
+            let users = store.list_users().await?;
+            let last = users.len() == 1 && users.iter().any(|u| u.name == name.trim());
+            if last && !force {
+                store.close().await;
+                bail!(
+                    "{} is the last user: without users a server on loopback asks for no login \
+                     and one on another address refuses every request; add another user first, \
+                     or pass --force",
+                    name.trim()
+                );
+            }
             let mut tx = store.begin_write().await?;
             tx.delete_user(name.trim()).await?;
             tx.commit().await?;
             println!("removed user {}", name.trim());
             if !store.has_users().await? {
-                println!("no user is left: the server no longer asks for a login");
+                println!(
+                    "no user is left: on loopback the server no longer asks for a login; on \
+                     another address without --token it refuses requests until `kandev user add`"
+                );
             }
             Ok(())
         }

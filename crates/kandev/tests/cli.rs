@@ -159,3 +159,40 @@ fn commands_say_when_no_server_is_running() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("is `kandev serve` running?"));
 }
+
+/// Runs `kandev user …` on the database in `home`, with `stdin` as standard input.
+fn user_command(home: &std::path::Path, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(KANDEV)
+        .arg("user")
+        .args(args)
+        .env("KANDEV_HOME", home)
+        .env_remove("KANDEV_DATABASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Defect 2 of the issue 21 review: `kandev user remove` keeps the last user unless --force
+/// (removing it opens a loopback server and shuts a public one).
+#[test]
+fn i21_d2_user_remove_refuses_the_last_user_without_force() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    for name in ["alice", "bob"] {
+        stdout(&user_command(home, &["add", name], "correct horse battery\n"));
+    }
+    stdout(&user_command(home, &["remove", "bob"], ""));
+    let refused = user_command(home, &["remove", "alice"], "");
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("last user") && stderr.contains("--force"), "{stderr}");
+    assert!(stdout(&user_command(home, &["list"], "")).contains("alice"), "alice is kept");
+    let forced = stdout(&user_command(home, &["remove", "alice", "--force"], ""));
+    assert!(forced.contains("no user is left"), "{forced}");
+    assert!(!stdout(&user_command(home, &["list"], "")).contains("alice"));
+}
