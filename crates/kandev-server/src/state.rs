@@ -10,7 +10,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::accounts::LoginLimiter;
+use crate::accounts::{LoginLimiter, PasswordChecks};
 use crate::security::AuthLimiter;
 use crate::ws::Live;
 
@@ -83,6 +83,8 @@ struct Inner {
     auth_limiter: AuthLimiter,
     /// Wrong passwords per client address and name (`POST /login`).
     login_limiter: LoginLimiter,
+    /// Password checks running at once (`POST /login`).
+    password_checks: PasswordChecks,
     /// The address `serve` listens on (unknown, as loopback, before it starts).
     listening: OnceLock<SocketAddr>,
     /// Committed events as WebSocket frames, serialized once for every connection
@@ -102,6 +104,7 @@ impl AppState {
             closing: CancellationToken::new(),
             auth_limiter: AuthLimiter::default(),
             login_limiter: LoginLimiter::default(),
+            password_checks: PasswordChecks::default(),
             listening: OnceLock::new(),
             live,
             tasks: TaskTracker::new(),
@@ -123,6 +126,10 @@ impl AppState {
 
     pub(crate) fn login_limiter(&self) -> &LoginLimiter {
         &self.inner.login_limiter
+    }
+
+    pub(crate) fn password_checks(&self) -> &PasswordChecks {
+        &self.inner.password_checks
     }
 
     pub(crate) fn set_listening(&self, addr: SocketAddr) {

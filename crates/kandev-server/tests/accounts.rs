@@ -309,3 +309,17 @@ async fn i21_d5_on_loopback_foreign_host_names_are_refused_with_users_too() {
     assert_eq!(proxied.status().as_u16(), 200, "the allowed origin's host");
     assert_eq!(with_host(format!("localhost:{port}")).await.unwrap().status().as_u16(), 200);
 }
+
+/// Defect 4 of the issue 21 review: a name no user can have (here almost the 2 MB a form may
+/// carry) gets the same 401 page as an unknown name, after the same password check.
+#[tokio::test]
+async fn i21_d4_an_invalid_name_reads_like_an_unknown_one() {
+    let server = TestServer::start().await;
+    add_user(&server, "alice").await;
+    let huge = "a".repeat(1_900_000);
+    let invalid = login_as(&server, &huge, "guess").await;
+    let unknown = login_as(&server, "mallory", "guess").await;
+    assert_eq!((invalid.status().as_u16(), unknown.status().as_u16()), (401, 401));
+    assert_eq!(invalid.text().await.unwrap(), unknown.text().await.unwrap());
+    login(&server, "alice").await;
+}
