@@ -45,6 +45,9 @@ pub struct ServerConfig {
     pub retention: Retention,
     /// How often the event log is pruned.
     pub prune_interval: Duration,
+    /// Whether the login cookies carry `Secure` (the browser reaches the server over HTTPS,
+    /// through a TLS proxy).
+    pub cookie_secure: bool,
     /// Whether agents get Kandev's MCP server (a session token each) in `mcpServers`.
     pub mcp_for_agents: bool,
 }
@@ -64,6 +67,7 @@ impl Default for ServerConfig {
             retention: Retention::default(),
             prune_interval: Duration::from_secs(60),
             mcp_for_agents: true,
+            cookie_secure: false,
         }
     }
 }

@@ -274,9 +274,12 @@ async fn password_login(
     }
     tracing::info!(user = %user.name, "logged in");
     let max_age = SESSION_LIFETIME.as_secs();
+    let secure = secure(state);
     with_cookie(
         redirect("/"),
-        &format!("{SESSION_COOKIE}={secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}"),
+        &format!(
+            "{SESSION_COOKIE}={secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
+        ),
     )
 }
 
@@ -304,8 +307,10 @@ async fn token_login(
         state.auth_limiter().failed(client);
         return html(StatusCode::UNAUTHORIZED, login_html(offer, Some("That token is not right.")));
     }
-    let cookie =
-        format!("{TOKEN_COOKIE}={expected}; Path=/; HttpOnly; SameSite=Strict; Max-Age=2592000");
+    let secure = secure(state);
+    let cookie = format!(
+        "{TOKEN_COOKIE}={expected}; Path=/; HttpOnly; SameSite=Strict; Max-Age=2592000{secure}"
+    );
     if HeaderValue::from_str(&cookie).is_err() {
         let problem =
             "This token cannot be kept in a browser cookie; use a token of letters and digits.";
@@ -328,13 +333,19 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Respon
         }
     }
     let mut response = redirect(LOGIN_PATH);
+    let secure = secure(&state);
     for name in [SESSION_COOKIE, TOKEN_COOKIE] {
-        let clear = format!("{name}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+        let clear = format!("{name}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}");
         if let Ok(value) = HeaderValue::from_str(&clear) {
             response.headers_mut().append(SET_COOKIE, value);
         }
     }
     response
+}
+
+/// The cookies' `Secure` attribute, with `serve --cookie-secure` (behind a TLS proxy).
+fn secure(state: &AppState) -> &'static str {
+    if state.config().cookie_secure { "; Secure" } else { "" }
 }
 
 fn with_cookie(mut response: Response, cookie: &str) -> Response {

@@ -323,3 +323,40 @@ async fn i21_d4_an_invalid_name_reads_like_an_unknown_one() {
     assert_eq!(invalid.text().await.unwrap(), unknown.text().await.unwrap());
     login(&server, "alice").await;
 }
+
+/// Defect 6 of the issue 21 review: with `--cookie-secure` (behind a TLS proxy) the session
+/// cookie, the token cookie and the logout's clearing cookies carry `Secure`; without, none.
+#[tokio::test]
+async fn i21_d6_cookie_secure_marks_every_login_cookie_secure() {
+    let config = ServerConfig {
+        token: Some("automation".into()),
+        cookie_secure: true,
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start_with(config, tempfile::tempdir().unwrap()).await;
+    add_user(&server, "alice").await;
+    let session = login_as(&server, "alice", PASSWORD).await;
+    let set = session.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    assert!(set.starts_with("kandev_session=") && set.contains("; Secure"), "{set}");
+    let token = browser()
+        .post(server.url("/login"))
+        .form(&[("token", "automation")])
+        .send()
+        .await
+        .unwrap();
+    let set = token.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    assert!(set.starts_with("kandev_token=") && set.contains("; Secure"), "{set}");
+    let out = browser().post(server.url("/logout")).send().await.unwrap();
+    let cleared: Vec<&str> =
+        out.headers().get_all(SET_COOKIE).iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(cleared.len(), 2);
+    assert!(cleared.iter().all(|c| c.contains("; Secure")), "{cleared:?}");
+
+    let plain = TestServer::start().await;
+    add_user(&plain, "alice").await;
+    let set = login_as(&plain, "alice", PASSWORD).await.headers()[SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(!set.contains("Secure"), "plain HTTP by default: {set}");
+}
