@@ -24,7 +24,7 @@ use kandev_store::{Retention, Store};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-pub use accounts::{Identity, hash_password};
+pub use accounts::{Identity, TOKEN_PREFIX, hash_password, new_secret, secret_hash};
 pub use bootstrap::first_run;
 pub use dispatch::dispatch;
 pub use error::ApiError;

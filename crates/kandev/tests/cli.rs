@@ -29,7 +29,11 @@ fn free_port() -> u16 {
 /// Starts `kandev serve` on a free port and waits (bounded) for the line announcing its
 /// address.
 async fn start_server() -> Server {
-    let home = tempfile::tempdir().unwrap();
+    start_server_in(tempfile::tempdir().unwrap()).await
+}
+
+/// Starts `kandev serve` on the data in `home`.
+async fn start_server_in(home: tempfile::TempDir) -> Server {
     let mut child = Command::new(KANDEV)
         .args(["serve", "--addr", "127.0.0.1:0"])
         .env("KANDEV_HOME", home.path())
@@ -195,4 +199,37 @@ fn i21_d2_user_remove_refuses_the_last_user_without_force() {
     let forced = stdout(&user_command(home, &["remove", "alice", "--force"], ""));
     assert!(forced.contains("no user is left"), "{forced}");
     assert!(!stdout(&user_command(home, &["list"], "")).contains("alice"));
+}
+
+/// Defect 7 of the issue 21 review: `kandev user token create|list|revoke` on the database;
+/// the secret is printed once and works as a bearer token until revoked.
+#[tokio::test]
+async fn i21_d7_user_token_commands_create_list_and_revoke_personal_tokens() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().to_path_buf();
+    stdout(&user_command(&path, &["add", "alice"], "correct horse battery\n"));
+    let secret = stdout(&user_command(&path, &["token", "create", "alice", "ci"], ""));
+    let secret = secret.trim().to_owned();
+    assert!(secret.starts_with("kdv_") && secret.len() == 68, "{secret}");
+    let listed = stdout(&user_command(&path, &["token", "list", "alice"], ""));
+    let (id, rest) = listed.trim().split_once('\t').unwrap();
+    assert!(rest.starts_with("ci\t") && !listed.contains(&secret), "{listed}");
+    let unknown = user_command(&path, &["token", "list", "mallory"], "");
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no user is named mallory"));
+
+    let server = start_server_in(home).await;
+    let me = |secret: String| {
+        let url = format!("{}/api/v1/user.me", server.url);
+        async move {
+            reqwest::Client::new().post(url).bearer_auth(secret).json(&json!({})).send().await
+        }
+    };
+    let answer = me(secret.clone()).await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!((body["user"]["name"].as_str(), body["via"].as_str()), (Some("alice"), Some("token")));
+    let revoked = stdout(&user_command(&path, &["token", "revoke", "alice", id], ""));
+    assert!(revoked.contains("revoked"), "{revoked}");
+    assert_eq!(me(secret).await.unwrap().status().as_u16(), 401, "refused once revoked");
+    assert!(!user_command(&path, &["token", "revoke", "alice", id], "").status.success());
 }
