@@ -14,11 +14,11 @@ use std::time::Duration;
 use argon2::Argon2;
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use hashlink::LruCache;
 use kandev_api_types::requests::{ById, Empty, TokenCreate};
 use kandev_api_types::responses::{Deleted, Me, TokenCreated, Tokens};
 use kandev_api_types::{ApiTokenDto, AuthVia, UserDto};
 use kandev_domain::account::Actor;
-use hashlink::LruCache;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -149,8 +149,7 @@ impl LoginLimiter {
         let now = Instant::now();
         let key = login_key(client, name);
         let mut keys = self.keys();
-        let mut entry =
-            keys.remove(&key).unwrap_or(Failures { count: 0, until: None });
+        let mut entry = keys.remove(&key).unwrap_or(Failures { count: 0, until: None });
         entry.count = entry.count.saturating_add(1);
         if entry.count >= FREE_FAILURES {
             let doublings = (entry.count - FREE_FAILURES).min(20);

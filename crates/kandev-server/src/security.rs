@@ -475,10 +475,8 @@ mod tests {
         for _ in 0..10 {
             limiter.failed(proxy);
         }
-        let user = |via| Identity {
-            actor: Actor::User { id: "u1".into(), name: "alice".into() },
-            via,
-        };
+        let user =
+            |via| Identity { actor: Actor::User { id: "u1".into(), name: "alice".into() }, via };
         assert_eq!(gate(&limiter, proxy, Some(&user(AuthVia::Session)), false), Ok(()));
         assert_eq!(gate(&limiter, proxy, Some(&user(AuthVia::Token)), true), Ok(()));
         let server = Identity { actor: Actor::ServerToken, via: AuthVia::ServerToken };

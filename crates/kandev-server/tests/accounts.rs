@@ -338,12 +338,8 @@ async fn i21_d6_cookie_secure_marks_every_login_cookie_secure() {
     let session = login_as(&server, "alice", PASSWORD).await;
     let set = session.headers()[SET_COOKIE].to_str().unwrap().to_owned();
     assert!(set.starts_with("kandev_session=") && set.contains("; Secure"), "{set}");
-    let token = browser()
-        .post(server.url("/login"))
-        .form(&[("token", "automation")])
-        .send()
-        .await
-        .unwrap();
+    let token =
+        browser().post(server.url("/login")).form(&[("token", "automation")]).send().await.unwrap();
     let set = token.headers()[SET_COOKIE].to_str().unwrap().to_owned();
     assert!(set.starts_with("kandev_token=") && set.contains("; Secure"), "{set}");
     let out = browser().post(server.url("/logout")).send().await.unwrap();

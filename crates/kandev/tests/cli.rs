@@ -220,14 +220,15 @@ async fn i21_d7_user_token_commands_create_list_and_revoke_personal_tokens() {
     let server = start_server_in(home).await;
     let me = |secret: String| {
         let url = format!("{}/api/v1/user.me", server.url);
-        async move {
-            reqwest::Client::new().post(url).bearer_auth(secret).json(&json!({})).send().await
-        }
+        async move { reqwest::Client::new().post(url).bearer_auth(secret).json(&json!({})).send().await }
     };
     let answer = me(secret.clone()).await.unwrap();
     assert_eq!(answer.status().as_u16(), 200);
     let body: Value = answer.json().await.unwrap();
-    assert_eq!((body["user"]["name"].as_str(), body["via"].as_str()), (Some("alice"), Some("token")));
+    assert_eq!(
+        (body["user"]["name"].as_str(), body["via"].as_str()),
+        (Some("alice"), Some("token"))
+    );
     let revoked = stdout(&user_command(&path, &["token", "revoke", "alice", id], ""));
     assert!(revoked.contains("revoked"), "{revoked}");
     assert_eq!(me(secret).await.unwrap().status().as_u16(), 401, "refused once revoked");
