@@ -7,19 +7,20 @@
 //! names exist; a login session or a token that is revoked stops working for the next request,
 //! but a WebSocket already open with it stays open until it closes.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use argon2::Argon2;
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use hashlink::LruCache;
 use kandev_api_types::requests::{ById, Empty, TokenCreate};
 use kandev_api_types::responses::{Deleted, Me, TokenCreated, Tokens};
 use kandev_api_types::{ApiTokenDto, AuthVia, UserDto};
 use kandev_domain::account::Actor;
 use sha2::{Digest, Sha256};
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::{ApiError, AppState};
@@ -95,17 +96,32 @@ pub const FREE_FAILURES: u32 = 20;
 const FIRST_WAIT: Duration = Duration::from_secs(1);
 /// The longest wait.
 const MAX_WAIT: Duration = Duration::from_secs(15 * 60);
-/// (address, name) pairs remembered at most.
+/// (address, name) pairs remembered at most; past it the least recently failed is forgotten.
 const MAX_KEYS: usize = 4096;
+
+/// A limiter key: the client's address and the SHA-256 of the name tried, so a key has a fixed
+/// size whatever the form sent.
+type LoginKey = (IpAddr, [u8; 32]);
+
+fn login_key(client: IpAddr, name: &str) -> LoginKey {
+    (client, Sha256::digest(name.as_bytes()).into())
+}
 
 /// Limits password guessing per client address and name: after 20 wrong passwords in a row
 /// every attempt (the right password too) waits, 1 s after the 20th and doubling with each
-/// further failure up to 15 min; a success starts the count again. Unknown names are counted
-/// like known ones, so the limiter tells nothing about which names exist. Time is tokio's,
-/// so tests control it.
-#[derive(Default)]
+/// further failure up to 15 min; a success starts the count again, a wait that passed does
+/// not. Unknown names are counted like known ones, so the limiter tells nothing about which
+/// names exist. It remembers at most 4,096 keys: past that the least recently failed one is
+/// forgotten (a guesser who fills the map to forget a name pays a checked guess per entry).
+/// Time is tokio's, so tests control it.
 pub struct LoginLimiter {
-    keys: Mutex<HashMap<(IpAddr, String), Failures>>,
+    keys: Mutex<LruCache<LoginKey, Failures>>,
+}
+
+impl Default for LoginLimiter {
+    fn default() -> Self {
+        LoginLimiter { keys: Mutex::new(LruCache::new(MAX_KEYS)) }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -115,14 +131,14 @@ struct Failures {
 }
 
 impl LoginLimiter {
-    fn keys(&self) -> std::sync::MutexGuard<'_, HashMap<(IpAddr, String), Failures>> {
+    fn keys(&self) -> std::sync::MutexGuard<'_, LruCache<LoginKey, Failures>> {
         self.keys.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// `Err(wait)` while `client` must wait before trying `name` again.
     pub fn check(&self, client: IpAddr, name: &str) -> Result<(), Duration> {
         let now = Instant::now();
-        match self.keys().get(&(client, name.to_owned())).and_then(|f| f.until) {
+        match self.keys().peek(&login_key(client, name)).and_then(|f| f.until) {
             Some(until) if until > now => Err(until - now),
             _ => Ok(()),
         }
@@ -131,26 +147,53 @@ impl LoginLimiter {
     /// Counts a wrong password (or unknown name).
     pub fn failed(&self, client: IpAddr, name: &str) {
         let now = Instant::now();
+        let key = login_key(client, name);
         let mut keys = self.keys();
-        if keys.len() >= MAX_KEYS && !keys.contains_key(&(client, name.to_owned())) {
-            keys.retain(|_, f| f.until.is_some_and(|until| until > now));
-            if keys.len() >= MAX_KEYS {
-                keys.clear();
-            }
-        }
-        let entry =
-            keys.entry((client, name.to_owned())).or_insert(Failures { count: 0, until: None });
+        let mut entry = keys.remove(&key).unwrap_or(Failures { count: 0, until: None });
         entry.count = entry.count.saturating_add(1);
         if entry.count >= FREE_FAILURES {
             let doublings = (entry.count - FREE_FAILURES).min(20);
             let wait = FIRST_WAIT.saturating_mul(1 << doublings).min(MAX_WAIT);
             entry.until = Some(now + wait);
         }
+        keys.insert(key, entry);
     }
 
     /// A right password: the count starts again.
     pub fn succeeded(&self, client: IpAddr, name: &str) {
-        self.keys().remove(&(client, name.to_owned()));
+        self.keys().remove(&login_key(client, name));
+    }
+}
+
+/// Password checks (argon2id, 19 MiB and tens of milliseconds each) running at once, at most
+/// two per CPU: past it a login is answered 429 at once instead of queueing memory.
+pub struct PasswordChecks {
+    slots: Arc<Semaphore>,
+}
+
+impl Default for PasswordChecks {
+    fn default() -> Self {
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        PasswordChecks::new(2 * cpus)
+    }
+}
+
+impl PasswordChecks {
+    pub fn new(slots: usize) -> Self {
+        PasswordChecks { slots: Arc::new(Semaphore::new(slots)) }
+    }
+
+    /// Whether `password` matches `hash` ([`verify_password`], on a blocking thread), or
+    /// `None` when every slot is taken. The slot is held by the blocking work itself, so a
+    /// client that hangs up does not free it before the check ends.
+    pub async fn verify(&self, hash: Option<String>, password: String) -> Option<bool> {
+        let slot = self.slots.clone().try_acquire_owned().ok()?;
+        let checked = tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            verify_password(hash.as_deref(), &password)
+        })
+        .await;
+        Some(checked.unwrap_or(false))
     }
 }
 
@@ -243,5 +286,42 @@ mod tests {
             limiter.failed(ip, "alice");
         }
         assert!(limiter.check(ip, "alice").is_ok(), "a success starts the count again");
+    }
+
+    /// Defect 4 of the issue 21 review: a full limiter forgets the least recently failed key
+    /// (it used to forget every key without a running wait, or all of them), and a count
+    /// survives the end of its wait.
+    #[tokio::test(start_paused = true)]
+    async fn i21_d4_a_full_limiter_forgets_the_oldest_key_and_keeps_counts() {
+        let limiter = LoginLimiter::default();
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        for i in 0..MAX_KEYS - 1 {
+            limiter.failed(ip, &format!("name{i}"));
+        }
+        for _ in 0..FREE_FAILURES {
+            limiter.failed(ip, "alice");
+        }
+        assert_eq!(limiter.check(ip, "alice"), Err(FIRST_WAIT));
+        tokio::time::advance(FIRST_WAIT).await;
+        assert!(limiter.check(ip, "alice").is_ok(), "the wait passed");
+        limiter.failed(ip, "newcomer");
+        limiter.failed(ip, "alice");
+        assert_eq!(limiter.check(ip, "alice"), Err(FIRST_WAIT * 2), "the count was kept");
+        assert_eq!(limiter.keys().len(), MAX_KEYS);
+        assert!(limiter.keys().peek(&login_key(ip, "name0")).is_none(), "the oldest went");
+        assert!(limiter.keys().peek(&login_key(ip, "name1")).is_some());
+    }
+
+    /// Defect 3 of the issue 21 review: password checks at once are bounded; with every slot
+    /// taken a check is refused at once, and runs again when a slot is free.
+    #[tokio::test]
+    async fn i21_d3_password_checks_at_once_are_bounded() {
+        let checks = PasswordChecks::new(2);
+        let hash = hash_password("pw").unwrap();
+        let held = checks.slots.clone().try_acquire_many_owned(2).unwrap();
+        assert_eq!(checks.verify(Some(hash.clone()), "pw".into()).await, None, "all busy");
+        drop(held);
+        assert_eq!(checks.verify(Some(hash), "pw".into()).await, Some(true));
+        assert_eq!(checks.slots.available_permits(), 2, "the slot is given back");
     }
 }

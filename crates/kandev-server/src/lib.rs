@@ -24,7 +24,7 @@ use kandev_store::{Retention, Store};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-pub use accounts::{Identity, hash_password};
+pub use accounts::{Identity, TOKEN_PREFIX, hash_password, new_secret, secret_hash};
 pub use bootstrap::first_run;
 pub use dispatch::dispatch;
 pub use error::ApiError;
@@ -64,6 +64,9 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let config = state.config().clone();
+    if let Ok(addr) = listener.local_addr() {
+        state.set_listening(addr);
+    }
     let limits = conn::Limits {
         max_connections: config.max_connections,
         read_timeout: config.read_timeout,

@@ -62,7 +62,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
             return ApiError::internal().into_response();
         }
     };
-    if let Err(err) = check_browser(&state, &request, accounts) {
+    if let Err(err) = check_browser(&state, &request) {
         return err.into_response();
     }
     let client = client_ip(&request);
@@ -71,24 +71,32 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     let session_token = request.uri().path() == crate::MCP_PATH
         && crate::mcp::session_token(request.headers()).is_some();
     let token = state.config().token.clone();
+    if token.is_none() && !accounts && !session_token && !state.listens_on_loopback() {
+        // The last user was removed while the server listens beyond loopback without a token
+        // (`check_bind` only looked at startup): nobody is let in as the local person.
+        return ApiError::new(
+            ErrorCode::Unavailable,
+            "this server listens beyond loopback and has no users and no access token: add a \
+             user with `kandev user add <name>` (or restart it with --token)",
+        )
+        .into_response();
+    }
     if public || session_token || (token.is_none() && !accounts) {
         request.extensions_mut().insert(Identity::open());
         return next.run(request).await;
     }
-    // Token guesses are limited before the token is even compared, so a guesser learns
-    // nothing while limited.
-    if let Err(wait) = state.auth_limiter().check(client) {
-        return too_many_guesses(wait, false);
-    }
+    // The caller is identified first; only a failed check (or the guessable server token)
+    // consults the guess limiter, so others' wrong guesses never lock out a login session or
+    // a personal token.
     match identify(&state, token.as_deref(), accounts, request.headers()).await {
-        Ok(Some(identity)) => {
-            request.extensions_mut().insert(identity);
-            next.run(request).await
-        }
-        Ok(None) => {
-            // A request without any token is not a guess (a first page load, say).
-            if presented_token(request.headers()).is_some() {
-                state.auth_limiter().failed(client);
+        Ok(found) => {
+            let presented = presented_token(request.headers()).is_some();
+            if let Err(wait) = gate(state.auth_limiter(), client, found.as_ref(), presented) {
+                return too_many_guesses(wait, false);
+            }
+            if let Some(identity) = found {
+                request.extensions_mut().insert(identity);
+                return next.run(request).await;
             }
             if wants_page(&request) {
                 return (StatusCode::SEE_OTHER, [(LOCATION, LOGIN_PATH)]).into_response();
@@ -99,6 +107,30 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
             tracing::error!(error = %err, "cannot check a request's credentials");
             ApiError::internal().into_response()
         }
+    }
+}
+
+/// What the guess limiter says about a request whose credentials were checked (`found`: who
+/// they name). A login session or a personal token (244 random bits, not guessable) always
+/// passes, whatever others guessed. The server token (chosen by a person, so guessable) passes
+/// only while `client` is not limited: a guesser must not see the one success. A failed check
+/// with a token (`presented`) is refused while limited, and otherwise counted; a request
+/// without any token is not a guess (a first page load, say).
+fn gate(
+    limiter: &AuthLimiter,
+    client: IpAddr,
+    found: Option<&Identity>,
+    presented: bool,
+) -> Result<(), Duration> {
+    match found {
+        Some(identity) if identity.via != AuthVia::ServerToken => Ok(()),
+        Some(_) => limiter.check(client),
+        None if presented => {
+            limiter.check(client)?;
+            limiter.failed(client);
+            Ok(())
+        }
+        None => Ok(()),
     }
 }
 
@@ -196,13 +228,14 @@ fn wants_page(request: &Request) -> bool {
 
 /// The checks against other web sites, before any token is looked at (so a foreign page's
 /// requests never count as failed guesses).
-fn check_browser(state: &AppState, request: &Request, accounts: bool) -> Result<(), ApiError> {
+fn check_browser(state: &AppState, request: &Request) -> Result<(), ApiError> {
     let headers = request.headers();
     check_fetch_site(request)?;
-    if state.config().token.is_none() && !accounts {
-        // Without a token or accounts only loopback host names are served (blocks DNS
-        // rebinding).
-        check_loopback_host(headers)?;
+    if state.listens_on_loopback() {
+        // On loopback only loopback host names are served, whether or not a token or users
+        // exist (blocks DNS rebinding), and the hosts of `--allowed-origin`s (a TLS proxy on
+        // the same machine that keeps the `Host` header).
+        check_loopback_host(headers, &state.config().allowed_origins)?;
     }
     check_origin(state, headers)
 }
@@ -267,11 +300,24 @@ fn is_loopback_name(host: &str) -> bool {
         || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-fn check_loopback_host(headers: &HeaderMap) -> Result<(), ApiError> {
+fn check_loopback_host(headers: &HeaderMap, allowed_origins: &[String]) -> Result<(), ApiError> {
+    let allowed = |host: &str| {
+        allowed_origins.iter().any(|origin| {
+            let origin = origin.trim_end_matches('/');
+            let authority = origin
+                .strip_prefix("https://")
+                .or_else(|| origin.strip_prefix("http://"))
+                .unwrap_or(origin);
+            authority.eq_ignore_ascii_case(host)
+        })
+    };
     match host_header(headers) {
-        Some(host) if !is_loopback_name(host_name(host)) => Err(ApiError::forbidden(
-            "this server only answers on loopback names such as 127.0.0.1 or localhost",
-        )),
+        Some(host) if !is_loopback_name(host_name(host)) && !allowed(host) => {
+            Err(ApiError::forbidden(
+                "this server only answers on loopback names such as 127.0.0.1 or localhost; \
+                 behind a proxy that keeps the host name, pass --allowed-origin https://<that name>",
+            ))
+        }
         _ => Ok(()),
     }
 }
@@ -414,6 +460,32 @@ mod tests {
             limiter.failed(IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i)));
         }
         assert!(limiter.check("10.9.9.9".parse().unwrap()).is_err());
+    }
+
+    /// Defect 1 of the issue 21 review: wrong tokens from everyone drain the limiter, yet a
+    /// login session and a personal token still get in; the server token and further wrong
+    /// tokens wait (paused time).
+    #[tokio::test(start_paused = true)]
+    async fn i21_d1_others_guesses_never_limit_sessions_or_personal_tokens() {
+        let limiter = AuthLimiter::default();
+        let proxy: IpAddr = "10.0.0.1".parse().unwrap();
+        for i in 0..60u32 {
+            limiter.failed(IpAddr::V4(Ipv4Addr::from(0x0a00_0100 + i)));
+        }
+        for _ in 0..10 {
+            limiter.failed(proxy);
+        }
+        let user =
+            |via| Identity { actor: Actor::User { id: "u1".into(), name: "alice".into() }, via };
+        assert_eq!(gate(&limiter, proxy, Some(&user(AuthVia::Session)), false), Ok(()));
+        assert_eq!(gate(&limiter, proxy, Some(&user(AuthVia::Token)), true), Ok(()));
+        let server = Identity { actor: Actor::ServerToken, via: AuthVia::ServerToken };
+        assert!(gate(&limiter, proxy, Some(&server), true).is_err(), "the guessable token waits");
+        assert!(gate(&limiter, proxy, None, true).is_err(), "a wrong token waits");
+        assert_eq!(gate(&limiter, proxy, None, false), Ok(()), "no token is no guess");
+        tokio::time::advance(PER_CLIENT_EVERY).await;
+        assert_eq!(gate(&limiter, proxy, None, true), Ok(()), "one more guess after a while");
+        assert!(gate(&limiter, proxy, None, true).is_err(), "and it was counted");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Shared server state handed to every handler.
 
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use kandev_engine::Engine;
@@ -9,7 +10,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::accounts::LoginLimiter;
+use crate::accounts::{LoginLimiter, PasswordChecks};
 use crate::security::AuthLimiter;
 use crate::ws::Live;
 
@@ -44,6 +45,9 @@ pub struct ServerConfig {
     pub retention: Retention,
     /// How often the event log is pruned.
     pub prune_interval: Duration,
+    /// Whether the login cookies carry `Secure` (the browser reaches the server over HTTPS,
+    /// through a TLS proxy).
+    pub cookie_secure: bool,
     /// Whether agents get Kandev's MCP server (a session token each) in `mcpServers`.
     pub mcp_for_agents: bool,
 }
@@ -63,6 +67,7 @@ impl Default for ServerConfig {
             retention: Retention::default(),
             prune_interval: Duration::from_secs(60),
             mcp_for_agents: true,
+            cookie_secure: false,
         }
     }
 }
@@ -82,6 +87,10 @@ struct Inner {
     auth_limiter: AuthLimiter,
     /// Wrong passwords per client address and name (`POST /login`).
     login_limiter: LoginLimiter,
+    /// Password checks running at once (`POST /login`).
+    password_checks: PasswordChecks,
+    /// The address `serve` listens on (unknown, as loopback, before it starts).
+    listening: OnceLock<SocketAddr>,
     /// Committed events as WebSocket frames, serialized once for every connection
     /// (`ws::fan_out` feeds it from the store).
     live: broadcast::Sender<Live>,
@@ -99,6 +108,8 @@ impl AppState {
             closing: CancellationToken::new(),
             auth_limiter: AuthLimiter::default(),
             login_limiter: LoginLimiter::default(),
+            password_checks: PasswordChecks::default(),
+            listening: OnceLock::new(),
             live,
             tasks: TaskTracker::new(),
         };
@@ -119,6 +130,19 @@ impl AppState {
 
     pub(crate) fn login_limiter(&self) -> &LoginLimiter {
         &self.inner.login_limiter
+    }
+
+    pub(crate) fn password_checks(&self) -> &PasswordChecks {
+        &self.inner.password_checks
+    }
+
+    pub(crate) fn set_listening(&self, addr: SocketAddr) {
+        let _ = self.inner.listening.set(addr);
+    }
+
+    /// Whether the server listens on a loopback address only (true before `serve` starts).
+    pub(crate) fn listens_on_loopback(&self) -> bool {
+        self.inner.listening.get().is_none_or(|addr| addr.ip().is_loopback())
     }
 
     pub fn closing(&self) -> &CancellationToken {

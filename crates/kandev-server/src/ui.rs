@@ -5,7 +5,7 @@
 use axum::extract::State;
 use axum::http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, ETAG, IF_NONE_MATCH, LOCATION,
-    REFERRER_POLICY, SET_COOKIE, X_CONTENT_TYPE_OPTIONS,
+    REFERRER_POLICY, RETRY_AFTER, SET_COOKIE, X_CONTENT_TYPE_OPTIONS,
 };
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -13,7 +13,7 @@ use axum::{Extension, Form};
 use rust_embed::RustEmbed;
 use serde::Deserialize;
 
-use crate::accounts::{SESSION_LIFETIME, new_secret, secret_hash, verify_password};
+use crate::accounts::{SESSION_LIFETIME, new_secret, secret_hash};
 use crate::security::{
     ClientIp, LOGIN_PATH, SESSION_COOKIE, TOKEN_COOKIE, constant_time_eq, cookie, too_many_guesses,
 };
@@ -235,18 +235,24 @@ async fn password_login(
     if let Err(wait) = limiter.check(client, name) {
         return too_many_guesses(wait, true);
     }
-    let credentials = match state.store().user_credentials(name).await {
-        Ok(credentials) => credentials,
-        Err(err) => {
-            tracing::error!(error = %err, "cannot read a user's credentials");
-            return ApiError::internal().into_response();
-        }
+    // A name no user can have (too long, say) is not looked up, but costs the same check and
+    // gets the same page as a wrong password.
+    let credentials = match kandev_domain::account::user_name(name) {
+        Ok(valid) => match state.store().user_credentials(&valid).await {
+            Ok(credentials) => credentials,
+            Err(err) => {
+                tracing::error!(error = %err, "cannot read a user's credentials");
+                return ApiError::internal().into_response();
+            }
+        },
+        Err(_) => None,
     };
     let hash = credentials.as_ref().map(|(_, hash)| hash.clone());
-    let checked =
-        tokio::task::spawn_blocking(move || verify_password(hash.as_deref(), &password)).await;
+    let Some(checked) = state.password_checks().verify(hash, password).await else {
+        return too_busy();
+    };
     let user = match (checked, credentials) {
-        (Ok(true), Some((user, _))) => user,
+        (true, Some((user, _))) => user,
         _ => {
             limiter.failed(client, name);
             let problem = "Wrong name or password.";
@@ -268,10 +274,23 @@ async fn password_login(
     }
     tracing::info!(user = %user.name, "logged in");
     let max_age = SESSION_LIFETIME.as_secs();
+    let secure = secure(state);
     with_cookie(
         redirect("/"),
-        &format!("{SESSION_COOKIE}={secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}"),
+        &format!(
+            "{SESSION_COOKIE}={secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
+        ),
     )
+}
+
+/// Every password-check slot is taken: try again in a second (nothing was checked or counted).
+fn too_busy() -> Response {
+    let body = "<!doctype html><html lang=\"en\"><meta charset=\"utf-8\"><title>Kandev</title>\
+                <p role=\"alert\">Too many sign-ins at once; try again in a second.</p>\
+                <p><a href=\"/login\">Back</a></p></html>";
+    let mut response = html(StatusCode::TOO_MANY_REQUESTS, body.to_owned());
+    response.headers_mut().insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 async fn token_login(
@@ -288,8 +307,10 @@ async fn token_login(
         state.auth_limiter().failed(client);
         return html(StatusCode::UNAUTHORIZED, login_html(offer, Some("That token is not right.")));
     }
-    let cookie =
-        format!("{TOKEN_COOKIE}={expected}; Path=/; HttpOnly; SameSite=Strict; Max-Age=2592000");
+    let secure = secure(state);
+    let cookie = format!(
+        "{TOKEN_COOKIE}={expected}; Path=/; HttpOnly; SameSite=Strict; Max-Age=2592000{secure}"
+    );
     if HeaderValue::from_str(&cookie).is_err() {
         let problem =
             "This token cannot be kept in a browser cookie; use a token of letters and digits.";
@@ -312,13 +333,19 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Respon
         }
     }
     let mut response = redirect(LOGIN_PATH);
+    let secure = secure(&state);
     for name in [SESSION_COOKIE, TOKEN_COOKIE] {
-        let clear = format!("{name}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0");
+        let clear = format!("{name}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{secure}");
         if let Ok(value) = HeaderValue::from_str(&clear) {
             response.headers_mut().append(SET_COOKIE, value);
         }
     }
     response
+}
+
+/// The cookies' `Secure` attribute, with `serve --cookie-secure` (behind a TLS proxy).
+fn secure(state: &AppState) -> &'static str {
+    if state.config().cookie_secure { "; Secure" } else { "" }
 }
 
 fn with_cookie(mut response: Response, cookie: &str) -> Response {

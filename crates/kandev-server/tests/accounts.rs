@@ -236,3 +236,123 @@ async fn i21_a5_the_permission_answer_and_a_move_in_the_transcript_name_the_user
     assert_eq!(noted["metadata"]["by"], "alice");
     assert!(noted["content"].as_str().unwrap().starts_with("alice moved the task"), "{noted}");
 }
+
+/// Defect 1 of the issue 21 review: wrong bearer tokens from the same address (a proxy, or
+/// loopback) empty the guess limiter; the team's login sessions and personal tokens still get
+/// in, while further wrong tokens get 429.
+#[tokio::test]
+async fn i21_d1_wrong_tokens_never_lock_out_sessions_or_personal_tokens() {
+    let server = TestServer::start().await;
+    add_user(&server, "alice").await;
+    let cookie = login(&server, "alice").await;
+    let session = ("Cookie", cookie.as_str());
+    let (_, created) = act(&server, session, "user.token.create", json!({"name": "ci"})).await;
+    let bearer = format!("Bearer {}", created["secret"].as_str().unwrap());
+    let mut statuses = vec![];
+    for _ in 0..12 {
+        let guess = ("Authorization", "Bearer kdv_guess");
+        statuses.push(act(&server, guess, "workspace.list", json!({})).await.0);
+    }
+    assert_eq!(statuses.last(), Some(&429), "the guesser is limited: {statuses:?}");
+    assert_eq!(act(&server, session, "workspace.list", json!({})).await.0, 200, "session");
+    let token = ("Authorization", bearer.as_str());
+    assert_eq!(act(&server, token, "workspace.list", json!({})).await.0, 200, "personal token");
+    assert!(ws_status(&server, Some(("Cookie", &cookie))).await.is_ok(), "ws with the cookie");
+}
+
+/// Defect 2 of the issue 21 review: a server listening beyond loopback without a token, whose
+/// last user was removed while it ran, refuses every request with 503 saying to add a user
+/// (it used to let everyone in as the local person).
+#[tokio::test]
+async fn i21_d2_a_public_server_without_users_or_token_refuses_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_at("0.0.0.0:0", ServerConfig::default(), dir, |_| {}).await;
+    add_user(&server, "alice").await;
+    let cookie = login(&server, "alice").await;
+    assert_eq!(act(&server, ("Cookie", &cookie), "workspace.list", json!({})).await.0, 200);
+    let mut tx = server.store.begin_write().await.unwrap();
+    tx.delete_user("alice").await.unwrap();
+    tx.commit().await.unwrap();
+    let (status, body) = server.post("workspace.list", json!({})).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["code"], "UNAVAILABLE");
+    assert!(body["message"].as_str().unwrap().contains("kandev user add"), "{body}");
+    let page = browser().get(server.url("/")).header("Accept", "text/html").send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 503, "pages too");
+    assert!(ws_status(&server, None).await.unwrap_err().contains("503"));
+}
+
+/// Defect 5 of the issue 21 review: on loopback the `Host` check (DNS rebinding) stays on
+/// once users exist (or with a token), so a rebound page cannot use a session it somehow holds;
+/// the host of an `--allowed-origin` (a TLS proxy that keeps the name) is answered.
+#[tokio::test]
+async fn i21_d5_on_loopback_foreign_host_names_are_refused_with_users_too() {
+    let config = ServerConfig {
+        allowed_origins: vec!["https://kandev.example.com".into()],
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start_with(config, tempfile::tempdir().unwrap()).await;
+    add_user(&server, "alice").await;
+    let cookie = login(&server, "alice").await;
+    let with_host = |host: String| {
+        browser()
+            .post(server.url("/api/v1/workspace.list"))
+            .header(COOKIE, cookie.as_str())
+            .header("Host", host)
+            .json(&json!({}))
+            .send()
+    };
+    let port = server.addr.port();
+    let rebound = with_host(format!("evil.example:{port}")).await.unwrap();
+    assert_eq!(rebound.status().as_u16(), 403, "a rebound host name");
+    let proxied = with_host("kandev.example.com".into()).await.unwrap();
+    assert_eq!(proxied.status().as_u16(), 200, "the allowed origin's host");
+    assert_eq!(with_host(format!("localhost:{port}")).await.unwrap().status().as_u16(), 200);
+}
+
+/// Defect 4 of the issue 21 review: a name no user can have (here almost the 2 MB a form may
+/// carry) gets the same 401 page as an unknown name, after the same password check.
+#[tokio::test]
+async fn i21_d4_an_invalid_name_reads_like_an_unknown_one() {
+    let server = TestServer::start().await;
+    add_user(&server, "alice").await;
+    let huge = "a".repeat(1_900_000);
+    let invalid = login_as(&server, &huge, "guess").await;
+    let unknown = login_as(&server, "mallory", "guess").await;
+    assert_eq!((invalid.status().as_u16(), unknown.status().as_u16()), (401, 401));
+    assert_eq!(invalid.text().await.unwrap(), unknown.text().await.unwrap());
+    login(&server, "alice").await;
+}
+
+/// Defect 6 of the issue 21 review: with `--cookie-secure` (behind a TLS proxy) the session
+/// cookie, the token cookie and the logout's clearing cookies carry `Secure`; without, none.
+#[tokio::test]
+async fn i21_d6_cookie_secure_marks_every_login_cookie_secure() {
+    let config = ServerConfig {
+        token: Some("automation".into()),
+        cookie_secure: true,
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start_with(config, tempfile::tempdir().unwrap()).await;
+    add_user(&server, "alice").await;
+    let session = login_as(&server, "alice", PASSWORD).await;
+    let set = session.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    assert!(set.starts_with("kandev_session=") && set.contains("; Secure"), "{set}");
+    let token =
+        browser().post(server.url("/login")).form(&[("token", "automation")]).send().await.unwrap();
+    let set = token.headers()[SET_COOKIE].to_str().unwrap().to_owned();
+    assert!(set.starts_with("kandev_token=") && set.contains("; Secure"), "{set}");
+    let out = browser().post(server.url("/logout")).send().await.unwrap();
+    let cleared: Vec<&str> =
+        out.headers().get_all(SET_COOKIE).iter().map(|v| v.to_str().unwrap()).collect();
+    assert_eq!(cleared.len(), 2);
+    assert!(cleared.iter().all(|c| c.contains("; Secure")), "{cleared:?}");
+
+    let plain = TestServer::start().await;
+    add_user(&plain, "alice").await;
+    let set = login_as(&plain, "alice", PASSWORD).await.headers()[SET_COOKIE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(!set.contains("Secure"), "plain HTTP by default: {set}");
+}

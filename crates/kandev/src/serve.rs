@@ -32,9 +32,15 @@ pub struct ServeArgs {
     /// Database to use instead of <home>/kandev.db: a SQLite file path or sqlite:// URL.
     #[arg(long, env = "KANDEV_DATABASE_URL")]
     pub database_url: Option<String>,
-    /// Extra browser origin allowed to use the API (repeatable), e.g. a UI dev server.
+    /// Extra browser origin allowed to use the API (repeatable), e.g. a UI dev server, or the
+    /// https:// address of a TLS proxy in front of a loopback server (its host name is then
+    /// answered too).
     #[arg(long = "allowed-origin")]
     pub allowed_origins: Vec<String>,
+    /// Mark the login cookies `Secure`: set it when browsers reach the server over HTTPS
+    /// through a TLS proxy (they then never send the cookies over plain HTTP).
+    #[arg(long, env = "KANDEV_COOKIE_SECURE")]
+    pub cookie_secure: bool,
     /// How long a repository's setup script may run before it is killed and the start fails.
     #[arg(long, env = "KANDEV_SETUP_TIMEOUT", default_value = "30m", value_parser = parse_duration)]
     pub setup_timeout: Duration,
@@ -266,6 +272,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let config = ServerConfig {
         token,
         allowed_origins: args.allowed_origins,
+        cookie_secure: args.cookie_secure,
         max_connections: connection_cap(args.max_connections),
         read_timeout: args.read_timeout,
         write_timeout: args.write_timeout,

@@ -30,11 +30,31 @@ pub enum UserCommand {
     Add { name: String },
     /// List the users.
     List,
-    /// Remove a user with their login sessions and tokens (with no user left, the server is
-    /// open again to whoever reaches it, as before accounts).
-    Remove { name: String },
+    /// Remove a user with their login sessions and tokens. The last user is kept unless
+    /// --force: with no user left a loopback server is open again to whoever reaches it, and a
+    /// server on another address without --token refuses every request until a user is added.
+    Remove {
+        name: String,
+        /// Remove the last user too.
+        #[arg(long)]
+        force: bool,
+    },
     /// Set a user's password; their login sessions end (their tokens stay).
     Passwd { name: String },
+    /// A user's personal API tokens (for scripts: `Authorization: Bearer kdv_…`).
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TokenCommand {
+    /// Create a personal token of USER labelled NAME (where it is used); the secret is printed
+    /// this once and stored only as its SHA-256.
+    Create { user: String, name: String },
+    /// List USER's tokens (never their secrets).
+    List { user: String },
+    /// Revoke USER's token ID: it is refused from the next request on.
+    Revoke { user: String, id: String },
 }
 
 pub async fn run(db: DatabaseArgs, command: UserCommand) -> Result<()> {
@@ -57,13 +77,27 @@ pub async fn run(db: DatabaseArgs, command: UserCommand) -> Result<()> {
             }
             Ok(())
         }
-        UserCommand::Remove { name } => {
+        UserCommand::Remove { name, force } => {
+            let users = store.list_users().await?;
+            let last = users.len() == 1 && users.iter().any(|u| u.name == name.trim());
+            if last && !force {
+                store.close().await;
+                bail!(
+                    "{} is the last user: without users a server on loopback asks for no login \
+                     and one on another address refuses every request; add another user first, \
+                     or pass --force",
+                    name.trim()
+                );
+            }
             let mut tx = store.begin_write().await?;
             tx.delete_user(name.trim()).await?;
             tx.commit().await?;
             println!("removed user {}", name.trim());
             if !store.has_users().await? {
-                println!("no user is left: the server no longer asks for a login");
+                println!(
+                    "no user is left: on loopback the server no longer asks for a login; on \
+                     another address without --token it refuses requests until `kandev user add`"
+                );
             }
             Ok(())
         }
@@ -75,9 +109,56 @@ pub async fn run(db: DatabaseArgs, command: UserCommand) -> Result<()> {
             println!("changed the password of {}; their login sessions ended", name.trim());
             Ok(())
         }
+        UserCommand::Token(command) => token(&store, command).await,
     };
     store.close().await;
     result
+}
+
+async fn token(store: &kandev_store::Store, command: TokenCommand) -> Result<()> {
+    let user = |name: &str| {
+        let name = name.trim().to_owned();
+        async move {
+            match store.user_credentials(&name).await? {
+                Some((user, _)) => Ok(user),
+                None => bail!("no user is named {name}; see `kandev user list`"),
+            }
+        }
+    };
+    match command {
+        TokenCommand::Create { user: owner, name } => {
+            let owner = user(&owner).await?;
+            let name =
+                kandev_domain::validate::name("name", &name).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let secret = kandev_server::new_secret(kandev_server::TOKEN_PREFIX);
+            let mut tx = store.begin_write().await?;
+            let token =
+                tx.insert_token(&owner.id, &name, &kandev_server::secret_hash(&secret)).await?;
+            tx.commit().await?;
+            eprintln!(
+                "created token {} ({}) of {}; it is shown this once, keep it now:",
+                token.id, token.name, owner.name
+            );
+            println!("{secret}");
+        }
+        TokenCommand::List { user: owner } => {
+            let owner = user(&owner).await?;
+            for token in store.list_tokens(&owner.id).await? {
+                let created = kandev_api_types::rfc3339(token.created_at);
+                println!("{}\t{}\t{created}", token.id, token.name);
+            }
+        }
+        TokenCommand::Revoke { user: owner, id } => {
+            let owner = user(&owner).await?;
+            let mut tx = store.begin_write().await?;
+            tx.delete_token(&owner.id, id.trim())
+                .await
+                .with_context(|| format!("cannot revoke token {} of {}", id.trim(), owner.name))?;
+            tx.commit().await?;
+            println!("revoked token {} of {}", id.trim(), owner.name);
+        }
+    }
+    Ok(())
 }
 
 /// Reads a new password (twice on a terminal), checks it and hashes it with argon2id.

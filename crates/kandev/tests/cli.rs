@@ -29,7 +29,11 @@ fn free_port() -> u16 {
 /// Starts `kandev serve` on a free port and waits (bounded) for the line announcing its
 /// address.
 async fn start_server() -> Server {
-    let home = tempfile::tempdir().unwrap();
+    start_server_in(tempfile::tempdir().unwrap()).await
+}
+
+/// Starts `kandev serve` on the data in `home`.
+async fn start_server_in(home: tempfile::TempDir) -> Server {
     let mut child = Command::new(KANDEV)
         .args(["serve", "--addr", "127.0.0.1:0"])
         .env("KANDEV_HOME", home.path())
@@ -158,4 +162,75 @@ fn commands_say_when_no_server_is_running() {
         .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("is `kandev serve` running?"));
+}
+
+/// Runs `kandev user …` on the database in `home`, with `stdin` as standard input.
+fn user_command(home: &std::path::Path, args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(KANDEV)
+        .arg("user")
+        .args(args)
+        .env("KANDEV_HOME", home)
+        .env_remove("KANDEV_DATABASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Defect 2 of the issue 21 review: `kandev user remove` keeps the last user unless --force
+/// (removing it opens a loopback server and shuts a public one).
+#[test]
+fn i21_d2_user_remove_refuses_the_last_user_without_force() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    for name in ["alice", "bob"] {
+        stdout(&user_command(home, &["add", name], "correct horse battery\n"));
+    }
+    stdout(&user_command(home, &["remove", "bob"], ""));
+    let refused = user_command(home, &["remove", "alice"], "");
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("last user") && stderr.contains("--force"), "{stderr}");
+    assert!(stdout(&user_command(home, &["list"], "")).contains("alice"), "alice is kept");
+    let forced = stdout(&user_command(home, &["remove", "alice", "--force"], ""));
+    assert!(forced.contains("no user is left"), "{forced}");
+    assert!(!stdout(&user_command(home, &["list"], "")).contains("alice"));
+}
+
+/// Defect 7 of the issue 21 review: `kandev user token create|list|revoke` on the database;
+/// the secret is printed once and works as a bearer token until revoked.
+#[tokio::test]
+async fn i21_d7_user_token_commands_create_list_and_revoke_personal_tokens() {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().to_path_buf();
+    stdout(&user_command(&path, &["add", "alice"], "correct horse battery\n"));
+    let secret = stdout(&user_command(&path, &["token", "create", "alice", "ci"], ""));
+    let secret = secret.trim().to_owned();
+    assert!(secret.starts_with("kdv_") && secret.len() == 68, "{secret}");
+    let listed = stdout(&user_command(&path, &["token", "list", "alice"], ""));
+    let (id, rest) = listed.trim().split_once('\t').unwrap();
+    assert!(rest.starts_with("ci\t") && !listed.contains(&secret), "{listed}");
+    let unknown = user_command(&path, &["token", "list", "mallory"], "");
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no user is named mallory"));
+
+    let server = start_server_in(home).await;
+    let me = |secret: String| {
+        let url = format!("{}/api/v1/user.me", server.url);
+        async move { reqwest::Client::new().post(url).bearer_auth(secret).json(&json!({})).send().await }
+    };
+    let answer = me(secret.clone()).await.unwrap();
+    assert_eq!(answer.status().as_u16(), 200);
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!(
+        (body["user"]["name"].as_str(), body["via"].as_str()),
+        (Some("alice"), Some("token"))
+    );
+    let revoked = stdout(&user_command(&path, &["token", "revoke", "alice", id], ""));
+    assert!(revoked.contains("revoked"), "{revoked}");
+    assert_eq!(me(secret).await.unwrap().status().as_u16(), 401, "refused once revoked");
+    assert!(!user_command(&path, &["token", "revoke", "alice", id], "").status.success());
 }

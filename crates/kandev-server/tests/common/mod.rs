@@ -47,6 +47,17 @@ impl TestServer {
         dir: tempfile::TempDir,
         tune: impl FnOnce(&mut EngineConfig),
     ) -> TestServer {
+        Self::start_at("127.0.0.1:0", config, dir, tune).await
+    }
+
+    /// Starts listening on `bind` (`0.0.0.0:0`: every interface); the test still talks to it
+    /// on 127.0.0.1.
+    pub async fn start_at(
+        bind: &str,
+        config: ServerConfig,
+        dir: tempfile::TempDir,
+        tune: impl FnOnce(&mut EngineConfig),
+    ) -> TestServer {
         let store = Store::open(Location::File(db_path(&dir))).await.unwrap();
         kandev_server::first_run(&store).await.unwrap();
         let mock = AgentCommand {
@@ -61,8 +72,9 @@ impl TestServer {
         tune(&mut engine_config);
         let engine = Engine::new(store.clone(), engine_config, Arc::new(BuiltinMockLauncher));
         engine.reconcile().await.unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let listener = tokio::net::TcpListener::bind(bind).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let token = config.token.clone();
         let shutdown = CancellationToken::new();
         let state = AppState::new(engine.clone(), config);
