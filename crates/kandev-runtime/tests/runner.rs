@@ -360,3 +360,38 @@ async fn i20_a1_l42_only_committed_output_is_acknowledged_so_a_new_server_gets_t
     let (_client, listed) = RunnerClient::connect(serve(&runner)).await.unwrap();
     assert!(listed.is_empty(), "{listed:?}");
 }
+
+#[tokio::test]
+async fn i20_d1_the_runner_socket_is_owner_only_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("runner.sock");
+    let _listener = kandev_runtime::runner::bind(&socket).await.unwrap();
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the runner socket is {mode:o}, not owner-only");
+}
+
+#[tokio::test]
+async fn i20_d1_input_to_an_agent_that_does_not_read_it_is_bounded_with_a_clear_error() {
+    let runner = Runner::new(RunnerConfig::default());
+    let (mut conn, _) = connect(&runner).await;
+    conn.send(ToRunner::Spawn { exec: "deaf".into(), spec: sh("exec sleep 600") })
+        .await
+        .unwrap();
+    assert!(matches!(next(&mut conn).await, FromRunner::Spawned { .. }));
+    let chunk = Bytes::from(vec![b'x'; 1 << 20]);
+    let frames = kandev_runtime::runner::INPUT_LIMIT / chunk.len() + 2;
+    let sending = tokio::spawn(async move {
+        for _ in 0..frames {
+            let frame = ToRunner::Input { exec: "deaf".into(), data: Data(chunk.clone()) };
+            conn.send(frame).await.unwrap();
+        }
+        conn
+    });
+    let mut conn = timeout(WAIT, sending).await.expect("the runner reads input").unwrap();
+    match next(&mut conn).await {
+        FromRunner::Error { message } => assert!(message.contains("stdin"), "{message}"),
+        other => panic!("expected an error for the full stdin, got {other:?}"),
+    }
+    assert!(runner.buffered("deaf").is_some());
+}

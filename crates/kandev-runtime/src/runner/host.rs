@@ -14,6 +14,7 @@
 //!   an owner that leaves while no agent runs ends it at once.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -36,6 +37,9 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(600);
 pub const DEFAULT_BUFFER_LIMIT: usize = 16 << 20;
 /// Largest chunk read from an agent's stdout at once.
 const CHUNK: usize = 64 * 1024;
+/// Bound of input bytes queued for an agent's stdin and not yet written (an agent that does
+/// not read its input); past it an input frame gets an error and is not queued.
+pub const INPUT_LIMIT: usize = 16 << 20;
 /// How long a killed agent gets between TERM and KILL when the owner is gone.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
@@ -73,6 +77,8 @@ struct Execution {
     acked: u64,
     exited: bool,
     input: mpsc::UnboundedSender<Input>,
+    /// Bytes in `input` not yet written to the agent's stdin (bounded by [`INPUT_LIMIT`]).
+    queued: Arc<AtomicUsize>,
     /// Signalled when an acknowledgement made room in the buffer.
     room: Arc<Notify>,
 }
@@ -299,6 +305,19 @@ impl Runner {
         let state = self.shared.lock();
         match state.executions.get(exec) {
             Some(execution) => {
+                if let Input::Data(bytes) = &input {
+                    let queued = execution.queued.load(Ordering::Acquire);
+                    if queued + bytes.len() > INPUT_LIMIT {
+                        return Some(FromRunner::Error {
+                            message: format!(
+                                "the stdin of {exec} is full ({queued} bytes queued, the bound \
+                                 is {INPUT_LIMIT}): the agent does not read its input; input \
+                                 dropped, send it again later"
+                            ),
+                        });
+                    }
+                    execution.queued.fetch_add(bytes.len(), Ordering::AcqRel);
+                }
                 // A closed channel means the agent's stdin is gone; its exit follows.
                 let _ = execution.input.send(input);
                 None
@@ -354,6 +373,7 @@ impl Runner {
         let process = Arc::new(process);
         let (input, inputs) = mpsc::unbounded_channel();
         let room = Arc::new(Notify::new());
+        let queued = Arc::new(AtomicUsize::new(0));
         self.shared.lock().executions.insert(
             exec.clone(),
             Execution {
@@ -365,11 +385,12 @@ impl Runner {
                 acked: 0,
                 exited: false,
                 input,
+                queued: queued.clone(),
                 room: room.clone(),
             },
         );
         sent.insert(exec.clone(), 0);
-        tokio::spawn(write_input(stdio.stdin, inputs));
+        tokio::spawn(write_input(stdio.stdin, inputs, queued));
         tokio::spawn(read_output(self.shared.clone(), exec.clone(), stdio.stdout, process, room));
         FromRunner::Spawned { exec, pid }
     }
@@ -420,11 +441,14 @@ fn unknown(exec: &str) -> FromRunner {
 async fn write_input(
     mut stdin: tokio::process::ChildStdin,
     mut inputs: mpsc::UnboundedReceiver<Input>,
+    queued: Arc<AtomicUsize>,
 ) {
     while let Some(input) = inputs.recv().await {
         match input {
             Input::Data(bytes) => {
-                if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
+                let written = stdin.write_all(&bytes).await.is_ok() && stdin.flush().await.is_ok();
+                queued.fetch_sub(bytes.len(), Ordering::AcqRel);
+                if !written {
                     return;
                 }
             }
