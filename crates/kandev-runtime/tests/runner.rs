@@ -395,3 +395,44 @@ async fn i20_d1_input_to_an_agent_that_does_not_read_it_is_bounded_with_a_clear_
     }
     assert!(runner.buffered("deaf").is_some());
 }
+
+#[tokio::test]
+async fn i20_d1_a_server_connecting_while_the_runner_kills_its_agents_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("term");
+    let runner = Runner::new(RunnerConfig {
+        grace: Duration::from_millis(50),
+        ..RunnerConfig::default()
+    });
+    let (mut conn, _) = connect(&runner).await;
+    // The agent survives TERM (it marks it), so the runner stays in its KILL_GRACE stop.
+    let script = format!(
+        "trap 'echo term > {}' TERM; echo ready; while :; do sleep 0.05; done",
+        mark.display()
+    );
+    conn.send(ToRunner::Spawn { exec: "late".into(), spec: sh(&script) }).await.unwrap();
+    assert!(matches!(next(&mut conn).await, FromRunner::Spawned { .. }));
+    assert!(matches!(next(&mut conn).await, FromRunner::Output { .. }));
+    drop(conn);
+    timeout(WAIT, async {
+        while !mark.exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the runner stops its agent past the grace period");
+
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let serving = tokio::spawn({
+        let runner = runner.clone();
+        async move { runner.serve_connection(theirs).await }
+    });
+    let mut late = Framed::new(ours, ServerCodec::default());
+    late.send(ToRunner::Hello { version: PROTOCOL_VERSION }).await.unwrap();
+    match next(&mut late).await {
+        FromRunner::Refused { message } => assert!(message.contains("ending"), "{message}"),
+        other => panic!("a server got {other:?} from a runner that is killing its agents"),
+    }
+    assert!(matches!(serving.await.unwrap(), Err(ProtocolError::Refused(_))));
+    timeout(WAIT, runner.done().cancelled()).await.expect("the runner ends");
+}

@@ -90,6 +90,9 @@ struct State {
     owner: Option<u64>,
     /// Numbers connections; also ends a pending grace timer when a new owner arrives.
     generation: u64,
+    /// Set (under the lock) once the runner started killing its agents to end: a `hello`
+    /// after that is refused, so no server spawns agents that are about to be killed.
+    ending: bool,
 }
 
 /// A runner: serve owner connections with [`Runner::serve_connection`]; [`Runner::done`]
@@ -164,24 +167,20 @@ impl Runner {
             framed.send(FromRunner::Refused { message: err.to_string() }).await?;
             return Err(ProtocolError::VersionMismatch { ours: PROTOCOL_VERSION, theirs: version });
         }
-        let (generation, executions, mut sent) = {
+        let taken = {
             let mut state = self.shared.lock();
-            state.generation += 1;
-            let generation = state.generation;
-            state.owner = Some(generation);
-            let executions: Vec<ExecutionInfo> = state
-                .executions
-                .iter()
-                .map(|(exec, e)| ExecutionInfo {
-                    exec: exec.clone(),
-                    pid: e.pid,
-                    acked: e.acked,
-                    exited: e.exited,
-                })
-                .collect();
-            let sent: HashMap<String, u64> =
-                state.executions.iter().map(|(exec, e)| (exec.clone(), e.acked)).collect();
-            (generation, executions, sent)
+            if state.ending {
+                None
+            } else {
+                Some(Self::take_ownership(&mut state))
+            }
+        };
+        let Some((generation, executions, mut sent)) = taken else {
+            let message = "the runner is ending (its owner was gone past the grace period) and \
+                           kills its agents; connect again to start a new runner"
+                .to_owned();
+            framed.send(FromRunner::Refused { message: message.clone() }).await?;
+            return Err(ProtocolError::Refused(message));
         };
         // A connection this one replaces notices and ends.
         self.shared.bump();
@@ -232,6 +231,27 @@ impl Runner {
             }
         }
         result
+    }
+
+    /// Makes a new connection the owner: its number, the executions to list in `welcome`
+    /// and each one's send cursor.
+    fn take_ownership(state: &mut State) -> (u64, Vec<ExecutionInfo>, HashMap<String, u64>) {
+        state.generation += 1;
+        let generation = state.generation;
+        state.owner = Some(generation);
+        let executions: Vec<ExecutionInfo> = state
+            .executions
+            .iter()
+            .map(|(exec, e)| ExecutionInfo {
+                exec: exec.clone(),
+                pid: e.pid,
+                acked: e.acked,
+                exited: e.exited,
+            })
+            .collect();
+        let sent: HashMap<String, u64> =
+            state.executions.iter().map(|(exec, e)| (exec.clone(), e.acked)).collect();
+        (generation, executions, sent)
     }
 
     /// Items not yet sent on this connection, as frames.
@@ -398,8 +418,11 @@ impl Runner {
     /// Kills every agent and ends the runner (a runner told to stop, or one that can never
     /// get an owner again).
     pub async fn shutdown(&self) {
-        let processes: Vec<Arc<AgentProcess>> =
-            self.shared.lock().executions.values().map(|e| e.process.clone()).collect();
+        let processes: Vec<Arc<AgentProcess>> = {
+            let mut state = self.shared.lock();
+            state.ending = true;
+            state.executions.values().map(|e| e.process.clone()).collect()
+        };
         futures::future::join_all(processes.iter().map(|p| p.stop(KILL_GRACE))).await;
         self.shared.lock().executions.clear();
         self.shared.done.cancel();
@@ -417,10 +440,12 @@ impl Runner {
         tokio::spawn(async move {
             tokio::time::sleep(shared.config.grace).await;
             let processes: Vec<Arc<AgentProcess>> = {
-                let state = shared.lock();
+                let mut state = shared.lock();
                 if state.owner.is_some() || state.generation != generation {
                     return;
                 }
+                // From here on a new server is refused: it would get agents killed below.
+                state.ending = true;
                 state.executions.values().map(|e| e.process.clone()).collect()
             };
             tracing::warn!(
