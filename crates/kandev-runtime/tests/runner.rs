@@ -436,3 +436,43 @@ async fn i20_d1_a_server_connecting_while_the_runner_kills_its_agents_is_refused
     assert!(matches!(serving.await.unwrap(), Err(ProtocolError::Refused(_))));
     timeout(WAIT, runner.done().cancelled()).await.expect("the runner ends");
 }
+
+#[tokio::test]
+async fn i20_d1_the_replay_of_a_forgotten_execution_is_discarded_not_parked_for_ever() {
+    // The test plays the runner, so the replay arrives after `forget` every time.
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let mut runner = Framed::new(theirs, RunnerCodec::default());
+    let playing = tokio::spawn(async move {
+        assert!(matches!(runner.next().await, Some(Ok(ToRunner::Hello { .. }))));
+        let old = kandev_runtime::runner::ExecutionInfo {
+            exec: "old".into(),
+            pid: 1,
+            acked: 0,
+            exited: false,
+        };
+        let welcome = FromRunner::Welcome { version: PROTOCOL_VERSION, executions: vec![old] };
+        runner.send(welcome).await.unwrap();
+        match runner.next().await {
+            Some(Ok(ToRunner::Forget { exec })) => assert_eq!(exec, "old"),
+            other => panic!("expected forget, got {other:?}"),
+        }
+        for seq in 1..=3 {
+            let data = Data(Bytes::from_static(b"late\n"));
+            runner.send(FromRunner::Output { exec: "old".into(), seq, data }).await.unwrap();
+        }
+        match runner.next().await {
+            Some(Ok(ToRunner::Spawn { exec, .. })) => {
+                runner.send(FromRunner::Spawned { exec, pid: 2 }).await.unwrap();
+            }
+            other => panic!("expected spawn, got {other:?}"),
+        }
+        runner
+    });
+    let (client, listed) = RunnerClient::connect(ours).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    client.forget("old");
+    // Frames are routed in order: once the probe's `spawned` is in, the replay was handled.
+    let _probe = timeout(WAIT, client.spawn("probe", sh("true"))).await.unwrap().unwrap();
+    assert_eq!(client.parked(), 0, "the replay of a forgotten execution is kept for ever");
+    let _runner = playing.await.unwrap();
+}
