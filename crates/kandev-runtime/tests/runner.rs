@@ -375,9 +375,7 @@ async fn i20_d1_the_runner_socket_is_owner_only_whatever_the_umask() {
 async fn i20_d1_input_to_an_agent_that_does_not_read_it_is_bounded_with_a_clear_error() {
     let runner = Runner::new(RunnerConfig::default());
     let (mut conn, _) = connect(&runner).await;
-    conn.send(ToRunner::Spawn { exec: "deaf".into(), spec: sh("exec sleep 600") })
-        .await
-        .unwrap();
+    conn.send(ToRunner::Spawn { exec: "deaf".into(), spec: sh("exec sleep 600") }).await.unwrap();
     assert!(matches!(next(&mut conn).await, FromRunner::Spawned { .. }));
     let chunk = Bytes::from(vec![b'x'; 1 << 20]);
     let frames = kandev_runtime::runner::INPUT_LIMIT / chunk.len() + 2;
@@ -400,10 +398,8 @@ async fn i20_d1_input_to_an_agent_that_does_not_read_it_is_bounded_with_a_clear_
 async fn i20_d1_a_server_connecting_while_the_runner_kills_its_agents_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mark = dir.path().join("term");
-    let runner = Runner::new(RunnerConfig {
-        grace: Duration::from_millis(50),
-        ..RunnerConfig::default()
-    });
+    let runner =
+        Runner::new(RunnerConfig { grace: Duration::from_millis(50), ..RunnerConfig::default() });
     let (mut conn, _) = connect(&runner).await;
     // The agent survives TERM (it marks it), so the runner stays in its KILL_GRACE stop.
     let script = format!(

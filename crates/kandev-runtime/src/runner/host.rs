@@ -169,11 +169,7 @@ impl Runner {
         }
         let taken = {
             let mut state = self.shared.lock();
-            if state.ending {
-                None
-            } else {
-                Some(Self::take_ownership(&mut state))
-            }
+            if state.ending { None } else { Some(Self::take_ownership(&mut state)) }
         };
         let Some((generation, executions, mut sent)) = taken else {
             let message = "the runner is ending (its owner was gone past the grace period) and \
