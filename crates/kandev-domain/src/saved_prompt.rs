@@ -69,11 +69,23 @@ pub fn references(text: &str) -> Vec<String> {
     names
 }
 
+/// The expansion of a text would be longer than the limit of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLarge {
+    /// The limit, in bytes.
+    pub limit: usize,
+}
+
 /// `text` with each `{{prompt:name}}` replaced by `lookup(name)`; a name `lookup` does not
 /// know is left as written and returned in the second value (in order, each once). Bodies
-/// are inserted as they are: a `{{prompt:...}}` inside a body is not expanded again.
-pub fn expand(text: &str, lookup: impl Fn(&str) -> Option<String>) -> (String, Vec<String>) {
-    let mut out = String::with_capacity(text.len());
+/// are inserted as they are: a `{{prompt:...}}` inside a body is not expanded again. An
+/// expansion longer than `limit` bytes stops there (no more is built) and is an error.
+pub fn expand(
+    text: &str,
+    limit: usize,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<(String, Vec<String>), TooLarge> {
+    let mut out = String::with_capacity(text.len().min(limit));
     let mut missing: Vec<String> = Vec::new();
     let mut rest = text;
     while let Some(start) = rest.find(OPEN) {
@@ -91,9 +103,15 @@ pub fn expand(text: &str, lookup: impl Fn(&str) -> Option<String>) -> (String, V
             }
         }
         rest = &after[end + CLOSE.len()..];
+        if out.len() > limit {
+            return Err(TooLarge { limit });
+        }
     }
     out.push_str(rest);
-    (out, missing)
+    if out.len() > limit {
+        return Err(TooLarge { limit });
+    }
+    Ok((out, missing))
 }
 
 #[cfg(test)]
@@ -122,9 +140,23 @@ mod tests {
     #[test]
     fn expand_fills_known_names_and_reports_unknown_ones() {
         let lookup = |n: &str| (n == "x").then(|| "BODY {{prompt:y}}".to_owned());
-        let (text, missing) = expand("1 {{prompt:x}} 2 {{prompt:y}} 3 {{prompt:y}}", lookup);
+        let (text, missing) =
+            expand("1 {{prompt:x}} 2 {{prompt:y}} 3 {{prompt:y}}", 1000, lookup).unwrap();
         assert_eq!(text, "1 BODY {{prompt:y}} 2 {{prompt:y}} 3 {{prompt:y}}");
         assert_eq!(missing, vec!["y".to_owned()]);
-        assert_eq!(expand("no refs", lookup), ("no refs".to_owned(), vec![]));
+        assert_eq!(expand("no refs", 1000, lookup), Ok(("no refs".to_owned(), vec![])));
+    }
+
+    #[test]
+    fn i18_d1_an_expansion_past_the_message_limit_is_refused() {
+        let body = "b".repeat(validate::MAX_PROMPT_BYTES);
+        let text = "{{prompt:x}}".repeat(5000);
+        let limit = validate::MAX_TEXT_BYTES;
+        let lookup = |n: &str| (n == "x").then(|| body.clone());
+        assert_eq!(expand(&text, limit, lookup), Err(TooLarge { limit }));
+        // Exactly at the limit is fine.
+        let text = "{{prompt:x}}".repeat(limit / body.len());
+        let (out, _) = expand(&text, limit, lookup).unwrap();
+        assert_eq!(out.len(), limit);
     }
 }

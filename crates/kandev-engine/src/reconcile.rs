@@ -143,8 +143,9 @@ async fn settle_after_restart(inner: &Inner, intent: &ResetIntent) -> Result<()>
     let metadata = json!({ "reason": "context_reset" });
     add_message(&mut tx, &session, None, MessageKind::Status, &text, metadata).await?;
     if let Some(prompt) = prompt {
-        // Unknown names stay as written (the live path also leaves a note; see controls.rs).
-        let (prompt, _missing) = expand_saved_prompts(&inner.store, &task, prompt).await?;
+        // Unknown names stay as written, and so does a prompt whose expansion is too long (the
+        // live path also leaves a note; see session/workflow.rs).
+        let prompt = expand_saved_prompts(&inner.store, &task, prompt).await?.text;
         tx.enqueue(&session.id, &prompt, &[], None, "workflow").await?;
         let queue = tx.list_queue(&session.id).await?;
         publish::queue_changed(&mut tx, &session, &queue).await?;

@@ -40,8 +40,10 @@ const GROUP_LIMIT: usize = 512;
 /// Where streamed text goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Target {
-    /// Appended to the message being streamed.
-    Append(MessageId),
+    /// Appended to the message being streamed, of this kind in this turn. When that message
+    /// was never stored (its group's commit failed), the text starts it, with that id, kind
+    /// and turn, instead of being lost.
+    Append { id: MessageId, kind: MessageKind, turn_id: Option<TurnId> },
     /// A new message with this id (chosen by the session: later text is appended to it before
     /// it is stored) and kind, in the open turn, if any.
     Start { id: MessageId, kind: MessageKind, turn_id: Option<TurnId> },
@@ -51,7 +53,7 @@ impl Target {
     /// The message the text goes to.
     pub fn message(&self) -> &MessageId {
         match self {
-            Target::Append(id) | Target::Start { id, .. } => id,
+            Target::Append { id, .. } | Target::Start { id, .. } => id,
         }
     }
 }
@@ -95,7 +97,8 @@ impl StreamWriter {
             // the same message joins it (nothing of this session is queued after it).
             let latest = queue.iter_mut().rev().find(|m| m.session.id == session.id);
             match latest {
-                Some(m) if matches!(&target, Target::Append(id) if id == m.target.message()) => {
+                Some(m) if matches!(&target, Target::Append { id, .. } if id == m.target.message()) =>
+                {
                     m.text.push_str(&text);
                     m.replies.push(reply);
                 }
@@ -203,7 +206,7 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
     let appended: Vec<&MessageId> = group
         .iter()
         .filter_map(|m| match &m.target {
-            Target::Append(id) if !started.contains(id) => Some(id),
+            Target::Append { id, .. } if !started.contains(id) => Some(id),
             _ => None,
         })
         .collect::<HashSet<_>>()
@@ -219,49 +222,50 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
     // Per session that started a message: the newest one, which keeps streaming unfolded.
     let mut newest: HashMap<&SessionId, &MessageId> = HashMap::new();
     for (index, member) in group.iter().enumerate() {
-        match &member.target {
-            Target::Start { id, kind, turn_id } => {
-                let new = NewMessage {
+        let (Target::Start { id, kind, turn_id } | Target::Append { id, kind, turn_id }) =
+            &member.target;
+        // An append to a message never stored (nor started in this group) starts it.
+        let starts = matches!(member.target, Target::Start { .. }) || !heads.contains_key(id);
+        if starts {
+            let new = NewMessage {
+                session_id: member.session.id.clone(),
+                turn_id: turn_id.clone(),
+                kind: *kind,
+                content: member.text.clone(),
+                metadata: "{}".to_owned(),
+                client_message_id: None,
+            };
+            messages.push((id.clone(), seq, new));
+            heads.insert(
+                id.clone(),
+                Appended {
+                    id: id.clone(),
                     session_id: member.session.id.clone(),
-                    turn_id: turn_id.clone(),
+                    seq,
                     kind: *kind,
-                    content: member.text.clone(),
-                    metadata: "{}".to_owned(),
-                    client_message_id: None,
-                };
-                messages.push((id.clone(), seq, new));
-                heads.insert(
-                    id.clone(),
-                    Appended {
-                        id: id.clone(),
-                        session_id: member.session.id.clone(),
-                        seq,
-                        kind: *kind,
-                        length: member.text.len() as u64,
-                    },
-                );
-                newest.insert(&member.session.id, id);
-                events.push(None); // the message.added event, once the message is built
-            }
-            Target::Append(id) => {
-                let Some(head) = heads.get_mut(id) else {
-                    outcomes.push(Err(format!("message {id} was not found")));
-                    continue;
-                };
-                head.length += member.text.len() as u64;
-                chunks.push((id.clone(), head.session_id.clone(), head.length, index));
-                let update = MessageUpdate::Chunk {
-                    message_id: id.to_string(),
-                    seq: head.seq,
-                    kind: head.kind.into(),
-                    delta: member.text.clone(),
-                    length: head.length,
-                };
-                events.push(Some(Notification::session(
-                    &member.session.id,
-                    SessionEvent::MessageUpdated(update),
-                )));
-            }
+                    length: member.text.len() as u64,
+                },
+            );
+            newest.insert(&member.session.id, id);
+            events.push(None); // the message.added event, once the message is built
+        } else {
+            let Some(head) = heads.get_mut(id) else {
+                outcomes.push(Err(format!("message {id} was not found")));
+                continue;
+            };
+            head.length += member.text.len() as u64;
+            chunks.push((id.clone(), head.session_id.clone(), head.length, index));
+            let update = MessageUpdate::Chunk {
+                message_id: id.to_string(),
+                seq: head.seq,
+                kind: head.kind.into(),
+                delta: member.text.clone(),
+                length: head.length,
+            };
+            events.push(Some(Notification::session(
+                &member.session.id,
+                SessionEvent::MessageUpdated(update),
+            )));
         }
         outcomes.push(Ok(member.target.message().clone()));
         seq += 1;
@@ -307,7 +311,17 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
 async fn write_member(tx: &mut WriteTx, member: &Member) -> Outcome {
     let savepoint = tx.savepoint().await.map_err(|e| e.to_string())?;
     let written = match &member.target {
-        Target::Append(id) => append(tx, member, id).await,
+        Target::Append { id, kind, turn_id } => match tx.stream_heads(&[id]).await {
+            Ok(heads) if heads.is_empty() => {
+                // Never stored (its group's commit failed): the text starts it.
+                let session = &member.session;
+                add_message_as(tx, id, session, turn_id.as_ref(), *kind, &member.text, json!({}))
+                    .await
+                    .map(|m| m.id)
+            }
+            Ok(_) => append(tx, member, id).await,
+            Err(err) => Err(err.into()),
+        },
         Target::Start { id, kind, turn_id } => {
             let session = &member.session;
             add_message_as(tx, id, session, turn_id.as_ref(), *kind, &member.text, json!({}))
@@ -346,7 +360,7 @@ pub(crate) async fn answered(answer: Answer) -> Result<MessageId> {
 mod tests {
     use kandev_domain::transcript::{MessageKind, Session};
     use kandev_domain::workflow::{StepSpec, WorkflowSpec};
-    use kandev_domain::{MessageId, SessionId, WorkspaceId};
+    use kandev_domain::{SessionId, WorkspaceId};
     use kandev_store::{Event, Location, NewTask, SearchKinds, SearchPage, Store};
     use tokio::sync::{broadcast, oneshot};
 
@@ -381,6 +395,14 @@ mod tests {
 
     fn start(store: &Store, kind: MessageKind) -> Target {
         Target::Start { id: store.new_message_id(), kind, turn_id: None }
+    }
+
+    /// An append to the message `started` starts.
+    fn append(started: &Target) -> Target {
+        let Target::Start { id, kind, turn_id } = started.clone() else {
+            panic!("not a start: {started:?}")
+        };
+        Target::Append { id, kind, turn_id }
     }
 
     fn member(
@@ -422,16 +444,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn i15_a1_an_append_to_a_missing_message_fails_alone_and_the_group_is_stored() {
+    async fn i15_a1_a_group_of_starts_and_appends_is_stored_and_told_in_order() {
         let (_dir, store, one, two) = fixture().await;
         let mut events = store.subscribe();
         let (a, b) = (start(&store, MessageKind::Agent), start(&store, MessageKind::Thought));
-        let gone = Target::Append(MessageId::new("no-such-message"));
-        let appended = Target::Append(a.message().clone());
+        let appended = append(&a);
         let (members, answers): (Vec<_>, Vec<_>) = [
             member(&one, &a, "hello"),
             member(&two, &b, "thinking"),
-            member(&one, &gone, "lost"),
             member(&one, &appended, " world"),
         ]
         .into_iter()
@@ -441,8 +461,7 @@ mod tests {
         for answer in answers {
             outcomes.push(answer.await.unwrap());
         }
-        assert!(outcomes[2].as_ref().is_err_and(|e| e.contains("not found")), "{outcomes:?}");
-        assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 3, "{outcomes:?}");
+        assert!(outcomes.iter().all(|o| o.is_ok()), "{outcomes:?}");
         assert_eq!(content(&store, &a).await, "hello world");
         assert_eq!(content(&store, &b).await, "thinking");
         let told = published(&mut events);
@@ -481,7 +500,7 @@ mod tests {
         let mut gone = two.clone();
         gone.id = SessionId::new("deleted-session");
         let (a, b) = (start(&store, MessageKind::Agent), start(&store, MessageKind::Agent));
-        let appended = Target::Append(a.message().clone());
+        let appended = append(&a);
         let (members, answers): (Vec<_>, Vec<_>) =
             [member(&one, &a, "one"), member(&gone, &b, "never"), member(&one, &appended, " two")]
                 .into_iter()
@@ -500,6 +519,44 @@ mod tests {
         assert_eq!(texts, ["one", " two"], "only what was stored is told: {told:?}");
     }
 
+    #[tokio::test]
+    async fn i15_d1_an_append_to_a_message_never_stored_starts_it_instead_of_dropping_its_text() {
+        let (_dir, store, one, two) = fixture().await;
+        // Started in a group whose commit failed: never stored, later text appends to it.
+        let (lost, also_lost) =
+            (start(&store, MessageKind::Agent), start(&store, MessageKind::Thought));
+        let ok = start(&store, MessageKind::Agent);
+        let (members, answers): (Vec<_>, Vec<_>) = [
+            member(&one, &append(&lost), "kept"),
+            member(&one, &append(&lost), " and more"),
+            member(&two, &ok, "fine"),
+        ]
+        .into_iter()
+        .unzip();
+        write_group(&store, members).await;
+        for answer in answers {
+            answer.await.unwrap().unwrap();
+        }
+        let stored = store.get_message(lost.message()).await.unwrap();
+        assert_eq!((stored.content.as_str(), stored.kind), ("kept and more", MessageKind::Agent));
+        assert_eq!(content(&store, &ok).await, "fine");
+
+        // The same when the group is written member by member (a member broke the batch).
+        let mut gone = two.clone();
+        gone.id = SessionId::new("deleted-session");
+        let never = start(&store, MessageKind::Agent);
+        let (members, answers): (Vec<_>, Vec<_>) =
+            [member(&gone, &never, "never"), member(&one, &append(&also_lost), "thought")]
+                .into_iter()
+                .unzip();
+        write_group(&store, members).await;
+        let outcomes: Vec<Outcome> =
+            futures::future::join_all(answers).await.into_iter().map(Result::unwrap).collect();
+        assert!(outcomes[0].is_err() && outcomes[1].is_ok(), "{outcomes:?}");
+        let stored = store.get_message(also_lost.message()).await.unwrap();
+        assert_eq!((stored.content.as_str(), stored.kind), ("thought", MessageKind::Thought));
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn i15_a1_pipelined_writes_are_stored_and_told_in_submission_order() {
         let (_dir, store, one, two) = fixture().await;
@@ -516,10 +573,11 @@ mod tests {
             for (session, messages) in expected.iter_mut() {
                 let kind = if round % 20 < 10 { MessageKind::Agent } else { MessageKind::Thought };
                 let text = format!("<{round}>");
-                let target = match messages.last_mut() {
-                    Some((Target::Start { kind: k, id, .. }, stored)) if *k == kind => {
+                let same_kind = |(t, _): &&mut (Target, String)| matches!(t, Target::Start { kind: k, .. } if *k == kind);
+                let target = match messages.last_mut().filter(same_kind) {
+                    Some((started, stored)) => {
                         stored.push_str(&text);
-                        Target::Append(id.clone())
+                        append(started)
                     }
                     _ => {
                         let target = start(&store, kind);

@@ -360,3 +360,115 @@ async fn i20_a1_l42_only_committed_output_is_acknowledged_so_a_new_server_gets_t
     let (_client, listed) = RunnerClient::connect(serve(&runner)).await.unwrap();
     assert!(listed.is_empty(), "{listed:?}");
 }
+
+#[tokio::test]
+async fn i20_d1_the_runner_socket_is_owner_only_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("runner.sock");
+    let _listener = kandev_runtime::runner::bind(&socket).await.unwrap();
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the runner socket is {mode:o}, not owner-only");
+}
+
+#[tokio::test]
+async fn i20_d1_input_to_an_agent_that_does_not_read_it_is_bounded_with_a_clear_error() {
+    let runner = Runner::new(RunnerConfig::default());
+    let (mut conn, _) = connect(&runner).await;
+    conn.send(ToRunner::Spawn { exec: "deaf".into(), spec: sh("exec sleep 600") }).await.unwrap();
+    assert!(matches!(next(&mut conn).await, FromRunner::Spawned { .. }));
+    let chunk = Bytes::from(vec![b'x'; 1 << 20]);
+    let frames = kandev_runtime::runner::INPUT_LIMIT / chunk.len() + 2;
+    let sending = tokio::spawn(async move {
+        for _ in 0..frames {
+            let frame = ToRunner::Input { exec: "deaf".into(), data: Data(chunk.clone()) };
+            conn.send(frame).await.unwrap();
+        }
+        conn
+    });
+    let mut conn = timeout(WAIT, sending).await.expect("the runner reads input").unwrap();
+    match next(&mut conn).await {
+        FromRunner::Error { message } => assert!(message.contains("stdin"), "{message}"),
+        other => panic!("expected an error for the full stdin, got {other:?}"),
+    }
+    assert!(runner.buffered("deaf").is_some());
+}
+
+#[tokio::test]
+async fn i20_d1_a_server_connecting_while_the_runner_kills_its_agents_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mark = dir.path().join("term");
+    let runner =
+        Runner::new(RunnerConfig { grace: Duration::from_millis(50), ..RunnerConfig::default() });
+    let (mut conn, _) = connect(&runner).await;
+    // The agent survives TERM (it marks it), so the runner stays in its KILL_GRACE stop.
+    let script = format!(
+        "trap 'echo term > {}' TERM; echo ready; while :; do sleep 0.05; done",
+        mark.display()
+    );
+    conn.send(ToRunner::Spawn { exec: "late".into(), spec: sh(&script) }).await.unwrap();
+    assert!(matches!(next(&mut conn).await, FromRunner::Spawned { .. }));
+    assert!(matches!(next(&mut conn).await, FromRunner::Output { .. }));
+    drop(conn);
+    timeout(WAIT, async {
+        while !mark.exists() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the runner stops its agent past the grace period");
+
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let serving = tokio::spawn({
+        let runner = runner.clone();
+        async move { runner.serve_connection(theirs).await }
+    });
+    let mut late = Framed::new(ours, ServerCodec::default());
+    late.send(ToRunner::Hello { version: PROTOCOL_VERSION }).await.unwrap();
+    match next(&mut late).await {
+        FromRunner::Refused { message } => assert!(message.contains("ending"), "{message}"),
+        other => panic!("a server got {other:?} from a runner that is killing its agents"),
+    }
+    assert!(matches!(serving.await.unwrap(), Err(ProtocolError::Refused(_))));
+    timeout(WAIT, runner.done().cancelled()).await.expect("the runner ends");
+}
+
+#[tokio::test]
+async fn i20_d1_the_replay_of_a_forgotten_execution_is_discarded_not_parked_for_ever() {
+    // The test plays the runner, so the replay arrives after `forget` every time.
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let mut runner = Framed::new(theirs, RunnerCodec::default());
+    let playing = tokio::spawn(async move {
+        assert!(matches!(runner.next().await, Some(Ok(ToRunner::Hello { .. }))));
+        let old = kandev_runtime::runner::ExecutionInfo {
+            exec: "old".into(),
+            pid: 1,
+            acked: 0,
+            exited: false,
+        };
+        let welcome = FromRunner::Welcome { version: PROTOCOL_VERSION, executions: vec![old] };
+        runner.send(welcome).await.unwrap();
+        match runner.next().await {
+            Some(Ok(ToRunner::Forget { exec })) => assert_eq!(exec, "old"),
+            other => panic!("expected forget, got {other:?}"),
+        }
+        for seq in 1..=3 {
+            let data = Data(Bytes::from_static(b"late\n"));
+            runner.send(FromRunner::Output { exec: "old".into(), seq, data }).await.unwrap();
+        }
+        match runner.next().await {
+            Some(Ok(ToRunner::Spawn { exec, .. })) => {
+                runner.send(FromRunner::Spawned { exec, pid: 2 }).await.unwrap();
+            }
+            other => panic!("expected spawn, got {other:?}"),
+        }
+        runner
+    });
+    let (client, listed) = RunnerClient::connect(ours).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    client.forget("old");
+    // Frames are routed in order: once the probe's `spawned` is in, the replay was handled.
+    let _probe = timeout(WAIT, client.spawn("probe", sh("true"))).await.unwrap().unwrap();
+    assert_eq!(client.parked(), 0, "the replay of a forgotten execution is kept for ever");
+    let _runner = playing.await.unwrap();
+}

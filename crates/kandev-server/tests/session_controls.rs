@@ -108,6 +108,37 @@ async fn i18_s1_a_step_prompt_expands_saved_prompts_and_notes_unknown_names() {
 }
 
 #[tokio::test]
+async fn i18_d1_a_step_prompt_whose_expansion_passes_the_message_limit_is_sent_as_written() {
+    let server = TestServer::start().await;
+    let ws = workspace_id(&server).await;
+    let body = "b".repeat(60 * 1024);
+    server.call("prompt.create", json!({"workspace_id": ws, "name": "big", "body": body})).await;
+    let created = server
+        .call("workflow.create", json!({"workspace_id": ws, "name": "k", "template_id": "kanban"}))
+        .await;
+    let workflow = created["workflow"].clone();
+    let in_progress = step_id(&workflow, "In Progress");
+    // 20 references to a 60 KiB body: 1.2 MB, past the 1 MiB limit of a message.
+    let prompt = "{{prompt:big}}".repeat(20);
+    server.call("workflow.step.update", json!({"id": in_progress, "prompt": prompt})).await;
+    let task = server
+        .call(
+            "task.create",
+            json!({"workflow_id": workflow["id"], "title": "Fix it", "step_id": in_progress}),
+        )
+        .await;
+    let session = task["session"]["id"].as_str().unwrap().to_owned();
+    server.wait_turns(&session, 1).await;
+    let messages = server.messages(&session).await;
+    assert_eq!(of_kind(&messages, "user")[0]["content"], prompt.as_str(), "sent as written");
+    let notes = of_kind(&messages, "status");
+    assert!(
+        notes.iter().any(|m| m["content"].as_str().unwrap().contains("longer than 1 MiB")),
+        "a visible note says the expansion is too long: {notes:?}"
+    );
+}
+
+#[tokio::test]
 async fn i18_s2_a_session_is_renamed_and_an_empty_name_clears_it() {
     let server = TestServer::start().await;
     let (_, session) = server.session(None).await;

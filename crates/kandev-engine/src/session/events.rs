@@ -272,7 +272,10 @@ impl SessionActor {
         let current =
             self.phase.turn().and_then(|t| t.streaming.clone()).filter(|(k, _)| *k == kind);
         let target = match current {
-            Some((_, id)) => Target::Append(id),
+            Some((_, id)) => {
+                let turn_id = self.phase.turn().map(|t| t.id.clone());
+                Target::Append { id, kind, turn_id }
+            }
             None => {
                 let id = self.inner.store.new_message_id();
                 let turn_id = self.phase.turn().map(|t| t.id.clone());

@@ -18,7 +18,7 @@ use serde_json::json;
 
 use crate::api::PromptRequest;
 use crate::error::{EngineError, Result};
-use crate::saved_prompts::{expand_saved_prompts, missing_prompts_note};
+use crate::saved_prompts::{expand_saved_prompts, missing_prompts_note, too_large_note};
 use crate::session::command::{ShipEvent, ShipPlan};
 use crate::session::state::{ResetPlan, SessionActor};
 use crate::workflow::{enter_step_in_primary, record_move, ship_then_report};
@@ -85,14 +85,19 @@ impl SessionActor {
                 Action::AutoStartAgent if cause == EntryCause::TurnStart => {}
                 Action::AutoStartAgent => {
                     let prompt = step_prompt(&step, &self.task.prompt());
-                    let (prompt, missing) =
+                    let expanded =
                         expand_saved_prompts(&self.inner.store, &self.task, prompt).await?;
+                    let missing = expanded.missing;
                     if !missing.is_empty() {
                         let metadata =
                             json!({ "reason": "unknown_saved_prompt", "names": missing });
                         self.note(missing_prompts_note(&missing), metadata, None).await?;
                     }
-                    let request = PromptRequest::text(prompt);
+                    if let Some(too_large) = expanded.too_large {
+                        let metadata = json!({ "reason": "saved_prompts_too_large" });
+                        self.note(too_large_note(too_large), metadata, None).await?;
+                    }
+                    let request = PromptRequest::text(expanded.text);
                     match Box::pin(self.admit(request, "workflow")).await {
                         Ok(_) | Err(EngineError::Busy(_)) => {}
                         Err(err) => return Err(err),

@@ -31,11 +31,14 @@ enum Event {
     Exited(u64, ExitInfo, String),
 }
 
-/// Where the frames of an execution go: to its follower, or parked until someone attaches
-/// (the replay of executions an earlier server started arrives right after `welcome`).
+/// Where the frames of an execution go: to its follower, parked until someone attaches
+/// (the replay of executions an earlier server started arrives right after `welcome`), or
+/// nowhere for an execution this server forgot (the replay of its old items can still
+/// arrive after `forget`: the marker keeps them from being parked for ever).
 enum Route {
     Follow(mpsc::UnboundedSender<Event>),
     Parked(Vec<Event>),
+    Forgotten,
 }
 
 type Routes = Arc<Mutex<HashMap<String, Route>>>;
@@ -251,6 +254,7 @@ impl RunnerClient {
                         let _ = follower.send(event);
                     }
                     Route::Parked(parked) => parked.push(event),
+                    Route::Forgotten => {}
                 }
             }
             reader_closed.cancel();
@@ -273,8 +277,24 @@ impl RunnerClient {
     /// Kills an execution the runner holds and forgets it (one this server does not take
     /// over).
     pub fn forget(&self, exec: &str) {
-        self.routes.lock().unwrap_or_else(PoisonError::into_inner).remove(exec);
+        // One small marker per forgotten execution: what still arrives for it is discarded.
+        self.routes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(exec.to_owned(), Route::Forgotten);
         let _ = self.out.send(ToRunner::Forget { exec: exec.to_owned() });
+    }
+
+    /// Events held for executions nobody attached yet (tests and diagnostics).
+    pub fn parked(&self) -> usize {
+        let routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
+        routes
+            .values()
+            .map(|route| match route {
+                Route::Parked(parked) => parked.len(),
+                Route::Follow(_) | Route::Forgotten => 0,
+            })
+            .sum()
     }
 
     /// Takes over an execution the runner already holds (listed in `welcome`): its

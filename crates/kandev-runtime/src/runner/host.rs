@@ -14,6 +14,7 @@
 //!   an owner that leaves while no agent runs ends it at once.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -36,6 +37,9 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(600);
 pub const DEFAULT_BUFFER_LIMIT: usize = 16 << 20;
 /// Largest chunk read from an agent's stdout at once.
 const CHUNK: usize = 64 * 1024;
+/// Bound of input bytes queued for an agent's stdin and not yet written (an agent that does
+/// not read its input); past it an input frame gets an error and is not queued.
+pub const INPUT_LIMIT: usize = 16 << 20;
 /// How long a killed agent gets between TERM and KILL when the owner is gone.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
@@ -73,6 +77,8 @@ struct Execution {
     acked: u64,
     exited: bool,
     input: mpsc::UnboundedSender<Input>,
+    /// Bytes in `input` not yet written to the agent's stdin (bounded by [`INPUT_LIMIT`]).
+    queued: Arc<AtomicUsize>,
     /// Signalled when an acknowledgement made room in the buffer.
     room: Arc<Notify>,
 }
@@ -84,6 +90,9 @@ struct State {
     owner: Option<u64>,
     /// Numbers connections; also ends a pending grace timer when a new owner arrives.
     generation: u64,
+    /// Set (under the lock) once the runner started killing its agents to end: a `hello`
+    /// after that is refused, so no server spawns agents that are about to be killed.
+    ending: bool,
 }
 
 /// A runner: serve owner connections with [`Runner::serve_connection`]; [`Runner::done`]
@@ -158,24 +167,16 @@ impl Runner {
             framed.send(FromRunner::Refused { message: err.to_string() }).await?;
             return Err(ProtocolError::VersionMismatch { ours: PROTOCOL_VERSION, theirs: version });
         }
-        let (generation, executions, mut sent) = {
+        let taken = {
             let mut state = self.shared.lock();
-            state.generation += 1;
-            let generation = state.generation;
-            state.owner = Some(generation);
-            let executions: Vec<ExecutionInfo> = state
-                .executions
-                .iter()
-                .map(|(exec, e)| ExecutionInfo {
-                    exec: exec.clone(),
-                    pid: e.pid,
-                    acked: e.acked,
-                    exited: e.exited,
-                })
-                .collect();
-            let sent: HashMap<String, u64> =
-                state.executions.iter().map(|(exec, e)| (exec.clone(), e.acked)).collect();
-            (generation, executions, sent)
+            if state.ending { None } else { Some(Self::take_ownership(&mut state)) }
+        };
+        let Some((generation, executions, mut sent)) = taken else {
+            let message = "the runner is ending (its owner was gone past the grace period) and \
+                           kills its agents; connect again to start a new runner"
+                .to_owned();
+            framed.send(FromRunner::Refused { message: message.clone() }).await?;
+            return Err(ProtocolError::Refused(message));
         };
         // A connection this one replaces notices and ends.
         self.shared.bump();
@@ -226,6 +227,27 @@ impl Runner {
             }
         }
         result
+    }
+
+    /// Makes a new connection the owner: its number, the executions to list in `welcome`
+    /// and each one's send cursor.
+    fn take_ownership(state: &mut State) -> (u64, Vec<ExecutionInfo>, HashMap<String, u64>) {
+        state.generation += 1;
+        let generation = state.generation;
+        state.owner = Some(generation);
+        let executions: Vec<ExecutionInfo> = state
+            .executions
+            .iter()
+            .map(|(exec, e)| ExecutionInfo {
+                exec: exec.clone(),
+                pid: e.pid,
+                acked: e.acked,
+                exited: e.exited,
+            })
+            .collect();
+        let sent: HashMap<String, u64> =
+            state.executions.iter().map(|(exec, e)| (exec.clone(), e.acked)).collect();
+        (generation, executions, sent)
     }
 
     /// Items not yet sent on this connection, as frames.
@@ -299,6 +321,19 @@ impl Runner {
         let state = self.shared.lock();
         match state.executions.get(exec) {
             Some(execution) => {
+                if let Input::Data(bytes) = &input {
+                    let queued = execution.queued.load(Ordering::Acquire);
+                    if queued + bytes.len() > INPUT_LIMIT {
+                        return Some(FromRunner::Error {
+                            message: format!(
+                                "the stdin of {exec} is full ({queued} bytes queued, the bound \
+                                 is {INPUT_LIMIT}): the agent does not read its input; input \
+                                 dropped, send it again later"
+                            ),
+                        });
+                    }
+                    execution.queued.fetch_add(bytes.len(), Ordering::AcqRel);
+                }
                 // A closed channel means the agent's stdin is gone; its exit follows.
                 let _ = execution.input.send(input);
                 None
@@ -354,6 +389,7 @@ impl Runner {
         let process = Arc::new(process);
         let (input, inputs) = mpsc::unbounded_channel();
         let room = Arc::new(Notify::new());
+        let queued = Arc::new(AtomicUsize::new(0));
         self.shared.lock().executions.insert(
             exec.clone(),
             Execution {
@@ -365,11 +401,12 @@ impl Runner {
                 acked: 0,
                 exited: false,
                 input,
+                queued: queued.clone(),
                 room: room.clone(),
             },
         );
         sent.insert(exec.clone(), 0);
-        tokio::spawn(write_input(stdio.stdin, inputs));
+        tokio::spawn(write_input(stdio.stdin, inputs, queued));
         tokio::spawn(read_output(self.shared.clone(), exec.clone(), stdio.stdout, process, room));
         FromRunner::Spawned { exec, pid }
     }
@@ -377,8 +414,11 @@ impl Runner {
     /// Kills every agent and ends the runner (a runner told to stop, or one that can never
     /// get an owner again).
     pub async fn shutdown(&self) {
-        let processes: Vec<Arc<AgentProcess>> =
-            self.shared.lock().executions.values().map(|e| e.process.clone()).collect();
+        let processes: Vec<Arc<AgentProcess>> = {
+            let mut state = self.shared.lock();
+            state.ending = true;
+            state.executions.values().map(|e| e.process.clone()).collect()
+        };
         futures::future::join_all(processes.iter().map(|p| p.stop(KILL_GRACE))).await;
         self.shared.lock().executions.clear();
         self.shared.done.cancel();
@@ -396,10 +436,12 @@ impl Runner {
         tokio::spawn(async move {
             tokio::time::sleep(shared.config.grace).await;
             let processes: Vec<Arc<AgentProcess>> = {
-                let state = shared.lock();
+                let mut state = shared.lock();
                 if state.owner.is_some() || state.generation != generation {
                     return;
                 }
+                // From here on a new server is refused: it would get agents killed below.
+                state.ending = true;
                 state.executions.values().map(|e| e.process.clone()).collect()
             };
             tracing::warn!(
@@ -420,11 +462,14 @@ fn unknown(exec: &str) -> FromRunner {
 async fn write_input(
     mut stdin: tokio::process::ChildStdin,
     mut inputs: mpsc::UnboundedReceiver<Input>,
+    queued: Arc<AtomicUsize>,
 ) {
     while let Some(input) = inputs.recv().await {
         match input {
             Input::Data(bytes) => {
-                if stdin.write_all(&bytes).await.is_err() || stdin.flush().await.is_err() {
+                let written = stdin.write_all(&bytes).await.is_ok() && stdin.flush().await.is_ok();
+                queued.fetch_sub(bytes.len(), Ordering::AcqRel);
+                if !written {
                     return;
                 }
             }

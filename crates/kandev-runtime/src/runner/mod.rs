@@ -8,6 +8,7 @@ pub mod host;
 pub mod proto;
 
 use std::io;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use std::time::Duration;
 use tokio::net::{UnixListener, UnixStream};
 
 pub use client::{AckPolicy, Acks, RemoteControl, RemoteExecution, RunnerClient};
-pub use host::{DEFAULT_BUFFER_LIMIT, DEFAULT_GRACE, Runner, RunnerConfig};
+pub use host::{DEFAULT_BUFFER_LIMIT, DEFAULT_GRACE, INPUT_LIMIT, Runner, RunnerConfig};
 pub use proto::{ExecutionInfo, PROTOCOL_VERSION, ProtocolError, SpawnSpec};
 
 /// How often a runner checks that its socket file still exists.
@@ -64,7 +65,8 @@ pub async fn serve_unix(listener: UnixListener, runner: Runner) -> io::Result<()
 }
 
 /// Binds the runner's socket; a stale socket file (nobody listening) is replaced, a live one
-/// is an error that says so.
+/// is an error that says so. The socket is made owner-only (0600) whatever the umask: who
+/// can connect owns every agent of the runner.
 pub async fn bind(socket: &Path) -> io::Result<UnixListener> {
     if socket.exists() {
         if UnixStream::connect(socket).await.is_ok() {
@@ -75,7 +77,9 @@ pub async fn bind(socket: &Path) -> io::Result<UnixListener> {
         }
         std::fs::remove_file(socket)?;
     }
-    UnixListener::bind(socket)
+    let listener = UnixListener::bind(socket)?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
 }
 
 /// Connects to the runner on `socket`, starting `program args` detached from this process's
