@@ -31,6 +31,8 @@ mod saved_prompts;
 mod session;
 mod shells;
 mod stream;
+#[cfg(test)]
+mod test_support;
 pub mod workdir;
 mod workflow;
 mod write;

@@ -359,9 +359,8 @@ pub(crate) async fn answered(answer: Answer) -> Result<MessageId> {
 #[cfg(test)]
 mod tests {
     use kandev_domain::transcript::{MessageKind, Session};
-    use kandev_domain::workflow::{StepSpec, WorkflowSpec};
     use kandev_domain::{SessionId, WorkspaceId};
-    use kandev_store::{Event, Location, NewTask, SearchKinds, SearchPage, Store};
+    use kandev_store::{Event, Location, SearchKinds, SearchPage, Store};
     use tokio::sync::{broadcast, oneshot};
 
     use super::{Member, Outcome, StreamWriter, Target, answered, write_group};
@@ -371,22 +370,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap();
         let mut tx = store.begin_write().await.unwrap();
-        let workspace = tx.insert_workspace("w").await.unwrap();
-        let spec = WorkflowSpec {
-            name: "b".into(),
-            description: String::new(),
-            steps: vec![StepSpec::named("s")],
-        };
-        let workflow = tx.insert_workflow(&workspace.id, &spec, None).await.unwrap();
-        let new = NewTask {
-            workflow_id: workflow.id.clone(),
-            step_id: workflow.steps[0].id.clone(),
-            title: "t".into(),
-            description: String::new(),
-            repository_ids: vec![],
-            agent_profile_id: None,
-        };
-        let task = tx.insert_task(&new, "test").await.unwrap();
+        let task = crate::test_support::insert_task(&mut tx).await;
         let one = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
         let two = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
         tx.commit().await.unwrap();

@@ -114,8 +114,7 @@ async fn insert_and_announce(
 #[cfg(test)]
 mod tests {
     use kandev_domain::session::SessionState;
-    use kandev_domain::workflow::{StepSpec, WorkflowSpec};
-    use kandev_store::{Location, NewTask, SessionUpdate, Store, StoreError};
+    use kandev_store::{Location, SessionUpdate, Store, StoreError};
 
     use super::write_session;
     use crate::error::EngineError;
@@ -128,22 +127,7 @@ mod tests {
     async fn l01_a_state_change_outside_the_table_or_from_an_old_epoch_writes_nothing() {
         let store = Store::open(Location::Memory).await.unwrap();
         let mut tx = store.begin_write().await.unwrap();
-        let workspace = tx.insert_workspace("w").await.unwrap();
-        let spec = WorkflowSpec {
-            name: "b".into(),
-            description: String::new(),
-            steps: vec![StepSpec::named("s")],
-        };
-        let workflow = tx.insert_workflow(&workspace.id, &spec, None).await.unwrap();
-        let new = NewTask {
-            workflow_id: workflow.id.clone(),
-            step_id: workflow.steps[0].id.clone(),
-            title: "t".into(),
-            description: String::new(),
-            repository_ids: vec![],
-            agent_profile_id: None,
-        };
-        let task = tx.insert_task(&new, "test").await.unwrap();
+        let task = crate::test_support::insert_task(&mut tx).await;
         let created = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
 
         // CREATED -> RUNNING is not in the table: refused, nothing written.
