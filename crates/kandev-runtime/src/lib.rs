@@ -16,6 +16,8 @@
 //!   session: its kill reaches every job group the shell made.
 //! - A runner ([`runner`]) forgets an execution's output only once its owner acknowledged
 //!   it, and kills its agents when no owner was connected for its grace period.
+//! - [`ssh`] never accepts a host key it does not already know (batch mode, strict
+//!   checking against the executor's own known_hosts file).
 //! - Every path from outside is resolved beneath its root by [`confine`], without a
 //!   check-then-use race.
 
@@ -28,6 +30,7 @@ mod process;
 pub mod pty;
 pub mod redact;
 pub mod runner;
+pub mod ssh;
 mod stderr;
 pub mod terminal;
 

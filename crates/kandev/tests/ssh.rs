@@ -1,0 +1,247 @@
+//! Issue 20, the SSH executor's transport against a real OpenSSH server (support/sshd.rs):
+//! host keys are checked and an unknown one is refused with how to trust it, the remote
+//! `kandev` is installed or replaced when of another version, and an ACP turn of the mock
+//! agent runs through `kandev runner --stdio` on the far side; the connection dropped five
+//! times mid-stream loses and duplicates nothing (R7 at the runtime level).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kandev_runtime::runner::{AckPolicy, RemoteExecution, SpawnSpec};
+use kandev_runtime::ssh::{Backoff, Installed, SshError, SshRunner};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[path = "support/server.rs"]
+mod server;
+#[path = "support/sshd.rs"]
+mod sshd;
+
+use sshd::Sshd;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn runner(sshd: &Sshd, remote_home: &Path) -> SshRunner {
+    SshRunner::new(
+        sshd.settings(remote_home),
+        PathBuf::from(server::KANDEV),
+        Duration::from_secs(60),
+    )
+}
+
+async fn local_version() -> String {
+    let out = tokio::process::Command::new(server::KANDEV).arg("--version").output().await.unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[tokio::test]
+async fn i20_a4_an_unknown_host_key_is_refused_with_how_to_trust_it() {
+    let sshd = Sshd::start();
+    let remote = tempfile::tempdir().unwrap();
+    let mut settings = sshd.settings(remote.path());
+    let known_hosts = sshd.dir.path().join("empty_known_hosts");
+    std::fs::write(&known_hosts, "").unwrap();
+    settings.known_hosts = known_hosts.clone();
+    let ssh = SshRunner::new(settings, PathBuf::from(server::KANDEV), Duration::from_secs(60));
+
+    let err = tokio::time::timeout(WAIT, ssh.connect()).await.unwrap().err().expect("refused");
+    assert!(matches!(err, SshError::UnknownHostKey { .. }), "{err:?}\nsshd: {}", sshd.log());
+    let message = err.to_string();
+    let advice = format!("ssh-keyscan -p {} 127.0.0.1 >> {}", sshd.port, known_hosts.display());
+    assert!(message.contains(&advice), "{message}");
+    assert!(!remote.path().join("bin").exists(), "nothing was installed on an untrusted host");
+    assert!(std::fs::read_to_string(&known_hosts).unwrap().is_empty(), "the key was not added");
+
+    // The advice works: after it, the host is reached.
+    let keyscan = std::process::Command::new("sh").arg("-c").arg(&advice).output().unwrap();
+    assert!(keyscan.status.success(), "{keyscan:?}");
+    assert_eq!(ssh.remote_version().await.unwrap(), None, "reached; no kandev there yet");
+}
+
+#[tokio::test]
+async fn i20_a4_a_remote_kandev_of_another_version_is_replaced() {
+    let sshd = Sshd::start();
+    let remote = tempfile::tempdir().unwrap();
+    let bin = remote.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let old = bin.join("kandev");
+    std::fs::write(&old, "#!/bin/sh\necho kandev 0.0.1\n").unwrap();
+    std::process::Command::new("chmod").arg("755").arg(&old).status().unwrap();
+    let ssh = runner(&sshd, remote.path());
+    assert_eq!(ssh.remote_version().await.unwrap().as_deref(), Some("kandev 0.0.1"));
+
+    let installed = tokio::time::timeout(WAIT, ssh.install()).await.unwrap().unwrap();
+    assert_eq!(installed, Installed::Copied { previous: Some("kandev 0.0.1".into()) });
+    let version = local_version().await;
+    assert_eq!(ssh.remote_version().await.unwrap(), Some(version));
+    assert_eq!(ssh.install().await.unwrap(), Installed::Present, "the same version stays");
+    let leftovers: Vec<_> =
+        std::fs::read_dir(&bin).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(leftovers, vec![std::ffi::OsString::from("kandev")], "no upload file is left");
+
+    // Where it cannot be installed, the start fails and says why.
+    let blocked = tempfile::tempdir().unwrap();
+    std::fs::write(blocked.path().join("bin"), "a file where bin/ should be").unwrap();
+    let err = runner(&sshd, blocked.path()).connect().await.err().expect("cannot install");
+    assert!(matches!(err, SshError::Install { .. }), "{err:?}");
+    assert!(err.to_string().starts_with("cannot install kandev on"), "{err}");
+}
+
+/// Reads ACP messages (JSON lines) from an execution's stdout; the stream goes on across
+/// executions (the same agent re-attached after a reconnect).
+struct Lines {
+    buf: Vec<u8>,
+}
+
+impl Lines {
+    /// The next whole message, or `None` at the end of `execution`'s stdout.
+    async fn next(&mut self, execution: &mut RemoteExecution) -> Option<Value> {
+        loop {
+            if let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=end).collect();
+                return Some(serde_json::from_slice(&line).expect("a JSON line"));
+            }
+            let mut chunk = [0u8; 8192];
+            let n = tokio::time::timeout(WAIT, execution.stdout.read(&mut chunk))
+                .await
+                .expect("output in time")
+                .unwrap();
+            if n == 0 {
+                return None;
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
+async fn send(execution: &mut RemoteExecution, message: Value) {
+    let mut line = serde_json::to_vec(&message).unwrap();
+    line.push(b'\n');
+    execution.stdin.write_all(&line).await.unwrap();
+}
+
+/// Waits for the answer to request `id`.
+async fn answer(lines: &mut Lines, execution: &mut RemoteExecution, id: u64) -> Value {
+    loop {
+        let message = lines.next(execution).await.expect("the agent answers");
+        if message["id"] == id && message.get("method").is_none() {
+            return message;
+        }
+    }
+}
+
+#[tokio::test]
+async fn i20_r7_an_acp_turn_over_ssh_survives_five_dropped_connections() {
+    const CHUNKS: u64 = 300;
+    let sshd = Sshd::start();
+    let remote = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let ssh = runner(&sshd, remote.path());
+    let mut connection = tokio::time::timeout(WAIT, ssh.connect()).await.unwrap().unwrap();
+    assert!(connection.executions.is_empty());
+    let spec = SpawnSpec {
+        program: ssh.remote_kandev(),
+        args: vec!["mock-agent".into()],
+        env: vec![],
+        cwd: work.path().to_path_buf(),
+        secrets: vec![],
+    };
+    let mut agent =
+        connection.client.spawn_with("agent-1", spec, AckPolicy::OnDelivery).await.unwrap();
+    let pid = agent.control.pid();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap();
+    assert_eq!(exe, remote.path().join("bin/kandev"), "the agent runs the remote copy");
+
+    let mut lines = Lines { buf: Vec::new() };
+    send(
+        &mut agent,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+    )
+    .await;
+    let init = answer(&mut lines, &mut agent, 1).await;
+    assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
+    send(
+        &mut agent,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": work.path(), "mcpServers": []}}),
+    )
+    .await;
+    let new = answer(&mut lines, &mut agent, 2).await;
+    let session = new["result"]["sessionId"].clone();
+    assert!(session.is_string(), "{new}");
+    let script = format!("#!mock\nstream {CHUNKS} 48 every 10");
+    send(
+        &mut agent,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": script}]}}),
+    )
+    .await;
+
+    // Read the turn; after every 40 chunks (five times) the SSH client is killed mid-stream
+    // and the connection comes back with back-off.
+    let mut chunks: Vec<u64> = Vec::new();
+    let mut drops = 0;
+    let mut retired = Vec::new();
+    let stop = loop {
+        let Some(message) = lines.next(&mut agent).await else {
+            panic!("the agent's output ended before the turn did");
+        };
+        if message["id"] == 3 {
+            break message;
+        }
+        let update = &message["params"]["update"];
+        if update["sessionUpdate"] == "agent_message_chunk" {
+            let text = update["content"]["text"].as_str().unwrap();
+            chunks.push(text.split('|').next().unwrap().parse().unwrap());
+            if drops < 5 && chunks.len() as u64 >= 40 * (drops + 1) {
+                drops += 1;
+                connection.drop_transport().await;
+                // What was delivered before the drop is still read from the old pipe.
+                while let Some(message) = lines.next(&mut agent).await {
+                    let update = &message["params"]["update"];
+                    if update["sessionUpdate"] == "agent_message_chunk" {
+                        let text = update["content"]["text"].as_str().unwrap();
+                        chunks.push(text.split('|').next().unwrap().parse().unwrap());
+                    }
+                    assert_ne!(message["id"], 3, "the turn is still streaming at a drop");
+                }
+                let committed = agent.acks.committed();
+                let backoff = Backoff {
+                    first: Duration::from_millis(50),
+                    max: Duration::from_secs(1),
+                    attempts: 20,
+                };
+                connection =
+                    tokio::time::timeout(WAIT, ssh.reconnect(backoff)).await.unwrap().unwrap();
+                let listed = connection
+                    .executions
+                    .iter()
+                    .find(|e| e.exec == "agent-1")
+                    .expect("the runner kept the agent")
+                    .clone();
+                assert_eq!(listed.pid, pid, "the same agent");
+                let adopted =
+                    connection.client.attach_with(&listed, AckPolicy::OnDelivery, committed);
+                retired.push(std::mem::replace(&mut agent, adopted));
+            }
+        }
+    };
+    assert_eq!(drops, 5, "five drops happened mid-turn");
+    assert_eq!(stop["result"]["stopReason"], "end_turn", "{stop}");
+    let expected: Vec<u64> = (0..CHUNKS).collect();
+    assert_eq!(chunks, expected, "every chunk exactly once, in order");
+
+    // The agent is stopped through the last connection; the runner, left with nothing, ends.
+    let exit =
+        tokio::time::timeout(WAIT, agent.control.stop(Duration::from_millis(500))).await.unwrap();
+    assert!(exit.signal().is_some() || exit.code().is_some(), "{exit:?}");
+    connection.client.close();
+    let socket = remote.path().join("runner.sock");
+    let start = std::time::Instant::now();
+    while socket.exists() {
+        assert!(start.elapsed() < WAIT, "the remote runner ends");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(retired);
+}
