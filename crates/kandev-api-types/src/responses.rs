@@ -199,6 +199,22 @@ responses! {
         pub notifications: Vec<crate::NotificationRecordDto>,
     }
 
+    /// `executor.list`: every executor, by name.
+    pub struct Executors {
+        pub executors: Vec<crate::ExecutorDto>,
+    }
+
+    /// `executor.create`, `executor.update`.
+    pub struct ExecutorOne {
+        pub executor: crate::ExecutorDto,
+    }
+
+    /// `repository.executor.set`: the repository's executor (`null`: local).
+    pub struct RepositoryExecutor {
+        pub repository_id: String,
+        pub executor: Option<crate::ExecutorDto>,
+    }
+
     pub struct Channels {
         pub channels: Vec<crate::ChannelDto>,
     }

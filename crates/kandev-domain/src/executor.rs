@@ -5,10 +5,24 @@
 
 use std::path::PathBuf;
 
+use crate::Timestamp;
 use crate::validate::FieldError;
 
 /// Longest accepted host, user or path of an SSH executor, in bytes.
 pub const MAX_SSH_FIELD_BYTES: usize = 1024;
+
+/// A named executor (`executor.create`). A repository without one runs its agents locally.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Executor {
+    pub id: String,
+    /// Unique among executors.
+    pub name: String,
+    pub kind: ExecutorKind,
+    /// The repositories that chose it (`repository.executor.set`).
+    pub repository_ids: Vec<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
 
 /// How to reach an SSH build machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
