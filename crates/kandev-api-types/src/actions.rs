@@ -199,6 +199,7 @@ actions! {
         ExecutorCreate = "executor.create": rq::ExecutorCreate => rs::ExecutorOne;
         ExecutorUpdate = "executor.update": rq::ExecutorUpdate => rs::ExecutorOne;
         ExecutorDelete = "executor.delete": rq::ById => rs::Deleted;
+        ExecutorCheck = "executor.check": rq::ById => rs::ExecutorChecked;
         RepositoryExecutorSet = "repository.executor.set": rq::RepositoryExecutorSet => rs::RepositoryExecutor;
 
         Search = "search": rq::Search => rs::SearchResults;

@@ -162,6 +162,7 @@ handlers! {
     ExecutorCreate => executor::create,
     ExecutorUpdate => executor::update,
     ExecutorDelete => executor::delete,
+    ExecutorCheck => executor::check,
     RepositoryExecutorSet => executor::set_for_repository,
     PromptList => prompt::list,
     PromptCreate => prompt::create,

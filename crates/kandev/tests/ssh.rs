@@ -245,3 +245,56 @@ async fn i20_r7_an_acp_turn_over_ssh_survives_five_dropped_connections() {
     }
     drop(retired);
 }
+
+async fn call(server: &server::Server, action: &str, payload: Value) -> Value {
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/{action}", server.url))
+        .json(&payload)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_success(), "{action}");
+    response.json().await.unwrap()
+}
+
+/// `executor.check` through the real server: an unknown host key is an answer that says how
+/// to trust it; once trusted, the server's binary is installed, then found present.
+#[tokio::test]
+async fn i20_a4_executor_check_refuses_an_unknown_host_and_installs_kandev() {
+    let sshd = Sshd::start();
+    let home = tempfile::tempdir().unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    let server = server::start(home.path());
+    let untrusted = sshd.dir.path().join("untrusted_known_hosts");
+    std::fs::write(&untrusted, "").unwrap();
+    let settings = sshd.settings(remote.path());
+    let ssh = json!({"host": settings.host, "port": settings.port, "user": settings.user,
+        "identity_file": settings.identity_file, "known_hosts": untrusted,
+        "remote_home": settings.remote_home});
+    let created =
+        call(&server, "executor.create", json!({"name": "sshd", "kind": "ssh", "ssh": ssh})).await;
+    let id = created["executor"]["id"].clone();
+
+    let checked = call(&server, "executor.check", json!({"id": id})).await;
+    assert_eq!(checked["ok"], false, "{checked}");
+    let message = checked["message"].as_str().unwrap();
+    assert!(message.contains(&format!("ssh-keyscan -p {} 127.0.0.1 >>", sshd.port)), "{message}");
+
+    let mut trusted = ssh.clone();
+    trusted["known_hosts"] = json!(sshd.known_hosts);
+    call(&server, "executor.update", json!({"id": id, "ssh": trusted})).await;
+    let checked = call(&server, "executor.check", json!({"id": id})).await;
+    assert_eq!(checked["ok"], true, "{checked}");
+    assert_eq!(checked["copied"], true);
+    assert_eq!(checked["previous_version"], Value::Null, "there was none");
+    assert_eq!(checked["remote_version"], local_version().await.as_str());
+    let again = call(&server, "executor.check", json!({"id": id})).await;
+    assert_eq!((again["ok"].clone(), again["copied"].clone()), (json!(true), json!(false)));
+    // The runner the check started, with nothing to keep, ends.
+    let socket = remote.path().join("runner.sock");
+    let start = std::time::Instant::now();
+    while socket.exists() {
+        assert!(start.elapsed() < WAIT, "the remote runner ends");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -5,7 +5,9 @@
 use kandev_api_types::requests::{
     ById, Empty, ExecutorCreate, ExecutorUpdate, RepositoryExecutorSet,
 };
-use kandev_api_types::responses::{Deleted, ExecutorOne, Executors, RepositoryExecutor};
+use kandev_api_types::responses::{
+    Deleted, ExecutorChecked, ExecutorOne, Executors, RepositoryExecutor,
+};
 use kandev_api_types::{ExecutorDto, ExecutorKindDto, SshSettingsDto};
 use kandev_domain::executor::{ExecutorKind, SshSettings};
 use kandev_domain::validate::{FieldError, name};
@@ -69,6 +71,37 @@ pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
     tx.delete_executor(&p.id).await?;
     tx.commit().await?;
     Ok(Deleted { deleted: true, id: p.id })
+}
+
+/// Connects to the executor (installing this server's kandev there when needed) and says
+/// how it went; a failure is an answer with `ok: false`, not an error.
+pub async fn check(s: &AppState, p: ById) -> Result<ExecutorChecked, ApiError> {
+    let executor = s.store().get_executor(&p.id).await?;
+    let ExecutorKind::Ssh(settings) = executor.kind else {
+        return Ok(ExecutorChecked {
+            ok: true,
+            message: Some("a local executor runs agents on the server's own host".into()),
+            copied: false,
+            previous_version: None,
+            remote_version: None,
+        });
+    };
+    Ok(match s.engine().check_ssh_executor(settings).await {
+        Ok(found) => ExecutorChecked {
+            ok: true,
+            message: None,
+            copied: found.copied,
+            previous_version: found.previous,
+            remote_version: Some(found.remote_version),
+        },
+        Err(message) => ExecutorChecked {
+            ok: false,
+            message: Some(message),
+            copied: false,
+            previous_version: None,
+            remote_version: None,
+        },
+    })
 }
 
 pub async fn set_for_repository(

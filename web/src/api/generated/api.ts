@@ -112,6 +112,13 @@ export type ErrorCode = "BAD_REQUEST" | "VALIDATION_ERROR" | "NOT_FOUND" | "CONF
 
 export type EventsDto = { on_enter: Array<ActionDto>, on_turn_start: Array<ActionDto>, on_turn_complete: Array<ActionDto>, on_exit: Array<ActionDto>, on_pr_merged: Array<ActionDto>, on_pr_closed: Array<ActionDto>, };
 
+export type ExecutorChecked = { ok: boolean, message: string | null, 
+/**
+ * This server's binary was copied there (the remote one was missing or of another
+ * version: `previous_version`).
+ */
+copied: boolean, previous_version: string | null, remote_version: string | null, };
+
 export type ExecutorCreate = { name: string, kind: ExecutorKindDto, ssh?: SshSettingsDto, };
 
 export type ExecutorDto = { id: string, name: string, kind: ExecutorKindDto, ssh: SshSettingsDto | null, repository_ids: Array<string>, created_at: string, updated_at: string, };
@@ -634,6 +641,7 @@ export type Actions = {
   "executor.create": { request: ExecutorCreate, response: ExecutorOne },
   "executor.update": { request: ExecutorUpdate, response: ExecutorOne },
   "executor.delete": { request: ById, response: Deleted },
+  "executor.check": { request: ById, response: ExecutorChecked },
   "repository.executor.set": { request: RepositoryExecutorSet, response: RepositoryExecutor },
   "search": { request: Search, response: SearchResults },
   "question.list": { request: BySession, response: Questions },
