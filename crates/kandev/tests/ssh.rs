@@ -58,6 +58,33 @@ async fn i20_a4_an_unknown_host_key_is_refused_with_how_to_trust_it() {
     assert_eq!(ssh.remote_version().await.unwrap(), None, "reached; no kandev there yet");
 }
 
+/// A known host whose key changed is refused too, with how to remove the old key.
+#[tokio::test]
+async fn i20_a4_a_changed_host_key_is_refused_with_how_to_replace_it() {
+    let sshd = Sshd::start();
+    let remote = tempfile::tempdir().unwrap();
+    let other = sshd.dir.path().join("other_key");
+    let keygen = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&other)
+        .status()
+        .unwrap();
+    assert!(keygen.success());
+    let public = std::fs::read_to_string(other.with_extension("pub")).unwrap();
+    let key: Vec<&str> = public.split_whitespace().take(2).collect();
+    let known_hosts = sshd.dir.path().join("stale_known_hosts");
+    std::fs::write(&known_hosts, format!("[127.0.0.1]:{} {}\n", sshd.port, key.join(" "))).unwrap();
+    let mut settings = sshd.settings(remote.path());
+    settings.known_hosts = known_hosts.clone();
+    let ssh = SshRunner::new(settings, PathBuf::from(server::KANDEV), Duration::from_secs(60));
+    let err = tokio::time::timeout(WAIT, ssh.connect()).await.unwrap().err().expect("refused");
+    assert!(matches!(err, SshError::ChangedHostKey { .. }), "{err:?}");
+    let message = err.to_string();
+    let advice = format!("ssh-keygen -f {} -R '[127.0.0.1]:{}'", known_hosts.display(), sshd.port);
+    assert!(message.contains(&advice), "{message}");
+    assert!(!remote.path().join("bin").exists(), "nothing was installed");
+}
+
 #[tokio::test]
 async fn i20_a4_a_remote_kandev_of_another_version_is_replaced() {
     let sshd = Sshd::start();
@@ -130,9 +157,39 @@ async fn answer(lines: &mut Lines, execution: &mut RemoteExecution, id: u64) -> 
     }
 }
 
+/// The answer that allows a `session/request_permission` request.
+fn allow(request: &Value) -> Value {
+    let option = request["params"]["options"][0]["optionId"].clone();
+    json!({"jsonrpc": "2.0", "id": request["id"],
+        "result": {"outcome": {"outcome": "selected", "optionId": option}}})
+}
+
+/// What one agent message adds to the test's record: a streamed chunk's number, or a
+/// permission request to answer.
+fn record(message: &Value, chunks: &mut Vec<u64>, said: &mut Vec<String>, gates: &mut Vec<Value>) {
+    if message["method"] == "session/request_permission" {
+        gates.push(message.clone());
+        return;
+    }
+    let update = &message["params"]["update"];
+    if update["sessionUpdate"] == "agent_message_chunk" {
+        let text = update["content"]["text"].as_str().unwrap();
+        match text.split_once('|') {
+            Some((number, _)) if number.len() == 6 => chunks.push(number.parse().unwrap()),
+            _ => said.push(text.to_owned()),
+        }
+    }
+}
+
+/// R7 at the runtime level: the turn streams six batches of paced chunks with a permission
+/// gate between batches (so the turn cannot end before the test let it go five times); a few
+/// chunks after each gate is answered, the `ssh` client is killed mid-stream, the connection
+/// comes back with back-off and the same agent is re-attached after the last item this side
+/// took. Every chunk arrives once, in order.
 #[tokio::test]
 async fn i20_r7_an_acp_turn_over_ssh_survives_five_dropped_connections() {
-    const CHUNKS: u64 = 300;
+    const BATCH: u64 = 40;
+    const DROPS: usize = 5;
     let sshd = Sshd::start();
     let remote = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
@@ -170,7 +227,11 @@ async fn i20_r7_an_acp_turn_over_ssh_survives_five_dropped_connections() {
     let new = answer(&mut lines, &mut agent, 2).await;
     let session = new["result"]["sessionId"].clone();
     assert!(session.is_string(), "{new}");
-    let script = format!("#!mock\nstream {CHUNKS} 48 every 10");
+    let mut script = String::from("#!mock");
+    for gate in 0..DROPS {
+        script.push_str(&format!("\nstream {BATCH} 48 every 10\nask_permission gate {gate}"));
+    }
+    script.push_str(&format!("\nstream {BATCH} 48 every 10"));
     send(
         &mut agent,
         json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
@@ -178,59 +239,56 @@ async fn i20_r7_an_acp_turn_over_ssh_survives_five_dropped_connections() {
     )
     .await;
 
-    // Read the turn; after every 40 chunks (five times) the SSH client is killed mid-stream
-    // and the connection comes back with back-off.
-    let mut chunks: Vec<u64> = Vec::new();
+    let (mut chunks, mut said, mut gates) = (Vec::new(), Vec::new(), Vec::new());
     let mut drops = 0;
+    let mut drop_at: Option<usize> = None;
     let mut retired = Vec::new();
     let stop = loop {
-        let Some(message) = lines.next(&mut agent).await else {
-            panic!("the agent's output ended before the turn did");
-        };
-        if message["id"] == 3 {
-            break message;
-        }
-        let update = &message["params"]["update"];
-        if update["sessionUpdate"] == "agent_message_chunk" {
-            let text = update["content"]["text"].as_str().unwrap();
-            chunks.push(text.split('|').next().unwrap().parse().unwrap());
-            if drops < 5 && chunks.len() as u64 >= 40 * (drops + 1) {
-                drops += 1;
-                connection.drop_transport().await;
-                // What was delivered before the drop is still read from the old pipe.
-                while let Some(message) = lines.next(&mut agent).await {
-                    let update = &message["params"]["update"];
-                    if update["sessionUpdate"] == "agent_message_chunk" {
-                        let text = update["content"]["text"].as_str().unwrap();
-                        chunks.push(text.split('|').next().unwrap().parse().unwrap());
-                    }
-                    assert_ne!(message["id"], 3, "the turn is still streaming at a drop");
-                }
-                let committed = agent.acks.committed();
-                let backoff = Backoff {
-                    first: Duration::from_millis(50),
-                    max: Duration::from_secs(1),
-                    attempts: 20,
-                };
-                connection =
-                    tokio::time::timeout(WAIT, ssh.reconnect(backoff)).await.unwrap().unwrap();
-                let listed = connection
-                    .executions
-                    .iter()
-                    .find(|e| e.exec == "agent-1")
-                    .expect("the runner kept the agent")
-                    .clone();
-                assert_eq!(listed.pid, pid, "the same agent");
-                let adopted =
-                    connection.client.attach_with(&listed, AckPolicy::OnDelivery, committed);
-                retired.push(std::mem::replace(&mut agent, adopted));
+        // A gate seen (here or in the old pipe's rest) is answered on the live connection.
+        for gate in gates.drain(..) {
+            send(&mut agent, allow(&gate)).await;
+            if drops < DROPS {
+                drop_at = Some(chunks.len() + 3);
             }
         }
+        let message = lines.next(&mut agent).await.expect("the agent's output goes on");
+        if message["id"] == 3 && message.get("method").is_none() {
+            break message;
+        }
+        record(&message, &mut chunks, &mut said, &mut gates);
+        if drop_at.is_some_and(|at| chunks.len() >= at) {
+            drop_at = None;
+            drops += 1;
+            connection.drop_transport().await;
+            // What was delivered before the drop is still read from the old pipe.
+            while let Some(message) = lines.next(&mut agent).await {
+                assert_ne!(message["id"], 3, "the turn cannot end before its gates are answered");
+                record(&message, &mut chunks, &mut said, &mut gates);
+            }
+            let committed = agent.acks.committed();
+            let backoff = Backoff {
+                first: Duration::from_millis(50),
+                max: Duration::from_secs(1),
+                attempts: 20,
+            };
+            connection = tokio::time::timeout(WAIT, ssh.reconnect(backoff)).await.unwrap().unwrap();
+            let listed = connection
+                .executions
+                .iter()
+                .find(|e| e.exec == "agent-1")
+                .expect("the runner kept the agent")
+                .clone();
+            assert_eq!(listed.pid, pid, "the same agent");
+            let adopted = connection.client.attach_with(&listed, AckPolicy::OnDelivery, committed);
+            retired.push(std::mem::replace(&mut agent, adopted));
+        }
     };
-    assert_eq!(drops, 5, "five drops happened mid-turn");
+    assert_eq!(drops, DROPS, "every drop happened mid-turn");
     assert_eq!(stop["result"]["stopReason"], "end_turn", "{stop}");
-    let expected: Vec<u64> = (0..CHUNKS).collect();
+    let expected: Vec<u64> = (0..=DROPS).flat_map(|_| 0..BATCH).collect();
     assert_eq!(chunks, expected, "every chunk exactly once, in order");
+    let allowed: Vec<&String> = said.iter().filter(|t| t.starts_with("permission:")).collect();
+    assert_eq!(allowed.len(), DROPS, "each gate answered once: {said:?}");
 
     // The agent is stopped through the last connection; the runner, left with nothing, ends.
     let exit =
