@@ -18,6 +18,8 @@
 //!   it, and kills its agents when no owner was connected for its grace period.
 //! - [`ssh`] never accepts a host key it does not already know (batch mode, strict
 //!   checking against the executor's own known_hosts file).
+//! - An [`ssh_link::LinkedExecution`]'s stdout carries each runner item once, in order,
+//!   across dropped SSH connections (re-attached after the last item it took).
 //! - Every path from outside is resolved beneath its root by [`confine`], without a
 //!   check-then-use race.
 
@@ -31,6 +33,7 @@ pub mod pty;
 pub mod redact;
 pub mod runner;
 pub mod ssh;
+pub mod ssh_link;
 mod stderr;
 pub mod terminal;
 

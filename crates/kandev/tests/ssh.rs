@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use kandev_runtime::runner::{AckPolicy, RemoteExecution, SpawnSpec};
 use kandev_runtime::ssh::{Backoff, Installed, SshError, SshRunner};
+use kandev_runtime::ssh_link::{LinkedExecution, SshLink};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -302,6 +303,121 @@ async fn i20_r7_an_acp_turn_over_ssh_survives_five_dropped_connections() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     drop(retired);
+}
+
+/// The same turn through an [`SshLink`]: the link reopens each dropped connection by itself
+/// and the execution's one stdout goes on across the drops; every chunk once, in order.
+#[tokio::test]
+async fn i20_r7_a_linked_execution_goes_on_across_five_dropped_connections() {
+    const BATCH: u64 = 40;
+    const DROPS: usize = 5;
+    let sshd = Sshd::start();
+    let remote = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let ssh = runner(&sshd, remote.path());
+    let backoff =
+        Backoff { first: Duration::from_millis(50), max: Duration::from_secs(1), attempts: 20 };
+    let (link, held) =
+        tokio::time::timeout(WAIT, SshLink::connect(ssh.clone(), backoff)).await.unwrap().unwrap();
+    assert!(held.is_empty());
+    let spec = SpawnSpec {
+        program: ssh.remote_kandev(),
+        args: vec!["mock-agent".into()],
+        env: vec![],
+        cwd: work.path().to_path_buf(),
+        secrets: vec![],
+    };
+    let mut agent = link.spawn("agent-1", spec).await.unwrap();
+    let mut lines = Lines { buf: Vec::new() };
+    let next = async |agent: &mut LinkedExecution, lines: &mut Lines| -> Value {
+        loop {
+            if let Some(end) = lines.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = lines.buf.drain(..=end).collect();
+                return serde_json::from_slice(&line).expect("a JSON line");
+            }
+            let mut chunk = [0u8; 8192];
+            let n = tokio::time::timeout(WAIT, agent.stdout.read(&mut chunk))
+                .await
+                .expect("output in time")
+                .unwrap();
+            assert!(n > 0, "the linked stdout goes on until the agent exits");
+            lines.buf.extend_from_slice(&chunk[..n]);
+        }
+    };
+    let write = async |agent: &mut LinkedExecution, message: Value| {
+        let mut line = serde_json::to_vec(&message).unwrap();
+        line.push(b'\n');
+        agent.stdin.write_all(&line).await.unwrap();
+    };
+    write(
+        &mut agent,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+    )
+    .await;
+    let session = loop {
+        let message = next(&mut agent, &mut lines).await;
+        if message["id"] == 1 {
+            write(
+                &mut agent,
+                json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                "params": {"cwd": work.path(), "mcpServers": []}}),
+            )
+            .await;
+        }
+        if message["id"] == 2 {
+            break message["result"]["sessionId"].clone();
+        }
+    };
+    let mut script = String::from("#!mock");
+    for gate in 0..DROPS {
+        script.push_str(&format!("\nstream {BATCH} 48 every 10\nask_permission gate {gate}"));
+    }
+    script.push_str(&format!("\nstream {BATCH} 48 every 10"));
+    write(
+        &mut agent,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": script}]}}),
+    )
+    .await;
+
+    let (mut chunks, mut said, mut gates) = (Vec::new(), Vec::new(), Vec::new());
+    let mut drop_at: Option<usize> = None;
+    let mut drops = 0;
+    let stop = loop {
+        for gate in gates.drain(..) {
+            write(&mut agent, allow(&gate)).await;
+            if drops < DROPS {
+                drop_at = Some(chunks.len() + 3);
+            }
+        }
+        let message = next(&mut agent, &mut lines).await;
+        if message["id"] == 3 && message.get("method").is_none() {
+            break message;
+        }
+        record(&message, &mut chunks, &mut said, &mut gates);
+        if drop_at.is_some_and(|at| chunks.len() >= at) {
+            drop_at = None;
+            drops += 1;
+            link.drop_transport();
+        }
+    };
+    assert_eq!(drops, DROPS);
+    assert_eq!(stop["result"]["stopReason"], "end_turn", "{stop}");
+    assert_eq!(link.connections(), 1 + DROPS as u64, "every drop was a new connection");
+    let expected: Vec<u64> = (0..=DROPS).flat_map(|_| 0..BATCH).collect();
+    assert_eq!(chunks, expected, "every chunk exactly once, in order");
+    assert_eq!(said.iter().filter(|t| t.starts_with("permission:")).count(), DROPS);
+
+    let exit = tokio::time::timeout(WAIT, agent.stop(Duration::from_millis(500))).await.unwrap();
+    assert!(exit.signal().is_some() || exit.code().is_some(), "{exit:?}");
+    drop(link);
+    let socket = remote.path().join("runner.sock");
+    let start = std::time::Instant::now();
+    while socket.exists() {
+        assert!(start.elapsed() < WAIT, "the remote runner ends");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 async fn call(server: &server::Server, action: &str, payload: Value) -> Value {
