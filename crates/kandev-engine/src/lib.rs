@@ -18,6 +18,7 @@ mod deliveries;
 mod devservers;
 mod engine;
 mod error;
+mod executors;
 mod files;
 mod handshake;
 mod inner;
@@ -44,6 +45,7 @@ pub use deliveries::{SIGNATURE_HEADER, signature};
 pub use devservers::{DEV_SERVER_LOG_BYTES, DevServerInfo};
 pub use engine::Engine;
 pub use error::{EngineError, Result};
+pub use executors::ExecutorCheck;
 pub use launcher::{
     BuiltinMockLauncher, ExecutionControl, LaunchSpec, Launched, Launcher, LocalLauncher,
     RunnerLauncher,

@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use crate::accounts::{self, Identity};
 use crate::handlers::{
-    agent_auth, files, notify, profile, prompt, question, repository, search, session, ship, task,
-    terminal, workflow, workspace,
+    agent_auth, executor, files, notify, profile, prompt, question, repository, search, session,
+    ship, task, terminal, workflow, workspace,
 };
 use crate::{ApiError, AppState};
 
@@ -158,6 +158,12 @@ handlers! {
     DeliveryList => notify::delivery_list,
     MessageList => session::message_list,
     Search => search::search,
+    ExecutorList => executor::list,
+    ExecutorCreate => executor::create,
+    ExecutorUpdate => executor::update,
+    ExecutorDelete => executor::delete,
+    ExecutorCheck => executor::check,
+    RepositoryExecutorSet => executor::set_for_repository,
     PromptList => prompt::list,
     PromptCreate => prompt::create,
     PromptUpdate => prompt::update,

@@ -14,6 +14,7 @@ mod children;
 mod db;
 mod error;
 mod events;
+mod executors;
 mod messages;
 mod notifications;
 mod permissions;
