@@ -240,6 +240,9 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             args.addr
         )
     })?;
+    // With the local runner, what it kept across the restart: sessions take their executions
+    // over in reconciliation (rule 42's re-adopt branch); the rest are killed.
+    let mut kept = None;
     let launcher: Arc<dyn Launcher> = match args.runner {
         RunnerMode::None => Arc::new(LocalLauncher),
         RunnerMode::Local => {
@@ -248,18 +251,16 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             }
             let (client, leftovers) =
                 crate::runner::connect_local(&home, args.runner_grace).await?;
-            // Executions of the last run are not taken over yet (docs/architecture.md,
-            // "Runners"): they end like the children of a stopped server.
-            for execution in &leftovers {
-                tracing::info!(exec = %execution.exec, pid = execution.pid, "stopping an agent of the last run");
-                client.forget(&execution.exec);
-            }
+            kept = Some((client.clone(), leftovers));
             Arc::new(RunnerLauncher::new(client))
         }
     };
     let engine = Engine::new(store.clone(), engine_config(&home, &args)?, launcher);
-    let interrupted =
-        engine.reconcile().await.context("cannot reconcile sessions from the last run")?;
+    let interrupted = match kept {
+        Some((client, leftovers)) => engine.reconcile_with_runner(&client, leftovers).await,
+        None => engine.reconcile().await,
+    }
+    .context("cannot reconcile sessions from the last run")?;
     if interrupted > 0 {
         tracing::info!(
             interrupted,
