@@ -242,17 +242,28 @@ impl ExecutionControl for RunnerControl {
     }
 
     fn stop(&self, grace: Duration) -> BoxFuture<'_, ExitInfo> {
-        Box::pin(self.0.stop(grace))
+        Box::pin(async move {
+            let exit = self.0.stop(grace).await;
+            self.forget_exit();
+            exit
+        })
     }
 
     fn wait(&self) -> BoxFuture<'_, ExitInfo> {
         Box::pin(async move {
             let exit = self.0.wait().await;
-            if let Some(seq) = self.1.exit_seq() {
-                self.1.commit(seq);
-            }
+            self.forget_exit();
             exit
         })
+    }
+}
+
+impl RunnerControl {
+    /// Acknowledges the exit, once it arrived: the runner forgets the execution.
+    fn forget_exit(&self) {
+        if let Some(seq) = self.1.exit_seq() {
+            self.1.commit(seq);
+        }
     }
 }
 

@@ -243,6 +243,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     // With the local runner, what it kept across the restart: sessions take their executions
     // over in reconciliation (rule 42's re-adopt branch); the rest are killed.
     let mut kept = None;
+    let mut runner = None;
     let launcher: Arc<dyn Launcher> = match args.runner {
         RunnerMode::None => Arc::new(LocalLauncher),
         RunnerMode::Local => {
@@ -252,6 +253,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             let (client, leftovers) =
                 crate::runner::connect_local(&home, args.runner_grace).await?;
             kept = Some((client.clone(), leftovers));
+            runner = Some(client.clone());
             Arc::new(RunnerLauncher::new(client))
         }
     };
@@ -288,6 +290,10 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     println!("Kandev is running at http://{bound}  (data: {})", store.location());
     kandev_server::serve(listener, state, shutdown).await?;
     engine.shutdown().await;
+    if let Some(runner) = runner {
+        // The acknowledgements of the agents' exits go out: the runner forgets them.
+        runner.close();
+    }
     store.close().await;
     Ok(())
 }
