@@ -176,3 +176,77 @@ async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_comple
     eventually("no agent is left", || agents_of(home.path()).is_empty()).await;
     eventually("the runner ends", || runners_of(home.path()).is_empty()).await;
 }
+
+/// The session's permission requests: `(request id, status)`, oldest first.
+fn permissions(messages: &[Value]) -> Vec<(String, String)> {
+    messages
+        .iter()
+        .filter(|m| m["kind"] == "permission_request")
+        .map(|m| {
+            let id = m["metadata"]["request_id"].as_str().unwrap().to_owned();
+            (id, m["metadata"]["status"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn l42_a_permission_request_pending_at_a_kill_9_is_asked_again_after_the_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let server = start_with(home.path(), &LOCAL);
+    let workspaces = call(&server, "workspace.list", json!({})).await;
+    let workflows =
+        call(&server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
+            .await;
+    let board = &workflows["workflows"][0];
+    let task = call(
+        &server,
+        "task.create",
+        json!({"workflow_id": board["id"], "title": "ask", "step_id": board["steps"][0]["id"]}),
+    )
+    .await;
+    let launched = call(&server, "session.launch", json!({"task_id": task["task"]["id"]})).await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    let script = "#!mock\nsay before\nask_permission deploy\nsay after";
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    let start = Instant::now();
+    while permissions(&messages(&server, &session).await).is_empty() {
+        assert!(start.elapsed() < DEADLINE, "the agent asks");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let mut server = server;
+    server.child.kill().unwrap(); // SIGKILL, the request unanswered
+    server.child.wait().unwrap();
+
+    // The request the user saw expires (its responder died with the server); the agent's
+    // request, still waiting, comes again with the replay and is asked anew.
+    let restarted = start_with(home.path(), &LOCAL);
+    let start = Instant::now();
+    let asked = loop {
+        let asked = permissions(&messages(&restarted, &session).await);
+        if asked.len() == 2 {
+            break asked;
+        }
+        assert!(start.elapsed() < DEADLINE, "the request is asked again: {asked:?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    assert_eq!(asked[0].1, "expired");
+    assert_eq!(asked[1].1, "pending");
+    let got = call(&restarted, "session.get", json!({"id": session})).await;
+    assert_eq!(got["session"]["state"], "RUNNING", "the turn goes on");
+    let answer =
+        json!({"session_id": session, "request_id": asked[1].0, "option_id": "allow_once"});
+    call(&restarted, "permission.respond", answer).await;
+    let start = Instant::now();
+    loop {
+        let got = call(&restarted, "session.get", json!({"id": session})).await;
+        if got["session"]["state"] == "WAITING_FOR_INPUT" {
+            break;
+        }
+        assert!(start.elapsed() < DEADLINE, "the turn completes");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let text = agent_text(&messages(&restarted, &session).await);
+    assert_eq!(text, "beforepermission: allow_once\nafter", "the agent got the answer");
+    let counters = Counters::read(&home.path().join("mock-agent")).unwrap();
+    assert_eq!(counters.count(CallKind::Load), 0, "no session/load");
+}
