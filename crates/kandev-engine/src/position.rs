@@ -3,8 +3,8 @@
 //! that commits their effects and acknowledged to the runner only after that commit, so a
 //! server that dies at any point is followed by one that gets the rest of the output, once.
 
-use kandev_domain::SessionId;
-use kandev_runtime::runner::Acks;
+use kandev_domain::{SessionId, TurnId};
+use kandev_runtime::runner::{Acks, RemoteExecution};
 use kandev_store::WriteTx;
 
 use crate::error::Result;
@@ -50,4 +50,17 @@ impl Mark {
     pub fn ack(&self) {
         self.acks.commit(self.seq);
     }
+}
+
+/// A live execution a session takes over (rule 42's re-adopt branch): the session's actor
+/// joins its conversation (`session/adopt.rs`).
+pub(crate) struct Adoption {
+    pub session_id: SessionId,
+    pub execution: RemoteExecution,
+    /// Bytes of the first replayed item the last run had handled.
+    pub skip: u64,
+    /// This server's run on the conversation (its request ids start at `run << 32`).
+    pub run: u64,
+    /// The open turn and the id its prompt went out with.
+    pub turn: Option<(TurnId, u64)>,
 }

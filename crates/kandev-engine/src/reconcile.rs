@@ -9,12 +9,13 @@ use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{LastError, MessageKind, Session};
 use kandev_domain::workflow::{Action, EntryCause, step_prompt};
 use kandev_domain::{SessionId, TurnId};
-use kandev_runtime::runner::{AckPolicy, ExecutionInfo, RemoteExecution, RunnerClient};
+use kandev_runtime::runner::{AckPolicy, ExecutionInfo, RunnerClient};
 use kandev_store::{ResetIntent, RunnerPosition, SessionUpdate};
 use serde_json::json;
 
 use crate::error::Result;
 use crate::inner::Inner;
+use crate::position::Adoption;
 use crate::publish;
 use crate::question;
 use crate::saved_prompts::expand_saved_prompts;
@@ -25,19 +26,6 @@ use crate::write::{add_message, write_session};
 pub(crate) struct Kept<'a> {
     pub client: &'a RunnerClient,
     pub executions: Vec<ExecutionInfo>,
-}
-
-/// A live execution a session takes over (rule 42's re-adopt branch): the session's actor
-/// joins its conversation (`SessionActor::adopt`).
-pub(crate) struct Adoption {
-    pub session_id: SessionId,
-    pub execution: RemoteExecution,
-    /// Bytes of the first replayed item the last run had handled.
-    pub skip: u64,
-    /// This server's run on the conversation (its request ids start at `run << 32`).
-    pub run: u64,
-    /// The open turn and the id its prompt went out with.
-    pub turn: Option<(TurnId, u64)>,
 }
 
 /// Whether the session can take its runner execution over: the runner still runs the

@@ -97,7 +97,7 @@ pub struct ServeArgs {
     pub event_prune_interval: Duration,
     /// Where agents run: `local`, a runner process that outlives the server (on
     /// <home>/runner.sock, started when none listens), or `none`, as children of the server.
-    #[arg(long, env = "KANDEV_RUNNER", value_enum, default_value = "none")]
+    #[arg(long, env = "KANDEV_RUNNER", value_enum, default_value = "local")]
     pub runner: RunnerMode,
     /// With `--runner local`: how long a runner keeps the agents while no server is connected.
     #[arg(long, env = "KANDEV_RUNNER_GRACE", default_value = "10m", value_parser = parse_duration)]

@@ -15,8 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{EngineError, Result};
 use crate::launcher::{ExecutionControl, RunnerControl};
-use crate::position::Track;
-use crate::reconcile::Adoption;
+use crate::position::{Adoption, Track};
 use crate::session::command::Command;
 use crate::session::state::{Live, Phase, SessionActor, Turn};
 

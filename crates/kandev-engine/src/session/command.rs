@@ -138,7 +138,7 @@ pub(crate) enum Command {
     },
     /// Rule 42's re-adopt branch: take over the execution the last run left on the runner.
     Adopt {
-        adoption: Box<crate::reconcile::Adoption>,
+        adoption: Box<crate::position::Adoption>,
         reply: oneshot::Sender<Result<()>>,
     },
     Agent {
