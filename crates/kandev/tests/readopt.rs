@@ -2,7 +2,8 @@
 //! binary: `kill -9` of a `serve --runner local` during streaming turns, then a restart. The
 //! runner kept the agents; the new server takes them over, every turn completes without
 //! `session/load` or an "interrupted" note, every chunk an agent wrote is in the transcript
-//! exactly once, and the agent of a task deleted while the server was down is killed.
+//! exactly once, and the agents of tasks deleted while the server was down or after the
+//! restart are killed.
 
 use std::path::Path;
 use std::process::Command;
@@ -89,10 +90,11 @@ async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_comple
         call(&server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
             .await;
     let board = &workflows["workflows"][0];
-    // One more session than the turns checked: its task is deleted while the server is down.
+    // Two more sessions than the turns checked: the task of one is deleted while the server
+    // is down, the other's after the restart, while its re-adopted turn runs.
     let mut tasks = vec![];
     let mut sessions = vec![];
-    for i in 0..=TURNS {
+    for i in 0..TURNS + 2 {
         let task = call(&server, "task.create", json!({"workflow_id": board["id"], "title": format!("r6-{i}"), "step_id": board["steps"][0]["id"]})).await;
         let launched =
             call(&server, "session.launch", json!({"task_id": task["task"]["id"]})).await;
@@ -114,7 +116,7 @@ async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_comple
     let mut server = server;
     server.child.kill().unwrap(); // SIGKILL
     server.child.wait().unwrap();
-    assert_eq!(agents_of(home.path()).len(), TURNS + 1, "the runner keeps the agents");
+    assert_eq!(agents_of(home.path()).len(), TURNS + 2, "the runner keeps the agents");
 
     // The last task is deleted while no server runs.
     {
@@ -127,6 +129,9 @@ async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_comple
     }
 
     let restarted = start_with(home.path(), &LOCAL);
+    let got = call(&restarted, "session.get", json!({"id": sessions[TURNS + 1]})).await;
+    assert_eq!(got["session"]["state"], "RUNNING", "re-adopted mid-turn");
+    call(&restarted, "task.delete", json!({"id": tasks[TURNS + 1], "force": true})).await;
     let expected: String = (0..CHUNKS).map(|i| stream_chunk_text(i, BYTES)).collect();
     for session in &sessions[..TURNS] {
         let start = Instant::now();
@@ -153,9 +158,9 @@ async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_comple
     }
     let counters = Counters::read(&home.path().join("mock-agent")).unwrap();
     assert_eq!(counters.count(CallKind::Load), 0, "no session/load");
-    assert_eq!(counters.count(CallKind::Prompt), TURNS + 1, "each prompt sent once");
-    // The deleted task's agent is gone; the others stay, ready for the next prompt.
-    eventually("the deleted session's agent is killed", || agents_of(home.path()).len() == TURNS)
+    assert_eq!(counters.count(CallKind::Prompt), TURNS + 2, "each prompt sent once");
+    // The deleted tasks' agents are gone; the others stay, ready for the next prompt.
+    eventually("the deleted sessions' agents are killed", || agents_of(home.path()).len() == TURNS)
         .await;
     let session = &sessions[0];
     call(&restarted, "message.add", json!({"session_id": session, "content": "are you back"}))
