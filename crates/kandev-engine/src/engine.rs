@@ -385,6 +385,32 @@ impl Engine {
     /// `WAITING_FOR_INPUT` with an "interrupted" note, open turns are closed, agent process
     /// groups recorded as ours are killed. No agent is launched.
     pub async fn reconcile(&self) -> Result<usize> {
-        reconcile(&self.inner).await
+        reconcile(&self.inner, None).await.map(|(fixed, _)| fixed)
+    }
+
+    /// [`Self::reconcile`] with the executions a runner kept across the restart (`serve
+    /// --runner local`), rule 42's re-adopt branch: a session whose execution the runner
+    /// still runs keeps it (and its open turn, and `RUNNING`), with no "interrupted" note;
+    /// its actor joins the conversation and gets the output the last run had not committed,
+    /// once. Every other execution the runner lists is killed. Returns how many sessions
+    /// reconciliation changed.
+    pub async fn reconcile_with_runner(
+        &self,
+        client: &kandev_runtime::runner::RunnerClient,
+        executions: Vec<kandev_runtime::runner::ExecutionInfo>,
+    ) -> Result<usize> {
+        let kept = crate::reconcile::Kept { client, executions };
+        let (fixed, adoptions) = reconcile(&self.inner, Some(kept)).await?;
+        for adoption in adoptions {
+            let id = adoption.session_id.clone();
+            let adoption = Box::new(adoption);
+            match ask(&self.inner, &id, |reply| Command::Adopt { adoption, reply }).await {
+                Ok(()) => tracing::info!(session = %id, "re-adopted the agent of the last run"),
+                Err(err) => {
+                    tracing::error!(session = %id, error = %err, "cannot re-adopt an agent")
+                }
+            }
+        }
+        Ok(fixed)
     }
 }

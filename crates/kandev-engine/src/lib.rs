@@ -25,6 +25,7 @@ mod inner;
 mod launcher;
 pub mod mcp;
 mod notes;
+mod position;
 mod publish;
 mod question;
 mod reconcile;
@@ -48,7 +49,7 @@ pub use error::{EngineError, Result};
 pub use executors::ExecutorCheck;
 pub use launcher::{
     BuiltinMockLauncher, ExecutionControl, LaunchSpec, Launched, Launcher, LocalLauncher,
-    RunnerLauncher,
+    RunnerExec, RunnerLauncher,
 };
 pub use shells::{
     MAX_TERMINAL_CELLS, MAX_TERMINALS_PER_TASK, TerminalChunk, TerminalExit, TerminalHandle,

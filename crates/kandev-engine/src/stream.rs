@@ -66,6 +66,9 @@ struct Member {
     target: Target,
     text: String,
     replies: Vec<oneshot::Sender<std::result::Result<MessageId, String>>>,
+    /// The runner position of the text (issue 20): recorded in the group's transaction and
+    /// acknowledged after its commit.
+    mark: Option<crate::position::Mark>,
 }
 
 #[derive(Default)]
@@ -89,7 +92,14 @@ impl StreamWriter {
 
     /// Queues `text` for `target` and returns at once; the answer comes once it is stored and
     /// announced, in a transaction shared with whatever else is queued by then.
-    pub fn submit(&self, store: &Store, session: &Session, target: Target, text: String) -> Answer {
+    pub fn submit(
+        &self,
+        store: &Store,
+        session: &Session,
+        target: Target,
+        text: String,
+        mark: Option<crate::position::Mark>,
+    ) -> Answer {
         let (reply, answer) = oneshot::channel();
         {
             let mut queue = self.queue();
@@ -101,12 +111,16 @@ impl StreamWriter {
                 {
                     m.text.push_str(&text);
                     m.replies.push(reply);
+                    if mark.is_some() {
+                        m.mark = mark;
+                    }
                 }
                 _ => queue.push(Member {
                     session: session.clone(),
                     target,
                     text,
                     replies: vec![reply],
+                    mark,
                 }),
             }
         }
@@ -162,7 +176,17 @@ async fn write_group(store: &Store, group: Vec<Member>) {
             outcomes
         }
     };
+    for mark in group.iter().filter_map(|m| m.mark.as_ref()) {
+        if let Err(err) = mark.record(&mut tx).await {
+            tracing::warn!(error = %err, "cannot record a runner position");
+        }
+    }
     let committed = tx.commit().await.map_err(|e| e.to_string());
+    if committed.is_ok() {
+        for mark in group.iter().filter_map(|m| m.mark.as_ref()) {
+            mark.ack();
+        }
+    }
     let mut outcomes = outcomes.into_iter();
     answer(group, |_| {
         let outcome = outcomes.next().unwrap_or_else(|| Err("not written".to_owned()));
@@ -400,6 +424,7 @@ mod tests {
             target: target.clone(),
             text: text.to_owned(),
             replies: vec![reply],
+            mark: None,
         };
         (member, answer)
     }
@@ -569,7 +594,7 @@ mod tests {
                         target
                     }
                 };
-                answers.push(writer.submit(&store, session, target, text));
+                answers.push(writer.submit(&store, session, target, text, None));
             }
             if round % 50 == 0 {
                 tokio::task::yield_now().await;

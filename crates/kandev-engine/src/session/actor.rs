@@ -116,9 +116,13 @@ impl SessionActor {
                 let _ = reply.send(result);
             }
             Command::Booted { epoch, result } => self.on_booted(epoch, result).await,
-            Command::Agent { epoch, event } => {
+            Command::Adopt { adoption, reply } => {
+                let result = self.adopt(*adoption).await;
+                let _ = reply.send(result);
+            }
+            Command::Agent { epoch, at, event } => {
                 if self.live_epoch() == Some(epoch) && self.is_current_conversation(&event) {
-                    self.on_agent_event(event).await;
+                    self.on_agent_event(at, event).await;
                 } else {
                     tracing::debug!(session = %self.session.id, epoch, "ignored an event of an old execution");
                 }

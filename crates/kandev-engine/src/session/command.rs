@@ -136,8 +136,15 @@ pub(crate) enum Command {
         epoch: i64,
         result: std::result::Result<Box<Booted>, BootFailure>,
     },
+    /// Rule 42's re-adopt branch: take over the execution the last run left on the runner.
+    Adopt {
+        adoption: Box<crate::position::Adoption>,
+        reply: oneshot::Sender<Result<()>>,
+    },
     Agent {
         epoch: i64,
+        /// The ACP offset where the event's line ends.
+        at: u64,
         event: AgentEvent,
     },
     TurnDone {

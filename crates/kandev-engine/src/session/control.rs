@@ -41,9 +41,9 @@ impl SessionActor {
                 live.cancel.cancel();
                 live.client.close();
                 let ended: Result<()> = async {
-                    let mut tx = self.inner.store.begin_write().await?;
+                    let mut tx = self.begin_write().await?;
                     tx.end_runtime(&self.session.id, live.epoch, status).await?;
-                    tx.commit().await?;
+                    self.finish(tx).await?;
                     Ok(())
                 }
                 .await;
@@ -95,9 +95,9 @@ impl SessionActor {
                 let Some((turn_id, epoch)) = self.phase.cancel_turn() else { return Ok(()) };
                 self.kill_terminals();
                 self.turn_auto_run_off_if_queued().await?;
-                let mut tx = self.inner.store.begin_write().await?;
+                let mut tx = self.begin_write().await?;
                 self.expire_permissions(&mut tx, "cancelled").await?;
-                tx.commit().await?;
+                self.finish(tx).await?;
                 self.send_acp_cancel();
                 let timeout = self.inner.config.cancel_timeout;
                 self.after(timeout, Command::EscalateCancel { epoch, turn_id });
@@ -301,7 +301,7 @@ impl SessionActor {
         for (_, pending) in self.permissions.drain() {
             pending.responder.respond(kandev_acp::Outcome::Cancelled);
         }
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let session = tx.delete_session(&self.session.id).await?;
         let (id, task_id) = (session.id.to_string(), session.task_id.to_string());
         let event = SessionEvent::Deleted { id: id.clone(), task_id: task_id.clone() };
@@ -312,7 +312,7 @@ impl SessionActor {
             let event = WorkspaceEvent::TaskUpdated { task: TaskDto::from(&task) };
             publish::notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
         }
-        tx.commit().await?;
+        self.finish(tx).await?;
         Ok(())
     }
 }

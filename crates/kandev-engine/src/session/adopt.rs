@@ -1,0 +1,112 @@
+//! Rule 42's re-adopt branch (issue 20): after a restart with the local runner, the session
+//! takes over the execution the last run left there instead of being interrupted. Its actor
+//! joins the conversation in the middle (`AcpClient::join`: no handshake, request ids of this
+//! server's run), gets the output the last run had not committed (the runner's replay,
+//! minus the bytes of the first item already handled), and awaits the open turn's prompt by
+//! the id recorded with the turn, which ends it as if this server had sent it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kandev_acp::{AcpClient, AcpConfig};
+use tokio::io::AsyncReadExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{EngineError, Result};
+use crate::launcher::{ExecutionControl, RunnerControl};
+use crate::position::{Adoption, Track};
+use crate::session::command::Command;
+use crate::session::state::{Live, Phase, SessionActor, Turn};
+
+/// The pipe between the runner's stdout and the joined ACP reader.
+const FEED: usize = 1 << 16;
+
+impl SessionActor {
+    pub(super) async fn adopt(&mut self, adoption: Adoption) -> Result<()> {
+        let Adoption { execution, skip, run, turn, .. } = adoption;
+        let control: Arc<dyn ExecutionControl> =
+            Arc::new(RunnerControl(execution.control, execution.acks.clone()));
+        let (Phase::Idle, Some(acp_session_id)) =
+            (&self.phase, self.session.acp_session_id.clone())
+        else {
+            control.stop(self.inner.config.stop_grace).await;
+            return Err(EngineError::Conflict("the session cannot take the agent over".into()));
+        };
+        let epoch = self.session.epoch;
+        // The joined client reads a pipe fed from the runner's only once the open turn's
+        // answer is awaited (the replay may hold it).
+        let (acp_out, mut feed) = tokio::io::duplex(FEED);
+        let config =
+            AcpConfig { request_timeout: self.inner.config.call_timeout, ..AcpConfig::default() };
+        let (client, events) = AcpClient::join(acp_out, execution.stdin, config, run << 32);
+        let cancel = CancellationToken::new();
+        let (ordered, results) = mpsc::unbounded_channel();
+        let open = match turn {
+            Some((turn_id, prompt_id)) => {
+                let waiting = client.clone();
+                let mut answer = Box::pin(async move { waiting.await_prompt(prompt_id).await });
+                // One poll registers the call before any output is read.
+                let _ = futures::poll!(&mut answer);
+                let (ordered, id) = (ordered.clone(), turn_id.clone());
+                self.spawn(async move {
+                    let result = answer.await;
+                    let _ = ordered.send(Command::TurnDone { epoch, turn_id: id, result });
+                });
+                Some(Turn {
+                    id: turn_id,
+                    epoch,
+                    streaming: None,
+                    tool_calls: HashMap::new(),
+                    sent_at: tokio::time::Instant::now(),
+                    output: None,
+                })
+            }
+            None => None,
+        };
+        let mut stdout = execution.stdout;
+        self.spawn(async move {
+            // What the last run handled of the first replayed item (`crate::position`).
+            let mut handled = vec![0u8; usize::try_from(skip).unwrap_or(0)];
+            if stdout.read_exact(&mut handled).await.is_err() {
+                return;
+            }
+            let _ = tokio::io::copy(&mut stdout, &mut feed).await;
+        });
+        self.spawn_pump(epoch, events, results, cancel.clone());
+        self.spawn_exit_watch(epoch, control.clone(), cancel.clone());
+        let mcp_servers = match self.profile().await {
+            Ok(profile) => profile.map(|p| p.mcp_servers).unwrap_or_default(),
+            Err(_) => vec![],
+        };
+        let live = Live {
+            epoch,
+            client,
+            control,
+            acp_session_id,
+            cancel,
+            ordered,
+            // Not known without the handshake: a live reset hands Kandev's MCP server over
+            // stdio, attachments go as text.
+            mcp_caps: crate::mcp::McpCaps::default(),
+            mcp_servers,
+            accepts: kandev_domain::attachment::PromptAccepts::default(),
+            track: Some(Track { acks: execution.acks, skipped: skip, handled: 0 }),
+        };
+        match open {
+            Some(turn) => {
+                let turn_id = turn.id.clone();
+                self.phase = Phase::Running(live, turn);
+                self.after(self.inner.config.stall_after, Command::StallCheck { epoch, turn_id });
+            }
+            None => {
+                self.phase = Phase::Ready(live);
+                let idle_timeout = self.inner.config.idle_timeout;
+                if !idle_timeout.is_zero() {
+                    self.after(idle_timeout, Command::IdleCheck { epoch });
+                }
+            }
+        }
+        Ok(())
+    }
+}
