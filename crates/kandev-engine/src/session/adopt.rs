@@ -24,7 +24,7 @@ const FEED: usize = 1 << 16;
 
 impl SessionActor {
     pub(super) async fn adopt(&mut self, adoption: Adoption) -> Result<()> {
-        let Adoption { execution, skip, run, turn, .. } = adoption;
+        let Adoption { epoch, execution, skip, run, turn, .. } = adoption;
         let control: Arc<dyn ExecutionControl> =
             Arc::new(RunnerControl(execution.control, execution.acks.clone()));
         let (Phase::Idle, Some(acp_session_id)) =
@@ -33,7 +33,6 @@ impl SessionActor {
             control.stop(self.inner.config.stop_grace).await;
             return Err(EngineError::Conflict("the session cannot take the agent over".into()));
         };
-        let epoch = self.session.epoch;
         // The joined client reads a pipe fed from the runner's only once the open turn's
         // answer is awaited (the replay may hold it).
         let (acp_out, mut feed) = tokio::io::duplex(FEED);
@@ -42,6 +41,9 @@ impl SessionActor {
         let (client, events) = AcpClient::join(acp_out, execution.stdin, config, run << 32);
         let cancel = CancellationToken::new();
         let (ordered, results) = mpsc::unbounded_channel();
+        // Turns are of the session's epoch, the live execution keeps its own (they differ
+        // after a live context reset).
+        let turn_epoch = self.session.epoch;
         let open = match turn {
             Some((turn_id, prompt_id)) => {
                 let waiting = client.clone();
@@ -51,11 +53,12 @@ impl SessionActor {
                 let (ordered, id) = (ordered.clone(), turn_id.clone());
                 self.spawn(async move {
                     let result = answer.await;
-                    let _ = ordered.send(Command::TurnDone { epoch, turn_id: id, result });
+                    let _ =
+                        ordered.send(Command::TurnDone { epoch: turn_epoch, turn_id: id, result });
                 });
                 Some(Turn {
                     id: turn_id,
-                    epoch,
+                    epoch: turn_epoch,
                     streaming: None,
                     tool_calls: HashMap::new(),
                     sent_at: tokio::time::Instant::now(),
@@ -97,7 +100,8 @@ impl SessionActor {
             Some(turn) => {
                 let turn_id = turn.id.clone();
                 self.phase = Phase::Running(live, turn);
-                self.after(self.inner.config.stall_after, Command::StallCheck { epoch, turn_id });
+                let stall = Command::StallCheck { epoch: turn_epoch, turn_id };
+                self.after(self.inner.config.stall_after, stall);
             }
             None => {
                 self.phase = Phase::Ready(live);
