@@ -337,3 +337,36 @@ async fn i20_d1_a_session_after_a_live_context_reset_is_re_adopted() {
     restarted.child.wait().unwrap();
     eventually("no agent is left", || agents_of(home.path()).is_empty()).await;
 }
+
+#[tokio::test]
+async fn i20_d2_a_re_adopted_quiet_turn_is_not_ended_as_silent() {
+    // Rule 40 after 1 s: a turn with no output by then is ended, a quiet one gets a notice.
+    let args = [LOCAL.as_slice(), &["--agent-stall-after", "1s"]].concat();
+    let home = tempfile::tempdir().unwrap();
+    let server = start_with(home.path(), &args);
+    let session = live_session(&server).await;
+    let script = "#!mock\nsay before\nsleep 8000\nsay after";
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    let start = Instant::now();
+    while !agent_text(&messages(&server, &session).await).ends_with("before") {
+        assert!(start.elapsed() < DEADLINE, "the agent speaks");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let mut server = server;
+    server.child.kill().unwrap(); // SIGKILL, the agent quiet
+    server.child.wait().unwrap();
+
+    let restarted = start_with(home.path(), &args);
+    let got = call(&restarted, "session.get", json!({"id": session})).await;
+    assert_eq!(got["session"]["state"], "RUNNING", "re-adopted mid-turn");
+    until_waiting(&restarted, &session, "the re-adopted turn completes").await;
+    let got = call(&restarted, "session.get", json!({"id": session})).await;
+    assert!(got["session"]["last_error"].is_null(), "not stalled: {got}");
+    assert_eq!(agent_text(&messages(&restarted, &session).await), "echo: hellobeforeafter");
+    let turns = call(&restarted, "session.turn.list", json!({"session_id": session})).await;
+    assert_eq!(turns["turns"][1]["stop_reason"], "end_turn", "{turns}");
+    let mut restarted = restarted;
+    Command::new("kill").arg("-TERM").arg(restarted.child.id().to_string()).status().unwrap();
+    restarted.child.wait().unwrap();
+    eventually("no agent is left", || agents_of(home.path()).is_empty()).await;
+}

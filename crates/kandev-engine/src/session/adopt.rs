@@ -17,7 +17,7 @@ use crate::error::{EngineError, Result};
 use crate::launcher::{ExecutionControl, RunnerControl};
 use crate::position::{Adoption, Track};
 use crate::session::command::Command;
-use crate::session::state::{Live, Phase, SessionActor, Turn};
+use crate::session::state::{Live, Output, Phase, SessionActor, Turn};
 
 /// The pipe between the runner's stdout and the joined ACP reader.
 const FEED: usize = 1 << 16;
@@ -62,7 +62,12 @@ impl SessionActor {
                     streaming: None,
                     tool_calls: HashMap::new(),
                     sent_at: tokio::time::Instant::now(),
-                    output: None,
+                    // Rule 40 counts from now: the agent spoke before (its answer may be all
+                    // that is left), so quiet gets a notice, never `turn_stalled`.
+                    output: Some(Output {
+                        last: tokio::time::Instant::now(),
+                        stall_noticed: false,
+                    }),
                 })
             }
             None => None,
