@@ -32,7 +32,8 @@ pub(crate) struct Kept<'a> {
 /// session's last execution (the runtime row's epoch, which a completed live context reset
 /// leaves behind the session's), whose conversation is the session's current one (a live
 /// reset keeps the execution and records the new conversation; a lazy one forgets it), a
-/// turn that was open has the id of its prompt, and no context reset was in the middle.
+/// turn that was open has the id of its prompt, no context reset was in the middle, and
+/// the runner was acknowledged no further than the recorded position.
 /// Anything else reconciles as after any restart (the execution is killed).
 async fn adoptable(
     inner: &Inner,
@@ -45,6 +46,12 @@ async fn adoptable(
     let Some(info) = kept.executions.iter().find(|e| e.exec == position.exec && !e.exited) else {
         return Ok(None);
     };
+    if info.acked > position.committed {
+        // The runner was told of more than is recorded: output after the position may be
+        // stored already, and would be stored twice.
+        tracing::warn!(session = %session.id, acked = info.acked, committed = position.committed, "the runner position is behind its acknowledgement; not re-adopting");
+        return Ok(None);
+    }
     let open = position.epoch <= session.epoch
         && session.acp_session_id.is_some()
         && !resetting.contains(&session.id);

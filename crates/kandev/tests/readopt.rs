@@ -370,3 +370,46 @@ async fn i20_d2_a_re_adopted_quiet_turn_is_not_ended_as_silent() {
     restarted.child.wait().unwrap();
     eventually("no agent is left", || agents_of(home.path()).is_empty()).await;
 }
+
+#[tokio::test]
+async fn i20_d4_an_execution_acknowledged_past_the_recorded_position_is_not_re_adopted() {
+    let home = tempfile::tempdir().unwrap();
+    let server = start_with(home.path(), &LOCAL);
+    let session = live_session(&server).await;
+    let script = format!("#!mock\nstream 100 {BYTES} every 20");
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    let start = Instant::now();
+    while agent_text(&messages(&server, &session).await).len() < BYTES * 5 {
+        assert!(start.elapsed() < DEADLINE, "the turn streams");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let mut server = server;
+    server.child.kill().unwrap(); // SIGKILL
+    server.child.wait().unwrap();
+    // The recorded position falls behind what the runner was told (a record that failed
+    // while its transaction committed): output after it would be stored twice.
+    {
+        let location = kandev_store::Location::File(home.path().join("kandev.db"));
+        let store = kandev_store::Store::open(location).await.unwrap();
+        let id = kandev_domain::SessionId::new(session.clone());
+        let position = store.runner_position(&id).await.unwrap().unwrap();
+        assert!(position.committed > 0, "some output was committed");
+        let mut tx = store.begin_write().await.unwrap();
+        tx.set_runner_exec(&id, position.epoch, &position.exec).await.unwrap();
+        tx.commit().await.unwrap();
+        store.close().await;
+    }
+
+    let restarted = start_with(home.path(), &LOCAL);
+    let got = call(&restarted, "session.get", json!({"id": session})).await;
+    assert_eq!(got["session"]["state"], "WAITING_FOR_INPUT", "reconciled, not re-adopted");
+    let stored = messages(&restarted, &session).await;
+    assert!(
+        stored
+            .iter()
+            .any(|m| m["kind"] == "status"
+                && m["content"].as_str().unwrap().starts_with("interrupted")),
+        "an interrupted note"
+    );
+    eventually("its agent is killed", || agents_of(home.path()).is_empty()).await;
+}
