@@ -22,6 +22,10 @@ use crate::saved_prompts::expand_saved_prompts;
 use crate::session::reset::divider;
 use crate::write::{add_message, write_session};
 
+/// The note of a session whose agent's work a restart cut off.
+pub(crate) const INTERRUPTED: &str =
+    "interrupted: the server stopped while the agent was working; send a message to continue";
+
 /// The executions a runner kept across the restart (`serve --runner local`).
 pub(crate) struct Kept<'a> {
     pub client: &'a RunnerClient,
@@ -115,7 +119,7 @@ pub(crate) async fn reconcile(
         expire_permissions(&mut tx, &session).await?;
         let busy = matches!(session.state, SessionState::Starting | SessionState::Running);
         if busy || closed > 0 {
-            let note = "interrupted: the server stopped while the agent was working; send a message to continue";
+            let note = INTERRUPTED;
             let update = SessionUpdate {
                 state: busy.then_some(SessionState::WaitingForInput),
                 acp_session_id: Some(None),

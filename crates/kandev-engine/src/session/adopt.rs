@@ -9,6 +9,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kandev_acp::{AcpClient, AcpConfig};
+use kandev_domain::session::SessionState;
+use kandev_domain::transcript::MessageKind;
+use kandev_store::SessionUpdate;
+use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -16,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{EngineError, Result};
 use crate::launcher::{ExecutionControl, RunnerControl};
 use crate::position::{Adoption, Track};
+use crate::reconcile::INTERRUPTED;
 use crate::session::command::Command;
 use crate::session::state::{Live, Output, Phase, SessionActor, Turn};
 
@@ -31,6 +36,12 @@ impl SessionActor {
             (&self.phase, self.session.acp_session_id.clone())
         else {
             control.stop(self.inner.config.stop_grace).await;
+            // Reconciliation kept the session as it was for the adoption: without it, the
+            // session reconciles as after any restart (unless something newer owns it).
+            if matches!(self.phase, Phase::Idle) {
+                let result = self.interrupted(epoch).await;
+                self.log("reconciling a session that could not take its agent over", result);
+            }
             return Err(EngineError::Conflict("the session cannot take the agent over".into()));
         };
         // The joined client reads a pipe fed from the runner's only once the open turn's
@@ -117,5 +128,27 @@ impl SessionActor {
             }
         }
         Ok(())
+    }
+
+    /// Rule 42 as after any restart, for a session whose execution (of `epoch`) was not
+    /// taken over: its runtime row ends, its open turn is closed, and a busy session waits
+    /// for input with the "interrupted" note.
+    async fn interrupted(&mut self, epoch: i64) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        tx.end_runtime(&self.session.id, epoch, "ended").await?;
+        let closed = tx.close_open_turns(&self.session.id, "interrupted").await?;
+        let busy = matches!(self.session.state, SessionState::Starting | SessionState::Running);
+        if !busy && closed == 0 {
+            self.finish(tx).await?;
+            return Ok(());
+        }
+        let update = SessionUpdate {
+            state: busy.then_some(SessionState::WaitingForInput),
+            acp_session_id: Some(None),
+            ..SessionUpdate::default()
+        };
+        let note =
+            (MessageKind::Status, INTERRUPTED.to_owned(), json!({ "reason": "interrupted" }));
+        self.commit_tx(tx, update, Some(note)).await
     }
 }
