@@ -189,6 +189,9 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
         Some(AgentCommand { program: exe.display().to_string(), args: vec![], flags: vec![] });
     config.setup_timeout = args.setup_timeout;
     config.idle_timeout = args.agent_idle_timeout;
+    if args.agent_stall_after.is_zero() {
+        anyhow::bail!("--agent-stall-after must be more than 0; e.g. 5m");
+    }
     config.stall_after = args.agent_stall_after;
     config.dev_server_ports = args.dev_server_ports.clone();
     config.pr_poll_interval = args.pr_poll_interval;
