@@ -70,6 +70,9 @@ pub trait ExecutionControl: Send + Sync {
     fn stop(&self, grace: Duration) -> BoxFuture<'_, ExitInfo>;
     /// Resolves when it has exited, by itself or not.
     fn wait(&self) -> BoxFuture<'_, ExitInfo>;
+    /// Called once the handling of an exit [`Self::wait`] returned is committed: a runner's
+    /// execution is forgotten only then (its exit acknowledges every earlier output item).
+    fn exit_handled(&self) {}
 }
 
 /// Starts executions.
@@ -222,7 +225,8 @@ impl RunnerLauncher {
     }
 }
 
-/// A runner's execution; its exit, once seen, is acknowledged (the runner forgets it).
+/// A runner's execution; its exit is acknowledged (the runner forgets it) once handled: when
+/// this server stopped it, or when the exit's handling is committed.
 pub(crate) struct RunnerControl(
     pub(crate) kandev_runtime::runner::RemoteControl,
     pub(crate) kandev_runtime::runner::Acks,
@@ -250,11 +254,12 @@ impl ExecutionControl for RunnerControl {
     }
 
     fn wait(&self) -> BoxFuture<'_, ExitInfo> {
-        Box::pin(async move {
-            let exit = self.0.wait().await;
-            self.forget_exit();
-            exit
-        })
+        // Acknowledged by `exit_handled`, after the output before it is committed.
+        Box::pin(self.0.wait())
+    }
+
+    fn exit_handled(&self) {
+        self.forget_exit();
     }
 }
 

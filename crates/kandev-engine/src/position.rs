@@ -56,6 +56,9 @@ impl Mark {
 /// joins its conversation (`session/adopt.rs`).
 pub(crate) struct Adoption {
     pub session_id: SessionId,
+    /// The execution's epoch (its runtime row's; the session's own is later after a live
+    /// context reset): the live session's, which fences every position it records.
+    pub epoch: i64,
     pub execution: RemoteExecution,
     /// Bytes of the first replayed item the last run had handled.
     pub skip: u64,

@@ -22,6 +22,10 @@ use crate::saved_prompts::expand_saved_prompts;
 use crate::session::reset::divider;
 use crate::write::{add_message, write_session};
 
+/// The note of a session whose agent's work a restart cut off.
+pub(crate) const INTERRUPTED: &str =
+    "interrupted: the server stopped while the agent was working; send a message to continue";
+
 /// The executions a runner kept across the restart (`serve --runner local`).
 pub(crate) struct Kept<'a> {
     pub client: &'a RunnerClient,
@@ -29,9 +33,12 @@ pub(crate) struct Kept<'a> {
 }
 
 /// Whether the session can take its runner execution over: the runner still runs the
-/// execution of the session's epoch, whose conversation is open (a turn that was open has
-/// the id of its prompt) and no context reset was in the middle. Anything else reconciles
-/// as after any restart (the execution is killed).
+/// session's last execution (the runtime row's epoch, which a completed live context reset
+/// leaves behind the session's), whose conversation is the session's current one (a live
+/// reset keeps the execution and records the new conversation; a lazy one forgets it), a
+/// turn that was open has the id of its prompt, no context reset was in the middle, and
+/// the runner was acknowledged no further than the recorded position.
+/// Anything else reconciles as after any restart (the execution is killed).
 async fn adoptable(
     inner: &Inner,
     session: &Session,
@@ -43,7 +50,13 @@ async fn adoptable(
     let Some(info) = kept.executions.iter().find(|e| e.exec == position.exec && !e.exited) else {
         return Ok(None);
     };
-    let open = position.epoch == session.epoch
+    if info.acked > position.committed {
+        // The runner was told of more than is recorded: output after the position may be
+        // stored already, and would be stored twice.
+        tracing::warn!(session = %session.id, acked = info.acked, committed = position.committed, "the runner position is behind its acknowledgement; not re-adopting");
+        return Ok(None);
+    }
+    let open = position.epoch <= session.epoch
         && session.acp_session_id.is_some()
         && !resetting.contains(&session.id);
     let turn = inner.store.open_turn_prompt(&session.id).await?;
@@ -72,7 +85,7 @@ pub(crate) async fn reconcile(
             adoptable(inner, &session, kept.as_ref(), &resetting).await?
         {
             let mut tx = inner.store.begin_write().await?;
-            let run = tx.join_runner(&session.id, session.epoch).await?;
+            let run = tx.join_runner(&session.id, position.epoch).await?;
             // Rule 41 for the requests the user did not answer: the agent's request comes
             // again in the replay (the committed position stays before it until answered),
             // so it is asked anew.
@@ -83,6 +96,7 @@ pub(crate) async fn reconcile(
                     kept.client.attach_with(&info, AckPolicy::OnCommit, position.committed);
                 adoptions.push(Adoption {
                     session_id: session.id.clone(),
+                    epoch: position.epoch,
                     execution,
                     skip: position.skip,
                     run,
@@ -105,7 +119,7 @@ pub(crate) async fn reconcile(
         expire_permissions(&mut tx, &session).await?;
         let busy = matches!(session.state, SessionState::Starting | SessionState::Running);
         if busy || closed > 0 {
-            let note = "interrupted: the server stopped while the agent was working; send a message to continue";
+            let note = INTERRUPTED;
             let update = SessionUpdate {
                 state: busy.then_some(SessionState::WaitingForInput),
                 acp_session_id: Some(None),

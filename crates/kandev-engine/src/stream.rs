@@ -176,14 +176,17 @@ async fn write_group(store: &Store, group: Vec<Member>) {
             outcomes
         }
     };
+    // Only a recorded position is acknowledged: the runner keeps the rest for a restart.
+    let mut recorded = vec![];
     for mark in group.iter().filter_map(|m| m.mark.as_ref()) {
-        if let Err(err) = mark.record(&mut tx).await {
-            tracing::warn!(error = %err, "cannot record a runner position");
+        match mark.record(&mut tx).await {
+            Ok(()) => recorded.push(mark),
+            Err(err) => tracing::warn!(error = %err, "cannot record a runner position"),
         }
     }
     let committed = tx.commit().await.map_err(|e| e.to_string());
     if committed.is_ok() {
-        for mark in group.iter().filter_map(|m| m.mark.as_ref()) {
+        for mark in recorded {
             mark.ack();
         }
     }

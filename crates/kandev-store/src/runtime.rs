@@ -146,7 +146,8 @@ impl WriteTx {
     ) -> Result<()> {
         let seq = i64::try_from(seq).unwrap_or(i64::MAX);
         sqlx::query(
-            "UPDATE session_runtime SET runner_seq = MAX(runner_seq, ?)              WHERE session_id = ? AND epoch = ? AND runner_exec IS NOT NULL",
+            "UPDATE session_runtime SET runner_seq = MAX(runner_seq, ?) \
+             WHERE session_id = ? AND epoch = ? AND runner_exec IS NOT NULL",
         )
         .bind(seq)
         .bind(session_id.as_str())
@@ -156,7 +157,6 @@ impl WriteTx {
         Ok(())
     }
 
-    /// Marks the runtime row of `epoch` as ended (no live process); keeps it for the record.
     /// [`Self::commit_runner_seq`] with the bytes of the next item handled too: the position
     /// (`seq`, `skip`) never moves back (compared as a pair).
     pub async fn commit_runner_position(
@@ -203,6 +203,7 @@ impl WriteTx {
         })
     }
 
+    /// Marks the runtime row of `epoch` as ended (no live process); keeps it for the record.
     pub async fn end_runtime(
         &mut self,
         session_id: &SessionId,

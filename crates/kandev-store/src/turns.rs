@@ -41,7 +41,6 @@ pub enum TurnUsagePart {
 }
 
 impl Store {
-    /// A session's turns, oldest first (at most `limit`, the newest ones).
     /// The session's open turn and the id its prompt went out with, if recorded.
     pub async fn open_turn_prompt(
         &self,
@@ -57,6 +56,7 @@ impl Store {
         Ok(row.map(|(id, prompt)| (TurnId::new(id), prompt.and_then(|p| u64::try_from(p).ok()))))
     }
 
+    /// A session's turns, oldest first (at most `limit`, the newest ones).
     pub async fn list_turns(&self, session_id: &SessionId, limit: i64) -> Result<Vec<TurnRecord>> {
         let mut db = self.db();
         let mut rows = sqlx::query_as::<_, TurnRow>(

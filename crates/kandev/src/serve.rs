@@ -53,6 +53,15 @@ pub struct ServeArgs {
         value_parser = parse_duration
     )]
     pub agent_idle_timeout: Duration,
+    /// How long a turn's agent may be quiet before a stall notice (a turn with no output at
+    /// all by then is ended, rule 40).
+    #[arg(
+        long,
+        env = "KANDEV_AGENT_STALL_AFTER",
+        default_value = "5m",
+        value_parser = parse_duration
+    )]
+    pub agent_stall_after: Duration,
     /// Ports dev servers get in `PORT`, as `first-last`.
     #[arg(
         long,
@@ -180,6 +189,10 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
         Some(AgentCommand { program: exe.display().to_string(), args: vec![], flags: vec![] });
     config.setup_timeout = args.setup_timeout;
     config.idle_timeout = args.agent_idle_timeout;
+    if args.agent_stall_after.is_zero() {
+        anyhow::bail!("--agent-stall-after must be more than 0; e.g. 5m");
+    }
+    config.stall_after = args.agent_stall_after;
     config.dev_server_ports = args.dev_server_ports.clone();
     config.pr_poll_interval = args.pr_poll_interval;
     Ok(config)

@@ -255,3 +255,161 @@ async fn l42_a_permission_request_pending_at_a_kill_9_is_asked_again_after_the_r
     let counters = Counters::read(&home.path().join("mock-agent")).unwrap();
     assert_eq!(counters.count(CallKind::Load), 0, "no session/load");
 }
+
+/// Waits until the session waits for input.
+async fn until_waiting(server: &Server, session: &str, what: &str) {
+    let start = Instant::now();
+    loop {
+        let got = call(server, "session.get", json!({"id": session})).await;
+        if got["session"]["state"] == "WAITING_FOR_INPUT" {
+            return;
+        }
+        assert!(start.elapsed() < DEADLINE, "{what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A session launched on the first board's first step, with one finished turn (its agent
+/// is live and idle).
+async fn live_session(server: &Server) -> String {
+    let workspaces = call(server, "workspace.list", json!({})).await;
+    let workflows =
+        call(server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
+            .await;
+    let board = &workflows["workflows"][0];
+    let task = call(
+        server,
+        "task.create",
+        json!({"workflow_id": board["id"], "title": "t", "step_id": board["steps"][0]["id"]}),
+    )
+    .await;
+    let launched = call(server, "session.launch", json!({"task_id": task["task"]["id"]})).await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    call(server, "message.add", json!({"session_id": session, "content": "hello"})).await;
+    until_waiting(server, &session, "the first turn completes").await;
+    session
+}
+
+#[tokio::test]
+async fn i20_d1_a_session_after_a_live_context_reset_is_re_adopted() {
+    let home = tempfile::tempdir().unwrap();
+    let server = start_with(home.path(), &LOCAL);
+    let session = live_session(&server).await;
+    call(&server, "session.reset_context", json!({"id": session})).await;
+    let start = Instant::now();
+    while !messages(&server, &session)
+        .await
+        .iter()
+        .any(|m| m["metadata"]["reason"] == "context_reset")
+    {
+        assert!(start.elapsed() < DEADLINE, "the live reset completes");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let script = format!("#!mock\nstream 60 {BYTES} every 20");
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    let start = Instant::now();
+    while agent_text(&messages(&server, &session).await).len() < BYTES * 5 {
+        assert!(start.elapsed() < DEADLINE, "the turn streams");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let mut server = server;
+    server.child.kill().unwrap(); // SIGKILL
+    server.child.wait().unwrap();
+
+    let restarted = start_with(home.path(), &LOCAL);
+    let got = call(&restarted, "session.get", json!({"id": session})).await;
+    assert_eq!(got["session"]["state"], "RUNNING", "re-adopted mid-turn");
+    until_waiting(&restarted, &session, "the re-adopted turn completes").await;
+    let stored = messages(&restarted, &session).await;
+    assert!(
+        !stored
+            .iter()
+            .any(|m| m["kind"] == "status"
+                && m["content"].as_str().unwrap().starts_with("interrupted")),
+        "no interrupted note"
+    );
+    let expected: String = (0..60).map(|i| stream_chunk_text(i, BYTES)).collect();
+    assert_eq!(agent_text(&stored), format!("echo: hello{expected}"), "every chunk once");
+    let counters = Counters::read(&home.path().join("mock-agent")).unwrap();
+    assert_eq!(counters.count(CallKind::Load), 0, "no session/load");
+    let mut restarted = restarted;
+    Command::new("kill").arg("-TERM").arg(restarted.child.id().to_string()).status().unwrap();
+    restarted.child.wait().unwrap();
+    eventually("no agent is left", || agents_of(home.path()).is_empty()).await;
+}
+
+#[tokio::test]
+async fn i20_d2_a_re_adopted_quiet_turn_is_not_ended_as_silent() {
+    // Rule 40 after 1 s: a turn with no output by then is ended, a quiet one gets a notice.
+    let args = [LOCAL.as_slice(), &["--agent-stall-after", "1s"]].concat();
+    let home = tempfile::tempdir().unwrap();
+    let server = start_with(home.path(), &args);
+    let session = live_session(&server).await;
+    let script = "#!mock\nsay before\nsleep 8000\nsay after";
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    let start = Instant::now();
+    while !agent_text(&messages(&server, &session).await).ends_with("before") {
+        assert!(start.elapsed() < DEADLINE, "the agent speaks");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let mut server = server;
+    server.child.kill().unwrap(); // SIGKILL, the agent quiet
+    server.child.wait().unwrap();
+
+    let restarted = start_with(home.path(), &args);
+    let got = call(&restarted, "session.get", json!({"id": session})).await;
+    assert_eq!(got["session"]["state"], "RUNNING", "re-adopted mid-turn");
+    until_waiting(&restarted, &session, "the re-adopted turn completes").await;
+    let got = call(&restarted, "session.get", json!({"id": session})).await;
+    assert!(got["session"]["last_error"].is_null(), "not stalled: {got}");
+    assert_eq!(agent_text(&messages(&restarted, &session).await), "echo: hellobeforeafter");
+    let turns = call(&restarted, "session.turn.list", json!({"session_id": session})).await;
+    assert_eq!(turns["turns"][1]["stop_reason"], "end_turn", "{turns}");
+    let mut restarted = restarted;
+    Command::new("kill").arg("-TERM").arg(restarted.child.id().to_string()).status().unwrap();
+    restarted.child.wait().unwrap();
+    eventually("no agent is left", || agents_of(home.path()).is_empty()).await;
+}
+
+#[tokio::test]
+async fn i20_d4_an_execution_acknowledged_past_the_recorded_position_is_not_re_adopted() {
+    let home = tempfile::tempdir().unwrap();
+    let server = start_with(home.path(), &LOCAL);
+    let session = live_session(&server).await;
+    let script = format!("#!mock\nstream 100 {BYTES} every 20");
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    let start = Instant::now();
+    while agent_text(&messages(&server, &session).await).len() < BYTES * 5 {
+        assert!(start.elapsed() < DEADLINE, "the turn streams");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let mut server = server;
+    server.child.kill().unwrap(); // SIGKILL
+    server.child.wait().unwrap();
+    // The recorded position falls behind what the runner was told (a record that failed
+    // while its transaction committed): output after it would be stored twice.
+    {
+        let location = kandev_store::Location::File(home.path().join("kandev.db"));
+        let store = kandev_store::Store::open(location).await.unwrap();
+        let id = kandev_domain::SessionId::new(session.clone());
+        let position = store.runner_position(&id).await.unwrap().unwrap();
+        assert!(position.committed > 0, "some output was committed");
+        let mut tx = store.begin_write().await.unwrap();
+        tx.set_runner_exec(&id, position.epoch, &position.exec).await.unwrap();
+        tx.commit().await.unwrap();
+        store.close().await;
+    }
+
+    let restarted = start_with(home.path(), &LOCAL);
+    let got = call(&restarted, "session.get", json!({"id": session})).await;
+    assert_eq!(got["session"]["state"], "WAITING_FOR_INPUT", "reconciled, not re-adopted");
+    let stored = messages(&restarted, &session).await;
+    assert!(
+        stored
+            .iter()
+            .any(|m| m["kind"] == "status"
+                && m["content"].as_str().unwrap().starts_with("interrupted")),
+        "an interrupted note"
+    );
+    eventually("its agent is killed", || agents_of(home.path()).is_empty()).await;
+}

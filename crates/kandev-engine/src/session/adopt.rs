@@ -9,6 +9,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kandev_acp::{AcpClient, AcpConfig};
+use kandev_domain::session::SessionState;
+use kandev_domain::transcript::MessageKind;
+use kandev_store::SessionUpdate;
+use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -16,24 +20,30 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{EngineError, Result};
 use crate::launcher::{ExecutionControl, RunnerControl};
 use crate::position::{Adoption, Track};
+use crate::reconcile::INTERRUPTED;
 use crate::session::command::Command;
-use crate::session::state::{Live, Phase, SessionActor, Turn};
+use crate::session::state::{Live, Output, Phase, SessionActor, Turn};
 
 /// The pipe between the runner's stdout and the joined ACP reader.
 const FEED: usize = 1 << 16;
 
 impl SessionActor {
     pub(super) async fn adopt(&mut self, adoption: Adoption) -> Result<()> {
-        let Adoption { execution, skip, run, turn, .. } = adoption;
+        let Adoption { epoch, execution, skip, run, turn, .. } = adoption;
         let control: Arc<dyn ExecutionControl> =
             Arc::new(RunnerControl(execution.control, execution.acks.clone()));
         let (Phase::Idle, Some(acp_session_id)) =
             (&self.phase, self.session.acp_session_id.clone())
         else {
             control.stop(self.inner.config.stop_grace).await;
+            // Reconciliation kept the session as it was for the adoption: without it, the
+            // session reconciles as after any restart (unless something newer owns it).
+            if matches!(self.phase, Phase::Idle) {
+                let result = self.interrupted(epoch).await;
+                self.log("reconciling a session that could not take its agent over", result);
+            }
             return Err(EngineError::Conflict("the session cannot take the agent over".into()));
         };
-        let epoch = self.session.epoch;
         // The joined client reads a pipe fed from the runner's only once the open turn's
         // answer is awaited (the replay may hold it).
         let (acp_out, mut feed) = tokio::io::duplex(FEED);
@@ -42,6 +52,9 @@ impl SessionActor {
         let (client, events) = AcpClient::join(acp_out, execution.stdin, config, run << 32);
         let cancel = CancellationToken::new();
         let (ordered, results) = mpsc::unbounded_channel();
+        // Turns are of the session's epoch, the live execution keeps its own (they differ
+        // after a live context reset).
+        let turn_epoch = self.session.epoch;
         let open = match turn {
             Some((turn_id, prompt_id)) => {
                 let waiting = client.clone();
@@ -51,15 +64,21 @@ impl SessionActor {
                 let (ordered, id) = (ordered.clone(), turn_id.clone());
                 self.spawn(async move {
                     let result = answer.await;
-                    let _ = ordered.send(Command::TurnDone { epoch, turn_id: id, result });
+                    let _ =
+                        ordered.send(Command::TurnDone { epoch: turn_epoch, turn_id: id, result });
                 });
                 Some(Turn {
                     id: turn_id,
-                    epoch,
+                    epoch: turn_epoch,
                     streaming: None,
                     tool_calls: HashMap::new(),
                     sent_at: tokio::time::Instant::now(),
-                    output: None,
+                    // Rule 40 counts from now: the agent spoke before (its answer may be all
+                    // that is left), so quiet gets a notice, never `turn_stalled`.
+                    output: Some(Output {
+                        last: tokio::time::Instant::now(),
+                        stall_noticed: false,
+                    }),
                 })
             }
             None => None,
@@ -97,7 +116,8 @@ impl SessionActor {
             Some(turn) => {
                 let turn_id = turn.id.clone();
                 self.phase = Phase::Running(live, turn);
-                self.after(self.inner.config.stall_after, Command::StallCheck { epoch, turn_id });
+                let stall = Command::StallCheck { epoch: turn_epoch, turn_id };
+                self.after(self.inner.config.stall_after, stall);
             }
             None => {
                 self.phase = Phase::Ready(live);
@@ -108,5 +128,27 @@ impl SessionActor {
             }
         }
         Ok(())
+    }
+
+    /// Rule 42 as after any restart, for a session whose execution (of `epoch`) was not
+    /// taken over: its runtime row ends, its open turn is closed, and a busy session waits
+    /// for input with the "interrupted" note.
+    async fn interrupted(&mut self, epoch: i64) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        tx.end_runtime(&self.session.id, epoch, "ended").await?;
+        let closed = tx.close_open_turns(&self.session.id, "interrupted").await?;
+        let busy = matches!(self.session.state, SessionState::Starting | SessionState::Running);
+        if !busy && closed == 0 {
+            self.finish(tx).await?;
+            return Ok(());
+        }
+        let update = SessionUpdate {
+            state: busy.then_some(SessionState::WaitingForInput),
+            acp_session_id: Some(None),
+            ..SessionUpdate::default()
+        };
+        let note =
+            (MessageKind::Status, INTERRUPTED.to_owned(), json!({ "reason": "interrupted" }));
+        self.commit_tx(tx, update, Some(note)).await
     }
 }

@@ -240,7 +240,22 @@ impl SessionActor {
             return;
         }
         // The process is gone: nothing to stop.
-        let (_, in_flight) = self.end_phase("exited").await;
+        let (control, in_flight) = self.end_phase("exited").await;
+        self.exit_settled(epoch, exit, stderr, in_flight).await;
+        // Only now the runner forgets the execution: its exit acknowledges all its output.
+        if let Some(control) = control {
+            control.exit_handled();
+        }
+    }
+
+    /// [`Self::on_exited`] once the phase has ended: what was in flight, and the error.
+    async fn exit_settled(
+        &mut self,
+        epoch: i64,
+        exit: ExitInfo,
+        stderr: String,
+        in_flight: InFlight,
+    ) {
         let message = format!("the agent {exit}; send a message to start it again");
         let details =
             json!({ "epoch": epoch, "exit": exit.to_string(), "stderr": tail_lines(&stderr, 20) });

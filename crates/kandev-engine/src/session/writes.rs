@@ -35,11 +35,13 @@ impl SessionActor {
     /// Begins a write transaction of the session, with its runner position recorded in it.
     pub async fn begin_write(&mut self) -> std::result::Result<WriteTx, StoreError> {
         let mut tx = self.inner.store.begin_write().await?;
-        let mark = self.mark();
-        if let Some(mark) = &mark
-            && let Err(err) = mark.record(&mut tx).await
+        let mut mark = self.mark();
+        if let Some(recorded) = &mark
+            && let Err(err) = recorded.record(&mut tx).await
         {
+            // Not recorded, so not acknowledged: the runner keeps the output for a restart.
             tracing::warn!(session = %self.session.id, error = %err, "cannot record the runner position");
+            mark = None;
         }
         self.last_mark = mark;
         Ok(tx)
