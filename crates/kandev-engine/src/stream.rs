@@ -6,7 +6,9 @@
 //! - **Order.** The queue is FIFO and groups are written one after another, so a session's
 //!   writes are stored (and announced) in the order it submitted them. A session awaits its
 //!   answers before it writes anything else (`SessionActor::settle_text`), so its other
-//!   writes come after its streamed text.
+//!   writes come after its streamed text. Writes the agent asks for on another channel go
+//!   through the actor for the same reason: an MCP `ask_user` question (`Command::AskUser`)
+//!   and note are stored after the text the agent streamed before the call.
 //! - **Adaptive window.** Text a session submits while its previous submission is still
 //!   queued (the writer is busy with an earlier group) joins that submission: the slower the
 //!   writer, the larger each write and notification, instead of a longer queue.
