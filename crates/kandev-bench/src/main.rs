@@ -135,8 +135,15 @@ async fn main() -> Result<()> {
     let ctx = Ctx {
         kandev: locate_kandev(cli.kandev)?,
         quick: cli.quick,
-        tmp: tempfile::Builder::new().prefix("kandev-bench-").tempdir()?,
+        tmp: tempfile::Builder::new()
+            .prefix("kandev-bench-")
+            // `KANDEV_BENCH_KEEP=1` keeps the homes (databases, logs) for a look afterwards.
+            .disable_cleanup(std::env::var_os("KANDEV_BENCH_KEEP").is_some())
+            .tempdir()?,
     };
+    if std::env::var_os("KANDEV_BENCH_KEEP").is_some() {
+        eprintln!("kept: {}", ctx.tmp.path().display());
+    }
     let order = [
         Scenario::P1,
         Scenario::P2,

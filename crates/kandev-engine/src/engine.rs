@@ -265,19 +265,21 @@ impl Engine {
         self.ask(id, |reply| Command::Note { text, metadata, epoch, reply }).await
     }
 
-    /// Asks the user a question for a session (MCP `ask_user`): stored and announced now;
-    /// the receiver gets the question once it is answered, cancelled, timed out or expired.
+    /// Asks the user a question for a session (MCP `ask_user`): stored and announced after
+    /// what the agent streamed before it; the receiver gets the question once it is answered,
+    /// cancelled, timed out or expired.
     pub async fn ask_user(
         &self,
         session_id: &SessionId,
-        task_id: &TaskId,
         text: &str,
         options: &[String],
         timeout: std::time::Duration,
     ) -> Result<(Question, tokio::sync::oneshot::Receiver<Question>)> {
         let timeout_ms = i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX);
-        let (store, waiters) = (&self.inner.store, &self.inner.questions);
-        question::ask(store, waiters, session_id, task_id, text, options, timeout_ms).await
+        let (text, options) = (text.to_owned(), options.to_vec());
+        // Through the session's actor: it stores the question after the text the agent
+        // streamed before asking (its pending and submitted writes settle first).
+        self.ask(session_id, |reply| Command::AskUser { text, options, timeout_ms, reply }).await
     }
 
     /// Resolves a question once (`AlreadyResolved` the second time) and wakes whoever waits.

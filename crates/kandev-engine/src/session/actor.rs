@@ -115,6 +115,13 @@ impl SessionActor {
                 let result = self.note(text, metadata, epoch).await;
                 let _ = reply.send(result);
             }
+            Command::AskUser { text, options, timeout_ms, reply } => {
+                let (store, waiters) = (&self.inner.store, &self.inner.questions);
+                let (id, task) = (&self.session.id, &self.session.task_id);
+                let asked =
+                    crate::question::ask(store, waiters, id, task, &text, &options, timeout_ms);
+                let _ = reply.send(asked.await);
+            }
             Command::Booted { epoch, result } => self.on_booted(epoch, result).await,
             Command::Adopt { adoption, reply } => {
                 let result = self.adopt(*adoption).await;
