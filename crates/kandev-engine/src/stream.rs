@@ -169,7 +169,7 @@ async fn write_group(store: &Store, group: Vec<Member>) {
             return;
         }
     };
-    let (tx, outcomes) = match batch_statements(&mut tx, &group).await {
+    let (mut tx, outcomes) = match batch_statements(&mut tx, &group).await {
         Ok(outcomes) => (tx, outcomes),
         Err(err) => {
             // No savepoint around the batch (two fewer round trips to the connection's
