@@ -166,12 +166,15 @@ impl SshRunner {
     }
 
     /// The options every `ssh` and `scp` gets: batch mode, the configured key only, strict
-    /// host-key checking against the configured known_hosts only, a dead peer noticed.
+    /// host-key checking against the configured known_hosts only, a dead peer noticed. The
+    /// user's `~/.ssh/config` still applies (its `ProxyJump`, ciphers), but nothing of it may
+    /// forward the agent, X11 or ports to the build host, or run a local command: a build
+    /// host that is taken over must not get at this server's keys or ports.
     fn common_options(&self) -> Vec<OsString> {
         let s = &self.settings;
         let mut known = OsString::from("UserKnownHostsFile=");
         known.push(&s.known_hosts);
-        let options: [&std::ffi::OsStr; 7] = [
+        let options: [&std::ffi::OsStr; 11] = [
             "BatchMode=yes".as_ref(),
             "StrictHostKeyChecking=yes".as_ref(),
             known.as_os_str(),
@@ -179,6 +182,10 @@ impl SshRunner {
             "IdentitiesOnly=yes".as_ref(),
             "ConnectTimeout=15".as_ref(),
             "ServerAliveInterval=10".as_ref(),
+            "ForwardAgent=no".as_ref(),
+            "ForwardX11=no".as_ref(),
+            "ClearAllForwardings=yes".as_ref(),
+            "PermitLocalCommand=no".as_ref(),
         ];
         let mut args = Vec::new();
         for option in options {
@@ -484,6 +491,31 @@ mod tests {
         let refused = r.classify("ssh: connect to host build1 port 2222: Connection refused\n");
         assert!(refused.is_transient());
         assert!(refused.to_string().contains("Connection refused"), "{refused}");
+    }
+
+    /// The `-o` options of a command.
+    fn options(command: &Command) -> Vec<String> {
+        let args: Vec<String> =
+            command.as_std().get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        args.windows(2).filter(|w| w[0] == "-o").map(|w| w[1].clone()).collect()
+    }
+
+    #[test]
+    fn i20_d2_no_forwarding_or_local_command_reaches_the_build_host() {
+        let r = runner();
+        for command in [r.ssh("true"), r.scp("/srv/kandev/bin/x")] {
+            let options = options(&command);
+            for wanted in [
+                "ForwardAgent=no",
+                "ForwardX11=no",
+                "ClearAllForwardings=yes",
+                "PermitLocalCommand=no",
+                "BatchMode=yes",
+                "StrictHostKeyChecking=yes",
+            ] {
+                assert!(options.iter().any(|o| o == wanted), "{wanted} missing in {options:?}");
+            }
+        }
     }
 
     #[test]
