@@ -26,6 +26,9 @@ use crate::runner::{ExecutionInfo, ProtocolError, RunnerClient};
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long copying the binary may take.
 const COPY_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long the runner protocol's handshake may take once `ssh` runs: `ConnectTimeout` and
+/// `ServerAliveInterval` do not cover a live sshd whose remote command never answers.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much of an `ssh` stderr is kept for messages.
 const STDERR_TAIL: usize = 4096;
 
@@ -109,6 +112,8 @@ pub struct SshRunner {
     local_kandev: PathBuf,
     /// The remote runner's owner-gone grace period.
     grace: Duration,
+    /// How long [`Self::open`] waits for the runner's `welcome`.
+    handshake_timeout: Duration,
 }
 
 /// A live SSH channel to the remote runner, after the handshake. Dropping it kills the
@@ -143,7 +148,14 @@ fn quote(value: &str) -> String {
 impl SshRunner {
     /// `settings` must have passed [`SshSettings::validated`].
     pub fn new(settings: SshSettings, local_kandev: PathBuf, grace: Duration) -> Self {
-        Self { settings, local_kandev, grace }
+        Self { settings, local_kandev, grace, handshake_timeout: HANDSHAKE_TIMEOUT }
+    }
+
+    /// How long [`Self::open`] waits for the remote runner's handshake (default
+    /// [`HANDSHAKE_TIMEOUT`]); past it the attempt is a transient [`SshError::Timeout`].
+    pub fn with_handshake_timeout(mut self, bound: Duration) -> Self {
+        self.handshake_timeout = bound;
+        self
     }
 
     pub fn settings(&self) -> &SshSettings {
@@ -410,7 +422,18 @@ impl SshRunner {
             }
         });
         let stream = tokio::io::join(stdout, stdin);
-        match RunnerClient::connect(stream).await {
+        let bound = self.handshake_timeout;
+        let Ok(handshake) = tokio::time::timeout(bound, RunnerClient::connect(stream)).await else {
+            // A live sshd whose remote command never answers: kill ssh, let the caller retry.
+            drop(group);
+            let _ = child.wait().await;
+            return Err(SshError::Timeout {
+                target: self.target(),
+                what: "the runner's handshake: the remote `kandev runner --stdio` never answered",
+                after: bound,
+            });
+        };
+        match handshake {
             Ok((client, executions)) => Ok(SshConnection { client, executions, child, group }),
             Err(source) => {
                 // Let ssh finish writing why it failed, then explain with its words.

@@ -115,6 +115,47 @@ async fn i20_a4_a_remote_kandev_of_another_version_is_replaced() {
     assert!(err.to_string().starts_with("cannot install kandev on"), "{err}");
 }
 
+/// A remote `kandev` of the right version whose runner never answers (a live sshd, a remote
+/// command that reads and says nothing): the handshake times out within its bound with a
+/// transient error that says so, and reconnecting gives up after its attempts instead of
+/// hanging.
+#[tokio::test]
+async fn i20_d1_a_runner_that_never_answers_times_out_the_handshake() {
+    let sshd = Sshd::start();
+    let remote = tempfile::tempdir().unwrap();
+    let bin = remote.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let silent = bin.join("kandev");
+    let version = local_version().await;
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version}'; exit 0; fi\ncat >/dev/null\n"
+    );
+    std::fs::write(&silent, script).unwrap();
+    std::process::Command::new("chmod").arg("755").arg(&silent).status().unwrap();
+    let bound = Duration::from_secs(2);
+    let ssh = runner(&sshd, remote.path()).with_handshake_timeout(bound);
+
+    let start = std::time::Instant::now();
+    let outcome = tokio::time::timeout(Duration::from_secs(20), ssh.connect()).await;
+    let err = match outcome {
+        Ok(Err(err)) => err,
+        Ok(Ok(_)) => panic!("a silent runner cannot complete a handshake"),
+        Err(_) => panic!("the handshake is not bounded: still waiting after 20 s"),
+    };
+    assert!(matches!(err, SshError::Timeout { .. }), "{err:?}");
+    assert!(err.is_transient(), "a later attempt may find the runner answering");
+    let text = err.to_string();
+    assert!(text.contains("handshake") && text.contains("never answered"), "{text}");
+    assert!(start.elapsed() < Duration::from_secs(15), "took {:?}", start.elapsed());
+
+    let backoff =
+        Backoff { first: Duration::from_millis(10), max: Duration::from_millis(10), attempts: 2 };
+    let again = tokio::time::timeout(Duration::from_secs(30), ssh.reconnect(backoff))
+        .await
+        .expect("reconnecting moves on after its attempts");
+    assert!(matches!(again, Err(SshError::Timeout { .. })), "{:?}", again.err());
+}
+
 /// Reads ACP messages (JSON lines) from an execution's stdout; the stream goes on across
 /// executions (the same agent re-attached after a reconnect).
 struct Lines {
