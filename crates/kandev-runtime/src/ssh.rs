@@ -18,6 +18,7 @@ use std::time::Duration;
 use kandev_domain::executor::SshSettings;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::group::ProcessGroup;
 use crate::runner::{ExecutionInfo, ProtocolError, RunnerClient};
@@ -124,6 +125,8 @@ pub struct SshConnection {
     pub executions: Vec<ExecutionInfo>,
     child: Child,
     group: ProcessGroup,
+    /// Reads ssh's stderr; ends with the connection.
+    _stderr: AbortOnDropHandle<()>,
 }
 
 impl SshConnection {
@@ -404,7 +407,7 @@ impl SshRunner {
         let tail = Arc::new(Mutex::new(String::new()));
         let stderr_tail = tail.clone();
         let target = self.target();
-        tokio::spawn(async move {
+        let stderr_reader = AbortOnDropHandle::new(tokio::spawn(async move {
             let mut chunk = vec![0u8; 4096];
             while let Ok(n) = stderr.read(&mut chunk).await {
                 if n == 0 {
@@ -420,7 +423,7 @@ impl SshRunner {
                     tail.drain(..cut);
                 }
             }
-        });
+        }));
         let stream = tokio::io::join(stdout, stdin);
         let bound = self.handshake_timeout;
         let Ok(handshake) = tokio::time::timeout(bound, RunnerClient::connect(stream)).await else {
@@ -434,7 +437,9 @@ impl SshRunner {
             });
         };
         match handshake {
-            Ok((client, executions)) => Ok(SshConnection { client, executions, child, group }),
+            Ok((client, executions)) => {
+                Ok(SshConnection { client, executions, child, group, _stderr: stderr_reader })
+            }
             Err(source) => {
                 // Let ssh finish writing why it failed, then explain with its words.
                 let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
