@@ -30,6 +30,23 @@ fn runner(sshd: &Sshd, remote_home: &Path) -> SshRunner {
     )
 }
 
+/// Waits, within [`WAIT`], until the remote runner of `remote_home` ended: it removes its
+/// socket file when it does. The runner is another process on the far side of ssh that
+/// tells this test nothing when it ends, so its socket file is polled (bounded, with a
+/// clear failure).
+async fn runner_ends(remote_home: &Path) {
+    let socket = remote_home.join("runner.sock");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while socket.exists() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the remote runner did not end within {WAIT:?}: {} is still there",
+            socket.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn local_version() -> String {
     let out = tokio::process::Command::new(server::KANDEV).arg("--version").output().await.unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
@@ -337,12 +354,7 @@ async fn i20_r7_an_acp_turn_over_ssh_survives_five_dropped_connections() {
         tokio::time::timeout(WAIT, agent.control.stop(Duration::from_millis(500))).await.unwrap();
     assert!(exit.signal().is_some() || exit.code().is_some(), "{exit:?}");
     connection.client.close();
-    let socket = remote.path().join("runner.sock");
-    let start = std::time::Instant::now();
-    while socket.exists() {
-        assert!(start.elapsed() < WAIT, "the remote runner ends");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    runner_ends(remote.path()).await;
     drop(retired);
 }
 
@@ -453,12 +465,7 @@ async fn i20_r7_a_linked_execution_goes_on_across_five_dropped_connections() {
     let exit = tokio::time::timeout(WAIT, agent.stop(Duration::from_millis(500))).await.unwrap();
     assert!(exit.signal().is_some() || exit.code().is_some(), "{exit:?}");
     drop(link);
-    let socket = remote.path().join("runner.sock");
-    let start = std::time::Instant::now();
-    while socket.exists() {
-        assert!(start.elapsed() < WAIT, "the remote runner ends");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    runner_ends(remote.path()).await;
 }
 
 async fn call(server: &server::Server, action: &str, payload: Value) -> Value {
@@ -506,10 +513,5 @@ async fn i20_a4_executor_check_refuses_an_unknown_host_and_installs_kandev() {
     let again = call(&server, "executor.check", json!({"id": id})).await;
     assert_eq!((again["ok"].clone(), again["copied"].clone()), (json!(true), json!(false)));
     // The runner the check started, with nothing to keep, ends.
-    let socket = remote.path().join("runner.sock");
-    let start = std::time::Instant::now();
-    while socket.exists() {
-        assert!(start.elapsed() < WAIT, "the remote runner ends");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    runner_ends(remote.path()).await;
 }
