@@ -320,14 +320,8 @@ impl SshRunner {
         };
         let bin_dir = format!("{}/bin", self.settings.remote_home);
         let upload = format!("{bin_dir}/.kandev-upload-{}", std::process::id());
-        let (ok, _, stderr) = self
-            .run(
-                "ssh",
-                self.ssh(&format!("mkdir -p {}", quote(&bin_dir))),
-                "mkdir",
-                COMMAND_TIMEOUT,
-            )
-            .await?;
+        let mkdir = format!("{} && mkdir -p {}", self.private_home(), quote(&bin_dir));
+        let (ok, _, stderr) = self.run("ssh", self.ssh(&mkdir), "mkdir", COMMAND_TIMEOUT).await?;
         if !ok {
             return Err(fail(format!("mkdir failed: {}", last_lines(&stderr))));
         }
@@ -352,6 +346,14 @@ impl SshRunner {
                  needs the same OS and CPU architecture as this server"
             ))),
         }
+    }
+
+    /// The shell command that makes `remote_home` exist and be owner-only (0700) whatever
+    /// the remote umask: the runner's socket is bound there (and only then made 0600), so
+    /// nobody else may reach into the directory first; whoever can connect owns every agent.
+    fn private_home(&self) -> String {
+        let home = quote(&self.settings.remote_home);
+        format!("mkdir -p {home} && chmod 700 {home}")
     }
 
     /// `scp` of the local binary to `remote_path`.
@@ -385,7 +387,9 @@ impl SshRunner {
     pub async fn open(&self) -> Result<SshConnection, SshError> {
         let s = &self.settings;
         let remote = format!(
-            "KANDEV_HOME={home} exec {bin} runner --stdio --socket {socket} --grace {grace}ms",
+            "{private} && KANDEV_HOME={home} exec {bin} runner --stdio --socket {socket} \
+             --grace {grace}ms",
+            private = self.private_home(),
             home = quote(&s.remote_home),
             bin = quote(&self.remote_kandev()),
             socket = quote(&self.remote_socket()),

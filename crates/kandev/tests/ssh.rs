@@ -515,3 +515,29 @@ async fn i20_a4_executor_check_refuses_an_unknown_host_and_installs_kandev() {
     // The runner the check started, with nothing to keep, ends.
     runner_ends(remote.path()).await;
 }
+
+/// The remote home, where the runner's socket is bound, is owner-only after
+/// `executor.check` even when it existed open to others (the remote umask does not decide),
+/// and the check installs this server's own binary.
+#[tokio::test]
+async fn i20_d4_executor_check_leaves_the_remote_home_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let sshd = Sshd::start();
+    let home = tempfile::tempdir().unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(remote.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = server::start(home.path());
+    let settings = sshd.settings(remote.path());
+    let ssh = json!({"host": settings.host, "port": settings.port, "user": settings.user,
+        "identity_file": settings.identity_file, "known_hosts": sshd.known_hosts,
+        "remote_home": settings.remote_home});
+    let created =
+        call(&server, "executor.create", json!({"name": "sshd", "kind": "ssh", "ssh": ssh})).await;
+    let id = created["executor"]["id"].clone();
+    let checked = call(&server, "executor.check", json!({"id": id})).await;
+    assert_eq!(checked["ok"], true, "{checked}");
+    assert_eq!(checked["remote_version"], local_version().await.as_str());
+    let mode = std::fs::metadata(remote.path()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "remote_home is {mode:o}");
+    runner_ends(remote.path()).await;
+}
