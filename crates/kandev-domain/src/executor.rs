@@ -62,10 +62,14 @@ impl ExecutorKind {
 impl SshSettings {
     /// Checks every field, trimming the text ones; the first problem is returned.
     ///
-    /// Refuses: an empty host or user, or one with white space, control characters, a
-    /// leading `-` (it would read as an option of `ssh`), `@` or `:` in the user, `@` in the
-    /// host; port 0; relative `identity_file` and `known_hosts` (the server's working
-    /// directory is no stable base); a `remote_home` that is not absolute or holds anything
+    /// Refuses: an empty host or user, or one with a leading `-` (it would read as an option
+    /// of `ssh`); a host with anything but letters, digits and `. - : [ ]` (names, IPv4 and
+    /// IPv6 addresses); a user with anything but letters, digits and `. _ -` (both end up in
+    /// messages' copy-paste `ssh-keyscan` advice, so no shell character may pass); port 0;
+    /// relative `identity_file` and `known_hosts` (the server's working directory is no
+    /// stable base), or ones holding white space, `%` or `$` (ssh splits
+    /// `-o UserKnownHostsFile=` on white space and expands `%` and `$` tokens in both
+    /// paths); a `remote_home` that is not absolute or holds anything
     /// but letters, digits and `/._-+@` (it is put into remote shell commands and `scp`
     /// paths, which would otherwise expand it). It cannot see whether the files exist or the
     /// host answers: connecting tells.
@@ -74,9 +78,18 @@ impl SshSettings {
         if host.contains('@') {
             return Err(FieldError::new("host", "must not hold a user; set user instead"));
         }
+        if !host.chars().all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c)) {
+            return Err(FieldError::new(
+                "host",
+                "must be a host name or IP address: letters, digits and . - : [ ] only",
+            ));
+        }
         let user = word("user", &self.user)?;
         if user.contains(['@', ':']) {
             return Err(FieldError::new("user", "must not contain '@' or ':'"));
+        }
+        if !user.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+            return Err(FieldError::new("user", "may hold only letters, digits and . _ -"));
         }
         if self.port == 0 {
             return Err(FieldError::new("port", "must be between 1 and 65535; ssh uses 22"));
@@ -134,6 +147,13 @@ fn absolute_file(field: &str, path: PathBuf) -> Result<PathBuf, FieldError> {
     if text.len() > MAX_SSH_FIELD_BYTES || text.chars().any(char::is_control) {
         return Err(FieldError::new(field, "is not a usable path"));
     }
+    if text.chars().any(|c| c.is_whitespace() || c == '%' || c == '$') {
+        return Err(FieldError::new(
+            field,
+            "must not contain white space, '%' or '$' (ssh would split or expand it); \
+             move the file to a plain path",
+        ));
+    }
     Ok(path)
 }
 
@@ -181,6 +201,48 @@ mod tests {
             change(&mut settings);
             let err = settings.clone().validated().unwrap_err();
             assert_eq!(err.field, field, "{settings:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn i20_d3_files_with_space_percent_or_dollar_are_refused() {
+        type Change = fn(&mut SshSettings);
+        let cases: Vec<(Change, &str)> = vec![
+            (|s| s.known_hosts = "/home/me/my hosts".into(), "known_hosts"),
+            (|s| s.known_hosts = "/home/%u/known_hosts".into(), "known_hosts"),
+            (|s| s.identity_file = "/home/${HOME}/id".into(), "identity_file"),
+            (|s| s.identity_file = "/home/me/.ssh/my key".into(), "identity_file"),
+        ];
+        for (change, field) in cases {
+            let mut settings = good();
+            change(&mut settings);
+            let err = settings.clone().validated().unwrap_err();
+            assert_eq!(err.field, field, "{settings:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn i20_d3_host_and_user_hold_no_shell_characters() {
+        type Change = fn(&mut SshSettings);
+        let cases: Vec<(Change, &str)> = vec![
+            (|s| s.host = "build1;reboot".into(), "host"),
+            (|s| s.host = "build1|x".into(), "host"),
+            (|s| s.host = "$(reboot)".into(), "host"),
+            (|s| s.user = "me;reboot".into(), "user"),
+            (|s| s.user = "$(id)".into(), "user"),
+            (|s| s.user = "a|b".into(), "user"),
+        ];
+        for (change, field) in cases {
+            let mut settings = good();
+            change(&mut settings);
+            let err = settings.clone().validated().unwrap_err();
+            assert_eq!(err.field, field, "{settings:?}: {err}");
+        }
+        for host in ["10.0.0.7", "::1", "[fe80::1]", "build-1.example.org"] {
+            let mut settings = good();
+            settings.host = host.into();
+            settings.user = "build_user.2-x".into();
+            assert!(settings.validated().is_ok(), "{host}");
         }
     }
 }

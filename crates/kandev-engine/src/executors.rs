@@ -3,7 +3,6 @@
 //! (or reach) the remote runner and complete the protocol handshake, then let go. Sessions
 //! do not run on executors yet (docs/architecture.md, "SSH executor").
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use kandev_domain::executor::SshSettings;
@@ -32,8 +31,9 @@ impl Engine {
     /// Connects to an SSH executor as a session would, without running anything there;
     /// `Err` is the message to show (an unknown host key says how to trust it).
     pub async fn check_ssh_executor(&self, settings: SshSettings) -> Result<ExecutorCheck, String> {
-        // The mock agent's program is this kandev binary (`kandev mock-agent`).
-        let local = PathBuf::from(&self.inner.config.mock_agent.program);
+        // This server's own binary is what the remote host gets.
+        let local = std::env::current_exe()
+            .map_err(|e| format!("cannot find this server's kandev binary: {e}"))?;
         let ssh = SshRunner::new(settings, local, CHECK_GRACE);
         let installed = ssh.install().await.map_err(|e| e.to_string())?;
         let connection = ssh.open().await.map_err(|e| e.to_string())?;

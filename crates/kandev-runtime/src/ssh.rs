@@ -18,6 +18,7 @@ use std::time::Duration;
 use kandev_domain::executor::SshSettings;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::group::ProcessGroup;
 use crate::runner::{ExecutionInfo, ProtocolError, RunnerClient};
@@ -26,6 +27,9 @@ use crate::runner::{ExecutionInfo, ProtocolError, RunnerClient};
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long copying the binary may take.
 const COPY_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long the runner protocol's handshake may take once `ssh` runs: `ConnectTimeout` and
+/// `ServerAliveInterval` do not cover a live sshd whose remote command never answers.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How much of an `ssh` stderr is kept for messages.
 const STDERR_TAIL: usize = 4096;
 
@@ -109,6 +113,8 @@ pub struct SshRunner {
     local_kandev: PathBuf,
     /// The remote runner's owner-gone grace period.
     grace: Duration,
+    /// How long [`Self::open`] waits for the runner's `welcome`.
+    handshake_timeout: Duration,
 }
 
 /// A live SSH channel to the remote runner, after the handshake. Dropping it kills the
@@ -119,6 +125,8 @@ pub struct SshConnection {
     pub executions: Vec<ExecutionInfo>,
     child: Child,
     group: ProcessGroup,
+    /// Reads ssh's stderr; ends with the connection.
+    _stderr: AbortOnDropHandle<()>,
 }
 
 impl SshConnection {
@@ -143,7 +151,14 @@ fn quote(value: &str) -> String {
 impl SshRunner {
     /// `settings` must have passed [`SshSettings::validated`].
     pub fn new(settings: SshSettings, local_kandev: PathBuf, grace: Duration) -> Self {
-        Self { settings, local_kandev, grace }
+        Self { settings, local_kandev, grace, handshake_timeout: HANDSHAKE_TIMEOUT }
+    }
+
+    /// How long [`Self::open`] waits for the remote runner's handshake (default
+    /// [`HANDSHAKE_TIMEOUT`]); past it the attempt is a transient [`SshError::Timeout`].
+    pub fn with_handshake_timeout(mut self, bound: Duration) -> Self {
+        self.handshake_timeout = bound;
+        self
     }
 
     pub fn settings(&self) -> &SshSettings {
@@ -166,12 +181,15 @@ impl SshRunner {
     }
 
     /// The options every `ssh` and `scp` gets: batch mode, the configured key only, strict
-    /// host-key checking against the configured known_hosts only, a dead peer noticed.
+    /// host-key checking against the configured known_hosts only, a dead peer noticed. The
+    /// user's `~/.ssh/config` still applies (its `ProxyJump`, ciphers), but nothing of it may
+    /// forward the agent, X11 or ports to the build host, or run a local command: a build
+    /// host that is taken over must not get at this server's keys or ports.
     fn common_options(&self) -> Vec<OsString> {
         let s = &self.settings;
         let mut known = OsString::from("UserKnownHostsFile=");
         known.push(&s.known_hosts);
-        let options: [&std::ffi::OsStr; 7] = [
+        let options: [&std::ffi::OsStr; 11] = [
             "BatchMode=yes".as_ref(),
             "StrictHostKeyChecking=yes".as_ref(),
             known.as_os_str(),
@@ -179,6 +197,10 @@ impl SshRunner {
             "IdentitiesOnly=yes".as_ref(),
             "ConnectTimeout=15".as_ref(),
             "ServerAliveInterval=10".as_ref(),
+            "ForwardAgent=no".as_ref(),
+            "ForwardX11=no".as_ref(),
+            "ClearAllForwardings=yes".as_ref(),
+            "PermitLocalCommand=no".as_ref(),
         ];
         let mut args = Vec::new();
         for option in options {
@@ -298,14 +320,8 @@ impl SshRunner {
         };
         let bin_dir = format!("{}/bin", self.settings.remote_home);
         let upload = format!("{bin_dir}/.kandev-upload-{}", std::process::id());
-        let (ok, _, stderr) = self
-            .run(
-                "ssh",
-                self.ssh(&format!("mkdir -p {}", quote(&bin_dir))),
-                "mkdir",
-                COMMAND_TIMEOUT,
-            )
-            .await?;
+        let mkdir = format!("{} && mkdir -p {}", self.private_home(), quote(&bin_dir));
+        let (ok, _, stderr) = self.run("ssh", self.ssh(&mkdir), "mkdir", COMMAND_TIMEOUT).await?;
         if !ok {
             return Err(fail(format!("mkdir failed: {}", last_lines(&stderr))));
         }
@@ -330,6 +346,14 @@ impl SshRunner {
                  needs the same OS and CPU architecture as this server"
             ))),
         }
+    }
+
+    /// The shell command that makes `remote_home` exist and be owner-only (0700) whatever
+    /// the remote umask: the runner's socket is bound there (and only then made 0600), so
+    /// nobody else may reach into the directory first; whoever can connect owns every agent.
+    fn private_home(&self) -> String {
+        let home = quote(&self.settings.remote_home);
+        format!("mkdir -p {home} && chmod 700 {home}")
     }
 
     /// `scp` of the local binary to `remote_path`.
@@ -363,7 +387,9 @@ impl SshRunner {
     pub async fn open(&self) -> Result<SshConnection, SshError> {
         let s = &self.settings;
         let remote = format!(
-            "KANDEV_HOME={home} exec {bin} runner --stdio --socket {socket} --grace {grace}ms",
+            "{private} && KANDEV_HOME={home} exec {bin} runner --stdio --socket {socket} \
+             --grace {grace}ms",
+            private = self.private_home(),
             home = quote(&s.remote_home),
             bin = quote(&self.remote_kandev()),
             socket = quote(&self.remote_socket()),
@@ -385,7 +411,7 @@ impl SshRunner {
         let tail = Arc::new(Mutex::new(String::new()));
         let stderr_tail = tail.clone();
         let target = self.target();
-        tokio::spawn(async move {
+        let stderr_reader = AbortOnDropHandle::new(tokio::spawn(async move {
             let mut chunk = vec![0u8; 4096];
             while let Ok(n) = stderr.read(&mut chunk).await {
                 if n == 0 {
@@ -401,10 +427,23 @@ impl SshRunner {
                     tail.drain(..cut);
                 }
             }
-        });
+        }));
         let stream = tokio::io::join(stdout, stdin);
-        match RunnerClient::connect(stream).await {
-            Ok((client, executions)) => Ok(SshConnection { client, executions, child, group }),
+        let bound = self.handshake_timeout;
+        let Ok(handshake) = tokio::time::timeout(bound, RunnerClient::connect(stream)).await else {
+            // A live sshd whose remote command never answers: kill ssh, let the caller retry.
+            drop(group);
+            let _ = child.wait().await;
+            return Err(SshError::Timeout {
+                target: self.target(),
+                what: "the runner's handshake: the remote `kandev runner --stdio` never answered",
+                after: bound,
+            });
+        };
+        match handshake {
+            Ok((client, executions)) => {
+                Ok(SshConnection { client, executions, child, group, _stderr: stderr_reader })
+            }
             Err(source) => {
                 // Let ssh finish writing why it failed, then explain with its words.
                 let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
@@ -484,6 +523,31 @@ mod tests {
         let refused = r.classify("ssh: connect to host build1 port 2222: Connection refused\n");
         assert!(refused.is_transient());
         assert!(refused.to_string().contains("Connection refused"), "{refused}");
+    }
+
+    /// The `-o` options of a command.
+    fn options(command: &Command) -> Vec<String> {
+        let args: Vec<String> =
+            command.as_std().get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        args.windows(2).filter(|w| w[0] == "-o").map(|w| w[1].clone()).collect()
+    }
+
+    #[test]
+    fn i20_d2_no_forwarding_or_local_command_reaches_the_build_host() {
+        let r = runner();
+        for command in [r.ssh("true"), r.scp("/srv/kandev/bin/x")] {
+            let options = options(&command);
+            for wanted in [
+                "ForwardAgent=no",
+                "ForwardX11=no",
+                "ClearAllForwardings=yes",
+                "PermitLocalCommand=no",
+                "BatchMode=yes",
+                "StrictHostKeyChecking=yes",
+            ] {
+                assert!(options.iter().any(|o| o == wanted), "{wanted} missing in {options:?}");
+            }
+        }
     }
 
     #[test]

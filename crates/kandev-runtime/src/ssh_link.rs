@@ -15,6 +15,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::ExitInfo;
 use crate::runner::{
@@ -44,11 +45,18 @@ pub struct SshLink {
     generation: watch::Receiver<Generation>,
     kill: mpsc::UnboundedSender<()>,
     cancel: CancellationToken,
+    /// The supervisor task (it owns the connection: dropping it kills `ssh`); it ends with
+    /// the link.
+    _supervisor: AbortOnDropHandle<()>,
 }
 
 impl Drop for SshLink {
     fn drop(&mut self) {
         self.cancel.cancel();
+        // Let the runner go cleanly before the supervisor is aborted.
+        if let Generation::Live { client, .. } = &*self.generation.borrow() {
+            client.close();
+        }
     }
 }
 
@@ -61,6 +69,8 @@ pub struct LinkedExecution {
     pid: i32,
     control: Arc<Mutex<Arc<RemoteControl>>>,
     exit: watch::Receiver<Option<ExitInfo>>,
+    /// Copies between the pipes and the current connection; ends with the execution.
+    _pump: AbortOnDropHandle<()>,
 }
 
 impl SshLink {
@@ -79,8 +89,15 @@ impl SshLink {
         });
         let (kill, kills) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
-        tokio::spawn(supervise(runner, backoff, connection, tx, kills, cancel.clone()));
-        Ok((SshLink { generation, kill, cancel }, executions))
+        let supervisor = AbortOnDropHandle::new(tokio::spawn(supervise(
+            runner,
+            backoff,
+            connection,
+            tx,
+            kills,
+            cancel.clone(),
+        )));
+        Ok((SshLink { generation, kill, cancel, _supervisor: supervisor }, executions))
     }
 
     /// How many connections were made so far (1 before any drop).
@@ -141,7 +158,7 @@ impl SshLink {
             acks: execution.acks,
             number,
         };
-        tokio::spawn(pump(
+        let pump = AbortOnDropHandle::new(tokio::spawn(pump(
             exec.to_owned(),
             current,
             self.generation.clone(),
@@ -150,8 +167,8 @@ impl SshLink {
             control.clone(),
             exit_tx,
             self.cancel.clone(),
-        ));
-        LinkedExecution { stdout, stdin, pid, control, exit }
+        )));
+        LinkedExecution { stdout, stdin, pid, control, exit, _pump: pump }
     }
 }
 
@@ -322,5 +339,54 @@ async fn pump(
         if !stdin_open {
             let _ = current.stdin.shutdown().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::{Runner, RunnerConfig};
+
+    /// A dropped [`LinkedExecution`] takes its pump task with it: the task lets go of the
+    /// execution's control (it would otherwise run until the agent exits, owned by nobody).
+    #[tokio::test]
+    async fn i20_d6_a_dropped_linked_execution_ends_its_pump() {
+        let runner = Runner::new(RunnerConfig::default());
+        let (near, far) = tokio::io::duplex(1 << 16);
+        let host = runner.clone();
+        tokio::spawn(async move { host.serve_connection(far).await });
+        let (client, executions) = RunnerClient::connect(near).await.unwrap();
+        let (_tx, generation) = watch::channel(Generation::Live {
+            number: 1,
+            client,
+            executions: Arc::new(executions),
+        });
+        let (kill, _kills) = mpsc::unbounded_channel();
+        let link = SshLink {
+            generation,
+            kill,
+            cancel: CancellationToken::new(),
+            _supervisor: AbortOnDropHandle::new(tokio::spawn(async {})),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SpawnSpec {
+            program: "sleep".into(),
+            args: vec!["30".into()],
+            env: vec![],
+            cwd: dir.path().to_path_buf(),
+            secrets: vec![],
+        };
+        let execution = link.spawn("e1", spec).await.unwrap();
+        let control = Arc::downgrade(&execution.control);
+        drop(execution);
+        // The abort is handled by the runtime's next poll of the task: a bounded wait.
+        let gone = tokio::time::timeout(Duration::from_secs(5), async {
+            while control.upgrade().is_some() {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await;
+        assert!(gone.is_ok(), "the pump still holds the execution 5 s after its owner dropped it");
+        runner.shutdown().await;
     }
 }

@@ -30,6 +30,23 @@ fn runner(sshd: &Sshd, remote_home: &Path) -> SshRunner {
     )
 }
 
+/// Waits, within [`WAIT`], until the remote runner of `remote_home` ended: it removes its
+/// socket file when it does. The runner is another process on the far side of ssh that
+/// tells this test nothing when it ends, so its socket file is polled (bounded, with a
+/// clear failure).
+async fn runner_ends(remote_home: &Path) {
+    let socket = remote_home.join("runner.sock");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while socket.exists() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the remote runner did not end within {WAIT:?}: {} is still there",
+            socket.display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn local_version() -> String {
     let out = tokio::process::Command::new(server::KANDEV).arg("--version").output().await.unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
@@ -113,6 +130,47 @@ async fn i20_a4_a_remote_kandev_of_another_version_is_replaced() {
     let err = runner(&sshd, blocked.path()).connect().await.err().expect("cannot install");
     assert!(matches!(err, SshError::Install { .. }), "{err:?}");
     assert!(err.to_string().starts_with("cannot install kandev on"), "{err}");
+}
+
+/// A remote `kandev` of the right version whose runner never answers (a live sshd, a remote
+/// command that reads and says nothing): the handshake times out within its bound with a
+/// transient error that says so, and reconnecting gives up after its attempts instead of
+/// hanging.
+#[tokio::test]
+async fn i20_d1_a_runner_that_never_answers_times_out_the_handshake() {
+    let sshd = Sshd::start();
+    let remote = tempfile::tempdir().unwrap();
+    let bin = remote.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let silent = bin.join("kandev");
+    let version = local_version().await;
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version}'; exit 0; fi\ncat >/dev/null\n"
+    );
+    std::fs::write(&silent, script).unwrap();
+    std::process::Command::new("chmod").arg("755").arg(&silent).status().unwrap();
+    let bound = Duration::from_secs(2);
+    let ssh = runner(&sshd, remote.path()).with_handshake_timeout(bound);
+
+    let start = std::time::Instant::now();
+    let outcome = tokio::time::timeout(Duration::from_secs(20), ssh.connect()).await;
+    let err = match outcome {
+        Ok(Err(err)) => err,
+        Ok(Ok(_)) => panic!("a silent runner cannot complete a handshake"),
+        Err(_) => panic!("the handshake is not bounded: still waiting after 20 s"),
+    };
+    assert!(matches!(err, SshError::Timeout { .. }), "{err:?}");
+    assert!(err.is_transient(), "a later attempt may find the runner answering");
+    let text = err.to_string();
+    assert!(text.contains("handshake") && text.contains("never answered"), "{text}");
+    assert!(start.elapsed() < Duration::from_secs(15), "took {:?}", start.elapsed());
+
+    let backoff =
+        Backoff { first: Duration::from_millis(10), max: Duration::from_millis(10), attempts: 2 };
+    let again = tokio::time::timeout(Duration::from_secs(30), ssh.reconnect(backoff))
+        .await
+        .expect("reconnecting moves on after its attempts");
+    assert!(matches!(again, Err(SshError::Timeout { .. })), "{:?}", again.err());
 }
 
 /// Reads ACP messages (JSON lines) from an execution's stdout; the stream goes on across
@@ -296,12 +354,7 @@ async fn i20_r7_an_acp_turn_over_ssh_survives_five_dropped_connections() {
         tokio::time::timeout(WAIT, agent.control.stop(Duration::from_millis(500))).await.unwrap();
     assert!(exit.signal().is_some() || exit.code().is_some(), "{exit:?}");
     connection.client.close();
-    let socket = remote.path().join("runner.sock");
-    let start = std::time::Instant::now();
-    while socket.exists() {
-        assert!(start.elapsed() < WAIT, "the remote runner ends");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    runner_ends(remote.path()).await;
     drop(retired);
 }
 
@@ -412,12 +465,7 @@ async fn i20_r7_a_linked_execution_goes_on_across_five_dropped_connections() {
     let exit = tokio::time::timeout(WAIT, agent.stop(Duration::from_millis(500))).await.unwrap();
     assert!(exit.signal().is_some() || exit.code().is_some(), "{exit:?}");
     drop(link);
-    let socket = remote.path().join("runner.sock");
-    let start = std::time::Instant::now();
-    while socket.exists() {
-        assert!(start.elapsed() < WAIT, "the remote runner ends");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    runner_ends(remote.path()).await;
 }
 
 async fn call(server: &server::Server, action: &str, payload: Value) -> Value {
@@ -465,10 +513,31 @@ async fn i20_a4_executor_check_refuses_an_unknown_host_and_installs_kandev() {
     let again = call(&server, "executor.check", json!({"id": id})).await;
     assert_eq!((again["ok"].clone(), again["copied"].clone()), (json!(true), json!(false)));
     // The runner the check started, with nothing to keep, ends.
-    let socket = remote.path().join("runner.sock");
-    let start = std::time::Instant::now();
-    while socket.exists() {
-        assert!(start.elapsed() < WAIT, "the remote runner ends");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    runner_ends(remote.path()).await;
+}
+
+/// The remote home, where the runner's socket is bound, is owner-only after
+/// `executor.check` even when it existed open to others (the remote umask does not decide),
+/// and the check installs this server's own binary.
+#[tokio::test]
+async fn i20_d4_executor_check_leaves_the_remote_home_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let sshd = Sshd::start();
+    let home = tempfile::tempdir().unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(remote.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = server::start(home.path());
+    let settings = sshd.settings(remote.path());
+    let ssh = json!({"host": settings.host, "port": settings.port, "user": settings.user,
+        "identity_file": settings.identity_file, "known_hosts": sshd.known_hosts,
+        "remote_home": settings.remote_home});
+    let created =
+        call(&server, "executor.create", json!({"name": "sshd", "kind": "ssh", "ssh": ssh})).await;
+    let id = created["executor"]["id"].clone();
+    let checked = call(&server, "executor.check", json!({"id": id})).await;
+    assert_eq!(checked["ok"], true, "{checked}");
+    assert_eq!(checked["remote_version"], local_version().await.as_str());
+    let mode = std::fs::metadata(remote.path()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "remote_home is {mode:o}");
+    runner_ends(remote.path()).await;
 }
