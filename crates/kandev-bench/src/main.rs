@@ -1,4 +1,4 @@
-//! `kandev-bench`: the benchmark scenarios (P1-P5) and the fault harness (R1, R2, R4, R5, R6, R8) of
+//! `kandev-bench`: the benchmark scenarios (P1-P5, P7) and the fault harness (R1, R2, R4, R5, R6, R8) of
 //! the targets. Each starts the real `kandev serve` on a temp home with real mock-agent
 //! processes, drives it only through the public API, verifies every result, and prints one
 //! JSON line. The process exits non-zero when a scenario fails.
@@ -39,6 +39,9 @@ enum Scenario {
     P4,
     /// Lifecycle churn: prompt / cancel / reset / resume cycles; no leaked process.
     P5,
+    /// P1's flood with the agents behind the local runner against without it, same run:
+    /// both throughputs and their ratio (target >= 0.80; issue 20).
+    P7,
     /// kill -9 the server mid-stream, restart, check nothing told is lost.
     R1,
     /// kill -9 a server with the local runner during streaming turns, restart: the turns
@@ -150,6 +153,7 @@ async fn main() -> Result<()> {
         Scenario::P3,
         Scenario::P4,
         Scenario::P5,
+        Scenario::P7,
         Scenario::R1,
         Scenario::R6,
         Scenario::R2,
@@ -168,6 +172,7 @@ async fn main() -> Result<()> {
             Scenario::P3 => ("P3", perf::p3(&ctx, &mut board).await),
             Scenario::P4 => ("P4", perf::p4(&ctx, &mut board).await),
             Scenario::P5 => ("P5", perf::p5(&ctx).await),
+            Scenario::P7 => ("P7", perf::p7(&ctx).await),
             Scenario::R1 => ("R1", faults::r1(&ctx).await),
             Scenario::R6 => ("R6", faults::r6(&ctx).await),
             Scenario::R2 => ("R2", faults::r2(&ctx).await),
