@@ -54,7 +54,7 @@ pub struct RunnerPosition {
 impl Store {
     /// The runner position of the session's execution, when a runner runs it.
     pub async fn runner_position(&self, session_id: &SessionId) -> Result<Option<RunnerPosition>> {
-        let row: Option<(Option<String>, Option<i64>)> = sqlx::query_as(
+        let row: Option<(Option<String>, Option<i64>)> = crate::sql::query_as(
             "SELECT runner_exec, runner_seq FROM session_runtime WHERE session_id = ?",
         )
         .bind(session_id.as_str())
@@ -66,7 +66,7 @@ impl Store {
     }
 
     pub async fn get_runtime(&self, session_id: &SessionId) -> Result<Option<RuntimeRecord>> {
-        let row = sqlx::query_as::<_, RuntimeRow>(
+        let row = crate::sql::query_as::<RuntimeRow>(
             "SELECT session_id, execution_id, epoch, pid, pgid, status, cwd FROM session_runtime \
              WHERE session_id = ?",
         )
@@ -79,7 +79,7 @@ impl Store {
 
 impl WriteTx {
     pub async fn set_runtime(&mut self, record: &RuntimeRecord) -> Result<()> {
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO session_runtime (session_id, execution_id, epoch, pid, pgid, status, cwd, started_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET execution_id = excluded.execution_id, \
              epoch = excluded.epoch, pid = excluded.pid, pgid = excluded.pgid, status = excluded.status, \
@@ -106,7 +106,7 @@ impl WriteTx {
         epoch: i64,
         exec: &str,
     ) -> Result<()> {
-        sqlx::query(
+        crate::sql::query(
             "UPDATE session_runtime SET runner_exec = ?, runner_seq = 0 WHERE session_id = ? AND epoch = ?",
         )
         .bind(exec)
@@ -127,8 +127,9 @@ impl WriteTx {
         seq: u64,
     ) -> Result<()> {
         let seq = i64::try_from(seq).unwrap_or(i64::MAX);
-        sqlx::query(
-            "UPDATE session_runtime SET runner_seq = MAX(runner_seq, ?)              WHERE session_id = ? AND epoch = ? AND runner_exec IS NOT NULL",
+        crate::sql::query(
+            "UPDATE session_runtime SET runner_seq = CASE WHEN runner_seq < ?1 THEN ?1 ELSE runner_seq END \
+             WHERE session_id = ?2 AND epoch = ?3 AND runner_exec IS NOT NULL",
         )
         .bind(seq)
         .bind(session_id.as_str())
@@ -145,7 +146,7 @@ impl WriteTx {
         epoch: i64,
         status: &str,
     ) -> Result<()> {
-        sqlx::query("UPDATE session_runtime SET status = ?, pid = NULL, pgid = NULL WHERE session_id = ? AND epoch = ?")
+        crate::sql::query("UPDATE session_runtime SET status = ?, pid = NULL, pgid = NULL WHERE session_id = ? AND epoch = ?")
             .bind(status)
             .bind(session_id.as_str())
             .bind(epoch)

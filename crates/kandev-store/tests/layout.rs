@@ -43,6 +43,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("user_tokens", "accounts.rs"),
     ("events", "events.rs"),
     ("sqlite_sequence", "events.rs"),
+    ("event_seq", "events.rs"),
 ];
 
 /// The few reads across an aggregate's edge, each for a reason the aggregate owns.

@@ -1,10 +1,15 @@
-//! Store integration tests on a real SQLite file: pragmas, persistence, board order, events.
+//! Store integration tests on a real SQLite file and on PostgreSQL: pragmas, persistence,
+//! board order, events.
 
 use std::collections::HashMap;
 
 use kandev_domain::StepId;
 use kandev_domain::workflow::{StepSpec, WorkflowSpec};
-use kandev_store::{Location, NewTask, Store, TaskFilter};
+use kandev_store::{NewTask, TaskFilter};
+
+mod common;
+#[allow(unused_imports)]
+use common::TestDb;
 
 fn spec(steps: &[&str]) -> WorkflowSpec {
     WorkflowSpec {
@@ -14,18 +19,13 @@ fn spec(steps: &[&str]) -> WorkflowSpec {
     }
 }
 
-async fn open(dir: &tempfile::TempDir) -> Store {
-    Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap()
-}
-
 fn titles(tasks: &[kandev_domain::task::Task], step: &StepId) -> Vec<String> {
     tasks.iter().filter(|t| &t.step_id == step).map(|t| t.title.clone()).collect()
 }
 
-#[tokio::test]
-async fn file_database_uses_wal_and_foreign_keys() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir).await;
+on_both_engines! {
+async fn file_database_uses_wal_and_foreign_keys(db: TestDb) {
+    let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
     let err = tx
         .insert_task(
@@ -43,14 +43,16 @@ async fn file_database_uses_wal_and_foreign_keys() {
         .unwrap_err();
     assert!(err.to_string().contains("workflow missing was not found"), "{err}");
     drop(tx);
-    assert!(dir.path().join("kandev.db-wal").exists(), "WAL file exists");
+    if !db.is_postgres() {
+        assert!(db.dir.path().join("kandev.db-wal").exists(), "WAL file exists");
+    }
+}
 }
 
-#[tokio::test]
-async fn data_survives_reopen() {
-    let dir = tempfile::tempdir().unwrap();
+on_both_engines! {
+async fn data_survives_reopen(db: TestDb) {
     let workflow_id = {
-        let store = open(&dir).await;
+        let store = db.open().await;
         let mut tx = store.begin_write().await.unwrap();
         let ws = tx.insert_workspace("Home").await.unwrap();
         let wf = tx.insert_workflow(&ws.id, &spec(&["A", "B"]), None).await.unwrap();
@@ -58,14 +60,15 @@ async fn data_survives_reopen() {
         store.close().await;
         wf.id
     };
-    let store = open(&dir).await;
+    let store = db.open().await;
     let wf = store.get_workflow(&workflow_id).await.unwrap();
     assert_eq!(wf.steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), vec!["A", "B"]);
 }
+}
 
-#[tokio::test]
-async fn moves_and_reorders_keep_positions_dense() {
-    let store = Store::in_memory().await.unwrap();
+on_both_engines! {
+async fn moves_and_reorders_keep_positions_dense(db: TestDb) {
+    let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
     let ws = tx.insert_workspace("Home").await.unwrap();
     let wf = tx.insert_workflow(&ws.id, &spec(&["A", "B"]), None).await.unwrap();
@@ -97,10 +100,11 @@ async fn moves_and_reorders_keep_positions_dense() {
     assert_eq!(history[1].from_step_id.as_ref(), Some(&a));
     assert_eq!(history[1].to_step_id, b);
 }
+}
 
-#[tokio::test]
-async fn events_are_published_after_commit_in_seq_order_and_replayable() {
-    let store = Store::in_memory().await.unwrap();
+on_both_engines! {
+async fn events_are_published_after_commit_in_seq_order_and_replayable(db: TestDb) {
+    let store = db.open().await;
     let mut live = store.subscribe();
     let mut tx = store.begin_write().await.unwrap();
     let s1 = tx.emit("workspace:a", "x.one", serde_json::json!({"n": 1})).await.unwrap();
@@ -120,10 +124,11 @@ async fn events_are_published_after_commit_in_seq_order_and_replayable() {
     let missed = store.events_since(&topics, &since, 100).await.unwrap();
     assert_eq!(missed.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(), vec!["x.two"]);
 }
+}
 
-#[tokio::test]
-async fn search_matches_title_and_description_literally() {
-    let store = Store::in_memory().await.unwrap();
+on_both_engines! {
+async fn search_matches_title_and_description_literally(db: TestDb) {
+    let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
     let ws = tx.insert_workspace("Home").await.unwrap();
     let wf = tx.insert_workflow(&ws.id, &spec(&["A"]), None).await.unwrap();
@@ -150,12 +155,12 @@ async fn search_matches_title_and_description_literally() {
     assert_eq!(store.list_tasks(&search("login")).await.unwrap().len(), 2);
     assert_eq!(store.list_tasks(&search("%")).await.unwrap().len(), 1, "% is literal");
 }
+}
 
-#[tokio::test]
-async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_moves_back() {
+on_both_engines! {
+async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_moves_back(db: TestDb) {
     use kandev_store::{RunnerPosition, RuntimeRecord};
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir).await;
+    let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
     let ws = tx.insert_workspace("Home").await.unwrap();
     let wf = tx.insert_workflow(&ws.id, &spec(&["Todo"]), None).await.unwrap();
@@ -195,7 +200,8 @@ async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_
     tx.commit_runner_seq(&session.id, 1, 9).await.unwrap();
     drop(tx);
     store.close().await;
-    let store = open(&dir).await;
+    let store = db.open().await;
     let position = store.runner_position(&session.id).await.unwrap();
     assert_eq!(position, Some(RunnerPosition { exec: "x1".into(), committed: 7 }));
+}
 }
