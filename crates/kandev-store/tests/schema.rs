@@ -90,7 +90,8 @@ async fn i21_a1_both_engines_migrate_to_the_same_tables_and_columns() {
         };
         assert_eq!(columns, other, "the columns of {table} differ");
     }
-    let extra: Vec<&String> = pg_schema.keys().filter(|t| !sqlite_schema.contains_key(*t)).collect();
+    let extra: Vec<&String> =
+        pg_schema.keys().filter(|t| !sqlite_schema.contains_key(*t)).collect();
     assert!(extra.is_empty(), "tables only on postgres: {extra:?}");
 }
 
