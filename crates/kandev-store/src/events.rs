@@ -116,6 +116,28 @@ impl crate::WriteTx {
         Ok(first)
     }
 
+    /// Raises the highest seq ever used to at least `seq` (a copied database keeps its
+    /// source's, which survives pruning).
+    pub(crate) async fn raise_highest_seq(&mut self, seq: i64) -> Result<()> {
+        let sql = match self.db().dialect() {
+            Dialect::Sqlite => {
+                "INSERT INTO sqlite_sequence (name, seq) SELECT 'events', ?1 \
+                 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events')"
+            }
+            Dialect::Postgres => "UPDATE event_seq SET last = GREATEST(last, ?1)",
+        };
+        crate::sql::query(sql).bind(seq).execute(self.conn()).await?;
+        if self.db().dialect() == Dialect::Sqlite {
+            crate::sql::query(
+                "UPDATE sqlite_sequence SET seq = MAX(seq, ?1) WHERE name = 'events'",
+            )
+            .bind(seq)
+            .execute(self.conn())
+            .await?;
+        }
+        Ok(())
+    }
+
     /// The `seq` the next emitted event will get (writes are serialized, so it is exact).
     pub async fn next_seq(&mut self) -> Result<i64> {
         Ok(highest_seq(self.db()).await? + 1)

@@ -12,6 +12,7 @@
 
 mod accounts;
 mod children;
+mod copy;
 mod db;
 mod error;
 mod events;
@@ -50,6 +51,7 @@ use crate::db::Pool;
 use tokio::sync::{Mutex, broadcast};
 
 pub use children::ChildProcess;
+pub use copy::{CopiedTable, copy_database};
 pub use error::StoreError;
 pub use events::{Event, PRUNE_BATCH, Pruned, Retention, Topic};
 pub use messages::{Appended, NewChunk, NewMessage};

@@ -266,6 +266,11 @@ impl<'q> Query<'q> {
         self
     }
 
+    pub(crate) fn bind_arg(mut self, value: Arg) -> Self {
+        self.args.push(value);
+        self
+    }
+
     pub(crate) async fn execute<'c>(self, db: impl IntoDb<'c>) -> Result<Done, sqlx::Error> {
         let Query { sql, args } = self;
         on_db!(db.into_db(), &sql, |e, sql| async {
