@@ -204,9 +204,26 @@ impl Store {
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
     ) -> Result<Store> {
+        Store::open_as(location, clock, ids, Role::Server).await
+    }
+
+    /// Opens for a command beside a server (`kandev user`): on PostgreSQL it does not take
+    /// the server's lock, so it works while the server runs. Its writes still get event
+    /// seqs in commit order (the `event_seq` row lock orders them), but only a server
+    /// publishes events live; use it for writes no client waits to see.
+    pub async fn open_beside_server(location: Location) -> Result<Store> {
+        Store::open_as(location, Arc::new(SystemClock), Arc::new(UuidGenerator), Role::Tool).await
+    }
+
+    async fn open_as(
+        location: Location,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+        role: Role,
+    ) -> Result<Store> {
         let (read, write, label, replaceable) = match &location {
             Location::Postgres(url) => {
-                let (read, write) = open_postgres(url).await?;
+                let (read, write) = open_postgres(url, role).await?;
                 (read, write, redact_url(url), false)
             }
             Location::File(path) => {
@@ -336,6 +353,13 @@ impl Store {
 /// would break the event `seq` order. (The number spells "kandev" in ASCII.)
 const PG_SERVER_LOCK: i64 = 0x6b_616e_6465_76;
 
+/// Who opens a store: the server (one per database) or a command beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Server,
+    Tool,
+}
+
 /// Opens the read pool (`readers` connections; 0 shares the write connection) and the one
 /// write connection, with the pragmas every connection uses, and migrates.
 async fn open_sqlite(options: SqliteConnectOptions, readers: u32) -> Result<(Pool, Pool)> {
@@ -365,7 +389,7 @@ async fn open_sqlite(options: SqliteConnectOptions, readers: u32) -> Result<(Poo
 
 /// Connects to PostgreSQL: one write connection that holds [`PG_SERVER_LOCK`] and runs the
 /// migrations, and a read pool.
-async fn open_postgres(url: &str) -> Result<(Pool, Pool)> {
+async fn open_postgres(url: &str, role: Role) -> Result<(Pool, Pool)> {
     let options = PgConnectOptions::from_str(url)?;
     let connect_error = |err: sqlx::Error| {
         StoreError::Unsupported(format!(
@@ -384,8 +408,11 @@ async fn open_postgres(url: &str) -> Result<(Pool, Pool)> {
         .map_err(connect_error)?;
     // A server that just stopped (or was killed) may hold the lock a moment longer, until
     // PostgreSQL notices its connection is gone.
-    let mut locked = false;
+    let mut locked = role == Role::Tool;
     for _ in 0..30 {
+        if locked {
+            break;
+        }
         locked = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
             .bind(PG_SERVER_LOCK)
             .fetch_one(&write)
