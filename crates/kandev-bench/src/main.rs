@@ -25,6 +25,10 @@ struct Cli {
     /// The kandev binary to benchmark. Default: `kandev` next to this executable.
     #[arg(long, global = true)]
     kandev: Option<PathBuf>,
+    /// Run the server on this (empty) database instead of a SQLite file in its home, e.g. a
+    /// postgres:// URL (`scripts/pg createdb NAME` makes one). R1 only.
+    #[arg(long, global = true)]
+    database_url: Option<String>,
 }
 
 #[derive(Subcommand, Clone, Copy, PartialEq, Eq)]
@@ -99,10 +103,20 @@ impl Report {
 pub struct Ctx {
     pub kandev: PathBuf,
     pub quick: bool,
+    /// `--database-url`, for the scenarios that support it.
+    pub database_url: Option<String>,
     pub tmp: tempfile::TempDir,
 }
 
 impl Ctx {
+    /// The server arguments that choose the database (none: a SQLite file in its home).
+    pub fn database_args(&self) -> Vec<&str> {
+        match &self.database_url {
+            Some(url) => vec!["--database-url", url.as_str()],
+            None => vec![],
+        }
+    }
+
     /// A fresh home folder under the bench's temp dir.
     pub fn home(&self, name: &str) -> Result<PathBuf> {
         let path = self.tmp.path().join(name);
@@ -129,9 +143,14 @@ fn locate_kandev(given: Option<PathBuf>) -> Result<PathBuf> {
 #[tokio::main]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
+    anyhow::ensure!(
+        cli.database_url.is_none() || cli.scenario == Scenario::R1,
+        "--database-url is supported by r1 only: run `kandev-bench r1 --database-url ...`"
+    );
     let ctx = Ctx {
         kandev: locate_kandev(cli.kandev)?,
         quick: cli.quick,
+        database_url: cli.database_url,
         tmp: tempfile::Builder::new().prefix("kandev-bench-").tempdir()?,
     };
     let order = [
