@@ -351,7 +351,7 @@ impl Store {
 /// The advisory lock a PostgreSQL server holds for as long as it runs (on its write
 /// connection), so that a second server on the same database is refused: two single writers
 /// would break the event `seq` order. (The number spells "kandev" in ASCII.)
-const PG_SERVER_LOCK: i64 = 0x6b_616e_6465_76;
+const PG_SERVER_LOCK: i64 = 0x6b61_6e64_6576;
 
 /// Who opens a store: the server (one per database) or a command beside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -47,9 +47,9 @@ async fn delete_step(store: &Store, step: &StepId) {
     tx.commit().await.unwrap();
 }
 
+on_both_engines! {
 /// The interleaving of the probe: `task.move` checked the step against the workflow it read,
 /// then `workflow.step.delete` committed, then the move wrote. It was a foreign-key error.
-on_both_engines! {
 async fn i12_f9_a_move_to_a_step_deleted_meanwhile_is_not_found(db: TestDb) {
     let board = board(db).await;
     let (a, b) = (&board.steps[0], &board.steps[1]);
@@ -80,9 +80,9 @@ async fn i12_f9_a_task_created_in_a_step_deleted_meanwhile_is_not_found(db: Test
 }
 }
 
+on_both_engines! {
 /// Any other reference deleted between the caller's check and the write (a repository,
 /// an agent profile) is a conflict the user can retry, not an internal error.
-on_both_engines! {
 async fn i12_f9_a_reference_deleted_meanwhile_is_a_conflict(db: TestDb) {
     let board = board(db).await;
     let workspace = board.store.get_workflow(&board.workflow).await.unwrap().workspace_id;

@@ -32,7 +32,9 @@ async fn fill(store: &Store) -> (TaskId, SessionId) {
     };
     let child = tx.insert_task(&new("child"), "user").await.unwrap();
     let parent = tx.insert_task(&new("parent"), "user").await.unwrap();
-    tx.set_task_links(&child.id, Some(Some(&parent.id)), Some(&[parent.id.clone()])).await.unwrap();
+    tx.set_task_links(&child.id, Some(Some(&parent.id)), Some(std::slice::from_ref(&parent.id)))
+        .await
+        .unwrap();
     tx.move_task(&parent.id, &wf.steps[1].id, None, "manual", "alice").await.unwrap();
     let session = tx.insert_session(&child.id, None, "/tmp", None, None).await.unwrap();
     for (i, text) in ["hello", "world"].iter().enumerate() {

@@ -10,7 +10,6 @@ use kandev_store::{Event, Store};
 use tokio::sync::broadcast;
 
 mod common;
-use common::TestDb;
 
 const WRITERS: usize = 6;
 const WRITES: usize = 15;

@@ -8,8 +8,6 @@ use kandev_domain::workflow::{StepSpec, WorkflowSpec};
 use kandev_store::{NewTask, TaskFilter};
 
 mod common;
-#[allow(unused_imports)]
-use common::TestDb;
 
 fn spec(steps: &[&str]) -> WorkflowSpec {
     WorkflowSpec {

@@ -25,10 +25,10 @@ pub async fn run(command: DbCommand) -> Result<()> {
     match command {
         DbCommand::Copy { from, to } => {
             let source = Location::parse(&from)?;
-            if let Location::File(path) = &source {
-                if !path.exists() {
-                    anyhow::bail!("{} does not exist; give the database to copy", path.display());
-                }
+            if let Location::File(path) = &source
+                && !path.exists()
+            {
+                anyhow::bail!("{} does not exist; give the database to copy", path.display());
             }
             let target = Location::parse(&to)?;
             let copied = kandev_store::copy_database(source, target)

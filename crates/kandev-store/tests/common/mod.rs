@@ -52,7 +52,8 @@ impl TestDb {
 /// `name::postgres`.
 #[macro_export]
 macro_rules! on_both_engines {
-    ($(async fn $name:ident($db:ident: TestDb) $body:block)*) => {$(
+    ($($(#[$meta:meta])* async fn $name:ident($db:ident: TestDb) $body:block)*) => {$(
+        $(#[$meta])*
         mod $name {
             #[allow(unused_imports)]
             use super::*;
