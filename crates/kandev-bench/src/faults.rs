@@ -105,10 +105,9 @@ async fn verify_reconciled(
 
 pub async fn r1(ctx: &Ctx) -> Result<Report> {
     let (cycles, sessions_n) = if ctx.quick { (3, 5) } else { (20, 20) };
-    let engine = if ctx.database_url.is_some() { "postgres" } else { "sqlite" };
     let mut report = Report::new(
         "R1",
-        json!({"cycles": cycles, "streaming_sessions": sessions_n, "database": engine}),
+        json!({"cycles": cycles, "streaming_sessions": sessions_n, "database": ctx.engine()}),
     );
     let home = ctx.home("r1")?;
     let database = ctx.database_args();

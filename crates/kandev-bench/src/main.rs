@@ -26,7 +26,8 @@ struct Cli {
     #[arg(long, global = true)]
     kandev: Option<PathBuf>,
     /// Run the server on this (empty) database instead of a SQLite file in its home, e.g. a
-    /// postgres:// URL (`scripts/pg createdb NAME` makes one). R1 only.
+    /// postgres:// URL (`scripts/pg createdb NAME` makes one). P2, P3, P5 and R1, one at a
+    /// time (P6 in docs/performance.md).
     #[arg(long, global = true)]
     database_url: Option<String>,
 }
@@ -117,6 +118,14 @@ impl Ctx {
         }
     }
 
+    /// The engine the server runs on, for the report.
+    pub fn engine(&self) -> &'static str {
+        match &self.database_url {
+            Some(url) if url.starts_with("postgres") => "postgres",
+            _ => "sqlite",
+        }
+    }
+
     /// A fresh home folder under the bench's temp dir.
     pub fn home(&self, name: &str) -> Result<PathBuf> {
         let path = self.tmp.path().join(name);
@@ -144,8 +153,9 @@ fn locate_kandev(given: Option<PathBuf>) -> Result<PathBuf> {
 async fn main() -> Result<()> {
     let cli = Cli::parse();
     anyhow::ensure!(
-        cli.database_url.is_none() || cli.scenario == Scenario::R1,
-        "--database-url is supported by r1 only: run `kandev-bench r1 --database-url ...`"
+        cli.database_url.is_none()
+            || matches!(cli.scenario, Scenario::P2 | Scenario::P3 | Scenario::P5 | Scenario::R1),
+        "--database-url is for one of p2, p3, p5 and r1 at a time (each needs an empty database)"
     );
     let ctx = Ctx {
         kandev: locate_kandev(cli.kandev)?,

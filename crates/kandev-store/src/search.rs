@@ -182,6 +182,56 @@ fn indexes(dialect: Dialect) -> [Index; 2] {
 
 /// The rowid of the [`RANK_WINDOW`]-th newest match of `query` in `index`, if it has that
 /// many.
+/// Refuses on PostgreSQL what FTS5 refuses on SQLite, so the `search` action answers the same
+/// on both (`websearch_to_tsquery` itself accepts any text): an unterminated `"`, unbalanced
+/// parentheses, a `column:` filter, no word at all, or an operator with nothing on one side.
+fn check_websearch(query: &str) -> Result<()> {
+    let refuse = |reason: &str| {
+        Err(StoreError::InvalidQuery(format!(
+            "the search query is not valid ({reason}); quote words with \"double quotes\" to search for them literally"
+        )))
+    };
+    if query.matches('"').count() % 2 == 1 {
+        return refuse("unterminated string");
+    }
+    let unquoted: String = query.split('"').step_by(2).collect::<Vec<_>>().join(" ");
+    let mut depth = 0i32;
+    for c in unquoted.chars() {
+        depth += match c {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        if depth < 0 {
+            return refuse("unbalanced parentheses");
+        }
+    }
+    if depth != 0 {
+        return refuse("unbalanced parentheses");
+    }
+    let words: Vec<&str> = unquoted
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .filter(|w| !w.is_empty())
+        .collect();
+    if let Some(filter) = words.iter().find(|w| w.ends_with(':')) {
+        return refuse(&format!("no such column: {}", filter.trim_end_matches(':')));
+    }
+    let operator = |w: &str| matches!(w, "AND" | "OR" | "NOT");
+    let has_phrase = query.contains('"');
+    if !has_phrase && words.iter().all(|w| operator(w)) {
+        return refuse("a query needs a word");
+    }
+    if let Some(last) = words.last().filter(|w| operator(w)) {
+        return refuse(&format!("syntax error near \"{last}\""));
+    }
+    if let Some(first) = words.first().filter(|w| matches!(**w, "AND" | "OR"))
+        && !query.trim_start().starts_with('"')
+    {
+        return refuse(&format!("syntax error near \"{first}\""));
+    }
+    Ok(())
+}
+
 /// An FTS5-style query as `websearch_to_tsquery` reads it: the `AND` between words is
 /// implied there (as a word it would have to match) and `NOT word` is `-word`; quoted
 /// phrases and `OR` mean the same in both.
@@ -243,7 +293,10 @@ impl Store {
         let mut selects = vec![];
         let query = match self.dialect() {
             Dialect::Sqlite => query.to_owned(),
-            Dialect::Postgres => websearch_text(query),
+            Dialect::Postgres => {
+                check_websearch(query)?;
+                websearch_text(query)
+            }
         };
         let query = query.as_str();
         let [tasks, messages] = indexes(self.dialect());
@@ -289,7 +342,17 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::{SnippetPart, parts, websearch_text};
+    use super::{SnippetPart, check_websearch, parts, websearch_text};
+
+    #[test]
+    fn i21_postgres_refuses_what_fts5_refuses() {
+        for bad in ["\"unterminated", "AND", "NOT", "title:", "(a OR", "a)", "a AND"] {
+            assert!(check_websearch(bad).is_err(), "{bad:?}");
+        }
+        for good in ["a", "\"a phrase\"", "a OR b", "a NOT b", "(a OR b) c", "\"AND\""] {
+            assert!(check_websearch(good).is_ok(), "{good:?}");
+        }
+    }
 
     #[test]
     fn fts5_operators_become_websearch_ones() {

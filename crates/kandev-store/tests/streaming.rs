@@ -157,12 +157,7 @@ async fn i15_a6_search_finds_titles_ranks_and_pages_and_refuses_bad_syntax(db: T
     assert!(other.hits.is_empty(), "another workspace's tasks are not hits");
     for bad in ["\"unterminated", "AND", "title:", "(a OR"] {
         let result = f.store.search(&f.workspace, bad, kinds, 10, 0).await;
-        if f.db.is_postgres() {
-            // websearch_to_tsquery reads any text as words.
-            assert!(result.is_ok(), "{bad:?}: {result:?}");
-        } else {
-            assert!(matches!(result, Err(StoreError::InvalidQuery(_))), "{bad:?}: {result:?}");
-        }
+        assert!(matches!(result, Err(StoreError::InvalidQuery(_))), "{bad:?}: {result:?}");
     }
 }
 }
