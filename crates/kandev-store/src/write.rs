@@ -71,7 +71,7 @@ impl WriteTx {
             ),
         };
         Ok(WriteTx {
-            conn: TxConn { tx, store: store.clone(), broken: None },
+            conn: TxConn { tx, store: store.clone(), broken: None, pg_failed: false },
             pending: vec![],
             store: store.clone(),
             now: store.clock.now(),
@@ -110,6 +110,8 @@ impl WriteTx {
     /// Undoes what was written since `savepoint`, and forgets the events it emitted.
     pub async fn rollback_to(&mut self, savepoint: Savepoint) -> Result<()> {
         crate::sql::query("ROLLBACK TO member").execute(self.conn()).await?;
+        // On PostgreSQL this is what recovers a transaction after a failed statement.
+        self.conn.pg_failed = false;
         crate::sql::query("RELEASE member").execute(self.conn()).await?;
         self.pending.truncate(savepoint.pending);
         Ok(())
@@ -124,7 +126,15 @@ impl WriteTx {
     /// back) a transaction in which SQLite reported an error that may have ended it.
     pub async fn commit(self) -> Result<Vec<Event>> {
         let WriteTx { conn, pending, store, _gate, .. } = self;
-        let TxConn { tx, broken, .. } = conn;
+        let TxConn { tx, broken, pg_failed, .. } = conn;
+        if pg_failed {
+            // PostgreSQL answers COMMIT of a failed transaction with a silent rollback.
+            let _ = tx.rollback().await;
+            return Err(StoreError::Database(sqlx::Error::Database(Box::new(Broken {
+                code: 0,
+                message: "an earlier statement failed and PostgreSQL rolled this transaction back",
+            }))));
+        }
         if let Some(code) = broken {
             // Ignored: SQLite has usually rolled back already, and dropping rolls back anyway.
             let _ = tx.rollback().await;
@@ -176,6 +186,9 @@ pub(crate) struct TxConn {
     store: Store,
     /// The primary SQLite code of an error after which SQLite may have rolled back.
     broken: Option<i32>,
+    /// A statement failed on PostgreSQL, which then refuses everything but a rollback (to a
+    /// savepoint): a commit now would silently roll back, so it is refused instead.
+    pg_failed: bool,
 }
 
 impl std::fmt::Debug for TxConn {
@@ -206,6 +219,9 @@ impl TxConn {
 
     /// Notes a statement's error and returns the error the caller should see.
     pub(crate) fn watch(&mut self, err: sqlx::Error) -> sqlx::Error {
+        if matches!(self.tx, TxKind::Postgres(_)) && matches!(err, sqlx::Error::Database(_)) {
+            self.pg_failed = true;
+        }
         if let Some(code) = primary_code(&err).filter(|c| may_roll_back(*c)) {
             self.broken.get_or_insert(code);
         }

@@ -203,3 +203,22 @@ async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_
     assert_eq!(position, Some(RunnerPosition { exec: "x1".into(), committed: 7 }));
 }
 }
+
+on_both_engines! {
+/// Issue 21: a transaction in which a statement failed answers its commit truthfully. On
+/// PostgreSQL the failed statement ended the transaction (COMMIT would silently roll back),
+/// so the commit is refused; on SQLite only the statement was undone and the rest commits.
+async fn i21_a1_a_commit_after_a_failed_statement_tells_the_truth(db: TestDb) {
+    let store = db.open().await;
+    let mut tx = store.begin_write().await.unwrap();
+    tx.insert_workspace("kept or not").await.unwrap();
+    let missing = kandev_domain::TaskId::new("missing");
+    let err = tx.insert_session(&missing, None, "/tmp", None, None).await.unwrap_err();
+    assert!(matches!(err, kandev_store::StoreError::Conflict(_)), "{err:?}");
+    let committed = tx.commit().await.is_ok();
+    let names: Vec<String> =
+        store.list_workspaces().await.unwrap().into_iter().map(|w| w.name).collect();
+    assert_eq!(committed, names.contains(&"kept or not".to_owned()));
+    assert_eq!(committed, !db.is_postgres());
+}
+}
