@@ -8,6 +8,7 @@ use kandev_domain::workflow::{StepSpec, WorkflowSpec};
 use kandev_store::{NewTask, TaskFilter};
 
 mod common;
+use common::TestDb;
 
 fn spec(steps: &[&str]) -> WorkflowSpec {
     WorkflowSpec {
@@ -221,4 +222,19 @@ async fn i21_a1_a_commit_after_a_failed_statement_tells_the_truth(db: TestDb) {
     assert_eq!(committed, names.contains(&"kept or not".to_owned()));
     assert_eq!(committed, !db.is_postgres());
 }
+}
+
+/// Issue 21: one server per PostgreSQL database (its advisory lock); `kandev user` may open
+/// the store beside it; once the server has closed, the next one opens.
+#[tokio::test]
+async fn i21_s1_a_second_server_on_the_same_postgres_database_is_refused() {
+    let Some(db) = TestDb::postgres().await else { return };
+    let first = db.open().await;
+    let err = kandev_store::Store::open(db.location.clone()).await.err().expect("refused");
+    assert!(err.to_string().contains("another kandev server is using the database"), "{err}");
+    assert!(!err.to_string().contains("password"), "{err}");
+    let beside = kandev_store::Store::open_beside_server(db.location.clone()).await.unwrap();
+    beside.close().await;
+    first.close().await;
+    db.open().await.close().await;
 }
