@@ -220,23 +220,25 @@ macro_rules! bind_all {
     }};
 }
 
-/// Runs `$body` (an expression over the executor `$e` and the statement text `$sql`) on
-/// whichever engine and connection `$db` holds; errors of a write transaction go through
-/// its watch (see `write.rs`).
+/// Runs `$body` (an expression over the executor `$e`, the statement text `$sql` and the
+/// arguments `$args`) on whichever engine and connection `$db` holds; errors of a write
+/// transaction go through its watch (see `write.rs`).
 macro_rules! on_db {
-    ($db:expr, $text:expr, |$e:ident, $sql:ident| $body:expr) => {{
+    ($db:expr, $text:expr, $values:expr, |$e:ident, $sql:ident, $args:ident| $body:expr) => {{
         let db: Db<'_> = $db;
         let text: &str = $text;
         match db {
             Db::Read(Pool::Sqlite(pool)) => {
                 let $e = pool;
                 let $sql = text;
+                let $args = $values;
                 $body.await
             }
             Db::Read(Pool::Postgres(pool)) => {
                 let $e = pool;
                 let translated = pg_sql(text);
                 let $sql = translated.as_str();
+                let $args = pg_args($values);
                 $body.await
             }
             Db::Write(conn) => {
@@ -245,12 +247,14 @@ macro_rules! on_db {
                     TxKind::Sqlite(tx) => {
                         let $e = &mut **tx;
                         let $sql = text;
+                        let $args = $values;
                         $body.await
                     }
                     TxKind::Postgres(tx) => {
                         let $e = &mut **tx;
                         let translated = pg_sql(text);
                         let $sql = translated.as_str();
+                        let $args = pg_args($values);
                         $body.await
                     }
                 };
@@ -258,6 +262,20 @@ macro_rules! on_db {
             }
         }
     }};
+}
+
+/// Arguments as PostgreSQL takes them: its text cannot hold a NUL character (SQLite's can),
+/// so each becomes U+FFFD. (An id with a NUL then matches nothing, as on SQLite; a text an
+/// agent sent with one is stored with the replacement character.)
+fn pg_args(args: Vec<Arg>) -> Vec<Arg> {
+    args.into_iter()
+        .map(|arg| match arg {
+            Arg::Text(Some(text)) if text.contains('\0') => {
+                Arg::Text(Some(text.replace('\0', "\u{fffd}")))
+            }
+            other => other,
+        })
+        .collect()
 }
 
 impl<'q> Query<'q> {
@@ -273,7 +291,7 @@ impl<'q> Query<'q> {
 
     pub(crate) async fn execute<'c>(self, db: impl IntoDb<'c>) -> Result<Done, sqlx::Error> {
         let Query { sql, args } = self;
-        on_db!(db.into_db(), &sql, |e, sql| async {
+        on_db!(db.into_db(), &sql, args, |e, sql, args| async {
             bind_all!(sqlx::query(sql), args)
                 .execute(e)
                 .await
@@ -290,8 +308,11 @@ impl<'q, O: Row> QueryAs<'q, O> {
 
     pub(crate) async fn fetch_all<'c>(self, db: impl IntoDb<'c>) -> Result<Vec<O>, sqlx::Error> {
         let Query { sql, args } = self.query;
-        on_db!(db.into_db(), &sql, |e, sql| bind_all!(sqlx::query_as::<_, O>(sql), args)
-            .fetch_all(e))
+        on_db!(db.into_db(), &sql, args, |e, sql, args| bind_all!(
+            sqlx::query_as::<_, O>(sql),
+            args
+        )
+        .fetch_all(e))
     }
 
     pub(crate) async fn fetch_optional<'c>(
@@ -299,8 +320,11 @@ impl<'q, O: Row> QueryAs<'q, O> {
         db: impl IntoDb<'c>,
     ) -> Result<Option<O>, sqlx::Error> {
         let Query { sql, args } = self.query;
-        on_db!(db.into_db(), &sql, |e, sql| bind_all!(sqlx::query_as::<_, O>(sql), args)
-            .fetch_optional(e))
+        on_db!(db.into_db(), &sql, args, |e, sql, args| bind_all!(
+            sqlx::query_as::<_, O>(sql),
+            args
+        )
+        .fetch_optional(e))
     }
 
     pub(crate) async fn fetch_one<'c>(self, db: impl IntoDb<'c>) -> Result<O, sqlx::Error> {
@@ -316,8 +340,11 @@ impl<'q, O: Scalar> QueryScalar<'q, O> {
 
     pub(crate) async fn fetch_all<'c>(self, db: impl IntoDb<'c>) -> Result<Vec<O>, sqlx::Error> {
         let Query { sql, args } = self.query;
-        on_db!(db.into_db(), &sql, |e, sql| bind_all!(sqlx::query_scalar::<_, O>(sql), args)
-            .fetch_all(e))
+        on_db!(db.into_db(), &sql, args, |e, sql, args| bind_all!(
+            sqlx::query_scalar::<_, O>(sql),
+            args
+        )
+        .fetch_all(e))
     }
 
     pub(crate) async fn fetch_optional<'c>(
@@ -325,8 +352,11 @@ impl<'q, O: Scalar> QueryScalar<'q, O> {
         db: impl IntoDb<'c>,
     ) -> Result<Option<O>, sqlx::Error> {
         let Query { sql, args } = self.query;
-        on_db!(db.into_db(), &sql, |e, sql| bind_all!(sqlx::query_scalar::<_, O>(sql), args)
-            .fetch_optional(e))
+        on_db!(db.into_db(), &sql, args, |e, sql, args| bind_all!(
+            sqlx::query_scalar::<_, O>(sql),
+            args
+        )
+        .fetch_optional(e))
     }
 
     pub(crate) async fn fetch_one<'c>(self, db: impl IntoDb<'c>) -> Result<O, sqlx::Error> {

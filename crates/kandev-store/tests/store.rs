@@ -238,3 +238,20 @@ async fn i21_s1_a_second_server_on_the_same_postgres_database_is_refused() {
     first.close().await;
     db.open().await.close().await;
 }
+
+on_both_engines! {
+/// Issue 21: text with a NUL character (which PostgreSQL's text cannot hold) is a missing id
+/// or stored text, never a database error.
+async fn i21_s1_a_nul_character_is_not_a_database_error(db: TestDb) {
+    let store = db.open().await;
+    let err = store.get_task(&kandev_domain::TaskId::new("a\0b")).await.unwrap_err();
+    assert!(matches!(err, kandev_store::StoreError::NotFound { .. }), "{err:?}");
+    let mut tx = store.begin_write().await.unwrap();
+    let ws = tx.insert_workspace("nul\0name").await.unwrap();
+    tx.commit().await.unwrap();
+    let names: Vec<String> =
+        store.list_workspaces().await.unwrap().into_iter().map(|w| w.name).collect();
+    let expected = if db.is_postgres() { "nul\u{fffd}name" } else { "nul\0name" };
+    assert_eq!(names, vec![expected.to_owned()], "{:?}", ws.id);
+}
+}
