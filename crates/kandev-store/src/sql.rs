@@ -291,8 +291,8 @@ impl<'q> Query<'q> {
 
     pub(crate) async fn execute<'c>(self, db: impl IntoDb<'c>) -> Result<Done, sqlx::Error> {
         let Query { sql, args } = self;
-        on_db!(db.into_db(), &sql, args, |e, sql, args| async {
-            bind_all!(sqlx::query(sql), args)
+        on_db!(db.into_db(), &sql, args, |e, sql, bound| async {
+            bind_all!(sqlx::query(sql), bound)
                 .execute(e)
                 .await
                 .map(|r| Done { rows: r.rows_affected() })
@@ -308,9 +308,9 @@ impl<'q, O: Row> QueryAs<'q, O> {
 
     pub(crate) async fn fetch_all<'c>(self, db: impl IntoDb<'c>) -> Result<Vec<O>, sqlx::Error> {
         let Query { sql, args } = self.query;
-        on_db!(db.into_db(), &sql, args, |e, sql, args| bind_all!(
+        on_db!(db.into_db(), &sql, args, |e, sql, bound| bind_all!(
             sqlx::query_as::<_, O>(sql),
-            args
+            bound
         )
         .fetch_all(e))
     }
@@ -320,9 +320,9 @@ impl<'q, O: Row> QueryAs<'q, O> {
         db: impl IntoDb<'c>,
     ) -> Result<Option<O>, sqlx::Error> {
         let Query { sql, args } = self.query;
-        on_db!(db.into_db(), &sql, args, |e, sql, args| bind_all!(
+        on_db!(db.into_db(), &sql, args, |e, sql, bound| bind_all!(
             sqlx::query_as::<_, O>(sql),
-            args
+            bound
         )
         .fetch_optional(e))
     }
@@ -340,9 +340,9 @@ impl<'q, O: Scalar> QueryScalar<'q, O> {
 
     pub(crate) async fn fetch_all<'c>(self, db: impl IntoDb<'c>) -> Result<Vec<O>, sqlx::Error> {
         let Query { sql, args } = self.query;
-        on_db!(db.into_db(), &sql, args, |e, sql, args| bind_all!(
+        on_db!(db.into_db(), &sql, args, |e, sql, bound| bind_all!(
             sqlx::query_scalar::<_, O>(sql),
-            args
+            bound
         )
         .fetch_all(e))
     }
@@ -352,9 +352,9 @@ impl<'q, O: Scalar> QueryScalar<'q, O> {
         db: impl IntoDb<'c>,
     ) -> Result<Option<O>, sqlx::Error> {
         let Query { sql, args } = self.query;
-        on_db!(db.into_db(), &sql, args, |e, sql, args| bind_all!(
+        on_db!(db.into_db(), &sql, args, |e, sql, bound| bind_all!(
             sqlx::query_scalar::<_, O>(sql),
-            args
+            bound
         )
         .fetch_optional(e))
     }
