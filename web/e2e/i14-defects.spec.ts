@@ -182,7 +182,8 @@ test('i14 d11 the focus stays on a card the workflow moves on by itself', async 
 });
 
 test('i14 d2 after a server restart the page stops saying the agent works', async ({ page }) => {
-  const kandev = await startKandev(`127.0.0.1:${await freePort()}`);
+  // Without a runner the restart ends the turn (the local runner would keep it going).
+  const kandev = await startKandev(`127.0.0.1:${await freePort()}`, ['--runner', 'none']);
   try {
     await openStarted(page, kandev, 'Restarted');
     await send(page, '#!mock\nsay starting\nsleep 15000');

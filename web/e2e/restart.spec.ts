@@ -5,7 +5,9 @@ import { expect, freePort, openBoard, send, startKandev, test, transcript } from
 
 test('the page recovers by itself when the server restarts mid-turn', async ({ page, context }) => {
   const port = await freePort();
-  const kandev = await startKandev(`127.0.0.1:${port}`);
+  // Without a runner: the restart interrupts the turn (with the default local runner the turn
+  // would go on, crates/kandev/tests/readopt.rs).
+  const kandev = await startKandev(`127.0.0.1:${port}`, ['--runner', 'none']);
   try {
     const task = await kandev.createTask('Survive a restart', { start_agent: true });
     const board = await context.newPage();

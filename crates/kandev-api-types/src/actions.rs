@@ -195,6 +195,13 @@ actions! {
         PromptUpdate = "prompt.update": rq::PromptUpdate => rs::SavedPromptOne;
         PromptDelete = "prompt.delete": rq::ById => rs::Deleted;
 
+        ExecutorList = "executor.list": rq::Empty => rs::Executors;
+        ExecutorCreate = "executor.create": rq::ExecutorCreate => rs::ExecutorOne;
+        ExecutorUpdate = "executor.update": rq::ExecutorUpdate => rs::ExecutorOne;
+        ExecutorDelete = "executor.delete": rq::ById => rs::Deleted;
+        ExecutorCheck = "executor.check": rq::ById => rs::ExecutorChecked;
+        RepositoryExecutorSet = "repository.executor.set": rq::RepositoryExecutorSet => rs::RepositoryExecutor;
+
         Search = "search": rq::Search => rs::SearchResults;
         QuestionList = "question.list": rq::BySession => rs::Questions;
         QuestionAnswer = "question.answer": rq::QuestionAnswer => rs::QuestionOne;

@@ -4,6 +4,7 @@
 
 pub mod actions;
 pub mod error;
+pub mod executors;
 pub mod files;
 pub mod notifications;
 pub mod notify;
@@ -16,6 +17,7 @@ pub mod terminals;
 
 pub use actions::Action;
 pub use error::{ErrorBody, ErrorCode};
+pub use executors::*;
 pub use files::*;
 pub use notifications::{
     MessageUpdate, Notification, NotificationParts, NotificationsEvent, ProfilesEvent,

@@ -4,7 +4,7 @@ use kandev_domain::StepId;
 use kandev_domain::agent::{AgentKind, AgentProfile, EnvVar, McpServerConfig, McpTransport};
 use kandev_domain::needs_you::NeedsYou;
 use kandev_domain::question::{Question, QuestionStatus};
-use kandev_domain::task::{Task, TaskState};
+use kandev_domain::task::{Task, TaskCard, TaskState};
 use kandev_domain::workflow::{Action, Step, StepEvents, Workflow};
 use kandev_domain::workspace::{Repository, Workspace};
 use serde::{Deserialize, Serialize};
@@ -333,6 +333,26 @@ pub struct TaskCardDto {
 
 impl From<&Task> for TaskCardDto {
     fn from(t: &Task) -> Self {
+        TaskCardDto {
+            id: t.id.to_string(),
+            workflow_id: t.workflow_id.to_string(),
+            step_id: t.step_id.to_string(),
+            title: t.title.clone(),
+            state: t.state.into(),
+            position: t.position,
+            repository_ids: t.repository_ids.iter().map(|r| r.to_string()).collect(),
+            primary_session_id: t.primary_session_id.as_ref().map(|s| s.to_string()),
+            archived_at: t.archived_at.map(rfc3339),
+            needs_you: t.needs_you.map(NeedsYouDto::from),
+            parent_id: t.parent_id.as_ref().map(|p| p.to_string()),
+            blocked_by: t.blocked_by.iter().map(|b| b.to_string()).collect(),
+            git: t.git.as_ref().map(crate::GitSummaryDto::from),
+        }
+    }
+}
+
+impl From<&TaskCard> for TaskCardDto {
+    fn from(t: &TaskCard) -> Self {
         TaskCardDto {
             id: t.id.to_string(),
             workflow_id: t.workflow_id.to_string(),

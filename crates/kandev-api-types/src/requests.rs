@@ -358,6 +358,29 @@ pub struct PermissionRespond {
     pub cancelled: bool,
 }
 
+/// `executor.create`: `ssh` is required for kind `ssh` and refused for `local`.
+pub struct ExecutorCreate {
+    pub name: String,
+    pub kind: crate::ExecutorKindDto,
+    pub ssh: Option<crate::SshSettingsDto>,
+}
+
+/// `executor.update`: a field left out keeps its value; `kind` and `ssh` change together
+/// (`ssh` alone replaces the settings of an `ssh` executor).
+pub struct ExecutorUpdate {
+    pub id: String,
+    pub name: Option<String>,
+    pub kind: Option<crate::ExecutorKindDto>,
+    pub ssh: Option<crate::SshSettingsDto>,
+}
+
+/// `repository.executor.set`: `executor_id` `null` (or left out) runs the repository's agents
+/// locally.
+pub struct RepositoryExecutorSet {
+    pub repository_id: String,
+    pub executor_id: Option<String>,
+}
+
 /// `notification.channel.create`: `events` are the kinds it carries (at least one); with a
 /// `secret`, webhook deliveries are signed.
 pub struct ChannelCreate {

@@ -199,6 +199,34 @@ responses! {
         pub notifications: Vec<crate::NotificationRecordDto>,
     }
 
+    /// `executor.list`: every executor, by name.
+    pub struct Executors {
+        pub executors: Vec<crate::ExecutorDto>,
+    }
+
+    /// `executor.create`, `executor.update`.
+    pub struct ExecutorOne {
+        pub executor: crate::ExecutorDto,
+    }
+
+    /// `executor.check`: whether the executor can be reached and runs this server's kandev.
+    /// On failure `message` says why and what to do (an unknown host key: how to trust it).
+    pub struct ExecutorChecked {
+        pub ok: bool,
+        pub message: Option<String>,
+        /// This server's binary was copied there (the remote one was missing or of another
+        /// version: `previous_version`).
+        pub copied: bool,
+        pub previous_version: Option<String>,
+        pub remote_version: Option<String>,
+    }
+
+    /// `repository.executor.set`: the repository's executor (`null`: local).
+    pub struct RepositoryExecutor {
+        pub repository_id: String,
+        pub executor: Option<crate::ExecutorDto>,
+    }
+
     pub struct Channels {
         pub channels: Vec<crate::ChannelDto>,
     }

@@ -1,5 +1,5 @@
 //! The fault harness: R1 (kill -9 cycles), R2 (agent faults), R4 (hostile input), R5
-//! (security). Each ends with pass/fail and the figures behind it.
+//! (security), R6 (kill -9 with the local runner: turns go on). Each ends with pass/fail and the figures behind it.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -174,6 +174,106 @@ pub async fn r1(ctx: &Ctx) -> Result<Report> {
     report.figure("orphan_agents_max", orphans_max);
     report.figure("sessions_resumed", resumed);
     report.figure("restart_to_announce_p50_ms", harness::percentile(&mut restart_ms, 50.0));
+    Ok(report)
+}
+
+/// The text of chunk `index` of the mock agent's `stream` directive (as
+/// `kandev_mock_agent::script::stream_chunk_text`: the bench talks to the binary only).
+fn stream_chunk(index: u64, bytes: usize) -> String {
+    let mut text = format!("{index:06}|");
+    if text.len() >= bytes {
+        text.truncate(bytes);
+        return text;
+    }
+    let fill = char::from(b'a' + (index % 26) as u8);
+    text.extend(std::iter::repeat_n(fill, bytes - text.len()));
+    text
+}
+
+fn agent_text(messages: &[Value]) -> String {
+    messages.iter().filter(|m| m["kind"] == "agent").filter_map(|m| m["content"].as_str()).collect()
+}
+
+/// R6 (issue 20, `../shared/spec/targets.md`): `kill -9` of a server with the local runner
+/// during streaming turns, then a restart. Each turn must complete without `session/load` and
+/// without an "interrupted" note, with every chunk the agent wrote stored exactly once; after
+/// a graceful stop no agent and no runner is left.
+pub async fn r6(ctx: &Ctx) -> Result<Report> {
+    let turns = if ctx.quick { 5 } else { 20 };
+    let (chunks, bytes) = (150u64, 24usize);
+    let params = json!({"streaming_turns": turns, "chunks": chunks, "chunk_bytes": bytes});
+    let mut report = Report::new("R6", params);
+    let home = ctx.home("r6")?;
+    let local = ["--runner", "local", "--runner-grace", "60s"];
+    let mut server = harness::start(&ctx.kandev, &home, &local)?;
+    let (workflow, _) = server.board("R6").await?;
+    let mut sessions = vec![];
+    for i in 0..turns {
+        sessions.push(server.live_session(&workflow, &format!("r6 {i}")).await?);
+    }
+    let script = format!("#!mock\nstream {chunks} {bytes} every 20");
+    for s in &sessions {
+        server.call("message.add", json!({"session_id": s, "content": script})).await?;
+    }
+    let started = Instant::now();
+    for s in &sessions {
+        while agent_text(&server.messages(s).await?).len() < bytes * 10 {
+            if started.elapsed() > Duration::from_secs(60) {
+                bail!("the turn of {s} does not stream");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    server.kill9()?;
+    let kept = harness::agents_of(&home).len();
+    report.check(kept == turns, format!("the runner kept {kept} of {turns} agents"));
+    let restarted = Instant::now();
+    let server = harness::start(&ctx.kandev, &home, &local)?;
+    let restart_ms = ms(restarted.elapsed());
+    let expected: String = (0..chunks).map(|i| stream_chunk(i, bytes)).collect();
+    let (mut completed, mut exact, mut notes) = (0, 0, 0);
+    for s in &sessions {
+        let state = server.wait_state(s, &["WAITING_FOR_INPUT"], Duration::from_secs(60)).await;
+        completed += usize::from(state.is_ok());
+        let messages = server.messages(s).await?;
+        exact += usize::from(agent_text(&messages) == expected);
+        notes += messages
+            .iter()
+            .filter(|m| {
+                m["kind"] == "status"
+                    && m["content"].as_str().is_some_and(|c| c.starts_with("interrupted"))
+            })
+            .count();
+    }
+    let all_turns_ms = ms(restarted.elapsed());
+    let calls =
+        std::fs::read_to_string(home.join("mock-agent").join("calls.log")).unwrap_or_default();
+    let loads = calls.lines().filter(|l| l.contains("\"session/load\"")).count();
+    report.check(completed == turns, format!("{completed} of {turns} turns completed"));
+    report.check(exact == turns, format!("{exact} of {turns} transcripts hold every chunk once"));
+    report.check(notes == 0, format!("{notes} interrupted notes"));
+    report.check(loads == 0, format!("{loads} session/load calls"));
+    // No orphan: a graceful stop ends the agents, and the runner with nothing left.
+    let mut server = server;
+    std::process::Command::new("kill").arg("-TERM").arg(server.pid().to_string()).status()?;
+    server.child.wait()?;
+    let left = harness::wait_no_agents(&home, Duration::from_secs(20)).await;
+    report.check(left.is_empty(), format!("orphan agents {left:?}"));
+    let socket = home.join("runner.sock");
+    let runner_gone = {
+        let started = Instant::now();
+        while socket.exists() && started.elapsed() < Duration::from_secs(20) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        !socket.exists()
+    };
+    report.check(runner_gone, "the runner did not end after the graceful stop");
+    report.figure("turns_completed", completed);
+    report.figure("transcripts_exact", exact);
+    report.figure("session_loads", loads);
+    report.figure("orphan_agents", left.len());
+    report.figure("restart_to_announce_ms", restart_ms);
+    report.figure("restart_to_all_turns_done_ms", all_turns_ms);
     Ok(report)
 }
 

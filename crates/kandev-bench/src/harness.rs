@@ -63,6 +63,9 @@ fn spawn_server(
     let mut child = command
         .args(["serve", "--addr", "127.0.0.1:0", "--home"])
         .arg(home)
+        // Scenarios measure agents as the server's children unless they ask for a runner
+        // (the default `local` would leave runners behind killed servers for their grace).
+        .args(if extra.contains(&"--runner") { &[][..] } else { &["--runner", "none"][..] })
         .args(extra)
         .envs(env.iter().copied())
         .env_remove("KANDEV_TOKEN")

@@ -1,4 +1,4 @@
-//! `kandev-bench`: the benchmark scenarios (P1-P5) and the fault harness (R1, R2, R4, R5, R8) of
+//! `kandev-bench`: the benchmark scenarios (P1-P5) and the fault harness (R1, R2, R4, R5, R6, R8) of
 //! the targets. Each starts the real `kandev serve` on a temp home with real mock-agent
 //! processes, drives it only through the public API, verifies every result, and prints one
 //! JSON line. The process exits non-zero when a scenario fails.
@@ -46,6 +46,9 @@ enum Scenario {
     P5,
     /// kill -9 the server mid-stream, restart, check nothing told is lost.
     R1,
+    /// kill -9 a server with the local runner during streaming turns, restart: the turns
+    /// complete without session/load, every chunk once, no orphan (issue 20).
+    R6,
     /// Agent faults end in their specified state within their bound.
     R2,
     /// Hostile input over HTTP and WS: only structured errors, server alive.
@@ -161,8 +164,15 @@ async fn main() -> Result<()> {
         kandev: locate_kandev(cli.kandev)?,
         quick: cli.quick,
         database_url: cli.database_url,
-        tmp: tempfile::Builder::new().prefix("kandev-bench-").tempdir()?,
+        tmp: tempfile::Builder::new()
+            .prefix("kandev-bench-")
+            // `KANDEV_BENCH_KEEP=1` keeps the homes (databases, logs) for a look afterwards.
+            .disable_cleanup(std::env::var_os("KANDEV_BENCH_KEEP").is_some())
+            .tempdir()?,
     };
+    if std::env::var_os("KANDEV_BENCH_KEEP").is_some() {
+        eprintln!("kept: {}", ctx.tmp.path().display());
+    }
     let order = [
         Scenario::P1,
         Scenario::P2,
@@ -170,6 +180,7 @@ async fn main() -> Result<()> {
         Scenario::P4,
         Scenario::P5,
         Scenario::R1,
+        Scenario::R6,
         Scenario::R2,
         Scenario::R4,
         Scenario::R5,
@@ -187,6 +198,7 @@ async fn main() -> Result<()> {
             Scenario::P4 => ("P4", perf::p4(&ctx, &mut board).await),
             Scenario::P5 => ("P5", perf::p5(&ctx).await),
             Scenario::R1 => ("R1", faults::r1(&ctx).await),
+            Scenario::R6 => ("R6", faults::r6(&ctx).await),
             Scenario::R2 => ("R2", faults::r2(&ctx).await),
             Scenario::R4 => ("R4", faults::r4(&ctx).await),
             Scenario::R5 => ("R5", faults::r5(&ctx).await),

@@ -3,6 +3,7 @@
 pub mod account;
 pub mod agent;
 pub mod attachment;
+pub mod executor;
 pub mod files;
 pub mod ids;
 pub mod needs_you;

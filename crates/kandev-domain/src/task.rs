@@ -72,6 +72,25 @@ pub struct Task {
     pub updated_at: Timestamp,
 }
 
+/// What a board card shows (`task.list`): a [`Task`] without its description, profile and
+/// timestamps, read by a query that does not fetch them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskCard {
+    pub id: TaskId,
+    pub workflow_id: WorkflowId,
+    pub step_id: StepId,
+    pub title: String,
+    pub state: TaskState,
+    pub needs_you: Option<crate::needs_you::NeedsYou>,
+    pub position: u32,
+    pub repository_ids: Vec<RepositoryId>,
+    pub primary_session_id: Option<SessionId>,
+    pub parent_id: Option<TaskId>,
+    pub blocked_by: Vec<TaskId>,
+    pub git: Option<crate::ship::GitSummary>,
+    pub archived_at: Option<Timestamp>,
+}
+
 impl Task {
     /// The text `{{task_prompt}}` stands for: the title, then the description if any.
     pub fn prompt(&self) -> String {

@@ -265,19 +265,21 @@ impl Engine {
         self.ask(id, |reply| Command::Note { text, metadata, epoch, reply }).await
     }
 
-    /// Asks the user a question for a session (MCP `ask_user`): stored and announced now;
-    /// the receiver gets the question once it is answered, cancelled, timed out or expired.
+    /// Asks the user a question for a session (MCP `ask_user`): stored and announced after
+    /// what the agent streamed before it; the receiver gets the question once it is answered,
+    /// cancelled, timed out or expired.
     pub async fn ask_user(
         &self,
         session_id: &SessionId,
-        task_id: &TaskId,
         text: &str,
         options: &[String],
         timeout: std::time::Duration,
     ) -> Result<(Question, tokio::sync::oneshot::Receiver<Question>)> {
         let timeout_ms = i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX);
-        let (store, waiters) = (&self.inner.store, &self.inner.questions);
-        question::ask(store, waiters, session_id, task_id, text, options, timeout_ms).await
+        let (text, options) = (text.to_owned(), options.to_vec());
+        // Through the session's actor: it stores the question after the text the agent
+        // streamed before asking (its pending and submitted writes settle first).
+        self.ask(session_id, |reply| Command::AskUser { text, options, timeout_ms, reply }).await
     }
 
     /// Resolves a question once (`AlreadyResolved` the second time) and wakes whoever waits.
@@ -385,6 +387,32 @@ impl Engine {
     /// `WAITING_FOR_INPUT` with an "interrupted" note, open turns are closed, agent process
     /// groups recorded as ours are killed. No agent is launched.
     pub async fn reconcile(&self) -> Result<usize> {
-        reconcile(&self.inner).await
+        reconcile(&self.inner, None).await.map(|(fixed, _)| fixed)
+    }
+
+    /// [`Self::reconcile`] with the executions a runner kept across the restart (`serve
+    /// --runner local`), rule 42's re-adopt branch: a session whose execution the runner
+    /// still runs keeps it (and its open turn, and `RUNNING`), with no "interrupted" note;
+    /// its actor joins the conversation and gets the output the last run had not committed,
+    /// once. Every other execution the runner lists is killed. Returns how many sessions
+    /// reconciliation changed.
+    pub async fn reconcile_with_runner(
+        &self,
+        client: &kandev_runtime::runner::RunnerClient,
+        executions: Vec<kandev_runtime::runner::ExecutionInfo>,
+    ) -> Result<usize> {
+        let kept = crate::reconcile::Kept { client, executions };
+        let (fixed, adoptions) = reconcile(&self.inner, Some(kept)).await?;
+        for adoption in adoptions {
+            let id = adoption.session_id.clone();
+            let adoption = Box::new(adoption);
+            match ask(&self.inner, &id, |reply| Command::Adopt { adoption, reply }).await {
+                Ok(()) => tracing::info!(session = %id, "re-adopted the agent of the last run"),
+                Err(err) => {
+                    tracing::error!(session = %id, error = %err, "cannot re-adopt an agent")
+                }
+            }
+        }
+        Ok(fixed)
     }
 }

@@ -39,9 +39,15 @@ pub struct BootPlan {
 /// A live, initialized conversation.
 pub struct Booted {
     pub client: AcpClient,
-    pub events: UnboundedReceiver<AgentEvent>,
+    /// The agent's events, each with the offset in its output where its line ends.
+    pub events: UnboundedReceiver<(u64, AgentEvent)>,
     pub control: Arc<dyn ExecutionControl>,
     pub conversation: Conversation,
+    /// Set when a runner runs the agent.
+    pub runner: Option<crate::launcher::RunnerExec>,
+    /// The offset through which the handshake handled the agent's output (the history a
+    /// `session/load` replayed and that was dropped).
+    pub handled: u64,
 }
 
 /// What the handshake established.
@@ -178,13 +184,16 @@ pub async fn boot(
     .map_err(|message| BootFailure::new("agent_start_failed", message))?;
     let control = launched.control.clone();
     let config = AcpConfig { request_timeout: plan.call_timeout, ..AcpConfig::default() };
-    let (client, mut events) = AcpClient::connect(launched.reader, launched.writer, config);
+    let runner = launched.runner;
+    let (client, mut events) = AcpClient::connect_tagged(launched.reader, launched.writer, config);
     let outcome = tokio::select! {
         _ = cancel.cancelled() => Err(BootFailure::new("cancelled", "the start was cancelled")),
         outcome = handshake(&client, &mut events, &plan, &program) => outcome,
     };
     match outcome {
-        Ok(conversation) => Ok(Booted { client, events, control, conversation }),
+        Ok((conversation, handled)) => {
+            Ok(Booted { client, events, control, conversation, runner, handled })
+        }
         Err(mut failure) => {
             client.close();
             control.stop(plan.stop_grace).await;
@@ -196,10 +205,10 @@ pub async fn boot(
 
 async fn handshake(
     client: &AcpClient,
-    events: &mut UnboundedReceiver<AgentEvent>,
+    events: &mut UnboundedReceiver<(u64, AgentEvent)>,
     plan: &BootPlan,
     program: &str,
-) -> Result<Conversation, BootFailure> {
+) -> Result<(Conversation, u64), BootFailure> {
     let init = client.initialize().await.map_err(|e| call_failure("initialize", program, &e))?;
     let agent = AgentIdentity::new(&init, &plan.spec);
     authenticate(client, plan, &agent).await?;
@@ -226,8 +235,11 @@ async fn handshake(
     };
     // History replayed by session/load is already in the transcript: drop it (the client
     // queues every event read before the response, so all of it is here now).
+    let mut handled = 0;
     if loaded {
-        while events.try_recv().is_ok() {}
+        while let Ok((at, _)) = events.try_recv() {
+            handled = at;
+        }
     }
     let mut config_options = options.unwrap_or_default();
     // One model list whichever API the agent uses (quirk: legacy `models`).
@@ -243,7 +255,7 @@ async fn handshake(
     if let Some(list) = models.filter(|m| m.switch == ModelSwitch::SetModel) {
         config_options.push(list.as_config_option(plan.model.as_deref()));
     }
-    Ok(Conversation {
+    let conversation = Conversation {
         acp_session_id,
         loaded,
         agent_name: agent_name(&init),
@@ -260,7 +272,8 @@ async fn handshake(
             image: init.agent_capabilities.prompt_capabilities.image,
             embedded_context: init.agent_capabilities.prompt_capabilities.embedded_context,
         },
-    })
+    };
+    Ok((conversation, handled))
 }
 
 type NewSession = (

@@ -46,6 +46,17 @@ pub struct Launched {
     pub reader: Box<dyn AsyncRead + Send + Unpin>,
     pub writer: Box<dyn AsyncWrite + Send + Unpin>,
     pub control: Arc<dyn ExecutionControl>,
+    /// Set when a runner runs it: its output is acknowledged only once the session committed
+    /// its effects (`crate::position`).
+    pub runner: Option<RunnerExec>,
+}
+
+/// An execution a runner runs: its name there and the acknowledgements of its output
+/// ([`kandev_runtime::runner::AckPolicy::OnCommit`]).
+#[derive(Clone)]
+pub struct RunnerExec {
+    pub exec: String,
+    pub acks: kandev_runtime::runner::Acks,
 }
 
 /// Supervision of one execution.
@@ -59,6 +70,9 @@ pub trait ExecutionControl: Send + Sync {
     fn stop(&self, grace: Duration) -> BoxFuture<'_, ExitInfo>;
     /// Resolves when it has exited, by itself or not.
     fn wait(&self) -> BoxFuture<'_, ExitInfo>;
+    /// Called once the handling of an exit [`Self::wait`] returned is committed: a runner's
+    /// execution is forgotten only then (its exit acknowledges every earlier output item).
+    fn exit_handled(&self) {}
 }
 
 /// Starts executions.
@@ -117,6 +131,7 @@ impl Launcher for LocalLauncher {
                 reader: Box::new(stdio.stdout),
                 writer: Box::new(stdio.stdin),
                 control: Arc::new(LocalControl(process)),
+                runner: None,
             })
         })
     }
@@ -190,6 +205,7 @@ impl Launcher for BuiltinMockLauncher {
                 reader: Box::new(reader),
                 writer: Box::new(writer),
                 control: Arc::new(control),
+                runner: None,
             })
         })
     }
@@ -209,7 +225,12 @@ impl RunnerLauncher {
     }
 }
 
-struct RunnerControl(kandev_runtime::runner::RemoteControl);
+/// A runner's execution; its exit is acknowledged (the runner forgets it) once handled: when
+/// this server stopped it, or when the exit's handling is committed.
+pub(crate) struct RunnerControl(
+    pub(crate) kandev_runtime::runner::RemoteControl,
+    pub(crate) kandev_runtime::runner::Acks,
+);
 
 impl ExecutionControl for RunnerControl {
     fn pid(&self) -> Option<i32> {
@@ -225,11 +246,36 @@ impl ExecutionControl for RunnerControl {
     }
 
     fn stop(&self, grace: Duration) -> BoxFuture<'_, ExitInfo> {
-        Box::pin(self.0.stop(grace))
+        Box::pin(async move {
+            let exit = self.0.stop(grace).await;
+            self.forget_exit();
+            exit
+        })
     }
 
     fn wait(&self) -> BoxFuture<'_, ExitInfo> {
+        // Acknowledged by `exit_handled`, after the output before it is committed.
         Box::pin(self.0.wait())
+    }
+
+    fn exit_handled(&self) {
+        self.forget_exit();
+    }
+}
+
+impl RunnerControl {
+    /// Acknowledges the exit, once it arrived: the runner forgets the execution.
+    fn forget_exit(&self) {
+        if let Some(seq) = self.1.exit_seq() {
+            self.1.commit(seq);
+        }
+    }
+}
+
+impl RunnerLauncher {
+    /// The runner connection (reconciliation takes over what it lists).
+    pub fn client(&self) -> &kandev_runtime::runner::RunnerClient {
+        &self.client
     }
 }
 
@@ -245,11 +291,14 @@ impl Launcher for RunnerLauncher {
                 cwd: spec.cwd,
                 secrets: spec.secrets,
             };
-            let execution = client.spawn(&exec, spawn).await?;
+            let policy = kandev_runtime::runner::AckPolicy::OnCommit;
+            let execution = client.spawn_with(&exec, spawn, policy).await?;
+            let acks = execution.acks;
             Ok(Launched {
                 reader: Box::new(execution.stdout),
                 writer: Box::new(execution.stdin),
-                control: Arc::new(RunnerControl(execution.control)),
+                control: Arc::new(RunnerControl(execution.control, acks.clone())),
+                runner: Some(RunnerExec { exec, acks }),
             })
         })
     }

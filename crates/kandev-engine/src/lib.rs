@@ -18,12 +18,14 @@ mod deliveries;
 mod devservers;
 mod engine;
 mod error;
+mod executors;
 mod files;
 mod handshake;
 mod inner;
 mod launcher;
 pub mod mcp;
 mod notes;
+mod position;
 mod publish;
 mod question;
 mod reconcile;
@@ -44,9 +46,10 @@ pub use deliveries::{SIGNATURE_HEADER, signature};
 pub use devservers::{DEV_SERVER_LOG_BYTES, DevServerInfo};
 pub use engine::Engine;
 pub use error::{EngineError, Result};
+pub use executors::ExecutorCheck;
 pub use launcher::{
     BuiltinMockLauncher, ExecutionControl, LaunchSpec, Launched, Launcher, LocalLauncher,
-    RunnerLauncher,
+    RunnerExec, RunnerLauncher,
 };
 pub use shells::{
     MAX_TERMINAL_CELLS, MAX_TERMINALS_PER_TASK, TerminalChunk, TerminalExit, TerminalHandle,

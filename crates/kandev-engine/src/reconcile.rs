@@ -8,23 +8,103 @@ use kandev_domain::question::QuestionStatus;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{LastError, MessageKind, Session};
 use kandev_domain::workflow::{Action, EntryCause, step_prompt};
-use kandev_store::{ResetIntent, SessionUpdate};
+use kandev_domain::{SessionId, TurnId};
+use kandev_runtime::runner::{AckPolicy, ExecutionInfo, RunnerClient};
+use kandev_store::{ResetIntent, RunnerPosition, SessionUpdate};
 use serde_json::json;
 
 use crate::error::Result;
 use crate::inner::Inner;
+use crate::position::Adoption;
 use crate::publish;
 use crate::question;
 use crate::saved_prompts::expand_saved_prompts;
 use crate::session::reset::divider;
 use crate::write::{add_message, write_session};
 
-/// Reconciles every session; returns how many it changed.
-pub(crate) async fn reconcile(inner: &Inner) -> Result<usize> {
+/// The note of a session whose agent's work a restart cut off.
+pub(crate) const INTERRUPTED: &str =
+    "interrupted: the server stopped while the agent was working; send a message to continue";
+
+/// The executions a runner kept across the restart (`serve --runner local`).
+pub(crate) struct Kept<'a> {
+    pub client: &'a RunnerClient,
+    pub executions: Vec<ExecutionInfo>,
+}
+
+/// Whether the session can take its runner execution over: the runner still runs the
+/// session's last execution (the runtime row's epoch, which a completed live context reset
+/// leaves behind the session's), whose conversation is the session's current one (a live
+/// reset keeps the execution and records the new conversation; a lazy one forgets it), a
+/// turn that was open has the id of its prompt, no context reset was in the middle, and
+/// the runner was acknowledged no further than the recorded position.
+/// Anything else reconciles as after any restart (the execution is killed).
+async fn adoptable(
+    inner: &Inner,
+    session: &Session,
+    kept: Option<&Kept<'_>>,
+    resetting: &[SessionId],
+) -> Result<Option<(RunnerPosition, ExecutionInfo, Option<(TurnId, u64)>)>> {
+    let Some(kept) = kept else { return Ok(None) };
+    let Some(position) = inner.store.runner_position(&session.id).await? else { return Ok(None) };
+    let Some(info) = kept.executions.iter().find(|e| e.exec == position.exec && !e.exited) else {
+        return Ok(None);
+    };
+    if info.acked > position.committed {
+        // The runner was told of more than is recorded: output after the position may be
+        // stored already, and would be stored twice.
+        tracing::warn!(session = %session.id, acked = info.acked, committed = position.committed, "the runner position is behind its acknowledgement; not re-adopting");
+        return Ok(None);
+    }
+    let open = position.epoch <= session.epoch
+        && session.acp_session_id.is_some()
+        && !resetting.contains(&session.id);
+    let turn = inner.store.open_turn_prompt(&session.id).await?;
+    let turn = match (session.state, turn) {
+        (SessionState::Running, Some((id, Some(prompt)))) => Some((id, prompt)),
+        (SessionState::WaitingForInput, None) => None,
+        _ => return Ok(None),
+    };
+    Ok(open.then(|| (position, info.clone(), turn)))
+}
+
+/// Reconciles every session; returns how many it changed, and the executions of the
+/// runner `kept` that sessions take over (every other one it lists is killed).
+pub(crate) async fn reconcile(
+    inner: &Inner,
+    kept: Option<Kept<'_>>,
+) -> Result<(usize, Vec<Adoption>)> {
     let mut fixed = 0;
+    let mut adoptions = vec![];
     // Terminals and dev servers a server stopped by `kill -9` left running.
     reap_children(inner).await?;
+    let resetting: Vec<SessionId> =
+        inner.store.reset_intents().await?.into_iter().map(|i| i.session_id).collect();
     for session in inner.store.all_sessions().await? {
+        if let Some((position, info, turn)) =
+            adoptable(inner, &session, kept.as_ref(), &resetting).await?
+        {
+            let mut tx = inner.store.begin_write().await?;
+            let run = tx.join_runner(&session.id, position.epoch).await?;
+            // Rule 41 for the requests the user did not answer: the agent's request comes
+            // again in the replay (the committed position stays before it until answered),
+            // so it is asked anew.
+            expire_permissions(&mut tx, &session).await?;
+            tx.commit().await?;
+            if let Some(kept) = &kept {
+                let execution =
+                    kept.client.attach_with(&info, AckPolicy::OnCommit, position.committed);
+                adoptions.push(Adoption {
+                    session_id: session.id.clone(),
+                    epoch: position.epoch,
+                    execution,
+                    skip: position.skip,
+                    run,
+                    turn,
+                });
+            }
+            continue;
+        }
         if let Some(runtime) = inner.store.get_runtime(&session.id).await?
             && let Some(pgid) = runtime.pgid
             && kandev_runtime::group_alive(pgid)
@@ -36,18 +116,10 @@ pub(crate) async fn reconcile(inner: &Inner) -> Result<usize> {
         tx.end_runtime(&session.id, session.epoch, "ended").await?;
         let closed = tx.close_open_turns(&session.id, "interrupted").await?;
         // Rule 41: requests nobody can answer any more (the agent that asked is gone).
-        for message in tx.pending_permission_messages(&session.id).await? {
-            let mut metadata: serde_json::Map<String, serde_json::Value> =
-                serde_json::from_str(&message.metadata).unwrap_or_default();
-            metadata.insert("status".into(), json!("expired"));
-            let message = tx
-                .set_message(&message.id, None, &serde_json::Value::Object(metadata).to_string())
-                .await?;
-            publish::message_changed(&mut tx, &session, &message).await?;
-        }
+        expire_permissions(&mut tx, &session).await?;
         let busy = matches!(session.state, SessionState::Starting | SessionState::Running);
         if busy || closed > 0 {
-            let note = "interrupted: the server stopped while the agent was working; send a message to continue";
+            let note = INTERRUPTED;
             let update = SessionUpdate {
                 state: busy.then_some(SessionState::WaitingForInput),
                 acp_session_id: Some(None),
@@ -73,7 +145,30 @@ pub(crate) async fn reconcile(inner: &Inner) -> Result<usize> {
             }
         }
     }
-    Ok(fixed)
+    // Executions no session takes over (their session deleted, or not adoptable) end.
+    if let Some(kept) = &kept {
+        for info in &kept.executions {
+            if !adoptions.iter().any(|a| a.execution.control.exec() == info.exec) {
+                tracing::info!(exec = %info.exec, pid = info.pid, "stopping an agent of the last run");
+                kept.client.forget(&info.exec);
+            }
+        }
+    }
+    Ok((fixed, adoptions))
+}
+
+/// Marks the session's pending permission requests expired.
+async fn expire_permissions(tx: &mut kandev_store::WriteTx, session: &Session) -> Result<()> {
+    for message in tx.pending_permission_messages(&session.id).await? {
+        let mut metadata: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&message.metadata).unwrap_or_default();
+        metadata.insert("status".into(), json!("expired"));
+        let message = tx
+            .set_message(&message.id, None, &serde_json::Value::Object(metadata).to_string())
+            .await?;
+        publish::message_changed(tx, session, &message).await?;
+    }
+    Ok(())
 }
 
 /// Rule 45: a reset that was accepted but never settled (the server stopped in the middle,

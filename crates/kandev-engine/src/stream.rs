@@ -6,16 +6,20 @@
 //! - **Order.** The queue is FIFO and groups are written one after another, so a session's
 //!   writes are stored (and announced) in the order it submitted them. A session awaits its
 //!   answers before it writes anything else (`SessionActor::settle_text`), so its other
-//!   writes come after its streamed text.
+//!   writes come after its streamed text. Writes the agent asks for on another channel go
+//!   through the actor for the same reason: an MCP `ask_user` question (`Command::AskUser`)
+//!   and note are stored after the text the agent streamed before the call.
 //! - **Adaptive window.** Text a session submits while its previous submission is still
 //!   queued (the writer is busy with an earlier group) joins that submission: the slower the
 //!   writer, the larger each write and notification, instead of a longer queue.
 //! - **Few statements per group.** A group is written with a fixed number of statements
-//!   whatever its size (one read of the appended messages' heads, one insert each of
-//!   messages, chunks and events, one fold), under one savepoint. When that fails (a
-//!   session or message deleted meanwhile, say), the savepoint is rolled back and the
-//!   members are written one by one, each under its own savepoint, so only the failing
-//!   member is lost. A failed commit fails them all.
+//!   whatever its size (one read of the appended messages' heads, one of the next seq, one
+//!   insert each of messages, chunks and events, one fold; the ones with nothing to do are
+//!   skipped). Each is a round trip to the connection's thread, and under CPU contention
+//!   each round trip is where a chunk waits, so there is no savepoint around them: when the
+//!   batch fails (a session or message deleted meanwhile, say), its transaction is rolled
+//!   back and the members are written one by one in a new one, each under its own
+//!   savepoint, so only the failing member is lost. A failed commit fails them all.
 //! - Notifications go out when the group commits (`WriteTx::commit`), never before
 //!   (lifecycle rule 43).
 
@@ -66,6 +70,9 @@ struct Member {
     target: Target,
     text: String,
     replies: Vec<oneshot::Sender<std::result::Result<MessageId, String>>>,
+    /// The runner position of the text (issue 20): recorded in the group's transaction and
+    /// acknowledged after its commit.
+    mark: Option<crate::position::Mark>,
 }
 
 #[derive(Default)]
@@ -89,7 +96,14 @@ impl StreamWriter {
 
     /// Queues `text` for `target` and returns at once; the answer comes once it is stored and
     /// announced, in a transaction shared with whatever else is queued by then.
-    pub fn submit(&self, store: &Store, session: &Session, target: Target, text: String) -> Answer {
+    pub fn submit(
+        &self,
+        store: &Store,
+        session: &Session,
+        target: Target,
+        text: String,
+        mark: Option<crate::position::Mark>,
+    ) -> Answer {
         let (reply, answer) = oneshot::channel();
         {
             let mut queue = self.queue();
@@ -101,12 +115,16 @@ impl StreamWriter {
                 {
                     m.text.push_str(&text);
                     m.replies.push(reply);
+                    if mark.is_some() {
+                        m.mark = mark;
+                    }
                 }
                 _ => queue.push(Member {
                     session: session.clone(),
                     target,
                     text,
                     replies: vec![reply],
+                    mark,
                 }),
             }
         }
@@ -151,18 +169,42 @@ async fn write_group(store: &Store, group: Vec<Member>) {
             return;
         }
     };
-    let outcomes = match write_batch(&mut tx, &group).await {
-        Ok(outcomes) => outcomes,
+    let (mut tx, outcomes) = match batch_statements(&mut tx, &group).await {
+        Ok(outcomes) => (tx, outcomes),
         Err(err) => {
+            // No savepoint around the batch (two fewer round trips to the connection's
+            // thread per group): its transaction is rolled back instead, and the members are
+            // written one by one in a new one.
             tracing::info!(error = %err, "a streamed group failed; writing its members one by one");
+            drop(tx);
+            let mut tx = match store.begin_write().await {
+                Ok(tx) => tx,
+                Err(err) => {
+                    answer(group, |_| Err(err.to_string()));
+                    return;
+                }
+            };
             let mut outcomes = Vec::with_capacity(group.len());
             for member in &group {
                 outcomes.push(write_member(&mut tx, member).await);
             }
-            outcomes
+            (tx, outcomes)
         }
     };
+    // Only a recorded position is acknowledged: the runner keeps the rest for a restart.
+    let mut recorded = vec![];
+    for mark in group.iter().filter_map(|m| m.mark.as_ref()) {
+        match mark.record(&mut tx).await {
+            Ok(()) => recorded.push(mark),
+            Err(err) => tracing::warn!(error = %err, "cannot record a runner position"),
+        }
+    }
     let committed = tx.commit().await.map_err(|e| e.to_string());
+    if committed.is_ok() {
+        for mark in recorded {
+            mark.ack();
+        }
+    }
     let mut outcomes = outcomes.into_iter();
     answer(group, |_| {
         let outcome = outcomes.next().unwrap_or_else(|| Err("not written".to_owned()));
@@ -180,23 +222,9 @@ fn answer(group: Vec<Member>, mut outcome: impl FnMut(&Member) -> Outcome) {
     }
 }
 
-/// Writes every member with a fixed number of statements, under one savepoint (rolled back
-/// on failure, for [`write_member`] to try one by one). An append to a message that does not
-/// exist fails that member only, before anything is written.
-async fn write_batch(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outcome>> {
-    let savepoint = tx.savepoint().await?;
-    match batch_statements(tx, group).await {
-        Ok(outcomes) => {
-            tx.release(savepoint).await?;
-            Ok(outcomes)
-        }
-        Err(err) => {
-            tx.rollback_to(savepoint).await?;
-            Err(err)
-        }
-    }
-}
-
+/// Writes every member with a fixed number of statements (an error leaves the transaction
+/// to be rolled back, for [`write_member`] to try one by one). An append to a message that
+/// does not exist fails that member only, before anything is written.
 async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outcome>> {
     let started: HashSet<&MessageId> = group
         .iter()
@@ -299,8 +327,8 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
         let NotificationParts { topic, action, payload } = notification.into_parts();
         parts.push((topic, action, payload));
     }
-    let emitted = tx.emit_batch(parts).await?;
-    debug_assert_eq!(emitted, first, "a message's seq is the seq of its announcement");
+    // Numbered from `first` (read above: writes are serialized), without reading it again.
+    tx.emit_numbered(first, parts).await?;
     let sessions: Vec<&SessionId> = newest.keys().copied().collect();
     let keep: Vec<&MessageId> = newest.values().copied().collect();
     tx.fold_sessions_except(&sessions, &keep).await?;
@@ -400,6 +428,7 @@ mod tests {
             target: target.clone(),
             text: text.to_owned(),
             replies: vec![reply],
+            mark: None,
         };
         (member, answer)
     }
@@ -569,7 +598,7 @@ mod tests {
                         target
                     }
                 };
-                answers.push(writer.submit(&store, session, target, text));
+                answers.push(writer.submit(&store, session, target, text, None));
             }
             if round % 50 == 0 {
                 tokio::task::yield_now().await;

@@ -34,6 +34,8 @@ pub(crate) enum Outgoing {
     Line(String),
     /// Flush and end the run with this exit code (`crash`).
     Crash(i32),
+    /// Flush, then answer: everything queued before is in the pipe.
+    Flushed(tokio::sync::oneshot::Sender<()>),
 }
 
 /// What the client said it can do in `initialize`.
@@ -257,6 +259,15 @@ impl Agent {
     /// Sends a `session/update` notification.
     pub(crate) async fn send_update(&self, session_id: &str, update: &Value) {
         self.send(rpc::update_line(session_id, update)).await;
+    }
+
+    /// Returns once everything queued so far is written to the pipe (before a call on
+    /// another channel, MCP, so the client can see the agent's output in the agent's order).
+    pub(crate) async fn flushed(&self) {
+        let (done, flushed) = tokio::sync::oneshot::channel();
+        if self.out.send(Outgoing::Flushed(done)).await.is_ok() {
+            let _ = flushed.await;
+        }
     }
 
     /// Ends the run with `code` once everything queued so far is written.

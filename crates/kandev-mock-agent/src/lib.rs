@@ -180,6 +180,10 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                     out.flush().await.map_err(MockError::Write)?;
                     return Ok(WriterEnd::Crash(code));
                 }
+                Outgoing::Flushed(done) => {
+                    out.flush().await.map_err(MockError::Write)?;
+                    let _ = done.send(());
+                }
             }
             written += 1;
             if written < MAX_LINES_PER_FLUSH {

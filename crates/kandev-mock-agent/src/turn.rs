@@ -406,6 +406,8 @@ impl Turn {
             return None;
         };
         self.flush_history();
+        // What the agent said before the call is on its stdout before the call goes out.
+        self.agent.flushed().await;
         let Some(result) =
             self.unless_cancelled(crate::mcp::call_tool(&found, tool, arguments)).await
         else {

@@ -16,6 +16,10 @@
 //!   session: its kill reaches every job group the shell made.
 //! - A runner ([`runner`]) forgets an execution's output only once its owner acknowledged
 //!   it, and kills its agents when no owner was connected for its grace period.
+//! - [`ssh`] never accepts a host key it does not already know (batch mode, strict
+//!   checking against the executor's own known_hosts file).
+//! - An [`ssh_link::LinkedExecution`]'s stdout carries each runner item once, in order,
+//!   across dropped SSH connections (re-attached after the last item it took).
 //! - Every path from outside is resolved beneath its root by [`confine`], without a
 //!   check-then-use race.
 
@@ -28,6 +32,8 @@ mod process;
 pub mod pty;
 pub mod redact;
 pub mod runner;
+pub mod ssh;
+pub mod ssh_link;
 mod stderr;
 pub mod terminal;
 

@@ -58,7 +58,7 @@ async fn run(
     action: &str,
     headers: &HeaderMap,
     body: Body,
-) -> Result<Value, ApiError> {
+) -> Result<Box<serde_json::value::RawValue>, ApiError> {
     let declared = json_content_type(headers)?;
     let limit = state.config().max_request_bytes;
     let wait = state.config().read_timeout;

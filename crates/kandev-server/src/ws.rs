@@ -111,7 +111,26 @@ struct Request {
 }
 
 fn response(id: &Value, action: &str, payload: impl Serialize) -> Message {
-    text(json!({ "id": id, "type": "response", "action": action, "payload": payload }))
+    /// The frame, serialized from its parts: a payload already in JSON text (a
+    /// `RawValue` from `dispatch`) is copied as it is, not parsed into a `Value` again.
+    #[derive(Serialize)]
+    struct Response<'a, P> {
+        id: &'a Value,
+        r#type: &'static str,
+        action: &'a str,
+        payload: P,
+    }
+    let frame = Response { id, r#type: "response", action, payload };
+    match serde_json::to_string(&frame) {
+        Ok(mut text) => {
+            text.shrink_to_fit(); // queued frames are counted by length (`json_text`)
+            Message::Text(Utf8Bytes::from(text))
+        }
+        Err(err) => {
+            tracing::error!(action, error = %err, "cannot serialize a response");
+            error(id, action, &ApiError::internal())
+        }
+    }
 }
 
 fn error(id: &Value, action: &str, err: &ApiError) -> Message {

@@ -699,3 +699,62 @@ async fn i17_s6_an_agent_printing_its_mcp_servers_does_not_leak_their_secrets() 
         assert!(!text.contains("kst_"), "the session token leaked: {text}");
     }
 }
+
+/// Waits (bounded) until the server logged `count` authenticated MCP requests.
+async fn wait_mcp_requests(count: usize) {
+    let logs = captured_logs();
+    let seen = || logs.lock().unwrap().matches("MCP call").count();
+    tokio::time::timeout(common::WAIT, async {
+        while seen() < count {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the agent's MCP requests reached the server");
+}
+
+/// Issue 15 review: streamed text is written by the group writer without the session
+/// waiting for it, the question by the MCP call; the text the agent streamed before asking
+/// is still stored and told before the question, so the transcript keeps the agent's order.
+/// The test holds the store's write gate from the first told chunk until the question's
+/// call arrived, so the rest of the text is still queued when it does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i15_d2_text_streamed_before_an_ask_user_question_is_stored_and_told_before_it() {
+    captured_logs();
+    let s = setup(ServerConfig::default()).await;
+    let mut ws = session_ws(&s.server, None, &s.session_id).await;
+    let before = s.server.messages(&s.session_id).await.len();
+    let content = script(&[
+        "stream 400 100 every 1".to_owned(),
+        r#"mcp kandev ask_user {"question":"Go on?"}"#.to_owned(),
+    ]);
+    s.server.call("message.add", json!({"session_id": s.session_id, "content": content})).await;
+    let mut told = 0;
+    let asked = loop {
+        let frame = ws.next().await;
+        let payload = &frame["payload"];
+        match frame["action"].as_str() {
+            Some("session.question.asked") => break frame,
+            Some("session.message.added") if payload["message"]["kind"] == "agent" => {
+                told += payload["message"]["content"].as_str().unwrap().len();
+                // The first chunk is stored: hold the writer back until the question came.
+                let held = s.server.store.begin_write().await.unwrap();
+                wait_mcp_requests(3).await; // initialize, initialized, tools/call
+                drop(held);
+            }
+            Some("session.message.updated") if payload["kind"] == "agent" => {
+                told += payload["delta"].as_str().unwrap().len();
+            }
+            _ => {}
+        }
+    };
+    assert_eq!(told, 400 * 100, "all the text streamed before the question was told before it");
+    let messages = s.server.messages(&s.session_id).await;
+    let agent = of_kind(&messages[before..], "agent");
+    let streamed = agent[0]["content"].as_str().unwrap();
+    assert_eq!(streamed.len(), 400 * 100, "and stored");
+    assert!(agent[0]["seq"].as_i64().unwrap() < asked["seq"].as_i64().unwrap());
+    let question = &asked["payload"]["question"];
+    s.server.call("question.answer", json!({"id": question["id"], "answer": "yes"})).await;
+    ws.notification("session.turn.completed").await;
+}

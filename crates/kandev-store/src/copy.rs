@@ -17,6 +17,8 @@ const TABLES: &[&str] = &[
     "workspaces",
     "agent_profiles",
     "repositories",
+    "executors",
+    "repository_executors",
     "workflows",
     "workflow_steps",
     "tasks",
@@ -105,7 +107,7 @@ async fn copy(source: &Store, target: &Store) -> Result<Vec<CopiedTable>> {
         let parent = columns.iter().position(|c| *table == "tasks" && c.name == "parent_id");
         let mut parents = vec![];
         for chunk in rows.chunks(BATCH) {
-            let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+            let names: Vec<String> = columns.iter().map(|c| format!("\"{}\"", c.name)).collect();
             let row = format!("({})", vec!["?"; columns.len()].join(", "));
             let sql = format!(
                 "INSERT INTO {table} ({}) VALUES {}",
@@ -198,7 +200,8 @@ async fn columns(pool: &Pool) -> Result<Vec<(String, Vec<Column>)>> {
 
 /// Every row of `table`, in insertion order where the engine keeps one.
 async fn read_rows(pool: &Pool, table: &str, columns: &[Column]) -> Result<Vec<Vec<Arg>>> {
-    let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
+    // Quoted: a column may be named with a word PostgreSQL reserves (`executors.user`).
+    let names: Vec<String> = columns.iter().map(|c| format!("\"{}\"", c.name)).collect();
     let order = match pool.dialect() {
         Dialect::Sqlite => " ORDER BY rowid",
         Dialect::Postgres if ["tasks", "turns", "messages"].contains(&table) => " ORDER BY rowid",

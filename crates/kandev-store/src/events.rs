@@ -89,8 +89,19 @@ impl crate::WriteTx {
         events: Vec<(Topic, String, serde_json::Value)>,
     ) -> Result<i64> {
         let first = self.next_seq().await?;
+        self.emit_numbered(first, events).await?;
+        Ok(first)
+    }
+
+    /// [`WriteTx::emit_batch`] for a caller that read [`WriteTx::next_seq`] already in this
+    /// transaction (and emitted nothing since): `first` is the seq of the first event.
+    pub async fn emit_numbered(
+        &mut self,
+        first: i64,
+        events: Vec<(Topic, String, serde_json::Value)>,
+    ) -> Result<()> {
         if events.is_empty() {
-            return Ok(first);
+            return Ok(());
         }
         let now = self.now();
         let rows: Vec<(i64, &str, &str, String)> = events
@@ -113,7 +124,7 @@ impl crate::WriteTx {
         for ((topic, action, payload), seq) in events.into_iter().zip(first..) {
             self.publish_on_commit(Event { seq, topic, action, payload, created_at: now });
         }
-        Ok(first)
+        Ok(())
     }
 
     /// Raises the highest seq ever used to at least `seq` (a copied database keeps its

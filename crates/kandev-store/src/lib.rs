@@ -16,6 +16,7 @@ mod copy;
 mod db;
 mod error;
 mod events;
+mod executors;
 mod messages;
 mod notifications;
 mod permissions;

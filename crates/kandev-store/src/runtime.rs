@@ -48,20 +48,36 @@ impl From<RuntimeRow> for RuntimeRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunnerPosition {
     pub exec: String,
+    /// The epoch of the execution (fences every write of its position).
+    pub epoch: i64,
     pub committed: u64,
+    /// Bytes of item `committed + 1` handled too (items are chunks of the agent's stdout, not
+    /// lines).
+    pub skip: u64,
+    /// How many servers joined the conversation after the one that started it (request ids
+    /// of the next one start at `(run + 1) << 32`).
+    pub run: u64,
 }
 
 impl Store {
     /// The runner position of the session's execution, when a runner runs it.
     pub async fn runner_position(&self, session_id: &SessionId) -> Result<Option<RunnerPosition>> {
-        let row: Option<(Option<String>, Option<i64>)> = crate::sql::query_as(
-            "SELECT runner_exec, runner_seq FROM session_runtime WHERE session_id = ?",
+        type Row = (Option<String>, i64, Option<i64>, i64, i64);
+        let row: Option<Row> = crate::sql::query_as(
+            "SELECT runner_exec, epoch, runner_seq, runner_skip, acp_run FROM session_runtime \
+             WHERE session_id = ?",
         )
         .bind(session_id.as_str())
         .fetch_optional(&self.read)
         .await?;
-        Ok(row.and_then(|(exec, seq)| {
-            Some(RunnerPosition { exec: exec?, committed: u64::try_from(seq.unwrap_or(0)).ok()? })
+        Ok(row.and_then(|(exec, epoch, seq, skip, run)| {
+            Some(RunnerPosition {
+                exec: exec?,
+                epoch,
+                committed: u64::try_from(seq.unwrap_or(0)).ok()?,
+                skip: u64::try_from(skip).ok()?,
+                run: u64::try_from(run).ok()?,
+            })
         }))
     }
 
@@ -83,7 +99,8 @@ impl WriteTx {
             "INSERT INTO session_runtime (session_id, execution_id, epoch, pid, pgid, status, cwd, started_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET execution_id = excluded.execution_id, \
              epoch = excluded.epoch, pid = excluded.pid, pgid = excluded.pgid, status = excluded.status, \
-             cwd = excluded.cwd, started_at = excluded.started_at",
+             cwd = excluded.cwd, started_at = excluded.started_at, runner_exec = NULL, runner_seq = NULL, \
+             runner_skip = 0, acp_run = 0",
         )
         .bind(record.session_id.as_str())
         .bind(&record.execution_id)
@@ -107,7 +124,8 @@ impl WriteTx {
         exec: &str,
     ) -> Result<()> {
         crate::sql::query(
-            "UPDATE session_runtime SET runner_exec = ?, runner_seq = 0 WHERE session_id = ? AND epoch = ?",
+            "UPDATE session_runtime SET runner_exec = ?, runner_seq = 0, runner_skip = 0, acp_run = 0 \
+             WHERE session_id = ? AND epoch = ?",
         )
         .bind(exec)
         .bind(session_id.as_str())
@@ -137,6 +155,52 @@ impl WriteTx {
         .execute(self.conn())
         .await?;
         Ok(())
+    }
+
+    /// [`Self::commit_runner_seq`] with the bytes of the next item handled too: the position
+    /// (`seq`, `skip`) never moves back (compared as a pair).
+    pub async fn commit_runner_position(
+        &mut self,
+        session_id: &SessionId,
+        epoch: i64,
+        seq: u64,
+        skip: u64,
+    ) -> Result<()> {
+        let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+        let skip = i64::try_from(skip).unwrap_or(i64::MAX);
+        crate::sql::query(
+            "UPDATE session_runtime SET runner_seq = ?, runner_skip = ? \
+             WHERE session_id = ? AND epoch = ? AND runner_exec IS NOT NULL \
+             AND (COALESCE(runner_seq, 0) < ? OR (COALESCE(runner_seq, 0) = ? AND runner_skip < ?))",
+        )
+        .bind(seq)
+        .bind(skip)
+        .bind(session_id.as_str())
+        .bind(epoch)
+        .bind(seq)
+        .bind(seq)
+        .bind(skip)
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
+    /// A server joins the conversation of the runner's execution of `epoch` (re-adopting it
+    /// after a restart): returns its run number (1 for the first that joins), from which its
+    /// request ids start (`run << 32`).
+    pub async fn join_runner(&mut self, session_id: &SessionId, epoch: i64) -> Result<u64> {
+        let run: Option<i64> = crate::sql::query_scalar(
+            "UPDATE session_runtime SET acp_run = acp_run + 1, status = 'running' \
+             WHERE session_id = ? AND epoch = ? AND runner_exec IS NOT NULL RETURNING acp_run",
+        )
+        .bind(session_id.as_str())
+        .bind(epoch)
+        .fetch_optional(self.conn())
+        .await?;
+        run.and_then(|r| u64::try_from(r).ok()).ok_or_else(|| crate::StoreError::NotFound {
+            what: "runner execution",
+            id: session_id.to_string(),
+        })
     }
 
     /// Marks the runtime row of `epoch` as ended (no live process); keeps it for the record.

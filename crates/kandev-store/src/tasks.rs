@@ -3,7 +3,7 @@
 
 use kandev_domain::needs_you::NeedsYou;
 use kandev_domain::ship::{GitSummary, PrState};
-use kandev_domain::task::{Task, TaskState, blocker_cycle, parent_cycle, place_at};
+use kandev_domain::task::{Task, TaskCard, TaskState, blocker_cycle, parent_cycle, place_at};
 use kandev_domain::{
     AgentProfileId, RepositoryId, SessionId, StepId, TaskId, Timestamp, WorkflowId, WorkspaceId,
 };
@@ -78,6 +78,77 @@ const TASK_SELECT: &str = "SELECT t.id, t.workspace_id, t.workflow_id, t.step_id
         coalesce(pr_state, '') FROM task_git_summaries WHERE task_id = t.id) AS git \
     FROM tasks t";
 
+/// The columns a board card shows ([`TaskCard`]), with the same related ids as
+/// [`TASK_SELECT`]: no description, profile or timestamps to read and decode.
+const CARD_SELECT: &str = "SELECT t.id, t.workflow_id, t.step_id, t.title, t.state, \
+    t.needs_you, t.position, t.primary_session_id, t.archived_at, t.parent_id, \
+    (SELECT string_agg(blocker_id, ',') FROM \
+        (SELECT blocker_id FROM task_blockers WHERE task_id = t.id ORDER BY blocker_id) AS b) \
+        AS blocked_by, \
+    (SELECT string_agg(repository_id, ',') FROM \
+        (SELECT repository_id FROM task_repositories WHERE task_id = t.id ORDER BY position) AS r) \
+        AS repository_ids, \
+    (SELECT ahead || ',' || behind || ',' || dirty || ',' || conflicts || ',' || \
+        coalesce(pr_state, '') FROM task_git_summaries WHERE task_id = t.id) AS git \
+    FROM tasks t";
+
+#[derive(FromRow)]
+struct CardRow {
+    id: String,
+    workflow_id: String,
+    step_id: String,
+    title: String,
+    state: String,
+    needs_you: Option<String>,
+    position: i64,
+    primary_session_id: Option<String>,
+    archived_at: Option<i64>,
+    parent_id: Option<String>,
+    blocked_by: Option<String>,
+    repository_ids: Option<String>,
+    git: Option<String>,
+}
+
+impl TryFrom<CardRow> for TaskCard {
+    type Error = StoreError;
+
+    fn try_from(r: CardRow) -> Result<TaskCard> {
+        let state = TaskState::parse(&r.state)
+            .ok_or_else(|| StoreError::Corrupt(format!("task {} state {:?}", r.id, r.state)))?;
+        let needs_you = needs_you(&r.id, r.needs_you.as_deref())?;
+        let git = r.git.as_deref().map(|g| git_summary(&r.id, g)).transpose()?;
+        Ok(TaskCard {
+            git,
+            id: TaskId::new(r.id),
+            workflow_id: WorkflowId::new(r.workflow_id),
+            step_id: StepId::new(r.step_id),
+            title: r.title,
+            state,
+            needs_you,
+            position: r.position.try_into().unwrap_or(0),
+            repository_ids: ids(r.repository_ids.as_deref()).map(RepositoryId::new).collect(),
+            primary_session_id: r.primary_session_id.map(SessionId::new),
+            parent_id: r.parent_id.map(TaskId::new),
+            blocked_by: ids(r.blocked_by.as_deref()).map(TaskId::new).collect(),
+            archived_at: r.archived_at.map(Timestamp),
+        })
+    }
+}
+
+/// The ids of a `group_concat` (none for `NULL` or empty).
+fn ids(text: Option<&str>) -> impl Iterator<Item = &str> {
+    text.filter(|s| !s.is_empty()).into_iter().flat_map(|s| s.split(','))
+}
+
+/// A stored `needs_you`, parsed.
+fn needs_you(task: &str, text: Option<&str>) -> Result<Option<NeedsYou>> {
+    text.map(|n| {
+        NeedsYou::parse(n)
+            .ok_or_else(|| StoreError::Corrupt(format!("task {task} needs_you {n:?}")))
+    })
+    .transpose()
+}
+
 #[derive(FromRow)]
 struct TaskRow {
     id: String,
@@ -127,19 +198,8 @@ impl TryFrom<TaskRow> for Task {
     fn try_from(r: TaskRow) -> Result<Task> {
         let state = TaskState::parse(&r.state)
             .ok_or_else(|| StoreError::Corrupt(format!("task {} state {:?}", r.id, r.state)))?;
-        let needs_you = match r.needs_you.as_deref() {
-            None => None,
-            Some(n) => Some(
-                NeedsYou::parse(n)
-                    .ok_or_else(|| StoreError::Corrupt(format!("task {} needs_you {n:?}", r.id)))?,
-            ),
-        };
-        let repository_ids = r
-            .repository_ids
-            .as_deref()
-            .filter(|s| !s.is_empty())
-            .map(|s| s.split(',').map(RepositoryId::new).collect())
-            .unwrap_or_default();
+        let needs_you = needs_you(&r.id, r.needs_you.as_deref())?;
+        let repository_ids = ids(r.repository_ids.as_deref()).map(RepositoryId::new).collect();
         let git = r.git.as_deref().map(|g| git_summary(&r.id, g)).transpose()?;
         Ok(Task {
             git,
@@ -156,12 +216,7 @@ impl TryFrom<TaskRow> for Task {
             agent_profile_id: r.agent_profile_id.map(AgentProfileId::new),
             primary_session_id: r.primary_session_id.map(SessionId::new),
             parent_id: r.parent_id.map(TaskId::new),
-            blocked_by: r
-                .blocked_by
-                .as_deref()
-                .filter(|s| !s.is_empty())
-                .map(|s| s.split(',').map(TaskId::new).collect())
-                .unwrap_or_default(),
+            blocked_by: ids(r.blocked_by.as_deref()).map(TaskId::new).collect(),
             archived_at: r.archived_at.map(Timestamp),
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
@@ -187,7 +242,16 @@ fn like_pattern(text: &str) -> String {
 
 /// The query of [`Store::list_tasks`] for `filter` (its parameters bound in field order).
 fn list_sql(filter: &TaskFilter) -> String {
-    let mut sql = format!("{TASK_SELECT} JOIN workflow_steps s ON s.id = t.step_id WHERE 1 = 1");
+    board_sql(TASK_SELECT, filter)
+}
+
+/// The query of [`Store::list_cards`] for `filter` (bound like [`list_sql`]).
+fn cards_sql(filter: &TaskFilter) -> String {
+    board_sql(CARD_SELECT, filter)
+}
+
+fn board_sql(select: &str, filter: &TaskFilter) -> String {
+    let mut sql = format!("{select} JOIN workflow_steps s ON s.id = t.step_id WHERE 1 = 1");
     if filter.workflow_id.is_some() {
         sql.push_str(" AND t.workflow_id = ?");
     }
@@ -269,7 +333,22 @@ impl Store {
     /// Tasks in board order; see [`TaskFilter`].
     pub async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
         let sql = list_sql(filter);
-        let mut query = crate::sql::query_as::<TaskRow>(&sql);
+        let rows: Vec<TaskRow> = self.board_rows(&sql, filter).await?;
+        rows.into_iter().map(Task::try_from).collect()
+    }
+
+    /// [`Store::list_tasks`] as board cards (`task.list`): only what a card shows is read.
+    pub async fn list_cards(&self, filter: &TaskFilter) -> Result<Vec<TaskCard>> {
+        let sql = cards_sql(filter);
+        let rows: Vec<CardRow> = self.board_rows(&sql, filter).await?;
+        rows.into_iter().map(TaskCard::try_from).collect()
+    }
+
+    async fn board_rows<R>(&self, sql: &str, filter: &TaskFilter) -> Result<Vec<R>>
+    where
+        R: crate::sql::Row,
+    {
+        let mut query = crate::sql::query_as::<R>(sql);
         if let Some(id) = &filter.workflow_id {
             query = query.bind(id.as_str());
         }
@@ -280,8 +359,7 @@ impl Store {
             let pattern = like_pattern(text);
             query = query.bind(pattern.clone()).bind(pattern);
         }
-        let rows = query.bind(filter.limit).bind(filter.offset).fetch_all(&self.read).await?;
-        rows.into_iter().map(Task::try_from).collect()
+        Ok(query.bind(filter.limit).bind(filter.offset).fetch_all(&self.read).await?)
     }
 
     /// A task's step history, oldest first.
@@ -746,7 +824,7 @@ impl WriteTx {
 mod tests {
     use kandev_domain::WorkflowId;
 
-    use super::{TaskFilter, like_pattern, list_sql};
+    use super::{TaskFilter, cards_sql, like_pattern, list_sql};
     use crate::Store;
 
     #[test]
@@ -775,5 +853,38 @@ mod tests {
         assert!(plan.contains("tasks_by_board"), "{plan}");
         // One sort for the whole board (by step position), none per task.
         assert_eq!(plan.matches("TEMP B-TREE").count(), 1, "{plan}");
+    }
+
+    /// Issue 15 (P3): `task.list` reads the cards with the board list's plan (one index
+    /// search of the board, the covering index per card, one sort) and none of the columns a
+    /// card does not show.
+    #[tokio::test]
+    async fn i15_a4_the_card_list_has_the_board_lists_plan_and_reads_no_description() {
+        let store = Store::in_memory().await.unwrap();
+        let filter = TaskFilter {
+            workflow_id: Some(WorkflowId::new("w")),
+            limit: 2000,
+            ..TaskFilter::default()
+        };
+        async fn plan_of(store: &Store, sql: String) -> String {
+            let rows: Vec<(i64, i64, i64, String)> =
+                crate::sql::query_as(&format!("EXPLAIN QUERY PLAN {sql}"))
+                    .bind("w")
+                    .bind(2000)
+                    .bind(0)
+                    .fetch_all(&store.read)
+                    .await
+                    .unwrap();
+            rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n")
+        }
+        let cards = plan_of(&store, cards_sql(&filter)).await;
+        assert_eq!(cards, plan_of(&store, list_sql(&filter)).await, "the same plan");
+        let select = cards_sql(&filter);
+        let columns = &select[..select.find(" FROM tasks t").unwrap()];
+        for unread in
+            ["description", "agent_profile_id", "workspace_id", "created_at", "updated_at"]
+        {
+            assert!(!columns.contains(unread), "{unread} is not read: {columns}");
+        }
     }
 }

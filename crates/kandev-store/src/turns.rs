@@ -41,6 +41,21 @@ pub enum TurnUsagePart {
 }
 
 impl Store {
+    /// The session's open turn and the id its prompt went out with, if recorded.
+    pub async fn open_turn_prompt(
+        &self,
+        session_id: &SessionId,
+    ) -> Result<Option<(TurnId, Option<u64>)>> {
+        let row: Option<(String, Option<i64>)> = crate::sql::query_as(
+            "SELECT id, prompt_id FROM turns WHERE session_id = ? AND completed_at IS NULL \
+             ORDER BY started_at DESC LIMIT 1",
+        )
+        .bind(session_id.as_str())
+        .fetch_optional(&self.read)
+        .await?;
+        Ok(row.map(|(id, prompt)| (TurnId::new(id), prompt.and_then(|p| u64::try_from(p).ok()))))
+    }
+
     /// A session's turns, oldest first (at most `limit`, the newest ones).
     pub async fn list_turns(&self, session_id: &SessionId, limit: i64) -> Result<Vec<TurnRecord>> {
         let mut db = self.db();
@@ -70,6 +85,17 @@ impl WriteTx {
         .execute(self.conn())
         .await?;
         Ok(TurnId::new(id))
+    }
+
+    /// Records the JSON-RPC id the turn's `session/prompt` goes out with (issue 20: a server
+    /// that joins the conversation after a restart awaits its answer).
+    pub async fn set_turn_prompt_id(&mut self, turn_id: &TurnId, prompt_id: u64) -> Result<()> {
+        crate::sql::query("UPDATE turns SET prompt_id = ? WHERE id = ?")
+            .bind(i64::try_from(prompt_id).unwrap_or(i64::MAX))
+            .bind(turn_id.as_str())
+            .execute(self.conn())
+            .await?;
+        Ok(())
     }
 
     /// Closes a turn and folds its streamed text (`messages.rs`); returns false if it was

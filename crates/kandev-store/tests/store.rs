@@ -201,7 +201,56 @@ async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_
     store.close().await;
     let store = db.open().await;
     let position = store.runner_position(&session.id).await.unwrap();
-    assert_eq!(position, Some(RunnerPosition { exec: "x1".into(), committed: 7 }));
+    let at =
+        |committed, skip, run| RunnerPosition { exec: "x1".into(), epoch: 1, committed, skip, run };
+    assert_eq!(position, Some(at(7, 0, 0)));
+
+    // A position is an item and the bytes of the next one handled: it moves on as a pair.
+    let mut tx = store.begin_write().await.unwrap();
+    tx.commit_runner_position(&session.id, 1, 7, 30).await.unwrap();
+    tx.commit_runner_position(&session.id, 1, 7, 12).await.unwrap(); // never back
+    tx.commit_runner_position(&session.id, 1, 6, 99).await.unwrap(); // never back
+    tx.commit_runner_position(&session.id, 2, 50, 0).await.unwrap(); // another epoch
+    tx.commit().await.unwrap();
+    assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(7, 30, 0)));
+    let mut tx = store.begin_write().await.unwrap();
+    tx.commit_runner_position(&session.id, 1, 8, 0).await.unwrap();
+    // Each server that joins the conversation gets the next run (its request id range).
+    assert_eq!(tx.join_runner(&session.id, 1).await.unwrap(), 1);
+    assert_eq!(tx.join_runner(&session.id, 1).await.unwrap(), 2);
+    assert!(tx.join_runner(&session.id, 2).await.is_err(), "another epoch");
+    tx.commit().await.unwrap();
+    assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(8, 0, 2)));
+}
+}
+
+on_both_engines! {
+async fn i20_a1_l42_the_open_turn_keeps_the_id_its_prompt_went_out_with(db: TestDb) {
+    let store = db.open().await;
+    let mut tx = store.begin_write().await.unwrap();
+    let ws = tx.insert_workspace("Home").await.unwrap();
+    let wf = tx.insert_workflow(&ws.id, &spec(&["Todo"]), None).await.unwrap();
+    let task = NewTask {
+        workflow_id: wf.id.clone(),
+        step_id: wf.steps[0].id.clone(),
+        title: "t".into(),
+        description: String::new(),
+        repository_ids: vec![],
+        agent_profile_id: None,
+    };
+    let task = tx.insert_task(&task, "user").await.unwrap();
+    let session = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
+    let first = tx.open_turn(&session.id, 1).await.unwrap();
+    tx.close_turn(&first, "end_turn").await.unwrap();
+    let open = tx.open_turn(&session.id, 1).await.unwrap();
+    tx.set_turn_prompt_id(&open, (3 << 32) + 5).await.unwrap();
+    tx.commit().await.unwrap();
+    let found = store.open_turn_prompt(&session.id).await.unwrap();
+    assert_eq!(found, Some((open.clone(), Some((3 << 32) + 5))));
+    let mut tx = store.begin_write().await.unwrap();
+    tx.close_turn(&open, "end_turn").await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(store.open_turn_prompt(&session.id).await.unwrap(), None);
 }
 }
 

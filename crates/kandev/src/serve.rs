@@ -54,6 +54,15 @@ pub struct ServeArgs {
         value_parser = parse_duration
     )]
     pub agent_idle_timeout: Duration,
+    /// How long a turn's agent may be quiet before a stall notice (a turn with no output at
+    /// all by then is ended, rule 40).
+    #[arg(
+        long,
+        env = "KANDEV_AGENT_STALL_AFTER",
+        default_value = "5m",
+        value_parser = parse_duration
+    )]
+    pub agent_stall_after: Duration,
     /// Ports dev servers get in `PORT`, as `first-last`.
     #[arg(
         long,
@@ -98,7 +107,7 @@ pub struct ServeArgs {
     pub event_prune_interval: Duration,
     /// Where agents run: `local`, a runner process that outlives the server (on
     /// <home>/runner.sock, started when none listens), or `none`, as children of the server.
-    #[arg(long, env = "KANDEV_RUNNER", value_enum, default_value = "none")]
+    #[arg(long, env = "KANDEV_RUNNER", value_enum, default_value = "local")]
     pub runner: RunnerMode,
     /// With `--runner local`: how long a runner keeps the agents while no server is connected.
     #[arg(long, env = "KANDEV_RUNNER_GRACE", default_value = "10m", value_parser = parse_duration)]
@@ -181,6 +190,10 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
         Some(AgentCommand { program: exe.display().to_string(), args: vec![], flags: vec![] });
     config.setup_timeout = args.setup_timeout;
     config.idle_timeout = args.agent_idle_timeout;
+    if args.agent_stall_after.is_zero() {
+        anyhow::bail!("--agent-stall-after must be more than 0; e.g. 5m");
+    }
+    config.stall_after = args.agent_stall_after;
     config.dev_server_ports = args.dev_server_ports.clone();
     config.pr_poll_interval = args.pr_poll_interval;
     Ok(config)
@@ -241,6 +254,10 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             args.addr
         )
     })?;
+    // With the local runner, what it kept across the restart: sessions take their executions
+    // over in reconciliation (rule 42's re-adopt branch); the rest are killed.
+    let mut kept = None;
+    let mut runner = None;
     let launcher: Arc<dyn Launcher> = match args.runner {
         RunnerMode::None => Arc::new(LocalLauncher),
         RunnerMode::Local => {
@@ -249,18 +266,17 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             }
             let (client, leftovers) =
                 crate::runner::connect_local(&home, args.runner_grace).await?;
-            // Executions of the last run are not taken over yet (docs/architecture.md,
-            // "Runners"): they end like the children of a stopped server.
-            for execution in &leftovers {
-                tracing::info!(exec = %execution.exec, pid = execution.pid, "stopping an agent of the last run");
-                client.forget(&execution.exec);
-            }
+            kept = Some((client.clone(), leftovers));
+            runner = Some(client.clone());
             Arc::new(RunnerLauncher::new(client))
         }
     };
     let engine = Engine::new(store.clone(), engine_config(&home, &args)?, launcher);
-    let interrupted =
-        engine.reconcile().await.context("cannot reconcile sessions from the last run")?;
+    let interrupted = match kept {
+        Some((client, leftovers)) => engine.reconcile_with_runner(&client, leftovers).await,
+        None => engine.reconcile().await,
+    }
+    .context("cannot reconcile sessions from the last run")?;
     if interrupted > 0 {
         tracing::info!(
             interrupted,
@@ -288,6 +304,10 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     println!("Kandev is running at http://{bound}  (data: {})", store.location());
     kandev_server::serve(listener, state, shutdown).await?;
     engine.shutdown().await;
+    if let Some(runner) = runner {
+        // The acknowledgements of the agents' exits go out: the runner forgets them.
+        runner.close();
+    }
     store.close().await;
     Ok(())
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use kandev_mock_agent::{CallKind, Counters};
 use serde_json::{Value, json};
-use support::{Server, start};
+use support::{Server, start_with};
 use tokio_tungstenite::tungstenite::Message;
 
 #[path = "support/server.rs"]
@@ -18,6 +18,9 @@ mod support;
 
 const DEADLINE: Duration = Duration::from_secs(30);
 const SESSIONS: usize = 10;
+/// These tests guard the restart without a runner (agents are the server's children); with
+/// the local runner a restart re-adopts them instead (readopt.rs).
+const NONE: [&str; 2] = ["--runner", "none"];
 
 async fn call(server: &Server, action: &str, payload: Value) -> Value {
     let response = reqwest::Client::new()
@@ -59,7 +62,7 @@ fn slow_script() -> String {
 #[tokio::test]
 async fn l43_kill_9_mid_stream_loses_nothing_a_client_was_told() {
     let home = tempfile::tempdir().unwrap();
-    let server = start(home.path());
+    let server = start_with(home.path(), &NONE);
     let workspaces = call(&server, "workspace.list", json!({})).await;
     let workflows =
         call(&server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
@@ -122,7 +125,7 @@ async fn l43_kill_9_mid_stream_loses_nothing_a_client_was_told() {
     server.child.wait().unwrap();
     drop(ws);
 
-    let restarted = start(home.path());
+    let restarted = start_with(home.path(), &NONE);
     for session in &sessions {
         let got = call(&restarted, "session.get", json!({"id": session})).await;
         assert_eq!(got["session"]["state"], "WAITING_FOR_INPUT", "reconciled");
@@ -218,7 +221,7 @@ fn agent_said(messages: &[Value], needle: &str) -> bool {
 #[tokio::test]
 async fn l45_kill_9_during_a_reset_then_restart() {
     let home = tempfile::tempdir().unwrap();
-    let server = start(home.path());
+    let server = start_with(home.path(), &NONE);
     let workspaces = call(&server, "workspace.list", json!({})).await;
     let workspace_id = workspaces["workspaces"][0]["id"].clone();
     let created = call(
@@ -249,7 +252,7 @@ async fn l45_kill_9_during_a_reset_then_restart() {
     server.child.kill().unwrap(); // SIGKILL
     server.child.wait().unwrap();
 
-    let restarted = start(home.path());
+    let restarted = start_with(home.path(), &NONE);
     let after = session_get(&restarted, &session).await;
     assert_eq!(after["state"], "WAITING_FOR_INPUT");
     assert!(after["acp_session_id"].is_null(), "the old conversation is forgotten: {after}");
@@ -270,7 +273,7 @@ async fn l45_kill_9_during_a_reset_then_restart() {
     let mut restarted = restarted;
     restarted.child.kill().unwrap();
     restarted.child.wait().unwrap();
-    let again = start(home.path());
+    let again = start_with(home.path(), &NONE);
     assert_eq!(queue_of(&again, &session).await.len(), 1, "the step prompt is queued once");
 
     call(&again, "message.queue.drain", json!({"session_id": session})).await;

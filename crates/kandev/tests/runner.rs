@@ -1,7 +1,7 @@
 //! Issue 20 with the real binary: `serve --runner local` runs agents in a `kandev runner`
-//! process that outlives the server; a restarted server stops what the last run left (it
-//! does not take executions over yet), and a runner whose server is gone past the grace
-//! period kills its agents and ends.
+//! process that outlives the server; a restarted server takes over what the last run left
+//! (rule 42's re-adopt branch; streaming turns: readopt.rs), and a runner whose server is
+//! gone past the grace period kills its agents and ends.
 
 use std::path::Path;
 use std::process::Command;
@@ -116,15 +116,17 @@ async fn i20_s2_local_runner_owns_the_agents_and_a_restart_leaves_no_orphan() {
     server.child.wait().unwrap();
     assert_eq!(agents_of(home.path()), agents, "the agent outlives the killed server");
 
-    // The restarted server reuses the runner and stops what the last run left.
+    // The restarted server reuses the runner and takes the waiting agent over (rule 42's
+    // re-adopt branch): the same process answers the next prompt, without session/load.
     let restarted = start_with(home.path(), &local);
-    eventually("the last run's agent is stopped", || agents_of(home.path()).is_empty()).await;
     assert_eq!(runners_of(home.path()), runners, "the same runner serves the new server");
     let got = call(&restarted, "session.get", json!({"id": session})).await;
     assert_eq!(got["session"]["state"], "WAITING_FOR_INPUT");
     call(&restarted, "message.add", json!({"session_id": session, "content": "again"})).await;
     wait_for_answer(&restarted, &session, "echo: again").await;
-    assert_eq!(agents_of(home.path()).len(), 1);
+    assert_eq!(agents_of(home.path()), agents, "the same agent");
+    let counters = kandev_mock_agent::Counters::read(&home.path().join("mock-agent")).unwrap();
+    assert_eq!(counters.count(kandev_mock_agent::CallKind::Load), 0, "no session/load");
 
     // A graceful stop stops the agent; the runner, with nothing left, ends too.
     let mut restarted = restarted;

@@ -115,10 +115,21 @@ impl SessionActor {
                 let result = self.note(text, metadata, epoch).await;
                 let _ = reply.send(result);
             }
+            Command::AskUser { text, options, timeout_ms, reply } => {
+                let (store, waiters) = (&self.inner.store, &self.inner.questions);
+                let (id, task) = (&self.session.id, &self.session.task_id);
+                let asked =
+                    crate::question::ask(store, waiters, id, task, &text, &options, timeout_ms);
+                let _ = reply.send(asked.await);
+            }
             Command::Booted { epoch, result } => self.on_booted(epoch, result).await,
-            Command::Agent { epoch, event } => {
+            Command::Adopt { adoption, reply } => {
+                let result = self.adopt(*adoption).await;
+                let _ = reply.send(result);
+            }
+            Command::Agent { epoch, at, event } => {
                 if self.live_epoch() == Some(epoch) && self.is_current_conversation(&event) {
-                    self.on_agent_event(event).await;
+                    self.on_agent_event(at, event).await;
                 } else {
                     tracing::debug!(session = %self.session.id, epoch, "ignored an event of an old execution");
                 }

@@ -73,7 +73,7 @@ impl SessionActor {
         self.begin_boot(None, fresh).await
     }
 
-    async fn profile(&self) -> Result<Option<AgentProfile>> {
+    pub(super) async fn profile(&self) -> Result<Option<AgentProfile>> {
         match &self.session.agent_profile_id {
             Some(id) => match self.inner.store.get_profile(id).await {
                 Ok(profile) => Ok(Some(profile)),
@@ -121,9 +121,9 @@ impl SessionActor {
     /// `prompt` is sent once the agent is ready; `fresh` opens a new conversation even
     /// though a resume token exists.
     pub(super) async fn begin_boot(&mut self, prompt: Option<Message>, fresh: bool) -> Result<()> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let boot = self.bind_boot(&mut tx).await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         self.spawn_boot(boot, prompt, fresh);
         Ok(())
     }
@@ -251,7 +251,7 @@ impl SessionActor {
     /// Records the ready agent; with `prompt_waiting` the session stays `STARTING` until the
     /// waiting prompt opens its turn (`RUNNING`, rule 46).
     async fn go_live(&mut self, epoch: i64, booted: Booted, prompt_waiting: bool) -> Result<()> {
-        let Booted { client, events, control, conversation } = booted;
+        let Booted { client, events, control, conversation, runner, handled } = booted;
         let previous_token = self.session.resume_token.clone();
         let cancel = CancellationToken::new();
         let record = RuntimeRecord {
@@ -277,6 +277,11 @@ impl SessionActor {
             mcp_caps: conversation.mcp_caps,
             mcp_servers: conversation.mcp_servers.clone(),
             accepts: conversation.accepts,
+            track: runner.as_ref().map(|r| crate::position::Track {
+                acks: r.acks.clone(),
+                skipped: 0,
+                handled,
+            }),
         };
         self.phase = Phase::Ready(live);
         let idle_timeout = self.inner.config.idle_timeout;
@@ -300,8 +305,15 @@ impl SessionActor {
             last_error: self.session.last_error.is_some().then_some(None),
             ..SessionUpdate::default()
         };
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         tx.set_runtime(&record).await?;
+        if let Some(runner) = &runner {
+            // Issue 20: the runner's name of the execution, and what the handshake handled.
+            tx.set_runner_exec(&self.session.id, epoch, &runner.exec).await?;
+            if let Some(mark) = &self.last_mark {
+                mark.record(&mut tx).await?;
+            }
+        }
         self.write(&mut tx, update).await?;
         // Never start a blank conversation silently: say which one the agent is in.
         let note = match (conversation.loaded, previous_token.is_some()) {
@@ -326,16 +338,16 @@ impl SessionActor {
                 json!({ "reason": "mcp_transport", "servers": conversation.mcp_left_out });
             add_message(&mut tx, &self.session, None, MessageKind::Status, &text, metadata).await?;
         }
-        tx.commit().await?;
+        self.finish(tx).await?;
         Ok(())
     }
 
     /// Forwards the agent's events to the inbox, and call results after every event the
     /// agent sent before them (the ACP client queues those before the call returns).
-    fn spawn_pump(
+    pub(super) fn spawn_pump(
         &self,
         epoch: i64,
-        mut events: mpsc::UnboundedReceiver<AgentEvent>,
+        mut events: mpsc::UnboundedReceiver<(u64, AgentEvent)>,
         mut results: mpsc::UnboundedReceiver<Command>,
         cancel: CancellationToken,
     ) {
@@ -347,7 +359,7 @@ impl SessionActor {
                     biased;
                     _ = cancel.cancelled() => return,
                     event = events.recv(), if events_open => match event {
-                        Some(event) => Command::Agent { epoch, event },
+                        Some((at, event)) => Command::Agent { epoch, at, event },
                         None => {
                             events_open = false;
                             continue;
@@ -365,7 +377,7 @@ impl SessionActor {
         });
     }
 
-    fn spawn_exit_watch(
+    pub(super) fn spawn_exit_watch(
         &self,
         epoch: i64,
         control: Arc<dyn ExecutionControl>,

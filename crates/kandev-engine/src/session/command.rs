@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 
 use kandev_acp::{AcpError, AgentEvent, ConfigOption, PromptResponse, SessionUpdate};
+use kandev_domain::question::Question;
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
 use kandev_domain::workflow::{Action, EntryCause, Step};
 use kandev_domain::{StepId, TurnId};
@@ -131,13 +132,28 @@ pub(crate) enum Command {
         epoch: Option<i64>,
         reply: Reply<()>,
     },
+    /// A question of the agent to its developer (MCP `ask_user`): stored and announced
+    /// after the text the agent streamed before it; the receiver gets the resolution.
+    AskUser {
+        text: String,
+        options: Vec<String>,
+        timeout_ms: i64,
+        reply: Reply<(Question, oneshot::Receiver<Question>)>,
+    },
     // Reports from child futures, tagged with their epoch.
     Booted {
         epoch: i64,
         result: std::result::Result<Box<Booted>, BootFailure>,
     },
+    /// Rule 42's re-adopt branch: take over the execution the last run left on the runner.
+    Adopt {
+        adoption: Box<crate::position::Adoption>,
+        reply: oneshot::Sender<Result<()>>,
+    },
     Agent {
         epoch: i64,
+        /// The ACP offset where the event's line ends.
+        at: u64,
         event: AgentEvent,
     },
     TurnDone {

@@ -41,9 +41,9 @@ impl SessionActor {
                 live.cancel.cancel();
                 live.client.close();
                 let ended: Result<()> = async {
-                    let mut tx = self.inner.store.begin_write().await?;
+                    let mut tx = self.begin_write().await?;
                     tx.end_runtime(&self.session.id, live.epoch, status).await?;
-                    tx.commit().await?;
+                    self.finish(tx).await?;
                     Ok(())
                 }
                 .await;
@@ -95,9 +95,9 @@ impl SessionActor {
                 let Some((turn_id, epoch)) = self.phase.cancel_turn() else { return Ok(()) };
                 self.kill_terminals();
                 self.turn_auto_run_off_if_queued().await?;
-                let mut tx = self.inner.store.begin_write().await?;
+                let mut tx = self.begin_write().await?;
                 self.expire_permissions(&mut tx, "cancelled").await?;
-                tx.commit().await?;
+                self.finish(tx).await?;
                 self.send_acp_cancel();
                 let timeout = self.inner.config.cancel_timeout;
                 self.after(timeout, Command::EscalateCancel { epoch, turn_id });
@@ -240,7 +240,22 @@ impl SessionActor {
             return;
         }
         // The process is gone: nothing to stop.
-        let (_, in_flight) = self.end_phase("exited").await;
+        let (control, in_flight) = self.end_phase("exited").await;
+        self.exit_settled(epoch, exit, stderr, in_flight).await;
+        // Only now the runner forgets the execution: its exit acknowledges all its output.
+        if let Some(control) = control {
+            control.exit_handled();
+        }
+    }
+
+    /// [`Self::on_exited`] once the phase has ended: what was in flight, and the error.
+    async fn exit_settled(
+        &mut self,
+        epoch: i64,
+        exit: ExitInfo,
+        stderr: String,
+        in_flight: InFlight,
+    ) {
         let message = format!("the agent {exit}; send a message to start it again");
         let details =
             json!({ "epoch": epoch, "exit": exit.to_string(), "stderr": tail_lines(&stderr, 20) });
@@ -301,7 +316,7 @@ impl SessionActor {
         for (_, pending) in self.permissions.drain() {
             pending.responder.respond(kandev_acp::Outcome::Cancelled);
         }
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let session = tx.delete_session(&self.session.id).await?;
         let (id, task_id) = (session.id.to_string(), session.task_id.to_string());
         let event = SessionEvent::Deleted { id: id.clone(), task_id: task_id.clone() };
@@ -312,7 +327,7 @@ impl SessionActor {
             let event = WorkspaceEvent::TaskUpdated { task: TaskDto::from(&task) };
             publish::notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
         }
-        tx.commit().await?;
+        self.finish(tx).await?;
         Ok(())
     }
 }

@@ -74,17 +74,22 @@ fn plan_metadata(entries: &[PlanEntry]) -> Value {
 }
 
 impl SessionActor {
-    pub(super) async fn on_agent_event(&mut self, event: AgentEvent) {
+    /// Handles an event whose line ends at ACP offset `at` (what a runner position counts:
+    /// `crate::position`).
+    pub(super) async fn on_agent_event(&mut self, at: u64, event: AgentEvent) {
+        // The position before this event's line, and the one its transactions record.
+        let before = self.handled();
+        self.set_handled(at);
         if let Some(turn) = self.phase.turn_mut() {
             let stall_noticed = turn.output.is_some_and(|o| o.stall_noticed);
             turn.output = Some(Output { last: tokio::time::Instant::now(), stall_noticed });
         }
         let result = match event {
-            AgentEvent::SessionUpdate { update, .. } => self.on_update(update).await,
+            AgentEvent::SessionUpdate { update, .. } => self.on_update(update, before).await,
             AgentEvent::PermissionRequest { tool_call, options, responder, .. } => {
                 let title =
                     tool_call.title.unwrap_or_else(|| "the agent asks for permission".to_owned());
-                self.on_permission_request(title, tool_call.raw, options, responder).await
+                self.on_permission_request(title, tool_call.raw, options, responder, before).await
             }
             AgentEvent::ReadTextFile { path, line, limit, responder, .. } => {
                 let root = PathBuf::from(&self.session.cwd);
@@ -116,6 +121,17 @@ impl SessionActor {
         }
     }
 
+    /// The ACP offset through which the live agent's output is handled (0 without a runner).
+    pub(super) fn handled(&self) -> u64 {
+        self.phase.live().and_then(|l| l.track.as_ref()).map_or(0, |t| t.handled)
+    }
+
+    pub(super) fn set_handled(&mut self, at: u64) {
+        if let Some(track) = self.phase.live_mut().and_then(|l| l.track.as_mut()) {
+            track.handled = at;
+        }
+    }
+
     async fn on_protocol_error(&mut self, message: String) -> Result<()> {
         let shown: String = message.chars().take(300).collect();
         let text =
@@ -132,7 +148,8 @@ impl SessionActor {
         .await
     }
 
-    async fn on_update(&mut self, update: SessionUpdate) -> Result<()> {
+    /// `before`: the ACP offset before the update's line.
+    async fn on_update(&mut self, update: SessionUpdate, before: u64) -> Result<()> {
         match update {
             // Quirk: agent chatter (Codex's model metadata warning) is a note, not the answer.
             update if kandev_acp::quirks::is_noise_chunk(&update) => {
@@ -141,10 +158,10 @@ impl SessionActor {
                 self.add(MessageKind::Status, &text, json!({ "reason": "agent_warning" })).await
             }
             SessionUpdate::AgentMessageChunk { content } => {
-                self.stream(MessageKind::Agent, &text_of(&content)).await
+                self.stream(MessageKind::Agent, &text_of(&content), before).await
             }
             SessionUpdate::AgentThoughtChunk { content } => {
-                self.stream(MessageKind::Thought, &text_of(&content)).await
+                self.stream(MessageKind::Thought, &text_of(&content), before).await
             }
             SessionUpdate::UserMessageChunk { .. } => Ok(()), // user messages are recorded when sent
             SessionUpdate::ToolCall(call) => self.on_tool_call(call).await,
@@ -154,7 +171,7 @@ impl SessionActor {
             }
             SessionUpdate::UsageUpdate { used, size, cost, .. } => {
                 let usage = json!({ "used": used, "size": size, "cost": cost });
-                let mut tx = self.inner.store.begin_write().await?;
+                let mut tx = self.begin_write().await?;
                 self.write(
                     &mut tx,
                     Update { context_window: Some(Some(usage.to_string())), ..Update::default() },
@@ -166,18 +183,18 @@ impl SessionActor {
                 }
                 let event = SessionEvent::Usage { session_id: self.session.id.to_string(), usage };
                 publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
-                tx.commit().await?;
+                self.finish(tx).await?;
                 Ok(())
             }
             SessionUpdate::CurrentModeUpdate { current_mode_id } => {
-                let mut tx = self.inner.store.begin_write().await?;
+                let mut tx = self.begin_write().await?;
                 self.write(
                     &mut tx,
                     Update { session_mode: Some(Some(current_mode_id)), ..Update::default() },
                 )
                 .await?;
                 publish::session_event(&mut tx, &self.session, "session.mode_changed").await?;
-                tx.commit().await?;
+                self.finish(tx).await?;
                 Ok(())
             }
             SessionUpdate::ConfigOptionUpdate { config_options } => {
@@ -220,9 +237,9 @@ impl SessionActor {
 
     /// Adds a message to the open turn (or outside a turn) in its own transaction.
     async fn add(&mut self, kind: MessageKind, content: &str, metadata: Value) -> Result<()> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         self.add_in(&mut tx, kind, content, metadata).await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         Ok(())
     }
 
@@ -245,17 +262,22 @@ impl SessionActor {
     /// Adds a chunk to the pending text (coalesced, issue 15): text of another kind is
     /// written first (so text, thoughts and tool calls keep their order); the pending text
     /// is written once it is large or due (and before any other command: `actor.rs`).
-    async fn stream(&mut self, kind: MessageKind, delta: &str) -> Result<()> {
+    /// `before`: the ACP offset before the chunk's line.
+    async fn stream(&mut self, kind: MessageKind, delta: &str, before: u64) -> Result<()> {
         if self.pending.as_ref().is_some_and(|p| p.kind != kind) {
             self.flush_text().await;
         }
         let now = tokio::time::Instant::now();
+        let through = self.handled();
         let pending = self.pending.get_or_insert_with(|| PendingText {
             kind,
             text: String::new(),
             due: now + COALESCE_WINDOW,
+            from: before,
+            through,
         });
         pending.text.push_str(delta);
+        pending.through = through;
         if pending.text.len() >= COALESCE_LIMIT || now >= pending.due {
             self.flush_text().await;
         }
@@ -268,7 +290,18 @@ impl SessionActor {
     /// `session.message.updated` (or `added`) carrying the whole coalesced delta, sent after
     /// the commit. Answers are looked at as they come ([`Self::settle_text`] waits for all).
     pub(super) async fn flush_text(&mut self) {
-        let Some(PendingText { kind, text, .. }) = self.pending.take() else { return };
+        let Some(PendingText { kind, text, from, through, .. }) = self.pending.take() else {
+            return;
+        };
+        // Stored with the text, and acknowledged after its group commits: every chunk up to
+        // `through`, short of permissions still unanswered. Older submissions are stored
+        // first or in the same group (the writer keeps their order).
+        let mark = self.phase.live().and_then(|live| {
+            let track = live.track.as_ref()?;
+            let asking = self.permissions.values().map(|p| p.from).min();
+            let at = [Some(through), asking].into_iter().flatten().min()?;
+            track.mark(&self.session.id, live.epoch, at)
+        });
         let current =
             self.phase.turn().and_then(|t| t.streaming.clone()).filter(|(k, _)| *k == kind);
         let target = match current {
@@ -286,8 +319,9 @@ impl SessionActor {
             }
         };
         let message = target.message().clone();
-        let answer = self.inner.streams.submit(&self.inner.store, &self.session, target, text);
-        self.submitted.push_back(Submitted { message, answer });
+        let answer =
+            self.inner.streams.submit(&self.inner.store, &self.session, target, text, mark);
+        self.submitted.push_back(Submitted { message, answer, from });
         self.reap_text(false).await;
     }
 
@@ -303,7 +337,9 @@ impl SessionActor {
     async fn reap_text(&mut self, wait: bool) {
         while !self.submitted.is_empty() {
             let result = if wait || self.submitted.len() > SUBMITTED_LIMIT {
-                let Some(Submitted { message, answer }) = self.submitted.pop_front() else { break };
+                let Some(Submitted { message, answer, .. }) = self.submitted.pop_front() else {
+                    break;
+                };
                 (message, stream::answered(answer).await)
             } else {
                 let Some(front) = self.submitted.front_mut() else { break };
@@ -332,11 +368,11 @@ impl SessionActor {
     }
 
     async fn on_tool_call(&mut self, call: ToolCall) -> Result<()> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let message = self
             .add_in(&mut tx, MessageKind::ToolCall, &call.title, tool_call_metadata(&call))
             .await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         self.follow_terminals(&message.id, &terminal_ids(&call.content));
         if let Some(turn) = self.phase.turn_mut() {
             turn.tool_calls.insert(call.tool_call_id, message.id);
@@ -369,12 +405,12 @@ impl SessionActor {
         if let Some(output) = &update.raw_output {
             metadata.insert("raw_output".into(), output.clone());
         }
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let message = tx
             .set_message(&id, update.title.as_deref(), &Value::Object(metadata).to_string())
             .await?;
         publish::message_changed(&mut tx, &self.session, &message).await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         if let Some(content) = &update.content {
             self.follow_terminals(&message.id, &terminal_ids(content));
         }

@@ -8,6 +8,7 @@
 //! writes).
 
 mod actor;
+mod adopt;
 mod auth;
 mod boot;
 pub(crate) mod command;

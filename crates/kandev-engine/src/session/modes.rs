@@ -78,10 +78,10 @@ impl SessionActor {
                 "session.config_changed"
             }
         };
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         self.write(&mut tx, update).await?;
         publish::session_event(&mut tx, &self.session, action).await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         Ok(self.session.clone())
     }
 

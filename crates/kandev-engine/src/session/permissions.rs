@@ -30,10 +30,15 @@ impl SessionActor {
         raw: Value,
         options: Vec<PermissionOption>,
         responder: kandev_acp::PermissionResponder,
+        from: u64,
     ) -> Result<()> {
+        // Until it is answered, the runner position stays before the request (`from`): a
+        // server that re-adopts the agent after a restart gets it again and asks the user.
+        let at = self.handled();
+        self.set_handled(from);
         let request_id = uuid::Uuid::new_v4().to_string();
         let metadata = json!({ "request_id": request_id, "options": options_json(&options), "status": "pending", "tool_call": raw });
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let message =
             self.add_in(&mut tx, MessageKind::PermissionRequest, &title, metadata).await?;
         let event = SessionEvent::PermissionRequested {
@@ -47,11 +52,12 @@ impl SessionActor {
         let kind = NotificationKind::PermissionRequested;
         let title = format!("{}: permission requested: {title}", self.task.title);
         publish::attention(&mut tx, kind, &self.session, message.seq, title, data).await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         self.permissions.insert(
             request_id.clone(),
-            PendingPermission { responder, options: options.clone(), message_id: message.id },
+            PendingPermission { responder, options: options.clone(), message_id: message.id, from },
         );
+        self.set_handled(at);
         let auto_approve = self.profile_auto_approves().await;
         if auto_approve && let Some(allow) = options.iter().find(|o| o.kind.is_allow()) {
             self.answer_permission(
@@ -115,7 +121,7 @@ impl SessionActor {
             }
         };
         pending.responder.respond(outcome);
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         tx.record_permission_answer(&self.session.id, request_id, option_id.as_deref(), status, by)
             .await?;
         let message = self
@@ -127,7 +133,7 @@ impl SessionActor {
                 by,
             )
             .await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         Ok(message)
     }
 

@@ -17,7 +17,7 @@ impl SessionActor {
         request: &PromptRequest,
         queued_by: &str,
     ) -> Result<QueuedPrompt> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let queue = tx.list_queue(&self.session.id).await?;
         let cap = self.inner.config.queue_cap;
         if cap > 0 && queue.len() >= cap {
@@ -36,12 +36,12 @@ impl SessionActor {
             .await?;
         let queue = tx.list_queue(&self.session.id).await?;
         publish::queue_changed(&mut tx, &self.session, &queue).await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         Ok(entry)
     }
 
     pub(super) async fn change_queue(&mut self, change: QueueChange) -> Result<Vec<QueuedPrompt>> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let missing = || {
             EngineError::NotFound(
                 "that queued message does not exist (it may have run already)".into(),
@@ -88,7 +88,7 @@ impl SessionActor {
         }
         let queue = tx.list_queue(&self.session.id).await?;
         publish::queue_changed(&mut tx, &self.session, &queue).await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         match change {
             QueueChange::Drain => self.take_next_queued().await,
             QueueChange::SetAutoRun(true) => self.drain_queue().await,

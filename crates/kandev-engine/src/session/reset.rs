@@ -48,10 +48,10 @@ impl SessionActor {
             return Err(EngineError::ResetInProgress("a context reset is already running".into()));
         }
         let cause = if plan.step.is_some() { plan.cause.as_str() } else { USER_RESET };
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let step = plan.step.as_ref().map(|s| &s.id);
         tx.record_reset(&self.session.id, step, self.session.epoch, cause).await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         self.kill_terminals();
         match self.phase.reset_after_turn(plan) {
             // No status message, no `on_turn_complete` when it ends (rule 23).
@@ -186,7 +186,7 @@ impl SessionActor {
     /// The live execution now talks in conversation `id`: a new epoch fences the old one
     /// (rule 22) and the token is replaced only now (rule 31).
     async fn adopt_conversation(&mut self, id: String) -> Result<()> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
         self.session.epoch = epoch;
         let update = SessionUpdate {
@@ -196,7 +196,7 @@ impl SessionActor {
             ..SessionUpdate::default()
         };
         self.write(&mut tx, update).await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         if let Some(live) = self.phase.live_mut() {
             live.acp_session_id = id;
         }
@@ -205,7 +205,7 @@ impl SessionActor {
 
     /// The lazy reset (rule 21): a new epoch, no token, no conversation id, no context window.
     async fn forget_conversation(&mut self) -> Result<()> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
         let before = self.session.epoch;
         self.session.epoch = epoch;
@@ -216,7 +216,7 @@ impl SessionActor {
             ..SessionUpdate::default()
         };
         let written = match self.write(&mut tx, update).await {
-            Ok(()) => tx.commit().await.map(drop).map_err(EngineError::from),
+            Ok(()) => self.finish(tx).await.map(drop).map_err(EngineError::from),
             Err(err) => Err(err),
         };
         if written.is_err() {
@@ -229,7 +229,7 @@ impl SessionActor {
     /// what waited in the queue.
     async fn reset_succeeded(&mut self, plan: ResetPlan) -> Result<()> {
         let text = divider(plan.step.as_deref());
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         tx.clear_reset(&self.session.id).await?;
         let note = (MessageKind::Status, text, json!({ "reason": "context_reset" }));
         self.commit_tx(tx, SessionUpdate::default(), Some(note)).await?;
@@ -268,7 +268,7 @@ impl SessionActor {
         };
         let update =
             SessionUpdate { state, last_error: Some(Some(error)), ..SessionUpdate::default() };
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         tx.clear_reset(&self.session.id).await?;
         let note =
             (MessageKind::Error, message, json!({ "code": "workflow_context_reset_failed" }));

@@ -44,6 +44,9 @@ pub(crate) struct SessionActor {
     pub submitted: VecDeque<Submitted>,
     /// The agent's ACP terminals (`terminals.rs`).
     pub terminals: AgentTerminals,
+    /// The runner position the last transaction begun recorded (`writes.rs`), acknowledged
+    /// once it committed.
+    pub last_mark: Option<crate::position::Mark>,
 }
 
 /// Chunks of one kind the agent streamed, coalesced into one write and one notification;
@@ -52,6 +55,9 @@ pub(crate) struct PendingText {
     pub kind: MessageKind,
     pub text: String,
     pub due: Instant,
+    /// The ACP offsets before its first chunk and after its last (`crate::position`).
+    pub from: u64,
+    pub through: u64,
 }
 
 /// Streamed text handed to the group writer (`crate::stream`), not known to be stored yet.
@@ -59,6 +65,8 @@ pub(crate) struct Submitted {
     /// The message it went to.
     pub message: MessageId,
     pub answer: crate::stream::Answer,
+    /// The ACP offset before its first chunk.
+    pub from: u64,
 }
 
 /// The session's agent terminals, by id (their handling: `terminals.rs`).
@@ -130,6 +138,8 @@ pub(crate) struct Live {
     pub mcp_servers: Vec<kandev_domain::agent::McpServerConfig>,
     /// What its prompts accept besides text (how attachments are sent).
     pub accepts: PromptAccepts,
+    /// Set when a runner runs it: what of its output is handled (`crate::position`).
+    pub track: Option<crate::position::Track>,
 }
 
 /// An open turn.
@@ -235,6 +245,9 @@ pub(crate) struct PendingPermission {
     pub responder: PermissionResponder,
     pub options: Vec<PermissionOption>,
     pub message_id: MessageId,
+    /// The ACP offset before the request's line: a committed position stays before it until
+    /// it is answered, so a server that re-adopts the agent gets the request again.
+    pub from: u64,
 }
 
 /// Why a turn may not start now (rule 44): the prompt waits in the queue (or is refused).
@@ -434,6 +447,7 @@ impl SessionActor {
             pending: None,
             submitted: VecDeque::new(),
             terminals: AgentTerminals::default(),
+            last_mark: None,
         }
     }
 

@@ -222,10 +222,10 @@ impl SessionActor {
         if let Some(terminals) = terminals.as_object_mut() {
             terminals.insert(terminal_id, output_json(&output));
         }
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let changed = tx.set_message(&message, None, &Value::Object(metadata).to_string()).await?;
         publish::message_changed(&mut tx, &self.session, &changed).await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         Ok(())
     }
 }

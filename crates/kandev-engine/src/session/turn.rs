@@ -36,7 +36,7 @@ impl SessionActor {
             return Err(EngineError::Validation("content is required".into()));
         }
         if let Some(client_id) = &request.client_message_id {
-            let mut tx = self.inner.store.begin_write().await?;
+            let mut tx = self.begin_write().await?;
             if let Some(existing) = tx.message_by_client_id(&self.session.id, client_id).await? {
                 return Ok(PromptOutcome::Duplicate(existing));
             }
@@ -96,7 +96,7 @@ impl SessionActor {
             // Callers check the gate first; this keeps a slip from recording a stray message.
             return Err(EngineError::Conflict(format!("no turn can start now ({closed:?})")));
         }
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         if let Some(id) = from_queue {
             tx.dequeue(&self.session.id, id).await?;
             let queue = tx.list_queue(&self.session.id).await?;
@@ -116,11 +116,11 @@ impl SessionActor {
         // nobody ever sees it recorded while the session still says WAITING_FOR_INPUT.
         if matches!(self.phase, Phase::Ready(_)) {
             let turn = self.open_turn(&mut tx, &message).await?;
-            tx.commit().await?;
+            self.finish(tx).await?;
             self.dispatch_turn(turn, message.clone());
         } else {
             let boot = self.bind_boot(&mut tx).await?;
-            tx.commit().await?;
+            self.finish(tx).await?;
             self.spawn_boot(boot, Some(message.clone()), false);
         }
         Ok(message)
@@ -128,20 +128,24 @@ impl SessionActor {
 
     /// Opens the turn (`RUNNING`, rule 3) and sends the prompt as a child future.
     pub(super) async fn send_turn(&mut self, message: Message) -> Result<()> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         let turn = self.open_turn(&mut tx, &message).await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         self.dispatch_turn(turn, message);
         Ok(())
     }
 
     /// The writes of a new turn in the caller's transaction: the turn row (in the session's
     /// current epoch: a context reset moves it on without a new execution) and `RUNNING`.
-    async fn open_turn(&mut self, tx: &mut WriteTx, message: &Message) -> Result<TurnId> {
-        if !matches!(self.phase, Phase::Ready(_)) {
+    /// Returns the turn and the request id its prompt goes out with (recorded with it: a
+    /// server that re-adopts the agent after a restart awaits that answer, issue 20).
+    async fn open_turn(&mut self, tx: &mut WriteTx, message: &Message) -> Result<(TurnId, u64)> {
+        let Phase::Ready(live) = &self.phase else {
             return Err(EngineError::Unavailable("the agent is not running".into()));
-        }
+        };
+        let prompt_id = live.client.reserve_id();
         let turn_id = tx.open_turn(&self.session.id, self.session.epoch).await?;
+        tx.set_turn_prompt_id(&turn_id, prompt_id).await?;
         self.write(
             tx,
             SessionUpdate { state: Some(SessionState::Running), ..SessionUpdate::default() },
@@ -153,12 +157,12 @@ impl SessionActor {
             message_id: message.id.to_string(),
         };
         publish::notify(tx, Notification::session(&self.session.id, event)).await?;
-        Ok(turn_id)
+        Ok((turn_id, prompt_id))
     }
 
     /// Once [`Self::open_turn`] is committed: `Running`, and the prompt sent as a child
     /// future whose answer comes back through the event pump (after the turn's events).
-    fn dispatch_turn(&mut self, turn_id: TurnId, message: Message) {
+    fn dispatch_turn(&mut self, (turn_id, prompt_id): (TurnId, u64), message: Message) {
         let Phase::Ready(live) = std::mem::replace(&mut self.phase, Phase::Idle) else {
             return; // open_turn checked it
         };
@@ -186,7 +190,7 @@ impl SessionActor {
         self.spawn(async move {
             let mut blocks = vec![ContentBlock::text(text)];
             blocks.extend(crate::attachments::blocks(&home, &cwd, &attached, accepts).await);
-            let result = client.prompt(&acp_session_id, &blocks).await;
+            let result = client.prompt_as(prompt_id, &acp_session_id, &blocks).await;
             let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
         });
     }
@@ -277,7 +281,7 @@ impl SessionActor {
         error: Option<(LastError, String)>,
         note: Option<String>,
     ) -> Result<()> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.begin_write().await?;
         tx.close_turn(&turn.id, stop_reason).await?;
         if let Some(tokens) = &tokens {
             tx.set_turn_usage(&turn.id, TurnUsagePart::Tokens, &tokens.to_string()).await?;
@@ -310,7 +314,7 @@ impl SessionActor {
         let data = json!({ "turn_id": turn.id.to_string(), "stop_reason": stop_reason });
         let kind = NotificationKind::TurnCompleted;
         publish::attention(&mut tx, kind, &self.session, seq, title, data).await?;
-        tx.commit().await?;
+        self.finish(tx).await?;
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 //! optional transcript note in the same transaction.
 
 use kandev_domain::transcript::{LastError, MessageKind};
-use kandev_store::{SessionUpdate, WriteTx};
+use kandev_store::{SessionUpdate, StoreError, WriteTx};
 
 use crate::error::Result;
 use crate::session::state::SessionActor;
@@ -19,9 +19,50 @@ impl SessionActor {
         Ok(())
     }
 
+    /// The runner position to record with the session's next transaction: the agent's
+    /// output handled so far, short of streamed text not known to be stored yet and of
+    /// permission requests still waiting for an answer (issue 20, `crate::position`).
+    pub fn mark(&self) -> Option<crate::position::Mark> {
+        let live = self.phase.live()?;
+        let track = live.track.as_ref()?;
+        let unsettled = self.pending.as_ref().map(|p| p.from);
+        let submitted = self.submitted.front().map(|s| s.from);
+        let asking = self.permissions.values().map(|p| p.from).min();
+        let at = [Some(track.handled), unsettled, submitted, asking].into_iter().flatten().min()?;
+        track.mark(&self.session.id, live.epoch, at)
+    }
+
+    /// Begins a write transaction of the session, with its runner position recorded in it.
+    pub async fn begin_write(&mut self) -> std::result::Result<WriteTx, StoreError> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let mut mark = self.mark();
+        if let Some(recorded) = &mark
+            && let Err(err) = recorded.record(&mut tx).await
+        {
+            // Not recorded, so not acknowledged: the runner keeps the output for a restart.
+            tracing::warn!(session = %self.session.id, error = %err, "cannot record the runner position");
+            mark = None;
+        }
+        self.last_mark = mark;
+        Ok(tx)
+    }
+
+    /// Commits a transaction of [`Self::begin_write`], then acknowledges the runner position
+    /// it recorded.
+    pub async fn finish(
+        &self,
+        tx: WriteTx,
+    ) -> std::result::Result<Vec<kandev_store::Event>, StoreError> {
+        let events = tx.commit().await?;
+        if let Some(mark) = &self.last_mark {
+            mark.ack();
+        }
+        Ok(events)
+    }
+
     /// Runs one small write transaction: `update`, plus an optional note.
     pub async fn commit(&mut self, update: SessionUpdate, note: Option<Note>) -> Result<()> {
-        let tx = self.inner.store.begin_write().await?;
+        let tx = self.begin_write().await?;
         self.commit_tx(tx, update, note).await
     }
 
@@ -41,7 +82,7 @@ impl SessionActor {
                 turn.streaming = None;
             }
         }
-        tx.commit().await?;
+        self.finish(tx).await?;
         Ok(())
     }
 
@@ -57,7 +98,7 @@ impl SessionActor {
                 "the session moved on to a newer execution; this note was not added".into(),
             ));
         }
-        let tx = self.inner.store.begin_write().await?;
+        let tx = self.begin_write().await?;
         let note = (MessageKind::Status, text, metadata);
         self.commit_tx(tx, SessionUpdate::default(), Some(note)).await
     }

@@ -81,11 +81,14 @@ struct Ledger {
     acked: u64,
     /// The number of the exit item, once it arrived.
     exit: Option<u64>,
+    /// Where the acknowledged item `acked` ends in the stdout pipe (0 before any was
+    /// written: the pipe starts with item `acked + 1`).
+    acked_end: u64,
 }
 
 impl Acks {
     fn new(exec: &str, out: mpsc::UnboundedSender<ToRunner>, acked: u64) -> Self {
-        let ledger = Ledger { written: 0, items: VecDeque::new(), acked, exit: None };
+        let ledger = Ledger { written: 0, items: VecDeque::new(), acked, exit: None, acked_end: 0 };
         Self { exec: exec.to_owned(), out, ledger: Arc::new(Mutex::new(ledger)) }
     }
 
@@ -109,6 +112,20 @@ impl Acks {
         whole.checked_sub(1).and_then(|i| ledger.items.get(i)).map(|(end, seq)| (*seq, *end))
     }
 
+    /// The runner position of `offset` bytes of stdout: the last item wholly within them and
+    /// how many bytes of the next one they cover too (items are chunks of the agent's output,
+    /// not lines, so a line can end inside one). A new server that attaches at that item
+    /// drops that many bytes of the replay. `None` for an offset before the last
+    /// acknowledged item's end (a later position is committed already).
+    pub fn position(&self, offset: u64) -> Option<(u64, u64)> {
+        let ledger = self.lock();
+        let whole = ledger.items.partition_point(|(end, _)| *end <= offset);
+        match whole.checked_sub(1).and_then(|i| ledger.items.get(i)) {
+            Some((end, seq)) => Some((*seq, offset - end)),
+            None => offset.checked_sub(ledger.acked_end).map(|skip| (ledger.acked, skip)),
+        }
+    }
+
     /// Acknowledges every item up to `seq` (the last one whose effects are committed): the
     /// runner forgets them and replays only later ones after a reconnect. Lower numbers than
     /// an earlier commit change nothing.
@@ -119,7 +136,9 @@ impl Acks {
         }
         ledger.acked = seq;
         while ledger.items.front().is_some_and(|(_, s)| *s <= seq) {
-            ledger.items.pop_front();
+            if let Some((end, _)) = ledger.items.pop_front() {
+                ledger.acked_end = end;
+            }
         }
         let _ = self.out.send(ToRunner::Ack { exec: self.exec.clone(), seq });
     }
@@ -468,5 +487,30 @@ impl RemoteControl {
         let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
         let _ = self.out.send(ToRunner::Kill { exec: self.exec.clone(), grace_ms });
         self.wait().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn i20_a1_a_position_is_the_last_whole_item_and_the_bytes_of_the_next() {
+        let (out, mut sent) = mpsc::unbounded_channel();
+        // Attached after item 4 was committed: the pipe starts with item 5.
+        let acks = Acks::new("x", out, 4);
+        acks.written(5, 10); // bytes 0..10
+        acks.written(6, 10); // bytes 10..20
+        assert_eq!(acks.position(0), Some((4, 0)));
+        assert_eq!(acks.position(7), Some((4, 7)), "a line that ends inside item 5");
+        assert_eq!(acks.position(10), Some((5, 0)));
+        assert_eq!(acks.position(15), Some((5, 5)));
+        acks.commit(5);
+        assert!(matches!(sent.try_recv(), Ok(ToRunner::Ack { seq: 5, .. })));
+        assert_eq!(acks.position(15), Some((5, 5)), "after the commit too");
+        assert_eq!(acks.position(20), Some((6, 0)));
+        acks.commit(6);
+        assert_eq!(acks.position(25), Some((6, 5)));
+        assert_eq!(acks.position(9), None, "before what is committed");
     }
 }

@@ -1,6 +1,7 @@
 //! Action handlers, one module per area of api.md.
 
 pub mod agent_auth;
+pub mod executor;
 pub mod files;
 pub mod notify;
 pub mod profile;

@@ -101,7 +101,7 @@ pub async fn list(s: &AppState, p: TaskList) -> Result<Tasks, ApiError> {
         limit,
         offset,
     };
-    let tasks = s.store().list_tasks(&filter).await?;
+    let tasks = s.store().list_cards(&filter).await?;
     let next_cursor = next_cursor(offset, limit, tasks.len());
     Ok(Tasks { tasks: tasks.iter().map(TaskCardDto::from).collect(), next_cursor })
 }

@@ -479,8 +479,7 @@ impl Call<'_> {
         let seconds = a.timeout_s.unwrap_or(ASK_DEFAULT_S).clamp(1, ASK_MAX_S);
         let timeout = std::time::Duration::from_secs(seconds);
         let engine = self.state.engine();
-        let (asked, answered) =
-            engine.ask_user(&session.id, &session.task_id, question, &options, timeout).await?;
+        let (asked, answered) = engine.ask_user(&session.id, question, &options, timeout).await?;
         let mut guard = Unanswered { state: self.state, id: Some(asked.id.clone()) };
         let resolved = match tokio::time::timeout(timeout, answered).await {
             Ok(Ok(resolved)) => resolved,

@@ -112,6 +112,25 @@ export type ErrorCode = "BAD_REQUEST" | "VALIDATION_ERROR" | "NOT_FOUND" | "CONF
 
 export type EventsDto = { on_enter: Array<ActionDto>, on_turn_start: Array<ActionDto>, on_turn_complete: Array<ActionDto>, on_exit: Array<ActionDto>, on_pr_merged: Array<ActionDto>, on_pr_closed: Array<ActionDto>, };
 
+export type ExecutorChecked = { ok: boolean, message: string | null, 
+/**
+ * This server's binary was copied there (the remote one was missing or of another
+ * version: `previous_version`).
+ */
+copied: boolean, previous_version: string | null, remote_version: string | null, };
+
+export type ExecutorCreate = { name: string, kind: ExecutorKindDto, ssh?: SshSettingsDto, };
+
+export type ExecutorDto = { id: string, name: string, kind: ExecutorKindDto, ssh: SshSettingsDto | null, repository_ids: Array<string>, created_at: string, updated_at: string, };
+
+export type ExecutorKindDto = "local" | "ssh";
+
+export type ExecutorOne = { executor: ExecutorDto, };
+
+export type ExecutorUpdate = { id: string, name?: string, kind?: ExecutorKindDto, ssh?: SshSettingsDto, };
+
+export type Executors = { executors: Array<ExecutorDto>, };
+
 export type FileChangeDto = { repository_id: string | null, path: string, old_path: string | null, status: string, additions: number, deletions: number, binary: boolean, truncated: boolean, hunks: Array<HunkDto>, };
 
 export type FileContentDto = { path: string, content: string, binary: boolean, truncated: boolean, size: number, };
@@ -247,6 +266,10 @@ export type RepositoryCreate = { workspace_id: string, local_path: string, name?
 
 export type RepositoryDto = { id: string, workspace_id: string, name: string, local_path: string, default_branch: string, branch_template: string, setup_script: string, copy_files: Array<string>, cleanup_script: string, forge_api_base_url: string, forge_token_env: string, dev_script: string, created_at: string, updated_at: string, };
 
+export type RepositoryExecutor = { repository_id: string, executor: ExecutorDto | null, };
+
+export type RepositoryExecutorSet = { repository_id: string, executor_id?: string, };
+
 export type RepositoryOne = { repository: RepositoryDto, };
 
 export type RepositoryUpdate = { id: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, copy_files?: Array<string>, cleanup_script?: string, forge_api_base_url?: string, forge_token_env?: string, dev_script?: string, };
@@ -320,6 +343,8 @@ export type SessionStateDto = "CREATED" | "STARTING" | "RUNNING" | "WAITING_FOR_
 export type Sessions = { sessions: Array<SessionDto>, next_cursor: string | null, };
 
 export type SnippetPartDto = { text: string, highlight: boolean, };
+
+export type SshSettingsDto = { host: string, port: number, user: string, identity_file: string, known_hosts: string, remote_home: string, };
 
 export type StepCreate = { workflow_id: string, name: string, position?: number, color?: string, prompt?: string, is_start_step?: boolean, allow_manual_move?: boolean, 
 /**
@@ -612,6 +637,12 @@ export type Actions = {
   "prompt.create": { request: PromptCreate, response: SavedPromptOne },
   "prompt.update": { request: PromptUpdate, response: SavedPromptOne },
   "prompt.delete": { request: ById, response: Deleted },
+  "executor.list": { request: Empty, response: Executors },
+  "executor.create": { request: ExecutorCreate, response: ExecutorOne },
+  "executor.update": { request: ExecutorUpdate, response: ExecutorOne },
+  "executor.delete": { request: ById, response: Deleted },
+  "executor.check": { request: ById, response: ExecutorChecked },
+  "repository.executor.set": { request: RepositoryExecutorSet, response: RepositoryExecutor },
   "search": { request: Search, response: SearchResults },
   "question.list": { request: BySession, response: Questions },
   "question.answer": { request: QuestionAnswer, response: QuestionOne },

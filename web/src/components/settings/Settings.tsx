@@ -1,7 +1,8 @@
 // Settings: one section per file in this folder (agent profiles, repositories, workflows,
-// saved prompts),
+// saved prompts, executors),
 // chosen by the route (`/settings/<section>`).
 import { navigate } from '../../lib/router';
+import { Executors } from './Executors';
 import { Notifications } from './Notifications';
 import { Profiles } from './Profiles';
 import { Prompts } from './Prompts';
@@ -14,6 +15,7 @@ const SECTIONS = [
   ['workflows', 'Workflows'],
   ['notifications', 'Notifications'],
   ['prompts', 'Prompts'],
+  ['executors', 'Executors'],
 ] as const;
 
 export function Settings({ section }: { section: string }) {
@@ -44,6 +46,8 @@ export function Settings({ section }: { section: string }) {
           <Notifications />
         ) : section === 'prompts' ? (
           <Prompts />
+        ) : section === 'executors' ? (
+          <Executors />
         ) : (
           <Profiles />
         )}

@@ -1,0 +1,154 @@
+//! Rule 42's re-adopt branch (issue 20): after a restart with the local runner, the session
+//! takes over the execution the last run left there instead of being interrupted. Its actor
+//! joins the conversation in the middle (`AcpClient::join`: no handshake, request ids of this
+//! server's run), gets the output the last run had not committed (the runner's replay,
+//! minus the bytes of the first item already handled), and awaits the open turn's prompt by
+//! the id recorded with the turn, which ends it as if this server had sent it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kandev_acp::{AcpClient, AcpConfig};
+use kandev_domain::session::SessionState;
+use kandev_domain::transcript::MessageKind;
+use kandev_store::SessionUpdate;
+use serde_json::json;
+use tokio::io::AsyncReadExt;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{EngineError, Result};
+use crate::launcher::{ExecutionControl, RunnerControl};
+use crate::position::{Adoption, Track};
+use crate::reconcile::INTERRUPTED;
+use crate::session::command::Command;
+use crate::session::state::{Live, Output, Phase, SessionActor, Turn};
+
+/// The pipe between the runner's stdout and the joined ACP reader.
+const FEED: usize = 1 << 16;
+
+impl SessionActor {
+    pub(super) async fn adopt(&mut self, adoption: Adoption) -> Result<()> {
+        let Adoption { epoch, execution, skip, run, turn, .. } = adoption;
+        let control: Arc<dyn ExecutionControl> =
+            Arc::new(RunnerControl(execution.control, execution.acks.clone()));
+        let (Phase::Idle, Some(acp_session_id)) =
+            (&self.phase, self.session.acp_session_id.clone())
+        else {
+            control.stop(self.inner.config.stop_grace).await;
+            // Reconciliation kept the session as it was for the adoption: without it, the
+            // session reconciles as after any restart (unless something newer owns it).
+            if matches!(self.phase, Phase::Idle) {
+                let result = self.interrupted(epoch).await;
+                self.log("reconciling a session that could not take its agent over", result);
+            }
+            return Err(EngineError::Conflict("the session cannot take the agent over".into()));
+        };
+        // The joined client reads a pipe fed from the runner's only once the open turn's
+        // answer is awaited (the replay may hold it).
+        let (acp_out, mut feed) = tokio::io::duplex(FEED);
+        let config =
+            AcpConfig { request_timeout: self.inner.config.call_timeout, ..AcpConfig::default() };
+        let (client, events) = AcpClient::join(acp_out, execution.stdin, config, run << 32);
+        let cancel = CancellationToken::new();
+        let (ordered, results) = mpsc::unbounded_channel();
+        // Turns are of the session's epoch, the live execution keeps its own (they differ
+        // after a live context reset).
+        let turn_epoch = self.session.epoch;
+        let open = match turn {
+            Some((turn_id, prompt_id)) => {
+                let waiting = client.clone();
+                let mut answer = Box::pin(async move { waiting.await_prompt(prompt_id).await });
+                // One poll registers the call before any output is read.
+                let _ = futures::poll!(&mut answer);
+                let (ordered, id) = (ordered.clone(), turn_id.clone());
+                self.spawn(async move {
+                    let result = answer.await;
+                    let _ =
+                        ordered.send(Command::TurnDone { epoch: turn_epoch, turn_id: id, result });
+                });
+                Some(Turn {
+                    id: turn_id,
+                    epoch: turn_epoch,
+                    streaming: None,
+                    tool_calls: HashMap::new(),
+                    sent_at: tokio::time::Instant::now(),
+                    // Rule 40 counts from now: the agent spoke before (its answer may be all
+                    // that is left), so quiet gets a notice, never `turn_stalled`.
+                    output: Some(Output {
+                        last: tokio::time::Instant::now(),
+                        stall_noticed: false,
+                    }),
+                })
+            }
+            None => None,
+        };
+        let mut stdout = execution.stdout;
+        self.spawn(async move {
+            // What the last run handled of the first replayed item (`crate::position`).
+            let mut handled = vec![0u8; usize::try_from(skip).unwrap_or(0)];
+            if stdout.read_exact(&mut handled).await.is_err() {
+                return;
+            }
+            let _ = tokio::io::copy(&mut stdout, &mut feed).await;
+        });
+        self.spawn_pump(epoch, events, results, cancel.clone());
+        self.spawn_exit_watch(epoch, control.clone(), cancel.clone());
+        let mcp_servers = match self.profile().await {
+            Ok(profile) => profile.map(|p| p.mcp_servers).unwrap_or_default(),
+            Err(_) => vec![],
+        };
+        let live = Live {
+            epoch,
+            client,
+            control,
+            acp_session_id,
+            cancel,
+            ordered,
+            // Not known without the handshake: a live reset hands Kandev's MCP server over
+            // stdio, attachments go as text.
+            mcp_caps: crate::mcp::McpCaps::default(),
+            mcp_servers,
+            accepts: kandev_domain::attachment::PromptAccepts::default(),
+            track: Some(Track { acks: execution.acks, skipped: skip, handled: 0 }),
+        };
+        match open {
+            Some(turn) => {
+                let turn_id = turn.id.clone();
+                self.phase = Phase::Running(live, turn);
+                let stall = Command::StallCheck { epoch: turn_epoch, turn_id };
+                self.after(self.inner.config.stall_after, stall);
+            }
+            None => {
+                self.phase = Phase::Ready(live);
+                let idle_timeout = self.inner.config.idle_timeout;
+                if !idle_timeout.is_zero() {
+                    self.after(idle_timeout, Command::IdleCheck { epoch });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Rule 42 as after any restart, for a session whose execution (of `epoch`) was not
+    /// taken over: its runtime row ends, its open turn is closed, and a busy session waits
+    /// for input with the "interrupted" note.
+    async fn interrupted(&mut self, epoch: i64) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        tx.end_runtime(&self.session.id, epoch, "ended").await?;
+        let closed = tx.close_open_turns(&self.session.id, "interrupted").await?;
+        let busy = matches!(self.session.state, SessionState::Starting | SessionState::Running);
+        if !busy && closed == 0 {
+            self.finish(tx).await?;
+            return Ok(());
+        }
+        let update = SessionUpdate {
+            state: busy.then_some(SessionState::WaitingForInput),
+            acp_session_id: Some(None),
+            ..SessionUpdate::default()
+        };
+        let note =
+            (MessageKind::Status, INTERRUPTED.to_owned(), json!({ "reason": "interrupted" }));
+        self.commit_tx(tx, update, Some(note)).await
+    }
+}

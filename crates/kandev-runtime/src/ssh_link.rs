@@ -1,0 +1,326 @@
+//! A runner over SSH that survives dropped connections (issue 20, R7): [`SshLink`] keeps one
+//! connection to an executor's runner and reopens it with back-off when it drops; a
+//! [`LinkedExecution`] gives one stdout and one stdin that go on across the drops, so the ACP
+//! layer sees one unbroken byte stream. After a reopen each execution is re-attached with the
+//! number of the last item this side took (`attach_with(.., committed)`): the runner replays
+//! the rest, once.
+//!
+//! Limit: bytes for the agent's stdin that were handed to a connection in the instant it
+//! dropped can be lost (the protocol acknowledges output, not input); what is written while
+//! the link is reconnecting waits and goes to the next connection.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::ExitInfo;
+use crate::runner::{
+    AckPolicy, ExecutionInfo, RemoteControl, RemoteExecution, RunnerClient, SpawnSpec,
+};
+use crate::ssh::{Backoff, SshConnection, SshError, SshRunner};
+
+/// Size of the pipes between a linked execution and its reader/writer.
+const PIPE: usize = 1 << 20;
+
+/// The state of a link's connection.
+#[derive(Clone)]
+enum Generation {
+    /// Connected; `number` counts the connections made (1 for the first).
+    Live {
+        number: u64,
+        client: RunnerClient,
+        executions: Arc<Vec<ExecutionInfo>>,
+    },
+    Reconnecting,
+    /// Reconnecting failed for good; the message says why.
+    Gone(String),
+}
+
+/// A connection to an executor's runner that reopens itself.
+pub struct SshLink {
+    generation: watch::Receiver<Generation>,
+    kill: mpsc::UnboundedSender<()>,
+    cancel: CancellationToken,
+}
+
+impl Drop for SshLink {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+/// An execution whose pipes outlive connection drops.
+pub struct LinkedExecution {
+    /// The agent's stdout, across every connection.
+    pub stdout: DuplexStream,
+    /// The agent's stdin.
+    pub stdin: DuplexStream,
+    pid: i32,
+    control: Arc<Mutex<Arc<RemoteControl>>>,
+    exit: watch::Receiver<Option<ExitInfo>>,
+}
+
+impl SshLink {
+    /// Installs and connects (as [`SshRunner::connect`]); later drops are reopened with
+    /// `backoff`. Returns the executions the runner already held.
+    pub async fn connect(
+        runner: SshRunner,
+        backoff: Backoff,
+    ) -> Result<(SshLink, Vec<ExecutionInfo>), SshError> {
+        let connection = runner.connect().await?;
+        let executions = connection.executions.clone();
+        let (tx, generation) = watch::channel(Generation::Live {
+            number: 1,
+            client: connection.client.clone(),
+            executions: Arc::new(executions.clone()),
+        });
+        let (kill, kills) = mpsc::unbounded_channel();
+        let cancel = CancellationToken::new();
+        tokio::spawn(supervise(runner, backoff, connection, tx, kills, cancel.clone()));
+        Ok((SshLink { generation, kill, cancel }, executions))
+    }
+
+    /// How many connections were made so far (1 before any drop).
+    pub fn connections(&self) -> u64 {
+        match &*self.generation.borrow() {
+            Generation::Live { number, .. } => *number,
+            Generation::Reconnecting | Generation::Gone(_) => 0,
+        }
+    }
+
+    /// Kills the current `ssh` client (tests: the network goes away); the link reopens.
+    pub fn drop_transport(&self) {
+        let _ = self.kill.send(());
+    }
+
+    /// The live client, waiting while the link reconnects.
+    async fn client(&self) -> Result<(u64, RunnerClient), String> {
+        let mut generation = self.generation.clone();
+        loop {
+            match &*generation.borrow_and_update() {
+                Generation::Live { number, client, .. } => return Ok((*number, client.clone())),
+                Generation::Gone(message) => return Err(message.clone()),
+                Generation::Reconnecting => {}
+            }
+            if generation.changed().await.is_err() {
+                return Err("the ssh link is closed".into());
+            }
+        }
+    }
+
+    /// Starts an execution on the runner; its pipes go on across drops.
+    pub async fn spawn(&self, exec: &str, spec: SpawnSpec) -> Result<LinkedExecution, String> {
+        let (number, client) = self.client().await?;
+        let execution = client.spawn_with(exec, spec, AckPolicy::OnDelivery).await?;
+        Ok(self.follow(exec, number, execution))
+    }
+
+    /// Takes over an execution the runner listed when the link connected.
+    pub fn attach(&self, info: &ExecutionInfo) -> Result<LinkedExecution, String> {
+        let (number, client) = match &*self.generation.borrow() {
+            Generation::Live { number, client, .. } => (*number, client.clone()),
+            Generation::Reconnecting => return Err("the ssh link is reconnecting".into()),
+            Generation::Gone(message) => return Err(message.clone()),
+        };
+        let execution = client.attach_with(info, AckPolicy::OnDelivery, 0);
+        Ok(self.follow(&info.exec, number, execution))
+    }
+
+    fn follow(&self, exec: &str, number: u64, execution: RemoteExecution) -> LinkedExecution {
+        let (stdout, stdout_tx) = tokio::io::duplex(PIPE);
+        let (stdin, stdin_rx) = tokio::io::duplex(PIPE);
+        let (exit_tx, exit) = watch::channel(None);
+        let pid = execution.control.pid();
+        let control = Arc::new(Mutex::new(Arc::new(execution.control)));
+        let current = Current {
+            stdout: execution.stdout,
+            stdin: execution.stdin,
+            acks: execution.acks,
+            number,
+        };
+        tokio::spawn(pump(
+            exec.to_owned(),
+            current,
+            self.generation.clone(),
+            stdout_tx,
+            stdin_rx,
+            control.clone(),
+            exit_tx,
+            self.cancel.clone(),
+        ));
+        LinkedExecution { stdout, stdin, pid, control, exit }
+    }
+}
+
+impl LinkedExecution {
+    /// The agent's pid on the remote host.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Resolves with the agent's exit, or `Unknown` when the link is gone for good.
+    pub async fn wait(&self) -> ExitInfo {
+        let mut exit = self.exit.clone();
+        match exit.wait_for(Option::is_some).await {
+            Ok(value) => value.clone(),
+            Err(_) => None,
+        }
+        .unwrap_or(ExitInfo::Unknown { reason: "the ssh link is closed".into() })
+    }
+
+    /// TERM, `grace`, KILL through the current connection; resolves with the exit.
+    pub async fn stop(&self, grace: Duration) -> ExitInfo {
+        let control = self.control.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let _ = control.stop(grace).await;
+        self.wait().await
+    }
+}
+
+/// The pipes of an execution on one connection.
+struct Current {
+    stdout: DuplexStream,
+    stdin: DuplexStream,
+    acks: crate::runner::Acks,
+    number: u64,
+}
+
+/// Keeps the connection: waits for it to drop (or to be killed), reopens it with back-off and
+/// publishes each new one.
+async fn supervise(
+    runner: SshRunner,
+    backoff: Backoff,
+    mut connection: SshConnection,
+    generation: watch::Sender<Generation>,
+    mut kills: mpsc::UnboundedReceiver<()>,
+    cancel: CancellationToken,
+) {
+    let mut number = 1;
+    loop {
+        let killed = tokio::select! {
+            _ = cancel.cancelled() => {
+                connection.client.close();
+                return;
+            }
+            _ = connection.client.closed() => false,
+            Some(()) = kills.recv() => true,
+        };
+        if killed {
+            connection.drop_transport().await;
+        }
+        generation.send_replace(Generation::Reconnecting);
+        let reopened = tokio::select! {
+            _ = cancel.cancelled() => return,
+            reopened = runner.reconnect(backoff) => reopened,
+        };
+        match reopened {
+            Ok(next) => {
+                number += 1;
+                connection = next;
+                tracing::info!(target = %runner.target(), number, "ssh link reconnected");
+                generation.send_replace(Generation::Live {
+                    number,
+                    client: connection.client.clone(),
+                    executions: Arc::new(connection.executions.clone()),
+                });
+            }
+            Err(err) => {
+                generation.send_replace(Generation::Gone(err.to_string()));
+                return;
+            }
+        }
+    }
+}
+
+/// Copies an execution's output into the linked stdout and the linked stdin into it, moving
+/// to the next connection after each drop, until the agent's exit arrives.
+#[allow(clippy::too_many_arguments)]
+async fn pump(
+    exec: String,
+    mut current: Current,
+    mut generation: watch::Receiver<Generation>,
+    mut stdout: DuplexStream,
+    mut stdin: DuplexStream,
+    control: Arc<Mutex<Arc<RemoteControl>>>,
+    exit: watch::Sender<Option<ExitInfo>>,
+    cancel: CancellationToken,
+) {
+    let mut out = vec![0u8; 64 * 1024];
+    let mut input = vec![0u8; 64 * 1024];
+    let mut stdin_open = true;
+    loop {
+        // This connection's output until it ends (the exit, or the connection lost).
+        loop {
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                read = current.stdout.read(&mut out) => match read {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        // A reader that went away: keep going so the exit is still seen.
+                        let _ = stdout.write_all(&out[..n]).await;
+                    }
+                },
+                read = stdin.read(&mut input), if stdin_open => match read {
+                    Ok(0) | Err(_) => {
+                        stdin_open = false;
+                        let _ = current.stdin.shutdown().await;
+                    }
+                    Ok(n) => {
+                        let _ = current.stdin.write_all(&input[..n]).await;
+                    }
+                },
+            }
+        }
+        if current.acks.exit_seq().is_some() {
+            let control = control.lock().unwrap_or_else(PoisonError::into_inner).clone();
+            exit.send_replace(Some(control.wait().await));
+            return;
+        }
+        // The connection dropped: take the execution over on the next one, after the last
+        // item this side took.
+        let committed = current.acks.committed();
+        let next = loop {
+            let found = match &*generation.borrow_and_update() {
+                Generation::Live { number, client, executions } if *number > current.number => {
+                    Some(Ok((*number, client.clone(), executions.clone())))
+                }
+                Generation::Gone(message) => Some(Err(message.clone())),
+                Generation::Live { .. } | Generation::Reconnecting => None,
+            };
+            if let Some(found) = found {
+                break found;
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => return,
+                changed = generation.changed() => if changed.is_err() {
+                    break Err("the ssh link is closed".into());
+                },
+            }
+        };
+        let (number, client, executions) = match next {
+            Ok(next) => next,
+            Err(message) => {
+                exit.send_replace(Some(ExitInfo::Unknown { reason: message }));
+                return;
+            }
+        };
+        let Some(info) = executions.iter().find(|e| e.exec == exec) else {
+            let reason = format!("the runner no longer holds execution {exec}");
+            exit.send_replace(Some(ExitInfo::Unknown { reason }));
+            return;
+        };
+        let execution = client.attach_with(info, AckPolicy::OnDelivery, committed);
+        *control.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(execution.control);
+        current = Current {
+            stdout: execution.stdout,
+            stdin: execution.stdin,
+            acks: execution.acks,
+            number,
+        };
+        if !stdin_open {
+            let _ = current.stdin.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! Executors (issue 20): named places agents run (`local`, or `ssh` with how to reach the
+//! host), and the executor each repository chose. Names are unique; an executor in use
+//! cannot be deleted.
+
+use kandev_domain::Timestamp;
+use kandev_domain::executor::{Executor, ExecutorKind, SshSettings};
+use sqlx::FromRow;
+
+use crate::db::Db;
+use crate::{Result, Store, StoreError, WriteTx};
+
+#[derive(FromRow)]
+struct ExecutorRow {
+    id: String,
+    name: String,
+    kind: String,
+    host: String,
+    port: i64,
+    user: String,
+    identity_file: String,
+    known_hosts: String,
+    remote_home: String,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl ExecutorRow {
+    fn into_executor(self, repository_ids: Vec<String>) -> Result<Executor> {
+        let kind = match self.kind.as_str() {
+            "local" => ExecutorKind::Local,
+            "ssh" => ExecutorKind::Ssh(SshSettings {
+                host: self.host,
+                port: u16::try_from(self.port).map_err(|_| {
+                    StoreError::Corrupt(format!("executor {} has port {}", self.id, self.port))
+                })?,
+                user: self.user,
+                identity_file: self.identity_file.into(),
+                known_hosts: self.known_hosts.into(),
+                remote_home: self.remote_home,
+            }),
+            other => {
+                return Err(StoreError::Corrupt(format!(
+                    "executor {} has the unknown kind {other}",
+                    self.id
+                )));
+            }
+        };
+        Ok(Executor {
+            id: self.id,
+            name: self.name,
+            kind,
+            repository_ids,
+            created_at: Timestamp(self.created_at),
+            updated_at: Timestamp(self.updated_at),
+        })
+    }
+}
+
+async fn users(mut db: Db<'_>, executor: &str) -> Result<Vec<String>> {
+    Ok(crate::sql::query_scalar::<String>(
+        "SELECT repository_id FROM repository_executors WHERE executor_id = ? ORDER BY repository_id",
+    )
+    .bind(executor)
+    .fetch_all(&mut db)
+    .await?)
+}
+
+async fn get(mut db: Db<'_>, id: &str) -> Result<Executor> {
+    let row = crate::sql::query_as::<ExecutorRow>("SELECT * FROM executors WHERE id = ?")
+        .bind(id)
+        .fetch_optional(&mut db)
+        .await?
+        .ok_or_else(|| StoreError::not_found("executor", id))?;
+    let used_by = users(db, id).await?;
+    row.into_executor(used_by)
+}
+
+async fn name_taken(mut db: Db<'_>, name: &str) -> Result<bool> {
+    Ok(crate::sql::query_scalar::<i64>("SELECT COUNT(*) FROM executors WHERE name = ?")
+        .bind(name)
+        .fetch_one(&mut db)
+        .await?
+        > 0)
+}
+
+fn taken(name: &str) -> StoreError {
+    StoreError::Conflict(format!(
+        "an executor named {name} already exists; choose another name or update that one"
+    ))
+}
+
+/// The columns of a kind: `(kind, host, port, user, identity_file, known_hosts, remote_home)`.
+fn columns(kind: &ExecutorKind) -> (&'static str, String, i64, String, String, String, String) {
+    match kind {
+        ExecutorKind::Local => {
+            ("local", String::new(), 22, String::new(), String::new(), String::new(), String::new())
+        }
+        ExecutorKind::Ssh(s) => (
+            "ssh",
+            s.host.clone(),
+            i64::from(s.port),
+            s.user.clone(),
+            s.identity_file.display().to_string(),
+            s.known_hosts.display().to_string(),
+            s.remote_home.clone(),
+        ),
+    }
+}
+
+impl Store {
+    /// Every executor, by name.
+    pub async fn list_executors(&self) -> Result<Vec<Executor>> {
+        let rows = crate::sql::query_as::<ExecutorRow>("SELECT * FROM executors ORDER BY name")
+            .fetch_all(&self.read)
+            .await?;
+        let mut executors = Vec::with_capacity(rows.len());
+        for row in rows {
+            let used_by = users(self.db(), &row.id).await?;
+            executors.push(row.into_executor(used_by)?);
+        }
+        Ok(executors)
+    }
+
+    pub async fn get_executor(&self, id: &str) -> Result<Executor> {
+        get(self.db(), id).await
+    }
+
+    /// The executor a repository chose (`None`: it runs locally).
+    pub async fn repository_executor(&self, repository: &str) -> Result<Option<Executor>> {
+        let id = crate::sql::query_scalar::<String>(
+            "SELECT executor_id FROM repository_executors WHERE repository_id = ?",
+        )
+        .bind(repository)
+        .fetch_optional(&self.read)
+        .await?;
+        match id {
+            Some(id) => Ok(Some(get(self.db(), &id).await?)),
+            None => Ok(None),
+        }
+    }
+}
+
+impl WriteTx {
+    /// Adds an executor; `Conflict` when one of that name exists.
+    pub async fn insert_executor(&mut self, name: &str, kind: &ExecutorKind) -> Result<Executor> {
+        if name_taken(self.db(), name).await? {
+            return Err(taken(name));
+        }
+        let (id, now) = (self.new_id(), self.now().millis());
+        let (kind, host, port, user, identity_file, known_hosts, remote_home) = columns(kind);
+        crate::sql::query(
+            "INSERT INTO executors (id, name, kind, host, port, \"user\", identity_file, known_hosts, \
+             remote_home, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(name)
+        .bind(kind)
+        .bind(host)
+        .bind(port)
+        .bind(user)
+        .bind(identity_file)
+        .bind(known_hosts)
+        .bind(remote_home)
+        .bind(now)
+        .bind(now)
+        .execute(self.conn())
+        .await?;
+        get(self.db(), &id).await
+    }
+
+    /// Renames an executor and/or replaces its kind and settings (`None` keeps them).
+    pub async fn update_executor(
+        &mut self,
+        id: &str,
+        name: Option<&str>,
+        kind: Option<&ExecutorKind>,
+    ) -> Result<Executor> {
+        let current = get(self.db(), id).await?;
+        let name = name.unwrap_or(&current.name);
+        if name != current.name && name_taken(self.db(), name).await? {
+            return Err(taken(name));
+        }
+        let (kind, host, port, user, identity_file, known_hosts, remote_home) =
+            columns(kind.unwrap_or(&current.kind));
+        crate::sql::query(
+            "UPDATE executors SET name = ?, kind = ?, host = ?, port = ?, \"user\" = ?, \
+             identity_file = ?, known_hosts = ?, remote_home = ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(name)
+        .bind(kind)
+        .bind(host)
+        .bind(port)
+        .bind(user)
+        .bind(identity_file)
+        .bind(known_hosts)
+        .bind(remote_home)
+        .bind(self.now().millis())
+        .bind(id)
+        .execute(self.conn())
+        .await?;
+        get(self.db(), id).await
+    }
+
+    /// Removes an executor no repository uses; `Conflict` naming the count otherwise.
+    pub async fn delete_executor(&mut self, id: &str) -> Result<Executor> {
+        let current = get(self.db(), id).await?;
+        if !current.repository_ids.is_empty() {
+            return Err(StoreError::Conflict(format!(
+                "executor {} is used by {} repositories; choose another executor for them first \
+                 (repository.executor.set)",
+                current.name,
+                current.repository_ids.len()
+            )));
+        }
+        crate::sql::query("DELETE FROM executors WHERE id = ?").bind(id).execute(self.conn()).await?;
+        Ok(current)
+    }
+
+    /// Sets the executor a repository's agents run on (`None`: locally). Both must exist.
+    pub async fn set_repository_executor(
+        &mut self,
+        repository: &str,
+        executor: Option<&str>,
+    ) -> Result<Option<Executor>> {
+        let exists = crate::sql::query_scalar::<i64>("SELECT COUNT(*) FROM repositories WHERE id = ?")
+            .bind(repository)
+            .fetch_one(self.conn())
+            .await?;
+        if exists == 0 {
+            return Err(StoreError::not_found("repository", repository));
+        }
+        crate::sql::query("DELETE FROM repository_executors WHERE repository_id = ?")
+            .bind(repository)
+            .execute(self.conn())
+            .await?;
+        let Some(executor) = executor else { return Ok(None) };
+        get(self.db(), executor).await?;
+        crate::sql::query("INSERT INTO repository_executors (repository_id, executor_id) VALUES (?, ?)")
+            .bind(repository)
+            .bind(executor)
+            .execute(self.conn())
+            .await?;
+        Ok(Some(get(self.db(), executor).await?))
+    }
+}

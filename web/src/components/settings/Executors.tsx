@@ -1,0 +1,160 @@
+// Settings › Executors (issue 20): named SSH build machines. Add one, check it (connects as a
+// session would: host key, the remote kandev, the runner) and delete it. Sessions do not run
+// on executors yet (docs/deployment.md).
+import { useCallback, useEffect, useState } from 'react';
+import { call } from '../../api/client';
+import type { ExecutorDto } from '../../api/types';
+import { useFormError } from './useFormError';
+
+const EMPTY = {
+  name: '',
+  host: '',
+  port: '22',
+  user: '',
+  identity_file: '',
+  known_hosts: '',
+  remote_home: '',
+};
+
+export function Executors() {
+  const [executors, setExecutors] = useState<ExecutorDto[]>([]);
+  const [form, setForm] = useState(EMPTY);
+  const [checked, setChecked] = useState<Record<string, string>>({});
+  const [checking, setChecking] = useState<string | null>(null);
+  const { wrap, view } = useFormError();
+  const load = useCallback(async () => {
+    const r = await call('executor.list', {});
+    setExecutors(r.executors);
+  }, []);
+  useEffect(() => {
+    void wrap(load);
+  }, [load]);
+  const field = (key: keyof typeof EMPTY, label: string, hint: string, placeholder: string) => (
+    <label>
+      {label} <span className="hint">{hint}</span>
+      <input
+        value={form[key]}
+        onChange={(e) => setForm((f) => ({ ...f, [key]: e.target.value }))}
+        required
+        placeholder={placeholder}
+        inputMode={key === 'port' ? 'numeric' : undefined}
+      />
+    </label>
+  );
+  return (
+    <section>
+      <h1>Executors</h1>
+      <p className="hint">
+        Machines reached over SSH where agents are to run. Checking one connects with your system <code>ssh</code>{' '}
+        (the host key must already be in the known_hosts file), installs this kandev there and starts its runner.
+        Sessions do not run on executors yet.
+      </p>
+      {executors.length === 0 ? (
+        <p className="hint">No executors yet.</p>
+      ) : (
+        <table className="table" aria-label="Executors">
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Host</th>
+              <th>Remote home</th>
+              <th>Repositories</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {executors.map((x) => (
+              <tr key={x.id}>
+                <td>{x.name}</td>
+                <td>
+                  <code>{x.ssh ? `${x.ssh.user}@${x.ssh.host}:${x.ssh.port}` : 'local'}</code>
+                </td>
+                <td>
+                  <code>{x.ssh?.remote_home ?? ''}</code>
+                </td>
+                <td>{x.repository_ids.length}</td>
+                <td className="row-actions">
+                  {checked[x.id] && (
+                    <span className="hint" data-testid="executor-check-result" role="status">
+                      {checked[x.id]}
+                    </span>
+                  )}
+                  <button
+                    disabled={checking === x.id}
+                    onClick={() =>
+                      void wrap(async () => {
+                        setChecking(x.id);
+                        try {
+                          const r = await call('executor.check', { id: x.id });
+                          const text = r.ok
+                            ? `Reachable: ${r.remote_version ?? 'kandev'}${r.copied ? ' (installed now)' : ''}`
+                            : `Check failed: ${r.message ?? 'no answer'}`;
+                          setChecked((c) => ({ ...c, [x.id]: text }));
+                        } finally {
+                          setChecking(null);
+                        }
+                      })
+                    }
+                  >
+                    {checking === x.id ? 'Checking…' : 'Check'}
+                  </button>
+                  <button
+                    className="danger-outline"
+                    aria-label={`Delete ${x.name}`}
+                    onClick={() =>
+                      void wrap(async () => {
+                        await call('executor.delete', { id: x.id });
+                        await load();
+                      })
+                    }
+                  >
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <form
+        className="form card-form"
+        aria-label="Add executor"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          const port = Number(form.port);
+          const ok = await wrap(async () => {
+            await call('executor.create', {
+              name: form.name,
+              kind: 'ssh',
+              ssh: {
+                host: form.host,
+                port: Number.isInteger(port) && port > 0 && port < 65536 ? port : 0,
+                user: form.user,
+                identity_file: form.identity_file,
+                known_hosts: form.known_hosts,
+                remote_home: form.remote_home,
+              },
+            });
+            await load();
+          });
+          if (ok) setForm(EMPTY);
+        }}
+      >
+        <h2>Add an SSH executor</h2>
+        {field('name', 'Name', '', 'build1')}
+        {field('host', 'Host', 'a name or address, without user@', 'build1.example')}
+        {field('port', 'Port', '', '22')}
+        {field('user', 'User', '', 'build')}
+        {field('identity_file', 'Identity file', 'absolute path on this server', '/home/me/.ssh/id_ed25519')}
+        {field('known_hosts', 'Known hosts file', 'absolute path on this server', '/home/me/.kandev/known_hosts')}
+        {field('remote_home', 'Remote home', 'absolute directory on the remote host', '/home/build/.kandev')}
+        {view}
+        <div className="actions">
+          <button className="primary" type="submit">
+            Add executor
+          </button>
+        </div>
+      </form>
+    </section>
+  );
+}
