@@ -105,9 +105,13 @@ async fn verify_reconciled(
 
 pub async fn r1(ctx: &Ctx) -> Result<Report> {
     let (cycles, sessions_n) = if ctx.quick { (3, 5) } else { (20, 20) };
-    let mut report = Report::new("R1", json!({"cycles": cycles, "streaming_sessions": sessions_n}));
+    let mut report = Report::new(
+        "R1",
+        json!({"cycles": cycles, "streaming_sessions": sessions_n, "database": ctx.engine()}),
+    );
     let home = ctx.home("r1")?;
-    let mut server = harness::start(&ctx.kandev, &home, &[])?;
+    let database = ctx.database_args();
+    let mut server = harness::start(&ctx.kandev, &home, &database)?;
     let (workflow, _) = server.board("R1").await?;
     let mut sessions = vec![];
     for i in 0..sessions_n {
@@ -132,7 +136,7 @@ pub async fn r1(ctx: &Ctx) -> Result<Report> {
         server.kill9()?;
         drop(ws);
         let started = Instant::now();
-        server = harness::start(&ctx.kandev, &home, &[])?;
+        server = harness::start(&ctx.kandev, &home, &database)?;
         restart_ms.push(ms(started.elapsed()));
         let missing = verify_reconciled(&server, &sessions, &told, &mut report, cycle).await?;
         told_total += told.len();

@@ -25,6 +25,11 @@ struct Cli {
     /// The kandev binary to benchmark. Default: `kandev` next to this executable.
     #[arg(long, global = true)]
     kandev: Option<PathBuf>,
+    /// Run the server on this (empty) database instead of a SQLite file in its home, e.g. a
+    /// postgres:// URL (`scripts/pg createdb NAME` makes one). P2, P3, P5 and R1, one at a
+    /// time (P6 in docs/performance.md).
+    #[arg(long, global = true)]
+    database_url: Option<String>,
 }
 
 #[derive(Subcommand, Clone, Copy, PartialEq, Eq)]
@@ -105,10 +110,28 @@ impl Report {
 pub struct Ctx {
     pub kandev: PathBuf,
     pub quick: bool,
+    /// `--database-url`, for the scenarios that support it.
+    pub database_url: Option<String>,
     pub tmp: tempfile::TempDir,
 }
 
 impl Ctx {
+    /// The server arguments that choose the database (none: a SQLite file in its home).
+    pub fn database_args(&self) -> Vec<&str> {
+        match &self.database_url {
+            Some(url) => vec!["--database-url", url.as_str()],
+            None => vec![],
+        }
+    }
+
+    /// The engine the server runs on, for the report.
+    pub fn engine(&self) -> &'static str {
+        match &self.database_url {
+            Some(url) if url.starts_with("postgres") => "postgres",
+            _ => "sqlite",
+        }
+    }
+
     /// A fresh home folder under the bench's temp dir.
     pub fn home(&self, name: &str) -> Result<PathBuf> {
         let path = self.tmp.path().join(name);
@@ -135,9 +158,15 @@ fn locate_kandev(given: Option<PathBuf>) -> Result<PathBuf> {
 #[tokio::main]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
+    anyhow::ensure!(
+        cli.database_url.is_none()
+            || matches!(cli.scenario, Scenario::P2 | Scenario::P3 | Scenario::P5 | Scenario::R1),
+        "--database-url is for one of p2, p3, p5 and r1 at a time (each needs an empty database)"
+    );
     let ctx = Ctx {
         kandev: locate_kandev(cli.kandev)?,
         quick: cli.quick,
+        database_url: cli.database_url,
         tmp: tempfile::Builder::new()
             .prefix("kandev-bench-")
             // `KANDEV_BENCH_KEEP=1` keeps the homes (databases, logs) for a look afterwards.

@@ -456,10 +456,12 @@ async fn round_trip(server: &Server, ws: &mut Ws, session: &str, text: &str) -> 
 
 pub async fn p2(ctx: &Ctx) -> Result<Report> {
     let (n, clients, prompts) = if ctx.quick { (20, 10, 20) } else { (200, 10, 100) };
-    let mut report =
-        Report::new("P2", json!({"sessions": n, "ws_clients": clients, "round_trips": prompts}));
+    let mut report = Report::new(
+        "P2",
+        json!({"sessions": n, "ws_clients": clients, "round_trips": prompts, "database": ctx.engine()}),
+    );
     let home = ctx.home("p2")?;
-    let server = harness::start(&ctx.kandev, &home, &[])?;
+    let server = harness::start(&ctx.kandev, &home, &ctx.database_args())?;
     let (workflow, _) = server.board("P2").await?;
     let empty_rss = server.rss_kib();
     let boot = Instant::now();
@@ -505,10 +507,10 @@ pub async fn p3(ctx: &Ctx, board: &mut Option<Board>) -> Result<Report> {
         if ctx.quick { (2_000, 2, 20_000) } else { (20_000, 10, 1_000_000) };
     let mut report = Report::new(
         "P3",
-        json!({"tasks": tasks_n, "workflows": workflows_n, "messages": messages_goal}),
+        json!({"tasks": tasks_n, "workflows": workflows_n, "messages": messages_goal, "database": ctx.engine()}),
     );
     let home = ctx.home("p3")?;
-    let server = harness::start(&ctx.kandev, &home, &[])?;
+    let server = harness::start(&ctx.kandev, &home, &ctx.database_args())?;
     let mut workflows = vec![];
     for w in 0..workflows_n {
         workflows.push(server.board(&format!("board {w}")).await?.0);
@@ -713,9 +715,10 @@ pub async fn p4(ctx: &Ctx, board: &mut Option<Board>) -> Result<Report> {
 
 pub async fn p5(ctx: &Ctx) -> Result<Report> {
     let (n, cycles) = if ctx.quick { (5, 5) } else { (100, 50) };
-    let mut report = Report::new("P5", json!({"sessions": n, "cycles": cycles}));
+    let mut report =
+        Report::new("P5", json!({"sessions": n, "cycles": cycles, "database": ctx.engine()}));
     let home = ctx.home("p5")?;
-    let server = harness::start(&ctx.kandev, &home, &[])?;
+    let server = harness::start(&ctx.kandev, &home, &ctx.database_args())?;
     let (workflow, _) = server.board("P5").await?;
     let before = agents_of(&home).len();
     let sessions = live_sessions(&server, &workflow, n).await?;

@@ -37,24 +37,26 @@ impl From<TokenRow> for ApiToken {
 }
 
 async fn user_by_name(mut db: Db<'_>, name: &str) -> Result<Option<User>> {
-    let row = sqlx::query_as::<_, UserRow>("SELECT id, name, created_at FROM users WHERE name = ?")
-        .bind(name)
-        .fetch_optional(&mut db)
-        .await?;
+    let row =
+        crate::sql::query_as::<UserRow>("SELECT id, name, created_at FROM users WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&mut db)
+            .await?;
     Ok(row.map(User::from))
 }
 
 impl Store {
     /// Whether any user exists: then every request must be authenticated.
     pub async fn has_users(&self) -> Result<bool> {
-        let found: Option<i64> =
-            sqlx::query_scalar("SELECT 1 FROM users LIMIT 1").fetch_optional(&self.read).await?;
+        let found: Option<i64> = crate::sql::query_scalar("SELECT 1 FROM users LIMIT 1")
+            .fetch_optional(&self.read)
+            .await?;
         Ok(found.is_some())
     }
 
     pub async fn list_users(&self) -> Result<Vec<User>> {
         let rows =
-            sqlx::query_as::<_, UserRow>("SELECT id, name, created_at FROM users ORDER BY name")
+            crate::sql::query_as::<UserRow>("SELECT id, name, created_at FROM users ORDER BY name")
                 .fetch_all(&self.read)
                 .await?;
         Ok(rows.into_iter().map(User::from).collect())
@@ -62,11 +64,12 @@ impl Store {
 
     /// The user called `name` and their password hash (a PHC string), if there is one.
     pub async fn user_credentials(&self, name: &str) -> Result<Option<(User, String)>> {
-        let row: Option<(String, String, i64, String)> =
-            sqlx::query_as("SELECT id, name, created_at, password_hash FROM users WHERE name = ?")
-                .bind(name)
-                .fetch_optional(&self.read)
-                .await?;
+        let row: Option<(String, String, i64, String)> = crate::sql::query_as(
+            "SELECT id, name, created_at, password_hash FROM users WHERE name = ?",
+        )
+        .bind(name)
+        .fetch_optional(&self.read)
+        .await?;
         Ok(row.map(|(id, name, created_at, hash)| {
             (User { id, name, created_at: Timestamp(created_at) }, hash)
         }))
@@ -74,7 +77,7 @@ impl Store {
 
     /// The user of the login session whose secret hashes to `secret_hash`, unless it expired.
     pub async fn user_for_session(&self, secret_hash: &str) -> Result<Option<User>> {
-        let row = sqlx::query_as::<_, UserRow>(
+        let row = crate::sql::query_as::<UserRow>(
             "SELECT u.id, u.name, u.created_at FROM user_sessions s JOIN users u ON u.id = s.user_id \
              WHERE s.secret_hash = ? AND s.expires_at > ?",
         )
@@ -87,7 +90,7 @@ impl Store {
 
     /// The user of the personal token whose secret hashes to `secret_hash`.
     pub async fn user_for_token(&self, secret_hash: &str) -> Result<Option<User>> {
-        let row = sqlx::query_as::<_, UserRow>(
+        let row = crate::sql::query_as::<UserRow>(
             "SELECT u.id, u.name, u.created_at FROM user_tokens t JOIN users u ON u.id = t.user_id \
              WHERE t.secret_hash = ?",
         )
@@ -99,7 +102,7 @@ impl Store {
 
     /// A user's personal tokens, oldest first, without their secrets.
     pub async fn list_tokens(&self, user_id: &str) -> Result<Vec<ApiToken>> {
-        let rows = sqlx::query_as::<_, TokenRow>(
+        let rows = crate::sql::query_as::<TokenRow>(
             "SELECT id, user_id, name, created_at FROM user_tokens WHERE user_id = ? \
              ORDER BY created_at, id",
         )
@@ -117,7 +120,7 @@ impl WriteTx {
             return Err(StoreError::Conflict(format!("user {name} already exists")));
         }
         let (id, now) = (self.new_id(), self.now().millis());
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO users (id, name, password_hash, created_at, updated_at) \
              VALUES (?, ?, ?, ?, ?)",
         )
@@ -136,13 +139,13 @@ impl WriteTx {
         let user = user_by_name(self.db(), name)
             .await?
             .ok_or_else(|| StoreError::not_found("user", name))?;
-        sqlx::query("UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?")
+        crate::sql::query("UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ?")
             .bind(password_hash)
             .bind(self.now().millis())
             .bind(&user.id)
             .execute(self.conn())
             .await?;
-        sqlx::query("DELETE FROM user_sessions WHERE user_id = ?")
+        crate::sql::query("DELETE FROM user_sessions WHERE user_id = ?")
             .bind(&user.id)
             .execute(self.conn())
             .await?;
@@ -154,7 +157,10 @@ impl WriteTx {
         let user = user_by_name(self.db(), name)
             .await?
             .ok_or_else(|| StoreError::not_found("user", name))?;
-        sqlx::query("DELETE FROM users WHERE id = ?").bind(&user.id).execute(self.conn()).await?;
+        crate::sql::query("DELETE FROM users WHERE id = ?")
+            .bind(&user.id)
+            .execute(self.conn())
+            .await?;
         Ok(user)
     }
 
@@ -166,11 +172,11 @@ impl WriteTx {
         expires_at: Timestamp,
     ) -> Result<()> {
         let now = self.now().millis();
-        sqlx::query("DELETE FROM user_sessions WHERE expires_at <= ?")
+        crate::sql::query("DELETE FROM user_sessions WHERE expires_at <= ?")
             .bind(now)
             .execute(self.conn())
             .await?;
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO user_sessions (secret_hash, user_id, created_at, expires_at) \
              VALUES (?, ?, ?, ?)",
         )
@@ -185,7 +191,7 @@ impl WriteTx {
 
     /// Ends the login session whose secret hashes to `secret_hash` (logout).
     pub async fn delete_login_session(&mut self, secret_hash: &str) -> Result<()> {
-        sqlx::query("DELETE FROM user_sessions WHERE secret_hash = ?")
+        crate::sql::query("DELETE FROM user_sessions WHERE secret_hash = ?")
             .bind(secret_hash)
             .execute(self.conn())
             .await?;
@@ -199,7 +205,7 @@ impl WriteTx {
         secret_hash: &str,
     ) -> Result<ApiToken> {
         let (id, now) = (self.new_id(), self.now().millis());
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO user_tokens (id, user_id, name, secret_hash, created_at) \
              VALUES (?, ?, ?, ?, ?)",
         )
@@ -220,7 +226,7 @@ impl WriteTx {
 
     /// Revokes one of `user_id`'s tokens; another user's token is `NotFound` like a missing one.
     pub async fn delete_token(&mut self, user_id: &str, token_id: &str) -> Result<()> {
-        let done = sqlx::query("DELETE FROM user_tokens WHERE id = ? AND user_id = ?")
+        let done = crate::sql::query("DELETE FROM user_tokens WHERE id = ? AND user_id = ?")
             .bind(token_id)
             .bind(user_id)
             .execute(self.conn())

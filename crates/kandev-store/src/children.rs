@@ -26,7 +26,7 @@ struct ChildRow {
 impl Store {
     /// Every recorded child, oldest first; a pgid that does not fit an `i32` is skipped.
     pub async fn child_processes(&self) -> Result<Vec<ChildProcess>> {
-        let rows = sqlx::query_as::<_, ChildRow>(
+        let rows = crate::sql::query_as::<ChildRow>(
             "SELECT pgid, kind, task_id FROM child_processes ORDER BY started_at, pgid",
         )
         .fetch_all(&self.read)
@@ -44,7 +44,7 @@ impl Store {
 impl WriteTx {
     /// Records a child that now runs (a pgid seen again replaces the old row).
     pub async fn record_child(&mut self, child: &ChildProcess) -> Result<()> {
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO child_processes (pgid, kind, task_id, started_at) VALUES (?, ?, ?, ?) \
              ON CONFLICT(pgid) DO UPDATE SET kind = excluded.kind, task_id = excluded.task_id, \
              started_at = excluded.started_at",
@@ -60,7 +60,7 @@ impl WriteTx {
 
     /// Forgets a child that is gone.
     pub async fn forget_child(&mut self, pgid: i32) -> Result<()> {
-        sqlx::query("DELETE FROM child_processes WHERE pgid = ?")
+        crate::sql::query("DELETE FROM child_processes WHERE pgid = ?")
             .bind(pgid)
             .execute(self.conn())
             .await?;

@@ -9,6 +9,7 @@ use kandev_domain::Timestamp;
 use sqlx::FromRow;
 
 use crate::db::Db;
+use crate::sql::Dialect;
 use crate::{Result, Store, StoreError};
 
 /// A topic subscribers filter on, e.g. `workspace:<id>` or `session:<id>`.
@@ -60,7 +61,7 @@ impl crate::WriteTx {
         let topic = topic.into();
         let text = payload.to_string();
         let now = self.now();
-        let seq: i64 = sqlx::query_scalar(
+        let seq: i64 = crate::sql::query_scalar(
             "INSERT INTO events (topic, action, payload, created_at) VALUES (?, ?, ?, ?) RETURNING seq",
         )
         .bind(&topic)
@@ -112,9 +113,9 @@ impl crate::WriteTx {
             .collect();
         // Explicit seqs above the highest one: AUTOINCREMENT records the largest in
         // `sqlite_sequence`, so `next_seq` stays exact.
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO events (seq, topic, action, payload, created_at) \
-             SELECT value->>0, value->>1, value->>2, value->>3, ? FROM json_each(?)",
+             SELECT CAST(value->>0 AS BIGINT), value->>1, value->>2, value->>3, ? FROM json_each(?)",
         )
         .bind(now.millis())
         .bind(crate::messages::json_rows(&rows)?)
@@ -122,6 +123,28 @@ impl crate::WriteTx {
         .await?;
         for ((topic, action, payload), seq) in events.into_iter().zip(first..) {
             self.publish_on_commit(Event { seq, topic, action, payload, created_at: now });
+        }
+        Ok(())
+    }
+
+    /// Raises the highest seq ever used to at least `seq` (a copied database keeps its
+    /// source's, which survives pruning).
+    pub(crate) async fn raise_highest_seq(&mut self, seq: i64) -> Result<()> {
+        let sql = match self.db().dialect() {
+            Dialect::Sqlite => {
+                "INSERT INTO sqlite_sequence (name, seq) SELECT 'events', ?1 \
+                 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events')"
+            }
+            Dialect::Postgres => "UPDATE event_seq SET last = GREATEST(last, ?1)",
+        };
+        crate::sql::query(sql).bind(seq).execute(self.conn()).await?;
+        if self.db().dialect() == Dialect::Sqlite {
+            crate::sql::query(
+                "UPDATE sqlite_sequence SET seq = MAX(seq, ?1) WHERE name = 'events'",
+            )
+            .bind(seq)
+            .execute(self.conn())
+            .await?;
         }
         Ok(())
     }
@@ -149,7 +172,7 @@ impl Store {
         let sql = format!(
             "SELECT seq, topic, action, payload, created_at FROM events WHERE {clauses} ORDER BY seq LIMIT ?"
         );
-        let mut query = sqlx::query_as::<_, EventRow>(&sql);
+        let mut query = crate::sql::query_as::<EventRow>(&sql);
         for topic in topics {
             query = query.bind(topic).bind(since.get(topic).copied().unwrap_or(0));
         }
@@ -165,10 +188,11 @@ impl Store {
     /// The seq of the oldest event of `topic` the log still holds, or the next seq to be
     /// written when it holds none: a `since` of `oldest_seq - 1` or more replays without a gap.
     pub async fn oldest_seq(&self, topic: &str) -> Result<i64> {
-        let seq: Option<i64> = sqlx::query_scalar("SELECT MIN(seq) FROM events WHERE topic = ?")
-            .bind(topic)
-            .fetch_one(&self.read)
-            .await?;
+        let seq: Option<i64> =
+            crate::sql::query_scalar("SELECT MIN(seq) FROM events WHERE topic = ?")
+                .bind(topic)
+                .fetch_one(&self.read)
+                .await?;
         match seq {
             Some(seq) => Ok(seq),
             None => Ok(self.last_seq().await? + 1),
@@ -188,7 +212,7 @@ impl Store {
             return Ok(gaps);
         }
         let first: Option<i64> =
-            sqlx::query_scalar("SELECT MIN(seq) FROM events").fetch_one(&self.read).await?;
+            crate::sql::query_scalar("SELECT MIN(seq) FROM events").fetch_one(&self.read).await?;
         let first = match first {
             Some(seq) => seq,
             None => self.last_seq().await? + 1,
@@ -212,7 +236,7 @@ impl Store {
         let mut pruned = Pruned::default();
         while let Some(through) = self.prune_bound(retention).await? {
             let mut tx = self.begin_write().await?;
-            let done = sqlx::query("DELETE FROM events WHERE seq <= ?")
+            let done = crate::sql::query("DELETE FROM events WHERE seq <= ?")
                 .bind(through)
                 .execute(tx.conn())
                 .await?;
@@ -229,7 +253,7 @@ impl Store {
     /// The last seq of the next batch to prune, or `None` when nothing is due.
     async fn prune_bound(&self, retention: Retention) -> Result<Option<i64>> {
         let rows: Vec<(i64, i64)> =
-            sqlx::query_as("SELECT seq, created_at FROM events ORDER BY seq LIMIT ?")
+            crate::sql::query_as("SELECT seq, created_at FROM events ORDER BY seq LIMIT ?")
                 .bind(PRUNE_BATCH)
                 .fetch_all(&self.read)
                 .await?;
@@ -278,10 +302,12 @@ pub struct Pruned {
 
 /// The highest `seq` ever used (0 for an empty log): AUTOINCREMENT keeps it in
 /// `sqlite_sequence`, so it survives pruning.
+/// On PostgreSQL the `event_seq` row plays that part (see `migrations-pg`).
 async fn highest_seq(mut db: Db<'_>) -> Result<i64> {
-    let seq: Option<i64> =
-        sqlx::query_scalar("SELECT seq FROM sqlite_sequence WHERE name = 'events'")
-            .fetch_optional(&mut db)
-            .await?;
+    let sql = match db.dialect() {
+        Dialect::Sqlite => "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
+        Dialect::Postgres => "SELECT last FROM event_seq",
+    };
+    let seq: Option<i64> = crate::sql::query_scalar(sql).fetch_optional(&mut db).await?;
     Ok(seq.unwrap_or(0))
 }

@@ -57,7 +57,7 @@ impl ExecutorRow {
 }
 
 async fn users(mut db: Db<'_>, executor: &str) -> Result<Vec<String>> {
-    Ok(sqlx::query_scalar::<_, String>(
+    Ok(crate::sql::query_scalar::<String>(
         "SELECT repository_id FROM repository_executors WHERE executor_id = ? ORDER BY repository_id",
     )
     .bind(executor)
@@ -66,7 +66,7 @@ async fn users(mut db: Db<'_>, executor: &str) -> Result<Vec<String>> {
 }
 
 async fn get(mut db: Db<'_>, id: &str) -> Result<Executor> {
-    let row = sqlx::query_as::<_, ExecutorRow>("SELECT * FROM executors WHERE id = ?")
+    let row = crate::sql::query_as::<ExecutorRow>("SELECT * FROM executors WHERE id = ?")
         .bind(id)
         .fetch_optional(&mut db)
         .await?
@@ -76,7 +76,7 @@ async fn get(mut db: Db<'_>, id: &str) -> Result<Executor> {
 }
 
 async fn name_taken(mut db: Db<'_>, name: &str) -> Result<bool> {
-    Ok(sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM executors WHERE name = ?")
+    Ok(crate::sql::query_scalar::<i64>("SELECT COUNT(*) FROM executors WHERE name = ?")
         .bind(name)
         .fetch_one(&mut db)
         .await?
@@ -110,7 +110,7 @@ fn columns(kind: &ExecutorKind) -> (&'static str, String, i64, String, String, S
 impl Store {
     /// Every executor, by name.
     pub async fn list_executors(&self) -> Result<Vec<Executor>> {
-        let rows = sqlx::query_as::<_, ExecutorRow>("SELECT * FROM executors ORDER BY name")
+        let rows = crate::sql::query_as::<ExecutorRow>("SELECT * FROM executors ORDER BY name")
             .fetch_all(&self.read)
             .await?;
         let mut executors = Vec::with_capacity(rows.len());
@@ -127,7 +127,7 @@ impl Store {
 
     /// The executor a repository chose (`None`: it runs locally).
     pub async fn repository_executor(&self, repository: &str) -> Result<Option<Executor>> {
-        let id = sqlx::query_scalar::<_, String>(
+        let id = crate::sql::query_scalar::<String>(
             "SELECT executor_id FROM repository_executors WHERE repository_id = ?",
         )
         .bind(repository)
@@ -148,8 +148,8 @@ impl WriteTx {
         }
         let (id, now) = (self.new_id(), self.now().millis());
         let (kind, host, port, user, identity_file, known_hosts, remote_home) = columns(kind);
-        sqlx::query(
-            "INSERT INTO executors (id, name, kind, host, port, user, identity_file, known_hosts, \
+        crate::sql::query(
+            "INSERT INTO executors (id, name, kind, host, port, \"user\", identity_file, known_hosts, \
              remote_home, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
@@ -182,8 +182,8 @@ impl WriteTx {
         }
         let (kind, host, port, user, identity_file, known_hosts, remote_home) =
             columns(kind.unwrap_or(&current.kind));
-        sqlx::query(
-            "UPDATE executors SET name = ?, kind = ?, host = ?, port = ?, user = ?, \
+        crate::sql::query(
+            "UPDATE executors SET name = ?, kind = ?, host = ?, port = ?, \"user\" = ?, \
              identity_file = ?, known_hosts = ?, remote_home = ?, updated_at = ? WHERE id = ?",
         )
         .bind(name)
@@ -212,7 +212,7 @@ impl WriteTx {
                 current.repository_ids.len()
             )));
         }
-        sqlx::query("DELETE FROM executors WHERE id = ?").bind(id).execute(self.conn()).await?;
+        crate::sql::query("DELETE FROM executors WHERE id = ?").bind(id).execute(self.conn()).await?;
         Ok(current)
     }
 
@@ -222,20 +222,20 @@ impl WriteTx {
         repository: &str,
         executor: Option<&str>,
     ) -> Result<Option<Executor>> {
-        let exists = sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM repositories WHERE id = ?")
+        let exists = crate::sql::query_scalar::<i64>("SELECT COUNT(*) FROM repositories WHERE id = ?")
             .bind(repository)
             .fetch_one(self.conn())
             .await?;
         if exists == 0 {
             return Err(StoreError::not_found("repository", repository));
         }
-        sqlx::query("DELETE FROM repository_executors WHERE repository_id = ?")
+        crate::sql::query("DELETE FROM repository_executors WHERE repository_id = ?")
             .bind(repository)
             .execute(self.conn())
             .await?;
         let Some(executor) = executor else { return Ok(None) };
         get(self.db(), executor).await?;
-        sqlx::query("INSERT INTO repository_executors (repository_id, executor_id) VALUES (?, ?)")
+        crate::sql::query("INSERT INTO repository_executors (repository_id, executor_id) VALUES (?, ?)")
             .bind(repository)
             .bind(executor)
             .execute(self.conn())

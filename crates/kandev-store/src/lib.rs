@@ -1,4 +1,5 @@
-//! Kandev's persistence: one `Store` over SQLite, with versioned migrations and an event log.
+//! Kandev's persistence: one `Store` over SQLite or PostgreSQL, with versioned migrations
+//! and an event log.
 //!
 //! Reads go through a pool of connections; writes go through [`WriteTx`], which serializes
 //! writers (SQLite has one writer anyway) so that events are committed and then published
@@ -11,6 +12,7 @@
 
 mod accounts;
 mod children;
+mod copy;
 mod db;
 mod error;
 mod events;
@@ -29,6 +31,7 @@ mod secure;
 mod session_resets;
 mod sessions;
 mod ship;
+mod sql;
 mod tasks;
 mod turns;
 mod workflows;
@@ -42,11 +45,14 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use kandev_domain::{Clock, IdGenerator, Timestamp};
-use sqlx::SqlitePool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+use crate::db::Pool;
 use tokio::sync::{Mutex, broadcast};
 
 pub use children::ChildProcess;
+pub use copy::{CopiedTable, copy_database};
 pub use error::StoreError;
 pub use events::{Event, PRUNE_BATCH, Pruned, Retention, Topic};
 pub use messages::{Appended, NewChunk, NewMessage};
@@ -58,6 +64,7 @@ pub use search::{RANK_WINDOW, SearchHit, SearchKinds, SearchPage, SnippetPart};
 pub use session_resets::ResetIntent;
 pub use sessions::SessionUpdate;
 pub use ship::NewReviewComment;
+pub use sql::Dialect;
 pub use tasks::{NewTask, StepChange, TaskFilter, TaskPatch};
 pub use turns::TurnUsagePart;
 pub use workflows::StepPatch;
@@ -100,8 +107,8 @@ impl IdGenerator for UuidGenerator {
 /// Handle to the database. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    read: SqlitePool,
-    write: SqlitePool,
+    read: Pool,
+    write: Pool,
     /// Held from `BEGIN` to after publication, so events are published in commit order.
     write_gate: Arc<Mutex<()>>,
     events: broadcast::Sender<Event>,
@@ -159,15 +166,21 @@ pub enum Location {
     File(PathBuf),
     /// A private in-memory database (unit tests only).
     Memory,
+    /// A PostgreSQL database (`postgres://user:password@host:port/name`), which must exist.
+    Postgres(String),
 }
 
 impl Location {
-    /// Parses `--database-url`: `sqlite://path`, `sqlite:path` or a plain path.
+    /// Parses `--database-url`: `postgres://...` (or `postgresql://...`), `sqlite://path`,
+    /// `sqlite:path` or a plain path.
     pub fn parse(url: &str) -> Result<Location> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            return Err(StoreError::Unsupported(
-                "postgres is not supported yet; use a sqlite file path".into(),
-            ));
+            PgConnectOptions::from_str(url).map_err(|err| {
+                StoreError::Unsupported(format!(
+                    "the postgres url is not valid ({err}); write it as postgres://user:password@host:port/database"
+                ))
+            })?;
+            return Ok(Location::Postgres(url.to_owned()));
         }
         let path =
             url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
@@ -192,38 +205,41 @@ impl Store {
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
     ) -> Result<Store> {
-        let (options, readers, label, replaceable) = match &location {
+        Store::open_as(location, clock, ids, Role::Server).await
+    }
+
+    /// Opens for a command beside a server (`kandev user`): on PostgreSQL it does not take
+    /// the server's lock, so it works while the server runs. Its writes still get event
+    /// seqs in commit order (the `event_seq` row lock orders them), but only a server
+    /// publishes events live; use it for writes no client waits to see.
+    pub async fn open_beside_server(location: Location) -> Result<Store> {
+        Store::open_as(location, Arc::new(SystemClock), Arc::new(UuidGenerator), Role::Tool).await
+    }
+
+    async fn open_as(
+        location: Location,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+        role: Role,
+    ) -> Result<Store> {
+        let (read, write, label, replaceable) = match &location {
+            Location::Postgres(url) => {
+                let (read, write) = open_postgres(url, role).await?;
+                (read, write, redact_url(url), false)
+            }
             Location::File(path) => {
                 create_parent_dir(path)?;
                 secure::secure_db_files(path)?;
                 let options = SqliteConnectOptions::new().filename(path).create_if_missing(true);
-                (options, 4, path.display().to_string(), true)
+                let (read, write) = open_sqlite(options, 4).await?;
+                (read, write, path.display().to_string(), true)
             }
             // One shared connection: each in-memory connection would be a separate database.
             Location::Memory => {
-                (SqliteConnectOptions::from_str("sqlite::memory:")?, 0, ":memory:".into(), false)
+                let options = SqliteConnectOptions::from_str("sqlite::memory:")?;
+                let (read, write) = open_sqlite(options, 0).await?;
+                (read, write, ":memory:".into(), false)
             }
-        };
-        let options = options
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(5))
-            .foreign_keys(true);
-        let write = SqlitePoolOptions::new()
-            .max_connections(1)
-            .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .connect_with(options.clone())
-            .await?;
-        sqlx::migrate!("./migrations").run(&write).await?;
-        let read = if readers == 0 {
-            write.clone()
-        } else {
-            SqlitePoolOptions::new()
-                .max_connections(readers)
-                .connect_with(options.read_only(true).row_buffer_size(READ_ROW_BUFFER))
-                .await?
         };
         let (events, _) = broadcast::channel(EVENT_CHANNEL_CAPACITY);
         let store = Store {
@@ -249,6 +265,11 @@ impl Store {
         Store::open(Location::Memory).await
     }
 
+    /// Which engine this store runs on.
+    pub fn dialect(&self) -> Dialect {
+        self.write.dialect()
+    }
+
     /// A human-readable description of where the data lives.
     pub fn location(&self) -> &str {
         &self.location
@@ -270,7 +291,7 @@ impl Store {
 
     /// Checks the database answers (for the health endpoint).
     pub async fn ping(&self) -> Result<()> {
-        sqlx::query("SELECT 1").execute(&self.read).await?;
+        crate::sql::query("SELECT 1").execute(&self.read).await?;
         Ok(())
     }
 
@@ -287,28 +308,31 @@ impl Store {
         // SQLite's largest page count (SQLITE_MAX_PAGE_COUNT).
         let pages = pages.unwrap_or(0xffff_fffe);
         let _gate = self.write_gate.lock().await;
+        let Pool::Sqlite(write) = &self.write else { return Err(sqlite_only("max_page_count")) };
         // Applies to a replacement write connection too.
-        let options = (*self.write.connect_options()).clone();
-        self.write.set_connect_options(options.pragma("max_page_count", pages.to_string()));
+        let options = (*write.connect_options()).clone();
+        write.set_connect_options(options.pragma("max_page_count", pages.to_string()));
         let cap: i64 = sqlx::query_scalar(&format!("PRAGMA max_page_count = {pages}"))
-            .fetch_one(&self.write)
+            .fetch_one(write)
             .await?;
         Ok(u32::try_from(cap).unwrap_or(u32::MAX))
     }
 
     /// The database's current size in pages.
     pub async fn page_count(&self) -> Result<u32> {
-        let count: i64 = sqlx::query_scalar("PRAGMA page_count").fetch_one(&self.read).await?;
+        let Pool::Sqlite(read) = &self.read else { return Err(sqlite_only("page_count")) };
+        let count: i64 = sqlx::query_scalar("PRAGMA page_count").fetch_one(read).await?;
         Ok(u32::try_from(count).unwrap_or(u32::MAX))
     }
 
     /// Closes the write connection so that the pool opens a fresh one: a connection left
     /// inside a transaction by an error is rolled back by closing it. Needs the write gate.
     pub(crate) async fn replace_write_connection(&self) {
+        let Pool::Sqlite(write) = &self.write else { return };
         if !self.replaceable {
             return;
         }
-        match self.write.acquire().await {
+        match write.acquire().await {
             Ok(conn) => {
                 if let Err(err) = conn.close().await {
                     tracing::warn!(error = %err, "closing the write connection failed");
@@ -323,6 +347,142 @@ impl Store {
         self.write.close().await;
         self.read.close().await;
     }
+}
+
+/// The advisory lock a PostgreSQL server holds for as long as it runs (on its write
+/// connection), so that a second server on the same database is refused: two single writers
+/// would break the event `seq` order. (The number spells "kandev" in ASCII.)
+const PG_SERVER_LOCK: i64 = 0x6b61_6e64_6576;
+
+/// Who opens a store: the server (one per database) or a command beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Server,
+    Tool,
+}
+
+/// Opens the read pool (`readers` connections; 0 shares the write connection) and the one
+/// write connection, with the pragmas every connection uses, and migrates.
+async fn open_sqlite(options: SqliteConnectOptions, readers: u32) -> Result<(Pool, Pool)> {
+    let options = options
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(5))
+        .foreign_keys(true);
+    let write = SqlitePoolOptions::new()
+        .max_connections(1)
+        .min_connections(1)
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .connect_with(options.clone())
+        .await?;
+    sqlx::migrate!("./migrations").run(&write).await?;
+    let read = if readers == 0 {
+        write.clone()
+    } else {
+        SqlitePoolOptions::new()
+            .max_connections(readers)
+            .connect_with(options.read_only(true).row_buffer_size(READ_ROW_BUFFER))
+            .await?
+    };
+    Ok((Pool::Sqlite(read), Pool::Sqlite(write)))
+}
+
+/// Connects to PostgreSQL: one write connection that holds [`PG_SERVER_LOCK`] and runs the
+/// migrations, and a read pool.
+async fn open_postgres(url: &str, role: Role) -> Result<(Pool, Pool)> {
+    let options = PgConnectOptions::from_str(url)?;
+    let connect_error = |err: sqlx::Error| {
+        StoreError::Unsupported(format!(
+            "cannot connect to postgres at {} ({err}); check that the server runs and the url is right",
+            redact_url(url)
+        ))
+    };
+    let write = PgPoolOptions::new()
+        .max_connections(1)
+        .min_connections(1)
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options.clone())
+        .await
+        .map_err(connect_error)?;
+    // A server that just stopped (or was killed) may hold the lock a moment longer, until
+    // PostgreSQL notices its connection is gone.
+    let mut locked = role == Role::Tool;
+    for _ in 0..30 {
+        if locked {
+            break;
+        }
+        locked = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(PG_SERVER_LOCK)
+            .fetch_one(&write)
+            .await?;
+        if locked {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    if !locked {
+        return Err(StoreError::Conflict(format!(
+            "another kandev server is using the database {}; stop it first (one server per database)",
+            redact_url(url)
+        )));
+    }
+    sqlx::migrate!("./migrations-pg").run(&write).await?;
+    let read = PgPoolOptions::new()
+        .max_connections(4)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options)
+        .await
+        .map_err(connect_error)?;
+    Ok((Pool::Postgres(read), Pool::Postgres(write)))
+}
+
+/// `url` without its password, for messages and the health check.
+fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    match rest.rsplit_once('@') {
+        Some((user, host)) => {
+            let user = user.split_once(':').map_or(user, |(name, _)| name);
+            format!("{scheme}://{user}@{host}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// Creates the empty database `name` on the PostgreSQL server of `admin_url` (whose user
+/// may create databases) and returns the url of the new database. For tests and
+/// `kandev db copy` targets made on the fly.
+pub async fn create_postgres_database(admin_url: &str, name: &str) -> Result<String> {
+    use sqlx::Connection;
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(StoreError::Invalid(format!(
+            "the database name {name:?} is not valid; use letters, digits and _"
+        )));
+    }
+    let mut conn = sqlx::PgConnection::connect(admin_url).await?;
+    sqlx::query(&format!("CREATE DATABASE \"{name}\"")).execute(&mut conn).await?;
+    conn.close().await?;
+    Ok(with_database(admin_url, name))
+}
+
+/// `url` naming the database `name` instead of its own.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let (scheme, rest) = base.split_once("://").unwrap_or(("postgres", base));
+    let server = rest.split_once('/').map_or(rest, |(server, _)| server);
+    match query {
+        Some(query) => format!("{scheme}://{server}/{name}?{query}"),
+        None => format!("{scheme}://{server}/{name}"),
+    }
+}
+
+fn sqlite_only(what: &str) -> StoreError {
+    StoreError::Unsupported(format!("{what} exists only on sqlite"))
 }
 
 fn create_parent_dir(path: &Path) -> Result<()> {

@@ -32,7 +32,7 @@ pub struct NewMessage {
 /// `content` is the stored text followed by the chunks not folded yet; the query must name
 /// the table `messages` (no alias).
 pub(crate) const MESSAGE_COLUMNS: &str = "id, session_id, turn_id, seq, kind, \
-     content || COALESCE((SELECT group_concat(c.delta, '' ORDER BY c.id) FROM message_chunks c \
+     content || COALESCE((SELECT string_agg(c.delta, '' ORDER BY c.id) FROM message_chunks c \
      WHERE c.message_id = messages.id), '') AS content, \
      metadata, client_message_id, created_at, updated_at";
 
@@ -95,7 +95,7 @@ impl TryFrom<MessageRow> for Message {
 /// The message `id`, or `NotFound`.
 async fn get(mut db: Db<'_>, id: &str) -> Result<Message> {
     let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?");
-    sqlx::query_as::<_, MessageRow>(&sql)
+    crate::sql::query_as::<MessageRow>(&sql)
         .bind(id)
         .fetch_optional(&mut db)
         .await?
@@ -125,7 +125,7 @@ impl Store {
             "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND seq < ? \
              ORDER BY seq {order} LIMIT ?"
         );
-        let rows = sqlx::query_as::<_, MessageRow>(&sql)
+        let rows = crate::sql::query_as::<MessageRow>(&sql)
             .bind(session_id.as_str())
             .bind(after_seq.unwrap_or(0))
             .bind(before_seq.unwrap_or(i64::MAX))
@@ -146,7 +146,7 @@ impl Store {
             "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND kind = ? \
              ORDER BY seq DESC LIMIT 1"
         );
-        sqlx::query_as::<_, MessageRow>(&sql)
+        crate::sql::query_as::<MessageRow>(&sql)
             .bind(session_id.as_str())
             .bind(MessageKind::User.as_str())
             .fetch_optional(&self.read)
@@ -169,7 +169,7 @@ impl WriteTx {
             crate::permissions::PERMISSION_REQUESTS
         );
         let n: i64 =
-            sqlx::query_scalar(&sql).bind(session_id.as_str()).fetch_one(self.conn()).await?;
+            crate::sql::query_scalar(&sql).bind(session_id.as_str()).fetch_one(self.conn()).await?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 
@@ -186,7 +186,7 @@ impl WriteTx {
         self.fold_messages(&new.session_id).await?;
         let (id, now) = (id.as_str(), self.now().millis());
         let seq = self.next_seq().await?;
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO messages (id, session_id, turn_id, seq, kind, content, metadata, client_message_id, \
              created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
@@ -233,11 +233,11 @@ impl WriteTx {
                 )
             })
             .collect();
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO messages (id, session_id, turn_id, seq, kind, content, metadata, \
              client_message_id, created_at, updated_at) \
-             SELECT value->>0, value->>1, value->>2, value->>3, value->>4, value->>5, value->>6, \
-             value->>7, ?2, ?2 FROM json_each(?1)",
+             SELECT value->>0, value->>1, value->>2, CAST(value->>3 AS BIGINT), value->>4, \
+             value->>5, value->>6, value->>7, ?2, ?2 FROM json_each(?1)",
         )
         .bind(json_rows(&json)?)
         .bind(now.millis())
@@ -269,12 +269,12 @@ impl WriteTx {
         if ids.is_empty() {
             return Ok(HashMap::new());
         }
-        let list: Vec<&str> = ids.iter().map(|id| id.as_str()).collect();
-        let rows: Vec<(String, String, i64, String, i64)> = sqlx::query_as(
+        let list: Vec<(&str,)> = ids.iter().map(|id| (id.as_str(),)).collect();
+        let rows: Vec<(String, String, i64, String, i64)> = crate::sql::query_as(
             "SELECT m.id, m.session_id, m.seq, m.kind, COALESCE((SELECT c.end_len \
              FROM message_chunks c WHERE c.message_id = m.id ORDER BY c.id DESC LIMIT 1), \
-             length(CAST(m.content AS BLOB))) FROM messages m \
-             WHERE m.id IN (SELECT value FROM json_each(?))",
+             octet_length(m.content)) FROM messages m \
+             WHERE m.id IN (SELECT value->>0 FROM json_each(?))",
         )
         .bind(json_rows(&list)?)
         .fetch_all(self.conn())
@@ -305,9 +305,9 @@ impl WriteTx {
             .iter()
             .map(|c| (c.message_id.as_str(), c.session_id.as_str(), c.delta, c.end_len))
             .collect();
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO message_chunks (message_id, session_id, delta, end_len) \
-             SELECT value->>0, value->>1, value->>2, value->>3 FROM json_each(?)",
+             SELECT value->>0, value->>1, value->>2, CAST(value->>3 AS BIGINT) FROM json_each(?)",
         )
         .bind(json_rows(&json)?)
         .execute(self.conn())
@@ -325,19 +325,19 @@ impl WriteTx {
         if sessions.is_empty() {
             return Ok(());
         }
-        let sessions: Vec<&str> = sessions.iter().map(|s| s.as_str()).collect();
-        let keep: Vec<&str> = keep.iter().map(|id| id.as_str()).collect();
+        let sessions: Vec<(&str,)> = sessions.iter().map(|s| (s.as_str(),)).collect();
+        let keep: Vec<(&str,)> = keep.iter().map(|id| (id.as_str(),)).collect();
         let (sessions, keep) = (json_rows(&sessions)?, json_rows(&keep)?);
-        let chosen = "session_id IN (SELECT value FROM json_each(?1)) \
-             AND message_id NOT IN (SELECT value FROM json_each(?2))";
+        let chosen = "session_id IN (SELECT value->>0 FROM json_each(?1)) \
+             AND message_id NOT IN (SELECT value->>0 FROM json_each(?2))";
         let update = format!(
-            "UPDATE messages SET content = content || (SELECT group_concat(c.delta, '' ORDER BY c.id) \
+            "UPDATE messages SET content = content || (SELECT string_agg(c.delta, '' ORDER BY c.id) \
              FROM message_chunks c WHERE c.message_id = messages.id) \
              WHERE id IN (SELECT DISTINCT message_id FROM message_chunks WHERE {chosen})"
         );
-        sqlx::query(&update).bind(&sessions).bind(&keep).execute(self.conn()).await?;
+        crate::sql::query(&update).bind(&sessions).bind(&keep).execute(self.conn()).await?;
         let delete = format!("DELETE FROM message_chunks WHERE {chosen}");
-        sqlx::query(&delete).bind(&sessions).bind(&keep).execute(self.conn()).await?;
+        crate::sql::query(&delete).bind(&sessions).bind(&keep).execute(self.conn()).await?;
         Ok(())
     }
 
@@ -345,7 +345,7 @@ impl WriteTx {
     /// `end_len` comes from the previous chunk (or, for the first, the stored content).
     pub async fn append_message(&mut self, id: &MessageId, delta: &str) -> Result<Appended> {
         let head: Option<(String, i64, String)> =
-            sqlx::query_as("SELECT session_id, seq, kind FROM messages WHERE id = ?")
+            crate::sql::query_as("SELECT session_id, seq, kind FROM messages WHERE id = ?")
                 .bind(id.as_str())
                 .fetch_optional(self.conn())
                 .await?;
@@ -353,7 +353,7 @@ impl WriteTx {
             head.ok_or_else(|| StoreError::not_found("message", id.to_string()))?;
         let kind = MessageKind::parse(&kind)
             .ok_or_else(|| StoreError::Corrupt(format!("message {id} kind {kind:?}")))?;
-        let last: Option<i64> = sqlx::query_scalar(
+        let last: Option<i64> = crate::sql::query_scalar(
             "SELECT end_len FROM message_chunks WHERE message_id = ? ORDER BY id DESC LIMIT 1",
         )
         .bind(id.as_str())
@@ -362,8 +362,8 @@ impl WriteTx {
         let before = match last {
             Some(len) => len,
             None => {
-                sqlx::query_scalar(
-                    "SELECT length(CAST(content AS BLOB)) FROM messages WHERE id = ?",
+                crate::sql::query_scalar(
+                    "SELECT CAST(octet_length(content) AS BIGINT) FROM messages WHERE id = ?",
                 )
                 .bind(id.as_str())
                 .fetch_one(self.conn())
@@ -371,7 +371,7 @@ impl WriteTx {
             }
         };
         let length = before + delta.len() as i64;
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO message_chunks (message_id, session_id, delta, end_len) VALUES (?, ?, ?, ?)",
         )
         .bind(id.as_str())
@@ -407,12 +407,12 @@ impl WriteTx {
         metadata: &str,
     ) -> Result<Message> {
         if content.is_some() {
-            sqlx::query("DELETE FROM message_chunks WHERE message_id = ?")
+            crate::sql::query("DELETE FROM message_chunks WHERE message_id = ?")
                 .bind(id.as_str())
                 .execute(self.conn())
                 .await?;
         }
-        sqlx::query("UPDATE messages SET content = COALESCE(?, content), metadata = ?, updated_at = ? WHERE id = ?")
+        crate::sql::query("UPDATE messages SET content = COALESCE(?, content), metadata = ?, updated_at = ? WHERE id = ?")
             .bind(content)
             .bind(metadata)
             .bind(self.now().millis())
@@ -430,7 +430,7 @@ impl WriteTx {
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND client_message_id = ?"
         );
-        sqlx::query_as::<_, MessageRow>(&sql)
+        crate::sql::query_as::<MessageRow>(&sql)
             .bind(session_id.as_str())
             .bind(client_message_id)
             .fetch_optional(self.conn())
@@ -450,13 +450,13 @@ pub(crate) fn json_rows<T: serde::Serialize>(rows: &T) -> Result<String> {
 async fn fold(tx: &mut WriteTx, session_id: Option<&str>) -> Result<()> {
     let filter = if session_id.is_some() { "WHERE session_id = ?" } else { "" };
     let sql = format!(
-        "UPDATE messages SET content = content || (SELECT group_concat(c.delta, '' ORDER BY c.id) \
+        "UPDATE messages SET content = content || (SELECT string_agg(c.delta, '' ORDER BY c.id) \
          FROM message_chunks c WHERE c.message_id = messages.id) \
          WHERE id IN (SELECT DISTINCT message_id FROM message_chunks {filter})"
     );
     let delete = format!("DELETE FROM message_chunks {filter}");
-    let mut update = sqlx::query(&sql);
-    let mut remove = sqlx::query(&delete);
+    let mut update = crate::sql::query(&sql);
+    let mut remove = crate::sql::query(&delete);
     if let Some(session_id) = session_id {
         update = update.bind(session_id);
         remove = remove.bind(session_id);

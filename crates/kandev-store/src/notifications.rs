@@ -120,7 +120,7 @@ struct AttemptRow {
 
 /// A delivery row with its attempts.
 async fn with_attempts(mut db: Db<'_>, r: DeliveryRow) -> Result<Delivery> {
-    let attempts = sqlx::query_as::<_, AttemptRow>(
+    let attempts = crate::sql::query_as::<AttemptRow>(
         "SELECT * FROM notification_attempts WHERE delivery_id = ? ORDER BY attempt",
     )
     .bind(r.id)
@@ -160,7 +160,7 @@ impl Store {
         let sql = format!(
             "SELECT {NOTIFICATION_COLUMNS} FROM notifications n WHERE n.seq > ? ORDER BY n.seq LIMIT ?"
         );
-        sqlx::query_as::<_, NotificationRow>(&sql)
+        crate::sql::query_as::<NotificationRow>(&sql)
             .bind(after_seq)
             .bind(limit)
             .fetch_all(&self.read)
@@ -171,12 +171,14 @@ impl Store {
     }
 
     pub async fn list_channels(&self) -> Result<Vec<Channel>> {
-        sqlx::query_as::<_, ChannelRow>("SELECT * FROM notification_channels ORDER BY created_at")
-            .fetch_all(&self.read)
-            .await?
-            .into_iter()
-            .map(Channel::try_from)
-            .collect()
+        crate::sql::query_as::<ChannelRow>(
+            "SELECT * FROM notification_channels ORDER BY created_at",
+        )
+        .fetch_all(&self.read)
+        .await?
+        .into_iter()
+        .map(Channel::try_from)
+        .collect()
     }
 
     /// The deliveries of a channel (every channel when `None`), newest first, at most
@@ -186,7 +188,7 @@ impl Store {
         channel_id: Option<&str>,
         limit: i64,
     ) -> Result<Vec<Delivery>> {
-        let rows = sqlx::query_as::<_, DeliveryRow>(
+        let rows = crate::sql::query_as::<DeliveryRow>(
             "SELECT id, notification_id, channel_id, status, next_at FROM notification_deliveries \
              WHERE ?1 IS NULL OR channel_id = ?1 ORDER BY id DESC LIMIT ?2",
         )
@@ -203,7 +205,7 @@ impl Store {
 
     /// Pending deliveries due at `now`, oldest first, at most `limit`.
     pub async fn due_deliveries(&self, now: Timestamp, limit: i64) -> Result<Vec<DueDelivery>> {
-        let rows = sqlx::query_as::<_, DeliveryRow>(
+        let rows = crate::sql::query_as::<DeliveryRow>(
             "SELECT id, notification_id, channel_id, status, next_at FROM notification_deliveries \
              WHERE status = 'pending' AND next_at <= ? ORDER BY next_at, id LIMIT ?",
         )
@@ -214,16 +216,17 @@ impl Store {
         let mut due = Vec::with_capacity(rows.len());
         for r in rows {
             let sql = format!("SELECT {NOTIFICATION_COLUMNS} FROM notifications n WHERE n.id = ?");
-            let notification = sqlx::query_as::<_, NotificationRow>(&sql)
+            let notification = crate::sql::query_as::<NotificationRow>(&sql)
                 .bind(&r.notification_id)
                 .fetch_one(&self.read)
                 .await?;
-            let channel =
-                sqlx::query_as::<_, ChannelRow>("SELECT * FROM notification_channels WHERE id = ?")
-                    .bind(&r.channel_id)
-                    .fetch_one(&self.read)
-                    .await?;
-            let attempts: i64 = sqlx::query_scalar(
+            let channel = crate::sql::query_as::<ChannelRow>(
+                "SELECT * FROM notification_channels WHERE id = ?",
+            )
+            .bind(&r.channel_id)
+            .fetch_one(&self.read)
+            .await?;
+            let attempts: i64 = crate::sql::query_scalar(
                 "SELECT COUNT(*) FROM notification_attempts WHERE delivery_id = ?",
             )
             .bind(r.id)
@@ -241,7 +244,7 @@ impl Store {
 
     /// When the next pending delivery is due, if any.
     pub async fn next_delivery_at(&self) -> Result<Option<Timestamp>> {
-        let at: Option<i64> = sqlx::query_scalar(
+        let at: Option<i64> = crate::sql::query_scalar(
             "SELECT MIN(next_at) FROM notification_deliveries WHERE status = 'pending'",
         )
         .fetch_one(&self.read)
@@ -258,7 +261,7 @@ impl WriteTx {
     ) -> Result<NotificationRecord> {
         let id = self.new_id();
         let now = self.now().millis();
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO notifications (id, kind, seq, task_id, session_id, title, data, created_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
@@ -272,10 +275,10 @@ impl WriteTx {
         .bind(now)
         .execute(self.conn())
         .await?;
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO notification_deliveries (notification_id, channel_id, status, next_at) \
              SELECT ?, c.id, 'pending', ? FROM notification_channels c \
-             WHERE instr(c.events, char(34) || ? || char(34)) > 0",
+             WHERE c.events LIKE '%\"' || ? || '\"%'",
         )
         .bind(&id)
         .bind(now)
@@ -298,7 +301,7 @@ impl WriteTx {
         let id = self.new_id();
         let now = self.now().millis();
         let events: Vec<&str> = new.events.iter().map(|k| k.as_str()).collect();
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO notification_channels (id, kind, url, secret, events, created_at) \
              VALUES (?, ?, ?, ?, ?, ?)",
         )
@@ -322,7 +325,7 @@ impl WriteTx {
 
     /// Deletes a channel with its deliveries; false when there was none.
     pub async fn delete_channel(&mut self, id: &str) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM notification_channels WHERE id = ?")
+        let done = crate::sql::query("DELETE FROM notification_channels WHERE id = ?")
             .bind(id)
             .execute(self.conn())
             .await?;
@@ -338,7 +341,7 @@ impl WriteTx {
         status: DeliveryStatus,
         next_at: Option<Timestamp>,
     ) -> Result<Delivery> {
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO notification_attempts (delivery_id, attempt, at, http_status, error) \
              VALUES (?, ?, ?, ?, ?)",
         )
@@ -349,13 +352,15 @@ impl WriteTx {
         .bind(&attempt.error)
         .execute(self.conn())
         .await?;
-        sqlx::query("UPDATE notification_deliveries SET status = ?, next_at = ? WHERE id = ?")
-            .bind(status.as_str())
-            .bind(next_at.map(|t| t.millis()))
-            .bind(delivery_id)
-            .execute(self.conn())
-            .await?;
-        let row = sqlx::query_as::<_, DeliveryRow>(
+        crate::sql::query(
+            "UPDATE notification_deliveries SET status = ?, next_at = ? WHERE id = ?",
+        )
+        .bind(status.as_str())
+        .bind(next_at.map(|t| t.millis()))
+        .bind(delivery_id)
+        .execute(self.conn())
+        .await?;
+        let row = crate::sql::query_as::<DeliveryRow>(
             "SELECT id, notification_id, channel_id, status, next_at FROM notification_deliveries WHERE id = ?",
         )
         .bind(delivery_id)

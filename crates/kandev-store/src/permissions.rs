@@ -24,7 +24,7 @@ impl Store {
         let sql = format!(
             "SELECT {MESSAGE_COLUMNS} {PERMISSION_REQUESTS} AND json_extract(metadata, '$.request_id') = ?2"
         );
-        sqlx::query_as::<_, MessageRow>(&sql)
+        crate::sql::query_as::<MessageRow>(&sql)
             .bind(session_id.as_str())
             .bind(request_id)
             .fetch_optional(&self.read)
@@ -48,7 +48,7 @@ impl WriteTx {
         session_id: &SessionId,
     ) -> Result<Vec<Message>> {
         let sql = pending_permissions_sql();
-        sqlx::query_as::<_, MessageRow>(&sql)
+        crate::sql::query_as::<MessageRow>(&sql)
             .bind(session_id.as_str())
             .fetch_all(self.conn())
             .await?
@@ -65,7 +65,7 @@ impl WriteTx {
         outcome: &str,
         answered_by: &str,
     ) -> Result<()> {
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO permission_answers (session_id, request_id, option_id, outcome, answered_by, at) \
              VALUES (?, ?, ?, ?, ?, ?)",
         )
@@ -89,7 +89,7 @@ mod tests {
     /// The query plan of `sql` (one line per step).
     async fn plan(store: &Store, sql: &str) -> String {
         let rows: Vec<(i64, i64, i64, String)> =
-            sqlx::query_as(&format!("EXPLAIN QUERY PLAN {sql}"))
+            crate::sql::query_as(&format!("EXPLAIN QUERY PLAN {sql}"))
                 .bind("s")
                 .bind("r")
                 .fetch_all(&store.read)

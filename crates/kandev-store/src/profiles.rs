@@ -45,7 +45,8 @@ struct ProfileRow {
     env: String,
     model: Option<String>,
     mode: Option<String>,
-    auto_approve: bool,
+    /// 0 or 1.
+    auto_approve: i64,
     mcp_servers: String,
     created_at: i64,
     updated_at: i64,
@@ -158,7 +159,7 @@ impl TryFrom<ProfileRow> for AgentProfile {
             env: vars(env),
             model: r.model,
             mode: r.mode,
-            auto_approve: r.auto_approve,
+            auto_approve: r.auto_approve != 0,
             mcp_servers,
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
@@ -168,7 +169,7 @@ impl TryFrom<ProfileRow> for AgentProfile {
 
 /// The profile `id`, or `NotFound`.
 async fn get(mut db: Db<'_>, id: &str) -> Result<AgentProfile> {
-    sqlx::query_as::<_, ProfileRow>("SELECT * FROM agent_profiles WHERE id = ?")
+    crate::sql::query_as::<ProfileRow>("SELECT * FROM agent_profiles WHERE id = ?")
         .bind(id)
         .fetch_optional(&mut db)
         .await?
@@ -186,7 +187,7 @@ fn env_json(env: &[EnvVar]) -> String {
 
 impl Store {
     pub async fn list_profiles(&self) -> Result<Vec<AgentProfile>> {
-        sqlx::query_as::<_, ProfileRow>("SELECT * FROM agent_profiles ORDER BY created_at, id")
+        crate::sql::query_as::<ProfileRow>("SELECT * FROM agent_profiles ORDER BY created_at, id")
             .fetch_all(&self.read)
             .await?
             .into_iter()
@@ -207,7 +208,7 @@ impl WriteTx {
 
     pub async fn insert_profile(&mut self, new: &NewProfile) -> Result<AgentProfile> {
         let (id, now) = (self.new_id(), self.now().millis());
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO agent_profiles (id, name, kind, command, args, env, model, mode, auto_approve, \
              mcp_servers, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
@@ -235,7 +236,7 @@ impl WriteTx {
     ) -> Result<AgentProfile> {
         let current = get(self.db(), id.as_str()).await?;
         let now = self.now().millis();
-        sqlx::query(
+        crate::sql::query(
             "UPDATE agent_profiles SET name = ?, command = ?, args = ?, env = ?, model = ?, mode = ?, \
              auto_approve = ?, mcp_servers = ?, updated_at = ? WHERE id = ?",
         )
@@ -255,7 +256,7 @@ impl WriteTx {
     }
 
     pub async fn delete_profile(&mut self, id: &AgentProfileId) -> Result<()> {
-        let done = sqlx::query("DELETE FROM agent_profiles WHERE id = ?")
+        let done = crate::sql::query("DELETE FROM agent_profiles WHERE id = ?")
             .bind(id.as_str())
             .execute(self.conn())
             .await?;
@@ -267,7 +268,7 @@ impl WriteTx {
 
     /// Whether any profile exists yet (first-run seeding).
     pub async fn has_profiles(&mut self) -> Result<bool> {
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM agent_profiles")
+        let count: i64 = crate::sql::query_scalar("SELECT COUNT(*) FROM agent_profiles")
             .fetch_one(self.conn())
             .await?;
         Ok(count > 0)

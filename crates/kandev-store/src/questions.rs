@@ -51,7 +51,7 @@ const SELECT: &str = "SELECT id, session_id, task_id, question, options, status,
 
 async fn get(mut db: Db<'_>, id: &str) -> Result<Question> {
     let sql = format!("{SELECT} WHERE id = ?");
-    sqlx::query_as::<_, QuestionRow>(&sql)
+    crate::sql::query_as::<QuestionRow>(&sql)
         .bind(id)
         .fetch_optional(&mut db)
         .await?
@@ -67,7 +67,7 @@ impl Store {
     /// A session's questions, oldest first.
     pub async fn session_questions(&self, session_id: &SessionId) -> Result<Vec<Question>> {
         let sql = format!("{SELECT} WHERE session_id = ? ORDER BY created_at, id");
-        let rows = sqlx::query_as::<_, QuestionRow>(&sql)
+        let rows = crate::sql::query_as::<QuestionRow>(&sql)
             .bind(session_id.as_str())
             .fetch_all(&self.read)
             .await?;
@@ -89,7 +89,7 @@ impl WriteTx {
         let expires_at = Timestamp(now.saturating_add(timeout_ms));
         let options = serde_json::to_string(options)
             .map_err(|e| StoreError::Corrupt(format!("question options: {e}")))?;
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO user_questions (id, session_id, task_id, question, options, status, \
              created_at, expires_at) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)",
         )
@@ -113,7 +113,7 @@ impl WriteTx {
         answer: Option<&str>,
     ) -> Result<Option<Question>> {
         let now = self.now().millis();
-        let done = sqlx::query(
+        let done = crate::sql::query(
             "UPDATE user_questions SET status = ?, answer = ?, resolved_at = ? \
              WHERE id = ? AND status = 'pending'",
         )
@@ -139,7 +139,7 @@ impl WriteTx {
             "{SELECT} WHERE status = 'pending' AND (? IS NULL OR session_id = ?) ORDER BY created_at, id"
         );
         let session = session_id.map(|s| s.as_str().to_owned());
-        let rows = sqlx::query_as::<_, QuestionRow>(&sql)
+        let rows = crate::sql::query_as::<QuestionRow>(&sql)
             .bind(session.clone())
             .bind(session)
             .fetch_all(self.conn())

@@ -60,7 +60,7 @@ impl From<QueuedRow> for QueuedPrompt {
 
 /// A session's queue in order.
 async fn list(mut db: Db<'_>, session_id: &SessionId) -> Result<Vec<QueuedPrompt>> {
-    let rows = sqlx::query_as::<_, QueuedRow>(
+    let rows = crate::sql::query_as::<QueuedRow>(
         "SELECT * FROM queued_prompts WHERE session_id = ? ORDER BY position, created_at",
     )
     .bind(session_id.as_str())
@@ -88,14 +88,14 @@ impl WriteTx {
         client_message_id: Option<&str>,
         queued_by: &str,
     ) -> Result<QueuedPrompt> {
-        let position: i64 = sqlx::query_scalar(
+        let position: i64 = crate::sql::query_scalar(
             "SELECT COALESCE(MAX(position), -1) + 1 FROM queued_prompts WHERE session_id = ?",
         )
         .bind(session_id.as_str())
         .fetch_one(self.conn())
         .await?;
         let id = self.new_id();
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO queued_prompts (id, session_id, position, content, client_message_id, queued_by, created_at, attachments) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
@@ -109,7 +109,7 @@ impl WriteTx {
         .bind(attachments_json(attachments))
         .execute(self.conn())
         .await?;
-        let row = sqlx::query_as::<_, QueuedRow>("SELECT * FROM queued_prompts WHERE id = ?")
+        let row = crate::sql::query_as::<QueuedRow>("SELECT * FROM queued_prompts WHERE id = ?")
             .bind(&id)
             .fetch_one(self.conn())
             .await?;
@@ -118,7 +118,7 @@ impl WriteTx {
 
     /// Removes a queue entry; returns false if it was not there.
     pub async fn dequeue(&mut self, session_id: &SessionId, id: &QueuedPromptId) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM queued_prompts WHERE id = ? AND session_id = ?")
+        let done = crate::sql::query("DELETE FROM queued_prompts WHERE id = ? AND session_id = ?")
             .bind(id.as_str())
             .bind(session_id.as_str())
             .execute(self.conn())
@@ -132,13 +132,14 @@ impl WriteTx {
         id: &QueuedPromptId,
         content: &str,
     ) -> Result<bool> {
-        let done =
-            sqlx::query("UPDATE queued_prompts SET content = ? WHERE id = ? AND session_id = ?")
-                .bind(content)
-                .bind(id.as_str())
-                .bind(session_id.as_str())
-                .execute(self.conn())
-                .await?;
+        let done = crate::sql::query(
+            "UPDATE queued_prompts SET content = ? WHERE id = ? AND session_id = ?",
+        )
+        .bind(content)
+        .bind(id.as_str())
+        .bind(session_id.as_str())
+        .execute(self.conn())
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -159,7 +160,7 @@ impl WriteTx {
             ));
         }
         for (position, id) in order.iter().enumerate() {
-            sqlx::query("UPDATE queued_prompts SET position = ? WHERE id = ?")
+            crate::sql::query("UPDATE queued_prompts SET position = ? WHERE id = ?")
                 .bind(position as i64)
                 .bind(id.as_str())
                 .execute(self.conn())

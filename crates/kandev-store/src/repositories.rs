@@ -83,7 +83,7 @@ fn globs_json(globs: &[String]) -> String {
 
 /// The repository `id`, or `NotFound`.
 async fn get(mut db: Db<'_>, id: &str) -> Result<Repository> {
-    sqlx::query_as::<_, RepositoryRow>("SELECT * FROM repositories WHERE id = ?")
+    crate::sql::query_as::<RepositoryRow>("SELECT * FROM repositories WHERE id = ?")
         .bind(id)
         .fetch_optional(&mut db)
         .await?
@@ -93,7 +93,7 @@ async fn get(mut db: Db<'_>, id: &str) -> Result<Repository> {
 
 impl Store {
     pub async fn list_repositories(&self, workspace_id: &WorkspaceId) -> Result<Vec<Repository>> {
-        let rows = sqlx::query_as::<_, RepositoryRow>(
+        let rows = crate::sql::query_as::<RepositoryRow>(
             "SELECT * FROM repositories WHERE workspace_id = ? ORDER BY name, id",
         )
         .bind(workspace_id.as_str())
@@ -110,7 +110,7 @@ impl Store {
 impl WriteTx {
     pub async fn insert_repository(&mut self, new: &NewRepository) -> Result<Repository> {
         workspaces::get(self.db(), new.workspace_id.as_str()).await?;
-        let taken: Option<String> = sqlx::query_scalar(
+        let taken: Option<String> = crate::sql::query_scalar(
             "SELECT id FROM repositories WHERE workspace_id = ? AND local_path = ?",
         )
         .bind(new.workspace_id.as_str())
@@ -124,7 +124,7 @@ impl WriteTx {
             )));
         }
         let (id, now) = (self.new_id(), self.now().millis());
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO repositories (id, workspace_id, name, local_path, default_branch, \
              branch_template, setup_script, copy_files, cleanup_script, forge_api_base_url, \
              forge_token_env, dev_script, created_at, updated_at) \
@@ -156,7 +156,7 @@ impl WriteTx {
     ) -> Result<Repository> {
         let current = get(self.db(), id.as_str()).await?;
         let now = self.now().millis();
-        sqlx::query(
+        crate::sql::query(
             "UPDATE repositories SET name = ?, default_branch = ?, branch_template = ?, \
              setup_script = ?, copy_files = ?, cleanup_script = ?, forge_api_base_url = ?, \
              forge_token_env = ?, dev_script = ?, updated_at = ? WHERE id = ?",
@@ -180,7 +180,7 @@ impl WriteTx {
     /// Deletes a repository; returns it so the caller can publish which workspace changed.
     pub async fn delete_repository(&mut self, id: &RepositoryId) -> Result<Repository> {
         let current = get(self.db(), id.as_str()).await?;
-        sqlx::query("DELETE FROM repositories WHERE id = ?")
+        crate::sql::query("DELETE FROM repositories WHERE id = ?")
             .bind(id.as_str())
             .execute(self.conn())
             .await?;

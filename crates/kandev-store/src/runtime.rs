@@ -63,7 +63,7 @@ impl Store {
     /// The runner position of the session's execution, when a runner runs it.
     pub async fn runner_position(&self, session_id: &SessionId) -> Result<Option<RunnerPosition>> {
         type Row = (Option<String>, i64, Option<i64>, i64, i64);
-        let row: Option<Row> = sqlx::query_as(
+        let row: Option<Row> = crate::sql::query_as(
             "SELECT runner_exec, epoch, runner_seq, runner_skip, acp_run FROM session_runtime \
              WHERE session_id = ?",
         )
@@ -82,7 +82,7 @@ impl Store {
     }
 
     pub async fn get_runtime(&self, session_id: &SessionId) -> Result<Option<RuntimeRecord>> {
-        let row = sqlx::query_as::<_, RuntimeRow>(
+        let row = crate::sql::query_as::<RuntimeRow>(
             "SELECT session_id, execution_id, epoch, pid, pgid, status, cwd FROM session_runtime \
              WHERE session_id = ?",
         )
@@ -95,7 +95,7 @@ impl Store {
 
 impl WriteTx {
     pub async fn set_runtime(&mut self, record: &RuntimeRecord) -> Result<()> {
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO session_runtime (session_id, execution_id, epoch, pid, pgid, status, cwd, started_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET execution_id = excluded.execution_id, \
              epoch = excluded.epoch, pid = excluded.pid, pgid = excluded.pgid, status = excluded.status, \
@@ -123,7 +123,7 @@ impl WriteTx {
         epoch: i64,
         exec: &str,
     ) -> Result<()> {
-        sqlx::query(
+        crate::sql::query(
             "UPDATE session_runtime SET runner_exec = ?, runner_seq = 0, runner_skip = 0, acp_run = 0 \
              WHERE session_id = ? AND epoch = ?",
         )
@@ -145,9 +145,9 @@ impl WriteTx {
         seq: u64,
     ) -> Result<()> {
         let seq = i64::try_from(seq).unwrap_or(i64::MAX);
-        sqlx::query(
-            "UPDATE session_runtime SET runner_seq = MAX(runner_seq, ?) \
-             WHERE session_id = ? AND epoch = ? AND runner_exec IS NOT NULL",
+        crate::sql::query(
+            "UPDATE session_runtime SET runner_seq = CASE WHEN runner_seq < ?1 THEN ?1 ELSE runner_seq END \
+             WHERE session_id = ?2 AND epoch = ?3 AND runner_exec IS NOT NULL",
         )
         .bind(seq)
         .bind(session_id.as_str())
@@ -168,7 +168,7 @@ impl WriteTx {
     ) -> Result<()> {
         let seq = i64::try_from(seq).unwrap_or(i64::MAX);
         let skip = i64::try_from(skip).unwrap_or(i64::MAX);
-        sqlx::query(
+        crate::sql::query(
             "UPDATE session_runtime SET runner_seq = ?, runner_skip = ? \
              WHERE session_id = ? AND epoch = ? AND runner_exec IS NOT NULL \
              AND (COALESCE(runner_seq, 0) < ? OR (COALESCE(runner_seq, 0) = ? AND runner_skip < ?))",
@@ -189,7 +189,7 @@ impl WriteTx {
     /// after a restart): returns its run number (1 for the first that joins), from which its
     /// request ids start (`run << 32`).
     pub async fn join_runner(&mut self, session_id: &SessionId, epoch: i64) -> Result<u64> {
-        let run: Option<i64> = sqlx::query_scalar(
+        let run: Option<i64> = crate::sql::query_scalar(
             "UPDATE session_runtime SET acp_run = acp_run + 1, status = 'running' \
              WHERE session_id = ? AND epoch = ? AND runner_exec IS NOT NULL RETURNING acp_run",
         )
@@ -210,7 +210,7 @@ impl WriteTx {
         epoch: i64,
         status: &str,
     ) -> Result<()> {
-        sqlx::query("UPDATE session_runtime SET status = ?, pid = NULL, pgid = NULL WHERE session_id = ? AND epoch = ?")
+        crate::sql::query("UPDATE session_runtime SET status = ?, pid = NULL, pgid = NULL WHERE session_id = ? AND epoch = ?")
             .bind(status)
             .bind(session_id.as_str())
             .bind(epoch)

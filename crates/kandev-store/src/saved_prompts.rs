@@ -31,7 +31,7 @@ impl From<SavedPromptRow> for SavedPrompt {
 }
 
 async fn get(mut db: Db<'_>, id: &str) -> Result<SavedPrompt> {
-    sqlx::query_as::<_, SavedPromptRow>("SELECT * FROM saved_prompts WHERE id = ?")
+    crate::sql::query_as::<SavedPromptRow>("SELECT * FROM saved_prompts WHERE id = ?")
         .bind(id)
         .fetch_optional(&mut db)
         .await?
@@ -40,7 +40,7 @@ async fn get(mut db: Db<'_>, id: &str) -> Result<SavedPrompt> {
 }
 
 async fn by_name(mut db: Db<'_>, workspace: &str, name: &str) -> Result<Option<SavedPrompt>> {
-    Ok(sqlx::query_as::<_, SavedPromptRow>(
+    Ok(crate::sql::query_as::<SavedPromptRow>(
         "SELECT * FROM saved_prompts WHERE workspace_id = ? AND name = ?",
     )
     .bind(workspace)
@@ -59,7 +59,7 @@ fn taken(name: &str) -> StoreError {
 impl Store {
     /// The workspace's saved prompts by name.
     pub async fn list_saved_prompts(&self, workspace: &WorkspaceId) -> Result<Vec<SavedPrompt>> {
-        let rows = sqlx::query_as::<_, SavedPromptRow>(
+        let rows = crate::sql::query_as::<SavedPromptRow>(
             "SELECT * FROM saved_prompts WHERE workspace_id = ? ORDER BY name",
         )
         .bind(workspace.as_str())
@@ -94,7 +94,7 @@ impl WriteTx {
             return Err(taken(name));
         }
         let (id, now) = (self.new_id(), self.now().millis());
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO saved_prompts (id, workspace_id, name, body, created_at, updated_at) \
              VALUES (?, ?, ?, ?, ?, ?)",
         )
@@ -123,20 +123,25 @@ impl WriteTx {
         {
             return Err(taken(name));
         }
-        sqlx::query("UPDATE saved_prompts SET name = ?, body = ?, updated_at = ? WHERE id = ?")
-            .bind(name)
-            .bind(body.unwrap_or(&current.body))
-            .bind(self.now().millis())
-            .bind(id)
-            .execute(self.conn())
-            .await?;
+        crate::sql::query(
+            "UPDATE saved_prompts SET name = ?, body = ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(name)
+        .bind(body.unwrap_or(&current.body))
+        .bind(self.now().millis())
+        .bind(id)
+        .execute(self.conn())
+        .await?;
         get(self.db(), id).await
     }
 
     /// Removes a saved prompt; returns it (`NotFound` when there is none).
     pub async fn delete_saved_prompt(&mut self, id: &str) -> Result<SavedPrompt> {
         let current = get(self.db(), id).await?;
-        sqlx::query("DELETE FROM saved_prompts WHERE id = ?").bind(id).execute(self.conn()).await?;
+        crate::sql::query("DELETE FROM saved_prompts WHERE id = ?")
+            .bind(id)
+            .execute(self.conn())
+            .await?;
         Ok(current)
     }
 }

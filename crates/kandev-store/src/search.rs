@@ -6,6 +6,7 @@
 use kandev_domain::{MessageId, SessionId, TaskId, WorkspaceId};
 use sqlx::FromRow;
 
+use crate::sql::Dialect;
 use crate::{Result, Store, StoreError};
 
 /// What to search.
@@ -117,13 +118,149 @@ fn search_error(err: sqlx::Error) -> StoreError {
 /// rare one and recent work comes first; a rarer query is ranked over all its matches.
 pub const RANK_WINDOW: i64 = 1_000;
 
-/// The rowid of the [`RANK_WINDOW`]-th newest match of `query` in `index` (a table name
-/// from this file's constants), if it has that many.
-async fn window_start(store: &Store, index: &str, query: &str) -> Result<Option<i64>> {
-    let sql = format!(
-        "SELECT rowid FROM {index} WHERE {index} MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2"
-    );
-    sqlx::query_scalar::<_, i64>(&sql)
+/// PostgreSQL's hits: a GIN index over `kandev_tsv(...)` (see `migrations-pg`), the query
+/// read by `websearch_to_tsquery` (words, "phrases", `or`, `-word`; it never refuses a
+/// query), `ts_headline` snippets with the same marks, and `-ts_rank` so lower is better as
+/// with bm25.
+const PG_TASK_HITS: &str = "SELECT t.id AS task_id, t.title AS title, CAST(NULL AS TEXT) AS session_id, \
+     CAST(NULL AS TEXT) AS message_id, CAST(NULL AS BIGINT) AS seq, \
+     ts_headline('simple', t.title || ' ' || t.description, q, 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=16, MinWords=4') AS snippet, \
+     CAST(-ts_rank(kandev_tsv(t.title || ' ' || t.description), q) AS DOUBLE PRECISION) AS rank \
+     FROM tasks t, websearch_to_tsquery('simple', ?1) q \
+     WHERE kandev_tsv(t.title || ' ' || t.description) @@ q AND t.workspace_id = ?2 AND t.archived_at IS NULL";
+
+const PG_MESSAGE_HITS: &str = "SELECT t.id AS task_id, t.title AS title, m.session_id AS session_id, \
+     m.id AS message_id, m.seq AS seq, \
+     ts_headline('simple', left(m.content, 200000), q, 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=16, MinWords=4') AS snippet, \
+     CAST(-ts_rank(kandev_tsv(m.content), q) AS DOUBLE PRECISION) AS rank \
+     FROM messages m JOIN sessions s ON s.id = m.session_id JOIN tasks t ON t.id = s.task_id, \
+     websearch_to_tsquery('simple', ?1) q \
+     WHERE kandev_tsv(m.content) @@ q AND t.workspace_id = ?2 AND t.archived_at IS NULL";
+
+/// One searched index in one dialect: its hits, the statement that finds the rowid of its
+/// [`RANK_WINDOW`]-th newest match, and how a hit's rowid is named in `hits`.
+struct Index {
+    hits: &'static str,
+    window: &'static str,
+    rowid: &'static str,
+}
+
+fn indexes(dialect: Dialect) -> [Index; 2] {
+    match dialect {
+        Dialect::Sqlite => [
+            Index {
+                hits: TASK_HITS,
+                window: "SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ?1 \
+                    ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
+                rowid: "tasks_fts.rowid",
+            },
+            Index {
+                hits: MESSAGE_HITS,
+                window: "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 \
+                    ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
+                rowid: "messages_fts.rowid",
+            },
+        ],
+        Dialect::Postgres => [
+            Index {
+                hits: PG_TASK_HITS,
+                window: "SELECT rowid FROM tasks \
+                    WHERE kandev_tsv(title || ' ' || description) @@ websearch_to_tsquery('simple', ?1) \
+                    ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
+                rowid: "t.rowid",
+            },
+            Index {
+                hits: PG_MESSAGE_HITS,
+                window: "SELECT rowid FROM messages \
+                    WHERE kandev_tsv(content) @@ websearch_to_tsquery('simple', ?1) \
+                    ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
+                rowid: "m.rowid",
+            },
+        ],
+    }
+}
+
+/// The rowid of the [`RANK_WINDOW`]-th newest match of `query` in `index`, if it has that
+/// many.
+/// Refuses on PostgreSQL what FTS5 refuses on SQLite, so the `search` action answers the same
+/// on both (`websearch_to_tsquery` itself accepts any text): an unterminated `"`, unbalanced
+/// parentheses, a `column:` filter, no word at all, or an operator with nothing on one side.
+fn check_websearch(query: &str) -> Result<()> {
+    let refuse = |reason: &str| {
+        Err(StoreError::InvalidQuery(format!(
+            "the search query is not valid ({reason}); quote words with \"double quotes\" to search for them literally"
+        )))
+    };
+    if query.matches('"').count() % 2 == 1 {
+        return refuse("unterminated string");
+    }
+    let unquoted: String = query.split('"').step_by(2).collect::<Vec<_>>().join(" ");
+    let mut depth = 0i32;
+    for c in unquoted.chars() {
+        depth += match c {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        if depth < 0 {
+            return refuse("unbalanced parentheses");
+        }
+    }
+    if depth != 0 {
+        return refuse("unbalanced parentheses");
+    }
+    let words: Vec<&str> = unquoted
+        .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .filter(|w| !w.is_empty())
+        .collect();
+    if let Some(filter) = words.iter().find(|w| w.ends_with(':')) {
+        return refuse(&format!("no such column: {}", filter.trim_end_matches(':')));
+    }
+    let operator = |w: &str| matches!(w, "AND" | "OR" | "NOT");
+    let has_phrase = query.contains('"');
+    if !has_phrase && words.iter().all(|w| operator(w)) {
+        return refuse("a query needs a word");
+    }
+    if let Some(last) = words.last().filter(|w| operator(w)) {
+        return refuse(&format!("syntax error near \"{last}\""));
+    }
+    if let Some(first) = words.first().filter(|w| matches!(**w, "AND" | "OR"))
+        && !query.trim_start().starts_with('"')
+    {
+        return refuse(&format!("syntax error near \"{first}\""));
+    }
+    Ok(())
+}
+
+/// An FTS5-style query as `websearch_to_tsquery` reads it: the `AND` between words is
+/// implied there (as a word it would have to match) and `NOT word` is `-word`; quoted
+/// phrases and `OR` mean the same in both.
+fn websearch_text(query: &str) -> String {
+    let mut out: Vec<String> = vec![];
+    let mut negate = false;
+    let mut in_quote = false;
+    for word in query.split_whitespace() {
+        if in_quote {
+            in_quote = !word.ends_with('"');
+            out.push(word.to_owned());
+            continue;
+        }
+        in_quote = word.starts_with('"') && !(word.len() > 1 && word.ends_with('"'));
+        match word {
+            "AND" => {}
+            "NOT" => negate = true,
+            _ if negate => {
+                negate = false;
+                out.push(format!("-{word}"));
+            }
+            _ => out.push(word.to_owned()),
+        }
+    }
+    out.join(" ")
+}
+
+async fn window_start(store: &Store, index: &Index, query: &str) -> Result<Option<i64>> {
+    crate::sql::query_scalar::<i64>(index.window)
         .bind(query)
         .bind(RANK_WINDOW - 1)
         .fetch_optional(&store.read)
@@ -131,13 +268,13 @@ async fn window_start(store: &Store, index: &str, query: &str) -> Result<Option<
         .map_err(search_error)
 }
 
-/// `select` limited to the rows from `start` on, when the query has a window. (A rowid
-/// bound on a query with few matches makes SQLite scan the range instead: only add it
+/// `index`'s hits limited to the rows from `start` on, when the query has a window. (A
+/// rowid bound on a query with few matches makes SQLite scan the range instead: only add it
 /// when needed.)
-fn windowed(select: &str, index: &str, start: Option<i64>) -> String {
+fn windowed(index: &Index, start: Option<i64>) -> String {
     match start {
-        Some(rowid) => format!("{select} AND {index}.rowid >= {rowid}"),
-        None => select.to_owned(),
+        Some(rowid) => format!("{} AND {} >= {rowid}", index.hits, index.rowid),
+        None => index.hits.to_owned(),
     }
 }
 
@@ -154,12 +291,19 @@ impl Store {
         offset: i64,
     ) -> Result<SearchPage> {
         let mut selects = vec![];
-        for (on, select, index) in
-            [(kinds.tasks, TASK_HITS, "tasks_fts"), (kinds.messages, MESSAGE_HITS, "messages_fts")]
-        {
+        let query = match self.dialect() {
+            Dialect::Sqlite => query.to_owned(),
+            Dialect::Postgres => {
+                check_websearch(query)?;
+                websearch_text(query)
+            }
+        };
+        let query = query.as_str();
+        let [tasks, messages] = indexes(self.dialect());
+        for (on, index) in [(kinds.tasks, tasks), (kinds.messages, messages)] {
             if on {
-                let start = window_start(self, index, query).await?;
-                selects.push(windowed(select, index, start));
+                let start = window_start(self, &index, query).await?;
+                selects.push(windowed(&index, start));
             }
         }
         if selects.is_empty() {
@@ -167,7 +311,7 @@ impl Store {
         }
         let sql =
             format!("{} ORDER BY rank, task_id LIMIT ?3 OFFSET ?4", selects.join(" UNION ALL "));
-        let rows = sqlx::query_as::<_, HitRow>(&sql)
+        let rows = crate::sql::query_as::<HitRow>(&sql)
             .bind(query)
             .bind(workspace_id.as_str())
             .bind(limit + 1)
@@ -198,7 +342,24 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::{SnippetPart, parts};
+    use super::{SnippetPart, check_websearch, parts, websearch_text};
+
+    #[test]
+    fn i21_postgres_refuses_what_fts5_refuses() {
+        for bad in ["\"unterminated", "AND", "NOT", "title:", "(a OR", "a)", "a AND"] {
+            assert!(check_websearch(bad).is_err(), "{bad:?}");
+        }
+        for good in ["a", "\"a phrase\"", "a OR b", "a NOT b", "(a OR b) c", "\"AND\""] {
+            assert!(check_websearch(good).is_ok(), "{good:?}");
+        }
+    }
+
+    #[test]
+    fn fts5_operators_become_websearch_ones() {
+        assert_eq!(websearch_text("common AND needle"), "common needle");
+        assert_eq!(websearch_text("a NOT b OR c"), "a -b OR c");
+        assert_eq!(websearch_text("\"AND NOT\" x"), "\"AND NOT\" x");
+    }
 
     #[test]
     fn snippet_marks_become_highlighted_parts() {

@@ -44,7 +44,7 @@ impl From<ResetRow> for ResetIntent {
 impl Store {
     /// Context resets that were accepted and never settled (a restart came in between).
     pub async fn reset_intents(&self) -> Result<Vec<ResetIntent>> {
-        let rows = sqlx::query_as::<_, ResetRow>(
+        let rows = crate::sql::query_as::<ResetRow>(
             "SELECT session_id, step_id, epoch, cause, created_at FROM session_resets \
              ORDER BY created_at, session_id",
         )
@@ -63,7 +63,7 @@ impl WriteTx {
         epoch: i64,
         cause: &str,
     ) -> Result<()> {
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO session_resets (session_id, step_id, epoch, cause, created_at) \
              VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET step_id = excluded.step_id, \
              epoch = excluded.epoch, cause = excluded.cause, created_at = excluded.created_at",
@@ -80,7 +80,7 @@ impl WriteTx {
 
     /// Forgets the session's reset once it settled; returns whether one was stored.
     pub async fn clear_reset(&mut self, session_id: &SessionId) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM session_resets WHERE session_id = ?")
+        let done = crate::sql::query("DELETE FROM session_resets WHERE session_id = ?")
             .bind(session_id.as_str())
             .execute(self.conn())
             .await?;

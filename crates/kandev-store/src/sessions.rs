@@ -43,10 +43,12 @@ struct SessionRow {
     session_mode: Option<String>,
     model: Option<String>,
     config_options: String,
-    plan_mode: bool,
+    /// 0 or 1 (a flag is an integer on both engines).
+    plan_mode: i64,
     context_window: Option<String>,
     last_error: Option<String>,
-    auto_run: bool,
+    /// 0 or 1 (a flag is an integer on both engines).
+    auto_run: i64,
     agent_info: Option<String>,
     available_commands: String,
     cwd: String,
@@ -107,10 +109,10 @@ impl TryFrom<SessionRow> for Session {
             session_mode: r.session_mode,
             model: r.model,
             config_options: r.config_options,
-            plan_mode: r.plan_mode,
+            plan_mode: r.plan_mode != 0,
             context_window: r.context_window,
             last_error,
-            auto_run: r.auto_run,
+            auto_run: r.auto_run != 0,
             agent_info: r.agent_info,
             available_commands: r.available_commands,
             cwd: r.cwd,
@@ -124,7 +126,7 @@ impl TryFrom<SessionRow> for Session {
 
 /// The session `id`, or `NotFound`.
 async fn get(mut db: Db<'_>, id: &str) -> Result<Session> {
-    sqlx::query_as::<_, SessionRow>("SELECT * FROM sessions WHERE id = ?")
+    crate::sql::query_as::<SessionRow>("SELECT * FROM sessions WHERE id = ?")
         .bind(id)
         .fetch_optional(&mut db)
         .await?
@@ -138,7 +140,7 @@ impl Store {
     }
 
     pub async fn list_sessions(&self, task_id: &TaskId) -> Result<Vec<Session>> {
-        sqlx::query_as::<_, SessionRow>(
+        crate::sql::query_as::<SessionRow>(
             "SELECT * FROM sessions WHERE task_id = ? ORDER BY created_at, id",
         )
         .bind(task_id.as_str())
@@ -151,7 +153,7 @@ impl Store {
 
     /// Every session, for startup reconciliation.
     pub async fn all_sessions(&self) -> Result<Vec<Session>> {
-        sqlx::query_as::<_, SessionRow>("SELECT * FROM sessions ORDER BY created_at, id")
+        crate::sql::query_as::<SessionRow>("SELECT * FROM sessions ORDER BY created_at, id")
             .fetch_all(&self.read)
             .await?
             .into_iter()
@@ -177,7 +179,7 @@ impl WriteTx {
         model: Option<&str>,
     ) -> Result<Session> {
         let (id, now) = (self.new_id(), self.now().millis());
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO sessions (id, task_id, agent_profile_id, state, cwd, session_mode, model, created_at, updated_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
@@ -219,7 +221,7 @@ impl WriteTx {
             None => current.last_error.as_ref().map(last_error_to_json),
         };
         let now = self.now().millis();
-        sqlx::query(
+        crate::sql::query(
             "UPDATE sessions SET state = ?, acp_session_id = ?, resume_token = ?, session_mode = ?, model = ?, \
              config_options = ?, plan_mode = ?, context_window = ?, last_error = ?, auto_run = ?, agent_info = ?, \
              available_commands = ?, updated_at = ? WHERE id = ? AND epoch = ?",
@@ -247,7 +249,7 @@ impl WriteTx {
     /// Names the session (`None` clears the name). Not fenced by the epoch: the name is the
     /// person's, never the runtime's, and no runtime write touches it.
     pub async fn rename_session(&mut self, id: &SessionId, name: Option<&str>) -> Result<Session> {
-        let done = sqlx::query("UPDATE sessions SET name = ?, updated_at = ? WHERE id = ?")
+        let done = crate::sql::query("UPDATE sessions SET name = ?, updated_at = ? WHERE id = ?")
             .bind(name)
             .bind(self.now().millis())
             .bind(id.as_str())
@@ -261,7 +263,7 @@ impl WriteTx {
 
     /// Moves the session to a new epoch (compare-and-set); returns the new epoch.
     pub async fn bump_epoch(&mut self, id: &SessionId, expected: i64) -> Result<i64> {
-        let done = sqlx::query(
+        let done = crate::sql::query(
             "UPDATE sessions SET epoch = epoch + 1, updated_at = ? WHERE id = ? AND epoch = ?",
         )
         .bind(self.now().millis())
@@ -283,7 +285,7 @@ impl WriteTx {
     /// Deletes a session with its turns, messages, queue and runtime row (by cascade).
     pub async fn delete_session(&mut self, id: &SessionId) -> Result<Session> {
         let session = self.get_session(id).await?;
-        sqlx::query("DELETE FROM sessions WHERE id = ?")
+        crate::sql::query("DELETE FROM sessions WHERE id = ?")
             .bind(id.as_str())
             .execute(self.conn())
             .await?;

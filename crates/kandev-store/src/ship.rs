@@ -97,7 +97,7 @@ impl TryFrom<CommentRow> for ReviewComment {
 }
 
 async fn pull_requests_of(mut db: Db<'_>, task_id: &str) -> Result<Vec<PullRequest>> {
-    let rows = sqlx::query_as::<_, PullRequestRow>(
+    let rows = crate::sql::query_as::<PullRequestRow>(
         "SELECT * FROM task_pull_requests WHERE task_id = ? ORDER BY repository_id",
     )
     .bind(task_id)
@@ -107,7 +107,7 @@ async fn pull_requests_of(mut db: Db<'_>, task_id: &str) -> Result<Vec<PullReque
 }
 
 async fn comment(mut db: Db<'_>, id: &str) -> Result<ReviewComment> {
-    sqlx::query_as::<_, CommentRow>("SELECT * FROM review_comments WHERE id = ?")
+    crate::sql::query_as::<CommentRow>("SELECT * FROM review_comments WHERE id = ?")
         .bind(id)
         .fetch_optional(&mut db)
         .await?
@@ -116,7 +116,7 @@ async fn comment(mut db: Db<'_>, id: &str) -> Result<ReviewComment> {
 }
 
 async fn comments_of(mut db: Db<'_>, task_id: &str) -> Result<Vec<ReviewComment>> {
-    let rows = sqlx::query_as::<_, CommentRow>(
+    let rows = crate::sql::query_as::<CommentRow>(
         "SELECT * FROM review_comments WHERE task_id = ? ORDER BY created_at, id",
     )
     .bind(task_id)
@@ -132,7 +132,7 @@ impl Store {
         task_id: &TaskId,
         repository_id: &RepositoryId,
     ) -> Result<Option<String>> {
-        let branch = sqlx::query_scalar::<_, String>(
+        let branch = crate::sql::query_scalar::<String>(
             "SELECT base_branch FROM task_base_branches WHERE task_id = ? AND repository_id = ?",
         )
         .bind(task_id.as_str())
@@ -149,7 +149,7 @@ impl Store {
 
     /// Every pull request still open (what polling refreshes).
     pub async fn open_pull_requests(&self) -> Result<Vec<PullRequest>> {
-        let rows = sqlx::query_as::<_, PullRequestRow>(
+        let rows = crate::sql::query_as::<PullRequestRow>(
             "SELECT * FROM task_pull_requests WHERE state = 'open' ORDER BY updated_at",
         )
         .fetch_all(&self.read)
@@ -175,7 +175,7 @@ impl WriteTx {
         repository_id: &RepositoryId,
         base_branch: &str,
     ) -> Result<()> {
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO task_base_branches (task_id, repository_id, base_branch) VALUES (?, ?, ?) \
              ON CONFLICT (task_id, repository_id) DO UPDATE SET base_branch = excluded.base_branch",
         )
@@ -189,7 +189,7 @@ impl WriteTx {
 
     /// Records (or replaces) the pull request of a task in a repository.
     pub async fn save_pull_request(&mut self, pr: &PullRequest) -> Result<()> {
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO task_pull_requests (task_id, repository_id, forge, number, url, state, \
              checks, review_decision, head_branch, base_branch, updated_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
@@ -219,7 +219,7 @@ impl WriteTx {
     /// (`None`: none was stored). Write transactions run one at a time, so of two refreshes
     /// racing, only one sees a state change.
     pub async fn update_pull_request(&mut self, pr: &PullRequest) -> Result<Option<PrState>> {
-        let before = sqlx::query_scalar::<_, String>(
+        let before = crate::sql::query_scalar::<String>(
             "SELECT state FROM task_pull_requests WHERE task_id = ? AND repository_id = ?",
         )
         .bind(pr.task_id.as_str())
@@ -232,7 +232,7 @@ impl WriteTx {
 
     pub async fn add_review_comment(&mut self, new: &NewReviewComment) -> Result<ReviewComment> {
         let (id, now) = (self.new_id(), self.now().millis());
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO review_comments (id, task_id, path, line, side, text, quote, diff_hash, \
              created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
@@ -253,7 +253,7 @@ impl WriteTx {
 
     pub async fn update_review_comment(&mut self, id: &str, text: &str) -> Result<ReviewComment> {
         comment(self.db(), id).await?;
-        sqlx::query("UPDATE review_comments SET text = ?, updated_at = ? WHERE id = ?")
+        crate::sql::query("UPDATE review_comments SET text = ?, updated_at = ? WHERE id = ?")
             .bind(text)
             .bind(self.now().millis())
             .bind(id)
@@ -264,7 +264,7 @@ impl WriteTx {
 
     pub async fn delete_review_comment(&mut self, id: &str) -> Result<ReviewComment> {
         let current = comment(self.db(), id).await?;
-        sqlx::query("DELETE FROM review_comments WHERE id = ?")
+        crate::sql::query("DELETE FROM review_comments WHERE id = ?")
             .bind(id)
             .execute(self.conn())
             .await?;
@@ -279,7 +279,7 @@ impl WriteTx {
     ) -> Result<Vec<ReviewComment>> {
         let now = self.now().millis();
         for id in ids {
-            sqlx::query(
+            crate::sql::query(
                 "UPDATE review_comments SET sent_at = ? WHERE id = ? AND task_id = ? AND sent_at IS NULL",
             )
             .bind(now)

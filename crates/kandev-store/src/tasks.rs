@@ -68,11 +68,11 @@ pub struct StepChange {
 const TASK_SELECT: &str = "SELECT t.id, t.workspace_id, t.workflow_id, t.step_id, t.title, \
     t.description, t.state, t.needs_you, t.position, t.agent_profile_id, t.primary_session_id, \
     t.archived_at, t.created_at, t.updated_at, t.parent_id, \
-    (SELECT group_concat(blocker_id, ',') FROM \
-        (SELECT blocker_id FROM task_blockers WHERE task_id = t.id ORDER BY blocker_id)) \
+    (SELECT string_agg(blocker_id, ',') FROM \
+        (SELECT blocker_id FROM task_blockers WHERE task_id = t.id ORDER BY blocker_id) AS b) \
         AS blocked_by, \
-    (SELECT group_concat(repository_id, ',') FROM \
-        (SELECT repository_id FROM task_repositories WHERE task_id = t.id ORDER BY position)) \
+    (SELECT string_agg(repository_id, ',') FROM \
+        (SELECT repository_id FROM task_repositories WHERE task_id = t.id ORDER BY position) AS r) \
         AS repository_ids, \
     (SELECT ahead || ',' || behind || ',' || dirty || ',' || conflicts || ',' || \
         coalesce(pr_state, '') FROM task_git_summaries WHERE task_id = t.id) AS git \
@@ -82,11 +82,11 @@ const TASK_SELECT: &str = "SELECT t.id, t.workspace_id, t.workflow_id, t.step_id
 /// [`TASK_SELECT`]: no description, profile or timestamps to read and decode.
 const CARD_SELECT: &str = "SELECT t.id, t.workflow_id, t.step_id, t.title, t.state, \
     t.needs_you, t.position, t.primary_session_id, t.archived_at, t.parent_id, \
-    (SELECT group_concat(blocker_id, ',') FROM \
-        (SELECT blocker_id FROM task_blockers WHERE task_id = t.id ORDER BY blocker_id)) \
+    (SELECT string_agg(blocker_id, ',') FROM \
+        (SELECT blocker_id FROM task_blockers WHERE task_id = t.id ORDER BY blocker_id) AS b) \
         AS blocked_by, \
-    (SELECT group_concat(repository_id, ',') FROM \
-        (SELECT repository_id FROM task_repositories WHERE task_id = t.id ORDER BY position)) \
+    (SELECT string_agg(repository_id, ',') FROM \
+        (SELECT repository_id FROM task_repositories WHERE task_id = t.id ORDER BY position) AS r) \
         AS repository_ids, \
     (SELECT ahead || ',' || behind || ',' || dirty || ',' || conflicts || ',' || \
         coalesce(pr_state, '') FROM task_git_summaries WHERE task_id = t.id) AS git \
@@ -271,7 +271,7 @@ fn board_sql(select: &str, filter: &TaskFilter) -> String {
 /// The task `id`, or `NotFound`.
 async fn get(mut db: Db<'_>, id: &str) -> Result<Task> {
     let sql = format!("{TASK_SELECT} WHERE t.id = ?");
-    sqlx::query_as::<_, TaskRow>(&sql)
+    crate::sql::query_as::<TaskRow>(&sql)
         .bind(id)
         .fetch_optional(&mut db)
         .await?
@@ -281,7 +281,7 @@ async fn get(mut db: Db<'_>, id: &str) -> Result<Task> {
 
 /// How many tasks a step holds, archived ones included.
 pub(crate) async fn count_in_step(mut db: Db<'_>, step_id: &StepId) -> Result<i64> {
-    let count = sqlx::query_scalar("SELECT COUNT(*) FROM tasks WHERE step_id = ?")
+    let count = crate::sql::query_scalar("SELECT COUNT(*) FROM tasks WHERE step_id = ?")
         .bind(step_id.as_str())
         .fetch_one(&mut db)
         .await?;
@@ -292,7 +292,7 @@ impl Store {
     /// The blockers of `id` that are not done: not archived and not in their workflow's last
     /// step (by position).
     pub async fn open_blockers(&self, id: &TaskId) -> Result<Vec<TaskId>> {
-        let rows: Vec<String> = sqlx::query_scalar(
+        let rows: Vec<String> = crate::sql::query_scalar(
             "SELECT b.id FROM task_blockers tb JOIN tasks b ON b.id = tb.blocker_id \
              WHERE tb.task_id = ? AND b.archived_at IS NULL AND b.step_id <> \
              (SELECT s.id FROM workflow_steps s WHERE s.workflow_id = b.workflow_id \
@@ -306,7 +306,7 @@ impl Store {
 
     /// Tasks whose auto-start waits and that `blocker` blocks.
     pub async fn waiting_on(&self, blocker: &TaskId) -> Result<Vec<TaskId>> {
-        let rows: Vec<String> = sqlx::query_scalar(
+        let rows: Vec<String> = crate::sql::query_scalar(
             "SELECT t.id FROM tasks t JOIN task_blockers tb ON tb.task_id = t.id \
              WHERE tb.blocker_id = ? AND t.start_waiting = 1",
         )
@@ -319,8 +319,10 @@ impl Store {
     /// The subtasks of a task, in board order.
     pub async fn subtasks(&self, parent: &TaskId) -> Result<Vec<Task>> {
         let sql = format!("{TASK_SELECT} WHERE t.parent_id = ? ORDER BY t.created_at, t.id");
-        let rows =
-            sqlx::query_as::<_, TaskRow>(&sql).bind(parent.as_str()).fetch_all(&self.read).await?;
+        let rows = crate::sql::query_as::<TaskRow>(&sql)
+            .bind(parent.as_str())
+            .fetch_all(&self.read)
+            .await?;
         rows.into_iter().map(Task::try_from).collect()
     }
 
@@ -344,9 +346,9 @@ impl Store {
 
     async fn board_rows<R>(&self, sql: &str, filter: &TaskFilter) -> Result<Vec<R>>
     where
-        R: for<'r> FromRow<'r, sqlx::sqlite::SqliteRow> + Send + Unpin,
+        R: crate::sql::Row,
     {
-        let mut query = sqlx::query_as::<_, R>(sql);
+        let mut query = crate::sql::query_as::<R>(sql);
         if let Some(id) = &filter.workflow_id {
             query = query.bind(id.as_str());
         }
@@ -362,7 +364,7 @@ impl Store {
 
     /// A task's step history, oldest first.
     pub async fn step_history(&self, task_id: &TaskId) -> Result<Vec<StepChange>> {
-        let rows: Vec<(Option<String>, String, String, String, i64)> = sqlx::query_as(
+        let rows: Vec<(Option<String>, String, String, String, i64)> = crate::sql::query_as(
             "SELECT from_step_id, to_step_id, trigger, actor, at FROM task_step_history \
              WHERE task_id = ? ORDER BY id",
         )
@@ -387,7 +389,7 @@ impl Store {
 impl WriteTx {
     /// Records a task's git summary (what its card shows), replacing the last one.
     pub async fn set_git_summary(&mut self, task_id: &TaskId, summary: &GitSummary) -> Result<()> {
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO task_git_summaries (task_id, ahead, behind, dirty, conflicts, pr_state, \
              updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET \
              ahead = excluded.ahead, behind = excluded.behind, dirty = excluded.dirty, \
@@ -412,7 +414,7 @@ impl WriteTx {
 
     /// How many unarchived tasks `step_id` holds (the position at its end).
     async fn open_tasks_in(&mut self, step_id: &StepId) -> Result<i64> {
-        let n = sqlx::query_scalar(
+        let n = crate::sql::query_scalar(
             "SELECT COUNT(*) FROM tasks WHERE step_id = ? AND archived_at IS NULL",
         )
         .bind(step_id.as_str())
@@ -427,7 +429,7 @@ impl WriteTx {
         workflows::check_step_of(self.db(), &new.step_id, &new.workflow_id).await?;
         let position = self.open_tasks_in(&new.step_id).await?;
         let (id, now) = (self.new_id(), self.now().millis());
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO tasks (id, workspace_id, workflow_id, step_id, title, description, state, position, \
              agent_profile_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
@@ -457,7 +459,7 @@ impl WriteTx {
             Some(p) => p.clone(),
             None => current.agent_profile_id.clone(),
         };
-        sqlx::query(
+        crate::sql::query(
             "UPDATE tasks SET title = ?, description = ?, state = ?, needs_you = ?, \
              agent_profile_id = ?, updated_at = ? WHERE id = ?",
         )
@@ -471,7 +473,7 @@ impl WriteTx {
         .execute(self.conn())
         .await?;
         if let Some(repository_ids) = &patch.repository_ids {
-            sqlx::query("DELETE FROM task_repositories WHERE task_id = ?")
+            crate::sql::query("DELETE FROM task_repositories WHERE task_id = ?")
                 .bind(id.as_str())
                 .execute(self.conn())
                 .await?;
@@ -486,7 +488,7 @@ impl WriteTx {
         repository_ids: &[RepositoryId],
     ) -> Result<()> {
         for (position, repository_id) in repository_ids.iter().enumerate() {
-            sqlx::query(
+            crate::sql::query(
                 "INSERT INTO task_repositories (task_id, repository_id, position) VALUES (?, ?, ?)",
             )
             .bind(task_id.as_str())
@@ -511,7 +513,7 @@ impl WriteTx {
     ) -> Result<Task> {
         let task = self.get_task(id).await?;
         workflows::check_step_of(self.db(), to_step, &task.workflow_id).await?;
-        let others: Vec<String> = sqlx::query_scalar(
+        let others: Vec<String> = crate::sql::query_scalar(
             "SELECT id FROM tasks WHERE step_id = ? AND id != ? AND archived_at IS NULL \
              ORDER BY position, created_at, id",
         )
@@ -521,7 +523,7 @@ impl WriteTx {
         .await?;
         let order = place_at(others, id.as_str().to_owned(), position);
         let now = self.now().millis();
-        sqlx::query("UPDATE tasks SET step_id = ?, updated_at = ? WHERE id = ?")
+        crate::sql::query("UPDATE tasks SET step_id = ?, updated_at = ? WHERE id = ?")
             .bind(to_step.as_str())
             .bind(now)
             .bind(id.as_str())
@@ -537,7 +539,7 @@ impl WriteTx {
 
     async fn write_task_order(&mut self, order: &[String]) -> Result<()> {
         for (position, task_id) in order.iter().enumerate() {
-            sqlx::query("UPDATE tasks SET position = ? WHERE id = ? AND position != ?")
+            crate::sql::query("UPDATE tasks SET position = ? WHERE id = ? AND position != ?")
                 .bind(position as i64)
                 .bind(task_id)
                 .bind(position as i64)
@@ -548,7 +550,7 @@ impl WriteTx {
     }
 
     async fn renumber_step(&mut self, step_id: &StepId) -> Result<()> {
-        let order: Vec<String> = sqlx::query_scalar(
+        let order: Vec<String> = crate::sql::query_scalar(
             "SELECT id FROM tasks WHERE step_id = ? AND archived_at IS NULL ORDER BY position, created_at, id",
         )
         .bind(step_id.as_str())
@@ -566,7 +568,7 @@ impl WriteTx {
         actor: &str,
     ) -> Result<()> {
         let now = self.now().millis();
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO task_step_history (task_id, from_step_id, to_step_id, trigger, actor, at) \
              VALUES (?, ?, ?, ?, ?, ?)",
         )
@@ -588,7 +590,7 @@ impl WriteTx {
             return Ok(task);
         }
         let now = self.now().millis();
-        sqlx::query("UPDATE tasks SET archived_at = ?, updated_at = ? WHERE id = ?")
+        crate::sql::query("UPDATE tasks SET archived_at = ?, updated_at = ? WHERE id = ?")
             .bind(now)
             .bind(now)
             .bind(id.as_str())
@@ -605,7 +607,7 @@ impl WriteTx {
             return Ok(task);
         }
         let position = self.open_tasks_in(&task.step_id).await?;
-        sqlx::query(
+        crate::sql::query(
             "UPDATE tasks SET archived_at = NULL, position = ?, updated_at = ? WHERE id = ?",
         )
         .bind(position)
@@ -619,7 +621,7 @@ impl WriteTx {
     /// Deletes a task; returns it for publication.
     pub async fn delete_task(&mut self, id: &TaskId) -> Result<Task> {
         let task = self.get_task(id).await?;
-        sqlx::query("DELETE FROM tasks WHERE id = ?")
+        crate::sql::query("DELETE FROM tasks WHERE id = ?")
             .bind(id.as_str())
             .execute(self.conn())
             .await?;
@@ -639,7 +641,7 @@ impl WriteTx {
         if let Some(parent) = parent {
             if let Some(parent) = parent {
                 let found = self.linked_task("parent_id", &task, parent).await?;
-                let rows: Vec<(String, String)> = sqlx::query_as(
+                let rows: Vec<(String, String)> = crate::sql::query_as(
                     "SELECT id, parent_id FROM tasks WHERE workspace_id = ? AND parent_id IS NOT NULL",
                 )
                 .bind(task.workspace_id.as_str())
@@ -654,7 +656,7 @@ impl WriteTx {
                     )));
                 }
             }
-            sqlx::query("UPDATE tasks SET parent_id = ? WHERE id = ?")
+            crate::sql::query("UPDATE tasks SET parent_id = ? WHERE id = ?")
                 .bind(parent.map(|p| p.as_str()))
                 .bind(id.as_str())
                 .execute(self.conn())
@@ -668,7 +670,7 @@ impl WriteTx {
                     unique.push(found.id);
                 }
             }
-            let rows: Vec<(String, String)> = sqlx::query_as(
+            let rows: Vec<(String, String)> = crate::sql::query_as(
                 "SELECT b.task_id, b.blocker_id FROM task_blockers b \
                  JOIN tasks t ON t.id = b.task_id WHERE t.workspace_id = ?",
             )
@@ -684,12 +686,12 @@ impl WriteTx {
                      dependencies"
                 )));
             }
-            sqlx::query("DELETE FROM task_blockers WHERE task_id = ?")
+            crate::sql::query("DELETE FROM task_blockers WHERE task_id = ?")
                 .bind(id.as_str())
                 .execute(self.conn())
                 .await?;
             for blocker in &unique {
-                sqlx::query("INSERT INTO task_blockers (task_id, blocker_id) VALUES (?, ?)")
+                crate::sql::query("INSERT INTO task_blockers (task_id, blocker_id) VALUES (?, ?)")
                     .bind(id.as_str())
                     .bind(blocker.as_str())
                     .execute(self.conn())
@@ -734,7 +736,7 @@ impl WriteTx {
 
     /// The tasks that name `id` as parent or blocker (they change when it is deleted).
     pub async fn dependents(&mut self, id: &TaskId) -> Result<Vec<TaskId>> {
-        let rows: Vec<String> = sqlx::query_scalar(
+        let rows: Vec<String> = crate::sql::query_scalar(
             "SELECT task_id FROM task_blockers WHERE blocker_id = ? \
              UNION SELECT id FROM tasks WHERE parent_id = ?",
         )
@@ -747,7 +749,7 @@ impl WriteTx {
 
     /// Marks (or clears) a task's auto-start as waiting for its blockers.
     pub async fn set_start_waiting(&mut self, id: &TaskId, waiting: bool) -> Result<()> {
-        sqlx::query("UPDATE tasks SET start_waiting = ? WHERE id = ?")
+        crate::sql::query("UPDATE tasks SET start_waiting = ? WHERE id = ?")
             .bind(i64::from(waiting))
             .bind(id.as_str())
             .execute(self.conn())
@@ -758,11 +760,12 @@ impl WriteTx {
     /// Clears the waiting auto-start of a task; `true` when it was waiting (so exactly one
     /// caller runs it).
     pub async fn take_start_waiting(&mut self, id: &TaskId) -> Result<bool> {
-        let done =
-            sqlx::query("UPDATE tasks SET start_waiting = 0 WHERE id = ? AND start_waiting = 1")
-                .bind(id.as_str())
-                .execute(self.conn())
-                .await?;
+        let done = crate::sql::query(
+            "UPDATE tasks SET start_waiting = 0 WHERE id = ? AND start_waiting = 1",
+        )
+        .bind(id.as_str())
+        .execute(self.conn())
+        .await?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -772,7 +775,7 @@ impl WriteTx {
         task_id: &TaskId,
         session_id: &SessionId,
     ) -> Result<()> {
-        sqlx::query("UPDATE tasks SET primary_session_id = ?, updated_at = ? WHERE id = ?")
+        crate::sql::query("UPDATE tasks SET primary_session_id = ?, updated_at = ? WHERE id = ?")
             .bind(session_id.as_str())
             .bind(self.now().millis())
             .bind(task_id.as_str())
@@ -787,7 +790,7 @@ impl WriteTx {
         task_id: &TaskId,
         session_id: &str,
     ) -> Result<()> {
-        sqlx::query("UPDATE tasks SET primary_session_id = ?, updated_at = ? WHERE id = ? AND primary_session_id IS NULL")
+        crate::sql::query("UPDATE tasks SET primary_session_id = ?, updated_at = ? WHERE id = ? AND primary_session_id IS NULL")
             .bind(session_id)
             .bind(self.now().millis())
             .bind(task_id.as_str())
@@ -804,7 +807,7 @@ impl WriteTx {
         deleted: &SessionId,
     ) -> Result<()> {
         let now = self.now().millis();
-        sqlx::query(
+        crate::sql::query(
             "UPDATE tasks SET primary_session_id = (SELECT id FROM sessions WHERE task_id = tasks.id \
              ORDER BY created_at LIMIT 1), updated_at = ? WHERE id = ? AND primary_session_id = ?",
         )
@@ -838,7 +841,7 @@ mod tests {
             ..TaskFilter::default()
         };
         let rows: Vec<(i64, i64, i64, String)> =
-            sqlx::query_as(&format!("EXPLAIN QUERY PLAN {}", list_sql(&filter)))
+            crate::sql::query_as(&format!("EXPLAIN QUERY PLAN {}", list_sql(&filter)))
                 .bind("w")
                 .bind(2000)
                 .bind(0)
@@ -865,7 +868,7 @@ mod tests {
         };
         async fn plan_of(store: &Store, sql: String) -> String {
             let rows: Vec<(i64, i64, i64, String)> =
-                sqlx::query_as(&format!("EXPLAIN QUERY PLAN {sql}"))
+                crate::sql::query_as(&format!("EXPLAIN QUERY PLAN {sql}"))
                     .bind("w")
                     .bind(2000)
                     .bind(0)

@@ -46,7 +46,7 @@ impl Store {
         &self,
         session_id: &SessionId,
     ) -> Result<Option<(TurnId, Option<u64>)>> {
-        let row: Option<(String, Option<i64>)> = sqlx::query_as(
+        let row: Option<(String, Option<i64>)> = crate::sql::query_as(
             "SELECT id, prompt_id FROM turns WHERE session_id = ? AND completed_at IS NULL \
              ORDER BY started_at DESC LIMIT 1",
         )
@@ -59,7 +59,7 @@ impl Store {
     /// A session's turns, oldest first (at most `limit`, the newest ones).
     pub async fn list_turns(&self, session_id: &SessionId, limit: i64) -> Result<Vec<TurnRecord>> {
         let mut db = self.db();
-        let mut rows = sqlx::query_as::<_, TurnRow>(
+        let mut rows = crate::sql::query_as::<TurnRow>(
             "SELECT id, session_id, epoch, started_at, completed_at, stop_reason, usage FROM turns \
              WHERE session_id = ? ORDER BY started_at DESC, rowid DESC LIMIT ?",
         )
@@ -75,20 +75,22 @@ impl Store {
 impl WriteTx {
     pub async fn open_turn(&mut self, session_id: &SessionId, epoch: i64) -> Result<TurnId> {
         let id = self.new_id();
-        sqlx::query("INSERT INTO turns (id, session_id, epoch, started_at) VALUES (?, ?, ?, ?)")
-            .bind(&id)
-            .bind(session_id.as_str())
-            .bind(epoch)
-            .bind(self.now().millis())
-            .execute(self.conn())
-            .await?;
+        crate::sql::query(
+            "INSERT INTO turns (id, session_id, epoch, started_at) VALUES (?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(session_id.as_str())
+        .bind(epoch)
+        .bind(self.now().millis())
+        .execute(self.conn())
+        .await?;
         Ok(TurnId::new(id))
     }
 
     /// Records the JSON-RPC id the turn's `session/prompt` goes out with (issue 20: a server
     /// that joins the conversation after a restart awaits its answer).
     pub async fn set_turn_prompt_id(&mut self, turn_id: &TurnId, prompt_id: u64) -> Result<()> {
-        sqlx::query("UPDATE turns SET prompt_id = ? WHERE id = ?")
+        crate::sql::query("UPDATE turns SET prompt_id = ? WHERE id = ?")
             .bind(i64::try_from(prompt_id).unwrap_or(i64::MAX))
             .bind(turn_id.as_str())
             .execute(self.conn())
@@ -99,7 +101,7 @@ impl WriteTx {
     /// Closes a turn and folds its streamed text (`messages.rs`); returns false if it was
     /// already closed.
     pub async fn close_turn(&mut self, turn_id: &TurnId, stop_reason: &str) -> Result<bool> {
-        let session: Option<String> = sqlx::query_scalar(
+        let session: Option<String> = crate::sql::query_scalar(
             "UPDATE turns SET completed_at = ?, stop_reason = ? WHERE id = ? AND completed_at IS NULL \
              RETURNING session_id",
         )
@@ -124,7 +126,7 @@ impl WriteTx {
             TurnUsagePart::Context => "$.context",
             TurnUsagePart::Tokens => "$.tokens",
         };
-        sqlx::query(
+        crate::sql::query(
             "UPDATE turns SET usage = json_set(COALESCE(usage, '{}'), ?, json(?)) WHERE id = ?",
         )
         .bind(path)
@@ -141,7 +143,7 @@ impl WriteTx {
         session_id: &SessionId,
         stop_reason: &str,
     ) -> Result<u64> {
-        let done = sqlx::query(
+        let done = crate::sql::query(
             "UPDATE turns SET completed_at = ?, stop_reason = ? WHERE session_id = ? AND completed_at IS NULL",
         )
         .bind(self.now().millis())

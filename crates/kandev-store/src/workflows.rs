@@ -59,10 +59,13 @@ struct StepRow {
     position: i64,
     color: String,
     prompt: String,
-    is_start_step: bool,
-    allow_manual_move: bool,
+    /// 0 or 1 (a flag is an integer on both engines).
+    is_start_step: i64,
+    /// 0 or 1 (a flag is an integer on both engines).
+    allow_manual_move: i64,
     agent_profile_id: Option<String>,
-    cancel_triggers_turn_complete: bool,
+    /// 0 or 1 (a flag is an integer on both engines).
+    cancel_triggers_turn_complete: i64,
     events: String,
 }
 
@@ -79,10 +82,10 @@ impl TryFrom<StepRow> for Step {
             position: r.position.try_into().unwrap_or(0),
             color: r.color,
             prompt: r.prompt,
-            is_start_step: r.is_start_step,
-            allow_manual_move: r.allow_manual_move,
+            is_start_step: r.is_start_step != 0,
+            allow_manual_move: r.allow_manual_move != 0,
             agent_profile_id: r.agent_profile_id.map(AgentProfileId::new),
-            cancel_triggers_turn_complete: r.cancel_triggers_turn_complete,
+            cancel_triggers_turn_complete: r.cancel_triggers_turn_complete != 0,
             events,
         })
     }
@@ -216,7 +219,7 @@ fn events_from_json(text: &str) -> std::result::Result<StepEvents<StepId>, serde
 // ---------------------------------------------------------------- reads
 
 async fn steps(mut db: Db<'_>, workflow_id: &str) -> Result<Vec<Step>> {
-    sqlx::query_as::<_, StepRow>(
+    crate::sql::query_as::<StepRow>(
         "SELECT * FROM workflow_steps WHERE workflow_id = ? ORDER BY position",
     )
     .bind(workflow_id)
@@ -229,7 +232,7 @@ async fn steps(mut db: Db<'_>, workflow_id: &str) -> Result<Vec<Step>> {
 
 /// The workflow `id` with its steps in order, or `NotFound`.
 async fn get(mut db: Db<'_>, id: &WorkflowId) -> Result<Workflow> {
-    let row = sqlx::query_as::<_, WorkflowRow>("SELECT * FROM workflows WHERE id = ?")
+    let row = crate::sql::query_as::<WorkflowRow>("SELECT * FROM workflows WHERE id = ?")
         .bind(id.as_str())
         .fetch_optional(&mut db)
         .await?
@@ -241,7 +244,7 @@ async fn get(mut db: Db<'_>, id: &WorkflowId) -> Result<Workflow> {
 /// The id of the workflow a step belongs to, or `NotFound` for the step.
 async fn workflow_id_of_step(mut db: Db<'_>, step_id: &StepId) -> Result<WorkflowId> {
     let workflow_id: Option<String> =
-        sqlx::query_scalar("SELECT workflow_id FROM workflow_steps WHERE id = ?")
+        crate::sql::query_scalar("SELECT workflow_id FROM workflow_steps WHERE id = ?")
             .bind(step_id.as_str())
             .fetch_optional(&mut db)
             .await?;
@@ -267,7 +270,7 @@ pub(crate) async fn check_step_of(
 
 /// The workspace of a workflow, or `NotFound` for the workflow.
 pub(crate) async fn workspace_of(mut db: Db<'_>, workflow_id: &WorkflowId) -> Result<String> {
-    sqlx::query_scalar("SELECT workspace_id FROM workflows WHERE id = ?")
+    crate::sql::query_scalar("SELECT workspace_id FROM workflows WHERE id = ?")
         .bind(workflow_id.as_str())
         .fetch_optional(&mut db)
         .await?
@@ -276,7 +279,7 @@ pub(crate) async fn workspace_of(mut db: Db<'_>, workflow_id: &WorkflowId) -> Re
 
 impl Store {
     pub async fn list_workflows(&self, workspace_id: &WorkspaceId) -> Result<Vec<Workflow>> {
-        let rows = sqlx::query_as::<_, WorkflowRow>(
+        let rows = crate::sql::query_as::<WorkflowRow>(
             "SELECT * FROM workflows WHERE workspace_id = ? ORDER BY created_at, id",
         )
         .bind(workspace_id.as_str())
@@ -317,7 +320,7 @@ impl WriteTx {
     ) -> Result<Workflow> {
         workspaces::get(self.db(), workspace_id.as_str()).await?;
         let (id, now) = (self.new_id(), self.now().millis());
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO workflows (id, workspace_id, name, description, template_id, created_at, updated_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?)",
         )
@@ -340,7 +343,7 @@ impl WriteTx {
                     ))
                 })
             })?;
-            sqlx::query(
+            crate::sql::query(
                 "INSERT INTO workflow_steps (id, workflow_id, name, position, color, prompt, is_start_step, \
                  allow_manual_move, cancel_triggers_turn_complete, events) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             )
@@ -368,20 +371,22 @@ impl WriteTx {
     ) -> Result<Workflow> {
         let current = self.get_workflow(id).await?;
         let now = self.now().millis();
-        sqlx::query("UPDATE workflows SET name = ?, description = ?, updated_at = ? WHERE id = ?")
-            .bind(name.unwrap_or(&current.name))
-            .bind(description.unwrap_or(&current.description))
-            .bind(now)
-            .bind(id.as_str())
-            .execute(self.conn())
-            .await?;
+        crate::sql::query(
+            "UPDATE workflows SET name = ?, description = ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(name.unwrap_or(&current.name))
+        .bind(description.unwrap_or(&current.description))
+        .bind(now)
+        .bind(id.as_str())
+        .execute(self.conn())
+        .await?;
         self.get_workflow(id).await
     }
 
     /// Deletes a workflow with its steps and tasks; returns it for publication.
     pub async fn delete_workflow(&mut self, id: &WorkflowId) -> Result<Workflow> {
         let current = self.get_workflow(id).await?;
-        sqlx::query("DELETE FROM workflows WHERE id = ?")
+        crate::sql::query("DELETE FROM workflows WHERE id = ?")
             .bind(id.as_str())
             .execute(self.conn())
             .await?;
@@ -397,7 +402,7 @@ impl WriteTx {
     ) -> Result<(Workflow, StepId)> {
         let workflow = self.get_workflow(workflow_id).await?;
         let step_id = StepId::new(self.new_id());
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO workflow_steps (id, workflow_id, name, position) VALUES (?, ?, ?, ?)",
         )
         .bind(step_id.as_str())
@@ -421,7 +426,7 @@ impl WriteTx {
             .cloned()
             .ok_or_else(|| StoreError::not_found("step", step_id.as_str()))?;
         if patch.is_start_step == Some(true) {
-            sqlx::query("UPDATE workflow_steps SET is_start_step = 0 WHERE workflow_id = ?")
+            crate::sql::query("UPDATE workflow_steps SET is_start_step = 0 WHERE workflow_id = ?")
                 .bind(workflow_id.as_str())
                 .execute(self.conn())
                 .await?;
@@ -430,7 +435,7 @@ impl WriteTx {
             Some(p) => p.clone(),
             None => current.agent_profile_id.clone(),
         };
-        sqlx::query(
+        crate::sql::query(
             "UPDATE workflow_steps SET name = ?, color = ?, prompt = ?, is_start_step = ?, \
              allow_manual_move = ?, agent_profile_id = ?, cancel_triggers_turn_complete = ?, events = ? \
              WHERE id = ?",
@@ -459,7 +464,7 @@ impl WriteTx {
                 "the step still holds {tasks} task(s); move or delete them first"
             )));
         }
-        sqlx::query("DELETE FROM workflow_steps WHERE id = ?")
+        crate::sql::query("DELETE FROM workflow_steps WHERE id = ?")
             .bind(step_id.as_str())
             .execute(self.conn())
             .await?;
@@ -493,7 +498,7 @@ impl WriteTx {
 
     async fn write_step_order(&mut self, order: &[StepId]) -> Result<()> {
         for (position, id) in order.iter().enumerate() {
-            sqlx::query("UPDATE workflow_steps SET position = ? WHERE id = ?")
+            crate::sql::query("UPDATE workflow_steps SET position = ? WHERE id = ?")
                 .bind(position as i64)
                 .bind(id.as_str())
                 .execute(self.conn())
@@ -504,7 +509,7 @@ impl WriteTx {
 
     async fn touch_workflow(&mut self, id: &WorkflowId) -> Result<()> {
         let now = self.now().millis();
-        sqlx::query("UPDATE workflows SET updated_at = ? WHERE id = ?")
+        crate::sql::query("UPDATE workflows SET updated_at = ? WHERE id = ?")
             .bind(now)
             .bind(id.as_str())
             .execute(self.conn())

@@ -29,7 +29,7 @@ impl From<WorkspaceRow> for Workspace {
 
 /// The workspace `id`, or `NotFound`.
 pub(crate) async fn get(mut db: Db<'_>, id: &str) -> Result<Workspace> {
-    sqlx::query_as::<_, WorkspaceRow>("SELECT * FROM workspaces WHERE id = ?")
+    crate::sql::query_as::<WorkspaceRow>("SELECT * FROM workspaces WHERE id = ?")
         .bind(id)
         .fetch_optional(&mut db)
         .await?
@@ -39,10 +39,11 @@ pub(crate) async fn get(mut db: Db<'_>, id: &str) -> Result<Workspace> {
 
 impl Store {
     pub async fn list_workspaces(&self) -> Result<Vec<Workspace>> {
-        let rows =
-            sqlx::query_as::<_, WorkspaceRow>("SELECT * FROM workspaces ORDER BY created_at, id")
-                .fetch_all(&self.read)
-                .await?;
+        let rows = crate::sql::query_as::<WorkspaceRow>(
+            "SELECT * FROM workspaces ORDER BY created_at, id",
+        )
+        .fetch_all(&self.read)
+        .await?;
         Ok(rows.into_iter().map(Workspace::from).collect())
     }
 
@@ -54,7 +55,7 @@ impl Store {
 impl WriteTx {
     pub async fn insert_workspace(&mut self, name: &str) -> Result<Workspace> {
         let (id, now) = (self.new_id(), self.now().millis());
-        sqlx::query(
+        crate::sql::query(
             "INSERT INTO workspaces (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)",
         )
         .bind(&id)
@@ -68,7 +69,7 @@ impl WriteTx {
 
     pub async fn update_workspace(&mut self, id: &WorkspaceId, name: &str) -> Result<Workspace> {
         let now = self.now().millis();
-        let done = sqlx::query("UPDATE workspaces SET name = ?, updated_at = ? WHERE id = ?")
+        let done = crate::sql::query("UPDATE workspaces SET name = ?, updated_at = ? WHERE id = ?")
             .bind(name)
             .bind(now)
             .bind(id.as_str())
@@ -82,7 +83,7 @@ impl WriteTx {
 
     /// Deletes a workspace and, by cascade, everything in it.
     pub async fn delete_workspace(&mut self, id: &WorkspaceId) -> Result<()> {
-        let done = sqlx::query("DELETE FROM workspaces WHERE id = ?")
+        let done = crate::sql::query("DELETE FROM workspaces WHERE id = ?")
             .bind(id.as_str())
             .execute(self.conn())
             .await?;
@@ -94,8 +95,9 @@ impl WriteTx {
 
     /// Whether any workspace exists yet (first-run seeding).
     pub async fn has_workspaces(&mut self) -> Result<bool> {
-        let count: i64 =
-            sqlx::query_scalar("SELECT COUNT(*) FROM workspaces").fetch_one(self.conn()).await?;
+        let count: i64 = crate::sql::query_scalar("SELECT COUNT(*) FROM workspaces")
+            .fetch_one(self.conn())
+            .await?;
         Ok(count > 0)
     }
 }

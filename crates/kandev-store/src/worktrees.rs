@@ -70,7 +70,7 @@ impl From<WorktreeRow> for WorktreeRecord {
 
 /// A task's live worktrees, oldest first.
 async fn live(mut db: Db<'_>, task_id: &str) -> Result<Vec<WorktreeRecord>> {
-    let rows = sqlx::query_as::<_, WorktreeRow>(
+    let rows = crate::sql::query_as::<WorktreeRow>(
         "SELECT * FROM worktrees WHERE task_id = ? AND removed_at IS NULL ORDER BY created_at, id",
     )
     .bind(task_id)
@@ -81,7 +81,7 @@ async fn live(mut db: Db<'_>, task_id: &str) -> Result<Vec<WorktreeRecord>> {
 
 /// The worktree record `id`, or `NotFound`.
 async fn get(mut db: Db<'_>, id: &str) -> Result<WorktreeRecord> {
-    sqlx::query_as::<_, WorktreeRow>("SELECT * FROM worktrees WHERE id = ?")
+    crate::sql::query_as::<WorktreeRow>("SELECT * FROM worktrees WHERE id = ?")
         .bind(id)
         .fetch_optional(&mut db)
         .await?
@@ -102,7 +102,7 @@ impl Store {
         task_id: &TaskId,
         repository_id: &RepositoryId,
     ) -> Result<Option<String>> {
-        let branch = sqlx::query_scalar::<_, String>(
+        let branch = crate::sql::query_scalar::<String>(
             "SELECT branch FROM worktrees WHERE task_id = ? AND repository_id = ? \
              ORDER BY created_at DESC, id DESC LIMIT 1",
         )
@@ -120,7 +120,7 @@ impl Store {
         &self,
         repository_id: &RepositoryId,
     ) -> Result<Vec<WorktreeRecord>> {
-        let rows = sqlx::query_as::<_, WorktreeRow>(
+        let rows = crate::sql::query_as::<WorktreeRow>(
             "SELECT * FROM worktrees WHERE repository_id = ? AND removed_at IS NULL ORDER BY created_at, id",
         )
         .bind(repository_id.as_str())
@@ -139,7 +139,7 @@ impl WriteTx {
     /// task and repository, or at the same path, is a `Conflict`.
     pub async fn insert_worktree(&mut self, new: &NewWorktree) -> Result<WorktreeRecord> {
         let (id, now) = (self.new_id(), self.now().millis());
-        let inserted = sqlx::query(
+        let inserted = crate::sql::query(
             "INSERT INTO worktrees (id, task_id, repository_id, repository_path, path, branch, \
              base_commit, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
@@ -167,7 +167,7 @@ impl WriteTx {
 
     /// Records that the setup script of a worktree has run successfully.
     pub async fn mark_worktree_setup_done(&mut self, id: &str) -> Result<WorktreeRecord> {
-        sqlx::query("UPDATE worktrees SET setup_done_at = ? WHERE id = ?")
+        crate::sql::query("UPDATE worktrees SET setup_done_at = ? WHERE id = ?")
             .bind(self.now().millis())
             .bind(id)
             .execute(self.conn())
@@ -177,11 +177,13 @@ impl WriteTx {
 
     /// Records that a worktree was removed from disk; its row stays for the record.
     pub async fn mark_worktree_removed(&mut self, id: &str) -> Result<WorktreeRecord> {
-        sqlx::query("UPDATE worktrees SET removed_at = ? WHERE id = ? AND removed_at IS NULL")
-            .bind(self.now().millis())
-            .bind(id)
-            .execute(self.conn())
-            .await?;
+        crate::sql::query(
+            "UPDATE worktrees SET removed_at = ? WHERE id = ? AND removed_at IS NULL",
+        )
+        .bind(self.now().millis())
+        .bind(id)
+        .execute(self.conn())
+        .await?;
         get(self.db(), id).await
     }
 }

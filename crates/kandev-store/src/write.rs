@@ -23,15 +23,13 @@
 use std::borrow::Cow;
 use std::error::Error as StdError;
 
-use futures::future::BoxFuture;
-use futures::stream::BoxStream;
-use futures::{FutureExt, StreamExt, TryFutureExt, TryStreamExt};
 use kandev_domain::Timestamp;
 use sqlx::error::{DatabaseError, ErrorKind};
-use sqlx::sqlite::{SqliteQueryResult, SqliteRow, SqliteStatement, SqliteTypeInfo};
-use sqlx::{Describe, Either, Execute, Executor, Sqlite, Transaction};
+use sqlx::{Postgres, Sqlite, Transaction};
 use tokio::sync::OwnedMutexGuard;
 
+use crate::db::Pool;
+use crate::sql::Dialect;
 use crate::{Event, Result, Store, StoreError};
 
 /// SQLite's primary result codes after which the transaction may have been rolled back
@@ -53,20 +51,27 @@ pub struct WriteTx {
 impl WriteTx {
     pub(crate) async fn begin(store: &Store) -> Result<WriteTx> {
         let gate = store.write_gate.clone().lock_owned().await;
-        let tx = match store.write.begin_with("BEGIN IMMEDIATE").await {
-            Ok(tx) => tx,
-            Err(err) => {
-                tracing::warn!(error = %err, "the write connection is not usable; replacing it");
-                store.replace_write_connection().await;
-                store
-                    .write
-                    .begin_with("BEGIN IMMEDIATE")
-                    .await
-                    .map_err(|e| StoreError::from(store.observe(e)))?
-            }
+        let tx = match &store.write {
+            Pool::Sqlite(pool) => match pool.begin_with("BEGIN IMMEDIATE").await {
+                Ok(tx) => TxKind::Sqlite(tx),
+                Err(err) => {
+                    tracing::warn!(error = %err, "the write connection is not usable; replacing it");
+                    store.replace_write_connection().await;
+                    TxKind::Sqlite(
+                        pool.begin_with("BEGIN IMMEDIATE")
+                            .await
+                            .map_err(|e| StoreError::from(store.observe(e)))?,
+                    )
+                }
+            },
+            // PostgreSQL ends a failed transaction itself and the pool resets a connection
+            // returned inside one; the advisory lock (see `lib.rs`) keeps other servers out.
+            Pool::Postgres(pool) => TxKind::Postgres(
+                pool.begin().await.map_err(|e| StoreError::from(store.observe(e)))?,
+            ),
         };
         Ok(WriteTx {
-            conn: TxConn { tx, store: store.clone(), broken: None },
+            conn: TxConn { tx, store: store.clone(), broken: None, pg_failed: false },
             pending: vec![],
             store: store.clone(),
             now: store.clock.now(),
@@ -91,21 +96,23 @@ impl WriteTx {
     /// Marks a point this transaction can return to ([`WriteTx::rollback_to`]): a group
     /// commit undoes one member's failed write and keeps the others'.
     pub async fn savepoint(&mut self) -> Result<Savepoint> {
-        sqlx::query("SAVEPOINT member").execute(self.conn()).await?;
+        crate::sql::query("SAVEPOINT member").execute(self.conn()).await?;
         Ok(Savepoint { pending: self.pending.len() })
     }
 
     /// Keeps what was written since `savepoint`.
     pub async fn release(&mut self, savepoint: Savepoint) -> Result<()> {
         let _ = savepoint;
-        sqlx::query("RELEASE member").execute(self.conn()).await?;
+        crate::sql::query("RELEASE member").execute(self.conn()).await?;
         Ok(())
     }
 
     /// Undoes what was written since `savepoint`, and forgets the events it emitted.
     pub async fn rollback_to(&mut self, savepoint: Savepoint) -> Result<()> {
-        sqlx::query("ROLLBACK TO member").execute(self.conn()).await?;
-        sqlx::query("RELEASE member").execute(self.conn()).await?;
+        crate::sql::query("ROLLBACK TO member").execute(self.conn()).await?;
+        // On PostgreSQL this is what recovers a transaction after a failed statement.
+        self.conn.pg_failed = false;
+        crate::sql::query("RELEASE member").execute(self.conn()).await?;
         self.pending.truncate(savepoint.pending);
         Ok(())
     }
@@ -119,7 +126,15 @@ impl WriteTx {
     /// back) a transaction in which SQLite reported an error that may have ended it.
     pub async fn commit(self) -> Result<Vec<Event>> {
         let WriteTx { conn, pending, store, _gate, .. } = self;
-        let TxConn { tx, broken, .. } = conn;
+        let TxConn { tx, broken, pg_failed, .. } = conn;
+        if pg_failed {
+            // PostgreSQL answers COMMIT of a failed transaction with a silent rollback.
+            let _ = tx.rollback().await;
+            return Err(StoreError::Database(sqlx::Error::Database(Box::new(Broken {
+                code: 0,
+                message: "an earlier statement failed and PostgreSQL rolled this transaction back",
+            }))));
+        }
         if let Some(code) = broken {
             // Ignored: SQLite has usually rolled back already, and dropping rolls back anyway.
             let _ = tx.rollback().await;
@@ -142,13 +157,38 @@ pub struct Savepoint {
     pending: usize,
 }
 
-/// The connection of a [`WriteTx`] as its statements see it: an [`Executor`] that forwards to
-/// the transaction and watches each statement's outcome (see the module docs).
+/// The open transaction on one of the two engines.
+pub(crate) enum TxKind {
+    Sqlite(Transaction<'static, Sqlite>),
+    Postgres(Transaction<'static, Postgres>),
+}
+
+impl TxKind {
+    async fn commit(self) -> std::result::Result<(), sqlx::Error> {
+        match self {
+            TxKind::Sqlite(tx) => tx.commit().await,
+            TxKind::Postgres(tx) => tx.commit().await,
+        }
+    }
+
+    async fn rollback(self) -> std::result::Result<(), sqlx::Error> {
+        match self {
+            TxKind::Sqlite(tx) => tx.rollback().await,
+            TxKind::Postgres(tx) => tx.rollback().await,
+        }
+    }
+}
+
+/// The connection of a [`WriteTx`] as its statements see it: `sql.rs` runs each statement
+/// on the transaction and watches its outcome (see the module docs).
 pub(crate) struct TxConn {
-    tx: Transaction<'static, Sqlite>,
+    tx: TxKind,
     store: Store,
     /// The primary SQLite code of an error after which SQLite may have rolled back.
     broken: Option<i32>,
+    /// A statement failed on PostgreSQL, which then refuses everything but a rollback (to a
+    /// savepoint): a commit now would silently roll back, so it is refused instead.
+    pg_failed: bool,
 }
 
 impl std::fmt::Debug for TxConn {
@@ -158,71 +198,34 @@ impl std::fmt::Debug for TxConn {
 }
 
 impl TxConn {
+    pub(crate) fn dialect(&self) -> Dialect {
+        match self.tx {
+            TxKind::Sqlite(_) => Dialect::Sqlite,
+            TxKind::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    pub(crate) fn kind(&mut self) -> &mut TxKind {
+        &mut self.tx
+    }
+
+    /// Refuses a statement once the transaction is broken.
+    pub(crate) fn check(&self) -> std::result::Result<(), sqlx::Error> {
+        match self.broken {
+            Some(code) => Err(self.store.observe(broken_error(code))),
+            None => Ok(()),
+        }
+    }
+
     /// Notes a statement's error and returns the error the caller should see.
-    fn watch(store: &Store, broken: &mut Option<i32>, err: sqlx::Error) -> sqlx::Error {
+    pub(crate) fn watch(&mut self, err: sqlx::Error) -> sqlx::Error {
+        if matches!(self.tx, TxKind::Postgres(_)) && matches!(err, sqlx::Error::Database(_)) {
+            self.pg_failed = true;
+        }
         if let Some(code) = primary_code(&err).filter(|c| may_roll_back(*c)) {
-            broken.get_or_insert(code);
+            self.broken.get_or_insert(code);
         }
-        store.observe(err)
-    }
-}
-
-impl<'c> Executor<'c> for &'c mut TxConn {
-    type Database = Sqlite;
-
-    fn fetch_many<'e, 'q: 'e, E>(
-        self,
-        query: E,
-    ) -> BoxStream<'e, std::result::Result<Either<SqliteQueryResult, SqliteRow>, sqlx::Error>>
-    where
-        'c: 'e,
-        E: 'q + Execute<'q, Sqlite>,
-    {
-        let TxConn { tx, store, broken } = self;
-        if let Some(code) = *broken {
-            let err = store.observe(broken_error(code));
-            return futures::stream::once(async move { Err(err) }).boxed();
-        }
-        let store = store.clone();
-        (&mut **tx).fetch_many(query).map_err(move |e| TxConn::watch(&store, broken, e)).boxed()
-    }
-
-    fn fetch_optional<'e, 'q: 'e, E>(
-        self,
-        query: E,
-    ) -> BoxFuture<'e, std::result::Result<Option<SqliteRow>, sqlx::Error>>
-    where
-        'c: 'e,
-        E: 'q + Execute<'q, Sqlite>,
-    {
-        let TxConn { tx, store, broken } = self;
-        if let Some(code) = *broken {
-            let err = store.observe(broken_error(code));
-            return futures::future::ready(Err(err)).boxed();
-        }
-        let store = store.clone();
-        (&mut **tx).fetch_optional(query).map_err(move |e| TxConn::watch(&store, broken, e)).boxed()
-    }
-
-    fn prepare_with<'e, 'q: 'e>(
-        self,
-        sql: &'q str,
-        parameters: &'e [SqliteTypeInfo],
-    ) -> BoxFuture<'e, std::result::Result<SqliteStatement<'q>, sqlx::Error>>
-    where
-        'c: 'e,
-    {
-        (&mut *self.tx).prepare_with(sql, parameters)
-    }
-
-    fn describe<'e, 'q: 'e>(
-        self,
-        sql: &'q str,
-    ) -> BoxFuture<'e, std::result::Result<Describe<Sqlite>, sqlx::Error>>
-    where
-        'c: 'e,
-    {
-        (&mut *self.tx).describe(sql)
+        self.store.observe(err)
     }
 }
 
@@ -258,6 +261,9 @@ fn broken_error(code: i32) -> sqlx::Error {
 /// and its extended codes).
 fn primary_code(err: &sqlx::Error) -> Option<i32> {
     let sqlx::Error::Database(db) = err else { return None };
+    if db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>().is_some() {
+        return None;
+    }
     db.code()?.parse::<i32>().ok().map(|code| code & 0xff)
 }
 

@@ -3,18 +3,20 @@
 
 use kandev_domain::workflow::{StepSpec, WorkflowSpec};
 use kandev_domain::{StepId, WorkflowId};
-use kandev_store::{Location, NewRepository, NewTask, Store, StoreError, TaskFilter};
+use kandev_store::{NewRepository, NewTask, Store, StoreError, TaskFilter};
+
+mod common;
+use common::TestDb;
 
 struct Board {
     store: Store,
     workflow: WorkflowId,
     steps: Vec<StepId>,
-    _dir: tempfile::TempDir,
+    _db: TestDb,
 }
 
-async fn board() -> Board {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap();
+async fn board(db: TestDb) -> Board {
+    let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
     let ws = tx.insert_workspace("Home").await.unwrap();
     let spec = WorkflowSpec {
@@ -25,7 +27,7 @@ async fn board() -> Board {
     let wf = tx.insert_workflow(&ws.id, &spec, None).await.unwrap();
     tx.commit().await.unwrap();
     let steps = wf.steps.iter().map(|s| s.id.clone()).collect();
-    Board { store, workflow: wf.id, steps, _dir: dir }
+    Board { store, workflow: wf.id, steps, _db: db }
 }
 
 fn new_task(board: &Board, step: &StepId, title: &str) -> NewTask {
@@ -45,11 +47,11 @@ async fn delete_step(store: &Store, step: &StepId) {
     tx.commit().await.unwrap();
 }
 
+on_both_engines! {
 /// The interleaving of the probe: `task.move` checked the step against the workflow it read,
 /// then `workflow.step.delete` committed, then the move wrote. It was a foreign-key error.
-#[tokio::test]
-async fn i12_f9_a_move_to_a_step_deleted_meanwhile_is_not_found() {
-    let board = board().await;
+async fn i12_f9_a_move_to_a_step_deleted_meanwhile_is_not_found(db: TestDb) {
+    let board = board(db).await;
     let (a, b) = (&board.steps[0], &board.steps[1]);
     let mut tx = board.store.begin_write().await.unwrap();
     let task = tx.insert_task(&new_task(&board, a, "t"), "user").await.unwrap();
@@ -65,22 +67,24 @@ async fn i12_f9_a_move_to_a_step_deleted_meanwhile_is_not_found() {
     drop(tx);
     assert_eq!(board.store.get_task(&task.id).await.unwrap().step_id, *a, "the task stayed");
 }
+}
 
-#[tokio::test]
-async fn i12_f9_a_task_created_in_a_step_deleted_meanwhile_is_not_found() {
-    let board = board().await;
+on_both_engines! {
+async fn i12_f9_a_task_created_in_a_step_deleted_meanwhile_is_not_found(db: TestDb) {
+    let board = board(db).await;
     let b = board.steps[1].clone();
     delete_step(&board.store, &b).await;
     let mut tx = board.store.begin_write().await.unwrap();
     let err = tx.insert_task(&new_task(&board, &b, "t"), "user").await.unwrap_err();
     assert!(matches!(&err, StoreError::NotFound { what: "step", .. }), "{err:?}");
 }
+}
 
+on_both_engines! {
 /// Any other reference deleted between the caller's check and the write (a repository,
 /// an agent profile) is a conflict the user can retry, not an internal error.
-#[tokio::test]
-async fn i12_f9_a_reference_deleted_meanwhile_is_a_conflict() {
-    let board = board().await;
+async fn i12_f9_a_reference_deleted_meanwhile_is_a_conflict(db: TestDb) {
+    let board = board(db).await;
     let workspace = board.store.get_workflow(&board.workflow).await.unwrap().workspace_id;
     let mut tx = board.store.begin_write().await.unwrap();
     let repository = tx
@@ -108,10 +112,11 @@ async fn i12_f9_a_reference_deleted_meanwhile_is_a_conflict() {
     let err = tx.insert_task(&task, "user").await.unwrap_err();
     assert!(matches!(&err, StoreError::Conflict(m) if m.contains("deleted meanwhile")), "{err:?}");
 }
+}
 
-#[tokio::test]
-async fn i12_f9_search_matches_percent_and_underscore_literally_up_to_the_limit() {
-    let board = board().await;
+on_both_engines! {
+async fn i12_f9_search_matches_percent_and_underscore_literally_up_to_the_limit(db: TestDb) {
+    let board = board(db).await;
     let a = board.steps[0].clone();
     let mut tx = board.store.begin_write().await.unwrap();
     for title in ["100% done", "1000 done", "snake_case", "snakeXcase"] {
@@ -140,4 +145,5 @@ async fn i12_f9_search_matches_percent_and_underscore_literally_up_to_the_limit(
     assert_eq!(search("e_c").await, vec!["snake_case"]);
     let longest = "é".repeat(TaskFilter::MAX_QUERY_CHARS);
     assert!(search(&longest).await.is_empty(), "the longest accepted query is a valid pattern");
+}
 }

@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use kandev_domain::{Clock, IdGenerator, Timestamp};
-use kandev_store::{Location, PRUNE_BATCH, Retention, Store};
+use kandev_store::{PRUNE_BATCH, Retention, Store};
+
+mod common;
+use common::TestDb;
 use serde_json::json;
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
@@ -31,9 +34,8 @@ impl IdGenerator for Counter {
     }
 }
 
-async fn open(dir: &tempfile::TempDir, clock: Arc<StepClock>) -> Store {
-    let location = Location::File(dir.path().join("kandev.db"));
-    Store::open_with(location, clock, Arc::new(Counter(AtomicI64::new(0)))).await.unwrap()
+async fn open(db: &TestDb, clock: Arc<StepClock>) -> Store {
+    db.open_with(clock, Arc::new(Counter(AtomicI64::new(0)))).await
 }
 
 /// Writes `n` events of `topic` in one transaction; returns their seqs.
@@ -52,11 +54,10 @@ async fn stored(store: &Store, topic: &str) -> Vec<i64> {
     events.iter().map(|e| e.seq).collect()
 }
 
-#[tokio::test]
-async fn l47_pruning_keeps_the_newest_rows_by_age_and_by_count() {
-    let dir = tempfile::tempdir().unwrap();
+on_both_engines! {
+async fn l47_pruning_keeps_the_newest_rows_by_age_and_by_count(db: TestDb) {
     let clock = Arc::new(StepClock::default());
-    let store = open(&dir, clock.clone()).await;
+    let store = open(&db, clock.clone()).await;
     let week = Retention { max_age: Duration::from_secs(7 * 24 * 3600), max_rows: 1_000_000 };
 
     let old = emit(&store, "session:a", 1200).await; // day 0
@@ -87,12 +88,12 @@ async fn l47_pruning_keeps_the_newest_rows_by_age_and_by_count() {
     assert_eq!(emit(&store, "session:b", 1).await, vec![last + 1]);
     assert_eq!(store.prune_events(week).await.unwrap().rows, 0, "nothing due: nothing done");
 }
+}
 
-#[tokio::test]
-async fn l47_a_since_the_log_no_longer_holds_is_reported_with_the_oldest_seq() {
-    let dir = tempfile::tempdir().unwrap();
+on_both_engines! {
+async fn l47_a_since_the_log_no_longer_holds_is_reported_with_the_oldest_seq(db: TestDb) {
     let clock = Arc::new(StepClock::default());
-    let store = open(&dir, clock.clone()).await;
+    let store = open(&db, clock.clone()).await;
     let a_old = emit(&store, "session:a", 10).await;
     let b_old = emit(&store, "session:b", 10).await;
     clock.0.store(10 * DAY_MS, Ordering::SeqCst);
@@ -115,12 +116,12 @@ async fn l47_a_since_the_log_no_longer_holds_is_reported_with_the_oldest_seq() {
     let resume = HashMap::from([("session:a".to_owned(), a_new[0] - 1)]);
     assert!(store.unreplayable(&resume).await.unwrap().is_empty());
 }
+}
 
-#[tokio::test]
-async fn l47_pruning_does_not_block_writers() {
-    let dir = tempfile::tempdir().unwrap();
+on_both_engines! {
+async fn l47_pruning_does_not_block_writers(db: TestDb) {
     let clock = Arc::new(StepClock::default());
-    let store = open(&dir, clock.clone()).await;
+    let store = open(&db, clock.clone()).await;
     for _ in 0..20 {
         emit(&store, "session:old", 1000).await;
     }
@@ -145,4 +146,5 @@ async fn l47_pruning_does_not_block_writers() {
     assert!(during >= 10, "writers got in between the batches: {during} writes during the pass");
     assert!(slowest < Duration::from_secs(1), "the slowest write waited {slowest:?}");
     assert_eq!(stored(&store, "session:new").await.len(), during);
+}
 }

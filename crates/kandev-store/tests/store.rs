@@ -1,10 +1,14 @@
-//! Store integration tests on a real SQLite file: pragmas, persistence, board order, events.
+//! Store integration tests on a real SQLite file and on PostgreSQL: pragmas, persistence,
+//! board order, events.
 
 use std::collections::HashMap;
 
 use kandev_domain::StepId;
 use kandev_domain::workflow::{StepSpec, WorkflowSpec};
-use kandev_store::{Location, NewTask, Store, TaskFilter};
+use kandev_store::{NewTask, TaskFilter};
+
+mod common;
+use common::TestDb;
 
 fn spec(steps: &[&str]) -> WorkflowSpec {
     WorkflowSpec {
@@ -14,18 +18,13 @@ fn spec(steps: &[&str]) -> WorkflowSpec {
     }
 }
 
-async fn open(dir: &tempfile::TempDir) -> Store {
-    Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap()
-}
-
 fn titles(tasks: &[kandev_domain::task::Task], step: &StepId) -> Vec<String> {
     tasks.iter().filter(|t| &t.step_id == step).map(|t| t.title.clone()).collect()
 }
 
-#[tokio::test]
-async fn file_database_uses_wal_and_foreign_keys() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir).await;
+on_both_engines! {
+async fn file_database_uses_wal_and_foreign_keys(db: TestDb) {
+    let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
     let err = tx
         .insert_task(
@@ -43,14 +42,16 @@ async fn file_database_uses_wal_and_foreign_keys() {
         .unwrap_err();
     assert!(err.to_string().contains("workflow missing was not found"), "{err}");
     drop(tx);
-    assert!(dir.path().join("kandev.db-wal").exists(), "WAL file exists");
+    if !db.is_postgres() {
+        assert!(db.dir.path().join("kandev.db-wal").exists(), "WAL file exists");
+    }
+}
 }
 
-#[tokio::test]
-async fn data_survives_reopen() {
-    let dir = tempfile::tempdir().unwrap();
+on_both_engines! {
+async fn data_survives_reopen(db: TestDb) {
     let workflow_id = {
-        let store = open(&dir).await;
+        let store = db.open().await;
         let mut tx = store.begin_write().await.unwrap();
         let ws = tx.insert_workspace("Home").await.unwrap();
         let wf = tx.insert_workflow(&ws.id, &spec(&["A", "B"]), None).await.unwrap();
@@ -58,14 +59,15 @@ async fn data_survives_reopen() {
         store.close().await;
         wf.id
     };
-    let store = open(&dir).await;
+    let store = db.open().await;
     let wf = store.get_workflow(&workflow_id).await.unwrap();
     assert_eq!(wf.steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), vec!["A", "B"]);
 }
+}
 
-#[tokio::test]
-async fn moves_and_reorders_keep_positions_dense() {
-    let store = Store::in_memory().await.unwrap();
+on_both_engines! {
+async fn moves_and_reorders_keep_positions_dense(db: TestDb) {
+    let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
     let ws = tx.insert_workspace("Home").await.unwrap();
     let wf = tx.insert_workflow(&ws.id, &spec(&["A", "B"]), None).await.unwrap();
@@ -97,10 +99,11 @@ async fn moves_and_reorders_keep_positions_dense() {
     assert_eq!(history[1].from_step_id.as_ref(), Some(&a));
     assert_eq!(history[1].to_step_id, b);
 }
+}
 
-#[tokio::test]
-async fn events_are_published_after_commit_in_seq_order_and_replayable() {
-    let store = Store::in_memory().await.unwrap();
+on_both_engines! {
+async fn events_are_published_after_commit_in_seq_order_and_replayable(db: TestDb) {
+    let store = db.open().await;
     let mut live = store.subscribe();
     let mut tx = store.begin_write().await.unwrap();
     let s1 = tx.emit("workspace:a", "x.one", serde_json::json!({"n": 1})).await.unwrap();
@@ -120,10 +123,11 @@ async fn events_are_published_after_commit_in_seq_order_and_replayable() {
     let missed = store.events_since(&topics, &since, 100).await.unwrap();
     assert_eq!(missed.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(), vec!["x.two"]);
 }
+}
 
-#[tokio::test]
-async fn search_matches_title_and_description_literally() {
-    let store = Store::in_memory().await.unwrap();
+on_both_engines! {
+async fn search_matches_title_and_description_literally(db: TestDb) {
+    let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
     let ws = tx.insert_workspace("Home").await.unwrap();
     let wf = tx.insert_workflow(&ws.id, &spec(&["A"]), None).await.unwrap();
@@ -150,12 +154,12 @@ async fn search_matches_title_and_description_literally() {
     assert_eq!(store.list_tasks(&search("login")).await.unwrap().len(), 2);
     assert_eq!(store.list_tasks(&search("%")).await.unwrap().len(), 1, "% is literal");
 }
+}
 
-#[tokio::test]
-async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_moves_back() {
+on_both_engines! {
+async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_moves_back(db: TestDb) {
     use kandev_store::{RunnerPosition, RuntimeRecord};
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir).await;
+    let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
     let ws = tx.insert_workspace("Home").await.unwrap();
     let wf = tx.insert_workflow(&ws.id, &spec(&["Todo"]), None).await.unwrap();
@@ -195,7 +199,7 @@ async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_
     tx.commit_runner_seq(&session.id, 1, 9).await.unwrap();
     drop(tx);
     store.close().await;
-    let store = open(&dir).await;
+    let store = db.open().await;
     let position = store.runner_position(&session.id).await.unwrap();
     let at =
         |committed, skip, run| RunnerPosition { exec: "x1".into(), epoch: 1, committed, skip, run };
@@ -218,11 +222,11 @@ async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_
     tx.commit().await.unwrap();
     assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(8, 0, 2)));
 }
+}
 
-#[tokio::test]
-async fn i20_a1_l42_the_open_turn_keeps_the_id_its_prompt_went_out_with() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = open(&dir).await;
+on_both_engines! {
+async fn i20_a1_l42_the_open_turn_keeps_the_id_its_prompt_went_out_with(db: TestDb) {
+    let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
     let ws = tx.insert_workspace("Home").await.unwrap();
     let wf = tx.insert_workflow(&ws.id, &spec(&["Todo"]), None).await.unwrap();
@@ -247,4 +251,56 @@ async fn i20_a1_l42_the_open_turn_keeps_the_id_its_prompt_went_out_with() {
     tx.close_turn(&open, "end_turn").await.unwrap();
     tx.commit().await.unwrap();
     assert_eq!(store.open_turn_prompt(&session.id).await.unwrap(), None);
+}
+}
+
+on_both_engines! {
+/// Issue 21: a transaction in which a statement failed answers its commit truthfully. On
+/// PostgreSQL the failed statement ended the transaction (COMMIT would silently roll back),
+/// so the commit is refused; on SQLite only the statement was undone and the rest commits.
+async fn i21_a1_a_commit_after_a_failed_statement_tells_the_truth(db: TestDb) {
+    let store = db.open().await;
+    let mut tx = store.begin_write().await.unwrap();
+    tx.insert_workspace("kept or not").await.unwrap();
+    let missing = kandev_domain::TaskId::new("missing");
+    let err = tx.insert_session(&missing, None, "/tmp", None, None).await.unwrap_err();
+    assert!(matches!(err, kandev_store::StoreError::Conflict(_)), "{err:?}");
+    let committed = tx.commit().await.is_ok();
+    let names: Vec<String> =
+        store.list_workspaces().await.unwrap().into_iter().map(|w| w.name).collect();
+    assert_eq!(committed, names.contains(&"kept or not".to_owned()));
+    assert_eq!(committed, !db.is_postgres());
+}
+}
+
+/// Issue 21: one server per PostgreSQL database (its advisory lock); `kandev user` may open
+/// the store beside it; once the server has closed, the next one opens.
+#[tokio::test]
+async fn i21_s1_a_second_server_on_the_same_postgres_database_is_refused() {
+    let Some(db) = TestDb::postgres().await else { return };
+    let first = db.open().await;
+    let err = kandev_store::Store::open(db.location.clone()).await.err().expect("refused");
+    assert!(err.to_string().contains("another kandev server is using the database"), "{err}");
+    assert!(!err.to_string().contains("password"), "{err}");
+    let beside = kandev_store::Store::open_beside_server(db.location.clone()).await.unwrap();
+    beside.close().await;
+    first.close().await;
+    db.open().await.close().await;
+}
+
+on_both_engines! {
+/// Issue 21: text with a NUL character (which PostgreSQL's text cannot hold) is a missing id
+/// or stored text, never a database error.
+async fn i21_s1_a_nul_character_is_not_a_database_error(db: TestDb) {
+    let store = db.open().await;
+    let err = store.get_task(&kandev_domain::TaskId::new("a\0b")).await.unwrap_err();
+    assert!(matches!(err, kandev_store::StoreError::NotFound { .. }), "{err:?}");
+    let mut tx = store.begin_write().await.unwrap();
+    let ws = tx.insert_workspace("nul\0name").await.unwrap();
+    tx.commit().await.unwrap();
+    let names: Vec<String> =
+        store.list_workspaces().await.unwrap().into_iter().map(|w| w.name).collect();
+    let expected = if db.is_postgres() { "nul\u{fffd}name" } else { "nul\0name" };
+    assert_eq!(names, vec![expected.to_owned()], "{:?}", ws.id);
+}
 }

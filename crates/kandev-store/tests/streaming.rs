@@ -6,18 +6,24 @@ use std::time::Instant;
 use kandev_domain::transcript::MessageKind;
 use kandev_domain::workflow::{StepSpec, WorkflowSpec};
 use kandev_domain::{MessageId, SessionId, TurnId, WorkspaceId};
-use kandev_store::{Location, NewMessage, NewTask, RANK_WINDOW, SearchKinds, Store, StoreError};
+use kandev_store::{NewMessage, NewTask, RANK_WINDOW, SearchKinds, Store, StoreError};
+
+mod common;
+use common::TestDb;
 
 struct Fixture {
-    _dir: tempfile::TempDir,
+    db: TestDb,
     store: Store,
     workspace: WorkspaceId,
     session: SessionId,
 }
 
 async fn fixture(title: &str) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap();
+    fixture_on(TestDb::sqlite(), title).await
+}
+
+async fn fixture_on(db: TestDb, title: &str) -> Fixture {
+    let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
     let ws = tx.insert_workspace("Home").await.unwrap();
     let spec = WorkflowSpec {
@@ -42,7 +48,7 @@ async fn fixture(title: &str) -> Fixture {
         .unwrap();
     let session = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
     tx.commit().await.unwrap();
-    Fixture { _dir: dir, store, workspace: ws.id, session: session.id }
+    Fixture { db, store, workspace: ws.id, session: session.id }
 }
 
 async fn new_message(store: &Store, session: &SessionId, first: &str) -> MessageId {
@@ -100,9 +106,9 @@ async fn i15_a2_appending_ten_times_the_chunks_costs_less_than_twenty_times_the_
     assert!(whole.content.starts_with("lxxx"), "the first chunk comes after the stored text");
 }
 
-#[tokio::test]
-async fn i15_streamed_chunks_read_in_order_and_fold_unchanged_into_searchable_text() {
-    let f = fixture("fold").await;
+on_both_engines! {
+async fn i15_streamed_chunks_read_in_order_and_fold_unchanged_into_searchable_text(db: TestDb) {
+    let f = fixture_on(db, "fold").await;
     let id = new_message(&f.store, &f.session, "one ").await;
     let mut tx = f.store.begin_write().await.unwrap();
     for delta in ["two ", "three ", "zanzibar ", "é four"] {
@@ -134,10 +140,11 @@ async fn i15_streamed_chunks_read_in_order_and_fold_unchanged_into_searchable_te
         hit.snippet.iter().filter(|p| p.highlight).map(|p| p.text.as_str()).collect();
     assert_eq!(highlighted, vec!["zanzibar"]);
 }
+}
 
-#[tokio::test]
-async fn i15_a6_search_finds_titles_ranks_and_pages_and_refuses_bad_syntax() {
-    let f = fixture("rocket engine").await;
+on_both_engines! {
+async fn i15_a6_search_finds_titles_ranks_and_pages_and_refuses_bad_syntax(db: TestDb) {
+    let f = fixture_on(db, "rocket engine").await;
     let kinds = SearchKinds { tasks: true, messages: false };
     let page = f.store.search(&f.workspace, "rocket", kinds, 10, 0).await.unwrap();
     assert_eq!(page.hits.len(), 1);
@@ -149,30 +156,31 @@ async fn i15_a6_search_finds_titles_ranks_and_pages_and_refuses_bad_syntax() {
         f.store.search(&WorkspaceId::new("elsewhere"), "rocket", kinds, 10, 0).await.unwrap();
     assert!(other.hits.is_empty(), "another workspace's tasks are not hits");
     for bad in ["\"unterminated", "AND", "title:", "(a OR"] {
-        let err = f.store.search(&f.workspace, bad, kinds, 10, 0).await.unwrap_err();
-        assert!(matches!(err, StoreError::InvalidQuery(_)), "{bad:?}: {err:?}");
+        let result = f.store.search(&f.workspace, bad, kinds, 10, 0).await;
+        assert!(matches!(result, Err(StoreError::InvalidQuery(_))), "{bad:?}: {result:?}");
     }
 }
+}
 
-#[tokio::test]
-async fn i15_chunks_left_unfolded_by_a_crash_are_folded_at_open() {
-    let f = fixture("crash").await;
+on_both_engines! {
+async fn i15_chunks_left_unfolded_by_a_crash_are_folded_at_open(db: TestDb) {
+    let f = fixture_on(db, "crash").await;
     let id = new_message(&f.store, &f.session, "before ").await;
     let mut tx = f.store.begin_write().await.unwrap();
     tx.append_message(&id, "quokka after").await.unwrap();
     tx.commit().await.unwrap();
-    let path = f._dir.path().join("kandev.db");
     f.store.close().await;
-    let store = Store::open(Location::File(path)).await.unwrap();
+    let store = f.db.open().await;
     assert_eq!(store.get_message(&id).await.unwrap().content, "before quokka after");
     let kinds = SearchKinds { tasks: false, messages: true };
     let page = store.search(&f.workspace, "quokka", kinds, 10, 0).await.unwrap();
     assert_eq!(page.hits.len(), 1, "folded at open, so indexed");
 }
+}
 
-#[tokio::test]
-async fn i15_a4_a_common_word_is_ranked_among_its_newest_matches_a_rare_one_among_all() {
-    let f = fixture("window").await;
+on_both_engines! {
+async fn i15_a4_a_common_word_is_ranked_among_its_newest_matches_a_rare_one_among_all(db: TestDb) {
+    let f = fixture_on(db, "window").await;
     // The oldest message is the best match of `common` (the word three times) and the only
     // one of `needle`; RANK_WINDOW newer messages contain `common` once.
     let oldest = new_message(&f.store, &f.session, "common common common needle").await;
@@ -202,4 +210,5 @@ async fn i15_a4_a_common_word_is_ranked_among_its_newest_matches_a_rare_one_amon
     let rare = f.store.search(&f.workspace, "common AND needle", kinds, 5, 0).await.unwrap();
     assert_eq!(rare.hits.len(), 1);
     assert_eq!(rare.hits[0].message.as_ref().map(|m| &m.1), Some(&oldest));
+}
 }

@@ -2,6 +2,7 @@
 
 mod bridge;
 mod client;
+mod db;
 mod runner;
 mod serve;
 mod users;
@@ -46,6 +47,11 @@ enum Command {
         #[command(subcommand)]
         command: users::UserCommand,
     },
+    /// Move a database: `kandev db copy --from <sqlite file> --to postgres://…`.
+    Db {
+        #[command(subcommand)]
+        command: db::DbCommand,
+    },
     /// Export and import workflows as YAML on a running server.
     Workflow {
         #[command(flatten)]
@@ -71,6 +77,7 @@ async fn main() -> std::process::ExitCode {
         Some(Command::Task { server, command }) => client::task(server, command).await,
         Some(Command::Workflow { server, command }) => client::workflow(server, command).await,
         Some(Command::User { db, command }) => users::run(db, command).await,
+        Some(Command::Db { command }) => db::run(command).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

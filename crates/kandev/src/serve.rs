@@ -29,7 +29,8 @@ pub struct ServeArgs {
     /// Access token every request must carry (`Authorization: Bearer <token>`).
     #[arg(long, env = "KANDEV_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// Database to use instead of <home>/kandev.db: a SQLite file path or sqlite:// URL.
+    /// Database to use instead of <home>/kandev.db: a SQLite file path, sqlite:// URL, or
+    /// postgres://user:password@host:port/database (a team server; one Kandev per database).
     #[arg(long, env = "KANDEV_DATABASE_URL")]
     pub database_url: Option<String>,
     /// Extra browser origin allowed to use the API (repeatable), e.g. a UI dev server, or the

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use kandev_domain::account;
 
-use crate::serve::{home_or_default, open_store, secure_home};
+use crate::serve::{home_or_default, secure_home};
 
 /// Where the database is (the same flags as `kandev serve`).
 #[derive(Args, Debug)]
@@ -18,7 +18,8 @@ pub struct DatabaseArgs {
     /// Data directory (database, worktrees). Default: ~/.kandev
     #[arg(long, env = "KANDEV_HOME", global = true)]
     home: Option<PathBuf>,
-    /// Database to use instead of <home>/kandev.db: a SQLite file path or sqlite:// URL.
+    /// Database to use instead of <home>/kandev.db: a SQLite file path, sqlite:// or
+    /// postgres:// URL.
     #[arg(long, env = "KANDEV_DATABASE_URL", global = true)]
     database_url: Option<String>,
 }
@@ -60,7 +61,14 @@ pub enum TokenCommand {
 pub async fn run(db: DatabaseArgs, command: UserCommand) -> Result<()> {
     let home = home_or_default(db.home.as_ref())?;
     secure_home(&home)?;
-    let store = open_store(&home, db.database_url.as_deref()).await?;
+    let location = match db.database_url.as_deref() {
+        Some(url) => kandev_store::Location::parse(url)?,
+        None => kandev_store::Location::File(home.join("kandev.db")),
+    };
+    // Beside a running server: PostgreSQL's one-server lock is the server's.
+    let store = kandev_store::Store::open_beside_server(location)
+        .await
+        .context("cannot open the database")?;
     let result = match command {
         UserCommand::Add { name } => {
             let name = account::user_name(&name).map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -1,4 +1,5 @@
-//! Test harness: a real server on a real socket (port 0) over a SQLite file in a temp dir.
+//! Test harness: a real server on a real socket (port 0) over a SQLite file in a temp dir
+//! (or a PostgreSQL database: see [`location`]).
 
 #![allow(dead_code)]
 
@@ -58,7 +59,7 @@ impl TestServer {
         dir: tempfile::TempDir,
         tune: impl FnOnce(&mut EngineConfig),
     ) -> TestServer {
-        let store = Store::open(Location::File(db_path(&dir))).await.unwrap();
+        let store = Store::open(location(&dir).await).await.unwrap();
         kandev_server::first_run(&store).await.unwrap();
         let mock = AgentCommand {
             program: "kandev".into(),
@@ -170,6 +171,28 @@ impl TestServer {
             .await;
         (workspace_id, created["workflow"].clone())
     }
+}
+
+/// The database of a test server in `dir`: its SQLite file, or, when
+/// `KANDEV_TEST_SERVER_ON_PG` is set (scripts/test runs the storage API tests so a second
+/// time), a fresh database on the PostgreSQL server `KANDEV_TEST_PG_URL` names, kept for a
+/// restart on the same `dir`.
+pub async fn location(dir: &tempfile::TempDir) -> Location {
+    if std::env::var_os("KANDEV_TEST_SERVER_ON_PG").is_none() {
+        return Location::File(db_path(dir));
+    }
+    let admin = std::env::var("KANDEV_TEST_PG_URL")
+        .expect("KANDEV_TEST_SERVER_ON_PG needs KANDEV_TEST_PG_URL (scripts/pg start)");
+    let marker = dir.path().join("postgres-url");
+    if let Ok(url) = std::fs::read_to_string(&marker) {
+        return Location::Postgres(url);
+    }
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let name = format!("kandev_api_{}_{nanos}", std::process::id());
+    let url = kandev_store::create_postgres_database(&admin, &name).await.unwrap();
+    std::fs::write(&marker, &url).unwrap();
+    Location::Postgres(url)
 }
 
 pub fn db_path(dir: &tempfile::TempDir) -> PathBuf {

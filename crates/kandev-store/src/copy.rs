@@ -1,0 +1,233 @@
+//! `kandev db copy`: every row of one database into another, empty one (SQLite to
+//! PostgreSQL, or back), in one write transaction, then a count of each table on both sides.
+//!
+//! Tables go parents first ([`TABLES`]), so foreign keys hold at each insert; a task's parent
+//! is set after all tasks are in (a task may point at a newer one). Columns are read as the
+//! class both schemas give them (integer or text; see the schema-equivalence test), so the
+//! copy needs no per-table code. Event seqs are kept, and the destination's highest seq is
+//! raised to the source's (which survives pruning). SQLite's FTS tables and PostgreSQL's
+//! search index fill themselves from the rows.
+
+use crate::db::Pool;
+use crate::sql::{Arg, Dialect};
+use crate::{Location, Result, Store, StoreError};
+
+/// Every table, parents before children.
+const TABLES: &[&str] = &[
+    "workspaces",
+    "agent_profiles",
+    "repositories",
+    "executors",
+    "repository_executors",
+    "workflows",
+    "workflow_steps",
+    "tasks",
+    "task_repositories",
+    "task_step_history",
+    "task_blockers",
+    "task_base_branches",
+    "task_pull_requests",
+    "task_git_summaries",
+    "review_comments",
+    "sessions",
+    "session_runtime",
+    "session_resets",
+    "turns",
+    "messages",
+    "message_chunks",
+    "queued_prompts",
+    "permission_answers",
+    "user_questions",
+    "worktrees",
+    "events",
+    "notifications",
+    "notification_channels",
+    "notification_deliveries",
+    "notification_attempts",
+    "saved_prompts",
+    "child_processes",
+    "users",
+    "user_sessions",
+    "user_tokens",
+];
+
+/// PostgreSQL's identity columns that SQLite numbers itself (`migrations-pg`).
+const IDENTITIES: &[(&str, &str)] = &[
+    ("task_step_history", "id"),
+    ("permission_answers", "id"),
+    ("notification_deliveries", "id"),
+    ("message_chunks", "id"),
+];
+
+/// Rows per insert statement.
+const BATCH: usize = 100;
+
+/// How many rows of one table were copied (and counted again on both sides).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopiedTable {
+    pub table: String,
+    pub rows: u64,
+}
+
+/// A column and whether it holds integers (else text).
+struct Column {
+    name: String,
+    integer: bool,
+}
+
+/// Copies every row of `from` into `to`, which must have no rows yet. Both are migrated
+/// first. Returns the row count of each table, verified equal on both sides after commit.
+pub async fn copy_database(from: Location, to: Location) -> Result<Vec<CopiedTable>> {
+    let source = Store::open(from).await?;
+    let target = Store::open(to).await?;
+    let outcome = copy(&source, &target).await;
+    source.close().await;
+    target.close().await;
+    outcome
+}
+
+async fn copy(source: &Store, target: &Store) -> Result<Vec<CopiedTable>> {
+    let tables = columns(&source.read).await?;
+    if let Some(unknown) = tables.iter().map(|(t, _)| t).find(|t| !TABLES.contains(&t.as_str())) {
+        return Err(StoreError::Unsupported(format!(
+            "the table {unknown} is not known to db copy; update kandev"
+        )));
+    }
+    for table in TABLES {
+        if count(&target.read, table).await? > 0 {
+            return Err(StoreError::Conflict(format!(
+                "the destination database already has data (table {table}); copy into an empty database"
+            )));
+        }
+    }
+    let mut tx = target.begin_write().await?;
+    for table in TABLES {
+        let Some((_, columns)) = tables.iter().find(|(t, _)| t == table) else { continue };
+        let rows = read_rows(&source.read, table, columns).await?;
+        let parent = columns.iter().position(|c| *table == "tasks" && c.name == "parent_id");
+        let mut parents = vec![];
+        for chunk in rows.chunks(BATCH) {
+            let names: Vec<String> = columns.iter().map(|c| format!("\"{}\"", c.name)).collect();
+            let row = format!("({})", vec!["?"; columns.len()].join(", "));
+            let sql = format!(
+                "INSERT INTO {table} ({}) VALUES {}",
+                names.join(", "),
+                vec![row.as_str(); chunk.len()].join(", ")
+            );
+            let mut query = crate::sql::query(&sql);
+            for values in chunk {
+                for (i, value) in values.iter().enumerate() {
+                    if Some(i) == parent {
+                        // Set below, once every task exists.
+                        parents.push((values[0].clone(), value.clone()));
+                        query = query.bind_arg(Arg::Text(None));
+                    } else {
+                        query = query.bind_arg(value.clone());
+                    }
+                }
+            }
+            query.execute(tx.conn()).await?;
+        }
+        for (id, parent) in parents {
+            if matches!(parent, Arg::Text(None)) {
+                continue;
+            }
+            crate::sql::query("UPDATE tasks SET parent_id = ?1 WHERE id = ?2")
+                .bind_arg(parent)
+                .bind_arg(id)
+                .execute(tx.conn())
+                .await?;
+        }
+    }
+    if target.dialect() == Dialect::Postgres {
+        // Identity columns were given explicit values: their sequences continue after them.
+        for (table, column) in IDENTITIES {
+            let sql = format!(
+                "SELECT setval(pg_get_serial_sequence('{table}', '{column}'), \
+                 (SELECT COALESCE(MAX({column}), 0) + 1 FROM {table}), false)"
+            );
+            crate::sql::query(&sql).execute(tx.conn()).await?;
+        }
+    }
+    let highest = source.last_seq().await?;
+    tx.raise_highest_seq(highest).await?;
+    tx.commit().await?;
+    let mut copied = vec![];
+    for table in TABLES {
+        let (from, to) = (count(&source.read, table).await?, count(&target.read, table).await?);
+        if from != to {
+            return Err(StoreError::Corrupt(format!(
+                "table {table} has {from} rows in the source but {to} in the copy"
+            )));
+        }
+        copied.push(CopiedTable { table: (*table).to_owned(), rows: from });
+    }
+    Ok(copied)
+}
+
+async fn count(pool: &Pool, table: &str) -> Result<u64> {
+    let sql = format!("SELECT COUNT(*) FROM {table}");
+    let n: i64 = crate::sql::query_scalar(&sql).fetch_one(pool).await?;
+    Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// The tables of a store and their columns (without engine-specific ones).
+async fn columns(pool: &Pool) -> Result<Vec<(String, Vec<Column>)>> {
+    let sql = match pool.dialect() {
+        Dialect::Sqlite => {
+            "SELECT m.name, c.name, c.type FROM sqlite_master m, pragma_table_info(m.name) c \
+             WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE '_sqlx%' \
+             AND m.name NOT LIKE 'tasks_fts%' AND m.name NOT LIKE 'messages_fts%' ORDER BY m.name, c.cid"
+        }
+        Dialect::Postgres => {
+            "SELECT CAST(table_name AS TEXT), CAST(column_name AS TEXT), CAST(data_type AS TEXT) \
+             FROM information_schema.columns WHERE table_schema = 'public' \
+             AND table_name NOT LIKE '\\_sqlx%' AND table_name <> 'event_seq' AND column_name <> 'rowid' \
+             ORDER BY table_name, ordinal_position"
+        }
+    };
+    let rows: Vec<(String, String, String)> = crate::sql::query_as(sql).fetch_all(pool).await?;
+    let mut tables: Vec<(String, Vec<Column>)> = vec![];
+    for (table, name, declared) in rows {
+        let column = Column { name, integer: declared.to_ascii_lowercase().contains("int") };
+        match tables.last_mut() {
+            Some((last, columns)) if *last == table => columns.push(column),
+            _ => tables.push((table, vec![column])),
+        }
+    }
+    Ok(tables)
+}
+
+/// Every row of `table`, in insertion order where the engine keeps one.
+async fn read_rows(pool: &Pool, table: &str, columns: &[Column]) -> Result<Vec<Vec<Arg>>> {
+    // Quoted: a column may be named with a word PostgreSQL reserves (`executors.user`).
+    let names: Vec<String> = columns.iter().map(|c| format!("\"{}\"", c.name)).collect();
+    let order = match pool.dialect() {
+        Dialect::Sqlite => " ORDER BY rowid",
+        Dialect::Postgres if ["tasks", "turns", "messages"].contains(&table) => " ORDER BY rowid",
+        Dialect::Postgres => "",
+    };
+    let sql = format!("SELECT {} FROM {table}{order}", names.join(", "));
+    macro_rules! decode {
+        ($rows:expr) => {{
+            use sqlx::Row as _;
+            let mut out = Vec::with_capacity($rows.len());
+            for row in $rows {
+                let mut values = Vec::with_capacity(columns.len());
+                for (i, column) in columns.iter().enumerate() {
+                    values.push(if column.integer {
+                        Arg::Int(row.try_get::<Option<i64>, _>(i)?)
+                    } else {
+                        Arg::Text(row.try_get::<Option<String>, _>(i)?)
+                    });
+                }
+                out.push(values);
+            }
+            out
+        }};
+    }
+    Ok(match pool {
+        Pool::Sqlite(pool) => decode!(sqlx::query(&sql).fetch_all(pool).await?),
+        Pool::Postgres(pool) => decode!(sqlx::query(&sql).fetch_all(pool).await?),
+    })
+}

@@ -1,0 +1,106 @@
+//! Issue 21, acceptance 4 (store level): `copy_database` moves tasks, sessions, messages,
+//! the queue and the event log from SQLite into an empty database (PostgreSQL when
+//! `KANDEV_TEST_PG_URL` is set, and another SQLite file always), verifies the row counts,
+//! and the copy reads the same and keeps writing.
+
+use kandev_domain::transcript::MessageKind;
+use kandev_domain::workflow::{StepSpec, WorkflowSpec};
+use kandev_domain::{SessionId, TaskId, TurnId};
+use kandev_store::{NewMessage, NewTask, Store, StoreError, TaskFilter, copy_database};
+
+mod common;
+use common::TestDb;
+
+/// A board with a parent task created after its subtask, a session with a transcript, a
+/// queued prompt and events.
+async fn fill(store: &Store) -> (TaskId, SessionId) {
+    let mut tx = store.begin_write().await.unwrap();
+    let ws = tx.insert_workspace("Home").await.unwrap();
+    let spec = WorkflowSpec {
+        name: "Board".into(),
+        description: String::new(),
+        steps: ["Todo", "Done"].iter().map(|s| StepSpec::named(*s)).collect(),
+    };
+    let wf = tx.insert_workflow(&ws.id, &spec, None).await.unwrap();
+    let new = |title: &str| NewTask {
+        workflow_id: wf.id.clone(),
+        step_id: wf.steps[0].id.clone(),
+        title: title.into(),
+        description: "copied zanzibar".into(),
+        repository_ids: vec![],
+        agent_profile_id: None,
+    };
+    let child = tx.insert_task(&new("child"), "user").await.unwrap();
+    let parent = tx.insert_task(&new("parent"), "user").await.unwrap();
+    tx.set_task_links(&child.id, Some(Some(&parent.id)), Some(std::slice::from_ref(&parent.id)))
+        .await
+        .unwrap();
+    tx.move_task(&parent.id, &wf.steps[1].id, None, "manual", "alice").await.unwrap();
+    let session = tx.insert_session(&child.id, None, "/tmp", None, None).await.unwrap();
+    for (i, text) in ["hello", "world"].iter().enumerate() {
+        tx.insert_message(&NewMessage {
+            session_id: session.id.clone(),
+            turn_id: None::<TurnId>,
+            kind: if i == 0 { MessageKind::User } else { MessageKind::Agent },
+            content: (*text).into(),
+            metadata: "{}".into(),
+            client_message_id: None,
+        })
+        .await
+        .unwrap();
+        tx.emit(format!("session:{}", session.id), "session.message.added", serde_json::json!({}))
+            .await
+            .unwrap();
+    }
+    tx.enqueue(&session.id, "next please", &[], None, "user").await.unwrap();
+    tx.commit().await.unwrap();
+    (child.id, session.id)
+}
+
+async fn same_reads(a: &Store, b: &Store, task: &TaskId, session: &SessionId) {
+    let all = TaskFilter { limit: 100, include_archived: true, ..TaskFilter::default() };
+    assert_eq!(a.list_tasks(&all).await.unwrap(), b.list_tasks(&all).await.unwrap());
+    assert!(b.get_task(task).await.unwrap().parent_id.is_some());
+    assert_eq!(
+        a.list_messages(session, None, None, 100).await.unwrap(),
+        b.list_messages(session, None, None, 100).await.unwrap()
+    );
+    assert_eq!(a.list_queue(session).await.unwrap(), b.list_queue(session).await.unwrap());
+    assert_eq!(a.list_sessions(task).await.unwrap(), b.list_sessions(task).await.unwrap());
+    assert_eq!(a.last_seq().await.unwrap(), b.last_seq().await.unwrap());
+}
+
+on_both_engines! {
+async fn i21_a4_db_copy_moves_every_row_and_verifies_the_counts(db: TestDb) {
+    let source = TestDb::sqlite();
+    let store = source.open().await;
+    let (task, session) = fill(&store).await;
+    store.close().await;
+
+    let copied = copy_database(source.location.clone(), db.location.clone()).await.unwrap();
+    let rows = |t: &str| copied.iter().find(|c| c.table == t).map(|c| c.rows);
+    assert_eq!(rows("tasks"), Some(2));
+    assert_eq!(rows("messages"), Some(2));
+    assert_eq!(rows("queued_prompts"), Some(1));
+    assert_eq!(rows("task_step_history"), Some(3));
+
+    let (from, to) = (source.open().await, db.open().await);
+    same_reads(&from, &to, &task, &session).await;
+    // The copy keeps writing: numbered rows continue after the copied ones.
+    let mut tx = to.begin_write().await.unwrap();
+    let steps = tx.get_task(&task).await.unwrap();
+    let wf = to.get_workflow(&steps.workflow_id).await.unwrap();
+    tx.move_task(&task, &wf.steps[1].id, None, "manual", "bob").await.unwrap();
+    let seq = tx.emit("board", "task.moved", serde_json::json!({})).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(seq, from.last_seq().await.unwrap() + 1, "seq continues after the copied log");
+    let kinds = kandev_store::SearchKinds { tasks: true, messages: true };
+    let ws = to.get_task(&task).await.unwrap().workspace_id;
+    assert_eq!(to.search(&ws, "world", kinds, 10, 0).await.unwrap().hits.len(), 1);
+    to.close().await;
+
+    // A second copy into the same database is refused.
+    let err = copy_database(source.location.clone(), db.location.clone()).await.unwrap_err();
+    assert!(matches!(err, StoreError::Conflict(_)), "{err:?}");
+}
+}
