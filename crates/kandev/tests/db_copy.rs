@@ -45,7 +45,8 @@ fn stop(mut server: Server) {
     }
 }
 
-/// The copy's target: a fresh PostgreSQL database, or a SQLite file without PostgreSQL.
+/// The copy's target: a fresh PostgreSQL database, or a SQLite file when the run opted out
+/// of PostgreSQL (`KANDEV_TEST_NO_PG=1`); neither set fails, saying what to do.
 async fn target(dir: &Path) -> String {
     match std::env::var("KANDEV_TEST_PG_URL") {
         Ok(admin) => {
@@ -57,7 +58,12 @@ async fn target(dir: &Path) -> String {
             kandev_store::create_postgres_database(&admin, &name).await.unwrap()
         }
         Err(_) => {
-            eprintln!("KANDEV_TEST_PG_URL is not set: copying to another sqlite file");
+            assert!(
+                std::env::var_os("KANDEV_TEST_NO_PG").is_some(),
+                "this test needs PostgreSQL: run ./scripts/test (it starts one), or eval \
+                 \"$(./scripts/pg start)\" first, or set KANDEV_TEST_NO_PG=1 to test SQLite only"
+            );
+            eprintln!("KANDEV_TEST_NO_PG is set: copying to another sqlite file");
             dir.join("copy.db").display().to_string()
         }
     }

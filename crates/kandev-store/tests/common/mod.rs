@@ -23,13 +23,11 @@ impl TestDb {
         TestDb { dir, location }
     }
 
-    /// A new database on the server `KANDEV_TEST_PG_URL` names; `None` when it is unset (a
-    /// developer without PostgreSQL; CI always sets it).
+    /// A new database on the server `KANDEV_TEST_PG_URL` names; `None` only when the run
+    /// opted out of PostgreSQL with `KANDEV_TEST_NO_PG=1`. Neither set is a failure, so a run
+    /// that lost its PostgreSQL can never pass as if it had tested both engines.
     pub async fn postgres() -> Option<TestDb> {
-        let Ok(admin) = std::env::var("KANDEV_TEST_PG_URL") else {
-            eprintln!("KANDEV_TEST_PG_URL is not set: this test ran on sqlite only");
-            return None;
-        };
+        let admin = postgres_admin_url()?;
         let name = format!("kandev_test_{}", uuid::Uuid::new_v4().simple());
         let url = kandev_store::create_postgres_database(&admin, &name).await.unwrap();
         Some(TestDb { dir: tempfile::tempdir().unwrap(), location: Location::Postgres(url) })
@@ -46,6 +44,22 @@ impl TestDb {
     pub async fn open_with(&self, clock: Arc<dyn Clock>, ids: Arc<dyn IdGenerator>) -> Store {
         Store::open_with(self.location.clone(), clock, ids).await.unwrap()
     }
+}
+
+/// The PostgreSQL server the tests use: `KANDEV_TEST_PG_URL`; `None` with
+/// `KANDEV_TEST_NO_PG=1`; a failure saying what to do when neither is set.
+pub fn postgres_admin_url() -> Option<String> {
+    if let Ok(url) = std::env::var("KANDEV_TEST_PG_URL") {
+        return Some(url);
+    }
+    if std::env::var_os("KANDEV_TEST_NO_PG").is_some() {
+        eprintln!("KANDEV_TEST_NO_PG is set: this test ran on sqlite only");
+        return None;
+    }
+    panic!(
+        "this test needs PostgreSQL: run ./scripts/test (it starts one), or \
+         eval \"$(./scripts/pg start)\" first, or set KANDEV_TEST_NO_PG=1 to test SQLite only"
+    );
 }
 
 /// Writes `async fn name(db: TestDb) { ... }` as the tests `name::sqlite` and
