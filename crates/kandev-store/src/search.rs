@@ -137,6 +137,12 @@ const PG_MESSAGE_HITS: &str = "SELECT t.id AS task_id, t.title AS title, m.sessi
      websearch_to_tsquery('simple', ?1) q \
      WHERE kandev_tsv(m.content) @@ q AND t.workspace_id = ?2 AND t.archived_at IS NULL";
 
+/// The order of hits, total so that pages never repeat or skip a hit of equal rank (PostgreSQL
+/// sorts ties of a top-N differently for each LIMIT/OFFSET); NULLs first on both engines
+/// (PostgreSQL puts them last by default): a task hit has no session, message or seq.
+const HITS_ORDER: &str =
+    "ORDER BY rank, task_id, session_id NULLS FIRST, seq NULLS FIRST, message_id NULLS FIRST";
+
 /// One searched index in one dialect: its hits, the statement that finds the rowid of its
 /// [`RANK_WINDOW`]-th newest match, and how a hit's rowid is named in `hits`.
 struct Index {
@@ -309,8 +315,7 @@ impl Store {
         if selects.is_empty() {
             return Ok(SearchPage { hits: vec![], next_offset: None });
         }
-        let sql =
-            format!("{} ORDER BY rank, task_id LIMIT ?3 OFFSET ?4", selects.join(" UNION ALL "));
+        let sql = format!("{} {HITS_ORDER} LIMIT ?3 OFFSET ?4", selects.join(" UNION ALL "));
         let rows = crate::sql::query_as::<HitRow>(&sql)
             .bind(query)
             .bind(workspace_id.as_str())

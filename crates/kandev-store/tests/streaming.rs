@@ -212,3 +212,26 @@ async fn i15_a4_a_common_word_is_ranked_among_its_newest_matches_a_rare_one_amon
     assert_eq!(rare.hits[0].message.as_ref().map(|m| &m.1), Some(&oldest));
 }
 }
+
+on_both_engines! {
+/// Reviewer finding (issue 21): hits of equal rank were ordered by task alone, and PostgreSQL
+/// sorts such ties differently for each LIMIT/OFFSET, so a page could repeat or skip a hit.
+async fn i21_d1_pages_of_hits_with_equal_rank_never_repeat_or_skip_one(db: TestDb) {
+    let f = fixture_on(db, "ties").await;
+    let mut written = std::collections::HashSet::new();
+    for _ in 0..12 {
+        written.insert(new_message(&f.store, &f.session, "tiebreak tiebreak").await);
+    }
+    let kinds = SearchKinds { tasks: false, messages: true };
+    let (mut seen, mut offset) = (vec![], Some(0));
+    while let Some(at) = offset {
+        let page = f.store.search(&f.workspace, "tiebreak", kinds, 1, at).await.unwrap();
+        seen.extend(page.hits.iter().filter_map(|h| h.message.as_ref().map(|m| m.1.clone())));
+        offset = page.next_offset;
+        assert!(seen.len() <= written.len(), "paging does not end: {seen:?}");
+    }
+    let distinct: std::collections::HashSet<_> = seen.iter().cloned().collect();
+    assert_eq!(seen.len(), written.len(), "one hit per message, once each: {seen:?}");
+    assert_eq!(distinct, written);
+}
+}
