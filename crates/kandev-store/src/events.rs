@@ -118,7 +118,7 @@ impl crate::WriteTx {
              SELECT CAST(value->>0 AS BIGINT), value->>1, value->>2, value->>3, ? FROM json_each(?)",
         )
         .bind(now.millis())
-        .bind(crate::messages::json_rows(&rows)?)
+        .bind(crate::messages::json_rows(&rows, self.conn().dialect())?)
         .execute(self.conn())
         .await?;
         for ((topic, action, payload), seq) in events.into_iter().zip(first..) {

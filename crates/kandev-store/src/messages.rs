@@ -14,6 +14,7 @@ use kandev_domain::{MessageId, SessionId, Timestamp, TurnId};
 use sqlx::FromRow;
 
 use crate::db::Db;
+use crate::sql::Dialect;
 use crate::{Result, Store, StoreError, WriteTx};
 
 /// A transcript message to add.
@@ -239,7 +240,7 @@ impl WriteTx {
              SELECT value->>0, value->>1, value->>2, CAST(value->>3 AS BIGINT), value->>4, \
              value->>5, value->>6, value->>7, ?2, ?2 FROM json_each(?1)",
         )
-        .bind(json_rows(&json)?)
+        .bind(json_rows(&json, self.conn().dialect())?)
         .bind(now.millis())
         .execute(self.conn())
         .await?;
@@ -276,7 +277,7 @@ impl WriteTx {
              octet_length(m.content)) FROM messages m \
              WHERE m.id IN (SELECT value->>0 FROM json_each(?))",
         )
-        .bind(json_rows(&list)?)
+        .bind(json_rows(&list, self.conn().dialect())?)
         .fetch_all(self.conn())
         .await?;
         rows.into_iter()
@@ -309,7 +310,7 @@ impl WriteTx {
             "INSERT INTO message_chunks (message_id, session_id, delta, end_len) \
              SELECT value->>0, value->>1, value->>2, CAST(value->>3 AS BIGINT) FROM json_each(?)",
         )
-        .bind(json_rows(&json)?)
+        .bind(json_rows(&json, self.conn().dialect())?)
         .execute(self.conn())
         .await?;
         Ok(())
@@ -327,7 +328,8 @@ impl WriteTx {
         }
         let sessions: Vec<(&str,)> = sessions.iter().map(|s| (s.as_str(),)).collect();
         let keep: Vec<(&str,)> = keep.iter().map(|id| (id.as_str(),)).collect();
-        let (sessions, keep) = (json_rows(&sessions)?, json_rows(&keep)?);
+        let dialect = self.conn().dialect();
+        let (sessions, keep) = (json_rows(&sessions, dialect)?, json_rows(&keep, dialect)?);
         let chosen = "session_id IN (SELECT value->>0 FROM json_each(?1)) \
              AND message_id NOT IN (SELECT value->>0 FROM json_each(?2))";
         let update = format!(
@@ -442,8 +444,40 @@ impl WriteTx {
 
 /// `rows` as one JSON array, for the statements that take many rows in one parameter
 /// (`json_each`): one statement text whatever the number of rows, so it is prepared once.
-pub(crate) fn json_rows<T: serde::Serialize>(rows: &T) -> Result<String> {
-    serde_json::to_string(rows).map_err(|e| StoreError::Corrupt(format!("rows as JSON: {e}")))
+///
+/// PostgreSQL reads the array as `jsonb`, which refuses the escape of a NUL character
+/// (`\u0000`, and its text could not hold one anyway): there each becomes U+FFFD, as NULs in
+/// plain arguments do (`sql::pg_args`).
+pub(crate) fn json_rows<T: serde::Serialize>(rows: &T, dialect: Dialect) -> Result<String> {
+    let json = serde_json::to_string(rows)
+        .map_err(|e| StoreError::Corrupt(format!("rows as JSON: {e}")))?;
+    Ok(match dialect {
+        Dialect::Postgres if json.contains("\\u0000") => without_nul_escapes(&json),
+        _ => json,
+    })
+}
+
+/// `json` with every `\u0000` escape replaced by `\ufffd`; an escaped backslash followed by
+/// `u0000` (the text `\u0000` itself) is left alone.
+fn without_nul_escapes(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let mut rest = json;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let escape = &rest[at..];
+        if escape.starts_with("\\u0000") {
+            out.push_str("\\ufffd");
+            rest = &escape[6..];
+        } else {
+            // Every escape is a backslash and one more character (`\uXXXX` then goes on as
+            // plain hex digits), so a pair is copied whole.
+            let pair = escape.char_indices().nth(2).map_or(escape.len(), |(i, _)| i);
+            out.push_str(&escape[..pair]);
+            rest = &escape[pair..];
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Folds the chunks of one session's messages (or of all messages) into `content`.
@@ -464,4 +498,17 @@ async fn fold(tx: &mut WriteTx, session_id: Option<&str>) -> Result<()> {
     update.execute(tx.conn()).await?;
     remove.execute(tx.conn()).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_nul_escapes;
+
+    #[test]
+    fn i21_d2_only_escapes_of_nul_are_replaced() {
+        let json = serde_json::to_string(&("a\0b", "c\\u0000d", "\u{1}\\\0")).unwrap();
+        let cleaned: (String, String, String) =
+            serde_json::from_str(&without_nul_escapes(&json)).unwrap();
+        assert_eq!(cleaned, ("a\u{fffd}b".into(), "c\\u0000d".into(), "\u{1}\\\u{fffd}".into()));
+    }
 }

@@ -235,3 +235,28 @@ async fn i21_d1_pages_of_hits_with_equal_rank_never_repeat_or_skip_one(db: TestD
     assert_eq!(distinct, written);
 }
 }
+
+on_both_engines! {
+/// Reviewer finding (issue 21): the batched chunk insert hands its rows to PostgreSQL as
+/// `jsonb`, which refused a NUL character's escape, so an agent's text with a NUL failed the
+/// whole write on PostgreSQL. SQLite keeps the NUL; PostgreSQL (whose text cannot hold one)
+/// keeps U+FFFD, as for plain arguments; the text `\u0000` itself is kept on both.
+async fn i21_d2_a_streamed_chunk_with_a_nul_character_is_stored(db: TestDb) {
+    let postgres = db.is_postgres();
+    let f = fixture_on(db, "nul").await;
+    let id = new_message(&f.store, &f.session, "a").await;
+    let delta = "b\0c \\u0000 d";
+    let mut tx = f.store.begin_write().await.unwrap();
+    let chunk = kandev_store::NewChunk {
+        message_id: &id,
+        session_id: &f.session,
+        delta,
+        end_len: 1 + delta.len() as u64,
+    };
+    tx.insert_chunks(&[chunk]).await.unwrap();
+    tx.commit().await.unwrap();
+    let content = f.store.get_message(&id).await.unwrap().content;
+    let expected = if postgres { "ab\u{fffd}c \\u0000 d" } else { "ab\0c \\u0000 d" };
+    assert_eq!(content, expected);
+}
+}
