@@ -465,9 +465,9 @@ fn without_nul_escapes(json: &str) -> String {
     while let Some(at) = rest.find('\\') {
         out.push_str(&rest[..at]);
         let escape = &rest[at..];
-        if escape.starts_with("\\u0000") {
+        if let Some(after) = escape.strip_prefix("\\u0000") {
             out.push_str("\\ufffd");
-            rest = &escape[6..];
+            rest = after;
         } else {
             // Every escape is a backslash and one more character (`\uXXXX` then goes on as
             // plain hex digits), so a pair is copied whole.
