@@ -45,7 +45,8 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use kandev_domain::{Clock, IdGenerator, Timestamp};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::Connection as _;
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::db::Pool;
@@ -354,6 +355,24 @@ impl Store {
 /// would break the event `seq` order. (The number spells "kandev" in ASCII.)
 const PG_SERVER_LOCK: i64 = 0x6b61_6e64_6576;
 
+const SERVER_LOCK_HELD: &str = "the server lock is held by another connection";
+
+/// Takes [`PG_SERVER_LOCK`] on `conn`. A server that just stopped (or was killed) may hold it
+/// a moment longer, until PostgreSQL notices its connection is gone: up to 3 s of retries.
+async fn take_server_lock(conn: &mut PgConnection) -> std::result::Result<(), sqlx::Error> {
+    for _ in 0..30 {
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(PG_SERVER_LOCK)
+            .fetch_one(&mut *conn)
+            .await?;
+        if locked {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Err(sqlx::Error::Configuration(SERVER_LOCK_HELD.into()))
+}
+
 /// Who opens a store: the server (one per database) or a command beside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -398,37 +417,42 @@ async fn open_postgres(url: &str, role: Role) -> Result<(Pool, Pool)> {
             redact_url(url)
         ))
     };
+    if role == Role::Server {
+        // The pool retries a connection that fails to take the lock until it times out, with
+        // a message that does not say why; one plain connection says it first.
+        let mut probe = PgConnection::connect_with(&options).await.map_err(connect_error)?;
+        let held = take_server_lock(&mut probe).await;
+        probe.close().await.ok();
+        match held {
+            Err(sqlx::Error::Configuration(why)) if why.to_string() == SERVER_LOCK_HELD => {
+                return Err(StoreError::Conflict(format!(
+                    "another kandev server is using the database {}; stop it first (one server per database)",
+                    redact_url(url)
+                )));
+            }
+            other => other?,
+        }
+    }
+    // Every write connection takes the lock as it connects, not only the first: the pool
+    // replaces a connection that broke (a PostgreSQL restart, a network blip), and a
+    // replacement without the lock would let a second server in.
     let write = PgPoolOptions::new()
         .max_connections(1)
         .min_connections(1)
         .idle_timeout(None)
         .max_lifetime(None)
         .acquire_timeout(Duration::from_secs(10))
+        .after_connect(move |conn, _| {
+            Box::pin(async move {
+                if role == Role::Server {
+                    take_server_lock(conn).await?;
+                }
+                Ok(())
+            })
+        })
         .connect_with(options.clone())
         .await
         .map_err(connect_error)?;
-    // A server that just stopped (or was killed) may hold the lock a moment longer, until
-    // PostgreSQL notices its connection is gone.
-    let mut locked = role == Role::Tool;
-    for _ in 0..30 {
-        if locked {
-            break;
-        }
-        locked = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-            .bind(PG_SERVER_LOCK)
-            .fetch_one(&write)
-            .await?;
-        if locked {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    if !locked {
-        return Err(StoreError::Conflict(format!(
-            "another kandev server is using the database {}; stop it first (one server per database)",
-            redact_url(url)
-        )));
-    }
     sqlx::migrate!("./migrations-pg").run(&write).await?;
     let read = PgPoolOptions::new()
         .max_connections(4)

@@ -288,6 +288,40 @@ async fn i21_s1_a_second_server_on_the_same_postgres_database_is_refused() {
     db.open().await.close().await;
 }
 
+/// Reviewer finding (issue 21): the lock was taken once, on the first write connection; when
+/// that connection broke (a PostgreSQL restart, a network blip) the pool replaced it without
+/// the lock, and a second server on the same database was let in.
+#[tokio::test]
+async fn i21_d3_a_server_whose_connection_was_replaced_still_keeps_a_second_one_out() {
+    use sqlx::Connection;
+    let Some(db) = TestDb::postgres().await else { return };
+    let kandev_store::Location::Postgres(url) = db.location.clone() else { unreachable!() };
+    let first = db.open().await;
+    let mut admin = sqlx::PgConnection::connect(&url).await.unwrap();
+    let ended: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    assert!(!ended.is_empty(), "the first server's connections were ended");
+    // The pool notices the broken connection on the next write (which may fail once) and
+    // connects again.
+    let mut written = false;
+    for _ in 0..3 {
+        let Ok(mut tx) = first.begin_write().await else { continue };
+        if tx.insert_workspace("after").await.is_ok() && tx.commit().await.is_ok() {
+            written = true;
+            break;
+        }
+    }
+    assert!(written, "the first server writes again on a new connection");
+    let err = kandev_store::Store::open(db.location.clone()).await.err().expect("refused");
+    assert!(err.to_string().contains("another kandev server is using the database"), "{err}");
+    first.close().await;
+}
+
 on_both_engines! {
 /// Issue 21: text with a NUL character (which PostgreSQL's text cannot hold) is a missing id
 /// or stored text, never a database error.
