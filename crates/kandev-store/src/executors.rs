@@ -212,7 +212,10 @@ impl WriteTx {
                 current.repository_ids.len()
             )));
         }
-        crate::sql::query("DELETE FROM executors WHERE id = ?").bind(id).execute(self.conn()).await?;
+        crate::sql::query("DELETE FROM executors WHERE id = ?")
+            .bind(id)
+            .execute(self.conn())
+            .await?;
         Ok(current)
     }
 
@@ -222,10 +225,11 @@ impl WriteTx {
         repository: &str,
         executor: Option<&str>,
     ) -> Result<Option<Executor>> {
-        let exists = crate::sql::query_scalar::<i64>("SELECT COUNT(*) FROM repositories WHERE id = ?")
-            .bind(repository)
-            .fetch_one(self.conn())
-            .await?;
+        let exists =
+            crate::sql::query_scalar::<i64>("SELECT COUNT(*) FROM repositories WHERE id = ?")
+                .bind(repository)
+                .fetch_one(self.conn())
+                .await?;
         if exists == 0 {
             return Err(StoreError::not_found("repository", repository));
         }
@@ -235,11 +239,13 @@ impl WriteTx {
             .await?;
         let Some(executor) = executor else { return Ok(None) };
         get(self.db(), executor).await?;
-        crate::sql::query("INSERT INTO repository_executors (repository_id, executor_id) VALUES (?, ?)")
-            .bind(repository)
-            .bind(executor)
-            .execute(self.conn())
-            .await?;
+        crate::sql::query(
+            "INSERT INTO repository_executors (repository_id, executor_id) VALUES (?, ?)",
+        )
+        .bind(repository)
+        .bind(executor)
+        .execute(self.conn())
+        .await?;
         Ok(Some(get(self.db(), executor).await?))
     }
 }
