@@ -1,18 +1,22 @@
 //! Issue 21, acceptance 4 (store level): `copy_database` moves tasks, sessions, messages,
-//! the queue and the event log from SQLite into an empty database (PostgreSQL when
+//! the queue, an SSH executor a repository chose and the event log from SQLite into an empty database (PostgreSQL when
 //! `KANDEV_TEST_PG_URL` is set, and another SQLite file always), verifies the row counts,
 //! and the copy reads the same and keeps writing.
 
+use kandev_domain::executor::{ExecutorKind, SshSettings};
 use kandev_domain::transcript::MessageKind;
 use kandev_domain::workflow::{StepSpec, WorkflowSpec};
 use kandev_domain::{SessionId, TaskId, TurnId};
-use kandev_store::{NewMessage, NewTask, Store, StoreError, TaskFilter, copy_database};
+use kandev_store::{
+    NewMessage, NewRepository, NewTask, Store, StoreError, TaskFilter, copy_database,
+};
 
 mod common;
 use common::TestDb;
 
 /// A board with a parent task created after its subtask, a session with a transcript, a
-/// queued prompt and events.
+/// queued prompt, a repository on an SSH executor (its `user` column is a word PostgreSQL
+/// reserves) and events.
 async fn fill(store: &Store) -> (TaskId, SessionId) {
     let mut tx = store.begin_write().await.unwrap();
     let ws = tx.insert_workspace("Home").await.unwrap();
@@ -53,6 +57,32 @@ async fn fill(store: &Store) -> (TaskId, SessionId) {
             .unwrap();
     }
     tx.enqueue(&session.id, "next please", &[], None, "user").await.unwrap();
+    let repository = tx
+        .insert_repository(&NewRepository {
+            workspace_id: ws.id.clone(),
+            name: "repo".into(),
+            local_path: "/tmp/repo".into(),
+            default_branch: "main".into(),
+            branch_template: "kandev/{short-id}".into(),
+            setup_script: String::new(),
+            copy_files: vec![],
+            cleanup_script: String::new(),
+            forge_api_base_url: String::new(),
+            forge_token_env: String::new(),
+            dev_script: String::new(),
+        })
+        .await
+        .unwrap();
+    let ssh = ExecutorKind::Ssh(SshSettings {
+        host: "build1.example".into(),
+        port: 2222,
+        user: "build".into(),
+        identity_file: "/keys/id".into(),
+        known_hosts: "/keys/known_hosts".into(),
+        remote_home: "/home/build/.kandev".into(),
+    });
+    let executor = tx.insert_executor("build1", &ssh).await.unwrap();
+    tx.set_repository_executor(repository.id.as_str(), Some(&executor.id)).await.unwrap();
     tx.commit().await.unwrap();
     (child.id, session.id)
 }
@@ -68,6 +98,9 @@ async fn same_reads(a: &Store, b: &Store, task: &TaskId, session: &SessionId) {
     assert_eq!(a.list_queue(session).await.unwrap(), b.list_queue(session).await.unwrap());
     assert_eq!(a.list_sessions(task).await.unwrap(), b.list_sessions(task).await.unwrap());
     assert_eq!(a.last_seq().await.unwrap(), b.last_seq().await.unwrap());
+    let executors = b.list_executors().await.unwrap();
+    assert_eq!(a.list_executors().await.unwrap(), executors);
+    assert!(matches!(&executors[0].kind, ExecutorKind::Ssh(s) if s.user == "build"));
 }
 
 on_both_engines! {
@@ -83,6 +116,8 @@ async fn i21_a4_db_copy_moves_every_row_and_verifies_the_counts(db: TestDb) {
     assert_eq!(rows("messages"), Some(2));
     assert_eq!(rows("queued_prompts"), Some(1));
     assert_eq!(rows("task_step_history"), Some(3));
+    assert_eq!(rows("executors"), Some(1));
+    assert_eq!(rows("repository_executors"), Some(1));
 
     let (from, to) = (source.open().await, db.open().await);
     same_reads(&from, &to, &task, &session).await;
