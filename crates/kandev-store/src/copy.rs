@@ -101,9 +101,11 @@ async fn copy(source: &Store, target: &Store) -> Result<Vec<CopiedTable>> {
         }
     }
     let mut tx = target.begin_write().await?;
+    let mut copied = vec![];
     for table in TABLES {
         let Some((_, columns)) = tables.iter().find(|(t, _)| t == table) else { continue };
         let rows = read_rows(&source.read, table, columns).await?;
+        copied.push(CopiedTable { table: (*table).to_owned(), rows: rows.len() as u64 });
         let parent = columns.iter().position(|c| *table == "tasks" && c.name == "parent_id");
         let mut parents = vec![];
         for chunk in rows.chunks(BATCH) {
@@ -151,17 +153,26 @@ async fn copy(source: &Store, target: &Store) -> Result<Vec<CopiedTable>> {
     }
     let highest = source.last_seq().await?;
     tx.raise_highest_seq(highest).await?;
-    tx.commit().await?;
-    let mut copied = vec![];
-    for table in TABLES {
-        let (from, to) = (count(&source.read, table).await?, count(&target.read, table).await?);
-        if from != to {
+    // Verified before the commit, so a copy that does not match leaves nothing written: every
+    // row read is in the copy, and the source still has as many (a server writing to it
+    // meanwhile would make the copy a mix of two moments).
+    for CopiedTable { table, rows } in &copied {
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        let to: i64 = crate::sql::query_scalar(&sql).fetch_one(tx.conn()).await?;
+        if u64::try_from(to).unwrap_or(0) != *rows {
             return Err(StoreError::Corrupt(format!(
-                "table {table} has {from} rows in the source but {to} in the copy"
+                "table {table} has {rows} rows in the source but {to} in the copy"
             )));
         }
-        copied.push(CopiedTable { table: (*table).to_owned(), rows: from });
+        let now = count(&source.read, table).await?;
+        if now != *rows {
+            return Err(StoreError::Conflict(format!(
+                "the source changed during the copy (table {table}: {rows} rows, now {now}); \
+                 stop the server that uses it and copy again"
+            )));
+        }
     }
+    tx.commit().await?;
     Ok(copied)
 }
 
