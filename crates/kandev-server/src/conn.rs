@@ -164,7 +164,10 @@ async fn connection(
         }
     });
     let mut builder = http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(limits.read_timeout);
+    // `half_close`: a client that sent its request and closed its side (a closed tab, a
+    // script that does not wait) still has its action run to the end; without it hyper drops
+    // the request's handler as soon as it reads the EOF, cancelling the action half-way.
+    builder.timer(TokioTimer::new()).header_read_timeout(limits.read_timeout).half_close(true);
     let conn = builder.serve_connection(io, service).with_upgrades();
     tokio::pin!(conn);
     tokio::select! {

@@ -8,7 +8,7 @@
 //! raised to the source's (which survives pruning). SQLite's FTS tables and PostgreSQL's
 //! search index fill themselves from the rows.
 
-use crate::db::Pool;
+use crate::db::{IntoDb, Pool};
 use crate::sql::{Arg, Dialect};
 use crate::{Location, Result, Store, StoreError};
 
@@ -157,9 +157,8 @@ async fn copy(source: &Store, target: &Store) -> Result<Vec<CopiedTable>> {
     // row read is in the copy, and the source still has as many (a server writing to it
     // meanwhile would make the copy a mix of two moments).
     for CopiedTable { table, rows } in &copied {
-        let sql = format!("SELECT COUNT(*) FROM {table}");
-        let to: i64 = crate::sql::query_scalar(&sql).fetch_one(tx.conn()).await?;
-        if u64::try_from(to).unwrap_or(0) != *rows {
+        let to = count(tx.conn(), table).await?;
+        if to != *rows {
             return Err(StoreError::Corrupt(format!(
                 "table {table} has {rows} rows in the source but {to} in the copy"
             )));
@@ -176,9 +175,9 @@ async fn copy(source: &Store, target: &Store) -> Result<Vec<CopiedTable>> {
     Ok(copied)
 }
 
-async fn count(pool: &Pool, table: &str) -> Result<u64> {
+async fn count<'c>(db: impl IntoDb<'c>, table: &str) -> Result<u64> {
     let sql = format!("SELECT COUNT(*) FROM {table}");
-    let n: i64 = crate::sql::query_scalar(&sql).fetch_one(pool).await?;
+    let n: i64 = crate::sql::query_scalar(&sql).fetch_one(db).await?;
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
