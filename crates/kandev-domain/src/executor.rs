@@ -181,7 +181,6 @@ mod tests {
 
     #[test]
     fn i20_s3_bad_settings_name_their_field() {
-        type Change = fn(&mut SshSettings);
         let cases: Vec<(Change, &str)> = vec![
             (|s| s.host = "".into(), "host"),
             (|s| s.host = "-oProxyCommand=x".into(), "host"),
@@ -196,6 +195,13 @@ mod tests {
             (|s| s.remote_home = "/home/$(reboot)".into(), "remote_home"),
             (|s| s.remote_home = "/home/a b".into(), "remote_home"),
         ];
+        assert_refused(cases);
+    }
+
+    type Change = fn(&mut SshSettings);
+
+    /// Each change applied to good settings is refused, naming its field.
+    fn assert_refused(cases: Vec<(Change, &str)>) {
         for (change, field) in cases {
             let mut settings = good();
             change(&mut settings);
@@ -206,24 +212,17 @@ mod tests {
 
     #[test]
     fn i20_d3_files_with_space_percent_or_dollar_are_refused() {
-        type Change = fn(&mut SshSettings);
         let cases: Vec<(Change, &str)> = vec![
             (|s| s.known_hosts = "/home/me/my hosts".into(), "known_hosts"),
             (|s| s.known_hosts = "/home/%u/known_hosts".into(), "known_hosts"),
             (|s| s.identity_file = "/home/${HOME}/id".into(), "identity_file"),
             (|s| s.identity_file = "/home/me/.ssh/my key".into(), "identity_file"),
         ];
-        for (change, field) in cases {
-            let mut settings = good();
-            change(&mut settings);
-            let err = settings.clone().validated().unwrap_err();
-            assert_eq!(err.field, field, "{settings:?}: {err}");
-        }
+        assert_refused(cases);
     }
 
     #[test]
     fn i20_d3_host_and_user_hold_no_shell_characters() {
-        type Change = fn(&mut SshSettings);
         let cases: Vec<(Change, &str)> = vec![
             (|s| s.host = "build1;reboot".into(), "host"),
             (|s| s.host = "build1|x".into(), "host"),
@@ -232,12 +231,7 @@ mod tests {
             (|s| s.user = "$(id)".into(), "user"),
             (|s| s.user = "a|b".into(), "user"),
         ];
-        for (change, field) in cases {
-            let mut settings = good();
-            change(&mut settings);
-            let err = settings.clone().validated().unwrap_err();
-            assert_eq!(err.field, field, "{settings:?}: {err}");
-        }
+        assert_refused(cases);
         for host in ["10.0.0.7", "::1", "[fe80::1]", "build-1.example.org"] {
             let mut settings = good();
             settings.host = host.into();
