@@ -224,7 +224,7 @@ impl Runner {
                 tokio::select! {
                     frame = framed.next() => match frame {
                         Some(Ok(frame)) => {
-                            if let Some(reply) = self.handle(frame, &mut sent) {
+                            if let Some(reply) = self.handle(frame, generation, &mut sent) {
                                 framed.send(reply).await?;
                             }
                         }
@@ -313,14 +313,21 @@ impl Runner {
         frames
     }
 
-    fn handle(&self, frame: ToRunner, sent: &mut HashMap<String, Cursor>) -> Option<FromRunner> {
+    fn handle(
+        &self,
+        frame: ToRunner,
+        generation: u64,
+        sent: &mut HashMap<String, Cursor>,
+    ) -> Option<FromRunner> {
         match frame {
             ToRunner::Hello { .. } => {
                 Some(FromRunner::Error { message: "hello was already received".into() })
             }
             ToRunner::Spawn { exec, spec } => Some(self.spawn(exec, spec, sent)),
-            ToRunner::Input { exec, seq, data } => self.input(&exec, seq, Input::Data(data.0)),
-            ToRunner::CloseInput { exec, seq } => self.input(&exec, seq, Input::Close),
+            ToRunner::Input { exec, seq, data } => {
+                self.input(&exec, generation, seq, Input::Data(data.0))
+            }
+            ToRunner::CloseInput { exec, seq } => self.input(&exec, generation, seq, Input::Close),
             ToRunner::Ack { exec, seq } => {
                 self.ack(&exec, seq);
                 None
@@ -352,10 +359,16 @@ impl Runner {
         }
     }
 
-    /// Takes input item `seq` into the execution's stdin queue, unless it was taken already.
-    fn input(&self, exec: &str, seq: u64, input: Input) -> Option<FromRunner> {
+    /// Takes input item `seq` into the execution's stdin queue, unless it was taken already
+    /// or connection `generation` was replaced (checked under the lock that hands the
+    /// ownership over: the new owner numbers its input after what `welcome` listed, so a late
+    /// item of the old one must not take a number first).
+    fn input(&self, exec: &str, generation: u64, seq: u64, input: Input) -> Option<FromRunner> {
         let limit = self.shared.config.input_limit;
         let mut state = self.shared.lock();
+        if state.owner != Some(generation) {
+            return None;
+        }
         let Some(execution) = state.executions.get_mut(exec) else {
             return Some(unknown(exec));
         };
