@@ -1,6 +1,7 @@
 //! The runner (issue 20) with real agent processes: handshake and version check, replay of
 //! unacknowledged output after a reconnect (exactly once), backpressure past the buffer
-//! bound, and the owner-gone grace period.
+//! bound, the owner-gone grace period, and input exactly once across dropped connections
+//! within a bound (defect 5).
 
 use std::time::Duration;
 

@@ -707,6 +707,47 @@ impl RemoteControl {
 mod tests {
     use super::*;
 
+    fn sent(rx: &mut mpsc::UnboundedReceiver<ToRunner>) -> Vec<(u64, Option<Vec<u8>>)> {
+        let mut frames = Vec::new();
+        while let Ok(frame) = rx.try_recv() {
+            frames.push(match frame {
+                ToRunner::Input { seq, data, .. } => (seq, Some(data.0.to_vec())),
+                ToRunner::CloseInput { seq, .. } => (seq, None),
+                other => panic!("not an input frame: {other:?}"),
+            });
+        }
+        frames
+    }
+
+    #[test]
+    fn i20_d5_a_resumed_queue_resends_what_was_not_taken_in_order_before_new_items() {
+        let (old, mut old_rx) = mpsc::unbounded_channel();
+        // Attached after the runner took item 2 (of an earlier server): numbering goes on.
+        let inputs = Inputs::new("x", old, 2, 1 << 20);
+        for text in ["a", "b", "c", "d"] {
+            // As the stdin task does: room first, then the item.
+            inputs.shared.room.try_acquire_many(1).unwrap().forget();
+            inputs.push(Some(Bytes::from_static(text.as_bytes())), 1);
+        }
+        assert_eq!(sent(&mut old_rx).iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), [3, 4, 5, 6]);
+        inputs.acked(3);
+        assert_eq!(inputs.unacknowledged(), 3);
+        // The connection dropped; the new one's welcome: taken through 5, acknowledged 4.
+        let (new, mut new_rx) = mpsc::unbounded_channel();
+        inputs.resume(new, 5, 4);
+        inputs.push(None, 0);
+        assert_eq!(
+            sent(&mut new_rx),
+            [(6, Some(b"d".to_vec())), (7, None)],
+            "only what was not taken is sent again, then the new item"
+        );
+        assert_eq!(inputs.unacknowledged(), 2, "item 5 stays until acknowledged");
+        assert!(sent(&mut old_rx).is_empty());
+        inputs.acked(7);
+        assert_eq!((inputs.unacknowledged(), inputs.last()), (0, 7));
+        assert_eq!(inputs.shared.room.available_permits(), 1 << 20, "the room is back");
+    }
+
     #[test]
     fn i20_a1_a_position_is_the_last_whole_item_and_the_bytes_of_the_next() {
         let (out, mut sent) = mpsc::unbounded_channel();
