@@ -5,9 +5,11 @@
 //! number of the last item this side took (`attach_with(.., committed)`): the runner replays
 //! the rest, once.
 //!
-//! Limit: bytes for the agent's stdin that were handed to a connection in the instant it
-//! dropped can be lost (the protocol acknowledges output, not input); what is written while
-//! the link is reconnecting waits and goes to the next connection.
+//! Input is exactly-once as well: the stdin is the pipe of the execution's input queue
+//! ([`crate::runner::Inputs`]), which keeps every item until the runner acknowledges it; a
+//! re-attach resumes the queue on the new connection (`RunnerClient::resume`), which resends
+//! what the runner did not take, in order, before anything new. What is written while the
+//! link is reconnecting waits in the queue (bounded: past the bound the writer waits).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -64,7 +66,7 @@ impl Drop for SshLink {
 pub struct LinkedExecution {
     /// The agent's stdout, across every connection.
     pub stdout: DuplexStream,
-    /// The agent's stdin.
+    /// The agent's stdin, across every connection (each item once, in order).
     pub stdin: DuplexStream,
     pid: i32,
     control: Arc<Mutex<Arc<RemoteControl>>>,
@@ -148,27 +150,21 @@ impl SshLink {
 
     fn follow(&self, exec: &str, number: u64, execution: RemoteExecution) -> LinkedExecution {
         let (stdout, stdout_tx) = tokio::io::duplex(PIPE);
-        let (stdin, stdin_rx) = tokio::io::duplex(PIPE);
         let (exit_tx, exit) = watch::channel(None);
         let pid = execution.control.pid();
         let control = Arc::new(Mutex::new(Arc::new(execution.control)));
-        let current = Current {
-            stdout: execution.stdout,
-            stdin: execution.stdin,
-            acks: execution.acks,
-            number,
-        };
+        let current = Current { stdout: execution.stdout, acks: execution.acks, number };
         let pump = AbortOnDropHandle::new(tokio::spawn(pump(
             exec.to_owned(),
             current,
             self.generation.clone(),
             stdout_tx,
-            stdin_rx,
             control.clone(),
             exit_tx,
             self.cancel.clone(),
         )));
-        LinkedExecution { stdout, stdin, pid, control, exit, _pump: pump }
+        // The input queue's own pipe: it moves to each new connection with the queue.
+        LinkedExecution { stdout, stdin: execution.stdin, pid, control, exit, _pump: pump }
     }
 }
 
@@ -196,10 +192,9 @@ impl LinkedExecution {
     }
 }
 
-/// The pipes of an execution on one connection.
+/// The output of an execution on one connection.
 struct Current {
     stdout: DuplexStream,
-    stdin: DuplexStream,
     acks: crate::runner::Acks,
     number: u64,
 }
@@ -251,22 +246,18 @@ async fn supervise(
     }
 }
 
-/// Copies an execution's output into the linked stdout and the linked stdin into it, moving
-/// to the next connection after each drop, until the agent's exit arrives.
-#[allow(clippy::too_many_arguments)]
+/// Copies an execution's output into the linked stdout, moving to the next connection (with
+/// the execution's input queue) after each drop, until the agent's exit arrives.
 async fn pump(
     exec: String,
     mut current: Current,
     mut generation: watch::Receiver<Generation>,
     mut stdout: DuplexStream,
-    mut stdin: DuplexStream,
     control: Arc<Mutex<Arc<RemoteControl>>>,
     exit: watch::Sender<Option<ExitInfo>>,
     cancel: CancellationToken,
 ) {
     let mut out = vec![0u8; 64 * 1024];
-    let mut input = vec![0u8; 64 * 1024];
-    let mut stdin_open = true;
     loop {
         // This connection's output until it ends (the exit, or the connection lost).
         loop {
@@ -277,15 +268,6 @@ async fn pump(
                     Ok(n) => {
                         // A reader that went away: keep going so the exit is still seen.
                         let _ = stdout.write_all(&out[..n]).await;
-                    }
-                },
-                read = stdin.read(&mut input), if stdin_open => match read {
-                    Ok(0) | Err(_) => {
-                        stdin_open = false;
-                        let _ = current.stdin.shutdown().await;
-                    }
-                    Ok(n) => {
-                        let _ = current.stdin.write_all(&input[..n]).await;
                     }
                 },
             }
@@ -328,17 +310,10 @@ async fn pump(
             exit.send_replace(Some(ExitInfo::Unknown { reason }));
             return;
         };
-        let execution = client.attach_with(info, AckPolicy::OnDelivery, committed);
+        let inputs = control.lock().unwrap_or_else(PoisonError::into_inner).inputs().clone();
+        let execution = client.resume(info, AckPolicy::OnDelivery, committed, &inputs);
         *control.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(execution.control);
-        current = Current {
-            stdout: execution.stdout,
-            stdin: execution.stdin,
-            acks: execution.acks,
-            number,
-        };
-        if !stdin_open {
-            let _ = current.stdin.shutdown().await;
-        }
+        current = Current { stdout: execution.stdout, acks: execution.acks, number };
     }
 }
 

@@ -1,6 +1,7 @@
 //! The runner (issue 20) with real agent processes: handshake and version check, replay of
 //! unacknowledged output after a reconnect (exactly once), backpressure past the buffer
-//! bound, and the owner-gone grace period.
+//! bound, the owner-gone grace period, and input exactly once across dropped connections
+//! within a bound (defect 5).
 
 use std::time::Duration;
 
@@ -117,7 +118,8 @@ async fn i20_s1_unacknowledged_output_is_replayed_exactly_once_after_a_reconnect
     conn.send(ToRunner::Spawn { exec: "x1".into(), spec: sh(script) }).await.unwrap();
     assert!(matches!(next(&mut conn).await, FromRunner::Spawned { .. }));
     let go = Data(Bytes::from_static(b"go\n"));
-    conn.send(ToRunner::Input { exec: "x1".into(), data: go }).await.unwrap();
+    conn.send(ToRunner::Input { exec: "x1".into(), seq: 1, data: go }).await.unwrap();
+    assert_eq!(next(&mut conn).await, FromRunner::InputAck { exec: "x1".into(), seq: 1 });
     // Take the first chunk and acknowledge it; see a second one and do not.
     let mut kept = Vec::new();
     let acked = match next(&mut conn).await {
@@ -373,25 +375,41 @@ async fn i20_d1_the_runner_socket_is_owner_only_whatever_the_umask() {
 
 #[tokio::test]
 async fn i20_d1_input_to_an_agent_that_does_not_read_it_is_bounded_with_a_clear_error() {
-    let runner = Runner::new(RunnerConfig::default());
+    // A server that does not wait for `input_ack`: past the bound the runner stops
+    // acknowledging, past four times the bound it refuses with an error.
+    const LIMIT: usize = 64 * 1024;
+    let runner = Runner::new(RunnerConfig { input_limit: LIMIT, ..RunnerConfig::default() });
     let (mut conn, _) = connect(&runner).await;
     conn.send(ToRunner::Spawn { exec: "deaf".into(), spec: sh("exec sleep 600") }).await.unwrap();
     assert!(matches!(next(&mut conn).await, FromRunner::Spawned { .. }));
-    let chunk = Bytes::from(vec![b'x'; 1 << 20]);
-    let frames = kandev_runtime::runner::INPUT_LIMIT / chunk.len() + 2;
+    let chunk = Bytes::from(vec![b'x'; 16 * 1024]);
+    // The agent's pipe takes some (the kernel's buffer), the queue the rest.
+    let frames = (1 << 20) / chunk.len() as u64;
     let sending = tokio::spawn(async move {
-        for _ in 0..frames {
-            let frame = ToRunner::Input { exec: "deaf".into(), data: Data(chunk.clone()) };
+        for seq in 1..=frames {
+            let frame = ToRunner::Input { exec: "deaf".into(), seq, data: Data(chunk.clone()) };
             conn.send(frame).await.unwrap();
         }
         conn
     });
     let mut conn = timeout(WAIT, sending).await.expect("the runner reads input").unwrap();
-    match next(&mut conn).await {
-        FromRunner::Error { message } => assert!(message.contains("stdin"), "{message}"),
-        other => panic!("expected an error for the full stdin, got {other:?}"),
-    }
-    assert!(runner.buffered("deaf").is_some());
+    let mut acked = 0;
+    let message = loop {
+        match next(&mut conn).await {
+            FromRunner::InputAck { seq, .. } => {
+                assert!(seq > acked, "acknowledgements go up");
+                acked = seq;
+            }
+            FromRunner::Error { message } => break message,
+            other => panic!("expected an input_ack or an error, got {other:?}"),
+        }
+    };
+    assert!(message.contains("stdin") && message.contains("input_ack"), "{message}");
+    let (taken, last_acked) = runner.input_numbers("deaf").unwrap();
+    assert!(taken < frames, "everything was taken: {taken}");
+    assert!(last_acked < taken, "taken past the bound but acknowledged: {last_acked} {taken}");
+    let queued = runner.queued_input("deaf").unwrap();
+    assert!(queued <= 4 * LIMIT, "the stdin queue holds {queued} bytes");
 }
 
 #[tokio::test]
@@ -445,6 +463,8 @@ async fn i20_d1_the_replay_of_a_forgotten_execution_is_discarded_not_parked_for_
             pid: 1,
             acked: 0,
             exited: false,
+            input_taken: 0,
+            input_acked: 0,
         };
         let welcome = FromRunner::Welcome { version: PROTOCOL_VERSION, executions: vec![old] };
         runner.send(welcome).await.unwrap();
@@ -471,4 +491,231 @@ async fn i20_d1_the_replay_of_a_forgotten_execution_is_discarded_not_parked_for_
     let _probe = timeout(WAIT, client.spawn("probe", sh("true"))).await.unwrap().unwrap();
     assert_eq!(client.parked(), 0, "the replay of a forgotten execution is kept for ever");
     let _runner = playing.await.unwrap();
+}
+
+/// A connection to `runner` through a relay the test can freeze per direction (bytes stop
+/// going through and are lost with the relay) and cut (both sides see the connection end).
+struct Relay {
+    up: tokio::task::JoinHandle<()>,
+    down: tokio::task::JoinHandle<()>,
+}
+
+impl Relay {
+    fn start(runner: &Runner) -> (Relay, DuplexStream) {
+        let (client_side, relay_near) = tokio::io::duplex(1 << 16);
+        let (relay_far, runner_side) = tokio::io::duplex(1 << 16);
+        let runner = runner.clone();
+        tokio::spawn(async move { runner.serve_connection(runner_side).await });
+        let (mut near_read, mut near_write) = tokio::io::split(relay_near);
+        let (mut far_read, mut far_write) = tokio::io::split(relay_far);
+        let up = tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut near_read, &mut far_write).await;
+        });
+        let down = tokio::spawn(async move {
+            let _ = tokio::io::copy(&mut far_read, &mut near_write).await;
+        });
+        (Relay { up, down }, client_side)
+    }
+
+    /// Server → runner bytes stop here from now on.
+    fn freeze_up(&self) {
+        self.up.abort();
+    }
+
+    /// Runner → server bytes stop here from now on.
+    fn freeze_down(&self) {
+        self.down.abort();
+    }
+
+    /// The connection ends for both sides.
+    async fn cut(self) {
+        self.up.abort();
+        self.down.abort();
+        let _ = self.up.await;
+        let _ = self.down.await;
+    }
+}
+
+async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < WAIT, "{what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn i20_d5_a_resent_input_item_is_taken_once() {
+    let runner = Runner::new(RunnerConfig::default());
+    let (mut conn, _) = connect(&runner).await;
+    conn.send(ToRunner::Spawn { exec: "cat".into(), spec: sh("exec cat") }).await.unwrap();
+    assert!(matches!(next(&mut conn).await, FromRunner::Spawned { .. }));
+    let item = |seq: u64, text: &'static str| ToRunner::Input {
+        exec: "cat".into(),
+        seq,
+        data: Data(Bytes::from_static(text.as_bytes())),
+    };
+    async fn echo(conn: &mut Conn) -> (u64, Bytes) {
+        loop {
+            match next(conn).await {
+                FromRunner::Output { seq, data, .. } => return (seq, data.0),
+                FromRunner::InputAck { .. } => {}
+                other => panic!("expected output, got {other:?}"),
+            }
+        }
+    }
+    conn.send(item(1, "one\n")).await.unwrap();
+    assert_eq!(next(&mut conn).await, FromRunner::InputAck { exec: "cat".into(), seq: 1 });
+    let (seq, data) = echo(&mut conn).await;
+    assert_eq!(&data[..], b"one\n");
+    conn.send(ToRunner::Ack { exec: "cat".into(), seq }).await.unwrap();
+    // Item 1 again (a resend after a drop) and then item 2: only item 2 reaches the agent.
+    conn.send(item(1, "one\n")).await.unwrap();
+    conn.send(item(2, "two\n")).await.unwrap();
+    let (seq, data) = echo(&mut conn).await;
+    assert_eq!(&data[..], b"two\n", "a resent item was written to the agent again");
+    conn.send(ToRunner::Ack { exec: "cat".into(), seq }).await.unwrap();
+    drop(conn);
+
+    // A new connection learns what was taken; resends of it change nothing.
+    let (mut conn, listed) = connect(&runner).await;
+    assert_eq!((listed[0].input_taken, listed[0].input_acked), (2, 2));
+    conn.send(item(2, "two\n")).await.unwrap();
+    conn.send(item(3, "three\n")).await.unwrap();
+    let (_, data) = echo(&mut conn).await;
+    assert_eq!(&data[..], b"three\n");
+    // A gap (item 5 after 3) is refused with what to send instead; the close is an item too.
+    conn.send(item(5, "five\n")).await.unwrap();
+    match next(&mut conn).await {
+        FromRunner::Error { message } => {
+            assert!(message.contains("does not follow item 3"), "{message}");
+        }
+        other => panic!("expected an error for a gap, got {other:?}"),
+    }
+    conn.send(ToRunner::CloseInput { exec: "cat".into(), seq: 4 }).await.unwrap();
+    loop {
+        match next(&mut conn).await {
+            FromRunner::Exited { exit, .. } => {
+                assert_eq!(exit, kandev_runtime::runner::proto::ExitReport::Code(0));
+                break;
+            }
+            FromRunner::InputAck { .. } => {}
+            other => panic!("expected the exit after the close, got {other:?}"),
+        }
+    }
+    assert_eq!(runner.input_numbers("cat"), Some((4, 4)));
+}
+
+#[tokio::test]
+async fn i20_d5_input_lost_with_a_dropped_connection_reaches_the_agent_exactly_once() {
+    let runner = Runner::new(RunnerConfig::default());
+    let (relay, stream) = Relay::start(&runner);
+    let (client, _) = RunnerClient::connect(stream).await.unwrap();
+    let execution = client.spawn_with("cat", sh("exec cat"), AckPolicy::OnDelivery).await.unwrap();
+    let (mut stdin, mut stdout, control) = (execution.stdin, execution.stdout, execution.control);
+    let acks = execution.acks;
+    let mut seen = Vec::new();
+    stdin.write_all(b"one\n").await.unwrap();
+    let mut echo = [0u8; 4];
+    timeout(WAIT, stdout.read_exact(&mut echo)).await.unwrap().unwrap();
+    seen.extend_from_slice(&echo);
+    let inputs = control.inputs().clone();
+    wait_until("the runner acknowledges item 1", || inputs.unacknowledged() == 0).await;
+
+    // Sent into a connection that drops before the runner reads it.
+    relay.freeze_up();
+    stdin.write_all(b"two\n").await.unwrap();
+    stdin.write_all(b"three\n").await.unwrap();
+    wait_until("the input is sent", || inputs.unacknowledged() == 10).await;
+    relay.cut().await;
+    timeout(WAIT, client.closed()).await.expect("the client sees the drop");
+    assert_eq!(runner.input_numbers("cat"), Some((1, 1)), "nothing of it reached the runner");
+
+    // A new connection: the queue goes on there and resends what the runner did not take.
+    let (relay, stream) = Relay::start(&runner);
+    let (client, listed) = RunnerClient::connect(stream).await.unwrap();
+    // `one` was delivered (OnDelivery) and so acknowledged.
+    let resumed = client.resume(&listed[0], AckPolicy::OnDelivery, acks.committed(), &inputs);
+    drop(control); // the queue lives on in the new control
+    let (mut stdout, control, acks) = (resumed.stdout, resumed.control, resumed.acks);
+    let mut echo = vec![0u8; 10];
+    timeout(WAIT, stdout.read_exact(&mut echo)).await.unwrap().unwrap();
+    seen.extend_from_slice(&echo);
+    // Written on the same stdin after the drop: after the resent items.
+    stdin.write_all(b"four\n").await.unwrap();
+    let mut echo = vec![0u8; 5];
+    timeout(WAIT, stdout.read_exact(&mut echo)).await.unwrap().unwrap();
+    seen.extend_from_slice(&echo);
+    wait_until("the runner acknowledges `four`", || inputs.unacknowledged() == 0).await;
+
+    // Taken by the runner, but its acknowledgement (and the echo) lost with the connection:
+    // not sent again.
+    relay.freeze_down();
+    stdin.write_all(b"five\n").await.unwrap();
+    // (Items are chunks of what was written: count them rather than assume.)
+    let last = |runner: &Runner| runner.input_numbers("cat").map(|(taken, _)| taken);
+    wait_until("the runner takes `five`", || {
+        inputs.unacknowledged() == 5 && last(&runner) == Some(inputs.last())
+    })
+    .await;
+    let five = inputs.last();
+    assert_eq!(inputs.unacknowledged(), 5, "the acknowledgement did not arrive");
+    relay.cut().await;
+    timeout(WAIT, client.closed()).await.expect("the client sees the drop");
+    let (_relay, stream) = Relay::start(&runner);
+    let (client, listed) = RunnerClient::connect(stream).await.unwrap();
+    assert_eq!((listed[0].input_taken, listed[0].input_acked), (five, five));
+    let resumed = client.resume(&listed[0], AckPolicy::OnDelivery, acks.committed(), &inputs);
+    drop(control);
+    assert_eq!(inputs.unacknowledged(), 0, "the welcome acknowledged `five`");
+    let mut stdout = resumed.stdout;
+    drop(stdin); // the close, as item 6
+    seen.extend(read_to_end(&mut stdout).await);
+    assert_eq!(String::from_utf8(seen).unwrap(), "one\ntwo\nthree\nfour\nfive\n", "exactly once");
+    let exit = timeout(WAIT, resumed.control.wait()).await.unwrap();
+    assert_eq!(exit, kandev_runtime::ExitInfo::Exited { code: 0 });
+    assert_eq!(inputs.last(), five + 1, "the close was the last item");
+    wait_until("the acknowledged exit ends the execution", || {
+        runner.input_numbers("cat").is_none()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn i20_d5_unacknowledged_input_is_bounded_and_the_writer_waits() {
+    const LIMIT: usize = 32 * 1024;
+    const TOTAL: usize = 3 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let config = RunnerConfig { input_limit: LIMIT, ..RunnerConfig::default() };
+    let runner = Runner::new(config);
+    let (_relay, stream) = Relay::start(&runner);
+    let (client, _) = RunnerClient::connect(stream).await.unwrap();
+    let client = client.with_input_limit(LIMIT);
+    // The agent reads nothing until told to, then counts what it gets.
+    let script = format!("while [ ! -e {} ]; do sleep 0.02; done; exec wc -c", go.display());
+    let execution = client.spawn_with("deaf", sh(&script), AckPolicy::OnDelivery).await.unwrap();
+    let inputs = execution.control.inputs().clone();
+    let mut stdin = execution.stdin;
+    let mut writing = tokio::spawn(async move {
+        let chunk = vec![b'x'; 64 * 1024];
+        for _ in 0..TOTAL / chunk.len() {
+            stdin.write_all(&chunk).await.unwrap();
+        }
+        stdin // kept open: the close follows below
+    });
+    // The writer waits: the agent's pipe, the runner's queue and the client's bound fill up.
+    let waits = timeout(Duration::from_millis(500), &mut writing).await;
+    assert!(waits.is_err(), "3 MiB went into an agent that reads nothing");
+    let unacked = inputs.unacknowledged();
+    assert!(unacked <= 64 * 1024, "the client holds {unacked} unacknowledged bytes");
+    let queued = runner.queued_input("deaf").unwrap();
+    assert!(queued <= LIMIT + 64 * 1024, "the runner queues {queued} bytes");
+    // Once the agent reads, everything arrives, once.
+    std::fs::write(&go, b"").unwrap();
+    let stdin = timeout(WAIT, writing).await.expect("the writer goes on").unwrap();
+    drop(stdin);
+    let mut stdout = execution.stdout;
+    let count = String::from_utf8(read_to_end(&mut stdout).await).unwrap();
+    assert_eq!(count.trim(), TOTAL.to_string());
 }

@@ -52,7 +52,11 @@ pub async fn run(args: RunnerArgs) -> Result<()> {
     let listener = runner::bind(&args.socket)
         .await
         .with_context(|| format!("cannot listen on {}", args.socket.display()))?;
-    let config = RunnerConfig { grace: args.grace, buffer_limit: args.buffer_limit };
+    let config = RunnerConfig {
+        grace: args.grace,
+        buffer_limit: args.buffer_limit,
+        ..RunnerConfig::default()
+    };
     tracing::info!(socket = %args.socket.display(), ?config, "runner listening");
     let runner = Runner::new(config);
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

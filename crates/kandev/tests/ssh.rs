@@ -362,6 +362,27 @@ async fn i20_r7_an_acp_turn_over_ssh_survives_five_dropped_connections() {
 /// and the execution's one stdout goes on across the drops; every chunk once, in order.
 #[tokio::test]
 async fn i20_r7_a_linked_execution_goes_on_across_five_dropped_connections() {
+    linked_turn_with_drops(DropAt::ChunksAfterAnswer).await;
+}
+
+/// Input is exactly-once across drops too (protocol 2): each permission answer is written
+/// and the `ssh` client killed right away, before the runner acknowledged it (and maybe
+/// before it left): the answer still reaches the agent, once, and the turn ends.
+#[tokio::test]
+async fn i20_d5_a_permission_answer_written_as_the_ssh_client_is_killed_reaches_the_agent() {
+    linked_turn_with_drops(DropAt::Answer).await;
+}
+
+/// When a linked turn's connection is dropped, after each permission answer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum DropAt {
+    /// A few chunks after the answer.
+    ChunksAfterAnswer,
+    /// Right after the answer is written.
+    Answer,
+}
+
+async fn linked_turn_with_drops(at: DropAt) {
     const BATCH: u64 = 40;
     const DROPS: usize = 5;
     let sshd = Sshd::start();
@@ -440,7 +461,10 @@ async fn i20_r7_a_linked_execution_goes_on_across_five_dropped_connections() {
     let stop = loop {
         for gate in gates.drain(..) {
             write(&mut agent, allow(&gate)).await;
-            if drops < DROPS {
+            if drops < DROPS && at == DropAt::Answer {
+                drops += 1;
+                link.drop_transport();
+            } else if drops < DROPS {
                 drop_at = Some(chunks.len() + 3);
             }
         }

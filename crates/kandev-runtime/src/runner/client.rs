@@ -3,18 +3,26 @@
 //! started through the runner is seen as a byte pipe (the agent's stdout and stdin) and a
 //! control (pid, stop, wait), like a local child process, so the ACP layer does not care
 //! where the bytes come from.
+//!
+//! Input to an agent is exactly-once too: the bytes written to an execution's stdin pipe
+//! become numbered input items ([`Inputs`]) that stay with the server until the runner
+//! acknowledges them, at most `input_limit` unacknowledged bytes (past it the writer waits);
+//! [`RunnerClient::resume`] hands them to a new connection, which resends every
+//! unacknowledged item the runner has not taken, in order, before any new one.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
+use super::host::INPUT_LIMIT;
 use super::proto::{
     Data, ExecutionInfo, FromRunner, PROTOCOL_VERSION, ProtocolError, ServerCodec, SpawnSpec,
     ToRunner, kind_of,
@@ -36,7 +44,7 @@ enum Event {
 /// nowhere for an execution this server forgot (the replay of its old items can still
 /// arrive after `forget`: the marker keeps them from being parked for ever).
 enum Route {
-    Follow(mpsc::UnboundedSender<Event>),
+    Follow(mpsc::UnboundedSender<Event>, Inputs),
     Parked(Vec<Event>),
     Forgotten,
 }
@@ -50,6 +58,8 @@ pub struct RunnerClient {
     routes: Routes,
     /// Cancelled when the connection is gone.
     closed: CancellationToken,
+    /// Unacknowledged input bytes an execution started or attached from here may hold.
+    input_limit: usize,
 }
 
 /// When the runner's items are acknowledged (and so forgotten by the runner).
@@ -155,6 +165,157 @@ impl Acks {
     }
 }
 
+/// The input items of one execution not yet acknowledged by the runner, in order, and the
+/// connection they go to. Bytes written to the execution's stdin pipe become items (a chunk
+/// each, then the close) numbered from the runner's last taken one plus 1; each is sent when
+/// made and kept until an `input_ack` covers it; [`RunnerClient::resume`] points the queue at
+/// a new connection and resends what the runner did not take. At most `limit`
+/// unacknowledged bytes are held (a single larger chunk alone): the stdin task waits for
+/// acknowledgements past it, so the pipe fills and its writer waits.
+#[derive(Clone)]
+pub struct Inputs {
+    shared: Arc<InputShared>,
+}
+
+struct InputShared {
+    exec: String,
+    /// Permits for unacknowledged bytes (`limit` in all; an item holds `min(len, limit)`).
+    room: Arc<Semaphore>,
+    state: Mutex<InputState>,
+    /// The task that turns the stdin pipe into items; it ends with the last handle.
+    task: OnceLock<AbortOnDropHandle<()>>,
+}
+
+struct InputState {
+    /// The number the next item gets.
+    next: u64,
+    /// Unacknowledged items: number, bytes (`None`: the close) and the permits they hold.
+    items: VecDeque<(u64, Option<Bytes>, u32)>,
+    /// Unacknowledged bytes.
+    bytes: usize,
+    /// The connection items go to (a gone one: they wait for [`RunnerClient::resume`]).
+    out: mpsc::UnboundedSender<ToRunner>,
+}
+
+impl Inputs {
+    /// A queue whose first item is `taken + 1`, sending to `out`, bounded by `limit` bytes.
+    fn new(exec: &str, out: mpsc::UnboundedSender<ToRunner>, taken: u64, limit: usize) -> Self {
+        let limit = u32::try_from(limit).unwrap_or(u32::MAX).max(1);
+        let state = InputState { next: taken + 1, items: VecDeque::new(), bytes: 0, out };
+        let shared = InputShared {
+            exec: exec.to_owned(),
+            room: Arc::new(Semaphore::new(limit as usize)),
+            state: Mutex::new(state),
+            task: OnceLock::new(),
+        };
+        Self { shared: Arc::new(shared) }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, InputState> {
+        self.shared.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The stdin pipe whose bytes become this queue's items (once per queue).
+    fn start_stdin(&self, limit: usize) -> DuplexStream {
+        let (stdin, stdin_rx) = tokio::io::duplex(PIPE);
+        let limit = u32::try_from(limit).unwrap_or(u32::MAX).max(1);
+        let task = tokio::spawn(read_stdin(
+            Arc::downgrade(&self.shared),
+            self.shared.room.clone(),
+            limit,
+            stdin_rx,
+        ));
+        let _ = self.shared.task.set(AbortOnDropHandle::new(task));
+        stdin
+    }
+
+    /// Numbers an item, keeps it and sends it.
+    fn push(&self, data: Option<Bytes>, permits: u32) {
+        let mut state = self.lock();
+        let seq = state.next;
+        state.next += 1;
+        state.bytes += data.as_ref().map_or(0, Bytes::len);
+        let _ = state.out.send(frame(&self.shared.exec, seq, &data));
+        state.items.push_back((seq, data, permits));
+    }
+
+    /// The runner took every item up to `seq`: they are forgotten and their room freed.
+    fn acked(&self, seq: u64) {
+        let mut state = self.lock();
+        let mut freed = 0usize;
+        while state.items.front().is_some_and(|(s, _, _)| *s <= seq) {
+            if let Some((_, data, permits)) = state.items.pop_front() {
+                state.bytes -= data.as_ref().map_or(0, Bytes::len);
+                freed += permits as usize;
+            }
+        }
+        drop(state);
+        self.shared.room.add_permits(freed);
+    }
+
+    /// Points the queue at a new connection: items up to `acked` are forgotten, items after
+    /// `taken` are sent again, in order, before any new one (both under one lock).
+    fn resume(&self, out: mpsc::UnboundedSender<ToRunner>, taken: u64, acked: u64) {
+        self.acked(acked);
+        let mut state = self.lock();
+        state.next = state.next.max(taken + 1);
+        for (seq, data, _) in &state.items {
+            if *seq > taken {
+                let _ = out.send(frame(&self.shared.exec, *seq, data));
+            }
+        }
+        state.out = out;
+    }
+
+    /// Unacknowledged input bytes (tests and diagnostics).
+    pub fn unacknowledged(&self) -> usize {
+        self.lock().bytes
+    }
+
+    /// The number of the last item made (0 before any).
+    pub fn last(&self) -> u64 {
+        self.lock().next - 1
+    }
+}
+
+fn frame(exec: &str, seq: u64, data: &Option<Bytes>) -> ToRunner {
+    match data {
+        Some(bytes) => ToRunner::Input { exec: exec.to_owned(), seq, data: Data(bytes.clone()) },
+        None => ToRunner::CloseInput { exec: exec.to_owned(), seq },
+    }
+}
+
+/// Turns the stdin pipe into input items, waiting for room past the bound; its end becomes
+/// the close item. Holds the queue only weakly: the last [`Inputs`] handle ends it.
+async fn read_stdin(
+    inputs: Weak<InputShared>,
+    room: Arc<Semaphore>,
+    limit: u32,
+    mut stdin: DuplexStream,
+) {
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let data = match stdin.read(&mut chunk).await {
+            Ok(0) | Err(_) => None,
+            Ok(n) => Some(Bytes::copy_from_slice(&chunk[..n])),
+        };
+        let len = data.as_ref().map_or(0, Bytes::len);
+        let permits = u32::try_from(len).unwrap_or(u32::MAX).min(limit);
+        if permits > 0 {
+            match room.acquire_many(permits).await {
+                Ok(permit) => permit.forget(),
+                Err(_) => return,
+            }
+        }
+        let Some(shared) = inputs.upgrade() else { return };
+        let closing = data.is_none();
+        Inputs { shared }.push(data, permits);
+        if closing {
+            return;
+        }
+    }
+}
+
 /// An execution started through a runner.
 pub struct RemoteExecution {
     /// The agent's stdout.
@@ -166,12 +327,23 @@ pub struct RemoteExecution {
     pub acks: Acks,
 }
 
+/// An execution taken over on a new connection with the input queue of an earlier one
+/// ([`RunnerClient::resume`]): its stdin stays the pipe the queue was started with.
+pub struct ResumedExecution {
+    /// The agent's stdout on this connection.
+    pub stdout: DuplexStream,
+    pub control: RemoteControl,
+    pub acks: Acks,
+}
+
 /// Supervision of a runner's execution.
 pub struct RemoteControl {
     exec: String,
     pid: i32,
     out: mpsc::UnboundedSender<ToRunner>,
     exit: watch::Receiver<Option<(ExitInfo, String)>>,
+    /// The execution's input queue (its stdin task lives as long as a handle does).
+    inputs: Inputs,
 }
 
 impl RunnerClient {
@@ -258,6 +430,13 @@ impl RunnerClient {
                     FromRunner::Exited { exec, seq, exit, stderr } => {
                         (exec, Event::Exited(seq, exit.into(), stderr))
                     }
+                    FromRunner::InputAck { exec, seq } => {
+                        let routes = reader_routes.lock().unwrap_or_else(PoisonError::into_inner);
+                        if let Some(Route::Follow(_, inputs)) = routes.get(&exec) {
+                            inputs.acked(seq);
+                        }
+                        continue;
+                    }
                     FromRunner::Error { message } => {
                         tracing::warn!(message, "the runner reported an error");
                         continue;
@@ -269,7 +448,7 @@ impl RunnerClient {
                 };
                 let mut routes = reader_routes.lock().unwrap_or_else(PoisonError::into_inner);
                 match routes.entry(exec).or_insert_with(|| Route::Parked(Vec::new())) {
-                    Route::Follow(follower) => {
+                    Route::Follow(follower, _) => {
                         let _ = follower.send(event);
                     }
                     Route::Parked(parked) => parked.push(event),
@@ -280,7 +459,14 @@ impl RunnerClient {
             // Every follower learns that the connection is gone.
             reader_routes.lock().unwrap_or_else(PoisonError::into_inner).clear();
         });
-        Ok((Self { out, routes, closed }, executions))
+        Ok((Self { out, routes, closed, input_limit: INPUT_LIMIT }, executions))
+    }
+
+    /// The same connection, whose executions from now on hold at most `limit`
+    /// unacknowledged input bytes (default [`INPUT_LIMIT`]; tests use small ones).
+    pub fn with_input_limit(mut self, limit: usize) -> Self {
+        self.input_limit = limit;
+        self
     }
 
     /// Closes the connection (the runner keeps its agents for its grace period).
@@ -311,7 +497,7 @@ impl RunnerClient {
             .values()
             .map(|route| match route {
                 Route::Parked(parked) => parked.len(),
-                Route::Follow(_) | Route::Forgotten => 0,
+                Route::Follow(..) | Route::Forgotten => 0,
             })
             .sum()
     }
@@ -326,12 +512,47 @@ impl RunnerClient {
     /// recorded `committed`, the number of the last item whose effects it committed (its own
     /// record: an acknowledgement sent just before a crash may never have reached the
     /// runner). Output items up to it are acknowledged and dropped, not delivered again.
+    ///
+    /// Its input is numbered after the last item the runner took (what an earlier server
+    /// sent and the runner did not take is not known here: see [`Self::resume`] for a
+    /// server that still holds it).
     pub fn attach_with(
         &self,
         execution: &ExecutionInfo,
         policy: AckPolicy,
         committed: u64,
     ) -> RemoteExecution {
+        let inputs =
+            Inputs::new(&execution.exec, self.out.clone(), execution.input_taken, self.input_limit);
+        let stdin = inputs.start_stdin(self.input_limit);
+        let (stdout, control, acks) = self.take_over(execution, policy, committed, inputs);
+        RemoteExecution { stdout, stdin, control, acks }
+    }
+
+    /// Takes over, on this connection, an execution followed on an earlier one (listed in
+    /// this connection's `welcome`), with that one's input queue (`control.inputs()`): items
+    /// the runner acknowledged are forgotten, items it did not take are sent again, in order,
+    /// before any new one; the stdin pipe stays the one the queue was started with. Output as
+    /// [`Self::attach_with`].
+    pub fn resume(
+        &self,
+        execution: &ExecutionInfo,
+        policy: AckPolicy,
+        committed: u64,
+        inputs: &Inputs,
+    ) -> ResumedExecution {
+        let (stdout, control, acks) = self.take_over(execution, policy, committed, inputs.clone());
+        inputs.resume(self.out.clone(), execution.input_taken, execution.input_acked);
+        ResumedExecution { stdout, control, acks }
+    }
+
+    fn take_over(
+        &self,
+        execution: &ExecutionInfo,
+        policy: AckPolicy,
+        committed: u64,
+        inputs: Inputs,
+    ) -> (DuplexStream, RemoteControl, Acks) {
         let (follower, events) = mpsc::unbounded_channel();
         {
             let mut routes = self.routes.lock().unwrap_or_else(PoisonError::into_inner);
@@ -341,14 +562,14 @@ impl RunnerClient {
                 }
             }
             if !self.closed.is_cancelled() {
-                routes.insert(execution.exec.clone(), Route::Follow(follower));
+                routes.insert(execution.exec.clone(), Route::Follow(follower, inputs.clone()));
             }
         }
         let acked = execution.acked.max(committed);
         if committed > execution.acked {
             let _ = self.out.send(ToRunner::Ack { exec: execution.exec.clone(), seq: committed });
         }
-        self.follow(&execution.exec, execution.pid, acked, policy, events)
+        self.follow(&execution.exec, execution.pid, acked, policy, events, inputs)
     }
 
     /// Starts an execution named `exec` (unique among the runner's live ones).
@@ -364,10 +585,11 @@ impl RunnerClient {
         policy: AckPolicy,
     ) -> Result<RemoteExecution, String> {
         let (follower, mut events) = mpsc::unbounded_channel();
+        let inputs = Inputs::new(exec, self.out.clone(), 0, self.input_limit);
         self.routes
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(exec.to_owned(), Route::Follow(follower));
+            .insert(exec.to_owned(), Route::Follow(follower, inputs.clone()));
         if self.out.send(ToRunner::Spawn { exec: exec.to_owned(), spec }).is_err() {
             return Err(self.gone(exec));
         }
@@ -380,10 +602,12 @@ impl RunnerClient {
             Some(_) => return Err("the runner sent output before the agent started".into()),
             None => return Err(self.gone(exec)),
         };
-        Ok(self.follow(exec, pid, 0, policy, events))
+        let stdin = inputs.start_stdin(self.input_limit);
+        let (stdout, control, acks) = self.follow(exec, pid, 0, policy, events, inputs);
+        Ok(RemoteExecution { stdout, stdin, control, acks })
     }
 
-    /// The pipes and control of an execution whose frames arrive on `events`.
+    /// The stdout pipe and control of an execution whose frames arrive on `events`.
     fn follow(
         &self,
         exec: &str,
@@ -391,10 +615,10 @@ impl RunnerClient {
         acked: u64,
         policy: AckPolicy,
         mut events: mpsc::UnboundedReceiver<Event>,
-    ) -> RemoteExecution {
+        inputs: Inputs,
+    ) -> (DuplexStream, RemoteControl, Acks) {
         let acks = Acks::new(exec, self.out.clone(), acked);
         let (stdout, mut stdout_tx) = tokio::io::duplex(PIPE);
-        let (stdin, mut stdin_rx) = tokio::io::duplex(PIPE);
         let (exit_tx, exit) = watch::channel(None);
         // Output in order into the agent's stdout pipe, each item acknowledged once taken
         // (`OnDelivery`) or recorded for the caller's commit (`OnCommit`).
@@ -429,25 +653,9 @@ impl RunnerClient {
             let lost = ExitInfo::Unknown { reason: "the connection to the runner was lost".into() };
             exit_tx.send_replace(Some((lost, String::new())));
         });
-        // The agent's stdin, as input frames.
-        let (out, name) = (self.out.clone(), exec.to_owned());
-        tokio::spawn(async move {
-            let mut chunk = vec![0u8; 64 * 1024];
-            loop {
-                match stdin_rx.read(&mut chunk).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let data = Data(Bytes::copy_from_slice(&chunk[..n]));
-                        if out.send(ToRunner::Input { exec: name.clone(), data }).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-            let _ = out.send(ToRunner::CloseInput { exec: name });
-        });
-        let control = RemoteControl { exec: exec.to_owned(), pid, out: self.out.clone(), exit };
-        RemoteExecution { stdout, stdin, control, acks }
+        let control =
+            RemoteControl { exec: exec.to_owned(), pid, out: self.out.clone(), exit, inputs };
+        (stdout, control, acks)
     }
 
     fn gone(&self, exec: &str) -> String {
@@ -465,6 +673,11 @@ impl RemoteControl {
     /// The agent's pid; it leads its own process group.
     pub fn pid(&self) -> i32 {
         self.pid
+    }
+
+    /// The execution's input queue (hand it to [`RunnerClient::resume`] on a new connection).
+    pub fn inputs(&self) -> &Inputs {
+        &self.inputs
     }
 
     /// The stderr tail the runner reported with the exit (empty while it runs).
@@ -493,6 +706,47 @@ impl RemoteControl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sent(rx: &mut mpsc::UnboundedReceiver<ToRunner>) -> Vec<(u64, Option<Vec<u8>>)> {
+        let mut frames = Vec::new();
+        while let Ok(frame) = rx.try_recv() {
+            frames.push(match frame {
+                ToRunner::Input { seq, data, .. } => (seq, Some(data.0.to_vec())),
+                ToRunner::CloseInput { seq, .. } => (seq, None),
+                other => panic!("not an input frame: {other:?}"),
+            });
+        }
+        frames
+    }
+
+    #[test]
+    fn i20_d5_a_resumed_queue_resends_what_was_not_taken_in_order_before_new_items() {
+        let (old, mut old_rx) = mpsc::unbounded_channel();
+        // Attached after the runner took item 2 (of an earlier server): numbering goes on.
+        let inputs = Inputs::new("x", old, 2, 1 << 20);
+        for text in ["a", "b", "c", "d"] {
+            // As the stdin task does: room first, then the item.
+            inputs.shared.room.try_acquire_many(1).unwrap().forget();
+            inputs.push(Some(Bytes::from_static(text.as_bytes())), 1);
+        }
+        assert_eq!(sent(&mut old_rx).iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), [3, 4, 5, 6]);
+        inputs.acked(3);
+        assert_eq!(inputs.unacknowledged(), 3);
+        // The connection dropped; the new one's welcome: taken through 5, acknowledged 4.
+        let (new, mut new_rx) = mpsc::unbounded_channel();
+        inputs.resume(new, 5, 4);
+        inputs.push(None, 0);
+        assert_eq!(
+            sent(&mut new_rx),
+            [(6, Some(b"d".to_vec())), (7, None)],
+            "only what was not taken is sent again, then the new item"
+        );
+        assert_eq!(inputs.unacknowledged(), 2, "item 5 stays until acknowledged");
+        assert!(sent(&mut old_rx).is_empty());
+        inputs.acked(7);
+        assert_eq!((inputs.unacknowledged(), inputs.last()), (0, 7));
+        assert_eq!(inputs.shared.room.available_permits(), 1 << 20, "the room is back");
+    }
 
     #[test]
     fn i20_a1_a_position_is_the_last_whole_item_and_the_bytes_of_the_next() {

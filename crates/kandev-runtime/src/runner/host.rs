@@ -9,12 +9,16 @@
 //!   every unacknowledged item again, in order, before anything new.
 //! - Past `buffer_limit` unacknowledged output bytes the agent's stdout is not read any more
 //!   (the agent blocks on a full pipe); nothing is dropped.
+//! - Input items of an execution (stdin bytes, then the close) are taken in sequence order,
+//!   each once: an item taken already (a resend after a drop) is ignored. Taken items are
+//!   acknowledged while the stdin queue is within `input_limit`; past it the acknowledgement
+//!   waits until the agent has read enough, so a server that keeps at most `input_limit`
+//!   unacknowledged bytes waits too (the queue stays bounded; nothing is refused or lost).
 //! - A newer connection replaces the older one; there is one owner at a time.
 //! - With no owner for `grace`, every agent is killed (process group) and the runner ends;
 //!   an owner that leaves while no agent runs ends it at once.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -37,9 +41,14 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(600);
 pub const DEFAULT_BUFFER_LIMIT: usize = 16 << 20;
 /// Largest chunk read from an agent's stdout at once.
 const CHUNK: usize = 64 * 1024;
-/// Bound of input bytes queued for an agent's stdin and not yet written (an agent that does
-/// not read its input); past it an input frame gets an error and is not queued.
+/// Default bound of input bytes queued for an agent's stdin and not yet written (an agent
+/// that does not read its input): past it taken input is not acknowledged until the agent
+/// reads, and the server (which keeps at most this many unacknowledged bytes) waits.
 pub const INPUT_LIMIT: usize = 16 << 20;
+/// A queue past this many times `input_limit` refuses input with an error: only a server
+/// that does not wait for acknowledgements gets there (a waiting one stays within three
+/// times, counting what a restarted server sends on top of what its predecessor left).
+const INPUT_HARD_FACTOR: usize = 4;
 /// How long a killed agent gets between TERM and KILL when the owner is gone.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
@@ -48,11 +57,13 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 pub struct RunnerConfig {
     pub grace: Duration,
     pub buffer_limit: usize,
+    /// Queued stdin bytes past which taken input is not acknowledged ([`INPUT_LIMIT`]).
+    pub input_limit: usize,
 }
 
 impl Default for RunnerConfig {
     fn default() -> Self {
-        Self { grace: DEFAULT_GRACE, buffer_limit: DEFAULT_BUFFER_LIMIT }
+        Self { grace: DEFAULT_GRACE, buffer_limit: DEFAULT_BUFFER_LIMIT, input_limit: INPUT_LIMIT }
     }
 }
 
@@ -77,8 +88,13 @@ struct Execution {
     acked: u64,
     exited: bool,
     input: mpsc::UnboundedSender<Input>,
-    /// Bytes in `input` not yet written to the agent's stdin (bounded by [`INPUT_LIMIT`]).
-    queued: Arc<AtomicUsize>,
+    /// The last input item taken into `input`.
+    input_taken: u64,
+    /// The last input item acknowledged: `input_taken` whenever `queued` is within the
+    /// bound.
+    input_acked: u64,
+    /// Bytes in `input` not yet written to the agent's stdin.
+    queued: usize,
     /// Signalled when an acknowledgement made room in the buffer.
     room: Arc<Notify>,
 }
@@ -146,6 +162,18 @@ impl Runner {
         self.shared.lock().executions.get(exec).map(|e| e.buffered)
     }
 
+    /// Input bytes taken for an execution's stdin and not yet written to it (tests and
+    /// diagnostics).
+    pub fn queued_input(&self, exec: &str) -> Option<usize> {
+        self.shared.lock().executions.get(exec).map(|e| e.queued)
+    }
+
+    /// The last input item taken and the last acknowledged of an execution (tests and
+    /// diagnostics).
+    pub fn input_numbers(&self, exec: &str) -> Option<(u64, u64)> {
+        self.shared.lock().executions.get(exec).map(|e| (e.input_taken, e.input_acked))
+    }
+
     /// Serves one owner connection until it closes or a newer one replaces it.
     pub async fn serve_connection<S>(&self, stream: S) -> Result<(), ProtocolError>
     where
@@ -196,7 +224,7 @@ impl Runner {
                 tokio::select! {
                     frame = framed.next() => match frame {
                         Some(Ok(frame)) => {
-                            if let Some(reply) = self.handle(frame, &mut sent) {
+                            if let Some(reply) = self.handle(frame, generation, &mut sent) {
                                 framed.send(reply).await?;
                             }
                         }
@@ -231,7 +259,7 @@ impl Runner {
 
     /// Makes a new connection the owner: its number, the executions to list in `welcome`
     /// and each one's send cursor.
-    fn take_ownership(state: &mut State) -> (u64, Vec<ExecutionInfo>, HashMap<String, u64>) {
+    fn take_ownership(state: &mut State) -> (u64, Vec<ExecutionInfo>, HashMap<String, Cursor>) {
         state.generation += 1;
         let generation = state.generation;
         state.owner = Some(generation);
@@ -243,23 +271,30 @@ impl Runner {
                 pid: e.pid,
                 acked: e.acked,
                 exited: e.exited,
+                input_taken: e.input_taken,
+                input_acked: e.input_acked,
             })
             .collect();
-        let sent: HashMap<String, u64> =
-            state.executions.iter().map(|(exec, e)| (exec.clone(), e.acked)).collect();
+        let sent: HashMap<String, Cursor> =
+            state.executions.iter().map(|(exec, e)| (exec.clone(), Cursor::of(e))).collect();
         (generation, executions, sent)
     }
 
-    /// Items not yet sent on this connection, as frames.
-    fn pending(&self, sent: &mut HashMap<String, u64>) -> Vec<FromRunner> {
+    /// Items and input acknowledgements not yet sent on this connection, as frames.
+    fn pending(&self, sent: &mut HashMap<String, Cursor>) -> Vec<FromRunner> {
         let state = self.shared.lock();
         let mut frames = Vec::new();
         for (exec, execution) in &state.executions {
-            let cursor = sent.entry(exec.clone()).or_insert(execution.acked);
+            let cursor = sent.entry(exec.clone()).or_insert_with(|| Cursor::of(execution));
+            if execution.input_acked > cursor.input_acked {
+                // One acknowledgement covers every item taken since the last one.
+                cursor.input_acked = execution.input_acked;
+                frames.push(FromRunner::InputAck { exec: exec.clone(), seq: cursor.input_acked });
+            }
             // Items are in sequence order: skip what this connection has sent without a scan.
-            let start = execution.items.partition_point(|(seq, _)| *seq <= *cursor);
+            let start = execution.items.partition_point(|(seq, _)| *seq <= cursor.output);
             for (seq, item) in execution.items.range(start..) {
-                *cursor = *seq;
+                cursor.output = *seq;
                 frames.push(match item {
                     Item::Output(bytes) => FromRunner::Output {
                         exec: exec.clone(),
@@ -278,14 +313,21 @@ impl Runner {
         frames
     }
 
-    fn handle(&self, frame: ToRunner, sent: &mut HashMap<String, u64>) -> Option<FromRunner> {
+    fn handle(
+        &self,
+        frame: ToRunner,
+        generation: u64,
+        sent: &mut HashMap<String, Cursor>,
+    ) -> Option<FromRunner> {
         match frame {
             ToRunner::Hello { .. } => {
                 Some(FromRunner::Error { message: "hello was already received".into() })
             }
             ToRunner::Spawn { exec, spec } => Some(self.spawn(exec, spec, sent)),
-            ToRunner::Input { exec, data } => self.input(&exec, Input::Data(data.0)),
-            ToRunner::CloseInput { exec } => self.input(&exec, Input::Close),
+            ToRunner::Input { exec, seq, data } => {
+                self.input(&exec, generation, seq, Input::Data(data.0))
+            }
+            ToRunner::CloseInput { exec, seq } => self.input(&exec, generation, seq, Input::Close),
             ToRunner::Ack { exec, seq } => {
                 self.ack(&exec, seq);
                 None
@@ -317,29 +359,55 @@ impl Runner {
         }
     }
 
-    fn input(&self, exec: &str, input: Input) -> Option<FromRunner> {
-        let state = self.shared.lock();
-        match state.executions.get(exec) {
-            Some(execution) => {
-                if let Input::Data(bytes) = &input {
-                    let queued = execution.queued.load(Ordering::Acquire);
-                    if queued + bytes.len() > INPUT_LIMIT {
-                        return Some(FromRunner::Error {
-                            message: format!(
-                                "the stdin of {exec} is full ({queued} bytes queued, the bound \
-                                 is {INPUT_LIMIT}): the agent does not read its input; input \
-                                 dropped, send it again later"
-                            ),
-                        });
-                    }
-                    execution.queued.fetch_add(bytes.len(), Ordering::AcqRel);
-                }
-                // A closed channel means the agent's stdin is gone; its exit follows.
-                let _ = execution.input.send(input);
-                None
-            }
-            None => Some(unknown(exec)),
+    /// Takes input item `seq` into the execution's stdin queue, unless it was taken already
+    /// or connection `generation` was replaced (checked under the lock that hands the
+    /// ownership over: the new owner numbers its input after what `welcome` listed, so a late
+    /// item of the old one must not take a number first).
+    fn input(&self, exec: &str, generation: u64, seq: u64, input: Input) -> Option<FromRunner> {
+        let limit = self.shared.config.input_limit;
+        let mut state = self.shared.lock();
+        if state.owner != Some(generation) {
+            return None;
         }
+        let Some(execution) = state.executions.get_mut(exec) else {
+            return Some(unknown(exec));
+        };
+        if seq <= execution.input_taken {
+            return None; // a resend after a drop: taken once already
+        }
+        let taken = execution.input_taken;
+        if seq != taken + 1 {
+            return Some(FromRunner::Error {
+                message: format!(
+                    "input item {seq} of {exec} does not follow item {taken}: send the items \
+                     after {taken} again, in order"
+                ),
+            });
+        }
+        let len = match &input {
+            Input::Data(bytes) => bytes.len(),
+            Input::Close => 0,
+        };
+        let queued = execution.queued;
+        let hard = limit.saturating_mul(INPUT_HARD_FACTOR);
+        if len > 0 && queued + len > hard {
+            return Some(FromRunner::Error {
+                message: format!(
+                    "the stdin of {exec} is full ({queued} bytes queued, the bound is {hard}): \
+                     the agent does not read its input; input item {seq} not taken, wait for \
+                     input_ack before sending more"
+                ),
+            });
+        }
+        execution.input_taken = seq;
+        // A closed channel means the agent's stdin is gone (its exit follows): nothing queues.
+        if execution.input.send(input).is_ok() {
+            execution.queued += len;
+        }
+        if execution.queued <= limit {
+            execution.input_acked = seq;
+        }
+        None
     }
 
     fn ack(&self, exec: &str, seq: u64) {
@@ -361,7 +429,12 @@ impl Runner {
         }
     }
 
-    fn spawn(&self, exec: String, spec: SpawnSpec, sent: &mut HashMap<String, u64>) -> FromRunner {
+    fn spawn(
+        &self,
+        exec: String,
+        spec: SpawnSpec,
+        sent: &mut HashMap<String, Cursor>,
+    ) -> FromRunner {
         if self.shared.lock().executions.contains_key(&exec) {
             return FromRunner::SpawnFailed {
                 exec,
@@ -389,7 +462,6 @@ impl Runner {
         let process = Arc::new(process);
         let (input, inputs) = mpsc::unbounded_channel();
         let room = Arc::new(Notify::new());
-        let queued = Arc::new(AtomicUsize::new(0));
         self.shared.lock().executions.insert(
             exec.clone(),
             Execution {
@@ -401,12 +473,14 @@ impl Runner {
                 acked: 0,
                 exited: false,
                 input,
-                queued: queued.clone(),
+                input_taken: 0,
+                input_acked: 0,
+                queued: 0,
                 room: room.clone(),
             },
         );
-        sent.insert(exec.clone(), 0);
-        tokio::spawn(write_input(stdio.stdin, inputs, queued));
+        sent.insert(exec.clone(), Cursor::default());
+        tokio::spawn(write_input(self.shared.clone(), exec.clone(), stdio.stdin, inputs));
         tokio::spawn(read_output(self.shared.clone(), exec.clone(), stdio.stdout, process, room));
         FromRunner::Spawned { exec, pid }
     }
@@ -459,21 +533,56 @@ fn unknown(exec: &str) -> FromRunner {
     FromRunner::Error { message: format!("no execution named {exec}") }
 }
 
+/// What one connection has sent of an execution: output items and input acknowledgements.
+#[derive(Clone, Copy, Default)]
+struct Cursor {
+    output: u64,
+    input_acked: u64,
+}
+
+impl Cursor {
+    /// A new connection starts where the execution's acknowledgements stand (what `welcome`
+    /// lists).
+    fn of(execution: &Execution) -> Self {
+        Self { output: execution.acked, input_acked: execution.input_acked }
+    }
+}
+
+/// Writes the queued input to the agent's stdin; what it wrote leaves the queue, and taken
+/// input held back past the bound is acknowledged once the queue is within it again.
 async fn write_input(
+    shared: Arc<Shared>,
+    exec: String,
     mut stdin: tokio::process::ChildStdin,
     mut inputs: mpsc::UnboundedReceiver<Input>,
-    queued: Arc<AtomicUsize>,
 ) {
     while let Some(input) = inputs.recv().await {
-        match input {
-            Input::Data(bytes) => {
-                let written = stdin.write_all(&bytes).await.is_ok() && stdin.flush().await.is_ok();
-                queued.fetch_sub(bytes.len(), Ordering::AcqRel);
-                if !written {
-                    return;
-                }
+        let Input::Data(bytes) = input else { break };
+        let written = stdin.write_all(&bytes).await.is_ok() && stdin.flush().await.is_ok();
+        let acked = {
+            let mut state = shared.lock();
+            let Some(execution) = state.executions.get_mut(&exec) else { return };
+            execution.queued -= bytes.len();
+            if !written {
+                // The agent's stdin is gone (its exit follows): the rest of the queue is
+                // dropped, and input from now on is taken and dropped (closed under the lock,
+                // so no later item counts as queued).
+                inputs.close();
+                execution.queued = 0;
             }
-            Input::Close => return,
+            let behind = execution.input_acked < execution.input_taken;
+            if behind && execution.queued <= shared.config.input_limit {
+                execution.input_acked = execution.input_taken;
+                true
+            } else {
+                false
+            }
+        };
+        if acked {
+            shared.bump();
+        }
+        if !written {
+            return;
         }
     }
 }

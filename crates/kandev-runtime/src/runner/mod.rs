@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use tokio::net::{UnixListener, UnixStream};
 
-pub use client::{AckPolicy, Acks, RemoteControl, RemoteExecution, RunnerClient};
+pub use client::{
+    AckPolicy, Acks, Inputs, RemoteControl, RemoteExecution, ResumedExecution, RunnerClient,
+};
 pub use host::{DEFAULT_BUFFER_LIMIT, DEFAULT_GRACE, INPUT_LIMIT, Runner, RunnerConfig};
 pub use proto::{ExecutionInfo, PROTOCOL_VERSION, ProtocolError, SpawnSpec};
 

@@ -8,6 +8,13 @@
 //! per-execution sequence number starting at 1; the server acknowledges what it has taken
 //! (`ack`) and the runner forgets only what was acknowledged, so a reconnecting server gets
 //! every unacknowledged item again, in order.
+//!
+//! Input goes the same way in the other direction (protocol version 2): every item for an
+//! execution's stdin (`input` bytes, then `close_input`) carries a per-execution input
+//! sequence number from 1; the runner acknowledges (`input_ack`, covering everything up to
+//! a number) what it took into the execution's stdin queue, ignores an item it took already
+//! (a resend after a drop), and `welcome` lists each execution's last taken and last
+//! acknowledged input number, so a reconnecting server resends exactly what was not taken.
 
 use std::io;
 use std::marker::PhantomData;
@@ -22,7 +29,7 @@ use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
 use crate::ExitInfo;
 
 /// The protocol's version. Peers of different versions refuse each other at the handshake.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The largest frame either side accepts (a 1 MiB output chunk base64-encoded fits easily).
 pub const MAX_FRAME: usize = 8 << 20;
@@ -116,6 +123,12 @@ pub struct ExecutionInfo {
     pub acked: u64,
     /// Whether the agent has exited (its exit is among the items still to deliver).
     pub exited: bool,
+    /// The last input number the runner took into the agent's stdin queue: a server that
+    /// resumes resends only later items, a new server numbers its input from the next one.
+    pub input_taken: u64,
+    /// The last input number the runner acknowledged (at most `input_taken`: taken items are
+    /// acknowledged once the stdin queue is within its bound).
+    pub input_acked: u64,
 }
 
 /// Frames from the server to the runner.
@@ -126,10 +139,11 @@ pub enum ToRunner {
     Hello { version: u32 },
     /// Starts an execution under a name of the server's choosing (unique among live ones).
     Spawn { exec: String, spec: SpawnSpec },
-    /// Bytes for the agent's stdin.
-    Input { exec: String, data: Data },
-    /// Closes the agent's stdin.
-    CloseInput { exec: String },
+    /// Bytes for the agent's stdin: input item `seq` (per execution, from 1, shared with
+    /// `close_input`). An item the runner took already is ignored.
+    Input { exec: String, seq: u64, data: Data },
+    /// Closes the agent's stdin, as input item `seq` (after every byte before it).
+    CloseInput { exec: String, seq: u64 },
     /// Everything up to and including `seq` was taken; the runner forgets it.
     Ack { exec: String, seq: u64 },
     /// Stops the agent: TERM to its group, `grace_ms`, then KILL. Its exit follows as an item.
@@ -173,6 +187,12 @@ pub enum FromRunner {
         seq: u64,
         exit: ExitReport,
         stderr: String,
+    },
+    /// Every input item up to and including `seq` was taken into the agent's stdin queue
+    /// (which outlives the connection): the server may forget them.
+    InputAck {
+        exec: String,
+        seq: u64,
     },
     /// A frame the runner could not act on (unknown execution, ...); the connection stays.
     Error {
@@ -278,8 +298,10 @@ mod tests {
             ToRunner::Hello { version: PROTOCOL_VERSION },
             ToRunner::Input {
                 exec: "x1".into(),
+                seq: 1,
                 data: Data(Bytes::from_static(b"\0\xff{\"a\":1}\n")),
             },
+            ToRunner::CloseInput { exec: "x1".into(), seq: 2 },
             ToRunner::Ack { exec: "x1".into(), seq: 42 },
             ToRunner::Spawn {
                 exec: "x2".into(),
@@ -328,7 +350,7 @@ mod tests {
 
         // Not base64 where bytes are expected.
         let mut buf = BytesMut::new();
-        let body = br#"{"type":"input","exec":"x","data":"***"}"#;
+        let body = br#"{"type":"input","exec":"x","seq":1,"data":"***"}"#;
         buf.extend_from_slice(&(body.len() as u32).to_be_bytes());
         buf.extend_from_slice(body);
         assert!(matches!(codec.decode(&mut buf), Err(ProtocolError::BadFrame { .. })));
