@@ -32,6 +32,7 @@ mod reconcile;
 mod saved_prompts;
 mod session;
 mod shells;
+mod sites;
 mod stream;
 #[cfg(test)]
 mod test_support;

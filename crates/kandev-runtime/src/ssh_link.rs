@@ -108,6 +108,11 @@ impl SshLink {
         }
     }
 
+    /// Whether reconnecting failed for good: nothing will run through this link again.
+    pub fn is_gone(&self) -> bool {
+        matches!(&*self.generation.borrow(), Generation::Gone(_))
+    }
+
     /// Kills the current `ssh` client (tests: the network goes away); the link reopens.
     pub fn drop_transport(&self) {
         let _ = self.kill.send(());
@@ -176,6 +181,11 @@ impl LinkedExecution {
     /// The agent's pid on the remote host.
     pub fn pid(&self) -> i32 {
         self.pid
+    }
+
+    /// The last lines the process wrote to stderr (reported with its exit).
+    pub fn stderr_tail(&self) -> String {
+        self.control.lock().unwrap_or_else(PoisonError::into_inner).stderr_tail()
     }
 
     /// Resolves with the agent's exit, or `Unknown` when the link is gone for good.
