@@ -169,7 +169,10 @@ impl ExecutionControl for LinkedControl {
 }
 
 impl Launcher for SshLauncher {
-    fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, std::result::Result<Launched, String>> {
+    fn launch(
+        &self,
+        spec: LaunchSpec,
+    ) -> BoxFuture<'static, std::result::Result<Launched, String>> {
         let link = self.link.clone();
         let home = self.remote_home.clone();
         Box::pin(async move {
@@ -190,7 +193,8 @@ impl Launcher for SshLauncher {
                 None => (spec.program, spec.args),
             };
             let exec = uuid::Uuid::new_v4().to_string();
-            let spawn = SpawnSpec { program, args, env: spec.env, cwd: spec.cwd, secrets: spec.secrets };
+            let spawn =
+                SpawnSpec { program, args, env: spec.env, cwd: spec.cwd, secrets: spec.secrets };
             let mut execution = link.spawn(&exec, spawn).await?;
             let (ends, _) = tokio::io::duplex(1);
             let stdout = std::mem::replace(&mut execution.stdout, ends);

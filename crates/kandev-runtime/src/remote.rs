@@ -111,8 +111,10 @@ pub async fn serve(request: &str) -> String {
     };
     match answer {
         Ok(value) => json!({ "ok": value }).to_string(),
-        Err(err) => json!({ "err": { "kind": RemoteErrorKind::of(&err), "message": err.to_string() } })
-            .to_string(),
+        Err(err) => {
+            json!({ "err": { "kind": RemoteErrorKind::of(&err), "message": err.to_string() } })
+                .to_string()
+        }
     }
 }
 
@@ -123,8 +125,15 @@ async fn run_here(op: RemoteOp) -> Result<Value, GitError> {
             Value::Null
         }
         RemoteOp::CreateWorktree { repo, base_branch, branch, reuse, path } => {
-            let existing = if reuse { OnExistingBranch::Reuse } else { OnExistingBranch::PickAnother };
-            let spec = WorktreeSpec { repo_path: repo, base_branch, branch, existing, worktree_path: path };
+            let existing =
+                if reuse { OnExistingBranch::Reuse } else { OnExistingBranch::PickAnother };
+            let spec = WorktreeSpec {
+                repo_path: repo,
+                base_branch,
+                branch,
+                existing,
+                worktree_path: path,
+            };
             let made = git::create_worktree(&spec).await?;
             json!({ "path": made.path, "branch": made.branch, "base_commit": made.base_commit })
         }
@@ -226,10 +235,8 @@ impl RemoteSite {
         let mut execution = self.link.spawn(&exec, spec).await.map_err(|e| self.failed(e))?;
         drop(std::mem::replace(&mut execution.stdin, tokio::io::duplex(1).0));
         let mut out = Vec::new();
-        let read = (&mut execution.stdout)
-            .take(MAX_ANSWER_BYTES as u64)
-            .read_to_end(&mut out)
-            .await;
+        let read =
+            (&mut execution.stdout).take(MAX_ANSWER_BYTES as u64).read_to_end(&mut out).await;
         let exit = execution.wait().await;
         if let Err(e) = read {
             return Err(self.failed(format!("reading the answer failed: {e}")));
@@ -242,7 +249,9 @@ impl RemoteSite {
                     other => format!("it ended with {other:?}"),
                 };
                 let stderr = execution.stderr_tail();
-                return Err(self.failed(format!("`kandev remote-op` failed: {why}; {}", stderr.trim())));
+                return Err(
+                    self.failed(format!("`kandev remote-op` failed: {why}; {}", stderr.trim()))
+                );
             }
         };
         match answer {
@@ -311,11 +320,20 @@ impl Site {
         }
     }
 
-    pub async fn remove_worktree(&self, repo: &Path, path: &Path, force: bool) -> Result<(), GitError> {
+    pub async fn remove_worktree(
+        &self,
+        repo: &Path,
+        path: &Path,
+        force: bool,
+    ) -> Result<(), GitError> {
         match self {
             Site::Local => git::remove_worktree(repo, path, force).await,
             Site::Remote(r) => {
-                let op = RemoteOp::RemoveWorktree { repo: repo.to_owned(), path: path.to_owned(), force };
+                let op = RemoteOp::RemoveWorktree {
+                    repo: repo.to_owned(),
+                    path: path.to_owned(),
+                    force,
+                };
                 r.call(&op).await
             }
         }
@@ -328,11 +346,18 @@ impl Site {
         }
     }
 
-    pub async fn changes(&self, path: &Path, base_commit: &str) -> Result<Vec<FileChange>, GitError> {
+    pub async fn changes(
+        &self,
+        path: &Path,
+        base_commit: &str,
+    ) -> Result<Vec<FileChange>, GitError> {
         match self {
             Site::Local => git::changes(path, base_commit).await,
             Site::Remote(r) => {
-                let op = RemoteOp::Changes { path: path.to_owned(), base_commit: base_commit.to_owned() };
+                let op = RemoteOp::Changes {
+                    path: path.to_owned(),
+                    base_commit: base_commit.to_owned(),
+                };
                 let changes: Vec<WireChange> = r.call(&op).await?;
                 Ok(changes.into_iter().map(FileChange::from).collect())
             }
@@ -345,7 +370,11 @@ impl Site {
             Site::Remote(r) => {
                 let op = RemoteOp::Commit { path: path.to_owned(), message: message.to_owned() };
                 let made: WireCommit = r.call(&op).await?;
-                Ok(CommitInfo { sha: made.sha, summary: made.summary, files_changed: made.files_changed })
+                Ok(CommitInfo {
+                    sha: made.sha,
+                    summary: made.summary,
+                    files_changed: made.files_changed,
+                })
             }
         }
     }
@@ -354,17 +383,27 @@ impl Site {
         match self {
             Site::Local => git::tree(path).await,
             Site::Remote(r) => {
-                let entries: Vec<WireEntry> = r.call(&RemoteOp::Tree { path: path.to_owned() }).await?;
+                let entries: Vec<WireEntry> =
+                    r.call(&RemoteOp::Tree { path: path.to_owned() }).await?;
                 Ok(entries.into_iter().map(TreeEntry::from).collect())
             }
         }
     }
 
-    pub async fn read_file(&self, path: &Path, relative: &str, max_bytes: usize) -> Result<FileContent, GitError> {
+    pub async fn read_file(
+        &self,
+        path: &Path,
+        relative: &str,
+        max_bytes: usize,
+    ) -> Result<FileContent, GitError> {
         match self {
             Site::Local => git::read_file(path, relative, max_bytes).await,
             Site::Remote(r) => {
-                let op = RemoteOp::ReadFile { path: path.to_owned(), relative: relative.to_owned(), max_bytes };
+                let op = RemoteOp::ReadFile {
+                    path: path.to_owned(),
+                    relative: relative.to_owned(),
+                    max_bytes,
+                };
                 let file: WireContent = r.call(&op).await?;
                 Ok(file.into())
             }
@@ -416,7 +455,11 @@ impl From<FileChange> for WireChange {
                     old_lines: h.old_lines,
                     new_start: h.new_start,
                     new_lines: h.new_lines,
-                    lines: h.lines.into_iter().map(|l| (l.kind.as_str().to_owned(), l.text)).collect(),
+                    lines: h
+                        .lines
+                        .into_iter()
+                        .map(|l| (l.kind.as_str().to_owned(), l.text))
+                        .collect(),
                 })
                 .collect(),
         }
@@ -562,8 +605,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope");
         let op = RemoteOp::Commit { path: missing, message: "m".into() };
-        let answer: Answer = serde_json::from_str(&serve(&serde_json::to_string(&op).unwrap()).await).unwrap();
-        let Answer::Err { kind, message } = answer else { panic!("a commit in a missing folder succeeded") };
+        let answer: Answer =
+            serde_json::from_str(&serve(&serde_json::to_string(&op).unwrap()).await).unwrap();
+        let Answer::Err { kind, message } = answer else {
+            panic!("a commit in a missing folder succeeded")
+        };
         assert_eq!(kind, RemoteErrorKind::NotFound, "{message}");
         let answer: Answer = serde_json::from_str(&serve("{\"op\":\"nope\"}").await).unwrap();
         assert!(matches!(answer, Answer::Err { kind: RemoteErrorKind::Validation, .. }));

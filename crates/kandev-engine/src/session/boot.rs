@@ -18,9 +18,9 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{EngineError, Result};
 use crate::handshake::{self, BootFailure, BootPlan, Booted};
 use crate::launcher::{ExecutionControl, LaunchSpec, Launcher};
-use crate::sites::{self, Placement, SshLauncher};
 use crate::session::command::Command;
 use crate::session::state::{Boot, Live, Phase, SessionActor, Taken};
+use crate::sites::{self, Placement, SshLauncher};
 use crate::workdir::prepare::prepare_for_start;
 use crate::write::add_message;
 
@@ -173,7 +173,9 @@ impl SessionActor {
             let prepared = prepare_for_start(&inner, &session, first, &cancel);
             let result = match prepared.await {
                 Ok(placement) => match on_host(&inner, placement, launcher, plan).await {
-                    Ok((launcher, plan)) => handshake::boot(launcher, plan, cancel).await.map(Box::new),
+                    Ok((launcher, plan)) => {
+                        handshake::boot(launcher, plan, cancel).await.map(Box::new)
+                    }
                     Err(failure) => Err(failure),
                 },
                 Err(failure) => Err(failure),
@@ -181,7 +183,6 @@ impl SessionActor {
             let _ = inbox.send(Command::Booted { epoch, result }).await;
         });
     }
-
 }
 
 /// The launcher and plan for where the task's repositories are: an SSH executor's agents

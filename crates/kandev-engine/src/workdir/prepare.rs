@@ -485,7 +485,8 @@ async fn create(
     let repo_path = match placement {
         Placement::Local => repo_path,
         Placement::Ssh { settings, executor } => {
-            let bare = PathBuf::from(format!("{}/repos/{}.git", settings.remote_home, repository.id));
+            let bare =
+                PathBuf::from(format!("{}/repos/{}.git", settings.remote_home, repository.id));
             if let Err(message) = mirror(&local_repo, &bare, &base_branch, site, settings).await {
                 return Ok(Err(Failure {
                     code: "worktree_failed",

@@ -56,7 +56,12 @@ pub(crate) async fn targets(
             continue;
         };
         if record.executor_id.is_some() {
-            crate::sites::refuse_remote(inner, task_id, "git status and shipping (rebase, merge, push, pull requests)").await?;
+            crate::sites::refuse_remote(
+                inner,
+                task_id,
+                "git status and shipping (rebase, merge, push, pull requests)",
+            )
+            .await?;
         }
         if !exists(&record.path).await {
             continue;

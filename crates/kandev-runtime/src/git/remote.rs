@@ -51,9 +51,13 @@ pub async fn push_over_ssh(
     ssh_command: &str,
 ) -> Result<(), GitError> {
     let repo = open_repo(repo).await?;
-    let mut push = Git::new(&repo)
-        .env("GIT_SSH_COMMAND", ssh_command)
-        .args(["push", "--quiet", "--force", "--no-verify", url]);
+    let mut push = Git::new(&repo).env("GIT_SSH_COMMAND", ssh_command).args([
+        "push",
+        "--quiet",
+        "--force",
+        "--no-verify",
+        url,
+    ]);
     for name in refs {
         push = push.arg(format!("{name}:{name}"));
     }
