@@ -35,7 +35,7 @@ pub(crate) struct Links {
 #[derive(Clone)]
 pub(crate) enum Placement {
     Local,
-    Ssh { executor: Executor, settings: SshSettings },
+    Ssh { executor: Box<Executor>, settings: Box<SshSettings> },
 }
 
 impl Placement {
@@ -51,7 +51,9 @@ impl Placement {
 pub(crate) async fn placement(inner: &Inner, repository: &Repository) -> Result<Placement> {
     match inner.store.repository_executor(repository.id.as_str()).await? {
         Some(executor) => match executor.kind.clone() {
-            ExecutorKind::Ssh(settings) => Ok(Placement::Ssh { executor, settings }),
+            ExecutorKind::Ssh(settings) => {
+                Ok(Placement::Ssh { executor: Box::new(executor), settings: Box::new(settings) })
+            }
             ExecutorKind::Local => Ok(Placement::Local),
         },
         None => Ok(Placement::Local),
@@ -108,8 +110,14 @@ pub(crate) async fn site_of(inner: &Inner, record: &WorktreeRecord) -> Result<Si
     })?;
     match &executor.kind {
         ExecutorKind::Ssh(settings) => {
-            site(inner, &Placement::Ssh { executor: executor.clone(), settings: settings.clone() })
-                .await
+            site(
+                inner,
+                &Placement::Ssh {
+                    executor: Box::new(executor.clone()),
+                    settings: Box::new(settings.clone()),
+                },
+            )
+            .await
         }
         ExecutorKind::Local => Ok(Site::Local),
     }
@@ -144,7 +152,12 @@ pub(crate) struct SshLauncher {
     pub remote_home: String,
 }
 
-struct LinkedControl(LinkedExecution);
+/// A linked execution, with the link it needs (kept alive while the agent runs, even when
+/// the executor's settings change and new work gets a new link).
+struct LinkedControl {
+    execution: LinkedExecution,
+    _link: Arc<SshLink>,
+}
 
 impl ExecutionControl for LinkedControl {
     fn pid(&self) -> Option<i32> {
@@ -156,15 +169,19 @@ impl ExecutionControl for LinkedControl {
     }
 
     fn stderr_tail(&self) -> String {
-        self.0.stderr_tail()
+        self.execution.stderr_tail()
     }
 
     fn stop(&self, grace: Duration) -> BoxFuture<'_, ExitInfo> {
-        Box::pin(self.0.stop(grace))
+        Box::pin(self.execution.stop(grace))
     }
 
     fn wait(&self) -> BoxFuture<'_, ExitInfo> {
-        Box::pin(self.0.wait())
+        Box::pin(self.execution.wait())
+    }
+
+    fn on_this_host(&self) -> bool {
+        false
     }
 }
 
@@ -203,7 +220,7 @@ impl Launcher for SshLauncher {
             Ok(Launched {
                 reader: Box::new(stdout),
                 writer: Box::new(stdin),
-                control: Arc::new(LinkedControl(execution)),
+                control: Arc::new(LinkedControl { execution, _link: link }),
                 runner: None,
             })
         })

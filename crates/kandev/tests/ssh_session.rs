@@ -309,3 +309,95 @@ async fn i20_a3_r7_the_ssh_connection_dropped_five_times_mid_turn_loses_nothing(
     drop(server);
     drop(sshd);
 }
+
+/// The building blocks under the session test, against the same real sshd: a bare copy of a
+/// repository is made on the build host and the base branch pushed into it with git's ssh
+/// transport and the executor's options; each worktree operation runs there through the
+/// link (also right after the connection dropped), and failures keep their meaning.
+#[tokio::test]
+async fn i20_a3_worktree_operations_run_on_the_build_host_through_the_link() {
+    use kandev_runtime::git::{self, GitError, OnExistingBranch, WorktreeSpec};
+    use kandev_runtime::remote::{RemoteErrorKind, RemoteSite, Site};
+    use kandev_runtime::ssh::{Backoff, SshRunner};
+    use kandev_runtime::ssh_link::SshLink;
+
+    let sshd = Sshd::start();
+    let remote = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.path().join("a.txt"), "one\n").unwrap();
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "start"]);
+    let settings = sshd.settings(remote.path());
+    let runner = SshRunner::new(settings.clone(), server::KANDEV.into(), Duration::from_secs(60));
+    let (link, _) =
+        tokio::time::timeout(DEADLINE, SshLink::connect(runner.clone(), Backoff::default()))
+            .await
+            .unwrap()
+            .unwrap();
+    let link = std::sync::Arc::new(link);
+    let site = Site::Remote(RemoteSite::new(link.clone(), &settings.remote_home, "build1"));
+
+    let bare = remote.path().join("repos/r1.git");
+    site.init_bare(&bare).await.unwrap();
+    site.init_bare(&bare).await.unwrap(); // again: already one
+    let full = git::full_ref_name(repo.path(), "main").await.unwrap().unwrap();
+    assert_eq!(full, "refs/heads/main");
+    let url = runner.git_url(&bare.display().to_string());
+    git::push_over_ssh(repo.path(), &url, &[full], &runner.git_ssh_command()).await.unwrap();
+    assert_eq!(git(&bare, &["rev-parse", "main"]), git(repo.path(), &["rev-parse", "main"]));
+
+    let path = remote.path().join("worktrees/t1/project");
+    let spec = WorktreeSpec {
+        repo_path: bare.clone(),
+        base_branch: "main".into(),
+        branch: "task-1".into(),
+        existing: OnExistingBranch::PickAnother,
+        worktree_path: path.clone(),
+    };
+    let made = site.create_worktree(&spec).await.unwrap();
+    assert_eq!(made.path, path.canonicalize().unwrap());
+    assert_eq!(made.branch, "task-1");
+    assert!(site.exists(&path).await.unwrap());
+    assert_eq!(site.is_dirty(&path).await.unwrap(), 0);
+
+    std::fs::write(path.join("a.txt"), "one\ntwo\n").unwrap();
+    // The connection drops; the next operation waits for the new one.
+    link.drop_transport();
+    let changes = site.changes(&path, &made.base_commit).await.unwrap();
+    assert_eq!(changes.len(), 1);
+    assert_eq!((changes[0].path.as_str(), changes[0].additions), ("a.txt", 1));
+    assert_eq!(changes[0].hunks[0].lines.last().unwrap().text, "two");
+    assert_eq!(link.connections(), 2, "the operation ran on the reopened connection");
+    let tree = site.tree(&path).await.unwrap();
+    assert_eq!(tree.iter().map(|e| e.path.as_str()).collect::<Vec<_>>(), ["a.txt"]);
+    let read = site.read_file(&path, "a.txt", 1024).await.unwrap();
+    assert_eq!(read.content, "one\ntwo\n");
+
+    let refused = site.read_file(&path, "../../../x", 1024).await.unwrap_err();
+    assert!(
+        matches!(refused, GitError::Remote { kind: RemoteErrorKind::Forbidden, .. }),
+        "{refused:?}"
+    );
+    let missing = site.read_file(&path, "nope.txt", 1024).await.unwrap_err();
+    assert!(
+        matches!(missing, GitError::Remote { kind: RemoteErrorKind::NotFound, .. }),
+        "{missing:?}"
+    );
+
+    let commit = site.commit_all(&path, "two lines").await.unwrap();
+    assert_eq!(git(&path, &["log", "-1", "--format=%H"]), commit.sha);
+    let nothing = site.commit_all(&path, "again").await.unwrap_err();
+    assert!(
+        matches!(nothing, GitError::Remote { kind: RemoteErrorKind::NothingToCommit, .. }),
+        "{nothing:?}"
+    );
+
+    std::fs::write(path.join("b.txt"), "untracked\n").unwrap();
+    let kept = site.remove_worktree(&bare, &path, false).await.unwrap_err();
+    assert!(matches!(kept, GitError::Remote { kind: RemoteErrorKind::Conflict, .. }), "{kept:?}");
+    assert!(kept.to_string().contains("uncommitted or untracked"), "{kept}");
+    site.remove_worktree(&bare, &path, true).await.unwrap();
+    assert!(!site.exists(&path).await.unwrap());
+    assert_eq!(git(&bare, &["rev-parse", "task-1"]), commit.sha, "the branch stays");
+}
