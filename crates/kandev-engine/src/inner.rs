@@ -41,7 +41,7 @@ pub(crate) struct Inner {
     /// Open user terminals (`shells.rs`).
     pub shells: Shells,
     /// The links to SSH executors' hosts (`sites.rs`).
-    pub links: crate::sites::Links,
+    pub links: crate::links::Links,
 }
 
 impl Inner {
@@ -59,7 +59,7 @@ impl Inner {
             questions: Waiters::default(),
             dev_servers: DevServers::default(),
             shells: Shells::default(),
-            links: crate::sites::Links::default(),
+            links: crate::links::Links::default(),
         }
     }
 

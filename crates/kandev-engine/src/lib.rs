@@ -23,6 +23,7 @@ mod files;
 mod handshake;
 mod inner;
 mod launcher;
+mod links;
 pub mod mcp;
 mod notes;
 mod position;

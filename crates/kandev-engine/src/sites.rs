@@ -4,7 +4,6 @@
 //! server's `kandev` on the host first) and made again when it is gone for good or the
 //! executor's settings changed. [`SshLauncher`] starts agents through it.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,12 +23,6 @@ use crate::launcher::{ExecutionControl, LaunchSpec, Launched, Launcher};
 
 /// How long a build host's runner keeps agents while this server is away.
 const REMOTE_GRACE: Duration = Duration::from_secs(600);
-
-/// The live links, by executor id, with the settings each was made with.
-#[derive(Default)]
-pub(crate) struct Links {
-    links: tokio::sync::Mutex<HashMap<String, (SshSettings, Arc<SshLink>)>>,
-}
 
 /// Where a repository's work goes.
 #[derive(Clone)]
@@ -66,7 +59,7 @@ pub(crate) async fn link(
     executor: &Executor,
     settings: &SshSettings,
 ) -> std::result::Result<Arc<SshLink>, String> {
-    let mut links = inner.links.links.lock().await;
+    let mut links = inner.links.lock().await;
     if let Some((made_with, link)) = links.get(&executor.id)
         && made_with == settings
         && !link.is_gone()
