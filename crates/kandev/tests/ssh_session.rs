@@ -130,6 +130,7 @@ struct Setup {
     remote: tempfile::TempDir,
     repo: tempfile::TempDir,
     server: Server,
+    repository: Value,
     task: String,
     session: String,
 }
@@ -178,12 +179,12 @@ async fn setup() -> Setup {
     let task = task["task"]["id"].as_str().unwrap().to_owned();
     let launched = call(&server, "session.launch", json!({"task_id": task})).await;
     let session = launched["session"]["id"].as_str().unwrap().to_owned();
-    Setup { sshd, home, remote, repo, server, task, session }
+    Setup { sshd, home, remote, repo, server, repository, task, session }
 }
 
 #[tokio::test]
 async fn i20_a3_a_task_on_an_ssh_executor_runs_a_whole_session_on_the_build_host() {
-    let Setup { sshd, home, remote, repo, server, task, session } = setup().await;
+    let Setup { sshd, home, remote, repo, server, repository, task, session } = setup().await;
     let worktree = remote.path().join("worktrees").join(&task).join("project");
     let script = "#!mock\nwrite notes.txt written on the build host\\n\nsay wrote it";
     call(&server, "message.add", json!({"session_id": session, "content": script})).await;
@@ -247,6 +248,25 @@ async fn i20_a3_a_task_on_an_ssh_executor_runs_a_whole_session_on_the_build_host
         refused.to_string().contains("not available yet for tasks on the SSH executor build1"),
         "{refused}"
     );
+
+    // The worktree stays where it was made: once the repository runs locally, a new session
+    // of the task is refused with what to do, and nothing is made locally.
+    call(
+        &server,
+        "repository.executor.set",
+        json!({"repository_id": repository, "executor_id": null}),
+    )
+    .await;
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/session.launch", server.url))
+        .json(&json!({"task_id": task}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 409);
+    let refused: Value = response.json().await.unwrap();
+    assert!(refused.to_string().contains("remove the task's worktrees"), "{refused}");
+    assert!(!home.path().join("worktrees").join(&task).exists(), "no local worktree");
 
     // Archiving stops the agent and removes the remote worktree; its branch stays there.
     let archived = call(&server, "task.archive", json!({"id": task})).await;
