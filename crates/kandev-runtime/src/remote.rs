@@ -84,6 +84,8 @@ pub enum RemoteOp {
     RemoveWorktree { repo: PathBuf, path: PathBuf, force: bool },
     /// Whether anything exists at `path` (not following a last symlink).
     Exists { path: PathBuf },
+    /// Removes the directory `path` if it is empty (a task's folder of worktrees).
+    RemoveEmptyDir { path: PathBuf },
     /// [`git::is_dirty`].
     IsDirty { path: PathBuf },
     /// [`git::changes`].
@@ -142,6 +144,7 @@ async fn run_here(op: RemoteOp) -> Result<Value, GitError> {
             Value::Null
         }
         RemoteOp::Exists { path } => json!(tokio::fs::symlink_metadata(&path).await.is_ok()),
+        RemoteOp::RemoveEmptyDir { path } => json!(tokio::fs::remove_dir(&path).await.is_ok()),
         RemoteOp::IsDirty { path } => json!(git::is_dirty(&path).await?),
         RemoteOp::Changes { path, base_commit } => {
             let changes = git::changes(&path, &base_commit).await?;
@@ -300,6 +303,14 @@ impl Site {
         match self {
             Site::Local => Ok(tokio::fs::symlink_metadata(path).await.is_ok()),
             Site::Remote(r) => r.call(&RemoteOp::Exists { path: path.to_owned() }).await,
+        }
+    }
+
+    /// Removes the directory `path` if it is empty; whether it was removed.
+    pub async fn remove_empty_dir(&self, path: &Path) -> Result<bool, GitError> {
+        match self {
+            Site::Local => Ok(tokio::fs::remove_dir(path).await.is_ok()),
+            Site::Remote(r) => r.call(&RemoteOp::RemoveEmptyDir { path: path.to_owned() }).await,
         }
     }
 

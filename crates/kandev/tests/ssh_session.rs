@@ -272,6 +272,7 @@ async fn i20_a3_a_task_on_an_ssh_executor_runs_a_whole_session_on_the_build_host
     let archived = call(&server, "task.archive", json!({"id": task})).await;
     assert_eq!(archived["worktrees_kept"], json!([]), "{archived}");
     assert!(!worktree.exists(), "the remote worktree is removed");
+    assert!(!worktree.parent().unwrap().exists(), "and the task's folder there");
     let start = Instant::now();
     while !processes_with(&format!("{} mock-agent", remote_kandev.display())).is_empty() {
         assert!(start.elapsed() < DEADLINE, "the agent is stopped");

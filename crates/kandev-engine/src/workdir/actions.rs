@@ -230,6 +230,8 @@ impl Engine {
         let _guard = self.inner.task_locks.lock(task_id).await;
         self.stop_task_sessions(task_id).await?;
         let mut removal = WorktreeRemoval::default();
+        // The task's folders of worktrees on build hosts, removed once empty like the local one.
+        let mut remote_folders = vec![];
         for record in self.inner.store.live_worktrees(task_id).await? {
             let site = match site_of(&self.inner, &record).await {
                 Ok(site) => site,
@@ -242,7 +244,10 @@ impl Engine {
                     continue;
                 }
             };
-            if !site.is_remote() {
+            if site.is_remote() {
+                let folder = Path::new(&record.path).parent().map(Path::to_path_buf);
+                remote_folders.extend(folder.map(|folder| (site.clone(), folder)));
+            } else {
                 crate::workdir::ship::run_cleanup(&self.inner, &record, force).await;
             }
             let removed = site
@@ -275,6 +280,9 @@ impl Engine {
         // The task's folder goes too once it is empty.
         if let Ok(dir) = task_worktrees_dir(home, task_id) {
             let _ = tokio::fs::remove_dir(&dir).await;
+        }
+        for (site, folder) in remote_folders {
+            let _ = site.remove_empty_dir(&folder).await;
         }
         Ok(removal)
     }
