@@ -32,6 +32,10 @@ pub struct AcpConfig {
     /// Longest line accepted from the agent (default 8 MiB); longer lines are discarded and
     /// reported as [`AgentEvent::ProtocolError`].
     pub max_line_len: usize,
+    /// Offer the agent this host's file system and terminals (`fs/*`, `terminal/*`; default
+    /// true). Off for an agent on another host (the SSH executor): the client would act on
+    /// this host, not the agent's.
+    pub host_tools: bool,
 }
 
 impl Default for AcpConfig {
@@ -40,6 +44,7 @@ impl Default for AcpConfig {
             request_timeout: Duration::from_secs(60),
             prompt_timeout: Duration::from_secs(24 * 60 * 60),
             max_line_len: 8 * 1024 * 1024,
+            host_tools: true,
         }
     }
 }
@@ -181,12 +186,13 @@ impl AcpClient {
     /// `initialize`: protocol version 1, file system and terminal capabilities, client info
     /// `kandev`.
     pub async fn initialize(&self) -> Result<InitializeResponse, AcpError> {
+        let tools = self.connection.config.host_tools;
         let params = json!({
             "protocolVersion": PROTOCOL_VERSION,
             "clientCapabilities": {
-                "fs": { "readTextFile": true, "writeTextFile": true },
+                "fs": { "readTextFile": tools, "writeTextFile": tools },
                 // ACP `terminal/*`: the engine runs the agent's commands (docs/terminals).
-                "terminal": true,
+                "terminal": tools,
                 // Auth methods of type `terminal`: Kandev shows the command to run.
                 "auth": { "terminal": true },
             },

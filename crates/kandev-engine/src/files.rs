@@ -38,6 +38,17 @@ async fn blocking<T: Send + 'static>(
     .map_err(|e| (FAILED, format!("the file request failed: {e}")))?
 }
 
+/// The refusal of a file request from an agent on another host (an SSH executor's): this
+/// host's files are not its working directory, and the capability was not offered.
+pub fn off_host(method: &str) -> (i64, String) {
+    (
+        REFUSED,
+        format!(
+            "{method} is not offered to an agent on an SSH executor; use the build host's own files"
+        ),
+    )
+}
+
 pub async fn read(
     root: &Path,
     requested: &str,

@@ -34,6 +34,9 @@ pub struct BootPlan {
     pub mcp: Option<McpOffer>,
     /// The profile's extra MCP servers, handed after Kandev's own.
     pub mcp_servers: Vec<McpServerConfig>,
+    /// The agent runs on an SSH executor's host: it is offered no file system or terminal of
+    /// this host ([`kandev_acp::AcpConfig::host_tools`]).
+    pub remote: bool,
 }
 
 /// A live, initialized conversation.
@@ -183,7 +186,11 @@ pub async fn boot(
     }
     .map_err(|message| BootFailure::new("agent_start_failed", message))?;
     let control = launched.control.clone();
-    let config = AcpConfig { request_timeout: plan.call_timeout, ..AcpConfig::default() };
+    let config = AcpConfig {
+        request_timeout: plan.call_timeout,
+        host_tools: !plan.remote,
+        ..AcpConfig::default()
+    };
     let runner = launched.runner;
     let (client, mut events) = AcpClient::connect_tagged(launched.reader, launched.writer, config);
     let outcome = tokio::select! {

@@ -40,6 +40,8 @@ pub(crate) struct Inner {
     pub dev_servers: DevServers,
     /// Open user terminals (`shells.rs`).
     pub shells: Shells,
+    /// The links to SSH executors' hosts (`sites.rs`).
+    pub links: crate::links::Links,
 }
 
 impl Inner {
@@ -57,6 +59,7 @@ impl Inner {
             questions: Waiters::default(),
             dev_servers: DevServers::default(),
             shells: Shells::default(),
+            links: crate::links::Links::default(),
         }
     }
 

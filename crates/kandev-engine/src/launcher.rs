@@ -73,6 +73,11 @@ pub trait ExecutionControl: Send + Sync {
     /// Called once the handling of an exit [`Self::wait`] returned is committed: a runner's
     /// execution is forgotten only then (its exit acknowledges every earlier output item).
     fn exit_handled(&self) {}
+    /// Whether it runs on this server's host: only then may it use this host's files and
+    /// terminals (an SSH executor's agent is offered neither, and refused if it asks).
+    fn on_this_host(&self) -> bool {
+        true
+    }
 }
 
 /// Starts executions.

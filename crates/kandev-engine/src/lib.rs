@@ -23,6 +23,7 @@ mod files;
 mod handshake;
 mod inner;
 mod launcher;
+mod links;
 pub mod mcp;
 mod notes;
 mod position;
@@ -32,6 +33,7 @@ mod reconcile;
 mod saved_prompts;
 mod session;
 mod shells;
+mod sites;
 mod stream;
 #[cfg(test)]
 mod test_support;

@@ -31,6 +31,7 @@ mod group;
 mod process;
 pub mod pty;
 pub mod redact;
+pub mod remote;
 pub mod runner;
 pub mod ssh;
 pub mod ssh_link;

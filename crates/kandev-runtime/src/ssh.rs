@@ -214,6 +214,23 @@ impl SshRunner {
         args
     }
 
+    /// The `GIT_SSH_COMMAND` that makes git's own ssh transport use this executor's options
+    /// (a push of the base branch to the build host): every word shell-quoted.
+    pub fn git_ssh_command(&self) -> String {
+        let mut words = vec![quote("ssh")];
+        for option in self.common_options() {
+            words.push(quote(&option.to_string_lossy()));
+        }
+        words.join(" ")
+    }
+
+    /// `ssh://user@host:port<path>`: a repository at `path` on the build host, for git.
+    pub fn git_url(&self, path: &str) -> String {
+        let s = &self.settings;
+        let host = if s.host.contains(':') { format!("[{}]", s.host) } else { s.host.clone() };
+        format!("ssh://{}@{host}:{}{path}", s.user, s.port)
+    }
+
     /// `ssh ... user@host <remote command>`.
     fn ssh(&self, remote: &str) -> Command {
         let s = &self.settings;

@@ -14,6 +14,7 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures::FutureExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -110,6 +111,11 @@ impl SshLink {
         }
     }
 
+    /// Whether reconnecting failed for good: nothing will run through this link again.
+    pub fn is_gone(&self) -> bool {
+        matches!(&*self.generation.borrow(), Generation::Gone(_))
+    }
+
     /// Kills the current `ssh` client (tests: the network goes away); the link reopens.
     pub fn drop_transport(&self) {
         let _ = self.kill.send(());
@@ -130,11 +136,45 @@ impl SshLink {
         }
     }
 
-    /// Starts an execution on the runner; its pipes go on across drops.
+    /// Starts an execution on the runner; its pipes go on across drops. A connection that
+    /// dropped under the spawn (before the supervisor noticed) is waited out: on the next
+    /// one the execution is taken over when the runner lists it (it was started), else
+    /// spawned again.
     pub async fn spawn(&self, exec: &str, spec: SpawnSpec) -> Result<LinkedExecution, String> {
-        let (number, client) = self.client().await?;
-        let execution = client.spawn_with(exec, spec, AckPolicy::OnDelivery).await?;
-        Ok(self.follow(exec, number, execution))
+        loop {
+            let (number, client) = self.client().await?;
+            match client.spawn_with(exec, spec.clone(), AckPolicy::OnDelivery).await {
+                Ok(execution) => return Ok(self.follow(exec, number, execution)),
+                Err(_) if client.closed().now_or_never().is_some() => {
+                    let (number, client, executions) = self.live_after(number).await?;
+                    if let Some(info) = executions.iter().find(|e| e.exec == exec) {
+                        let execution = client.attach_with(info, AckPolicy::OnDelivery, 0);
+                        return Ok(self.follow(exec, number, execution));
+                    }
+                }
+                Err(message) => return Err(message),
+            }
+        }
+    }
+
+    /// The first live connection after connection `number`.
+    async fn live_after(
+        &self,
+        number: u64,
+    ) -> Result<(u64, RunnerClient, Arc<Vec<ExecutionInfo>>), String> {
+        let mut generation = self.generation.clone();
+        loop {
+            match &*generation.borrow_and_update() {
+                Generation::Live { number: now, client, executions } if *now > number => {
+                    return Ok((*now, client.clone(), executions.clone()));
+                }
+                Generation::Gone(message) => return Err(message.clone()),
+                Generation::Live { .. } | Generation::Reconnecting => {}
+            }
+            if generation.changed().await.is_err() {
+                return Err("the ssh link is closed".into());
+            }
+        }
     }
 
     /// Takes over an execution the runner listed when the link connected.
@@ -172,6 +212,11 @@ impl LinkedExecution {
     /// The agent's pid on the remote host.
     pub fn pid(&self) -> i32 {
         self.pid
+    }
+
+    /// The last lines the process wrote to stderr (reported with its exit).
+    pub fn stderr_tail(&self) -> String {
+        self.control.lock().unwrap_or_else(PoisonError::into_inner).stderr_tail()
     }
 
     /// Resolves with the agent's exit, or `Unknown` when the link is gone for good.

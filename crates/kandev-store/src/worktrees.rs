@@ -24,6 +24,8 @@ pub struct WorktreeRecord {
     pub setup_done: bool,
     pub created_at: Timestamp,
     pub removed_at: Option<Timestamp>,
+    /// The executor whose host it was made on (`None`: this server's host).
+    pub executor_id: Option<String>,
 }
 
 /// A worktree to record.
@@ -35,6 +37,8 @@ pub struct NewWorktree {
     pub path: String,
     pub branch: String,
     pub base_commit: String,
+    /// The executor whose host it is made on (`None`: this server's host).
+    pub executor_id: Option<String>,
 }
 
 #[derive(FromRow)]
@@ -49,6 +53,7 @@ struct WorktreeRow {
     setup_done_at: Option<i64>,
     created_at: i64,
     removed_at: Option<i64>,
+    executor_id: Option<String>,
 }
 
 impl From<WorktreeRow> for WorktreeRecord {
@@ -64,6 +69,7 @@ impl From<WorktreeRow> for WorktreeRecord {
             setup_done: r.setup_done_at.is_some(),
             created_at: Timestamp(r.created_at),
             removed_at: r.removed_at.map(Timestamp),
+            executor_id: r.executor_id,
         }
     }
 }
@@ -141,7 +147,7 @@ impl WriteTx {
         let (id, now) = (self.new_id(), self.now().millis());
         let inserted = crate::sql::query(
             "INSERT INTO worktrees (id, task_id, repository_id, repository_path, path, branch, \
-             base_commit, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             base_commit, created_at, executor_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(new.task_id.as_str())
@@ -151,6 +157,7 @@ impl WriteTx {
         .bind(&new.branch)
         .bind(&new.base_commit)
         .bind(now)
+        .bind(&new.executor_id)
         .execute(self.conn())
         .await;
         match inserted {

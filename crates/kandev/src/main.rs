@@ -39,6 +39,13 @@ enum Command {
     McpBridge(bridge::BridgeArgs),
     /// Own agent processes for a server and outlive it (`serve --runner local` starts it).
     Runner(runner::RunnerArgs),
+    /// Run one git or file operation on a task's worktree here and print the answer as JSON
+    /// (what a server runs on an SSH executor's build host; not for people).
+    #[command(hide = true)]
+    RemoteOp {
+        /// The operation, as JSON.
+        request: String,
+    },
     /// Add, list and remove the users who may log in, and set their passwords (on the
     /// database itself; the server may be running).
     User {
@@ -74,6 +81,10 @@ async fn main() -> std::process::ExitCode {
         }
         Some(Command::McpBridge(args)) => bridge::run(args).await,
         Some(Command::Runner(args)) => runner::run(args).await,
+        Some(Command::RemoteOp { request }) => {
+            println!("{}", kandev_runtime::remote::serve(&request).await);
+            Ok(())
+        }
         Some(Command::Task { server, command }) => client::task(server, command).await,
         Some(Command::Workflow { server, command }) => client::workflow(server, command).await,
         Some(Command::User { db, command }) => users::run(db, command).await,

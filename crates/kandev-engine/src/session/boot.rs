@@ -17,9 +17,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{EngineError, Result};
 use crate::handshake::{self, BootFailure, BootPlan, Booted};
-use crate::launcher::{ExecutionControl, LaunchSpec};
+use crate::launcher::{ExecutionControl, LaunchSpec, Launcher};
 use crate::session::command::Command;
 use crate::session::state::{Boot, Live, Phase, SessionActor, Taken};
+use crate::sites::{self, Placement, SshLauncher};
 use crate::workdir::prepare::prepare_for_start;
 use crate::write::add_message;
 
@@ -163,6 +164,7 @@ impl SessionActor {
             authenticate: self.inner.take_auth_wish(&self.session.id),
             mcp,
             mcp_servers,
+            remote: false,
         };
         let launcher = self.inner.launcher.clone();
         let inbox = self.sender();
@@ -170,13 +172,41 @@ impl SessionActor {
         self.spawn(async move {
             let prepared = prepare_for_start(&inner, &session, first, &cancel);
             let result = match prepared.await {
-                Ok(()) => handshake::boot(launcher, plan, cancel).await.map(Box::new),
+                Ok(placement) => match on_host(&inner, placement, launcher, plan).await {
+                    Ok((launcher, plan)) => {
+                        handshake::boot(launcher, plan, cancel).await.map(Box::new)
+                    }
+                    Err(failure) => Err(failure),
+                },
                 Err(failure) => Err(failure),
             };
             let _ = inbox.send(Command::Booted { epoch, result }).await;
         });
     }
+}
 
+/// The launcher and plan for where the task's repositories are: an SSH executor's agents
+/// start through its link, without Kandev's MCP server (its loopback address does not reach
+/// the build host) or this host's files and terminals.
+async fn on_host(
+    inner: &crate::inner::Inner,
+    placement: Placement,
+    launcher: Arc<dyn Launcher>,
+    mut plan: BootPlan,
+) -> std::result::Result<(Arc<dyn Launcher>, BootPlan), BootFailure> {
+    let Placement::Ssh { executor, settings } = placement else {
+        return Ok((launcher, plan));
+    };
+    let link = sites::link(inner, &executor, &settings)
+        .await
+        .map_err(|message| BootFailure::new("agent_start_failed", message))?;
+    plan.mcp = None;
+    plan.remote = true;
+    let launcher = SshLauncher { link, remote_home: settings.remote_home.clone() };
+    Ok((Arc::new(launcher), plan))
+}
+
+impl SessionActor {
     /// Cancels a start in progress; returns whether there was one, with the prompt that was
     /// waiting for it.
     pub(super) fn cancel_boot(&mut self) -> Option<Option<Message>> {

@@ -91,6 +91,14 @@ impl SessionActor {
                     tool_call.title.unwrap_or_else(|| "the agent asks for permission".to_owned());
                 self.on_permission_request(title, tool_call.raw, options, responder, before).await
             }
+            AgentEvent::ReadTextFile { responder, .. } if !self.agent_on_this_host() => {
+                responder.respond(Err(files::off_host("fs/read_text_file")));
+                Ok(())
+            }
+            AgentEvent::WriteTextFile { responder, .. } if !self.agent_on_this_host() => {
+                responder.respond(Err(files::off_host("fs/write_text_file")));
+                Ok(())
+            }
             AgentEvent::ReadTextFile { path, line, limit, responder, .. } => {
                 let root = PathBuf::from(&self.session.cwd);
                 self.spawn(async move {
@@ -119,6 +127,11 @@ impl SessionActor {
         if let Err(err) = result {
             tracing::error!(session = %self.session.id, error = %err, "handling an agent event failed");
         }
+    }
+
+    /// Whether the live agent runs on this server's host (not on an SSH executor's).
+    pub(super) fn agent_on_this_host(&self) -> bool {
+        self.phase.live().is_none_or(|live| live.control.on_this_host())
     }
 
     /// The ACP offset through which the live agent's output is handled (0 without a runner).

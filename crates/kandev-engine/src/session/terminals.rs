@@ -124,6 +124,9 @@ impl SessionActor {
         cwd: Option<String>,
         limit: Option<u64>,
     ) -> std::result::Result<String, (i64, String)> {
+        if !self.agent_on_this_host() {
+            return Err(crate::files::off_host("terminal/create"));
+        }
         let root = confined_cwd(&self.session.cwd, cwd.as_deref())?;
         let limit = limit.map_or(DEFAULT_OUTPUT_LIMIT, |l| {
             usize::try_from(l.min(MAX_OUTPUT_LIMIT)).unwrap_or(DEFAULT_OUTPUT_LIMIT)

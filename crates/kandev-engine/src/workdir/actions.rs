@@ -18,13 +18,15 @@ use kandev_domain::files::{
 };
 use kandev_runtime::confine::{self, PathError, RelPath};
 use kandev_runtime::git::{self, GitError};
+use kandev_runtime::remote::{RemoteErrorKind, Site};
 use kandev_store::{StoreError, WorktreeRecord};
 
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::inner::Inner;
 use crate::session::handle::is_running;
-use crate::workdir::shared::{exists, git_error, task_worktrees_dir};
+use crate::sites::site_of;
+use crate::workdir::shared::{git_error, task_worktrees_dir};
 
 /// Most bytes of a file `task.file.read` returns.
 pub const MAX_READ_BYTES: usize = 1024 * 1024;
@@ -46,10 +48,11 @@ impl Engine {
         };
         let mut files = vec![];
         for mounted in &worktrees {
-            let changes =
-                git::changes(Path::new(&mounted.record.path), &mounted.record.base_commit)
-                    .await
-                    .map_err(git_error)?;
+            let site = site_of(&self.inner, &mounted.record).await?;
+            let changes = site
+                .changes(Path::new(&mounted.record.path), &mounted.record.base_commit)
+                .await
+                .map_err(git_error)?;
             files.extend(changes.into_iter().map(|c| changed_file(mounted, c)));
         }
         Ok(TaskChanges { worktrees: worktrees.iter().map(Mounted::info).collect(), files })
@@ -65,8 +68,9 @@ impl Engine {
             Root::Worktrees { worktrees, .. } => {
                 let mut entries = vec![];
                 for mounted in &worktrees {
+                    let site = site_of(&self.inner, &mounted.record).await?;
                     let listed =
-                        git::tree(Path::new(&mounted.record.path)).await.map_err(git_error)?;
+                        site.tree(Path::new(&mounted.record.path)).await.map_err(git_error)?;
                     if let Some(folder) = &mounted.folder {
                         entries.push(TreeEntry {
                             path: folder.clone(),
@@ -88,11 +92,12 @@ impl Engine {
 
     /// Reads one file of the task's working directory (at most [`MAX_READ_BYTES`]).
     pub async fn task_file_read(&self, task_id: &TaskId, path: &str) -> Result<FileContent> {
-        let (dir, relative, folder) = match root(&self.inner, task_id).await? {
-            Root::Plain(dir) => (dir, path.to_owned(), None),
+        let (dir, relative, folder, site) = match root(&self.inner, task_id).await? {
+            Root::Plain(dir) => (dir, path.to_owned(), None, Site::Local),
             Root::Worktrees { dir: None, mut worktrees } => {
                 let mounted = worktrees.remove(0);
-                (PathBuf::from(mounted.record.path), path.to_owned(), None)
+                let site = site_of(&self.inner, &mounted.record).await?;
+                (PathBuf::from(mounted.record.path), path.to_owned(), None, site)
             }
             Root::Worktrees { dir: Some(_), worktrees } => {
                 // `..`, absolute paths and `.git` first; the read itself is confined.
@@ -119,10 +124,11 @@ impl Engine {
                         "`{path}` is a directory; give the path of a file"
                     )));
                 }
-                (PathBuf::from(&mounted.record.path), rest.join("/"), mounted.folder.clone())
+                let site = site_of(&self.inner, &mounted.record).await?;
+                (PathBuf::from(&mounted.record.path), rest.join("/"), mounted.folder.clone(), site)
             }
         };
-        let file = git::read_file(&dir, &relative, MAX_READ_BYTES).await.map_err(git_error)?;
+        let file = site.read_file(&dir, &relative, MAX_READ_BYTES).await.map_err(git_error)?;
         let path = match folder {
             Some(folder) => format!("{folder}/{}", file.path),
             None => file.path,
@@ -146,7 +152,8 @@ impl Engine {
         };
         let mut made = vec![];
         for mounted in &worktrees {
-            match git::commit_all(Path::new(&mounted.record.path), message).await {
+            let site = site_of(&self.inner, &mounted.record).await?;
+            match site.commit_all(Path::new(&mounted.record.path), message).await {
                 Ok(commit) => made.push(CommitMade {
                     repository_id: mounted.record.repository_id.clone(),
                     branch: mounted.record.branch.clone(),
@@ -154,7 +161,10 @@ impl Engine {
                     summary: commit.summary,
                     files_changed: commit.files_changed,
                 }),
-                Err(GitError::NothingToCommit { .. }) => {}
+                Err(
+                    GitError::NothingToCommit { .. }
+                    | GitError::Remote { kind: RemoteErrorKind::NothingToCommit, .. },
+                ) => {}
                 Err(err) => return Err(git_error(err)),
             }
         }
@@ -173,10 +183,21 @@ impl Engine {
     pub async fn dirty_task_worktrees(&self, task_id: &TaskId) -> Result<Vec<KeptWorktree>> {
         let mut dirty = vec![];
         for record in self.inner.store.live_worktrees(task_id).await? {
-            if !exists(&record.path).await {
+            let site = match site_of(&self.inner, &record).await {
+                Ok(site) => site,
+                Err(err) => {
+                    dirty.push(KeptWorktree {
+                        repository_id: record.repository_id.clone(),
+                        path: record.path.clone(),
+                        reason: err.to_string(),
+                    });
+                    continue;
+                }
+            };
+            if !site.exists(Path::new(&record.path)).await.unwrap_or(true) {
                 continue;
             }
-            let reason = match git::is_dirty(Path::new(&record.path)).await {
+            let reason = match site.is_dirty(Path::new(&record.path)).await {
                 Ok(0) => continue,
                 Ok(files) => {
                     GitError::Dirty { path: PathBuf::from(&record.path), files }.to_string()
@@ -209,22 +230,37 @@ impl Engine {
         let _guard = self.inner.task_locks.lock(task_id).await;
         self.stop_task_sessions(task_id).await?;
         let mut removal = WorktreeRemoval::default();
+        // The task's folders of worktrees on build hosts, removed once empty like the local one.
+        let mut remote_folders = vec![];
         for record in self.inner.store.live_worktrees(task_id).await? {
-            crate::workdir::ship::run_cleanup(&self.inner, &record, force).await;
-            let removed = git::remove_worktree(
-                Path::new(&record.repository_path),
-                Path::new(&record.path),
-                force,
-            )
-            .await;
+            let site = match site_of(&self.inner, &record).await {
+                Ok(site) => site,
+                Err(err) => {
+                    removal.kept.push(KeptWorktree {
+                        repository_id: record.repository_id.clone(),
+                        path: record.path.clone(),
+                        reason: format!("cannot reach the host it is on: {err}"),
+                    });
+                    continue;
+                }
+            };
+            if site.is_remote() {
+                let folder = Path::new(&record.path).parent().map(Path::to_path_buf);
+                remote_folders.extend(folder.map(|folder| (site.clone(), folder)));
+            } else {
+                crate::workdir::ship::run_cleanup(&self.inner, &record, force).await;
+            }
+            let removed = site
+                .remove_worktree(Path::new(&record.repository_path), Path::new(&record.path), force)
+                .await;
             let gone = match removed {
                 Ok(()) => true,
                 // The repository is gone, and so is the worktree: nothing is left to remove.
-                Err(GitError::RepositoryMissing { .. } | GitError::NotARepository { .. })
-                    if !exists(&record.path).await =>
-                {
-                    true
-                }
+                Err(
+                    GitError::RepositoryMissing { .. }
+                    | GitError::NotARepository { .. }
+                    | GitError::Remote { kind: RemoteErrorKind::RepositoryMissing, .. },
+                ) if !site.exists(Path::new(&record.path)).await.unwrap_or(true) => true,
                 Err(err) => {
                     removal.kept.push(KeptWorktree {
                         repository_id: record.repository_id.clone(),
@@ -244,6 +280,9 @@ impl Engine {
         // The task's folder goes too once it is empty.
         if let Ok(dir) = task_worktrees_dir(home, task_id) {
             let _ = tokio::fs::remove_dir(&dir).await;
+        }
+        for (site, folder) in remote_folders {
+            let _ = site.remove_empty_dir(&folder).await;
         }
         Ok(removal)
     }

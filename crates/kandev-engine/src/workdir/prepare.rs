@@ -20,6 +20,8 @@ use kandev_domain::task::Task;
 use kandev_domain::transcript::{MessageKind, Session};
 use kandev_domain::workspace::Repository;
 use kandev_runtime::git::{self, GitError, OnExistingBranch, WorktreeSpec};
+use kandev_runtime::remote::Site;
+use kandev_runtime::ssh::SshRunner;
 use kandev_store::{NewWorktree, StoreError, WorktreeRecord};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -28,7 +30,8 @@ use crate::error::{EngineError, Result};
 use crate::handshake::BootFailure;
 use crate::inner::Inner;
 use crate::publish;
-use crate::workdir::shared::{exists, new_worktree_path, task_worktrees_dir};
+use crate::sites::{self, Placement};
+use crate::workdir::shared::{git_error, new_worktree_path, task_worktrees_dir};
 use crate::write::add_message;
 
 /// Most bytes of a setup script's output streamed into its transcript message while it
@@ -39,6 +42,8 @@ const SETUP_STREAM_LIMIT: usize = 64 * 1024;
 pub(crate) struct Plan {
     cwd: PathBuf,
     repositories: Vec<Planned>,
+    /// The executor of the task's repositories (they all use the same one).
+    placement: Placement,
 }
 
 struct Planned {
@@ -62,12 +67,13 @@ pub(crate) async fn plan(inner: &Inner, task: &Task) -> Result<Plan> {
         let cwd = git::create_task_dir(home, task.id.as_str())
             .await
             .map_err(|e| EngineError::Unavailable(format!("cannot create the task folder: {e}")))?;
-        return Ok(Plan { cwd, repositories: vec![] });
+        return Ok(Plan { cwd, repositories: vec![], placement: Placement::Local });
     }
     let live = inner.store.live_worktrees(&task.id).await?;
     let mut used: HashSet<OsString> =
         live.iter().filter_map(|w| Path::new(&w.path).file_name().map(OsString::from)).collect();
     let mut repositories = vec![];
+    let mut placement: Option<Placement> = None;
     for id in &task.repository_ids {
         let repository = inner.store.get_repository(id).await.map_err(|e| match e {
             StoreError::NotFound { .. } => EngineError::Validation(format!(
@@ -75,22 +81,63 @@ pub(crate) async fn plan(inner: &Inner, task: &Task) -> Result<Plan> {
             )),
             other => other.into(),
         })?;
+        let here = sites::placement(inner, &repository).await?;
+        if let Some(first) = &placement
+            && first.executor_id() != here.executor_id()
+        {
+            return Err(EngineError::Validation(format!(
+                "the repositories of a task must all use the same executor, but {} uses {}; \
+                 set the same executor on each (repository.executor.set)",
+                repository.name,
+                describe(&here)
+            )));
+        }
         let existing = live.iter().find(|w| w.repository_id.as_ref() == Some(id)).cloned();
+        if let Some(record) = &existing
+            && record.executor_id.as_deref() != here.executor_id()
+        {
+            return Err(EngineError::Conflict(format!(
+                "the task's worktree {} of repository {} was made on another executor than the \
+                 one the repository now uses ({}); remove the task's worktrees (archive the \
+                 task) or set the repository's executor back",
+                record.path,
+                repository.name,
+                describe(&here)
+            )));
+        }
+        let root = root_of(home, &here);
+        placement = Some(here);
         let path = match &existing {
             Some(record) => PathBuf::from(&record.path),
             None => {
-                let path = new_worktree_path(home, task, &repository, &used)?;
+                let path = new_worktree_path(&root, task, &repository, &used)?;
                 used.extend(path.file_name().map(OsString::from));
                 path
             }
         };
         repositories.push(Planned { repository, existing, path });
     }
+    let placement = placement.unwrap_or(Placement::Local);
     let cwd = match repositories.as_slice() {
         [only] => only.path.clone(),
-        _ => task_worktrees_dir(home, &task.id)?,
+        _ => task_worktrees_dir(&root_of(home, &placement), &task.id)?,
     };
-    Ok(Plan { cwd, repositories })
+    Ok(Plan { cwd, repositories, placement })
+}
+
+/// Where worktrees of a placement go: `$KANDEV_HOME`, or the SSH executor's remote home.
+fn root_of(home: &Path, placement: &Placement) -> PathBuf {
+    match placement {
+        Placement::Local => home.to_path_buf(),
+        Placement::Ssh { settings, .. } => PathBuf::from(&settings.remote_home),
+    }
+}
+
+fn describe(placement: &Placement) -> String {
+    match placement {
+        Placement::Local => "this server's host".to_owned(),
+        Placement::Ssh { executor, .. } => format!("the SSH executor {}", executor.name),
+    }
 }
 
 /// Prepares the working directory a session's agent is about to start in: the task's
@@ -108,7 +155,7 @@ pub(crate) async fn prepare_for_start(
     session: &Session,
     first: bool,
     cancel: &CancellationToken,
-) -> std::result::Result<(), BootFailure> {
+) -> std::result::Result<Placement, BootFailure> {
     let stopped = || BootFailure::new("cancelled", "the start was cancelled");
     let unusable = |err: EngineError| {
         BootFailure::new("worktree_failed", format!("cannot prepare the working directory: {err}"))
@@ -129,17 +176,28 @@ pub(crate) async fn prepare_for_start(
             ),
         ));
     }
+    let placement = plan.placement.clone();
+    let site = if plan.repositories.is_empty() {
+        Site::Local
+    } else {
+        tokio::select! {
+            _ = cancel.cancelled() => return Err(stopped()),
+            site = sites::site(inner, &placement) => site.map_err(unusable)?,
+        }
+    };
     for planned in plan.repositories {
         if cancel.is_cancelled() {
             return Err(stopped());
         }
-        match prepare_repository(inner, &task, session, planned, first, cancel).await {
+        let prepared =
+            prepare_repository(inner, &task, session, planned, first, cancel, &site, &placement);
+        match prepared.await {
             Ok(Ok(())) => {}
             Ok(Err(failure)) => return Err(failure.into_boot()),
             Err(err) => return Err(unusable(err)),
         }
     }
-    Ok(())
+    Ok(placement)
 }
 
 /// Why a session could not start, for its `last_error`.
@@ -159,6 +217,7 @@ impl Failure {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn prepare_repository(
     inner: &Inner,
     task: &Task,
@@ -166,10 +225,16 @@ async fn prepare_repository(
     planned: Planned,
     first: bool,
     cancel: &CancellationToken,
+    site: &Site,
+    placement: &Placement,
 ) -> Result<std::result::Result<(), Failure>> {
     let Planned { repository, existing, path } = planned;
+    let present = match &existing {
+        Some(record) => site.exists(Path::new(&record.path)).await.map_err(git_error)?,
+        None => false,
+    };
     let record = match existing {
-        Some(record) if exists(&record.path).await => {
+        Some(record) if present => {
             if first {
                 let text = format!(
                     "working in the task's worktree {} on branch {}",
@@ -189,12 +254,13 @@ async fn prepare_repository(
             if let Some(stale) = stale {
                 // Its directory was deleted behind our back: forget it (this also prunes
                 // git's registration, so the branch can be checked out again).
-                let pruned = git::remove_worktree(
-                    Path::new(&stale.repository_path),
-                    Path::new(&stale.path),
-                    false,
-                )
-                .await;
+                let pruned = site
+                    .remove_worktree(
+                        Path::new(&stale.repository_path),
+                        Path::new(&stale.path),
+                        false,
+                    )
+                    .await;
                 if let Err(err) = pruned {
                     tracing::warn!(path = %stale.path, error = %err, "pruning a vanished worktree failed");
                 }
@@ -202,7 +268,7 @@ async fn prepare_repository(
                 tx.mark_worktree_removed(&stale.id).await?;
                 tx.commit().await?;
             }
-            match create(inner, task, session, &repository, path).await? {
+            match create(inner, task, session, &repository, path, site, placement).await? {
                 Ok(record) => record,
                 Err(failure) => return Ok(Err(failure)),
             }
@@ -216,6 +282,17 @@ async fn prepare_repository(
         tx.mark_worktree_setup_done(&record.id).await?;
         tx.commit().await?;
         return Ok(Ok(()));
+    }
+    if let Placement::Ssh { executor, .. } = placement {
+        return Ok(Err(Failure {
+            code: "setup_script_failed",
+            message: format!(
+                "repository {} has a setup script, and setup scripts do not run on the SSH \
+                 executor {} yet; clear the script or use the local executor",
+                repository.name, executor.name
+            ),
+            details: json!({ "repository_id": repository.id.to_string() }),
+        }));
     }
     run_setup(inner, session, &repository, &record, cancel).await
 }
@@ -382,10 +459,13 @@ async fn create(
     session: &Session,
     repository: &Repository,
     path: PathBuf,
+    site: &Site,
+    placement: &Placement,
 ) -> Result<std::result::Result<WorktreeRecord, Failure>> {
     let (branch, existing) = task_branch(inner, task, repository).await?;
     let base_branch = task_base_branch(inner, &task.id, repository).await?;
-    let repo_path = PathBuf::from(&repository.local_path);
+    let local_repo = PathBuf::from(&repository.local_path);
+    let repo_path = local_repo.clone();
     // A remote base (`origin/feature`) starts from the remote's current tip.
     if let Err(err) = git::fetch_base(&repo_path, &base_branch).await {
         return Ok(Err(Failure {
@@ -400,6 +480,30 @@ async fn create(
             }),
         }));
     }
+    // On an SSH executor the worktree is made of a bare copy on the build host, into which
+    // the base branch is pushed from the server's repository first.
+    let repo_path = match placement {
+        Placement::Local => repo_path,
+        Placement::Ssh { settings, executor } => {
+            let bare =
+                PathBuf::from(format!("{}/repos/{}.git", settings.remote_home, repository.id));
+            if let Err(message) = mirror(&local_repo, &bare, &base_branch, site, settings).await {
+                return Ok(Err(Failure {
+                    code: "worktree_failed",
+                    message: format!(
+                        "cannot copy the base branch {base_branch} of repository {} to the SSH \
+                         executor {}: {message}",
+                        repository.name, executor.name
+                    ),
+                    details: json!({
+                        "repository_id": repository.id.to_string(),
+                        "base_branch": base_branch,
+                    }),
+                }));
+            }
+            bare
+        }
+    };
     let spec = WorktreeSpec {
         repo_path,
         base_branch: base_branch.clone(),
@@ -407,7 +511,7 @@ async fn create(
         existing,
         worktree_path: path,
     };
-    let worktree = match git::create_worktree(&spec).await {
+    let worktree = match site.create_worktree(&spec).await {
         Ok(worktree) => worktree,
         Err(err) => {
             return Ok(Err(Failure {
@@ -429,10 +533,11 @@ async fn create(
     let new = NewWorktree {
         task_id: task.id.clone(),
         repository_id: repository.id.clone(),
-        repository_path: repository.local_path.clone(),
+        repository_path: spec.repo_path.display().to_string(),
         path: path.clone(),
         branch: worktree.branch.clone(),
         base_commit: worktree.base_commit.clone(),
+        executor_id: placement.executor_id().map(str::to_owned),
     };
     let short: String = worktree.base_commit.chars().take(8).collect();
     let mut text = format!(
@@ -440,7 +545,17 @@ async fn create(
         worktree.branch
     );
     // Ignored files the repository asks for (`.env`), never over a tracked file.
-    match git::copy_ignored_files(&spec.repo_path, &worktree.path, &repository.copy_files).await {
+    let copied = match placement {
+        Placement::Local => {
+            git::copy_ignored_files(&spec.repo_path, &worktree.path, &repository.copy_files).await
+        }
+        Placement::Ssh { .. } if repository.copy_files.is_empty() => Ok(vec![]),
+        Placement::Ssh { .. } => {
+            text.push_str("; the repository's files to copy are not copied to an SSH executor");
+            Ok(vec![])
+        }
+    };
+    match copied {
         Ok(copied) if !copied.is_empty() => {
             text.push_str(&format!("; copied {}", copied.join(", ")));
         }
@@ -469,12 +584,35 @@ async fn create(
         Ok(record) => Ok(Ok(record)),
         Err(err) => {
             // Not recorded means nobody would ever remove it: undo.
-            if let Err(e) = git::remove_worktree(&spec.repo_path, &worktree.path, true).await {
+            if let Err(e) = site.remove_worktree(&spec.repo_path, &worktree.path, true).await {
                 tracing::warn!(path, error = %e, "removing an unrecorded worktree failed");
             }
             Err(err)
         }
     }
+}
+
+/// Makes the build host's bare copy of the repository (`bare`) hold the base branch: `git init
+/// --bare` there, then a push from the server's repository over ssh with the executor's
+/// options.
+async fn mirror(
+    local: &Path,
+    bare: &Path,
+    base_branch: &str,
+    site: &Site,
+    settings: &kandev_domain::executor::SshSettings,
+) -> std::result::Result<(), String> {
+    let full = git::full_ref_name(local, base_branch).await.map_err(|e| e.to_string())?;
+    let Some(full) = full else {
+        return Err(GitError::BaseBranchMissing { branch: base_branch.to_owned() }.to_string());
+    };
+    site.init_bare(bare).await.map_err(|e| e.to_string())?;
+    // Only its ssh options and URL are used here: no binary is copied.
+    let ssh = SshRunner::new(settings.clone(), PathBuf::new(), std::time::Duration::ZERO);
+    let url = ssh.git_url(&bare.display().to_string());
+    git::push_over_ssh(local, &url, &[full], &ssh.git_ssh_command())
+        .await
+        .map_err(|e| e.to_string())
 }
 
 async fn status(

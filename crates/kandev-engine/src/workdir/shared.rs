@@ -15,6 +15,7 @@ use kandev_domain::TaskId;
 use kandev_domain::task::Task;
 use kandev_domain::workspace::Repository;
 use kandev_runtime::git::{self, GitError};
+use kandev_runtime::remote::RemoteErrorKind;
 
 use crate::error::{EngineError, Result};
 
@@ -56,6 +57,18 @@ pub(crate) fn git_error(err: GitError) -> EngineError {
         | GitError::BranchInUse { .. }
         | GitError::WorktreeExists { .. }
         | GitError::DetachedHead { .. } => EngineError::Conflict(message),
+        GitError::Remote { kind, .. } => match kind {
+            RemoteErrorKind::Forbidden => EngineError::Forbidden(message),
+            RemoteErrorKind::NotFound => EngineError::NotFound(message),
+            RemoteErrorKind::Conflict => EngineError::Conflict(message),
+            RemoteErrorKind::Unavailable => {
+                tracing::warn!(error = %message, "a git operation on a build host failed");
+                EngineError::Unavailable(message)
+            }
+            RemoteErrorKind::NothingToCommit
+            | RemoteErrorKind::RepositoryMissing
+            | RemoteErrorKind::Validation => EngineError::Validation(message),
+        },
         GitError::Git { .. } | GitError::Timeout { .. } | GitError::Io { .. } => {
             tracing::warn!(error = %message, "a git operation failed");
             EngineError::Unavailable(message)

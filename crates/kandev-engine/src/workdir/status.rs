@@ -55,6 +55,14 @@ pub(crate) async fn targets(
         else {
             continue;
         };
+        if record.executor_id.is_some() {
+            crate::sites::refuse_remote(
+                inner,
+                task_id,
+                "git status and shipping (rebase, merge, push, pull requests)",
+            )
+            .await?;
+        }
         if !exists(&record.path).await {
             continue;
         }

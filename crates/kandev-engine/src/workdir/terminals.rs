@@ -50,6 +50,9 @@ impl Engine {
                     "the task has no worktree yet; launch a session to create one".into(),
                 )
             })?;
+        if worktree.executor_id.is_some() {
+            crate::sites::refuse_remote(&self.inner, task_id, "a terminal or dev server").await?;
+        }
         Ok((repository_id, worktree.path))
     }
 

@@ -66,6 +66,8 @@ pub(crate) struct Git {
     cwd: PathBuf,
     config: Vec<String>,
     args: Vec<OsString>,
+    /// Extra environment (only the SSH executor's push sets one: `GIT_SSH_COMMAND`).
+    env: Vec<(OsString, OsString)>,
     stdout_limit: usize,
 }
 
@@ -98,8 +100,15 @@ impl Git {
             cwd: cwd.into(),
             config: Vec::new(),
             args: Vec::new(),
+            env: Vec::new(),
             stdout_limit: DEFAULT_STDOUT_LIMIT,
         }
+    }
+
+    /// Sets a variable in git's environment.
+    pub(crate) fn env(mut self, name: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.env.push((name.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
     }
 
     /// Adds `-c key=value` before the subcommand.
@@ -158,6 +167,7 @@ impl Git {
         // English messages (they end up in errors), no pager, and no index refresh by
         // read-only commands, which would fight over `index.lock` with the agent's own git.
         command.env("LC_ALL", "C").env("GIT_PAGER", "cat").env("GIT_OPTIONAL_LOCKS", "0");
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
 
         let (mut child, group) = ProcessGroup::spawn(&mut command).map_err(|source| {
             let context = if source.kind() == io::ErrorKind::NotFound && self.cwd.is_dir() {

@@ -173,6 +173,11 @@ pub enum GitError {
     #[error("`{command}` did not finish within {}s and was killed", timeout.as_secs())]
     Timeout { command: String, timeout: Duration },
 
+    /// An operation run on another host (the SSH executor, [`crate::remote`]) failed there;
+    /// `kind` keeps what the failure means, `message` says it as the host did.
+    #[error("{message}")]
+    Remote { kind: crate::remote::RemoteErrorKind, message: String },
+
     /// A filesystem or process error.
     #[error("{context}: {source}")]
     Io {

@@ -32,6 +32,7 @@ mod diff;
 mod error;
 mod files;
 mod layout;
+mod remote;
 mod setup;
 mod ship;
 mod worktree;
@@ -45,6 +46,7 @@ pub use diff::{
 pub use error::GitError;
 pub use files::{EntryKind, FileContent, TreeEntry, read_file, tree};
 pub use layout::{create_task_dir, task_dir, worktree_dir};
+pub use remote::{full_ref_name, init_bare, push_over_ssh};
 pub use setup::{SETUP_OUTPUT_LIMIT, SetupOutput, run_setup_script, run_setup_script_streaming};
 pub use ship::{
     BranchStatus, Dirty, MAX_USAGE_ENTRIES, MergeStrategy, Upstream, branches, commit_summaries,

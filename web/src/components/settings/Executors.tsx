@@ -1,6 +1,6 @@
 // Settings › Executors (issue 20): named SSH build machines. Add one, check it (connects as a
-// session would: host key, the remote kandev, the runner) and delete it. Sessions do not run
-// on executors yet (docs/deployment.md).
+// session would: host key, the remote kandev, the runner) and delete it. A repository that
+// chooses one (repository.executor.set) has its worktrees and agents there (README).
 import { useCallback, useEffect, useState } from 'react';
 import { call } from '../../api/client';
 import type { ExecutorDto } from '../../api/types';
@@ -45,9 +45,9 @@ export function Executors() {
     <section>
       <h1>Executors</h1>
       <p className="hint">
-        Machines reached over SSH where agents are to run. Checking one connects with your system <code>ssh</code>{' '}
-        (the host key must already be in the known_hosts file), installs this kandev there and starts its runner.
-        Sessions do not run on executors yet.
+        Machines reached over SSH where agents run. Checking one connects with your system <code>ssh</code>{' '}
+        (the host key must already be in the known_hosts file), installs this kandev there and starts its runner. A
+        repository set to use one has its tasks' worktrees and agents there; shipping from there is not available yet.
       </p>
       {executors.length === 0 ? (
         <p className="hint">No executors yet.</p>

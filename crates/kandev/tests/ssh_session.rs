@@ -1,0 +1,424 @@
+//! Issue 20 acceptance 3: a task whose repository uses an SSH executor (a real OpenSSH
+//! server, support/sshd.rs; the "build host" is this machine with a temp remote home) runs a
+//! whole session through the real `kandev serve`: the worktree is made on the build host, the
+//! mock agent runs there (the remote copy of the binary) under the SSH connection, writes a
+//! file, and the diff and commit actions act on the remote worktree; archiving removes it.
+//! R7 at session level: the SSH connection dropped five times during a streaming turn loses
+//! and duplicates nothing in the transcript.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use kandev_mock_agent::script::stream_chunk_text;
+use serde_json::{Value, json};
+
+#[path = "support/server.rs"]
+mod server;
+#[path = "support/sshd.rs"]
+mod sshd;
+
+use server::Server;
+use sshd::Sshd;
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+async fn call(server: &Server, action: &str, payload: Value) -> Value {
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/{action}", server.url))
+        .json(&payload)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert!(status.is_success(), "{action}: {status} {body}");
+    body
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// Live (not zombie) processes whose command line contains `needle`, with their argv.
+fn processes_with(needle: &str) -> Vec<(u32, Vec<String>)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie =
+                stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            let argv: Vec<String> = String::from_utf8_lossy(&cmdline)
+                .split('\0')
+                .filter(|a| !a.is_empty())
+                .map(str::to_owned)
+                .collect();
+            (!zombie && argv.join(" ").contains(needle)).then_some((pid, argv))
+        })
+        .collect()
+}
+
+/// The `ssh` client processes carrying the link to the runner of `remote_home`.
+fn ssh_clients(remote_home: &Path) -> Vec<u32> {
+    let socket = format!("runner --stdio --socket '{}/runner.sock'", remote_home.display());
+    processes_with(&socket)
+        .into_iter()
+        .filter(|(_, argv)| argv.first().is_some_and(|a| a == "ssh"))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+async fn messages(server: &Server, session: &str) -> Vec<Value> {
+    let listed = call(server, "message.list", json!({"session_id": session, "limit": 1000})).await;
+    listed["messages"].as_array().unwrap().clone()
+}
+
+fn agent_text(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .filter(|m| m["kind"] == "agent")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect()
+}
+
+async fn session_state(server: &Server, session: &str) -> String {
+    let got = call(server, "session.get", json!({"id": session})).await;
+    got["session"]["state"].as_str().unwrap().to_owned()
+}
+
+/// Waits until the session's `turns`-th turn is over (it has a stop reason) and the session
+/// waits for input.
+async fn turn_done(server: &Server, session: &str, turns: usize) {
+    let start = Instant::now();
+    loop {
+        let listed = call(server, "session.turn.list", json!({"session_id": session})).await;
+        let listed = listed["turns"].as_array().unwrap().clone();
+        let ended = listed.len() == turns && listed.iter().all(|t| !t["stop_reason"].is_null());
+        let state = session_state(server, session).await;
+        if ended && state == "WAITING_FOR_INPUT" {
+            return;
+        }
+        assert!(
+            matches!(state.as_str(), "RUNNING" | "STARTING" | "CREATED" | "WAITING_FOR_INPUT"),
+            "the session is {state}: {:#}",
+            Value::Array(messages(server, session).await)
+        );
+        assert!(start.elapsed() < DEADLINE, "the turn of {session} completes");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A server, a build host, and a task whose one repository (a local git repository with a
+/// commit on `main`) uses the SSH executor; its session is launched.
+struct Setup {
+    sshd: Sshd,
+    home: tempfile::TempDir,
+    remote: tempfile::TempDir,
+    repo: tempfile::TempDir,
+    server: Server,
+    repository: Value,
+    task: String,
+    session: String,
+}
+
+async fn setup() -> Setup {
+    let sshd = Sshd::start();
+    let home = tempfile::tempdir().unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.path().join("README.md"), "the project\n").unwrap();
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "start"]);
+    let server = server::start(home.path());
+    let workspaces = call(&server, "workspace.list", json!({})).await;
+    let workspace = &workspaces["workspaces"][0]["id"];
+    let repository = call(
+        &server,
+        "repository.create",
+        json!({"workspace_id": workspace, "local_path": repo.path(), "name": "project"}),
+    )
+    .await;
+    let repository = repository["repository"]["id"].clone();
+    let s = sshd.settings(remote.path());
+    let ssh = json!({"host": s.host, "port": s.port, "user": s.user,
+        "identity_file": s.identity_file, "known_hosts": s.known_hosts,
+        "remote_home": s.remote_home});
+    let executor =
+        call(&server, "executor.create", json!({"name": "build1", "kind": "ssh", "ssh": ssh}))
+            .await;
+    call(
+        &server,
+        "repository.executor.set",
+        json!({"repository_id": repository, "executor_id": executor["executor"]["id"]}),
+    )
+    .await;
+    let workflows = call(&server, "workflow.list", json!({"workspace_id": workspace})).await;
+    let board = &workflows["workflows"][0];
+    let task = call(
+        &server,
+        "task.create",
+        json!({"workflow_id": board["id"], "title": "remote work", "step_id": board["steps"][0]["id"],
+            "repository_ids": [repository]}),
+    )
+    .await;
+    let task = task["task"]["id"].as_str().unwrap().to_owned();
+    let launched = call(&server, "session.launch", json!({"task_id": task})).await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    Setup { sshd, home, remote, repo, server, repository, task, session }
+}
+
+#[tokio::test]
+async fn i20_a3_a_task_on_an_ssh_executor_runs_a_whole_session_on_the_build_host() {
+    let Setup { sshd, home, remote, repo, server, repository, task, session } = setup().await;
+    let worktree = remote.path().join("worktrees").join(&task).join("project");
+    let script = "#!mock\nwrite notes.txt written on the build host\\n\nsay wrote it";
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    turn_done(&server, &session, 1).await;
+    let stored = messages(&server, &session).await;
+    assert!(agent_text(&stored).contains("wrote it"), "{stored:#?}");
+    assert!(!agent_text(&stored).contains("failed"), "{stored:#?}");
+
+    // The session works in the remote worktree; nothing of the task is on the server's side.
+    let got = call(&server, "session.get", json!({"id": session})).await;
+    let cwd = got["session"]["cwd"].as_str().unwrap();
+    assert_eq!(Path::new(cwd), worktree.canonicalize().unwrap(), "{got}");
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("notes.txt")).unwrap(),
+        "written on the build host\n"
+    );
+    assert!(!home.path().join("worktrees").join(&task).exists(), "no local worktree");
+    assert_eq!(git(repo.path(), &["branch", "--list", "--format=%(refname:short)"]), "main");
+
+    // The agent runs under the SSH connection, as the build host's copy of kandev.
+    let remote_kandev = remote.path().join("bin/kandev").canonicalize().unwrap();
+    let agents = processes_with(&format!("{} mock-agent", remote_kandev.display()));
+    assert_eq!(agents.len(), 1, "one agent on the build host: {agents:?}");
+    let exe = std::fs::read_link(format!("/proc/{}/exe", agents[0].0)).unwrap();
+    assert_eq!(exe, remote_kandev, "the agent is the remote copy");
+    assert!(!ssh_clients(remote.path()).is_empty(), "the link is an ssh client");
+
+    // The diff shows the file; the commit lands in the remote worktree.
+    let changes = call(&server, "task.changes", json!({"task_id": task})).await;
+    let files = changes["files"].as_array().unwrap();
+    let paths: Vec<&str> = files.iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["notes.txt"], "{changes}");
+    assert_eq!(files[0]["status"], "untracked", "{changes}");
+    let read = call(&server, "task.file.read", json!({"task_id": task, "path": "notes.txt"})).await;
+    assert_eq!(read["content"], "written on the build host\n", "{read}");
+    let committed =
+        call(&server, "task.commit", json!({"task_id": task, "message": "add the notes"})).await;
+    let sha = committed["commits"][0]["sha"].as_str().unwrap().to_owned();
+    assert_eq!(git(&worktree, &["log", "-1", "--format=%H %s"]), format!("{sha} add the notes"));
+    assert_eq!(git(&worktree, &["status", "--porcelain"]), "", "everything committed");
+    let local = Command::new("git")
+        .arg("-C")
+        .arg(repo.path())
+        .args(["cat-file", "-e", &format!("{sha}^{{commit}}")])
+        .status()
+        .unwrap();
+    assert!(!local.success(), "the commit is on the build host only");
+    let changes = call(&server, "task.changes", json!({"task_id": task})).await;
+    assert_eq!(changes["files"][0]["status"], "added", "committed work stays visible: {changes}");
+
+    // Shipping is not done there yet: refused, never run on a wrong path.
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/task.git_status", server.url))
+        .json(&json!({"task_id": task}))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_client_error(), "{}", response.status());
+    let refused: Value = response.json().await.unwrap();
+    assert!(
+        refused.to_string().contains("not available yet for tasks on the SSH executor build1"),
+        "{refused}"
+    );
+
+    // The worktree stays where it was made: once the repository runs locally, a new session
+    // of the task is refused with what to do, and nothing is made locally.
+    call(
+        &server,
+        "repository.executor.set",
+        json!({"repository_id": repository, "executor_id": null}),
+    )
+    .await;
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/v1/session.launch", server.url))
+        .json(&json!({"task_id": task}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 409);
+    let refused: Value = response.json().await.unwrap();
+    assert!(refused.to_string().contains("remove the task's worktrees"), "{refused}");
+    assert!(!home.path().join("worktrees").join(&task).exists(), "no local worktree");
+
+    // Archiving stops the agent and removes the remote worktree; its branch stays there.
+    let archived = call(&server, "task.archive", json!({"id": task})).await;
+    assert_eq!(archived["worktrees_kept"], json!([]), "{archived}");
+    assert!(!worktree.exists(), "the remote worktree is removed");
+    assert!(!worktree.parent().unwrap().exists(), "and the task's folder there");
+    let start = Instant::now();
+    while !processes_with(&format!("{} mock-agent", remote_kandev.display())).is_empty() {
+        assert!(start.elapsed() < DEADLINE, "the agent is stopped");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(server);
+    drop(sshd);
+}
+
+#[tokio::test]
+async fn i20_a3_r7_the_ssh_connection_dropped_five_times_mid_turn_loses_nothing() {
+    const DROPS: usize = 5;
+    const CHUNKS: u64 = 600;
+    const BYTES: usize = 24;
+    let Setup { sshd, home, remote, repo: _repo, server, session, .. } = setup().await;
+    let script = format!("#!mock\nstream {CHUNKS} {BYTES} every 20");
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    let mut killed = vec![];
+    for drop in 0..DROPS {
+        // Some text streamed since the last drop, and the turn still runs.
+        let want = BYTES * 20 * (drop + 1);
+        let start = Instant::now();
+        let client = loop {
+            let text = agent_text(&messages(&server, &session).await).len();
+            let clients: Vec<u32> =
+                ssh_clients(remote.path()).into_iter().filter(|p| !killed.contains(p)).collect();
+            if text >= want && clients.len() == 1 {
+                break clients[0];
+            }
+            if start.elapsed() > DEADLINE {
+                let log =
+                    std::fs::read_to_string(home.path().join("server.log")).unwrap_or_default();
+                panic!(
+                    "drop {drop}: {text} bytes, clients {clients:?}, session {}: {:#}\nlog: {log}",
+                    session_state(&server, &session).await,
+                    Value::Array(messages(&server, &session).await)
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        };
+        assert_eq!(session_state(&server, &session).await, "RUNNING", "drop {drop} is mid-turn");
+        let status = Command::new("kill").arg("-KILL").arg(client.to_string()).status().unwrap();
+        assert!(status.success());
+        killed.push(client);
+    }
+    turn_done(&server, &session, 1).await;
+    let expected: String = (0..CHUNKS).map(|i| stream_chunk_text(i, BYTES)).collect();
+    let stored = messages(&server, &session).await;
+    assert_eq!(agent_text(&stored), expected, "every chunk once, in order");
+    let turns = call(&server, "session.turn.list", json!({"session_id": session})).await;
+    let turns = turns["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 1, "one turn");
+    assert_eq!(turns[0]["stop_reason"], "end_turn");
+    assert_eq!(killed.len(), DROPS);
+    drop(server);
+    drop(sshd);
+}
+
+/// The building blocks under the session test, against the same real sshd: a bare copy of a
+/// repository is made on the build host and the base branch pushed into it with git's ssh
+/// transport and the executor's options; each worktree operation runs there through the
+/// link (also right after the connection dropped), and failures keep their meaning.
+#[tokio::test]
+async fn i20_a3_worktree_operations_run_on_the_build_host_through_the_link() {
+    use kandev_runtime::git::{self, GitError, OnExistingBranch, WorktreeSpec};
+    use kandev_runtime::remote::{RemoteErrorKind, RemoteSite, Site};
+    use kandev_runtime::ssh::{Backoff, SshRunner};
+    use kandev_runtime::ssh_link::SshLink;
+
+    let sshd = Sshd::start();
+    let remote = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.path().join("a.txt"), "one\n").unwrap();
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "start"]);
+    let settings = sshd.settings(remote.path());
+    let runner = SshRunner::new(settings.clone(), server::KANDEV.into(), Duration::from_secs(60));
+    let (link, _) =
+        tokio::time::timeout(DEADLINE, SshLink::connect(runner.clone(), Backoff::default()))
+            .await
+            .unwrap()
+            .unwrap();
+    let link = std::sync::Arc::new(link);
+    let site = Site::Remote(RemoteSite::new(link.clone(), &settings.remote_home, "build1"));
+
+    let bare = remote.path().join("repos/r1.git");
+    site.init_bare(&bare).await.unwrap();
+    site.init_bare(&bare).await.unwrap(); // again: already one
+    let full = git::full_ref_name(repo.path(), "main").await.unwrap().unwrap();
+    assert_eq!(full, "refs/heads/main");
+    let url = runner.git_url(&bare.display().to_string());
+    git::push_over_ssh(repo.path(), &url, &[full], &runner.git_ssh_command()).await.unwrap();
+    assert_eq!(git(&bare, &["rev-parse", "main"]), git(repo.path(), &["rev-parse", "main"]));
+
+    let path = remote.path().join("worktrees/t1/project");
+    let spec = WorktreeSpec {
+        repo_path: bare.clone(),
+        base_branch: "main".into(),
+        branch: "task-1".into(),
+        existing: OnExistingBranch::PickAnother,
+        worktree_path: path.clone(),
+    };
+    let made = site.create_worktree(&spec).await.unwrap();
+    assert_eq!(made.path, path.canonicalize().unwrap());
+    assert_eq!(made.branch, "task-1");
+    assert!(site.exists(&path).await.unwrap());
+    assert_eq!(site.is_dirty(&path).await.unwrap(), 0);
+
+    std::fs::write(path.join("a.txt"), "one\ntwo\n").unwrap();
+    // The connection drops; the next operation waits for the new one.
+    link.drop_transport();
+    let changes = site.changes(&path, &made.base_commit).await.unwrap();
+    assert_eq!(changes.len(), 1);
+    assert_eq!((changes[0].path.as_str(), changes[0].additions), ("a.txt", 1));
+    assert_eq!(changes[0].hunks[0].lines.last().unwrap().text, "two");
+    assert_eq!(link.connections(), 2, "the operation ran on the reopened connection");
+    let tree = site.tree(&path).await.unwrap();
+    assert_eq!(tree.iter().map(|e| e.path.as_str()).collect::<Vec<_>>(), ["a.txt"]);
+    let read = site.read_file(&path, "a.txt", 1024).await.unwrap();
+    assert_eq!(read.content, "one\ntwo\n");
+
+    let refused = site.read_file(&path, "../../../x", 1024).await.unwrap_err();
+    assert!(
+        matches!(refused, GitError::Remote { kind: RemoteErrorKind::Forbidden, .. }),
+        "{refused:?}"
+    );
+    let missing = site.read_file(&path, "nope.txt", 1024).await.unwrap_err();
+    assert!(
+        matches!(missing, GitError::Remote { kind: RemoteErrorKind::NotFound, .. }),
+        "{missing:?}"
+    );
+
+    let commit = site.commit_all(&path, "two lines").await.unwrap();
+    assert_eq!(git(&path, &["log", "-1", "--format=%H"]), commit.sha);
+    let nothing = site.commit_all(&path, "again").await.unwrap_err();
+    assert!(
+        matches!(nothing, GitError::Remote { kind: RemoteErrorKind::NothingToCommit, .. }),
+        "{nothing:?}"
+    );
+
+    std::fs::write(path.join("b.txt"), "untracked\n").unwrap();
+    let kept = site.remove_worktree(&bare, &path, false).await.unwrap_err();
+    assert!(matches!(kept, GitError::Remote { kind: RemoteErrorKind::Conflict, .. }), "{kept:?}");
+    assert!(kept.to_string().contains("uncommitted or untracked"), "{kept}");
+    site.remove_worktree(&bare, &path, true).await.unwrap();
+    assert!(!site.exists(&path).await.unwrap());
+    assert_eq!(git(&bare, &["rev-parse", "task-1"]), commit.sha, "the branch stays");
+}
