@@ -201,26 +201,39 @@ async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_
     store.close().await;
     let store = db.open().await;
     let position = store.runner_position(&session.id).await.unwrap();
-    let at =
-        |committed, skip, run| RunnerPosition { exec: "x1".into(), epoch: 1, committed, skip, run };
-    assert_eq!(position, Some(at(7, 0, 0)));
+    let at = |committed, skip, ahead, run| RunnerPosition {
+        exec: "x1".into(),
+        epoch: 1,
+        committed,
+        skip,
+        ahead,
+        run,
+    };
+    assert_eq!(position, Some(at(7, 0, 0, 0)));
 
     // A position is an item and the bytes of the next one handled: it moves on as a pair.
     let mut tx = store.begin_write().await.unwrap();
-    tx.commit_runner_position(&session.id, 1, 7, 30).await.unwrap();
-    tx.commit_runner_position(&session.id, 1, 7, 12).await.unwrap(); // never back
-    tx.commit_runner_position(&session.id, 1, 6, 99).await.unwrap(); // never back
-    tx.commit_runner_position(&session.id, 2, 50, 0).await.unwrap(); // another epoch
+    tx.commit_runner_position(&session.id, 1, 7, 30, 0).await.unwrap();
+    tx.commit_runner_position(&session.id, 1, 7, 12, 90).await.unwrap(); // never back
+    tx.commit_runner_position(&session.id, 1, 6, 99, 0).await.unwrap(); // never back
+    tx.commit_runner_position(&session.id, 2, 50, 0, 0).await.unwrap(); // another epoch
     tx.commit().await.unwrap();
-    assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(7, 30, 0)));
+    assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(7, 30, 0, 0)));
+    // At the same position (held before a permission request), what is committed past it
+    // only grows; a later position sets it anew.
     let mut tx = store.begin_write().await.unwrap();
-    tx.commit_runner_position(&session.id, 1, 8, 0).await.unwrap();
+    tx.commit_runner_position(&session.id, 1, 7, 30, 40).await.unwrap();
+    tx.commit_runner_position(&session.id, 1, 7, 30, 25).await.unwrap(); // never back
+    tx.commit().await.unwrap();
+    assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(7, 30, 40, 0)));
+    let mut tx = store.begin_write().await.unwrap();
+    tx.commit_runner_position(&session.id, 1, 8, 0, 0).await.unwrap();
     // Each server that joins the conversation gets the next run (its request id range).
     assert_eq!(tx.join_runner(&session.id, 1).await.unwrap(), 1);
     assert_eq!(tx.join_runner(&session.id, 1).await.unwrap(), 2);
     assert!(tx.join_runner(&session.id, 2).await.is_err(), "another epoch");
     tx.commit().await.unwrap();
-    assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(8, 0, 2)));
+    assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(8, 0, 0, 2)));
 }
 }
 

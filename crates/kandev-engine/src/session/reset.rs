@@ -100,9 +100,11 @@ impl SessionActor {
         // The new conversation is adopted under the next epoch (`adopt_conversation`): its
         // MCP token is of that epoch, so the old conversation's token stops working then.
         let bridge = self.inner.config.mcp_bridge.clone();
-        let mut servers = (self.inner.mcp.offer(&self.session.id, self.session.epoch + 1, bridge))
-            .map(|offer| offer.servers(live.mcp_caps.http))
-            .unwrap_or_default();
+        let next = self.session.epoch + 1;
+        let offer = self.inner.mcp.offer(&self.session.id, next, bridge);
+        // Stored before the agent gets it, so it survives a restart (issue 20).
+        let grant = offer.as_ref().map(|o| (o.stored_hash(), self.session.id.clone(), next));
+        let mut servers = offer.map(|offer| offer.servers(live.mcp_caps.http)).unwrap_or_default();
         servers.extend(crate::mcp::profile_servers(&live.mcp_servers, live.mcp_caps).0);
         let cwd = PathBuf::from(&self.session.cwd);
         let (model, mode) = (self.session.model.clone(), self.session.session_mode.clone());
@@ -116,7 +118,18 @@ impl SessionActor {
         options.sort_by(|a, b| a.0.cmp(&b.0));
         let timeout = self.inner.config.reset_timeout;
         let ordered = live.ordered.clone();
+        let inner = self.inner.clone();
         self.spawn(async move {
+            if let Some((hash, session_id, epoch)) = grant {
+                let stored = async {
+                    let mut tx = inner.store.begin_write().await?;
+                    tx.add_mcp_grant(&hash, &session_id, epoch).await?;
+                    tx.commit().await.map(|_| ())
+                };
+                if let Err(err) = stored.await {
+                    tracing::warn!(session = %session_id, error = %err, "cannot store the MCP token of a live reset");
+                }
+            }
             let work = async {
                 let fresh = client
                     .new_session(&cwd, &servers)
