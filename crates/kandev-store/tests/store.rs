@@ -238,6 +238,48 @@ async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_
 }
 
 on_both_engines! {
+async fn i20_a1_mcp_token_hashes_are_kept_per_session_and_epoch(db: TestDb) {
+    let store = db.open().await;
+    let mut tx = store.begin_write().await.unwrap();
+    let ws = tx.insert_workspace("Home").await.unwrap();
+    let wf = tx.insert_workflow(&ws.id, &spec(&["Todo"]), None).await.unwrap();
+    let task = NewTask {
+        workflow_id: wf.id.clone(),
+        step_id: wf.steps[0].id.clone(),
+        title: "t".into(),
+        description: String::new(),
+        repository_ids: vec![],
+        agent_profile_id: None,
+    };
+    let task = tx.insert_task(&task, "user").await.unwrap();
+    let session = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
+    let other = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
+    tx.add_mcp_grant("h1", &session.id, 1).await.unwrap();
+    tx.add_mcp_grant("h2", &session.id, 2).await.unwrap();
+    tx.add_mcp_grant("o1", &other.id, 1).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(store.mcp_grant("h1").await.unwrap(), Some((session.id.clone(), 1)));
+    assert_eq!(store.mcp_grant("h2").await.unwrap(), Some((session.id.clone(), 2)));
+    assert_eq!(store.mcp_grant("nope").await.unwrap(), None);
+    // A new epoch keeps the one before (a live reset hands it over while the old one works).
+    let mut tx = store.begin_write().await.unwrap();
+    tx.add_mcp_grant("h3", &session.id, 3).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(store.mcp_grant("h1").await.unwrap(), None, "older epochs are dropped");
+    assert!(store.mcp_grant("h2").await.unwrap().is_some());
+    let mut tx = store.begin_write().await.unwrap();
+    tx.forget_mcp_grants(&session.id).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(store.mcp_grant("h3").await.unwrap(), None, "forgotten");
+    assert!(store.mcp_grant("o1").await.unwrap().is_some(), "another session's stays");
+    let mut tx = store.begin_write().await.unwrap();
+    tx.delete_session(&other.id).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(store.mcp_grant("o1").await.unwrap(), None, "gone with its session");
+}
+}
+
+on_both_engines! {
 async fn i20_a1_l42_the_open_turn_keeps_the_id_its_prompt_went_out_with(db: TestDb) {
     let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
