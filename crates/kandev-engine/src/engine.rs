@@ -232,7 +232,18 @@ impl Engine {
         &self,
         token: &str,
     ) -> Result<std::result::Result<McpSession, McpRefusal>> {
-        let Some((session_id, epoch)) = self.inner.mcp.grant(token) else {
+        let granted = match self.inner.mcp.grant(token) {
+            Some(grant) => Some(grant),
+            // Minted by an earlier server for an agent re-adopted since (issue 20).
+            None => {
+                let stored = self.inner.store.mcp_grant(&crate::mcp::stored_hash(token)).await?;
+                if let Some((session_id, epoch)) = &stored {
+                    self.inner.mcp.remember(token, session_id, *epoch);
+                }
+                stored
+            }
+        };
+        let Some((session_id, epoch)) = granted else {
             return Ok(Err(McpRefusal::Unknown));
         };
         let session = match self.inner.store.get_session(&session_id).await {

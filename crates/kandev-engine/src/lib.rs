@@ -19,6 +19,7 @@ mod devservers;
 mod engine;
 mod error;
 mod executors;
+mod fault;
 mod files;
 mod handshake;
 mod inner;

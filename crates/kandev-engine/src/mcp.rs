@@ -4,9 +4,12 @@
 //! session's persisted epoch, so a stale agent process (after a reset, a resume or a restart)
 //! cannot act on the board.
 //!
-//! Tokens are kept only as SHA-256 hashes, in memory: a server restart forgets them all (the
-//! agents that held them were stopped by the restart anyway). A token is never logged, never
-//! stored in plain text and never shown; `Debug` of anything holding one masks it.
+//! Tokens are kept only as SHA-256 hashes: in memory, and in the store (`mcp_tokens`, written
+//! in the transaction that starts the execution, or before a live reset hands the next
+//! epoch's token over), so the agent of a session re-adopted after a restart (issue 20) keeps
+//! working; startup reconciliation deletes the tokens of every session it does not re-adopt
+//! (their agents are gone). A token is never logged, never stored in plain text and never
+//! shown; `Debug` of anything holding one masks it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -40,8 +43,8 @@ pub struct McpSession {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum McpRefusal {
     #[error(
-        "unknown session token: it was never issued, or the server restarted since; the agent \
-         gets a new one when its session is resumed"
+        "unknown session token: it was never issued, or its agent did not survive a server \
+         restart; the agent gets a new one when its session is resumed"
     )]
     Unknown,
     #[error(
@@ -85,6 +88,11 @@ impl std::fmt::Debug for McpOffer {
 }
 
 impl McpOffer {
+    /// The token's hash as stored (`mcp_tokens.token_hash`).
+    pub(crate) fn stored_hash(&self) -> String {
+        stored_hash(&self.token)
+    }
+
     /// The token (for scrubbing it from the agent's stderr; never log it).
     pub(crate) fn token(&self) -> &str {
         &self.token
@@ -196,6 +204,11 @@ fn hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
+/// A token's SHA-256 in hex, as the store keeps it.
+pub(crate) fn stored_hash(token: &str) -> String {
+    hash(token).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 impl McpTokens {
     pub fn set_url(&self, url: Option<String>) {
         *lock(&self.url) = url;
@@ -222,9 +235,15 @@ impl McpTokens {
         Some(McpOffer { url, token, bridge })
     }
 
-    /// The session and epoch a token was minted for.
+    /// The session and epoch a token was minted for by this server (the store knows those
+    /// of earlier ones: `Store::mcp_grant`).
     pub fn grant(&self, token: &str) -> Option<(SessionId, i64)> {
         lock(&self.grants).get(&hash(token)).map(|g| (g.session_id.clone(), g.epoch))
+    }
+
+    /// Remembers a grant found in the store.
+    pub fn remember(&self, token: &str, session_id: &SessionId, epoch: i64) {
+        lock(&self.grants).insert(hash(token), Grant { session_id: session_id.clone(), epoch });
     }
 
     /// Forgets every token of a session (it was deleted).

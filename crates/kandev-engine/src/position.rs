@@ -18,13 +18,35 @@ pub(crate) struct Track {
     /// The ACP offset up to which the agent's lines are handled (the end of the line of the
     /// event being handled, while it is).
     pub handled: u64,
+    /// The ACP offset up to which an earlier server committed the effects of the replayed
+    /// output already (`RunnerPosition::ahead`: output stored while a permission request
+    /// before it waited): events ending there or before are not handled again, except
+    /// requests, which are answered (asked) again.
+    pub replayed: u64,
 }
 
 impl Track {
-    /// The mark of ACP offset `at` (`None` when a later one is committed already).
-    pub fn mark(&self, session_id: &SessionId, epoch: i64, at: u64) -> Option<Mark> {
+    /// The mark of ACP offset `at` (`None` when a later one is committed already), with the
+    /// effects of the output up to ACP offset `stored` committed too (at least up to
+    /// [`Self::replayed`]; `stored` past `at` when a permission request holds the position
+    /// back).
+    pub fn mark(&self, session_id: &SessionId, epoch: i64, at: u64, stored: u64) -> Option<Mark> {
         let (seq, skip) = self.acks.position(at + self.skipped)?;
-        Some(Mark { session_id: session_id.clone(), epoch, seq, skip, acks: self.acks.clone() })
+        let ahead = stored.max(self.replayed).saturating_sub(at);
+        Some(Mark {
+            session_id: session_id.clone(),
+            epoch,
+            seq,
+            skip,
+            ahead,
+            acks: self.acks.clone(),
+        })
+    }
+
+    /// Whether the event whose line ends at ACP offset `at` was handled by an earlier server
+    /// (its effects are committed: [`Self::replayed`]).
+    pub fn already_handled(&self, at: u64) -> bool {
+        at <= self.replayed
     }
 }
 
@@ -36,18 +58,22 @@ pub(crate) struct Mark {
     epoch: i64,
     seq: u64,
     skip: u64,
+    /// Bytes past the position whose effects are committed too.
+    ahead: u64,
     acks: Acks,
 }
 
 impl Mark {
     /// Records the position in `tx` (never moves back; fenced by the epoch).
     pub async fn record(&self, tx: &mut WriteTx) -> Result<()> {
-        tx.commit_runner_position(&self.session_id, self.epoch, self.seq, self.skip).await?;
+        tx.commit_runner_position(&self.session_id, self.epoch, self.seq, self.skip, self.ahead)
+            .await?;
         Ok(())
     }
 
     /// Acknowledges the runner items wholly handled: call only after the commit.
     pub fn ack(&self) {
+        crate::fault::before_ack();
         self.acks.commit(self.seq);
     }
 }
@@ -62,6 +88,8 @@ pub(crate) struct Adoption {
     pub execution: RemoteExecution,
     /// Bytes of the first replayed item the last run had handled.
     pub skip: u64,
+    /// Bytes of the replay after those whose effects the last run committed (`Track::replayed`).
+    pub ahead: u64,
     /// This server's run on the conversation (its request ids start at `run << 32`).
     pub run: u64,
     /// The open turn and the id its prompt went out with.

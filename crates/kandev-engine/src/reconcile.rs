@@ -99,6 +99,7 @@ pub(crate) async fn reconcile(
                     epoch: position.epoch,
                     execution,
                     skip: position.skip,
+                    ahead: position.ahead,
                     run,
                     turn,
                 });
@@ -114,6 +115,8 @@ pub(crate) async fn reconcile(
         }
         let mut tx = inner.store.begin_write().await?;
         tx.end_runtime(&session.id, session.epoch, "ended").await?;
+        // Its agent is gone: no token of it is accepted any more (issue 20).
+        tx.forget_mcp_grants(&session.id).await?;
         let closed = tx.close_open_turns(&session.id, "interrupted").await?;
         // Rule 41: requests nobody can answer any more (the agent that asked is gone).
         expire_permissions(&mut tx, &session).await?;

@@ -229,6 +229,16 @@ fn prompt_text(blocks: &[Value]) -> String {
         .join("\n")
 }
 
+/// Where the answer of a request to the client comes.
+pub(crate) type ClientAnswer = oneshot::Receiver<Result<Value, RpcError>>;
+
+/// The answer of a request sent with [`Agent::send_call`].
+pub(crate) async fn answer_of(answer: ClientAnswer) -> Result<Value, RpcError> {
+    answer
+        .await
+        .unwrap_or_else(|_| Err(RpcError::new(codes::INTERNAL_ERROR, "client request dropped")))
+}
+
 impl Agent {
     pub(crate) fn new(
         config: MockConfig,
@@ -324,13 +334,24 @@ impl Agent {
                 lock(&self.0.pending).remove(&self.1);
             }
         }
+        let (id, rx) = self.send_call(method, params).await;
+        let _forget = Forget(self, id);
+        answer_of(rx).await
+    }
+
+    /// Sends a request to the client and returns its id and where its answer comes; the
+    /// caller awaits it later ([`answer_of`]) or drops it with [`Self::forget_call`].
+    pub(crate) async fn send_call(&self, method: &str, params: Value) -> (u64, ClientAnswer) {
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, tx);
-        let _forget = Forget(self, id);
         self.send(rpc::request_line(id, method, params)).await;
-        rx.await
-            .unwrap_or_else(|_| Err(RpcError::new(codes::INTERNAL_ERROR, "client request dropped")))
+        (id, rx)
+    }
+
+    /// Stops waiting for the answer of request `id`.
+    pub(crate) fn forget_call(&self, id: u64) {
+        lock(&self.pending).remove(&id);
     }
 
     fn record(&self, kind: CallKind, outcome: CallOutcome, session_id: Option<&str>) {

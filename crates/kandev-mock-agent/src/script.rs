@@ -61,6 +61,12 @@ pub enum Directive {
     /// `ask_permission <title>`: `session/request_permission`; the outcome is said back, on a
     /// line of its own (`permission: allow_once` and a newline).
     AskPermission(String),
+    /// `ask_permission_later <title>`: `session/request_permission`, and the script goes on
+    /// while it waits for the answer (an agent that streams while a request is pending).
+    AskPermissionLater(String),
+    /// `await_permission`: waits for the answer of the oldest `ask_permission_later` not
+    /// awaited yet and says it back as `ask_permission` does.
+    AwaitPermission,
     /// `write <path> <text>`: write a file in the session cwd (`\n`, `\t`, `\\` escapes).
     Write {
         /// Relative to the session cwd (or absolute inside it).
@@ -290,6 +296,11 @@ fn parse_directive(line: usize, text: &str) -> Result<Directive, ScriptError> {
             let title = if rest.is_empty() { "permission" } else { rest };
             Directive::AskPermission(title.to_owned())
         }
+        "ask_permission_later" => {
+            let title = if rest.is_empty() { "permission" } else { rest };
+            Directive::AskPermissionLater(title.to_owned())
+        }
+        "await_permission" => Directive::AwaitPermission,
         "write" => {
             let (path, content) = split_word(rest);
             if path.is_empty() {
@@ -537,6 +548,8 @@ tool_done
 tool_done failed
 plan completed:Read code; in_progress: Fix bug ; Write tests
 ask_permission Delete the repo
+ask_permission_later Deploy
+await_permission
 write notes/a.txt line one\\nline two
 read notes/a.txt
 selection
@@ -564,6 +577,8 @@ bigline 1048576";
                     PlanEntry { status: "pending".into(), content: "Write tests".into() },
                 ]),
                 Directive::AskPermission("Delete the repo".into()),
+                Directive::AskPermissionLater("Deploy".into()),
+                Directive::AwaitPermission,
                 Directive::Write {
                     path: "notes/a.txt".into(),
                     content: "line one\nline two".into()

@@ -103,10 +103,15 @@ pub(crate) struct Turn {
     open_tools: Vec<String>,
     /// The `usage` the prompt's answer carries (a `usage` directive with token counts).
     answer_usage: Option<Value>,
+    /// Permission requests of `ask_permission_later` not awaited yet, oldest first.
+    asked: std::collections::VecDeque<(u64, crate::agent::ClientAnswer)>,
 }
 
 impl Drop for Turn {
     fn drop(&mut self) {
+        for (id, _) in self.asked.drain(..) {
+            self.agent.forget_call(id);
+        }
         self.agent.end_turn(&self.session_id, self.turn_id);
     }
 }
@@ -128,6 +133,22 @@ fn resolve_in(cwd: &Path, path: &str) -> Result<PathBuf, String> {
     Ok(resolved)
 }
 
+/// What the agent says back about a permission answer (a line of its own).
+fn permission_said(answer: Result<Value, RpcError>) -> String {
+    match answer {
+        Ok(result) => {
+            let outcome = result.pointer("/outcome/outcome").and_then(Value::as_str);
+            let option = result.pointer("/outcome/optionId").and_then(Value::as_str);
+            match (outcome, option) {
+                (Some("selected"), Some(option)) => format!("permission: {option}\n"),
+                (Some("cancelled"), _) => "permission: cancelled\n".to_owned(),
+                _ => format!("permission: unexpected answer {result}\n"),
+            }
+        }
+        Err(error) => format!("permission: error {}\n", error.message),
+    }
+}
+
 impl Turn {
     pub(crate) fn new(
         agent: Arc<Agent>,
@@ -145,6 +166,7 @@ impl Turn {
             history: Recorder::default(),
             answer_usage: None,
             open_tools: Vec::new(),
+            asked: std::collections::VecDeque::new(),
         }
     }
 
@@ -311,6 +333,23 @@ impl Turn {
                 self.update(json!({"sessionUpdate": "plan", "entries": entries}), true).await;
             }
             Directive::AskPermission(title) => return self.ask_permission(&title).await,
+            Directive::AskPermissionLater(title) => {
+                let params = self.permission_params(&title);
+                self.flush_history();
+                let asked = self.agent.send_call("session/request_permission", params).await;
+                self.asked.push_back(asked);
+            }
+            Directive::AwaitPermission => match self.asked.pop_front() {
+                Some((id, answer)) => {
+                    let answer = self.unless_cancelled(crate::agent::answer_of(answer)).await;
+                    self.agent.forget_call(id);
+                    let Some(answer) = answer else {
+                        return Some(End::cancelled());
+                    };
+                    self.say(&permission_said(answer)).await;
+                }
+                None => tracing::warn!("await_permission without ask_permission_later"),
+            },
             Directive::Write { path, content } => return self.write(&path, content).await,
             Directive::Read(path) => return self.read(&path).await,
             Directive::Mcp { server, tool, arguments } => {
@@ -362,9 +401,9 @@ impl Turn {
         None
     }
 
-    async fn ask_permission(&mut self, title: &str) -> Option<End> {
+    fn permission_params(&self, title: &str) -> Value {
         let tool_call_id = self.open_tools.last().cloned().unwrap_or_else(new_tool_call_id);
-        let params = json!({
+        json!({
             "sessionId": self.session_id,
             "toolCall": {
                 "toolCallId": tool_call_id,
@@ -376,7 +415,11 @@ impl Turn {
                 {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
                 {"optionId": "reject_once", "name": "Reject once", "kind": "reject_once"},
             ],
-        });
+        })
+    }
+
+    async fn ask_permission(&mut self, title: &str) -> Option<End> {
+        let params = self.permission_params(title);
         self.flush_history();
         let answer = self
             .unless_cancelled(self.agent.call_client("session/request_permission", params))
@@ -384,19 +427,7 @@ impl Turn {
         let Some(answer) = answer else {
             return Some(End::cancelled());
         };
-        let said = match answer {
-            Ok(result) => {
-                let outcome = result.pointer("/outcome/outcome").and_then(Value::as_str);
-                let option = result.pointer("/outcome/optionId").and_then(Value::as_str);
-                match (outcome, option) {
-                    (Some("selected"), Some(option)) => format!("permission: {option}\n"),
-                    (Some("cancelled"), _) => "permission: cancelled\n".to_owned(),
-                    _ => format!("permission: unexpected answer {result}\n"),
-                }
-            }
-            Err(error) => format!("permission: error {}\n", error.message),
-        };
-        self.say(&said).await;
+        self.say(&permission_said(answer)).await;
         None
     }
 

@@ -31,6 +31,7 @@ const TABLES: &[&str] = &[
     "review_comments",
     "sessions",
     "session_runtime",
+    "mcp_tokens",
     "session_resets",
     "turns",
     "messages",

@@ -17,6 +17,7 @@ mod db;
 mod error;
 mod events;
 mod executors;
+mod mcp_tokens;
 mod messages;
 mod notifications;
 mod permissions;

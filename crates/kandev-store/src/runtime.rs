@@ -54,6 +54,10 @@ pub struct RunnerPosition {
     /// Bytes of item `committed + 1` handled too (items are chunks of the agent's stdout, not
     /// lines).
     pub skip: u64,
+    /// Bytes of the agent's output past the position whose effects are committed already
+    /// (stored while a permission request before them waited for an answer): replayed after
+    /// a restart, they are not handled again (but the request is asked again).
+    pub ahead: u64,
     /// How many servers joined the conversation after the one that started it (request ids
     /// of the next one start at `(run + 1) << 32`).
     pub run: u64,
@@ -62,20 +66,21 @@ pub struct RunnerPosition {
 impl Store {
     /// The runner position of the session's execution, when a runner runs it.
     pub async fn runner_position(&self, session_id: &SessionId) -> Result<Option<RunnerPosition>> {
-        type Row = (Option<String>, i64, Option<i64>, i64, i64);
+        type Row = (Option<String>, i64, Option<i64>, i64, i64, i64);
         let row: Option<Row> = crate::sql::query_as(
-            "SELECT runner_exec, epoch, runner_seq, runner_skip, acp_run FROM session_runtime \
-             WHERE session_id = ?",
+            "SELECT runner_exec, epoch, runner_seq, runner_skip, runner_ahead, acp_run \
+             FROM session_runtime WHERE session_id = ?",
         )
         .bind(session_id.as_str())
         .fetch_optional(&self.read)
         .await?;
-        Ok(row.and_then(|(exec, epoch, seq, skip, run)| {
+        Ok(row.and_then(|(exec, epoch, seq, skip, ahead, run)| {
             Some(RunnerPosition {
                 exec: exec?,
                 epoch,
                 committed: u64::try_from(seq.unwrap_or(0)).ok()?,
                 skip: u64::try_from(skip).ok()?,
+                ahead: u64::try_from(ahead).ok()?,
                 run: u64::try_from(run).ok()?,
             })
         }))
@@ -100,7 +105,7 @@ impl WriteTx {
              VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET execution_id = excluded.execution_id, \
              epoch = excluded.epoch, pid = excluded.pid, pgid = excluded.pgid, status = excluded.status, \
              cwd = excluded.cwd, started_at = excluded.started_at, runner_exec = NULL, runner_seq = NULL, \
-             runner_skip = 0, acp_run = 0",
+             runner_skip = 0, runner_ahead = 0, acp_run = 0",
         )
         .bind(record.session_id.as_str())
         .bind(&record.execution_id)
@@ -124,7 +129,8 @@ impl WriteTx {
         exec: &str,
     ) -> Result<()> {
         crate::sql::query(
-            "UPDATE session_runtime SET runner_exec = ?, runner_seq = 0, runner_skip = 0, acp_run = 0 \
+            "UPDATE session_runtime SET runner_exec = ?, runner_seq = 0, runner_skip = 0, runner_ahead = 0, \
+             acp_run = 0 \
              WHERE session_id = ? AND epoch = ?",
         )
         .bind(exec)
@@ -157,29 +163,32 @@ impl WriteTx {
         Ok(())
     }
 
-    /// [`Self::commit_runner_seq`] with the bytes of the next item handled too: the position
-    /// (`seq`, `skip`) never moves back (compared as a pair).
+    /// [`Self::commit_runner_seq`] with the bytes of the next item handled too, and `ahead`
+    /// bytes past that whose effects are committed as well (`RunnerPosition::ahead`). The
+    /// position (`seq`, `skip`) never moves back (compared as a pair); at the same position
+    /// `ahead` only grows.
     pub async fn commit_runner_position(
         &mut self,
         session_id: &SessionId,
         epoch: i64,
         seq: u64,
         skip: u64,
+        ahead: u64,
     ) -> Result<()> {
         let seq = i64::try_from(seq).unwrap_or(i64::MAX);
         let skip = i64::try_from(skip).unwrap_or(i64::MAX);
+        let ahead = i64::try_from(ahead).unwrap_or(i64::MAX);
         crate::sql::query(
-            "UPDATE session_runtime SET runner_seq = ?, runner_skip = ? \
-             WHERE session_id = ? AND epoch = ? AND runner_exec IS NOT NULL \
-             AND (COALESCE(runner_seq, 0) < ? OR (COALESCE(runner_seq, 0) = ? AND runner_skip < ?))",
+            "UPDATE session_runtime SET runner_seq = ?1, runner_skip = ?2, runner_ahead = ?3 \
+             WHERE session_id = ?4 AND epoch = ?5 AND runner_exec IS NOT NULL \
+             AND (COALESCE(runner_seq, 0) < ?1 OR (COALESCE(runner_seq, 0) = ?1 \
+             AND (runner_skip < ?2 OR (runner_skip = ?2 AND runner_ahead < ?3))))",
         )
         .bind(seq)
         .bind(skip)
+        .bind(ahead)
         .bind(session_id.as_str())
         .bind(epoch)
-        .bind(seq)
-        .bind(seq)
-        .bind(skip)
         .execute(self.conn())
         .await?;
         Ok(())

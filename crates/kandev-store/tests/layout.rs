@@ -21,6 +21,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("user_questions", "questions.rs"),
     ("sessions", "sessions.rs"),
     ("session_runtime", "runtime.rs"),
+    ("mcp_tokens", "mcp_tokens.rs"),
     ("child_processes", "children.rs"),
     ("turns", "turns.rs"),
     ("messages", "messages.rs"),

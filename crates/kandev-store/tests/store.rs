@@ -201,26 +201,81 @@ async fn i20_a1_l42_the_committed_runner_number_is_kept_per_execution_and_never_
     store.close().await;
     let store = db.open().await;
     let position = store.runner_position(&session.id).await.unwrap();
-    let at =
-        |committed, skip, run| RunnerPosition { exec: "x1".into(), epoch: 1, committed, skip, run };
-    assert_eq!(position, Some(at(7, 0, 0)));
+    let at = |committed, skip, ahead, run| RunnerPosition {
+        exec: "x1".into(),
+        epoch: 1,
+        committed,
+        skip,
+        ahead,
+        run,
+    };
+    assert_eq!(position, Some(at(7, 0, 0, 0)));
 
     // A position is an item and the bytes of the next one handled: it moves on as a pair.
     let mut tx = store.begin_write().await.unwrap();
-    tx.commit_runner_position(&session.id, 1, 7, 30).await.unwrap();
-    tx.commit_runner_position(&session.id, 1, 7, 12).await.unwrap(); // never back
-    tx.commit_runner_position(&session.id, 1, 6, 99).await.unwrap(); // never back
-    tx.commit_runner_position(&session.id, 2, 50, 0).await.unwrap(); // another epoch
+    tx.commit_runner_position(&session.id, 1, 7, 30, 0).await.unwrap();
+    tx.commit_runner_position(&session.id, 1, 7, 12, 90).await.unwrap(); // never back
+    tx.commit_runner_position(&session.id, 1, 6, 99, 0).await.unwrap(); // never back
+    tx.commit_runner_position(&session.id, 2, 50, 0, 0).await.unwrap(); // another epoch
     tx.commit().await.unwrap();
-    assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(7, 30, 0)));
+    assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(7, 30, 0, 0)));
+    // At the same position (held before a permission request), what is committed past it
+    // only grows; a later position sets it anew.
     let mut tx = store.begin_write().await.unwrap();
-    tx.commit_runner_position(&session.id, 1, 8, 0).await.unwrap();
+    tx.commit_runner_position(&session.id, 1, 7, 30, 40).await.unwrap();
+    tx.commit_runner_position(&session.id, 1, 7, 30, 25).await.unwrap(); // never back
+    tx.commit().await.unwrap();
+    assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(7, 30, 40, 0)));
+    let mut tx = store.begin_write().await.unwrap();
+    tx.commit_runner_position(&session.id, 1, 8, 0, 0).await.unwrap();
     // Each server that joins the conversation gets the next run (its request id range).
     assert_eq!(tx.join_runner(&session.id, 1).await.unwrap(), 1);
     assert_eq!(tx.join_runner(&session.id, 1).await.unwrap(), 2);
     assert!(tx.join_runner(&session.id, 2).await.is_err(), "another epoch");
     tx.commit().await.unwrap();
-    assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(8, 0, 2)));
+    assert_eq!(store.runner_position(&session.id).await.unwrap(), Some(at(8, 0, 0, 2)));
+}
+}
+
+on_both_engines! {
+async fn i20_a1_mcp_token_hashes_are_kept_per_session_and_epoch(db: TestDb) {
+    let store = db.open().await;
+    let mut tx = store.begin_write().await.unwrap();
+    let ws = tx.insert_workspace("Home").await.unwrap();
+    let wf = tx.insert_workflow(&ws.id, &spec(&["Todo"]), None).await.unwrap();
+    let task = NewTask {
+        workflow_id: wf.id.clone(),
+        step_id: wf.steps[0].id.clone(),
+        title: "t".into(),
+        description: String::new(),
+        repository_ids: vec![],
+        agent_profile_id: None,
+    };
+    let task = tx.insert_task(&task, "user").await.unwrap();
+    let session = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
+    let other = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
+    tx.add_mcp_grant("h1", &session.id, 1).await.unwrap();
+    tx.add_mcp_grant("h2", &session.id, 2).await.unwrap();
+    tx.add_mcp_grant("o1", &other.id, 1).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(store.mcp_grant("h1").await.unwrap(), Some((session.id.clone(), 1)));
+    assert_eq!(store.mcp_grant("h2").await.unwrap(), Some((session.id.clone(), 2)));
+    assert_eq!(store.mcp_grant("nope").await.unwrap(), None);
+    // A new epoch keeps the one before (a live reset hands it over while the old one works).
+    let mut tx = store.begin_write().await.unwrap();
+    tx.add_mcp_grant("h3", &session.id, 3).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(store.mcp_grant("h1").await.unwrap(), None, "older epochs are dropped");
+    assert!(store.mcp_grant("h2").await.unwrap().is_some());
+    let mut tx = store.begin_write().await.unwrap();
+    tx.forget_mcp_grants(&session.id).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(store.mcp_grant("h3").await.unwrap(), None, "forgotten");
+    assert!(store.mcp_grant("o1").await.unwrap().is_some(), "another session's stays");
+    let mut tx = store.begin_write().await.unwrap();
+    tx.delete_session(&other.id).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(store.mcp_grant("o1").await.unwrap(), None, "gone with its session");
 }
 }
 

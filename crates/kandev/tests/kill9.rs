@@ -4,51 +4,22 @@
 //! resumes with `session/load`.
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kandev_mock_agent::{CallKind, Counters};
 use serde_json::{Value, json};
-use support::{Server, start_with};
+use support::{Server, Watch, agents_of, call, launched_session, processes_until, start_with};
 use tokio_tungstenite::tungstenite::Message;
 
 #[path = "support/server.rs"]
 mod support;
 
-const DEADLINE: Duration = Duration::from_secs(30);
+const DEADLINE: Duration = support::DEADLINE;
 const SESSIONS: usize = 10;
 /// These tests guard the restart without a runner (agents are the server's children); with
 /// the local runner a restart re-adopts them instead (readopt.rs).
 const NONE: [&str; 2] = ["--runner", "none"];
-
-async fn call(server: &Server, action: &str, payload: Value) -> Value {
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/v1/{action}", server.url))
-        .json(&payload)
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success(), "{action}");
-    response.json().await.unwrap()
-}
-
-/// Agent processes started for this home (their command line names its state dir).
-fn agents_of(home: &Path) -> Vec<u32> {
-    let needle = home.join("mock-agent").display().to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie =
-                stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-            !zombie && String::from_utf8_lossy(&cmdline).contains(&needle)
-        })
-        .collect()
-}
 
 /// A slow streamed turn: many chunks with small pauses, so the kill lands mid-stream.
 fn slow_script() -> String {
@@ -62,18 +33,10 @@ fn slow_script() -> String {
 #[tokio::test]
 async fn l43_kill_9_mid_stream_loses_nothing_a_client_was_told() {
     let home = tempfile::tempdir().unwrap();
-    let server = start_with(home.path(), &NONE);
-    let workspaces = call(&server, "workspace.list", json!({})).await;
-    let workflows =
-        call(&server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
-            .await;
-    let board = &workflows["workflows"][0];
+    let mut server = start_with(home.path(), &NONE);
     let mut sessions = vec![];
     for i in 0..SESSIONS {
-        let task = call(&server, "task.create", json!({"workflow_id": board["id"], "title": format!("t{i}"), "step_id": board["steps"][0]["id"]})).await;
-        let launched =
-            call(&server, "session.launch", json!({"task_id": task["task"]["id"]})).await;
-        sessions.push(launched["session"]["id"].as_str().unwrap().to_owned());
+        sessions.push(launched_session(&server, &format!("t{i}")).await.1);
     }
 
     let (mut ws, _) =
@@ -120,9 +83,7 @@ async fn l43_kill_9_mid_stream_loses_nothing_a_client_was_told() {
             _ => {}
         }
     }
-    let mut server = server;
-    server.child.kill().unwrap(); // SIGKILL
-    server.child.wait().unwrap();
+    server.kill_9();
     drop(ws);
 
     let restarted = start_with(home.path(), &NONE);
@@ -149,35 +110,16 @@ async fn l43_kill_9_mid_stream_loses_nothing_a_client_was_told() {
     let stored: usize = told.len();
     assert!(stored > 0);
 
-    let start_wait = Instant::now();
-    while !agents_of(home.path()).is_empty() {
-        assert!(
-            start_wait.elapsed() < DEADLINE,
-            "agents of the killed server are gone: {:?}",
-            agents_of(home.path())
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    processes_until("agents of the killed server are gone", || agents_of(home.path()).is_empty())
+        .await;
 
     // The next prompt resumes with session/load.
     let session = &sessions[0];
+    let mut watch = Watch::sessions(&restarted, std::slice::from_ref(session)).await;
     call(&restarted, "message.add", json!({"session_id": session, "content": "are you back"}))
         .await;
-    let start_wait = Instant::now();
-    loop {
-        let messages =
-            call(&restarted, "message.list", json!({"session_id": session, "limit": 1000})).await;
-        if messages["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|m| m["content"] == "echo: are you back")
-        {
-            break;
-        }
-        assert!(start_wait.elapsed() < DEADLINE, "the resumed agent answers");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let answered = |m: &[Value]| m.iter().any(|m| m["content"] == "echo: are you back");
+    watch.messages(&restarted, session, "the resumed agent answers", answered).await;
     let counters = Counters::read(&home.path().join("mock-agent")).unwrap();
     assert_eq!(counters.succeeded(CallKind::Load), 1, "resumed with session/load");
 }
@@ -191,23 +133,15 @@ async fn queue_of(server: &Server, session: &str) -> Vec<Value> {
     queue["queue"].as_array().unwrap().clone()
 }
 
-/// Waits (bounded) until `ready` holds for the session's transcript; returns it.
+/// Waits (bounded, on the session's notifications) until `ready` holds for its transcript;
+/// returns it.
 async fn wait_messages(
     server: &Server,
     session: &str,
     ready: impl Fn(&[Value]) -> bool,
 ) -> Vec<Value> {
-    let started = Instant::now();
-    loop {
-        let list =
-            call(server, "message.list", json!({"session_id": session, "limit": 1000})).await;
-        let messages = list["messages"].as_array().unwrap().clone();
-        if ready(&messages) {
-            return messages;
-        }
-        assert!(started.elapsed() < DEADLINE, "{messages:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let mut watch = Watch::sessions(server, &[session.to_owned()]).await;
+    watch.messages(server, session, "the transcript gets there", ready).await
 }
 
 fn agent_said(messages: &[Value], needle: &str) -> bool {
@@ -221,7 +155,7 @@ fn agent_said(messages: &[Value], needle: &str) -> bool {
 #[tokio::test]
 async fn l45_kill_9_during_a_reset_then_restart() {
     let home = tempfile::tempdir().unwrap();
-    let server = start_with(home.path(), &NONE);
+    let mut server = start_with(home.path(), &NONE);
     let workspaces = call(&server, "workspace.list", json!({})).await;
     let workspace_id = workspaces["workspaces"][0]["id"].clone();
     let created = call(
@@ -248,9 +182,7 @@ async fn l45_kill_9_during_a_reset_then_restart() {
     // Build resets the context, then sends its prompt. The move answers once the reset is
     // accepted; the agent then holds session/new for a minute.
     call(&server, "task.move", json!({"id": task["task"]["id"], "step_id": step("Build")})).await;
-    let mut server = server;
-    server.child.kill().unwrap(); // SIGKILL
-    server.child.wait().unwrap();
+    server.kill_9();
 
     let restarted = start_with(home.path(), &NONE);
     let after = session_get(&restarted, &session).await;
@@ -271,8 +203,7 @@ async fn l45_kill_9_during_a_reset_then_restart() {
 
     // A second crash does not finish it twice.
     let mut restarted = restarted;
-    restarted.child.kill().unwrap();
-    restarted.child.wait().unwrap();
+    restarted.kill_9();
     let again = start_with(home.path(), &NONE);
     assert_eq!(queue_of(&again, &session).await.len(), 1, "the step prompt is queued once");
 

@@ -3,119 +3,79 @@
 //! runner kept the agents; the new server takes them over, every turn completes without
 //! `session/load` or an "interrupted" note, every chunk an agent wrote is in the transcript
 //! exactly once, and the agents of tasks deleted while the server was down or after the
-//! restart are killed.
-
-use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+//! restart are killed. Also: output streamed while a permission request waits, MCP tokens
+//! across the restart, and an abort between a commit and the runner's acknowledgement
+//! (the `KANDEV_FAULT` failpoint).
 
 use kandev_mock_agent::script::stream_chunk_text;
 use kandev_mock_agent::{CallKind, Counters};
 use serde_json::{Value, json};
-use support::{Server, start_with};
+use support::{
+    Server, Watch, agent_text, agents_of, call, launch, launched_session, launched_with, messages,
+    processes_until, runners_of, start_with, state,
+};
 
 #[path = "support/server.rs"]
 mod support;
 
-const DEADLINE: Duration = Duration::from_secs(60);
 /// Streaming turns that must survive the restart (R6 asks for 20: `kandev-bench r6`).
 const TURNS: usize = 5;
 const CHUNKS: u64 = 150;
 const BYTES: usize = 24;
 const LOCAL: [&str; 4] = ["--runner", "local", "--runner-grace", "60s"];
 
-async fn call(server: &Server, action: &str, payload: Value) -> Value {
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/v1/{action}", server.url))
-        .json(&payload)
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success(), "{action}");
-    response.json().await.unwrap()
+/// The text of `count` streamed chunks.
+fn streamed(count: u64) -> String {
+    (0..count).map(|i| stream_chunk_text(i, BYTES)).collect()
 }
 
-/// Live (not zombie) processes whose command line contains `needle`.
-fn processes_with(needle: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie =
-                stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-            !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(needle)
-        })
-        .collect()
-}
-
-fn agents_of(home: &Path) -> Vec<u32> {
-    processes_with(&home.join("mock-agent").display().to_string())
-}
-
-fn runners_of(home: &Path) -> Vec<u32> {
-    processes_with(&format!("runner --socket {}", home.join("runner.sock").display()))
-}
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(start.elapsed() < DEADLINE, "{what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-async fn messages(server: &Server, session: &str) -> Vec<Value> {
-    let listed = call(server, "message.list", json!({"session_id": session, "limit": 1000})).await;
-    listed["messages"].as_array().unwrap().clone()
-}
-
-/// Everything the agent said in the session, in order.
-fn agent_text(messages: &[Value]) -> String {
-    messages
+fn interrupted(stored: &[Value]) -> bool {
+    stored
         .iter()
-        .filter(|m| m["kind"] == "agent")
-        .map(|m| m["content"].as_str().unwrap())
-        .collect()
+        .any(|m| m["kind"] == "status" && m["content"].as_str().unwrap().starts_with("interrupted"))
+}
+
+/// Waits until the agent said at least `bytes` bytes in the session.
+async fn until_said(watch: &mut Watch, server: &Server, session: &str, bytes: usize) {
+    let what = format!("the turn of {session} streams");
+    watch.messages(server, session, &what, |m| agent_text(m).len() >= bytes).await;
+}
+
+fn no_load(home: &std::path::Path) {
+    let counters = Counters::read(&home.join("mock-agent")).unwrap();
+    assert_eq!(counters.count(CallKind::Load), 0, "no session/load");
+}
+
+/// A graceful stop ends the agents, and the runner with nothing left: no orphan.
+async fn stop_leaving_nothing(server: Server, home: &std::path::Path) {
+    server.terminate();
+    processes_until("no agent is left", || agents_of(home).is_empty()).await;
+    processes_until("the runner ends", || runners_of(home).is_empty()).await;
 }
 
 #[tokio::test]
 async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_completes_once() {
     let home = tempfile::tempdir().unwrap();
-    let server = start_with(home.path(), &LOCAL);
-    let workspaces = call(&server, "workspace.list", json!({})).await;
-    let workflows =
-        call(&server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
-            .await;
-    let board = &workflows["workflows"][0];
+    let mut server = start_with(home.path(), &LOCAL);
     // Two more sessions than the turns checked: the task of one is deleted while the server
     // is down, the other's after the restart, while its re-adopted turn runs.
     let mut tasks = vec![];
     let mut sessions = vec![];
     for i in 0..TURNS + 2 {
-        let task = call(&server, "task.create", json!({"workflow_id": board["id"], "title": format!("r6-{i}"), "step_id": board["steps"][0]["id"]})).await;
-        let launched =
-            call(&server, "session.launch", json!({"task_id": task["task"]["id"]})).await;
-        tasks.push(task["task"]["id"].as_str().unwrap().to_owned());
-        sessions.push(launched["session"]["id"].as_str().unwrap().to_owned());
+        let (task, session) = launched_session(&server, &format!("r6-{i}")).await;
+        tasks.push(task);
+        sessions.push(session);
     }
+    let mut watch = Watch::sessions(&server, &sessions).await;
     let script = format!("#!mock\nstream {CHUNKS} {BYTES} every 20");
     for session in &sessions {
         call(&server, "message.add", json!({"session_id": session, "content": script})).await;
     }
     // Every turn is streaming (some text stored), none is done.
-    let start = Instant::now();
     for session in &sessions {
-        while agent_text(&messages(&server, session).await).len() < BYTES * 10 {
-            assert!(start.elapsed() < DEADLINE, "the turn of {session} streams");
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        until_said(&mut watch, &server, session, BYTES * 10).await;
     }
-    let mut server = server;
-    server.child.kill().unwrap(); // SIGKILL
-    server.child.wait().unwrap();
+    server.kill_9();
     assert_eq!(agents_of(home.path()).len(), TURNS + 2, "the runner keeps the agents");
 
     // The last task is deleted while no server runs.
@@ -129,57 +89,42 @@ async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_comple
     }
 
     let restarted = start_with(home.path(), &LOCAL);
-    let got = call(&restarted, "session.get", json!({"id": sessions[TURNS + 1]})).await;
-    assert_eq!(got["session"]["state"], "RUNNING", "re-adopted mid-turn");
+    assert_eq!(state(&restarted, &sessions[TURNS + 1]).await, "RUNNING", "re-adopted mid-turn");
     call(&restarted, "task.delete", json!({"id": tasks[TURNS + 1], "force": true})).await;
-    let expected: String = (0..CHUNKS).map(|i| stream_chunk_text(i, BYTES)).collect();
+    let mut watch = Watch::sessions(&restarted, &sessions[..TURNS]).await;
+    let expected = streamed(CHUNKS);
     for session in &sessions[..TURNS] {
-        let start = Instant::now();
-        loop {
-            let got = call(&restarted, "session.get", json!({"id": session})).await;
-            if got["session"]["state"] == "WAITING_FOR_INPUT" {
-                break;
-            }
-            assert_eq!(got["session"]["state"], "RUNNING", "the turn goes on in {session}");
-            assert!(start.elapsed() < DEADLINE, "the turn of {session} completes");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let what = format!("the turn of {session} completes");
+        watch
+            .until(&what, || async {
+                let now = state(&restarted, session).await;
+                assert!(now == "RUNNING" || now == "WAITING_FOR_INPUT", "{session}: {now}");
+                (now == "WAITING_FOR_INPUT").then_some(())
+            })
+            .await;
         let stored = messages(&restarted, session).await;
         assert_eq!(agent_text(&stored), expected, "every chunk once, in order, in {session}");
-        assert!(
-            !stored.iter().any(|m| m["kind"] == "status"
-                && m["content"].as_str().unwrap().starts_with("interrupted")),
-            "no interrupted note in {session}"
-        );
+        assert!(!interrupted(&stored), "no interrupted note in {session}");
         let turns = call(&restarted, "session.turn.list", json!({"session_id": session})).await;
         let turns = turns["turns"].as_array().unwrap();
         assert_eq!(turns.len(), 1, "one turn in {session}");
         assert_eq!(turns[0]["stop_reason"], "end_turn");
     }
+    no_load(home.path());
     let counters = Counters::read(&home.path().join("mock-agent")).unwrap();
-    assert_eq!(counters.count(CallKind::Load), 0, "no session/load");
     assert_eq!(counters.count(CallKind::Prompt), TURNS + 2, "each prompt sent once");
     // The deleted tasks' agents are gone; the others stay, ready for the next prompt.
-    eventually("the deleted sessions' agents are killed", || agents_of(home.path()).len() == TURNS)
-        .await;
+    processes_until("the deleted sessions' agents are killed", || {
+        agents_of(home.path()).len() == TURNS
+    })
+    .await;
     let session = &sessions[0];
     call(&restarted, "message.add", json!({"session_id": session, "content": "are you back"}))
         .await;
-    let start = Instant::now();
-    while !messages(&restarted, session).await.iter().any(|m| m["content"] == "echo: are you back")
-    {
-        assert!(start.elapsed() < DEADLINE, "the re-adopted agent answers a new prompt");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let counters = Counters::read(&home.path().join("mock-agent")).unwrap();
-    assert_eq!(counters.count(CallKind::Load), 0, "still no session/load");
-
-    // No orphan: a graceful stop ends the agents, and the runner with nothing left.
-    let mut restarted = restarted;
-    Command::new("kill").arg("-TERM").arg(restarted.child.id().to_string()).status().unwrap();
-    restarted.child.wait().unwrap();
-    eventually("no agent is left", || agents_of(home.path()).is_empty()).await;
-    eventually("the runner ends", || runners_of(home.path()).is_empty()).await;
+    let answered = |m: &[Value]| m.iter().any(|m| m["content"] == "echo: are you back");
+    watch.messages(&restarted, session, "the re-adopted agent answers", answered).await;
+    no_load(home.path());
+    stop_leaving_nothing(restarted, home.path()).await;
 }
 
 /// The session's permission requests: `(request id, status)`, oldest first.
@@ -194,148 +139,101 @@ fn permissions(messages: &[Value]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// After a restart: the request the user saw expired (its responder died with the server),
+/// the agent's request, still waiting, came again with the replay and is asked anew; it is
+/// answered and the turn completes. Returns what the agent said.
+async fn answer_the_request_asked_again(server: &Server, session: &str) -> String {
+    let mut watch = Watch::sessions(server, &[session.to_owned()]).await;
+    let two = |m: &[Value]| permissions(m).len() == 2;
+    let stored = watch.messages(server, session, "the request is asked again", two).await;
+    let asked = permissions(&stored);
+    assert_eq!(asked[0].1, "expired");
+    assert_eq!(asked[1].1, "pending");
+    assert_eq!(state(server, session).await, "RUNNING", "the turn goes on");
+    let answer =
+        json!({"session_id": session, "request_id": asked[1].0, "option_id": "allow_once"});
+    call(server, "permission.respond", answer).await;
+    watch.state(server, session, "WAITING_FOR_INPUT").await;
+    agent_text(&messages(server, session).await)
+}
+
 #[tokio::test]
 async fn l42_a_permission_request_pending_at_a_kill_9_is_asked_again_after_the_restart() {
     let home = tempfile::tempdir().unwrap();
-    let server = start_with(home.path(), &LOCAL);
-    let workspaces = call(&server, "workspace.list", json!({})).await;
-    let workflows =
-        call(&server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
-            .await;
-    let board = &workflows["workflows"][0];
-    let task = call(
-        &server,
-        "task.create",
-        json!({"workflow_id": board["id"], "title": "ask", "step_id": board["steps"][0]["id"]}),
-    )
-    .await;
-    let launched = call(&server, "session.launch", json!({"task_id": task["task"]["id"]})).await;
-    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    let mut server = start_with(home.path(), &LOCAL);
+    let (_, session) = launched_session(&server, "ask").await;
+    let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
     let script = "#!mock\nsay before\nask_permission deploy\nsay after";
     call(&server, "message.add", json!({"session_id": session, "content": script})).await;
-    let start = Instant::now();
-    while permissions(&messages(&server, &session).await).is_empty() {
-        assert!(start.elapsed() < DEADLINE, "the agent asks");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let mut server = server;
-    server.child.kill().unwrap(); // SIGKILL, the request unanswered
-    server.child.wait().unwrap();
+    let asked = |m: &[Value]| !permissions(m).is_empty();
+    watch.messages(&server, &session, "the agent asks", asked).await;
+    server.kill_9(); // the request unanswered
 
-    // The request the user saw expires (its responder died with the server); the agent's
-    // request, still waiting, comes again with the replay and is asked anew.
     let restarted = start_with(home.path(), &LOCAL);
-    let start = Instant::now();
-    let asked = loop {
-        let asked = permissions(&messages(&restarted, &session).await);
-        if asked.len() == 2 {
-            break asked;
-        }
-        assert!(start.elapsed() < DEADLINE, "the request is asked again: {asked:?}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    };
-    assert_eq!(asked[0].1, "expired");
-    assert_eq!(asked[1].1, "pending");
-    let got = call(&restarted, "session.get", json!({"id": session})).await;
-    assert_eq!(got["session"]["state"], "RUNNING", "the turn goes on");
-    let answer =
-        json!({"session_id": session, "request_id": asked[1].0, "option_id": "allow_once"});
-    call(&restarted, "permission.respond", answer).await;
-    let start = Instant::now();
-    loop {
-        let got = call(&restarted, "session.get", json!({"id": session})).await;
-        if got["session"]["state"] == "WAITING_FOR_INPUT" {
-            break;
-        }
-        assert!(start.elapsed() < DEADLINE, "the turn completes");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let text = agent_text(&messages(&restarted, &session).await);
+    let text = answer_the_request_asked_again(&restarted, &session).await;
     assert_eq!(text, "beforepermission: allow_once\nafter", "the agent got the answer");
-    let counters = Counters::read(&home.path().join("mock-agent")).unwrap();
-    assert_eq!(counters.count(CallKind::Load), 0, "no session/load");
+    no_load(home.path());
 }
 
-/// Waits until the session waits for input.
-async fn until_waiting(server: &Server, session: &str, what: &str) {
-    let start = Instant::now();
-    loop {
-        let got = call(server, "session.get", json!({"id": session})).await;
-        if got["session"]["state"] == "WAITING_FOR_INPUT" {
-            return;
-        }
-        assert!(start.elapsed() < DEADLINE, "{what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+/// A request holds the recorded position before it until it is answered; what the agent
+/// streamed meanwhile is stored and must not be stored again when the restart replays the
+/// request and everything after it (`runner_ahead`).
+#[tokio::test]
+async fn i20_a1_output_streamed_while_a_permission_request_waits_is_stored_once() {
+    let home = tempfile::tempdir().unwrap();
+    let mut server = start_with(home.path(), &LOCAL);
+    let (_, session) = launched_session(&server, "ask and stream").await;
+    let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
+    let script = format!(
+        "#!mock\nsay before\nask_permission_later deploy\nstream 40 {BYTES}\nawait_permission\nsay after"
+    );
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    let streamed_all = format!("before{}", streamed(40));
+    let ready = |m: &[Value]| !permissions(m).is_empty() && agent_text(m) == streamed_all;
+    watch.messages(&server, &session, "the agent asks, then streams", ready).await;
+    server.kill_9(); // the request unanswered, the text after it stored
+
+    let restarted = start_with(home.path(), &LOCAL);
+    let text = answer_the_request_asked_again(&restarted, &session).await;
+    assert_eq!(text, format!("{streamed_all}permission: allow_once\nafter"), "every chunk once");
+    no_load(home.path());
+    stop_leaving_nothing(restarted, home.path()).await;
 }
 
-/// A session launched on the first board's first step, with one finished turn (its agent
-/// is live and idle).
-async fn live_session(server: &Server) -> String {
-    let workspaces = call(server, "workspace.list", json!({})).await;
-    let workflows =
-        call(server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
-            .await;
-    let board = &workflows["workflows"][0];
-    let task = call(
-        server,
-        "task.create",
-        json!({"workflow_id": board["id"], "title": "t", "step_id": board["steps"][0]["id"]}),
-    )
-    .await;
-    let launched = call(server, "session.launch", json!({"task_id": task["task"]["id"]})).await;
-    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+/// A session with one finished turn (its agent is live and idle).
+async fn live_session(server: &Server, watch_too: bool) -> (String, Option<Watch>) {
+    let (_, session) = launched_session(server, "t").await;
+    let mut watch = Watch::sessions(server, std::slice::from_ref(&session)).await;
     call(server, "message.add", json!({"session_id": session, "content": "hello"})).await;
-    until_waiting(server, &session, "the first turn completes").await;
-    session
+    let answered = |m: &[Value]| agent_text(m) == "echo: hello";
+    watch.messages(server, &session, "the agent answers", answered).await;
+    watch.state(server, &session, "WAITING_FOR_INPUT").await;
+    (session, watch_too.then_some(watch))
 }
 
 #[tokio::test]
 async fn i20_d1_a_session_after_a_live_context_reset_is_re_adopted() {
     let home = tempfile::tempdir().unwrap();
-    let server = start_with(home.path(), &LOCAL);
-    let session = live_session(&server).await;
+    let mut server = start_with(home.path(), &LOCAL);
+    let (session, watch) = live_session(&server, true).await;
+    let mut watch = watch.unwrap();
     call(&server, "session.reset_context", json!({"id": session})).await;
-    let start = Instant::now();
-    while !messages(&server, &session)
-        .await
-        .iter()
-        .any(|m| m["metadata"]["reason"] == "context_reset")
-    {
-        assert!(start.elapsed() < DEADLINE, "the live reset completes");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let reset = |m: &[Value]| m.iter().any(|m| m["metadata"]["reason"] == "context_reset");
+    watch.messages(&server, &session, "the live reset completes", reset).await;
     let script = format!("#!mock\nstream 60 {BYTES} every 20");
     call(&server, "message.add", json!({"session_id": session, "content": script})).await;
-    let start = Instant::now();
-    while agent_text(&messages(&server, &session).await).len() < BYTES * 5 {
-        assert!(start.elapsed() < DEADLINE, "the turn streams");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let mut server = server;
-    server.child.kill().unwrap(); // SIGKILL
-    server.child.wait().unwrap();
+    until_said(&mut watch, &server, &session, "echo: hello".len() + BYTES * 5).await;
+    server.kill_9();
 
     let restarted = start_with(home.path(), &LOCAL);
-    let got = call(&restarted, "session.get", json!({"id": session})).await;
-    assert_eq!(got["session"]["state"], "RUNNING", "re-adopted mid-turn");
-    until_waiting(&restarted, &session, "the re-adopted turn completes").await;
+    assert_eq!(state(&restarted, &session).await, "RUNNING", "re-adopted mid-turn");
+    let mut watch = Watch::sessions(&restarted, std::slice::from_ref(&session)).await;
+    watch.state(&restarted, &session, "WAITING_FOR_INPUT").await;
     let stored = messages(&restarted, &session).await;
-    assert!(
-        !stored
-            .iter()
-            .any(|m| m["kind"] == "status"
-                && m["content"].as_str().unwrap().starts_with("interrupted")),
-        "no interrupted note"
-    );
-    let expected: String = (0..60).map(|i| stream_chunk_text(i, BYTES)).collect();
-    assert_eq!(agent_text(&stored), format!("echo: hello{expected}"), "every chunk once");
-    let counters = Counters::read(&home.path().join("mock-agent")).unwrap();
-    assert_eq!(counters.count(CallKind::Load), 0, "no session/load");
-    let mut restarted = restarted;
-    Command::new("kill").arg("-TERM").arg(restarted.child.id().to_string()).status().unwrap();
-    restarted.child.wait().unwrap();
-    eventually("no agent is left", || agents_of(home.path()).is_empty()).await;
+    assert!(!interrupted(&stored), "no interrupted note");
+    assert_eq!(agent_text(&stored), format!("echo: hello{}", streamed(60)), "every chunk once");
+    no_load(home.path());
+    stop_leaving_nothing(restarted, home.path()).await;
 }
 
 #[tokio::test]
@@ -343,49 +241,37 @@ async fn i20_d2_a_re_adopted_quiet_turn_is_not_ended_as_silent() {
     // Rule 40 after 1 s: a turn with no output by then is ended, a quiet one gets a notice.
     let args = [LOCAL.as_slice(), &["--agent-stall-after", "1s"]].concat();
     let home = tempfile::tempdir().unwrap();
-    let server = start_with(home.path(), &args);
-    let session = live_session(&server).await;
+    let mut server = start_with(home.path(), &args);
+    let (session, watch) = live_session(&server, true).await;
+    let mut watch = watch.unwrap();
     let script = "#!mock\nsay before\nsleep 8000\nsay after";
     call(&server, "message.add", json!({"session_id": session, "content": script})).await;
-    let start = Instant::now();
-    while !agent_text(&messages(&server, &session).await).ends_with("before") {
-        assert!(start.elapsed() < DEADLINE, "the agent speaks");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let mut server = server;
-    server.child.kill().unwrap(); // SIGKILL, the agent quiet
-    server.child.wait().unwrap();
+    let spoke = |m: &[Value]| agent_text(m).ends_with("before");
+    watch.messages(&server, &session, "the agent speaks", spoke).await;
+    server.kill_9(); // the agent quiet
 
     let restarted = start_with(home.path(), &args);
-    let got = call(&restarted, "session.get", json!({"id": session})).await;
-    assert_eq!(got["session"]["state"], "RUNNING", "re-adopted mid-turn");
-    until_waiting(&restarted, &session, "the re-adopted turn completes").await;
+    assert_eq!(state(&restarted, &session).await, "RUNNING", "re-adopted mid-turn");
+    let mut watch = Watch::sessions(&restarted, std::slice::from_ref(&session)).await;
+    watch.state(&restarted, &session, "WAITING_FOR_INPUT").await;
     let got = call(&restarted, "session.get", json!({"id": session})).await;
     assert!(got["session"]["last_error"].is_null(), "not stalled: {got}");
     assert_eq!(agent_text(&messages(&restarted, &session).await), "echo: hellobeforeafter");
     let turns = call(&restarted, "session.turn.list", json!({"session_id": session})).await;
     assert_eq!(turns["turns"][1]["stop_reason"], "end_turn", "{turns}");
-    let mut restarted = restarted;
-    Command::new("kill").arg("-TERM").arg(restarted.child.id().to_string()).status().unwrap();
-    restarted.child.wait().unwrap();
-    eventually("no agent is left", || agents_of(home.path()).is_empty()).await;
+    stop_leaving_nothing(restarted, home.path()).await;
 }
 
 #[tokio::test]
 async fn i20_d4_an_execution_acknowledged_past_the_recorded_position_is_not_re_adopted() {
     let home = tempfile::tempdir().unwrap();
-    let server = start_with(home.path(), &LOCAL);
-    let session = live_session(&server).await;
+    let mut server = start_with(home.path(), &LOCAL);
+    let (session, watch) = live_session(&server, true).await;
+    let mut watch = watch.unwrap();
     let script = format!("#!mock\nstream 100 {BYTES} every 20");
     call(&server, "message.add", json!({"session_id": session, "content": script})).await;
-    let start = Instant::now();
-    while agent_text(&messages(&server, &session).await).len() < BYTES * 5 {
-        assert!(start.elapsed() < DEADLINE, "the turn streams");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let mut server = server;
-    server.child.kill().unwrap(); // SIGKILL
-    server.child.wait().unwrap();
+    until_said(&mut watch, &server, &session, "echo: hello".len() + BYTES * 5).await;
+    server.kill_9();
     // The recorded position falls behind what the runner was told (a record that failed
     // while its transaction committed): output after it would be stored twice.
     {
@@ -401,15 +287,126 @@ async fn i20_d4_an_execution_acknowledged_past_the_recorded_position_is_not_re_a
     }
 
     let restarted = start_with(home.path(), &LOCAL);
-    let got = call(&restarted, "session.get", json!({"id": session})).await;
-    assert_eq!(got["session"]["state"], "WAITING_FOR_INPUT", "reconciled, not re-adopted");
-    let stored = messages(&restarted, &session).await;
-    assert!(
-        stored
-            .iter()
-            .any(|m| m["kind"] == "status"
-                && m["content"].as_str().unwrap().starts_with("interrupted")),
-        "an interrupted note"
-    );
-    eventually("its agent is killed", || agents_of(home.path()).is_empty()).await;
+    assert_eq!(state(&restarted, &session).await, "WAITING_FOR_INPUT", "reconciled");
+    assert!(interrupted(&messages(&restarted, &session).await), "an interrupted note");
+    processes_until("its agent is killed", || agents_of(home.path()).is_empty()).await;
+}
+
+/// The MCP servers each `session/new` of the mock agents got (`--mcp-log`), oldest first:
+/// `(url, token)` of Kandev's.
+fn mcp_tokens(log: &std::path::Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let servers: Value = serde_json::from_str(line).unwrap();
+            let kandev = &servers[0];
+            let bearer = kandev["headers"][0]["value"].as_str().unwrap();
+            let token = bearer.strip_prefix("Bearer ").unwrap().to_owned();
+            (kandev["url"].as_str().unwrap().to_owned(), token)
+        })
+        .collect()
+}
+
+/// A direct MCP request with `token`: its HTTP status.
+async fn mcp_status(url: &str, token: &str) -> u16 {
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let response = reqwest::Client::new()
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .json(&list)
+        .send()
+        .await
+        .unwrap();
+    response.status().as_u16()
+}
+
+/// The token a re-adopted agent holds keeps working after a restart (its hash is stored with
+/// the session's epoch); tokens of a deleted session and of an older epoch are refused.
+#[tokio::test]
+async fn i20_a1_a_re_adopted_agent_keeps_its_mcp_token_across_a_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let log = home.path().join("mcp.log");
+    let mut server = start_with(home.path(), &LOCAL);
+    let profile = call(
+        &server,
+        "agent.profile.create",
+        json!({"name": "logged", "kind": "mock", "args": ["--mcp-log", log.display().to_string()]}),
+    )
+    .await;
+    let profile = profile["profile"]["id"].clone();
+    let mut sessions = vec![];
+    for title in ["kept", "deleted"] {
+        let launch = json!({"agent_profile_id": profile});
+        let (task, session) = launched_with(&server, title, launch).await;
+        let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
+        call(&server, "message.add", json!({"session_id": session, "content": "hello"})).await;
+        let answered = |m: &[Value]| agent_text(m) == "echo: hello";
+        watch.messages(&server, &session, "the agent answers", answered).await;
+        watch.state(&server, &session, "WAITING_FOR_INPUT").await;
+        sessions.push((task, session, watch));
+    }
+    // A live reset hands the kept session's agent the next epoch's token.
+    let (_, kept, watch) = &mut sessions[0];
+    call(&server, "session.reset_context", json!({"id": kept})).await;
+    let reset = |m: &[Value]| m.iter().any(|m| m["metadata"]["reason"] == "context_reset");
+    watch.messages(&server, kept, "the live reset completes", reset).await;
+    let tokens = mcp_tokens(&log);
+    assert_eq!(tokens.len(), 3, "{tokens:?}");
+    let (url, older) = tokens[0].clone();
+    let deleted = tokens[1].1.clone();
+    let addr = server.addr();
+    server.kill_9();
+
+    // The agent's MCP endpoint is the old address: the server comes back on it.
+    let restarted = launch(home.path(), &addr, &LOCAL, &[]);
+    let (deleted_task, kept) = (sessions[1].0.clone(), sessions[0].1.clone());
+    call(&restarted, "task.delete", json!({"id": deleted_task, "force": true})).await;
+    let mut watch = Watch::sessions(&restarted, std::slice::from_ref(&kept)).await;
+    let script = "#!mock\nmcp kandev get_task {}";
+    call(&restarted, "message.add", json!({"session_id": kept, "content": script})).await;
+    let called = |m: &[Value]| agent_text(m).contains("mcp get_task");
+    let stored = watch.messages(&restarted, &kept, "the agent calls MCP", called).await;
+    let said = agent_text(&stored);
+    assert!(said.contains("mcp get_task ok:"), "the token still works: {said}");
+    assert_eq!(mcp_status(&url, &deleted).await, 401, "a deleted session's token");
+    assert_eq!(mcp_status(&url, &older).await, 401, "an older epoch's token");
+    no_load(home.path());
+    stop_leaving_nothing(restarted, home.path()).await;
+}
+
+/// The worst moment of a crash (`KANDEV_FAULT=abort_before_ack:<n>`): a transaction that
+/// recorded a runner position committed, the runner was not told; the restart replays what
+/// it stored, and nothing is stored twice.
+#[tokio::test]
+async fn i20_a1_an_abort_between_a_commit_and_the_runner_ack_duplicates_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let fault = [("KANDEV_FAULT", "abort_before_ack:40")];
+    let mut server = launch(home.path(), "127.0.0.1:0", &LOCAL, &fault);
+    let mut sessions = vec![];
+    for i in 0..3 {
+        sessions.push(launched_session(&server, &format!("fault-{i}")).await.1);
+    }
+    let mut watch = Watch::sessions(&server, &sessions).await;
+    let script = format!("#!mock\nstream {CHUNKS} {BYTES} every 20");
+    for session in &sessions {
+        call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    }
+    watch.closed("the server aborts at the failpoint").await;
+    let status = server.child.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(6), "{status:?}");
+    let log = std::fs::read_to_string(home.path().join("server.log")).unwrap();
+    assert!(log.contains("failpoint KANDEV_FAULT"), "aborted by the failpoint");
+
+    let restarted = start_with(home.path(), &LOCAL);
+    let mut watch = Watch::sessions(&restarted, &sessions).await;
+    for session in &sessions {
+        watch.state(&restarted, session, "WAITING_FOR_INPUT").await;
+        let stored = messages(&restarted, session).await;
+        assert_eq!(agent_text(&stored), streamed(CHUNKS), "every chunk once in {session}");
+        assert!(!interrupted(&stored), "re-adopted, not interrupted: {session}");
+    }
+    no_load(home.path());
+    stop_leaving_nothing(restarted, home.path()).await;
 }

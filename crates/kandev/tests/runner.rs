@@ -3,100 +3,31 @@
 //! (rule 42's re-adopt branch; streaming turns: readopt.rs), and a runner whose server is
 //! gone past the grace period kills its agents and ends.
 
-use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Server, start_with};
+use support::{
+    Server, Watch, agents_of, call, launched_session, parent_of, processes_until, runners_of,
+    start_with,
+};
 
 #[path = "support/server.rs"]
 mod support;
 
-const DEADLINE: Duration = Duration::from_secs(30);
-
-async fn call(server: &Server, action: &str, payload: Value) -> Value {
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/v1/{action}", server.url))
-        .json(&payload)
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success(), "{action}");
-    response.json().await.unwrap()
-}
-
-/// Live (not zombie) processes whose command line contains `needle`.
-fn processes_with(needle: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie =
-                stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-            !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(needle)
-        })
-        .collect()
-}
-
-/// The mock agents started for this home.
-fn agents_of(home: &Path) -> Vec<u32> {
-    processes_with(&home.join("mock-agent").display().to_string())
-}
-
-/// The runner of this home.
-fn runners_of(home: &Path) -> Vec<u32> {
-    processes_with(&format!("runner --socket {}", home.join("runner.sock").display()))
-}
-
-fn parent_of(pid: u32) -> u32 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let rest = stat.rsplit_once(')').unwrap().1;
-    rest.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(start.elapsed() < DEADLINE, "{what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
+const DEADLINE: Duration = support::DEADLINE;
 
 /// A task with a started session whose agent answered one prompt.
 async fn session_with_agent(server: &Server, prompt: &str) -> String {
-    let workspaces = call(server, "workspace.list", json!({})).await;
-    let workflows =
-        call(server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
-            .await;
-    let board = &workflows["workflows"][0];
-    let task = call(
-        server,
-        "task.create",
-        json!({"workflow_id": board["id"], "title": "runner", "step_id": board["steps"][0]["id"]}),
-    )
-    .await;
-    let launched = call(server, "session.launch", json!({"task_id": task["task"]["id"]})).await;
-    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    let (_, session) = launched_session(server, "runner").await;
     call(server, "message.add", json!({"session_id": session, "content": prompt})).await;
     wait_for_answer(server, &session, &format!("echo: {prompt}")).await;
     session
 }
 
 async fn wait_for_answer(server: &Server, session: &str, answer: &str) {
-    let start = Instant::now();
-    loop {
-        let messages =
-            call(server, "message.list", json!({"session_id": session, "limit": 1000})).await;
-        if messages["messages"].as_array().unwrap().iter().any(|m| m["content"] == answer) {
-            return;
-        }
-        assert!(start.elapsed() < DEADLINE, "the agent answers {answer:?}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let mut watch = Watch::sessions(server, &[session.to_owned()]).await;
+    let answered = |m: &[Value]| m.iter().any(|m| m["content"] == answer);
+    watch.messages(server, session, &format!("the agent answers {answer:?}"), answered).await;
 }
 
 #[tokio::test]
@@ -112,8 +43,7 @@ async fn i20_s2_local_runner_owns_the_agents_and_a_restart_leaves_no_orphan() {
     assert_eq!(parent_of(agents[0]), runners[0], "the agent is the runner's child");
 
     // kill -9: the runner and its agent stay (grace period).
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
+    server.kill_9();
     assert_eq!(agents_of(home.path()), agents, "the agent outlives the killed server");
 
     // The restarted server reuses the runner and takes the waiting agent over (rule 42's
@@ -129,11 +59,9 @@ async fn i20_s2_local_runner_owns_the_agents_and_a_restart_leaves_no_orphan() {
     assert_eq!(counters.count(kandev_mock_agent::CallKind::Load), 0, "no session/load");
 
     // A graceful stop stops the agent; the runner, with nothing left, ends too.
-    let mut restarted = restarted;
-    Command::new("kill").arg("-TERM").arg(restarted.child.id().to_string()).status().unwrap();
-    restarted.child.wait().unwrap();
-    eventually("no agent is left", || agents_of(home.path()).is_empty()).await;
-    eventually("the runner ends", || runners_of(home.path()).is_empty()).await;
+    restarted.terminate();
+    processes_until("no agent is left", || agents_of(home.path()).is_empty()).await;
+    processes_until("the runner ends", || runners_of(home.path()).is_empty()).await;
     assert!(!home.path().join("runner.sock").exists());
 }
 
@@ -144,11 +72,12 @@ async fn i20_a2_a_runner_whose_server_is_gone_past_the_grace_period_kills_its_ag
     session_with_agent(&server, "hello").await;
     let agents = agents_of(home.path());
     assert_eq!(agents.len(), 1);
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
-    eventually("the agent is killed after the grace period", || agents_of(home.path()).is_empty())
-        .await;
-    eventually("the runner ends", || runners_of(home.path()).is_empty()).await;
+    server.kill_9();
+    processes_until("the agent is killed after the grace period", || {
+        agents_of(home.path()).is_empty()
+    })
+    .await;
+    processes_until("the runner ends", || runners_of(home.path()).is_empty()).await;
 }
 
 /// `kandev runner --stdio` (what an SSH channel runs): started, it relays to a runner on the
@@ -211,7 +140,7 @@ async fn i20_s1_the_protocol_runs_over_stdio_and_a_dropped_channel_replays() {
     assert_eq!(exit.signal(), Some(15));
     client.close();
     // With nothing left to keep, the runner ends when its owner goes.
-    eventually("the runner ends", || !socket.exists()).await;
+    processes_until("the runner ends", || !socket.exists()).await;
 }
 
 /// A runner whose socket is gone (its home deleted) can never get a server again: it ends
@@ -224,9 +153,8 @@ async fn i20_s2_a_runner_whose_socket_is_gone_ends_with_its_agents() {
     session_with_agent(&server, "hello").await;
     assert_eq!(agents_of(&path).len(), 1);
     assert_eq!(runners_of(&path).len(), 1);
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
+    server.kill_9();
     drop(home); // deletes the socket with the home
-    eventually("the agent is gone", || agents_of(&path).is_empty()).await;
-    eventually("the runner ends", || runners_of(&path).is_empty()).await;
+    processes_until("the agent is gone", || agents_of(&path).is_empty()).await;
+    processes_until("the runner ends", || runners_of(&path).is_empty()).await;
 }

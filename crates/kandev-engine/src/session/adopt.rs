@@ -29,7 +29,7 @@ const FEED: usize = 1 << 16;
 
 impl SessionActor {
     pub(super) async fn adopt(&mut self, adoption: Adoption) -> Result<()> {
-        let Adoption { epoch, execution, skip, run, turn, .. } = adoption;
+        let Adoption { epoch, execution, skip, ahead, run, turn, .. } = adoption;
         let control: Arc<dyn ExecutionControl> =
             Arc::new(RunnerControl(execution.control, execution.acks.clone()));
         let (Phase::Idle, Some(acp_session_id)) =
@@ -110,7 +110,7 @@ impl SessionActor {
             mcp_caps: crate::mcp::McpCaps::default(),
             mcp_servers,
             accepts: kandev_domain::attachment::PromptAccepts::default(),
-            track: Some(Track { acks: execution.acks, skipped: skip, handled: 0 }),
+            track: Some(Track { acks: execution.acks, skipped: skip, handled: 0, replayed: ahead }),
         };
         match open {
             Some(turn) => {
@@ -136,6 +136,7 @@ impl SessionActor {
     async fn interrupted(&mut self, epoch: i64) -> Result<()> {
         let mut tx = self.begin_write().await?;
         tx.end_runtime(&self.session.id, epoch, "ended").await?;
+        tx.forget_mcp_grants(&self.session.id).await?;
         let closed = tx.close_open_turns(&self.session.id, "interrupted").await?;
         let busy = matches!(self.session.state, SessionState::Starting | SessionState::Running);
         if !busy && closed == 0 {

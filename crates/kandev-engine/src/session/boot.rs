@@ -31,6 +31,8 @@ pub(crate) struct NewBoot {
     first: bool,
     spec: LaunchSpec,
     mcp_servers: Vec<McpServerConfig>,
+    /// The execution's MCP token, stored (as its hash) with the new epoch.
+    mcp: Option<crate::mcp::McpOffer>,
 }
 
 impl SessionActor {
@@ -137,22 +139,25 @@ impl SessionActor {
         let mcp_servers = profile.map(|p| p.mcp_servers).unwrap_or_default();
         let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
         self.session.epoch = epoch;
+        let mcp =
+            self.inner.mcp.offer(&self.session.id, epoch, self.inner.config.mcp_bridge.clone());
+        if let Some(offer) = &mcp {
+            tx.add_mcp_grant(&offer.stored_hash(), &self.session.id, epoch).await?;
+        }
         self.write(
             tx,
             SessionUpdate { state: Some(SessionState::Starting), ..SessionUpdate::default() },
         )
         .await?;
-        Ok(NewBoot { epoch, first, spec, mcp_servers })
+        Ok(NewBoot { epoch, first, spec, mcp_servers, mcp })
     }
 
     /// Once [`Self::bind_boot`] is committed: prepares the working directory and boots the
     /// agent as a child future.
     pub(super) fn spawn_boot(&mut self, boot: NewBoot, prompt: Option<Message>, fresh: bool) {
-        let NewBoot { epoch, first, mut spec, mcp_servers } = boot;
+        let NewBoot { epoch, first, mut spec, mcp_servers, mcp } = boot;
         let cancel = CancellationToken::new();
         self.phase = Phase::Booting(Boot { epoch, cancel: cancel.clone(), prompt });
-        let mcp =
-            self.inner.mcp.offer(&self.session.id, epoch, self.inner.config.mcp_bridge.clone());
         spec.secrets.extend(mcp.as_ref().map(|offer| offer.token().to_owned()));
         let plan = BootPlan {
             spec,
@@ -311,6 +316,7 @@ impl SessionActor {
                 acks: r.acks.clone(),
                 skipped: 0,
                 handled,
+                replayed: 0,
             }),
         };
         self.phase = Phase::Ready(live);

@@ -84,6 +84,15 @@ impl SessionActor {
             let stall_noticed = turn.output.is_some_and(|o| o.stall_noticed);
             turn.output = Some(Output { last: tokio::time::Instant::now(), stall_noticed });
         }
+        // Replayed output whose effects an earlier server committed (it came after a
+        // permission request that was still waiting): only requests are handled again.
+        let replayed =
+            self.phase.live().and_then(|l| l.track.as_ref()).is_some_and(|t| t.already_handled(at));
+        if replayed
+            && matches!(event, AgentEvent::SessionUpdate { .. } | AgentEvent::ProtocolError { .. })
+        {
+            return;
+        }
         let result = match event {
             AgentEvent::SessionUpdate { update, .. } => self.on_update(update, before).await,
             AgentEvent::PermissionRequest { tool_call, options, responder, .. } => {
@@ -312,8 +321,8 @@ impl SessionActor {
         let mark = self.phase.live().and_then(|live| {
             let track = live.track.as_ref()?;
             let asking = self.permissions.values().map(|p| p.from).min();
-            let at = [Some(through), asking].into_iter().flatten().min()?;
-            track.mark(&self.session.id, live.epoch, at)
+            let at = asking.map_or(through, |asking| asking.min(through));
+            track.mark(&self.session.id, live.epoch, at, through)
         });
         let current =
             self.phase.turn().and_then(|t| t.streaming.clone()).filter(|(k, _)| *k == kind);

@@ -72,7 +72,7 @@ impl SessionActor {
         if matches!(self.phase, Phase::Ready(_))
             && let Taken::Live(live, _) = self.phase.take()
         {
-            self.start_live_reset(&live);
+            self.start_live_reset(&live).await;
             self.phase = Phase::Resetting(live, Reset { plan, stage: ResetStage::NewConversation });
             return Ok(()); // the result comes back as Command::ResetDone
         }
@@ -95,14 +95,20 @@ impl SessionActor {
     /// The live reset (rule 20) as a child future: `session/new`, then model, mode and
     /// options (rule 27), within the reset timeout (rule 25). Its result comes back through
     /// the event pump, after everything the agent said before it.
-    fn start_live_reset(&self, live: &Live) {
+    async fn start_live_reset(&mut self, live: &Live) {
         let (exec_epoch, client) = (live.epoch, live.client.clone());
         // The new conversation is adopted under the next epoch (`adopt_conversation`): its
         // MCP token is of that epoch, so the old conversation's token stops working then.
         let bridge = self.inner.config.mcp_bridge.clone();
-        let mut servers = (self.inner.mcp.offer(&self.session.id, self.session.epoch + 1, bridge))
-            .map(|offer| offer.servers(live.mcp_caps.http))
-            .unwrap_or_default();
+        let next = self.session.epoch + 1;
+        let offer = self.inner.mcp.offer(&self.session.id, next, bridge);
+        // Stored before the agent gets it, so it survives a restart (issue 20).
+        if let Some(offer) = &offer
+            && let Err(err) = self.store_mcp_grant(offer, next).await
+        {
+            tracing::warn!(session = %self.session.id, error = %err, "cannot store the MCP token of a live reset");
+        }
+        let mut servers = offer.map(|offer| offer.servers(live.mcp_caps.http)).unwrap_or_default();
         servers.extend(crate::mcp::profile_servers(&live.mcp_servers, live.mcp_caps).0);
         let cwd = PathBuf::from(&self.session.cwd);
         let (model, mode) = (self.session.model.clone(), self.session.session_mode.clone());
@@ -152,6 +158,14 @@ impl SessionActor {
             };
             let _ = ordered.send(Command::ResetDone { exec_epoch, result });
         });
+    }
+
+    /// Stores the hash of a token minted for `epoch` (`mcp_tokens`).
+    async fn store_mcp_grant(&mut self, offer: &crate::mcp::McpOffer, epoch: i64) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        tx.add_mcp_grant(&offer.stored_hash(), &self.session.id, epoch).await?;
+        self.finish(tx).await?;
+        Ok(())
     }
 
     pub(super) async fn on_reset_done(&mut self, exec_epoch: i64, result: ResetResult) {

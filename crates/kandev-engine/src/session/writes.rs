@@ -21,15 +21,18 @@ impl SessionActor {
 
     /// The runner position to record with the session's next transaction: the agent's
     /// output handled so far, short of streamed text not known to be stored yet and of
-    /// permission requests still waiting for an answer (issue 20, `crate::position`).
+    /// permission requests still waiting for an answer (issue 20, `crate::position`); what
+    /// is committed past a waiting request goes with it (`Mark::ahead`), so a restart that
+    /// asks the request again does not store that output twice.
     pub fn mark(&self) -> Option<crate::position::Mark> {
         let live = self.phase.live()?;
         let track = live.track.as_ref()?;
         let unsettled = self.pending.as_ref().map(|p| p.from);
         let submitted = self.submitted.front().map(|s| s.from);
+        let stored = [Some(track.handled), unsettled, submitted].into_iter().flatten().min()?;
         let asking = self.permissions.values().map(|p| p.from).min();
-        let at = [Some(track.handled), unsettled, submitted, asking].into_iter().flatten().min()?;
-        track.mark(&self.session.id, live.epoch, at)
+        let at = asking.map_or(stored, |asking| asking.min(stored));
+        track.mark(&self.session.id, live.epoch, at, stored)
     }
 
     /// Begins a write transaction of the session, with its runner position recorded in it.
