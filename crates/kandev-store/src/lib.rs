@@ -17,6 +17,7 @@ mod db;
 mod error;
 mod events;
 mod executors;
+mod group;
 mod messages;
 mod notifications;
 mod permissions;
@@ -56,6 +57,7 @@ pub use children::ChildProcess;
 pub use copy::{CopiedTable, copy_database};
 pub use error::StoreError;
 pub use events::{Event, PRUNE_BATCH, Pruned, Retention, Topic};
+pub use group::StreamGroup;
 pub use messages::{Appended, NewChunk, NewMessage};
 pub use notifications::{DueDelivery, NewChannel, NewNotification};
 pub use profiles::{NewProfile, ProfilePatch};
@@ -112,7 +114,7 @@ pub struct Store {
     write: Pool,
     /// Held from `BEGIN` to after publication, so events are published in commit order.
     write_gate: Arc<Mutex<()>>,
-    events: broadcast::Sender<Event>,
+    events: broadcast::Sender<Arc<Event>>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     location: String,
@@ -286,7 +288,7 @@ impl Store {
     }
 
     /// Live events committed from now on, in `seq` order.
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.events.subscribe()
     }
 

@@ -4,6 +4,7 @@
 //! group commit) leave no gap.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kandev_store::{Event, Store};
@@ -55,7 +56,7 @@ async fn write(store: Store, writer: usize) -> usize {
     emitted
 }
 
-async fn collect(mut events: broadcast::Receiver<Event>, total: usize) -> Vec<Event> {
+async fn collect(mut events: broadcast::Receiver<Arc<Event>>, total: usize) -> Vec<Arc<Event>> {
     let mut seen = Vec::with_capacity(total);
     while seen.len() < total {
         let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
