@@ -12,10 +12,11 @@
 //! - **Adaptive window.** Text a session submits while its previous submission is still
 //!   queued (the writer is busy with an earlier group) joins that submission: the slower the
 //!   writer, the larger each write and notification, instead of a longer queue.
-//! - **Few statements per group.** A group is written with a fixed number of statements
+//! - **Few round trips per group.** A group is written with a fixed number of statements
 //!   whatever its size (one read of the appended messages' heads, one of the next seq, one
-//!   insert each of messages, chunks and events, one fold; the ones with nothing to do are
-//!   skipped). Each is a round trip to the connection's thread, and under CPU contention
+//!   insert each of messages, chunks and events, one fold), on SQLite sent as two round
+//!   trips (`kandev_store::StreamGroup`). Each round trip is a hand-off to the connection's
+//!   thread, and under CPU contention
 //!   each round trip is where a chunk waits, so there is no savepoint around them: when the
 //!   batch fails (a session or message deleted meanwhile, say), its transaction is rolled
 //!   back and the members are written one by one in a new one, each under its own
@@ -215,7 +216,8 @@ async fn write_group(store: &Store, group: Vec<Member>) {
     });
 }
 
-/// Sends each member its outcome.
+/// Sends each member its outcome (cheap to clone: never the group's events, which made a
+/// group cost O(n²) in its size).
 fn answer(group: Vec<Member>, mut outcome: impl FnMut(&Member) -> Outcome) {
     for member in group {
         let result = outcome(&member);
