@@ -98,14 +98,24 @@ pub(crate) async fn deliver(store: Store, base_backoff: Duration, stop: Cancella
             ),
             _ => Duration::from_secs(3600),
         };
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(wait) => {}
-            event = events.recv(), if listening => match event {
-                Ok(event) if event.action != "notification.created" => continue,
-                Ok(_) | Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => listening = false,
-            },
+        // Waits for the next due delivery or a new notification. Every other event (each
+        // streamed message is one) keeps waiting without reading the database: before, each
+        // event ran the two queries above again, two read round trips per message ingested
+        // (issue 15, fifth session).
+        let until = tokio::time::Instant::now() + wait;
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep_until(until) => break,
+                event = events.recv(), if listening => match event {
+                    Ok(event) if event.action != "notification.created" => continue,
+                    Ok(_) | Err(RecvError::Lagged(_)) => break,
+                    Err(RecvError::Closed) => {
+                        listening = false;
+                        break;
+                    }
+                },
+            }
         }
     }
 }

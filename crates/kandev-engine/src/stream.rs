@@ -12,10 +12,11 @@
 //! - **Adaptive window.** Text a session submits while its previous submission is still
 //!   queued (the writer is busy with an earlier group) joins that submission: the slower the
 //!   writer, the larger each write and notification, instead of a longer queue.
-//! - **Few statements per group.** A group is written with a fixed number of statements
+//! - **Few round trips per group.** A group is written with a fixed number of statements
 //!   whatever its size (one read of the appended messages' heads, one of the next seq, one
-//!   insert each of messages, chunks and events, one fold; the ones with nothing to do are
-//!   skipped). Each is a round trip to the connection's thread, and under CPU contention
+//!   insert each of messages, chunks and events, one fold), on SQLite sent as two round
+//!   trips (`kandev_store::StreamGroup`). Each round trip is a hand-off to the connection's
+//!   thread, and under CPU contention
 //!   each round trip is where a chunk waits, so there is no savepoint around them: when the
 //!   batch fails (a session or message deleted meanwhile, say), its transaction is rolled
 //!   back and the members are written one by one in a new one, each under its own
@@ -30,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use kandev_api_types::{MessageDto, MessageUpdate, Notification, NotificationParts, SessionEvent};
 use kandev_domain::transcript::{MessageKind, Session};
 use kandev_domain::{MessageId, SessionId, TurnId};
-use kandev_store::{Appended, NewChunk, NewMessage, Store, WriteTx};
+use kandev_store::{Appended, NewChunk, NewMessage, Store, StreamGroup, WriteTx};
 use serde_json::json;
 use tokio::sync::oneshot;
 
@@ -199,7 +200,10 @@ async fn write_group(store: &Store, group: Vec<Member>) {
             Err(err) => tracing::warn!(error = %err, "cannot record a runner position"),
         }
     }
-    let committed = tx.commit().await.map_err(|e| e.to_string());
+    // Only whether it committed: the committed events themselves (the whole group's) were
+    // cloned for every member before, O(n²) in the group's size (fifth session: 88 % of the
+    // server's CPU while P3 ingested messages).
+    let committed = tx.commit().await.map(|_| ()).map_err(|e| e.to_string());
     if committed.is_ok() {
         for mark in recorded {
             mark.ack();
@@ -212,7 +216,8 @@ async fn write_group(store: &Store, group: Vec<Member>) {
     });
 }
 
-/// Sends each member its outcome.
+/// Sends each member its outcome (cheap to clone: never the group's events, which made a
+/// group cost O(n²) in its size).
 fn answer(group: Vec<Member>, mut outcome: impl FnMut(&Member) -> Outcome) {
     for member in group {
         let result = outcome(&member);
@@ -240,8 +245,8 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
         .collect::<HashSet<_>>()
         .into_iter()
         .collect();
-    let mut heads: HashMap<MessageId, Appended> = tx.stream_heads(&appended).await?;
-    let first = tx.next_seq().await?;
+    // Both reads in one round trip (SQLite), and the writes below in one more.
+    let (mut heads, first) = tx.stream_heads_and_next_seq(&appended).await?;
     let mut seq = first;
     let mut outcomes = Vec::with_capacity(group.len());
     let mut messages = vec![];
@@ -298,7 +303,7 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
         outcomes.push(Ok(member.target.message().clone()));
         seq += 1;
     }
-    let stored = tx.insert_messages(&messages).await?;
+    let stored = tx.messages_as_stored(&messages);
     let mut stored = stored.iter();
     let chunk_rows: Vec<NewChunk<'_>> = chunks
         .iter()
@@ -309,7 +314,6 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
             end_len: *end_len,
         })
         .collect();
-    tx.insert_chunks(&chunk_rows).await?;
     let mut parts = Vec::with_capacity(events.len());
     for event in events {
         let notification = match event {
@@ -327,11 +331,19 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
         let NotificationParts { topic, action, payload } = notification.into_parts();
         parts.push((topic, action, payload));
     }
-    // Numbered from `first` (read above: writes are serialized), without reading it again.
-    tx.emit_numbered(first, parts).await?;
     let sessions: Vec<&SessionId> = newest.keys().copied().collect();
     let keep: Vec<&MessageId> = newest.values().copied().collect();
-    tx.fold_sessions_except(&sessions, &keep).await?;
+    // Events numbered from `first` (read above: writes are serialized), without reading it
+    // again.
+    tx.write_stream_group(StreamGroup {
+        messages: &messages,
+        chunks: &chunk_rows,
+        first_seq: first,
+        events: parts,
+        fold_sessions: &sessions,
+        keep: &keep,
+    })
+    .await?;
     Ok(outcomes)
 }
 
@@ -389,6 +401,8 @@ mod tests {
     use kandev_domain::transcript::{MessageKind, Session};
     use kandev_domain::{SessionId, WorkspaceId};
     use kandev_store::{Event, Location, SearchKinds, SearchPage, Store};
+    use std::time::{Duration, Instant};
+
     use tokio::sync::{broadcast, oneshot};
 
     use super::{Member, Outcome, StreamWriter, Target, answered, write_group};
@@ -434,7 +448,9 @@ mod tests {
     }
 
     /// Every event published so far: `(seq, action, message id, delta or content)`.
-    fn published(events: &mut broadcast::Receiver<Event>) -> Vec<(i64, String, String, String)> {
+    fn published(
+        events: &mut broadcast::Receiver<std::sync::Arc<Event>>,
+    ) -> Vec<(i64, String, String, String)> {
         let mut out = vec![];
         while let Ok(event) = events.try_recv() {
             let p = &event.payload;
@@ -443,7 +459,7 @@ mod tests {
                 _ => (&p["message_id"], &p["delta"]),
             };
             let (id, text) = (id.as_str().unwrap_or_default(), text.as_str().unwrap_or_default());
-            out.push((event.seq, event.action, id.to_owned(), text.to_owned()));
+            out.push((event.seq, event.action.clone(), id.to_owned(), text.to_owned()));
         }
         out
     }
@@ -568,6 +584,41 @@ mod tests {
         assert!(outcomes[0].is_err() && outcomes[1].is_ok(), "{outcomes:?}");
         let stored = store.get_message(also_lost.message()).await.unwrap();
         assert_eq!((stored.content.as_str(), stored.kind), ("thought", MessageKind::Thought));
+    }
+
+    /// Writes one group of `n` new messages, alternating two sessions; returns its time.
+    async fn timed_group(store: &Store, one: &Session, two: &Session, n: usize) -> Duration {
+        let mut members = vec![];
+        let mut answers = vec![];
+        for i in 0..n {
+            let session = if i % 2 == 0 { one } else { two };
+            let (member, answer) = member(session, &start(store, MessageKind::Agent), "text");
+            members.push(member);
+            answers.push(answer);
+        }
+        let started = Instant::now();
+        write_group(store, members).await;
+        for answer in answers {
+            answer.await.unwrap().unwrap();
+        }
+        started.elapsed()
+    }
+
+    /// Fifth session: answering a group cloned all its committed events for every member,
+    /// so a group cost O(n²) in its size and a writer that fell behind (larger groups) fell
+    /// further behind: 88 % of the server's CPU in P3's ingest.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn i15_d3_a_group_ten_times_larger_costs_less_than_thirty_times_the_time() {
+        let (_dir, store, one, two) = fixture().await;
+        timed_group(&store, &one, &two, 50).await; // warm: statements prepared
+        let small = timed_group(&store, &one, &two, 200).await;
+        let large = timed_group(&store, &one, &two, 2_000).await;
+        let ratio = large.as_secs_f64() / small.as_secs_f64();
+        eprintln!("200 members: {small:?}; 2,000 members: {large:?}; ratio {ratio:.2}");
+        assert!(
+            ratio < 30.0,
+            "2,000 members took {ratio:.1}× the time of 200 ({large:?} vs {small:?})"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

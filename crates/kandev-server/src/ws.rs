@@ -69,7 +69,7 @@ pub enum Live {
 
 /// Serializes each committed event once and passes it to every connection, until `shutdown`.
 pub async fn fan_out(
-    mut events: broadcast::Receiver<Event>,
+    mut events: broadcast::Receiver<std::sync::Arc<Event>>,
     live: broadcast::Sender<Live>,
     shutdown: CancellationToken,
 ) {

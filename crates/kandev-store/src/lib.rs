@@ -57,7 +57,7 @@ pub use children::ChildProcess;
 pub use copy::{CopiedTable, copy_database};
 pub use error::StoreError;
 pub use events::{Event, PRUNE_BATCH, Pruned, Retention, Topic};
-pub use messages::{Appended, NewChunk, NewMessage};
+pub use messages::{Appended, NewChunk, NewMessage, StreamGroup};
 pub use notifications::{DueDelivery, NewChannel, NewNotification};
 pub use profiles::{NewProfile, ProfilePatch};
 pub use repositories::{NewRepository, RepositoryPatch};
@@ -113,7 +113,7 @@ pub struct Store {
     write: Pool,
     /// Held from `BEGIN` to after publication, so events are published in commit order.
     write_gate: Arc<Mutex<()>>,
-    events: broadcast::Sender<Event>,
+    events: broadcast::Sender<Arc<Event>>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     location: String,
@@ -287,7 +287,7 @@ impl Store {
     }
 
     /// Live events committed from now on, in `seq` order.
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
         self.events.subscribe()
     }
 

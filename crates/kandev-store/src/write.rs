@@ -22,6 +22,7 @@
 
 use std::borrow::Cow;
 use std::error::Error as StdError;
+use std::sync::Arc;
 
 use kandev_domain::Timestamp;
 use sqlx::error::{DatabaseError, ErrorKind};
@@ -124,7 +125,7 @@ impl WriteTx {
 
     /// Commits, then publishes the emitted events in order. Returns them. Refuses (and rolls
     /// back) a transaction in which SQLite reported an error that may have ended it.
-    pub async fn commit(self) -> Result<Vec<Event>> {
+    pub async fn commit(self) -> Result<Vec<Arc<Event>>> {
         let WriteTx { conn, pending, store, _gate, .. } = self;
         let TxConn { tx, broken, pg_failed, .. } = conn;
         if pg_failed {
@@ -142,9 +143,12 @@ impl WriteTx {
         }
         tx.commit().await.map_err(|e| StoreError::from(store.observe(e)))?;
         store.write_health.succeeded();
+        // Shared, not copied: every subscriber (the WebSocket fan-out, the deliveries) gets
+        // the same event; before, each got its own copy of the payload's JSON tree.
+        let pending: Vec<Arc<Event>> = pending.into_iter().map(Arc::new).collect();
         for event in &pending {
             // No receiver is not an error: nobody is listening right now.
-            let _ = store.events.send(event.clone());
+            let _ = store.events.send(Arc::clone(event));
         }
         Ok(pending)
     }

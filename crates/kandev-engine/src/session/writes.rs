@@ -55,7 +55,7 @@ impl SessionActor {
     pub async fn finish(
         &self,
         tx: WriteTx,
-    ) -> std::result::Result<Vec<kandev_store::Event>, StoreError> {
+    ) -> std::result::Result<Vec<std::sync::Arc<kandev_store::Event>>, StoreError> {
         let events = tx.commit().await?;
         if let Some(mark) = &self.last_mark {
             mark.ack();
