@@ -69,9 +69,15 @@ pub(crate) async fn link(
     let local = std::env::current_exe()
         .map_err(|e| format!("cannot find this server's kandev binary: {e}"))?;
     let runner = SshRunner::new(settings.clone(), local, REMOTE_GRACE);
-    let (link, _held) = SshLink::connect(runner, Backoff::default())
+    // Connecting forgets (kills) what the runner still holds from an earlier server process
+    // or a link that gave up: this server never re-adopts remote executions.
+    let (link, forgotten) = SshLink::connect(runner, Backoff::default())
         .await
         .map_err(|e| format!("cannot reach the SSH executor {}: {e}", executor.name))?;
+    if !forgotten.is_empty() {
+        tracing::info!(executor = %executor.name, count = forgotten.len(),
+            "stopped remote executions this server does not own");
+    }
     let link = Arc::new(link);
     links.insert(executor.id.clone(), (settings.clone(), link.clone()));
     Ok(link)
@@ -202,7 +208,7 @@ impl Launcher for SshLauncher {
                 }
                 None => (spec.program, spec.args),
             };
-            let exec = uuid::Uuid::new_v4().to_string();
+            let exec = format!("agent-{}", uuid::Uuid::new_v4());
             let spawn =
                 SpawnSpec { program, args, env: spec.env, cwd: spec.cwd, secrets: spec.secrets };
             let mut execution = link.spawn(&exec, spawn).await?;
