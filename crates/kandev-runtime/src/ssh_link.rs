@@ -171,6 +171,11 @@ impl SshLink {
         let _ = self.kill.send(());
     }
 
+    /// Whether the link is live now or becomes live within `wait` (false when it is gone).
+    pub async fn live_within(&self, wait: Duration) -> bool {
+        matches!(tokio::time::timeout(wait, self.client()).await, Ok(Ok(_)))
+    }
+
     /// The live client, waiting while the link reconnects.
     async fn client(&self) -> Result<(u64, RunnerClient), String> {
         let mut generation = self.generation.clone();
@@ -547,5 +552,33 @@ mod tests {
         assert!(!matches!(exit, ExitInfo::Unknown { .. }), "{exit:?}");
         assert!(nix::sys::signal::kill(pid, None).is_err(), "the agent {pid} is gone");
         runner.shutdown().await;
+    }
+
+    /// Finding 3 of the SSH review: a remote operation does not wait for a reconnecting link
+    /// for as long as the back-off lasts: it fails soon, saying to try again.
+    #[tokio::test]
+    async fn i20_d10_a_remote_operation_on_a_reconnecting_link_fails_soon() {
+        let (_tx, generation) = watch::channel(Generation::Reconnecting);
+        let (kill, _kills) = mpsc::unbounded_channel();
+        let link = SshLink {
+            generation,
+            kill,
+            cancel: CancellationToken::new(),
+            _supervisor: AbortOnDropHandle::new(tokio::spawn(async {})),
+        };
+        let site = crate::remote::RemoteSite::new(Arc::new(link), "/srv/kandev", "build1")
+            .with_live_wait(Duration::from_millis(100));
+        let op = crate::remote::RemoteOp::Commit { path: "/srv/w".into(), message: "m".into() };
+        let failed =
+            tokio::time::timeout(Duration::from_secs(10), site.call::<serde_json::Value>(&op))
+                .await
+                .expect("the operation gives up while the link reconnects")
+                .unwrap_err();
+        assert!(
+            failed
+                .to_string()
+                .contains("the SSH executor build1 is reconnecting; try again in a minute"),
+            "{failed}"
+        );
     }
 }

@@ -414,6 +414,12 @@ async fn i20_a3_worktree_operations_run_on_the_build_host_through_the_link() {
         "{nothing:?}"
     );
 
+    // The request goes on stdin: a message larger than one argument may be (128 KiB).
+    std::fs::write(path.join("c.txt"), "c\n").unwrap();
+    let long = "x".repeat(200 * 1024);
+    let commit = site.commit_all(&path, &long).await.unwrap();
+    assert_eq!(git(&path, &["log", "-1", "--format=%B"]), long);
+
     std::fs::write(path.join("b.txt"), "untracked\n").unwrap();
     let kept = site.remove_worktree(&bare, &path, false).await.unwrap_err();
     assert!(matches!(kept, GitError::Remote { kind: RemoteErrorKind::Conflict, .. }), "{kept:?}");
