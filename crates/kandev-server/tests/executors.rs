@@ -167,7 +167,7 @@ async fn i20_d11_an_executor_with_live_worktrees_is_neither_deleted_nor_moved() 
         ("ssh", Some(("remote_home", json!("/srv/kandev")))),
     ] {
         let mut payload = json!({"id": id, "kind": kind});
-        if let Some((field, value)) = changed {
+        if let Some((field, value)) = changed.clone() {
             let mut settings = ssh();
             settings[field] = value;
             payload["ssh"] = settings;
