@@ -192,3 +192,52 @@ async fn i20_d11_an_executor_with_live_worktrees_is_neither_deleted_nor_moved() 
     tx.commit().await.unwrap();
     server.call("executor.delete", json!({"id": id})).await;
 }
+
+/// Finding 6 of the SSH review: the disk usage of a worktree on an SSH executor's host is not
+/// measured at the same path on this host (`bytes: null`), even when such a path exists here.
+#[tokio::test]
+async fn i20_d12_the_disk_usage_of_a_remote_worktree_is_not_measured_here() {
+    let server = TestServer::start().await;
+    let created = server
+        .call("executor.create", json!({"name": "build1", "kind": "ssh", "ssh": ssh()}))
+        .await;
+    let id = created["executor"]["id"].as_str().unwrap().to_owned();
+    let (workspace_id, workflow) = server.kanban().await;
+    let repo_dir = tempfile::tempdir().unwrap();
+    let init =
+        std::process::Command::new("git").arg("init").arg("-q").arg(repo_dir.path()).status();
+    assert!(init.unwrap().success());
+    let repo = server
+        .call(
+            "repository.create",
+            json!({"workspace_id": workspace_id, "local_path": repo_dir.path()}),
+        )
+        .await;
+    let repo_id = repo["repository"]["id"].as_str().unwrap().to_owned();
+    let task = server
+        .call(
+            "task.create",
+            json!({"workflow_id": workflow["id"], "title": "remote work",
+                "step_id": workflow["steps"][0]["id"], "repository_ids": [repo_id]}),
+        )
+        .await;
+    let task_id = task["task"]["id"].as_str().unwrap().to_owned();
+    // A folder of this host at the path the worktree has on the build host.
+    let here = tempfile::tempdir().unwrap();
+    std::fs::write(here.path().join("big.txt"), "x".repeat(10_000)).unwrap();
+    let mut tx = server.store.begin_write().await.unwrap();
+    tx.insert_worktree(&kandev_store::NewWorktree {
+        task_id: kandev_domain::TaskId::new(task_id.as_str()),
+        repository_id: kandev_domain::RepositoryId::new(repo_id.as_str()),
+        repository_path: "/home/build/.kandev/repos/r.git".into(),
+        path: here.path().display().to_string(),
+        branch: "task-1".into(),
+        base_commit: "0".repeat(40),
+        executor_id: Some(id.clone()),
+    })
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let usage = server.call("repository.usage", json!({"id": repo_id})).await;
+    assert_eq!(usage["worktrees"][0]["bytes"], Value::Null, "{usage}");
+}

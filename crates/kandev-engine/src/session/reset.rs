@@ -99,10 +99,16 @@ impl SessionActor {
         let (exec_epoch, client) = (live.epoch, live.client.clone());
         // The new conversation is adopted under the next epoch (`adopt_conversation`): its
         // MCP token is of that epoch, so the old conversation's token stops working then.
+        // An agent on an SSH executor's host gets no Kandev MCP server, as at its start (the
+        // server's loopback address does not reach the build host).
         let bridge = self.inner.config.mcp_bridge.clone();
-        let mut servers = (self.inner.mcp.offer(&self.session.id, self.session.epoch + 1, bridge))
-            .map(|offer| offer.servers(live.mcp_caps.http))
-            .unwrap_or_default();
+        let mut servers = if live.control.on_this_host() {
+            (self.inner.mcp.offer(&self.session.id, self.session.epoch + 1, bridge))
+                .map(|offer| offer.servers(live.mcp_caps.http))
+                .unwrap_or_default()
+        } else {
+            vec![]
+        };
         servers.extend(crate::mcp::profile_servers(&live.mcp_servers, live.mcp_caps).0);
         let cwd = PathBuf::from(&self.session.cwd);
         let (model, mode) = (self.session.model.clone(), self.session.session_mode.clone());
