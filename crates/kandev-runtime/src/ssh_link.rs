@@ -260,8 +260,7 @@ impl SshLink {
             current,
             self.generation.clone(),
             stdout_tx,
-            control.clone(),
-            stopping.clone(),
+            (control.clone(), stopping.clone()),
             exit_tx,
             self.cancel.clone(),
         )));
@@ -322,6 +321,9 @@ impl LinkedExecution {
         }
     }
 }
+
+/// An execution's control on the current connection (swapped on each re-attach).
+type SharedControl = Arc<Mutex<Arc<RemoteControl>>>;
 
 /// The output of an execution on one connection.
 struct Current {
@@ -385,8 +387,8 @@ async fn pump(
     mut current: Current,
     mut generation: watch::Receiver<Generation>,
     mut stdout: DuplexStream,
-    control: Arc<Mutex<Arc<RemoteControl>>>,
-    stopping: Arc<Mutex<Option<Duration>>>,
+    // The execution's current control, and the grace of a requested stop.
+    (control, stopping): (SharedControl, Arc<Mutex<Option<Duration>>>),
     exit: watch::Sender<Option<ExitInfo>>,
     cancel: CancellationToken,
 ) {

@@ -241,3 +241,34 @@ async fn i20_d12_the_disk_usage_of_a_remote_worktree_is_not_measured_here() {
     let usage = server.call("repository.usage", json!({"id": repo_id})).await;
     assert_eq!(usage["worktrees"][0]["bytes"], Value::Null, "{usage}");
 }
+
+/// Finding 8 of the SSH review: two executors reaching the same runner (host, port, user and
+/// remote home) would keep replacing each other's link: the second one is refused, at create
+/// and at update; another remote home is fine.
+#[tokio::test]
+async fn i20_d13_a_second_executor_for_the_same_runner_is_refused() {
+    let server = TestServer::start().await;
+    server.call("executor.create", json!({"name": "build1", "kind": "ssh", "ssh": ssh()})).await;
+    let (status, body) = server
+        .post("executor.create", json!({"name": "build2", "kind": "ssh", "ssh": ssh()}))
+        .await;
+    assert_eq!((status, code(&body)), (409, "CONFLICT"), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("build1"), "{body}");
+    let mut other = ssh();
+    other["remote_home"] = json!("/home/build/.kandev2");
+    let created = server
+        .call("executor.create", json!({"name": "build2", "kind": "ssh", "ssh": other}))
+        .await;
+    let (status, body) = server
+        .post("executor.update", json!({"id": created["executor"]["id"], "ssh": ssh()}))
+        .await;
+    assert_eq!((status, code(&body)), (409, "CONFLICT"), "{body}");
+    // Its own settings again are no conflict with itself.
+    let updated = server
+        .call(
+            "executor.update",
+            json!({"id": created["executor"]["id"], "name": "b2", "ssh": other}),
+        )
+        .await;
+    assert_eq!(updated["executor"]["name"], "b2");
+}

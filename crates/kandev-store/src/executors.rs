@@ -113,6 +113,31 @@ fn same_place(a: &ExecutorKind, b: &ExecutorKind) -> bool {
     }
 }
 
+/// `Conflict` when another SSH executor than `except` reaches the same runner (host, port,
+/// user and remote home): two links to one runner would keep replacing each other.
+async fn same_runner(mut db: Db<'_>, kind: &ExecutorKind, except: Option<&str>) -> Result<()> {
+    let ExecutorKind::Ssh(s) = kind else { return Ok(()) };
+    let other = crate::sql::query_scalar::<String>(
+        "SELECT name FROM executors WHERE kind = 'ssh' AND host = ? AND port = ? \
+         AND \"user\" = ? AND remote_home = ? AND id <> ? LIMIT 1",
+    )
+    .bind(&s.host)
+    .bind(i64::from(s.port))
+    .bind(&s.user)
+    .bind(&s.remote_home)
+    .bind(except.unwrap_or(""))
+    .fetch_optional(&mut db)
+    .await?;
+    match other {
+        Some(name) => Err(StoreError::Conflict(format!(
+            "the executor {name} already uses {}@{}:{} with remote home {}; use that one or \
+             choose another remote home",
+            s.user, s.host, s.port, s.remote_home
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `Conflict` when tasks have live worktrees on `executor`: `what` would strand them.
 fn in_use(executor: &str, what: &str, tasks: &[String]) -> StoreError {
     StoreError::Conflict(format!(
@@ -174,6 +199,7 @@ impl Store {
 impl WriteTx {
     /// Adds an executor; `Conflict` when one of that name exists.
     pub async fn insert_executor(&mut self, name: &str, kind: &ExecutorKind) -> Result<Executor> {
+        same_runner(self.db(), kind, None).await?;
         if name_taken(self.db(), name).await? {
             return Err(taken(name));
         }
@@ -207,6 +233,9 @@ impl WriteTx {
         kind: Option<&ExecutorKind>,
     ) -> Result<Executor> {
         let current = get(self.db(), id).await?;
+        if let Some(kind) = kind {
+            same_runner(self.db(), kind, Some(id)).await?;
+        }
         if let Some(kind) = kind
             && !same_place(kind, &current.kind)
         {
