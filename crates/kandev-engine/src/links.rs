@@ -1,21 +1,38 @@
 //! The live links to SSH executors' hosts, by executor id, with the settings each was made
 //! with (`sites.rs` makes and uses them; kept apart so `inner` imports nothing of `sites`).
+//! One slot per executor with its own lock: connecting to one host (install, handshake: up to
+//! tens of seconds when it is down) never holds up work on another, and the map's own lock is
+//! held only to find a slot.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
 
 use kandev_domain::executor::SshSettings;
 use kandev_runtime::ssh_link::SshLink;
 
+/// An executor's link, or the last failure to make one.
+#[derive(Default)]
+pub(crate) struct Slot {
+    pub link: Option<(SshSettings, Arc<SshLink>)>,
+    /// When connecting with these settings failed, and why (answered again for a few seconds
+    /// instead of every request waiting for its own attempt on a host that is down).
+    pub failed: Option<(SshSettings, Instant, String)>,
+}
+
 #[derive(Default)]
 pub(crate) struct Links {
-    links: tokio::sync::Mutex<HashMap<String, (SshSettings, Arc<SshLink>)>>,
+    slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Slot>>>>,
 }
 
 impl Links {
-    pub async fn lock(
-        &self,
-    ) -> tokio::sync::MutexGuard<'_, HashMap<String, (SshSettings, Arc<SshLink>)>> {
-        self.links.lock().await
+    /// The slot of `executor_id` (made empty on first use).
+    pub fn slot(&self, executor_id: &str) -> Arc<tokio::sync::Mutex<Slot>> {
+        self.slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(executor_id.to_owned())
+            .or_default()
+            .clone()
     }
 }

@@ -5,7 +5,7 @@
 //! executor's settings changed. [`SshLauncher`] starts agents through it.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use kandev_domain::executor::{Executor, ExecutorKind, SshSettings};
@@ -20,6 +20,9 @@ use kandev_store::{StoreError, WorktreeRecord};
 use crate::error::{EngineError, Result};
 use crate::inner::Inner;
 use crate::launcher::{ExecutionControl, LaunchSpec, Launched, Launcher};
+
+/// How long a failure to connect to an executor is answered again without a new attempt.
+const FAILED_FOR: Duration = Duration::from_secs(5);
 
 /// How long a build host's runner keeps agents while this server is away.
 const REMOTE_GRACE: Duration = Duration::from_secs(600);
@@ -59,21 +62,40 @@ pub(crate) async fn link(
     executor: &Executor,
     settings: &SshSettings,
 ) -> std::result::Result<Arc<SshLink>, String> {
-    let mut links = inner.links.lock().await;
-    if let Some((made_with, link)) = links.get(&executor.id)
+    let slot = inner.links.slot(&executor.id);
+    let mut slot = slot.lock().await;
+    if let Some((made_with, link)) = &slot.link
         && made_with == settings
         && !link.is_gone()
     {
         return Ok(link.clone());
     }
+    if let Some((tried_with, at, message)) = &slot.failed
+        && tried_with == settings
+        && at.elapsed() < FAILED_FOR
+    {
+        return Err(message.clone());
+    }
     let local = std::env::current_exe()
         .map_err(|e| format!("cannot find this server's kandev binary: {e}"))?;
     let runner = SshRunner::new(settings.clone(), local, REMOTE_GRACE);
-    let (link, _held) = SshLink::connect(runner, Backoff::default())
-        .await
-        .map_err(|e| format!("cannot reach the SSH executor {}: {e}", executor.name))?;
+    // Connecting forgets (kills) what the runner still holds from an earlier server process
+    // or a link that gave up: this server never re-adopts remote executions.
+    let (link, forgotten) = match SshLink::connect(runner, Backoff::default()).await {
+        Ok(made) => made,
+        Err(e) => {
+            let message = format!("cannot reach the SSH executor {}: {e}", executor.name);
+            slot.failed = Some((settings.clone(), Instant::now(), message.clone()));
+            return Err(message);
+        }
+    };
+    if !forgotten.is_empty() {
+        tracing::info!(executor = %executor.name, count = forgotten.len(),
+            "stopped remote executions this server does not own");
+    }
     let link = Arc::new(link);
-    links.insert(executor.id.clone(), (settings.clone(), link.clone()));
+    slot.failed = None;
+    slot.link = Some((settings.clone(), link.clone()));
     Ok(link)
 }
 
@@ -202,7 +224,7 @@ impl Launcher for SshLauncher {
                 }
                 None => (spec.program, spec.args),
             };
-            let exec = uuid::Uuid::new_v4().to_string();
+            let exec = format!("agent-{}", uuid::Uuid::new_v4());
             let spawn =
                 SpawnSpec { program, args, env: spec.env, cwd: spec.cwd, secrets: spec.secrets };
             let mut execution = link.spawn(&exec, spawn).await?;

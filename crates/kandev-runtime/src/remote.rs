@@ -6,14 +6,15 @@
 //! each git command over the link: diffs read untracked files, reads go through
 //! [`crate::confine`], both on the host's own file system.
 //!
-//! The request is the command's one argument (it travels in the runner's `spawn` frame,
-//! which is answered; the agent-input path, which a dropped connection can lose, is not
-//! used); the answer is one JSON object on stdout, `{"ok": value}` or `{"err": {kind,
+//! The request goes on the operation's stdin, closed after it (input is exactly-once across
+//! connection drops, protocol 2; not in argv, where `ps` shows it and an argument is bounded
+//! to 128 KiB); the answer is one JSON object on stdout, `{"ok": value}` or `{"err": {kind,
 //! message}}`, read whole across connection drops like any runner output.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use kandev_domain::files::{
     ChangeStatus, DiffLine, EntryKind, FileChange, FileContent, Hunk, LineKind, TreeEntry,
@@ -21,12 +22,16 @@ use kandev_domain::files::{
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::ExitInfo;
 use crate::git::{self, CommitInfo, GitError, OnExistingBranch, Worktree, WorktreeSpec};
 use crate::runner::SpawnSpec;
 use crate::ssh_link::SshLink;
+
+/// How long an operation waits for the link to be live (it may be reconnecting with back-off
+/// for minutes) before it fails with "try again in a minute".
+const LIVE_WAIT: Duration = Duration::from_secs(20);
 
 /// The most bytes an answer may have (diffs are bounded far below by `MAX_DIFF_BYTES`).
 const MAX_ANSWER_BYTES: usize = 512 * 1024 * 1024;
@@ -185,6 +190,8 @@ pub struct RemoteSite {
     home: PathBuf,
     /// The executor's name, for messages.
     name: String,
+    /// [`LIVE_WAIT`] (shorter in tests).
+    live_wait: Duration,
 }
 
 /// Numbers the operations of this server, so their runner names never collide.
@@ -197,7 +204,14 @@ impl RemoteSite {
             kandev: format!("{remote_home}/bin/kandev"),
             home: PathBuf::from(remote_home),
             name: name.to_owned(),
+            live_wait: LIVE_WAIT,
         }
+    }
+
+    /// How long an operation waits for a live connection (tests).
+    pub fn with_live_wait(mut self, wait: Duration) -> Self {
+        self.live_wait = wait;
+        self
     }
 
     pub fn link(&self) -> &Arc<SshLink> {
@@ -215,10 +229,32 @@ impl RemoteSite {
         }
     }
 
-    /// Runs `op` on the build host and decodes its answer.
+    /// Runs `op` on the build host and decodes its answer: after waiting at most
+    /// [`LIVE_WAIT`] for a live connection, and bounded as a whole by git's own timeout plus a
+    /// margin (the task lock may be held meanwhile).
     pub async fn call<T: DeserializeOwned>(&self, op: &RemoteOp) -> Result<T, GitError> {
         let request = serde_json::to_string(op)
             .map_err(|e| self.failed(format!("cannot encode the operation: {e}")))?;
+        if !self.link.live_within(self.live_wait).await {
+            return Err(GitError::Remote {
+                kind: RemoteErrorKind::Unavailable,
+                message: format!(
+                    "the SSH executor {} is reconnecting; try again in a minute",
+                    self.name
+                ),
+            });
+        }
+        let bound = git::GIT_TIMEOUT + Duration::from_secs(60);
+        match tokio::time::timeout(bound, self.run(request)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(self.failed(format!(
+                "the operation did not finish within {} s; try again",
+                bound.as_secs()
+            ))),
+        }
+    }
+
+    async fn run<T: DeserializeOwned>(&self, request: String) -> Result<T, GitError> {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
@@ -230,16 +266,27 @@ impl RemoteSite {
         );
         let spec = SpawnSpec {
             program: self.kandev.clone(),
-            args: vec!["remote-op".into(), request],
+            args: vec!["remote-op".into()],
             env: vec![],
             cwd: self.home.clone(),
             secrets: vec![],
         };
         let mut execution = self.link.spawn(&exec, spec).await.map_err(|e| self.failed(e))?;
-        drop(std::mem::replace(&mut execution.stdin, tokio::io::duplex(1).0));
+        let mut stdin = std::mem::replace(&mut execution.stdin, tokio::io::duplex(1).0);
+        // Written while the answer is read (a request larger than the pipes would otherwise
+        // wait for a reader that waits for it).
+        let write = async move {
+            let written = stdin.write_all(request.as_bytes()).await;
+            let _ = stdin.shutdown().await;
+            drop(stdin);
+            written
+        };
         let mut out = Vec::new();
-        let read =
-            (&mut execution.stdout).take(MAX_ANSWER_BYTES as u64).read_to_end(&mut out).await;
+        let mut answer = (&mut execution.stdout).take(MAX_ANSWER_BYTES as u64);
+        let (written, read) = tokio::join!(write, answer.read_to_end(&mut out));
+        if let Err(e) = written {
+            return Err(self.failed(format!("sending the operation failed: {e}")));
+        }
         let exit = execution.wait().await;
         if let Err(e) = read {
             return Err(self.failed(format!("reading the answer failed: {e}")));

@@ -227,7 +227,9 @@ impl SshRunner {
     /// `ssh://user@host:port<path>`: a repository at `path` on the build host, for git.
     pub fn git_url(&self, path: &str) -> String {
         let s = &self.settings;
-        let host = if s.host.contains(':') { format!("[{}]", s.host) } else { s.host.clone() };
+        // `::1` and `[::1]` alike: brackets once.
+        let bare = s.host.trim_start_matches('[').trim_end_matches(']');
+        let host = if bare.contains(':') { format!("[{bare}]") } else { bare.to_owned() };
         format!("ssh://{}@{host}:{}{path}", s.user, s.port)
     }
 
@@ -521,6 +523,18 @@ mod tests {
             remote_home: "/srv/kandev".into(),
         };
         SshRunner::new(settings, "/usr/bin/kandev".into(), Duration::from_secs(600))
+    }
+
+    /// A host entered with its brackets gets them once in git's URL.
+    #[test]
+    fn i20_d9_an_ipv6_host_is_bracketed_once_in_the_git_url() {
+        for host in ["::1", "[::1]"] {
+            let mut settings = runner().settings.clone();
+            settings.host = host.into();
+            let runner = SshRunner::new(settings, "/k".into(), Duration::from_secs(1));
+            assert_eq!(runner.git_url("/r.git"), "ssh://me@[::1]:2222/r.git", "{host}");
+        }
+        assert_eq!(runner().git_url("/r.git"), "ssh://me@build1:2222/r.git");
     }
 
     #[test]

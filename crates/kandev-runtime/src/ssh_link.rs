@@ -10,8 +10,15 @@
 //! re-attach resumes the queue on the new connection (`RunnerClient::resume`), which resends
 //! what the runner did not take, in order, before anything new. What is written while the
 //! link is reconnecting waits in the queue (bounded: past the bound the writer waits).
+//!
+//! This server never re-adopts a remote execution it did not start itself (in this process):
+//! on every new connection (the first one, each reopen, and a link made again after one went
+//! gone) every execution the runner still holds that no [`LinkedExecution`] of this process
+//! follows, or is being spawned, is forgotten (killed). So the agent of a server that was
+//! killed, or of a link that gave up, never keeps working in a worktree next to a new one.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -28,6 +35,42 @@ use crate::ssh::{Backoff, SshConnection, SshError, SshRunner};
 
 /// Size of the pipes between a linked execution and its reader/writer.
 const PIPE: usize = 1 << 20;
+
+/// How long past its grace a stopped execution's exit is waited for (through reconnects).
+const STOP_MARGIN: Duration = Duration::from_secs(15);
+
+/// The executions this process follows or is spawning on any runner (names are unique:
+/// `op-<pid>-<time>-<n>` for operations, `agent-<uuid>` for agents).
+static OWNED: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
+
+/// An execution name in [`OWNED`], for as long as this lives.
+struct Owned(String);
+
+impl Owned {
+    fn new(exec: &str) -> Self {
+        OWNED.lock().unwrap_or_else(PoisonError::into_inner).insert(exec.to_owned());
+        Self(exec.to_owned())
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        OWNED.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.0);
+    }
+}
+
+/// Forgets (kills) every execution in `held` that this process does not own; returns them.
+fn forget_strangers(client: &RunnerClient, held: &[ExecutionInfo]) -> Vec<ExecutionInfo> {
+    let strangers: Vec<ExecutionInfo> = {
+        let owned = OWNED.lock().unwrap_or_else(PoisonError::into_inner);
+        held.iter().filter(|e| !owned.contains(&e.exec)).cloned().collect()
+    };
+    for stranger in &strangers {
+        tracing::info!(exec = %stranger.exec, pid = stranger.pid, "forgetting a remote execution this server does not own");
+        client.forget(&stranger.exec);
+    }
+    strangers
+}
 
 /// The state of a link's connection.
 #[derive(Clone)]
@@ -71,19 +114,26 @@ pub struct LinkedExecution {
     pub stdin: DuplexStream,
     pid: i32,
     control: Arc<Mutex<Arc<RemoteControl>>>,
+    /// The grace of a requested stop: the kill is sent again on each new connection until the
+    /// exit arrives.
+    stopping: Arc<Mutex<Option<Duration>>>,
     exit: watch::Receiver<Option<ExitInfo>>,
+    /// Keeps the execution from being forgotten as a stranger on a new connection.
+    _owned: Owned,
     /// Copies between the pipes and the current connection; ends with the execution.
     _pump: AbortOnDropHandle<()>,
 }
 
 impl SshLink {
     /// Installs and connects (as [`SshRunner::connect`]); later drops are reopened with
-    /// `backoff`. Returns the executions the runner already held.
+    /// `backoff`. Every execution the runner already held that this process does not own is
+    /// forgotten (killed); those are returned.
     pub async fn connect(
         runner: SshRunner,
         backoff: Backoff,
     ) -> Result<(SshLink, Vec<ExecutionInfo>), SshError> {
         let connection = runner.connect().await?;
+        let forgotten = forget_strangers(&connection.client, &connection.executions);
         let executions = connection.executions.clone();
         let (tx, generation) = watch::channel(Generation::Live {
             number: 1,
@@ -100,7 +150,7 @@ impl SshLink {
             kills,
             cancel.clone(),
         )));
-        Ok((SshLink { generation, kill, cancel, _supervisor: supervisor }, executions))
+        Ok((SshLink { generation, kill, cancel, _supervisor: supervisor }, forgotten))
     }
 
     /// How many connections were made so far (1 before any drop).
@@ -119,6 +169,11 @@ impl SshLink {
     /// Kills the current `ssh` client (tests: the network goes away); the link reopens.
     pub fn drop_transport(&self) {
         let _ = self.kill.send(());
+    }
+
+    /// Whether the link is live now or becomes live within `wait` (false when it is gone).
+    pub async fn live_within(&self, wait: Duration) -> bool {
+        matches!(tokio::time::timeout(wait, self.client()).await, Ok(Ok(_)))
     }
 
     /// The live client, waiting while the link reconnects.
@@ -141,15 +196,25 @@ impl SshLink {
     /// one the execution is taken over when the runner lists it (it was started), else
     /// spawned again.
     pub async fn spawn(&self, exec: &str, spec: SpawnSpec) -> Result<LinkedExecution, String> {
+        let owned = Owned::new(exec);
+        let execution = self.spawn_owned(exec, spec).await?;
+        Ok(self.follow(exec, owned, execution.0, execution.1))
+    }
+
+    async fn spawn_owned(
+        &self,
+        exec: &str,
+        spec: SpawnSpec,
+    ) -> Result<(u64, RemoteExecution), String> {
         loop {
             let (number, client) = self.client().await?;
             match client.spawn_with(exec, spec.clone(), AckPolicy::OnDelivery).await {
-                Ok(execution) => return Ok(self.follow(exec, number, execution)),
+                Ok(execution) => return Ok((number, execution)),
                 Err(_) if client.closed().now_or_never().is_some() => {
                     let (number, client, executions) = self.live_after(number).await?;
                     if let Some(info) = executions.iter().find(|e| e.exec == exec) {
                         let execution = client.attach_with(info, AckPolicy::OnDelivery, 0);
-                        return Ok(self.follow(exec, number, execution));
+                        return Ok((number, execution));
                     }
                 }
                 Err(message) => return Err(message),
@@ -177,34 +242,39 @@ impl SshLink {
         }
     }
 
-    /// Takes over an execution the runner listed when the link connected.
-    pub fn attach(&self, info: &ExecutionInfo) -> Result<LinkedExecution, String> {
-        let (number, client) = match &*self.generation.borrow() {
-            Generation::Live { number, client, .. } => (*number, client.clone()),
-            Generation::Reconnecting => return Err("the ssh link is reconnecting".into()),
-            Generation::Gone(message) => return Err(message.clone()),
-        };
-        let execution = client.attach_with(info, AckPolicy::OnDelivery, 0);
-        Ok(self.follow(&info.exec, number, execution))
-    }
-
-    fn follow(&self, exec: &str, number: u64, execution: RemoteExecution) -> LinkedExecution {
+    fn follow(
+        &self,
+        exec: &str,
+        owned: Owned,
+        number: u64,
+        execution: RemoteExecution,
+    ) -> LinkedExecution {
         let (stdout, stdout_tx) = tokio::io::duplex(PIPE);
         let (exit_tx, exit) = watch::channel(None);
         let pid = execution.control.pid();
         let control = Arc::new(Mutex::new(Arc::new(execution.control)));
+        let stopping = Arc::new(Mutex::new(None));
         let current = Current { stdout: execution.stdout, acks: execution.acks, number };
         let pump = AbortOnDropHandle::new(tokio::spawn(pump(
             exec.to_owned(),
             current,
             self.generation.clone(),
             stdout_tx,
-            control.clone(),
+            (control.clone(), stopping.clone()),
             exit_tx,
             self.cancel.clone(),
         )));
         // The input queue's own pipe: it moves to each new connection with the queue.
-        LinkedExecution { stdout, stdin: execution.stdin, pid, control, exit, _pump: pump }
+        LinkedExecution {
+            stdout,
+            stdin: execution.stdin,
+            pid,
+            control,
+            stopping,
+            exit,
+            _owned: owned,
+            _pump: pump,
+        }
     }
 }
 
@@ -229,13 +299,31 @@ impl LinkedExecution {
         .unwrap_or(ExitInfo::Unknown { reason: "the ssh link is closed".into() })
     }
 
-    /// TERM, `grace`, KILL through the current connection; resolves with the exit.
+    /// TERM, `grace`, KILL through the current connection, and again through each new one
+    /// until the exit arrives; resolves with the exit, or `Unknown` when it has not arrived
+    /// `grace` + [`STOP_MARGIN`] later (the link is down, or the runner does not answer).
     pub async fn stop(&self, grace: Duration) -> ExitInfo {
+        // The flag first, then the connection: the pump swaps the connection first, then
+        // reads the flag, so one of the two sends the kill on the newest connection.
+        *self.stopping.lock().unwrap_or_else(PoisonError::into_inner) = Some(grace);
         let control = self.control.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        let _ = control.stop(grace).await;
-        self.wait().await
+        control.kill(grace);
+        let bound = grace + STOP_MARGIN;
+        match tokio::time::timeout(bound, self.wait()).await {
+            Ok(exit) => exit,
+            Err(_) => ExitInfo::Unknown {
+                reason: format!(
+                    "the agent on the build host did not end within {} s of the stop request \
+                     (the ssh link may be down); it is killed when the link is back",
+                    bound.as_secs()
+                ),
+            },
+        }
     }
 }
+
+/// An execution's control on the current connection (swapped on each re-attach).
+type SharedControl = Arc<Mutex<Arc<RemoteControl>>>;
 
 /// The output of an execution on one connection.
 struct Current {
@@ -276,6 +364,7 @@ async fn supervise(
             Ok(next) => {
                 number += 1;
                 connection = next;
+                forget_strangers(&connection.client, &connection.executions);
                 tracing::info!(target = %runner.target(), number, "ssh link reconnected");
                 generation.send_replace(Generation::Live {
                     number,
@@ -298,7 +387,8 @@ async fn pump(
     mut current: Current,
     mut generation: watch::Receiver<Generation>,
     mut stdout: DuplexStream,
-    control: Arc<Mutex<Arc<RemoteControl>>>,
+    // The execution's current control, and the grace of a requested stop.
+    (control, stopping): (SharedControl, Arc<Mutex<Option<Duration>>>),
     exit: watch::Sender<Option<ExitInfo>>,
     cancel: CancellationToken,
 ) {
@@ -357,7 +447,11 @@ async fn pump(
         };
         let inputs = control.lock().unwrap_or_else(PoisonError::into_inner).inputs().clone();
         let execution = client.resume(info, AckPolicy::OnDelivery, committed, &inputs);
-        *control.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(execution.control);
+        let resumed = Arc::new(execution.control);
+        *control.lock().unwrap_or_else(PoisonError::into_inner) = resumed.clone();
+        if let Some(grace) = *stopping.lock().unwrap_or_else(PoisonError::into_inner) {
+            resumed.kill(grace);
+        }
         current = Current { stdout: execution.stdout, acks: execution.acks, number };
     }
 }
@@ -408,5 +502,85 @@ mod tests {
         .await;
         assert!(gone.is_ok(), "the pump still holds the execution 5 s after its owner dropped it");
         runner.shutdown().await;
+    }
+
+    /// Finding 2 of the SSH review: a stop requested while the link reconnects is not lost
+    /// with the dropped connection: the kill goes again on the next one and the agent ends.
+    #[tokio::test]
+    async fn i20_d8_a_stop_during_a_connection_drop_ends_the_agent() {
+        let runner = Runner::new(RunnerConfig::default());
+        let connect = async || {
+            let (near, far) = tokio::io::duplex(1 << 16);
+            let host = runner.clone();
+            tokio::spawn(async move { host.serve_connection(far).await });
+            RunnerClient::connect(near).await.unwrap()
+        };
+        let (client, executions) = connect().await;
+        let (tx, generation) = watch::channel(Generation::Live {
+            number: 1,
+            client: client.clone(),
+            executions: Arc::new(executions),
+        });
+        let (kill, _kills) = mpsc::unbounded_channel();
+        let link = SshLink {
+            generation,
+            kill,
+            cancel: CancellationToken::new(),
+            _supervisor: AbortOnDropHandle::new(tokio::spawn(async {})),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SpawnSpec {
+            program: "sleep".into(),
+            args: vec!["300".into()],
+            env: vec![],
+            cwd: dir.path().to_path_buf(),
+            secrets: vec![],
+        };
+        let execution = link.spawn("agent-d8", spec).await.unwrap();
+        let pid = nix::unistd::Pid::from_raw(execution.pid());
+        // The connection drops; the stop is asked while there is none.
+        tx.send_replace(Generation::Reconnecting);
+        client.close();
+        client.closed().await;
+        let stop = tokio::spawn(async move { execution.stop(Duration::from_millis(200)).await });
+        tokio::task::yield_now().await;
+        let (client, executions) = connect().await;
+        assert!(executions.iter().any(|e| e.exec == "agent-d8"), "{executions:?}");
+        tx.send_replace(Generation::Live { number: 2, client, executions: Arc::new(executions) });
+        let exit = tokio::time::timeout(Duration::from_secs(10), stop)
+            .await
+            .expect("the stop ends once the link is back")
+            .unwrap();
+        assert!(!matches!(exit, ExitInfo::Unknown { .. }), "{exit:?}");
+        assert!(nix::sys::signal::kill(pid, None).is_err(), "the agent {pid} is gone");
+        runner.shutdown().await;
+    }
+
+    /// Finding 3 of the SSH review: a remote operation does not wait for a reconnecting link
+    /// for as long as the back-off lasts: it fails soon, saying to try again.
+    #[tokio::test]
+    async fn i20_d10_a_remote_operation_on_a_reconnecting_link_fails_soon() {
+        let (_tx, generation) = watch::channel(Generation::Reconnecting);
+        let (kill, _kills) = mpsc::unbounded_channel();
+        let link = SshLink {
+            generation,
+            kill,
+            cancel: CancellationToken::new(),
+            _supervisor: AbortOnDropHandle::new(tokio::spawn(async {})),
+        };
+        let site = crate::remote::RemoteSite::new(Arc::new(link), "/srv/kandev", "build1")
+            .with_live_wait(Duration::from_millis(100));
+        let op = crate::remote::RemoteOp::Commit { path: "/srv/w".into(), message: "m".into() };
+        let failed =
+            tokio::time::timeout(Duration::from_secs(10), site.call::<serde_json::Value>(&op))
+                .await
+                .expect("the operation gives up while the link reconnects")
+                .unwrap_err();
+        assert!(
+            failed
+                .to_string()
+                .contains("the SSH executor build1 is reconnecting; try again in a minute"),
+            "{failed}"
+        );
     }
 }

@@ -110,3 +110,165 @@ async fn i20_s3_executors_are_created_checked_chosen_by_a_repository_and_kept_wh
     let listed = server.call("executor.list", json!({})).await;
     assert_eq!(listed["executors"].as_array().unwrap().len(), 1);
 }
+
+/// Finding 5 of the SSH review: while a task has live worktrees on an SSH executor, the
+/// executor cannot be deleted (even with no repository using it any more) nor moved to
+/// another kind, host, port, user or remote home (the actions on those worktrees would act
+/// on the wrong host); other settings may change, and once the worktrees are removed it may
+/// go.
+#[tokio::test]
+async fn i20_d11_an_executor_with_live_worktrees_is_neither_deleted_nor_moved() {
+    let server = TestServer::start().await;
+    let created = server
+        .call("executor.create", json!({"name": "build1", "kind": "ssh", "ssh": ssh()}))
+        .await;
+    let id = created["executor"]["id"].as_str().unwrap().to_owned();
+    let (workspace_id, workflow) = server.kanban().await;
+    let repo_dir = tempfile::tempdir().unwrap();
+    let init =
+        std::process::Command::new("git").arg("init").arg("-q").arg(repo_dir.path()).status();
+    assert!(init.unwrap().success());
+    let repo = server
+        .call(
+            "repository.create",
+            json!({"workspace_id": workspace_id, "local_path": repo_dir.path()}),
+        )
+        .await;
+    let repo_id = repo["repository"]["id"].as_str().unwrap().to_owned();
+    let task = server
+        .call(
+            "task.create",
+            json!({"workflow_id": workflow["id"], "title": "remote work",
+                "step_id": workflow["steps"][0]["id"], "repository_ids": [repo_id]}),
+        )
+        .await;
+    let task_id = task["task"]["id"].as_str().unwrap().to_owned();
+    // What making its worktree on the build host records.
+    let mut tx = server.store.begin_write().await.unwrap();
+    let worktree = tx
+        .insert_worktree(&kandev_store::NewWorktree {
+            task_id: kandev_domain::TaskId::new(task_id.as_str()),
+            repository_id: kandev_domain::RepositoryId::new(repo_id.as_str()),
+            repository_path: "/home/build/.kandev/repos/r.git".into(),
+            path: "/home/build/.kandev/worktrees/t/project".into(),
+            branch: "task-1".into(),
+            base_commit: "0".repeat(40),
+            executor_id: Some(id.clone()),
+        })
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    for (kind, changed) in [
+        ("local", None),
+        ("ssh", Some(("host", json!("build2.example")))),
+        ("ssh", Some(("port", json!(2200)))),
+        ("ssh", Some(("user", json!("other")))),
+        ("ssh", Some(("remote_home", json!("/srv/kandev")))),
+    ] {
+        let mut payload = json!({"id": id, "kind": kind});
+        if let Some((field, value)) = changed.clone() {
+            let mut settings = ssh();
+            settings[field] = value;
+            payload["ssh"] = settings;
+        }
+        let (status, body) = server.post("executor.update", payload).await;
+        assert_eq!((status, code(&body)), (409, "CONFLICT"), "{kind} {changed:?}: {body}");
+        let message = body["message"].as_str().unwrap();
+        assert!(message.contains("remote work") && message.contains("archive"), "{body}");
+    }
+    let mut keys = ssh();
+    keys["identity_file"] = json!("/root/.ssh/other_key");
+    let updated = server.call("executor.update", json!({"id": id, "ssh": keys})).await;
+    assert_eq!(updated["executor"]["ssh"]["identity_file"], "/root/.ssh/other_key");
+
+    server.call("repository.executor.set", json!({"repository_id": repo_id})).await;
+    let (status, body) = server.post("executor.delete", json!({"id": id})).await;
+    assert_eq!((status, code(&body)), (409, "CONFLICT"), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("remote work"), "{body}");
+
+    let mut tx = server.store.begin_write().await.unwrap();
+    tx.mark_worktree_removed(&worktree.id).await.unwrap();
+    tx.commit().await.unwrap();
+    server.call("executor.delete", json!({"id": id})).await;
+}
+
+/// Finding 6 of the SSH review: the disk usage of a worktree on an SSH executor's host is not
+/// measured at the same path on this host (`bytes: null`), even when such a path exists here.
+#[tokio::test]
+async fn i20_d12_the_disk_usage_of_a_remote_worktree_is_not_measured_here() {
+    let server = TestServer::start().await;
+    let created = server
+        .call("executor.create", json!({"name": "build1", "kind": "ssh", "ssh": ssh()}))
+        .await;
+    let id = created["executor"]["id"].as_str().unwrap().to_owned();
+    let (workspace_id, workflow) = server.kanban().await;
+    let repo_dir = tempfile::tempdir().unwrap();
+    let init =
+        std::process::Command::new("git").arg("init").arg("-q").arg(repo_dir.path()).status();
+    assert!(init.unwrap().success());
+    let repo = server
+        .call(
+            "repository.create",
+            json!({"workspace_id": workspace_id, "local_path": repo_dir.path()}),
+        )
+        .await;
+    let repo_id = repo["repository"]["id"].as_str().unwrap().to_owned();
+    let task = server
+        .call(
+            "task.create",
+            json!({"workflow_id": workflow["id"], "title": "remote work",
+                "step_id": workflow["steps"][0]["id"], "repository_ids": [repo_id]}),
+        )
+        .await;
+    let task_id = task["task"]["id"].as_str().unwrap().to_owned();
+    // A folder of this host at the path the worktree has on the build host.
+    let here = tempfile::tempdir().unwrap();
+    std::fs::write(here.path().join("big.txt"), "x".repeat(10_000)).unwrap();
+    let mut tx = server.store.begin_write().await.unwrap();
+    tx.insert_worktree(&kandev_store::NewWorktree {
+        task_id: kandev_domain::TaskId::new(task_id.as_str()),
+        repository_id: kandev_domain::RepositoryId::new(repo_id.as_str()),
+        repository_path: "/home/build/.kandev/repos/r.git".into(),
+        path: here.path().display().to_string(),
+        branch: "task-1".into(),
+        base_commit: "0".repeat(40),
+        executor_id: Some(id.clone()),
+    })
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    let usage = server.call("repository.usage", json!({"id": repo_id})).await;
+    assert_eq!(usage["worktrees"][0]["bytes"], Value::Null, "{usage}");
+}
+
+/// Finding 8 of the SSH review: two executors reaching the same runner (host, port, user and
+/// remote home) would keep replacing each other's link: the second one is refused, at create
+/// and at update; another remote home is fine.
+#[tokio::test]
+async fn i20_d13_a_second_executor_for_the_same_runner_is_refused() {
+    let server = TestServer::start().await;
+    server.call("executor.create", json!({"name": "build1", "kind": "ssh", "ssh": ssh()})).await;
+    let (status, body) = server
+        .post("executor.create", json!({"name": "build2", "kind": "ssh", "ssh": ssh()}))
+        .await;
+    assert_eq!((status, code(&body)), (409, "CONFLICT"), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("build1"), "{body}");
+    let mut other = ssh();
+    other["remote_home"] = json!("/home/build/.kandev2");
+    let created = server
+        .call("executor.create", json!({"name": "build2", "kind": "ssh", "ssh": other}))
+        .await;
+    let (status, body) = server
+        .post("executor.update", json!({"id": created["executor"]["id"], "ssh": ssh()}))
+        .await;
+    assert_eq!((status, code(&body)), (409, "CONFLICT"), "{body}");
+    // Its own settings again are no conflict with itself.
+    let updated = server
+        .call(
+            "executor.update",
+            json!({"id": created["executor"]["id"], "name": "b2", "ssh": other}),
+        )
+        .await;
+    assert_eq!(updated["executor"]["name"], "b2");
+}

@@ -90,6 +90,62 @@ fn taken(name: &str) -> StoreError {
 }
 
 /// The columns of a kind: `(kind, host, port, user, identity_file, known_hosts, remote_home)`.
+/// The titles of the tasks with live worktrees on `executor` (at most a few, for a message).
+async fn tasks_with_live_worktrees(mut db: Db<'_>, executor: &str) -> Result<Vec<String>> {
+    Ok(crate::sql::query_scalar::<String>(
+        "SELECT DISTINCT t.title FROM worktrees w JOIN tasks t ON t.id = w.task_id \
+         WHERE w.executor_id = ? AND w.removed_at IS NULL ORDER BY t.title LIMIT 5",
+    )
+    .bind(executor)
+    .fetch_all(&mut db)
+    .await?)
+}
+
+/// Whether two kinds put worktrees in the same place (same kind; for SSH the same host, port,
+/// user and remote home: keys and known hosts may change).
+fn same_place(a: &ExecutorKind, b: &ExecutorKind) -> bool {
+    match (a, b) {
+        (ExecutorKind::Local, ExecutorKind::Local) => true,
+        (ExecutorKind::Ssh(a), ExecutorKind::Ssh(b)) => {
+            (&a.host, a.port, &a.user, &a.remote_home) == (&b.host, b.port, &b.user, &b.remote_home)
+        }
+        _ => false,
+    }
+}
+
+/// `Conflict` when another SSH executor than `except` reaches the same runner (host, port,
+/// user and remote home): two links to one runner would keep replacing each other.
+async fn same_runner(mut db: Db<'_>, kind: &ExecutorKind, except: Option<&str>) -> Result<()> {
+    let ExecutorKind::Ssh(s) = kind else { return Ok(()) };
+    let other = crate::sql::query_scalar::<String>(
+        "SELECT name FROM executors WHERE kind = 'ssh' AND host = ? AND port = ? \
+         AND \"user\" = ? AND remote_home = ? AND id <> ? LIMIT 1",
+    )
+    .bind(&s.host)
+    .bind(i64::from(s.port))
+    .bind(&s.user)
+    .bind(&s.remote_home)
+    .bind(except.unwrap_or(""))
+    .fetch_optional(&mut db)
+    .await?;
+    match other {
+        Some(name) => Err(StoreError::Conflict(format!(
+            "the executor {name} already uses {}@{}:{} with remote home {}; use that one or \
+             choose another remote home",
+            s.user, s.host, s.port, s.remote_home
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `Conflict` when tasks have live worktrees on `executor`: `what` would strand them.
+fn in_use(executor: &str, what: &str, tasks: &[String]) -> StoreError {
+    StoreError::Conflict(format!(
+        "cannot {what} the executor {executor}: tasks have worktrees there ({}); archive them first",
+        tasks.join(", ")
+    ))
+}
+
 fn columns(kind: &ExecutorKind) -> (&'static str, String, i64, String, String, String, String) {
     match kind {
         ExecutorKind::Local => {
@@ -143,6 +199,7 @@ impl Store {
 impl WriteTx {
     /// Adds an executor; `Conflict` when one of that name exists.
     pub async fn insert_executor(&mut self, name: &str, kind: &ExecutorKind) -> Result<Executor> {
+        same_runner(self.db(), kind, None).await?;
         if name_taken(self.db(), name).await? {
             return Err(taken(name));
         }
@@ -176,6 +233,21 @@ impl WriteTx {
         kind: Option<&ExecutorKind>,
     ) -> Result<Executor> {
         let current = get(self.db(), id).await?;
+        if let Some(kind) = kind {
+            same_runner(self.db(), kind, Some(id)).await?;
+        }
+        if let Some(kind) = kind
+            && !same_place(kind, &current.kind)
+        {
+            let tasks = tasks_with_live_worktrees(self.db(), id).await?;
+            if !tasks.is_empty() {
+                return Err(in_use(
+                    &current.name,
+                    "change the kind, host, port, user or remote home of",
+                    &tasks,
+                ));
+            }
+        }
         let name = name.unwrap_or(&current.name);
         if name != current.name && name_taken(self.db(), name).await? {
             return Err(taken(name));
@@ -204,6 +276,10 @@ impl WriteTx {
     /// Removes an executor no repository uses; `Conflict` naming the count otherwise.
     pub async fn delete_executor(&mut self, id: &str) -> Result<Executor> {
         let current = get(self.db(), id).await?;
+        let tasks = tasks_with_live_worktrees(self.db(), id).await?;
+        if !tasks.is_empty() {
+            return Err(in_use(&current.name, "delete", &tasks));
+        }
         if !current.repository_ids.is_empty() {
             return Err(StoreError::Conflict(format!(
                 "executor {} is used by {} repositories; choose another executor for them first \

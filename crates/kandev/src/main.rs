@@ -43,8 +43,9 @@ enum Command {
     /// (what a server runs on an SSH executor's build host; not for people).
     #[command(hide = true)]
     RemoteOp {
-        /// The operation, as JSON.
-        request: String,
+        /// The operation, as JSON (read from stdin when not given: what the server does, so
+        /// it is neither visible in `ps` nor bounded by the size of an argument).
+        request: Option<String>,
     },
     /// Add, list and remove the users who may log in, and set their passwords (on the
     /// database itself; the server may be running).
@@ -82,6 +83,20 @@ async fn main() -> std::process::ExitCode {
         Some(Command::McpBridge(args)) => bridge::run(args).await,
         Some(Command::Runner(args)) => runner::run(args).await,
         Some(Command::RemoteOp { request }) => {
+            let request = match request {
+                Some(request) => request,
+                None => {
+                    let mut request = String::new();
+                    let mut stdin = tokio::io::stdin();
+                    if let Err(e) =
+                        tokio::io::AsyncReadExt::read_to_string(&mut stdin, &mut request).await
+                    {
+                        eprintln!("cannot read the operation from stdin: {e}");
+                        return std::process::ExitCode::FAILURE;
+                    }
+                    request
+                }
+            };
             println!("{}", kandev_runtime::remote::serve(&request).await);
             Ok(())
         }

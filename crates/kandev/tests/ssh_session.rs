@@ -414,6 +414,12 @@ async fn i20_a3_worktree_operations_run_on_the_build_host_through_the_link() {
         "{nothing:?}"
     );
 
+    // The request goes on stdin: a message larger than one argument may be (128 KiB).
+    std::fs::write(path.join("c.txt"), "c\n").unwrap();
+    let long = "x".repeat(200 * 1024);
+    let commit = site.commit_all(&path, &long).await.unwrap();
+    assert_eq!(git(&path, &["log", "-1", "--format=%B"]), long);
+
     std::fs::write(path.join("b.txt"), "untracked\n").unwrap();
     let kept = site.remove_worktree(&bare, &path, false).await.unwrap_err();
     assert!(matches!(kept, GitError::Remote { kind: RemoteErrorKind::Conflict, .. }), "{kept:?}");
@@ -421,4 +427,46 @@ async fn i20_a3_worktree_operations_run_on_the_build_host_through_the_link() {
     site.remove_worktree(&bare, &path, true).await.unwrap();
     assert!(!site.exists(&path).await.unwrap());
     assert_eq!(git(&bare, &["rev-parse", "task-1"]), commit.sha, "the branch stays");
+}
+
+/// Finding 1 of the SSH review: a server killed while its remote agent runs a turn leaves the
+/// agent to the build host's runner; the restarted server, on its first use of the executor,
+/// kills it (it never re-adopts remote executions), so no agent of the old server keeps
+/// working in the worktree.
+#[tokio::test]
+async fn i20_d7_a_restarted_server_kills_the_remote_agent_it_left() {
+    let Setup { sshd, home, remote, repo: _repo, server, session, task, .. } = setup().await;
+    let script = "#!mock\nstream 3000 24 every 50";
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    let remote_kandev = remote.path().canonicalize().unwrap().join("bin/kandev");
+    let agent = format!("{} mock-agent", remote_kandev.display());
+    let start = Instant::now();
+    while processes_with(&agent).is_empty() || session_state(&server, &session).await != "RUNNING" {
+        if start.elapsed() > DEADLINE {
+            let log = std::fs::read_to_string(home.path().join("server.log")).unwrap_or_default();
+            panic!(
+                "the turn does not run on the build host: {} {:?} {:#}\nlog: {log}",
+                session_state(&server, &session).await,
+                processes_with("mock-agent"),
+                Value::Array(messages(&server, &session).await)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let agents = processes_with(&agent);
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    let old = agents[0].0;
+
+    drop(server); // SIGKILL
+    let server = server::start(home.path());
+    assert!(std::path::Path::new(&format!("/proc/{old}")).exists(), "the runner kept it");
+    call(&server, "task.changes", json!({"task_id": task})).await;
+    let start = Instant::now();
+    while processes_with(&agent).iter().any(|(pid, _)| *pid == old) {
+        assert!(start.elapsed() < DEADLINE, "the old remote agent {old} is killed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(processes_with(&agent), vec![], "no agent runs in the worktree");
+    drop(server);
+    drop(sshd);
 }

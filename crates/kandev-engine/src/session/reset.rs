@@ -99,9 +99,17 @@ impl SessionActor {
         let (exec_epoch, client) = (live.epoch, live.client.clone());
         // The new conversation is adopted under the next epoch (`adopt_conversation`): its
         // MCP token is of that epoch, so the old conversation's token stops working then.
+        // An agent on an SSH executor's host gets no Kandev MCP server, as at its start (the
+        // server's loopback address does not reach the build host).
         let bridge = self.inner.config.mcp_bridge.clone();
         let next = self.session.epoch + 1;
-        let offer = self.inner.mcp.offer(&self.session.id, next, bridge);
+        // An agent on a build host gets no MCP server from Kandev (the server's address is
+        // loopback there), as at its first start.
+        let offer = if live.control.on_this_host() {
+            self.inner.mcp.offer(&self.session.id, next, bridge)
+        } else {
+            None
+        };
         // Stored before the agent gets it, so it survives a restart (issue 20).
         if let Some(offer) = &offer
             && let Err(err) = self.store_mcp_grant(offer, next).await

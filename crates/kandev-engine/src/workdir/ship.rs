@@ -333,6 +333,17 @@ impl Engine {
         self.inner.store.get_repository(repository_id).await.map_err(not_found)?;
         let mut usage = vec![];
         for record in self.inner.store.live_worktrees_of_repository(repository_id).await? {
+            if record.executor_id.is_some() {
+                // On an SSH executor's host: not measured (never a path of this host).
+                usage.push(kandev_domain::ship::WorktreeUsage {
+                    task_id: record.task_id,
+                    path: record.path,
+                    branch: record.branch,
+                    bytes: None,
+                    truncated: false,
+                });
+                continue;
+            }
             let measured = git::disk_usage(Path::new(&record.path)).await;
             if let Err(err) = &measured {
                 tracing::debug!(path = %record.path, error = %err, "a worktree could not be measured");

@@ -69,6 +69,8 @@ pub(crate) struct Git {
     /// Extra environment (only the SSH executor's push sets one: `GIT_SSH_COMMAND`).
     env: Vec<(OsString, OsString)>,
     stdout_limit: usize,
+    /// What git reads on stdin (none: `/dev/null`).
+    stdin: Option<Vec<u8>>,
 }
 
 /// What a finished git command printed.
@@ -102,7 +104,15 @@ impl Git {
             args: Vec::new(),
             env: Vec::new(),
             stdout_limit: DEFAULT_STDOUT_LIMIT,
+            stdin: None,
         }
+    }
+
+    /// Gives git `bytes` on stdin (a commit message with `-F -`: an argument is bounded to
+    /// 128 KiB).
+    pub(crate) fn stdin_bytes(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(bytes.into());
+        self
     }
 
     /// Sets a variable in git's environment.
@@ -160,7 +170,7 @@ impl Git {
         command
             .args(&self.args)
             .current_dir(&self.cwd)
-            .stdin(Stdio::null())
+            .stdin(if self.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         scrub_env(&mut command);
@@ -184,6 +194,12 @@ impl Git {
             ));
         };
 
+        if let (Some(bytes), Some(mut pipe)) = (self.stdin.clone(), child.stdin.take()) {
+            // Ends with the write, or when git exits (the pipe breaks).
+            tokio::spawn(async move {
+                let _ = tokio::io::AsyncWriteExt::write_all(&mut pipe, &bytes).await;
+            });
+        }
         let mut out = Vec::new();
         let mut truncated = false;
         let mut err = StderrRing::new(STDERR_LIMIT);

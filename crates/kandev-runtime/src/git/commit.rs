@@ -64,7 +64,7 @@ pub async fn commit_all(worktree: &Path, message: &str) -> Result<CommitInfo, Gi
     if !has_config(&worktree, "user.email").await? {
         commit = commit.config(format!("user.email={FALLBACK_USER_EMAIL}"));
     }
-    commit.args(["commit", "--quiet", "-m", message]).run().await?;
+    commit.args(["commit", "--quiet", "-F", "-"]).stdin_bytes(message).run().await?;
 
     let sha = Git::new(&worktree).args(["rev-parse", "HEAD"]).text().await?;
     let summary = Git::new(&worktree).args(["log", "-1", "--format=%s", &sha]).text().await?;

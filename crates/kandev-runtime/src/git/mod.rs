@@ -27,6 +27,7 @@
 
 mod branch;
 mod cmd;
+pub(crate) use cmd::GIT_TIMEOUT;
 mod commit;
 mod diff;
 mod error;

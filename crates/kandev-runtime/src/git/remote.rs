@@ -51,13 +51,11 @@ pub async fn push_over_ssh(
     ssh_command: &str,
 ) -> Result<(), GitError> {
     let repo = open_repo(repo).await?;
-    let mut push = Git::new(&repo).env("GIT_SSH_COMMAND", ssh_command).args([
-        "push",
-        "--quiet",
-        "--force",
-        "--no-verify",
-        url,
-    ]);
+    // The user's git config must not sign the push or push submodules along.
+    let mut push = Git::new(&repo)
+        .env("GIT_SSH_COMMAND", ssh_command)
+        .config("push.gpgSign=false")
+        .args(["push", "--quiet", "--force", "--no-verify", "--no-recurse-submodules", url]);
     for name in refs {
         push = push.arg(format!("{name}:{name}"));
     }

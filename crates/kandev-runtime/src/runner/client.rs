@@ -697,9 +697,15 @@ impl RemoteControl {
 
     /// TERM to the agent's group, `grace`, then KILL; resolves with its exit.
     pub async fn stop(&self, grace: Duration) -> ExitInfo {
+        self.kill(grace);
+        self.wait().await
+    }
+
+    /// Asks the runner for [`RemoteControl::stop`] without waiting (lost with a lost
+    /// connection: the caller sends it again on the next one).
+    pub fn kill(&self, grace: Duration) {
         let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
         let _ = self.out.send(ToRunner::Kill { exec: self.exec.clone(), grace_ms });
-        self.wait().await
     }
 }
 
