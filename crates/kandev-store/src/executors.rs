@@ -89,18 +89,6 @@ fn taken(name: &str) -> StoreError {
     ))
 }
 
-/// The columns of a kind: `(kind, host, port, user, identity_file, known_hosts, remote_home)`.
-/// The titles of the tasks with live worktrees on `executor` (at most a few, for a message).
-async fn tasks_with_live_worktrees(mut db: Db<'_>, executor: &str) -> Result<Vec<String>> {
-    Ok(crate::sql::query_scalar::<String>(
-        "SELECT DISTINCT t.title FROM worktrees w JOIN tasks t ON t.id = w.task_id \
-         WHERE w.executor_id = ? AND w.removed_at IS NULL ORDER BY t.title LIMIT 5",
-    )
-    .bind(executor)
-    .fetch_all(&mut db)
-    .await?)
-}
-
 /// Whether two kinds put worktrees in the same place (same kind; for SSH the same host, port,
 /// user and remote home: keys and known hosts may change).
 fn same_place(a: &ExecutorKind, b: &ExecutorKind) -> bool {
@@ -146,6 +134,7 @@ fn in_use(executor: &str, what: &str, tasks: &[String]) -> StoreError {
     ))
 }
 
+/// The columns of a kind: `(kind, host, port, user, identity_file, known_hosts, remote_home)`.
 fn columns(kind: &ExecutorKind) -> (&'static str, String, i64, String, String, String, String) {
     match kind {
         ExecutorKind::Local => {
@@ -239,7 +228,7 @@ impl WriteTx {
         if let Some(kind) = kind
             && !same_place(kind, &current.kind)
         {
-            let tasks = tasks_with_live_worktrees(self.db(), id).await?;
+            let tasks = crate::worktrees::titles_of_tasks_on_executor(self.db(), id).await?;
             if !tasks.is_empty() {
                 return Err(in_use(
                     &current.name,
@@ -276,7 +265,7 @@ impl WriteTx {
     /// Removes an executor no repository uses; `Conflict` naming the count otherwise.
     pub async fn delete_executor(&mut self, id: &str) -> Result<Executor> {
         let current = get(self.db(), id).await?;
-        let tasks = tasks_with_live_worktrees(self.db(), id).await?;
+        let tasks = crate::worktrees::titles_of_tasks_on_executor(self.db(), id).await?;
         if !tasks.is_empty() {
             return Err(in_use(&current.name, "delete", &tasks));
         }

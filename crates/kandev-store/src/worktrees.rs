@@ -75,6 +75,20 @@ impl From<WorktreeRow> for WorktreeRecord {
 }
 
 /// A task's live worktrees, oldest first.
+/// The titles of the tasks with live worktrees on `executor` (at most a few, for a message).
+pub(crate) async fn titles_of_tasks_on_executor(
+    mut db: Db<'_>,
+    executor: &str,
+) -> Result<Vec<String>> {
+    Ok(crate::sql::query_scalar::<String>(
+        "SELECT DISTINCT t.title FROM worktrees w JOIN tasks t ON t.id = w.task_id \
+         WHERE w.executor_id = ? AND w.removed_at IS NULL ORDER BY t.title LIMIT 5",
+    )
+    .bind(executor)
+    .fetch_all(&mut db)
+    .await?)
+}
+
 async fn live(mut db: Db<'_>, task_id: &str) -> Result<Vec<WorktreeRecord>> {
     let rows = crate::sql::query_as::<WorktreeRow>(
         "SELECT * FROM worktrees WHERE task_id = ? AND removed_at IS NULL ORDER BY created_at, id",

@@ -60,6 +60,11 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     ("search.rs", "sessions", "a message hit's task is its session's"),
     ("copy.rs", "tasks", "a copied task's parent is set once every task is in"),
     ("executors.rs", "repositories", "a repository chooses an executor only if it exists"),
+    (
+        "worktrees.rs",
+        "tasks",
+        "a refused executor change names the tasks whose worktrees are there",
+    ),
     ("messages.rs", "events", "a streamed group writes its messages and events in one round trip"),
     ("messages.rs", "sqlite_sequence", "a streamed group reads the next seq with its heads"),
 ];
