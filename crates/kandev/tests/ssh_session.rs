@@ -18,23 +18,8 @@ mod server;
 #[path = "support/sshd.rs"]
 mod sshd;
 
-use server::Server;
+use server::{DEADLINE, Server, agent_text, call, messages, process_argvs, state as session_state};
 use sshd::Sshd;
-
-const DEADLINE: Duration = Duration::from_secs(60);
-
-async fn call(server: &Server, action: &str, payload: Value) -> Value {
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/v1/{action}", server.url))
-        .json(&payload)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status();
-    let body: Value = response.json().await.unwrap();
-    assert!(status.is_success(), "{action}: {status} {body}");
-    body
-}
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -51,53 +36,14 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
-/// Live (not zombie) processes whose command line contains `needle`, with their argv.
-fn processes_with(needle: &str) -> Vec<(u32, Vec<String>)> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let zombie =
-                stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-            let argv: Vec<String> = String::from_utf8_lossy(&cmdline)
-                .split('\0')
-                .filter(|a| !a.is_empty())
-                .map(str::to_owned)
-                .collect();
-            (!zombie && argv.join(" ").contains(needle)).then_some((pid, argv))
-        })
-        .collect()
-}
-
 /// The `ssh` client processes carrying the link to the runner of `remote_home`.
 fn ssh_clients(remote_home: &Path) -> Vec<u32> {
     let socket = format!("runner --stdio --socket '{}/runner.sock'", remote_home.display());
-    processes_with(&socket)
+    process_argvs(&socket)
         .into_iter()
         .filter(|(_, argv)| argv.first().is_some_and(|a| a == "ssh"))
         .map(|(pid, _)| pid)
         .collect()
-}
-
-async fn messages(server: &Server, session: &str) -> Vec<Value> {
-    let listed = call(server, "message.list", json!({"session_id": session, "limit": 1000})).await;
-    listed["messages"].as_array().unwrap().clone()
-}
-
-fn agent_text(messages: &[Value]) -> String {
-    messages
-        .iter()
-        .filter(|m| m["kind"] == "agent")
-        .map(|m| m["content"].as_str().unwrap())
-        .collect()
-}
-
-async fn session_state(server: &Server, session: &str) -> String {
-    let got = call(server, "session.get", json!({"id": session})).await;
-    got["session"]["state"].as_str().unwrap().to_owned()
 }
 
 /// Waits until the session's `turns`-th turn is over (it has a stop reason) and the session
@@ -206,7 +152,7 @@ async fn i20_a3_a_task_on_an_ssh_executor_runs_a_whole_session_on_the_build_host
 
     // The agent runs under the SSH connection, as the build host's copy of kandev.
     let remote_kandev = remote.path().join("bin/kandev").canonicalize().unwrap();
-    let agents = processes_with(&format!("{} mock-agent", remote_kandev.display()));
+    let agents = process_argvs(&format!("{} mock-agent", remote_kandev.display()));
     assert_eq!(agents.len(), 1, "one agent on the build host: {agents:?}");
     let exe = std::fs::read_link(format!("/proc/{}/exe", agents[0].0)).unwrap();
     assert_eq!(exe, remote_kandev, "the agent is the remote copy");
@@ -274,7 +220,7 @@ async fn i20_a3_a_task_on_an_ssh_executor_runs_a_whole_session_on_the_build_host
     assert!(!worktree.exists(), "the remote worktree is removed");
     assert!(!worktree.parent().unwrap().exists(), "and the task's folder there");
     let start = Instant::now();
-    while !processes_with(&format!("{} mock-agent", remote_kandev.display())).is_empty() {
+    while !process_argvs(&format!("{} mock-agent", remote_kandev.display())).is_empty() {
         assert!(start.elapsed() < DEADLINE, "the agent is stopped");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -441,19 +387,19 @@ async fn i20_d7_a_restarted_server_kills_the_remote_agent_it_left() {
     let remote_kandev = remote.path().canonicalize().unwrap().join("bin/kandev");
     let agent = format!("{} mock-agent", remote_kandev.display());
     let start = Instant::now();
-    while processes_with(&agent).is_empty() || session_state(&server, &session).await != "RUNNING" {
+    while process_argvs(&agent).is_empty() || session_state(&server, &session).await != "RUNNING" {
         if start.elapsed() > DEADLINE {
             let log = std::fs::read_to_string(home.path().join("server.log")).unwrap_or_default();
             panic!(
                 "the turn does not run on the build host: {} {:?} {:#}\nlog: {log}",
                 session_state(&server, &session).await,
-                processes_with("mock-agent"),
+                process_argvs("mock-agent"),
                 Value::Array(messages(&server, &session).await)
             );
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let agents = processes_with(&agent);
+    let agents = process_argvs(&agent);
     assert_eq!(agents.len(), 1, "{agents:?}");
     let old = agents[0].0;
 
@@ -462,11 +408,11 @@ async fn i20_d7_a_restarted_server_kills_the_remote_agent_it_left() {
     assert!(std::path::Path::new(&format!("/proc/{old}")).exists(), "the runner kept it");
     call(&server, "task.changes", json!({"task_id": task})).await;
     let start = Instant::now();
-    while processes_with(&agent).iter().any(|(pid, _)| *pid == old) {
+    while process_argvs(&agent).iter().any(|(pid, _)| *pid == old) {
         assert!(start.elapsed() < DEADLINE, "the old remote agent {old} is killed");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(processes_with(&agent), vec![], "no agent runs in the worktree");
+    assert_eq!(process_argvs(&agent), vec![], "no agent runs in the worktree");
     drop(server);
     drop(sshd);
 }

@@ -156,16 +156,26 @@ pub async fn state(server: &Server, session: &str) -> String {
 
 /// Live (not zombie) processes whose command line contains `needle`.
 pub fn processes_with(needle: &str) -> Vec<u32> {
+    process_argvs(needle).into_iter().map(|(pid, _)| pid).collect()
+}
+
+/// Live (not zombie) processes whose command line contains `needle`, with their argv.
+pub fn process_argvs(needle: &str) -> Vec<(u32, Vec<String>)> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
+        .filter_map(|pid| {
             let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let zombie =
                 stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-            !zombie && String::from_utf8_lossy(&cmdline).replace('\0', " ").contains(needle)
+            let argv: Vec<String> = String::from_utf8_lossy(&cmdline)
+                .split('\0')
+                .filter(|a| !a.is_empty())
+                .map(str::to_owned)
+                .collect();
+            (!zombie && argv.join(" ").contains(needle)).then_some((pid, argv))
         })
         .collect()
 }
