@@ -135,6 +135,18 @@ impl SshConnection {
         self.child.id()
     }
 
+    /// Ends the connection cleanly: what was sent (the last acknowledgements) is written,
+    /// `ssh` gets end of input and is given `bound` to carry it to the runner and exit;
+    /// killed past that. Killing it at once could lose an acknowledgement still in its pipe,
+    /// and the runner would keep a finished execution for its whole grace.
+    pub async fn close(mut self, bound: Duration) {
+        let _ = tokio::time::timeout(bound, async {
+            self.client.finish().await;
+            let _ = self.child.wait().await;
+        })
+        .await;
+    }
+
     /// Kills the `ssh` client: the connection drops as if the network went away.
     pub async fn drop_transport(&mut self) {
         self.group.kill();

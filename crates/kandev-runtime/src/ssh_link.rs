@@ -39,6 +39,9 @@ const PIPE: usize = 1 << 20;
 /// How long past its grace a stopped execution's exit is waited for (through reconnects).
 const STOP_MARGIN: Duration = Duration::from_secs(15);
 
+/// How long a dropped link gives its connection to close cleanly before killing `ssh`.
+const CLOSE_BOUND: Duration = Duration::from_secs(5);
+
 /// The executions this process follows or is spawning on any runner (names are unique:
 /// `op-<pid>-<time>-<n>` for operations, `agent-<uuid>` for agents).
 static OWNED: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
@@ -90,19 +93,14 @@ enum Generation {
 pub struct SshLink {
     generation: watch::Receiver<Generation>,
     kill: mpsc::UnboundedSender<()>,
+    /// Ends the supervisor task (it owns the connection), which closes the connection
+    /// cleanly ([`SshConnection::close`]) within [`CLOSE_BOUND`].
     cancel: CancellationToken,
-    /// The supervisor task (it owns the connection: dropping it kills `ssh`); it ends with
-    /// the link.
-    _supervisor: AbortOnDropHandle<()>,
 }
 
 impl Drop for SshLink {
     fn drop(&mut self) {
         self.cancel.cancel();
-        // Let the runner go cleanly before the supervisor is aborted.
-        if let Generation::Live { client, .. } = &*self.generation.borrow() {
-            client.close();
-        }
     }
 }
 
@@ -142,15 +140,9 @@ impl SshLink {
         });
         let (kill, kills) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
-        let supervisor = AbortOnDropHandle::new(tokio::spawn(supervise(
-            runner,
-            backoff,
-            connection,
-            tx,
-            kills,
-            cancel.clone(),
-        )));
-        Ok((SshLink { generation, kill, cancel, _supervisor: supervisor }, forgotten))
+        // Not aborted with the link: it ends on `cancel`, after closing the connection.
+        tokio::spawn(supervise(runner, backoff, connection, tx, kills, cancel.clone()));
+        Ok((SshLink { generation, kill, cancel }, forgotten))
     }
 
     /// How many connections were made so far (1 before any drop).
@@ -346,7 +338,7 @@ async fn supervise(
     loop {
         let killed = tokio::select! {
             _ = cancel.cancelled() => {
-                connection.client.close();
+                connection.close(CLOSE_BOUND).await;
                 return;
             }
             _ = connection.client.closed() => false,
@@ -476,12 +468,7 @@ mod tests {
             executions: Arc::new(executions),
         });
         let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink {
-            generation,
-            kill,
-            cancel: CancellationToken::new(),
-            _supervisor: AbortOnDropHandle::new(tokio::spawn(async {})),
-        };
+        let link = SshLink { generation, kill, cancel: CancellationToken::new() };
         let dir = tempfile::tempdir().unwrap();
         let spec = SpawnSpec {
             program: "sleep".into(),
@@ -522,12 +509,7 @@ mod tests {
             executions: Arc::new(executions),
         });
         let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink {
-            generation,
-            kill,
-            cancel: CancellationToken::new(),
-            _supervisor: AbortOnDropHandle::new(tokio::spawn(async {})),
-        };
+        let link = SshLink { generation, kill, cancel: CancellationToken::new() };
         let dir = tempfile::tempdir().unwrap();
         let spec = SpawnSpec {
             program: "sleep".into(),
@@ -562,12 +544,7 @@ mod tests {
     async fn i20_d10_a_remote_operation_on_a_reconnecting_link_fails_soon() {
         let (_tx, generation) = watch::channel(Generation::Reconnecting);
         let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink {
-            generation,
-            kill,
-            cancel: CancellationToken::new(),
-            _supervisor: AbortOnDropHandle::new(tokio::spawn(async {})),
-        };
+        let link = SshLink { generation, kill, cancel: CancellationToken::new() };
         let site = crate::remote::RemoteSite::new(Arc::new(link), "/srv/kandev", "build1")
             .with_live_wait(Duration::from_millis(100));
         let op = crate::remote::RemoteOp::Commit { path: "/srv/w".into(), message: "m".into() };

@@ -35,12 +35,17 @@ fn runner(sshd: &Sshd, remote_home: &Path) -> SshRunner {
 /// tells this test nothing when it ends, so its socket file is polled (bounded, with a
 /// clear failure).
 async fn runner_ends(remote_home: &Path) {
+    runner_ends_within(remote_home, WAIT).await;
+}
+
+/// [`runner_ends`] with its own bound.
+async fn runner_ends_within(remote_home: &Path, bound: Duration) {
     let socket = remote_home.join("runner.sock");
-    let deadline = tokio::time::Instant::now() + WAIT;
+    let deadline = tokio::time::Instant::now() + bound;
     while socket.exists() {
         assert!(
             tokio::time::Instant::now() < deadline,
-            "the remote runner did not end within {WAIT:?}: {} is still there",
+            "the remote runner did not end within {bound:?}: {} is still there",
             socket.display()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -490,6 +495,40 @@ async fn linked_turn_with_drops(at: DropAt) {
     assert!(exit.signal().is_some() || exit.code().is_some(), "{exit:?}");
     drop(link);
     runner_ends(remote.path()).await;
+}
+
+/// A link dropped right after its agent's exit arrived lets the remote runner end at once
+/// (it has nothing left to keep), well within its grace: the exit's acknowledgement reaches
+/// the runner before the `ssh` client goes. CI once saw the runner keep the finished
+/// execution for its whole grace: the acknowledgement died with the killed `ssh` client.
+#[tokio::test]
+async fn i20_d14_a_link_dropped_right_after_an_exit_lets_the_runner_end_at_once() {
+    const ROUNDS: usize = 8;
+    let sshd = Sshd::start();
+    let remote = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // The grace (60 s) is far longer than the bound below: the runner must not wait it out.
+    let ssh = runner(&sshd, remote.path());
+    for round in 0..ROUNDS {
+        let (link, held) =
+            tokio::time::timeout(WAIT, SshLink::connect(ssh.clone(), Backoff::default()))
+                .await
+                .unwrap()
+                .unwrap();
+        assert!(held.is_empty(), "round {round}: {held:?}");
+        let spec = SpawnSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "exit 3".into()],
+            env: vec![],
+            cwd: work.path().to_path_buf(),
+            secrets: vec![],
+        };
+        let agent = link.spawn(&format!("agent-{round}"), spec).await.unwrap();
+        let exit = tokio::time::timeout(WAIT, agent.wait()).await.unwrap();
+        assert_eq!(exit.code(), Some(3), "round {round}: {exit:?}");
+        drop(link);
+        runner_ends_within(remote.path(), Duration::from_secs(10)).await;
+    }
 }
 
 async fn call(server: &server::Server, action: &str, payload: Value) -> Value {

@@ -58,6 +58,9 @@ pub struct RunnerClient {
     routes: Routes,
     /// Cancelled when the connection is gone.
     closed: CancellationToken,
+    /// Cancelled once the writer ended: after `close`, everything sent before it is written
+    /// and the transport's write side is shut.
+    written: CancellationToken,
     /// Unacknowledged input bytes an execution started or attached from here may hold.
     input_limit: usize,
 }
@@ -381,8 +384,10 @@ impl RunnerClient {
         let (out, mut outbox) = mpsc::unbounded_channel::<ToRunner>();
         let routes: Routes = Arc::default();
         let closed = CancellationToken::new();
-        let writer_closed = closed.clone();
+        let written = CancellationToken::new();
+        let (writer_closed, writer_done) = (closed.clone(), written.clone());
         tokio::spawn(async move {
+            let _done = writer_done.drop_guard();
             loop {
                 let frame = tokio::select! {
                     biased;
@@ -459,7 +464,7 @@ impl RunnerClient {
             // Every follower learns that the connection is gone.
             reader_routes.lock().unwrap_or_else(PoisonError::into_inner).clear();
         });
-        Ok((Self { out, routes, closed, input_limit: INPUT_LIMIT }, executions))
+        Ok((Self { out, routes, closed, written, input_limit: INPUT_LIMIT }, executions))
     }
 
     /// The same connection, whose executions from now on hold at most `limit`
@@ -472,6 +477,13 @@ impl RunnerClient {
     /// Closes the connection (the runner keeps its agents for its grace period).
     pub fn close(&self) {
         self.closed.cancel();
+    }
+
+    /// Closes the connection and resolves once everything sent before (the last
+    /// acknowledgements) is written and the write side shut, or the transport failed.
+    pub async fn finish(&self) {
+        self.close();
+        self.written.cancelled().await;
     }
 
     /// Resolves when the connection is gone.
