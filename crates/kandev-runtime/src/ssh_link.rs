@@ -50,9 +50,13 @@ static OWNED: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
 struct Owned(String);
 
 impl Owned {
-    fn new(exec: &str) -> Self {
-        OWNED.lock().unwrap_or_else(PoisonError::into_inner).insert(exec.to_owned());
-        Self(exec.to_owned())
+    /// Claims `exec`; refused when this process already owns an execution of that name (its
+    /// release would make the other one a stranger, killed on the next connection).
+    fn new(exec: &str) -> Result<Self, String> {
+        if !OWNED.lock().unwrap_or_else(PoisonError::into_inner).insert(exec.to_owned()) {
+            return Err(format!("an execution named {exec} already runs through an ssh link"));
+        }
+        Ok(Self(exec.to_owned()))
     }
 }
 
@@ -188,7 +192,7 @@ impl SshLink {
     /// one the execution is taken over when the runner lists it (it was started), else
     /// spawned again.
     pub async fn spawn(&self, exec: &str, spec: SpawnSpec) -> Result<LinkedExecution, String> {
-        let owned = Owned::new(exec);
+        let owned = Owned::new(exec)?;
         let execution = self.spawn_owned(exec, spec).await?;
         Ok(self.follow(exec, owned, execution.0, execution.1))
     }
@@ -535,6 +539,48 @@ mod tests {
             .unwrap();
         assert!(!matches!(exit, ExitInfo::Unknown { .. }), "{exit:?}");
         assert!(nix::sys::signal::kill(pid, None).is_err(), "the agent {pid} is gone");
+        runner.shutdown().await;
+    }
+
+    /// A second execution spawned under a name this process already follows is refused,
+    /// and the first stays owned: the refused one's release made the first a stranger,
+    /// killed on the next connection (two tests that both named their agent `agent-1` saw
+    /// their turn stop after a reconnect).
+    #[tokio::test]
+    async fn i20_d20_a_duplicate_execution_name_is_refused_and_the_first_stays_owned() {
+        let runner = Runner::new(RunnerConfig::default());
+        let (near, far) = tokio::io::duplex(1 << 16);
+        let host = runner.clone();
+        tokio::spawn(async move { host.serve_connection(far).await });
+        let (client, executions) = RunnerClient::connect(near).await.unwrap();
+        let (_tx, generation) = watch::channel(Generation::Live {
+            number: 1,
+            client: client.clone(),
+            executions: Arc::new(executions),
+        });
+        let (kill, _kills) = mpsc::unbounded_channel();
+        let link = SshLink { generation, kill, cancel: CancellationToken::new() };
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SpawnSpec {
+            program: "sleep".into(),
+            args: vec!["30".into()],
+            env: vec![],
+            cwd: dir.path().to_path_buf(),
+            secrets: vec![],
+        };
+        let first = link.spawn("agent-d20", spec.clone()).await.unwrap();
+        let second = link.spawn("agent-d20", spec).await.err().expect("a second is refused");
+        assert!(second.contains("agent-d20 already runs"), "{second}");
+        let held = [ExecutionInfo {
+            exec: "agent-d20".into(),
+            pid: first.pid(),
+            acked: 0,
+            exited: false,
+            input_taken: 0,
+            input_acked: 0,
+        }];
+        assert!(forget_strangers(&client, &held).is_empty(), "the first is still ours");
+        drop(first);
         runner.shutdown().await;
     }
 

@@ -406,7 +406,13 @@ async fn linked_turn_with_drops(at: DropAt) {
         cwd: work.path().to_path_buf(),
         secrets: vec![],
     };
-    let mut agent = link.spawn("agent-1", spec).await.unwrap();
+    // Names are unique in this process: tests run side by side and a link refuses a name
+    // another link's execution has.
+    let name = match at {
+        DropAt::ChunksAfterAnswer => "agent-r7-linked",
+        DropAt::Answer => "agent-d5",
+    };
+    let mut agent = link.spawn(name, spec).await.unwrap();
     let mut lines = Lines { buf: Vec::new() };
     let next = async |agent: &mut LinkedExecution, lines: &mut Lines| -> Value {
         loop {
@@ -503,7 +509,7 @@ async fn linked_turn_with_drops(at: DropAt) {
 /// execution for its whole grace: the acknowledgement died with the killed `ssh` client.
 #[tokio::test]
 async fn i20_d14_a_link_dropped_right_after_an_exit_lets_the_runner_end_at_once() {
-    const ROUNDS: usize = 8;
+    const ROUNDS: usize = 5;
     let sshd = Sshd::start();
     let remote = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
@@ -523,7 +529,7 @@ async fn i20_d14_a_link_dropped_right_after_an_exit_lets_the_runner_end_at_once(
             cwd: work.path().to_path_buf(),
             secrets: vec![],
         };
-        let agent = link.spawn(&format!("agent-{round}"), spec).await.unwrap();
+        let agent = link.spawn(&format!("agent-d14-{round}"), spec).await.unwrap();
         let exit = tokio::time::timeout(WAIT, agent.wait()).await.unwrap();
         assert_eq!(exit.code(), Some(3), "round {round}: {exit:?}");
         drop(link);
