@@ -101,6 +101,11 @@ pub enum RemoteOp {
     Tree { path: PathBuf },
     /// [`git::read_file`].
     ReadFile { path: PathBuf, relative: String, max_bytes: usize },
+    /// [`git::write_attachment_copy`]; `data` is the content in base64.
+    WriteAttachment { path: PathBuf, file: String, data: String },
+    /// [`git::run_setup_script`] (a repository's cleanup script) in `path`, killed after
+    /// `timeout_ms`.
+    RunScript { path: PathBuf, script: String, timeout_ms: u64 },
 }
 
 /// Runs `request` (a [`RemoteOp`] as JSON) here and returns the answer line: what
@@ -166,6 +171,21 @@ async fn run_here(op: RemoteOp) -> Result<Value, GitError> {
         RemoteOp::ReadFile { path, relative, max_bytes } => {
             let file = git::read_file(&path, &relative, max_bytes).await?;
             json!(WireContent::from(file))
+        }
+        RemoteOp::WriteAttachment { path, file, data } => {
+            use base64::Engine as _;
+            let bytes = base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| {
+                GitError::Remote {
+                    kind: RemoteErrorKind::Validation,
+                    message: format!("the attachment's content is not base64: {e}"),
+                }
+            })?;
+            json!(git::write_attachment_copy(&path, &file, bytes).await?)
+        }
+        RemoteOp::RunScript { path, script, timeout_ms } => {
+            let timeout = Duration::from_millis(timeout_ms);
+            let ran = git::run_setup_script(&path, &script, timeout).await?;
+            json!({ "exit_code": ran.exit_code, "output": ran.output })
         }
     };
     Ok(value)
@@ -233,6 +253,16 @@ impl RemoteSite {
     /// [`LIVE_WAIT`] for a live connection, and bounded as a whole by git's own timeout plus a
     /// margin (the task lock may be held meanwhile).
     pub async fn call<T: DeserializeOwned>(&self, op: &RemoteOp) -> Result<T, GitError> {
+        self.call_within(op, git::GIT_TIMEOUT + Duration::from_secs(60)).await
+    }
+
+    /// [`Self::call`] bounded by `bound` instead (an operation with its own, longer timeout
+    /// there, such as a script).
+    async fn call_within<T: DeserializeOwned>(
+        &self,
+        op: &RemoteOp,
+        bound: Duration,
+    ) -> Result<T, GitError> {
         let request = serde_json::to_string(op)
             .map_err(|e| self.failed(format!("cannot encode the operation: {e}")))?;
         if !self.link.live_within(self.live_wait).await {
@@ -244,7 +274,6 @@ impl RemoteSite {
                 ),
             });
         }
-        let bound = git::GIT_TIMEOUT + Duration::from_secs(60);
         match tokio::time::timeout(bound, self.run(request)).await {
             Ok(answer) => answer,
             Err(_) => Err(self.failed(format!(
@@ -467,6 +496,57 @@ impl Site {
             }
         }
     }
+}
+
+impl Site {
+    /// [`git::write_attachment_copy`] where `dir` is: on a build host the content goes with
+    /// the operation (base64), so the agent there is linked to a file on its own host.
+    pub async fn write_attachment_copy(
+        &self,
+        dir: &Path,
+        file: &str,
+        bytes: Vec<u8>,
+    ) -> Result<PathBuf, GitError> {
+        match self {
+            Site::Local => git::write_attachment_copy(dir, file, bytes).await,
+            Site::Remote(r) => {
+                use base64::Engine as _;
+                let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                let op =
+                    RemoteOp::WriteAttachment { path: dir.to_owned(), file: file.to_owned(), data };
+                r.call(&op).await
+            }
+        }
+    }
+
+    /// [`git::run_setup_script`] in `path` where it is: on a build host by its `kandev
+    /// remote-op`, which kills the script's process group after `timeout` there (this side
+    /// waits a minute longer for the answer).
+    pub async fn run_script(
+        &self,
+        path: &Path,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<git::SetupOutput, GitError> {
+        match self {
+            Site::Local => git::run_setup_script(path, script, timeout).await,
+            Site::Remote(r) => {
+                let op = RemoteOp::RunScript {
+                    path: path.to_owned(),
+                    script: script.to_owned(),
+                    timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                };
+                let ran: WireScript = r.call_within(&op, timeout + Duration::from_secs(60)).await?;
+                Ok(git::SetupOutput { exit_code: ran.exit_code, output: ran.output })
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct WireScript {
+    exit_code: i32,
+    output: String,
 }
 
 // The values of `kandev_domain::files` as JSON (the domain crate has no serde).
