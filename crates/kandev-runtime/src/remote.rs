@@ -752,4 +752,61 @@ mod tests {
         let answer: Answer = serde_json::from_str(&serve("{\"op\":\"nope\"}").await).unwrap();
         assert!(matches!(answer, Answer::Err { kind: RemoteErrorKind::Validation, .. }));
     }
+
+    async fn answer(op: &RemoteOp) -> Answer {
+        serde_json::from_str(&serve(&serde_json::to_string(op).unwrap()).await).unwrap()
+    }
+
+    /// The build host's side of an attachment copy: written under `.kandev/attachments` with
+    /// its `.gitignore`, through the confinement (a `.kandev` leading out, a name with a
+    /// folder and content that is not base64 are refused).
+    #[tokio::test]
+    async fn i20_d15_an_attachment_copy_is_written_confined_where_the_operation_runs() {
+        use base64::Engine as _;
+        let dir = tempfile::tempdir().unwrap();
+        let data = base64::engine::general_purpose::STANDARD.encode(b"\0bytes");
+        let write = |path: &Path, file: &str, data: &str| RemoteOp::WriteAttachment {
+            path: path.to_owned(),
+            file: file.into(),
+            data: data.into(),
+        };
+        let Answer::Ok(written) = answer(&write(dir.path(), "abc-x.bin", &data)).await else {
+            panic!("the copy was not written")
+        };
+        let copy = dir.path().join(".kandev/attachments/abc-x.bin");
+        assert_eq!(written, json!(copy));
+        assert_eq!(std::fs::read(&copy).unwrap(), b"\0bytes");
+        assert_eq!(std::fs::read_to_string(dir.path().join(".kandev/.gitignore")).unwrap(), "*\n");
+        let refused = answer(&write(dir.path(), "../x", &data)).await;
+        assert!(matches!(refused, Answer::Err { kind: RemoteErrorKind::Forbidden, .. }));
+        let refused = answer(&write(dir.path(), "x", "not base64!")).await;
+        assert!(matches!(refused, Answer::Err { kind: RemoteErrorKind::Validation, .. }));
+        let outside = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), other.path().join(".kandev")).unwrap();
+        let refused = answer(&write(other.path(), "x", &data)).await;
+        assert!(matches!(refused, Answer::Err { kind: RemoteErrorKind::Forbidden, .. }));
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "nothing written out");
+    }
+
+    /// The build host's side of a cleanup script: its output and exit code, or the failure
+    /// as a setup script's (which the engine words as the cleanup script's).
+    #[tokio::test]
+    async fn i20_d16_a_script_runs_where_the_operation_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |script: &str| RemoteOp::RunScript {
+            path: dir.path().to_owned(),
+            script: script.into(),
+            timeout_ms: 30_000,
+        };
+        let Answer::Ok(ran) = answer(&run("echo here; pwd")).await else {
+            panic!("the script failed")
+        };
+        let shown = format!("here\n{}\n", dir.path().display());
+        assert_eq!(ran, json!({"exit_code": 0, "output": shown}));
+        let Answer::Err { message, .. } = answer(&run("echo no; exit 3")).await else {
+            panic!("a failing script succeeded")
+        };
+        assert!(message.contains("exit code 3") && message.contains("no"), "{message}");
+    }
 }
