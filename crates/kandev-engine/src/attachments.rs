@@ -1,7 +1,8 @@
 //! Attachments (issue 18): files stored once by content hash under
 //! `$KANDEV_HOME/attachments/<sha256>`, the checks a message's references go through, and
 //! the ACP content blocks each becomes for an agent (`image`, embedded `resource`, or a
-//! `resource_link` to a copy in the working directory's `.kandev/attachments/`).
+//! `resource_link` to a copy in the working directory's `.kandev/attachments/`, written on the
+//! agent's host: through the SSH executor's link when the agent runs on a build host).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,15 +13,11 @@ use kandev_domain::attachment::{
     AttachmentRef, Delivery, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, PromptAccepts, delivery,
     is_attachment_id, safe_file_name,
 };
-use kandev_runtime::confine::{RelPath, Root};
+use kandev_runtime::remote::Site;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::error::{EngineError, Result};
-
-/// Where a working directory keeps the copies its agent is linked to; a `.gitignore` in it
-/// (`*`) keeps them out of git.
-pub(crate) const WORKDIR_FOLDER: &str = ".kandev/attachments";
 
 /// The folder of stored attachments.
 pub(crate) fn folder(home: &Path) -> PathBuf {
@@ -189,17 +186,19 @@ pub(crate) fn of_metadata(metadata: &str) -> Vec<AttachmentRef> {
 }
 
 /// The content blocks of `attachments` for an agent that accepts `accepts`, working in
-/// `cwd`. A file that cannot be read or copied becomes a text block saying so, so the turn
-/// still runs and the agent knows something is missing.
+/// `cwd` on `site` (its host, or why it cannot be reached). A file that cannot be read or
+/// copied becomes a text block saying so, so the turn still runs and the agent knows
+/// something is missing.
 pub(crate) async fn blocks(
     home: &Path,
     cwd: &Path,
+    site: &std::result::Result<Site, String>,
     attachments: &[AttachmentRef],
     accepts: PromptAccepts,
 ) -> Vec<ContentBlock> {
     let mut blocks = Vec::with_capacity(attachments.len());
     for a in attachments {
-        let block = match block(home, cwd, a, accepts).await {
+        let block = match block(home, cwd, site, a, accepts).await {
             Ok(block) => block,
             Err(why) => {
                 tracing::warn!(attachment = a.id, reason = why, "an attachment could not be sent");
@@ -217,6 +216,7 @@ pub(crate) async fn blocks(
 async fn block(
     home: &Path,
     cwd: &Path,
+    site: &std::result::Result<Site, String>,
     a: &AttachmentRef,
     accepts: PromptAccepts,
 ) -> std::result::Result<ContentBlock, String> {
@@ -242,7 +242,10 @@ async fn block(
             },
         }),
         Delivery::Link => {
-            let path = copy_into(cwd, a, bytes).await?;
+            let site = site.as_ref().map_err(Clone::clone)?;
+            let file = format!("{}-{}", &a.id[..12], safe_file_name(&a.name));
+            let path =
+                site.write_attachment_copy(cwd, &file, bytes).await.map_err(|e| e.to_string())?;
             json!({
                 "type": "resource_link",
                 "uri": format!("file://{}", path.display()),
@@ -253,30 +256,4 @@ async fn block(
         }
     };
     Ok(ContentBlock::from_json(raw))
-}
-
-/// Copies an attachment to `<cwd>/.kandev/attachments/<first 12 hex digits>-<safe name>`
-/// through the working directory's confinement (a `.kandev` swapped for a symlink leading
-/// out is refused), with a `.gitignore` that keeps the folder out of git.
-async fn copy_into(
-    cwd: &Path,
-    a: &AttachmentRef,
-    bytes: Vec<u8>,
-) -> std::result::Result<PathBuf, String> {
-    let file = format!("{}-{}", &a.id[..12], safe_file_name(&a.name));
-    let relative = format!("{WORKDIR_FOLDER}/{file}");
-    let cwd = cwd.to_path_buf();
-    let absolute = cwd.join(&relative);
-    tokio::task::spawn_blocking(move || -> std::result::Result<(), String> {
-        let root = Root::open(&cwd).map_err(|e| e.to_string())?;
-        let ignore = RelPath::parse(".kandev/.gitignore").map_err(|e| e.to_string())?;
-        if root.entry(&ignore).map_err(|e| e.to_string())?.is_none() {
-            root.write(&ignore, b"*\n").map_err(|e| e.to_string())?;
-        }
-        let target = RelPath::parse(&relative).map_err(|e| e.to_string())?;
-        root.write(&target, &bytes).map_err(|e| e.to_string())
-    })
-    .await
-    .map_err(|e| e.to_string())??;
-    Ok(absolute)
 }

@@ -138,6 +138,17 @@ pub(crate) async fn site_of(inner: &Inner, record: &WorktreeRecord) -> Result<Si
     }
 }
 
+/// Where a task's agent works: the host of its worktrees on an SSH executor (a task's
+/// repositories all use the same one), else this host.
+pub(crate) async fn site_of_task(inner: &Inner, task_id: &kandev_domain::TaskId) -> Result<Site> {
+    for record in inner.store.live_worktrees(task_id).await? {
+        if record.executor_id.is_some() {
+            return site_of(inner, &record).await;
+        }
+    }
+    Ok(Site::Local)
+}
+
 /// The refusal of an action that is not done on an SSH executor's host yet, when one of the
 /// task's worktrees lives there.
 pub(crate) async fn refuse_remote(

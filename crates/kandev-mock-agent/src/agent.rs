@@ -192,31 +192,43 @@ fn internal(error: &StateError) -> RpcError {
 
 /// What the agent says back about each block of a prompt that is not text, one line each
 /// (tests see what reached the agent): `received image <mimeType> <bytes> bytes`,
-/// `received resource <uri> <bytes> bytes`, `received resource_link <uri>`,
-/// `received <type>`.
+/// `received resource <uri> <bytes> bytes`, `received resource_link <uri>` (followed, when
+/// the link is a `file://` URI of a file this agent can read, by `read <bytes> bytes from
+/// <uri>, starting <hex of the first 16 bytes>`), `received <type>`.
 fn received(blocks: &[Value]) -> Vec<String> {
+    blocks.iter().flat_map(received_one).collect()
+}
+
+/// The lines [`received`] says about one block.
+fn received_one(b: &Value) -> Vec<String> {
     fn text<'a>(b: &'a Value, pointer: &str) -> &'a str {
         b.pointer(pointer).and_then(Value::as_str).unwrap_or("")
     }
-    blocks
-        .iter()
-        .filter_map(|b| match text(b, "/type") {
-            "text" => None,
-            "image" => {
-                let data = text(b, "/data");
-                let padding = data.bytes().rev().take_while(|&c| c == b'=').count();
-                let bytes = (data.len() / 4 * 3).saturating_sub(padding);
-                Some(format!("received image {} {bytes} bytes", text(b, "/mimeType")))
+    match text(b, "/type") {
+        "text" => vec![],
+        "image" => {
+            let data = text(b, "/data");
+            let padding = data.bytes().rev().take_while(|&c| c == b'=').count();
+            let bytes = (data.len() / 4 * 3).saturating_sub(padding);
+            vec![format!("received image {} {bytes} bytes", text(b, "/mimeType"))]
+        }
+        "resource" => vec![format!(
+            "received resource {} {} bytes",
+            text(b, "/resource/uri"),
+            text(b, "/resource/text").len()
+        )],
+        "resource_link" => {
+            let uri = text(b, "/uri");
+            let mut lines = vec![format!("received resource_link {uri}")];
+            let read = uri.strip_prefix("file://").and_then(|path| std::fs::read(path).ok());
+            if let Some(bytes) = read {
+                let head: String = bytes.iter().take(16).map(|b| format!("{b:02x}")).collect();
+                lines.push(format!("read {} bytes from {uri}, starting {head}", bytes.len()));
             }
-            "resource" => Some(format!(
-                "received resource {} {} bytes",
-                text(b, "/resource/uri"),
-                text(b, "/resource/text").len()
-            )),
-            "resource_link" => Some(format!("received resource_link {}", text(b, "/uri"))),
-            other => Some(format!("received {other}")),
-        })
-        .collect()
+            lines
+        }
+        other => vec![format!("received {other}")],
+    }
 }
 
 /// The text of a prompt: its text blocks joined by newlines (other blocks are ignored).

@@ -101,6 +101,11 @@ pub enum RemoteOp {
     Tree { path: PathBuf },
     /// [`git::read_file`].
     ReadFile { path: PathBuf, relative: String, max_bytes: usize },
+    /// [`git::write_attachment_copy`]; `data` is the content in base64.
+    WriteAttachment { path: PathBuf, file: String, data: String },
+    /// [`git::run_setup_script`] (a repository's cleanup script) in `path`, killed after
+    /// `timeout_ms`.
+    RunScript { path: PathBuf, script: String, timeout_ms: u64 },
 }
 
 /// Runs `request` (a [`RemoteOp`] as JSON) here and returns the answer line: what
@@ -166,6 +171,21 @@ async fn run_here(op: RemoteOp) -> Result<Value, GitError> {
         RemoteOp::ReadFile { path, relative, max_bytes } => {
             let file = git::read_file(&path, &relative, max_bytes).await?;
             json!(WireContent::from(file))
+        }
+        RemoteOp::WriteAttachment { path, file, data } => {
+            use base64::Engine as _;
+            let bytes = base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| {
+                GitError::Remote {
+                    kind: RemoteErrorKind::Validation,
+                    message: format!("the attachment's content is not base64: {e}"),
+                }
+            })?;
+            json!(git::write_attachment_copy(&path, &file, bytes).await?)
+        }
+        RemoteOp::RunScript { path, script, timeout_ms } => {
+            let timeout = Duration::from_millis(timeout_ms);
+            let ran = git::run_setup_script(&path, &script, timeout).await?;
+            json!({ "exit_code": ran.exit_code, "output": ran.output })
         }
     };
     Ok(value)
@@ -233,6 +253,16 @@ impl RemoteSite {
     /// [`LIVE_WAIT`] for a live connection, and bounded as a whole by git's own timeout plus a
     /// margin (the task lock may be held meanwhile).
     pub async fn call<T: DeserializeOwned>(&self, op: &RemoteOp) -> Result<T, GitError> {
+        self.call_within(op, git::GIT_TIMEOUT + Duration::from_secs(60)).await
+    }
+
+    /// [`Self::call`] bounded by `bound` instead (an operation with its own, longer timeout
+    /// there, such as a script).
+    async fn call_within<T: DeserializeOwned>(
+        &self,
+        op: &RemoteOp,
+        bound: Duration,
+    ) -> Result<T, GitError> {
         let request = serde_json::to_string(op)
             .map_err(|e| self.failed(format!("cannot encode the operation: {e}")))?;
         if !self.link.live_within(self.live_wait).await {
@@ -244,7 +274,6 @@ impl RemoteSite {
                 ),
             });
         }
-        let bound = git::GIT_TIMEOUT + Duration::from_secs(60);
         match tokio::time::timeout(bound, self.run(request)).await {
             Ok(answer) => answer,
             Err(_) => Err(self.failed(format!(
@@ -469,6 +498,57 @@ impl Site {
     }
 }
 
+impl Site {
+    /// [`git::write_attachment_copy`] where `dir` is: on a build host the content goes with
+    /// the operation (base64), so the agent there is linked to a file on its own host.
+    pub async fn write_attachment_copy(
+        &self,
+        dir: &Path,
+        file: &str,
+        bytes: Vec<u8>,
+    ) -> Result<PathBuf, GitError> {
+        match self {
+            Site::Local => git::write_attachment_copy(dir, file, bytes).await,
+            Site::Remote(r) => {
+                use base64::Engine as _;
+                let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
+                let op =
+                    RemoteOp::WriteAttachment { path: dir.to_owned(), file: file.to_owned(), data };
+                r.call(&op).await
+            }
+        }
+    }
+
+    /// [`git::run_setup_script`] in `path` where it is: on a build host by its `kandev
+    /// remote-op`, which kills the script's process group after `timeout` there (this side
+    /// waits a minute longer for the answer).
+    pub async fn run_script(
+        &self,
+        path: &Path,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<git::SetupOutput, GitError> {
+        match self {
+            Site::Local => git::run_setup_script(path, script, timeout).await,
+            Site::Remote(r) => {
+                let op = RemoteOp::RunScript {
+                    path: path.to_owned(),
+                    script: script.to_owned(),
+                    timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                };
+                let ran: WireScript = r.call_within(&op, timeout + Duration::from_secs(60)).await?;
+                Ok(git::SetupOutput { exit_code: ran.exit_code, output: ran.output })
+            }
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct WireScript {
+    exit_code: i32,
+    output: String,
+}
+
 // The values of `kandev_domain::files` as JSON (the domain crate has no serde).
 
 #[derive(Serialize, Deserialize)]
@@ -671,5 +751,62 @@ mod tests {
         assert_eq!(kind, RemoteErrorKind::NotFound, "{message}");
         let answer: Answer = serde_json::from_str(&serve("{\"op\":\"nope\"}").await).unwrap();
         assert!(matches!(answer, Answer::Err { kind: RemoteErrorKind::Validation, .. }));
+    }
+
+    async fn answer(op: &RemoteOp) -> Answer {
+        serde_json::from_str(&serve(&serde_json::to_string(op).unwrap()).await).unwrap()
+    }
+
+    /// The build host's side of an attachment copy: written under `.kandev/attachments` with
+    /// its `.gitignore`, through the confinement (a `.kandev` leading out, a name with a
+    /// folder and content that is not base64 are refused).
+    #[tokio::test]
+    async fn i20_d15_an_attachment_copy_is_written_confined_where_the_operation_runs() {
+        use base64::Engine as _;
+        let dir = tempfile::tempdir().unwrap();
+        let data = base64::engine::general_purpose::STANDARD.encode(b"\0bytes");
+        let write = |path: &Path, file: &str, data: &str| RemoteOp::WriteAttachment {
+            path: path.to_owned(),
+            file: file.into(),
+            data: data.into(),
+        };
+        let Answer::Ok(written) = answer(&write(dir.path(), "abc-x.bin", &data)).await else {
+            panic!("the copy was not written")
+        };
+        let copy = dir.path().join(".kandev/attachments/abc-x.bin");
+        assert_eq!(written, json!(copy));
+        assert_eq!(std::fs::read(&copy).unwrap(), b"\0bytes");
+        assert_eq!(std::fs::read_to_string(dir.path().join(".kandev/.gitignore")).unwrap(), "*\n");
+        let refused = answer(&write(dir.path(), "../x", &data)).await;
+        assert!(matches!(refused, Answer::Err { kind: RemoteErrorKind::Forbidden, .. }));
+        let refused = answer(&write(dir.path(), "x", "not base64!")).await;
+        assert!(matches!(refused, Answer::Err { kind: RemoteErrorKind::Validation, .. }));
+        let outside = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), other.path().join(".kandev")).unwrap();
+        let refused = answer(&write(other.path(), "x", &data)).await;
+        assert!(matches!(refused, Answer::Err { kind: RemoteErrorKind::Forbidden, .. }));
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "nothing written out");
+    }
+
+    /// The build host's side of a cleanup script: its output and exit code, or the failure
+    /// as a setup script's (which the engine words as the cleanup script's).
+    #[tokio::test]
+    async fn i20_d16_a_script_runs_where_the_operation_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |script: &str| RemoteOp::RunScript {
+            path: dir.path().to_owned(),
+            script: script.into(),
+            timeout_ms: 30_000,
+        };
+        let Answer::Ok(ran) = answer(&run("echo here; pwd")).await else {
+            panic!("the script failed")
+        };
+        let shown = format!("here\n{}\n", dir.path().display());
+        assert_eq!(ran, json!({"exit_code": 0, "output": shown}));
+        let Answer::Err { message, .. } = answer(&run("echo no; exit 3")).await else {
+            panic!("a failing script succeeded")
+        };
+        assert!(message.contains("exit code 3") && message.contains("no"), "{message}");
     }
 }

@@ -186,10 +186,20 @@ impl SessionActor {
             message.content
         };
         let attached = crate::attachments::of_metadata(&message.metadata);
-        let (home, cwd) = (self.inner.config.home.clone(), PathBuf::from(&self.session.cwd));
+        let (inner, cwd) = (self.inner.clone(), PathBuf::from(&self.session.cwd));
+        let task_id = self.session.task_id.clone();
         self.spawn(async move {
             let mut blocks = vec![ContentBlock::text(text)];
-            blocks.extend(crate::attachments::blocks(&home, &cwd, &attached, accepts).await);
+            if !attached.is_empty() {
+                // A copy the agent is linked to is written on the agent's host.
+                let site = crate::sites::site_of_task(&inner, &task_id)
+                    .await
+                    .map_err(|e| format!("its host cannot be reached: {e}"));
+                let home = &inner.config.home;
+                blocks.extend(
+                    crate::attachments::blocks(home, &cwd, &site, &attached, accepts).await,
+                );
+            }
             let result = client.prompt_as(prompt_id, &acp_session_id, &blocks).await;
             let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
         });

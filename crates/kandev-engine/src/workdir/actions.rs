@@ -247,9 +247,8 @@ impl Engine {
             if site.is_remote() {
                 let folder = Path::new(&record.path).parent().map(Path::to_path_buf);
                 remote_folders.extend(folder.map(|folder| (site.clone(), folder)));
-            } else {
-                crate::workdir::ship::run_cleanup(&self.inner, &record, force).await;
             }
+            crate::workdir::ship::run_cleanup(&self.inner, &site, &record, force).await;
             let removed = site
                 .remove_worktree(Path::new(&record.repository_path), Path::new(&record.path), force)
                 .await;

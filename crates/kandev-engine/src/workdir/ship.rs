@@ -22,6 +22,7 @@ use kandev_domain::ship::{
 };
 use kandev_domain::{RepositoryId, SessionId, TaskId};
 use kandev_runtime::git;
+use kandev_runtime::remote::Site;
 use kandev_store::WorktreeRecord;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -33,7 +34,6 @@ use crate::inner::Inner;
 use crate::notes::task_status_message as status_message;
 use crate::workdir::forge::{create_prs, refresh_one};
 use crate::workdir::ops::{MergeMade, PushMade, merge, push, rebase};
-use crate::workdir::shared::exists;
 use crate::workdir::status::{publish_status, ship_error};
 use crate::workflow::pr_settled;
 
@@ -48,21 +48,22 @@ pub struct ReviewSent {
     pub queued: bool,
 }
 
-/// Runs the repository's cleanup script in a worktree about to be removed. Only when the
-/// removal will go ahead (forced, or the worktree is clean); its outcome is a status message
-/// in the task's primary session. A failing script does not keep the worktree: the removal
-/// was asked for, and the script's work is not the task's.
-pub(crate) async fn run_cleanup(inner: &Inner, record: &WorktreeRecord, force: bool) {
+/// Runs the repository's cleanup script in a worktree about to be removed, on the host the
+/// worktree is on (`site`: a build host runs it through its runner, `kandev remote-op`). Only
+/// when the removal will go ahead (forced, or the worktree is clean); its outcome is a status
+/// message in the task's primary session. A failing script does not keep the worktree: the
+/// removal was asked for, and the script's work is not the task's.
+pub(crate) async fn run_cleanup(inner: &Inner, site: &Site, record: &WorktreeRecord, force: bool) {
     let Some(repository_id) = &record.repository_id else { return };
     let Ok(repository) = inner.store.get_repository(repository_id).await else { return };
-    if repository.cleanup_script.trim().is_empty() || !exists(&record.path).await {
-        return;
-    }
     let path = Path::new(&record.path);
-    if !force && !matches!(git::is_dirty(path).await, Ok(0)) {
+    if repository.cleanup_script.trim().is_empty() || !site.exists(path).await.unwrap_or(false) {
         return;
     }
-    let ran = git::run_setup_script(path, &repository.cleanup_script, CLEANUP_TIMEOUT).await;
+    if !force && !matches!(site.is_dirty(path).await, Ok(0)) {
+        return;
+    }
+    let ran = site.run_script(path, &repository.cleanup_script, CLEANUP_TIMEOUT).await;
     let name = &repository.name;
     let (text, status) = match &ran {
         Ok(output) if output.output.trim().is_empty() => {

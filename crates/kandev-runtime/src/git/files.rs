@@ -1,5 +1,5 @@
-//! Read-only file access inside a worktree, through [`crate::confine`]: the file tree and
-//! reading one file.
+//! File access inside a worktree, through [`crate::confine`]: the file tree, reading one
+//! file, and writing the copy of a prompt's attachment an agent is linked to.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -127,6 +127,44 @@ impl From<PathError> for GitError {
             }
         }
     }
+}
+
+/// Where a working directory keeps the copies of prompt attachments its agent is linked to
+/// (`resource_link`); `.kandev/.gitignore` (`*`) keeps them out of git.
+pub const ATTACHMENT_FOLDER: &str = ".kandev/attachments";
+
+/// Writes `bytes` as `<dir>/.kandev/attachments/<file>` and returns its absolute path, through
+/// [`crate::confine`] (a `.kandev` swapped for a symlink leading out of `dir` is refused), with
+/// `.kandev/.gitignore` (`*`) written first when missing. `file` is one name (no `/`, no
+/// leading dot); `dir` need not be a git worktree. Runs where the directory is: on a build
+/// host through `kandev remote-op` (issue 20), so the link the agent gets names a file on
+/// the agent's host.
+pub async fn write_attachment_copy(
+    dir: &Path,
+    file: &str,
+    bytes: Vec<u8>,
+) -> Result<PathBuf, GitError> {
+    if file.is_empty() || file.contains(['/', '\\']) || file.starts_with('.') {
+        return Err(GitError::Forbidden {
+            path: PathBuf::from(file),
+            reason: "an attachment's copy is one file name".into(),
+        });
+    }
+    let relative = format!("{ATTACHMENT_FOLDER}/{file}");
+    let absolute = dir.join(&relative);
+    let dir = dir.to_path_buf();
+    tokio::task::spawn_blocking(move || -> Result<(), GitError> {
+        let root = Root::open(&dir)?;
+        let ignore = RelPath::parse(".kandev/.gitignore")?;
+        if root.entry(&ignore)?.is_none() {
+            root.write(&ignore, b"*\n")?;
+        }
+        root.write(&RelPath::parse(&relative)?, &bytes)?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| GitError::io("writing the attachment failed", io::Error::other(e)))??;
+    Ok(absolute)
 }
 
 /// The text of `bytes`, or `None` if they look binary. When `cut` (the bytes are a prefix),

@@ -45,7 +45,9 @@ pub use diff::{
     changes,
 };
 pub use error::GitError;
-pub use files::{EntryKind, FileContent, TreeEntry, read_file, tree};
+pub use files::{
+    ATTACHMENT_FOLDER, EntryKind, FileContent, TreeEntry, read_file, tree, write_attachment_copy,
+};
 pub use layout::{create_task_dir, task_dir, worktree_dir};
 pub use remote::{full_ref_name, init_bare, push_over_ssh};
 pub use setup::{SETUP_OUTPUT_LIMIT, SetupOutput, run_setup_script, run_setup_script_streaming};

@@ -38,12 +38,37 @@ pub fn start_with(home: &Path, extra: &[&str]) -> Server {
 /// Starts `kandev serve --addr <addr>` on `home` with more arguments and environment
 /// variables; the log is appended to `<home>/server.log`.
 pub fn launch(home: &Path, addr: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
+    launch_with(Command::new(KANDEV), home, addr, extra, env)
+}
+
+/// [`start`] in a private mount namespace where `hidden` (a build host's remote home) is an
+/// empty folder (a tmpfs over it): the server sees the build host's files as a server on
+/// another machine would (not at all), so anything it did to them on its own host instead
+/// of through the SSH link shows. The processes it starts over ssh see the real folder.
+pub fn start_hiding(home: &Path, hidden: &Path) -> Server {
+    let mut command = Command::new("unshare");
+    command
+        .args(["--map-root-user", "--mount", "--propagation", "private", "--", "sh", "-c"])
+        .arg("mount -t tmpfs -o size=1m kandev-hidden \"$0\" && exec \"$@\"")
+        .arg(hidden)
+        .arg(KANDEV);
+    launch_with(command, home, "127.0.0.1:0", &[], &[])
+}
+
+/// [`launch`] with `command` (`kandev`, or what runs it) given `serve ...`.
+fn launch_with(
+    mut command: Command,
+    home: &Path,
+    addr: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Server {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(home.join("server.log"))
         .unwrap();
-    let mut child = Command::new(KANDEV)
+    let mut child = command
         .args(["serve", "--addr", addr])
         .args(extra)
         .env("KANDEV_HOME", home)

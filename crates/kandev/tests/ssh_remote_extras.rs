@@ -1,0 +1,211 @@
+//! Issue 20, SSH executor: what a task's agent on a build host gets besides its turns — the
+//! files attached to a prompt, and the repository's cleanup script when the task is archived.
+//! A real OpenSSH server (support/sshd.rs) and the real `kandev serve`, started where the
+//! build host's remote home is hidden from it (`server::start_hiding`): like a server on
+//! another machine, it can reach the build host's files only through the SSH link.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+#[path = "support/server.rs"]
+mod server;
+#[path = "support/sshd.rs"]
+mod sshd;
+
+use server::{DEADLINE, Server, agent_text, call, messages, state as session_state};
+use sshd::Sshd;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A server (hiding the remote home), a build host, and a task whose one repository
+/// (`project`) uses the SSH executor; its session is launched and its first turn (`hello`)
+/// done, so its worktree is there.
+struct Setup {
+    _sshd: Sshd,
+    home: tempfile::TempDir,
+    remote: tempfile::TempDir,
+    _repo: tempfile::TempDir,
+    server: Server,
+    repository: Value,
+    task: String,
+    session: String,
+}
+
+async fn setup() -> Setup {
+    let sshd = Sshd::start();
+    let home = tempfile::tempdir().unwrap();
+    let remote = tempfile::tempdir().unwrap();
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.path().join("README.md"), "the project\n").unwrap();
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "start"]);
+    let server = server::start_hiding(home.path(), remote.path());
+    let workspaces = call(&server, "workspace.list", json!({})).await;
+    let workspace = &workspaces["workspaces"][0]["id"];
+    let repository = call(
+        &server,
+        "repository.create",
+        json!({"workspace_id": workspace, "local_path": repo.path(), "name": "project"}),
+    )
+    .await;
+    let repository = repository["repository"]["id"].clone();
+    let s = sshd.settings(remote.path());
+    let ssh = json!({"host": s.host, "port": s.port, "user": s.user,
+        "identity_file": s.identity_file, "known_hosts": s.known_hosts,
+        "remote_home": s.remote_home});
+    let executor =
+        call(&server, "executor.create", json!({"name": "build1", "kind": "ssh", "ssh": ssh}))
+            .await;
+    call(
+        &server,
+        "repository.executor.set",
+        json!({"repository_id": repository, "executor_id": executor["executor"]["id"]}),
+    )
+    .await;
+    let workflows = call(&server, "workflow.list", json!({"workspace_id": workspace})).await;
+    let board = &workflows["workflows"][0];
+    let task = call(
+        &server,
+        "task.create",
+        json!({"workflow_id": board["id"], "title": "remote work", "step_id": board["steps"][0]["id"],
+            "repository_ids": [repository]}),
+    )
+    .await;
+    let task = task["task"]["id"].as_str().unwrap().to_owned();
+    let launched = call(&server, "session.launch", json!({"task_id": task})).await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    let setup = Setup { _sshd: sshd, home, remote, _repo: repo, server, repository, task, session };
+    call(&setup.server, "message.add", json!({"session_id": setup.session, "content": "hello"}))
+        .await;
+    turn_done(&setup, 1).await;
+    setup
+}
+
+/// Waits until the session's `turns`-th turn is over and the session waits for input.
+async fn turn_done(setup: &Setup, turns: usize) {
+    let (server, session) = (&setup.server, &setup.session);
+    let start = Instant::now();
+    loop {
+        let listed = call(server, "session.turn.list", json!({"session_id": session})).await;
+        let listed = listed["turns"].as_array().unwrap().clone();
+        let ended = listed.len() == turns && listed.iter().all(|t| !t["stop_reason"].is_null());
+        let state = session_state(server, session).await;
+        if ended && state == "WAITING_FOR_INPUT" {
+            return;
+        }
+        if start.elapsed() > DEADLINE
+            || !matches!(state.as_str(), "RUNNING" | "STARTING" | "CREATED" | "WAITING_FOR_INPUT")
+        {
+            let log =
+                std::fs::read_to_string(setup.home.path().join("server.log")).unwrap_or_default();
+            panic!(
+                "turn {turns} of {session} does not complete ({state}): {:#}\nlog: {log}",
+                Value::Array(messages(server, session).await)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Review finding (defect 15): a file attached to a prompt that the agent gets as a link
+/// (binary, not an image) was copied on the server's host and linked as `file://`, which an
+/// agent on a build host cannot open. The copy is written on the build host through the
+/// link, in the remote worktree's `.kandev/attachments/`, and the agent there reads it.
+#[tokio::test]
+async fn i20_d15_an_attachment_linked_to_a_remote_agent_is_a_file_on_the_build_host() {
+    let setup = setup().await;
+    let (server, remote) = (&setup.server, setup.remote.path());
+    // Binary (a NUL byte), not an image: the mock agent, which takes images and embedded
+    // text, gets it as a resource_link. Large enough to take several runner frames.
+    let mut bytes = b"\0KANDEV-ATTACHED".to_vec();
+    bytes.extend((0..300_000u32).map(|i| (i % 251) as u8));
+    let uploaded = reqwest::Client::new()
+        .post(format!("{}/api/v1/attachment.upload", server.url))
+        .query(&[("name", "data.bin")])
+        .header("content-type", "application/octet-stream")
+        .body(bytes.clone())
+        .send()
+        .await
+        .unwrap();
+    assert!(uploaded.status().is_success(), "{}", uploaded.status());
+    let attachment = uploaded.json::<Value>().await.unwrap()["attachment"].clone();
+    let id = attachment["id"].as_str().unwrap().to_owned();
+    let sent = call(
+        server,
+        "message.add",
+        json!({"session_id": setup.session, "content": "look", "attachments": [attachment]}),
+    )
+    .await;
+    assert_eq!(sent["status"], "sent", "{sent}");
+    turn_done(&setup, 2).await;
+
+    let worktree =
+        remote.canonicalize().unwrap().join("worktrees").join(&setup.task).join("project");
+    let copy = worktree.join(format!(".kandev/attachments/{}-data.bin", &id[..12]));
+    let text = agent_text(&messages(server, &setup.session).await);
+    let uri = format!("file://{}", copy.display());
+    assert!(text.contains(&format!("received resource_link {uri}\n")), "{text}");
+    assert!(
+        text.contains(&format!(
+            "read {} bytes from {uri}, starting 004b414e4445562d4154544143484544",
+            bytes.len()
+        )),
+        "the agent on the build host reads the whole file: {text}"
+    );
+    assert_eq!(std::fs::read(&copy).unwrap(), bytes, "the copy is on the build host");
+    let ignore = std::fs::read_to_string(worktree.join(".kandev/.gitignore")).unwrap();
+    assert_eq!(ignore, "*\n", "the copies stay out of git there");
+    let changes = call(server, "task.changes", json!({"task_id": setup.task})).await;
+    assert_eq!(changes["files"], json!([]), "nothing to commit: {changes}");
+    drop(setup);
+}
+
+/// Review finding (defect 16): archiving a task whose worktree is on a build host skipped the
+/// repository's cleanup script without a word. It runs there (through the runner, in the
+/// remote worktree, before the worktree is removed), and its outcome is in the transcript
+/// like a local one's.
+#[tokio::test]
+async fn i20_d16_archiving_runs_the_cleanup_script_on_the_build_host() {
+    let setup = setup().await;
+    // Written where the hidden server cannot see: only a run on the build host leaves it.
+    let marker = setup.remote.path().join("cleaned.txt");
+    let script = format!("echo \"cleaned $PWD\" > '{}'; echo bye", marker.display());
+    let update = json!({"id": setup.repository, "cleanup_script": script});
+    call(&setup.server, "repository.update", update).await;
+    let (server, remote) = (&setup.server, setup.remote.path());
+    let worktree =
+        remote.canonicalize().unwrap().join("worktrees").join(&setup.task).join("project");
+    assert!(worktree.is_dir(), "the worktree is on the build host");
+
+    let archived = call(server, "task.archive", json!({"id": setup.task})).await;
+    assert_eq!(archived["worktrees_kept"], json!([]), "{archived}");
+    assert!(!worktree.exists(), "the remote worktree is removed");
+    let cleaned = std::fs::read_to_string(&marker)
+        .unwrap_or_else(|e| panic!("the cleanup script did not run on the build host: {e}"));
+    assert_eq!(cleaned, format!("cleaned {}\n", worktree.display()));
+    let stored = messages(server, &setup.session).await;
+    let note = stored
+        .iter()
+        .find(|m| m["metadata"]["reason"] == "cleanup_script")
+        .unwrap_or_else(|| panic!("no note of the cleanup script: {stored:#?}"));
+    assert_eq!(note["metadata"]["status"], "finished", "{note}");
+    let text = note["content"].as_str().unwrap();
+    assert_eq!(text, "cleanup script of project finished (exit code 0):\nbye");
+    drop(setup);
+}
