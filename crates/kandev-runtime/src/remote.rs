@@ -460,10 +460,8 @@ impl Site {
         match self {
             Site::Local => git::rebase(path, base_branch).await,
             Site::Remote(r) => {
-                let op = RemoteOp::Rebase {
-                    path: path.to_owned(),
-                    base_branch: base_branch.to_owned(),
-                };
+                let op =
+                    RemoteOp::Rebase { path: path.to_owned(), base_branch: base_branch.to_owned() };
                 r.call(&op).await
             }
         }

@@ -47,7 +47,10 @@ pub use diff::{
 pub use error::GitError;
 pub use files::{EntryKind, FileContent, TreeEntry, read_file, tree};
 pub use layout::{create_task_dir, task_dir, worktree_dir};
-pub use remote::{FETCHED_PREFIX, INCOMING_PREFIX, fetch_over_ssh, full_ref_name, init_bare, push_over_ssh};
+pub use remote::{
+    FETCHED_PREFIX, INCOMING_PREFIX, fetch_over_ssh, full_ref_name, init_bare, push_over_ssh,
+    take_fetched,
+};
 pub use setup::{SETUP_OUTPUT_LIMIT, SetupOutput, run_setup_script, run_setup_script_streaming};
 pub use ship::{
     BranchStatus, Dirty, MAX_USAGE_ENTRIES, MergeStrategy, Upstream, branch_commit_summaries,

@@ -14,7 +14,7 @@ use super::worktree::{list_worktrees, open_repo};
 /// refs, never shown as branches.
 pub const INCOMING_PREFIX: &str = "refs/kandev/incoming/";
 
-/// Where [`fetch_over_ssh`] records what it last made the branch of the same name, per task
+/// Where [`take_fetched`] records what it last made the branch of the same name, per task
 /// branch.
 pub const FETCHED_PREFIX: &str = "refs/kandev/fetched/";
 
@@ -72,17 +72,10 @@ pub async fn push_over_ssh(
     Ok(())
 }
 
-/// Brings the task branch `branch` of the build host's repository at `url` into the local
-/// branch of the same name of `repo` (over ssh with `ssh_command`, as [`push_over_ssh`]), so
-/// it can be shipped from there. Returns its head.
-///
-/// The fetch lands in `refs/kandev/incoming/<branch>` (forced: the build host's branch is
-/// the truth); `refs/heads/<branch>` then follows it by compare-and-set, only when it does
-/// not exist, is an ancestor of the fetched head, or is exactly what an earlier call made it
-/// (recorded in `refs/kandev/fetched/<branch>`: the task branch rebased on the build host). Refused, changing no branch
-/// ([`GitError::BranchNotUpdated`]): a branch of that name with other commits (someone's
-/// own, or commits made here on the task branch), or one checked out in a worktree of
-/// `repo` that would have to move (its files would no longer match).
+/// Fetches the task branch `branch` of the build host's repository at `url` into
+/// `refs/kandev/incoming/<branch>` of `repo` (forced: the build host's branch is the truth),
+/// over ssh with `ssh_command` as [`push_over_ssh`]. No branch of `repo` changes (git status
+/// reads the fetched ref; [`take_fetched`] makes it the branch). Returns its head.
 pub async fn fetch_over_ssh(
     repo: &Path,
     url: &str,
@@ -91,9 +84,6 @@ pub async fn fetch_over_ssh(
 ) -> Result<String, GitError> {
     let repo = open_repo(repo).await?;
     let incoming = format!("{INCOMING_PREFIX}{branch}");
-    let brought = format!("{FETCHED_PREFIX}{branch}");
-    let heads = format!("refs/heads/{branch}");
-    let last = commit_of(&repo, &brought).await?;
     Git::new(&repo)
         .env("GIT_SSH_COMMAND", ssh_command)
         .args([
@@ -105,9 +95,30 @@ pub async fn fetch_over_ssh(
             "--end-of-options",
             url,
         ])
-        .arg(format!("+{heads}:{incoming}"))
+        .arg(format!("+refs/heads/{branch}:{incoming}"))
         .run()
         .await?;
+    match commit_of(&repo, &incoming).await? {
+        Some(head) => Ok(head),
+        None => Err(GitError::BaseBranchMissing { branch: branch.to_owned() }),
+    }
+}
+
+/// Makes the branch `branch` of `repo` what [`fetch_over_ssh`] fetched last, so it can be
+/// shipped from there (merged, pushed). Returns its head.
+///
+/// By compare-and-set, only when the branch does not exist, is an ancestor of the fetched
+/// head, or is exactly what an earlier call made it (recorded in
+/// `refs/kandev/fetched/<branch>`: the task branch was rebased on the build host). Refused,
+/// changing nothing ([`GitError::BranchNotUpdated`]): a branch of that name with other
+/// commits (someone's own, or commits made here on the task branch), or one checked out in
+/// a worktree of `repo` that would have to move (its files would no longer match).
+pub async fn take_fetched(repo: &Path, branch: &str) -> Result<String, GitError> {
+    let repo = open_repo(repo).await?;
+    let incoming = format!("{INCOMING_PREFIX}{branch}");
+    let brought = format!("{FETCHED_PREFIX}{branch}");
+    let heads = format!("refs/heads/{branch}");
+    let last = commit_of(&repo, &brought).await?;
     let Some(fetched) = commit_of(&repo, &incoming).await? else {
         return Err(GitError::BaseBranchMissing { branch: branch.to_owned() });
     };

@@ -121,16 +121,18 @@ pub async fn status(worktree: &Path, base_branch: &str) -> Result<BranchStatus, 
     Ok(status)
 }
 
-/// The local branch `branch` of the repository `repo` against `base_branch`, as [`status`]
-/// reads a worktree's, without a worktree: `dirty` is empty (the caller knows where the
-/// branch's checkout is; the SSH executor's is on its build host). Reads refs only.
+/// The task branch `branch`, whose head is the ref `head_ref` of the repository `repo`
+/// (the SSH executor's, fetched: `refs/kandev/incoming/<branch>`), against `base_branch`, as
+/// [`status`] reads a worktree's: `dirty` is empty (the caller knows where the branch's
+/// checkout is; the SSH executor's is on its build host). Reads refs only.
 pub async fn branch_status(
     repo: &Path,
     branch: &str,
+    head_ref: &str,
     base_branch: &str,
 ) -> Result<BranchStatus, GitError> {
     let repo = open_repo(repo).await?;
-    let Some(head) = commit_of(&repo, &format!("refs/heads/{branch}")).await? else {
+    let Some(head) = commit_of(&repo, head_ref).await? else {
         return Err(GitError::BaseBranchMissing { branch: branch.to_owned() });
     };
     status_of(&repo, branch.to_owned(), head, base_branch).await
@@ -566,14 +568,14 @@ pub async fn commit_summaries(worktree: &Path, base_tip: &str) -> Result<Vec<Str
     summaries(&worktree, "HEAD", base_tip).await
 }
 
-/// [`commit_summaries`] of the local branch `branch` of the repository `repo`.
+/// [`commit_summaries`] of the commit at `head_ref` of the repository `repo`.
 pub async fn branch_commit_summaries(
     repo: &Path,
-    branch: &str,
+    head_ref: &str,
     base_tip: &str,
 ) -> Result<Vec<String>, GitError> {
     let repo = open_repo(repo).await?;
-    summaries(&repo, &format!("refs/heads/{branch}"), base_tip).await
+    summaries(&repo, head_ref, base_tip).await
 }
 
 async fn summaries(dir: &Path, head: &str, base_tip: &str) -> Result<Vec<String>, GitError> {
