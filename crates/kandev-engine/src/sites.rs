@@ -149,6 +149,27 @@ pub(crate) async fn site_of_task(inner: &Inner, task_id: &kandev_domain::TaskId)
     Ok(Site::Local)
 }
 
+/// The name and SSH settings of the executor a recorded worktree was made on (`None`: this
+/// host).
+pub(crate) async fn ssh_of(
+    inner: &Inner,
+    record: &WorktreeRecord,
+) -> Result<Option<(String, SshSettings)>> {
+    let Some(id) = &record.executor_id else {
+        return Ok(None);
+    };
+    // A missing executor is refused with what to do by `site_of`.
+    let executor = match inner.store.get_executor(id).await {
+        Ok(executor) => executor,
+        Err(StoreError::NotFound { .. }) => return site_of(inner, record).await.map(|_| None),
+        Err(other) => return Err(other.into()),
+    };
+    match executor.kind {
+        ExecutorKind::Ssh(settings) => Ok(Some((executor.name, settings))),
+        ExecutorKind::Local => Ok(None),
+    }
+}
+
 /// The refusal of an action that is not done on an SSH executor's host yet, when one of the
 /// task's worktrees lives there.
 pub(crate) async fn refuse_remote(

@@ -58,7 +58,9 @@ impl RemoteErrorKind {
             GitError::Dirty { .. }
             | GitError::BranchInUse { .. }
             | GitError::WorktreeExists { .. }
-            | GitError::DetachedHead { .. } => Self::Conflict,
+            | GitError::DetachedHead { .. }
+            | GitError::DirtyFiles { .. }
+            | GitError::RebaseConflicts { .. } => Self::Conflict,
             GitError::NothingToCommit { .. } => Self::NothingToCommit,
             GitError::RepositoryMissing { .. } | GitError::NotARepository { .. } => {
                 Self::RepositoryMissing
@@ -106,6 +108,10 @@ pub enum RemoteOp {
     /// [`git::run_setup_script`] (a repository's cleanup script) in `path`, killed after
     /// `timeout_ms`.
     RunScript { path: PathBuf, script: String, timeout_ms: u64 },
+    /// [`git::dirty_files`] (a task's git status and its pull request's check).
+    DirtyFiles { path: PathBuf },
+    /// [`git::rebase`] onto the build host's copy of the base branch; answers the new head.
+    Rebase { path: PathBuf, base_branch: String },
 }
 
 /// Runs `request` (a [`RemoteOp`] as JSON) here and returns the answer line: what
@@ -187,6 +193,8 @@ async fn run_here(op: RemoteOp) -> Result<Value, GitError> {
             let ran = git::run_setup_script(&path, &script, timeout).await?;
             json!({ "exit_code": ran.exit_code, "output": ran.output })
         }
+        RemoteOp::DirtyFiles { path } => json!(git::dirty_files(&path).await?),
+        RemoteOp::Rebase { path, base_branch } => json!(git::rebase(&path, &base_branch).await?),
     };
     Ok(value)
 }
@@ -462,6 +470,28 @@ impl Site {
                     summary: made.summary,
                     files_changed: made.files_changed,
                 })
+            }
+        }
+    }
+
+    /// [`git::dirty_files`].
+    pub async fn dirty_files(&self, path: &Path) -> Result<git::Dirty, GitError> {
+        match self {
+            Site::Local => git::dirty_files(path).await,
+            Site::Remote(r) => r.call(&RemoteOp::DirtyFiles { path: path.to_owned() }).await,
+        }
+    }
+
+    /// [`git::rebase`] in the worktree `path` onto `base_branch` as that host's repository
+    /// has it. On a build host a refusal keeps its message (the files it lists) but not
+    /// the files as a list.
+    pub async fn rebase(&self, path: &Path, base_branch: &str) -> Result<String, GitError> {
+        match self {
+            Site::Local => git::rebase(path, base_branch).await,
+            Site::Remote(r) => {
+                let op =
+                    RemoteOp::Rebase { path: path.to_owned(), base_branch: base_branch.to_owned() };
+                r.call(&op).await
             }
         }
     }

@@ -106,3 +106,69 @@ async fn i16_a1_copied_files_never_go_through_a_symlinked_folder() {
     assert!(copy_ignored_files(&repo, &worktree, &globs).await.unwrap().is_empty());
     assert_eq!(std::fs::read_to_string(worktree.join(".env")).unwrap(), "mine");
 }
+
+/// Issue 20 (SSH executor): the task branch of a build host's repository is fetched into the
+/// server's repository beside its branches, and becomes the branch of the same name only by
+/// compare-and-set: made when
+/// missing, moved forward, replaced after a rebase there when it is what the last fetch
+/// brought; a branch of that name with other commits, or a checked-out one that would have
+/// to move, is refused and left as it was. (The URL is a local path here: the same `git
+/// fetch`, without ssh.)
+#[tokio::test]
+async fn i20_a3_a_fetched_task_branch_never_overwrites_other_commits() {
+    use kandev_runtime::git::{INCOMING_PREFIX, fetch_over_ssh, take_fetched};
+    let (_host_dir, host) = repository();
+    let server_dir = tempfile::tempdir().unwrap();
+    let server = server_dir.path().join("server");
+    git(server_dir.path(), &["clone", "-q", "--branch", "main", host.to_str().unwrap(), "server"]);
+    let url = host.display().to_string();
+    let branch_of = |name: &str| git(&server, &["rev-parse", &format!("refs/heads/{name}")]);
+
+    let fetch = |server: std::path::PathBuf, url: String| async move {
+        fetch_over_ssh(&server, &url, "task", "ssh").await?;
+        take_fetched(&server, "task").await
+    };
+
+    // Fetched: no branch changes. Missing: made.
+    let first = git(&host, &["rev-parse", "task"]);
+    assert_eq!(fetch_over_ssh(&server, &url, "task", "ssh").await.unwrap(), first);
+    assert_eq!(git(&server, &["rev-parse", &format!("{INCOMING_PREFIX}task")]), first);
+    let listed = git(&server, &["branch", "--list", "--format=%(refname:short)"]);
+    assert_eq!(listed, "main", "fetching makes no branch");
+    assert_eq!(take_fetched(&server, "task").await.unwrap(), first);
+    assert_eq!(branch_of("task"), first);
+
+    // Moved forward on the host: follows.
+    git(&host, &["checkout", "-q", "task"]);
+    let second = commit(&host, "more.txt", "more\n");
+    assert_eq!(fetch(server.clone(), url.clone()).await.unwrap(), second);
+    assert_eq!(branch_of("task"), second);
+
+    // Rewritten on the host (a rebase there): replaces what the last fetch brought.
+    git(&host, &["commit", "-q", "--amend", "-m", "more, reworded"]);
+    let rewritten = git(&host, &["rev-parse", "HEAD"]);
+    assert_eq!(fetch(server.clone(), url.clone()).await.unwrap(), rewritten);
+    assert_eq!(branch_of("task"), rewritten);
+
+    // A commit made on the server's branch: not the last fetch, not an ancestor: refused.
+    git(&server, &["config", "user.name", "T"]);
+    git(&server, &["config", "user.email", "t@example.com"]);
+    git(&server, &["checkout", "-q", "task"]);
+    let local = commit(&server, "local.txt", "made here\n");
+    git(&server, &["checkout", "-q", "main"]);
+    let again = commit(&host, "third.txt", "third\n");
+    let refused = fetch(server.clone(), url.clone()).await.unwrap_err();
+    assert!(matches!(refused, GitError::BranchNotUpdated { .. }), "{refused}");
+    assert!(refused.to_string().contains("rename or delete that branch"), "{refused}");
+    assert_eq!(branch_of("task"), local, "left as it was");
+
+    // Checked out here and behind: moving it would leave its files behind: refused.
+    git(&server, &["branch", "-q", "-f", "task", &rewritten]);
+    git(&server, &["checkout", "-q", "task"]);
+    let refused = fetch(server.clone(), url.clone()).await.unwrap_err();
+    assert!(refused.to_string().contains("checked out there"), "{refused}");
+    assert_eq!(branch_of("task"), rewritten, "left as it was");
+    git(&server, &["checkout", "-q", "main"]);
+    assert_eq!(fetch(server.clone(), url.clone()).await.unwrap(), again);
+    assert_eq!(branch_of("task"), again);
+}

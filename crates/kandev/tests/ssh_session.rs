@@ -171,28 +171,66 @@ async fn i20_a3_a_task_on_an_ssh_executor_runs_a_whole_session_on_the_build_host
     let sha = committed["commits"][0]["sha"].as_str().unwrap().to_owned();
     assert_eq!(git(&worktree, &["log", "-1", "--format=%H %s"]), format!("{sha} add the notes"));
     assert_eq!(git(&worktree, &["status", "--porcelain"]), "", "everything committed");
-    let local = Command::new("git")
-        .arg("-C")
-        .arg(repo.path())
-        .args(["cat-file", "-e", &format!("{sha}^{{commit}}")])
-        .status()
-        .unwrap();
-    assert!(!local.success(), "the commit is on the build host only");
+    let branches = git(repo.path(), &["branch", "--list", "--format=%(refname:short)"]);
+    assert_eq!(branches, "main", "no branch of the server's repository changes by itself");
     let changes = call(&server, "task.changes", json!({"task_id": task})).await;
     assert_eq!(changes["files"][0]["status"], "added", "committed work stays visible: {changes}");
 
-    // Shipping is not done there yet: refused, never run on a wrong path.
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/v1/task.git_status", server.url))
-        .json(&json!({"task_id": task}))
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_client_error(), "{}", response.status());
-    let refused: Value = response.json().await.unwrap();
-    assert!(
-        refused.to_string().contains("not available yet for tasks on the SSH executor build1"),
-        "{refused}"
+    // Issue 20 scope 3, bringing the work back: the git status of the remote worktree
+    // fetches the task branch into the server's repository (beside its branches) and reads
+    // it there, with the build host's uncommitted files; the card gets it too.
+    let branch = git(&worktree, &["rev-parse", "--abbrev-ref", "HEAD"]);
+    std::fs::write(
+        worktree.join("scratch.txt"),
+        "not committed
+",
+    )
+    .unwrap();
+    let status = call(&server, "task.git_status", json!({"task_id": task})).await;
+    let one = &status["repositories"][0];
+    assert_eq!((one["branch"].as_str(), one["head"].as_str()), (Some(&*branch), Some(&*sha)));
+    assert_eq!((one["ahead"].as_u64(), one["behind"].as_u64()), (Some(1), Some(0)), "{status}");
+    assert_eq!(one["dirty"]["files"], json!(["scratch.txt"]), "{status}");
+    assert_eq!(git(repo.path(), &["rev-parse", &format!("refs/kandev/incoming/{branch}")]), sha);
+    let branches = git(repo.path(), &["branch", "--list", "--format=%(refname:short)"]);
+    assert_eq!(branches, "main", "a status makes no branch");
+    let card = call(&server, "task.get", json!({"id": task})).await;
+    assert_eq!(card["task"]["git"]["ahead"], 1, "{card}");
+    assert_eq!(card["task"]["git"]["dirty"], 1, "{card}");
+    std::fs::remove_file(worktree.join("scratch.txt")).unwrap();
+
+    // The base moves on the server: a rebase runs on the build host onto it (pushed there
+    // first), and the rebased branch comes back as the branch of the server's repository.
+    std::fs::write(repo.path().join("base.txt"), "moved on\n").unwrap();
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "the base moved"]);
+    let status = call(&server, "task.git_status", json!({"task_id": task})).await;
+    assert_eq!(status["repositories"][0]["behind"], 1, "{status}");
+    let rebased = call(&server, "task.rebase", json!({"task_id": task})).await;
+    let one = &rebased["repositories"][0];
+    assert_eq!((one["ahead"].as_u64(), one["behind"].as_u64()), (Some(1), Some(0)), "{rebased}");
+    let head = one["head"].as_str().unwrap().to_owned();
+    assert_eq!(git(&worktree, &["rev-parse", "HEAD"]), head, "rebased on the build host");
+    assert_eq!(std::fs::read_to_string(worktree.join("base.txt")).unwrap(), "moved on\n");
+    assert_eq!(git(repo.path(), &["rev-parse", &format!("refs/heads/{branch}")]), head);
+
+    // Pushed from the server's repository to its origin (a local bare repository), and
+    // merged into the base there.
+    let origin = tempfile::tempdir().unwrap();
+    git(origin.path(), &["init", "-q", "--bare"]);
+    git(repo.path(), &["remote", "add", "origin", origin.path().to_str().unwrap()]);
+    let pushed = call(&server, "task.push", json!({"task_id": task})).await;
+    assert_eq!(pushed["pushed"][0]["head"], head.as_str(), "{pushed}");
+    assert_eq!(git(origin.path(), &["rev-parse", &format!("refs/heads/{branch}")]), head);
+    assert_eq!(pushed["repositories"][0]["remote"]["upstream_ahead"], 0, "{pushed}");
+    let merged =
+        call(&server, "task.merge", json!({"task_id": task, "strategy": "fast_forward"})).await;
+    assert_eq!(merged["merged"][0]["commit"], head.as_str(), "{merged}");
+    assert_eq!(git(repo.path(), &["rev-parse", "main"]), head);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("notes.txt")).unwrap(),
+        "written on the build host\n",
+        "the agent's work is in the server's checkout"
     );
 
     // The worktree stays where it was made: once the repository runs locally, a new session

@@ -23,7 +23,8 @@ use serde_json::{Value, json};
 
 use crate::error::{EngineError, Result, not_found};
 use crate::inner::Inner;
-use crate::workdir::status::{Target, publish_status, ship_error, targets};
+use crate::workdir::branch::Target;
+use crate::workdir::status::{publish_status, ship_error, targets};
 
 /// How long one forge request may take.
 const FORGE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -305,12 +306,8 @@ fn remote_base(base_branch: &str, remote: &str) -> String {
 /// summaries of its commits.
 async fn default_text(inner: &Inner, target: &Target) -> Result<(String, String)> {
     let task = inner.store.get_task(&target.record.task_id).await.map_err(not_found)?;
-    let status = git::status(Path::new(&target.record.path), &target.base_branch)
-        .await
-        .map_err(ship_error)?;
-    let summaries = git::commit_summaries(Path::new(&target.record.path), &status.base_tip)
-        .await
-        .map_err(ship_error)?;
+    let status = target.branch_status().await?;
+    let summaries = target.commit_summaries(&status.base_tip).await?;
     let mut body = task.description.trim().to_owned();
     if !summaries.is_empty() {
         if !body.is_empty() {
@@ -340,8 +337,7 @@ async fn create_one(
     {
         return Ok(open);
     }
-    let worktree = Path::new(&target.record.path);
-    let dirty = git::dirty_files(worktree).await.map_err(ship_error)?;
+    let dirty = target.dirty().await?;
     if !dirty.is_clean() {
         return Err(EngineError::Refused {
             message: format!(
@@ -351,9 +347,13 @@ async fn create_one(
             details: json!({ "dirty": dirty.paths() }),
         });
     }
-    let remote_url = git::remote_url(worktree, "origin").await.map_err(ship_error)?;
+    // The server's repository and a worktree of it share their remotes; a build host's
+    // worktree has none (its branch is pushed from the server's repository).
+    let remote_url = git::remote_url(Path::new(&target.repository.local_path), "origin")
+        .await
+        .map_err(ship_error)?;
     let api = forge_api(&target.repository, &remote_url)?;
-    let status = git::status(worktree, &target.base_branch).await.map_err(ship_error)?;
+    let status = target.branch_status().await?;
     if status.ahead == 0 {
         return Err(EngineError::Validation(format!(
             "the task branch has no commits beyond {} in repository {}; commit the work first",
@@ -362,7 +362,7 @@ async fn create_one(
     }
     let pushed = status.upstream.as_ref().is_some_and(|u| u.ahead == 0 && u.behind == 0);
     if !pushed {
-        git::push(worktree, "origin", false).await.map_err(ship_error)?;
+        target.push("origin", false).await?;
     }
     let (default_title, default_body) = default_text(inner, target).await?;
     let title = title.unwrap_or(&default_title);

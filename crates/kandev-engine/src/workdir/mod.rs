@@ -6,6 +6,7 @@
 //! `kandev_domain::files`, re-exported here.
 
 pub(crate) mod actions;
+pub(crate) mod branch;
 pub(crate) mod dev;
 pub(crate) mod forge;
 pub(crate) mod ops;

@@ -4,7 +4,7 @@
 //!
 //! Invariants: they run under the task's lock, and publish the task's git status after.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use kandev_domain::ship::{GitStatus, MergeStrategy};
 use kandev_domain::workflow::Action;
@@ -90,9 +90,7 @@ pub(crate) async fn rebase(
     {
         let _guard = inner.task_locks.lock(task_id).await;
         for target in &targets {
-            git::rebase(Path::new(&target.record.path), &target.base_branch)
-                .await
-                .map_err(ship_error)?;
+            target.rebase().await?;
         }
     }
     publish_status(inner, task_id).await
@@ -120,6 +118,7 @@ pub(crate) async fn merge(
     {
         let _guard = inner.task_locks.lock(task_id).await;
         for target in &targets {
+            target.bring_back().await?;
             let commit = git::merge_into_base(
                 &PathBuf::from(&target.repository.local_path),
                 &target.base_branch,
@@ -153,9 +152,7 @@ pub(crate) async fn push(
     {
         let _guard = inner.task_locks.lock(task_id).await;
         for target in &targets {
-            let head = git::push(Path::new(&target.record.path), remote, force_with_lease)
-                .await
-                .map_err(ship_error)?;
+            let head = target.push(remote, force_with_lease).await?;
             made.push(PushMade {
                 repository_id: target.repository.id.clone(),
                 remote: remote.to_owned(),

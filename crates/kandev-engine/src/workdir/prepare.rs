@@ -594,8 +594,8 @@ async fn create(
 
 /// Makes the build host's bare copy of the repository (`bare`) hold the base branch: `git init
 /// --bare` there, then a push from the server's repository over ssh with the executor's
-/// options.
-async fn mirror(
+/// options. Also before a rebase there (`workdir::branch`).
+pub(crate) async fn mirror(
     local: &Path,
     bare: &Path,
     base_branch: &str,

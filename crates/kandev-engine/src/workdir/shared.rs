@@ -1,5 +1,5 @@
-//! What preparing a working directory and the file actions on it share: where a task's
-//! worktrees live under `$KANDEV_HOME`, and what a git failure means to a caller.
+//! What preparing a working directory, the file actions and shipping share: where a task's
+//! worktrees live under `$KANDEV_HOME`, and what a git failure or refusal means to a caller.
 //!
 //! Layout: `worktrees/<task>/<repo>` per repository. With one repository the session works
 //! in that worktree; with several it works in `worktrees/<task>/`, which holds one folder per
@@ -16,6 +16,7 @@ use kandev_domain::task::Task;
 use kandev_domain::workspace::Repository;
 use kandev_runtime::git::{self, GitError};
 use kandev_runtime::remote::RemoteErrorKind;
+use serde_json::json;
 
 use crate::error::{EngineError, Result};
 
@@ -74,6 +75,28 @@ pub(crate) fn git_error(err: GitError) -> EngineError {
             EngineError::Unavailable(message)
         }
         _ => EngineError::Validation(message),
+    }
+}
+
+/// A git refusal as the engine reports it, with the files that block it in `details`.
+pub(crate) fn ship_error(err: GitError) -> EngineError {
+    let message = err.to_string();
+    match err {
+        GitError::DirtyFiles { files, path } => EngineError::Refused {
+            message,
+            details: json!({ "dirty": files, "path": path.display().to_string() }),
+        },
+        GitError::RebaseConflicts { files, .. } | GitError::MergeConflicts { files, .. } => {
+            EngineError::Refused { message, details: json!({ "conflicts": files }) }
+        }
+        GitError::NotFastForward { .. }
+        | GitError::PushRejected { .. }
+        | GitError::BranchNotUpdated { .. } => EngineError::Conflict(message),
+        GitError::PushAuth { .. } => EngineError::Unavailable(message),
+        GitError::BaseNotLocal { .. } | GitError::NoRemote { .. } => {
+            EngineError::Validation(message)
+        }
+        other => git_error(other),
     }
 }
 

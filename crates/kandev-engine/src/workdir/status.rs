@@ -1,30 +1,21 @@
 //! A task's git status per repository, computed from git and the store and published as
-//! `task.git_status` on its workspace topic (after each turn, each ship action, on demand);
-//! and how git refusals read to a caller. Imports nothing that reaches a session actor, so
-//! an actor can refresh the status after a turn.
+//! `task.git_status` on its workspace topic (after each turn, each ship action, on demand).
+//! Imports nothing that reaches a session actor, so an actor can refresh the status after a
+//! turn.
 
 use std::path::Path;
 
 use kandev_api_types::{GitStatusDto, Notification, WorkspaceEvent};
 use kandev_domain::ship::{GitStatus, GitSummary, RemoteStatus};
-use kandev_domain::workspace::Repository;
 use kandev_domain::{RepositoryId, TaskId};
-use kandev_runtime::git::{self, GitError};
-use kandev_store::WorktreeRecord;
-use serde_json::json;
 
 use crate::error::{EngineError, Result, not_found};
 use crate::inner::Inner;
 use crate::publish;
+use crate::workdir::branch::{Place, Target};
 use crate::workdir::prepare::task_base_branch;
+pub(crate) use crate::workdir::shared::ship_error;
 use crate::workdir::shared::{exists, git_error};
-
-/// One repository of a task that has a live worktree, with what shipping needs.
-pub(crate) struct Target {
-    pub record: WorktreeRecord,
-    pub repository: Repository,
-    pub base_branch: String,
-}
 
 /// The task's repositories with a live worktree (only `only`, when given).
 pub(crate) async fn targets(
@@ -55,20 +46,20 @@ pub(crate) async fn targets(
         else {
             continue;
         };
-        if record.executor_id.is_some() {
-            crate::sites::refuse_remote(
-                inner,
-                task_id,
-                "git status and shipping (rebase, merge, push, pull requests)",
-            )
-            .await?;
-        }
-        if !exists(&record.path).await {
-            continue;
-        }
+        let place = match crate::sites::ssh_of(inner, &record).await? {
+            None if !exists(&record.path).await => continue,
+            None => Place::Here,
+            Some((executor, settings)) => {
+                let site = crate::sites::site_of(inner, &record).await?;
+                if !site.exists(Path::new(&record.path)).await.map_err(git_error)? {
+                    continue;
+                }
+                Place::BuildHost { site, settings: Box::new(settings), executor }
+            }
+        };
         let repository = inner.store.get_repository(id).await.map_err(not_found)?;
         let base_branch = task_base_branch(inner, task_id, &repository).await?;
-        targets.push(Target { record, repository, base_branch });
+        targets.push(Target { record, repository, base_branch, place });
     }
     if targets.is_empty() {
         return Err(EngineError::Conflict(
@@ -78,33 +69,9 @@ pub(crate) async fn targets(
     Ok(targets)
 }
 
-/// A git refusal as the engine reports it, with the files that block it in `details`.
-pub(crate) fn ship_error(err: GitError) -> EngineError {
-    let message = err.to_string();
-    match err {
-        GitError::DirtyFiles { files, path } => EngineError::Refused {
-            message,
-            details: json!({ "dirty": files, "path": path.display().to_string() }),
-        },
-        GitError::RebaseConflicts { files, .. } | GitError::MergeConflicts { files, .. } => {
-            EngineError::Refused { message, details: json!({ "conflicts": files }) }
-        }
-        GitError::NotFastForward { .. } | GitError::PushRejected { .. } => {
-            EngineError::Conflict(message)
-        }
-        GitError::PushAuth { .. } => EngineError::Unavailable(message),
-        GitError::BaseNotLocal { .. } | GitError::NoRemote { .. } => {
-            EngineError::Validation(message)
-        }
-        other => git_error(other),
-    }
-}
-
 /// The status of one target, read from git and the store.
 async fn status_of(inner: &Inner, target: &Target) -> Result<GitStatus> {
-    let status = git::status(Path::new(&target.record.path), &target.base_branch)
-        .await
-        .map_err(ship_error)?;
+    let status = target.branch_status().await?;
     let pr = inner
         .store
         .pull_requests(&target.record.task_id)
@@ -136,10 +103,18 @@ async fn status_of(inner: &Inner, target: &Target) -> Result<GitStatus> {
 /// Computes the task's git status and publishes it on its workspace topic.
 pub(crate) async fn publish_status(inner: &Inner, task_id: &TaskId) -> Result<Vec<GitStatus>> {
     let task = inner.store.get_task(task_id).await.map_err(not_found)?;
+    let targets = targets(inner, task_id, None).await?;
+    // A build host's branch is fetched into the server's repository: under the task's lock,
+    // as the ship actions do, so two fetches of one branch never race for its refs.
+    let _guard = match targets.iter().any(|t| matches!(t.place, Place::BuildHost { .. })) {
+        true => Some(inner.task_locks.lock(task_id).await),
+        false => None,
+    };
     let mut statuses = vec![];
-    for target in targets(inner, task_id, None).await? {
-        statuses.push(status_of(inner, &target).await?);
+    for target in &targets {
+        statuses.push(status_of(inner, target).await?);
     }
+    drop(_guard);
     let event = WorkspaceEvent::TaskGitStatus {
         task_id: task_id.to_string(),
         repositories: statuses.iter().map(GitStatusDto::from).collect(),

@@ -141,6 +141,15 @@ pub enum GitError {
     )]
     NoRemote { remote: String },
 
+    /// The task branch fetched from an SSH executor's build host cannot become the branch
+    /// of the same name in the server's repository (it has other commits, or it is checked
+    /// out there); nothing was changed.
+    #[error(
+        "cannot bring the task branch `{branch}` from the build host into `{}`: {why}",
+        path.display()
+    )]
+    BranchNotUpdated { branch: String, path: PathBuf, why: String },
+
     /// The remote refused the push because it is not a fast-forward.
     #[error(
         "`{remote}` refused the push of `{branch}`: the remote branch has commits the task branch does not (non-fast-forward); rebase or pull first, or push with force_with_lease to replace them"

@@ -49,12 +49,15 @@ pub use files::{
     ATTACHMENT_FOLDER, EntryKind, FileContent, TreeEntry, read_file, tree, write_attachment_copy,
 };
 pub use layout::{create_task_dir, task_dir, worktree_dir};
-pub use remote::{full_ref_name, init_bare, push_over_ssh};
+pub use remote::{
+    FETCHED_PREFIX, INCOMING_PREFIX, fetch_over_ssh, full_ref_name, init_bare, push_over_ssh,
+    take_fetched,
+};
 pub use setup::{SETUP_OUTPUT_LIMIT, SetupOutput, run_setup_script, run_setup_script_streaming};
 pub use ship::{
-    BranchStatus, Dirty, MAX_USAGE_ENTRIES, MergeStrategy, Upstream, branches, commit_summaries,
-    copy_ignored_files, dirty_files, disk_usage, fetch_base, merge_into_base, push, rebase,
-    remote_url, status,
+    BranchStatus, Dirty, MAX_USAGE_ENTRIES, MergeStrategy, Upstream, branch_commit_summaries,
+    branch_status, branches, commit_summaries, copy_ignored_files, dirty_files, disk_usage,
+    fetch_base, merge_into_base, push, push_branch, rebase, remote_url, status,
 };
 pub use worktree::{
     MAX_BRANCH_SUFFIX, OnExistingBranch, Worktree, WorktreeSpec, create_worktree, default_branch,

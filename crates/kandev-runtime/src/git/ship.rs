@@ -24,7 +24,7 @@ use super::worktree::{list_worktrees, open_repo, open_worktree, resolve_base_ref
 const MAX_LISTED: usize = 200;
 
 /// Uncommitted work in a worktree.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Dirty {
     /// Tracked files changed or staged.
     pub uncommitted: Vec<String>,
@@ -116,14 +116,42 @@ pub async fn status(worktree: &Path, base_branch: &str) -> Result<BranchStatus, 
     let worktree = open_worktree(worktree).await?;
     let branch = current_branch(&worktree).await?;
     let head = Git::new(&worktree).args(["rev-parse", "HEAD"]).text().await?;
-    let base_tip = resolve_base_ref(&worktree, base_branch).await?;
-    let (behind, ahead) = left_right(&worktree, &base_tip, &head).await?;
-    let dirty = dirty_files(&worktree).await?;
-    let conflicts_with_base = match merge_tree(&worktree, &base_tip, &head).await? {
+    let mut status = status_of(&worktree, branch, head, base_branch).await?;
+    status.dirty = dirty_files(&worktree).await?;
+    Ok(status)
+}
+
+/// The task branch `branch`, whose head is the ref `head_ref` of the repository `repo`
+/// (the SSH executor's, fetched: `refs/kandev/incoming/<branch>`), against `base_branch`, as
+/// [`status`] reads a worktree's: `dirty` is empty (the caller knows where the branch's
+/// checkout is; the SSH executor's is on its build host). Reads refs only.
+pub async fn branch_status(
+    repo: &Path,
+    branch: &str,
+    head_ref: &str,
+    base_branch: &str,
+) -> Result<BranchStatus, GitError> {
+    let repo = open_repo(repo).await?;
+    let Some(head) = commit_of(&repo, head_ref).await? else {
+        return Err(GitError::BaseBranchMissing { branch: branch.to_owned() });
+    };
+    status_of(&repo, branch.to_owned(), head, base_branch).await
+}
+
+async fn status_of(
+    dir: &Path,
+    branch: String,
+    head: String,
+    base_branch: &str,
+) -> Result<BranchStatus, GitError> {
+    let base_tip = resolve_base_ref(dir, base_branch).await?;
+    let (behind, ahead) = left_right(dir, &base_tip, &head).await?;
+    let conflicts_with_base = match merge_tree(dir, &base_tip, &head).await? {
         MergeTree::Clean(_) => vec![],
         MergeTree::Conflicts(paths) => paths,
     };
-    let upstream = upstream(&worktree, "origin", &branch, &head).await?;
+    let upstream = upstream(dir, "origin", &branch, &head).await?;
+    let dirty = Dirty::default();
     Ok(BranchStatus { branch, head, base_tip, ahead, behind, dirty, conflicts_with_base, upstream })
 }
 
@@ -348,8 +376,35 @@ pub async fn push(
     let branch = current_branch(&worktree).await?;
     remote_url(&worktree, remote).await?;
     let head = Git::new(&worktree).args(["rev-parse", "HEAD"]).text().await?;
+    push_ref(&worktree, branch, head, remote, force_with_lease).await
+}
+
+/// [`push`] of the local branch `branch` of the repository `repo`, without a worktree (the
+/// SSH executor's task branch, fetched into the server's repository). Returns the pushed
+/// head.
+pub async fn push_branch(
+    repo: &Path,
+    branch: &str,
+    remote: &str,
+    force_with_lease: bool,
+) -> Result<String, GitError> {
+    let repo = open_repo(repo).await?;
+    remote_url(&repo, remote).await?;
+    let Some(head) = commit_of(&repo, &format!("refs/heads/{branch}")).await? else {
+        return Err(GitError::BaseBranchMissing { branch: branch.to_owned() });
+    };
+    push_ref(&repo, branch.to_owned(), head, remote, force_with_lease).await
+}
+
+async fn push_ref(
+    worktree: &Path,
+    branch: String,
+    head: String,
+    remote: &str,
+    force_with_lease: bool,
+) -> Result<String, GitError> {
     let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
-    let mut command = Git::new(&worktree).args(["push", "--porcelain", "--set-upstream"]);
+    let mut command = Git::new(worktree).args(["push", "--porcelain", "--set-upstream"]);
     if force_with_lease {
         command = command.arg("--force-with-lease");
     }
@@ -510,14 +565,28 @@ async fn inside_without_links(root: &Path, relative: &Path) -> bool {
 /// The commit summaries on `branch` that are not on `base_tip`, oldest first (PR bodies).
 pub async fn commit_summaries(worktree: &Path, base_tip: &str) -> Result<Vec<String>, GitError> {
     let worktree = open_worktree(worktree).await?;
-    let log = Git::new(&worktree)
-        .args(["log", "--reverse", "--format=%s", &format!("{base_tip}..HEAD"), "--"])
+    summaries(&worktree, "HEAD", base_tip).await
+}
+
+/// [`commit_summaries`] of the commit at `head_ref` of the repository `repo`.
+pub async fn branch_commit_summaries(
+    repo: &Path,
+    head_ref: &str,
+    base_tip: &str,
+) -> Result<Vec<String>, GitError> {
+    let repo = open_repo(repo).await?;
+    summaries(&repo, head_ref, base_tip).await
+}
+
+async fn summaries(dir: &Path, head: &str, base_tip: &str) -> Result<Vec<String>, GitError> {
+    let log = Git::new(dir)
+        .args(["log", "--reverse", "--format=%s", &format!("{base_tip}..{head}"), "--"])
         .text()
         .await?;
     Ok(log.lines().map(str::to_owned).filter(|l| !l.is_empty()).collect())
 }
 
-async fn commit_of(repo: &Path, full_ref: &str) -> Result<Option<String>, GitError> {
+pub(crate) async fn commit_of(repo: &Path, full_ref: &str) -> Result<Option<String>, GitError> {
     let output = Git::new(repo)
         .args(["rev-parse", "--verify", "--quiet", "--end-of-options"])
         .arg(format!("{full_ref}^{{commit}}"))

@@ -47,7 +47,8 @@ export function Executors() {
       <p className="hint">
         Machines reached over SSH where agents run. Checking one connects with your system <code>ssh</code>{' '}
         (the host key must already be in the known_hosts file), installs this kandev there and starts its runner. A
-        repository set to use one has its tasks' worktrees and agents there; shipping from there is not available yet.
+        repository set to use one has its tasks' worktrees and agents there; their branches are fetched back to this server
+        for git status and shipping.
       </p>
       {executors.length === 0 ? (
         <p className="hint">No executors yet.</p>
