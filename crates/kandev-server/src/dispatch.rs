@@ -13,6 +13,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::accounts::{self, Identity};
+use crate::board_cache::BoardKey;
 use crate::handlers::{
     agent_auth, executor, files, notify, profile, prompt, question, repository, search, session,
     ship, task, terminal, workflow, workspace,
@@ -45,6 +46,27 @@ pub(crate) trait Handler: Action {
         identity: &'a Identity,
         request: Self::Request,
     ) -> impl Future<Output = Result<Self::Response, ApiError>> + Send + 'a;
+
+    /// For an action whose answer the server keeps while the board cards do not change
+    /// (`task.list`, see `board_cache.rs`): what identifies the answer. Others keep none.
+    fn board_key(_request: &Self::Request) -> Option<BoardKey> {
+        None
+    }
+}
+
+/// `task.list`, whose answers are kept (`board_cache.rs`).
+impl Handler for actions::TaskList {
+    fn handle<'a>(
+        state: &'a AppState,
+        _identity: &'a Identity,
+        request: Self::Request,
+    ) -> impl Future<Output = Result<Self::Response, ApiError>> + Send + 'a {
+        task::list(state, request)
+    }
+
+    fn board_key(request: &Self::Request) -> Option<BoardKey> {
+        Some(BoardKey::from(request))
+    }
 }
 
 /// Binds each action of the table to its handler. Handlers in `by_caller` also take the
@@ -104,7 +126,6 @@ handlers! {
     StepDelete => workflow::step_delete,
     StepReorder => workflow::step_reorder,
     TaskCreate => task::create,
-    TaskList => task::list,
     TaskGet => task::get,
     TaskUpdate => task::update,
     TaskArchive => task::archive,
@@ -205,13 +226,25 @@ impl<'a, A: Handler> Route<A> for Call<'a> {
     fn route(self) -> Self::Output {
         Box::pin(async move {
             let request = decode::<A::Request>(self.payload)?;
+            // Read before the handler reads the store: an answer is kept only as true as
+            // the cards were at this version (`board_cache.rs`).
+            let kept = A::board_key(&request).map(|key| (key, self.state.store().cards_version()));
+            if let Some((key, version)) = &kept
+                && let Some(answer) = self.state.board_cache().get(key, *version)
+            {
+                return Ok(answer);
+            }
             let response = A::handle(self.state, self.identity, request).await?;
             // Straight to JSON text, once: a board of 2,000 cards is 600 KB, and building a
             // `Value` of it first cost as much again as writing it (issue 15, P3).
-            serde_json::value::to_raw_value(&response).map_err(|err| {
+            let answer = serde_json::value::to_raw_value(&response).map_err(|err| {
                 tracing::error!(action = A::NAME, error = %err, "cannot serialize a response");
                 ApiError::internal()
-            })
+            })?;
+            if let Some((key, version)) = kept {
+                self.state.board_cache().put(key, version, &answer);
+            }
+            Ok(answer)
         })
     }
 }

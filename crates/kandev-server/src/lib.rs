@@ -2,6 +2,7 @@
 //! `GET /ws`, live notifications with replay, and the security checks of api.md.
 
 mod accounts;
+mod board_cache;
 mod bootstrap;
 mod conn;
 mod dispatch;

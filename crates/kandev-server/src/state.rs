@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::accounts::{LoginLimiter, PasswordChecks};
+use crate::board_cache::BoardCache;
 use crate::security::AuthLimiter;
 use crate::ws::Live;
 
@@ -97,6 +98,8 @@ struct Inner {
     /// The server's own tasks: WebSocket requests (they outlive their connection, rule 33),
     /// the event fan-out and the log pruner. `serve` waits for all of them before it returns.
     tasks: TaskTracker,
+    /// The last few `task.list` answers, while no card changed (`board_cache.rs`).
+    board_cache: BoardCache,
 }
 
 impl AppState {
@@ -112,12 +115,17 @@ impl AppState {
             listening: OnceLock::new(),
             live,
             tasks: TaskTracker::new(),
+            board_cache: BoardCache::default(),
         };
         AppState { inner: Arc::new(inner) }
     }
 
     pub(crate) fn live(&self) -> &broadcast::Sender<Live> {
         &self.inner.live
+    }
+
+    pub(crate) fn board_cache(&self) -> &BoardCache {
+        &self.inner.board_cache
     }
 
     pub(crate) fn tasks(&self) -> &TaskTracker {

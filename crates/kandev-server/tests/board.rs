@@ -186,3 +186,141 @@ async fn health_reports_status_version_and_db() {
     assert_eq!(body["db"], "ok");
     assert_eq!(body["version"], env!("CARGO_PKG_VERSION"));
 }
+
+/// What `task.list` of `workflow_id` would answer if nothing were kept: the cards read from
+/// the store now, as JSON.
+async fn fresh_cards(server: &TestServer, workflow_id: &str) -> Value {
+    let filter = kandev_store::TaskFilter {
+        workflow_id: Some(kandev_domain::WorkflowId::new(workflow_id)),
+        step_id: None,
+        query: None,
+        include_archived: false,
+        limit: 1000,
+        offset: 0,
+    };
+    let cards = server.store.list_cards(&filter).await.unwrap();
+    let cards: Vec<kandev_api_types::TaskCardDto> =
+        cards.iter().map(kandev_api_types::TaskCardDto::from).collect();
+    serde_json::to_value(cards).unwrap()
+}
+
+/// `task.list` of the board, checked against the store's cards read afresh (no stale card),
+/// and asked twice: the second answer must be the same text (it is the kept one).
+async fn listed(server: &TestServer, workflow_id: &str) -> Value {
+    let first = server.call("task.list", json!({"workflow_id": workflow_id})).await;
+    let version = server.store.cards_version();
+    let again = server.call("task.list", json!({"workflow_id": workflow_id})).await;
+    assert_eq!(first, again);
+    assert_eq!(first["tasks"], fresh_cards(server, workflow_id).await, "a stale card");
+    assert_eq!(server.store.cards_version(), version, "reading changed nothing");
+    first
+}
+
+fn card<'a>(list: &'a Value, id: &str) -> &'a Value {
+    list["tasks"].as_array().unwrap().iter().find(|t| t["id"] == id).unwrap()
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git").args(args).current_dir(dir).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Issue 15 acceptance 4: `task.list` answers are kept while no card changes
+/// (`board_cache.rs`); every kind of change a card shows, made through each write path (the
+/// API's handlers, the engine's session work, the store's writer directly), is in the next
+/// `task.list`.
+#[tokio::test]
+async fn i15_a4_every_change_a_card_shows_is_in_the_next_task_list() {
+    let server = TestServer::start().await;
+    let (workspace_id, workflow) = server.kanban().await;
+    let wf = workflow["id"].as_str().unwrap().to_owned();
+    let (backlog, review) = (step_id(&workflow, "Backlog"), step_id(&workflow, "Review"));
+    listed(&server, &wf).await;
+
+    // Created.
+    let mut ids = vec![];
+    for title in ["one", "two", "three"] {
+        let task = server
+            .call("task.create", json!({"workflow_id": wf, "title": title, "step_id": backlog}))
+            .await;
+        ids.push(task["task"]["id"].as_str().unwrap().to_owned());
+        assert!(
+            listed(&server, &wf).await["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["title"] == title)
+        );
+    }
+    // Renamed.
+    server.call("task.update", json!({"id": ids[0], "title": "uno"})).await;
+    assert_eq!(card(&listed(&server, &wf).await, &ids[0])["title"], "uno");
+    // Moved to another step, then within its step.
+    server.call("task.move", json!({"id": ids[1], "step_id": review})).await;
+    assert_eq!(card(&listed(&server, &wf).await, &ids[1])["step_id"], review.as_str());
+    server.call("task.move", json!({"id": ids[2], "step_id": backlog, "position": 0})).await;
+    assert_eq!(card(&listed(&server, &wf).await, &ids[2])["position"], 0);
+    // Blocked, then a subtask.
+    server.call("task.update", json!({"id": ids[0], "blocked_by": [ids[1]]})).await;
+    assert_eq!(card(&listed(&server, &wf).await, &ids[0])["blocked_by"], json!([ids[1]]));
+    server.call("task.update", json!({"id": ids[2], "parent_id": ids[0]})).await;
+    assert_eq!(card(&listed(&server, &wf).await, &ids[2])["parent_id"], ids[0].as_str());
+    // A repository linked.
+    let dir = tempfile::tempdir().unwrap();
+    git(dir.path(), &["init", "-q", "-b", "main"]);
+    git(
+        dir.path(),
+        &["-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "i"],
+    );
+    let repository = server
+        .call(
+            "repository.create",
+            json!({"workspace_id": workspace_id, "local_path": dir.path().display().to_string()}),
+        )
+        .await["repository"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.call("task.update", json!({"id": ids[1], "repository_ids": [repository]})).await;
+    assert_eq!(card(&listed(&server, &wf).await, &ids[1])["repository_ids"], json!([repository]));
+    // Its git summary, written by the store's writer as the engine does.
+    let mut tx = server.store.begin_write().await.unwrap();
+    let summary = kandev_domain::ship::GitSummary {
+        ahead: 3,
+        behind: 1,
+        dirty: 2,
+        conflicts: 0,
+        pr_state: None,
+    };
+    tx.set_git_summary(&kandev_domain::TaskId::new(ids[1].clone()), &summary).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(card(&listed(&server, &wf).await, &ids[1])["git"]["ahead"], 3);
+    // A session: its start and its turns change the card's state and primary session (the
+    // engine's own writes).
+    let launched = server.call("session.launch", json!({"task_id": ids[0]})).await;
+    let session_id = launched["session"]["id"].as_str().unwrap().to_owned();
+    server.wait_state(&session_id, "WAITING_FOR_INPUT").await;
+    let after_start = listed(&server, &wf).await;
+    assert_eq!(card(&after_start, &ids[0])["primary_session_id"], session_id.as_str());
+    server.turn(&session_id, "hello").await;
+    listed(&server, &wf).await;
+    // The steps reordered: the cards' order follows.
+    let mut steps: Vec<String> = workflow["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    steps.reverse();
+    server.call("workflow.step.reorder", json!({"workflow_id": wf, "step_ids": steps})).await;
+    assert_eq!(listed(&server, &wf).await["tasks"][0]["step_id"], review.as_str());
+    // Archived, then deleted.
+    server.call("task.archive", json!({"id": ids[2]})).await;
+    let archived = listed(&server, &wf).await;
+    assert!(archived["tasks"].as_array().unwrap().iter().all(|t| t["id"] != ids[2].as_str()));
+    server.call("task.unarchive", json!({"id": ids[2]})).await;
+    listed(&server, &wf).await;
+    server.call("task.delete", json!({"id": ids[1]})).await;
+    let deleted = listed(&server, &wf).await;
+    assert!(deleted["tasks"].as_array().unwrap().iter().all(|t| t["id"] != ids[1].as_str()));
+}

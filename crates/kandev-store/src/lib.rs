@@ -42,6 +42,7 @@ mod write;
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -121,6 +122,9 @@ pub struct Store {
     /// lost with its connection).
     replaceable: bool,
     write_health: Arc<WriteHealth>,
+    /// Bumped after every commit that may have changed what a board card shows (see
+    /// [`Store::cards_version`]).
+    cards_version: Arc<AtomicU64>,
 }
 
 /// Whether writes currently succeed, as the health check reports it.
@@ -254,12 +258,29 @@ impl Store {
             location: label,
             replaceable,
             write_health: Arc::new(WriteHealth::default()),
+            cards_version: Arc::new(AtomicU64::new(0)),
         };
         // Streams a crash interrupted end here: their chunks become their messages' text.
         let mut tx = store.begin_write().await?;
         tx.fold_all_messages().await?;
         tx.commit().await?;
         Ok(store)
+    }
+
+    /// A number that changes after every commit that may have changed a board card (a task,
+    /// its step or position, a blocker, a repository link, a git summary, a step's order, ...):
+    /// an answer computed from the cards after reading version `v` stays true while the
+    /// version is still `v`. It is bumped after the commit and before the commit's events are
+    /// published, so a client told of a change never reads an answer kept from before it.
+    ///
+    /// Conservative by construction: every committed write transaction bumps it, except one
+    /// whose every statement is on a short list known to leave the card tables alone (the
+    /// streamed-message group on SQLite, savepoints, single `SELECT`s; `write.rs`,
+    /// `leaves_cards_alone`). A new statement therefore invalidates until it is listed.
+    /// What it cannot see: another process writing the same database. Only `kandev user`
+    /// does (accounts, not cards); a second server is refused.
+    pub fn cards_version(&self) -> u64 {
+        self.cards_version.load(Ordering::Acquire)
     }
 
     /// An in-memory store for unit tests.

@@ -473,7 +473,7 @@ pub struct StreamGroup<'a> {
 /// numbered `?N` in a later statement whose lower numbers it does not use would leave those
 /// gaps to consume arguments (and past the last one, stop binding: a fold given `NULL`
 /// folds nothing). A statement with an empty array writes nothing.
-const SQLITE_GROUP: &str = "\
+pub(crate) const SQLITE_GROUP: &str = "\
 INSERT INTO messages (id, session_id, turn_id, seq, kind, content, metadata, client_message_id, \
 created_at, updated_at) SELECT value->>0, value->>1, value->>2, CAST(value->>3 AS BIGINT), \
 value->>4, value->>5, value->>6, value->>7, ?, ? FROM json_each(?); \
@@ -491,7 +491,7 @@ AND message_id NOT IN (SELECT value->>0 FROM json_each(?))";
 
 /// The heads of the messages of the one argument and, in a row of its own with no id, the highest seq
 /// (SQLite: one hand-off for both reads).
-const SQLITE_HEADS_AND_SEQ: &str = "\
+pub(crate) const SQLITE_HEADS_AND_SEQ: &str = "\
 SELECT NULL, NULL, seq, NULL, NULL FROM sqlite_sequence WHERE name = 'events'; \
 SELECT m.id, m.session_id, m.seq, m.kind, COALESCE((SELECT c.end_len FROM message_chunks c \
 WHERE c.message_id = m.id ORDER BY c.id DESC LIMIT 1), octet_length(m.content)) \

@@ -243,6 +243,7 @@ macro_rules! on_db {
             }
             Db::Write(conn) => {
                 conn.check()?;
+                conn.note(text);
                 let outcome = match conn.kind() {
                     TxKind::Sqlite(tx) => {
                         let $e = &mut **tx;

@@ -72,7 +72,13 @@ impl WriteTx {
             ),
         };
         Ok(WriteTx {
-            conn: TxConn { tx, store: store.clone(), broken: None, pg_failed: false },
+            conn: TxConn {
+                tx,
+                store: store.clone(),
+                broken: None,
+                pg_failed: false,
+                cards_may_change: false,
+            },
             pending: vec![],
             store: store.clone(),
             now: store.clock.now(),
@@ -127,7 +133,7 @@ impl WriteTx {
     /// back) a transaction in which SQLite reported an error that may have ended it.
     pub async fn commit(self) -> Result<Vec<Arc<Event>>> {
         let WriteTx { conn, pending, store, _gate, .. } = self;
-        let TxConn { tx, broken, pg_failed, .. } = conn;
+        let TxConn { tx, broken, pg_failed, cards_may_change, .. } = conn;
         if pg_failed {
             // PostgreSQL answers COMMIT of a failed transaction with a silent rollback.
             let _ = tx.rollback().await;
@@ -141,7 +147,13 @@ impl WriteTx {
             let _ = tx.rollback().await;
             return Err(StoreError::from(store.observe(broken_error(code))));
         }
-        tx.commit().await.map_err(|e| StoreError::from(store.observe(e)))?;
+        let committed = tx.commit().await;
+        if cards_may_change {
+            // Before the events go out (a client told of a change must not be answered from
+            // before it), and also after a failed commit: it may have committed anyway.
+            store.cards_version.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
+        committed.map_err(|e| StoreError::from(store.observe(e)))?;
         store.write_health.succeeded();
         // Shared, not copied: every subscriber (the WebSocket fan-out, the deliveries) gets
         // the same event; before, each got its own copy of the payload's JSON tree.
@@ -193,6 +205,9 @@ pub(crate) struct TxConn {
     /// A statement failed on PostgreSQL, which then refuses everything but a rollback (to a
     /// savepoint): a commit now would silently roll back, so it is refused instead.
     pg_failed: bool,
+    /// Whether a statement ran that is not known to leave the board cards alone
+    /// ([`Store::cards_version`]).
+    cards_may_change: bool,
 }
 
 impl std::fmt::Debug for TxConn {
@@ -211,6 +226,14 @@ impl TxConn {
 
     pub(crate) fn kind(&mut self) -> &mut TxKind {
         &mut self.tx
+    }
+
+    /// Notes a statement about to run: unless it is known to leave the board cards alone,
+    /// the commit will bump [`Store::cards_version`].
+    pub(crate) fn note(&mut self, sql: &str) {
+        if !self.cards_may_change && !leaves_cards_alone(sql) {
+            self.cards_may_change = true;
+        }
     }
 
     /// Refuses a statement once the transaction is broken.
@@ -244,6 +267,29 @@ impl Store {
         self.write_health.failed(full.to_string());
         sqlx::Error::Database(Box::new(full))
     }
+}
+
+/// Whether `sql` is known to change nothing a board card shows (`tasks`, `task_blockers`,
+/// `task_repositories`, `task_git_summaries`, `workflow_steps`, nor anything whose triggers
+/// or cascades reach them). A short list on purpose: anything else counts as a change.
+///
+/// - a single `SELECT` (no `;`): SQLite's functions have no side effects on tables;
+/// - savepoints (`SAVEPOINT`, `RELEASE`, `ROLLBACK TO`);
+/// - the streamed-message group on SQLite (`messages.rs`): it writes `messages`,
+///   `message_chunks` and `events` only, and the only triggers on `messages` write
+///   `messages_fts` (migration 0009). Its read of the heads and the next seq is `SELECT`s.
+///
+/// While agents stream, that group is nearly every commit: listing it is what lets a board's
+/// answer stay kept. On PostgreSQL the group's statements are not listed (they invalidate).
+fn leaves_cards_alone(sql: &str) -> bool {
+    let head = sql.trim_start();
+    let starts = |word: &str| head.get(..word.len()).is_some_and(|h| h.eq_ignore_ascii_case(word));
+    (starts("SELECT ") && !head.contains(';'))
+        || starts("SAVEPOINT ")
+        || starts("RELEASE ")
+        || starts("ROLLBACK TO ")
+        || sql == crate::messages::SQLITE_GROUP
+        || sql == crate::messages::SQLITE_HEADS_AND_SEQ
 }
 
 /// The error a broken transaction answers with from then on.

@@ -272,3 +272,57 @@ async fn i21_d2_a_streamed_chunk_with_a_nul_character_is_stored(db: TestDb) {
     assert_eq!(content, expected);
 }
 }
+
+/// Issue 15 acceptance 4: the streamed-message group (nearly every commit while agents
+/// stream) leaves the board cards' version alone, so a kept `task.list` answer stays kept;
+/// a task write, a transaction of any other statement and even a failed-then-committed one
+/// bump it (`Store::cards_version`).
+#[tokio::test]
+async fn i15_a4_only_writes_that_may_change_a_card_bump_the_cards_version() {
+    let f = fixture("cards").await;
+    let before = f.store.cards_version();
+    let id = f.store.new_message_id();
+    let mut tx = f.store.begin_write().await.unwrap();
+    let (heads, first_seq) = tx.stream_heads_and_next_seq(&[]).await.unwrap();
+    assert!(heads.is_empty());
+    let new = NewMessage {
+        session_id: f.session.clone(),
+        turn_id: None::<TurnId>,
+        kind: MessageKind::Agent,
+        content: "streamed".into(),
+        metadata: "{}".into(),
+        client_message_id: None,
+    };
+    let messages = [(id.clone(), first_seq, new)];
+    let topic = format!("session:{}", f.session);
+    tx.write_stream_group(kandev_store::StreamGroup {
+        messages: &messages,
+        chunks: &[],
+        first_seq,
+        events: vec![(topic, "session.message.added".into(), serde_json::json!({}))],
+        fold_sessions: &[&f.session],
+        keep: &[],
+    })
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(f.store.get_message(&id).await.unwrap().content, "streamed");
+    assert_eq!(f.store.cards_version(), before, "a streamed group changes no card");
+
+    // A read-only transaction changes nothing either.
+    let mut tx = f.store.begin_write().await.unwrap();
+    tx.permissions_waiting(&f.session).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(f.store.cards_version(), before);
+
+    // A message written another way is not on the list: it counts as a change.
+    new_message(&f.store, &f.session, "other").await;
+    let after_message = f.store.cards_version();
+    assert!(after_message > before);
+
+    // A rolled-back transaction changes nothing.
+    let mut tx = f.store.begin_write().await.unwrap();
+    tx.fold_all_messages().await.unwrap();
+    drop(tx);
+    assert_eq!(f.store.cards_version(), after_message);
+}
