@@ -137,14 +137,29 @@ fn error(id: &Value, action: &str, err: &ApiError) -> Message {
     text(json!({ "id": id, "type": "error", "action": action, "payload": err.body() }))
 }
 
+/// The frame of a committed event: its payload is JSON text already (serialized once when
+/// the notification was built, the same text as its row), copied into the frame as it is.
 fn notification(event: &Event) -> Utf8Bytes {
-    json_text(json!({
-        "type": "notification",
-        "topic": event.topic,
-        "action": event.action,
-        "seq": event.seq,
-        "payload": event.payload,
-    }))
+    #[derive(Serialize)]
+    struct Notification<'a> {
+        r#type: &'static str,
+        topic: &'a str,
+        action: &'a str,
+        seq: i64,
+        payload: &'a serde_json::value::RawValue,
+    }
+    let frame = Notification {
+        r#type: "notification",
+        topic: &event.topic,
+        action: &event.action,
+        seq: event.seq,
+        payload: event.payload.raw(),
+    };
+    // Cannot fail: strings, a number and JSON text. The text is sized to fit (queued frames
+    // are counted by length).
+    let mut text = serde_json::to_string(&frame).unwrap_or_default();
+    text.shrink_to_fit();
+    Utf8Bytes::from(text)
 }
 
 /// Rule 47: the topic is no longer followed; the client reloads its objects and subscribes
