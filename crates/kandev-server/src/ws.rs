@@ -607,7 +607,28 @@ async fn replay(
 
 #[cfg(test)]
 mod tests {
-    use super::valid_topic;
+    use super::{notification, valid_topic};
+
+    /// Sixth session: the frame copies the payload's JSON text as it is (the text its event
+    /// row holds), not a tree serialized again.
+    #[test]
+    fn i15_a3_a_notification_frame_carries_its_payload_text_as_it_is() {
+        let payload = serde_json::value::RawValue::from_string(
+            r#"{"z":1,"delta":"h\u00e9\n","a":[true,null]}"#.to_owned(),
+        )
+        .unwrap();
+        let event = kandev_store::Event {
+            seq: 7,
+            topic: "session:s1".into(),
+            action: "session.message.updated".into(),
+            payload: payload.into(),
+            created_at: kandev_domain::Timestamp(0),
+        };
+        assert_eq!(
+            notification(&event).as_str(),
+            r#"{"type":"notification","topic":"session:s1","action":"session.message.updated","seq":7,"payload":{"z":1,"delta":"h\u00e9\n","a":[true,null]}}"#
+        );
+    }
 
     #[test]
     fn topics_are_checked() {
