@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use ts_rs::TS;
 
 use crate::{
@@ -216,11 +217,20 @@ pub enum Notification {
 }
 
 /// A notification as the event log stores it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct NotificationParts {
     pub topic: String,
     pub action: String,
-    pub payload: Value,
+    /// The payload as JSON text, serialized once (issue 15, sixth session): the event row
+    /// stores it and every WebSocket frame copies it as it is.
+    pub payload: Box<RawValue>,
+}
+
+impl PartialEq for NotificationParts {
+    fn eq(&self, other: &NotificationParts) -> bool {
+        (&self.topic, &self.action, self.payload.get())
+            == (&other.topic, &other.action, other.payload.get())
+    }
 }
 
 /// A stored event that is not a notification of api.md.
@@ -254,23 +264,36 @@ impl Notification {
         }
     }
 
-    /// Topic, action and payload, as `WriteTx::emit` takes them.
+    /// Topic, action and payload, as `WriteTx::emit` takes them. The event is serialized
+    /// once, straight to JSON text (no `Value` tree in between), and its payload cut out of
+    /// that text.
     pub fn into_parts(self) -> NotificationParts {
         let topic = self.topic();
         let tagged = match &self {
-            Notification::Workspaces(event) => serde_json::to_value(event),
-            Notification::Profiles(event) => serde_json::to_value(event),
-            Notification::Notifications(event) => serde_json::to_value(event),
-            Notification::Workspace { event, .. } => serde_json::to_value(event),
-            Notification::Session { event, .. } => serde_json::to_value(event),
+            Notification::Workspaces(event) => serde_json::to_string(event),
+            Notification::Profiles(event) => serde_json::to_string(event),
+            Notification::Notifications(event) => serde_json::to_string(event),
+            Notification::Workspace { event, .. } => serde_json::to_string(event),
+            Notification::Session { event, .. } => serde_json::to_string(event),
         };
-        // Serializing cannot fail: every map in these types has string keys.
-        let mut tagged = tagged.unwrap_or_default();
-        let action = match tagged.get_mut("action").map(Value::take) {
-            Some(Value::String(action)) => action,
-            _ => String::new(),
+        /// An event as serde writes it (`tag = "action", content = "payload"`), read back
+        /// without copying or parsing its payload.
+        #[derive(Deserialize)]
+        struct Tagged<'a> {
+            #[serde(borrow)]
+            action: std::borrow::Cow<'a, str>,
+            #[serde(borrow)]
+            payload: Option<&'a RawValue>,
+        }
+        // Serializing cannot fail (every map in these types has string keys), and what serde
+        // wrote reads back.
+        let text = tagged.unwrap_or_default();
+        let (action, payload) = match serde_json::from_str::<Tagged<'_>>(&text) {
+            Ok(Tagged { action, payload }) => {
+                (action.into_owned(), payload.map(RawValue::to_owned).unwrap_or_default())
+            }
+            Err(_) => (String::new(), Box::<RawValue>::default()),
         };
-        let payload = tagged.get_mut("payload").map(Value::take).unwrap_or_default();
         NotificationParts { topic, action, payload }
     }
 
@@ -333,13 +356,17 @@ mod tests {
         }
     }
 
+    fn value(parts: &NotificationParts) -> Value {
+        serde_json::from_str(parts.payload.get()).unwrap()
+    }
+
     #[test]
     fn parts_are_the_topic_action_and_payload_of_api_md() {
         let parts = Notification::Workspaces(WorkspacesEvent::Created { workspace: workspace() })
             .into_parts();
         assert_eq!(parts.topic, "workspaces");
         assert_eq!(parts.action, "workspace.created");
-        assert_eq!(parts.payload["workspace"]["id"], "w1");
+        assert_eq!(value(&parts)["workspace"]["id"], "w1");
 
         let deleted = WorkspaceEvent::TaskDeleted {
             id: "t1".into(),
@@ -349,7 +376,7 @@ mod tests {
         let parts = Notification::workspace("w1", deleted).into_parts();
         assert_eq!(parts.topic, "workspace:w1");
         assert_eq!(parts.action, "task.deleted");
-        assert_eq!(parts.payload, json!({"id": "t1", "workflow_id": "f1", "step_id": "s1"}));
+        assert_eq!(value(&parts), json!({"id": "t1", "workflow_id": "f1", "step_id": "s1"}));
 
         let chunk = MessageUpdate::Chunk {
             message_id: "m1".into(),
@@ -363,10 +390,10 @@ mod tests {
         assert_eq!(parts.topic, "session:s1");
         assert_eq!(parts.action, "session.message.updated");
         assert_eq!(
-            parts.payload,
+            value(&parts),
             json!({"message_id": "m1", "seq": 7, "kind": "agent", "delta": "hé", "length": 3})
         );
-        let back = Notification::from_parts(&parts.topic, &parts.action, &parts.payload).unwrap();
+        let back = Notification::from_parts(&parts.topic, &parts.action, &value(&parts)).unwrap();
         assert_eq!(back, Notification::session("s1", SessionEvent::MessageUpdated(chunk)));
     }
 

@@ -6,6 +6,7 @@ use kandev_api_types::{
     MessageDto, MessageUpdate, Notification, NotificationParts, NotificationRecordDto,
     NotificationsEvent, QueuedPromptDto, SessionDto, SessionEvent, TaskDto, WorkspaceEvent,
 };
+use kandev_domain::SessionId;
 use kandev_domain::needs_you::{Waiting, needs_you};
 use kandev_domain::notify::NotificationKind;
 use kandev_domain::session::SessionState;
@@ -60,9 +61,13 @@ pub async fn session_event(tx: &mut WriteTx, session: &Session, action: &str) ->
 }
 
 /// Announces a new message; its `seq` is this event's seq.
-pub async fn message_added(tx: &mut WriteTx, session: &Session, message: &Message) -> Result<()> {
+pub async fn message_added(
+    tx: &mut WriteTx,
+    session_id: &SessionId,
+    message: &Message,
+) -> Result<()> {
     let event = SessionEvent::MessageAdded { message: MessageDto::from(message) };
-    let seq = notify(tx, Notification::session(&session.id, event)).await?;
+    let seq = notify(tx, Notification::session(session_id, event)).await?;
     debug_assert_eq!(seq, message.seq, "a message's seq is the seq of its announcement");
     Ok(())
 }
@@ -70,7 +75,7 @@ pub async fn message_added(tx: &mut WriteTx, session: &Session, message: &Messag
 /// Announces a streamed chunk (several coalesced ones) appended to a message.
 pub async fn message_appended(
     tx: &mut WriteTx,
-    session: &Session,
+    session_id: &SessionId,
     appended: &Appended,
     delta: &str,
 ) -> Result<()> {
@@ -81,7 +86,7 @@ pub async fn message_appended(
         delta: delta.to_owned(),
         length: appended.length,
     };
-    notify(tx, Notification::session(&session.id, SessionEvent::MessageUpdated(update))).await?;
+    notify(tx, Notification::session(session_id, SessionEvent::MessageUpdated(update))).await?;
     Ok(())
 }
 

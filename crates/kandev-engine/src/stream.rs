@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kandev_api_types::{MessageDto, MessageUpdate, Notification, NotificationParts, SessionEvent};
-use kandev_domain::transcript::{MessageKind, Session};
+use kandev_domain::transcript::MessageKind;
 use kandev_domain::{MessageId, SessionId, TurnId};
 use kandev_store::{Appended, NewChunk, NewMessage, Store, StreamGroup, WriteTx};
 use serde_json::json;
@@ -67,7 +67,9 @@ impl Target {
 pub(crate) type Answer = oneshot::Receiver<std::result::Result<MessageId, String>>;
 
 struct Member {
-    session: Session,
+    /// Only the session's id: its whole `Session` row was cloned into every queued write
+    /// before (sixth session).
+    session: SessionId,
     target: Target,
     text: String,
     replies: Vec<oneshot::Sender<std::result::Result<MessageId, String>>>,
@@ -100,7 +102,7 @@ impl StreamWriter {
     pub fn submit(
         &self,
         store: &Store,
-        session: &Session,
+        session: &SessionId,
         target: Target,
         text: String,
         mark: Option<crate::position::Mark>,
@@ -110,7 +112,7 @@ impl StreamWriter {
             let mut queue = self.queue();
             // The session's latest queued write, if the writer has not taken it yet: text for
             // the same message joins it (nothing of this session is queued after it).
-            let latest = queue.iter_mut().rev().find(|m| m.session.id == session.id);
+            let latest = queue.iter_mut().rev().find(|m| m.session == *session);
             match latest {
                 Some(m) if matches!(&target, Target::Append { id, .. } if id == m.target.message()) =>
                 {
@@ -261,7 +263,7 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
         let starts = matches!(member.target, Target::Start { .. }) || !heads.contains_key(id);
         if starts {
             let new = NewMessage {
-                session_id: member.session.id.clone(),
+                session_id: member.session.clone(),
                 turn_id: turn_id.clone(),
                 kind: *kind,
                 content: member.text.clone(),
@@ -273,13 +275,13 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
                 id.clone(),
                 Appended {
                     id: id.clone(),
-                    session_id: member.session.id.clone(),
+                    session_id: member.session.clone(),
                     seq,
                     kind: *kind,
                     length: member.text.len() as u64,
                 },
             );
-            newest.insert(&member.session.id, id);
+            newest.insert(&member.session, id);
             events.push(None); // the message.added event, once the message is built
         } else {
             let Some(head) = heads.get_mut(id) else {
@@ -296,7 +298,7 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
                 length: head.length,
             };
             events.push(Some(Notification::session(
-                &member.session.id,
+                &member.session,
                 SessionEvent::MessageUpdated(update),
             )));
         }
@@ -329,7 +331,7 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
             }
         };
         let NotificationParts { topic, action, payload } = notification.into_parts();
-        parts.push((topic, action, payload));
+        parts.push((topic, action, payload.into()));
     }
     let sessions: Vec<&SessionId> = newest.keys().copied().collect();
     let keep: Vec<&MessageId> = newest.values().copied().collect();
@@ -375,7 +377,7 @@ async fn write_member(tx: &mut WriteTx, member: &Member) -> Outcome {
             Ok(id)
         }
         Err(err) => {
-            tracing::warn!(session = %member.session.id, error = %err, "a streamed write failed");
+            tracing::warn!(session = %member.session, error = %err, "a streamed write failed");
             tx.rollback_to(savepoint).await.map_err(|e| e.to_string())?;
             Err(err.to_string())
         }
@@ -438,7 +440,7 @@ mod tests {
     ) -> (Member, oneshot::Receiver<Outcome>) {
         let (reply, answer) = oneshot::channel();
         let member = Member {
-            session: session.clone(),
+            session: session.id.clone(),
             target: target.clone(),
             text: text.to_owned(),
             replies: vec![reply],
@@ -453,7 +455,7 @@ mod tests {
     ) -> Vec<(i64, String, String, String)> {
         let mut out = vec![];
         while let Ok(event) = events.try_recv() {
-            let p = &event.payload;
+            let p = &event.payload.value();
             let (id, text) = match event.action.as_str() {
                 "session.message.added" => (&p["message"]["id"], &p["message"]["content"]),
                 _ => (&p["message_id"], &p["delta"]),
@@ -649,7 +651,7 @@ mod tests {
                         target
                     }
                 };
-                answers.push(writer.submit(&store, session, target, text, None));
+                answers.push(writer.submit(&store, &session.id, target, text, None));
             }
             if round % 50 == 0 {
                 tokio::task::yield_now().await;

@@ -7,7 +7,7 @@ use kandev_api_types::{Notification, SessionEvent};
 use kandev_domain::notify::NotificationKind;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{Message, MessageKind, Session};
-use kandev_domain::{MessageId, TurnId};
+use kandev_domain::{MessageId, SessionId, TurnId};
 use kandev_store::{NewMessage, SessionUpdate, WriteTx};
 
 use crate::error::{EngineError, Result};
@@ -70,33 +70,33 @@ pub(crate) async fn add_message(
     content: &str,
     metadata: serde_json::Value,
 ) -> Result<Message> {
-    insert_and_announce(tx, None, session, turn_id, kind, content, metadata).await
+    insert_and_announce(tx, None, &session.id, turn_id, kind, content, metadata).await
 }
 
 /// [`add_message`] with the message's id chosen before (streamed text: `stream.rs`).
 pub(crate) async fn add_message_as(
     tx: &mut WriteTx,
     id: &MessageId,
-    session: &Session,
+    session_id: &SessionId,
     turn_id: Option<&TurnId>,
     kind: MessageKind,
     content: &str,
     metadata: serde_json::Value,
 ) -> Result<Message> {
-    insert_and_announce(tx, Some(id), session, turn_id, kind, content, metadata).await
+    insert_and_announce(tx, Some(id), session_id, turn_id, kind, content, metadata).await
 }
 
 async fn insert_and_announce(
     tx: &mut WriteTx,
     id: Option<&MessageId>,
-    session: &Session,
+    session_id: &SessionId,
     turn_id: Option<&TurnId>,
     kind: MessageKind,
     content: &str,
     metadata: serde_json::Value,
 ) -> Result<Message> {
     let new = NewMessage {
-        session_id: session.id.clone(),
+        session_id: session_id.clone(),
         turn_id: turn_id.cloned(),
         kind,
         content: content.to_owned(),
@@ -107,7 +107,7 @@ async fn insert_and_announce(
         Some(id) => tx.insert_message_as(id, &new).await?,
         None => tx.insert_message(&new).await?,
     };
-    publish::message_added(tx, session, &message).await?;
+    publish::message_added(tx, session_id, &message).await?;
     Ok(message)
 }
 

@@ -137,14 +137,29 @@ fn error(id: &Value, action: &str, err: &ApiError) -> Message {
     text(json!({ "id": id, "type": "error", "action": action, "payload": err.body() }))
 }
 
+/// The frame of a committed event: its payload is JSON text already (serialized once when
+/// the notification was built, the same text as its row), copied into the frame as it is.
 fn notification(event: &Event) -> Utf8Bytes {
-    json_text(json!({
-        "type": "notification",
-        "topic": event.topic,
-        "action": event.action,
-        "seq": event.seq,
-        "payload": event.payload,
-    }))
+    #[derive(Serialize)]
+    struct Notification<'a> {
+        r#type: &'static str,
+        topic: &'a str,
+        action: &'a str,
+        seq: i64,
+        payload: &'a serde_json::value::RawValue,
+    }
+    let frame = Notification {
+        r#type: "notification",
+        topic: &event.topic,
+        action: &event.action,
+        seq: event.seq,
+        payload: event.payload.raw(),
+    };
+    // Cannot fail: strings, a number and JSON text. The text is sized to fit (queued frames
+    // are counted by length).
+    let mut text = serde_json::to_string(&frame).unwrap_or_default();
+    text.shrink_to_fit();
+    Utf8Bytes::from(text)
 }
 
 /// Rule 47: the topic is no longer followed; the client reloads its objects and subscribes
@@ -592,7 +607,28 @@ async fn replay(
 
 #[cfg(test)]
 mod tests {
-    use super::valid_topic;
+    use super::{notification, valid_topic};
+
+    /// Sixth session: the frame copies the payload's JSON text as it is (the text its event
+    /// row holds), not a tree serialized again.
+    #[test]
+    fn i15_a3_a_notification_frame_carries_its_payload_text_as_it_is() {
+        let payload = serde_json::value::RawValue::from_string(
+            r#"{"z":1,"delta":"h\u00e9\n","a":[true,null]}"#.to_owned(),
+        )
+        .unwrap();
+        let event = kandev_store::Event {
+            seq: 7,
+            topic: "session:s1".into(),
+            action: "session.message.updated".into(),
+            payload: payload.into(),
+            created_at: kandev_domain::Timestamp(0),
+        };
+        assert_eq!(
+            notification(&event).as_str(),
+            r#"{"type":"notification","topic":"session:s1","action":"session.message.updated","seq":7,"payload":{"z":1,"delta":"h\u00e9\n","a":[true,null]}}"#
+        );
+    }
 
     #[test]
     fn topics_are_checked() {

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use kandev_domain::Timestamp;
+use serde_json::value::RawValue;
 use sqlx::FromRow;
 
 use crate::db::Db;
@@ -21,8 +22,51 @@ pub struct Event {
     pub seq: i64,
     pub topic: Topic,
     pub action: String,
-    pub payload: serde_json::Value,
+    pub payload: Payload,
     pub created_at: Timestamp,
+}
+
+/// A notification's payload as JSON text, serialized once where the notification is built:
+/// the event row stores this text and every WebSocket frame copies it as it is (issue 15,
+/// sixth session; before, the payload was a `serde_json::Value` tree serialized for the row,
+/// cloned and serialized again for the frame).
+#[derive(Debug, Clone)]
+pub struct Payload(Box<RawValue>);
+
+impl Payload {
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The text as raw JSON (serializes as itself).
+    pub fn raw(&self) -> &RawValue {
+        &self.0
+    }
+
+    /// The payload parsed into a tree (for readers that look inside; the hot path does not).
+    pub fn value(&self) -> serde_json::Value {
+        serde_json::from_str(self.0.get()).unwrap_or_default()
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Payload) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl From<Box<RawValue>> for Payload {
+    fn from(raw: Box<RawValue>) -> Payload {
+        Payload(raw)
+    }
+}
+
+impl From<serde_json::Value> for Payload {
+    fn from(value: serde_json::Value) -> Payload {
+        // A `Value` always serializes (its maps have string keys).
+        Payload(serde_json::value::to_raw_value(&value).unwrap_or_default())
+    }
 }
 
 #[derive(FromRow)]
@@ -38,13 +82,13 @@ impl TryFrom<EventRow> for Event {
     type Error = StoreError;
 
     fn try_from(row: EventRow) -> Result<Event> {
-        let payload = serde_json::from_str(&row.payload)
+        let payload = RawValue::from_string(row.payload)
             .map_err(|e| StoreError::Corrupt(format!("event {} payload: {e}", row.seq)))?;
         Ok(Event {
             seq: row.seq,
             topic: row.topic,
             action: row.action,
-            payload,
+            payload: Payload(payload),
             created_at: Timestamp(row.created_at),
         })
     }
@@ -56,17 +100,17 @@ impl crate::WriteTx {
         &mut self,
         topic: impl Into<String>,
         action: &str,
-        payload: serde_json::Value,
+        payload: impl Into<Payload>,
     ) -> Result<i64> {
         let topic = topic.into();
-        let text = payload.to_string();
+        let payload = payload.into();
         let now = self.now();
         let seq: i64 = crate::sql::query_scalar(
             "INSERT INTO events (topic, action, payload, created_at) VALUES (?, ?, ?, ?) RETURNING seq",
         )
         .bind(&topic)
         .bind(action)
-        .bind(text)
+        .bind(payload.get())
         .bind(now.millis())
         .fetch_one(self.conn())
         .await?;
@@ -84,10 +128,7 @@ impl crate::WriteTx {
     /// from [`WriteTx::next_seq`] in the order given (so a caller that numbered them from
     /// `next_seq` knows each one's seq); published when the transaction commits. Returns the
     /// first seq.
-    pub async fn emit_batch(
-        &mut self,
-        events: Vec<(Topic, String, serde_json::Value)>,
-    ) -> Result<i64> {
+    pub async fn emit_batch(&mut self, events: Vec<(Topic, String, Payload)>) -> Result<i64> {
         let first = self.next_seq().await?;
         self.emit_numbered(first, events).await?;
         Ok(first)
@@ -98,17 +139,17 @@ impl crate::WriteTx {
     pub async fn emit_numbered(
         &mut self,
         first: i64,
-        events: Vec<(Topic, String, serde_json::Value)>,
+        events: Vec<(Topic, String, Payload)>,
     ) -> Result<()> {
         if events.is_empty() {
             return Ok(());
         }
         let now = self.now();
-        let rows: Vec<(i64, &str, &str, String)> = events
+        let rows: Vec<(i64, &str, &str, &str)> = events
             .iter()
             .zip(first..)
             .map(|((topic, action, payload), seq)| {
-                (seq, topic.as_str(), action.as_str(), payload.to_string())
+                (seq, topic.as_str(), action.as_str(), payload.get())
             })
             .collect();
         // Explicit seqs above the highest one: AUTOINCREMENT records the largest in

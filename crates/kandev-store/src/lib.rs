@@ -57,7 +57,7 @@ use tokio::sync::{Mutex, broadcast};
 pub use children::ChildProcess;
 pub use copy::{CopiedTable, copy_database};
 pub use error::StoreError;
-pub use events::{Event, PRUNE_BATCH, Pruned, Retention, Topic};
+pub use events::{Event, PRUNE_BATCH, Payload, Pruned, Retention, Topic};
 pub use messages::{Appended, NewChunk, NewMessage, StreamGroup};
 pub use notifications::{DueDelivery, NewChannel, NewNotification};
 pub use profiles::{NewProfile, ProfilePatch};

@@ -15,7 +15,7 @@ use sqlx::FromRow;
 
 use crate::db::Db;
 use crate::sql::Dialect;
-use crate::{Event, Result, Store, StoreError, Topic, WriteTx};
+use crate::{Event, Payload, Result, Store, StoreError, Topic, WriteTx};
 
 /// A transcript message to add.
 #[derive(Debug, Clone)]
@@ -461,7 +461,7 @@ pub struct StreamGroup<'a> {
     pub chunks: &'a [NewChunk<'a>],
     /// The group's events, numbered from `first_seq` in order.
     pub first_seq: i64,
-    pub events: Vec<(Topic, String, serde_json::Value)>,
+    pub events: Vec<(Topic, String, Payload)>,
     /// Every message of these sessions but `keep` (the ones still streaming) is folded.
     pub fold_sessions: &'a [&'a SessionId],
     pub keep: &'a [&'a MessageId],
@@ -587,11 +587,11 @@ impl WriteTx {
             .iter()
             .map(|c| (c.message_id.as_str(), c.session_id.as_str(), c.delta, c.end_len))
             .collect();
-        let event_rows: Vec<(i64, &str, &str, String)> = events
+        let event_rows: Vec<(i64, &str, &str, &str)> = events
             .iter()
             .zip(first_seq..)
             .map(|((topic, action, payload), seq)| {
-                (seq, topic.as_str(), action.as_str(), payload.to_string())
+                (seq, topic.as_str(), action.as_str(), payload.get())
             })
             .collect();
         let sessions: Vec<(&str,)> = fold_sessions.iter().map(|s| (s.as_str(),)).collect();

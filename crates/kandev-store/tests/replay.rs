@@ -29,7 +29,9 @@ async fn write(store: Store, writer: usize) -> usize {
             }
             1 => {
                 let batch = (0..3)
-                    .map(|j| (topic.clone(), "batch".to_owned(), serde_json::json!({ "j": j })))
+                    .map(|j| {
+                        (topic.clone(), "batch".to_owned(), serde_json::json!({ "j": j }).into())
+                    })
                     .collect();
                 tx.emit_batch(batch).await.unwrap();
                 emitted += 3;

@@ -126,6 +126,31 @@ async fn events_are_published_after_commit_in_seq_order_and_replayable(db: TestD
 }
 
 on_both_engines! {
+/// Sixth session: a payload is JSON text from the start; the row stores it and subscribers
+/// get it byte for byte (the WebSocket frame copies it as it is), on both emit paths.
+async fn i15_a3_a_payload_is_stored_and_published_as_the_same_text(db: TestDb) {
+    let store = db.open().await;
+    let mut live = store.subscribe();
+    let text = r#"{"z":1,"delta":"h\u00e9 \"q\"","a":[true,null]}"#;
+    let raw = || kandev_store::Payload::from(serde_json::value::RawValue::from_string(text.to_owned()).unwrap());
+    let mut tx = store.begin_write().await.unwrap();
+    tx.emit("workspace:a", "x.one", raw()).await.unwrap();
+    tx.emit_batch(vec![("workspace:a".into(), "x.two".into(), raw())]).await.unwrap();
+    tx.commit().await.unwrap();
+    for _ in 0..2 {
+        assert_eq!(live.recv().await.unwrap().payload.get(), text);
+    }
+    let stored = store
+        .events_since(&["workspace:a".to_string()], &HashMap::new(), 10)
+        .await
+        .unwrap();
+    let texts: Vec<&str> = stored.iter().map(|e| e.payload.get()).collect();
+    assert_eq!(texts, [text, text]);
+    assert_eq!(stored[0].payload.value()["delta"], "hé \"q\"");
+}
+}
+
+on_both_engines! {
 async fn search_matches_title_and_description_literally(db: TestDb) {
     let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();

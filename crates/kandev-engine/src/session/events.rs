@@ -342,7 +342,7 @@ impl SessionActor {
         };
         let message = target.message().clone();
         let answer =
-            self.inner.streams.submit(&self.inner.store, &self.session, target, text, mark);
+            self.inner.streams.submit(&self.inner.store, &self.session.id, target, text, mark);
         self.submitted.push_back(Submitted { message, answer, from });
         self.reap_text(false).await;
     }

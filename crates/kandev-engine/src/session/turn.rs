@@ -111,7 +111,7 @@ impl SessionActor {
             client_message_id,
         };
         let message = tx.insert_message(&new).await?;
-        publish::message_added(&mut tx, &self.session, &message).await?;
+        publish::message_added(&mut tx, &self.session.id, &message).await?;
         // The message, and the turn it opens or the start it waits for, in one transaction:
         // nobody ever sees it recorded while the session still says WAITING_FOR_INPUT.
         if matches!(self.phase, Phase::Ready(_)) {

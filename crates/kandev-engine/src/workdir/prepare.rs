@@ -415,7 +415,7 @@ async fn stream_output(
         }
         let mut tx = inner.store.begin_write().await?;
         let appended = tx.append_message(&message.id, &batch).await?;
-        publish::message_appended(&mut tx, session, &appended, &batch).await?;
+        publish::message_appended(&mut tx, &session.id, &appended, &batch).await?;
         tx.commit().await?;
     }
     Ok(())
