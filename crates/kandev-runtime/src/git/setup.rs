@@ -3,7 +3,6 @@
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
