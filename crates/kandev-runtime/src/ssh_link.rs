@@ -489,7 +489,12 @@ mod tests {
             executions: Arc::new(executions),
         });
         let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink { generation, kill, cancel: CancellationToken::new() };
+        let link = SshLink {
+            generation,
+            kill,
+            cancel: CancellationToken::new(),
+            supervisor: Mutex::new(None),
+        };
         let dir = tempfile::tempdir().unwrap();
         let spec = SpawnSpec {
             program: "sleep".into(),
@@ -530,7 +535,12 @@ mod tests {
             executions: Arc::new(executions),
         });
         let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink { generation, kill, cancel: CancellationToken::new() };
+        let link = SshLink {
+            generation,
+            kill,
+            cancel: CancellationToken::new(),
+            supervisor: Mutex::new(None),
+        };
         let dir = tempfile::tempdir().unwrap();
         let spec = SpawnSpec {
             program: "sleep".into(),
@@ -576,7 +586,12 @@ mod tests {
             executions: Arc::new(executions),
         });
         let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink { generation, kill, cancel: CancellationToken::new() };
+        let link = SshLink {
+            generation,
+            kill,
+            cancel: CancellationToken::new(),
+            supervisor: Mutex::new(None),
+        };
         let dir = tempfile::tempdir().unwrap();
         let spec = SpawnSpec {
             program: "sleep".into(),
@@ -607,7 +622,12 @@ mod tests {
     async fn i20_d10_a_remote_operation_on_a_reconnecting_link_fails_soon() {
         let (_tx, generation) = watch::channel(Generation::Reconnecting);
         let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink { generation, kill, cancel: CancellationToken::new() };
+        let link = SshLink {
+            generation,
+            kill,
+            cancel: CancellationToken::new(),
+            supervisor: Mutex::new(None),
+        };
         let site = crate::remote::RemoteSite::new(Arc::new(link), "/srv/kandev", "build1")
             .with_live_wait(Duration::from_millis(100));
         let op = crate::remote::RemoteOp::Commit { path: "/srv/w".into(), message: "m".into() };
