@@ -185,10 +185,24 @@ pub(crate) fn of_metadata(metadata: &str) -> Vec<AttachmentRef> {
         .collect()
 }
 
+/// Why an attachment could not be sent: what the agent is told (short, no connection
+/// details), and what the server log gets.
+struct NotSent {
+    agent: String,
+    detail: String,
+}
+
+impl NotSent {
+    fn same(why: &str) -> Self {
+        Self { agent: why.to_owned(), detail: why.to_owned() }
+    }
+}
+
 /// The content blocks of `attachments` for an agent that accepts `accepts`, working in
-/// `cwd` on `site` (its host, or why it cannot be reached). A file that cannot be read or
-/// copied becomes a text block saying so, so the turn still runs and the agent knows
-/// something is missing.
+/// `cwd` on `site` (its host, or why it cannot be reached: kept for the server log). A file
+/// that cannot be read or copied becomes a short text block saying so, so the turn still
+/// runs and the agent knows something is missing; the details (an ssh error naming the user,
+/// host and port) go to the server log only.
 pub(crate) async fn blocks(
     home: &Path,
     cwd: &Path,
@@ -201,10 +215,14 @@ pub(crate) async fn blocks(
         let block = match block(home, cwd, site, a, accepts).await {
             Ok(block) => block,
             Err(why) => {
-                tracing::warn!(attachment = a.id, reason = why, "an attachment could not be sent");
+                tracing::warn!(
+                    attachment = a.id,
+                    reason = why.detail,
+                    "an attachment could not be sent"
+                );
                 ContentBlock::text(format!(
-                    "(the attached file {} could not be sent: {why})",
-                    a.name
+                    "(the attached file {} could not be sent: {})",
+                    a.name, why.agent
                 ))
             }
         };
@@ -219,13 +237,13 @@ async fn block(
     site: &std::result::Result<Site, String>,
     a: &AttachmentRef,
     accepts: PromptAccepts,
-) -> std::result::Result<ContentBlock, String> {
+) -> std::result::Result<ContentBlock, NotSent> {
     if !is_attachment_id(&a.id) {
-        return Err("it is not a stored attachment".into());
+        return Err(NotSent::same("it is not a stored attachment"));
     }
     let bytes = tokio::fs::read(folder(home).join(&a.id))
         .await
-        .map_err(|_| "it is no longer stored".to_owned())?;
+        .map_err(|_| NotSent::same("it is no longer stored"))?;
     let text = std::str::from_utf8(&bytes).ok().filter(|t| !t.contains('\0'));
     let raw = match delivery(a, text.is_some(), accepts) {
         Delivery::Image => json!({
@@ -242,10 +260,16 @@ async fn block(
             },
         }),
         Delivery::Link => {
-            let site = site.as_ref().map_err(Clone::clone)?;
+            let site = site.as_ref().map_err(|e| NotSent {
+                agent: "its host cannot be reached".into(),
+                detail: format!("its host cannot be reached: {e}"),
+            })?;
             let file = format!("{}-{}", &a.id[..12], safe_file_name(&a.name));
             let path =
-                site.write_attachment_copy(cwd, &file, bytes).await.map_err(|e| e.to_string())?;
+                site.write_attachment_copy(cwd, &file, bytes).await.map_err(|e| NotSent {
+                    agent: "it could not be copied to the working directory".into(),
+                    detail: format!("copying it to the working directory failed: {e}"),
+                })?;
             json!({
                 "type": "resource_link",
                 "uri": format!("file://{}", path.display()),
@@ -256,4 +280,32 @@ async fn block(
         }
     };
     Ok(ContentBlock::from_json(raw))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 20 (review): an attachment whose host cannot be reached tells the agent that
+    /// much, not the ssh error with the user, host and port (that goes to the server log).
+    #[tokio::test]
+    async fn i20_d23_an_unreachable_host_gives_the_agent_a_short_message() {
+        let home = tempfile::tempdir().unwrap();
+        let id = "a".repeat(64);
+        std::fs::create_dir_all(folder(home.path())).unwrap();
+        std::fs::write(folder(home.path()).join(&id), b"\x00\x01binary").unwrap();
+        let a = AttachmentRef {
+            id,
+            name: "data.bin".into(),
+            mime: "application/octet-stream".into(),
+            size: 8,
+        };
+        let site = Err("ssh to alice@build.example:2222 failed: Permission denied".to_owned());
+        let blocks = blocks(home.path(), home.path(), &site, &[a], PromptAccepts::default()).await;
+        let text = blocks[0].as_text().unwrap();
+        assert_eq!(
+            text,
+            "(the attached file data.bin could not be sent: its host cannot be reached)"
+        );
+    }
 }

@@ -32,6 +32,9 @@ use crate::workflow::{
     hold_if_blocked, primary_session_for, record_move, release_one, release_waiting, start_new_task,
 };
 
+/// How long shutdown waits for the SSH links to close (each closes within 5 s).
+const LINKS_CLOSE_BOUND: std::time::Duration = std::time::Duration::from_secs(6);
+
 /// Cheap-to-clone handle to the engine.
 #[derive(Clone)]
 pub struct Engine {
@@ -392,6 +395,15 @@ impl Engine {
         self.close_terminals_of(None).await;
         self.inner.tracker.close();
         self.inner.tracker.wait().await;
+        // Last: the links carry the acknowledgements of the agents just stopped. Closed and
+        // awaited (each within 5 s), not dropped: a dropped link closes in a task of its own
+        // that the runtime's end would cut short, killing `ssh` with those still on their
+        // way (the remote runner then kept the executions for its whole grace).
+        let links = self.inner.links.take_all();
+        let closing = futures::future::join_all(links.iter().map(|link| link.close()));
+        if tokio::time::timeout(LINKS_CLOSE_BOUND, closing).await.is_err() {
+            tracing::warn!("closing the ssh links took too long; ending without them");
+        }
     }
 
     /// Startup reconciliation (rule 42): sessions that were starting or running become

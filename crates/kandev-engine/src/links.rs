@@ -35,4 +35,24 @@ impl Links {
             .or_default()
             .clone()
     }
+
+    /// Empties the map and returns every link made (the server shuts down: each is closed
+    /// and awaited, `Engine::shutdown`).
+    pub fn take_all(&self) -> Vec<Arc<SshLink>> {
+        let slots: Vec<_> = {
+            let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
+            slots.drain().map(|(_, slot)| slot).collect()
+        };
+        let mut links = Vec::new();
+        for slot in slots {
+            // A slot held is connecting (up to tens of seconds): its old link, if any, is
+            // dropped with it rather than awaited.
+            if let Ok(mut slot) = slot.try_lock()
+                && let Some((_, link)) = slot.link.take()
+            {
+                links.push(link);
+            }
+        }
+        links
+    }
 }

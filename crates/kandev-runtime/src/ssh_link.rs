@@ -100,6 +100,8 @@ pub struct SshLink {
     /// Ends the supervisor task (it owns the connection), which closes the connection
     /// cleanly ([`SshConnection::close`]) within [`CLOSE_BOUND`].
     cancel: CancellationToken,
+    /// The supervisor task, awaited by [`SshLink::close`] (taken by the first close).
+    supervisor: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Drop for SshLink {
@@ -145,8 +147,23 @@ impl SshLink {
         let (kill, kills) = mpsc::unbounded_channel();
         let cancel = CancellationToken::new();
         // Not aborted with the link: it ends on `cancel`, after closing the connection.
-        tokio::spawn(supervise(runner, backoff, connection, tx, kills, cancel.clone()));
-        Ok((SshLink { generation, kill, cancel }, forgotten))
+        let supervisor =
+            tokio::spawn(supervise(runner, backoff, connection, tx, kills, cancel.clone()));
+        let supervisor = Mutex::new(Some(supervisor));
+        Ok((SshLink { generation, kill, cancel, supervisor }, forgotten))
+    }
+
+    /// Closes the link and waits until its connection is closed cleanly (within
+    /// [`CLOSE_BOUND`]): the acknowledgements still on their way reach the runner before
+    /// the `ssh` client goes. What a server does on shutdown; a link only dropped closes
+    /// the same way in a task of its own, which a runtime that ends right after never
+    /// finishes. Later calls return at once.
+    pub async fn close(&self) {
+        self.cancel.cancel();
+        let supervisor = self.supervisor.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(supervisor) = supervisor {
+            let _ = supervisor.await;
+        }
     }
 
     /// How many connections were made so far (1 before any drop).
@@ -472,7 +489,12 @@ mod tests {
             executions: Arc::new(executions),
         });
         let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink { generation, kill, cancel: CancellationToken::new() };
+        let link = SshLink {
+            generation,
+            kill,
+            cancel: CancellationToken::new(),
+            supervisor: Mutex::new(None),
+        };
         let dir = tempfile::tempdir().unwrap();
         let spec = SpawnSpec {
             program: "sleep".into(),
@@ -513,7 +535,12 @@ mod tests {
             executions: Arc::new(executions),
         });
         let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink { generation, kill, cancel: CancellationToken::new() };
+        let link = SshLink {
+            generation,
+            kill,
+            cancel: CancellationToken::new(),
+            supervisor: Mutex::new(None),
+        };
         let dir = tempfile::tempdir().unwrap();
         let spec = SpawnSpec {
             program: "sleep".into(),
@@ -559,7 +586,12 @@ mod tests {
             executions: Arc::new(executions),
         });
         let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink { generation, kill, cancel: CancellationToken::new() };
+        let link = SshLink {
+            generation,
+            kill,
+            cancel: CancellationToken::new(),
+            supervisor: Mutex::new(None),
+        };
         let dir = tempfile::tempdir().unwrap();
         let spec = SpawnSpec {
             program: "sleep".into(),
@@ -590,7 +622,12 @@ mod tests {
     async fn i20_d10_a_remote_operation_on_a_reconnecting_link_fails_soon() {
         let (_tx, generation) = watch::channel(Generation::Reconnecting);
         let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink { generation, kill, cancel: CancellationToken::new() };
+        let link = SshLink {
+            generation,
+            kill,
+            cancel: CancellationToken::new(),
+            supervisor: Mutex::new(None),
+        };
         let site = crate::remote::RemoteSite::new(Arc::new(link), "/srv/kandev", "build1")
             .with_live_wait(Duration::from_millis(100));
         let op = crate::remote::RemoteOp::Commit { path: "/srv/w".into(), message: "m".into() };

@@ -2,6 +2,7 @@
 //! against it over HTTP.
 
 use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
@@ -233,4 +234,49 @@ async fn i21_d7_user_token_commands_create_list_and_revoke_personal_tokens() {
     assert!(revoked.contains("revoked"), "{revoked}");
     assert_eq!(me(secret).await.unwrap().status().as_u16(), 401, "refused once revoked");
     assert!(!user_command(&path, &["token", "revoke", "alice", id], "").status.success());
+}
+
+/// Whether process `pid` is alive and not a zombie (`/proc/<pid>/stat`).
+fn process_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+        state.is_some_and(|s| s != "Z" && s != "X")
+    })
+}
+
+/// Issue 20 (review): `kandev remote-op` killed with its process group while a cleanup
+/// script runs (what the runner does to an operation it stops) takes the script with it;
+/// the script, in a process group of its own, used to run on with no owner and no timeout.
+#[tokio::test]
+async fn i20_d21_a_cleanup_script_dies_with_its_remote_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("script.pid");
+    let script = format!("echo $$ > '{}'; sleep 60", pid_file.display());
+    let request = json!({
+        "op": "run_script", "path": dir.path(), "script": script, "timeout_ms": 300_000,
+    });
+    let mut op = Command::new(KANDEV)
+        .args(["remote-op", &request.to_string()])
+        .process_group(0)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let script_pid = loop {
+        let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if let Ok(pid) = text.trim().parse::<u32>() {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "the script never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(process_alive(script_pid));
+    let group = nix::unistd::Pid::from_raw(i32::try_from(op.id()).unwrap());
+    nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).unwrap();
+    op.wait().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while process_alive(script_pid) {
+        assert!(std::time::Instant::now() < deadline, "the script outlived its remote-op by 10 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -537,6 +537,41 @@ async fn i20_d14_a_link_dropped_right_after_an_exit_lets_the_runner_end_at_once(
     }
 }
 
+/// A link closed with `close()` right before its runtime ends (a server shutting down) lets
+/// the remote runner end at once: `close()` waits for the clean close, which carries the
+/// exit's acknowledgement. A link only dropped closes in a task the ending runtime cuts
+/// short: `ssh` is killed with the acknowledgement and the runner keeps the execution for
+/// its whole grace (review finding: shutdown never closed the links).
+#[test]
+fn i20_d22_a_link_closed_before_its_runtime_ends_lets_the_runner_end_at_once() {
+    let sshd = Sshd::start();
+    let remote = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let ssh = runner(&sshd, remote.path());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let (link, _) = tokio::time::timeout(WAIT, SshLink::connect(ssh, Backoff::default()))
+            .await
+            .unwrap()
+            .unwrap();
+        let spec = SpawnSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), "exit 3".into()],
+            env: vec![],
+            cwd: work.path().to_path_buf(),
+            secrets: vec![],
+        };
+        let agent = link.spawn("agent-d22", spec).await.unwrap();
+        let exit = tokio::time::timeout(WAIT, agent.wait()).await.unwrap();
+        assert_eq!(exit.code(), Some(3), "{exit:?}");
+        tokio::time::timeout(WAIT, link.close()).await.unwrap();
+    });
+    drop(runtime);
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(runner_ends_within(remote.path(), Duration::from_secs(10)));
+}
+
 async fn call(server: &server::Server, action: &str, payload: Value) -> Value {
     let response = reqwest::Client::new()
         .post(format!("{}/api/v1/{action}", server.url))

@@ -192,9 +192,9 @@ impl SessionActor {
             let mut blocks = vec![ContentBlock::text(text)];
             if !attached.is_empty() {
                 // A copy the agent is linked to is written on the agent's host.
-                let site = crate::sites::site_of_task(&inner, &task_id)
-                    .await
-                    .map_err(|e| format!("its host cannot be reached: {e}"));
+                // Why the host cannot be reached is for the server log, not the agent.
+                let site =
+                    crate::sites::site_of_task(&inner, &task_id).await.map_err(|e| e.to_string());
                 let home = &inner.config.home;
                 blocks.extend(
                     crate::attachments::blocks(home, &cwd, &site, &attached, accepts).await,

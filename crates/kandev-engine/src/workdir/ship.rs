@@ -20,6 +20,7 @@ use kandev_domain::ship::{
     DiffSide, GitStatus, MergeStrategy, PrState, PullRequest, ReviewComment, diff_hash, quote_line,
     review_prompt,
 };
+use kandev_domain::workspace::Repository;
 use kandev_domain::{RepositoryId, SessionId, TaskId};
 use kandev_runtime::git;
 use kandev_runtime::remote::Site;
@@ -57,14 +58,29 @@ pub(crate) async fn run_cleanup(inner: &Inner, site: &Site, record: &WorktreeRec
     let Some(repository_id) = &record.repository_id else { return };
     let Ok(repository) = inner.store.get_repository(repository_id).await else { return };
     let path = Path::new(&record.path);
-    if repository.cleanup_script.trim().is_empty() || !site.exists(path).await.unwrap_or(false) {
+    if repository.cleanup_script.trim().is_empty() {
         return;
+    }
+    let name = &repository.name;
+    // A check that fails (a build host's link reconnecting) is not "no worktree": the
+    // removal may still go ahead, so the skipped script is said (review finding, issue 20).
+    match site.exists(path).await {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(err) => {
+            tracing::warn!(worktree = %record.path, error = %err, "cleanup script not run");
+            let text = format!(
+                "cleanup script of {name} did not run: cannot check the worktree {}: {err}",
+                record.path
+            );
+            cleanup_note(inner, record, &repository, &text, "failed").await;
+            return;
+        }
     }
     if !force && !matches!(site.is_dirty(path).await, Ok(0)) {
         return;
     }
     let ran = site.run_script(path, &repository.cleanup_script, CLEANUP_TIMEOUT).await;
-    let name = &repository.name;
     let (text, status) = match &ran {
         Ok(output) if output.output.trim().is_empty() => {
             (format!("cleanup script of {name} finished (exit code 0, no output)"), "finished")
@@ -82,12 +98,23 @@ pub(crate) async fn run_cleanup(inner: &Inner, site: &Site, record: &WorktreeRec
             (format!("cleanup script of {name} failed: {err}"), "failed")
         }
     };
+    cleanup_note(inner, record, &repository, &text, status).await;
+}
+
+/// The transcript note of a cleanup script's outcome (`reason: cleanup_script`).
+async fn cleanup_note(
+    inner: &Inner,
+    record: &WorktreeRecord,
+    repository: &Repository,
+    text: &str,
+    status: &str,
+) {
     let metadata = json!({
         "reason": "cleanup_script",
         "repository_id": repository.id.to_string(),
         "status": status,
     });
-    if let Err(err) = status_message(inner, &record.task_id, &text, metadata).await {
+    if let Err(err) = status_message(inner, &record.task_id, text, metadata).await {
         tracing::warn!(error = %err, "recording the cleanup script's outcome failed");
     }
 }

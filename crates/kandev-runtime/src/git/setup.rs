@@ -3,7 +3,6 @@
 
 use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -25,6 +24,18 @@ const ERROR_TAIL_LINES: usize = 20;
 /// How long to wait for a killed script to be reaped.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
+/// What `sh -c` runs: a watchdog in the script's group, then the script itself (`exec`, so
+/// it leads the group and its exit status is the script's). The watchdog reads stdin, the
+/// read end of a pipe whose only write end this process holds: when this process ends
+/// without saying `done` (killed, e.g. a `kandev remote-op` whose runner stopped it with its
+/// whole process group, issue 20), the read meets end of file and the watchdog kills the
+/// script's group; the script never outlives its owner and its timeout. The script itself
+/// gets stdin from `/dev/null`.
+const WATCHDOG: &str = "exec 3<&0 </dev/null
+(read -r said <&3 || kill -KILL 0) >/dev/null 2>&1 &
+exec 3<&-
+exec sh -c \"$1\"";
+
 /// A setup script that succeeded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SetupOutput {
@@ -40,9 +51,10 @@ pub struct SetupOutput {
 ///
 /// A non-zero exit or death by a signal gives [`GitError::SetupFailed`] with the exit code and
 /// the last 20 output lines; running longer than `timeout` kills the whole group and gives
-/// [`GitError::SetupTimedOut`]. Dropping the future also kills the group. Processes the
-/// script leaves running in the background after it exits successfully are not killed. An
-/// empty script succeeds without starting anything.
+/// [`GitError::SetupTimedOut`]. Dropping the future also kills the group, and so does the
+/// end of this process (a watchdog in the group, [`WATCHDOG`]). Processes the script leaves
+/// running in the background after it exits successfully are not killed. An empty script
+/// succeeds without starting anything.
 pub async fn run_setup_script(
     worktree: &Path,
     script: &str,
@@ -72,13 +84,19 @@ pub async fn run_setup_script_streaming(
         std::io::pipe().map_err(io_err("failed to create a pipe for the setup script"))?;
     let writer_for_stderr =
         writer.try_clone().map_err(io_err("failed to create a pipe for the setup script"))?;
+    // The owner's end of the watchdog pipe (see [`WATCHDOG`]): closed without a word when
+    // this process dies, however it dies.
+    let (owner_gone, mut owner) =
+        std::io::pipe().map_err(io_err("failed to create a pipe for the setup script"))?;
 
     let mut command = Command::new("sh");
     command
         .arg("-c")
+        .arg(WATCHDOG)
+        .arg("sh")
         .arg(script)
         .current_dir(worktree)
-        .stdin(Stdio::null())
+        .stdin(owner_gone)
         .stdout(writer)
         .stderr(writer_for_stderr);
     scrub_env(&mut command);
@@ -101,6 +119,9 @@ pub async fn run_setup_script_streaming(
     let finished = tokio::time::timeout(timeout, wait_draining(&mut child, readers)).await;
     match finished {
         Ok(Ok(status)) => {
+            // Lets the watchdog go without killing what the script left running.
+            let _ = std::io::Write::write_all(&mut owner, b"done\n");
+            drop(owner);
             group.release();
             let output = ring.tail();
             tracing::debug!(worktree = %worktree.display(), %status, "setup script finished");

@@ -46,6 +46,20 @@ pub fn launch(home: &Path, addr: &str, extra: &[&str], env: &[(&str, &str)]) -> 
 /// another machine would (not at all), so anything it did to them on its own host instead
 /// of through the SSH link shows. The processes it starts over ssh see the real folder.
 pub fn start_hiding(home: &Path, hidden: &Path) -> Server {
+    let probe = Command::new("unshare").args(["--map-root-user", "--mount", "true"]).output();
+    match probe {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "this test needs unprivileged user and mount namespaces: `unshare --map-root-user \
+             --mount true` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => panic!(
+            "this test needs unprivileged user and mount namespaces: cannot run `unshare` \
+             (util-linux): {e}"
+        ),
+    }
     let mut command = Command::new("unshare");
     command
         .args(["--map-root-user", "--mount", "--propagation", "private", "--", "sh", "-c"])
@@ -85,9 +99,45 @@ fn launch_with(
         let _ = tx.send(line);
     });
     let line = rx.recv_timeout(Duration::from_secs(30)).expect("the server announces its address");
-    let url =
-        line.split_whitespace().find(|w| w.starts_with("http://")).expect("an address").to_owned();
+    let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) else {
+        // Ended (or said something else) before announcing an address: say why.
+        let status = match child.wait_timeout_or_kill() {
+            Some(status) => status.to_string(),
+            None => "still running".to_owned(),
+        };
+        let log = std::fs::read_to_string(home.join("server.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(30).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        panic!(
+            "the server did not announce an address (first stdout line {line:?}, {status}); \
+             the end of {}:\n{}",
+            home.join("server.log").display(),
+            tail.join("\n")
+        );
+    };
+    let url = url.to_owned();
     Server { child, url }
+}
+
+/// Waiting (up to 5 s) for a child that is expected to have ended.
+trait WaitOrKill {
+    /// The child's exit status, or `None` (then it is killed) when it runs on.
+    fn wait_timeout_or_kill(&mut self) -> Option<std::process::ExitStatus>;
+}
+
+impl WaitOrKill for Child {
+    fn wait_timeout_or_kill(&mut self) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.try_wait() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.kill();
+        let _ = self.wait();
+        None
+    }
 }
 
 /// How long a test waits for anything before it fails.
