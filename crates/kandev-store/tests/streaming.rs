@@ -191,7 +191,7 @@ async fn i15_a4_only_writes_that_may_change_a_card_bump_the_cards_version() {
         messages: &messages,
         chunks: &[],
         first_seq,
-        events: vec![(topic, "session.message.added".into(), serde_json::json!({}))],
+        events: vec![(topic, "session.message.added".into(), serde_json::json!({}).into())],
         fold_sessions: &[&f.session],
         keep: &[],
     })
