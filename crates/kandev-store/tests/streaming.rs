@@ -8,7 +8,7 @@ use kandev_store::{NewMessage, RANK_WINDOW, SearchKinds, StoreError};
 mod common;
 #[path = "common/streaming.rs"]
 mod streaming;
-use streaming::{fixture_on, new_message};
+use streaming::{fixture, fixture_on, new_message};
 
 on_both_engines! {
 async fn i15_streamed_chunks_read_in_order_and_fold_unchanged_into_searchable_text(db: TestDb) {
