@@ -474,20 +474,17 @@ mod tests {
     use super::*;
     use crate::runner::{Runner, RunnerConfig};
 
-    /// A dropped [`LinkedExecution`] takes its pump task with it: the task lets go of the
-    /// execution's control (it would otherwise run until the agent exits, owned by nobody).
-    #[tokio::test]
-    async fn i20_d6_a_dropped_linked_execution_ends_its_pump() {
-        let runner = Runner::new(RunnerConfig::default());
+    /// A new connection to `runner` over an in-process pipe (no ssh).
+    async fn connect(runner: &Runner) -> (RunnerClient, Vec<ExecutionInfo>) {
         let (near, far) = tokio::io::duplex(1 << 16);
         let host = runner.clone();
         tokio::spawn(async move { host.serve_connection(far).await });
-        let (client, executions) = RunnerClient::connect(near).await.unwrap();
-        let (_tx, generation) = watch::channel(Generation::Live {
-            number: 1,
-            client,
-            executions: Arc::new(executions),
-        });
+        RunnerClient::connect(near).await.unwrap()
+    }
+
+    /// A link in `generation`, without a supervisor: the test plays it through the sender.
+    fn link_in(generation: Generation) -> (watch::Sender<Generation>, SshLink) {
+        let (tx, generation) = watch::channel(generation);
         let (kill, _kills) = mpsc::unbounded_channel();
         let link = SshLink {
             generation,
@@ -495,14 +492,41 @@ mod tests {
             cancel: CancellationToken::new(),
             supervisor: Mutex::new(None),
         };
+        (tx, link)
+    }
+
+    /// A link live on a new in-process connection to `runner`, and that connection's client.
+    async fn live_link(runner: &Runner) -> (watch::Sender<Generation>, SshLink, RunnerClient) {
+        let (client, executions) = connect(runner).await;
+        let live = Generation::Live {
+            number: 1,
+            client: client.clone(),
+            executions: Arc::new(executions),
+        };
+        let (tx, link) = link_in(live);
+        (tx, link, client)
+    }
+
+    /// `program args` in a temporary directory (returned with it: it must outlive the run).
+    fn spec(program: &str, args: &[&str]) -> (SpawnSpec, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let spec = SpawnSpec {
-            program: "sleep".into(),
-            args: vec!["30".into()],
+            program: program.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
             env: vec![],
             cwd: dir.path().to_path_buf(),
             secrets: vec![],
         };
+        (spec, dir)
+    }
+
+    /// A dropped [`LinkedExecution`] takes its pump task with it: the task lets go of the
+    /// execution's control (it would otherwise run until the agent exits, owned by nobody).
+    #[tokio::test]
+    async fn i20_d6_a_dropped_linked_execution_ends_its_pump() {
+        let runner = Runner::new(RunnerConfig::default());
+        let (_tx, link, _client) = live_link(&runner).await;
+        let (spec, _dir) = spec("sleep", &["30"]);
         let execution = link.spawn("e1", spec).await.unwrap();
         let control = Arc::downgrade(&execution.control);
         drop(execution);
@@ -522,33 +546,8 @@ mod tests {
     #[tokio::test]
     async fn i20_d8_a_stop_during_a_connection_drop_ends_the_agent() {
         let runner = Runner::new(RunnerConfig::default());
-        let connect = async || {
-            let (near, far) = tokio::io::duplex(1 << 16);
-            let host = runner.clone();
-            tokio::spawn(async move { host.serve_connection(far).await });
-            RunnerClient::connect(near).await.unwrap()
-        };
-        let (client, executions) = connect().await;
-        let (tx, generation) = watch::channel(Generation::Live {
-            number: 1,
-            client: client.clone(),
-            executions: Arc::new(executions),
-        });
-        let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink {
-            generation,
-            kill,
-            cancel: CancellationToken::new(),
-            supervisor: Mutex::new(None),
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let spec = SpawnSpec {
-            program: "sleep".into(),
-            args: vec!["300".into()],
-            env: vec![],
-            cwd: dir.path().to_path_buf(),
-            secrets: vec![],
-        };
+        let (tx, link, client) = live_link(&runner).await;
+        let (spec, _dir) = spec("sleep", &["300"]);
         let execution = link.spawn("agent-d8", spec).await.unwrap();
         let pid = nix::unistd::Pid::from_raw(execution.pid());
         // The connection drops; the stop is asked while there is none.
@@ -557,7 +556,7 @@ mod tests {
         client.closed().await;
         let stop = tokio::spawn(async move { execution.stop(Duration::from_millis(200)).await });
         tokio::task::yield_now().await;
-        let (client, executions) = connect().await;
+        let (client, executions) = connect(&runner).await;
         assert!(executions.iter().any(|e| e.exec == "agent-d8"), "{executions:?}");
         tx.send_replace(Generation::Live { number: 2, client, executions: Arc::new(executions) });
         let exit = tokio::time::timeout(Duration::from_secs(10), stop)
@@ -576,30 +575,8 @@ mod tests {
     #[tokio::test]
     async fn i20_d20_a_duplicate_execution_name_is_refused_and_the_first_stays_owned() {
         let runner = Runner::new(RunnerConfig::default());
-        let (near, far) = tokio::io::duplex(1 << 16);
-        let host = runner.clone();
-        tokio::spawn(async move { host.serve_connection(far).await });
-        let (client, executions) = RunnerClient::connect(near).await.unwrap();
-        let (_tx, generation) = watch::channel(Generation::Live {
-            number: 1,
-            client: client.clone(),
-            executions: Arc::new(executions),
-        });
-        let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink {
-            generation,
-            kill,
-            cancel: CancellationToken::new(),
-            supervisor: Mutex::new(None),
-        };
-        let dir = tempfile::tempdir().unwrap();
-        let spec = SpawnSpec {
-            program: "sleep".into(),
-            args: vec!["30".into()],
-            env: vec![],
-            cwd: dir.path().to_path_buf(),
-            secrets: vec![],
-        };
+        let (_tx, link, client) = live_link(&runner).await;
+        let (spec, _dir) = spec("sleep", &["30"]);
         let first = link.spawn("agent-d20", spec.clone()).await.unwrap();
         let second = link.spawn("agent-d20", spec).await.err().expect("a second is refused");
         assert!(second.contains("agent-d20 already runs"), "{second}");
@@ -620,14 +597,7 @@ mod tests {
     /// for as long as the back-off lasts: it fails soon, saying to try again.
     #[tokio::test]
     async fn i20_d10_a_remote_operation_on_a_reconnecting_link_fails_soon() {
-        let (_tx, generation) = watch::channel(Generation::Reconnecting);
-        let (kill, _kills) = mpsc::unbounded_channel();
-        let link = SshLink {
-            generation,
-            kill,
-            cancel: CancellationToken::new(),
-            supervisor: Mutex::new(None),
-        };
+        let (_tx, link) = link_in(Generation::Reconnecting);
         let site = crate::remote::RemoteSite::new(Arc::new(link), "/srv/kandev", "build1")
             .with_live_wait(Duration::from_millis(100));
         let op = crate::remote::RemoteOp::Commit { path: "/srv/w".into(), message: "m".into() };

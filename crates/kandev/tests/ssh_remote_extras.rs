@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "support/remote_task.rs"]
+mod remote_task;
 #[path = "support/server.rs"]
 mod server;
 #[path = "support/sshd.rs"]
@@ -56,40 +58,8 @@ async fn setup() -> Setup {
     git(repo.path(), &["add", "-A"]);
     git(repo.path(), &["commit", "-q", "-m", "start"]);
     let server = server::start_hiding(home.path(), remote.path());
-    let workspaces = call(&server, "workspace.list", json!({})).await;
-    let workspace = &workspaces["workspaces"][0]["id"];
-    let repository = call(
-        &server,
-        "repository.create",
-        json!({"workspace_id": workspace, "local_path": repo.path(), "name": "project"}),
-    )
-    .await;
-    let repository = repository["repository"]["id"].clone();
-    let s = sshd.settings(remote.path());
-    let ssh = json!({"host": s.host, "port": s.port, "user": s.user,
-        "identity_file": s.identity_file, "known_hosts": s.known_hosts,
-        "remote_home": s.remote_home});
-    let executor =
-        call(&server, "executor.create", json!({"name": "build1", "kind": "ssh", "ssh": ssh}))
-            .await;
-    call(
-        &server,
-        "repository.executor.set",
-        json!({"repository_id": repository, "executor_id": executor["executor"]["id"]}),
-    )
-    .await;
-    let workflows = call(&server, "workflow.list", json!({"workspace_id": workspace})).await;
-    let board = &workflows["workflows"][0];
-    let task = call(
-        &server,
-        "task.create",
-        json!({"workflow_id": board["id"], "title": "remote work", "step_id": board["steps"][0]["id"],
-            "repository_ids": [repository]}),
-    )
-    .await;
-    let task = task["task"]["id"].as_str().unwrap().to_owned();
-    let launched = call(&server, "session.launch", json!({"task_id": task})).await;
-    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    let remote_task::RemoteTask { repository, task, session } =
+        remote_task::launch(&server, &sshd, remote.path(), repo.path()).await;
     let setup = Setup { _sshd: sshd, home, remote, _repo: repo, server, repository, task, session };
     call(&setup.server, "message.add", json!({"session_id": setup.session, "content": "hello"}))
         .await;
