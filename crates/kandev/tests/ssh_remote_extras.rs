@@ -4,8 +4,6 @@
 //! build host's remote home is hidden from it (`server::start_hiding`): like a server on
 //! another machine, it can reach the build host's files only through the SSH link.
 
-use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -19,20 +17,6 @@ mod sshd;
 
 use server::{DEADLINE, Server, agent_text, call, messages, state as session_state};
 use sshd::Sshd;
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
 
 /// A server (hiding the remote home), a build host, and a task whose one repository
 /// (`project`) uses the SSH executor; its session is launched and its first turn (`hello`)
@@ -52,11 +36,7 @@ async fn setup() -> Setup {
     let sshd = Sshd::start();
     let home = tempfile::tempdir().unwrap();
     let remote = tempfile::tempdir().unwrap();
-    let repo = tempfile::tempdir().unwrap();
-    git(repo.path(), &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.path().join("README.md"), "the project\n").unwrap();
-    git(repo.path(), &["add", "-A"]);
-    git(repo.path(), &["commit", "-q", "-m", "start"]);
+    let repo = remote_task::project_repo();
     let server = server::start_hiding(home.path(), remote.path());
     let remote_task::RemoteTask { repository, task, session } =
         remote_task::launch(&server, &sshd, remote.path(), repo.path()).await;

@@ -20,23 +20,9 @@ mod server;
 #[path = "support/sshd.rs"]
 mod sshd;
 
+use remote_task::git;
 use server::{DEADLINE, Server, agent_text, call, messages, process_argvs, state as session_state};
 use sshd::Sshd;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
 
 /// The `ssh` client processes carrying the link to the runner of `remote_home`.
 fn ssh_clients(remote_home: &Path) -> Vec<u32> {
@@ -87,11 +73,7 @@ async fn setup() -> Setup {
     let sshd = Sshd::start();
     let home = tempfile::tempdir().unwrap();
     let remote = tempfile::tempdir().unwrap();
-    let repo = tempfile::tempdir().unwrap();
-    git(repo.path(), &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.path().join("README.md"), "the project\n").unwrap();
-    git(repo.path(), &["add", "-A"]);
-    git(repo.path(), &["commit", "-q", "-m", "start"]);
+    let repo = remote_task::project_repo();
     let server = server::start(home.path());
     let remote_task::RemoteTask { repository, task, session } =
         remote_task::launch(&server, &sshd, remote.path(), repo.path()).await;
