@@ -6,7 +6,8 @@
 //! read *before* the cards were read, and served only while the version is still that one:
 //! any commit that may have changed a card bumps the version after it commits and before its
 //! events are published, so the next `task.list` reads the cards again. Bounded: at most
-//! [`KEPT_ANSWERS`] answers and [`KEPT_BYTES`] bytes of JSON (the oldest go first); answers
+//! [`KEPT_ANSWERS`] answers and [`KEPT_BYTES`] bytes of JSON (the least recently served go
+//! first); answers
 //! from an older version are dropped as soon as they are seen. The answer depends only on the
 //! request and the database (`task.list` does not look at who asks).
 
@@ -16,8 +17,10 @@ use std::sync::Mutex;
 use kandev_api_types::requests::TaskList;
 use serde_json::value::RawValue;
 
-/// Most answers kept (a few boards, each maybe with a step filter or a second page).
-pub const KEPT_ANSWERS: usize = 8;
+/// Most answers kept: every board of a team server, some with a step filter or a second
+/// page. (It was 8: a client going round 10 boards found none of them kept, each answer
+/// pushed out before its board came round again — P3's `task.list` did exactly that.)
+pub const KEPT_ANSWERS: usize = 64;
 
 /// Most bytes of JSON kept over all answers; a larger answer is not kept at all.
 pub const KEPT_BYTES: usize = 16 * 1024 * 1024;
@@ -59,11 +62,16 @@ pub(crate) struct BoardCache {
 }
 
 impl BoardCache {
-    /// The answer kept for `key` at `version`, if any. Answers of other versions are dropped.
+    /// The answer kept for `key` at `version`, if any; it becomes the newest (the least
+    /// recently served goes first). Answers of other versions are dropped.
     pub(crate) fn get(&self, key: &BoardKey, version: u64) -> Option<Box<RawValue>> {
         let mut kept = self.kept.lock().ok()?;
         kept.retain(|k| k.version >= version);
-        kept.iter().find(|k| k.version == version && &k.key == key).map(|k| k.answer.clone())
+        let at = kept.iter().position(|k| k.version == version && &k.key == key)?;
+        let hit = kept.remove(at)?;
+        let answer = hit.answer.clone();
+        kept.push_back(hit);
+        Some(answer)
     }
 
     /// Keeps `answer` for `key`, computed from the cards as they were at `version`.
@@ -140,5 +148,31 @@ mod tests {
             (0..KEPT_ANSWERS + 3).map(|i| cache.get(&key(&i.to_string()), 1).is_some()).collect();
         assert_eq!(kept.iter().filter(|k| **k).count(), KEPT_ANSWERS);
         assert!(!kept[0] && !kept[2] && kept[3] && kept[KEPT_ANSWERS + 2], "the oldest go first");
+    }
+
+    #[test]
+    fn i15_a4_a_client_going_round_ten_boards_finds_each_kept() {
+        // P3's round: 10 boards listed in turn. With 8 kept answers none was ever served.
+        let cache = BoardCache::default();
+        let boards: Vec<BoardKey> = (0..10).map(|i| key(&format!("board {i}"))).collect();
+        for board in &boards {
+            assert!(cache.get(board, 1).is_none());
+            cache.put(board.clone(), 1, &raw("cards"));
+        }
+        for board in &boards {
+            assert!(cache.get(board, 1).is_some(), "{board:?} was pushed out");
+        }
+    }
+
+    #[test]
+    fn i15_a4_an_answer_served_again_outlives_older_ones() {
+        let cache = BoardCache::default();
+        for i in 0..KEPT_ANSWERS {
+            cache.put(key(&i.to_string()), 1, &raw("x"));
+        }
+        assert!(cache.get(&key("0"), 1).is_some());
+        cache.put(key("new"), 1, &raw("x"));
+        assert!(cache.get(&key("0"), 1).is_some(), "served last: kept");
+        assert!(cache.get(&key("1"), 1).is_none(), "the least recently served went first");
     }
 }
