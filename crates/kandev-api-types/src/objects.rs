@@ -351,21 +351,22 @@ impl From<&Task> for TaskCardDto {
     }
 }
 
-impl From<&TaskCard> for TaskCardDto {
-    fn from(t: &TaskCard) -> Self {
+/// By value: a board of 2,000 cards moves its strings instead of copying each (`task.list`).
+impl From<TaskCard> for TaskCardDto {
+    fn from(t: TaskCard) -> Self {
         TaskCardDto {
-            id: t.id.to_string(),
-            workflow_id: t.workflow_id.to_string(),
-            step_id: t.step_id.to_string(),
-            title: t.title.clone(),
+            id: t.id.into_string(),
+            workflow_id: t.workflow_id.into_string(),
+            step_id: t.step_id.into_string(),
+            title: t.title,
             state: t.state.into(),
             position: t.position,
-            repository_ids: t.repository_ids.iter().map(|r| r.to_string()).collect(),
-            primary_session_id: t.primary_session_id.as_ref().map(|s| s.to_string()),
+            repository_ids: t.repository_ids.into_iter().map(|r| r.into_string()).collect(),
+            primary_session_id: t.primary_session_id.map(|s| s.into_string()),
             archived_at: t.archived_at.map(rfc3339),
             needs_you: t.needs_you.map(NeedsYouDto::from),
-            parent_id: t.parent_id.as_ref().map(|p| p.to_string()),
-            blocked_by: t.blocked_by.iter().map(|b| b.to_string()).collect(),
+            parent_id: t.parent_id.map(|p| p.into_string()),
+            blocked_by: t.blocked_by.into_iter().map(|b| b.into_string()).collect(),
             git: t.git.as_ref().map(crate::GitSummaryDto::from),
         }
     }

@@ -200,7 +200,7 @@ async fn fresh_cards(server: &TestServer, workflow_id: &str) -> Value {
     };
     let cards = server.store.list_cards(&filter).await.unwrap();
     let cards: Vec<kandev_api_types::TaskCardDto> =
-        cards.iter().map(kandev_api_types::TaskCardDto::from).collect();
+        cards.into_iter().map(kandev_api_types::TaskCardDto::from).collect();
     serde_json::to_value(cards).unwrap()
 }
 

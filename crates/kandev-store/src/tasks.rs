@@ -10,6 +10,7 @@ use kandev_domain::{
 use sqlx::FromRow;
 
 use crate::db::Db;
+use crate::sql::Dialect;
 use crate::{Result, Store, StoreError, WriteTx, workflows};
 
 /// A task to create, appended at the end of its step.
@@ -92,7 +93,8 @@ const CARD_SELECT: &str = "SELECT t.id, t.workflow_id, t.step_id, t.title, t.sta
         coalesce(pr_state, '') FROM task_git_summaries WHERE task_id = t.id) AS git \
     FROM tasks t";
 
-#[derive(FromRow)]
+/// Also read from a JSON array of its fields in this order ([`Store::list_cards`] on SQLite).
+#[derive(FromRow, serde::Deserialize)]
 struct CardRow {
     id: String,
     workflow_id: String,
@@ -264,8 +266,42 @@ fn board_sql(select: &str, filter: &TaskFilter) -> String {
     if !filter.include_archived {
         sql.push_str(" AND t.archived_at IS NULL");
     }
-    sql.push_str(" ORDER BY s.position, t.position, t.created_at, t.id LIMIT ? OFFSET ?");
+    sql.push_str(" ORDER BY ");
+    sql.push_str(BOARD_ORDER);
+    sql.push_str(" LIMIT ? OFFSET ?");
     sql
+}
+
+/// The order of a board: by step, then position in the step.
+const BOARD_ORDER: &str = "s.position, t.position, t.created_at, t.id";
+
+/// [`cards_sql`] as one row of one value on SQLite: a JSON array with one `[k, card]` pair
+/// per card, `k` its place in board order and `card` an array of [`CardRow`]'s fields in
+/// its order. sqlx copies every value of every row it hands over, one allocation each on
+/// the connection's thread, freed on the async workers: for a 2,000-card board those 26,000
+/// copies, and the allocator's locks they contended on, were two thirds of `task.list`'s CPU
+/// (docs/performance.md, seventh session). The pairs are put in order by the reader (an
+/// `ORDER BY` inside the aggregate made SQLite sort them a second time in a temporary B-tree).
+fn cards_json_sql(filter: &TaskFilter) -> String {
+    let numbered = format!(
+        "SELECT row_number() OVER (ORDER BY {BOARD_ORDER}) AS k, {}",
+        CARD_SELECT.trim_start_matches("SELECT ")
+    );
+    format!(
+        "SELECT json_group_array(json_array(k, json_array(id, workflow_id, step_id, title, state, \
+         needs_you, position, primary_session_id, archived_at, parent_id, blocked_by, \
+         repository_ids, git))) FROM ({})",
+        board_sql(&numbered, filter)
+    )
+}
+
+/// The cards of a [`cards_json_sql`] answer, in board order.
+fn cards_from_json(text: &str) -> Result<Vec<CardRow>> {
+    let mut numbered: Vec<(i64, CardRow)> =
+        serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("board cards: {e}")))?;
+    // Already in order as SQLite builds it today: then this is one pass.
+    numbered.sort_by_key(|(k, _)| *k);
+    Ok(numbered.into_iter().map(|(_, row)| row).collect())
 }
 
 /// The task `id`, or `NotFound`.
@@ -338,9 +374,25 @@ impl Store {
     }
 
     /// [`Store::list_tasks`] as board cards (`task.list`): only what a card shows is read.
+    /// On SQLite the cards come as one JSON value ([`cards_json_sql`]); PostgreSQL's rows
+    /// are decoded from its wire format without that per-value copy, and stay rows.
     pub async fn list_cards(&self, filter: &TaskFilter) -> Result<Vec<TaskCard>> {
-        let sql = cards_sql(filter);
-        let rows: Vec<CardRow> = self.board_rows(&sql, filter).await?;
+        let rows = match self.dialect() {
+            Dialect::Sqlite => {
+                let sql = cards_json_sql(filter);
+                let json: Vec<(String,)> = self.board_rows(&sql, filter).await?;
+                cards_from_json(json.first().map_or("[]", |(text,)| text.as_str()))?
+            }
+            Dialect::Postgres => self.board_rows(&cards_sql(filter), filter).await?,
+        };
+        rows.into_iter().map(TaskCard::try_from).collect()
+    }
+
+    /// [`Store::list_cards`] read as one row per card on every engine: what the SQLite path
+    /// must equal (`i15_a4_the_board_read_as_one_value_equals_the_board_read_row_by_row`).
+    #[doc(hidden)]
+    pub async fn list_cards_by_rows(&self, filter: &TaskFilter) -> Result<Vec<TaskCard>> {
+        let rows: Vec<CardRow> = self.board_rows(&cards_sql(filter), filter).await?;
         rows.into_iter().map(TaskCard::try_from).collect()
     }
 

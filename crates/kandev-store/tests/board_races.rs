@@ -147,3 +147,102 @@ async fn i12_f9_search_matches_percent_and_underscore_literally_up_to_the_limit(
     assert!(search(&longest).await.is_empty(), "the longest accepted query is a valid pattern");
 }
 }
+
+on_both_engines! {
+async fn i15_a4_the_board_read_as_one_value_equals_the_board_read_row_by_row(db: TestDb) {
+    // `list_cards` reads a SQLite board as one JSON value (issue 15, seventh session); every
+    // field a card can carry must come out as the row-by-row read gives it, in board order,
+    // for a step filter and a page too.
+    use kandev_domain::needs_you::NeedsYou;
+    use kandev_domain::ship::{GitSummary, PrState};
+    use kandev_domain::task::TaskState;
+    use kandev_store::TaskPatch;
+
+    let board = board(db).await;
+    let workspace = board.store.get_workflow(&board.workflow).await.unwrap().workspace_id;
+    let mut tx = board.store.begin_write().await.unwrap();
+    let mut repositories = vec![];
+    for name in ["one", "two"] {
+        let repository = tx
+            .insert_repository(&NewRepository {
+                workspace_id: workspace.clone(),
+                name: name.into(),
+                local_path: format!("/tmp/{name}"),
+                default_branch: "main".into(),
+                branch_template: "kandev/{short-id}".into(),
+                setup_script: String::new(),
+                copy_files: vec![],
+                cleanup_script: String::new(),
+                forge_api_base_url: String::new(),
+                forge_token_env: String::new(),
+                dev_script: String::new(),
+            })
+            .await
+            .unwrap();
+        repositories.push(repository.id);
+    }
+    let mut tasks = vec![];
+    for (i, title) in ["plain", "quote \" and \\ and\nnewline", "émoji ✓", "last"].iter().enumerate() {
+        let mut task = new_task(&board, &board.steps[i % 2], title);
+        if i == 1 {
+            task.repository_ids = repositories.iter().rev().cloned().collect();
+        }
+        tasks.push(tx.insert_task(&task, "user").await.unwrap().id);
+    }
+    tx.set_task_links(&tasks[2], Some(Some(&tasks[0])), Some(&[tasks[1].clone(), tasks[0].clone()]))
+        .await
+        .unwrap();
+    let summary = GitSummary { ahead: 3, behind: 1, dirty: 2, conflicts: 0, pr_state: Some(PrState::Open) };
+    tx.set_git_summary(&tasks[1], &summary).await.unwrap();
+    let patch = TaskPatch {
+        state: Some(TaskState::WaitingForInput),
+        needs_you: Some(Some(NeedsYou::Permission)),
+        ..TaskPatch::default()
+    };
+    tx.update_task(&tasks[3], &patch).await.unwrap();
+    tx.archive_task(&tasks[0]).await.unwrap();
+    tx.commit().await.unwrap();
+
+    let filters = [
+        TaskFilter { workflow_id: Some(board.workflow.clone()), limit: 100, ..TaskFilter::default() },
+        TaskFilter {
+            workflow_id: Some(board.workflow.clone()),
+            include_archived: true,
+            limit: 100,
+            ..TaskFilter::default()
+        },
+        TaskFilter {
+            workflow_id: Some(board.workflow.clone()),
+            step_id: Some(board.steps[1].clone()),
+            include_archived: true,
+            limit: 100,
+            ..TaskFilter::default()
+        },
+        TaskFilter {
+            workflow_id: Some(board.workflow.clone()),
+            include_archived: true,
+            limit: 2,
+            offset: 1,
+            ..TaskFilter::default()
+        },
+    ];
+    for filter in &filters {
+        let cards = board.store.list_cards(filter).await.unwrap();
+        let rows = board.store.list_cards_by_rows(filter).await.unwrap();
+        assert_eq!(cards, rows, "{filter:?}");
+    }
+    let all = board.store.list_cards(&filters[1]).await.unwrap();
+    assert_eq!(all.len(), 4);
+    let linked = all.iter().find(|c| c.id == tasks[2]).unwrap();
+    assert_eq!(linked.parent_id.as_ref(), Some(&tasks[0]));
+    assert_eq!(linked.blocked_by.len(), 2);
+    let repos = all.iter().find(|c| c.id == tasks[1]).unwrap();
+    assert_eq!(repos.repository_ids, repositories.iter().rev().cloned().collect::<Vec<_>>());
+    assert_eq!(repos.git.as_ref(), Some(&summary));
+    assert_eq!(repos.title, "quote \" and \\ and\nnewline");
+    assert!(all.iter().any(|c| c.needs_you == Some(NeedsYou::Permission)));
+    assert!(all.iter().any(|c| c.archived_at.is_some()));
+    let empty = TaskFilter { workflow_id: Some(board.workflow.clone()), offset: 50, limit: 10, ..TaskFilter::default() };
+    assert!(board.store.list_cards(&empty).await.unwrap().is_empty(), "no card: an empty array");
+}
+}

@@ -103,7 +103,7 @@ pub async fn list(s: &AppState, p: TaskList) -> Result<Tasks, ApiError> {
     };
     let tasks = s.store().list_cards(&filter).await?;
     let next_cursor = next_cursor(offset, limit, tasks.len());
-    Ok(Tasks { tasks: tasks.iter().map(TaskCardDto::from).collect(), next_cursor })
+    Ok(Tasks { tasks: tasks.into_iter().map(TaskCardDto::from).collect(), next_cursor })
 }
 
 pub async fn get(s: &AppState, p: ById) -> Result<TaskOne, ApiError> {
