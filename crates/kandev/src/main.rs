@@ -69,6 +69,13 @@ enum Command {
     },
 }
 
+/// mimalloc instead of glibc's malloc (issue 15): rows are decoded on the SQLite
+/// connection's thread and freed on the async workers, and glibc's arenas serialized those
+/// frees behind a lock (a third of `task.list`'s CPU was malloc, free and their lock;
+/// docs/performance.md, seventh session).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
