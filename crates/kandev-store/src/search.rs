@@ -57,17 +57,28 @@ struct HitRow {
 const OPEN: char = '\u{2}';
 const CLOSE: char = '\u{3}';
 
-const TASK_HITS: &str = "SELECT t.id AS task_id, t.title AS title, NULL AS session_id, NULL AS message_id, \
-     NULL AS seq, snippet(tasks_fts, -1, char(2), char(3), '…', 16) AS snippet, bm25(tasks_fts) AS rank \
+// The hits statements rank and page without snippets; `with_snippets` makes the snippets
+// of the returned page only (a snippet reads and tokenizes the whole text again: made for
+// every ranked row, up to [`RANK_WINDOW`] per index, it was a fifth of a common word's
+// statement). `idx` says which index a hit came from, `rid` is its rowid there.
+const TASK_HITS: &str = "SELECT 0 AS idx, tasks_fts.rowid AS rid, t.id AS task_id, t.title AS title, \
+     NULL AS session_id, NULL AS message_id, NULL AS seq, bm25(tasks_fts) AS rank \
      FROM tasks_fts JOIN tasks t ON t.rowid = tasks_fts.rowid \
      WHERE tasks_fts MATCH ?1 AND t.workspace_id = ?2 AND t.archived_at IS NULL";
 
-const MESSAGE_HITS: &str = "SELECT t.id AS task_id, t.title AS title, m.session_id AS session_id, \
-     m.id AS message_id, m.seq AS seq, snippet(messages_fts, 0, char(2), char(3), '…', 16) AS snippet, \
-     bm25(messages_fts) AS rank \
+const MESSAGE_HITS: &str = "SELECT 1 AS idx, messages_fts.rowid AS rid, t.id AS task_id, t.title AS title, \
+     m.session_id AS session_id, m.id AS message_id, m.seq AS seq, bm25(messages_fts) AS rank \
      FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid \
      JOIN sessions s ON s.id = m.session_id JOIN tasks t ON t.id = s.task_id \
      WHERE messages_fts MATCH ?1 AND t.workspace_id = ?2 AND t.archived_at IS NULL";
+
+/// A page hit's snippet, looked up by its index and rowid (FTS5 seeks the rowid in the
+/// query's position lists).
+const SNIPPET: &str = "CASE page.idx \
+     WHEN 0 THEN (SELECT snippet(tasks_fts, -1, char(2), char(3), '…', 16) FROM tasks_fts \
+         WHERE tasks_fts MATCH ?1 AND tasks_fts.rowid = page.rid) \
+     ELSE (SELECT snippet(messages_fts, 0, char(2), char(3), '…', 16) FROM messages_fts \
+         WHERE messages_fts MATCH ?1 AND messages_fts.rowid = page.rid) END";
 
 fn parts(snippet: &str) -> Vec<SnippetPart> {
     let mut parts = vec![];
@@ -122,20 +133,24 @@ pub const RANK_WINDOW: i64 = 1_000;
 /// read by `websearch_to_tsquery` (words, "phrases", `or`, `-word`; it never refuses a
 /// query), `ts_headline` snippets with the same marks, and `-ts_rank` so lower is better as
 /// with bm25.
-const PG_TASK_HITS: &str = "SELECT t.id AS task_id, t.title AS title, CAST(NULL AS TEXT) AS session_id, \
-     CAST(NULL AS TEXT) AS message_id, CAST(NULL AS BIGINT) AS seq, \
-     ts_headline('simple', t.title || ' ' || t.description, q, 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=16, MinWords=4') AS snippet, \
+const PG_TASK_HITS: &str = "SELECT 0 AS idx, t.rowid AS rid, t.id AS task_id, t.title AS title, \
+     CAST(NULL AS TEXT) AS session_id, CAST(NULL AS TEXT) AS message_id, CAST(NULL AS BIGINT) AS seq, \
      CAST(-ts_rank(kandev_tsv(t.title || ' ' || t.description), q) AS DOUBLE PRECISION) AS rank \
      FROM tasks t, websearch_to_tsquery('simple', ?1) q \
      WHERE kandev_tsv(t.title || ' ' || t.description) @@ q AND t.workspace_id = ?2 AND t.archived_at IS NULL";
 
-const PG_MESSAGE_HITS: &str = "SELECT t.id AS task_id, t.title AS title, m.session_id AS session_id, \
-     m.id AS message_id, m.seq AS seq, \
-     ts_headline('simple', left(m.content, 200000), q, 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=16, MinWords=4') AS snippet, \
+const PG_MESSAGE_HITS: &str = "SELECT 1 AS idx, m.rowid AS rid, t.id AS task_id, t.title AS title, \
+     m.session_id AS session_id, m.id AS message_id, m.seq AS seq, \
      CAST(-ts_rank(kandev_tsv(m.content), q) AS DOUBLE PRECISION) AS rank \
      FROM messages m JOIN sessions s ON s.id = m.session_id JOIN tasks t ON t.id = s.task_id, \
      websearch_to_tsquery('simple', ?1) q \
      WHERE kandev_tsv(m.content) @@ q AND t.workspace_id = ?2 AND t.archived_at IS NULL";
+
+const PG_SNIPPET: &str = "CASE page.idx \
+     WHEN 0 THEN (SELECT ts_headline('simple', t.title || ' ' || t.description, websearch_to_tsquery('simple', ?1), \
+         'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=16, MinWords=4') FROM tasks t WHERE t.rowid = page.rid) \
+     ELSE (SELECT ts_headline('simple', left(m.content, 200000), websearch_to_tsquery('simple', ?1), \
+         'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=16, MinWords=4') FROM messages m WHERE m.rowid = page.rid) END";
 
 /// The order of hits, total so that pages never repeat or skip a hit of equal rank (PostgreSQL
 /// sorts ties of a top-N differently for each LIMIT/OFFSET); NULLs first on both engines
@@ -315,7 +330,16 @@ impl Store {
         if selects.is_empty() {
             return Ok(SearchPage { hits: vec![], next_offset: None });
         }
-        let sql = format!("{} {HITS_ORDER} LIMIT ?3 OFFSET ?4", selects.join(" UNION ALL "));
+        let snippet = match self.dialect() {
+            Dialect::Sqlite => SNIPPET,
+            Dialect::Postgres => PG_SNIPPET,
+        };
+        let sql = format!(
+            "WITH page AS ({} {HITS_ORDER} LIMIT ?3 OFFSET ?4) \
+             SELECT task_id, title, session_id, message_id, seq, rank, {snippet} AS snippet \
+             FROM page {HITS_ORDER}",
+            selects.join(" UNION ALL ")
+        );
         let rows = crate::sql::query_as::<HitRow>(&sql)
             .bind(query)
             .bind(workspace_id.as_str())
