@@ -275,33 +275,38 @@ fn board_sql(select: &str, filter: &TaskFilter) -> String {
 /// The order of a board: by step, then position in the step.
 const BOARD_ORDER: &str = "s.position, t.position, t.created_at, t.id";
 
-/// [`cards_sql`] as one row of one value on SQLite: a JSON array with one `[k, card]` pair
-/// per card, `k` its place in board order and `card` an array of [`CardRow`]'s fields in
-/// its order. sqlx copies every value of every row it hands over, one allocation each on
-/// the connection's thread, freed on the async workers: for a 2,000-card board those 26,000
-/// copies, and the allocator's locks they contended on, were two thirds of `task.list`'s CPU
-/// (docs/performance.md, seventh session). The pairs are put in order by the reader (an
-/// `ORDER BY` inside the aggregate made SQLite sort them a second time in a temporary B-tree).
+/// [`cards_sql`] as one row of one value on SQLite: a JSON array with one `[step position,
+/// created_at, card]` triple per card, `card` an array of [`CardRow`]'s fields in its order.
+/// sqlx copies every value of every row it hands over, one allocation each on the
+/// connection's thread, freed on the async workers: for a 2,000-card board those 26,000
+/// copies, and the allocator's locks they contended on, were two thirds of `task.list`'s
+/// CPU (docs/performance.md, seventh session). The reader puts the cards in board order
+/// from the triples: an aggregate's input order is not SQLite's promise, and numbering the
+/// rows in SQL (`row_number()`, or `ORDER BY` inside the aggregate) sorted them again, a
+/// third of the statement.
 fn cards_json_sql(filter: &TaskFilter) -> String {
-    let numbered = format!(
-        "SELECT row_number() OVER (ORDER BY {BOARD_ORDER}) AS k, {}",
+    let keyed = format!(
+        "SELECT s.position AS step_position, t.created_at AS created_at, {}",
         CARD_SELECT.trim_start_matches("SELECT ")
     );
     format!(
-        "SELECT json_group_array(json_array(k, json_array(id, workflow_id, step_id, title, state, \
-         needs_you, position, primary_session_id, archived_at, parent_id, blocked_by, \
-         repository_ids, git))) FROM ({})",
-        board_sql(&numbered, filter)
+        "SELECT json_group_array(json_array(step_position, created_at, json_array(id, \
+         workflow_id, step_id, title, state, needs_you, position, primary_session_id, \
+         archived_at, parent_id, blocked_by, repository_ids, git))) FROM ({})",
+        board_sql(&keyed, filter)
     )
 }
 
-/// The cards of a [`cards_json_sql`] answer, in board order.
+/// The cards of a [`cards_json_sql`] answer, in board order ([`BOARD_ORDER`]: step,
+/// position, creation, id; ids compare bytewise in both).
 fn cards_from_json(text: &str) -> Result<Vec<CardRow>> {
-    let mut numbered: Vec<(i64, CardRow)> =
+    let mut keyed: Vec<(i64, i64, CardRow)> =
         serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("board cards: {e}")))?;
     // Already in order as SQLite builds it today: then this is one pass.
-    numbered.sort_by_key(|(k, _)| *k);
-    Ok(numbered.into_iter().map(|(_, row)| row).collect())
+    keyed.sort_by(|(step_a, created_a, a), (step_b, created_b, b)| {
+        (step_a, a.position, created_a, &a.id).cmp(&(step_b, b.position, created_b, &b.id))
+    });
+    Ok(keyed.into_iter().map(|(_, _, row)| row).collect())
 }
 
 /// The task `id`, or `NotFound`.
