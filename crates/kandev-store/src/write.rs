@@ -277,7 +277,9 @@ impl Store {
 /// - savepoints (`SAVEPOINT`, `RELEASE`, `ROLLBACK TO`);
 /// - the streamed-message group on SQLite (`messages.rs`): it writes `messages`,
 ///   `message_chunks` and `events` only, and the only triggers on `messages` write
-///   `messages_fts` (migration 0009). Its read of the heads and the next seq is `SELECT`s.
+///   `messages_fts` (migration 0009). Its read of the heads and the next seq is `SELECT`s;
+/// - a batch of the event log's pruning (`events.rs`): `events` has no trigger and nothing
+///   references it.
 ///
 /// While agents stream, that group is nearly every commit: listing it is what lets a board's
 /// answer stay kept. On PostgreSQL the group's statements are not listed (they invalidate).
@@ -290,6 +292,7 @@ fn leaves_cards_alone(sql: &str) -> bool {
         || starts("ROLLBACK TO ")
         || sql == crate::messages::SQLITE_GROUP
         || sql == crate::messages::SQLITE_HEADS_AND_SEQ
+        || sql == crate::events::PRUNE_SQL
 }
 
 /// The error a broken transaction answers with from then on.

@@ -148,3 +148,18 @@ async fn l47_pruning_does_not_block_writers(db: TestDb) {
     assert_eq!(stored(&store, "session:new").await.len(), during);
 }
 }
+
+on_both_engines! {
+async fn i15_a4_pruning_the_event_log_leaves_kept_board_answers_valid(db: TestDb) {
+    // A pass over a log past its bound is hundreds of batches; each made every kept
+    // `task.list` answer stale (the cards version moved) though no card changed.
+    let clock = Arc::new(StepClock::default());
+    let store = open(&db, clock.clone()).await;
+    emit(&store, "session:a", 1200).await;
+    let before = store.cards_version();
+    let week = Retention { max_age: Duration::from_secs(7 * 24 * 3600), max_rows: 100 };
+    let pruned = store.prune_events(week).await.unwrap();
+    assert_eq!(pruned.rows, 1100);
+    assert_eq!(store.cards_version(), before, "pruning events changes no card");
+}
+}
