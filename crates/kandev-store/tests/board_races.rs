@@ -3,10 +3,10 @@
 
 use kandev_domain::workflow::{StepSpec, WorkflowSpec};
 use kandev_domain::{StepId, WorkflowId};
-use kandev_store::{NewRepository, NewTask, Store, StoreError, TaskFilter};
+use kandev_store::{NewTask, Store, StoreError, TaskFilter};
 
 mod common;
-use common::TestDb;
+use common::{TestDb, repository};
 
 struct Board {
     store: Store,
@@ -87,22 +87,7 @@ async fn i12_f9_a_reference_deleted_meanwhile_is_a_conflict(db: TestDb) {
     let board = board(db).await;
     let workspace = board.store.get_workflow(&board.workflow).await.unwrap().workspace_id;
     let mut tx = board.store.begin_write().await.unwrap();
-    let repository = tx
-        .insert_repository(&NewRepository {
-            workspace_id: workspace,
-            name: "repo".into(),
-            local_path: "/tmp/repo".into(),
-            default_branch: "main".into(),
-            branch_template: "kandev/{short-id}".into(),
-            setup_script: String::new(),
-            copy_files: vec![],
-            cleanup_script: String::new(),
-            forge_api_base_url: String::new(),
-            forge_token_env: String::new(),
-            dev_script: String::new(),
-        })
-        .await
-        .unwrap();
+    let repository = tx.insert_repository(&repository(workspace, "repo")).await.unwrap();
     tx.delete_repository(&repository.id).await.unwrap();
     tx.commit().await.unwrap();
 
@@ -163,22 +148,8 @@ async fn i15_a4_the_board_read_as_one_value_equals_the_board_read_row_by_row(db:
     let mut tx = board.store.begin_write().await.unwrap();
     let mut repositories = vec![];
     for name in ["one", "two"] {
-        let repository = tx
-            .insert_repository(&NewRepository {
-                workspace_id: workspace.clone(),
-                name: name.into(),
-                local_path: format!("/tmp/{name}"),
-                default_branch: "main".into(),
-                branch_template: "kandev/{short-id}".into(),
-                setup_script: String::new(),
-                copy_files: vec![],
-                cleanup_script: String::new(),
-                forge_api_base_url: String::new(),
-                forge_token_env: String::new(),
-                dev_script: String::new(),
-            })
-            .await
-            .unwrap();
+        let repository =
+            tx.insert_repository(&repository(workspace.clone(), name)).await.unwrap();
         repositories.push(repository.id);
     }
     let mut tasks = vec![];

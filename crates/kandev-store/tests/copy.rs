@@ -7,9 +7,7 @@ use kandev_domain::executor::{ExecutorKind, SshSettings};
 use kandev_domain::transcript::MessageKind;
 use kandev_domain::workflow::{StepSpec, WorkflowSpec};
 use kandev_domain::{SessionId, TaskId, TurnId};
-use kandev_store::{
-    NewMessage, NewRepository, NewTask, Store, StoreError, TaskFilter, copy_database,
-};
+use kandev_store::{NewMessage, NewTask, Store, StoreError, TaskFilter, copy_database};
 
 mod common;
 use common::TestDb;
@@ -57,22 +55,8 @@ async fn fill(store: &Store) -> (TaskId, SessionId) {
             .unwrap();
     }
     tx.enqueue(&session.id, "next please", &[], None, "user").await.unwrap();
-    let repository = tx
-        .insert_repository(&NewRepository {
-            workspace_id: ws.id.clone(),
-            name: "repo".into(),
-            local_path: "/tmp/repo".into(),
-            default_branch: "main".into(),
-            branch_template: "kandev/{short-id}".into(),
-            setup_script: String::new(),
-            copy_files: vec![],
-            cleanup_script: String::new(),
-            forge_api_base_url: String::new(),
-            forge_token_env: String::new(),
-            dev_script: String::new(),
-        })
-        .await
-        .unwrap();
+    let repository =
+        tx.insert_repository(&common::repository(ws.id.clone(), "repo")).await.unwrap();
     let ssh = ExecutorKind::Ssh(SshSettings {
         host: "build1.example".into(),
         port: 2222,

@@ -88,3 +88,23 @@ macro_rules! on_both_engines {
         }
     )*};
 }
+
+/// A repository to insert in `workspace_id`, named `name`, with no scripts.
+pub fn repository(
+    workspace_id: kandev_domain::WorkspaceId,
+    name: &str,
+) -> kandev_store::NewRepository {
+    kandev_store::NewRepository {
+        workspace_id,
+        name: name.into(),
+        local_path: format!("/tmp/{name}"),
+        default_branch: "main".into(),
+        branch_template: "kandev/{short-id}".into(),
+        setup_script: String::new(),
+        copy_files: vec![],
+        cleanup_script: String::new(),
+        forge_api_base_url: String::new(),
+        forge_token_env: String::new(),
+        dev_script: String::new(),
+    }
+}
