@@ -109,3 +109,19 @@ fn newest(dir: &str) -> u32 {
 fn i21_a1_both_engines_have_migrations_up_to_the_same_number() {
     assert_eq!(newest("migrations"), newest("migrations-pg"));
 }
+
+/// The bundled SQLite is built without its allocation statistics (`.cargo/config.toml`,
+/// `LIBSQLITE3_FLAGS`; docs/architecture.md, "A board read as one value"): with them, every
+/// SQLite allocation takes one process-wide mutex. A build that lost the flag (cargo run
+/// from outside the repository, a changed config) fails here instead of silently slowing.
+#[tokio::test]
+async fn i15_the_bundled_sqlite_keeps_no_allocation_statistics() {
+    let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:").await.unwrap();
+    let options: Vec<(String,)> =
+        sqlx::query_as("PRAGMA compile_options").fetch_all(&mut conn).await.unwrap();
+    let options: Vec<String> = options.into_iter().map(|(o,)| o).collect();
+    assert!(
+        options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"),
+        "SQLite was built with its allocation statistics on: {options:?}"
+    );
+}
