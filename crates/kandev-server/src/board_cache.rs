@@ -7,9 +7,8 @@
 //! any commit that may have changed a card bumps the version after it commits and before its
 //! events are published, so the next `task.list` reads the cards again. Bounded: at most
 //! [`KEPT_ANSWERS`] answers and [`KEPT_BYTES`] bytes of JSON (the least recently served go
-//! first); answers
-//! from an older version are dropped as soon as they are seen. The answer depends only on the
-//! request and the database (`task.list` does not look at who asks).
+//! first); answers from an older version are dropped as soon as they are seen. The answer
+//! depends only on the request and the database (`task.list` does not look at who asks).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;

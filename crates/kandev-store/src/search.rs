@@ -57,10 +57,11 @@ struct HitRow {
 const OPEN: char = '\u{2}';
 const CLOSE: char = '\u{3}';
 
-// The hits statements rank and page without snippets; `with_snippets` makes the snippets
-// of the returned page only (a snippet reads and tokenizes the whole text again: made for
-// every ranked row, up to [`RANK_WINDOW`] per index, it was a fifth of a common word's
-// statement). `idx` says which index a hit came from, `rid` is its rowid there.
+// The hits statements rank and page without snippets; the outer statement of
+// `Store::search` makes the snippets of the returned page only ([`SNIPPET`]: a snippet reads
+// and tokenizes the whole text again, and made for every ranked row, up to [`RANK_WINDOW`]
+// per index, it was a fifth of a common word's statement). `idx` says which index a hit
+// came from, `rid` is its rowid there.
 const TASK_HITS: &str = "SELECT 0 AS idx, tasks_fts.rowid AS rid, t.id AS task_id, t.title AS title, \
      NULL AS session_id, NULL AS message_id, NULL AS seq, bm25(tasks_fts) AS rank \
      FROM tasks_fts JOIN tasks t ON t.rowid = tasks_fts.rowid \

@@ -69,10 +69,11 @@ enum Command {
     },
 }
 
-/// mimalloc instead of glibc's malloc (issue 15): rows are decoded on the SQLite
-/// connection's thread and freed on the async workers, and glibc's arenas serialized those
-/// frees behind a lock (a third of `task.list`'s CPU was malloc, free and their lock;
-/// docs/performance.md, seventh session).
+/// mimalloc instead of glibc's malloc (issue 15): sqlx decodes rows on each SQLite
+/// connection's thread and the async workers free them, and glibc serialized those
+/// cross-thread frees behind its arena locks; transparent huge pages are off for the
+/// process (`no_thp`), so a fresh buffer is not zeroed 2 MiB at a time
+/// (docs/performance.md, seventh session).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
