@@ -388,13 +388,14 @@ impl Store {
                 let json: Vec<(String,)> = self.board_rows(&sql, filter).await?;
                 cards_from_json(json.first().map_or("[]", |(text,)| text.as_str()))?
             }
-            Dialect::Postgres => self.board_rows(&cards_sql(filter), filter).await?,
+            Dialect::Postgres => return self.list_cards_by_rows(filter).await,
         };
         rows.into_iter().map(TaskCard::try_from).collect()
     }
 
-    /// [`Store::list_cards`] read as one row per card on every engine: what the SQLite path
-    /// must equal (`i15_a4_the_board_read_as_one_value_equals_the_board_read_row_by_row`).
+    /// [`Store::list_cards`] read as one row per card on every engine: PostgreSQL's read, and
+    /// what the SQLite read must equal
+    /// (`i15_a4_the_board_read_as_one_value_equals_the_board_read_row_by_row`).
     #[doc(hidden)]
     pub async fn list_cards_by_rows(&self, filter: &TaskFilter) -> Result<Vec<TaskCard>> {
         let rows: Vec<CardRow> = self.board_rows(&cards_sql(filter), filter).await?;

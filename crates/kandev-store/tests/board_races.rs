@@ -1,7 +1,6 @@
 //! Issue 12 finding 9: board writes that lose a race with a delete are refused with a user
 //! error (not found, conflict), never a database error; search text is matched literally.
 
-use kandev_domain::workflow::{StepSpec, WorkflowSpec};
 use kandev_domain::{StepId, WorkflowId};
 use kandev_store::{NewTask, Store, StoreError, TaskFilter};
 
@@ -18,13 +17,7 @@ struct Board {
 async fn board(db: TestDb) -> Board {
     let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
-    let ws = tx.insert_workspace("Home").await.unwrap();
-    let spec = WorkflowSpec {
-        name: "Board".into(),
-        description: String::new(),
-        steps: ["A", "B"].iter().map(|s| StepSpec::named(*s)).collect(),
-    };
-    let wf = tx.insert_workflow(&ws.id, &spec, None).await.unwrap();
+    let (_, wf) = common::insert_board(&mut tx, &["A", "B"]).await;
     tx.commit().await.unwrap();
     let steps = wf.steps.iter().map(|s| s.id.clone()).collect();
     Board { store, workflow: wf.id, steps, _db: db }

@@ -522,18 +522,23 @@ async fn i20_d14_a_link_dropped_right_after_an_exit_lets_the_runner_end_at_once(
                 .unwrap()
                 .unwrap();
         assert!(held.is_empty(), "round {round}: {held:?}");
-        let spec = SpawnSpec {
-            program: "sh".into(),
-            args: vec!["-c".into(), "exit 3".into()],
-            env: vec![],
-            cwd: work.path().to_path_buf(),
-            secrets: vec![],
-        };
+        let spec = exits_with_3(work.path());
         let agent = link.spawn(&format!("agent-d14-{round}"), spec).await.unwrap();
         let exit = tokio::time::timeout(WAIT, agent.wait()).await.unwrap();
         assert_eq!(exit.code(), Some(3), "round {round}: {exit:?}");
         drop(link);
         runner_ends_within(remote.path(), Duration::from_secs(10)).await;
+    }
+}
+
+/// An agent that exits with code 3 at once, in `cwd`.
+fn exits_with_3(cwd: &Path) -> SpawnSpec {
+    SpawnSpec {
+        program: "sh".into(),
+        args: vec!["-c".into(), "exit 3".into()],
+        env: vec![],
+        cwd: cwd.to_path_buf(),
+        secrets: vec![],
     }
 }
 
@@ -554,13 +559,7 @@ fn i20_d22_a_link_closed_before_its_runtime_ends_lets_the_runner_end_at_once() {
             .await
             .unwrap()
             .unwrap();
-        let spec = SpawnSpec {
-            program: "sh".into(),
-            args: vec!["-c".into(), "exit 3".into()],
-            env: vec![],
-            cwd: work.path().to_path_buf(),
-            secrets: vec![],
-        };
+        let spec = exits_with_3(work.path());
         let agent = link.spawn("agent-d22", spec).await.unwrap();
         let exit = tokio::time::timeout(WAIT, agent.wait()).await.unwrap();
         assert_eq!(exit.code(), Some(3), "{exit:?}");

@@ -108,3 +108,18 @@ pub fn repository(
         dev_script: String::new(),
     }
 }
+
+/// A workspace "Home" with one workflow "Board" of `steps`, in `tx`.
+pub async fn insert_board(
+    tx: &mut kandev_store::WriteTx,
+    steps: &[&str],
+) -> (kandev_domain::WorkspaceId, kandev_domain::workflow::Workflow) {
+    let ws = tx.insert_workspace("Home").await.unwrap();
+    let spec = kandev_domain::workflow::WorkflowSpec {
+        name: "Board".into(),
+        description: String::new(),
+        steps: steps.iter().map(|s| kandev_domain::workflow::StepSpec::named(*s)).collect(),
+    };
+    let wf = tx.insert_workflow(&ws.id, &spec, None).await.unwrap();
+    (ws.id, wf)
+}

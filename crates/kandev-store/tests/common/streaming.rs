@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 use kandev_domain::transcript::MessageKind;
-use kandev_domain::workflow::{StepSpec, WorkflowSpec};
 use kandev_domain::{MessageId, SessionId, TurnId, WorkspaceId};
 use kandev_store::{NewMessage, NewTask, Store};
 
@@ -24,13 +23,7 @@ pub async fn fixture(title: &str) -> Fixture {
 pub async fn fixture_on(db: TestDb, title: &str) -> Fixture {
     let store = db.open().await;
     let mut tx = store.begin_write().await.unwrap();
-    let ws = tx.insert_workspace("Home").await.unwrap();
-    let spec = WorkflowSpec {
-        name: "Board".into(),
-        description: String::new(),
-        steps: vec![StepSpec::named("Todo")],
-    };
-    let wf = tx.insert_workflow(&ws.id, &spec, None).await.unwrap();
+    let (workspace, wf) = crate::common::insert_board(&mut tx, &["Todo"]).await;
     let task = tx
         .insert_task(
             &NewTask {
@@ -47,7 +40,7 @@ pub async fn fixture_on(db: TestDb, title: &str) -> Fixture {
         .unwrap();
     let session = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
     tx.commit().await.unwrap();
-    Fixture { db, store, workspace: ws.id, session: session.id }
+    Fixture { db, store, workspace, session: session.id }
 }
 
 pub async fn new_message(store: &Store, session: &SessionId, first: &str) -> MessageId {
