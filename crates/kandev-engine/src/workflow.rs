@@ -20,7 +20,8 @@ use crate::publish;
 use crate::session::command::{Command, ShipPlan};
 use crate::session::handle::{ask, inbox};
 
-/// Moves a task in the store and announces it; returns the task and the step it left.
+/// A person's move: the task goes to `to` from wherever it is now. Stores and announces
+/// it; returns the task and the step it left.
 pub(crate) async fn record_move(
     inner: &Arc<Inner>,
     task_id: &TaskId,
@@ -29,8 +30,45 @@ pub(crate) async fn record_move(
     cause: EntryCause,
     actor: &str,
 ) -> Result<(Task, StepId)> {
-    let before = inner.store.get_task(task_id).await?;
+    let moved = move_in_store(inner, task_id, None, to, position, cause, actor).await?;
+    Ok(moved.expect("a move without an expected step always happens"))
+}
+
+/// A trigger's move (`on_turn_complete`, `on_turn_start`, `on_pr_*`), decided from the
+/// step `from` the task was in when the trigger fired. It happens only if the task is still
+/// there when the move is written: a move made meanwhile (a person's, another trigger's)
+/// wins, and `None` says so (docs/workflows.md, "a trigger moves only from its own step").
+/// Without the check a turn that ended while the developer moved the task to Done put it
+/// back in Review.
+pub(crate) async fn record_trigger_move(
+    inner: &Arc<Inner>,
+    task_id: &TaskId,
+    from: &StepId,
+    to: &StepId,
+    cause: EntryCause,
+    actor: &str,
+) -> Result<Option<Task>> {
+    let moved = move_in_store(inner, task_id, Some(from), to, None, cause, actor).await?;
+    Ok(moved.map(|(task, _)| task))
+}
+
+/// Moves a task in one write transaction, unless `expected` names a step the task has left
+/// (then nothing is written and `None` returned); announces the move after the commit.
+async fn move_in_store(
+    inner: &Arc<Inner>,
+    task_id: &TaskId,
+    expected: Option<&StepId>,
+    to: &StepId,
+    position: Option<usize>,
+    cause: EntryCause,
+    actor: &str,
+) -> Result<Option<(Task, StepId)>> {
     let mut tx = inner.store.begin_write().await?;
+    // Read inside the transaction: no other write can come between this read and the move.
+    let before = tx.get_task(task_id).await?;
+    if expected.is_some_and(|step| *step != before.step_id) {
+        return Ok(None); // dropped: rolled back, nothing written
+    }
     let moved = tx.move_task(task_id, to, position, cause.as_str(), actor).await?;
     let event = WorkspaceEvent::TaskMoved {
         task: TaskDto::from(&moved),
@@ -46,7 +84,7 @@ pub(crate) async fn record_move(
             tracing::warn!(task = %done, error = %err, "cannot start the tasks it blocked");
         }
     });
-    Ok((moved, before.step_id))
+    Ok(Some((moved, before.step_id)))
 }
 
 /// Runs the start step's `on_enter` for a new task; with `start_agent` (or an
@@ -147,8 +185,11 @@ pub(crate) fn pr_settled(
         let workflow = inner.store.get_workflow(&task.workflow_id).await?;
         let Some(step) = workflow.step(&task.step_id) else { return Ok(()) };
         let Some(target) = first_move(&workflow, step, trigger) else { return Ok(()) };
-        let to = target.id.clone();
-        let (task, from) = record_move(&inner, &task_id, &to, None, cause, "forge").await?;
+        let (to, from) = (target.id.clone(), step.id.clone());
+        let Some(task) = record_trigger_move(&inner, &task_id, &from, &to, cause, "forge").await?
+        else {
+            return Ok(()); // moved meanwhile: the trigger belonged to the step it left
+        };
         // Like a person's move: a task without a session gets one only to auto-start.
         let auto_start =
             workflow.step(&to).is_some_and(|s| s.events.on_enter.contains(&Action::AutoStartAgent));
@@ -231,4 +272,79 @@ pub(crate) fn enter_step_in_primary(
         })
         .await
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use kandev_domain::workflow::{EntryCause, StepSpec, WorkflowSpec};
+    use kandev_store::{Location, NewTask, Store};
+
+    use super::{record_move, record_trigger_move};
+    use crate::{AgentCommand, BuiltinMockLauncher, Engine, EngineConfig};
+
+    /// A task in step "In Progress" of an In Progress / Review / Done board, and its engine.
+    async fn board()
+    -> (tempfile::TempDir, Engine, kandev_domain::TaskId, Vec<kandev_domain::StepId>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap();
+        let mut tx = store.begin_write().await.unwrap();
+        let workspace = tx.insert_workspace("w").await.unwrap();
+        let steps = ["In Progress", "Review", "Done"].map(StepSpec::named).to_vec();
+        let spec = WorkflowSpec { name: "b".into(), description: String::new(), steps };
+        let workflow = tx.insert_workflow(&workspace.id, &spec, None).await.unwrap();
+        let steps: Vec<_> = workflow.steps.iter().map(|s| s.id.clone()).collect();
+        let new = NewTask {
+            workflow_id: workflow.id.clone(),
+            step_id: steps[0].clone(),
+            title: "t".into(),
+            description: String::new(),
+            repository_ids: vec![],
+            agent_profile_id: None,
+        };
+        let task = tx.insert_task(&new, "test").await.unwrap();
+        tx.commit().await.unwrap();
+        let mock = AgentCommand { program: "kandev".into(), args: vec![], flags: vec![] };
+        let config = EngineConfig::new(dir.path().to_path_buf(), mock);
+        (dir, Engine::new(store, config, Arc::new(BuiltinMockLauncher)), task.id, steps)
+    }
+
+    /// The race CI's browser test hit: a turn ended in In Progress (its `on_turn_complete`
+    /// says Review) while the developer moved the task to Done; the trigger's move, written
+    /// after, put the task back in Review.
+    #[tokio::test]
+    async fn a_trigger_move_from_a_step_the_task_has_left_changes_nothing() {
+        let (_dir, engine, task, steps) = board().await;
+        let (in_progress, review, done) = (&steps[0], &steps[1], &steps[2]);
+        let inner = &engine.inner;
+        record_move(inner, &task, done, None, EntryCause::Manual, "user").await.unwrap();
+        let mut events = inner.store.subscribe();
+
+        let cause = EntryCause::TurnComplete;
+        let moved = record_trigger_move(inner, &task, in_progress, review, cause, "agent").await;
+
+        assert!(moved.unwrap().is_none(), "the trigger's move is refused");
+        assert_eq!(&inner.store.get_task(&task).await.unwrap().step_id, done);
+        let history = inner.store.step_history(&task).await.unwrap();
+        assert_eq!(history.last().map(|h| &h.to_step_id), Some(done), "no move recorded after it");
+        assert!(events.try_recv().is_err(), "no task.moved announced");
+    }
+
+    #[tokio::test]
+    async fn a_trigger_move_from_the_step_the_task_is_in_moves_it() {
+        let (_dir, engine, task, steps) = board().await;
+        let (in_progress, review) = (&steps[0], &steps[1]);
+        let inner = &engine.inner;
+        let mut events = inner.store.subscribe();
+
+        let cause = EntryCause::TurnComplete;
+        let moved = record_trigger_move(inner, &task, in_progress, review, cause, "agent").await;
+
+        assert_eq!(&moved.unwrap().expect("moved").step_id, review);
+        let history = inner.store.step_history(&task).await.unwrap();
+        let last = history.last().unwrap();
+        assert_eq!((last.from_step_id.as_ref(), &last.to_step_id), (Some(in_progress), review));
+        assert_eq!(events.try_recv().unwrap().action, "task.moved");
+    }
 }

@@ -21,7 +21,7 @@ use crate::error::{EngineError, Result};
 use crate::saved_prompts::{expand_saved_prompts, missing_prompts_note, too_large_note};
 use crate::session::command::{ShipEvent, ShipPlan};
 use crate::session::state::{ResetPlan, SessionActor};
-use crate::workflow::{enter_step_in_primary, record_move, ship_then_report};
+use crate::workflow::{enter_step_in_primary, record_trigger_move, ship_then_report};
 
 impl SessionActor {
     /// Runs `on_exit` of the step the task left and `on_enter` of the one it entered.
@@ -243,8 +243,12 @@ impl SessionActor {
         let Some(target) = first_move(workflow, step, trigger) else { return Ok(()) };
         let target = target.id.clone();
         let actor = if trigger == Trigger::OnTurnStart { "user" } else { "agent" };
-        let (_, from) =
-            record_move(&self.inner, &self.task.id, &target, None, cause, actor).await?;
+        let from = step.id.clone();
+        let moved =
+            record_trigger_move(&self.inner, &self.task.id, &from, &target, cause, actor).await?;
+        if moved.is_none() {
+            return Ok(()); // moved meanwhile: this trigger belonged to the step it left
+        }
         self.enter_step(Some(from), target, cause, false).await
     }
 }
