@@ -32,6 +32,9 @@ use crate::turn::Turn;
 pub(crate) enum Outgoing {
     /// One line, written followed by `\n`.
     Line(String),
+    /// A line holding a `stream ... stamp` chunk: the 16 digits at byte `at` are its write
+    /// time, filled in by the writer as the line goes into the pipe ([`crate::write_loop`]).
+    Stamped { line: String, at: usize },
     /// Flush and end the run with this exit code (`crash`).
     Crash(i32),
     /// Flush, then answer: everything queued before is in the pipe.
@@ -281,6 +284,23 @@ impl Agent {
     /// Sends a `session/update` notification.
     pub(crate) async fn send_update(&self, session_id: &str, update: &Value) {
         self.send(rpc::update_line(session_id, update)).await;
+    }
+
+    /// Sends a `session/update` carrying the stamped chunk `text`
+    /// ([`crate::script::stamped_chunk_text`]): the writer stamps it with the time it is written.
+    pub(crate) async fn send_stamped_update(&self, session_id: &str, update: &Value, text: &str) {
+        let line = rpc::update_line(session_id, update);
+        // The chunk's text appears in the line as it is (digits, `|` and letters need no
+        // escaping); its stamp follows the six-digit index and `|`.
+        let stamp =
+            text.get(..crate::script::STAMPED_MIN_BYTES - 1).and_then(|head| line.find(head));
+        match stamp {
+            Some(start) => {
+                let at = start + crate::script::STAMP_OFFSET;
+                let _ = self.out.send(Outgoing::Stamped { line, at }).await;
+            }
+            None => self.send(line).await,
+        }
     }
 
     /// Returns once everything queued so far is written to the pipe (before a call on

@@ -48,7 +48,7 @@ mod turn;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
@@ -65,6 +65,8 @@ pub use crate::turn::GARBAGE_LINE;
 const OUTPUT_QUEUE: usize = 1024;
 /// Most lines written between two flushes while the queue stays busy.
 const MAX_LINES_PER_FLUSH: usize = 256;
+/// Most bytes gathered before they are written (the `BufWriter` size this replaced).
+const FLUSH_BYTES: usize = 64 * 1024;
 
 /// How a run ended without error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,14 +126,40 @@ where
 /// Serves the process's stdin/stdout and returns the exit code (0 at end of input, the
 /// `crash` code, 1 on an IO error). The caller should `std::process::exit` with it right
 /// away: tokio's stdin keeps a blocking read that would delay a runtime shutdown.
+///
+/// When stdin and stdout are pipes (as an ACP client starts an agent) they are used as
+/// non-blocking pipes on this thread, like a real agent's event loop does; tokio's
+/// `stdin()`/`stdout()` hand every read and write to a thread of the blocking pool: two
+/// thread wake-ups per line of a paced stream (issue 15). Anything else (a terminal, a
+/// file) falls back to tokio's.
 pub async fn run_stdio(config: MockConfig) -> i32 {
-    match run(config, tokio::io::stdin(), tokio::io::stdout()).await {
+    let result = match (pipe_in(), pipe_out()) {
+        (Some(input), Some(output)) => run(config, input, output).await,
+        (Some(input), None) => run(config, input, tokio::io::stdout()).await,
+        (None, Some(output)) => run(config, tokio::io::stdin(), output).await,
+        (None, None) => run(config, tokio::io::stdin(), tokio::io::stdout()).await,
+    };
+    match result {
         Ok(outcome) => outcome.exit_code(),
         Err(error) => {
             tracing::error!(%error, "mock agent stopped");
             1
         }
     }
+}
+
+/// Standard input as a non-blocking pipe, if it is one.
+fn pipe_in() -> Option<tokio::net::unix::pipe::Receiver> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok()
+}
+
+/// Standard output as a non-blocking pipe, if it is one.
+fn pipe_out() -> Option<tokio::net::unix::pipe::Sender> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok()
 }
 
 async fn read_loop<R: AsyncRead + Unpin>(agent: Arc<Agent>, input: R) -> Result<(), MockError> {
@@ -164,34 +192,164 @@ enum WriterEnd {
 
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut rx: mpsc::Receiver<Outgoing>,
-    output: W,
+    mut output: W,
 ) -> Result<WriterEnd, MockError> {
-    let mut out = BufWriter::with_capacity(64 * 1024, output);
+    let mut out = Pending::default();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
-        let mut written = 0;
+        let mut lines = 0;
         while let Some(item) = next.take() {
             match item {
-                Outgoing::Line(line) => {
-                    out.write_all(line.as_bytes()).await.map_err(MockError::Write)?;
-                    out.write_all(b"\n").await.map_err(MockError::Write)?;
-                }
+                Outgoing::Line(line) => out.push(line, None),
+                Outgoing::Stamped { line, at } => out.push(line, Some(at)),
                 Outgoing::Crash(code) => {
-                    out.flush().await.map_err(MockError::Write)?;
+                    out.write_to(&mut output).await?;
                     return Ok(WriterEnd::Crash(code));
                 }
                 Outgoing::Flushed(done) => {
-                    out.flush().await.map_err(MockError::Write)?;
+                    out.write_to(&mut output).await?;
                     let _ = done.send(());
                 }
             }
-            written += 1;
-            if written < MAX_LINES_PER_FLUSH {
+            lines += 1;
+            if lines < MAX_LINES_PER_FLUSH && out.bytes.len() < FLUSH_BYTES {
                 next = rx.try_recv().ok();
             }
         }
-        out.flush().await.map_err(MockError::Write)?;
+        out.write_to(&mut output).await?;
     }
-    out.flush().await.map_err(MockError::Write)?;
+    out.write_to(&mut output).await?;
     Ok(WriterEnd::Drained)
+}
+
+/// Lines waiting for the pipe, and where the stamps of stamped chunks among them are.
+#[derive(Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    /// Byte offsets of the 16-digit stamps in `bytes`, in order.
+    stamps: Vec<usize>,
+}
+
+impl Pending {
+    fn push(&mut self, line: String, stamp_at: Option<usize>) {
+        if let Some(at) = stamp_at {
+            self.stamps.push(self.bytes.len() + at);
+        }
+        self.bytes.extend_from_slice(line.as_bytes());
+        self.bytes.push(b'\n');
+    }
+
+    /// Writes everything out. Right before each write the stamps not yet in the pipe get the
+    /// current time, so a stamp says when its chunk went into the pipe: a write that waits
+    /// for room (the reader is behind) stamps again when it goes on.
+    async fn write_to<W: AsyncWrite + Unpin>(&mut self, output: &mut W) -> Result<(), MockError> {
+        let mut written = 0;
+        while written < self.bytes.len() {
+            let n = std::future::poll_fn(|cx| {
+                self.stamp_from(written, script::unix_micros());
+                std::pin::Pin::new(&mut *output).poll_write(cx, &self.bytes[written..])
+            })
+            .await
+            .map_err(MockError::Write)?;
+            if n == 0 {
+                return Err(MockError::Write(std::io::ErrorKind::WriteZero.into()));
+            }
+            written += n;
+        }
+        output.flush().await.map_err(MockError::Write)?;
+        self.bytes.clear();
+        self.stamps.clear();
+        Ok(())
+    }
+
+    /// Writes `micros` into every stamp at or after byte `from` (those not yet written).
+    fn stamp_from(&mut self, from: usize, micros: u64) {
+        let digits = format!("{micros:016}");
+        let first = self.stamps.partition_point(|&at| at < from);
+        for &at in &self.stamps[first..] {
+            self.bytes[at..at + 16].copy_from_slice(digits.as_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    use tokio::io::AsyncWrite;
+
+    use super::Pending;
+    use crate::script::{chunk_stamp, stamped_chunk_text, unix_micros};
+
+    /// A pipe whose reader is behind: it takes `first` bytes, then has no room until the
+    /// clock has moved past what it took, then takes the rest.
+    struct SlowPipe {
+        first: usize,
+        taken: Vec<u8>,
+        full_until: Option<u64>,
+    }
+
+    impl AsyncWrite for SlowPipe {
+        fn poll_write(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            if self.taken.is_empty() {
+                let n = self.first.min(buf.len());
+                self.taken.extend_from_slice(&buf[..n]);
+                self.full_until = Some(unix_micros() + 2_000);
+                return Poll::Ready(Ok(n));
+            }
+            if self.full_until.is_some_and(|until| unix_micros() <= until) {
+                cx.waker().wake_by_ref(); // room comes back by itself: poll again
+                return Poll::Pending;
+            }
+            self.taken.extend_from_slice(buf);
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// The stamps a line carries, from its chunk texts (`"text":"…"`).
+    fn stamps(written: &[u8]) -> Vec<u64> {
+        let text = String::from_utf8(written.to_vec()).unwrap();
+        text.lines()
+            .map(|line| {
+                let start = line.find("\"text\":\"").unwrap() + 8;
+                chunk_stamp(&line[start..]).unwrap()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn i15_a_stamp_is_the_time_its_chunk_goes_into_the_pipe() {
+        let made = 1_000; // the generation time: long past
+        let mut pending = Pending::default();
+        let mut first_len = 0;
+        for index in 0..2 {
+            let text = stamped_chunk_text(index, 40, made);
+            let line =
+                format!("{{\"params\":{{\"update\":{{\"content\":{{\"text\":\"{text}\"}}}}}}}}");
+            let at = line.find(&text).unwrap() + crate::script::STAMP_OFFSET;
+            first_len = first_len.max(line.len() + 1);
+            pending.push(line, Some(at));
+        }
+        let before = unix_micros();
+        let mut pipe = SlowPipe { first: first_len, taken: vec![], full_until: None };
+        pending.write_to(&mut pipe).await.unwrap();
+
+        let [one, two] = stamps(&pipe.taken)[..] else { panic!("two lines") };
+        assert!(one >= before, "stamped when written, not when made ({one} < {before})");
+        assert!(two >= one + 2_000, "the line that waited for room is stamped when it went in");
+        assert!(pending.bytes.is_empty() && pending.stamps.is_empty());
+    }
 }

@@ -484,8 +484,13 @@ pub fn echo_chunks(reply: &str) -> Vec<&str> {
 /// The smallest stamped chunk: `000003|` then 16 digits of microseconds and `|`.
 pub const STAMPED_MIN_BYTES: usize = 24;
 
+/// Where a stamped chunk's 16 digits of microseconds start.
+pub const STAMP_OFFSET: usize = 7;
+
 /// A `stream ... stamp` chunk: `{index:06}|{unix micros:016}|` then the fill of
-/// [`stream_chunk_text`], `bytes` long in all (at least [`STAMPED_MIN_BYTES`]).
+/// [`stream_chunk_text`], `bytes` long in all (at least [`STAMPED_MIN_BYTES`]). The agent
+/// writes it with the time its line goes into the pipe in place of `unix_micros`
+/// (`Outgoing::Stamped`); a `session/load` replay carries the time it was made.
 pub fn stamped_chunk_text(index: u64, bytes: usize, unix_micros: u64) -> String {
     let mut text = format!("{index:06}|{unix_micros:016}|");
     let fill = char::from(b'a' + (index % 26) as u8);
@@ -493,9 +498,17 @@ pub fn stamped_chunk_text(index: u64, bytes: usize, unix_micros: u64) -> String 
     text
 }
 
+/// Now, in Unix microseconds (a stamp).
+pub fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
 /// The write time of a [`stamped_chunk_text`] chunk, in Unix microseconds.
 pub fn chunk_stamp(chunk: &str) -> Option<u64> {
-    chunk.get(7..23)?.parse().ok()
+    chunk.get(STAMP_OFFSET..STAMP_OFFSET + 16)?.parse().ok()
 }
 
 pub fn stream_chunk_text(index: u64, bytes: usize) -> String {

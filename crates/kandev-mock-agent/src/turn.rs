@@ -287,12 +287,14 @@ impl Turn {
                             start + every.saturating_mul(u32::try_from(index).unwrap_or(u32::MAX));
                         self.unless_cancelled(tokio::time::sleep_until(due)).await?;
                     }
-                    let text = if stamp {
-                        script::stamped_chunk_text(index, bytes, unix_micros())
+                    if stamp {
+                        let text = script::stamped_chunk_text(index, bytes, script::unix_micros());
+                        let update = ChunkKind::Message.update(&text);
+                        self.agent.send_stamped_update(&self.session_id, &update, &text).await;
+                        self.history.chunk(ChunkKind::Message, &text);
                     } else {
-                        script::stream_chunk_text(index, bytes)
-                    };
-                    self.say(&text).await;
+                        self.say(&script::stream_chunk_text(index, bytes)).await;
+                    }
                 }
             }
             Directive::Sleep(duration) => {
@@ -618,13 +620,6 @@ async fn write_file(target: &Path, bytes: &[u8]) -> Result<(), String> {
 }
 
 /// Now, in microseconds since the Unix epoch (the stamp of `stream ... stamp` chunks).
-fn unix_micros() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

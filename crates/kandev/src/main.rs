@@ -77,9 +77,27 @@ enum Command {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // The mock agent runs on one thread, as a real agent's event loop does: 50 of them on a
+    // 2-core machine (the bench) would otherwise each keep a worker per core, and every
+    // wake-up of a paced stream would cross threads (issue 15).
+    let runtime = match cli.command {
+        Some(Command::MockAgent(_)) => {
+            tokio::runtime::Builder::new_current_thread().enable_all().build()
+        }
+        _ => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
+    };
+    match runtime {
+        Ok(runtime) => runtime.block_on(run(cli)),
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> std::process::ExitCode {
     let result = match cli.command {
         None => serve::run(serve::ServeArgs::parse_from(["kandev"])).await,
         Some(Command::Serve(args)) => serve::run(args).await,
