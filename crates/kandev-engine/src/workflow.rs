@@ -282,11 +282,15 @@ mod tests {
     use kandev_store::{Location, NewTask, Store};
 
     use super::{record_move, record_trigger_move};
-    use crate::{AgentCommand, BuiltinMockLauncher, Engine, EngineConfig};
+    use crate::config::{AgentCommand, EngineConfig};
+    use crate::inner::Inner;
+    use crate::launcher::BuiltinMockLauncher;
 
-    /// A task in step "In Progress" of an In Progress / Review / Done board, and its engine.
-    async fn board()
-    -> (tempfile::TempDir, Engine, kandev_domain::TaskId, Vec<kandev_domain::StepId>) {
+    type Board = (tempfile::TempDir, Arc<Inner>, kandev_domain::TaskId, Vec<kandev_domain::StepId>);
+
+    /// A task in step "In Progress" of an In Progress / Review / Done board, and the engine's
+    /// state.
+    async fn board() -> Board {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap();
         let mut tx = store.begin_write().await.unwrap();
@@ -307,7 +311,7 @@ mod tests {
         tx.commit().await.unwrap();
         let mock = AgentCommand { program: "kandev".into(), args: vec![], flags: vec![] };
         let config = EngineConfig::new(dir.path().to_path_buf(), mock);
-        (dir, Engine::new(store, config, Arc::new(BuiltinMockLauncher)), task.id, steps)
+        (dir, Arc::new(Inner::new(store, config, Arc::new(BuiltinMockLauncher))), task.id, steps)
     }
 
     /// The race CI's browser test hit: a turn ended in In Progress (its `on_turn_complete`
@@ -315,9 +319,9 @@ mod tests {
     /// after, put the task back in Review.
     #[tokio::test]
     async fn a_trigger_move_from_a_step_the_task_has_left_changes_nothing() {
-        let (_dir, engine, task, steps) = board().await;
+        let (_dir, inner, task, steps) = board().await;
         let (in_progress, review, done) = (&steps[0], &steps[1], &steps[2]);
-        let inner = &engine.inner;
+        let inner = &inner;
         record_move(inner, &task, done, None, EntryCause::Manual, "user").await.unwrap();
         let mut events = inner.store.subscribe();
 
@@ -333,9 +337,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_trigger_move_from_the_step_the_task_is_in_moves_it() {
-        let (_dir, engine, task, steps) = board().await;
+        let (_dir, inner, task, steps) = board().await;
         let (in_progress, review) = (&steps[0], &steps[1]);
-        let inner = &engine.inner;
+        let inner = &inner;
         let mut events = inner.store.subscribe();
 
         let cause = EntryCause::TurnComplete;
