@@ -11,6 +11,7 @@ mod handlers;
 mod http;
 mod mcp;
 mod outbox;
+mod routes;
 mod security;
 mod state;
 mod ui;
@@ -82,7 +83,7 @@ pub async fn serve(
         shutdown.clone(),
     ));
     tasks.spawn(state.engine().deliver_notifications(shutdown.clone()));
-    tasks.spawn(ws::fan_out(state.store().subscribe(), state.live().clone(), shutdown.clone()));
+    tasks.spawn(ws::fan_out(state.store().subscribe(), state.routes().clone(), shutdown.clone()));
     // Open pull requests are polled while the server serves (their merge moves tasks).
     tasks.spawn(state.engine().clone().poll_pull_requests(shutdown.clone()));
     // Open WebSockets would keep a graceful shutdown waiting: close them first.

@@ -6,14 +6,14 @@ use std::time::Duration;
 
 use kandev_engine::Engine;
 use kandev_store::{Retention, Store};
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::accounts::{LoginLimiter, PasswordChecks};
 use crate::board_cache::BoardCache;
+use crate::routes::Routes;
 use crate::security::AuthLimiter;
-use crate::ws::Live;
+use crate::ws::Frame;
 
 /// Settings of a running server.
 #[derive(Debug, Clone)]
@@ -92,9 +92,9 @@ struct Inner {
     password_checks: PasswordChecks,
     /// The address `serve` listens on (unknown, as loopback, before it starts).
     listening: OnceLock<SocketAddr>,
-    /// Committed events as WebSocket frames, serialized once for every connection
-    /// (`ws::fan_out` feeds it from the store).
-    live: broadcast::Sender<Live>,
+    /// Which WebSocket connections follow which topic: `ws::fan_out` serializes each
+    /// committed event once and hands it to those only (`routes.rs`).
+    routes: Arc<Routes<Frame>>,
     /// The server's own tasks: WebSocket requests (they outlive their connection, rule 33),
     /// the event fan-out and the log pruner. `serve` waits for all of them before it returns.
     tasks: TaskTracker,
@@ -104,7 +104,6 @@ struct Inner {
 
 impl AppState {
     pub fn new(engine: Engine, config: ServerConfig) -> Self {
-        let (live, _) = broadcast::channel(crate::ws::LIVE_CAPACITY);
         let inner = Inner {
             engine,
             config,
@@ -113,15 +112,15 @@ impl AppState {
             login_limiter: LoginLimiter::default(),
             password_checks: PasswordChecks::default(),
             listening: OnceLock::new(),
-            live,
+            routes: Arc::default(),
             tasks: TaskTracker::new(),
             board_cache: BoardCache::default(),
         };
         AppState { inner: Arc::new(inner) }
     }
 
-    pub(crate) fn live(&self) -> &broadcast::Sender<Live> {
-        &self.inner.live
+    pub(crate) fn routes(&self) -> &Arc<Routes<Frame>> {
+        &self.inner.routes
     }
 
     pub(crate) fn board_cache(&self) -> &BoardCache {

@@ -28,6 +28,7 @@ use crate::accounts::Identity;
 use crate::dispatch::decode;
 use crate::http::{human_bytes, parse_json};
 use crate::outbox::{Outbox, Refused};
+use crate::routes::{Follower, Routes};
 use crate::ws_terminals::{Streams, on_frame};
 use crate::{ApiError, AppState, dispatch};
 
@@ -42,8 +43,6 @@ const MAX_TOPICS: usize = 1000;
 const SOCKET_BUFFER: usize = 16 * 1024;
 /// Most frames the writer sends with one flush.
 const WRITE_BATCH: usize = 256;
-/// Frames the fan-out holds for connections that are behind (as the store's channel).
-pub const LIVE_CAPACITY: usize = 4096;
 
 /// A committed event as every connection sends it: serialized once, shared by reference, so
 /// a thousand subscribers queue one copy.
@@ -59,18 +58,11 @@ impl Frame {
     }
 }
 
-/// What the fan-out passes to connections.
-#[derive(Clone)]
-pub enum Live {
-    Frame(Arc<Frame>),
-    /// The fan-out fell behind the store: everyone re-reads what they follow.
-    Gap,
-}
-
-/// Serializes each committed event once and passes it to every connection, until `shutdown`.
+/// Serializes each committed event once, for the connections that follow its topic only
+/// (`routes.rs`), until `shutdown`. An event nobody follows is not serialized at all.
 pub async fn fan_out(
     mut events: broadcast::Receiver<std::sync::Arc<Event>>,
-    live: broadcast::Sender<Live>,
+    routes: Arc<Routes<Frame>>,
     shutdown: CancellationToken,
 ) {
     loop {
@@ -78,12 +70,12 @@ pub async fn fan_out(
             _ = shutdown.cancelled() => return,
             event = events.recv() => event,
         };
-        // No receiver is not an error: no WebSocket is open.
-        let _ = match event {
-            Ok(event) => live.send(Live::Frame(Arc::new(Frame::of(&event)))),
-            Err(broadcast::error::RecvError::Lagged(_)) => live.send(Live::Gap),
+        match event {
+            Ok(event) => routes.publish_with(&event.topic, || Frame::of(&event)),
+            // Fell behind the store: everyone re-reads what they follow.
+            Err(broadcast::error::RecvError::Lagged(_)) => routes.all_behind(),
             Err(broadcast::error::RecvError::Closed) => return,
-        };
+        }
     }
 }
 
@@ -214,11 +206,13 @@ async fn connection(state: AppState, identity: Identity, socket: WebSocket) {
         }
     });
     let (commands, command_rx) = mpsc::channel(64);
-    // Subscribed to live frames before any replay, so nothing committed after a replay's read
-    // can be missed.
-    let live = state.live().subscribe();
+    // Each topic is routed here before its replay is read (`subscribe`), so nothing
+    // committed after that read can be missed.
+    let (follower, frames) = state.routes().connect();
+    let followed = Followed { sent: HashMap::new(), follower };
+    let store = state.store().clone();
     let subscriptions =
-        tasks.spawn(subscriptions(state.store().clone(), live, command_rx, outbox.clone()));
+        tasks.spawn(subscriptions(store, followed, frames, command_rx, outbox.clone()));
     let closing = state.closing().clone();
     // This connection's terminal streams; dropped (stopped) when it ends.
     let mut streams = Streams::default();
@@ -386,29 +380,58 @@ fn valid_topic(topic: &str) -> bool {
         || scoped(SESSION_TOPIC_PREFIX)
 }
 
+/// The topics a connection follows with the last `seq` sent of each, and its entry in the
+/// routing table: a topic stops being routed here when it stops being followed.
+struct Followed {
+    sent: HashMap<String, i64>,
+    follower: Follower<Frame>,
+}
+
+impl Followed {
+    fn contains(&self, topic: &str) -> bool {
+        self.sent.contains_key(topic)
+    }
+
+    fn topics(&self) -> Vec<String> {
+        self.sent.keys().cloned().collect()
+    }
+
+    /// Starts following `topic` after `seq` (never rewinding what was sent).
+    fn start(&mut self, topic: &str, seq: i64) {
+        let entry = self.sent.entry(topic.to_owned()).or_insert(seq);
+        *entry = (*entry).max(seq);
+    }
+
+    fn stop(&mut self, topic: &str) {
+        self.sent.remove(topic);
+        self.follower.unfollow(topic);
+    }
+}
+
 /// The per-connection delivery loop: owns the topic set and the last `seq` sent per topic.
 async fn subscriptions(
     store: Store,
-    mut live: broadcast::Receiver<Live>,
+    mut followed: Followed,
+    mut frames: mpsc::Receiver<Arc<Frame>>,
     mut commands: mpsc::Receiver<SubscriptionCommand>,
     out: Arc<Outbox>,
 ) {
-    let mut sent: HashMap<String, i64> = HashMap::new();
     let result = loop {
         let step = tokio::select! {
             command = commands.recv() => match command {
-                Some(command) => on_command(&store, command, &mut sent, &out).await,
+                Some(command) => on_command(&store, command, &mut followed, &out).await,
                 None => Err(Gone),
             },
-            frame = live.recv() => match frame {
-                Ok(Live::Frame(frame)) => deliver(&store, &frame, &mut sent, &out).await,
-                // Fell behind: re-read what was missed from the store, then go on live.
-                Ok(Live::Gap) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                    let topics: Vec<String> = sent.keys().cloned().collect();
-                    replay(&store, &topics, &mut sent, &out).await
-                }
-                Err(broadcast::error::RecvError::Closed) => Err(Gone),
+            frame = frames.recv() => match frame {
+                Some(frame) => deliver(&store, &frame, &mut followed, &out).await,
+                None => Err(Gone),
             },
+            // A frame did not fit this connection's queue, or the fan-out fell behind:
+            // re-read what was missed from the store, then go on live.
+            () = followed.follower.behind() => {
+                let topics = followed.topics();
+                replay(&store, &topics, &mut followed, &out).await
+            }
         };
         if step.is_err() {
             break step;
@@ -426,10 +449,10 @@ struct Gone;
 async fn deliver(
     store: &Store,
     frame: &Frame,
-    sent: &mut HashMap<String, i64>,
+    followed: &mut Followed,
     out: &Outbox,
 ) -> Result<(), Gone> {
-    let Some(last) = sent.get_mut(&*frame.topic) else { return Ok(()) };
+    let Some(last) = followed.sent.get_mut(&*frame.topic) else { return Ok(()) };
     if frame.seq <= *last {
         return Ok(());
     }
@@ -438,7 +461,7 @@ async fn deliver(
     match out.push(message, Some(frame.topic.clone())).await {
         Ok(()) => Ok(()),
         Err(Refused::Closed) => Err(Gone),
-        Err(Refused::Full) => shed(store, &frame.topic, sent, out).await,
+        Err(Refused::Full) => shed(store, &frame.topic, followed, out).await,
     }
 }
 
@@ -447,7 +470,7 @@ async fn deliver(
 async fn shed(
     store: &Store,
     topic: &str,
-    sent: &mut HashMap<String, i64>,
+    followed: &mut Followed,
     out: &Outbox,
 ) -> Result<(), Gone> {
     let mut topics: Vec<String> =
@@ -455,10 +478,10 @@ async fn shed(
     topics.push(topic.to_owned());
     topics.sort();
     topics.dedup();
-    topics.retain(|t| sent.contains_key(t));
+    topics.retain(|t| followed.contains(t));
     tracing::info!(topics = topics.len(), "a WebSocket client fell behind; it must resync");
     for topic in topics {
-        sent.remove(&topic);
+        followed.stop(&topic);
         tell_resync(store, &topic, out).await?;
     }
     Ok(())
@@ -475,13 +498,13 @@ async fn tell_resync(store: &Store, topic: &str, out: &Outbox) -> Result<(), Gon
 async fn on_command(
     store: &Store,
     command: SubscriptionCommand,
-    sent: &mut HashMap<String, i64>,
+    followed: &mut Followed,
     out: &Outbox,
 ) -> Result<(), Gone> {
     let answer = match command {
         SubscriptionCommand::Subscribe { id, request } => {
             let name = actions::Subscribe::NAME;
-            match subscribe(store, request, sent, out).await {
+            match subscribe(store, request, followed, out).await {
                 Ok(topics) => response(&id, name, Subscribed { topics }),
                 Err(SubscribeError::Api(err)) => error(&id, name, &err),
                 Err(SubscribeError::Gone) => return Err(Gone),
@@ -489,7 +512,7 @@ async fn on_command(
         }
         SubscriptionCommand::Unsubscribe { id, request } => {
             for topic in &request.topics {
-                sent.remove(topic);
+                followed.stop(topic);
             }
             let topics = request.topics;
             response(&id, actions::Unsubscribe::NAME, Unsubscribed { topics })
@@ -521,7 +544,7 @@ impl From<Gone> for SubscribeError {
 async fn subscribe(
     store: &Store,
     request: Subscribe,
-    sent: &mut HashMap<String, i64>,
+    followed: &mut Followed,
     out: &Outbox,
 ) -> Result<HashMap<String, i64>, SubscribeError> {
     if let Some(bad) = request.topics.iter().find(|t| !valid_topic(t)) {
@@ -536,7 +559,7 @@ async fn subscribe(
             ApiError::validation(format!("since names {extra:?}, which is not in topics")).into()
         );
     }
-    if sent.len() + request.topics.len() > MAX_TOPICS {
+    if followed.sent.len() + request.topics.len() > MAX_TOPICS {
         return Err(ApiError::validation(format!(
             "a connection may follow at most {MAX_TOPICS} topics"
         ))
@@ -546,49 +569,75 @@ async fn subscribe(
     let rewinds: HashMap<String, i64> = request
         .since
         .iter()
-        .filter(|(topic, _)| !sent.contains_key(*topic))
+        .filter(|(topic, _)| !followed.contains(topic))
         .map(|(topic, seq)| (topic.clone(), (*seq).max(0)))
         .collect();
-    let gaps = store.unreplayable(&rewinds).await.map_err(ApiError::from)?;
-    let now = store.last_seq().await.map_err(ApiError::from)?;
+    // Routed here before `now` is read: whatever commits after it reaches this connection.
+    for topic in &request.topics {
+        followed.follower.follow(topic);
+    }
+    let prepared = prepare(store, &rewinds).await;
+    let (gaps, now) = match prepared {
+        Ok(read) => read,
+        Err(err) => {
+            unfollow_new(followed, &request.topics);
+            return Err(err.into());
+        }
+    };
     for topic in &request.topics {
         if let Some(oldest) = gaps.get(topic) {
+            followed.stop(topic);
             out.push_now(resync_required(topic, *oldest)).map_err(|_| Gone)?;
             continue;
         }
         let start = request.since.get(topic).copied().unwrap_or(now).max(0);
         // Re-subscribing never rewinds below what this connection already got.
-        let entry = sent.entry(topic.clone()).or_insert(start);
-        *entry = (*entry).max(start);
+        followed.start(topic, start);
     }
-    replay(store, &request.topics, sent, out).await?;
+    replay(store, &request.topics, followed, out).await?;
     // Pruning may have run during the replay: a topic it cut into must resync too.
     let replayed: HashMap<String, i64> = rewinds
         .into_iter()
-        .filter(|(topic, _)| !gaps.contains_key(topic) && sent.contains_key(topic))
+        .filter(|(topic, _)| !gaps.contains_key(topic) && followed.contains(topic))
         .collect();
     for (topic, oldest) in store.unreplayable(&replayed).await.map_err(ApiError::from)? {
-        sent.remove(&topic);
+        followed.stop(&topic);
         out.push_now(resync_required(&topic, oldest)).map_err(|_| Gone)?;
     }
-    Ok(request.topics.iter().filter_map(|t| Some((t.clone(), *sent.get(t)?))).collect())
+    Ok(request.topics.iter().filter_map(|t| Some((t.clone(), *followed.sent.get(t)?))).collect())
+}
+
+/// Which rewound topics the log can no longer replay (rule 47), and the last `seq` now.
+async fn prepare(
+    store: &Store,
+    rewinds: &HashMap<String, i64>,
+) -> Result<(HashMap<String, i64>, i64), ApiError> {
+    let gaps = store.unreplayable(rewinds).await.map_err(ApiError::from)?;
+    let now = store.last_seq().await.map_err(ApiError::from)?;
+    Ok((gaps, now))
+}
+
+/// A refused subscribe routes nothing new here (topics followed before stay).
+fn unfollow_new(followed: &Followed, topics: &[String]) {
+    for topic in topics.iter().filter(|t| !followed.contains(t)) {
+        followed.follower.unfollow(topic);
+    }
 }
 
 /// Sends every stored event of the followed `topics` after what was sent, page by page.
 async fn replay(
     store: &Store,
     topics: &[String],
-    sent: &mut HashMap<String, i64>,
+    followed: &mut Followed,
     out: &Outbox,
 ) -> Result<(), Gone> {
     loop {
         // A topic shed on the way (the client stopped reading) is no longer replayed.
-        let active: Vec<String> =
-            topics.iter().filter(|t| sent.contains_key(*t)).cloned().collect();
+        let active: Vec<String> = topics.iter().filter(|t| followed.contains(t)).cloned().collect();
         if active.is_empty() {
             return Ok(());
         }
-        let events = match store.events_since(&active, sent, REPLAY_PAGE).await {
+        let events = match store.events_since(&active, &followed.sent, REPLAY_PAGE).await {
             Ok(events) => events,
             Err(err) => {
                 tracing::error!(error = %err, "replay from the event log failed");
@@ -597,7 +646,7 @@ async fn replay(
         };
         let done = (events.len() as i64) < REPLAY_PAGE;
         for event in &events {
-            deliver(store, &Frame::of(event), sent, out).await?;
+            deliver(store, &Frame::of(event), followed, out).await?;
         }
         if done {
             return Ok(());
