@@ -46,6 +46,9 @@ pub struct ServerConfig {
     pub retention: Retention,
     /// How often the event log is pruned.
     pub prune_interval: Duration,
+    /// How often the SQLite write-ahead log is checkpointed beside the writer, while there
+    /// are commits (`Store::checkpoint`).
+    pub checkpoint_interval: Duration,
     /// Whether the login cookies carry `Secure` (the browser reaches the server over HTTPS,
     /// through a TLS proxy).
     pub cookie_secure: bool,
@@ -67,6 +70,7 @@ impl Default for ServerConfig {
             ws_queue_wait: Duration::from_secs(5),
             retention: Retention::default(),
             prune_interval: Duration::from_secs(60),
+            checkpoint_interval: Duration::from_millis(250),
             mcp_for_agents: true,
             cookie_secure: false,
         }

@@ -84,6 +84,13 @@ const EVENT_CHANNEL_CAPACITY: usize = 4096;
 /// default is 50): a 2,000-task board is read in one go instead of waking the connection's
 /// thread again 40 times, each a wait for a CPU on a loaded machine (issue 15, P3).
 const READ_ROW_BUFFER: usize = 4096;
+/// WAL pages after which the write connection checkpoints by itself (SQLite's
+/// `wal_autocheckpoint`; its default is 1,000). The server checkpoints from a connection of
+/// its own long before ([`Store::checkpoint`]): a checkpoint run by the writer stalls every
+/// write behind it, and under a streaming load that was the tail of the write -> receive
+/// latency (issue 15). This is the bound for a store nobody checkpoints (tests, tools, a
+/// checkpointer that fell behind): 32 MiB of WAL at 4 KiB pages.
+const WRITER_CHECKPOINT_PAGES: u32 = 8192;
 
 /// The system clock.
 pub struct SystemClock;
@@ -125,6 +132,19 @@ pub struct Store {
     /// Bumped after every commit that may have changed what a board card shows (see
     /// [`Store::cards_version`]).
     cards_version: Arc<AtomicU64>,
+    /// Bumped after every commit ([`Store::commits`]).
+    commits: Arc<AtomicU64>,
+    /// The connection that checkpoints the WAL beside the writer (a database file only).
+    checkpointer: Option<sqlx::SqlitePool>,
+}
+
+/// What one [`Store::checkpoint`] found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Checkpointed {
+    /// Frames in the write-ahead log.
+    pub wal_frames: i64,
+    /// Frames of it now copied into the database file.
+    pub backfilled: i64,
 }
 
 /// Whether writes currently succeed, as the health check reports it.
@@ -228,23 +248,23 @@ impl Store {
         ids: Arc<dyn IdGenerator>,
         role: Role,
     ) -> Result<Store> {
-        let (read, write, label, replaceable) = match &location {
+        let (read, write, label, replaceable, checkpointer) = match &location {
             Location::Postgres(url) => {
                 let (read, write) = open_postgres(url, role).await?;
-                (read, write, redact_url(url), false)
+                (read, write, redact_url(url), false, None)
             }
             Location::File(path) => {
                 create_parent_dir(path)?;
                 secure::secure_db_files(path)?;
                 let options = SqliteConnectOptions::new().filename(path).create_if_missing(true);
-                let (read, write) = open_sqlite(options, 4).await?;
-                (read, write, path.display().to_string(), true)
+                let (read, write, checkpointer) = open_sqlite(options, 4).await?;
+                (read, write, path.display().to_string(), true, checkpointer)
             }
             // One shared connection: each in-memory connection would be a separate database.
             Location::Memory => {
                 let options = SqliteConnectOptions::from_str("sqlite::memory:")?;
-                let (read, write) = open_sqlite(options, 0).await?;
-                (read, write, ":memory:".into(), false)
+                let (read, write, _) = open_sqlite(options, 0).await?;
+                (read, write, ":memory:".into(), false, None)
             }
         };
         let (events, _) = broadcast::channel(EVENT_CHANNEL_CAPACITY);
@@ -259,6 +279,8 @@ impl Store {
             replaceable,
             write_health: Arc::new(WriteHealth::default()),
             cards_version: Arc::new(AtomicU64::new(0)),
+            commits: Arc::new(AtomicU64::new(0)),
+            checkpointer,
         };
         // Streams a crash interrupted end here: their chunks become their messages' text.
         let mut tx = store.begin_write().await?;
@@ -365,10 +387,30 @@ impl Store {
         }
     }
 
+    /// How many write transactions have committed since the store opened.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Acquire)
+    }
+
+    /// Copies what the write-ahead log holds into the database file, from a connection of its
+    /// own, without waiting for readers or the writer (SQLite's `PASSIVE` checkpoint): frames
+    /// a reader still needs stay for the next one. The server runs it every
+    /// `--checkpoint-interval` while there are commits, so the writer, which would otherwise
+    /// stop to checkpoint every 1,000 pages, only writes. `None` on PostgreSQL and in memory.
+    pub async fn checkpoint(&self) -> Result<Option<Checkpointed>> {
+        let Some(pool) = &self.checkpointer else { return Ok(None) };
+        let (_busy, wal_frames, backfilled): (i64, i64, i64) =
+            sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)").fetch_one(pool).await?;
+        Ok(Some(Checkpointed { wal_frames, backfilled }))
+    }
+
     /// Closes every connection; pending writes are finished first.
     pub async fn close(&self) {
         self.write.close().await;
         self.read.close().await;
+        if let Some(pool) = &self.checkpointer {
+            pool.close().await;
+        }
     }
 }
 
@@ -402,31 +444,37 @@ enum Role {
     Tool,
 }
 
-/// Opens the read pool (`readers` connections; 0 shares the write connection) and the one
-/// write connection, with the pragmas every connection uses, and migrates.
-async fn open_sqlite(options: SqliteConnectOptions, readers: u32) -> Result<(Pool, Pool)> {
+/// Opens the read pool (`readers` connections; 0 shares the write connection), the one write
+/// connection and, with readers, the checkpoint connection ([`Store::checkpoint`]), with the
+/// pragmas every connection uses, and migrates.
+async fn open_sqlite(
+    options: SqliteConnectOptions,
+    readers: u32,
+) -> Result<(Pool, Pool, Option<sqlx::SqlitePool>)> {
     let options = options
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(5))
         .foreign_keys(true);
+    let writer = options.clone().pragma("wal_autocheckpoint", WRITER_CHECKPOINT_PAGES.to_string());
     let write = SqlitePoolOptions::new()
         .max_connections(1)
         .min_connections(1)
         .idle_timeout(None)
         .max_lifetime(None)
-        .connect_with(options.clone())
+        .connect_with(writer)
         .await?;
     sqlx::migrate!("./migrations").run(&write).await?;
-    let read = if readers == 0 {
-        write.clone()
-    } else {
-        SqlitePoolOptions::new()
-            .max_connections(readers)
-            .connect_with(options.read_only(true).row_buffer_size(READ_ROW_BUFFER))
-            .await?
-    };
-    Ok((Pool::Sqlite(read), Pool::Sqlite(write)))
+    if readers == 0 {
+        return Ok((Pool::Sqlite(write.clone()), Pool::Sqlite(write), None));
+    }
+    let read = SqlitePoolOptions::new()
+        .max_connections(readers)
+        .connect_with(options.clone().read_only(true).row_buffer_size(READ_ROW_BUFFER))
+        .await?;
+    // Opened when first used; it writes only database pages the log already holds.
+    let checkpointer = SqlitePoolOptions::new().max_connections(1).connect_lazy_with(options);
+    Ok((Pool::Sqlite(read), Pool::Sqlite(write), Some(checkpointer)))
 }
 
 /// Connects to PostgreSQL: one write connection that holds [`PG_SERVER_LOCK`] and runs the

@@ -154,6 +154,7 @@ impl WriteTx {
             store.cards_version.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         }
         committed.map_err(|e| StoreError::from(store.observe(e)))?;
+        store.commits.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         store.write_health.succeeded();
         // Shared, not copied: every subscriber (the WebSocket fan-out, the deliveries) gets
         // the same event; before, each got its own copy of the payload's JSON tree.

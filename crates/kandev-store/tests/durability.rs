@@ -134,3 +134,24 @@ async fn i12_f1_every_acknowledged_write_survives_filling_and_freeing_the_disk()
     store.close().await;
     assert_eq!(sorted(names(&open(&dir).await).await), acknowledged);
 }
+
+/// Issue 15: the writer no longer stops to checkpoint every 1,000 pages of log (that stall
+/// held every streamed write behind it: the tail of P1's write -> receive latency);
+/// `Store::checkpoint`, which the server runs beside the writer, copies the log into the
+/// database file, and what was written is all there after a reopen.
+#[tokio::test]
+async fn i15_the_writer_leaves_checkpoints_to_the_checkpointer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    for i in 0..80 {
+        create(&store, &big(&format!("w{i}"))).await.unwrap(); // ~17 pages each
+    }
+    let done = store.checkpoint().await.unwrap().expect("a database file has a checkpointer");
+    assert!(done.wal_frames > 1_000, "the writer checkpointed by itself: {done:?}");
+    assert_eq!(done.backfilled, done.wal_frames, "no reader held a snapshot: all copied");
+    store.close().await;
+
+    let store = open(&dir).await;
+    assert_eq!(names(&store).await.len(), 80);
+    assert_eq!(Store::in_memory().await.unwrap().checkpoint().await.unwrap(), None);
+}
