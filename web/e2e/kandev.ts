@@ -40,7 +40,8 @@ export class Kandev {
   async start(): Promise<void> {
     const proc = spawn(binary, ['serve', '--addr', this.addr, '--home', this.home, ...this.flags], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'warn' },
+      // info: a failed test prints the log's tail, and a resync or a slow client shows there.
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info' },
     });
     this.proc = proc;
     proc.stderr?.on('data', (d: Buffer) => this.remember(d));
