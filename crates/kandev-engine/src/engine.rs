@@ -29,7 +29,8 @@ use crate::reconcile::reconcile;
 use crate::session::command::Command;
 use crate::session::handle::ask;
 use crate::workflow::{
-    hold_if_blocked, primary_session_for, record_move, release_one, release_waiting, start_new_task,
+    hold_if_blocked, primary_session_for, record_move, record_trigger_move, release_one,
+    release_waiting, start_new_task,
 };
 
 /// How long shutdown waits for the SSH links to close (each closes within 5 s).
@@ -189,6 +190,34 @@ impl Engine {
     ) -> Result<(Task, StepId)> {
         let cause = EntryCause::Manual;
         let (task, from) = record_move(&self.inner, task_id, to, position, cause, by).await?;
+        self.after_move(task, from, to, by).await
+    }
+
+    /// [`Engine::move_task`] decided from the step `from` the caller read (an agent's
+    /// `complete_step`): made only if the task is still there when it is written, `None`
+    /// when it moved meanwhile (docs/workflows.md, "a trigger moves only from its own step").
+    pub async fn move_task_from(
+        &self,
+        task_id: &TaskId,
+        from: &StepId,
+        to: &StepId,
+        by: &str,
+    ) -> Result<Option<(Task, StepId)>> {
+        let cause = EntryCause::Manual;
+        let moved = record_trigger_move(&self.inner, task_id, from, to, cause, by).await?;
+        let Some(task) = moved else { return Ok(None) };
+        self.after_move(task, from.clone(), to, by).await.map(Some)
+    }
+
+    /// What follows a move the store made: the mover's note, the new step's entry.
+    async fn after_move(
+        &self,
+        task: Task,
+        from: StepId,
+        to: &StepId,
+        by: &str,
+    ) -> Result<(Task, StepId)> {
+        let (task_id, cause) = (&task.id.clone(), EntryCause::Manual);
         if &from == to {
             return Ok((task, from));
         }

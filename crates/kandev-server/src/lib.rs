@@ -137,7 +137,9 @@ async fn checkpoint_wal(store: Store, every: Duration, shutdown: CancellationTok
             continue;
         }
         match store.checkpoint().await {
-            Ok(Some(_)) => checkpointed_at = commits,
+            // Frames a reader still needed are copied at a later tick, commits or not.
+            Ok(Some(done)) if done.backfilled == done.wal_frames => checkpointed_at = commits,
+            Ok(Some(_)) => {}
             Ok(None) => return, // nothing to checkpoint on this engine
             Err(err) => {
                 tracing::warn!(error = %err, "checkpointing the database failed; will retry")

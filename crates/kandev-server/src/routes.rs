@@ -77,16 +77,23 @@ impl<F> Routes<F> {
     }
 
     /// Queues the frame `make` makes for every connection following `topic` (nothing is
-    /// made when nobody does); one whose queue is full is marked behind instead. Never waits.
+    /// made when nobody does); one whose queue is full is marked behind instead. Never waits,
+    /// and the frame is made outside the table's lock. (A connection that starts following
+    /// `topic` meanwhile misses this frame, which is older than the start it reads.)
     pub fn publish_with(&self, topic: &str, make: impl FnOnce() -> F) {
-        let table = self.table();
-        let Some(ids) = table.followers.get(topic) else { return };
+        let targets: Vec<(mpsc::Sender<Arc<F>>, Arc<Notify>)> = {
+            let table = self.table();
+            let Some(ids) = table.followers.get(topic) else { return };
+            ids.iter()
+                .filter_map(|id| table.connections.get(id))
+                .map(|c| (c.queue.clone(), c.behind.clone()))
+                .collect()
+        };
         let frame = Arc::new(make());
-        for id in ids {
-            let Some(connection) = table.connections.get(id) else { continue };
-            match connection.queue.try_send(frame.clone()) {
+        for (queue, behind) in targets {
+            match queue.try_send(frame.clone()) {
                 Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => {}
-                Err(mpsc::error::TrySendError::Full(_)) => connection.behind.notify_one(),
+                Err(mpsc::error::TrySendError::Full(_)) => behind.notify_one(),
             }
         }
     }

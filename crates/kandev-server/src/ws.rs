@@ -418,6 +418,16 @@ async fn subscriptions(
 ) {
     let result = loop {
         let step = tokio::select! {
+            // "Behind" first: it was signalled before any frame queued after the ones it
+            // missed, and taking such a frame first would move `sent` past the missed ones
+            // (`i15_a3_a_connection_told_it_is_behind_replays_before_it_takes_a_newer_frame`).
+            biased;
+            // A frame did not fit this connection's queue, or the fan-out fell behind:
+            // re-read what was missed from the store, then go on live.
+            () = followed.follower.behind() => {
+                let topics = followed.topics();
+                replay(&store, &topics, &mut followed, &out).await
+            }
             command = commands.recv() => match command {
                 Some(command) => on_command(&store, command, &mut followed, &out).await,
                 None => Err(Gone),
@@ -426,12 +436,6 @@ async fn subscriptions(
                 Some(frame) => deliver(&store, &frame, &mut followed, &out).await,
                 None => Err(Gone),
             },
-            // A frame did not fit this connection's queue, or the fan-out fell behind:
-            // re-read what was missed from the store, then go on live.
-            () = followed.follower.behind() => {
-                let topics = followed.topics();
-                replay(&store, &topics, &mut followed, &out).await
-            }
         };
         if step.is_err() {
             break step;
@@ -656,7 +660,68 @@ async fn replay(
 
 #[cfg(test)]
 mod tests {
-    use super::{notification, valid_topic};
+    use std::collections::HashMap;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use axum::extract::ws::Message;
+    use kandev_store::Store;
+    use serde_json::json;
+    use tokio::sync::mpsc;
+
+    use super::{Followed, Frame, notification, subscriptions, valid_topic};
+    use crate::outbox::Outbox;
+    use crate::routes::Routes;
+
+    /// Review finding: the fan-out missed events 1 and 2 (it fell behind the store), marked
+    /// the connection behind, then routed event 3. A delivery loop that took event 3 before
+    /// the "behind" replayed from 3 and never sent 1 and 2. Twenty rounds: the loop's choice
+    /// was random, so each round caught the old loop with a one-in-two chance.
+    #[tokio::test]
+    async fn i15_a3_a_connection_told_it_is_behind_replays_before_it_takes_a_newer_frame() {
+        let store = Store::in_memory().await.unwrap();
+        let topic = "session:s".to_owned();
+        let mut tx = store.begin_write().await.unwrap();
+        for n in 1..=3 {
+            tx.emit(topic.clone(), "session.message.updated", json!({ "n": n })).await.unwrap();
+        }
+        tx.commit().await.unwrap();
+        let from_start = HashMap::from([(topic.clone(), 0)]);
+        let events =
+            store.events_since(std::slice::from_ref(&topic), &from_start, 10).await.unwrap();
+        for round in 0..20 {
+            let routes = Arc::new(Routes::<Frame>::default());
+            let (follower, frames) = routes.connect();
+            follower.follow(&topic);
+            let followed = Followed { sent: from_start.clone(), follower };
+            routes.all_behind();
+            routes.publish_with(&topic, || Frame::of(&events[2]));
+            let (_commands, command_rx) = mpsc::channel(1);
+            let out = Outbox::new(1 << 20, Duration::from_secs(5));
+            let delivering = tokio::spawn(subscriptions(
+                store.clone(),
+                followed,
+                frames,
+                command_rx,
+                out.clone(),
+            ));
+            let mut seqs = vec![];
+            while !seqs.contains(&events[2].seq) {
+                let batch = tokio::time::timeout(Duration::from_secs(10), out.next_batch(16))
+                    .await
+                    .expect("frames in time")
+                    .expect("the outbox is open");
+                for message in batch {
+                    let Message::Text(text) = message else { panic!("a text frame") };
+                    let frame: serde_json::Value = serde_json::from_str(text.as_str()).unwrap();
+                    seqs.push(frame["seq"].as_i64().unwrap());
+                }
+            }
+            let expected: Vec<i64> = events.iter().map(|e| e.seq).collect();
+            assert_eq!(seqs, expected, "round {round}: every event once, in order");
+            delivering.abort();
+        }
+    }
 
     /// Sixth session: the frame copies the payload's JSON text as it is (the text its event
     /// row holds), not a tree serialized again.

@@ -394,8 +394,8 @@ impl Store {
 
     /// Copies what the write-ahead log holds into the database file, from a connection of its
     /// own, without waiting for readers or the writer (SQLite's `PASSIVE` checkpoint): frames
-    /// a reader still needs stay for the next one. The server runs it every
-    /// `--checkpoint-interval` while there are commits, so the writer, which would otherwise
+    /// a reader still needs stay for the next one. The server runs it every 250 ms that saw
+    /// a commit (`ServerConfig::checkpoint_interval`), so the writer, which would otherwise
     /// stop to checkpoint every 1,000 pages, only writes. `None` on PostgreSQL and in memory.
     pub async fn checkpoint(&self) -> Result<Option<Checkpointed>> {
         let Some(pool) = &self.checkpointer else { return Ok(None) };

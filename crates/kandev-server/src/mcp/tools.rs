@@ -442,7 +442,14 @@ impl Call<'_> {
         let metadata = json!({ "reason": "complete_step", "step": here_name });
         self.state.engine().add_note(&session.id, text, metadata, session.epoch).await?;
         // A workflow move: the agent finished the step, so `allow_manual_move` does not apply.
-        let (moved, _) = self.state.engine().move_task(&task.id, &next_id, None, "agent").await?;
+        // Made only from the step it finished: a person who moved the task meanwhile wins.
+        let engine = self.state.engine();
+        let moved = engine.move_task_from(&task.id, &task.step_id, &next_id, "agent").await?;
+        let Some((moved, _)) = moved else {
+            return Err(ApiError::conflict(
+                "the task moved to another step meanwhile; nothing was moved (read the task again)",
+            ));
+        };
         Ok(json!({ "task": TaskDto::from(&moved), "step": next_name }))
     }
 
