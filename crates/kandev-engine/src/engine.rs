@@ -217,7 +217,7 @@ impl Engine {
         to: &StepId,
         by: &str,
     ) -> Result<(Task, StepId)> {
-        let (task_id, cause) = (&task.id.clone(), EntryCause::Manual);
+        let task_id = &task.id.clone();
         if &from == to {
             return Ok((task, from));
         }
@@ -243,7 +243,7 @@ impl Engine {
         self.ask(&session, |reply| Command::StepEntered {
             from: from_step,
             to: to_step,
-            cause,
+            cause: EntryCause::Manual,
             start_agent: false,
             reply,
         })

@@ -278,13 +278,14 @@ pub(crate) fn enter_step_in_primary(
 mod tests {
     use std::sync::Arc;
 
-    use kandev_domain::workflow::{EntryCause, StepSpec, WorkflowSpec};
-    use kandev_store::{Location, NewTask, Store};
+    use kandev_domain::workflow::EntryCause;
+    use kandev_store::{Location, Store};
 
     use super::{record_move, record_trigger_move};
     use crate::config::{AgentCommand, EngineConfig};
     use crate::inner::Inner;
     use crate::launcher::BuiltinMockLauncher;
+    use crate::test_support::insert_task_on;
 
     type Board = (tempfile::TempDir, Arc<Inner>, kandev_domain::TaskId, Vec<kandev_domain::StepId>);
 
@@ -294,20 +295,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap();
         let mut tx = store.begin_write().await.unwrap();
-        let workspace = tx.insert_workspace("w").await.unwrap();
-        let steps = ["In Progress", "Review", "Done"].map(StepSpec::named).to_vec();
-        let spec = WorkflowSpec { name: "b".into(), description: String::new(), steps };
-        let workflow = tx.insert_workflow(&workspace.id, &spec, None).await.unwrap();
-        let steps: Vec<_> = workflow.steps.iter().map(|s| s.id.clone()).collect();
-        let new = NewTask {
-            workflow_id: workflow.id.clone(),
-            step_id: steps[0].clone(),
-            title: "t".into(),
-            description: String::new(),
-            repository_ids: vec![],
-            agent_profile_id: None,
-        };
-        let task = tx.insert_task(&new, "test").await.unwrap();
+        let (task, steps) = insert_task_on(&mut tx, &["In Progress", "Review", "Done"]).await;
         tx.commit().await.unwrap();
         let mock = AgentCommand { program: "kandev".into(), args: vec![], flags: vec![] };
         let config = EngineConfig::new(dir.path().to_path_buf(), mock);
@@ -318,7 +306,7 @@ mod tests {
     /// says Review) while the developer moved the task to Done; the trigger's move, written
     /// after, put the task back in Review.
     #[tokio::test]
-    async fn a_trigger_move_from_a_step_the_task_has_left_changes_nothing() {
+    async fn i5_a_trigger_move_from_a_step_the_task_has_left_changes_nothing() {
         let (_dir, inner, task, steps) = board().await;
         let (in_progress, review, done) = (&steps[0], &steps[1], &steps[2]);
         let inner = &inner;
@@ -336,7 +324,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_trigger_move_from_the_step_the_task_is_in_moves_it() {
+    async fn i5_a_trigger_move_from_the_step_the_task_is_in_moves_it() {
         let (_dir, inner, task, steps) = board().await;
         let (in_progress, review) = (&steps[0], &steps[1]);
         let inner = &inner;

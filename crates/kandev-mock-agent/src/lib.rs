@@ -133,13 +133,15 @@ where
 /// thread wake-ups per line of a paced stream (issue 15). Anything else (a terminal, a
 /// file) falls back to tokio's.
 pub async fn run_stdio(config: MockConfig) -> i32 {
-    let result = match (pipe_in(), pipe_out()) {
-        (Some(input), Some(output)) => run(config, input, output).await,
-        (Some(input), None) => run(config, input, tokio::io::stdout()).await,
-        (None, Some(output)) => run(config, tokio::io::stdin(), output).await,
-        (None, None) => run(config, tokio::io::stdin(), tokio::io::stdout()).await,
+    let input: Box<dyn AsyncRead + Unpin + Send> = match pipe_in() {
+        Some(pipe) => Box::new(pipe),
+        None => Box::new(tokio::io::stdin()),
     };
-    match result {
+    let output: Box<dyn AsyncWrite + Unpin + Send> = match pipe_out() {
+        Some(pipe) => Box::new(pipe),
+        None => Box::new(tokio::io::stdout()),
+    };
+    match run(config, input, output).await {
         Ok(outcome) => outcome.exit_code(),
         Err(error) => {
             tracing::error!(%error, "mock agent stopped");
@@ -264,10 +266,10 @@ impl Pending {
 
     /// Writes `micros` into every stamp at or after byte `from` (those not yet written).
     fn stamp_from(&mut self, from: usize, micros: u64) {
-        let digits = format!("{micros:016}");
+        let digits = format!("{micros:0width$}", width = script::STAMP_DIGITS);
         let first = self.stamps.partition_point(|&at| at < from);
         for &at in &self.stamps[first..] {
-            self.bytes[at..at + 16].copy_from_slice(digits.as_bytes());
+            self.bytes[at..at + script::STAMP_DIGITS].copy_from_slice(digits.as_bytes());
         }
     }
 }

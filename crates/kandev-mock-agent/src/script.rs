@@ -484,8 +484,11 @@ pub fn echo_chunks(reply: &str) -> Vec<&str> {
 /// The smallest stamped chunk: `000003|` then 16 digits of microseconds and `|`.
 pub const STAMPED_MIN_BYTES: usize = 24;
 
-/// Where a stamped chunk's 16 digits of microseconds start.
+/// Where a stamped chunk's digits of microseconds start.
 pub const STAMP_OFFSET: usize = 7;
+
+/// How many digits a stamp has.
+pub const STAMP_DIGITS: usize = 16;
 
 /// A `stream ... stamp` chunk: `{index:06}|{unix micros:016}|` then the fill of
 /// [`stream_chunk_text`], `bytes` long in all (at least [`STAMPED_MIN_BYTES`]). The agent
@@ -508,7 +511,7 @@ pub fn unix_micros() -> u64 {
 
 /// The write time of a [`stamped_chunk_text`] chunk, in Unix microseconds.
 pub fn chunk_stamp(chunk: &str) -> Option<u64> {
-    chunk.get(STAMP_OFFSET..STAMP_OFFSET + 16)?.parse().ok()
+    chunk.get(STAMP_OFFSET..STAMP_OFFSET + STAMP_DIGITS)?.parse().ok()
 }
 
 pub fn stream_chunk_text(index: u64, bytes: usize) -> String {

@@ -619,7 +619,6 @@ async fn write_file(target: &Path, bytes: &[u8]) -> Result<(), String> {
     tokio::fs::write(target, bytes).await.map_err(|e| e.to_string())
 }
 
-/// Now, in microseconds since the Unix epoch (the stamp of `stream ... stamp` chunks).
 #[cfg(test)]
 mod tests {
     use super::*;

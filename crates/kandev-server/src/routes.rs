@@ -207,7 +207,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn unfollowing_and_dropping_stop_the_frames() {
+    async fn i15_a3_unfollowing_and_dropping_stop_the_frames() {
         let routes = Arc::new(Routes::<u32>::default());
         let (one, mut one_frames) = routes.connect();
         let (two, mut two_frames) = routes.connect();
@@ -228,7 +228,7 @@ mod tests {
     /// A frame that does not fit is not lost silently: the connection is told to catch up
     /// from the event log.
     #[tokio::test]
-    async fn a_full_queue_marks_its_connection_behind() {
+    async fn i15_a3_a_full_queue_marks_its_connection_behind() {
         let routes = Arc::new(Routes::<usize>::default());
         let (slow, _frames) = routes.connect();
         slow.follow("t");
@@ -241,7 +241,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_fan_out_gap_marks_every_connection_behind() {
+    async fn i15_a3_a_fan_out_gap_marks_every_connection_behind() {
         let routes = Arc::new(Routes::<u8>::default());
         let (one, _a) = routes.connect();
         let (two, _b) = routes.connect();
