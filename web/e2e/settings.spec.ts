@@ -59,3 +59,27 @@ test('profiles, repositories and workflows are managed from settings', async ({ 
   await page.getByRole('button', { name: 'Import' }).click();
   await expect(page.locator('ul.form-error li').first()).toContainText('workflows[0]');
 });
+
+test('the profile list says it is being read, and Add profile stays put when it arrives', async ({ page, kandev }) => {
+  // Hold the list's answer until the page was looked at without it.
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  await page.route('**/api/v1/agent.profile.list', async (route) => {
+    await held;
+    await route.continue();
+  });
+  await page.goto(`${kandev.url}/settings/profiles`);
+  const list = page.getByRole('table', { name: 'Agent profiles' });
+  await expect(list).toContainText('Reading the profiles…');
+  const add = page.getByRole('button', { name: 'Add profile' });
+  const before = await add.boundingBox();
+
+  release();
+  await expect(list.getByRole('cell', { name: 'Mock', exact: true })).toBeVisible();
+  await expect(list).not.toContainText('Reading the profiles…');
+  expect(await add.boundingBox()).toEqual(before);
+
+  // With none left, the list says so instead of showing an empty table.
+  await list.getByRole('row', { name: /Mock/ }).getByRole('button', { name: 'Delete' }).click();
+  await expect(list).toContainText('No profiles yet');
+});

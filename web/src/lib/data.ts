@@ -16,6 +16,8 @@ export interface WorkspaceData {
   setWorkflowId: (id: string) => void;
   repositories: RepositoryDto[];
   profiles: AgentProfileDto[];
+  /** The profiles' first read is under way (`profiles` is empty until it answers). */
+  profilesLoading: boolean;
   /** Reads everything afresh (the Retry of `error`). */
   reload: () => void;
   /** What could not be read, for a person. */
@@ -134,6 +136,7 @@ export function useWorkspaceData(): WorkspaceData {
     },
     repositories: lists.data?.repositories ?? [],
     profiles: profiles.data ?? [],
+    profilesLoading: profiles.data === null && profiles.error === null,
     reload,
     error: workspaceList.error ?? lists.error ?? profiles.error,
   };

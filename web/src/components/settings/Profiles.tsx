@@ -12,15 +12,23 @@ import { useFormError } from './useFormError';
 const readKinds = () => call('agent.kinds', {}).then((r) => r.kinds);
 
 export function Profiles() {
-  const { profiles } = useData();
+  const { profiles, profilesLoading } = useData();
   const installed = useRead(readKinds);
   const kinds = installed.data ?? [];
   const [editing, setEditing] = useState<AgentProfileDto | 'new' | null>(null);
   const { wrap, view } = useFormError();
   return (
     <section>
-      <h1>Agent profiles</h1>
-      <table className="table">
+      {/* The button sits above the list so that it stays put when the list arrives (a click
+          whose press and release straddled the rows' arrival used to open nothing). */}
+      <div className="settings-head">
+        <h1>Agent profiles</h1>
+        <button className="primary" onClick={() => setEditing('new')}>
+          Add profile
+        </button>
+      </div>
+      {editing && <ProfileForm kinds={kinds} profile={editing === 'new' ? null : editing} onDone={() => setEditing(null)} />}
+      <table className="table" aria-label="Agent profiles">
         <thead>
           <tr>
             <th>Name</th>
@@ -32,6 +40,13 @@ export function Profiles() {
           </tr>
         </thead>
         <tbody>
+          {profiles.length === 0 && (
+            <tr>
+              <td colSpan={6} className="hint">
+                {profilesLoading ? 'Reading the profiles…' : 'No profiles yet: add one to choose an agent for new tasks.'}
+              </td>
+            </tr>
+          )}
           {profiles.map((p) => (
             <tr key={p.id}>
               <td>{p.name}</td>
@@ -55,10 +70,6 @@ export function Profiles() {
         </tbody>
       </table>
       {view}
-      <button className="primary" onClick={() => setEditing('new')}>
-        Add profile
-      </button>
-      {editing && <ProfileForm kinds={kinds} profile={editing === 'new' ? null : editing} onDone={() => setEditing(null)} />}
       <h2>Agents on this machine</h2>
       <table className="table" data-testid="agent-kinds">
         <thead>
