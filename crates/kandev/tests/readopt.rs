@@ -104,6 +104,10 @@ async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_comple
             .await;
         let stored = messages(&restarted, session).await;
         assert_eq!(agent_text(&stored), expected, "every chunk once, in order, in {session}");
+        // As if nothing happened: the stream goes on in the message it was in, not in a
+        // second one begun by the new server.
+        let said = stored.iter().filter(|m| m["kind"] == "agent").count();
+        assert_eq!(said, 1, "one agent message in {session}");
         assert!(!interrupted(&stored), "no interrupted note in {session}");
         let turns = call(&restarted, "session.turn.list", json!({"session_id": session})).await;
         let turns = turns["turns"].as_array().unwrap();

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use kandev_acp::{AcpClient, AcpConfig};
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::MessageKind;
+use kandev_domain::{MessageId, TurnId};
 use kandev_store::SessionUpdate;
 use serde_json::json;
 use tokio::io::AsyncReadExt;
@@ -28,6 +29,24 @@ use crate::session::state::{Live, Output, Phase, SessionActor, Turn};
 const FEED: usize = 1 << 16;
 
 impl SessionActor {
+    /// The message the last run was streaming into when it stopped: the transcript's last
+    /// message, if it is text or thought of the open turn. The turn's text goes on in it, as
+    /// if nothing happened (docs/lifecycle.md, rule 42's re-adopt branch), where it would
+    /// otherwise begin a second message. Anything after that message (a tool call, a note)
+    /// would have ended its stream for the last run too. Unreadable: a new message.
+    async fn streamed_into(&self, turn_id: &TurnId) -> Option<(MessageKind, MessageId)> {
+        let newest = self.inner.store.list_messages(&self.session.id, None, Some(i64::MAX), 1);
+        let last = match newest.await {
+            Ok(mut messages) => messages.pop()?,
+            Err(err) => {
+                tracing::warn!(session = %self.session.id, error = %err, "reading the stream to go on with failed");
+                return None;
+            }
+        };
+        let text = matches!(last.kind, MessageKind::Agent | MessageKind::Thought);
+        (text && last.turn_id.as_ref() == Some(turn_id)).then_some((last.kind, last.id))
+    }
+
     pub(super) async fn adopt(&mut self, adoption: Adoption) -> Result<()> {
         let Adoption { epoch, execution, skip, ahead, run, turn, .. } = adoption;
         let control: Arc<dyn ExecutionControl> =
@@ -57,6 +76,7 @@ impl SessionActor {
         let turn_epoch = self.session.epoch;
         let open = match turn {
             Some((turn_id, prompt_id)) => {
+                let streaming = self.streamed_into(&turn_id).await;
                 let waiting = client.clone();
                 let mut answer = Box::pin(async move { waiting.await_prompt(prompt_id).await });
                 // One poll registers the call before any output is read.
@@ -70,7 +90,7 @@ impl SessionActor {
                 Some(Turn {
                     id: turn_id,
                     epoch: turn_epoch,
-                    streaming: None,
+                    streaming,
                     tool_calls: HashMap::new(),
                     sent_at: tokio::time::Instant::now(),
                     // Rule 40 counts from now: the agent spoke before (its answer may be all
