@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Page } from '@playwright/test';
 import { expect, test } from './kandev';
 
 test('profiles, repositories and workflows are managed from settings', async ({ page, kandev }) => {
@@ -60,14 +61,19 @@ test('profiles, repositories and workflows are managed from settings', async ({ 
   await expect(page.locator('ul.form-error li').first()).toContainText('workflows[0]');
 });
 
-test('the profile list says it is being read, and Add profile stays put when it arrives', async ({ page, kandev }) => {
-  // Hold the list's answer until the page was looked at without it.
+/** Holds the answers to `action` until the returned function is called. */
+async function hold(page: Page, action: string): Promise<() => void> {
   let release: () => void = () => {};
   const held = new Promise<void>((resolve) => (release = resolve));
-  await page.route('**/api/v1/agent.profile.list', async (route) => {
+  await page.route(`**/api/v1/${action}`, async (route) => {
     await held;
     await route.continue();
   });
+  return release;
+}
+
+test('the profile list says it is being read, and Add profile stays put when it arrives', async ({ page, kandev }) => {
+  const release = await hold(page, 'agent.profile.list');
   await page.goto(`${kandev.url}/settings/profiles`);
   const list = page.getByRole('table', { name: 'Agent profiles' });
   await expect(list).toContainText('Reading the profiles…');
@@ -82,4 +88,20 @@ test('the profile list says it is being read, and Add profile stays put when it 
   // With none left, the list says so instead of showing an empty table.
   await list.getByRole('row', { name: /Mock/ }).getByRole('button', { name: 'Delete' }).click();
   await expect(list).toContainText('No profiles yet');
+});
+
+test('executors and notification channels say they are being read before they say there are none', async ({ page, kandev }) => {
+  const releaseExecutors = await hold(page, 'executor.list');
+  await page.goto(`${kandev.url}/settings/executors`);
+  await expect(page.getByText('Reading the executors…')).toBeVisible();
+  await expect(page.getByText('No executors yet.')).toHaveCount(0);
+  releaseExecutors();
+  await expect(page.getByText('No executors yet.')).toBeVisible();
+
+  const releaseChannels = await hold(page, 'notification.channel.list');
+  await page.goto(`${kandev.url}/settings/notifications`);
+  await expect(page.getByText('Reading the channels…')).toBeVisible();
+  await expect(page.getByText('No channels yet.')).toHaveCount(0);
+  releaseChannels();
+  await expect(page.getByText('No channels yet.')).toBeVisible();
 });

@@ -17,7 +17,8 @@ const EMPTY = {
 };
 
 export function Executors() {
-  const [executors, setExecutors] = useState<ExecutorDto[]>([]);
+  // `null` until the first read answers: "none yet" would be a guess before that.
+  const [executors, setExecutors] = useState<ExecutorDto[] | null>(null);
   const [form, setForm] = useState(EMPTY);
   const [checked, setChecked] = useState<Record<string, string>>({});
   const [checking, setChecking] = useState<string | null>(null);
@@ -50,7 +51,9 @@ export function Executors() {
         repository set to use one has its tasks' worktrees and agents there; their branches are fetched back to this server
         for git status and shipping.
       </p>
-      {executors.length === 0 ? (
+      {executors === null ? (
+        <p className="hint">Reading the executors…</p>
+      ) : executors.length === 0 ? (
         <p className="hint">No executors yet.</p>
       ) : (
         <table className="table" aria-label="Executors">

@@ -45,7 +45,7 @@ export function Notifications() {
         24 hours.
       </p>
       {list.view}
-      <ChannelTable channels={channels ?? []} onChange={() => void list.wrap(reload)} />
+      <ChannelTable channels={channels} onChange={() => void list.wrap(reload)} />
       <AddChannel onAdded={() => void list.wrap(reload)} />
       <DeliveryLog channels={channels ?? []} />
     </section>
@@ -74,9 +74,11 @@ function BrowserSettings() {
   );
 }
 
-function ChannelTable({ channels, onChange }: { channels: ChannelDto[]; onChange: () => void }) {
+/** `channels`: `null` until the first read answers (not "none": it may have failed). */
+function ChannelTable({ channels, onChange }: { channels: ChannelDto[] | null; onChange: () => void }) {
   const { wrap, view } = useFormError();
   const [tested, setTested] = useState<Record<string, string>>({});
+  if (channels === null) return <p className="column-empty">Reading the channels…</p>;
   if (!channels.length) return <p className="column-empty">No channels yet.</p>;
   return (
     <>
