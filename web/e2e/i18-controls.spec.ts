@@ -9,7 +9,9 @@ test('i18 s1: a saved prompt made in Settings is inserted with @name', async ({ 
   await form.getByLabel('Name').fill('review');
   await form.getByLabel('Prompt').fill('Check the tests first');
   await form.getByRole('button', { name: 'Add prompt' }).click();
-  await expect(page.getByRole('table', { name: 'Saved prompts' }).getByRole('row')).toHaveCount(2);
+  const saved = page.getByRole('table', { name: 'Saved prompts' });
+  await expect(saved.getByRole('row', { name: /@review/ })).toBeVisible();
+  await expect(saved.getByRole('row')).toHaveCount(2); // the header and the prompt
   await form.getByLabel('Name').fill('bad name');
   await form.getByLabel('Prompt').fill('x');
   await form.getByRole('button', { name: 'Add prompt' }).click();

@@ -105,3 +105,18 @@ test('executors and notification channels say they are being read before they sa
   releaseChannels();
   await expect(page.getByText('No channels yet.')).toBeVisible();
 });
+
+test('saved prompts and repositories say when there are none, and a failed read says it failed', async ({ page, kandev }) => {
+  await page.goto(`${kandev.url}/settings/repositories`);
+  await expect(page.getByText('No repositories yet: add one below by its local path.')).toBeVisible();
+
+  await page.route('**/api/v1/prompt.list', (route) => route.abort('connectionrefused'));
+  await page.goto(`${kandev.url}/settings/prompts`);
+  await expect(page.getByRole('alert')).toBeVisible();
+  await expect(page.getByText('Reading the saved prompts…')).toHaveCount(0);
+  await expect(page.getByText('No saved prompts yet')).toHaveCount(0);
+
+  await page.unroute('**/api/v1/prompt.list');
+  await page.reload();
+  await expect(page.getByText('No saved prompts yet: add one below.')).toBeVisible();
+});

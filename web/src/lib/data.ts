@@ -15,6 +15,8 @@ export interface WorkspaceData {
   workflow: WorkflowDto | null;
   setWorkflowId: (id: string) => void;
   repositories: RepositoryDto[];
+  /** The workspace's workflows and repositories: the first read is under way. */
+  listsLoading: boolean;
   profiles: AgentProfileDto[];
   /** The profiles' first read is under way (`profiles` is empty until it answers). */
   profilesLoading: boolean;
@@ -135,6 +137,7 @@ export function useWorkspaceData(): WorkspaceData {
       setWorkflowIdState(id);
     },
     repositories: lists.data?.repositories ?? [],
+    listsLoading: lists.data === null && lists.error === null,
     profiles: profiles.data ?? [],
     profilesLoading: profiles.data === null && profiles.error === null,
     reload,

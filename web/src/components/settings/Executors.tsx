@@ -27,8 +27,10 @@ export function Executors() {
     const r = await call('executor.list', {});
     setExecutors(r.executors);
   }, []);
+  // A first read that failed shows its error (below), not "reading" for ever.
+  const [readFailed, setReadFailed] = useState(false);
   useEffect(() => {
-    void wrap(load);
+    void wrap(load).then((ok) => setReadFailed(!ok));
   }, [load]);
   const field = (key: keyof typeof EMPTY, label: string, hint: string, placeholder: string) => (
     <label>
@@ -52,7 +54,7 @@ export function Executors() {
         for git status and shipping.
       </p>
       {executors === null ? (
-        <p className="hint">Reading the executors…</p>
+        !readFailed && <p className="hint">Reading the executors…</p>
       ) : executors.length === 0 ? (
         <p className="hint">No executors yet.</p>
       ) : (

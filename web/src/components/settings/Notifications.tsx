@@ -31,8 +31,10 @@ export function Notifications() {
     setChannels(channels);
   }, []);
   const { wrap } = list;
+  // A first read that failed shows its error, not "reading" for ever.
+  const [readFailed, setReadFailed] = useState(false);
   useEffect(() => {
-    void wrap(reload);
+    void wrap(reload).then((ok) => setReadFailed(!ok));
   }, [reload]); // `wrap` is a new function each render; reading once is enough
   return (
     <section>
@@ -45,7 +47,7 @@ export function Notifications() {
         24 hours.
       </p>
       {list.view}
-      <ChannelTable channels={channels} onChange={() => void list.wrap(reload)} />
+      <ChannelTable channels={channels} readFailed={readFailed} onChange={() => void list.wrap(reload)} />
       <AddChannel onAdded={() => void list.wrap(reload)} />
       <DeliveryLog channels={channels ?? []} />
     </section>
@@ -75,10 +77,11 @@ function BrowserSettings() {
 }
 
 /** `channels`: `null` until the first read answers (not "none": it may have failed). */
-function ChannelTable({ channels, onChange }: { channels: ChannelDto[] | null; onChange: () => void }) {
+function ChannelTable(props: { channels: ChannelDto[] | null; readFailed: boolean; onChange: () => void }) {
+  const { channels, readFailed, onChange } = props;
   const { wrap, view } = useFormError();
   const [tested, setTested] = useState<Record<string, string>>({});
-  if (channels === null) return <p className="column-empty">Reading the channels…</p>;
+  if (channels === null) return readFailed ? null : <p className="column-empty">Reading the channels…</p>;
   if (!channels.length) return <p className="column-empty">No channels yet.</p>;
   return (
     <>

@@ -6,6 +6,7 @@ import type { AgentProfileDto } from '../../api/types';
 import { useData } from '../../lib/data';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
+import { EmptyRow } from './EmptyRow';
 import { ProfileForm } from './ProfileForm';
 import { useFormError } from './useFormError';
 
@@ -41,11 +42,7 @@ export function Profiles() {
         </thead>
         <tbody>
           {profiles.length === 0 && (
-            <tr>
-              <td colSpan={6} className="hint">
-                {profilesLoading ? 'Reading the profiles…' : 'No profiles yet: add one to choose an agent for new tasks.'}
-              </td>
-            </tr>
+            <EmptyRow columns={6} loading={profilesLoading} what="profiles" none="No profiles yet: add one to choose an agent for new tasks." />
           )}
           {profiles.map((p) => (
             <tr key={p.id}>

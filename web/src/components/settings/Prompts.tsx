@@ -4,12 +4,14 @@ import { useCallback, useEffect, useState } from 'react';
 import { call } from '../../api/client';
 import type { SavedPromptDto } from '../../api/types';
 import { useData } from '../../lib/data';
+import { EmptyRow } from './EmptyRow';
 import { useFormError } from './useFormError';
 
 export function Prompts() {
   const { workspace } = useData();
   const workspaceId = workspace?.id ?? null;
-  const [prompts, setPrompts] = useState<SavedPromptDto[]>([]);
+  // `null` until the first read answers.
+  const [prompts, setPrompts] = useState<SavedPromptDto[] | null>(null);
   const [editing, setEditing] = useState<SavedPromptDto | null>(null);
   const [name, setName] = useState('');
   const [body, setBody] = useState('');
@@ -19,8 +21,10 @@ export function Prompts() {
     const r = await call('prompt.list', { workspace_id: workspaceId });
     setPrompts(r.prompts);
   }, [workspaceId]);
+  // A first read that failed shows its error, not "reading" for ever.
+  const [readFailed, setReadFailed] = useState(false);
   useEffect(() => {
-    void wrap(load);
+    void wrap(load).then((ok) => setReadFailed(!ok));
   }, [load]);
   if (!workspace) return null;
   const edit = (p: SavedPromptDto | null) => {
@@ -44,7 +48,10 @@ export function Prompts() {
           </tr>
         </thead>
         <tbody>
-          {prompts.map((p) => (
+          {(prompts ? prompts.length === 0 : !readFailed) && (
+            <EmptyRow columns={3} loading={prompts === null} what="saved prompts" none="No saved prompts yet: add one below." />
+          )}
+          {prompts?.map((p) => (
             <tr key={p.id}>
               <td>
                 <code>@{p.name}</code>

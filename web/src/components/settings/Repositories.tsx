@@ -2,10 +2,11 @@
 import { useState } from 'react';
 import { call } from '../../api/client';
 import { useData } from '../../lib/data';
+import { EmptyRow } from './EmptyRow';
 import { useFormError } from './useFormError';
 
 export function Repositories() {
-  const { workspace, repositories } = useData();
+  const { workspace, repositories, listsLoading } = useData();
   const [path, setPath] = useState('');
   const [name, setName] = useState('');
   const [branch, setBranch] = useState('');
@@ -26,6 +27,9 @@ export function Repositories() {
           </tr>
         </thead>
         <tbody>
+          {repositories.length === 0 && (
+            <EmptyRow columns={5} loading={listsLoading} what="repositories" none="No repositories yet: add one below by its local path." />
+          )}
           {repositories.map((r) => (
             <tr key={r.id}>
               <td>{r.name}</td>
