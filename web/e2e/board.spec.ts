@@ -131,3 +131,24 @@ test('search filters, archive removes, a second tab sees it all live', async ({ 
     .dragTo(page.locator('section.column[data-step-name="Done"] .column-body'));
   await expect(other.locator('section.column[data-step-name="Done"] .card')).toHaveText([/Write docs/]);
 });
+
+test('a column says it is reading its tasks until the board answers, then counts them', async ({ page, kandev }) => {
+  const { steps } = await kandev.board();
+  await kandev.createTask('Counted once read', { step_id: steps.find((s) => s.name === 'Backlog')!.id });
+  let release: () => void = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  await page.route('**/api/v1/task.list', async (route) => {
+    await held;
+    await route.continue();
+  });
+  await page.goto(kandev.url + '/');
+  const backlog = page.locator('section.column[data-step-name="Backlog"]');
+  await expect(backlog).toContainText('Reading the tasks…');
+  await expect(backlog.getByTestId('column-count')).toHaveText('…');
+  await expect(page.getByText('No tasks', { exact: true })).toHaveCount(0);
+
+  release();
+  await expect(backlog.locator('.card', { hasText: 'Counted once read' })).toBeVisible();
+  await expect(backlog.getByTestId('column-count')).toHaveText('1');
+  await expect(page.locator('section.column[data-step-name="Done"]')).toContainText('No tasks');
+});

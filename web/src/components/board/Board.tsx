@@ -169,6 +169,7 @@ export function Board() {
               step={step}
               total={ids.length}
               filtered={query.trim() !== '' || needsMe}
+              loading={!tasks.loaded && !tasks.error}
               tasks={visible}
               active={step.id === phoneStep}
               handle={(h) => handles.current.set(step.id, h)}

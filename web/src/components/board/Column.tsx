@@ -12,6 +12,8 @@ interface ColumnProps {
   total: number;
   /** A search hides some cards: the count says how many match. */
   filtered: boolean;
+  /** The board's first read has not answered: no count, and no "No tasks" yet. */
+  loading: boolean;
   tasks: TaskCardDto[];
   active: boolean;
   handle: (h: VirtualHandle | null) => void;
@@ -21,7 +23,8 @@ interface ColumnProps {
 
 const getKey = (t: TaskCardDto) => t.id;
 
-export function Column({ step, total, filtered, tasks, active, handle, onDrop, renderCard }: ColumnProps) {
+export function Column(props: ColumnProps) {
+  const { step, total, filtered, loading, tasks, active, handle, onDrop, renderCard } = props;
   const [over, setOver] = useState<number | null>(null);
   const vref = useRef<VirtualHandle | null>(null);
   const setHandle = useCallback(
@@ -60,10 +63,10 @@ export function Column({ step, total, filtered, tasks, active, handle, onDrop, r
         <h2 id={titleId}>{step.name}</h2>
         <span
           className="count"
-          aria-label={filtered ? `${tasks.length} of ${total} tasks match` : `${total} tasks`}
+          aria-label={loading ? 'counting the tasks' : filtered ? `${tasks.length} of ${total} tasks match` : `${total} tasks`}
           data-testid="column-count"
         >
-          {filtered ? `${tasks.length} of ${total}` : total}
+          {loading ? '…' : filtered ? `${tasks.length} of ${total}` : total}
         </span>
       </header>
       <VirtualList
@@ -76,7 +79,7 @@ export function Column({ step, total, filtered, tasks, active, handle, onDrop, r
         role="list"
         ariaLabel={`${step.name} tasks`}
         render={(task) => renderCard(task)}
-        empty={<p className="column-empty">{filtered ? 'No matching tasks' : 'No tasks'}</p>}
+        empty={<p className="column-empty">{loading ? 'Reading the tasks…' : filtered ? 'No matching tasks' : 'No tasks'}</p>}
       />
     </section>
   );
