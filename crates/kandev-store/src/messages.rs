@@ -156,6 +156,25 @@ impl Store {
             .transpose()
     }
 
+    /// The newest message of `turn_id` in the session, if any.
+    pub async fn last_message_of_turn(
+        &self,
+        session_id: &SessionId,
+        turn_id: &TurnId,
+    ) -> Result<Option<Message>> {
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND turn_id = ? \
+             ORDER BY seq DESC LIMIT 1"
+        );
+        crate::sql::query_as::<MessageRow>(&sql)
+            .bind(session_id.as_str())
+            .bind(turn_id.as_str())
+            .fetch_optional(&self.read)
+            .await?
+            .map(Message::try_from)
+            .transpose()
+    }
+
     pub async fn get_message(&self, id: &MessageId) -> Result<Message> {
         get(self.db(), id.as_str()).await
     }

@@ -78,12 +78,23 @@ async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_comple
     server.kill_9();
     assert_eq!(agents_of(home.path()).len(), TURNS + 2, "the runner keeps the agents");
 
-    // The last task is deleted while no server runs.
+    // The last task is deleted while no server runs, and the first session gets a note from
+    // outside its turn (as "X moved the task" is): it does not end the turn's stream.
     {
         let location = kandev_store::Location::File(home.path().join("kandev.db"));
         let store = kandev_store::Store::open(location).await.unwrap();
         let mut tx = store.begin_write().await.unwrap();
         tx.delete_task(&kandev_domain::TaskId::new(tasks[TURNS].clone())).await.unwrap();
+        tx.insert_message(&kandev_store::NewMessage {
+            session_id: kandev_domain::SessionId::new(sessions[0].clone()),
+            turn_id: None,
+            kind: kandev_domain::transcript::MessageKind::Status,
+            content: "someone moved the task".into(),
+            metadata: "{}".into(),
+            client_message_id: None,
+        })
+        .await
+        .unwrap();
         tx.commit().await.unwrap();
         store.close().await;
     }

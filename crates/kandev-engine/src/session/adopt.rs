@@ -29,22 +29,24 @@ use crate::session::state::{Live, Output, Phase, SessionActor, Turn};
 const FEED: usize = 1 << 16;
 
 impl SessionActor {
-    /// The message the last run was streaming into when it stopped: the transcript's last
-    /// message, if it is text or thought of the open turn. The turn's text goes on in it, as
-    /// if nothing happened (docs/lifecycle.md, rule 42's re-adopt branch), where it would
-    /// otherwise begin a second message. Anything after that message (a tool call, a note)
-    /// would have ended its stream for the last run too. Unreadable: a new message.
+    /// The message the last run was streaming into when it stopped: the open turn's last
+    /// message, if it is text or thought. The turn's text goes on in it, as if nothing
+    /// happened (docs/lifecycle.md, rule 42's re-adopt branch), where it would otherwise
+    /// begin a second message. Whatever the actor added to the turn after that message (a
+    /// tool call, a permission request, a note) ended its stream for the last run too;
+    /// notes from outside the turn (a task moved, a pull request changed) did not, and are
+    /// not the turn's. Its limit: after an append that failed (a full disk) the last run
+    /// began a new message, and this goes on in the old one. Unreadable: a new message.
     async fn streamed_into(&self, turn_id: &TurnId) -> Option<(MessageKind, MessageId)> {
-        let newest = self.inner.store.list_messages(&self.session.id, None, Some(i64::MAX), 1);
-        let last = match newest.await {
-            Ok(mut messages) => messages.pop()?,
+        let last = match self.inner.store.last_message_of_turn(&self.session.id, turn_id).await {
+            Ok(last) => last?,
             Err(err) => {
-                tracing::warn!(session = %self.session.id, error = %err, "reading the stream to go on with failed");
+                tracing::warn!(session = %self.session.id, error = %err, "reading the message to continue failed");
                 return None;
             }
         };
         let text = matches!(last.kind, MessageKind::Agent | MessageKind::Thought);
-        (text && last.turn_id.as_ref() == Some(turn_id)).then_some((last.kind, last.id))
+        text.then_some((last.kind, last.id))
     }
 
     pub(super) async fn adopt(&mut self, adoption: Adoption) -> Result<()> {
