@@ -165,7 +165,7 @@ type Outcome = std::result::Result<MessageId, String>;
 
 /// Writes `group` in one transaction and answers every member.
 async fn write_group(store: &Store, group: Vec<Member>) {
-    let mut tx = match store.begin_write().await {
+    let mut tx = match store.begin_stream_write().await {
         Ok(tx) => tx,
         Err(err) => {
             answer(group, |_| Err(err.to_string()));
@@ -180,7 +180,7 @@ async fn write_group(store: &Store, group: Vec<Member>) {
             // written one by one in a new one.
             tracing::info!(error = %err, "a streamed group failed; writing its members one by one");
             drop(tx);
-            let mut tx = match store.begin_write().await {
+            let mut tx = match store.begin_stream_write().await {
                 Ok(tx) => tx,
                 Err(err) => {
                     answer(group, |_| Err(err.to_string()));

@@ -46,11 +46,13 @@ pub struct WriteTx {
     pending: Vec<Event>,
     store: Store,
     now: Timestamp,
+    // Released in this order: the gate, then the lane (`Store::begin_write`).
     _gate: OwnedMutexGuard<()>,
+    _lane: Option<OwnedMutexGuard<()>>,
 }
 
 impl WriteTx {
-    pub(crate) async fn begin(store: &Store) -> Result<WriteTx> {
+    pub(crate) async fn begin(store: &Store, lane: Option<OwnedMutexGuard<()>>) -> Result<WriteTx> {
         let gate = store.write_gate.clone().lock_owned().await;
         let tx = match &store.write {
             Pool::Sqlite(pool) => match pool.begin_with("BEGIN IMMEDIATE").await {
@@ -83,6 +85,7 @@ impl WriteTx {
             store: store.clone(),
             now: store.clock.now(),
             _gate: gate,
+            _lane: lane,
         })
     }
 
