@@ -37,8 +37,7 @@ test('a card shows what blocks it and the task page lists subtasks', async ({ pa
 
 test('a profile gets an extra MCP server in the editor; its header stays a secret', async ({ page, kandev }) => {
   await page.goto(`${kandev.url}/settings/profiles`);
-  // The profile list arrives after the page: its rows push the button down, and a click
-  // whose press and release straddle that shift is no click (a CI failure under load).
+  // The profile list first (the form's agent choices and the list the test reads later).
   await expect(page.getByRole('cell', { name: 'Mock', exact: true })).toBeVisible();
   await page.getByRole('button', { name: 'Add profile' }).click();
   const form = page.getByRole('form', { name: 'New profile' });

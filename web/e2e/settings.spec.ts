@@ -77,6 +77,9 @@ test('the profile list says it is being read, and Add profile stays put when it 
   await page.goto(`${kandev.url}/settings/profiles`);
   const list = page.getByRole('table', { name: 'Agent profiles' });
   await expect(list).toContainText('Reading the profiles…');
+  // The top bar settled (workspaces read, connection live) before the button is measured.
+  await expect(page.getByRole('combobox', { name: 'Workspace' })).toHaveValue(/.+/);
+  await expect(page.getByTestId('connection')).toHaveText('Live');
   const add = page.getByRole('button', { name: 'Add profile' });
   const before = await add.boundingBox();
 
@@ -119,4 +122,18 @@ test('saved prompts and repositories say when there are none, and a failed read 
   await page.unroute('**/api/v1/prompt.list');
   await page.reload();
   await expect(page.getByText('No saved prompts yet: add one below.')).toBeVisible();
+});
+
+test('a profile list that could not be read says so with Retry, not that there are none', async ({ page, kandev }) => {
+  let refuse = true;
+  await page.route('**/api/v1/agent.profile.list', (route) => (refuse ? route.abort('connectionrefused') : route.continue()));
+  await page.goto(`${kandev.url}/settings/profiles`);
+  await expect(page.getByRole('alert').first()).toBeVisible();
+  const list = page.getByRole('table', { name: 'Agent profiles' });
+  await expect(list).not.toContainText('No profiles yet');
+  await expect(list).not.toContainText('Reading the profiles…');
+
+  refuse = false;
+  await page.getByRole('button', { name: 'Retry' }).first().click();
+  await expect(list.getByRole('cell', { name: 'Mock', exact: true })).toBeVisible();
 });

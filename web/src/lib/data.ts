@@ -7,6 +7,15 @@ import { removeById, upsertById } from './lists';
 import { useLiveQuery } from './useLiveQuery';
 import { useRead } from './useRead';
 
+/** Where a list's first read is: under way, failed (its error is shown), or answered. */
+export type ReadState = 'reading' | 'failed' | 'done';
+
+/** The state of a live query's first read. */
+export function readState(query: { data: unknown; error: string | null }): ReadState {
+  if (query.data !== null) return 'done';
+  return query.error === null ? 'reading' : 'failed';
+}
+
 export interface WorkspaceData {
   workspaces: WorkspaceDto[];
   workspace: WorkspaceDto | null;
@@ -15,11 +24,11 @@ export interface WorkspaceData {
   workflow: WorkflowDto | null;
   setWorkflowId: (id: string) => void;
   repositories: RepositoryDto[];
-  /** The workspace's workflows and repositories: the first read is under way. */
-  listsLoading: boolean;
+  /** The workspace's workflows and repositories' first read. */
+  listsRead: ReadState;
   profiles: AgentProfileDto[];
-  /** The profiles' first read is under way (`profiles` is empty until it answers). */
-  profilesLoading: boolean;
+  /** The profiles' first read (`profiles` is empty until it answers). */
+  profilesRead: ReadState;
   /** Reads everything afresh (the Retry of `error`). */
   reload: () => void;
   /** What could not be read, for a person. */
@@ -137,9 +146,9 @@ export function useWorkspaceData(): WorkspaceData {
       setWorkflowIdState(id);
     },
     repositories: lists.data?.repositories ?? [],
-    listsLoading: lists.data === null && lists.error === null,
+    listsRead: readState(lists),
     profiles: profiles.data ?? [],
-    profilesLoading: profiles.data === null && profiles.error === null,
+    profilesRead: readState(profiles),
     reload,
     error: workspaceList.error ?? lists.error ?? profiles.error,
   };

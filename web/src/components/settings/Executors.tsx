@@ -1,9 +1,10 @@
 // Settings › Executors (issue 20): named SSH build machines. Add one, check it (connects as a
 // session would: host key, the remote kandev, the runner) and delete it. A repository that
 // chooses one (repository.executor.set) has its worktrees and agents there (README).
-import { useCallback, useEffect, useState } from 'react';
+import { useState } from 'react';
 import { call } from '../../api/client';
-import type { ExecutorDto } from '../../api/types';
+import { useRead } from '../../lib/useRead';
+import { InlineError } from '../ErrorBanner';
 import { useFormError } from './useFormError';
 
 const EMPTY = {
@@ -16,22 +17,16 @@ const EMPTY = {
   remote_home: '',
 };
 
+const readExecutors = () => call('executor.list', {}).then((r) => r.executors);
+
 export function Executors() {
   // `null` until the first read answers: "none yet" would be a guess before that.
-  const [executors, setExecutors] = useState<ExecutorDto[] | null>(null);
+  const list = useRead(readExecutors);
+  const executors = list.data;
   const [form, setForm] = useState(EMPTY);
   const [checked, setChecked] = useState<Record<string, string>>({});
   const [checking, setChecking] = useState<string | null>(null);
   const { wrap, view } = useFormError();
-  const load = useCallback(async () => {
-    const r = await call('executor.list', {});
-    setExecutors(r.executors);
-  }, []);
-  // A first read that failed shows its error (below), not "reading" for ever.
-  const [readFailed, setReadFailed] = useState(false);
-  useEffect(() => {
-    void wrap(load).then((ok) => setReadFailed(!ok));
-  }, [load]);
   const field = (key: keyof typeof EMPTY, label: string, hint: string, placeholder: string) => (
     <label>
       {label} <span className="hint">{hint}</span>
@@ -53,8 +48,9 @@ export function Executors() {
         repository set to use one has its tasks' worktrees and agents there; their branches are fetched back to this server
         for git status and shipping.
       </p>
+      <InlineError error={list.error} onRetry={list.retry} testId="executors-error" />
       {executors === null ? (
-        !readFailed && <p className="hint">Reading the executors…</p>
+        !list.error && <p className="hint">Reading the executors…</p>
       ) : executors.length === 0 ? (
         <p className="hint">No executors yet.</p>
       ) : (
@@ -110,7 +106,7 @@ export function Executors() {
                     onClick={() =>
                       void wrap(async () => {
                         await call('executor.delete', { id: x.id });
-                        await load();
+                        list.retry();
                       })
                     }
                   >
@@ -141,7 +137,7 @@ export function Executors() {
                 remote_home: form.remote_home,
               },
             });
-            await load();
+            list.retry();
           });
           if (ok) setForm(EMPTY);
         }}

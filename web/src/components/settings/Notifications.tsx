@@ -1,7 +1,7 @@
 // Settings › Notifications: this browser's sound and system notifications, the channels that
 // carry notification records out (webhook, ntfy: add, test, delete) and their delivery log,
 // live on the `notifications` topic.
-import { useCallback, useEffect, useState } from 'react';
+import { useState } from 'react';
 import { call } from '../../api/client';
 import type {
   ChannelDto,
@@ -12,6 +12,8 @@ import type {
 } from '../../api/types';
 import { playChime, useSoundSetting } from '../../lib/notify';
 import { useLiveQuery } from '../../lib/useLiveQuery';
+import { useRead } from '../../lib/useRead';
+import { InlineError } from '../ErrorBanner';
 import { useFormError } from './useFormError';
 
 const KINDS: [NotificationKindDto, string][] = [
@@ -23,19 +25,12 @@ const KINDS: [NotificationKindDto, string][] = [
 ];
 const KIND_LABEL = Object.fromEntries(KINDS) as Record<NotificationKindDto, string>;
 
+const readChannels = () => call('notification.channel.list', {}).then((r) => r.channels);
+
 export function Notifications() {
-  const [channels, setChannels] = useState<ChannelDto[] | null>(null);
-  const list = useFormError();
-  const reload = useCallback(async () => {
-    const { channels } = await call('notification.channel.list', {});
-    setChannels(channels);
-  }, []);
-  const { wrap } = list;
-  // A first read that failed shows its error, not "reading" for ever.
-  const [readFailed, setReadFailed] = useState(false);
-  useEffect(() => {
-    void wrap(reload).then((ok) => setReadFailed(!ok));
-  }, [reload]); // `wrap` is a new function each render; reading once is enough
+  // `null` until the first read answers; a failed read shows its error with Retry.
+  const list = useRead(readChannels);
+  const channels = list.data;
   return (
     <section>
       <h1>Notifications</h1>
@@ -46,9 +41,9 @@ export function Notifications() {
         with <code>x-kandev-signature</code> when it has a secret), ntfy gets the title. Failed deliveries are retried for
         24 hours.
       </p>
-      {list.view}
-      <ChannelTable channels={channels} readFailed={readFailed} onChange={() => void list.wrap(reload)} />
-      <AddChannel onAdded={() => void list.wrap(reload)} />
+      <InlineError error={list.error} onRetry={list.retry} testId="channels-error" />
+      <ChannelTable channels={channels} readFailed={list.error !== null} onChange={list.retry} />
+      <AddChannel onAdded={list.retry} />
       <DeliveryLog channels={channels ?? []} />
     </section>
   );

@@ -52,7 +52,9 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
       <div className="row">
         <label>
           Name
-          <input value={name} onChange={(e) => setName(e.target.value)} required />
+          {/* Focused when the form opens, which also brings it into view (it opens above
+              the list, whichever row's Edit opened it). */}
+          <input value={name} onChange={(e) => setName(e.target.value)} required autoFocus />
         </label>
         <label>
           Agent

@@ -13,7 +13,7 @@ import { useFormError } from './useFormError';
 const readKinds = () => call('agent.kinds', {}).then((r) => r.kinds);
 
 export function Profiles() {
-  const { profiles, profilesLoading } = useData();
+  const { profiles, profilesRead } = useData();
   const installed = useRead(readKinds);
   const kinds = installed.data ?? [];
   const [editing, setEditing] = useState<AgentProfileDto | 'new' | null>(null);
@@ -42,7 +42,7 @@ export function Profiles() {
         </thead>
         <tbody>
           {profiles.length === 0 && (
-            <EmptyRow columns={6} loading={profilesLoading} what="profiles" none="No profiles yet: add one to choose an agent for new tasks." />
+            <EmptyRow columns={6} state={profilesRead} what="profiles" none="No profiles yet: add one to choose an agent for new tasks." />
           )}
           {profiles.map((p) => (
             <tr key={p.id}>

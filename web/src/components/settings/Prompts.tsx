@@ -1,31 +1,30 @@
 // Settings › Prompts: the workspace's saved prompts (issue 18). `@name` in the composer inserts
 // one; `{{prompt:name}}` in a step prompt stands for it when the step starts the agent.
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useState } from 'react';
 import { call } from '../../api/client';
 import type { SavedPromptDto } from '../../api/types';
-import { useData } from '../../lib/data';
+import { readState, useData } from '../../lib/data';
+import { useRead } from '../../lib/useRead';
+import { InlineError } from '../ErrorBanner';
 import { EmptyRow } from './EmptyRow';
 import { useFormError } from './useFormError';
 
 export function Prompts() {
   const { workspace } = useData();
   const workspaceId = workspace?.id ?? null;
-  // `null` until the first read answers.
-  const [prompts, setPrompts] = useState<SavedPromptDto[] | null>(null);
+
   const [editing, setEditing] = useState<SavedPromptDto | null>(null);
   const [name, setName] = useState('');
   const [body, setBody] = useState('');
   const { wrap, view } = useFormError();
-  const load = useCallback(async () => {
-    if (!workspaceId) return;
-    const r = await call('prompt.list', { workspace_id: workspaceId });
-    setPrompts(r.prompts);
-  }, [workspaceId]);
-  // A first read that failed shows its error, not "reading" for ever.
-  const [readFailed, setReadFailed] = useState(false);
-  useEffect(() => {
-    void wrap(load).then((ok) => setReadFailed(!ok));
-  }, [load]);
+  // Kept with the workspace it was read for: another workspace's shows nothing until read.
+  const readPrompts = useCallback(
+    async (): Promise<SavedPromptDto[]> =>
+      workspaceId ? (await call('prompt.list', { workspace_id: workspaceId })).prompts : [],
+    [workspaceId],
+  );
+  const list = useRead(readPrompts);
+  const prompts = list.data;
   if (!workspace) return null;
   const edit = (p: SavedPromptDto | null) => {
     setEditing(p);
@@ -39,6 +38,7 @@ export function Prompts() {
         Type <code>@name</code> in a message to insert a prompt; write <code>{'{{prompt:name}}'}</code> in a step prompt to use
         it when the step starts the agent.
       </p>
+      <InlineError error={list.error} onRetry={list.retry} testId="prompts-error" />
       <table className="table" aria-label="Saved prompts">
         <thead>
           <tr>
@@ -48,8 +48,8 @@ export function Prompts() {
           </tr>
         </thead>
         <tbody>
-          {(prompts ? prompts.length === 0 : !readFailed) && (
-            <EmptyRow columns={3} loading={prompts === null} what="saved prompts" none="No saved prompts yet: add one below." />
+          {!prompts?.length && (
+            <EmptyRow columns={3} state={readState(list)} what="saved prompts" none="No saved prompts yet: add one below." />
           )}
           {prompts?.map((p) => (
             <tr key={p.id}>
@@ -66,7 +66,7 @@ export function Prompts() {
                     void wrap(async () => {
                       await call('prompt.delete', { id: p.id });
                       if (editing?.id === p.id) edit(null);
-                      await load();
+                      list.retry();
                     })
                   }
                 >
@@ -85,7 +85,7 @@ export function Prompts() {
           const ok = await wrap(async () => {
             if (editing) await call('prompt.update', { id: editing.id, name, body });
             else await call('prompt.create', { workspace_id: workspace.id, name, body });
-            await load();
+            list.retry();
           });
           if (ok) edit(null);
         }}

@@ -6,7 +6,7 @@ import { EmptyRow } from './EmptyRow';
 import { useFormError } from './useFormError';
 
 export function Repositories() {
-  const { workspace, repositories, listsLoading } = useData();
+  const { workspace, repositories, listsRead } = useData();
   const [path, setPath] = useState('');
   const [name, setName] = useState('');
   const [branch, setBranch] = useState('');
@@ -28,7 +28,7 @@ export function Repositories() {
         </thead>
         <tbody>
           {repositories.length === 0 && (
-            <EmptyRow columns={5} loading={listsLoading} what="repositories" none="No repositories yet: add one below by its local path." />
+            <EmptyRow columns={5} state={listsRead} what="repositories" none="No repositories yet: add one below by its local path." />
           )}
           {repositories.map((r) => (
             <tr key={r.id}>
