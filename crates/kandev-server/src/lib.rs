@@ -119,9 +119,8 @@ pub async fn serve(
 }
 
 /// Checkpoints the SQLite write-ahead log at its first tick and then every `every` that saw a
-/// commit, until `shutdown`,
-/// so the single writer never stops to do it (issue 15: a checkpoint run by the writer held
-/// every streamed write behind it; P1's paced write -> receive p99 fell from 140-200 ms to
+/// commit, until `shutdown`, so the single writer never stops to do it (issue 15: a
+/// checkpoint run by the writer held every streamed write behind it; P1's paced write -> receive p99 fell from 140-200 ms to
 /// 57-115 ms without them, docs/performance.md). A checkpoint that fails is retried at the
 /// next tick; past `WRITER_CHECKPOINT_PAGES` the writer checkpoints by itself anyway.
 async fn checkpoint_wal(store: Store, every: Duration, shutdown: CancellationToken) {
