@@ -132,7 +132,7 @@ test('search filters, archive removes, a second tab sees it all live', async ({ 
   await expect(other.locator('section.column[data-step-name="Done"] .card')).toHaveText([/Write docs/]);
 });
 
-test('a column says it is reading its tasks until the board answers, then counts them', async ({ page, kandev }) => {
+test('i14: a column says it is reading its tasks until the board answers, then counts them', async ({ page, kandev }) => {
   const { steps } = await kandev.board();
   await kandev.createTask('Counted once read', { step_id: steps.find((s) => s.name === 'Backlog')!.id });
   let release: () => void = () => {};

@@ -72,7 +72,7 @@ async function hold(page: Page, action: string): Promise<() => void> {
   return release;
 }
 
-test('the profile list says it is being read, and Add profile stays put when it arrives', async ({ page, kandev }) => {
+test('i14: the profile list says it is being read, and Add profile stays put when it arrives', async ({ page, kandev }) => {
   const release = await hold(page, 'agent.profile.list');
   await page.goto(`${kandev.url}/settings/profiles`);
   const list = page.getByRole('table', { name: 'Agent profiles' });
@@ -93,23 +93,22 @@ test('the profile list says it is being read, and Add profile stays put when it 
   await expect(list).toContainText('No profiles yet');
 });
 
-test('executors and notification channels say they are being read before they say there are none', async ({ page, kandev }) => {
-  const releaseExecutors = await hold(page, 'executor.list');
-  await page.goto(`${kandev.url}/settings/executors`);
-  await expect(page.getByText('Reading the executors…')).toBeVisible();
-  await expect(page.getByText('No executors yet.')).toHaveCount(0);
-  releaseExecutors();
-  await expect(page.getByText('No executors yet.')).toBeVisible();
-
-  const releaseChannels = await hold(page, 'notification.channel.list');
-  await page.goto(`${kandev.url}/settings/notifications`);
-  await expect(page.getByText('Reading the channels…')).toBeVisible();
-  await expect(page.getByText('No channels yet.')).toHaveCount(0);
-  releaseChannels();
-  await expect(page.getByText('No channels yet.')).toBeVisible();
+test('i14: executors and notification channels say they are being read before they say there are none', async ({ page, kandev }) => {
+  const pages = [
+    { action: 'executor.list', path: 'executors', reading: 'Reading the executors…', none: 'No executors yet.' },
+    { action: 'notification.channel.list', path: 'notifications', reading: 'Reading the channels…', none: 'No channels yet.' },
+  ];
+  for (const { action, path, reading, none } of pages) {
+    const release = await hold(page, action);
+    await page.goto(`${kandev.url}/settings/${path}`);
+    await expect(page.getByText(reading)).toBeVisible();
+    await expect(page.getByText(none)).toHaveCount(0);
+    release();
+    await expect(page.getByText(none)).toBeVisible();
+  }
 });
 
-test('saved prompts and repositories say when there are none, and a failed read says it failed', async ({ page, kandev }) => {
+test('i14: saved prompts and repositories say when there are none, and a failed read says it failed', async ({ page, kandev }) => {
   await page.goto(`${kandev.url}/settings/repositories`);
   await expect(page.getByText('No repositories yet: add one below by its local path.')).toBeVisible();
 
@@ -124,7 +123,7 @@ test('saved prompts and repositories say when there are none, and a failed read 
   await expect(page.getByText('No saved prompts yet: add one below.')).toBeVisible();
 });
 
-test('a profile list that could not be read says so with Retry, not that there are none', async ({ page, kandev }) => {
+test('i14: a profile list that could not be read says so with Retry, not that there are none', async ({ page, kandev }) => {
   let refuse = true;
   await page.route('**/api/v1/agent.profile.list', (route) => (refuse ? route.abort('connectionrefused') : route.continue()));
   await page.goto(`${kandev.url}/settings/profiles`);
