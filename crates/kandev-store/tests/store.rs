@@ -418,3 +418,40 @@ async fn i21_s1_a_nul_character_is_not_a_database_error(db: TestDb) {
     assert_eq!(names, vec![expected.to_owned()], "{:?}", ws.id);
 }
 }
+
+/// Writes a workspace in a transaction dropped before its commit, then one that commits,
+/// then reads: only the second is there, and the store still writes after both.
+async fn dropped_then_committed(store: &kandev_store::Store) {
+    let mut tx = store.begin_write().await.unwrap();
+    tx.insert_workspace("dropped").await.unwrap();
+    drop(tx);
+    let mut tx = store.begin_write().await.unwrap();
+    tx.insert_workspace("kept").await.unwrap();
+    tx.commit().await.unwrap();
+    let names: Vec<String> =
+        store.list_workspaces().await.unwrap().into_iter().map(|w| w.name).collect();
+    assert_eq!(names, ["kept"]);
+    let mut tx = store.begin_write().await.unwrap();
+    tx.insert_workspace("after").await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(store.list_workspaces().await.unwrap().len(), 2);
+}
+
+on_both_engines! {
+// The write connection stays checked out between transactions (`write::HeldTx`): what a
+// dropped transaction wrote is rolled back before the next writer's statements run.
+async fn a_write_dropped_before_its_commit_is_undone_before_the_next_write(db: TestDb) {
+    let store = db.open().await;
+    dropped_then_committed(&store).await;
+    store.close().await;
+    let store = db.open().await;
+    assert_eq!(store.list_workspaces().await.unwrap().len(), 2, "both commits stored");
+}
+}
+
+// The in-memory store's reads share its one connection, so each write gives it back.
+#[tokio::test]
+async fn the_in_memory_store_reads_between_its_writes() {
+    let store = kandev_store::Store::open(kandev_store::Location::Memory).await.unwrap();
+    dropped_then_committed(&store).await;
+}
