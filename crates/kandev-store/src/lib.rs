@@ -121,9 +121,6 @@ pub struct Store {
     write: Pool,
     /// Held from `BEGIN` to after publication, so events are published in commit order.
     write_gate: Arc<Mutex<()>>,
-    /// The SQLite write connection between transactions, locked after the gate: a file
-    /// store keeps it checked out of its pool (`write::HeldTx` says why).
-    write_conn: Arc<Mutex<write::HeldConn>>,
     /// Where every writer but the group writer of streamed text waits its turn at the gate
     /// ([`Store::begin_stream_write`]).
     write_lane: Arc<Mutex<()>>,
@@ -278,7 +275,6 @@ impl Store {
             read,
             write,
             write_gate: Arc::new(Mutex::new(())),
-            write_conn: Arc::new(Mutex::new(None)),
             write_lane: Arc::new(Mutex::new(())),
             events,
             clock,
@@ -376,12 +372,9 @@ impl Store {
         // Applies to a replacement write connection too.
         let options = (*write.connect_options()).clone();
         write.set_connect_options(options.pragma("max_page_count", pages.to_string()));
-        let pragma = format!("PRAGMA max_page_count = {pages}");
-        let mut held = self.write_conn.lock().await;
-        let cap: i64 = match held.as_deref_mut() {
-            Some(conn) => sqlx::query_scalar(&pragma).fetch_one(conn).await?,
-            None => sqlx::query_scalar(&pragma).fetch_one(write).await?,
-        };
+        let cap: i64 = sqlx::query_scalar(&format!("PRAGMA max_page_count = {pages}"))
+            .fetch_one(write)
+            .await?;
         Ok(u32::try_from(cap).unwrap_or(u32::MAX))
     }
 
@@ -392,26 +385,20 @@ impl Store {
         Ok(u32::try_from(count).unwrap_or(u32::MAX))
     }
 
-    /// Closes the held write connection so that the pool opens a fresh one: a connection
-    /// left inside a transaction by an error is rolled back by closing it. Needs the write
-    /// gate.
-    pub(crate) async fn replace_held_connection(&self, held: &mut write::HeldConn) {
+    /// Closes the write connection so that the pool opens a fresh one: a connection left
+    /// inside a transaction by an error is rolled back by closing it. Needs the write gate.
+    pub(crate) async fn replace_write_connection(&self) {
         let Pool::Sqlite(write) = &self.write else { return };
         if !self.replaceable {
             return;
         }
-        let conn = match held.take() {
-            Some(conn) => conn,
-            None => match write.acquire().await {
-                Ok(conn) => conn,
-                Err(err) => {
-                    tracing::warn!(error = %err, "cannot take the write connection");
-                    return;
+        match write.acquire().await {
+            Ok(conn) => {
+                if let Err(err) = conn.close().await {
+                    tracing::warn!(error = %err, "closing the write connection failed");
                 }
-            },
-        };
-        if let Err(err) = conn.close().await {
-            tracing::warn!(error = %err, "closing the write connection failed");
+            }
+            Err(err) => tracing::warn!(error = %err, "cannot take the write connection"),
         }
     }
 
@@ -434,8 +421,6 @@ impl Store {
 
     /// Closes every connection; pending writes are finished first.
     pub async fn close(&self) {
-        // Back to its pool first: closing a pool waits for its connections to come back.
-        self.write_conn.lock().await.take();
         self.write.close().await;
         self.read.close().await;
         if let Some(pool) = &self.checkpointer {

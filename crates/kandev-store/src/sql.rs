@@ -245,15 +245,12 @@ macro_rules! on_db {
                 conn.check()?;
                 conn.note(text);
                 let outcome = match conn.kind() {
-                    TxKind::Sqlite(tx) => match tx.connection() {
-                        Ok(connection) => {
-                            let $e = connection;
-                            let $sql = text;
-                            let $args = $values;
-                            $body.await
-                        }
-                        Err(err) => Err(err),
-                    },
+                    TxKind::Sqlite(tx) => {
+                        let $e = &mut **tx;
+                        let $sql = text;
+                        let $args = $values;
+                        $body.await
+                    }
                     TxKind::Postgres(tx) => {
                         let $e = &mut **tx;
                         let translated = pg_sql(text);

@@ -26,9 +26,7 @@ use std::sync::Arc;
 
 use kandev_domain::Timestamp;
 use sqlx::error::{DatabaseError, ErrorKind};
-use sqlx::pool::PoolConnection;
-use sqlx::sqlite::{SqliteConnection, SqliteTransactionManager};
-use sqlx::{Postgres, Sqlite, Transaction, TransactionManager};
+use sqlx::{Postgres, Sqlite, Transaction};
 use tokio::sync::OwnedMutexGuard;
 
 use crate::db::Pool;
@@ -57,7 +55,18 @@ impl WriteTx {
     pub(crate) async fn begin(store: &Store, lane: Option<OwnedMutexGuard<()>>) -> Result<WriteTx> {
         let gate = store.write_gate.clone().lock_owned().await;
         let tx = match &store.write {
-            Pool::Sqlite(pool) => TxKind::Sqlite(HeldTx::begin(store, pool).await?),
+            Pool::Sqlite(pool) => match pool.begin_with("BEGIN IMMEDIATE").await {
+                Ok(tx) => TxKind::Sqlite(tx),
+                Err(err) => {
+                    tracing::warn!(error = %err, "the write connection is not usable; replacing it");
+                    store.replace_write_connection().await;
+                    TxKind::Sqlite(
+                        pool.begin_with("BEGIN IMMEDIATE")
+                            .await
+                            .map_err(|e| StoreError::from(store.observe(e)))?,
+                    )
+                }
+            },
             // PostgreSQL ends a failed transaction itself and the pool resets a connection
             // returned inside one; the advisory lock (see `lib.rs`) keeps other servers out.
             Pool::Postgres(pool) => TxKind::Postgres(
@@ -170,7 +179,7 @@ pub struct Savepoint {
 
 /// The open transaction on one of the two engines.
 pub(crate) enum TxKind {
-    Sqlite(HeldTx),
+    Sqlite(Transaction<'static, Sqlite>),
     Postgres(Transaction<'static, Postgres>),
 }
 
@@ -186,97 +195,6 @@ impl TxKind {
         match self {
             TxKind::Sqlite(tx) => tx.rollback().await,
             TxKind::Postgres(tx) => tx.rollback().await,
-        }
-    }
-}
-
-/// The SQLite write connection, kept checked out of its pool between transactions
-/// ([`Store::write_conn`]); `None` until the first write, after a replacement, and between
-/// the transactions of an in-memory store (whose reads share the connection).
-pub(crate) type HeldConn = Option<PoolConnection<Sqlite>>;
-
-/// A SQLite write transaction on the held connection: `BEGIN IMMEDIATE` to `COMMIT`, with
-/// sqlx's own transaction bookkeeping ([`SqliteTransactionManager`], what
-/// [`sqlx::Transaction`] calls), so the refusals the module docs rely on still happen.
-///
-/// Why not a pooled `sqlx::Transaction` per write (as before): taking the connection from
-/// the pool pings it and giving it back pings it again, each a round trip to the
-/// connection's thread that the next write waits for. Under the flood of P1 (50 agents
-/// streaming on 2 cores) a round trip is a wait for the scheduler, and the group writer of
-/// streamed text commits back to back, so those two pings were a third of its round trips.
-/// A connection to a local file has nothing a ping could find out.
-pub(crate) struct HeldTx {
-    conn: OwnedMutexGuard<HeldConn>,
-    /// Whether the transaction is still open: dropped open, it is rolled back.
-    open: bool,
-    /// Whether the connection stays checked out after this transaction.
-    keep: bool,
-}
-
-impl HeldTx {
-    async fn begin(store: &Store, pool: &sqlx::SqlitePool) -> Result<HeldTx> {
-        let mut conn = store.write_conn.clone().lock_owned().await;
-        if let Err(err) = start(&mut conn, pool).await {
-            tracing::warn!(error = %err, "the write connection is not usable; replacing it");
-            store.replace_held_connection(&mut conn).await;
-            start(&mut conn, pool).await.map_err(|e| StoreError::from(store.observe(e)))?;
-        }
-        Ok(HeldTx { conn, open: true, keep: store.replaceable })
-    }
-
-    /// The connection, for the transaction's statements.
-    pub(crate) fn connection(&mut self) -> std::result::Result<&mut SqliteConnection, sqlx::Error> {
-        // `begin` leaves a connection there and nothing takes it while the transaction lives.
-        self.conn.as_deref_mut().ok_or(sqlx::Error::PoolClosed)
-    }
-
-    async fn commit(mut self) -> std::result::Result<(), sqlx::Error> {
-        let committed = SqliteTransactionManager::commit(self.connection()?).await;
-        self.close(committed.is_ok());
-        committed
-    }
-
-    async fn rollback(mut self) -> std::result::Result<(), sqlx::Error> {
-        let rolled_back = SqliteTransactionManager::rollback(self.connection()?).await;
-        self.close(rolled_back.is_ok());
-        rolled_back
-    }
-
-    /// After `COMMIT` or `ROLLBACK`; when it failed, `Drop` still rolls back what sqlx
-    /// believes is open.
-    fn close(&mut self, ended: bool) {
-        if ended {
-            self.open = false;
-        }
-        if !self.keep && !self.open {
-            // Back to the pool, where the in-memory store's reads find it.
-            self.conn.take();
-        }
-    }
-}
-
-/// Takes a connection from the pool unless one is held, and begins on it.
-async fn start(
-    conn: &mut HeldConn,
-    pool: &sqlx::SqlitePool,
-) -> std::result::Result<(), sqlx::Error> {
-    if conn.is_none() {
-        *conn = Some(pool.acquire().await?);
-    }
-    let conn = conn.as_deref_mut().ok_or(sqlx::Error::PoolClosed)?;
-    SqliteTransactionManager::begin(conn, Some(Cow::Borrowed("BEGIN IMMEDIATE"))).await
-}
-
-impl Drop for HeldTx {
-    fn drop(&mut self) {
-        if self.open {
-            // Queued to the connection's thread, ahead of whatever the next writer sends.
-            if let Some(conn) = self.conn.as_deref_mut() {
-                SqliteTransactionManager::start_rollback(conn);
-            }
-            if !self.keep {
-                self.conn.take();
-            }
         }
     }
 }
