@@ -43,18 +43,23 @@ pub fn chunk_stamp(chunk: &str) -> Option<u64> {
 /// Whether `text` is exactly `chunks` stamped chunks of `bytes` bytes, in order, none lost
 /// or repeated: each has its index, a stamp, and the fill of its index.
 pub fn stamped_stream_ok(text: &str, chunks: u64, bytes: usize) -> bool {
-    if text.len() != chunks as usize * bytes {
-        return false;
-    }
-    (0..chunks).all(|i| {
-        let start = i as usize * bytes;
-        let Some(chunk) = text.get(start..start + bytes) else { return false };
-        let fill = char::from(b'a' + (i % 26) as u8);
-        chunk.starts_with(&format!("{i:06}|"))
-            && chunk_stamp(chunk).is_some()
-            && chunk.get(23..24) == Some("|")
-            && chunk[24..].chars().all(|c| c == fill)
-    })
+    text.len() == chunks as usize * bytes && first_wrong_chunk(text, chunks, bytes).is_none()
+}
+
+/// The index of the first chunk of `text` that is not the one expected there.
+pub fn first_wrong_chunk(text: &str, chunks: u64, bytes: usize) -> Option<u64> {
+    (0..chunks).find(|&i| !chunk_ok(text, i, bytes))
+}
+
+/// Whether chunk `i` of `text` is there and is chunk `i`: its index, a stamp, its fill.
+fn chunk_ok(text: &str, i: u64, bytes: usize) -> bool {
+    let start = i as usize * bytes;
+    let Some(chunk) = text.get(start..start + bytes) else { return false };
+    let fill = char::from(b'a' + (i % 26) as u8);
+    chunk.starts_with(&format!("{i:06}|"))
+        && chunk_stamp(chunk).is_some()
+        && chunk.get(23..24) == Some("|")
+        && chunk[24..].chars().all(|c| c == fill)
 }
 
 /// Now, in microseconds since the Unix epoch (the clock the mock agent stamps chunks with).
@@ -205,12 +210,7 @@ pub async fn p1(ctx: &Ctx) -> Result<Report> {
     report.failures.extend(flood.failures.iter().cloned());
     let elapsed = (flood.end - flood.started).as_secs_f64();
     for session in &sessions {
-        let messages = server.messages(session).await?;
-        let stored: String = messages
-            .iter()
-            .filter(|m| m["kind"] == "agent")
-            .filter_map(|m| m["content"].as_str())
-            .collect();
+        let stored = stored_agent_text(&server, session).await?;
         let told = flood.per_session.get(session).map(Vec::as_slice).unwrap_or_default();
         report.check(
             told.iter().all(|t| *t == stored),
@@ -222,6 +222,24 @@ pub async fn p1(ctx: &Ctx) -> Result<Report> {
     // of a stream the server keeps up with, where the flood's is the pipe's queueing.
     let mut paced = streamed_turn(&server, &sessions, &paced_script, chunks / 2, bytes).await?;
     report.failures.extend(paced.failures.iter().map(|f| format!("paced: {f}")));
+    // Both turns' text as stored, against what each subscriber of the paced turn saw after
+    // the flood's: says whether text a subscriber missed was stored anyway.
+    for session in &sessions {
+        let stored = stored_agent_text(&server, session).await?;
+        let flood_text = flood.per_session.get(session).and_then(|t| t.first());
+        let told = paced.per_session.get(session).map(Vec::as_slice).unwrap_or_default();
+        for text in told {
+            let expected = format!("{}{text}", flood_text.map_or("", String::as_str));
+            report.check(
+                expected == stored,
+                format!(
+                    "paced: session {session}: the stored transcript ({} bytes) differs from what a subscriber saw ({} bytes)",
+                    stored.len(),
+                    expected.len()
+                ),
+            );
+        }
+    }
     let total = (sessions_n as u64 * chunks * bytes as u64) as f64;
     let throughput = total / elapsed;
     let (mut gaps, mut latencies, mut first_chunk) =
@@ -323,11 +341,13 @@ async fn streamed_turn(
         let seen = seen.with_context(|| format!("subscriber of {session}"))?;
         if !stamped_stream_ok(&seen.text, chunks, bytes) {
             out.lost_or_dup += 1;
+            let wrong = first_wrong_chunk(&seen.text, chunks, bytes);
             out.failures.push(format!(
-                "session {session}: a subscriber saw {} bytes in {} frames, not the {} expected chunks in order",
+                "session {session}: a subscriber saw {} bytes in {} frames, not the {} expected chunks in order (first wrong: chunk {})",
                 seen.text.len(),
                 seen.chunks,
-                chunks
+                chunks,
+                wrong.map_or("none".to_owned(), |i| i.to_string())
             ));
         }
         out.gaps.extend(seen.gaps);
@@ -339,6 +359,16 @@ async fn streamed_turn(
         out.per_session.entry(session).or_default().push(seen.text);
     }
     Ok(out)
+}
+
+/// The session's agent messages' text, in order, as stored.
+async fn stored_agent_text(server: &Server, session: &str) -> Result<String> {
+    let messages = server.messages(session).await?;
+    Ok(messages
+        .iter()
+        .filter(|m| m["kind"] == "agent")
+        .filter_map(|m| m["content"].as_str())
+        .collect())
 }
 
 struct Raw {
