@@ -425,7 +425,7 @@ mod tests {
             assert_eq!(fast, general(line), "{line}");
         }
         let left = [
-            // Not a text chunk, or more than one: the general path decides.
+            // Not a bare text chunk: the general path decides.
             update("agent_message_chunk", json!({"type": "image", "data": "", "mimeType": "x"})),
             update("agent_message_chunk", json!({"type": "text", "text": "a", "annotations": {}})),
             update("tool_call", text("a")),
