@@ -209,37 +209,14 @@ pub async fn p1(ctx: &Ctx) -> Result<Report> {
     let peak_rss = sampler.await?;
     report.failures.extend(flood.failures.iter().cloned());
     let elapsed = (flood.end - flood.started).as_secs_f64();
-    for session in &sessions {
-        let stored = stored_agent_text(&server, session).await?;
-        let told = flood.per_session.get(session).map(Vec::as_slice).unwrap_or_default();
-        report.check(
-            told.iter().all(|t| *t == stored),
-            format!("session {session}: the stored transcript differs from what a subscriber saw"),
-        );
-    }
+    check_transcripts(&mut report, &server, &sessions, &[&flood], "").await?;
     // The same sessions again, the chunks paced as a model writes tokens (a chunk every
     // 2 ms per session, about half the server's flood throughput on 2 cores): the latency
     // of a stream the server keeps up with, where the flood's is the pipe's queueing.
     let mut paced = streamed_turn(&server, &sessions, &paced_script, chunks / 2, bytes).await?;
     report.failures.extend(paced.failures.iter().map(|f| format!("paced: {f}")));
-    // Both turns' text as stored, against what each subscriber of the paced turn saw after
-    // the flood's: says whether text a subscriber missed was stored anyway.
-    for session in &sessions {
-        let stored = stored_agent_text(&server, session).await?;
-        let flood_text = flood.per_session.get(session).and_then(|t| t.first());
-        let told = paced.per_session.get(session).map(Vec::as_slice).unwrap_or_default();
-        for text in told {
-            let expected = format!("{}{text}", flood_text.map_or("", String::as_str));
-            report.check(
-                expected == stored,
-                format!(
-                    "paced: session {session}: the stored transcript ({} bytes) differs from what a subscriber saw ({} bytes)",
-                    stored.len(),
-                    expected.len()
-                ),
-            );
-        }
-    }
+    // Says whether text a subscriber of the paced turn missed was stored anyway.
+    check_transcripts(&mut report, &server, &sessions, &[&flood, &paced], "paced: ").await?;
     let total = (sessions_n as u64 * chunks * bytes as u64) as f64;
     let throughput = total / elapsed;
     let (mut gaps, mut latencies, mut first_chunk) =
@@ -361,14 +338,38 @@ async fn streamed_turn(
     Ok(out)
 }
 
-/// The session's agent messages' text, in order, as stored.
-async fn stored_agent_text(server: &Server, session: &str) -> Result<String> {
-    let messages = server.messages(session).await?;
-    Ok(messages
-        .iter()
-        .filter(|m| m["kind"] == "agent")
-        .filter_map(|m| m["content"].as_str())
-        .collect())
+/// Checks that each session's stored agent text is what every subscriber of the last of
+/// `turns` saw, after what the first subscriber of each earlier turn saw.
+async fn check_transcripts(
+    report: &mut Report,
+    server: &Server,
+    sessions: &[String],
+    turns: &[&Streamed],
+    label: &str,
+) -> Result<()> {
+    let Some((last, earlier)) = turns.split_last() else { return Ok(()) };
+    for session in sessions {
+        let messages = server.messages(session).await?;
+        let stored: String = messages
+            .iter()
+            .filter(|m| m["kind"] == "agent")
+            .filter_map(|m| m["content"].as_str())
+            .collect();
+        let told = |turn: &Streamed| turn.per_session.get(session).cloned().unwrap_or_default();
+        let before: String = earlier.iter().filter_map(|t| told(t).into_iter().next()).collect();
+        for text in told(last) {
+            let expected = format!("{before}{text}");
+            report.check(
+                expected == stored,
+                format!(
+                    "{label}session {session}: the stored transcript ({} bytes) differs from what a subscriber saw ({} bytes)",
+                    stored.len(),
+                    expected.len()
+                ),
+            );
+        }
+    }
+    Ok(())
 }
 
 struct Raw {
