@@ -49,7 +49,9 @@ test('i18: a task is created with two repositories from the dialog', async ({ pa
     const task = tasks.find((t: { title: string }) => t.title === 'Two repos');
     expect(task.repository_ids).toEqual(ids);
   } finally {
-    for (const r of repos) rmSync(r, { recursive: true, force: true });
+    // The server may still be running git in a repository (the new task's status), adding
+    // files while it is removed: retry (ENOTEMPTY was seen in CI).
+    for (const r of repos) rmSync(r, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   }
 });
 
