@@ -86,11 +86,20 @@ const EVENT_CHANNEL_CAPACITY: usize = 4096;
 const READ_ROW_BUFFER: usize = 4096;
 /// WAL pages after which the write connection checkpoints by itself (SQLite's
 /// `wal_autocheckpoint`; its default is 1,000). The server checkpoints from a connection of
-/// its own long before ([`Store::checkpoint`]): a checkpoint run by the writer stalls every
-/// write behind it, and under a streaming load that was the tail of the write -> receive
-/// latency (issue 15). This is the bound for a store nobody checkpoints (tests, tools, a
-/// checkpointer that fell behind): 32 MiB of WAL at 4 KiB pages.
-const WRITER_CHECKPOINT_PAGES: u32 = 8192;
+/// its own ([`Store::checkpoint`]): a checkpoint run by the writer stalls every write behind
+/// it, and under a streaming load that was the tail of the write -> receive latency (issue
+/// 15). While writes go on, that checkpoint copies the log but never finishes it (each
+/// commit adds frames after the ones it copied), so the log is not rewound and keeps
+/// growing until a quiet moment; a P1 flood writes ~90 MB of it. At 8,192 pages (32 MiB)
+/// the writer took over mid-flood and one commit took 50–70 ms (fourteenth session). This
+/// is the bound for a store nobody checkpoints (tests, tools, a checkpointer that fell
+/// behind): 256 MiB of WAL at 4 KiB pages. Its price: after a crash, opening the database
+/// reads a log of up to that size.
+const WRITER_CHECKPOINT_PAGES: u32 = 65_536;
+
+/// Bytes the WAL file is cut back to when the log is rewound after a burst grew it
+/// (SQLite's `journal_size_limit`): the disk space of a burst is given back, not kept.
+const WAL_SIZE_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// The system clock.
 pub struct SystemClock;
@@ -471,7 +480,10 @@ async fn open_sqlite(
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(5))
         .foreign_keys(true);
-    let writer = options.clone().pragma("wal_autocheckpoint", WRITER_CHECKPOINT_PAGES.to_string());
+    let writer = options
+        .clone()
+        .pragma("wal_autocheckpoint", WRITER_CHECKPOINT_PAGES.to_string())
+        .pragma("journal_size_limit", WAL_SIZE_LIMIT.to_string());
     let write = SqlitePoolOptions::new()
         .max_connections(1)
         .min_connections(1)

@@ -155,3 +155,29 @@ async fn i15_the_writer_leaves_checkpoints_to_the_checkpointer() {
     assert_eq!(names(&store).await.len(), 80);
     assert_eq!(Store::in_memory().await.unwrap().checkpoint().await.unwrap(), None);
 }
+
+/// Issue 15, fourteenth session: while writes go on, the server's checkpoint copies the
+/// log but never finishes it, so the log grows through a burst; the writer must not take
+/// over at 8,192 pages (32 MiB) as it did (one commit of P1's flood then took 50–70 ms).
+/// Once the burst is over a checkpoint finishes, and the next commit rewinds the log and
+/// cuts its file back to 64 MiB.
+#[tokio::test]
+async fn i15_a_burst_of_more_than_32_mib_of_log_is_left_to_the_checkpointer() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir).await;
+    let mib = "x".repeat(1024 * 1024);
+    for i in 0..72 {
+        create(&store, &format!("w{i} {mib}")).await.unwrap(); // ~260 pages each
+    }
+    let done = store.checkpoint().await.unwrap().expect("a database file has a checkpointer");
+    assert!(done.wal_frames > 16_384, "the writer checkpointed by itself: {done:?}");
+    assert_eq!(done.backfilled, done.wal_frames, "no reader held a snapshot: all copied");
+
+    let wal = dir.path().join("kandev.db-wal");
+    let size = || std::fs::metadata(&wal).unwrap().len();
+    assert!(size() > 64 << 20, "the burst's log: {} bytes", size());
+    create(&store, "after").await.unwrap();
+    assert!(size() <= 64 << 20, "the log rewound and cut back: {} bytes", size());
+    store.close().await;
+    assert_eq!(names(&open(&dir).await).await.len(), 73);
+}
