@@ -1,9 +1,9 @@
 // The Changes tab shows a file the agent wrote in the task's worktree, and commits it.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, send, test, transcript } from './kandev';
+import { expect, removeRepo, send, test, transcript } from './kandev';
 
 test('the changes tab shows the agent’s file and commits it', async ({ page, kandev }) => {
   const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-repo-'));
@@ -31,6 +31,6 @@ test('the changes tab shows the agent’s file and commits it', async ({ page, k
     await page.getByRole('button', { name: 'Commit' }).click();
     await expect(page.getByRole('status').filter({ hasText: 'Committed' })).toBeVisible();
   } finally {
-    rmSync(repo, { recursive: true, force: true });
+    removeRepo(repo);
   }
 });

@@ -1,10 +1,10 @@
 // Issue 14 on a phone (390×844): the task page moves a task between steps, and settings tables
 // show every action on screen.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, openBoard, test } from './kandev';
+import { expect, openBoard, removeRepo, test } from './kandev';
 
 test.use({ viewport: { width: 390, height: 844 }, hasTouch: true });
 
@@ -45,6 +45,6 @@ test('i14 d16 settings tables keep Remove and Delete on a phone screen', async (
     expect((box2?.x ?? 999) + (box2?.width ?? 0)).toBeLessThanOrEqual(390);
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
   } finally {
-    rmSync(repo, { recursive: true, force: true });
+    removeRepo(repo);
   }
 });

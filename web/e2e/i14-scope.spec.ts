@@ -1,11 +1,11 @@
 // Issue 14's scope: needs-you, step controls, jump to latest, archive with Undo, the archived
 // view, keyboard shortcuts, the first-run hint and the Changes empty state.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from '@playwright/test';
-import { expect, type Kandev, openBoard, send, test, transcript } from './kandev';
+import { expect, type Kandev, openBoard, removeRepo, send, test, transcript } from './kandev';
 
 async function startedTask(kandev: Kandev, title: string): Promise<{ task: any; sessionId: string }> {
   const { task, session } = await kandev.api('task.create', {
@@ -174,6 +174,6 @@ test('i14 d7 Changes without a repository is a neutral empty state that attaches
     await expect(empty).toHaveCount(0);
     await expect(page.getByLabel('Commit message')).toBeVisible();
   } finally {
-    rmSync(repo, { recursive: true, force: true });
+    removeRepo(repo);
   }
 });

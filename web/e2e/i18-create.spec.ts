@@ -1,10 +1,10 @@
 // Issue 18 scope 4 (part): the create-task dialog takes several repositories, each with its
 // base branch; a workspace is created (with its first board) and switched to from the header.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, openBoard, test } from './kandev';
+import { expect, openBoard, removeRepo, test } from './kandev';
 
 function gitRepo(): string {
   const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-multi-'));
@@ -49,9 +49,7 @@ test('i18: a task is created with two repositories from the dialog', async ({ pa
     const task = tasks.find((t: { title: string }) => t.title === 'Two repos');
     expect(task.repository_ids).toEqual(ids);
   } finally {
-    // The server may still be running git in a repository (the new task's status), adding
-    // files while it is removed: retry (ENOTEMPTY was seen in CI).
-    for (const r of repos) rmSync(r, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    for (const r of repos) removeRepo(r);
   }
 });
 

@@ -139,6 +139,12 @@ export const test = base.extend<{ kandev: Kandev }>({
 
 export { expect };
 
+/** Removes a repository a test made. The server may still be running git in it (a task's
+ * status refresh adds files while it is removed: ENOTEMPTY was seen in CI), so it retries. */
+export function removeRepo(path: string): void {
+  rmSync(path, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+}
+
 export async function screenshot(page: Page, name: string): Promise<void> {
   mkdirSync(artifacts, { recursive: true });
   await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: false });
