@@ -253,6 +253,15 @@ fn cards_sql(filter: &TaskFilter) -> String {
 }
 
 fn board_sql(select: &str, filter: &TaskFilter) -> String {
+    let mut sql = board_filter_sql(select, filter);
+    sql.push_str(" ORDER BY ");
+    sql.push_str(BOARD_ORDER);
+    sql.push_str(" LIMIT ? OFFSET ?");
+    sql
+}
+
+/// [`board_sql`] without its order and page: every card the filter matches, in no order.
+fn board_filter_sql(select: &str, filter: &TaskFilter) -> String {
     let mut sql = format!("{select} JOIN workflow_steps s ON s.id = t.step_id WHERE 1 = 1");
     if filter.workflow_id.is_some() {
         sql.push_str(" AND t.workflow_id = ?");
@@ -266,10 +275,15 @@ fn board_sql(select: &str, filter: &TaskFilter) -> String {
     if !filter.include_archived {
         sql.push_str(" AND t.archived_at IS NULL");
     }
-    sql.push_str(" ORDER BY ");
-    sql.push_str(BOARD_ORDER);
-    sql.push_str(" LIMIT ? OFFSET ?");
     sql
+}
+
+/// Whether a board statement ends in `LIMIT ? OFFSET ?` ([`board_sql`]) or leaves the page
+/// to its reader ([`board_filter_sql`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Paged {
+    Yes,
+    No,
 }
 
 /// The order of a board: by step, then position in the step.
@@ -280,10 +294,12 @@ const BOARD_ORDER: &str = "s.position, t.position, t.created_at, t.id";
 /// sqlx copies every value of every row it hands over, one allocation each on the
 /// connection's thread, freed on the async workers: for a 2,000-card board those 26,000
 /// copies, and the allocator's locks they contended on, were two thirds of `task.list`'s
-/// CPU (docs/performance.md, seventh session). The reader puts the cards in board order
-/// from the triples: an aggregate's input order is not SQLite's promise, and numbering the
-/// rows in SQL (`row_number()`, or `ORDER BY` inside the aggregate) sorted them again, a
-/// third of the statement.
+/// CPU (docs/performance.md, seventh session). The statement neither orders nor pages: the
+/// reader puts the cards in board order from the triples and takes the page
+/// ([`cards_from_json`]). An aggregate's input order is not SQLite's promise anyway, and
+/// SQLite's sort of the wide card rows was a third of the statement (fifteenth session),
+/// while with `LIMIT` it still built every matching card before sorting (its sorter holds
+/// whole rows), so a page costs what the whole filter costs either way.
 fn cards_json_sql(filter: &TaskFilter) -> String {
     let keyed = format!(
         "SELECT s.position AS step_position, t.created_at AS created_at, {}",
@@ -293,20 +309,24 @@ fn cards_json_sql(filter: &TaskFilter) -> String {
         "SELECT json_group_array(json_array(step_position, created_at, json_array(id, \
          workflow_id, step_id, title, state, needs_you, position, primary_session_id, \
          archived_at, parent_id, blocked_by, repository_ids, git))) FROM ({})",
-        board_sql(&keyed, filter)
+        board_filter_sql(&keyed, filter)
     )
 }
 
-/// The cards of a [`cards_json_sql`] answer, in board order ([`BOARD_ORDER`]: step,
-/// position, creation, id; ids compare bytewise in both).
-fn cards_from_json(text: &str) -> Result<Vec<CardRow>> {
+/// The page `filter` asks for of a [`cards_json_sql`] answer, in board order
+/// ([`BOARD_ORDER`]: step, position, creation, id; ids compare bytewise in both, as SQLite's
+/// `BINARY` collation does).
+fn cards_from_json(text: &str, filter: &TaskFilter) -> Result<Vec<CardRow>> {
     let mut keyed: Vec<(i64, i64, CardRow)> =
         serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("board cards: {e}")))?;
-    // Already in order as SQLite builds it today: then this is one pass.
-    keyed.sort_by(|(step_a, created_a, a), (step_b, created_b, b)| {
+    keyed.sort_unstable_by(|(step_a, created_a, a), (step_b, created_b, b)| {
         (step_a, a.position, created_a, &a.id).cmp(&(step_b, b.position, created_b, &b.id))
     });
-    Ok(keyed.into_iter().map(|(_, _, row)| row).collect())
+    // Negative bounds are refused by the API; here they read as SQLite reads them (a
+    // negative limit is no limit, a negative offset none).
+    let offset = usize::try_from(filter.offset).unwrap_or(0);
+    let limit = usize::try_from(filter.limit).unwrap_or(usize::MAX);
+    Ok(keyed.into_iter().skip(offset).take(limit).map(|(_, _, row)| row).collect())
 }
 
 /// The task `id`, or `NotFound`.
@@ -374,7 +394,7 @@ impl Store {
     /// Tasks in board order; see [`TaskFilter`].
     pub async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
         let sql = list_sql(filter);
-        let rows: Vec<TaskRow> = self.board_rows(&sql, filter).await?;
+        let rows: Vec<TaskRow> = self.board_rows(&sql, filter, Paged::Yes).await?;
         rows.into_iter().map(Task::try_from).collect()
     }
 
@@ -385,8 +405,8 @@ impl Store {
         let rows = match self.dialect() {
             Dialect::Sqlite => {
                 let sql = cards_json_sql(filter);
-                let json: Vec<(String,)> = self.board_rows(&sql, filter).await?;
-                cards_from_json(json.first().map_or("[]", |(text,)| text.as_str()))?
+                let json: Vec<(String,)> = self.board_rows(&sql, filter, Paged::No).await?;
+                cards_from_json(json.first().map_or("[]", |(text,)| text.as_str()), filter)?
             }
             Dialect::Postgres => return self.list_cards_by_rows(filter).await,
         };
@@ -398,11 +418,11 @@ impl Store {
     /// (`i15_a4_the_board_read_as_one_value_equals_the_board_read_row_by_row`).
     #[doc(hidden)]
     pub async fn list_cards_by_rows(&self, filter: &TaskFilter) -> Result<Vec<TaskCard>> {
-        let rows: Vec<CardRow> = self.board_rows(&cards_sql(filter), filter).await?;
+        let rows: Vec<CardRow> = self.board_rows(&cards_sql(filter), filter, Paged::Yes).await?;
         rows.into_iter().map(TaskCard::try_from).collect()
     }
 
-    async fn board_rows<R>(&self, sql: &str, filter: &TaskFilter) -> Result<Vec<R>>
+    async fn board_rows<R>(&self, sql: &str, filter: &TaskFilter, paged: Paged) -> Result<Vec<R>>
     where
         R: crate::sql::Row,
     {
@@ -417,7 +437,10 @@ impl Store {
             let pattern = like_pattern(text);
             query = query.bind(pattern.clone()).bind(pattern);
         }
-        Ok(query.bind(filter.limit).bind(filter.offset).fetch_all(&self.read).await?)
+        if paged == Paged::Yes {
+            query = query.bind(filter.limit).bind(filter.offset);
+        }
+        Ok(query.fetch_all(&self.read).await?)
     }
 
     /// A task's step history, oldest first.

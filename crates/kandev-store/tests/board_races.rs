@@ -189,6 +189,20 @@ async fn i15_a4_the_board_read_as_one_value_equals_the_board_read_row_by_row(db:
             offset: 1,
             ..TaskFilter::default()
         },
+        // SQLite's read pages in memory (fifteenth session): the tail, and past the end.
+        TaskFilter {
+            workflow_id: Some(board.workflow.clone()),
+            include_archived: true,
+            limit: 5,
+            offset: 3,
+            ..TaskFilter::default()
+        },
+        TaskFilter {
+            workflow_id: Some(board.workflow.clone()),
+            limit: 5,
+            offset: 10,
+            ..TaskFilter::default()
+        },
     ];
     for filter in &filters {
         let cards = board.store.list_cards(filter).await.unwrap();
