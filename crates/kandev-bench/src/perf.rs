@@ -612,12 +612,9 @@ pub async fn p3(ctx: &Ctx, board: &mut Option<Board>) -> Result<Report> {
     let list = |wf: String| {
         let server = &server;
         async move {
-            let started = Instant::now();
-            let got = server.call("task.list", json!({"workflow_id": wf, "limit": 5000})).await?;
-            Ok::<_, anyhow::Error>((
-                ms(started.elapsed()),
-                got["tasks"].as_array().map_or(0, Vec::len),
-            ))
+            let (took, got) =
+                server.call_timed("task.list", json!({"workflow_id": wf, "limit": 5000})).await?;
+            Ok::<_, anyhow::Error>((ms(took), got["tasks"].as_array().map_or(0, Vec::len)))
         }
     };
     let mut sample = vec![];
@@ -634,11 +631,10 @@ pub async fn p3(ctx: &Ctx, board: &mut Option<Board>) -> Result<Report> {
     for i in 0..100 {
         let s = &sessions[i % sessions.len()];
         let after = (i * 37 % (per_turn - 200)) as i64;
-        let started = Instant::now();
-        let page = server
-            .call("message.list", json!({"session_id": s, "limit": 200, "after_seq": after}))
+        let (took, page) = server
+            .call_timed("message.list", json!({"session_id": s, "limit": 200, "after_seq": after}))
             .await?;
-        sample.push(ms(started.elapsed()));
+        sample.push(ms(took));
         let count = page["messages"].as_array().map_or(0, Vec::len);
         report.check(count == 200, format!("message.list page had {count}"));
     }
@@ -668,17 +664,13 @@ async fn search_figures(
     let search = |query: String, kinds: Value| {
         let ws = ws.clone();
         async move {
-            let started = Instant::now();
-            let got = server
-                .call(
+            let (took, got) = server
+                .call_timed(
                     "search",
                     json!({"workspace_id": ws, "query": query, "kinds": kinds, "limit": 20}),
                 )
                 .await?;
-            Ok::<_, anyhow::Error>((
-                ms(started.elapsed()),
-                got["hits"].as_array().cloned().unwrap_or_default(),
-            ))
+            Ok::<_, anyhow::Error>((ms(took), got["hits"].as_array().cloned().unwrap_or_default()))
         }
     };
     let mut selective = vec![];
