@@ -1,7 +1,9 @@
-//! Opt-in interoperability tests with real ACP agents installed from npm (issue 3 acceptance
-//! 7): a real `kandev serve` runs a real agent pointed at a fake model API on 127.0.0.1, with a
+//! Interoperability tests with real ACP agents installed from npm (issue 3 acceptance 7): a
+//! real `kandev serve` runs a real agent pointed at a fake model API on 127.0.0.1, with a
 //! private HOME, and the whole conversation (launch, second turn, stop, lazy resume) is driven
-//! through Kandev's public HTTP API. Run `./scripts/interop-setup`, then
+//! through Kandev's public HTTP API. `./scripts/test` installs the agents and runs these with
+//! the rest; they are `#[ignore]` so that a bare `cargo test` does not need the install. Alone:
+//! `./scripts/interop-setup`, then
 //! `KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored --nocapture`.
 
 #[path = "support/fake_model.rs"]
@@ -23,7 +25,7 @@ const POLL: Duration = Duration::from_millis(100);
 const SERVER_START: Duration = Duration::from_secs(30);
 const SERVER_STOP: Duration = Duration::from_secs(15);
 
-const IGNORE_REASON: &str = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored";
+const IGNORE_REASON: &str = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored";
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -634,19 +636,19 @@ async fn converse(agent: &'static Agent) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+#[ignore = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
 async fn opencode_converses_through_kandev() {
     converse(&OPENCODE).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+#[ignore = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
 async fn codex_converses_through_kandev() {
     converse(&CODEX).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+#[ignore = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
 async fn claude_converses_through_kandev() {
     converse(&CLAUDE).await;
 }
@@ -797,7 +799,7 @@ async fn creates_a_task_through_mcp(agent: &'static Agent) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+#[ignore = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
 async fn i17_a7_opencode_creates_a_task_through_kandevs_mcp() {
     creates_a_task_through_mcp(&OPENCODE).await;
 }
@@ -887,7 +889,7 @@ async fn needs_login(agent: &'static Agent) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+#[ignore = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
 async fn gemini_without_a_key_asks_to_log_in() {
     needs_login(&GEMINI).await;
 }
@@ -950,7 +952,7 @@ async fn login_at_prompt(agent: &'static Agent) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "opt-in: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+#[ignore = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
 async fn claude_without_a_key_asks_to_log_in_at_the_first_prompt() {
     login_at_prompt(&CLAUDE_WITHOUT_KEY).await;
 }
