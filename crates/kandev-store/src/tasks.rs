@@ -297,9 +297,10 @@ const BOARD_ORDER: &str = "s.position, t.position, t.created_at, t.id";
 /// CPU (docs/performance.md, seventh session). The statement neither orders nor pages: the
 /// reader puts the cards in board order from the triples and takes the page
 /// ([`cards_from_json`]). An aggregate's input order is not SQLite's promise anyway, and
-/// SQLite's sort of the wide card rows was a third of the statement (fifteenth session),
-/// while with `LIMIT` it still built every matching card before sorting (its sorter holds
-/// whole rows), so a page costs what the whole filter costs either way.
+/// SQLite's sort of the wide card rows was a third of the statement (fifteenth session).
+/// With `LIMIT` SQLite still built every matching card before sorting (its sorter holds
+/// whole rows); without it every matching card is also written as JSON and parsed, so a
+/// small page of a large filter costs a little more than it did, and a whole board less.
 fn cards_json_sql(filter: &TaskFilter) -> String {
     let keyed = format!(
         "SELECT s.position AS step_position, t.created_at AS created_at, {}",
@@ -905,7 +906,7 @@ impl WriteTx {
 mod tests {
     use kandev_domain::WorkflowId;
 
-    use super::{TaskFilter, cards_sql, like_pattern, list_sql};
+    use super::{BOARD_ORDER, TaskFilter, cards_json_sql, cards_sql, like_pattern, list_sql};
     use crate::Store;
 
     #[test]
@@ -967,5 +968,29 @@ mod tests {
         {
             assert!(!columns.contains(unread), "{unread} is not read: {columns}");
         }
+    }
+
+    /// Issue 15 (P3, fifteenth session): on SQLite `task.list` reads the cards as one JSON
+    /// value with the same searches and no sort at all: the store orders and pages them.
+    #[tokio::test]
+    async fn i15_a4_the_sqlite_card_read_leaves_the_sort_to_the_store() {
+        let store = Store::in_memory().await.unwrap();
+        let filter = TaskFilter {
+            workflow_id: Some(WorkflowId::new("w")),
+            limit: 2000,
+            ..TaskFilter::default()
+        };
+        let sql = cards_json_sql(&filter);
+        assert!(!sql.contains("LIMIT") && !sql.contains(BOARD_ORDER), "{sql}");
+        let rows: Vec<(i64, i64, i64, String)> =
+            crate::sql::query_as(&format!("EXPLAIN QUERY PLAN {sql}"))
+                .bind("w")
+                .fetch_all(&store.read)
+                .await
+                .unwrap();
+        let plan = rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n");
+        assert!(plan.contains("tasks_by_board"), "{plan}");
+        assert!(plan.contains("COVERING INDEX task_repositories_in_order"), "{plan}");
+        assert_eq!(plan.matches("TEMP B-TREE").count(), 0, "{plan}");
     }
 }
