@@ -914,23 +914,27 @@ mod tests {
         assert_eq!(like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
     }
 
+    /// A board of workflow `w`, as the board reads ask for it.
+    fn board_w() -> TaskFilter {
+        TaskFilter { workflow_id: Some(WorkflowId::new("w")), limit: 2000, ..TaskFilter::default() }
+    }
+
+    /// SQLite's plan of a board statement for [`board_w`], bound as the store binds it: with
+    /// its page when `paged`.
+    async fn plan_of(store: &Store, sql: &str, paged: bool) -> String {
+        let explain = format!("EXPLAIN QUERY PLAN {sql}");
+        let mut query = crate::sql::query_as::<(i64, i64, i64, String)>(&explain).bind("w");
+        if paged {
+            query = query.bind(2000).bind(0);
+        }
+        let rows = query.fetch_all(&store.read).await.unwrap();
+        rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n")
+    }
+
     #[tokio::test]
     async fn i15_a4_the_board_list_reads_repositories_in_order_from_their_covering_index() {
         let store = Store::in_memory().await.unwrap();
-        let filter = TaskFilter {
-            workflow_id: Some(WorkflowId::new("w")),
-            limit: 2000,
-            ..TaskFilter::default()
-        };
-        let rows: Vec<(i64, i64, i64, String)> =
-            crate::sql::query_as(&format!("EXPLAIN QUERY PLAN {}", list_sql(&filter)))
-                .bind("w")
-                .bind(2000)
-                .bind(0)
-                .fetch_all(&store.read)
-                .await
-                .unwrap();
-        let plan = rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n");
+        let plan = plan_of(&store, &list_sql(&board_w()), true).await;
         assert!(plan.contains("COVERING INDEX task_repositories_in_order"), "{plan}");
         assert!(plan.contains("tasks_by_board"), "{plan}");
         // One sort for the whole board (by step position), none per task.
@@ -943,25 +947,9 @@ mod tests {
     #[tokio::test]
     async fn i15_a4_the_card_list_has_the_board_lists_plan_and_reads_no_description() {
         let store = Store::in_memory().await.unwrap();
-        let filter = TaskFilter {
-            workflow_id: Some(WorkflowId::new("w")),
-            limit: 2000,
-            ..TaskFilter::default()
-        };
-        async fn plan_of(store: &Store, sql: String) -> String {
-            let rows: Vec<(i64, i64, i64, String)> =
-                crate::sql::query_as(&format!("EXPLAIN QUERY PLAN {sql}"))
-                    .bind("w")
-                    .bind(2000)
-                    .bind(0)
-                    .fetch_all(&store.read)
-                    .await
-                    .unwrap();
-            rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n")
-        }
-        let cards = plan_of(&store, cards_sql(&filter)).await;
-        assert_eq!(cards, plan_of(&store, list_sql(&filter)).await, "the same plan");
-        let select = cards_sql(&filter);
+        let select = cards_sql(&board_w());
+        let cards = plan_of(&store, &select, true).await;
+        assert_eq!(cards, plan_of(&store, &list_sql(&board_w()), true).await, "the same plan");
         let columns = &select[..select.find(" FROM tasks t").unwrap()];
         for unread in
             ["description", "agent_profile_id", "workspace_id", "created_at", "updated_at"]
@@ -975,20 +963,9 @@ mod tests {
     #[tokio::test]
     async fn i15_a4_the_sqlite_card_read_leaves_the_sort_to_the_store() {
         let store = Store::in_memory().await.unwrap();
-        let filter = TaskFilter {
-            workflow_id: Some(WorkflowId::new("w")),
-            limit: 2000,
-            ..TaskFilter::default()
-        };
-        let sql = cards_json_sql(&filter);
+        let sql = cards_json_sql(&board_w());
         assert!(!sql.contains("LIMIT") && !sql.contains(BOARD_ORDER), "{sql}");
-        let rows: Vec<(i64, i64, i64, String)> =
-            crate::sql::query_as(&format!("EXPLAIN QUERY PLAN {sql}"))
-                .bind("w")
-                .fetch_all(&store.read)
-                .await
-                .unwrap();
-        let plan = rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n");
+        let plan = plan_of(&store, &sql, false).await;
         assert!(plan.contains("tasks_by_board"), "{plan}");
         assert!(plan.contains("COVERING INDEX task_repositories_in_order"), "{plan}");
         assert_eq!(plan.matches("TEMP B-TREE").count(), 0, "{plan}");
