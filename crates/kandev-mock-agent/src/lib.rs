@@ -285,11 +285,17 @@ mod tests {
     use crate::script::{chunk_stamp, stamped_chunk_text, unix_micros};
 
     /// A pipe whose reader is behind: it takes `first` bytes, then has no room until the
-    /// clock has moved past what it took, then takes the rest.
+    /// clock has moved 2 ms past what it took, then takes the rest. Room comes back on the
+    /// poll *after* the one that saw the clock past that time: the writer stamps a line just
+    /// before each poll, so the stamp of the poll that is taken is then later than the 2 ms
+    /// for certain. (Opening on the poll that saw the time let a stamp read just before the
+    /// deadline through, when the thread was preempted between the two clock reads: a
+    /// flake under load.)
     struct SlowPipe {
         first: usize,
         taken: Vec<u8>,
         full_until: Option<u64>,
+        open: bool,
     }
 
     impl AsyncWrite for SlowPipe {
@@ -304,7 +310,8 @@ mod tests {
                 self.full_until = Some(unix_micros() + 2_000);
                 return Poll::Ready(Ok(n));
             }
-            if self.full_until.is_some_and(|until| unix_micros() <= until) {
+            if !self.open {
+                self.open = self.full_until.is_some_and(|until| unix_micros() > until);
                 cx.waker().wake_by_ref(); // room comes back by itself: poll again
                 return Poll::Pending;
             }
@@ -346,7 +353,7 @@ mod tests {
             pending.push(line, Some(at));
         }
         let before = unix_micros();
-        let mut pipe = SlowPipe { first: first_len, taken: vec![], full_until: None };
+        let mut pipe = SlowPipe { first: first_len, taken: vec![], full_until: None, open: false };
         pending.write_to(&mut pipe).await.unwrap();
 
         let [one, two] = stamps(&pipe.taken)[..] else { panic!("two lines") };
