@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::logs::captured_logs;
 use common::*;
 use kandev_store::{Location, Store};
 use serde_json::{Value, json};
@@ -70,14 +71,14 @@ async fn i12_f1_a_full_disk_while_an_agent_streams_answers_503_and_keeps_every_2
     let requested = ws.notification("session.permission.requested").await["payload"].clone();
     let option = requested["message"]["metadata"]["options"][0]["option_id"].clone();
 
-    // The disk fills; then the agent streams into it while the API is used.
+    // The disk fills, with room left for the answer (an answer that cannot be stored is not
+    // sent: i38_10); then the agent streams into it while the API is used.
     let pages = server.store.page_count().await.unwrap();
-    server.store.set_max_page_count(Some(pages)).await.unwrap();
+    server.store.set_max_page_count(Some(pages + 4)).await.unwrap();
     let answer =
         json!({"session_id": session, "request_id": requested["request_id"], "option_id": option});
-    // The agent has its answer either way; recording it may fail.
-    let (answered, _) = server.post("permission.respond", answer).await;
-    assert!(answered == 200 || answered == 503, "permission.respond answered {answered}");
+    let (answered, body) = server.post("permission.respond", answer).await;
+    assert_eq!(answered, 200, "the answer fits in the room left: {body}");
     let mut acked = Acknowledged::default();
     let (mut refused, mut degraded) = (0, false);
     for i in 0..40 {
@@ -164,9 +165,111 @@ async fn i12_f1_a_full_disk_while_an_agent_streams_answers_503_and_keeps_every_2
     let users: Vec<&str> =
         stored.iter().filter(|m| m.kind.as_str() == "user").map(|m| m.content.as_str()).collect();
     assert_eq!(users, vec![FIRST_TURN, SECOND_TURN], "both acknowledged messages survived");
-    if answered == 200 {
-        let request = stored.iter().find(|m| m.kind.as_str() == "permission_request").unwrap();
-        assert!(request.metadata.contains("approved"), "the acknowledged answer survived");
-    }
+    let request = stored.iter().find(|m| m.kind.as_str() == "permission_request").unwrap();
+    assert!(request.metadata.contains("approved"), "the acknowledged answer survived");
     assert_eq!(store.get_session(&session_id).await.unwrap().state.as_str(), "WAITING_FOR_INPUT");
+}
+
+/// Fills "the disk": caps the database at its size, then writes small rows until three
+/// writes in a row are refused, so the next write of any size finds no room.
+async fn fill_the_disk(server: &TestServer) {
+    let pages = server.store.page_count().await.unwrap();
+    server.store.set_max_page_count(Some(pages)).await.unwrap();
+    let mut refused_in_a_row = 0;
+    for i in 0..10_000 {
+        let name = format!("filler {i} {}", "f".repeat(150));
+        let (status, body) = server.post("workspace.create", json!({"name": name})).await;
+        match status {
+            200 => refused_in_a_row = 0,
+            503 => refused_in_a_row += 1,
+            other => panic!("filling the disk: {other} {body}"),
+        }
+        if refused_in_a_row == 3 {
+            return;
+        }
+    }
+    panic!("the disk never filled");
+}
+
+/// Waits (bounded) until this test process has logged a line containing both texts.
+async fn logged(first: &str, second: &str) {
+    let logs = captured_logs();
+    let seen = || {
+        let text = logs.lock().unwrap();
+        text.lines().any(|line| line.contains(first) && line.contains(second))
+    };
+    tokio::time::timeout(WAIT, async {
+        while !seen() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("nothing logged {first:?} with {second:?}"));
+}
+
+/// Issue 38 item 10: a permission answer is stored first, then sent. One that cannot be
+/// stored (a full disk) is refused, never reaches the agent, and can be given again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i38_10_a_permission_answer_that_cannot_be_stored_is_not_sent() {
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+    let script = "#!mock\nask_permission Write the file\nsay after the answer";
+    let sent = server.call("message.add", json!({"session_id": session, "content": script}));
+    assert_eq!(sent.await["status"], "sent");
+    let requested = ws.notification("session.permission.requested").await["payload"].clone();
+    let option = requested["message"]["metadata"]["options"][0]["option_id"].clone();
+    let answer =
+        json!({"session_id": session, "request_id": requested["request_id"], "option_id": option});
+
+    fill_the_disk(&server).await;
+    let (status, body) = server.post("permission.respond", answer.clone()).await;
+    assert_eq!((status, body["code"].as_str()), (503, Some("UNAVAILABLE")), "{body}");
+
+    // Room again: the request is still pending, so the same answer is taken now.
+    server.store.set_max_page_count(None).await.unwrap();
+    let (status, body) = server.post("permission.respond", answer).await;
+    assert_eq!(status, 200, "the answer that was not stored can be given again: {body}");
+    ws.notification("session.turn.completed").await;
+    let messages = server.messages(&session).await;
+    let said: Vec<&str> =
+        of_kind(&messages, "agent").iter().map(|m| m["content"].as_str().unwrap()).collect();
+    let answers = said.iter().map(|text| text.matches("permission: ").count()).sum::<usize>();
+    assert_eq!(answers, 1, "the agent got exactly one answer: {said:?}");
+    let request = of_kind(&messages, "permission_request")[0];
+    assert_eq!(request["metadata"]["status"], "approved", "{request}");
+}
+
+/// Issue 38 item 11: when the last write of a turn fails (a full disk), the session does not
+/// stay `RUNNING`: once writes work again it settles, without a restart and without any
+/// other write to the session, in `WAITING_FOR_INPUT` with a `last_error` saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i38_11_a_turn_whose_end_cannot_be_written_settles_once_writes_work_again() {
+    captured_logs();
+    let server = TestServer::start().await;
+    let (_, session) = server.session(None).await;
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+    let script = "#!mock\nsay working\nsleep 60000\nsay never";
+    let sent = server.call("message.add", json!({"session_id": session, "content": script}));
+    assert_eq!(sent.await["status"], "sent");
+    ws.notification("session.message.added").await; // the user's message
+    ws.notification("session.message.added").await; // "working"
+
+    fill_the_disk(&server).await;
+    let (status, body) = server.post("agent.cancel", json!({"session_id": session})).await;
+    assert_eq!(status, 200, "{body}");
+    logged("closing the turn failed", &session).await;
+    let stuck = server.call("session.get", json!({"id": session})).await;
+    assert_eq!(stuck["session"]["state"], "RUNNING", "the end was not written: {stuck}");
+
+    server.store.set_max_page_count(None).await.unwrap();
+    let settled = server.wait_state(&session, "WAITING_FOR_INPUT").await;
+    assert_eq!(settled["last_error"]["code"], "turn_end_not_saved", "{settled}");
+    let message = settled["last_error"]["message"].as_str().unwrap();
+    assert!(message.contains("is full"), "the error names the cause: {message}");
+    // The turn is closed, and the session takes the next message.
+    let messages = server.turn(&session, "#!mock\nsay next turn").await;
+    assert!(of_kind(&messages, "agent").iter().any(|m| m["content"] == "next turn"));
 }

@@ -64,7 +64,16 @@ impl SessionActor {
         if !command.is_timer() {
             self.last_active = tokio::time::Instant::now();
         }
+        // A turn whose end is not written yet is written before anything else changes the
+        // session, as soon as writes work again (the timer retries meanwhile).
+        if self.unsettled.is_some()
+            && !matches!(command, Command::SettleTurn)
+            && self.inner.store.write_state() == kandev_store::WriteState::Ok
+        {
+            self.settle_turn().await;
+        }
         match command {
+            Command::SettleTurn => self.settle_turn().await,
             Command::Start { reply } => {
                 let result = self.start().await;
                 let _ = reply.send(result);

@@ -62,6 +62,8 @@ pub(crate) enum Command {
         epoch: i64,
         turn_id: TurnId,
     },
+    /// Writes the end of a turn that could not be written before (`UnsettledTurn`).
+    SettleTurn,
     /// Stops the execution of `epoch` if it has been idle for the idle timeout.
     IdleCheck {
         epoch: i64,
@@ -219,7 +221,10 @@ impl Command {
     pub fn is_timer(&self) -> bool {
         matches!(
             self,
-            Command::StallCheck { .. } | Command::IdleCheck { .. } | Command::EscalateCancel { .. }
+            Command::StallCheck { .. }
+                | Command::IdleCheck { .. }
+                | Command::EscalateCancel { .. }
+                | Command::SettleTurn
         )
     }
 }

@@ -96,8 +96,12 @@ impl SessionActor {
                 self.kill_terminals();
                 self.turn_auto_run_off_if_queued().await?;
                 let mut tx = self.begin_write().await?;
-                self.expire_permissions(&mut tx, "cancelled").await?;
-                self.finish(tx).await?;
+                let expired = self.expire_permissions(&mut tx, "cancelled").await?;
+                let committed = self.finish(tx).await.map(drop).map_err(Into::into);
+                // Not stored: the requests stay pending (the turn's end expires them), and the
+                // cancel goes out all the same.
+                let stored = expired.after_commit(self, committed);
+                self.log("expiring the permission requests of a cancelled turn", stored);
                 self.send_acp_cancel();
                 let timeout = self.inner.config.cancel_timeout;
                 self.after(timeout, Command::EscalateCancel { epoch, turn_id });

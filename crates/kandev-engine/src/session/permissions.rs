@@ -120,7 +120,29 @@ impl SessionActor {
                 }
             }
         };
-        pending.responder.respond(outcome);
+        // Stored first, then sent (issue 38 item 10): an answer that could not be stored is
+        // not sent, stays pending, and can be given again.
+        let stored = self.store_permission_answer(request_id, &pending, status, option_id, by);
+        match stored.await {
+            Ok(message) => {
+                pending.responder.respond(outcome);
+                Ok(message)
+            }
+            Err(err) => {
+                self.permissions.insert(request_id.to_owned(), pending);
+                Err(err)
+            }
+        }
+    }
+
+    async fn store_permission_answer(
+        &mut self,
+        request_id: &str,
+        pending: &PendingPermission,
+        status: &str,
+        option_id: Option<String>,
+        by: &str,
+    ) -> Result<Message> {
         let mut tx = self.begin_write().await?;
         tx.record_permission_answer(&self.session.id, request_id, option_id.as_deref(), status, by)
             .await?;
@@ -168,20 +190,63 @@ impl SessionActor {
         Ok(message)
     }
 
-    /// Answers every pending request `cancelled` and marks it `status` (rules 12, 38).
+    /// Marks every pending request `status` in `tx` (rules 12, 38) and returns their
+    /// answers, which [`Expired::send`] gives the agent once `tx` committed (stored first,
+    /// then sent, as [`Self::answer_permission`] does).
     pub(super) async fn expire_permissions(
         &mut self,
         tx: &mut WriteTx,
         status: &str,
-    ) -> Result<()> {
-        let pending: Vec<(String, PendingPermission)> = self.permissions.drain().collect();
-        for (request_id, permission) in pending {
-            permission.responder.respond(Outcome::Cancelled);
-            tx.record_permission_answer(&self.session.id, &request_id, None, status, "engine")
-                .await?;
-            self.resolve_permission_message(tx, &permission.message_id, status, None, "engine")
-                .await?;
+    ) -> Result<Expired> {
+        let expired = Expired(self.permissions.drain().collect());
+        for (request_id, permission) in &expired.0 {
+            let id = &self.session.id;
+            let recorded =
+                match tx.record_permission_answer(id, request_id, None, status, "engine").await {
+                    Ok(()) => {
+                        let message = &permission.message_id;
+                        self.resolve_permission_message(tx, message, status, None, "engine").await
+                    }
+                    Err(err) => Err(err.into()),
+                };
+            if let Err(err) = recorded {
+                expired.restore(self);
+                return Err(err);
+            }
         }
-        Ok(())
+        Ok(expired)
+    }
+}
+
+/// Permission requests marked expired or cancelled in a transaction not committed yet.
+#[must_use = "send the answers once the transaction committed, or restore them"]
+pub(super) struct Expired(Vec<(String, PendingPermission)>);
+
+impl Expired {
+    /// Answers each request `cancelled` (after the commit that recorded it).
+    pub(super) fn send(self) {
+        for (_, permission) in self.0 {
+            permission.responder.respond(Outcome::Cancelled);
+        }
+    }
+
+    /// Puts the requests back as pending (the transaction that would have recorded their
+    /// answer failed): they stay answerable.
+    pub(super) fn restore(self, actor: &mut SessionActor) {
+        actor.permissions.extend(self.0);
+    }
+
+    /// Sends the answers if `committed` is `Ok` (the transaction that recorded them
+    /// committed), else restores the requests; returns `committed`.
+    pub(super) fn after_commit(
+        self,
+        actor: &mut SessionActor,
+        committed: Result<()>,
+    ) -> Result<()> {
+        match committed {
+            Ok(()) => self.send(),
+            Err(_) => self.restore(actor),
+        }
+        committed
     }
 }

@@ -11,7 +11,7 @@ use kandev_acp::{AcpClient, PermissionOption, PermissionResponder};
 use kandev_domain::attachment::PromptAccepts;
 use kandev_domain::session::SessionState;
 use kandev_domain::task::Task;
-use kandev_domain::transcript::{Message, MessageKind, Session};
+use kandev_domain::transcript::{LastError, Message, MessageKind, Session};
 use kandev_domain::workflow::{Action, EntryCause, Step};
 use kandev_domain::{MessageId, StepId, TurnId};
 use kandev_runtime::terminal::CommandTerminal;
@@ -47,6 +47,22 @@ pub(crate) struct SessionActor {
     /// The runner position the last transaction begun recorded (`writes.rs`), acknowledged
     /// once it committed.
     pub last_mark: Option<crate::position::Mark>,
+    /// A turn whose end could not be written (a full disk), written again until it is
+    /// (`turn.rs`, [`SessionActor::settle_turn`]).
+    pub unsettled: Option<UnsettledTurn>,
+}
+
+/// The end of a turn that failed to commit: what [`SessionActor::settle_turn`] writes once
+/// writes work again, so the session never stays `RUNNING` with no turn (issue 38 item 11).
+pub(crate) struct UnsettledTurn {
+    pub turn_id: TurnId,
+    pub stop_reason: String,
+    /// The turn's own error, if it ended with one (it becomes `last_error` either way).
+    pub error: Option<(LastError, String)>,
+    /// Why the end could not be written.
+    pub cause: String,
+    /// Failed attempts so far (the retries back off).
+    pub attempts: u32,
 }
 
 /// Chunks of one kind the agent streamed, coalesced into one write and one notification;
@@ -448,6 +464,7 @@ impl SessionActor {
             submitted: VecDeque::new(),
             terminals: AgentTerminals::default(),
             last_mark: None,
+            unsettled: None,
         }
     }
 

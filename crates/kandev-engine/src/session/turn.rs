@@ -20,7 +20,14 @@ use crate::error::{EngineError, Result};
 use crate::handshake;
 use crate::publish;
 use crate::session::command::Command;
-use crate::session::state::{Closed, Ending, Output, Phase, ResetPlan, SessionActor, Turn};
+use crate::session::state::{
+    Closed, Ending, Output, Phase, ResetPlan, SessionActor, Turn, UnsettledTurn,
+};
+
+/// When the end of a turn that failed to write is first tried again, and the longest wait
+/// between tries (issue 38 item 11).
+const SETTLE_FIRST_RETRY: std::time::Duration = std::time::Duration::from_millis(500);
+const SETTLE_MAX_RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 use crate::write::add_message;
 
 impl SessionActor {
@@ -291,16 +298,98 @@ impl SessionActor {
         error: Option<(LastError, String)>,
         note: Option<String>,
     ) -> Result<()> {
-        let mut tx = self.begin_write().await?;
-        tx.close_turn(&turn.id, stop_reason).await?;
-        if let Some(tokens) = &tokens {
-            tx.set_turn_usage(&turn.id, TurnUsagePart::Tokens, &tokens.to_string()).await?;
+        let kept = error.clone();
+        let written = self.write_turn_end_tx(&turn.id, tokens, stop_reason, error, note).await;
+        if let Err(err) = &written {
+            // Issue 38 item 11: written again until it is, before anything else.
+            self.unsettled = Some(UnsettledTurn {
+                turn_id: turn.id.clone(),
+                stop_reason: stop_reason.to_owned(),
+                error: kept,
+                cause: err.to_string(),
+                attempts: 0,
+            });
+            self.after(SETTLE_FIRST_RETRY, Command::SettleTurn);
         }
-        self.expire_permissions(&mut tx, "expired").await?;
+        written
+    }
+
+    /// The end of a turn in one transaction of its own; on failure the actor's copy of the
+    /// session is what was committed before.
+    async fn write_turn_end_tx(
+        &mut self,
+        turn_id: &TurnId,
+        tokens: Option<serde_json::Value>,
+        stop_reason: &str,
+        error: Option<(LastError, String)>,
+        note: Option<String>,
+    ) -> Result<()> {
+        let before = self.session.clone();
+        let mut tx = self.begin_write().await?;
+        let expired = self.expire_permissions(&mut tx, "expired").await?;
+        let written = self.write_turn_end(&mut tx, turn_id, tokens, stop_reason, error, note).await;
+        let committed = match written {
+            Ok(()) => self.finish(tx).await.map(drop).map_err(Into::into),
+            Err(err) => Err(err),
+        };
+        if committed.is_err() {
+            self.session = before;
+        }
+        expired.after_commit(self, committed)
+    }
+
+    /// Writes the end of a turn that could not be written when it ended (a full disk): the
+    /// turn closed, `WAITING_FOR_INPUT` and a `last_error` saying what may be missing (the
+    /// turn's own error, if it had one). Tried before every command while writes work and
+    /// by a timer backing off to [`SETTLE_MAX_RETRY`] meanwhile; once written, what waits
+    /// in the queue runs (the step's `on_turn_complete` does not: the turn's end was not
+    /// known in time, and `last_error` tells the user).
+    pub(super) async fn settle_turn(&mut self) {
+        let Some(unsettled) = self.unsettled.take() else { return };
+        let error = unsettled.error.clone().unwrap_or_else(|| {
+            let message = format!(
+                "the end of the agent's turn could not be saved at first ({}); part of its output may be missing",
+                unsettled.cause
+            );
+            let details = json!({ "stop_reason": unsettled.stop_reason });
+            (self.error("turn_end_not_saved", message.clone(), details), message)
+        });
+        let (turn_id, stop_reason) = (unsettled.turn_id.clone(), unsettled.stop_reason.clone());
+        match self.write_turn_end_tx(&turn_id, None, &stop_reason, Some(error), None).await {
+            Ok(()) => {
+                tracing::info!(session = %self.session.id, "the end of the turn was written late");
+                if matches!(self.phase, Phase::Ready(_) | Phase::Idle) {
+                    self.drain_queue().await;
+                }
+            }
+            Err(err) => {
+                let attempts = unsettled.attempts + 1;
+                tracing::debug!(session = %self.session.id, error = %err, attempts, "the end of the turn still cannot be written");
+                let wait = SETTLE_FIRST_RETRY.saturating_mul(1 << attempts.min(5));
+                self.unsettled = Some(UnsettledTurn { attempts, ..unsettled });
+                self.after(wait.min(SETTLE_MAX_RETRY), Command::SettleTurn);
+            }
+        }
+    }
+
+    /// [`Self::finish_turn`]'s writes, but the expired permissions.
+    async fn write_turn_end(
+        &mut self,
+        tx: &mut WriteTx,
+        turn_id: &TurnId,
+        tokens: Option<serde_json::Value>,
+        stop_reason: &str,
+        error: Option<(LastError, String)>,
+        note: Option<String>,
+    ) -> Result<()> {
+        tx.close_turn(turn_id, stop_reason).await?;
+        if let Some(tokens) = &tokens {
+            tx.set_turn_usage(turn_id, TurnUsagePart::Tokens, &tokens.to_string()).await?;
+        }
         if let Some(text) = note {
             let metadata = json!({ "reason": stop_reason });
             let kind = MessageKind::Status;
-            add_message(&mut tx, &self.session, Some(&turn.id), kind, &text, metadata).await?;
+            add_message(tx, &self.session, Some(turn_id), kind, &text, metadata).await?;
         }
         let mut update = SessionUpdate {
             state: Some(SessionState::WaitingForInput),
@@ -309,22 +398,21 @@ impl SessionActor {
         if let Some((last_error, text)) = error {
             let metadata = json!({ "code": last_error.code });
             let kind = MessageKind::Error;
-            add_message(&mut tx, &self.session, Some(&turn.id), kind, &text, metadata).await?;
+            add_message(tx, &self.session, Some(turn_id), kind, &text, metadata).await?;
             update.last_error = Some(Some(last_error));
         }
-        self.write(&mut tx, update).await?;
+        self.write(tx, update).await?;
         let event = SessionEvent::TurnCompleted {
             session_id: self.session.id.to_string(),
-            turn_id: turn.id.to_string(),
+            turn_id: turn_id.to_string(),
             stop_reason: stop_reason.to_string(),
             tokens: tokens.unwrap_or(serde_json::Value::Null),
         };
-        let seq = publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
+        let seq = publish::notify(tx, Notification::session(&self.session.id, event)).await?;
         let title = format!("{}: the agent's turn ended ({stop_reason})", self.task.title);
-        let data = json!({ "turn_id": turn.id.to_string(), "stop_reason": stop_reason });
+        let data = json!({ "turn_id": turn_id.to_string(), "stop_reason": stop_reason });
         let kind = NotificationKind::TurnCompleted;
-        publish::attention(&mut tx, kind, &self.session, seq, title, data).await?;
-        self.finish(tx).await?;
+        publish::attention(tx, kind, &self.session, seq, title, data).await?;
         Ok(())
     }
 
