@@ -221,12 +221,117 @@ impl Launcher for BuiltinMockLauncher {
 /// outlive this server. The built-in mock runs as a real process (`program args`) here, as
 /// with [`LocalLauncher`].
 pub struct RunnerLauncher {
-    client: kandev_runtime::runner::RunnerClient,
+    link: Arc<RunnerLink>,
+}
+
+/// A new connection to the runner, starting one when none listens (the binary knows how:
+/// the engine never starts a process), with the executions it already holds.
+pub type ConnectRunner = Arc<
+    dyn Fn() -> BoxFuture<
+            'static,
+            Result<
+                (kandev_runtime::runner::RunnerClient, Vec<kandev_runtime::runner::ExecutionInfo>),
+                String,
+            >,
+        > + Send
+        + Sync,
+>;
+
+/// The runner connection in use, replaced when it is gone (issue 38 item 2: a runner killed
+/// by the OOM killer, a dropped socket): a launch after that connects again (starting a new
+/// runner when none listens), and [`RunnerLauncher::keep_connected`] does it by itself with
+/// back-off. Executions the new connection lists are forgotten (killed): their sessions saw
+/// their agents exit when the old connection went, and resume on their next message.
+struct RunnerLink {
+    /// The current connection; a small synchronous lock, never held across `.await`.
+    current: std::sync::Mutex<kandev_runtime::runner::RunnerClient>,
+    connect: Option<ConnectRunner>,
+    /// One reconnection at a time (held across the connect).
+    reconnecting: tokio::sync::Mutex<()>,
+}
+
+/// The first and the longest wait between attempts to reach a runner again.
+const RECONNECT_FIRST: Duration = Duration::from_millis(100);
+const RECONNECT_MAX: Duration = Duration::from_secs(5);
+
+impl RunnerLink {
+    fn current(&self) -> kandev_runtime::runner::RunnerClient {
+        self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// The connection, connected again first when it is gone.
+    async fn connected(&self) -> Result<kandev_runtime::runner::RunnerClient, String> {
+        let client = self.current();
+        if !client.is_closed() {
+            return Ok(client);
+        }
+        let Some(connect) = &self.connect else {
+            return Err("the connection to the runner is gone; restart the server".into());
+        };
+        let _one = self.reconnecting.lock().await;
+        let client = self.current();
+        if !client.is_closed() {
+            return Ok(client); // another caller connected meanwhile
+        }
+        let (client, leftovers) = connect().await.map_err(|err| {
+            format!("the runner is gone and a new one could not be reached: {err}")
+        })?;
+        for execution in &leftovers {
+            client.forget(&execution.exec);
+        }
+        tracing::info!(forgotten = leftovers.len(), "connected to the runner again");
+        *self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = client.clone();
+        Ok(client)
+    }
 }
 
 impl RunnerLauncher {
-    pub fn new(client: kandev_runtime::runner::RunnerClient) -> Self {
-        Self { client }
+    /// Runs agents through `client`; when it is gone, `connect` gives a new connection
+    /// (`None`: no way to reconnect, launches fail until the server restarts).
+    pub fn new(
+        client: kandev_runtime::runner::RunnerClient,
+        connect: Option<ConnectRunner>,
+    ) -> Self {
+        let link = RunnerLink {
+            current: std::sync::Mutex::new(client),
+            connect,
+            reconnecting: tokio::sync::Mutex::new(()),
+        };
+        Self { link: Arc::new(link) }
+    }
+
+    /// Keeps a connection to the runner until `stop`: whenever the connection is gone,
+    /// connects again (starting a runner when none listens), first after 100 ms, then
+    /// backing off to 5 s between attempts.
+    pub fn keep_connected(
+        &self,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> BoxFuture<'static, ()> {
+        let link = self.link.clone();
+        Box::pin(async move {
+            loop {
+                let client = link.current();
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = client.closed() => {}
+                }
+                tracing::warn!("the connection to the runner is gone; connecting again");
+                let mut wait = RECONNECT_FIRST;
+                loop {
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        () = tokio::time::sleep(wait) => {}
+                    }
+                    match link.connected().await {
+                        Ok(_) => break,
+                        Err(err) => {
+                            tracing::warn!(error = %err, "reaching the runner failed; trying again");
+                            wait = (wait * 2).min(RECONNECT_MAX);
+                        }
+                    }
+                }
+            }
+        })
     }
 }
 
@@ -278,16 +383,18 @@ impl RunnerControl {
 }
 
 impl RunnerLauncher {
-    /// The runner connection (reconciliation takes over what it lists).
-    pub fn client(&self) -> &kandev_runtime::runner::RunnerClient {
-        &self.client
+    /// The runner connection in use (reconciliation takes over what it lists; a shutdown
+    /// closes it).
+    pub fn client(&self) -> kandev_runtime::runner::RunnerClient {
+        self.link.current()
     }
 }
 
 impl Launcher for RunnerLauncher {
     fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, Result<Launched, String>> {
-        let client = self.client.clone();
+        let link = self.link.clone();
         Box::pin(async move {
+            let client = link.connected().await?;
             let exec = uuid::Uuid::new_v4().to_string();
             let spawn = kandev_runtime::runner::SpawnSpec {
                 program: spec.program,

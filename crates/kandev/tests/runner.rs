@@ -158,3 +158,36 @@ async fn i20_s2_a_runner_whose_socket_is_gone_ends_with_its_agents() {
     processes_until("the agent is gone", || agents_of(&path).is_empty()).await;
     processes_until("the runner ends", || runners_of(&path).is_empty()).await;
 }
+
+/// Issue 38 item 2: a runner killed with `kill -9` (an OOM kill, say) mid-turn ends that turn
+/// as `agent_exited`; without a server restart, a new runner is started and connected to, and
+/// the next message resumes the session on it and gets a reply.
+#[tokio::test]
+async fn i38_2_a_runner_killed_mid_turn_is_replaced_and_the_next_message_gets_a_reply() {
+    let home = tempfile::tempdir().unwrap();
+    let server = start_with(home.path(), &["--runner", "local", "--runner-grace", "60s"]);
+    let session = session_with_agent(&server, "before").await;
+    let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
+    let long = "#!mock\nsay working\nsleep 60000\nsay never";
+    call(&server, "message.add", json!({"session_id": session, "content": long})).await;
+    let working = |m: &[Value]| m.iter().any(|m| m["content"] == "working");
+    watch.messages(&server, &session, "the turn is under way", working).await;
+    let runners = runners_of(home.path());
+    assert_eq!(runners.len(), 1, "one runner for the home");
+
+    let status =
+        std::process::Command::new("kill").args(["-9", &runners[0].to_string()]).status().unwrap();
+    assert!(status.success());
+    watch.state(&server, &session, "WAITING_FOR_INPUT").await;
+    let got = call(&server, "session.get", json!({"id": session})).await;
+    assert_eq!(got["session"]["last_error"]["code"], "agent_exited", "{got}");
+
+    call(&server, "message.add", json!({"session_id": session, "content": "after"})).await;
+    wait_for_answer(&server, &session, "echo: after").await;
+    let now = runners_of(home.path());
+    assert_eq!(now.len(), 1, "one new runner");
+    assert_ne!(now, runners, "a new runner process");
+    let agents = agents_of(home.path());
+    assert_eq!(agents.len(), 1);
+    assert_eq!(parent_of(agents[0]), now[0], "the new agent is the new runner's child");
+}

@@ -486,6 +486,11 @@ impl RunnerClient {
         self.written.cancelled().await;
     }
 
+    /// Whether the connection is gone (the runner ended or the transport failed).
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
     /// Resolves when the connection is gone.
     pub async fn closed(&self) {
         self.closed.cancelled().await;
