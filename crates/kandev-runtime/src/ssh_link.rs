@@ -587,6 +587,7 @@ mod tests {
             exited: false,
             input_taken: 0,
             input_acked: 0,
+            keys: vec![],
         }];
         assert!(forget_strangers(&client, &held).is_empty(), "the first is still ours");
         drop(first);

@@ -118,7 +118,7 @@ async fn i20_s1_unacknowledged_output_is_replayed_exactly_once_after_a_reconnect
     conn.send(ToRunner::Spawn { exec: "x1".into(), spec: sh(script) }).await.unwrap();
     assert!(matches!(next(&mut conn).await, FromRunner::Spawned { .. }));
     let go = Data(Bytes::from_static(b"go\n"));
-    conn.send(ToRunner::Input { exec: "x1".into(), seq: 1, data: go }).await.unwrap();
+    conn.send(ToRunner::Input { exec: "x1".into(), seq: 1, data: go, keys: vec![] }).await.unwrap();
     assert_eq!(next(&mut conn).await, FromRunner::InputAck { exec: "x1".into(), seq: 1 });
     // Take the first chunk and acknowledge it; see a second one and do not.
     let mut kept = Vec::new();
@@ -387,7 +387,12 @@ async fn i20_d1_input_to_an_agent_that_does_not_read_it_is_bounded_with_a_clear_
     let frames = (1 << 20) / chunk.len() as u64;
     let sending = tokio::spawn(async move {
         for seq in 1..=frames {
-            let frame = ToRunner::Input { exec: "deaf".into(), seq, data: Data(chunk.clone()) };
+            let frame = ToRunner::Input {
+                exec: "deaf".into(),
+                seq,
+                data: Data(chunk.clone()),
+                keys: vec![],
+            };
             conn.send(frame).await.unwrap();
         }
         conn
@@ -465,6 +470,7 @@ async fn i20_d1_the_replay_of_a_forgotten_execution_is_discarded_not_parked_for_
             exited: false,
             input_taken: 0,
             input_acked: 0,
+            keys: vec![],
         };
         let welcome = FromRunner::Welcome { version: PROTOCOL_VERSION, executions: vec![old] };
         runner.send(welcome).await.unwrap();
@@ -554,6 +560,7 @@ async fn i20_d5_a_resent_input_item_is_taken_once() {
         exec: "cat".into(),
         seq,
         data: Data(Bytes::from_static(text.as_bytes())),
+        keys: vec![],
     };
     async fn echo(conn: &mut Conn) -> (u64, Bytes) {
         loop {
@@ -718,4 +725,49 @@ async fn i20_d5_unacknowledged_input_is_bounded_and_the_writer_waits() {
     let mut stdout = execution.stdout;
     let count = String::from_utf8(read_to_end(&mut stdout).await).unwrap();
     assert_eq!(count.trim(), TOTAL.to_string());
+}
+
+/// Issue 38 item 12 (protocol version 3): lines a server names are listed in `welcome` once
+/// the runner took the item they end in, so a server that restarts knows which of its
+/// committed inputs reached the agent; a named line never written is not listed.
+#[tokio::test]
+async fn i38_12_the_keys_of_taken_input_are_listed_to_the_next_connection() {
+    use tokio::io::AsyncWriteExt;
+    let runner = Runner::new(RunnerConfig::default());
+    let (client, _) = RunnerClient::connect(runner_stream(&runner)).await.unwrap();
+    let execution = client.spawn_with("cat", sh("exec cat"), AckPolicy::OnDelivery).await.unwrap();
+    let (mut stdin, mut stdout, keys) = (execution.stdin, execution.stdout, execution.keys);
+    let mut written = 0u64;
+    for (line, key) in [("one\n", "prompt:1"), ("two\n", "answer:2")] {
+        written += line.len() as u64;
+        keys.send((written, key.to_owned())).unwrap();
+        stdin.write_all(line.as_bytes()).await.unwrap();
+    }
+    stdin.write_all(b"three\n").await.unwrap(); // not named
+    let mut echoed = Vec::new();
+    while echoed.len() < b"one\ntwo\nthree\n".len() {
+        let mut chunk = [0u8; 64];
+        let n = timeout(WAIT, tokio::io::AsyncReadExt::read(&mut stdout, &mut chunk))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0, "the agent's output ended");
+        echoed.extend_from_slice(&chunk[..n]);
+    }
+    // Named, never written (a server that died between its commit and the write).
+    keys.send((written + 100, "cancel:3".into())).unwrap();
+    client.finish().await;
+
+    let (_conn, listed) = connect(&runner).await;
+    assert_eq!(listed[0].keys, ["prompt:1", "answer:2"], "taken keys, in order");
+    drop(execution.control);
+    runner.shutdown().await;
+}
+
+/// A connection to `runner` over an in-process pipe.
+fn runner_stream(runner: &Runner) -> DuplexStream {
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let runner = runner.clone();
+    tokio::spawn(async move { runner.serve_connection(theirs).await });
+    ours
 }

@@ -189,11 +189,29 @@ struct InputShared {
     task: OnceLock<AbortOnDropHandle<()>>,
 }
 
+/// Names a line written into an execution's stdin pipe, so the runner can say whether it took
+/// it (protocol version 3): `(offset, key)`, where `offset` is the byte offset in the pipe
+/// just past the line's last byte. Sent *before* the line is written into the pipe, in the
+/// order the lines are written; the pipe's reader gives the key to the item holding that
+/// byte. A writer that names nothing never sends.
+pub type InputKeys = mpsc::UnboundedSender<(u64, String)>;
+
+/// One unacknowledged input item.
+struct InputItem {
+    seq: u64,
+    /// `None`: the close.
+    data: Option<Bytes>,
+    /// The keys of the lines that end in it.
+    keys: Vec<String>,
+    /// The permits of room it holds.
+    permits: u32,
+}
+
 struct InputState {
     /// The number the next item gets.
     next: u64,
-    /// Unacknowledged items: number, bytes (`None`: the close) and the permits they hold.
-    items: VecDeque<(u64, Option<Bytes>, u32)>,
+    /// Unacknowledged items, in order.
+    items: VecDeque<InputItem>,
     /// Unacknowledged bytes.
     bytes: usize,
     /// The connection items go to (a gone one: they wait for [`RunnerClient::resume`]).
@@ -218,38 +236,42 @@ impl Inputs {
         self.shared.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The stdin pipe whose bytes become this queue's items (once per queue).
-    fn start_stdin(&self, limit: usize) -> DuplexStream {
+    /// The stdin pipe whose bytes become this queue's items (once per queue), and where its
+    /// writer names the lines it writes ([`InputKeys`]).
+    fn start_stdin(&self, limit: usize) -> (DuplexStream, InputKeys) {
         let (stdin, stdin_rx) = tokio::io::duplex(PIPE);
+        let (keys, keys_rx) = mpsc::unbounded_channel();
         let limit = u32::try_from(limit).unwrap_or(u32::MAX).max(1);
         let task = tokio::spawn(read_stdin(
             Arc::downgrade(&self.shared),
             self.shared.room.clone(),
             limit,
             stdin_rx,
+            keys_rx,
         ));
         let _ = self.shared.task.set(AbortOnDropHandle::new(task));
-        stdin
+        (stdin, keys)
     }
 
     /// Numbers an item, keeps it and sends it.
-    fn push(&self, data: Option<Bytes>, permits: u32) {
+    fn push(&self, data: Option<Bytes>, keys: Vec<String>, permits: u32) {
         let mut state = self.lock();
         let seq = state.next;
         state.next += 1;
         state.bytes += data.as_ref().map_or(0, Bytes::len);
-        let _ = state.out.send(frame(&self.shared.exec, seq, &data));
-        state.items.push_back((seq, data, permits));
+        let item = InputItem { seq, data, keys, permits };
+        let _ = state.out.send(frame(&self.shared.exec, &item));
+        state.items.push_back(item);
     }
 
     /// The runner took every item up to `seq`: they are forgotten and their room freed.
     fn acked(&self, seq: u64) {
         let mut state = self.lock();
         let mut freed = 0usize;
-        while state.items.front().is_some_and(|(s, _, _)| *s <= seq) {
-            if let Some((_, data, permits)) = state.items.pop_front() {
-                state.bytes -= data.as_ref().map_or(0, Bytes::len);
-                freed += permits as usize;
+        while state.items.front().is_some_and(|item| item.seq <= seq) {
+            if let Some(item) = state.items.pop_front() {
+                state.bytes -= item.data.as_ref().map_or(0, Bytes::len);
+                freed += item.permits as usize;
             }
         }
         drop(state);
@@ -262,9 +284,9 @@ impl Inputs {
         self.acked(acked);
         let mut state = self.lock();
         state.next = state.next.max(taken + 1);
-        for (seq, data, _) in &state.items {
-            if *seq > taken {
-                let _ = out.send(frame(&self.shared.exec, *seq, data));
+        for item in &state.items {
+            if item.seq > taken {
+                let _ = out.send(frame(&self.shared.exec, item));
             }
         }
         state.out = out;
@@ -281,28 +303,46 @@ impl Inputs {
     }
 }
 
-fn frame(exec: &str, seq: u64, data: &Option<Bytes>) -> ToRunner {
-    match data {
-        Some(bytes) => ToRunner::Input { exec: exec.to_owned(), seq, data: Data(bytes.clone()) },
-        None => ToRunner::CloseInput { exec: exec.to_owned(), seq },
+fn frame(exec: &str, item: &InputItem) -> ToRunner {
+    let (exec, seq) = (exec.to_owned(), item.seq);
+    match &item.data {
+        Some(bytes) => {
+            ToRunner::Input { exec, seq, data: Data(bytes.clone()), keys: item.keys.clone() }
+        }
+        None => ToRunner::CloseInput { exec, seq },
     }
 }
 
 /// Turns the stdin pipe into input items, waiting for room past the bound; its end becomes
-/// the close item. Holds the queue only weakly: the last [`Inputs`] handle ends it.
+/// the close item. Each item carries the keys of the lines that end in it (`keys`, named
+/// before the lines were written, so a key is always there by the time its bytes are).
+/// Holds the queue only weakly: the last [`Inputs`] handle ends it.
 async fn read_stdin(
     inputs: Weak<InputShared>,
     room: Arc<Semaphore>,
     limit: u32,
     mut stdin: DuplexStream,
+    mut keys: mpsc::UnboundedReceiver<(u64, String)>,
 ) {
     let mut chunk = vec![0u8; 64 * 1024];
+    let mut named: VecDeque<(u64, String)> = VecDeque::new();
+    let mut read = 0u64;
     loop {
         let data = match stdin.read(&mut chunk).await {
             Ok(0) | Err(_) => None,
             Ok(n) => Some(Bytes::copy_from_slice(&chunk[..n])),
         };
         let len = data.as_ref().map_or(0, Bytes::len);
+        read += len as u64;
+        while let Ok(key) = keys.try_recv() {
+            named.push_back(key);
+        }
+        let mut item_keys = vec![];
+        while named.front().is_some_and(|(end, _)| *end <= read) {
+            if let Some((_, key)) = named.pop_front() {
+                item_keys.push(key);
+            }
+        }
         let permits = u32::try_from(len).unwrap_or(u32::MAX).min(limit);
         if permits > 0 {
             match room.acquire_many(permits).await {
@@ -312,7 +352,7 @@ async fn read_stdin(
         }
         let Some(shared) = inputs.upgrade() else { return };
         let closing = data.is_none();
-        Inputs { shared }.push(data, permits);
+        Inputs { shared }.push(data, item_keys, permits);
         if closing {
             return;
         }
@@ -325,6 +365,8 @@ pub struct RemoteExecution {
     pub stdout: DuplexStream,
     /// The agent's stdin.
     pub stdin: DuplexStream,
+    /// Where the writer of `stdin` names lines (version 3 keys).
+    pub keys: InputKeys,
     pub control: RemoteControl,
     /// Where each stdout byte came from; acknowledgements under [`AckPolicy::OnCommit`].
     pub acks: Acks,
@@ -541,9 +583,9 @@ impl RunnerClient {
     ) -> RemoteExecution {
         let inputs =
             Inputs::new(&execution.exec, self.out.clone(), execution.input_taken, self.input_limit);
-        let stdin = inputs.start_stdin(self.input_limit);
+        let (stdin, keys) = inputs.start_stdin(self.input_limit);
         let (stdout, control, acks) = self.take_over(execution, policy, committed, inputs);
-        RemoteExecution { stdout, stdin, control, acks }
+        RemoteExecution { stdout, stdin, keys, control, acks }
     }
 
     /// Takes over, on this connection, an execution followed on an earlier one (listed in
@@ -619,9 +661,9 @@ impl RunnerClient {
             Some(_) => return Err("the runner sent output before the agent started".into()),
             None => return Err(self.gone(exec)),
         };
-        let stdin = inputs.start_stdin(self.input_limit);
+        let (stdin, keys) = inputs.start_stdin(self.input_limit);
         let (stdout, control, acks) = self.follow(exec, pid, 0, policy, events, inputs);
-        Ok(RemoteExecution { stdout, stdin, control, acks })
+        Ok(RemoteExecution { stdout, stdin, keys, control, acks })
     }
 
     /// The stdout pipe and control of an execution whose frames arrive on `events`.
@@ -750,7 +792,7 @@ mod tests {
         for text in ["a", "b", "c", "d"] {
             // As the stdin task does: room first, then the item.
             inputs.shared.room.try_acquire_many(1).unwrap().forget();
-            inputs.push(Some(Bytes::from_static(text.as_bytes())), 1);
+            inputs.push(Some(Bytes::from_static(text.as_bytes())), vec![], 1);
         }
         assert_eq!(sent(&mut old_rx).iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), [3, 4, 5, 6]);
         inputs.acked(3);
@@ -758,7 +800,7 @@ mod tests {
         // The connection dropped; the new one's welcome: taken through 5, acknowledged 4.
         let (new, mut new_rx) = mpsc::unbounded_channel();
         inputs.resume(new, 5, 4);
-        inputs.push(None, 0);
+        inputs.push(None, vec![], 0);
         assert_eq!(
             sent(&mut new_rx),
             [(6, Some(b"d".to_vec())), (7, None)],

@@ -30,8 +30,8 @@ use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
 
 use super::proto::{
-    Data, ExecutionInfo, ExitReport, FromRunner, PROTOCOL_VERSION, ProtocolError, RunnerCodec,
-    SpawnSpec, ToRunner,
+    Data, ExecutionInfo, ExitReport, FromRunner, KEYS_KEPT, PROTOCOL_VERSION, ProtocolError,
+    RunnerCodec, SpawnSpec, ToRunner,
 };
 use crate::{AgentProcess, ProcessSpec};
 
@@ -93,6 +93,8 @@ struct Execution {
     /// The last input item acknowledged: `input_taken` whenever `queued` is within the
     /// bound.
     input_acked: u64,
+    /// Keys of the input items taken, newest last (at most `KEYS_KEPT`).
+    keys: VecDeque<String>,
     /// Bytes in `input` not yet written to the agent's stdin.
     queued: usize,
     /// Signalled when an acknowledgement made room in the buffer.
@@ -273,6 +275,7 @@ impl Runner {
                 exited: e.exited,
                 input_taken: e.input_taken,
                 input_acked: e.input_acked,
+                keys: e.keys.iter().cloned().collect(),
             })
             .collect();
         let sent: HashMap<String, Cursor> =
@@ -324,10 +327,12 @@ impl Runner {
                 Some(FromRunner::Error { message: "hello was already received".into() })
             }
             ToRunner::Spawn { exec, spec } => Some(self.spawn(exec, spec, sent)),
-            ToRunner::Input { exec, seq, data } => {
-                self.input(&exec, generation, seq, Input::Data(data.0))
+            ToRunner::Input { exec, seq, data, keys } => {
+                self.input(&exec, generation, seq, Input::Data(data.0), keys)
             }
-            ToRunner::CloseInput { exec, seq } => self.input(&exec, generation, seq, Input::Close),
+            ToRunner::CloseInput { exec, seq } => {
+                self.input(&exec, generation, seq, Input::Close, vec![])
+            }
             ToRunner::Ack { exec, seq } => {
                 self.ack(&exec, seq);
                 None
@@ -363,7 +368,14 @@ impl Runner {
     /// or connection `generation` was replaced (checked under the lock that hands the
     /// ownership over: the new owner numbers its input after what `welcome` listed, so a late
     /// item of the old one must not take a number first).
-    fn input(&self, exec: &str, generation: u64, seq: u64, input: Input) -> Option<FromRunner> {
+    fn input(
+        &self,
+        exec: &str,
+        generation: u64,
+        seq: u64,
+        input: Input,
+        keys: Vec<String>,
+    ) -> Option<FromRunner> {
         let limit = self.shared.config.input_limit;
         let mut state = self.shared.lock();
         if state.owner != Some(generation) {
@@ -400,6 +412,12 @@ impl Runner {
             });
         }
         execution.input_taken = seq;
+        for key in keys {
+            if execution.keys.len() == KEYS_KEPT {
+                execution.keys.pop_front();
+            }
+            execution.keys.push_back(key);
+        }
         // A closed channel means the agent's stdin is gone (its exit follows): nothing queues.
         if execution.input.send(input).is_ok() {
             execution.queued += len;
@@ -475,6 +493,7 @@ impl Runner {
                 input,
                 input_taken: 0,
                 input_acked: 0,
+                keys: VecDeque::new(),
                 queued: 0,
                 room: room.clone(),
             },

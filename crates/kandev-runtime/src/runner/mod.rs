@@ -16,10 +16,11 @@ use std::time::Duration;
 use tokio::net::{UnixListener, UnixStream};
 
 pub use client::{
-    AckPolicy, Acks, Inputs, RemoteControl, RemoteExecution, ResumedExecution, RunnerClient,
+    AckPolicy, Acks, InputKeys, Inputs, RemoteControl, RemoteExecution, ResumedExecution,
+    RunnerClient,
 };
 pub use host::{DEFAULT_BUFFER_LIMIT, DEFAULT_GRACE, INPUT_LIMIT, Runner, RunnerConfig};
-pub use proto::{ExecutionInfo, PROTOCOL_VERSION, ProtocolError, SpawnSpec};
+pub use proto::{ExecutionInfo, KEYS_KEPT, PROTOCOL_VERSION, ProtocolError, SpawnSpec};
 
 /// How often a runner checks that its socket file still exists.
 const SOCKET_CHECK: Duration = Duration::from_secs(1);

@@ -15,6 +15,12 @@
 //! a number) what it took into the execution's stdin queue, ignores an item it took already
 //! (a resend after a drop), and `welcome` lists each execution's last taken and last
 //! acknowledged input number, so a reconnecting server resends exactly what was not taken.
+//!
+//! Version 3 adds input *keys*: an input item may name the keys of the lines that end in it
+//! (a server's own names, e.g. `prompt:<turn id>`), the runner keeps the last [`KEYS_KEPT`]
+//! keys it took per execution and lists them in `welcome`, so a server that restarted after
+//! committing an input it may never have written asks the runner whether it was taken, and
+//! sends it only if not: exactly once across a `kill -9` of the server too.
 
 use std::io;
 use std::marker::PhantomData;
@@ -29,7 +35,10 @@ use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
 use crate::ExitInfo;
 
 /// The protocol's version. Peers of different versions refuse each other at the handshake.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
+
+/// How many keys of taken input a runner keeps per execution (the newest).
+pub const KEYS_KEPT: usize = 1024;
 
 /// The largest frame either side accepts (a 1 MiB output chunk base64-encoded fits easily).
 pub const MAX_FRAME: usize = 8 << 20;
@@ -129,6 +138,9 @@ pub struct ExecutionInfo {
     /// The last input number the runner acknowledged (at most `input_taken`: taken items are
     /// acknowledged once the stdin queue is within its bound).
     pub input_acked: u64,
+    /// The keys of the input items taken, oldest first (at most [`KEYS_KEPT`], the newest).
+    #[serde(default)]
+    pub keys: Vec<String>,
 }
 
 /// Frames from the server to the runner.
@@ -140,8 +152,15 @@ pub enum ToRunner {
     /// Starts an execution under a name of the server's choosing (unique among live ones).
     Spawn { exec: String, spec: SpawnSpec },
     /// Bytes for the agent's stdin: input item `seq` (per execution, from 1, shared with
-    /// `close_input`). An item the runner took already is ignored.
-    Input { exec: String, seq: u64, data: Data },
+    /// `close_input`). An item the runner took already is ignored. `keys` name the lines that
+    /// end in it (listed in `welcome` once taken).
+    Input {
+        exec: String,
+        seq: u64,
+        data: Data,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        keys: Vec<String>,
+    },
     /// Closes the agent's stdin, as input item `seq` (after every byte before it).
     CloseInput { exec: String, seq: u64 },
     /// Everything up to and including `seq` was taken; the runner forgets it.
@@ -300,6 +319,7 @@ mod tests {
                 exec: "x1".into(),
                 seq: 1,
                 data: Data(Bytes::from_static(b"\0\xff{\"a\":1}\n")),
+                keys: vec!["prompt:t1".into()],
             },
             ToRunner::CloseInput { exec: "x1".into(), seq: 2 },
             ToRunner::Ack { exec: "x1".into(), seq: 42 },
