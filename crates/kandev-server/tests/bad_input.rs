@@ -134,6 +134,79 @@ async fn a_repository_path_that_is_not_a_git_repository_is_refused() {
     assert_eq!((status, body["code"].as_str()), (409, Some("CONFLICT")), "registered twice");
 }
 
+/// Issue 38, finding 9b: a repository is registered once, whatever the spelling of its
+/// folder: its `.git` folder (or a work tree's separate git folder) is refused naming the
+/// folder to register, and a trailing slash, `./` or a symlink is the same repository.
+#[tokio::test]
+async fn i38_9_a_repository_is_registered_once_whatever_the_spelling() {
+    let server = TestServer::start().await;
+    let (workspace_id, _) = server.kanban().await;
+    let (tmp, repo) = common::git_repository();
+    let repo = repo.canonicalize().unwrap();
+    let create = |path: String| {
+        let server = &server;
+        let payload = json!({"workspace_id": workspace_id, "local_path": path});
+        async move { server.post("repository.create", payload).await }
+    };
+    let (status, body) = create(repo.display().to_string()).await;
+    assert_eq!(status, 200, "{body}");
+
+    for git_dir in [format!("{}/.git", repo.display()), format!("{}/.git/", repo.display())] {
+        let (status, body) = create(git_dir.clone()).await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (422, Some("VALIDATION_ERROR")),
+            "{git_dir}: {body}"
+        );
+        let message = body["message"].as_str().unwrap();
+        assert!(message.contains(&format!("register {} instead", repo.display())), "{message}");
+    }
+    std::os::unix::fs::symlink(&repo, tmp.path().join("link")).unwrap();
+    let parent = repo.parent().unwrap().display().to_string();
+    for spelling in [
+        format!("{}/", repo.display()),
+        format!("{parent}/./repo"),
+        format!(
+            "{parent}/../{}/repo",
+            repo.parent().unwrap().file_name().unwrap().to_str().unwrap()
+        ),
+        tmp.path().join("link").display().to_string(),
+    ] {
+        let (status, body) = create(spelling.clone()).await;
+        assert_eq!((status, body["code"].as_str()), (409, Some("CONFLICT")), "{spelling}: {body}");
+    }
+
+    // A work tree whose git folder is elsewhere (`git init --separate-git-dir`).
+    let work = tmp.path().join("work");
+    let separate = tmp.path().join("separate.git");
+    let init = std::process::Command::new("git")
+        .args(["init", "-q", "--separate-git-dir"])
+        .arg(&separate)
+        .arg(&work)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let (status, body) = create(separate.display().to_string()).await;
+    assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("work tree"), "{body}");
+    let (status, body) = create(work.display().to_string()).await;
+    assert_eq!(status, 200, "the work tree registers: {body}");
+
+    // A bare repository is a repository of its own.
+    let bare = tmp.path().join("bare.git");
+    let init = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(&bare)
+        .status()
+        .unwrap();
+    assert!(init.success());
+    let (status, body) = create(bare.display().to_string()).await;
+    assert_eq!(status, 200, "a bare repository registers: {body}");
+
+    let listed = server.call("repository.list", json!({"workspace_id": workspace_id})).await;
+    assert_eq!(listed["repositories"].as_array().unwrap().len(), 3, "{listed}");
+}
+
 #[tokio::test]
 async fn many_hostile_requests_never_take_the_server_down() {
     let server = TestServer::start().await;

@@ -182,18 +182,21 @@ async fn count<'c>(db: impl IntoDb<'c>, table: &str) -> Result<u64> {
     Ok(u64::try_from(n).unwrap_or(0))
 }
 
-/// The tables of a store and their columns (without engine-specific ones).
+/// The tables of a store and their columns (without engine-specific ones, and without
+/// `kandev_version`: each database records the Kandev that opened it, the copy's too).
 async fn columns(pool: &Pool) -> Result<Vec<(String, Vec<Column>)>> {
     let sql = match pool.dialect() {
         Dialect::Sqlite => {
             "SELECT m.name, c.name, c.type FROM sqlite_master m, pragma_table_info(m.name) c \
              WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE '_sqlx%' \
-             AND m.name NOT LIKE 'tasks_fts%' AND m.name NOT LIKE 'messages_fts%' ORDER BY m.name, c.cid"
+             AND m.name NOT LIKE 'tasks_fts%' AND m.name NOT LIKE 'messages_fts%' \
+             AND m.name <> 'kandev_version' ORDER BY m.name, c.cid"
         }
         Dialect::Postgres => {
             "SELECT CAST(table_name AS TEXT), CAST(column_name AS TEXT), CAST(data_type AS TEXT) \
              FROM information_schema.columns WHERE table_schema = 'public' \
-             AND table_name NOT LIKE '\\_sqlx%' AND table_name <> 'event_seq' AND column_name <> 'rowid' \
+             AND table_name NOT LIKE '\\_sqlx%' AND table_name <> 'event_seq' \
+             AND table_name <> 'kandev_version' AND column_name <> 'rowid' \
              ORDER BY table_name, ordinal_position"
         }
     };

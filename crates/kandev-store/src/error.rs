@@ -31,6 +31,10 @@ pub enum StoreError {
     DiskFull { path: String },
     #[error("database error: {0}")]
     Database(sqlx::Error),
+    /// The database has migrations this Kandev does not know: a newer Kandev made it
+    /// (`recorded`: the version that last used it, when the database says).
+    #[error("{}", crate::version::newer_database(.recorded.as_deref()))]
+    NewerDatabase { recorded: Option<String> },
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
 }

@@ -35,6 +35,7 @@ mod ship;
 mod sql;
 mod tasks;
 mod turns;
+mod version;
 mod workflows;
 mod workspaces;
 mod worktrees;
@@ -70,6 +71,7 @@ pub use ship::NewReviewComment;
 pub use sql::Dialect;
 pub use tasks::{NewTask, StepChange, TaskFilter, TaskPatch};
 pub use turns::TurnUsagePart;
+pub use version::KANDEV_VERSION;
 pub use workflows::StepPatch;
 pub use worktrees::{NewWorktree, WorktreeRecord};
 pub use write::{Savepoint, WriteTx};
@@ -470,7 +472,7 @@ enum Role {
 
 /// Opens the read pool (`readers` connections; 0 shares the write connection), the one write
 /// connection and, with readers, the checkpoint connection ([`Store::checkpoint`]), with the
-/// pragmas every connection uses, and migrates.
+/// pragmas every connection uses, and migrates (recording this Kandev's version, `version.rs`).
 async fn open_sqlite(
     options: SqliteConnectOptions,
     readers: u32,
@@ -491,7 +493,7 @@ async fn open_sqlite(
         .max_lifetime(None)
         .connect_with(writer)
         .await?;
-    sqlx::migrate!("./migrations").run(&write).await?;
+    version::migrate(&Pool::Sqlite(write.clone())).await?;
     if readers == 0 {
         return Ok((Pool::Sqlite(write.clone()), Pool::Sqlite(write), None));
     }
@@ -505,7 +507,7 @@ async fn open_sqlite(
 }
 
 /// Connects to PostgreSQL: one write connection that holds [`PG_SERVER_LOCK`] and runs the
-/// migrations, and a read pool.
+/// migrations (recording this Kandev's version, `version.rs`), and a read pool.
 async fn open_postgres(url: &str, role: Role) -> Result<(Pool, Pool)> {
     let options = PgConnectOptions::from_str(url)?;
     let connect_error = |err: sqlx::Error| {
@@ -550,7 +552,7 @@ async fn open_postgres(url: &str, role: Role) -> Result<(Pool, Pool)> {
         .connect_with(options.clone())
         .await
         .map_err(connect_error)?;
-    sqlx::migrate!("./migrations-pg").run(&write).await?;
+    version::migrate(&Pool::Postgres(write.clone())).await?;
     let read = PgPoolOptions::new()
         .max_connections(4)
         .acquire_timeout(Duration::from_secs(10))

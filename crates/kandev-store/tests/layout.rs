@@ -48,6 +48,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("sqlite_sequence", "events.rs"),
     ("event_seq", "events.rs"),
     ("sqlite_master", "copy.rs"),
+    ("kandev_version", "version.rs"),
 ];
 
 /// The few reads across an aggregate's edge, each for a reason the aggregate owns.

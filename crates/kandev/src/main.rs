@@ -3,6 +3,7 @@
 mod bridge;
 mod client;
 mod db;
+mod lock;
 mod runner;
 mod serve;
 mod users;

@@ -240,7 +240,15 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let token = args.token.clone().filter(|t| !t.is_empty());
     let home = home_dir(&args)?;
     secure_home(&home)?;
-    let store = open_store(&home, args.database_url.as_deref()).await?;
+    // One server per home and per database, decided before anything reads or changes them
+    // (the store, the runner, reconciliation); held until this function returns.
+    let location = database_location(&home, args.database_url.as_deref())?;
+    let _home_lock = crate::lock::lock_home(&home)?;
+    let _database_lock = match &location {
+        Location::File(path) => Some(crate::lock::lock_database(path)?),
+        Location::Memory | Location::Postgres(_) => None,
+    };
+    let store = Store::open(location).await.context("cannot open the database")?;
     // Once users exist every request needs a login or a token, as with --token.
     let guarded = match token {
         Some(_) => true,
@@ -330,15 +338,14 @@ pub async fn run(args: ServeArgs) -> Result<()> {
 }
 
 /// The database: `--database-url`, or `<home>/kandev.db`.
-pub(crate) async fn open_store(
+pub(crate) fn database_location(
     home: &std::path::Path,
     database_url: Option<&str>,
-) -> Result<Store> {
-    let location = match database_url {
+) -> Result<Location> {
+    Ok(match database_url {
         Some(url) => Location::parse(url)?,
         None => Location::File(home.join("kandev.db")),
-    };
-    Store::open(location).await.context("cannot open the database")
+    })
 }
 
 async fn stop_on_signal(shutdown: CancellationToken) {

@@ -61,11 +61,9 @@ pub enum TokenCommand {
 pub async fn run(db: DatabaseArgs, command: UserCommand) -> Result<()> {
     let home = home_or_default(db.home.as_ref())?;
     secure_home(&home)?;
-    let location = match db.database_url.as_deref() {
-        Some(url) => kandev_store::Location::parse(url)?,
-        None => kandev_store::Location::File(home.join("kandev.db")),
-    };
-    // Beside a running server: PostgreSQL's one-server lock is the server's.
+    let location = crate::serve::database_location(&home, db.database_url.as_deref())?;
+    // Beside a running server: the one-server locks (the home's, the database's,
+    // PostgreSQL's) are the server's.
     let store = kandev_store::Store::open_beside_server(location)
         .await
         .context("cannot open the database")?;

@@ -181,7 +181,76 @@ fn checked_repository_path(raw: &str) -> Result<PathBuf, ApiError> {
             "{raw} is not a git repository; run `git init` there or pick another folder"
         )));
     }
+    if !is_work_tree && let GitDir::OfWorkTree(work_tree) = git_dir_kind(&expanded, &path) {
+        return Err(ApiError::validation(match work_tree {
+            Some(work_tree) => format!(
+                "{raw} is the git folder of the repository {0}; register {0} instead",
+                work_tree.display()
+            ),
+            None => format!(
+                "{raw} is the git folder of a work tree, not a repository of its own; register \
+                 the work tree's folder instead"
+            ),
+        }));
+    }
     Ok(path)
+}
+
+/// What a folder that looks like a bare repository (`HEAD`, `objects`) is.
+#[derive(Debug, PartialEq, Eq)]
+enum GitDir {
+    Bare,
+    /// The git folder of a work tree (`<repo>/.git`, or one made with `--separate-git-dir`):
+    /// registering it would register that repository a second time. The work tree, when known.
+    OfWorkTree(Option<PathBuf>),
+}
+
+/// Tells a bare repository from a work tree's git folder, from the files alone (no process):
+/// its config's `core.bare`, and a folder named `.git` being its parent's. `given` is the path
+/// as the client wrote it, `path` its canonical form. What it cannot see: a git folder whose
+/// config does not say `bare` (git then guesses from the name, as this does).
+fn git_dir_kind(given: &Path, path: &Path) -> GitDir {
+    let config = std::fs::read_to_string(path.join("config")).unwrap_or_default();
+    let bare = core_setting(&config, "bare").map(|v| v.to_ascii_lowercase());
+    if matches!(bare.as_deref(), Some("true" | "yes" | "on" | "1")) {
+        return GitDir::Bare;
+    }
+    let named_git = |p: &Path| p.file_name().is_some_and(|n| n == ".git");
+    let parent = if named_git(given) {
+        given.parent().and_then(|p| p.canonicalize().ok())
+    } else if named_git(path) {
+        path.parent().map(Path::to_path_buf)
+    } else {
+        None
+    };
+    if parent.is_some() {
+        return GitDir::OfWorkTree(parent);
+    }
+    if matches!(bare.as_deref(), Some("false" | "no" | "off" | "0")) {
+        let work_tree = core_setting(&config, "worktree").map(|w| {
+            let w = path.join(w);
+            w.canonicalize().unwrap_or(w)
+        });
+        return GitDir::OfWorkTree(work_tree);
+    }
+    GitDir::Bare
+}
+
+/// `core.<key>` of a git config file, read simply: a `key = value` line in a `[core]`
+/// section (no includes, no quoting).
+fn core_setting(config: &str, key: &str) -> Option<String> {
+    let mut in_core = false;
+    for line in config.lines().map(str::trim) {
+        if let Some(section) = line.strip_prefix('[') {
+            in_core = section.trim_end_matches(']').trim().eq_ignore_ascii_case("core");
+        } else if in_core
+            && let Some((name, value)) = line.split_once('=')
+            && name.trim().eq_ignore_ascii_case(key)
+        {
+            return Some(value.trim().to_owned());
+        }
+    }
+    None
 }
 
 /// The branch `HEAD` points at, read from the repository's files (no process is started).
@@ -219,5 +288,14 @@ mod tests {
         std::fs::write(dir.path().join(".git/HEAD"), "ref: refs/heads/trunk\n").unwrap();
         let path = checked_repository_path(dir.path().to_str().unwrap()).unwrap();
         assert_eq!(head_branch(&path).as_deref(), Some("trunk"));
+    }
+
+    #[test]
+    fn core_settings_are_read_from_the_core_section_only() {
+        let config =
+            "[user]\n\tbare = true\n[core]\n\tBare = false\n\tworktree = ../w\n[x]\nworktree = y\n";
+        assert_eq!(core_setting(config, "bare").as_deref(), Some("false"));
+        assert_eq!(core_setting(config, "worktree").as_deref(), Some("../w"));
+        assert_eq!(core_setting("[core]\n", "bare"), None);
     }
 }
