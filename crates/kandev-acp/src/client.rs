@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use crate::dispatch::EventSink;
 use crate::error::AcpError;
 use crate::events::AgentEvent;
-use crate::peer::Peer;
+use crate::peer::{InputKeys, Peer};
 use crate::schema::{
     ConfigOption, ContentBlock, InitializeResponse, LoadSessionResponse, NewSessionResponse,
     PromptResponse, SetConfigOptionResponse,
@@ -95,7 +95,7 @@ impl AcpClient {
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let (events, receiver) = mpsc::unbounded_channel();
-        let peer = Peer::start(reader, writer, config.max_line_len, EventSink::Plain(events));
+        let peer = Peer::start(reader, writer, config.max_line_len, EventSink::Plain(events), None);
         let client = AcpClient { connection: Arc::new(Connection { peer, config }), timeout: None };
         (client, receiver)
     }
@@ -104,17 +104,23 @@ impl AcpClient {
     /// where the line that carried it ends (the end of input for [`AgentEvent::Closed`]). A
     /// runner's execution maps it to the runner item to acknowledge once the event's effects
     /// are committed (issue 20; `kandev_runtime::runner::Acks::seq_through`).
+    ///
+    /// With `keys`, keyed lines ([`AcpClient::prompt_keyed`], [`AcpClient::cancel_keyed`],
+    /// [`crate::PermissionResponder::respond_keyed`], [`AcpClient::answer`]) are named there
+    /// before they are written ([`InputKeys`]).
     pub fn connect_tagged<R, W>(
         reader: R,
         writer: W,
         config: AcpConfig,
+        keys: Option<InputKeys>,
     ) -> (AcpClient, mpsc::UnboundedReceiver<(u64, AgentEvent)>)
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
         let (events, receiver) = mpsc::unbounded_channel();
-        let peer = Peer::start(reader, writer, config.max_line_len, EventSink::Tagged(events));
+        let sink = EventSink::Tagged(events);
+        let peer = Peer::start(reader, writer, config.max_line_len, sink, keys);
         let client = AcpClient { connection: Arc::new(Connection { peer, config }), timeout: None };
         (client, receiver)
     }
@@ -130,12 +136,13 @@ impl AcpClient {
         writer: W,
         config: AcpConfig,
         first_id: u64,
+        keys: Option<InputKeys>,
     ) -> (AcpClient, mpsc::UnboundedReceiver<(u64, AgentEvent)>)
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let (client, events) = Self::connect_tagged(reader, writer, config);
+        let (client, events) = Self::connect_tagged(reader, writer, config, keys);
         client.connection.peer.start_ids_at(first_id);
         (client, events)
     }
@@ -154,12 +161,29 @@ impl AcpClient {
         session_id: &str,
         prompt: &[ContentBlock],
     ) -> Result<PromptResponse, AcpError> {
+        self.prompt_keyed(id, None, session_id, prompt).await
+    }
+
+    /// [`AcpClient::prompt_as`] whose line is named `key` ([`InputKeys`]).
+    pub async fn prompt_keyed(
+        &self,
+        id: u64,
+        key: Option<String>,
+        session_id: &str,
+        prompt: &[ContentBlock],
+    ) -> Result<PromptResponse, AcpError> {
         const METHOD: &str = "session/prompt";
         let blocks: Vec<Value> = prompt.iter().map(ContentBlock::to_json).collect();
         let params = json!({ "sessionId": session_id, "prompt": blocks });
         let timeout = self.timeout.unwrap_or(self.connection.config.prompt_timeout);
-        let result = self.connection.peer.request_as(id, METHOD, params, timeout).await?;
+        let result = self.connection.peer.request_as(id, METHOD, params, timeout, key).await?;
         decode(METHOD, result)
+    }
+
+    /// Answers the agent's request `id` with `result`, the line named `key`: an answer an
+    /// earlier server committed and the runner never took (issue 38 item 12).
+    pub async fn answer(&self, id: Value, result: Value, key: String) -> Result<(), AcpError> {
+        self.connection.peer.answer(id, result, key).await
     }
 
     /// Waits for the answer to the `session/prompt` an earlier server sent as request `id`
@@ -250,7 +274,17 @@ impl AcpClient {
 
     /// `session/cancel` (a notification): the agent should end the turn with `cancelled`.
     pub async fn cancel(&self, session_id: &str) -> Result<(), AcpError> {
-        self.notify("session/cancel", json!({ "sessionId": session_id })).await
+        self.cancel_keyed(session_id, None).await
+    }
+
+    /// [`AcpClient::cancel`] whose line is named `key` ([`InputKeys`]).
+    pub async fn cancel_keyed(
+        &self,
+        session_id: &str,
+        key: Option<String>,
+    ) -> Result<(), AcpError> {
+        let params = json!({ "sessionId": session_id });
+        self.connection.peer.notify("session/cancel", params, key).await
     }
 
     /// `session/set_mode`.
@@ -287,7 +321,7 @@ impl AcpClient {
 
     /// Any notification, untyped; returns once it is written.
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), AcpError> {
-        self.connection.peer.notify(method, params).await
+        self.connection.peer.notify(method, params, None).await
     }
 
     /// Closes the connection: pending calls fail with `closed`, the agent's stdin is closed and

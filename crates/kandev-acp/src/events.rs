@@ -135,7 +135,8 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    fn to_json(&self) -> Value {
+    /// The `result` of the answer to `session/request_permission`.
+    pub fn to_json(&self) -> Value {
         match self {
             Outcome::Selected(option_id) => {
                 json!({ "outcome": { "outcome": "selected", "optionId": option_id } })
@@ -161,8 +162,12 @@ impl Reply {
     }
 
     pub(crate) fn send(self, outcome: Result<Value, RpcErrorBody>) {
+        self.send_keyed(outcome, None);
+    }
+
+    pub(crate) fn send_keyed(self, outcome: Result<Value, RpcErrorBody>, key: Option<String>) {
         let line = rpc::encode_line(&rpc::response_message(self.id, outcome));
-        let message = Outgoing { line, written: None };
+        let message = Outgoing { line, written: None, key };
         if self.outbox.send(message).is_err() {
             tracing::debug!(
                 method = self.method,
@@ -198,10 +203,21 @@ impl PermissionResponder {
     }
 
     /// Sends the answer. Fire-and-forget: if the connection closed meanwhile it is dropped.
-    pub fn respond(mut self, outcome: Outcome) {
+    pub fn respond(self, outcome: Outcome) {
+        self.respond_keyed(outcome, None);
+    }
+
+    /// [`Self::respond`], naming the answer's line `key` ([`crate::InputKeys`]).
+    pub fn respond_keyed(mut self, outcome: Outcome, key: Option<String>) {
         if let Some(reply) = self.reply.take() {
-            reply.send(Ok(outcome.to_json()));
+            reply.send_keyed(Ok(outcome.to_json()), key);
         }
+    }
+
+    /// The agent's JSON-RPC id of the request (to answer it again after a restart:
+    /// [`crate::AcpClient::answer`]).
+    pub fn request_id(&self) -> Option<&Value> {
+        self.reply.as_ref().map(|reply| &reply.id)
     }
 }
 

@@ -35,6 +35,7 @@ pub use events::{
     PermissionToolCall, ReadTextFileResponder, RequestError, TerminalAnswer, TerminalExitStatus,
     TerminalRequest, TerminalResponder, WriteTextFileResponder,
 };
+pub use peer::InputKeys;
 pub use schema::{
     AgentCapabilities, AgentInfo, AuthMethod, ConfigOption, ContentBlock, InitializeResponse,
     LoadSessionResponse, McpCapabilities, ModelInfo, NewSessionResponse, PromptCapabilities,

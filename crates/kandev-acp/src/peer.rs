@@ -28,11 +28,19 @@ use crate::rpc::{self, RpcErrorBody};
 
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 
-/// One line for the write task, with an optional acknowledgement of the write.
+/// One line for the write task, with an optional acknowledgement of the write and an
+/// optional key naming it ([`InputKeys`]).
 pub(crate) struct Outgoing {
     pub(crate) line: Vec<u8>,
     pub(crate) written: Option<oneshot::Sender<io::Result<()>>>,
+    pub(crate) key: Option<String>,
 }
+
+/// Where the write task names keyed lines before it writes them: `(offset, key)`, `offset`
+/// being the byte offset in the agent's input just past the line. A runner connection
+/// (kandev-runtime's `InputKeys`) uses it to tell a restarted server which of its lines the
+/// runner took; other writers have none, and keys then go nowhere.
+pub type InputKeys = mpsc::UnboundedSender<(u64, String)>;
 
 /// Queues lines for the write task.
 pub(crate) type Outbox = mpsc::UnboundedSender<Outgoing>;
@@ -62,6 +70,7 @@ impl Peer {
         writer: W,
         max_line_len: usize,
         events: EventSink,
+        keys: Option<InputKeys>,
     ) -> Arc<Peer>
     where
         R: AsyncRead + Send + Unpin + 'static,
@@ -76,7 +85,7 @@ impl Peer {
             tasks: TaskTracker::new(),
         });
         let dispatcher = Dispatcher::new(peer.clone(), events);
-        peer.tasks.spawn(write_loop(writer, outgoing, peer.shutdown.clone()));
+        peer.tasks.spawn(write_loop(writer, outgoing, keys, peer.shutdown.clone()));
         peer.tasks.spawn(read_loop(reader, max_line_len, dispatcher, peer.shutdown.clone()));
         peer.tasks.close();
         peer
@@ -100,7 +109,7 @@ impl Peer {
         timeout: Duration,
     ) -> Result<Value, AcpError> {
         let id = self.reserve_id();
-        self.request_as(id, method, params, timeout).await
+        self.request_as(id, method, params, timeout, None).await
     }
 
     /// The next request id, taken (a caller that records it before sending: `request_as`).
@@ -125,9 +134,10 @@ impl Peer {
         method: &str,
         params: Value,
         timeout: Duration,
+        key: Option<String>,
     ) -> Result<Value, AcpError> {
         let line = rpc::encode_line(&rpc::request(id, method, params));
-        self.call_as(id, method, Some(line), timeout).await
+        self.call_as(id, method, Some((line, key)), timeout).await
     }
 
     /// Waits for the answer to request `id`, sent by an earlier connection to the same agent
@@ -146,14 +156,14 @@ impl Peer {
         &self,
         id: u64,
         method: &str,
-        line: Option<Vec<u8>>,
+        line: Option<(Vec<u8>, Option<String>)>,
         timeout: Duration,
     ) -> Result<Value, AcpError> {
         let answer = self.register_call(id, method)?;
         let _forget = ForgetCallOnDrop { peer: self, id };
         let call = async {
-            if let Some(line) = line {
-                self.write(method, line).await?;
+            if let Some((line, key)) = line {
+                self.write(method, line, key).await?;
                 tracing::debug!(id, method, "sent request to agent");
             }
             match answer.await {
@@ -173,13 +183,33 @@ impl Peer {
         })
     }
 
-    /// Sends a notification; returns once it is written.
-    pub(crate) async fn notify(&self, method: &str, params: Value) -> Result<(), AcpError> {
+    /// Sends a notification, named `key` if given; returns once it is written.
+    pub(crate) async fn notify(
+        &self,
+        method: &str,
+        params: Value,
+        key: Option<String>,
+    ) -> Result<(), AcpError> {
         if self.is_closed() {
             return Err(AcpError::closed(method));
         }
         let line = rpc::encode_line(&rpc::notification(method, params));
-        self.write(method, line).await
+        self.write(method, line, key).await
+    }
+
+    /// Sends the answer to the agent's request `id`, named `key`; returns once it is written.
+    pub(crate) async fn answer(
+        &self,
+        id: Value,
+        result: Value,
+        key: String,
+    ) -> Result<(), AcpError> {
+        const WHAT: &str = "an answer to the agent";
+        if self.is_closed() {
+            return Err(AcpError::closed(WHAT));
+        }
+        let line = rpc::encode_line(&rpc::response_message(id, Ok(result)));
+        self.write(WHAT, line, Some(key)).await
     }
 
     /// Hands an answer to the call waiting for it; late or unknown answers are logged.
@@ -234,9 +264,14 @@ impl Peer {
         Ok(receiver)
     }
 
-    async fn write(&self, method: &str, line: Vec<u8>) -> Result<(), AcpError> {
+    async fn write(
+        &self,
+        method: &str,
+        line: Vec<u8>,
+        key: Option<String>,
+    ) -> Result<(), AcpError> {
         let (written, done) = oneshot::channel();
-        let message = Outgoing { line, written: Some(written) };
+        let message = Outgoing { line, written: Some(written), key };
         self.outbox.send(message).map_err(|_| AcpError::closed(method))?;
         match done.await {
             Ok(Ok(())) => Ok(()),
@@ -265,10 +300,17 @@ impl Drop for ForgetCallOnDrop<'_> {
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
+    keys: Option<InputKeys>,
     shutdown: CancellationToken,
 ) {
+    let mut offset = 0u64;
     let writes = async {
         while let Some(message) = outgoing.recv().await {
+            offset += message.line.len() as u64;
+            // Named before it is written, so the name is there by the time its bytes are.
+            if let (Some(keys), Some(key)) = (&keys, message.key) {
+                let _ = keys.send((offset, key));
+            }
             let result = write_line(&mut writer, &message.line).await;
             if let Err(err) = &result {
                 tracing::warn!("writing to agent failed: {err}");

@@ -196,7 +196,7 @@ async fn i20_a1_tagged_events_carry_the_offset_where_their_line_ends() {
     let (client_end, mut agent) = tokio::io::duplex(64 * 1024);
     let (read, write) = tokio::io::split(client_end);
     let (client, mut events) =
-        kandev_acp::AcpClient::connect_tagged(read, write, kandev_acp::AcpConfig::default());
+        kandev_acp::AcpClient::connect_tagged(read, write, kandev_acp::AcpConfig::default(), None);
     let chunk = |text: &str| {
         let update = json!({"sessionUpdate": "agent_message_chunk",
             "content": {"type": "text", "text": text}});

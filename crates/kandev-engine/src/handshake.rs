@@ -192,7 +192,9 @@ pub async fn boot(
         ..AcpConfig::default()
     };
     let runner = launched.runner;
-    let (client, mut events) = AcpClient::connect_tagged(launched.reader, launched.writer, config);
+    let keys = runner.as_ref().map(|r| r.keys.clone());
+    let (client, mut events) =
+        AcpClient::connect_tagged(launched.reader, launched.writer, config, keys);
     let outcome = tokio::select! {
         _ = cancel.cancelled() => Err(BootFailure::new("cancelled", "the start was cancelled")),
         outcome = handshake(&client, &mut events, &plan, &program) => outcome,

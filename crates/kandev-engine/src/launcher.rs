@@ -57,6 +57,9 @@ pub struct Launched {
 pub struct RunnerExec {
     pub exec: String,
     pub acks: kandev_runtime::runner::Acks,
+    /// Where the ACP client names the lines a restarted server must know the runner took
+    /// (issue 38 item 12; `crate::session::inputs`).
+    pub keys: kandev_runtime::runner::InputKeys,
 }
 
 /// Supervision of one execution.
@@ -405,12 +408,12 @@ impl Launcher for RunnerLauncher {
             };
             let policy = kandev_runtime::runner::AckPolicy::OnCommit;
             let execution = client.spawn_with(&exec, spawn, policy).await?;
-            let acks = execution.acks;
+            let (acks, keys) = (execution.acks, execution.keys);
             Ok(Launched {
                 reader: Box::new(execution.stdout),
                 writer: Box::new(execution.stdin),
                 control: Arc::new(RunnerControl(execution.control, acks.clone())),
-                runner: Some(RunnerExec { exec, acks }),
+                runner: Some(RunnerExec { exec, acks, keys }),
             })
         })
     }

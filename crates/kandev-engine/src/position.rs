@@ -3,7 +3,7 @@
 //! that commits their effects and acknowledged to the runner only after that commit, so a
 //! server that dies at any point is followed by one that gets the rest of the output, once.
 
-use kandev_domain::{SessionId, TurnId};
+use kandev_domain::SessionId;
 use kandev_runtime::runner::{Acks, RemoteExecution};
 use kandev_store::WriteTx;
 
@@ -92,6 +92,8 @@ pub(crate) struct Adoption {
     pub ahead: u64,
     /// This server's run on the conversation (its request ids start at `run << 32`).
     pub run: u64,
-    /// The open turn and the id its prompt went out with.
-    pub turn: Option<(TurnId, u64)>,
+    /// The open turn (its prompt's id is recorded).
+    pub turn: Option<kandev_store::OpenTurn>,
+    /// The keys of the input the runner took (`session/inputs.rs`).
+    pub taken: Vec<String>,
 }

@@ -4,13 +4,13 @@
 //! context resets that were accepted and never settled are finished without any agent. No
 //! agent is started. Every session change goes through [`write_session`].
 
+use kandev_domain::SessionId;
 use kandev_domain::question::QuestionStatus;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{LastError, MessageKind, Session};
 use kandev_domain::workflow::{Action, EntryCause, step_prompt};
-use kandev_domain::{SessionId, TurnId};
 use kandev_runtime::runner::{AckPolicy, ExecutionInfo, RunnerClient};
-use kandev_store::{ResetIntent, RunnerPosition, SessionUpdate};
+use kandev_store::{OpenTurn, ResetIntent, RunnerPosition, SessionUpdate};
 use serde_json::json;
 
 use crate::error::Result;
@@ -44,7 +44,7 @@ async fn adoptable(
     session: &Session,
     kept: Option<&Kept<'_>>,
     resetting: &[SessionId],
-) -> Result<Option<(RunnerPosition, ExecutionInfo, Option<(TurnId, u64)>)>> {
+) -> Result<Option<(RunnerPosition, ExecutionInfo, Option<OpenTurn>)>> {
     let Some(kept) = kept else { return Ok(None) };
     let Some(position) = inner.store.runner_position(&session.id).await? else { return Ok(None) };
     let Some(info) = kept.executions.iter().find(|e| e.exec == position.exec && !e.exited) else {
@@ -59,9 +59,9 @@ async fn adoptable(
     let open = position.epoch <= session.epoch
         && session.acp_session_id.is_some()
         && !resetting.contains(&session.id);
-    let turn = inner.store.open_turn_prompt(&session.id).await?;
+    let turn = inner.store.open_turn(&session.id).await?;
     let turn = match (session.state, turn) {
-        (SessionState::Running, Some((id, Some(prompt)))) => Some((id, prompt)),
+        (SessionState::Running, Some(turn)) if turn.prompt_id.is_some() => Some(turn),
         (SessionState::WaitingForInput, None) => None,
         _ => return Ok(None),
     };
@@ -102,6 +102,7 @@ pub(crate) async fn reconcile(
                     ahead: position.ahead,
                     run,
                     turn,
+                    taken: info.keys.clone(),
                 });
             }
             continue;

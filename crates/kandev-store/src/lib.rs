@@ -70,7 +70,7 @@ pub use sessions::SessionUpdate;
 pub use ship::NewReviewComment;
 pub use sql::Dialect;
 pub use tasks::{NewTask, StepChange, TaskFilter, TaskPatch};
-pub use turns::TurnUsagePart;
+pub use turns::{OpenTurn, TurnUsagePart};
 pub use version::KANDEV_VERSION;
 pub use workflows::StepPatch;
 pub use worktrees::{NewWorktree, WorktreeRecord};

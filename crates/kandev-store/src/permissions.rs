@@ -2,8 +2,8 @@
 //! kind `permission_request` (its metadata holds `request_id` and `status`); each answer
 //! is also kept in `permission_answers`, who answered and how.
 
-use kandev_domain::SessionId;
 use kandev_domain::transcript::Message;
+use kandev_domain::{SessionId, TurnId};
 
 use crate::messages::{MESSAGE_COLUMNS, MessageRow};
 use crate::{Result, Store, WriteTx};
@@ -65,9 +65,26 @@ impl WriteTx {
         outcome: &str,
         answered_by: &str,
     ) -> Result<()> {
+        self.record_permission_reply(session_id, request_id, option_id, outcome, answered_by, None)
+            .await
+    }
+
+    /// [`Self::record_permission_answer`] with the turn of the request and the JSON-RPC
+    /// answer the agent gets (`reply`, `{"id": …, "result": …}`), which a server that
+    /// re-adopts the agent sends again if the runner never took it (issue 38 item 12).
+    pub async fn record_permission_reply(
+        &mut self,
+        session_id: &SessionId,
+        request_id: &str,
+        option_id: Option<&str>,
+        outcome: &str,
+        answered_by: &str,
+        reply: Option<(&TurnId, &str)>,
+    ) -> Result<()> {
         crate::sql::query(
-            "INSERT INTO permission_answers (session_id, request_id, option_id, outcome, answered_by, at) \
-             VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO permission_answers \
+             (session_id, request_id, option_id, outcome, answered_by, at, turn_id, reply) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(session_id.as_str())
         .bind(request_id)
@@ -75,9 +92,31 @@ impl WriteTx {
         .bind(outcome)
         .bind(answered_by)
         .bind(self.now().millis())
+        .bind(reply.map(|(turn, _)| turn.as_str()))
+        .bind(reply.map(|(_, reply)| reply))
         .execute(self.conn())
         .await?;
         Ok(())
+    }
+}
+
+impl Store {
+    /// The answers given to the permission requests of `turn_id` with their JSON-RPC reply,
+    /// oldest first: `(request id, reply)`.
+    pub async fn permission_replies(
+        &self,
+        session_id: &SessionId,
+        turn_id: &TurnId,
+    ) -> Result<Vec<(String, String)>> {
+        let rows = crate::sql::query_as(
+            "SELECT request_id, reply FROM permission_answers \
+             WHERE session_id = ? AND turn_id = ? AND reply IS NOT NULL ORDER BY id",
+        )
+        .bind(session_id.as_str())
+        .bind(turn_id.as_str())
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows)
     }
 }
 

@@ -1,7 +1,7 @@
 //! A session's turns: opened when a prompt is sent, closed with the agent's stop reason.
 
 use kandev_domain::transcript::TurnRecord;
-use kandev_domain::{SessionId, Timestamp, TurnId};
+use kandev_domain::{MessageId, SessionId, Timestamp, TurnId};
 use sqlx::FromRow;
 
 use crate::{Result, Store, WriteTx};
@@ -40,20 +40,35 @@ pub enum TurnUsagePart {
     Tokens,
 }
 
+/// A session's open turn as a server that re-adopts its agent needs it (issue 20, issue 38
+/// item 12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenTurn {
+    pub id: TurnId,
+    /// The JSON-RPC id its `session/prompt` goes out with, if recorded.
+    pub prompt_id: Option<u64>,
+    /// The user's message the prompt carries, if recorded.
+    pub prompt_message_id: Option<MessageId>,
+    /// Whether the user cancelled it.
+    pub cancel_requested: bool,
+}
+
 impl Store {
-    /// The session's open turn and the id its prompt went out with, if recorded.
-    pub async fn open_turn_prompt(
-        &self,
-        session_id: &SessionId,
-    ) -> Result<Option<(TurnId, Option<u64>)>> {
-        let row: Option<(String, Option<i64>)> = crate::sql::query_as(
-            "SELECT id, prompt_id FROM turns WHERE session_id = ? AND completed_at IS NULL \
-             ORDER BY started_at DESC LIMIT 1",
+    /// The session's open turn, if any.
+    pub async fn open_turn(&self, session_id: &SessionId) -> Result<Option<OpenTurn>> {
+        let row: Option<(String, Option<i64>, Option<String>, i64)> = crate::sql::query_as(
+            "SELECT id, prompt_id, prompt_message_id, cancel_requested FROM turns \
+             WHERE session_id = ? AND completed_at IS NULL ORDER BY started_at DESC LIMIT 1",
         )
         .bind(session_id.as_str())
         .fetch_optional(&self.read)
         .await?;
-        Ok(row.map(|(id, prompt)| (TurnId::new(id), prompt.and_then(|p| u64::try_from(p).ok()))))
+        Ok(row.map(|(id, prompt, message, cancel)| OpenTurn {
+            id: TurnId::new(id),
+            prompt_id: prompt.and_then(|p| u64::try_from(p).ok()),
+            prompt_message_id: message.map(MessageId::new),
+            cancel_requested: cancel != 0,
+        }))
     }
 
     /// A session's turns, oldest first (at most `limit`, the newest ones).
@@ -87,11 +102,28 @@ impl WriteTx {
         Ok(TurnId::new(id))
     }
 
-    /// Records the JSON-RPC id the turn's `session/prompt` goes out with (issue 20: a server
-    /// that joins the conversation after a restart awaits its answer).
-    pub async fn set_turn_prompt_id(&mut self, turn_id: &TurnId, prompt_id: u64) -> Result<()> {
-        crate::sql::query("UPDATE turns SET prompt_id = ? WHERE id = ?")
+    /// Records the JSON-RPC id the turn's `session/prompt` goes out with and the message it
+    /// carries (issue 20: a server that joins the conversation after a restart awaits its
+    /// answer; issue 38 item 12: or sends it, if the runner never took it).
+    pub async fn set_turn_prompt(
+        &mut self,
+        turn_id: &TurnId,
+        prompt_id: u64,
+        message_id: &MessageId,
+    ) -> Result<()> {
+        crate::sql::query("UPDATE turns SET prompt_id = ?, prompt_message_id = ? WHERE id = ?")
             .bind(i64::try_from(prompt_id).unwrap_or(i64::MAX))
+            .bind(message_id.as_str())
+            .bind(turn_id.as_str())
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Records that the user cancelled the turn (issue 38 item 12: a server that re-adopts
+    /// the agent goes on cancelling it).
+    pub async fn request_turn_cancel(&mut self, turn_id: &TurnId) -> Result<()> {
+        crate::sql::query("UPDATE turns SET cancel_requested = 1 WHERE id = ?")
             .bind(turn_id.as_str())
             .execute(self.conn())
             .await?;

@@ -323,14 +323,23 @@ async fn i20_a1_l42_the_open_turn_keeps_the_id_its_prompt_went_out_with(db: Test
     let first = tx.open_turn(&session.id, 1).await.unwrap();
     tx.close_turn(&first, "end_turn").await.unwrap();
     let open = tx.open_turn(&session.id, 1).await.unwrap();
-    tx.set_turn_prompt_id(&open, (3 << 32) + 5).await.unwrap();
+    let message = kandev_domain::MessageId::new("m1");
+    tx.set_turn_prompt(&open, (3 << 32) + 5, &message).await.unwrap();
     tx.commit().await.unwrap();
-    let found = store.open_turn_prompt(&session.id).await.unwrap();
-    assert_eq!(found, Some((open.clone(), Some((3 << 32) + 5))));
+    let found = store.open_turn(&session.id).await.unwrap().unwrap();
+    assert_eq!(found.id, open);
+    assert_eq!(found.prompt_id, Some((3 << 32) + 5));
+    assert_eq!(found.prompt_message_id, Some(message));
+    assert!(!found.cancel_requested);
+    // Issue 38 item 12: a cancel is recorded with the turn.
+    let mut tx = store.begin_write().await.unwrap();
+    tx.request_turn_cancel(&open).await.unwrap();
+    tx.commit().await.unwrap();
+    assert!(store.open_turn(&session.id).await.unwrap().unwrap().cancel_requested);
     let mut tx = store.begin_write().await.unwrap();
     tx.close_turn(&open, "end_turn").await.unwrap();
     tx.commit().await.unwrap();
-    assert_eq!(store.open_turn_prompt(&session.id).await.unwrap(), None);
+    assert_eq!(store.open_turn(&session.id).await.unwrap(), None);
 }
 }
 

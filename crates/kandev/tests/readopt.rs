@@ -425,3 +425,118 @@ async fn i20_a1_an_abort_between_a_commit_and_the_runner_ack_duplicates_nothing(
     no_load(home.path());
     stop_leaving_nothing(restarted, home.path()).await;
 }
+
+/// Starts a server with the failpoint `abort_after_commit:<input>` (issue 38 item 12) and a
+/// session whose agent is ready in the local runner.
+async fn armed_session(home: &std::path::Path, input: &str) -> (Server, String) {
+    let fault = format!("abort_after_commit:{input}");
+    let server = launch(home, "127.0.0.1:0", &LOCAL, &[("KANDEV_FAULT", fault.as_str())]);
+    let (_, session) = launched_session(&server, &format!("fault-{input}")).await;
+    let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
+    watch.state(&server, &session, "WAITING_FOR_INPUT").await;
+    (server, session)
+}
+
+/// Posts an action to a server that is about to abort: the answer may never come.
+async fn post_ignoring_the_answer(server: &Server, action: &str, payload: Value) {
+    let url = format!("{}/api/v1/{action}", server.url);
+    let _ = reqwest::Client::new().post(url).json(&payload).send().await;
+}
+
+/// Waits for the abort at the failpoint and checks it was the failpoint.
+async fn aborted_at_the_failpoint(mut watch: Watch, server: &mut Server, home: &std::path::Path) {
+    watch.closed("the server aborts at the failpoint").await;
+    let status = server.child.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(6), "{status:?}");
+    let log = std::fs::read_to_string(home.join("server.log")).unwrap();
+    assert!(log.contains("before it is written"), "aborted by the failpoint");
+}
+
+fn counters(home: &std::path::Path) -> Counters {
+    Counters::read(&home.join("mock-agent")).unwrap()
+}
+
+/// Issue 38 item 12: a prompt recorded (its turn open, `RUNNING`) whose line the server never
+/// wrote to the runner is sent by the restarted server, once, and its turn completes.
+#[tokio::test]
+async fn i38_12_a_prompt_committed_but_never_written_is_sent_after_a_restart_once() {
+    let home = tempfile::tempdir().unwrap();
+    let (mut server, session) = armed_session(home.path(), "prompt").await;
+    let watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
+    let script = "#!mock\nsay answered after the restart";
+    post_ignoring_the_answer(
+        &server,
+        "message.add",
+        json!({"session_id": session, "content": script}),
+    )
+    .await;
+    aborted_at_the_failpoint(watch, &mut server, home.path()).await;
+    assert_eq!(counters(home.path()).count(CallKind::Prompt), 0, "the agent never got it");
+
+    let restarted = start_with(home.path(), &LOCAL);
+    let mut watch = Watch::sessions(&restarted, std::slice::from_ref(&session)).await;
+    watch.state(&restarted, &session, "WAITING_FOR_INPUT").await;
+    let stored = messages(&restarted, &session).await;
+    assert_eq!(agent_text(&stored), "answered after the restart", "the turn ran once");
+    assert!(!interrupted(&stored), "re-adopted, not interrupted");
+    assert_eq!(counters(home.path()).count(CallKind::Prompt), 1, "one prompt reached the agent");
+    no_load(home.path());
+    stop_leaving_nothing(restarted, home.path()).await;
+}
+
+/// Issue 38 item 12: the user's cancel recorded but never written: the restarted server goes
+/// on cancelling, the agent gets one `session/cancel`, and the turn ends cancelled.
+#[tokio::test]
+async fn i38_12_a_cancel_committed_but_never_written_is_sent_after_a_restart_once() {
+    let home = tempfile::tempdir().unwrap();
+    let (mut server, session) = armed_session(home.path(), "cancel").await;
+    let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
+    let script = "#!mock\nsay working\nsleep 60000\nsay never";
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    let working = |m: &[Value]| agent_text(m).contains("working");
+    watch.messages(&server, &session, "the turn is under way", working).await;
+    post_ignoring_the_answer(&server, "agent.cancel", json!({"session_id": session})).await;
+    aborted_at_the_failpoint(watch, &mut server, home.path()).await;
+    assert_eq!(counters(home.path()).cancel(), 0, "the agent never got the cancel");
+
+    let restarted = start_with(home.path(), &LOCAL);
+    let mut watch = Watch::sessions(&restarted, std::slice::from_ref(&session)).await;
+    watch.state(&restarted, &session, "WAITING_FOR_INPUT").await;
+    let turns = call(&restarted, "session.turn.list", json!({"session_id": session})).await;
+    assert_eq!(turns["turns"][0]["stop_reason"], "cancelled", "{turns}");
+    let stored = messages(&restarted, &session).await;
+    assert!(!agent_text(&stored).contains("never"), "the turn did not run on");
+    assert_eq!(counters(home.path()).cancel(), 1, "one session/cancel reached the agent");
+    stop_leaving_nothing(restarted, home.path()).await;
+}
+
+/// Issue 38 item 12: a permission answer recorded but never written: the restarted server
+/// sends it (the agent is not asked again), once, and the turn goes on with it.
+#[tokio::test]
+async fn i38_12_a_permission_answer_committed_but_never_written_is_sent_after_a_restart_once() {
+    let home = tempfile::tempdir().unwrap();
+    let (mut server, session) = armed_session(home.path(), "answer").await;
+    let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
+    let script = "#!mock\nask_permission Write the file\nsay after the answer";
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    let asked = |m: &[Value]| m.iter().any(|m| m["kind"] == "permission_request");
+    let stored = watch.messages(&server, &session, "the agent asks", asked).await;
+    let request = stored.iter().find(|m| m["kind"] == "permission_request").unwrap();
+    let option = request["metadata"]["options"][0]["option_id"].clone();
+    let answer = json!({"session_id": session, "request_id": request["metadata"]["request_id"],
+        "option_id": option});
+    post_ignoring_the_answer(&server, "permission.respond", answer).await;
+    aborted_at_the_failpoint(watch, &mut server, home.path()).await;
+
+    let restarted = start_with(home.path(), &LOCAL);
+    let mut watch = Watch::sessions(&restarted, std::slice::from_ref(&session)).await;
+    watch.state(&restarted, &session, "WAITING_FOR_INPUT").await;
+    let stored = messages(&restarted, &session).await;
+    let said = agent_text(&stored);
+    assert_eq!(said.matches("permission: ").count(), 1, "one answer reached the agent: {said}");
+    assert!(said.contains(&format!("permission: {}", option.as_str().unwrap())), "{said}");
+    assert!(said.contains("after the answer"), "the turn went on: {said}");
+    let requests = stored.iter().filter(|m| m["kind"] == "permission_request").count();
+    assert_eq!(requests, 1, "the agent was not asked again");
+    stop_leaving_nothing(restarted, home.path()).await;
+}

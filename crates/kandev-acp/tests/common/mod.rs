@@ -17,7 +17,7 @@ pub fn join(first_id: u64) -> (AcpClient, UnboundedReceiver<(u64, AgentEvent)>, 
     let (client_end, agent_end) = tokio::io::duplex(64 * 1024);
     let (client_read, client_write) = tokio::io::split(client_end);
     let (client, events) =
-        AcpClient::join(client_read, client_write, AcpConfig::default(), first_id);
+        AcpClient::join(client_read, client_write, AcpConfig::default(), first_id, None);
     let (agent_read, agent_write) = tokio::io::split(agent_end);
     let agent = FakeAgent { lines: BufReader::new(agent_read).lines(), writer: agent_write };
     (client, events, agent)

@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kandev_acp::{AcpClient, AcpConfig};
+use kandev_acp::{AcpClient, AcpConfig, ContentBlock};
+use kandev_domain::attachment::PromptAccepts;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::MessageKind;
 use kandev_domain::{MessageId, TurnId};
@@ -23,7 +24,9 @@ use crate::launcher::{ExecutionControl, RunnerControl};
 use crate::position::{Adoption, Track};
 use crate::reconcile::INTERRUPTED;
 use crate::session::command::Command;
+use crate::session::inputs;
 use crate::session::state::{Live, Output, Phase, SessionActor, Turn};
+use crate::session::turn::PromptSource;
 
 /// The pipe between the runner's stdout and the joined ACP reader.
 const FEED: usize = 1 << 16;
@@ -50,7 +53,7 @@ impl SessionActor {
     }
 
     pub(super) async fn adopt(&mut self, adoption: Adoption) -> Result<()> {
-        let Adoption { epoch, execution, skip, ahead, run, turn, .. } = adoption;
+        let Adoption { epoch, execution, skip, ahead, run, turn, taken, .. } = adoption;
         let control: Arc<dyn ExecutionControl> =
             Arc::new(RunnerControl(execution.control, execution.acks.clone()));
         let (Phase::Idle, Some(acp_session_id)) =
@@ -70,18 +73,36 @@ impl SessionActor {
         let (acp_out, mut feed) = tokio::io::duplex(FEED);
         let config =
             AcpConfig { request_timeout: self.inner.config.call_timeout, ..AcpConfig::default() };
-        let (client, events) = AcpClient::join(acp_out, execution.stdin, config, run << 32);
+        let keys = Some(execution.keys.clone());
+        let (client, events) = AcpClient::join(acp_out, execution.stdin, config, run << 32, keys);
         let cancel = CancellationToken::new();
         let (ordered, results) = mpsc::unbounded_channel();
         // Turns are of the session's epoch, the live execution keeps its own (they differ
         // after a live context reset).
         let turn_epoch = self.session.epoch;
         let open = match turn {
-            Some((turn_id, prompt_id)) => {
+            Some(open) => {
+                let turn_id = open.id.clone();
                 let streaming = self.streamed_into(&turn_id).await;
-                let waiting = client.clone();
-                let mut answer = Box::pin(async move { waiting.await_prompt(prompt_id).await });
-                // One poll registers the call before any output is read.
+                // Issue 38 item 12: a prompt the runner never took goes out now, with the id
+                // recorded for it; one it took is awaited.
+                let resend = match taken.contains(&inputs::prompt_key(&turn_id)) {
+                    true => None,
+                    false => self.prompt_to_send_again(open.prompt_message_id.as_ref()).await,
+                };
+                let (waiting, conversation) = (client.clone(), acp_session_id.clone());
+                let prompt_id = open.prompt_id.unwrap_or_default(); // checked by `adoptable`
+                let key = inputs::prompt_key(&turn_id);
+                let mut answer = Box::pin(async move {
+                    match resend {
+                        Some(blocks) => {
+                            waiting.prompt_keyed(prompt_id, Some(key), &conversation, &blocks).await
+                        }
+                        None => waiting.await_prompt(prompt_id).await,
+                    }
+                });
+                // One poll registers the call (and queues a prompt sent again) before any
+                // output is read or any other input is written.
                 let _ = futures::poll!(&mut answer);
                 let (ordered, id) = (ordered.clone(), turn_id.clone());
                 self.spawn(async move {
@@ -89,7 +110,8 @@ impl SessionActor {
                     let _ =
                         ordered.send(Command::TurnDone { epoch: turn_epoch, turn_id: id, result });
                 });
-                Some(Turn {
+                self.send_answers_again(&client, &turn_id, &taken).await;
+                let turn = Turn {
                     id: turn_id,
                     epoch: turn_epoch,
                     streaming,
@@ -101,7 +123,8 @@ impl SessionActor {
                         last: tokio::time::Instant::now(),
                         stall_noticed: false,
                     }),
-                })
+                };
+                Some((turn, open.cancel_requested))
             }
             None => None,
         };
@@ -135,11 +158,22 @@ impl SessionActor {
             track: Some(Track { acks: execution.acks, skipped: skip, handled: 0, replayed: ahead }),
         };
         match open {
-            Some(turn) => {
+            Some((turn, cancelled)) => {
                 let turn_id = turn.id.clone();
-                self.phase = Phase::Running(live, turn);
-                let stall = Command::StallCheck { epoch: turn_epoch, turn_id };
+                let stall = Command::StallCheck { epoch: turn_epoch, turn_id: turn_id.clone() };
                 self.after(self.inner.config.stall_after, stall);
+                if !cancelled {
+                    self.phase = Phase::Running(live, turn);
+                    return Ok(());
+                }
+                // The user's cancel goes on (sent now if the runner never took it), bounded
+                // like any cancel (rule 13).
+                self.phase = Phase::Cancelling(live, turn);
+                if !taken.contains(&inputs::cancel_key(&turn_id)) {
+                    self.send_acp_cancel(Some(inputs::cancel_key(&turn_id)));
+                }
+                let escalate = Command::EscalateCancel { epoch: turn_epoch, turn_id };
+                self.after(self.inner.config.cancel_timeout, escalate);
             }
             None => {
                 self.phase = Phase::Ready(live);
@@ -150,6 +184,55 @@ impl SessionActor {
             }
         }
         Ok(())
+    }
+
+    /// The blocks of the open turn's prompt, built again from its recorded message (`None`:
+    /// no message recorded, or it cannot be read; the answer is then awaited as if the agent
+    /// had the prompt). Attachments go as the agent accepts by default (the handshake's
+    /// capabilities are not known after a restart).
+    async fn prompt_to_send_again(&self, message: Option<&MessageId>) -> Option<Vec<ContentBlock>> {
+        let message = match self.inner.store.get_message(message?).await {
+            Ok(message) => message,
+            Err(err) => {
+                tracing::warn!(session = %self.session.id, error = %err, "reading the prompt to send again failed");
+                return None;
+            }
+        };
+        tracing::info!(session = %self.session.id, "the runner never took the open turn's prompt: sending it");
+        let source = PromptSource::of(self);
+        Some(source.blocks(&message, PromptAccepts::default()).await)
+    }
+
+    /// Sends again the permission answers of the open turn that the runner never took, in
+    /// the order they were given.
+    async fn send_answers_again(&self, client: &AcpClient, turn_id: &TurnId, taken: &[String]) {
+        let replies = match self.inner.store.permission_replies(&self.session.id, turn_id).await {
+            Ok(replies) => replies,
+            Err(err) => {
+                tracing::warn!(session = %self.session.id, error = %err, "reading the permission answers failed");
+                return;
+            }
+        };
+        for (request_id, reply) in replies {
+            let key = inputs::answer_key(&request_id);
+            if taken.contains(&key) {
+                continue;
+            }
+            let Ok(reply) = serde_json::from_str::<serde_json::Value>(&reply) else {
+                tracing::warn!(session = %self.session.id, request_id, "a recorded permission answer is not JSON");
+                continue;
+            };
+            tracing::info!(session = %self.session.id, request_id, "the runner never took a permission answer: sending it");
+            let (id, result) = (reply["id"].clone(), reply["result"].clone());
+            let client = client.clone();
+            let mut sent = Box::pin(async move { client.answer(id, result, key).await });
+            // Queued now, in order; the write itself finishes in the background.
+            if futures::poll!(&mut sent).is_pending() {
+                self.spawn(async move {
+                    let _ = sent.await;
+                });
+            }
+        }
     }
 
     /// Rule 42 as after any restart, for a session whose execution (of `epoch`) was not

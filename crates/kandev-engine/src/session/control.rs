@@ -96,13 +96,17 @@ impl SessionActor {
                 self.kill_terminals();
                 self.turn_auto_run_off_if_queued().await?;
                 let mut tx = self.begin_write().await?;
+                // Recorded with the turn: a server that re-adopts the agent goes on cancelling
+                // (issue 38 item 12).
+                tx.request_turn_cancel(&turn_id).await?;
                 let expired = self.expire_permissions(&mut tx, "cancelled").await?;
                 let committed = self.finish(tx).await.map(drop).map_err(Into::into);
                 // Not stored: the requests stay pending (the turn's end expires them), and the
                 // cancel goes out all the same.
                 let stored = expired.after_commit(self, committed);
                 self.log("expiring the permission requests of a cancelled turn", stored);
-                self.send_acp_cancel();
+                crate::fault::after_commit("cancel");
+                self.send_acp_cancel(Some(super::inputs::cancel_key(&turn_id)));
                 let timeout = self.inner.config.cancel_timeout;
                 self.after(timeout, Command::EscalateCancel { epoch, turn_id });
                 Ok(())
@@ -128,11 +132,13 @@ impl SessionActor {
     }
 
     /// Sends ACP `session/cancel` to the live agent (as a child future).
-    pub(super) fn send_acp_cancel(&self) {
+    /// `key` names the user's cancel (`session/inputs.rs`); the engine's own cancels (a
+    /// reset's) are not sent again after a restart and have none.
+    pub(super) fn send_acp_cancel(&self, key: Option<String>) {
         if let Some(live) = self.phase.live() {
             let (client, acp_session_id) = (live.client.clone(), live.acp_session_id.clone());
             self.spawn(async move {
-                if let Err(err) = client.cancel(&acp_session_id).await {
+                if let Err(err) = client.cancel_keyed(&acp_session_id, key).await {
                     tracing::debug!(error = %err, "session/cancel could not be sent");
                 }
             });

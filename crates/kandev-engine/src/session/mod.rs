@@ -4,7 +4,7 @@
 //! of the engine reaches it. What each command does: `boot.rs` (start, resume), `auth.rs` (`session.authenticate`), `turn.rs`
 //! (prompts and turns), `queue.rs`, `control.rs` (cancel, stop, delete, the agent exiting),
 //! `modes.rs`, `reset.rs` (the context reset, live and lazy), `workflow.rs` (step actions),
-//! `events.rs` (the agent's transcript), `permissions.rs`, `terminals.rs` (the agent's ACP terminals), `writes.rs` (its session
+//! `events.rs` (the agent's transcript), `permissions.rs`, `inputs.rs` (the keys of input that must arrive exactly once), `terminals.rs` (the agent's ACP terminals), `writes.rs` (its session
 //! writes).
 
 mod actor;
@@ -15,6 +15,7 @@ pub(crate) mod command;
 mod control;
 mod events;
 pub(crate) mod handle;
+mod inputs;
 mod modes;
 mod permissions;
 mod queue;

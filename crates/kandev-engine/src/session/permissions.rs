@@ -122,10 +122,15 @@ impl SessionActor {
         };
         // Stored first, then sent (issue 38 item 10): an answer that could not be stored is
         // not sent, stays pending, and can be given again.
-        let stored = self.store_permission_answer(request_id, &pending, status, option_id, by);
+        let stored =
+            self.store_permission_answer(request_id, &pending, &outcome, status, option_id, by);
         match stored.await {
             Ok(message) => {
-                pending.responder.respond(outcome);
+                // Recorded, not written yet: the next server sends it if the runner never
+                // took it (issue 38 item 12).
+                crate::fault::after_commit("answer");
+                let key = Some(super::inputs::answer_key(request_id));
+                pending.responder.respond_keyed(outcome, key);
                 Ok(message)
             }
             Err(err) => {
@@ -135,17 +140,26 @@ impl SessionActor {
         }
     }
 
+    /// Records the answer, with the JSON-RPC answer the agent gets and the turn it belongs
+    /// to (a server that re-adopts the agent sends it again if the runner never took it).
     async fn store_permission_answer(
         &mut self,
         request_id: &str,
         pending: &PendingPermission,
+        outcome: &Outcome,
         status: &str,
         option_id: Option<String>,
         by: &str,
     ) -> Result<Message> {
+        let reply = pending
+            .responder
+            .request_id()
+            .map(|id| json!({ "id": id, "result": outcome.to_json() }).to_string());
+        let turn = self.phase.turn().map(|turn| turn.id.clone());
+        let reply = turn.as_ref().zip(reply.as_deref());
         let mut tx = self.begin_write().await?;
-        tx.record_permission_answer(&self.session.id, request_id, option_id.as_deref(), status, by)
-            .await?;
+        let id = &self.session.id;
+        tx.record_permission_reply(id, request_id, option_id.as_deref(), status, by, reply).await?;
         let message = self
             .resolve_permission_message(
                 &mut tx,

@@ -56,7 +56,7 @@ impl SessionActor {
         match self.phase.reset_after_turn(plan) {
             // No status message, no `on_turn_complete` when it ends (rule 23).
             Ok(Some((turn_id, epoch))) => {
-                self.send_acp_cancel();
+                self.send_acp_cancel(None);
                 let timeout = self.inner.config.cancel_timeout;
                 self.after(timeout, Command::EscalateCancel { epoch, turn_id });
                 Ok(())

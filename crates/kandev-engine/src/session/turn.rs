@@ -152,7 +152,7 @@ impl SessionActor {
         };
         let prompt_id = live.client.reserve_id();
         let turn_id = tx.open_turn(&self.session.id, self.session.epoch).await?;
-        tx.set_turn_prompt_id(&turn_id, prompt_id).await?;
+        tx.set_turn_prompt(&turn_id, prompt_id, &message.id).await?;
         self.write(
             tx,
             SessionUpdate { state: Some(SessionState::Running), ..SessionUpdate::default() },
@@ -187,27 +187,14 @@ impl SessionActor {
         };
         self.phase = Phase::Running(live, turn);
         self.schedule_stall_check(epoch, turn_id.clone(), self.inner.config.stall_after);
-        let text = if self.session.plan_mode {
-            format!("{}\n\n{}", kandev_domain::workflow::PLAN_MODE_INSTRUCTION, message.content)
-        } else {
-            message.content
-        };
-        let attached = crate::attachments::of_metadata(&message.metadata);
-        let (inner, cwd) = (self.inner.clone(), PathBuf::from(&self.session.cwd));
-        let task_id = self.session.task_id.clone();
+        // Recorded, not written yet: a server that dies here leaves the prompt to the next
+        // one, which sends it if the runner never took it (issue 38 item 12).
+        crate::fault::after_commit("prompt");
+        let source = PromptSource::of(self);
         self.spawn(async move {
-            let mut blocks = vec![ContentBlock::text(text)];
-            if !attached.is_empty() {
-                // A copy the agent is linked to is written on the agent's host.
-                // Why the host cannot be reached is for the server log, not the agent.
-                let site =
-                    crate::sites::site_of_task(&inner, &task_id).await.map_err(|e| e.to_string());
-                let home = &inner.config.home;
-                blocks.extend(
-                    crate::attachments::blocks(home, &cwd, &site, &attached, accepts).await,
-                );
-            }
-            let result = client.prompt_as(prompt_id, &acp_session_id, &blocks).await;
+            let blocks = source.blocks(&message, accepts).await;
+            let key = Some(super::inputs::prompt_key(&turn_id));
+            let result = client.prompt_keyed(prompt_id, key, &acp_session_id, &blocks).await;
             let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
         });
     }
@@ -465,5 +452,53 @@ impl SessionActor {
             let result = self.commit(SessionUpdate::default(), Some(note)).await;
             self.log("noting a stall", result);
         }
+    }
+}
+
+/// What a prompt's blocks are built from besides its message: the session's plan mode, its
+/// working directory and task (attachments are linked on the agent's host).
+pub(crate) struct PromptSource {
+    inner: std::sync::Arc<crate::inner::Inner>,
+    plan_mode: bool,
+    cwd: PathBuf,
+    task_id: kandev_domain::TaskId,
+}
+
+impl PromptSource {
+    pub(crate) fn of(actor: &SessionActor) -> Self {
+        PromptSource {
+            inner: actor.inner.clone(),
+            plan_mode: actor.session.plan_mode,
+            cwd: PathBuf::from(&actor.session.cwd),
+            task_id: actor.session.task_id.clone(),
+        }
+    }
+
+    /// The prompt's blocks: the message's text (after the plan-mode instruction in plan
+    /// mode), then its attachments as the agent accepts them.
+    pub(crate) async fn blocks(
+        &self,
+        message: &Message,
+        accepts: kandev_domain::attachment::PromptAccepts,
+    ) -> Vec<ContentBlock> {
+        let text = if self.plan_mode {
+            format!("{}\n\n{}", kandev_domain::workflow::PLAN_MODE_INSTRUCTION, message.content)
+        } else {
+            message.content.clone()
+        };
+        let mut blocks = vec![ContentBlock::text(text)];
+        let attached = crate::attachments::of_metadata(&message.metadata);
+        if !attached.is_empty() {
+            // A copy the agent is linked to is written on the agent's host.
+            // Why the host cannot be reached is for the server log, not the agent.
+            let site = crate::sites::site_of_task(&self.inner, &self.task_id)
+                .await
+                .map_err(|e| e.to_string());
+            let home = &self.inner.config.home;
+            blocks.extend(
+                crate::attachments::blocks(home, &self.cwd, &site, &attached, accepts).await,
+            );
+        }
+        blocks
     }
 }
