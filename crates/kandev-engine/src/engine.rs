@@ -111,16 +111,31 @@ impl Engine {
         stop: tokio_util::sync::CancellationToken,
     ) -> impl Future<Output = ()> + Send + 'static {
         let backoff = self.inner.config.notification_backoff;
-        crate::deliveries::deliver(self.inner.store.clone(), backoff, stop)
+        let allow_private = self.inner.config.allow_private_notification_targets;
+        crate::deliveries::deliver(self.inner.store.clone(), backoff, allow_private, stop)
     }
 
     /// `notification.channel.test`: one test notification to `channel`, now (not retried,
-    /// not logged as a delivery). Returns the HTTP status and why it failed, if it did.
+    /// not logged as a delivery). Returns the HTTP status and why it failed, if it did; a
+    /// target that is not allowed (not public, without the opt-in) is `Forbidden`, and
+    /// nothing is sent to it.
     pub async fn test_channel(
         &self,
         channel: &kandev_domain::notify::Channel,
-    ) -> (Option<u16>, Option<String>) {
-        crate::deliveries::test(channel, self.inner.store.now()).await
+    ) -> Result<(Option<u16>, Option<String>)> {
+        let allow_private = self.inner.config.allow_private_notification_targets;
+        crate::deliveries::test(channel, self.inner.store.now(), allow_private)
+            .await
+            .map_err(|refused| EngineError::Forbidden(refused.to_string()))
+    }
+
+    /// Refuses a channel URL whose host is an address that is not public, unless the server
+    /// allows private targets (a name is checked on what it resolves to, each time a
+    /// notification is sent).
+    pub fn check_channel_url(&self, url: &str) -> Result<()> {
+        let allow_private = self.inner.config.allow_private_notification_targets;
+        crate::deliveries::check_url(url, allow_private)
+            .map_err(|refused| EngineError::Validation(format!("url: {refused}")))
     }
 
     /// The content of a stored attachment (`GET /api/v1/attachment/<id>`).
