@@ -440,11 +440,13 @@ impl Call<'_> {
             None => format!("step {here_name:?} done"),
         };
         let metadata = json!({ "reason": "complete_step", "step": here_name });
-        self.state.engine().add_note(&session.id, text, metadata, session.epoch).await?;
         // A workflow move: the agent finished the step, so `allow_manual_move` does not apply.
-        // Made only from the step it finished: a person who moved the task meanwhile wins.
+        // Made only from the step it finished: a person who moved the task meanwhile wins, and
+        // then there is no note either.
         let engine = self.state.engine();
-        let moved = engine.move_task_from(&task.id, &task.step_id, &next_id, "agent").await?;
+        let (from, note) = (&task.step_id, (text, metadata));
+        let moved =
+            engine.complete_step(&session.id, session.epoch, &task.id, from, &next_id, note).await?;
         let Some((moved, _)) = moved else {
             return Err(ApiError::conflict(
                 "the task moved to another step meanwhile; nothing was moved (read the task again)",
