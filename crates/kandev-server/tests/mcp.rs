@@ -181,8 +181,16 @@ async fn i17_a1_create_task_through_mcp_makes_a_subtask_visible_on_the_board() {
     assert_eq!(created["payload"]["task"]["parent_id"], s.task_id.as_str());
     let listed = s.server.call("task.list", json!({"workflow_id": s.workflow["id"]})).await;
     let sub = listed["tasks"].as_array().unwrap().iter().find(|t| t["title"] == "sub").cloned();
-    assert_eq!(sub.unwrap()["parent_id"], s.task_id.as_str(), "on the board as a subtask");
-    assert_eq!(tokens(&s.log).len(), 1, "one token was handed over at session/new");
+    let sub = sub.unwrap();
+    assert_eq!(sub["parent_id"], s.task_id.as_str(), "on the board as a subtask");
+    // Its start step starts its agent, with the creating agent's own profile (issue 38 item
+    // 8), whose session/new got a token of its own.
+    let own = s.server.call("session.get", json!({"id": s.session_id})).await;
+    let session = sub["primary_session_id"].as_str().unwrap();
+    let started = wait_ready(&s.server, None, session).await;
+    assert_eq!(started["agent_profile_id"], own["session"]["agent_profile_id"]);
+    let handed = tokens(&s.log);
+    assert!(handed.len() == 2 && handed[0] != handed[1], "a token per session/new");
 }
 
 #[tokio::test]
@@ -833,7 +841,7 @@ async fn i38_8_ask_user_holds_at_most_three_pending_questions_per_session() {
     }
     // The fourth is refused at once; on a server without the limit it would wait its 1 s
     // and time out.
-    let (status, body) = ask(4, 1).await.unwrap();
+    let (status, body) = tokio::time::timeout(WAIT, ask(4, 1)).await.unwrap().unwrap();
     assert_eq!(status, 200, "{body}");
     let (failed, answer) = tool_result(&body);
     assert!(failed, "{body}");
@@ -851,8 +859,9 @@ async fn i38_8_ask_user_holds_at_most_three_pending_questions_per_session() {
         .count();
     assert_eq!(questions, 3, "{records}");
 
-    s.server.call("question.answer", json!({"id": asked[0]["id"], "answer": "yes"})).await;
-    let (_, first) = waiting.remove(0).await.unwrap();
+    let first = asked.iter().find(|q| q["question"] == "Question 1?").unwrap();
+    s.server.call("question.answer", json!({"id": first["id"], "answer": "yes"})).await;
+    let (_, first) = tokio::time::timeout(WAIT, waiting.remove(0)).await.unwrap().unwrap();
     assert_eq!(tool_result(&first).1, json!({"answer": "yes"}));
     let _fifth = ask(5, 3600);
     let fifth = ws.notification("session.question.asked").await;
