@@ -17,8 +17,8 @@ use kandev_api_types::{ErrorCode, TaskCardDto, TaskDto};
 use kandev_domain::question::QuestionStatus;
 use kandev_domain::task::Task;
 use kandev_domain::workflow::{Action, Step, Workflow};
-use kandev_engine::mcp::check_agent_depth;
 use kandev_domain::{AgentProfileId, SessionId, TaskId};
+use kandev_engine::mcp::check_agent_depth;
 use rmcp::model::Tool;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -480,7 +480,8 @@ impl Call<'_> {
         let task = self.task(a.task_id).await?;
         let workflow = self.workflow(&task.workflow_id).await?;
         let step = step_named(&workflow, &a.step)?;
-        let starts = step.id != task.step_id && step.events.on_enter.contains(&Action::AutoStartAgent);
+        let starts =
+            step.id != task.step_id && step.events.on_enter.contains(&Action::AutoStartAgent);
         if starts && let Caller::Session(_) = self.caller {
             check_agent_depth(self.state.store().task_agent_depth(&task.id).await?)?;
         }
@@ -515,8 +516,9 @@ impl Call<'_> {
         // then there is no note either.
         let engine = self.state.engine();
         let (from, note) = (&task.step_id, (text, metadata));
-        let moved =
-            engine.complete_step(&session.id, session.epoch, &task.id, from, &next_id, note).await?;
+        let moved = engine
+            .complete_step(&session.id, session.epoch, &task.id, from, &next_id, note)
+            .await?;
         let Some((moved, _)) = moved else {
             return Err(ApiError::conflict(
                 "the task moved to another step meanwhile; nothing was moved (read the task again)",
