@@ -5,6 +5,9 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect, test } from './kandev';
 
+// The receivers listen on 127.0.0.1, which a server reaches only with the opt-in.
+test.use({ kandevFlags: ['--allow-private-notification-targets'] });
+
 declare global {
   interface Window {
     __hidden: boolean;

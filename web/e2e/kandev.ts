@@ -125,9 +125,11 @@ export async function startKandev(addr = '127.0.0.1:0', flags: string[] = []): P
   return k;
 }
 
-export const test = base.extend<{ kandev: Kandev }>({
-  kandev: async ({}, use, testInfo) => {
-    const k = await startKandev();
+export const test = base.extend<{ kandev: Kandev; kandevFlags: string[] }>({
+  /** More `kandev serve` flags for the fixture's server (`test.use({ kandevFlags: [...] })`). */
+  kandevFlags: [[], { option: true }],
+  kandev: async ({ kandevFlags }, use, testInfo) => {
+    const k = await startKandev('127.0.0.1:0', kandevFlags);
     await use(k);
     if (testInfo.status !== testInfo.expectedStatus) {
       console.log(`--- kandev log for "${testInfo.title}" ---\n${k.logs().slice(-4000)}`);

@@ -117,6 +117,63 @@ pub fn url_origin(url: &str) -> String {
     origin.chars().take(100).collect()
 }
 
+/// What kind of address `ip` is when it reaches this machine or a network around it rather
+/// than the internet (`"a loopback address"`), or `None` for a public address. Kandev sends
+/// notifications only to public addresses unless the server allows private targets (issue
+/// 38 item 7: a channel URL must not make the server probe itself, its networks or a cloud
+/// metadata service).
+///
+/// Refused: loopback (127/8, ::1), unspecified (0/8, ::), private (10/8, 172.16/12,
+/// 192.168/16, fc00::/7), link-local (169.254/16, fe80::/10, where metadata services
+/// answer), shared (100.64/10, carrier-grade NAT and one cloud's metadata service),
+/// IETF-reserved 192.0.0/24, benchmarking 198.18/15, reserved 240/4, broadcast and
+/// multicast, the deprecated site-local fec0::/10, and IPv6 forms of any IPv4 address
+/// refused (mapped `::ffff:a.b.c.d`, compatible `::a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`, and
+/// the local NAT64 prefix 64:ff9b:1::/48). Not seen: tunnels that embed an address in other
+/// ways (6to4, Teredo), which reach it through a relay on the internet.
+pub fn non_public_address(ip: std::net::IpAddr) -> Option<&'static str> {
+    match ip {
+        std::net::IpAddr::V4(v4) => non_public_v4(v4),
+        std::net::IpAddr::V6(v6) => non_public_v6(v6),
+    }
+}
+
+fn non_public_v4(ip: std::net::Ipv4Addr) -> Option<&'static str> {
+    let [a, b, c, _] = ip.octets();
+    Some(match () {
+        () if ip.is_loopback() => "a loopback address",
+        () if a == 0 => "an unspecified address",
+        () if ip.is_private() => "a private address",
+        () if ip.is_link_local() => "a link-local address",
+        () if a == 100 && (64..128).contains(&b) => "a shared (carrier-grade NAT) address",
+        () if a == 192 && b == 0 && c == 0 => "a reserved address",
+        () if a == 198 && (b == 18 || b == 19) => "a benchmarking address",
+        () if ip.is_broadcast() => "a broadcast address",
+        () if ip.is_multicast() => "a multicast address",
+        () if a >= 240 => "a reserved address",
+        () => return None,
+    })
+}
+
+fn non_public_v6(ip: std::net::Ipv6Addr) -> Option<&'static str> {
+    let s = ip.segments();
+    let embedded = || std::net::Ipv4Addr::from((u32::from(s[6]) << 16) | u32::from(s[7]));
+    Some(match () {
+        () if ip.is_loopback() => "a loopback address",
+        () if ip.is_unspecified() => "an unspecified address",
+        () if ip.to_ipv4_mapped().is_some() || s[..6] == [0; 6] => {
+            return non_public_v4(embedded());
+        }
+        () if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] => return non_public_v4(embedded()),
+        () if s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1 => "a private address",
+        () if ip.is_unique_local() => "a private address",
+        () if ip.is_unicast_link_local() => "a link-local address",
+        () if s[0] & 0xffc0 == 0xfec0 => "a site-local address",
+        () if ip.is_multicast() => "a multicast address",
+        () => return None,
+    })
+}
+
 /// Where a delivery stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeliveryStatus {
@@ -203,6 +260,59 @@ mod tests {
         assert_eq!(url_origin("http://127.0.0.1:8080/hook/s3cr3t?x=1"), "http://127.0.0.1:8080");
         assert_eq!(url_origin("https://user:pw@hooks.example/T0/B0"), "https://hooks.example");
         assert_eq!(url_origin("nonsense"), "(not a URL)");
+    }
+
+    #[test]
+    fn i38_7_only_public_addresses_are_targets() {
+        let refused = [
+            ("127.0.0.1", "loopback"),
+            ("127.255.0.9", "loopback"),
+            ("0.0.0.0", "unspecified"),
+            ("0.1.2.3", "unspecified"),
+            ("10.0.0.1", "private"),
+            ("172.16.0.1", "private"),
+            ("172.31.255.255", "private"),
+            ("192.168.1.1", "private"),
+            ("169.254.169.254", "link-local"),
+            ("100.64.0.1", "shared"),
+            ("100.100.100.200", "shared"),
+            ("192.0.0.170", "reserved"),
+            ("198.18.0.1", "benchmarking"),
+            ("255.255.255.255", "broadcast"),
+            ("224.0.0.1", "multicast"),
+            ("240.0.0.1", "reserved"),
+            ("::1", "loopback"),
+            ("::", "unspecified"),
+            ("::ffff:127.0.0.1", "loopback"),
+            ("::ffff:169.254.169.254", "link-local"),
+            ("::127.0.0.1", "loopback"),
+            ("::10.0.0.1", "private"),
+            ("64:ff9b::a9fe:a9fe", "link-local"),
+            ("64:ff9b:1::1", "private"),
+            ("fd00::1", "private"),
+            ("fc00::1", "private"),
+            ("fe80::1", "link-local"),
+            ("fec0::1", "site-local"),
+            ("ff02::1", "multicast"),
+        ];
+        for (ip, kind) in refused {
+            let found = non_public_address(ip.parse().unwrap());
+            assert!(found.is_some_and(|f| f.contains(kind)), "{ip}: {found:?}");
+        }
+        let public = [
+            "1.1.1.1",
+            "8.8.8.8",
+            "172.32.0.1",
+            "100.128.0.1",
+            "192.0.1.1",
+            "198.20.0.1",
+            "2606:4700:4700::1111",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+        ];
+        for ip in public {
+            assert_eq!(non_public_address(ip.parse().unwrap()), None, "{ip}");
+        }
     }
 
     #[test]

@@ -59,6 +59,10 @@ pub struct EngineConfig {
     /// Wait after a notification delivery's first failure, doubled after each next one
     /// (default 10 s; tests shrink it).
     pub notification_backoff: Duration,
+    /// Whether notifications may go to addresses that are not public (loopback, private,
+    /// link-local, ...; `kandev serve --allow-private-notification-targets`). Off by default:
+    /// a channel URL must not make the server probe itself or its networks.
+    pub allow_private_notification_targets: bool,
 }
 
 impl EngineConfig {
@@ -78,6 +82,7 @@ impl EngineConfig {
             dev_server_ports: 41000..=41999,
             pr_poll_interval: PR_POLL_INTERVAL,
             notification_backoff: Duration::from_secs(10),
+            allow_private_notification_targets: false,
         }
     }
 }

@@ -6,7 +6,17 @@
 //!
 //! The channel's URL is a secret: it is never logged, and errors are stored and logged
 //! without it (reqwest's `without_url`, and the origin in its place should it appear).
+//!
+//! Targets (issue 38 item 7): unless the server allows private targets, a notification goes
+//! only to a public address ([`kandev_domain::notify::non_public_address`]). An address in
+//! the URL is checked before the request; a name is resolved by [`PublicOnly`], the client's
+//! own resolver, which hands the connector only the public addresses it found, so the
+//! connection goes to an address that was checked (a name that resolves to a public address
+//! when checked and to 127.0.0.1 when connected — DNS rebinding — is not resolved twice).
+//! The guarded client uses no proxy (a proxy would resolve and connect for it, unchecked).
 
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hmac::{KeyInit, Mac};
@@ -28,24 +38,102 @@ const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Deliveries sent per pass.
 const BATCH: i64 = 16;
 
-/// Sends due deliveries until `stop`: at once for a new notification (woken by the
-/// `notification.created` event of its commit), else when the next retry is due.
-fn http_client() -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .timeout(ATTEMPT_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
+/// Why a notification is not sent to an address: it is not public and the server does not
+/// allow private targets. The message says how to allow them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the receiver's address {addr} is {kind}: kandev sends notifications only to public \
+     addresses unless the server runs with --allow-private-notification-targets \
+     (KANDEV_ALLOW_PRIVATE_NOTIFICATION_TARGETS=true)"
+)]
+pub struct TargetRefused {
+    addr: IpAddr,
+    kind: &'static str,
+}
+
+fn refusal(addr: IpAddr) -> Option<TargetRefused> {
+    kandev_domain::notify::non_public_address(addr).map(|kind| TargetRefused { addr, kind })
+}
+
+/// The address a channel URL names, when its host is one (`http://127.0.0.1/`,
+/// `http://[::1]/`, `http://2130706433/`: the URL parser reads every IPv4 form); `None` for
+/// a name or a URL that does not parse.
+fn address_in(url: &str) -> Option<IpAddr> {
+    let parsed = reqwest::Url::parse(url).ok()?;
+    let host = parsed.host_str()?;
+    host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host).parse().ok()
+}
+
+/// Refuses a channel URL whose host is an address that is not public (when it is created; a
+/// name is checked on what it resolves to each time a notification is sent).
+pub(crate) fn check_url(url: &str, allow_private: bool) -> Result<(), TargetRefused> {
+    match address_in(url).and_then(refusal) {
+        Some(refused) if !allow_private => Err(refused),
+        _ => Ok(()),
+    }
+}
+
+/// The resolver of the guarded client: the system's answer for a name, less every address
+/// that is not public; refused when none is left.
+struct PublicOnly;
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public = public_only(found)?;
+            Ok(Box::new(public.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// The public addresses of `found`; refused (naming the first address refused) when there
+/// is none.
+fn public_only(found: Vec<SocketAddr>) -> Result<Vec<SocketAddr>, TargetRefused> {
+    let (public, refused): (Vec<_>, Vec<_>) =
+        found.into_iter().partition(|addr| refusal(addr.ip()).is_none());
+    match (public.is_empty(), refused.first().and_then(|addr| refusal(addr.ip()))) {
+        (true, Some(refused)) => Err(refused),
+        _ => Ok(public),
+    }
+}
+
+/// The client notifications go out with: no redirects, a bound per attempt, and unless
+/// `allow_private`, only public addresses (see the module's documentation).
+#[derive(Clone)]
+struct Sender {
+    client: reqwest::Client,
+    allow_private: bool,
+}
+
+impl Sender {
+    fn new(allow_private: bool) -> reqwest::Result<Sender> {
+        let mut builder = reqwest::Client::builder()
+            .timeout(ATTEMPT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none());
+        if !allow_private {
+            builder = builder.dns_resolver(Arc::new(PublicOnly)).no_proxy();
+        }
+        Ok(Sender { client: builder.build()?, allow_private })
+    }
 }
 
 /// `notification.channel.test`: one attempt of a test record (kind: the channel's first
 /// event, title "Kandev: test notification", `delivery_id` 0) to `channel`, now; not retried
 /// and not in the delivery log. Returns the HTTP status (when an answer came) and why it
-/// failed.
-pub(crate) async fn test(channel: &Channel, now: Timestamp) -> (Option<u16>, Option<String>) {
-    let client = match http_client() {
-        Ok(client) => client,
+/// failed; a target that is not allowed is refused before anything is sent.
+pub(crate) async fn test(
+    channel: &Channel,
+    now: Timestamp,
+    allow_private: bool,
+) -> Result<(Option<u16>, Option<String>), TargetRefused> {
+    let sender = match Sender::new(allow_private) {
+        Ok(sender) => sender,
         Err(err) => {
-            return (None, Some(format!("cannot build the http client: {}", err.without_url())));
+            let error = format!("cannot build the http client: {}", err.without_url());
+            return Ok((None, Some(error)));
         }
     };
     let kind = channel.events.first().copied().unwrap_or(NotificationKind::TurnCompleted);
@@ -60,11 +148,18 @@ pub(crate) async fn test(channel: &Channel, now: Timestamp) -> (Option<u16>, Opt
         created_at: now,
     };
     let delivery = DueDelivery { id: 0, attempts: 0, notification, channel: channel.clone() };
-    send(&client, &delivery, 1).await
+    send(&sender, &delivery, 1).await
 }
 
-pub(crate) async fn deliver(store: Store, base_backoff: Duration, stop: CancellationToken) {
-    let client = match http_client() {
+/// Sends due deliveries until `stop`: at once for a new notification (woken by the
+/// `notification.created` event of its commit), else when the next retry is due.
+pub(crate) async fn deliver(
+    store: Store,
+    base_backoff: Duration,
+    allow_private: bool,
+    stop: CancellationToken,
+) {
+    let client = match Sender::new(allow_private) {
         Ok(client) => client,
         Err(err) => {
             tracing::error!(error = %err.without_url(), "cannot build the notification client; nothing is delivered");
@@ -121,9 +216,12 @@ pub(crate) async fn deliver(store: Store, base_backoff: Duration, stop: Cancella
 }
 
 /// One attempt of `delivery`, logged; the delivery is then delivered, due again, or failed.
-async fn attempt(store: &Store, client: &reqwest::Client, base: Duration, delivery: DueDelivery) {
+async fn attempt(store: &Store, client: &Sender, base: Duration, delivery: DueDelivery) {
     let number = delivery.attempts + 1;
-    let (http_status, error) = send(client, &delivery, number).await;
+    let (http_status, error) = match send(client, &delivery, number).await {
+        Ok(answer) => answer,
+        Err(refused) => (None, Some(refused.to_string())),
+    };
     let now = store.now();
     let since = Duration::from_millis(
         u64::try_from(now.millis() - delivery.notification.created_at.millis()).unwrap_or(0),
@@ -164,14 +262,17 @@ async fn attempt(store: &Store, client: &reqwest::Client, base: Duration, delive
     }
 }
 
-/// Sends one delivery; returns the HTTP status (when an answer came) and why it failed.
+/// Sends one delivery; returns the HTTP status (when an answer came) and why it failed, or
+/// the refusal of a target that is not allowed (nothing was sent).
 async fn send(
-    client: &reqwest::Client,
+    sender: &Sender,
     delivery: &DueDelivery,
     attempt: u32,
-) -> (Option<u16>, Option<String>) {
+) -> Result<(Option<u16>, Option<String>), TargetRefused> {
     let channel = &delivery.channel;
     let record = &delivery.notification;
+    check_url(&channel.url, sender.allow_private)?;
+    let client = &sender.client;
     let request = match channel.kind {
         ChannelKind::Webhook => {
             let body = webhook_body(delivery, attempt);
@@ -191,14 +292,29 @@ async fn send(
             .header("Tags", "robot")
             .body(record.title.clone()),
     };
-    match request.send().await {
+    Ok(match request.send().await {
         Ok(response) if response.status().is_success() => (Some(response.status().as_u16()), None),
         Ok(response) => {
             let status = response.status();
             (Some(status.as_u16()), Some(format!("the receiver answered {status}")))
         }
-        Err(err) => (None, Some(scrubbed(&err, &channel.url))),
+        Err(err) => match refused_in(&err) {
+            Some(refused) => return Err(refused),
+            None => (None, Some(scrubbed(&err, &channel.url))),
+        },
+    })
+}
+
+/// The refusal of [`PublicOnly`] behind a failed request, if that is why it failed.
+fn refused_in(err: &reqwest::Error) -> Option<TargetRefused> {
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        if let Some(refused) = cause.downcast_ref::<TargetRefused>() {
+            return Some(refused.clone());
+        }
+        source = cause.source();
     }
+    None
 }
 
 /// The JSON a webhook receives: the record (as `notification.list` shows it), the delivery
@@ -248,6 +364,35 @@ fn scrubbed(err: &reqwest::Error, url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn i38_7_names_resolve_only_to_their_public_addresses() {
+        let addr = |text: &str| text.parse::<SocketAddr>().unwrap();
+        let mixed = vec![addr("127.0.0.1:0"), addr("93.184.216.34:0"), addr("[::1]:0")];
+        assert_eq!(public_only(mixed), Ok(vec![addr("93.184.216.34:0")]), "only the public one");
+        let local = vec![addr("[::1]:0"), addr("127.0.0.1:0")];
+        let refused = public_only(local).unwrap_err();
+        assert_eq!(refused.addr, addr("[::1]:0").ip());
+        assert!(refused.to_string().contains("--allow-private-notification-targets"));
+        assert_eq!(public_only(vec![]), Ok(vec![]), "nothing found is the lookup's own error");
+    }
+
+    #[test]
+    fn i38_7_addresses_in_urls_are_checked_in_every_form() {
+        for url in [
+            "http://127.0.0.1:9/x",
+            "http://2130706433/x",
+            "http://0x7f.1/x",
+            "http://[::ffff:7f00:1]/x",
+            "https://user:pw@169.254.169.254/x",
+        ] {
+            assert!(check_url(url, false).is_err(), "{url}");
+            assert!(check_url(url, true).is_ok(), "{url}: allowed");
+        }
+        for url in ["http://localhost:9/x", "https://hooks.example.com/x", "http://8.8.8.8/x"] {
+            assert!(check_url(url, false).is_ok(), "{url}: a name is checked when sent");
+        }
+    }
 
     #[test]
     fn the_signature_is_rfc_4231_hmac_sha256() {

@@ -111,16 +111,31 @@ impl Engine {
         stop: tokio_util::sync::CancellationToken,
     ) -> impl Future<Output = ()> + Send + 'static {
         let backoff = self.inner.config.notification_backoff;
-        crate::deliveries::deliver(self.inner.store.clone(), backoff, stop)
+        let allow_private = self.inner.config.allow_private_notification_targets;
+        crate::deliveries::deliver(self.inner.store.clone(), backoff, allow_private, stop)
     }
 
     /// `notification.channel.test`: one test notification to `channel`, now (not retried,
-    /// not logged as a delivery). Returns the HTTP status and why it failed, if it did.
+    /// not logged as a delivery). Returns the HTTP status and why it failed, if it did; a
+    /// target that is not allowed (not public, without the opt-in) is `Forbidden`, and
+    /// nothing is sent to it.
     pub async fn test_channel(
         &self,
         channel: &kandev_domain::notify::Channel,
-    ) -> (Option<u16>, Option<String>) {
-        crate::deliveries::test(channel, self.inner.store.now()).await
+    ) -> Result<(Option<u16>, Option<String>)> {
+        let allow_private = self.inner.config.allow_private_notification_targets;
+        crate::deliveries::test(channel, self.inner.store.now(), allow_private)
+            .await
+            .map_err(|refused| EngineError::Forbidden(refused.to_string()))
+    }
+
+    /// Refuses a channel URL whose host is an address that is not public, unless the server
+    /// allows private targets (a name is checked on what it resolves to, each time a
+    /// notification is sent).
+    pub fn check_channel_url(&self, url: &str) -> Result<()> {
+        let allow_private = self.inner.config.allow_private_notification_targets;
+        crate::deliveries::check_url(url, allow_private)
+            .map_err(|refused| EngineError::Validation(format!("url: {refused}")))
     }
 
     /// The content of a stored attachment (`GET /api/v1/attachment/<id>`).
@@ -193,19 +208,29 @@ impl Engine {
         self.after_move(task, from, to, by).await
     }
 
-    /// [`Engine::move_task`] decided from the step `from` the caller read (an agent's
-    /// `complete_step`): made only if the task is still there when it is written, `None`
-    /// when it moved meanwhile (docs/workflows.md, "a trigger moves only from its own step").
-    pub async fn move_task_from(
+    /// An agent's `complete_step`: [`Engine::move_task`] decided from the step `from` the
+    /// agent read, made only if the task is still there when it is written (`None`: it moved
+    /// meanwhile, docs/workflows.md, "a trigger moves only from its own step"). Only once the
+    /// move is committed does `note` go into the session's transcript (through its actor,
+    /// after what the agent streamed, fenced by `epoch`), then the new step's entry runs:
+    /// a move that did not happen leaves no note. A note that cannot be written is logged;
+    /// the move stands and its step's entry runs all the same.
+    pub async fn complete_step(
         &self,
+        session_id: &SessionId,
+        epoch: Option<i64>,
         task_id: &TaskId,
         from: &StepId,
         to: &StepId,
-        by: &str,
+        note: (String, serde_json::Value),
     ) -> Result<Option<(Task, StepId)>> {
-        let cause = EntryCause::Manual;
+        let (cause, by) = (EntryCause::Manual, "agent");
         let moved = record_trigger_move(&self.inner, task_id, from, to, cause, by).await?;
         let Some(task) = moved else { return Ok(None) };
+        let (text, metadata) = note;
+        if let Err(err) = self.add_note(session_id, text, metadata, epoch).await {
+            tracing::warn!(session = %session_id, error = %err, "cannot note a completed step");
+        }
         self.after_move(task, from.clone(), to, by).await.map(Some)
     }
 

@@ -31,6 +31,26 @@ pub const SERVER_NAME: &str = "kandev";
 /// visible to every user of the machine).
 pub const BRIDGE_TOKEN_ENV: &str = "KANDEV_MCP_TOKEN";
 
+/// How many agents in a row may start agents (issue 38 item 8). A task's depth is how many
+/// agents led to it: 0 for a task a person created, and a task an agent creates is its own
+/// task's depth + 1. An agent may make an agent run on a task (create it with `start_agent`
+/// or in a step that starts its agent, or move it into such a step) only while the task's
+/// depth is at most this; deeper tasks are created without an agent and a person starts them.
+pub const MAX_AGENT_DEPTH: u32 = 3;
+
+/// Refuses an agent making an agent run on a task `depth` agents deep, past
+/// [`MAX_AGENT_DEPTH`].
+pub fn check_agent_depth(depth: u32) -> Result<(), crate::EngineError> {
+    if depth <= MAX_AGENT_DEPTH {
+        return Ok(());
+    }
+    Err(crate::EngineError::Forbidden(format!(
+        "agents started by agents nest at most {MAX_AGENT_DEPTH} levels and this task is at \
+         level {depth}: an agent may create it only without start_agent, in a step that does \
+         not start an agent; a person can start its agent"
+    )))
+}
+
 /// The session a valid session token belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpSession {
@@ -255,6 +275,15 @@ impl McpTokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn i38_8_agents_start_agents_down_to_the_depth_limit() {
+        for depth in 0..=MAX_AGENT_DEPTH {
+            assert!(check_agent_depth(depth).is_ok(), "{depth}");
+        }
+        let refused = check_agent_depth(MAX_AGENT_DEPTH + 1).unwrap_err().to_string();
+        assert!(refused.contains("at most 3 levels") && refused.contains("level 4"), "{refused}");
+    }
 
     #[test]
     fn a_token_is_found_by_its_hash_and_older_epochs_are_dropped() {

@@ -51,7 +51,12 @@ async fn announce(tx: &mut WriteTx, question: &Question, asked: bool) -> Result<
     Ok(seq)
 }
 
-/// Stores and announces a question; the receiver gets it once it is resolved.
+/// Most questions of one session waiting for an answer at once (issue 38 item 8: an agent
+/// asked 300 in 3 s, each a card and a notification to people).
+pub const MAX_PENDING_QUESTIONS: usize = 3;
+
+/// Stores and announces a question; the receiver gets it once it is resolved. Refused
+/// (`QueueFull`, nothing stored) while the session has [`MAX_PENDING_QUESTIONS`] waiting.
 pub(crate) async fn ask(
     store: &Store,
     waiters: &Waiters,
@@ -62,6 +67,14 @@ pub(crate) async fn ask(
     timeout_ms: i64,
 ) -> Result<(Question, oneshot::Receiver<Question>)> {
     let mut tx = store.begin_write().await?;
+    // Counted in the write transaction: two questions asked at once cannot both take the
+    // last place.
+    if tx.pending_questions(Some(session_id)).await?.len() >= MAX_PENDING_QUESTIONS {
+        return Err(EngineError::QueueFull(format!(
+            "this session has {MAX_PENDING_QUESTIONS} questions waiting for an answer, the \
+             most it may have: wait for an answer before asking another"
+        )));
+    }
     let question = tx.insert_question(session_id, task_id, text, options, timeout_ms).await?;
     let seq = announce(&mut tx, &question, true).await?;
     // A question needs its developer: a notification record (browser, webhooks, ntfy).

@@ -39,10 +39,15 @@ async fn mcp_call(
     tool: &str,
     args: Value,
 ) -> (u16, Value) {
+    mcp_call_at(server.url("/mcp"), token, tool, args).await
+}
+
+/// [`mcp_call`] to the `/mcp` at `url` (owned, so a spawned task can make the call).
+async fn mcp_call_at(url: String, token: Option<&str>, tool: &str, args: Value) -> (u16, Value) {
     let http = reqwest::Client::new();
     let post = |body: Value| {
         let mut request = http
-            .post(server.url("/mcp"))
+            .post(&url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
             .header("mcp-protocol-version", "2025-06-18")
@@ -176,8 +181,16 @@ async fn i17_a1_create_task_through_mcp_makes_a_subtask_visible_on_the_board() {
     assert_eq!(created["payload"]["task"]["parent_id"], s.task_id.as_str());
     let listed = s.server.call("task.list", json!({"workflow_id": s.workflow["id"]})).await;
     let sub = listed["tasks"].as_array().unwrap().iter().find(|t| t["title"] == "sub").cloned();
-    assert_eq!(sub.unwrap()["parent_id"], s.task_id.as_str(), "on the board as a subtask");
-    assert_eq!(tokens(&s.log).len(), 1, "one token was handed over at session/new");
+    let sub = sub.unwrap();
+    assert_eq!(sub["parent_id"], s.task_id.as_str(), "on the board as a subtask");
+    // Its start step starts its agent, with the creating agent's own profile (issue 38 item
+    // 8), whose session/new got a token of its own.
+    let own = s.server.call("session.get", json!({"id": s.session_id})).await;
+    let session = sub["primary_session_id"].as_str().unwrap();
+    let started = wait_ready(&s.server, None, session).await;
+    assert_eq!(started["agent_profile_id"], own["session"]["agent_profile_id"]);
+    let handed = tokens(&s.log);
+    assert!(handed.len() == 2 && handed[0] != handed[1], "a token per session/new");
 }
 
 #[tokio::test]
@@ -757,4 +770,218 @@ async fn i15_d2_text_streamed_before_an_ask_user_question_is_stored_and_told_bef
     let question = &asked["payload"]["question"];
     s.server.call("question.answer", json!({"id": question["id"], "answer": "yes"})).await;
     ws.notification("session.turn.completed").await;
+}
+
+/// A tool call's answer: whether it failed, and its structured content.
+fn tool_result(body: &Value) -> (bool, Value) {
+    let result = &body["result"];
+    (result["isError"] == true, result["structuredContent"].clone())
+}
+
+/// Issue 38 item 8: a session token reaches only its own task's workflow, through every
+/// argument that names a task: a blocker of another workflow is refused like the task itself
+/// (get, update, move, parent), and nothing changes.
+#[tokio::test]
+async fn i38_8_every_tool_refuses_tasks_of_another_workflow() {
+    let s = setup(ServerConfig::default()).await;
+    let (_, other_workflow) = s.server.kanban().await;
+    let other = s
+        .server
+        .call(
+            "task.create",
+            json!({"workflow_id": other_workflow["id"], "title": "Elsewhere",
+                   "step_id": step_id(&other_workflow, "Backlog")}),
+        )
+        .await;
+    let other_id = other["task"]["id"].as_str().unwrap().to_owned();
+    let token = tokens(&s.log)[0].clone();
+    let calls = [
+        ("create_task", json!({"title": "blocked", "step": "Backlog", "blocked_by": [other_id]})),
+        ("update_task", json!({"task_id": s.task_id, "blocked_by": [other_id]})),
+        ("create_task", json!({"title": "child", "step": "Backlog", "parent_id": other_id})),
+        ("get_task", json!({"task_id": other_id})),
+        ("update_task", json!({"task_id": other_id, "title": "renamed"})),
+        ("move_task", json!({"task_id": other_id, "step": "Done"})),
+    ];
+    for (tool, args) in calls {
+        let (status, body) = mcp_call(&s.server, Some(&token), tool, args.clone()).await;
+        assert_eq!(status, 200, "{body}");
+        let (failed, answer) = tool_result(&body);
+        assert!(failed, "{tool} {args}: {body}");
+        assert_eq!(answer["code"], "FORBIDDEN", "{tool} {args}: {answer}");
+    }
+    let own = s.server.call("task.get", json!({"id": s.task_id})).await;
+    assert_eq!(own["task"]["blocked_by"], json!([]), "{own}");
+    let titles = task_titles(&s.server, &s.workflow).await;
+    assert!(!titles.iter().any(|t| t == "blocked" || t == "child"), "{titles:?}");
+    let other = s.server.call("task.get", json!({"id": other_id})).await;
+    assert_eq!(other["task"]["title"], "Elsewhere");
+}
+
+/// Issue 38 item 8: a session holds at most three questions waiting for an answer; a fourth
+/// `ask_user` is refused at once (no question, no notification) and says to wait; once one
+/// is answered the session may ask again.
+#[tokio::test]
+async fn i38_8_ask_user_holds_at_most_three_pending_questions_per_session() {
+    let s = setup(ServerConfig::default()).await;
+    let token = tokens(&s.log)[0].clone();
+    let mut ws = session_ws(&s.server, None, &s.session_id).await;
+    let ask = |n: u32, timeout_s: u64| {
+        let (url, token) = (s.server.url("/mcp"), token.clone());
+        let args = json!({"question": format!("Question {n}?"), "timeout_s": timeout_s});
+        tokio::spawn(async move { mcp_call_at(url, Some(&token), "ask_user", args).await })
+    };
+    let mut waiting = vec![];
+    for n in 1..=3 {
+        waiting.push(ask(n, 3600));
+    }
+    let mut asked = vec![];
+    for _ in 1..=3 {
+        asked.push(ws.notification("session.question.asked").await["payload"]["question"].clone());
+    }
+    // The fourth is refused at once; on a server without the limit it would wait its 1 s
+    // and time out.
+    let (status, body) = tokio::time::timeout(WAIT, ask(4, 1)).await.unwrap().unwrap();
+    assert_eq!(status, 200, "{body}");
+    let (failed, answer) = tool_result(&body);
+    assert!(failed, "{body}");
+    assert_eq!(answer["code"], "QUEUE_FULL", "{answer}");
+    let message = answer["message"].as_str().unwrap();
+    assert!(message.contains("wait for an answer"), "{message}");
+    let listed = s.server.call("question.list", json!({"session_id": s.session_id})).await;
+    assert_eq!(listed["questions"].as_array().unwrap().len(), 3, "{listed}");
+    let records = s.server.call("notification.list", json!({})).await;
+    let questions = records["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["kind"] == "question_asked")
+        .count();
+    assert_eq!(questions, 3, "{records}");
+
+    let first = asked.iter().find(|q| q["question"] == "Question 1?").unwrap();
+    s.server.call("question.answer", json!({"id": first["id"], "answer": "yes"})).await;
+    let (_, first) = tokio::time::timeout(WAIT, waiting.remove(0)).await.unwrap().unwrap();
+    assert_eq!(tool_result(&first).1, json!({"answer": "yes"}));
+    let _fifth = ask(5, 3600);
+    let fifth = ws.notification("session.question.asked").await;
+    assert_eq!(fifth["payload"]["question"]["question"], "Question 5?");
+}
+
+/// Issue 38 item 8: an agent creates tasks only with its own agent profile (another one,
+/// named or picked by the step the task starts in, is refused and nothing is created), and
+/// a task it creates runs its profile.
+#[tokio::test]
+async fn i38_8_an_agent_starts_agents_only_of_its_own_profile() {
+    let s = setup(ServerConfig::default()).await;
+    let own = s.server.call("session.get", json!({"id": s.session_id})).await["session"]
+        ["agent_profile_id"]
+        .clone();
+    s.server.profile(json!({"name": "Other", "kind": "mock"})).await;
+    let token = tokens(&s.log)[0].clone();
+    for args in [
+        json!({"title": "other one", "start_agent": true, "agent_profile": "Other"}),
+        json!({"title": "other two", "step": "Backlog", "agent_profile": "Other"}),
+    ] {
+        let (_, body) = mcp_call(&s.server, Some(&token), "create_task", args.clone()).await;
+        let (failed, answer) = tool_result(&body);
+        assert!(failed, "{args}: {body}");
+        assert_eq!(answer["code"], "FORBIDDEN", "{answer}");
+        assert!(answer["message"].as_str().unwrap().contains("own agent profile"), "{answer}");
+    }
+    let titles = task_titles(&s.server, &s.workflow).await;
+    assert!(!titles.iter().any(|t| t.starts_with("other")), "nothing was created: {titles:?}");
+
+    let args = json!({"title": "mine", "start_agent": true, "step": "Backlog"});
+    let (_, body) = mcp_call(&s.server, Some(&token), "create_task", args).await;
+    let (failed, created) = tool_result(&body);
+    assert!(!failed, "{body}");
+    assert_eq!(created["task"]["agent_profile_id"], own, "{created}");
+    assert_eq!(created["session"]["agent_profile_id"], own, "{created}");
+}
+
+/// Issue 38 item 8: agents started by agents nest at most three levels: the agent of a task
+/// three agents deep may still create tasks, but neither starts their agents nor moves such
+/// a task into a step that would start one.
+#[tokio::test]
+async fn i38_8_agents_started_by_agents_nest_at_most_three_levels() {
+    let s = setup(ServerConfig::default()).await;
+    let mut token = tokens(&s.log)[0].clone();
+    for level in 1..=3 {
+        let args = json!({"title": format!("level {level}"), "step": "Backlog",
+                          "start_agent": true, "agent_profile": "Mock MCP"});
+        let (_, body) = mcp_call(&s.server, Some(&token), "create_task", args).await;
+        let (failed, created) = tool_result(&body);
+        assert!(!failed, "level {level}: {body}");
+        let session = created["session"]["id"].as_str().unwrap().to_owned();
+        wait_ready(&s.server, None, &session).await;
+        token = tokens(&s.log).last().unwrap().clone();
+    }
+    let args = json!({"title": "level 4", "step": "Backlog", "start_agent": true,
+                      "agent_profile": "Mock MCP"});
+    let (_, body) = mcp_call(&s.server, Some(&token), "create_task", args).await;
+    let (failed, answer) = tool_result(&body);
+    assert!(failed, "a fourth level is refused: {body}");
+    assert_eq!(answer["code"], "FORBIDDEN", "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("3 levels"), "{answer}");
+    assert!(!task_titles(&s.server, &s.workflow).await.contains(&"level 4".to_owned()));
+
+    // Created without an agent, it stays without one: an auto-starting step is refused too.
+    let args = json!({"title": "level 4", "step": "Backlog"});
+    let (_, body) = mcp_call(&s.server, Some(&token), "create_task", args).await;
+    let (failed, created) = tool_result(&body);
+    assert!(!failed, "{body}");
+    assert_eq!(created["session"], Value::Null);
+    let deep = created["task"]["id"].as_str().unwrap().to_owned();
+    let args = json!({"task_id": deep, "step": "In Progress"});
+    let (_, body) = mcp_call(&s.server, Some(&token), "move_task", args).await;
+    let (failed, answer) = tool_result(&body);
+    assert!(failed, "{body}");
+    assert_eq!(answer["code"], "FORBIDDEN", "{answer}");
+    let task = s.server.call("task.get", json!({"id": deep})).await;
+    assert_eq!(task["task"]["step_id"], step_id(&s.workflow, "Backlog").as_str());
+    assert_eq!(task["task"]["primary_session_id"], Value::Null, "{task}");
+    // A person may start it.
+    s.server.call("session.launch", json!({"task_id": deep})).await;
+}
+
+/// Issue 38 item 13: `complete_step`'s "step done" note appears only with the move it
+/// reports. A person moves the task while the agent's call waits to write (both queued
+/// behind a held write transaction, the person first): the agent's conditional move does
+/// nothing, the call answers `CONFLICT`, and the transcript has no note.
+#[tokio::test]
+async fn i38_13_complete_step_notes_only_a_move_that_happened() {
+    let s = setup(ServerConfig::default()).await;
+    let token = tokens(&s.log)[0].clone();
+    let done = step_id(&s.workflow, "Done");
+    let mut waiting = s.server.store.writers_waiting();
+    let held = s.server.store.begin_write().await.unwrap();
+    let person = {
+        let url = s.server.url("/api/v1/task.move");
+        let body = json!({"id": s.task_id, "step_id": done});
+        tokio::spawn(async move {
+            let response = reqwest::Client::new().post(url).json(&body).send().await.unwrap();
+            response.status().as_u16()
+        })
+    };
+    tokio::time::timeout(WAIT, waiting.wait_for(|n| *n >= 1)).await.unwrap().unwrap();
+    let agent = {
+        let (url, token) = (s.server.url("/mcp"), token.clone());
+        let args = json!({"summary": "planned it"});
+        tokio::spawn(async move { mcp_call_at(url, Some(&token), "complete_step", args).await })
+    };
+    tokio::time::timeout(WAIT, waiting.wait_for(|n| *n >= 2)).await.unwrap().unwrap();
+    drop(held);
+    assert_eq!(person.await.unwrap(), 200);
+    let (_, body) = agent.await.unwrap();
+    let (failed, answer) = tool_result(&body);
+    assert!(failed, "{body}");
+    assert_eq!(answer["code"], "CONFLICT", "{answer}");
+    let task = s.server.call("task.get", json!({"id": s.task_id})).await;
+    assert_eq!(task["task"]["step_id"], done.as_str(), "the person's move stands");
+    let notes: Vec<String> = of_kind(&s.server.messages(&s.session_id).await, "status")
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!notes.iter().any(|n| n.contains("done: planned it")), "{notes:?}");
 }

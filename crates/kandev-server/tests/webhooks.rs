@@ -77,10 +77,13 @@ async fn next(rx: &mut mpsc::UnboundedReceiver<Received>) -> Received {
     tokio::time::timeout(WAIT, rx.recv()).await.expect("a delivery arrives").unwrap()
 }
 
+/// A server with a short back-off that may notify its receivers on 127.0.0.1
+/// (`--allow-private-notification-targets`).
 async fn fast_server() -> TestServer {
     let dir = tempfile::tempdir().unwrap();
     TestServer::start_tuned(Default::default(), dir, |c| {
         c.notification_backoff = Duration::from_millis(10);
+        c.allow_private_notification_targets = true;
     })
     .await
 }
@@ -297,7 +300,7 @@ async fn i18_a4_a_receiver_that_fails_three_times_gets_the_fourth_try_and_the_lo
 
 #[tokio::test]
 async fn i18_a4_channels_are_checked_listed_and_deleted() {
-    let server = TestServer::start().await;
+    let server = fast_server().await;
     for (body, says) in [
         (
             json!({"kind": "webhook", "url": "https://", "events": ["turn_completed"]}),
@@ -338,4 +341,83 @@ async fn i18_a4_channels_are_checked_listed_and_deleted() {
     server.call("notification.channel.delete", json!({"id": id})).await;
     let (status, _) = server.post("notification.channel.delete", json!({"id": id})).await;
     assert_eq!(status, 404);
+}
+
+/// Issue 38 item 7: without `--allow-private-notification-targets`, a channel whose URL names
+/// a loopback, private, link-local (a cloud's metadata service), shared or unspecified address
+/// is refused when it is created, however the address is written; the refusal says how to
+/// allow it and never repeats the URL.
+#[tokio::test]
+async fn i38_7_channel_urls_to_private_addresses_are_refused() {
+    let server = TestServer::start().await;
+    let urls = [
+        "http://169.254.169.254/latest/meta-data/hook",
+        "http://127.0.0.1:9/hook",
+        "http://127.8.9.10:9/hook",
+        "http://10.1.2.3/hook",
+        "http://172.16.0.1/hook",
+        "http://192.168.0.1/hook",
+        "http://100.100.100.200/hook",
+        "http://0.0.0.0:9/hook",
+        "http://[::1]:9/hook",
+        "http://[::]:9/hook",
+        "http://[::ffff:127.0.0.1]:9/hook",
+        "http://[::ffff:169.254.169.254]/hook",
+        "http://[fd00::1]/hook",
+        "http://[fe80::1]/hook",
+        "http://2130706433/hook",
+        "http://0x7f.1/hook",
+        "https://127.0.0.1/hook",
+    ];
+    for url in urls {
+        for kind in ["webhook", "ntfy"] {
+            let body = json!({"kind": kind, "url": url, "events": ["turn_completed"]});
+            let (status, answer) = server.post("notification.channel.create", body).await;
+            assert_eq!(status, 422, "{kind} {url}: {answer}");
+            let message = answer["message"].as_str().unwrap();
+            assert!(message.contains("--allow-private-notification-targets"), "{url}: {message}");
+            assert!(!message.contains("/hook"), "the URL is never repeated: {message}");
+        }
+    }
+    let list = server.call("notification.channel.list", json!({})).await;
+    assert_eq!(list["channels"], json!([]), "nothing was stored: {list}");
+}
+
+/// Issue 38 item 7: a host *name* is checked on the addresses it resolves to when a
+/// notification is sent (the connection goes to a checked address): `localhost` reaches
+/// nothing, neither through `notification.channel.test` (a clear refusal instead of a status,
+/// so no port can be probed) nor through a real delivery.
+#[tokio::test]
+async fn i38_7_a_name_resolving_to_loopback_is_refused_when_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = TestServer::start_tuned(Default::default(), dir, |c| {
+        c.notification_backoff = Duration::from_millis(10);
+    })
+    .await;
+    let (url, mut rx) = receiver(0).await;
+    let url = url.replacen("127.0.0.1", "localhost", 1);
+    let created = server
+        .call(
+            "notification.channel.create",
+            json!({"kind": "webhook", "url": url, "events": ["turn_completed"]}),
+        )
+        .await;
+    let id = created["channel"]["id"].as_str().unwrap().to_owned();
+    let (status, answer) = server.post("notification.channel.test", json!({"id": id})).await;
+    assert_eq!((status, answer["code"].as_str()), (403, Some("FORBIDDEN")), "{answer}");
+    let message = answer["message"].as_str().unwrap();
+    assert!(message.contains("loopback"), "says why: {message}");
+    assert!(message.contains("--allow-private-notification-targets"), "says how: {message}");
+    assert!(!answer.to_string().contains("/hook/"), "the URL is never answered: {answer}");
+
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": ["notifications"]})).await;
+    let (_, session) = server.session(None).await;
+    server.turn(&session, "hello").await;
+    let frame = ws.notification("notification.delivery.updated").await;
+    let attempt = &frame["payload"]["delivery"]["attempts"][0];
+    assert_eq!(attempt["http_status"], Value::Null, "{frame}");
+    let error = attempt["error"].as_str().unwrap();
+    assert!(error.contains("--allow-private-notification-targets"), "{error}");
+    assert!(rx.try_recv().is_err(), "nothing reached the receiver");
 }

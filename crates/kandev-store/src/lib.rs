@@ -53,7 +53,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use crate::db::Pool;
-use tokio::sync::{Mutex, broadcast};
+use tokio::sync::{Mutex, broadcast, watch};
 
 pub use children::ChildProcess;
 pub use copy::{CopiedTable, copy_database};
@@ -135,6 +135,8 @@ pub struct Store {
     /// Where every writer but the group writer of streamed text waits its turn at the gate
     /// ([`Store::begin_stream_write`]).
     write_lane: Arc<Mutex<()>>,
+    /// How many writers wait in the lane ([`Store::writers_waiting`]).
+    writers_waiting: Arc<watch::Sender<usize>>,
     events: broadcast::Sender<Arc<Event>>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
@@ -150,6 +152,22 @@ pub struct Store {
     commits: Arc<AtomicU64>,
     /// The connection that checkpoints the WAL beside the writer (a database file only).
     checkpointer: Option<sqlx::SqlitePool>,
+}
+
+/// A writer counted in [`Store::writers_waiting`] until it gets its turn or gives up.
+struct InLane<'a>(&'a watch::Sender<usize>);
+
+impl<'a> InLane<'a> {
+    fn enter(count: &'a watch::Sender<usize>) -> Self {
+        count.send_modify(|n| *n += 1);
+        InLane(count)
+    }
+}
+
+impl Drop for InLane<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
 }
 
 /// What one [`Store::checkpoint`] found and did.
@@ -287,6 +305,7 @@ impl Store {
             write,
             write_gate: Arc::new(Mutex::new(())),
             write_lane: Arc::new(Mutex::new(())),
+            writers_waiting: Arc::new(watch::Sender::new(0)),
             events,
             clock,
             ids,
@@ -342,8 +361,17 @@ impl Store {
     /// Starts a write transaction. Only one is open at a time; writers get their turn in
     /// the order they asked, except for [`Store::begin_stream_write`].
     pub async fn begin_write(&self) -> Result<WriteTx> {
+        let waiting = InLane::enter(&self.writers_waiting);
         let lane = self.write_lane.clone().lock_owned().await;
+        drop(waiting);
         WriteTx::begin(self, Some(lane)).await
+    }
+
+    /// How many writers wait for their turn in [`Store::begin_write`], as it changes. Tests
+    /// order a race by it: a write known to be waiting behind a held transaction has done
+    /// every read before it.
+    pub fn writers_waiting(&self) -> watch::Receiver<usize> {
+        self.writers_waiting.subscribe()
     }
 
     /// Starts a write transaction for the group writer of streamed text, which must not wait

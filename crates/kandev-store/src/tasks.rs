@@ -351,6 +351,18 @@ pub(crate) async fn count_in_step(mut db: Db<'_>, step_id: &StepId) -> Result<i6
 }
 
 impl Store {
+    /// How many agents in a row led to task `id` (`tasks.agent_depth`): 0 for a task a
+    /// person created, the creating agent's task's depth + 1 for one an agent created.
+    pub async fn task_agent_depth(&self, id: &TaskId) -> Result<u32> {
+        let depth: Option<i64> =
+            crate::sql::query_scalar("SELECT agent_depth FROM tasks WHERE id = ?")
+                .bind(id.as_str())
+                .fetch_optional(&self.read)
+                .await?;
+        let depth = depth.ok_or_else(|| StoreError::not_found("task", id.as_str()))?;
+        Ok(u32::try_from(depth).unwrap_or(u32::MAX))
+    }
+
     /// The blockers of `id` that are not done: not archived and not in their workflow's last
     /// step (by position).
     pub async fn open_blockers(&self, id: &TaskId) -> Result<Vec<TaskId>> {
@@ -827,6 +839,16 @@ impl WriteTx {
         .fetch_all(self.conn())
         .await?;
         Ok(rows.into_iter().map(TaskId::new).collect())
+    }
+
+    /// Records how many agents in a row led to a task ([`Store::task_agent_depth`]).
+    pub async fn set_task_agent_depth(&mut self, id: &TaskId, depth: u32) -> Result<()> {
+        crate::sql::query("UPDATE tasks SET agent_depth = ? WHERE id = ?")
+            .bind(i64::from(depth))
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        Ok(())
     }
 
     /// Marks (or clears) a task's auto-start as waiting for its blockers.

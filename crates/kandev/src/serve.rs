@@ -109,6 +109,11 @@ pub struct ServeArgs {
     /// <home>/runner.sock, started when none listens), or `none`, as children of the server.
     #[arg(long, env = "KANDEV_RUNNER", value_enum, default_value = "local")]
     pub runner: RunnerMode,
+    /// Let notification channels reach addresses that are not public: loopback, private
+    /// networks, link-local (cloud metadata services). Off: such targets are refused, also
+    /// when a host name resolves to one at send time, and no proxy is used.
+    #[arg(long, env = "KANDEV_ALLOW_PRIVATE_NOTIFICATION_TARGETS")]
+    pub allow_private_notification_targets: bool,
     /// With `--runner local`: how long a runner keeps the agents while no server is connected.
     #[arg(long, env = "KANDEV_RUNNER_GRACE", default_value = "10m", value_parser = parse_duration)]
     pub runner_grace: Duration,
@@ -196,6 +201,7 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
     config.stall_after = args.agent_stall_after;
     config.dev_server_ports = args.dev_server_ports.clone();
     config.pr_poll_interval = args.pr_poll_interval;
+    config.allow_private_notification_targets = args.allow_private_notification_targets;
     Ok(config)
 }
 
@@ -373,8 +379,19 @@ pub(crate) fn init_tracing() {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_duration, parse_port_range};
+    use super::{ServeArgs, engine_config, parse_duration, parse_port_range};
+    use clap::Parser;
     use std::time::Duration;
+
+    #[test]
+    fn i38_7_private_notification_targets_need_the_flag() {
+        let home = std::path::Path::new("/nonexistent/kandev-home");
+        let by_default = ServeArgs::parse_from(["kandev serve"]);
+        assert!(!engine_config(home, &by_default).unwrap().allow_private_notification_targets);
+        let flag = ["kandev serve", "--allow-private-notification-targets"];
+        let allowed = ServeArgs::parse_from(flag);
+        assert!(engine_config(home, &allowed).unwrap().allow_private_notification_targets);
+    }
 
     #[test]
     fn i19_a3_dev_server_port_ranges_parse() {

@@ -54,6 +54,7 @@ fn checked_url(url: &str) -> Result<String, ApiError> {
 
 pub async fn channel_create(s: &AppState, p: ChannelCreate) -> Result<ChannelOne, ApiError> {
     let url = checked_url(&p.url)?;
+    s.engine().check_channel_url(&url)?;
     let mut events: Vec<NotificationKind> = Vec::new();
     for kind in p.events.into_iter().map(NotificationKind::from) {
         if !events.contains(&kind) {
@@ -98,13 +99,14 @@ pub async fn channel_delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> 
     Ok(Deleted { deleted: true, id: p.id })
 }
 
-/// Sends one test notification to the channel now and answers what the receiver said.
+/// Sends one test notification to the channel now and answers what the receiver said; a
+/// receiver whose address is not allowed is `FORBIDDEN`, saying why and how to allow it.
 pub async fn channel_test(s: &AppState, p: ById) -> Result<ChannelTested, ApiError> {
     let channels = s.store().list_channels().await?;
     let Some(channel) = channels.into_iter().find(|c| c.id == p.id) else {
         return Err(ApiError::not_found("no such notification channel"));
     };
-    let (http_status, error) = s.engine().test_channel(&channel).await;
+    let (http_status, error) = s.engine().test_channel(&channel).await?;
     Ok(ChannelTested { delivered: error.is_none(), http_status, error })
 }
 

@@ -20,13 +20,27 @@ use crate::{ApiError, AppState};
 const DEFAULT_TASK_PAGE: u32 = 1000;
 
 pub async fn create(s: &AppState, p: TaskCreate) -> Result<TaskCreated, ApiError> {
+    create_at_depth(s, p, 0).await
+}
+
+/// [`create`] of a task `agent_depth` agents deep (`tasks.agent_depth`: 0 for a person's
+/// task; MCP's `create_task` gives the creating agent's task's depth + 1).
+pub(crate) async fn create_at_depth(
+    s: &AppState,
+    p: TaskCreate,
+    agent_depth: u32,
+) -> Result<TaskCreated, ApiError> {
     // Rule 33: a client that goes away mid-request never leaves a task without the start its
     // step asked for; the work runs on its own and the request waits for its answer.
     let state = s.clone();
-    s.engine().run_detached(async move { create_now(&state, p).await }).await?
+    s.engine().run_detached(async move { create_now(&state, p, agent_depth).await }).await?
 }
 
-async fn create_now(s: &AppState, p: TaskCreate) -> Result<TaskCreated, ApiError> {
+async fn create_now(
+    s: &AppState,
+    p: TaskCreate,
+    agent_depth: u32,
+) -> Result<TaskCreated, ApiError> {
     let title = validate::title("title", &p.title)?;
     let description = validate::description("description", p.description.as_deref().unwrap_or(""))?;
     let workflow = s.store().get_workflow(&WorkflowId::new(&p.workflow_id)).await?;
@@ -60,6 +74,9 @@ async fn create_now(s: &AppState, p: TaskCreate) -> Result<TaskCreated, ApiError
     let blocked_by: Vec<TaskId> = p.blocked_by.into_iter().map(TaskId::new).collect();
     let mut tx = s.store().begin_write().await?;
     let task = tx.insert_task(&new, "user").await?;
+    if agent_depth > 0 {
+        tx.set_task_agent_depth(&task.id, agent_depth).await?;
+    }
     for (repository_id, branch) in &base_branches {
         tx.set_task_base_branch(&task.id, repository_id, branch).await?;
     }

@@ -1,7 +1,13 @@
 //! The MCP tools of spec/mcp.md. Each is a thin call into the action table (the same
 //! handler, validation, errors and events as `POST /api/v1/<action>`); what MCP adds is only
-//! the defaults a session gives (its task, its workflow), names for steps, and the scope of
-//! a session token: the workflow of the session's task.
+//! the defaults a session gives (its task, its workflow), names for steps, and what a
+//! session token may do (issue 38 item 8):
+//! - its scope, the workflow of the session's task: every argument that names a task (the
+//!   task acted on, a parent, each blocker) goes through [`Call::task`], the one check;
+//! - the agents it may start: a task it creates runs its own agent profile, and it makes an
+//!   agent run only on tasks at most `MAX_AGENT_DEPTH` agents deep
+//!   (`kandev_engine::mcp::check_agent_depth`);
+//! - at most `MAX_PENDING_QUESTIONS` questions waiting (the engine's `ask_user`).
 
 use std::sync::Arc;
 
@@ -10,8 +16,9 @@ use kandev_api_types::requests::{ById, TaskCreate, TaskList, TaskMove, TaskUpdat
 use kandev_api_types::{ErrorCode, TaskCardDto, TaskDto};
 use kandev_domain::question::QuestionStatus;
 use kandev_domain::task::Task;
-use kandev_domain::workflow::{Step, Workflow};
+use kandev_domain::workflow::{Action, Step, Workflow};
 use kandev_domain::{AgentProfileId, SessionId, TaskId};
+use kandev_engine::mcp::check_agent_depth;
 use rmcp::model::Tool;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -248,8 +255,9 @@ struct Call<'a> {
 }
 
 impl Call<'_> {
-    /// The task a tool acts on: `task_id`, else the session's task; a session token reaches
-    /// only tasks of its own task's workflow.
+    /// The task an argument names (`task_id`, a parent, a blocker), else the session's
+    /// task: the one scope check of every tool. A session token reaches only tasks of its
+    /// own task's workflow (`FORBIDDEN`); the server token reaches every task.
     async fn task(&self, task_id: Option<String>) -> Result<Task, ApiError> {
         let id = match (task_id, self.caller) {
             (Some(id), _) => TaskId::new(id),
@@ -261,6 +269,15 @@ impl Call<'_> {
         let task = self.state.store().get_task(&id).await?;
         self.check_workflow(&task.workflow_id.to_string()).await?;
         Ok(task)
+    }
+
+    /// The tasks of a list argument (`blocked_by`), each through [`Call::task`].
+    async fn tasks(&self, ids: Vec<String>) -> Result<Vec<String>, ApiError> {
+        let mut checked = Vec::with_capacity(ids.len());
+        for id in ids {
+            checked.push(self.task(Some(id)).await?.id.to_string());
+        }
+        Ok(checked)
     }
 
     /// The workflow of the session's task (a session token's scope).
@@ -359,10 +376,11 @@ impl Call<'_> {
             }
         };
         let workflow = self.workflow(&kandev_domain::WorkflowId::new(&workflow_id)).await?;
-        let step_id = match a.step {
-            Some(step) => Some(step_named(&workflow, &step)?.id.to_string()),
-            None => None,
+        let step = match &a.step {
+            Some(step) => Some(step_named(&workflow, step)?),
+            None => workflow.start_step(),
         };
+        let step_id = a.step.as_ref().and(step).map(|s| s.id.to_string());
         let parent_id = match a.parent_id.as_deref() {
             Some("current") => match self.caller {
                 Caller::Session(s) => Some(s.task_id.to_string()),
@@ -375,9 +393,16 @@ impl Call<'_> {
             Some(id) => Some(self.task(Some(id.to_owned())).await?.id.to_string()),
             None => None,
         };
-        let agent_profile_id = match a.agent_profile {
-            Some(name) => Some(self.profile_named(&name).await?.to_string()),
+        let blocked_by = self.tasks(a.blocked_by).await?;
+        let named = match a.agent_profile {
+            Some(name) => Some(self.profile_named(&name).await?),
             None => None,
+        };
+        let starts = a.start_agent
+            || step.is_some_and(|s| s.events.on_enter.contains(&Action::AutoStartAgent));
+        let (agent_profile_id, depth) = match self.caller {
+            Caller::Server => (named, 0),
+            Caller::Session(session) => self.agents_task(session, named, step, starts).await?,
         };
         let request = TaskCreate {
             workflow_id,
@@ -386,17 +411,58 @@ impl Call<'_> {
             step_id,
             repository_ids: vec![],
             repositories: vec![],
-            agent_profile_id,
+            agent_profile_id: agent_profile_id.map(|p| p.to_string()),
             start_agent: a.start_agent,
             parent_id,
-            blocked_by: a.blocked_by,
+            blocked_by,
         };
-        let created = act::<actions::TaskCreate>(self.state, request).await?;
+        let created = crate::handlers::task::create_at_depth(self.state, request, depth).await?;
         Ok(json!({ "task": created.task, "session": created.session }))
+    }
+
+    /// The profile and depth of a task an agent creates in `step`, and whether it may
+    /// `start` an agent there: the task runs the agent's own profile (naming another is
+    /// refused), and is one agent deeper than the agent's task; an agent starts only with its
+    /// own profile (not in a step that names another) and down to `MAX_AGENT_DEPTH`.
+    async fn agents_task(
+        &self,
+        session: &kandev_engine::mcp::McpSession,
+        named: Option<AgentProfileId>,
+        step: Option<&Step>,
+        starts: bool,
+    ) -> Result<(Option<AgentProfileId>, u32), ApiError> {
+        let own = self.state.store().get_session(&session.session_id).await?.agent_profile_id;
+        if named.is_some() && named != own {
+            return Err(ApiError::forbidden(
+                "an agent creates tasks only with its own agent profile; leave agent_profile \
+                 out and the task runs the agent's own",
+            ));
+        }
+        let depth = self.state.store().task_agent_depth(&session.task_id).await?;
+        let depth = depth.saturating_add(1);
+        if starts {
+            check_agent_depth(depth)?;
+            if let Some(step) = step
+                && step.agent_profile_id.is_some()
+                && step.agent_profile_id != own
+            {
+                return Err(ApiError::forbidden(format!(
+                    "step {:?} starts its agent with another agent profile, and an agent \
+                     starts agents only with its own agent profile: create the task in another \
+                     step, or without start_agent",
+                    step.name
+                )));
+            }
+        }
+        Ok((own, depth))
     }
 
     async fn update_task(&self, a: UpdateTask) -> Result<Value, ApiError> {
         let task = self.task(Some(a.task_id)).await?;
+        let blocked_by = match a.blocked_by {
+            Some(ids) => Some(self.tasks(ids).await?),
+            None => None,
+        };
         let request = TaskUpdate {
             id: task.id.to_string(),
             title: a.title,
@@ -404,7 +470,7 @@ impl Call<'_> {
             repository_ids: None,
             agent_profile_id: None,
             parent_id: None,
-            blocked_by: a.blocked_by,
+            blocked_by,
         };
         let updated = act::<actions::TaskUpdate>(self.state, request).await?;
         Ok(json!({ "task": updated.task }))
@@ -414,6 +480,11 @@ impl Call<'_> {
         let task = self.task(a.task_id).await?;
         let workflow = self.workflow(&task.workflow_id).await?;
         let step = step_named(&workflow, &a.step)?;
+        let starts =
+            step.id != task.step_id && step.events.on_enter.contains(&Action::AutoStartAgent);
+        if starts && let Caller::Session(_) = self.caller {
+            check_agent_depth(self.state.store().task_agent_depth(&task.id).await?)?;
+        }
         let request =
             TaskMove { id: task.id.to_string(), step_id: step.id.to_string(), position: None };
         let moved = act::<actions::TaskMove>(self.state, request).await?;
@@ -440,11 +511,14 @@ impl Call<'_> {
             None => format!("step {here_name:?} done"),
         };
         let metadata = json!({ "reason": "complete_step", "step": here_name });
-        self.state.engine().add_note(&session.id, text, metadata, session.epoch).await?;
         // A workflow move: the agent finished the step, so `allow_manual_move` does not apply.
-        // Made only from the step it finished: a person who moved the task meanwhile wins.
+        // Made only from the step it finished: a person who moved the task meanwhile wins, and
+        // then there is no note either.
         let engine = self.state.engine();
-        let moved = engine.move_task_from(&task.id, &task.step_id, &next_id, "agent").await?;
+        let (from, note) = (&task.step_id, (text, metadata));
+        let moved = engine
+            .complete_step(&session.id, session.epoch, &task.id, from, &next_id, note)
+            .await?;
         let Some((moved, _)) = moved else {
             return Err(ApiError::conflict(
                 "the task moved to another step meanwhile; nothing was moved (read the task again)",
