@@ -89,6 +89,8 @@ pub async fn serve(
         shutdown.clone(),
     ));
     tasks.spawn(state.engine().deliver_notifications(shutdown.clone()));
+    // Old uploads no message or queued prompt names are removed (issue 38, item 5).
+    tasks.spawn(state.engine().sweep_attachments(shutdown.clone()));
     // WebSockets whose access ended (a removed user, a changed password) are closed.
     tasks.spawn(access::watch(
         state.store().clone(),
