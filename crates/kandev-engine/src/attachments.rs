@@ -253,7 +253,9 @@ pub(crate) async fn sweep(uploads: &Uploads, store: &Store) -> Result<usize> {
     if old.is_empty() {
         return Ok(0);
     }
-    let in_use = store.attachments_in_use().await?;
+    // The queue first: a prompt that leaves it meanwhile is a stored message by the next read.
+    let mut in_use = store.queued_attachment_ids().await?;
+    in_use.extend(store.message_attachment_ids().await?);
     let unused: Vec<String> = old.into_iter().filter(|name| !in_use.contains(name)).collect();
     let mut stored = uploads.stored.lock().await;
     let removed = {

@@ -11,7 +11,6 @@
 //! both a `Store` and a `WriteTx` answer is written once, as a function of a `db::Db`.
 
 mod accounts;
-mod attachments;
 mod children;
 mod copy;
 mod db;
