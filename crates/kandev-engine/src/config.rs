@@ -24,6 +24,36 @@ pub const SETUP_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// `kandev serve --pr-poll-interval`): at most once a minute per pull request.
 pub const PR_POLL_INTERVAL: Duration = Duration::from_secs(60);
 
+/// Default per-home quota of stored attachments (`kandev serve --attachment-quota`).
+pub const ATTACHMENT_QUOTA: u64 = 1 << 30;
+
+/// The bounds of attachments (issue 38, item 5; docs/api.md "Attachments").
+#[derive(Debug, Clone)]
+pub struct AttachmentSettings {
+    /// Most bytes `$KANDEV_HOME/attachments/` may hold; an upload past it is refused.
+    pub quota: u64,
+    /// Uploads streamed to disk at once; others wait for a slot.
+    pub at_once: usize,
+    /// How long an upload waits for a slot before it is answered `BUSY`.
+    pub slot_wait: Duration,
+    /// An upload no stored message or queued prompt names is removed once it is this old.
+    pub keep_unreferenced: Duration,
+    /// How often unreferenced uploads are looked for.
+    pub sweep_every: Duration,
+}
+
+impl Default for AttachmentSettings {
+    fn default() -> Self {
+        AttachmentSettings {
+            quota: ATTACHMENT_QUOTA,
+            at_once: 8,
+            slot_wait: Duration::from_secs(30),
+            keep_unreferenced: Duration::from_secs(24 * 3600),
+            sweep_every: Duration::from_secs(3600),
+        }
+    }
+}
+
 /// Settings of the engine. Durations are the lifecycle defaults; tests shrink them.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -63,6 +93,8 @@ pub struct EngineConfig {
     /// link-local, ...; `kandev serve --allow-private-notification-targets`). Off by default:
     /// a channel URL must not make the server probe itself or its networks.
     pub allow_private_notification_targets: bool,
+    /// Attachment quota, uploads at once, and the sweep of unreferenced uploads.
+    pub attachments: AttachmentSettings,
 }
 
 impl EngineConfig {
@@ -83,6 +115,7 @@ impl EngineConfig {
             pr_poll_interval: PR_POLL_INTERVAL,
             notification_backoff: Duration::from_secs(10),
             allow_private_notification_targets: false,
+            attachments: AttachmentSettings::default(),
         }
     }
 }

@@ -14,10 +14,8 @@ use kandev_domain::{AgentProfileId, SessionId, StepId, TaskId};
 use kandev_store::Store;
 use tokio::sync::oneshot;
 
-use kandev_domain::attachment::AttachmentRef;
-
 use crate::api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
-use crate::attachments;
+use crate::attachments::{self, Upload};
 use crate::config::EngineConfig;
 use crate::create::create_session;
 use crate::error::{EngineError, Result};
@@ -99,8 +97,7 @@ impl Engine {
         id: &SessionId,
         mut request: PromptRequest,
     ) -> Result<PromptOutcome> {
-        request.attachments =
-            attachments::check(&self.inner.config.home, request.attachments).await?;
+        request.attachments = attachments::check(&self.inner.uploads, request.attachments).await?;
         self.ask(id, |reply| Command::Prompt { request, queued_by: "user", reply }).await
     }
 
@@ -143,14 +140,20 @@ impl Engine {
         attachments::read(&self.inner.config.home, id).await
     }
 
-    /// Stores an uploaded file once by its content hash (`attachment.upload`).
-    pub async fn store_attachment(
+    /// Starts an upload (`attachment.upload`): checks its name and type and waits, at most
+    /// the configured while, for an upload slot (`BUSY` past it). Its bytes are written to
+    /// disk as they come; [`Upload::finish`] stores the file once by its content hash.
+    pub async fn begin_upload(&self, name: &str, mime: &str) -> Result<Upload> {
+        attachments::begin(&self.inner.uploads, name, mime).await
+    }
+
+    /// Removes old uploads no stored message or queued prompt names, every
+    /// `attachments.sweep_every`, until `stop` (the server runs it as one of its tasks).
+    pub fn sweep_attachments(
         &self,
-        name: &str,
-        mime: &str,
-        bytes: Vec<u8>,
-    ) -> Result<AttachmentRef> {
-        attachments::store(&self.inner.config.home, name, mime, bytes).await
+        stop: tokio_util::sync::CancellationToken,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        attachments::sweep_until(self.inner.uploads.clone(), self.inner.store.clone(), stop)
     }
 
     /// Restarts the agent on the saved conversation (`fresh: false`, `session/load`) or on a
@@ -431,7 +434,7 @@ impl Engine {
         mut change: QueueChange,
     ) -> Result<Vec<QueuedPrompt>> {
         if let QueueChange::Add { attachments: list, .. } = &mut change {
-            *list = attachments::check(&self.inner.config.home, std::mem::take(list)).await?;
+            *list = attachments::check(&self.inner.uploads, std::mem::take(list)).await?;
         }
         self.ask(id, |reply| Command::Queue { change, reply }).await
     }

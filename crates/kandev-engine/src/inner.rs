@@ -42,10 +42,13 @@ pub(crate) struct Inner {
     pub shells: Shells,
     /// The links to SSH executors' hosts (`sites.rs`).
     pub links: crate::links::Links,
+    /// Upload slots and the bytes stored for the attachment quota (`attachments.rs`).
+    pub uploads: Arc<crate::attachments::Uploads>,
 }
 
 impl Inner {
     pub fn new(store: Store, config: EngineConfig, launcher: Arc<dyn Launcher>) -> Inner {
+        let uploads = Arc::new(crate::attachments::Uploads::new(&config.home, &config.attachments));
         Inner {
             store,
             config,
@@ -60,6 +63,7 @@ impl Inner {
             dev_servers: DevServers::default(),
             shells: Shells::default(),
             links: crate::links::Links::default(),
+            uploads,
         }
     }
 

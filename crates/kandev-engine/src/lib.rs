@@ -43,8 +43,11 @@ mod workflow;
 mod write;
 
 pub use api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
-pub use attachments::too_large_error;
-pub use config::{AgentCommand, EngineConfig, PR_POLL_INTERVAL, SETUP_TIMEOUT};
+pub use attachments::{Upload, too_large_error};
+pub use config::{
+    ATTACHMENT_QUOTA, AgentCommand, AttachmentSettings, EngineConfig, PR_POLL_INTERVAL,
+    SETUP_TIMEOUT,
+};
 pub use deliveries::{SIGNATURE_HEADER, signature};
 pub use devservers::{DEV_SERVER_LOG_BYTES, DevServerInfo};
 pub use engine::Engine;

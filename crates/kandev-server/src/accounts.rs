@@ -5,7 +5,7 @@
 //! Limits this module states: a password is checked with the same argon2 work whether or not
 //! the name exists (a dummy hash stands in), so neither the answer nor its time tells which
 //! names exist; a login session or a token that is revoked stops working for the next request,
-//! but a WebSocket already open with it stays open until it closes.
+//! and the WebSockets open with it are closed (`access.rs`).
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -234,6 +234,8 @@ pub async fn token_revoke(s: &AppState, who: &Identity, p: ById) -> Result<Delet
     let mut tx = s.store().begin_write().await?;
     tx.delete_token(user_id, &p.id).await?;
     tx.commit().await?;
+    // The WebSockets opened with it close now (issue 38, item 6).
+    s.live().recheck();
     Ok(Deleted { deleted: true, id: p.id })
 }
 

@@ -133,9 +133,16 @@ fn content_type_required() -> ApiError {
     )
 }
 
+/// The header an upload must carry (any value; clients send `1`): a web page cannot send it
+/// to another site without a CORS preflight, which this server never grants, so a page
+/// elsewhere cannot upload even a `text/plain` body (issue 38, item 5).
+pub const UPLOAD_HEADER: &str = "x-kandev-upload";
+
 /// `POST /api/v1/attachment.upload?name=<file name>`: the body is the file, its
-/// `content-type` the file's type (composer spec; docs/api.md "Attachments"). Form content
-/// types are refused, as everywhere in the API. Answers `{attachment: {id, name, mime, size}}`.
+/// `content-type` the file's type (composer spec; docs/api.md "Attachments"), with the header
+/// [`UPLOAD_HEADER`]. Form content types are refused, as everywhere in the API. The body is
+/// written to disk as it arrives (`kandev_engine::Upload`). Answers `{attachment: {id, name,
+/// mime, size}}`.
 pub async fn upload(
     State(state): State<AppState>,
     Query(query): Query<HashMap<String, String>>,
@@ -155,6 +162,13 @@ async fn store_upload(
     headers: &HeaderMap,
     body: Body,
 ) -> Result<kandev_domain::attachment::AttachmentRef, ApiError> {
+    if !headers.contains_key(UPLOAD_HEADER) {
+        return Err(ApiError::bad_request(
+            "send the header x-kandev-upload: 1 with the file (a web page cannot send it to \
+             another site): curl -H 'x-kandev-upload: 1' --data-binary @file \
+             '<server>/api/v1/attachment.upload?name=file'",
+        ));
+    }
     let Some(name) = query.get("name") else {
         return Err(ApiError::validation(
             "name is required: POST /api/v1/attachment.upload?name=<file name> with the file as the body",
@@ -167,19 +181,50 @@ async fn store_upload(
             "send the file itself as the body, with its own content-type (curl --data-binary @file)",
         ));
     }
-    let limit = MAX_ATTACHMENT_BYTES as usize;
+    // Waits (bounded) for an upload slot before any of the body is read.
+    let mut upload = state.engine().begin_upload(name, mime).await?;
     let wait = state.config().read_timeout.max(std::time::Duration::from_secs(60));
-    let bytes = match tokio::time::timeout(wait, read_body(body, limit)).await {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(_)) => return Err(kandev_engine::too_large_error().into()),
-        Err(_) => {
-            return Err(ApiError::bad_request(format!(
-                "the file did not arrive within {} s; send it at once",
-                wait.as_secs_f64()
-            )));
+    let mut stream = body.into_data_stream();
+    let received = tokio::time::timeout(wait, async {
+        while let Some(frame) = stream.next().await {
+            let Ok(chunk) = frame else {
+                return Err(ApiError::bad_request("the upload was cut off; send the file again"));
+            };
+            if let Err(err) = upload.write(&chunk).await {
+                if matches!(err, kandev_engine::EngineError::Validation(_)) {
+                    // Too large: read (and drop) the rest, so the client gets the answer.
+                    drain(&mut stream, MAX_ATTACHMENT_BYTES as usize).await;
+                }
+                return Err(err.into());
+            }
         }
-    };
-    Ok(state.engine().store_attachment(name, mime, bytes.to_vec()).await?)
+        Ok(())
+    })
+    .await;
+    match received {
+        Ok(Ok(())) => Ok(upload.finish().await?),
+        Ok(Err(err)) => Err(err),
+        Err(_) => Err(ApiError::bad_request(format!(
+            "the file did not arrive within {} s; send it at once",
+            wait.as_secs_f64()
+        ))),
+    }
+}
+
+/// Reads and drops the rest of a refused body, up to [`DRAIN_BYTES`] (or `seen`, when
+/// larger) in all: see there.
+async fn drain<S, E>(stream: &mut S, seen: usize)
+where
+    S: futures::Stream<Item = Result<Bytes, E>> + Unpin,
+{
+    let mut seen = seen;
+    let limit = DRAIN_BYTES.max(seen);
+    while let Some(Ok(chunk)) = stream.next().await {
+        seen = seen.saturating_add(chunk.len());
+        if seen > limit {
+            return;
+        }
+    }
 }
 
 /// `GET /api/v1/attachment/<id>?mime=<type>`: a stored attachment, for the transcript's

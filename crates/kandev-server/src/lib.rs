@@ -1,6 +1,7 @@
 //! Kandev's HTTP + WebSocket API: one action table served at `POST /api/v1/<action>` and over
 //! `GET /ws`, live notifications with replay, and the security checks of api.md.
 
+mod access;
 mod accounts;
 mod board_cache;
 mod bootstrap;
@@ -88,6 +89,15 @@ pub async fn serve(
         shutdown.clone(),
     ));
     tasks.spawn(state.engine().deliver_notifications(shutdown.clone()));
+    // Old uploads no message or queued prompt names are removed (issue 38, item 5).
+    tasks.spawn(state.engine().sweep_attachments(shutdown.clone()));
+    // WebSockets whose access ended (a removed user, a changed password) are closed.
+    tasks.spawn(access::watch(
+        state.store().clone(),
+        state.live().clone(),
+        access::RECHECK,
+        shutdown.clone(),
+    ));
     tasks.spawn(ws::fan_out(state.store().subscribe(), state.routes().clone(), shutdown.clone()));
     // Open pull requests are polled while the server serves (their merge moves tasks).
     tasks.spawn(state.engine().clone().poll_pull_requests(shutdown.clone()));

@@ -95,6 +95,15 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
                 return too_many_guesses(wait, false);
             }
             if let Some(identity) = found {
+                let headers = request.headers();
+                let credential = crate::access::credential_of(
+                    &identity,
+                    cookie(headers, SESSION_COOKIE),
+                    presented_token(headers),
+                );
+                if let Some(credential) = credential {
+                    request.extensions_mut().insert(credential);
+                }
                 request.extensions_mut().insert(identity);
                 return next.run(request).await;
             }

@@ -9,6 +9,7 @@ use kandev_store::{Retention, Store};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::access::Live;
 use crate::accounts::{LoginLimiter, PasswordChecks};
 use crate::board_cache::BoardCache;
 use crate::routes::Routes;
@@ -104,6 +105,8 @@ struct Inner {
     tasks: TaskTracker,
     /// The last few `task.list` answers, while no card changed (`board_cache.rs`).
     board_cache: BoardCache,
+    /// The WebSockets open with a user's credential, closed when it ends (`access.rs`).
+    live: Live,
 }
 
 impl AppState {
@@ -119,12 +122,17 @@ impl AppState {
             routes: Arc::default(),
             tasks: TaskTracker::new(),
             board_cache: BoardCache::default(),
+            live: Live::default(),
         };
         AppState { inner: Arc::new(inner) }
     }
 
     pub(crate) fn routes(&self) -> &Arc<Routes<Frame>> {
         &self.inner.routes
+    }
+
+    pub(crate) fn live(&self) -> &Live {
+        &self.inner.live
     }
 
     pub(crate) fn board_cache(&self) -> &BoardCache {

@@ -322,15 +322,18 @@ async fn token_login(
 /// `POST /logout`: ends the login session the cookie names and clears both cookies.
 pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(secret) = cookie(&headers, SESSION_COOKIE) {
+        let hash = secret_hash(secret);
         let ended = async {
             let mut tx = state.store().begin_write().await?;
-            tx.delete_login_session(&secret_hash(secret)).await?;
+            tx.delete_login_session(&hash).await?;
             tx.commit().await
         };
         if let Err(err) = ended.await {
             tracing::error!(error = %err, "cannot end a login session");
             return ApiError::from(err).into_response();
         }
+        // Its WebSockets close too (issue 38, item 6).
+        state.live().end_session(&hash);
     }
     let mut response = redirect(LOGIN_PATH);
     let secure = secure(&state);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::Extension;
 use axum::extract::State;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
 use kandev_api_types::actions;
 use kandev_api_types::notifications::{
@@ -24,6 +24,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use crate::access::Credential;
 use crate::accounts::Identity;
 use crate::dispatch::decode;
 use crate::http::{human_bytes, parse_json};
@@ -82,13 +83,25 @@ pub async fn fan_out(
 pub async fn upgrade(
     State(state): State<AppState>,
     Extension(identity): Extension<Identity>,
+    credential: Option<Extension<Credential>>,
     ws: WebSocketUpgrade,
 ) -> Response {
+    // Registered while it is open, so it closes when its access ends (`access.rs`).
+    let credential = credential.map(|Extension(c)| c);
+    let access =
+        match state.live().register(state.store(), &identity, credential, state.closing()).await {
+            Ok(Some(access)) => access,
+            Ok(None) => return ApiError::unauthorized().into_response(),
+            Err(err) => return ApiError::from(err).into_response(),
+        };
     ws.max_message_size(HARD_FRAME_LIMIT)
         .max_frame_size(HARD_FRAME_LIMIT)
         .read_buffer_size(SOCKET_BUFFER)
         .write_buffer_size(SOCKET_BUFFER)
-        .on_upgrade(move |socket| connection(state, identity, socket))
+        .on_upgrade(move |socket| async move {
+            connection(state, identity, socket, access.ending()).await;
+            drop(access);
+        })
 }
 
 /// A frame from the client.
@@ -176,8 +189,14 @@ enum SubscriptionCommand {
     Unsubscribe { id: Value, request: Unsubscribe },
 }
 
-/// One WebSocket; every request on it runs as `identity`, who opened it.
-async fn connection(state: AppState, identity: Identity, socket: WebSocket) {
+/// One WebSocket; every request on it runs as `identity`, who opened it. It closes when
+/// `closing` is cancelled (shutdown, or the end of its access).
+async fn connection(
+    state: AppState,
+    identity: Identity,
+    socket: WebSocket,
+    closing: CancellationToken,
+) {
     let (mut sink, mut stream) = socket.split();
     let config = state.config();
     let outbox = Outbox::new(config.ws_queue_bytes, config.ws_queue_wait);
@@ -213,7 +232,6 @@ async fn connection(state: AppState, identity: Identity, socket: WebSocket) {
     let store = state.store().clone();
     let subscriptions =
         tasks.spawn(subscriptions(store, followed, frames, command_rx, outbox.clone()));
-    let closing = state.closing().clone();
     // This connection's terminal streams; dropped (stopped) when it ends.
     let mut streams = Streams::default();
     loop {

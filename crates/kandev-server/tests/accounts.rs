@@ -5,11 +5,13 @@
 
 mod common;
 
-use common::{TestServer, WAIT, of_kind, step_id};
+use common::{TestServer, WAIT, Ws, of_kind, step_id};
+use futures::StreamExt;
 use kandev_server::ServerConfig;
 use reqwest::header::{COOKIE, LOCATION, RETRY_AFTER, SET_COOKIE};
 use reqwest::redirect::Policy;
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 
@@ -355,4 +357,90 @@ async fn i21_d6_cookie_secure_marks_every_login_cookie_secure() {
         .unwrap()
         .to_owned();
     assert!(!set.contains("Secure"), "plain HTTP by default: {set}");
+}
+
+/// A WebSocket opened with a `Cookie` or `Authorization` header.
+async fn ws_with(server: &TestServer, auth: (&'static str, &str)) -> Ws {
+    let mut request = format!("ws://{}/ws", server.addr).into_client_request().unwrap();
+    request.headers_mut().insert(auth.0, HeaderValue::from_str(auth.1).unwrap());
+    let (stream, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    Ws::new(stream)
+}
+
+/// Waits (bounded, generously) until the server closes `ws`: a close frame, the end of the
+/// stream or an error.
+async fn wait_closed(ws: &mut Ws, what: &str) {
+    let closed = tokio::time::timeout(WAIT, async {
+        loop {
+            match ws.stream.next().await {
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "{what}: still open after {WAIT:?}");
+}
+
+/// The name `user.me` answers on a WebSocket (the socket still works).
+async fn ws_user(ws: &mut Ws) -> Value {
+    ws.call("user.me", json!({})).await["payload"]["user"]["name"].clone()
+}
+
+/// Issue 38, item 6: a logout closes the WebSockets opened with that login session (and the
+/// terminal streams on them); another login session of the same user keeps its own.
+#[tokio::test]
+async fn i38_6_logout_closes_the_websockets_of_that_login_session() {
+    let server = TestServer::start().await;
+    add_user(&server, "alice").await;
+    let (ended, kept) = (login(&server, "alice").await, login(&server, "alice").await);
+    let mut ws = ws_with(&server, ("Cookie", &ended)).await;
+    let mut other = ws_with(&server, ("Cookie", &kept)).await;
+    assert_eq!(ws_user(&mut ws).await, "alice");
+    let out =
+        browser().post(server.url("/logout")).header(COOKIE, ended.as_str()).send().await.unwrap();
+    assert_eq!(out.status().as_u16(), 303);
+    wait_closed(&mut ws, "the socket of the login session that logged out").await;
+    assert_eq!(ws_user(&mut other).await, "alice", "the other login session's socket works");
+}
+
+/// Issue 38, item 6: `user.token.revoke` closes the WebSockets opened with that token; the
+/// user's other token and login session keep theirs. A keep-alive HTTP connection cannot go
+/// on with the revoked token either: every request is checked.
+#[tokio::test]
+async fn i38_6_a_revoked_token_closes_the_websockets_opened_with_it() {
+    let server = TestServer::start().await;
+    add_user(&server, "alice").await;
+    let cookie = login(&server, "alice").await;
+    let session = ("Cookie", cookie.as_str());
+    let mut bearers = vec![];
+    let mut ids = vec![];
+    for name in ["ci", "laptop"] {
+        let (status, created) =
+            act(&server, session, "user.token.create", json!({"name": name})).await;
+        assert_eq!(status, 200, "{created}");
+        bearers.push(format!("Bearer {}", created["secret"].as_str().unwrap()));
+        ids.push(created["token"]["id"].as_str().unwrap().to_owned());
+    }
+    let mut ws = ws_with(&server, ("Authorization", &bearers[0])).await;
+    let mut other = ws_with(&server, ("Authorization", &bearers[1])).await;
+    let mut by_cookie = ws_with(&server, session).await;
+    assert_eq!(ws_user(&mut ws).await, "alice");
+    let keep_alive = browser();
+    let list = |client: &reqwest::Client| {
+        client
+            .post(server.url("/api/v1/workspace.list"))
+            .header("Authorization", bearers[0].as_str())
+            .json(&json!({}))
+            .send()
+    };
+    assert_eq!(list(&keep_alive).await.unwrap().status().as_u16(), 200);
+
+    let (status, body) = act(&server, session, "user.token.revoke", json!({"id": ids[0]})).await;
+    assert_eq!(status, 200, "{body}");
+    wait_closed(&mut ws, "the socket opened with the revoked token").await;
+    assert_eq!(ws_user(&mut other).await, "alice", "the other token's socket works");
+    assert_eq!(ws_user(&mut by_cookie).await, "alice", "the login session's socket works");
+    let again = list(&keep_alive).await.unwrap();
+    assert_eq!(again.status().as_u16(), 401, "the same keep-alive client, revoked token");
 }

@@ -4,8 +4,14 @@
 
 mod common;
 
-use common::{TestServer, of_kind};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use common::{TestServer, WAIT, of_kind};
+use kandev_server::ServerConfig;
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 
 /// A small PNG-looking file (the mock agent only counts the bytes it receives).
 fn png() -> Vec<u8> {
@@ -278,4 +284,181 @@ async fn i18_a5_a_stored_image_is_served_for_thumbnails_and_nothing_else_runs_in
     let traversal =
         reqwest::get(server.url("/api/v1/attachment/..%2F..%2Fkandev.db")).await.unwrap();
     assert_eq!(traversal.status(), 404);
+}
+
+/// A server whose attachment settings `tune` adjusts.
+async fn server_with(tune: impl FnOnce(&mut kandev_engine::AttachmentSettings)) -> TestServer {
+    let dir = tempfile::tempdir().unwrap();
+    TestServer::start_tuned(ServerConfig::default(), dir, |config| tune(&mut config.attachments))
+        .await
+}
+
+/// An upload over a raw socket: the request head of a `total`-byte body and its first bytes;
+/// the rest follows with [`finish_upload`].
+async fn start_upload(server: &TestServer, name: &str, total: usize, first: &[u8]) -> TcpStream {
+    let mut socket = TcpStream::connect(server.addr).await.unwrap();
+    let head = format!(
+        "POST /api/v1/attachment.upload?name={name} HTTP/1.1\r\nhost: {}\r\n\
+         content-type: application/octet-stream\r\nx-kandev-upload: 1\r\n\
+         content-length: {total}\r\nconnection: close\r\n\r\n",
+        server.addr
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    socket.write_all(first).await.unwrap();
+    socket
+}
+
+/// Sends the rest of the body; the answer's status and JSON body.
+async fn finish_upload(mut socket: TcpStream, rest: &[u8]) -> (u16, Value) {
+    socket.write_all(rest).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(WAIT, socket.read_to_end(&mut answer)).await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    let status = text.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+fn attachments_dir(server: &TestServer) -> PathBuf {
+    server.dir.path().join("attachments")
+}
+
+/// The sizes of the upload files being written (`.<uuid>.part`) in `dir`.
+fn parts(dir: &Path) -> Vec<u64> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".part"))
+        .filter_map(|e| e.metadata().ok().map(|m| m.len()))
+        .collect()
+}
+
+/// Waits (bounded) until `done` holds. A file has no event to wait for: look again often.
+async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let waited = tokio::time::timeout(WAIT, async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(waited.is_ok(), "{what}: not within {WAIT:?}");
+}
+
+/// Issue 38, item 5: an upload is written to disk as it arrives (hashed on the way), never
+/// held whole in memory: half a body is already in a file while the rest is on its way.
+#[tokio::test]
+async fn i38_5_an_upload_is_written_to_disk_as_it_arrives() {
+    let server = TestServer::start().await;
+    let body: Vec<u8> = (0..4 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let (first, rest) = body.split_at(2 * 1024 * 1024);
+    let socket = start_upload(&server, "big.bin", body.len(), first).await;
+    let dir = attachments_dir(&server);
+    wait_for("half the body in a file", || parts(&dir).iter().any(|&n| n >= 1024 * 1024)).await;
+    let (status, answer) = finish_upload(socket, rest).await;
+    assert_eq!(status, 200, "{answer}");
+    let id = answer["attachment"]["id"].as_str().unwrap();
+    assert_eq!(std::fs::read(dir.join(id)).unwrap(), body, "stored whole under its hash");
+    assert!(parts(&dir).is_empty(), "no part file is left");
+}
+
+/// Issue 38, item 5: uploads at once are bounded; past the bound an upload waits for a slot,
+/// and is answered `BUSY` when none frees in time. A slot frees when its upload ends.
+#[tokio::test]
+async fn i38_5_uploads_at_once_are_bounded() {
+    let server = server_with(|a| {
+        a.at_once = 1;
+        a.slot_wait = Duration::from_millis(200);
+    })
+    .await;
+    let dir = attachments_dir(&server);
+    let holder = start_upload(&server, "slow.bin", 2048, &[1; 1024]).await;
+    wait_for("the first upload writing", || !parts(&dir).is_empty()).await;
+    let (status, body) = server.upload("b.txt", "text/plain", b"second".to_vec()).await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("BUSY")), "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("uploads at once") && message.contains("try again"), "{message}");
+    let (status, answer) = finish_upload(holder, &[1; 1024]).await;
+    assert_eq!(status, 200, "{answer}");
+    let (status, body) = server.upload("b.txt", "text/plain", b"second".to_vec()).await;
+    assert_eq!(status, 200, "the slot is free again: {body}");
+}
+
+/// Issue 38, item 5: the attachments of a home have a quota (`serve --attachment-quota`); an
+/// upload past it is refused saying what to do and leaves nothing; a file already stored
+/// uploads again (it costs nothing).
+#[tokio::test]
+async fn i38_5_an_upload_past_the_quota_is_refused_saying_what_to_do() {
+    let server = server_with(|a| a.quota = 1024 * 1024).await;
+    let first = vec![1u8; 600 * 1024];
+    let (status, body) = server.upload("a.bin", "application/octet-stream", first.clone()).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server.upload("again.bin", "application/octet-stream", first).await;
+    assert_eq!(status, 200, "the same file again adds nothing: {body}");
+    let (status, body) =
+        server.upload("b.bin", "application/octet-stream", vec![2u8; 600 * 1024]).await;
+    assert_eq!((status, body["code"].as_str()), (503, Some("UNAVAILABLE")), "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("quota") && message.contains("--attachment-quota"), "{message}");
+    let dir = attachments_dir(&server);
+    let files = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(files, 1, "only the first file is stored, no part file is left");
+}
+
+/// Sets a file's modification time `age` in the past.
+fn age(path: &Path, age: Duration) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(SystemTime::now() - age).unwrap();
+}
+
+/// Issue 38, item 5: uploads no stored message or queued prompt names are removed once a day
+/// old; those a message or a queued prompt names stay, and so do recent ones.
+#[tokio::test]
+async fn i38_5_unreferenced_uploads_older_than_a_day_are_removed() {
+    let server = server_with(|a| a.sweep_every = Duration::from_millis(50)).await;
+    let (_, session) = server.session(None).await;
+    server
+        .call("message.queue.auto_run.set", json!({"session_id": session, "enabled": false}))
+        .await;
+    let in_message = upload(&server, "m.txt", "text/plain", b"in a message".to_vec()).await;
+    let in_queue = upload(&server, "q.txt", "text/plain", b"in the queue".to_vec()).await;
+    turn_with(&server, &session, "see", json!([in_message])).await;
+    server
+        .call(
+            "message.queue.add",
+            json!({"session_id": session, "content": "later", "attachments": [in_queue]}),
+        )
+        .await;
+    let orphan = upload(&server, "o.txt", "text/plain", b"named by nothing".to_vec()).await;
+    let fresh = upload(&server, "f.txt", "text/plain", b"named by nothing yet".to_vec()).await;
+    let dir = attachments_dir(&server);
+    let path = |a: &Value| dir.join(a["id"].as_str().unwrap());
+    let two_days = Duration::from_secs(2 * 24 * 3600);
+    // The kept ones first: when the orphan is gone, a sweep saw them old too.
+    age(&path(&in_message), two_days);
+    age(&path(&in_queue), two_days);
+    age(&path(&orphan), two_days);
+    wait_for("the old unreferenced upload removed", || !path(&orphan).exists()).await;
+    for (what, kept) in [("in a message", &in_message), ("queued", &in_queue), ("new", &fresh)] {
+        assert!(path(kept).exists(), "the upload {what} is kept");
+    }
+}
+
+/// Issue 38, item 5: the sweep gives the quota back: a full quota refuses an upload until an
+/// old upload nothing names is removed, then takes it.
+#[tokio::test]
+async fn i38_5_the_sweep_gives_the_quota_back() {
+    let server = server_with(|a| {
+        a.quota = 1024 * 1024;
+        a.sweep_every = Duration::from_millis(50);
+    })
+    .await;
+    let old = upload(&server, "old.bin", "application/octet-stream", vec![1; 600 * 1024]).await;
+    let next = vec![2u8; 600 * 1024];
+    let (status, body) = server.upload("next.bin", "application/octet-stream", next.clone()).await;
+    assert_eq!(status, 503, "the quota is full: {body}");
+    let path = attachments_dir(&server).join(old["id"].as_str().unwrap());
+    age(&path, Duration::from_secs(2 * 24 * 3600));
+    wait_for("the old upload removed", || !path.exists()).await;
+    let (status, body) = server.upload("next.bin", "application/octet-stream", next).await;
+    assert_eq!(status, 200, "room again: {body}");
 }

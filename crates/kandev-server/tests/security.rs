@@ -226,3 +226,43 @@ async fn i12_f9_token_guesses_are_rate_limited() {
     let body: serde_json::Value = api.json().await.unwrap();
     assert_eq!(body["code"], "RATE_LIMITED");
 }
+
+/// Issue 38, item 5: `attachment.upload` took a CORS-simple request (`text/plain`, no
+/// `Origin`), which any web page may send to 127.0.0.1 without asking. It now needs the
+/// `x-kandev-upload` header, which a page cannot send to another site without a preflight
+/// (never granted); text files still upload with it, as curl and the UI send them.
+#[tokio::test]
+async fn i38_5_a_browser_cannot_upload_cross_site_without_a_preflight() {
+    let server = TestServer::start().await;
+    let http = reqwest::Client::new();
+    let url = server.url("/api/v1/attachment.upload?name=notes.txt");
+    for content_type in ["text/plain", "text/plain;charset=UTF-8", "application/octet-stream"] {
+        let simple = http
+            .post(&url)
+            .header("Content-Type", content_type)
+            .body("what a page posts")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(simple.status().as_u16(), 400, "{content_type}");
+        let answer: serde_json::Value = simple.json().await.unwrap();
+        assert_eq!(answer["code"], "BAD_REQUEST");
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.contains("x-kandev-upload: 1"), "{message}");
+    }
+    let dir = server.dir.path().join("attachments");
+    let stored = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(stored, 0, "nothing was stored");
+
+    let text = http
+        .post(&url)
+        .header("Content-Type", "text/plain")
+        .header("X-Kandev-Upload", "1")
+        .body("a text file")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(text.status().as_u16(), 200);
+    let answer: serde_json::Value = text.json().await.unwrap();
+    assert_eq!(answer["attachment"]["mime"], "text/plain");
+}

@@ -104,7 +104,43 @@ async fn get(mut db: Db<'_>, id: &str) -> Result<Message> {
         .and_then(Message::try_from)
 }
 
+/// Adds the `id`s of a JSON list of `{id, ...}` (`attachments` in a user message's metadata,
+/// a queued prompt's `attachments` column). Text that is not JSON is an error: a row the
+/// attachment sweep cannot read must not let it remove what the row may name.
+pub(crate) fn attachment_ids(
+    text: &str,
+    key: Option<&str>,
+    into: &mut std::collections::HashSet<String>,
+) -> Result<()> {
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| StoreError::Corrupt(format!("attachments of a stored row: {e}")))?;
+    let list = match key {
+        Some(key) => value.get(key),
+        None => Some(&value),
+    };
+    let Some(list) = list.and_then(serde_json::Value::as_array) else { return Ok(()) };
+    into.extend(list.iter().filter_map(|a| a.get("id")?.as_str().map(str::to_owned)));
+    Ok(())
+}
+
 impl Store {
+    /// The ids of the attachments stored user messages name (issue 38: the sweep keeps
+    /// them). Reads every user message whose metadata mentions attachments: a scan, which
+    /// the sweep runs at most hourly and only when old uploads exist.
+    pub async fn message_attachment_ids(&self) -> Result<std::collections::HashSet<String>> {
+        let metadata: Vec<String> = crate::sql::query_scalar(
+            "SELECT metadata FROM messages WHERE kind = 'user' \
+             AND metadata LIKE '%\"attachments\"%'",
+        )
+        .fetch_all(&self.read)
+        .await?;
+        let mut ids = std::collections::HashSet::new();
+        for text in metadata {
+            attachment_ids(&text, Some("attachments"), &mut ids)?;
+        }
+        Ok(ids)
+    }
+
     /// A fresh message id, for a message a writer announces before it is stored
     /// ([`WriteTx::insert_message_as`]).
     pub fn new_message_id(&self) -> MessageId {

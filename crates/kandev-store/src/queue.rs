@@ -73,6 +73,20 @@ impl Store {
     pub async fn list_queue(&self, session_id: &SessionId) -> Result<Vec<QueuedPrompt>> {
         list(self.db(), session_id).await
     }
+
+    /// The ids of the attachments queued prompts name (issue 38: the sweep keeps them).
+    pub async fn queued_attachment_ids(&self) -> Result<std::collections::HashSet<String>> {
+        let lists: Vec<String> = crate::sql::query_scalar(
+            "SELECT attachments FROM queued_prompts WHERE attachments <> '[]'",
+        )
+        .fetch_all(&self.read)
+        .await?;
+        let mut ids = std::collections::HashSet::new();
+        for text in lists {
+            crate::messages::attachment_ids(&text, None, &mut ids)?;
+        }
+        Ok(ids)
+    }
 }
 
 impl WriteTx {

@@ -114,6 +114,15 @@ pub struct ServeArgs {
     /// when a host name resolves to one at send time, and no proxy is used.
     #[arg(long, env = "KANDEV_ALLOW_PRIVATE_NOTIFICATION_TARGETS")]
     pub allow_private_notification_targets: bool,
+    /// Most bytes of attachments the home keeps (e.g. 1GiB, 500MiB): an upload past it is
+    /// refused. Uploads no message names are removed after a day.
+    #[arg(
+        long,
+        env = "KANDEV_ATTACHMENT_QUOTA",
+        default_value = "1GiB",
+        value_parser = parse_size
+    )]
+    pub attachment_quota: u64,
     /// With `--runner local`: how long a runner keeps the agents while no server is connected.
     #[arg(long, env = "KANDEV_RUNNER_GRACE", default_value = "10m", value_parser = parse_duration)]
     pub runner_grace: Duration,
@@ -167,6 +176,31 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     millis.map(Duration::from_millis).ok_or_else(wrong)
 }
 
+/// A size such as `1GiB`, `500MiB`, `64KiB` (`G`, `M`, `K` the same) or a bare number of
+/// bytes; more than 0.
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let wrong = || {
+        format!("{text:?} is not a size; write e.g. 1GiB, 500MiB or 64KiB (a bare number is bytes)")
+    };
+    let n: u64 = number.parse().map_err(|_| wrong())?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        "t" | "tib" => 40,
+        _ => return Err(wrong()),
+    };
+    match n.checked_mul(1 << shift) {
+        Some(0) => Err(format!("{text:?}: the size must be more than 0")),
+        Some(bytes) => Ok(bytes),
+        None => Err(wrong()),
+    }
+}
+
 /// `first-last` (inclusive), e.g. `41000-41999`.
 fn parse_port_range(text: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
     let wrong =
@@ -202,6 +236,7 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
     config.dev_server_ports = args.dev_server_ports.clone();
     config.pr_poll_interval = args.pr_poll_interval;
     config.allow_private_notification_targets = args.allow_private_notification_targets;
+    config.attachments.quota = args.attachment_quota;
     Ok(config)
 }
 
@@ -379,7 +414,7 @@ pub(crate) fn init_tracing() {
 
 #[cfg(test)]
 mod tests {
-    use super::{ServeArgs, engine_config, parse_duration, parse_port_range};
+    use super::{ServeArgs, engine_config, parse_duration, parse_port_range, parse_size};
     use clap::Parser;
     use std::time::Duration;
 
@@ -399,6 +434,18 @@ mod tests {
         assert_eq!(parse_port_range("8080-8080"), Ok(8080..=8080));
         for wrong in ["41000", "2-1", "0-10", "a-b", "1-70000"] {
             assert!(parse_port_range(wrong).is_err(), "{wrong}");
+        }
+    }
+
+    #[test]
+    fn i38_5_attachment_quota_sizes_parse() {
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("500MiB"), Ok(500 << 20));
+        assert_eq!(parse_size("64k"), Ok(64 << 10));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        assert_eq!(parse_size("1000"), Ok(1000), "bytes");
+        for wrong in ["0", "0GiB", "1GB", "GiB", "-1", "1.5GiB", "99999999999TiB"] {
+            assert!(parse_size(wrong).is_err(), "{wrong}");
         }
     }
 

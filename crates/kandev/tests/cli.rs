@@ -280,3 +280,117 @@ async fn i20_d21_a_cleanup_script_dies_with_its_remote_op() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+const PASSWORD: &str = "correct horse battery";
+
+/// Logs `name` in through the form; returns the session cookie (`kandev_session=<secret>`).
+async fn login(server: &Server, name: &str) -> String {
+    let browser =
+        reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let response = browser
+        .post(format!("{}/login", server.url))
+        .form(&[("name", name), ("password", PASSWORD)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 303, "login of {name}");
+    let set = response.headers()["set-cookie"].to_str().unwrap();
+    set.split(';').next().unwrap().to_owned()
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A WebSocket on `/ws` opened with a `Cookie` or `Authorization` header.
+async fn socket(server: &Server, auth: (&'static str, &str)) -> Socket {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let url = format!("{}/ws", server.url.replacen("http://", "ws://", 1));
+    let mut request = url.into_client_request().unwrap();
+    request.headers_mut().insert(auth.0, auth.1.parse().unwrap());
+    tokio_tungstenite::connect_async(request).await.unwrap().0
+}
+
+/// Asks `user.me` on the socket; the user's name in the answer.
+async fn socket_user(socket: &mut Socket) -> Value {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let request = json!({"id": "me", "type": "request", "action": "user.me", "payload": {}});
+    socket.send(Message::text(request.to_string())).await.unwrap();
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(10), socket.next()).await;
+        let message = next.expect("an answer in time").expect("open").expect("a frame");
+        if let Message::Text(text) = message {
+            let frame: Value = serde_json::from_str(&text).unwrap();
+            if frame["id"] == "me" {
+                return frame["payload"]["user"]["name"].clone();
+            }
+        }
+    }
+}
+
+/// Waits (bounded, generously) until the server closes `socket`.
+async fn wait_closed(socket: &mut Socket, what: &str) {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match socket.next().await {
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "{what}: still open after 10 s");
+}
+
+/// A server on a home with alice and bob, bob's login cookie and a personal token of bob's.
+async fn server_with_bob() -> (Server, std::path::PathBuf, String, String) {
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().to_path_buf();
+    for name in ["alice", "bob"] {
+        stdout(&user_command(&path, &["add", name], &format!("{PASSWORD}\n")));
+    }
+    let secret = stdout(&user_command(&path, &["token", "create", "bob", "ci"], ""));
+    let server = start_server_in(home).await;
+    let cookie = login(&server, "bob").await;
+    (server, path, cookie, format!("Bearer {}", secret.trim()))
+}
+
+/// Issue 38, item 6: `kandev user remove` (another process, on the database) closes every
+/// WebSocket of that user, opened with a login session or a personal token; others' stay.
+#[tokio::test]
+async fn i38_6_user_remove_closes_every_websocket_of_that_user() {
+    let (server, home, cookie, bearer) = server_with_bob().await;
+    let mut by_cookie = socket(&server, ("cookie", &cookie)).await;
+    let mut by_token = socket(&server, ("authorization", &bearer)).await;
+    let alice_cookie = login(&server, "alice").await;
+    let mut alice = socket(&server, ("cookie", &alice_cookie)).await;
+    assert_eq!(socket_user(&mut by_cookie).await, "bob");
+    assert_eq!(socket_user(&mut by_token).await, "bob");
+
+    stdout(&user_command(&home, &["remove", "bob"], ""));
+    wait_closed(&mut by_cookie, "bob's socket opened with his login").await;
+    wait_closed(&mut by_token, "bob's socket opened with his token").await;
+    assert_eq!(socket_user(&mut alice).await, "alice", "alice's socket works");
+}
+
+/// Issue 38, item 6: `kandev user passwd` closes every WebSocket of that user, those opened
+/// with a personal token too (the token itself stays valid, so the client may reconnect);
+/// others' stay.
+#[tokio::test]
+async fn i38_6_a_password_change_closes_every_websocket_of_that_user() {
+    let (server, home, cookie, bearer) = server_with_bob().await;
+    let mut by_cookie = socket(&server, ("cookie", &cookie)).await;
+    let mut by_token = socket(&server, ("authorization", &bearer)).await;
+    let alice_cookie = login(&server, "alice").await;
+    let mut alice = socket(&server, ("cookie", &alice_cookie)).await;
+    assert_eq!(socket_user(&mut by_token).await, "bob");
+
+    stdout(&user_command(&home, &["passwd", "bob"], "another horse battery\n"));
+    wait_closed(&mut by_cookie, "bob's socket opened with his login").await;
+    wait_closed(&mut by_token, "bob's socket opened with his token").await;
+    assert_eq!(socket_user(&mut alice).await, "alice", "alice's socket works");
+    let mut again = socket(&server, ("authorization", &bearer)).await;
+    assert_eq!(socket_user(&mut again).await, "bob", "the token itself still works");
+}

@@ -89,6 +89,7 @@ async fn i20_d15_an_attachment_linked_to_a_remote_agent_is_a_file_on_the_build_h
         .post(format!("{}/api/v1/attachment.upload", server.url))
         .query(&[("name", "data.bin")])
         .header("content-type", "application/octet-stream")
+        .header("x-kandev-upload", "1")
         .body(bytes.clone())
         .send()
         .await

@@ -48,15 +48,16 @@ export async function call<A extends ActionName>(
 }
 
 /**
- * Uploads a file (`POST /api/v1/attachment.upload?name=`, the file itself as the body) and
- * returns the reference `message.add` takes.
+ * Uploads a file (`POST /api/v1/attachment.upload?name=`, the file itself as the body, with
+ * the `x-kandev-upload` header the server requires so no other site can upload) and returns
+ * the reference `message.add` takes.
  */
 export async function uploadAttachment(file: File): Promise<AttachmentDto> {
   let response: Response;
   try {
     response = await fetch(`/api/v1/attachment.upload?name=${encodeURIComponent(file.name || 'pasted')}`, {
       method: 'POST',
-      headers: { 'content-type': file.type || 'application/octet-stream' },
+      headers: { 'content-type': file.type || 'application/octet-stream', 'x-kandev-upload': '1' },
       body: file,
       credentials: 'same-origin',
     });

@@ -127,6 +127,7 @@ impl TestServer {
             .post(self.url("/api/v1/attachment.upload"))
             .query(&[("name", name)])
             .header("content-type", mime)
+            .header("x-kandev-upload", "1")
             .body(bytes);
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);

@@ -1,0 +1,271 @@
+//! Access that ends must end everywhere (issue 38, item 6): the WebSockets open with a login
+//! session or a personal token, by the credential that opened them, and their closing when
+//! that credential ends.
+//!
+//! An HTTP request is checked by the guard each time (a keep-alive connection gains nothing),
+//! but a WebSocket is checked once, at its upgrade. So each one opened by a user is registered
+//! here ([`Live::register`]) and closed when its access ends:
+//! - at once for what the server does itself: a logout closes the sockets of that login
+//!   session ([`Live::end_session`]); `user.token.revoke` has every open credential checked
+//!   again now ([`Live::recheck`]);
+//! - within [`RECHECK`] for what another process writes to the database (`kandev user remove`,
+//!   `kandev user passwd`, `kandev user token revoke`): [`watch`] checks each open credential
+//!   that often: its session or token row still names the user, the user still exists, and
+//!   their password is the one they had when the socket opened (so a password change closes
+//!   the sockets opened with a personal token too, though the token stays valid).
+//!
+//! Closing a socket stops its terminal streams and its subscriptions; requests it started
+//! before run to their end (rule 33). Limits: a password changed between the guard's check
+//! of a token and the upgrade's read of the password is not seen (the token is valid either
+//! way); a database error during a check keeps the socket open until a check succeeds
+//! (logged). The server token and an open server (no users) are not registered: nothing ends
+//! them but a restart.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kandev_api_types::AuthVia;
+use kandev_domain::account::Actor;
+use kandev_store::{Store, StoreError};
+use sha2::{Digest, Sha256};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::accounts::Identity;
+
+/// How often [`watch`] checks each open credential (the docs promise "within a second").
+pub const RECHECK: Duration = Duration::from_millis(500);
+
+/// The secret a user's request was let in with, as the guard found it (its SHA-256, as
+/// stored), for the WebSocket upgrade to register.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Credential {
+    /// A login session's cookie.
+    Session(String),
+    /// A personal API token.
+    Token(String),
+}
+
+/// What one open socket was let in with: the credential, its user, and a digest of the
+/// user's password hash at the time.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Grant {
+    credential: Credential,
+    user_id: String,
+    user_name: String,
+    password: [u8; 32],
+}
+
+/// The registry of open user WebSockets (cheap to clone).
+#[derive(Default, Clone)]
+pub(crate) struct Live {
+    shared: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    sockets: Mutex<Sockets>,
+    /// Wakes [`watch`] for a check now.
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct Sockets {
+    next: u64,
+    open: HashMap<u64, (Grant, CancellationToken)>,
+}
+
+/// One socket's place in the registry; it leaves when this is dropped.
+pub(crate) struct Registration {
+    live: Live,
+    id: Option<u64>,
+    ending: CancellationToken,
+}
+
+impl Registration {
+    /// Cancelled when the socket must close: its access ended, or the server shuts down.
+    pub(crate) fn ending(&self) -> CancellationToken {
+        self.ending.clone()
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.live.sockets().open.remove(&id);
+        }
+    }
+}
+
+fn digest(password_hash: &str) -> [u8; 32] {
+    Sha256::digest(password_hash.as_bytes()).into()
+}
+
+impl Live {
+    fn sockets(&self) -> std::sync::MutexGuard<'_, Sockets> {
+        self.shared.sockets.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Registers a socket `identity` opens with `credential`; its ending is a child of
+    /// `closing` (the server's shutdown). Without a user's credential nothing is registered.
+    /// `Ok(None)` when the user is gone already.
+    pub(crate) async fn register(
+        &self,
+        store: &Store,
+        identity: &Identity,
+        credential: Option<Credential>,
+        closing: &CancellationToken,
+    ) -> Result<Option<Registration>, StoreError> {
+        let ending = closing.child_token();
+        let (Actor::User { id, name }, Some(credential)) = (&identity.actor, credential) else {
+            return Ok(Some(Registration { live: self.clone(), id: None, ending }));
+        };
+        let Some((user, password_hash)) = store.user_credentials(name).await? else {
+            return Ok(None);
+        };
+        if &user.id != id {
+            return Ok(None);
+        }
+        let grant = Grant {
+            credential,
+            user_id: user.id,
+            user_name: user.name,
+            password: digest(&password_hash),
+        };
+        let mut sockets = self.sockets();
+        let key = sockets.next;
+        sockets.next += 1;
+        sockets.open.insert(key, (grant, ending.clone()));
+        Ok(Some(Registration { live: self.clone(), id: Some(key), ending }))
+    }
+
+    /// Logout: closes the sockets opened with the login session whose secret hashes to
+    /// `secret_hash`.
+    pub(crate) fn end_session(&self, secret_hash: &str) {
+        let ended = Credential::Session(secret_hash.to_owned());
+        self.end(|grant| grant.credential == ended);
+    }
+
+    /// Has [`watch`] check every open credential now (a token was revoked).
+    pub(crate) fn recheck(&self) {
+        self.shared.wake.notify_one();
+    }
+
+    fn end(&self, ended: impl Fn(&Grant) -> bool) {
+        for (grant, ending) in self.sockets().open.values() {
+            if ended(grant) {
+                ending.cancel();
+            }
+        }
+    }
+
+    fn grants(&self) -> HashSet<Grant> {
+        self.sockets().open.values().map(|(grant, _)| grant.clone()).collect()
+    }
+}
+
+/// Whether `grant` still lets its socket in: the session or token row names the same user,
+/// who still has the same password.
+async fn still_valid(store: &Store, grant: &Grant) -> Result<bool, StoreError> {
+    let holder = match &grant.credential {
+        Credential::Session(hash) => store.user_for_session(hash).await?,
+        Credential::Token(hash) => store.user_for_token(hash).await?,
+    };
+    if holder.is_none_or(|user| user.id != grant.user_id) {
+        return Ok(false);
+    }
+    let current = store.user_credentials(&grant.user_name).await?;
+    Ok(current
+        .is_some_and(|(user, hash)| user.id == grant.user_id && digest(&hash) == grant.password))
+}
+
+/// Checks every open credential each `every` (and when [`Live::recheck`] asks), closing the
+/// sockets whose access ended, until `shutdown`. One check per distinct credential, however
+/// many sockets share it; nothing is read while no user socket is open.
+pub(crate) async fn watch(store: Store, live: Live, every: Duration, shutdown: CancellationToken) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticks.tick() => {}
+            _ = live.shared.wake.notified() => {}
+        }
+        let mut ended = HashSet::new();
+        for grant in live.grants() {
+            match still_valid(&store, &grant).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    ended.insert(grant);
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "cannot check an open WebSocket's access; will retry")
+                }
+            }
+        }
+        if !ended.is_empty() {
+            tracing::info!(credentials = ended.len(), "access ended; closing its WebSockets");
+            live.end(|grant| ended.contains(grant));
+        }
+    }
+}
+
+/// The credential a request of a user was let in with (`identity.via` says which secret
+/// matched), for the WebSocket upgrade.
+pub(crate) fn credential_of(
+    identity: &Identity,
+    session_secret: Option<&str>,
+    token: Option<&str>,
+) -> Option<Credential> {
+    match identity.via {
+        AuthVia::Session => session_secret.map(|s| Credential::Session(crate::secret_hash(s))),
+        AuthVia::Token => token.map(|t| Credential::Token(crate::secret_hash(t))),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alice() -> Identity {
+        Identity {
+            actor: Actor::User { id: "u1".into(), name: "alice".into() },
+            via: AuthVia::Session,
+        }
+    }
+
+    /// A logout ends the sockets of that session only; a dropped registration leaves.
+    #[tokio::test]
+    async fn i38_6_end_session_cancels_only_that_sessions_sockets() {
+        let store = Store::in_memory().await.unwrap();
+        let mut tx = store.begin_write().await.unwrap();
+        let user = tx.insert_user("alice", "hash").await.unwrap();
+        tx.commit().await.unwrap();
+        let identity = Identity {
+            actor: Actor::User { id: user.id.clone(), name: "alice".into() },
+            via: AuthVia::Session,
+        };
+        let live = Live::default();
+        let closing = CancellationToken::new();
+        let register = |hash: &str| {
+            let credential = Some(Credential::Session(hash.into()));
+            let (live, store, identity, closing) =
+                (live.clone(), store.clone(), identity.clone(), closing.clone());
+            async move { live.register(&store, &identity, credential, &closing).await }
+        };
+        let one = register("one").await.unwrap().unwrap();
+        let two = register("two").await.unwrap().unwrap();
+        live.end_session("one");
+        assert!(one.ending().is_cancelled());
+        assert!(!two.ending().is_cancelled());
+        drop(one);
+        assert_eq!(live.grants().len(), 1, "a dropped registration leaves");
+        closing.cancel();
+        assert!(two.ending().is_cancelled(), "shutdown ends every socket");
+        let other = Credential::Session("x".into());
+        let removed = live.register(&store, &alice(), Some(other), &closing).await.unwrap();
+        assert!(removed.is_none(), "another user of that name (removed, added again) is not");
+    }
+}
