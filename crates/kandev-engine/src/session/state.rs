@@ -277,6 +277,9 @@ pub(crate) enum Closed {
     Turn,
     /// The agent is being started or resumed.
     Starting,
+    /// The end of the last turn is not written yet (a full disk; issue 38 item 11): it is
+    /// written first.
+    Unsettled,
 }
 
 impl Phase {
@@ -475,6 +478,9 @@ impl SessionActor {
     pub fn can_start_turn(&self) -> Result<(), Closed> {
         if self.session.state.needs_resume() {
             return Err(Closed::Ended(self.session.state));
+        }
+        if self.unsettled.is_some() {
+            return Err(Closed::Unsettled);
         }
         match &self.phase {
             Phase::Idle | Phase::Ready(_) => Ok(()),

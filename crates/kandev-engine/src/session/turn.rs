@@ -84,6 +84,9 @@ impl SessionActor {
             Err(Closed::Starting) if !request.queue => Err(EngineError::Busy(
                 "the agent is starting; wait until it is ready, or queue the message".into(),
             )),
+            Err(Closed::Unsettled) if !request.queue => Err(EngineError::Busy(
+                "the end of the last turn could not be saved yet; free some disk space, then try again or queue the message".into(),
+            )),
             Err(_) => self.enqueue(&request, queued_by).await.map(PromptOutcome::Queued),
         }
     }
