@@ -18,8 +18,9 @@
 //! before run to their end (rule 33). Limits: a password changed between the guard's check
 //! of a token and the upgrade's read of the password is not seen (the token is valid either
 //! way); a database error during a check keeps the socket open until a check succeeds
-//! (logged). The server token and an open server (no users) are not registered: nothing ends
-//! them but a restart.
+//! (logged). A socket of an open server (no users, no token) is registered too and closes
+//! within [`RECHECK`] of the first user being added; the server token is not registered:
+//! nothing ends it but a restart.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -47,14 +48,14 @@ pub(crate) enum Credential {
     Token(String),
 }
 
-/// What one open socket was let in with: the credential, its user, and a digest of the
-/// user's password hash at the time.
+/// What one open socket was let in with.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Grant {
-    credential: Credential,
-    user_id: String,
-    user_name: String,
-    password: [u8; 32],
+enum Grant {
+    /// A user's credential, the user, and a digest of their password hash at the time.
+    User { credential: Credential, user_id: String, user_name: String, password: [u8; 32] },
+    /// Nothing: the server had no users and no token (an open loopback server). It ends
+    /// when the first user is added (`kandev user add`), as every request then needs a login.
+    Open,
 }
 
 /// The registry of open user WebSockets (cheap to clone).
@@ -118,20 +119,23 @@ impl Live {
         closing: &CancellationToken,
     ) -> Result<Option<Registration>, StoreError> {
         let ending = closing.child_token();
-        let (Actor::User { id, name }, Some(credential)) = (&identity.actor, credential) else {
-            return Ok(Some(Registration { live: self.clone(), id: None, ending }));
-        };
-        let Some((user, password_hash)) = store.user_credentials(name).await? else {
-            return Ok(None);
-        };
-        if &user.id != id {
-            return Ok(None);
-        }
-        let grant = Grant {
-            credential,
-            user_id: user.id,
-            user_name: user.name,
-            password: digest(&password_hash),
+        let grant = match (&identity.actor, credential) {
+            (Actor::Local, _) if identity.via == AuthVia::Open => Grant::Open,
+            (Actor::User { id, name }, Some(credential)) => {
+                let Some((user, password_hash)) = store.user_credentials(name).await? else {
+                    return Ok(None);
+                };
+                if &user.id != id {
+                    return Ok(None);
+                }
+                Grant::User {
+                    credential,
+                    user_id: user.id,
+                    user_name: user.name,
+                    password: digest(&password_hash),
+                }
+            }
+            _ => return Ok(Some(Registration { live: self.clone(), id: None, ending })),
         };
         let mut sockets = self.sockets();
         let key = sockets.next;
@@ -144,7 +148,7 @@ impl Live {
     /// `secret_hash`.
     pub(crate) fn end_session(&self, secret_hash: &str) {
         let ended = Credential::Session(secret_hash.to_owned());
-        self.end(|grant| grant.credential == ended);
+        self.end(|grant| matches!(grant, Grant::User { credential, .. } if *credential == ended));
     }
 
     /// Has [`watch`] check every open credential now (a token was revoked).
@@ -166,18 +170,20 @@ impl Live {
 }
 
 /// Whether `grant` still lets its socket in: the session or token row names the same user,
-/// who still has the same password.
+/// who still has the same password; an open server's socket while there is still no user.
 async fn still_valid(store: &Store, grant: &Grant) -> Result<bool, StoreError> {
-    let holder = match &grant.credential {
+    let Grant::User { credential, user_id, user_name, password } = grant else {
+        return Ok(!store.has_users().await?);
+    };
+    let holder = match credential {
         Credential::Session(hash) => store.user_for_session(hash).await?,
         Credential::Token(hash) => store.user_for_token(hash).await?,
     };
-    if holder.is_none_or(|user| user.id != grant.user_id) {
+    if holder.is_none_or(|user| &user.id != user_id) {
         return Ok(false);
     }
-    let current = store.user_credentials(&grant.user_name).await?;
-    Ok(current
-        .is_some_and(|(user, hash)| user.id == grant.user_id && digest(&hash) == grant.password))
+    let current = store.user_credentials(user_name).await?;
+    Ok(current.is_some_and(|(user, hash)| &user.id == user_id && digest(&hash) == *password))
 }
 
 /// Checks every open credential each `every` (and when [`Live::recheck`] asks), closing the

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::Extension;
 use axum::extract::State;
-use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::response::{IntoResponse, Response};
 use futures::{SinkExt, StreamExt};
 use kandev_api_types::actions;
@@ -103,6 +103,11 @@ pub async fn upgrade(
             drop(access);
         })
 }
+
+/// The close code of a WebSocket whose access ended (a logout, a revoked token, a removed
+/// user, a changed password, or the first user added to an open server): an application
+/// code (4000-4999), like HTTP's 401.
+pub const ACCESS_ENDED: u16 = 4401;
 
 /// A frame from the client.
 #[derive(Deserialize)]
@@ -237,7 +242,13 @@ async fn connection(
     loop {
         let message = tokio::select! {
             _ = closing.cancelled() => {
-                let _ = outbox.push_now(Message::Close(None));
+                // The server going away closes plainly; access that ended says so, and the
+                // page goes to the login form (`web/src/api/live.ts`).
+                let frame = (!state.closing().is_cancelled()).then(|| CloseFrame {
+                    code: ACCESS_ENDED,
+                    reason: "access ended; log in again".into(),
+                });
+                let _ = outbox.push_now(Message::Close(frame));
                 break;
             }
             _ = writer_done.cancelled() => break,

@@ -373,13 +373,18 @@ async fn wait_closed(ws: &mut Ws, what: &str) {
     let closed = tokio::time::timeout(WAIT, async {
         loop {
             match ws.stream.next().await {
-                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                Some(Ok(Message::Close(frame))) => {
+                    return frame.map(|f| (u16::from(f.code), f.reason.to_string()));
+                }
+                None | Some(Err(_)) => return None,
                 Some(Ok(_)) => {}
             }
         }
     })
     .await;
-    assert!(closed.is_ok(), "{what}: still open after {WAIT:?}");
+    let Ok(close) = closed else { panic!("{what}: still open after {WAIT:?}") };
+    let expected = Some((4401, "access ended; log in again".to_owned()));
+    assert_eq!(close, expected, "{what}: closed saying access ended");
 }
 
 /// The name `user.me` answers on a WebSocket (the socket still works).

@@ -335,13 +335,18 @@ async fn wait_closed(socket: &mut Socket, what: &str) {
     let closed = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             match socket.next().await {
-                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                Some(Ok(Message::Close(frame))) => {
+                    return frame.map(|f| (u16::from(f.code), f.reason.to_string()));
+                }
+                None | Some(Err(_)) => return None,
                 Some(Ok(_)) => {}
             }
         }
     })
     .await;
-    assert!(closed.is_ok(), "{what}: still open after 10 s");
+    let Ok(close) = closed else { panic!("{what}: still open after 10 s") };
+    let expected = Some((4401, "access ended; log in again".to_owned()));
+    assert_eq!(close, expected, "{what}: closed saying access ended");
 }
 
 /// A server on a home with alice and bob, bob's login cookie and a personal token of bob's.
@@ -393,4 +398,22 @@ async fn i38_6_a_password_change_closes_every_websocket_of_that_user() {
     assert_eq!(socket_user(&mut alice).await, "alice", "alice's socket works");
     let mut again = socket(&server, ("authorization", &bearer)).await;
     assert_eq!(socket_user(&mut again).await, "bob", "the token itself still works");
+}
+
+/// Issue 38, item 6: a WebSocket opened on an open server (no users, no token) closes once the
+/// first user is added (`kandev user add`, another process): from then on every request
+/// needs a login, and a socket opened before must not keep working without one.
+#[tokio::test]
+async fn i38_6_adding_the_first_user_closes_the_websockets_of_an_open_server() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let home = tempfile::tempdir().unwrap();
+    let path = home.path().to_path_buf();
+    let server = start_server_in(home).await;
+    let url = format!("{}/ws", server.url.replacen("http://", "ws://", 1));
+    let request = url.into_client_request().unwrap();
+    let mut open = tokio_tungstenite::connect_async(request).await.unwrap().0;
+    assert_eq!(socket_user(&mut open).await, Value::Null, "an open server has no user");
+
+    stdout(&user_command(&path, &["add", "carol"], &format!("{PASSWORD}\n")));
+    wait_closed(&mut open, "the socket opened before the first user").await;
 }

@@ -42,6 +42,9 @@ interface Topic {
 
 const MAX_BACKOFF_MS = 2000;
 
+/** The close code of a socket whose access ended (kandev-server `ws::ACCESS_ENDED`). */
+const ACCESS_ENDED = 4401;
+
 class Live {
   private ws: WebSocket | null = null;
   private topics = new Map<string, Topic>();
@@ -65,8 +68,14 @@ class Live {
       if (all.length > 0) this.sendSubscribe(all);
     };
     ws.onmessage = (event) => this.onFrame(String(event.data));
-    ws.onclose = () => {
+    ws.onclose = (event) => {
       this.ws = null;
+      if (event.code === ACCESS_ENDED) {
+        // A logout elsewhere, a revoked token, a removed user or a changed password: the
+        // server closed this socket; log in again (reconnecting would only be refused).
+        window.location.assign('/login');
+        return;
+      }
       for (const t of this.topics.values()) {
         if (!t.confirmed) continue;
         t.confirmed = false;
