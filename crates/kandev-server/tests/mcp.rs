@@ -877,7 +877,7 @@ async fn i38_8_an_agent_starts_agents_only_of_its_own_profile() {
     let own = s.server.call("session.get", json!({"id": s.session_id})).await["session"]
         ["agent_profile_id"]
         .clone();
-    s.server.profile(json!({"name": "Other", "kind": "mock"})).await;
+    let other = s.server.profile(json!({"name": "Other", "kind": "mock"})).await;
     let token = tokens(&s.log)[0].clone();
     for args in [
         json!({"title": "other one", "start_agent": true, "agent_profile": "Other"}),
@@ -898,6 +898,25 @@ async fn i38_8_an_agent_starts_agents_only_of_its_own_profile() {
     assert!(!failed, "{body}");
     assert_eq!(created["task"]["agent_profile_id"], own, "{created}");
     assert_eq!(created["session"]["agent_profile_id"], own, "{created}");
+
+    // Nor by moving a task of its own into a step that starts another profile's agent.
+    let review = step_id(&s.workflow, "Review");
+    let start_other = json!({"id": review, "agent_profile_id": other,
+        "events": {"on_enter": [{"type": "auto_start_agent"}]}});
+    s.server.call("workflow.step.update", start_other).await;
+    let args = json!({"title": "sneaky", "step": "Backlog"});
+    let (_, body) = mcp_call(&s.server, Some(&token), "create_task", args).await;
+    let (failed, created) = tool_result(&body);
+    assert!(!failed, "{body}");
+    let sneaky = created["task"]["id"].clone();
+    let args = json!({"task_id": sneaky, "step": "Review"});
+    let (_, body) = mcp_call(&s.server, Some(&token), "move_task", args).await;
+    let (failed, answer) = tool_result(&body);
+    assert!(failed, "moving into another profile's auto-start step: {body}");
+    assert_eq!(answer["code"], "FORBIDDEN", "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("own agent profile"), "{answer}");
+    let sessions = s.server.call("task.session.list", json!({"task_id": sneaky})).await;
+    assert_eq!(sessions["sessions"], json!([]), "no agent was started: {sessions}");
 }
 
 /// Issue 38 item 8: agents started by agents nest at most three levels: the agent of a task

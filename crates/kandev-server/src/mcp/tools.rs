@@ -448,8 +448,8 @@ impl Call<'_> {
             {
                 return Err(ApiError::forbidden(format!(
                     "step {:?} starts its agent with another agent profile, and an agent \
-                     starts agents only with its own agent profile: create the task in another \
-                     step, or without start_agent",
+                     starts agents only with its own agent profile: create the task in a step \
+                     that does not start an agent, and without start_agent",
                     step.name
                 )));
             }
@@ -482,13 +482,57 @@ impl Call<'_> {
         let step = step_named(&workflow, &a.step)?;
         let starts =
             step.id != task.step_id && step.events.on_enter.contains(&Action::AutoStartAgent);
-        if starts && let Caller::Session(_) = self.caller {
+        if starts && let Caller::Session(session) = self.caller {
             check_agent_depth(self.state.store().task_agent_depth(&task.id).await?)?;
+            // The agent the step would start must be of the agent's own profile, as with
+            // `create_task`.
+            let own = self.state.store().get_session(&session.session_id).await?.agent_profile_id;
+            if self.profile_started(&task, step).await? != self.profile_or_mock(own).await? {
+                return Err(ApiError::forbidden(format!(
+                    "moving the task to step {:?} would start an agent of another agent \
+                     profile, and an agent starts agents only with its own agent profile: \
+                     move it to a step that does not start an agent",
+                    step.name
+                )));
+            }
         }
         let request =
             TaskMove { id: task.id.to_string(), step_id: step.id.to_string(), position: None };
         let moved = act::<actions::TaskMove>(self.state, request).await?;
         Ok(json!({ "task": moved.task, "step": step.name }))
+    }
+
+    /// The profile of the agent entering `step` starts for `task` (as the engine chooses the
+    /// session a step works in): the task's primary session's when the step names none or
+    /// the same, else the step's, else the task's, else the built-in Mock profile.
+    async fn profile_started(
+        &self,
+        task: &Task,
+        step: &Step,
+    ) -> Result<Option<AgentProfileId>, ApiError> {
+        let primary = match &task.primary_session_id {
+            Some(id) => Some(self.state.store().get_session(id).await?.agent_profile_id),
+            None => None,
+        };
+        let profile = match (primary, &step.agent_profile_id) {
+            (Some(primary), None) => primary,
+            (_, Some(wanted)) => Some(wanted.clone()),
+            (None, None) => task.agent_profile_id.clone(),
+        };
+        self.profile_or_mock(profile).await
+    }
+
+    /// `profile`, or the built-in Mock profile's id for none (what a session without one runs).
+    async fn profile_or_mock(
+        &self,
+        profile: Option<AgentProfileId>,
+    ) -> Result<Option<AgentProfileId>, ApiError> {
+        if profile.is_some() {
+            return Ok(profile);
+        }
+        let profiles = self.state.store().list_profiles().await?;
+        let mock = profiles.into_iter().find(|p| p.kind == kandev_domain::agent::AgentKind::Mock);
+        Ok(mock.map(|p| p.id))
     }
 
     async fn complete_step(&self, a: CompleteStep) -> Result<Value, ApiError> {
