@@ -165,7 +165,10 @@ impl Upload {
         *stored = Some(used);
         let size = self.size;
         if tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_file()) {
-            // Already stored: nothing more on disk (the file aside goes with `self`).
+            // Already stored: nothing more on disk (the file aside goes with `self`); made new
+            // again, under the lock the sweep removes by, so an old unreferenced copy is not
+            // swept between this answer and the message that names it.
+            touch(path.clone()).await.map_err(|e| io_error("storing the attachment failed", &e))?;
         } else if used.saturating_add(size) > quota {
             return Err(EngineError::Unavailable(format!(
                 "the attachments take {} of their {} quota and this file is {}; delete tasks \

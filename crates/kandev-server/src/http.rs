@@ -165,8 +165,8 @@ async fn store_upload(
     if !headers.contains_key(UPLOAD_HEADER) {
         return Err(ApiError::bad_request(
             "send the header x-kandev-upload: 1 with the file (a web page cannot send it to \
-             another site): curl -H 'x-kandev-upload: 1' --data-binary @file \
-             '<server>/api/v1/attachment.upload?name=file'",
+             another site): curl -H 'x-kandev-upload: 1' -H 'content-type: text/plain' \
+             --data-binary @file '<server>/api/v1/attachment.upload?name=file'",
         ));
     }
     let Some(name) = query.get("name") else {
@@ -178,7 +178,8 @@ async fn store_upload(
     let essence = mime.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     if essence == "application/x-www-form-urlencoded" || essence == "multipart/form-data" {
         return Err(ApiError::bad_request(
-            "send the file itself as the body, with its own content-type (curl --data-binary @file)",
+            "send the file itself as the body, with its own content-type (curl -H 'content-type: \
+             text/plain' --data-binary @file; image/png for a PNG)",
         ));
     }
     // Waits (bounded) for an upload slot before any of the body is read.

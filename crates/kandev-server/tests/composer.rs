@@ -430,15 +430,26 @@ async fn i38_5_unreferenced_uploads_older_than_a_day_are_removed() {
         .await;
     let orphan = upload(&server, "o.txt", "text/plain", b"named by nothing".to_vec()).await;
     let fresh = upload(&server, "f.txt", "text/plain", b"named by nothing yet".to_vec()).await;
+    let again = upload(&server, "a.txt", "text/plain", b"uploaded twice".to_vec()).await;
     let dir = attachments_dir(&server);
     let path = |a: &Value| dir.join(a["id"].as_str().unwrap());
     let two_days = Duration::from_secs(2 * 24 * 3600);
+    // An old upload uploaded again is new again (its message may name it next).
+    age(&path(&again), two_days);
+    let twice = upload(&server, "a.txt", "text/plain", b"uploaded twice".to_vec()).await;
+    assert_eq!(twice["id"], again["id"], "the same file");
     // The kept ones first: when the orphan is gone, a sweep saw them old too.
     age(&path(&in_message), two_days);
     age(&path(&in_queue), two_days);
     age(&path(&orphan), two_days);
     wait_for("the old unreferenced upload removed", || !path(&orphan).exists()).await;
-    for (what, kept) in [("in a message", &in_message), ("queued", &in_queue), ("new", &fresh)] {
+    let kept = [
+        ("in a message", &in_message),
+        ("queued", &in_queue),
+        ("new", &fresh),
+        ("uploaded again", &again),
+    ];
+    for (what, kept) in kept {
         assert!(path(kept).exists(), "the upload {what} is kept");
     }
 }

@@ -183,18 +183,25 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let wrong = || {
-        format!("{text:?} is not a size; write e.g. 1GiB, 500MiB or 64KiB (a bare number is bytes)")
+        format!(
+            "{text:?} is not a size; write e.g. 1GiB, 500MiB, 2GB or 64KiB (a bare number is bytes)"
+        )
     };
     let n: u64 = number.parse().map_err(|_| wrong())?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kib" => 10,
-        "m" | "mib" => 20,
-        "g" | "gib" => 30,
-        "t" | "tib" => 40,
+    // Binary units (KiB, MiB, ...) and, as written on disks, decimal ones (KB, MB, ...).
+    let unit: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
         _ => return Err(wrong()),
     };
-    match n.checked_mul(1 << shift) {
+    match n.checked_mul(unit) {
         Some(0) => Err(format!("{text:?}: the size must be more than 0")),
         Some(bytes) => Ok(bytes),
         None => Err(wrong()),
@@ -444,7 +451,9 @@ mod tests {
         assert_eq!(parse_size("64k"), Ok(64 << 10));
         assert_eq!(parse_size("2G"), Ok(2 << 30));
         assert_eq!(parse_size("1000"), Ok(1000), "bytes");
-        for wrong in ["0", "0GiB", "1GB", "GiB", "-1", "1.5GiB", "99999999999TiB"] {
+        assert_eq!(parse_size("2GB"), Ok(2_000_000_000), "decimal units");
+        assert_eq!(parse_size("500MB"), Ok(500_000_000));
+        for wrong in ["0", "0GiB", "1GiBs", "GiB", "-1", "1.5GiB", "99999999999TiB"] {
             assert!(parse_size(wrong).is_err(), "{wrong}");
         }
     }

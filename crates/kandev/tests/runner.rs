@@ -181,6 +181,11 @@ async fn i38_2_a_runner_killed_mid_turn_is_replaced_and_the_next_message_gets_a_
     watch.state(&server, &session, "WAITING_FOR_INPUT").await;
     let got = call(&server, "session.get", json!({"id": session})).await;
     assert_eq!(got["session"]["last_error"]["code"], "agent_exited", "{got}");
+    let said = got["session"]["last_error"]["message"].as_str().unwrap();
+    assert_eq!(
+        said,
+        "the agent was lost (the connection to the runner was lost); send a message to start it again"
+    );
 
     call(&server, "message.add", json!({"session_id": session, "content": "after"})).await;
     wait_for_answer(&server, &session, "echo: after").await;

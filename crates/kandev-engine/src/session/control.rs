@@ -266,7 +266,13 @@ impl SessionActor {
         stderr: String,
         in_flight: InFlight,
     ) {
-        let message = format!("the agent {exit}; send a message to start it again");
+        let message = match &exit {
+            // Its end was not seen (the runner holding it was lost): say what is known.
+            ExitInfo::Unknown { reason } => {
+                format!("the agent was lost ({reason}); send a message to start it again")
+            }
+            _ => format!("the agent {exit}; send a message to start it again"),
+        };
         let details =
             json!({ "epoch": epoch, "exit": exit.to_string(), "stderr": tail_lines(&stderr, 20) });
         let error = self.error("agent_exited", message.clone(), details);
