@@ -30,3 +30,28 @@ test('i21_a5 a user logs in with name and password and logs out', async ({ page,
   await page.goto(kandev.url);
   await expect(page).toHaveURL(/\/login$/);
 });
+
+test('i38_6 a page whose access ends elsewhere goes to the login form by itself', async ({
+  page,
+  kandev,
+}) => {
+  // An open server's page, live; then the first user is added on the database.
+  await page.goto(kandev.url);
+  await expect(page.getByTestId('connection')).toHaveText('Live');
+  execFileSync(binary, ['user', 'add', 'bob', '--home', kandev.home], {
+    input: 'correct horse battery\n',
+  });
+  // The server closes the page's WebSocket saying access ended: the page logs in again
+  // instead of reconnecting for ever.
+  await expect(page).toHaveURL(/\/login$/);
+
+  // A login session ended by a password change elsewhere does the same.
+  await page.getByLabel('Name').fill('bob');
+  await page.getByLabel('Password').fill('correct horse battery');
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page.getByTestId('connection')).toHaveText('Live');
+  execFileSync(binary, ['user', 'passwd', 'bob', '--home', kandev.home], {
+    input: 'another horse battery\n',
+  });
+  await expect(page).toHaveURL(/\/login$/);
+});
