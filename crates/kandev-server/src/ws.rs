@@ -28,7 +28,7 @@ use crate::accounts::Identity;
 use crate::dispatch::decode;
 use crate::http::{human_bytes, parse_json};
 use crate::outbox::{Outbox, Refused};
-use crate::routes::{Follower, Routes};
+use crate::routes::{Behind, Follower, Frames, Routes, Weight};
 use crate::ws_terminals::{Streams, on_frame};
 use crate::{ApiError, AppState, dispatch};
 
@@ -43,6 +43,10 @@ const MAX_TOPICS: usize = 1000;
 const SOCKET_BUFFER: usize = 16 * 1024;
 /// Most frames the writer sends with one flush.
 const WRITE_BATCH: usize = 256;
+/// Bytes of notifications that may wait for a connection's delivery loop, as a multiple of
+/// its queue (`ServerConfig::ws_queue_bytes`); past it the client reads too slowly for what
+/// it follows and is told `resync_required` (issue 38 item 3).
+const WAITING_PER_QUEUE: usize = 4;
 
 /// A committed event as every connection sends it: serialized once, shared by reference, so
 /// a thousand subscribers queue one copy.
@@ -55,6 +59,12 @@ pub struct Frame {
 impl Frame {
     fn of(event: &Event) -> Frame {
         Frame { topic: event.topic.as_str().into(), seq: event.seq, text: notification(event) }
+    }
+}
+
+impl Weight for Frame {
+    fn weight(&self) -> usize {
+        self.text.len()
     }
 }
 
@@ -208,7 +218,8 @@ async fn connection(state: AppState, identity: Identity, socket: WebSocket) {
     let (commands, command_rx) = mpsc::channel(64);
     // Each topic is routed here before its replay is read (`subscribe`), so nothing
     // committed after that read can be missed.
-    let (follower, frames) = state.routes().connect();
+    let waiting = config.ws_queue_bytes.saturating_mul(WAITING_PER_QUEUE);
+    let (follower, frames) = state.routes().connect(waiting);
     let followed = Followed { sent: HashMap::new(), follower };
     let store = state.store().clone();
     let subscriptions =
@@ -412,7 +423,7 @@ impl Followed {
 async fn subscriptions(
     store: Store,
     mut followed: Followed,
-    mut frames: mpsc::Receiver<Arc<Frame>>,
+    mut frames: Frames<Frame>,
     mut commands: mpsc::Receiver<SubscriptionCommand>,
     out: Arc<Outbox>,
 ) {
@@ -422,11 +433,21 @@ async fn subscriptions(
             // missed, and taking such a frame first would move `sent` past the missed ones
             // (`i15_a3_a_connection_told_it_is_behind_replays_before_it_takes_a_newer_frame`).
             biased;
-            // A frame did not fit this connection's queue, or the fan-out fell behind:
-            // re-read what was missed from the store, then go on live.
-            () = followed.follower.behind() => {
-                let topics = followed.topics();
-                replay(&store, &topics, &mut followed, &out).await
+            // A frame did not fit this connection's queue (the client reads too slowly for
+            // that topic: it must resync), or the fan-out fell behind (re-read what was
+            // missed from the store, then go on live).
+            behind = followed.follower.behind() => {
+                let Behind { overflowed, gap } = behind;
+                let mut step = Ok(());
+                if !overflowed.is_empty() {
+                    let topics: Vec<String> = overflowed.iter().map(|t| t.to_string()).collect();
+                    step = shed(&store, &topics, &mut followed, &out).await;
+                }
+                if gap && step.is_ok() {
+                    let topics = followed.topics();
+                    step = replay(&store, &topics, &mut followed, &out).await;
+                }
+                step
             }
             command = commands.recv() => match command {
                 Some(command) => on_command(&store, command, &mut followed, &out).await,
@@ -465,21 +486,23 @@ async fn deliver(
     match out.push(message, Some(frame.topic.clone())).await {
         Ok(()) => Ok(()),
         Err(Refused::Closed) => Err(Gone),
-        Err(Refused::Full) => shed(store, &frame.topic, followed, out).await,
+        Err(Refused::Full) => shed(store, &[frame.topic.to_string()], followed, out).await,
     }
 }
 
-/// The client stopped reading: drop every notification queued for it, stop following those
-/// topics, and tell it to resync each (rule 47), so it holds no more than a few small frames.
+/// The client stopped reading, or reads too slowly for `behind` (more than its bound waits
+/// for it): drop every notification queued for it, stop following those topics and
+/// `behind`, and tell it to resync each (rule 47), so it holds no more than a few small
+/// frames.
 async fn shed(
     store: &Store,
-    topic: &str,
+    behind: &[String],
     followed: &mut Followed,
     out: &Outbox,
 ) -> Result<(), Gone> {
     let mut topics: Vec<String> =
         out.drop_notifications().into_iter().map(|t| t.to_string()).collect();
-    topics.push(topic.to_owned());
+    topics.extend(behind.iter().cloned());
     topics.sort();
     topics.dedup();
     topics.retain(|t| followed.contains(t));
@@ -691,7 +714,7 @@ mod tests {
             store.events_since(std::slice::from_ref(&topic), &from_start, 10).await.unwrap();
         for round in 0..20 {
             let routes = Arc::new(Routes::<Frame>::default());
-            let (follower, frames) = routes.connect();
+            let (follower, frames) = routes.connect(usize::MAX);
             follower.follow(&topic);
             let followed = Followed { sent: from_start.clone(), follower };
             routes.all_behind();
