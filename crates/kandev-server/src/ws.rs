@@ -44,9 +44,11 @@ const SOCKET_BUFFER: usize = 16 * 1024;
 /// Most frames the writer sends with one flush.
 const WRITE_BATCH: usize = 256;
 /// Bytes of notifications that may wait for a connection's delivery loop, as a multiple of
-/// its queue (`ServerConfig::ws_queue_bytes`); past it the client reads too slowly for what
-/// it follows and is told `resync_required` (issue 38 item 3).
-const WAITING_PER_QUEUE: usize = 4;
+/// its queue (`ServerConfig::ws_queue_bytes`: 4 MiB by default). Past it, a client whose
+/// queue is congested reads too slowly for what it follows and is told `resync_required`
+/// (issue 38 item 3); the frames are shared with every other follower, so what one slow
+/// connection holds by itself is its queue and its socket's buffers.
+const WAITING_PER_QUEUE: usize = 16;
 
 /// A committed event as every connection sends it: serialized once, shared by reference, so
 /// a thousand subscribers queue one copy.
@@ -433,21 +435,9 @@ async fn subscriptions(
             // missed, and taking such a frame first would move `sent` past the missed ones
             // (`i15_a3_a_connection_told_it_is_behind_replays_before_it_takes_a_newer_frame`).
             biased;
-            // A frame did not fit this connection's queue (the client reads too slowly for
-            // that topic: it must resync), or the fan-out fell behind (re-read what was
-            // missed from the store, then go on live).
+            // Frames did not fit this connection's queue, or the fan-out fell behind.
             behind = followed.follower.behind() => {
-                let Behind { overflowed, gap } = behind;
-                let mut step = Ok(());
-                if !overflowed.is_empty() {
-                    let topics: Vec<String> = overflowed.iter().map(|t| t.to_string()).collect();
-                    step = shed(&store, &topics, &mut followed, &out).await;
-                }
-                if gap && step.is_ok() {
-                    let topics = followed.topics();
-                    step = replay(&store, &topics, &mut followed, &out).await;
-                }
-                step
+                on_behind(&store, behind, &mut followed, &out).await
             }
             command = commands.recv() => match command {
                 Some(command) => on_command(&store, command, &mut followed, &out).await,
@@ -465,6 +455,33 @@ async fn subscriptions(
     if result.is_err() {
         out.shut();
     }
+}
+
+/// Frames of `overflowed` topics did not fit the routed queue: when the client's own queue is
+/// congested it reads too slowly for them and must resync (issue 38 item 3); otherwise this
+/// loop was what fell behind (a busy machine), and it re-reads them from the event log, as
+/// it does every topic when the fan-out fell behind the store (`gap`).
+async fn on_behind(
+    store: &Store,
+    behind: Behind,
+    followed: &mut Followed,
+    out: &Outbox,
+) -> Result<(), Gone> {
+    let Behind { overflowed, gap } = behind;
+    let overflowed: Vec<String> = overflowed.iter().map(|t| t.to_string()).collect();
+    let slow = !overflowed.is_empty() && out.congested();
+    if slow {
+        shed(store, &overflowed, followed, out).await?;
+    }
+    if gap || !slow {
+        // The overflowed topics are routed here again before the store is read (`routes.rs`).
+        for topic in overflowed.iter().filter(|t| followed.contains(t)) {
+            followed.follower.follow(topic);
+        }
+        let topics = if gap { followed.topics() } else { overflowed };
+        replay(store, &topics, followed, out).await?;
+    }
+    Ok(())
 }
 
 /// The connection cannot go on (closed, or its answers are not read).
