@@ -194,12 +194,6 @@ impl Outbox {
         self.room.notify_waiters();
     }
 
-    /// Whether at least half the budget is queued: the client is not keeping up with what
-    /// is written to it (the writer takes frames as fast as the socket takes them).
-    pub fn congested(&self) -> bool {
-        self.lock().bytes.saturating_mul(2) >= self.budget
-    }
-
     /// Bytes queued now.
     #[cfg(test)]
     fn queued_bytes(&self) -> usize {

@@ -35,8 +35,13 @@ use crate::{ApiError, AppState, dispatch};
 /// Frames larger than this close the connection; between the request limit and this, the
 /// client gets an error and the connection stays usable.
 const HARD_FRAME_LIMIT: usize = 64 * 1024 * 1024;
-/// Events read from the store per replay query (held in memory while they are sent).
+/// Most events read from the store per replay query (held in memory while they are sent).
 const REPLAY_PAGE: i64 = 256;
+/// The first replay query reads this many; later ones as many as fit [`REPLAY_PAGE_BYTES`]
+/// at the size of the events read so far, so a page of streamed chunks (up to 64 KiB each)
+/// holds about 1 MiB, not 16 (issue 38 item 3).
+const FIRST_REPLAY_PAGE: i64 = 16;
+const REPLAY_PAGE_BYTES: usize = 1024 * 1024;
 /// Most topics one connection may follow.
 const MAX_TOPICS: usize = 1000;
 /// tungstenite's buffers per connection (its default is 128 KiB each; they grow as needed).
@@ -44,10 +49,10 @@ const SOCKET_BUFFER: usize = 16 * 1024;
 /// Most frames the writer sends with one flush.
 const WRITE_BATCH: usize = 256;
 /// Bytes of notifications that may wait for a connection's delivery loop, as a multiple of
-/// its queue (`ServerConfig::ws_queue_bytes`: 4 MiB by default). Past it, a client whose
-/// queue is congested reads too slowly for what it follows and is told `resync_required`
-/// (issue 38 item 3); the frames are shared with every other follower, so what one slow
-/// connection holds by itself is its queue and its socket's buffers.
+/// its queue (`ServerConfig::ws_queue_bytes`: 4 MiB by default). Past it the client reads
+/// too slowly for what it follows and is told `resync_required` (issue 38 item 3); the
+/// frames are shared with every other follower, so what one slow connection holds by itself
+/// is its queue and its socket's buffers.
 const WAITING_PER_QUEUE: usize = 16;
 
 /// A committed event as every connection sends it: serialized once, shared by reference, so
@@ -457,10 +462,11 @@ async fn subscriptions(
     }
 }
 
-/// Frames of `overflowed` topics did not fit the routed queue: when the client's own queue is
-/// congested it reads too slowly for them and must resync (issue 38 item 3); otherwise this
-/// loop was what fell behind (a busy machine), and it re-reads them from the event log, as
-/// it does every topic when the fan-out fell behind the store (`gap`).
+/// Frames of `overflowed` topics did not fit the routed queue: the client reads too slowly
+/// for them and must resync (issue 38 item 3). Re-reading them from the event log instead,
+/// as before, cost a replay page per slow connection for as long as it stayed behind (R8's
+/// slow readers: 317 MB within a second). When the fan-out fell behind the store (`gap`),
+/// every topic still followed is re-read.
 async fn on_behind(
     store: &Store,
     behind: Behind,
@@ -468,17 +474,12 @@ async fn on_behind(
     out: &Outbox,
 ) -> Result<(), Gone> {
     let Behind { overflowed, gap } = behind;
-    let overflowed: Vec<String> = overflowed.iter().map(|t| t.to_string()).collect();
-    let slow = !overflowed.is_empty() && out.congested();
-    if slow {
+    if !overflowed.is_empty() {
+        let overflowed: Vec<String> = overflowed.iter().map(|t| t.to_string()).collect();
         shed(store, &overflowed, followed, out).await?;
     }
-    if gap || !slow {
-        // The overflowed topics are routed here again before the store is read (`routes.rs`).
-        for topic in overflowed.iter().filter(|t| followed.contains(t)) {
-            followed.follower.follow(topic);
-        }
-        let topics = if gap { followed.topics() } else { overflowed };
+    if gap {
+        let topics = followed.topics();
         replay(store, &topics, followed, out).await?;
     }
     Ok(())
@@ -675,20 +676,24 @@ async fn replay(
     followed: &mut Followed,
     out: &Outbox,
 ) -> Result<(), Gone> {
+    let mut page = FIRST_REPLAY_PAGE;
     loop {
         // A topic shed on the way (the client stopped reading) is no longer replayed.
         let active: Vec<String> = topics.iter().filter(|t| followed.contains(t)).cloned().collect();
         if active.is_empty() {
             return Ok(());
         }
-        let events = match store.events_since(&active, &followed.sent, REPLAY_PAGE).await {
+        let events = match store.events_since(&active, &followed.sent, page).await {
             Ok(events) => events,
             Err(err) => {
                 tracing::error!(error = %err, "replay from the event log failed");
                 return Err(Gone);
             }
         };
-        let done = (events.len() as i64) < REPLAY_PAGE;
+        let done = (events.len() as i64) < page;
+        let bytes: usize = events.iter().map(|e| e.payload.get().len()).sum();
+        let each = (bytes / events.len().max(1)).max(1);
+        page = ((REPLAY_PAGE_BYTES / each) as i64).clamp(FIRST_REPLAY_PAGE, REPLAY_PAGE);
         for event in &events {
             deliver(store, &Frame::of(event), followed, out).await?;
         }
