@@ -241,6 +241,8 @@ struct SlowSizes {
     /// The stream: `messages` agent messages of `chunks` chunks of 1 KiB each.
     messages: usize,
     chunks: u64,
+    /// How long the readers go on reading after the stream is over.
+    linger: Duration,
     /// How long after the readers left the server's RSS is read.
     settle: Duration,
 }
@@ -334,9 +336,21 @@ async fn slow_reader(mut ws: Ws, topic: String, stop: Arc<tokio::sync::Notify>) 
 /// they leave, health keeps answering, and a fast reader beside them gets the whole stream.
 async fn slow_readers(ctx: &Ctx, report: &mut Report) -> Result<()> {
     let sizes = if ctx.quick {
-        SlowSizes { readers: 20, messages: 2, chunks: 1024, settle: Duration::from_secs(1) }
+        SlowSizes {
+            readers: 20,
+            messages: 2,
+            chunks: 1024,
+            linger: Duration::from_millis(500),
+            settle: Duration::from_secs(1),
+        }
     } else {
-        SlowSizes { readers: 200, messages: 20, chunks: 1024, settle: Duration::from_secs(10) }
+        SlowSizes {
+            readers: 200,
+            messages: 20,
+            chunks: 1024,
+            linger: Duration::from_secs(5),
+            settle: Duration::from_secs(10),
+        }
     };
     let home = ctx.home("r8-slow")?;
     let server = harness::start_nofile(&ctx.kandev, &home, &[], 1024)?;
@@ -383,6 +397,8 @@ async fn slow_readers(ctx: &Ctx, report: &mut Report) -> Result<()> {
     // resync before it); the memory must come back.
     server.wait_state(&session, &["WAITING_FOR_INPUT"], Duration::from_secs(600)).await?;
     let stream_s = started.elapsed().as_secs_f64();
+    // The readers go on reading a while (the server goes on writing to them), then leave.
+    tokio::time::sleep(sizes.linger).await;
     stop.notify_waiters();
     let mut outcomes = vec![];
     for reader in readers {
@@ -461,11 +477,12 @@ async fn slow_readers(ctx: &Ctx, report: &mut Report) -> Result<()> {
     report.figure("slow_rss_when_left_kib", rss_left);
     report.figure("slow_rss_after_kib", rss_after);
     report.notes.push(format!(
-        "slow-reader phase: {} subscribers read at {} KiB/s each (a subscriber told to resync subscribes again from now) while the agent streams {} messages of {} KiB; they leave when the stream ends, and the RSS is read {} s later",
+        "slow-reader phase: {} subscribers read at {} KiB/s each (a subscriber told to resync subscribes again from now) while the agent streams {} messages of {} KiB; they leave {} s after the stream ends, and the RSS is read {} s later",
         sizes.readers,
         SLOW_RATE as u64 / 1024,
         sizes.messages,
         sizes.chunks,
+        sizes.linger.as_secs_f64(),
         sizes.settle.as_secs()
     ));
     Ok(())
