@@ -109,6 +109,9 @@ pub async fn read_stamped_turn(
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let frame = next_json(ws, left).await?;
+        if frame["type"] == "resync_required" {
+            bail!("a reading subscriber was told resync_required: {frame}");
+        }
         let now = Instant::now();
         let text = match frame["action"].as_str() {
             Some("session.message.added") if frame["payload"]["message"]["kind"] == "agent" => {

@@ -41,6 +41,9 @@ use crate::write::add_message_as;
 
 /// At most this many member writes share one transaction.
 const GROUP_LIMIT: usize = 512;
+/// Most text a queued write takes in by joining (adaptive window): each write is one
+/// notification, which every subscriber's socket writer copies whole (issue 38 item 3).
+const JOIN_LIMIT: usize = 64 * 1024;
 
 /// Where streamed text goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,7 +117,9 @@ impl StreamWriter {
             // the same message joins it (nothing of this session is queued after it).
             let latest = queue.iter_mut().rev().find(|m| m.session == *session);
             match latest {
-                Some(m) if matches!(&target, Target::Append { id, .. } if id == m.target.message()) =>
+                Some(m)
+                    if matches!(&target, Target::Append { id, .. } if id == m.target.message())
+                        && m.text.len() + text.len() <= JOIN_LIMIT =>
                 {
                     m.text.push_str(&text);
                     m.replies.push(reply);
@@ -472,6 +477,33 @@ mod tests {
 
     async fn content(store: &Store, target: &Target) -> String {
         store.get_message(target.message()).await.unwrap().content
+    }
+
+    /// Issue 38 item 3: text joining a queued write stops at [`JOIN_LIMIT`]. Each write is
+    /// one notification, which every subscriber's socket writer copies whole; unbounded
+    /// joins made notifications of a whole 1 MiB message under a busy writer, and R8's 200
+    /// slow readers then held a private copy of one each (~350 MB).
+    #[tokio::test]
+    async fn i38_3_text_joining_a_queued_write_stops_at_the_join_limit() {
+        let (_dir, store, one, _) = fixture().await;
+        let mut events = store.subscribe();
+        let writer = StreamWriter::default();
+        let started = start(&store, MessageKind::Agent);
+        let chunk = |i: usize| format!("{i:04}{}", "x".repeat(4092));
+        // Submitted without waiting: the writer task has not run, so each may join.
+        let mut answers = vec![writer.submit(&store, &one.id, started.clone(), chunk(0), None)];
+        for i in 1..200 {
+            answers.push(writer.submit(&store, &one.id, append(&started), chunk(i), None));
+        }
+        for answer in answers {
+            answered(answer).await.unwrap();
+        }
+        let told = published(&mut events);
+        let whole: String = (0..200).map(chunk).collect();
+        assert_eq!(told.iter().map(|t| t.3.as_str()).collect::<String>(), whole);
+        let largest = told.iter().map(|t| t.3.len()).max().unwrap();
+        assert!(largest <= super::JOIN_LIMIT, "a notification carried {largest} bytes of text");
+        assert_eq!(content(&store, &started).await, whole);
     }
 
     #[tokio::test]

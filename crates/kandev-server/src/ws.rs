@@ -29,21 +29,32 @@ use crate::accounts::Identity;
 use crate::dispatch::decode;
 use crate::http::{human_bytes, parse_json};
 use crate::outbox::{Outbox, Refused};
-use crate::routes::{Follower, Routes};
+use crate::routes::{Behind, Follower, Frames, Routes, Weight};
 use crate::ws_terminals::{Streams, on_frame};
 use crate::{ApiError, AppState, dispatch};
 
 /// Frames larger than this close the connection; between the request limit and this, the
 /// client gets an error and the connection stays usable.
 const HARD_FRAME_LIMIT: usize = 64 * 1024 * 1024;
-/// Events read from the store per replay query (held in memory while they are sent).
+/// Most events read from the store per replay query (held in memory while they are sent).
 const REPLAY_PAGE: i64 = 256;
+/// The first replay query reads this many; later ones as many as fit [`REPLAY_PAGE_BYTES`]
+/// at the size of the events read so far, so a page of streamed chunks (up to 64 KiB each)
+/// holds about 1 MiB, not 16 (issue 38 item 3).
+const FIRST_REPLAY_PAGE: i64 = 16;
+const REPLAY_PAGE_BYTES: usize = 1024 * 1024;
 /// Most topics one connection may follow.
 const MAX_TOPICS: usize = 1000;
 /// tungstenite's buffers per connection (its default is 128 KiB each; they grow as needed).
 const SOCKET_BUFFER: usize = 16 * 1024;
 /// Most frames the writer sends with one flush.
 const WRITE_BATCH: usize = 256;
+/// Bytes of notifications that may wait for a connection's delivery loop, as a multiple of
+/// its queue (`ServerConfig::ws_queue_bytes`: 4 MiB by default). Past it the client reads
+/// too slowly for what it follows and is told `resync_required` (issue 38 item 3); the
+/// frames are shared with every other follower, so what one slow connection holds by itself
+/// is its queue and its socket's buffers.
+const WAITING_PER_QUEUE: usize = 16;
 
 /// A committed event as every connection sends it: serialized once, shared by reference, so
 /// a thousand subscribers queue one copy.
@@ -56,6 +67,12 @@ pub struct Frame {
 impl Frame {
     fn of(event: &Event) -> Frame {
         Frame { topic: event.topic.as_str().into(), seq: event.seq, text: notification(event) }
+    }
+}
+
+impl Weight for Frame {
+    fn weight(&self) -> usize {
+        self.text.len()
     }
 }
 
@@ -232,7 +249,8 @@ async fn connection(
     let (commands, command_rx) = mpsc::channel(64);
     // Each topic is routed here before its replay is read (`subscribe`), so nothing
     // committed after that read can be missed.
-    let (follower, frames) = state.routes().connect();
+    let waiting = config.ws_queue_bytes.saturating_mul(WAITING_PER_QUEUE);
+    let (follower, frames) = state.routes().connect(waiting);
     let followed = Followed { sent: HashMap::new(), follower };
     let store = state.store().clone();
     let subscriptions =
@@ -441,7 +459,7 @@ impl Followed {
 async fn subscriptions(
     store: Store,
     mut followed: Followed,
-    mut frames: mpsc::Receiver<Arc<Frame>>,
+    mut frames: Frames<Frame>,
     mut commands: mpsc::Receiver<SubscriptionCommand>,
     out: Arc<Outbox>,
 ) {
@@ -451,11 +469,9 @@ async fn subscriptions(
             // missed, and taking such a frame first would move `sent` past the missed ones
             // (`i15_a3_a_connection_told_it_is_behind_replays_before_it_takes_a_newer_frame`).
             biased;
-            // A frame did not fit this connection's queue, or the fan-out fell behind:
-            // re-read what was missed from the store, then go on live.
-            () = followed.follower.behind() => {
-                let topics = followed.topics();
-                replay(&store, &topics, &mut followed, &out).await
+            // Frames did not fit this connection's queue, or the fan-out fell behind.
+            behind = followed.follower.behind() => {
+                on_behind(&store, behind, &mut followed, &out).await
             }
             command = commands.recv() => match command {
                 Some(command) => on_command(&store, command, &mut followed, &out).await,
@@ -473,6 +489,29 @@ async fn subscriptions(
     if result.is_err() {
         out.shut();
     }
+}
+
+/// Frames of `overflowed` topics did not fit the routed queue: the client reads too slowly
+/// for them and must resync (issue 38 item 3). Re-reading them from the event log instead,
+/// as before, cost a replay page per slow connection for as long as it stayed behind (R8's
+/// slow readers: 317 MB within a second). When the fan-out fell behind the store (`gap`),
+/// every topic still followed is re-read.
+async fn on_behind(
+    store: &Store,
+    behind: Behind,
+    followed: &mut Followed,
+    out: &Outbox,
+) -> Result<(), Gone> {
+    let Behind { overflowed, gap } = behind;
+    if !overflowed.is_empty() {
+        let overflowed: Vec<String> = overflowed.iter().map(|t| t.to_string()).collect();
+        shed(store, &overflowed, followed, out).await?;
+    }
+    if gap {
+        let topics = followed.topics();
+        replay(store, &topics, followed, out).await?;
+    }
+    Ok(())
 }
 
 /// The connection cannot go on (closed, or its answers are not read).
@@ -494,21 +533,23 @@ async fn deliver(
     match out.push(message, Some(frame.topic.clone())).await {
         Ok(()) => Ok(()),
         Err(Refused::Closed) => Err(Gone),
-        Err(Refused::Full) => shed(store, &frame.topic, followed, out).await,
+        Err(Refused::Full) => shed(store, &[frame.topic.to_string()], followed, out).await,
     }
 }
 
-/// The client stopped reading: drop every notification queued for it, stop following those
-/// topics, and tell it to resync each (rule 47), so it holds no more than a few small frames.
+/// The client stopped reading, or reads too slowly for `behind` (more than its bound waits
+/// for it): drop every notification queued for it, stop following those topics and
+/// `behind`, and tell it to resync each (rule 47), so it holds no more than a few small
+/// frames.
 async fn shed(
     store: &Store,
-    topic: &str,
+    behind: &[String],
     followed: &mut Followed,
     out: &Outbox,
 ) -> Result<(), Gone> {
     let mut topics: Vec<String> =
         out.drop_notifications().into_iter().map(|t| t.to_string()).collect();
-    topics.push(topic.to_owned());
+    topics.extend(behind.iter().cloned());
     topics.sort();
     topics.dedup();
     topics.retain(|t| followed.contains(t));
@@ -664,20 +705,24 @@ async fn replay(
     followed: &mut Followed,
     out: &Outbox,
 ) -> Result<(), Gone> {
+    let mut page = FIRST_REPLAY_PAGE;
     loop {
         // A topic shed on the way (the client stopped reading) is no longer replayed.
         let active: Vec<String> = topics.iter().filter(|t| followed.contains(t)).cloned().collect();
         if active.is_empty() {
             return Ok(());
         }
-        let events = match store.events_since(&active, &followed.sent, REPLAY_PAGE).await {
+        let events = match store.events_since(&active, &followed.sent, page).await {
             Ok(events) => events,
             Err(err) => {
                 tracing::error!(error = %err, "replay from the event log failed");
                 return Err(Gone);
             }
         };
-        let done = (events.len() as i64) < REPLAY_PAGE;
+        let done = (events.len() as i64) < page;
+        let bytes: usize = events.iter().map(|e| e.payload.get().len()).sum();
+        let each = (bytes / events.len().max(1)).max(1);
+        page = ((REPLAY_PAGE_BYTES / each) as i64).clamp(FIRST_REPLAY_PAGE, REPLAY_PAGE);
         for event in &events {
             deliver(store, &Frame::of(event), followed, out).await?;
         }
@@ -720,7 +765,7 @@ mod tests {
             store.events_since(std::slice::from_ref(&topic), &from_start, 10).await.unwrap();
         for round in 0..20 {
             let routes = Arc::new(Routes::<Frame>::default());
-            let (follower, frames) = routes.connect();
+            let (follower, frames) = routes.connect(usize::MAX);
             follower.follow(&topic);
             let followed = Followed { sent: from_start.clone(), follower };
             routes.all_behind();

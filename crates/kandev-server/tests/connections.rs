@@ -1,6 +1,7 @@
 //! Issue 12 finding 3: slow and idle clients. A WebSocket subscriber that does not read is
 //! told `resync_required` (and its queue dropped) or cut; silent connections are closed after
-//! the read timeout; the connection cap refuses cleanly and leaves room for health.
+//! the read timeout; the connection cap refuses cleanly and leaves room for health. Issue 38
+//! item 3: one that reads too slowly for what it follows is told `resync_required` too.
 
 mod common;
 
@@ -253,6 +254,84 @@ async fn i12_f3_a_client_that_leaves_its_answers_unread_is_disconnected() {
     assert!(ended.is_ok(), "the connection was closed");
     assert!(answers < 300, "not every answer was queued: {answers}");
     assert_eq!(health(&server).await, 200);
+}
+
+/// The agent text a subscriber was told: the agent messages' first content and every delta
+/// appended to them, in order, until the turn ended.
+async fn agent_text_until_the_turn_ends(ws: &mut Ws) -> String {
+    let (mut text, mut agent) = (String::new(), vec![]);
+    loop {
+        let frame = ws.next().await;
+        let payload = &frame["payload"];
+        match frame["action"].as_str() {
+            Some("session.message.added") if payload["message"]["kind"] == "agent" => {
+                agent.push(payload["message"]["id"].clone());
+                text.push_str(payload["message"]["content"].as_str().unwrap());
+            }
+            Some("session.message.updated") if agent.contains(&payload["message_id"]) => {
+                text.push_str(payload["delta"].as_str().unwrap_or_default());
+            }
+            Some("session.turn.completed") => return text,
+            _ => {}
+        }
+    }
+}
+
+/// Issue 38 item 3: a subscriber that reads, but more slowly than the agent writes (here it
+/// reads nothing until the turn is over, well within the wait for room), is told to resync
+/// once more bytes wait for it than its bound. Before, only frames were counted (4,096 of
+/// any size) and a producer waited for room as long as the client took some: such a client
+/// was never told, and the server held (or re-read) the whole stream for each one. A fast
+/// reader beside it gets every byte.
+#[tokio::test]
+async fn i38_3_a_slow_reader_past_its_byte_bound_is_told_to_resync_and_a_fast_one_gets_everything()
+{
+    let config = ServerConfig {
+        send_buffer_bytes: 16 * 1024,
+        ws_queue_bytes: 4 * 1024,
+        // Far longer than the test: running out of this wait is not what tells it.
+        ws_queue_wait: Duration::from_secs(600),
+        ..ServerConfig::default()
+    };
+    let server = TestServer::start_with(config, tempfile::tempdir().unwrap()).await;
+    let (_, session) = server.session(None).await;
+    let topic = format!("session:{session}");
+    let mut slow = narrow_ws(server.addr).await;
+    slow.call("subscribe", json!({"topics": [topic]})).await;
+    let mut fast = server.ws().await;
+    fast.call("subscribe", json!({"topics": [topic]})).await;
+
+    // Paced, so the stream is many notifications (streamed text is coalesced for 5 ms): a
+    // frame larger than the whole bound still fits an empty queue.
+    let script = "#!mock\nstream 150 4096 every 5";
+    let sent = server.call("message.add", json!({"session_id": session, "content": script})).await;
+    assert_eq!(sent["status"], "sent", "{sent}");
+    let told = agent_text_until_the_turn_ends(&mut fast).await;
+    let stored = server.messages(&session).await;
+    let agent = common::of_kind(&stored, "agent");
+    assert_eq!(agent.len(), 1);
+    assert_eq!(told.len(), 150 * 4096, "the fast reader got every byte");
+    assert_eq!(told, agent[0]["content"].as_str().unwrap(), "in order");
+
+    // The slow reader reads now: what reached it, then `resync_required`, not the stream.
+    let mut bytes = 0;
+    let resync = loop {
+        let frame = slow.next().await;
+        match (frame["type"].as_str(), frame["action"].as_str()) {
+            (Some("resync_required"), _) => break frame,
+            (_, Some("session.turn.completed")) => {
+                panic!("the slow reader was never told to resync: it was sent {bytes} bytes")
+            }
+            _ => bytes += frame.to_string().len(),
+        }
+    };
+    assert_eq!(resync["topic"], topic.as_str());
+    assert!(bytes < 150 * 4096 / 2, "it was not sent the stream: {bytes} bytes");
+
+    // It subscribes again from now and is served as before.
+    slow.call("subscribe", json!({"topics": [topic]})).await;
+    server.call("message.add", json!({"session_id": session, "content": "again"})).await;
+    slow.notification("session.turn.completed").await;
 }
 
 /// R4 found it (flaky in CI): a body over the 4 MiB limit was answered as soon as the limit

@@ -74,11 +74,13 @@ enum Command {
 /// connection's thread and the async workers free them, and glibc serialized those
 /// cross-thread frees behind its arena locks; transparent huge pages are off for the
 /// process (`no_thp`), so a fresh buffer is not zeroed 2 MiB at a time
-/// (docs/performance.md, seventh session).
+/// (docs/performance.md, seventh session). Freed memory goes back to the OS at once
+/// (`kandev_alloc::configure`, issue 38 item 4).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: kandev_alloc::MiMalloc = kandev_alloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    kandev_alloc::configure();
     let cli = Cli::parse();
     // The mock agent runs on one thread, as a real agent's event loop does: 50 of them on a
     // 2-core machine (the bench) would otherwise each keep a worker per core, and every

@@ -57,6 +57,21 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
         "kandev-workflow-yaml",
         &["kandev-store", "kandev-engine", "kandev-server", "kandev-acp", "kandev-runtime"],
     ),
+    // The allocator and its settings: nothing of Kandev.
+    (
+        "kandev-alloc",
+        &[
+            "kandev-domain",
+            "kandev-store",
+            "kandev-workflow-yaml",
+            "kandev-acp",
+            "kandev-runtime",
+            "kandev-engine",
+            "kandev-server",
+            "kandev-api-types",
+            "kandev-mock-agent",
+        ],
+    ),
     // The benchmark drives the real binary through the public API only.
     (
         "kandev-bench",
