@@ -4,7 +4,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, screenshot, test } from './kandev';
+import type { Page } from '@playwright/test';
+import { expect, screenshot, test, type Kandev } from './kandev';
 
 const DEV_SCRIPT = 'echo "serving on $PORT"; exec python3 -m http.server "$PORT" --bind 127.0.0.1';
 
@@ -12,25 +13,8 @@ test('i19 a4: a terminal in the task page runs commands and resizes; the dev ser
   page,
   kandev,
 }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-term-'));
+  const repo = await taskWithWorktree(kandev, page, 'Try the terminal', DEV_SCRIPT);
   try {
-    const git = (...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd: repo });
-    git('init', '-q', '-b', 'main');
-    writeFileSync(join(repo, 'index.html'), 'preview ok\n');
-    git('add', '.');
-    git('commit', '-q', '-m', 'initial');
-    const { workspaceId } = await kandev.board();
-    const { repository } = await kandev.api('repository.create', {
-      workspace_id: workspaceId,
-      local_path: repo,
-      dev_script: DEV_SCRIPT,
-    });
-    // A started session makes the task's worktree.
-    const task = await kandev.createTask('Try the terminal', { repository_ids: [repository.id], start_agent: true });
-    await page.goto(`${kandev.url}/tasks/${task.id}`);
-    await expect(page.getByRole('log', { name: 'Conversation' }).locator('[data-kind="agent"]').first()).toBeVisible();
-
     await page.getByRole('tab', { name: 'Terminal', exact: true }).click();
     await page.getByRole('button', { name: '+ Terminal' }).click();
     const terminal = page.getByTestId('terminal');
@@ -75,6 +59,52 @@ test('i19 a4: a terminal in the task page runs commands and resizes; the dev ser
     await expect(page.getByTestId('terminal')).toHaveCount(0);
     await page.getByRole('button', { name: 'Stop' }).click();
     await expect(page.getByTestId('dev-server')).toHaveCount(0);
+  } finally {
+    rmSync(repo, { recursive: true, force: true });
+  }
+});
+
+/** A repository and a started task on it (a started session makes the task's worktree). */
+async function taskWithWorktree(kandev: Kandev, page: Page, title: string, devScript?: string) {
+  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-term-'));
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd: repo });
+  git('init', '-q', '-b', 'main');
+  writeFileSync(join(repo, 'index.html'), 'preview ok\n');
+  git('add', '.');
+  git('commit', '-q', '-m', 'initial');
+  const { workspaceId } = await kandev.board();
+  const { repository } = await kandev.api('repository.create', {
+    workspace_id: workspaceId,
+    local_path: repo,
+    ...(devScript ? { dev_script: devScript } : {}),
+  });
+  const task = await kandev.createTask(title, { repository_ids: [repository.id], start_agent: true });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  await expect(page.getByRole('log', { name: 'Conversation' }).locator('[data-kind="agent"]').first()).toBeVisible();
+  return repo;
+}
+
+test('keys typed before the terminal is attached reach the shell once it is', async ({ page, kandev }) => {
+  const repo = await taskWithWorktree(kandev, page, 'Type early');
+  try {
+    await page.getByRole('tab', { name: 'Terminal', exact: true }).click();
+    // The terminal's own connection is held back until the keys are typed: what a slow
+    // network or a busy server does to the first keystrokes after "+ Terminal".
+    let release!: () => void;
+    const typed = new Promise<void>((resolve) => (release = resolve));
+    await page.routeWebSocket(/\/ws$/, async (ws) => {
+      await typed;
+      ws.connectToServer();
+    });
+    await page.getByRole('button', { name: '+ Terminal' }).click();
+    const terminal = page.getByTestId('terminal');
+    await expect(terminal).toBeVisible();
+    await terminal.click();
+    await page.keyboard.type('echo typed-early');
+    await page.keyboard.press('Enter');
+    release();
+    await expect(terminal.locator('.xterm-rows > div').filter({ hasText: /^typed-early\s*$/ })).toHaveCount(1);
   } finally {
     rmSync(repo, { recursive: true, force: true });
   }

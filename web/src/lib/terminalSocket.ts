@@ -3,6 +3,8 @@
 // what comes live, as binary frames `[kind][id length][id][payload]`. Typed input and resizes
 // go back the same way. A dropped connection reconnects by itself and attaches again; the
 // replay then redraws the screen from the start, so the caller resets it (`onReplay`).
+// Input typed before the connection is attached (just opened, or reconnecting) is kept, up
+// to `MAX_PENDING_INPUT` bytes, and sent once it is: keystrokes are not dropped.
 
 const INPUT = 0x01;
 const RESIZE = 0x02;
@@ -10,6 +12,8 @@ const OUTPUT = 0x81;
 const EXIT = 0x83;
 
 const MAX_BACKOFF_MS = 2000;
+/** Typed input kept while not attached; more than this (a paste into a dead link) is dropped. */
+export const MAX_PENDING_INPUT = 64 * 1024;
 
 export interface TerminalExit {
   exit_code: number | null;
@@ -50,9 +54,28 @@ export function connectTerminal(id: string, handlers: TerminalHandlers): Termina
   let exited = false;
   let backoff = 150;
   let size: [number, number] | null = null;
+  // The connection whose `terminal.attach` was answered; frames go only to it.
+  let attached: WebSocket | null = null;
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
 
   const send = (frame: Uint8Array) => {
-    if (ws?.readyState === WebSocket.OPEN) ws.send(frame);
+    if (attached && attached === ws && ws.readyState === WebSocket.OPEN) ws.send(frame);
+  };
+  const sendInput = (data: string) => {
+    const frame = encode(INPUT, id, encoder.encode(data));
+    if (attached && attached === ws && ws.readyState === WebSocket.OPEN) {
+      ws.send(frame);
+    } else if (!closed && !exited && pendingBytes + frame.length <= MAX_PENDING_INPUT) {
+      pending.push(frame);
+      pendingBytes += frame.length;
+    }
+  };
+  const flushInput = () => {
+    const frames = pending;
+    pending = [];
+    pendingBytes = 0;
+    for (const frame of frames) send(frame);
   };
   const sendSize = () => {
     if (!size) return;
@@ -82,10 +105,13 @@ export function connectTerminal(id: string, handlers: TerminalHandlers): Termina
         }
         if (frame.id !== 'attach') return;
         if (frame.type === 'response') {
+          attached = socket;
           handlers.onReplay();
           sendSize();
+          flushInput();
         } else if (frame.type === 'error') {
           closed = true;
+          pending = [];
           handlers.onError(frame.payload?.message ?? 'the terminal cannot be attached');
           socket.close();
         }
@@ -105,6 +131,7 @@ export function connectTerminal(id: string, handlers: TerminalHandlers): Termina
       }
     };
     socket.onclose = () => {
+      if (attached === socket) attached = null;
       if (ws === socket) ws = null;
       if (closed || exited) return;
       const delay = backoff;
@@ -115,7 +142,7 @@ export function connectTerminal(id: string, handlers: TerminalHandlers): Termina
   open();
 
   return {
-    input: (data) => send(encode(INPUT, id, encoder.encode(data))),
+    input: sendInput,
     resize: (cols, rows) => {
       size = [cols, rows];
       sendSize();
