@@ -67,8 +67,8 @@ mod tests {
     }
 
     /// Issue 38 item 4: 64 MiB written and freed by a thread that then does nothing more are
-    /// back with the OS at once. Before, mimalloc kept them until some later allocation came
-    /// by after its 1 s delay, which a quiet server never makes (R4's RSS stayed 4× up).
+    /// back with the OS at once: with mimalloc's default 1 s purge delay they stay until a
+    /// later allocation comes by after the delay, which a quiet server never makes.
     #[test]
     #[cfg(target_os = "linux")]
     fn i38_4_memory_freed_after_a_burst_goes_back_to_the_os_at_once() {
@@ -91,7 +91,7 @@ mod tests {
 
     /// Issue 38 item 4, the C allocator under SQLite: once a large block was freed (glibc
     /// then raises its thresholds to its size), 32 MiB allocated on a thread in 256 KiB
-    /// blocks and freed go back to the OS. Before, glibc kept them in the thread's arena.
+    /// blocks and freed go back to the OS instead of staying in the thread's arena.
     #[test]
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[allow(unsafe_code)]

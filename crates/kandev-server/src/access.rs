@@ -188,7 +188,7 @@ async fn still_valid(store: &Store, grant: &Grant) -> Result<bool, StoreError> {
 
 /// Checks every open credential each `every` (and when [`Live::recheck`] asks), closing the
 /// sockets whose access ended, until `shutdown`. One check per distinct credential, however
-/// many sockets share it; nothing is read while no user socket is open.
+/// many sockets share it; nothing is read while no socket is registered.
 pub(crate) async fn watch(store: Store, live: Live, every: Duration, shutdown: CancellationToken) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

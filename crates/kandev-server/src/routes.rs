@@ -16,11 +16,10 @@
 //!   per connection.
 //! - A connection's queue is bounded in bytes as well as in frames (issue 38 item 3): a
 //!   frame that does not fit is dropped, its topic is no longer routed to that connection,
-//!   and the connection is told the topic [`Follower::overflowed`]: the client reads more
-//!   slowly than the topic is written, and is told `resync_required` (`ws.rs`), as a client
-//!   that stopped reading is. Before, only the number of frames was bounded and such a
-//!   connection re-read the event log, so a slow reader cost one replay page per connection
-//!   for as long as it stayed behind.
+//!   and the connection learns the topic overflowed ([`Behind::overflowed`]): the client
+//!   reads more slowly than the topic is written, and is told `resync_required` (`ws.rs`),
+//!   as a client that stopped reading is. (Re-reading the event log for it instead would
+//!   hold a replay page per slow connection for as long as it stayed behind.)
 //! - Nothing is lost when the fan-out itself falls behind the store
 //!   ([`Routes::all_behind`]): every connection re-reads what it follows from the event log.
 

@@ -492,9 +492,9 @@ async fn subscriptions(
 }
 
 /// Frames of `overflowed` topics did not fit the routed queue: the client reads too slowly
-/// for them and must resync (issue 38 item 3). Re-reading them from the event log instead,
-/// as before, cost a replay page per slow connection for as long as it stayed behind (R8's
-/// slow readers: 317 MB within a second). When the fan-out fell behind the store (`gap`),
+/// for them and must resync (issue 38 item 3): re-reading them from the event log instead
+/// would hold a replay page per slow connection for as long as it stayed behind (R8's slow
+/// readers: 317 MB within a second). When the fan-out fell behind the store (`gap`),
 /// every topic still followed is re-read.
 async fn on_behind(
     store: &Store,

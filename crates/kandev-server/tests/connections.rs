@@ -279,10 +279,9 @@ async fn agent_text_until_the_turn_ends(ws: &mut Ws) -> String {
 
 /// Issue 38 item 3: a subscriber that reads, but more slowly than the agent writes (here it
 /// reads nothing until the turn is over, well within the wait for room), is told to resync
-/// once more bytes wait for it than its bound. Before, only frames were counted (4,096 of
-/// any size) and a producer waited for room as long as the client took some: such a client
-/// was never told, and the server held (or re-read) the whole stream for each one. A fast
-/// reader beside it gets every byte.
+/// once more bytes wait for it than its bound (counting frames alone, it would never be
+/// told, and the server would hold or re-read the whole stream for it). A fast reader beside
+/// it gets every byte.
 #[tokio::test]
 async fn i38_3_a_slow_reader_past_its_byte_bound_is_told_to_resync_and_a_fast_one_gets_everything()
 {

@@ -57,22 +57,11 @@ impl WriteTx {
             .collect()
     }
 
+    /// Records who answered a permission request and how; with the turn of the request and
+    /// the JSON-RPC answer the agent gets (`reply`, `{"id": …, "result": …}`), which a
+    /// server that re-adopts the agent sends again if the runner never took it (issue 38
+    /// item 12).
     pub async fn record_permission_answer(
-        &mut self,
-        session_id: &SessionId,
-        request_id: &str,
-        option_id: Option<&str>,
-        outcome: &str,
-        answered_by: &str,
-    ) -> Result<()> {
-        self.record_permission_reply(session_id, request_id, option_id, outcome, answered_by, None)
-            .await
-    }
-
-    /// [`Self::record_permission_answer`] with the turn of the request and the JSON-RPC
-    /// answer the agent gets (`reply`, `{"id": …, "result": …}`), which a server that
-    /// re-adopts the agent sends again if the runner never took it (issue 38 item 12).
-    pub async fn record_permission_reply(
         &mut self,
         session_id: &SessionId,
         request_id: &str,

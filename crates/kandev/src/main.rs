@@ -74,7 +74,7 @@ enum Command {
 /// connection's thread and the async workers free them, and glibc serialized those
 /// cross-thread frees behind its arena locks; transparent huge pages are off for the
 /// process (`no_thp`), so a fresh buffer is not zeroed 2 MiB at a time
-/// (docs/performance.md, seventh session). Freed memory goes back to the OS at once
+/// (docs/architecture.md, "Dependencies and why"). Freed memory goes back to the OS at once
 /// (`kandev_alloc::configure`, issue 38 item 4).
 #[global_allocator]
 static ALLOCATOR: kandev_alloc::MiMalloc = kandev_alloc::MiMalloc;

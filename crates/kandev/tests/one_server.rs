@@ -19,24 +19,11 @@ const LOCAL: [&str; 4] = ["--runner", "local", "--runner-grace", "60s"];
 /// Runs `kandev serve` on `home` where it is expected to be refused; its exit status and
 /// stderr. A server that starts instead (announces an address) is killed and fails the test.
 fn refused_serve(home: &Path, extra: &[&str]) -> (ExitStatus, String) {
-    let mut child = Command::new(KANDEV)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .args(extra)
-        .env("KANDEV_HOME", home)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut line = String::new();
-        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    // The first line, or end of file when the process ends without one.
-    let line = rx.recv_timeout(support::DEADLINE).expect("the second server ends or announces");
+    let args: Vec<&str> =
+        ["--addr", "127.0.0.1:0"].into_iter().chain(extra.iter().copied()).collect();
+    let (mut child, line) =
+        support::serve_first_line(Command::new(KANDEV), home, &args, Stdio::piped());
+    // The first line is empty when the process ended without one.
     if line.contains("http://") {
         let _ = child.kill();
         let _ = child.wait();

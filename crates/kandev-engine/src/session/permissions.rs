@@ -159,7 +159,8 @@ impl SessionActor {
         let reply = turn.as_ref().zip(reply.as_deref());
         let mut tx = self.begin_write().await?;
         let id = &self.session.id;
-        tx.record_permission_reply(id, request_id, option_id.as_deref(), status, by, reply).await?;
+        tx.record_permission_answer(id, request_id, option_id.as_deref(), status, by, reply)
+            .await?;
         let message = self
             .resolve_permission_message(
                 &mut tx,
@@ -215,14 +216,16 @@ impl SessionActor {
         let expired = Expired(self.permissions.drain().collect());
         for (request_id, permission) in &expired.0 {
             let id = &self.session.id;
-            let recorded =
-                match tx.record_permission_answer(id, request_id, None, status, "engine").await {
-                    Ok(()) => {
-                        let message = &permission.message_id;
-                        self.resolve_permission_message(tx, message, status, None, "engine").await
-                    }
-                    Err(err) => Err(err.into()),
-                };
+            let recorded = match tx
+                .record_permission_answer(id, request_id, None, status, "engine", None)
+                .await
+            {
+                Ok(()) => {
+                    let message = &permission.message_id;
+                    self.resolve_permission_message(tx, message, status, None, "engine").await
+                }
+                Err(err) => Err(err.into()),
+            };
             if let Err(err) = recorded {
                 expired.restore(self);
                 return Err(err);

@@ -288,14 +288,15 @@ impl SessionActor {
         error: Option<(LastError, String)>,
         note: Option<String>,
     ) -> Result<()> {
-        let kept = error.clone();
-        let written = self.write_turn_end_tx(&turn.id, tokens, stop_reason, error, note).await;
+        let end =
+            TurnEnd { turn_id: turn.id, tokens, stop_reason: stop_reason.to_owned(), error, note };
+        let written = self.write_turn_end_tx(&end).await;
         if let Err(err) = &written {
             // Issue 38 item 11: written again until it is, before anything else.
             self.unsettled = Some(UnsettledTurn {
-                turn_id: turn.id.clone(),
-                stop_reason: stop_reason.to_owned(),
-                error: kept,
+                turn_id: end.turn_id,
+                stop_reason: end.stop_reason,
+                error: end.error,
                 cause: err.to_string(),
                 attempts: 0,
             });
@@ -306,18 +307,11 @@ impl SessionActor {
 
     /// The end of a turn in one transaction of its own; on failure the actor's copy of the
     /// session is what was committed before.
-    async fn write_turn_end_tx(
-        &mut self,
-        turn_id: &TurnId,
-        tokens: Option<serde_json::Value>,
-        stop_reason: &str,
-        error: Option<(LastError, String)>,
-        note: Option<String>,
-    ) -> Result<()> {
+    async fn write_turn_end_tx(&mut self, end: &TurnEnd) -> Result<()> {
         let before = self.session.clone();
         let mut tx = self.begin_write().await?;
         let expired = self.expire_permissions(&mut tx, "expired").await?;
-        let written = self.write_turn_end(&mut tx, turn_id, tokens, stop_reason, error, note).await;
+        let written = self.write_turn_end(&mut tx, end).await;
         let committed = match written {
             Ok(()) => self.finish(tx).await.map(drop).map_err(Into::into),
             Err(err) => Err(err),
@@ -344,8 +338,14 @@ impl SessionActor {
             let details = json!({ "stop_reason": unsettled.stop_reason });
             (self.error("turn_end_not_saved", message.clone(), details), message)
         });
-        let (turn_id, stop_reason) = (unsettled.turn_id.clone(), unsettled.stop_reason.clone());
-        match self.write_turn_end_tx(&turn_id, None, &stop_reason, Some(error), None).await {
+        let end = TurnEnd {
+            turn_id: unsettled.turn_id.clone(),
+            tokens: None,
+            stop_reason: unsettled.stop_reason.clone(),
+            error: Some(error),
+            note: None,
+        };
+        match self.write_turn_end_tx(&end).await {
             Ok(()) => {
                 tracing::info!(session = %self.session.id, "the end of the turn was written late");
                 if matches!(self.phase, Phase::Ready(_) | Phase::Idle) {
@@ -363,23 +363,16 @@ impl SessionActor {
     }
 
     /// [`Self::finish_turn`]'s writes, but the expired permissions.
-    async fn write_turn_end(
-        &mut self,
-        tx: &mut WriteTx,
-        turn_id: &TurnId,
-        tokens: Option<serde_json::Value>,
-        stop_reason: &str,
-        error: Option<(LastError, String)>,
-        note: Option<String>,
-    ) -> Result<()> {
+    async fn write_turn_end(&mut self, tx: &mut WriteTx, end: &TurnEnd) -> Result<()> {
+        let TurnEnd { turn_id, tokens, stop_reason, error, note } = end;
         tx.close_turn(turn_id, stop_reason).await?;
-        if let Some(tokens) = &tokens {
+        if let Some(tokens) = tokens {
             tx.set_turn_usage(turn_id, TurnUsagePart::Tokens, &tokens.to_string()).await?;
         }
         if let Some(text) = note {
             let metadata = json!({ "reason": stop_reason });
             let kind = MessageKind::Status;
-            add_message(tx, &self.session, Some(turn_id), kind, &text, metadata).await?;
+            add_message(tx, &self.session, Some(turn_id), kind, text, metadata).await?;
         }
         let mut update = SessionUpdate {
             state: Some(SessionState::WaitingForInput),
@@ -388,15 +381,15 @@ impl SessionActor {
         if let Some((last_error, text)) = error {
             let metadata = json!({ "code": last_error.code });
             let kind = MessageKind::Error;
-            add_message(tx, &self.session, Some(turn_id), kind, &text, metadata).await?;
-            update.last_error = Some(Some(last_error));
+            add_message(tx, &self.session, Some(turn_id), kind, text, metadata).await?;
+            update.last_error = Some(Some(last_error.clone()));
         }
         self.write(tx, update).await?;
         let event = SessionEvent::TurnCompleted {
             session_id: self.session.id.to_string(),
             turn_id: turn_id.to_string(),
-            stop_reason: stop_reason.to_string(),
-            tokens: tokens.unwrap_or(serde_json::Value::Null),
+            stop_reason: stop_reason.clone(),
+            tokens: tokens.clone().unwrap_or(serde_json::Value::Null),
         };
         let seq = publish::notify(tx, Notification::session(&self.session.id, event)).await?;
         let title = format!("{}: the agent's turn ended ({stop_reason})", self.task.title);
@@ -504,4 +497,14 @@ impl PromptSource {
         }
         blocks
     }
+}
+
+/// How a turn ended, as [`SessionActor::finish_turn`] writes it: its stop reason, the token
+/// usage the agent's answer reported, an error (it becomes `last_error`), a status note.
+struct TurnEnd {
+    turn_id: TurnId,
+    tokens: Option<serde_json::Value>,
+    stop_reason: String,
+    error: Option<(LastError, String)>,
+    note: Option<String>,
 }

@@ -82,23 +82,9 @@ fn launch_with(
         .append(true)
         .open(home.join("server.log"))
         .unwrap();
-    let mut child = command
-        .args(["serve", "--addr", addr])
-        .args(extra)
-        .env("KANDEV_HOME", home)
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(30)).expect("the server announces its address");
+    command.envs(env.iter().copied());
+    let args: Vec<&str> = ["--addr", addr].into_iter().chain(extra.iter().copied()).collect();
+    let (mut child, line) = serve_first_line(command, home, &args, Stdio::from(log));
     let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) else {
         // Ended (or said something else) before announcing an address: say why.
         let status = match child.wait_timeout_or_kill() {
@@ -117,6 +103,34 @@ fn launch_with(
     };
     let url = url.to_owned();
     Server { child, url }
+}
+
+/// Starts `command serve <extra>` (`command` may carry more arguments and environment) on
+/// `home` with its stderr going to `stderr`; the child and the first line it printed (its
+/// address, or nothing when it ended first), bounded by [`DEADLINE`].
+pub fn serve_first_line(
+    mut command: Command,
+    home: &Path,
+    extra: &[&str],
+    stderr: Stdio,
+) -> (Child, String) {
+    let mut child = command
+        .arg("serve")
+        .args(extra)
+        .env("KANDEV_HOME", home)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(DEADLINE).expect("the server announces its address or ends");
+    (child, line)
 }
 
 /// Waiting (up to 5 s) for a child that is expected to have ended.
