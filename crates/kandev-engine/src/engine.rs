@@ -457,7 +457,7 @@ impl Engine {
         // that the runtime's end would cut short, killing `ssh` with those still on their
         // way (the remote runner then kept the executions for its whole grace).
         let links = self.inner.links.take_all();
-        let closing = futures::future::join_all(links.iter().map(|link| link.close()));
+        let closing = futures::future::join_all(links.iter().map(|link| link.finish()));
         if tokio::time::timeout(LINKS_CLOSE_BOUND, closing).await.is_err() {
             tracing::warn!("closing the ssh links took too long; ending without them");
         }

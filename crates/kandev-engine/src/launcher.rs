@@ -221,146 +221,53 @@ impl Launcher for BuiltinMockLauncher {
 
 /// Runs agents through a runner (`kandev runner`, docs/architecture.md "Runners"): the
 /// runner owns the processes and relays their stdio over its connection, so an agent can
-/// outlive this server. The built-in mock runs as a real process (`program args`) here, as
-/// with [`LocalLauncher`].
+/// outlive this server. The connection is the one runner stack's
+/// ([`kandev_runtime::runner::RunnerClient`]): opened again after a drop (a runner that died
+/// is started again by its transport), every execution taken over on the new connection or
+/// ended as lost. The built-in mock runs as a real process (`program args`) here, as with
+/// [`LocalLauncher`].
 pub struct RunnerLauncher {
-    link: Arc<RunnerLink>,
-}
-
-/// A new connection to the runner, starting one when none listens (the binary knows how:
-/// the engine never starts a process), with the executions it already holds.
-pub type ConnectRunner = Arc<
-    dyn Fn() -> BoxFuture<
-            'static,
-            Result<
-                (kandev_runtime::runner::RunnerClient, Vec<kandev_runtime::runner::ExecutionInfo>),
-                String,
-            >,
-        > + Send
-        + Sync,
->;
-
-/// The runner connection in use, replaced when it is gone (issue 38 item 2: a runner killed
-/// by the OOM killer, a dropped socket): a launch after that connects again (starting a new
-/// runner when none listens), and [`RunnerLauncher::keep_connected`] does it by itself with
-/// back-off. Executions the new connection lists are forgotten (killed): their sessions saw
-/// their agents exit when the old connection went, and resume on their next message.
-struct RunnerLink {
-    /// The current connection; a small synchronous lock, never held across `.await`.
-    current: std::sync::Mutex<kandev_runtime::runner::RunnerClient>,
-    connect: Option<ConnectRunner>,
-    /// One reconnection at a time (held across the connect).
-    reconnecting: tokio::sync::Mutex<()>,
-}
-
-/// The first and the longest wait between attempts to reach a runner again.
-const RECONNECT_FIRST: Duration = Duration::from_millis(100);
-const RECONNECT_MAX: Duration = Duration::from_secs(5);
-
-impl RunnerLink {
-    fn current(&self) -> kandev_runtime::runner::RunnerClient {
-        self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
-    }
-
-    /// The connection, connected again first when it is gone.
-    async fn connected(&self) -> Result<kandev_runtime::runner::RunnerClient, String> {
-        let client = self.current();
-        if !client.is_closed() {
-            return Ok(client);
-        }
-        let Some(connect) = &self.connect else {
-            return Err("the connection to the runner is gone; restart the server".into());
-        };
-        let _one = self.reconnecting.lock().await;
-        let client = self.current();
-        if !client.is_closed() {
-            return Ok(client); // another caller connected meanwhile
-        }
-        let (client, leftovers) = connect().await.map_err(|err| {
-            format!("the runner is gone and a new one could not be reached: {err}")
-        })?;
-        for execution in &leftovers {
-            client.forget(&execution.exec);
-        }
-        tracing::info!(forgotten = leftovers.len(), "connected to the runner again");
-        *self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = client.clone();
-        Ok(client)
-    }
+    client: kandev_runtime::runner::RunnerClient,
 }
 
 impl RunnerLauncher {
-    /// Runs agents through `client`; when it is gone, `connect` gives a new connection
-    /// (`None`: no way to reconnect, launches fail until the server restarts).
-    pub fn new(
-        client: kandev_runtime::runner::RunnerClient,
-        connect: Option<ConnectRunner>,
-    ) -> Self {
-        let link = RunnerLink {
-            current: std::sync::Mutex::new(client),
-            connect,
-            reconnecting: tokio::sync::Mutex::new(()),
-        };
-        Self { link: Arc::new(link) }
+    pub fn new(client: kandev_runtime::runner::RunnerClient) -> Self {
+        Self { client }
     }
 
-    /// Keeps a connection to the runner until `stop`: whenever the connection is gone,
-    /// connects again (starting a runner when none listens), first after 100 ms, then
-    /// backing off to 5 s between attempts.
-    pub fn keep_connected(
-        &self,
-        stop: tokio_util::sync::CancellationToken,
-    ) -> BoxFuture<'static, ()> {
-        let link = self.link.clone();
-        Box::pin(async move {
-            loop {
-                let client = link.current();
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    () = client.closed() => {}
-                }
-                tracing::warn!("the connection to the runner is gone; connecting again");
-                let mut wait = RECONNECT_FIRST;
-                loop {
-                    tokio::select! {
-                        () = stop.cancelled() => return,
-                        () = tokio::time::sleep(wait) => {}
-                    }
-                    match link.connected().await {
-                        Ok(_) => break,
-                        Err(err) => {
-                            tracing::warn!(error = %err, "reaching the runner failed; trying again");
-                            wait = (wait * 2).min(RECONNECT_MAX);
-                        }
-                    }
-                }
-            }
-        })
+    /// The runner connection in use (reconciliation takes over what it lists; a shutdown
+    /// closes it).
+    pub fn client(&self) -> kandev_runtime::runner::RunnerClient {
+        self.client.clone()
     }
 }
 
 /// A runner's execution; its exit is acknowledged (the runner forgets it) once handled: when
 /// this server stopped it, or when the exit's handling is committed.
-pub(crate) struct RunnerControl(
-    pub(crate) kandev_runtime::runner::RemoteControl,
-    pub(crate) kandev_runtime::runner::Acks,
-);
+pub(crate) struct RunnerControl {
+    pub control: kandev_runtime::runner::RemoteControl,
+    pub acks: kandev_runtime::runner::Acks,
+    /// Whether the runner runs on this server's host (an SSH executor's does not: its pid is
+    /// that host's, and nothing here may signal it or offer it this host's files).
+    pub here: bool,
+}
 
 impl ExecutionControl for RunnerControl {
     fn pid(&self) -> Option<i32> {
-        Some(self.0.pid())
+        self.here.then(|| self.control.pid())
     }
 
     fn pgid(&self) -> Option<i32> {
-        Some(self.0.pid())
+        self.here.then(|| self.control.pid())
     }
 
     fn stderr_tail(&self) -> String {
-        self.0.stderr_tail()
+        self.control.stderr_tail()
     }
 
     fn stop(&self, grace: Duration) -> BoxFuture<'_, ExitInfo> {
         Box::pin(async move {
-            let exit = self.0.stop(grace).await;
+            let exit = self.control.stop(grace).await;
             self.forget_exit();
             exit
         })
@@ -368,36 +275,52 @@ impl ExecutionControl for RunnerControl {
 
     fn wait(&self) -> BoxFuture<'_, ExitInfo> {
         // Acknowledged by `exit_handled`, after the output before it is committed.
-        Box::pin(self.0.wait())
+        Box::pin(self.control.wait())
     }
 
     fn exit_handled(&self) {
         self.forget_exit();
+    }
+
+    fn on_this_host(&self) -> bool {
+        self.here
     }
 }
 
 impl RunnerControl {
     /// Acknowledges the exit, once it arrived: the runner forgets the execution.
     fn forget_exit(&self) {
-        if let Some(seq) = self.1.exit_seq() {
-            self.1.commit(seq);
+        if let Some(seq) = self.acks.exit_seq() {
+            self.acks.commit(seq);
         }
     }
 }
 
-impl RunnerLauncher {
-    /// The runner connection in use (reconciliation takes over what it lists; a shutdown
-    /// closes it).
-    pub fn client(&self) -> kandev_runtime::runner::RunnerClient {
-        self.link.current()
-    }
+/// Starts `spec` as execution `exec` through `client`, its output acknowledged once the
+/// session committed its effects ([`kandev_runtime::runner::AckPolicy::OnCommit`]). `here`:
+/// the runner runs on this server's host.
+pub(crate) async fn launch_through(
+    client: &kandev_runtime::runner::RunnerClient,
+    exec: String,
+    spec: kandev_runtime::runner::SpawnSpec,
+    here: bool,
+) -> Result<Launched, String> {
+    let policy = kandev_runtime::runner::AckPolicy::OnCommit;
+    let execution = client.spawn_with(&exec, spec, policy).await?;
+    let (acks, keys) = (execution.acks, execution.keys);
+    let control = RunnerControl { control: execution.control, acks: acks.clone(), here };
+    Ok(Launched {
+        reader: Box::new(execution.stdout),
+        writer: Box::new(execution.stdin),
+        control: Arc::new(control),
+        runner: Some(RunnerExec { exec, acks, keys }),
+    })
 }
 
 impl Launcher for RunnerLauncher {
     fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, Result<Launched, String>> {
-        let link = self.link.clone();
+        let client = self.client.clone();
         Box::pin(async move {
-            let client = link.connected().await?;
             let exec = uuid::Uuid::new_v4().to_string();
             let spawn = kandev_runtime::runner::SpawnSpec {
                 program: spec.program,
@@ -406,15 +329,7 @@ impl Launcher for RunnerLauncher {
                 cwd: spec.cwd,
                 secrets: spec.secrets,
             };
-            let policy = kandev_runtime::runner::AckPolicy::OnCommit;
-            let execution = client.spawn_with(&exec, spawn, policy).await?;
-            let (acks, keys) = (execution.acks, execution.keys);
-            Ok(Launched {
-                reader: Box::new(execution.stdout),
-                writer: Box::new(execution.stdin),
-                control: Arc::new(RunnerControl(execution.control, acks.clone())),
-                runner: Some(RunnerExec { exec, acks, keys }),
-            })
+            launch_through(&client, exec, spawn, true).await
         })
     }
 }

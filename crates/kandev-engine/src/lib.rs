@@ -54,8 +54,8 @@ pub use engine::Engine;
 pub use error::{EngineError, Result};
 pub use executors::ExecutorCheck;
 pub use launcher::{
-    BuiltinMockLauncher, ConnectRunner, ExecutionControl, LaunchSpec, Launched, Launcher,
-    LocalLauncher, RunnerExec, RunnerLauncher,
+    BuiltinMockLauncher, ExecutionControl, LaunchSpec, Launched, Launcher, LocalLauncher,
+    RunnerExec, RunnerLauncher,
 };
 pub use shells::{
     MAX_TERMINAL_CELLS, MAX_TERMINALS_PER_TASK, TerminalChunk, TerminalExit, TerminalHandle,

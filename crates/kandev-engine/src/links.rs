@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use kandev_domain::executor::SshSettings;
-use kandev_runtime::ssh_link::SshLink;
+use kandev_runtime::runner::RunnerClient;
 
 /// An executor's link, or the last failure to make one.
 #[derive(Default)]
 pub(crate) struct Slot {
-    pub link: Option<(SshSettings, Arc<SshLink>)>,
+    pub link: Option<(SshSettings, RunnerClient)>,
     /// When connecting with these settings failed, and why (answered again for a few seconds
     /// instead of every request waiting for its own attempt on a host that is down).
     pub failed: Option<(SshSettings, Instant, String)>,
@@ -38,7 +38,7 @@ impl Links {
 
     /// Empties the map and returns every link made (the server shuts down: each is closed
     /// and awaited, `Engine::shutdown`).
-    pub fn take_all(&self) -> Vec<Arc<SshLink>> {
+    pub fn take_all(&self) -> Vec<RunnerClient> {
         let slots: Vec<_> = {
             let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
             slots.drain().map(|(_, slot)| slot).collect()

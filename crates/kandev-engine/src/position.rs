@@ -96,4 +96,6 @@ pub(crate) struct Adoption {
     pub turn: Option<kandev_store::OpenTurn>,
     /// The keys of the input the runner took (`session/inputs.rs`).
     pub taken: Vec<String>,
+    /// Whether the runner runs on this host (an SSH executor's does not).
+    pub here: bool,
 }

@@ -103,6 +103,7 @@ pub(crate) async fn reconcile(
                     run,
                     turn,
                     taken: info.keys.clone(),
+                    here: true,
                 });
             }
             continue;

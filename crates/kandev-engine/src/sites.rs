@@ -1,25 +1,23 @@
 //! Where a task's worktrees and agents are (issue 20, SSH executor): this host, or the build
-//! host of the SSH executor its repositories use. One [`SshLink`] per executor, shared by
-//! every session, worktree and file action there, made on first use (installing this
-//! server's `kandev` on the host first) and made again when it is gone for good or the
-//! executor's settings changed. [`SshLauncher`] starts agents through it.
+//! host of the SSH executor its repositories use. One runner connection
+//! ([`RunnerClient`] over [`kandev_runtime::ssh::SshTransport`]) per executor, shared by every
+//! session, worktree and file action there, made on first use (installing this server's
+//! `kandev` on the host first) and made again when it is gone for good or the executor's
+//! settings changed. [`SshLauncher`] starts agents through it, like the local runner's.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use kandev_domain::executor::{Executor, ExecutorKind, SshSettings};
 use kandev_domain::workspace::Repository;
-use kandev_runtime::ExitInfo;
 use kandev_runtime::remote::{RemoteSite, Site};
-use kandev_runtime::runner::SpawnSpec;
+use kandev_runtime::runner::{RunnerClient, SpawnSpec};
 use kandev_runtime::ssh::{Backoff, SshRunner};
-use kandev_runtime::ssh_link::{LinkedExecution, SshLink};
 use kandev_store::{StoreError, WorktreeRecord};
 
 use crate::error::{EngineError, Result};
 use crate::inner::Inner;
-use crate::launcher::{ExecutionControl, LaunchSpec, Launched, Launcher};
+use crate::launcher::{LaunchSpec, Launched, Launcher, launch_through};
 
 /// How long a failure to connect to an executor is answered again without a new attempt.
 const FAILED_FOR: Duration = Duration::from_secs(5);
@@ -61,12 +59,12 @@ pub(crate) async fn link(
     inner: &Inner,
     executor: &Executor,
     settings: &SshSettings,
-) -> std::result::Result<Arc<SshLink>, String> {
+) -> std::result::Result<RunnerClient, String> {
     let slot = inner.links.slot(&executor.id);
     let mut slot = slot.lock().await;
     if let Some((made_with, link)) = &slot.link
         && made_with == settings
-        && !link.is_gone()
+        && !link.is_closed()
     {
         return Ok(link.clone());
     }
@@ -79,21 +77,28 @@ pub(crate) async fn link(
     let local = std::env::current_exe()
         .map_err(|e| format!("cannot find this server's kandev binary: {e}"))?;
     let runner = SshRunner::new(settings.clone(), local, REMOTE_GRACE);
-    // Connecting forgets (kills) what the runner still holds from an earlier server process
-    // or a link that gave up: this server never re-adopts remote executions.
-    let (link, forgotten) = match SshLink::connect(runner, Backoff::default()).await {
+    let (link, held) = match kandev_runtime::ssh::connect_link(runner, Backoff::default()).await {
         Ok(made) => made,
         Err(e) => {
-            let message = format!("cannot reach the SSH executor {}: {e}", executor.name);
+            let message = format!("cannot reach the SSH executor {}: {}", executor.name, e.message);
             slot.failed = Some((settings.clone(), Instant::now(), message.clone()));
             return Err(message);
         }
     };
-    if !forgotten.is_empty() {
-        tracing::info!(executor = %executor.name, count = forgotten.len(),
-            "stopped remote executions this server does not own");
+    // What the runner still holds from a link that gave up or an earlier server process is
+    // forgotten (killed); startup takes the executions of adoptable sessions over before
+    // (`reconcile`). A link replaced because the settings changed is closed: one connection
+    // owns a runner at a time, and its agents end as lost.
+    if !held.is_empty() {
+        tracing::info!(executor = %executor.name, count = held.len(),
+            "stopping remote executions nobody here follows");
     }
-    let link = Arc::new(link);
+    for execution in &held {
+        link.forget(&execution.exec);
+    }
+    if let Some((_, old)) = slot.link.take() {
+        old.close();
+    }
     slot.failed = None;
     slot.link = Some((settings.clone(), link.clone()));
     Ok(link)
@@ -195,41 +200,8 @@ pub(crate) async fn refuse_remote(
 /// host's own copy (`<remote_home>/bin/kandev mock-agent`), its state under the remote home.
 /// The agent's pid is the host's: it is not reported (nothing on this host may signal it).
 pub(crate) struct SshLauncher {
-    pub link: Arc<SshLink>,
+    pub link: RunnerClient,
     pub remote_home: String,
-}
-
-/// A linked execution, with the link it needs (kept alive while the agent runs, even when
-/// the executor's settings change and new work gets a new link).
-struct LinkedControl {
-    execution: LinkedExecution,
-    _link: Arc<SshLink>,
-}
-
-impl ExecutionControl for LinkedControl {
-    fn pid(&self) -> Option<i32> {
-        None
-    }
-
-    fn pgid(&self) -> Option<i32> {
-        None
-    }
-
-    fn stderr_tail(&self) -> String {
-        self.execution.stderr_tail()
-    }
-
-    fn stop(&self, grace: Duration) -> BoxFuture<'_, ExitInfo> {
-        Box::pin(self.execution.stop(grace))
-    }
-
-    fn wait(&self) -> BoxFuture<'_, ExitInfo> {
-        Box::pin(self.execution.wait())
-    }
-
-    fn on_this_host(&self) -> bool {
-        false
-    }
 }
 
 impl Launcher for SshLauncher {
@@ -259,17 +231,7 @@ impl Launcher for SshLauncher {
             let exec = format!("agent-{}", uuid::Uuid::new_v4());
             let spawn =
                 SpawnSpec { program, args, env: spec.env, cwd: spec.cwd, secrets: spec.secrets };
-            let mut execution = link.spawn(&exec, spawn).await?;
-            let (ends, _) = tokio::io::duplex(1);
-            let stdout = std::mem::replace(&mut execution.stdout, ends);
-            let (ends, _) = tokio::io::duplex(1);
-            let stdin = std::mem::replace(&mut execution.stdin, ends);
-            Ok(Launched {
-                reader: Box::new(stdout),
-                writer: Box::new(stdin),
-                control: Arc::new(LinkedControl { execution, _link: link }),
-                runner: None,
-            })
+            launch_through(&link, exec, spawn, false).await
         })
     }
 }

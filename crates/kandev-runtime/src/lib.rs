@@ -18,8 +18,9 @@
 //!   it, and kills its agents when no owner was connected for its grace period.
 //! - [`ssh`] never accepts a host key it does not already know (batch mode, strict
 //!   checking against the executor's own known_hosts file).
-//! - An [`ssh_link::LinkedExecution`]'s stdout carries each runner item once, in order,
-//!   across dropped SSH connections (re-attached after the last item it took).
+//! - An execution through a [`runner::RunnerClient`] has one stdout that carries each runner
+//!   item once, in order, and one stdin whose items reach the agent once, across dropped
+//!   connections of any transport (re-attached after the last item it took).
 //! - Every path from outside is resolved beneath its root by [`confine`], without a
 //!   check-then-use race.
 
@@ -34,7 +35,6 @@ pub mod redact;
 pub mod remote;
 pub mod runner;
 pub mod ssh;
-pub mod ssh_link;
 mod stderr;
 pub mod terminal;
 

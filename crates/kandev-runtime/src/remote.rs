@@ -1,5 +1,5 @@
 //! A task's worktrees on another host (issue 20, SSH executor). Where a worktree lives is a
-//! [`Site`]: this host, or a build host reached through an [`SshLink`]. On a build host every
+//! [`Site`]: this host, or a build host reached through its runner connection. On a build host every
 //! git and file operation of [`crate::git`] runs there as a whole, by the remote copy of this
 //! very binary (`kandev remote-op '<json>'`, [`serve`]), which the executor installed: the
 //! same code, the same confinement rules and bounds, with the values sent back as JSON. Not
@@ -12,7 +12,6 @@
 //! message}}`, read whole across connection drops like any runner output.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -26,8 +25,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::ExitInfo;
 use crate::git::{self, CommitInfo, GitError, OnExistingBranch, Worktree, WorktreeSpec};
+use crate::runner::RunnerClient;
 use crate::runner::SpawnSpec;
-use crate::ssh_link::SshLink;
 
 /// How long an operation waits for the link to be live (it may be reconnecting with back-off
 /// for minutes) before it fails with "try again in a minute".
@@ -211,7 +210,7 @@ pub enum Site {
 /// A build host reached through an executor's link.
 #[derive(Clone)]
 pub struct RemoteSite {
-    link: Arc<SshLink>,
+    link: RunnerClient,
     /// The remote `kandev` (`<remote_home>/bin/kandev`).
     kandev: String,
     /// The remote home (the operations' working directory).
@@ -226,7 +225,7 @@ pub struct RemoteSite {
 static NEXT_OP: AtomicU64 = AtomicU64::new(1);
 
 impl RemoteSite {
-    pub fn new(link: Arc<SshLink>, remote_home: &str, name: &str) -> Self {
+    pub fn new(link: RunnerClient, remote_home: &str, name: &str) -> Self {
         Self {
             link,
             kandev: format!("{remote_home}/bin/kandev"),
@@ -242,7 +241,7 @@ impl RemoteSite {
         self
     }
 
-    pub fn link(&self) -> &Arc<SshLink> {
+    pub fn link(&self) -> &RunnerClient {
         &self.link
     }
 
@@ -324,7 +323,7 @@ impl RemoteSite {
         if let Err(e) = written {
             return Err(self.failed(format!("sending the operation failed: {e}")));
         }
-        let exit = execution.wait().await;
+        let exit = execution.control.wait().await;
         if let Err(e) = read {
             return Err(self.failed(format!("reading the answer failed: {e}")));
         }
@@ -335,7 +334,7 @@ impl RemoteSite {
                     ExitInfo::Exited { code: 0 } => "it answered nothing readable".to_owned(),
                     other => format!("it ended with {other:?}"),
                 };
-                let stderr = execution.stderr_tail();
+                let stderr = execution.control.stderr_tail();
                 return Err(
                     self.failed(format!("`kandev remote-op` failed: {why}; {}", stderr.trim()))
                 );

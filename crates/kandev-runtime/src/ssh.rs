@@ -1,13 +1,15 @@
 //! The SSH transport of a runner (issue 20, spec runners.md, "SSH executor"): the system
 //! OpenSSH client reaches another machine, checks (and when needed replaces) the `kandev`
 //! binary there, and runs `kandev runner --stdio` whose stdin/stdout carry the runner
-//! protocol ([`crate::runner::RunnerClient`] takes any byte stream).
+//! protocol. [`SshTransport`] is how a [`RunnerClient`] opens (and reopens) its connection
+//! there; everything else about the connection is the one runner stack's
+//! ([`crate::runner::link`]).
 //!
 //! Every `ssh`/`scp` runs in batch mode (never a prompt) with strict host-key checking
 //! against the executor's own known_hosts file only: an unknown or changed host key is
 //! refused with a message that says how to trust it, never accepted on first use. A dropped
-//! connection is a server-away period for the remote runner; [`SshRunner::reconnect`] comes
-//! back with back-off and the runner replays what was not acknowledged.
+//! connection is a server-away period for the remote runner; the client opens it again with
+//! back-off and the runner replays what was not acknowledged.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -15,12 +17,15 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use kandev_domain::executor::SshSettings;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::group::ProcessGroup;
+pub use crate::runner::link::Backoff;
+use crate::runner::link::{Handshaken, OpenError, Opened, Transport, TransportGuard, handshake};
 use crate::runner::{ExecutionInfo, ProtocolError, RunnerClient};
 
 /// How long one short remote command (version check, `mkdir`, `mv`) may take.
@@ -90,21 +95,6 @@ pub enum Installed {
     Copied { previous: Option<String> },
 }
 
-/// Back-off between reconnection attempts: `first`, doubled each time up to `max`, for at
-/// most `attempts` attempts.
-#[derive(Debug, Clone, Copy)]
-pub struct Backoff {
-    pub first: Duration,
-    pub max: Duration,
-    pub attempts: u32,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Self { first: Duration::from_millis(200), max: Duration::from_secs(30), attempts: 20 }
-    }
-}
-
 /// A runner on another machine, reached over SSH.
 #[derive(Debug, Clone)]
 pub struct SshRunner {
@@ -117,42 +107,94 @@ pub struct SshRunner {
     handshake_timeout: Duration,
 }
 
-/// A live SSH channel to the remote runner, after the handshake. Dropping it kills the
-/// `ssh` client (the remote runner keeps its agents for its grace period).
-pub struct SshConnection {
-    pub client: RunnerClient,
-    /// The executions the runner already held (from an earlier connection).
-    pub executions: Vec<ExecutionInfo>,
+/// The `ssh` client of a connection. Dropping it kills the client (the remote runner keeps
+/// its agents for its grace period).
+pub struct SshClientProcess {
     child: Child,
     group: ProcessGroup,
     /// Reads ssh's stderr; ends with the connection.
     _stderr: AbortOnDropHandle<()>,
 }
 
+impl TransportGuard for SshClientProcess {
+    fn kill(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.group.kill();
+            let _ = self.child.wait().await;
+        })
+    }
+
+    /// The connection's write side is shut by then: `ssh` gets end of input and is given
+    /// `bound` to carry what was written (the last acknowledgements) to the runner and exit;
+    /// killed past that. Killing it at once could lose an acknowledgement still in its pipe,
+    /// and the runner would keep a finished execution for its whole grace.
+    fn close(mut self: Box<Self>, bound: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let _ = tokio::time::timeout(bound, self.child.wait()).await;
+        })
+    }
+}
+
+/// One SSH channel to the remote runner, after the handshake, on a client that does not
+/// reconnect by itself (tests that play the drops; [`SshTransport`] is what reconnects).
+pub struct SshConnection {
+    pub client: RunnerClient,
+    /// The executions the runner already held (from an earlier connection).
+    pub executions: Vec<ExecutionInfo>,
+    process: SshClientProcess,
+}
+
 impl SshConnection {
     /// The local `ssh` client's pid.
     pub fn ssh_pid(&self) -> Option<u32> {
-        self.child.id()
-    }
-
-    /// Ends the connection cleanly: what was sent (the last acknowledgements) is written,
-    /// `ssh` gets end of input and is given `bound` to carry it to the runner and exit;
-    /// killed past that. Killing it at once could lose an acknowledgement still in its pipe,
-    /// and the runner would keep a finished execution for its whole grace.
-    pub async fn close(mut self, bound: Duration) {
-        let _ = tokio::time::timeout(bound, async {
-            self.client.finish().await;
-            let _ = self.child.wait().await;
-        })
-        .await;
+        self.process.child.id()
     }
 
     /// Kills the `ssh` client: the connection drops as if the network went away.
     pub async fn drop_transport(&mut self) {
-        self.group.kill();
-        let _ = self.child.wait().await;
+        self.process.kill().await;
         self.client.closed().await;
     }
+}
+
+/// How a [`RunnerClient`] reaches an executor's runner: the first open installs this
+/// server's `kandev` there when needed ([`SshRunner::install`]), every open runs
+/// `kandev runner --stdio` over a new `ssh`.
+pub struct SshTransport {
+    runner: SshRunner,
+    installed: bool,
+}
+
+impl SshTransport {
+    pub fn new(runner: SshRunner) -> Self {
+        Self { runner, installed: false }
+    }
+}
+
+impl Transport for SshTransport {
+    fn open(&mut self) -> BoxFuture<'_, Result<Opened, OpenError>> {
+        Box::pin(async move {
+            let failed = |err: SshError| OpenError {
+                transient: err.is_transient(),
+                message: err.to_string(),
+            };
+            if !self.installed {
+                self.runner.install().await.map_err(failed)?;
+                self.installed = true;
+            }
+            let (connection, process) = self.runner.open_channel().await.map_err(failed)?;
+            Ok(Opened { connection, guard: Some(Box::new(process)) })
+        })
+    }
+}
+
+/// A client of `runner` that reopens its connection with `backoff`: installs and connects
+/// (the errors of [`SshRunner::connect`]), with the executions the runner already held.
+pub async fn connect_link(
+    runner: SshRunner,
+    backoff: Backoff,
+) -> Result<(RunnerClient, Vec<ExecutionInfo>), OpenError> {
+    RunnerClient::open(SshTransport::new(runner), backoff).await
 }
 
 /// `value` as one word of a POSIX shell command line.
@@ -414,8 +456,17 @@ impl SshRunner {
     }
 
     /// Opens a channel to the remote runner (`kandev runner --stdio`, which starts the runner
-    /// when none listens on its socket) and handshakes. The binary must be installed.
+    /// when none listens on its socket) and handshakes, on a client that does not reconnect
+    /// by itself. The binary must be installed.
     pub async fn open(&self) -> Result<SshConnection, SshError> {
+        let (connection, process) = self.open_channel().await?;
+        let executions = connection.executions.clone();
+        let client = RunnerClient::connected(connection);
+        Ok(SshConnection { client, executions, process })
+    }
+
+    /// Opens a channel to the remote runner and handshakes.
+    async fn open_channel(&self) -> Result<(Handshaken, SshClientProcess), SshError> {
         let s = &self.settings;
         let remote = format!(
             "{private} && KANDEV_HOME={home} exec {bin} runner --stdio --socket {socket} \
@@ -461,7 +512,7 @@ impl SshRunner {
         }));
         let stream = tokio::io::join(stdout, stdin);
         let bound = self.handshake_timeout;
-        let Ok(handshake) = tokio::time::timeout(bound, RunnerClient::connect(stream)).await else {
+        let Ok(shaken) = tokio::time::timeout(bound, handshake(stream)).await else {
             // A live sshd whose remote command never answers: kill ssh, let the caller retry.
             drop(group);
             let _ = child.wait().await;
@@ -471,9 +522,9 @@ impl SshRunner {
                 after: bound,
             });
         };
-        match handshake {
-            Ok((client, executions)) => {
-                Ok(SshConnection { client, executions, child, group, _stderr: stderr_reader })
+        match shaken {
+            Ok(connection) => {
+                Ok((connection, SshClientProcess { child, group, _stderr: stderr_reader }))
             }
             Err(source) => {
                 // Let ssh finish writing why it failed, then explain with its words.

@@ -97,7 +97,8 @@ fn listen_args(args: &RunnerArgs) -> Vec<String> {
 }
 
 /// Connects to the local runner of `home` (starting it when none listens), with the
-/// executions it still holds.
+/// executions it still holds. The connection is kept: a runner that died (the OOM killer)
+/// is started again and connected to, with back-off, for as long as the server runs.
 pub async fn connect_local(
     home: &Path,
     grace: Duration,
@@ -110,11 +111,9 @@ pub async fn connect_local(
         grace,
         buffer_limit: runner::DEFAULT_BUFFER_LIMIT,
     });
-    let stream = runner::connect_or_start(&socket, &exe, &args, &home.join("runner.log"))
+    let transport =
+        runner::LocalTransport { socket, program: exe, args, log: home.join("runner.log") };
+    RunnerClient::open(transport, runner::Backoff::forever())
         .await
-        .map_err(anyhow::Error::msg)?;
-    let (client, executions) = RunnerClient::connect(stream)
-        .await
-        .with_context(|| format!("cannot use the runner on {}", socket.display()))?;
-    Ok((client, executions))
+        .map_err(|err| anyhow::Error::msg(err.message))
 }

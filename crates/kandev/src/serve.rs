@@ -320,19 +320,12 @@ pub async fn run(args: ServeArgs) -> Result<()> {
             if args.runner_grace.is_zero() {
                 anyhow::bail!("--runner-grace must be more than 0; e.g. 10m");
             }
+            // A runner that dies (an OOM kill) is replaced: the connection starts a new one
+            // and connects again by itself.
             let (client, leftovers) =
                 crate::runner::connect_local(&home, args.runner_grace).await?;
             kept = Some((client.clone(), leftovers));
-            // A runner that dies (an OOM kill) is replaced: a new one is started and
-            // connected to, by itself or by the next launch.
-            let (again, grace) = (home.clone(), args.runner_grace);
-            let connect: kandev_engine::ConnectRunner = Arc::new(move || {
-                let home = again.clone();
-                Box::pin(async move {
-                    crate::runner::connect_local(&home, grace).await.map_err(|e| format!("{e:#}"))
-                })
-            });
-            let launcher = Arc::new(RunnerLauncher::new(client, Some(connect)));
+            let launcher = Arc::new(RunnerLauncher::new(client));
             runner = Some(launcher.clone());
             launcher
         }
@@ -366,20 +359,16 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let state = AppState::new(engine.clone(), config);
     let shutdown = CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
-    let reconnects = CancellationToken::new();
-    let kept_connected =
-        runner.as_ref().map(|launcher| tokio::spawn(launcher.keep_connected(reconnects.clone())));
     let bound = listener.local_addr().unwrap_or(args.addr);
     println!("Kandev is running at http://{bound}  (data: {})", store.location());
     kandev_server::serve(listener, state, shutdown).await?;
     engine.shutdown().await;
-    reconnects.cancel();
-    if let Some(task) = kept_connected {
-        let _ = task.await;
-    }
     if let Some(runner) = runner {
         // The acknowledgements of the agents' exits go out: the runner forgets them.
-        runner.client().close();
+        let closing = runner.client();
+        if tokio::time::timeout(Duration::from_secs(5), closing.finish()).await.is_err() {
+            tracing::warn!("closing the runner connection took too long; ending without it");
+        }
     }
     store.close().await;
     Ok(())

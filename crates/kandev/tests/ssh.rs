@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use kandev_runtime::runner::{AckPolicy, RemoteExecution, SpawnSpec};
-use kandev_runtime::ssh::{Backoff, Installed, SshError, SshRunner};
-use kandev_runtime::ssh_link::{LinkedExecution, SshLink};
+use kandev_runtime::ssh::{Backoff, Installed, SshError, SshRunner, connect_link};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -363,7 +362,7 @@ async fn i20_r7_an_acp_turn_over_ssh_survives_five_dropped_connections() {
     drop(retired);
 }
 
-/// The same turn through an [`SshLink`]: the link reopens each dropped connection by itself
+/// The same turn through a reconnecting runner connection: it reopens each dropped connection by itself
 /// and the execution's one stdout goes on across the drops; every chunk once, in order.
 #[tokio::test]
 async fn i20_r7_a_linked_execution_goes_on_across_five_dropped_connections() {
@@ -397,7 +396,7 @@ async fn linked_turn_with_drops(at: DropAt) {
     let backoff =
         Backoff { first: Duration::from_millis(50), max: Duration::from_secs(1), attempts: 20 };
     let (link, held) =
-        tokio::time::timeout(WAIT, SshLink::connect(ssh.clone(), backoff)).await.unwrap().unwrap();
+        tokio::time::timeout(WAIT, connect_link(ssh.clone(), backoff)).await.unwrap().unwrap();
     assert!(held.is_empty());
     let spec = SpawnSpec {
         program: ssh.remote_kandev(),
@@ -406,15 +405,13 @@ async fn linked_turn_with_drops(at: DropAt) {
         cwd: work.path().to_path_buf(),
         secrets: vec![],
     };
-    // Names are unique in this process: tests run side by side and a link refuses a name
-    // another link's execution has.
     let name = match at {
         DropAt::ChunksAfterAnswer => "agent-r7-linked",
         DropAt::Answer => "agent-d5",
     };
     let mut agent = link.spawn(name, spec).await.unwrap();
     let mut lines = Lines { buf: Vec::new() };
-    let next = async |agent: &mut LinkedExecution, lines: &mut Lines| -> Value {
+    let next = async |agent: &mut RemoteExecution, lines: &mut Lines| -> Value {
         loop {
             if let Some(end) = lines.buf.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = lines.buf.drain(..=end).collect();
@@ -429,7 +426,7 @@ async fn linked_turn_with_drops(at: DropAt) {
             lines.buf.extend_from_slice(&chunk[..n]);
         }
     };
-    let write = async |agent: &mut LinkedExecution, message: Value| {
+    let write = async |agent: &mut RemoteExecution, message: Value| {
         let mut line = serde_json::to_vec(&message).unwrap();
         line.push(b'\n');
         agent.stdin.write_all(&line).await.unwrap();
@@ -497,7 +494,8 @@ async fn linked_turn_with_drops(at: DropAt) {
     assert_eq!(chunks, expected, "every chunk exactly once, in order");
     assert_eq!(said.iter().filter(|t| t.starts_with("permission:")).count(), DROPS);
 
-    let exit = tokio::time::timeout(WAIT, agent.stop(Duration::from_millis(500))).await.unwrap();
+    let exit =
+        tokio::time::timeout(WAIT, agent.control.stop(Duration::from_millis(500))).await.unwrap();
     assert!(exit.signal().is_some() || exit.code().is_some(), "{exit:?}");
     drop(link);
     runner_ends(remote.path()).await;
@@ -517,14 +515,14 @@ async fn i20_d14_a_link_dropped_right_after_an_exit_lets_the_runner_end_at_once(
     let ssh = runner(&sshd, remote.path());
     for round in 0..ROUNDS {
         let (link, held) =
-            tokio::time::timeout(WAIT, SshLink::connect(ssh.clone(), Backoff::default()))
+            tokio::time::timeout(WAIT, connect_link(ssh.clone(), Backoff::default()))
                 .await
                 .unwrap()
                 .unwrap();
         assert!(held.is_empty(), "round {round}: {held:?}");
         let spec = exits_with_3(work.path());
         let agent = link.spawn(&format!("agent-d14-{round}"), spec).await.unwrap();
-        let exit = tokio::time::timeout(WAIT, agent.wait()).await.unwrap();
+        let exit = tokio::time::timeout(WAIT, agent.control.wait()).await.unwrap();
         assert_eq!(exit.code(), Some(3), "round {round}: {exit:?}");
         drop(link);
         runner_ends_within(remote.path(), Duration::from_secs(10)).await;
@@ -542,8 +540,8 @@ fn exits_with_3(cwd: &Path) -> SpawnSpec {
     }
 }
 
-/// A link closed with `close()` right before its runtime ends (a server shutting down) lets
-/// the remote runner end at once: `close()` waits for the clean close, which carries the
+/// A link closed with `finish()` right before its runtime ends (a server shutting down) lets
+/// the remote runner end at once: `finish()` waits for the clean close, which carries the
 /// exit's acknowledgement. A link only dropped closes in a task the ending runtime cuts
 /// short: `ssh` is killed with the acknowledgement and the runner keeps the execution for
 /// its whole grace (review finding: shutdown never closed the links).
@@ -555,15 +553,15 @@ fn i20_d22_a_link_closed_before_its_runtime_ends_lets_the_runner_end_at_once() {
     let ssh = runner(&sshd, remote.path());
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async {
-        let (link, _) = tokio::time::timeout(WAIT, SshLink::connect(ssh, Backoff::default()))
+        let (link, _) = tokio::time::timeout(WAIT, connect_link(ssh, Backoff::default()))
             .await
             .unwrap()
             .unwrap();
         let spec = exits_with_3(work.path());
         let agent = link.spawn("agent-d22", spec).await.unwrap();
-        let exit = tokio::time::timeout(WAIT, agent.wait()).await.unwrap();
+        let exit = tokio::time::timeout(WAIT, agent.control.wait()).await.unwrap();
         assert_eq!(exit.code(), Some(3), "{exit:?}");
-        tokio::time::timeout(WAIT, link.close()).await.unwrap();
+        tokio::time::timeout(WAIT, link.finish()).await.unwrap();
     });
     drop(runtime);
     tokio::runtime::Runtime::new()

@@ -275,8 +275,7 @@ async fn i20_a3_r7_the_ssh_connection_dropped_five_times_mid_turn_loses_nothing(
 async fn i20_a3_worktree_operations_run_on_the_build_host_through_the_link() {
     use kandev_runtime::git::{self, GitError, OnExistingBranch, WorktreeSpec};
     use kandev_runtime::remote::{RemoteErrorKind, RemoteSite, Site};
-    use kandev_runtime::ssh::{Backoff, SshRunner};
-    use kandev_runtime::ssh_link::SshLink;
+    use kandev_runtime::ssh::{Backoff, SshRunner, connect_link};
 
     let sshd = Sshd::start();
     let remote = tempfile::tempdir().unwrap();
@@ -288,11 +287,10 @@ async fn i20_a3_worktree_operations_run_on_the_build_host_through_the_link() {
     let settings = sshd.settings(remote.path());
     let runner = SshRunner::new(settings.clone(), server::KANDEV.into(), Duration::from_secs(60));
     let (link, _) =
-        tokio::time::timeout(DEADLINE, SshLink::connect(runner.clone(), Backoff::default()))
+        tokio::time::timeout(DEADLINE, connect_link(runner.clone(), Backoff::default()))
             .await
             .unwrap()
             .unwrap();
-    let link = std::sync::Arc::new(link);
     let site = Site::Remote(RemoteSite::new(link.clone(), &settings.remote_home, "build1"));
 
     let bare = remote.path().join("repos/r1.git");

@@ -53,9 +53,12 @@ impl SessionActor {
     }
 
     pub(super) async fn adopt(&mut self, adoption: Adoption) -> Result<()> {
-        let Adoption { epoch, execution, skip, ahead, run, turn, taken, .. } = adoption;
-        let control: Arc<dyn ExecutionControl> =
-            Arc::new(RunnerControl(execution.control, execution.acks.clone()));
+        let Adoption { epoch, execution, skip, ahead, run, turn, taken, here, .. } = adoption;
+        let control: Arc<dyn ExecutionControl> = Arc::new(RunnerControl {
+            control: execution.control,
+            acks: execution.acks.clone(),
+            here,
+        });
         let (Phase::Idle, Some(acp_session_id)) =
             (&self.phase, self.session.acp_session_id.clone())
         else {

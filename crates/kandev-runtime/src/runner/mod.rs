@@ -1,10 +1,16 @@
 //! Runners (docs/architecture.md, "Runners"): a process that owns agent processes for a
-//! server and outlives it. [`proto`] is the wire protocol, [`host`] the runner, [`client`]
-//! the server's side. The runner speaks over any byte stream; the local runner listens on a
-//! Unix socket under `$KANDEV_HOME` ([`serve_unix`], [`connect_or_start`]).
+//! server and outlives it, and the one stack every execution off this process goes through.
+//! [`proto`] is the wire protocol, [`host`] the runner, [`client`] the server's handle,
+//! [`link`] the task that owns a connection and reopens it, [`ledger`] the acknowledgements
+//! of output and input. The runner speaks over any byte stream; transports differ only in
+//! how it is opened: the local runner's Unix socket under `$KANDEV_HOME` ([`LocalTransport`],
+//! [`serve_unix`]), `ssh … kandev runner --stdio` ([`crate::ssh::SshTransport`]), or a
+//! given stream ([`RunnerClient::connect`]).
 
 pub mod client;
 pub mod host;
+pub mod ledger;
+pub mod link;
 pub mod proto;
 
 use std::io;
@@ -13,13 +19,15 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::net::{UnixListener, UnixStream};
 
-pub use client::{
-    AckPolicy, Acks, InputKeys, Inputs, RemoteControl, RemoteExecution, ResumedExecution,
-    RunnerClient,
-};
+use link::{Opened, handshake};
+
+pub use client::{RemoteControl, RemoteExecution, ResumedExecution, RunnerClient};
 pub use host::{DEFAULT_BUFFER_LIMIT, DEFAULT_GRACE, INPUT_LIMIT, Runner, RunnerConfig};
+pub use ledger::{AckPolicy, Acks, InputKeys, Inputs};
+pub use link::{Backoff, LinkState, OpenError, Transport};
 pub use proto::{ExecutionInfo, KEYS_KEPT, PROTOCOL_VERSION, ProtocolError, SpawnSpec};
 
 /// How often a runner checks that its socket file still exists.
@@ -132,5 +140,30 @@ pub async fn connect_or_start(
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
         }
+    }
+}
+
+/// How a server reaches its local runner: the socket under its home, starting the runner
+/// (`program args`, its output to `log`) when none listens, as the first time.
+pub struct LocalTransport {
+    pub socket: PathBuf,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub log: PathBuf,
+}
+
+impl Transport for LocalTransport {
+    fn open(&mut self) -> BoxFuture<'_, Result<Opened, OpenError>> {
+        Box::pin(async move {
+            let stream = connect_or_start(&self.socket, &self.program, &self.args, &self.log)
+                .await
+                .map_err(|message| OpenError { message, transient: true })?;
+            let connection = handshake(stream).await.map_err(|err| OpenError {
+                // A runner that is ending refuses for a moment; another version for good.
+                transient: !matches!(err, ProtocolError::VersionMismatch { .. }),
+                message: format!("cannot use the runner on {}: {err}", self.socket.display()),
+            })?;
+            Ok(Opened { connection, guard: None })
+        })
     }
 }

@@ -1,0 +1,805 @@
+//! The one task that owns a runner connection (an actor): it opens the connection through its
+//! [`Transport`], handshakes, routes what the runner sends to the execution it belongs to,
+//! writes what the executions and callers send, and, when the connection drops, opens it
+//! again with [`Backoff`] and takes every execution it follows over on the new connection:
+//! output acknowledged up to what the caller committed, input sent again from the first item
+//! the runner did not take, a requested stop asked again. What the new runner does not hold
+//! any more ends with an "agent lost" exit. Nothing else holds the route table; callers talk
+//! to it through [`Command`]s ([`super::RunnerClient`]).
+//!
+//! The transports (the local runner's Unix socket, `ssh … kandev runner --stdio`, one given
+//! stream for tests) differ only in how the byte stream is opened.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinSet;
+use tokio_util::codec::Framed;
+
+use super::ledger::{Acks, Inputs};
+use super::proto::{
+    ExecutionInfo, FromRunner, PROTOCOL_VERSION, ProtocolError, ServerCodec, SpawnSpec, ToRunner,
+    kind_of,
+};
+use crate::ExitInfo;
+
+/// A byte stream to a runner.
+pub trait RunnerStream: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> RunnerStream for T {}
+
+/// A connection after the handshake: its frames and the executions the runner holds.
+pub struct Handshaken {
+    framed: Framed<Box<dyn RunnerStream>, ServerCodec>,
+    pub executions: Vec<ExecutionInfo>,
+}
+
+/// Sends `hello` on `stream` and reads the runner's `welcome`.
+pub async fn handshake<S: RunnerStream>(stream: S) -> Result<Handshaken, ProtocolError> {
+    let stream: Box<dyn RunnerStream> = Box::new(stream);
+    let mut framed = Framed::new(stream, ServerCodec::default());
+    framed.send(ToRunner::Hello { version: PROTOCOL_VERSION }).await?;
+    match framed.next().await {
+        Some(Ok(FromRunner::Welcome { version, executions })) => {
+            if version != PROTOCOL_VERSION {
+                return Err(ProtocolError::VersionMismatch {
+                    ours: PROTOCOL_VERSION,
+                    theirs: version,
+                });
+            }
+            Ok(Handshaken { framed, executions })
+        }
+        Some(Ok(FromRunner::Refused { message })) => Err(ProtocolError::Refused(message)),
+        Some(Ok(other)) => {
+            Err(ProtocolError::Unexpected { expected: "welcome", got: kind_of(&other) })
+        }
+        Some(Err(err)) => Err(err),
+        None => Err(ProtocolError::Closed),
+    }
+}
+
+/// Why a connection could not be opened.
+#[derive(Debug, Clone)]
+pub struct OpenError {
+    pub message: String,
+    /// Whether trying again later may help (a refused host key or another version does not).
+    pub transient: bool,
+}
+
+/// What keeps a connection's transport (an `ssh` client): ended when the connection is.
+pub trait TransportGuard: Send {
+    /// Ends the transport as if the network went away (tests).
+    fn kill(&mut self) -> BoxFuture<'_, ()>;
+    /// Ends it cleanly once what was written reached the runner, within `bound`.
+    fn close(self: Box<Self>, bound: Duration) -> BoxFuture<'static, ()>;
+}
+
+/// An opened connection.
+pub struct Opened {
+    pub connection: Handshaken,
+    pub guard: Option<Box<dyn TransportGuard>>,
+}
+
+/// How a connection to a runner is opened, again after each drop.
+pub trait Transport: Send + 'static {
+    fn open(&mut self) -> BoxFuture<'_, Result<Opened, OpenError>>;
+}
+
+/// One connection given by the caller: the first open answers it, later ones fail for good.
+pub(crate) struct Given(pub Option<Handshaken>);
+
+impl Transport for Given {
+    fn open(&mut self) -> BoxFuture<'_, Result<Opened, OpenError>> {
+        let given = self.0.take();
+        Box::pin(async move {
+            given
+                .map(|connection| Opened { connection, guard: None })
+                .ok_or(OpenError { message: LOST.into(), transient: false })
+        })
+    }
+}
+
+/// Back-off between attempts to open a connection again: `first`, doubled each time up to
+/// `max`, for at most `attempts` attempts (then the link is gone for good).
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    pub first: Duration,
+    pub max: Duration,
+    pub attempts: u32,
+}
+
+impl Default for Backoff {
+    /// What an SSH executor uses: 20 attempts, 200 ms to 30 s apart (about 8 minutes).
+    fn default() -> Self {
+        Self { first: Duration::from_millis(200), max: Duration::from_secs(30), attempts: 20 }
+    }
+}
+
+impl Backoff {
+    /// What the local runner uses: never gives up, 100 ms to 5 s apart (a runner that died
+    /// is started again by the transport).
+    pub fn forever() -> Self {
+        Self { first: Duration::from_millis(100), max: Duration::from_secs(5), attempts: u32::MAX }
+    }
+}
+
+/// The state of a link, as callers see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LinkState {
+    /// Connected; `number` counts the connections made (1 for the first).
+    Live {
+        number: u64,
+    },
+    Reconnecting,
+    /// Closed, or reopening failed for good; the message says why.
+    Gone(String),
+}
+
+/// What happens to an execution, for its follower.
+pub(crate) enum Event {
+    Spawned(i32),
+    SpawnFailed(String),
+    Output(u64, Bytes),
+    Exited(u64, ExitInfo, String),
+    /// The runner does not hold it any more, or the link is gone.
+    Lost(String),
+}
+
+/// An execution the link follows.
+pub(crate) struct Follower {
+    pub events: mpsc::UnboundedSender<Event>,
+    pub inputs: Inputs,
+    pub acks: Acks,
+    /// Set until the runner answered the spawn (sent again on a new connection that does not
+    /// list the execution).
+    pub spawn: Option<SpawnSpec>,
+    /// The grace of a requested stop: asked again on each new connection until the exit.
+    pub stopping: Option<Duration>,
+    /// The last input item written on the current connection.
+    pub sent: u64,
+}
+
+enum Route {
+    Follow(Follower),
+    /// Items of an execution nobody follows yet (the replay right after `welcome` of what an
+    /// earlier server started), kept until it is attached or forgotten.
+    Parked(Vec<Event>),
+    /// Forgotten: what still arrives for it is discarded.
+    Forgotten,
+}
+
+/// What callers ask of the link.
+pub(crate) enum Command {
+    /// Follow an execution to be started: the spawn is sent (again on a new connection when
+    /// it was lost), its answer comes as an event.
+    Spawn {
+        exec: String,
+        follower: Follower,
+    },
+    /// Follow an execution the runner holds (`info` from a `welcome`), after `committed`.
+    Attach {
+        info: ExecutionInfo,
+        committed: u64,
+        follower: Follower,
+    },
+    /// Runs an execution's follower task (owned here, ends with the link).
+    Run(BoxFuture<'static, ()>),
+    Forget {
+        exec: String,
+    },
+    Stop {
+        exec: String,
+        grace: Duration,
+    },
+    DropTransport,
+    Close(oneshot::Sender<()>),
+}
+
+/// Why an execution ended without its exit: the connection to its runner dropped and the
+/// runner reached again does not hold it, or the connection could not be opened again.
+pub(crate) const LOST: &str = "the connection to the runner was lost";
+
+/// How long a closed link gives its transport to carry the last frames.
+pub(crate) const CLOSE_BOUND: Duration = Duration::from_secs(5);
+
+pub(crate) struct Link {
+    pub transport: Box<dyn Transport>,
+    pub backoff: Backoff,
+    pub commands: mpsc::UnboundedReceiver<Command>,
+    pub outbox: mpsc::UnboundedReceiver<ToRunner>,
+    /// The link's own sender of the outbox (input queues are pointed at it on resume).
+    pub out: mpsc::UnboundedSender<ToRunner>,
+    pub state: watch::Sender<LinkState>,
+    /// How many events are parked (for [`super::RunnerClient::parked`]).
+    pub parked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+/// Why a connection's loop ended.
+enum Ended {
+    Dropped,
+    Killed,
+    Closed(oneshot::Sender<()>),
+}
+
+impl Link {
+    /// Runs the link on its first connection until it is closed or gone for good.
+    pub async fn run(mut self, first: Opened) {
+        let mut routes: HashMap<String, Route> = HashMap::new();
+        let mut followers = JoinSet::new();
+        let mut opened = first;
+        let mut number = 1;
+        loop {
+            let Opened { connection, guard } = opened;
+            self.state.send_replace(LinkState::Live { number });
+            let ended = self.serve(connection, &mut routes, &mut followers, number).await;
+            let killed = matches!(ended, Ended::Killed);
+            match ended {
+                Ended::Closed(done) => {
+                    if let Some(guard) = guard {
+                        guard.close(CLOSE_BOUND).await;
+                    }
+                    gone(&self.state, &mut routes, "the connection to the runner was closed");
+                    let _ = done.send(());
+                    return;
+                }
+                Ended::Dropped | Ended::Killed => {
+                    if let Some(mut guard) = guard {
+                        if killed {
+                            guard.kill().await;
+                        }
+                        drop(guard);
+                    }
+                }
+            }
+            self.state.send_replace(LinkState::Reconnecting);
+            match self.reopen(&mut routes, &mut followers).await {
+                Ok(next) => {
+                    number += 1;
+                    opened = next;
+                }
+                Err(Some(message)) => {
+                    gone(&self.state, &mut routes, &message);
+                    return;
+                }
+                Err(None) => return, // closed while reconnecting
+            }
+        }
+    }
+
+    /// Opens a new connection with back-off, answering the commands that need no connection
+    /// meanwhile. `Err(None)`: closed meanwhile; `Err(Some)`: gone for good.
+    async fn reopen(
+        &mut self,
+        routes: &mut HashMap<String, Route>,
+        followers: &mut JoinSet<()>,
+    ) -> Result<Opened, Option<String>> {
+        let mut delay = self.backoff.first;
+        let mut attempt = 1u32;
+        loop {
+            let failed = {
+                let open = self.transport.open();
+                tokio::pin!(open);
+                loop {
+                    tokio::select! {
+                        opened = &mut open => break opened,
+                        Some(command) = self.commands.recv() => {
+                            if let Some(done) = offline(command, routes, followers) {
+                                gone(&self.state, routes, "the connection to the runner was closed");
+                                let _ = done.send(());
+                                return Err(None);
+                            }
+                        }
+                        Some(()) = reap(followers) => {}
+                    }
+                }
+            };
+            match failed {
+                Ok(opened) => return Ok(opened),
+                Err(err) if err.transient && attempt < self.backoff.attempts => {
+                    tracing::warn!(attempt, error = %err.message, "reaching the runner again failed; trying again");
+                }
+                Err(err) => return Err(Some(err.message)),
+            }
+            let sleep = tokio::time::sleep(delay);
+            tokio::pin!(sleep);
+            loop {
+                tokio::select! {
+                    () = &mut sleep => break,
+                    Some(command) = self.commands.recv() => {
+                        if let Some(done) = offline(command, routes, followers) {
+                            gone(&self.state, routes, "the connection to the runner was closed");
+                            let _ = done.send(());
+                            return Err(None);
+                        }
+                    }
+                    Some(()) = reap(followers) => {}
+                }
+            }
+            delay = (delay * 2).min(self.backoff.max);
+            attempt = attempt.saturating_add(1);
+        }
+    }
+
+    /// Serves one connection until it drops, is killed or the link is closed.
+    async fn serve(
+        &mut self,
+        connection: Handshaken,
+        routes: &mut HashMap<String, Route>,
+        followers: &mut JoinSet<()>,
+        number: u64,
+    ) -> Ended {
+        let Handshaken { mut framed, executions } = connection;
+        if number > 1
+            && let Err(err) = self.take_over(&mut framed, &executions, routes).await
+        {
+            tracing::warn!(error = %err, "writing to the runner failed");
+            return Ended::Dropped;
+        }
+        loop {
+            let result = tokio::select! {
+                frame = framed.next() => match frame {
+                    Some(Ok(frame)) => {
+                        route(frame, routes);
+                        self.count_parked(routes);
+                        Ok(())
+                    }
+                    Some(Err(err)) => {
+                        tracing::warn!(error = %err, "reading from the runner failed");
+                        return Ended::Dropped;
+                    }
+                    None => return Ended::Dropped,
+                },
+                Some(frame) = self.outbox.recv() => write(&mut framed, frame, routes).await,
+                Some(command) = self.commands.recv() => match command {
+                    Command::Close(done) => {
+                        // What was sent before (the last acknowledgements) goes out.
+                        while let Ok(frame) = self.outbox.try_recv() {
+                            if write(&mut framed, frame, routes).await.is_err() {
+                                break;
+                            }
+                        }
+                        let _ = framed.close().await;
+                        return Ended::Closed(done);
+                    }
+                    Command::DropTransport => return Ended::Killed,
+                    command => {
+                        let done = self.online(command, &mut framed, routes, followers).await;
+                        self.count_parked(routes);
+                        done
+                    }
+                },
+                Some(()) = reap(followers) => Ok(()),
+            };
+            if let Err(err) = result {
+                tracing::warn!(error = %err, "writing to the runner failed");
+                return Ended::Dropped;
+            }
+        }
+    }
+
+    fn count_parked(&self, routes: &HashMap<String, Route>) {
+        let parked = routes
+            .values()
+            .map(|route| if let Route::Parked(p) = route { p.len() } else { 0 })
+            .sum();
+        self.parked.store(parked, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A command while connected.
+    async fn online(
+        &mut self,
+        command: Command,
+        framed: &mut Framed<Box<dyn RunnerStream>, ServerCodec>,
+        routes: &mut HashMap<String, Route>,
+        followers: &mut JoinSet<()>,
+    ) -> Result<(), ProtocolError> {
+        match command {
+            Command::Spawn { exec, follower } => {
+                let Some(spec) = follower.spawn.clone() else { return Ok(()) };
+                if !admit(&exec, &follower, routes) {
+                    return Ok(());
+                }
+                routes.insert(exec.clone(), Route::Follow(follower));
+                framed.send(ToRunner::Spawn { exec, spec }).await
+            }
+            Command::Attach { info, committed, follower } => {
+                if !admit(&info.exec, &follower, routes) {
+                    return Ok(());
+                }
+                if let Some(Route::Parked(parked)) = routes.remove(&info.exec) {
+                    for event in parked {
+                        let _ = follower.events.send(event);
+                    }
+                }
+                // Input from the first item the runner did not take (an input queue of an
+                // earlier connection has some), before any new one.
+                let mut follower = follower;
+                follower.sent = info.input_taken;
+                follower.inputs.resume(self.out.clone(), info.input_taken, info.input_acked);
+                let exec = info.exec.clone();
+                routes.insert(exec.clone(), Route::Follow(follower));
+                if committed > info.acked {
+                    framed.send(ToRunner::Ack { exec, seq: committed }).await?;
+                }
+                Ok(())
+            }
+            Command::Forget { exec } => {
+                routes.insert(exec.clone(), Route::Forgotten);
+                framed.send(ToRunner::Forget { exec }).await
+            }
+            Command::Stop { exec, grace } => {
+                if let Some(Route::Follow(follower)) = routes.get_mut(&exec) {
+                    follower.stopping = Some(grace);
+                }
+                let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+                framed.send(ToRunner::Kill { exec, grace_ms }).await
+            }
+            other => {
+                offline(other, routes, followers);
+                Ok(())
+            }
+        }
+    }
+
+    /// On a new connection: every followed execution is taken over (or learns it is lost), a
+    /// spawn whose answer was lost is sent again or answered from the list, and what the
+    /// runner holds that nobody here follows is forgotten (killed).
+    async fn take_over(
+        &mut self,
+        framed: &mut Framed<Box<dyn RunnerStream>, ServerCodec>,
+        executions: &[ExecutionInfo],
+        routes: &mut HashMap<String, Route>,
+    ) -> Result<(), ProtocolError> {
+        let mut lost = vec![];
+        for (exec, route) in routes.iter_mut() {
+            let Route::Follow(follower) = route else { continue };
+            let Some(info) = executions.iter().find(|e| &e.exec == exec) else {
+                match follower.spawn.clone() {
+                    Some(spec) => {
+                        framed.send(ToRunner::Spawn { exec: exec.clone(), spec }).await?;
+                    }
+                    None => lost.push(exec.clone()),
+                }
+                continue;
+            };
+            if follower.spawn.take().is_some() {
+                let _ = follower.events.send(Event::Spawned(info.pid));
+            }
+            let committed = follower.acks.committed();
+            if committed > info.acked {
+                framed.send(ToRunner::Ack { exec: exec.clone(), seq: committed }).await?;
+            }
+            // Input from the first item the runner did not take, in order, before any new one.
+            follower.sent = info.input_taken;
+            follower.inputs.resume(self.out.clone(), info.input_taken, info.input_acked);
+            if let Some(grace) = follower.stopping {
+                let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+                framed.send(ToRunner::Kill { exec: exec.clone(), grace_ms }).await?;
+            }
+        }
+        for exec in lost {
+            if let Some(Route::Follow(follower)) = routes.remove(&exec) {
+                // The runner that answered is not the one that ran it (that one died).
+                tracing::warn!(exec, "the runner no longer holds the execution");
+                let _ = follower.events.send(Event::Lost(LOST.into()));
+            }
+        }
+        for info in executions {
+            if !matches!(routes.get(&info.exec), Some(Route::Follow(_))) {
+                tracing::info!(exec = %info.exec, pid = info.pid, "forgetting an execution nobody here follows");
+                routes.insert(info.exec.clone(), Route::Forgotten);
+                framed.send(ToRunner::Forget { exec: info.exec.clone() }).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every follower learns that the link is gone; the state says why.
+fn gone(state: &watch::Sender<LinkState>, routes: &mut HashMap<String, Route>, message: &str) {
+    for (_, route) in routes.drain() {
+        if let Route::Follow(follower) = route {
+            let _ = follower.events.send(Event::Lost(message.to_owned()));
+        }
+    }
+    state.send_replace(LinkState::Gone(message.to_owned()));
+}
+
+/// Whether an execution may be followed under `exec`: not while another one is (its
+/// follower is told why).
+fn admit(exec: &str, follower: &Follower, routes: &HashMap<String, Route>) -> bool {
+    if matches!(routes.get(exec), Some(Route::Follow(_))) {
+        let message =
+            format!("an execution named {exec} already runs through this runner connection");
+        let _ = follower.events.send(Event::SpawnFailed(message));
+        return false;
+    }
+    true
+}
+
+/// A command that needs no connection (any command while reconnecting: what needs one waits
+/// for the next connection, or is answered from the state). `Some`: the link is closing.
+fn offline(
+    command: Command,
+    routes: &mut HashMap<String, Route>,
+    followers: &mut JoinSet<()>,
+) -> Option<oneshot::Sender<()>> {
+    match command {
+        Command::Run(task) => {
+            followers.spawn(task);
+        }
+        Command::Close(done) => return Some(done),
+        // Sent on the next connection: the spawn as a pending one, the attach as a follow
+        // whose take-over happens there, the stop as a requested one.
+        Command::Spawn { exec, follower } => {
+            if admit(&exec, &follower, routes) {
+                routes.insert(exec, Route::Follow(follower));
+            }
+        }
+        Command::Attach { info, follower, .. } => {
+            if admit(&info.exec, &follower, routes) {
+                routes.insert(info.exec, Route::Follow(follower));
+            }
+        }
+        Command::Forget { exec } => {
+            // The next connection forgets what nobody follows.
+            routes.remove(&exec);
+        }
+        Command::Stop { exec, grace } => {
+            if let Some(Route::Follow(follower)) = routes.get_mut(&exec) {
+                follower.stopping = Some(grace);
+            }
+        }
+        Command::DropTransport => {}
+    }
+    None
+}
+
+/// Awaits the next follower task that ends (never resolves while there is none).
+async fn reap(followers: &mut JoinSet<()>) -> Option<()> {
+    if followers.is_empty() {
+        std::future::pending::<()>().await;
+    }
+    followers.join_next().await.map(|_| ())
+}
+
+/// Writes a frame from the outbox. An input item is written only in order after the last one
+/// written on this connection: an older one is a duplicate, a later one was queued before a
+/// reconnect and follows again from the input queue's resend.
+async fn write(
+    framed: &mut Framed<Box<dyn RunnerStream>, ServerCodec>,
+    frame: ToRunner,
+    routes: &mut HashMap<String, Route>,
+) -> Result<(), ProtocolError> {
+    if let ToRunner::Input { exec, seq, .. } | ToRunner::CloseInput { exec, seq } = &frame {
+        match routes.get_mut(exec.as_str()) {
+            Some(Route::Follow(follower)) if *seq == follower.sent + 1 => follower.sent = *seq,
+            _ => return Ok(()),
+        }
+    }
+    framed.send(frame).await
+}
+
+/// Hands a frame from the runner to the execution it belongs to.
+fn route(frame: FromRunner, routes: &mut HashMap<String, Route>) {
+    let (exec, event) = match frame {
+        FromRunner::Spawned { exec, pid } => (exec, Event::Spawned(pid)),
+        FromRunner::SpawnFailed { exec, message } => (exec, Event::SpawnFailed(message)),
+        FromRunner::Output { exec, seq, data } => (exec, Event::Output(seq, data.0)),
+        FromRunner::Exited { exec, seq, exit, stderr } => {
+            (exec, Event::Exited(seq, exit.into(), stderr))
+        }
+        FromRunner::InputAck { exec, seq } => {
+            if let Some(Route::Follow(follower)) = routes.get(&exec) {
+                follower.inputs.acked(seq);
+            }
+            return;
+        }
+        FromRunner::Error { message } => {
+            tracing::warn!(message, "the runner reported an error");
+            return;
+        }
+        other => {
+            tracing::warn!(frame = kind_of(&other), "unexpected frame from the runner");
+            return;
+        }
+    };
+    // The last event of an execution: it is routed no more (its exit is still acknowledged
+    // through its ledger, which needs no route).
+    let last = matches!(event, Event::SpawnFailed(_) | Event::Exited(..));
+    match routes.entry(exec.clone()).or_insert_with(|| Route::Parked(Vec::new())) {
+        Route::Follow(follower) => {
+            if matches!(event, Event::Spawned(_)) {
+                follower.spawn = None;
+            }
+            let _ = follower.events.send(event);
+            if last {
+                routes.remove(&exec);
+            }
+        }
+        Route::Parked(parked) => parked.push(event),
+        Route::Forgotten => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::runner::{AckPolicy, Runner, RunnerClient, RunnerConfig};
+
+    /// Opens in-process connections to a runner; `kill` of the guard closes the stream.
+    struct InProcess {
+        runner: Arc<Mutex<Runner>>,
+        /// The number of connections opened.
+        opened: Arc<Mutex<u64>>,
+        /// While set, opening fails (transiently): the network is away.
+        down: Arc<Mutex<bool>>,
+    }
+
+    struct Cut(Option<tokio::task::AbortHandle>);
+
+    impl TransportGuard for Cut {
+        fn kill(&mut self) -> BoxFuture<'_, ()> {
+            if let Some(serving) = self.0.take() {
+                serving.abort();
+            }
+            Box::pin(async {})
+        }
+
+        fn close(self: Box<Self>, _bound: Duration) -> BoxFuture<'static, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    impl Transport for InProcess {
+        fn open(&mut self) -> BoxFuture<'_, Result<Opened, OpenError>> {
+            Box::pin(async move {
+                if *self.down.lock().unwrap() {
+                    return Err(OpenError {
+                        message: "the network is away".into(),
+                        transient: true,
+                    });
+                }
+                *self.opened.lock().unwrap() += 1;
+                let (near, far) = tokio::io::duplex(1 << 16);
+                let host = self.runner.lock().unwrap().clone();
+                let serving = tokio::spawn(async move {
+                    let _ = host.serve_connection(far).await;
+                });
+                let connection = handshake(near)
+                    .await
+                    .map_err(|err| OpenError { message: err.to_string(), transient: true })?;
+                Ok(Opened { connection, guard: Some(Box::new(Cut(Some(serving.abort_handle())))) })
+            })
+        }
+    }
+
+    fn quick() -> Backoff {
+        Backoff { first: Duration::from_millis(10), max: Duration::from_millis(50), attempts: 1000 }
+    }
+
+    async fn link(runner: &Runner) -> (RunnerClient, Arc<Mutex<bool>>) {
+        let (client, down, _) = link_to(runner).await;
+        (client, down)
+    }
+
+    /// A link to `runner`, and where to put another runner in its place.
+    async fn link_to(runner: &Runner) -> (RunnerClient, Arc<Mutex<bool>>, Arc<Mutex<Runner>>) {
+        let down = Arc::new(Mutex::new(false));
+        let host = Arc::new(Mutex::new(runner.clone()));
+        let transport =
+            InProcess { runner: host.clone(), opened: Arc::default(), down: down.clone() };
+        let (client, held) = RunnerClient::open(transport, quick()).await.unwrap();
+        assert!(held.is_empty());
+        (client, down, host)
+    }
+
+    /// `program args` in a temporary directory (returned with it: it must outlive the run).
+    fn in_tmp(program: &str, args: &[&str]) -> (SpawnSpec, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SpawnSpec {
+            program: program.into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: vec![],
+            cwd: dir.path().to_path_buf(),
+            secrets: vec![],
+        };
+        (spec, dir)
+    }
+
+    async fn live_again(client: &RunnerClient, at_least: u64) {
+        let mut state = client.state();
+        let live = state.wait_for(|s| match s {
+            LinkState::Live { number } => *number >= at_least,
+            LinkState::Reconnecting | LinkState::Gone(_) => false,
+        });
+        tokio::time::timeout(Duration::from_secs(10), live).await.unwrap().unwrap();
+    }
+
+    /// Finding 2 of the SSH review: a stop requested while the link reconnects is not lost
+    /// with the dropped connection: the kill goes again on the next one and the agent ends.
+    #[tokio::test]
+    async fn i20_d8_a_stop_during_a_connection_drop_ends_the_agent() {
+        let runner = Runner::new(RunnerConfig::default());
+        let (client, down) = link(&runner).await;
+        let (spec, _dir) = in_tmp("sleep", &["300"]);
+        let execution = client.spawn_with("agent-d8", spec, AckPolicy::OnDelivery).await.unwrap();
+        let pid = nix::unistd::Pid::from_raw(execution.control.pid());
+        // The connection drops and stays down; the stop is asked while there is none.
+        *down.lock().unwrap() = true;
+        client.drop_transport();
+        let mut state = client.state();
+        state.wait_for(|s| *s == LinkState::Reconnecting).await.unwrap();
+        let control = execution.control;
+        let stop = tokio::spawn(async move { control.stop(Duration::from_millis(200)).await });
+        *down.lock().unwrap() = false;
+        let exit = tokio::time::timeout(Duration::from_secs(10), stop)
+            .await
+            .expect("the stop ends once the link is back")
+            .unwrap();
+        assert!(!matches!(exit, ExitInfo::Unknown { .. }), "{exit:?}");
+        assert!(nix::sys::signal::kill(pid, None).is_err(), "the agent {pid} is gone");
+        runner.shutdown().await;
+    }
+
+    /// A second execution spawned under a name the link already follows is refused, and the
+    /// first stays followed: it is not forgotten on the next connection.
+    #[tokio::test]
+    async fn i20_d20_a_duplicate_execution_name_is_refused_and_the_first_stays_followed() {
+        let runner = Runner::new(RunnerConfig::default());
+        let (client, _down) = link(&runner).await;
+        let (spec, _dir) = in_tmp("sleep", &["30"]);
+        let first = client.spawn("agent-d20", spec.clone()).await.unwrap();
+        let second = client.spawn("agent-d20", spec).await.err().expect("a second is refused");
+        assert!(second.contains("agent-d20 already runs"), "{second}");
+        client.drop_transport();
+        live_again(&client, 2).await;
+        let pid = nix::unistd::Pid::from_raw(first.control.pid());
+        assert!(nix::sys::signal::kill(pid, None).is_ok(), "the first still runs");
+        let exit = first.control.stop(Duration::from_millis(200)).await;
+        assert!(!matches!(exit, ExitInfo::Unknown { .. }), "{exit:?}");
+        runner.shutdown().await;
+    }
+
+    /// Output and input go on across a dropped connection on one pipe each: every byte once,
+    /// in order, and an execution the new runner connection does not list ends as lost.
+    #[tokio::test]
+    async fn i39_one_pipe_each_way_across_a_dropped_connection() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let runner = Runner::new(RunnerConfig::default());
+        let (client, _down, host) = link_to(&runner).await;
+        let (spec, _dir) = in_tmp("cat", &[]);
+        let mut cat = client.spawn_with("cat", spec, AckPolicy::OnCommit).await.unwrap();
+        let mut seen = vec![0u8; 4];
+        cat.stdin.write_all(b"one\n").await.unwrap();
+        cat.stdout.read_exact(&mut seen).await.unwrap();
+        client.drop_transport();
+        cat.stdin.write_all(b"two\n").await.unwrap();
+        live_again(&client, 2).await;
+        cat.stdin.write_all(b"three\n").await.unwrap();
+        drop(cat.stdin);
+        let mut rest = Vec::new();
+        cat.stdout.read_to_end(&mut rest).await.unwrap();
+        assert_eq!(rest, b"two\nthree\n", "nothing twice, nothing lost");
+        let exit = tokio::time::timeout(Duration::from_secs(10), cat.control.wait()).await.unwrap();
+        assert_eq!(exit, ExitInfo::Exited { code: 0 });
+
+        let (spec, _dir) = in_tmp("sleep", &["300"]);
+        let sleeper = client.spawn("sleeper", spec).await.unwrap();
+        // The runner died meanwhile (the OOM killer) and a new one took its place.
+        let fresh = Runner::new(RunnerConfig::default());
+        *host.lock().unwrap() = fresh.clone();
+        client.drop_transport();
+        let exit = tokio::time::timeout(Duration::from_secs(10), sleeper.control.wait()).await;
+        let Ok(ExitInfo::Unknown { reason }) = exit else { panic!("{exit:?}") };
+        assert_eq!(reason, LOST);
+        runner.shutdown().await;
+        fresh.shutdown().await;
+    }
+}
