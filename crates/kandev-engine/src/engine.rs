@@ -465,24 +465,29 @@ impl Engine {
 
     /// Startup reconciliation (rule 42): sessions that were starting or running become
     /// `WAITING_FOR_INPUT` with an "interrupted" note, open turns are closed, agent process
-    /// groups recorded as ours are killed. No agent is launched.
+    /// groups recorded as ours are killed. No agent is launched. A session whose agent an SSH
+    /// executor's runner kept takes it over (as with [`Self::reconcile_with_runner`]).
     pub async fn reconcile(&self) -> Result<usize> {
-        reconcile(&self.inner, None).await.map(|(fixed, _)| fixed)
+        self.reconcile_kept(vec![]).await
     }
 
     /// [`Self::reconcile`] with the executions a runner kept across the restart (`serve
     /// --runner local`), rule 42's re-adopt branch: a session whose execution the runner
     /// still runs keeps it (and its open turn, and `RUNNING`), with no "interrupted" note;
     /// its actor joins the conversation and gets the output the last run had not committed,
-    /// once. Every other execution the runner lists is killed. Returns how many sessions
-    /// reconciliation changed.
+    /// once. Every other execution the runner lists is killed. The runners of SSH executors
+    /// are asked the same way. Returns how many sessions reconciliation changed.
     pub async fn reconcile_with_runner(
         &self,
         client: &kandev_runtime::runner::RunnerClient,
         executions: Vec<kandev_runtime::runner::ExecutionInfo>,
     ) -> Result<usize> {
-        let kept = crate::reconcile::Kept { client, executions };
-        let (fixed, adoptions) = reconcile(&self.inner, Some(kept)).await?;
+        let kept = crate::reconcile::Kept { client: client.clone(), executions, here: true };
+        self.reconcile_kept(vec![kept]).await
+    }
+
+    async fn reconcile_kept(&self, kept: Vec<crate::reconcile::Kept>) -> Result<usize> {
+        let (fixed, adoptions) = reconcile(&self.inner, kept).await?;
         for adoption in adoptions {
             let id = adoption.session_id.clone();
             let adoption = Box::new(adoption);

@@ -26,10 +26,12 @@ use crate::write::{add_message, write_session};
 pub(crate) const INTERRUPTED: &str =
     "interrupted: the server stopped while the agent was working; send a message to continue";
 
-/// The executions a runner kept across the restart (`serve --runner local`).
-pub(crate) struct Kept<'a> {
-    pub client: &'a RunnerClient,
+/// The executions a runner kept across the restart: the local runner's (`serve --runner
+/// local`) or an SSH executor's (`here: false`).
+pub(crate) struct Kept {
+    pub client: RunnerClient,
     pub executions: Vec<ExecutionInfo>,
+    pub here: bool,
 }
 
 /// Whether the session can take its runner execution over: the runner still runs the
@@ -39,17 +41,18 @@ pub(crate) struct Kept<'a> {
 /// turn that was open has the id of its prompt, no context reset was in the middle, and
 /// the runner was acknowledged no further than the recorded position.
 /// Anything else reconciles as after any restart (the execution is killed).
-async fn adoptable(
+async fn adoptable<'k>(
     inner: &Inner,
     session: &Session,
-    kept: Option<&Kept<'_>>,
+    kept: &'k [Kept],
     resetting: &[SessionId],
-) -> Result<Option<(RunnerPosition, ExecutionInfo, Option<OpenTurn>)>> {
-    let Some(kept) = kept else { return Ok(None) };
+) -> Result<Option<(RunnerPosition, &'k Kept, ExecutionInfo, Option<OpenTurn>)>> {
     let Some(position) = inner.store.runner_position(&session.id).await? else { return Ok(None) };
-    let Some(info) = kept.executions.iter().find(|e| e.exec == position.exec && !e.exited) else {
-        return Ok(None);
-    };
+    let found = kept.iter().find_map(|kept| {
+        let info = kept.executions.iter().find(|e| e.exec == position.exec && !e.exited)?;
+        Some((kept, info))
+    });
+    let Some((kept, info)) = found else { return Ok(None) };
     if info.acked > position.committed {
         // The runner was told of more than is recorded: output after the position may be
         // stored already, and would be stored twice.
@@ -65,24 +68,23 @@ async fn adoptable(
         (SessionState::WaitingForInput, None) => None,
         _ => return Ok(None),
     };
-    Ok(open.then(|| (position, info.clone(), turn)))
+    Ok(open.then(|| (position, kept, info.clone(), turn)))
 }
 
 /// Reconciles every session; returns how many it changed, and the executions of the
 /// runner `kept` that sessions take over (every other one it lists is killed).
-pub(crate) async fn reconcile(
-    inner: &Inner,
-    kept: Option<Kept<'_>>,
-) -> Result<(usize, Vec<Adoption>)> {
+pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, Vec<Adoption>)> {
     let mut fixed = 0;
     let mut adoptions = vec![];
+    let mut kept = kept;
+    kept.extend(crate::sites::kept_at_startup(inner).await?);
     // Terminals and dev servers a server stopped by `kill -9` left running.
     reap_children(inner).await?;
     let resetting: Vec<SessionId> =
         inner.store.reset_intents().await?.into_iter().map(|i| i.session_id).collect();
     for session in inner.store.all_sessions().await? {
-        if let Some((position, info, turn)) =
-            adoptable(inner, &session, kept.as_ref(), &resetting).await?
+        if let Some((position, from, info, turn)) =
+            adoptable(inner, &session, &kept, &resetting).await?
         {
             let mut tx = inner.store.begin_write().await?;
             let run = tx.join_runner(&session.id, position.epoch).await?;
@@ -91,21 +93,18 @@ pub(crate) async fn reconcile(
             // so it is asked anew.
             expire_permissions(&mut tx, &session).await?;
             tx.commit().await?;
-            if let Some(kept) = &kept {
-                let execution =
-                    kept.client.attach_with(&info, AckPolicy::OnCommit, position.committed);
-                adoptions.push(Adoption {
-                    session_id: session.id.clone(),
-                    epoch: position.epoch,
-                    execution,
-                    skip: position.skip,
-                    ahead: position.ahead,
-                    run,
-                    turn,
-                    taken: info.keys.clone(),
-                    here: true,
-                });
-            }
+            let execution = from.client.attach_with(&info, AckPolicy::OnCommit, position.committed);
+            adoptions.push(Adoption {
+                session_id: session.id.clone(),
+                epoch: position.epoch,
+                execution,
+                skip: position.skip,
+                ahead: position.ahead,
+                run,
+                turn,
+                taken: info.keys.clone(),
+                here: from.here,
+            });
             continue;
         }
         if let Some(runtime) = inner.store.get_runtime(&session.id).await?
@@ -151,7 +150,7 @@ pub(crate) async fn reconcile(
         }
     }
     // Executions no session takes over (their session deleted, or not adoptable) end.
-    if let Some(kept) = &kept {
+    for kept in &kept {
         for info in &kept.executions {
             if !adoptions.iter().any(|a| a.execution.control.exec() == info.exec) {
                 tracing::info!(exec = %info.exec, pid = info.pid, "stopping an agent of the last run");

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use kandev_domain::executor::{Executor, ExecutorKind, SshSettings};
 use kandev_domain::workspace::Repository;
 use kandev_runtime::remote::{RemoteSite, Site};
-use kandev_runtime::runner::{RunnerClient, SpawnSpec};
+use kandev_runtime::runner::{ExecutionInfo, RunnerClient, SpawnSpec};
 use kandev_runtime::ssh::{Backoff, SshRunner};
 use kandev_store::{StoreError, WorktreeRecord};
 
@@ -54,19 +54,41 @@ pub(crate) async fn placement(inner: &Inner, repository: &Repository) -> Result<
     }
 }
 
-/// The link to `executor`'s host: the live one, or a new one (install, connect).
+/// The link to `executor`'s host: the live one, or a new one (install, connect). What the
+/// runner still holds from a link that gave up or an earlier server process is forgotten
+/// (killed); startup takes the executions of adoptable sessions over first
+/// ([`kept_at_startup`]).
 pub(crate) async fn link(
     inner: &Inner,
     executor: &Executor,
     settings: &SshSettings,
 ) -> std::result::Result<RunnerClient, String> {
+    let (link, held) = connect(inner, executor, settings).await?;
+    if !held.is_empty() {
+        tracing::info!(executor = %executor.name, count = held.len(),
+            "stopping remote executions nobody here follows");
+    }
+    for execution in &held {
+        link.forget(&execution.exec);
+    }
+    Ok(link)
+}
+
+/// The live link to `executor`'s host with nothing held, or a new one with the executions
+/// its runner held. A link replaced because the settings changed is closed: one connection
+/// owns a runner at a time (its agents end as lost).
+async fn connect(
+    inner: &Inner,
+    executor: &Executor,
+    settings: &SshSettings,
+) -> std::result::Result<(RunnerClient, Vec<ExecutionInfo>), String> {
     let slot = inner.links.slot(&executor.id);
     let mut slot = slot.lock().await;
     if let Some((made_with, link)) = &slot.link
         && made_with == settings
         && !link.is_closed()
     {
-        return Ok(link.clone());
+        return Ok((link.clone(), vec![]));
     }
     if let Some((tried_with, at, message)) = &slot.failed
         && tried_with == settings
@@ -85,23 +107,61 @@ pub(crate) async fn link(
             return Err(message);
         }
     };
-    // What the runner still holds from a link that gave up or an earlier server process is
-    // forgotten (killed); startup takes the executions of adoptable sessions over before
-    // (`reconcile`). A link replaced because the settings changed is closed: one connection
-    // owns a runner at a time, and its agents end as lost.
-    if !held.is_empty() {
-        tracing::info!(executor = %executor.name, count = held.len(),
-            "stopping remote executions nobody here follows");
-    }
-    for execution in &held {
-        link.forget(&execution.exec);
-    }
     if let Some((_, old)) = slot.link.take() {
         old.close();
     }
     slot.failed = None;
     slot.link = Some((settings.clone(), link.clone()));
-    Ok(link)
+    Ok((link, held))
+}
+
+/// How long startup waits for each SSH executor whose runner may hold agents of the last run.
+const STARTUP_CONNECT: Duration = Duration::from_secs(30);
+
+/// At startup, before any actor runs: the executions the runners of SSH executors kept, for
+/// each executor where a session has a recorded runner position (its agent may still run
+/// there after a `kill -9` of the last server). Reconciliation takes over those of adoptable
+/// sessions and forgets (kills) the rest. An executor that cannot be reached within 30 s is
+/// skipped: its sessions reconcile as interrupted, and what its runner holds is killed on
+/// the next connection.
+pub(crate) async fn kept_at_startup(inner: &Inner) -> Result<Vec<crate::reconcile::Kept>> {
+    let mut executors: Vec<Executor> = vec![];
+    for session in inner.store.all_sessions().await? {
+        // Only an execution the last run left running (a runtime ended by that run, or
+        // before, has nothing left on any runner).
+        let running =
+            inner.store.get_runtime(&session.id).await?.is_some_and(|r| r.status == "running");
+        if !running || inner.store.runner_position(&session.id).await?.is_none() {
+            continue;
+        }
+        for record in inner.store.live_worktrees(&session.task_id).await? {
+            let Some(id) = &record.executor_id else { continue };
+            if executors.iter().any(|e| &e.id == id) {
+                continue;
+            }
+            match inner.store.get_executor(id).await {
+                Ok(executor) => executors.push(executor),
+                Err(StoreError::NotFound { .. }) => {}
+                Err(other) => return Err(other.into()),
+            }
+        }
+    }
+    let mut kept = vec![];
+    for executor in executors {
+        let ExecutorKind::Ssh(settings) = &executor.kind else { continue };
+        match tokio::time::timeout(STARTUP_CONNECT, connect(inner, &executor, settings)).await {
+            Ok(Ok((client, executions))) => {
+                kept.push(crate::reconcile::Kept { client, executions, here: false });
+            }
+            Ok(Err(message)) => {
+                tracing::warn!(executor = %executor.name, error = %message, "cannot reach an SSH executor at startup; its sessions are interrupted");
+            }
+            Err(_) => {
+                tracing::warn!(executor = %executor.name, "an SSH executor did not answer within 30 s at startup; its sessions are interrupted");
+            }
+        }
+    }
+    Ok(kept)
 }
 
 /// The site of a placement.

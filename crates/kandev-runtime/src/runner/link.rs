@@ -767,6 +767,36 @@ mod tests {
         runner.shutdown().await;
     }
 
+    /// What the runner holds that nobody on the link follows (an agent of a server that was
+    /// killed, or of a link that gave up) is forgotten, and so killed, on a new connection:
+    /// no agent keeps working in a worktree next to a new one.
+    #[tokio::test]
+    async fn i39_a_new_connection_forgets_what_nobody_follows() {
+        let runner = Runner::new(RunnerConfig::default());
+        let (client, down) = link(&runner).await;
+        // Another server's agent, left to the runner (a runner has one owner at a time: this
+        // link cannot reach it meanwhile).
+        *down.lock().unwrap() = true;
+        let (near, far) = tokio::io::duplex(1 << 16);
+        let host = runner.clone();
+        tokio::spawn(async move { host.serve_connection(far).await });
+        let (other, _) = RunnerClient::connect(near).await.unwrap();
+        let (spec, _dir) = in_tmp("sleep", &["300"]);
+        let stranger = other.spawn("stranger", spec).await.unwrap();
+        let pid = nix::unistd::Pid::from_raw(stranger.control.pid());
+        other.finish().await;
+        *down.lock().unwrap() = false;
+        live_again(&client, 2).await;
+        let gone = tokio::time::timeout(Duration::from_secs(10), async {
+            while nix::sys::signal::kill(pid, None).is_ok() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(gone.is_ok(), "the stranger {pid} still runs");
+        runner.shutdown().await;
+    }
+
     /// Output and input go on across a dropped connection on one pipe each: every byte once,
     /// in order, and an execution the new runner connection does not list ends as lost.
     #[tokio::test]
