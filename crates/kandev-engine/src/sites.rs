@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use kandev_domain::executor::{Executor, ExecutorKind, SshSettings};
 use kandev_domain::workspace::Repository;
 use kandev_runtime::ExitInfo;
-use kandev_runtime::remote::{RemoteSite, Site};
+use kandev_runtime::site::{RemoteSite, Site};
 use kandev_runtime::runner::SpawnSpec;
 use kandev_runtime::ssh::{Backoff, SshRunner};
 use kandev_runtime::ssh_link::{LinkedExecution, SshLink};

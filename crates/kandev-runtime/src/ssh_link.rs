@@ -599,14 +599,13 @@ mod tests {
     #[tokio::test]
     async fn i20_d10_a_remote_operation_on_a_reconnecting_link_fails_soon() {
         let (_tx, link) = link_in(Generation::Reconnecting);
-        let site = crate::remote::RemoteSite::new(Arc::new(link), "/srv/kandev", "build1")
+        let site = crate::site::RemoteSite::new(Arc::new(link), "/srv/kandev", "build1")
             .with_live_wait(Duration::from_millis(100));
-        let op = crate::remote::RemoteOp::Commit { path: "/srv/w".into(), message: "m".into() };
-        let failed =
-            tokio::time::timeout(Duration::from_secs(10), site.call::<serde_json::Value>(&op))
-                .await
-                .expect("the operation gives up while the link reconnects")
-                .unwrap_err();
+        let op = crate::runner::ops::Commit { path: "/srv/w".into(), message: "m".into() };
+        let failed = tokio::time::timeout(Duration::from_secs(10), site.call(op))
+            .await
+            .expect("the operation gives up while the link reconnects")
+            .unwrap_err();
         assert!(
             failed
                 .to_string()

@@ -5,6 +5,7 @@
 
 pub mod client;
 pub mod host;
+pub mod ops;
 pub mod proto;
 
 use std::io;
