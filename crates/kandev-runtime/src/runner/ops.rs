@@ -1,9 +1,9 @@
 //! The operations a server runs on an SSH executor's build host, each declared once: a struct
 //! whose fields are its request, and one [`Op`] impl giving its name, its answer type and its
-//! handler (the code that runs there). The table at the end of this file ([`op_table!`])
-//! lists them and makes the build host's dispatch, [`serve`]; the server's side is
-//! [`crate::site::RemoteSite::call`], generic over [`Op`]. Values travel as they are
-//! (serde), with no mirror types.
+//! handler (the code that runs there). The table at the end of this file
+//! ([`op_table!`](crate::op_table)) lists them and makes the build host's dispatch,
+//! [`serve`]; the server's side is [`crate::site::RemoteSite::call`], generic over [`Op`].
+//! Values travel as they are (serde), with no mirror types.
 //!
 //! On the wire a request is `{"op": NAME, "args": <the op's fields>}`, on the operation's
 //! stdin; the answer is one JSON object on stdout, `{"ok": <the op's Answer>}` or
@@ -24,8 +24,8 @@ use crate::git::{self, CommitInfo, Dirty, GitError, SetupOutput, Worktree, Workt
 
 /// One operation on a build host: the type's fields are the request, [`Op::Answer`] what a
 /// success answers and [`Op::run`] the handler, which runs on the build host. Listing the
-/// type in [`op_table!`] makes [`serve`] dispatch to it; the server calls it with
-/// [`crate::site::RemoteSite::call`].
+/// type in [`op_table!`](crate::op_table) makes [`serve`] dispatch to it; the server calls
+/// it with [`crate::site::RemoteSite::call`].
 ///
 /// Adding an operation is one struct, one `impl Op` and one line in the table. The compiler
 /// checks the rest; this operation compiles:
