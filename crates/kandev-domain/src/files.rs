@@ -2,12 +2,17 @@
 //! base commit (changed files, hunks, lines), its file tree, a file read from it, commits made
 //! on its branches, and its worktrees. The runtime's git layer makes the per-worktree values,
 //! the engine adds which repository each belongs to, the API converts them
-//! (`kandev-api-types`, `From` impls).
+//! (`kandev-api-types`, `From` impls). The values a build host answers (changes, trees, file
+//! reads) are serializable: they travel as they are between this server and the remote
+//! `kandev remote-op` (`kandev_runtime::runner::ops`).
+
+use serde::{Deserialize, Serialize};
 
 use crate::RepositoryId;
 
 /// How a file differs from the base commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ChangeStatus {
     /// New and tracked (staged or committed on the task branch).
     Added,
@@ -33,7 +38,8 @@ impl ChangeStatus {
 }
 
 /// What a diff line is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum LineKind {
     Context,
     Added,
@@ -52,7 +58,7 @@ impl LineKind {
 
 /// One line of a hunk, without its `+`/`-`/` ` marker and without the newline. git's
 /// "\ No newline at end of file" markers are not included.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiffLine {
     pub kind: LineKind,
     pub text: String,
@@ -60,7 +66,7 @@ pub struct DiffLine {
 
 /// One hunk; the numbers are those of its `@@ -old_start,old_lines +new_start,new_lines @@`
 /// header, which is kept verbatim (with its section heading) in `header`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hunk {
     pub header: String,
     pub old_start: u32,
@@ -71,7 +77,7 @@ pub struct Hunk {
 }
 
 /// One changed file of a worktree.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileChange {
     /// `/`-separated, relative to the worktree (in a [`ChangedFile`], to the task's working
     /// directory); the new path of a rename.
@@ -91,7 +97,8 @@ pub struct FileChange {
 }
 
 /// What a tree entry is. Symlinks are reported, never followed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EntryKind {
     File,
     Dir,
@@ -109,7 +116,7 @@ impl EntryKind {
 }
 
 /// One entry of a file tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TreeEntry {
     /// `/`-separated, relative to the worktree (in a [`TaskTree`], to the task's working
     /// directory).
@@ -120,7 +127,7 @@ pub struct TreeEntry {
 }
 
 /// A file read from a worktree or a task's folder.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileContent {
     /// The path as asked for, normalized (`./a//b` becomes `a/b`).
     pub path: String,

@@ -1,4 +1,5 @@
-//! Kandev's domain model: plain Rust types and pure rules, with no IO, async or serde.
+//! Kandev's domain model: plain Rust types and pure rules, with no IO or async. serde derives
+//! only on the working-directory values of [`files`] that travel to and from a build host.
 
 pub mod account;
 pub mod agent;

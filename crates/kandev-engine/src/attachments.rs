@@ -16,7 +16,7 @@ use kandev_domain::attachment::{
     AttachmentRef, Delivery, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, PromptAccepts, delivery,
     is_attachment_id, safe_file_name,
 };
-use kandev_runtime::remote::Site;
+use kandev_runtime::site::Site;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 

@@ -77,7 +77,9 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
     let mut fixed = 0;
     let mut adoptions = vec![];
     let mut kept = kept;
-    kept.extend(crate::sites::kept_at_startup(inner).await?);
+    for (client, executions) in crate::sites::kept_at_startup(inner).await? {
+        kept.push(Kept { client, executions, here: false });
+    }
     // Terminals and dev servers a server stopped by `kill -9` left running.
     reap_children(inner).await?;
     let resetting: Vec<SessionId> =

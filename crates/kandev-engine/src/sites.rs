@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use kandev_domain::executor::{Executor, ExecutorKind, SshSettings};
 use kandev_domain::workspace::Repository;
-use kandev_runtime::remote::{RemoteSite, Site};
 use kandev_runtime::runner::{ExecutionInfo, RunnerClient, SpawnSpec};
+use kandev_runtime::site::{RemoteSite, Site};
 use kandev_runtime::ssh::{Backoff, SshRunner};
 use kandev_store::{StoreError, WorktreeRecord};
 
@@ -118,13 +118,16 @@ async fn connect(
 /// How long startup waits for each SSH executor whose runner may hold agents of the last run.
 const STARTUP_CONNECT: Duration = Duration::from_secs(30);
 
-/// At startup, before any actor runs: the executions the runners of SSH executors kept, for
+/// At startup, before any actor runs: the connections to the runners of SSH executors and
+/// the executions they kept, for
 /// each executor where a session has a recorded runner position (its agent may still run
 /// there after a `kill -9` of the last server). Reconciliation takes over those of adoptable
 /// sessions and forgets (kills) the rest. An executor that cannot be reached within 30 s is
 /// skipped: its sessions reconcile as interrupted, and what its runner holds is killed on
 /// the next connection.
-pub(crate) async fn kept_at_startup(inner: &Inner) -> Result<Vec<crate::reconcile::Kept>> {
+pub(crate) async fn kept_at_startup(
+    inner: &Inner,
+) -> Result<Vec<(RunnerClient, Vec<ExecutionInfo>)>> {
     let mut executors: Vec<Executor> = vec![];
     for session in inner.store.all_sessions().await? {
         // Only an execution the last run left running (a runtime ended by that run, or
@@ -150,9 +153,7 @@ pub(crate) async fn kept_at_startup(inner: &Inner) -> Result<Vec<crate::reconcil
     for executor in executors {
         let ExecutorKind::Ssh(settings) = &executor.kind else { continue };
         match tokio::time::timeout(STARTUP_CONNECT, connect(inner, &executor, settings)).await {
-            Ok(Ok((client, executions))) => {
-                kept.push(crate::reconcile::Kept { client, executions, here: false });
-            }
+            Ok(Ok(held)) => kept.push(held),
             Ok(Err(message)) => {
                 tracing::warn!(executor = %executor.name, error = %message, "cannot reach an SSH executor at startup; its sessions are interrupted");
             }

@@ -126,7 +126,7 @@ async fn run(cli: Cli) -> std::process::ExitCode {
                     request
                 }
             };
-            println!("{}", kandev_runtime::remote::serve(&request).await);
+            println!("{}", kandev_runtime::runner::ops::serve(&request).await);
             Ok(())
         }
         Some(Command::Task { server, command }) => client::task(server, command).await,

@@ -253,7 +253,8 @@ async fn i20_d21_a_cleanup_script_dies_with_its_remote_op() {
     let pid_file = dir.path().join("script.pid");
     let script = format!("echo $$ > '{}'; sleep 60", pid_file.display());
     let request = json!({
-        "op": "run_script", "path": dir.path(), "script": script, "timeout_ms": 300_000,
+        "op": "run_script",
+        "args": {"path": dir.path(), "script": script, "timeout": {"secs": 300, "nanos": 0}},
     });
     let mut op = Command::new(KANDEV)
         .args(["remote-op", &request.to_string()])

@@ -18,7 +18,7 @@ use kandev_domain::files::{
 };
 use kandev_runtime::confine::{self, PathError, RelPath};
 use kandev_runtime::git::{self, GitError};
-use kandev_runtime::remote::{RemoteErrorKind, Site};
+use kandev_runtime::site::{RemoteErrorKind, Site};
 use kandev_store::{StoreError, WorktreeRecord};
 
 use crate::engine::Engine;

@@ -20,7 +20,7 @@ use kandev_domain::task::Task;
 use kandev_domain::transcript::{MessageKind, Session};
 use kandev_domain::workspace::Repository;
 use kandev_runtime::git::{self, GitError, OnExistingBranch, WorktreeSpec};
-use kandev_runtime::remote::Site;
+use kandev_runtime::site::Site;
 use kandev_runtime::ssh::SshRunner;
 use kandev_store::{NewWorktree, StoreError, WorktreeRecord};
 use serde_json::json;

@@ -15,7 +15,7 @@ use kandev_domain::TaskId;
 use kandev_domain::task::Task;
 use kandev_domain::workspace::Repository;
 use kandev_runtime::git::{self, GitError};
-use kandev_runtime::remote::RemoteErrorKind;
+use kandev_runtime::site::RemoteErrorKind;
 use serde_json::json;
 
 use crate::error::{EngineError, Result};

@@ -23,7 +23,7 @@ use kandev_domain::ship::{
 use kandev_domain::workspace::Repository;
 use kandev_domain::{RepositoryId, SessionId, TaskId};
 use kandev_runtime::git;
-use kandev_runtime::remote::Site;
+use kandev_runtime::site::Site;
 use kandev_store::WorktreeRecord;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

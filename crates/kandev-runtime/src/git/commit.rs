@@ -13,7 +13,7 @@ pub const FALLBACK_USER_NAME: &str = "Kandev";
 pub const FALLBACK_USER_EMAIL: &str = "kandev@localhost";
 
 /// A commit made by [`commit_all`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CommitInfo {
     /// Full sha.
     pub sha: String,

@@ -182,10 +182,10 @@ pub enum GitError {
     #[error("`{command}` did not finish within {}s and was killed", timeout.as_secs())]
     Timeout { command: String, timeout: Duration },
 
-    /// An operation run on another host (the SSH executor, [`crate::remote`]) failed there;
+    /// An operation run on another host (the SSH executor, [`crate::site`]) failed there;
     /// `kind` keeps what the failure means, `message` says it as the host did.
     #[error("{message}")]
-    Remote { kind: crate::remote::RemoteErrorKind, message: String },
+    Remote { kind: crate::runner::ops::RemoteErrorKind, message: String },
 
     /// A filesystem or process error.
     #[error("{context}: {source}")]

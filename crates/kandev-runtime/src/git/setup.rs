@@ -37,7 +37,7 @@ exec 3<&-
 exec sh -c \"$1\"";
 
 /// A setup script that succeeded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SetupOutput {
     pub exit_code: i32,
     /// Combined stdout and stderr in the order written, bounded to the last

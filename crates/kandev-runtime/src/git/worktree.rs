@@ -10,7 +10,7 @@ use super::layout::{create_parents, remove_created_parents};
 
 /// What to create: a worktree of `repo_path` at `worktree_path` on `branch`, which starts
 /// at `base_branch`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WorktreeSpec {
     pub repo_path: PathBuf,
     /// A local branch, a remote-tracking branch (`origin/main`), or a branch that exists
@@ -24,7 +24,8 @@ pub struct WorktreeSpec {
 }
 
 /// What [`create_worktree`] does when the branch it is asked for already exists.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum OnExistingBranch {
     /// Check it out again, with its commits: the caller knows it is the task's own branch,
     /// kept when the task's earlier worktree was removed.
@@ -40,7 +41,7 @@ pub enum OnExistingBranch {
 pub const MAX_BRANCH_SUFFIX: usize = 100;
 
 /// A created worktree.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Worktree {
     /// Canonical absolute path.
     pub path: PathBuf,

@@ -626,15 +626,16 @@ fn route(frame: FromRunner, routes: &mut HashMap<String, Route>) {
     }
 }
 
+/// Links to in-process runners whose network can be taken away (tests of this crate).
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::runner::{AckPolicy, Runner, RunnerClient, RunnerConfig};
+    use crate::runner::{Runner, RunnerClient};
 
     /// Opens in-process connections to a runner; `kill` of the guard closes the stream.
-    struct InProcess {
+    pub(crate) struct InProcess {
         runner: Arc<Mutex<Runner>>,
         /// The number of connections opened.
         opened: Arc<Mutex<u64>>,
@@ -680,17 +681,19 @@ mod tests {
         }
     }
 
-    fn quick() -> Backoff {
+    pub(crate) fn quick() -> Backoff {
         Backoff { first: Duration::from_millis(10), max: Duration::from_millis(50), attempts: 1000 }
     }
 
-    async fn link(runner: &Runner) -> (RunnerClient, Arc<Mutex<bool>>) {
+    pub(crate) async fn link(runner: &Runner) -> (RunnerClient, Arc<Mutex<bool>>) {
         let (client, down, _) = link_to(runner).await;
         (client, down)
     }
 
     /// A link to `runner`, and where to put another runner in its place.
-    async fn link_to(runner: &Runner) -> (RunnerClient, Arc<Mutex<bool>>, Arc<Mutex<Runner>>) {
+    pub(crate) async fn link_to(
+        runner: &Runner,
+    ) -> (RunnerClient, Arc<Mutex<bool>>, Arc<Mutex<Runner>>) {
         let down = Arc::new(Mutex::new(false));
         let host = Arc::new(Mutex::new(runner.clone()));
         let transport =
@@ -699,6 +702,13 @@ mod tests {
         assert!(held.is_empty());
         (client, down, host)
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{link, link_to};
+    use super::*;
+    use crate::runner::{AckPolicy, Runner, RunnerClient, RunnerConfig};
 
     /// `program args` in a temporary directory (returned with it: it must outlive the run).
     fn in_tmp(program: &str, args: &[&str]) -> (SpawnSpec, tempfile::TempDir) {

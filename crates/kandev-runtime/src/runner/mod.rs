@@ -11,6 +11,7 @@ pub mod client;
 pub mod host;
 pub mod ledger;
 pub mod link;
+pub mod ops;
 pub mod proto;
 
 use std::io;
