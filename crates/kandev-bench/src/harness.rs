@@ -181,8 +181,25 @@ impl Server {
         title: &str,
         profile: Option<&str>,
     ) -> Result<String> {
-        let task =
-            self.call("task.create", json!({"workflow_id": workflow, "title": title})).await?;
+        self.launch(json!({"workflow_id": workflow, "title": title}), profile).await
+    }
+
+    /// [`Self::new_session`] of a task on `repository` (none: no repository).
+    pub async fn new_session_on(
+        &self,
+        workflow: &str,
+        title: &str,
+        repository: Option<&str>,
+    ) -> Result<String> {
+        let mut task = json!({"workflow_id": workflow, "title": title});
+        if let Some(repository) = repository {
+            task["repository_ids"] = json!([repository]);
+        }
+        self.launch(task, None).await
+    }
+
+    async fn launch(&self, task: Value, profile: Option<&str>) -> Result<String> {
+        let task = self.call("task.create", task).await?;
         let mut payload = json!({"task_id": task["task"]["id"]});
         if let Some(profile) = profile {
             payload["agent_profile_id"] = json!(profile);

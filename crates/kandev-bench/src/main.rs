@@ -7,6 +7,9 @@ mod clients;
 mod faults;
 mod harness;
 mod perf;
+/// The SSH executor tests' real OpenSSH server on loopback (one definition for both).
+#[path = "../../kandev/tests/support/sshd.rs"]
+mod sshd;
 
 use std::path::{Path, PathBuf};
 
@@ -52,6 +55,8 @@ enum Scenario {
     /// kill -9 a server with the local runner during streaming turns, restart: the turns
     /// complete without session/load, every chunk once, no orphan (issue 20).
     R6,
+    /// R6 with the agents on an SSH executor (a real sshd on loopback; issue 39).
+    R6Ssh,
     /// Agent faults end in their specified state within their bound.
     R2,
     /// Hostile input over HTTP and WS: only structured errors, server alive.
@@ -185,6 +190,7 @@ async fn main() -> Result<()> {
         Scenario::P7,
         Scenario::R1,
         Scenario::R6,
+        Scenario::R6Ssh,
         Scenario::R2,
         Scenario::R4,
         Scenario::R5,
@@ -203,7 +209,8 @@ async fn main() -> Result<()> {
             Scenario::P5 => ("P5", perf::p5(&ctx).await),
             Scenario::P7 => ("P7", perf::p7(&ctx).await),
             Scenario::R1 => ("R1", faults::r1(&ctx).await),
-            Scenario::R6 => ("R6", faults::r6(&ctx).await),
+            Scenario::R6 => ("R6", faults::r6(&ctx, faults::R6On::LocalRunner).await),
+            Scenario::R6Ssh => ("R6-ssh", faults::r6(&ctx, faults::R6On::Ssh).await),
             Scenario::R2 => ("R2", faults::r2(&ctx).await),
             Scenario::R4 => ("R4", faults::r4(&ctx).await),
             Scenario::R5 => ("R5", faults::r5(&ctx).await),
