@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use kandev_domain::executor::SshSettings;
-use kandev_runtime::ssh::{Installed, SshRunner};
+use kandev_runtime::runner::ssh::{Installed, SshRunner};
 
 use crate::Engine;
 

@@ -1,6 +1,6 @@
 //! Where a task's worktrees and agents are (issue 20, SSH executor): this host, or the build
 //! host of the SSH executor its repositories use. One runner connection
-//! ([`RunnerClient`] over [`kandev_runtime::ssh::SshTransport`]) per executor, shared by every
+//! ([`RunnerClient`] over [`kandev_runtime::runner::ssh::SshTransport`]) per executor, shared by every
 //! session, worktree and file action there, made on first use (installing this server's
 //! `kandev` on the host first) and made again when it is gone for good or the executor's
 //! settings changed. [`SshLauncher`] starts agents through it, like the local runner's.
@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use kandev_domain::executor::{Executor, ExecutorKind, SshSettings};
 use kandev_domain::workspace::Repository;
+use kandev_runtime::runner::ssh::{Backoff, SshRunner};
 use kandev_runtime::runner::{ExecutionInfo, RunnerClient, SpawnSpec};
 use kandev_runtime::site::{RemoteSite, Site};
-use kandev_runtime::ssh::{Backoff, SshRunner};
 use kandev_store::{StoreError, WorktreeRecord};
 
 use crate::error::{EngineError, Result};
@@ -99,7 +99,9 @@ async fn connect(
     let local = std::env::current_exe()
         .map_err(|e| format!("cannot find this server's kandev binary: {e}"))?;
     let runner = SshRunner::new(settings.clone(), local, REMOTE_GRACE);
-    let (link, held) = match kandev_runtime::ssh::connect_link(runner, Backoff::default()).await {
+    let (link, held) = match kandev_runtime::runner::ssh::connect_link(runner, Backoff::default())
+        .await
+    {
         Ok(made) => made,
         Err(e) => {
             let message = format!("cannot reach the SSH executor {}: {}", executor.name, e.message);

@@ -16,7 +16,7 @@
 //!   session: its kill reaches every job group the shell made.
 //! - A runner ([`runner`]) forgets an execution's output only once its owner acknowledged
 //!   it, and kills its agents when no owner was connected for its grace period.
-//! - [`ssh`] never accepts a host key it does not already know (batch mode, strict
+//! - [`runner::ssh`] never accepts a host key it does not already know (batch mode, strict
 //!   checking against the executor's own known_hosts file).
 //! - An execution through a [`runner::RunnerClient`] has one stdout that carries each runner
 //!   item once, in order, and one stdin whose items reach the agent once, across dropped
@@ -34,7 +34,6 @@ pub mod pty;
 pub mod redact;
 pub mod runner;
 pub mod site;
-pub mod ssh;
 mod stderr;
 pub mod terminal;
 

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use kandev_runtime::runner::ssh::{Backoff, Installed, SshError, SshRunner, connect_link};
 use kandev_runtime::runner::{AckPolicy, RemoteExecution, SpawnSpec};
-use kandev_runtime::ssh::{Backoff, Installed, SshError, SshRunner, connect_link};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

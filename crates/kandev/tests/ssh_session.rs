@@ -275,8 +275,8 @@ async fn i20_a3_r7_the_ssh_connection_dropped_five_times_mid_turn_loses_nothing(
 #[tokio::test]
 async fn i20_a3_worktree_operations_run_on_the_build_host_through_the_link() {
     use kandev_runtime::git::{self, GitError, OnExistingBranch, WorktreeSpec};
+    use kandev_runtime::runner::ssh::{Backoff, SshRunner, connect_link};
     use kandev_runtime::site::{RemoteErrorKind, RemoteSite, Site};
-    use kandev_runtime::ssh::{Backoff, SshRunner, connect_link};
 
     let sshd = Sshd::start();
     let remote = tempfile::tempdir().unwrap();

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use kandev_domain::executor::SshSettings;
 use kandev_runtime::git::{self, BranchStatus, Dirty};
+use kandev_runtime::runner::ssh::SshRunner;
 use kandev_runtime::site::Site;
-use kandev_runtime::ssh::SshRunner;
 
 use kandev_domain::workspace::Repository;
 use kandev_store::WorktreeRecord;

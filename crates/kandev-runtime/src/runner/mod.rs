@@ -4,7 +4,7 @@
 //! [`link`] the task that owns a connection and reopens it, [`ledger`] the acknowledgements
 //! of output and input. The runner speaks over any byte stream; transports differ only in
 //! how it is opened: the local runner's Unix socket under `$KANDEV_HOME` ([`LocalTransport`],
-//! [`serve_unix`]), `ssh … kandev runner --stdio` ([`crate::ssh::SshTransport`]), or a
+//! [`serve_unix`]), `ssh … kandev runner --stdio` ([`ssh::SshTransport`]), or a
 //! given stream ([`RunnerClient::connect`]).
 
 pub mod client;
@@ -13,6 +13,7 @@ pub mod ledger;
 pub mod link;
 pub mod ops;
 pub mod proto;
+pub mod ssh;
 
 use std::io;
 use std::os::unix::fs::PermissionsExt;
