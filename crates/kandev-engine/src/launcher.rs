@@ -306,7 +306,7 @@ pub(crate) async fn launch_through(
     here: bool,
 ) -> Result<Launched, String> {
     let policy = kandev_runtime::runner::AckPolicy::OnCommit;
-    let execution = client.spawn_with(&exec, spec, policy).await?;
+    let execution = client.spawn_with(&exec, spec, policy).await.map_err(|e| e.to_string())?;
     let (acks, keys) = (execution.acks, execution.keys);
     let control = RunnerControl { control: execution.control, acks: acks.clone(), here };
     Ok(Launched {

@@ -149,7 +149,8 @@ impl RemoteSite {
             cwd: self.home.clone(),
             secrets: vec![],
         };
-        let mut execution = self.link.spawn(&exec, spec).await.map_err(|e| self.failed(e))?;
+        let mut execution =
+            self.link.spawn(&exec, spec).await.map_err(|e| self.failed(e.to_string()))?;
         let mut stdin = std::mem::replace(&mut execution.stdin, tokio::io::duplex(1).0);
         // Written while the answer is read (a request larger than the pipes would otherwise
         // wait for a reader that waits for it).

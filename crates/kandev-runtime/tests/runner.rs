@@ -264,7 +264,7 @@ async fn i20_s1_an_execution_through_the_client_behaves_like_a_local_child() {
     });
     let (client, _) = RunnerClient::connect(ours).await.unwrap();
     let err = client.spawn("nope", SpawnSpec { program: "/no/such/agent".into(), ..sh("") }).await;
-    assert!(err.err().unwrap().contains("was not found"));
+    assert!(err.err().unwrap().to_string().contains("was not found"));
     let mut execution = client.spawn("cat", sh("cat; echo bye >&2; exit 3")).await.unwrap();
     execution.stdin.write_all(b"ping\n").await.unwrap();
     let mut line = [0u8; 5];

@@ -21,7 +21,7 @@ use super::host::INPUT_LIMIT;
 use super::ledger::{AckPolicy, Acks, InputKeys, Inputs, PIPE};
 use super::link::{
     Backoff, Command, Event, Follower, Given, Handshaken, LOST, Link, LinkState, OpenError, Opened,
-    RunnerStream, Transport, handshake,
+    RunnerStream, SpawnError, Transport, handshake,
 };
 use super::proto::{ExecutionInfo, ProtocolError, SpawnSpec, ToRunner};
 use crate::ExitInfo;
@@ -285,7 +285,7 @@ impl RunnerClient {
     }
 
     /// Starts an execution named `exec` (unique among the runner's live ones).
-    pub async fn spawn(&self, exec: &str, spec: SpawnSpec) -> Result<RemoteExecution, String> {
+    pub async fn spawn(&self, exec: &str, spec: SpawnSpec) -> Result<RemoteExecution, SpawnError> {
         self.spawn_with(exec, spec, AckPolicy::OnDelivery).await
     }
 
@@ -297,7 +297,7 @@ impl RunnerClient {
         exec: &str,
         spec: SpawnSpec,
         policy: AckPolicy,
-    ) -> Result<RemoteExecution, String> {
+    ) -> Result<RemoteExecution, SpawnError> {
         let (events_tx, mut events) = mpsc::unbounded_channel();
         let inputs = Inputs::new(exec, self.out.clone(), 0, self.input_limit);
         let acks = Acks::new(exec, self.out.clone(), 0);
@@ -312,9 +312,13 @@ impl RunnerClient {
         self.command(Command::Spawn { exec: exec.to_owned(), follower });
         let pid = match events.recv().await {
             Some(Event::Spawned(pid)) => pid,
-            Some(Event::SpawnFailed(message) | Event::Lost(message)) => return Err(message),
-            Some(_) => return Err("the runner sent output before the agent started".into()),
-            None => return Err("the connection to the runner is gone; restart the server".into()),
+            Some(Event::SpawnFailed(failed)) => return Err(failed),
+            Some(Event::Lost(reason)) => return Err(SpawnError::Lost(reason)),
+            Some(Event::Output(..) | Event::Exited(..)) => {
+                let message = "the runner sent output before the agent started".to_owned();
+                return Err(SpawnError::Failed(message));
+            }
+            None => return Err(SpawnError::Lost(LOST.into())),
         };
         let (stdin, keys) = inputs.start_stdin(self.input_limit);
         let (stdout, control) = self.follow(exec, pid, policy, events, inputs, acks.clone());

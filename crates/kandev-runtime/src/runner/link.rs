@@ -139,10 +139,24 @@ pub enum LinkState {
     Gone(String),
 }
 
+/// Why an execution could not be started through a runner connection.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpawnError {
+    /// The runner could not start it (its message: the program is missing, ...).
+    #[error("{0}")]
+    Failed(String),
+    /// Another execution of that name runs through this connection.
+    #[error("an execution named {0} already runs through this runner connection")]
+    AlreadyRuns(String),
+    /// The connection is gone (closed, or reopening it failed for good).
+    #[error("{0}")]
+    Lost(String),
+}
+
 /// What happens to an execution, for its follower.
 pub(crate) enum Event {
     Spawned(i32),
-    SpawnFailed(String),
+    SpawnFailed(SpawnError),
     Output(u64, Bytes),
     Exited(u64, ExitInfo, String),
     /// The runner does not hold it any more, or the link is gone.
@@ -513,9 +527,8 @@ fn gone(state: &watch::Sender<LinkState>, routes: &mut HashMap<String, Route>, m
 /// follower is told why).
 fn admit(exec: &str, follower: &Follower, routes: &HashMap<String, Route>) -> bool {
     if matches!(routes.get(exec), Some(Route::Follow(_))) {
-        let message =
-            format!("an execution named {exec} already runs through this runner connection");
-        let _ = follower.events.send(Event::SpawnFailed(message));
+        let refused = SpawnError::AlreadyRuns(exec.to_owned());
+        let _ = follower.events.send(Event::SpawnFailed(refused));
         return false;
     }
     true
@@ -588,7 +601,9 @@ async fn write(
 fn route(frame: FromRunner, routes: &mut HashMap<String, Route>) {
     let (exec, event) = match frame {
         FromRunner::Spawned { exec, pid } => (exec, Event::Spawned(pid)),
-        FromRunner::SpawnFailed { exec, message } => (exec, Event::SpawnFailed(message)),
+        FromRunner::SpawnFailed { exec, message } => {
+            (exec, Event::SpawnFailed(SpawnError::Failed(message)))
+        }
         FromRunner::Output { exec, seq, data } => (exec, Event::Output(seq, data.0)),
         FromRunner::Exited { exec, seq, exit, stderr } => {
             (exec, Event::Exited(seq, exit.into(), stderr))
@@ -767,7 +782,8 @@ mod tests {
         let (spec, _dir) = in_tmp("sleep", &["30"]);
         let first = client.spawn("agent-d20", spec.clone()).await.unwrap();
         let second = client.spawn("agent-d20", spec).await.err().expect("a second is refused");
-        assert!(second.contains("agent-d20 already runs"), "{second}");
+        assert_eq!(second, SpawnError::AlreadyRuns("agent-d20".into()));
+        assert!(second.to_string().contains("agent-d20 already runs"), "{second}");
         client.drop_transport();
         live_again(&client, 2).await;
         let pid = nix::unistd::Pid::from_raw(first.control.pid());

@@ -29,7 +29,7 @@ use link::{Opened, handshake};
 pub use client::{RemoteControl, RemoteExecution, ResumedExecution, RunnerClient};
 pub use host::{DEFAULT_BUFFER_LIMIT, DEFAULT_GRACE, INPUT_LIMIT, Runner, RunnerConfig};
 pub use ledger::{AckPolicy, Acks, InputKeys, Inputs};
-pub use link::{Backoff, LinkState, OpenError, Transport};
+pub use link::{Backoff, LinkState, OpenError, SpawnError, Transport};
 pub use proto::{ExecutionInfo, KEYS_KEPT, PROTOCOL_VERSION, ProtocolError, SpawnSpec};
 
 /// How often a runner checks that its socket file still exists.
