@@ -124,8 +124,9 @@ const STARTUP_CONNECT: Duration = Duration::from_secs(30);
 /// the executions they kept, for
 /// each executor where a session has a recorded runner position (its agent may still run
 /// there after a `kill -9` of the last server). Reconciliation takes over those of adoptable
-/// sessions and forgets (kills) the rest. An executor that cannot be reached within 30 s is
-/// skipped: its sessions reconcile as interrupted, and what its runner holds is killed on
+/// sessions and forgets (kills) the rest. The executors are reached at once; one that cannot
+/// be reached within 30 s (an install included: after an upgrade the binary is copied
+/// first) is skipped: its sessions reconcile as interrupted, and what its runner holds is killed on
 /// the next connection.
 pub(crate) async fn kept_at_startup(
     inner: &Inner,
@@ -151,19 +152,25 @@ pub(crate) async fn kept_at_startup(
             }
         }
     }
-    let mut kept = vec![];
-    for executor in executors {
-        let ExecutorKind::Ssh(settings) = &executor.kind else { continue };
-        match tokio::time::timeout(STARTUP_CONNECT, connect(inner, &executor, settings)).await {
-            Ok(Ok(held)) => kept.push(held),
-            Ok(Err(message)) => {
-                tracing::warn!(executor = %executor.name, error = %message, "cannot reach an SSH executor at startup; its sessions are interrupted");
+    // At once, each bounded: one host that is down holds up startup 30 s, not 30 s each.
+    let connecting = executors.iter().filter_map(|executor| {
+        let ExecutorKind::Ssh(settings) = &executor.kind else { return None };
+        Some(async move {
+            let made = tokio::time::timeout(STARTUP_CONNECT, connect(inner, executor, settings));
+            match made.await {
+                Ok(Ok(held)) => Some(held),
+                Ok(Err(message)) => {
+                    tracing::warn!(executor = %executor.name, error = %message, "cannot reach an SSH executor at startup; its sessions are interrupted");
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(executor = %executor.name, "an SSH executor did not answer within 30 s at startup; its sessions are interrupted");
+                    None
+                }
             }
-            Err(_) => {
-                tracing::warn!(executor = %executor.name, "an SSH executor did not answer within 30 s at startup; its sessions are interrupted");
-            }
-        }
-    }
+        })
+    });
+    let kept = futures::future::join_all(connecting).await.into_iter().flatten().collect();
     Ok(kept)
 }
 

@@ -364,6 +364,56 @@ async fn i20_a3_worktree_operations_run_on_the_build_host_through_the_link() {
     assert_eq!(git(&bare, &["rev-parse", "task-1"]), commit.sha, "the branch stays");
 }
 
+/// Finding 1 of the SSH review, for an agent no session takes over: the task of a remote
+/// agent left by a killed server is deleted while no server runs; the restarted server kills
+/// that agent the first time it uses the executor (here: a new task's session), so no agent
+/// of the old server keeps working on the build host.
+#[tokio::test]
+async fn i20_d7_the_remote_agent_of_a_task_deleted_while_the_server_was_down_is_killed() {
+    let Setup { sshd, home, remote, repo: _repo, server, session, task, repository, .. } =
+        setup().await;
+    let script = "#!mock\nstream 3000 24 every 50";
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    let remote_kandev = remote.path().canonicalize().unwrap().join("bin/kandev");
+    let agent = format!("{} mock-agent", remote_kandev.display());
+    let start = Instant::now();
+    while process_argvs(&agent).is_empty() || session_state(&server, &session).await != "RUNNING" {
+        assert!(start.elapsed() < DEADLINE, "the turn runs on the build host");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let old = process_argvs(&agent)[0].0;
+
+    drop(server); // SIGKILL
+    {
+        let location = kandev_store::Location::File(home.path().join("kandev.db"));
+        let store = kandev_store::Store::open(location).await.unwrap();
+        let mut tx = store.begin_write().await.unwrap();
+        tx.delete_task(&kandev_domain::TaskId::new(task.clone())).await.unwrap();
+        tx.commit().await.unwrap();
+        store.close().await;
+    }
+    let server = server::start(home.path());
+    let workspaces = call(&server, "workspace.list", json!({})).await;
+    let workspace = &workspaces["workspaces"][0]["id"];
+    let workflows = call(&server, "workflow.list", json!({"workspace_id": workspace})).await;
+    let board = &workflows["workflows"][0];
+    let next = call(
+        &server,
+        "task.create",
+        json!({"workflow_id": board["id"], "title": "next", "step_id": board["steps"][0]["id"],
+            "repository_ids": [repository]}),
+    )
+    .await;
+    call(&server, "session.launch", json!({"task_id": next["task"]["id"]})).await;
+    let start = Instant::now();
+    while process_argvs(&agent).iter().any(|(pid, _)| *pid == old) {
+        assert!(start.elapsed() < DEADLINE, "the old remote agent {old} is killed");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop(server);
+    drop(sshd);
+}
+
 /// Issue 39 acceptance 2 (R6 on an SSH executor; lifecycle rule 42's re-adopt branch): a
 /// server killed (`kill -9`) while its remote agent streams a turn leaves the agent to the
 /// build host's runner; the restarted server takes it over at startup. The turn completes

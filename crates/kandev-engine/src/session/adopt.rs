@@ -75,7 +75,12 @@ impl SessionActor {
         // answer is awaited (the replay may hold it).
         let (acp_out, mut feed) = tokio::io::duplex(FEED);
         let config =
-            AcpConfig { request_timeout: self.inner.config.call_timeout, ..AcpConfig::default() };
+            // An SSH executor's agent is offered nothing of this host, as at its start.
+            AcpConfig {
+                request_timeout: self.inner.config.call_timeout,
+                host_tools: here,
+                ..AcpConfig::default()
+            };
         let keys = Some(execution.keys.clone());
         let (client, events) = AcpClient::join(acp_out, execution.stdin, config, run << 32, keys);
         let cancel = CancellationToken::new();

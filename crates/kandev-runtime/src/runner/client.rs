@@ -29,6 +29,9 @@ use crate::ExitInfo;
 /// How long past its grace a stopped execution's exit is waited for (through reconnects).
 const STOP_MARGIN: Duration = Duration::from_secs(15);
 
+/// How long a spawn waits for the runner's answer, through reconnects.
+const SPAWN_WAIT: Duration = Duration::from_secs(60);
+
 /// A connection to a runner, after a successful handshake: a handle to the task that owns
 /// it. Clones share it; it ends when it is closed, when it is gone for good, or when the last
 /// clone is dropped (closed cleanly then, in its own task: the last acknowledgements still
@@ -291,7 +294,8 @@ impl RunnerClient {
 
     /// [`Self::spawn`] with a choice of when items are acknowledged. While the connection is
     /// being opened again the spawn waits for it (and is sent again when the runner did not
-    /// get it).
+    /// get it), at most 60 s in all. A spawn given up or dropped before its answer is
+    /// forgotten (killed) when the answer comes.
     pub async fn spawn_with(
         &self,
         exec: &str,
@@ -310,7 +314,14 @@ impl RunnerClient {
             sent: 0,
         };
         self.command(Command::Spawn { exec: exec.to_owned(), follower });
-        let pid = match events.recv().await {
+        let Ok(answer) = tokio::time::timeout(SPAWN_WAIT, events.recv()).await else {
+            // Given up: when the answer comes, nobody takes it and the execution is forgotten.
+            return Err(SpawnError::Lost(format!(
+                "the runner did not start it within {} s (its connection may be down); try again",
+                SPAWN_WAIT.as_secs()
+            )));
+        };
+        let pid = match answer {
             Some(Event::Spawned(pid)) => pid,
             Some(Event::SpawnFailed(failed)) => return Err(failed),
             Some(Event::Lost(reason)) => return Err(SpawnError::Lost(reason)),

@@ -326,7 +326,7 @@ impl Runner {
             ToRunner::Hello { .. } => {
                 Some(FromRunner::Error { message: "hello was already received".into() })
             }
-            ToRunner::Spawn { exec, spec } => Some(self.spawn(exec, spec, sent)),
+            ToRunner::Spawn { exec, spec } => self.spawn(exec, spec, generation, sent),
             ToRunner::Input { exec, seq, data, keys } => {
                 self.input(&exec, generation, seq, Input::Data(data.0), keys)
             }
@@ -447,17 +447,25 @@ impl Runner {
         }
     }
 
+    /// Starts an execution for connection `generation`; nothing when that connection is
+    /// not the owner any more (a late frame of a replaced connection: the new owner sends
+    /// the spawn again if it still wants it).
     fn spawn(
         &self,
         exec: String,
         spec: SpawnSpec,
+        generation: u64,
         sent: &mut HashMap<String, Cursor>,
-    ) -> FromRunner {
-        if self.shared.lock().executions.contains_key(&exec) {
-            return FromRunner::SpawnFailed {
-                exec,
-                message: "an execution of that name runs already".into(),
-            };
+    ) -> Option<FromRunner> {
+        {
+            let state = self.shared.lock();
+            if state.owner != Some(generation) {
+                return None;
+            }
+            if state.executions.contains_key(&exec) {
+                let message = "an execution of that name runs already".into();
+                return Some(FromRunner::SpawnFailed { exec, message });
+            }
         }
         let mut process_spec = ProcessSpec::new(&spec.program, &spec.cwd).args(&spec.args);
         for (key, value) in &spec.env {
@@ -468,19 +476,24 @@ impl Runner {
         }
         let mut process = match crate::spawn(process_spec) {
             Ok(process) => process,
-            Err(err) => return FromRunner::SpawnFailed { exec, message: err.to_string() },
+            Err(err) => return Some(FromRunner::SpawnFailed { exec, message: err.to_string() }),
         };
         let Some(stdio) = process.take_stdio() else {
-            return FromRunner::SpawnFailed {
-                exec,
-                message: "the agent's stdio is not available".into(),
-            };
+            let message = "the agent's stdio is not available".into();
+            return Some(FromRunner::SpawnFailed { exec, message });
         };
         let pid = process.pid();
         let process = Arc::new(process);
         let (input, inputs) = mpsc::unbounded_channel();
         let room = Arc::new(Notify::new());
-        self.shared.lock().executions.insert(
+        let mut state = self.shared.lock();
+        if state.owner != Some(generation) || state.executions.contains_key(&exec) {
+            // Replaced (or raced by the same name) while it started: nobody will follow it.
+            drop(state);
+            tokio::spawn(async move { process.stop(KILL_GRACE).await });
+            return None;
+        }
+        state.executions.insert(
             exec.clone(),
             Execution {
                 pid,
@@ -498,10 +511,11 @@ impl Runner {
                 room: room.clone(),
             },
         );
+        drop(state);
         sent.insert(exec.clone(), Cursor::default());
         tokio::spawn(write_input(self.shared.clone(), exec.clone(), stdio.stdin, inputs));
         tokio::spawn(read_output(self.shared.clone(), exec.clone(), stdio.stdout, process, room));
-        FromRunner::Spawned { exec, pid }
+        Some(FromRunner::Spawned { exec, pid })
     }
 
     /// Kills every agent and ends the runner (a runner told to stop, or one that can never

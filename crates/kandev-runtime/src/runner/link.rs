@@ -20,6 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 use tokio_util::codec::Framed;
+use tokio_util::task::AbortOnDropHandle;
 
 use super::ledger::{Acks, Inputs};
 use super::proto::{
@@ -338,7 +339,9 @@ impl Link {
         }
     }
 
-    /// Serves one connection until it drops, is killed or the link is closed.
+    /// Serves one connection until it drops, is killed or the link is closed. Frames go out
+    /// through a writer task of the connection, so the actor reads while a write waits (the
+    /// runner writes while it reads too: both waiting on a full pipe would be a deadlock).
     async fn serve(
         &mut self,
         connection: Handshaken,
@@ -346,20 +349,24 @@ impl Link {
         followers: &mut JoinSet<()>,
         number: u64,
     ) -> Ended {
-        let Handshaken { mut framed, executions } = connection;
-        if number > 1
-            && let Err(err) = self.take_over(&mut framed, &executions, routes).await
-        {
-            tracing::warn!(error = %err, "writing to the runner failed");
-            return Ended::Dropped;
+        let Handshaken { framed, executions } = connection;
+        let (sink, mut stream) = framed.split();
+        let (wire, frames) = mpsc::unbounded_channel();
+        let mut writer = AbortOnDropHandle::new(tokio::spawn(write_frames(sink, frames)));
+        if number == 1 {
+            // Held for the caller, who takes each over or forgets it; nothing forgets them.
+            for info in &executions {
+                routes.entry(info.exec.clone()).or_insert_with(|| Route::Parked(Vec::new()));
+            }
+        } else {
+            self.take_over(&wire, &executions, routes);
         }
         loop {
-            let result = tokio::select! {
-                frame = framed.next() => match frame {
+            tokio::select! {
+                frame = stream.next() => match frame {
                     Some(Ok(frame)) => {
-                        route(frame, routes);
+                        route(frame, routes, &wire);
                         self.count_parked(routes);
-                        Ok(())
                     }
                     Some(Err(err)) => {
                         tracing::warn!(error = %err, "reading from the runner failed");
@@ -367,30 +374,31 @@ impl Link {
                     }
                     None => return Ended::Dropped,
                 },
-                Some(frame) = self.outbox.recv() => write(&mut framed, frame, routes).await,
+                Some(frame) = self.outbox.recv() => accept(&wire, frame, routes),
                 Some(command) = self.commands.recv() => match command {
                     Command::Close(done) => {
-                        // What was sent before (the last acknowledgements) goes out.
+                        // What was sent before (the last acknowledgements) goes out, then the
+                        // write side is shut; bounded, as a transport may not take it.
                         while let Ok(frame) = self.outbox.try_recv() {
-                            if write(&mut framed, frame, routes).await.is_err() {
-                                break;
-                            }
+                            accept(&wire, frame, routes);
                         }
-                        let _ = framed.close().await;
+                        drop(wire);
+                        let _ = tokio::time::timeout(CLOSE_BOUND, &mut writer).await;
                         return Ended::Closed(done);
                     }
                     Command::DropTransport => return Ended::Killed,
                     command => {
-                        let done = self.online(command, &mut framed, routes, followers).await;
+                        self.online(command, &wire, &executions, routes, followers);
                         self.count_parked(routes);
-                        done
                     }
                 },
-                Some(()) = reap(followers) => Ok(()),
-            };
-            if let Err(err) = result {
-                tracing::warn!(error = %err, "writing to the runner failed");
-                return Ended::Dropped;
+                written = &mut writer => {
+                    if let Ok(Err(err)) = written {
+                        tracing::warn!(error = %err, "writing to the runner failed");
+                    }
+                    return Ended::Dropped;
+                }
+                Some(()) = reap(followers) => {}
             }
         }
     }
@@ -403,26 +411,33 @@ impl Link {
         self.parked.store(parked, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// A command while connected.
-    async fn online(
+    /// A command while connected (`listed`: what the connection's `welcome` listed).
+    fn online(
         &mut self,
         command: Command,
-        framed: &mut Framed<Box<dyn RunnerStream>, ServerCodec>,
+        wire: &Wire,
+        listed: &[ExecutionInfo],
         routes: &mut HashMap<String, Route>,
         followers: &mut JoinSet<()>,
-    ) -> Result<(), ProtocolError> {
+    ) {
         match command {
             Command::Spawn { exec, follower } => {
-                let Some(spec) = follower.spawn.clone() else { return Ok(()) };
+                let Some(spec) = follower.spawn.clone() else { return };
                 if !admit(&exec, &follower, routes) {
-                    return Ok(());
+                    return;
                 }
                 routes.insert(exec.clone(), Route::Follow(follower));
-                framed.send(ToRunner::Spawn { exec, spec }).await
+                let _ = wire.send(ToRunner::Spawn { exec, spec });
             }
             Command::Attach { info, committed, follower } => {
                 if !admit(&info.exec, &follower, routes) {
-                    return Ok(());
+                    return;
+                }
+                // Gone meanwhile (forgotten on a reconnect, or exited and acknowledged):
+                // nothing would ever come for it.
+                if !listed.iter().any(|e| e.exec == info.exec) {
+                    let _ = follower.events.send(Event::Lost(LOST.into()));
+                    return;
                 }
                 if let Some(Route::Parked(parked)) = routes.remove(&info.exec) {
                     for event in parked {
@@ -437,80 +452,126 @@ impl Link {
                 let exec = info.exec.clone();
                 routes.insert(exec.clone(), Route::Follow(follower));
                 if committed > info.acked {
-                    framed.send(ToRunner::Ack { exec, seq: committed }).await?;
+                    let _ = wire.send(ToRunner::Ack { exec, seq: committed });
                 }
-                Ok(())
             }
             Command::Forget { exec } => {
                 routes.insert(exec.clone(), Route::Forgotten);
-                framed.send(ToRunner::Forget { exec }).await
+                let _ = wire.send(ToRunner::Forget { exec });
             }
             Command::Stop { exec, grace } => {
                 if let Some(Route::Follow(follower)) = routes.get_mut(&exec) {
                     follower.stopping = Some(grace);
                 }
                 let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
-                framed.send(ToRunner::Kill { exec, grace_ms }).await
+                let _ = wire.send(ToRunner::Kill { exec, grace_ms });
             }
             other => {
                 offline(other, routes, followers);
-                Ok(())
             }
         }
     }
 
     /// On a new connection: every followed execution is taken over (or learns it is lost), a
-    /// spawn whose answer was lost is sent again or answered from the list, and what the
-    /// runner holds that nobody here follows is forgotten (killed).
-    async fn take_over(
+    /// spawn whose answer was lost is sent again or answered from the list, executions held
+    /// for the caller stay held (their replay comes again), and what the runner holds that
+    /// nobody here follows or holds is forgotten (killed).
+    fn take_over(
         &mut self,
-        framed: &mut Framed<Box<dyn RunnerStream>, ServerCodec>,
+        wire: &Wire,
         executions: &[ExecutionInfo],
         routes: &mut HashMap<String, Route>,
-    ) -> Result<(), ProtocolError> {
-        let mut lost = vec![];
+    ) {
+        let listed = |exec: &str| executions.iter().find(|e| e.exec == exec);
+        let mut dropped = vec![];
         for (exec, route) in routes.iter_mut() {
-            let Route::Follow(follower) = route else { continue };
-            let Some(info) = executions.iter().find(|e| &e.exec == exec) else {
-                match follower.spawn.clone() {
-                    Some(spec) => {
-                        framed.send(ToRunner::Spawn { exec: exec.clone(), spec }).await?;
+            match route {
+                Route::Follow(follower) if follower.events.is_closed() => {
+                    // Its caller went away (a cancelled start): it ends.
+                    if listed(exec).is_some() {
+                        let _ = wire.send(ToRunner::Forget { exec: exec.clone() });
                     }
-                    None => lost.push(exec.clone()),
+                    *route = Route::Forgotten;
                 }
-                continue;
-            };
-            if follower.spawn.take().is_some() {
-                let _ = follower.events.send(Event::Spawned(info.pid));
-            }
-            let committed = follower.acks.committed();
-            if committed > info.acked {
-                framed.send(ToRunner::Ack { exec: exec.clone(), seq: committed }).await?;
-            }
-            // Input from the first item the runner did not take, in order, before any new one.
-            follower.sent = info.input_taken;
-            follower.inputs.resume(self.out.clone(), info.input_taken, info.input_acked);
-            if let Some(grace) = follower.stopping {
-                let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
-                framed.send(ToRunner::Kill { exec: exec.clone(), grace_ms }).await?;
+                Route::Follow(follower) => match listed(exec) {
+                    None => match follower.spawn.clone() {
+                        Some(spec) => {
+                            let _ = wire.send(ToRunner::Spawn { exec: exec.clone(), spec });
+                        }
+                        None => {
+                            // The runner that answered is not the one that ran it (that
+                            // one died).
+                            tracing::warn!(exec, "the runner no longer holds the execution");
+                            let _ = follower.events.send(Event::Lost(LOST.into()));
+                            dropped.push(exec.clone());
+                        }
+                    },
+                    Some(info) => {
+                        if follower.spawn.take().is_some() {
+                            let _ = follower.events.send(Event::Spawned(info.pid));
+                        }
+                        let committed = follower.acks.committed();
+                        if committed > info.acked {
+                            let _ = wire.send(ToRunner::Ack { exec: exec.clone(), seq: committed });
+                        }
+                        // Input from the first item the runner did not take, in order, before
+                        // any new one.
+                        follower.sent = info.input_taken;
+                        follower.inputs.resume(
+                            self.out.clone(),
+                            info.input_taken,
+                            info.input_acked,
+                        );
+                        if let Some(grace) = follower.stopping {
+                            let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+                            let _ = wire.send(ToRunner::Kill { exec: exec.clone(), grace_ms });
+                        }
+                    }
+                },
+                Route::Parked(parked) => match listed(exec) {
+                    // The runner replays what it holds again: what was parked would repeat.
+                    Some(_) => parked.clear(),
+                    None => dropped.push(exec.clone()),
+                },
+                Route::Forgotten => match listed(exec) {
+                    // The forget may have been lost with the connection.
+                    Some(_) => {
+                        let _ = wire.send(ToRunner::Forget { exec: exec.clone() });
+                    }
+                    None => dropped.push(exec.clone()),
+                },
             }
         }
-        for exec in lost {
-            if let Some(Route::Follow(follower)) = routes.remove(&exec) {
-                // The runner that answered is not the one that ran it (that one died).
-                tracing::warn!(exec, "the runner no longer holds the execution");
-                let _ = follower.events.send(Event::Lost(LOST.into()));
-            }
+        for exec in dropped {
+            routes.remove(&exec);
         }
         for info in executions {
-            if !matches!(routes.get(&info.exec), Some(Route::Follow(_))) {
+            if !routes.contains_key(&info.exec) {
                 tracing::info!(exec = %info.exec, pid = info.pid, "forgetting an execution nobody here follows");
                 routes.insert(info.exec.clone(), Route::Forgotten);
-                framed.send(ToRunner::Forget { exec: info.exec.clone() }).await?;
+                let _ = wire.send(ToRunner::Forget { exec: info.exec.clone() });
             }
         }
-        Ok(())
     }
+}
+
+/// The frames of one connection, in the order they are to be written.
+type Wire = mpsc::UnboundedSender<ToRunner>;
+
+/// Writes a connection's frames, as many as are ready before each flush, until the actor
+/// lets go of the channel (then shuts the write side) or the transport fails.
+async fn write_frames(
+    mut sink: futures::stream::SplitSink<Framed<Box<dyn RunnerStream>, ServerCodec>, ToRunner>,
+    mut frames: mpsc::UnboundedReceiver<ToRunner>,
+) -> Result<(), ProtocolError> {
+    while let Some(frame) = frames.recv().await {
+        sink.feed(frame).await?;
+        while let Ok(frame) = frames.try_recv() {
+            sink.feed(frame).await?;
+        }
+        sink.flush().await?;
+    }
+    sink.close().await
 }
 
 /// Every follower learns that the link is gone; the state says why.
@@ -580,25 +641,22 @@ async fn reap(followers: &mut JoinSet<()>) -> Option<()> {
     followers.join_next().await.map(|_| ())
 }
 
-/// Writes a frame from the outbox. An input item is written only in order after the last one
-/// written on this connection: an older one is a duplicate, a later one was queued before a
-/// reconnect and follows again from the input queue's resend.
-async fn write(
-    framed: &mut Framed<Box<dyn RunnerStream>, ServerCodec>,
-    frame: ToRunner,
-    routes: &mut HashMap<String, Route>,
-) -> Result<(), ProtocolError> {
+/// Passes a frame from the outbox to the connection's writer. An input item goes only in
+/// order after the last one written on this connection: an older one is a duplicate, a later
+/// one was queued before a reconnect and follows again from the input queue's resend.
+fn accept(wire: &Wire, frame: ToRunner, routes: &mut HashMap<String, Route>) {
     if let ToRunner::Input { exec, seq, .. } | ToRunner::CloseInput { exec, seq } = &frame {
         match routes.get_mut(exec.as_str()) {
             Some(Route::Follow(follower)) if *seq == follower.sent + 1 => follower.sent = *seq,
-            _ => return Ok(()),
+            _ => return,
         }
     }
-    framed.send(frame).await
+    let _ = wire.send(frame);
 }
 
-/// Hands a frame from the runner to the execution it belongs to.
-fn route(frame: FromRunner, routes: &mut HashMap<String, Route>) {
+/// Hands a frame from the runner to the execution it belongs to. An execution whose caller
+/// went away (a start cancelled before its answer) is forgotten, which kills it.
+fn route(frame: FromRunner, routes: &mut HashMap<String, Route>, wire: &Wire) {
     let (exec, event) = match frame {
         FromRunner::Spawned { exec, pid } => (exec, Event::Spawned(pid)),
         FromRunner::SpawnFailed { exec, message } => {
@@ -631,9 +689,12 @@ fn route(frame: FromRunner, routes: &mut HashMap<String, Route>) {
             if matches!(event, Event::Spawned(_)) {
                 follower.spawn = None;
             }
-            let _ = follower.events.send(event);
+            let gone = follower.events.send(event).is_err();
             if last {
                 routes.remove(&exec);
+            } else if gone {
+                routes.insert(exec.clone(), Route::Forgotten);
+                let _ = wire.send(ToRunner::Forget { exec });
             }
         }
         Route::Parked(parked) => parked.push(event),
@@ -700,6 +761,19 @@ pub(crate) mod testing {
         Backoff { first: Duration::from_millis(10), max: Duration::from_millis(50), attempts: 1000 }
     }
 
+    /// A link to `runner`: the client, what its first connection listed, where to take the
+    /// network away, and where to put another runner in its place.
+    pub(crate) async fn open(
+        runner: &Runner,
+    ) -> (RunnerClient, Vec<ExecutionInfo>, Arc<Mutex<bool>>, Arc<Mutex<Runner>>) {
+        let down = Arc::new(Mutex::new(false));
+        let host = Arc::new(Mutex::new(runner.clone()));
+        let transport =
+            InProcess { runner: host.clone(), opened: Arc::default(), down: down.clone() };
+        let (client, held) = RunnerClient::open(transport, quick()).await.unwrap();
+        (client, held, down, host)
+    }
+
     pub(crate) async fn link(runner: &Runner) -> (RunnerClient, Arc<Mutex<bool>>) {
         let (client, down, _) = link_to(runner).await;
         (client, down)
@@ -709,11 +783,7 @@ pub(crate) mod testing {
     pub(crate) async fn link_to(
         runner: &Runner,
     ) -> (RunnerClient, Arc<Mutex<bool>>, Arc<Mutex<Runner>>) {
-        let down = Arc::new(Mutex::new(false));
-        let host = Arc::new(Mutex::new(runner.clone()));
-        let transport =
-            InProcess { runner: host.clone(), opened: Arc::default(), down: down.clone() };
-        let (client, held) = RunnerClient::open(transport, quick()).await.unwrap();
+        let (client, held, down, host) = open(runner).await;
         assert!(held.is_empty());
         (client, down, host)
     }
@@ -821,6 +891,85 @@ mod tests {
         .await;
         assert!(gone.is_ok(), "the stranger {pid} still runs");
         runner.shutdown().await;
+    }
+
+    /// Review finding: the actor wrote while it did not read, and the runner writes while it
+    /// does not read either: input and output both larger than the pipes between them
+    /// (an agent echoing a large input) would wait on each other for ever.
+    #[tokio::test]
+    async fn i39_large_input_and_output_at_once_do_not_wait_on_each_other() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        const BYTES: usize = 4 << 20;
+        let runner = Runner::new(RunnerConfig::default());
+        let (client, _down) = link(&runner).await;
+        let (spec, _dir) = in_tmp("cat", &[]);
+        let cat = client.spawn_with("cat", spec, AckPolicy::OnDelivery).await.unwrap();
+        let (mut stdin, mut stdout) = (cat.stdin, cat.stdout);
+        let written = tokio::spawn(async move {
+            stdin.write_all(&vec![b'x'; BYTES]).await.unwrap();
+        });
+        let mut echoed = vec![0u8; BYTES];
+        let read = tokio::time::timeout(Duration::from_secs(30), stdout.read_exact(&mut echoed));
+        assert!(read.await.is_ok(), "the echo of 4 MiB did not come back within 30 s");
+        written.await.unwrap();
+        runner.shutdown().await;
+    }
+
+    /// Review finding: what the first connection listed is held for the caller across a
+    /// reconnect (not forgotten as nobody's), and taken over afterwards.
+    #[tokio::test]
+    async fn i39_what_the_first_connection_listed_is_held_across_a_reconnect() {
+        use tokio::io::AsyncReadExt;
+        let runner = Runner::new(RunnerConfig::default());
+        // An agent of an earlier server, left to the runner.
+        let (near, far) = tokio::io::duplex(1 << 16);
+        let host = runner.clone();
+        tokio::spawn(async move { host.serve_connection(far).await });
+        let (earlier, _) = RunnerClient::connect(near).await.unwrap();
+        let (spec, _dir) = in_tmp("sh", &["-c", "sleep 1; echo late"]);
+        earlier.spawn("left", spec).await.unwrap();
+        earlier.finish().await;
+        let (client, held, _down, _) = testing::open(&runner).await;
+        let info = held.iter().find(|e| e.exec == "left").expect("listed").clone();
+        client.drop_transport();
+        live_again(&client, 2).await;
+        let mut left = client.attach_with(&info, AckPolicy::OnDelivery, 0);
+        let mut out = String::new();
+        tokio::time::timeout(Duration::from_secs(10), left.stdout.read_to_string(&mut out))
+            .await
+            .expect("the held execution's output comes")
+            .unwrap();
+        assert_eq!(out, "late\n");
+        runner.shutdown().await;
+    }
+
+    /// Review finding: a spawn whose caller goes away before the runner answered (a start
+    /// cancelled) is forgotten, and so killed, when the answer comes: no orphan. The runner
+    /// here is the test, which answers when it wants.
+    #[tokio::test]
+    async fn i39_a_spawn_given_up_before_its_answer_is_forgotten() {
+        use crate::runner::proto::RunnerCodec;
+        let (near, far) = tokio::io::duplex(1 << 16);
+        let fake = async move {
+            let mut runner = Framed::new(far, RunnerCodec::default());
+            assert!(matches!(runner.next().await, Some(Ok(ToRunner::Hello { .. }))));
+            let welcome = FromRunner::Welcome { version: PROTOCOL_VERSION, executions: vec![] };
+            runner.send(welcome).await.unwrap();
+            runner
+        };
+        let (connected, mut runner) = tokio::join!(RunnerClient::connect(near), fake);
+        let (client, _) = connected.unwrap();
+        let (spec, _dir) = in_tmp("sleep", &["300"]);
+        // Polled once (the spawn is asked for), then dropped before any answer.
+        let spawning = futures::FutureExt::now_or_never(client.spawn("cancelled", spec));
+        assert!(spawning.is_none(), "no answer yet");
+        let wait = Duration::from_secs(10);
+        let asked = tokio::time::timeout(wait, runner.next()).await.unwrap();
+        assert!(matches!(asked, Some(Ok(ToRunner::Spawn { ref exec, .. })) if exec == "cancelled"));
+        let spawned = FromRunner::Spawned { exec: "cancelled".into(), pid: 4242 };
+        runner.send(spawned).await.unwrap();
+        let next = tokio::time::timeout(wait, runner.next()).await.unwrap().unwrap().unwrap();
+        assert_eq!(next, ToRunner::Forget { exec: "cancelled".into() });
     }
 
     /// Output and input go on across a dropped connection on one pipe each: every byte once,
