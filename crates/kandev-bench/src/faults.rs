@@ -368,10 +368,9 @@ async fn ssh_repository(
         )
         .await?;
     let repository = str_of(&repository["repository"]["id"])?;
-    let s = sshd.settings(remote_home);
-    let ssh = json!({"host": s.host, "port": s.port, "user": s.user,
-        "identity_file": s.identity_file, "known_hosts": s.known_hosts,
-        "remote_home": s.remote_home});
+    let ssh = json!({"host": "127.0.0.1", "port": sshd.port, "user": sshd.user,
+        "identity_file": sshd.identity, "known_hosts": sshd.known_hosts,
+        "remote_home": remote_home});
     let executor = server
         .call("executor.create", json!({"name": "r6-build", "kind": "ssh", "ssh": ssh}))
         .await?;

@@ -14,6 +14,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[path = "support/server.rs"]
 mod server;
+#[path = "support/ssh_settings.rs"]
+mod ssh_settings;
 #[path = "support/sshd.rs"]
 mod sshd;
 

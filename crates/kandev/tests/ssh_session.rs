@@ -18,6 +18,8 @@ use serde_json::{Value, json};
 mod remote_task;
 #[path = "support/server.rs"]
 mod server;
+#[path = "support/ssh_settings.rs"]
+mod ssh_settings;
 #[path = "support/sshd.rs"]
 mod sshd;
 

@@ -2,7 +2,8 @@
 //! executor's tests: on a free loopback port, with a temp host key and a temp authorized key,
 //! logging to its stderr (`-D -e`), killed when dropped and bounded in time (`timeout`) should
 //! the test process die first. It fails the test with the reason when it cannot start; it is
-//! never skipped.
+//! never skipped. Shared with `kandev-bench` (R6 over SSH), so it uses no kandev crate: the
+//! executor settings for it are in `ssh_settings.rs`.
 
 #![allow(dead_code)]
 
@@ -11,8 +12,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
-
-use kandev_domain::executor::SshSettings;
 
 /// The longest an sshd of a test may live.
 const LIFETIME: &str = "600";
@@ -156,19 +155,5 @@ impl Sshd {
     /// What sshd logged so far.
     pub fn log(&self) -> String {
         self.log.lock().unwrap().clone()
-    }
-
-    /// SSH executor settings for this server with `remote_home`.
-    pub fn settings(&self, remote_home: &Path) -> SshSettings {
-        SshSettings {
-            host: "127.0.0.1".into(),
-            port: self.port,
-            user: self.user.clone(),
-            identity_file: self.identity.clone(),
-            known_hosts: self.known_hosts.clone(),
-            remote_home: remote_home.display().to_string(),
-        }
-        .validated()
-        .expect("valid settings")
     }
 }
