@@ -131,7 +131,7 @@ impl Engine {
     /// notification is sent).
     pub fn check_channel_url(&self, url: &str) -> Result<()> {
         let allow_private = self.inner.config.allow_private_notification_targets;
-        crate::deliveries::check_url(url, allow_private)
+        kandev_notify::check_url(url, allow_private)
             .map_err(|refused| EngineError::Validation(format!("url: {refused}")))
     }
 

@@ -48,11 +48,11 @@ pub use config::{
     ATTACHMENT_QUOTA, AgentCommand, AttachmentSettings, EngineConfig, PR_POLL_INTERVAL,
     SETUP_TIMEOUT,
 };
-pub use deliveries::{SIGNATURE_HEADER, signature};
 pub use devservers::{DEV_SERVER_LOG_BYTES, DevServerInfo};
 pub use engine::Engine;
 pub use error::{EngineError, Result};
 pub use executors::ExecutorCheck;
+pub use kandev_notify::{SIGNATURE_HEADER, signature};
 pub use launcher::{
     BuiltinMockLauncher, ExecutionControl, LaunchSpec, Launched, Launcher, LocalLauncher,
     RunnerExec, RunnerLauncher,

@@ -38,6 +38,20 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ),
     ("kandev-runtime", &["kandev-store", "kandev-engine", "kandev-server"]),
     ("kandev-engine", &["kandev-server"]),
+    // Outbound notifications know nothing of sessions, the store or the orchestration.
+    (
+        "kandev-notify",
+        &[
+            "kandev-store",
+            "kandev-workflow-yaml",
+            "kandev-acp",
+            "kandev-runtime",
+            "kandev-engine",
+            "kandev-server",
+            "kandev-api-types",
+            "kandev-mock-agent",
+        ],
+    ),
     ("kandev-server", &["kandev-acp", "kandev-runtime", "kandev-mock-agent"]),
     ("kandev-mock-agent", &["kandev-store", "kandev-engine", "kandev-server", "kandev-runtime"]),
     // The shapes of the wire only: no transport, no database, no runtime.
