@@ -48,3 +48,13 @@ pub(crate) fn not_found(err: StoreError) -> EngineError {
         other => EngineError::Store(other),
     }
 }
+
+impl From<kandev_forge::ForgeError> for EngineError {
+    fn from(err: kandev_forge::ForgeError) -> Self {
+        match err {
+            kandev_forge::ForgeError::Settings(message) => EngineError::Validation(message),
+            kandev_forge::ForgeError::Unavailable(message) => EngineError::Unavailable(message),
+            kandev_forge::ForgeError::Refused(message) => EngineError::Conflict(message),
+        }
+    }
+}

@@ -38,6 +38,20 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ),
     ("kandev-runtime", &["kandev-store", "kandev-engine", "kandev-server"]),
     ("kandev-engine", &["kandev-server"]),
+    // The forge client knows nothing of sessions, the store or the orchestration.
+    (
+        "kandev-forge",
+        &[
+            "kandev-store",
+            "kandev-workflow-yaml",
+            "kandev-acp",
+            "kandev-runtime",
+            "kandev-engine",
+            "kandev-server",
+            "kandev-api-types",
+            "kandev-mock-agent",
+        ],
+    ),
     // Outbound notifications know nothing of sessions, the store or the orchestration.
     (
         "kandev-notify",
