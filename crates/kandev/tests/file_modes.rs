@@ -25,24 +25,9 @@ fn set_mode(path: &Path, mode: u32) {
 
 /// Starts `kandev serve` on `home`, which need not exist yet.
 fn serve(home: &Path) -> Server {
-    let mut child = Command::new(KANDEV)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .env("KANDEV_HOME", home)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        let mut line = String::new();
-        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(std::time::Duration::from_secs(30))
-        .expect("the server announces its address");
+    let extra = ["--addr", "127.0.0.1:0"];
+    let (child, line) =
+        support::serve_first_line(Command::new(KANDEV), home, &extra, Stdio::null());
     assert!(line.contains("http://"), "{line}");
     Server { child, url: String::new() }
 }

@@ -218,6 +218,9 @@ pub(crate) enum Command {
 /// runner reached again does not hold it, or the connection could not be opened again.
 pub(crate) const LOST: &str = "the connection to the runner was lost";
 
+/// Why an execution ended when its link was closed.
+const CLOSED: &str = "the connection to the runner was closed";
+
 /// How long a closed link gives its transport to carry the last frames.
 pub(crate) const CLOSE_BOUND: Duration = Duration::from_secs(5);
 
@@ -257,7 +260,7 @@ impl Link {
                     if let Some(guard) = guard {
                         guard.close(CLOSE_BOUND).await;
                     }
-                    gone(&self.state, &mut routes, "the connection to the runner was closed");
+                    gone(&self.state, &mut routes, CLOSED);
                     let _ = done.send(());
                     return;
                 }
@@ -295,44 +298,24 @@ impl Link {
         let mut delay = self.backoff.first;
         let mut attempt = 1u32;
         loop {
-            let failed = {
-                let open = self.transport.open();
-                tokio::pin!(open);
-                loop {
-                    tokio::select! {
-                        opened = &mut open => break opened,
-                        Some(command) = self.commands.recv() => {
-                            if let Some(done) = offline(command, routes, followers) {
-                                gone(&self.state, routes, "the connection to the runner was closed");
-                                let _ = done.send(());
-                                return Err(None);
-                            }
-                        }
-                        Some(()) = reap(followers) => {}
-                    }
-                }
-            };
-            match failed {
-                Ok(opened) => return Ok(opened),
-                Err(err) if err.transient && attempt < self.backoff.attempts => {
-                    tracing::warn!(attempt, error = %err.message, "reaching the runner again failed; trying again");
-                }
-                Err(err) => return Err(Some(err.message)),
+            let open = self.transport.open();
+            let failed =
+                match while_offline(open, &mut self.commands, &self.state, routes, followers).await
+                {
+                    None => return Err(None),
+                    Some(Ok(opened)) => return Ok(opened),
+                    Some(Err(err)) => err,
+                };
+            if !failed.transient || attempt >= self.backoff.attempts {
+                return Err(Some(failed.message));
             }
-            let sleep = tokio::time::sleep(delay);
-            tokio::pin!(sleep);
-            loop {
-                tokio::select! {
-                    () = &mut sleep => break,
-                    Some(command) = self.commands.recv() => {
-                        if let Some(done) = offline(command, routes, followers) {
-                            gone(&self.state, routes, "the connection to the runner was closed");
-                            let _ = done.send(());
-                            return Err(None);
-                        }
-                    }
-                    Some(()) = reap(followers) => {}
-                }
+            tracing::warn!(attempt, error = %failed.message, "reaching the runner again failed; trying again");
+            let wait = tokio::time::sleep(delay);
+            if while_offline(wait, &mut self.commands, &self.state, routes, followers)
+                .await
+                .is_none()
+            {
+                return Err(None);
             }
             delay = (delay * 2).min(self.backoff.max);
             attempt = attempt.saturating_add(1);
@@ -572,6 +555,31 @@ async fn write_frames(
         sink.flush().await?;
     }
     sink.close().await
+}
+
+/// Runs `work` while no connection is open, answering the commands that need none; `None`
+/// when the link was closed meanwhile (every follower told).
+async fn while_offline<T>(
+    work: impl Future<Output = T>,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    state: &watch::Sender<LinkState>,
+    routes: &mut HashMap<String, Route>,
+    followers: &mut JoinSet<()>,
+) -> Option<T> {
+    tokio::pin!(work);
+    loop {
+        tokio::select! {
+            done = &mut work => return Some(done),
+            Some(command) = commands.recv() => {
+                if let Some(done) = offline(command, routes, followers) {
+                    gone(state, routes, CLOSED);
+                    let _ = done.send(());
+                    return None;
+                }
+            }
+            Some(()) = reap(followers) => {}
+        }
+    }
 }
 
 /// Every follower learns that the link is gone; the state says why.
