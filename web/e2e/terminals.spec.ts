@@ -85,7 +85,7 @@ async function taskWithWorktree(kandev: Kandev, page: Page, title: string, devSc
   return repo;
 }
 
-test('keys typed before the terminal is attached reach the shell once it is', async ({ page, kandev }) => {
+test('i19 a4: keys typed before the terminal is attached reach the shell once it is', async ({ page, kandev }) => {
   const repo = await taskWithWorktree(kandev, page, 'Type early');
   try {
     await page.getByRole('tab', { name: 'Terminal', exact: true }).click();
