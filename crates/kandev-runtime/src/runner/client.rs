@@ -20,8 +20,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::host::INPUT_LIMIT;
 use super::ledger::{AckPolicy, Acks, InputKeys, Inputs, PIPE};
 use super::link::{
-    Backoff, Command, Event, Follower, Given, Handshaken, LOST, Link, LinkState, OpenError, Opened,
-    RunnerStream, SpawnError, Transport, handshake,
+    Backoff, Command, Event, Follower, Handshaken, LOST, Link, LinkState, NotReopened, OpenError,
+    Opened, RunnerStream, SpawnError, Transport, handshake,
 };
 use super::proto::{ExecutionInfo, ProtocolError, SpawnSpec, ToRunner};
 use crate::ExitInfo;
@@ -105,7 +105,7 @@ impl RunnerClient {
     /// A client on a connection that was handshaken already, not opened again after a drop.
     pub fn connected(connection: Handshaken) -> Self {
         let once = Backoff { first: Duration::ZERO, max: Duration::ZERO, attempts: 1 };
-        Self::start(Box::new(Given(None)), once, Opened { connection, guard: None })
+        Self::start(Box::new(NotReopened), once, Opened { connection, guard: None })
     }
 
     /// Opens a connection through `transport` and keeps it: after a drop it is opened again

@@ -90,17 +90,13 @@ pub trait Transport: Send + 'static {
     fn open(&mut self) -> BoxFuture<'_, Result<Opened, OpenError>>;
 }
 
-/// One connection given by the caller: the first open answers it, later ones fail for good.
-pub(crate) struct Given(pub Option<Handshaken>);
+/// The transport of a connection given by the caller (`RunnerClient::connect`): it is not
+/// opened again, so a drop is the end of the link.
+pub(crate) struct NotReopened;
 
-impl Transport for Given {
+impl Transport for NotReopened {
     fn open(&mut self) -> BoxFuture<'_, Result<Opened, OpenError>> {
-        let given = self.0.take();
-        Box::pin(async move {
-            given
-                .map(|connection| Opened { connection, guard: None })
-                .ok_or(OpenError { message: LOST.into(), transient: false })
-        })
+        Box::pin(async { Err(OpenError { message: LOST.into(), transient: false }) })
     }
 }
 
@@ -721,8 +717,6 @@ pub(crate) mod testing {
     /// Opens in-process connections to a runner; `kill` of the guard closes the stream.
     pub(crate) struct InProcess {
         runner: Arc<Mutex<Runner>>,
-        /// The number of connections opened.
-        opened: Arc<Mutex<u64>>,
         /// While set, opening fails (transiently): the network is away.
         down: Arc<Mutex<bool>>,
     }
@@ -751,7 +745,6 @@ pub(crate) mod testing {
                         transient: true,
                     });
                 }
-                *self.opened.lock().unwrap() += 1;
                 let (near, far) = tokio::io::duplex(1 << 16);
                 let host = self.runner.lock().unwrap().clone();
                 let serving = tokio::spawn(async move {
@@ -776,8 +769,7 @@ pub(crate) mod testing {
     ) -> (RunnerClient, Vec<ExecutionInfo>, Arc<Mutex<bool>>, Arc<Mutex<Runner>>) {
         let down = Arc::new(Mutex::new(false));
         let host = Arc::new(Mutex::new(runner.clone()));
-        let transport =
-            InProcess { runner: host.clone(), opened: Arc::default(), down: down.clone() };
+        let transport = InProcess { runner: host.clone(), down: down.clone() };
         let (client, held) = RunnerClient::open(transport, quick()).await.unwrap();
         (client, held, down, host)
     }
