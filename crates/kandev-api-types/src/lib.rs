@@ -6,6 +6,7 @@ pub mod actions;
 pub mod error;
 pub mod executors;
 pub mod files;
+pub mod frames;
 pub mod notifications;
 pub mod notify;
 pub mod objects;
@@ -14,11 +15,13 @@ pub mod responses;
 pub mod session;
 pub mod ship;
 pub mod terminals;
+pub mod transcript;
 
 pub use actions::Action;
 pub use error::{ErrorBody, ErrorCode};
 pub use executors::*;
 pub use files::*;
+pub use frames::{Frame, RequestFrame};
 pub use notifications::{
     MessageUpdate, Notification, NotificationParts, NotificationsEvent, ProfilesEvent,
     SessionEvent, WorkspaceEvent, WorkspacesEvent,
@@ -28,6 +31,7 @@ pub use objects::*;
 pub use session::*;
 pub use ship::*;
 pub use terminals::*;
+pub use transcript::*;
 
 /// Formats a domain timestamp as RFC 3339 (UTC, milliseconds).
 pub fn rfc3339(ts: kandev_domain::Timestamp) -> String {

@@ -120,7 +120,7 @@ pub enum WorkspaceEvent {
 #[serde(untagged)]
 pub enum MessageUpdate {
     Chunk { message_id: String, seq: i64, kind: MessageKindDto, delta: String, length: u64 },
-    Whole { message_id: String, seq: i64, message: MessageDto },
+    Whole { message_id: String, seq: i64, message: Box<MessageDto> },
 }
 
 /// Events of a `session:<id>` topic.
@@ -182,7 +182,7 @@ pub enum SessionEvent {
     QuestionResolved { question: QuestionDto },
     /// The agent's context window use (`{used, size, cost}` as the agent reported it).
     #[serde(rename = "session.usage")]
-    Usage { session_id: String, usage: Value },
+    Usage { session_id: String, usage: crate::transcript::UsageMetaDto },
 }
 
 impl SessionEvent {

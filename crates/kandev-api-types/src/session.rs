@@ -11,6 +11,7 @@ use serde_json::Value;
 use ts_rs::TS;
 
 use crate::rfc3339;
+use crate::transcript::MessageBodyDto;
 
 fn json_or_null(text: Option<&str>) -> Value {
     text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
@@ -112,7 +113,8 @@ pub struct SessionDto {
     pub plan_mode: bool,
     pub auto_run: bool,
     pub last_error: Option<LastErrorDto>,
-    pub context_window: Value,
+    /// The agent's latest usage report, if any.
+    pub context_window: Option<crate::transcript::UsageMetaDto>,
     pub agent_info: Value,
     pub cwd: String,
     /// The agent's slash commands (its latest `available_commands_update`).
@@ -160,7 +162,7 @@ impl From<&Session> for SessionDto {
             plan_mode: s.plan_mode,
             auto_run: s.auto_run,
             last_error: s.last_error.as_ref().map(LastErrorDto::from),
-            context_window: json_or_null(s.context_window.as_deref()),
+            context_window: s.context_window.as_ref().map(Into::into),
             agent_info: json_or_null(s.agent_info.as_deref()),
             cwd: s.cwd.clone(),
             available_commands: commands_of(&s.available_commands),
@@ -201,9 +203,11 @@ pub struct MessageDto {
     pub session_id: String,
     pub turn_id: Option<String>,
     pub seq: i64,
-    pub kind: MessageKindDto,
+    /// `kind` and `metadata`, typed together.
+    #[serde(flatten)]
+    #[ts(flatten)]
+    pub body: MessageBodyDto,
     pub content: String,
-    pub metadata: Value,
     pub client_message_id: Option<String>,
     pub created_at: String,
     pub updated_at: String,
@@ -216,9 +220,8 @@ impl From<&Message> for MessageDto {
             session_id: m.session_id.to_string(),
             turn_id: m.turn_id.as_ref().map(|t| t.to_string()),
             seq: m.seq,
-            kind: m.kind.into(),
+            body: (&m.meta).into(),
             content: m.content.clone(),
-            metadata: json_or_null(Some(&m.metadata)),
             client_message_id: m.client_message_id.clone(),
             created_at: rfc3339(m.created_at),
             updated_at: rfc3339(m.updated_at),

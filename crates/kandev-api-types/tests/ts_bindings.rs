@@ -77,6 +77,8 @@ fn generate() -> String {
     out.push_str(&actions::typescript(&cfg));
     out.push('\n');
     out.push_str(&typescript_frame());
+    out.push('\n');
+    out.push_str(&kandev_api_types::frames::typescript_frames());
     out
 }
 

@@ -7,8 +7,10 @@ pub const MAX_ATTACHMENT_BYTES: u64 = 20 * 1024 * 1024;
 pub const MAX_ATTACHMENTS: usize = 10;
 
 /// A stored file as a message refers to it. `id` is the SHA-256 of the content in lowercase
-/// hex: the file is stored once under that name, whatever it was called.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// hex: the file is stored once under that name, whatever it was called. Stored in a user
+/// message's metadata (`message_meta.rs`) in this shape.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct AttachmentRef {
     pub id: String,
     pub name: String,

@@ -1,5 +1,6 @@
 //! Kandev's domain model: plain Rust types and pure rules, with no IO or async. serde derives
-//! only on the working-directory values of [`files`] that travel to and from a build host.
+//! only on values that are stored or travel as they are: the working-directory values of
+//! [`files`] (to and from a build host) and transcript metadata ([`message_meta`]).
 
 pub mod account;
 pub mod agent;
@@ -7,6 +8,7 @@ pub mod attachment;
 pub mod executor;
 pub mod files;
 pub mod ids;
+pub mod message_meta;
 pub mod needs_you;
 pub mod notify;
 pub mod question;

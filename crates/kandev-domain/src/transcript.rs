@@ -1,8 +1,10 @@
 //! Sessions as stored, and their transcript: typed messages, turns, queued prompts.
 //!
-//! JSON-shaped fields (metadata, config options, agent info) are kept as JSON text here: the
-//! domain has no serde, and the store and API layers parse them at their boundaries.
+//! A message's metadata is typed per kind (`message_meta.rs`); the session's other JSON-shaped
+//! fields (config options, agent info) are kept as JSON text, parsed by the store and API
+//! layers at their boundaries.
 
+use crate::message_meta::MessageMeta;
 use crate::session::SessionState;
 use crate::{AgentProfileId, MessageId, QueuedPromptId, SessionId, TaskId, Timestamp, TurnId};
 
@@ -59,13 +61,18 @@ pub struct Message {
     pub session_id: SessionId,
     pub turn_id: Option<TurnId>,
     pub seq: i64,
-    pub kind: MessageKind,
     pub content: String,
-    /// JSON object text.
-    pub metadata: String,
+    /// What it carries besides its text; its variant is the message's kind.
+    pub meta: MessageMeta,
     pub client_message_id: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+}
+
+impl Message {
+    pub fn kind(&self) -> MessageKind {
+        self.meta.kind()
+    }
 }
 
 /// The error shown on a session until it is cleared.
@@ -100,8 +107,8 @@ pub struct Session {
     /// JSON object text: config option id -> value.
     pub config_options: String,
     pub plan_mode: bool,
-    /// JSON text of the latest usage (`{used, size}`), if any.
-    pub context_window: Option<String>,
+    /// The latest usage the agent reported, if any.
+    pub context_window: Option<crate::message_meta::UsageMeta>,
     pub last_error: Option<LastError>,
     pub auto_run: bool,
     /// JSON text `{name, version}` from the agent's `initialize`.

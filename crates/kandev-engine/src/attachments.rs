@@ -17,7 +17,7 @@ use kandev_domain::attachment::{
     is_attachment_id, safe_file_name,
 };
 use kandev_runtime::site::Site;
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use kandev_store::Store;
@@ -399,33 +399,6 @@ async fn touch(path: PathBuf) -> std::io::Result<std::fs::Metadata> {
         file.metadata()
     });
     touched.await.map_err(std::io::Error::other)?
-}
-
-/// A user message's `metadata` with its attachments (`{attachments: [{id, name, mime, size}]}`).
-pub(crate) fn metadata(list: &[AttachmentRef]) -> Value {
-    if list.is_empty() {
-        return json!({});
-    }
-    let list: Vec<Value> = list
-        .iter()
-        .map(|a| json!({ "id": a.id, "name": a.name, "mime": a.mime, "size": a.size }))
-        .collect();
-    json!({ "attachments": list })
-}
-
-/// The attachments a user message's `metadata` lists.
-pub(crate) fn of_metadata(metadata: &str) -> Vec<AttachmentRef> {
-    let value: Value = serde_json::from_str(metadata).unwrap_or(Value::Null);
-    let Some(list) = value.get("attachments").and_then(Value::as_array) else { return vec![] };
-    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
-    list.iter()
-        .map(|v| AttachmentRef {
-            id: text(v, "id"),
-            name: text(v, "name"),
-            mime: text(v, "mime"),
-            size: v.get("size").and_then(Value::as_u64).unwrap_or(0),
-        })
-        .collect()
 }
 
 /// Why an attachment could not be sent: what the agent is told (short, no connection

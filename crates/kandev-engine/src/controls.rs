@@ -9,7 +9,6 @@ use kandev_domain::transcript::{Message, Session};
 use kandev_domain::{SessionId, validate};
 
 use crate::api::{PromptOutcome, PromptRequest};
-use crate::attachments;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::publish::notify;
@@ -63,7 +62,7 @@ impl Engine {
             content: last.content.clone(),
             client_message_id: None,
             queue: false,
-            attachments: attachments::of_metadata(&last.metadata),
+            attachments: last.meta.attachments().to_vec(),
         };
         match self.prompt(id, request).await {
             Ok(PromptOutcome::Sent(message)) => Ok(message),

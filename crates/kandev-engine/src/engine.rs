@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use kandev_domain::message_meta::StatusNote;
 use kandev_domain::question::{Question, QuestionStatus};
 use kandev_domain::task::Task;
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
@@ -225,13 +226,13 @@ impl Engine {
         task_id: &TaskId,
         from: &StepId,
         to: &StepId,
-        note: (String, serde_json::Value),
+        note: (String, StatusNote),
     ) -> Result<Option<(Task, StepId)>> {
         let (cause, by) = (EntryCause::Manual, "agent");
         let moved = record_trigger_move(&self.inner, task_id, from, to, cause, by).await?;
         let Some(task) = moved else { return Ok(None) };
-        let (text, metadata) = note;
-        if let Err(err) = self.add_note(session_id, text, metadata, epoch).await {
+        let (text, note) = note;
+        if let Err(err) = self.add_note(session_id, text, note, epoch).await {
             tracing::warn!(session = %session_id, error = %err, "cannot note a completed step");
         }
         self.after_move(task, from.clone(), to, by).await.map(Some)
@@ -253,8 +254,8 @@ impl Engine {
             let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
             let name = |id: &StepId| workflow.step(id).map(|s| s.name.clone()).unwrap_or_default();
             let text = format!("{by} moved the task from {} to {}", name(&from), name(to));
-            let metadata = serde_json::json!({ "reason": "task_moved", "by": by });
-            crate::notes::task_status_message(&self.inner, task_id, &text, metadata).await?;
+            let note = StatusNote::TaskMoved { by: by.to_owned() };
+            crate::notes::task_status_message(&self.inner, task_id, &text, note).await?;
         }
         let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
         let Some(step) = workflow.step(to).cloned() else { return Ok((task, from)) };
@@ -330,10 +331,10 @@ impl Engine {
         &self,
         id: &SessionId,
         text: String,
-        metadata: serde_json::Value,
+        note: StatusNote,
         epoch: Option<i64>,
     ) -> Result<()> {
-        self.ask(id, |reply| Command::Note { text, metadata, epoch, reply }).await
+        self.ask(id, |reply| Command::Note { text, note, epoch, reply }).await
     }
 
     /// Asks the user a question for a session (MCP `ask_user`): stored and announced after

@@ -432,8 +432,15 @@ pub fn turn_failure(
     epoch: i64,
 ) -> (&'static str, String, Value) {
     if err.is_auth_required() {
-        let info: Value =
-            agent_info.and_then(|info| serde_json::from_str(info).ok()).unwrap_or_default();
+        // What the agent said of itself only names it in the message: unreadable, it is left out.
+        let info: Value = match agent_info.map(serde_json::from_str::<Value>) {
+            Some(Ok(info)) => info,
+            Some(Err(err)) => {
+                tracing::warn!(error = %err, "the stored agent_info is not JSON");
+                Value::Null
+            }
+            None => Value::Null,
+        };
         let name = ["title", "name"]
             .iter()
             .find_map(|key| info.get(*key).and_then(Value::as_str).filter(|n| !n.is_empty()))

@@ -2,7 +2,7 @@
 //! who moved or shipped it: issue 21's `by`).
 
 use kandev_domain::TaskId;
-use kandev_domain::transcript::MessageKind;
+use kandev_domain::message_meta::StatusNote;
 
 use crate::error::Result;
 use crate::inner::Inner;
@@ -13,13 +13,13 @@ pub(crate) async fn task_status_message(
     inner: &Inner,
     task_id: &TaskId,
     text: &str,
-    metadata: serde_json::Value,
+    note: StatusNote,
 ) -> Result<()> {
     let task = inner.store.get_task(task_id).await?;
     let Some(session_id) = task.primary_session_id else { return Ok(()) };
     let session = inner.store.get_session(&session_id).await?;
     let mut tx = inner.store.begin_write().await?;
-    add_message(&mut tx, &session, None, MessageKind::Status, text, metadata).await?;
+    add_message(&mut tx, &session, None, text, note).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -95,7 +95,7 @@ pub async fn message_changed(tx: &mut WriteTx, session: &Session, message: &Mess
     let update = MessageUpdate::Whole {
         message_id: message.id.to_string(),
         seq: message.seq,
-        message: MessageDto::from(message),
+        message: Box::new(MessageDto::from(message)),
     };
     notify(tx, Notification::session(&session.id, SessionEvent::MessageUpdated(update))).await?;
     Ok(())

@@ -5,9 +5,10 @@
 //! agent is started. Every session change goes through [`write_session`].
 
 use kandev_domain::SessionId;
+use kandev_domain::message_meta::{ErrorMeta, MessageMeta, StatusNote};
 use kandev_domain::question::QuestionStatus;
 use kandev_domain::session::SessionState;
-use kandev_domain::transcript::{LastError, MessageKind, Session};
+use kandev_domain::transcript::{LastError, Session};
 use kandev_domain::workflow::{Action, EntryCause, step_prompt};
 use kandev_runtime::runner::{AckPolicy, ExecutionInfo, RunnerClient};
 use kandev_store::{OpenTurn, ResetIntent, RunnerPosition, SessionUpdate};
@@ -132,8 +133,7 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
                 ..SessionUpdate::default()
             };
             let updated = write_session(&mut tx, &session, &update).await?;
-            let metadata = json!({ "reason": "interrupted" });
-            add_message(&mut tx, &updated, None, MessageKind::Status, note, metadata).await?;
+            add_message(&mut tx, &updated, None, note, StatusNote::Interrupted).await?;
             fixed += 1;
         }
         tx.commit().await?;
@@ -166,12 +166,10 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
 /// Marks the session's pending permission requests expired.
 async fn expire_permissions(tx: &mut kandev_store::WriteTx, session: &Session) -> Result<()> {
     for message in tx.pending_permission_messages(&session.id).await? {
-        let mut metadata: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(&message.metadata).unwrap_or_default();
-        metadata.insert("status".into(), json!("expired"));
-        let message = tx
-            .set_message(&message.id, None, &serde_json::Value::Object(metadata).to_string())
-            .await?;
+        let mut meta = message.meta;
+        let MessageMeta::PermissionRequest(request) = &mut meta else { continue };
+        request.status = "expired".to_owned();
+        let message = tx.set_message(&message.id, None, &meta).await?;
         publish::message_changed(tx, session, &message).await?;
     }
     Ok(())
@@ -205,8 +203,8 @@ async fn settle_after_restart(inner: &Inner, intent: &ResetIntent) -> Result<()>
         };
         let update = SessionUpdate { last_error: Some(Some(error)), ..SessionUpdate::default() };
         let session = write_session(&mut tx, &session, &update).await?;
-        let metadata = json!({ "code": "workflow_context_reset_failed" });
-        add_message(&mut tx, &session, None, MessageKind::Error, &message, metadata).await?;
+        let meta = ErrorMeta::code("workflow_context_reset_failed");
+        add_message(&mut tx, &session, None, &message, meta).await?;
         tx.commit().await?;
         return Ok(());
     }
@@ -241,8 +239,7 @@ async fn settle_after_restart(inner: &Inner, intent: &ResetIntent) -> Result<()>
     }
     let session = write_session(&mut tx, &Session { epoch, ..session }, &update).await?;
     let text = format!("{} (finished after the server restarted)", divider(step.as_ref()));
-    let metadata = json!({ "reason": "context_reset" });
-    add_message(&mut tx, &session, None, MessageKind::Status, &text, metadata).await?;
+    add_message(&mut tx, &session, None, &text, StatusNote::ContextReset).await?;
     if let Some(prompt) = prompt {
         // Unknown names stay as written, and so does a prompt whose expansion is too long (the
         // live path also leaves a note; see session/workflow.rs).

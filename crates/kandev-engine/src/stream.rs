@@ -29,10 +29,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use kandev_api_types::{MessageDto, MessageUpdate, Notification, NotificationParts, SessionEvent};
+use kandev_domain::message_meta::MessageMeta;
 use kandev_domain::transcript::MessageKind;
 use kandev_domain::{MessageId, SessionId, TurnId};
 use kandev_store::{Appended, NewChunk, NewMessage, Store, StreamGroup, WriteTx};
-use serde_json::json;
 use tokio::sync::oneshot;
 
 use crate::error::{EngineError, Result};
@@ -270,9 +270,8 @@ async fn batch_statements(tx: &mut WriteTx, group: &[Member]) -> Result<Vec<Outc
             let new = NewMessage {
                 session_id: member.session.clone(),
                 turn_id: turn_id.clone(),
-                kind: *kind,
                 content: member.text.clone(),
-                metadata: "{}".to_owned(),
+                meta: MessageMeta::empty(*kind),
                 client_message_id: None,
             };
             messages.push((id.clone(), seq, new));
@@ -362,18 +361,32 @@ async fn write_member(tx: &mut WriteTx, member: &Member) -> Outcome {
             Ok(heads) if heads.is_empty() => {
                 // Never stored (its group's commit failed): the text starts it.
                 let session = &member.session;
-                add_message_as(tx, id, session, turn_id.as_ref(), *kind, &member.text, json!({}))
-                    .await
-                    .map(|m| m.id)
+                add_message_as(
+                    tx,
+                    id,
+                    session,
+                    turn_id.as_ref(),
+                    &member.text,
+                    MessageMeta::empty(*kind),
+                )
+                .await
+                .map(|m| m.id)
             }
             Ok(_) => append(tx, member, id).await,
             Err(err) => Err(err.into()),
         },
         Target::Start { id, kind, turn_id } => {
             let session = &member.session;
-            add_message_as(tx, id, session, turn_id.as_ref(), *kind, &member.text, json!({}))
-                .await
-                .map(|m| m.id)
+            add_message_as(
+                tx,
+                id,
+                session,
+                turn_id.as_ref(),
+                &member.text,
+                MessageMeta::empty(*kind),
+            )
+            .await
+            .map(|m| m.id)
         }
     };
     match written {
@@ -601,7 +614,7 @@ mod tests {
             answer.await.unwrap().unwrap();
         }
         let stored = store.get_message(lost.message()).await.unwrap();
-        assert_eq!((stored.content.as_str(), stored.kind), ("kept and more", MessageKind::Agent));
+        assert_eq!((stored.content.as_str(), stored.kind()), ("kept and more", MessageKind::Agent));
         assert_eq!(content(&store, &ok).await, "fine");
 
         // The same when the group is written member by member (a member broke the batch).
@@ -617,7 +630,7 @@ mod tests {
             futures::future::join_all(answers).await.into_iter().map(Result::unwrap).collect();
         assert!(outcomes[0].is_err() && outcomes[1].is_ok(), "{outcomes:?}");
         let stored = store.get_message(also_lost.message()).await.unwrap();
-        assert_eq!((stored.content.as_str(), stored.kind), ("thought", MessageKind::Thought));
+        assert_eq!((stored.content.as_str(), stored.kind()), ("thought", MessageKind::Thought));
     }
 
     /// Writes one group of `n` new messages, alternating two sessions; returns its time.

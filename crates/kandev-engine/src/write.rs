@@ -4,9 +4,10 @@
 //! reconciliation all write through here.
 
 use kandev_api_types::{Notification, SessionEvent};
+use kandev_domain::message_meta::MessageMeta;
 use kandev_domain::notify::NotificationKind;
 use kandev_domain::session::SessionState;
-use kandev_domain::transcript::{Message, MessageKind, Session};
+use kandev_domain::transcript::{Message, Session};
 use kandev_domain::{MessageId, SessionId, TurnId};
 use kandev_store::{NewMessage, SessionUpdate, WriteTx};
 
@@ -66,11 +67,10 @@ pub(crate) async fn add_message(
     tx: &mut WriteTx,
     session: &Session,
     turn_id: Option<&TurnId>,
-    kind: MessageKind,
     content: &str,
-    metadata: serde_json::Value,
+    meta: impl Into<MessageMeta>,
 ) -> Result<Message> {
-    insert_and_announce(tx, None, &session.id, turn_id, kind, content, metadata).await
+    insert_and_announce(tx, None, &session.id, turn_id, content, meta.into()).await
 }
 
 /// [`add_message`] with the message's id chosen before (streamed text: `stream.rs`).
@@ -79,11 +79,10 @@ pub(crate) async fn add_message_as(
     id: &MessageId,
     session_id: &SessionId,
     turn_id: Option<&TurnId>,
-    kind: MessageKind,
     content: &str,
-    metadata: serde_json::Value,
+    meta: MessageMeta,
 ) -> Result<Message> {
-    insert_and_announce(tx, Some(id), session_id, turn_id, kind, content, metadata).await
+    insert_and_announce(tx, Some(id), session_id, turn_id, content, meta).await
 }
 
 async fn insert_and_announce(
@@ -91,16 +90,14 @@ async fn insert_and_announce(
     id: Option<&MessageId>,
     session_id: &SessionId,
     turn_id: Option<&TurnId>,
-    kind: MessageKind,
     content: &str,
-    metadata: serde_json::Value,
+    meta: MessageMeta,
 ) -> Result<Message> {
     let new = NewMessage {
         session_id: session_id.clone(),
         turn_id: turn_id.cloned(),
-        kind,
         content: content.to_owned(),
-        metadata: metadata.to_string(),
+        meta,
         client_message_id: None,
     };
     let message = match id {

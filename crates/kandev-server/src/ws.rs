@@ -1,6 +1,7 @@
 //! The WebSocket transport: requests and responses by id, and subscriptions that replay
 //! missed notifications from the event log before going live, without gaps or duplicates.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -16,10 +17,11 @@ use kandev_api_types::notifications::{
 };
 use kandev_api_types::requests::{Subscribe, Unsubscribe};
 use kandev_api_types::responses::{Subscribed, Unsubscribed};
-use kandev_api_types::{Action, frame};
+use kandev_api_types::{Action, Frame as Envelope, RequestFrame, frame};
 use kandev_store::{Event, Store};
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -126,33 +128,20 @@ pub async fn upgrade(
 /// code (4000-4999), like HTTP's 401.
 pub const ACCESS_ENDED: u16 = 4401;
 
-/// A frame from the client.
-#[derive(Deserialize)]
-struct Request {
-    id: Option<Value>,
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    action: Option<String>,
-    #[serde(default)]
-    payload: Value,
+/// An answer already in JSON text (from `dispatch`), copied into its frame as it is.
+fn response(id: &Value, action: &str, payload: Box<RawValue>) -> Message {
+    let frame = Envelope::Response {
+        id: Cow::Borrowed(id),
+        action: action.into(),
+        payload: Cow::Owned(payload),
+    };
+    message(&frame).unwrap_or_else(|| error(id, action, &ApiError::internal()))
 }
 
-fn response(id: &Value, action: &str, payload: impl Serialize) -> Message {
-    /// The frame, serialized from its parts: a payload already in JSON text (a
-    /// `RawValue` from `dispatch`) is copied as it is, not parsed into a `Value` again.
-    #[derive(Serialize)]
-    struct Response<'a, P> {
-        id: &'a Value,
-        r#type: &'static str,
-        action: &'a str,
-        payload: P,
-    }
-    let frame = Response { id, r#type: "response", action, payload };
-    match serde_json::to_string(&frame) {
-        Ok(mut text) => {
-            text.shrink_to_fit(); // queued frames are counted by length (`json_text`)
-            Message::Text(Utf8Bytes::from(text))
-        }
+/// An answer the connection builds itself (subscriptions, terminal attach).
+fn typed_response(id: &Value, action: &str, payload: impl Serialize) -> Message {
+    match serde_json::value::to_raw_value(&payload) {
+        Ok(raw) => response(id, action, raw),
         Err(err) => {
             tracing::error!(action, error = %err, "cannot serialize a response");
             error(id, action, &ApiError::internal())
@@ -161,47 +150,45 @@ fn response(id: &Value, action: &str, payload: impl Serialize) -> Message {
 }
 
 fn error(id: &Value, action: &str, err: &ApiError) -> Message {
-    text(json!({ "id": id, "type": "error", "action": action, "payload": err.body() }))
+    let frame =
+        Envelope::Error { id: Cow::Borrowed(id), action: action.into(), payload: err.body() };
+    // An error body is strings and JSON values: it serializes.
+    message(&frame).unwrap_or_else(|| Message::Text(Utf8Bytes::from_static(r#"{"type":"error"}"#)))
 }
 
 /// The frame of a committed event: its payload is JSON text already (serialized once when
 /// the notification was built, the same text as its row), copied into the frame as it is.
 fn notification(event: &Event) -> Utf8Bytes {
-    #[derive(Serialize)]
-    struct Notification<'a> {
-        r#type: &'static str,
-        topic: &'a str,
-        action: &'a str,
-        seq: i64,
-        payload: &'a serde_json::value::RawValue,
-    }
-    let frame = Notification {
-        r#type: "notification",
-        topic: &event.topic,
-        action: &event.action,
+    let frame = Envelope::Notification {
+        topic: Cow::Borrowed(&event.topic),
+        action: Cow::Borrowed(&event.action),
         seq: event.seq,
-        payload: event.payload.raw(),
+        payload: Cow::Borrowed(event.payload.raw()),
     };
-    // Cannot fail: strings, a number and JSON text. The text is sized to fit (queued frames
-    // are counted by length).
-    let mut text = serde_json::to_string(&frame).unwrap_or_default();
-    text.shrink_to_fit();
-    Utf8Bytes::from(text)
+    // Cannot fail: strings, a number and JSON text.
+    sized(frame.to_text().unwrap_or_default())
 }
 
 /// Rule 47: the topic is no longer followed; the client reloads its objects and subscribes
 /// again (without `since`, or with one of at least `oldest_seq - 1`).
 fn resync_required(topic: &str, oldest_seq: i64) -> Message {
-    text(json!({ "type": "resync_required", "topic": topic, "oldest_seq": oldest_seq }))
+    let frame = Envelope::ResyncRequired { topic: topic.into(), oldest_seq };
+    message(&frame).unwrap_or_else(|| Message::Text(Utf8Bytes::from_static("{}")))
 }
 
-fn text(value: Value) -> Message {
-    Message::Text(json_text(value))
+/// A frame as a text message, or `None` (logged) if it does not serialize.
+fn message(frame: &Envelope<'_>) -> Option<Message> {
+    match frame.to_text() {
+        Ok(text) => Some(Message::Text(sized(text))),
+        Err(err) => {
+            tracing::error!(frame = frame.type_name(), error = %err, "cannot serialize a frame");
+            None
+        }
+    }
 }
 
-fn json_text(value: Value) -> Utf8Bytes {
-    // Queued frames are counted by length: keep their allocation no bigger than that.
-    let mut text = value.to_string();
+/// Queued frames are counted by length: their allocation is kept no bigger than that.
+fn sized(mut text: String) -> Utf8Bytes {
     text.shrink_to_fit();
     Utf8Bytes::from(text)
 }
@@ -319,7 +306,7 @@ async fn on_text(
         reply(out, error(&Value::Null, "", &err)).await;
         return;
     }
-    let request = match parse_json(body).and_then(decode::<Request>) {
+    let request = match parse_json(body).and_then(decode::<RequestFrame>) {
         Ok(request) => request,
         Err(err) => {
             let err = ApiError::bad_request(err.message);
@@ -345,7 +332,7 @@ async fn on_text(
         actions::TerminalAttach::NAME | actions::TerminalDetach::NAME => {
             match streams.handle(state, &action, request.payload) {
                 Ok((answer, stream)) => {
-                    if reply(out, response(&id, &action, answer)).await
+                    if reply(out, typed_response(&id, &action, answer)).await
                         && let Some((terminal, handle)) = stream
                     {
                         streams.start(terminal, handle, out.clone());
@@ -579,7 +566,7 @@ async fn on_command(
         SubscriptionCommand::Subscribe { id, request } => {
             let name = actions::Subscribe::NAME;
             match subscribe(store, request, followed, out).await {
-                Ok(topics) => response(&id, name, Subscribed { topics }),
+                Ok(topics) => typed_response(&id, name, Subscribed { topics }),
                 Err(SubscribeError::Api(err)) => error(&id, name, &err),
                 Err(SubscribeError::Gone) => return Err(Gone),
             }
@@ -589,7 +576,7 @@ async fn on_command(
                 followed.stop(topic);
             }
             let topics = request.topics;
-            response(&id, actions::Unsubscribe::NAME, Unsubscribed { topics })
+            typed_response(&id, actions::Unsubscribe::NAME, Unsubscribed { topics })
         }
     };
     if reply(out, answer).await { Ok(()) } else { Err(Gone) }

@@ -163,10 +163,13 @@ async fn i12_f1_a_full_disk_while_an_agent_streams_answers_503_and_keeps_every_2
     );
     assert!(stored.iter().any(|m| m.content.contains("second turn done")));
     let users: Vec<&str> =
-        stored.iter().filter(|m| m.kind.as_str() == "user").map(|m| m.content.as_str()).collect();
+        stored.iter().filter(|m| m.kind().as_str() == "user").map(|m| m.content.as_str()).collect();
     assert_eq!(users, vec![FIRST_TURN, SECOND_TURN], "both acknowledged messages survived");
-    let request = stored.iter().find(|m| m.kind.as_str() == "permission_request").unwrap();
-    assert!(request.metadata.contains("approved"), "the acknowledged answer survived");
+    let request = stored.iter().find(|m| m.kind().as_str() == "permission_request").unwrap();
+    let kandev_domain::message_meta::MessageMeta::PermissionRequest(request) = &request.meta else {
+        panic!("a permission request's metadata is a permission's: {request:?}")
+    };
+    assert_eq!(request.status, "approved", "the acknowledged answer survived");
     assert_eq!(store.get_session(&session_id).await.unwrap().state.as_str(), "WAITING_FOR_INPUT");
 }
 

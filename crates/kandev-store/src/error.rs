@@ -67,3 +67,13 @@ impl StoreError {
         StoreError::NotFound { what, id: id.into() }
     }
 }
+
+/// A JSON column read as its type: text that does not parse is `Corrupt`, naming the row
+/// (`what` and `id`), never silently an empty value.
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(
+    what: &str,
+    id: &str,
+    text: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{what} {id}: {e}")))
+}

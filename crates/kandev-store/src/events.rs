@@ -46,7 +46,8 @@ impl Payload {
 
     /// The payload parsed into a tree (for readers that look inside; the hot path does not).
     pub fn value(&self) -> serde_json::Value {
-        serde_json::from_str(self.0.get()).unwrap_or_default()
+        // The text is a `RawValue`, checked JSON when it was made: this parse cannot fail.
+        serde_json::from_str(self.0.get()).unwrap_or(serde_json::Value::Null)
     }
 }
 

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use kandev_domain::message_meta::MessageMeta;
 use kandev_domain::transcript::{Message, MessageKind};
 use kandev_domain::{MessageId, SessionId, Timestamp, TurnId};
 use sqlx::FromRow;
@@ -22,9 +23,9 @@ use crate::{Event, Payload, Result, Store, StoreError, Topic, WriteTx};
 pub struct NewMessage {
     pub session_id: SessionId,
     pub turn_id: Option<TurnId>,
-    pub kind: MessageKind,
     pub content: String,
-    pub metadata: String,
+    /// Its kind and what it carries besides its text.
+    pub meta: MessageMeta,
     pub client_message_id: Option<String>,
 }
 
@@ -78,19 +79,39 @@ impl TryFrom<MessageRow> for Message {
     fn try_from(r: MessageRow) -> Result<Message> {
         let kind = MessageKind::parse(&r.kind)
             .ok_or_else(|| StoreError::Corrupt(format!("message {} kind {:?}", r.id, r.kind)))?;
+        // Every field of the typed metadata has a default, so any object reads (the rows of
+        // older versions included: `message_meta.rs`); only text that is no JSON object fails.
+        let meta = MessageMeta::from_json(kind, &r.metadata)
+            .map_err(|e| StoreError::Corrupt(format!("message {}: {e}", r.id)))?;
         Ok(Message {
             id: MessageId::new(r.id),
             session_id: SessionId::new(r.session_id),
             turn_id: r.turn_id.map(TurnId::new),
             seq: r.seq,
-            kind,
             content: r.content,
-            metadata: r.metadata,
+            meta,
             client_message_id: r.client_message_id,
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
         })
     }
+}
+
+/// A new message as a row of the JSON arrays the batch inserts read (`value->>0` …).
+type MessageJsonRow<'a> =
+    (&'a str, &'a str, Option<&'a str>, i64, &'static str, &'a str, String, &'a Option<String>);
+
+fn message_row<'a>(id: &'a MessageId, seq: i64, m: &'a NewMessage) -> MessageJsonRow<'a> {
+    (
+        id.as_str(),
+        m.session_id.as_str(),
+        m.turn_id.as_ref().map(|t| t.as_str()),
+        seq,
+        m.meta.kind().as_str(),
+        &m.content,
+        m.meta.to_json(),
+        &m.client_message_id,
+    )
 }
 
 /// The message `id`, or `NotFound`.
@@ -250,9 +271,9 @@ impl WriteTx {
         .bind(new.session_id.as_str())
         .bind(new.turn_id.as_ref().map(|t| t.as_str()))
         .bind(seq)
-        .bind(new.kind.as_str())
+        .bind(new.meta.kind().as_str())
         .bind(&new.content)
-        .bind(&new.metadata)
+        .bind(new.meta.to_json())
         .bind(&new.client_message_id)
         .bind(now)
         .bind(now)
@@ -274,21 +295,7 @@ impl WriteTx {
             return Ok(vec![]);
         }
         let now = self.now();
-        let json: Vec<_> = rows
-            .iter()
-            .map(|(id, seq, m)| {
-                (
-                    id.as_str(),
-                    m.session_id.as_str(),
-                    m.turn_id.as_ref().map(|t| t.as_str()),
-                    seq,
-                    m.kind.as_str(),
-                    &m.content,
-                    &m.metadata,
-                    &m.client_message_id,
-                )
-            })
-            .collect();
+        let json: Vec<_> = rows.iter().map(|(id, seq, m)| message_row(id, *seq, m)).collect();
         crate::sql::query(
             "INSERT INTO messages (id, session_id, turn_id, seq, kind, content, metadata, \
              client_message_id, created_at, updated_at) \
@@ -306,9 +313,8 @@ impl WriteTx {
                 session_id: m.session_id.clone(),
                 turn_id: m.turn_id.clone(),
                 seq: *seq,
-                kind: m.kind,
                 content: m.content.clone(),
-                metadata: m.metadata.clone(),
+                meta: m.meta.clone(),
                 client_message_id: m.client_message_id.clone(),
                 created_at: now,
                 updated_at: now,
@@ -457,11 +463,13 @@ impl WriteTx {
         fold(self, None).await
     }
 
+    /// Replaces a message's metadata (and its text, when `content` is given). `meta` must be
+    /// of the message's kind: a message never changes kind.
     pub async fn set_message(
         &mut self,
         id: &MessageId,
         content: Option<&str>,
-        metadata: &str,
+        meta: &MessageMeta,
     ) -> Result<Message> {
         if content.is_some() {
             crate::sql::query("DELETE FROM message_chunks WHERE message_id = ?")
@@ -469,13 +477,21 @@ impl WriteTx {
                 .execute(self.conn())
                 .await?;
         }
-        crate::sql::query("UPDATE messages SET content = COALESCE(?, content), metadata = ?, updated_at = ? WHERE id = ?")
-            .bind(content)
-            .bind(metadata)
-            .bind(self.now().millis())
-            .bind(id.as_str())
-            .execute(self.conn())
-            .await?;
+        let kind = meta.kind().as_str();
+        let updated = crate::sql::query(
+            "UPDATE messages SET content = COALESCE(?, content), metadata = ?, updated_at = ? \
+             WHERE id = ? AND kind = ?",
+        )
+        .bind(content)
+        .bind(meta.to_json())
+        .bind(self.now().millis())
+        .bind(id.as_str())
+        .bind(kind)
+        .execute(self.conn())
+        .await?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::not_found("message of kind", format!("{id} ({kind})")));
+        }
         get(self.db(), id.as_str()).await
     }
 
@@ -563,9 +579,8 @@ impl WriteTx {
                 session_id: m.session_id.clone(),
                 turn_id: m.turn_id.clone(),
                 seq: *seq,
-                kind: m.kind,
                 content: m.content.clone(),
-                metadata: m.metadata.clone(),
+                meta: m.meta.clone(),
                 client_message_id: m.client_message_id.clone(),
                 created_at: now,
                 updated_at: now,
@@ -623,21 +638,8 @@ impl WriteTx {
         }
         let now = self.now();
         let dialect = Dialect::Sqlite;
-        let message_rows: Vec<_> = messages
-            .iter()
-            .map(|(id, seq, m)| {
-                (
-                    id.as_str(),
-                    m.session_id.as_str(),
-                    m.turn_id.as_ref().map(|t| t.as_str()),
-                    seq,
-                    m.kind.as_str(),
-                    &m.content,
-                    &m.metadata,
-                    &m.client_message_id,
-                )
-            })
-            .collect();
+        let message_rows: Vec<_> =
+            messages.iter().map(|(id, seq, m)| message_row(id, *seq, m)).collect();
         let chunk_rows: Vec<_> = chunks
             .iter()
             .map(|c| (c.message_id.as_str(), c.session_id.as_str(), c.delta, c.end_len))

@@ -88,7 +88,7 @@ impl TryFrom<ChannelRow> for Channel {
     fn try_from(r: ChannelRow) -> Result<Self> {
         let kind = ChannelKind::parse(&r.kind)
             .ok_or_else(|| StoreError::Corrupt(format!("channel {} kind {:?}", r.id, r.kind)))?;
-        let names: Vec<String> = serde_json::from_str(&r.events).unwrap_or_default();
+        let names: Vec<String> = crate::error::read_json("channel", &r.id, &r.events)?;
         Ok(Channel {
             id: r.id,
             kind,

@@ -3,7 +3,6 @@
 use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::transcript::QueuedPrompt;
 use kandev_domain::{QueuedPromptId, SessionId, Timestamp};
-use serde_json::{Value, json};
 use sqlx::FromRow;
 
 use crate::db::Db;
@@ -22,30 +21,18 @@ struct QueuedRow {
 }
 
 /// The `attachments` column: `[{id, name, mime, size}]`.
+/// The `attachments` column: a JSON list of `{id, name, mime, size}`.
 fn attachments_json(attachments: &[AttachmentRef]) -> String {
-    let list: Vec<Value> = attachments
-        .iter()
-        .map(|a| json!({ "id": a.id, "name": a.name, "mime": a.mime, "size": a.size }))
-        .collect();
-    Value::Array(list).to_string()
+    // A list of strings and numbers: serializing cannot fail.
+    serde_json::to_string(attachments).unwrap_or_else(|_| "[]".to_owned())
 }
 
-fn attachments_of(column: &str) -> Vec<AttachmentRef> {
-    let list: Vec<Value> = serde_json::from_str(column).unwrap_or_default();
-    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_owned();
-    list.iter()
-        .map(|v| AttachmentRef {
-            id: text(v, "id"),
-            name: text(v, "name"),
-            mime: text(v, "mime"),
-            size: v.get("size").and_then(Value::as_u64).unwrap_or(0),
-        })
-        .collect()
-}
+impl TryFrom<QueuedRow> for QueuedPrompt {
+    type Error = StoreError;
 
-impl From<QueuedRow> for QueuedPrompt {
-    fn from(r: QueuedRow) -> Self {
-        QueuedPrompt {
+    fn try_from(r: QueuedRow) -> Result<Self> {
+        let attachments = crate::error::read_json("queued prompt", &r.id, &r.attachments)?;
+        Ok(QueuedPrompt {
             id: QueuedPromptId::new(r.id),
             session_id: SessionId::new(r.session_id),
             position: r.position,
@@ -53,8 +40,8 @@ impl From<QueuedRow> for QueuedPrompt {
             client_message_id: r.client_message_id,
             queued_by: r.queued_by,
             created_at: Timestamp(r.created_at),
-            attachments: attachments_of(&r.attachments),
-        }
+            attachments,
+        })
     }
 }
 
@@ -66,7 +53,7 @@ async fn list(mut db: Db<'_>, session_id: &SessionId) -> Result<Vec<QueuedPrompt
     .bind(session_id.as_str())
     .fetch_all(&mut db)
     .await?;
-    Ok(rows.into_iter().map(QueuedPrompt::from).collect())
+    rows.into_iter().map(QueuedPrompt::try_from).collect()
 }
 
 impl Store {
@@ -127,7 +114,7 @@ impl WriteTx {
             .bind(&id)
             .fetch_one(self.conn())
             .await?;
-        Ok(row.into())
+        row.try_into()
     }
 
     /// Removes a queue entry; returns false if it was not there.

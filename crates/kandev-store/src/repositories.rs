@@ -56,9 +56,12 @@ struct RepositoryRow {
     updated_at: i64,
 }
 
-impl From<RepositoryRow> for Repository {
-    fn from(r: RepositoryRow) -> Self {
-        Repository {
+impl TryFrom<RepositoryRow> for Repository {
+    type Error = StoreError;
+
+    fn try_from(r: RepositoryRow) -> Result<Self> {
+        let copy_files = crate::error::read_json("repository", &r.id, &r.copy_files)?;
+        Ok(Repository {
             id: RepositoryId::new(r.id),
             workspace_id: WorkspaceId::new(r.workspace_id),
             name: r.name,
@@ -66,14 +69,14 @@ impl From<RepositoryRow> for Repository {
             default_branch: r.default_branch,
             branch_template: r.branch_template,
             setup_script: r.setup_script,
-            copy_files: serde_json::from_str(&r.copy_files).unwrap_or_default(),
+            copy_files,
             cleanup_script: r.cleanup_script,
             forge_api_base_url: r.forge_api_base_url,
             forge_token_env: r.forge_token_env,
             dev_script: r.dev_script,
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
-        }
+        })
     }
 }
 
@@ -87,8 +90,8 @@ async fn get(mut db: Db<'_>, id: &str) -> Result<Repository> {
         .bind(id)
         .fetch_optional(&mut db)
         .await?
-        .map(Repository::from)
         .ok_or_else(|| StoreError::not_found("repository", id))
+        .and_then(Repository::try_from)
 }
 
 impl Store {
@@ -99,7 +102,7 @@ impl Store {
         .bind(workspace_id.as_str())
         .fetch_all(&self.read)
         .await?;
-        Ok(rows.into_iter().map(Repository::from).collect())
+        rows.into_iter().map(Repository::try_from).collect()
     }
 
     pub async fn get_repository(&self, id: &RepositoryId) -> Result<Repository> {

@@ -3,6 +3,7 @@
 //! transcript (`messages.rs`), queue (`queue.rs`), permission audit (`permissions.rs`) and
 //! pending reset (`session_resets.rs`) have their own files and go with it by cascade.
 
+use kandev_domain::message_meta::UsageMeta;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{LastError, Session};
 use kandev_domain::{AgentProfileId, SessionId, TaskId, Timestamp};
@@ -21,7 +22,7 @@ pub struct SessionUpdate {
     pub model: Option<Option<String>>,
     pub config_options: Option<String>,
     pub plan_mode: Option<bool>,
-    pub context_window: Option<Option<String>>,
+    pub context_window: Option<Option<UsageMeta>>,
     pub last_error: Option<Option<LastError>>,
     pub auto_run: Option<bool>,
     pub agent_info: Option<Option<String>>,
@@ -97,6 +98,10 @@ impl TryFrom<SessionRow> for Session {
                 })
             }
         };
+        let context_window = match &r.context_window {
+            Some(text) => Some(crate::error::read_json("session", &r.id, text)?),
+            None => None,
+        };
         Ok(Session {
             id: SessionId::new(r.id),
             task_id: TaskId::new(r.task_id),
@@ -110,7 +115,7 @@ impl TryFrom<SessionRow> for Session {
             model: r.model,
             config_options: r.config_options,
             plan_mode: r.plan_mode != 0,
-            context_window: r.context_window,
+            context_window,
             last_error,
             auto_run: r.auto_run != 0,
             agent_info: r.agent_info,
@@ -120,6 +125,13 @@ impl TryFrom<SessionRow> for Session {
             updated_at: Timestamp(r.updated_at),
         })
     }
+}
+
+/// The `context_window` column after `update`: its usage as JSON text, or NULL.
+fn context_window_json(update: &SessionUpdate, current: &Session) -> Option<String> {
+    let usage = update.context_window.as_ref().unwrap_or(&current.context_window).as_ref();
+    // Numbers and a JSON value: serializing cannot fail.
+    usage.map(|u| serde_json::to_string(u).unwrap_or_else(|_| "{}".to_owned()))
 }
 
 // ---------------------------------------------------------------- reads
@@ -233,7 +245,7 @@ impl WriteTx {
         .bind(pick(&update.model, &current.model))
         .bind(update.config_options.as_ref().unwrap_or(&current.config_options))
         .bind(update.plan_mode.unwrap_or(current.plan_mode))
-        .bind(pick(&update.context_window, &current.context_window))
+        .bind(context_window_json(update, &current))
         .bind(last_error)
         .bind(update.auto_run.unwrap_or(current.auto_run))
         .bind(pick(&update.agent_info, &current.agent_info))

@@ -43,9 +43,12 @@ async fn fill(store: &Store) -> (TaskId, SessionId) {
         tx.insert_message(&NewMessage {
             session_id: session.id.clone(),
             turn_id: None::<TurnId>,
-            kind: if i == 0 { MessageKind::User } else { MessageKind::Agent },
             content: (*text).into(),
-            metadata: "{}".into(),
+            meta: kandev_domain::message_meta::MessageMeta::empty(if i == 0 {
+                MessageKind::User
+            } else {
+                MessageKind::Agent
+            }),
             client_message_id: None,
         })
         .await

@@ -93,9 +93,8 @@ async fn i15_a4_a_common_word_is_ranked_among_its_newest_matches_a_rare_one_amon
         tx.insert_message(&NewMessage {
             session_id: f.session.clone(),
             turn_id: None::<TurnId>,
-            kind: MessageKind::Agent,
             content: format!("common word {i}"),
-            metadata: "{}".into(),
+            meta: kandev_domain::message_meta::MessageMeta::empty(MessageKind::Agent),
             client_message_id: None,
         })
         .await
@@ -180,9 +179,8 @@ async fn i15_a4_only_writes_that_may_change_a_card_bump_the_cards_version() {
     let new = NewMessage {
         session_id: f.session.clone(),
         turn_id: None::<TurnId>,
-        kind: MessageKind::Agent,
         content: "streamed".into(),
-        metadata: "{}".into(),
+        meta: kandev_domain::message_meta::MessageMeta::empty(MessageKind::Agent),
         client_message_id: None,
     };
     let messages = [(id.clone(), first_seq, new)];

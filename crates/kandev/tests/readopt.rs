@@ -88,9 +88,10 @@ async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_comple
         tx.insert_message(&kandev_store::NewMessage {
             session_id: kandev_domain::SessionId::new(sessions[0].clone()),
             turn_id: None,
-            kind: kandev_domain::transcript::MessageKind::Status,
             content: "someone moved the task".into(),
-            metadata: "{}".into(),
+            meta: kandev_domain::message_meta::MessageMeta::empty(
+                kandev_domain::transcript::MessageKind::Status,
+            ),
             client_message_id: None,
         })
         .await

@@ -6,7 +6,7 @@
 // reconnect too, once the topic's subscription is confirmed again (the replay is in), its
 // subscribers reload, which also covers a server whose log was reset.
 // Components do not use this directly: `useLiveQuery` (../lib/useLiveQuery.ts) does.
-import type { Notification, SocketActions } from './types';
+import type { Frame, Notification, RequestFrame, SocketActions } from './types';
 
 export type ConnectionStatus = 'connecting' | 'open' | 'reconnecting';
 type Handler = (n: Notification) => void;
@@ -103,34 +103,27 @@ class Live {
     }
     const id = `s${this.nextId++}`;
     this.pending.set(id, topics);
-    const payload: SocketActions['subscribe']['request'] = { topics, since };
-    this.ws.send(JSON.stringify({ id, type: 'request', action: 'subscribe', payload }));
+    const frame: RequestFrame = { id, type: 'request', action: 'subscribe', payload: { topics, since } };
+    this.ws.send(JSON.stringify(frame));
   }
 
   private onFrame(data: string): void {
-    let frame: {
-      type?: string;
-      id?: string;
-      topic?: string;
-      seq?: number;
-      action?: string;
-      payload?: Record<string, unknown>;
-    };
+    let frame: Frame;
     try {
+      // The server sends only frames of `Frame` (generated from the Rust `Frame` enum).
       frame = JSON.parse(data);
     } catch {
       return; // not a frame of the protocol (the server sends only JSON): nothing to act on
     }
-    if (frame.type === 'notification' && frame.topic && typeof frame.seq === 'number') {
+    if (frame.type === 'notification') {
       const topic = this.topics.get(frame.topic);
       if (!topic) return;
       if (topic.lastSeq != null && frame.seq <= topic.lastSeq) return; // duplicate
       topic.lastSeq = frame.seq;
-      const n = frame as Notification;
-      topic.handlers.forEach((h) => h(n));
+      topic.handlers.forEach((h) => h(frame));
       return;
     }
-    if (frame.type === 'resync_required' && frame.topic) {
+    if (frame.type === 'resync_required') {
       // The server no longer follows this topic for us and cannot replay what we missed:
       // follow it again from now, then let its subscribers reload (see `confirm`).
       const topic = this.topics.get(frame.topic);
@@ -144,11 +137,11 @@ class Live {
       this.sendSubscribe([frame.topic]);
       return;
     }
-    if ((frame.type === 'response' || frame.type === 'error') && frame.id && this.pending.has(frame.id)) {
+    if ((frame.type === 'response' || frame.type === 'error') && typeof frame.id === 'string' && this.pending.has(frame.id)) {
       const names = this.pending.get(frame.id) ?? [];
       this.pending.delete(frame.id);
-      const answer = frame.payload as Partial<SocketActions['subscribe']['response']> | undefined;
-      const last = answer?.topics ?? {};
+      const last: SocketActions['subscribe']['response']['topics'] =
+        frame.type === 'response' && frame.action === 'subscribe' ? frame.payload.topics : {};
       for (const name of names) {
         const topic = this.topics.get(name);
         if (!topic) continue;

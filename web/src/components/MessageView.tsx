@@ -3,13 +3,12 @@
 // permission requests with the agent's options.
 import { memo, useState } from 'react';
 import { attachmentUrl, call, errorText } from '../api/client';
-import type { AttachmentDto, MessageDto } from '../api/types';
+import type { AttachmentDto, MessageDto, PermissionMetaDto, PlanMetaDto, ToolCallMetaDto } from '../api/types';
 import { renderMarkdown } from '../lib/markdown';
 import { DiffView } from './DiffView';
 
-type Meta = Record<string, unknown>;
-const meta = (m: MessageDto): Meta =>
-  m.metadata && typeof m.metadata === 'object' && !Array.isArray(m.metadata) ? (m.metadata as Meta) : {};
+/** A message of one kind, its metadata typed by that kind. */
+type MessageOf<K extends MessageDto['kind']> = Extract<MessageDto, { kind: K }>;
 
 // Plain glyphs (present in common system fonts), not emoji.
 const TOOL_ICONS: Record<string, string> = {
@@ -23,12 +22,6 @@ const TOOL_ICONS: Record<string, string> = {
   fetch: '↓',
   other: '•',
 };
-
-/** A user message's attached files: image thumbnails, other files as chips (downloads). */
-function Attachments({ m }: { m: Meta }) {
-  const list = Array.isArray(m.attachments) ? (m.attachments as AttachmentDto[]) : [];
-  return <AttachmentList list={list} />;
-}
 
 /** Attached files (of a message or a queued message): image thumbnails, other files as chips
  * (downloads). */
@@ -48,13 +41,12 @@ export function AttachmentList({ list, label = 'Attached files' }: { list: Attac
 }
 
 export const MessageView = memo(function MessageView({ message }: { message: MessageDto }) {
-  const m = meta(message);
   switch (message.kind) {
     case 'user':
       return (
         <div className="msg msg-user" data-kind="user">
           <div className="bubble">{message.content}</div>
-          <Attachments m={m} />
+          <AttachmentList list={message.metadata.attachments ?? []} />
         </div>
       );
     case 'agent':
@@ -73,12 +65,12 @@ export const MessageView = memo(function MessageView({ message }: { message: Mes
         </details>
       );
     case 'tool_call':
-      return <ToolCall message={message} m={m} />;
+      return <ToolCall message={message} m={message.metadata} />;
     case 'plan':
-      return <Plan m={m} />;
+      return <Plan m={message.metadata} />;
     case 'usage': {
-      const used = Number(m.used ?? 0);
-      const size = Number(m.size ?? 0);
+      const used = message.metadata.used ?? 0;
+      const size = message.metadata.size ?? 0;
       const pct = size > 0 ? Math.round((used / size) * 100) : null;
       return (
         <div className="msg msg-usage" data-kind="usage">
@@ -99,23 +91,16 @@ export const MessageView = memo(function MessageView({ message }: { message: Mes
         </div>
       );
     case 'permission_request':
-      return <Permission message={message} m={m} />;
-    default:
-      return (
-        <div className="msg msg-status" data-kind={message.kind}>
-          {message.content}
-        </div>
-      );
+      return <Permission message={message} m={message.metadata} />;
   }
 });
 
-function ToolCall({ message, m }: { message: MessageDto; m: Meta }) {
-  const kind = String(m.kind ?? 'other');
-  const status = String(m.status ?? 'pending');
-  const content = Array.isArray(m.content) ? (m.content as Meta[]) : [];
-  const diffs = content.filter((c) => c.type === 'diff');
-  const texts = content.filter((c) => c.type === 'content' && typeof c.text === 'string');
-  const locations = Array.isArray(m.locations) ? (m.locations as Meta[]) : [];
+function ToolCall({ message, m }: { message: MessageOf<'tool_call'>; m: ToolCallMetaDto }) {
+  const kind = m.kind || 'other';
+  const status = m.status || 'pending';
+  const diffs = m.content.flatMap((c) => (c.type === 'diff' ? [c] : []));
+  const texts = m.content.flatMap((c) => (c.type === 'content' ? [c] : []));
+  const locations = m.locations;
   return (
     <div className={`msg msg-tool tool-${status}`} data-kind="tool_call" data-status={status}>
       <div className="tool-head">
@@ -123,51 +108,46 @@ function ToolCall({ message, m }: { message: MessageDto; m: Meta }) {
           {TOOL_ICONS[kind] ?? TOOL_ICONS.other}
         </span>
         <span className="tool-kind">{kind}</span>
-        <span className="tool-title">{message.content || String(m.title ?? '')}</span>
+        <span className="tool-title">{message.content || m.title}</span>
         <span className={`badge tool-status status-${status}`}>{status.replace('_', ' ')}</span>
       </div>
       {locations.length > 0 && (
         <div className="tool-locations">
           {locations.map((l, i) => (
             <code key={i}>
-              {String(l.path)}
-              {l.line != null ? `:${String(l.line)}` : ''}
+              {l.path}
+              {l.line != null ? `:${l.line}` : ''}
             </code>
           ))}
         </div>
       )}
       {texts.map((t, i) => (
         <pre key={i} className="tool-output">
-          {String(t.text)}
+          {t.text}
         </pre>
       ))}
       {diffs.map((d, i) => (
-        <DiffView
-          key={i}
-          path={String(d.path ?? '')}
-          oldText={typeof d.old_text === 'string' ? d.old_text : null}
-          newText={String(d.new_text ?? '')}
-        />
+        <DiffView key={i} path={d.path} oldText={d.old_text} newText={d.new_text} />
       ))}
     </div>
   );
 }
 
-function Plan({ m }: { m: Meta }) {
-  const entries = Array.isArray(m.entries) ? (m.entries as Meta[]) : [];
+function Plan({ m }: { m: PlanMetaDto }) {
+  const entries = m.entries;
   return (
     <div className="msg msg-plan" data-kind="plan">
       <div className="plan-title">Plan</div>
       <ul className="checklist">
         {entries.map((e, i) => {
-          const status = String(e.status ?? 'pending');
+          const status = e.status || 'pending';
           return (
             <li key={i} className={`plan-${status}`} data-status={status}>
               <span className="check-mark" aria-hidden="true">
                 {status === 'completed' ? '✓' : status === 'in_progress' ? '◐' : '○'}
               </span>
               <span className="sr-only">{status.replace('_', ' ')}: </span>
-              <span className="plan-text">{String(e.content ?? '')}</span>
+              <span className="plan-text">{e.content}</span>
             </li>
           );
         })}
@@ -176,12 +156,12 @@ function Plan({ m }: { m: Meta }) {
   );
 }
 
-function Permission({ message, m }: { message: MessageDto; m: Meta }) {
+function Permission({ message, m }: { message: MessageOf<'permission_request'>; m: PermissionMetaDto }) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const status = String(m.status ?? 'pending');
-  const options = Array.isArray(m.options) ? (m.options as Meta[]) : [];
-  const requestId = String(m.request_id ?? '');
+  const status = m.status || 'pending';
+  const options = m.options;
+  const requestId = m.request_id;
   const respond = async (optionId: string | null) => {
     setBusy(true);
     setError(null);
@@ -212,19 +192,16 @@ function Permission({ message, m }: { message: MessageDto; m: Meta }) {
       </div>
       {status === 'pending' ? (
         <div className="perm-options">
-          {options.map((o) => {
-            const kind = String(o.kind ?? '');
-            return (
-              <button
-                key={String(o.option_id)}
-                className={kind.startsWith('allow') ? 'primary' : 'danger-outline'}
-                disabled={busy}
-                onClick={() => respond(String(o.option_id))}
-              >
-                {String(o.name ?? o.option_id)}
-              </button>
-            );
-          })}
+          {options.map((o) => (
+            <button
+              key={o.option_id}
+              className={o.kind.startsWith('allow') ? 'primary' : 'danger-outline'}
+              disabled={busy}
+              onClick={() => respond(o.option_id)}
+            >
+              {o.name || o.option_id}
+            </button>
+          ))}
           <button className="link" disabled={busy} onClick={() => respond(null)}>
             Dismiss
           </button>
@@ -232,8 +209,8 @@ function Permission({ message, m }: { message: MessageDto; m: Meta }) {
       ) : (
         <div className="perm-result">
           {status}
-          {selected ? ` · ${String(selected.name)}` : ''}
-          {m.answered_by && m.answered_by !== 'user' ? ` (by ${String(m.answered_by)})` : ''}
+          {selected ? ` · ${selected.name}` : ''}
+          {m.answered_by && m.answered_by !== 'user' ? ` (by ${m.answered_by})` : ''}
         </div>
       )}
       {error && (

@@ -847,10 +847,9 @@ function Pickers({ session, onError }: { session: SessionDto; onError: (e: strin
 
 /** The agent's context window use, from its latest usage report (`{used, size}`). */
 function UsageBadge({ session }: { session: SessionDto }) {
-  const usage = session.context_window;
-  if (!usage || typeof usage !== 'object' || Array.isArray(usage)) return null;
-  const { used, size } = usage as { used?: unknown; size?: unknown };
-  if (typeof used !== 'number' || typeof size !== 'number' || size <= 0) return null;
+  const used = session.context_window?.used;
+  const size = session.context_window?.size;
+  if (used == null || size == null || size <= 0) return null;
   const percent = Math.round((used / size) * 100);
   return (
     <span className="badge" data-testid="session-usage" title={`${percent}% of the context window used`}>

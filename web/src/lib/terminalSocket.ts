@@ -6,6 +6,8 @@
 // Input typed before the connection is attached (just opened, or reconnecting) is kept, up
 // to `MAX_PENDING_INPUT` bytes, and sent once it is: keystrokes are not dropped.
 
+import type { Frame, RequestFrame } from '../api/types';
+
 const INPUT = 0x01;
 const RESIZE = 0x02;
 const OUTPUT = 0x81;
@@ -93,16 +95,18 @@ export function connectTerminal(id: string, handlers: TerminalHandlers): Termina
     ws = socket;
     socket.onopen = () => {
       backoff = 150;
-      socket.send(JSON.stringify({ id: 'attach', type: 'request', action: 'terminal.attach', payload: { terminal_id: id } }));
+      const attach: RequestFrame = { id: 'attach', type: 'request', action: 'terminal.attach', payload: { terminal_id: id } };
+      socket.send(JSON.stringify(attach));
     };
     socket.onmessage = (event) => {
       if (typeof event.data === 'string') {
-        let frame: { id?: string; type?: string; payload?: { message?: string } };
+        let frame: Frame;
         try {
           frame = JSON.parse(event.data);
         } catch {
           return;
         }
+        if (frame.type !== 'response' && frame.type !== 'error') return;
         if (frame.id !== 'attach') return;
         if (frame.type === 'response') {
           attached = socket;
@@ -112,7 +116,7 @@ export function connectTerminal(id: string, handlers: TerminalHandlers): Termina
         } else if (frame.type === 'error') {
           closed = true;
           pending = [];
-          handlers.onError(frame.payload?.message ?? 'the terminal cannot be attached');
+          handlers.onError(frame.payload.message || 'the terminal cannot be attached');
           socket.close();
         }
         return;

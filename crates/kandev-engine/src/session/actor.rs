@@ -120,8 +120,8 @@ impl SessionActor {
                 let result = self.change_queue(change).await;
                 let _ = reply.send(result);
             }
-            Command::Note { text, metadata, epoch, reply } => {
-                let result = self.note(text, metadata, epoch).await;
+            Command::Note { text, note, epoch, reply } => {
+                let result = self.note(text, note, epoch).await;
                 let _ = reply.send(result);
             }
             Command::AskUser { text, options, timeout_ms, reply } => {

@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use kandev_acp::{AcpClient, AcpConfig, ContentBlock};
 use kandev_domain::attachment::PromptAccepts;
+use kandev_domain::message_meta::StatusNote;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::MessageKind;
 use kandev_domain::{MessageId, TurnId};
 use kandev_store::SessionUpdate;
-use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -48,8 +48,8 @@ impl SessionActor {
                 return None;
             }
         };
-        let text = matches!(last.kind, MessageKind::Agent | MessageKind::Thought);
-        text.then_some((last.kind, last.id))
+        let text = matches!(last.kind(), MessageKind::Agent | MessageKind::Thought);
+        text.then_some((last.kind(), last.id))
     }
 
     pub(super) async fn adopt(&mut self, adoption: Adoption) -> Result<()> {
@@ -261,8 +261,7 @@ impl SessionActor {
             acp_session_id: Some(None),
             ..SessionUpdate::default()
         };
-        let note =
-            (MessageKind::Status, INTERRUPTED.to_owned(), json!({ "reason": "interrupted" }));
+        let note = (INTERRUPTED.to_owned(), StatusNote::Interrupted.into());
         self.commit_tx(tx, update, Some(note)).await
     }
 }

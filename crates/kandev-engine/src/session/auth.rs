@@ -4,9 +4,9 @@
 //! after `initialize` (`handshake.rs`).
 
 use kandev_acp::AcpError;
-use kandev_domain::transcript::MessageKind;
+use kandev_domain::message_meta::StatusNote;
 use kandev_store::SessionUpdate;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::{EngineError, Result};
 use crate::session::command::{Command, Reply};
@@ -71,9 +71,8 @@ impl SessionActor {
             update.last_error = Some(None);
         }
         let note = (
-            MessageKind::Status,
             format!("authenticated with {name}"),
-            json!({ "auth_method": method_id }),
+            StatusNote::Authenticated { auth_method: method_id }.into(),
         );
         self.commit(update, Some(note)).await
     }

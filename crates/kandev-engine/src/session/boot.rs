@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use kandev_acp::AgentEvent;
 use kandev_domain::agent::{AgentKind, AgentProfile, McpServerConfig};
+use kandev_domain::message_meta::{ErrorMeta, StatusNote};
 use kandev_domain::session::SessionState;
-use kandev_domain::transcript::{Message, MessageKind};
+use kandev_domain::transcript::Message;
 use kandev_store::{RuntimeRecord, SessionUpdate, StoreError, WriteTx};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -268,7 +269,7 @@ impl SessionActor {
                                 last_error: Some(Some(error)),
                                 ..SessionUpdate::default()
                             };
-                            let note = (MessageKind::Error, text, json!({}));
+                            let note = (text, ErrorMeta::default().into());
                             let result = self.commit(update, Some(note)).await;
                             self.log("recording a failed send", result);
                         }
@@ -353,16 +354,15 @@ impl SessionActor {
         self.write(&mut tx, update).await?;
         // Never start a blank conversation silently: say which one the agent is in.
         let note = match (conversation.loaded, previous_token.is_some()) {
-            (true, _) => Some(("resumed the previous conversation", "resumed")),
+            (true, _) => Some(("resumed the previous conversation", StatusNote::Resumed)),
             (false, true) => Some((
                 "started a new conversation: the agent does not remember the messages above",
-                "fresh",
+                StatusNote::Fresh,
             )),
             (false, false) => None,
         };
-        if let Some((text, reason)) = note {
-            let metadata = json!({ "reason": reason });
-            add_message(&mut tx, &self.session, None, MessageKind::Status, text, metadata).await?;
+        if let Some((text, note)) = note {
+            add_message(&mut tx, &self.session, None, text, note).await?;
         }
         if !conversation.mcp_left_out.is_empty() {
             let names = conversation.mcp_left_out.join(", ");
@@ -370,9 +370,8 @@ impl SessionActor {
                 "MCP servers of the profile not handed to the agent, which does not take their \
                  transport (mcpCapabilities): {names}"
             );
-            let metadata =
-                json!({ "reason": "mcp_transport", "servers": conversation.mcp_left_out });
-            add_message(&mut tx, &self.session, None, MessageKind::Status, &text, metadata).await?;
+            let note = StatusNote::McpTransport { servers: conversation.mcp_left_out.clone() };
+            add_message(&mut tx, &self.session, None, &text, note).await?;
         }
         self.finish(tx).await?;
         Ok(())
@@ -445,11 +444,12 @@ impl SessionActor {
             last_error: Some(Some(error)),
             ..SessionUpdate::default()
         };
-        let note = (
-            MessageKind::Error,
-            failure.message,
-            json!({ "code": failure.code, "stderr": tail_lines(&failure.stderr, 20) }),
-        );
+        let meta = ErrorMeta {
+            code: Some(failure.code.to_owned()),
+            stderr: Some(tail_lines(&failure.stderr, 20)),
+            ..ErrorMeta::default()
+        };
+        let note = (failure.message, meta.into());
         self.commit(update, Some(note)).await?;
         if prompt_waiting {
             tracing::info!(session = %self.session.id, "a prompt was waiting for a start that failed; it stays in the transcript");

@@ -130,7 +130,7 @@ pub(crate) enum Command {
     /// `epoch`, only while the session is still at that epoch.
     Note {
         text: String,
-        metadata: serde_json::Value,
+        note: kandev_domain::message_meta::StatusNote,
         epoch: Option<i64>,
         reply: Reply<()>,
     },

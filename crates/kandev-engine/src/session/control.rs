@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use kandev_api_types::{Notification, SessionEvent, TaskDto, WorkspaceEvent};
 use kandev_domain::TurnId;
+use kandev_domain::message_meta::StatusNote;
 use kandev_domain::session::SessionState;
-use kandev_domain::transcript::MessageKind;
 use kandev_runtime::ExitInfo;
 use kandev_store::SessionUpdate;
 use serde_json::json;
@@ -80,11 +80,7 @@ impl SessionActor {
                 // what was queued behind it does not start behind the user's back either.
                 self.stop_execution(false).await;
                 self.turn_auto_run_off_if_queued().await?;
-                let note = (
-                    MessageKind::Status,
-                    "start cancelled".to_owned(),
-                    json!({ "reason": "cancelled" }),
-                );
+                let note = ("start cancelled".to_owned(), StatusNote::Cancelled.into());
                 let update = SessionUpdate {
                     state: Some(SessionState::WaitingForInput),
                     ..SessionUpdate::default()
@@ -204,7 +200,7 @@ impl SessionActor {
                 // happened; a live agent's end is noted (stopping nothing notes nothing).
                 let note = control.is_some().then(|| {
                     let text = "agent stopped; the next message resumes the conversation";
-                    (MessageKind::Status, text.to_owned(), json!({ "reason": "stopped" }))
+                    (text.to_owned(), StatusNote::Stopped.into())
                 });
                 let result =
                     if busy || note.is_some() { self.commit(update, note).await } else { Ok(()) };
@@ -320,7 +316,7 @@ impl SessionActor {
         let note = format!(
             "the agent was stopped after {minutes:.1} minutes without activity; the next message resumes the conversation"
         );
-        let note = (MessageKind::Status, note, json!({ "reason": "idle" }));
+        let note = (note, StatusNote::Idle.into());
         let result = self.commit(SessionUpdate::default(), Some(note)).await;
         self.log("noting an idle stop", result);
     }

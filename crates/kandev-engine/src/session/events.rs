@@ -7,7 +7,11 @@ use std::path::PathBuf;
 use kandev_acp::{
     AgentEvent, ContentBlock, PlanEntry, SessionUpdate, ToolCall, ToolCallContent, ToolCallUpdate,
 };
-use kandev_api_types::{Notification, SessionEvent};
+use kandev_api_types::{Notification, SessionEvent, UsageMetaDto};
+use kandev_domain::message_meta::{
+    ErrorMeta, KnownToolContent, MessageMeta, PlanEntryMeta, PlanMeta, StatusNote, ToolCallMeta,
+    ToolContent, ToolLocation, UsageMeta,
+};
 use kandev_domain::transcript::{Message, MessageKind};
 use kandev_store::{SessionUpdate as Update, TurnUsagePart, WriteTx};
 use serde_json::{Value, json};
@@ -37,40 +41,56 @@ fn text_of(content: &ContentBlock) -> String {
     }
 }
 
-fn tool_content_json(content: &[ToolCallContent]) -> Value {
-    Value::Array(
-        content
-            .iter()
-            .map(|c| match c {
-                ToolCallContent::Content(block) => json!({ "type": "content", "text": text_of(block) }),
-                ToolCallContent::Diff { path, old_text, new_text } => {
-                    json!({ "type": "diff", "path": path, "old_text": old_text, "new_text": new_text })
-                }
-                ToolCallContent::Terminal { terminal_id } => json!({ "type": "terminal", "terminal_id": terminal_id }),
-                ToolCallContent::Other { raw, .. } => raw.clone(),
-            })
-            .collect(),
-    )
+fn tool_content(content: &[ToolCallContent]) -> Vec<ToolContent> {
+    content
+        .iter()
+        .map(|c| match c {
+            ToolCallContent::Content(block) => {
+                ToolContent::Known(KnownToolContent::Content { text: text_of(block) })
+            }
+            ToolCallContent::Diff { path, old_text, new_text } => {
+                ToolContent::Known(KnownToolContent::Diff {
+                    path: path.clone(),
+                    old_text: old_text.clone(),
+                    new_text: new_text.clone(),
+                })
+            }
+            ToolCallContent::Terminal { terminal_id } => {
+                ToolContent::Known(KnownToolContent::Terminal { terminal_id: terminal_id.clone() })
+            }
+            ToolCallContent::Other { raw, .. } => ToolContent::Other(raw.clone()),
+        })
+        .collect()
 }
 
-fn tool_call_metadata(call: &ToolCall) -> Value {
-    json!({
-        "tool_call_id": call.tool_call_id,
-        "title": call.title,
-        "kind": call.kind.as_str(),
-        "status": call.status.as_str(),
-        "content": tool_content_json(&call.content),
-        "locations": call.locations.iter().map(|l| json!({ "path": l.path, "line": l.line })).collect::<Vec<_>>(),
-        "raw_input": call.raw_input,
+fn tool_call_meta(call: &ToolCall) -> MessageMeta {
+    MessageMeta::ToolCall(ToolCallMeta {
+        tool_call_id: call.tool_call_id.clone(),
+        title: call.title.clone(),
+        kind: call.kind.as_str().to_owned(),
+        status: call.status.as_str().to_owned(),
+        content: tool_content(&call.content),
+        locations: call
+            .locations
+            .iter()
+            .map(|l| ToolLocation { path: l.path.clone(), line: l.line })
+            .collect(),
+        raw_input: call.raw_input.clone(),
+        raw_output: None,
+        terminals: Default::default(),
     })
 }
 
-fn plan_metadata(entries: &[PlanEntry]) -> Value {
-    let list: Vec<Value> = entries
+fn plan_meta(entries: &[PlanEntry]) -> MessageMeta {
+    let entries = entries
         .iter()
-        .map(|e| json!({ "content": e.content, "priority": e.priority.as_str(), "status": e.status.as_str() }))
+        .map(|e| PlanEntryMeta {
+            content: e.content.clone(),
+            priority: e.priority.as_str().to_owned(),
+            status: e.status.as_str().to_owned(),
+        })
         .collect();
-    json!({ "entries": list })
+    MessageMeta::Plan(PlanMeta { entries })
 }
 
 impl SessionActor {
@@ -165,7 +185,7 @@ impl SessionActor {
         );
         self.commit(
             Update { last_error: Some(Some(error)), ..Update::default() },
-            Some((MessageKind::Error, text, json!({ "code": "agent_protocol_error" }))),
+            Some((text, ErrorMeta::code("agent_protocol_error").into())),
         )
         .await
     }
@@ -177,7 +197,7 @@ impl SessionActor {
             update if kandev_acp::quirks::is_noise_chunk(&update) => {
                 let SessionUpdate::AgentMessageChunk { content } = update else { return Ok(()) };
                 let text = text_of(&content).trim().to_owned();
-                self.add(MessageKind::Status, &text, json!({ "reason": "agent_warning" })).await
+                self.add(&text, StatusNote::AgentWarning.into()).await
             }
             SessionUpdate::AgentMessageChunk { content } => {
                 self.stream(MessageKind::Agent, &text_of(&content), before).await
@@ -188,22 +208,24 @@ impl SessionActor {
             SessionUpdate::UserMessageChunk { .. } => Ok(()), // user messages are recorded when sent
             SessionUpdate::ToolCall(call) => self.on_tool_call(call).await,
             SessionUpdate::ToolCallUpdate(update) => self.on_tool_call_update(update).await,
-            SessionUpdate::Plan { entries } => {
-                self.add(MessageKind::Plan, "", plan_metadata(&entries)).await
-            }
+            SessionUpdate::Plan { entries } => self.add("", plan_meta(&entries)).await,
             SessionUpdate::UsageUpdate { used, size, cost, .. } => {
-                let usage = json!({ "used": used, "size": size, "cost": cost });
+                let usage = UsageMeta { used, size, cost };
+                let event_usage = UsageMetaDto::from(&usage);
+                let meta = MessageMeta::Usage(usage.clone());
+                let text = meta.to_json();
                 let mut tx = self.begin_write().await?;
                 self.write(
                     &mut tx,
-                    Update { context_window: Some(Some(usage.to_string())), ..Update::default() },
+                    Update { context_window: Some(Some(usage)), ..Update::default() },
                 )
                 .await?;
-                self.add_in(&mut tx, MessageKind::Usage, "", usage.clone()).await?;
+                self.add_in(&mut tx, "", meta).await?;
                 if let Some(turn) = self.phase.turn() {
-                    tx.set_turn_usage(&turn.id, TurnUsagePart::Context, &usage.to_string()).await?;
+                    tx.set_turn_usage(&turn.id, TurnUsagePart::Context, &text).await?;
                 }
-                let event = SessionEvent::Usage { session_id: self.session.id.to_string(), usage };
+                let session_id = self.session.id.to_string();
+                let event = SessionEvent::Usage { session_id, usage: event_usage };
                 publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
                 self.finish(tx).await?;
                 Ok(())
@@ -258,9 +280,9 @@ impl SessionActor {
     }
 
     /// Adds a message to the open turn (or outside a turn) in its own transaction.
-    async fn add(&mut self, kind: MessageKind, content: &str, metadata: Value) -> Result<()> {
+    async fn add(&mut self, content: &str, meta: MessageMeta) -> Result<()> {
         let mut tx = self.begin_write().await?;
-        self.add_in(&mut tx, kind, content, metadata).await?;
+        self.add_in(&mut tx, content, meta).await?;
         self.finish(tx).await?;
         Ok(())
     }
@@ -268,13 +290,11 @@ impl SessionActor {
     pub(super) async fn add_in(
         &mut self,
         tx: &mut WriteTx,
-        kind: MessageKind,
         content: &str,
-        metadata: Value,
+        meta: MessageMeta,
     ) -> Result<Message> {
         let turn_id = self.phase.turn().map(|t| t.id.clone());
-        let message =
-            add_message(tx, &self.session, turn_id.as_ref(), kind, content, metadata).await?;
+        let message = add_message(tx, &self.session, turn_id.as_ref(), content, meta).await?;
         if let Some(turn) = self.phase.turn_mut() {
             turn.streaming = None;
         }
@@ -391,9 +411,7 @@ impl SessionActor {
 
     async fn on_tool_call(&mut self, call: ToolCall) -> Result<()> {
         let mut tx = self.begin_write().await?;
-        let message = self
-            .add_in(&mut tx, MessageKind::ToolCall, &call.title, tool_call_metadata(&call))
-            .await?;
+        let message = self.add_in(&mut tx, &call.title, tool_call_meta(&call)).await?;
         self.finish(tx).await?;
         self.follow_terminals(&message.id, &terminal_ids(&call.content));
         if let Some(turn) = self.phase.turn_mut() {
@@ -410,27 +428,28 @@ impl SessionActor {
             return Ok(());
         };
         let message = self.inner.store.get_message(&id).await?;
-        let mut metadata: serde_json::Map<String, Value> =
-            serde_json::from_str(&message.metadata).unwrap_or_default();
+        let MessageMeta::ToolCall(mut call) = message.meta else {
+            let corrupt = format!("message {id} is not a tool call");
+            return Err(EngineError::Store(kandev_store::StoreError::Corrupt(corrupt)));
+        };
         if let Some(title) = &update.title {
-            metadata.insert("title".into(), json!(title));
+            call.title = title.clone();
         }
         if let Some(kind) = &update.kind {
-            metadata.insert("kind".into(), json!(kind.as_str()));
+            call.kind = kind.as_str().to_owned();
         }
         if let Some(status) = &update.status {
-            metadata.insert("status".into(), json!(status.as_str()));
+            call.status = status.as_str().to_owned();
         }
         if let Some(content) = &update.content {
-            metadata.insert("content".into(), tool_content_json(content));
+            call.content = tool_content(content);
         }
         if let Some(output) = &update.raw_output {
-            metadata.insert("raw_output".into(), output.clone());
+            call.raw_output = Some(output.clone());
         }
         let mut tx = self.begin_write().await?;
-        let message = tx
-            .set_message(&id, update.title.as_deref(), &Value::Object(metadata).to_string())
-            .await?;
+        let meta = MessageMeta::ToolCall(call);
+        let message = tx.set_message(&id, update.title.as_deref(), &meta).await?;
         publish::message_changed(&mut tx, &self.session, &message).await?;
         self.finish(tx).await?;
         if let Some(content) = &update.content {

@@ -64,7 +64,10 @@ impl SessionActor {
             }
             Applied::Config { id, value } => {
                 let mut current: serde_json::Map<String, serde_json::Value> =
-                    serde_json::from_str(&self.session.config_options).unwrap_or_default();
+                    serde_json::from_str(&self.session.config_options).map_err(|e| {
+                        let what = format!("session {} config_options: {e}", self.session.id);
+                        EngineError::Store(kandev_store::StoreError::Corrupt(what))
+                    })?;
                 match options {
                     Some(list) => current.extend(list.into_iter().map(|o| (o.id, o.current_value))),
                     None => {

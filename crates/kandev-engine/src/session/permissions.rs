@@ -4,8 +4,9 @@
 
 use kandev_acp::{Outcome, PermissionOption};
 use kandev_api_types::{MessageDto, Notification, SessionEvent};
+use kandev_domain::message_meta::{MessageMeta, PermissionMeta, PermissionOptionMeta};
 use kandev_domain::notify::NotificationKind;
-use kandev_domain::transcript::{Message, MessageKind};
+use kandev_domain::transcript::Message;
 use kandev_store::WriteTx;
 use serde_json::{Value, json};
 
@@ -14,13 +15,15 @@ use crate::error::{EngineError, Result};
 use crate::publish;
 use crate::session::state::{PendingPermission, SessionActor};
 
-fn options_json(options: &[PermissionOption]) -> Value {
-    Value::Array(
-        options
-            .iter()
-            .map(|o| json!({ "option_id": o.option_id, "name": o.name, "kind": o.kind.as_str() }))
-            .collect(),
-    )
+fn options_meta(options: &[PermissionOption]) -> Vec<PermissionOptionMeta> {
+    options
+        .iter()
+        .map(|o| PermissionOptionMeta {
+            option_id: o.option_id.clone(),
+            name: o.name.clone(),
+            kind: o.kind.as_str().to_owned(),
+        })
+        .collect()
 }
 
 impl SessionActor {
@@ -37,10 +40,16 @@ impl SessionActor {
         let at = self.handled();
         self.set_handled(from);
         let request_id = uuid::Uuid::new_v4().to_string();
-        let metadata = json!({ "request_id": request_id, "options": options_json(&options), "status": "pending", "tool_call": raw });
+        let meta = MessageMeta::PermissionRequest(PermissionMeta {
+            request_id: request_id.clone(),
+            options: options_meta(&options),
+            status: "pending".to_owned(),
+            tool_call: raw,
+            selected_option_id: None,
+            answered_by: None,
+        });
         let mut tx = self.begin_write().await?;
-        let message =
-            self.add_in(&mut tx, MessageKind::PermissionRequest, &title, metadata).await?;
+        let message = self.add_in(&mut tx, &title, meta).await?;
         let event = SessionEvent::PermissionRequested {
             session_id: self.session.id.to_string(),
             request_id: request_id.clone(),
@@ -182,17 +191,17 @@ impl SessionActor {
         option_id: Option<&str>,
         by: &str,
     ) -> Result<Message> {
-        let message = self.inner.store.get_message(id).await?;
-        let mut metadata: serde_json::Map<String, Value> =
-            serde_json::from_str(&message.metadata).unwrap_or_default();
-        metadata.insert("status".into(), json!(status));
-        metadata.insert("selected_option_id".into(), json!(option_id));
-        metadata.insert("answered_by".into(), json!(by));
-        let message = tx.set_message(id, None, &Value::Object(metadata).to_string()).await?;
+        let mut meta = self.inner.store.get_message(id).await?.meta;
+        let MessageMeta::PermissionRequest(request) = &mut meta else {
+            let corrupt = format!("message {id} is not a permission request");
+            return Err(EngineError::Store(kandev_store::StoreError::Corrupt(corrupt)));
+        };
+        request.status = status.to_owned();
+        request.selected_option_id = option_id.map(str::to_owned);
+        request.answered_by = Some(by.to_owned());
+        let request_id = Some(request.request_id.clone());
+        let message = tx.set_message(id, None, &meta).await?;
         publish::message_changed(tx, &self.session, &message).await?;
-        let request_id = serde_json::from_str::<Value>(&message.metadata)
-            .ok()
-            .and_then(|m| m["request_id"].as_str().map(str::to_owned));
         let (session_id, status) = (self.session.id.to_string(), status.to_owned());
         let option_id = option_id.map(str::to_owned);
         let event = if status == "expired" {

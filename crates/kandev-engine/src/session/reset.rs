@@ -6,8 +6,8 @@
 
 use std::path::PathBuf;
 
+use kandev_domain::message_meta::{ErrorMeta, StatusNote};
 use kandev_domain::session::SessionState;
-use kandev_domain::transcript::MessageKind;
 use kandev_domain::workflow::{EntryCause, Step};
 use kandev_store::SessionUpdate;
 use serde_json::json;
@@ -253,7 +253,7 @@ impl SessionActor {
         let text = divider(plan.step.as_deref());
         let mut tx = self.begin_write().await?;
         tx.clear_reset(&self.session.id).await?;
-        let note = (MessageKind::Status, text, json!({ "reason": "context_reset" }));
+        let note = (text, StatusNote::ContextReset.into());
         self.commit_tx(tx, SessionUpdate::default(), Some(note)).await?;
         if let Some(step) = plan.step {
             self.run_entry_actions(*step, plan.then, plan.cause).await?;
@@ -292,8 +292,7 @@ impl SessionActor {
             SessionUpdate { state, last_error: Some(Some(error)), ..SessionUpdate::default() };
         let mut tx = self.begin_write().await?;
         tx.clear_reset(&self.session.id).await?;
-        let note =
-            (MessageKind::Error, message, json!({ "code": "workflow_context_reset_failed" }));
+        let note = (message, ErrorMeta::code("workflow_context_reset_failed").into());
         self.commit_tx(tx, update, Some(note)).await
     }
 }

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use kandev_acp::{TerminalAnswer, TerminalExitStatus, TerminalRequest, TerminalResponder};
 use kandev_domain::MessageId;
+use kandev_domain::message_meta::{MessageMeta, TerminalMeta};
 use kandev_runtime::confine::{PathError, Root};
 use kandev_runtime::terminal::{
     CommandSpec, DEFAULT_OUTPUT_LIMIT, TerminalExit, TerminalOutput, run_command,
 };
-use serde_json::{Value, json};
 
 use crate::error::Result;
 use crate::files::{FAILED, REFUSED};
@@ -51,14 +51,14 @@ fn confined_cwd(root: &str, cwd: Option<&str>) -> std::result::Result<Root, (i64
 }
 
 /// A terminal's state as kept in its tool call's metadata.
-fn output_json(output: &TerminalOutput) -> Value {
-    json!({
-        "output": output.output,
-        "truncated": output.truncated,
-        "exit_code": output.exit.as_ref().and_then(|e| e.exit_code),
-        "signal": output.exit.as_ref().and_then(|e| e.signal.clone()),
-        "exited": output.exit.is_some(),
-    })
+fn output_meta(output: &TerminalOutput) -> TerminalMeta {
+    TerminalMeta {
+        output: output.output.clone(),
+        truncated: output.truncated,
+        exit_code: output.exit.as_ref().and_then(|e| e.exit_code).map(i64::from),
+        signal: output.exit.as_ref().and_then(|e| e.signal.clone()),
+        exited: output.exit.is_some(),
+    }
 }
 
 impl SessionActor {
@@ -218,15 +218,16 @@ impl SessionActor {
         terminal_id: String,
         output: TerminalOutput,
     ) -> Result<()> {
-        let stored = self.inner.store.get_message(&message).await?;
-        let mut metadata: serde_json::Map<String, Value> =
-            serde_json::from_str(&stored.metadata).unwrap_or_default();
-        let terminals = metadata.entry("terminals").or_insert_with(|| json!({}));
-        if let Some(terminals) = terminals.as_object_mut() {
-            terminals.insert(terminal_id, output_json(&output));
-        }
+        let mut meta = self.inner.store.get_message(&message).await?.meta;
+        let MessageMeta::ToolCall(call) = &mut meta else {
+            let corrupt = format!("message {message} is not a tool call");
+            return Err(crate::error::EngineError::Store(kandev_store::StoreError::Corrupt(
+                corrupt,
+            )));
+        };
+        call.terminals.insert(terminal_id, output_meta(&output));
         let mut tx = self.begin_write().await?;
-        let changed = tx.set_message(&message, None, &Value::Object(metadata).to_string()).await?;
+        let changed = tx.set_message(&message, None, &meta).await?;
         publish::message_changed(&mut tx, &self.session, &changed).await?;
         self.finish(tx).await?;
         Ok(())

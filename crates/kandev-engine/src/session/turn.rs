@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use kandev_acp::{AcpError, ContentBlock, PromptResponse};
 use kandev_api_types::{Notification, SessionEvent};
 use kandev_domain::attachment::AttachmentRef;
+use kandev_domain::message_meta::{ErrorMeta, MessageMeta, StatusNote, UserMeta};
 use kandev_domain::notify::NotificationKind;
 use kandev_domain::session::SessionState;
-use kandev_domain::transcript::{LastError, Message, MessageKind};
+use kandev_domain::transcript::{LastError, Message};
 use kandev_domain::{QueuedPromptId, TurnId};
 use kandev_store::{NewMessage, SessionUpdate, TurnUsagePart, WriteTx};
 use serde_json::json;
@@ -115,9 +116,8 @@ impl SessionActor {
         let new = NewMessage {
             session_id: self.session.id.clone(),
             turn_id: None,
-            kind: MessageKind::User,
             content,
-            metadata: crate::attachments::metadata(&attachments).to_string(),
+            meta: MessageMeta::User(UserMeta { attachments }),
             client_message_id,
         };
         let message = tx.insert_message(&new).await?;
@@ -370,18 +370,16 @@ impl SessionActor {
             tx.set_turn_usage(turn_id, TurnUsagePart::Tokens, &tokens.to_string()).await?;
         }
         if let Some(text) = note {
-            let metadata = json!({ "reason": stop_reason });
-            let kind = MessageKind::Status;
-            add_message(tx, &self.session, Some(turn_id), kind, text, metadata).await?;
+            // Only a turn the user cancelled has a note (`Ending::CancelledByUser`).
+            add_message(tx, &self.session, Some(turn_id), text, StatusNote::Cancelled).await?;
         }
         let mut update = SessionUpdate {
             state: Some(SessionState::WaitingForInput),
             ..SessionUpdate::default()
         };
         if let Some((last_error, text)) = error {
-            let metadata = json!({ "code": last_error.code });
-            let kind = MessageKind::Error;
-            add_message(tx, &self.session, Some(turn_id), kind, text, metadata).await?;
+            let meta = ErrorMeta::code(&last_error.code);
+            add_message(tx, &self.session, Some(turn_id), text, meta).await?;
             update.last_error = Some(Some(last_error.clone()));
         }
         self.write(tx, update).await?;
@@ -444,7 +442,7 @@ impl SessionActor {
                 "no output from the agent for {:.1} minutes; it may be stuck (you can cancel the turn)",
                 stall.as_secs_f64() / 60.0
             );
-            let note = (MessageKind::Status, note, json!({ "reason": "stall" }));
+            let note = (note, StatusNote::Stall.into());
             let result = self.commit(SessionUpdate::default(), Some(note)).await;
             self.log("noting a stall", result);
         }
@@ -483,7 +481,7 @@ impl PromptSource {
             message.content.clone()
         };
         let mut blocks = vec![ContentBlock::text(text)];
-        let attached = crate::attachments::of_metadata(&message.metadata);
+        let attached = message.meta.attachments().to_vec();
         if !attached.is_empty() {
             // A copy the agent is linked to is written on the agent's host.
             // Why the host cannot be reached is for the server log, not the agent.

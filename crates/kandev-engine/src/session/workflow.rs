@@ -7,12 +7,12 @@
 use std::collections::VecDeque;
 
 use kandev_domain::StepId;
+use kandev_domain::message_meta::{ErrorMeta, StatusNote};
 use kandev_domain::session::SessionState;
 use kandev_domain::workflow::{
     Action, EntryCause, Step, Trigger, Workflow, first_move, step_prompt,
 };
 
-use kandev_domain::transcript::MessageKind;
 use kandev_store::SessionUpdate;
 use serde_json::json;
 
@@ -89,13 +89,13 @@ impl SessionActor {
                         expand_saved_prompts(&self.inner.store, &self.task, prompt).await?;
                     let missing = expanded.missing;
                     if !missing.is_empty() {
-                        let metadata =
-                            json!({ "reason": "unknown_saved_prompt", "names": missing });
-                        self.note(missing_prompts_note(&missing), metadata, None).await?;
+                        let text = missing_prompts_note(&missing);
+                        let note = StatusNote::UnknownSavedPrompt { names: missing };
+                        self.note(text, note, None).await?;
                     }
                     if let Some(too_large) = expanded.too_large {
-                        let metadata = json!({ "reason": "saved_prompts_too_large" });
-                        self.note(too_large_note(too_large), metadata, None).await?;
+                        let note = StatusNote::SavedPromptsTooLarge;
+                        self.note(too_large_note(too_large), note, None).await?;
                     }
                     let request = PromptRequest::text(expanded.text);
                     match Box::pin(self.admit(request, "workflow")).await {
@@ -163,13 +163,14 @@ impl SessionActor {
                 );
                 let update =
                     SessionUpdate { last_error: Some(Some(error)), ..SessionUpdate::default() };
-                let note =
-                    (MessageKind::Error, message, json!({ "code": "ship_failed", "action": name }));
+                let meta =
+                    ErrorMeta { action: Some(name.to_owned()), ..ErrorMeta::code("ship_failed") };
+                let note = (message, meta.into());
                 return self.commit(update, Some(note)).await;
             }
         };
         let text = format!("workflow step {}: {done}", step.name);
-        let note = (MessageKind::Status, text, json!({ "reason": "ship_action", "action": name }));
+        let note = (text, StatusNote::ShipAction { action: name.to_owned() }.into());
         self.commit(SessionUpdate::default(), Some(note)).await?;
         self.task = self.inner.store.get_task(&self.task.id).await?;
         if self.task.step_id != step.id {

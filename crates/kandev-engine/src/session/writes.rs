@@ -2,15 +2,16 @@
 //! check, compare-and-set on the epoch, notifications), keeping its copy of the row, with an
 //! optional transcript note in the same transaction.
 
-use kandev_domain::transcript::{LastError, MessageKind};
+use kandev_domain::message_meta::{MessageMeta, StatusNote};
+use kandev_domain::transcript::LastError;
 use kandev_store::{SessionUpdate, StoreError, WriteTx};
 
 use crate::error::Result;
 use crate::session::state::SessionActor;
 use crate::write::{add_message, write_session};
 
-/// A transcript note: its kind, text and metadata.
-pub(crate) type Note = (MessageKind, String, serde_json::Value);
+/// A transcript note: its text and metadata (whose variant is its kind).
+pub(crate) type Note = (String, MessageMeta);
 
 impl SessionActor {
     /// Writes `update` in the caller's transaction and keeps the written row.
@@ -78,9 +79,9 @@ impl SessionActor {
         note: Option<Note>,
     ) -> Result<()> {
         self.write(&mut tx, update).await?;
-        if let Some((kind, text, metadata)) = note {
+        if let Some((text, meta)) = note {
             let turn = self.phase.turn().map(|t| t.id.clone());
-            add_message(&mut tx, &self.session, turn.as_ref(), kind, &text, metadata).await?;
+            add_message(&mut tx, &self.session, turn.as_ref(), &text, meta).await?;
             if let Some(turn) = self.phase.turn_mut() {
                 turn.streaming = None;
             }
@@ -90,19 +91,14 @@ impl SessionActor {
     }
 
     /// A status message from outside the agent's output (an MCP note), fenced by `epoch`.
-    pub async fn note(
-        &mut self,
-        text: String,
-        metadata: serde_json::Value,
-        epoch: Option<i64>,
-    ) -> Result<()> {
+    pub async fn note(&mut self, text: String, note: StatusNote, epoch: Option<i64>) -> Result<()> {
         if epoch.is_some_and(|e| e != self.session.epoch) {
             return Err(crate::error::EngineError::Conflict(
                 "the session moved on to a newer execution; this note was not added".into(),
             ));
         }
         let tx = self.begin_write().await?;
-        let note = (MessageKind::Status, text, metadata);
+        let note = (text, note.into());
         self.commit_tx(tx, SessionUpdate::default(), Some(note)).await
     }
 

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use kandev_domain::message_meta::StatusNote;
 use kandev_domain::ship::{PrState, PullRequest};
 use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::git;
@@ -150,15 +151,19 @@ async fn pr_attention(
     let session = tx.get_session(session_id).await?;
     let (number, state) = (pr.number, pr.state.as_str());
     let text = format!("pull request #{number} is {state} (was {})", was.as_str());
-    let data = json!({
-        "repository_id": pr.repository_id.to_string(),
-        "number": number,
-        "url": pr.url,
-        "state": state,
-        "was": was.as_str(),
-    });
-    let kind = kandev_domain::transcript::MessageKind::Status;
-    let note = crate::write::add_message(tx, &session, None, kind, &text, data.clone()).await?;
+    let note = StatusNote::PullRequest {
+        repository_id: pr.repository_id.to_string(),
+        number,
+        url: pr.url.clone(),
+        state: state.to_owned(),
+        was: was.as_str().to_owned(),
+    };
+    // The notification's data: the note's facts (its `reason` aside).
+    let mut data = serde_json::to_value(&note).unwrap_or_default();
+    if let Some(fields) = data.as_object_mut() {
+        fields.remove("reason");
+    }
+    let note = crate::write::add_message(tx, &session, None, &text, note).await?;
     let title = format!("{}: {text}", task.title);
     let notification = kandev_domain::notify::NotificationKind::PrStateChanged;
     crate::publish::attention(tx, notification, &session, note.seq, title, data).await

@@ -16,8 +16,9 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use kandev_domain::message_meta::{MessageMeta, StatusNote};
 use kandev_domain::task::Task;
-use kandev_domain::transcript::{MessageKind, Session};
+use kandev_domain::transcript::Session;
 use kandev_domain::workspace::Repository;
 use kandev_runtime::git::{self, GitError, OnExistingBranch, WorktreeSpec};
 use kandev_runtime::runner::ssh::SshRunner;
@@ -240,13 +241,12 @@ async fn prepare_repository(
                     "working in the task's worktree {} on branch {}",
                     record.path, record.branch
                 );
-                let metadata = json!({
-                    "reason": "worktree_reused",
-                    "repository_id": repository.id.to_string(),
-                    "path": record.path,
-                    "branch": record.branch,
-                });
-                status(inner, session, &text, metadata).await?;
+                let note = StatusNote::WorktreeReused {
+                    repository_id: repository.id.to_string(),
+                    path: record.path.clone(),
+                    branch: record.branch.clone(),
+                };
+                status(inner, session, &text, note).await?;
             }
             record
         }
@@ -308,24 +308,15 @@ async fn run_setup(
 ) -> Result<std::result::Result<(), Failure>> {
     let name = &repository.name;
     let metadata = |outcome: &str, exit_code: Option<i32>| {
-        json!({
-            "reason": "setup_script",
-            "repository_id": repository.id.to_string(),
-            "status": outcome,
-            "exit_code": exit_code,
+        MessageMeta::from(StatusNote::SetupScript {
+            repository_id: repository.id.to_string(),
+            status: outcome.to_owned(),
+            exit_code,
         })
     };
     let mut tx = inner.store.begin_write().await?;
     let running = format!("setup script of {name} running:\n");
-    let message = add_message(
-        &mut tx,
-        session,
-        None,
-        MessageKind::Status,
-        &running,
-        metadata("running", None),
-    )
-    .await?;
+    let message = add_message(&mut tx, session, None, &running, metadata("running", None)).await?;
     tx.commit().await?;
     let (live, chunks) = tokio::sync::mpsc::channel(64);
     let timeout = inner.config.setup_timeout;
@@ -386,7 +377,7 @@ async fn run_setup(
     if result.is_ok() {
         tx.mark_worktree_setup_done(&record.id).await?;
     }
-    let message = tx.set_message(&message.id, Some(&text), &outcome.to_string()).await?;
+    let message = tx.set_message(&message.id, Some(&text), &outcome).await?;
     publish::message_changed(&mut tx, session, &message).await?;
     tx.commit().await?;
     Ok(result)
@@ -565,17 +556,16 @@ async fn create(
             text.push_str(&format!("; copying files failed: {err}"));
         }
     }
-    let metadata = json!({
-        "reason": "worktree_created",
-        "repository_id": repository.id.to_string(),
-        "path": path,
-        "branch": worktree.branch,
-        "base_commit": worktree.base_commit,
-    });
+    let note = StatusNote::WorktreeCreated {
+        repository_id: repository.id.to_string(),
+        path: path.to_owned(),
+        branch: worktree.branch.clone(),
+        base_commit: worktree.base_commit.clone(),
+    };
     let recorded = async {
         let mut tx = inner.store.begin_write().await?;
         let record = tx.insert_worktree(&new).await?;
-        add_message(&mut tx, session, None, MessageKind::Status, &text, metadata).await?;
+        add_message(&mut tx, session, None, &text, note).await?;
         tx.commit().await?;
         Ok::<_, EngineError>(record)
     }
@@ -615,14 +605,9 @@ pub(crate) async fn mirror(
         .map_err(|e| e.to_string())
 }
 
-async fn status(
-    inner: &Inner,
-    session: &Session,
-    text: &str,
-    metadata: serde_json::Value,
-) -> Result<()> {
+async fn status(inner: &Inner, session: &Session, text: &str, note: StatusNote) -> Result<()> {
     let mut tx = inner.store.begin_write().await?;
-    add_message(&mut tx, session, None, MessageKind::Status, text, metadata).await?;
+    add_message(&mut tx, session, None, text, note).await?;
     tx.commit().await?;
     Ok(())
 }

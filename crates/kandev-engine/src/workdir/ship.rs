@@ -16,6 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use kandev_domain::message_meta::StatusNote;
 use kandev_domain::ship::{
     DiffSide, GitStatus, MergeStrategy, PrState, PullRequest, ReviewComment, diff_hash, quote_line,
     review_prompt,
@@ -25,7 +26,6 @@ use kandev_domain::{RepositoryId, SessionId, TaskId};
 use kandev_runtime::git;
 use kandev_runtime::site::Site;
 use kandev_store::WorktreeRecord;
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{PromptOutcome, PromptRequest};
@@ -109,12 +109,11 @@ async fn cleanup_note(
     text: &str,
     status: &str,
 ) {
-    let metadata = json!({
-        "reason": "cleanup_script",
-        "repository_id": repository.id.to_string(),
-        "status": status,
-    });
-    if let Err(err) = status_message(inner, &record.task_id, text, metadata).await {
+    let note = StatusNote::CleanupScript {
+        repository_id: repository.id.to_string(),
+        status: status.to_owned(),
+    };
+    if let Err(err) = status_message(inner, &record.task_id, text, note).await {
         tracing::warn!(error = %err, "recording the cleanup script's outcome failed");
     }
 }
@@ -178,8 +177,8 @@ impl Engine {
         if !kandev_domain::account::names_someone(by) {
             return;
         }
-        let metadata = json!({ "reason": "ship_by", "action": action, "by": by });
-        if let Err(err) = status_message(&self.inner, task_id, &text, metadata).await {
+        let note = StatusNote::ShipBy { action: action.to_owned(), by: by.to_owned() };
+        if let Err(err) = status_message(&self.inner, task_id, &text, note).await {
             tracing::warn!(error = %err, "recording who shipped failed");
         }
     }

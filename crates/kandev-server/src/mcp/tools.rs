@@ -14,6 +14,7 @@ use std::sync::Arc;
 use kandev_api_types::actions;
 use kandev_api_types::requests::{ById, TaskCreate, TaskList, TaskMove, TaskUpdate};
 use kandev_api_types::{ErrorCode, TaskCardDto, TaskDto};
+use kandev_domain::message_meta::StatusNote;
 use kandev_domain::question::QuestionStatus;
 use kandev_domain::task::Task;
 use kandev_domain::workflow::{Action, Step, Workflow};
@@ -554,7 +555,7 @@ impl Call<'_> {
             Some(summary) => format!("step {here_name:?} done: {summary}"),
             None => format!("step {here_name:?} done"),
         };
-        let metadata = json!({ "reason": "complete_step", "step": here_name });
+        let metadata = StatusNote::CompleteStep { step: here_name };
         // A workflow move: the agent finished the step, so `allow_manual_move` does not apply.
         // Made only from the step it finished: a person who moved the task meanwhile wins, and
         // then there is no note either.
@@ -580,8 +581,8 @@ impl Call<'_> {
         if text.len() > 64 * 1024 {
             return Err(ApiError::validation("text is longer than 64 KiB; shorten it"));
         }
-        let metadata = json!({ "reason": "mcp_note" });
-        self.state.engine().add_note(&session.id, text, metadata, session.epoch).await?;
+        let note = StatusNote::McpNote;
+        self.state.engine().add_note(&session.id, text, note, session.epoch).await?;
         Ok(json!({ "added": true }))
     }
 

@@ -49,9 +49,8 @@ pub async fn new_message(store: &Store, session: &SessionId, first: &str) -> Mes
         .insert_message(&NewMessage {
             session_id: session.clone(),
             turn_id: None::<TurnId>,
-            kind: MessageKind::Agent,
             content: first.into(),
-            metadata: "{}".into(),
+            meta: kandev_domain::message_meta::MessageMeta::empty(MessageKind::Agent),
             client_message_id: None,
         })
         .await

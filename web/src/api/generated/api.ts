@@ -104,11 +104,15 @@ files: Array<string>, };
 
 export type Empty = Record<symbol, never>;
 
+export type EmptyMetaDto = Record<symbol, never>;
+
 export type EnvVarDto = { name: string, value: string, };
 
 export type ErrorBody = { code: ErrorCode, message: string, details?: JsonValue | null, };
 
 export type ErrorCode = "BAD_REQUEST" | "VALIDATION_ERROR" | "NOT_FOUND" | "CONFLICT" | "BUSY" | "QUEUE_FULL" | "RESET_IN_PROGRESS" | "ALREADY_RESOLVED" | "UNAUTHORIZED" | "FORBIDDEN" | "UNAVAILABLE" | "INTERNAL_ERROR" | "UNKNOWN_ACTION" | "RATE_LIMITED";
+
+export type ErrorMetaDto = { code?: string, action?: string, stderr?: string, };
 
 export type EventsDto = { on_enter: Array<ActionDto>, on_turn_start: Array<ActionDto>, on_turn_complete: Array<ActionDto>, on_exit: Array<ActionDto>, on_pr_merged: Array<ActionDto>, on_pr_closed: Array<ActionDto>, };
 
@@ -173,7 +177,7 @@ attachments?: Array<AttachmentDto>, };
 
 export type MessageAdded = { "status": "sent", message: MessageDto, } | { "status": "duplicate", message: MessageDto, } | { "status": "queued", queued: QueuedPromptDto, };
 
-export type MessageDto = { id: string, session_id: string, turn_id: string | null, seq: number, kind: MessageKindDto, content: string, metadata: JsonValue, client_message_id: string | null, created_at: string, updated_at: string, };
+export type MessageDto = { id: string, session_id: string, turn_id: string | null, seq: number, content: string, client_message_id: string | null, created_at: string, updated_at: string, } & ({ "kind": "user", "metadata": UserMetaDto } | { "kind": "agent", "metadata": EmptyMetaDto } | { "kind": "thought", "metadata": EmptyMetaDto } | { "kind": "tool_call", "metadata": ToolCallMetaDto } | { "kind": "plan", "metadata": PlanMetaDto } | { "kind": "usage", "metadata": UsageMetaDto } | { "kind": "status", "metadata": StatusMetaDto } | { "kind": "error", "metadata": ErrorMetaDto } | { "kind": "permission_request", "metadata": PermissionMetaDto });
 
 export type MessageKindDto = "user" | "agent" | "thought" | "tool_call" | "plan" | "usage" | "status" | "error" | "permission_request";
 
@@ -203,7 +207,19 @@ export type NotificationsEvent = { "action": "notification.created", "payload": 
 
 export type Page = { limit?: number, cursor?: string, };
 
+export type PermissionMetaDto = { request_id: string, options: Array<PermissionOptionDto>, status: string, 
+/**
+ * The tool call the agent asks about, as it sent it.
+ */
+tool_call: JsonValue, selected_option_id?: string, answered_by?: string, };
+
+export type PermissionOptionDto = { option_id: string, name: string, kind: string, };
+
 export type PermissionRespond = { session_id: string, request_id: string, option_id?: string, cancelled?: boolean, };
+
+export type PlanEntryDto = { content: string, priority: string, status: string, };
+
+export type PlanMetaDto = { entries: Array<PlanEntryDto>, };
 
 export type ProfileCreate = { name: string, kind: AgentKindDto, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, model?: string, mode?: string, auto_approve?: boolean, 
 /**
@@ -314,13 +330,17 @@ export type SessionDto = { id: string, task_id: string, agent_profile_id: string
 /**
  * The name a person gave it (`session.rename`), if any.
  */
-name: string | null, state: SessionStateDto, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, context_window: JsonValue, agent_info: JsonValue, cwd: string, 
+name: string | null, state: SessionStateDto, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, 
+/**
+ * The agent's latest usage report, if any.
+ */
+context_window: UsageMetaDto | null, agent_info: JsonValue, cwd: string, 
 /**
  * The agent's slash commands (its latest `available_commands_update`).
  */
 available_commands: Array<AvailableCommandDto>, created_at: string, updated_at: string, };
 
-export type SessionEvent = { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.updated", "payload": { session: SessionDto, } } | { "action": "session.state_changed", "payload": { session: SessionDto, } } | { "action": "session.mode_changed", "payload": { session: SessionDto, } } | { "action": "session.config_changed", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.error", "payload": { session_id: string, last_error: LastErrorDto | null, } } | { "action": "session.turn.started", "payload": { session_id: string, turn_id: string, message_id: string, } } | { "action": "session.turn.completed", "payload": { session_id: string, turn_id: string, stop_reason: string, tokens: JsonValue, } } | { "action": "session.message.added", "payload": { message: MessageDto, } } | { "action": "session.message.updated", "payload": MessageUpdate } | { "action": "session.queue.changed", "payload": { session_id: string, queue: Array<QueuedPromptDto>, } } | { "action": "session.permission.requested", "payload": { session_id: string, request_id: string, message: MessageDto, } } | { "action": "session.permission.resolved", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.permission.expired", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.question.asked", "payload": { question: QuestionDto, } } | { "action": "session.question.resolved", "payload": { question: QuestionDto, } } | { "action": "session.usage", "payload": { session_id: string, usage: JsonValue, } };
+export type SessionEvent = { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.updated", "payload": { session: SessionDto, } } | { "action": "session.state_changed", "payload": { session: SessionDto, } } | { "action": "session.mode_changed", "payload": { session: SessionDto, } } | { "action": "session.config_changed", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.error", "payload": { session_id: string, last_error: LastErrorDto | null, } } | { "action": "session.turn.started", "payload": { session_id: string, turn_id: string, message_id: string, } } | { "action": "session.turn.completed", "payload": { session_id: string, turn_id: string, stop_reason: string, tokens: JsonValue, } } | { "action": "session.message.added", "payload": { message: MessageDto, } } | { "action": "session.message.updated", "payload": MessageUpdate } | { "action": "session.queue.changed", "payload": { session_id: string, queue: Array<QueuedPromptDto>, } } | { "action": "session.permission.requested", "payload": { session_id: string, request_id: string, message: MessageDto, } } | { "action": "session.permission.resolved", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.permission.expired", "payload": { session_id: string, request_id: string | null, status: string, option_id: string | null, } } | { "action": "session.question.asked", "payload": { question: QuestionDto, } } | { "action": "session.question.resolved", "payload": { question: QuestionDto, } } | { "action": "session.usage", "payload": { session_id: string, usage: UsageMetaDto, } };
 
 export type SessionLaunch = { task_id: string, agent_profile_id?: string, 
 /**
@@ -345,6 +365,10 @@ export type Sessions = { sessions: Array<SessionDto>, next_cursor: string | null
 export type SnippetPartDto = { text: string, highlight: boolean, };
 
 export type SshSettingsDto = { host: string, port: number, user: string, identity_file: string, known_hosts: string, remote_home: string, };
+
+export type StatusMetaDto = StatusNoteDto | { [key in string]: JsonValue };
+
+export type StatusNoteDto = { "reason": "agent_warning" } | { "reason": "cancelled" } | { "reason": "stopped" } | { "reason": "idle" } | { "reason": "stall" } | { "reason": "interrupted" } | { "reason": "context_reset" } | { "reason": "resumed" } | { "reason": "fresh" } | { "reason": "mcp_transport", servers: Array<string>, } | { "reason": "unknown_saved_prompt", names: Array<string>, } | { "reason": "saved_prompts_too_large" } | { "reason": "task_moved", by: string, } | { "reason": "ship_action", action: string, } | { "reason": "ship_by", action: string, by: string, } | { "reason": "worktree_reused", repository_id: string, path: string, branch: string, } | { "reason": "worktree_created", repository_id: string, path: string, branch: string, base_commit: string, } | { "reason": "setup_script", repository_id: string, status: string, exit_code: number | null, } | { "reason": "cleanup_script", repository_id: string, status: string, } | { "reason": "pull_request", repository_id: string, number: number, url: string, state: string, was: string, } | { "reason": "authenticated", auth_method: string, } | { "reason": "mcp_note" } | { "reason": "complete_step", step: string, };
 
 export type StepCreate = { workflow_id: string, name: string, position?: number, color?: string, prompt?: string, is_start_step?: boolean, allow_manual_move?: boolean, 
 /**
@@ -485,6 +509,8 @@ state: string, exit_code: number | null,
  */
 signal: string | null, };
 
+export type TerminalMetaDto = { output: string, truncated: boolean, exit_code: number | null, signal: string | null, exited: boolean, };
+
 export type TerminalOne = { terminal: TerminalDto, };
 
 export type TerminalOpen = { task_id: string, repository_id?: string, cols: number, rows: number, };
@@ -497,6 +523,16 @@ export type TokenCreated = { token: ApiTokenDto, secret: string, };
 
 export type Tokens = { tokens: Array<ApiTokenDto>, };
 
+export type ToolCallMetaDto = { tool_call_id: string, title: string, kind: string, status: string, content: Array<ToolContentDto>, locations: Array<ToolLocationDto>, raw_input: JsonValue | null, raw_output?: JsonValue, 
+/**
+ * The agent terminals the call shows, by terminal id.
+ */
+terminals?: { [key in string]: TerminalMetaDto }, };
+
+export type ToolContentDto = { "type": "content", text: string, } | { "type": "diff", path: string, old_text: string | null, new_text: string, } | { "type": "terminal", terminal_id: string, } | { "type": "other", raw: JsonValue, };
+
+export type ToolLocationDto = { path: string, line: number | null, };
+
 export type TreeEntryDto = { path: string, kind: string, size: number, };
 
 export type TurnDto = { id: string, session_id: string, epoch: number, started_at: string, completed_at: string | null, stop_reason: string | null, usage: JsonValue, };
@@ -507,7 +543,15 @@ export type Unsubscribe = { topics: Array<string>, };
 
 export type Unsubscribed = { topics: Array<string>, };
 
+export type UsageMetaDto = { used: number | null, size: number | null, cost: JsonValue | null, };
+
 export type UserDto = { id: string, name: string, };
+
+export type UserMetaDto = { 
+/**
+ * Absent when nothing is attached.
+ */
+attachments?: Array<AttachmentDto>, };
 
 export type WorkflowCreate = { workspace_id: string, name: string, description?: string, template_id?: string, };
 
@@ -672,3 +716,25 @@ export type Notification = { type: "notification", seq: number } & (
   | ({ topic: `workspace:${string}` } & WorkspaceEvent)
   | ({ topic: `session:${string}` } & SessionEvent)
 );
+
+/** A request's id as the client chose it, echoed in the answer. */
+export type RequestId = string | number | null;
+
+/** A frame the client sends on /ws. */
+export type RequestFrame = { [A in keyof SocketActions | keyof Actions]: {
+  id: RequestId, type: "request", action: A,
+  payload: A extends keyof SocketActions ? SocketActions[A]["request"] : A extends keyof Actions ? Actions[A]["request"] : never,
+} }[keyof SocketActions | keyof Actions];
+
+/** The answer to a request, its payload typed by its action. */
+export type ResponseFrame = { [A in keyof SocketActions | keyof Actions]: {
+  type: "response", id: RequestId, action: A,
+  payload: A extends keyof SocketActions ? SocketActions[A]["response"] : A extends keyof Actions ? Actions[A]["response"] : never,
+} }[keyof SocketActions | keyof Actions];
+
+export type ErrorFrame = { type: "error", id: RequestId, action: string, payload: ErrorBody };
+
+export type ResyncRequiredFrame = { type: "resync_required", topic: string, oldest_seq: number };
+
+/** A frame the server sends on /ws. */
+export type Frame = ResponseFrame | ErrorFrame | ResyncRequiredFrame | Notification;

@@ -1,0 +1,437 @@
+//! What each kind of transcript message carries besides its text, typed (issue 40).
+//!
+//! A message's metadata is stored as the JSON object its value serializes to, in the
+//! `metadata` column, and travels on the wire in the same shape (`kandev-api-types`'s
+//! `MessageMeta*` mirror these field by field, so renaming a field breaks the conversion at
+//! compile time). The store queries two fields in SQL (`request_id` and `status` of a
+//! permission request), so those keep their names and place.
+//!
+//! Reading is tolerant of every row written before these types existed: every field has a
+//! default, unknown fields are ignored, and a status note whose `reason` is unknown (or
+//! missing, as in the pull-request and authentication notes of older rows) is kept as it was
+//! ([`StatusMeta::Other`]). Agents' open sets (tool kinds and statuses, plan priorities)
+//! stay strings.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::attachment::AttachmentRef;
+use crate::transcript::MessageKind;
+
+/// A message's metadata, one variant per [`MessageKind`] (its variant *is* the kind).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MessageMeta {
+    User(UserMeta),
+    Agent,
+    Thought,
+    ToolCall(ToolCallMeta),
+    Plan(PlanMeta),
+    Usage(UsageMeta),
+    Status(StatusMeta),
+    Error(ErrorMeta),
+    PermissionRequest(PermissionMeta),
+}
+
+/// Stored metadata that does not parse as its kind's value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} message metadata is not readable: {reason}")]
+pub struct MetaError {
+    pub kind: &'static str,
+    pub reason: String,
+}
+
+impl MessageMeta {
+    pub fn kind(&self) -> MessageKind {
+        match self {
+            MessageMeta::User(_) => MessageKind::User,
+            MessageMeta::Agent => MessageKind::Agent,
+            MessageMeta::Thought => MessageKind::Thought,
+            MessageMeta::ToolCall(_) => MessageKind::ToolCall,
+            MessageMeta::Plan(_) => MessageKind::Plan,
+            MessageMeta::Usage(_) => MessageKind::Usage,
+            MessageMeta::Status(_) => MessageKind::Status,
+            MessageMeta::Error(_) => MessageKind::Error,
+            MessageMeta::PermissionRequest(_) => MessageKind::PermissionRequest,
+        }
+    }
+
+    /// The JSON object text stored in the `metadata` column.
+    pub fn to_json(&self) -> String {
+        let text = match self {
+            MessageMeta::Agent | MessageMeta::Thought => return "{}".to_owned(),
+            MessageMeta::User(m) => serde_json::to_string(m),
+            MessageMeta::ToolCall(m) => serde_json::to_string(m),
+            MessageMeta::Plan(m) => serde_json::to_string(m),
+            MessageMeta::Usage(m) => serde_json::to_string(m),
+            MessageMeta::Status(m) => serde_json::to_string(m),
+            MessageMeta::Error(m) => serde_json::to_string(m),
+            MessageMeta::PermissionRequest(m) => serde_json::to_string(m),
+        };
+        // These values hold strings, numbers and JSON values with string keys only: serde_json
+        // cannot fail on them.
+        text.unwrap_or_else(|_| "{}".to_owned())
+    }
+
+    /// Reads a stored `metadata` text as `kind`'s value.
+    pub fn from_json(kind: MessageKind, text: &str) -> Result<MessageMeta, MetaError> {
+        fn parse<T: for<'de> Deserialize<'de>>(
+            kind: MessageKind,
+            text: &str,
+        ) -> Result<T, MetaError> {
+            serde_json::from_str(text)
+                .map_err(|e| MetaError { kind: kind.as_str(), reason: e.to_string() })
+        }
+        Ok(match kind {
+            MessageKind::User => MessageMeta::User(parse(kind, text)?),
+            MessageKind::Agent => MessageMeta::Agent,
+            MessageKind::Thought => MessageMeta::Thought,
+            MessageKind::ToolCall => MessageMeta::ToolCall(parse(kind, text)?),
+            MessageKind::Plan => MessageMeta::Plan(parse(kind, text)?),
+            MessageKind::Usage => MessageMeta::Usage(parse(kind, text)?),
+            MessageKind::Status => MessageMeta::Status(parse(kind, text)?),
+            MessageKind::Error => MessageMeta::Error(parse(kind, text)?),
+            MessageKind::PermissionRequest => MessageMeta::PermissionRequest(parse(kind, text)?),
+        })
+    }
+
+    /// The files a user message has attached (none for other kinds).
+    pub fn attachments(&self) -> &[AttachmentRef] {
+        match self {
+            MessageMeta::User(user) => &user.attachments,
+            _ => &[],
+        }
+    }
+
+    /// The metadata of a message of `kind` that carries nothing but its text (streamed
+    /// text, and tests).
+    pub fn empty(kind: MessageKind) -> MessageMeta {
+        match kind {
+            MessageKind::User => MessageMeta::User(UserMeta::default()),
+            MessageKind::Agent => MessageMeta::Agent,
+            MessageKind::Thought => MessageMeta::Thought,
+            MessageKind::ToolCall => MessageMeta::ToolCall(ToolCallMeta::default()),
+            MessageKind::Plan => MessageMeta::Plan(PlanMeta::default()),
+            MessageKind::Usage => MessageMeta::Usage(UsageMeta::default()),
+            MessageKind::Status => MessageMeta::Status(StatusMeta::Other(Map::new())),
+            MessageKind::Error => MessageMeta::Error(ErrorMeta::default()),
+            MessageKind::PermissionRequest => {
+                MessageMeta::PermissionRequest(PermissionMeta::default())
+            }
+        }
+    }
+}
+
+impl From<StatusNote> for MessageMeta {
+    fn from(note: StatusNote) -> MessageMeta {
+        MessageMeta::Status(StatusMeta::Known(note))
+    }
+}
+
+impl From<ErrorMeta> for MessageMeta {
+    fn from(error: ErrorMeta) -> MessageMeta {
+        MessageMeta::Error(error)
+    }
+}
+
+/// A user message: the files attached to it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UserMeta {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentRef>,
+}
+
+/// A tool call as the agent last described it (`tool_call`, then `tool_call_update`s).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolCallMeta {
+    pub tool_call_id: String,
+    pub title: String,
+    /// The agent's tool kind (`read`, `edit`, `execute`, …; an open set).
+    pub kind: String,
+    /// `pending`, `in_progress`, `completed` or `failed` (as the agent sent it).
+    pub status: String,
+    pub content: Vec<ToolContent>,
+    pub locations: Vec<ToolLocation>,
+    /// The tool's input, as the agent sent it.
+    pub raw_input: Option<Value>,
+    /// The tool's output, as the agent sent it, once it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_output: Option<Value>,
+    /// The agent terminals the call shows, by terminal id (kept as their output arrives).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub terminals: std::collections::BTreeMap<String, TerminalMeta>,
+}
+
+/// One piece of a tool call's content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ToolContent {
+    Known(KnownToolContent),
+    /// A kind of content this version does not know, kept as the agent sent it.
+    Other(Value),
+}
+
+/// The kinds of tool call content Kandev shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum KnownToolContent {
+    Content { text: String },
+    Diff { path: String, old_text: Option<String>, new_text: String },
+    Terminal { terminal_id: String },
+}
+
+/// A file (and line) a tool call touches.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolLocation {
+    pub path: String,
+    pub line: Option<u64>,
+}
+
+/// An agent terminal's output as kept in its tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TerminalMeta {
+    pub output: String,
+    pub truncated: bool,
+    pub exit_code: Option<i64>,
+    pub signal: Option<String>,
+    pub exited: bool,
+}
+
+/// The agent's plan.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanMeta {
+    pub entries: Vec<PlanEntryMeta>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PlanEntryMeta {
+    pub content: String,
+    /// `high`, `medium` or `low` (as the agent sent it).
+    pub priority: String,
+    /// `pending`, `in_progress` or `completed` (as the agent sent it).
+    pub status: String,
+}
+
+/// The agent's context window (`usage_update`): tokens used of its size, and the cost as
+/// sent.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UsageMeta {
+    pub used: Option<u64>,
+    pub size: Option<u64>,
+    pub cost: Option<Value>,
+}
+
+/// An error shown in the transcript: its code (an open set, as `last_error.code`) and the
+/// facts some carry.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ErrorMeta {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The ship action that failed (`ship_failed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// The end of the agent's stderr (a start that failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+}
+
+impl ErrorMeta {
+    pub fn code(code: impl Into<String>) -> ErrorMeta {
+        ErrorMeta { code: Some(code.into()), ..ErrorMeta::default() }
+    }
+}
+
+/// A permission request: the options offered and, once answered, the answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PermissionMeta {
+    /// Kandev's id of the request (`permission.respond` names it). Queried in SQL.
+    pub request_id: String,
+    pub options: Vec<PermissionOptionMeta>,
+    /// `pending`, then how it was answered (`selected`, `cancelled`, `expired`, …). Queried
+    /// in SQL.
+    pub status: String,
+    /// The tool call the agent asks about, as it sent it.
+    pub tool_call: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selected_option_id: Option<String>,
+    /// Who answered: `user`, a user name, `auto_approve`, … .
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PermissionOptionMeta {
+    pub option_id: String,
+    pub name: String,
+    /// `allow_once`, `allow_always`, `reject_once` or `reject_always`.
+    pub kind: String,
+}
+
+/// A status note: why it was written (`reason`), with the facts of that reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StatusMeta {
+    Known(StatusNote),
+    /// A note this version does not know (a newer server's, or an older row's without a
+    /// `reason`), kept as it was stored.
+    Other(Map<String, Value>),
+}
+
+impl From<StatusNote> for StatusMeta {
+    fn from(note: StatusNote) -> StatusMeta {
+        StatusMeta::Known(note)
+    }
+}
+
+/// The status notes Kandev writes, by `reason`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum StatusNote {
+    /// The agent wrote something that is not its answer (a warning).
+    AgentWarning,
+    /// A turn was cancelled.
+    Cancelled,
+    /// The session was stopped.
+    Stopped,
+    /// The agent was stopped for being idle.
+    Idle,
+    /// A turn stalled.
+    Stall,
+    /// A turn was interrupted by the server stopping.
+    Interrupted,
+    /// The conversation was reset (a workflow step's fresh context).
+    ContextReset,
+    /// A resume loaded the previous conversation.
+    Resumed,
+    /// A resume could not load it: the agent starts afresh.
+    Fresh,
+    /// MCP servers left out because the agent cannot reach them.
+    McpTransport { servers: Vec<String> },
+    /// A step prompt named saved prompts that do not exist.
+    UnknownSavedPrompt { names: Vec<String> },
+    /// A step prompt's saved prompts were too large.
+    SavedPromptsTooLarge,
+    /// Someone moved the task.
+    TaskMoved { by: String },
+    /// A workflow step ran a ship action.
+    ShipAction { action: String },
+    /// Someone shipped the task.
+    ShipBy { action: String, by: String },
+    /// The session works in the task's existing worktree.
+    WorktreeReused { repository_id: String, path: String, branch: String },
+    /// A worktree was created for the task.
+    WorktreeCreated { repository_id: String, path: String, branch: String, base_commit: String },
+    /// A repository's setup script: `running`, then how it ended.
+    SetupScript { repository_id: String, status: String, exit_code: Option<i32> },
+    /// A repository's cleanup script's outcome.
+    CleanupScript { repository_id: String, status: String },
+    /// A pull request of the task changed state.
+    PullRequest { repository_id: String, number: u64, url: String, state: String, was: String },
+    /// The agent was authenticated with one of its methods.
+    Authenticated { auth_method: String },
+    /// The agent's note (MCP `add_note`).
+    McpNote,
+    /// The agent completed its workflow step (MCP `complete_step`).
+    CompleteStep { step: String },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(kind: MessageKind, text: &str) -> MessageMeta {
+        MessageMeta::from_json(kind, text).unwrap()
+    }
+
+    /// Issue 40: rows written before the metadata was typed stay readable, and read as the
+    /// typed values their fields say.
+    #[test]
+    fn i40_rows_written_before_the_types_read_as_typed_values() {
+        let call = r#"{"tool_call_id":"t1","title":"Edit a.rs","kind":"edit","status":"completed",
+            "content":[{"type":"diff","path":"a.rs","old_text":null,"new_text":"x"},
+                       {"type":"content","text":"done"},{"type":"image","data":"…"}],
+            "locations":[{"path":"a.rs","line":3}],"raw_input":{"p":1},
+            "terminals":{"term-1":{"output":"ok\n","truncated":false,"exit_code":0,"signal":null,"exited":true}}}"#;
+        let MessageMeta::ToolCall(call) = read(MessageKind::ToolCall, call) else { panic!() };
+        assert_eq!(call.kind, "edit");
+        assert_eq!(
+            call.content[0],
+            ToolContent::Known(KnownToolContent::Diff {
+                path: "a.rs".into(),
+                old_text: None,
+                new_text: "x".into()
+            })
+        );
+        assert!(matches!(&call.content[2], ToolContent::Other(v) if v["type"] == "image"));
+        assert_eq!(call.locations[0].line, Some(3));
+        assert_eq!(call.terminals["term-1"].exit_code, Some(0));
+
+        let perm = r#"{"request_id":"r1","options":[{"option_id":"a","name":"Allow","kind":"allow_once"}],
+            "status":"selected","tool_call":{"x":1},"selected_option_id":"a","answered_by":"user"}"#;
+        let MessageMeta::PermissionRequest(p) = read(MessageKind::PermissionRequest, perm) else {
+            panic!()
+        };
+        assert_eq!((p.status.as_str(), p.selected_option_id.as_deref()), ("selected", Some("a")));
+
+        let moved = read(MessageKind::Status, r#"{"reason":"task_moved","by":"ana"}"#);
+        assert_eq!(moved, MessageMeta::Status(StatusNote::TaskMoved { by: "ana".into() }.into()));
+        // Older pull-request and authentication notes had no `reason`: kept as they were.
+        let old_pr = r#"{"repository_id":"r","number":3,"url":"u","state":"merged","was":"open"}"#;
+        let MessageMeta::Status(StatusMeta::Other(fields)) = read(MessageKind::Status, old_pr)
+        else {
+            panic!()
+        };
+        assert_eq!(fields["number"], 3);
+        assert_eq!(read(MessageKind::Agent, "{}"), MessageMeta::Agent);
+        assert_eq!(read(MessageKind::User, "{}"), MessageMeta::User(UserMeta::default()));
+        let error = read(MessageKind::Error, r#"{"code":"ship_failed","action":"merge"}"#);
+        assert_eq!(error.to_json(), r#"{"code":"ship_failed","action":"merge"}"#);
+    }
+
+    /// What is written reads back as the same value, and keeps the fields the store queries
+    /// in SQL where they were.
+    #[test]
+    fn i40_written_metadata_reads_back_and_keeps_the_queried_fields() {
+        let perm = MessageMeta::PermissionRequest(PermissionMeta {
+            request_id: "r1".into(),
+            status: "pending".into(),
+            ..PermissionMeta::default()
+        });
+        let text = perm.to_json();
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            (value["request_id"].as_str(), value["status"].as_str()),
+            (Some("r1"), Some("pending"))
+        );
+        assert_eq!(MessageMeta::from_json(MessageKind::PermissionRequest, &text).unwrap(), perm);
+        let note = MessageMeta::Status(
+            StatusNote::SetupScript {
+                repository_id: "r".into(),
+                status: "running".into(),
+                exit_code: None,
+            }
+            .into(),
+        );
+        assert_eq!(MessageMeta::from_json(MessageKind::Status, &note.to_json()).unwrap(), note);
+        for kind in MessageKind::ALL {
+            let empty = MessageMeta::empty(kind);
+            assert_eq!(empty.kind(), kind);
+            assert_eq!(MessageMeta::from_json(kind, &empty.to_json()).unwrap(), empty);
+        }
+    }
+
+    #[test]
+    fn i40_metadata_that_is_not_an_object_is_an_error_naming_the_kind() {
+        let err = MessageMeta::from_json(MessageKind::ToolCall, "[1]").unwrap_err();
+        assert_eq!(err.kind, "tool_call");
+    }
+}
