@@ -16,16 +16,16 @@ use tokio::sync::oneshot;
 
 use crate::api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
 use crate::attachments::{self, Upload};
+use crate::command::Command;
 use crate::config::EngineConfig;
 use crate::create::create_session;
 use crate::error::{EngineError, Result};
+use crate::handle::ask;
 use crate::inner::{Inner, lock};
 use crate::launcher::Launcher;
 use crate::mcp::{McpRefusal, McpSession};
 use crate::question;
 use crate::reconcile::reconcile;
-use crate::session::command::Command;
-use crate::session::handle::ask;
 use crate::workflow::{
     hold_if_blocked, primary_session_for, record_move, record_trigger_move, release_one,
     release_waiting, start_new_task,
@@ -42,7 +42,8 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(store: Store, config: EngineConfig, launcher: Arc<dyn Launcher>) -> Engine {
-        Engine { inner: Arc::new(Inner::new(store, config, launcher)) }
+        let inner = Inner::new(store, config, launcher, crate::session::start);
+        Engine { inner: Arc::new(inner) }
     }
 
     pub fn store(&self) -> &Store {

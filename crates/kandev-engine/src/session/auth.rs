@@ -8,8 +8,8 @@ use kandev_domain::transcript::MessageKind;
 use kandev_store::SessionUpdate;
 use serde_json::{Value, json};
 
+use crate::command::{Command, Reply};
 use crate::error::{EngineError, Result};
-use crate::session::command::{Command, Reply};
 use crate::session::state::SessionActor;
 
 impl SessionActor {

@@ -17,10 +17,10 @@ use kandev_runtime::terminal::{
 };
 use serde_json::{Value, json};
 
+use crate::command::Command;
 use crate::error::Result;
 use crate::files::{FAILED, REFUSED};
 use crate::publish;
-use crate::session::command::Command;
 use crate::session::state::SessionActor;
 
 /// Largest `outputByteLimit` honoured (a larger one is lowered to this): 16 MiB.

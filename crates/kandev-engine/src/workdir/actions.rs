@@ -23,8 +23,8 @@ use kandev_store::{StoreError, WorktreeRecord};
 
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::handle::is_running;
 use crate::inner::Inner;
-use crate::session::handle::is_running;
 use crate::sites::site_of;
 use crate::workdir::shared::{git_error, task_worktrees_dir};
 
