@@ -1,7 +1,16 @@
 //! The engine's handle, [`Engine`]: what the API calls. Each session's mutations are
 //! commands to its actor (`session/`); task-level work (creating sessions, moving tasks,
-//! reconciling at startup, the file actions of `workdir/`) runs here, never inside an
-//! actor. Every spawned future is owned by the engine's task tracker.
+//! reconciling at startup) runs here, never inside an actor, and so do the actions on a
+//! task's working directory, a file per kind: `actions` (files and git, removing worktrees),
+//! `ship` (status, rebase, merge, push, pull requests and their polling, `review.submit`),
+//! `dev` (dev servers) and `terminals` (users' shells), over the mechanics of `workdir/`.
+//! The top of the engine's modules: none below imports it. Every spawned future is owned
+//! by the engine's task tracker.
+
+mod actions;
+mod dev;
+mod ship;
+mod terminals;
 
 use std::future::Future;
 use std::sync::Arc;
