@@ -308,12 +308,8 @@ mod tests {
         tx.commit().await.unwrap();
         let mock = AgentCommand { program: "kandev".into(), args: vec![], flags: vec![] };
         let config = EngineConfig::new(dir.path().to_path_buf(), mock);
-        (
-            dir,
-            Arc::new(Inner::new(store, config, Arc::new(BuiltinMockLauncher), no_actor)),
-            task.id,
-            steps,
-        )
+        let inner = Inner::new(store, config, Arc::new(BuiltinMockLauncher), no_actor);
+        (dir, Arc::new(inner), task.id, steps)
     }
 
     /// The race CI's browser test hit: a turn ended in In Progress (its `on_turn_complete`
