@@ -3,7 +3,7 @@
 //! repository; several tasks run theirs at once. Each runs in a process group of its own,
 //! its output kept in a bounded tail (256 KiB). Archiving or deleting the task and the
 //! server's shutdown stop them (the group is killed; nothing is left). This is the registry;
-//! the actions are `workdir/dev.rs`.
+//! the actions are `engine/dev.rs`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};

@@ -6,19 +6,27 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
+use kandev_domain::task::Task;
+use kandev_domain::transcript::Session;
 use kandev_domain::{SessionId, TaskId};
 use kandev_store::Store;
 use tokio::sync::{OwnedMutexGuard, mpsc};
 use tokio_util::task::TaskTracker;
 
+use crate::command::Command;
 use crate::config::EngineConfig;
 use crate::devservers::DevServers;
 use crate::launcher::Launcher;
 use crate::mcp::McpTokens;
 use crate::question::Waiters;
-use crate::session::command::Command;
 use crate::shells::Shells;
 use crate::stream::StreamWriter;
+
+/// How [`crate::handle::inbox`] starts a session's actor on its inbox: `session::start`,
+/// handed in by the engine, so the shared state and the inboxes sit below the actor that
+/// uses them (docs/architecture.md, the engine's layers).
+pub(crate) type StartActor =
+    fn(Arc<Inner>, Session, Task, mpsc::Sender<Command>, mpsc::Receiver<Command>);
 
 pub(crate) struct Inner {
     pub store: Store,
@@ -26,6 +34,8 @@ pub(crate) struct Inner {
     pub launcher: Arc<dyn Launcher>,
     /// The inbox of each running session actor (the only map of sessions).
     pub sessions: Mutex<HashMap<SessionId, mpsc::Sender<Command>>>,
+    /// Starts the actor of a session that has no running one (`handle::inbox`).
+    pub start_actor: StartActor,
     pub tracker: TaskTracker,
     /// Auth methods chosen with `session.authenticate`, used by the session's next boot.
     auth_wishes: Mutex<HashMap<SessionId, String>>,
@@ -47,13 +57,19 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
-    pub fn new(store: Store, config: EngineConfig, launcher: Arc<dyn Launcher>) -> Inner {
+    pub fn new(
+        store: Store,
+        config: EngineConfig,
+        launcher: Arc<dyn Launcher>,
+        start_actor: StartActor,
+    ) -> Inner {
         let uploads = Arc::new(crate::attachments::Uploads::new(&config.home, &config.attachments));
         Inner {
             store,
             config,
             launcher,
             sessions: Mutex::new(HashMap::new()),
+            start_actor,
             tracker: TaskTracker::new(),
             auth_wishes: Mutex::new(HashMap::new()),
             task_locks: TaskLocks::default(),

@@ -11,6 +11,7 @@
 
 mod api;
 mod attachments;
+mod command;
 mod config;
 mod controls;
 mod create;
@@ -21,6 +22,7 @@ mod error;
 mod executors;
 mod fault;
 mod files;
+mod handle;
 mod handshake;
 mod inner;
 mod launcher;

@@ -16,11 +16,11 @@ use serde_json::json;
 
 use crate::error::Result;
 use crate::inner::Inner;
+use crate::notes::divider;
 use crate::position::Adoption;
 use crate::publish;
 use crate::question;
 use crate::saved_prompts::expand_saved_prompts;
-use crate::session::reset::divider;
 use crate::write::{add_message, write_session};
 
 /// The note of a session whose agent's work a restart cut off.

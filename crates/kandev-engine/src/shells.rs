@@ -3,7 +3,7 @@
 //! WebSocket ([`TerminalHandle`], which serves dev servers' logs too). They live until
 //! closed, until the task is archived or deleted, or until the server stops; each is recorded
 //! in `child_processes` while it runs so that the next start kills what a `kill -9` of the
-//! server left (`reconcile.rs`). This is the registry; the actions are `workdir/terminals.rs`.
+//! server left (`reconcile.rs`). This is the registry; the actions are `engine/terminals.rs`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -13,12 +13,12 @@ use kandev_domain::transcript::Session;
 use kandev_domain::workflow::{Action, EntryCause, Step, Trigger, first_move};
 use kandev_domain::{SessionId, StepId, TaskId};
 
+use crate::command::{Command, ShipPlan};
 use crate::create::create_session;
 use crate::error::Result;
+use crate::handle::{ask, inbox};
 use crate::inner::Inner;
 use crate::publish;
-use crate::session::command::{Command, ShipPlan};
-use crate::session::handle::{ask, inbox};
 
 /// A person's move: the task goes to `to` from wherever it is now. Stores and announces
 /// it; returns the task and the step it left.
@@ -278,14 +278,23 @@ pub(crate) fn enter_step_in_primary(
 mod tests {
     use std::sync::Arc;
 
+    use kandev_domain::task::Task;
+    use kandev_domain::transcript::Session;
     use kandev_domain::workflow::EntryCause;
     use kandev_store::{Location, Store};
+    use tokio::sync::mpsc::{Receiver, Sender};
 
     use super::{record_move, record_trigger_move};
+    use crate::command::Command;
     use crate::config::{AgentCommand, EngineConfig};
     use crate::inner::Inner;
     use crate::launcher::BuiltinMockLauncher;
     use crate::test_support::insert_task_on;
+
+    /// These tests move tasks that start no session.
+    fn no_actor(_: Arc<Inner>, _: Session, _: Task, _: Sender<Command>, _: Receiver<Command>) {
+        unreachable!("a move in these tests starts no session's actor")
+    }
 
     type Board = (tempfile::TempDir, Arc<Inner>, kandev_domain::TaskId, Vec<kandev_domain::StepId>);
 
@@ -299,7 +308,8 @@ mod tests {
         tx.commit().await.unwrap();
         let mock = AgentCommand { program: "kandev".into(), args: vec![], flags: vec![] };
         let config = EngineConfig::new(dir.path().to_path_buf(), mock);
-        (dir, Arc::new(Inner::new(store, config, Arc::new(BuiltinMockLauncher))), task.id, steps)
+        let inner = Inner::new(store, config, Arc::new(BuiltinMockLauncher), no_actor);
+        (dir, Arc::new(inner), task.id, steps)
     }
 
     /// The race CI's browser test hit: a turn ended in In Progress (its `on_turn_complete`

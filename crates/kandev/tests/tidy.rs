@@ -384,6 +384,20 @@ fn engine_modules_import_each_other_without_a_cycle() {
                 cycle.join("\n  -> ")
             );
         }
+        // A directory is one module to the reader: `session/` is `crate::session`, so a
+        // cycle through two of its files is still a cycle between layers.
+        let top_level = graph.top_level();
+        assert!(
+            top_level.depends("crate::session", "crate::handshake"),
+            "{name}: the folded graph sees imports between directories and files"
+        );
+        if let Some(cycle) = top_level.cycle() {
+            panic!(
+                "{name}: top-level modules (a directory is one) import each other in a cycle \
+                 (see docs/architecture.md):\n{}",
+                cycle.join("\n  -> ")
+            );
+        }
     }
 }
 
@@ -620,6 +634,23 @@ mod module_graph {
             }
         }
 
+        /// The same imports with every module folded into its top-level module
+        /// (`crate::session::boot` counts as `crate::session`); imports within one
+        /// top-level module vanish. The crate root stays `crate`.
+        pub fn top_level(&self) -> Graph {
+            let fold = |module: &str| join(&split(module).into_iter().take(2).collect::<Vec<_>>());
+            let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for (from, targets) in &self.edges {
+                for to in targets {
+                    let (from, to) = (fold(from), fold(to));
+                    if from != to {
+                        edges.entry(from).or_default().insert(to);
+                    }
+                }
+            }
+            Graph { modules: self.modules.iter().map(|m| fold(m)).collect(), edges }
+        }
+
         pub fn module_count(&self) -> usize {
             self.modules.len()
         }
@@ -690,6 +721,23 @@ mod module_graph {
                 cyclic.cycle().unwrap(),
                 ["crate::a", "crate::b", "crate::c", "crate::a"],
                 "use crate::.., a path written out with super::, a use group"
+            );
+        }
+
+        #[test]
+        fn a_cycle_between_directories_is_found_though_their_files_have_none() {
+            let layered = graph(&[
+                ("crate", "mod s; mod w;"),
+                ("crate::s", "mod actor; mod handle;"),
+                ("crate::s::actor", "use crate::w::prepare; fn run() { prepare(); }"),
+                ("crate::s::handle", "pub struct Handle;"),
+                ("crate::w", "pub fn prepare() {} fn poke(_: crate::s::handle::Handle) {}"),
+            ]);
+            assert_eq!(layered.cycle(), None, "file by file: s::actor -> w -> s::handle");
+            assert_eq!(
+                layered.top_level().cycle().unwrap(),
+                ["crate::s", "crate::w", "crate::s"],
+                "a directory is one module"
             );
         }
 

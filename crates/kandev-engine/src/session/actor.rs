@@ -4,14 +4,32 @@
 //! ignored. What each command does is in the sibling files (boot, turn, queue, control,
 //! modes, reset, workflow, events, permissions).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use kandev_acp::AgentEvent;
+use kandev_domain::task::Task;
+use kandev_domain::transcript::Session;
 use tokio::sync::mpsc;
 
+use crate::command::{Applied, Command};
 use crate::error::Result;
-use crate::session::command::{Applied, Command};
+use crate::inner::Inner;
 use crate::session::state::SessionActor;
+
+/// Starts a session's actor on its inbox, owned by the engine's task tracker. The engine
+/// hands it to the shared state (`Inner::start_actor`): `handle::inbox` starts actors
+/// without importing them.
+pub(crate) fn start(
+    inner: Arc<Inner>,
+    session: Session,
+    task: Task,
+    me: mpsc::Sender<Command>,
+    inbox: mpsc::Receiver<Command>,
+) {
+    let actor = SessionActor::new(inner.clone(), session, task, me);
+    inner.tracker.spawn(actor.run(inbox));
+}
 
 impl SessionActor {
     pub async fn run(self, inbox: mpsc::Receiver<Command>) {

@@ -19,11 +19,11 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::command::Command;
 use crate::error::{EngineError, Result};
 use crate::launcher::{ExecutionControl, RunnerControl};
 use crate::position::{Adoption, Track};
 use crate::reconcile::INTERRUPTED;
-use crate::session::command::Command;
 use crate::session::inputs;
 use crate::session::state::{Live, Output, Phase, SessionActor, Turn};
 use crate::session::turn::PromptSource;

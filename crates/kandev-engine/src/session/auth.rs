@@ -8,8 +8,8 @@ use kandev_domain::message_meta::StatusNote;
 use kandev_store::SessionUpdate;
 use serde_json::Value;
 
+use crate::command::{Command, Reply};
 use crate::error::{EngineError, Result};
-use crate::session::command::{Command, Reply};
 use crate::session::state::SessionActor;
 
 impl SessionActor {

@@ -16,10 +16,10 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::command::Command;
 use crate::error::{EngineError, Result};
 use crate::handshake::{self, BootFailure, BootPlan, Booted};
 use crate::launcher::{ExecutionControl, LaunchSpec, Launcher};
-use crate::session::command::Command;
 use crate::session::state::{Boot, Live, Phase, SessionActor, Taken};
 use crate::sites::{self, Placement, SshLauncher};
 use crate::workdir::prepare::prepare_for_start;

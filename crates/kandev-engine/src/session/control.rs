@@ -12,11 +12,11 @@ use kandev_runtime::ExitInfo;
 use kandev_store::SessionUpdate;
 use serde_json::json;
 
+use crate::command::{Command, Reply};
 use crate::error::Result;
 use crate::launcher::ExecutionControl;
 use crate::publish;
 use crate::session::boot::tail_lines;
-use crate::session::command::{Command, Reply};
 use crate::session::state::{
     CancelledBy, Ending, InFlight, Phase, Reset, ResetStage, SessionActor, Taken,
 };

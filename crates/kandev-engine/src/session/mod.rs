@@ -1,7 +1,8 @@
 //! The session actor: one per session, the only owner of its mutations. `actor.rs` is its
 //! loop; `state.rs` its state (one `Phase`) and the gate every admission path asks
-//! (`can_start_turn`, rule 44); `command.rs` what it can be told; `handle.rs` how the rest
-//! of the engine reaches it. What each command does: `boot.rs` (start, resume), `auth.rs` (`session.authenticate`), `turn.rs`
+//! (`can_start_turn`, rule 44); what it can be told is `crate::command`, and how the rest
+//! of the engine reaches it `crate::handle` (both below the actor, which `start` starts).
+//! What each command does: `boot.rs` (start, resume), `auth.rs` (`session.authenticate`), `turn.rs`
 //! (prompts and turns), `queue.rs`, `control.rs` (cancel, stop, delete, the agent exiting),
 //! `modes.rs`, `reset.rs` (the context reset, live and lazy), `workflow.rs` (step actions),
 //! `events.rs` (the agent's transcript), `permissions.rs`, `inputs.rs` (the keys of input that must arrive exactly once), `terminals.rs` (the agent's ACP terminals), `writes.rs` (its session
@@ -11,10 +12,8 @@ mod actor;
 mod adopt;
 mod auth;
 mod boot;
-pub(crate) mod command;
 mod control;
 mod events;
-pub(crate) mod handle;
 mod inputs;
 mod modes;
 mod permissions;
@@ -25,3 +24,5 @@ mod terminals;
 mod turn;
 mod workflow;
 mod writes;
+
+pub(crate) use actor::start;

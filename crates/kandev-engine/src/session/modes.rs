@@ -6,9 +6,9 @@ use kandev_acp::{AcpError, ConfigOption};
 use kandev_domain::transcript::Session;
 use kandev_store::SessionUpdate;
 
+use crate::command::{Applied, Command, Reply};
 use crate::error::{EngineError, Result};
 use crate::publish;
-use crate::session::command::{Applied, Command, Reply};
 use crate::session::state::SessionActor;
 
 impl SessionActor {

@@ -8,28 +8,19 @@ use std::path::PathBuf;
 
 use kandev_domain::message_meta::{ErrorMeta, StatusNote};
 use kandev_domain::session::SessionState;
-use kandev_domain::workflow::{EntryCause, Step};
+use kandev_domain::workflow::EntryCause;
 use kandev_store::SessionUpdate;
 use serde_json::json;
 
+use crate::command::{Command, ResetResult};
 use crate::error::{EngineError, Result};
-use crate::session::command::{Command, ResetResult};
+use crate::notes::divider;
 use crate::session::state::{
     InFlight, Live, Phase, Reset, ResetPlan, ResetStage, SessionActor, Taken,
 };
 
 /// The cause stored for the user's reset button.
 const USER_RESET: &str = "user";
-
-/// The transcript's divider after a reset.
-pub(crate) fn divider(step: Option<&Step>) -> String {
-    match step {
-        Some(step) => {
-            format!("context reset for step {}: the agent starts a fresh conversation", step.name)
-        }
-        None => "context reset: the agent starts a fresh conversation".to_owned(),
-    }
-}
 
 impl SessionActor {
     /// `session.reset_context`: the same path as a step's `reset_agent_context`.

@@ -19,9 +19,9 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::command::Command;
 use crate::inner::Inner;
 use crate::launcher::ExecutionControl;
-use crate::session::command::Command;
 
 pub(crate) struct SessionActor {
     pub inner: Arc<Inner>,

@@ -17,10 +17,10 @@ use kandev_runtime::terminal::{
     CommandSpec, DEFAULT_OUTPUT_LIMIT, TerminalExit, TerminalOutput, run_command,
 };
 
+use crate::command::Command;
 use crate::error::Result;
 use crate::files::{FAILED, REFUSED};
 use crate::publish;
-use crate::session::command::Command;
 use crate::session::state::SessionActor;
 
 /// Largest `outputByteLimit` honoured (a larger one is lowered to this): 16 MiB.

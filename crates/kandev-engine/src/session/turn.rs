@@ -17,10 +17,10 @@ use kandev_store::{NewMessage, SessionUpdate, TurnUsagePart, WriteTx};
 use serde_json::json;
 
 use crate::api::{PromptOutcome, PromptRequest};
+use crate::command::Command;
 use crate::error::{EngineError, Result};
 use crate::handshake;
 use crate::publish;
-use crate::session::command::Command;
 use crate::session::state::{
     Closed, Ending, Output, Phase, ResetPlan, SessionActor, Turn, UnsettledTurn,
 };

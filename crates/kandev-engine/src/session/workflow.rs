@@ -17,9 +17,9 @@ use kandev_store::SessionUpdate;
 use serde_json::json;
 
 use crate::api::PromptRequest;
+use crate::command::{ShipEvent, ShipPlan};
 use crate::error::{EngineError, Result};
 use crate::saved_prompts::{expand_saved_prompts, missing_prompts_note, too_large_note};
-use crate::session::command::{ShipEvent, ShipPlan};
 use crate::session::state::{ResetPlan, SessionActor};
 use crate::workflow::{enter_step_in_primary, record_trigger_move, ship_then_report};
 
@@ -123,7 +123,7 @@ impl SessionActor {
     }
 
     /// Starts a ship action outside the actor; its result comes back as
-    /// [`crate::session::command::Command::ShipDone`], and the actions behind it wait.
+    /// [`crate::command::Command::ShipDone`], and the actions behind it wait.
     fn start_ship(&self, plan: ShipPlan) {
         let run = ship_then_report(
             self.inner.clone(),

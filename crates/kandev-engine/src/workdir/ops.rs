@@ -1,14 +1,15 @@
 //! The ship actions as plain functions of the engine's shared state: rebase, merge, push, and
-//! running a workflow's ship action. `Engine` methods (`workdir::ship`) and workflow steps
+//! running a workflow's ship action, and the values they (and `review.submit`) return.
+//! `Engine` methods (`engine::ship`) and workflow steps
 //! (`crate::workflow`) both call them; they import nothing that reaches the `Engine` handle.
 //!
 //! Invariants: they run under the task's lock, and publish the task's git status after.
 
 use std::path::PathBuf;
 
-use kandev_domain::ship::{GitStatus, MergeStrategy};
+use kandev_domain::ship::{GitStatus, MergeStrategy, ReviewComment};
 use kandev_domain::workflow::Action;
-use kandev_domain::{RepositoryId, StepId, TaskId};
+use kandev_domain::{RepositoryId, SessionId, StepId, TaskId};
 use kandev_runtime::git;
 
 use crate::error::{EngineError, Result, not_found};
@@ -30,6 +31,14 @@ pub struct PushMade {
     pub remote: String,
     pub branch: String,
     pub head: String,
+}
+
+/// What `review.submit` did.
+#[derive(Debug, Clone)]
+pub struct ReviewSent {
+    pub comments: Vec<ReviewComment>,
+    pub session_id: SessionId,
+    pub queued: bool,
 }
 
 /// Runs a workflow's ship action (`push`, `create_pull_request`, `merge`, `rebase`) on every

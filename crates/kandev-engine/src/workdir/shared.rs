@@ -1,5 +1,6 @@
 //! What preparing a working directory, the file actions and shipping share: where a task's
-//! worktrees live under `$KANDEV_HOME`, and what a git failure or refusal means to a caller.
+//! worktrees live under `$KANDEV_HOME`, the limits of reading them and of a cleanup script,
+//! and what a git failure or refusal means to a caller.
 //!
 //! Layout: `worktrees/<task>/<repo>` per repository. With one repository the session works
 //! in that worktree; with several it works in `worktrees/<task>/`, which holds one folder per
@@ -10,6 +11,7 @@
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use kandev_domain::TaskId;
 use kandev_domain::task::Task;
@@ -19,6 +21,15 @@ use kandev_runtime::site::RemoteErrorKind;
 use serde_json::json;
 
 use crate::error::{EngineError, Result};
+
+/// Most bytes of a file `task.file.read` returns.
+pub const MAX_READ_BYTES: usize = 1024 * 1024;
+
+/// Most entries listed for the plain folder of a task without a repository.
+pub const MAX_PLAIN_ENTRIES: usize = 10_000;
+
+/// Longest a repository's cleanup script may run before it is killed.
+pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
 /// `$KANDEV_HOME/worktrees/<task>`: the folder holding a task's worktrees.
 pub(crate) fn task_worktrees_dir(home: &Path, task_id: &TaskId) -> Result<PathBuf> {

@@ -14,7 +14,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use kandev_domain::message_meta::StatusNote;
 use kandev_domain::ship::{
@@ -22,7 +21,7 @@ use kandev_domain::ship::{
     review_prompt,
 };
 use kandev_domain::workspace::Repository;
-use kandev_domain::{RepositoryId, SessionId, TaskId};
+use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::git;
 use kandev_runtime::site::Site;
 use kandev_store::WorktreeRecord;
@@ -34,20 +33,10 @@ use crate::error::{EngineError, Result, not_found};
 use crate::inner::Inner;
 use crate::notes::task_status_message as status_message;
 use crate::workdir::forge::{create_prs, refresh_one};
-use crate::workdir::ops::{MergeMade, PushMade, merge, push, rebase};
+use crate::workdir::ops::{MergeMade, PushMade, ReviewSent, merge, push, rebase};
+use crate::workdir::shared::CLEANUP_TIMEOUT;
 use crate::workdir::status::{publish_status, ship_error};
 use crate::workflow::pr_settled;
-
-/// Longest a repository's cleanup script may run before it is killed.
-pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5 * 60);
-
-/// What `review.submit` did.
-#[derive(Debug, Clone)]
-pub struct ReviewSent {
-    pub comments: Vec<ReviewComment>,
-    pub session_id: SessionId,
-    pub queued: bool,
-}
 
 /// Runs the repository's cleanup script in a worktree about to be removed, on the host the
 /// worktree is on (`site`: a build host runs it through its runner, `kandev remote-op`). Only

@@ -12,9 +12,9 @@ use kandev_store::ChildProcess;
 
 use crate::devservers::{DEV_SERVER_LOG_BYTES, DevServer, DevServerInfo, info};
 use crate::engine::Engine;
+use crate::engine::terminals::forget_child;
 use crate::error::{EngineError, Result};
 use crate::shells::{Source, TerminalHandle, TerminalInfo};
-use crate::workdir::terminals::forget_child;
 
 impl Engine {
     /// The task's worktree of `repository_id` (the task's first repository when `None`) and

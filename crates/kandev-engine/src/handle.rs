@@ -1,15 +1,15 @@
 //! Reaching a session's actor: its inbox (the actor is started on first use) and asking it
-//! something, waiting for the answer.
+//! something, waiting for the answer. It starts actors through `Inner::start_actor`, so it
+//! (and what reaches actors through it: workflow moves) sits below the actor.
 
 use std::sync::Arc;
 
 use kandev_domain::SessionId;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::command::Command;
 use crate::error::{EngineError, Result, not_found};
 use crate::inner::{Inner, lock};
-use crate::session::command::Command;
-use crate::session::state::SessionActor;
 
 /// The inbox of a session's actor, starting the actor if it is not running.
 pub(crate) async fn inbox(inner: &Arc<Inner>, id: &SessionId) -> Result<mpsc::Sender<Command>> {
@@ -23,8 +23,7 @@ pub(crate) async fn inbox(inner: &Arc<Inner>, id: &SessionId) -> Result<mpsc::Se
         return Ok(tx.clone());
     }
     let (tx, rx) = mpsc::channel(256);
-    let actor = SessionActor::new(inner.clone(), session, task, tx.clone());
-    inner.tracker.spawn(actor.run(rx));
+    (inner.start_actor)(inner.clone(), session, task, tx.clone(), rx);
     sessions.insert(id.clone(), tx.clone());
     Ok(tx)
 }

@@ -1,7 +1,16 @@
 //! The engine's handle, [`Engine`]: what the API calls. Each session's mutations are
 //! commands to its actor (`session/`); task-level work (creating sessions, moving tasks,
-//! reconciling at startup, the file actions of `workdir/`) runs here, never inside an
-//! actor. Every spawned future is owned by the engine's task tracker.
+//! reconciling at startup) runs here, never inside an actor, and so do the actions on a
+//! task's working directory, a file per kind: `actions` (files and git, removing worktrees),
+//! `ship` (status, rebase, merge, push, pull requests and their polling, `review.submit`),
+//! `dev` (dev servers) and `terminals` (users' shells), over the mechanics of `workdir/`.
+//! The top of the engine's modules: none below imports it. Every spawned future is owned
+//! by the engine's task tracker.
+
+mod actions;
+mod dev;
+mod ship;
+mod terminals;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -17,16 +26,16 @@ use tokio::sync::oneshot;
 
 use crate::api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
 use crate::attachments::{self, Upload};
+use crate::command::Command;
 use crate::config::EngineConfig;
 use crate::create::create_session;
 use crate::error::{EngineError, Result};
+use crate::handle::ask;
 use crate::inner::{Inner, lock};
 use crate::launcher::Launcher;
 use crate::mcp::{McpRefusal, McpSession};
 use crate::question;
 use crate::reconcile::reconcile;
-use crate::session::command::Command;
-use crate::session::handle::ask;
 use crate::workflow::{
     hold_if_blocked, primary_session_for, record_move, record_trigger_move, release_one,
     release_waiting, start_new_task,
@@ -43,7 +52,8 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(store: Store, config: EngineConfig, launcher: Arc<dyn Launcher>) -> Engine {
-        Engine { inner: Arc::new(Inner::new(store, config, launcher)) }
+        let inner = Inner::new(store, config, launcher, crate::session::start);
+        Engine { inner: Arc::new(inner) }
     }
 
     pub fn store(&self) -> &Store {

@@ -23,16 +23,10 @@ use kandev_store::{StoreError, WorktreeRecord};
 
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
+use crate::handle::is_running;
 use crate::inner::Inner;
-use crate::session::handle::is_running;
 use crate::sites::site_of;
-use crate::workdir::shared::{git_error, task_worktrees_dir};
-
-/// Most bytes of a file `task.file.read` returns.
-pub const MAX_READ_BYTES: usize = 1024 * 1024;
-
-/// Most entries listed for the plain folder of a task without a repository.
-pub const MAX_PLAIN_ENTRIES: usize = 10_000;
+use crate::workdir::shared::{MAX_PLAIN_ENTRIES, MAX_READ_BYTES, git_error, task_worktrees_dir};
 
 impl Engine {
     /// Everything in the task's worktrees that differs from their base commits: commits on
@@ -248,7 +242,7 @@ impl Engine {
                 let folder = Path::new(&record.path).parent().map(Path::to_path_buf);
                 remote_folders.extend(folder.map(|folder| (site.clone(), folder)));
             }
-            crate::workdir::ship::run_cleanup(&self.inner, &site, &record, force).await;
+            crate::engine::ship::run_cleanup(&self.inner, &site, &record, force).await;
             let removed = site
                 .remove_worktree(Path::new(&record.repository_path), Path::new(&record.path), force)
                 .await;
