@@ -38,6 +38,7 @@ mod sites;
 mod stream;
 #[cfg(test)]
 mod test_support;
+mod usecases;
 pub mod workdir;
 mod workflow;
 mod write;
@@ -57,6 +58,7 @@ pub use launcher::{
     BuiltinMockLauncher, ExecutionControl, LaunchSpec, Launched, Launcher, LocalLauncher,
     RunnerExec, RunnerLauncher,
 };
+pub use usecases::{NewTaskRequest, TaskArchival, TaskCreation, TaskDeletion, TaskEdit};
 pub use shells::{
     MAX_TERMINAL_CELLS, MAX_TERMINALS_PER_TASK, TerminalChunk, TerminalExit, TerminalHandle,
     TerminalInfo,
