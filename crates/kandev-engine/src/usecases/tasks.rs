@@ -409,3 +409,172 @@ async fn note_move(
     add_message(tx, &session, None, MessageKind::Status, &text, metadata).await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use kandev_domain::workflow::{StepSpec, Workflow, WorkflowSpec};
+    use kandev_domain::{StepId, TaskId};
+    use kandev_store::{Location, Store, TaskFilter};
+
+    use super::NewTaskRequest;
+    use crate::config::{AgentCommand, EngineConfig};
+    use crate::engine::Engine;
+    use crate::error::EngineError;
+    use crate::launcher::BuiltinMockLauncher;
+
+    /// An engine on a fresh store with one workflow of `steps`.
+    async fn engine_with(steps: Vec<StepSpec>) -> (tempfile::TempDir, Engine, Workflow) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(Location::File(dir.path().join("kandev.db"))).await.unwrap();
+        let mut tx = store.begin_write().await.unwrap();
+        let workspace = tx.insert_workspace("w").await.unwrap();
+        let spec = WorkflowSpec { name: "b".into(), description: String::new(), steps };
+        let workflow = tx.insert_workflow(&workspace.id, &spec, None).await.unwrap();
+        tx.commit().await.unwrap();
+        let mock = AgentCommand { program: "kandev".into(), args: vec![], flags: vec![] };
+        let config = EngineConfig::new(dir.path().to_path_buf(), mock);
+        (dir, Engine::new(store, config, Arc::new(BuiltinMockLauncher)), workflow)
+    }
+
+    fn new_task(workflow: &Workflow, title: &str) -> NewTaskRequest {
+        NewTaskRequest {
+            workflow_id: workflow.id.clone(),
+            step_id: None,
+            title: title.into(),
+            description: String::new(),
+            repository_ids: vec![],
+            base_branches: vec![],
+            agent_profile_id: None,
+            parent_id: None,
+            blocked_by: vec![],
+            agent_depth: 0,
+            start_agent: false,
+        }
+    }
+
+    /// Task folders cannot be made from now on: a plain file stands where they go.
+    fn break_task_folders(dir: &tempfile::TempDir) {
+        std::fs::write(dir.path().join("tasks"), b"not a folder").unwrap();
+    }
+
+    async fn tasks_of(engine: &Engine, workflow: &Workflow) -> Vec<TaskId> {
+        let filter = TaskFilter {
+            workflow_id: Some(workflow.id.clone()),
+            include_archived: true,
+            limit: 100,
+            ..Default::default()
+        };
+        engine.store().list_tasks(&filter).await.unwrap().into_iter().map(|t| t.id).collect()
+    }
+
+    /// Before issue 40 the handler committed the task, then asked the engine for its first
+    /// session: a start refused there (here: its folder cannot be made) answered an error
+    /// and left the task on the board all the same.
+    #[tokio::test]
+    async fn i40_s3_a_task_whose_first_start_is_refused_is_not_created() {
+        let (dir, engine, workflow) = engine_with(vec![StepSpec::named("Todo")]).await;
+        break_task_folders(&dir);
+        let mut events = engine.store().subscribe();
+
+        let request = NewTaskRequest { start_agent: true, ..new_task(&workflow, "t") };
+        let created = engine.create_task(request).await;
+
+        assert!(matches!(created, Err(EngineError::Unavailable(_))), "refused");
+        assert!(tasks_of(&engine, &workflow).await.is_empty(), "no task was left behind");
+        assert!(events.try_recv().is_err(), "nothing was announced");
+        engine.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn i40_s3_a_task_and_its_first_session_are_created_together() {
+        let (_dir, engine, workflow) = engine_with(vec![StepSpec::named("Todo")]).await;
+
+        let request = NewTaskRequest { start_agent: true, ..new_task(&workflow, "t") };
+        let created = engine.create_task(request).await.unwrap();
+
+        let session = created.session.expect("its first session");
+        assert_eq!(created.task.primary_session_id.as_ref(), Some(&session.id));
+        assert_eq!(tasks_of(&engine, &workflow).await, vec![created.task.id]);
+        engine.shutdown().await;
+    }
+
+    /// A move's checks are read in its transaction; a refused move writes nothing.
+    #[tokio::test]
+    async fn i40_s3_a_refused_move_changes_nothing() {
+        let mut locked = StepSpec::named("Review");
+        locked.allow_manual_move = false;
+        let (_dir, engine, workflow) = engine_with(vec![StepSpec::named("Todo"), locked]).await;
+        let task = engine.create_task(new_task(&workflow, "t")).await.unwrap().task;
+        let history = engine.store().step_history(&task.id).await.unwrap();
+        let mut events = engine.store().subscribe();
+
+        let review = &workflow.steps[1].id;
+        let moved = engine.move_task(&task.id, review, None, "ada").await;
+
+        assert!(matches!(moved, Err(EngineError::Conflict(_))), "refused: {:?}", moved.err());
+        let after = engine.store().get_task(&task.id).await.unwrap();
+        assert_eq!(after.step_id, task.step_id);
+        assert_eq!(engine.store().step_history(&task.id).await.unwrap().len(), history.len());
+        assert!(events.try_recv().is_err(), "nothing was announced");
+        let elsewhere = StepId::new("not-a-step");
+        let moved = engine.move_task(&task.id, &elsewhere, None, "ada").await;
+        assert!(matches!(moved, Err(EngineError::Validation(_))));
+        engine.shutdown().await;
+    }
+
+    /// A person's move records its step history, is announced, and notes who moved the task
+    /// in its primary session's transcript (all in the move's transaction).
+    #[tokio::test]
+    async fn i40_s3_a_persons_move_records_its_history_and_its_note() {
+        let steps = vec![StepSpec::named("Todo"), StepSpec::named("Review")];
+        let (_dir, engine, workflow) = engine_with(steps).await;
+        let task = engine.create_task(new_task(&workflow, "t")).await.unwrap().task;
+        let mut tx = engine.store().begin_write().await.unwrap();
+        let session = tx.insert_session(&task.id, None, "/tmp", None, None).await.unwrap();
+        tx.set_primary_session(&task.id, &session.id).await.unwrap();
+        tx.commit().await.unwrap();
+        let mut events = engine.store().subscribe();
+
+        let review = &workflow.steps[1].id;
+        let (moved, from) = engine.move_task(&task.id, review, None, "ada").await.unwrap();
+
+        assert_eq!((&moved.step_id, &from), (review, &task.step_id));
+        let announced: Vec<String> =
+            std::iter::from_fn(|| events.try_recv().ok()).map(|e| e.action.clone()).collect();
+        assert!(announced.iter().any(|a| a == "task.moved"), "announced: {announced:?}");
+        let messages = engine.store().list_messages(&session.id, None, None, 10).await.unwrap();
+        let note = messages.iter().find(|m| m.content == "ada moved the task from Todo to Review");
+        assert!(note.is_some(), "noted: {messages:?}");
+        let last = engine.store().step_history(&task.id).await.unwrap().pop().unwrap();
+        assert_eq!(&last.to_step_id, review);
+        engine.shutdown().await;
+    }
+
+    /// Before issue 40 the archive handler committed the archive, then asked the engine to
+    /// start the tasks waiting on it and answered that start's error: the task was archived
+    /// but the caller was told it was not.
+    #[tokio::test]
+    async fn i40_s3_an_archive_stands_when_a_task_it_unblocks_cannot_start() {
+        // Two steps: a task in the last step is done, so it could block nothing.
+        let steps = vec![StepSpec::named("Todo"), StepSpec::named("Done")];
+        let (dir, engine, board) = engine_with(steps).await;
+        let blocker = engine.create_task(new_task(&board, "blocker")).await.unwrap().task;
+        let waiting = NewTaskRequest {
+            start_agent: true,
+            blocked_by: vec![blocker.id.clone()],
+            ..new_task(&board, "waiting")
+        };
+        let waiting = engine.create_task(waiting).await.unwrap();
+        assert!(waiting.session.is_none(), "its start waits for its blocker");
+        break_task_folders(&dir);
+
+        let archived = engine.archive_task(&blocker.id, false).await.unwrap();
+
+        assert!(archived.task.archived_at.is_some());
+        let stored = engine.store().get_task(&blocker.id).await.unwrap();
+        assert!(stored.archived_at.is_some(), "the archive stands");
+        engine.shutdown().await;
+    }
+}
