@@ -22,7 +22,7 @@ pub(crate) async fn create_session(
     profile_id: Option<AgentProfileId>,
 ) -> Result<Session> {
     let task = inner.store.get_task(task_id).await.map_err(not_found)?;
-    let profile = session_profile(inner, &task, profile_id).await?;
+    let profile = session_profile(inner, profile_id.or(task.agent_profile_id.clone())).await?;
     // Held while the directory is planned, so launches of one task agree on it.
     let _worktrees = inner.task_locks.lock(&task.id).await;
     let plan = plan(inner, &task).await?;
@@ -32,14 +32,11 @@ pub(crate) async fn create_session(
     Ok(session)
 }
 
-/// The profile a new session of `task` runs: `profile_id`, else the task's, else the
-/// built-in Mock profile.
+/// The profile a new session runs: `profile_id`, else the built-in Mock profile.
 pub(crate) async fn session_profile(
     inner: &Inner,
-    task: &Task,
     profile_id: Option<AgentProfileId>,
 ) -> Result<Option<AgentProfile>> {
-    let profile_id = profile_id.or(task.agent_profile_id.clone());
     Ok(match &profile_id {
         Some(id) => Some(
             inner

@@ -7,6 +7,7 @@
 use kandev_api_types::{Notification, TaskDto, WorkspaceEvent};
 use kandev_domain::task::Task;
 use kandev_domain::transcript::{MessageKind, Session};
+use kandev_domain::agent::AgentProfile;
 use kandev_domain::workflow::{Action, EntryCause, Step, Workflow};
 use kandev_domain::workspace::Repository;
 use kandev_domain::{AgentProfileId, RepositoryId, StepId, TaskId, WorkflowId};
@@ -103,6 +104,16 @@ impl Engine {
             agent_profile_id: request.agent_profile_id,
         };
         let starts = request.start_agent || step.events.on_enter.contains(&Action::AutoStartAgent);
+        // What the start needs is read before the transaction; only the new task's own
+        // directory is planned inside it (it needs the task's id).
+        let blocked = starts && self.any_open(&request.blocked_by).await?;
+        let profile = match starts && !blocked {
+            true => {
+                let wanted = step.agent_profile_id.clone().or(new.agent_profile_id.clone());
+                Some(session_profile(&self.inner, wanted).await?)
+            }
+            false => None,
+        };
         let mut tx = store.begin_write().await?;
         let task = tx.insert_task(&new, "user").await?;
         if request.agent_depth > 0 {
@@ -119,16 +130,19 @@ impl Engine {
         let task = if linked { tx.get_task(&task.id).await? } else { task };
         let event = WorkspaceEvent::TaskCreated { task: TaskDto::from(&task) };
         notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
-        let session = match starts {
-            false => None,
-            // A blocked task's start waits for its blockers (`release_waiting` runs it).
-            true if self.any_open(&request.blocked_by).await? => {
-                tx.set_start_waiting(&task.id, true).await?;
-                None
-            }
-            true => Some(self.first_session(&mut tx, &task, &step).await?),
+        if blocked {
+            // Its start waits for its blockers (`release_waiting` runs it).
+            tx.set_start_waiting(&task.id, true).await?;
+        }
+        let session = match profile {
+            Some(profile) => Some(self.first_session(&mut tx, &task, profile.as_ref()).await?),
+            None => None,
         };
         tx.commit().await?;
+        if blocked && store.open_blockers(&task.id).await?.is_empty() {
+            // A blocker finished between the check and the commit: its release saw no wait.
+            release_one(&self.inner, &task.id).await?;
+        }
         let Some(session) = session else { return Ok(TaskCreation { task, session: None }) };
         let (to, start_agent) = (step.id.clone(), request.start_agent);
         ask(&self.inner, &session.id, |reply| Command::StepEntered {
@@ -143,14 +157,19 @@ impl Engine {
         Ok(TaskCreation { task, session: Some(store.get_session(&session.id).await?) })
     }
 
-    /// The first session of a new task, written in the transaction that creates the task
-    /// and made its primary: the step's own profile, else the task's. No task lock is taken:
-    /// nobody else can name a task that is not committed.
-    async fn first_session(&self, tx: &mut WriteTx, task: &Task, step: &Step) -> Result<Session> {
-        let profile_id = step.agent_profile_id.clone();
-        let profile = session_profile(&self.inner, task, profile_id).await?;
+    /// The first session of a new task, running `profile`, written in the transaction that
+    /// creates the task and made its primary. No task lock is taken: nobody else can name a
+    /// task that is not committed. Planning its directory reads the task's repositories and
+    /// their executors through the store's read connections while the transaction is open
+    /// (a file or PostgreSQL store; the in-memory store of unit tests shares one connection).
+    async fn first_session(
+        &self,
+        tx: &mut WriteTx,
+        task: &Task,
+        profile: Option<&AgentProfile>,
+    ) -> Result<Session> {
         let plan = plan(&self.inner, task).await?;
-        let session = insert_session(tx, task, profile.as_ref(), &plan).await?;
+        let session = insert_session(tx, task, profile, &plan).await?;
         tx.set_primary_session(&task.id, &session.id).await?;
         Ok(session)
     }
@@ -269,10 +288,11 @@ impl Engine {
         by: &str,
     ) -> Result<(Task, StepId)> {
         let store = &self.inner.store;
+        // A task never changes workflow; its steps are read before the transaction.
+        let workflow = store.get_workflow(&store.get_task(id).await?.workflow_id).await?;
         let mut tx = store.begin_write().await?;
         // Read inside the transaction: no other move can come between the checks and this one.
         let before = tx.get_task(id).await?;
-        let workflow = store.get_workflow(&before.workflow_id).await?;
         let Some(step) = workflow.step(to) else {
             return Err(EngineError::Validation(format!(
                 "step {to} is not a step of the task's workflow; pick one from workflow.get"
