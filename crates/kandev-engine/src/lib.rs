@@ -58,8 +58,8 @@ pub use launcher::{
     BuiltinMockLauncher, ExecutionControl, LaunchSpec, Launched, Launcher, LocalLauncher,
     RunnerExec, RunnerLauncher,
 };
-pub use usecases::{NewTaskRequest, TaskArchival, TaskCreation, TaskDeletion, TaskEdit};
 pub use shells::{
     MAX_TERMINAL_CELLS, MAX_TERMINALS_PER_TASK, TerminalChunk, TerminalExit, TerminalHandle,
     TerminalInfo,
 };
+pub use usecases::{NewTaskRequest, TaskArchival, TaskCreation, TaskDeletion, TaskEdit};

@@ -15,7 +15,11 @@ impl Engine {
         let mut tx = self.inner.store.begin_write().await?;
         let channel = tx.insert_channel(new).await?;
         tx.commit().await?;
-        tracing::info!(channel = channel.id, kind = new.kind.as_str(), "notification channel created");
+        tracing::info!(
+            channel = channel.id,
+            kind = new.kind.as_str(),
+            "notification channel created"
+        );
         Ok(channel)
     }
 

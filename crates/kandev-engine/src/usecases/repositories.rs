@@ -14,7 +14,8 @@ impl Engine {
     pub async fn create_repository(&self, new: &NewRepository) -> Result<Repository> {
         let mut tx = self.inner.store.begin_write().await?;
         let repository = tx.insert_repository(new).await?;
-        let event = WorkspaceEvent::RepositoryCreated { repository: RepositoryDto::from(&repository) };
+        let event =
+            WorkspaceEvent::RepositoryCreated { repository: RepositoryDto::from(&repository) };
         notify(&mut tx, Notification::workspace(&repository.workspace_id, event)).await?;
         tx.commit().await?;
         Ok(repository)
@@ -28,7 +29,8 @@ impl Engine {
     ) -> Result<Repository> {
         let mut tx = self.inner.store.begin_write().await?;
         let repository = tx.update_repository(id, patch).await?;
-        let event = WorkspaceEvent::RepositoryUpdated { repository: RepositoryDto::from(&repository) };
+        let event =
+            WorkspaceEvent::RepositoryUpdated { repository: RepositoryDto::from(&repository) };
         notify(&mut tx, Notification::workspace(&repository.workspace_id, event)).await?;
         tx.commit().await?;
         Ok(repository)

@@ -5,9 +5,9 @@
 //! the task as it was or as the committed write says.
 
 use kandev_api_types::{Notification, TaskDto, WorkspaceEvent};
+use kandev_domain::agent::AgentProfile;
 use kandev_domain::task::Task;
 use kandev_domain::transcript::{MessageKind, Session};
-use kandev_domain::agent::AgentProfile;
 use kandev_domain::workflow::{Action, EntryCause, Step, Workflow};
 use kandev_domain::workspace::Repository;
 use kandev_domain::{AgentProfileId, RepositoryId, StepId, TaskId, WorkflowId};
@@ -19,8 +19,8 @@ use crate::error::{EngineError, Result};
 use crate::publish::notify;
 use crate::session::command::Command;
 use crate::session::handle::ask;
-use crate::workdir::{KeptWorktree, WorktreeRemoval};
 use crate::workdir::prepare::plan;
+use crate::workdir::{KeptWorktree, WorktreeRemoval};
 use crate::workflow::{release_one, release_waiting};
 use crate::write::add_message;
 
@@ -402,10 +402,7 @@ impl Engine {
 fn first_step<'w>(workflow: &'w Workflow, wanted: Option<&StepId>) -> Result<&'w Step> {
     match wanted {
         Some(id) => workflow.step(id).ok_or_else(|| {
-            EngineError::Validation(format!(
-                "step {id} is not a step of workflow {}",
-                workflow.id
-            ))
+            EngineError::Validation(format!("step {id} is not a step of workflow {}", workflow.id))
         }),
         None => workflow.start_step().ok_or_else(|| {
             EngineError::Conflict("the workflow has no steps; add one first".into())

@@ -11,8 +11,8 @@ use kandev_store::{NewProfile, ProfilePatch, TaskFilter};
 use serde_json::Value;
 use std::collections::HashMap;
 
-use super::profile_mcp::checked_mcp_servers;
 use super::paginate;
+use super::profile_mcp::checked_mcp_servers;
 use crate::{ApiError, AppState};
 
 pub async fn list(s: &AppState, p: Page) -> Result<Profiles, ApiError> {

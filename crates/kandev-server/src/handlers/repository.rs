@@ -2,9 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+use kandev_api_types::RepositoryDto;
 use kandev_api_types::requests::{ById, ByWorkspace, RepositoryCreate, RepositoryUpdate};
 use kandev_api_types::responses::{Deleted, Repositories, RepositoryOne};
-use kandev_api_types::RepositoryDto;
 use kandev_domain::workspace::DEFAULT_BRANCH_TEMPLATE;
 use kandev_domain::{RepositoryId, WorkspaceId, validate};
 use kandev_store::{NewRepository, RepositoryPatch};

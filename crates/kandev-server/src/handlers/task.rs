@@ -112,7 +112,9 @@ pub async fn update(s: &AppState, p: TaskUpdate) -> Result<TaskOne, ApiError> {
             .as_deref()
             .map(|d| validate::description("description", d))
             .transpose()?,
-        repository_ids: p.repository_ids.map(|ids| ids.into_iter().map(RepositoryId::new).collect()),
+        repository_ids: p
+            .repository_ids
+            .map(|ids| ids.into_iter().map(RepositoryId::new).collect()),
         agent_profile_id: p.agent_profile_id.map(|profile| profile.map(AgentProfileId::new)),
         parent_id: p.parent_id.map(|parent| parent.map(TaskId::new)),
         blocked_by: p.blocked_by.map(|ids| ids.into_iter().map(TaskId::new).collect()),
@@ -183,4 +185,3 @@ fn step_in(workflow: &Workflow, step_id: StepId) -> Result<StepId, ApiError> {
         ))),
     }
 }
-

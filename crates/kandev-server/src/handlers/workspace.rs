@@ -1,8 +1,8 @@
 //! `workspace.*` actions.
 
+use kandev_api_types::WorkspaceDto;
 use kandev_api_types::requests::{ById, Page, WorkspaceCreate, WorkspaceUpdate};
 use kandev_api_types::responses::{Deleted, WorkspaceOne, Workspaces};
-use kandev_api_types::WorkspaceDto;
 use kandev_domain::{WorkspaceId, validate};
 
 use super::paginate;
