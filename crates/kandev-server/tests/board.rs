@@ -335,9 +335,14 @@ async fn i15_a4_every_change_a_card_shows_is_in_the_next_task_list() {
     assert!(deleted["tasks"].as_array().unwrap().iter().all(|t| t["id"] != ids[1].as_str()));
 }
 
-/// Task folders cannot be made from now on: a plain file stands where they go.
+/// Task folders cannot be made from now on: a plain file stands where they go (those made so
+/// far are moved aside).
 fn break_task_folders(server: &TestServer) {
-    std::fs::write(server.dir.path().join("tasks"), b"not a folder").unwrap();
+    let tasks = server.dir.path().join("tasks");
+    if tasks.is_dir() {
+        std::fs::rename(&tasks, server.dir.path().join("tasks-aside")).unwrap();
+    }
+    std::fs::write(tasks, b"not a folder").unwrap();
 }
 
 /// Issue 40, scope 3: a task and its first start are one use case. Before, the handler
