@@ -3,14 +3,16 @@
 //! folder). Not actor code: the session has no actor until someone talks to it.
 
 use kandev_api_types::{Notification, SessionDto, WorkspaceEvent};
-use kandev_domain::agent::AgentKind;
+use kandev_domain::agent::{AgentKind, AgentProfile};
+use kandev_domain::task::Task;
 use kandev_domain::transcript::Session;
 use kandev_domain::{AgentProfileId, TaskId};
 
 use crate::error::{EngineError, Result, not_found};
 use crate::inner::Inner;
 use crate::publish;
-use crate::workdir::prepare::plan;
+use crate::workdir::prepare::{Plan, plan};
+use kandev_store::WriteTx;
 
 /// Creates a session row for a task, announced on the session's and the workspace's topics.
 /// Without a profile it runs the task's profile, else the built-in Mock profile.
@@ -20,8 +22,22 @@ pub(crate) async fn create_session(
     profile_id: Option<AgentProfileId>,
 ) -> Result<Session> {
     let task = inner.store.get_task(task_id).await.map_err(not_found)?;
-    let profile_id = profile_id.or(task.agent_profile_id.clone());
-    let profile = match &profile_id {
+    let profile = session_profile(inner, profile_id.or(task.agent_profile_id.clone())).await?;
+    // Held while the directory is planned, so launches of one task agree on it.
+    let _worktrees = inner.task_locks.lock(&task.id).await;
+    let plan = plan(inner, &task).await?;
+    let mut tx = inner.store.begin_write().await?;
+    let session = insert_session(&mut tx, &task, profile.as_ref(), &plan).await?;
+    tx.commit().await?;
+    Ok(session)
+}
+
+/// The profile a new session runs: `profile_id`, else the built-in Mock profile.
+pub(crate) async fn session_profile(
+    inner: &Inner,
+    profile_id: Option<AgentProfileId>,
+) -> Result<Option<AgentProfile>> {
+    Ok(match &profile_id {
         Some(id) => Some(
             inner
                 .store
@@ -30,25 +46,30 @@ pub(crate) async fn create_session(
                 .map_err(|e| EngineError::Validation(e.to_string()))?,
         ),
         None => inner.store.list_profiles().await?.into_iter().find(|p| p.kind == AgentKind::Mock),
-    };
-    // Held while the directory is planned, so launches of one task agree on it.
-    let _worktrees = inner.task_locks.lock(&task.id).await;
-    let plan = plan(inner, &task).await?;
+    })
+}
+
+/// Writes a session row planned in `plan` in the caller's transaction, with its
+/// announcements and the task's card.
+pub(crate) async fn insert_session(
+    tx: &mut WriteTx,
+    task: &Task,
+    profile: Option<&AgentProfile>,
+    plan: &Plan,
+) -> Result<Session> {
     let cwd = plan.cwd().display().to_string();
-    let mut tx = inner.store.begin_write().await?;
     let session = tx
         .insert_session(
             &task.id,
-            profile.as_ref().map(|p| &p.id),
+            profile.map(|p| &p.id),
             &cwd,
-            profile.as_ref().and_then(|p| p.mode.as_deref()),
-            profile.as_ref().and_then(|p| p.model.as_deref()),
+            profile.and_then(|p| p.mode.as_deref()),
+            profile.and_then(|p| p.model.as_deref()),
         )
         .await?;
-    publish::session_event(&mut tx, &session, "session.created").await?;
+    publish::session_event(tx, &session, "session.created").await?;
     let event = WorkspaceEvent::SessionCreated { session: SessionDto::from(&session) };
-    publish::notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
-    publish::sync_task(&mut tx, &session).await?;
-    tx.commit().await?;
+    publish::notify(tx, Notification::workspace(&task.workspace_id, event)).await?;
+    publish::sync_task(tx, &session).await?;
     Ok(session)
 }

@@ -40,6 +40,7 @@ mod sites;
 mod stream;
 #[cfg(test)]
 mod test_support;
+mod usecases;
 pub mod workdir;
 mod workflow;
 mod write;
@@ -63,3 +64,4 @@ pub use shells::{
     MAX_TERMINAL_CELLS, MAX_TERMINALS_PER_TASK, TerminalChunk, TerminalExit, TerminalHandle,
     TerminalInfo,
 };
+pub use usecases::{NewTaskRequest, TaskArchival, TaskCreation, TaskDeletion, TaskEdit};

@@ -21,7 +21,9 @@ use crate::inner::Inner;
 use crate::publish;
 
 /// A person's move: the task goes to `to` from wherever it is now. Stores and announces
-/// it; returns the task and the step it left.
+/// it; returns the task and the step it left. The tests' way to move a task; the API's is
+/// the `move_task` use case (`usecases/tasks.rs`), which also checks the move and notes it.
+#[cfg(test)]
 pub(crate) async fn record_move(
     inner: &Arc<Inner>,
     task_id: &TaskId,

@@ -334,3 +334,55 @@ async fn i15_a4_every_change_a_card_shows_is_in_the_next_task_list() {
     let deleted = listed(&server, &wf).await;
     assert!(deleted["tasks"].as_array().unwrap().iter().all(|t| t["id"] != ids[1].as_str()));
 }
+
+/// Task folders cannot be made from now on: a plain file stands where they go (those made so
+/// far are moved aside).
+fn break_task_folders(server: &TestServer) {
+    let tasks = server.dir.path().join("tasks");
+    if tasks.is_dir() {
+        std::fs::rename(&tasks, server.dir.path().join("tasks-aside")).unwrap();
+    }
+    std::fs::write(tasks, b"not a folder").unwrap();
+}
+
+/// Issue 40, scope 3: a task and its first start are one use case. Before, the handler
+/// committed the task, then asked the engine to start it: a refused start answered an error
+/// and left the task on the board all the same.
+#[tokio::test]
+async fn i40_s3_a_task_whose_start_is_refused_is_not_left_on_the_board() {
+    let server = TestServer::start().await;
+    let (_, workflow) = server.kanban().await;
+    break_task_folders(&server);
+
+    let create = json!({"workflow_id": workflow["id"], "title": "t", "start_agent": true});
+    let (status, body) = server.post("task.create", create).await;
+
+    assert_ne!(status, 200, "refused: {body}");
+    let tasks = server.call("task.list", json!({"workflow_id": workflow["id"]})).await;
+    assert_eq!(tasks["tasks"], json!([]), "no task was left behind");
+}
+
+/// Issue 40, scope 3: an archive is one use case, and what follows it (starting the tasks
+/// that waited for it) is not its outcome. Before, the handler committed the archive, then
+/// answered the error of a waiting task's start: the caller was told the archive failed.
+#[tokio::test]
+async fn i40_s3_an_archive_stands_when_a_task_it_unblocks_cannot_start() {
+    let server = TestServer::start().await;
+    let (_, workflow) = server.kanban().await;
+    let blocker =
+        server.call("task.create", json!({"workflow_id": workflow["id"], "title": "b"})).await;
+    let blocker_id = blocker["task"]["id"].clone();
+    let waiting = json!({
+        "workflow_id": workflow["id"], "title": "w", "start_agent": true, "blocked_by": [blocker_id]
+    });
+    let waiting = server.call("task.create", waiting).await;
+    assert_eq!(waiting["session"], Value::Null, "its start waits for its blocker");
+    break_task_folders(&server);
+
+    let (status, body) = server.post("task.archive", json!({"id": blocker_id})).await;
+
+    assert_eq!(status, 200, "{body}");
+    assert!(body["task"]["archived_at"].is_string(), "{body}");
+    let task = server.call("task.get", json!({"id": blocker_id})).await;
+    assert_ne!(task["task"]["archived_at"], Value::Null, "archived");
+}

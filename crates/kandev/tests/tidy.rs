@@ -278,21 +278,24 @@ fn i13_the_server_spawns_no_task_without_an_owner() {
     assert!(offenders.is_empty(), "bare tokio::spawn in:\n{}", offenders.join("\n"));
 }
 
-/// Where a crate writes events: its one function that takes a typed `Notification`.
-const NOTIFY: &[(&str, &str)] =
-    &[("kandev-server", "src/handlers/mod.rs"), ("kandev-engine", "src/publish.rs")];
+/// Where a crate writes events: its one function that takes a typed `Notification`, or
+/// `None` for a crate that writes none itself (the server: its changes are the engine's use
+/// cases, issue 40).
+const NOTIFY: &[(&str, Option<&str>)] =
+    &[("kandev-server", None), ("kandev-engine", Some("src/publish.rs"))];
 
 /// Every notification the server publishes is a typed `Notification`: `WriteTx::emit`, which
-/// takes any topic, action and JSON, is called only by its `notify`.
+/// takes any topic, action and JSON, is called only by the engine's `notify`.
 #[test]
 fn i13_the_server_publishes_only_typed_notifications() {
     for (krate, notify) in NOTIFY {
         let root = workspace_root().join("crates").join(krate);
         let mut files = vec![];
         rust_files(&root.join("src"), &mut files);
+        assert!(files.len() > 10, "found the sources of {krate}");
         let offenders: Vec<String> = files
             .iter()
-            .filter(|path| **path != root.join(notify))
+            .filter(|path| notify.is_none_or(|notify| **path != root.join(notify)))
             .filter(|path| production_source(path).contains(".emit("))
             .map(|p| p.display().to_string())
             .collect();
@@ -301,8 +304,49 @@ fn i13_the_server_publishes_only_typed_notifications() {
             "{krate} writes events without `notify` (a typed Notification) in:\n{}",
             offenders.join("\n")
         );
-        assert!(production_source(&root.join(notify)).contains(".emit("), "{krate}: {notify}");
+        if let Some(notify) = notify {
+            assert!(production_source(&root.join(notify)).contains(".emit("), "{krate}: {notify}");
+        }
     }
+}
+
+/// Whether Rust source opens a write transaction or holds one: `begin_write`, or a `WriteTx`
+/// taken or named.
+fn writes_in_a_transaction(source: &str) -> bool {
+    source.contains("begin_write") || source.contains("WriteTx")
+}
+
+/// Issue 40, acceptance 4: a handler decodes its request, calls one engine use case and
+/// encodes the answer. The write transaction is the engine's (`kandev-engine/src/usecases/`),
+/// so that a task's row and the engine's follow-up writes are one; a handler that opens one
+/// of its own (or takes one from a helper) fails here.
+#[test]
+fn i40_a4_no_handler_opens_a_write_transaction() {
+    let mut files = vec![];
+    rust_files(&workspace_root().join("crates/kandev-server/src/handlers"), &mut files);
+    assert!(files.len() > 10, "found the handlers");
+    let offenders: Vec<String> = files
+        .iter()
+        .filter(|path| writes_in_a_transaction(&production_source(path)))
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "handlers write in a transaction of their own (make it an engine use case) in:\n{}",
+        offenders.join("\n")
+    );
+}
+
+#[test]
+fn i40_a4_the_handler_check_sees_a_transaction_and_passes_a_use_case() {
+    let opens = "pub async fn create(s: &AppState, p: WorkspaceCreate) -> R {\n    \
+                 let mut tx = s.store().begin_write().await?;\n    tx.commit().await?;\n}";
+    assert!(writes_in_a_transaction(opens), "a handler opening a transaction");
+    let helper = "async fn publish_task(mut tx: kandev_store::WriteTx, task: &Task) -> R {}";
+    assert!(writes_in_a_transaction(helper), "a handler's helper taking one");
+    let calls = "pub async fn create(s: &AppState, p: WorkspaceCreate) -> R {\n    \
+                 let workspace = s.engine().create_workspace(&p.name).await?;\n}";
+    assert!(!writes_in_a_transaction(calls), "a handler calling a use case");
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -36,10 +36,7 @@ use crate::launcher::Launcher;
 use crate::mcp::{McpRefusal, McpSession};
 use crate::question;
 use crate::reconcile::reconcile;
-use crate::workflow::{
-    hold_if_blocked, primary_session_for, record_move, record_trigger_move, release_one,
-    release_waiting, start_new_task,
-};
+use crate::workflow::{hold_if_blocked, primary_session_for, record_trigger_move};
 
 /// How long shutdown waits for the SSH links to close (each closes within 5 s).
 const LINKS_CLOSE_BOUND: std::time::Duration = std::time::Duration::from_secs(6);
@@ -186,42 +183,6 @@ impl Engine {
         self.ask(id, |reply| Command::Reset { reply }).await
     }
 
-    /// Runs the start step's `on_enter` for a new task; with `start_agent` (or an
-    /// `auto_start_agent` action) the task's first session starts, exactly once.
-    pub async fn task_created(
-        &self,
-        task_id: &TaskId,
-        start_agent: bool,
-    ) -> Result<Option<Session>> {
-        start_new_task(&self.inner, task_id, start_agent).await
-    }
-
-    /// A task's blockers changed and none is open: its waiting auto-start (if any) runs now.
-    pub async fn release_task(&self, task_id: &TaskId) -> Result<()> {
-        release_one(&self.inner, task_id).await
-    }
-
-    /// `task` became done (archived): tasks whose auto-start waited for it start now.
-    pub async fn task_done(&self, task_id: &TaskId) -> Result<()> {
-        release_waiting(self.inner.clone(), task_id.clone()).await
-    }
-
-    /// Moves a task (a person's move, `by` whom: recorded in its step history, and, when
-    /// `by` names someone, in its primary session's transcript), running `on_exit` of the
-    /// step it leaves and `on_enter` of the step it enters on its primary session
-    /// (docs/workflows.md).
-    pub async fn move_task(
-        &self,
-        task_id: &TaskId,
-        to: &StepId,
-        position: Option<usize>,
-        by: &str,
-    ) -> Result<(Task, StepId)> {
-        let cause = EntryCause::Manual;
-        let (task, from) = record_move(&self.inner, task_id, to, position, cause, by).await?;
-        self.after_move(task, from, to, by).await
-    }
-
     /// An agent's `complete_step`: [`Engine::move_task`] decided from the step `from` the
     /// agent read, made only if the task is still there when it is written (`None`: it moved
     /// meanwhile, docs/workflows.md, "a trigger moves only from its own step"). Only once the
@@ -267,6 +228,18 @@ impl Engine {
             let note = StatusNote::TaskMoved { by: by.to_owned() };
             crate::notes::task_status_message(&self.inner, task_id, &text, note).await?;
         }
+        self.enter_moved_step(task, from, to).await
+    }
+
+    /// The entry of the step a task moved to (from another), on its primary session: a task
+    /// without one gets one only when the step auto-starts and no blocker holds it.
+    pub(crate) async fn enter_moved_step(
+        &self,
+        task: Task,
+        from: StepId,
+        to: &StepId,
+    ) -> Result<(Task, StepId)> {
+        let task_id = &task.id.clone();
         let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
         let Some(step) = workflow.step(to).cloned() else { return Ok((task, from)) };
         let auto_start = step.events.on_enter.contains(&Action::AutoStartAgent);

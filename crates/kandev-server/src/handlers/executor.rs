@@ -38,9 +38,7 @@ pub async fn list(s: &AppState, _: Empty) -> Result<Executors, ApiError> {
 
 pub async fn create(s: &AppState, p: ExecutorCreate) -> Result<ExecutorOne, ApiError> {
     let (name, kind) = (name("name", &p.name)?, kind(p.kind, p.ssh)?);
-    let mut tx = s.store().begin_write().await?;
-    let executor = tx.insert_executor(&name, &kind).await?;
-    tx.commit().await?;
+    let executor = s.engine().create_executor(&name, &kind).await?;
     Ok(ExecutorOne { executor: ExecutorDto::from(&executor) })
 }
 
@@ -52,24 +50,14 @@ pub async fn update(s: &AppState, p: ExecutorUpdate) -> Result<ExecutorOne, ApiE
         // Settings alone: the executor stays of kind ssh (checked below).
         (None, Some(ssh)) => Some(kind(ExecutorKindDto::Ssh, Some(ssh))?),
     };
-    if let (None, Some(_)) = (p.kind, &changed) {
-        let current = s.store().get_executor(&p.id).await?;
-        if matches!(current.kind, ExecutorKind::Local) {
-            return Err(ApiError::validation(
-                "ssh settings need kind ssh; send kind: \"ssh\" to change a local executor",
-            ));
-        }
-    }
-    let mut tx = s.store().begin_write().await?;
-    let executor = tx.update_executor(&p.id, name.as_deref(), changed.as_ref()).await?;
-    tx.commit().await?;
+    let kind_given = p.kind.is_some();
+    let executor =
+        s.engine().update_executor(&p.id, name.as_deref(), changed.as_ref(), kind_given).await?;
     Ok(ExecutorOne { executor: ExecutorDto::from(&executor) })
 }
 
 pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
-    let mut tx = s.store().begin_write().await?;
-    tx.delete_executor(&p.id).await?;
-    tx.commit().await?;
+    s.engine().delete_executor(&p.id).await?;
     Ok(Deleted { deleted: true, id: p.id })
 }
 
@@ -108,9 +96,8 @@ pub async fn set_for_repository(
     s: &AppState,
     p: RepositoryExecutorSet,
 ) -> Result<RepositoryExecutor, ApiError> {
-    let mut tx = s.store().begin_write().await?;
-    let executor = tx.set_repository_executor(&p.repository_id, p.executor_id.as_deref()).await?;
-    tx.commit().await?;
+    let executor =
+        s.engine().set_repository_executor(&p.repository_id, p.executor_id.as_deref()).await?;
     Ok(RepositoryExecutor {
         repository_id: p.repository_id,
         executor: executor.as_ref().map(ExecutorDto::from),

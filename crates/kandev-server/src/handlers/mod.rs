@@ -1,4 +1,6 @@
-//! Action handlers, one module per area of api.md.
+//! Action handlers, one module per area of api.md. A handler decodes its request, calls one
+//! engine use case (or reads), and encodes the answer: it never opens a write transaction
+//! (`kandev_engine`'s `usecases/`; checked by the tidy test).
 
 pub mod agent_auth;
 pub mod executor;
@@ -18,8 +20,6 @@ pub mod workflow;
 pub mod workspace;
 
 use kandev_api_types::requests::Page;
-use kandev_api_types::{Notification, NotificationParts};
-use kandev_store::WriteTx;
 
 use crate::ApiError;
 
@@ -58,12 +58,4 @@ pub fn paginate<T>(items: Vec<T>, page: &Page) -> Result<(Vec<T>, Option<String>
     let taken: Vec<T> = items.into_iter().skip(offset as usize).take(limit as usize).collect();
     let next = (offset + limit < total).then(|| (offset + limit).to_string());
     Ok((taken, next))
-}
-
-/// Writes a notification in the transaction of the change it describes; it goes out after
-/// the commit.
-pub async fn notify(tx: &mut WriteTx, notification: Notification) -> Result<(), ApiError> {
-    let NotificationParts { topic, action, payload } = notification.into_parts();
-    tx.emit(topic, &action, payload).await?;
-    Ok(())
 }

@@ -54,7 +54,6 @@ fn checked_url(url: &str) -> Result<String, ApiError> {
 
 pub async fn channel_create(s: &AppState, p: ChannelCreate) -> Result<ChannelOne, ApiError> {
     let url = checked_url(&p.url)?;
-    s.engine().check_channel_url(&url)?;
     let mut events: Vec<NotificationKind> = Vec::new();
     for kind in p.events.into_iter().map(NotificationKind::from) {
         if !events.contains(&kind) {
@@ -78,10 +77,7 @@ pub async fn channel_create(s: &AppState, p: ChannelCreate) -> Result<ChannelOne
     if kind == ChannelKind::Ntfy && secret.is_some() {
         return Err(ApiError::validation("secret signs webhooks only; leave it out for ntfy"));
     }
-    let mut tx = s.store().begin_write().await?;
-    let channel = tx.insert_channel(&NewChannel { kind, url, secret, events }).await?;
-    tx.commit().await?;
-    tracing::info!(channel = channel.id, kind = kind.as_str(), "notification channel created");
+    let channel = s.engine().create_channel(&NewChannel { kind, url, secret, events }).await?;
     Ok(ChannelOne { channel: ChannelDto::from(&channel) })
 }
 
@@ -91,11 +87,7 @@ pub async fn channel_list(s: &AppState, _: Empty) -> Result<Channels, ApiError> 
 }
 
 pub async fn channel_delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
-    let mut tx = s.store().begin_write().await?;
-    if !tx.delete_channel(&p.id).await? {
-        return Err(ApiError::not_found("no such notification channel"));
-    }
-    tx.commit().await?;
+    s.engine().delete_channel(&p.id).await?;
     Ok(Deleted { deleted: true, id: p.id })
 }
 

@@ -4,15 +4,15 @@
 
 use kandev_api_types::requests::{ById, Empty, Page, ProfileCreate, ProfileUpdate};
 use kandev_api_types::responses::{AgentKindInfo, AgentKinds, Deleted, ProfileSaved, Profiles};
-use kandev_api_types::{AgentProfileDto, EnvVarDto, Notification, ProfilesEvent, SECRET_MASK};
+use kandev_api_types::{AgentProfileDto, EnvVarDto, SECRET_MASK};
 use kandev_domain::agent::{AgentKind, AgentProfile, EnvVar};
 use kandev_domain::{AgentProfileId, validate};
 use kandev_store::{NewProfile, ProfilePatch, TaskFilter};
 use serde_json::Value;
 use std::collections::HashMap;
 
+use super::paginate;
 use super::profile_mcp::checked_mcp_servers;
-use super::{notify, paginate};
 use crate::{ApiError, AppState};
 
 pub async fn list(s: &AppState, p: Page) -> Result<Profiles, ApiError> {
@@ -36,11 +36,7 @@ pub async fn create(s: &AppState, p: ProfileCreate) -> Result<ProfileSaved, ApiE
         auto_approve: p.auto_approve,
         mcp_servers: checked_mcp_servers(p.mcp_servers, &[])?,
     };
-    let mut tx = s.store().begin_write().await?;
-    let profile = tx.insert_profile(&new).await?;
-    let event = ProfilesEvent::Created { profile: AgentProfileDto::from(&profile) };
-    notify(&mut tx, Notification::Profiles(event)).await?;
-    tx.commit().await?;
+    let profile = s.engine().create_profile(&new).await?;
     Ok(with_install_status(&profile))
 }
 
@@ -65,34 +61,29 @@ fn command_found(program: &str) -> bool {
 pub async fn update(s: &AppState, p: ProfileUpdate) -> Result<ProfileSaved, ApiError> {
     let name = p.name.as_deref().map(|n| validate::name("name", n)).transpose()?;
     let id = AgentProfileId::new(p.id);
-    let mut tx = s.store().begin_write().await?;
-    // Read in the same transaction, so a masked value keeps exactly the value it stands for.
-    let current = tx.profile(&id).await?;
-    let patch = ProfilePatch {
-        name,
-        command: p.command.map(|c| c.trim().to_owned()),
-        args: p.args,
-        env: p.env.map(|env| checked_env(env, &current.env)).transpose()?,
-        model: p.model,
-        mode: p.mode,
-        auto_approve: p.auto_approve,
-        mcp_servers: p
-            .mcp_servers
-            .map(|servers| checked_mcp_servers(servers, &current.mcp_servers))
-            .transpose()?,
+    // Made from the profile as the engine's transaction reads it, so a masked value keeps
+    // exactly the value it stands for.
+    let patch = |current: &AgentProfile| -> Result<ProfilePatch, ApiError> {
+        Ok(ProfilePatch {
+            name,
+            command: p.command.map(|c| c.trim().to_owned()),
+            args: p.args,
+            env: p.env.map(|env| checked_env(env, &current.env)).transpose()?,
+            model: p.model,
+            mode: p.mode,
+            auto_approve: p.auto_approve,
+            mcp_servers: p
+                .mcp_servers
+                .map(|servers| checked_mcp_servers(servers, &current.mcp_servers))
+                .transpose()?,
+        })
     };
-    let profile = tx.update_profile(&id, &patch).await?;
-    let event = ProfilesEvent::Updated { profile: AgentProfileDto::from(&profile) };
-    notify(&mut tx, Notification::Profiles(event)).await?;
-    tx.commit().await?;
+    let profile = s.engine().update_profile(&id, patch).await?;
     Ok(with_install_status(&profile))
 }
 
 pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
-    let mut tx = s.store().begin_write().await?;
-    tx.delete_profile(&AgentProfileId::new(&p.id)).await?;
-    notify(&mut tx, Notification::Profiles(ProfilesEvent::Deleted { id: p.id.clone() })).await?;
-    tx.commit().await?;
+    s.engine().delete_profile(&AgentProfileId::new(&p.id)).await?;
     Ok(Deleted { deleted: true, id: p.id })
 }
 

@@ -19,25 +19,18 @@ pub async fn list(s: &AppState, p: ByWorkspace) -> Result<SavedPrompts, ApiError
 pub async fn create(s: &AppState, p: PromptCreate) -> Result<SavedPromptOne, ApiError> {
     let (name, body) = (name("name", &p.name)?, body("body", &p.body)?);
     let workspace = WorkspaceId::new(p.workspace_id);
-    s.store().get_workspace(&workspace).await?;
-    let mut tx = s.store().begin_write().await?;
-    let prompt = tx.insert_saved_prompt(&workspace, &name, &body).await?;
-    tx.commit().await?;
+    let prompt = s.engine().create_saved_prompt(&workspace, &name, &body).await?;
     Ok(SavedPromptOne { prompt: SavedPromptDto::from(&prompt) })
 }
 
 pub async fn update(s: &AppState, p: PromptUpdate) -> Result<SavedPromptOne, ApiError> {
     let name = p.name.as_deref().map(|n| name("name", n)).transpose()?;
     let body = p.body.as_deref().map(|b| body("body", b)).transpose()?;
-    let mut tx = s.store().begin_write().await?;
-    let prompt = tx.update_saved_prompt(&p.id, name.as_deref(), body.as_deref()).await?;
-    tx.commit().await?;
+    let prompt = s.engine().update_saved_prompt(&p.id, name.as_deref(), body.as_deref()).await?;
     Ok(SavedPromptOne { prompt: SavedPromptDto::from(&prompt) })
 }
 
 pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
-    let mut tx = s.store().begin_write().await?;
-    tx.delete_saved_prompt(&p.id).await?;
-    tx.commit().await?;
+    s.engine().delete_saved_prompt(&p.id).await?;
     Ok(Deleted { deleted: true, id: p.id })
 }

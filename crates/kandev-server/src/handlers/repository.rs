@@ -2,14 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
+use kandev_api_types::RepositoryDto;
 use kandev_api_types::requests::{ById, ByWorkspace, RepositoryCreate, RepositoryUpdate};
 use kandev_api_types::responses::{Deleted, Repositories, RepositoryOne};
-use kandev_api_types::{Notification, RepositoryDto, WorkspaceEvent};
 use kandev_domain::workspace::DEFAULT_BRANCH_TEMPLATE;
 use kandev_domain::{RepositoryId, WorkspaceId, validate};
 use kandev_store::{NewRepository, RepositoryPatch};
 
-use super::notify;
 use crate::{ApiError, AppState};
 
 pub async fn list(s: &AppState, p: ByWorkspace) -> Result<Repositories, ApiError> {
@@ -57,12 +56,8 @@ pub async fn create(s: &AppState, p: RepositoryCreate) -> Result<RepositoryOne, 
         forge_token_env: env_name(p.forge_token_env.as_deref().unwrap_or(""))?,
         dev_script: validate::script("dev_script", p.dev_script.as_deref().unwrap_or(""))?,
     };
-    let mut tx = s.store().begin_write().await?;
-    let repository = RepositoryDto::from(&tx.insert_repository(&new).await?);
-    let event = WorkspaceEvent::RepositoryCreated { repository: repository.clone() };
-    notify(&mut tx, Notification::workspace(&repository.workspace_id, event)).await?;
-    tx.commit().await?;
-    Ok(RepositoryOne { repository })
+    let repository = s.engine().create_repository(&new).await?;
+    Ok(RepositoryOne { repository: RepositoryDto::from(&repository) })
 }
 
 pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<RepositoryOne, ApiError> {
@@ -97,21 +92,12 @@ pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<RepositoryOne, 
             .map(|t| validate::script("dev_script", t))
             .transpose()?,
     };
-    let mut tx = s.store().begin_write().await?;
-    let repository =
-        RepositoryDto::from(&tx.update_repository(&RepositoryId::new(p.id), &patch).await?);
-    let event = WorkspaceEvent::RepositoryUpdated { repository: repository.clone() };
-    notify(&mut tx, Notification::workspace(&repository.workspace_id, event)).await?;
-    tx.commit().await?;
-    Ok(RepositoryOne { repository })
+    let repository = s.engine().update_repository(&RepositoryId::new(p.id), &patch).await?;
+    Ok(RepositoryOne { repository: RepositoryDto::from(&repository) })
 }
 
 pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
-    let mut tx = s.store().begin_write().await?;
-    let removed = tx.delete_repository(&RepositoryId::new(&p.id)).await?;
-    let event = WorkspaceEvent::RepositoryDeleted { id: p.id.clone() };
-    notify(&mut tx, Notification::workspace(&removed.workspace_id, event)).await?;
-    tx.commit().await?;
+    s.engine().delete_repository(&RepositoryId::new(&p.id)).await?;
     Ok(Deleted { deleted: true, id: p.id })
 }
 

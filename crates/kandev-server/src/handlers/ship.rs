@@ -148,21 +148,17 @@ pub async fn comment_add(s: &AppState, p: ReviewCommentAdd) -> Result<ReviewComm
             .ok_or_else(|| ApiError::validation("side must be `old` or `new`"))?,
     };
     let text = comment_text(&p.text)?;
-    // The commented line and the file's diff hash, so the comment can be shown (and sent) as
-    // it was even after the diff changes.
-    let (quote, diff_hash) = s.engine().review_line(&task_id, path, p.line, side).await;
+    // The engine fills in the quote and the diff hash.
     let new = NewReviewComment {
         task_id,
         path: path.to_owned(),
         line: p.line,
         side,
         text,
-        quote,
-        diff_hash,
+        quote: String::new(),
+        diff_hash: String::new(),
     };
-    let mut tx = s.store().begin_write().await?;
-    let comment = tx.add_review_comment(&new).await?;
-    tx.commit().await?;
+    let comment = s.engine().add_review_comment(new).await?;
     Ok(ReviewCommentOne { comment: ReviewCommentDto::from(&comment) })
 }
 
@@ -178,16 +174,12 @@ pub async fn comment_update(
     p: ReviewCommentUpdate,
 ) -> Result<ReviewCommentOne, ApiError> {
     let text = comment_text(&p.text)?;
-    let mut tx = s.store().begin_write().await?;
-    let comment = tx.update_review_comment(&p.id, &text).await?;
-    tx.commit().await?;
+    let comment = s.engine().update_review_comment(&p.id, &text).await?;
     Ok(ReviewCommentOne { comment: ReviewCommentDto::from(&comment) })
 }
 
 pub async fn comment_delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
-    let mut tx = s.store().begin_write().await?;
-    tx.delete_review_comment(&p.id).await?;
-    tx.commit().await?;
+    s.engine().delete_review_comment(&p.id).await?;
     Ok(Deleted { deleted: true, id: p.id })
 }
 

@@ -12,15 +12,14 @@ use kandev_api_types::responses::{
     Deleted, WorkflowOne, WorkflowTemplateDto, WorkflowTemplates, WorkflowYaml, Workflows,
     WorkflowsImported,
 };
-use kandev_api_types::{ErrorCode, EventsDto, Notification, WorkflowDto, WorkspaceEvent};
+use kandev_api_types::{ErrorCode, EventsDto, WorkflowDto};
 use kandev_domain::workflow::{Action, StepEvents, StepSpec, Workflow, WorkflowSpec};
 use kandev_domain::{AgentProfileId, StepId, WorkflowId, WorkspaceId, validate};
-use kandev_store::{StepPatch, TaskFilter};
+use kandev_store::StepPatch;
 use kandev_workflow_yaml::Limits;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
-use super::notify;
 use crate::{ApiError, AppState};
 
 pub async fn template_list(_: &AppState, _: Empty) -> Result<WorkflowTemplates, ApiError> {
@@ -64,14 +63,10 @@ pub async fn create(s: &AppState, p: WorkflowCreate) -> Result<WorkflowOne, ApiE
         None => blank_spec(name, description),
     };
     let workspace_id = WorkspaceId::new(p.workspace_id);
-    let mut tx = s.store().begin_write().await?;
-    let workflow = WorkflowDto::from(
-        &tx.insert_workflow(&workspace_id, &spec, p.template_id.as_deref()).await?,
-    );
-    let event = WorkspaceEvent::WorkflowCreated { workflow: workflow.clone() };
-    notify(&mut tx, Notification::workspace(&workspace_id, event)).await?;
-    tx.commit().await?;
-    Ok(WorkflowOne { workflow })
+    let template_id = p.template_id.as_deref();
+    let created = s.engine().create_workflows(&workspace_id, &[spec], template_id).await?;
+    let Some(workflow) = created.first() else { return Err(ApiError::internal()) };
+    Ok(WorkflowOne { workflow: WorkflowDto::from(workflow) })
 }
 
 pub async fn list(s: &AppState, p: ByWorkspace) -> Result<Workflows, ApiError> {
@@ -91,28 +86,13 @@ pub async fn update(s: &AppState, p: WorkflowUpdate) -> Result<WorkflowOne, ApiE
     let name = p.name.as_deref().map(|n| validate::name("name", n)).transpose()?;
     let description =
         p.description.as_deref().map(|d| validate::description("description", d)).transpose()?;
-    let mut tx = s.store().begin_write().await?;
-    let workflow =
-        tx.update_workflow(&WorkflowId::new(p.id), name.as_deref(), description.as_deref()).await?;
-    publish_workflow(tx, &workflow).await
+    let id = WorkflowId::new(p.id);
+    let workflow = s.engine().update_workflow(&id, name.as_deref(), description.as_deref()).await?;
+    Ok(WorkflowOne { workflow: WorkflowDto::from(&workflow) })
 }
 
 pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
-    let id = WorkflowId::new(&p.id);
-    let filter = TaskFilter {
-        workflow_id: Some(id.clone()),
-        include_archived: true,
-        limit: 1,
-        ..Default::default()
-    };
-    if !s.store().list_tasks(&filter).await?.is_empty() {
-        return Err(ApiError::conflict("the workflow still has tasks; delete them first"));
-    }
-    let mut tx = s.store().begin_write().await?;
-    let removed = tx.delete_workflow(&id).await?;
-    let event = WorkspaceEvent::WorkflowDeleted { id: p.id.clone() };
-    notify(&mut tx, Notification::workspace(&removed.workspace_id, event)).await?;
-    tx.commit().await?;
+    s.engine().delete_workflow(&WorkflowId::new(&p.id)).await?;
     Ok(Deleted { deleted: true, id: p.id })
 }
 
@@ -199,16 +179,8 @@ pub async fn import(s: &AppState, p: WorkflowImport) -> Result<WorkflowsImported
         ApiError::validation(message).with_details(json!({ "problems": list }))
     })?;
     let workspace_id = WorkspaceId::new(p.workspace_id);
-    let mut tx = s.store().begin_write().await?;
-    let mut created = Vec::with_capacity(specs.len());
-    for spec in &specs {
-        let workflow = WorkflowDto::from(&tx.insert_workflow(&workspace_id, spec, None).await?);
-        let event = WorkspaceEvent::WorkflowCreated { workflow: workflow.clone() };
-        notify(&mut tx, Notification::workspace(&workspace_id, event)).await?;
-        created.push(workflow);
-    }
-    tx.commit().await?;
-    Ok(WorkflowsImported { workflows: created })
+    let created = s.engine().create_workflows(&workspace_id, &specs, None).await?;
+    Ok(WorkflowsImported { workflows: created.iter().map(WorkflowDto::from).collect() })
 }
 
 /// Parses and validates a workflow document on the reader thread, within
@@ -247,18 +219,10 @@ async fn parse_document(yaml: String) -> Result<ImportResult, ApiError> {
 pub async fn step_create(s: &AppState, p: StepCreate) -> Result<WorkflowOne, ApiError> {
     let name = validate::name("name", &p.name)?;
     let workflow_id = WorkflowId::new(&p.workflow_id);
-    let mut tx = s.store().begin_write().await?;
-    let (workflow, step_id) =
-        tx.insert_step(&workflow_id, &name, p.position.map(|x| x as usize)).await?;
-    if workflow.steps.len() > validate::MAX_STEPS {
-        // Dropping `tx` rolls the insert back.
-        return Err(ApiError::validation(format!(
-            "the workflow already has {} steps, the limit; delete one first",
-            validate::MAX_STEPS
-        )));
-    }
+    // Checked against the workflow as it is: no move target can name the step to come.
+    let workflow = s.store().get_workflow(&workflow_id).await?;
     let fields = StepUpdate {
-        id: step_id.to_string(),
+        id: String::new(),
         name: None,
         color: p.color,
         prompt: p.prompt,
@@ -269,42 +233,28 @@ pub async fn step_create(s: &AppState, p: StepCreate) -> Result<WorkflowOne, Api
         events: p.events,
     };
     let patch = step_patch(s, &workflow, fields).await?;
-    let workflow = tx.update_step(&step_id, &patch).await?;
-    publish_workflow(tx, &workflow).await
+    let position = p.position.map(|x| x as usize);
+    let workflow = s.engine().create_step(&workflow_id, &name, position, &patch).await?;
+    Ok(WorkflowOne { workflow: WorkflowDto::from(&workflow) })
 }
 
 pub async fn step_update(s: &AppState, p: StepUpdate) -> Result<WorkflowOne, ApiError> {
     let step_id = StepId::new(&p.id);
     let workflow = s.store().workflow_of_step(&step_id).await?;
     let patch = step_patch(s, &workflow, p).await?;
-    let mut tx = s.store().begin_write().await?;
-    let workflow = tx.update_step(&step_id, &patch).await?;
-    publish_workflow(tx, &workflow).await
+    let workflow = s.engine().update_step(&step_id, &patch).await?;
+    Ok(WorkflowOne { workflow: WorkflowDto::from(&workflow) })
 }
 
 pub async fn step_delete(s: &AppState, p: ById) -> Result<WorkflowOne, ApiError> {
-    let mut tx = s.store().begin_write().await?;
-    let workflow = tx.delete_step(&StepId::new(p.id)).await?;
-    publish_workflow(tx, &workflow).await
+    let workflow = s.engine().delete_step(&StepId::new(p.id)).await?;
+    Ok(WorkflowOne { workflow: WorkflowDto::from(&workflow) })
 }
 
 pub async fn step_reorder(s: &AppState, p: StepReorder) -> Result<WorkflowOne, ApiError> {
     let order: Vec<StepId> = p.step_ids.into_iter().map(StepId::new).collect();
-    let mut tx = s.store().begin_write().await?;
-    let workflow = tx.reorder_steps(&WorkflowId::new(p.workflow_id), &order).await?;
-    publish_workflow(tx, &workflow).await
-}
-
-/// Announces `workflow.updated` and commits.
-async fn publish_workflow(
-    mut tx: kandev_store::WriteTx,
-    workflow: &Workflow,
-) -> Result<WorkflowOne, ApiError> {
-    let dto = WorkflowDto::from(workflow);
-    let event = WorkspaceEvent::WorkflowUpdated { workflow: dto.clone() };
-    notify(&mut tx, Notification::workspace(&workflow.workspace_id, event)).await?;
-    tx.commit().await?;
-    Ok(WorkflowOne { workflow: dto })
+    let workflow = s.engine().reorder_steps(&WorkflowId::new(p.workflow_id), &order).await?;
+    Ok(WorkflowOne { workflow: WorkflowDto::from(&workflow) })
 }
 
 /// Validates a step change against its workflow: names, actions per trigger, move targets.

@@ -1,11 +1,11 @@
 //! `workspace.*` actions.
 
+use kandev_api_types::WorkspaceDto;
 use kandev_api_types::requests::{ById, Page, WorkspaceCreate, WorkspaceUpdate};
 use kandev_api_types::responses::{Deleted, WorkspaceOne, Workspaces};
-use kandev_api_types::{Notification, WorkspaceDto, WorkspacesEvent};
 use kandev_domain::{WorkspaceId, validate};
 
-use super::{notify, paginate};
+use super::paginate;
 use crate::{ApiError, AppState};
 
 pub async fn list(s: &AppState, p: Page) -> Result<Workspaces, ApiError> {
@@ -16,12 +16,8 @@ pub async fn list(s: &AppState, p: Page) -> Result<Workspaces, ApiError> {
 
 pub async fn create(s: &AppState, p: WorkspaceCreate) -> Result<WorkspaceOne, ApiError> {
     let name = validate::name("name", &p.name)?;
-    let mut tx = s.store().begin_write().await?;
-    let workspace = WorkspaceDto::from(&tx.insert_workspace(&name).await?);
-    let event = WorkspacesEvent::Created { workspace: workspace.clone() };
-    notify(&mut tx, Notification::Workspaces(event)).await?;
-    tx.commit().await?;
-    Ok(WorkspaceOne { workspace })
+    let workspace = s.engine().create_workspace(&name).await?;
+    Ok(WorkspaceOne { workspace: WorkspaceDto::from(&workspace) })
 }
 
 pub async fn get(s: &AppState, p: ById) -> Result<WorkspaceOne, ApiError> {
@@ -31,19 +27,11 @@ pub async fn get(s: &AppState, p: ById) -> Result<WorkspaceOne, ApiError> {
 
 pub async fn update(s: &AppState, p: WorkspaceUpdate) -> Result<WorkspaceOne, ApiError> {
     let name = validate::name("name", &p.name)?;
-    let mut tx = s.store().begin_write().await?;
-    let workspace = WorkspaceDto::from(&tx.update_workspace(&WorkspaceId::new(p.id), &name).await?);
-    let event = WorkspacesEvent::Updated { workspace: workspace.clone() };
-    notify(&mut tx, Notification::Workspaces(event)).await?;
-    tx.commit().await?;
-    Ok(WorkspaceOne { workspace })
+    let workspace = s.engine().rename_workspace(&WorkspaceId::new(p.id), &name).await?;
+    Ok(WorkspaceOne { workspace: WorkspaceDto::from(&workspace) })
 }
 
 pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
-    let mut tx = s.store().begin_write().await?;
-    tx.delete_workspace(&WorkspaceId::new(&p.id)).await?;
-    notify(&mut tx, Notification::Workspaces(WorkspacesEvent::Deleted { id: p.id.clone() }))
-        .await?;
-    tx.commit().await?;
+    s.engine().delete_workspace(&WorkspaceId::new(&p.id)).await?;
     Ok(Deleted { deleted: true, id: p.id })
 }
