@@ -215,9 +215,7 @@ pub async fn token_create(
     let (user_id, _) = who.user()?;
     let name = kandev_domain::validate::name("name", &p.name)?;
     let secret = new_secret(TOKEN_PREFIX);
-    let mut tx = s.store().begin_write().await?;
-    let token = tx.insert_token(user_id, &name, &secret_hash(&secret)).await?;
-    tx.commit().await?;
+    let token = s.engine().create_token(user_id, &name, &secret_hash(&secret)).await?;
     Ok(TokenCreated { token: ApiTokenDto::from(&token), secret })
 }
 
@@ -231,9 +229,7 @@ pub async fn token_list(s: &AppState, who: &Identity, _: Empty) -> Result<Tokens
 /// `user.token.revoke`: one of the caller's tokens stops working.
 pub async fn token_revoke(s: &AppState, who: &Identity, p: ById) -> Result<Deleted, ApiError> {
     let (user_id, _) = who.user()?;
-    let mut tx = s.store().begin_write().await?;
-    tx.delete_token(user_id, &p.id).await?;
-    tx.commit().await?;
+    s.engine().revoke_token(user_id, &p.id).await?;
     // The WebSockets opened with it close now (issue 38, item 6).
     s.live().recheck();
     Ok(Deleted { deleted: true, id: p.id })

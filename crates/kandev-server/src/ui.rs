@@ -263,12 +263,8 @@ async fn password_login(
     let secret = new_secret("");
     let lifetime = SESSION_LIFETIME.as_millis() as i64;
     let expires = kandev_domain::Timestamp(state.store().now().millis() + lifetime);
-    let started = async {
-        let mut tx = state.store().begin_write().await?;
-        tx.insert_login_session(&user.id, &secret_hash(&secret), expires).await?;
-        tx.commit().await
-    };
-    if let Err(err) = started.await {
+    let hash = secret_hash(&secret);
+    if let Err(err) = state.engine().start_login_session(&user.id, &hash, expires).await {
         tracing::error!(error = %err, "cannot start a login session");
         return ApiError::from(err).into_response();
     }
@@ -323,12 +319,7 @@ async fn token_login(
 pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(secret) = cookie(&headers, SESSION_COOKIE) {
         let hash = secret_hash(secret);
-        let ended = async {
-            let mut tx = state.store().begin_write().await?;
-            tx.delete_login_session(&hash).await?;
-            tx.commit().await
-        };
-        if let Err(err) = ended.await {
+        if let Err(err) = state.engine().end_login_session(&hash).await {
             tracing::error!(error = %err, "cannot end a login session");
             return ApiError::from(err).into_response();
         }

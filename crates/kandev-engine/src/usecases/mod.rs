@@ -4,6 +4,7 @@
 //! The server's handlers decode a request, call one use case and encode its answer; they
 //! never open a write transaction themselves (tidy). One file per aggregate.
 
+mod accounts;
 mod channels;
 mod executors;
 mod profiles;
