@@ -136,15 +136,20 @@ export const test = base.extend<{ kandev: Kandev; kandevFlags: string[] }>({
     }
     await k.stop('SIGTERM');
     rmSync(k.home, { recursive: true, force: true });
+    for (const repo of reposToRemove.splice(0)) rmSync(repo, { recursive: true, force: true });
   },
 });
 
 export { expect };
 
-/** Removes a repository a test made. The server may still be running git in it (a task's
- * status refresh adds files while it is removed: ENOTEMPTY was seen in CI), so it retries. */
+/** Repositories the running test made, removed once its server stopped. */
+const reposToRemove: string[] = [];
+
+/** Removes a repository a test made, once the test's server has stopped: until then the
+ * server may still run git in it (a task's status refresh adds files while it is removed;
+ * ENOTEMPTY was seen in CI even with retries). */
 export function removeRepo(path: string): void {
-  rmSync(path, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+  reposToRemove.push(path);
 }
 
 export async function screenshot(page: Page, name: string): Promise<void> {
