@@ -358,36 +358,12 @@ async fn write_member(tx: &mut WriteTx, member: &Member) -> Outcome {
     let savepoint = tx.savepoint().await.map_err(|e| e.to_string())?;
     let written = match &member.target {
         Target::Append { id, kind, turn_id } => match tx.stream_heads(&[id]).await {
-            Ok(heads) if heads.is_empty() => {
-                // Never stored (its group's commit failed): the text starts it.
-                let session = &member.session;
-                add_message_as(
-                    tx,
-                    id,
-                    session,
-                    turn_id.as_ref(),
-                    &member.text,
-                    MessageMeta::empty(*kind),
-                )
-                .await
-                .map(|m| m.id)
-            }
+            // Never stored (its group's commit failed): the text starts it.
+            Ok(heads) if heads.is_empty() => start(tx, member, id, *kind, turn_id.as_ref()).await,
             Ok(_) => append(tx, member, id).await,
             Err(err) => Err(err.into()),
         },
-        Target::Start { id, kind, turn_id } => {
-            let session = &member.session;
-            add_message_as(
-                tx,
-                id,
-                session,
-                turn_id.as_ref(),
-                &member.text,
-                MessageMeta::empty(*kind),
-            )
-            .await
-            .map(|m| m.id)
-        }
+        Target::Start { id, kind, turn_id } => start(tx, member, id, *kind, turn_id.as_ref()).await,
     };
     match written {
         Ok(id) => {
@@ -400,6 +376,19 @@ async fn write_member(tx: &mut WriteTx, member: &Member) -> Outcome {
             Err(err.to_string())
         }
     }
+}
+
+/// Starts the streamed message `id` with the member's text.
+async fn start(
+    tx: &mut WriteTx,
+    member: &Member,
+    id: &MessageId,
+    kind: MessageKind,
+    turn_id: Option<&TurnId>,
+) -> Result<MessageId> {
+    let meta = MessageMeta::empty(kind);
+    let message = add_message_as(tx, id, &member.session, turn_id, &member.text, meta).await?;
+    Ok(message.id)
 }
 
 async fn append(tx: &mut WriteTx, member: &Member, id: &MessageId) -> Result<MessageId> {
