@@ -168,8 +168,8 @@ pub struct ErrorMetaDto {
     pub stderr: Option<String>,
 }
 
-/// A permission request: `status` is `pending`, then how it was answered (`selected`,
-/// `cancelled`, `expired`, …).
+/// A permission request: `status` is `pending`, then how it was answered (`approved`,
+/// `rejected`, `cancelled`, `expired`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
 pub struct PermissionMetaDto {
     pub request_id: String,
@@ -241,6 +241,9 @@ impl From<&MessageMeta> for MessageBodyDto {
             MessageMeta::Status(m) => MessageBodyDto::Status(m.into()),
             MessageMeta::Error(m) => MessageBodyDto::Error(m.into()),
             MessageMeta::PermissionRequest(m) => MessageBodyDto::PermissionRequest(m.into()),
+            // Stored metadata this version cannot read: the message goes out by its text,
+            // with its kind's empty metadata.
+            MessageMeta::Unreadable { kind, .. } => (&MessageMeta::empty(*kind)).into(),
         }
     }
 }

@@ -7,10 +7,12 @@
 //! permission request), so those keep their names and place.
 //!
 //! Reading is tolerant of every row written before these types existed: every field has a
-//! default, unknown fields are ignored, and a status note whose `reason` is unknown (or
-//! missing, as in the pull-request and authentication notes of older rows) is kept as it was
-//! ([`StatusMeta::Other`]). Agents' open sets (tool kinds and statuses, plan priorities)
-//! stay strings.
+//! default, unknown fields are ignored, `null` reads as a field's default, and a status note
+//! whose `reason` is unknown (or missing, as in the pull-request and authentication notes of
+//! older rows) is kept as it was ([`StatusMeta::Other`]). Metadata that still does not read
+//! as its kind's value (a damaged or hand-edited row) is kept as it was stored
+//! ([`MessageMeta::Unreadable`]): the message shows by its text and is never rewritten.
+//! Agents' open sets (tool kinds and statuses, plan priorities) stay strings.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -30,6 +32,11 @@ pub enum MessageMeta {
     Status(StatusMeta),
     Error(ErrorMeta),
     PermissionRequest(PermissionMeta),
+    /// Stored metadata that does not read as `kind`'s value, kept as it was (`raw`).
+    Unreadable {
+        kind: MessageKind,
+        raw: String,
+    },
 }
 
 /// Stored metadata that does not parse as its kind's value.
@@ -52,6 +59,16 @@ impl MessageMeta {
             MessageMeta::Status(_) => MessageKind::Status,
             MessageMeta::Error(_) => MessageKind::Error,
             MessageMeta::PermissionRequest(_) => MessageKind::PermissionRequest,
+            MessageMeta::Unreadable { kind, .. } => *kind,
+        }
+    }
+
+    /// Reads a stored `metadata` text as `kind`'s value, or keeps it as it is when it does
+    /// not read ([`MessageMeta::Unreadable`], with why in the error).
+    pub fn from_stored(kind: MessageKind, text: &str) -> (MessageMeta, Option<MetaError>) {
+        match MessageMeta::from_json(kind, text) {
+            Ok(meta) => (meta, None),
+            Err(err) => (MessageMeta::Unreadable { kind, raw: text.to_owned() }, Some(err)),
         }
     }
 
@@ -59,6 +76,7 @@ impl MessageMeta {
     pub fn to_json(&self) -> String {
         let text = match self {
             MessageMeta::Agent | MessageMeta::Thought => return "{}".to_owned(),
+            MessageMeta::Unreadable { raw, .. } => return raw.clone(),
             MessageMeta::User(m) => serde_json::to_string(m),
             MessageMeta::ToolCall(m) => serde_json::to_string(m),
             MessageMeta::Plan(m) => serde_json::to_string(m),
@@ -72,14 +90,23 @@ impl MessageMeta {
         text.unwrap_or_else(|_| "{}".to_owned())
     }
 
-    /// Reads a stored `metadata` text as `kind`'s value.
+    /// Reads a stored `metadata` text as `kind`'s value. A `null` anywhere reads as the
+    /// field's default (older rows wrote `null` for values they did not have).
     pub fn from_json(kind: MessageKind, text: &str) -> Result<MessageMeta, MetaError> {
         fn parse<T: for<'de> Deserialize<'de>>(
             kind: MessageKind,
             text: &str,
         ) -> Result<T, MetaError> {
-            serde_json::from_str(text)
-                .map_err(|e| MetaError { kind: kind.as_str(), reason: e.to_string() })
+            let error =
+                |e: serde_json::Error| MetaError { kind: kind.as_str(), reason: e.to_string() };
+            match serde_json::from_str(text) {
+                Ok(value) => Ok(value),
+                Err(first) => {
+                    let mut value: Value = serde_json::from_str(text).map_err(error)?;
+                    drop_nulls(&mut value);
+                    serde_json::from_value(value).map_err(|_| error(first))
+                }
+            }
         }
         Ok(match kind {
             MessageKind::User => MessageMeta::User(parse(kind, text)?),
@@ -118,6 +145,18 @@ impl MessageMeta {
                 MessageMeta::PermissionRequest(PermissionMeta::default())
             }
         }
+    }
+}
+
+/// Removes every object entry whose value is `null`, at any depth.
+fn drop_nulls(value: &mut Value) {
+    match value {
+        Value::Object(fields) => {
+            fields.retain(|_, v| !v.is_null());
+            fields.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
     }
 }
 
@@ -255,8 +294,8 @@ pub struct PermissionMeta {
     /// Kandev's id of the request (`permission.respond` names it). Queried in SQL.
     pub request_id: String,
     pub options: Vec<PermissionOptionMeta>,
-    /// `pending`, then how it was answered (`selected`, `cancelled`, `expired`, …). Queried
-    /// in SQL.
+    /// `pending`, then how it was answered (`approved`, `rejected`, `cancelled`, `expired`).
+    /// Queried in SQL.
     pub status: String,
     /// The tool call the agent asks about, as it sent it.
     pub tool_call: Value,
@@ -277,7 +316,7 @@ pub struct PermissionOptionMeta {
 }
 
 /// A status note: why it was written (`reason`), with the facts of that reason.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum StatusMeta {
     Known(StatusNote),
@@ -286,13 +325,32 @@ pub enum StatusMeta {
     Other(Map<String, Value>),
 }
 
+/// A known note only when it reads as one *and* has no field its reason lacks (serde's
+/// `deny_unknown_fields` does not reach the unit variants of a tagged enum): otherwise the
+/// stored fields are kept whole.
+impl<'de> Deserialize<'de> for StatusMeta {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let fields = Map::<String, Value>::deserialize(deserializer)?;
+        let known = serde_json::from_value::<StatusNote>(Value::Object(fields.clone())).ok();
+        let whole = known.as_ref().and_then(|note| match serde_json::to_value(note) {
+            Ok(Value::Object(written)) => Some(written.len() == fields.len()),
+            _ => None,
+        });
+        Ok(match (known, whole) {
+            (Some(note), Some(true)) => StatusMeta::Known(note),
+            _ => StatusMeta::Other(fields),
+        })
+    }
+}
+
 impl From<StatusNote> for StatusMeta {
     fn from(note: StatusNote) -> StatusMeta {
         StatusMeta::Known(note)
     }
 }
 
-/// The status notes Kandev writes, by `reason`.
+/// The status notes Kandev writes, by `reason`. A note with fields its reason does not have
+/// reads as [`StatusMeta::Other`], so no field is lost.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum StatusNote {
@@ -376,11 +434,11 @@ mod tests {
         assert_eq!(call.terminals["term-1"].exit_code, Some(0));
 
         let perm = r#"{"request_id":"r1","options":[{"option_id":"a","name":"Allow","kind":"allow_once"}],
-            "status":"selected","tool_call":{"x":1},"selected_option_id":"a","answered_by":"user"}"#;
+            "status":"approved","tool_call":{"x":1},"selected_option_id":"a","answered_by":"user"}"#;
         let MessageMeta::PermissionRequest(p) = read(MessageKind::PermissionRequest, perm) else {
             panic!()
         };
-        assert_eq!((p.status.as_str(), p.selected_option_id.as_deref()), ("selected", Some("a")));
+        assert_eq!((p.status.as_str(), p.selected_option_id.as_deref()), ("approved", Some("a")));
 
         let moved = read(MessageKind::Status, r#"{"reason":"task_moved","by":"ana"}"#);
         assert_eq!(moved, MessageMeta::Status(StatusNote::TaskMoved { by: "ana".into() }.into()));
@@ -433,5 +491,33 @@ mod tests {
     fn i40_metadata_that_is_not_an_object_is_an_error_naming_the_kind() {
         let err = MessageMeta::from_json(MessageKind::ToolCall, "[1]").unwrap_err();
         assert_eq!(err.kind, "tool_call");
+    }
+
+    /// `null` reads as a field's default; what still does not read is kept as it was stored,
+    /// and written back unchanged.
+    #[test]
+    fn i40_nulls_read_as_defaults_and_unreadable_metadata_is_kept_as_stored() {
+        let nulls = r#"{"tool_call_id":"t","title":null,"kind":null,"status":"completed","content":null,"locations":[{"path":"a","line":null}]}"#;
+        let MessageMeta::ToolCall(call) = read(MessageKind::ToolCall, nulls) else { panic!() };
+        assert_eq!((call.title.as_str(), call.status.as_str()), ("", "completed"));
+        assert!(call.content.is_empty());
+
+        let damaged = r#"{"request_id":7,"options":"allow","status":"pending"}"#;
+        let (meta, err) = MessageMeta::from_stored(MessageKind::PermissionRequest, damaged);
+        assert!(err.is_some(), "a wrong-typed field is reported");
+        assert_eq!(meta.kind(), MessageKind::PermissionRequest);
+        assert_eq!(meta.to_json(), damaged, "kept as it was stored");
+        assert!(!matches!(meta, MessageMeta::PermissionRequest(_)));
+    }
+
+    /// A note with fields its reason does not have is kept whole, not read as the bare reason.
+    #[test]
+    fn i40_a_known_reason_with_extra_fields_keeps_them() {
+        let text = r#"{"reason":"cancelled","stop_reason":"end_turn"}"#;
+        let MessageMeta::Status(StatusMeta::Other(fields)) = read(MessageKind::Status, text) else {
+            panic!("read as a bare known note")
+        };
+        assert_eq!(fields["stop_reason"], "end_turn");
+        assert_eq!(read(MessageKind::Status, text).to_json(), text);
     }
 }

@@ -139,8 +139,11 @@ pub(crate) async fn hold_if_blocked(inner: &Inner, task_id: &TaskId) -> Result<b
 /// Boxed with an explicit `Send`: a move spawns it, and a start may move tasks again.
 pub(crate) fn release_waiting(inner: Arc<Inner>, done: TaskId) -> BoxFuture<'static, Result<()>> {
     Box::pin(async move {
+        // One task that cannot start does not keep the others waiting.
         for waiting in inner.store.waiting_on(&done).await? {
-            release_one(&inner, &waiting).await?;
+            if let Err(err) = release_one(&inner, &waiting).await {
+                tracing::warn!(task = %waiting, error = %err, "a task freed by its blocker did not start");
+            }
         }
         Ok(())
     })

@@ -79,10 +79,12 @@ impl TryFrom<MessageRow> for Message {
     fn try_from(r: MessageRow) -> Result<Message> {
         let kind = MessageKind::parse(&r.kind)
             .ok_or_else(|| StoreError::Corrupt(format!("message {} kind {:?}", r.id, r.kind)))?;
-        // Every field of the typed metadata has a default, so any object reads (the rows of
-        // older versions included: `message_meta.rs`); only text that is no JSON object fails.
-        let meta = MessageMeta::from_json(kind, &r.metadata)
-            .map_err(|e| StoreError::Corrupt(format!("message {}: {e}", r.id)))?;
+        // Every field of the typed metadata has a default, so the rows of older versions read;
+        // one that still does not (damaged, hand-edited) is kept as it is, never a failed read.
+        let (meta, unreadable) = MessageMeta::from_stored(kind, &r.metadata);
+        if let Some(err) = unreadable {
+            tracing::warn!(message = %r.id, error = %err, "a message's metadata is kept unread");
+        }
         Ok(Message {
             id: MessageId::new(r.id),
             session_id: SessionId::new(r.session_id),

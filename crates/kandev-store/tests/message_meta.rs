@@ -110,6 +110,20 @@ on_both_engines! {
         assert_eq!(meta(7), &MessageMeta::Agent);
     }
 
+    /// A damaged row (a wrong-typed field) does not fail the transcript: it reads, kept as
+    /// it was stored, beside the others.
+    async fn i40_a_damaged_row_is_kept_as_stored_and_the_rest_reads(db: TestDb) {
+        let f = fixture_on(db, "damaged").await;
+        let damaged = r#"{"request_id":7,"options":"allow","status":"pending"}"#;
+        insert_raw(&f.db, f.session.as_str(), &[("permission_request", damaged), ("agent", "{}")])
+            .await;
+        let messages = f.store.list_messages(&f.session, None, None, 100).await.unwrap();
+        assert_eq!(messages.len(), 2);
+        assert_eq!(messages[0].meta.to_json(), damaged);
+        assert!(matches!(messages[0].meta, MessageMeta::Unreadable { .. }), "{:?}", messages[0]);
+        assert_eq!(messages[1].meta, MessageMeta::Agent);
+    }
+
     async fn i40_a_message_keeps_its_kind_when_its_metadata_changes(db: TestDb) {
         let f = fixture_on(db, "kinds").await;
         let mut tx = f.store.begin_write().await.unwrap();

@@ -41,6 +41,12 @@ export function AttachmentList({ list, label = 'Attached files' }: { list: Attac
 }
 
 export const MessageView = memo(function MessageView({ message }: { message: MessageDto }) {
+  // A kind this page does not know (a newer server, a tab open across an upgrade) shows its text.
+  const asText = () => (
+    <div className="msg msg-status" data-kind={message.kind}>
+      {message.content}
+    </div>
+  );
   switch (message.kind) {
     case 'user':
       return (
@@ -92,6 +98,8 @@ export const MessageView = memo(function MessageView({ message }: { message: Mes
       );
     case 'permission_request':
       return <Permission message={message} m={message.metadata} />;
+    default:
+      return asText();
   }
 });
 

@@ -116,7 +116,7 @@ export function connectTerminal(id: string, handlers: TerminalHandlers): Termina
         } else if (frame.type === 'error') {
           closed = true;
           pending = [];
-          handlers.onError(frame.payload.message || 'the terminal cannot be attached');
+          handlers.onError(frame.payload?.message || 'the terminal cannot be attached');
           socket.close();
         }
         return;

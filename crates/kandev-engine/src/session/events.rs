@@ -429,7 +429,7 @@ impl SessionActor {
         };
         let message = self.inner.store.get_message(&id).await?;
         let MessageMeta::ToolCall(mut call) = message.meta else {
-            let corrupt = format!("message {id} is not a tool call");
+            let corrupt = format!("message {id} has no readable tool call metadata");
             return Err(EngineError::Store(kandev_store::StoreError::Corrupt(corrupt)));
         };
         if let Some(title) = &update.title {

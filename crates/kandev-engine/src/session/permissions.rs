@@ -193,7 +193,7 @@ impl SessionActor {
     ) -> Result<Message> {
         let mut meta = self.inner.store.get_message(id).await?.meta;
         let MessageMeta::PermissionRequest(request) = &mut meta else {
-            let corrupt = format!("message {id} is not a permission request");
+            let corrupt = format!("message {id} has no readable permission request metadata");
             return Err(EngineError::Store(kandev_store::StoreError::Corrupt(corrupt)));
         };
         request.status = status.to_owned();

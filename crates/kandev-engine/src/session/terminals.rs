@@ -220,7 +220,7 @@ impl SessionActor {
     ) -> Result<()> {
         let mut meta = self.inner.store.get_message(&message).await?.meta;
         let MessageMeta::ToolCall(call) = &mut meta else {
-            let corrupt = format!("message {message} is not a tool call");
+            let corrupt = format!("message {message} has no readable tool call metadata");
             return Err(crate::error::EngineError::Store(kandev_store::StoreError::Corrupt(
                 corrupt,
             )));

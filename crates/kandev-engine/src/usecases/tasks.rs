@@ -140,9 +140,9 @@ impl Engine {
             None => None,
         };
         tx.commit().await?;
-        if blocked && store.open_blockers(&task.id).await?.is_empty() {
+        if blocked {
             // A blocker finished between the check and the commit: its release saw no wait.
-            release_one(&self.inner, &task.id).await?;
+            release_after_commit(&self.inner, &task.id).await;
         }
         let Some(session) = session else { return Ok(TaskCreation { task, session: None }) };
         let (to, start_agent) = (step.id.clone(), request.start_agent);
@@ -243,8 +243,8 @@ impl Engine {
         let event = WorkspaceEvent::TaskUpdated { task: TaskDto::from(&task) };
         notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
         tx.commit().await?;
-        if blocked_by.is_some() && store.open_blockers(id).await?.is_empty() {
-            release_one(&self.inner, id).await?;
+        if blocked_by.is_some() {
+            release_after_commit(&self.inner, id).await;
         }
         Ok(task)
     }
@@ -391,9 +391,7 @@ impl Engine {
         }
         tx.commit().await?;
         for dependent in &dependents {
-            if store.open_blockers(dependent).await?.is_empty() {
-                release_one(&self.inner, dependent).await?;
-            }
+            release_after_commit(&self.inner, dependent).await;
         }
         Ok(TaskDeletion::Deleted(removal))
     }
@@ -408,6 +406,15 @@ fn first_step<'w>(workflow: &'w Workflow, wanted: Option<&StepId>) -> Result<&'w
         None => workflow.start_step().ok_or_else(|| {
             EngineError::Conflict("the workflow has no steps; add one first".into())
         }),
+    }
+}
+
+/// Starts `task`'s waiting auto-start if nothing blocks it any more, after the change that
+/// freed it committed: that change stands whatever the start does, so a failed start is
+/// logged (the task's own, not the caller's) and never answered as the change's error.
+async fn release_after_commit(inner: &std::sync::Arc<crate::inner::Inner>, task: &TaskId) {
+    if let Err(err) = release_one(inner, task).await {
+        tracing::warn!(task = %task, error = %err, "a task freed by this change did not start");
     }
 }
 
