@@ -273,8 +273,8 @@ fn session_update(params: Value) -> Result<(String, SessionUpdate), String> {
 /// The line of a text chunk (of a message, a thought or the user's message), parsed straight
 /// into its session and update, or `None` for any other line. Nearly every line a
 /// streaming agent sends is one, and parsing each into a `Value` tree first (a map per
-/// object) was the largest cost of the server's threads in a flood (thirteenth session's
-/// profile of P1). Strict, so that it never differs from the general path: a line with any
+/// object) was the largest cost of the server's threads in a flood (a profile of
+/// P1). Strict, so that it never differs from the general path: a line with any
 /// other field (an `id`, `_meta`, annotations), of another shape, or with an escape in a
 /// field other than the text is left to the general path, which handles every line.
 fn text_chunk(line: &[u8]) -> Option<(String, SessionUpdate)> {

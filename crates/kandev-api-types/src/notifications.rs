@@ -221,7 +221,7 @@ pub enum Notification {
 pub struct NotificationParts {
     pub topic: String,
     pub action: String,
-    /// The payload as JSON text, serialized once (issue 15, sixth session): the event row
+    /// The payload as JSON text, serialized once (issue 15): the event row
     /// stores it and every WebSocket frame copies it as it is.
     pub payload: Box<RawValue>,
 }

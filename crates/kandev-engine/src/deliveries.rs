@@ -94,7 +94,7 @@ pub(crate) async fn deliver(
         // Waits for the next due delivery or a new notification. Every other event (each
         // streamed message is one) keeps waiting without reading the database: before, each
         // event ran the two queries above again, two read round trips per message ingested
-        // (issue 15, fifth session).
+        // (issue 15).
         let until = tokio::time::Instant::now() + wait;
         loop {
             tokio::select! {

@@ -70,8 +70,8 @@ impl Target {
 pub(crate) type Answer = oneshot::Receiver<std::result::Result<MessageId, String>>;
 
 struct Member {
-    /// Only the session's id: its whole `Session` row was cloned into every queued write
-    /// before (sixth session).
+    /// Only the session's id, not a clone of its whole `Session` row: a queued write
+    /// carries nothing it does not need.
     session: SessionId,
     target: Target,
     text: String,
@@ -207,9 +207,9 @@ async fn write_group(store: &Store, group: Vec<Member>) {
             Err(err) => tracing::warn!(error = %err, "cannot record a runner position"),
         }
     }
-    // Only whether it committed: the committed events themselves (the whole group's) were
-    // cloned for every member before, O(n²) in the group's size (fifth session: 88 % of the
-    // server's CPU while P3 ingested messages).
+    // Only whether it committed: cloning the committed events themselves (the whole group's)
+    // for every member would be O(n²) in the group's size (88 % of the server's CPU while
+    // P3 ingested messages, when it was done).
     let committed = tx.commit().await.map(|_| ()).map_err(|e| e.to_string());
     if committed.is_ok() {
         for mark in recorded {
@@ -640,9 +640,9 @@ mod tests {
         started.elapsed()
     }
 
-    /// Fifth session: answering a group cloned all its committed events for every member,
-    /// so a group cost O(n²) in its size and a writer that fell behind (larger groups) fell
-    /// further behind: 88 % of the server's CPU in P3's ingest.
+    /// A group's cost is linear in its size: answering it with all its committed events for
+    /// every member would be O(n²), and a writer that fell behind (larger groups) would fall
+    /// further behind (88 % of the server's CPU in P3's ingest when it was done).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn i15_d3_a_group_ten_times_larger_costs_less_than_thirty_times_the_time() {
         let (_dir, store, one, two) = fixture().await;

@@ -784,8 +784,8 @@ mod tests {
         }
     }
 
-    /// Sixth session: the frame copies the payload's JSON text as it is (the text its event
-    /// row holds), not a tree serialized again.
+    /// The frame copies the payload's JSON text as it is (the text its event row holds),
+    /// not a tree serialized again.
     #[test]
     fn i15_a3_a_notification_frame_carries_its_payload_text_as_it_is() {
         let payload = serde_json::value::RawValue::from_string(

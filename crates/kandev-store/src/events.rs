@@ -27,9 +27,9 @@ pub struct Event {
 }
 
 /// A notification's payload as JSON text, serialized once where the notification is built:
-/// the event row stores this text and every WebSocket frame copies it as it is (issue 15,
-/// sixth session; before, the payload was a `serde_json::Value` tree serialized for the row,
-/// cloned and serialized again for the frame).
+/// the event row stores this text and every WebSocket frame copies it as it is (issue 15;
+/// not a `serde_json::Value` tree serialized for the row, then cloned and serialized again
+/// for the frame).
 #[derive(Debug, Clone)]
 pub struct Payload(Box<RawValue>);
 

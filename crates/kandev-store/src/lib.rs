@@ -93,7 +93,7 @@ const READ_ROW_BUFFER: usize = 4096;
 /// 15). While writes go on, that checkpoint copies the log but never finishes it (each
 /// commit adds frames after the ones it copied), so the log is not rewound and keeps
 /// growing until a quiet moment; a P1 flood writes ~90 MB of it. At 8,192 pages (32 MiB)
-/// the writer took over mid-flood and one commit took 50–70 ms (fourteenth session). This
+/// the writer took over mid-flood and one commit took 50–70 ms. This
 /// is the bound for a store nobody checkpoints (tests, tools, a checkpointer that fell
 /// behind): 256 MiB of WAL at 4 KiB pages. Its price: after a crash, opening the database
 /// reads a log of up to that size.

@@ -294,10 +294,10 @@ const BOARD_ORDER: &str = "s.position, t.position, t.created_at, t.id";
 /// sqlx copies every value of every row it hands over, one allocation each on the
 /// connection's thread, freed on the async workers: for a 2,000-card board those 26,000
 /// copies, and the allocator's locks they contended on, were two thirds of `task.list`'s
-/// CPU (docs/performance.md, seventh session). The statement neither orders nor pages: the
+/// CPU (docs/performance.md). The statement neither orders nor pages: the
 /// reader puts the cards in board order from the triples and takes the page
 /// ([`cards_from_json`]). An aggregate's input order is not SQLite's promise anyway, and
-/// SQLite's sort of the wide card rows was a third of the statement (fifteenth session).
+/// SQLite's sort of the wide card rows was a third of the statement.
 /// With `LIMIT` SQLite still built every matching card before sorting (its sorter holds
 /// whole rows); without it every matching card is also written as JSON and parsed, so a
 /// small page of a large filter costs a little more than it did, and a whole board less.
@@ -980,7 +980,7 @@ mod tests {
         }
     }
 
-    /// Issue 15 (P3, fifteenth session): on SQLite `task.list` reads the cards as one JSON
+    /// Issue 15 (P3): on SQLite `task.list` reads the cards as one JSON
     /// value with the same searches and no sort at all: the store orders and pages them.
     #[tokio::test]
     async fn i15_a4_the_sqlite_card_read_leaves_the_sort_to_the_store() {

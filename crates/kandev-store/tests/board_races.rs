@@ -128,7 +128,7 @@ async fn i12_f9_search_matches_percent_and_underscore_literally_up_to_the_limit(
 
 on_both_engines! {
 async fn i15_a4_the_board_read_as_one_value_equals_the_board_read_row_by_row(db: TestDb) {
-    // `list_cards` reads a SQLite board as one JSON value (issue 15, seventh session); every
+    // `list_cards` reads a SQLite board as one JSON value (issue 15); every
     // field a card can carry must come out as the row-by-row read gives it, in board order,
     // for a step filter and a page too.
     use kandev_domain::needs_you::NeedsYou;
@@ -189,7 +189,7 @@ async fn i15_a4_the_board_read_as_one_value_equals_the_board_read_row_by_row(db:
             offset: 1,
             ..TaskFilter::default()
         },
-        // SQLite's read pages in memory (fifteenth session): the tail, and past the end.
+        // SQLite's read pages in memory: the tail, and past the end.
         TaskFilter {
             workflow_id: Some(board.workflow.clone()),
             include_archived: true,

@@ -156,7 +156,7 @@ async fn i15_the_writer_leaves_checkpoints_to_the_checkpointer() {
     assert_eq!(Store::in_memory().await.unwrap().checkpoint().await.unwrap(), None);
 }
 
-/// Issue 15, fourteenth session: while writes go on, the server's checkpoint copies the
+/// Issue 15: while writes go on, the server's checkpoint copies the
 /// log but never finishes it, so the log grows through a burst; the writer must not take
 /// over at 8,192 pages (32 MiB) as it did (one commit of P1's flood then took 50–70 ms).
 /// Once the burst is over a checkpoint finishes, and the next commit rewinds the log and

@@ -126,7 +126,7 @@ async fn events_are_published_after_commit_in_seq_order_and_replayable(db: TestD
 }
 
 on_both_engines! {
-/// Sixth session: a payload is JSON text from the start; the row stores it and subscribers
+/// A payload is JSON text from the start; the row stores it and subscribers
 /// get it byte for byte (the WebSocket frame copies it as it is), on both emit paths.
 async fn i15_a3_a_payload_is_stored_and_published_as_the_same_text(db: TestDb) {
     let store = db.open().await;
