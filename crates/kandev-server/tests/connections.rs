@@ -301,8 +301,11 @@ async fn i38_3_a_slow_reader_past_its_byte_bound_is_told_to_resync_and_a_fast_on
     fast.call("subscribe", json!({"topics": [topic]})).await;
 
     // Paced, so the stream is many notifications (streamed text is coalesced for 5 ms): a
-    // frame larger than the whole bound still fits an empty queue.
-    let script = "#!mock\nstream 150 4096 every 5";
+    // frame larger than the whole bound still fits an empty queue. A chunk every 20 ms: the
+    // fast reader falls past its bound (16 chunks) only if it stalls for 320 ms; at 5 ms a
+    // CI machine under load stalled it that long (it was told to resync and the test timed
+    // out), while the slow reader, reading nothing, passes the bound either way.
+    let script = "#!mock\nstream 150 4096 every 20";
     let sent = server.call("message.add", json!({"session_id": session, "content": script})).await;
     assert_eq!(sent["status"], "sent", "{sent}");
     let told = agent_text_until_the_turn_ends(&mut fast).await;
