@@ -5,7 +5,7 @@ import { useCallback, useState } from 'react';
 import { call, errorText } from '../../api/client';
 import type { Notification, TaskCardDto } from '../../api/types';
 import { useLiveQuery } from '../../lib/useLiveQuery';
-import { applyTaskNotification, type BoardState, boardOf, EMPTY_BOARD, place, remove } from './boardState';
+import { applyTaskNotification, type BoardState, boardOf, EMPTY_BOARD, place, remove } from '../../lib/boardState';
 
 const PAGE = 1000;
 
