@@ -6,6 +6,7 @@ import type { ActionName, Actions, MessageDto } from '../api/types';
 import { useSession } from '../lib/session';
 import { errorHint } from '../lib/sessionError';
 import { toast } from '../lib/toast';
+import { useMutation } from '../lib/useMutation';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
 import { ErrorBanner } from './ErrorBanner';
@@ -41,10 +42,10 @@ export function SessionView({
   primary?: boolean;
 }) {
   const s = useSession(sessionId);
-  const [actionError, setActionError] = useState<string | null>(null);
   const [confirmDelete, setConfirmDelete] = useState(false);
   const [renaming, setRenaming] = useState(false);
-  const [busyAction, setBusyAction] = useState<string | null>(null);
+  // The toolbar's actions: one at a time, the failure shown under the bar with its label.
+  const actions = useMutation();
   const list = useRef<VirtualHandle | null>(null);
   const [atBottom, setAtBottom] = useState(true);
   const session = s.session;
@@ -59,23 +60,14 @@ export function SessionView({
     };
   }, [s.firstPageMs, s.transcript.messages.length, s.transcript.hasOlder]);
 
-  const run = async <A extends ActionName>(
-    label: string,
-    action: A,
-    payload: Actions[A]['request'],
-    done?: string,
-  ) => {
-    setBusyAction(label);
-    setActionError(null);
-    try {
-      await call(action, payload);
-      if (done) toast(done);
-    } catch (e) {
-      setActionError(`${label}: ${errorText(e)}`);
-    } finally {
-      setBusyAction(null);
-    }
-  };
+  const run = <A extends ActionName>(label: string, action: A, payload: Actions[A]['request'], done?: string) =>
+    actions.run(
+      async () => {
+        await call(action, payload);
+        if (done) toast(done);
+      },
+      { describe: (e) => `${label}: ${errorText(e)}` },
+    );
 
   if (s.deleted) {
     return <div className="empty-page">This session was deleted.</div>;
@@ -101,28 +93,28 @@ export function SessionView({
         {session?.session_mode && <span className="badge">mode: {session.session_mode}</span>}
         {session && <ModelBadge session={session} />}
         {session && <UsageBadge session={session} />}
-        {session && <Pickers session={session} onError={setActionError} />}
+        {session && <Pickers session={session} onError={actions.setError} />}
         <span className="spacer" />
         <div className="session-actions" role="toolbar" aria-label="Session controls">
           <button
-            disabled={!busy || busyAction !== null}
+            disabled={!busy || actions.busy}
             onClick={() => run('Cancel', 'agent.cancel', { session_id: sessionId })}
           >
             Cancel turn
           </button>
           <button
-            disabled={busy || busyAction !== null || !s.transcript.messages.some((m) => m.kind === 'user')}
+            disabled={busy || actions.busy || !s.transcript.messages.some((m) => m.kind === 'user')}
             title="Send your last message again as a new turn"
             onClick={() => run('Retry', 'session.retry', { id: sessionId })}
           >
             Retry last message
           </button>
-          <button disabled={busyAction !== null} onClick={() => setRenaming(true)}>
+          <button disabled={actions.busy} onClick={() => setRenaming(true)}>
             Rename
           </button>
           {!primary && (
             <button
-              disabled={busyAction !== null}
+              disabled={actions.busy}
               title="The workflow's steps and the card follow the primary session"
               onClick={() => run('Make primary', 'session.set_primary', { id: sessionId }, 'This session is now the primary one')}
             >
@@ -130,18 +122,18 @@ export function SessionView({
             </button>
           )}
           <button
-            disabled={busyAction !== null}
+            disabled={actions.busy}
             onClick={() => run('Reset context', 'session.reset_context', { id: sessionId })}
           >
             Reset context
           </button>
-          <ResumeMenu disabled={busyAction !== null} onResume={(mode) => run('Resume', 'session.resume', { id: sessionId, mode })} />
-          <button disabled={busyAction !== null} onClick={() =>
+          <ResumeMenu disabled={actions.busy} onResume={(mode) => run('Resume', 'session.resume', { id: sessionId, mode })} />
+          <button disabled={actions.busy} onClick={() =>
               run('Stop', 'session.stop', { id: sessionId }, 'Agent stopped: the next message resumes the conversation')
             }>
             Stop
           </button>
-          <button className="danger-outline" disabled={busyAction !== null} onClick={() => setConfirmDelete(true)}>
+          <button className="danger-outline" disabled={actions.busy} onClick={() => setConfirmDelete(true)}>
             Delete
           </button>
         </div>
@@ -156,7 +148,7 @@ export function SessionView({
           {session.last_error.code === 'agent_auth_required' && (
             <AuthMethods
               details={session.last_error.details}
-              disabled={busyAction !== null}
+              disabled={actions.busy}
               onPick={(method) =>
                 run('Log in', 'session.authenticate', { id: sessionId, method_id: method.id }, `Authenticated with ${method.name}`)
               }
@@ -165,7 +157,7 @@ export function SessionView({
         </div>
       )}
       <ErrorBanner error={s.error} onRetry={s.retry} onDismiss={s.dismissError} testId="session-error" />
-      <ErrorBanner error={actionError} onDismiss={() => setActionError(null)} testId="action-error" />
+      <ErrorBanner error={actions.error} onDismiss={() => actions.setError(null)} testId="action-error" />
       <VirtualList
         items={s.transcript.messages}
         getKey={getKey}

@@ -5,6 +5,7 @@ import { ApiError, attachmentUrl, call, clientId, errorText, uploadAttachment } 
 import { live } from '../../api/live';
 import type { AttachmentDto, AvailableCommandDto, SavedPromptDto } from '../../api/types';
 import { commandMatches, promptMention } from '../../lib/composer';
+import { useMutation } from '../../lib/useMutation';
 
 /** One entry of the composer's menu: an agent command (`/`) or a saved prompt (`@`). */
 type MenuItem = { key: string; label: string; hint: string | null; description: string; apply: () => void };
@@ -63,21 +64,25 @@ export function Composer(props: {
   const chosen: MenuItem | undefined = matches[active];
   // Files pasted or dropped: uploaded at once, sent with the next message.
   const [attached, setAttached] = useState<AttachmentDto[]>([]);
-  const [uploading, setUploading] = useState(0);
+  // Sending and uploading are busy apart (an upload shows "Uploading…"), but their failures
+  // share the one line under the composer: the latest is shown.
+  const sending = useMutation();
+  const uploads = useMutation(sending.setError);
+  const { error, setError } = sending;
+  const uploading = uploads.busy;
   const attach = async (files: File[]) => {
     if (files.length === 0) return;
     setError(null);
-    setUploading((n) => n + files.length);
+    // One run per file, in order: a failed file says which, and the others still go.
     for (const file of files) {
-      try {
-        const a = await uploadAttachment(file);
-        setAttached((list) => [...list, a]);
-        pendingId.current = null;
-      } catch (e) {
-        setError(`${file.name || 'the file'}: ${errorText(e)}`);
-      } finally {
-        setUploading((n) => n - 1);
-      }
+      await uploads.run(
+        async () => {
+          const a = await uploadAttachment(file);
+          setAttached((list) => [...list, a]);
+          pendingId.current = null;
+        },
+        { keepError: true, describe: (e) => `${file.name || 'the file'}: ${errorText(e)}` },
+      );
     }
   };
   const insert = (next: string) => {
@@ -86,8 +91,6 @@ export function Composer(props: {
     pendingId.current = null;
     textarea.current?.focus();
   };
-  const [sending, setSending] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const pendingId = useRef<string | null>(null);
   // "The server cannot be reached" is no longer true once the connection is back.
   const networkError = useRef(false);
@@ -104,29 +107,25 @@ export function Composer(props: {
 
   const send = async () => {
     const content = text.trim() ? text : attached.length > 0 ? '(see the attached files)' : text;
-    if (!content.trim() || sending || uploading > 0) return;
+    if (!content.trim() || sending.busy || uploading) return;
     // the same id on a retry of the same text: the server records it once
-    pendingId.current ??= clientId();
-    setSending(true);
-    setError(null);
-    try {
+    const clientMessageId = (pendingId.current ??= clientId());
+    await sending.run(async () => {
       await call('message.add', {
         session_id: sessionId,
         content,
-        client_message_id: pendingId.current,
+        client_message_id: clientMessageId,
         queue: true,
         ...(attached.length > 0 ? { attachments: attached } : {}),
+      }).catch((e: unknown) => {
+        networkError.current = e instanceof ApiError && e.code === 'NETWORK';
+        throw e;
       });
       pendingId.current = null;
       setText('');
       setAttached([]);
       onSent();
-    } catch (e) {
-      networkError.current = e instanceof ApiError && e.code === 'NETWORK';
-      setError(errorText(e));
-    } finally {
-      setSending(false);
-    }
+    });
   };
 
   // Said while it is true: the queue holds messages (gone once it drains or is emptied).
@@ -176,7 +175,7 @@ export function Composer(props: {
           ))}
         </ul>
       )}
-      {(attached.length > 0 || uploading > 0) && (
+      {(attached.length > 0 || uploading) && (
         <ul className="attachment-chips" aria-label="Attached files">
           {attached.map((a, i) => (
             <li key={`${a.id}-${i}`} className="attachment-chip">
@@ -192,7 +191,7 @@ export function Composer(props: {
               </button>
             </li>
           ))}
-          {uploading > 0 && <li className="hint">Uploading…</li>}
+          {uploading && <li className="hint">Uploading…</li>}
         </ul>
       )}
       <textarea
@@ -264,7 +263,7 @@ export function Composer(props: {
       <button
         className="primary"
         type="submit"
-        disabled={sending || uploading > 0 || (!text.trim() && attached.length === 0)}
+        disabled={sending.busy || uploading || (!text.trim() && attached.length === 0)}
       >
         {busy ? 'Queue' : 'Send'}
       </button>

@@ -1,8 +1,8 @@
 // The session bar's mode, model and config-option pickers.
-import { useState } from 'react';
-import { call, errorText } from '../../api/client';
+import { call } from '../../api/client';
 import type { SessionDto } from '../../api/types';
 import { choicesOf } from '../../lib/pickers';
+import { useMutation } from '../../lib/useMutation';
 
 /**
  * The mode, model and config-option pickers (issue 18): what the agent offered when it
@@ -18,18 +18,8 @@ export function Pickers({ session, onError }: { session: SessionDto; onError: (e
     (o) => !(modes.length > 0 && (o.id === 'mode' || o.category === 'mode')),
   );
   const values = session.config_options && typeof session.config_options === 'object' ? (session.config_options as Record<string, unknown>) : {};
-  const [busy, setBusy] = useState(false);
-  const change = async (work: () => Promise<unknown>) => {
-    setBusy(true);
-    onError(null);
-    try {
-      await work();
-    } catch (e) {
-      onError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
-  };
+  // A choice's failure is shown by the session view, under its bar.
+  const { busy, run: change } = useMutation(onError);
   return (
     <>
       {modes.length > 0 && (

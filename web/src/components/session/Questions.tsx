@@ -1,7 +1,8 @@
 // The agent's open questions (MCP `ask_user`) and their answers.
 import { useState } from 'react';
-import { call, errorText } from '../../api/client';
+import { call } from '../../api/client';
 import type { QuestionDto } from '../../api/types';
+import { useMutation } from '../../lib/useMutation';
 
 /** The agent's open questions (MCP `ask_user`), live: options as buttons, else free text. */
 export function Questions({ questions }: { questions: QuestionDto[] }) {
@@ -18,9 +19,8 @@ export function Questions({ questions }: { questions: QuestionDto[] }) {
 
 function QuestionCard({ question }: { question: QuestionDto }) {
   const [text, setText] = useState('');
-  const [error, setError] = useState<string | null>(null);
-  const answer = (value: string) =>
-    call('question.answer', { id: question.id, answer: value }).catch((e: unknown) => setError(errorText(e)));
+  const { error, run } = useMutation();
+  const answer = (value: string) => run(() => call('question.answer', { id: question.id, answer: value }));
   return (
     <section className="question-card" role="group" aria-label="The agent asks" data-testid="question-card">
       <p className="question-text">{question.question}</p>

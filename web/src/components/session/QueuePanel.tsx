@@ -1,7 +1,8 @@
 // The session's prompt queue: reorder, edit, remove, auto-run on or off, and "Send next".
 import { useEffect, useState } from 'react';
-import { call, errorText } from '../../api/client';
+import { call } from '../../api/client';
 import type { ActionName, Actions, QueuedPromptDto } from '../../api/types';
+import { useMutation } from '../../lib/useMutation';
 import { AttachmentList } from '../MessageView';
 
 type QueueAction = Extract<ActionName, `message.queue.${string}`>;
@@ -12,16 +13,10 @@ export function QueuePanel({ sessionId, queue, autoRun }: { sessionId: string; q
   // shown at once, then kept in step with the session the server announces
   const [auto, setAuto] = useState(autoRun);
   useEffect(() => setAuto(autoRun), [autoRun]);
-  const [error, setError] = useState<string | null>(null);
+  const { error, run } = useMutation();
   // A queue action's payload without the session, which is added here.
-  const act = async <A extends QueueAction>(action: A, payload: Omit<Actions[A]['request'], 'session_id'>) => {
-    setError(null);
-    try {
-      await call(action, { session_id: sessionId, ...payload } as Actions[A]['request']);
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
+  const act = <A extends QueueAction>(action: A, payload: Omit<Actions[A]['request'], 'session_id'>) =>
+    run(() => call(action, { session_id: sessionId, ...payload } as Actions[A]['request']));
   const ordered = [...queue].sort((a, b) => a.position - b.position);
   const moveBy = (index: number, by: number) => {
     const ids = ordered.map((q) => q.id);
