@@ -9,6 +9,7 @@ import { useData } from '../lib/data';
 import { useLiveQuery } from '../lib/useLiveQuery';
 import { navigate } from '../lib/router';
 import { toast } from '../lib/toast';
+import { useMutation } from '../lib/useMutation';
 import { DiffLines } from './DiffView';
 import { ShipPanel } from './ShipPanel';
 import { SideBySide } from './SideBySide';
@@ -97,8 +98,9 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
   const [files, setFiles] = useState<FileChangeDto[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [message, setMessage] = useState('');
-  const [committing, setCommitting] = useState(false);
   const [note, setNote] = useState<string | null>(null);
+  // A commit's outcome, done or failed, is the note under the box.
+  const { busy: committing, run: commit } = useMutation(setNote);
   // Bumped on each read of the diff, so the ship panel reads the branch's status again.
   const [version, setVersion] = useState(0);
   const [sideBySide, setSideBySide] = useState(false);
@@ -167,18 +169,12 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
         onSubmit={async (e) => {
           e.preventDefault();
           if (!message.trim()) return;
-          setCommitting(true);
-          setNote(null);
-          try {
+          await commit(async () => {
             const r = await call('task.commit', { task_id: taskId, message });
             setMessage('');
             setNote(r.commit ? `Committed ${r.commit.sha.slice(0, 8)} on ${r.commit.branch}.` : 'Nothing to commit.');
             load();
-          } catch (err) {
-            setNote(errorText(err));
-          } finally {
-            setCommitting(false);
-          }
+          });
         }}
       >
         <label htmlFor="commit-message">Commit message</label>

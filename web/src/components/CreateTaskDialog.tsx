@@ -4,6 +4,7 @@ import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { TaskDto, WorkflowDto } from '../api/types';
 import { useData } from '../lib/data';
+import { useMutation } from '../lib/useMutation';
 import { Dialog } from './Dialog';
 
 export function CreateTaskDialog(props: {
@@ -21,11 +22,10 @@ export function CreateTaskDialog(props: {
   const [profile, setProfile] = useState(profiles[0]?.id ?? '');
   const [stepId, setStepId] = useState(start?.id ?? '');
   const [startNow, setStartNow] = useState(true);
-  const [busy, setBusy] = useState(false);
   // A step whose on_enter starts the agent starts it whatever the box says: say so.
   const chosen = steps.find((s) => s.id === stepId);
   const stepStarts = chosen?.events.on_enter.some((a) => a.type === 'auto_start_agent') ?? false;
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, setError, run } = useMutation();
 
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
@@ -33,9 +33,7 @@ export function CreateTaskDialog(props: {
       setError('Give the task a title.');
       return;
     }
-    setBusy(true);
-    setError(null);
-    try {
+    await run(async () => {
       const { task } = await call('task.create', {
         workflow_id: props.workflow.id,
         title: title.trim(),
@@ -46,11 +44,7 @@ export function CreateTaskDialog(props: {
         start_agent: startNow || stepStarts,
       });
       props.onCreated(task);
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (

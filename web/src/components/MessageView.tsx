@@ -1,10 +1,11 @@
 // Typed rendering of one transcript message: user text, agent markdown, thoughts (collapsed),
 // tool calls with kind, status and diffs, plans as checklists, usage, status lines, errors and
 // permission requests with the agent's options.
-import { memo, useState } from 'react';
-import { attachmentUrl, call, errorText } from '../api/client';
+import { memo } from 'react';
+import { attachmentUrl, call } from '../api/client';
 import type { AttachmentDto, MessageDto, PermissionMetaDto, PlanMetaDto, ToolCallMetaDto } from '../api/types';
 import { renderMarkdown } from '../lib/markdown';
+import { useMutation } from '../lib/useMutation';
 import { DiffView } from './DiffView';
 
 /** A message of one kind, its metadata typed by that kind. */
@@ -165,27 +166,19 @@ function Plan({ m }: { m: PlanMetaDto }) {
 }
 
 function Permission({ message, m }: { message: MessageOf<'permission_request'>; m: PermissionMetaDto }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, run } = useMutation();
   const status = m.status || 'pending';
   const options = m.options;
   const requestId = m.request_id;
-  const respond = async (optionId: string | null) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await call(
+  const respond = (optionId: string | null) =>
+    run(() =>
+      call(
         'permission.respond',
         optionId
           ? { session_id: message.session_id, request_id: requestId, option_id: optionId }
           : { session_id: message.session_id, request_id: requestId, cancelled: true },
-      );
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
-  };
+      ),
+    );
   const selected = options.find((o) => o.option_id === m.selected_option_id);
   return (
     <div

@@ -2,6 +2,7 @@
 // first board (a workspace without a board has nothing to show); then it is switched to.
 import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
+import { useMutation } from '../lib/useMutation';
 import { Dialog } from './Dialog';
 
 /** The value of the workspace picker's "New workspace…" entry. */
@@ -11,27 +12,20 @@ export function NewWorkspaceDialog(props: { onClose: () => void; onCreated: (wor
   const [name, setName] = useState('');
   const [templates, setTemplates] = useState<{ id: string; name: string }[]>([]);
   const [template, setTemplate] = useState('kanban');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, setError, run } = useMutation();
   useEffect(() => {
     call('workflow.template.list', {})
       .then((r) => setTemplates(r.templates.map((t) => ({ id: t.id, name: t.name }))))
       .catch((e: unknown) => setError(errorText(e)));
   }, []);
-  const submit = async (e: React.FormEvent) => {
+  const submit = (e: React.FormEvent) => {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    void run(async () => {
       const { workspace } = await call('workspace.create', { name: name.trim() });
       const board = templates.find((t) => t.id === template)?.name ?? 'Kanban';
       await call('workflow.create', { workspace_id: workspace.id, name: board, template_id: template });
       props.onCreated(workspace.id);
-    } catch (err) {
-      setError(errorText(err));
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <Dialog title="New workspace" onClose={props.onClose}>

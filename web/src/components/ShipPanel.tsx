@@ -4,6 +4,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { ApiError, call, errorText } from '../api/client';
 import type { GitStatusDto, ReviewCommentDto } from '../api/types';
+import { useMutation } from '../lib/useMutation';
 
 /** A refusal with the files that block it (`details.dirty` / `details.conflicts`). */
 function refusal(e: unknown): string {
@@ -41,7 +42,8 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
   const { taskId, version, onChanged } = props;
   const [status, setStatus] = useState<GitStatusDto[] | null>(null);
   const [note, setNote] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  // An action's outcome, success or refusal, is the one note under the buttons.
+  const { busy, run: mutate } = useMutation(setNote);
   const [comments, setComments] = useState<ReviewCommentDto[]>([]);
   const [path, setPath] = useState('');
   const [line, setLine] = useState('1');
@@ -59,18 +61,14 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
   }, [taskId]);
   useEffect(load, [load, version]);
 
-  const run = async (what: string, act: () => Promise<string>) => {
-    setBusy(true);
-    setNote(null);
-    try {
-      setNote(await act());
-      onChanged(); // reads the diff again, then this panel (`version`)
-    } catch (e) {
-      setNote(`${what} refused: ${refusal(e)}`);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const run = (what: string, act: () => Promise<string>) =>
+    mutate(
+      async () => {
+        setNote(await act());
+        onChanged(); // reads the diff again, then this panel (`version`)
+      },
+      { describe: (e) => `${what} refused: ${refusal(e)}` },
+    );
 
   const open = comments.filter((c) => !c.sent_at);
   return (
@@ -79,13 +77,11 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
       <div className="changes-bar">
         <button disabled={busy} onClick={() => run('Rebase', async () => {
           setConflicts([]);
-          try {
-            await call('task.rebase', { task_id: taskId });
-          } catch (e) {
+          await call('task.rebase', { task_id: taskId }).catch((e: unknown) => {
             const d = e instanceof ApiError ? (e.details as { conflicts?: string[] } | null) : null;
             setConflicts(d?.conflicts ?? []);
             throw e;
-          }
+          });
           return 'Rebased onto the base branch.';
         })}>
           Rebase

@@ -1,8 +1,9 @@
 // Starts an agent session on a task: the agent profile and the first message.
 import { useState } from 'react';
-import { call, errorText } from '../api/client';
+import { call } from '../api/client';
 import type { SessionDto } from '../api/types';
 import { useData } from '../lib/data';
+import { useMutation } from '../lib/useMutation';
 
 export function StartSession(props: {
   taskId: string;
@@ -13,27 +14,20 @@ export function StartSession(props: {
   const { profiles } = useData();
   const [profile, setProfile] = useState(props.defaultProfile ?? profiles[0]?.id ?? '');
   const [prompt, setPrompt] = useState(props.prompt);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const { busy, error, run } = useMutation();
   return (
     <form
       className="form start-session"
-      onSubmit={async (e) => {
+      onSubmit={(e) => {
         e.preventDefault();
-        setBusy(true);
-        setError(null);
-        try {
+        void run(async () => {
           const { session } = await call('session.launch', {
             task_id: props.taskId,
             agent_profile_id: profile || undefined,
             prompt: prompt.trim() ? prompt : undefined,
           });
           props.onStarted?.(session);
-        } catch (err) {
-          setError(errorText(err));
-        } finally {
-          setBusy(false);
-        }
+        });
       }}
     >
       {!props.onStarted && <p>No agent session yet.</p>}

@@ -1,29 +1,22 @@
 // Editing a task's title and description, and deleting the task (issue 18), from its page.
 import { useState } from 'react';
-import { ApiError, call, errorText } from '../api/client';
+import { ApiError, call } from '../api/client';
 import type { TaskDto } from '../api/types';
 import { navigate } from '../lib/router';
 import { toast } from '../lib/toast';
+import { useMutation } from '../lib/useMutation';
 import { Dialog } from './Dialog';
 
 export function EditTaskDialog({ task, onClose }: { task: TaskDto; onClose: () => void }) {
   const [title, setTitle] = useState(task.title);
   const [description, setDescription] = useState(task.description);
-  const [saving, setSaving] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const save = async () => {
-    setSaving(true);
-    setError(null);
-    try {
+  const { busy: saving, error, run } = useMutation();
+  const save = () =>
+    run(async () => {
       await call('task.update', { id: task.id, title, description });
       toast('Task saved');
       onClose();
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setSaving(false);
-    }
-  };
+    });
   return (
     <Dialog title="Edit task" onClose={onClose}>
       <form
@@ -60,23 +53,18 @@ export function EditTaskDialog({ task, onClose }: { task: TaskDto; onClose: () =
 }
 
 export function DeleteTaskDialog({ task, onClose }: { task: TaskDto; onClose: () => void }) {
-  const [error, setError] = useState<string | null>(null);
+  const { busy: deleting, error, run } = useMutation();
   // A worktree with uncommitted work is kept unless the user says otherwise (CONFLICT first).
   const [dirty, setDirty] = useState(false);
-  const [deleting, setDeleting] = useState(false);
-  const remove = async (force: boolean) => {
-    setDeleting(true);
-    setError(null);
-    try {
-      await call('task.delete', { id: task.id, force });
+  const remove = (force: boolean) =>
+    run(async () => {
+      await call('task.delete', { id: task.id, force }).catch((e: unknown) => {
+        setDirty(e instanceof ApiError && e.code === 'CONFLICT');
+        throw e;
+      });
       navigate('/');
       toast(`Deleted “${task.title}”`);
-    } catch (e) {
-      setDirty(e instanceof ApiError && e.code === 'CONFLICT');
-      setError(errorText(e));
-      setDeleting(false);
-    }
-  };
+    });
   return (
     <Dialog title="Delete this task?" onClose={onClose}>
       <p>

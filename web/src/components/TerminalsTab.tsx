@@ -4,6 +4,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { DevServerDto, TerminalDto } from '../api/types';
+import { useMutation } from '../lib/useMutation';
 import { ErrorBanner } from './ErrorBanner';
 import { XtermView } from './XtermView';
 
@@ -11,8 +12,7 @@ export function TerminalsTab(props: { taskId: string; archived: boolean }) {
   const [terminals, setTerminals] = useState<TerminalDto[] | null>(null);
   const [selected, setSelected] = useState<string | null>(null);
   const [devServers, setDevServers] = useState<DevServerDto[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, setError, run } = useMutation();
 
   const load = useCallback(() => {
     Promise.all([call('terminal.list', { task_id: props.taskId }), call('devserver.list', { task_id: props.taskId })])
@@ -25,13 +25,7 @@ export function TerminalsTab(props: { taskId: string; archived: boolean }) {
   }, [props.taskId]);
   useEffect(load, [load]);
 
-  const act = (work: () => Promise<unknown>) => {
-    setBusy(true);
-    setError(null);
-    work()
-      .catch((e: unknown) => setError(errorText(e)))
-      .finally(() => setBusy(false));
-  };
+  const act = (work: () => Promise<unknown>) => void run(work);
 
   const openTerminal = () =>
     act(async () => {

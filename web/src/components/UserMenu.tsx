@@ -2,27 +2,23 @@
 // by a login (a user's session, or the server token's cookie); nothing without accounts.
 // Logging out is a `fetch` POST rather than a form: the app's pages send no referrer, and a
 // form's navigation would then carry `Origin: null`, which the server's Origin check refuses.
-import { useState } from 'react';
 import { call } from '../api/client';
+import { useMutation } from '../lib/useMutation';
 import { useRead } from '../lib/useRead';
 
 const readMe = () => call('user.me', {});
 
 export function UserMenu() {
   const me = useRead(readMe);
-  const [error, setError] = useState<string | null>(null);
+  const { error, run } = useMutation();
   const via = me.data?.via;
   if (via !== 'session' && via !== 'server_token') return null;
-  const logout = async () => {
-    setError(null);
-    try {
+  const logout = () =>
+    run(async () => {
       const response = await fetch('/logout', { method: 'POST', credentials: 'same-origin' });
       if (!response.ok) throw new Error(`logging out failed (HTTP ${response.status}); try again`);
       window.location.assign('/login');
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
-    }
-  };
+    });
   return (
     <span className="user-menu">
       {me.data?.user && (

@@ -14,7 +14,7 @@ import type { VirtualHandle } from '../../lib/VirtualList';
 import { ArchivedList } from './ArchivedList';
 import { CreateTaskDialog } from '../CreateTaskDialog';
 import { ErrorBanner } from '../ErrorBanner';
-import { dropPosition, matches } from './boardState';
+import { dropPosition, matches } from '../../lib/boardState';
 import { Card } from './Card';
 import { Column } from './Column';
 import { StepSwitcher, usePhoneStep } from './StepSwitcher';

@@ -1,11 +1,12 @@
 // The tasks of one board, live over `workspace:<id>`: read page by page, changed by task
 // notifications, and moved or archived optimistically (a refusal is shown and the board read
 // afresh).
-import { useCallback, useState } from 'react';
-import { call, errorText } from '../../api/client';
+import { useCallback } from 'react';
+import { call } from '../../api/client';
 import type { Notification, TaskCardDto } from '../../api/types';
 import { useLiveQuery } from '../../lib/useLiveQuery';
-import { applyTaskNotification, type BoardState, boardOf, EMPTY_BOARD, place, remove } from './boardState';
+import { useMutation } from '../../lib/useMutation';
+import { applyTaskNotification, type BoardState, boardOf, EMPTY_BOARD, place, remove } from '../../lib/boardState';
 
 const PAGE = 1000;
 
@@ -49,35 +50,27 @@ export function useBoardTasks(workspaceId: string | null, workflowId: string | n
   );
   const topic = workspaceId && workflowId ? `workspace:${workspaceId}` : null;
   const query = useLiveQuery(topic, load, apply);
-  const [actionError, setActionError] = useState<string | null>(null);
+  // A refused move or archive stays shown until dismissed, whatever moves come after it.
+  const { run, error: actionError, setError: setActionError } = useMutation();
   const { update, reload, dismissError } = query;
 
   const move = useCallback(
     async (task: TaskCardDto, stepId: string, position: number) => {
       update((s) => place(s, { ...task, step_id: stepId, position }));
-      try {
-        await call('task.move', { id: task.id, step_id: stepId, position });
-      } catch (e) {
-        setActionError(errorText(e));
-        reload(); // undo the optimistic move: a failed read shows its own error
-      }
+      const moved = await run(() => call('task.move', { id: task.id, step_id: stepId, position }), { keepError: true });
+      if (!moved) reload(); // undo the optimistic move: a failed read shows its own error
     },
-    [update, reload],
+    [update, reload, run],
   );
 
   const archive = useCallback(
     async (task: TaskCardDto) => {
       update((s) => remove(s, task.id));
-      try {
-        await call('task.archive', { id: task.id });
-        return true;
-      } catch (e) {
-        setActionError(errorText(e));
-        reload();
-        return false;
-      }
+      const archived = await run(() => call('task.archive', { id: task.id }), { keepError: true });
+      if (!archived) reload();
+      return archived;
     },
-    [update, reload],
+    [update, reload, run],
   );
 
   const add = useCallback((task: TaskCardDto) => update((s) => place(s, task)), [update]);

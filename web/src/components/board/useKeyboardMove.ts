@@ -4,7 +4,7 @@
 import { type RefObject, useEffect, useState } from 'react';
 import type { StepDto, TaskCardDto } from '../../api/types';
 import type { VirtualHandle } from '../../lib/VirtualList';
-import type { BoardState } from './boardState';
+import type { BoardState } from '../../lib/boardState';
 
 export type Direction = 'left' | 'right' | 'up' | 'down';
 

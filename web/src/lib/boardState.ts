@@ -1,6 +1,6 @@
 // The board's tasks as columns of ids per step (pure functions, no React): built from a read,
 // changed by a task notification, an optimistic move or an archive.
-import type { GitStatusDto, GitSummaryDto, Notification, TaskCardDto } from '../../api/types';
+import type { GitStatusDto, GitSummaryDto, Notification, TaskCardDto } from '../api/types';
 
 export interface BoardState {
   tasks: Map<string, TaskCardDto>;
