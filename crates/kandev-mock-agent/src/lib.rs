@@ -245,10 +245,19 @@ impl Pending {
     /// current time, so a stamp says when its chunk went into the pipe: a write that waits
     /// for room (the reader is behind) stamps again when it goes on.
     async fn write_to<W: AsyncWrite + Unpin>(&mut self, output: &mut W) -> Result<(), MockError> {
+        self.write_with_clock(output, script::unix_micros).await
+    }
+
+    /// [`Self::write_to`] with the clock the stamps read (microseconds since the epoch).
+    async fn write_with_clock<W: AsyncWrite + Unpin>(
+        &mut self,
+        output: &mut W,
+        now: impl Fn() -> u64,
+    ) -> Result<(), MockError> {
         let mut written = 0;
         while written < self.bytes.len() {
             let n = std::future::poll_fn(|cx| {
-                self.stamp_from(written, script::unix_micros());
+                self.stamp_from(written, now());
                 std::pin::Pin::new(&mut *output).poll_write(cx, &self.bytes[written..])
             })
             .await
@@ -282,20 +291,19 @@ mod tests {
     use tokio::io::AsyncWrite;
 
     use super::Pending;
-    use crate::script::{chunk_stamp, stamped_chunk_text, unix_micros};
+    use std::cell::Cell;
+    use std::rc::Rc;
 
-    /// A pipe whose reader is behind: it takes `first` bytes, then has no room until the
-    /// clock has moved 2 ms past what it took, then takes the rest. Room comes back on the
-    /// poll *after* the one that saw the clock past that time: the writer stamps a line just
-    /// before each poll, so the stamp of the poll that is taken is then later than the 2 ms
-    /// for certain. (Opening on the poll that saw the time let a stamp read just before the
-    /// deadline through, when the thread was preempted between the two clock reads: a
-    /// flake under load.)
+    use crate::script::{chunk_stamp, stamped_chunk_text};
+
+    /// A pipe whose reader is behind: it takes `first` bytes, then has no room for one poll,
+    /// during which the clock moves 2 ms, then takes the rest. The clock is the test's own
+    /// (the writer stamps from it), so nothing depends on the wall clock or on scheduling.
     struct SlowPipe {
         first: usize,
         taken: Vec<u8>,
-        full_until: Option<u64>,
-        open: bool,
+        clock: Rc<Cell<u64>>,
+        waited: bool,
     }
 
     impl AsyncWrite for SlowPipe {
@@ -307,11 +315,11 @@ mod tests {
             if self.taken.is_empty() {
                 let n = self.first.min(buf.len());
                 self.taken.extend_from_slice(&buf[..n]);
-                self.full_until = Some(unix_micros() + 2_000);
                 return Poll::Ready(Ok(n));
             }
-            if !self.open {
-                self.open = self.full_until.is_some_and(|until| unix_micros() > until);
+            if !self.waited {
+                self.waited = true;
+                self.clock.set(self.clock.get() + 2_000);
                 cx.waker().wake_by_ref(); // room comes back by itself: poll again
                 return Poll::Pending;
             }
@@ -352,13 +360,14 @@ mod tests {
             first_len = first_len.max(line.len() + 1);
             pending.push(line, Some(at));
         }
-        let before = unix_micros();
-        let mut pipe = SlowPipe { first: first_len, taken: vec![], full_until: None, open: false };
-        pending.write_to(&mut pipe).await.unwrap();
+        let clock = Rc::new(Cell::new(5_000));
+        let mut pipe =
+            SlowPipe { first: first_len, taken: vec![], clock: clock.clone(), waited: false };
+        pending.write_with_clock(&mut pipe, || clock.get()).await.unwrap();
 
         let [one, two] = stamps(&pipe.taken)[..] else { panic!("two lines") };
-        assert!(one >= before, "stamped when written, not when made ({one} < {before})");
-        assert!(two >= one + 2_000, "the line that waited for room is stamped when it went in");
+        assert_eq!(one, 5_000, "stamped when written, not when made ({made})");
+        assert_eq!(two, 7_000, "the line that waited for room is stamped when it went in");
         assert!(pending.bytes.is_empty() && pending.stamps.is_empty());
     }
 }
