@@ -111,21 +111,25 @@ impl AgentTerminals {
 
 /// What the session is doing. A stop leaves `Idle` at once (the process is stopped by a
 /// child future the stop's answer waits for); a delete ends the actor.
+pub(crate) type Phase = PhaseOf<Live>;
+
+/// [`Phase`], over what its live execution is: the transitions only move it from one phase to
+/// the next, so the unit tests of every transition run them on a stand-in.
 #[allow(clippy::large_enum_variant)] // one per session, moved rarely
-pub(crate) enum Phase {
+pub(crate) enum PhaseOf<L> {
     /// No agent runs; nothing is in flight.
     Idle,
     /// The agent is being started or resumed (its working directory prepared first).
     Booting(Boot),
     /// The agent is ready; nothing is in flight.
-    Ready(Live),
+    Ready(L),
     /// A turn runs.
-    Running(Live, Turn),
+    Running(L, Turn),
     /// The user cancelled the running turn (rule 12); it ends when the agent ends it, or the
     /// engine ends it after the cancel timeout (rule 13).
-    Cancelling(Live, Turn),
+    Cancelling(L, Turn),
     /// A context reset runs on the live agent (rules 18-27).
-    Resetting(Live, Reset),
+    Resetting(L, Reset),
 }
 
 /// A start in progress. The prompt that waits for the agent to be ready belongs to it:
@@ -282,43 +286,43 @@ pub(crate) enum Closed {
     Unsettled,
 }
 
-impl Phase {
+impl<L> PhaseOf<L> {
     /// The live execution, whatever the session does with it.
-    pub fn live(&self) -> Option<&Live> {
+    pub fn live(&self) -> Option<&L> {
         match self {
-            Phase::Ready(live)
-            | Phase::Running(live, _)
-            | Phase::Cancelling(live, _)
-            | Phase::Resetting(live, _) => Some(live),
-            Phase::Idle | Phase::Booting(_) => None,
+            PhaseOf::Ready(live)
+            | PhaseOf::Running(live, _)
+            | PhaseOf::Cancelling(live, _)
+            | PhaseOf::Resetting(live, _) => Some(live),
+            PhaseOf::Idle | PhaseOf::Booting(_) => None,
         }
     }
 
-    pub fn live_mut(&mut self) -> Option<&mut Live> {
+    pub fn live_mut(&mut self) -> Option<&mut L> {
         match self {
-            Phase::Ready(live)
-            | Phase::Running(live, _)
-            | Phase::Cancelling(live, _)
-            | Phase::Resetting(live, _) => Some(live),
-            Phase::Idle | Phase::Booting(_) => None,
+            PhaseOf::Ready(live)
+            | PhaseOf::Running(live, _)
+            | PhaseOf::Cancelling(live, _)
+            | PhaseOf::Resetting(live, _) => Some(live),
+            PhaseOf::Idle | PhaseOf::Booting(_) => None,
         }
     }
 
     /// The open turn (being cancelled or not).
     pub fn turn(&self) -> Option<&Turn> {
         match self {
-            Phase::Running(_, turn)
-            | Phase::Cancelling(_, turn)
-            | Phase::Resetting(_, Reset { stage: ResetStage::AfterTurn(turn), .. }) => Some(turn),
+            PhaseOf::Running(_, turn)
+            | PhaseOf::Cancelling(_, turn)
+            | PhaseOf::Resetting(_, Reset { stage: ResetStage::AfterTurn(turn), .. }) => Some(turn),
             _ => None,
         }
     }
 
     pub fn turn_mut(&mut self) -> Option<&mut Turn> {
         match self {
-            Phase::Running(_, turn)
-            | Phase::Cancelling(_, turn)
-            | Phase::Resetting(_, Reset { stage: ResetStage::AfterTurn(turn), .. }) => Some(turn),
+            PhaseOf::Running(_, turn)
+            | PhaseOf::Cancelling(_, turn)
+            | PhaseOf::Resetting(_, Reset { stage: ResetStage::AfterTurn(turn), .. }) => Some(turn),
             _ => None,
         }
     }
@@ -329,50 +333,50 @@ impl Phase {
     }
 
     pub fn is_booting(&self) -> bool {
-        matches!(self, Phase::Booting(_))
+        matches!(self, PhaseOf::Booting(_))
     }
 
     pub fn is_resetting(&self) -> bool {
-        matches!(self, Phase::Resetting(..))
+        matches!(self, PhaseOf::Resetting(..))
     }
 
     /// A live reset waits for the agent's new conversation (rule 22: the old one is stale).
     pub fn is_replacing_conversation(&self) -> bool {
-        matches!(self, Phase::Resetting(_, Reset { stage: ResetStage::NewConversation, .. }))
+        matches!(self, PhaseOf::Resetting(_, Reset { stage: ResetStage::NewConversation, .. }))
     }
 
     /// Takes the phase apart, leaving `Idle`: the live execution (if any) and what was in
     /// flight. A start in progress is returned as it is (its caller cancels it).
-    pub fn take(&mut self) -> Taken {
-        match std::mem::replace(self, Phase::Idle) {
-            Phase::Idle => Taken::Nothing,
-            Phase::Booting(boot) => Taken::Boot(boot),
-            Phase::Ready(live) => Taken::Live(live, InFlight::Nothing),
-            Phase::Running(live, turn) => {
-                Taken::Live(live, InFlight::Turn(turn, CancelledBy::Nobody))
+    pub fn take(&mut self) -> TakenOf<L> {
+        match std::mem::replace(self, PhaseOf::Idle) {
+            PhaseOf::Idle => TakenOf::Nothing,
+            PhaseOf::Booting(boot) => TakenOf::Boot(boot),
+            PhaseOf::Ready(live) => TakenOf::Live(live, InFlight::Nothing),
+            PhaseOf::Running(live, turn) => {
+                TakenOf::Live(live, InFlight::Turn(turn, CancelledBy::Nobody))
             }
-            Phase::Cancelling(live, turn) => {
-                Taken::Live(live, InFlight::Turn(turn, CancelledBy::User))
+            PhaseOf::Cancelling(live, turn) => {
+                TakenOf::Live(live, InFlight::Turn(turn, CancelledBy::User))
             }
-            Phase::Resetting(live, Reset { plan, stage: ResetStage::AfterTurn(turn) }) => {
-                Taken::Live(live, InFlight::Turn(turn, CancelledBy::Reset(plan)))
+            PhaseOf::Resetting(live, Reset { plan, stage: ResetStage::AfterTurn(turn) }) => {
+                TakenOf::Live(live, InFlight::Turn(turn, CancelledBy::Reset(plan)))
             }
             // A reset whose turn has ended is settled in the command that ended it; were it
             // ever taken apart in between, it fails like a live one (rule 25): nothing is sent.
-            Phase::Resetting(
+            PhaseOf::Resetting(
                 live,
                 Reset { plan, stage: ResetStage::NewConversation | ResetStage::TurnEnded },
-            ) => Taken::Live(live, InFlight::LiveReset(plan)),
+            ) => TakenOf::Live(live, InFlight::LiveReset(plan)),
         }
     }
 
     /// The user cancels the running turn: `Running` becomes `Cancelling`. Returns the turn's
     /// id and epoch, or `None` (nothing changed) in any other phase.
     pub fn cancel_turn(&mut self) -> Option<(TurnId, i64)> {
-        match std::mem::replace(self, Phase::Idle) {
-            Phase::Running(live, turn) => {
+        match std::mem::replace(self, PhaseOf::Idle) {
+            PhaseOf::Running(live, turn) => {
                 let cancelled = (turn.id.clone(), turn.epoch);
-                *self = Phase::Cancelling(live, turn);
+                *self = PhaseOf::Cancelling(live, turn);
                 Some(cancelled)
             }
             other => {
@@ -390,16 +394,16 @@ impl Phase {
         &mut self,
         plan: ResetPlan,
     ) -> Result<Option<(TurnId, i64)>, ResetPlan> {
-        let (live, turn, cancel_now) = match std::mem::replace(self, Phase::Idle) {
-            Phase::Running(live, turn) => (live, turn, true),
-            Phase::Cancelling(live, turn) => (live, turn, false),
+        let (live, turn, cancel_now) = match std::mem::replace(self, PhaseOf::Idle) {
+            PhaseOf::Running(live, turn) => (live, turn, true),
+            PhaseOf::Cancelling(live, turn) => (live, turn, false),
             other => {
                 *self = other;
                 return Err(plan);
             }
         };
         let cancel = cancel_now.then(|| (turn.id.clone(), turn.epoch));
-        *self = Phase::Resetting(live, Reset { plan, stage: ResetStage::AfterTurn(turn) });
+        *self = PhaseOf::Resetting(live, Reset { plan, stage: ResetStage::AfterTurn(turn) });
         Ok(cancel)
     }
 
@@ -408,17 +412,17 @@ impl Phase {
     /// it was ending; `None` (nothing changed) without an open turn.
     pub fn end_turn(&mut self) -> Option<(Turn, Ending)> {
         self.turn()?;
-        match std::mem::replace(self, Phase::Idle) {
-            Phase::Running(live, turn) => {
-                *self = Phase::Ready(live);
+        match std::mem::replace(self, PhaseOf::Idle) {
+            PhaseOf::Running(live, turn) => {
+                *self = PhaseOf::Ready(live);
                 Some((turn, Ending::Normally))
             }
-            Phase::Cancelling(live, turn) => {
-                *self = Phase::Ready(live);
+            PhaseOf::Cancelling(live, turn) => {
+                *self = PhaseOf::Ready(live);
                 Some((turn, Ending::CancelledByUser))
             }
-            Phase::Resetting(live, Reset { plan, stage: ResetStage::AfterTurn(turn) }) => {
-                *self = Phase::Resetting(live, Reset { plan, stage: ResetStage::TurnEnded });
+            PhaseOf::Resetting(live, Reset { plan, stage: ResetStage::AfterTurn(turn) }) => {
+                *self = PhaseOf::Resetting(live, Reset { plan, stage: ResetStage::TurnEnded });
                 Some((turn, Ending::ForReset))
             }
             other => {
@@ -431,9 +435,9 @@ impl Phase {
     /// The reset whose turn has just ended, out of the phase (which becomes `Ready`), to go
     /// on with it at once.
     pub fn take_reset_after_turn(&mut self) -> Option<ResetPlan> {
-        match std::mem::replace(self, Phase::Idle) {
-            Phase::Resetting(live, Reset { plan, stage: ResetStage::TurnEnded }) => {
-                *self = Phase::Ready(live);
+        match std::mem::replace(self, PhaseOf::Idle) {
+            PhaseOf::Resetting(live, Reset { plan, stage: ResetStage::TurnEnded }) => {
+                *self = PhaseOf::Ready(live);
                 Some(plan)
             }
             other => {
@@ -445,11 +449,13 @@ impl Phase {
 }
 
 /// A phase taken apart.
+pub(crate) type Taken = TakenOf<Live>;
+
 #[allow(clippy::large_enum_variant)] // short-lived, taken apart at once
-pub(crate) enum Taken {
+pub(crate) enum TakenOf<L> {
     Nothing,
     Boot(Boot),
-    Live(Live, InFlight),
+    Live(L, InFlight),
 }
 
 impl SessionActor {
@@ -493,5 +499,182 @@ impl SessionActor {
     /// The epoch of the live execution, if one runs.
     pub fn live_epoch(&self) -> Option<i64> {
         self.phase.live().map(|live| live.epoch)
+    }
+}
+
+/// Every transition of [`Phase`] (docs/lifecycle.md rules 12, 13, 23, 25, 44), on a stand-in
+/// for the live execution: from each phase, what it becomes and what comes back.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stand-in live execution.
+    const AGENT: &str = "agent";
+
+    fn turn(id: &str) -> Turn {
+        Turn {
+            id: TurnId::new(id),
+            epoch: 3,
+            streaming: None,
+            tool_calls: HashMap::new(),
+            sent_at: Instant::now(),
+            output: None,
+        }
+    }
+
+    fn plan() -> ResetPlan {
+        ResetPlan { step: None, then: VecDeque::new(), cause: EntryCause::Manual }
+    }
+
+    fn resetting(stage: ResetStage) -> PhaseOf<&'static str> {
+        PhaseOf::Resetting(AGENT, Reset { plan: plan(), stage })
+    }
+
+    /// One of each phase (the reset in each of its stages), by name.
+    fn every_phase() -> Vec<(&'static str, PhaseOf<&'static str>)> {
+        let boot = Boot { epoch: 3, cancel: CancellationToken::new(), prompt: None };
+        vec![
+            ("idle", PhaseOf::Idle),
+            ("booting", PhaseOf::Booting(boot)),
+            ("ready", PhaseOf::Ready(AGENT)),
+            ("running", PhaseOf::Running(AGENT, turn("t1"))),
+            ("cancelling", PhaseOf::Cancelling(AGENT, turn("t1"))),
+            ("resetting after turn", resetting(ResetStage::AfterTurn(turn("t1")))),
+            ("resetting, turn ended", resetting(ResetStage::TurnEnded)),
+            ("resetting, new conversation", resetting(ResetStage::NewConversation)),
+        ]
+    }
+
+    fn name<L>(phase: &PhaseOf<L>) -> &'static str {
+        match phase {
+            PhaseOf::Idle => "idle",
+            PhaseOf::Booting(_) => "booting",
+            PhaseOf::Ready(_) => "ready",
+            PhaseOf::Running(..) => "running",
+            PhaseOf::Cancelling(..) => "cancelling",
+            PhaseOf::Resetting(_, Reset { stage: ResetStage::AfterTurn(_), .. }) => {
+                "resetting after turn"
+            }
+            PhaseOf::Resetting(_, Reset { stage: ResetStage::TurnEnded, .. }) => {
+                "resetting, turn ended"
+            }
+            PhaseOf::Resetting(_, Reset { stage: ResetStage::NewConversation, .. }) => {
+                "resetting, new conversation"
+            }
+        }
+    }
+
+    #[test]
+    fn the_phase_says_what_is_live_open_and_in_flight() {
+        for (was, phase) in every_phase() {
+            let live = !matches!(was, "idle" | "booting");
+            assert_eq!(phase.live().is_some(), live, "{was}: live");
+            let open = matches!(was, "running" | "cancelling" | "resetting after turn");
+            assert_eq!(phase.turn().map(|t| t.id.as_str()), open.then_some("t1"), "{was}: turn");
+            assert_eq!(phase.is_booting(), was == "booting", "{was}");
+            assert_eq!(phase.is_resetting(), was.starts_with("resetting"), "{was}");
+            let replacing = was == "resetting, new conversation";
+            assert_eq!(phase.is_replacing_conversation(), replacing, "{was}");
+        }
+    }
+
+    /// Rule 25: taking a phase apart leaves `Idle` and hands back the execution and what was
+    /// in flight, saying who was cancelling an open turn.
+    #[test]
+    fn l25_taking_a_phase_apart_leaves_idle_and_returns_what_was_in_flight() {
+        for (was, mut phase) in every_phase() {
+            let taken = phase.take();
+            assert_eq!(name(&phase), "idle", "{was}");
+            let what = match taken {
+                TakenOf::Nothing => "nothing",
+                TakenOf::Boot(_) => "the start",
+                TakenOf::Live(live, in_flight) => {
+                    assert_eq!(live, AGENT, "{was}");
+                    match in_flight {
+                        InFlight::Nothing => "the agent",
+                        InFlight::Turn(_, CancelledBy::Nobody) => "a turn",
+                        InFlight::Turn(_, CancelledBy::User) => "a turn the user cancelled",
+                        InFlight::Turn(_, CancelledBy::Reset(_)) => "a turn a reset waited for",
+                        InFlight::LiveReset(_) => "a live reset",
+                    }
+                }
+            };
+            let expected = match was {
+                "idle" => "nothing",
+                "booting" => "the start",
+                "ready" => "the agent",
+                "running" => "a turn",
+                "cancelling" => "a turn the user cancelled",
+                "resetting after turn" => "a turn a reset waited for",
+                _ => "a live reset",
+            };
+            assert_eq!(what, expected, "{was}");
+        }
+    }
+
+    /// Rule 12: only a running turn can be cancelled; it becomes `Cancelling`.
+    #[test]
+    fn l12_cancel_turns_running_into_cancelling_and_changes_nothing_else() {
+        for (was, mut phase) in every_phase() {
+            let cancelled = phase.cancel_turn();
+            if was == "running" {
+                assert_eq!(cancelled, Some((TurnId::new("t1"), 3)));
+                assert_eq!(name(&phase), "cancelling");
+            } else {
+                assert_eq!(cancelled, None, "{was}");
+                assert_eq!(name(&phase), was, "{was}: unchanged");
+            }
+        }
+    }
+
+    /// Rule 23: a reset waits for the open turn; the engine cancels a running one, joins a
+    /// user's cancel, and without an open turn gets its plan back.
+    #[test]
+    fn l23_a_reset_waits_for_the_open_turn() {
+        for (was, mut phase) in every_phase() {
+            let result = phase.reset_after_turn(plan());
+            match was {
+                "running" => {
+                    assert_eq!(result.ok(), Some(Some((TurnId::new("t1"), 3))));
+                    assert_eq!(name(&phase), "resetting after turn");
+                }
+                "cancelling" => {
+                    assert_eq!(result.ok(), Some(None), "joins the user's cancel");
+                    assert_eq!(name(&phase), "resetting after turn");
+                }
+                _ => {
+                    assert!(result.is_err(), "{was}: the plan comes back");
+                    assert_eq!(name(&phase), was, "{was}: unchanged");
+                }
+            }
+        }
+    }
+
+    /// Rules 12 and 23: the end of a turn says how it was ending; the turn a reset waited for
+    /// leaves the reset at `TurnEnded`, which `take_reset_after_turn` then takes out.
+    #[test]
+    fn l23_ending_a_turn_says_how_it_ended_and_a_waiting_reset_goes_on() {
+        for (was, mut phase) in every_phase() {
+            let ended = phase.end_turn().map(|(turn, ending)| (turn.id, ending));
+            let t1 = TurnId::new("t1");
+            let (ending, after) = match was {
+                "running" => (Some((t1, Ending::Normally)), "ready"),
+                "cancelling" => (Some((t1, Ending::CancelledByUser)), "ready"),
+                "resetting after turn" => (Some((t1, Ending::ForReset)), "resetting, turn ended"),
+                _ => (None, was),
+            };
+            assert_eq!(ended, ending, "{was}");
+            assert_eq!(name(&phase), after, "{was}");
+        }
+        for (was, mut phase) in every_phase() {
+            let plan = phase.take_reset_after_turn();
+            if was == "resetting, turn ended" {
+                assert!(plan.is_some());
+                assert_eq!(name(&phase), "ready");
+            } else {
+                assert!(plan.is_none(), "{was}");
+                assert_eq!(name(&phase), was, "{was}: unchanged");
+            }
+        }
     }
 }
