@@ -7,23 +7,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{KANDEV, Server, start, start_with};
+use support::{KANDEV, Server, call, start, start_with};
 
 #[path = "support/server.rs"]
 mod support;
 
 const DEADLINE: Duration = Duration::from_secs(30);
-
-async fn call(server: &Server, action: &str, payload: Value) -> Value {
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/v1/{action}", server.url))
-        .json(&payload)
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success(), "{action}");
-    response.json().await.unwrap()
-}
 
 /// What a client sees: the board, each session and its transcript and queue.
 async fn snapshot(server: &Server, workflow: &Value, session: &str) -> Value {

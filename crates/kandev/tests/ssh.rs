@@ -19,6 +19,7 @@ mod ssh_settings;
 #[path = "support/sshd.rs"]
 mod sshd;
 
+use server::call;
 use sshd::Sshd;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -569,17 +570,6 @@ fn i20_d22_a_link_closed_before_its_runtime_ends_lets_the_runner_end_at_once() {
     tokio::runtime::Runtime::new()
         .unwrap()
         .block_on(runner_ends_within(remote.path(), Duration::from_secs(10)));
-}
-
-async fn call(server: &server::Server, action: &str, payload: Value) -> Value {
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/v1/{action}", server.url))
-        .json(&payload)
-        .send()
-        .await
-        .unwrap();
-    assert!(response.status().is_success(), "{action}");
-    response.json().await.unwrap()
 }
 
 /// `executor.check` through the real server: an unknown host key is an answer that says how
