@@ -206,29 +206,10 @@ impl Engine {
         if let Err(err) = self.add_note(session_id, text, note, epoch).await {
             tracing::warn!(session = %session_id, error = %err, "cannot note a completed step");
         }
-        self.after_move(task, from.clone(), to, by).await.map(Some)
-    }
-
-    /// What follows a move the store made: the mover's note, the new step's entry.
-    async fn after_move(
-        &self,
-        task: Task,
-        from: StepId,
-        to: &StepId,
-        by: &str,
-    ) -> Result<(Task, StepId)> {
-        let task_id = &task.id.clone();
-        if &from == to {
-            return Ok((task, from));
+        if from == to {
+            return Ok(Some((task, from.clone())));
         }
-        if kandev_domain::account::names_someone(by) {
-            let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
-            let name = |id: &StepId| workflow.step(id).map(|s| s.name.clone()).unwrap_or_default();
-            let text = format!("{by} moved the task from {} to {}", name(&from), name(to));
-            let note = StatusNote::TaskMoved { by: by.to_owned() };
-            crate::notes::task_status_message(&self.inner, task_id, &text, note).await?;
-        }
-        self.enter_moved_step(task, from, to).await
+        self.enter_moved_step(task, from.clone(), to).await.map(Some)
     }
 
     /// The entry of the step a task moved to (from another), on its primary session: a task

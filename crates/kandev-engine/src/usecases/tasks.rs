@@ -41,11 +41,11 @@ pub struct NewTaskRequest {
     /// `tasks.agent_depth`: 0 for a person's task, the creating agent's task's depth + 1
     /// for MCP's `create_task`.
     pub agent_depth: u32,
-    /// Start the first session even when the start step does not auto-start.
+    /// Start an agent session at once even when the start step does not auto-start.
     pub start_agent: bool,
 }
 
-/// A created task and, when its start step started an agent, its first session.
+/// A created task and, when its start step started an agent, the session it started.
 pub struct TaskCreation {
     pub task: Task,
     pub session: Option<Session>,
@@ -78,7 +78,7 @@ pub enum TaskDeletion {
 
 impl Engine {
     /// `task.create`: the task, its links and, when its start step starts an agent, its
-    /// first session (row, primary, or the wait for its blockers) are one transaction, so a
+    /// opening session (row, primary, or the wait for its blockers) are one transaction, so a
     /// refused start (a repository on another executor, a folder that cannot be made)
     /// leaves no task. The step's entry (the agent's start) follows the commit; the answer
     /// comes once it is accepted (`STARTING`). Runs as the engine's own task: a caller that
@@ -158,7 +158,7 @@ impl Engine {
         Ok(TaskCreation { task, session: Some(store.get_session(&session.id).await?) })
     }
 
-    /// The first session of a new task, running `profile`, written in the transaction that
+    /// The opening session of a new task, running `profile`, written in the transaction that
     /// creates the task and made its primary. No task lock is taken: nobody else can name a
     /// task that is not committed. Planning its directory reads the task's repositories and
     /// their executors through the store's read connections while the transaction is open
@@ -519,7 +519,7 @@ mod tests {
         let request = NewTaskRequest { start_agent: true, ..new_task(&workflow, "t") };
         let created = engine.create_task(request).await.unwrap();
 
-        let session = created.session.expect("its first session");
+        let session = created.session.expect("its opening session");
         assert_eq!(created.task.primary_session_id.as_ref(), Some(&session.id));
         assert_eq!(tasks_of(&engine, &workflow).await, vec![created.task.id]);
         engine.shutdown().await;
