@@ -565,7 +565,7 @@ mod tests {
     }
 
     #[test]
-    fn the_phase_says_what_is_live_open_and_in_flight() {
+    fn i41_the_phase_says_what_is_live_open_and_in_flight() {
         for (was, phase) in every_phase() {
             let live = !matches!(was, "idle" | "booting");
             assert_eq!(phase.live().is_some(), live, "{was}: live");
