@@ -1,11 +1,11 @@
 // Settings: profiles and installed agents, repositories, workflows from a template with step
 // editing, and YAML export/import with its problems shown.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from '@playwright/test';
-import { expect, test } from './kandev';
+import { expect, removeRepo, test } from './kandev';
 
 test('profiles, repositories and workflows are managed from settings', async ({ page, kandev }) => {
   await page.goto(`${kandev.url}/settings/profiles`);
@@ -36,7 +36,7 @@ test('profiles, repositories and workflows are managed from settings', async ({ 
     await add.getByRole('button', { name: 'Add repository' }).click();
     await expect(add.getByRole('alert')).toBeVisible();
   } finally {
-    rmSync(repo, { recursive: true, force: true });
+    removeRepo(repo);
   }
 
   // workflows: create from a template, rename a step, export, import a broken document

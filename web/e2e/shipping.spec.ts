@@ -3,11 +3,11 @@
 // trip to the agent, and Create PR.
 import { execFileSync } from 'node:child_process';
 import { createServer, type IncomingMessage } from 'node:http';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, openBoard, send, test, transcript } from './kandev';
+import { expect, openBoard, removeRepo, send, test, transcript } from './kandev';
 
 // The forge token is read from the variable the repository names; kandev inherits it.
 const TOKEN_ENV = 'KANDEV_E2E_FORGE_TOKEN';
@@ -147,7 +147,7 @@ test('ship a task: base branch picker, git status, review comment, Create PR', a
     expect(git(origin, 'rev-parse', `refs/heads/${branch}`)).toHaveLength(40);
   } finally {
     forge.close();
-    rmSync(tmp, { recursive: true, force: true });
+    removeRepo(tmp);
   }
 });
 
@@ -187,7 +187,7 @@ test('a conflicting rebase lists the files and the agent is asked to resolve the
     const users = sent.messages.filter((m: { kind: string }) => m.kind === 'user');
     expect(users[users.length - 1].content).toContain('conflicts in: README.md');
   } finally {
-    rmSync(repo, { recursive: true, force: true });
+    removeRepo(repo);
   }
 });
 
@@ -241,6 +241,6 @@ test('git status on a card follows turns, commits and the base, and survives a r
     await kandev.api('message.add', { session_id: sessions[0].id, content: '#!mock\nwrite later.txt later\nsay ok' });
     await expect(page.locator('.diff-file[data-path="later.txt"]')).toHaveCount(1);
   } finally {
-    rmSync(repo, { recursive: true, force: true });
+    removeRepo(repo);
   }
 });

@@ -1,11 +1,11 @@
 // Issue 19, acceptance 4: the Terminal tab of the task page — a shell in the task's worktree
 // in xterm.js (type, see the output, resize), and a dev server's log and preview link.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from '@playwright/test';
-import { expect, screenshot, test, type Kandev } from './kandev';
+import { expect, removeRepo, screenshot, test, type Kandev } from './kandev';
 
 const DEV_SCRIPT = 'echo "serving on $PORT"; exec python3 -m http.server "$PORT" --bind 127.0.0.1';
 
@@ -60,7 +60,7 @@ test('i19 a4: a terminal in the task page runs commands and resizes; the dev ser
     await page.getByRole('button', { name: 'Stop' }).click();
     await expect(page.getByTestId('dev-server')).toHaveCount(0);
   } finally {
-    rmSync(repo, { recursive: true, force: true });
+    removeRepo(repo);
   }
 });
 
@@ -106,6 +106,6 @@ test('i19 a4: keys typed before the terminal is attached reach the shell once it
     release();
     await expect(terminal.locator('.xterm-rows > div').filter({ hasText: /^typed-early\s*$/ })).toHaveCount(1);
   } finally {
-    rmSync(repo, { recursive: true, force: true });
+    removeRepo(repo);
   }
 });
