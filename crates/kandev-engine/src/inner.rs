@@ -64,16 +64,17 @@ impl Inner {
         start_actor: StartActor,
     ) -> Inner {
         let uploads = Arc::new(crate::attachments::Uploads::new(&config.home, &config.attachments));
+        let tracker = TaskTracker::new();
         Inner {
             store,
             config,
             launcher,
             sessions: Mutex::new(HashMap::new()),
             start_actor,
-            tracker: TaskTracker::new(),
+            tracker: tracker.clone(),
             auth_wishes: Mutex::new(HashMap::new()),
             task_locks: TaskLocks::default(),
-            streams: StreamWriter::default(),
+            streams: StreamWriter::new(tracker),
             mcp: McpTokens::default(),
             questions: Waiters::default(),
             dev_servers: DevServers::default(),

@@ -34,6 +34,7 @@ use kandev_domain::transcript::MessageKind;
 use kandev_domain::{MessageId, SessionId, TurnId};
 use kandev_store::{Appended, NewChunk, NewMessage, Store, StreamGroup, WriteTx};
 use tokio::sync::oneshot;
+use tokio_util::task::TaskTracker;
 
 use crate::error::{EngineError, Result};
 use crate::publish;
@@ -89,12 +90,19 @@ struct Shared {
 }
 
 /// The queue of streamed writes. Cheap to clone.
-#[derive(Default, Clone)]
+#[derive(Clone)]
 pub(crate) struct StreamWriter {
     shared: Arc<Shared>,
+    /// The owner of the writer task: the engine's, so shutdown waits for queued text to be
+    /// stored.
+    tracker: TaskTracker,
 }
 
 impl StreamWriter {
+    pub fn new(tracker: TaskTracker) -> StreamWriter {
+        StreamWriter { shared: Arc::default(), tracker }
+    }
+
     /// The queue; a panic elsewhere does not make it unusable.
     fn queue(&self) -> std::sync::MutexGuard<'_, Vec<Member>> {
         self.shared.queue.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -138,7 +146,7 @@ impl StreamWriter {
         }
         if !self.shared.writing.swap(true, Ordering::AcqRel) {
             let (writer, store) = (self.clone(), store.clone());
-            tokio::spawn(async move { writer.drain(store).await });
+            self.tracker.spawn(async move { writer.drain(store).await });
         }
         answer
     }
@@ -489,7 +497,7 @@ mod tests {
     async fn i38_3_text_joining_a_queued_write_stops_at_the_join_limit() {
         let (_dir, store, one, _) = fixture().await;
         let mut events = store.subscribe();
-        let writer = StreamWriter::default();
+        let writer = StreamWriter::new(tokio_util::task::TaskTracker::new());
         let started = start(&store, MessageKind::Agent);
         let chunk = |i: usize| format!("{i:04}{}", "x".repeat(4092));
         // Submitted without waiting: the writer task has not run, so each may join.
@@ -661,7 +669,7 @@ mod tests {
     async fn i15_a1_pipelined_writes_are_stored_and_told_in_submission_order() {
         let (_dir, store, one, two) = fixture().await;
         let mut events = store.subscribe();
-        let writer = StreamWriter::default();
+        let writer = StreamWriter::new(tokio_util::task::TaskTracker::new());
         // Two sessions submit without waiting: per session, messages of alternating kinds
         // with appends, as an agent interleaving text and thoughts streams them.
         let mut expected: Vec<(Session, Vec<(Target, String)>)> = vec![];

@@ -358,10 +358,16 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     };
     let state = AppState::new(engine.clone(), config);
     let shutdown = CancellationToken::new();
-    tokio::spawn(stop_on_signal(shutdown.clone()));
     let bound = listener.local_addr().unwrap_or(args.addr);
     println!("Kandev is running at http://{bound}  (data: {})", store.location());
-    kandev_server::serve(listener, state, shutdown).await?;
+    // The signal listener runs beside the server in this task, not spawned: a signal cancels
+    // the token and the server then finishes its graceful stop.
+    let serving = kandev_server::serve(listener, state, shutdown.clone());
+    tokio::pin!(serving);
+    tokio::select! {
+        served = &mut serving => served?,
+        () = stop_on_signal(shutdown) => serving.await?,
+    }
     engine.shutdown().await;
     if let Some(runner) = runner {
         // The acknowledgements of the agents' exits go out: the runner forgets them.
