@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod logs;
+pub mod mcp;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
