@@ -5,6 +5,7 @@
 
 pub mod logs;
 pub mod mcp;
+pub mod worktrees;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
