@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod logs;
+pub mod mcp;
+pub mod worktrees;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
