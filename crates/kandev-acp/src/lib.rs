@@ -16,6 +16,14 @@
 //! - This crate decides nothing about policy: path confinement, auto-approve and which
 //!   option to choose belong to the engine.
 
+#![cfg_attr(
+    test,
+    allow(
+        clippy::disallowed_methods,
+        reason = "unit tests spawn tasks and start processes freely"
+    )
+)]
+
 mod client;
 mod dispatch;
 mod error;

@@ -1,5 +1,7 @@
 //! Agent → client requests: permissions and file access, answered later through responders.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod common;
 
 use common::{connect, next_event};

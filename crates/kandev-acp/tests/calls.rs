@@ -1,5 +1,7 @@
 //! Client → agent calls: id matching, typed requests and answers, timeouts, closing.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod common;
 
 use std::path::Path;

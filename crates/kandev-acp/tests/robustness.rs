@@ -1,5 +1,7 @@
 //! What the client does with agent traffic it cannot use: none of it is fatal.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod common;
 
 use common::{FakeAgent, connect, connect_with, next_event};

@@ -200,6 +200,10 @@ impl Launcher for BuiltinMockLauncher {
             let (agent_in, agent_out) = tokio::io::split(agent_side);
             let (reader, writer) = tokio::io::split(client_side);
             let (exit_tx, exit_rx) = tokio::sync::watch::channel(None);
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "owned by the `MockControl`, which aborts it"
+            )]
             let task = tokio::spawn(async move {
                 let exit = match kandev_mock_agent::run(config, agent_in, agent_out).await {
                     Ok(outcome) => ExitInfo::Exited { code: outcome.exit_code() },

@@ -6,6 +6,8 @@
 //! `KANDEV_SCHEDULES=10000 cargo test -p kandev-engine --test interleavings` runs a longer
 //! search; `KANDEV_SEED=<n>` replays one schedule.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;

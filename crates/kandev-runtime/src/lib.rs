@@ -24,6 +24,14 @@
 //! - Every path from outside is resolved beneath its root by [`confine`], without a
 //!   check-then-use race.
 
+#![cfg_attr(
+    test,
+    allow(
+        clippy::disallowed_methods,
+        reason = "unit tests spawn tasks and start processes freely"
+    )
+)]
+
 pub mod confine;
 mod error;
 mod exit;

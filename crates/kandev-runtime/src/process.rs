@@ -197,6 +197,10 @@ pub fn spawn(spec: ProcessSpec) -> Result<AgentProcess, RuntimeError> {
     let (exit_tx, exit) = watch::channel(None);
     // The reaper runs until the leader exits; it is never aborted so the leader is always
     // reaped, even after the `AgentProcess` is dropped (drop kills the group first).
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the reaper, never aborted so the leader is always reaped; ends when the leader exits"
+    )]
     tokio::spawn(async move {
         let info = match child.wait().await {
             Ok(status) => ExitInfo::from(status),
@@ -208,6 +212,10 @@ pub fn spawn(spec: ProcessSpec) -> Result<AgentProcess, RuntimeError> {
 
     let ring = Arc::new(Mutex::new(StderrRing::new(spec.stderr_limit)));
     let (done_tx, stderr_done) = watch::channel(false);
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "owned by the `AgentProcess` (`stderr_task`); ends at the end of the pipe"
+    )]
     let stderr_task = tokio::spawn(drain_into(stderr, Arc::clone(&ring), done_tx, pid));
 
     Ok(AgentProcess {

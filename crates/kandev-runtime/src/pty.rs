@@ -204,6 +204,10 @@ pub fn spawn_shell(spec: &ShellSpec, cwd: &Root) -> Result<PtyShell, RuntimeErro
     let notify = Arc::new(notify);
     let (mut reader, mut writer) = pty.into_split();
     let (input, mut inputs) = mpsc::channel::<Input>(INPUT_QUEUE);
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the reader, awaited by the waiter; ends at the end of the terminal's output"
+    )]
     let read = {
         let (shared, notify) = (shared.clone(), notify.clone());
         tokio::spawn(async move {
@@ -220,6 +224,7 @@ pub fn spawn_shell(spec: &ShellSpec, cwd: &Root) -> Result<PtyShell, RuntimeErro
             }
         })
     };
+    #[expect(clippy::disallowed_methods, reason = "owned by the `PtyShell` (`tasks`)")]
     let write = tokio::spawn(async move {
         while let Some(input) = inputs.recv().await {
             let done = match input {
@@ -231,6 +236,7 @@ pub fn spawn_shell(spec: &ShellSpec, cwd: &Root) -> Result<PtyShell, RuntimeErro
             }
         }
     });
+    #[expect(clippy::disallowed_methods, reason = "owned by the `PtyShell` (`tasks`)")]
     let wait = {
         let shared = shared.clone();
         tokio::spawn(async move {

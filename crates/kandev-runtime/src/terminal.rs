@@ -201,7 +201,12 @@ pub fn run_command(spec: &CommandSpec, cwd: &Root) -> Result<CommandTerminal, Ru
     drop(command);
     let reader = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|source| RuntimeError::Spawn { program: program.clone(), source })?;
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the readers, awaited by the waiter; end at the end of the output"
+    )]
     let readers = vec![tokio::spawn(read_into(reader, shared.clone(), notify.clone()))];
+    #[expect(clippy::disallowed_methods, reason = "owned by the `Terminal`")]
     let waiter = {
         let shared = shared.clone();
         tokio::spawn(async move {

@@ -1,5 +1,7 @@
 //! Integration tests of the git worktree layer against real repositories in temp dirs.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::Command;

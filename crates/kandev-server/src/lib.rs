@@ -1,6 +1,14 @@
 //! Kandev's HTTP + WebSocket API: one action table served at `POST /api/v1/<action>` and over
 //! `GET /ws`, live notifications with replay, and the security checks of api.md.
 
+#![cfg_attr(
+    test,
+    allow(
+        clippy::disallowed_methods,
+        reason = "unit tests spawn tasks and start processes freely"
+    )
+)]
+
 mod access;
 mod accounts;
 mod board_cache;

@@ -3,6 +3,8 @@
 //! revoked; 20 wrong passwords in a row slow logins down; the permission answer in the
 //! transcript names the user.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod common;
 
 use common::{TestServer, WAIT, Ws, of_kind, step_id};

@@ -2,6 +2,8 @@
 //! <agent>" error listing its auth methods; `session.authenticate` retries with a method;
 //! a resume after logging in works. Profile secrets never reach the logs.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod common;
 
 use common::logs::captured_logs;

@@ -7,6 +7,8 @@
 //! The agent's questions (`ask_user`) are in `mcp_questions.rs`, a profile's own MCP servers in
 //! `mcp_servers.rs`.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod common;
 
 use std::path::Path;

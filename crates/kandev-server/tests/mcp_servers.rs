@@ -2,6 +2,8 @@
 //! Kandev's own, shown masked, validated naming the field, and kept out of logs, the transcript
 //! and an agent's stderr.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod common;
 
 use std::path::Path;

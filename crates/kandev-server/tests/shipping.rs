@@ -3,6 +3,8 @@
 //! base branches, copied files, cleanup scripts, unarchive, git status, rebase, merge, push,
 //! pull requests and review comments.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod common;
 
 use std::path::{Path, PathBuf};

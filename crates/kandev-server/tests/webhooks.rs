@@ -2,6 +2,8 @@
 //! turns, delivered to webhooks with an HMAC signature, retried with back-off (shrunk to
 //! milliseconds here), every attempt in the delivery log, and the URL never in a log.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod common;
 
 use std::sync::{Arc, Mutex};

@@ -1,5 +1,7 @@
 //! Issue 2 acceptance 5: workflow YAML export and import over the API.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod common;
 
 use common::TestServer;

@@ -5,6 +5,8 @@
 //!
 //! The file and git actions are in `worktree_files.rs`, setup scripts in `worktree_setup.rs`.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -3,6 +3,8 @@
 //! on PostgreSQL as on SQLite. Rolled-back writes (a whole transaction, or one member of a
 //! group commit) leave no gap.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,6 +2,8 @@
 //! count, in short batches that never hold writers back, and the store says which `since`
 //! can no longer be replayed.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -3,6 +3,8 @@
 //! most one other transaction, and each other writer behind at most one group, where the
 //! gate's first-come order held text behind every writer queued before it.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::time::Duration;
 
 use kandev_store::Store;

@@ -196,6 +196,10 @@ impl Git {
 
         if let (Some(bytes), Some(mut pipe)) = (self.stdin.clone(), child.stdin.take()) {
             // Ends with the write, or when git exits (the pipe breaks).
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "feeds git's stdin; ends with the write, or when git exits and the pipe breaks"
+            )]
             tokio::spawn(async move {
                 let _ = tokio::io::AsyncWriteExt::write_all(&mut pipe, &bytes).await;
             });

@@ -138,6 +138,10 @@ impl RunnerClient {
         };
         // Not aborted with the handles: the last one closes the link, which ends the task
         // once the connection is closed cleanly.
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the link ends once the last handle closes it and the connection closes cleanly"
+        )]
         tokio::spawn(link.run(first));
         let closer = Arc::new(Closer(commands.clone()));
         Self { commands, out, state, parked, input_limit: INPUT_LIMIT, _closer: closer }

@@ -341,6 +341,10 @@ impl Runner {
                 let process = self.shared.lock().executions.get(&exec).map(|e| e.process.clone());
                 match process {
                     Some(process) => {
+                        #[expect(
+                            clippy::disallowed_methods,
+                            reason = "a kill a connection asked for; ends when the group is gone"
+                        )]
                         tokio::spawn(async move {
                             process.stop(Duration::from_millis(grace_ms)).await;
                         });
@@ -355,6 +359,10 @@ impl Runner {
                 match removed {
                     Some(execution) => {
                         // Dropping the last handle kills the group; stop first to reap it.
+                        #[expect(
+                            clippy::disallowed_methods,
+                            reason = "reaps a forgotten execution's group; ends when it is gone"
+                        )]
                         tokio::spawn(async move { execution.process.stop(Duration::ZERO).await });
                         None
                     }
@@ -490,6 +498,10 @@ impl Runner {
         if state.owner != Some(generation) || state.executions.contains_key(&exec) {
             // Replaced (or raced by the same name) while it started: nobody will follow it.
             drop(state);
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "stops an agent nobody will follow; ends when its group is gone"
+            )]
             tokio::spawn(async move { process.stop(KILL_GRACE).await });
             return None;
         }
@@ -513,7 +525,15 @@ impl Runner {
         );
         drop(state);
         sent.insert(exec.clone(), Cursor::default());
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "an execution's input writer; ends when its queue closes with the execution"
+        )]
         tokio::spawn(write_input(self.shared.clone(), exec.clone(), stdio.stdin, inputs));
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "an execution's output reader; ends at the end of its output"
+        )]
         tokio::spawn(read_output(self.shared.clone(), exec.clone(), stdio.stdout, process, room));
         Some(FromRunner::Spawned { exec, pid })
     }
@@ -540,6 +560,10 @@ impl Runner {
     /// every agent and ends the runner.
     fn start_grace(&self, generation: u64) {
         let shared = self.shared.clone();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the grace timer; ends after the grace, at once if an owner came back"
+        )]
         tokio::spawn(async move {
             tokio::time::sleep(shared.config.grace).await;
             let processes: Vec<Arc<AgentProcess>> = {

@@ -225,6 +225,10 @@ impl Inputs {
         let (stdin, stdin_rx) = tokio::io::duplex(PIPE);
         let (keys, keys_rx) = mpsc::unbounded_channel();
         let limit = u32::try_from(limit).unwrap_or(u32::MAX).max(1);
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "owned by the queue (`shared.task`, an `AbortOnDropHandle`)"
+        )]
         let task = tokio::spawn(read_stdin(
             Arc::downgrade(&self.shared),
             self.shared.room.clone(),

@@ -65,6 +65,10 @@ pub async fn serve_unix(listener: UnixListener, runner: Runner) -> io::Result<()
             }
         };
         let runner = runner.clone();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "serves one connection and ends with it; the runner's shutdown kills the agents it serves"
+        )]
         tokio::spawn(async move {
             if let Err(err) = runner.serve_connection(stream).await {
                 tracing::warn!(error = %err, "runner connection ended with an error");

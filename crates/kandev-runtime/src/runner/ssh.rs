@@ -493,6 +493,10 @@ impl SshRunner {
         let tail = Arc::new(Mutex::new(String::new()));
         let stderr_tail = tail.clone();
         let target = self.target();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "owned: aborted on drop (`AbortOnDropHandle`)"
+        )]
         let stderr_reader = AbortOnDropHandle::new(tokio::spawn(async move {
             let mut chunk = vec![0u8; 4096];
             while let Ok(n) = stderr.read(&mut chunk).await {

@@ -32,6 +32,10 @@ impl Link {
         let Handshaken { framed, executions } = connection;
         let (sink, mut stream) = framed.split();
         let (wire, frames) = mpsc::unbounded_channel();
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "owned: aborted when the connection's serving ends (`AbortOnDropHandle`)"
+        )]
         let mut writer = AbortOnDropHandle::new(tokio::spawn(write_frames(sink, frames)));
         if number == 1 {
             // Held for the caller, who takes each over or forgets it; nothing forgets them.
