@@ -367,52 +367,113 @@ impl<'q, O: Scalar> QueryScalar<'q, O> {
 
 /// A statement in SQLite's dialect as PostgreSQL reads it: `?` and `?N` become `$N` (a bare
 /// `?` takes the number after the largest so far, as in SQLite) and `LIKE` becomes `ILIKE`.
-/// Text inside single quotes is left alone.
+/// Left alone: `'literals'`, `"quoted identifiers"`, `-- line comments`, `/* block comments
+/// */` (nested, as PostgreSQL nests them) and `$$dollar-quoted$$` / `$tag$…$tag$` strings
+/// ([`skipped_region`]).
 pub(crate) fn pg_sql(sql: &str) -> String {
+    let bytes = sql.as_bytes();
     let mut out = String::with_capacity(sql.len() + 16);
-    let mut chars = sql.char_indices().peekable();
-    let mut in_quote = false;
     let mut highest = 0u32;
-    while let Some((i, c)) = chars.next() {
-        if in_quote {
-            out.push(c);
-            if c == '\'' {
-                in_quote = false;
-            }
+    // `sql[copied..i]` is passed over and not yet copied. Only ASCII bytes are looked at, and
+    // no byte of a multi-byte UTF-8 character is ASCII, so every cut is at a char boundary.
+    let (mut i, mut copied) = (0, 0);
+    while i < bytes.len() {
+        if let Some(region) = skipped_region(sql, i) {
+            i = region.end;
             continue;
         }
-        match c {
-            '\'' => {
-                in_quote = true;
-                out.push(c);
-            }
-            '?' => {
-                let mut digits = String::new();
-                while let Some(&(_, d)) = chars.peek() {
-                    if !d.is_ascii_digit() {
-                        break;
-                    }
-                    digits.push(d);
-                    chars.next();
-                }
-                let number = match digits.parse::<u32>() {
+        match bytes[i] {
+            b'?' => {
+                out.push_str(&sql[copied..i]);
+                let digits = bytes[i + 1..].iter().take_while(|b| b.is_ascii_digit()).count();
+                let number = match sql[i + 1..i + 1 + digits].parse::<u32>() {
                     Ok(n) => n,
                     Err(_) => highest + 1,
                 };
                 highest = highest.max(number);
                 out.push('$');
                 out.push_str(&number.to_string());
+                i += 1 + digits;
+                copied = i;
             }
-            'L' | 'l' if is_word_at(sql, i, "LIKE") => {
+            b'L' | b'l' if is_word_at(sql, i, "LIKE") => {
+                out.push_str(&sql[copied..i]);
                 out.push_str("ILIKE");
-                for _ in 0..3 {
-                    chars.next();
-                }
+                i += "LIKE".len();
+                copied = i;
             }
-            _ => out.push(c),
+            _ => i += 1,
         }
     }
+    out.push_str(&sql[copied..]);
     out
+}
+
+/// Text the rewriter passes over whole, from its opening byte to `end` (one past its close,
+/// or the end of the text when it is not closed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Region {
+    end: usize,
+}
+
+/// The literal, quoted identifier, comment or dollar-quoted string that starts at byte `at`
+/// of `sql`, if one does.
+fn skipped_region(sql: &str, at: usize) -> Option<Region> {
+    let bytes = sql.as_bytes();
+    let rest = &bytes[at..];
+    let find = |from: usize, close: &[u8]| {
+        bytes[from..].windows(close.len()).position(|w| w == close).map(|p| from + p + close.len())
+    };
+    let region = |found: Option<usize>| match found {
+        Some(end) => Region { end },
+        None => Region { end: bytes.len() },
+    };
+    match rest {
+        [quote @ (b'\'' | b'"'), ..] => {
+            // A doubled quote stands for itself and does not close.
+            let mut i = at + 1;
+            loop {
+                match bytes[i..].iter().position(|b| b == quote) {
+                    None => return Some(region(None)),
+                    Some(p) if bytes.get(i + p + 1) == Some(quote) => i += p + 2,
+                    Some(p) => return Some(region(Some(i + p + 1))),
+                }
+            }
+        }
+        [b'-', b'-', ..] => {
+            let end = bytes[at..].iter().position(|b| *b == b'\n').map_or(bytes.len(), |p| at + p);
+            Some(Region { end })
+        }
+        [b'/', b'*', ..] => {
+            let (mut depth, mut i) = (1, at + 2);
+            while i < bytes.len() {
+                match &bytes[i..] {
+                    [b'/', b'*', ..] => (depth, i) = (depth + 1, i + 2),
+                    [b'*', b'/', ..] if depth == 1 => return Some(region(Some(i + 2))),
+                    [b'*', b'/', ..] => (depth, i) = (depth - 1, i + 2),
+                    _ => i += 1,
+                }
+            }
+            Some(region(None))
+        }
+        [b'$', ..] => {
+            // `$tag$` with an identifier-like tag (or none); not `$1`, not inside a word.
+            let inside_word = at > 0 && is_word_byte(bytes[at - 1]);
+            let tag = rest[1..].iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'_').count();
+            let starts_with_digit = rest.get(1).is_some_and(u8::is_ascii_digit);
+            if inside_word || starts_with_digit || rest.get(1 + tag) != Some(&b'$') {
+                return None;
+            }
+            let delimiter = &rest[..tag + 2];
+            Some(region(find(at + delimiter.len(), delimiter)))
+        }
+        _ => None,
+    }
+}
+
+/// A byte of a PostgreSQL identifier after its first (which may be `$`).
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
 }
 
 /// Whether `word` (ASCII, upper case) starts at byte `at` of `sql` as a whole word.
@@ -442,5 +503,52 @@ mod tests {
         assert_eq!(pg_sql("t.title LIKE ? ESCAPE '\\'"), "t.title ILIKE $1 ESCAPE '\\'");
         assert_eq!(pg_sql("likes, unlike"), "likes, unlike");
         assert_eq!(pg_sql("a NOT like 'LIKE'"), "a NOT ILIKE 'LIKE'");
+    }
+
+    #[test]
+    fn the_rewriter_skips_string_literals_with_doubled_quotes() {
+        assert_eq!(pg_sql("a = 'it''s ? LIKE' AND b = ?"), "a = 'it''s ? LIKE' AND b = $1");
+    }
+
+    #[test]
+    fn the_rewriter_skips_quoted_identifiers() {
+        assert_eq!(pg_sql("\"who?\" = ? AND \"LIKE\" = ?"), "\"who?\" = $1 AND \"LIKE\" = $2");
+        assert_eq!(pg_sql("\"a\"\"?\" = ?"), "\"a\"\"?\" = $1");
+    }
+
+    #[test]
+    fn the_rewriter_skips_line_comments() {
+        assert_eq!(
+            pg_sql("a = ? -- why? not LIKE 'this\nAND b = ?"),
+            "a = $1 -- why? not LIKE 'this\nAND b = $2"
+        );
+        assert_eq!(pg_sql("a = ? -- to the end?"), "a = $1 -- to the end?");
+    }
+
+    #[test]
+    fn the_rewriter_skips_block_comments_even_nested() {
+        assert_eq!(
+            pg_sql("a = ? /* is it? LIKE 'that */ AND b = ?"),
+            "a = $1 /* is it? LIKE 'that */ AND b = $2"
+        );
+        assert_eq!(
+            pg_sql("a = ? /* outer /* inner? */ still? */ AND b = ?"),
+            "a = $1 /* outer /* inner? */ still? */ AND b = $2"
+        );
+    }
+
+    #[test]
+    fn the_rewriter_skips_dollar_quoted_strings() {
+        assert_eq!(pg_sql("a = ? AND b = $$why? LIKE 'x$$ AND c = ?"), "a = $1 AND b = $$why? LIKE 'x$$ AND c = $2");
+        assert_eq!(
+            pg_sql("a = $fn$ inner $$?$$ still? $fn$ AND b = ?"),
+            "a = $fn$ inner $$?$$ still? $fn$ AND b = $1"
+        );
+    }
+
+    #[test]
+    fn the_rewriter_leaves_postgres_parameters_and_dollar_identifiers_alone() {
+        assert_eq!(pg_sql("a = $1 AND b = ?2"), "a = $1 AND b = $2");
+        assert_eq!(pg_sql("a$b$ = ? AND c = ?"), "a$b$ = $1 AND c = $2");
     }
 }
