@@ -22,6 +22,7 @@ mod messages;
 mod notifications;
 mod permissions;
 mod profiles;
+mod query;
 mod questions;
 mod queue;
 mod repositories;

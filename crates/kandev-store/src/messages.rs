@@ -15,7 +15,7 @@ use kandev_domain::{MessageId, SessionId, Timestamp, TurnId};
 use sqlx::FromRow;
 
 use crate::db::Db;
-use crate::sql::Dialect;
+use crate::sql::{Dialect, QueryBuilder};
 use crate::{Event, Payload, Result, Store, StoreError, Topic, WriteTx};
 
 /// A transcript message to add.
@@ -29,14 +29,13 @@ pub struct NewMessage {
     pub client_message_id: Option<String>,
 }
 
-/// The columns of a [`MessageRow`], for queries of other kinds of messages
-/// (`permissions.rs` reads permission requests, which are messages).
-/// `content` is the stored text followed by the chunks not folded yet; the query must name
-/// the table `messages` (no alias).
-pub(crate) const MESSAGE_COLUMNS: &str = "id, session_id, turn_id, seq, kind, \
+/// The columns of a [`MessageRow`] from `messages`, for every read of messages, other
+/// kinds' too (`permissions.rs` reads permission requests, which are messages). `content` is
+/// the stored text followed by the chunks not folded yet.
+pub(crate) const MESSAGE_SELECT: &str = "SELECT id, session_id, turn_id, seq, kind, \
      content || COALESCE((SELECT string_agg(c.delta, '' ORDER BY c.id) FROM message_chunks c \
      WHERE c.message_id = messages.id), '') AS content, \
-     metadata, client_message_id, created_at, updated_at";
+     metadata, client_message_id, created_at, updated_at FROM messages";
 
 /// What an append changed: enough to announce the chunk without reading the text back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,9 +117,9 @@ fn message_row<'a>(id: &'a MessageId, seq: i64, m: &'a NewMessage) -> MessageJso
 
 /// The message `id`, or `NotFound`.
 async fn get(mut db: Db<'_>, id: &str) -> Result<Message> {
-    let sql = format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE id = ?");
-    crate::sql::query_as::<MessageRow>(&sql)
-        .bind(id)
+    let mut q = QueryBuilder::new(db.dialect(), MESSAGE_SELECT);
+    q.push(" WHERE id = ").push_bind(id);
+    q.build_query_as::<MessageRow>()
         .fetch_optional(&mut db)
         .await?
         .ok_or_else(|| StoreError::not_found("message", id))
@@ -180,18 +179,13 @@ impl Store {
         limit: i64,
     ) -> Result<Vec<Message>> {
         let newest_first = after_seq.is_none() && before_seq.is_some();
-        let order = if newest_first { "DESC" } else { "ASC" };
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND seq < ? \
-             ORDER BY seq {order} LIMIT ?"
-        );
-        let rows = crate::sql::query_as::<MessageRow>(&sql)
-            .bind(session_id.as_str())
-            .bind(after_seq.unwrap_or(0))
-            .bind(before_seq.unwrap_or(i64::MAX))
-            .bind(limit)
-            .fetch_all(&self.read)
-            .await?;
+        let mut q = QueryBuilder::new(self.dialect(), MESSAGE_SELECT);
+        q.push(" WHERE session_id = ").push_bind(session_id.as_str());
+        q.push(" AND seq > ").push_bind(after_seq.unwrap_or(0));
+        q.push(" AND seq < ").push_bind(before_seq.unwrap_or(i64::MAX));
+        q.push(if newest_first { " ORDER BY seq DESC" } else { " ORDER BY seq ASC" });
+        q.push(" LIMIT ").push_bind(limit);
+        let rows: Vec<MessageRow> = q.build_query_as().fetch_all(&self.read).await?;
         let mut messages: Vec<Message> =
             rows.into_iter().map(Message::try_from).collect::<Result<_>>()?;
         if newest_first {
@@ -202,13 +196,11 @@ impl Store {
 
     /// The session's latest user message, if any (what `session.retry` sends again).
     pub async fn last_user_message(&self, session_id: &SessionId) -> Result<Option<Message>> {
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND kind = ? \
-             ORDER BY seq DESC LIMIT 1"
-        );
-        crate::sql::query_as::<MessageRow>(&sql)
-            .bind(session_id.as_str())
-            .bind(MessageKind::User.as_str())
+        let mut q = QueryBuilder::new(self.dialect(), MESSAGE_SELECT);
+        q.push(" WHERE session_id = ").push_bind(session_id.as_str());
+        q.push(" AND kind = ").push_bind(MessageKind::User.as_str());
+        q.push(" ORDER BY seq DESC LIMIT 1");
+        q.build_query_as::<MessageRow>()
             .fetch_optional(&self.read)
             .await?
             .map(Message::try_from)
@@ -221,13 +213,11 @@ impl Store {
         session_id: &SessionId,
         turn_id: &TurnId,
     ) -> Result<Option<Message>> {
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND turn_id = ? \
-             ORDER BY seq DESC LIMIT 1"
-        );
-        crate::sql::query_as::<MessageRow>(&sql)
-            .bind(session_id.as_str())
-            .bind(turn_id.as_str())
+        let mut q = QueryBuilder::new(self.dialect(), MESSAGE_SELECT);
+        q.push(" WHERE session_id = ").push_bind(session_id.as_str());
+        q.push(" AND turn_id = ").push_bind(turn_id.as_str());
+        q.push(" ORDER BY seq DESC LIMIT 1");
+        q.build_query_as::<MessageRow>()
             .fetch_optional(&self.read)
             .await?
             .map(Message::try_from)
@@ -240,18 +230,6 @@ impl Store {
 }
 
 impl WriteTx {
-    /// Whether the agent of `session_id` waits on a permission request (one recorded as
-    /// pending in its transcript).
-    pub async fn permissions_waiting(&mut self, session_id: &SessionId) -> Result<usize> {
-        let sql = format!(
-            "SELECT COUNT(*) {} AND json_extract(metadata, '$.status') = 'pending'",
-            crate::permissions::PERMISSION_REQUESTS
-        );
-        let n: i64 =
-            crate::sql::query_scalar(&sql).bind(session_id.as_str()).fetch_one(self.conn()).await?;
-        Ok(usize::try_from(n).unwrap_or(0))
-    }
-
     /// Inserts a message whose `seq` is the seq of the event that will announce it; the
     /// caller emits that event next.
     pub async fn insert_message(&mut self, new: &NewMessage) -> Result<Message> {
@@ -393,16 +371,19 @@ impl WriteTx {
         let keep: Vec<(&str,)> = keep.iter().map(|id| (id.as_str(),)).collect();
         let dialect = self.conn().dialect();
         let (sessions, keep) = (json_rows(&sessions, dialect)?, json_rows(&keep, dialect)?);
-        let chosen = "session_id IN (SELECT value->>0 FROM json_each(?1)) \
-             AND message_id NOT IN (SELECT value->>0 FROM json_each(?2))";
-        let update = format!(
-            "UPDATE messages SET content = content || (SELECT string_agg(c.delta, '' ORDER BY c.id) \
-             FROM message_chunks c WHERE c.message_id = messages.id) \
-             WHERE id IN (SELECT DISTINCT message_id FROM message_chunks WHERE {chosen})"
-        );
-        crate::sql::query(&update).bind(&sessions).bind(&keep).execute(self.conn()).await?;
-        let delete = format!("DELETE FROM message_chunks WHERE {chosen}");
-        crate::sql::query(&delete).bind(&sessions).bind(&keep).execute(self.conn()).await?;
+        let chosen = |q: &mut QueryBuilder| {
+            q.push("session_id IN (SELECT value->>0 FROM json_each(").push_bind(sessions.as_str());
+            q.push(")) AND message_id NOT IN (SELECT value->>0 FROM json_each(");
+            q.push_bind(keep.as_str()).push("))");
+        };
+        let mut update = QueryBuilder::new(dialect, FOLD);
+        update.push(" WHERE id IN (SELECT DISTINCT message_id FROM message_chunks WHERE ");
+        chosen(&mut update);
+        update.push(")");
+        update.build().execute(self.conn()).await?;
+        let mut delete = QueryBuilder::new(dialect, "DELETE FROM message_chunks WHERE ");
+        chosen(&mut delete);
+        delete.build().execute(self.conn()).await?;
         Ok(())
     }
 
@@ -502,12 +483,10 @@ impl WriteTx {
         session_id: &SessionId,
         client_message_id: &str,
     ) -> Result<Option<Message>> {
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND client_message_id = ?"
-        );
-        crate::sql::query_as::<MessageRow>(&sql)
-            .bind(session_id.as_str())
-            .bind(client_message_id)
+        let mut q = QueryBuilder::new(self.conn().dialect(), MESSAGE_SELECT);
+        q.push(" WHERE session_id = ").push_bind(session_id.as_str());
+        q.push(" AND client_message_id = ").push_bind(client_message_id);
+        q.build_query_as::<MessageRow>()
             .fetch_optional(self.conn())
             .await?
             .map(Message::try_from)
@@ -715,23 +694,25 @@ fn without_nul_escapes(json: &str) -> String {
     out
 }
 
+/// Appends each message's chunks to its `content`; the statement goes on with the messages
+/// to fold (` WHERE id IN …`).
+const FOLD: &str = "UPDATE messages SET content = content || \
+     (SELECT string_agg(c.delta, '' ORDER BY c.id) FROM message_chunks c \
+     WHERE c.message_id = messages.id)";
+
 /// Folds the chunks of one session's messages (or of all messages) into `content`.
 async fn fold(tx: &mut WriteTx, session_id: Option<&str>) -> Result<()> {
-    let filter = if session_id.is_some() { "WHERE session_id = ?" } else { "" };
-    let sql = format!(
-        "UPDATE messages SET content = content || (SELECT string_agg(c.delta, '' ORDER BY c.id) \
-         FROM message_chunks c WHERE c.message_id = messages.id) \
-         WHERE id IN (SELECT DISTINCT message_id FROM message_chunks {filter})"
-    );
-    let delete = format!("DELETE FROM message_chunks {filter}");
-    let mut update = crate::sql::query(&sql);
-    let mut remove = crate::sql::query(&delete);
+    let dialect = tx.conn().dialect();
+    let mut update = QueryBuilder::new(dialect, FOLD);
+    update.push(" WHERE id IN (SELECT DISTINCT message_id FROM message_chunks");
+    let mut remove = QueryBuilder::new(dialect, "DELETE FROM message_chunks");
     if let Some(session_id) = session_id {
-        update = update.bind(session_id);
-        remove = remove.bind(session_id);
+        update.push(" WHERE session_id = ").push_bind(session_id);
+        remove.push(" WHERE session_id = ").push_bind(session_id);
     }
-    update.execute(tx.conn()).await?;
-    remove.execute(tx.conn()).await?;
+    update.push(")");
+    update.build().execute(tx.conn()).await?;
+    remove.build().execute(tx.conn()).await?;
     Ok(())
 }
 

@@ -1,368 +1,19 @@
-//! One query text for both engines: `query`, `query_as` and `query_scalar` collect their
-//! arguments and run on a [`Db`] over SQLite or PostgreSQL.
+//! The SQL dialect of the store: one statement text for SQLite and PostgreSQL.
 //!
 //! Statements are written in SQLite's dialect with `?` / `?N` placeholders. On SQLite they
-//! run unchanged through sqlx's SQLite driver (the same prepared statements as before); on
-//! PostgreSQL [`pg_sql`] numbers the placeholders (`$1`, ...) and turns `LIKE` into `ILIKE`
-//! (SQLite's `LIKE` is case-insensitive). What else differs is either covered by functions
-//! the PostgreSQL migrations define (`json_each`, `json_extract`, `json_set`, `json`) or
-//! written per dialect where it is used (full-text search, the event counter).
-//!
-//! Arguments are owned values ([`Arg`]): integers, floats, text and bytes, each possibly
-//! NULL with its type known, because PostgreSQL needs a typed NULL. A `bool` binds as an
-//! integer 0/1 on both engines (the schemas store flags as integers).
+//! run unchanged; on PostgreSQL [`pg_sql`] numbers the placeholders (`$1`, ...) and turns
+//! `LIKE` into `ILIKE` (SQLite's `LIKE` is case-insensitive). What else differs is either
+//! covered by functions the PostgreSQL migrations define (`json_each`, `json_extract`,
+//! `json_set`, `json`) or written per dialect where it is used (full-text search, the event
+//! counter). Running statements, and building them at run time, is `query.rs`.
 
-use std::borrow::Cow;
-use std::marker::PhantomData;
-
-use sqlx::postgres::PgRow;
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Decode, FromRow, Postgres, Sqlite, Type};
-
-use crate::db::{Db, IntoDb, Pool};
-use crate::write::TxKind;
+pub(crate) use crate::query::{Arg, QueryBuilder, query, query_as, query_scalar};
 
 /// Which engine a store runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     Sqlite,
     Postgres,
-}
-
-/// One bound value.
-#[derive(Debug, Clone)]
-pub(crate) enum Arg {
-    Int(Option<i64>),
-    Float(Option<f64>),
-    Text(Option<String>),
-    Bytes(Option<Vec<u8>>),
-}
-
-/// A value a query can bind.
-pub(crate) trait IntoArg {
-    fn into_arg(self) -> Arg;
-}
-
-macro_rules! int_arg {
-    ($($t:ty),*) => {$(
-        impl IntoArg for $t {
-            fn into_arg(self) -> Arg {
-                Arg::Int(Some(i64::from(self)))
-            }
-        }
-        impl IntoArg for Option<$t> {
-            fn into_arg(self) -> Arg {
-                Arg::Int(self.map(i64::from))
-            }
-        }
-    )*};
-}
-int_arg!(i64, i32, u32, i16, u16, u8, bool);
-
-impl IntoArg for f64 {
-    fn into_arg(self) -> Arg {
-        Arg::Float(Some(self))
-    }
-}
-
-impl IntoArg for String {
-    fn into_arg(self) -> Arg {
-        Arg::Text(Some(self))
-    }
-}
-
-impl IntoArg for &str {
-    fn into_arg(self) -> Arg {
-        Arg::Text(Some(self.to_owned()))
-    }
-}
-
-impl IntoArg for &String {
-    fn into_arg(self) -> Arg {
-        Arg::Text(Some(self.clone()))
-    }
-}
-
-impl IntoArg for &&str {
-    fn into_arg(self) -> Arg {
-        Arg::Text(Some((*self).to_owned()))
-    }
-}
-
-impl IntoArg for Option<String> {
-    fn into_arg(self) -> Arg {
-        Arg::Text(self)
-    }
-}
-
-impl IntoArg for Option<&str> {
-    fn into_arg(self) -> Arg {
-        Arg::Text(self.map(str::to_owned))
-    }
-}
-
-impl IntoArg for &Option<String> {
-    fn into_arg(self) -> Arg {
-        Arg::Text(self.clone())
-    }
-}
-
-impl IntoArg for Option<&String> {
-    fn into_arg(self) -> Arg {
-        Arg::Text(self.cloned())
-    }
-}
-
-impl IntoArg for Vec<u8> {
-    fn into_arg(self) -> Arg {
-        Arg::Bytes(Some(self))
-    }
-}
-
-impl IntoArg for &[u8] {
-    fn into_arg(self) -> Arg {
-        Arg::Bytes(Some(self.to_vec()))
-    }
-}
-
-impl IntoArg for &i64 {
-    fn into_arg(self) -> Arg {
-        Arg::Int(Some(*self))
-    }
-}
-
-/// What a statement changed.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Done {
-    rows: u64,
-}
-
-impl Done {
-    pub(crate) fn rows_affected(&self) -> u64 {
-        self.rows
-    }
-}
-
-/// A statement and its arguments.
-#[must_use = "a query does nothing until it runs"]
-pub(crate) struct Query<'q> {
-    sql: Cow<'q, str>,
-    args: Vec<Arg>,
-}
-
-/// A statement whose rows become `O`.
-#[must_use = "a query does nothing until it runs"]
-pub(crate) struct QueryAs<'q, O> {
-    query: Query<'q>,
-    out: PhantomData<fn() -> O>,
-}
-
-/// A statement whose first column becomes `O`.
-#[must_use = "a query does nothing until it runs"]
-pub(crate) struct QueryScalar<'q, O> {
-    query: Query<'q>,
-    out: PhantomData<fn() -> O>,
-}
-
-pub(crate) fn query(sql: &str) -> Query<'_> {
-    Query { sql: Cow::Borrowed(sql), args: Vec::new() }
-}
-
-pub(crate) fn query_as<O>(sql: &str) -> QueryAs<'_, O> {
-    QueryAs { query: query(sql), out: PhantomData }
-}
-
-pub(crate) fn query_scalar<O>(sql: &str) -> QueryScalar<'_, O> {
-    QueryScalar { query: query(sql), out: PhantomData }
-}
-
-/// A row type both drivers decode (`#[derive(FromRow)]` structs and tuples are).
-pub(crate) trait Row:
-    for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
-{
-}
-impl<T> Row for T where T: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
-{}
-
-/// A column type both drivers decode.
-pub(crate) trait Scalar:
-    for<'r> Decode<'r, Sqlite>
-    + Type<Sqlite>
-    + for<'r> Decode<'r, Postgres>
-    + Type<Postgres>
-    + Send
-    + Unpin
-{
-}
-impl<T> Scalar for T where
-    T: for<'r> Decode<'r, Sqlite>
-        + Type<Sqlite>
-        + for<'r> Decode<'r, Postgres>
-        + Type<Postgres>
-        + Send
-        + Unpin
-{
-}
-
-/// Binds `args` to an sqlx query of any of the three kinds (they share the `bind` method).
-macro_rules! bind_all {
-    ($q:expr, $args:expr) => {{
-        let mut q = $q;
-        for arg in $args {
-            q = match arg {
-                Arg::Int(v) => q.bind(v),
-                Arg::Float(v) => q.bind(v),
-                Arg::Text(v) => q.bind(v),
-                Arg::Bytes(v) => q.bind(v),
-            };
-        }
-        q
-    }};
-}
-
-/// Runs `$body` (an expression over the executor `$e`, the statement text `$sql` and the
-/// arguments `$args`) on whichever engine and connection `$db` holds; errors of a write
-/// transaction go through its watch (see `write.rs`).
-macro_rules! on_db {
-    ($db:expr, $text:expr, $values:expr, |$e:ident, $sql:ident, $args:ident| $body:expr) => {{
-        let db: Db<'_> = $db;
-        let text: &str = $text;
-        match db {
-            Db::Read(Pool::Sqlite(pool)) => {
-                let $e = pool;
-                let $sql = text;
-                let $args = $values;
-                $body.await
-            }
-            Db::Read(Pool::Postgres(pool)) => {
-                let $e = pool;
-                let translated = pg_sql(text);
-                let $sql = translated.as_str();
-                let $args = pg_args($values);
-                $body.await
-            }
-            Db::Write(conn) => {
-                conn.check()?;
-                conn.note(text);
-                let outcome = match conn.kind() {
-                    TxKind::Sqlite(tx) => {
-                        let $e = &mut **tx;
-                        let $sql = text;
-                        let $args = $values;
-                        $body.await
-                    }
-                    TxKind::Postgres(tx) => {
-                        let $e = &mut **tx;
-                        let translated = pg_sql(text);
-                        let $sql = translated.as_str();
-                        let $args = pg_args($values);
-                        $body.await
-                    }
-                };
-                outcome.map_err(|err| conn.watch(err))
-            }
-        }
-    }};
-}
-
-/// Arguments as PostgreSQL takes them: its text cannot hold a NUL character (SQLite's can),
-/// so each becomes U+FFFD. (An id with a NUL then matches nothing, as on SQLite; a text an
-/// agent sent with one is stored with the replacement character.)
-fn pg_args(args: Vec<Arg>) -> Vec<Arg> {
-    args.into_iter()
-        .map(|arg| match arg {
-            Arg::Text(Some(text)) if text.contains('\0') => {
-                Arg::Text(Some(text.replace('\0', "\u{fffd}")))
-            }
-            other => other,
-        })
-        .collect()
-}
-
-impl<'q> Query<'q> {
-    pub(crate) fn bind(mut self, value: impl IntoArg) -> Self {
-        self.args.push(value.into_arg());
-        self
-    }
-
-    pub(crate) fn bind_arg(mut self, value: Arg) -> Self {
-        self.args.push(value);
-        self
-    }
-
-    pub(crate) async fn execute<'c>(self, db: impl IntoDb<'c>) -> Result<Done, sqlx::Error> {
-        let Query { sql, args } = self;
-        on_db!(db.into_db(), &sql, args, |e, sql, bound| async {
-            bind_all!(sqlx::query(sql), bound)
-                .execute(e)
-                .await
-                .map(|r| Done { rows: r.rows_affected() })
-        })
-    }
-}
-
-impl<'q, O: Row> QueryAs<'q, O> {
-    pub(crate) fn bind(mut self, value: impl IntoArg) -> Self {
-        self.query = self.query.bind(value);
-        self
-    }
-
-    pub(crate) async fn fetch_all<'c>(self, db: impl IntoDb<'c>) -> Result<Vec<O>, sqlx::Error> {
-        let Query { sql, args } = self.query;
-        on_db!(db.into_db(), &sql, args, |e, sql, bound| bind_all!(
-            sqlx::query_as::<_, O>(sql),
-            bound
-        )
-        .fetch_all(e))
-    }
-
-    pub(crate) async fn fetch_optional<'c>(
-        self,
-        db: impl IntoDb<'c>,
-    ) -> Result<Option<O>, sqlx::Error> {
-        let Query { sql, args } = self.query;
-        on_db!(db.into_db(), &sql, args, |e, sql, bound| bind_all!(
-            sqlx::query_as::<_, O>(sql),
-            bound
-        )
-        .fetch_optional(e))
-    }
-
-    pub(crate) async fn fetch_one<'c>(self, db: impl IntoDb<'c>) -> Result<O, sqlx::Error> {
-        self.fetch_optional(db).await?.ok_or(sqlx::Error::RowNotFound)
-    }
-}
-
-impl<'q, O: Scalar> QueryScalar<'q, O> {
-    pub(crate) fn bind(mut self, value: impl IntoArg) -> Self {
-        self.query = self.query.bind(value);
-        self
-    }
-
-    pub(crate) async fn fetch_all<'c>(self, db: impl IntoDb<'c>) -> Result<Vec<O>, sqlx::Error> {
-        let Query { sql, args } = self.query;
-        on_db!(db.into_db(), &sql, args, |e, sql, bound| bind_all!(
-            sqlx::query_scalar::<_, O>(sql),
-            bound
-        )
-        .fetch_all(e))
-    }
-
-    pub(crate) async fn fetch_optional<'c>(
-        self,
-        db: impl IntoDb<'c>,
-    ) -> Result<Option<O>, sqlx::Error> {
-        let Query { sql, args } = self.query;
-        on_db!(db.into_db(), &sql, args, |e, sql, bound| bind_all!(
-            sqlx::query_scalar::<_, O>(sql),
-            bound
-        )
-        .fetch_optional(e))
-    }
-
-    pub(crate) async fn fetch_one<'c>(self, db: impl IntoDb<'c>) -> Result<O, sqlx::Error> {
-        self.fetch_optional(db).await?.ok_or(sqlx::Error::RowNotFound)
-    }
 }
 
 /// A statement in SQLite's dialect as PostgreSQL reads it: `?` and `?N` become `$N` (a bare
@@ -409,11 +60,32 @@ pub(crate) fn pg_sql(sql: &str) -> String {
     out
 }
 
+/// What is wrong with `sql` as a fragment of a built statement (`QueryBuilder::push`): a
+/// placeholder (values are pushed with `push_bind`), or a literal, identifier or comment it
+/// leaves open (each fragment is rewritten for PostgreSQL on its own).
+pub(crate) fn fragment_problem(sql: &str) -> Option<&'static str> {
+    let mut i = 0;
+    while i < sql.len() {
+        if let Some(region) = skipped_region(sql, i) {
+            if !region.closed {
+                return Some("it leaves a literal, identifier or comment open");
+            }
+            i = region.end;
+        } else if sql.as_bytes()[i] == b'?' {
+            return Some("it holds a placeholder; bind values with push_bind");
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
 /// Text the rewriter passes over whole, from its opening byte to `end` (one past its close,
 /// or the end of the text when it is not closed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Region {
     end: usize,
+    closed: bool,
 }
 
 /// The literal, quoted identifier, comment or dollar-quoted string that starts at byte `at`
@@ -425,8 +97,8 @@ fn skipped_region(sql: &str, at: usize) -> Option<Region> {
         bytes[from..].windows(close.len()).position(|w| w == close).map(|p| from + p + close.len())
     };
     let region = |found: Option<usize>| match found {
-        Some(end) => Region { end },
-        None => Region { end: bytes.len() },
+        Some(end) => Region { end, closed: true },
+        None => Region { end: bytes.len(), closed: false },
     };
     match rest {
         [quote @ (b'\'' | b'"'), ..] => {
@@ -442,7 +114,7 @@ fn skipped_region(sql: &str, at: usize) -> Option<Region> {
         }
         [b'-', b'-', ..] => {
             let end = bytes[at..].iter().position(|b| *b == b'\n').map_or(bytes.len(), |p| at + p);
-            Some(Region { end })
+            Some(Region { end, closed: true })
         }
         [b'/', b'*', ..] => {
             let (mut depth, mut i) = (1, at + 2);
@@ -459,7 +131,8 @@ fn skipped_region(sql: &str, at: usize) -> Option<Region> {
         [b'$', ..] => {
             // `$tag$` with an identifier-like tag (or none); not `$1`, not inside a word.
             let inside_word = at > 0 && is_word_byte(bytes[at - 1]);
-            let tag = rest[1..].iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'_').count();
+            let tag =
+                rest[1..].iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'_').count();
             let starts_with_digit = rest.get(1).is_some_and(u8::is_ascii_digit);
             if inside_word || starts_with_digit || rest.get(1 + tag) != Some(&b'$') {
                 return None;
@@ -489,7 +162,17 @@ fn is_word_at(sql: &str, at: usize, word: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::pg_sql;
+    use super::{fragment_problem, pg_sql};
+
+    #[test]
+    fn a_fragment_holds_no_placeholder_and_closes_what_it_opens() {
+        assert_eq!(fragment_problem(" AND t.title LIKE 'a?' -- b?\n AND \"c?\" = "), None);
+        assert!(fragment_problem(" AND a = ?").is_some());
+        assert!(fragment_problem(" AND a = ?1").is_some());
+        for open in [" AND a = 'x", " AND \"a", " /* a", " $$ a"] {
+            assert!(fragment_problem(open).is_some(), "{open:?}");
+        }
+    }
 
     #[test]
     fn placeholders_are_numbered_as_sqlite_numbers_them() {
@@ -539,7 +222,10 @@ mod tests {
 
     #[test]
     fn the_rewriter_skips_dollar_quoted_strings() {
-        assert_eq!(pg_sql("a = ? AND b = $$why? LIKE 'x$$ AND c = ?"), "a = $1 AND b = $$why? LIKE 'x$$ AND c = $2");
+        assert_eq!(
+            pg_sql("a = ? AND b = $$why? LIKE 'x$$ AND c = ?"),
+            "a = $1 AND b = $$why? LIKE 'x$$ AND c = $2"
+        );
         assert_eq!(
             pg_sql("a = $fn$ inner $$?$$ still? $fn$ AND b = ?"),
             "a = $fn$ inner $$?$$ still? $fn$ AND b = $1"

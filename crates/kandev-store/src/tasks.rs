@@ -10,7 +10,7 @@ use kandev_domain::{
 use sqlx::FromRow;
 
 use crate::db::Db;
-use crate::sql::Dialect;
+use crate::sql::{Dialect, QueryBuilder};
 use crate::{Result, Store, StoreError, WriteTx, workflows};
 
 /// A task to create, appended at the end of its step.
@@ -242,54 +242,46 @@ fn like_pattern(text: &str) -> String {
 
 // ---------------------------------------------------------------- reads
 
-/// The query of [`Store::list_tasks`] for `filter` (its parameters bound in field order).
-fn list_sql(filter: &TaskFilter) -> String {
-    board_sql(TASK_SELECT, filter)
+/// The statement of [`Store::list_tasks`] for `filter`, appended to `q`.
+fn push_list(q: &mut QueryBuilder, filter: &TaskFilter) {
+    push_board(q, TASK_SELECT, filter);
 }
 
-/// The query of [`Store::list_cards`] for `filter` (bound like [`list_sql`]).
-fn cards_sql(filter: &TaskFilter) -> String {
-    board_sql(CARD_SELECT, filter)
+/// The statement of [`Store::list_cards`] for `filter` (as rows), appended to `q`.
+fn push_cards(q: &mut QueryBuilder, filter: &TaskFilter) {
+    push_board(q, CARD_SELECT, filter);
 }
 
-fn board_sql(select: &str, filter: &TaskFilter) -> String {
-    let mut sql = board_filter_sql(select, filter);
-    sql.push_str(" ORDER BY ");
-    sql.push_str(BOARD_ORDER);
-    sql.push_str(" LIMIT ? OFFSET ?");
-    sql
+/// `select` over the tasks `filter` matches, in board order, with its page.
+fn push_board(q: &mut QueryBuilder, select: &str, filter: &TaskFilter) {
+    push_board_filter(q, select, filter);
+    q.push(" ORDER BY ").push(BOARD_ORDER);
+    q.push(" LIMIT ").push_bind(filter.limit).push(" OFFSET ").push_bind(filter.offset);
 }
 
-/// [`board_sql`] without its order and page: every card the filter matches, in no order.
-fn board_filter_sql(select: &str, filter: &TaskFilter) -> String {
-    let mut sql = format!("{select} JOIN workflow_steps s ON s.id = t.step_id WHERE 1 = 1");
-    if filter.workflow_id.is_some() {
-        sql.push_str(" AND t.workflow_id = ?");
+/// [`push_board`] without its order and page: every card the filter matches, in no order.
+fn push_board_filter(q: &mut QueryBuilder, select: &str, filter: &TaskFilter) {
+    q.push(select).push(" JOIN workflow_steps s ON s.id = t.step_id WHERE 1 = 1");
+    if let Some(id) = &filter.workflow_id {
+        q.push(" AND t.workflow_id = ").push_bind(id.as_str());
     }
-    if filter.step_id.is_some() {
-        sql.push_str(" AND t.step_id = ?");
+    if let Some(id) = &filter.step_id {
+        q.push(" AND t.step_id = ").push_bind(id.as_str());
     }
-    if filter.query.is_some() {
-        sql.push_str(" AND (t.title LIKE ? ESCAPE '\\' OR t.description LIKE ? ESCAPE '\\')");
+    if let Some(text) = &filter.query {
+        let pattern = like_pattern(text);
+        q.push(" AND (t.title LIKE ").push_bind(pattern.as_str()).push(" ESCAPE '\\'");
+        q.push(" OR t.description LIKE ").push_bind(pattern).push(" ESCAPE '\\')");
     }
     if !filter.include_archived {
-        sql.push_str(" AND t.archived_at IS NULL");
+        q.push(" AND t.archived_at IS NULL");
     }
-    sql
-}
-
-/// Whether a board statement ends in `LIMIT ? OFFSET ?` ([`board_sql`]) or leaves the page
-/// to its reader ([`board_filter_sql`]).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Paged {
-    Yes,
-    No,
 }
 
 /// The order of a board: by step, then position in the step.
 const BOARD_ORDER: &str = "s.position, t.position, t.created_at, t.id";
 
-/// [`cards_sql`] as one row of one value on SQLite: a JSON array with one `[step position,
+/// [`push_cards`] as one row of one value on SQLite: a JSON array with one `[step position,
 /// created_at, card]` triple per card, `card` an array of [`CardRow`]'s fields in its order.
 /// sqlx copies every value of every row it hands over, one allocation each on the
 /// connection's thread, freed on the async workers: for a 2,000-card board those 26,000
@@ -301,20 +293,19 @@ const BOARD_ORDER: &str = "s.position, t.position, t.created_at, t.id";
 /// With `LIMIT` SQLite still built every matching card before sorting (its sorter holds
 /// whole rows); without it every matching card is also written as JSON and parsed, so a
 /// small page of a large filter costs a little more than it did, and a whole board less.
-fn cards_json_sql(filter: &TaskFilter) -> String {
-    let keyed = format!(
-        "SELECT s.position AS step_position, t.created_at AS created_at, {}",
-        CARD_SELECT.trim_start_matches("SELECT ")
-    );
-    format!(
+fn push_cards_json(q: &mut QueryBuilder, filter: &TaskFilter) {
+    q.push(
         "SELECT json_group_array(json_array(step_position, created_at, json_array(id, \
          workflow_id, step_id, title, state, needs_you, position, primary_session_id, \
-         archived_at, parent_id, blocked_by, repository_ids, git))) FROM ({})",
-        board_filter_sql(&keyed, filter)
-    )
+         archived_at, parent_id, blocked_by, repository_ids, git))) FROM (",
+    );
+    // The card's columns with the two the reader sorts by in front.
+    q.push("SELECT s.position AS step_position, t.created_at AS created_at, ");
+    push_board_filter(q, CARD_SELECT.trim_start_matches("SELECT "), filter);
+    q.push(")");
 }
 
-/// The page `filter` asks for of a [`cards_json_sql`] answer, in board order
+/// The page `filter` asks for of a [`push_cards_json`] answer, in board order
 /// ([`BOARD_ORDER`]: step, position, creation, id; ids compare bytewise in both, as SQLite's
 /// `BINARY` collation does).
 fn cards_from_json(text: &str, filter: &TaskFilter) -> Result<Vec<CardRow>> {
@@ -332,9 +323,9 @@ fn cards_from_json(text: &str, filter: &TaskFilter) -> Result<Vec<CardRow>> {
 
 /// The task `id`, or `NotFound`.
 async fn get(mut db: Db<'_>, id: &str) -> Result<Task> {
-    let sql = format!("{TASK_SELECT} WHERE t.id = ?");
-    crate::sql::query_as::<TaskRow>(&sql)
-        .bind(id)
+    let mut q = QueryBuilder::new(db.dialect(), TASK_SELECT);
+    q.push(" WHERE t.id = ").push_bind(id);
+    q.build_query_as::<TaskRow>()
         .fetch_optional(&mut db)
         .await?
         .ok_or_else(|| StoreError::not_found("task", id))
@@ -392,11 +383,10 @@ impl Store {
 
     /// The subtasks of a task, in board order.
     pub async fn subtasks(&self, parent: &TaskId) -> Result<Vec<Task>> {
-        let sql = format!("{TASK_SELECT} WHERE t.parent_id = ? ORDER BY t.created_at, t.id");
-        let rows = crate::sql::query_as::<TaskRow>(&sql)
-            .bind(parent.as_str())
-            .fetch_all(&self.read)
-            .await?;
+        let mut q = QueryBuilder::new(self.dialect(), TASK_SELECT);
+        q.push(" WHERE t.parent_id = ").push_bind(parent.as_str());
+        q.push(" ORDER BY t.created_at, t.id");
+        let rows: Vec<TaskRow> = q.build_query_as().fetch_all(&self.read).await?;
         rows.into_iter().map(Task::try_from).collect()
     }
 
@@ -406,20 +396,23 @@ impl Store {
 
     /// Tasks in board order; see [`TaskFilter`].
     pub async fn list_tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>> {
-        let sql = list_sql(filter);
-        let rows: Vec<TaskRow> = self.board_rows(&sql, filter, Paged::Yes).await?;
+        let mut q = QueryBuilder::new(self.dialect(), "");
+        push_list(&mut q, filter);
+        let rows: Vec<TaskRow> = q.build_query_as().fetch_all(&self.read).await?;
         rows.into_iter().map(Task::try_from).collect()
     }
 
     /// [`Store::list_tasks`] as board cards (`task.list`): only what a card shows is read.
-    /// On SQLite the cards come as one JSON value ([`cards_json_sql`]); PostgreSQL's rows
+    /// On SQLite the cards come as one JSON value ([`push_cards_json`]); PostgreSQL's rows
     /// are decoded from its wire format without that per-value copy, and stay rows.
     pub async fn list_cards(&self, filter: &TaskFilter) -> Result<Vec<TaskCard>> {
         let rows = match self.dialect() {
             Dialect::Sqlite => {
-                let sql = cards_json_sql(filter);
-                let json: Vec<(String,)> = self.board_rows(&sql, filter, Paged::No).await?;
-                cards_from_json(json.first().map_or("[]", |(text,)| text.as_str()), filter)?
+                let mut q = QueryBuilder::new(Dialect::Sqlite, "");
+                push_cards_json(&mut q, filter);
+                let json: Option<String> =
+                    q.build_query_scalar().fetch_optional(&self.read).await?;
+                cards_from_json(json.as_deref().unwrap_or("[]"), filter)?
             }
             Dialect::Postgres => return self.list_cards_by_rows(filter).await,
         };
@@ -431,29 +424,10 @@ impl Store {
     /// (`i15_a4_the_board_read_as_one_value_equals_the_board_read_row_by_row`).
     #[doc(hidden)]
     pub async fn list_cards_by_rows(&self, filter: &TaskFilter) -> Result<Vec<TaskCard>> {
-        let rows: Vec<CardRow> = self.board_rows(&cards_sql(filter), filter, Paged::Yes).await?;
+        let mut q = QueryBuilder::new(self.dialect(), "");
+        push_cards(&mut q, filter);
+        let rows: Vec<CardRow> = q.build_query_as().fetch_all(&self.read).await?;
         rows.into_iter().map(TaskCard::try_from).collect()
-    }
-
-    async fn board_rows<R>(&self, sql: &str, filter: &TaskFilter, paged: Paged) -> Result<Vec<R>>
-    where
-        R: crate::sql::Row,
-    {
-        let mut query = crate::sql::query_as::<R>(sql);
-        if let Some(id) = &filter.workflow_id {
-            query = query.bind(id.as_str());
-        }
-        if let Some(id) = &filter.step_id {
-            query = query.bind(id.as_str());
-        }
-        if let Some(text) = &filter.query {
-            let pattern = like_pattern(text);
-            query = query.bind(pattern.clone()).bind(pattern);
-        }
-        if paged == Paged::Yes {
-            query = query.bind(filter.limit).bind(filter.offset);
-        }
-        Ok(query.fetch_all(&self.read).await?)
     }
 
     /// A task's step history, oldest first.
@@ -928,8 +902,9 @@ impl WriteTx {
 mod tests {
     use kandev_domain::WorkflowId;
 
-    use super::{BOARD_ORDER, TaskFilter, cards_json_sql, cards_sql, like_pattern, list_sql};
+    use super::{BOARD_ORDER, TaskFilter, like_pattern, push_cards, push_cards_json, push_list};
     use crate::Store;
+    use crate::sql::{Dialect, QueryBuilder};
 
     #[test]
     fn like_pattern_escapes_wildcards() {
@@ -941,22 +916,26 @@ mod tests {
         TaskFilter { workflow_id: Some(WorkflowId::new("w")), limit: 2000, ..TaskFilter::default() }
     }
 
-    /// SQLite's plan of a board statement for [`board_w`], bound as the store binds it: with
-    /// its page when `paged`.
-    async fn plan_of(store: &Store, sql: &str, paged: bool) -> String {
-        let explain = format!("EXPLAIN QUERY PLAN {sql}");
-        let mut query = crate::sql::query_as::<(i64, i64, i64, String)>(&explain).bind("w");
-        if paged {
-            query = query.bind(2000).bind(0);
-        }
-        let rows = query.fetch_all(&store.read).await.unwrap();
+    /// A board statement for [`board_w`] on SQLite, as the store builds and binds it.
+    fn board_statement(push: fn(&mut QueryBuilder, &TaskFilter)) -> QueryBuilder {
+        let mut q = QueryBuilder::new(Dialect::Sqlite, "");
+        push(&mut q, &board_w());
+        q
+    }
+
+    /// SQLite's plan of a board statement for [`board_w`], bound as the store binds it.
+    async fn plan_of(store: &Store, push: fn(&mut QueryBuilder, &TaskFilter)) -> String {
+        let mut q = QueryBuilder::new(Dialect::Sqlite, "EXPLAIN QUERY PLAN ");
+        push(&mut q, &board_w());
+        let rows: Vec<(i64, i64, i64, String)> =
+            q.build_query_as().fetch_all(&store.read).await.unwrap();
         rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n")
     }
 
     #[tokio::test]
     async fn i15_a4_the_board_list_reads_repositories_in_order_from_their_covering_index() {
         let store = Store::in_memory().await.unwrap();
-        let plan = plan_of(&store, &list_sql(&board_w()), true).await;
+        let plan = plan_of(&store, push_list).await;
         assert!(plan.contains("COVERING INDEX task_repositories_in_order"), "{plan}");
         assert!(plan.contains("tasks_by_board"), "{plan}");
         // One sort for the whole board (by step position), none per task.
@@ -969,9 +948,10 @@ mod tests {
     #[tokio::test]
     async fn i15_a4_the_card_list_has_the_board_lists_plan_and_reads_no_description() {
         let store = Store::in_memory().await.unwrap();
-        let select = cards_sql(&board_w());
-        let cards = plan_of(&store, &select, true).await;
-        assert_eq!(cards, plan_of(&store, &list_sql(&board_w()), true).await, "the same plan");
+        let cards = plan_of(&store, push_cards).await;
+        assert_eq!(cards, plan_of(&store, push_list).await, "the same plan");
+        let statement = board_statement(push_cards);
+        let select = statement.sql();
         let columns = &select[..select.find(" FROM tasks t").unwrap()];
         for unread in
             ["description", "agent_profile_id", "workspace_id", "created_at", "updated_at"]
@@ -985,9 +965,10 @@ mod tests {
     #[tokio::test]
     async fn i15_a4_the_sqlite_card_read_leaves_the_sort_to_the_store() {
         let store = Store::in_memory().await.unwrap();
-        let sql = cards_json_sql(&board_w());
+        let statement = board_statement(push_cards_json);
+        let sql = statement.sql();
         assert!(!sql.contains("LIMIT") && !sql.contains(BOARD_ORDER), "{sql}");
-        let plan = plan_of(&store, &sql, false).await;
+        let plan = plan_of(&store, push_cards_json).await;
         assert!(plan.contains("tasks_by_board"), "{plan}");
         assert!(plan.contains("COVERING INDEX task_repositories_in_order"), "{plan}");
         assert_eq!(plan.matches("TEMP B-TREE").count(), 0, "{plan}");
