@@ -1,11 +1,62 @@
 //! The SQL dialect of the store: one statement text for SQLite and PostgreSQL.
 //!
-//! Statements are written in SQLite's dialect with `?` / `?N` placeholders. On SQLite they
-//! run unchanged; on PostgreSQL [`pg_sql`] numbers the placeholders (`$1`, ...) and turns
-//! `LIKE` into `ILIKE` (SQLite's `LIKE` is case-insensitive). What else differs is either
-//! covered by functions the PostgreSQL migrations define (`json_each`, `json_extract`,
-//! `json_set`, `json`) or written per dialect where it is used (full-text search, the event
-//! counter). Running statements, and building them at run time, is `query.rs`.
+//! Statements are written in SQLite's dialect; on SQLite they run as written, on PostgreSQL
+//! through [`pg_sql`]. Running them is `query.rs`. This is the whole contract the texts rely
+//! on to mean the same on both engines; each rule names the tests that fail when it breaks
+//! (unit tests here, engine tests in `tests/dialect.rs`, which run on both engines).
+//!
+//! 1. **Placeholders** are `?` or `?N`, numbered as SQLite numbers them (a bare `?` takes the
+//!    number after the largest so far); on PostgreSQL they become `$N`. No `:name`, `@name`
+//!    or `$name` parameters, and none of PostgreSQL's `jsonb` operators spelled with `?`
+//!    (they would read as placeholders). A text built at run time gets its placeholders from
+//!    `QueryBuilder::push_bind`, never in a pushed fragment. Tests:
+//!    `placeholders_are_numbered_as_sqlite_numbers_them`,
+//!    `a_fragment_holds_no_placeholder_and_closes_what_it_opens`,
+//!    `numbered_placeholders_bind_the_same_value_on_both_engines`.
+//! 2. **What the rewriter leaves alone**: `'literals'` (a doubled `''` stays inside),
+//!    `"quoted identifiers"`, `-- line comments`, `/* block comments */` (nested ones too, as
+//!    PostgreSQL nests them), `$$…$$` and `$tag$…$tag$` strings (PostgreSQL-only text), and
+//!    `$1` or a `$` inside a word. Tests: `the_rewriter_skips_string_literals_with_doubled_quotes`,
+//!    `the_rewriter_skips_quoted_identifiers`, `the_rewriter_skips_line_comments`,
+//!    `the_rewriter_skips_block_comments_even_nested`, `the_rewriter_skips_dollar_quoted_strings`,
+//!    `the_rewriter_leaves_postgres_parameters_and_dollar_identifiers_alone`.
+//! 3. **`LIKE` ignores ASCII case** (SQLite's does; on PostgreSQL it becomes `ILIKE`, a whole
+//!    word outside the regions of rule 2 only), and a pattern escapes `%`, `_` and `\` with
+//!    `ESCAPE '\'` (a backslash is a plain character in a PostgreSQL literal:
+//!    `standard_conforming_strings`). Tests: `like_becomes_ilike_only_as_a_word`,
+//!    `like_ignores_ascii_case_and_escapes_its_wildcards_on_both_engines`.
+//! 4. **`=` on text is exact**: case-sensitive on both (SQLite's `BINARY` collation, no
+//!    `COLLATE NOCASE`). Test: `text_equality_is_case_sensitive_on_both_engines`.
+//! 5. **`NULL` arguments are typed** (`query.rs`'s `Arg`: each kind of value carries its own
+//!    `NULL`), so `?1 IS NULL OR col = ?1` reads on PostgreSQL, which refuses an untyped
+//!    one. Test: `null_arguments_are_typed_on_both_engines`.
+//! 6. **Flags are integers 0/1** in the schemas and in statements (`start_waiting = 1`), never
+//!    `TRUE`/`FALSE` columns; a Rust `bool` binds as 0/1 (`query.rs`). Test:
+//!    `flags_are_integers_on_both_engines`.
+//! 7. **Timestamps are integers**: UTC milliseconds in `BIGINT`/`INTEGER` columns, computed by
+//!    the store's clock and bound, never the database's clock or date types. Test:
+//!    `timestamps_are_the_clocks_milliseconds_on_both_engines`.
+//! 8. **`INSERT … RETURNING col`** answers the inserted or updated row on both (SQLite 3.35
+//!    or newer). Test: `returning_answers_the_written_row_on_both_engines`.
+//! 9. **Upserts** are `INSERT … ON CONFLICT (cols) DO UPDATE SET c = excluded.c`, never
+//!    `INSERT OR REPLACE` or `REPLACE`. Test: `an_upsert_updates_the_existing_row_on_both_engines`.
+//! 10. **`LIMIT ? OFFSET ?`** pages (bound integers; never `LIMIT a, b`). Test:
+//!     `limit_and_offset_page_alike_on_both_engines`.
+//! 11. **Aggregates and functions both engines have**: `string_agg(x, sep)` (SQLite 3.44 or
+//!     newer) with `ORDER BY` in a subquery or in its call, `COALESCE`, `||`,
+//!     `octet_length`, `CAST(x AS BIGINT)`, `MAX`/`MIN` as aggregates (their two-argument
+//!     form and `GREATEST` only in one dialect's text); `json_each`, `json_extract`, `json_set` and `json` over text, and
+//!     `->>` on `json_each`'s `value`, which the PostgreSQL migration defines for the paths
+//!     the store uses. Every subquery in `FROM` has an alias. Test:
+//!     `string_agg_keeps_the_order_of_its_subquery_on_both_engines` (and the store suite,
+//!     which runs every statement on both engines).
+//! 12. **`NULL` order is said**: PostgreSQL sorts `NULL`s last, SQLite first; a statement
+//!     whose order meets `NULL`s says `NULLS FIRST` (search's `HITS_ORDER`, where only ties
+//!     of rank meet them; no test of its own).
+//! 13. **Per-dialect text only where the engines differ in kind**: full-text search, the event
+//!     counter (`sqlite_sequence` / `event_seq`), `EXPLAIN QUERY PLAN` tests and SQLite's
+//!     fault drills, each chosen by [`Dialect`] where it is used (a rule of layout: every
+//!     such text runs in the store suite on its engine, no test of its own).
 
 pub(crate) use crate::query::{Arg, QueryBuilder, query, query_as, query_scalar};
 
