@@ -9,7 +9,7 @@
 //! search index fill themselves from the rows.
 
 use crate::db::{IntoDb, Pool};
-use crate::sql::{Arg, Dialect};
+use crate::sql::{Arg, Dialect, QueryBuilder};
 use crate::{Location, Result, Store, StoreError};
 
 /// Every table, parents before children.
@@ -110,34 +110,33 @@ async fn copy(source: &Store, target: &Store) -> Result<Vec<CopiedTable>> {
         let parent = columns.iter().position(|c| *table == "tasks" && c.name == "parent_id");
         let mut parents = vec![];
         for chunk in rows.chunks(BATCH) {
-            let names: Vec<String> = columns.iter().map(|c| format!("\"{}\"", c.name)).collect();
-            let row = format!("({})", vec!["?"; columns.len()].join(", "));
-            let sql = format!(
-                "INSERT INTO {table} ({}) VALUES {}",
-                names.join(", "),
-                vec![row.as_str(); chunk.len()].join(", ")
-            );
-            let mut query = crate::sql::query(&sql);
-            for values in chunk {
+            let mut q = QueryBuilder::new(target.dialect(), "INSERT INTO ");
+            q.push(table).push(" (").push(&column_list(columns)).push(") VALUES ");
+            for (n, values) in chunk.iter().enumerate() {
+                q.push(if n == 0 { "(" } else { ", (" });
                 for (i, value) in values.iter().enumerate() {
+                    if i > 0 {
+                        q.push(", ");
+                    }
                     if Some(i) == parent {
                         // Set below, once every task exists.
                         parents.push((values[0].clone(), value.clone()));
-                        query = query.bind_arg(Arg::Text(None));
+                        q.push_bind(Arg::Text(None));
                     } else {
-                        query = query.bind_arg(value.clone());
+                        q.push_bind(value.clone());
                     }
                 }
+                q.push(")");
             }
-            query.execute(tx.conn()).await?;
+            q.build().execute(tx.conn()).await?;
         }
         for (id, parent) in parents {
             if matches!(parent, Arg::Text(None)) {
                 continue;
             }
             crate::sql::query("UPDATE tasks SET parent_id = ?1 WHERE id = ?2")
-                .bind_arg(parent)
-                .bind_arg(id)
+                .bind(parent)
+                .bind(id)
                 .execute(tx.conn())
                 .await?;
         }
@@ -145,11 +144,11 @@ async fn copy(source: &Store, target: &Store) -> Result<Vec<CopiedTable>> {
     if target.dialect() == Dialect::Postgres {
         // Identity columns were given explicit values: their sequences continue after them.
         for (table, column) in IDENTITIES {
-            let sql = format!(
-                "SELECT setval(pg_get_serial_sequence('{table}', '{column}'), \
-                 (SELECT COALESCE(MAX({column}), 0) + 1 FROM {table}), false)"
-            );
-            crate::sql::query(&sql).execute(tx.conn()).await?;
+            let mut q =
+                QueryBuilder::new(Dialect::Postgres, "SELECT setval(pg_get_serial_sequence(");
+            q.push_bind(*table).push(", ").push_bind(*column).push("), (SELECT COALESCE(MAX(");
+            q.push(column).push("), 0) + 1 FROM ").push(table).push("), false)");
+            q.build().execute(tx.conn()).await?;
         }
     }
     let highest = source.last_seq().await?;
@@ -177,9 +176,29 @@ async fn copy(source: &Store, target: &Store) -> Result<Vec<CopiedTable>> {
 }
 
 async fn count<'c>(db: impl IntoDb<'c>, table: &str) -> Result<u64> {
-    let sql = format!("SELECT COUNT(*) FROM {table}");
-    let n: i64 = crate::sql::query_scalar(&sql).fetch_one(db).await?;
+    let mut db = db.into_db();
+    let mut q = QueryBuilder::new(db.dialect(), "SELECT COUNT(*) FROM ");
+    q.push(table);
+    let n: i64 = q.build_query_scalar().fetch_one(&mut db).await?;
     Ok(u64::try_from(n).unwrap_or(0))
+}
+
+/// `columns`' names, quoted (a column may be named with a word PostgreSQL reserves:
+/// `executors.user`) and separated by commas.
+fn column_list(columns: &[Column]) -> String {
+    let quoted = columns.iter().map(|c| format!("\"{}\"", c.name.replace('"', "\"\"")));
+    quoted.collect::<Vec<_>>().join(", ")
+}
+
+/// Appends `SELECT` of `columns` of every row of `table` in `order` to `q` (no values: the
+/// statement is made directly for the engine whose rows are read by position).
+fn push_select_all<DB: sqlx::Database>(
+    q: &mut sqlx::QueryBuilder<'_, DB>,
+    table: &str,
+    columns: &[Column],
+    order: &str,
+) {
+    q.push("SELECT ").push(column_list(columns)).push(" FROM ").push(table).push(order);
 }
 
 /// The tables of a store and their columns (without engine-specific ones, and without
@@ -214,19 +233,17 @@ async fn columns(pool: &Pool) -> Result<Vec<(String, Vec<Column>)>> {
 
 /// Every row of `table`, in insertion order where the engine keeps one.
 async fn read_rows(pool: &Pool, table: &str, columns: &[Column]) -> Result<Vec<Vec<Arg>>> {
-    // Quoted: a column may be named with a word PostgreSQL reserves (`executors.user`).
-    let names: Vec<String> = columns.iter().map(|c| format!("\"{}\"", c.name)).collect();
     let order = match pool.dialect() {
         Dialect::Sqlite => " ORDER BY rowid",
         Dialect::Postgres if ["tasks", "turns", "messages"].contains(&table) => " ORDER BY rowid",
         Dialect::Postgres => "",
     };
-    let sql = format!("SELECT {} FROM {table}{order}", names.join(", "));
     macro_rules! decode {
         ($rows:expr) => {{
             use sqlx::Row as _;
-            let mut out = Vec::with_capacity($rows.len());
-            for row in $rows {
+            let rows = $rows;
+            let mut out = Vec::with_capacity(rows.len());
+            for row in rows {
                 let mut values = Vec::with_capacity(columns.len());
                 for (i, column) in columns.iter().enumerate() {
                     values.push(if column.integer {
@@ -241,7 +258,15 @@ async fn read_rows(pool: &Pool, table: &str, columns: &[Column]) -> Result<Vec<V
         }};
     }
     Ok(match pool {
-        Pool::Sqlite(pool) => decode!(sqlx::query(&sql).fetch_all(pool).await?),
-        Pool::Postgres(pool) => decode!(sqlx::query(&sql).fetch_all(pool).await?),
+        Pool::Sqlite(pool) => {
+            let mut q = sqlx::QueryBuilder::new("");
+            push_select_all(&mut q, table, columns, order);
+            decode!(q.build().fetch_all(pool).await?)
+        }
+        Pool::Postgres(pool) => {
+            let mut q = sqlx::QueryBuilder::new("");
+            push_select_all(&mut q, table, columns, order);
+            decode!(q.build().fetch_all(pool).await?)
+        }
     })
 }

@@ -10,7 +10,7 @@ use serde_json::value::RawValue;
 use sqlx::FromRow;
 
 use crate::db::Db;
-use crate::sql::Dialect;
+use crate::sql::{Dialect, QueryBuilder};
 use crate::{Result, Store, StoreError};
 
 /// A topic subscribers filter on, e.g. `workspace:<id>` or `session:<id>`.
@@ -210,15 +210,16 @@ impl Store {
             return Ok(vec![]);
         }
         // One range per topic; SQLite uses the (topic, seq) index for each OR branch.
-        let clauses = vec!["(topic = ? AND seq > ?)"; topics.len()].join(" OR ");
-        let sql = format!(
-            "SELECT seq, topic, action, payload, created_at FROM events WHERE {clauses} ORDER BY seq LIMIT ?"
+        let mut q = QueryBuilder::new(
+            self.dialect(),
+            "SELECT seq, topic, action, payload, created_at FROM events WHERE ",
         );
-        let mut query = crate::sql::query_as::<EventRow>(&sql);
-        for topic in topics {
-            query = query.bind(topic).bind(since.get(topic).copied().unwrap_or(0));
+        for (i, topic) in topics.iter().enumerate() {
+            q.push(if i == 0 { "(topic = " } else { " OR (topic = " }).push_bind(topic);
+            q.push(" AND seq > ").push_bind(since.get(topic).copied().unwrap_or(0)).push(")");
         }
-        let rows = query.bind(limit).fetch_all(&self.read).await?;
+        q.push(" ORDER BY seq LIMIT ").push_bind(limit);
+        let rows: Vec<EventRow> = q.build_query_as().fetch_all(&self.read).await?;
         rows.into_iter().map(Event::try_from).collect()
     }
 

@@ -8,6 +8,7 @@ use kandev_domain::{SessionId, TaskId, Timestamp};
 use sqlx::FromRow;
 
 use crate::db::Db;
+use crate::sql::QueryBuilder;
 use crate::{Result, Store, StoreError, WriteTx};
 
 /// A record to write; its id and time are the transaction's.
@@ -147,8 +148,8 @@ async fn with_attempts(mut db: Db<'_>, r: DeliveryRow) -> Result<Delivery> {
     })
 }
 
-const NOTIFICATION_COLUMNS: &str =
-    "n.id, n.kind, n.seq, n.task_id, n.session_id, n.title, n.data, n.created_at";
+const NOTIFICATION_SELECT: &str = "SELECT n.id, n.kind, n.seq, n.task_id, n.session_id, \
+    n.title, n.data, n.created_at FROM notifications n";
 
 impl Store {
     /// Records with a `seq` after `after_seq`, oldest first, at most `limit`.
@@ -157,12 +158,10 @@ impl Store {
         after_seq: i64,
         limit: i64,
     ) -> Result<Vec<NotificationRecord>> {
-        let sql = format!(
-            "SELECT {NOTIFICATION_COLUMNS} FROM notifications n WHERE n.seq > ? ORDER BY n.seq LIMIT ?"
-        );
-        crate::sql::query_as::<NotificationRow>(&sql)
-            .bind(after_seq)
-            .bind(limit)
+        let mut q = QueryBuilder::new(self.dialect(), NOTIFICATION_SELECT);
+        q.push(" WHERE n.seq > ").push_bind(after_seq);
+        q.push(" ORDER BY n.seq LIMIT ").push_bind(limit);
+        q.build_query_as::<NotificationRow>()
             .fetch_all(&self.read)
             .await?
             .into_iter()
@@ -215,11 +214,9 @@ impl Store {
         .await?;
         let mut due = Vec::with_capacity(rows.len());
         for r in rows {
-            let sql = format!("SELECT {NOTIFICATION_COLUMNS} FROM notifications n WHERE n.id = ?");
-            let notification = crate::sql::query_as::<NotificationRow>(&sql)
-                .bind(&r.notification_id)
-                .fetch_one(&self.read)
-                .await?;
+            let mut q = QueryBuilder::new(self.dialect(), NOTIFICATION_SELECT);
+            q.push(" WHERE n.id = ").push_bind(&r.notification_id);
+            let notification = q.build_query_as::<NotificationRow>().fetch_one(&self.read).await?;
             let channel = crate::sql::query_as::<ChannelRow>(
                 "SELECT * FROM notification_channels WHERE id = ?",
             )

@@ -5,14 +5,39 @@
 use kandev_domain::transcript::Message;
 use kandev_domain::{SessionId, TurnId};
 
-use crate::messages::{MESSAGE_COLUMNS, MessageRow};
+use crate::messages::{MESSAGE_SELECT, MessageRow};
+use crate::sql::QueryBuilder;
 use crate::{Result, Store, WriteTx};
 
-/// The permission requests of a session (`?1`), through their partial index
-/// (`messages_permission_requests`, migration 0019: the `kind` test must stay this literal
-/// for SQLite to use it); callers add their own conditions.
-pub(crate) const PERMISSION_REQUESTS: &str =
-    "FROM messages WHERE session_id = ?1 AND kind = 'permission_request'";
+/// Appends the condition that picks the permission requests of `session_id` to a statement
+/// over `messages`, through their partial index (`messages_permission_requests`, migration
+/// 0019: the `kind` test must stay this literal for SQLite to use it); callers add their
+/// own conditions.
+fn push_requests_of(q: &mut QueryBuilder, session_id: &SessionId) {
+    q.push(" WHERE session_id = ").push_bind(session_id.as_str());
+    q.push(" AND kind = 'permission_request'");
+}
+
+/// The permission request `request_id` of `session_id`.
+fn push_request(q: &mut QueryBuilder, session_id: &SessionId, request_id: &str) {
+    q.push(MESSAGE_SELECT);
+    push_requests_of(q, session_id);
+    q.push(" AND json_extract(metadata, '$.request_id') = ").push_bind(request_id);
+}
+
+/// The pending permission requests of `session_id`, oldest first.
+fn push_pending(q: &mut QueryBuilder, session_id: &SessionId) {
+    q.push(MESSAGE_SELECT);
+    push_requests_of(q, session_id);
+    q.push(" AND json_extract(metadata, '$.status') = 'pending' ORDER BY seq");
+}
+
+/// How many permission requests of `session_id` are pending.
+fn push_waiting(q: &mut QueryBuilder, session_id: &SessionId) {
+    q.push("SELECT COUNT(*) FROM messages");
+    push_requests_of(q, session_id);
+    q.push(" AND json_extract(metadata, '$.status') = 'pending'");
+}
 
 impl Store {
     /// The permission request message with `request_id` in a session, if any.
@@ -21,12 +46,9 @@ impl Store {
         session_id: &SessionId,
         request_id: &str,
     ) -> Result<Option<Message>> {
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} {PERMISSION_REQUESTS} AND json_extract(metadata, '$.request_id') = ?2"
-        );
-        crate::sql::query_as::<MessageRow>(&sql)
-            .bind(session_id.as_str())
-            .bind(request_id)
+        let mut q = QueryBuilder::new(self.dialect(), "");
+        push_request(&mut q, session_id, request_id);
+        q.build_query_as::<MessageRow>()
             .fetch_optional(&self.read)
             .await?
             .map(Message::try_from)
@@ -34,22 +56,24 @@ impl Store {
     }
 }
 
-/// The pending permission requests of a session, oldest first.
-fn pending_permissions_sql() -> String {
-    format!(
-        "SELECT {MESSAGE_COLUMNS} {PERMISSION_REQUESTS} AND json_extract(metadata, '$.status') = 'pending' ORDER BY seq"
-    )
-}
-
 impl WriteTx {
+    /// Whether the agent of `session_id` waits on a permission request (one recorded as
+    /// pending in its transcript).
+    pub async fn permissions_waiting(&mut self, session_id: &SessionId) -> Result<usize> {
+        let mut q = QueryBuilder::new(self.conn().dialect(), "");
+        push_waiting(&mut q, session_id);
+        let n: i64 = q.build_query_scalar().fetch_one(self.conn()).await?;
+        Ok(usize::try_from(n).unwrap_or(0))
+    }
+
     /// Pending permission requests of a session (status `pending` in their metadata).
     pub async fn pending_permission_messages(
         &mut self,
         session_id: &SessionId,
     ) -> Result<Vec<Message>> {
-        let sql = pending_permissions_sql();
-        crate::sql::query_as::<MessageRow>(&sql)
-            .bind(session_id.as_str())
+        let mut q = QueryBuilder::new(self.conn().dialect(), "");
+        push_pending(&mut q, session_id);
+        q.build_query_as::<MessageRow>()
             .fetch_all(self.conn())
             .await?
             .into_iter()
@@ -111,33 +135,27 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::{PERMISSION_REQUESTS, pending_permissions_sql};
-    use crate::Store;
+    use kandev_domain::SessionId;
 
-    /// The query plan of `sql` (one line per step).
-    async fn plan(store: &Store, sql: &str) -> String {
-        let rows: Vec<(i64, i64, i64, String)> =
-            crate::sql::query_as(&format!("EXPLAIN QUERY PLAN {sql}"))
-                .bind("s")
-                .bind("r")
-                .fetch_all(&store.read)
-                .await
-                .unwrap();
-        rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n")
-    }
+    use super::{QueryBuilder, push_pending, push_request, push_waiting};
+    use crate::Store;
+    use crate::sql::Dialect;
 
     #[tokio::test]
     async fn i15_a4_permission_lookups_use_their_index_not_the_sessions_messages() {
         let store = Store::in_memory().await.unwrap();
-        let by_id = format!(
-            "SELECT id {PERMISSION_REQUESTS} AND json_extract(metadata, '$.request_id') = ?2"
-        );
-        // `WriteTx::permissions_waiting`'s query.
-        let waiting = format!(
-            "SELECT COUNT(*) {PERMISSION_REQUESTS} AND json_extract(metadata, '$.status') = 'pending'"
-        );
-        for sql in [pending_permissions_sql(), by_id, waiting] {
-            let plan = plan(&store, &sql).await;
+        let session = SessionId::new("s");
+        let statements: [&dyn Fn(&mut QueryBuilder); 3] =
+            [&|q| push_pending(q, &session), &|q| push_request(q, &session, "r"), &|q| {
+                push_waiting(q, &session)
+            }];
+        for push in statements {
+            let mut q = QueryBuilder::new(Dialect::Sqlite, "EXPLAIN QUERY PLAN ");
+            push(&mut q);
+            let sql = q.sql().to_owned();
+            let rows: Vec<(i64, i64, i64, String)> =
+                q.build_query_as().fetch_all(&store.read).await.unwrap();
+            let plan = rows.into_iter().map(|r| r.3).collect::<Vec<_>>().join("\n");
             assert!(plan.contains("messages_permission_requests"), "{sql}\n{plan}");
         }
     }

@@ -6,6 +6,7 @@ use kandev_domain::{SessionId, TaskId, Timestamp};
 use sqlx::FromRow;
 
 use crate::db::Db;
+use crate::sql::QueryBuilder;
 use crate::{Result, Store, StoreError, WriteTx};
 
 #[derive(FromRow)]
@@ -50,9 +51,9 @@ const SELECT: &str = "SELECT id, session_id, task_id, question, options, status,
     created_at, expires_at, resolved_at FROM user_questions";
 
 async fn get(mut db: Db<'_>, id: &str) -> Result<Question> {
-    let sql = format!("{SELECT} WHERE id = ?");
-    crate::sql::query_as::<QuestionRow>(&sql)
-        .bind(id)
+    let mut q = QueryBuilder::new(db.dialect(), SELECT);
+    q.push(" WHERE id = ").push_bind(id);
+    q.build_query_as::<QuestionRow>()
         .fetch_optional(&mut db)
         .await?
         .ok_or_else(|| StoreError::not_found("question", id))
@@ -66,11 +67,10 @@ impl Store {
 
     /// A session's questions, oldest first.
     pub async fn session_questions(&self, session_id: &SessionId) -> Result<Vec<Question>> {
-        let sql = format!("{SELECT} WHERE session_id = ? ORDER BY created_at, id");
-        let rows = crate::sql::query_as::<QuestionRow>(&sql)
-            .bind(session_id.as_str())
-            .fetch_all(&self.read)
-            .await?;
+        let mut q = QueryBuilder::new(self.dialect(), SELECT);
+        q.push(" WHERE session_id = ").push_bind(session_id.as_str());
+        q.push(" ORDER BY created_at, id");
+        let rows: Vec<QuestionRow> = q.build_query_as().fetch_all(&self.read).await?;
         rows.into_iter().map(Question::try_from).collect()
     }
 }
@@ -135,15 +135,13 @@ impl WriteTx {
         &mut self,
         session_id: Option<&SessionId>,
     ) -> Result<Vec<Question>> {
-        let sql = format!(
-            "{SELECT} WHERE status = 'pending' AND (? IS NULL OR session_id = ?) ORDER BY created_at, id"
-        );
-        let session = session_id.map(|s| s.as_str().to_owned());
-        let rows = crate::sql::query_as::<QuestionRow>(&sql)
-            .bind(session.clone())
-            .bind(session)
-            .fetch_all(self.conn())
-            .await?;
+        let mut q = QueryBuilder::new(self.conn().dialect(), SELECT);
+        q.push(" WHERE status = 'pending'");
+        if let Some(session_id) = session_id {
+            q.push(" AND session_id = ").push_bind(session_id.as_str());
+        }
+        q.push(" ORDER BY created_at, id");
+        let rows: Vec<QuestionRow> = q.build_query_as().fetch_all(self.conn()).await?;
         rows.into_iter().map(Question::try_from).collect()
     }
 }

@@ -6,7 +6,7 @@
 use kandev_domain::{MessageId, SessionId, TaskId, WorkspaceId};
 use sqlx::FromRow;
 
-use crate::sql::Dialect;
+use crate::sql::{Dialect, QueryBuilder};
 use crate::{Result, Store, StoreError};
 
 /// What to search.
@@ -61,25 +61,48 @@ const CLOSE: char = '\u{3}';
 // `Store::search` makes the snippets of the returned page only ([`SNIPPET`]: a snippet reads
 // and tokenizes the whole text again, and made for every ranked row, up to [`RANK_WINDOW`]
 // per index, it was a fifth of a common word's statement). `idx` says which index a hit
-// came from, `rid` is its rowid there.
-const TASK_HITS: &str = "SELECT 0 AS idx, tasks_fts.rowid AS rid, t.id AS task_id, t.title AS title, \
+// came from, `rid` is its rowid there. Each is written in the parts around its values
+// ([`Parts`]): the query text, then the workspace.
+const TASK_HITS: Parts = [
+    "SELECT 0 AS idx, tasks_fts.rowid AS rid, t.id AS task_id, t.title AS title, \
      NULL AS session_id, NULL AS message_id, NULL AS seq, bm25(tasks_fts) AS rank \
      FROM tasks_fts JOIN tasks t ON t.rowid = tasks_fts.rowid \
-     WHERE tasks_fts MATCH ?1 AND t.workspace_id = ?2 AND t.archived_at IS NULL";
+     WHERE tasks_fts MATCH ",
+    " AND t.workspace_id = ",
+    " AND t.archived_at IS NULL",
+];
 
-const MESSAGE_HITS: &str = "SELECT 1 AS idx, messages_fts.rowid AS rid, t.id AS task_id, t.title AS title, \
+const MESSAGE_HITS: Parts = [
+    "SELECT 1 AS idx, messages_fts.rowid AS rid, t.id AS task_id, t.title AS title, \
      m.session_id AS session_id, m.id AS message_id, m.seq AS seq, bm25(messages_fts) AS rank \
      FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid \
      JOIN sessions s ON s.id = m.session_id JOIN tasks t ON t.id = s.task_id \
-     WHERE messages_fts MATCH ?1 AND t.workspace_id = ?2 AND t.archived_at IS NULL";
+     WHERE messages_fts MATCH ",
+    " AND t.workspace_id = ",
+    " AND t.archived_at IS NULL",
+];
 
 /// A page hit's snippet, looked up by its index and rowid (FTS5 seeks the rowid in the
-/// query's position lists).
-const SNIPPET: &str = "CASE page.idx \
+/// query's position lists); the query text goes between the parts, twice.
+const SNIPPET: Parts = [
+    "CASE page.idx \
      WHEN 0 THEN (SELECT snippet(tasks_fts, -1, char(2), char(3), '…', 16) FROM tasks_fts \
-         WHERE tasks_fts MATCH ?1 AND tasks_fts.rowid = page.rid) \
+         WHERE tasks_fts MATCH ",
+    " AND tasks_fts.rowid = page.rid) \
      ELSE (SELECT snippet(messages_fts, 0, char(2), char(3), '…', 16) FROM messages_fts \
-         WHERE messages_fts MATCH ?1 AND messages_fts.rowid = page.rid) END";
+         WHERE messages_fts MATCH ",
+    " AND messages_fts.rowid = page.rid) END",
+];
+
+/// A statement's text in three parts, with a value bound between the first and second and
+/// another between the second and third ([`push_parts`]).
+type Parts = [&'static str; 3];
+
+/// Appends `parts` with `first` and `second` bound between them.
+fn push_parts(q: &mut QueryBuilder, parts: Parts, first: &str, second: &str) {
+    let [head, middle, tail] = parts;
+    q.push(head).push_bind(first).push(middle).push_bind(second).push(tail);
+}
 
 fn parts(snippet: &str) -> Vec<SnippetPart> {
     let mut parts = vec![];
@@ -134,24 +157,32 @@ pub const RANK_WINDOW: i64 = 1_000;
 /// read by `websearch_to_tsquery` (words, "phrases", `or`, `-word`; it never refuses a
 /// query), `ts_headline` snippets with the same marks, and `-ts_rank` so lower is better as
 /// with bm25.
-const PG_TASK_HITS: &str = "SELECT 0 AS idx, t.rowid AS rid, t.id AS task_id, t.title AS title, \
+const PG_TASK_HITS: Parts = [
+    "SELECT 0 AS idx, t.rowid AS rid, t.id AS task_id, t.title AS title, \
      CAST(NULL AS TEXT) AS session_id, CAST(NULL AS TEXT) AS message_id, CAST(NULL AS BIGINT) AS seq, \
      CAST(-ts_rank(kandev_tsv(t.title || ' ' || t.description), q) AS DOUBLE PRECISION) AS rank \
-     FROM tasks t, websearch_to_tsquery('simple', ?1) q \
-     WHERE kandev_tsv(t.title || ' ' || t.description) @@ q AND t.workspace_id = ?2 AND t.archived_at IS NULL";
+     FROM tasks t, websearch_to_tsquery('simple', ",
+    ") q WHERE kandev_tsv(t.title || ' ' || t.description) @@ q AND t.workspace_id = ",
+    " AND t.archived_at IS NULL",
+];
 
-const PG_MESSAGE_HITS: &str = "SELECT 1 AS idx, m.rowid AS rid, t.id AS task_id, t.title AS title, \
+const PG_MESSAGE_HITS: Parts = [
+    "SELECT 1 AS idx, m.rowid AS rid, t.id AS task_id, t.title AS title, \
      m.session_id AS session_id, m.id AS message_id, m.seq AS seq, \
      CAST(-ts_rank(kandev_tsv(m.content), q) AS DOUBLE PRECISION) AS rank \
      FROM messages m JOIN sessions s ON s.id = m.session_id JOIN tasks t ON t.id = s.task_id, \
-     websearch_to_tsquery('simple', ?1) q \
-     WHERE kandev_tsv(m.content) @@ q AND t.workspace_id = ?2 AND t.archived_at IS NULL";
+     websearch_to_tsquery('simple', ",
+    ") q WHERE kandev_tsv(m.content) @@ q AND t.workspace_id = ",
+    " AND t.archived_at IS NULL",
+];
 
-const PG_SNIPPET: &str = "CASE page.idx \
-     WHEN 0 THEN (SELECT ts_headline('simple', t.title || ' ' || t.description, websearch_to_tsquery('simple', ?1), \
-         'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=16, MinWords=4') FROM tasks t WHERE t.rowid = page.rid) \
-     ELSE (SELECT ts_headline('simple', left(m.content, 200000), websearch_to_tsquery('simple', ?1), \
-         'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=16, MinWords=4') FROM messages m WHERE m.rowid = page.rid) END";
+const PG_SNIPPET: Parts = [
+    "CASE page.idx \
+     WHEN 0 THEN (SELECT ts_headline('simple', t.title || ' ' || t.description, websearch_to_tsquery('simple', ",
+    "), 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=16, MinWords=4') FROM tasks t WHERE t.rowid = page.rid) \
+     ELSE (SELECT ts_headline('simple', left(m.content, 200000), websearch_to_tsquery('simple', ",
+    "), 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=16, MinWords=4') FROM messages m WHERE m.rowid = page.rid) END",
+];
 
 /// The order of hits, total so that pages never repeat or skip a hit of equal rank (PostgreSQL
 /// sorts ties of a top-N differently for each LIMIT/OFFSET); NULLs first on both engines
@@ -162,7 +193,7 @@ const HITS_ORDER: &str =
 /// One searched index in one dialect: its hits, the statement that finds the rowid of its
 /// [`RANK_WINDOW`]-th newest match, and how a hit's rowid is named in `hits`.
 struct Index {
-    hits: &'static str,
+    hits: Parts,
     window: &'static str,
     rowid: &'static str,
 }
@@ -290,13 +321,19 @@ async fn window_start(store: &Store, index: &Index, query: &str) -> Result<Optio
         .map_err(search_error)
 }
 
-/// `index`'s hits limited to the rows from `start` on, when the query has a window. (A
-/// rowid bound on a query with few matches makes SQLite scan the range instead: only add it
-/// when needed.)
-fn windowed(index: &Index, start: Option<i64>) -> String {
-    match start {
-        Some(rowid) => format!("{} AND {} >= {rowid}", index.hits, index.rowid),
-        None => index.hits.to_owned(),
+/// Appends `index`'s hits of `query` in `workspace`, limited to the rows from `start` on when
+/// the query has a window. (A rowid bound on a query with few matches makes SQLite scan the
+/// range instead: only add it when needed.)
+fn push_hits(
+    q: &mut QueryBuilder,
+    index: &Index,
+    query: &str,
+    workspace: &str,
+    start: Option<i64>,
+) {
+    push_parts(q, index.hits, query, workspace);
+    if let Some(rowid) = start {
+        q.push(" AND ").push(index.rowid).push(" >= ").push_bind(rowid);
     }
 }
 
@@ -312,7 +349,6 @@ impl Store {
         limit: i64,
         offset: i64,
     ) -> Result<SearchPage> {
-        let mut selects = vec![];
         let query = match self.dialect() {
             Dialect::Sqlite => query.to_owned(),
             Dialect::Postgres => {
@@ -322,33 +358,32 @@ impl Store {
         };
         let query = query.as_str();
         let [tasks, messages] = indexes(self.dialect());
+        let mut q = QueryBuilder::new(self.dialect(), "WITH page AS (");
+        let mut searched = 0;
         for (on, index) in [(kinds.tasks, tasks), (kinds.messages, messages)] {
             if on {
                 let start = window_start(self, &index, query).await?;
-                selects.push(windowed(&index, start));
+                if searched > 0 {
+                    q.push(" UNION ALL ");
+                }
+                push_hits(&mut q, &index, query, workspace_id.as_str(), start);
+                searched += 1;
             }
         }
-        if selects.is_empty() {
+        if searched == 0 {
             return Ok(SearchPage { hits: vec![], next_offset: None });
         }
         let snippet = match self.dialect() {
             Dialect::Sqlite => SNIPPET,
             Dialect::Postgres => PG_SNIPPET,
         };
-        let sql = format!(
-            "WITH page AS ({} {HITS_ORDER} LIMIT ?3 OFFSET ?4) \
-             SELECT task_id, title, session_id, message_id, seq, rank, {snippet} AS snippet \
-             FROM page {HITS_ORDER}",
-            selects.join(" UNION ALL ")
-        );
-        let rows = crate::sql::query_as::<HitRow>(&sql)
-            .bind(query)
-            .bind(workspace_id.as_str())
-            .bind(limit + 1)
-            .bind(offset)
-            .fetch_all(&self.read)
-            .await
-            .map_err(search_error)?;
+        q.push(" ").push(HITS_ORDER);
+        q.push(" LIMIT ").push_bind(limit + 1).push(" OFFSET ").push_bind(offset);
+        q.push(") SELECT task_id, title, session_id, message_id, seq, rank, ");
+        push_parts(&mut q, snippet, query, query);
+        q.push(" AS snippet FROM page ").push(HITS_ORDER);
+        let rows: Vec<HitRow> =
+            q.build_query_as().fetch_all(&self.read).await.map_err(search_error)?;
         let more = rows.len() as i64 > limit;
         let hits = rows
             .into_iter()

@@ -1,6 +1,7 @@
 //! Issue 13 (store by aggregate): every table is queried from its aggregate's file only,
 //! and no SQL statement is written twice (a read both `Store` and `WriteTx` answer is one
-//! function over `db::Db`). Reads the crate's sources; adding a table means naming its file.
+//! function over `db::Db`). Reads the crate's sources, files in module directories too
+//! (`tasks/board.rs` belongs to `tasks.rs`); adding a table means naming its file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -143,33 +144,51 @@ fn tables_of(sql: &str) -> BTreeSet<String> {
         .collect()
 }
 
-fn sources() -> BTreeMap<String, String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = BTreeMap::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "rs") {
+/// Every source file of the crate, by the aggregate file it belongs to: `x.rs`, or for a
+/// module split into a directory, each file under `x/` as `x.rs` (so a table owned by
+/// `tasks.rs` may be queried from `tasks/board.rs`). With each file's source, its path.
+fn sources() -> Vec<(String, String, String)> {
+    fn walk(dir: &Path, module: Option<&str>, out: &mut Vec<(String, String, String)>) {
+        let mut entries: Vec<_> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        for path in entries {
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            files.insert(name, std::fs::read_to_string(&path).unwrap());
+            if path.is_dir() {
+                walk(&path, Some(module.unwrap_or(&name)), out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let owner = match module {
+                    Some(module) => format!("{module}.rs"),
+                    None => name,
+                };
+                let shown = path.strip_prefix(src_dir()).unwrap().display().to_string();
+                out.push((owner, shown, std::fs::read_to_string(&path).unwrap()));
+            }
         }
     }
+    let mut files = vec![];
+    walk(&src_dir(), None, &mut files);
     files
+}
+
+fn src_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
 #[test]
 fn i13_each_table_is_queried_from_its_aggregate_file_only() {
     let owners: BTreeMap<&str, &str> = OWNERS.iter().copied().collect();
     let mut problems = vec![];
-    for (file, src) in sources() {
+    for (file, path, src) in sources() {
         for sql in sql_of(&src) {
             for table in tables_of(&sql) {
                 match owners.get(table.as_str()) {
-                    None => problems.push(format!("{file}: table {table} has no owner in OWNERS")),
+                    None => problems.push(format!("{path}: table {table} has no owner in OWNERS")),
                     Some(owner) if *owner == file => {}
                     Some(owner) => {
                         if !ALLOWED.iter().any(|(f, t, _)| *f == file && *t == table) {
                             problems
-                                .push(format!("{file} queries {table}, owned by {owner}: {sql}"));
+                                .push(format!("{path} queries {table}, owned by {owner}: {sql}"));
                         }
                     }
                 }
@@ -183,10 +202,10 @@ fn i13_each_table_is_queried_from_its_aggregate_file_only() {
 fn i13_no_sql_statement_is_written_twice() {
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     let mut twice = vec![];
-    for (file, src) in sources() {
+    for (_, path, src) in sources() {
         for sql in sql_of(&src) {
-            if let Some(first) = seen.insert(sql.clone(), file.clone()) {
-                twice.push(format!("{first} and {file}: {sql}"));
+            if let Some(first) = seen.insert(sql.clone(), path.clone()) {
+                twice.push(format!("{first} and {path}: {sql}"));
             }
         }
     }
@@ -205,4 +224,13 @@ fn the_sql_scanner_finds_tables_and_statements() {
     );
     let tables: Vec<String> = tables_of(&sql[0]).into_iter().collect();
     assert_eq!(tables, ["t1", "t2", "t3"]);
+}
+
+#[test]
+fn files_of_a_module_directory_are_scanned_as_their_aggregates() {
+    let files = sources();
+    let owner_of = |path: &str| files.iter().find(|(_, p, _)| p == path).map(|(o, _, _)| o.clone());
+    assert_eq!(owner_of("tasks/board.rs").as_deref(), Some("tasks.rs"));
+    assert_eq!(owner_of("messages/group.rs").as_deref(), Some("messages.rs"));
+    assert_eq!(owner_of("sql.rs").as_deref(), Some("sql.rs"));
 }
