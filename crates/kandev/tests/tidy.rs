@@ -101,6 +101,21 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
             "kandev-mock-agent",
         ],
     ),
+    // Shared test support, below every crate that takes it (the runtime too): the domain's
+    // types (an SSH executor's settings) and nothing of Kandev's machinery.
+    (
+        "kandev-testkit",
+        &[
+            "kandev-store",
+            "kandev-workflow-yaml",
+            "kandev-acp",
+            "kandev-runtime",
+            "kandev-engine",
+            "kandev-server",
+            "kandev-api-types",
+            "kandev-mock-agent",
+        ],
+    ),
     // The benchmark drives the real binary through the public API only.
     (
         "kandev-bench",
@@ -169,6 +184,10 @@ fn crates_depend_only_on_lower_layers() {
                 violations.push(format!("{name} has no layering rule in tidy.rs"))
             }
             None => {}
+        }
+        // Test support is never shipped: a dev-dependency only.
+        if deps.contains("kandev-testkit") {
+            violations.push(format!("{name} takes kandev-testkit as more than a dev-dependency"));
         }
     }
     assert!(
@@ -390,8 +409,11 @@ fn every_rust_file_opens_with_a_module_doc_line() {
 fn only_the_runtime_crate_starts_processes() {
     let mut files = vec![];
     for entry in std::fs::read_dir(workspace_root().join("crates")).unwrap().flatten() {
-        // The benchmark starts the real server and raw mock agents as a user would.
-        if entry.file_name() != "kandev-runtime" && entry.file_name() != "kandev-bench" {
+        // The benchmark starts the real server and raw mock agents as a user would; the test
+        // support starts the real binary, git and sshd as a test would.
+        if !["kandev-runtime", "kandev-bench", "kandev-testkit"]
+            .contains(&&*entry.file_name().to_string_lossy())
+        {
             rust_files(&entry.path().join("src"), &mut files);
         }
     }
