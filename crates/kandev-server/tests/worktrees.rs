@@ -5,35 +5,18 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::{TestServer, of_kind, step_id};
+use kandev_testkit::git::{git, init};
 use serde_json::{Value, json};
-
-/// Runs git in `dir`; returns its trimmed stdout, panicking on failure.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git").args(args).current_dir(dir).output().expect("run git");
-    assert!(
-        output.status.success(),
-        "git {args:?} in {} failed: {}",
-        dir.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim_end().to_owned()
-}
 
 /// A repository on `main` with a local identity; `commit` adds README.md in a first commit.
 fn repository(commit: bool) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["config", "user.name", "Test User"]);
-    git(&repo, &["config", "user.email", "test@example.com"]);
+    init(&repo);
     if commit {
-        std::fs::write(repo.join("README.md"), "hello\n").unwrap();
-        git(&repo, &["add", "-A"]);
-        git(&repo, &["commit", "-q", "-m", "initial"]);
+        kandev_testkit::git::commit(&repo, &[("README.md", "hello\n")], "initial");
     }
     (tmp, repo)
 }
@@ -707,30 +690,16 @@ async fn wait_output(server: &TestServer, session: &str, needle: &str) -> Vec<Va
     }
 }
 
-/// Waits (bounded) until `path` holds a pid; returns it.
-async fn wait_pid(path: &Path) -> i32 {
-    let deadline = std::time::Instant::now() + common::WAIT;
-    loop {
-        if let Some(pid) = std::fs::read_to_string(path).ok().and_then(|p| p.trim().parse().ok()) {
-            return pid;
-        }
-        assert!(std::time::Instant::now() < deadline, "{} was never written", path.display());
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-}
-
-/// Waits (bounded) until the process is gone (or a zombie waiting to be reaped).
+/// Waits (bounded) until the process is gone (or a zombie waiting to be reaped): a process
+/// this test does not own, whose end announces nothing.
 async fn wait_gone(pid: i32) {
-    let deadline = std::time::Instant::now() + common::WAIT;
-    loop {
+    let what = format!("process {pid} to end");
+    kandev_testkit::eventually_within(common::WAIT, what, async || {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
-        if stat.is_empty() || state == Some("Z") {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "process {pid} survived");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+        stat.is_empty() || state == Some("Z")
+    })
+    .await;
 }
 
 /// Sends a request and hangs up without reading the answer (a closed browser tab).
@@ -826,7 +795,7 @@ async fn i12_f7_stop_during_setup_kills_it_and_the_next_start_runs_it_again() {
         .await
         .expect("the launch answers without waiting for the setup script");
     let session = launched["id"].as_str().unwrap().to_owned();
-    let background = wait_pid(&control.path().join("bg.pid")).await;
+    let background = kandev_testkit::wait::file_value::<i32>(&control.path().join("bg.pid")).await;
 
     let stopped = server.call("session.stop", json!({"id": session})).await;
     assert_eq!(stopped["session"]["state"], "WAITING_FOR_INPUT");
@@ -855,7 +824,7 @@ async fn i12_f7_an_archive_racing_a_launch_never_removes_the_new_agents_worktree
     let launched = tokio::time::timeout(common::WAIT, board.launch(&task)).await.unwrap();
     let session = launched["id"].as_str().unwrap().to_owned();
     let cwd = PathBuf::from(launched["cwd"].as_str().unwrap());
-    let background = wait_pid(&control.path().join("bg.pid")).await;
+    let background = kandev_testkit::wait::file_value::<i32>(&control.path().join("bg.pid")).await;
 
     let archived = tokio::time::timeout(
         common::WAIT,

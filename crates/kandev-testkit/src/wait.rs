@@ -73,6 +73,13 @@ pub async fn poll<D: Done>(
     }
 }
 
+/// Waits until the file at `path` holds a `T` (its trimmed text parses: a pid a script wrote,
+/// say) and returns it; fails the test past [`DEADLINE`].
+pub async fn file_value<T: std::str::FromStr>(path: &std::path::Path) -> T {
+    let what = format!("a value in {}", path.display());
+    eventually(what, async || std::fs::read_to_string(path).ok()?.trim().parse().ok()).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

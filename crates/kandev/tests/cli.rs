@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 mod support;
 
-use support::{KANDEV, Server, alive, call, eventually, eventually_within};
+use support::{KANDEV, Server, alive, call, eventually_within};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -205,10 +205,7 @@ async fn i20_d21_a_cleanup_script_dies_with_its_remote_op() {
         .unwrap();
     // The script is the operation's child, which tells this test nothing: its pid file is
     // looked at until it is written, and its process until it is gone.
-    let script_pid = eventually("the script starts", async || {
-        std::fs::read_to_string(&pid_file).ok()?.trim().parse::<u32>().ok()
-    })
-    .await;
+    let script_pid: u32 = kandev_testkit::wait::file_value(&pid_file).await;
     assert!(alive(script_pid));
     let group = nix::unistd::Pid::from_raw(i32::try_from(op.id()).unwrap());
     nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).unwrap();
