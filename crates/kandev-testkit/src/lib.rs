@@ -24,10 +24,11 @@ mod ssh_settings;
 #[cfg(feature = "server")]
 pub mod sshd;
 
+pub use tempfile::TempDir;
 pub use wait::{DEADLINE, Done, eventually, eventually_within};
 
 /// A new directory under the system's temp dir whose name starts with `kandev-<label>-`
 /// (so a kept or leaked one says which test made it); removed when dropped.
-pub fn temp_dir(label: &str) -> tempfile::TempDir {
+pub fn temp_dir(label: &str) -> TempDir {
     tempfile::Builder::new().prefix(&format!("kandev-{label}-")).tempdir().unwrap()
 }
