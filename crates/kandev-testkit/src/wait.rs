@@ -55,7 +55,8 @@ pub async fn eventually_within<D: Done>(
 
 /// Looks at `check` now and every [`POLL`] until it is done (`Some(value)`), or `within` has
 /// passed (`None`, after one last look), for a test that says more than a timeout would
-/// when it fails. The bound is wall-clock time.
+/// when it fails. The bound is wall-clock time; the pauses are tokio sleeps, so under paused
+/// tokio time they take no real time (the looks come as fast as the check runs).
 pub async fn poll<D: Done>(
     within: Duration,
     mut check: impl AsyncFnMut() -> D,

@@ -1,4 +1,4 @@
-//! Issue 20, the SSH executor's transport against a real OpenSSH server (support/sshd.rs):
+//! Issue 20, the SSH executor's transport against a real OpenSSH server (kandev_testkit::sshd):
 //! host keys are checked and an unknown one is refused with how to trust it, the remote
 //! `kandev` is installed or replaced when of another version, and an ACP turn of the mock
 //! agent runs through `kandev runner --stdio` on the far side; the connection dropped five

@@ -1,6 +1,6 @@
 //! Issue 20, SSH executor: what a task's agent on a build host gets besides its turns — the
 //! files attached to a prompt, and the repository's cleanup script when the task is archived.
-//! A real OpenSSH server (support/sshd.rs) and the real `kandev serve`, started where the
+//! A real OpenSSH server (kandev_testkit::sshd) and the real `kandev serve`, started where the
 //! build host's remote home is hidden from it (`Kandev::start_hiding`): like a server on
 //! another machine, it can reach the build host's files only through the SSH link.
 

@@ -1,5 +1,5 @@
 //! Issue 20 acceptance 3: a task whose repository uses an SSH executor (a real OpenSSH
-//! server, support/sshd.rs; the "build host" is this machine with a temp remote home) runs a
+//! server, kandev_testkit::sshd; the "build host" is this machine with a temp remote home) runs a
 //! whole session through the real `kandev serve`: the worktree is made on the build host, the
 //! mock agent runs there (the remote copy of the binary) under the SSH connection, writes a
 //! file, and the diff and commit actions act on the remote worktree; archiving removes it.
