@@ -176,7 +176,8 @@ pub fn exited_within(child: &mut Child, within: Duration) -> Option<ExitStatus> 
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let _ = waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT);
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+        while waitid(Id::Pid(pid), flags) == Err(nix::errno::Errno::EINTR) {}
         let _ = tx.send(());
     });
     let ended = rx.recv_timeout(within).is_ok();
@@ -499,5 +500,20 @@ impl Watch {
             ready(&stored).then_some(stored)
         })
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_that_ends_is_awaited_and_one_that_runs_on_is_killed() {
+        let mut quick = Command::new("sh").args(["-c", "exit 3"]).spawn().unwrap();
+        let status = exited_within(&mut quick, DEADLINE).expect("it ended");
+        assert_eq!(status.code(), Some(3), "its own status, not reaped by the waiter");
+        let mut slow = Command::new("sleep").arg("600").spawn().unwrap();
+        assert_eq!(exited_within(&mut slow, Duration::from_millis(50)), None);
+        assert!(!alive(slow.id()), "killed and reaped");
     }
 }
