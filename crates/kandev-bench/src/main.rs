@@ -8,7 +8,7 @@ mod faults;
 mod harness;
 mod perf;
 /// The SSH executor tests' real OpenSSH server on loopback (one definition for both).
-#[path = "../../kandev/tests/support/sshd.rs"]
+#[path = "../../kandev-testkit/src/sshd.rs"]
 mod sshd;
 
 use std::path::{Path, PathBuf};

@@ -4,12 +4,12 @@ mod support;
 
 use kandev_mock_agent::{CallKind, Counters, MockConfig};
 use serde_json::json;
-use support::{Client, TempDir, message_texts, script, updates_of};
+use support::{Client, message_texts, script, temp_dir, updates_of};
 
 #[tokio::test]
 async fn cancel_during_sleep_ends_the_turn_cancelled_promptly() {
-    let dir = TempDir::new("cancel-sleep");
-    let state = TempDir::new("cancel-sleep-state");
+    let dir = temp_dir("cancel-sleep");
+    let state = temp_dir("cancel-sleep-state");
     let mut client = Client::with_state(state.path());
     client.initialize().await;
     let session = client.new_session(dir.path()).await;
@@ -33,7 +33,7 @@ async fn cancel_during_sleep_ends_the_turn_cancelled_promptly() {
 
 #[tokio::test]
 async fn cancel_during_a_permission_wait_ends_the_turn_and_ignores_the_late_answer() {
-    let dir = TempDir::new("cancel-permission");
+    let dir = temp_dir("cancel-permission");
     let mut client = Client::start(MockConfig::default());
     client.initialize().await;
     let session = client.new_session(dir.path()).await;
@@ -52,7 +52,7 @@ async fn cancel_during_a_permission_wait_ends_the_turn_and_ignores_the_late_answ
 
 #[tokio::test]
 async fn cancel_as_a_request_is_answered() {
-    let dir = TempDir::new("cancel-request");
+    let dir = temp_dir("cancel-request");
     let mut client = Client::start(MockConfig::default());
     client.initialize().await;
     let session = client.new_session(dir.path()).await;
@@ -63,7 +63,7 @@ async fn cancel_as_a_request_is_answered() {
 
 #[tokio::test(start_paused = true)]
 async fn hang_on_cancel_keeps_the_turn_going_to_its_normal_end() {
-    let dir = TempDir::new("hang-on-cancel");
+    let dir = temp_dir("hang-on-cancel");
     let mut client = Client::start(MockConfig { hang_on_cancel: true, ..MockConfig::default() });
     client.initialize().await;
     let session = client.new_session(dir.path()).await;

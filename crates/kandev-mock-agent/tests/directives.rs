@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use kandev_mock_agent::script::stream_chunk_text;
 use kandev_mock_agent::{GARBAGE_LINE, MockConfig, RunOutcome};
+use kandev_testkit::TempDir;
 use serde_json::{Value, json};
-use support::{Client, TempDir, chunk_texts, message_texts, script, updates_of};
+use support::{Client, chunk_texts, message_texts, script, temp_dir, updates_of};
 
 async fn ready(dir: &TempDir) -> (Client, String) {
     let mut client = Client::start(MockConfig::default());
@@ -18,7 +19,7 @@ async fn ready(dir: &TempDir) -> (Client, String) {
 
 #[tokio::test]
 async fn say_think_tool_plan_and_usage_produce_their_updates_in_order() {
-    let dir = TempDir::new("updates");
+    let dir = temp_dir("updates");
     let (mut client, session) = ready(&dir).await;
     let prompt = format!(
         "Step: implement the task\nplan mode instructions\n{}",
@@ -82,7 +83,7 @@ async fn say_think_tool_plan_and_usage_produce_their_updates_in_order() {
 
 #[tokio::test]
 async fn stream_sends_every_chunk_in_order() {
-    let dir = TempDir::new("stream");
+    let dir = temp_dir("stream");
     let (mut client, session) = ready(&dir).await;
     let (updates, answer) = client.prompt_turn(&session, &script(&["stream 2000 100"])).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn");
@@ -96,7 +97,7 @@ async fn stream_sends_every_chunk_in_order() {
 
 #[tokio::test]
 async fn stop_ends_the_turn_with_its_reason_and_skips_the_rest() {
-    let dir = TempDir::new("stop");
+    let dir = temp_dir("stop");
     let (mut client, session) = ready(&dir).await;
     let (updates, answer) =
         client.prompt_turn(&session, &script(&["say one", "stop max_tokens", "say two"])).await;
@@ -107,7 +108,7 @@ async fn stop_ends_the_turn_with_its_reason_and_skips_the_rest() {
 
 #[tokio::test]
 async fn error_answers_the_prompt_with_a_json_rpc_error() {
-    let dir = TempDir::new("error");
+    let dir = temp_dir("error");
     let (mut client, session) = ready(&dir).await;
     let (updates, answer) =
         client.prompt_turn(&session, &script(&["say before", "error -32000 please log in"])).await;
@@ -121,7 +122,7 @@ async fn error_answers_the_prompt_with_a_json_rpc_error() {
 
 #[tokio::test]
 async fn an_invalid_script_is_refused_with_invalid_params() {
-    let dir = TempDir::new("invalid");
+    let dir = temp_dir("invalid");
     let (mut client, session) = ready(&dir).await;
     let (updates, answer) = client.prompt_turn(&session, &script(&["say ok", "fly"])).await;
     assert!(updates.is_empty());
@@ -132,7 +133,7 @@ async fn an_invalid_script_is_refused_with_invalid_params() {
 
 #[tokio::test]
 async fn crash_writes_what_came_before_then_ends_the_run_with_its_code() {
-    let dir = TempDir::new("crash");
+    let dir = temp_dir("crash");
     let (mut client, session) = ready(&dir).await;
     client.prompt(&session, &script(&["say last words", "crash 3", "say never"])).await;
     let update = client.next().await;
@@ -142,7 +143,7 @@ async fn crash_writes_what_came_before_then_ends_the_run_with_its_code() {
 
 #[tokio::test]
 async fn crash_without_code_exits_with_one() {
-    let dir = TempDir::new("crash1");
+    let dir = temp_dir("crash1");
     let (mut client, session) = ready(&dir).await;
     client.prompt(&session, &script(&["crash"])).await;
     assert_eq!(client.finish().await.exit_code(), 1);
@@ -150,7 +151,7 @@ async fn crash_without_code_exits_with_one() {
 
 #[tokio::test(start_paused = true)]
 async fn hang_never_answers_even_after_cancel_but_the_agent_stays_responsive() {
-    let dir = TempDir::new("hang");
+    let dir = temp_dir("hang");
     let (mut client, session) = ready(&dir).await;
     let hung = client.prompt(&session, &script(&["say stuck", "hang"])).await;
     assert_eq!(client.next().await["params"]["update"]["content"]["text"], "stuck");
@@ -169,7 +170,7 @@ async fn hang_never_answers_even_after_cancel_but_the_agent_stays_responsive() {
 
 #[tokio::test]
 async fn garbage_writes_one_non_json_line() {
-    let dir = TempDir::new("garbage");
+    let dir = temp_dir("garbage");
     let (mut client, session) = ready(&dir).await;
     let id = client.prompt(&session, &script(&["garbage", "say after"])).await;
     assert_eq!(client.next_line().await, GARBAGE_LINE);
@@ -182,7 +183,7 @@ async fn garbage_writes_one_non_json_line() {
 
 #[tokio::test]
 async fn bigline_writes_one_oversized_valid_json_line() {
-    let dir = TempDir::new("bigline");
+    let dir = temp_dir("bigline");
     let (mut client, session) = ready(&dir).await;
     let id = client.prompt(&session, &script(&["bigline 3000000"])).await;
     let line = client.next_line().await;
@@ -195,7 +196,7 @@ async fn bigline_writes_one_oversized_valid_json_line() {
 }
 
 async fn permission_round(option: Value) -> (Vec<Value>, Value, Value) {
-    let dir = TempDir::new("permission");
+    let dir = temp_dir("permission");
     let (mut client, session) = ready(&dir).await;
     let id = client.prompt(&session, &script(&["ask_permission Delete build dir"])).await;
     let request = client.next().await;
@@ -231,7 +232,7 @@ async fn ask_permission_offers_allow_and_reject_and_says_the_choice() {
 
 #[tokio::test]
 async fn write_goes_directly_into_the_cwd_without_the_client_capability() {
-    let dir = TempDir::new("write-direct");
+    let dir = temp_dir("write-direct");
     let (mut client, session) = ready(&dir).await;
     let (updates, answer) = client
         .prompt_turn(
@@ -248,7 +249,7 @@ async fn write_goes_directly_into_the_cwd_without_the_client_capability() {
 
 #[tokio::test]
 async fn write_outside_the_cwd_is_refused() {
-    let dir = TempDir::new("write-escape");
+    let dir = temp_dir("write-escape");
     let (mut client, session) = ready(&dir).await;
     let (updates, answer) = client.prompt_turn(&session, &script(&["write ../escape.txt x"])).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn");
@@ -261,7 +262,7 @@ async fn write_outside_the_cwd_is_refused() {
 
 #[tokio::test]
 async fn write_and_read_use_the_client_when_it_offers_fs() {
-    let dir = TempDir::new("write-client");
+    let dir = temp_dir("write-client");
     let mut client = Client::start(MockConfig::default());
     client.initialize_with(json!({"fs": {"readTextFile": true, "writeTextFile": true}})).await;
     let session = client.new_session(dir.path()).await;
@@ -288,7 +289,7 @@ async fn write_and_read_use_the_client_when_it_offers_fs() {
 
 #[tokio::test]
 async fn i19_a1_terminal_without_the_client_capability_says_so() {
-    let dir = TempDir::new("terminal-none");
+    let dir = temp_dir("terminal-none");
     let (mut client, session) = ready(&dir).await;
     let (updates, answer) = client.prompt_turn(&session, &script(&["terminal echo hi"])).await;
     assert_eq!(answer["result"]["stopReason"], "end_turn");
@@ -298,7 +299,7 @@ async fn i19_a1_terminal_without_the_client_capability_says_so() {
 
 #[tokio::test]
 async fn i19_a1_terminal_runs_through_the_client_and_says_output_and_exit_code() {
-    let dir = TempDir::new("terminal-client");
+    let dir = temp_dir("terminal-client");
     let mut client = Client::start(MockConfig::default());
     client.initialize_with(json!({"terminal": true})).await;
     let session = client.new_session(dir.path()).await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use kandev_mock_agent::{MockConfig, RunOutcome};
 use serde_json::json;
-use support::{Client, TempDir, message_texts, updates_of};
+use support::{Client, message_texts, temp_dir, updates_of};
 
 #[tokio::test]
 async fn initialize_advertises_load_session_and_agent_info() {
@@ -33,7 +33,7 @@ async fn no_load_session_flag_hides_the_capability_and_the_method() {
 
 #[tokio::test]
 async fn session_new_offers_modes_config_options_and_models_then_commands() {
-    let dir = TempDir::new("new");
+    let dir = temp_dir("new");
     let mut client = Client::start(MockConfig::default());
     client.initialize().await;
     let (before, answer) =
@@ -69,7 +69,7 @@ async fn session_new_offers_modes_config_options_and_models_then_commands() {
 
 #[tokio::test]
 async fn plain_prompt_is_echoed_in_chunks_and_ends_the_turn() {
-    let dir = TempDir::new("echo");
+    let dir = temp_dir("echo");
     let mut client = Client::start(MockConfig::default());
     client.initialize().await;
     let session = client.new_session(dir.path()).await;
@@ -83,7 +83,7 @@ async fn plain_prompt_is_echoed_in_chunks_and_ends_the_turn() {
 
 #[tokio::test]
 async fn prompts_run_concurrently_on_two_sessions() {
-    let dir = TempDir::new("concurrent");
+    let dir = temp_dir("concurrent");
     let mut client = Client::start(MockConfig::default());
     client.initialize().await;
     let slow = client.new_session(dir.path()).await;
@@ -100,7 +100,7 @@ async fn prompts_run_concurrently_on_two_sessions() {
 
 #[tokio::test]
 async fn set_mode_answers_then_reports_current_mode() {
-    let dir = TempDir::new("mode");
+    let dir = temp_dir("mode");
     let mut client = Client::start(MockConfig::default());
     client.initialize().await;
     let session = client.new_session(dir.path()).await;
@@ -120,7 +120,7 @@ async fn set_mode_answers_then_reports_current_mode() {
 
 #[tokio::test]
 async fn set_config_option_returns_all_options_with_the_new_value() {
-    let dir = TempDir::new("config");
+    let dir = temp_dir("config");
     let mut client = Client::start(MockConfig::default());
     client.initialize().await;
     let session = client.new_session(dir.path()).await;
@@ -157,7 +157,7 @@ async fn set_config_option_returns_all_options_with_the_new_value() {
 
 #[tokio::test]
 async fn legacy_set_model_changes_the_model() {
-    let dir = TempDir::new("model");
+    let dir = temp_dir("model");
     let mut client = Client::start(MockConfig::default());
     client.initialize().await;
     let session = client.new_session(dir.path()).await;
@@ -212,7 +212,7 @@ async fn unknown_sessions_methods_and_bad_lines_get_structured_errors() {
 
 #[tokio::test]
 async fn extra_fields_and_non_text_blocks_are_tolerated() {
-    let dir = TempDir::new("lenient");
+    let dir = temp_dir("lenient");
     let mut client = Client::start(MockConfig::default());
     client.initialize().await;
     let session = client.new_session(dir.path()).await;
@@ -249,7 +249,7 @@ async fn startup_delay_holds_back_the_initialize_answer() {
 
 #[tokio::test(start_paused = true)]
 async fn reset_delay_applies_only_after_the_first_conversation() {
-    let dir = TempDir::new("reset-delay");
+    let dir = temp_dir("reset-delay");
     let delay = Duration::from_millis(3000);
     let mut client = Client::start(MockConfig { reset_delay: delay, ..MockConfig::default() });
     client.initialize().await;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kandev_mock_agent::{CallKind, CallOutcome, Counters, FailKind, MockConfig, RunOutcome};
 use serde_json::{Value, json};
-use support::{Client, TempDir, chunk_texts, message_texts, script, updates_of};
+use support::{Client, chunk_texts, message_texts, script, temp_dir, updates_of};
 
 fn config(state: &Path) -> MockConfig {
     MockConfig { state_dir: Some(state.to_owned()), ..MockConfig::default() }
@@ -39,8 +39,8 @@ fn load_params(session: &str, cwd: &Path) -> Value {
 
 #[tokio::test]
 async fn load_after_restart_replays_the_history_before_answering() {
-    let state = TempDir::new("replay-state");
-    let cwd = TempDir::new("replay-cwd");
+    let state = temp_dir("replay-state");
+    let cwd = temp_dir("replay-cwd");
     let session = first_life(state.path(), cwd.path()).await;
 
     let mut client = Client::with_state(state.path());
@@ -80,7 +80,7 @@ async fn load_after_restart_replays_the_history_before_answering() {
 
 #[tokio::test]
 async fn load_of_an_unknown_session_is_resource_not_found() {
-    let state = TempDir::new("unknown-state");
+    let state = temp_dir("unknown-state");
     let mut client = Client::with_state(state.path());
     client.initialize().await;
     for id in ["sess_never_created", "../../etc/passwd"] {
@@ -93,7 +93,7 @@ async fn load_of_an_unknown_session_is_resource_not_found() {
 
 #[tokio::test]
 async fn without_a_state_dir_conversations_live_only_in_the_run() {
-    let cwd = TempDir::new("memory-cwd");
+    let cwd = temp_dir("memory-cwd");
     let mut client = Client::start(MockConfig::default());
     client.initialize().await;
     let session = client.new_session(cwd.path()).await;
@@ -120,8 +120,8 @@ async fn each_fail_load_kind_answers_its_code_or_never() {
         (FailKind::Timeout, None),
     ];
     for (kind, code) in cases {
-        let state = TempDir::new("fail-load");
-        let cwd = TempDir::new("fail-load-cwd");
+        let state = temp_dir("fail-load");
+        let cwd = temp_dir("fail-load-cwd");
         let session = first_life(state.path(), cwd.path()).await;
         let mut client =
             Client::start(MockConfig { fail_load: Some(kind), ..config(state.path()) });
@@ -162,7 +162,7 @@ async fn each_fail_new_kind_answers_its_code_or_never() {
         (FailKind::Timeout, None),
     ];
     for (kind, code) in cases {
-        let state = TempDir::new("fail-new");
+        let state = temp_dir("fail-new");
         let mut client = Client::start(MockConfig { fail_new: Some(kind), ..config(state.path()) });
         client.initialize().await;
         let id = client.request("session/new", json!({"cwd": "/tmp", "mcpServers": []})).await;
@@ -185,8 +185,8 @@ async fn each_fail_new_kind_answers_its_code_or_never() {
 
 #[tokio::test]
 async fn counters_count_every_call_and_where_each_prompt_went() {
-    let state = TempDir::new("counters");
-    let cwd = TempDir::new("counters-cwd");
+    let state = temp_dir("counters");
+    let cwd = temp_dir("counters-cwd");
     let mut client = Client::with_state(state.path());
     client.initialize().await;
     let old = client.new_session(cwd.path()).await;
@@ -239,8 +239,8 @@ async fn counters_count_every_call_and_where_each_prompt_went() {
 
 #[tokio::test]
 async fn concurrent_runs_sharing_a_state_dir_lose_no_call() {
-    let state = TempDir::new("shared");
-    let cwd = TempDir::new("shared-cwd");
+    let state = temp_dir("shared");
+    let cwd = temp_dir("shared-cwd");
     let mut clients = Vec::new();
     for _ in 0..4 {
         let mut client = Client::with_state(state.path());

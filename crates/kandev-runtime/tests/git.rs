@@ -12,21 +12,11 @@ use kandev_runtime::git::{
     branch_name, changes, commit_all, create_task_dir, create_worktree, default_branch, is_dirty,
     read_file, remove_worktree, run_setup_script, run_setup_script_streaming, short_id, tree,
 };
+use kandev_testkit::git::{git, init};
 use tempfile::TempDir;
 
 /// Upper bound for anything that should happen promptly.
 const DEADLINE: Duration = Duration::from_secs(10);
-
-/// Runs git in `dir` and returns its trimmed stdout; panics on failure.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git").args(args).current_dir(dir).output().expect("run git");
-    assert!(
-        output.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("utf-8").trim_end().to_owned()
-}
 
 /// A temp dir holding `repo/` (an initialised repository with a local identity) and room for
 /// worktrees under `home/`.
@@ -52,14 +42,7 @@ impl Fixture {
     /// A repository without any commit.
     fn empty() -> Self {
         let tmp = tempfile::tempdir().unwrap();
-        let repo = tmp.path().join("repo");
-        std::fs::create_dir(&repo).unwrap();
-        git(&repo, &["init", "-q", "-b", "main"]);
-        git(&repo, &["config", "user.name", "Test User"]);
-        git(&repo, &["config", "user.email", "test@example.com"]);
-        // Keep the user's global hooks out of the tests.
-        let hooks = repo.join(".git/hooks");
-        git(&repo, &["config", "core.hooksPath", hooks.to_str().unwrap()]);
+        init(&tmp.path().join("repo"));
         Self { tmp }
     }
 

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use kandev_runtime::{
     AgentProcess, AgentStdio, ExitInfo, ProcessSpec, RuntimeError, group_alive, kill_group, spawn,
 };
+use kandev_testkit::eventually_within;
 use nix::errno::Errno;
 use nix::sys::signal::kill;
 use nix::unistd::{Pid, getpgid};
@@ -72,14 +73,6 @@ fn group_gone(pgid: i32) -> bool {
                 .unwrap_or(false)
         })
         .all(pid_gone)
-}
-
-async fn until(what: &str, mut condition: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !condition() {
-        assert!(start.elapsed() < DEADLINE, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 #[tokio::test]
@@ -235,7 +228,7 @@ async fn l16_stop_escalates_to_kill_when_term_is_ignored() {
     assert_eq!(exit, ExitInfo::Signaled { signal: 9 });
     assert!(took >= grace, "killed before the grace ran out ({took:?})");
     assert!(took < grace + Duration::from_secs(3), "stop took {took:?}");
-    until("the group is gone", || group_gone(process.pgid())).await;
+    eventually_within(DEADLINE, "the group is gone", async || group_gone(process.pgid())).await;
 }
 
 #[tokio::test]
@@ -287,9 +280,9 @@ async fn drop_kills_the_group() {
 
     drop(process);
 
-    until("the grandchild is gone", || pid_gone(grandchild)).await;
-    until("the leader is gone", || pid_gone(leader)).await;
-    until("the group is gone", || group_gone(leader)).await;
+    eventually_within(DEADLINE, "the grandchild is gone", async || pid_gone(grandchild)).await;
+    eventually_within(DEADLINE, "the leader is gone", async || pid_gone(leader)).await;
+    eventually_within(DEADLINE, "the group is gone", async || group_gone(leader)).await;
 }
 
 #[tokio::test]
@@ -304,8 +297,8 @@ async fn group_alive_and_kill_group_handle_a_recorded_pgid() {
     kill_group(pgid).unwrap();
     let exit = timeout(DEADLINE, process.wait()).await.unwrap();
     assert_eq!(exit, ExitInfo::Signaled { signal: 9 });
-    until("the grandchild is gone", || pid_gone(grandchild)).await;
-    until("the group is gone", || group_gone(pgid)).await;
+    eventually_within(DEADLINE, "the grandchild is gone", async || pid_gone(grandchild)).await;
+    eventually_within(DEADLINE, "the group is gone", async || group_gone(pgid)).await;
 
     // A group whose only member was reaped by us is reported dead by `group_alive` itself.
     let (process, _stdio) = start(sh("exec sleep 1000"));

@@ -12,6 +12,7 @@ use kandev_runtime::runner::proto::{
     ToRunner,
 };
 use kandev_runtime::runner::{AckPolicy, Runner, RunnerClient, RunnerConfig};
+use kandev_testkit::eventually_within;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::time::timeout;
 use tokio_util::codec::Framed;
@@ -177,11 +178,8 @@ async fn i20_s1_output_past_the_buffer_bound_waits_and_is_never_dropped() {
     conn.send(ToRunner::Spawn { exec: "big".into(), spec: sh(&script) }).await.unwrap();
     assert!(matches!(next(&mut conn).await, FromRunner::Spawned { .. }));
     // Without acknowledgements the runner reads up to the bound (one chunk may cross it)...
-    let start = std::time::Instant::now();
-    while runner.buffered("big").unwrap() < LIMIT {
-        assert!(start.elapsed() < WAIT, "the runner reads the agent's output");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let what = "the runner to read the agent's output up to the bound";
+    eventually_within(WAIT, what, async || runner.buffered("big").unwrap() >= LIMIT).await;
     // ...and no further: the agent cannot finish.
     let mut unacked = Vec::new();
     let quiet = timeout(Duration::from_millis(500), async {
@@ -324,11 +322,8 @@ async fn i20_a1_l42_only_committed_output_is_acknowledged_so_a_new_server_gets_t
     assert_eq!(acks.committed(), seq);
     client.close();
     let unacked = first.len() - usize::try_from(end).unwrap();
-    let start = std::time::Instant::now();
-    while runner.buffered("c1") != Some(unacked) {
-        assert!(start.elapsed() < WAIT, "the runner takes the acknowledgement sent before close");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let what = "the runner to take the acknowledgement sent before close";
+    eventually_within(WAIT, what, async || runner.buffered("c1") == Some(unacked)).await;
     let (client, listed) = RunnerClient::connect(serve(&runner)).await.unwrap();
     assert_eq!(listed.len(), 1, "the exit was not committed: the runner keeps the execution");
     assert_eq!(listed[0].acked, seq, "the runner counts what was committed, not what was read");
@@ -354,11 +349,8 @@ async fn i20_a1_l42_only_committed_output_is_acknowledged_so_a_new_server_gets_t
     adopted.acks.commit(exit_seq);
     client.close();
     // The committed exit was the last item: the runner forgets the execution.
-    let start = std::time::Instant::now();
-    while runner.buffered("c1").is_some() {
-        assert!(start.elapsed() < WAIT, "the runner forgets a committed exit");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let what = "the runner to forget a committed exit";
+    eventually_within(WAIT, what, async || runner.buffered("c1").is_none()).await;
     let (_client, listed) = RunnerClient::connect(serve(&runner)).await.unwrap();
     assert!(listed.is_empty(), "{listed:?}");
 }
@@ -433,13 +425,9 @@ async fn i20_d1_a_server_connecting_while_the_runner_kills_its_agents_is_refused
     assert!(matches!(next(&mut conn).await, FromRunner::Spawned { .. }));
     assert!(matches!(next(&mut conn).await, FromRunner::Output { .. }));
     drop(conn);
-    timeout(WAIT, async {
-        while !mark.exists() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("the runner stops its agent past the grace period");
+    // The agent's TERM mark is a file: nothing announces it.
+    let what = "the runner to stop its agent past the grace period";
+    eventually_within(WAIT, what, async || mark.exists()).await;
 
     let (ours, theirs) = tokio::io::duplex(1 << 16);
     let serving = tokio::spawn({
@@ -542,14 +530,6 @@ impl Relay {
     }
 }
 
-async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while !done() {
-        assert!(start.elapsed() < WAIT, "{what}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 #[tokio::test]
 async fn i20_d5_a_resent_input_item_is_taken_once() {
     let runner = Runner::new(RunnerConfig::default());
@@ -627,13 +607,16 @@ async fn i20_d5_input_lost_with_a_dropped_connection_reaches_the_agent_exactly_o
     timeout(WAIT, stdout.read_exact(&mut echo)).await.unwrap().unwrap();
     seen.extend_from_slice(&echo);
     let inputs = control.inputs().clone();
-    wait_until("the runner acknowledges item 1", || inputs.unacknowledged() == 0).await;
+    eventually_within(WAIT, "the runner acknowledges item 1", async || {
+        inputs.unacknowledged() == 0
+    })
+    .await;
 
     // Sent into a connection that drops before the runner reads it.
     relay.freeze_up();
     stdin.write_all(b"two\n").await.unwrap();
     stdin.write_all(b"three\n").await.unwrap();
-    wait_until("the input is sent", || inputs.unacknowledged() == 10).await;
+    eventually_within(WAIT, "the input is sent", async || inputs.unacknowledged() == 10).await;
     relay.cut().await;
     timeout(WAIT, client.closed()).await.expect("the client sees the drop");
     assert_eq!(runner.input_numbers("cat"), Some((1, 1)), "nothing of it reached the runner");
@@ -653,7 +636,10 @@ async fn i20_d5_input_lost_with_a_dropped_connection_reaches_the_agent_exactly_o
     let mut echo = vec![0u8; 5];
     timeout(WAIT, stdout.read_exact(&mut echo)).await.unwrap().unwrap();
     seen.extend_from_slice(&echo);
-    wait_until("the runner acknowledges `four`", || inputs.unacknowledged() == 0).await;
+    eventually_within(WAIT, "the runner acknowledges `four`", async || {
+        inputs.unacknowledged() == 0
+    })
+    .await;
 
     // Taken by the runner, but its acknowledgement (and the echo) lost with the connection:
     // not sent again.
@@ -661,7 +647,7 @@ async fn i20_d5_input_lost_with_a_dropped_connection_reaches_the_agent_exactly_o
     stdin.write_all(b"five\n").await.unwrap();
     // (Items are chunks of what was written: count them rather than assume.)
     let last = |runner: &Runner| runner.input_numbers("cat").map(|(taken, _)| taken);
-    wait_until("the runner takes `five`", || {
+    eventually_within(WAIT, "the runner takes `five`", async || {
         inputs.unacknowledged() == 5 && last(&runner) == Some(inputs.last())
     })
     .await;
@@ -682,7 +668,7 @@ async fn i20_d5_input_lost_with_a_dropped_connection_reaches_the_agent_exactly_o
     let exit = timeout(WAIT, resumed.control.wait()).await.unwrap();
     assert_eq!(exit, kandev_runtime::ExitInfo::Exited { code: 0 });
     assert_eq!(inputs.last(), five + 1, "the close was the last item");
-    wait_until("the acknowledged exit ends the execution", || {
+    eventually_within(WAIT, "the acknowledged exit ends the execution", async || {
         runner.input_numbers("cat").is_none()
     })
     .await;

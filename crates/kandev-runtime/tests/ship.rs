@@ -4,31 +4,19 @@
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
-use std::process::Command;
 
 use kandev_runtime::git::{GitError, MergeStrategy, copy_ignored_files, merge_into_base, status};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git").args(args).current_dir(dir).output().expect("run git");
-    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).unwrap().trim_end().to_owned()
-}
+use kandev_testkit::git::{git, init};
 
 fn commit(repo: &Path, path: &str, content: &str) -> String {
-    std::fs::write(repo.join(path), content).unwrap();
-    git(repo, &["add", "-A"]);
-    git(repo, &["commit", "-q", "-m", path]);
-    git(repo, &["rev-parse", "HEAD"])
+    kandev_testkit::git::commit(repo, &[(path, content)], path)
 }
 
 /// A repository on `work` (so `main` is checked out nowhere) with `task` branched off `main`.
 fn repository() -> (tempfile::TempDir, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["config", "user.name", "T"]);
-    git(&repo, &["config", "user.email", "t@example.com"]);
+    init(&repo);
     commit(&repo, "README.md", "a\nb\n");
     git(&repo, &["checkout", "-q", "-b", "task"]);
     commit(&repo, "task.txt", "task\n");

@@ -232,11 +232,6 @@ fn card<'a>(list: &'a Value, id: &str) -> &'a Value {
     list["tasks"].as_array().unwrap().iter().find(|t| t["id"] == id).unwrap()
 }
 
-fn git(dir: &std::path::Path, args: &[&str]) {
-    let out = std::process::Command::new("git").args(args).current_dir(dir).output().unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
 /// Issue 15 acceptance 4: `task.list` answers are kept while no card changes
 /// (`board_cache.rs`); every kind of change a card shows, made through each write path (the
 /// API's handlers, the engine's session work, the store's writer directly), is in the next
@@ -279,11 +274,8 @@ async fn i15_a4_every_change_a_card_shows_is_in_the_next_task_list() {
     assert_eq!(card(&listed(&server, &wf).await, &ids[2])["parent_id"], ids[0].as_str());
     // A repository linked.
     let dir = tempfile::tempdir().unwrap();
-    git(dir.path(), &["init", "-q", "-b", "main"]);
-    git(
-        dir.path(),
-        &["-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "--allow-empty", "-m", "i"],
-    );
+    kandev_testkit::git::init(dir.path());
+    kandev_testkit::git::git(dir.path(), &["commit", "-q", "--allow-empty", "-m", "i"]);
     let repository = server
         .call(
             "repository.create",

@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use common::{TestServer, WAIT, of_kind};
 use kandev_server::ServerConfig;
+use kandev_testkit::eventually_within;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -335,17 +336,6 @@ fn parts(dir: &Path) -> Vec<u64> {
         .collect()
 }
 
-/// Waits (bounded) until `done` holds. A file has no event to wait for: look again often.
-async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let waited = tokio::time::timeout(WAIT, async {
-        while !done() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
-    assert!(waited.is_ok(), "{what}: not within {WAIT:?}");
-}
-
 /// Issue 38, item 5: an upload is written to disk as it arrives (hashed on the way), never
 /// held whole in memory: half a body is already in a file while the rest is on its way.
 #[tokio::test]
@@ -355,7 +345,10 @@ async fn i38_5_an_upload_is_written_to_disk_as_it_arrives() {
     let (first, rest) = body.split_at(2 * 1024 * 1024);
     let socket = start_upload(&server, "big.bin", body.len(), first).await;
     let dir = attachments_dir(&server);
-    wait_for("half the body in a file", || parts(&dir).iter().any(|&n| n >= 1024 * 1024)).await;
+    eventually_within(WAIT, "half the body in a file", async || {
+        parts(&dir).iter().any(|&n| n >= 1024 * 1024)
+    })
+    .await;
     let (status, answer) = finish_upload(socket, rest).await;
     assert_eq!(status, 200, "{answer}");
     let id = answer["attachment"]["id"].as_str().unwrap();
@@ -374,7 +367,7 @@ async fn i38_5_uploads_at_once_are_bounded() {
     .await;
     let dir = attachments_dir(&server);
     let holder = start_upload(&server, "slow.bin", 2048, &[1; 1024]).await;
-    wait_for("the first upload writing", || !parts(&dir).is_empty()).await;
+    eventually_within(WAIT, "the first upload writing", async || !parts(&dir).is_empty()).await;
     let (status, body) = server.upload("b.txt", "text/plain", b"second".to_vec()).await;
     assert_eq!((status, body["code"].as_str()), (409, Some("BUSY")), "{body}");
     let message = body["message"].as_str().unwrap();
@@ -444,7 +437,10 @@ async fn i38_5_unreferenced_uploads_older_than_a_day_are_removed() {
     age(&path(&in_message), two_days);
     age(&path(&in_queue), two_days);
     age(&path(&orphan), two_days);
-    wait_for("the old unreferenced upload removed", || !path(&orphan).exists()).await;
+    eventually_within(WAIT, "the old unreferenced upload removed", async || {
+        !path(&orphan).exists()
+    })
+    .await;
     let kept = [
         ("in a message", &in_message),
         ("queued", &in_queue),
@@ -471,7 +467,7 @@ async fn i38_5_the_sweep_gives_the_quota_back() {
     assert_eq!(status, 503, "the quota is full: {body}");
     let path = attachments_dir(&server).join(old["id"].as_str().unwrap());
     age(&path, Duration::from_secs(2 * 24 * 3600));
-    wait_for("the old upload removed", || !path.exists()).await;
+    eventually_within(WAIT, "the old upload removed", async || !path.exists()).await;
     let (status, body) = server.upload("next.bin", "application/octet-stream", next).await;
     assert_eq!(status, 200, "room again: {body}");
 }

@@ -6,42 +6,23 @@
 mod common;
 
 use std::path::Path;
-use std::time::Duration;
 
 use common::{TestServer, git_repository as repository, group_members};
+use kandev_testkit::eventually_within;
+use kandev_testkit::wait::file_value;
 use serde_json::json;
 
 const DEV_SCRIPT: &str = "echo $$ > .devpid; echo \"serving on $PORT\"; exec python3 -m http.server \"$PORT\" --bind 127.0.0.1";
 
-async fn wait_until<F: Fn() -> bool>(what: &str, done: F) {
-    let deadline = std::time::Instant::now() + common::WAIT;
-    while !done() {
-        assert!(std::time::Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-async fn wait_pid(path: &Path) -> i32 {
-    wait_until("the pid file is written", || {
-        std::fs::read_to_string(path).ok().and_then(|p| p.trim().parse::<i32>().ok()).is_some()
-    })
-    .await;
-    std::fs::read_to_string(path).unwrap().trim().parse().unwrap()
-}
-
-/// Waits (bounded) until the dev server answers HTTP; returns the body.
+/// Waits (bounded) until the dev server answers HTTP (it announces nothing when it listens);
+/// returns the body.
 async fn wait_http(port: u64) -> String {
     let url = format!("http://127.0.0.1:{port}/index.html");
-    let deadline = std::time::Instant::now() + common::WAIT;
-    loop {
-        if let Ok(response) = reqwest::get(&url).await
-            && response.status().is_success()
-        {
-            return response.text().await.unwrap();
-        }
-        assert!(std::time::Instant::now() < deadline, "{url} never answered");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually_within(common::WAIT, format!("{url} to answer"), async || {
+        let response = reqwest::get(&url).await.ok().filter(|r| r.status().is_success())?;
+        Some(response.text().await.unwrap())
+    })
+    .await
 }
 
 #[tokio::test]
@@ -77,8 +58,8 @@ async fn i19_a3_two_tasks_run_dev_servers_at_once_and_each_stops_with_its_owner(
     let log = listed["dev_servers"][0]["log"].as_str().unwrap().to_owned();
     assert!(log.contains(&format!("serving on {port_one}")), "the output is kept: {log}");
 
-    let pgid_one = wait_pid(&Path::new(&first_dir).join(".devpid")).await;
-    let pgid_two = wait_pid(&Path::new(&second_dir).join(".devpid")).await;
+    let pgid_one = file_value::<i32>(&Path::new(&first_dir).join(".devpid")).await;
+    let pgid_two = file_value::<i32>(&Path::new(&second_dir).join(".devpid")).await;
     server.call("task.archive", json!({"id": first, "force": true})).await;
     assert!(group_members(pgid_one).is_empty(), "archiving the task stopped its dev server");
     let listed = server.call("devserver.list", json!({"task_id": first})).await;
@@ -107,7 +88,7 @@ async fn i19_a3_stop_ends_a_dev_server_and_bad_requests_are_explained() {
     let started = server.call("devserver.start", json!({"task_id": task})).await;
     let port = started["dev_server"]["port"].as_u64().unwrap();
     wait_http(port).await;
-    let pgid = wait_pid(&Path::new(&dir).join(".devpid")).await;
+    let pgid = file_value::<i32>(&Path::new(&dir).join(".devpid")).await;
     let stopped = server.call("devserver.stop", json!({"task_id": task})).await;
     assert_eq!(stopped["dev_server"]["port"], port);
     assert!(group_members(pgid).is_empty(), "the stop answers once nothing of it runs");

@@ -199,17 +199,15 @@ async fn fill_the_disk(server: &TestServer) {
 /// Waits (bounded) until this test process has logged a line containing both texts.
 async fn logged(first: &str, second: &str) {
     let logs = captured_logs();
-    let seen = || {
-        let text = logs.lock().unwrap();
-        text.lines().any(|line| line.contains(first) && line.contains(second))
-    };
-    tokio::time::timeout(WAIT, async {
-        while !seen() {
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("nothing logged {first:?} with {second:?}"));
+    kandev_testkit::eventually_within(
+        WAIT,
+        format!("a log line of {first:?} with {second:?}"),
+        async || {
+            let text = logs.lock().unwrap();
+            text.lines().any(|line| line.contains(first) && line.contains(second))
+        },
+    )
+    .await;
 }
 
 /// Issue 38 item 10: a permission answer is stored first, then sent. One that cannot be

@@ -120,14 +120,11 @@ async fn i17_a2_a_pending_question_expires_when_the_server_restarts() {
 /// Waits (bounded) until the server logged `count` authenticated MCP requests.
 async fn wait_mcp_requests(count: usize) {
     let logs = captured_logs();
-    let seen = || logs.lock().unwrap().matches("MCP call").count();
-    tokio::time::timeout(common::WAIT, async {
-        while seen() < count {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
+    let what = "the agent's MCP requests to reach the server";
+    kandev_testkit::eventually_within(common::WAIT, what, async || {
+        logs.lock().unwrap().matches("MCP call").count() >= count
     })
-    .await
-    .expect("the agent's MCP requests reached the server");
+    .await;
 }
 
 /// Issue 15 review: streamed text is written by the group writer without the session

@@ -12,32 +12,17 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use common::{TestServer, of_kind, step_id};
+use kandev_testkit::git::git;
 use serde_json::{Value, json};
 
-/// Runs git in `dir`; returns its trimmed stdout, panicking on failure.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git").args(args).current_dir(dir).output().expect("run git");
-    assert!(
-        output.status.success(),
-        "git {args:?} in {} failed: {}",
-        dir.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim_end().to_owned()
-}
-
+/// A local identity for a clone (the fixtures' own).
 fn identity(repo: &Path) {
-    git(repo, &["config", "user.name", "Test User"]);
-    git(repo, &["config", "user.email", "test@example.com"]);
+    git(repo, &["config", "user.name", kandev_testkit::git::NAME]);
+    git(repo, &["config", "user.email", kandev_testkit::git::EMAIL]);
 }
 
 fn commit_file(repo: &Path, path: &str, content: &str, message: &str) -> String {
-    let file = repo.join(path);
-    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-    std::fs::write(file, content).unwrap();
-    git(repo, &["add", "-A"]);
-    git(repo, &["commit", "-q", "-m", message]);
-    git(repo, &["rev-parse", "HEAD"])
+    kandev_testkit::git::commit(repo, &[(path, content)], message)
 }
 
 /// A bare `origin` at `<tmp>/acme/widget.git` with `main` (README.md, a `.gitignore` for

@@ -6,34 +6,17 @@
 mod common;
 
 use std::path::Path;
-use std::time::Duration;
 
 use common::{TestServer, group_members, of_kind};
+use kandev_testkit::eventually_within;
+use kandev_testkit::wait::file_value;
 use serde_json::{Value, json};
 
-/// Waits (bounded) until the group `pgid` has no live process.
+/// Waits (bounded) until the group `pgid` has no live process (processes this test does not
+/// own: their ends announce nothing).
 async fn wait_group_gone(pgid: i32) {
-    let deadline = std::time::Instant::now() + common::WAIT;
-    loop {
-        let members = group_members(pgid);
-        if members.is_empty() {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "group {pgid} survived: {members:?}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Waits (bounded) until `path` holds a pid; returns it.
-async fn wait_pid(path: &Path) -> i32 {
-    let deadline = std::time::Instant::now() + common::WAIT;
-    loop {
-        if let Some(pid) = std::fs::read_to_string(path).ok().and_then(|p| p.trim().parse().ok()) {
-            return pid;
-        }
-        assert!(std::time::Instant::now() < deadline, "{} was never written", path.display());
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let what = format!("group {pgid} to end");
+    eventually_within(common::WAIT, what, async || group_members(pgid).is_empty()).await;
 }
 
 fn said(messages: &[Value]) -> String {
@@ -119,7 +102,7 @@ async fn i19_a1_a_cancelled_turn_kills_its_terminal_and_leaves_no_process() {
     ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
     let script = "#!mock\nterminal echo $$ > term.pid; sleep 600; echo never";
     server.call("message.add", json!({"session_id": session, "content": script})).await;
-    let pgid = wait_pid(&Path::new(&cwd).join("term.pid")).await;
+    let pgid = file_value::<i32>(&Path::new(&cwd).join("term.pid")).await;
     assert!(!group_members(pgid).is_empty(), "the command runs");
     server.call("agent.cancel", json!({"session_id": session})).await;
     ws.notification("session.turn.completed").await;
@@ -138,7 +121,7 @@ async fn i19_a5_stop_reset_and_delete_kill_the_terminals() {
         let pid_file = format!("term-{round}.pid");
         let script = format!("#!mock\nterminal echo $$ > {pid_file}; sleep 600");
         server.call("message.add", json!({"session_id": session, "content": script})).await;
-        let pgid = wait_pid(&Path::new(&cwd).join(&pid_file)).await;
+        let pgid = file_value::<i32>(&Path::new(&cwd).join(&pid_file)).await;
         let (status, body) = server.post(action, json!({"id": session})).await;
         assert_eq!(status, 200, "{action}: {body}");
         wait_group_gone(pgid).await;

@@ -7,11 +7,10 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{TestServer, Ws, git_repository, group_members, group_of, session_members};
 use futures::{SinkExt, StreamExt};
 use kandev_api_types::frame;
+use kandev_testkit::eventually_within;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -77,17 +76,11 @@ fn number_after(output: &str, tag: &str) -> i32 {
     digits.parse().unwrap_or_else(|_| panic!("no number after {tag} in {output}"))
 }
 
-/// Waits (bounded) until none of the session `sid` runs.
+/// Waits (bounded) until none of the session `sid` runs (processes this test does not own:
+/// their ends announce nothing).
 async fn wait_session_gone(sid: i32) {
-    let deadline = std::time::Instant::now() + common::WAIT;
-    loop {
-        let members = session_members(sid);
-        if members.is_empty() {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "session {sid} survived: {members:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let what = format!("session {sid} to end");
+    eventually_within(common::WAIT, what, async || session_members(sid).is_empty()).await;
 }
 
 #[tokio::test]
@@ -240,16 +233,7 @@ async fn i19_a5_the_next_start_reaps_a_shell_and_a_dev_server_a_killed_server_le
     read_until(&mut ws, &id, &mut screen, Some("pid:")).await;
     let shell = number_after(&screen.output, "pid:");
     let devpid = std::path::Path::new(&worktree).join(".devpid");
-    let deadline = std::time::Instant::now() + common::WAIT;
-    let dev_group = loop {
-        if let Some(pid) =
-            std::fs::read_to_string(&devpid).ok().and_then(|p| p.trim().parse::<i32>().ok())
-        {
-            break pid;
-        }
-        assert!(std::time::Instant::now() < deadline, "the dev server never wrote its pid");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let dev_group: i32 = kandev_testkit::wait::file_value(&devpid).await;
     // The first server is abandoned without any shutdown, as after `kill -9`; a second one
     // starts on a copy of its data.
     let dir = tempfile::tempdir().unwrap();
@@ -263,11 +247,8 @@ async fn i19_a5_the_next_start_reaps_a_shell_and_a_dev_server_a_killed_server_le
     assert!(!group_members(dev_group).is_empty(), "the dev server still runs");
     let restarted = TestServer::start_with(Default::default(), dir).await;
     wait_session_gone(shell).await;
-    let deadline = std::time::Instant::now() + common::WAIT;
-    while !group_members(dev_group).is_empty() {
-        assert!(std::time::Instant::now() < deadline, "the dev server's group survived");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let what = "the dev server's group to end";
+    eventually_within(common::WAIT, what, async || group_members(dev_group).is_empty()).await;
     assert!(restarted.store.child_processes().await.unwrap().is_empty(), "and both are forgotten");
     restarted.stop().await;
     drop(ws);

@@ -79,30 +79,16 @@ async fn wait_output(server: &TestServer, session: &str, needle: &str) -> Vec<Va
     }
 }
 
-/// Waits (bounded) until `path` holds a pid; returns it.
-async fn wait_pid(path: &Path) -> i32 {
-    let deadline = std::time::Instant::now() + common::WAIT;
-    loop {
-        if let Some(pid) = std::fs::read_to_string(path).ok().and_then(|p| p.trim().parse().ok()) {
-            return pid;
-        }
-        assert!(std::time::Instant::now() < deadline, "{} was never written", path.display());
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-}
-
-/// Waits (bounded) until the process is gone (or a zombie waiting to be reaped).
+/// Waits (bounded) until the process is gone (or a zombie waiting to be reaped): a process
+/// this test does not own, whose end announces nothing.
 async fn wait_gone(pid: i32) {
-    let deadline = std::time::Instant::now() + common::WAIT;
-    loop {
+    let what = format!("process {pid} to end");
+    kandev_testkit::eventually_within(common::WAIT, what, async || {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
-        if stat.is_empty() || state == Some("Z") {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "process {pid} survived");
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+        stat.is_empty() || state == Some("Z")
+    })
+    .await;
 }
 
 /// Sends a request and hangs up without reading the answer (a closed browser tab).
@@ -198,7 +184,7 @@ async fn i12_f7_stop_during_setup_kills_it_and_the_next_start_runs_it_again() {
         .await
         .expect("the launch answers without waiting for the setup script");
     let session = launched["id"].as_str().unwrap().to_owned();
-    let background = wait_pid(&control.path().join("bg.pid")).await;
+    let background = kandev_testkit::wait::file_value::<i32>(&control.path().join("bg.pid")).await;
 
     let stopped = server.call("session.stop", json!({"id": session})).await;
     assert_eq!(stopped["session"]["state"], "WAITING_FOR_INPUT");
@@ -227,7 +213,7 @@ async fn i12_f7_an_archive_racing_a_launch_never_removes_the_new_agents_worktree
     let launched = tokio::time::timeout(common::WAIT, board.launch(&task)).await.unwrap();
     let session = launched["id"].as_str().unwrap().to_owned();
     let cwd = PathBuf::from(launched["cwd"].as_str().unwrap());
-    let background = wait_pid(&control.path().join("bg.pid")).await;
+    let background = kandev_testkit::wait::file_value::<i32>(&control.path().join("bg.pid")).await;
 
     let archived = tokio::time::timeout(
         common::WAIT,

@@ -1,70 +1,18 @@
 //! The real `kandev` binary: `serve` as the README runs it, and the task and workflow commands
 //! against it over HTTP.
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const KANDEV: &str = env!("CARGO_BIN_EXE_kandev");
+mod support;
 
-struct Server {
-    child: Child,
-    url: String,
-    _home: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        let _ = self.child.wait();
-    }
-}
+use support::{KANDEV, Server, alive, call, eventually_within};
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Starts `kandev serve` on a free port and waits (bounded) for the line announcing its
-/// address.
-async fn start_server() -> Server {
-    start_server_in(tempfile::tempdir().unwrap()).await
-}
-
-/// Starts `kandev serve` on the data in `home`.
-async fn start_server_in(home: tempfile::TempDir) -> Server {
-    let mut child = Command::new(KANDEV)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .env("KANDEV_HOME", home.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line =
-        rx.recv_timeout(Duration::from_secs(20)).expect("kandev serve announces its address");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .expect("an address in the line")
-        .to_owned();
-    Server { child, url, _home: home }
-}
-
-async fn call(server: &Server, action: &str, payload: Value) -> Value {
-    let client = reqwest::Client::new();
-    let response =
-        client.post(format!("{}/api/v1/{action}", server.url)).json(&payload).send().await.unwrap();
-    assert!(response.status().is_success());
-    response.json().await.unwrap()
 }
 
 fn kandev(server: &Server, args: &[&str]) -> Output {
@@ -107,7 +55,8 @@ fn serve_refuses_a_public_address_without_a_token() {
 
 #[tokio::test]
 async fn task_and_workflow_commands_work_against_a_running_server() {
-    let server = start_server().await;
+    let home = tempfile::tempdir().unwrap();
+    let server = KANDEV.start(home.path());
     let workspaces = call(&server, "workspace.list", json!({})).await;
     let workspace_id = workspaces["workspaces"][0]["id"].as_str().unwrap().to_owned();
     let workflows = call(&server, "workflow.list", json!({"workspace_id": workspace_id})).await;
@@ -218,7 +167,7 @@ async fn i21_d7_user_token_commands_create_list_and_revoke_personal_tokens() {
     let unknown = user_command(&path, &["token", "list", "mallory"], "");
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no user is named mallory"));
 
-    let server = start_server_in(home).await;
+    let server = KANDEV.start(home.path());
     let me = |secret: String| {
         let url = format!("{}/api/v1/user.me", server.url);
         async move { reqwest::Client::new().post(url).bearer_auth(secret).json(&json!({})).send().await }
@@ -234,14 +183,6 @@ async fn i21_d7_user_token_commands_create_list_and_revoke_personal_tokens() {
     assert!(revoked.contains("revoked"), "{revoked}");
     assert_eq!(me(secret).await.unwrap().status().as_u16(), 401, "refused once revoked");
     assert!(!user_command(&path, &["token", "revoke", "alice", id], "").status.success());
-}
-
-/// Whether process `pid` is alive and not a zombie (`/proc/<pid>/stat`).
-fn process_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
-        state.is_some_and(|s| s != "Z" && s != "X")
-    })
 }
 
 /// Issue 20 (review): `kandev remote-op` killed with its process group while a cleanup
@@ -262,24 +203,16 @@ async fn i20_d21_a_cleanup_script_dies_with_its_remote_op() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let script_pid = loop {
-        let text = std::fs::read_to_string(&pid_file).unwrap_or_default();
-        if let Ok(pid) = text.trim().parse::<u32>() {
-            break pid;
-        }
-        assert!(std::time::Instant::now() < deadline, "the script never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
-    assert!(process_alive(script_pid));
+    // The script is the operation's child, which tells this test nothing: its pid file is
+    // looked at until it is written, and its process until it is gone.
+    let script_pid: u32 = kandev_testkit::wait::file_value(&pid_file).await;
+    assert!(alive(script_pid));
     let group = nix::unistd::Pid::from_raw(i32::try_from(op.id()).unwrap());
     nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL).unwrap();
     op.wait().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while process_alive(script_pid) {
-        assert!(std::time::Instant::now() < deadline, "the script outlived its remote-op by 10 s");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let within = Duration::from_secs(10);
+    eventually_within(within, "the script to end with its remote-op", async || !alive(script_pid))
+        .await;
 }
 
 const PASSWORD: &str = "correct horse battery";
@@ -351,16 +284,15 @@ async fn wait_closed(socket: &mut Socket, what: &str) {
 }
 
 /// A server on a home with alice and bob, bob's login cookie and a personal token of bob's.
-async fn server_with_bob() -> (Server, std::path::PathBuf, String, String) {
+async fn server_with_bob() -> (Server, tempfile::TempDir, String, String) {
     let home = tempfile::tempdir().unwrap();
-    let path = home.path().to_path_buf();
     for name in ["alice", "bob"] {
-        stdout(&user_command(&path, &["add", name], &format!("{PASSWORD}\n")));
+        stdout(&user_command(home.path(), &["add", name], &format!("{PASSWORD}\n")));
     }
-    let secret = stdout(&user_command(&path, &["token", "create", "bob", "ci"], ""));
-    let server = start_server_in(home).await;
+    let secret = stdout(&user_command(home.path(), &["token", "create", "bob", "ci"], ""));
+    let server = KANDEV.start(home.path());
     let cookie = login(&server, "bob").await;
-    (server, path, cookie, format!("Bearer {}", secret.trim()))
+    (server, home, cookie, format!("Bearer {}", secret.trim()))
 }
 
 /// Issue 38, item 6: `kandev user remove` (another process, on the database) closes every
@@ -375,7 +307,7 @@ async fn i38_6_user_remove_closes_every_websocket_of_that_user() {
     assert_eq!(socket_user(&mut by_cookie).await, "bob");
     assert_eq!(socket_user(&mut by_token).await, "bob");
 
-    stdout(&user_command(&home, &["remove", "bob"], ""));
+    stdout(&user_command(home.path(), &["remove", "bob"], ""));
     wait_closed(&mut by_cookie, "bob's socket opened with his login").await;
     wait_closed(&mut by_token, "bob's socket opened with his token").await;
     assert_eq!(socket_user(&mut alice).await, "alice", "alice's socket works");
@@ -393,7 +325,7 @@ async fn i38_6_a_password_change_closes_every_websocket_of_that_user() {
     let mut alice = socket(&server, ("cookie", &alice_cookie)).await;
     assert_eq!(socket_user(&mut by_token).await, "bob");
 
-    stdout(&user_command(&home, &["passwd", "bob"], "another horse battery\n"));
+    stdout(&user_command(home.path(), &["passwd", "bob"], "another horse battery\n"));
     wait_closed(&mut by_cookie, "bob's socket opened with his login").await;
     wait_closed(&mut by_token, "bob's socket opened with his token").await;
     assert_eq!(socket_user(&mut alice).await, "alice", "alice's socket works");
@@ -409,7 +341,7 @@ async fn i38_6_adding_the_first_user_closes_the_websockets_of_an_open_server() {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let home = tempfile::tempdir().unwrap();
     let path = home.path().to_path_buf();
-    let server = start_server_in(home).await;
+    let server = KANDEV.start(home.path());
     let url = format!("{}/ws", server.url.replacen("http://", "ws://", 1));
     let request = url.into_client_request().unwrap();
     let mut open = tokio_tungstenite::connect_async(request).await.unwrap().0;

@@ -4,15 +4,11 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{KANDEV, Server, call, start, start_with};
+use support::{KANDEV, Server, Watch, call, messages, state};
 
-#[path = "support/server.rs"]
 mod support;
-
-const DEADLINE: Duration = Duration::from_secs(30);
 
 /// What a client sees: the board, each session and its transcript and queue.
 async fn snapshot(server: &Server, workflow: &Value, session: &str) -> Value {
@@ -22,16 +18,6 @@ async fn snapshot(server: &Server, workflow: &Value, session: &str) -> Value {
         "messages": call(server, "message.list", json!({"session_id": session, "limit": 1000})).await,
         "queue": call(server, "message.queue.list", json!({"session_id": session})).await,
     })
-}
-
-fn stop(mut server: Server) {
-    let pid = server.child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
-    let started = Instant::now();
-    while server.child.try_wait().unwrap().is_none() {
-        assert!(started.elapsed() < DEADLINE, "the server stops on SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The copy's target: a fresh PostgreSQL database, or a SQLite file when the run opted out
@@ -61,7 +47,7 @@ async fn target(dir: &Path) -> String {
 #[tokio::test]
 async fn i21_a4_a_server_on_the_copy_shows_the_same_board_transcript_and_queue() {
     let home = tempfile::tempdir().unwrap();
-    let server = start(home.path());
+    let server = KANDEV.start(home.path());
     let workspaces = call(&server, "workspace.list", json!({})).await;
     let workflows =
         call(&server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
@@ -83,23 +69,16 @@ async fn i21_a4_a_server_on_the_copy_shows_the_same_board_transcript_and_queue()
     .await;
     let launched = call(&server, "session.launch", json!({"task_id": task["task"]["id"]})).await;
     let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
     call(&server, "message.add", json!({"session_id": session, "content": "hello there"})).await;
-    let started = Instant::now();
-    loop {
-        let list =
-            call(&server, "message.list", json!({"session_id": session, "limit": 1000})).await;
-        let got = call(&server, "session.get", json!({"id": session})).await;
-        let answered = list["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|m| m["content"] == "echo: hello there");
-        if answered && got["session"]["state"] == "WAITING_FOR_INPUT" {
-            break;
-        }
-        assert!(started.elapsed() < DEADLINE, "the agent answers");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    watch
+        .until("the agent answers", async || {
+            let stored = messages(&server, &session).await;
+            let answered = stored.iter().any(|m| m["content"] == "echo: hello there");
+            answered && state(&server, &session).await == "WAITING_FOR_INPUT"
+        })
+        .await;
+    drop(watch);
     call(&server, "message.queue.auto_run.set", json!({"session_id": session, "enabled": false}))
         .await;
     call(&server, "message.queue.add", json!({"session_id": session, "content": "later, please"}))
@@ -107,7 +86,7 @@ async fn i21_a4_a_server_on_the_copy_shows_the_same_board_transcript_and_queue()
     let before = snapshot(&server, &board["id"], &session).await;
     assert_eq!(before["queue"]["queue"].as_array().unwrap().len(), 1);
     assert_eq!(before["tasks"]["tasks"].as_array().unwrap().len(), 3);
-    stop(server);
+    server.terminate();
 
     let to = target(home.path()).await;
     let from = home.path().join("kandev.db").display().to_string();
@@ -120,10 +99,10 @@ async fn i21_a4_a_server_on_the_copy_shows_the_same_board_transcript_and_queue()
 
     // The server on the copy: another home (no file of the first), the copied database.
     let home2 = tempfile::tempdir().unwrap();
-    let server = start_with(home2.path(), &["--database-url", &to]);
+    let server = KANDEV.start_with(home2.path(), &["--database-url", &to]);
     let after = snapshot(&server, &board["id"], &session).await;
     assert_eq!(after, before);
-    stop(server);
+    server.terminate();
 
     // A copy into a database that has data is refused, and says why.
     let again = Command::new(KANDEV).args(["db", "copy", "--from", &from, "--to", &to]).output();

@@ -2,12 +2,11 @@
 //! binary makes them its owner's only: the home 0700, `kandev.db` and its `-wal`/`-shm`
 //! 0600, for a new install and for an existing one whose files were left open.
 
-#[path = "support/server.rs"]
 mod support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use support::{KANDEV, Server};
 
@@ -26,10 +25,9 @@ fn set_mode(path: &Path, mode: u32) {
 /// Starts `kandev serve` on `home`, which need not exist yet.
 fn serve(home: &Path) -> Server {
     let extra = ["--addr", "127.0.0.1:0"];
-    let (child, line) =
-        support::serve_first_line(Command::new(KANDEV), home, &extra, Stdio::null());
+    let (child, line) = support::serve_first_line(KANDEV.command(), home, &extra, Stdio::null());
     assert!(line.contains("http://"), "{line}");
-    Server { child, url: String::new() }
+    Server { child, url: String::new(), log: home.join("server.log") }
 }
 
 fn assert_private(home: &Path) {

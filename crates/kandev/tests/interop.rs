@@ -6,23 +6,22 @@
 //! `./scripts/interop-setup`, then
 //! `KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored --nocapture`.
 
-#[path = "support/fake_model.rs"]
-mod fake_model;
+#[path = "interop/agents.rs"]
+mod agents;
+mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 
-use fake_model::{API_KEY, CALL_TOOL, FakeModel, MODEL, REPLY_PREFIX, TOOL_REPLY_PREFIX};
+use agents::{Agent, CLAUDE, CLAUDE_WITHOUT_KEY, CODEX, GEMINI, OPENCODE};
+use kandev_testkit::fake_model::{self, CALL_TOOL, FakeModel, REPLY_PREFIX, TOOL_REPLY_PREFIX};
+use support::{KANDEV, Server, Watch, try_call};
 
-const KANDEV: &str = env!("CARGO_BIN_EXE_kandev");
 /// One turn of a real agent: its start-up (first turn) plus a model call or two.
 const TURN_DEADLINE: Duration = Duration::from_secs(120);
-const POLL: Duration = Duration::from_millis(100);
-const SERVER_START: Duration = Duration::from_secs(30);
 const SERVER_STOP: Duration = Duration::from_secs(15);
 
 const IGNORE_REASON: &str = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored";
@@ -96,8 +95,13 @@ impl World {
         self.home().join(".config")
     }
 
+    /// Kandev's home: its database, its log.
+    fn kandev_home(&self) -> PathBuf {
+        self.dir.path().join("kandev")
+    }
+
     fn server_log(&self) -> PathBuf {
-        self.dir.path().join("server.log")
+        self.kandev_home().join("server.log")
     }
 
     /// The environment of the server, and so of the agents it starts: nothing of the
@@ -135,34 +139,10 @@ impl World {
         env
     }
 
-    async fn start_server(&self) -> Server {
-        let mut child = tokio::process::Command::new(KANDEV)
-            .args(["serve", "--addr", "127.0.0.1:0", "--home"])
-            .arg(self.dir.path().join("kandev"))
-            .env_clear()
-            .envs(self.environment())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(std::fs::File::create(self.server_log()).unwrap())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = tokio::time::timeout(SERVER_START, stdout.next_line())
-            .await
-            .expect("the server announces its address in time")
-            .unwrap()
-            .expect("the server prints a first line");
-        // "Kandev is running at http://ADDR  (data: ...)"
-        let url = first
-            .strip_prefix("Kandev is running at ")
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-            .to_owned();
-        // Keep draining stdout so the server never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
-        let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        Server { child, url, http }
+    fn start_server(&self) -> Server {
+        let mut command = KANDEV.command();
+        command.env_clear().envs(self.environment()).stdin(Stdio::null());
+        support::serve(command, &self.kandev_home(), "127.0.0.1:0", &[])
     }
 
     /// Where things went wrong: the fake model's log and the end of the server's log.
@@ -177,215 +157,6 @@ impl World {
         )
     }
 }
-
-struct Server {
-    child: tokio::process::Child,
-    url: String,
-    http: reqwest::Client,
-}
-
-impl Server {
-    async fn call(&self, action: &str, payload: Value) -> Result<Value, String> {
-        let response = self
-            .http
-            .post(format!("{}/api/v1/{action}", self.url))
-            .json(&payload)
-            .send()
-            .await
-            .map_err(|e| format!("{action}: {e}"))?;
-        let status = response.status();
-        let body: Value = response.json().await.map_err(|e| format!("{action}: {e}"))?;
-        if status.is_success() { Ok(body) } else { Err(format!("{action} -> {status}: {body}")) }
-    }
-
-    /// SIGTERM, then a bounded wait: Kandev stops its agents on the way out.
-    fn stop(&mut self) {
-        let Some(pid) = self.child.id() else { return };
-        let _ = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
-        let start = Instant::now();
-        while start.elapsed() < SERVER_STOP {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.start_kill();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-/// A real agent: its command in the interop prefix and how to point it at the fake model.
-struct Agent {
-    name: &'static str,
-    kind: &'static str,
-    bin: &'static str,
-    args: &'static [&'static str],
-    /// Writes the agent's configuration into the private HOME; returns the profile's env.
-    configure: fn(&World) -> Vec<(String, String)>,
-}
-
-/// OpenCode reads `$XDG_CONFIG_HOME/opencode/opencode.json`; a custom provider using the
-/// bundled `@ai-sdk/openai-compatible` SDK talks Chat Completions to the fake. The
-/// variables keep it from fetching the models.dev catalogue or checking for updates.
-fn configure_opencode(world: &World) -> Vec<(String, String)> {
-    let config = json!({
-        "$schema": "https://opencode.ai/config.json",
-        "provider": {
-            "fake": {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "Kandev fake model",
-                "options": {"baseURL": format!("{}/v1", world.fake.url()), "apiKey": API_KEY},
-                "models": {MODEL: {"name": "Fake model"}},
-            }
-        },
-        "model": format!("fake/{MODEL}"),
-        "small_model": format!("fake/{MODEL}"),
-        "autoupdate": false,
-        "share": "disabled",
-    });
-    let dir = world.config_home().join("opencode");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("opencode.json"), config.to_string()).unwrap();
-    [
-        ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
-        ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
-        ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect()
-}
-
-const OPENCODE: Agent = Agent {
-    name: "OpenCode",
-    kind: "opencode",
-    bin: "opencode",
-    args: &["acp"],
-    configure: configure_opencode,
-};
-
-/// Codex reads `$CODEX_HOME/config.toml`; a custom provider speaks the Responses API (the
-/// only wire API Codex still supports) to the fake, with the key from `env_key`.
-fn configure_codex(world: &World) -> Vec<(String, String)> {
-    let codex_home = world.home().join(".codex");
-    std::fs::create_dir_all(&codex_home).unwrap();
-    let config = format!(
-        r#"model = "{MODEL}"
-model_provider = "fake"
-approval_policy = "never"
-sandbox_mode = "read-only"
-check_for_update_on_startup = false
-
-[model_providers.fake]
-name = "Kandev fake model"
-base_url = "{}/v1"
-env_key = "KANDEV_FAKE_API_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-supports_websockets = false
-"#,
-        world.fake.url()
-    );
-    std::fs::write(codex_home.join("config.toml"), config).unwrap();
-    vec![
-        ("CODEX_HOME".to_owned(), codex_home.display().to_string()),
-        ("KANDEV_FAKE_API_KEY".to_owned(), API_KEY.to_owned()),
-    ]
-}
-
-const CODEX: Agent =
-    Agent { name: "Codex", kind: "codex", bin: "codex-acp", args: &[], configure: configure_codex };
-
-/// Claude Code (under the ACP adapter) talks the Anthropic Messages API to
-/// `ANTHROPIC_BASE_URL`; the other variables turn off its telemetry, error reports and update
-/// checks. As root it refuses to skip permissions unless `IS_SANDBOX=1`.
-fn configure_claude(world: &World) -> Vec<(String, String)> {
-    [
-        ("ANTHROPIC_BASE_URL", world.fake.url()),
-        ("ANTHROPIC_API_KEY", API_KEY.to_owned()),
-        ("ANTHROPIC_MODEL", MODEL.to_owned()),
-        ("ANTHROPIC_DEFAULT_HAIKU_MODEL", MODEL.to_owned()),
-        ("ANTHROPIC_DEFAULT_SONNET_MODEL", MODEL.to_owned()),
-        ("ANTHROPIC_DEFAULT_OPUS_MODEL", MODEL.to_owned()),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
-        ("DISABLE_TELEMETRY", "1".to_owned()),
-        ("DISABLE_ERROR_REPORTING", "1".to_owned()),
-        ("DISABLE_AUTOUPDATER", "1".to_owned()),
-        ("IS_SANDBOX", "1".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
-}
-
-const CLAUDE: Agent = Agent {
-    name: "Claude",
-    kind: "claude",
-    bin: "claude-agent-acp",
-    args: &[],
-    configure: configure_claude,
-};
-
-/// Gemini CLI without a key: nothing to configure but a private settings file (no usage
-/// statistics, no update check); every proxy points at the fake model, so a start that
-/// tried to reach Google would show in the fake's log instead of leaving the machine.
-fn configure_gemini(world: &World) -> Vec<(String, String)> {
-    let dir = world.home().join(".gemini");
-    std::fs::create_dir_all(&dir).unwrap();
-    let settings = json!({
-        "privacy": {"usageStatisticsEnabled": false},
-        "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
-        "telemetry": {"enabled": false},
-    });
-    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
-    // No base URL: with `GOOGLE_GEMINI_BASE_URL` set, Gemini CLI 0.61 counts as configured
-    // (a gateway) and opens the session; without it, it answers -32000 at session/new
-    // without contacting anything (the proxies point at the fake, which would log it).
-    [
-        ("GEMINI_CLI_NO_RELAUNCH", "true".to_owned()),
-        ("GEMINI_TELEMETRY_ENABLED", "false".to_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
-}
-
-const GEMINI: Agent = Agent {
-    name: "Gemini",
-    kind: "gemini",
-    bin: "gemini",
-    args: &["--acp"],
-    configure: configure_gemini,
-};
-
-/// Claude without a key or a base URL: it opens the session and answers -32000 at the first
-/// `session/prompt`.
-fn configure_claude_without_key(_: &World) -> Vec<(String, String)> {
-    [
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-        ("DISABLE_TELEMETRY", "1"),
-        ("DISABLE_ERROR_REPORTING", "1"),
-        ("DISABLE_AUTOUPDATER", "1"),
-        ("IS_SANDBOX", "1"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect()
-}
-
-const CLAUDE_WITHOUT_KEY: Agent = Agent {
-    name: "Claude without a key",
-    kind: "claude",
-    bin: "claude-agent-acp",
-    args: &[],
-    configure: configure_claude_without_key,
-};
 
 /// One agent's conversation: the world, the server, and the steps passed so far.
 struct Run {
@@ -404,7 +175,7 @@ impl Run {
             .into_iter()
             .map(|(name, value)| json!({"name": name, "value": value}))
             .collect();
-        let server = world.start_server().await;
+        let server = world.start_server();
         let mut run = Run { agent, world, server, profile_id: Value::Null, passed: vec![] };
         let profile = run
             .call(
@@ -438,7 +209,20 @@ impl Run {
 
     /// An API call that must succeed for `step` to pass.
     async fn call(&self, step: &str, action: &str, payload: Value) -> Value {
-        self.server.call(action, payload).await.unwrap_or_else(|e| self.fail(step, &e))
+        let answer = try_call(&self.server, action, payload).await;
+        answer.unwrap_or_else(|e| self.fail(step, &format!("{action}: {e}")))
+    }
+
+    /// Follows the session's notifications (and those of `more` topics).
+    async fn watch(&self, session: &str, more: &[String]) -> Watch {
+        let topics: Vec<String> =
+            [format!("session:{session}")].into_iter().chain(more.iter().cloned()).collect();
+        Watch::topics(&self.server, &topics).await
+    }
+
+    /// SIGTERM, then a bounded wait: Kandev stops its agents on the way out.
+    fn stop_server(&mut self) {
+        self.server.stop(SERVER_STOP);
     }
 
     /// Messages of the session with `seq` above `after`.
@@ -454,50 +238,52 @@ impl Run {
         all.iter().filter_map(|m| m["seq"].as_i64()).max().unwrap_or(0)
     }
 
-    /// Polls until the turn started after message `after` has ended (`WAITING_FOR_INPUT`)
-    /// with an agent message quoting `prompt`; fails fast on a terminal state or an error
-    /// message, and after [`TURN_DEADLINE`].
+    /// Waits (following the session) until the turn started after message `after` has ended
+    /// (`WAITING_FOR_INPUT`) with an agent message quoting `prompt`; fails fast on a terminal
+    /// state or an error message, and after [`TURN_DEADLINE`].
     async fn wait_for_reply(&self, step: &str, session: &str, after: i64, prompt: &str) {
-        let start = Instant::now();
-        let mut states: Vec<String> = vec![];
-        loop {
-            let got = self.call(step, "session.get", json!({"id": session})).await;
-            let state = got["session"]["state"].as_str().unwrap_or_default().to_owned();
-            if states.last() != Some(&state) {
-                states.push(state.clone());
-            }
-            if matches!(state.as_str(), "FAILED" | "CANCELLED" | "COMPLETED") {
-                self.fail(
-                    step,
-                    &format!("session ended {state}: {}", got["session"]["last_error"]),
-                );
-            }
-            let new = self.messages_after(step, session, after).await;
-            if let Some(error) = new.iter().find(|m| m["kind"] == "error") {
-                self.fail(step, &format!("error message: {}", error["content"]));
-            }
-            let reply = new.iter().find_map(|m| {
-                let content = m["content"].as_str().unwrap_or_default();
-                let quoted = content.contains(REPLY_PREFIX) && content.contains(prompt);
-                (m["kind"] == "agent" && quoted).then_some(content)
-            });
-            if let (Some(reply), "WAITING_FOR_INPUT") = (reply, state.as_str()) {
-                self.log(&format!("states {states:?}, reply {reply:?}"));
-                return;
-            }
-            if start.elapsed() > TURN_DEADLINE {
-                let transcript: Vec<String> = new.iter().map(describe).collect();
-                self.fail(
-                    step,
-                    &format!(
-                        "no reply within {TURN_DEADLINE:?}; states {states:?}; last_error {}; \
-                         new messages {transcript:#?}",
-                        got["session"]["last_error"]
-                    ),
-                );
-            }
-            tokio::time::sleep(POLL).await;
+        let mut watch = self.watch(session, &[]).await;
+        let (mut states, mut last_error, mut new) = (Vec::<String>::new(), Value::Null, vec![]);
+        let reply = watch
+            .within(TURN_DEADLINE, step, async || {
+                let got = self.call(step, "session.get", json!({"id": session})).await;
+                let state = got["session"]["state"].as_str().unwrap_or_default().to_owned();
+                if states.last() != Some(&state) {
+                    states.push(state.clone());
+                }
+                last_error = got["session"]["last_error"].clone();
+                if matches!(state.as_str(), "FAILED" | "CANCELLED" | "COMPLETED") {
+                    self.fail(step, &format!("session ended {state}: {last_error}"));
+                }
+                new = self.messages_after(step, session, after).await;
+                if let Some(error) = new.iter().find(|m| m["kind"] == "error") {
+                    self.fail(step, &format!("error message: {}", error["content"]));
+                }
+                let reply = new.iter().find_map(|m| {
+                    let content = m["content"].as_str().unwrap_or_default();
+                    let quoted = content.contains(REPLY_PREFIX) && content.contains(prompt);
+                    (m["kind"] == "agent" && quoted).then(|| content.to_owned())
+                });
+                reply.filter(|_| state == "WAITING_FOR_INPUT")
+            })
+            .await;
+        if let Some(reply) = reply {
+            return self.log(&format!("states {states:?}, reply {reply:?}"));
         }
+        let transcript: Vec<String> = new.iter().map(describe).collect();
+        self.fail(
+            step,
+            &format!(
+                "no reply within {TURN_DEADLINE:?}; states {states:?}; last_error {last_error}; \
+                 new messages {transcript:#?}"
+            ),
+        );
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        self.stop_server();
     }
 }
 
@@ -619,7 +405,7 @@ async fn converse(agent: &'static Agent) {
     }
     run.pass(step);
 
-    run.server.stop();
+    run.stop_server();
     let refused: Vec<String> = run
         .world
         .fake
@@ -697,30 +483,30 @@ async fn creates_a_task_through_mcp(agent: &'static Agent) {
         )
         .await;
     let session = launched["session"]["id"].as_str().unwrap_or_default().to_owned();
-    let start = Instant::now();
-    let created = loop {
-        let listed = run.call(step, "task.list", json!({"workflow_id": board["id"]})).await;
-        let tasks = listed["tasks"].as_array().cloned().unwrap_or_default();
-        if let Some(found) = tasks.into_iter().find(|t| t["title"] == title.as_str()) {
-            break found;
-        }
-        let got = run.call(step, "session.get", json!({"id": session})).await;
-        let state = got["session"]["state"].as_str().unwrap_or_default().to_owned();
-        if matches!(state.as_str(), "FAILED" | "CANCELLED" | "COMPLETED") {
-            run.fail(step, &format!("session ended {state}: {}", got["session"]["last_error"]));
-        }
-        if start.elapsed() > TURN_DEADLINE {
+    // The new task is announced on the workspace's topic.
+    let tasks_topic = [format!("workspace:{}", workspace.as_str().unwrap_or_default())];
+    let mut watch = run.watch(&session, &tasks_topic).await;
+    let (mut state, mut transcript) = (String::new(), vec![]);
+    let created = watch
+        .within(TURN_DEADLINE, step, async || {
+            let listed = run.call(step, "task.list", json!({"workflow_id": board["id"]})).await;
+            let tasks = listed["tasks"].as_array().cloned().unwrap_or_default();
+            if let Some(found) = tasks.into_iter().find(|t| t["title"] == title.as_str()) {
+                return Some(found);
+            }
+            let got = run.call(step, "session.get", json!({"id": session})).await;
+            state = got["session"]["state"].as_str().unwrap_or_default().to_owned();
+            if matches!(state.as_str(), "FAILED" | "CANCELLED" | "COMPLETED") {
+                run.fail(step, &format!("session ended {state}: {}", got["session"]["last_error"]));
+            }
             let all = run.messages_after(step, &session, i64::MIN).await;
-            let transcript: Vec<String> = all.iter().map(describe).collect();
-            run.fail(
-                step,
-                &format!(
-                    "no task {title:?} within {TURN_DEADLINE:?}; state {state}; \
-                          transcript {transcript:#?}"
-                ),
-            );
-        }
-        tokio::time::sleep(POLL).await;
+            transcript = all.iter().map(describe).collect();
+            None
+        })
+        .await;
+    let Some(created) = created else {
+        let why = format!("no task {title:?} within {TURN_DEADLINE:?}; state {state}");
+        run.fail(step, &format!("{why}; transcript {transcript:#?}"))
     };
     run.log(&format!("created {created}"));
     run.pass(step);
@@ -732,23 +518,22 @@ async fn creates_a_task_through_mcp(agent: &'static Agent) {
     run.pass(step);
 
     let step = "the tool's result reached the model, and its reply ends the turn";
-    let start = Instant::now();
-    loop {
-        let got = run.call(step, "session.get", json!({"id": session})).await;
-        let all = run.messages_after(step, &session, i64::MIN).await;
-        let replied = all.iter().any(|m| {
-            let content = m["content"].as_str().unwrap_or_default();
-            let quotes_task = created["id"].as_str().is_some_and(|id| content.contains(id));
-            m["kind"] == "agent" && content.contains(TOOL_REPLY_PREFIX) && quotes_task
-        });
-        if replied && got["session"]["state"] == "WAITING_FOR_INPUT" {
-            break;
-        }
-        if start.elapsed() > TURN_DEADLINE {
-            let transcript: Vec<String> = all.iter().map(describe).collect();
-            run.fail(step, &format!("no reply quoting the tool's result: {transcript:#?}"));
-        }
-        tokio::time::sleep(POLL).await;
+    let mut transcript = vec![];
+    let replied = watch
+        .within(TURN_DEADLINE, step, async || {
+            let got = run.call(step, "session.get", json!({"id": session})).await;
+            let all = run.messages_after(step, &session, i64::MIN).await;
+            let replied = all.iter().any(|m| {
+                let content = m["content"].as_str().unwrap_or_default();
+                let quotes_task = created["id"].as_str().is_some_and(|id| content.contains(id));
+                m["kind"] == "agent" && content.contains(TOOL_REPLY_PREFIX) && quotes_task
+            });
+            transcript = all.iter().map(describe).collect();
+            replied && got["session"]["state"] == "WAITING_FOR_INPUT"
+        })
+        .await;
+    if replied.is_none() {
+        run.fail(step, &format!("no reply quoting the tool's result: {transcript:#?}"));
     }
     run.pass(step);
 
@@ -758,22 +543,21 @@ async fn creates_a_task_through_mcp(agent: &'static Agent) {
     let prompt =
         format!("Read it back.\n{CALL_TOOL} board_get_task {}", json!({"task_id": created_id}));
     run.call(step, "message.add", json!({"session_id": session, "content": prompt})).await;
-    let start = Instant::now();
-    loop {
-        let got = run.call(step, "session.get", json!({"id": session})).await;
-        let new = run.messages_after(step, &session, after).await;
-        let replied = new.iter().any(|m| {
-            let content = m["content"].as_str().unwrap_or_default();
-            m["kind"] == "agent" && content.contains(TOOL_REPLY_PREFIX) && content.contains(&title)
-        });
-        if replied && got["session"]["state"] == "WAITING_FOR_INPUT" {
-            break;
-        }
-        if start.elapsed() > TURN_DEADLINE {
-            let transcript: Vec<String> = new.iter().map(describe).collect();
-            run.fail(step, &format!("no reply quoting board_get_task: {transcript:#?}"));
-        }
-        tokio::time::sleep(POLL).await;
+    let replied = watch
+        .within(TURN_DEADLINE, step, async || {
+            let got = run.call(step, "session.get", json!({"id": session})).await;
+            let new = run.messages_after(step, &session, after).await;
+            let replied = new.iter().any(|m| {
+                let content = m["content"].as_str().unwrap_or_default();
+                let quotes = content.contains(TOOL_REPLY_PREFIX) && content.contains(&title);
+                m["kind"] == "agent" && quotes
+            });
+            transcript = new.iter().map(describe).collect();
+            replied && got["session"]["state"] == "WAITING_FOR_INPUT"
+        })
+        .await;
+    if replied.is_none() {
+        run.fail(step, &format!("no reply quoting board_get_task: {transcript:#?}"));
     }
     run.pass(step);
 
@@ -786,7 +570,7 @@ async fn creates_a_task_through_mcp(agent: &'static Agent) {
         run.fail(step, &format!("requests for other hosts: {blocked:#?}"));
     }
     run.pass(step);
-    run.server.stop();
+    run.stop_server();
     let log = std::fs::read_to_string(run.world.server_log()).unwrap_or_default();
     let refused = log.lines().filter(|l| l.contains("refused an MCP call")).count();
     run.log(&format!(
@@ -804,20 +588,18 @@ async fn i17_a7_opencode_creates_a_task_through_kandevs_mcp() {
     creates_a_task_through_mcp(&OPENCODE).await;
 }
 
-/// Polls the session until it leaves `STARTING`; returns it.
+/// Waits (following the session) until it leaves `STARTING`; returns it.
 async fn settled(run: &Run, step: &str, session: &str) -> Value {
-    let start = Instant::now();
-    loop {
-        let got = run.call(step, "session.get", json!({"id": session})).await;
-        let state = got["session"]["state"].as_str().unwrap_or_default().to_owned();
-        if state != "STARTING" && state != "CREATED" {
-            return got["session"].clone();
-        }
-        if start.elapsed() > TURN_DEADLINE {
-            run.fail(step, &format!("still {state} after {TURN_DEADLINE:?}"));
-        }
-        tokio::time::sleep(POLL).await;
-    }
+    let mut watch = run.watch(session, &[]).await;
+    let mut state = String::new();
+    let settled = watch
+        .within(TURN_DEADLINE, step, async || {
+            let got = run.call(step, "session.get", json!({"id": session})).await;
+            state = got["session"]["state"].as_str().unwrap_or_default().to_owned();
+            (state != "STARTING" && state != "CREATED").then(|| got["session"].clone())
+        })
+        .await;
+    settled.unwrap_or_else(|| run.fail(step, &format!("still {state} after {TURN_DEADLINE:?}")))
 }
 
 /// Issue 8 acceptance 3 with a real agent: Gemini CLI without credentials ends the start with
@@ -885,7 +667,7 @@ async fn needs_login(agent: &'static Agent) {
         run.fail(step, "a model call was answered without credentials");
     }
     run.pass(step);
-    run.server.stop();
+    run.stop_server();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -924,17 +706,17 @@ async fn login_at_prompt(agent: &'static Agent) {
         )
         .await;
     let session = launched["session"]["id"].as_str().unwrap_or_default().to_owned();
-    let start = Instant::now();
-    let got = loop {
-        let got = run.call(step, "session.get", json!({"id": session})).await["session"].clone();
-        if !got["last_error"].is_null() && got["state"] != "RUNNING" {
-            break got;
-        }
-        if start.elapsed() > TURN_DEADLINE {
-            run.fail(step, &format!("no error within {TURN_DEADLINE:?}: {got}"));
-        }
-        tokio::time::sleep(POLL).await;
-    };
+    let mut watch = run.watch(&session, &[]).await;
+    let mut got = Value::Null;
+    let ended = watch
+        .within(TURN_DEADLINE, step, async || {
+            got = run.call(step, "session.get", json!({"id": session})).await["session"].clone();
+            !got["last_error"].is_null() && got["state"] != "RUNNING"
+        })
+        .await;
+    if ended.is_none() {
+        run.fail(step, &format!("no error within {TURN_DEADLINE:?}: {got}"));
+    }
     let error = &got["last_error"];
     run.log(&format!("state {}, last_error {error}", got["state"]));
     let message = error["message"].as_str().unwrap_or_default();
@@ -948,7 +730,7 @@ async fn login_at_prompt(agent: &'static Agent) {
         run.fail(step, &format!("no terminal login command in {methods:#?}"));
     }
     run.pass(step);
-    run.server.stop();
+    run.stop_server();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,10 +9,9 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use kandev_mock_agent::{CallKind, Counters};
 use serde_json::{Value, json};
-use support::{Server, Watch, agents_of, call, launched_session, processes_until, start_with};
+use support::{KANDEV, Server, Watch, agents_of, call, eventually, launched_session};
 use tokio_tungstenite::tungstenite::Message;
 
-#[path = "support/server.rs"]
 mod support;
 
 const DEADLINE: Duration = support::DEADLINE;
@@ -33,7 +32,7 @@ fn slow_script() -> String {
 #[tokio::test]
 async fn l43_kill_9_mid_stream_loses_nothing_a_client_was_told() {
     let home = tempfile::tempdir().unwrap();
-    let mut server = start_with(home.path(), &NONE);
+    let mut server = KANDEV.start_with(home.path(), &NONE);
     let mut sessions = vec![];
     for i in 0..SESSIONS {
         sessions.push(launched_session(&server, &format!("t{i}")).await.1);
@@ -86,7 +85,7 @@ async fn l43_kill_9_mid_stream_loses_nothing_a_client_was_told() {
     server.kill_9();
     drop(ws);
 
-    let restarted = start_with(home.path(), &NONE);
+    let restarted = KANDEV.start_with(home.path(), &NONE);
     for session in &sessions {
         let got = call(&restarted, "session.get", json!({"id": session})).await;
         assert_eq!(got["session"]["state"], "WAITING_FOR_INPUT", "reconciled");
@@ -110,7 +109,7 @@ async fn l43_kill_9_mid_stream_loses_nothing_a_client_was_told() {
     let stored: usize = told.len();
     assert!(stored > 0);
 
-    processes_until("agents of the killed server are gone", || agents_of(home.path()).is_empty())
+    eventually("agents of the killed server are gone", async || agents_of(home.path()).is_empty())
         .await;
 
     // The next prompt resumes with session/load.
@@ -155,7 +154,7 @@ fn agent_said(messages: &[Value], needle: &str) -> bool {
 #[tokio::test]
 async fn l45_kill_9_during_a_reset_then_restart() {
     let home = tempfile::tempdir().unwrap();
-    let mut server = start_with(home.path(), &NONE);
+    let mut server = KANDEV.start_with(home.path(), &NONE);
     let workspaces = call(&server, "workspace.list", json!({})).await;
     let workspace_id = workspaces["workspaces"][0]["id"].clone();
     let created = call(
@@ -184,7 +183,7 @@ async fn l45_kill_9_during_a_reset_then_restart() {
     call(&server, "task.move", json!({"id": task["task"]["id"], "step_id": step("Build")})).await;
     server.kill_9();
 
-    let restarted = start_with(home.path(), &NONE);
+    let restarted = KANDEV.start_with(home.path(), &NONE);
     let after = session_get(&restarted, &session).await;
     assert_eq!(after["state"], "WAITING_FOR_INPUT");
     assert!(after["acp_session_id"].is_null(), "the old conversation is forgotten: {after}");
@@ -204,7 +203,7 @@ async fn l45_kill_9_during_a_reset_then_restart() {
     // A second crash does not finish it twice.
     let mut restarted = restarted;
     restarted.kill_9();
-    let again = start_with(home.path(), &NONE);
+    let again = KANDEV.start_with(home.path(), &NONE);
     assert_eq!(queue_of(&again, &session).await.len(), 1, "the step prompt is queued once");
 
     call(&again, "message.queue.drain", json!({"session_id": session})).await;

@@ -2,64 +2,20 @@
 //! `--no-mcp-http`) gets `kandev mcp-bridge` with its session token in the env, and reaches
 //! the board through it; a token of an older epoch is refused through the bridge as well.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-#[path = "support/server.rs"]
 mod support;
 
-use support::{KANDEV, Server};
+use support::{KANDEV, Server, Watch, call, messages};
 
-const DEADLINE: Duration = Duration::from_secs(30);
-
-/// A tiny blocking HTTP POST over std.
-fn post(url: &str, payload: &Value) -> Value {
-    let rest = url.strip_prefix("http://").unwrap();
-    let (host, path) = rest.split_once('/').unwrap();
-    let body = payload.to_string();
-    let mut stream = TcpStream::connect(host).unwrap();
-    write!(
-        stream,
-        "POST /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (_, body) = response.split_once("\r\n\r\n").unwrap();
-    serde_json::from_str(body).unwrap_or(Value::Null)
-}
-
-fn call(server: &Server, action: &str, payload: Value) -> Value {
-    let body = post(&format!("{}/api/v1/{action}", server.url), &payload);
-    assert!(body.get("code").is_none(), "{action} failed: {body}");
-    body
-}
-
-fn eventually<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(found) = check() {
-            return found;
-        }
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
-
-fn agent_says(server: &Server, session: &str, prefix: &str) -> Option<String> {
-    let messages = call(server, "message.list", json!({"session_id": session}));
-    messages["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["content"].as_str())
-        .find(|c| c.starts_with(prefix))
-        .map(str::to_owned)
+/// The first text of the agent's starting with `prefix`.
+async fn agent_says(server: &Server, session: &str, prefix: &str) -> Option<String> {
+    let stored = messages(server, session).await;
+    let said = stored.iter().filter_map(|m| m["content"].as_str()).find(|c| c.starts_with(prefix));
+    said.map(str::to_owned)
 }
 
 /// Runs `kandev mcp-bridge` with `token` and these JSON-RPC lines; returns its output lines.
@@ -84,38 +40,45 @@ fn bridge(url: &str, token: &str, lines: &[Value]) -> Vec<Value> {
         .collect()
 }
 
-#[test]
-fn i17_a4_an_agent_without_mcp_over_http_reaches_the_board_through_the_bridge() {
+#[tokio::test]
+async fn i17_a4_an_agent_without_mcp_over_http_reaches_the_board_through_the_bridge() {
     let home = tempfile::tempdir().unwrap();
-    let server = support::start(home.path());
+    let server = KANDEV.start(home.path());
     let log = home.path().join("mcp.log");
     let profile = call(
         &server,
         "agent.profile.create",
         json!({"name": "stdio only", "kind": "mock",
                "args": ["--no-mcp-http", "--mcp-log", log.display().to_string()]}),
-    );
-    let workspaces = call(&server, "workspace.list", json!({}));
+    )
+    .await;
+    let workspaces = call(&server, "workspace.list", json!({})).await;
     let workflows =
-        call(&server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}));
+        call(&server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
+            .await;
     let board = &workflows["workflows"][0];
     let backlog = board["steps"].as_array().unwrap().iter().find(|s| s["name"] == "Backlog");
     let task = call(
         &server,
         "task.create",
         json!({"workflow_id": board["id"], "title": "parent", "step_id": backlog.unwrap()["id"]}),
-    );
+    )
+    .await;
     let task_id = task["task"]["id"].as_str().unwrap().to_owned();
     let script = "#!mock\nmcp kandev create_task {\"title\":\"sub\",\"parent_id\":\"current\"}";
     let launched = call(
         &server,
         "session.launch",
         json!({"task_id": task_id, "agent_profile_id": profile["profile"]["id"], "prompt": script}),
-    );
+    )
+    .await;
     let session = launched["session"]["id"].as_str().unwrap().to_owned();
-    let said = eventually("the agent's MCP call", || agent_says(&server, &session, "mcp "));
+    let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
+    let said = watch
+        .until("the agent's MCP call", async || agent_says(&server, &session, "mcp ").await)
+        .await;
     assert!(said.starts_with("mcp create_task ok:"), "{said}");
-    let listed = call(&server, "task.list", json!({"workflow_id": board["id"]}));
+    let listed = call(&server, "task.list", json!({"workflow_id": board["id"]})).await;
     let sub = listed["tasks"].as_array().unwrap().iter().find(|t| t["title"] == "sub").cloned();
     assert_eq!(sub.expect("the subtask is on the board")["parent_id"], task_id.as_str());
 
@@ -131,12 +94,9 @@ fn i17_a4_an_agent_without_mcp_over_http_reaches_the_board_through_the_bridge() 
 
     // A stop and resume moves the session to a new epoch: the old token is refused through
     // the bridge, with the cause.
-    call(&server, "session.stop", json!({"id": session}));
-    call(&server, "session.resume", json!({"id": session}));
-    eventually("the resumed agent", || {
-        let got = call(&server, "session.get", json!({"id": session}));
-        (got["session"]["state"] == "WAITING_FOR_INPUT").then_some(())
-    });
+    call(&server, "session.stop", json!({"id": session})).await;
+    call(&server, "session.resume", json!({"id": session})).await;
+    watch.state(&server, &session, "WAITING_FOR_INPUT").await;
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {},
         "clientInfo": {"name": "test", "version": "1"}}});

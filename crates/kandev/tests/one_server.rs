@@ -8,9 +8,8 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 
 use serde_json::{Value, json};
-use support::{KANDEV, Server, Watch, agents_of, call, launched_session, start_with};
+use support::{KANDEV, Server, Watch, agents_of, call, launched_session};
 
-#[path = "support/server.rs"]
 mod support;
 
 /// The local runner's grace is short enough that a failed test leaves nothing for long.
@@ -22,7 +21,7 @@ fn refused_serve(home: &Path, extra: &[&str]) -> (ExitStatus, String) {
     let args: Vec<&str> =
         ["--addr", "127.0.0.1:0"].into_iter().chain(extra.iter().copied()).collect();
     let (mut child, line) =
-        support::serve_first_line(Command::new(KANDEV), home, &args, Stdio::piped());
+        support::serve_first_line(KANDEV.command(), home, &args, Stdio::piped());
     // The first line is empty when the process ended without one.
     if line.contains("http://") {
         let _ = child.kill();
@@ -46,7 +45,7 @@ async fn answer(server: &Server, session: &str, prompt: &str) {
 #[tokio::test]
 async fn i38_1_a_second_server_on_a_home_is_refused_and_the_first_is_untouched() {
     let home = tempfile::tempdir().unwrap();
-    let mut first = start_with(home.path(), &LOCAL);
+    let mut first = KANDEV.start_with(home.path(), &LOCAL);
     let (_, session) = launched_session(&first, "one home").await;
     answer(&first, &session, "hello").await;
     let agents = agents_of(home.path());
@@ -71,7 +70,7 @@ async fn i38_1_a_second_server_on_a_home_is_refused_and_the_first_is_untouched()
     // server starts at once and takes the agent over.
     first.kill_9();
     assert_eq!(agents_of(home.path()), agents, "the runner keeps the agent");
-    let next = start_with(home.path(), &LOCAL);
+    let next = KANDEV.start_with(home.path(), &LOCAL);
     answer(&next, &session, "after the crash").await;
     next.terminate();
 }
@@ -83,7 +82,7 @@ async fn i38_1_a_second_server_on_a_sqlite_database_is_refused() {
     let database = database.to_str().unwrap();
     let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let args = ["--runner", "none", "--database-url", database];
-    let first = start_with(one.path(), &args);
+    let first = KANDEV.start_with(one.path(), &args);
     call(&first, "workspace.list", json!({})).await;
 
     let (status, stderr) = refused_serve(two.path(), &args);
@@ -96,14 +95,14 @@ async fn i38_1_a_second_server_on_a_sqlite_database_is_refused() {
     call(&first, "workspace.list", json!({})).await;
     first.terminate();
     // Stopped, it leaves the database to the next server.
-    start_with(two.path(), &args).terminate();
+    KANDEV.start_with(two.path(), &args).terminate();
 }
 
 #[tokio::test]
 async fn i38_1_user_commands_work_beside_a_running_server() {
     use std::io::Write;
     let home = tempfile::tempdir().unwrap();
-    let server = start_with(home.path(), &["--runner", "none"]);
+    let server = KANDEV.start_with(home.path(), &["--runner", "none"]);
     call(&server, "workspace.list", json!({})).await;
     let user = |args: &[&str], stdin: &str| {
         let mut child = Command::new(KANDEV)

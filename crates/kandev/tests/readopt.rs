@@ -11,11 +11,10 @@ use kandev_mock_agent::script::stream_chunk_text;
 use kandev_mock_agent::{CallKind, Counters};
 use serde_json::{Value, json};
 use support::{
-    Server, Watch, agent_text, agents_of, call, launch, launched_session, launched_with, messages,
-    processes_until, runners_of, start_with, state,
+    KANDEV, Server, Watch, agent_text, agents_of, call, eventually, launched_session,
+    launched_with, messages, runners_of, state,
 };
 
-#[path = "support/server.rs"]
 mod support;
 
 /// Streaming turns that must survive the restart (R6 asks for 20: `kandev-bench r6`).
@@ -49,14 +48,14 @@ fn no_load(home: &std::path::Path) {
 /// A graceful stop ends the agents, and the runner with nothing left: no orphan.
 async fn stop_leaving_nothing(server: Server, home: &std::path::Path) {
     server.terminate();
-    processes_until("no agent is left", || agents_of(home).is_empty()).await;
-    processes_until("the runner ends", || runners_of(home).is_empty()).await;
+    eventually("no agent is left", async || agents_of(home).is_empty()).await;
+    eventually("the runner ends", async || runners_of(home).is_empty()).await;
 }
 
 #[tokio::test]
 async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_completes_once() {
     let home = tempfile::tempdir().unwrap();
-    let mut server = start_with(home.path(), &LOCAL);
+    let mut server = KANDEV.start_with(home.path(), &LOCAL);
     // Two more sessions than the turns checked: the task of one is deleted while the server
     // is down, the other's after the restart, while its re-adopted turn runs.
     let mut tasks = vec![];
@@ -100,7 +99,7 @@ async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_comple
         store.close().await;
     }
 
-    let restarted = start_with(home.path(), &LOCAL);
+    let restarted = KANDEV.start_with(home.path(), &LOCAL);
     assert_eq!(state(&restarted, &sessions[TURNS + 1]).await, "RUNNING", "re-adopted mid-turn");
     call(&restarted, "task.delete", json!({"id": tasks[TURNS + 1], "force": true})).await;
     let mut watch = Watch::sessions(&restarted, &sessions[..TURNS]).await;
@@ -130,7 +129,7 @@ async fn i20_a1_l42_kill_9_during_streaming_turns_then_restart_every_turn_comple
     let counters = Counters::read(&home.path().join("mock-agent")).unwrap();
     assert_eq!(counters.count(CallKind::Prompt), TURNS + 2, "each prompt sent once");
     // The deleted tasks' agents are gone; the others stay, ready for the next prompt.
-    processes_until("the deleted sessions' agents are killed", || {
+    eventually("the deleted sessions' agents are killed", async || {
         agents_of(home.path()).len() == TURNS
     })
     .await;
@@ -176,7 +175,7 @@ async fn answer_the_request_asked_again(server: &Server, session: &str) -> Strin
 #[tokio::test]
 async fn l42_a_permission_request_pending_at_a_kill_9_is_asked_again_after_the_restart() {
     let home = tempfile::tempdir().unwrap();
-    let mut server = start_with(home.path(), &LOCAL);
+    let mut server = KANDEV.start_with(home.path(), &LOCAL);
     let (_, session) = launched_session(&server, "ask").await;
     let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
     let script = "#!mock\nsay before\nask_permission deploy\nsay after";
@@ -185,7 +184,7 @@ async fn l42_a_permission_request_pending_at_a_kill_9_is_asked_again_after_the_r
     watch.messages(&server, &session, "the agent asks", asked).await;
     server.kill_9(); // the request unanswered
 
-    let restarted = start_with(home.path(), &LOCAL);
+    let restarted = KANDEV.start_with(home.path(), &LOCAL);
     let text = answer_the_request_asked_again(&restarted, &session).await;
     assert_eq!(text, "beforepermission: allow_once\nafter", "the agent got the answer");
     no_load(home.path());
@@ -197,7 +196,7 @@ async fn l42_a_permission_request_pending_at_a_kill_9_is_asked_again_after_the_r
 #[tokio::test]
 async fn i20_a1_output_streamed_while_a_permission_request_waits_is_stored_once() {
     let home = tempfile::tempdir().unwrap();
-    let mut server = start_with(home.path(), &LOCAL);
+    let mut server = KANDEV.start_with(home.path(), &LOCAL);
     let (_, session) = launched_session(&server, "ask and stream").await;
     let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
     let script = format!(
@@ -209,7 +208,7 @@ async fn i20_a1_output_streamed_while_a_permission_request_waits_is_stored_once(
     watch.messages(&server, &session, "the agent asks, then streams", ready).await;
     server.kill_9(); // the request unanswered, the text after it stored
 
-    let restarted = start_with(home.path(), &LOCAL);
+    let restarted = KANDEV.start_with(home.path(), &LOCAL);
     let text = answer_the_request_asked_again(&restarted, &session).await;
     assert_eq!(text, format!("{streamed_all}permission: allow_once\nafter"), "every chunk once");
     no_load(home.path());
@@ -230,7 +229,7 @@ async fn live_session(server: &Server, watch_too: bool) -> (String, Option<Watch
 #[tokio::test]
 async fn i20_d1_a_session_after_a_live_context_reset_is_re_adopted() {
     let home = tempfile::tempdir().unwrap();
-    let mut server = start_with(home.path(), &LOCAL);
+    let mut server = KANDEV.start_with(home.path(), &LOCAL);
     let (session, watch) = live_session(&server, true).await;
     let mut watch = watch.unwrap();
     call(&server, "session.reset_context", json!({"id": session})).await;
@@ -241,7 +240,7 @@ async fn i20_d1_a_session_after_a_live_context_reset_is_re_adopted() {
     until_said(&mut watch, &server, &session, "echo: hello".len() + BYTES * 5).await;
     server.kill_9();
 
-    let restarted = start_with(home.path(), &LOCAL);
+    let restarted = KANDEV.start_with(home.path(), &LOCAL);
     assert_eq!(state(&restarted, &session).await, "RUNNING", "re-adopted mid-turn");
     let mut watch = Watch::sessions(&restarted, std::slice::from_ref(&session)).await;
     watch.state(&restarted, &session, "WAITING_FOR_INPUT").await;
@@ -257,7 +256,7 @@ async fn i20_d2_a_re_adopted_quiet_turn_is_not_ended_as_silent() {
     // Rule 40 after 1 s: a turn with no output by then is ended, a quiet one gets a notice.
     let args = [LOCAL.as_slice(), &["--agent-stall-after", "1s"]].concat();
     let home = tempfile::tempdir().unwrap();
-    let mut server = start_with(home.path(), &args);
+    let mut server = KANDEV.start_with(home.path(), &args);
     let (session, watch) = live_session(&server, true).await;
     let mut watch = watch.unwrap();
     let script = "#!mock\nsay before\nsleep 8000\nsay after";
@@ -266,7 +265,7 @@ async fn i20_d2_a_re_adopted_quiet_turn_is_not_ended_as_silent() {
     watch.messages(&server, &session, "the agent speaks", spoke).await;
     server.kill_9(); // the agent quiet
 
-    let restarted = start_with(home.path(), &args);
+    let restarted = KANDEV.start_with(home.path(), &args);
     assert_eq!(state(&restarted, &session).await, "RUNNING", "re-adopted mid-turn");
     let mut watch = Watch::sessions(&restarted, std::slice::from_ref(&session)).await;
     watch.state(&restarted, &session, "WAITING_FOR_INPUT").await;
@@ -281,7 +280,7 @@ async fn i20_d2_a_re_adopted_quiet_turn_is_not_ended_as_silent() {
 #[tokio::test]
 async fn i20_d4_an_execution_acknowledged_past_the_recorded_position_is_not_re_adopted() {
     let home = tempfile::tempdir().unwrap();
-    let mut server = start_with(home.path(), &LOCAL);
+    let mut server = KANDEV.start_with(home.path(), &LOCAL);
     let (session, watch) = live_session(&server, true).await;
     let mut watch = watch.unwrap();
     let script = format!("#!mock\nstream 100 {BYTES} every 20");
@@ -302,10 +301,10 @@ async fn i20_d4_an_execution_acknowledged_past_the_recorded_position_is_not_re_a
         store.close().await;
     }
 
-    let restarted = start_with(home.path(), &LOCAL);
+    let restarted = KANDEV.start_with(home.path(), &LOCAL);
     assert_eq!(state(&restarted, &session).await, "WAITING_FOR_INPUT", "reconciled");
     assert!(interrupted(&messages(&restarted, &session).await), "an interrupted note");
-    processes_until("its agent is killed", || agents_of(home.path()).is_empty()).await;
+    eventually("its agent is killed", async || agents_of(home.path()).is_empty()).await;
 }
 
 /// The MCP servers each `session/new` of the mock agents got (`--mcp-log`), oldest first:
@@ -344,7 +343,7 @@ async fn mcp_status(url: &str, token: &str) -> u16 {
 async fn i20_a1_a_re_adopted_agent_keeps_its_mcp_token_across_a_restart() {
     let home = tempfile::tempdir().unwrap();
     let log = home.path().join("mcp.log");
-    let mut server = start_with(home.path(), &LOCAL);
+    let mut server = KANDEV.start_with(home.path(), &LOCAL);
     let profile = call(
         &server,
         "agent.profile.create",
@@ -376,7 +375,7 @@ async fn i20_a1_a_re_adopted_agent_keeps_its_mcp_token_across_a_restart() {
     server.kill_9();
 
     // The agent's MCP endpoint is the old address: the server comes back on it.
-    let restarted = launch(home.path(), &addr, &LOCAL, &[]);
+    let restarted = KANDEV.launch(home.path(), &addr, &LOCAL, &[]);
     let (deleted_task, kept) = (sessions[1].0.clone(), sessions[0].1.clone());
     call(&restarted, "task.delete", json!({"id": deleted_task, "force": true})).await;
     let mut watch = Watch::sessions(&restarted, std::slice::from_ref(&kept)).await;
@@ -399,7 +398,7 @@ async fn i20_a1_a_re_adopted_agent_keeps_its_mcp_token_across_a_restart() {
 async fn i20_a1_an_abort_between_a_commit_and_the_runner_ack_duplicates_nothing() {
     let home = tempfile::tempdir().unwrap();
     let fault = [("KANDEV_FAULT", "abort_before_ack:40")];
-    let mut server = launch(home.path(), "127.0.0.1:0", &LOCAL, &fault);
+    let mut server = KANDEV.launch(home.path(), "127.0.0.1:0", &LOCAL, &fault);
     let mut sessions = vec![];
     for i in 0..3 {
         sessions.push(launched_session(&server, &format!("fault-{i}")).await.1);
@@ -415,7 +414,7 @@ async fn i20_a1_an_abort_between_a_commit_and_the_runner_ack_duplicates_nothing(
     let log = std::fs::read_to_string(home.path().join("server.log")).unwrap();
     assert!(log.contains("failpoint KANDEV_FAULT"), "aborted by the failpoint");
 
-    let restarted = start_with(home.path(), &LOCAL);
+    let restarted = KANDEV.start_with(home.path(), &LOCAL);
     let mut watch = Watch::sessions(&restarted, &sessions).await;
     for session in &sessions {
         watch.state(&restarted, session, "WAITING_FOR_INPUT").await;
@@ -431,7 +430,7 @@ async fn i20_a1_an_abort_between_a_commit_and_the_runner_ack_duplicates_nothing(
 /// session whose agent is ready in the local runner.
 async fn armed_session(home: &std::path::Path, input: &str) -> (Server, String) {
     let fault = format!("abort_after_commit:{input}");
-    let server = launch(home, "127.0.0.1:0", &LOCAL, &[("KANDEV_FAULT", fault.as_str())]);
+    let server = KANDEV.launch(home, "127.0.0.1:0", &LOCAL, &[("KANDEV_FAULT", fault.as_str())]);
     let (_, session) = launched_session(&server, &format!("fault-{input}")).await;
     let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
     watch.state(&server, &session, "WAITING_FOR_INPUT").await;
@@ -474,7 +473,7 @@ async fn i38_12_a_prompt_committed_but_never_written_is_sent_after_a_restart_onc
     aborted_at_the_failpoint(watch, &mut server, home.path()).await;
     assert_eq!(counters(home.path()).count(CallKind::Prompt), 0, "the agent never got it");
 
-    let restarted = start_with(home.path(), &LOCAL);
+    let restarted = KANDEV.start_with(home.path(), &LOCAL);
     let mut watch = Watch::sessions(&restarted, std::slice::from_ref(&session)).await;
     watch.state(&restarted, &session, "WAITING_FOR_INPUT").await;
     let stored = messages(&restarted, &session).await;
@@ -500,7 +499,7 @@ async fn i38_12_a_cancel_committed_but_never_written_is_sent_after_a_restart_onc
     aborted_at_the_failpoint(watch, &mut server, home.path()).await;
     assert_eq!(counters(home.path()).cancel(), 0, "the agent never got the cancel");
 
-    let restarted = start_with(home.path(), &LOCAL);
+    let restarted = KANDEV.start_with(home.path(), &LOCAL);
     let mut watch = Watch::sessions(&restarted, std::slice::from_ref(&session)).await;
     watch.state(&restarted, &session, "WAITING_FOR_INPUT").await;
     let turns = call(&restarted, "session.turn.list", json!({"session_id": session})).await;
@@ -529,7 +528,7 @@ async fn i38_12_a_permission_answer_committed_but_never_written_is_sent_after_a_
     post_ignoring_the_answer(&server, "permission.respond", answer).await;
     aborted_at_the_failpoint(watch, &mut server, home.path()).await;
 
-    let restarted = start_with(home.path(), &LOCAL);
+    let restarted = KANDEV.start_with(home.path(), &LOCAL);
     let mut watch = Watch::sessions(&restarted, std::slice::from_ref(&session)).await;
     watch.state(&restarted, &session, "WAITING_FOR_INPUT").await;
     let stored = messages(&restarted, &session).await;

@@ -7,11 +7,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{
-    Server, Watch, agents_of, call, launched_session, parent_of, processes_until, runners_of,
-    start_with,
+    KANDEV, Server, Watch, agents_of, call, eventually, launched_session, parent_of, runners_of,
 };
 
-#[path = "support/server.rs"]
 mod support;
 
 const DEADLINE: Duration = support::DEADLINE;
@@ -34,7 +32,7 @@ async fn wait_for_answer(server: &Server, session: &str, answer: &str) {
 async fn i20_s2_local_runner_owns_the_agents_and_a_restart_leaves_no_orphan() {
     let home = tempfile::tempdir().unwrap();
     let local = ["--runner", "local", "--runner-grace", "60s"];
-    let mut server = start_with(home.path(), &local);
+    let mut server = KANDEV.start_with(home.path(), &local);
     let session = session_with_agent(&server, "hello runner").await;
     let runners = runners_of(home.path());
     assert_eq!(runners.len(), 1, "one runner for the home");
@@ -48,7 +46,7 @@ async fn i20_s2_local_runner_owns_the_agents_and_a_restart_leaves_no_orphan() {
 
     // The restarted server reuses the runner and takes the waiting agent over (rule 42's
     // re-adopt branch): the same process answers the next prompt, without session/load.
-    let restarted = start_with(home.path(), &local);
+    let restarted = KANDEV.start_with(home.path(), &local);
     assert_eq!(runners_of(home.path()), runners, "the same runner serves the new server");
     let got = call(&restarted, "session.get", json!({"id": session})).await;
     assert_eq!(got["session"]["state"], "WAITING_FOR_INPUT");
@@ -60,24 +58,24 @@ async fn i20_s2_local_runner_owns_the_agents_and_a_restart_leaves_no_orphan() {
 
     // A graceful stop stops the agent; the runner, with nothing left, ends too.
     restarted.terminate();
-    processes_until("no agent is left", || agents_of(home.path()).is_empty()).await;
-    processes_until("the runner ends", || runners_of(home.path()).is_empty()).await;
+    eventually("no agent is left", async || agents_of(home.path()).is_empty()).await;
+    eventually("the runner ends", async || runners_of(home.path()).is_empty()).await;
     assert!(!home.path().join("runner.sock").exists());
 }
 
 #[tokio::test]
 async fn i20_a2_a_runner_whose_server_is_gone_past_the_grace_period_kills_its_agents() {
     let home = tempfile::tempdir().unwrap();
-    let mut server = start_with(home.path(), &["--runner", "local", "--runner-grace", "1s"]);
+    let mut server = KANDEV.start_with(home.path(), &["--runner", "local", "--runner-grace", "1s"]);
     session_with_agent(&server, "hello").await;
     let agents = agents_of(home.path());
     assert_eq!(agents.len(), 1);
     server.kill_9();
-    processes_until("the agent is killed after the grace period", || {
+    eventually("the agent is killed after the grace period", async || {
         agents_of(home.path()).is_empty()
     })
     .await;
-    processes_until("the runner ends", || runners_of(home.path()).is_empty()).await;
+    eventually("the runner ends", async || runners_of(home.path()).is_empty()).await;
 }
 
 /// `kandev runner --stdio` (what an SSH channel runs): started, it relays to a runner on the
@@ -92,7 +90,7 @@ async fn i20_s1_the_protocol_runs_over_stdio_and_a_dropped_channel_replays() {
     let socket = dir.path().join("runner.sock");
     let flag = dir.path().join("go-on");
     let relay = || {
-        let mut child = tokio::process::Command::new(support::KANDEV)
+        let mut child = tokio::process::Command::new(KANDEV)
             .args(["runner", "--stdio", "--grace", "30s", "--socket"])
             .arg(&socket)
             .stdin(std::process::Stdio::piped())
@@ -140,7 +138,7 @@ async fn i20_s1_the_protocol_runs_over_stdio_and_a_dropped_channel_replays() {
     assert_eq!(exit.signal(), Some(15));
     client.close();
     // With nothing left to keep, the runner ends when its owner goes.
-    processes_until("the runner ends", || !socket.exists()).await;
+    eventually("the runner ends", async || !socket.exists()).await;
 }
 
 /// A runner whose socket is gone (its home deleted) can never get a server again: it ends
@@ -149,14 +147,14 @@ async fn i20_s1_the_protocol_runs_over_stdio_and_a_dropped_channel_replays() {
 async fn i20_s2_a_runner_whose_socket_is_gone_ends_with_its_agents() {
     let home = tempfile::tempdir().unwrap();
     let path = home.path().to_path_buf();
-    let mut server = start_with(&path, &["--runner", "local", "--runner-grace", "10m"]);
+    let mut server = KANDEV.start_with(&path, &["--runner", "local", "--runner-grace", "10m"]);
     session_with_agent(&server, "hello").await;
     assert_eq!(agents_of(&path).len(), 1);
     assert_eq!(runners_of(&path).len(), 1);
     server.kill_9();
     drop(home); // deletes the socket with the home
-    processes_until("the agent is gone", || agents_of(&path).is_empty()).await;
-    processes_until("the runner ends", || runners_of(&path).is_empty()).await;
+    eventually("the agent is gone", async || agents_of(&path).is_empty()).await;
+    eventually("the runner ends", async || runners_of(&path).is_empty()).await;
 }
 
 /// Issue 38 item 2: a runner killed with `kill -9` (an OOM kill, say) mid-turn ends that turn
@@ -165,7 +163,7 @@ async fn i20_s2_a_runner_whose_socket_is_gone_ends_with_its_agents() {
 #[tokio::test]
 async fn i38_2_a_runner_killed_mid_turn_is_replaced_and_the_next_message_gets_a_reply() {
     let home = tempfile::tempdir().unwrap();
-    let server = start_with(home.path(), &["--runner", "local", "--runner-grace", "60s"]);
+    let server = KANDEV.start_with(home.path(), &["--runner", "local", "--runner-grace", "60s"]);
     let session = session_with_agent(&server, "before").await;
     let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
     let long = "#!mock\nsay working\nsleep 60000\nsay never";

@@ -1,10 +1,10 @@
-//! Issue 20, the SSH executor's transport against a real OpenSSH server (support/sshd.rs):
+//! Issue 20, the SSH executor's transport against a real OpenSSH server (kandev_testkit::sshd):
 //! host keys are checked and an unknown one is refused with how to trust it, the remote
 //! `kandev` is installed or replaced when of another version, and an ACP turn of the mock
 //! agent runs through `kandev runner --stdio` on the far side; the connection dropped five
 //! times mid-stream loses and duplicates nothing (R7 at the runtime level).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use kandev_runtime::runner::ssh::{Backoff, Installed, SshError, SshRunner, connect_link};
@@ -12,24 +12,15 @@ use kandev_runtime::runner::{AckPolicy, RemoteExecution, SpawnSpec};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-#[path = "support/server.rs"]
-mod server;
-#[path = "support/ssh_settings.rs"]
-mod ssh_settings;
-#[path = "support/sshd.rs"]
-mod sshd;
+mod support;
 
-use server::call;
-use sshd::Sshd;
+use kandev_testkit::sshd::Sshd;
+use support::{KANDEV, call, eventually_within};
 
 const WAIT: Duration = Duration::from_secs(60);
 
 fn runner(sshd: &Sshd, remote_home: &Path) -> SshRunner {
-    SshRunner::new(
-        sshd.settings(remote_home),
-        PathBuf::from(server::KANDEV),
-        Duration::from_secs(60),
-    )
+    SshRunner::new(sshd.settings(remote_home), KANDEV.path().into(), Duration::from_secs(60))
 }
 
 /// Waits, within [`WAIT`], until the remote runner of `remote_home` ended: it removes its
@@ -43,19 +34,12 @@ async fn runner_ends(remote_home: &Path) {
 /// [`runner_ends`] with its own bound.
 async fn runner_ends_within(remote_home: &Path, bound: Duration) {
     let socket = remote_home.join("runner.sock");
-    let deadline = tokio::time::Instant::now() + bound;
-    while socket.exists() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the remote runner did not end within {bound:?}: {} is still there",
-            socket.display()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = format!("the remote runner to end (to remove {})", socket.display());
+    eventually_within(bound, what, async || !socket.exists()).await;
 }
 
 async fn local_version() -> String {
-    let out = tokio::process::Command::new(server::KANDEV).arg("--version").output().await.unwrap();
+    let out = tokio::process::Command::new(KANDEV).arg("--version").output().await.unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
@@ -67,7 +51,7 @@ async fn i20_a4_an_unknown_host_key_is_refused_with_how_to_trust_it() {
     let known_hosts = sshd.dir.path().join("empty_known_hosts");
     std::fs::write(&known_hosts, "").unwrap();
     settings.known_hosts = known_hosts.clone();
-    let ssh = SshRunner::new(settings, PathBuf::from(server::KANDEV), Duration::from_secs(60));
+    let ssh = SshRunner::new(settings, KANDEV.path().into(), Duration::from_secs(60));
 
     let err = tokio::time::timeout(WAIT, ssh.connect()).await.unwrap().err().expect("refused");
     assert!(matches!(err, SshError::UnknownHostKey { .. }), "{err:?}\nsshd: {}", sshd.log());
@@ -101,7 +85,7 @@ async fn i20_a4_a_changed_host_key_is_refused_with_how_to_replace_it() {
     std::fs::write(&known_hosts, format!("[127.0.0.1]:{} {}\n", sshd.port, key.join(" "))).unwrap();
     let mut settings = sshd.settings(remote.path());
     settings.known_hosts = known_hosts.clone();
-    let ssh = SshRunner::new(settings, PathBuf::from(server::KANDEV), Duration::from_secs(60));
+    let ssh = SshRunner::new(settings, KANDEV.path().into(), Duration::from_secs(60));
     let err = tokio::time::timeout(WAIT, ssh.connect()).await.unwrap().err().expect("refused");
     assert!(matches!(err, SshError::ChangedHostKey { .. }), "{err:?}");
     let message = err.to_string();
@@ -579,7 +563,7 @@ async fn i20_a4_executor_check_refuses_an_unknown_host_and_installs_kandev() {
     let sshd = Sshd::start();
     let home = tempfile::tempdir().unwrap();
     let remote = tempfile::tempdir().unwrap();
-    let server = server::start(home.path());
+    let server = KANDEV.start(home.path());
     let untrusted = sshd.dir.path().join("untrusted_known_hosts");
     std::fs::write(&untrusted, "").unwrap();
     let settings = sshd.settings(remote.path());
@@ -619,7 +603,7 @@ async fn i20_d4_executor_check_leaves_the_remote_home_owner_only() {
     let home = tempfile::tempdir().unwrap();
     let remote = tempfile::tempdir().unwrap();
     std::fs::set_permissions(remote.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let server = server::start(home.path());
+    let server = KANDEV.start(home.path());
     let settings = sshd.settings(remote.path());
     let ssh = json!({"host": settings.host, "port": settings.port, "user": settings.user,
         "identity_file": settings.identity_file, "known_hosts": sshd.known_hosts,

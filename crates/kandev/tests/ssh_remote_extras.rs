@@ -1,31 +1,22 @@
 //! Issue 20, SSH executor: what a task's agent on a build host gets besides its turns — the
 //! files attached to a prompt, and the repository's cleanup script when the task is archived.
-//! A real OpenSSH server (support/sshd.rs) and the real `kandev serve`, started where the
-//! build host's remote home is hidden from it (`server::start_hiding`): like a server on
+//! A real OpenSSH server (kandev_testkit::sshd) and the real `kandev serve`, started where the
+//! build host's remote home is hidden from it (`Kandev::start_hiding`): like a server on
 //! another machine, it can reach the build host's files only through the SSH link.
-
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-#[path = "support/remote_task.rs"]
-mod remote_task;
-#[path = "support/server.rs"]
-mod server;
-#[path = "support/ssh_settings.rs"]
-mod ssh_settings;
-#[path = "support/sshd.rs"]
-mod sshd;
+mod support;
 
-use server::{DEADLINE, Server, agent_text, call, messages, state as session_state};
-use sshd::Sshd;
+use kandev_testkit::sshd::Sshd;
+use support::{KANDEV, Server, agent_text, call, messages, turn_done};
 
 /// A server (hiding the remote home), a build host, and a task whose one repository
 /// (`project`) uses the SSH executor; its session is launched and its first turn (`hello`)
 /// done, so its worktree is there.
 struct Setup {
     _sshd: Sshd,
-    home: tempfile::TempDir,
+    _home: tempfile::TempDir,
     remote: tempfile::TempDir,
     _repo: tempfile::TempDir,
     server: Server,
@@ -38,41 +29,16 @@ async fn setup() -> Setup {
     let sshd = Sshd::start();
     let home = tempfile::tempdir().unwrap();
     let remote = tempfile::tempdir().unwrap();
-    let repo = remote_task::project_repo();
-    let server = server::start_hiding(home.path(), remote.path());
-    let remote_task::RemoteTask { repository, task, session } =
-        remote_task::launch(&server, &sshd, remote.path(), repo.path()).await;
-    let setup = Setup { _sshd: sshd, home, remote, _repo: repo, server, repository, task, session };
+    let repo = kandev_testkit::remote_task::project_repo();
+    let server = KANDEV.start_hiding(home.path(), remote.path());
+    let kandev_testkit::remote_task::RemoteTask { repository, task, session } =
+        kandev_testkit::remote_task::launch(&server, &sshd, remote.path(), repo.path()).await;
+    let setup =
+        Setup { _sshd: sshd, _home: home, remote, _repo: repo, server, repository, task, session };
     call(&setup.server, "message.add", json!({"session_id": setup.session, "content": "hello"}))
         .await;
-    turn_done(&setup, 1).await;
+    turn_done(&setup.server, &setup.session, 1).await;
     setup
-}
-
-/// Waits until the session's `turns`-th turn is over and the session waits for input.
-async fn turn_done(setup: &Setup, turns: usize) {
-    let (server, session) = (&setup.server, &setup.session);
-    let start = Instant::now();
-    loop {
-        let listed = call(server, "session.turn.list", json!({"session_id": session})).await;
-        let listed = listed["turns"].as_array().unwrap().clone();
-        let ended = listed.len() == turns && listed.iter().all(|t| !t["stop_reason"].is_null());
-        let state = session_state(server, session).await;
-        if ended && state == "WAITING_FOR_INPUT" {
-            return;
-        }
-        if start.elapsed() > DEADLINE
-            || !matches!(state.as_str(), "RUNNING" | "STARTING" | "CREATED" | "WAITING_FOR_INPUT")
-        {
-            let log =
-                std::fs::read_to_string(setup.home.path().join("server.log")).unwrap_or_default();
-            panic!(
-                "turn {turns} of {session} does not complete ({state}): {:#}\nlog: {log}",
-                Value::Array(messages(server, session).await)
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Review finding (defect 15): a file attached to a prompt that the agent gets as a link
@@ -106,7 +72,7 @@ async fn i20_d15_an_attachment_linked_to_a_remote_agent_is_a_file_on_the_build_h
     )
     .await;
     assert_eq!(sent["status"], "sent", "{sent}");
-    turn_done(&setup, 2).await;
+    turn_done(&setup.server, &setup.session, 2).await;
 
     let worktree =
         remote.canonicalize().unwrap().join("worktrees").join(&setup.task).join("project");

@@ -1,5 +1,5 @@
 //! Issue 20 acceptance 3: a task whose repository uses an SSH executor (a real OpenSSH
-//! server, support/sshd.rs; the "build host" is this machine with a temp remote home) runs a
+//! server, kandev_testkit::sshd; the "build host" is this machine with a temp remote home) runs a
 //! whole session through the real `kandev serve`: the worktree is made on the build host, the
 //! mock agent runs there (the remote copy of the binary) under the SSH connection, writes a
 //! file, and the diff and commit actions act on the remote worktree; archiving removes it.
@@ -8,24 +8,20 @@
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kandev_mock_agent::script::stream_chunk_text;
 use kandev_mock_agent::{CallKind, Counters};
 use serde_json::{Value, json};
 
-#[path = "support/remote_task.rs"]
-mod remote_task;
-#[path = "support/server.rs"]
-mod server;
-#[path = "support/ssh_settings.rs"]
-mod ssh_settings;
-#[path = "support/sshd.rs"]
-mod sshd;
+mod support;
 
-use remote_task::git;
-use server::{DEADLINE, Server, agent_text, call, messages, process_argvs, state as session_state};
-use sshd::Sshd;
+use kandev_testkit::git::git;
+use kandev_testkit::sshd::Sshd;
+use support::{
+    DEADLINE, KANDEV, Server, Watch, agent_text, call, eventually, messages, process_argvs,
+    state as session_state, try_call, turn_done,
+};
 
 /// The `ssh` client processes carrying the link to the runner of `remote_home`.
 fn ssh_clients(remote_home: &Path) -> Vec<u32> {
@@ -35,28 +31,6 @@ fn ssh_clients(remote_home: &Path) -> Vec<u32> {
         .filter(|(_, argv)| argv.first().is_some_and(|a| a == "ssh"))
         .map(|(pid, _)| pid)
         .collect()
-}
-
-/// Waits until the session's `turns`-th turn is over (it has a stop reason) and the session
-/// waits for input.
-async fn turn_done(server: &Server, session: &str, turns: usize) {
-    let start = Instant::now();
-    loop {
-        let listed = call(server, "session.turn.list", json!({"session_id": session})).await;
-        let listed = listed["turns"].as_array().unwrap().clone();
-        let ended = listed.len() == turns && listed.iter().all(|t| !t["stop_reason"].is_null());
-        let state = session_state(server, session).await;
-        if ended && state == "WAITING_FOR_INPUT" {
-            return;
-        }
-        assert!(
-            matches!(state.as_str(), "RUNNING" | "STARTING" | "CREATED" | "WAITING_FOR_INPUT"),
-            "the session is {state}: {:#}",
-            Value::Array(messages(server, session).await)
-        );
-        assert!(start.elapsed() < DEADLINE, "the turn of {session} completes");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// A server, a build host, and a task whose one repository (a local git repository with a
@@ -76,10 +50,10 @@ async fn setup() -> Setup {
     let sshd = Sshd::start();
     let home = tempfile::tempdir().unwrap();
     let remote = tempfile::tempdir().unwrap();
-    let repo = remote_task::project_repo();
-    let server = server::start(home.path());
-    let remote_task::RemoteTask { repository, task, session } =
-        remote_task::launch(&server, &sshd, remote.path(), repo.path()).await;
+    let repo = kandev_testkit::remote_task::project_repo();
+    let server = KANDEV.start(home.path());
+    let kandev_testkit::remote_task::RemoteTask { repository, task, session } =
+        kandev_testkit::remote_task::launch(&server, &sshd, remote.path(), repo.path()).await;
     Setup { sshd, home, remote, repo, server, repository, task, session }
 }
 
@@ -196,15 +170,11 @@ async fn i20_a3_a_task_on_an_ssh_executor_runs_a_whole_session_on_the_build_host
         json!({"repository_id": repository, "executor_id": null}),
     )
     .await;
-    let response = reqwest::Client::new()
-        .post(format!("{}/api/v1/session.launch", server.url))
-        .json(&json!({"task_id": task}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 409);
-    let refused: Value = response.json().await.unwrap();
-    assert!(refused.to_string().contains("remove the task's worktrees"), "{refused}");
+    let refused = try_call(&server, "session.launch", json!({"task_id": task})).await;
+    let Err(support::CallError::Refused { status: 409, body }) = refused else {
+        panic!("a launch on the local machine is refused (409): {refused:?}")
+    };
+    assert!(body.to_string().contains("remove the task's worktrees"), "{body}");
     assert!(!home.path().join("worktrees").join(&task).exists(), "no local worktree");
 
     // Archiving stops the agent and removes the remote worktree; its branch stays there.
@@ -212,11 +182,8 @@ async fn i20_a3_a_task_on_an_ssh_executor_runs_a_whole_session_on_the_build_host
     assert_eq!(archived["worktrees_kept"], json!([]), "{archived}");
     assert!(!worktree.exists(), "the remote worktree is removed");
     assert!(!worktree.parent().unwrap().exists(), "and the task's folder there");
-    let start = Instant::now();
-    while !process_argvs(&format!("{} mock-agent", remote_kandev.display())).is_empty() {
-        assert!(start.elapsed() < DEADLINE, "the agent is stopped");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let agent = format!("{} mock-agent", remote_kandev.display());
+    eventually("the agent to be stopped", async || process_argvs(&agent).is_empty()).await;
     drop(server);
     drop(sshd);
 }
@@ -226,31 +193,28 @@ async fn i20_a3_r7_the_ssh_connection_dropped_five_times_mid_turn_loses_nothing(
     const DROPS: usize = 5;
     const CHUNKS: u64 = 600;
     const BYTES: usize = 24;
-    let Setup { sshd, home, remote, repo: _repo, server, session, .. } = setup().await;
+    let Setup { sshd, home: _home, remote, repo: _repo, server, session, .. } = setup().await;
     let script = format!("#!mock\nstream {CHUNKS} {BYTES} every 20");
     call(&server, "message.add", json!({"session_id": session, "content": script})).await;
     let mut killed = vec![];
     for drop in 0..DROPS {
         // Some text streamed since the last drop, and the turn still runs.
         let want = BYTES * 20 * (drop + 1);
-        let start = Instant::now();
-        let client = loop {
-            let text = agent_text(&messages(&server, &session).await).len();
-            let clients: Vec<u32> =
+        let (mut text, mut clients) = (0, vec![]);
+        let client = kandev_testkit::wait::poll(DEADLINE, async || {
+            text = agent_text(&messages(&server, &session).await).len();
+            clients =
                 ssh_clients(remote.path()).into_iter().filter(|p| !killed.contains(p)).collect();
-            if text >= want && clients.len() == 1 {
-                break clients[0];
-            }
-            if start.elapsed() > DEADLINE {
-                let log =
-                    std::fs::read_to_string(home.path().join("server.log")).unwrap_or_default();
-                panic!(
-                    "drop {drop}: {text} bytes, clients {clients:?}, session {}: {:#}\nlog: {log}",
-                    session_state(&server, &session).await,
-                    Value::Array(messages(&server, &session).await)
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
+            (text >= want && clients.len() == 1).then(|| clients[0])
+        })
+        .await;
+        let Some(client) = client else {
+            panic!(
+                "drop {drop}: {text} bytes, clients {clients:?}, session {}: {:#}\nlog: {}",
+                session_state(&server, &session).await,
+                Value::Array(messages(&server, &session).await),
+                server.log_tail(200)
+            );
         };
         assert_eq!(session_state(&server, &session).await, "RUNNING", "drop {drop} is mid-turn");
         let status = Command::new("kill").arg("-KILL").arg(client.to_string()).status().unwrap();
@@ -282,13 +246,9 @@ async fn i20_a3_worktree_operations_run_on_the_build_host_through_the_link() {
 
     let sshd = Sshd::start();
     let remote = tempfile::tempdir().unwrap();
-    let repo = tempfile::tempdir().unwrap();
-    git(repo.path(), &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.path().join("a.txt"), "one\n").unwrap();
-    git(repo.path(), &["add", "-A"]);
-    git(repo.path(), &["commit", "-q", "-m", "start"]);
+    let repo = kandev_testkit::git::repo_with(&[("a.txt", "one\n")]);
     let settings = sshd.settings(remote.path());
-    let runner = SshRunner::new(settings.clone(), server::KANDEV.into(), Duration::from_secs(60));
+    let runner = SshRunner::new(settings.clone(), KANDEV.path().into(), Duration::from_secs(60));
     let (link, _) =
         tokio::time::timeout(DEADLINE, connect_link(runner.clone(), Backoff::default()))
             .await
@@ -378,11 +338,10 @@ async fn i20_d7_the_remote_agent_of_a_task_deleted_while_the_server_was_down_is_
     call(&server, "message.add", json!({"session_id": session, "content": script})).await;
     let remote_kandev = remote.path().canonicalize().unwrap().join("bin/kandev");
     let agent = format!("{} mock-agent", remote_kandev.display());
-    let start = Instant::now();
-    while process_argvs(&agent).is_empty() || session_state(&server, &session).await != "RUNNING" {
-        assert!(start.elapsed() < DEADLINE, "the turn runs on the build host");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("the turn to run on the build host", async || {
+        !process_argvs(&agent).is_empty() && session_state(&server, &session).await == "RUNNING"
+    })
+    .await;
     let old = process_argvs(&agent)[0].0;
 
     drop(server); // SIGKILL
@@ -394,7 +353,7 @@ async fn i20_d7_the_remote_agent_of_a_task_deleted_while_the_server_was_down_is_
         tx.commit().await.unwrap();
         store.close().await;
     }
-    let server = server::start(home.path());
+    let server = KANDEV.start(home.path());
     let workspaces = call(&server, "workspace.list", json!({})).await;
     let workspace = &workspaces["workspaces"][0]["id"];
     let workflows = call(&server, "workflow.list", json!({"workspace_id": workspace})).await;
@@ -407,11 +366,8 @@ async fn i20_d7_the_remote_agent_of_a_task_deleted_while_the_server_was_down_is_
     )
     .await;
     call(&server, "session.launch", json!({"task_id": next["task"]["id"]})).await;
-    let start = Instant::now();
-    while process_argvs(&agent).iter().any(|(pid, _)| *pid == old) {
-        assert!(start.elapsed() < DEADLINE, "the old remote agent {old} is killed");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let what = format!("the old remote agent {old} to be killed");
+    eventually(what, async || process_argvs(&agent).iter().all(|(pid, _)| *pid != old)).await;
     drop(server);
     drop(sshd);
 }
@@ -431,18 +387,20 @@ async fn i39_2_r6_kill_9_mid_turn_on_an_ssh_executor_then_the_turn_completes_onc
     call(&server, "message.add", json!({"session_id": session, "content": script})).await;
     let remote_kandev = remote.path().canonicalize().unwrap().join("bin/kandev");
     let agent = format!("{} mock-agent", remote_kandev.display());
-    let start = Instant::now();
     // Streaming on the build host, some of it stored, far from done.
-    while agent_text(&messages(&server, &session).await).len() < BYTES * 20 {
-        assert!(start.elapsed() < DEADLINE, "the turn streams on the build host");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let mut watch = Watch::sessions(&server, std::slice::from_ref(&session)).await;
+    watch
+        .until("the turn to stream on the build host", async || {
+            agent_text(&messages(&server, &session).await).len() >= BYTES * 20
+        })
+        .await;
+    drop(watch);
     let agents = process_argvs(&agent);
     assert_eq!(agents.len(), 1, "{agents:?}");
     let old = agents[0].0;
 
     drop(server); // SIGKILL
-    let server = server::start(home.path());
+    let server = KANDEV.start(home.path());
     assert_eq!(session_state(&server, &session).await, "RUNNING", "taken over mid-turn");
     turn_done(&server, &session, 1).await;
     let stored = messages(&server, &session).await;

@@ -1,7 +1,7 @@
 //! Test client for the in-process mock agent: raw JSON lines over `tokio::io::duplex` pipes.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use kandev_mock_agent::{MockConfig, MockError, RunOutcome, run};
@@ -9,41 +9,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::task::JoinHandle;
 
-/// How long a test waits for a line that should come.
-pub const WAIT: Duration = Duration::from_secs(10);
-
-/// A directory removed on drop.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn new(label: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!(
-            "kandev-mock-{label}-{}-{}",
-            std::process::id(),
-            unique()
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    u64::from(nanos) * 1000 + NEXT.fetch_add(1, Ordering::Relaxed)
-}
+pub use kandev_testkit::{DEADLINE, temp_dir};
 
 /// The client end of one mock agent run.
 pub struct Client {
@@ -105,7 +71,7 @@ impl Client {
     }
 
     pub async fn next_line(&mut self) -> String {
-        self.try_next_line(WAIT).await.expect("no line from the agent in time")
+        self.try_next_line(DEADLINE).await.expect("no line from the agent in time")
     }
 
     /// The next message, parsed.
@@ -183,7 +149,7 @@ impl Client {
 
     /// Waits for the run to end on its own (e.g. `crash`).
     pub async fn finish(self) -> RunOutcome {
-        tokio::time::timeout(WAIT, self.run)
+        tokio::time::timeout(DEADLINE, self.run)
             .await
             .expect("run did not end in time")
             .expect("run task panicked")

@@ -381,18 +381,8 @@ pub fn of_kind<'a>(messages: &'a [Value], kind: &str) -> Vec<&'a Value> {
 pub fn git_repository() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    let git = |args: &[&str]| {
-        let status =
-            std::process::Command::new("git").args(args).current_dir(&repo).status().unwrap();
-        assert!(status.success(), "git {args:?}");
-    };
-    git(&["init", "-q", "-b", "main"]);
-    git(&["config", "user.name", "Test User"]);
-    git(&["config", "user.email", "test@example.com"]);
-    std::fs::write(repo.join("index.html"), "dev server ok\n").unwrap();
-    git(&["add", "-A"]);
-    git(&["commit", "-q", "-m", "initial"]);
+    kandev_testkit::git::init(&repo);
+    kandev_testkit::git::commit(&repo, &[("index.html", "dev server ok\n")], "initial");
     (tmp, repo)
 }
 

@@ -2,36 +2,20 @@
 //! git in a directory, a repository in a temp dir, and a board whose tasks use repositories.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
+pub use kandev_testkit::git::git;
+use kandev_testkit::git::init;
 use serde_json::{Value, json};
 
 use super::{TestServer, step_id};
-
-/// Runs git in `dir`; returns its trimmed stdout, panicking on failure.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git").args(args).current_dir(dir).output().expect("run git");
-    assert!(
-        output.status.success(),
-        "git {args:?} in {} failed: {}",
-        dir.display(),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap().trim_end().to_owned()
-}
 
 /// A repository on `main` with a local identity; `commit` adds README.md in a first commit.
 pub fn repository(commit: bool) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
-    std::fs::create_dir(&repo).unwrap();
-    git(&repo, &["init", "-q", "-b", "main"]);
-    git(&repo, &["config", "user.name", "Test User"]);
-    git(&repo, &["config", "user.email", "test@example.com"]);
+    init(&repo);
     if commit {
-        std::fs::write(repo.join("README.md"), "hello\n").unwrap();
-        git(&repo, &["add", "-A"]);
-        git(&repo, &["commit", "-q", "-m", "initial"]);
+        kandev_testkit::git::commit(&repo, &[("README.md", "hello\n")], "initial");
     }
     (tmp, repo)
 }

@@ -2,38 +2,15 @@
 //! its session launched (shared by the SSH session tests).
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
 
 use crate::server::{Server, call};
 use crate::sshd::Sshd;
 
-/// Runs `git args` in `dir` as a fixed author; panics with git's stderr when it fails, else
-/// answers its trimmed stdout.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@t")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@t")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
 /// A repository on `main` with one commit (a README), for [`launch`].
 pub fn project_repo() -> tempfile::TempDir {
-    let repo = tempfile::tempdir().unwrap();
-    git(repo.path(), &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.path().join("README.md"), "the project\n").unwrap();
-    git(repo.path(), &["add", "-A"]);
-    git(repo.path(), &["commit", "-q", "-m", "start"]);
-    repo
+    crate::git::repo_with(&[("README.md", "the project\n")])
 }
 
 /// The ids of a task made by [`launch`].

@@ -2,8 +2,9 @@
 //! executor's tests: on a free loopback port, with a temp host key and a temp authorized key,
 //! logging to its stderr (`-D -e`), killed when dropped and bounded in time (`timeout`) should
 //! the test process die first. It fails the test with the reason when it cannot start; it is
-//! never skipped. Shared with `kandev-bench` (R6 over SSH), so it uses no kandev crate: the
-//! executor settings for it are in `ssh_settings.rs`.
+//! never skipped. `kandev-bench` (R6 over SSH) includes this file as a module of its own (the
+//! testkit is a dev-dependency only), so it uses no kandev crate and nothing else of the
+//! testkit: the executor settings for it are in `ssh_settings.rs`.
 
 #![allow(dead_code)]
 
