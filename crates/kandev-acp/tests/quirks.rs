@@ -1,8 +1,6 @@
 //! Per-agent quirks, each checked against a message recorded from a real agent (the literal
 //! JSON it sent; the agent and version are named on each).
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
 use kandev_acp::quirks::{
     AuthMethodView, ModelSwitch, auth_method_view, is_noise_chunk, model_list, prompt_usage,
 };

@@ -1,7 +1,5 @@
 //! `session/update` parsing from literal lines as real agents send them.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
 mod common;
 
 use common::{connect, next_event};

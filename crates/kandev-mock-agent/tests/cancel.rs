@@ -1,5 +1,7 @@
 //! `session/cancel` during sleep and permission waits, and `--hang-on-cancel`.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod support;
 
 use kandev_mock_agent::{CallKind, Counters, MockConfig};

@@ -1,5 +1,7 @@
 //! Each `#!mock` directive, observed on the wire.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod support;
 
 use std::time::Duration;

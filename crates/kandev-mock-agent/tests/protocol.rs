@@ -1,5 +1,7 @@
 //! Protocol coverage: initialize, session/new, echo prompts, modes, config options, models, errors.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod support;
 
 use std::time::Duration;

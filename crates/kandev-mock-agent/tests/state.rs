@@ -1,6 +1,8 @@
 //! The state dir: history replay by `session/load` across restarts, `--fail-load`,
 //! `--fail-new`, and the call counters.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 mod support;
 
 use std::path::Path;

@@ -3,6 +3,8 @@
 //! bound, the owner-gone grace period, and input exactly once across dropped connections
 //! within a bound (defect 5).
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::time::Duration;
 
 use bytes::Bytes;

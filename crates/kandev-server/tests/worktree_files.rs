@@ -7,7 +7,8 @@
 mod common;
 
 use common::TestServer;
-use common::worktrees::{Board, git, paths, repository};
+use common::worktrees::{Board, paths, repository};
+use kandev_testkit::git::git;
 use serde_json::{Value, json};
 
 #[tokio::test]

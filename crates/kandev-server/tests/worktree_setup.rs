@@ -9,8 +9,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::worktrees::{Board, git, repository};
+use common::worktrees::{Board, repository};
 use common::{TestServer, of_kind, step_id};
+use kandev_testkit::git::git;
 use serde_json::{Value, json};
 
 #[tokio::test]

@@ -11,8 +11,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::worktrees::{Board, git, paths, repository};
+use common::worktrees::{Board, paths, repository};
 use common::{TestServer, of_kind};
+use kandev_testkit::git::git;
 use serde_json::json;
 
 /// The local branches of a repository.

@@ -10,6 +10,11 @@
 //! `kandev` binary is not found here: `env!("CARGO_BIN_EXE_kandev")` exists only in the
 //! kandev crate's own tests, which hand its path in ([`server::Kandev`]).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "test support: it starts the server, git and sshd, and serves fake peers"
+)]
+
 pub mod git;
 pub mod wait;
 

@@ -1,6 +1,8 @@
 //! The real `kandev` binary: `serve` as the README runs it, and the task and workflow commands
 //! against it over HTTP.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;

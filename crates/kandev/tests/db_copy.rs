@@ -2,6 +2,8 @@
 //! and a queue from SQLite to PostgreSQL (to another SQLite file when `KANDEV_TEST_PG_URL` is
 //! unset), and a server on the copy answers the same board, transcript and queue.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::path::Path;
 use std::process::Command;
 

@@ -2,6 +2,8 @@
 //! `--no-mcp-http`) gets `kandev mcp-bridge` with its session token in the env, and reaches
 //! the board through it; a token of an older epoch is refused through the bridge as well.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 

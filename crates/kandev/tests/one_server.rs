@@ -3,6 +3,8 @@
 //! one's pid, and touches nothing of it; the lock ends with the server, also with `kill -9`
 //! while its local runner (which outlives it) runs on; `kandev user` works beside a server.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};

@@ -3,6 +3,8 @@
 //! (rule 42's re-adopt branch; streaming turns: readopt.rs), and a runner whose server is
 //! gone past the grace period kills its agents and ends.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::time::Duration;
 
 use serde_json::{Value, json};

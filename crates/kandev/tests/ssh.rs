@@ -4,6 +4,8 @@
 //! agent runs through `kandev runner --stdio` on the far side; the connection dropped five
 //! times mid-stream loses and duplicates nothing (R7 at the runtime level).
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::path::Path;
 use std::time::Duration;
 

@@ -6,6 +6,8 @@
 //! R7 at session level: the SSH connection dropped five times during a streaming turn loses
 //! and duplicates nothing in the transcript.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;

@@ -3,6 +3,8 @@
 //! between the engine's modules, docs/api.md naming exactly the actions of the action table,
 //! no task of the server without an owner, and no test copying the shared test helpers.
 
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -282,19 +284,66 @@ fn production_source(path: &Path) -> String {
     }
 }
 
-/// House rule: every spawned task has an owner (a `TaskTracker` or `JoinSet`), so shutdown is
-/// orderly. The server's tasks are its `AppState`'s tracker's or a connection's `JoinSet`'s.
+/// The `path`s of the `disallowed-methods` in a `clippy.toml`.
+fn disallowed_methods(config: &Path) -> Vec<String> {
+    let text =
+        std::fs::read_to_string(config).unwrap_or_else(|err| panic!("{}: {err}", config.display()));
+    text.lines()
+        .filter_map(|line| line.split("path = \"").nth(1))
+        .filter_map(|rest| rest.split('"').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// House rules clippy checks (`clippy::disallowed_methods`, docs/architecture.md "Rules the
+/// build checks"): every spawned task has an owner (a `TaskTracker` or `JoinSet`), so
+/// shutdown is orderly, and only the runtime starts processes. This test keeps the rules in
+/// force: the workspace's `clippy.toml` names them, the runtime's keeps the spawn rule, only
+/// the benchmark (a client program) has none, no other crate has a config of its own (it
+/// would replace the workspace's), and no crate's code switches the lint off but for its
+/// unit tests (`cfg_attr(test, …)`) or the test-support crate: every other exception is an
+/// `#[expect(…, reason = "…")]` at its site, saying what owns the task.
 #[test]
-fn i13_the_server_spawns_no_task_without_an_owner() {
-    let mut files = vec![];
-    rust_files(&workspace_root().join("crates/kandev-server/src"), &mut files);
-    assert!(files.len() > 10, "found the server's sources");
-    let offenders: Vec<String> = files
-        .iter()
-        .filter(|path| production_source(path).contains("tokio::spawn("))
-        .map(|p| p.display().to_string())
-        .collect();
-    assert!(offenders.is_empty(), "bare tokio::spawn in:\n{}", offenders.join("\n"));
+fn i41_the_owner_and_process_rules_are_clippy_rules() {
+    let root = workspace_root();
+    let spawn = ["tokio::spawn", "tokio::task::spawn"];
+    let process = ["std::process::Command::new", "tokio::process::Command::new"];
+    let workspace = disallowed_methods(&root.join("clippy.toml"));
+    for method in spawn.iter().chain(&process) {
+        assert!(workspace.iter().any(|m| m == method), "clippy.toml disallows {method}");
+    }
+    let runtime = disallowed_methods(&root.join("crates/kandev-runtime/clippy.toml"));
+    assert_eq!(runtime, spawn, "the runtime starts processes but spawns on owners");
+    assert!(disallowed_methods(&root.join("crates/kandev-bench/clippy.toml")).is_empty());
+    let mut own_configs = vec![];
+    let mut switched_off = vec![];
+    for entry in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.path().join("clippy.toml").exists()
+            && !["kandev-runtime", "kandev-bench"].contains(&name.as_str())
+        {
+            own_configs.push(name.clone());
+        }
+        if name == "kandev-testkit" {
+            continue;
+        }
+        let mut files = vec![];
+        rust_files(&entry.path().join("src"), &mut files);
+        for path in files {
+            // Without whitespace, so an attribute split over lines reads as one.
+            let text: String = std::fs::read_to_string(&path).unwrap().split_whitespace().collect();
+            let allows =
+                ["#![allow(clippy::disallowed_methods", "#[allow(clippy::disallowed_methods"];
+            let expects = text.split("#[expect(clippy::disallowed_methods").skip(1);
+            if allows.iter().any(|allow| text.contains(allow))
+                || expects.clone().any(|rest| !rest.starts_with(",reason=\""))
+            {
+                switched_off.push(path.display().to_string());
+            }
+        }
+    }
+    assert!(own_configs.is_empty(), "crates with their own clippy.toml: {own_configs:?}");
+    assert!(switched_off.is_empty(), "the rules switched off:\n{}", switched_off.join("\n"));
 }
 
 /// Where a crate writes events: its one function that takes a typed `Notification`, or
@@ -403,36 +452,6 @@ fn every_rust_file_opens_with_a_module_doc_line() {
         .map(|p| p.display().to_string())
         .collect();
     assert!(missing.is_empty(), "files without a `//!` first line:\n{}", missing.join("\n"));
-}
-
-#[test]
-fn only_the_runtime_crate_starts_processes() {
-    let mut files = vec![];
-    for entry in std::fs::read_dir(workspace_root().join("crates")).unwrap().flatten() {
-        // The benchmark starts the real server and raw mock agents as a user would; the test
-        // support starts the real binary, git and sshd as a test would.
-        if !["kandev-runtime", "kandev-bench", "kandev-testkit"]
-            .contains(&&*entry.file_name().to_string_lossy())
-        {
-            rust_files(&entry.path().join("src"), &mut files);
-        }
-    }
-    // The mock agent starts the stdio MCP servers it is handed, as every agent does.
-    let mock_mcp = Path::new("kandev-mock-agent").join("src").join("mcp.rs");
-    let offenders: Vec<String> = files
-        .iter()
-        .filter(|path| !path.ends_with(&mock_mcp))
-        .filter(|path| {
-            let text = std::fs::read_to_string(path).unwrap();
-            text.contains("process::Command") || text.contains("Command::new(")
-        })
-        .map(|p| p.display().to_string())
-        .collect();
-    assert!(
-        offenders.is_empty(),
-        "process spawning outside kandev-runtime:\n{}",
-        offenders.join("\n")
-    );
 }
 
 /// What the copied-helper check sees in one test file: the free functions named `call` (a

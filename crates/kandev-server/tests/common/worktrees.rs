@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-pub use kandev_testkit::git::git;
 use kandev_testkit::git::init;
 use serde_json::{Value, json};
 
