@@ -1,7 +1,8 @@
 //! Checking an SSH executor (issue 20, `executor.check`): connect with the executor's
 //! settings, install this server's `kandev` there when missing or of another version, start
-//! (or reach) the remote runner and complete the protocol handshake, then let go. Sessions
-//! do not run on executors yet (docs/architecture.md, "SSH executor").
+//! (or reach) the remote runner and complete the protocol handshake, then let go. A task's
+//! sessions run there through the same runner (`sites.rs`; docs/architecture.md, "SSH
+//! executor").
 
 use std::time::Duration;
 
