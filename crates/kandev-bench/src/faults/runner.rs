@@ -9,19 +9,6 @@ use serde_json::{Value, json};
 use crate::harness::{self, Server, ms, str_of};
 use crate::{Ctx, Report};
 
-/// The text of chunk `index` of the mock agent's `stream` directive (as
-/// `kandev_mock_agent::script::stream_chunk_text`: the bench talks to the binary only).
-fn stream_chunk(index: u64, bytes: usize) -> String {
-    let mut text = format!("{index:06}|");
-    if text.len() >= bytes {
-        text.truncate(bytes);
-        return text;
-    }
-    let fill = char::from(b'a' + (index % 26) as u8);
-    text.extend(std::iter::repeat_n(fill, bytes - text.len()));
-    text
-}
-
 fn agent_text(messages: &[Value]) -> String {
     messages.iter().filter(|m| m["kind"] == "agent").filter_map(|m| m["content"].as_str()).collect()
 }
@@ -114,7 +101,7 @@ pub async fn r6(ctx: &Ctx, on: R6On) -> Result<Report> {
     let restarted = Instant::now();
     let server = harness::start(&ctx.kandev, &home, &place.server_args)?;
     let restart_ms = ms(restarted.elapsed());
-    let expected: String = (0..chunks).map(|i| stream_chunk(i, bytes)).collect();
+    let expected = crate::perf::shared::expected_stream(chunks, bytes);
     let (mut completed, mut exact, mut notes) = (0, 0, 0);
     for s in &sessions {
         let state = server.wait_state(s, &["WAITING_FOR_INPUT"], Duration::from_secs(60)).await;

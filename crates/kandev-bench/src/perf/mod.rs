@@ -7,7 +7,7 @@ mod churn;
 mod flood;
 mod idle;
 mod runner;
-mod shared;
+pub(crate) mod shared;
 
 pub use board::{p3, p4};
 pub use churn::p5;
