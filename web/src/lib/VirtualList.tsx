@@ -1,18 +1,13 @@
-// A small virtualized list with measured (variable) row heights: only the rows near the
-// viewport are in the DOM, so a 2,000-card column or a 5,000-message transcript stays smooth.
-// Keeps the first visible row in place when rows above it change size or are prepended, and
-// can stick to the bottom (a live transcript).
-import {
-  type ReactNode,
-  type Ref,
-  useCallback,
-  useEffect,
-  useImperativeHandle,
-  useLayoutEffect,
-  useMemo,
-  useRef,
-  useState,
-} from 'react';
+// A virtualized list with measured (variable) row heights on `@tanstack/react-virtual`: only
+// the rows near the viewport are in the DOM, so a 2,000-card column or a 5,000-message
+// transcript stays smooth. Keeps the first visible row in place when rows above it change
+// size or are prepended (the library's `anchorTo: 'end'`), and can stick to the bottom (a
+// live transcript: the library follows appends and rows growing at the end; this file also
+// follows a viewport that shrinks and notices a scroll up). What the library cannot do as the
+// hand-written list did: it places the prepend anchor from the position of the last scroll
+// event, so a page prepended in the frame after a scroll undoes that one frame's scroll.
+import { elementScroll, observeElementRect, useVirtualizer, type Virtualizer } from '@tanstack/react-virtual';
+import { type ReactNode, type Ref, useCallback, useEffect, useImperativeHandle, useLayoutEffect, useRef } from 'react';
 
 export interface VirtualHandle {
   /** Index where a drop at `clientY` would insert. */
@@ -32,6 +27,7 @@ interface Props<T> {
   onReachTop?: () => void;
   /** Told when the view reaches or leaves the bottom (a sticky list follows only there). */
   onAtBottomChange?: (atBottom: boolean) => void;
+  /** Pixels rendered beyond each edge of the viewport. */
   overscan?: number;
   handle?: Ref<VirtualHandle>;
   role?: string;
@@ -40,21 +36,38 @@ interface Props<T> {
   empty?: ReactNode;
 }
 
+/** How close to the bottom counts as "at the bottom" (a sticky list follows from there). */
+const NEAR_BOTTOM = 48;
+
+/** A hidden list (a phone shows one column at a time) still renders its first rows, as if it
+ * were 1 px tall: the library would render none at height 0, and the board counts and finds
+ * cards of every column in the DOM (a card that needs you, the focus following a card). */
+function observeRect(instance: Virtualizer<HTMLDivElement, HTMLDivElement>, cb: (rect: { width: number; height: number }) => void) {
+  return observeElementRect(instance, (rect) => cb(rect.height > 0 ? rect : { ...rect, height: 1 }));
+}
+
+/** The library corrects the position for a row above the view that changed size by writing
+ * the position it last read from a scroll event plus the change: a scroll since (the browser
+ * sends its event a frame later) is undone, which halved the speed of a fast scroll up the
+ * transcript. The correction is applied to where the element is instead. */
+function scrollTo(
+  offset: number,
+  options: { adjustments?: number; behavior?: ScrollBehavior },
+  instance: Virtualizer<HTMLDivElement, HTMLDivElement>,
+) {
+  const el = instance.scrollElement;
+  const delta = options.adjustments ?? 0;
+  if (el && delta !== 0 && options.behavior !== 'smooth') el.scrollTop += delta;
+  else elementScroll(offset, options, instance);
+}
+
 export function VirtualList<T>(props: Props<T>) {
   const { items, getKey, render, estimate, stickToBottom = false, overscan = 800, gap = 0 } = props;
   const scrollRef = useRef<HTMLDivElement | null>(null);
-  const heights = useRef(new Map<string, number>());
-  const [, setVersion] = useState(0);
-  const [viewport, setViewport] = useState({ top: 0, height: 800 });
-  // What the DOM shows right now (the last committed layout), to keep the first visible row in
-  // place across re-layouts without overriding a scroll that happened since.
-  const laid = useRef<{ keys: string[]; offsets: number[] } | null>(null);
-  const forceBottom = useRef(false);
-  // Whether the view is at the bottom (a sticky list then follows new rows): set by scroll
-  // events and by this list, not worked out from the previous layout alone, which would take
-  // the browser pulling the position back (a batch of rows measured smaller than estimated
-  // shrank the content) for a scroll up. `lastTop` is the position last known here, to notice
-  // a scroll up that happened before its scroll event.
+  // Whether the view is at the bottom (a sticky list then follows): set by scroll events, not
+  // worked out from the layout, which would take the browser pulling the position back (rows
+  // measured smaller than estimated shrank the content) for a scroll up. `lastTop` is the
+  // position last known here, to notice a scroll up that happened before its scroll event.
   const atBottom = useRef(true);
   const lastTop = useRef(0);
   const onReachTop = useRef(props.onReachTop);
@@ -69,174 +82,95 @@ export function VirtualList<T>(props: Props<T>) {
     }
   };
 
-  const keys = useMemo(() => items.map(getKey), [items, getKey]);
-  const sizes = keys.map((k) => heights.current.get(k) ?? estimate);
-  const offsets = new Array<number>(keys.length + 1);
-  offsets[0] = 0;
-  for (let i = 0; i < keys.length; i++) offsets[i + 1] = (offsets[i] ?? 0) + (sizes[i] ?? estimate) + gap;
-  const total = offsets[keys.length] ?? 0;
-  const indexOfKey = useMemo(() => new Map(keys.map((k, i) => [k, i])), [keys]);
-
-  // first row whose bottom is below y
-  const rowAt = (y: number) => {
-    let lo = 0;
-    let hi = keys.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if ((offsets[mid + 1] ?? 0) <= y) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-  // Rows taller than their estimate (not measured yet) make the content taller than `total`,
-  // so the viewport can lie past it: it then shows the last rows. Rendering none would shrink
-  // the content, pull the scroll position back and start over: a re-layout without end.
-  const top = Math.min(viewport.top, Math.max(0, total - viewport.height));
-  const start = Math.max(0, rowAt(top - overscan));
-  const end = Math.min(keys.length, rowAt(top + viewport.height + overscan) + 1);
-
-  const observer = useMemo(
-    () =>
-      typeof ResizeObserver === 'undefined'
-        ? null
-        : new ResizeObserver((entries) => {
-            let changed = false;
-            for (const entry of entries) {
-              const el = entry.target as HTMLElement;
-              const key = el.dataset.vkey;
-              if (!key) continue;
-              const h = Math.ceil(el.getBoundingClientRect().height);
-              if (h > 0 && heights.current.get(key) !== h) {
-                heights.current.set(key, h);
-                changed = true;
-              }
-            }
-            if (changed) setVersion((v) => v + 1);
-          }),
-    [],
-  );
-  useEffect(() => () => observer?.disconnect(), [observer]);
-
-  // React 19 ref callbacks may return their cleanup.
-  const measure = useCallback(
-    (el: HTMLDivElement | null) => {
-      if (!el || !observer) return;
-      observer.observe(el);
-      return () => observer.unobserve(el);
-    },
-    [observer],
-  );
+  const itemKey = useCallback((i: number) => {
+    const item = items[i];
+    return item === undefined ? i : getKey(item);
+  }, [items, getKey]);
+  const virtualizer = useVirtualizer<HTMLDivElement, HTMLDivElement>({
+    count: items.length,
+    getScrollElement: () => scrollRef.current,
+    observeElementRect: observeRect,
+    scrollToFn: scrollTo,
+    initialRect: { width: 0, height: 1 },
+    estimateSize: () => estimate,
+    getItemKey: itemKey,
+    // the library counts rows, this list's callers pixels
+    overscan: Math.max(1, Math.ceil(overscan / (estimate + gap))),
+    gap,
+    paddingEnd: gap,
+    anchorTo: 'end',
+    followOnAppend: stickToBottom,
+    scrollEndThreshold: stickToBottom ? NEAR_BOTTOM : 1,
+  });
 
   const onScroll = () => {
     const el = scrollRef.current;
     if (!el) return;
     const top = el.scrollTop;
-    atBottom.current = el.scrollHeight - top - el.clientHeight < 48;
+    atBottom.current = el.scrollHeight - top - el.clientHeight < NEAR_BOTTOM;
     lastTop.current = top;
     report();
-    setViewport({ top, height: el.clientHeight });
     if (top < 200) onReachTop.current?.();
   };
 
-  useLayoutEffect(() => {
+  // A sticky list at the bottom stays there whatever changed: the first rows arriving, a
+  // viewport that shrank (the composer grew), rows the library did not follow.
+  const follow = useCallback(() => {
     const el = scrollRef.current;
     if (!el) return;
-    const height = el.clientHeight;
-    const prev = laid.current;
     const top = el.scrollTop;
-    // the committed DOM already has the new height (padding included)
-    const bottom = Math.max(0, el.scrollHeight - height);
-    if (top < lastTop.current - 1 && bottom - top >= 48) atBottom.current = false; // scrolled up
-    let target: number | null = null;
-    if (prev === null) {
-      if (stickToBottom) target = bottom;
-    } else {
-      if ((stickToBottom && atBottom.current) || forceBottom.current) {
-        target = bottom;
-        atBottom.current = true;
-      } else {
-        // the row that was at the top of the viewport stays where it was
-        let lo = 0;
-        let hi = prev.keys.length;
-        while (lo < hi) {
-          const mid = (lo + hi) >> 1;
-          if ((prev.offsets[mid + 1] ?? 0) <= top) lo = mid + 1;
-          else hi = mid;
-        }
-        const key = prev.keys[lo];
-        const i = key === undefined ? undefined : indexOfKey.get(key);
-        if (key !== undefined && i !== undefined) {
-          const moved = (offsets[i] ?? 0) - (prev.offsets[lo] ?? 0);
-          if (moved !== 0) target = top + moved;
-        }
-      }
-    }
-    forceBottom.current = false;
-    laid.current = { keys, offsets };
-    if (target !== null) {
-      target = Math.max(0, Math.min(target, bottom));
-      if (Math.abs(el.scrollTop - target) > 1) el.scrollTop = target;
-    }
+    const bottom = Math.max(0, el.scrollHeight - el.clientHeight);
+    if (top < lastTop.current - 1 && bottom - top >= NEAR_BOTTOM) atBottom.current = false; // scrolled up
+    if (stickToBottom && atBottom.current && bottom - top > 1 && items.length > 0) virtualizer.scrollToEnd();
     lastTop.current = el.scrollTop;
     report();
-    if (viewport.height !== height || Math.abs(viewport.top - el.scrollTop) > 1) {
-      setViewport({ top: el.scrollTop, height });
-    }
-  });
+  }, [stickToBottom, items.length, virtualizer]);
+  useLayoutEffect(follow);
 
   useEffect(() => {
     const el = scrollRef.current;
     if (!el || typeof ResizeObserver === 'undefined') return;
-    const ro = new ResizeObserver(() => setViewport({ top: el.scrollTop, height: el.clientHeight }));
+    const ro = new ResizeObserver(() => follow());
     ro.observe(el);
     return () => ro.disconnect();
-  }, []);
+  }, [follow]);
 
   useImperativeHandle(
     props.handle,
     (): VirtualHandle => ({
       indexAt(clientY: number) {
         const el = scrollRef.current;
-        if (!el) return keys.length;
+        if (!el || items.length === 0) return items.length;
         const y = clientY - el.getBoundingClientRect().top + el.scrollTop;
-        for (let i = 0; i < keys.length; i++) {
-          const mid = (offsets[i] ?? 0) + (sizes[i] ?? estimate) / 2;
-          if (y < mid) return i;
-        }
-        return keys.length;
+        const row = virtualizer.getVirtualItemForOffset(y);
+        if (!row) return items.length;
+        return y < row.start + row.size / 2 ? row.index : row.index + 1;
       },
       scrollToIndex(index: number) {
-        const el = scrollRef.current;
-        if (!el) return;
-        const top = offsets[index] ?? 0;
-        const bottom = offsets[index + 1] ?? top;
-        if (top < el.scrollTop) el.scrollTop = top;
-        else if (bottom > el.scrollTop + el.clientHeight) el.scrollTop = bottom - el.clientHeight;
+        virtualizer.scrollToIndex(index, { align: 'auto' });
       },
       scrollToBottom() {
-        const el = scrollRef.current;
-        if (!el) return;
-        forceBottom.current = true;
-        el.scrollTop = el.scrollHeight;
+        atBottom.current = true;
+        virtualizer.scrollToEnd();
       },
       element: () => scrollRef.current,
     }),
   );
 
   const rows: ReactNode[] = [];
-  for (let i = start; i < end; i++) {
-    const item = items[i];
-    const key = keys[i];
-    if (item === undefined || key === undefined) continue;
+  for (const row of virtualizer.getVirtualItems()) {
+    const item = items[row.index];
+    if (item === undefined) continue;
     rows.push(
       <div
-        key={key}
-        data-vkey={key}
-        ref={measure}
+        key={row.key}
+        data-vkey={row.key}
+        data-index={row.index}
+        ref={virtualizer.measureElement}
         className="vrow"
-        style={{ transform: `translateY(${offsets[i] ?? 0}px)` }}
+        style={{ transform: `translateY(${row.start}px)` }}
       >
-        {render(item, i)}
+        {render(item, row.index)}
       </div>,
     );
   }
@@ -250,7 +184,7 @@ export function VirtualList<T>(props: Props<T>) {
       aria-label={props.ariaLabel}
     >
       {items.length === 0 && props.empty}
-      <div className="vinner" style={{ height: total }}>
+      <div className="vinner" style={{ height: virtualizer.getTotalSize() }}>
         {rows}
       </div>
     </div>
