@@ -1,5 +1,6 @@
 //! Shared support for the workspace's tests, so that no test file carries its own copy:
-//! waiting for a condition that no event announces ([`wait`]), git fixtures ([`git`]), a
+//! waiting for a condition that no event announces ([`wait`]), git fixtures ([`git`]), Podman
+//! with a test image built without a registry ([`container`]), a
 //! labelled temp dir, and with the `server` feature the real-binary tests' support —
 //! starting `kandev serve` and calling its API ([`server`]), a local OpenSSH server
 //! ([`sshd`]), a task on an SSH executor ([`remote_task`]) and the fake model API of the
@@ -15,6 +16,7 @@
     reason = "test support: it starts the server, git and sshd, and serves fake peers"
 )]
 
+pub mod container;
 pub mod git;
 pub mod wait;
 
