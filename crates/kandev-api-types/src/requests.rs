@@ -358,20 +358,23 @@ pub struct PermissionRespond {
     pub cancelled: bool,
 }
 
-/// `executor.create`: `ssh` is required for kind `ssh` and refused for `local`.
+/// `executor.create`: `ssh` is required for kind `ssh`, `container` for kind `container`;
+/// each is refused for the other kinds.
 pub struct ExecutorCreate {
     pub name: String,
     pub kind: crate::ExecutorKindDto,
     pub ssh: Option<crate::SshSettingsDto>,
+    pub container: Option<crate::ContainerSettingsDto>,
 }
 
-/// `executor.update`: a field left out keeps its value; `kind` and `ssh` change together
-/// (`ssh` alone replaces the settings of an `ssh` executor).
+/// `executor.update`: a field left out keeps its value; `kind` and its settings change
+/// together (`ssh` or `container` alone replaces the settings of an executor of that kind).
 pub struct ExecutorUpdate {
     pub id: String,
     pub name: Option<String>,
     pub kind: Option<crate::ExecutorKindDto>,
     pub ssh: Option<crate::SshSettingsDto>,
+    pub container: Option<crate::ContainerSettingsDto>,
 }
 
 /// `repository.executor.set`: `executor_id` `null` (or left out) runs the repository's agents

@@ -219,6 +219,9 @@ responses! {
         pub copied: bool,
         pub previous_version: Option<String>,
         pub remote_version: Option<String>,
+        /// A container executor's checks in order (the engine runs, the image exists, this
+        /// server's kandev runs in it), each with what fixes it; empty for the other kinds.
+        pub steps: Vec<crate::CheckStepDto>,
     }
 
     /// `repository.executor.set`: the repository's executor (`null`: local).

@@ -1,11 +1,13 @@
 //! Executors (issue 20, spec runners.md): where a session's agent runs. `local` is the
 //! server's own host; an `ssh` executor is another machine reached with the system OpenSSH
-//! client, where `kandev runner --stdio` owns the agents. The rules here are pure: what an
-//! executor's settings may hold.
+//! client, where `kandev runner --stdio` owns the agents; a `container` executor runs each
+//! task's agent in a container of its own ([`crate::container`]). The rules here are pure:
+//! what an executor's settings may hold.
 
 use std::path::PathBuf;
 
 use crate::Timestamp;
+pub use crate::container::ContainerSettings;
 use crate::validate::FieldError;
 
 /// Longest accepted host, user or path of an SSH executor, in bytes.
@@ -47,6 +49,7 @@ pub enum ExecutorKind {
     /// The server's own host (today's behaviour).
     Local,
     Ssh(SshSettings),
+    Container(ContainerSettings),
 }
 
 impl ExecutorKind {
@@ -55,6 +58,7 @@ impl ExecutorKind {
         match self {
             ExecutorKind::Local => "local",
             ExecutorKind::Ssh(_) => "ssh",
+            ExecutorKind::Container(_) => "container",
         }
     }
 }

@@ -1,10 +1,12 @@
 //! Kandev's domain model: plain Rust types and pure rules, with no IO or async. serde derives
 //! only on values that are stored or travel as they are: the working-directory values of
-//! [`files`] (to and from a build host) and transcript metadata ([`message_meta`]).
+//! [`files`] (to and from a build host), transcript metadata ([`message_meta`]) and a
+//! container executor's settings ([`container`], stored as JSON).
 
 pub mod account;
 pub mod agent;
 pub mod attachment;
+pub mod container;
 pub mod executor;
 pub mod files;
 pub mod ids;

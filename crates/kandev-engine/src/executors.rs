@@ -29,6 +29,15 @@ pub struct ExecutorCheck {
 }
 
 impl Engine {
+    /// `executor.check` of a container executor: the engine runs, the image is present,
+    /// this server's `kandev` runs in it (nothing is pulled).
+    pub async fn check_container_executor(
+        &self,
+        settings: &kandev_domain::executor::ContainerSettings,
+    ) -> Vec<crate::containers::CheckStep> {
+        crate::containers::check(settings).await
+    }
+
     /// Connects to an SSH executor as a session would, without running anything there;
     /// `Err` is the message to show (an unknown host key says how to trust it).
     pub async fn check_ssh_executor(&self, settings: SshSettings) -> Result<ExecutorCheck, String> {

@@ -13,6 +13,7 @@ mod api;
 mod attachments;
 mod command;
 mod config;
+mod containers;
 mod controls;
 mod create;
 mod deliveries;

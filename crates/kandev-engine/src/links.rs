@@ -1,5 +1,6 @@
-//! The live links to SSH executors' hosts, by executor id, with the settings each was made
-//! with (`sites.rs` makes and uses them; kept apart so `inner` imports nothing of `sites`).
+//! The live links to SSH executors' hosts, by executor id, and to task containers, by
+//! container name, with the settings each was made with (`sites.rs` and `containers.rs` make
+//! and use them; kept apart so `inner` imports nothing of either).
 //! One slot per executor with its own lock: connecting to one host (install, handshake: up to
 //! tens of seconds when it is down) never holds up work on another, and the map's own lock is
 //! held only to find a slot.
@@ -8,13 +9,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use kandev_domain::executor::SshSettings;
+use kandev_domain::executor::{ContainerSettings, SshSettings};
 use kandev_runtime::runner::RunnerClient;
+
+/// The settings a link was made with: a link made with others is replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum MadeWith {
+    Ssh(SshSettings),
+    Container(ContainerSettings),
+}
 
 /// An executor's link, or the last failure to make one.
 #[derive(Default)]
 pub(crate) struct Slot {
-    pub link: Option<(SshSettings, RunnerClient)>,
+    pub link: Option<(MadeWith, RunnerClient)>,
     /// When connecting with these settings failed, and why (answered again for a few seconds
     /// instead of every request waiting for its own attempt on a host that is down).
     pub failed: Option<(SshSettings, Instant, String)>,

@@ -81,6 +81,10 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
     for (client, executions) in crate::sites::kept_at_startup(inner).await? {
         kept.push(Kept { client, executions, here: false });
     }
+    for (client, executions) in crate::containers::kept_at_startup(inner).await? {
+        kept.push(Kept { client, executions, here: false });
+    }
+    crate::containers::remove_orphans(inner).await?;
     // Terminals and dev servers a server stopped by `kill -9` left running.
     reap_children(inner).await?;
     let resetting: Vec<SessionId> =

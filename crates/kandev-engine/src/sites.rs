@@ -3,12 +3,14 @@
 //! ([`RunnerClient`] over [`kandev_runtime::runner::ssh::SshTransport`]) per executor, shared by every
 //! session, worktree and file action there, made on first use (installing this server's
 //! `kandev` on the host first) and made again when it is gone for good or the executor's
-//! settings changed. [`SshLauncher`] starts agents through it, like the local runner's.
+//! settings changed. [`RunnerLauncher`] starts agents through it, like the local runner's.
+//! A container executor's worktrees are this host's; its agents run in the task's container
+//! (`crate::containers`).
 
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use kandev_domain::executor::{Executor, ExecutorKind, SshSettings};
+use kandev_domain::executor::{ContainerSettings, Executor, ExecutorKind, SshSettings};
 use kandev_domain::workspace::Repository;
 use kandev_runtime::runner::ssh::{Backoff, SshRunner};
 use kandev_runtime::runner::{ExecutionInfo, RunnerClient, SpawnSpec};
@@ -18,6 +20,7 @@ use kandev_store::{StoreError, WorktreeRecord};
 use crate::error::{EngineError, Result};
 use crate::inner::Inner;
 use crate::launcher::{LaunchSpec, Launched, Launcher, launch_through};
+use crate::links::MadeWith;
 
 /// How long a failure to connect to an executor is answered again without a new attempt.
 const FAILED_FOR: Duration = Duration::from_secs(5);
@@ -29,14 +32,24 @@ const REMOTE_GRACE: Duration = Duration::from_secs(600);
 #[derive(Clone)]
 pub(crate) enum Placement {
     Local,
-    Ssh { executor: Box<Executor>, settings: Box<SshSettings> },
+    Ssh {
+        executor: Box<Executor>,
+        settings: Box<SshSettings>,
+    },
+    /// The worktrees on this host, the agent in the task's container (issue 42).
+    Container {
+        executor: Box<Executor>,
+        settings: Box<ContainerSettings>,
+    },
 }
 
 impl Placement {
     pub fn executor_id(&self) -> Option<&str> {
         match self {
             Placement::Local => None,
-            Placement::Ssh { executor, .. } => Some(&executor.id),
+            Placement::Ssh { executor, .. } | Placement::Container { executor, .. } => {
+                Some(&executor.id)
+            }
         }
     }
 }
@@ -48,6 +61,10 @@ pub(crate) async fn placement(inner: &Inner, repository: &Repository) -> Result<
             ExecutorKind::Ssh(settings) => {
                 Ok(Placement::Ssh { executor: Box::new(executor), settings: Box::new(settings) })
             }
+            ExecutorKind::Container(settings) => Ok(Placement::Container {
+                executor: Box::new(executor),
+                settings: Box::new(settings),
+            }),
             ExecutorKind::Local => Ok(Placement::Local),
         },
         None => Ok(Placement::Local),
@@ -85,7 +102,7 @@ async fn connect(
     let slot = inner.links.slot(&executor.id);
     let mut slot = slot.lock().await;
     if let Some((made_with, link)) = &slot.link
-        && made_with == settings
+        && *made_with == MadeWith::Ssh(settings.clone())
         && !link.is_closed()
     {
         return Ok((link.clone(), vec![]));
@@ -113,7 +130,7 @@ async fn connect(
         old.close();
     }
     slot.failed = None;
-    slot.link = Some((settings.clone(), link.clone()));
+    slot.link = Some((MadeWith::Ssh(settings.clone()), link.clone()));
     Ok((link, held))
 }
 
@@ -177,7 +194,8 @@ pub(crate) async fn kept_at_startup(
 /// The site of a placement.
 pub(crate) async fn site(inner: &Inner, placement: &Placement) -> Result<Site> {
     match placement {
-        Placement::Local => Ok(Site::Local),
+        // A container's worktrees are this host's; git runs here.
+        Placement::Local | Placement::Container { .. } => Ok(Site::Local),
         Placement::Ssh { executor, settings } => {
             let link = link(inner, executor, settings).await.map_err(EngineError::Unavailable)?;
             Ok(Site::Remote(RemoteSite::new(link, &settings.remote_home, &executor.name)))
@@ -209,7 +227,7 @@ pub(crate) async fn site_of(inner: &Inner, record: &WorktreeRecord) -> Result<Si
             )
             .await
         }
-        ExecutorKind::Local => Ok(Site::Local),
+        ExecutorKind::Local | ExecutorKind::Container(_) => Ok(Site::Local),
     }
 }
 
@@ -241,12 +259,13 @@ pub(crate) async fn ssh_of(
     };
     match executor.kind {
         ExecutorKind::Ssh(settings) => Ok(Some((executor.name, settings))),
-        ExecutorKind::Local => Ok(None),
+        ExecutorKind::Local | ExecutorKind::Container(_) => Ok(None),
     }
 }
 
-/// The refusal of an action that is not done on an SSH executor's host yet, when one of the
-/// task's worktrees lives there.
+/// The refusal of an action that is not done on an SSH executor's host or in a task's
+/// container yet, when one of the task's worktrees was made for one: never on this host
+/// instead.
 pub(crate) async fn refuse_remote(
     inner: &Inner,
     task_id: &kandev_domain::TaskId,
@@ -259,28 +278,32 @@ pub(crate) async fn refuse_remote(
                 Err(_) => id.clone(),
             };
             return Err(EngineError::Validation(format!(
-                "{what} is not available yet for tasks on the SSH executor {name}"
+                "{what} is not available yet for tasks on the executor {name}"
             )));
         }
     }
     Ok(())
 }
 
-/// Starts agents on an SSH executor's host through its link. The built-in mock runs as the
-/// host's own copy (`<remote_home>/bin/kandev mock-agent`), its state under the remote home.
-/// The agent's pid is the host's: it is not reported (nothing on this host may signal it).
-pub(crate) struct SshLauncher {
+/// Starts agents through a runner link off this process: an SSH executor's host or a task's
+/// container. The built-in mock runs as the runner side's own copy of `kandev` (`kandev
+/// mock-agent`), its state under `home` there. The agent's pid is the runner side's: it is
+/// not reported (nothing on this host may signal it).
+pub(crate) struct RunnerLauncher {
     pub link: RunnerClient,
-    pub remote_home: String,
+    /// The `kandev` binary on the runner's side.
+    pub kandev: String,
+    /// A folder of Kandev's own on the runner's side.
+    pub home: String,
 }
 
-impl Launcher for SshLauncher {
+impl Launcher for RunnerLauncher {
     fn launch(
         &self,
         spec: LaunchSpec,
     ) -> BoxFuture<'static, std::result::Result<Launched, String>> {
         let link = self.link.clone();
-        let home = self.remote_home.clone();
+        let (kandev, home) = (self.kandev.clone(), self.home.clone());
         Box::pin(async move {
             let (program, args) = match &spec.builtin_mock {
                 Some(flags) => {
@@ -294,7 +317,7 @@ impl Launcher for SshLauncher {
                             args.push(format!("{home}/mock-agent"));
                         }
                     }
-                    (format!("{home}/bin/kandev"), args)
+                    (kandev, args)
                 }
                 None => (spec.program, spec.args),
             };

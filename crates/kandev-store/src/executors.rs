@@ -1,9 +1,9 @@
-//! Executors (issue 20): named places agents run (`local`, or `ssh` with how to reach the
-//! host), and the executor each repository chose. Names are unique; an executor in use
+//! Executors (issue 20): named places agents run (`local`, `ssh` with how to reach the
+//! host, or `container` with its settings as JSON, issue 42), and the executor each repository chose. Names are unique; an executor in use
 //! cannot be deleted.
 
 use kandev_domain::Timestamp;
-use kandev_domain::executor::{Executor, ExecutorKind, SshSettings};
+use kandev_domain::executor::{ContainerSettings, Executor, ExecutorKind, SshSettings};
 use sqlx::FromRow;
 
 use crate::db::Db;
@@ -20,6 +20,7 @@ struct ExecutorRow {
     identity_file: String,
     known_hosts: String,
     remote_home: String,
+    container: Option<String>,
     created_at: i64,
     updated_at: i64,
 }
@@ -38,6 +39,15 @@ impl ExecutorRow {
                 known_hosts: self.known_hosts.into(),
                 remote_home: self.remote_home,
             }),
+            "container" => {
+                let json = self.container.unwrap_or_default();
+                ExecutorKind::Container(serde_json::from_str(&json).map_err(|e| {
+                    StoreError::Corrupt(format!(
+                        "executor {} has bad container settings: {e}",
+                        self.id
+                    ))
+                })?)
+            }
             other => {
                 return Err(StoreError::Corrupt(format!(
                     "executor {} has the unknown kind {other}",
@@ -97,6 +107,8 @@ fn same_place(a: &ExecutorKind, b: &ExecutorKind) -> bool {
         (ExecutorKind::Ssh(a), ExecutorKind::Ssh(b)) => {
             (&a.host, a.port, &a.user, &a.remote_home) == (&b.host, b.port, &b.user, &b.remote_home)
         }
+        // The worktrees stay on this host; a container is made anew from the settings.
+        (ExecutorKind::Container(_), ExecutorKind::Container(_)) => true,
         _ => false,
     }
 }
@@ -134,22 +146,50 @@ fn in_use(executor: &str, what: &str, tasks: &[String]) -> StoreError {
     ))
 }
 
-/// The columns of a kind: `(kind, host, port, user, identity_file, known_hosts, remote_home)`.
-fn columns(kind: &ExecutorKind) -> (&'static str, String, i64, String, String, String, String) {
-    match kind {
-        ExecutorKind::Local => {
-            ("local", String::new(), 22, String::new(), String::new(), String::new(), String::new())
+/// The columns of a kind.
+struct Columns {
+    kind: &'static str,
+    host: String,
+    port: i64,
+    user: String,
+    identity_file: String,
+    known_hosts: String,
+    remote_home: String,
+    container: Option<String>,
+}
+
+fn columns(kind: &ExecutorKind) -> Result<Columns> {
+    let none = |kind| Columns {
+        kind,
+        host: String::new(),
+        port: 22,
+        user: String::new(),
+        identity_file: String::new(),
+        known_hosts: String::new(),
+        remote_home: String::new(),
+        container: None,
+    };
+    Ok(match kind {
+        ExecutorKind::Local => none("local"),
+        ExecutorKind::Ssh(s) => Columns {
+            kind: "ssh",
+            host: s.host.clone(),
+            port: i64::from(s.port),
+            user: s.user.clone(),
+            identity_file: s.identity_file.display().to_string(),
+            known_hosts: s.known_hosts.display().to_string(),
+            remote_home: s.remote_home.clone(),
+            container: None,
+        },
+        ExecutorKind::Container(settings) => {
+            Columns { container: Some(container_json(settings)?), ..none("container") }
         }
-        ExecutorKind::Ssh(s) => (
-            "ssh",
-            s.host.clone(),
-            i64::from(s.port),
-            s.user.clone(),
-            s.identity_file.display().to_string(),
-            s.known_hosts.display().to_string(),
-            s.remote_home.clone(),
-        ),
-    }
+    })
+}
+
+fn container_json(settings: &ContainerSettings) -> Result<String> {
+    serde_json::to_string(settings)
+        .map_err(|e| StoreError::Corrupt(format!("cannot store container settings: {e}")))
 }
 
 impl Store {
@@ -193,20 +233,22 @@ impl WriteTx {
             return Err(taken(name));
         }
         let (id, now) = (self.new_id(), self.now().millis());
-        let (kind, host, port, user, identity_file, known_hosts, remote_home) = columns(kind);
+        let c = columns(kind)?;
         crate::sql::query(
             "INSERT INTO executors (id, name, kind, host, port, \"user\", identity_file, known_hosts, \
-             remote_home, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             remote_home, container, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(name)
-        .bind(kind)
-        .bind(host)
-        .bind(port)
-        .bind(user)
-        .bind(identity_file)
-        .bind(known_hosts)
-        .bind(remote_home)
+        .bind(c.kind)
+        .bind(c.host)
+        .bind(c.port)
+        .bind(c.user)
+        .bind(c.identity_file)
+        .bind(c.known_hosts)
+        .bind(c.remote_home)
+        .bind(c.container)
         .bind(now)
         .bind(now)
         .execute(self.conn())
@@ -241,20 +283,21 @@ impl WriteTx {
         if name != current.name && name_taken(self.db(), name).await? {
             return Err(taken(name));
         }
-        let (kind, host, port, user, identity_file, known_hosts, remote_home) =
-            columns(kind.unwrap_or(&current.kind));
+        let c = columns(kind.unwrap_or(&current.kind))?;
         crate::sql::query(
             "UPDATE executors SET name = ?, kind = ?, host = ?, port = ?, \"user\" = ?, \
-             identity_file = ?, known_hosts = ?, remote_home = ?, updated_at = ? WHERE id = ?",
+             identity_file = ?, known_hosts = ?, remote_home = ?, container = ?, updated_at = ? \
+             WHERE id = ?",
         )
         .bind(name)
-        .bind(kind)
-        .bind(host)
-        .bind(port)
-        .bind(user)
-        .bind(identity_file)
-        .bind(known_hosts)
-        .bind(remote_home)
+        .bind(c.kind)
+        .bind(c.host)
+        .bind(c.port)
+        .bind(c.user)
+        .bind(c.identity_file)
+        .bind(c.known_hosts)
+        .bind(c.remote_home)
+        .bind(c.container)
         .bind(self.now().millis())
         .bind(id)
         .execute(self.conn())

@@ -258,11 +258,13 @@ impl Store {
         Ok(u32::try_from(cap).unwrap_or(u32::MAX))
     }
 
-    /// The database's current size in pages.
+    /// The pages in use: the file's pages less the free ones (a migration that made a table
+    /// again leaves its old pages free, and writes take those first).
     pub async fn page_count(&self) -> Result<u32> {
         let Pool::Sqlite(read) = &self.read else { return Err(sqlite_only("page_count")) };
         let count: i64 = sqlx::query_scalar("PRAGMA page_count").fetch_one(read).await?;
-        Ok(u32::try_from(count).unwrap_or(u32::MAX))
+        let free: i64 = sqlx::query_scalar("PRAGMA freelist_count").fetch_one(read).await?;
+        Ok(u32::try_from(count - free).unwrap_or(u32::MAX))
     }
 
     /// Closes the write connection so that the pool opens a fresh one: a connection left

@@ -3,7 +3,8 @@
 //! `KANDEV_TEST_PG_URL` is set, and another SQLite file always), verifies the row counts,
 //! and the copy reads the same and keeps writing.
 
-use kandev_domain::executor::{ExecutorKind, SshSettings};
+use kandev_domain::container::{ContainerEngine, ContainerNetwork};
+use kandev_domain::executor::{ContainerSettings, ExecutorKind, SshSettings};
 use kandev_domain::transcript::MessageKind;
 use kandev_domain::workflow::{StepSpec, WorkflowSpec};
 use kandev_domain::{SessionId, TaskId, TurnId};
@@ -70,6 +71,7 @@ async fn fill(store: &Store) -> (TaskId, SessionId) {
     });
     let executor = tx.insert_executor("build1", &ssh).await.unwrap();
     tx.set_repository_executor(repository.id.as_str(), Some(&executor.id)).await.unwrap();
+    tx.insert_executor("sandbox", &container()).await.unwrap();
     tx.commit().await.unwrap();
     (child.id, session.id)
 }
@@ -88,6 +90,18 @@ async fn same_reads(a: &Store, b: &Store, task: &TaskId, session: &SessionId) {
     let executors = b.list_executors().await.unwrap();
     assert_eq!(a.list_executors().await.unwrap(), executors);
     assert!(matches!(&executors[0].kind, ExecutorKind::Ssh(s) if s.user == "build"));
+    assert_eq!(executors[1].kind, container(), "a container executor's settings come back whole");
+}
+
+fn container() -> ExecutorKind {
+    ExecutorKind::Container(ContainerSettings {
+        engine: Some(ContainerEngine::Podman),
+        image: "localhost/agents:1".into(),
+        network: ContainerNetwork::Full,
+        cpu_millis: Some(1500),
+        memory_mib: Some(2048),
+        mounts: vec!["/home/me/.claude.json".into()],
+    })
 }
 
 on_both_engines! {
@@ -103,7 +117,7 @@ async fn i21_a4_db_copy_moves_every_row_and_verifies_the_counts(db: TestDb) {
     assert_eq!(rows("messages"), Some(2));
     assert_eq!(rows("queued_prompts"), Some(1));
     assert_eq!(rows("task_step_history"), Some(3));
-    assert_eq!(rows("executors"), Some(1));
+    assert_eq!(rows("executors"), Some(2));
     assert_eq!(rows("repository_executors"), Some(1));
 
     let (from, to) = (source.open().await, db.open().await);

@@ -107,7 +107,7 @@ async fn i12_f1_every_acknowledged_write_survives_filling_and_freeing_the_disk()
             store.set_max_page_count(None).await.unwrap();
         }
         // Growing names fill the pages left; every third transaction is abandoned.
-        let name = format!("w{i} {}", "y".repeat(200 * (i % 7)));
+        let name = format!("w{i} {}", "y".repeat(600 * (i % 7)));
         if i % 3 == 2 {
             if let Ok(mut tx) = store.begin_write().await {
                 let _ = tx.insert_workspace(&name).await;

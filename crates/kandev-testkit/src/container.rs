@@ -82,11 +82,22 @@ impl Podman {
     /// An image with busybox and the shared libraries `binary` needs, built once per set of
     /// files: its name, `localhost/kandev-test:<hash of the files>`.
     pub fn test_image(&self, binary: &Path) -> String {
+        self.image_of(shared_libraries(binary).into_iter().collect())
+    }
+
+    /// An image with busybox alone: no C library, so no dynamically linked program (this
+    /// `kandev`) runs in it.
+    pub fn busybox_image(&self) -> String {
+        self.image_of(BTreeSet::new())
+    }
+
+    /// An image of busybox and `files` (copied to the same paths), built once per set of
+    /// files.
+    fn image_of(&self, mut files: BTreeSet<PathBuf>) -> String {
         assert!(
             Path::new(BUSYBOX).is_file(),
             "busybox is not installed: run scripts/setup (it installs Debian's busybox-static)"
         );
-        let mut files: BTreeSet<PathBuf> = shared_libraries(binary).into_iter().collect();
         files.insert(PathBuf::from(BUSYBOX));
         let name = format!("localhost/kandev-test:{:016x}", content_hash(&files));
         let exists = self.command().args(["image", "exists", &name]).status();

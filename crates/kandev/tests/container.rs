@@ -1,7 +1,9 @@
-//! Issue 42 scope 6, the ground the container executor's tests stand on: Podman from Debian
-//! with the project's `scripts/containers.conf` runs a container on this kind of machine, and
-//! the test image (`kandev_testkit::container`, built without a registry) runs this build's
-//! `kandev`, mounted read-only, with no network and none of the host's files.
+//! Issue 42, the container executor on a real engine: Podman from Debian with the project's
+//! `scripts/containers.conf` and a test image built without a registry
+//! (`kandev_testkit::container`: busybox and the libraries this build's `kandev` needs). A
+//! task whose repository uses a container executor runs its agent in a container of its own,
+//! with no network and none of the host's files but its worktree; a missing engine, image or
+//! glibc fails the session and nothing runs on the host.
 
 #![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
 
@@ -9,10 +11,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use kandev_testkit::container::Podman;
+use serde_json::{Value, json};
 
 mod support;
 
-use support::KANDEV;
+use support::{
+    KANDEV, Server, agent_text, agents_of, call, eventually, messages, process_argvs, turn_done,
+};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -59,4 +64,219 @@ fn i42_s6_the_test_image_runs_this_kandev_without_a_network_or_the_hosts_files_a
     let before = id(&image);
     assert_eq!(podman.test_image(KANDEV.path()), image);
     assert_eq!(id(&image), before, "the test image was imported again");
+}
+
+/// A server whose Podman commands use the tests' configuration and store, a repository on
+/// `main` whose executor is a container executor with `container` settings, and a task on
+/// it whose session is launched.
+struct Setup {
+    podman: Podman,
+    home: tempfile::TempDir,
+    /// Kept alive with the server: its path is the repository's.
+    _repo: tempfile::TempDir,
+    server: Server,
+    /// Removes the task's container however the test ends.
+    _gone: Removed,
+    task: String,
+    session: String,
+}
+
+async fn setup(container: Value) -> Setup {
+    let podman = podman();
+    let home = tempfile::tempdir().unwrap();
+    let repo = kandev_testkit::remote_task::project_repo();
+    let env: Vec<(&str, String)> =
+        podman.env().iter().map(|(k, v)| (*k, v.display().to_string())).collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let server = KANDEV.launch(home.path(), "127.0.0.1:0", &[], &env);
+    let workspaces = call(&server, "workspace.list", json!({})).await;
+    let workspace = &workspaces["workspaces"][0]["id"];
+    let repository = call(
+        &server,
+        "repository.create",
+        json!({"workspace_id": workspace, "local_path": repo.path(), "name": "project"}),
+    )
+    .await;
+    let repository = repository["repository"]["id"].clone();
+    let executor = call(
+        &server,
+        "executor.create",
+        json!({"name": "sandbox", "kind": "container", "container": container}),
+    )
+    .await;
+    call(
+        &server,
+        "repository.executor.set",
+        json!({"repository_id": repository, "executor_id": executor["executor"]["id"]}),
+    )
+    .await;
+    let workflows = call(&server, "workflow.list", json!({"workspace_id": workspace})).await;
+    let board = &workflows["workflows"][0];
+    let task = call(
+        &server,
+        "task.create",
+        json!({"workflow_id": board["id"], "title": "boxed work", "step_id": board["steps"][0]["id"],
+            "repository_ids": [repository]}),
+    )
+    .await;
+    let task = task["task"]["id"].as_str().unwrap().to_owned();
+    let launched = call(&server, "session.launch", json!({"task_id": task})).await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    let _gone = Removed(format!("kandev-{task}"));
+    Setup { podman, home, _repo: repo, server, _gone, task, session }
+}
+
+/// A container removed when this is dropped (a failed test leaves none behind).
+struct Removed(String);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = podman().command().args(["rm", "--force", "--time", "0", &self.0]).output();
+    }
+}
+
+/// The processes on this host whose argv holds `needle` and that run in `container`.
+fn processes_in(podman: &Podman, container: &str, needle: &str) -> Vec<u32> {
+    let id = podman.command().args(["inspect", "--format", "{{.Id}}", container]).output().unwrap();
+    let id = String::from_utf8_lossy(&id.stdout).trim().to_owned();
+    assert!(!id.is_empty(), "no container {container}");
+    process_argvs(needle)
+        .into_iter()
+        .filter(|(pid, _)| {
+            std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|c| c.contains(&id))
+        })
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// `podman exec <container> sh -c <script>`: its stdout and whether it succeeded.
+fn exec(podman: &Podman, container: &str, script: &str) -> (bool, String) {
+    let output =
+        podman.command().args(["exec", container, "/bin/sh", "-c", script]).output().unwrap();
+    (output.status.success(), String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+fn container_exists(podman: &Podman, name: &str) -> bool {
+    podman.command().args(["container", "exists", name]).status().unwrap().success()
+}
+
+#[tokio::test]
+async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_container_without_a_network()
+ {
+    let image = podman().test_image(KANDEV.path());
+    let Setup { podman, home, _repo, server, _gone, task, session } =
+        setup(json!({"image": image})).await;
+    let script = "#!mock\nwrite notes.txt written in the container\\n\nsay wrote it";
+    let got = call(&server, "session.get", json!({"id": session})).await;
+    assert_ne!(got["session"]["state"], "FAILED", "{got}");
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    turn_done(&server, &session, 1).await;
+    let stored = messages(&server, &session).await;
+    assert!(agent_text(&stored).contains("wrote it"), "{stored:#?}");
+
+    // The agent is the container's copy of kandev (a path that exists only in there), in
+    // the task's own container; the file it wrote is in the worktree on this host.
+    let container = format!("kandev-{task}");
+    let agents = processes_in(&podman, &container, "/opt/kandev/kandev mock-agent");
+    assert_eq!(agents.len(), 1, "one agent, in the container: {agents:?}");
+    assert!(!Path::new("/opt/kandev/kandev").exists(), "that path is the container's");
+    assert!(agents_of(home.path()).is_empty(), "no agent runs on this host");
+    let (ok, top) = exec(&podman, &container, "cat /proc/[0-9]*/cmdline | tr '\\0' ' '");
+    assert!(ok && top.contains("mock-agent"), "the agent runs in {container}: {top}");
+    let got = call(&server, "session.get", json!({"id": session})).await;
+    let cwd = PathBuf::from(got["session"]["cwd"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
+        "written in the container\n"
+    );
+    let (_, hostname) = exec(&podman, &container, "hostname");
+    assert_eq!(hostname, container, "the container is named after the task");
+
+    // Acceptance 2: nothing of the server's home or the host user's home is there, and with
+    // network `none` the server's port cannot be reached; the worktree is.
+    let database = home.path().join("kandev.db");
+    assert!(database.exists());
+    for outside in [database.display().to_string(), std::env::var("HOME").unwrap()] {
+        let (readable, _) =
+            exec(&podman, &container, &format!("cat '{outside}' || ls '{outside}'"));
+        assert!(!readable, "{outside} is visible in the container");
+    }
+    let (ok, worktree) = exec(&podman, &container, &format!("cat '{}/notes.txt'", cwd.display()));
+    assert!(ok && worktree == "written in the container", "{worktree}");
+    let (_, interfaces) = exec(&podman, &container, "ls /sys/class/net");
+    assert_eq!(interfaces, "lo", "network none: loopback only");
+    let url = format!("http://{}/api/v1/health", server.addr());
+    let (reached, _) = exec(&podman, &container, &format!("wget -q -T 3 -O- {url}"));
+    assert!(!reached, "the server's port {url} is reachable from the container");
+
+    // The diff and a commit, on this host's worktree.
+    let changes = call(&server, "task.changes", json!({"task_id": task})).await;
+    assert_eq!(changes["files"][0]["path"], "notes.txt", "{changes}");
+    let committed =
+        call(&server, "task.commit", json!({"task_id": task, "message": "add the notes"})).await;
+    assert!(committed["commits"][0]["sha"].is_string(), "{committed}");
+
+    // Deleting the task removes its container and the agent in it.
+    call(&server, "task.delete", json!({"id": task, "force": true})).await;
+    assert!(!container_exists(&podman, &container), "{container} is left after the task is gone");
+    eventually("no agent is left", || async { !support::alive(agents[0]) }).await;
+}
+
+/// The session's failure text: waits until it has failed.
+async fn failure_of(server: &Server, session: &str) -> String {
+    eventually("the session fails", || async {
+        let got = call(server, "session.get", json!({"id": session})).await;
+        (got["session"]["state"] == "FAILED").then(|| got["session"]["last_error"].to_string())
+    })
+    .await
+}
+
+#[tokio::test]
+async fn i42_a4_no_image_no_engine_or_no_glibc_fail_the_session_with_what_to_do_and_nothing_runs_on_the_host()
+ {
+    let podman = podman();
+    let cases = [
+        (json!({"image": "localhost/kandev-missing:1"}), "is not on this host"),
+        (json!({"image": "localhost/any:1", "engine": "docker"}), "no container engine runs here"),
+        (json!({"image": podman.busybox_image()}), "kandev does not run in the image"),
+    ];
+    for (settings, expected) in cases {
+        let Setup { home, _repo, server, _gone, session, task, .. } = setup(settings.clone()).await;
+        let failure = failure_of(&server, &session).await;
+        assert!(failure.contains(expected), "{settings}: {failure}");
+        assert!(agents_of(home.path()).is_empty(), "{settings}: an agent runs on this host");
+        let cwd = call(&server, "session.get", json!({"id": session})).await;
+        let cwd = PathBuf::from(cwd["session"]["cwd"].as_str().unwrap());
+        assert!(!cwd.join("notes.txt").exists());
+        assert!(
+            !container_exists(&podman, &format!("kandev-{task}")),
+            "{settings}: a container is left"
+        );
+    }
+}
+
+#[tokio::test]
+async fn i42_s1_executor_check_says_each_step_and_what_fixes_it() {
+    let podman = podman();
+    let image = podman.test_image(KANDEV.path());
+    let Setup { _repo, server, _gone, .. } = setup(json!({"image": image})).await;
+    let executors = call(&server, "executor.list", json!({})).await;
+    let id = executors["executors"][0]["id"].clone();
+    let checked = call(&server, "executor.check", json!({"id": id})).await;
+    assert_eq!(checked["ok"], true, "{checked}");
+    let steps: Vec<&str> =
+        checked["steps"].as_array().unwrap().iter().map(|s| s["what"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["engine", "image", "kandev"], "{checked}");
+
+    for (image, failed_step, fix) in [
+        ("localhost/kandev-missing:1".to_owned(), "image", "pull"),
+        (podman.busybox_image(), "kandev", "glibc"),
+    ] {
+        call(&server, "executor.update", json!({"id": id, "container": {"image": image}})).await;
+        let checked = call(&server, "executor.check", json!({"id": id})).await;
+        assert_eq!(checked["ok"], false, "{checked}");
+        let last = checked["steps"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["what"], failed_step, "{checked}");
+        assert!(last["detail"].as_str().unwrap().contains(fix), "{checked}");
+    }
 }

@@ -226,7 +226,10 @@ impl Engine {
         let mut removal = WorktreeRemoval::default();
         // The task's folders of worktrees on build hosts, removed once empty like the local one.
         let mut remote_folders = vec![];
-        for record in self.inner.store.live_worktrees(task_id).await? {
+        let records = self.inner.store.live_worktrees(task_id).await?;
+        // Its container, with anything still running in it, goes first.
+        crate::containers::remove_for_task(&self.inner, &records).await;
+        for record in records {
             let site = match site_of(&self.inner, &record).await {
                 Ok(site) => site,
                 Err(err) => {

@@ -51,6 +51,14 @@ pub(crate) async fn run_cleanup(inner: &Inner, site: &Site, record: &WorktreeRec
         return;
     }
     let name = &repository.name;
+    if crate::containers::is_container_worktree(inner, record).await {
+        let text = format!(
+            "cleanup script of {name} did not run: scripts do not run in a task's container \
+             yet (never on this host instead)"
+        );
+        cleanup_note(inner, record, &repository, &text, "failed").await;
+        return;
+    }
     // A check that fails (a build host's link reconnecting) is not "no worktree": the
     // removal may still go ahead, so the skipped script is said (review finding, issue 20).
     match site.exists(path).await {

@@ -21,7 +21,7 @@ use crate::error::{EngineError, Result};
 use crate::handshake::{self, BootFailure, BootPlan, Booted};
 use crate::launcher::{ExecutionControl, LaunchSpec, Launcher};
 use crate::session::state::{Boot, Live, Phase, SessionActor, Taken};
-use crate::sites::{self, Placement, SshLauncher};
+use crate::sites::{self, Placement, RunnerLauncher};
 use crate::workdir::prepare::prepare_for_start;
 use crate::write::add_message;
 
@@ -178,7 +178,7 @@ impl SessionActor {
         self.spawn(async move {
             let prepared = prepare_for_start(&inner, &session, first, &cancel);
             let result = match prepared.await {
-                Ok(placement) => match on_host(&inner, placement, launcher, plan).await {
+                Ok(placement) => match on_host(&inner, &session, placement, launcher, plan).await {
                     Ok((launcher, plan)) => {
                         handshake::boot(launcher, plan, cancel).await.map(Box::new)
                     }
@@ -192,24 +192,42 @@ impl SessionActor {
 }
 
 /// The launcher and plan for where the task's repositories are: an SSH executor's agents
-/// start through its link, without Kandev's MCP server (its loopback address does not reach
-/// the build host) or this host's files and terminals.
+/// start through its link, a container executor's in the task's container (made or started
+/// first), both without Kandev's MCP server (its loopback address does not reach them) or
+/// this host's files and terminals. A failure fails the start: never the host instead.
 async fn on_host(
     inner: &crate::inner::Inner,
+    session: &kandev_domain::transcript::Session,
     placement: Placement,
     launcher: Arc<dyn Launcher>,
     mut plan: BootPlan,
 ) -> std::result::Result<(Arc<dyn Launcher>, BootPlan), BootFailure> {
-    let Placement::Ssh { executor, settings } = placement else {
-        return Ok((launcher, plan));
+    let failed = |message| BootFailure::new("agent_start_failed", message);
+    let launcher: Arc<dyn Launcher> = match placement {
+        Placement::Local => return Ok((launcher, plan)),
+        Placement::Ssh { executor, settings } => {
+            let link = sites::link(inner, &executor, &settings).await.map_err(failed)?;
+            let home = settings.remote_home.clone();
+            Arc::new(RunnerLauncher { link, kandev: format!("{home}/bin/kandev"), home })
+        }
+        Placement::Container { executor, settings } => {
+            let mut mounts = vec![std::path::PathBuf::from(&session.cwd)];
+            for record in inner
+                .store
+                .live_worktrees(&session.task_id)
+                .await
+                .map_err(|e| failed(format!("cannot read the task's worktrees: {e}")))?
+            {
+                mounts.push(record.path.into());
+            }
+            let made =
+                crate::containers::launcher(inner, &executor, &settings, &session.task_id, mounts);
+            Arc::new(made.await.map_err(failed)?)
+        }
     };
-    let link = sites::link(inner, &executor, &settings)
-        .await
-        .map_err(|message| BootFailure::new("agent_start_failed", message))?;
     plan.mcp = None;
     plan.remote = true;
-    let launcher = SshLauncher { link, remote_home: settings.remote_home.clone() };
-    Ok((Arc::new(launcher), plan))
+    Ok((launcher, plan))
 }
 
 impl SessionActor {

@@ -129,7 +129,7 @@ pub(crate) async fn plan(inner: &Inner, task: &Task) -> Result<Plan> {
 /// Where worktrees of a placement go: `$KANDEV_HOME`, or the SSH executor's remote home.
 fn root_of(home: &Path, placement: &Placement) -> PathBuf {
     match placement {
-        Placement::Local => home.to_path_buf(),
+        Placement::Local | Placement::Container { .. } => home.to_path_buf(),
         Placement::Ssh { settings, .. } => PathBuf::from(&settings.remote_home),
     }
 }
@@ -138,6 +138,9 @@ fn describe(placement: &Placement) -> String {
     match placement {
         Placement::Local => "this server's host".to_owned(),
         Placement::Ssh { executor, .. } => format!("the SSH executor {}", executor.name),
+        Placement::Container { executor, .. } => {
+            format!("the container executor {}", executor.name)
+        }
     }
 }
 
@@ -283,12 +286,13 @@ async fn prepare_repository(
         tx.commit().await?;
         return Ok(Ok(()));
     }
-    if let Placement::Ssh { executor, .. } = placement {
+    if let Placement::Ssh { executor, .. } | Placement::Container { executor, .. } = placement {
         return Ok(Err(Failure {
             code: "setup_script_failed",
             message: format!(
-                "repository {} has a setup script, and setup scripts do not run on the SSH \
-                 executor {} yet; clear the script or use the local executor",
+                "repository {} has a setup script, and setup scripts do not run on the \
+                 executor {} yet (never on this host instead); clear the script or use the \
+                 local executor",
                 repository.name, executor.name
             ),
             details: json!({ "repository_id": repository.id.to_string() }),
@@ -474,7 +478,7 @@ async fn create(
     // On an SSH executor the worktree is made of a bare copy on the build host, into which
     // the base branch is pushed from the server's repository first.
     let repo_path = match placement {
-        Placement::Local => repo_path,
+        Placement::Local | Placement::Container { .. } => repo_path,
         Placement::Ssh { settings, executor } => {
             let bare =
                 PathBuf::from(format!("{}/repos/{}.git", settings.remote_home, repository.id));
@@ -537,7 +541,7 @@ async fn create(
     );
     // Ignored files the repository asks for (`.env`), never over a tracked file.
     let copied = match placement {
-        Placement::Local => {
+        Placement::Local | Placement::Container { .. } => {
             git::copy_ignored_files(&spec.repo_path, &worktree.path, &repository.copy_files).await
         }
         Placement::Ssh { .. } if repository.copy_files.is_empty() => Ok(vec![]),

@@ -4,10 +4,13 @@
 //! [`link`] the task that owns a connection and reopens it, [`ledger`] the acknowledgements
 //! of output and input. The runner speaks over any byte stream; transports differ only in
 //! how it is opened: the local runner's Unix socket under `$KANDEV_HOME` ([`LocalTransport`],
-//! [`serve_unix`]), `ssh … kandev runner --stdio` ([`ssh::SshTransport`]), or a
+//! [`serve_unix`]), `ssh … kandev runner --stdio` ([`ssh::SshTransport`]),
+//! `<engine> exec -i … kandev runner --stdio` in a task's container
+//! ([`container::ContainerTransport`]), or a
 //! given stream ([`RunnerClient::connect`]).
 
 pub mod client;
+pub mod container;
 pub mod host;
 pub mod ledger;
 pub mod link;

@@ -1,6 +1,8 @@
-//! `executor.*` and `repository.executor.set` (issue 20): named executors (`local`, or `ssh`
-//! with how to reach the host) and the one each repository chose. Settings are checked here
-//! (`SshSettings::validated`); whether the host answers is learnt when connecting.
+//! `executor.*` and `repository.executor.set` (issue 20): named executors (`local`, `ssh`
+//! with how to reach the host, or `container` with how to run each task's container, issue
+//! 42) and the one each repository chose. Settings are checked here
+//! (`SshSettings::validated`, `ContainerSettings::validated`); whether the host answers or
+//! the engine runs is learnt when connecting, or asked with `executor.check`.
 
 use kandev_api_types::requests::{
     ById, Empty, ExecutorCreate, ExecutorUpdate, RepositoryExecutorSet,
@@ -8,26 +10,43 @@ use kandev_api_types::requests::{
 use kandev_api_types::responses::{
     Deleted, ExecutorChecked, ExecutorOne, Executors, RepositoryExecutor,
 };
-use kandev_api_types::{ExecutorDto, ExecutorKindDto, SshSettingsDto};
+use kandev_api_types::{
+    CheckStepDto, ContainerSettingsDto, ExecutorDto, ExecutorKindDto, SshSettingsDto,
+};
 use kandev_domain::executor::{ExecutorKind, SshSettings};
 use kandev_domain::validate::{FieldError, name};
 
 use crate::{ApiError, AppState};
 
-/// The kind and settings a request describes; `ssh` belongs to kind `ssh` only.
-fn kind(kind: ExecutorKindDto, ssh: Option<SshSettingsDto>) -> Result<ExecutorKind, ApiError> {
-    match (kind, ssh) {
-        (ExecutorKindDto::Local, None) => Ok(ExecutorKind::Local),
-        (ExecutorKindDto::Local, Some(_)) => {
-            Err(ApiError::validation("ssh must be left out for a local executor"))
+/// The kind and settings a request describes; `ssh` belongs to kind `ssh` only, `container`
+/// to kind `container` only.
+fn kind(
+    kind: ExecutorKindDto,
+    ssh: Option<SshSettingsDto>,
+    container: Option<ContainerSettingsDto>,
+) -> Result<ExecutorKind, ApiError> {
+    match (kind, ssh, container) {
+        (ExecutorKindDto::Local, None, None) => Ok(ExecutorKind::Local),
+        (ExecutorKindDto::Local, _, _) => {
+            Err(ApiError::validation("ssh and container must be left out for a local executor"))
         }
-        (ExecutorKindDto::Ssh, None) => Err(ApiError::validation(
+        (ExecutorKindDto::Ssh, None, _) => Err(ApiError::validation(
             "ssh is required for an ssh executor: host, port, user, identity_file, known_hosts, remote_home",
         )),
-        (ExecutorKindDto::Ssh, Some(settings)) => SshSettings::from(settings)
+        (ExecutorKindDto::Ssh, Some(settings), None) => SshSettings::from(settings)
             .validated()
             .map(ExecutorKind::Ssh)
             .map_err(|e| FieldError::new(format!("ssh.{}", e.field), e.problem).into()),
+        (ExecutorKindDto::Container, _, None) => Err(ApiError::validation(
+            "container is required for a container executor: at least image (e.g. {\"image\": \"debian:12\"})",
+        )),
+        (ExecutorKindDto::Container, None, Some(settings)) => settings
+            .into_settings()
+            .map(ExecutorKind::Container)
+            .map_err(|e| FieldError::new(format!("container.{}", e.field), e.problem).into()),
+        (_, Some(_), Some(_)) => {
+            Err(ApiError::validation("give ssh or container, the one of the executor's kind"))
+        }
     }
 }
 
@@ -37,18 +56,24 @@ pub async fn list(s: &AppState, _: Empty) -> Result<Executors, ApiError> {
 }
 
 pub async fn create(s: &AppState, p: ExecutorCreate) -> Result<ExecutorOne, ApiError> {
-    let (name, kind) = (name("name", &p.name)?, kind(p.kind, p.ssh)?);
+    let (name, kind) = (name("name", &p.name)?, kind(p.kind, p.ssh, p.container)?);
     let executor = s.engine().create_executor(&name, &kind).await?;
     Ok(ExecutorOne { executor: ExecutorDto::from(&executor) })
 }
 
 pub async fn update(s: &AppState, p: ExecutorUpdate) -> Result<ExecutorOne, ApiError> {
     let name = p.name.as_deref().map(|n| name("name", n)).transpose()?;
-    let changed = match (p.kind, p.ssh) {
-        (None, None) => None,
-        (Some(k), ssh) => Some(kind(k, ssh)?),
-        // Settings alone: the executor stays of kind ssh (checked below).
-        (None, Some(ssh)) => Some(kind(ExecutorKindDto::Ssh, Some(ssh))?),
+    let changed = match (p.kind, p.ssh, p.container) {
+        (None, None, None) => None,
+        (Some(k), ssh, container) => Some(kind(k, ssh, container)?),
+        // Settings alone: the executor stays of that kind (checked below).
+        (None, Some(ssh), None) => Some(kind(ExecutorKindDto::Ssh, Some(ssh), None)?),
+        (None, None, Some(c)) => Some(kind(ExecutorKindDto::Container, None, Some(c))?),
+        (None, Some(_), Some(_)) => {
+            return Err(ApiError::validation(
+                "give ssh or container, the one of the executor's kind",
+            ));
+        }
     };
     let kind_given = p.kind.is_some();
     let executor =
@@ -65,14 +90,33 @@ pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
 /// how it went; a failure is an answer with `ok: false`, not an error.
 pub async fn check(s: &AppState, p: ById) -> Result<ExecutorChecked, ApiError> {
     let executor = s.store().get_executor(&p.id).await?;
-    let ExecutorKind::Ssh(settings) = executor.kind else {
-        return Ok(ExecutorChecked {
-            ok: true,
-            message: Some("a local executor runs agents on the server's own host".into()),
-            copied: false,
-            previous_version: None,
-            remote_version: None,
-        });
+    let settings = match executor.kind {
+        ExecutorKind::Ssh(settings) => settings,
+        ExecutorKind::Local => {
+            return Ok(ExecutorChecked {
+                ok: true,
+                message: Some("a local executor runs agents on the server's own host".into()),
+                copied: false,
+                previous_version: None,
+                remote_version: None,
+                steps: vec![],
+            });
+        }
+        ExecutorKind::Container(settings) => {
+            let steps = s.engine().check_container_executor(&settings).await;
+            let failed = steps.iter().find(|step| !step.ok);
+            return Ok(ExecutorChecked {
+                ok: failed.is_none(),
+                message: failed.map(|step| format!("{}: {}", step.what, step.detail)),
+                copied: false,
+                previous_version: None,
+                remote_version: None,
+                steps: steps
+                    .into_iter()
+                    .map(|step| CheckStepDto { what: step.what, ok: step.ok, detail: step.detail })
+                    .collect(),
+            });
+        }
     };
     Ok(match s.engine().check_ssh_executor(settings).await {
         Ok(found) => ExecutorChecked {
@@ -81,6 +125,7 @@ pub async fn check(s: &AppState, p: ById) -> Result<ExecutorChecked, ApiError> {
             copied: found.copied,
             previous_version: found.previous,
             remote_version: Some(found.remote_version),
+            steps: vec![],
         },
         Err(message) => ExecutorChecked {
             ok: false,
@@ -88,6 +133,7 @@ pub async fn check(s: &AppState, p: ById) -> Result<ExecutorChecked, ApiError> {
             copied: false,
             previous_version: None,
             remote_version: None,
+            steps: vec![],
         },
     })
 }

@@ -58,7 +58,15 @@ export type ChannelTested = { delivered: boolean, http_status: number | null, er
 
 export type Channels = { channels: Array<ChannelDto>, };
 
+export type CheckStepDto = { what: string, ok: boolean, detail: string, };
+
 export type CommitDto = { repository_id: string | null, branch: string, sha: string, summary: string, files_changed: number, };
+
+export type ContainerEngineDto = "podman" | "docker";
+
+export type ContainerNetworkDto = "none" | "full";
+
+export type ContainerSettingsDto = { engine?: ContainerEngineDto | null, image: string, network: ContainerNetworkDto, cpus?: number | null, memory_mib?: number | null, mounts: Array<string>, };
 
 export type Deleted = { deleted: boolean, id: string, };
 
@@ -121,17 +129,22 @@ export type ExecutorChecked = { ok: boolean, message: string | null,
  * This server's binary was copied there (the remote one was missing or of another
  * version: `previous_version`).
  */
-copied: boolean, previous_version: string | null, remote_version: string | null, };
+copied: boolean, previous_version: string | null, remote_version: string | null, 
+/**
+ * A container executor's checks in order (the engine runs, the image exists, this
+ * server's kandev runs in it), each with what fixes it; empty for the other kinds.
+ */
+steps: Array<CheckStepDto>, };
 
-export type ExecutorCreate = { name: string, kind: ExecutorKindDto, ssh?: SshSettingsDto, };
+export type ExecutorCreate = { name: string, kind: ExecutorKindDto, ssh?: SshSettingsDto, container?: ContainerSettingsDto, };
 
-export type ExecutorDto = { id: string, name: string, kind: ExecutorKindDto, ssh: SshSettingsDto | null, repository_ids: Array<string>, created_at: string, updated_at: string, };
+export type ExecutorDto = { id: string, name: string, kind: ExecutorKindDto, ssh: SshSettingsDto | null, container: ContainerSettingsDto | null, repository_ids: Array<string>, created_at: string, updated_at: string, };
 
-export type ExecutorKindDto = "local" | "ssh";
+export type ExecutorKindDto = "local" | "ssh" | "container";
 
 export type ExecutorOne = { executor: ExecutorDto, };
 
-export type ExecutorUpdate = { id: string, name?: string, kind?: ExecutorKindDto, ssh?: SshSettingsDto, };
+export type ExecutorUpdate = { id: string, name?: string, kind?: ExecutorKindDto, ssh?: SshSettingsDto, container?: ContainerSettingsDto, };
 
 export type Executors = { executors: Array<ExecutorDto>, };
 

@@ -1,10 +1,13 @@
-// Settings › Executors (issue 20): named SSH build machines. Add one, check it (connects as a
-// session would: host key, the remote kandev, the runner) and delete it. A repository that
-// chooses one (repository.executor.set) has its worktrees and agents there (README).
+// Settings › Executors (issues 20, 42): named SSH build machines and container executors. Add
+// one, check it (an SSH one connects as a session would: host key, the remote kandev, the
+// runner; a container one checks the engine, the image and kandev in it) and delete it. A
+// repository that chooses one (repository.executor.set) has its agents there (README).
 import { useState } from 'react';
 import { call } from '../../api/client';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
+import type { ExecutorChecked, ExecutorDto } from '../../api/generated/api';
+import { ContainerExecutorForm } from './ContainerExecutorForm';
 import { useFormError } from './useFormError';
 
 const EMPTY = {
@@ -18,6 +21,20 @@ const EMPTY = {
 };
 
 const readExecutors = () => call('executor.list', {}).then((r) => r.executors);
+
+/// Where an executor runs agents, for the table.
+function place(x: ExecutorDto): string {
+  if (x.ssh) return `${x.ssh.user}@${x.ssh.host}:${x.ssh.port}`;
+  if (x.container) return `container ${x.container.image} (network ${x.container.network})`;
+  return 'local';
+}
+
+/// What a check found, in one line.
+function checkText(r: ExecutorChecked): string {
+  if (!r.ok) return `Check failed: ${r.message ?? 'no answer'}`;
+  if (r.steps.length > 0) return `Ready: ${r.steps.map((s) => s.detail).join('; ')}`;
+  return `Reachable: ${r.remote_version ?? 'kandev'}${r.copied ? ' (installed now)' : ''}`;
+}
 
 export function Executors() {
   // `null` until the first read answers: "none yet" would be a guess before that.
@@ -43,10 +60,11 @@ export function Executors() {
     <section>
       <h1>Executors</h1>
       <p className="hint">
-        Machines reached over SSH where agents run. Checking one connects with your system <code>ssh</code>{' '}
-        (the host key must already be in the known_hosts file), installs this kandev there and starts its runner. A
-        repository set to use one has its tasks' worktrees and agents there; their branches are fetched back to this server
-        for git status and shipping.
+        Machines reached over SSH where agents run, and container executors that run each task's agent in a container
+        of its own. Checking an SSH one connects with your system <code>ssh</code> (the host key must already be in the
+        known_hosts file), installs this kandev there and starts its runner; a repository set to use one has its tasks'
+        worktrees and agents there. A container executor keeps the worktrees on this host and mounts them into the
+        task's container; checking it says whether the engine runs, the image is here and kandev runs in it.
       </p>
       <InlineError error={list.error} onRetry={list.retry} testId="executors-error" />
       {executors === null ? (
@@ -58,7 +76,7 @@ export function Executors() {
           <thead>
             <tr>
               <th>Name</th>
-              <th>Host</th>
+              <th>Where</th>
               <th>Remote home</th>
               <th>Repositories</th>
               <th />
@@ -69,7 +87,7 @@ export function Executors() {
               <tr key={x.id}>
                 <td>{x.name}</td>
                 <td>
-                  <code>{x.ssh ? `${x.ssh.user}@${x.ssh.host}:${x.ssh.port}` : 'local'}</code>
+                  <code>{place(x)}</code>
                 </td>
                 <td>
                   <code>{x.ssh?.remote_home ?? ''}</code>
@@ -88,10 +106,7 @@ export function Executors() {
                         setChecking(x.id);
                         try {
                           const r = await call('executor.check', { id: x.id });
-                          const text = r.ok
-                            ? `Reachable: ${r.remote_version ?? 'kandev'}${r.copied ? ' (installed now)' : ''}`
-                            : `Check failed: ${r.message ?? 'no answer'}`;
-                          setChecked((c) => ({ ...c, [x.id]: text }));
+                          setChecked((c) => ({ ...c, [x.id]: checkText(r) }));
                         } finally {
                           setChecking(null);
                         }
@@ -157,6 +172,7 @@ export function Executors() {
           </button>
         </div>
       </form>
+      <ContainerExecutorForm onAdded={list.retry} />
     </section>
   );
 }

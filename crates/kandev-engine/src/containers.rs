@@ -1,0 +1,255 @@
+//! Container executors (issue 42): a task whose repositories use one runs its agent in a
+//! container of its own (`kandev_runtime::runner::container`), reached through the one runner
+//! stack: one link per task container, kept in the executors' link slots under the
+//! container's name. The worktrees stay on this host (git runs here); the container sees
+//! them at the same paths. Everything fails closed: no engine, no image or a failed start
+//! fails the session with the reason; nothing of the task runs on this host instead.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kandev_domain::TaskId;
+use kandev_domain::container::ContainerEngine;
+use kandev_domain::executor::{ContainerSettings, Executor, ExecutorKind};
+use kandev_runtime::runner::container::{
+    self as engine_cli, ContainerTransport, HOME_IN_CONTAINER, KANDEV_IN_CONTAINER, TaskContainer,
+};
+use kandev_runtime::runner::{Backoff, ExecutionInfo, RunnerClient};
+use kandev_store::{StoreError, WorktreeRecord};
+
+use crate::error::Result;
+use crate::inner::Inner;
+use crate::links::MadeWith;
+use crate::sites::RunnerLauncher;
+
+/// How long a container's runner keeps agents while this server is away.
+const CONTAINER_GRACE: Duration = Duration::from_secs(600);
+
+/// How long startup waits for one task's container.
+const STARTUP_CONNECT: Duration = Duration::from_secs(30);
+
+/// The launcher of a task's container: its link made (the container made or started first),
+/// what its runner held from an earlier link forgotten (a fresh start).
+pub(crate) async fn launcher(
+    inner: &Inner,
+    executor: &Executor,
+    settings: &ContainerSettings,
+    task_id: &TaskId,
+    mounts: Vec<PathBuf>,
+) -> std::result::Result<RunnerLauncher, String> {
+    let (link, held) = connect(inner, executor, settings, task_id, mounts).await?;
+    for execution in &held {
+        link.forget(&execution.exec);
+    }
+    Ok(RunnerLauncher {
+        link,
+        kandev: KANDEV_IN_CONTAINER.to_owned(),
+        home: HOME_IN_CONTAINER.to_owned(),
+    })
+}
+
+/// The live link to the task's container, or a new one with the executions its runner held.
+async fn connect(
+    inner: &Inner,
+    executor: &Executor,
+    settings: &ContainerSettings,
+    task_id: &TaskId,
+    mounts: Vec<PathBuf>,
+) -> std::result::Result<(RunnerClient, Vec<ExecutionInfo>), String> {
+    let name = TaskContainer::name_for(task_id.as_str());
+    let slot = inner.links.slot(&name);
+    let mut slot = slot.lock().await;
+    let made_with = MadeWith::Container(settings.clone());
+    if let Some((with, link)) = &slot.link
+        && *with == made_with
+        && !link.is_closed()
+    {
+        return Ok((link.clone(), vec![]));
+    }
+    let failed = |e: String| format!("cannot start the task's container ({}): {e}", executor.name);
+    let engine =
+        engine_cli::resolve_engine(settings.engine).await.map_err(|e| failed(e.to_string()))?;
+    let kandev = std::env::current_exe()
+        .map_err(|e| failed(format!("cannot find this server's kandev binary: {e}")))?;
+    let container = TaskContainer {
+        engine,
+        settings: settings.clone(),
+        name,
+        task_id: task_id.to_string(),
+        home: inner.config.home.clone(),
+        kandev,
+        worktrees: mounts,
+        grace: CONTAINER_GRACE,
+    };
+    let (link, held) = RunnerClient::open(ContainerTransport { container }, Backoff::default())
+        .await
+        .map_err(|e| failed(e.message))?;
+    if let Some((_, old)) = slot.link.take() {
+        old.close();
+    }
+    slot.link = Some((made_with, link.clone()));
+    Ok((link, held))
+}
+
+/// The container executor a recorded worktree was made for, if it was.
+async fn container_of(
+    inner: &Inner,
+    record: &WorktreeRecord,
+) -> Result<Option<(Executor, ContainerSettings)>> {
+    let Some(id) = &record.executor_id else { return Ok(None) };
+    match inner.store.get_executor(id).await {
+        Ok(executor) => match executor.kind.clone() {
+            ExecutorKind::Container(settings) => Ok(Some((executor, settings))),
+            _ => Ok(None),
+        },
+        Err(StoreError::NotFound { .. }) => Ok(None),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Whether a recorded worktree belongs to a task whose work runs in a container.
+pub(crate) async fn is_container_worktree(inner: &Inner, record: &WorktreeRecord) -> bool {
+    matches!(container_of(inner, record).await, Ok(Some(_)))
+}
+
+/// At startup: the links to the containers of tasks whose session may still run there (a
+/// runner position recorded, the runtime running), with what their runners held.
+pub(crate) async fn kept_at_startup(
+    inner: &Inner,
+) -> Result<Vec<(RunnerClient, Vec<ExecutionInfo>)>> {
+    let mut tasks: Vec<(TaskId, Executor, ContainerSettings, Vec<PathBuf>)> = vec![];
+    for session in inner.store.all_sessions().await? {
+        let running =
+            inner.store.get_runtime(&session.id).await?.is_some_and(|r| r.status == "running");
+        if !running
+            || inner.store.runner_position(&session.id).await?.is_none()
+            || tasks.iter().any(|(t, ..)| *t == session.task_id)
+        {
+            continue;
+        }
+        let records = inner.store.live_worktrees(&session.task_id).await?;
+        for record in &records {
+            if let Some((executor, settings)) = container_of(inner, record).await? {
+                let mounts = records.iter().map(|r| PathBuf::from(&r.path)).collect();
+                tasks.push((session.task_id.clone(), executor, settings, mounts));
+                break;
+            }
+        }
+    }
+    let connecting = tasks.into_iter().map(|(task, executor, settings, mounts)| async move {
+        let made = connect(inner, &executor, &settings, &task, mounts);
+        match tokio::time::timeout(STARTUP_CONNECT, made).await {
+            Ok(Ok(held)) => Some(held),
+            Ok(Err(message)) => {
+                tracing::warn!(task = %task, error = %message, "cannot reach a task's container at startup; its sessions are interrupted");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(task = %task, "a task's container did not answer within 30 s at startup; its sessions are interrupted");
+                None
+            }
+        }
+    });
+    Ok(futures::future::join_all(connecting).await.into_iter().flatten().collect())
+}
+
+/// At startup: removes the containers this server (its home) made for tasks that no longer
+/// exist or have no live worktree, on every engine a container executor names (or finds).
+pub(crate) async fn remove_orphans(inner: &Inner) -> Result<()> {
+    let mut engines: Vec<ContainerEngine> = vec![];
+    for executor in inner.store.list_executors().await? {
+        let ExecutorKind::Container(settings) = executor.kind else { continue };
+        if let Ok(engine) = engine_cli::resolve_engine(settings.engine).await
+            && !engines.contains(&engine)
+        {
+            engines.push(engine);
+        }
+    }
+    for engine in engines {
+        let found = match engine_cli::containers_of(engine, &inner.config.home).await {
+            Ok(found) => found,
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot list the task containers");
+                continue;
+            }
+        };
+        for (name, task) in found {
+            let live = inner.store.live_worktrees(&TaskId::new(task.as_str())).await?;
+            if live.is_empty() {
+                tracing::info!(container = %name, "removing the container of a task that is gone");
+                if let Err(err) = engine_cli::remove(engine, &name).await {
+                    tracing::warn!(container = %name, error = %err, "cannot remove a container");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes the task's container, if its worktrees were made for one (archive, delete): its
+/// link closed first, then the container with whatever still runs in it.
+pub(crate) async fn remove_for_task(inner: &Inner, records: &[WorktreeRecord]) {
+    for record in records {
+        let Ok(Some((executor, settings))) = container_of(inner, record).await else { continue };
+        let name = TaskContainer::name_for(record.task_id.as_str());
+        if let Some((_, link)) = inner.links.slot(&name).lock().await.link.take() {
+            link.close();
+        }
+        let removed = match engine_cli::resolve_engine(settings.engine).await {
+            Ok(engine) => engine_cli::remove(engine, &name).await.map_err(|e| e.to_string()),
+            Err(err) => Err(err.to_string()),
+        };
+        if let Err(err) = removed {
+            tracing::warn!(container = %name, executor = %executor.name, error = %err, "cannot remove a task's container");
+        }
+        return;
+    }
+}
+
+/// One finding of `executor.check` on a container executor.
+#[derive(Debug, Clone)]
+pub struct CheckStep {
+    pub what: String,
+    pub ok: bool,
+    /// What was found, or the line that fixes it.
+    pub detail: String,
+}
+
+/// `executor.check` of a container executor: the engine runs, the image is present, this
+/// server's `kandev` runs in it. Nothing is pulled; a step after a failed one is not tried.
+pub(crate) async fn check(settings: &ContainerSettings) -> Vec<CheckStep> {
+    let step = |what: &str, outcome: std::result::Result<String, String>| CheckStep {
+        what: what.to_owned(),
+        ok: outcome.is_ok(),
+        detail: outcome.unwrap_or_else(|e| e),
+    };
+    let engine = engine_cli::resolve_engine(settings.engine).await;
+    let mut steps = vec![step(
+        "engine",
+        engine.as_ref().map(|e| format!("{} runs", e.program())).map_err(ToString::to_string),
+    )];
+    let Ok(engine) = engine else { return steps };
+    let image = match engine_cli::image_exists(engine, &settings.image).await {
+        Ok(true) => Ok(format!("{} is present", settings.image)),
+        Ok(false) => Err(engine_cli::ContainerError::NoImage {
+            engine: engine.program(),
+            image: settings.image.clone(),
+        }
+        .to_string()),
+        Err(err) => Err(err.to_string()),
+    };
+    let image_ok = image.is_ok();
+    steps.push(step("image", image));
+    if !image_ok {
+        return steps;
+    }
+    let version = match std::env::current_exe() {
+        Ok(kandev) => engine_cli::kandev_version_in(engine, &settings.image, &kandev)
+            .await
+            .map(|v| format!("{v} runs in it"))
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(format!("cannot find this server's kandev binary: {e}")),
+    };
+    steps.push(step("kandev", version));
+    steps
+}

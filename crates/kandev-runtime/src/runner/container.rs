@@ -1,0 +1,461 @@
+//! The container transport of a runner (issue 42): each task's agent runs in a container of
+//! its own, made by Podman or Docker (the same commands for both). The container's first
+//! process is this server's own `kandev` binary, mounted read-only, as a runner on a socket
+//! inside it; [`ContainerTransport`] reaches it with `<engine> exec -i <container> kandev
+//! runner --stdio`, so exactly-once output, acknowledgements and re-adoption are the one
+//! runner stack's ([`crate::runner::link`]), as over SSH.
+//!
+//! What the container sees of the host: the task's worktrees at their own paths (read-write),
+//! the git directory each worktree's `.git` file points to (read-write: the worktree's own
+//! index and HEAD) with the repository's common git directory under it read-only (objects
+//! and refs: git inside can read history, not rewrite it), the `kandev` binary (read-only)
+//! and the executor's allowlisted mounts (read-only). Nothing else of the host: not
+//! `$KANDEV_HOME`, not the user's home. With network `none` it has only its own loopback.
+//!
+//! Every failure is an error that says what to do; nothing falls back to the host.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kandev_domain::container::{ContainerEngine, ContainerNetwork, ContainerSettings};
+use tokio::process::{Child, Command};
+
+use crate::group::ProcessGroup;
+use crate::runner::link::{OpenError, Opened, Transport, TransportGuard, handshake};
+
+/// Where the server's `kandev` is mounted inside a container.
+pub const KANDEV_IN_CONTAINER: &str = "/opt/kandev/kandev";
+/// The runner's own folder inside a container (a tmpfs: its socket, the mock agent's state).
+pub const HOME_IN_CONTAINER: &str = "/kandev-home";
+/// The label every task container carries: the Kandev home of the server that made it.
+pub const HOME_LABEL: &str = "dev.kandev.home";
+/// The label with the task's id.
+pub const TASK_LABEL: &str = "dev.kandev.task";
+
+/// How long one engine command (inspect, create, start, remove) may take.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the runner's handshake may take once `exec` runs.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What can go wrong with a task's container. Each message says what to do.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ContainerError {
+    #[error(
+        "no container engine runs here: {tried}; install Podman (apt-get install podman) or \
+         Docker, or set the executor's engine to one that runs"
+    )]
+    NoEngine { tried: String },
+    #[error(
+        "the image {image} is not on this host ({engine} does not pull it): run `{engine} pull \
+         {image}` or build it, then start the session again"
+    )]
+    NoImage { engine: &'static str, image: String },
+    #[error(
+        "kandev does not run in the image {image}: {message}; the image needs a glibc at least \
+         as new as this host's (e.g. debian:12 or newer)"
+    )]
+    NoKandev { image: String, message: String },
+    #[error("{engine} {what} failed: {message}")]
+    Engine { engine: &'static str, what: &'static str, message: String },
+}
+
+/// The engine a setting names, or the first that runs (Podman, then Docker).
+pub async fn resolve_engine(
+    chosen: Option<ContainerEngine>,
+) -> Result<ContainerEngine, ContainerError> {
+    let candidates = match chosen {
+        Some(engine) => vec![engine],
+        None => vec![ContainerEngine::Podman, ContainerEngine::Docker],
+    };
+    let mut tried = vec![];
+    for engine in candidates {
+        match run(engine, &["version"], "version").await {
+            Ok(_) => return Ok(engine),
+            Err(err) => tried.push(err.to_string()),
+        }
+    }
+    Err(ContainerError::NoEngine { tried: tried.join("; ") })
+}
+
+/// Runs `<engine> args…` to its end within [`COMMAND_TIMEOUT`]; its stdout on success.
+async fn run(
+    engine: ContainerEngine,
+    args: &[&str],
+    what: &'static str,
+) -> Result<String, ContainerError> {
+    let program = engine.program();
+    let mut command = Command::new(program);
+    command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let failed = |message: String| ContainerError::Engine { engine: program, what, message };
+    let (child, group) = ProcessGroup::spawn(&mut command)
+        .map_err(|e| failed(format!("cannot run {program}: {e}")))?;
+    match tokio::time::timeout(COMMAND_TIMEOUT, child.wait_with_output()).await {
+        Ok(Ok(output)) => {
+            group.release();
+            if output.status.success() {
+                return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
+            }
+            let said = String::from_utf8_lossy(&output.stderr);
+            let said = said.lines().map(str::trim).rfind(|l| !l.is_empty());
+            Err(failed(said.unwrap_or("no message").to_owned()))
+        }
+        Ok(Err(e)) => Err(failed(e.to_string())),
+        Err(_) => Err(failed(format!("no answer within {COMMAND_TIMEOUT:?}"))),
+    }
+}
+
+/// Whether `image` is present; an error when the engine cannot say.
+pub async fn image_exists(engine: ContainerEngine, image: &str) -> Result<bool, ContainerError> {
+    match run(engine, &["image", "inspect", "--format", "{{.Id}}", "--", image], "image inspect")
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(ContainerError::Engine { message, .. })
+            if message.contains("unknown")
+                || message.contains("No such")
+                || message.contains("not known") =>
+        {
+            Ok(false)
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// Runs `kandev --version` in a throwaway container of `image` (no network); its answer.
+pub async fn kandev_version_in(
+    engine: ContainerEngine,
+    image: &str,
+    kandev: &Path,
+) -> Result<String, ContainerError> {
+    let mount = format!("{}:{KANDEV_IN_CONTAINER}:ro", kandev.display());
+    let args = [
+        "run",
+        "--rm",
+        "--network",
+        "none",
+        "-v",
+        &mount,
+        "--",
+        image,
+        KANDEV_IN_CONTAINER,
+        "--version",
+    ];
+    match run(engine, &args, "run").await {
+        Ok(version) if !version.trim().is_empty() => Ok(version.trim().to_owned()),
+        Ok(_) => Err(ContainerError::NoKandev {
+            image: image.into(),
+            message: "it printed no version".into(),
+        }),
+        Err(ContainerError::Engine { message, .. }) => {
+            Err(ContainerError::NoKandev { image: image.into(), message })
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// The containers a server (its Kandev home) made: `(name, task id)`.
+pub async fn containers_of(
+    engine: ContainerEngine,
+    home: &Path,
+) -> Result<Vec<(String, String)>, ContainerError> {
+    let filter = format!("label={HOME_LABEL}={}", home.display());
+    let format = format!("{{{{.Names}}}} {{{{index .Labels \"{TASK_LABEL}\"}}}}");
+    let out = run(engine, &["ps", "-a", "--filter", &filter, "--format", &format], "ps").await?;
+    Ok(out
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .map(|(name, task)| (name.trim().to_owned(), task.trim().to_owned()))
+        .collect())
+}
+
+/// Removes a container and what runs in it (missing already: fine).
+pub async fn remove(engine: ContainerEngine, name: &str) -> Result<(), ContainerError> {
+    match run(engine, &["rm", "--force", "--time", "0", "--", name], "rm").await {
+        Ok(_) => Ok(()),
+        Err(ContainerError::Engine { message, .. })
+            if message.contains("no such container") || message.contains("No such container") =>
+        {
+            Ok(())
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// One task's container: what it is made of and how its runner is reached.
+#[derive(Debug, Clone)]
+pub struct TaskContainer {
+    pub engine: ContainerEngine,
+    pub settings: ContainerSettings,
+    /// The container's name (`kandev-<task id>`).
+    pub name: String,
+    pub task_id: String,
+    /// The server's Kandev home (the label that says whose container it is).
+    pub home: PathBuf,
+    /// The server's own binary, mounted read-only.
+    pub kandev: PathBuf,
+    /// The task's worktrees (host paths, mounted at the same path).
+    pub worktrees: Vec<PathBuf>,
+    /// How long the runner keeps agents while no server is connected.
+    pub grace: Duration,
+}
+
+impl TaskContainer {
+    /// The name of a task's container.
+    pub fn name_for(task_id: &str) -> String {
+        format!("kandev-{task_id}")
+    }
+
+    /// Makes sure the container runs: started again when stopped, made when missing (the
+    /// image must be present: nothing is pulled).
+    pub async fn ensure(&self) -> Result<(), ContainerError> {
+        let state = run(
+            self.engine,
+            &["container", "inspect", "--format", "{{.State.Running}}", "--", &self.name],
+            "inspect",
+        )
+        .await;
+        match state {
+            Ok(running) if running.trim() == "true" => Ok(()),
+            Ok(_) => run(self.engine, &["start", "--", &self.name], "start").await.map(drop),
+            Err(_) => self.create().await,
+        }
+    }
+
+    async fn create(&self) -> Result<(), ContainerError> {
+        if !image_exists(self.engine, &self.settings.image).await? {
+            return Err(ContainerError::NoImage {
+                engine: self.engine.program(),
+                image: self.settings.image.clone(),
+            });
+        }
+        let args = self.run_args()?;
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        if let Err(failed) = run(self.engine, &args, "run").await {
+            // Its first process is kandev: say so when that is what cannot run there.
+            let _ = remove(self.engine, &self.name).await;
+            kandev_version_in(self.engine, &self.settings.image, &self.kandev).await?;
+            return Err(failed);
+        }
+        Ok(())
+    }
+
+    /// The `run` command line of the container.
+    fn run_args(&self) -> Result<Vec<String>, ContainerError> {
+        let s = &self.settings;
+        let uid = server_ids();
+        let mut args: Vec<String> = vec![
+            "run".into(),
+            "-d".into(),
+            "--init".into(),
+            "--name".into(),
+            self.name.clone(),
+            "--hostname".into(),
+            // A host name has at most 63 bytes.
+            self.name.chars().take(63).collect(),
+            "--label".into(),
+            format!("{HOME_LABEL}={}", self.home.display()),
+            "--label".into(),
+            format!("{TASK_LABEL}={}", self.task_id),
+            "--user".into(),
+            uid,
+            "--tmpfs".into(),
+            format!("{HOME_IN_CONTAINER}:mode=1777"),
+            "-e".into(),
+            format!("HOME={HOME_IN_CONTAINER}"),
+            "-v".into(),
+            format!("{}:{KANDEV_IN_CONTAINER}:ro", self.kandev.display()),
+        ];
+        if s.network == ContainerNetwork::None {
+            args.extend(["--network".into(), "none".into()]);
+        }
+        if let Some(millis) = s.cpu_millis {
+            args.extend(["--cpus".into(), format!("{}.{:03}", millis / 1000, millis % 1000)]);
+        }
+        if let Some(mib) = s.memory_mib {
+            args.extend(["--memory".into(), format!("{mib}m")]);
+        }
+        for mount in self.mounts()? {
+            args.extend(["-v".into(), mount]);
+        }
+        args.extend([
+            "--".into(),
+            s.image.clone(),
+            KANDEV_IN_CONTAINER.into(),
+            "runner".into(),
+            "--socket".into(),
+            format!("{HOME_IN_CONTAINER}/runner.sock"),
+            "--grace".into(),
+            format!("{}ms", self.grace.as_millis().max(1)),
+        ]);
+        Ok(args)
+    }
+
+    /// The `-v` values: worktrees and their git directories, then the allowlisted paths.
+    fn mounts(&self) -> Result<Vec<String>, ContainerError> {
+        let mut mounts = vec![];
+        for worktree in &self.worktrees {
+            mounts.push(format!("{0}:{0}", worktree.display()));
+            if let Some((own, common)) = git_dirs(worktree) {
+                mounts.push(format!("{0}:{0}:ro", common.display()));
+                mounts.push(format!("{0}:{0}", own.display()));
+            }
+        }
+        for path in &self.settings.mounts {
+            if !path.exists() {
+                return Err(ContainerError::Engine {
+                    engine: self.engine.program(),
+                    what: "run",
+                    message: format!(
+                        "the mount {} does not exist on this host; create it or remove it from \
+                         the executor's mounts",
+                        path.display()
+                    ),
+                });
+            }
+            mounts.push(format!("{0}:{0}:ro", path.display()));
+        }
+        Ok(mounts)
+    }
+}
+
+/// The uid:gid this server runs as: the container's processes write the worktree as it does.
+fn server_ids() -> String {
+    format!("{}:{}", nix::unistd::getuid(), nix::unistd::getgid())
+}
+
+/// For a worktree whose `.git` is a file (`gitdir: <repo>/.git/worktrees/<name>`): that
+/// folder and the repository's common git folder (`<repo>/.git`).
+fn git_dirs(worktree: &Path) -> Option<(PathBuf, PathBuf)> {
+    let text = std::fs::read_to_string(worktree.join(".git")).ok()?;
+    let own = PathBuf::from(text.trim().strip_prefix("gitdir:")?.trim());
+    let own = if own.is_absolute() { own } else { worktree.join(own) };
+    let common = std::fs::read_to_string(own.join("commondir")).ok()?;
+    let common = PathBuf::from(common.trim());
+    let common = if common.is_absolute() { common } else { own.join(common) };
+    Some((own.canonicalize().ok()?, common.canonicalize().ok()?))
+}
+
+/// The `exec` client of a connection. Dropping it kills the client (the runner in the
+/// container keeps its agents for its grace period).
+struct ExecProcess {
+    child: Child,
+    group: ProcessGroup,
+}
+
+impl TransportGuard for ExecProcess {
+    fn kill(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.group.kill();
+            let _ = self.child.wait().await;
+        })
+    }
+
+    /// As `ssh`'s: given `bound` to carry the last acknowledgements, killed past it.
+    fn close(mut self: Box<Self>, bound: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let _ = tokio::time::timeout(bound, self.child.wait()).await;
+        })
+    }
+}
+
+/// How a [`crate::runner::RunnerClient`] reaches a task container's runner: every open makes
+/// sure the container runs, then `exec`s `kandev runner --stdio` in it.
+pub struct ContainerTransport {
+    pub container: TaskContainer,
+}
+
+impl Transport for ContainerTransport {
+    fn open(&mut self) -> BoxFuture<'_, Result<Opened, OpenError>> {
+        Box::pin(async move {
+            let c = &self.container;
+            let lasting = |err: ContainerError| OpenError {
+                transient: matches!(err, ContainerError::Engine { .. }),
+                message: err.to_string(),
+            };
+            c.ensure().await.map_err(lasting)?;
+            let socket = format!("{HOME_IN_CONTAINER}/runner.sock");
+            let grace = format!("{}ms", c.grace.as_millis().max(1));
+            let mut command = Command::new(c.engine.program());
+            command
+                .args(["exec", "-i", "--", &c.name, KANDEV_IN_CONTAINER, "runner", "--stdio"])
+                .args(["--socket", &socket, "--grace", &grace])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                // The relay's log lines are not read: a full pipe must never stall it.
+                .stderr(Stdio::null());
+            let failed = |message: String| OpenError { transient: true, message };
+            let (mut child, group) = ProcessGroup::spawn(&mut command)
+                .map_err(|e| failed(format!("cannot run {}: {e}", c.engine.program())))?;
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err(failed("the exec client's pipes are missing".into()));
+            };
+            let stream = tokio::io::join(stdout, stdin);
+            let shaken = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(stream)).await;
+            let why = match shaken {
+                Ok(Ok(connection)) => {
+                    let guard = Box::new(ExecProcess { child, group });
+                    return Ok(Opened { connection, guard: Some(guard) });
+                }
+                Ok(Err(err)) => err.to_string(),
+                Err(_) => format!("no answer within {HANDSHAKE_TIMEOUT:?}"),
+            };
+            drop(group);
+            let _ = child.wait().await;
+            // A kandev that cannot run in the image (no usable glibc) ends its container at
+            // once: say that, and remove the container, rather than try again.
+            if let Err(err) = kandev_version_in(c.engine, &c.settings.image, &c.kandev).await {
+                let _ = remove(c.engine, &c.name).await;
+                return Err(lasting(err));
+            }
+            Err(failed(format!("the runner in the container {} did not answer: {why}", c.name)))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn container() -> TaskContainer {
+        TaskContainer {
+            engine: ContainerEngine::Podman,
+            settings: ContainerSettings {
+                engine: None,
+                image: "localhost/agents:1".into(),
+                network: ContainerNetwork::None,
+                cpu_millis: Some(1500),
+                memory_mib: Some(512),
+                mounts: vec![],
+            },
+            name: TaskContainer::name_for("t1"),
+            task_id: "t1".into(),
+            home: "/home/me/.kandev".into(),
+            kandev: "/usr/bin/kandev".into(),
+            worktrees: vec![],
+            grace: Duration::from_secs(600),
+        }
+    }
+
+    #[test]
+    fn i42_s1_a_container_has_no_network_by_default_and_its_limits() {
+        let args = container().run_args().unwrap().join(" ");
+        assert!(args.contains("--network none"), "{args}");
+        assert!(args.contains("--cpus 1.500"), "{args}");
+        assert!(args.contains("--memory 512m"), "{args}");
+        assert!(args.contains("-v /usr/bin/kandev:/opt/kandev/kandev:ro"), "{args}");
+        assert!(args.ends_with("-- localhost/agents:1 /opt/kandev/kandev runner --socket /kandev-home/runner.sock --grace 600000ms"), "{args}");
+        let mut full = container();
+        full.settings.network = ContainerNetwork::Full;
+        assert!(!full.run_args().unwrap().join(" ").contains("--network"));
+    }
+
+    #[test]
+    fn i42_s1_a_missing_mount_is_an_error_before_anything_runs() {
+        let mut c = container();
+        c.settings.mounts = vec!["/no/such/kandev-mount".into()];
+        let err = c.run_args().unwrap_err().to_string();
+        assert!(err.contains("/no/such/kandev-mount does not exist"), "{err}");
+    }
+}
