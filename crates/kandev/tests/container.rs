@@ -15,8 +15,10 @@ use serde_json::{Value, json};
 
 mod support;
 
+use kandev_mock_agent::script::stream_chunk_text;
 use support::{
-    KANDEV, Server, agent_text, agents_of, call, eventually, messages, process_argvs, turn_done,
+    KANDEV, Server, Watch, agent_text, agents_of, call, eventually, messages, process_argvs, state,
+    turn_done,
 };
 
 fn workspace() -> PathBuf {
@@ -75,6 +77,7 @@ struct Setup {
     /// Kept alive with the server: its path is the repository's.
     _repo: tempfile::TempDir,
     server: Server,
+    repository: Value,
     /// Removes the task's container however the test ends.
     _gone: Removed,
     task: String,
@@ -85,8 +88,7 @@ async fn setup(container: Value) -> Setup {
     let podman = podman();
     let home = tempfile::tempdir().unwrap();
     let repo = kandev_testkit::remote_task::project_repo();
-    let env: Vec<(&str, String)> =
-        podman.env().iter().map(|(k, v)| (*k, v.display().to_string())).collect();
+    let env = podman_env(&podman);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let server = KANDEV.launch(home.path(), "127.0.0.1:0", &[], &env);
     let workspaces = call(&server, "workspace.list", json!({})).await;
@@ -110,20 +112,27 @@ async fn setup(container: Value) -> Setup {
         json!({"repository_id": repository, "executor_id": executor["executor"]["id"]}),
     )
     .await;
-    let workflows = call(&server, "workflow.list", json!({"workspace_id": workspace})).await;
+    let (task, session) = add_task(&server, &repository, "boxed work").await;
+    let _gone = Removed(format!("kandev-{task}"));
+    Setup { podman, home, _repo: repo, server, repository, _gone, task, session }
+}
+
+/// A task of `repository` on the first board's first step, its session launched.
+async fn add_task(server: &Server, repository: &Value, title: &str) -> (String, String) {
+    let workspaces = call(server, "workspace.list", json!({})).await;
+    let workspace = &workspaces["workspaces"][0]["id"];
+    let workflows = call(server, "workflow.list", json!({"workspace_id": workspace})).await;
     let board = &workflows["workflows"][0];
     let task = call(
-        &server,
+        server,
         "task.create",
-        json!({"workflow_id": board["id"], "title": "boxed work", "step_id": board["steps"][0]["id"],
+        json!({"workflow_id": board["id"], "title": title, "step_id": board["steps"][0]["id"],
             "repository_ids": [repository]}),
     )
     .await;
     let task = task["task"]["id"].as_str().unwrap().to_owned();
-    let launched = call(&server, "session.launch", json!({"task_id": task})).await;
-    let session = launched["session"]["id"].as_str().unwrap().to_owned();
-    let _gone = Removed(format!("kandev-{task}"));
-    Setup { podman, home, _repo: repo, server, _gone, task, session }
+    let launched = call(server, "session.launch", json!({"task_id": task})).await;
+    (task, launched["session"]["id"].as_str().unwrap().to_owned())
 }
 
 /// A container removed when this is dropped (a failed test leaves none behind).
@@ -164,7 +173,7 @@ fn container_exists(podman: &Podman, name: &str) -> bool {
 async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_container_without_a_network()
  {
     let image = podman().test_image(KANDEV.path());
-    let Setup { podman, home, _repo, server, _gone, task, session } =
+    let Setup { podman, home, _repo, server, _gone, task, session, .. } =
         setup(json!({"image": image})).await;
     let script = "#!mock\nwrite notes.txt written in the container\\n\nsay wrote it";
     let got = call(&server, "session.get", json!({"id": session})).await;
@@ -278,5 +287,74 @@ async fn i42_s1_executor_check_says_each_step_and_what_fixes_it() {
         let last = checked["steps"].as_array().unwrap().last().unwrap().clone();
         assert_eq!(last["what"], failed_step, "{checked}");
         assert!(last["detail"].as_str().unwrap().contains(fix), "{checked}");
+    }
+}
+
+/// The server's environment for Podman (the tests' configuration and store).
+fn podman_env(podman: &Podman) -> Vec<(&'static str, String)> {
+    podman.env().iter().map(|(k, v)| (*k, v.display().to_string())).collect()
+}
+
+#[tokio::test]
+async fn i42_a3_kill_9_during_streaming_turns_in_containers_then_restart_every_turn_completes_once()
+{
+    const CHUNKS: u64 = 150;
+    const BYTES: usize = 24;
+    let image = podman().test_image(KANDEV.path());
+    let Setup { podman, home, _repo, mut server, repository, _gone, task, session } =
+        setup(json!({"image": image})).await;
+    let mut tasks = vec![(task, session, _gone)];
+    for i in 0..2 {
+        let (task, session) = add_task(&server, &repository, &format!("r6-{i}")).await;
+        let gone = Removed(format!("kandev-{task}"));
+        tasks.push((task, session, gone));
+    }
+    let script = format!("#!mock\nstream {CHUNKS} {BYTES} every 20");
+    let sessions: Vec<String> = tasks.iter().map(|(_, s, _)| s.clone()).collect();
+    let mut watch = Watch::sessions(&server, &sessions).await;
+    for session in &sessions {
+        call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    }
+    for session in &sessions {
+        let what = format!("the turn of {session} streams");
+        watch.messages(&server, session, &what, |m| agent_text(m).len() >= BYTES * 10).await;
+    }
+    let agents: Vec<Vec<u32>> = tasks
+        .iter()
+        .map(|(task, ..)| processes_in(&podman, &format!("kandev-{task}"), "mock-agent"))
+        .collect();
+    let counts: Vec<usize> = agents.iter().map(Vec::len).collect();
+    assert_eq!(counts, [1, 1, 1], "one agent in each task's container");
+    server.kill_9();
+
+    let env = podman_env(&podman);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let restarted = KANDEV.launch(home.path(), "127.0.0.1:0", &[], &env);
+    let mut watch = Watch::sessions(&restarted, &sessions).await;
+    let expected: String = (0..CHUNKS).map(|i| stream_chunk_text(i, BYTES)).collect();
+    for ((task, session, _), before) in tasks.iter().zip(&agents) {
+        let what = format!("the turn of {session} completes");
+        watch
+            .until(&what, || async {
+                let now = state(&restarted, session).await;
+                assert!(now == "RUNNING" || now == "WAITING_FOR_INPUT", "{session}: {now}");
+                (now == "WAITING_FOR_INPUT").then_some(())
+            })
+            .await;
+        let stored = messages(&restarted, session).await;
+        assert_eq!(agent_text(&stored), expected, "every chunk once, in order, in {session}");
+        let turns = call(&restarted, "session.turn.list", json!({"session_id": session})).await;
+        assert_eq!(turns["turns"].as_array().unwrap().len(), 1, "one turn in {session}");
+        // The same agent process: re-adopted in its container, not started again (no load).
+        let after = processes_in(&podman, &format!("kandev-{task}"), "mock-agent");
+        assert_eq!(&after, before, "the agent of {task} is the one before the kill");
+    }
+    for (task, ..) in &tasks {
+        call(&restarted, "task.delete", json!({"id": task, "force": true})).await;
+        assert!(!container_exists(&podman, &format!("kandev-{task}")), "the container of {task}");
+    }
+    for pid in agents.iter().flatten() {
+        let pid = *pid;
+        eventually("no agent is left", || async move { !support::alive(pid) }).await;
     }
 }
