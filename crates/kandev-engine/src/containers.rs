@@ -48,6 +48,28 @@ pub(crate) async fn launcher(
     })
 }
 
+/// The container of a task: the engine resolved, this server's binary, the worktrees.
+async fn task_container(
+    inner: &Inner,
+    settings: &ContainerSettings,
+    task_id: &TaskId,
+    mounts: Vec<PathBuf>,
+) -> std::result::Result<TaskContainer, String> {
+    let engine = engine_cli::resolve_engine(settings.engine).await.map_err(|e| e.to_string())?;
+    let kandev = std::env::current_exe()
+        .map_err(|e| format!("cannot find this server's kandev binary: {e}"))?;
+    Ok(TaskContainer {
+        engine,
+        settings: settings.clone(),
+        name: TaskContainer::name_for(task_id.as_str()),
+        task_id: task_id.to_string(),
+        home: inner.config.home.clone(),
+        kandev,
+        worktrees: mounts,
+        grace: CONTAINER_GRACE,
+    })
+}
+
 /// The live link to the task's container, or a new one with the executions its runner held.
 async fn connect(
     inner: &Inner,
@@ -67,20 +89,7 @@ async fn connect(
         return Ok((link.clone(), vec![]));
     }
     let failed = |e: String| format!("cannot start the task's container ({}): {e}", executor.name);
-    let engine =
-        engine_cli::resolve_engine(settings.engine).await.map_err(|e| failed(e.to_string()))?;
-    let kandev = std::env::current_exe()
-        .map_err(|e| failed(format!("cannot find this server's kandev binary: {e}")))?;
-    let container = TaskContainer {
-        engine,
-        settings: settings.clone(),
-        name,
-        task_id: task_id.to_string(),
-        home: inner.config.home.clone(),
-        kandev,
-        worktrees: mounts,
-        grace: CONTAINER_GRACE,
-    };
+    let container = task_container(inner, settings, task_id, mounts).await.map_err(failed)?;
     let (link, held) = RunnerClient::open(ContainerTransport { container }, Backoff::default())
         .await
         .map_err(|e| failed(e.message))?;
@@ -105,6 +114,43 @@ async fn container_of(
         Err(StoreError::NotFound { .. }) => Ok(None),
         Err(other) => Err(other.into()),
     }
+}
+
+/// For a task whose worktrees were made for a container executor: its container made sure
+/// to run (made again from the settings when it is gone), and the command that runs a
+/// program in it in `cwd` (`<engine> exec -i [-t] -w <cwd> <container>`, the program to add).
+/// `None` for a task on this host or an SSH executor.
+pub(crate) async fn exec_in(
+    inner: &Inner,
+    task_id: &TaskId,
+    cwd: &str,
+    tty: bool,
+) -> Result<Option<Vec<String>>> {
+    let records = inner.store.live_worktrees(task_id).await?;
+    let mut found = None;
+    for record in &records {
+        if let Some(container) = container_of(inner, record).await? {
+            found = Some(container);
+            break;
+        }
+    }
+    let Some((executor, settings)) = found else { return Ok(None) };
+    let unavailable = |e: String| {
+        crate::error::EngineError::Unavailable(format!(
+            "the task's container ({}) is not available: {e}",
+            executor.name
+        ))
+    };
+    let mounts = records.iter().map(|r| PathBuf::from(&r.path)).collect();
+    let container = task_container(inner, &settings, task_id, mounts).await.map_err(unavailable)?;
+    container.ensure().await.map_err(|e| unavailable(e.to_string()))?;
+    let mut command =
+        vec![container.engine.program().to_owned(), "exec".to_owned(), "-i".to_owned()];
+    if tty {
+        command.extend(["-t".to_owned(), "-e".to_owned(), "TERM=xterm-256color".to_owned()]);
+    }
+    command.extend(["-w".to_owned(), cwd.to_owned(), container.name]);
+    Ok(Some(command))
 }
 
 /// Whether a recorded worktree belongs to a task whose work runs in a container.

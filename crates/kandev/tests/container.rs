@@ -218,6 +218,10 @@ async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_cont
     let (reached, _) = exec(&podman, &container, &format!("wget -q -T 3 -O- {url}"));
     assert!(!reached, "the server's port {url} is reachable from the container");
 
+    // A terminal of the task is a shell in its container, in the worktree.
+    let hostname = terminal_says(&server, &task, "echo \"at:$(hostname):$PWD:\"", "at:").await;
+    assert!(hostname.contains(&format!("at:{container}:{}:", cwd.display())), "{hostname}");
+
     // The diff and a commit, on this host's worktree.
     let changes = call(&server, "task.changes", json!({"task_id": task})).await;
     assert_eq!(changes["files"][0]["path"], "notes.txt", "{changes}");
@@ -357,4 +361,35 @@ async fn i42_a3_kill_9_during_streaming_turns_in_containers_then_restart_every_t
         let pid = *pid;
         eventually("no agent is left", || async move { !support::alive(pid) }).await;
     }
+}
+
+/// Opens a terminal of `task`, types `line` in it and returns the output once it holds the
+/// `needle` after the typed line (the echo of the line itself is skipped).
+async fn terminal_says(server: &Server, task: &str, line: &str, needle: &str) -> String {
+    use futures::{SinkExt, StreamExt};
+    use kandev_api_types::frame;
+    use tokio_tungstenite::tungstenite::Message;
+    let opened =
+        call(server, "terminal.open", json!({"task_id": task, "cols": 100, "rows": 30})).await;
+    let id = opened["terminal"]["id"].as_str().unwrap().to_owned();
+    let url = format!("{}/ws", server.url.replace("http", "ws"));
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let attach = json!({"id": "a", "type": "request", "action": "terminal.attach",
+        "payload": {"terminal_id": id}});
+    ws.send(Message::text(attach.to_string())).await.unwrap();
+    let input = frame::encode(frame::INPUT, &id, format!("{line}\n").as_bytes()).unwrap();
+    ws.send(Message::binary(input)).await.unwrap();
+    let mut output = String::new();
+    let deadline = tokio::time::Instant::now() + support::DEADLINE;
+    // The typed line is echoed once; the answer is the second occurrence.
+    while output.matches(needle).count() < 2 {
+        let next = tokio::time::timeout_at(deadline, ws.next()).await;
+        let Ok(Some(Ok(message))) = next else { panic!("no {needle} from the terminal: {output}") };
+        let Message::Binary(bytes) = message else { continue };
+        if let Some((frame::OUTPUT, _, payload)) = frame::decode(&bytes) {
+            output.push_str(&String::from_utf8_lossy(payload));
+        }
+    }
+    call(server, "terminal.close", json!({"terminal_id": id})).await;
+    output
 }

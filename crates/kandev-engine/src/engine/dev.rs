@@ -25,6 +25,7 @@ impl Engine {
         repository_id: Option<&RepositoryId>,
     ) -> Result<(RepositoryId, String, String)> {
         let (repository_id, worktree) = self.task_worktree(task_id, repository_id).await?;
+        crate::sites::refuse_remote(&self.inner, task_id, "a dev server").await?;
         let repository = self.inner.store.get_repository(&repository_id).await?;
         if repository.dev_script.trim().is_empty() {
             return Err(EngineError::Validation(format!(

@@ -18,7 +18,8 @@ use crate::shells::{
 };
 
 impl Engine {
-    /// The task's live worktree of `repository_id` (the task's first repository when `None`).
+    /// The task's live worktree of `repository_id` (the task's first repository when `None`),
+    /// wherever it is: the caller refuses what it cannot do there.
     pub(crate) async fn task_worktree(
         &self,
         task_id: &TaskId,
@@ -50,9 +51,6 @@ impl Engine {
                     "the task has no worktree yet; launch a session to create one".into(),
                 )
             })?;
-        if worktree.executor_id.is_some() {
-            crate::sites::refuse_remote(&self.inner, task_id, "a terminal or dev server").await?;
-        }
         Ok((repository_id, worktree.path))
     }
 
@@ -75,12 +73,30 @@ impl Engine {
         let root = Root::open(Path::new(&worktree)).map_err(|e| {
             EngineError::Conflict(format!("the task's worktree is not available: {e}"))
         })?;
-        let spec = ShellSpec {
-            program: login_shell().into(),
-            args: vec!["-l".into()],
-            env: vec![],
-            cols,
-            rows,
+        // In the task's container when it has one (a login shell there); never on this host
+        // for a task on another executor.
+        let spec = match crate::containers::exec_in(&self.inner, task_id, &worktree, true).await? {
+            Some(mut command) => {
+                let program = command.remove(0);
+                command.extend(["/bin/sh".to_owned(), "-l".to_owned()]);
+                ShellSpec {
+                    program: program.into(),
+                    args: command.into_iter().map(Into::into).collect(),
+                    env: vec![],
+                    cols,
+                    rows,
+                }
+            }
+            None => {
+                crate::sites::refuse_remote(&self.inner, task_id, "a terminal").await?;
+                ShellSpec {
+                    program: login_shell().into(),
+                    args: vec!["-l".into()],
+                    env: vec![],
+                    cols,
+                    rows,
+                }
+            }
         };
         let shell = spawn_shell(&spec, &root)
             .map_err(|e| EngineError::Unavailable(format!("the terminal did not start: {e}")))?;
