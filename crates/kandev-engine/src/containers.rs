@@ -56,6 +56,9 @@ async fn task_container(
     mounts: Vec<PathBuf>,
 ) -> std::result::Result<TaskContainer, String> {
     let engine = engine_cli::resolve_engine(settings.engine).await.map_err(|e| e.to_string())?;
+    // The task's folder of worktrees too: one made later (another repository) is there.
+    let mut mounts = mounts;
+    mounts.extend(crate::workdir::shared::task_worktrees_dir(&inner.config.home, task_id).ok());
     let kandev = std::env::current_exe()
         .map_err(|e| format!("cannot find this server's kandev binary: {e}"))?;
     Ok(TaskContainer {
@@ -151,11 +154,6 @@ pub(crate) async fn exec_in(
     }
     command.extend(["-w".to_owned(), cwd.to_owned(), container.name]);
     Ok(Some(command))
-}
-
-/// Whether a recorded worktree belongs to a task whose work runs in a container.
-pub(crate) async fn is_container_worktree(inner: &Inner, record: &WorktreeRecord) -> bool {
-    matches!(container_of(inner, record).await, Ok(Some(_)))
 }
 
 /// At startup: the links to the containers of tasks whose session may still run there (a

@@ -85,6 +85,11 @@ struct Setup {
 }
 
 async fn setup(container: Value) -> Setup {
+    setup_with(container, json!({})).await
+}
+
+/// [`setup`] with more fields of the repository (`setup_script`).
+async fn setup_with(container: Value, repository_fields: Value) -> Setup {
     let podman = podman();
     let home = tempfile::tempdir().unwrap();
     let repo = kandev_testkit::remote_task::project_repo();
@@ -93,12 +98,10 @@ async fn setup(container: Value) -> Setup {
     let server = KANDEV.launch(home.path(), "127.0.0.1:0", &[], &env);
     let workspaces = call(&server, "workspace.list", json!({})).await;
     let workspace = &workspaces["workspaces"][0]["id"];
-    let repository = call(
-        &server,
-        "repository.create",
-        json!({"workspace_id": workspace, "local_path": repo.path(), "name": "project"}),
-    )
-    .await;
+    let mut fields =
+        json!({"workspace_id": workspace, "local_path": repo.path(), "name": "project"});
+    fields.as_object_mut().unwrap().extend(repository_fields.as_object().unwrap().clone());
+    let repository = call(&server, "repository.create", fields).await;
     let repository = repository["repository"]["id"].clone();
     let executor = call(
         &server,
@@ -173,8 +176,10 @@ fn container_exists(podman: &Podman, name: &str) -> bool {
 async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_container_without_a_network()
  {
     let image = podman().test_image(KANDEV.path());
+    // The setup script runs in the container too.
+    let setup_script = json!({"setup_script": "echo \"set up in $(hostname)\" > setup.txt"});
     let Setup { podman, home, _repo, server, _gone, task, session, .. } =
-        setup(json!({"image": image})).await;
+        setup_with(json!({"image": image}), setup_script).await;
     let script = "#!mock\nwrite notes.txt written in the container\\n\nsay wrote it";
     let got = call(&server, "session.get", json!({"id": session})).await;
     assert_ne!(got["session"]["state"], "FAILED", "{got}");
@@ -198,6 +203,8 @@ async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_cont
         std::fs::read_to_string(cwd.join("notes.txt")).unwrap(),
         "written in the container\n"
     );
+    let set_up = std::fs::read_to_string(cwd.join("setup.txt")).unwrap();
+    assert_eq!(set_up.trim(), format!("set up in {container}"), "the setup script's host");
     let (_, hostname) = exec(&podman, &container, "hostname");
     assert_eq!(hostname, container, "the container is named after the task");
 
@@ -219,12 +226,16 @@ async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_cont
     assert!(!reached, "the server's port {url} is reachable from the container");
 
     // A terminal of the task is a shell in its container, in the worktree.
-    let hostname = terminal_says(&server, &task, "echo \"at:$(hostname):$PWD:\"", "at:").await;
-    assert!(hostname.contains(&format!("at:{container}:{}:", cwd.display())), "{hostname}");
+    // The typed line reads `a""t:`: only the shell's answer has `at:`.
+    let line = r#"echo "a""t:$(hostname):$PWD:""#;
+    let answer = terminal_says(&server, &task, line, &format!("at:{container}:")).await;
+    assert!(answer.contains(&format!("at:{container}:{}:", cwd.display())), "{answer}");
 
     // The diff and a commit, on this host's worktree.
     let changes = call(&server, "task.changes", json!({"task_id": task})).await;
-    assert_eq!(changes["files"][0]["path"], "notes.txt", "{changes}");
+    let paths: Vec<&str> =
+        changes["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["notes.txt", "setup.txt"], "{changes}");
     let committed =
         call(&server, "task.commit", json!({"task_id": task, "message": "add the notes"})).await;
     assert!(committed["commits"][0]["sha"].is_string(), "{committed}");
@@ -363,8 +374,8 @@ async fn i42_a3_kill_9_during_streaming_turns_in_containers_then_restart_every_t
     }
 }
 
-/// Opens a terminal of `task`, types `line` in it and returns the output once it holds the
-/// `needle` after the typed line (the echo of the line itself is skipped).
+/// Opens a terminal of `task`, types `line` in it and returns the output once it holds
+/// `needle` and the line after it.
 async fn terminal_says(server: &Server, task: &str, line: &str, needle: &str) -> String {
     use futures::{SinkExt, StreamExt};
     use kandev_api_types::frame;
@@ -381,8 +392,7 @@ async fn terminal_says(server: &Server, task: &str, line: &str, needle: &str) ->
     ws.send(Message::binary(input)).await.unwrap();
     let mut output = String::new();
     let deadline = tokio::time::Instant::now() + support::DEADLINE;
-    // The typed line is echoed once; the answer is the second occurrence.
-    while output.matches(needle).count() < 2 {
+    while !output.split_once(needle).is_some_and(|(_, after)| after.contains('\n')) {
         let next = tokio::time::timeout_at(deadline, ws.next()).await;
         let Ok(Some(Ok(message))) = next else { panic!("no {needle} from the terminal: {output}") };
         let Message::Binary(bytes) = message else { continue };

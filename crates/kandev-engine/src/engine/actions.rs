@@ -227,9 +227,7 @@ impl Engine {
         // The task's folders of worktrees on build hosts, removed once empty like the local one.
         let mut remote_folders = vec![];
         let records = self.inner.store.live_worktrees(task_id).await?;
-        // Its container, with anything still running in it, goes first.
-        crate::containers::remove_for_task(&self.inner, &records).await;
-        for record in records {
+        for record in records.clone() {
             let site = match site_of(&self.inner, &record).await {
                 Ok(site) => site,
                 Err(err) => {
@@ -273,6 +271,9 @@ impl Engine {
                 removal.removed.push(record.path);
             }
         }
+        // Its container (after the cleanup scripts that ran in it), with anything still
+        // running there.
+        crate::containers::remove_for_task(&self.inner, &records).await;
         // The task's folder goes too once it is empty.
         if let Ok(dir) = task_worktrees_dir(home, task_id) {
             let _ = tokio::fs::remove_dir(&dir).await;

@@ -51,14 +51,16 @@ pub(crate) async fn run_cleanup(inner: &Inner, site: &Site, record: &WorktreeRec
         return;
     }
     let name = &repository.name;
-    if crate::containers::is_container_worktree(inner, record).await {
-        let text = format!(
-            "cleanup script of {name} did not run: scripts do not run in a task's container \
-             yet (never on this host instead)"
-        );
-        cleanup_note(inner, record, &repository, &text, "failed").await;
-        return;
-    }
+    // A task's container runs its scripts; never this host instead.
+    let through =
+        match crate::containers::exec_in(inner, &record.task_id, &record.path, false).await {
+            Ok(through) => through,
+            Err(err) => {
+                let text = format!("cleanup script of {name} did not run: {err}");
+                cleanup_note(inner, record, &repository, &text, "failed").await;
+                return;
+            }
+        };
     // A check that fails (a build host's link reconnecting) is not "no worktree": the
     // removal may still go ahead, so the skipped script is said (review finding, issue 20).
     match site.exists(path).await {
@@ -77,7 +79,14 @@ pub(crate) async fn run_cleanup(inner: &Inner, site: &Site, record: &WorktreeRec
     if !force && !matches!(site.is_dirty(path).await, Ok(0)) {
         return;
     }
-    let ran = site.run_script(path, &repository.cleanup_script, CLEANUP_TIMEOUT).await;
+    let script = &repository.cleanup_script;
+    let ran = match through {
+        Some(through) => {
+            kandev_runtime::git::run_script_through(&through, path, script, CLEANUP_TIMEOUT, None)
+                .await
+        }
+        None => site.run_script(path, script, CLEANUP_TIMEOUT).await,
+    };
     let (text, status) = match &ran {
         Ok(output) if output.output.trim().is_empty() => {
             (format!("cleanup script of {name} finished (exit code 0, no output)"), "finished")

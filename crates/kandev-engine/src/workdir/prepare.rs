@@ -286,11 +286,22 @@ async fn prepare_repository(
         tx.commit().await?;
         return Ok(Ok(()));
     }
-    if let Placement::Ssh { executor, .. } | Placement::Container { executor, .. } = placement {
+    // In the task's container for a container executor (made or started here).
+    let through = match placement {
+        Placement::Container { .. } => {
+            crate::containers::exec_in(inner, &session.task_id, &record.path, false)
+                .await?
+                .ok_or_else(|| {
+                    EngineError::Unavailable("the task's container executor is gone".into())
+                })?
+        }
+        _ => vec![],
+    };
+    if let Placement::Ssh { executor, .. } = placement {
         return Ok(Err(Failure {
             code: "setup_script_failed",
             message: format!(
-                "repository {} has a setup script, and setup scripts do not run on the \
+                "repository {} has a setup script, and setup scripts do not run on the SSH \
                  executor {} yet (never on this host instead); clear the script or use the \
                  local executor",
                 repository.name, executor.name
@@ -298,7 +309,7 @@ async fn prepare_repository(
             details: json!({ "repository_id": repository.id.to_string() }),
         }));
     }
-    run_setup(inner, session, &repository, &record, cancel).await
+    run_setup(inner, session, &repository, &record, &through, cancel).await
 }
 
 /// Runs a repository's setup script in its worktree, streaming its output into one
@@ -308,6 +319,7 @@ async fn run_setup(
     session: &Session,
     repository: &Repository,
     record: &WorktreeRecord,
+    through: &[String],
     cancel: &CancellationToken,
 ) -> Result<std::result::Result<(), Failure>> {
     let name = &repository.name;
@@ -325,7 +337,8 @@ async fn run_setup(
     let (live, chunks) = tokio::sync::mpsc::channel(64);
     let timeout = inner.config.setup_timeout;
     let script = &repository.setup_script;
-    let run = git::run_setup_script_streaming(Path::new(&record.path), script, timeout, Some(live));
+    let path = Path::new(&record.path);
+    let run = git::run_script_through(through, path, script, timeout, Some(live));
     let ran = tokio::select! {
         // Dropping the script's future kills its process group.
         _ = cancel.cancelled() => None,

@@ -53,7 +53,10 @@ pub use remote::{
     FETCHED_PREFIX, INCOMING_PREFIX, fetch_over_ssh, full_ref_name, init_bare, push_over_ssh,
     take_fetched,
 };
-pub use setup::{SETUP_OUTPUT_LIMIT, SetupOutput, run_setup_script, run_setup_script_streaming};
+pub use setup::{
+    SETUP_OUTPUT_LIMIT, SetupOutput, run_script_through, run_setup_script,
+    run_setup_script_streaming,
+};
 pub use ship::{
     BranchStatus, Dirty, MAX_USAGE_ENTRIES, MergeStrategy, Upstream, branch_commit_summaries,
     branch_status, branches, commit_summaries, copy_ignored_files, dirty_files, disk_usage,

@@ -72,6 +72,20 @@ pub async fn run_setup_script_streaming(
     timeout: Duration,
     live: Option<mpsc::Sender<String>>,
 ) -> Result<SetupOutput, GitError> {
+    run_script_through(&[], worktree, script, timeout, live).await
+}
+
+/// [`run_setup_script_streaming`] with `sh` run by `through` (a program and its arguments,
+/// e.g. `podman exec -i -w <worktree> <container>`: a task's container, issue 42). The
+/// watchdog's pipe is that program's stdin, which it must carry to `sh` (`exec -i` does), so
+/// the script still ends with its owner and its timeout, there.
+pub async fn run_script_through(
+    through: &[String],
+    worktree: &Path,
+    script: &str,
+    timeout: Duration,
+    live: Option<mpsc::Sender<String>>,
+) -> Result<SetupOutput, GitError> {
     ensure_dir(worktree, || GitError::NotFound { path: worktree.to_path_buf() }).await?;
     if script.trim().is_empty() {
         return Ok(SetupOutput { exit_code: 0, output: String::new() });
@@ -89,7 +103,14 @@ pub async fn run_setup_script_streaming(
     let (owner_gone, mut owner) =
         std::io::pipe().map_err(io_err("failed to create a pipe for the setup script"))?;
 
-    let mut command = Command::new("sh");
+    let mut command = match through.split_first() {
+        Some((program, args)) => {
+            let mut command = Command::new(program);
+            command.args(args).arg("sh");
+            command
+        }
+        None => Command::new("sh"),
+    };
     command
         .arg("-c")
         .arg(WATCHDOG)

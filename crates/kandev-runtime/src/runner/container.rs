@@ -294,12 +294,17 @@ impl TaskContainer {
 
     /// The `-v` values: worktrees and their git directories, then the allowlisted paths.
     fn mounts(&self) -> Result<Vec<String>, ContainerError> {
-        let mut mounts = vec![];
-        for worktree in &self.worktrees {
-            mounts.push(format!("{0}:{0}", worktree.display()));
+        let mut mounts: Vec<String> = vec![];
+        let mut add = |mount: String| {
+            if !mounts.contains(&mount) {
+                mounts.push(mount);
+            }
+        };
+        for worktree in self.worktrees.iter().filter(|w| w.exists()) {
+            add(format!("{0}:{0}", worktree.display()));
             if let Some((own, common)) = git_dirs(worktree) {
-                mounts.push(format!("{0}:{0}:ro", common.display()));
-                mounts.push(format!("{0}:{0}", own.display()));
+                add(format!("{0}:{0}:ro", common.display()));
+                add(format!("{0}:{0}", own.display()));
             }
         }
         for path in &self.settings.mounts {
