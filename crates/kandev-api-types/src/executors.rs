@@ -27,13 +27,15 @@ pub enum ContainerEngineDto {
     Docker,
 }
 
-/// What a task's container may reach: `none` (the default) nothing but itself, `full` the
-/// engine's default network.
+/// What a task's container may reach: `none` (the default) nothing but itself,
+/// `host_ports` the listed ports of the host's 127.0.0.1 (`host_ports`, relayed to the same
+/// port of the container's 127.0.0.1), `full` the engine's default network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, TS)]
 #[serde(rename_all = "snake_case")]
 pub enum ContainerNetworkDto {
     #[default]
     None,
+    HostPorts,
     Full,
 }
 
@@ -50,6 +52,9 @@ pub struct ContainerSettingsDto {
     pub image: String,
     #[serde(default)]
     pub network: ContainerNetworkDto,
+    /// With network `host_ports`: the ports (1 to 32); empty otherwise.
+    #[serde(default)]
+    pub host_ports: Vec<u16>,
     #[serde(default)]
     #[ts(optional = nullable)]
     pub cpus: Option<f64>,
@@ -70,8 +75,10 @@ impl From<&ContainerSettings> for ContainerSettingsDto {
             image: s.image.clone(),
             network: match s.network {
                 ContainerNetwork::None => ContainerNetworkDto::None,
+                ContainerNetwork::HostPorts(_) => ContainerNetworkDto::HostPorts,
                 ContainerNetwork::Full => ContainerNetworkDto::Full,
             },
+            host_ports: s.network.host_ports().to_vec(),
             cpus: s.cpu_millis.map(|m| f64::from(m) / 1000.0),
             memory_mib: s.memory_mib,
             mounts: s.mounts.iter().map(|p| p.display().to_string()).collect(),
@@ -97,9 +104,16 @@ impl ContainerSettingsDto {
                 ContainerEngineDto::Docker => ContainerEngine::Docker,
             }),
             image: self.image,
-            network: match self.network {
-                ContainerNetworkDto::None => ContainerNetwork::None,
-                ContainerNetworkDto::Full => ContainerNetwork::Full,
+            network: match (self.network, self.host_ports.is_empty()) {
+                (ContainerNetworkDto::HostPorts, _) => ContainerNetwork::HostPorts(self.host_ports),
+                (_, false) => {
+                    return Err(FieldError::new(
+                        "host_ports",
+                        "belongs to network host_ports; leave it out or set that network",
+                    ));
+                }
+                (ContainerNetworkDto::None, true) => ContainerNetwork::None,
+                (ContainerNetworkDto::Full, true) => ContainerNetwork::Full,
             },
             cpu_millis,
             memory_mib: self.memory_mib,

@@ -36,16 +36,37 @@ impl ContainerEngine {
     }
 }
 
+/// Most host ports a container may be allowed.
+pub const MAX_HOST_PORTS: usize = 32;
+
 /// What a task's container may reach over the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ContainerNetwork {
     /// Nothing but its own loopback (the default): the agent talks to Kandev only over the
     /// runner connection.
     #[default]
     None,
+    /// No network, but these ports of the host's 127.0.0.1, relayed over the runner
+    /// connection to the same port of the container's 127.0.0.1.
+    HostPorts(Vec<u16>),
     /// The engine's default network: whatever the host reaches.
     Full,
+}
+
+impl ContainerNetwork {
+    /// Whether the container gets no network of its own (`none`, `host_ports`).
+    pub fn is_isolated(&self) -> bool {
+        !matches!(self, ContainerNetwork::Full)
+    }
+
+    /// The host ports relayed into the container.
+    pub fn host_ports(&self) -> &[u16] {
+        match self {
+            ContainerNetwork::HostPorts(ports) => ports,
+            _ => &[],
+        }
+    }
 }
 
 /// How a container executor runs a task's container.
@@ -106,13 +127,27 @@ impl ContainerSettings {
         {
             return Err(FieldError::new("memory_mib", "must be between 64 and 1048576"));
         }
+        let network = match self.network {
+            ContainerNetwork::HostPorts(mut ports) => {
+                ports.sort_unstable();
+                ports.dedup();
+                if ports.is_empty() || ports.len() > MAX_HOST_PORTS || ports.contains(&0) {
+                    return Err(FieldError::new(
+                        "host_ports",
+                        format!("must list 1 to {MAX_HOST_PORTS} ports between 1 and 65535"),
+                    ));
+                }
+                ContainerNetwork::HostPorts(ports)
+            }
+            other => other,
+        };
         if self.mounts.len() > MAX_MOUNTS {
             return Err(FieldError::new("mounts", format!("may list at most {MAX_MOUNTS} paths")));
         }
         for path in &self.mounts {
             mount(path)?;
         }
-        Ok(ContainerSettings { image, ..self })
+        Ok(ContainerSettings { image, network, ..self })
     }
 }
 
@@ -157,6 +192,10 @@ mod tests {
     fn i42_s1_good_settings_are_trimmed_and_the_network_is_none_by_default() {
         let ok = good().validated().unwrap();
         assert_eq!(ok.image, "localhost/agents:1");
+        let mut ports = good();
+        ports.network = ContainerNetwork::HostPorts(vec![8080, 5432, 8080]);
+        let ports = ports.validated().unwrap().network;
+        assert_eq!(ports, ContainerNetwork::HostPorts(vec![5432, 8080]), "sorted, once each");
         assert_eq!(ContainerNetwork::default(), ContainerNetwork::None);
     }
 
@@ -175,6 +214,8 @@ mod tests {
             (|s| s.mounts = vec!["/a:/etc".into()], "mounts"),
             (|s| s.mounts = vec!["/a,ro".into()], "mounts"),
             (|s| s.mounts = vec!["/a".into(); MAX_MOUNTS + 1], "mounts"),
+            (|s| s.network = ContainerNetwork::HostPorts(vec![]), "host_ports"),
+            (|s| s.network = ContainerNetwork::HostPorts(vec![0]), "host_ports"),
         ];
         for (change, field) in cases {
             let mut settings = good();

@@ -5,6 +5,7 @@
 //! them at the same paths. Everything fails closed: no engine, no image or a failed start
 //! fails the session with the reason; nothing of the task runs on this host instead.
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -14,7 +15,8 @@ use kandev_domain::executor::{ContainerSettings, Executor, ExecutorKind};
 use kandev_runtime::runner::container::{
     self as engine_cli, ContainerTransport, HOME_IN_CONTAINER, KANDEV_IN_CONTAINER, TaskContainer,
 };
-use kandev_runtime::runner::{Backoff, ExecutionInfo, RunnerClient};
+use kandev_runtime::runner::{Backoff, ExecutionInfo, RunnerClient, SpawnSpec};
+use kandev_runtime::tunnel;
 use kandev_store::{StoreError, WorktreeRecord};
 
 use crate::error::Result;
@@ -100,7 +102,52 @@ async fn connect(
         old.close();
     }
     slot.link = Some((made_with, link.clone()));
+    start_relays(inner, &link, settings).await;
     Ok((link, held))
+}
+
+/// The ports of the host's 127.0.0.1 a task's container reaches at the same port of its own:
+/// this server's (its MCP tools) and the executor's `host_ports`. With network `full` the
+/// container's 127.0.0.1 is its own too, so the MCP relay is there as well.
+fn relayed_ports(inner: &Inner, settings: &ContainerSettings) -> Vec<u16> {
+    let mut ports: Vec<u16> = inner.mcp.port().into_iter().collect();
+    for port in settings.network.host_ports() {
+        if !ports.contains(port) {
+            ports.push(*port);
+        }
+    }
+    ports
+}
+
+/// Starts the relays of a new link to a task's container (`kandev tunnel listen` there, one
+/// execution per port, multiplexed over its stdio, each connection made again to the host's
+/// own port here). A relay that cannot start is logged: what needs it fails in the container
+/// with a refused connection, never by reaching the host's network instead.
+async fn start_relays(inner: &Inner, link: &RunnerClient, settings: &ContainerSettings) {
+    for port in relayed_ports(inner, settings) {
+        let exec = format!("relay-{port}-{}", uuid::Uuid::new_v4().simple());
+        let spec = SpawnSpec {
+            program: KANDEV_IN_CONTAINER.to_owned(),
+            args: ["tunnel", "listen", "--port", &port.to_string()].map(str::to_owned).to_vec(),
+            env: vec![],
+            cwd: PathBuf::from("/"),
+            secrets: vec![],
+        };
+        match link.spawn(&exec, spec).await {
+            Ok(relay) => {
+                let target = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+                inner.tracker.spawn(async move {
+                    let ended =
+                        tunnel::serve_mux(relay.stdout, relay.stdin, None, Some(target)).await;
+                    if let Err(err) = ended {
+                        tracing::warn!(port, error = %err, "a container's relay ended");
+                    }
+                    relay.control.kill(Duration::ZERO);
+                });
+            }
+            Err(err) => tracing::warn!(port, error = %err, "cannot start a container's relay"),
+        }
+    }
 }
 
 /// The container executor a recorded worktree was made for, if it was.

@@ -234,6 +234,14 @@ impl McpTokens {
         *lock(&self.url) = url;
     }
 
+    /// The port of this server's MCP endpoint on 127.0.0.1 (`None` while it serves none): a
+    /// task container's relay listens on the same port there.
+    pub(crate) fn port(&self) -> Option<u16> {
+        let url = lock(&self.url).clone()?;
+        let authority = url.strip_prefix("http://")?.split('/').next()?;
+        authority.rsplit_once(':')?.1.parse().ok()
+    }
+
     /// Mints the token of `session_id` at `epoch`, or `None` while the server serves no MCP.
     /// Tokens of older epochs of the session are forgotten, except the one just before (a
     /// live reset mints the next epoch's token while the current one is still in use).

@@ -44,6 +44,7 @@ pub mod runner;
 pub mod site;
 mod stderr;
 pub mod terminal;
+pub mod tunnel;
 
 pub use error::RuntimeError;
 pub use exit::ExitInfo;

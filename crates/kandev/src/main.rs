@@ -40,6 +40,13 @@ enum Command {
     McpBridge(bridge::BridgeArgs),
     /// Own agent processes for a server and outlive it (`serve --runner local` starts it).
     Runner(runner::RunnerArgs),
+    /// Relay TCP over stdin/stdout (what a server runs in a task's container for Kandev's
+    /// MCP server, allowed host ports and dev servers; not for people).
+    #[command(hide = true)]
+    Tunnel {
+        #[command(subcommand)]
+        mode: TunnelMode,
+    },
     /// Run one git or file operation on a task's worktree here and print the answer as JSON
     /// (what a server runs on an SSH executor's build host; not for people).
     #[command(hide = true)]
@@ -68,6 +75,39 @@ enum Command {
         #[command(subcommand)]
         command: client::WorkflowCommand,
     },
+}
+
+/// How `kandev tunnel` relays (kandev_runtime::tunnel).
+#[derive(clap::Subcommand, Debug)]
+enum TunnelMode {
+    /// stdin/stdout are one connection to 127.0.0.1:PORT here.
+    Connect {
+        #[arg(long)]
+        port: u16,
+    },
+    /// Listen on 127.0.0.1:PORT here; every connection is carried over stdin/stdout.
+    Listen {
+        #[arg(long)]
+        port: u16,
+    },
+}
+
+async fn tunnel(mode: TunnelMode) -> anyhow::Result<()> {
+    use anyhow::Context;
+    match mode {
+        TunnelMode::Connect { port } => kandev_runtime::tunnel::connect_stdio(port)
+            .await
+            .with_context(|| format!("relaying 127.0.0.1:{port}")),
+        TunnelMode::Listen { port } => {
+            let listener = kandev_runtime::tunnel::bind_local(port)
+                .await
+                .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+            let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
+            kandev_runtime::tunnel::serve_mux(stdin, stdout, Some(listener), None)
+                .await
+                .context("relaying over stdin/stdout")
+        }
+    }
 }
 
 /// mimalloc instead of glibc's malloc (issue 15): sqlx decodes rows on each SQLite
@@ -111,6 +151,7 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         }
         Some(Command::McpBridge(args)) => bridge::run(args).await,
         Some(Command::Runner(args)) => runner::run(args).await,
+        Some(Command::Tunnel { mode }) => tunnel(mode).await,
         Some(Command::RemoteOp { request }) => {
             let request = match request {
                 Some(request) => request,

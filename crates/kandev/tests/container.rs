@@ -225,6 +225,14 @@ async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_cont
     let (reached, _) = exec(&podman, &container, &format!("wget -q -T 3 -O- {url}"));
     assert!(!reached, "the server's port {url} is reachable from the container");
 
+    // ...while the agent still reaches Kandev's MCP tools, relayed over the runner link.
+    let script = "#!mock\nmcp kandev get_task {}";
+    call(&server, "message.add", json!({"session_id": session, "content": script})).await;
+    turn_done(&server, &session, 2).await;
+    let said = agent_text(&messages(&server, &session).await);
+    assert!(said.contains("mcp get_task ok:"), "an MCP tool call from the container: {said}");
+    assert!(said.contains("boxed work"), "the tool answers with the task: {said}");
+
     // A terminal of the task is a shell in its container, in the worktree.
     // The typed line reads `a""t:`: only the shell's answer has `at:`.
     let line = r#"echo "a""t:$(hostname):$PWD:""#;
@@ -402,4 +410,42 @@ async fn terminal_says(server: &Server, task: &str, line: &str, needle: &str) ->
     }
     call(server, "terminal.close", json!({"terminal_id": id})).await;
     output
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i42_a2_with_host_ports_only_those_ports_of_the_host_are_reachable() {
+    use tokio::io::AsyncWriteExt;
+    let allowed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let other = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (allowed_port, other_port) =
+        (allowed.local_addr().unwrap().port(), other.local_addr().unwrap().port());
+    let image = podman().test_image(KANDEV.path());
+    let settings = json!({"image": image, "network": "host_ports", "host_ports": [allowed_port]});
+    let Setup { podman, _repo, server, _gone, task, session, .. } = setup(settings).await;
+    // The relays start with the container's link: once the agent is up.
+    eventually("the agent starts", || async {
+        let now = state(&server, &session).await;
+        assert_ne!(now, "FAILED");
+        (now == "WAITING_FOR_INPUT").then_some(())
+    })
+    .await;
+    let answer = tokio::spawn(async move {
+        let (mut socket, _) = allowed.accept().await.unwrap();
+        socket.write_all(b"from the host\n").await.unwrap();
+    });
+    let container = format!("kandev-{task}");
+    let ask = |port: u16| {
+        let (podman, container) = (&podman, &container);
+        async move {
+            let script = format!("nc 127.0.0.1 {port} </dev/null");
+            tokio::task::block_in_place(|| exec(podman, container, &script))
+        }
+    };
+    let (reached, said) = ask(allowed_port).await;
+    tokio::time::timeout(support::DEADLINE, answer).await.unwrap().unwrap();
+    assert!(reached && said == "from the host", "port {allowed_port}: {reached} {said:?}");
+    let (reached, said) = ask(other_port).await;
+    assert!(!reached || said.is_empty(), "port {other_port} is not allowed: {said:?}");
+    let (_, interfaces) = exec(&podman, &container, "ls /sys/class/net");
+    assert_eq!(interfaces, "lo", "no network but the relays");
 }

@@ -192,9 +192,11 @@ impl SessionActor {
 }
 
 /// The launcher and plan for where the task's repositories are: an SSH executor's agents
-/// start through its link, a container executor's in the task's container (made or started
-/// first), both without Kandev's MCP server (its loopback address does not reach them) or
-/// this host's files and terminals. A failure fails the start: never the host instead.
+/// start through its link, without Kandev's MCP server (its loopback address does not reach
+/// the build host); a container executor's in the task's container (made or started first),
+/// where Kandev's MCP server is relayed to the same address (the stdio bridge being the
+/// container's own `kandev`). Neither gets this host's files and terminals through ACP. A
+/// failure fails the start: never this host instead.
 async fn on_host(
     inner: &crate::inner::Inner,
     session: &kandev_domain::transcript::Session,
@@ -208,6 +210,7 @@ async fn on_host(
         Placement::Ssh { executor, settings } => {
             let link = sites::link(inner, &executor, &settings).await.map_err(failed)?;
             let home = settings.remote_home.clone();
+            plan.mcp = None;
             Arc::new(RunnerLauncher { link, kandev: format!("{home}/bin/kandev"), home })
         }
         Placement::Container { executor, settings } => {
@@ -222,10 +225,17 @@ async fn on_host(
             }
             let made =
                 crate::containers::launcher(inner, &executor, &settings, &session.task_id, mounts);
-            Arc::new(made.await.map_err(failed)?)
+            let launcher = made.await.map_err(failed)?;
+            if let Some(offer) = &mut plan.mcp {
+                offer.bridge = Some(crate::config::AgentCommand {
+                    program: launcher.kandev.clone(),
+                    args: vec![],
+                    flags: vec![],
+                });
+            }
+            Arc::new(launcher)
         }
     };
-    plan.mcp = None;
     plan.remote = true;
     Ok((launcher, plan))
 }

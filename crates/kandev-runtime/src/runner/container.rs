@@ -19,7 +19,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use kandev_domain::container::{ContainerEngine, ContainerNetwork, ContainerSettings};
+use kandev_domain::container::{ContainerEngine, ContainerSettings};
 use tokio::process::{Child, Command};
 
 use crate::group::ProcessGroup;
@@ -267,7 +267,7 @@ impl TaskContainer {
             "-v".into(),
             format!("{}:{KANDEV_IN_CONTAINER}:ro", self.kandev.display()),
         ];
-        if s.network == ContainerNetwork::None {
+        if s.network.is_isolated() {
             args.extend(["--network".into(), "none".into()]);
         }
         if let Some(millis) = s.cpu_millis {
@@ -421,6 +421,8 @@ impl Transport for ContainerTransport {
 
 #[cfg(test)]
 mod tests {
+    use kandev_domain::container::ContainerNetwork;
+
     use super::*;
 
     fn container() -> TaskContainer {

@@ -64,9 +64,13 @@ export type CommitDto = { repository_id: string | null, branch: string, sha: str
 
 export type ContainerEngineDto = "podman" | "docker";
 
-export type ContainerNetworkDto = "none" | "full";
+export type ContainerNetworkDto = "none" | "host_ports" | "full";
 
-export type ContainerSettingsDto = { engine?: ContainerEngineDto | null, image: string, network: ContainerNetworkDto, cpus?: number | null, memory_mib?: number | null, mounts: Array<string>, };
+export type ContainerSettingsDto = { engine?: ContainerEngineDto | null, image: string, network: ContainerNetworkDto, 
+/**
+ * With network `host_ports`: the ports (1 to 32); empty otherwise.
+ */
+host_ports: Array<number>, cpus?: number | null, memory_mib?: number | null, mounts: Array<string>, };
 
 export type Deleted = { deleted: boolean, id: string, };
 
