@@ -1,5 +1,5 @@
 // Issue 42 (scope 1): Settings › Executors adds a container executor (a bad mount is refused with
-// the field named), shows its image and network, and checks it: each step's finding or the line
+// the field named), shows its image, network and allowed host ports, and checks it: each step's finding or the line
 // that fixes it. Docker is chosen and no Docker daemon runs here, so the check stops at the engine.
 import { expect, test } from './kandev';
 
@@ -15,12 +15,19 @@ test('i42: a container executor is added, checked and deleted in settings', asyn
   await expect(form.getByRole('alert')).toContainText('must be an absolute path');
 
   await form.getByLabel(/^Read-only mounts/).fill('/etc/hostname');
+  await form.getByLabel(/^Network/).selectOption('host_ports');
+  await form.getByLabel(/^Host ports/).fill('8080, 5432 8080');
   await form.getByRole('button', { name: 'Add container executor' }).click();
   const row = page.getByRole('table', { name: 'Executors' }).locator('tbody tr');
   await expect(row).toHaveCount(1);
-  await expect(row).toContainText('container localhost/agents:1 (network none)');
+  await expect(row).toContainText('container localhost/agents:1 (network host_ports 5432, 8080)');
   const [stored] = (await kandev.api('executor.list', {})).executors;
-  expect(stored.container).toMatchObject({ engine: 'docker', network: 'none', mounts: ['/etc/hostname'] });
+  expect(stored.container).toMatchObject({
+    engine: 'docker',
+    network: 'host_ports',
+    host_ports: [5432, 8080],
+    mounts: ['/etc/hostname'],
+  });
 
   await row.getByRole('button', { name: 'Check' }).click();
   await expect(row.getByTestId('executor-check-result')).toContainText('Check failed: engine: no container engine runs here');

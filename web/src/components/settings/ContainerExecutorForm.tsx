@@ -1,12 +1,22 @@
 // Settings › Executors › Add a container executor (issue 42): each task's agent in a container of
 // its own, made by Podman or Docker from an image already on this host (nothing is pulled). The
-// network is `none` unless chosen otherwise; mounts are read-only host paths.
+// network is `none` unless chosen otherwise (`host_ports` relays the listed ports of this host);
+// mounts are read-only host paths.
 import { useState } from 'react';
 import { call } from '../../api/client';
 import type { ContainerEngineDto, ContainerNetworkDto } from '../../api/generated/api';
 import { useFormError } from './useFormError';
 
-const EMPTY = { name: '', image: '', engine: '', network: 'none', cpus: '', memory_mib: '', mounts: '' };
+const EMPTY = {
+  name: '',
+  image: '',
+  engine: '',
+  network: 'none',
+  host_ports: '',
+  cpus: '',
+  memory_mib: '',
+  mounts: '',
+};
 
 /// A number field's value: `null` when empty, NaN (refused by the server) when not a number.
 const numberOrNull = (text: string) => (text.trim() === '' ? null : Number(text));
@@ -30,6 +40,13 @@ export function ContainerExecutorForm({ onAdded }: { onAdded: () => void }) {
               image: form.image,
               engine: form.engine === '' ? null : (form.engine as ContainerEngineDto),
               network: form.network as ContainerNetworkDto,
+              host_ports:
+                form.network === 'host_ports'
+                  ? form.host_ports
+                      .split(/[\s,]+/)
+                      .filter((port) => port !== '')
+                      .map(Number)
+                  : [],
               cpus: numberOrNull(form.cpus),
               memory_mib: numberOrNull(form.memory_mib),
               mounts: form.mounts
@@ -63,9 +80,16 @@ export function ContainerExecutorForm({ onAdded }: { onAdded: () => void }) {
         Network
         <select value={form.network} onChange={set('network')}>
           <option value="none">None: the container reaches nothing</option>
+          <option value="host_ports">Host ports: only the listed ports of this host's 127.0.0.1</option>
           <option value="full">Full: the engine's default network</option>
         </select>
       </label>
+      {form.network === 'host_ports' && (
+        <label>
+          Host ports <span className="hint">reached at the same port of the container's 127.0.0.1</span>
+          <input value={form.host_ports} onChange={set('host_ports')} required placeholder="5432, 6379" />
+        </label>
+      )}
       <label>
         CPUs <span className="hint">empty: no limit</span>
         <input value={form.cpus} onChange={set('cpus')} inputMode="decimal" placeholder="2" />

@@ -25,7 +25,10 @@ const readExecutors = () => call('executor.list', {}).then((r) => r.executors);
 /// Where an executor runs agents, for the table.
 function place(x: ExecutorDto): string {
   if (x.ssh) return `${x.ssh.user}@${x.ssh.host}:${x.ssh.port}`;
-  if (x.container) return `container ${x.container.image} (network ${x.container.network})`;
+  if (x.container) {
+    const ports = x.container.host_ports.length > 0 ? ` ${x.container.host_ports.join(', ')}` : '';
+    return `container ${x.container.image} (network ${x.container.network}${ports})`;
+  }
   return 'local';
 }
 
