@@ -60,7 +60,8 @@ async fn task_container(
     let engine = engine_cli::resolve_engine(settings.engine).await.map_err(|e| e.to_string())?;
     // The task's folder of worktrees too: one made later (another repository) is there.
     let mut mounts = mounts;
-    mounts.extend(crate::workdir::shared::task_worktrees_dir(&inner.config.home, task_id).ok());
+    let one = kandev_runtime::git::worktree_dir(&inner.config.home, task_id.as_str(), "any");
+    mounts.extend(one.ok().and_then(|one| one.parent().map(PathBuf::from)));
     let kandev = std::env::current_exe()
         .map_err(|e| format!("cannot find this server's kandev binary: {e}"))?;
     Ok(TaskContainer {
