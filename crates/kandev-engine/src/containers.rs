@@ -19,7 +19,11 @@ use kandev_runtime::runner::{Backoff, ExecutionInfo, RunnerClient, SpawnSpec};
 use kandev_runtime::tunnel;
 use kandev_store::{StoreError, WorktreeRecord};
 
-use crate::error::Result;
+use kandev_runtime::terminal::CommandTerminal;
+use tokio_util::task::AbortOnDropHandle;
+
+use crate::devservers::DEV_SERVER_LOG_BYTES;
+use crate::error::{EngineError, Result};
 use crate::inner::Inner;
 use crate::links::MadeWith;
 use crate::sites::RunnerLauncher;
@@ -177,22 +181,15 @@ pub(crate) async fn exec_in(
     cwd: &str,
     tty: bool,
 ) -> Result<Option<Vec<String>>> {
-    let records = inner.store.live_worktrees(task_id).await?;
-    let mut found = None;
-    for record in &records {
-        if let Some(container) = container_of(inner, record).await? {
-            found = Some(container);
-            break;
-        }
-    }
-    let Some((executor, settings)) = found else { return Ok(None) };
+    let Some((executor, settings, mounts)) = container_of_task(inner, task_id).await? else {
+        return Ok(None);
+    };
     let unavailable = |e: String| {
-        crate::error::EngineError::Unavailable(format!(
+        EngineError::Unavailable(format!(
             "the task's container ({}) is not available: {e}",
             executor.name
         ))
     };
-    let mounts = records.iter().map(|r| PathBuf::from(&r.path)).collect();
     let container = task_container(inner, &settings, task_id, mounts).await.map_err(unavailable)?;
     container.ensure().await.map_err(|e| unavailable(e.to_string()))?;
     let mut command =
@@ -202,6 +199,90 @@ pub(crate) async fn exec_in(
     }
     command.extend(["-w".to_owned(), cwd.to_owned(), container.name]);
     Ok(Some(command))
+}
+
+/// The container executor a task's worktrees were made for, with the worktrees (`None`: the
+/// task is on this host or an SSH executor).
+async fn container_of_task(
+    inner: &Inner,
+    task_id: &TaskId,
+) -> Result<Option<(Executor, ContainerSettings, Vec<PathBuf>)>> {
+    let records = inner.store.live_worktrees(task_id).await?;
+    for record in &records {
+        if let Some((executor, settings)) = container_of(inner, record).await? {
+            let mounts = records.iter().map(|r| PathBuf::from(&r.path)).collect();
+            return Ok(Some((executor, settings, mounts)));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether the task's worktrees were made for a container executor.
+pub(crate) async fn on_container(inner: &Inner, task_id: &TaskId) -> Result<bool> {
+    Ok(container_of_task(inner, task_id).await?.is_some())
+}
+
+/// A dev server of a task on a container executor: `script` run by the container's runner in
+/// `worktree` with `PORT` (stderr with stdout), its output kept like a local one's, and the
+/// relay from this host's `127.0.0.1:port` to the container's (one `kandev tunnel connect`
+/// execution per connection), which ends when the returned handle is dropped. `None`: the
+/// task is not on a container executor.
+pub(crate) async fn start_dev_server(
+    inner: &Inner,
+    task_id: &TaskId,
+    worktree: &str,
+    script: &str,
+    port: u16,
+) -> Result<Option<(CommandTerminal, AbortOnDropHandle<()>)>> {
+    let Some((executor, settings, mounts)) = container_of_task(inner, task_id).await? else {
+        return Ok(None);
+    };
+    let unavailable =
+        |e: String| EngineError::Unavailable(format!("the dev server did not start: {e}"));
+    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port))
+        .await
+        .map_err(|e| unavailable(format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
+    let (link, _) =
+        connect(inner, &executor, &settings, task_id, mounts).await.map_err(unavailable)?;
+    let spec = SpawnSpec {
+        program: "sh".to_owned(),
+        args: vec!["-c".to_owned(), format!("exec 2>&1\n{script}")],
+        env: vec![("PORT".to_owned(), port.to_string())],
+        cwd: PathBuf::from(worktree),
+        secrets: vec![],
+    };
+    let exec = format!("dev-{port}-{}", uuid::Uuid::new_v4().simple());
+    let execution = link.spawn(&exec, spec).await.map_err(|e| unavailable(e.to_string()))?;
+    let process = kandev_runtime::terminal::through_runner(execution, DEV_SERVER_LOG_BYTES);
+    let relay = AbortOnDropHandle::new(inner.tracker.spawn(relay_into(listener, link, port)));
+    Ok(Some((process, relay)))
+}
+
+/// Relays each connection `listener` accepts to the container's `127.0.0.1:port`.
+async fn relay_into(listener: tokio::net::TcpListener, link: RunnerClient, port: u16) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let Ok((mut socket, _)) = listener.accept().await else { return };
+        let link = link.clone();
+        connections.spawn(async move {
+            let exec = format!("tunnel-{port}-{}", uuid::Uuid::new_v4().simple());
+            let spec = SpawnSpec {
+                program: KANDEV_IN_CONTAINER.to_owned(),
+                args: ["tunnel", "connect", "--port", &port.to_string()]
+                    .map(str::to_owned)
+                    .to_vec(),
+                env: vec![],
+                cwd: PathBuf::from("/"),
+                secrets: vec![],
+            };
+            let Ok(tunnel) = link.spawn(&exec, spec).await else { return };
+            let mut stream = tokio::io::join(tunnel.stdout, tunnel.stdin);
+            let _ = tokio::io::copy_bidirectional(&mut socket, &mut stream).await;
+            tunnel.control.kill(Duration::ZERO);
+        });
+        // Reap the finished ones as new ones come.
+        while connections.try_join_next().is_some() {}
+    }
 }
 
 /// At startup: the links to the containers of tasks whose session may still run there (a

@@ -34,6 +34,10 @@ pub struct DevServerInfo {
 pub(crate) struct DevServer {
     pub port: u16,
     pub process: Arc<CommandTerminal>,
+    /// For a dev server in a task's container: the relay from this host's port (ends when
+    /// the dev server is dropped from the registry).
+    #[expect(dead_code, reason = "held, never read: dropping it ends the relay")]
+    pub relay: Option<tokio_util::task::AbortOnDropHandle<()>>,
 }
 
 /// The running dev servers, by task and repository.

@@ -134,10 +134,24 @@ struct Shared {
     exit: Option<TerminalExit>,
 }
 
-/// A running (or ended) command. Dropping it kills its process group.
+/// Who runs a command: this host (its process group) or a runner (an execution there).
+#[derive(Debug)]
+enum Owner {
+    Group(ProcessGroup),
+    Runner(crate::runner::RemoteControl),
+}
+
+impl std::fmt::Debug for crate::runner::RemoteControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteControl").field("exec", &self.exec()).finish()
+    }
+}
+
+/// A running (or ended) command. Dropping it kills its process group (a runner's execution:
+/// the runner kills it when its link goes).
 #[derive(Debug)]
 pub struct CommandTerminal {
-    group: ProcessGroup,
+    owner: Owner,
     pid: i32,
     shared: Arc<Mutex<Shared>>,
     /// Bumped on every output chunk and once at the exit.
@@ -228,7 +242,44 @@ pub fn run_command(spec: &CommandSpec, cwd: &Root) -> Result<CommandTerminal, Ru
             notify.send_modify(|n| *n += 1);
         })
     };
-    Ok(CommandTerminal { group, pid, shared, changes, tasks: vec![waiter] })
+    Ok(CommandTerminal { owner: Owner::Group(group), pid, shared, changes, tasks: vec![waiter] })
+}
+
+/// A command a runner runs (`execution`, started with its stderr merged into its stdout):
+/// its output kept as [`run_command`]'s, its exit the runner's. `pid` is the runner side's.
+pub fn through_runner(
+    execution: crate::runner::RemoteExecution,
+    output_limit: usize,
+) -> CommandTerminal {
+    let crate::runner::RemoteExecution { stdout, stdin, control, .. } = execution;
+    drop(stdin);
+    let shared =
+        Arc::new(Mutex::new(Shared { output: OutputBuffer::new(output_limit), exit: None }));
+    let (notify, changes) = watch::channel(0u64);
+    let notify = Arc::new(notify);
+    let pid = control.pid();
+    #[expect(clippy::disallowed_methods, reason = "owned by the `CommandTerminal`")]
+    let reader = tokio::spawn(read_into(stdout, shared.clone(), notify.clone()));
+    let waiting = control.clone();
+    #[expect(clippy::disallowed_methods, reason = "owned by the `CommandTerminal`")]
+    let waiter = {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let exit = match waiting.wait().await {
+                crate::ExitInfo::Exited { code } => {
+                    TerminalExit { exit_code: Some(code), signal: None }
+                }
+                crate::ExitInfo::Signaled { signal } => {
+                    TerminalExit { exit_code: None, signal: Some(signal_name(signal)) }
+                }
+                crate::ExitInfo::Unknown { .. } => TerminalExit { exit_code: None, signal: None },
+            };
+            let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, reader).await;
+            shared.lock().unwrap_or_else(PoisonError::into_inner).exit = Some(exit);
+            notify.send_modify(|n| *n += 1);
+        })
+    };
+    CommandTerminal { owner: Owner::Runner(control), pid, shared, changes, tasks: vec![waiter] }
 }
 
 /// Waits for every handle (readers end at end of file).
@@ -307,15 +358,30 @@ impl CommandTerminal {
 
     /// Kills the whole group and waits (bounded) until none of it runs.
     pub async fn kill(&self) {
-        self.group.kill();
-        if !self.group.wait_empty(KILL_WAIT).await {
-            tracing::warn!(pgid = self.pid, "a command's process group outlived its kill");
+        match &self.owner {
+            Owner::Group(group) => {
+                group.kill();
+                if !group.wait_empty(KILL_WAIT).await {
+                    tracing::warn!(pgid = self.pid, "a command's process group outlived its kill");
+                }
+            }
+            Owner::Runner(control) => {
+                control.stop(Duration::ZERO).await;
+            }
         }
     }
 
     /// Sends `SIGKILL` to the group without waiting.
     pub fn kill_now(&self) {
-        self.group.kill();
+        match &self.owner {
+            Owner::Group(group) => group.kill(),
+            Owner::Runner(control) => control.kill(Duration::ZERO),
+        }
+    }
+
+    /// Whether this host runs it (its pid is this host's).
+    pub fn is_local(&self) -> bool {
+        matches!(self.owner, Owner::Group(_))
     }
 }
 

@@ -176,8 +176,9 @@ fn container_exists(podman: &Podman, name: &str) -> bool {
 async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_container_without_a_network()
  {
     let image = podman().test_image(KANDEV.path());
-    // The setup script runs in the container too.
-    let setup_script = json!({"setup_script": "echo \"set up in $(hostname)\" > setup.txt"});
+    // The setup script and the dev server run in the container too.
+    let setup_script = json!({"setup_script": "echo \"set up in $(hostname)\" > setup.txt",
+        "dev_script": "exec busybox httpd -f -p 127.0.0.1:$PORT -h ."});
     let Setup { podman, home, _repo, server, _gone, task, session, .. } =
         setup_with(json!({"image": image}), setup_script).await;
     let script = "#!mock\nwrite notes.txt written in the container\\n\nsay wrote it";
@@ -238,6 +239,19 @@ async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_cont
     let line = r#"echo "a""t:$(hostname):$PWD:""#;
     let answer = terminal_says(&server, &task, line, &format!("at:{container}:")).await;
     assert!(answer.contains(&format!("at:{container}:{}:", cwd.display())), "{answer}");
+
+    // The dev server listens on the container's loopback; this host's 127.0.0.1 reaches it
+    // through the relay.
+    let dev = call(&server, "devserver.start", json!({"task_id": task})).await;
+    let url = dev["dev_server"]["url"].as_str().unwrap().to_owned();
+    let served = eventually("the dev server answers through the relay", || async {
+        let got = reqwest::get(format!("{url}/notes.txt")).await.ok()?;
+        got.status().is_success().then_some(())?;
+        got.text().await.ok()
+    })
+    .await;
+    assert_eq!(served, "written in the container\n", "{dev}");
+    call(&server, "devserver.stop", json!({"task_id": task})).await;
 
     // The diff and a commit, on this host's worktree.
     let changes = call(&server, "task.changes", json!({"task_id": task})).await;

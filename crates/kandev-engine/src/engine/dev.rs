@@ -25,7 +25,9 @@ impl Engine {
         repository_id: Option<&RepositoryId>,
     ) -> Result<(RepositoryId, String, String)> {
         let (repository_id, worktree) = self.task_worktree(task_id, repository_id).await?;
-        crate::sites::refuse_remote(&self.inner, task_id, "a dev server").await?;
+        if !crate::containers::on_container(&self.inner, task_id).await? {
+            crate::sites::refuse_remote(&self.inner, task_id, "a dev server").await?;
+        }
         let repository = self.inner.store.get_repository(&repository_id).await?;
         if repository.dev_script.trim().is_empty() {
             return Err(EngineError::Validation(format!(
@@ -44,6 +46,11 @@ impl Engine {
         repository_id: Option<&RepositoryId>,
     ) -> Result<DevServerInfo> {
         let (repository_id, worktree, script) = self.dev_worktree(task_id, repository_id).await?;
+        if crate::containers::on_container(&self.inner, task_id).await? {
+            return self
+                .start_dev_server_in_container(task_id, repository_id, worktree, script)
+                .await;
+        }
         let key = (task_id.clone(), repository_id.clone());
         // The map's lock is held from the check to the insert, and released before the store.
         let (shown, pgid) = {
@@ -80,7 +87,7 @@ impl Engine {
                 EngineError::Unavailable(format!("the dev server did not start: {e}"))
             })?;
             let pgid = process.pid();
-            let server = DevServer { port, process: Arc::new(process) };
+            let server = DevServer { port, process: Arc::new(process), relay: None };
             let shown = info(task_id, &repository_id, &server);
             running.insert(key, server);
             (shown, pgid)
@@ -89,6 +96,52 @@ impl Engine {
         let mut tx = self.inner.store.begin_write().await?;
         tx.record_child(&child).await?;
         tx.commit().await?;
+        Ok(shown)
+    }
+
+    /// [`Self::start_dev_server`] for a task on a container executor: the script runs in its
+    /// container, reached from this host's `127.0.0.1:<port>` through the relay. Under the
+    /// task's lock, so two starts do not both start one.
+    async fn start_dev_server_in_container(
+        &self,
+        task_id: &TaskId,
+        repository_id: RepositoryId,
+        worktree: String,
+        script: String,
+    ) -> Result<DevServerInfo> {
+        let _lock = self.inner.task_locks.lock(task_id).await;
+        let key = (task_id.clone(), repository_id.clone());
+        let port = {
+            let running = self.inner.dev_servers.lock();
+            if let Some(server) = running.get(&key)
+                && server.process.output().exit.is_none()
+            {
+                return Ok(info(task_id, &repository_id, server));
+            }
+            let taken: Vec<u16> = running.values().map(|s| s.port).collect();
+            self.inner
+                .config
+                .dev_server_ports
+                .clone()
+                .filter(|p| !taken.contains(p))
+                .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+                .ok_or_else(|| {
+                    EngineError::Unavailable(
+                        "no free port is left in the dev server port range; stop a dev server"
+                            .into(),
+                    )
+                })?
+        };
+        let started =
+            crate::containers::start_dev_server(&self.inner, task_id, &worktree, &script, port);
+        let Some((process, relay)) = started.await? else {
+            return Err(EngineError::Unavailable("the task's container executor is gone".into()));
+        };
+        // Its pid is the container's: not recorded for the startup sweep of this host's
+        // children (the container goes with its task).
+        let server = DevServer { port, process: Arc::new(process), relay: Some(relay) };
+        let shown = info(task_id, &repository_id, &server);
+        self.inner.dev_servers.lock().insert(key, server);
         Ok(shown)
     }
 
@@ -110,7 +163,9 @@ impl Engine {
             return Err(EngineError::NotFound("no dev server runs for this task".into()));
         };
         server.process.kill().await;
-        forget_child(&self.inner, server.process.pid()).await;
+        if server.process.is_local() {
+            forget_child(&self.inner, server.process.pid()).await;
+        }
         Ok(info(&task_id, &repository_id, &server))
     }
 
@@ -130,7 +185,9 @@ impl Engine {
     pub(crate) async fn stop_dev_servers_of(&self, task: Option<&TaskId>) {
         for process in self.inner.dev_servers.take(task) {
             process.kill().await;
-            forget_child(&self.inner, process.pid()).await;
+            if process.is_local() {
+                forget_child(&self.inner, process.pid()).await;
+            }
         }
     }
 

@@ -81,6 +81,7 @@ pub struct ResumedExecution {
 }
 
 /// Supervision of a runner's execution.
+#[derive(Clone)]
 pub struct RemoteControl {
     exec: String,
     pid: i32,
