@@ -141,7 +141,9 @@ async fn start_relays(inner: &Inner, link: &RunnerClient, settings: &ContainerSe
         match link.spawn(&exec, spec).await {
             Ok(relay) => {
                 let target = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-                inner.tracker.spawn(async move {
+                // Owned by the link, not the engine's tracker: it ends with the link, which
+                // shutdown closes after the tracker's tasks are done.
+                link.run_with_link(async move {
                     let ended =
                         tunnel::serve_mux(relay.stdout, relay.stdin, None, Some(target)).await;
                     if let Err(err) = ended {

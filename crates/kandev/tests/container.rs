@@ -266,6 +266,7 @@ async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_cont
     call(&server, "task.delete", json!({"id": task, "force": true})).await;
     assert!(!container_exists(&podman, &container), "{container} is left after the task is gone");
     eventually("no agent is left", || async { !support::alive(agents[0]) }).await;
+    server.terminate();
 }
 
 /// The session's failure text: waits until it has failed.
@@ -462,4 +463,6 @@ async fn i42_a2_with_host_ports_only_those_ports_of_the_host_are_reachable() {
     assert!(!reached || said.is_empty(), "port {other_port} is not allowed: {said:?}");
     let (_, interfaces) = exec(&podman, &container, "ls /sys/class/net");
     assert_eq!(interfaces, "lo", "no network but the relays");
+    // A graceful stop does not wait for the relays: they end with the runner link.
+    server.terminate();
 }

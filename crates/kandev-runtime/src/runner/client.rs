@@ -341,6 +341,12 @@ impl RunnerClient {
         Ok(RemoteExecution { stdout, stdin, keys, control, acks })
     }
 
+    /// Runs `work` for as long as the link lives: it is ended with the link (closed, or gone
+    /// for good). For what serves one of its executions and must not outlive it (a relay).
+    pub fn run_with_link(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        self.command(Command::Run(Box::pin(work)));
+    }
+
     /// The stdout pipe and control of an execution whose events arrive on `events`; the task
     /// that writes them into the pipe is run by the connection's task.
     fn follow(
