@@ -466,3 +466,33 @@ async fn i42_a2_with_host_ports_only_those_ports_of_the_host_are_reachable() {
     // A graceful stop does not wait for the relays: they end with the runner link.
     server.terminate();
 }
+
+#[tokio::test]
+async fn i42_s2_a_container_whose_task_is_gone_is_removed_at_startup() {
+    let image = podman().test_image(KANDEV.path());
+    let Setup { podman, home, _repo, mut server, _gone, task, session, .. } =
+        setup(json!({"image": image})).await;
+    eventually("the agent starts", || async {
+        (state(&server, &session).await == "WAITING_FOR_INPUT").then_some(())
+    })
+    .await;
+    let container = format!("kandev-{task}");
+    assert!(container_exists(&podman, &container));
+    server.kill_9();
+    // The task is deleted while no server runs: nothing removed its container.
+    {
+        let location = kandev_store::Location::File(home.path().join("kandev.db"));
+        let store = kandev_store::Store::open(location).await.unwrap();
+        let mut tx = store.begin_write().await.unwrap();
+        tx.delete_task(&kandev_domain::TaskId::new(task.clone())).await.unwrap();
+        tx.commit().await.unwrap();
+        store.close().await;
+    }
+    assert!(container_exists(&podman, &container), "still there while no server runs");
+    let env = podman_env(&podman);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let restarted = KANDEV.launch(home.path(), "127.0.0.1:0", &[], &env);
+    call(&restarted, "workspace.list", json!({})).await;
+    assert!(!container_exists(&podman, &container), "removed at startup");
+    restarted.terminate();
+}
