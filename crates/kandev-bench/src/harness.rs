@@ -348,3 +348,25 @@ pub fn ms(d: Duration) -> f64 {
 pub fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
+
+/// A git repository on `main` with one commit (a README), for tasks with a worktree.
+pub fn git_repo() -> Result<tempfile::TempDir> {
+    let repo = tempfile::tempdir()?;
+    let git = |args: &[&str]| -> Result<()> {
+        let status = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo.path())
+            .args(["-c", "user.name=Kandev Bench", "-c", "user.email=bench@kandev.invalid"])
+            .args(args)
+            .status()?;
+        if !status.success() {
+            bail!("git {args:?} failed in {}", repo.path().display());
+        }
+        Ok(())
+    };
+    git(&["init", "-q", "-b", "main"])?;
+    std::fs::write(repo.path().join("README.md"), "the project\n")?;
+    git(&["add", "-A"])?;
+    git(&["commit", "-q", "-m", "start"])?;
+    Ok(repo)
+}

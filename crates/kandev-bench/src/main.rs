@@ -1,9 +1,12 @@
-//! `kandev-bench`: the benchmark scenarios (P1-P5, P7) and the fault harness (R1, R2, R4, R5, R6, R8) of
+//! `kandev-bench`: the benchmark scenarios (P1-P5, P7, P8) and the fault harness (R1, R2, R4, R5, R6, R8) of
 //! the targets. Each starts the real `kandev serve` on a temp home with real mock-agent
 //! processes, drives it only through the public API, verifies every result, and prints one
 //! JSON line. The process exits non-zero when a scenario fails.
 
 mod clients;
+#[path = "../../kandev-testkit/src/container.rs"]
+#[expect(dead_code, reason = "the tests' helper; P8 needs only the test image")]
+mod container;
 mod faults;
 mod harness;
 mod perf;
@@ -50,6 +53,9 @@ enum Scenario {
     /// P1's flood with the agents behind the local runner against without it, same run:
     /// both throughputs and their ratio (target >= 0.80; issue 20).
     P7,
+    /// P1's flood with the agents in containers (Podman) against on the host, same run:
+    /// both throughputs and their ratio (target >= 0.80; issue 42).
+    P8,
     /// kill -9 the server mid-stream, restart, check nothing told is lost.
     R1,
     /// kill -9 a server with the local runner during streaming turns, restart: the turns
@@ -188,6 +194,7 @@ async fn main() -> Result<()> {
         Scenario::P4,
         Scenario::P5,
         Scenario::P7,
+        Scenario::P8,
         Scenario::R1,
         Scenario::R6,
         Scenario::R6Ssh,
@@ -208,6 +215,7 @@ async fn main() -> Result<()> {
             Scenario::P4 => ("P4", perf::p4(&ctx, &mut board).await),
             Scenario::P5 => ("P5", perf::p5(&ctx).await),
             Scenario::P7 => ("P7", perf::p7(&ctx).await),
+            Scenario::P8 => ("P8", perf::p8(&ctx).await),
             Scenario::R1 => ("R1", faults::r1(&ctx).await),
             Scenario::R6 => ("R6", faults::r6(&ctx, faults::R6On::LocalRunner).await),
             Scenario::R6Ssh => ("R6-ssh", faults::r6(&ctx, faults::R6On::Ssh).await),

@@ -65,7 +65,7 @@ pub async fn r6(ctx: &Ctx, on: R6On) -> Result<Report> {
                 server_args: vec![],
                 repository: None,
                 _sshd: Some(sshd),
-                _repo: Some(git_repo()?),
+                _repo: Some(harness::git_repo()?),
             }
         }
     };
@@ -146,28 +146,6 @@ pub async fn r6(ctx: &Ctx, on: R6On) -> Result<Report> {
     report.figure("restart_to_announce_ms", restart_ms);
     report.figure("restart_to_all_turns_done_ms", all_turns_ms);
     Ok(report)
-}
-
-/// A git repository on `main` with one commit.
-fn git_repo() -> Result<tempfile::TempDir> {
-    let repo = tempfile::tempdir()?;
-    let git = |args: &[&str]| -> Result<()> {
-        let status = std::process::Command::new("git")
-            .arg("-C")
-            .arg(repo.path())
-            .args(["-c", "user.name=Kandev Bench", "-c", "user.email=bench@kandev.invalid"])
-            .args(args)
-            .status()?;
-        if !status.success() {
-            bail!("git {args:?} failed in {}", repo.path().display());
-        }
-        Ok(())
-    };
-    git(&["init", "-q", "-b", "main"])?;
-    std::fs::write(repo.path().join("README.md"), "the project\n")?;
-    git(&["add", "-A"])?;
-    git(&["commit", "-q", "-m", "start"])?;
-    Ok(repo)
 }
 
 /// Registers `repo` as a repository whose executor is an SSH executor for `sshd` with

@@ -13,17 +13,17 @@ use super::shared::live_sessions;
 use crate::harness::{self, Server, agents_of, percentile};
 use crate::{Ctx, Report};
 
-/// One side of P7: a server, its live sessions, and what its floods measured.
-struct Side {
+/// One side of P7 (and P8): a server, its live sessions, and what its floods measured.
+pub(super) struct Side {
     label: &'static str,
     home: PathBuf,
     server: Server,
     sessions: Vec<String>,
     /// Per session, the text the first subscriber saw, turn after turn.
     told: HashMap<String, String>,
-    throughputs: Vec<f64>,
-    latencies: Vec<f64>,
-    lost_or_dup: usize,
+    pub(super) throughputs: Vec<f64>,
+    pub(super) latencies: Vec<f64>,
+    pub(super) lost_or_dup: usize,
 }
 
 impl Side {
@@ -32,7 +32,17 @@ impl Side {
         let server = harness::start(&ctx.kandev, &home, runner)?;
         let (workflow, _) = server.board("P7").await?;
         let sessions = live_sessions(&server, &workflow, n).await?;
-        Ok(Side {
+        Ok(Side::with(label, home, server, sessions))
+    }
+
+    /// A side of a server started elsewhere, with its live sessions.
+    pub(super) fn with(
+        label: &'static str,
+        home: PathBuf,
+        server: Server,
+        sessions: Vec<String>,
+    ) -> Side {
+        Side {
             label,
             home,
             server,
@@ -41,11 +51,11 @@ impl Side {
             throughputs: vec![],
             latencies: vec![],
             lost_or_dup: 0,
-        })
+        }
     }
 
     /// One flood turn on every session; its throughput and checks are kept.
-    async fn flood(
+    pub(super) async fn flood(
         &mut self,
         report: &mut Report,
         script: &str,
@@ -72,7 +82,7 @@ impl Side {
 
     /// The stored transcripts against what the subscribers saw, then a graceful stop (for the
     /// runner side: its agents and the runner must be gone after it).
-    async fn finish(self, report: &mut Report) -> Result<f64> {
+    pub(super) async fn finish(self, report: &mut Report) -> Result<f64> {
         let label = self.label;
         for session in &self.sessions {
             let stored: String = self
@@ -109,7 +119,7 @@ impl Side {
     }
 }
 
-fn median(sample: &[f64]) -> f64 {
+pub(super) fn median(sample: &[f64]) -> f64 {
     let mut sorted = sample.to_vec();
     percentile(&mut sorted, 50.0)
 }
