@@ -111,17 +111,22 @@ async fn connect(
     Ok((link, held))
 }
 
-/// The ports of the host's 127.0.0.1 a task's container reaches at the same port of its own:
-/// this server's (its MCP tools) and the executor's `host_ports`. With network `full` the
+/// The relays of a task's container: each port it listens on in the container, with where
+/// this host makes its connections. Kandev's MCP port leads to the server's listener that
+/// serves `/mcp` alone (the rest of the API stays out of reach); each of the executor's
+/// `host_ports` to the same port of this host's 127.0.0.1. With network `full` the
 /// container's 127.0.0.1 is its own too, so the MCP relay is there as well.
-fn relayed_ports(inner: &Inner, settings: &ContainerSettings) -> Vec<u16> {
-    let mut ports: Vec<u16> = inner.mcp.port().into_iter().collect();
+fn relays(inner: &Inner, settings: &ContainerSettings) -> Vec<(u16, SocketAddr)> {
+    let mut relays = vec![];
+    if let (Some(port), Some(target)) = (inner.mcp.port(), inner.mcp.relay_target()) {
+        relays.push((port, target));
+    }
     for port in settings.network.host_ports() {
-        if !ports.contains(port) {
-            ports.push(*port);
+        if !relays.iter().any(|(p, _)| p == port) {
+            relays.push((*port, SocketAddr::from((Ipv4Addr::LOCALHOST, *port))));
         }
     }
-    ports
+    relays
 }
 
 /// Starts the relays of a new link to a task's container (`kandev tunnel listen` there, one
@@ -129,7 +134,7 @@ fn relayed_ports(inner: &Inner, settings: &ContainerSettings) -> Vec<u16> {
 /// own port here). A relay that cannot start is logged: what needs it fails in the container
 /// with a refused connection, never by reaching the host's network instead.
 async fn start_relays(inner: &Inner, link: &RunnerClient, settings: &ContainerSettings) {
-    for port in relayed_ports(inner, settings) {
+    for (port, target) in relays(inner, settings) {
         let exec = format!("relay-{port}-{}", uuid::Uuid::new_v4().simple());
         let spec = SpawnSpec {
             program: KANDEV_IN_CONTAINER.to_owned(),
@@ -140,7 +145,6 @@ async fn start_relays(inner: &Inner, link: &RunnerClient, settings: &ContainerSe
         };
         match link.spawn(&exec, spec).await {
             Ok(relay) => {
-                let target = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
                 // Owned by the link, not the engine's tracker: it ends with the link, which
                 // shutdown closes after the tracker's tasks are done.
                 link.run_with_link(async move {

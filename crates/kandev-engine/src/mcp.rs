@@ -213,6 +213,9 @@ pub(crate) struct McpTokens {
     grants: Mutex<HashMap<[u8; 32], Grant>>,
     /// Where agents reach `/mcp` (set by the server once it listens); `None`: no MCP.
     url: Mutex<Option<String>>,
+    /// A listener of the server's that serves `/mcp` and nothing else: where a task
+    /// container's MCP relay leads (never the whole API).
+    relay_target: Mutex<Option<std::net::SocketAddr>>,
 }
 
 /// A `std` lock that survives a panic elsewhere (the maps stay usable).
@@ -232,6 +235,15 @@ pub(crate) fn stored_hash(token: &str) -> String {
 impl McpTokens {
     pub fn set_url(&self, url: Option<String>) {
         *lock(&self.url) = url;
+    }
+
+    pub fn set_relay_target(&self, target: Option<std::net::SocketAddr>) {
+        *lock(&self.relay_target) = target;
+    }
+
+    /// Where a task container's MCP relay leads (`None`: no MCP for containers).
+    pub(crate) fn relay_target(&self) -> Option<std::net::SocketAddr> {
+        *lock(&self.relay_target)
     }
 
     /// The port of this server's MCP endpoint on 127.0.0.1 (`None` while it serves none): a

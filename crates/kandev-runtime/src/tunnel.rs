@@ -31,7 +31,8 @@ use tokio::task::JoinSet;
 pub const MAX_PAYLOAD: usize = 64 * 1024;
 /// How long `listen` retries a port still held (an earlier relay being stopped).
 const BIND_RETRY: Duration = Duration::from_secs(10);
-/// How many frames wait for the writer before readers of the sockets pause.
+/// How many frames wait for the writer before readers of the sockets pause (and how many
+/// chunks for one connection's socket before the relay waits for it).
 const QUEUE: usize = 64;
 
 /// A frame's kind.
@@ -133,9 +134,11 @@ where
     let (frames, queue) = mpsc::channel::<Frame>(QUEUE);
     let mut tasks = JoinSet::new();
     tasks.spawn(write_all(output, queue));
-    let mut writers: HashMap<u32, mpsc::UnboundedSender<Option<Vec<u8>>>> = HashMap::new();
+    let mut writers: HashMap<u32, mpsc::Sender<Option<Vec<u8>>>> = HashMap::new();
     let mut next: u32 = 1;
     loop {
+        // Connections that ended are reaped as the relay goes on.
+        while tasks.try_join_next().is_some() {}
         tokio::select! {
             accepted = accept(listener.as_ref()) => {
                 let (socket, _) = accepted?;
@@ -165,14 +168,16 @@ where
                             }
                         }
                     }
+                    // Bounded: a connection that does not take its bytes holds the relay
+                    // back (the other side's reads wait) instead of piling them up here.
                     Kind::Data => {
                         if let Some(writer) = writers.get(&frame.conn) {
-                            let _ = writer.send(Some(frame.payload));
+                            let _ = writer.send(Some(frame.payload)).await;
                         }
                     }
                     Kind::Eof => {
                         if let Some(writer) = writers.get(&frame.conn) {
-                            let _ = writer.send(None);
+                            let _ = writer.send(None).await;
                         }
                     }
                     Kind::Close => {
@@ -208,9 +213,9 @@ fn start(
     conn: u32,
     socket: TcpStream,
     frames: mpsc::Sender<Frame>,
-) -> mpsc::UnboundedSender<Option<Vec<u8>>> {
+) -> mpsc::Sender<Option<Vec<u8>>> {
     let (mut read, mut write) = socket.into_split();
-    let (writer, mut incoming) = mpsc::unbounded_channel::<Option<Vec<u8>>>();
+    let (writer, mut incoming) = mpsc::channel::<Option<Vec<u8>>>(QUEUE);
     tasks.spawn(async move {
         let mut chunk = vec![0u8; MAX_PAYLOAD];
         loop {

@@ -67,6 +67,17 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// `/mcp` alone, with its token check and the security layer: what a task container's MCP
+/// relay reaches (never the rest of the API, which a local request may use without a token).
+fn mcp_router(state: AppState) -> Router {
+    let mcp = mcp::service(state.clone(), state.closing().clone());
+    let mcp_auth = axum::middleware::from_fn_with_state(state.clone(), mcp::authenticate);
+    Router::new()
+        .route(MCP_PATH, axum::routing::any_service(mcp).layer(mcp_auth))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), security::guard))
+        .with_state(state)
+}
+
 /// Serves on an already-bound listener until `shutdown` is cancelled, and prunes the event
 /// log and polls the forge for open pull requests meanwhile. Taking a listener lets tests bind port 0.
 pub async fn serve(
@@ -128,6 +139,21 @@ pub async fn serve(
             ip => ip.to_string(),
         };
         state.engine().set_mcp_url(Some(format!("http://{host}:{}{MCP_PATH}", addr.port())));
+        // Task containers' MCP relays lead here: `/mcp` alone, with its token check.
+        match TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await {
+            Ok(mcp_only) => {
+                if let Ok(target) = mcp_only.local_addr() {
+                    state.engine().set_mcp_relay_target(Some(target));
+                }
+                tasks.spawn(conn::serve(
+                    mcp_only,
+                    mcp_router(state.clone()),
+                    limits,
+                    shutdown.clone(),
+                ));
+            }
+            Err(err) => tracing::warn!(error = %err, "no MCP listener for task containers"),
+        }
     }
     let served = conn::serve(listener, router(state), limits, shutdown).await;
     // The pruner and the fan-out stop on `shutdown`; WebSocket requests in flight finish.

@@ -40,6 +40,9 @@ enum Command {
     McpBridge(bridge::BridgeArgs),
     /// Own agent processes for a server and outlive it (`serve --runner local` starts it).
     Runner(runner::RunnerArgs),
+    /// Wait until stopped (a task container's first process; not for people).
+    #[command(hide = true)]
+    Idle,
     /// Relay TCP over stdin/stdout (what a server runs in a task's container for Kandev's
     /// MCP server, allowed host ports and dev servers; not for people).
     #[command(hide = true)]
@@ -75,6 +78,16 @@ enum Command {
         #[command(subcommand)]
         command: client::WorkflowCommand,
     },
+}
+
+/// `kandev idle`: waits for SIGTERM or SIGINT (what `podman stop` sends).
+async fn idle() -> anyhow::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    Ok(())
 }
 
 /// How `kandev tunnel` relays (kandev_runtime::tunnel).
@@ -152,6 +165,7 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         Some(Command::McpBridge(args)) => bridge::run(args).await,
         Some(Command::Runner(args)) => runner::run(args).await,
         Some(Command::Tunnel { mode }) => tunnel(mode).await,
+        Some(Command::Idle) => idle().await,
         Some(Command::RemoteOp { request }) => {
             let request = match request {
                 Some(request) => request,

@@ -251,6 +251,12 @@ impl Engine {
         self.inner.mcp.set_url(url);
     }
 
+    /// The listener that serves `/mcp` alone, where task containers' MCP relays lead: an
+    /// agent in a container reaches the MCP tools, never the rest of the API.
+    pub fn set_mcp_relay_target(&self, target: Option<std::net::SocketAddr>) {
+        self.inner.mcp.set_relay_target(target);
+    }
+
     /// The session a session token (`kst_…`) belongs to, while it is the session's current
     /// execution: the refusal says why not (unknown, an older epoch, a deleted session).
     pub async fn mcp_session(

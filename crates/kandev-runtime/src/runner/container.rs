@@ -1,15 +1,16 @@
 //! The container transport of a runner (issue 42): each task's agent runs in a container of
-//! its own, made by Podman or Docker (the same commands for both). The container's first
-//! process is this server's own `kandev` binary, mounted read-only, as a runner on a socket
-//! inside it; [`ContainerTransport`] reaches it with `<engine> exec -i <container> kandev
-//! runner --stdio`, so exactly-once output, acknowledgements and re-adoption are the one
-//! runner stack's ([`crate::runner::link`]), as over SSH.
+//! its own, made by Podman or Docker (the same commands for both). This server's own `kandev`
+//! binary is mounted read-only in it; its first process is `kandev idle`, and
+//! [`ContainerTransport`] reaches the runner with `<engine> exec -i <container> kandev runner
+//! --stdio`, which starts it on a socket inside when none listens (as on a build host), so
+//! exactly-once output, acknowledgements and re-adoption are the one runner stack's
+//! ([`crate::runner::link`]), as over SSH.
 //!
 //! What the container sees of the host: the task's worktrees at their own paths (read-write),
-//! the git directory each worktree's `.git` file points to (read-write: the worktree's own
-//! index and HEAD) with the repository's common git directory under it read-only (objects
-//! and refs: git inside can read history, not rewrite it), the `kandev` binary (read-only)
-//! and the executor's allowlisted mounts (read-only). Nothing else of the host: not
+//! and read-only: each worktree's `.git` file, the git directory it points to and the
+//! repository's common git directory (git inside can read history, not change it; and what
+//! this host's git reads in the worktree cannot be rewritten to run the agent's commands
+//! here), the `kandev` binary and the executor's allowlisted mounts. Nothing else of the host: not
 //! `$KANDEV_HOME`, not the user's home. With network `none` it has only its own loopback.
 //!
 //! Every failure is an error that says what to do; nothing falls back to the host.
@@ -161,26 +162,36 @@ pub async fn containers_of(
     home: &Path,
 ) -> Result<Vec<(String, String)>, ContainerError> {
     let filter = format!("label={HOME_LABEL}={}", home.display());
-    let format = format!("{{{{.Names}}}} {{{{index .Labels \"{TASK_LABEL}\"}}}}");
-    let out = run(engine, &["ps", "-a", "--filter", &filter, "--format", &format], "ps").await?;
+    // Names only (the same template in both engines); the task is in the name.
+    let out =
+        run(engine, &["ps", "-a", "--filter", &filter, "--format", "{{.Names}}"], "ps").await?;
     Ok(out
         .lines()
-        .filter_map(|line| line.split_once(' '))
-        .map(|(name, task)| (name.trim().to_owned(), task.trim().to_owned()))
+        .filter_map(|name| {
+            let task = name.trim().strip_prefix("kandev-")?;
+            Some((name.trim().to_owned(), task.to_owned()))
+        })
         .collect())
 }
 
 /// Removes a container and what runs in it (missing already: fine).
 pub async fn remove(engine: ContainerEngine, name: &str) -> Result<(), ContainerError> {
-    match run(engine, &["rm", "--force", "--time", "0", "--", name], "rm").await {
+    // Docker's `rm` has no `--time`; `--force` kills at once there.
+    let args: &[&str] = match engine {
+        ContainerEngine::Podman => &["rm", "--force", "--time", "0", "--", name],
+        ContainerEngine::Docker => &["rm", "--force", "--", name],
+    };
+    match run(engine, args, "rm").await {
         Ok(_) => Ok(()),
-        Err(ContainerError::Engine { message, .. })
-            if message.contains("no such container") || message.contains("No such container") =>
-        {
-            Ok(())
-        }
+        Err(ContainerError::Engine { message, .. }) if is_missing(&message) => Ok(()),
         Err(other) => Err(other),
     }
+}
+
+/// Whether an engine's error says the container does not exist.
+fn is_missing(message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    message.contains("no such container") || message.contains("no such object")
 }
 
 /// One task's container: what it is made of and how its runner is reached.
@@ -219,8 +230,19 @@ impl TaskContainer {
         match state {
             Ok(running) if running.trim() == "true" => Ok(()),
             Ok(_) => run(self.engine, &["start", "--", &self.name], "start").await.map(drop),
-            Err(_) => self.create().await,
+            // Only a container that is not there is made; any other failure (a slow engine)
+            // is an error, never a reason to make or remove one.
+            Err(ContainerError::Engine { message, .. }) if is_missing(&message) => {
+                self.create().await
+            }
+            Err(other) => Err(other),
         }
+    }
+
+    /// Whether the container exists and runs (`false` on any doubt).
+    async fn is_running(&self) -> bool {
+        let args = ["container", "inspect", "--format", "{{.State.Running}}", "--", &self.name];
+        run(self.engine, &args, "inspect").await.is_ok_and(|r| r.trim() == "true")
     }
 
     async fn create(&self) -> Result<(), ContainerError> {
@@ -233,9 +255,16 @@ impl TaskContainer {
         let args = self.run_args()?;
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         if let Err(failed) = run(self.engine, &args, "run").await {
-            // Its first process is kandev: say so when that is what cannot run there.
-            let _ = remove(self.engine, &self.name).await;
-            kandev_version_in(self.engine, &self.settings.image, &self.kandev).await?;
+            // Its first process is kandev: say so when that is what cannot run there (the
+            // container it made is removed then; on any other failure nothing is removed:
+            // a name taken by a live container stays as it is).
+            if let Err(err) =
+                kandev_version_in(self.engine, &self.settings.image, &self.kandev).await
+                && matches!(err, ContainerError::NoKandev { .. })
+            {
+                let _ = remove(self.engine, &self.name).await;
+                return Err(err);
+            }
             return Err(failed);
         }
         Ok(())
@@ -267,6 +296,11 @@ impl TaskContainer {
             "-v".into(),
             format!("{}:{KANDEV_IN_CONTAINER}:ro", self.kandev.display()),
         ];
+        // Rootless Podman maps the container's ids to subordinate ones unless told to keep
+        // the user's own: the agent must write the worktree as its owner.
+        if self.engine == ContainerEngine::Podman && !nix::unistd::getuid().is_root() {
+            args.push("--userns=keep-id".into());
+        }
         if s.network.is_isolated() {
             args.extend(["--network".into(), "none".into()]);
         }
@@ -279,16 +313,10 @@ impl TaskContainer {
         for mount in self.mounts()? {
             args.extend(["-v".into(), mount]);
         }
-        args.extend([
-            "--".into(),
-            s.image.clone(),
-            KANDEV_IN_CONTAINER.into(),
-            "runner".into(),
-            "--socket".into(),
-            format!("{HOME_IN_CONTAINER}/runner.sock"),
-            "--grace".into(),
-            format!("{}ms", self.grace.as_millis().max(1)),
-        ]);
+        // The first process only waits: the runner is started by the first `runner --stdio`
+        // and ends after its grace without a server, while the container (its terminals,
+        // a long setup script) lives on until its task is removed.
+        args.extend(["--".into(), s.image.clone(), KANDEV_IN_CONTAINER.into(), "idle".into()]);
         Ok(args)
     }
 
@@ -302,9 +330,13 @@ impl TaskContainer {
         };
         for worktree in self.worktrees.iter().filter(|w| w.exists()) {
             add(format!("{0}:{0}", worktree.display()));
+            // Git's metadata read-only, the worktree's `.git` file too: this host runs git
+            // in the worktree, and a `.git`, `commondir` or config the agent could rewrite
+            // would make that git run the agent's commands here (`core.fsmonitor`, hooks).
             if let Some((own, common)) = git_dirs(worktree) {
                 add(format!("{0}:{0}:ro", common.display()));
-                add(format!("{0}:{0}", own.display()));
+                add(format!("{0}:{0}:ro", own.display()));
+                add(format!("{0}:{0}:ro", worktree.join(".git").display()));
             }
         }
         for path in &self.settings.mounts {
@@ -409,8 +441,12 @@ impl Transport for ContainerTransport {
             drop(group);
             let _ = child.wait().await;
             // A kandev that cannot run in the image (no usable glibc) ends its container at
-            // once: say that, and remove the container, rather than try again.
-            if let Err(err) = kandev_version_in(c.engine, &c.settings.image, &c.kandev).await {
+            // once: say that, and remove the stopped container, rather than try again. A
+            // running container (agents in it) is never removed here.
+            if !c.is_running().await
+                && let Err(err) = kandev_version_in(c.engine, &c.settings.image, &c.kandev).await
+                && matches!(err, ContainerError::NoKandev { .. })
+            {
                 let _ = remove(c.engine, &c.name).await;
                 return Err(lasting(err));
             }
@@ -452,7 +488,7 @@ mod tests {
         assert!(args.contains("--cpus 1.500"), "{args}");
         assert!(args.contains("--memory 512m"), "{args}");
         assert!(args.contains("-v /usr/bin/kandev:/opt/kandev/kandev:ro"), "{args}");
-        assert!(args.ends_with("-- localhost/agents:1 /opt/kandev/kandev runner --socket /kandev-home/runner.sock --grace 600000ms"), "{args}");
+        assert!(args.ends_with("-- localhost/agents:1 /opt/kandev/kandev idle"), "{args}");
         let mut full = container();
         full.settings.network = ContainerNetwork::Full;
         assert!(!full.run_args().unwrap().join(" ").contains("--network"));
