@@ -93,7 +93,7 @@ impl ContainerSettings {
     /// Refuses: an empty image, one with a leading `-` (it would read as an option of the
     /// engine) or with anything but letters, digits and `. _ / : @ -`; limits outside
     /// [`CPU_MILLIS`] and [`MEMORY_MIB`]; more than [`MAX_MOUNTS`] mounts, a relative one,
-    /// `/` itself, or one holding `,` or `:` (the engine's `-v` syntax splits on them) or a
+    /// `/` itself, one with a `..` component, or one holding `,` or `:` (the engine's `-v` syntax splits on them) or a
     /// control character. It cannot see whether the paths exist: starting a container tells.
     pub fn validated(self) -> Result<ContainerSettings, FieldError> {
         let image = self.image.trim().to_owned();
@@ -162,6 +162,9 @@ fn mount(path: &std::path::Path) -> Result<(), FieldError> {
     if text.len() > MAX_CONTAINER_FIELD_BYTES || text.chars().any(|c| c.is_control()) {
         return Err(FieldError::new("mounts", format!("{text} is not a usable path")));
     }
+    if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return Err(FieldError::new("mounts", format!("{text} must not contain '..'")));
+    }
     if text.contains([',', ':']) {
         return Err(FieldError::new(
             "mounts",
@@ -213,6 +216,7 @@ mod tests {
             (|s| s.mounts = vec!["/".into()], "mounts"),
             (|s| s.mounts = vec!["/a:/etc".into()], "mounts"),
             (|s| s.mounts = vec!["/a,ro".into()], "mounts"),
+            (|s| s.mounts = vec!["/home/me/../..".into()], "mounts"),
             (|s| s.mounts = vec!["/a".into(); MAX_MOUNTS + 1], "mounts"),
             (|s| s.network = ContainerNetwork::HostPorts(vec![]), "host_ports"),
             (|s| s.network = ContainerNetwork::HostPorts(vec![0]), "host_ports"),

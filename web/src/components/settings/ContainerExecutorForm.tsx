@@ -18,8 +18,14 @@ const EMPTY = {
   mounts: '',
 };
 
-/// A number field's value: `null` when empty, NaN (refused by the server) when not a number.
-const numberOrNull = (text: string) => (text.trim() === '' ? null : Number(text));
+/// A number field's value: `null` when empty; a value that is not a number is refused here
+/// (JSON would carry it as `null`, which means "no limit").
+function numberOrNull(label: string, text: string): number | null {
+  if (text.trim() === '') return null;
+  const value = Number(text);
+  if (!Number.isFinite(value)) throw new Error(`${label} must be a number`);
+  return value;
+}
 
 export function ContainerExecutorForm({ onAdded }: { onAdded: () => void }) {
   const [form, setForm] = useState(EMPTY);
@@ -45,10 +51,14 @@ export function ContainerExecutorForm({ onAdded }: { onAdded: () => void }) {
                   ? form.host_ports
                       .split(/[\s,]+/)
                       .filter((port) => port !== '')
-                      .map(Number)
+                      .map((port) => {
+                        const value = Number(port);
+                        if (!Number.isInteger(value)) throw new Error(`host port ${port} is not a number`);
+                        return value;
+                      })
                   : [],
-              cpus: numberOrNull(form.cpus),
-              memory_mib: numberOrNull(form.memory_mib),
+              cpus: numberOrNull('CPUs', form.cpus),
+              memory_mib: numberOrNull('Memory', form.memory_mib),
               mounts: form.mounts
                 .split('\n')
                 .map((line) => line.trim())
