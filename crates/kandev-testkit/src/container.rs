@@ -25,6 +25,9 @@ pub struct Podman {
     program: PathBuf,
     conf: PathBuf,
     storage_conf: PathBuf,
+    /// Held while an image is looked up or built: tests run at once in processes of their
+    /// own, and two imports of one name would move the tag under a server using it.
+    image_lock: PathBuf,
 }
 
 impl Podman {
@@ -49,7 +52,7 @@ impl Podman {
         if std::fs::read_to_string(&storage_conf).ok().as_deref() != Some(text.as_str()) {
             std::fs::write(&storage_conf, text).unwrap();
         }
-        Podman { program, conf, storage_conf }
+        Podman { program, conf, storage_conf, image_lock: store.join("image.lock") }
     }
 
     /// The variables that point Podman at the project's configuration and the tests' store:
@@ -99,6 +102,8 @@ impl Podman {
             "busybox is not installed: run scripts/setup (it installs Debian's busybox-static)"
         );
         files.insert(PathBuf::from(BUSYBOX));
+        let lock = std::fs::File::create(&self.image_lock).unwrap();
+        lock.lock().expect("lock the test image");
         let name = format!("localhost/kandev-test:{:016x}", content_hash(&files));
         let exists = self.command().args(["image", "exists", &name]).status();
         if exists.is_ok_and(|status| status.success()) {

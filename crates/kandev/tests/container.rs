@@ -182,8 +182,7 @@ async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_cont
     let Setup { podman, home, _repo, server, _gone, task, session, .. } =
         setup_with(json!({"image": image}), setup_script).await;
     let script = "#!mock\nwrite notes.txt written in the container\\n\nsay wrote it";
-    let got = call(&server, "session.get", json!({"id": session})).await;
-    assert_ne!(got["session"]["state"], "FAILED", "{got}");
+    agent_up(&server, &session).await;
     call(&server, "message.add", json!({"session_id": session, "content": script})).await;
     turn_done(&server, &session, 1).await;
     let stored = messages(&server, &session).await;
@@ -291,6 +290,17 @@ async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_cont
     assert!(!container_exists(&podman, &container), "{container} is left after the task is gone");
     eventually("no agent is left", || async { !support::alive(agents[0]) }).await;
     server.terminate();
+}
+
+/// Waits until the session's agent is up; a failed start fails the test with its error.
+async fn agent_up(server: &Server, session: &str) {
+    eventually("the agent starts", || async {
+        let got = call(server, "session.get", json!({"id": session})).await;
+        let now = &got["session"]["state"];
+        assert_ne!(now, "FAILED", "the start failed: {}", got["session"]["last_error"]);
+        (now == "WAITING_FOR_INPUT").then_some(())
+    })
+    .await;
 }
 
 /// The session's failure text: waits until it has failed.
@@ -468,12 +478,7 @@ async fn i42_a2_with_host_ports_only_those_ports_of_the_host_are_reachable() {
     let settings = json!({"image": image, "network": "host_ports", "host_ports": [allowed_port]});
     let Setup { podman, _repo, server, _gone, task, session, .. } = setup(settings).await;
     // The relays start with the container's link: once the agent is up.
-    eventually("the agent starts", || async {
-        let now = state(&server, &session).await;
-        assert_ne!(now, "FAILED");
-        (now == "WAITING_FOR_INPUT").then_some(())
-    })
-    .await;
+    agent_up(&server, &session).await;
     let answer = tokio::spawn(async move {
         let (mut socket, _) = allowed.accept().await.unwrap();
         socket.write_all(b"from the host\n").await.unwrap();
@@ -502,10 +507,7 @@ async fn i42_s2_a_container_whose_task_is_gone_is_removed_at_startup() {
     let image = podman().test_image(KANDEV.path());
     let Setup { podman, home, _repo, mut server, _gone, task, session, .. } =
         setup(json!({"image": image})).await;
-    eventually("the agent starts", || async {
-        (state(&server, &session).await == "WAITING_FOR_INPUT").then_some(())
-    })
-    .await;
+    agent_up(&server, &session).await;
     let container = format!("kandev-{task}");
     assert!(container_exists(&podman, &container));
     server.kill_9();
