@@ -71,6 +71,8 @@ fn i42_s6_the_test_image_runs_this_kandev_without_a_network_or_the_hosts_files_a
 /// A server whose Podman commands use the tests' configuration and store, a repository on
 /// `main` whose executor is a container executor with `container` settings, and a task on
 /// it whose session is launched.
+/// (Bind `home` and `_repo` when taking it apart: a `..` drops them, and the folders with
+/// them while the server uses them.)
 struct Setup {
     podman: Podman,
     home: tempfile::TempDir,
@@ -340,7 +342,7 @@ async fn i42_a4_no_image_no_engine_or_no_glibc_fail_the_session_with_what_to_do_
 async fn i42_s1_executor_check_says_each_step_and_what_fixes_it() {
     let podman = podman();
     let image = podman.test_image(KANDEV.path());
-    let Setup { _repo, server, _gone, .. } = setup(json!({"image": image})).await;
+    let Setup { home: _home, _repo, server, _gone, .. } = setup(json!({"image": image})).await;
     let executors = call(&server, "executor.list", json!({})).await;
     let id = executors["executors"][0]["id"].clone();
     let checked = call(&server, "executor.check", json!({"id": id})).await;
@@ -476,7 +478,8 @@ async fn i42_a2_with_host_ports_only_those_ports_of_the_host_are_reachable() {
     let allowed_port = allowed.local_addr().unwrap().port();
     let image = podman().test_image(KANDEV.path());
     let settings = json!({"image": image, "network": "host_ports", "host_ports": [allowed_port]});
-    let Setup { podman, _repo, server, _gone, task, session, .. } = setup(settings).await;
+    let Setup { podman, home: _home, _repo, server, _gone, task, session, .. } =
+        setup(settings).await;
     // The relays start with the container's link: once the agent is up.
     agent_up(&server, &session).await;
     let answer = tokio::spawn(async move {
