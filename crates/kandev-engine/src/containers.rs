@@ -77,6 +77,7 @@ async fn task_container(
         kandev,
         worktrees: mounts,
         grace: CONTAINER_GRACE,
+        remake_if_changed: false,
     })
 }
 
@@ -99,13 +100,16 @@ async fn connect(
         return Ok((link.clone(), vec![]));
     }
     let failed = |e: String| format!("cannot start the task's container ({}): {e}", executor.name);
-    let container = task_container(inner, settings, task_id, mounts).await.map_err(failed)?;
-    let (link, held) = RunnerClient::open(ContainerTransport { container }, Backoff::default())
-        .await
-        .map_err(|e| failed(e.message))?;
+    // A link made with other settings goes first (it would start the old container again).
     if let Some((_, old)) = slot.link.take() {
         old.close();
     }
+    let mut container = task_container(inner, settings, task_id, mounts).await.map_err(failed)?;
+    // A new link is a session's start: a container of other settings is made again.
+    container.remake_if_changed = true;
+    let (link, held) = RunnerClient::open(ContainerTransport { container }, Backoff::default())
+        .await
+        .map_err(|e| failed(e.message))?;
     slot.link = Some((made_with, link.clone()));
     start_relays(inner, &link, settings).await;
     Ok((link, held))

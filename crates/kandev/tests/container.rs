@@ -531,3 +531,34 @@ async fn i42_s2_a_container_whose_task_is_gone_is_removed_at_startup() {
     assert!(!container_exists(&podman, &container), "removed at startup");
     restarted.terminate();
 }
+
+#[tokio::test]
+async fn i42_s1_changed_settings_make_the_container_again_at_the_next_session_start() {
+    let image = podman().test_image(KANDEV.path());
+    let shared = tempfile::tempdir().unwrap();
+    std::fs::write(shared.path().join("token.txt"), "mounted\n").unwrap();
+    let Setup { podman, home: _home, _repo, server, _gone, task, session, .. } =
+        setup(json!({"image": image})).await;
+    agent_up(&server, &session).await;
+    let container = format!("kandev-{task}");
+    let read = format!("cat '{}/token.txt'", shared.path().display());
+    assert!(!exec(&podman, &container, &read).0, "not mounted yet");
+
+    let executors = call(&server, "executor.list", json!({})).await;
+    let id = executors["executors"][0]["id"].clone();
+    let mounts = json!([shared.path()]);
+    call(
+        &server,
+        "executor.update",
+        json!({"id": id, "container": {"image": image, "mounts": mounts}}),
+    )
+    .await;
+    // A running container keeps what it was made with until a session starts.
+    assert!(!exec(&podman, &container, &read).0, "a running container is not changed");
+    let next = call(&server, "session.launch", json!({"task_id": task})).await;
+    let next = next["session"]["id"].as_str().unwrap().to_owned();
+    agent_up(&server, &next).await;
+    let (ok, said) = exec(&podman, &container, &read);
+    assert!(ok && said == "mounted", "made again with the new mount: {said:?}");
+    server.terminate();
+}

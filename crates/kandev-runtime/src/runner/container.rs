@@ -34,6 +34,8 @@ pub const HOME_IN_CONTAINER: &str = "/kandev-home";
 pub const HOME_LABEL: &str = "dev.kandev.home";
 /// The label with the task's id.
 pub const TASK_LABEL: &str = "dev.kandev.task";
+/// The label with a fingerprint of the settings a container was made with.
+pub const SETTINGS_LABEL: &str = "dev.kandev.settings";
 
 /// How long one engine command (inspect, create, start, remove) may take.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -210,6 +212,9 @@ pub struct TaskContainer {
     pub worktrees: Vec<PathBuf>,
     /// How long the runner keeps agents while no server is connected.
     pub grace: Duration,
+    /// Whether a running container made with other settings is made again too (a session's
+    /// start on a new link: what ran there is forgotten anyway); a stopped one always is.
+    pub remake_if_changed: bool,
 }
 
 impl TaskContainer {
@@ -220,15 +225,29 @@ impl TaskContainer {
 
     /// Makes sure the container runs: started again when stopped, made when missing (the
     /// image must be present: nothing is pulled).
+    ///
+    /// A container made with other settings (the executor changed since) is made again when
+    /// it is stopped, or when [`Self::remake_if_changed`] says so; otherwise a running one
+    /// is kept as it is.
     pub async fn ensure(&self) -> Result<(), ContainerError> {
+        let format =
+            format!("{{{{.State.Running}}}} {{{{index .Config.Labels \"{SETTINGS_LABEL}\"}}}}");
         let state = run(
             self.engine,
-            &["container", "inspect", "--format", "{{.State.Running}}", "--", &self.name],
+            &["container", "inspect", "--format", &format, "--", &self.name],
             "inspect",
         )
         .await;
         match state {
-            Ok(running) if running.trim() == "true" => Ok(()),
+            Ok(found)
+                if found.split_whitespace().nth(1) != Some(&self.fingerprint())
+                    && (self.remake_if_changed || !found.trim().starts_with("true")) =>
+            {
+                tracing::info!(container = %self.name, "making a stopped container again with the executor's new settings");
+                remove(self.engine, &self.name).await?;
+                self.create().await
+            }
+            Ok(found) if found.trim().starts_with("true") => Ok(()),
             Ok(_) => run(self.engine, &["start", "--", &self.name], "start").await.map(drop),
             // Only a container that is not there is made; any other failure (a slow engine)
             // is an error, never a reason to make or remove one.
@@ -237,6 +256,14 @@ impl TaskContainer {
             }
             Err(other) => Err(other),
         }
+    }
+
+    /// A fingerprint of the executor's settings (and the binary's path), kept as a label.
+    fn fingerprint(&self) -> String {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        format!("{:?} {}", self.settings, self.kandev.display()).hash(&mut hasher);
+        format!("{:016x}", hasher.finish())
     }
 
     /// Whether the container exists and runs (`false` on any doubt).
@@ -287,6 +314,8 @@ impl TaskContainer {
             format!("{HOME_LABEL}={}", self.home.display()),
             "--label".into(),
             format!("{TASK_LABEL}={}", self.task_id),
+            "--label".into(),
+            format!("{SETTINGS_LABEL}={}", self.fingerprint()),
             "--user".into(),
             uid,
             "--tmpfs".into(),
@@ -478,6 +507,7 @@ mod tests {
             kandev: "/usr/bin/kandev".into(),
             worktrees: vec![],
             grace: Duration::from_secs(600),
+            remake_if_changed: false,
         }
     }
 
