@@ -61,19 +61,7 @@ impl Engine {
                 return Ok(info(task_id, &repository_id, server));
             }
             let taken: Vec<u16> = running.values().map(|s| s.port).collect();
-            let port = self
-                .inner
-                .config
-                .dev_server_ports
-                .clone()
-                .filter(|p| !taken.contains(p))
-                .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
-                .ok_or_else(|| {
-                    EngineError::Unavailable(
-                        "no free port is left in the dev server port range; stop a dev server"
-                            .into(),
-                    )
-                })?;
+            let port = free_port(self.inner.config.dev_server_ports.clone(), &taken)?;
             let root = Root::open(Path::new(&worktree)).map_err(|e| {
                 EngineError::Conflict(format!("the task's worktree is not available: {e}"))
             })?;
@@ -119,18 +107,7 @@ impl Engine {
                 return Ok(info(task_id, &repository_id, server));
             }
             let taken: Vec<u16> = running.values().map(|s| s.port).collect();
-            self.inner
-                .config
-                .dev_server_ports
-                .clone()
-                .filter(|p| !taken.contains(p))
-                .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
-                .ok_or_else(|| {
-                    EngineError::Unavailable(
-                        "no free port is left in the dev server port range; stop a dev server"
-                            .into(),
-                    )
-                })?
+            free_port(self.inner.config.dev_server_ports.clone(), &taken)?
         };
         let started =
             crate::containers::start_dev_server(&self.inner, task_id, &worktree, &script, port);
@@ -207,4 +184,16 @@ impl Engine {
         };
         Some((shown, TerminalHandle { source: Source::DevServer(server.process.clone()) }))
     }
+}
+
+/// The first port of `range` that no dev server holds and that binds on 127.0.0.1 now.
+fn free_port(range: impl Iterator<Item = u16>, taken: &[u16]) -> Result<u16> {
+    range
+        .filter(|p| !taken.contains(p))
+        .find(|p| std::net::TcpListener::bind(("127.0.0.1", *p)).is_ok())
+        .ok_or_else(|| {
+            EngineError::Unavailable(
+                "no free port is left in the dev server port range; stop a dev server".into(),
+            )
+        })
 }
