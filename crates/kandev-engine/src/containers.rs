@@ -360,8 +360,11 @@ pub(crate) async fn remove_orphans(inner: &Inner) -> Result<()> {
             let live = inner.store.live_worktrees(&TaskId::new(task.as_str())).await?;
             if live.is_empty() {
                 tracing::info!(container = %name, "removing the container of a task that is gone");
-                if let Err(err) = engine_cli::remove(engine, &name).await {
-                    tracing::warn!(container = %name, error = %err, "cannot remove a container");
+                match engine_cli::remove(engine, &name).await {
+                    Ok(()) => remove_runner_dir(inner, &name),
+                    Err(err) => {
+                        tracing::warn!(container = %name, error = %err, "cannot remove a container")
+                    }
                 }
             }
         }
@@ -382,10 +385,23 @@ pub(crate) async fn remove_for_task(inner: &Inner, records: &[WorktreeRecord]) {
             Ok(engine) => engine_cli::remove(engine, &name).await.map_err(|e| e.to_string()),
             Err(err) => Err(err.to_string()),
         };
-        if let Err(err) = removed {
-            tracing::warn!(container = %name, executor = %executor.name, error = %err, "cannot remove a task's container");
+        match removed {
+            Ok(()) => remove_runner_dir(inner, &name),
+            Err(err) => {
+                tracing::warn!(container = %name, executor = %executor.name, error = %err, "cannot remove a task's container")
+            }
         }
         return;
+    }
+}
+
+/// Removes the folder of a removed container's runner (its socket, log and agent state).
+fn remove_runner_dir(inner: &Inner, name: &str) {
+    let dir = TaskContainer::runner_dir_of(&inner.config.home, name);
+    if let Err(err) = std::fs::remove_dir_all(&dir)
+        && err.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(folder = %dir.display(), error = %err, "cannot remove a container's folder");
     }
 }
 

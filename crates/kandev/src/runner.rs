@@ -22,6 +22,11 @@ pub struct RunnerArgs {
     /// connection is only a server-away period for that runner.
     #[arg(long)]
     pub stdio: bool,
+    /// Start the runner on --socket, detached, when none listens there, and exit once it
+    /// listens: how a server starts the runner of a task container whose socket it then
+    /// reaches through a mounted folder.
+    #[arg(long, conflicts_with = "stdio")]
+    pub start: bool,
     /// How long the agents are kept while no server is connected; then they are killed and
     /// the runner ends.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
@@ -30,6 +35,10 @@ pub struct RunnerArgs {
     /// past it the agent's output is not read (it waits), never dropped.
     #[arg(long, default_value_t = runner::DEFAULT_BUFFER_LIMIT)]
     pub buffer_limit: usize,
+    /// Run on one thread: a task container's runner serves one task, and fifty of them on a
+    /// small machine each keeping a worker per core would cross threads on every chunk.
+    #[arg(long)]
+    pub one_thread: bool,
 }
 
 /// Where the server's agents run.
@@ -48,6 +57,9 @@ pub async fn run(args: RunnerArgs) -> Result<()> {
     }
     if args.stdio {
         return relay_stdio(&args).await;
+    }
+    if args.start {
+        return start_detached(&args).await;
     }
     let listener = runner::bind(&args.socket)
         .await
@@ -84,8 +96,18 @@ async fn relay_stdio(args: &RunnerArgs) -> Result<()> {
     Ok(())
 }
 
+/// `--start`: the runner started on the socket (when none listens); nothing relayed.
+async fn start_detached(args: &RunnerArgs) -> Result<()> {
+    let exe = std::env::current_exe().context("cannot find the kandev binary to run the runner")?;
+    let log = args.socket.with_extension("log");
+    runner::connect_or_start(&args.socket, &exe, &listen_args(args), &log)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    Ok(())
+}
+
 fn listen_args(args: &RunnerArgs) -> Vec<String> {
-    vec![
+    let mut listen = vec![
         "runner".to_owned(),
         "--socket".to_owned(),
         args.socket.display().to_string(),
@@ -93,7 +115,11 @@ fn listen_args(args: &RunnerArgs) -> Vec<String> {
         format!("{}ms", args.grace.as_millis()),
         "--buffer-limit".to_owned(),
         args.buffer_limit.to_string(),
-    ]
+    ];
+    if args.one_thread {
+        listen.push("--one-thread".to_owned());
+    }
+    listen
 }
 
 /// Connects to the local runner of `home` (starting it when none listens), with the
@@ -108,8 +134,10 @@ pub async fn connect_local(
     let args = listen_args(&RunnerArgs {
         socket: socket.clone(),
         stdio: false,
+        start: false,
         grace,
         buffer_limit: runner::DEFAULT_BUFFER_LIMIT,
+        one_thread: false,
     });
     let transport =
         runner::LocalTransport { socket, program: exe, args, log: home.join("runner.log") };

@@ -197,6 +197,13 @@ async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_cont
     assert_eq!(agents.len(), 1, "one agent, in the container: {agents:?}");
     assert!(!Path::new("/opt/kandev/kandev").exists(), "that path is the container's");
     assert!(agents_of(home.path()).is_empty(), "no agent runs on this host");
+    // The server reaches the container's runner on its socket, with no `exec` relay.
+    let runners = processes_in(&podman, &container, "kandev runner --socket /kandev-home/");
+    assert_eq!(runners.len(), 1, "one runner, in the container: {runners:?}");
+    let relays = processes_in(&podman, &container, "runner --stdio");
+    assert!(relays.is_empty(), "no exec relay: {relays:?}");
+    let runner_dir = home.path().join("containers").join(&container);
+    assert!(runner_dir.join("runner.sock").exists(), "the runner's folder is the server's");
     let (ok, top) = exec(&podman, &container, "cat /proc/[0-9]*/cmdline | tr '\\0' ' '");
     assert!(ok && top.contains("mock-agent"), "the agent runs in {container}: {top}");
     let got = call(&server, "session.get", json!({"id": session})).await;
@@ -290,6 +297,7 @@ async fn i42_a1_a2_a_task_on_a_container_executor_runs_its_agent_in_its_own_cont
     // Deleting the task removes its container and the agent in it.
     call(&server, "task.delete", json!({"id": task, "force": true})).await;
     assert!(!container_exists(&podman, &container), "{container} is left after the task is gone");
+    assert!(!runner_dir.exists(), "the container's folder is removed with it");
     eventually("no agent is left", || async { !support::alive(agents[0]) }).await;
     server.terminate();
 }
@@ -529,7 +537,48 @@ async fn i42_s2_a_container_whose_task_is_gone_is_removed_at_startup() {
     let restarted = KANDEV.launch(home.path(), "127.0.0.1:0", &[], &env);
     call(&restarted, "workspace.list", json!({})).await;
     assert!(!container_exists(&podman, &container), "removed at startup");
+    let runner_dir = home.path().join("containers").join(&container);
+    assert!(!runner_dir.exists(), "its folder is removed with it");
     restarted.terminate();
+}
+
+/// The runner's folder is the agent's home, so the agent can put anything at its socket's
+/// path, a symlink to a socket of this host included: the server must never speak the runner
+/// protocol to what listens there unless it runs in the container.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i42_s3_a_symlink_at_the_runner_socket_never_leads_the_server_out_of_the_container() {
+    use tokio::io::AsyncReadExt;
+    let image = podman().test_image(KANDEV.path());
+    let Setup { podman, home: _home, _repo, mut server, _gone, task, session, .. } =
+        setup(json!({"image": image})).await;
+    agent_up(&server, &session).await;
+    let container = format!("kandev-{task}");
+    // A socket of this host, as a host runner's would be.
+    let host = tempfile::tempdir().unwrap();
+    let bait = host.path().join("host-runner.sock");
+    let listener = tokio::net::UnixListener::bind(&bait).unwrap();
+    // The agent's move: the socket's path made a symlink to it, the runner killed, so the
+    // server connects again.
+    let runners = processes_in(&podman, &container, "kandev runner --socket /kandev-home/");
+    assert_eq!(runners.len(), 1, "{runners:?}");
+    let (ok, _) =
+        exec(&podman, &container, &format!("ln -sf '{}' /kandev-home/runner.sock", bait.display()));
+    assert!(ok, "the agent can replace its home's files");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(runners[0] as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    // The server does connect (the test would prove nothing otherwise)...
+    let (mut stream, _) =
+        tokio::time::timeout(support::DEADLINE, listener.accept()).await.unwrap().unwrap();
+    // ...and sends nothing: what listens is not in the container.
+    let mut got = vec![];
+    let read = tokio::time::timeout(support::DEADLINE, stream.read_to_end(&mut got)).await;
+    assert!(read.is_ok(), "the server kept the connection open");
+    assert!(got.is_empty(), "the server spoke to a socket outside the container: {got:?}");
+    // Not a graceful stop: it would wait out the stop bound of an agent whose runner is gone.
+    server.kill_9();
 }
 
 #[tokio::test]

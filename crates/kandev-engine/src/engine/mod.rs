@@ -413,12 +413,15 @@ impl Engine {
     /// Stops every agent and every actor (server shutdown). No agent process remains.
     pub async fn shutdown(&self) {
         let inboxes: Vec<_> = lock(&self.inner.sessions).drain().map(|(_, tx)| tx).collect();
-        for inbox in inboxes {
+        // All at once: an agent whose runner is unreachable holds its session for the stop's
+        // bound, and one after another those bounds would add up.
+        let stopping = inboxes.into_iter().map(|inbox| async move {
             let (reply, done) = oneshot::channel();
             if inbox.send(Command::Shutdown { reply }).await.is_ok() {
                 let _ = done.await;
             }
-        }
+        });
+        futures::future::join_all(stopping).await;
         self.stop_dev_servers_of(None).await;
         self.close_terminals_of(None).await;
         self.inner.tracker.close();

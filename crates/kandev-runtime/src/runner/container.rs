@@ -15,21 +15,28 @@
 //!
 //! Every failure is an error that says what to do; nothing falls back to the host.
 
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use kandev_domain::container::{ContainerEngine, ContainerSettings};
+use tokio::net::UnixStream;
 use tokio::process::{Child, Command};
 
 use crate::group::ProcessGroup;
-use crate::runner::link::{OpenError, Opened, Transport, TransportGuard, handshake};
+use crate::runner::link::{Handshaken, OpenError, Opened, Transport, TransportGuard, handshake};
 
 /// Where the server's `kandev` is mounted inside a container.
 pub const KANDEV_IN_CONTAINER: &str = "/opt/kandev/kandev";
-/// The runner's own folder inside a container (a tmpfs: its socket, the mock agent's state).
+/// The runner's own folder inside a container (its socket, its log, the mock agent's state):
+/// a folder of the server's home mounted there ([`TaskContainer::runner_dir`]), so the
+/// server reaches the runner's socket directly.
 pub const HOME_IN_CONTAINER: &str = "/kandev-home";
+/// The runner's socket inside a container.
+const SOCKET_IN_CONTAINER: &str = "/kandev-home/runner.sock";
 /// The label every task container carries: the Kandev home of the server that made it.
 pub const HOME_LABEL: &str = "dev.kandev.home";
 /// The label with the task's id.
@@ -223,6 +230,17 @@ impl TaskContainer {
         format!("kandev-{task_id}")
     }
 
+    /// The host folder mounted as a container's [`HOME_IN_CONTAINER`]:
+    /// `<home>/containers/<name>`. Removed with the container.
+    pub fn runner_dir_of(home: &Path, name: &str) -> PathBuf {
+        home.join("containers").join(name)
+    }
+
+    /// This container's [`Self::runner_dir_of`].
+    pub fn runner_dir(&self) -> PathBuf {
+        Self::runner_dir_of(&self.home, &self.name)
+    }
+
     /// Makes sure the container runs: started again when stopped, made when missing (the
     /// image must be present: nothing is pulled).
     ///
@@ -262,7 +280,8 @@ impl TaskContainer {
     fn fingerprint(&self) -> String {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        format!("{:?} {}", self.settings, self.kandev.display()).hash(&mut hasher);
+        // The layout's version too: a container of an older layout is made again.
+        format!("{:?} {} runner-dir", self.settings, self.kandev.display()).hash(&mut hasher);
         format!("{:016x}", hasher.finish())
     }
 
@@ -279,6 +298,12 @@ impl TaskContainer {
                 image: self.settings.image.clone(),
             });
         }
+        let dir = self.runner_dir();
+        make_private_dir(&dir).map_err(|e| ContainerError::Engine {
+            engine: self.engine.program(),
+            what: "run",
+            message: format!("cannot make the runner's folder {}: {e}", dir.display()),
+        })?;
         let args = self.run_args()?;
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         if let Err(failed) = run(self.engine, &args, "run").await {
@@ -318,8 +343,8 @@ impl TaskContainer {
             format!("{SETTINGS_LABEL}={}", self.fingerprint()),
             "--user".into(),
             uid,
-            "--tmpfs".into(),
-            format!("{HOME_IN_CONTAINER}:mode=1777"),
+            "-v".into(),
+            format!("{}:{HOME_IN_CONTAINER}", self.runner_dir().display()),
             "-e".into(),
             format!("HOME={HOME_IN_CONTAINER}"),
             "-v".into(),
@@ -427,7 +452,11 @@ impl TransportGuard for ExecProcess {
 }
 
 /// How a [`crate::runner::RunnerClient`] reaches a task container's runner: every open makes
-/// sure the container runs, then `exec`s `kandev runner --stdio` in it.
+/// sure the container runs, then connects to the runner's socket in the container's folder
+/// of this host ([`TaskContainer::runner_dir`]), starting the runner when none listens; the
+/// same path as the local runner's, no process between. Where that socket cannot be reached
+/// from here (an engine in a VM) or is not the container's own, it `exec`s `kandev runner
+/// --stdio` in the container instead.
 pub struct ContainerTransport {
     pub container: TaskContainer,
 }
@@ -441,12 +470,14 @@ impl Transport for ContainerTransport {
                 message: err.to_string(),
             };
             c.ensure().await.map_err(lasting)?;
-            let socket = format!("{HOME_IN_CONTAINER}/runner.sock");
-            let grace = format!("{}ms", c.grace.as_millis().max(1));
+            if let Some(connection) = direct(c).await {
+                return Ok(Opened { connection, guard: None });
+            }
+            let grace = grace_arg(c.grace);
             let mut command = Command::new(c.engine.program());
             command
                 .args(["exec", "-i", "--", &c.name, KANDEV_IN_CONTAINER, "runner", "--stdio"])
-                .args(["--socket", &socket, "--grace", &grace])
+                .args(["--socket", SOCKET_IN_CONTAINER, "--grace", &grace])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 // The relay's log lines are not read: a full pipe must never stall it.
@@ -484,6 +515,76 @@ impl Transport for ContainerTransport {
     }
 }
 
+fn grace_arg(grace: Duration) -> String {
+    format!("{}ms", grace.as_millis().max(1))
+}
+
+/// The container's runner through its socket in the mounted folder, started (`kandev runner
+/// --start` exec'd in the container) when none listens. `None` when that does not work here,
+/// or when what listens is not a process of this container: a socket file is the agent's to
+/// replace (the folder is its home), and a symlink to a socket of this host must never lead
+/// the server to a runner outside the container.
+async fn direct(c: &TaskContainer) -> Option<Handshaken> {
+    let dir = c.runner_dir();
+    let stream = match connect_in(&dir).await {
+        Ok(stream) => stream,
+        Err(_) => {
+            let grace = grace_arg(c.grace);
+            let args = [
+                "exec",
+                "--",
+                &c.name,
+                KANDEV_IN_CONTAINER,
+                "runner",
+                "--start",
+                "--socket",
+                SOCKET_IN_CONTAINER,
+                "--grace",
+                &grace,
+                "--one-thread",
+            ];
+            if let Err(err) = run(c.engine, &args, "exec").await {
+                tracing::debug!(container = %c.name, error = %err, "cannot start the container's runner");
+                return None;
+            }
+            connect_in(&dir).await.ok()?
+        }
+    };
+    if !listens_in(c, &stream).await {
+        tracing::warn!(container = %c.name, "the socket in the container's folder is not its runner's; using exec");
+        return None;
+    }
+    tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(stream)).await.ok()?.ok()
+}
+
+/// Connects to `runner.sock` in `dir`, through the folder's descriptor when the path is
+/// longer than a socket address holds (107 bytes).
+async fn connect_in(dir: &Path) -> std::io::Result<UnixStream> {
+    let socket = dir.join("runner.sock");
+    if socket.as_os_str().len() < 100 {
+        return UnixStream::connect(&socket).await;
+    }
+    let folder = std::fs::File::open(dir)?;
+    UnixStream::connect(format!("/proc/self/fd/{}/runner.sock", folder.as_raw_fd())).await
+}
+
+/// Whether the peer of `stream` runs in `c` (the same PID namespace as the container's
+/// first process). `false` on any doubt.
+async fn listens_in(c: &TaskContainer, stream: &UnixStream) -> bool {
+    let Some(peer) = stream.peer_cred().ok().and_then(|cred| cred.pid()) else { return false };
+    let args = ["container", "inspect", "--format", "{{.State.Pid}}", "--", &c.name];
+    let Ok(first) = run(c.engine, &args, "inspect").await else { return false };
+    let namespace = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok();
+    let theirs = namespace(&peer.to_string());
+    theirs.is_some() && theirs == namespace(first.trim())
+}
+
+/// Makes `dir` (and its parents), owner-only.
+fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
 #[cfg(test)]
 mod tests {
     use kandev_domain::container::ContainerNetwork;
@@ -518,6 +619,8 @@ mod tests {
         assert!(args.contains("--cpus 1.500"), "{args}");
         assert!(args.contains("--memory 512m"), "{args}");
         assert!(args.contains("-v /usr/bin/kandev:/opt/kandev/kandev:ro"), "{args}");
+        // The runner's folder is the server's, so it reaches the runner's socket directly.
+        assert!(args.contains("-v /home/me/.kandev/containers/kandev-t1:/kandev-home "), "{args}");
         assert!(args.ends_with("-- localhost/agents:1 /opt/kandev/kandev idle"), "{args}");
         let mut full = container();
         full.settings.network = ContainerNetwork::Full;
