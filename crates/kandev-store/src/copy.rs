@@ -1,5 +1,7 @@
 //! `kandev db copy`: every row of one database into another, empty one (SQLite to
 //! PostgreSQL, or back), in one write transaction, then a count of each table on both sides.
+//! The source is read in one read transaction ([`Snapshot`]), so a server may go on writing
+//! to it: the copy is the database as it was at one moment (what `kandev backup` relies on).
 //!
 //! Tables go parents first ([`TABLES`]), so foreign keys hold at each insert; a task's parent
 //! is set after all tasks are in (a task may point at a newer one). Columns are read as the
@@ -79,16 +81,21 @@ struct Column {
 /// Copies every row of `from` into `to`, which must have no rows yet. Both are migrated
 /// first. Returns the row count of each table, verified equal on both sides after commit.
 pub async fn copy_database(from: Location, to: Location) -> Result<Vec<CopiedTable>> {
-    let source = Store::open(from).await?;
+    // Beside a server that may run on it (no server lock taken): read in one snapshot.
+    let source = Store::open_beside_server(from).await?;
     let target = Store::open(to).await?;
     let outcome = copy(&source, &target).await;
     source.close().await;
-    target.close().await;
-    outcome
+    // A SQLite copy is one file, whole without its write-ahead log (a backup archives it).
+    let closed = target.close_as_one_file().await;
+    let copied = outcome?;
+    closed?;
+    Ok(copied)
 }
 
 async fn copy(source: &Store, target: &Store) -> Result<Vec<CopiedTable>> {
-    let tables = columns(&source.read).await?;
+    let mut snapshot = Snapshot::begin(&source.read).await?;
+    let tables = columns(&mut snapshot).await?;
     if let Some(unknown) = tables.iter().map(|(t, _)| t).find(|t| !TABLES.contains(&t.as_str())) {
         return Err(StoreError::Unsupported(format!(
             "the table {unknown} is not known to db copy; update kandev"
@@ -105,7 +112,7 @@ async fn copy(source: &Store, target: &Store) -> Result<Vec<CopiedTable>> {
     let mut copied = vec![];
     for table in TABLES {
         let Some((_, columns)) = tables.iter().find(|(t, _)| t == table) else { continue };
-        let rows = read_rows(&source.read, table, columns).await?;
+        let rows = read_rows(&mut snapshot, table, columns).await?;
         copied.push(CopiedTable { table: (*table).to_owned(), rows: rows.len() as u64 });
         let parent = columns.iter().position(|c| *table == "tasks" && c.name == "parent_id");
         let mut parents = vec![];
@@ -151,23 +158,16 @@ async fn copy(source: &Store, target: &Store) -> Result<Vec<CopiedTable>> {
             q.build().execute(tx.conn()).await?;
         }
     }
-    let highest = source.last_seq().await?;
+    let highest = snapshot.highest_seq().await?;
+    snapshot.end().await;
     tx.raise_highest_seq(highest).await?;
     // Verified before the commit, so a copy that does not match leaves nothing written: every
-    // row read is in the copy, and the source still has as many (a server writing to it
-    // meanwhile would make the copy a mix of two moments).
+    // row read is in the copy.
     for CopiedTable { table, rows } in &copied {
         let to = count(tx.conn(), table).await?;
         if to != *rows {
             return Err(StoreError::Corrupt(format!(
                 "table {table} has {rows} rows in the source but {to} in the copy"
-            )));
-        }
-        let now = count(&source.read, table).await?;
-        if now != *rows {
-            return Err(StoreError::Conflict(format!(
-                "the source changed during the copy (table {table}: {rows} rows, now {now}); \
-                 stop the server that uses it and copy again"
             )));
         }
     }
@@ -201,10 +201,58 @@ fn push_select_all<DB: sqlx::Database>(
     q.push("SELECT ").push(column_list(columns)).push(" FROM ").push(table).push(order);
 }
 
+/// One read transaction on the source: every table is read as it was at one moment, on
+/// PostgreSQL (`REPEATABLE READ`) and on SQLite (a read transaction in WAL mode), while a
+/// server may go on writing.
+enum Snapshot {
+    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+impl Snapshot {
+    async fn begin(pool: &Pool) -> Result<Snapshot> {
+        Ok(match pool {
+            Pool::Sqlite(pool) => Snapshot::Sqlite(pool.begin().await?),
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    .execute(&mut *tx)
+                    .await?;
+                Snapshot::Postgres(tx)
+            }
+        })
+    }
+
+    fn dialect(&self) -> Dialect {
+        match self {
+            Snapshot::Sqlite(_) => Dialect::Sqlite,
+            Snapshot::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// The highest event seq ever given (it survives pruning), as of the snapshot.
+    async fn highest_seq(&mut self) -> Result<i64> {
+        let sql = crate::events::highest_seq_sql(self.dialect());
+        let seq: Option<i64> = match self {
+            Snapshot::Sqlite(tx) => sqlx::query_scalar(sql).fetch_optional(&mut **tx).await?,
+            Snapshot::Postgres(tx) => sqlx::query_scalar(sql).fetch_optional(&mut **tx).await?,
+        };
+        Ok(seq.unwrap_or(0))
+    }
+
+    /// Ends the read transaction (it wrote nothing).
+    async fn end(self) {
+        let _ = match self {
+            Snapshot::Sqlite(tx) => tx.rollback().await,
+            Snapshot::Postgres(tx) => tx.rollback().await,
+        };
+    }
+}
+
 /// The tables of a store and their columns (without engine-specific ones, and without
 /// `kandev_version`: each database records the Kandev that opened it, the copy's too).
-async fn columns(pool: &Pool) -> Result<Vec<(String, Vec<Column>)>> {
-    let sql = match pool.dialect() {
+async fn columns(snapshot: &mut Snapshot) -> Result<Vec<(String, Vec<Column>)>> {
+    let sql = match snapshot.dialect() {
         Dialect::Sqlite => {
             "SELECT m.name, c.name, c.type FROM sqlite_master m, pragma_table_info(m.name) c \
              WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE '_sqlx%' \
@@ -219,7 +267,10 @@ async fn columns(pool: &Pool) -> Result<Vec<(String, Vec<Column>)>> {
              ORDER BY table_name, ordinal_position"
         }
     };
-    let rows: Vec<(String, String, String)> = crate::sql::query_as(sql).fetch_all(pool).await?;
+    let rows: Vec<(String, String, String)> = match snapshot {
+        Snapshot::Sqlite(tx) => sqlx::query_as(sql).fetch_all(&mut **tx).await?,
+        Snapshot::Postgres(tx) => sqlx::query_as(sql).fetch_all(&mut **tx).await?,
+    };
     let mut tables: Vec<(String, Vec<Column>)> = vec![];
     for (table, name, declared) in rows {
         let column = Column { name, integer: declared.to_ascii_lowercase().contains("int") };
@@ -232,8 +283,12 @@ async fn columns(pool: &Pool) -> Result<Vec<(String, Vec<Column>)>> {
 }
 
 /// Every row of `table`, in insertion order where the engine keeps one.
-async fn read_rows(pool: &Pool, table: &str, columns: &[Column]) -> Result<Vec<Vec<Arg>>> {
-    let order = match pool.dialect() {
+async fn read_rows(
+    snapshot: &mut Snapshot,
+    table: &str,
+    columns: &[Column],
+) -> Result<Vec<Vec<Arg>>> {
+    let order = match snapshot.dialect() {
         Dialect::Sqlite => " ORDER BY rowid",
         Dialect::Postgres if ["tasks", "turns", "messages"].contains(&table) => " ORDER BY rowid",
         Dialect::Postgres => "",
@@ -257,16 +312,16 @@ async fn read_rows(pool: &Pool, table: &str, columns: &[Column]) -> Result<Vec<V
             out
         }};
     }
-    Ok(match pool {
-        Pool::Sqlite(pool) => {
+    Ok(match snapshot {
+        Snapshot::Sqlite(tx) => {
             let mut q = sqlx::QueryBuilder::new("");
             push_select_all(&mut q, table, columns, order);
-            decode!(q.build().fetch_all(pool).await?)
+            decode!(q.build().fetch_all(&mut **tx).await?)
         }
-        Pool::Postgres(pool) => {
+        Snapshot::Postgres(tx) => {
             let mut q = sqlx::QueryBuilder::new("");
             push_select_all(&mut q, table, columns, order);
-            decode!(q.build().fetch_all(pool).await?)
+            decode!(q.build().fetch_all(&mut **tx).await?)
         }
     })
 }

@@ -347,11 +347,16 @@ pub struct Pruned {
 /// The highest `seq` ever used (0 for an empty log): AUTOINCREMENT keeps it in
 /// `sqlite_sequence`, so it survives pruning.
 /// On PostgreSQL the `event_seq` row plays that part (see `migrations-pg`).
-async fn highest_seq(mut db: Db<'_>) -> Result<i64> {
-    let sql = match db.dialect() {
+/// The statement that reads the highest event seq ever given (it survives pruning).
+pub(crate) fn highest_seq_sql(dialect: Dialect) -> &'static str {
+    match dialect {
         Dialect::Sqlite => "SELECT seq FROM sqlite_sequence WHERE name = 'events'",
         Dialect::Postgres => "SELECT last FROM event_seq",
-    };
+    }
+}
+
+async fn highest_seq(mut db: Db<'_>) -> Result<i64> {
+    let sql = highest_seq_sql(db.dialect());
     let seq: Option<i64> = crate::sql::query_scalar(sql).fetch_optional(&mut db).await?;
     Ok(seq.unwrap_or(0))
 }

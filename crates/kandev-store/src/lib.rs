@@ -301,6 +301,22 @@ impl Store {
         Ok(Some(Checkpointed { wal_frames, backfilled }))
     }
 
+    /// Closes every connection, leaving a SQLite database as one self-contained file (its
+    /// write-ahead log folded in and removed, the journal mode back to `DELETE`): what a copy
+    /// that is moved or archived on its own needs. On PostgreSQL, [`Store::close`].
+    pub async fn close_as_one_file(&self) -> Result<()> {
+        self.read.close().await;
+        if let Some(pool) = &self.checkpointer {
+            pool.close().await;
+        }
+        if let Pool::Sqlite(pool) = &self.write {
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await?;
+            sqlx::query("PRAGMA journal_mode = DELETE").execute(pool).await?;
+        }
+        self.write.close().await;
+        Ok(())
+    }
+
     /// Closes every connection; pending writes are finished first.
     pub async fn close(&self) {
         self.write.close().await;

@@ -8,7 +8,7 @@ use kandev_store::Location;
 #[derive(Subcommand, Debug)]
 pub enum DbCommand {
     /// Copy every row of one database into another, empty one, and check the row counts.
-    /// Stop the server first. Example:
+    /// A server may run on the source meanwhile: it is read as it was at one moment. Example:
     /// kandev db copy --from ~/.kandev/kandev.db --to postgres://kandev@db.example/kandev
     Copy {
         /// The database to read: a SQLite file path, sqlite:// or postgres:// URL.

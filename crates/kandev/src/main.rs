@@ -1,21 +1,27 @@
 //! The `kandev` command: runs the server, and talks to a running one for tasks and workflows.
 
+mod backup;
 mod bridge;
 mod client;
 mod db;
 mod lock;
 mod runner;
 mod serve;
+mod service;
 mod users;
 
 use clap::{Parser, Subcommand};
+
+/// `kandev --version`: the version and the commit it was built from (`build.rs`).
+pub(crate) const VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("KANDEV_COMMIT"), ")");
 
 /// Kandev: a self-hosted control plane for AI coding agents.
 ///
 /// Run `kandev` (or `kandev serve`) and open the printed address. The other commands talk to
 /// a running server over its HTTP API.
 #[derive(Parser)]
-#[command(name = "kandev", version, propagate_version = true)]
+#[command(name = "kandev", version = VERSION, propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -66,6 +72,18 @@ enum Command {
         #[command(subcommand)]
         command: users::UserCommand,
     },
+    /// Run Kandev as a systemd service: `kandev service install` (a user service; --system
+    /// for a system one), `status`, `uninstall`.
+    Service {
+        #[command(subcommand)]
+        command: service::ServiceCommand,
+    },
+    /// Back up the database (as it is at one moment; the server may run) and the attachments
+    /// into one .tar.gz: `kandev backup [--to FILE]`.
+    Backup(backup::BackupArgs),
+    /// Restore a backup into a new, empty home (and an empty PostgreSQL database with
+    /// --database-url): `kandev restore FILE --home DIR`.
+    Restore(backup::RestoreArgs),
     /// Move a database: `kandev db copy --from <sqlite file> --to postgres://…`.
     Db {
         #[command(subcommand)]
@@ -137,9 +155,11 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // The mock agent runs on one thread, as a real agent's event loop does: 50 of them on a
     // 2-core machine (the bench) would otherwise each keep a worker per core, and every
-    // wake-up of a paced stream would cross threads (issue 15).
+    // wake-up of a paced stream would cross threads (issue 15). So does a task container's
+    // runner (`runner --one-thread`, issue 42): one per container.
     let runtime = match cli.command {
-        Some(Command::MockAgent(_)) => {
+        Some(Command::MockAgent(_))
+        | Some(Command::Runner(runner::RunnerArgs { one_thread: true, .. })) => {
             tokio::runtime::Builder::new_current_thread().enable_all().build()
         }
         _ => tokio::runtime::Builder::new_multi_thread().enable_all().build(),
@@ -188,6 +208,9 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         Some(Command::Workflow { server, command }) => client::workflow(server, command).await,
         Some(Command::User { db, command }) => users::run(db, command).await,
         Some(Command::Db { command }) => db::run(command).await,
+        Some(Command::Service { command }) => service::run(command),
+        Some(Command::Backup(args)) => backup::backup(args).await,
+        Some(Command::Restore(args)) => backup::restore(args).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

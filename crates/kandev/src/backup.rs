@@ -1,0 +1,320 @@
+//! `kandev backup` and `kandev restore` (issue 43): one `.tar.gz` with the database as it was
+//! at one moment (a logical copy read in one transaction, so a server may run meanwhile; on
+//! either engine the archive holds a SQLite file), the attachments, and a manifest with
+//! every file's SHA-256. Worktrees are not in it: commit or push work to keep it.
+//!
+//! Restore checks the whole archive before it writes anything, and builds the new home beside
+//! the target before renaming it into place: a damaged archive changes nothing.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use kandev_store::Location;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The archive's top folder.
+const TOP: &str = "kandev-backup";
+/// The manifest's name in it.
+const MANIFEST: &str = "MANIFEST.json";
+/// The database's name in it.
+const DATABASE: &str = "kandev.db";
+/// The attachments' folder in it and in a home.
+const ATTACHMENTS: &str = "attachments";
+/// The manifest format this Kandev writes and reads.
+const FORMAT: u32 = 1;
+
+#[derive(Args, Debug)]
+pub struct BackupArgs {
+    /// The Kandev home to back up. Default: $KANDEV_HOME, else ~/.kandev
+    #[arg(long, env = "KANDEV_HOME")]
+    pub home: Option<PathBuf>,
+    /// The database, when not <home>/kandev.db (a postgres:// URL).
+    #[arg(long, env = "KANDEV_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// The archive to write. Default: <home>/backups/kandev-<UTC time>.tar.gz
+    #[arg(long)]
+    pub to: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct RestoreArgs {
+    /// The archive `kandev backup` wrote.
+    pub file: PathBuf,
+    /// The home to restore into: a folder that does not exist yet, or is empty.
+    #[arg(long)]
+    pub home: PathBuf,
+    /// Restore the database into this empty PostgreSQL database instead of <home>/kandev.db.
+    #[arg(long)]
+    pub database_url: Option<String>,
+}
+
+/// What the archive says of itself.
+#[derive(Debug, Serialize, Deserialize)]
+struct Manifest {
+    format: u32,
+    /// The `kandev --version` that made it.
+    kandev: String,
+    /// When (UTC, RFC 3339).
+    made_at: String,
+    /// The engine the database was read from (`sqlite` or `postgres`).
+    source: String,
+    /// Every other file of the archive (path under the top folder) and its SHA-256.
+    files: BTreeMap<String, String>,
+}
+
+/// The home a command names: `--home`, else `~/.kandev`.
+fn home_of(given: Option<PathBuf>) -> Result<PathBuf> {
+    match given {
+        Some(home) => Ok(home),
+        None => {
+            let user = std::env::var_os("HOME").context("HOME is not set: pass --home")?;
+            Ok(PathBuf::from(user).join(".kandev"))
+        }
+    }
+}
+
+pub async fn backup(args: BackupArgs) -> Result<()> {
+    let home = home_of(args.home)?;
+    let (location, source) = match &args.database_url {
+        Some(url) => (Location::parse(url)?, engine_of(url)),
+        None => (Location::File(home.join(DATABASE)), "sqlite"),
+    };
+    if let Location::File(path) = &location
+        && !path.exists()
+    {
+        bail!("no database at {}: pass the home with --home", path.display());
+    }
+    let to = match args.to {
+        Some(to) => to,
+        None => home.join("backups").join(format!("kandev-{}.tar.gz", stamp())),
+    };
+    let made = write_backup(&home, location, source, &to).await?;
+    println!("Backed up to {} ({} files).", to.display(), made.files.len() + 1);
+    Ok(())
+}
+
+fn engine_of(url: &str) -> &'static str {
+    if url.starts_with("postgres") { "postgres" } else { "sqlite" }
+}
+
+/// The current UTC time as a file name part: `20261206T011502Z`.
+fn stamp() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second()
+    )
+}
+
+/// Writes the backup of `location` and `home`'s attachments to `to` (through a partial file
+/// renamed at the end). Returns its manifest.
+async fn write_backup(
+    home: &Path,
+    location: Location,
+    source: &str,
+    to: &Path,
+) -> Result<Manifest> {
+    let folder = to.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(folder).with_context(|| format!("cannot make {}", folder.display()))?;
+    let stage = tempfile::Builder::new()
+        .prefix(".kandev-backup-")
+        .tempdir_in(folder)
+        .with_context(|| format!("cannot write in {}", folder.display()))?;
+    let copy = stage.path().join(DATABASE);
+    kandev_store::copy_database(location, Location::File(copy.clone()))
+        .await
+        .context("cannot read the database")?;
+    let mut files = BTreeMap::new();
+    files.insert(DATABASE.to_owned(), sha256_of(&copy)?);
+    let attachments = home.join(ATTACHMENTS);
+    let mut attachment_files = vec![];
+    if attachments.is_dir() {
+        for entry in std::fs::read_dir(&attachments)? {
+            let entry = entry?;
+            // Uploads in progress are hidden files; only stored attachments are kept.
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type()?.is_file() && !name.starts_with('.') {
+                files.insert(format!("{ATTACHMENTS}/{name}"), sha256_of(&entry.path())?);
+                attachment_files.push((name, entry.path()));
+            }
+        }
+    }
+    let manifest = Manifest {
+        format: FORMAT,
+        kandev: crate::VERSION.to_owned(),
+        made_at: time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+        source: source.to_owned(),
+        files,
+    };
+    let partial = stage.path().join("archive.tar.gz");
+    {
+        let file = std::fs::File::create(&partial)?;
+        let gzip = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+        let mut tar = tar::Builder::new(gzip);
+        let text = serde_json::to_vec_pretty(&manifest)?;
+        append_bytes(&mut tar, &format!("{TOP}/{MANIFEST}"), &text)?;
+        tar.append_path_with_name(&copy, format!("{TOP}/{DATABASE}"))?;
+        for (name, path) in &attachment_files {
+            tar.append_path_with_name(path, format!("{TOP}/{ATTACHMENTS}/{name}"))?;
+        }
+        let gzip = tar.into_inner()?;
+        gzip.finish()?.sync_all()?;
+    }
+    std::fs::rename(&partial, to).with_context(|| format!("cannot write {}", to.display()))?;
+    Ok(manifest)
+}
+
+fn append_bytes<W: Write>(tar: &mut tar::Builder<W>, name: &str, bytes: &[u8]) -> Result<()> {
+    let mut header = tar::Header::new_gnu();
+    header.set_size(bytes.len() as u64);
+    header.set_mode(0o600);
+    header.set_cksum();
+    tar.append_data(&mut header, name, bytes)?;
+    Ok(())
+}
+
+fn sha256_of(path: &Path) -> Result<String> {
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub async fn restore(args: RestoreArgs) -> Result<()> {
+    let home = args.home;
+    if home.exists() && std::fs::read_dir(&home)?.next().is_some() {
+        bail!("{} is not empty: restore into a new or empty folder", home.display());
+    }
+    let parent = home.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    // Everything is unpacked and checked first, beside the target.
+    let stage = tempfile::Builder::new()
+        .prefix(".kandev-restore-")
+        .tempdir_in(parent)
+        .with_context(|| format!("cannot write in {}", parent.display()))?;
+    let damaged = |why: String| {
+        anyhow::anyhow!(
+            "{} is not a usable Kandev backup: {why}; nothing was restored",
+            args.file.display()
+        )
+    };
+    let unpacked = stage.path().join("unpacked");
+    unpack(&args.file, &unpacked).map_err(|e| damaged(format!("{e:#}")))?;
+    let manifest = check(&unpacked.join(TOP)).map_err(|e| damaged(format!("{e:#}")))?;
+
+    // The new home, whole, then renamed into place.
+    let new_home = stage.path().join("home");
+    std::fs::create_dir_all(new_home.join(ATTACHMENTS))?;
+    let target = match &args.database_url {
+        Some(url) => Location::parse(url)?,
+        None => Location::File(new_home.join(DATABASE)),
+    };
+    kandev_store::copy_database(Location::File(unpacked.join(TOP).join(DATABASE)), target)
+        .await
+        .context("cannot restore the database; nothing was restored")?;
+    for name in manifest.files.keys().filter_map(|f| f.strip_prefix(&format!("{ATTACHMENTS}/"))) {
+        std::fs::rename(
+            unpacked.join(TOP).join(ATTACHMENTS).join(name),
+            new_home.join(ATTACHMENTS).join(name),
+        )?;
+    }
+    if home.exists() {
+        std::fs::remove_dir(&home)?;
+    }
+    std::fs::rename(&new_home, &home)
+        .with_context(|| format!("cannot move the restored home to {}", home.display()))?;
+    println!(
+        "Restored the backup of {} (made by kandev {}) into {}.",
+        manifest.made_at,
+        manifest.kandev,
+        home.display()
+    );
+    Ok(())
+}
+
+/// Unpacks `file` into `into`: regular files and folders only, every path under the top
+/// folder, none leaving it.
+fn unpack(file: &Path, into: &Path) -> Result<()> {
+    let archive =
+        std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(archive));
+    std::fs::create_dir_all(into)?;
+    for entry in tar.entries().context("not a .tar.gz")? {
+        let mut entry = entry.context("the archive is cut short or damaged")?;
+        let kind = entry.header().entry_type();
+        if !(kind.is_file() || kind.is_dir()) {
+            bail!("it holds something that is not a file ({:?})", entry.path()?);
+        }
+        let path = entry.path()?.into_owned();
+        let inside =
+            path.starts_with(TOP) && path.components().all(|c| matches!(c, Component::Normal(_)));
+        if !inside {
+            bail!("it holds a path outside its folder: {}", path.display());
+        }
+        entry.unpack_in(into).context("the archive is cut short or damaged")?;
+    }
+    Ok(())
+}
+
+/// Reads the manifest of the unpacked `top` folder and checks every file against it; no
+/// file may be missing, changed or extra.
+fn check(top: &Path) -> Result<Manifest> {
+    let text = std::fs::read(top.join(MANIFEST)).context("it has no manifest")?;
+    let manifest: Manifest = serde_json::from_slice(&text).context("its manifest is unreadable")?;
+    if manifest.format != FORMAT {
+        bail!("its format is {} (this kandev reads {FORMAT}): use a newer kandev", manifest.format);
+    }
+    if !manifest.files.contains_key(DATABASE) {
+        bail!("it has no database");
+    }
+    for (name, expected) in &manifest.files {
+        let path = top.join(name);
+        if !path.is_file() {
+            bail!("{name} is missing");
+        }
+        if sha256_of(&path)? != *expected {
+            bail!("{name} does not match its checksum");
+        }
+    }
+    let mut found = vec![];
+    list_files(top, top, &mut found)?;
+    if let Some(extra) = found.iter().find(|f| *f != MANIFEST && !manifest.files.contains_key(*f)) {
+        bail!("{extra} is not in its manifest");
+    }
+    Ok(manifest)
+}
+
+fn list_files(top: &Path, dir: &Path, found: &mut Vec<String>) -> Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            list_files(top, &path, found)?;
+        } else if let Ok(relative) = path.strip_prefix(top) {
+            found.push(relative.to_string_lossy().into_owned());
+        }
+    }
+    Ok(())
+}
