@@ -17,6 +17,8 @@ mod db;
 mod error;
 mod events;
 mod executors;
+#[doc(hidden)]
+pub mod fixture;
 mod mcp_tokens;
 mod messages;
 mod notifications;
@@ -68,7 +70,7 @@ pub use ship::NewReviewComment;
 pub use sql::Dialect;
 pub use tasks::{NewTask, StepChange, TaskFilter, TaskPatch};
 pub use turns::{OpenTurn, TurnUsagePart};
-pub use version::KANDEV_VERSION;
+pub use version::{KANDEV_VERSION, SchemaState, schema_state, vacuum_into};
 pub use workflows::StepPatch;
 pub use worktrees::{NewWorktree, WorktreeRecord};
 pub use write::{Savepoint, WriteTx};

@@ -41,11 +41,7 @@ pub(crate) async fn migrate(pool: &Pool) -> Result<()> {
 /// The version recorded, if the database has one (a database of a newer Kandev may not: the
 /// record is read only to name it).
 async fn recorded(pool: &Pool) -> Option<String> {
-    crate::sql::query_scalar::<String>("SELECT version FROM kandev_version WHERE id = 1")
-        .fetch_optional(pool)
-        .await
-        .ok()
-        .flatten()
+    crate::sql::query_scalar::<String>(RECORDED).fetch_optional(pool).await.ok().flatten()
 }
 
 /// What [`StoreError::NewerDatabase`] says.
@@ -64,4 +60,93 @@ pub(crate) fn newer_database(recorded: Option<&str>) -> String {
              migrations this one does not know; run a newer kandev"
         ),
     }
+}
+
+/// The version the last Kandev that opened a database recorded.
+const RECORDED: &str = "SELECT version FROM kandev_version WHERE id = 1";
+/// The migrations applied to a database.
+const APPLIED: &str = "SELECT version FROM _sqlx_migrations WHERE success";
+
+/// Where a database's schema stands against this Kandev's migrations, read without changing
+/// anything (`kandev doctor`, the backup before an upgrade).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaState {
+    /// The newest migration applied; `None` for a database no Kandev has migrated yet.
+    pub applied: Option<i64>,
+    /// This Kandev's newest migration.
+    pub latest: i64,
+    /// The Kandev version recorded by the last one that opened it.
+    pub recorded: Option<String>,
+    /// It has a migration this Kandev does not know (a newer Kandev made it).
+    pub newer: bool,
+}
+
+impl SchemaState {
+    /// Opening it with this Kandev would change its schema.
+    pub fn upgrade_pending(&self) -> bool {
+        !self.newer && self.applied.is_some_and(|applied| applied < self.latest)
+    }
+}
+
+/// The applied migrations a query answered: none when the database has no migrations table
+/// yet (no Kandev migrated it).
+fn applied_or_none(answer: std::result::Result<Vec<i64>, sqlx::Error>) -> Result<Vec<i64>> {
+    match answer {
+        Ok(applied) => Ok(applied),
+        Err(sqlx::Error::Database(err))
+            if err.message().contains("no such table")
+                || err.message().contains("does not exist") =>
+        {
+            Ok(vec![])
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// The [`SchemaState`] of the database at `location`; `None` when there is no database yet
+/// (a SQLite file that does not exist).
+pub async fn schema_state(location: &crate::Location) -> Result<Option<SchemaState>> {
+    use sqlx::Connection;
+    let (known, applied, recorded): (Vec<i64>, Vec<i64>, Option<String>) = match location {
+        crate::Location::File(path) => {
+            if !path.exists() {
+                return Ok(None);
+            }
+            let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path).read_only(true);
+            let mut conn = sqlx::SqliteConnection::connect_with(&options).await?;
+            let known = sqlx::migrate!("./migrations").iter().map(|m| m.version).collect();
+            let applied = applied_or_none(sqlx::query_scalar(APPLIED).fetch_all(&mut conn).await)?;
+            let recorded =
+                sqlx::query_scalar(RECORDED).fetch_optional(&mut conn).await.ok().flatten();
+            let _ = conn.close().await;
+            (known, applied, recorded)
+        }
+        crate::Location::Postgres(url) => {
+            let mut conn = sqlx::PgConnection::connect(url).await?;
+            let known = sqlx::migrate!("./migrations-pg").iter().map(|m| m.version).collect();
+            let applied = applied_or_none(sqlx::query_scalar(APPLIED).fetch_all(&mut conn).await)?;
+            let recorded =
+                sqlx::query_scalar(RECORDED).fetch_optional(&mut conn).await.ok().flatten();
+            let _ = conn.close().await;
+            (known, applied, recorded)
+        }
+        crate::Location::Memory => return Ok(None),
+    };
+    Ok(Some(SchemaState {
+        applied: applied.iter().copied().max(),
+        latest: known.iter().copied().max().unwrap_or_default(),
+        recorded,
+        newer: applied.iter().any(|v| !known.contains(v)),
+    }))
+}
+
+/// Copies the SQLite database `from` (as it is, without migrating it) into the new file
+/// `to`: SQLite's `VACUUM INTO`, consistent and whole in one file.
+pub async fn vacuum_into(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
+    use sqlx::Connection;
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(from).read_only(true);
+    let mut conn = sqlx::SqliteConnection::connect_with(&options).await?;
+    sqlx::query("VACUUM INTO ?").bind(to.display().to_string()).execute(&mut conn).await?;
+    let _ = conn.close().await;
+    Ok(())
 }

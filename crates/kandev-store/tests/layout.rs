@@ -50,6 +50,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("event_seq", "events.rs"),
     ("sqlite_master", "copy.rs"),
     ("kandev_version", "version.rs"),
+    ("_sqlx_migrations", "version.rs"),
 ];
 
 /// The few reads across an aggregate's edge, each for a reason the aggregate owns.

@@ -92,7 +92,7 @@ pub async fn backup(args: BackupArgs) -> Result<()> {
         Some(to) => to,
         None => home.join("backups").join(format!("kandev-{}.tar.gz", stamp())),
     };
-    let made = write_backup(&home, location, source, &to).await?;
+    let made = write_backup(&home, Database::Copy(location), source, &to).await?;
     println!("Backed up to {} ({} files).", to.display(), made.files.len() + 1);
     Ok(())
 }
@@ -115,11 +115,54 @@ fn stamp() -> String {
     )
 }
 
-/// Writes the backup of `location` and `home`'s attachments to `to` (through a partial file
+/// How the database gets into a backup.
+enum Database {
+    /// A logical copy read in one transaction (migrated to this Kandev's schema first).
+    Copy(Location),
+    /// The SQLite file as it is, schema and all (`VACUUM INTO`): the backup before an upgrade.
+    AsIs(PathBuf),
+}
+
+/// Before a server migrates a SQLite database to a newer schema: a backup of it as it is,
+/// with the attachments, in `<home>/backups/`, so the earlier Kandev can be run again on it
+/// (restore it, then run that Kandev). A backup that fails stops the server before anything
+/// changed. A PostgreSQL database is not backed up here: the log says so.
+pub async fn before_upgrade(home: &Path, location: &Location) -> Result<()> {
+    let state = kandev_store::schema_state(location)
+        .await
+        .context("cannot read the database's schema version")?;
+    let Some(state) = state.filter(|s| s.upgrade_pending()) else { return Ok(()) };
+    let from = state.applied.unwrap_or_default();
+    let Location::File(path) = location else {
+        tracing::warn!(
+            from,
+            to = state.latest,
+            "upgrading the schema of a PostgreSQL database, which is not backed up automatically; \
+             take one with `kandev backup` of the earlier kandev before upgrading"
+        );
+        return Ok(());
+    };
+    let to = home.join("backups").join(format!(
+        "kandev-before-upgrade-{from}-to-{}-{}.tar.gz",
+        state.latest,
+        stamp()
+    ));
+    write_backup(home, Database::AsIs(path.clone()), "sqlite", &to).await.with_context(|| {
+        format!(
+            "cannot back up the database before upgrading its schema (nothing was changed); \
+             free space in {} and start again",
+            home.display()
+        )
+    })?;
+    tracing::info!(backup = %to.display(), from, to = state.latest, "backed up the database before upgrading its schema");
+    Ok(())
+}
+
+/// Writes the backup of `database` and `home`'s attachments to `to` (through a partial file
 /// renamed at the end). Returns its manifest.
 async fn write_backup(
     home: &Path,
-    location: Location,
+    database: Database,
     source: &str,
     to: &Path,
 ) -> Result<Manifest> {
@@ -130,9 +173,17 @@ async fn write_backup(
         .tempdir_in(folder)
         .with_context(|| format!("cannot write in {}", folder.display()))?;
     let copy = stage.path().join(DATABASE);
-    kandev_store::copy_database(location, Location::File(copy.clone()))
-        .await
-        .context("cannot read the database")?;
+    match database {
+        Database::Copy(location) => {
+            kandev_store::copy_database(location, Location::File(copy.clone()))
+                .await
+                .map(drop)
+                .context("cannot read the database")?
+        }
+        Database::AsIs(path) => {
+            kandev_store::vacuum_into(&path, &copy).await.context("cannot read the database")?
+        }
+    }
     let mut files = BTreeMap::new();
     files.insert(DATABASE.to_owned(), sha256_of(&copy)?);
     let attachments = home.join(ATTACHMENTS);

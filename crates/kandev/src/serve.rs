@@ -296,6 +296,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         Location::File(path) => Some(crate::lock::lock_database(path)?),
         Location::Memory | Location::Postgres(_) => None,
     };
+    crate::backup::before_upgrade(&home, &location).await?;
     let store = Store::open(location).await.context("cannot open the database")?;
     // Once users exist every request needs a login or a token, as with --token.
     let guarded = match token {

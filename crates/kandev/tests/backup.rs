@@ -252,3 +252,44 @@ async fn i43_a3_a_damaged_archive_is_refused_and_changes_nothing() {
     assert!(said(&out).contains("kandev.db does not match its checksum"), "{}", said(&out));
     assert!(!home.exists());
 }
+
+#[tokio::test]
+async fn i43_a3_an_upgrade_from_a_fixture_backs_up_the_earlier_database_first() {
+    use kandev_store::{Dialect, Location, fixture, schema_state};
+    let home = tempfile::tempdir().unwrap();
+    let versions = fixture::versions(Dialect::Sqlite).await.unwrap();
+    let (earlier, latest) = (versions[versions.len() - 2], *versions.last().unwrap());
+    fixture::create(&Location::File(home.path().join("kandev.db")), earlier).await.unwrap();
+
+    let server = KANDEV.start(home.path());
+    let task = call(&server, "task.get", json!({"id": fixture::TASK_ID})).await;
+    assert_eq!(task["task"]["title"], fixture::TASK_TITLE, "the upgraded database reads back");
+    server.terminate();
+    let backups: Vec<_> = std::fs::read_dir(home.path().join("backups"))
+        .expect("a backups folder")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(backups.len(), 1, "{backups:?}");
+    let name = backups[0].file_name().unwrap().to_string_lossy().into_owned();
+    let prefix = format!("kandev-before-upgrade-{earlier}-to-{latest}-");
+    assert!(name.starts_with(&prefix) && name.ends_with(".tar.gz"), "{name}");
+
+    // It holds the database as it was: the earlier schema.
+    let unpacked = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("-xzf")
+        .arg(&backups[0])
+        .arg("-C")
+        .arg(unpacked.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let kept = Location::File(unpacked.path().join("kandev-backup/kandev.db"));
+    let state = schema_state(&kept).await.unwrap().unwrap();
+    assert_eq!(state.applied, Some(earlier), "the backup is of the earlier schema");
+
+    // A start with nothing to migrate makes no other backup.
+    let server = KANDEV.start(home.path());
+    server.terminate();
+    assert_eq!(std::fs::read_dir(home.path().join("backups")).unwrap().count(), 1);
+}
