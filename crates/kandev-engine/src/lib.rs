@@ -18,6 +18,7 @@ mod controls;
 mod create;
 mod deliveries;
 mod devservers;
+pub mod doctor;
 mod engine;
 mod error;
 mod executors;
@@ -57,6 +58,8 @@ pub use engine::Engine;
 pub use error::{EngineError, Result};
 pub use executors::ExecutorCheck;
 pub use kandev_notify::{SIGNATURE_HEADER, signature};
+/// Facts about this machine's programs (whether an agent's command is installed).
+pub use kandev_runtime::program;
 pub use launcher::{
     BuiltinMockLauncher, ExecutionControl, LaunchSpec, Launched, Launcher, LocalLauncher,
     RunnerExec, RunnerLauncher,

@@ -38,6 +38,7 @@ mod exit;
 pub mod git;
 mod group;
 mod process;
+pub mod program;
 pub mod pty;
 pub mod redact;
 pub mod runner;

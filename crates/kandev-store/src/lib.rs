@@ -303,6 +303,22 @@ impl Store {
         Ok(Some(Checkpointed { wal_frames, backfilled }))
     }
 
+    /// SQLite's `PRAGMA quick_check` (`ok`, or what is damaged); on PostgreSQL, `ok` once
+    /// the server answers (it checks its own pages).
+    pub async fn quick_check(&self) -> Result<String> {
+        match &self.read {
+            Pool::Sqlite(pool) => {
+                let said: Vec<String> =
+                    sqlx::query_scalar("PRAGMA quick_check").fetch_all(pool).await?;
+                Ok(said.join("; "))
+            }
+            Pool::Postgres(pool) => {
+                sqlx::query("SELECT 1").execute(pool).await?;
+                Ok("ok".into())
+            }
+        }
+    }
+
     /// Closes every connection, leaving a SQLite database as one self-contained file (its
     /// write-ahead log folded in and removed, the journal mode back to `DELETE`): what a copy
     /// that is moved or archived on its own needs. On PostgreSQL, [`Store::close`].

@@ -66,23 +66,10 @@ struct Manifest {
     files: BTreeMap<String, String>,
 }
 
-/// The home a command names: `--home`, else `~/.kandev`.
-fn home_of(given: Option<PathBuf>) -> Result<PathBuf> {
-    match given {
-        Some(home) => Ok(home),
-        None => {
-            let user = std::env::var_os("HOME").context("HOME is not set: pass --home")?;
-            Ok(PathBuf::from(user).join(".kandev"))
-        }
-    }
-}
-
 pub async fn backup(args: BackupArgs) -> Result<()> {
-    let home = home_of(args.home)?;
-    let (location, source) = match &args.database_url {
-        Some(url) => (Location::parse(url)?, engine_of(url)),
-        None => (Location::File(home.join(DATABASE)), "sqlite"),
-    };
+    let home = crate::serve::home_or_default(args.home.as_ref())?;
+    let location = crate::serve::database_location(&home, args.database_url.as_deref())?;
+    let source = if matches!(location, Location::Postgres(_)) { "postgres" } else { "sqlite" };
     if let Location::File(path) = &location
         && !path.exists()
     {
@@ -95,10 +82,6 @@ pub async fn backup(args: BackupArgs) -> Result<()> {
     let made = write_backup(&home, Database::Copy(location), source, &to).await?;
     println!("Backed up to {} ({} files).", to.display(), made.files.len() + 1);
     Ok(())
-}
-
-fn engine_of(url: &str) -> &'static str {
-    if url.starts_with("postgres") { "postgres" } else { "sqlite" }
 }
 
 /// The current UTC time as a file name part: `20261206T011502Z`.

@@ -4,6 +4,7 @@ mod backup;
 mod bridge;
 mod client;
 mod db;
+mod doctor;
 mod lock;
 mod runner;
 mod serve;
@@ -84,6 +85,9 @@ enum Command {
     /// Restore a backup into a new, empty home (and an empty PostgreSQL database with
     /// --database-url): `kandev restore FILE --home DIR`.
     Restore(backup::RestoreArgs),
+    /// Check what Kandev needs here (git, the home, disk space, the database, the agents the
+    /// profiles use, executors' tools, the runner, the port); each problem says what fixes it.
+    Doctor(doctor::DoctorArgs),
     /// Move a database: `kandev db copy --from <sqlite file> --to postgres://…`.
     Db {
         #[command(subcommand)]
@@ -210,6 +214,7 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         Some(Command::Db { command }) => db::run(command).await,
         Some(Command::Service { command }) => service::run(command),
         Some(Command::Backup(args)) => backup::backup(args).await,
+        Some(Command::Doctor(args)) => doctor::run(args).await,
         Some(Command::Restore(args)) => backup::restore(args).await,
     };
     match result {

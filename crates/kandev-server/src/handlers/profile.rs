@@ -7,6 +7,7 @@ use kandev_api_types::responses::{AgentKindInfo, AgentKinds, Deleted, ProfileSav
 use kandev_api_types::{AgentProfileDto, EnvVarDto, SECRET_MASK};
 use kandev_domain::agent::{AgentKind, AgentProfile, EnvVar};
 use kandev_domain::{AgentProfileId, validate};
+use kandev_engine::program::{command_found, on_path};
 use kandev_store::{NewProfile, ProfilePatch, TaskFilter};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -51,11 +52,6 @@ fn with_install_status(profile: &AgentProfile) -> ProfileSaved {
     };
     let install = (!installed).then(|| kind.default_command().install.to_owned());
     ProfileSaved { profile: AgentProfileDto::from(profile), installed, install }
-}
-
-/// A program given as a path exists as a file; a bare name is on `PATH`.
-fn command_found(program: &str) -> bool {
-    if program.contains('/') { std::path::Path::new(program).is_file() } else { on_path(program) }
 }
 
 pub async fn update(s: &AppState, p: ProfileUpdate) -> Result<ProfileSaved, ApiError> {
@@ -156,12 +152,6 @@ async fn reported_versions(
 fn info_version(agent_info: &str) -> Option<String> {
     let info: Value = serde_json::from_str(agent_info).ok()?;
     info.get("version")?.as_str().filter(|v| !v.trim().is_empty()).map(str::to_owned)
-}
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
-        .unwrap_or(false)
 }
 
 /// Validates the names of a profile's new env list. A value equal to [`SECRET_MASK`] keeps
