@@ -200,6 +200,7 @@ actions! {
         ExecutorUpdate = "executor.update": rq::ExecutorUpdate => rs::ExecutorOne;
         ExecutorDelete = "executor.delete": rq::ById => rs::Deleted;
         ExecutorCheck = "executor.check": rq::ById => rs::ExecutorChecked;
+        SystemDoctor = "system.doctor": rq::Empty => rs::SystemHealth;
         RepositoryExecutorSet = "repository.executor.set": rq::RepositoryExecutorSet => rs::RepositoryExecutor;
 
         Search = "search": rq::Search => rs::SearchResults;

@@ -224,6 +224,15 @@ responses! {
         pub steps: Vec<crate::CheckStepDto>,
     }
 
+    /// `system.doctor`: what `kandev doctor` checks that a running server can (git, its home
+    /// and free space, the database's integrity, the agents the profiles use, the executors'
+    /// tools, the runner), each with what was found or the line that fixes it.
+    pub struct SystemHealth {
+        /// Every check held.
+        pub ok: bool,
+        pub findings: Vec<crate::CheckStepDto>,
+    }
+
     /// `repository.executor.set`: the repository's executor (`null`: local).
     pub struct RepositoryExecutor {
         pub repository_id: String,

@@ -16,7 +16,7 @@ use crate::accounts::{self, Identity};
 use crate::board_cache::BoardKey;
 use crate::handlers::{
     agent_auth, executor, files, notify, profile, prompt, question, repository, search, session,
-    ship, task, terminal, workflow, workspace,
+    ship, system, task, terminal, workflow, workspace,
 };
 use crate::{ApiError, AppState};
 
@@ -185,6 +185,7 @@ handlers! {
     ExecutorUpdate => executor::update,
     ExecutorDelete => executor::delete,
     ExecutorCheck => executor::check,
+    SystemDoctor => system::doctor,
     RepositoryExecutorSet => executor::set_for_repository,
     PromptList => prompt::list,
     PromptCreate => prompt::create,

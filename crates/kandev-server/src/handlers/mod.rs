@@ -14,6 +14,7 @@ pub mod repository;
 pub mod search;
 pub mod session;
 pub mod ship;
+pub mod system;
 pub mod task;
 pub mod terminal;
 pub mod workflow;

@@ -407,6 +407,12 @@ export type Subscribe = { topics: Array<string>, since?: { [key in string]: numb
 
 export type Subscribed = { topics: { [key in string]: number }, };
 
+export type SystemHealth = { 
+/**
+ * Every check held.
+ */
+ok: boolean, findings: Array<CheckStepDto>, };
+
 export type TaskArchived = { task: TaskDto, worktrees_removed: Array<string>, worktrees_kept: Array<KeptWorktreeDto>, };
 
 export type TaskCardDto = { id: string, workflow_id: string, step_id: string, title: string, state: TaskStateDto, position: number, repository_ids: Array<string>, primary_session_id: string | null, archived_at: string | null, needs_you: NeedsYouDto | null, parent_id: string | null, blocked_by: Array<string>, 
@@ -703,6 +709,7 @@ export type Actions = {
   "executor.update": { request: ExecutorUpdate, response: ExecutorOne },
   "executor.delete": { request: ById, response: Deleted },
   "executor.check": { request: ById, response: ExecutorChecked },
+  "system.doctor": { request: Empty, response: SystemHealth },
   "repository.executor.set": { request: RepositoryExecutorSet, response: RepositoryExecutor },
   "search": { request: Search, response: SearchResults },
   "question.list": { request: BySession, response: Questions },

@@ -1,8 +1,9 @@
 // Settings: one section per file in this folder (agent profiles, repositories, workflows,
-// saved prompts, executors),
+// saved prompts, executors, health),
 // chosen by the route (`/settings/<section>`).
 import { navigate } from '../../lib/router';
 import { Executors } from './Executors';
+import { Health } from './Health';
 import { Notifications } from './Notifications';
 import { Profiles } from './Profiles';
 import { Prompts } from './Prompts';
@@ -16,6 +17,7 @@ const SECTIONS = [
   ['notifications', 'Notifications'],
   ['prompts', 'Prompts'],
   ['executors', 'Executors'],
+  ['health', 'Health'],
 ] as const;
 
 export function Settings({ section }: { section: string }) {
@@ -48,6 +50,8 @@ export function Settings({ section }: { section: string }) {
           <Prompts />
         ) : section === 'executors' ? (
           <Executors />
+        ) : section === 'health' ? (
+          <Health />
         ) : (
           <Profiles />
         )}
