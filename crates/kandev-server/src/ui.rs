@@ -1,4 +1,4 @@
-//! The web UI: the built single-page app (`web/dist`, embedded in release builds) served at
+//! The web UI: the built single-page app (`web/dist`, embedded in the binary) served at
 //! `/` with an `index.html` fallback for client routes, and the login page
 //! (name and password, or the access token) with logout.
 
@@ -19,8 +19,8 @@ use crate::security::{
 };
 use crate::{ApiError, AppState};
 
-/// The output of `scripts/ui-build`. Debug builds read it from disk at run time; release
-/// builds embed it. A missing folder (UI not built) is an empty set of files.
+/// The output of `scripts/ui-build`, embedded in every build (rust-embed's `debug-embed`: a
+/// packaged debug binary serves its UI without the source tree). A missing folder (UI not built) is an empty set of files.
 #[derive(RustEmbed)]
 #[folder = "../../web/dist/"]
 #[allow_missing = true]
