@@ -264,6 +264,26 @@ impl Site {
         }
     }
 
+    /// [`git::review_base`].
+    pub async fn review_base(
+        &self,
+        path: &Path,
+        base_commit: &str,
+        base_branch: &str,
+    ) -> Result<String, GitError> {
+        match self {
+            Site::Local => git::review_base(path, base_commit, base_branch).await,
+            Site::Remote(r) => {
+                let op = ops::ReviewBase {
+                    path: path.to_owned(),
+                    base_commit: base_commit.to_owned(),
+                    base_branch: base_branch.to_owned(),
+                };
+                r.call(op).await
+            }
+        }
+    }
+
     /// [`git::commit_all`].
     pub async fn commit_all(&self, path: &Path, message: &str) -> Result<CommitInfo, GitError> {
         match self {

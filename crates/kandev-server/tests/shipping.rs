@@ -284,6 +284,39 @@ async fn i16_a2_git_status_and_rebase() {
     assert_eq!(body["details"]["dirty"], json!(["scratch.txt"]), "{body}");
 }
 
+/// Issue 44 item 2: after a rebase (and when the base branch moves on), the changes compare
+/// with the merge base of the task branch and the base branch as it is now: the base's own
+/// commits are not the task's, and `task.changes` names that base.
+#[tokio::test]
+async fn i44_2_after_a_rebase_the_changes_compare_with_the_current_base() {
+    let remote = Remote::new();
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let repo_id = board.repository(&remote.clone, json!({})).await;
+    let task = board.task("Review base", json!([{"id": repo_id}])).await;
+    let (_session, worktree) = board.started(&task).await;
+    let paths = |changes: &serde_json::Value| -> Vec<String> {
+        changes["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    commit_file(&worktree, "task.txt", "task work\n", "task work");
+    let base_tip = commit_file(&remote.clone, "base.txt", "base moved\n", "base moves");
+    // The base moved on: the task's changes are still only its own.
+    let changes = server.call("task.changes", json!({"task_id": task})).await;
+    assert_eq!(paths(&changes), ["task.txt"], "{changes}");
+
+    server.call("task.rebase", json!({"task_id": task})).await;
+    assert!(worktree.join("base.txt").exists(), "rebased onto the moved base");
+    let changes = server.call("task.changes", json!({"task_id": task})).await;
+    assert_eq!(paths(&changes), ["task.txt"], "the base's commit is not the task's: {changes}");
+    assert_eq!(changes["worktrees"][0]["base_commit"], base_tip.as_str(), "{changes}");
+}
+
 #[tokio::test]
 async fn i16_a3_merge_with_each_strategy_and_a_dirty_base_is_refused() {
     let remote = Remote::new();

@@ -29,8 +29,11 @@ use crate::sites::site_of;
 use crate::workdir::shared::{MAX_PLAIN_ENTRIES, MAX_READ_BYTES, git_error, task_worktrees_dir};
 
 impl Engine {
-    /// Everything in the task's worktrees that differs from their base commits: commits on
-    /// the task branch, staged, unstaged and untracked files.
+    /// Everything in the task's worktrees that differs from their review base: commits on
+    /// the task branch, staged, unstaged and untracked files. The review base is the merge
+    /// base of the task branch and the task's base branch as it is now (after a rebase or a
+    /// merge of the base, its own commits are not the task's), else the commit the worktree
+    /// was made from ([`git::review_base`]); each worktree's `base_commit` says which.
     pub async fn task_changes(&self, task_id: &TaskId) -> Result<TaskChanges> {
         let worktrees = match root(&self.inner, task_id).await? {
             Root::Plain(_) => {
@@ -41,15 +44,16 @@ impl Engine {
             Root::Worktrees { worktrees, .. } => worktrees,
         };
         let mut files = vec![];
+        let mut infos = vec![];
         for mounted in &worktrees {
             let site = site_of(&self.inner, &mounted.record).await?;
-            let changes = site
-                .changes(Path::new(&mounted.record.path), &mounted.record.base_commit)
-                .await
-                .map_err(git_error)?;
+            let path = Path::new(&mounted.record.path);
+            let base = review_base(&self.inner, &site, task_id, &mounted.record).await?;
+            let changes = site.changes(path, &base).await.map_err(git_error)?;
             files.extend(changes.into_iter().map(|c| changed_file(mounted, c)));
+            infos.push(TaskWorktree { base_commit: base, ..mounted.info() });
         }
-        Ok(TaskChanges { worktrees: worktrees.iter().map(Mounted::info).collect(), files })
+        Ok(TaskChanges { worktrees: infos, files })
     }
 
     /// The files of the task's working directory.
@@ -299,6 +303,29 @@ impl Engine {
         }
         Ok(())
     }
+}
+
+/// The commit the task's changes in `record`'s worktree are shown against: the merge base
+/// with the task's base branch now ([`git::review_base`]).
+async fn review_base(
+    inner: &Inner,
+    site: &Site,
+    task_id: &TaskId,
+    record: &WorktreeRecord,
+) -> Result<String> {
+    let base_branch = match &record.repository_id {
+        Some(id) => match inner.store.get_repository(id).await {
+            Ok(repository) => {
+                crate::workdir::prepare::task_base_branch(inner, task_id, &repository).await?
+            }
+            Err(StoreError::NotFound { .. }) => return Ok(record.base_commit.clone()),
+            Err(err) => return Err(err.into()),
+        },
+        None => return Ok(record.base_commit.clone()),
+    };
+    site.review_base(Path::new(&record.path), &record.base_commit, &base_branch)
+        .await
+        .map_err(git_error)
 }
 
 /// A worktree as file actions see it.

@@ -7,7 +7,7 @@ use std::path::Path;
 use super::GitError;
 use super::cmd::Git;
 use super::files::BINARY_SNIFF_LEN;
-use super::worktree::{open_worktree, resolve_commit};
+use super::worktree::{merge_base, open_worktree, resolve_base_ref, resolve_commit};
 use crate::confine::{EntryKind, PathError, RelPath, Root};
 
 /// Upper bound on diff text handled per [`changes`] call (git's output plus untracked file
@@ -19,6 +19,24 @@ pub const MAX_FILE_DIFF_BYTES: usize = 1024 * 1024;
 
 // The values are plain domain types, defined once (kandev_domain::files).
 pub use kandev_domain::files::{ChangeStatus, DiffLine, FileChange, Hunk, LineKind};
+
+/// The commit a review compares the worktree with: the merge base of its `HEAD` and the
+/// current tip of `base_branch` (so after a rebase, a merge of the base, or a base that moved,
+/// the base's own commits are not shown as the task's), or `base_commit` (the commit the
+/// worktree was made from) when the base branch is not found here or shares no history.
+pub async fn review_base(
+    worktree: &Path,
+    base_commit: &str,
+    base_branch: &str,
+) -> Result<String, GitError> {
+    let worktree = open_worktree(worktree).await?;
+    if let Ok(tip) = resolve_base_ref(&worktree, base_branch).await
+        && let Some(base) = merge_base(&worktree, "HEAD", &tip).await?
+    {
+        return Ok(base);
+    }
+    resolve_commit(&worktree, base_commit).await
+}
 
 /// Everything in the worktree that differs from `base_commit`: commits on the task branch,
 /// staged and unstaged changes, and untracked files that are not ignored, sorted by path.

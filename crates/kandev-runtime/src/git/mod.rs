@@ -42,7 +42,7 @@ pub use branch::{DEFAULT_BRANCH_TEMPLATE, branch_name, is_valid_branch_name, sho
 pub use commit::{CommitInfo, FALLBACK_USER_EMAIL, FALLBACK_USER_NAME, commit_all};
 pub use diff::{
     ChangeStatus, DiffLine, FileChange, Hunk, LineKind, MAX_DIFF_BYTES, MAX_FILE_DIFF_BYTES,
-    changes,
+    changes, review_base,
 };
 pub use error::GitError;
 pub use files::{

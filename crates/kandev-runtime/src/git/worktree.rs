@@ -419,7 +419,8 @@ pub(crate) async fn resolve_commit(repo: &Path, commit: &str) -> Result<String, 
         .ok_or_else(|| GitError::UnknownCommit { commit: commit.to_owned() })
 }
 
-async fn merge_base(repo: &Path, a: &str, b: &str) -> Result<Option<String>, GitError> {
+/// The best common ancestor of `a` and `b`, or `None` when they share no history.
+pub(crate) async fn merge_base(repo: &Path, a: &str, b: &str) -> Result<Option<String>, GitError> {
     let output = Git::new(repo).args(["merge-base", "--end-of-options", a, b]).output().await?;
     Ok(if output.success() { Some(output.text()) } else { None })
 }

@@ -392,6 +392,22 @@ impl Op for Changes {
     }
 }
 
+/// [`git::review_base`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReviewBase {
+    pub path: PathBuf,
+    pub base_commit: String,
+    pub base_branch: String,
+}
+
+impl Op for ReviewBase {
+    const NAME: &'static str = "review_base";
+    type Answer = String;
+    async fn run(self) -> Result<String, GitError> {
+        git::review_base(&self.path, &self.base_commit, &self.base_branch).await
+    }
+}
+
 /// [`git::commit_all`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Commit {
@@ -527,6 +543,7 @@ crate::op_table! {
     RemoveEmptyDir,
     IsDirty,
     Changes,
+    ReviewBase,
     Commit,
     Tree,
     ReadFile,
@@ -562,7 +579,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), NAMES.len(), "an operation is declared twice");
-        assert_eq!(NAMES.len(), 14);
+        assert_eq!(NAMES.len(), 15);
     }
 
     /// Every value survives the trip through JSON, and an error keeps its kind.
