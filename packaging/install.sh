@@ -14,6 +14,22 @@ while [ $# -gt 0 ]; do
   esac
 done
 
+# An empty prefix would install into /bin; `~` is not expanded after `--prefix=`; a relative
+# one would depend on where this runs.
+case "$prefix" in
+  "") echo "install.sh: --prefix needs a folder (e.g. --prefix ~/.local)" >&2; exit 2 ;;
+  "~") prefix=$HOME ;;
+  "~/"*) prefix="$HOME/${prefix#"~/"}" ;;
+esac
+case "$prefix" in
+  /*) ;;
+  *) prefix="$(pwd)/$prefix" ;;
+esac
+if [ -e "$prefix" ] && [ ! -d "$prefix" ]; then
+  echo "install.sh: $prefix is a file, not a folder; pass another --prefix" >&2
+  exit 2
+fi
+
 # Every file as packaged, or nothing is installed.
 command -v sha256sum >/dev/null 2>&1 || { echo "install.sh: sha256sum is missing (coreutils)" >&2; exit 1; }
 if ! (cd "$here" && sha256sum --quiet --strict -c MANIFEST.sha256); then
@@ -21,7 +37,10 @@ if ! (cd "$here" && sha256sum --quiet --strict -c MANIFEST.sha256); then
   exit 1
 fi
 
-mkdir -p "$prefix/bin" "$prefix/share/doc/kandev"
+mkdir -p "$prefix/bin" "$prefix/share/doc/kandev" 2>/dev/null || {
+  echo "install.sh: cannot make folders under $prefix; pick a --prefix you can write" >&2
+  exit 1
+}
 # Copied beside, then renamed over: a running kandev keeps its file.
 cp "$here/bin/kandev" "$prefix/bin/.kandev.new"
 chmod 0755 "$prefix/bin/.kandev.new"

@@ -133,13 +133,17 @@ pub async fn database_schema(location: &Location) -> Finding {
         Ok(Some(state)) => state,
         Ok(None) => return Finding::ok("database", "none yet: made at the first start"),
         Err(err) => {
-            return Finding::problem(
-                "database",
-                format!(
-                    "cannot read it ({err}): check that it is reachable, or restore the latest \
-                     backup (kandev restore)"
-                ),
-            );
+            let fix = match location {
+                Location::Postgres(_) => {
+                    "check --database-url (KANDEV_DATABASE_URL) and that PostgreSQL runs and \
+                     lets this user in"
+                }
+                _ => {
+                    "if the file is damaged, restore the latest backup into a new home: kandev \
+                     restore FILE --home NEW_HOME"
+                }
+            };
+            return Finding::problem("database", format!("cannot read it ({err}): {fix}"));
         }
     };
     if state.newer {

@@ -41,6 +41,14 @@ impl Location {
         }
         let path =
             url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
+        // Any other scheme (a typo of postgres, mysql) would otherwise be a file of that odd
+        // name in the current folder. Only the scheme is named: the rest may hold a password.
+        if let Some((scheme, _)) = path.split_once("://") {
+            return Err(StoreError::Unsupported(format!(
+                "a database URL of the scheme {scheme}:// is not supported; use \
+                 postgres://user:password@host:port/database, or a SQLite file's path"
+            )));
+        }
         if path.is_empty() || path == ":memory:" {
             return Err(StoreError::Unsupported(
                 "the server needs a database file; give a path such as ~/.kandev/kandev.db".into(),
@@ -344,4 +352,19 @@ fn create_parent_dir(path: &Path) -> Result<()> {
             .map_err(|source| StoreError::Io { path: parent.display().to_string(), source })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn i43_a_database_url_of_an_unknown_scheme_is_refused_without_its_password() {
+        for url in ["mysql://u:secret@h/db", "postgress://u:secret@h/db"] {
+            let err = Location::parse(url).unwrap_err().to_string();
+            assert!(err.contains("is not supported") && !err.contains("secret"), "{err}");
+        }
+        assert!(matches!(Location::parse("sqlite:///tmp/k.db"), Ok(Location::File(_))));
+        assert!(matches!(Location::parse("/tmp/k.db"), Ok(Location::File(_))));
+    }
 }

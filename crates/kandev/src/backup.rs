@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -73,15 +74,44 @@ pub async fn backup(args: BackupArgs) -> Result<()> {
     if let Location::File(path) = &location
         && !path.exists()
     {
-        bail!("no database at {}: pass the home with --home", path.display());
+        bail!(
+            "{} holds no kandev.db: is it the right home (--home, or KANDEV_HOME)?",
+            home.display()
+        );
     }
     let to = match args.to {
         Some(to) => to,
         None => home.join("backups").join(format!("kandev-{}.tar.gz", stamp())),
     };
-    let made = write_backup(&home, Database::Copy(location), source, &to).await?;
-    println!("Backed up to {} ({} files).", to.display(), made.files.len() + 1);
+    if to.exists() {
+        bail!("{} exists already: give another --to, or remove it first", to.display());
+    }
+    let made =
+        until_stopped(write_backup(&home, Database::Copy(location), source, &to), "backup").await?;
+    let attachments = made.files.len() - 1;
+    println!("Backed up the database and {attachments} attachments to {}.", to.display());
     Ok(())
+}
+
+/// Runs `work`, or stops it at Ctrl-C or SIGTERM: dropping it removes its staging folder, so
+/// a stopped backup or restore leaves nothing half-made behind.
+async fn until_stopped<T>(work: impl Future<Output = Result<T>>, what: &str) -> Result<T> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot listen for SIGTERM")?;
+    tokio::select! {
+        done = work => done,
+        _ = tokio::signal::ctrl_c() => bail!("the {what} was stopped; nothing was written"),
+        _ = term.recv() => bail!("the {what} was stopped; nothing was written"),
+    }
+}
+
+/// A staging folder in `folder` named `prefix…`, owner-only (it holds a copy of the database).
+fn staging_in(folder: &Path, prefix: &str) -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir_in(folder)
+        .with_context(|| format!("cannot write in {}", folder.display()))
 }
 
 /// The current UTC time as a file name part: `20261206T011502Z`.
@@ -150,11 +180,17 @@ async fn write_backup(
     to: &Path,
 ) -> Result<Manifest> {
     let folder = to.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(folder).with_context(|| format!("cannot make {}", folder.display()))?;
-    let stage = tempfile::Builder::new()
-        .prefix(".kandev-backup-")
-        .tempdir_in(folder)
-        .with_context(|| format!("cannot write in {}", folder.display()))?;
+    if !folder.is_dir() {
+        // Only the home's own backups folder is made (owner-only, like the home); a --to in a
+        // folder that does not exist is more likely a typo.
+        if folder != home.join("backups") {
+            bail!("{} does not exist: make it first, or give another --to", folder.display());
+        }
+        std::fs::create_dir_all(folder)
+            .with_context(|| format!("cannot make {}", folder.display()))?;
+        std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o700))?;
+    }
+    let stage = staging_in(folder, ".kandev-backup-")?;
     let copy = stage.path().join(DATABASE);
     match database {
         Database::Copy(location) => {
@@ -193,7 +229,9 @@ async fn write_backup(
     };
     let partial = stage.path().join("archive.tar.gz");
     {
-        let file = std::fs::File::create(&partial)?;
+        // Owner-only: it holds the database (secrets of profiles and channels among them).
+        let file =
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&partial)?;
         let gzip = flate2::write::GzEncoder::new(file, flate2::Compression::default());
         let mut tar = tar::Builder::new(gzip);
         let text = serde_json::to_vec_pretty(&manifest)?;
@@ -238,30 +276,41 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 pub async fn restore(args: RestoreArgs) -> Result<()> {
+    until_stopped(restore_into(args), "restore").await
+}
+
+async fn restore_into(args: RestoreArgs) -> Result<()> {
     let home = args.home;
+    if home.exists() && !home.is_dir() {
+        bail!("{} is a file, not a folder: give a new or empty folder", home.display());
+    }
     if home.exists() && std::fs::read_dir(&home)?.next().is_some() {
         bail!("{} is not empty: restore into a new or empty folder", home.display());
+    }
+    if !args.file.is_file() {
+        bail!("cannot read {}: no such file", args.file.display());
+    }
+    if let Some(url) = &args.database_url
+        && !matches!(Location::parse(url)?, Location::Postgres(_))
+    {
+        bail!("--database-url takes an empty PostgreSQL database (postgres://…)");
     }
     let parent = home.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)?;
     // Everything is unpacked and checked first, beside the target.
-    let stage = tempfile::Builder::new()
-        .prefix(".kandev-restore-")
-        .tempdir_in(parent)
-        .with_context(|| format!("cannot write in {}", parent.display()))?;
-    let damaged = |why: String| {
-        anyhow::anyhow!(
-            "{} is not a usable Kandev backup: {why}; nothing was restored",
-            args.file.display()
-        )
-    };
+    let stage = staging_in(parent, ".kandev-restore-")?;
+    let damaged =
+        |why: String| anyhow::anyhow!("{} {why}; nothing was restored", args.file.display());
     let unpacked = stage.path().join("unpacked");
-    unpack(&args.file, &unpacked).map_err(|e| damaged(format!("{e:#}")))?;
-    let manifest = check(&unpacked.join(TOP)).map_err(|e| damaged(format!("{e:#}")))?;
+    unpack(&args.file, &unpacked).map_err(|e| damaged(e.to_string()))?;
+    let manifest = check(&unpacked.join(TOP))
+        .map_err(|e| damaged(format!("is not a usable Kandev backup: {e:#}")))?;
 
     // The new home, whole, then renamed into place.
     let new_home = stage.path().join("home");
     std::fs::create_dir_all(new_home.join(ATTACHMENTS))?;
+    // Private from the start, as the server keeps a home.
+    std::fs::set_permissions(&new_home, std::fs::Permissions::from_mode(0o700))?;
     let target = match &args.database_url {
         Some(url) => Location::parse(url)?,
         None => Location::File(new_home.join(DATABASE)),
@@ -280,11 +329,14 @@ pub async fn restore(args: RestoreArgs) -> Result<()> {
     }
     std::fs::rename(&new_home, &home)
         .with_context(|| format!("cannot move the restored home to {}", home.display()))?;
+    let with_url = if args.database_url.is_some() { " --database-url <that URL>" } else { "" };
     println!(
-        "Restored the backup of {} (made by kandev {}) into {}.",
+        "Restored the backup of {} (made by kandev {}) into {}. Start it with: kandev serve \
+         --home {}{with_url}",
         manifest.made_at,
         manifest.kandev,
-        home.display()
+        home.display(),
+        home.display(),
     );
     Ok(())
 }
@@ -292,23 +344,25 @@ pub async fn restore(args: RestoreArgs) -> Result<()> {
 /// Unpacks `file` into `into`: regular files and folders only, every path under the top
 /// folder, none leaving it.
 fn unpack(file: &Path, into: &Path) -> Result<()> {
-    let archive =
-        std::fs::File::open(file).with_context(|| format!("cannot read {}", file.display()))?;
+    const DAMAGED: &str = "is damaged or cut short";
+    const FOREIGN: &str = "is not a Kandev backup (it has no kandev-backup/MANIFEST.json)";
+    let archive = std::fs::File::open(file).map_err(|e| anyhow::anyhow!("cannot be read ({e})"))?;
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(archive));
     std::fs::create_dir_all(into)?;
-    for entry in tar.entries().context("not a .tar.gz")? {
-        let mut entry = entry.context("the archive is cut short or damaged")?;
-        let kind = entry.header().entry_type();
-        if !(kind.is_file() || kind.is_dir()) {
-            bail!("it holds something that is not a file ({:?})", entry.path()?);
-        }
-        let path = entry.path()?.into_owned();
+    let entries = tar.entries().map_err(|_| anyhow::anyhow!(DAMAGED))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|_| anyhow::anyhow!(DAMAGED))?;
+        let path = entry.path().map_err(|_| anyhow::anyhow!(DAMAGED))?.into_owned();
         let inside =
             path.starts_with(TOP) && path.components().all(|c| matches!(c, Component::Normal(_)));
-        if !inside {
-            bail!("it holds a path outside its folder: {}", path.display());
+        let kind = entry.header().entry_type();
+        if !inside || !(kind.is_file() || kind.is_dir()) {
+            bail!(FOREIGN);
         }
-        entry.unpack_in(into).context("the archive is cut short or damaged")?;
+        entry.unpack_in(into).map_err(|_| anyhow::anyhow!(DAMAGED))?;
+    }
+    if !into.join(TOP).join(MANIFEST).is_file() {
+        bail!(FOREIGN);
     }
     Ok(())
 }

@@ -31,7 +31,8 @@ pub struct ScopeArgs {
     /// A system service (/etc/systemd/system) instead of one of your user's.
     #[arg(long)]
     pub system: bool,
-    /// Folder of the unit file instead of systemd's own (for packaging and tests).
+    /// Folder of the unit file instead of systemd's own (for packaging and tests): only the
+    /// file is written or removed; systemctl is not run.
     #[arg(long)]
     pub unit_dir: Option<PathBuf>,
 }
@@ -50,7 +51,7 @@ pub struct InstallArgs {
     pub addr: std::net::SocketAddr,
     /// With --system: the user the service runs as. Default: the user who ran sudo, else the
     /// current one.
-    #[arg(long)]
+    #[arg(long, requires = "system")]
     pub user: Option<String>,
     /// Only write the unit; say how to start it.
     #[arg(long)]
@@ -81,6 +82,19 @@ fn unit_path(scope: &ScopeArgs) -> Result<PathBuf> {
         }
     };
     Ok(config.join("systemd/user").join(UNIT))
+}
+
+/// The environment file the unit reads (it may not exist): where settings that are secrets
+/// go (`KANDEV_TOKEN`, `KANDEV_DATABASE_URL`), never into the unit, which others may read.
+fn env_file(scope: &ScopeArgs) -> (&'static str, String) {
+    if scope.system {
+        ("/etc/kandev/env", "/etc/kandev/env".to_owned())
+    } else {
+        let shown = std::env::var_os("HOME")
+            .map(|h| format!("{}/.config/kandev/env", PathBuf::from(h).display()))
+            .unwrap_or_else(|| "~/.config/kandev/env".into());
+        ("%h/.config/kandev/env", shown)
+    }
 }
 
 /// `systemctl [--user]`, to be given its arguments.
@@ -126,8 +140,24 @@ fn install(args: &InstallArgs) -> Result<()> {
         .with_context(|| format!("cannot write {}", partial.display()))?;
     std::fs::rename(&partial, &path).with_context(|| format!("cannot write {}", path.display()))?;
     println!("Wrote {}.", path.display());
+    let (_, env) = env_file(scope);
+    println!(
+        "Settings that are secrets (KANDEV_TOKEN, KANDEV_DATABASE_URL) go in {env}: one NAME=value a line, mode 600."
+    );
+    for name in ["KANDEV_TOKEN", "KANDEV_DATABASE_URL"] {
+        if std::env::var_os(name).is_some() {
+            eprintln!("warning: {name} is set here but not copied into the unit: put it in {env}");
+        }
+    }
+    if !args.addr.ip().is_loopback() {
+        eprintln!(
+            "warning: {} is not a loopback address: the server starts only with a token \
+             (KANDEV_TOKEN in {env}) or users (kandev user add)",
+            args.addr
+        );
+    }
     let ctl = systemctl_line(scope);
-    if args.no_start {
+    if args.no_start || scope.unit_dir.is_some() {
         println!("Start it with: {ctl} daemon-reload && {ctl} enable --now {UNIT}");
         return Ok(());
     }
@@ -154,12 +184,14 @@ fn uninstall(scope: &ScopeArgs) -> Result<()> {
         println!("No unit at {}: nothing to remove.", path.display());
         return Ok(());
     }
-    // A systemd that cannot be reached (no session bus) does not keep the unit on disk.
-    if let Err(why) = systemctl(scope, &["disable", "--now", UNIT]) {
+    // A systemd that cannot be reached (no session bus) does not keep the unit on disk; a
+    // unit written elsewhere (--unit-dir) is not systemd's to stop.
+    let managed = scope.unit_dir.is_none();
+    if managed && let Err(why) = systemctl(scope, &["disable", "--now", UNIT]) {
         eprintln!("warning: systemctl could not stop and disable {UNIT}: {why}");
     }
     std::fs::remove_file(&path).with_context(|| format!("cannot remove {}", path.display()))?;
-    if let Err(why) = systemctl(scope, &["daemon-reload"]) {
+    if managed && let Err(why) = systemctl(scope, &["daemon-reload"]) {
         eprintln!("warning: systemctl daemon-reload failed: {why}");
     }
     println!("Removed {}. The data in the service's home is kept.", path.display());
@@ -172,6 +204,9 @@ fn status(scope: &ScopeArgs) -> Result<()> {
         bail!("no unit at {}: install one with `kandev service install`", path.display());
     }
     println!("Unit: {}", path.display());
+    if scope.unit_dir.is_some() {
+        return Ok(());
+    }
     let state = systemctl_command(scope)
         .args(["status", "--no-pager", UNIT])
         .status()
@@ -182,7 +217,11 @@ fn status(scope: &ScopeArgs) -> Result<()> {
         Some(3) => {
             bail!("{UNIT} is not running: start it with {} start {UNIT}", systemctl_line(scope))
         }
-        _ => bail!("systemctl could not say how {UNIT} is"),
+        _ => bail!(
+            "systemctl could not say how {UNIT} is (see above); for a user service, run this in \
+             your login session (systemd needs XDG_RUNTIME_DIR), or enable lingering: \
+             loginctl enable-linger"
+        ),
     }
 }
 
@@ -197,6 +236,14 @@ fn service_user(args: &InstallArgs) -> Result<(String, PathBuf)> {
         },
     };
     let user = found.context("no such user on this machine: name one that exists with --user")?;
+    if !user.dir.is_dir() {
+        bail!(
+            "{}'s home {} does not exist: the service keeps its data there unless --home says \
+             otherwise; make it, or name another user",
+            user.name,
+            user.dir.display()
+        );
+    }
     Ok((user.name, user.dir))
 }
 
@@ -218,12 +265,24 @@ fn unit_text(args: &InstallArgs) -> Result<String> {
         std::env::current_dir().context("cannot read the current folder")?.join(home)
     };
     let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    // Each folder once, in the installing shell's order.
+    let mut folders: Vec<&str> = vec![];
+    for folder in path.split(':').filter(|f| !f.is_empty()) {
+        if !folders.contains(&folder) {
+            folders.push(folder);
+        }
+    }
+    let path = folders.join(":");
     let mut unit = String::new();
     unit.push_str(
         "# Written by `kandev service install`; `kandev service uninstall` removes it.\n",
     );
     unit.push_str("[Unit]\nDescription=Kandev, a control plane for AI coding agents\n");
-    unit.push_str("After=network-online.target\nWants=network-online.target\n\n[Service]\n");
+    if args.scope.system {
+        // A user manager has no such target: the ordering means nothing there.
+        unit.push_str("After=network-online.target\nWants=network-online.target\n");
+    }
+    unit.push_str("\n[Service]\n");
     unit.push_str("Type=simple\n");
     if let Some(user) = &user {
         unit.push_str(&format!("User={}\n", quote(user)));
@@ -233,6 +292,9 @@ fn unit_text(args: &InstallArgs) -> Result<String> {
     unit.push_str(&format!("ExecStart={}\n", exec.join(" ")));
     unit.push_str(&format!("Environment={}\n", quote(&format!("KANDEV_HOME={}", home.display()))));
     unit.push_str(&format!("Environment={}\n", quote(&format!("PATH={path}"))));
+    let (env_file, _) = env_file(&args.scope);
+    // `-`: a missing file is fine. `%h` is the user's home (a specifier, not escaped).
+    unit.push_str(&format!("EnvironmentFile=-{env_file}\n"));
     unit.push_str(&format!("WorkingDirectory={}\n", quote(&user_home.display().to_string())));
     // Restarted when it fails, not when it is stopped; a crash loop is bounded by systemd's
     // start limit. Only the server is signalled: the runner (its own process group, same

@@ -120,6 +120,9 @@ async fn round_trip(on_pg: bool) {
     }
     let out = kandev(&backup);
     assert!(out.status.success(), "backup: {}", said(&out));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&archive).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the archive holds the database: owner-only");
     assert_eq!(
         call(&server, "session.get", json!({"id": session})).await["session"]["state"],
         "RUNNING",
@@ -138,6 +141,9 @@ async fn round_trip(on_pg: bool) {
     }
     let out = kandev(&restore);
     assert!(out.status.success(), "restore: {}", said(&out));
+    assert!(said(&out).contains("Start it with: kandev serve --home"), "{}", said(&out));
+    let mode = std::fs::metadata(&new_home).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "a restored home is private from the start");
     let mut serve_args: Vec<String> = vec![];
     if let Some(url) = &restored_db {
         serve_args.extend(["--database-url".into(), url.clone()]);
@@ -220,6 +226,25 @@ async fn i43_a3_a_damaged_archive_is_refused_and_changes_nothing() {
         assert!(text.contains("nothing was restored"), "{what}: {text}");
         assert!(!changed, "{what}: something was written");
     }
+
+    // Another program's .tar.gz is not a backup.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+    let foreign = dir.path().join("foreign.tar.gz");
+    let status = std::process::Command::new("tar")
+        .arg("-czf")
+        .arg(&foreign)
+        .arg("-C")
+        .arg(dir.path())
+        .arg("notes.txt")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let home = dir.path().join("home");
+    let out = kandev(&["restore", foreign.to_str().unwrap(), "--home", home.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(said(&out).contains("is not a Kandev backup"), "{}", said(&out));
+    assert!(!home.exists());
 
     // A file changed inside a well-formed archive: its checksum says so.
     let dir = tempfile::tempdir().unwrap();

@@ -92,6 +92,10 @@ async fn i43_a1_the_archive_installs_into_a_prefix_and_serves_the_ui_from_there(
 
     let unpacked = tempfile::tempdir().unwrap();
     let dir = unpack(&archive, unpacked.path());
+    // An empty prefix would be the root's /bin: refused.
+    let empty = Command::new(dir.join("install.sh")).arg("--prefix=").output().unwrap();
+    assert_eq!(empty.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&empty.stderr).contains("--prefix needs a folder"));
     let installed = run(Command::new(dir.join("install.sh")).arg("--prefix").arg(prefix.path()));
     let said = String::from_utf8_lossy(&installed.stdout);
     assert!(said.contains("Next: kandev serve"), "install.sh says what to run next: {said}");

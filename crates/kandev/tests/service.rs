@@ -61,6 +61,9 @@ fn i43_s3_service_install_writes_a_user_unit_that_systemd_accepts() {
     assert!(unit.contains("Restart=on-failure\n"), "{unit}");
     assert!(unit.contains("KillMode=process\n"), "the runner outlives a restart: {unit}");
     assert!(unit.contains("WantedBy=default.target\n"), "{unit}");
+    assert!(unit.contains("EnvironmentFile=-%h/.config/kandev/env\n"), "secrets go there: {unit}");
+    let user_only = service(&["install", "--no-start", "--user", "root"], dir.path());
+    assert!(!user_only.status.success(), "--user is for --system units");
     let said = verify(&unit_path);
     assert!(said.trim().is_empty(), "systemd has remarks on the unit: {said}");
 
