@@ -101,35 +101,5 @@ async fn up_to(dialect: Dialect, version: i64) -> Result<Migrator> {
 /// Makes the database at `location` look as a newer Kandev (`version`) left it: a migration
 /// this Kandev does not know, and that version recorded.
 pub async fn as_if_newer(location: &Location, version: &str) -> Result<()> {
-    const FUTURE: i64 = 99_999_999_999_999;
-    let record = "UPDATE kandev_version SET version = $1";
-    match location {
-        Location::File(path) => {
-            let mut conn =
-                sqlx::SqliteConnection::connect(&format!("sqlite://{}", path.display())).await?;
-            sqlx::query(
-                "INSERT INTO _sqlx_migrations (version, description, success, checksum, \
-                 execution_time) VALUES ($1, 'from a newer kandev', TRUE, X'00', 0)",
-            )
-            .bind(FUTURE)
-            .execute(&mut conn)
-            .await?;
-            sqlx::query(record).bind(version).execute(&mut conn).await?;
-            conn.close().await?;
-        }
-        Location::Postgres(url) => {
-            let mut conn = sqlx::PgConnection::connect(url).await?;
-            sqlx::query(
-                "INSERT INTO _sqlx_migrations (version, description, success, checksum, \
-                 execution_time) VALUES ($1, 'from a newer kandev', TRUE, '\\x00'::bytea, 0)",
-            )
-            .bind(FUTURE)
-            .execute(&mut conn)
-            .await?;
-            sqlx::query(record).bind(version).execute(&mut conn).await?;
-            conn.close().await?;
-        }
-        Location::Memory => return Err(StoreError::Unsupported("a fixture in memory".into())),
-    }
-    Ok(())
+    crate::version::record_newer(location, version).await
 }

@@ -312,8 +312,8 @@ impl Store {
                     sqlx::query_scalar("PRAGMA quick_check").fetch_all(pool).await?;
                 Ok(said.join("; "))
             }
-            Pool::Postgres(pool) => {
-                sqlx::query("SELECT 1").execute(pool).await?;
+            Pool::Postgres(_) => {
+                self.ping().await?;
                 Ok("ok".into())
             }
         }

@@ -150,3 +150,42 @@ pub async fn vacuum_into(from: &std::path::Path, to: &std::path::Path) -> Result
     let _ = conn.close().await;
     Ok(())
 }
+
+/// What a newer Kandev leaves in a database: a migration this one does not know, and its
+/// version recorded ([`crate::fixture::as_if_newer`], for tests).
+pub(crate) async fn record_newer(location: &crate::Location, version: &str) -> Result<()> {
+    use sqlx::Connection;
+    const FUTURE: i64 = 99_999_999_999_999;
+    const RECORD: &str = "UPDATE kandev_version SET version = $1";
+    match location {
+        crate::Location::File(path) => {
+            let url = format!("sqlite://{}", path.display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await?;
+            sqlx::query(
+                "INSERT INTO _sqlx_migrations (version, description, success, checksum, \
+                 execution_time) VALUES ($1, 'from a newer kandev', TRUE, X'00', 0)",
+            )
+            .bind(FUTURE)
+            .execute(&mut conn)
+            .await?;
+            sqlx::query(RECORD).bind(version).execute(&mut conn).await?;
+            conn.close().await?;
+        }
+        crate::Location::Postgres(url) => {
+            let mut conn = sqlx::PgConnection::connect(url).await?;
+            sqlx::query(
+                "INSERT INTO _sqlx_migrations (version, description, success, checksum, \
+                 execution_time) VALUES ($1, 'from a newer kandev', TRUE, '\\x00'::bytea, 0)",
+            )
+            .bind(FUTURE)
+            .execute(&mut conn)
+            .await?;
+            sqlx::query(RECORD).bind(version).execute(&mut conn).await?;
+            conn.close().await?;
+        }
+        crate::Location::Memory => {
+            return Err(StoreError::Unsupported("a fixture in memory".into()));
+        }
+    }
+    Ok(())
+}
