@@ -136,6 +136,7 @@ actions! {
         TaskChanges = "task.changes": rq::ByTask => rs::TaskChanges;
         TaskTree = "task.tree": rq::ByTask => rs::TaskTree;
         TaskFileRead = "task.file.read": rq::TaskFileRead => crate::FileContentDto;
+        FileViewedSet = "task.file.viewed.set": rq::FileViewedSet => rs::FileViewed;
         TaskCommit = "task.commit": rq::TaskCommit => rs::TaskCommitted;
         RepositoryBranches = "repository.branches": rq::ById => rs::Branches;
         RepositoryUsage = "repository.usage": rq::ById => rs::RepositoryUsage;

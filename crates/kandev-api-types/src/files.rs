@@ -42,6 +42,8 @@ pub struct FileChangeDto {
     pub binary: bool,
     pub truncated: bool,
     pub hunks: Vec<HunkDto>,
+    /// Marked viewed (`task.file.viewed.set`) and its diff unchanged since.
+    pub viewed: bool,
 }
 
 /// One worktree of a task; `folder` is where its files are in file actions when the task
@@ -121,6 +123,7 @@ impl From<&ChangedFile> for FileChangeDto {
             binary: change.binary,
             truncated: change.truncated,
             hunks: change.hunks.iter().map(HunkDto::from).collect(),
+            viewed: file.viewed,
         }
     }
 }

@@ -466,6 +466,16 @@ pub struct TaskCommit {
     pub message: String,
 }
 
+/// `task.file.viewed.set`: a file of `task.changes` (its `repository_id` and `path`), marked
+/// viewed or not.
+pub struct FileViewedSet {
+    pub task_id: String,
+    #[serde(default)]
+    pub repository_id: Option<String>,
+    pub path: String,
+    pub viewed: bool,
+}
+
 /// `devserver.start` and `devserver.stop`: the task's first repository unless one is named.
 pub struct DevServerTarget {
     pub task_id: String,

@@ -224,6 +224,13 @@ responses! {
         pub steps: Vec<crate::CheckStepDto>,
     }
 
+    /// `task.file.viewed.set`: the file's mark as it is now.
+    pub struct FileViewed {
+        pub repository_id: Option<String>,
+        pub path: String,
+        pub viewed: bool,
+    }
+
     /// `system.doctor`: what `kandev doctor` checks that a running server can (git, its home
     /// and free space, the database's integrity, the agents the profiles use, the executors'
     /// tools, the runner), each with what was found or the line that fixes it.

@@ -148,6 +148,19 @@ pub struct ChangedFile {
     /// `None` once the repository was unregistered.
     pub repository_id: Option<RepositoryId>,
     pub change: FileChange,
+    /// Marked viewed by its reviewer, and unchanged since (issue 44 item 3).
+    pub viewed: bool,
+}
+
+impl ChangedFile {
+    /// What a viewed mark is tied to: the file's diff (its hunks, status and counts). A file
+    /// whose diff changes is not viewed any more. (A binary or too large file shows no hunks:
+    /// only a change of its status or counts unmarks it.)
+    pub fn view_hash(&self) -> String {
+        let c = &self.change;
+        let hunks = crate::ship::diff_hash(c);
+        format!("{hunks}-{}-{}-{}", c.status.as_str(), c.additions, c.deletions)
+    }
 }
 
 /// One worktree of a task.

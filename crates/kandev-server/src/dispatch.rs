@@ -134,6 +134,7 @@ handlers! {
     TaskChanges => files::changes,
     TaskTree => files::tree,
     TaskFileRead => files::read,
+    FileViewedSet => files::set_viewed,
     TaskCommit => files::commit,
     RepositoryBranches => ship::branches,
     RepositoryUsage => ship::usage,

@@ -317,6 +317,50 @@ async fn i44_2_after_a_rebase_the_changes_compare_with_the_current_base() {
     assert_eq!(changes["worktrees"][0]["base_commit"], base_tip.as_str(), "{changes}");
 }
 
+/// Issue 44 item 3: a file marked viewed stays viewed while its diff is unchanged, and is
+/// unviewed once the file changes; only a file among the changes can be marked.
+#[tokio::test]
+async fn i44_3_a_viewed_mark_holds_until_the_file_changes() {
+    let remote = Remote::new();
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let repo_id = board.repository(&remote.clone, json!({})).await;
+    let task = board.task("Viewed marks", json!([{"id": repo_id}])).await;
+    let (_session, worktree) = board.started(&task).await;
+    std::fs::write(worktree.join("a.txt"), "first\n").unwrap();
+    std::fs::write(worktree.join("b.txt"), "other\n").unwrap();
+    let viewed = |changes: &serde_json::Value, path: &str| -> bool {
+        let files = changes["files"].as_array().unwrap();
+        let file = files.iter().find(|f| f["path"] == path).expect("the file is listed");
+        file["viewed"].as_bool().unwrap()
+    };
+    let changes = server.call("task.changes", json!({"task_id": task})).await;
+    assert!(!viewed(&changes, "a.txt"));
+
+    let mark = json!({"task_id": task, "repository_id": repo_id, "path": "a.txt", "viewed": true});
+    let marked = server.call("task.file.viewed.set", mark.clone()).await;
+    assert_eq!(marked["viewed"], true, "{marked}");
+    let changes = server.call("task.changes", json!({"task_id": task})).await;
+    assert!(viewed(&changes, "a.txt") && !viewed(&changes, "b.txt"), "{changes}");
+
+    // The file changes: no longer viewed; marked again, then unmarked.
+    std::fs::write(worktree.join("a.txt"), "first\nsecond\n").unwrap();
+    let changes = server.call("task.changes", json!({"task_id": task})).await;
+    assert!(!viewed(&changes, "a.txt"), "a changed file is unviewed: {changes}");
+    server.call("task.file.viewed.set", mark).await;
+    assert!(viewed(&server.call("task.changes", json!({"task_id": task})).await, "a.txt"));
+    let unmark =
+        json!({"task_id": task, "repository_id": repo_id, "path": "a.txt", "viewed": false});
+    server.call("task.file.viewed.set", unmark).await;
+    assert!(!viewed(&server.call("task.changes", json!({"task_id": task})).await, "a.txt"));
+
+    let missing =
+        json!({"task_id": task, "repository_id": repo_id, "path": "nope.txt", "viewed": true});
+    let (code, body) = server.post("task.file.viewed.set", missing).await;
+    assert_eq!(code, 404, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("nope.txt is not among"), "{body}");
+}
+
 #[tokio::test]
 async fn i16_a3_merge_with_each_strategy_and_a_dirty_base_is_refused() {
     let remote = Remote::new();

@@ -31,6 +31,7 @@ const TABLES: &[&str] = &[
     "task_pull_requests",
     "task_git_summaries",
     "review_comments",
+    "file_views",
     "sessions",
     "session_runtime",
     "mcp_tokens",

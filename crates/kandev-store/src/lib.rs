@@ -17,6 +17,7 @@ mod db;
 mod error;
 mod events;
 mod executors;
+mod file_views;
 #[doc(hidden)]
 pub mod fixture;
 mod mcp_tokens;
@@ -57,6 +58,7 @@ pub use children::ChildProcess;
 pub use copy::{CopiedTable, copy_database};
 pub use error::StoreError;
 pub use events::{Event, PRUNE_BATCH, Payload, Pruned, Retention, Topic};
+pub use file_views::FileView;
 pub use messages::{Appended, NewChunk, NewMessage, StreamGroup};
 pub use notifications::{DueDelivery, NewChannel, NewNotification};
 pub use open::{Location, SystemClock, UuidGenerator, create_postgres_database};

@@ -42,6 +42,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("task_base_branches", "ship.rs"),
     ("task_pull_requests", "ship.rs"),
     ("review_comments", "ship.rs"),
+    ("file_views", "file_views.rs"),
     ("users", "accounts.rs"),
     ("user_sessions", "accounts.rs"),
     ("user_tokens", "accounts.rs"),

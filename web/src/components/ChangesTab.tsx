@@ -1,5 +1,7 @@
-// The Changes tab: the task's diff against its base (`task.changes`) and a commit box
-// (`task.commit`), read again whenever a turn of the task's primary session ends. A task without
+// The Changes tab: the task's diff against its base (`task.changes`), each file with a
+// Viewed mark kept on the server (`task.file.viewed.set`: a viewed file is folded, and is
+// unviewed once its diff changes), and a commit box (`task.commit`), read again whenever a
+// turn of the task's primary session ends. A task without
 // a repository has no changes to show: a neutral empty state offers to attach one
 // (`task.update`).
 import { useCallback, useEffect, useState } from 'react';
@@ -101,6 +103,8 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
   const [note, setNote] = useState<string | null>(null);
   // A commit's outcome, done or failed, is the note under the box.
   const { busy: committing, run: commit } = useMutation(setNote);
+  // A mark that failed says why where the commit's note goes.
+  const { run: mark } = useMutation(setNote);
   // Bumped on each read of the diff, so the ship panel reads the branch's status again.
   const [version, setVersion] = useState(0);
   const [sideBySide, setSideBySide] = useState(false);
@@ -124,6 +128,10 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
         {files && (
           <span className="hint">
             {files.length} file{files.length === 1 ? '' : 's'} ·{' '}
+            <span data-testid="viewed-count">
+              {files.filter((f) => f.viewed).length} of {files.length} viewed
+            </span>{' '}
+            ·{' '}
             <span className="adds">+{files.reduce((n, f) => n + f.additions, 0)}</span>{' '}
             <span className="dels">−{files.reduce((n, f) => n + f.deletions, 0)}</span>
           </span>
@@ -143,12 +151,43 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
       )}
       {files && files.length === 0 && <p className="column-empty">No changes yet.</p>}
       {files?.map((f) => (
-        <details key={`${f.repository_id ?? ''}:${f.path}`} className="diff-file" open data-path={f.path}>
+        // Keyed by the mark too: marking a file viewed folds it, unmarking unfolds it.
+        <details
+          key={`${f.repository_id ?? ''}:${f.path}:${f.viewed}`}
+          className={f.viewed ? 'diff-file viewed' : 'diff-file'}
+          open={!f.viewed}
+          data-path={f.path}
+        >
           <summary className="diff-head">
             <code>{f.old_path ? `${f.old_path} → ${f.path}` : f.path}</code>
             <span className="badge">{f.status}</span>
             <span className="adds">+{f.additions}</span>
             <span className="dels">−{f.deletions}</span>
+            <label className="check viewed-mark">
+              <input
+                type="checkbox"
+                checked={f.viewed}
+                aria-label={`Viewed ${f.path}`}
+                onChange={(e) => {
+                  const viewed = e.target.checked;
+                  // Shown at once; the server's answer (read again) has the last word.
+                  setFiles((all) => all?.map((x) => (x === f ? { ...x, viewed } : x)) ?? all);
+                  void mark(async () => {
+                    try {
+                      await call('task.file.viewed.set', {
+                        task_id: taskId,
+                        repository_id: f.repository_id ?? undefined,
+                        path: f.path,
+                        viewed,
+                      });
+                    } finally {
+                      load();
+                    }
+                  });
+                }}
+              />
+              Viewed
+            </label>
           </summary>
           {f.binary && <p className="hint">Binary file</p>}
           {f.truncated && <p className="hint">Diff too large to show in full</p>}

@@ -11,11 +11,11 @@
 
 use std::path::{Path, PathBuf};
 
-use kandev_domain::TaskId;
 use kandev_domain::files::{
     ChangedFile, CommitMade, EntryKind, FileChange, FileContent, KeptWorktree, TaskChanges,
     TaskTree, TaskWorktree, TreeEntry, WorktreeRemoval,
 };
+use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::confine::{self, PathError, RelPath};
 use kandev_runtime::git::{self, GitError};
 use kandev_runtime::site::{RemoteErrorKind, Site};
@@ -53,7 +53,53 @@ impl Engine {
             files.extend(changes.into_iter().map(|c| changed_file(mounted, c)));
             infos.push(TaskWorktree { base_commit: base, ..mounted.info() });
         }
+        // A mark holds while the file's diff is the one it was made on.
+        let views = self.inner.store.file_views(task_id).await?;
+        for file in &mut files {
+            let hash = file.view_hash();
+            file.viewed = views.iter().any(|v| {
+                v.repository_id == file.repository_id
+                    && v.path == file.change.path
+                    && v.content_hash == hash
+            });
+        }
         Ok(TaskChanges { worktrees: infos, files })
+    }
+
+    /// Marks one file of the task's changes viewed as its diff is now, or takes the mark
+    /// away. Only a file among the changes can be marked.
+    pub async fn set_file_viewed(
+        &self,
+        task_id: &TaskId,
+        repository_id: Option<RepositoryId>,
+        path: &str,
+        viewed: bool,
+    ) -> Result<bool> {
+        let mut tx;
+        if viewed {
+            let changes = self.task_changes(task_id).await?;
+            let file = changes
+                .files
+                .iter()
+                .find(|f| f.change.path == path && f.repository_id == repository_id)
+                .ok_or_else(|| {
+                    EngineError::NotFound(format!(
+                        "{path} is not among the task's changes; read them again (task.changes)"
+                    ))
+                })?;
+            let view = kandev_store::FileView {
+                repository_id,
+                path: path.to_owned(),
+                content_hash: file.view_hash(),
+            };
+            tx = self.inner.store.begin_write().await?;
+            tx.mark_file_viewed(task_id, &view).await?;
+        } else {
+            tx = self.inner.store.begin_write().await?;
+            tx.unmark_file_viewed(task_id, repository_id.as_ref(), path).await?;
+        }
+        tx.commit().await?;
+        Ok(viewed)
     }
 
     /// The files of the task's working directory.
@@ -436,7 +482,7 @@ fn changed_file(mounted: &Mounted, change: FileChange) -> ChangedFile {
         old_path: change.old_path.as_deref().map(|p| mounted.prefixed(p)),
         ..change
     };
-    ChangedFile { repository_id: mounted.record.repository_id.clone(), change }
+    ChangedFile { repository_id: mounted.record.repository_id.clone(), change, viewed: false }
 }
 
 #[cfg(test)]

@@ -2,13 +2,13 @@
 //! `task.file.read`, `task.commit`. Paths are confined to the task's worktree by the engine
 //! (`FORBIDDEN` otherwise); the values it returns convert into the API types by `From`.
 
-use kandev_api_types::requests::{ByTask, TaskCommit, TaskFileRead};
-use kandev_api_types::responses::{TaskChanges, TaskCommitted, TaskTree};
+use kandev_api_types::requests::{ByTask, FileViewedSet, TaskCommit, TaskFileRead};
+use kandev_api_types::responses::{FileViewed, TaskChanges, TaskCommitted, TaskTree};
 use kandev_api_types::{
     CommitDto, FileChangeDto, FileContentDto, KeptWorktreeDto, TreeEntryDto, WorktreeDto,
 };
-use kandev_domain::TaskId;
 use kandev_domain::files::KeptWorktree;
+use kandev_domain::{RepositoryId, TaskId};
 
 use crate::{ApiError, AppState};
 
@@ -32,6 +32,17 @@ pub async fn read(s: &AppState, p: TaskFileRead) -> Result<FileContentDto, ApiEr
     }
     let file = s.engine().task_file_read(&TaskId::new(p.task_id), &p.path).await?;
     Ok(FileContentDto::from(file))
+}
+
+/// `task.file.viewed.set`: the mark is tied to the file's diff as the server reads it now.
+pub async fn set_viewed(s: &AppState, p: FileViewedSet) -> Result<FileViewed, ApiError> {
+    if p.path.trim().is_empty() {
+        return Err(ApiError::validation("path is required"));
+    }
+    let repository = p.repository_id.clone().map(RepositoryId::new);
+    let viewed =
+        s.engine().set_file_viewed(&TaskId::new(p.task_id), repository, &p.path, p.viewed).await?;
+    Ok(FileViewed { repository_id: p.repository_id, path: p.path, viewed })
 }
 
 pub async fn commit(s: &AppState, p: TaskCommit) -> Result<TaskCommitted, ApiError> {

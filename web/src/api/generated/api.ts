@@ -152,9 +152,17 @@ export type ExecutorUpdate = { id: string, name?: string, kind?: ExecutorKindDto
 
 export type Executors = { executors: Array<ExecutorDto>, };
 
-export type FileChangeDto = { repository_id: string | null, path: string, old_path: string | null, status: string, additions: number, deletions: number, binary: boolean, truncated: boolean, hunks: Array<HunkDto>, };
+export type FileChangeDto = { repository_id: string | null, path: string, old_path: string | null, status: string, additions: number, deletions: number, binary: boolean, truncated: boolean, hunks: Array<HunkDto>, 
+/**
+ * Marked viewed (`task.file.viewed.set`) and its diff unchanged since.
+ */
+viewed: boolean, };
 
 export type FileContentDto = { path: string, content: string, binary: boolean, truncated: boolean, size: number, };
+
+export type FileViewed = { repository_id: string | null, path: string, viewed: boolean, };
+
+export type FileViewedSet = { task_id: string, repository_id?: string, path: string, viewed: boolean, };
 
 export type GitStatusDto = { repository_id: string, branch: string, base_branch: string, base_commit: string, base_tip: string, head: string, ahead: number, behind: number, dirty: DirtyDto, conflicts_with_base: Array<string>, remote: RemoteStatusDto | null, pr: PullRequestDto | null, };
 
@@ -650,6 +658,7 @@ export type Actions = {
   "task.changes": { request: ByTask, response: TaskChanges },
   "task.tree": { request: ByTask, response: TaskTree },
   "task.file.read": { request: TaskFileRead, response: FileContentDto },
+  "task.file.viewed.set": { request: FileViewedSet, response: FileViewed },
   "task.commit": { request: TaskCommit, response: TaskCommitted },
   "repository.branches": { request: ById, response: Branches },
   "repository.usage": { request: ById, response: RepositoryUsage },
