@@ -133,9 +133,19 @@ test('ship a task: base branch picker, git status, review comment, Create PR', a
     await expect(page.getByTestId('ship-note')).toHaveText('Sent 1 comment to the agent.');
     await expect(comments.locator('li[data-sent="yes"]')).toHaveCount(1);
 
-    // Create PR: pushed to origin, then one create call on the fake forge.
-    await page.getByRole('button', { name: 'Create PR' }).click();
+    // Create PR (issue 44 item 6): a composer first, prefilled from the task, with its base;
+    // nothing is sent until it is submitted. Then pushed to origin and one create call.
+    await page.getByRole('button', { name: 'Create PR…' }).click();
+    const composer = page.getByRole('dialog', { name: 'Create pull request' });
+    await expect(composer.getByLabel('Title')).toHaveValue('Ship the notes');
+    await expect(composer.getByTestId('pr-base')).toContainText('origin/feature');
+    expect(forge.seen.filter((s) => s.method === 'POST')).toHaveLength(0);
+    await composer.getByLabel('Description').fill('Adds the notes the agent wrote.');
+    await composer.getByLabel('Draft').check();
+    await composer.getByRole('button', { name: 'Create pull request' }).click();
+    await expect(composer).toBeHidden();
     await expect(page.getByTestId('ship-note')).toHaveText('Opened http://forge.test/acme/widget/pull/12.');
+    await expect(page.getByTestId('ship-note')).toHaveAttribute('data-ok', 'yes');
     await expect(status).toContainText('PR #12 open');
     const creates = forge.seen.filter((s) => s.method === 'POST');
     expect(creates).toHaveLength(1);
@@ -143,6 +153,8 @@ test('ship a task: base branch picker, git status, review comment, Create PR', a
     expect(creates[0]?.auth).toBe('Bearer e2e-forge-secret');
     expect(creates[0]?.body.base).toBe('feature');
     expect(creates[0]?.body.title).toBe('Ship the notes');
+    expect(creates[0]?.body.body).toBe('Adds the notes the agent wrote.');
+    expect(creates[0]?.body.draft).toBe(true);
     const branch = String(creates[0]?.body.head);
     expect(git(origin, 'rev-parse', `refs/heads/${branch}`)).toHaveLength(40);
   } finally {
@@ -179,6 +191,7 @@ test('a conflicting rebase lists the files and the agent is asked to resolve the
     await expect(page.getByTestId('git-status')).toContainText('conflicts: README.md');
     await page.getByRole('button', { name: 'Rebase' }).click();
     await expect(page.getByTestId('ship-note')).toContainText('Rebase refused');
+    await expect(page.getByTestId('ship-note')).toHaveAttribute('data-ok', 'no');
     await expect(page.getByTestId('ship-note')).toContainText('[README.md]');
     expect(git(worktree, 'rev-parse', 'HEAD')).toBe(head);
     await page.getByRole('button', { name: 'Ask the agent to resolve' }).click();

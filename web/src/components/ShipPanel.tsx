@@ -1,10 +1,13 @@
 // Shipping a task from its Changes tab: where the branch stands against its base
-// (`task.git_status`), Rebase, Merge (with a confirmation), Push, Create PR, and review
-// comments sent to the agent as one prompt (`review.comment.*`, `review.submit`).
+// (`task.git_status`), Rebase, Merge (a composer: strategy and message), Push, Create PR (a
+// composer: title and body prefilled from the task, draft, the base it targets), and review
+// comments sent to the agent as one prompt (`review.comment.*`, `review.submit`). An
+// action's outcome is one note: a success and a refusal look different.
 import { useCallback, useEffect, useState } from 'react';
 import { ApiError, call, errorText } from '../api/client';
-import type { GitStatusDto, ReviewCommentDto } from '../api/types';
+import type { GitStatusDto, MergeStrategyDto, ReviewCommentDto } from '../api/types';
 import { useMutation } from '../lib/useMutation';
+import { Dialog } from './Dialog';
 
 /** A refusal with the files that block it (`details.dirty` / `details.conflicts`). */
 function refusal(e: unknown): string {
@@ -41,9 +44,12 @@ function StatusLine({ s }: { s: GitStatusDto }) {
 export function ShipPanel(props: { taskId: string; version: number; onChanged: () => void }) {
   const { taskId, version, onChanged } = props;
   const [status, setStatus] = useState<GitStatusDto[] | null>(null);
-  const [note, setNote] = useState<string | null>(null);
+  const [note, setNote] = useState<{ text: string; ok: boolean } | null>(null);
   // An action's outcome, success or refusal, is the one note under the buttons.
-  const { busy, run: mutate } = useMutation(setNote);
+  const refused = useCallback((text: string | null) => setNote(text ? { text, ok: false } : null), []);
+  const { busy, run: mutate } = useMutation(refused);
+  // The composer open, if any.
+  const [composer, setComposer] = useState<'pr' | 'merge' | null>(null);
   const [comments, setComments] = useState<ReviewCommentDto[]>([]);
   const [path, setPath] = useState('');
   const [line, setLine] = useState('1');
@@ -54,17 +60,17 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
   const load = useCallback(() => {
     call('task.git_status', { task_id: taskId })
       .then((r) => setStatus(r.repositories))
-      .catch((e: unknown) => setNote(errorText(e)));
+      .catch((e: unknown) => refused(errorText(e)));
     call('review.comment.list', { task_id: taskId })
       .then((r) => setComments(r.comments))
-      .catch((e: unknown) => setNote(errorText(e)));
-  }, [taskId]);
+      .catch((e: unknown) => refused(errorText(e)));
+  }, [taskId, refused]);
   useEffect(load, [load, version]);
 
   const run = (what: string, act: () => Promise<string>) =>
     mutate(
       async () => {
-        setNote(await act());
+        setNote({ text: await act(), ok: true });
         onChanged(); // reads the diff again, then this panel (`version`)
       },
       { describe: (e) => `${what} refused: ${refusal(e)}` },
@@ -86,14 +92,8 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
         })}>
           Rebase
         </button>
-        <button disabled={busy} onClick={() => {
-          if (!window.confirm('Squash-merge the task branch into its base branch?')) return;
-          void run('Merge', async () => {
-            const r = await call('task.merge', { task_id: taskId, strategy: 'squash' });
-            return `Merged into ${r.merged.map((m) => m.base_branch).join(', ')}.`;
-          });
-        }}>
-          Merge
+        <button disabled={busy} onClick={() => setComposer('merge')}>
+          Merge…
         </button>
         <button disabled={busy} onClick={() => run('Push', async () => {
           const r = await call('task.push', { task_id: taskId });
@@ -101,14 +101,48 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
         })}>
           Push
         </button>
-        <button disabled={busy} onClick={() => run('Create PR', async () => {
-          const r = await call('task.pr.create', { task_id: taskId });
-          return `Opened ${r.pull_requests.map((p) => p.url).join(', ')}.`;
-        })}>
-          Create PR
+        <button disabled={busy} onClick={() => setComposer('pr')}>
+          Create PR…
         </button>
       </div>
-      {note && <p role="status" data-testid="ship-note">{note}</p>}
+      {note && (
+        <p
+          role="status"
+          data-testid="ship-note"
+          data-ok={note.ok ? 'yes' : 'no'}
+          className={note.ok ? 'ship-note ok' : 'ship-note refused'}
+        >
+          {note.text}
+        </p>
+      )}
+      {composer === 'pr' && (
+        <PrComposer
+          taskId={taskId}
+          bases={status?.map((s) => s.base_branch) ?? []}
+          onClose={() => setComposer(null)}
+          onSend={(request) => {
+            setComposer(null);
+            void run('Create PR', async () => {
+              const r = await call('task.pr.create', { task_id: taskId, ...request });
+              return `Opened ${r.pull_requests.map((p) => p.url).join(', ')}.`;
+            });
+          }}
+        />
+      )}
+      {composer === 'merge' && (
+        <MergeComposer
+          taskId={taskId}
+          bases={status?.map((s) => s.base_branch) ?? []}
+          onClose={() => setComposer(null)}
+          onSend={(request) => {
+            setComposer(null);
+            void run('Merge', async () => {
+              const r = await call('task.merge', { task_id: taskId, ...request });
+              return `Merged into ${r.merged.map((m) => m.base_branch).join(', ')}.`;
+            });
+          }}
+        />
+      )}
       {conflicts.length > 0 && (
         <button disabled={busy} onClick={() => run('Asking the agent', async () => {
           const { task } = await call('task.get', { id: taskId });
@@ -161,5 +195,149 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
         Send review to agent
       </button>
     </section>
+  );
+}
+
+/** The task's title and description, to prefill a composer (`null` until read). */
+function useTaskText(taskId: string): { title: string; description: string } | null {
+  const [text, setText] = useState<{ title: string; description: string } | null>(null);
+  useEffect(() => {
+    let stop = false;
+    call('task.get', { id: taskId }).then(
+      (r) => !stop && setText({ title: r.task.title, description: r.task.description }),
+      () => !stop && setText({ title: '', description: '' }),
+    );
+    return () => {
+      stop = true;
+    };
+  }, [taskId]);
+  return text;
+}
+
+/** What a pull request is opened with: nothing is sent before the person says so. */
+function PrComposer(props: {
+  taskId: string;
+  bases: string[];
+  onClose: () => void;
+  onSend: (request: { title: string; body: string; draft: boolean }) => void;
+}) {
+  const task = useTaskText(props.taskId);
+  if (task === null) return null;
+  return <PrForm {...props} title={task.title} body={task.description} />;
+}
+
+function PrForm(props: {
+  bases: string[];
+  title: string;
+  body: string;
+  onClose: () => void;
+  onSend: (request: { title: string; body: string; draft: boolean }) => void;
+}) {
+  const [title, setTitle] = useState(props.title);
+  const [body, setBody] = useState(props.body);
+  const [draft, setDraft] = useState(false);
+  return (
+    <Dialog title="Create pull request" onClose={props.onClose}>
+      <form
+        className="form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (title.trim()) props.onSend({ title: title.trim(), body, draft });
+        }}
+      >
+        <p className="hint" data-testid="pr-base">
+          Into <code>{props.bases.join(', ') || 'the base branch'}</code> (the task's base branch; the branch is pushed
+          first when the remote lacks it).
+        </p>
+        <label>
+          Title
+          <input value={title} onChange={(e) => setTitle(e.target.value)} required />
+        </label>
+        <label>
+          Description
+          <textarea rows={6} value={body} onChange={(e) => setBody(e.target.value)} />
+        </label>
+        <label className="check">
+          <input type="checkbox" checked={draft} onChange={(e) => setDraft(e.target.checked)} />
+          Draft
+        </label>
+        <div className="row">
+          <button type="button" onClick={props.onClose}>
+            Cancel
+          </button>
+          <button className="primary" type="submit" disabled={!title.trim()}>
+            Create pull request
+          </button>
+        </div>
+      </form>
+    </Dialog>
+  );
+}
+
+const STRATEGIES: [MergeStrategyDto, string][] = [
+  ['squash', 'Squash: one commit'],
+  ['merge', 'Merge commit'],
+  ['fast_forward', 'Fast-forward only'],
+];
+
+/** How the task branch goes into its base: the strategy and the commit's message. */
+function MergeComposer(props: {
+  taskId: string;
+  bases: string[];
+  onClose: () => void;
+  onSend: (request: { strategy: MergeStrategyDto; message?: string }) => void;
+}) {
+  const task = useTaskText(props.taskId);
+  if (task === null) return null;
+  return <MergeForm {...props} message={task.title} />;
+}
+
+function MergeForm(props: {
+  bases: string[];
+  message: string;
+  onClose: () => void;
+  onSend: (request: { strategy: MergeStrategyDto; message?: string }) => void;
+}) {
+  const [strategy, setStrategy] = useState<MergeStrategyDto>('squash');
+  const [message, setMessage] = useState(props.message);
+  return (
+    <Dialog title="Merge into the base branch" onClose={props.onClose}>
+      <form
+        className="form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          // A fast-forward makes no commit: it has no message.
+          props.onSend(strategy === 'fast_forward' ? { strategy } : { strategy, message: message.trim() || undefined });
+        }}
+      >
+        <p className="hint">
+          Into <code>{props.bases.join(', ') || 'the base branch'}</code>, on this machine.
+        </p>
+        <label>
+          Strategy
+          <select value={strategy} onChange={(e) => setStrategy(e.target.value as MergeStrategyDto)}>
+            {STRATEGIES.map(([value, label]) => (
+              <option key={value} value={value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </label>
+        {strategy !== 'fast_forward' && (
+          <label>
+            Commit message
+            <textarea rows={3} value={message} onChange={(e) => setMessage(e.target.value)} />
+          </label>
+        )}
+        <div className="row">
+          <button type="button" onClick={props.onClose}>
+            Cancel
+          </button>
+          <button className="primary" type="submit">
+            Merge
+          </button>
+        </div>
+      </form>
+    </Dialog>
   );
 }

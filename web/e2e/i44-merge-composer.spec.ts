@@ -1,0 +1,52 @@
+// Issue 44 item 6: Merge opens a composer (strategy and message, prefilled from the task)
+// before anything changes, and merges with what was chosen; the note of a success looks
+// unlike a refusal's.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, removeRepo, test, transcript } from './kandev';
+
+test('i44: merge goes through a composer with the strategy and message chosen', async ({ page, kandev }) => {
+  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-merge-'));
+  try {
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd })
+        .toString()
+        .trim();
+    git(repo, 'init', '-q', '-b', 'main');
+    writeFileSync(join(repo, 'README.md'), '# demo\n');
+    git(repo, 'add', '.');
+    git(repo, 'commit', '-q', '-m', 'initial');
+    // The base is not checked out anywhere: merging into it changes no one's files.
+    git(repo, 'checkout', '-q', '--detach');
+    const { workspaceId } = await kandev.board();
+    const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
+    const task = await kandev.createTask('Merge me', { repository_ids: [repository.id], start_agent: true });
+    await page.goto(`${kandev.url}/tasks/${task.id}`);
+    await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Merge me');
+    const { sessions } = await kandev.api('task.session.list', { task_id: task.id });
+    const worktree = sessions[0].cwd as string;
+    writeFileSync(join(worktree, 'work.txt'), 'done\n');
+    git(worktree, 'add', 'work.txt');
+    git(worktree, 'commit', '-q', '-m', 'the work');
+    const before = git(repo, 'rev-parse', 'main');
+
+    await page.getByRole('tab', { name: 'Changes' }).click();
+    await page.getByRole('button', { name: 'Merge…' }).click();
+    const composer = page.getByRole('dialog', { name: 'Merge into the base branch' });
+    await expect(composer.getByLabel('Commit message')).toHaveValue('Merge me');
+    expect(git(repo, 'rev-parse', 'main')).toBe(before); // nothing yet
+    await composer.getByLabel('Strategy').selectOption('merge');
+    await composer.getByLabel('Commit message').fill('Merge the work');
+    await composer.getByRole('button', { name: 'Merge' }).click();
+    await expect(composer).toBeHidden();
+    const note = page.getByTestId('ship-note');
+    await expect(note).toHaveText('Merged into main.');
+    await expect(note).toHaveAttribute('data-ok', 'yes');
+    expect(git(repo, 'log', '-1', '--format=%s%n%P', 'main').split('\n')[0]).toBe('Merge the work');
+    expect(git(repo, 'log', '-1', '--format=%P', 'main').split(' ')).toHaveLength(2); // a merge commit
+  } finally {
+    removeRepo(repo);
+  }
+});
