@@ -150,6 +150,7 @@ actions! {
         ReviewCommentList = "review.comment.list": rq::ByTask => rs::ReviewComments;
         ReviewCommentUpdate = "review.comment.update": rq::ReviewCommentUpdate => rs::ReviewCommentOne;
         ReviewCommentDelete = "review.comment.delete": rq::ById => rs::Deleted;
+        ReviewThreadResolve = "review.thread.resolve": rq::ReviewThreadResolve => rs::ReviewCommentOne;
         ReviewSubmit = "review.submit": rq::ByTask => rs::ReviewSubmitted;
         DevServerStart = "devserver.start": rq::DevServerTarget => rs::DevServerOne;
         DevServerStop = "devserver.stop": rq::DevServerTarget => rs::DevServerOne;

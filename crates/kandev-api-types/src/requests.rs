@@ -549,6 +549,15 @@ pub struct ReviewCommentAdd {
     pub line: u32,
     pub side: Option<String>,
     pub text: String,
+    /// A reply in this thread (its first comment's id): on that comment's line.
+    #[serde(default)]
+    pub thread_id: Option<String>,
+}
+
+/// `review.thread.resolve`: the thread's first comment, resolved or opened again.
+pub struct ReviewThreadResolve {
+    pub id: String,
+    pub resolved: bool,
 }
 
 pub struct ReviewCommentUpdate {

@@ -181,6 +181,12 @@ pub struct ReviewCommentDto {
     pub created_at: String,
     pub updated_at: String,
     pub sent_at: Option<String>,
+    /// The thread it replies in (its first comment's id); `null` on a first comment.
+    pub thread_id: Option<String>,
+    /// On a thread's first comment: when it was resolved.
+    pub resolved_at: Option<String>,
+    /// The lines it was made on changed since (`review.comment.list` says; `false` elsewhere).
+    pub outdated: bool,
 }
 
 impl From<&ReviewComment> for ReviewCommentDto {
@@ -197,6 +203,9 @@ impl From<&ReviewComment> for ReviewCommentDto {
             created_at: rfc3339(c.created_at),
             updated_at: rfc3339(c.updated_at),
             sent_at: c.sent_at.map(rfc3339),
+            thread_id: c.thread_id.clone(),
+            resolved_at: c.resolved_at.map(rfc3339),
+            outdated: false,
         }
     }
 }

@@ -214,6 +214,17 @@ pub struct ReviewComment {
     pub updated_at: Timestamp,
     /// When `review.submit` sent it to the agent; `None` while open.
     pub sent_at: Option<Timestamp>,
+    /// The thread it replies in (the thread's first comment); `None` on a first comment.
+    pub thread_id: Option<String>,
+    /// On a thread's first comment: when the thread was resolved.
+    pub resolved_at: Option<Timestamp>,
+}
+
+impl ReviewComment {
+    /// The id of the thread it belongs to (its own, for a first comment).
+    pub fn thread(&self) -> &str {
+        self.thread_id.as_deref().unwrap_or(&self.id)
+    }
 }
 
 /// The text of `line` on `side` of a file's diff, if the diff shows that line.
@@ -267,6 +278,9 @@ pub fn review_prompt(comments: &[ReviewComment]) -> String {
     let mut text = String::from("Please address these review comments:\n");
     for comment in comments {
         text.push_str(&format!("\n{}:{}", comment.path, comment.line));
+        if comment.thread_id.is_some() {
+            text.push_str(" (a reply in the thread on this line)");
+        }
         if comment.side == DiffSide::Old {
             text.push_str(" (removed line)");
         }
@@ -298,6 +312,8 @@ mod tests {
             created_at: Timestamp(0),
             updated_at: Timestamp(0),
             sent_at: None,
+            thread_id: None,
+            resolved_at: None,
         };
         let prompt = review_prompt(&[
             comment("src/a.rs", 3, "let x = 1;", "use a constant"),

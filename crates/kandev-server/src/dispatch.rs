@@ -145,6 +145,7 @@ handlers! {
     ReviewCommentList => ship::comment_list,
     ReviewCommentUpdate => ship::comment_update,
     ReviewCommentDelete => ship::comment_delete,
+    ReviewThreadResolve => ship::thread_resolve,
     ReviewSubmit => ship::submit,
     DevServerStart => terminal::dev_server_start,
     DevServerStop => terminal::dev_server_stop,

@@ -706,6 +706,84 @@ async fn i16_a6_review_comments_are_stored_and_submitted_as_one_prompt() {
     assert_eq!(code, 422, "nothing open to send: {body}");
 }
 
+#[tokio::test]
+async fn i44_1_review_threads_reply_resolve_and_say_when_their_lines_changed() {
+    let remote = Remote::new();
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let repo_id = board.repository(&remote.clone, json!({})).await;
+    let task = board.task("Threads", json!([{"id": repo_id}])).await;
+    let (session, worktree) = board.started(&task).await;
+    commit_file(&worktree, "src/lib.rs", "fn a() {}\nfn b() {}\n", "add lib");
+    let add = |body: Value| server.call("review.comment.add", body);
+    let id = |v: &Value| v["comment"]["id"].as_str().unwrap().to_owned();
+
+    let a =
+        id(&add(json!({"task_id": task, "path": "src/lib.rs", "line": 1, "text": "doc a"})).await);
+    let b =
+        id(&add(json!({"task_id": task, "path": "src/lib.rs", "line": 2, "text": "rename b"}))
+            .await);
+    // A reply lands on its thread's line, whatever the request said.
+    let reply = add(json!({"task_id": task, "path": "README.md", "line": 9, "text": "and its callers", "thread_id": b})).await;
+    assert_eq!(reply["comment"]["thread_id"], b.as_str(), "{reply}");
+    assert_eq!(
+        (&reply["comment"]["path"], &reply["comment"]["line"]),
+        (&json!("src/lib.rs"), &json!(2))
+    );
+    // Replies are to a thread's first comment, and threads are resolved there.
+    let (code, _) = server
+        .post(
+            "review.comment.add",
+            json!({"task_id": task, "path": "x", "line": 1, "text": "x", "thread_id": id(&reply)}),
+        )
+        .await;
+    assert_eq!(code, 422);
+    let (code, _) =
+        server.post("review.thread.resolve", json!({"id": id(&reply), "resolved": true})).await;
+    assert_eq!(code, 422);
+    let resolved = server.call("review.thread.resolve", json!({"id": a, "resolved": true})).await;
+    assert!(resolved["comment"]["resolved_at"].is_string(), "{resolved}");
+
+    // Only the open thread is sent, its first comment then its reply.
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+    let submitted = server.call("review.submit", json!({"task_id": task})).await;
+    let sent: Vec<&str> = submitted["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(sent, ["rename b", "and its callers"], "{submitted}");
+    ws.notification("session.turn.completed").await;
+    let messages = server.messages(&session).await;
+    let prompt = of_kind(&messages, "user").last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(!prompt.contains("doc a"), "{prompt}");
+    assert!(prompt.contains("src/lib.rs:2 (a reply in the thread on this line)"), "{prompt}");
+
+    // After the agent's turn: a reply opens the resolved thread again.
+    add(json!({"task_id": task, "path": "src/lib.rs", "line": 1, "text": "still missing", "thread_id": a})).await;
+    // The agent changes line 2 only: thread b says its line changed, thread a does not.
+    commit_file(&worktree, "src/lib.rs", "fn a() {}\nfn bee() {}\n", "rename b");
+    let listed = server.call("review.comment.list", json!({"task_id": task})).await;
+    let comments = listed["comments"].as_array().unwrap();
+    let of = |id: &str| comments.iter().find(|c| c["id"] == id).unwrap().clone();
+    assert!(of(&a)["resolved_at"].is_null(), "{listed}");
+    assert_eq!(of(&a)["outdated"], false, "{listed}");
+    assert_eq!(of(&b)["outdated"], true, "{listed}");
+
+    // Deleting a thread's first comment deletes the thread.
+    server.call("review.comment.delete", json!({"id": b})).await;
+    let listed = server.call("review.comment.list", json!({"task_id": task})).await;
+    let left: Vec<&str> = listed["comments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(left, ["doc a", "still missing"], "{listed}");
+}
+
 /// Waits (bounded) for a notification `action` on `ws` whose payload satisfies `wanted`.
 async fn wait_for(ws: &mut common::Ws, action: &str, wanted: impl Fn(&Value) -> bool) -> Value {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);

@@ -18,6 +18,8 @@ pub struct NewReviewComment {
     pub text: String,
     pub quote: String,
     pub diff_hash: String,
+    /// The thread it replies in (its first comment's id); `None` opens a thread.
+    pub thread_id: Option<String>,
 }
 
 #[derive(FromRow)]
@@ -71,6 +73,8 @@ struct CommentRow {
     created_at: i64,
     updated_at: i64,
     sent_at: Option<i64>,
+    thread_id: Option<String>,
+    resolved_at: Option<i64>,
 }
 
 impl TryFrom<CommentRow> for ReviewComment {
@@ -92,6 +96,8 @@ impl TryFrom<CommentRow> for ReviewComment {
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
             sent_at: r.sent_at.map(Timestamp),
+            thread_id: r.thread_id,
+            resolved_at: r.resolved_at.map(Timestamp),
         })
     }
 }
@@ -234,7 +240,7 @@ impl WriteTx {
         let (id, now) = (self.new_id(), self.now().millis());
         crate::sql::query(
             "INSERT INTO review_comments (id, task_id, path, line, side, text, quote, diff_hash, \
-             created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             created_at, updated_at, thread_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(new.task_id.as_str())
@@ -246,9 +252,33 @@ impl WriteTx {
         .bind(&new.diff_hash)
         .bind(now)
         .bind(now)
+        .bind(new.thread_id.as_deref())
         .execute(self.conn())
         .await?;
         comment(self.db(), &id).await
+    }
+
+    /// A review comment, read inside this transaction.
+    pub async fn review_comment(&mut self, id: &str) -> Result<ReviewComment> {
+        comment(self.db(), id).await
+    }
+
+    /// Resolves the thread that `id` opens (or opens it again); returns its first comment.
+    pub async fn resolve_review_thread(
+        &mut self,
+        id: &str,
+        resolved: bool,
+    ) -> Result<ReviewComment> {
+        comment(self.db(), id).await?;
+        let at = resolved.then(|| self.now().millis());
+        crate::sql::query(
+            "UPDATE review_comments SET resolved_at = ? WHERE id = ? AND thread_id IS NULL",
+        )
+        .bind(at)
+        .bind(id)
+        .execute(self.conn())
+        .await?;
+        comment(self.db(), id).await
     }
 
     pub async fn update_review_comment(&mut self, id: &str, text: &str) -> Result<ReviewComment> {
@@ -264,7 +294,9 @@ impl WriteTx {
 
     pub async fn delete_review_comment(&mut self, id: &str) -> Result<ReviewComment> {
         let current = comment(self.db(), id).await?;
-        crate::sql::query("DELETE FROM review_comments WHERE id = ?")
+        // A thread's first comment takes its replies with it.
+        crate::sql::query("DELETE FROM review_comments WHERE id = ? OR thread_id = ?")
+            .bind(id)
             .bind(id)
             .execute(self.conn())
             .await?;

@@ -218,14 +218,18 @@ impl Engine {
                 "the task has no session to send the review to; launch one first".into(),
             ));
         };
-        let open: Vec<ReviewComment> = self
-            .inner
-            .store
-            .review_comments(task_id)
-            .await?
-            .into_iter()
-            .filter(|c| c.sent_at.is_none())
+        let all = self.inner.store.review_comments(task_id).await?;
+        // Open comments of threads that are not resolved, each thread's together, first
+        // comment first (the list is oldest first).
+        let resolved: Vec<&str> =
+            all.iter().filter(|c| c.resolved_at.is_some()).map(|c| c.id.as_str()).collect();
+        let mut open: Vec<ReviewComment> = all
+            .iter()
+            .filter(|c| c.sent_at.is_none() && !resolved.contains(&c.thread()))
+            .cloned()
             .collect();
+        let first_seen = |c: &ReviewComment| all.iter().position(|a| a.id == c.thread());
+        open.sort_by_key(|c| (first_seen(c), c.created_at));
         if open.is_empty() {
             return Err(EngineError::Validation(
                 "there are no open review comments; add a comment first".into(),

@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use kandev_api_types::requests::{
-    ById, ByTask, ReviewCommentAdd, ReviewCommentUpdate, TaskMerge, TaskPrCreate, TaskPush,
-    TaskRebase,
+    ById, ByTask, ReviewCommentAdd, ReviewCommentUpdate, ReviewThreadResolve, TaskMerge,
+    TaskPrCreate, TaskPush, TaskRebase,
 };
 use kandev_api_types::responses::{
     Branches, Deleted, MergeMadeDto, PushMadeDto, RepositoryUsage, ReviewCommentOne,
@@ -157,6 +157,7 @@ pub async fn comment_add(s: &AppState, p: ReviewCommentAdd) -> Result<ReviewComm
         text,
         quote: String::new(),
         diff_hash: String::new(),
+        thread_id: p.thread_id,
     };
     let comment = s.engine().add_review_comment(new).await?;
     Ok(ReviewCommentOne { comment: ReviewCommentDto::from(&comment) })
@@ -165,8 +166,23 @@ pub async fn comment_add(s: &AppState, p: ReviewCommentAdd) -> Result<ReviewComm
 pub async fn comment_list(s: &AppState, p: ByTask) -> Result<ReviewComments, ApiError> {
     let task_id = TaskId::new(p.task_id);
     s.store().get_task(&task_id).await?;
-    let comments = s.store().review_comments(&task_id).await?;
-    Ok(ReviewComments { comments: comments.iter().map(ReviewCommentDto::from).collect() })
+    let comments = s.engine().review_comments(&task_id).await?;
+    let comments = comments
+        .iter()
+        .map(|(comment, outdated)| ReviewCommentDto {
+            outdated: *outdated,
+            ..ReviewCommentDto::from(comment)
+        })
+        .collect();
+    Ok(ReviewComments { comments })
+}
+
+pub async fn thread_resolve(
+    s: &AppState,
+    p: ReviewThreadResolve,
+) -> Result<ReviewCommentOne, ApiError> {
+    let comment = s.engine().resolve_review_thread(&p.id, p.resolved).await?;
+    Ok(ReviewCommentOne { comment: ReviewCommentDto::from(&comment) })
 }
 
 pub async fn comment_update(

@@ -319,9 +319,25 @@ export type RepositoryUsage = { worktrees: Array<WorktreeUsageDto>, total_bytes:
 
 export type ResumeMode = "load" | "fresh";
 
-export type ReviewCommentAdd = { task_id: string, path: string, line: number, side?: string, text: string, };
+export type ReviewCommentAdd = { task_id: string, path: string, line: number, side?: string, text: string, 
+/**
+ * A reply in this thread (its first comment's id): on that comment's line.
+ */
+thread_id?: string, };
 
-export type ReviewCommentDto = { id: string, task_id: string, path: string, line: number, side: string, text: string, quote: string, diff_hash: string, created_at: string, updated_at: string, sent_at: string | null, };
+export type ReviewCommentDto = { id: string, task_id: string, path: string, line: number, side: string, text: string, quote: string, diff_hash: string, created_at: string, updated_at: string, sent_at: string | null, 
+/**
+ * The thread it replies in (its first comment's id); `null` on a first comment.
+ */
+thread_id: string | null, 
+/**
+ * On a thread's first comment: when it was resolved.
+ */
+resolved_at: string | null, 
+/**
+ * The lines it was made on changed since (`review.comment.list` says; `false` elsewhere).
+ */
+outdated: boolean, };
 
 export type ReviewCommentOne = { comment: ReviewCommentDto, };
 
@@ -330,6 +346,8 @@ export type ReviewCommentUpdate = { id: string, text: string, };
 export type ReviewComments = { comments: Array<ReviewCommentDto>, };
 
 export type ReviewSubmitted = { comments: Array<ReviewCommentDto>, session_id: string, queued: boolean, };
+
+export type ReviewThreadResolve = { id: string, resolved: boolean, };
 
 export type SavedPromptDto = { id: string, workspace_id: string, name: string, body: string, created_at: string, updated_at: string, };
 
@@ -672,6 +690,7 @@ export type Actions = {
   "review.comment.list": { request: ByTask, response: ReviewComments },
   "review.comment.update": { request: ReviewCommentUpdate, response: ReviewCommentOne },
   "review.comment.delete": { request: ById, response: Deleted },
+  "review.thread.resolve": { request: ReviewThreadResolve, response: ReviewCommentOne },
   "review.submit": { request: ByTask, response: ReviewSubmitted },
   "devserver.start": { request: DevServerTarget, response: DevServerOne },
   "devserver.stop": { request: DevServerTarget, response: DevServerOne },
