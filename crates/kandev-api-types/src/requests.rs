@@ -552,6 +552,9 @@ pub struct ReviewCommentAdd {
     /// A reply in this thread (its first comment's id): on that comment's line.
     #[serde(default)]
     pub thread_id: Option<String>,
+    /// A range of lines: its first line (`line` is its last).
+    #[serde(default)]
+    pub start_line: Option<u32>,
 }
 
 /// `review.thread.resolve`: the thread's first comment, resolved or opened again.

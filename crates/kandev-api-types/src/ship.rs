@@ -183,6 +183,8 @@ pub struct ReviewCommentDto {
     pub sent_at: Option<String>,
     /// The thread it replies in (its first comment's id); `null` on a first comment.
     pub thread_id: Option<String>,
+    /// The first line of a range of lines ending at `line`; `null` for one line.
+    pub start_line: Option<u32>,
     /// On a thread's first comment: when it was resolved.
     pub resolved_at: Option<String>,
     /// The lines it was made on changed since (`review.comment.list` says; `false` elsewhere).
@@ -204,6 +206,7 @@ impl From<&ReviewComment> for ReviewCommentDto {
             updated_at: rfc3339(c.updated_at),
             sent_at: c.sent_at.map(rfc3339),
             thread_id: c.thread_id.clone(),
+            start_line: c.start_line,
             resolved_at: c.resolved_at.map(rfc3339),
             outdated: false,
         }

@@ -202,11 +202,13 @@ pub struct ReviewComment {
     pub id: String,
     pub task_id: TaskId,
     pub path: String,
-    /// 1-based line number on `side`.
+    /// 1-based line number on `side`: the last line of a range.
     pub line: u32,
+    /// The first line of a range of lines (`None`: the one line `line`).
+    pub start_line: Option<u32>,
     pub side: DiffSide,
     pub text: String,
-    /// The commented line as it was when the comment was made.
+    /// The commented lines as they were when the comment was made.
     pub quote: String,
     /// The hash of the file's diff the comment was made on.
     pub diff_hash: String,
@@ -225,6 +227,26 @@ impl ReviewComment {
     pub fn thread(&self) -> &str {
         self.thread_id.as_deref().unwrap_or(&self.id)
     }
+
+    /// `path:line`, or `path:first-last` for a range.
+    pub fn location(&self) -> String {
+        match self.start_line {
+            Some(start) if start < self.line => format!("{}:{start}-{}", self.path, self.line),
+            _ => format!("{}:{}", self.path, self.line),
+        }
+    }
+}
+
+/// The text of lines `first..=last` on `side` of a file's diff, one per line, as far as the
+/// diff shows them (`None` when it shows none of them).
+pub fn quote_lines(
+    change: &crate::files::FileChange,
+    first: u32,
+    last: u32,
+    side: DiffSide,
+) -> Option<String> {
+    let lines: Vec<String> = (first..=last).filter_map(|n| quote_line(change, n, side)).collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// The text of `line` on `side` of a file's diff, if the diff shows that line.
@@ -277,12 +299,12 @@ pub fn diff_hash(change: &crate::files::FileChange) -> String {
 pub fn review_prompt(comments: &[ReviewComment]) -> String {
     let mut text = String::from("Please address these review comments:\n");
     for comment in comments {
-        text.push_str(&format!("\n{}:{}", comment.path, comment.line));
+        text.push_str(&format!("\n{}", comment.location()));
         if comment.thread_id.is_some() {
-            text.push_str(" (a reply in the thread on this line)");
+            text.push_str(" (a reply in the thread on these lines)");
         }
         if comment.side == DiffSide::Old {
-            text.push_str(" (removed line)");
+            text.push_str(" (old side: the base's version)");
         }
         text.push('\n');
         for line in comment.quote.lines() {
@@ -314,6 +336,7 @@ mod tests {
             sent_at: None,
             thread_id: None,
             resolved_at: None,
+            start_line: None,
         };
         let prompt = review_prompt(&[
             comment("src/a.rs", 3, "let x = 1;", "use a constant"),

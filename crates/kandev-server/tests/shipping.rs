@@ -720,9 +720,17 @@ async fn i44_1_review_threads_reply_resolve_and_say_when_their_lines_changed() {
 
     let a =
         id(&add(json!({"task_id": task, "path": "src/lib.rs", "line": 1, "text": "doc a"})).await);
-    let b =
-        id(&add(json!({"task_id": task, "path": "src/lib.rs", "line": 2, "text": "rename b"}))
-            .await);
+    // Thread b is on a range of lines, 1 to 2.
+    let b = add(json!({"task_id": task, "path": "src/lib.rs", "start_line": 1, "line": 2, "text": "rename b"})).await;
+    assert_eq!(b["comment"]["quote"], "fn a() {}\nfn b() {}", "{b}");
+    let b = id(&b);
+    let (code, _) = server
+        .post(
+            "review.comment.add",
+            json!({"task_id": task, "path": "src/lib.rs", "start_line": 3, "line": 2, "text": "x"}),
+        )
+        .await;
+    assert_eq!(code, 422, "a range that ends before it starts");
     // A reply lands on its thread's line, whatever the request said.
     let reply = add(json!({"task_id": task, "path": "README.md", "line": 9, "text": "and its callers", "thread_id": b})).await;
     assert_eq!(reply["comment"]["thread_id"], b.as_str(), "{reply}");
@@ -730,6 +738,7 @@ async fn i44_1_review_threads_reply_resolve_and_say_when_their_lines_changed() {
         (&reply["comment"]["path"], &reply["comment"]["line"]),
         (&json!("src/lib.rs"), &json!(2))
     );
+    assert_eq!(reply["comment"]["start_line"], 1);
     // Replies are to a thread's first comment, and threads are resolved there.
     let (code, _) = server
         .post(
@@ -759,7 +768,7 @@ async fn i44_1_review_threads_reply_resolve_and_say_when_their_lines_changed() {
     let messages = server.messages(&session).await;
     let prompt = of_kind(&messages, "user").last().unwrap()["content"].as_str().unwrap().to_owned();
     assert!(!prompt.contains("doc a"), "{prompt}");
-    assert!(prompt.contains("src/lib.rs:2 (a reply in the thread on this line)"), "{prompt}");
+    assert!(prompt.contains("src/lib.rs:1-2 (a reply in the thread on these lines)\n> fn a() {}\n> fn b() {}\nand its callers"), "{prompt}");
 
     // After the agent's turn: a reply opens the resolved thread again.
     add(json!({"task_id": task, "path": "src/lib.rs", "line": 1, "text": "still missing", "thread_id": a})).await;

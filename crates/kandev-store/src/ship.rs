@@ -20,6 +20,8 @@ pub struct NewReviewComment {
     pub diff_hash: String,
     /// The thread it replies in (its first comment's id); `None` opens a thread.
     pub thread_id: Option<String>,
+    /// The first line of a range ending at `line`.
+    pub start_line: Option<u32>,
 }
 
 #[derive(FromRow)]
@@ -75,6 +77,7 @@ struct CommentRow {
     sent_at: Option<i64>,
     thread_id: Option<String>,
     resolved_at: Option<i64>,
+    start_line: Option<i64>,
 }
 
 impl TryFrom<CommentRow> for ReviewComment {
@@ -98,6 +101,7 @@ impl TryFrom<CommentRow> for ReviewComment {
             sent_at: r.sent_at.map(Timestamp),
             thread_id: r.thread_id,
             resolved_at: r.resolved_at.map(Timestamp),
+            start_line: r.start_line.and_then(|n| u32::try_from(n).ok()),
         })
     }
 }
@@ -240,7 +244,7 @@ impl WriteTx {
         let (id, now) = (self.new_id(), self.now().millis());
         crate::sql::query(
             "INSERT INTO review_comments (id, task_id, path, line, side, text, quote, diff_hash, \
-             created_at, updated_at, thread_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             created_at, updated_at, thread_id, start_line) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(new.task_id.as_str())
@@ -253,6 +257,7 @@ impl WriteTx {
         .bind(now)
         .bind(now)
         .bind(new.thread_id.as_deref())
+        .bind(new.start_line.map(i64::from))
         .execute(self.conn())
         .await?;
         comment(self.db(), &id).await

@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use kandev_domain::message_meta::StatusNote;
 use kandev_domain::ship::{
-    DiffSide, GitStatus, MergeStrategy, PrState, PullRequest, ReviewComment, diff_hash, quote_line,
-    review_prompt,
+    DiffSide, GitStatus, MergeStrategy, PrState, PullRequest, ReviewComment, diff_hash,
+    quote_lines, review_prompt,
 };
 use kandev_domain::workspace::Repository;
 use kandev_domain::{RepositoryId, TaskId};
@@ -195,7 +195,7 @@ impl Engine {
         &self,
         task_id: &TaskId,
         path: &str,
-        line: u32,
+        (first, last): (u32, u32),
         side: DiffSide,
     ) -> (String, String) {
         let Ok(changes) = self.task_changes(task_id).await else {
@@ -203,7 +203,8 @@ impl Engine {
         };
         match changes.files.iter().find(|f| f.change.path == path) {
             Some(file) => {
-                (quote_line(&file.change, line, side).unwrap_or_default(), diff_hash(&file.change))
+                let quote = quote_lines(&file.change, first, last, side).unwrap_or_default();
+                (quote, diff_hash(&file.change))
             }
             None => (String::new(), String::new()),
         }

@@ -2,7 +2,7 @@
 //! and its replies, resolved or not; a reply opens a resolved thread again), kept until the review is submitted to the agent.
 
 use kandev_domain::TaskId;
-use kandev_domain::ship::{ReviewComment, diff_hash, quote_line};
+use kandev_domain::ship::{ReviewComment, diff_hash, quote_lines};
 use kandev_store::NewReviewComment;
 
 use crate::engine::Engine;
@@ -13,12 +13,13 @@ impl Engine {
     /// so it can be shown (and sent) as it was even after the diff changes. A reply
     /// (`thread_id`) is on its thread's line, whatever the request said.
     pub async fn add_review_comment(&self, new: NewReviewComment) -> Result<ReviewComment> {
-        // A new thread quotes its line from the diff as it is now (read before the write).
+        // A new thread quotes its lines from the diff as it is now (read before the write).
         let new = match new.thread_id {
             Some(_) => new,
             None => {
+                let lines = (new.start_line.unwrap_or(new.line), new.line);
                 let (quote, diff_hash) =
-                    self.review_line(&new.task_id, &new.path, new.line, new.side).await;
+                    self.review_line(&new.task_id, &new.path, lines, new.side).await;
                 NewReviewComment { quote, diff_hash, ..new }
             }
         };
@@ -35,6 +36,7 @@ impl Engine {
                 NewReviewComment {
                     path: first.path,
                     line: first.line,
+                    start_line: first.start_line,
                     side: first.side,
                     quote: first.quote,
                     diff_hash: first.diff_hash,
@@ -83,7 +85,10 @@ impl Engine {
                 None => true,
                 Some(file) if diff_hash(&file.change) == c.diff_hash => false,
                 // The file's diff changed: the thread's own line may not have.
-                Some(file) => quote_line(&file.change, c.line, c.side).as_ref() != Some(&c.quote),
+                Some(file) => {
+                    let first = c.start_line.unwrap_or(c.line);
+                    quote_lines(&file.change, first, c.line, c.side).as_ref() != Some(&c.quote)
+                }
             }
         };
         Ok(comments

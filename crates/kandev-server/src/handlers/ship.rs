@@ -130,6 +130,9 @@ pub async fn pr_get(s: &AppState, p: ByTask) -> Result<TaskPullRequests, ApiErro
     Ok(TaskPullRequests { pull_requests: prs.iter().map(PullRequestDto::from).collect() })
 }
 
+/// The most lines one review comment covers (its quote is sent to the agent).
+const MAX_RANGE: u32 = 200;
+
 pub async fn comment_add(s: &AppState, p: ReviewCommentAdd) -> Result<ReviewCommentOne, ApiError> {
     let task_id = TaskId::new(p.task_id);
     s.store().get_task(&task_id).await?;
@@ -142,6 +145,20 @@ pub async fn comment_add(s: &AppState, p: ReviewCommentAdd) -> Result<ReviewComm
     if p.line == 0 {
         return Err(ApiError::validation("line must be 1 or more"));
     }
+    let start_line = match p.start_line {
+        None => None,
+        Some(start) if start == 0 || start > p.line => {
+            return Err(ApiError::validation(
+                "start_line must be 1 or more and not after line (a range is start_line..=line)",
+            ));
+        }
+        Some(start) if p.line - start >= MAX_RANGE => {
+            return Err(ApiError::validation(format!(
+                "a comment covers at most {MAX_RANGE} lines; choose a shorter range"
+            )));
+        }
+        Some(start) => Some(start).filter(|s| *s < p.line),
+    };
     let side = match p.side.as_deref() {
         None => DiffSide::New,
         Some(side) => DiffSide::parse(side)
@@ -158,6 +175,7 @@ pub async fn comment_add(s: &AppState, p: ReviewCommentAdd) -> Result<ReviewComm
         quote: String::new(),
         diff_hash: String::new(),
         thread_id: p.thread_id,
+        start_line,
     };
     let comment = s.engine().add_review_comment(new).await?;
     Ok(ReviewCommentOne { comment: ReviewCommentDto::from(&comment) })

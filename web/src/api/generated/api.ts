@@ -323,13 +323,21 @@ export type ReviewCommentAdd = { task_id: string, path: string, line: number, si
 /**
  * A reply in this thread (its first comment's id): on that comment's line.
  */
-thread_id?: string, };
+thread_id?: string, 
+/**
+ * A range of lines: its first line (`line` is its last).
+ */
+start_line?: number, };
 
 export type ReviewCommentDto = { id: string, task_id: string, path: string, line: number, side: string, text: string, quote: string, diff_hash: string, created_at: string, updated_at: string, sent_at: string | null, 
 /**
  * The thread it replies in (its first comment's id); `null` on a first comment.
  */
 thread_id: string | null, 
+/**
+ * The first line of a range of lines ending at `line`; `null` for one line.
+ */
+start_line: number | null, 
 /**
  * On a thread's first comment: when it was resolved.
  */
