@@ -117,21 +117,21 @@ test('ship a task: base branch picker, git status, review comment, Create PR', a
     const status = page.getByTestId('git-status');
     await expect(status).toContainText('origin/feature: 1 ahead, 0 behind');
 
-    // A review comment round trip: stored, shown with its quoted line, sent to the agent.
-    const review = page.getByRole('form', { name: 'Review comment' });
-    await review.getByLabel('File').fill('notes.txt');
-    await review.getByLabel('Line').fill('1');
-    await review.getByLabel('Comment').fill('say hi instead');
-    await review.getByRole('button', { name: 'Add comment' }).click();
-    const comments = page.getByRole('list', { name: 'Review comments' });
-    await expect(comments.locator('li')).toContainText('notes.txt:1');
-    await expect(comments.locator('li q')).toHaveText('hello from the agent');
+    // A review comment round trip on the diff: a click on a line number opens it, it is
+    // stored (it survives a reload) and sent to the agent.
+    const notes = page.locator('.diff-file[data-path="notes.txt"]');
+    await notes.getByRole('button', { name: 'Comment on new line 1' }).click();
+    const draft = notes.getByRole('form', { name: 'New comment' });
+    await draft.getByLabel('Comment on new line 1').fill('say hi instead');
+    await draft.getByRole('button', { name: 'Comment' }).click();
+    const thread = notes.getByRole('group', { name: 'Thread on notes.txt:1' });
+    await expect(thread).toContainText('say hi instead');
     await page.reload();
     await page.getByRole('tab', { name: 'Changes' }).click();
-    await expect(comments.locator('li')).toContainText('say hi instead'); // stored on the server
+    await expect(thread).toContainText('say hi instead'); // stored on the server
     await page.getByRole('button', { name: 'Send review to agent' }).click();
-    await expect(page.getByTestId('ship-note')).toHaveText('Sent 1 comment to the agent.');
-    await expect(comments.locator('li[data-sent="yes"]')).toHaveCount(1);
+    await expect(page.getByTestId('review-note')).toHaveText('Sent 1 comment to the agent.');
+    await expect(thread.locator('[data-sent="yes"]')).toHaveCount(1);
 
     // Create PR (issue 44 item 6): a composer first, prefilled from the task, with its base;
     // nothing is sent until it is submitted. Then pushed to origin and one create call.

@@ -1,20 +1,20 @@
 // The Changes tab: the task's diff against its base (`task.changes`), each file with a
 // Viewed mark kept on the server (`task.file.viewed.set`: a viewed file is folded, and is
-// unviewed once its diff changes), and a commit box (`task.commit`), read again whenever a
-// turn of the task's primary session ends. A task without
+// unviewed once its diff changes) and the review's threads on its lines (ReviewDiff; sent
+// to the agent as one prompt by `review.submit`), and a commit box (`task.commit`), read
+// again whenever a turn of the task's primary session ends. A task without
 // a repository has no changes to show: a neutral empty state offers to attach one
 // (`task.update`).
 import { useCallback, useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
-import type { FileChangeDto, Notification } from '../api/types';
+import type { FileChangeDto, Notification, ReviewCommentDto } from '../api/types';
 import { useData } from '../lib/data';
 import { useLiveQuery } from '../lib/useLiveQuery';
 import { navigate } from '../lib/router';
 import { toast } from '../lib/toast';
 import { useMutation } from '../lib/useMutation';
-import { DiffLines } from './DiffView';
+import { type ReviewActions, ReviewFile, ThreadView, threadsOf } from './ReviewDiff';
 import { ShipPanel } from './ShipPanel';
-import { SideBySide } from './SideBySide';
 
 export function ChangesTab(props: { taskId: string; repositoryIds: string[]; sessionId: string | null }) {
   const { taskId, repositoryIds, sessionId } = props;
@@ -108,6 +108,9 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
   // Bumped on each read of the diff, so the ship panel reads the branch's status again.
   const [version, setVersion] = useState(0);
   const [sideBySide, setSideBySide] = useState(false);
+  const [comments, setComments] = useState<ReviewCommentDto[]>([]);
+  const [reviewNote, setReviewNote] = useState<{ text: string; ok: boolean } | null>(null);
+  const review = useReview(taskId, setComments, setReviewNote);
 
   const load = useCallback(() => {
     setError(null);
@@ -117,9 +120,15 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
         setVersion((v) => v + 1);
       })
       .catch((e: unknown) => setError(errorText(e)));
-  }, [taskId]);
+    review.reload();
+  }, [taskId, review.reload]);
   useEffect(load, [load]);
   useTurnEnds(sessionId, load);
+  const threads = threadsOf(comments);
+  const open = comments.filter((c) => !c.sent_at && !threads.find((t) => t.root.id === (c.thread_id ?? c.id))?.root.resolved_at);
+  // Threads on files the diff no longer has stay in sight, under the files.
+  const paths = new Set(files?.map((f) => f.path) ?? []);
+  const orphans = files ? threads.filter((t) => !paths.has(t.root.path)) : [];
 
   return (
     <div className="changes">
@@ -144,6 +153,22 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
         <button onClick={load}>Refresh</button>
       </div>
       <ShipPanel taskId={taskId} version={version} onChanged={load} />
+      <div className="changes-bar review-bar" aria-label="Review">
+        <span className="hint" data-testid="review-count">
+          {threads.length === 0
+            ? 'Click a line number to comment; drag over several to comment on them together.'
+            : `${open.length} comment${open.length === 1 ? '' : 's'} to send · ${threads.filter((t) => t.root.resolved_at).length} of ${threads.length} thread${threads.length === 1 ? '' : 's'} resolved`}
+        </span>
+        <span className="spacer" />
+        <button disabled={review.busy || open.length === 0} onClick={() => void review.submit()}>
+          Send review to agent
+        </button>
+      </div>
+      {reviewNote && (
+        <p role="status" data-testid="review-note" data-ok={reviewNote.ok ? 'yes' : 'no'} className={reviewNote.ok ? 'ship-note ok' : 'ship-note refused'}>
+          {reviewNote.text}
+        </p>
+      )}
       {error && (
         <div className="banner error" role="alert" data-testid="changes-error">
           {error}
@@ -191,18 +216,22 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
           </summary>
           {f.binary && <p className="hint">Binary file</p>}
           {f.truncated && <p className="hint">Diff too large to show in full</p>}
-          {f.hunks.map((h, i) => (
-            <div key={i} className="hunk">
-              <div className="hunk-head">{h.header}</div>
-              {sideBySide ? (
-                <SideBySide lines={h.lines} oldStart={h.old_start} newStart={h.new_start} />
-              ) : (
-                <DiffLines lines={h.lines} />
-              )}
-            </div>
-          ))}
+          <ReviewFile
+            file={f}
+            sideBySide={sideBySide}
+            threads={threads.filter((t) => t.root.path === f.path)}
+            actions={review}
+          />
         </details>
       ))}
+      {orphans.length > 0 && (
+        <section className="threads-elsewhere" aria-label="Threads on files without changes now">
+          <p className="hint">On files that have no changes now:</p>
+          {orphans.map((t) => (
+            <ThreadView key={t.root.id} thread={t} actions={review} />
+          ))}
+        </section>
+      )}
       <form
         className="commit-box"
         onSubmit={async (e) => {
@@ -225,4 +254,53 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
       </form>
     </div>
   );
+}
+
+/** The review's actions: each reads the comments again when the server has answered. */
+function useReview(
+  taskId: string,
+  setComments: (c: ReviewCommentDto[]) => void,
+  setNote: (note: { text: string; ok: boolean } | null) => void,
+): ReviewActions & { reload: () => void; submit: () => Promise<boolean> } {
+  const refused = useCallback((text: string | null) => setNote(text ? { text, ok: false } : null), [setNote]);
+  const { busy, run } = useMutation(refused);
+  const reload = useCallback(() => {
+    call('review.comment.list', { task_id: taskId })
+      .then((r) => setComments(r.comments))
+      .catch((e: unknown) => refused(errorText(e)));
+  }, [taskId, setComments, refused]);
+  const act = (work: () => Promise<unknown>) =>
+    run(async () => {
+      try {
+        await work();
+      } finally {
+        reload();
+      }
+    });
+  return {
+    busy,
+    reload,
+    add: (path, range, text) =>
+      act(() =>
+        call('review.comment.add', {
+          task_id: taskId,
+          path,
+          side: range.side,
+          start_line: range.start < range.end ? range.start : undefined,
+          line: range.end,
+          text,
+        }),
+      ),
+    reply: (root, text) =>
+      act(() => call('review.comment.add', { task_id: taskId, path: root.path, line: root.line, text, thread_id: root.id })),
+    edit: (id, text) => act(() => call('review.comment.update', { id, text })),
+    remove: (id) => act(() => call('review.comment.delete', { id })),
+    resolve: (threadId, resolved) => act(() => call('review.thread.resolve', { id: threadId, resolved })),
+    submit: () =>
+      act(async () => {
+        const r = await call('review.submit', { task_id: taskId });
+        const n = r.comments.length;
+        setNote({ text: `Sent ${n} comment${n === 1 ? '' : 's'} to the agent${r.queued ? ' (queued)' : ''}.`, ok: true });
+      }),
+  };
 }

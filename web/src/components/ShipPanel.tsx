@@ -1,11 +1,11 @@
 // Shipping a task from its Changes tab: where the branch stands against its base
 // (`task.git_status`), Rebase, Merge (a composer: strategy and message), Push, Create PR (a
-// composer: title and body prefilled from the task, draft, the base it targets), and review
-// comments sent to the agent as one prompt (`review.comment.*`, `review.submit`). An
-// action's outcome is one note: a success and a refusal look different.
+// composer: title and body prefilled from the task, draft, the base it targets). An action's
+// outcome is one note: a success and a refusal look different. (Review threads are on the
+// diff itself: ReviewDiff.)
 import { useCallback, useEffect, useState } from 'react';
 import { ApiError, call, errorText } from '../api/client';
-import type { GitStatusDto, MergeStrategyDto, ReviewCommentDto } from '../api/types';
+import type { GitStatusDto, MergeStrategyDto } from '../api/types';
 import { useMutation } from '../lib/useMutation';
 import { Dialog } from './Dialog';
 
@@ -50,19 +50,12 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
   const { busy, run: mutate } = useMutation(refused);
   // The composer open, if any.
   const [composer, setComposer] = useState<'pr' | 'merge' | null>(null);
-  const [comments, setComments] = useState<ReviewCommentDto[]>([]);
-  const [path, setPath] = useState('');
-  const [line, setLine] = useState('1');
-  const [text, setText] = useState('');
   // Files a refused rebase listed: the agent can be asked to resolve them.
   const [conflicts, setConflicts] = useState<string[]>([]);
 
   const load = useCallback(() => {
     call('task.git_status', { task_id: taskId })
       .then((r) => setStatus(r.repositories))
-      .catch((e: unknown) => refused(errorText(e)));
-    call('review.comment.list', { task_id: taskId })
-      .then((r) => setComments(r.comments))
       .catch((e: unknown) => refused(errorText(e)));
   }, [taskId, refused]);
   useEffect(load, [load, version]);
@@ -76,7 +69,6 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
       { describe: (e) => `${what} refused: ${refusal(e)}` },
     );
 
-  const open = comments.filter((c) => !c.sent_at);
   return (
     <section className="ship" aria-label="Ship">
       {status?.map((s) => <StatusLine key={s.repository_id} s={s} />)}
@@ -157,43 +149,6 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
           Ask the agent to resolve
         </button>
       )}
-      <form
-        className="review-box"
-        aria-label="Review comment"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void run('Comment', async () => {
-            await call('review.comment.add', { task_id: taskId, path, line: Number(line), text });
-            setText('');
-            return 'Comment saved.';
-          });
-        }}
-      >
-        <label>
-          File <input value={path} onChange={(e) => setPath(e.target.value)} required />
-        </label>
-        <label>
-          Line <input type="number" min={1} value={line} onChange={(e) => setLine(e.target.value)} required />
-        </label>
-        <label>
-          Comment <input value={text} onChange={(e) => setText(e.target.value)} required />
-        </label>
-        <button type="submit" disabled={busy}>Add comment</button>
-      </form>
-      <ul aria-label="Review comments">
-        {comments.map((c) => (
-          <li key={c.id} data-sent={c.sent_at ? 'yes' : 'no'}>
-            <code>{c.path}:{c.line}</code> {c.quote && <q>{c.quote}</q>} {c.text}
-            {c.sent_at && <span className="hint"> (sent)</span>}
-          </li>
-        ))}
-      </ul>
-      <button disabled={busy || open.length === 0} onClick={() => run('Send review', async () => {
-        const r = await call('review.submit', { task_id: taskId });
-        return `Sent ${r.comments.length} comment${r.comments.length === 1 ? '' : 's'} to the agent${r.queued ? ' (queued)' : ''}.`;
-      })}>
-        Send review to agent
-      </button>
     </section>
   );
 }

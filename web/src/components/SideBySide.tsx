@@ -1,5 +1,5 @@
-// A hunk side by side: the base version on the left, the task's on the right; removed and
-// added lines of a run are paired row by row, context lines sit on both sides.
+// A hunk side by side (drawn by ReviewDiff): the base version on the left, the task's on the
+// right; removed and added lines of a run are paired row by row, context lines sit on both sides.
 import type { DiffLineDto } from '../api/types';
 
 type Cell = { n: number; text: string; kind: 'ctx' | 'add' | 'del' } | null;
@@ -26,30 +26,4 @@ export function sideBySideRows(lines: DiffLineDto[], oldStart: number, newStart:
   }
   flush();
   return rows;
-}
-
-function CellView({ cell }: { cell: Cell }) {
-  if (!cell) return <td className="sbs-empty" colSpan={2} />;
-  return (
-    <>
-      <td className="sbs-n">{cell.n}</td>
-      <td className={`sbs-text dl-${cell.kind}`}>{cell.text}</td>
-    </>
-  );
-}
-
-export function SideBySide(props: { lines: DiffLineDto[]; oldStart: number; newStart: number }) {
-  const rows = sideBySideRows(props.lines, props.oldStart, props.newStart);
-  return (
-    <table className="diff sbs" aria-label="Side-by-side diff">
-      <tbody>
-        {rows.map(([left, right], i) => (
-          <tr key={i}>
-            <CellView cell={left} />
-            <CellView cell={right} />
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  );
 }

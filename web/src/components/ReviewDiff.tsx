@@ -1,0 +1,396 @@
+// A file's diff as a review: line numbers on both sides, in the unified or the side-by-side
+// view; a click on a line number (or a drag over several of one side) opens a comment on
+// those lines, and the threads on a line sit under it, with reply, edit, delete and
+// resolve (`review.comment.*`, `review.thread.resolve`). A thread whose lines changed since
+// says so; one whose line the diff no longer shows is listed under the file.
+import { Fragment, useRef, useState } from 'react';
+import type { DiffLineDto, FileChangeDto, ReviewCommentDto } from '../api/types';
+import { sideBySideRows } from './SideBySide';
+
+export type Side = 'old' | 'new';
+
+/** Lines `start..=end` on one side of a file's diff. */
+export interface LineRange {
+  side: Side;
+  start: number;
+  end: number;
+}
+
+export interface Thread {
+  root: ReviewCommentDto;
+  replies: ReviewCommentDto[];
+}
+
+/** The review's comments as threads, in the order they were opened. */
+export function threadsOf(comments: ReviewCommentDto[]): Thread[] {
+  return comments
+    .filter((c) => !c.thread_id)
+    .map((root) => ({ root, replies: comments.filter((c) => c.thread_id === root.id) }));
+}
+
+/** What a review can do; each returns when the server has answered. */
+export interface ReviewActions {
+  busy: boolean;
+  add: (path: string, range: LineRange, text: string) => Promise<boolean>;
+  reply: (root: ReviewCommentDto, text: string) => Promise<boolean>;
+  edit: (id: string, text: string) => Promise<boolean>;
+  remove: (id: string) => Promise<boolean>;
+  resolve: (threadId: string, resolved: boolean) => Promise<boolean>;
+}
+
+/** `path:line`, or `path:first–last` for a range; the base's side is marked. */
+export function location(c: ReviewCommentDto): string {
+  const lines = c.start_line !== null && c.start_line < c.line ? `${c.start_line}–${c.line}` : `${c.line}`;
+  return `${c.path}:${lines}${c.side === 'old' ? ' (old)' : ''}`;
+}
+
+type Anchor = { side: Side; line: number };
+const sameAnchor = (t: Thread, a: Anchor) => t.root.side === a.side && t.root.line === a.line;
+
+/** One row of the unified view: a diff line with its number on each side it is on. */
+interface UnifiedRow {
+  kind: 'ctx' | 'add' | 'del';
+  old: number | null;
+  new: number | null;
+  text: string;
+}
+
+function unifiedRows(lines: DiffLineDto[], oldStart: number, newStart: number): UnifiedRow[] {
+  let o = oldStart;
+  let n = newStart;
+  return lines.map((l) => {
+    if (l.kind === 'removed') return { kind: 'del', old: o++, new: null, text: l.text };
+    if (l.kind === 'added') return { kind: 'add', old: null, new: n++, text: l.text };
+    return { kind: 'ctx', old: o++, new: n++, text: l.text };
+  });
+}
+
+/** The anchors of a unified row: where its threads are and where a click comments. */
+function unifiedAnchors(r: UnifiedRow): Anchor[] {
+  const anchors: Anchor[] = [];
+  if (r.new !== null) anchors.push({ side: 'new', line: r.new });
+  if (r.old !== null) anchors.push({ side: 'old', line: r.old });
+  return anchors;
+}
+
+const ordered = (r: LineRange): LineRange => ({ side: r.side, start: Math.min(r.start, r.end), end: Math.max(r.start, r.end) });
+
+/** The lines being chosen with the mouse, and the comment being written. */
+function useLineChoice() {
+  const [drag, setDrag] = useState<LineRange | null>(null);
+  const [draft, setDraft] = useState<LineRange | null>(null);
+  // The drag as the handlers see it between renders (a quick click is down and up at once).
+  const dragging = useRef<LineRange | null>(null);
+  const chosen = drag ? ordered(drag) : draft;
+  return {
+    draft,
+    close: () => setDraft(null),
+    begin: (a: Anchor) => {
+      dragging.current = { side: a.side, start: a.line, end: a.line };
+      setDrag(dragging.current);
+      // Wherever the mouse is let go, the range chosen so far opens the comment.
+      window.addEventListener(
+        'mouseup',
+        () => {
+          const d = dragging.current;
+          dragging.current = null;
+          setDrag(null);
+          if (d) setDraft(ordered(d));
+        },
+        { once: true },
+      );
+    },
+    extend: (a: Anchor) => {
+      const d = dragging.current;
+      if (!d || d.side !== a.side) return;
+      dragging.current = { ...d, end: a.line };
+      setDrag(dragging.current);
+    },
+    open: (a: Anchor) => setDraft({ side: a.side, start: a.line, end: a.line }),
+    isChosen: (a: Anchor) => !!chosen && chosen.side === a.side && a.line >= chosen.start && a.line <= chosen.end,
+  };
+}
+type LineChoice = ReturnType<typeof useLineChoice>;
+
+/** A line number that opens a comment: click it, or drag from it over more of its side. */
+function LineNumber({ at, choice }: { at: Anchor; choice: LineChoice }) {
+  return (
+    <button
+      type="button"
+      className="ln-btn"
+      data-side={at.side}
+      data-line={at.line}
+      aria-label={`Comment on ${at.side} line ${at.line}`}
+      title="Comment on this line (drag for several)"
+      onMouseDown={(e) => {
+        if (e.button !== 0) return;
+        e.preventDefault(); // no text selection while dragging
+        choice.begin(at);
+      }}
+      onMouseEnter={() => choice.extend(at)}
+      // A keyboard press (no mouse down before it) opens a comment on the one line.
+      onClick={(e) => e.detail === 0 && choice.open(at)}
+    >
+      {at.line}
+    </button>
+  );
+}
+
+export function ReviewFile(props: {
+  file: FileChangeDto;
+  sideBySide: boolean;
+  threads: Thread[];
+  actions: ReviewActions;
+}) {
+  const { file, sideBySide, threads, actions } = props;
+  const choice = useLineChoice();
+  const shown = new Set<Thread>();
+  // The threads on any of `anchors`, and the comment being written if it ends there.
+  const under = (anchors: Anchor[], span: number) => {
+    const here = threads.filter((t) => anchors.some((a) => sameAnchor(t, a)));
+    here.forEach((t) => shown.add(t));
+    const draft = choice.draft;
+    const writing = draft && anchors.some((a) => a.side === draft.side && a.line === draft.end);
+    if (here.length === 0 && !writing) return null;
+    return (
+      <tr className="thread-row">
+        <td colSpan={span}>
+          {here.map((t) => (
+            <ThreadView key={t.root.id} thread={t} actions={actions} />
+          ))}
+          {writing && (
+            <CommentComposer
+              range={draft}
+              busy={actions.busy}
+              onCancel={choice.close}
+              onSend={async (text) => {
+                if (await actions.add(file.path, draft, text)) choice.close();
+              }}
+            />
+          )}
+        </td>
+      </tr>
+    );
+  };
+  const hunks = file.hunks.map((h, i) => (
+    <div key={i} className="hunk">
+      <div className="hunk-head">{h.header}</div>
+      {sideBySide ? (
+        <table className="diff sbs" aria-label="Side-by-side diff">
+          <tbody>
+            {sideBySideRows(h.lines, h.old_start, h.new_start).map(([left, right], j) => {
+              const anchors: Anchor[] = [];
+              if (left) anchors.push({ side: 'old', line: left.n });
+              if (right) anchors.push({ side: 'new', line: right.n });
+              return (
+                <Fragment key={j}>
+                  <tr>
+                    {[left, right].map((cell, k) => {
+                      const side: Side = k === 0 ? 'old' : 'new';
+                      if (!cell) return <td key={k} className="sbs-empty" colSpan={2} />;
+                      const at = { side, line: cell.n };
+                      return (
+                        <Fragment key={k}>
+                          <td className={choice.isChosen(at) ? 'sbs-n chosen' : 'sbs-n'}>
+                            <LineNumber at={at} choice={choice} />
+                          </td>
+                          <td className={`sbs-text dl-${cell.kind}`}>{cell.text}</td>
+                        </Fragment>
+                      );
+                    })}
+                  </tr>
+                  {under(anchors, 4)}
+                </Fragment>
+              );
+            })}
+          </tbody>
+        </table>
+      ) : (
+        <table className="diff unified" aria-label="Unified diff">
+          <tbody>
+            {unifiedRows(h.lines, h.old_start, h.new_start).map((r, j) => {
+              const anchors = unifiedAnchors(r);
+              // A click comments on the line's own side: the new one, or the old for a removed line.
+              const own = anchors[0]!;
+              return (
+                <Fragment key={j}>
+                  <tr className={`dl dl-${r.kind}${anchors.some(choice.isChosen) ? ' chosen' : ''}`}>
+                    <td className="ln">{r.old ?? ''}</td>
+                    <td className="ln">
+                      <LineNumber at={own} choice={choice} />
+                    </td>
+                    <td className="dl-text">
+                      <span className="dl-sign" aria-hidden="true">
+                        {r.kind === 'add' ? '+' : r.kind === 'del' ? '-' : ' '}
+                      </span>
+                      {r.text}
+                    </td>
+                  </tr>
+                  {under(anchors, 3)}
+                </Fragment>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </div>
+  ));
+  const elsewhere = threads.filter((t) => !shown.has(t));
+  return (
+    <>
+      {hunks}
+      {elsewhere.length > 0 && (
+        <div className="threads-elsewhere">
+          <p className="hint">On lines the diff does not show now:</p>
+          {elsewhere.map((t) => (
+            <ThreadView key={t.root.id} thread={t} actions={actions} />
+          ))}
+        </div>
+      )}
+    </>
+  );
+}
+
+function CommentComposer(props: {
+  range: LineRange;
+  busy: boolean;
+  onSend: (text: string) => Promise<void>;
+  onCancel: () => void;
+}) {
+  const { range, busy } = props;
+  const [text, setText] = useState('');
+  const lines = range.start === range.end ? `line ${range.end}` : `lines ${range.start}–${range.end}`;
+  return (
+    <form
+      className="comment-composer"
+      aria-label="New comment"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (text.trim()) void props.onSend(text);
+      }}
+    >
+      <label>
+        Comment on {range.side} {lines}
+        <textarea rows={3} value={text} autoFocus onChange={(e) => setText(e.target.value)} />
+      </label>
+      <div className="row">
+        <button className="primary" type="submit" disabled={busy || !text.trim()}>
+          Comment
+        </button>
+        <button type="button" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export function ThreadView({ thread, actions }: { thread: Thread; actions: ReviewActions }) {
+  const { root, replies } = thread;
+  const resolved = root.resolved_at !== null;
+  const [unfolded, setUnfolded] = useState(false);
+  const [reply, setReply] = useState('');
+  const open = !resolved || unfolded;
+  return (
+    <div
+      className={resolved ? 'thread resolved' : 'thread'}
+      role="group"
+      aria-label={`Thread on ${location(root)}`}
+      data-thread={root.id}
+      data-resolved={resolved ? 'yes' : 'no'}
+    >
+      <div className="thread-head">
+        <code>{location(root)}</code>
+        {root.outdated && (
+          <span className="badge warn" data-testid="lines-changed" title="The lines it was made on changed since">
+            lines changed
+          </span>
+        )}
+        {resolved && <span className="badge">resolved</span>}
+        <span className="spacer" />
+        {resolved && (
+          <button type="button" onClick={() => setUnfolded(!unfolded)}>
+            {unfolded ? 'Hide' : 'Show'}
+          </button>
+        )}
+        <button type="button" disabled={actions.busy} onClick={() => void actions.resolve(root.id, !resolved)}>
+          {resolved ? 'Reopen' : 'Resolve'}
+        </button>
+      </div>
+      {open && (
+        <>
+          {root.outdated && root.quote && (
+            <pre className="thread-quote" aria-label="The lines as they were">
+              {root.quote}
+            </pre>
+          )}
+          {[root, ...replies].map((c) => (
+            <CommentView key={c.id} comment={c} actions={actions} />
+          ))}
+          <form
+            className="row thread-reply"
+            onSubmit={async (e) => {
+              e.preventDefault();
+              if (reply.trim() && (await actions.reply(root, reply))) setReply('');
+            }}
+          >
+            <textarea rows={1} aria-label="Reply" placeholder="Reply…" value={reply} onChange={(e) => setReply(e.target.value)} />
+            <button type="submit" disabled={actions.busy || !reply.trim()}>
+              Reply
+            </button>
+          </form>
+        </>
+      )}
+    </div>
+  );
+}
+
+function CommentView({ comment, actions }: { comment: ReviewCommentDto; actions: ReviewActions }) {
+  const [editing, setEditing] = useState<string | null>(null);
+  const sent = comment.sent_at !== null;
+  if (editing !== null) {
+    return (
+      <form
+        className="comment editing"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          if (editing.trim() && (await actions.edit(comment.id, editing))) setEditing(null);
+        }}
+      >
+        <textarea rows={2} aria-label="Edit comment" value={editing} autoFocus onChange={(e) => setEditing(e.target.value)} />
+        <div className="row">
+          <button className="primary" type="submit" disabled={actions.busy || !editing.trim()}>
+            Save
+          </button>
+          <button type="button" onClick={() => setEditing(null)}>
+            Cancel
+          </button>
+        </div>
+      </form>
+    );
+  }
+  return (
+    <div className="comment" data-comment={comment.id} data-sent={sent ? 'yes' : 'no'}>
+      <p className="comment-text">{comment.text}</p>
+      <div className="row comment-meta">
+        <span className="hint">{sent ? 'sent to the agent' : 'not sent yet'}</span>
+        <span className="spacer" />
+        {/* What was sent stays as it was sent. */}
+        {!sent && (
+          <button type="button" className="link" onClick={() => setEditing(comment.text)}>
+            Edit
+          </button>
+        )}
+        <button
+          type="button"
+          className="link"
+          disabled={actions.busy}
+          aria-label={comment.thread_id ? 'Delete reply' : 'Delete thread'}
+          onClick={() => void actions.remove(comment.id)}
+        >
+          Delete
+        </button>
+      </div>
+    </div>
+  );
+}
