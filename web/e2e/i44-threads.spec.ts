@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from '@playwright/test';
-import { expect, removeRepo, send, test, transcript } from './kandev';
+import { expect, removeRepo, screenshot, send, test, transcript } from './kandev';
 
 type Api = { api: (action: string, payload: object) => Promise<any> };
 
@@ -111,6 +111,7 @@ test('i44: threads on diff lines reach the agent, take a reply after its turn, a
     await expect(range.getByTestId('lines-changed')).toBeVisible();
     await expect(removed.getByTestId('lines-changed')).toHaveCount(0);
     await expect(range.getByLabel('The lines as they were')).toHaveText('gamma\ndelta\nepsilon');
+    await screenshot(page, 'i44-threads-side-by-side');
 
     // Resolve folds a thread and Reopen opens it; edit changes an unsent comment; delete
     // takes a thread away.
@@ -135,7 +136,11 @@ test('i44: threads on diff lines reach the agent, take a reply after its turn, a
     await page.getByLabel('Side by side').uncheck();
     const unified = file.getByRole('table', { name: 'Unified diff' });
     await expect(unified.getByRole('button', { name: 'Comment on new line 5', exact: true })).toBeVisible();
+    // A removed line has only its old number, and it comments on the old side.
+    const beta = unified.locator('tr.dl-del').first();
+    await expect(beta.getByRole('button')).toHaveAccessibleName('Comment on old line 2');
     await expect(removed).toContainText('still unclear: keep beta');
+    await screenshot(page, 'i44-threads-unified');
   } finally {
     removeRepo(repo);
   }

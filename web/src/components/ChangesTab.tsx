@@ -12,8 +12,10 @@ import { useData } from '../lib/data';
 import { useLiveQuery } from '../lib/useLiveQuery';
 import { navigate } from '../lib/router';
 import { toast } from '../lib/toast';
+import { useFlagPref } from '../lib/prefs';
 import { useMutation } from '../lib/useMutation';
-import { type ReviewActions, ReviewFile, ThreadView, threadsOf } from './ReviewDiff';
+import { type Highlighter, type ReviewActions, ReviewFile, ThreadView, threadsOf } from './ReviewDiff';
+import { ChangedFiles } from './ChangedFiles';
 import { ShipPanel } from './ShipPanel';
 
 export function ChangesTab(props: { taskId: string; repositoryIds: string[]; sessionId: string | null }) {
@@ -107,7 +109,8 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
   const { run: mark } = useMutation(setNote);
   // Bumped on each read of the diff, so the ship panel reads the branch's status again.
   const [version, setVersion] = useState(0);
-  const [sideBySide, setSideBySide] = useState(false);
+  // The view chosen is kept (a reload, another task, the task's other tabs and back).
+  const [sideBySide, setSideBySide] = useFlagPref('kandev.diff.side-by-side');
   const [comments, setComments] = useState<ReviewCommentDto[]>([]);
   const [reviewNote, setReviewNote] = useState<{ text: string; ok: boolean } | null>(null);
   const review = useReview(taskId, setComments, setReviewNote);
@@ -124,6 +127,7 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
   }, [taskId, review.reload]);
   useEffect(load, [load]);
   useTurnEnds(sessionId, load);
+  const highlighter = useHighlighter(!!files?.length);
   const threads = threadsOf(comments);
   const open = comments.filter((c) => !c.sent_at && !threads.find((t) => t.root.id === (c.thread_id ?? c.id))?.root.resolved_at);
   // Threads on files the diff no longer has stay in sight, under the files.
@@ -175,55 +179,63 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
         </div>
       )}
       {files && files.length === 0 && <p className="column-empty">No changes yet.</p>}
-      {files?.map((f) => (
-        // Keyed by the mark too: marking a file viewed folds it, unmarking unfolds it.
-        <details
-          key={`${f.repository_id ?? ''}:${f.path}:${f.viewed}`}
-          className={f.viewed ? 'diff-file viewed' : 'diff-file'}
-          open={!f.viewed}
-          data-path={f.path}
-        >
-          <summary className="diff-head">
-            <code>{f.old_path ? `${f.old_path} → ${f.path}` : f.path}</code>
-            <span className="badge">{f.status}</span>
-            <span className="adds">+{f.additions}</span>
-            <span className="dels">−{f.deletions}</span>
-            <label className="check viewed-mark">
-              <input
-                type="checkbox"
-                checked={f.viewed}
-                aria-label={`Viewed ${f.path}`}
-                onChange={(e) => {
-                  const viewed = e.target.checked;
-                  // Shown at once; the server's answer (read again) has the last word.
-                  setFiles((all) => all?.map((x) => (x === f ? { ...x, viewed } : x)) ?? all);
-                  void mark(async () => {
-                    try {
-                      await call('task.file.viewed.set', {
-                        task_id: taskId,
-                        repository_id: f.repository_id ?? undefined,
-                        path: f.path,
-                        viewed,
-                      });
-                    } finally {
-                      load();
-                    }
-                  });
-                }}
-              />
-              Viewed
-            </label>
-          </summary>
-          {f.binary && <p className="hint">Binary file</p>}
-          {f.truncated && <p className="hint">Diff too large to show in full</p>}
-          <ReviewFile
-            file={f}
-            sideBySide={sideBySide}
-            threads={threads.filter((t) => t.root.path === f.path)}
-            actions={review}
-          />
-        </details>
-      ))}
+      {files && files.length > 0 && (
+        <div className="changes-body">
+          <ChangedFiles files={files} openThreads={(path) => threads.filter((t) => t.root.path === path && !t.root.resolved_at).length} onOpen={goTo} />
+          <div className="changes-files">
+            {files.map((f) => (
+              // Keyed by the mark too: marking a file viewed folds it, unmarking unfolds it.
+              <details
+                key={`${f.repository_id ?? ''}:${f.path}:${f.viewed}`}
+                className={f.viewed ? 'diff-file viewed' : 'diff-file'}
+                open={!f.viewed}
+                data-path={f.path}
+              >
+                <summary className="diff-head">
+                  <code>{f.old_path ? `${f.old_path} → ${f.path}` : f.path}</code>
+                  <span className="badge">{f.status}</span>
+                  <span className="adds">+{f.additions}</span>
+                  <span className="dels">−{f.deletions}</span>
+                  <label className="check viewed-mark">
+                    <input
+                      type="checkbox"
+                      checked={f.viewed}
+                      aria-label={`Viewed ${f.path}`}
+                      onChange={(e) => {
+                        const viewed = e.target.checked;
+                        // Shown at once; the server's answer (read again) has the last word.
+                        setFiles((all) => all?.map((x) => (x === f ? { ...x, viewed } : x)) ?? all);
+                        void mark(async () => {
+                          try {
+                            await call('task.file.viewed.set', {
+                              task_id: taskId,
+                              repository_id: f.repository_id ?? undefined,
+                              path: f.path,
+                              viewed,
+                            });
+                          } finally {
+                            load();
+                          }
+                        });
+                      }}
+                    />
+                    Viewed
+                  </label>
+                </summary>
+                {f.binary && <p className="hint">Binary file</p>}
+                {f.truncated && <p className="hint">Diff too large to show in full</p>}
+                <ReviewFile
+                  file={f}
+                  sideBySide={sideBySide}
+                  threads={threads.filter((t) => t.root.path === f.path)}
+                  actions={review}
+                  highlighter={highlighter}
+                />
+              </details>
+            ))}
+          </div>
+        </div>
+      )}
       {orphans.length > 0 && (
         <section className="threads-elsewhere" aria-label="Threads on files without changes now">
           <p className="hint">On files that have no changes now:</p>
@@ -254,6 +266,30 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
       </form>
     </div>
   );
+}
+
+/** Unfolds a file's diff and scrolls to it (the changed-files tree). */
+function goTo(file: FileChangeDto) {
+  const diff = document.querySelector<HTMLDetailsElement>(`.diff-file[data-path="${CSS.escape(file.path)}"]`);
+  if (!diff) return;
+  diff.open = true;
+  diff.scrollIntoView({ block: 'start' });
+}
+
+/** highlight.js, loaded as its own chunk once there is a diff to show (plain until then). */
+function useHighlighter(wanted: boolean): Highlighter | null {
+  const [highlighter, setHighlighter] = useState<Highlighter | null>(null);
+  useEffect(() => {
+    if (!wanted || highlighter) return;
+    let live = true;
+    import('../lib/highlight')
+      .then((m) => live && setHighlighter(m))
+      .catch(() => {}); // shown plain
+    return () => {
+      live = false;
+    };
+  }, [wanted, highlighter]);
+  return highlighter;
 }
 
 /** The review's actions: each reads the comments again when the server has answered. */

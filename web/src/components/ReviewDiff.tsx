@@ -3,7 +3,7 @@
 // those lines, and the threads on a line sit under it, with reply, edit, delete and
 // resolve (`review.comment.*`, `review.thread.resolve`). A thread whose lines changed since
 // says so; one whose line the diff no longer shows is listed under the file.
-import { Fragment, useRef, useState } from 'react';
+import { Fragment, useMemo, useRef, useState } from 'react';
 import type { DiffLineDto, FileChangeDto, ReviewCommentDto } from '../api/types';
 import { sideBySideRows } from './SideBySide';
 
@@ -136,14 +136,28 @@ function LineNumber({ at, choice }: { at: Anchor; choice: LineChoice }) {
   );
 }
 
+/** highlight.js's module (lib/highlight), loaded on first use. */
+export type Highlighter = typeof import('../lib/highlight');
+
+/** A line's text, highlighted when there is `html` (escaped by highlight.js, its spans only). */
+function Code({ text, html }: { text: string; html: string | undefined }) {
+  return html === undefined ? <>{text}</> : <span className="code" dangerouslySetInnerHTML={{ __html: html }} />;
+}
+
 export function ReviewFile(props: {
   file: FileChangeDto;
   sideBySide: boolean;
   threads: Thread[];
   actions: ReviewActions;
+  highlighter: Highlighter | null;
 }) {
-  const { file, sideBySide, threads, actions } = props;
+  const { file, sideBySide, threads, actions, highlighter } = props;
   const choice = useLineChoice();
+  // Each hunk's lines highlighted, by index (null: shown plain).
+  const highlighted = useMemo(
+    () => file.hunks.map((h) => highlighter?.highlightLines(file.path, h.lines.map((l) => l.text)) ?? null),
+    [file, highlighter],
+  );
   const shown = new Set<Thread>();
   // The threads on any of `anchors`, and the comment being written if it ends there.
   const under = (anchors: Anchor[], span: number) => {
@@ -194,7 +208,9 @@ export function ReviewFile(props: {
                           <td className={choice.isChosen(at) ? 'sbs-n chosen' : 'sbs-n'}>
                             <LineNumber at={at} choice={choice} />
                           </td>
-                          <td className={`sbs-text dl-${cell.kind}`}>{cell.text}</td>
+                          <td className={`sbs-text dl-${cell.kind}`}>
+                            <Code text={cell.text} html={highlighted[i]?.[cell.at]} />
+                          </td>
                         </Fragment>
                       );
                     })}
@@ -210,20 +226,17 @@ export function ReviewFile(props: {
           <tbody>
             {unifiedRows(h.lines, h.old_start, h.new_start).map((r, j) => {
               const anchors = unifiedAnchors(r);
-              // A click comments on the line's own side: the new one, or the old for a removed line.
-              const own = anchors[0]!;
+              // Each number comments on its side: the base's (old) or the task's (new).
               return (
                 <Fragment key={j}>
                   <tr className={`dl dl-${r.kind}${anchors.some(choice.isChosen) ? ' chosen' : ''}`}>
-                    <td className="ln">{r.old ?? ''}</td>
-                    <td className="ln">
-                      <LineNumber at={own} choice={choice} />
-                    </td>
+                    <td className="ln">{r.old !== null && <LineNumber at={{ side: 'old', line: r.old }} choice={choice} />}</td>
+                    <td className="ln">{r.new !== null && <LineNumber at={{ side: 'new', line: r.new }} choice={choice} />}</td>
                     <td className="dl-text">
                       <span className="dl-sign" aria-hidden="true">
                         {r.kind === 'add' ? '+' : r.kind === 'del' ? '-' : ' '}
                       </span>
-                      {r.text}
+                      <Code text={r.text} html={highlighted[i]?.[j]} />
                     </td>
                   </tr>
                   {under(anchors, 3)}

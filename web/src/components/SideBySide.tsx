@@ -2,7 +2,8 @@
 // right; removed and added lines of a run are paired row by row, context lines sit on both sides.
 import type { DiffLineDto } from '../api/types';
 
-type Cell = { n: number; text: string; kind: 'ctx' | 'add' | 'del' } | null;
+/** A side's line: its number, text and kind, and its index in the hunk's lines (`at`). */
+type Cell = { n: number; text: string; kind: 'ctx' | 'add' | 'del'; at: number } | null;
 
 /** Rows of (old, new) cells for a hunk starting at `oldStart` / `newStart`. */
 export function sideBySideRows(lines: DiffLineDto[], oldStart: number, newStart: number): [Cell, Cell][] {
@@ -16,14 +17,14 @@ export function sideBySideRows(lines: DiffLineDto[], oldStart: number, newStart:
     dels = [];
     adds = [];
   };
-  for (const l of lines) {
-    if (l.kind === 'removed') dels.push({ n: o++, text: l.text, kind: 'del' });
-    else if (l.kind === 'added') adds.push({ n: n++, text: l.text, kind: 'add' });
+  lines.forEach((l, at) => {
+    if (l.kind === 'removed') dels.push({ n: o++, text: l.text, kind: 'del', at });
+    else if (l.kind === 'added') adds.push({ n: n++, text: l.text, kind: 'add', at });
     else {
       flush();
-      rows.push([{ n: o++, text: l.text, kind: 'ctx' }, { n: n++, text: l.text, kind: 'ctx' }]);
+      rows.push([{ n: o++, text: l.text, kind: 'ctx', at }, { n: n++, text: l.text, kind: 'ctx', at }]);
     }
-  }
+  });
   flush();
   return rows;
 }

@@ -6,6 +6,7 @@ import type { AgentProfileDto, Notification, RepositoryDto, WorkflowDto, Workspa
 import { removeById, upsertById } from './lists';
 import { useLiveQuery } from './useLiveQuery';
 import { useRead } from './useRead';
+import { readPref, writePref } from './prefs';
 
 /** Where a list's first read is: under way, failed (its error is shown), or answered. */
 export type ReadState = 'reading' | 'failed' | 'done';
@@ -43,22 +44,9 @@ export function useData(): WorkspaceData {
   return data;
 }
 
-// Remembering the chosen workspace and board is a convenience: where storage is refused
-// (private mode, a full quota) the page works the same, starting from the first of each.
-const stored = (key: string) => {
-  try {
-    return localStorage.getItem(key);
-  } catch {
-    return null;
-  }
-};
-const store = (key: string, value: string) => {
-  try {
-    localStorage.setItem(key, value);
-  } catch {
-    /* not remembered: see above */
-  }
-};
+// Remembering the chosen workspace and board is a convenience (lib/prefs).
+const stored = readPref;
+const store = writePref;
 
 interface WorkspaceLists {
   workflows: WorkflowDto[];

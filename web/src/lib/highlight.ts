@@ -1,4 +1,5 @@
-// Syntax highlighting for the Files tab's viewer (issue 18): highlight.js's core with the
+// Syntax highlighting for the Files tab's viewer (issue 18) and the Changes tab's diffs:
+// highlight.js's core with the
 // languages a worktree mostly holds, loaded as its own chunk when a file is first opened
 // (`import('./highlight')`), so the board never pays for it. highlight.js escapes the text it
 // is given; its output is HTML of `<span class="hljs-…">` only.
@@ -63,3 +64,13 @@ export function highlight(path: string, content: string): { html: string; langua
   if (!language || content.length > MAX_HIGHLIGHT_BYTES) return null;
   return { html: hljs.highlight(content, { language, ignoreIllegals: true }).value, language };
 }
+
+/** Each of a diff's lines highlighted on its own (a construct spanning lines, such as a block
+ * comment, is not seen whole), or null to show them plain. */
+export function highlightLines(path: string, lines: string[]): string[] | null {
+  const language = languageOf(path);
+  const size = lines.reduce((n, l) => n + l.length, 0);
+  if (!language || size > MAX_HIGHLIGHT_BYTES) return null;
+  return lines.map((l) => hljs.highlight(l, { language, ignoreIllegals: true }).value);
+}
+
