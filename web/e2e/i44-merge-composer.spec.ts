@@ -1,11 +1,11 @@
 // Issue 44 item 6: Merge opens a composer (strategy and message, prefilled from the task)
 // before anything changes, and merges with what was chosen; the note of a success looks
-// unlike a refusal's.
+// unlike a refusal's; the merged task says "merged".
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, removeRepo, test, transcript } from './kandev';
+import { expect, openBoard, removeRepo, test, transcript } from './kandev';
 
 test('i44: merge goes through a composer with the strategy and message chosen', async ({ page, kandev }) => {
   const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-merge-'));
@@ -46,6 +46,12 @@ test('i44: merge goes through a composer with the strategy and message chosen', 
     await expect(note).toHaveAttribute('data-ok', 'yes');
     expect(git(repo, 'log', '-1', '--format=%s%n%P', 'main').split('\n')[0]).toBe('Merge the work');
     expect(git(repo, 'log', '-1', '--format=%P', 'main').split(' ')).toHaveLength(2); // a merge commit
+    // The task shows "merged", on its Changes tab and on its card, until its branch moves on.
+    await expect(page.getByTestId('merged')).toBeVisible();
+    await openBoard(page, kandev);
+    const card = page.locator('[data-task-id="' + task.id + '"]');
+    await expect(card.getByTestId('card-git')).toContainText('merged');
+    await expect(card.getByTestId('card-git')).toHaveAttribute('aria-label', /merged/);
   } finally {
     removeRepo(repo);
   }

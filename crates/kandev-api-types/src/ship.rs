@@ -117,6 +117,8 @@ pub struct GitStatusDto {
     pub conflicts_with_base: Vec<String>,
     pub remote: Option<RemoteStatusDto>,
     pub pr: Option<PullRequestDto>,
+    /// `task.merge` landed the branch as it is now on the base branch.
+    pub merged: bool,
 }
 
 impl From<&GitStatus> for GitStatusDto {
@@ -138,6 +140,7 @@ impl From<&GitStatus> for GitStatusDto {
             conflicts_with_base: g.conflicts_with_base.clone(),
             remote: g.remote.as_ref().map(RemoteStatusDto::from),
             pr: g.pr.as_ref().map(PullRequestDto::from),
+            merged: g.merged,
         }
     }
 }
@@ -152,6 +155,8 @@ pub struct GitSummaryDto {
     pub dirty: u32,
     pub conflicts: u32,
     pub pr_state: Option<String>,
+    /// Every repository's task branch is merged into its base as it is now (`task.merge`).
+    pub merged: bool,
 }
 
 impl From<&kandev_domain::ship::GitSummary> for GitSummaryDto {
@@ -162,6 +167,7 @@ impl From<&kandev_domain::ship::GitSummary> for GitSummaryDto {
             dirty: g.dirty,
             conflicts: g.conflicts,
             pr_state: g.pr_state.map(|s| s.as_str().to_owned()),
+            merged: g.merged,
         }
     }
 }

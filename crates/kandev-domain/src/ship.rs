@@ -88,6 +88,8 @@ pub struct GitStatus {
     /// The branch on the remote, once pushed.
     pub remote: Option<RemoteStatus>,
     pub pr: Option<PullRequest>,
+    /// `task.merge` landed the branch as it is now (`head`) on the base branch.
+    pub merged: bool,
 }
 
 /// A task's git status summed over its repositories, as its card shows it.
@@ -102,6 +104,8 @@ pub struct GitSummary {
     /// Open while any pull request is open, merged when all are, else closed; `None`
     /// without pull requests.
     pub pr_state: Option<PrState>,
+    /// Every repository's task branch is merged into its base as it is now.
+    pub merged: bool,
 }
 
 impl GitSummary {
@@ -124,6 +128,7 @@ impl GitSummary {
             dirty: statuses.iter().map(|s| count(s.uncommitted.len() + s.untracked.len())).sum(),
             conflicts: statuses.iter().map(|s| count(s.conflicts_with_base.len())).sum(),
             pr_state,
+            merged: !statuses.is_empty() && statuses.iter().all(|s| s.merged),
         }
     }
 }

@@ -28,8 +28,10 @@ fn repository() -> (tempfile::TempDir, std::path::PathBuf) {
 async fn i16_a3_a_base_checked_out_nowhere_moves_by_ref_and_conflicts_change_nothing() {
     let (_tmp, repo) = repository();
     let main_before = git(&repo, &["rev-parse", "main"]);
-    let merged =
+    let landed =
         merge_into_base(&repo, "main", "task", MergeStrategy::Merge, "land").await.unwrap();
+    assert_eq!(landed.head, git(&repo, &["rev-parse", "task"]));
+    let merged = landed.commit;
     assert_eq!(git(&repo, &["rev-parse", "main"]), merged);
     assert_eq!(git(&repo, &["rev-parse", &format!("{merged}^1")]), main_before);
     assert_eq!(

@@ -435,6 +435,29 @@ async fn i16_a3_merge_with_each_strategy_and_a_dirty_base_is_refused() {
 }
 
 #[tokio::test]
+async fn i44_6_a_merged_task_says_merged_until_its_branch_moves() {
+    let remote = Remote::new();
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let repo_id = board.repository(&remote.clone, json!({})).await;
+    let task = board.task("Land me", json!([{"id": repo_id}])).await;
+    let (_s, worktree) = board.started(&task).await;
+    commit_file(&worktree, "land.txt", "x\n", "add land.txt");
+    let merged_now = || async {
+        let status = server.call("task.git_status", json!({"task_id": task})).await;
+        let card = server.call("task.get", json!({"id": task})).await;
+        (status["repositories"][0]["merged"].clone(), card["task"]["git"]["merged"].clone())
+    };
+    assert_eq!(merged_now().await, (json!(false), json!(false)));
+
+    server.call("task.merge", json!({"task_id": task, "strategy": "squash"})).await;
+    assert_eq!(merged_now().await, (json!(true), json!(true)), "merged, on the card too");
+    // A new commit on the task branch is not merged.
+    commit_file(&worktree, "more.txt", "y\n", "more");
+    assert_eq!(merged_now().await, (json!(false), json!(false)));
+}
+
+#[tokio::test]
 async fn i16_a4_push_and_a_non_fast_forward_is_refused_without_force() {
     let remote = Remote::new();
     let server = TestServer::start().await;

@@ -26,6 +26,8 @@ pub struct WorktreeRecord {
     pub removed_at: Option<Timestamp>,
     /// The executor whose host it was made on (`None`: this server's host).
     pub executor_id: Option<String>,
+    /// The task branch's head that `task.merge` last landed on the base branch.
+    pub merged_head: Option<String>,
 }
 
 /// A worktree to record.
@@ -54,6 +56,7 @@ struct WorktreeRow {
     created_at: i64,
     removed_at: Option<i64>,
     executor_id: Option<String>,
+    merged_head: Option<String>,
 }
 
 impl From<WorktreeRow> for WorktreeRecord {
@@ -70,6 +73,7 @@ impl From<WorktreeRow> for WorktreeRecord {
             created_at: Timestamp(r.created_at),
             removed_at: r.removed_at.map(Timestamp),
             executor_id: r.executor_id,
+            merged_head: r.merged_head,
         }
     }
 }
@@ -194,6 +198,16 @@ impl WriteTx {
             .execute(self.conn())
             .await?;
         get(self.db(), id).await
+    }
+
+    /// Records the task branch's head a merge landed on the base branch.
+    pub async fn set_worktree_merged_head(&mut self, id: &str, head: &str) -> Result<()> {
+        crate::sql::query("UPDATE worktrees SET merged_head = ? WHERE id = ?")
+            .bind(head)
+            .bind(id)
+            .execute(self.conn())
+            .await?;
+        Ok(())
     }
 
     /// Records that a worktree was removed from disk; its row stays for the record.

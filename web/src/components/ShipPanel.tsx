@@ -24,6 +24,11 @@ function StatusLine({ s }: { s: GitStatusDto }) {
   const dirty = s.dirty.uncommitted + s.dirty.untracked;
   return (
     <p className="hint" data-testid="git-status">
+      {s.merged && (
+        <span className="badge merged" data-testid="merged">
+          merged
+        </span>
+      )}{' '}
       <code>{s.branch}</code> → <code>{s.base_branch}</code>: {s.ahead} ahead, {s.behind} behind
       {dirty > 0 && <>, {dirty} uncommitted</>}
       {s.conflicts_with_base.length > 0 && <>, conflicts: {s.conflicts_with_base.join(', ')}</>}

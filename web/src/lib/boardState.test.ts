@@ -95,12 +95,13 @@ describe('applyTaskNotification', () => {
   it('sums a git status onto the card', () => {
     const status = gitStatus({ ahead: 2, pr: 'open' });
     const after = applyTaskNotification(board, taskEvent('task.git_status', { task_id: 'a', repositories: [status] }), 'wf');
-    expect(after.tasks.get('a')?.git).toEqual({ ahead: 2, behind: 0, dirty: 0, conflicts: 0, pr_state: 'open' });
+    expect(after.tasks.get('a')?.git).toEqual({ ahead: 2, behind: 0, dirty: 0, conflicts: 0, pr_state: 'open', merged: false });
   });
 });
 
-function gitStatus(o: { ahead?: number; pr?: string; dirty?: number; conflicts?: string[] }): GitStatusDto {
+function gitStatus(o: { ahead?: number; pr?: string; dirty?: number; conflicts?: string[]; merged?: boolean }): GitStatusDto {
   return {
+    merged: o.merged ?? false,
     ahead: o.ahead ?? 0,
     behind: 0,
     dirty: { uncommitted: o.dirty ?? 0, untracked: 0 },
@@ -112,13 +113,19 @@ function gitStatus(o: { ahead?: number; pr?: string; dirty?: number; conflicts?:
 describe('gitSummary', () => {
   it('sums the repositories and reads the PRs as one state', () => {
     const summary = gitSummary([gitStatus({ ahead: 1, dirty: 2, pr: 'merged' }), gitStatus({ conflicts: ['f'], pr: 'closed' })]);
-    expect(summary).toEqual({ ahead: 1, behind: 0, dirty: 2, conflicts: 1, pr_state: 'closed' });
+    expect(summary).toEqual({ ahead: 1, behind: 0, dirty: 2, conflicts: 1, pr_state: 'closed', merged: false });
   });
 
   it('says merged only when every PR is merged', () => {
     expect(gitSummary([gitStatus({ pr: 'merged' }), gitStatus({ pr: 'merged' })]).pr_state).toBe('merged');
     expect(gitSummary([gitStatus({ pr: 'merged' }), gitStatus({ pr: 'open' })]).pr_state).toBe('open');
     expect(gitSummary([gitStatus({})]).pr_state).toBeNull();
+  });
+
+  it('says merged only when every repository is merged', () => {
+    expect(gitSummary([gitStatus({ merged: true }), gitStatus({ merged: true })]).merged).toBe(true);
+    expect(gitSummary([gitStatus({ merged: true }), gitStatus({})]).merged).toBe(false);
+    expect(gitSummary([]).merged).toBe(false);
   });
 });
 

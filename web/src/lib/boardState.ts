@@ -132,5 +132,6 @@ export function gitSummary(repositories: GitStatusDto[]): GitSummaryDto {
     dirty: sum((r) => r.dirty.uncommitted + r.dirty.untracked),
     conflicts: sum((r) => r.conflicts_with_base.length),
     pr_state,
+    merged: repositories.length > 0 && repositories.every((r) => r.merged),
   };
 }

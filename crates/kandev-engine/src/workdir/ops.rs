@@ -128,7 +128,7 @@ pub(crate) async fn merge(
         let _guard = inner.task_locks.lock(task_id).await;
         for target in &targets {
             target.bring_back().await?;
-            let commit = git::merge_into_base(
+            let landed = git::merge_into_base(
                 &PathBuf::from(&target.repository.local_path),
                 &target.base_branch,
                 &target.record.branch,
@@ -137,10 +137,14 @@ pub(crate) async fn merge(
             )
             .await
             .map_err(ship_error)?;
+            // The status says "merged" while the branch stays at the head that landed.
+            let mut tx = inner.store.begin_write().await?;
+            tx.set_worktree_merged_head(&target.record.id, &landed.head).await?;
+            tx.commit().await?;
             made.push(MergeMade {
                 repository_id: target.repository.id.clone(),
                 base_branch: target.base_branch.clone(),
-                commit,
+                commit: landed.commit,
             });
         }
     }

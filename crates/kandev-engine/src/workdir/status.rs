@@ -84,6 +84,7 @@ async fn status_of(inner: &Inner, target: &Target) -> Result<GitStatus> {
         base_branch: target.base_branch.clone(),
         base_commit: target.record.base_commit.clone(),
         base_tip: status.base_tip,
+        merged: target.record.merged_head.as_deref() == Some(status.head.as_str()),
         head: status.head,
         ahead: status.ahead,
         behind: status.behind,

@@ -58,9 +58,10 @@ pub use setup::{
     run_setup_script_streaming,
 };
 pub use ship::{
-    BranchStatus, Dirty, MAX_USAGE_ENTRIES, MergeStrategy, Upstream, branch_commit_summaries,
-    branch_status, branches, commit_summaries, copy_ignored_files, dirty_files, disk_usage,
-    fetch_base, merge_into_base, push, push_branch, rebase, remote_url, status,
+    BranchStatus, Dirty, Landed, MAX_USAGE_ENTRIES, MergeStrategy, Upstream,
+    branch_commit_summaries, branch_status, branches, commit_summaries, copy_ignored_files,
+    dirty_files, disk_usage, fetch_base, merge_into_base, push, push_branch, rebase, remote_url,
+    status,
 };
 pub use worktree::{
     MAX_BRANCH_SUFFIX, OnExistingBranch, Worktree, WorktreeSpec, create_worktree, default_branch,

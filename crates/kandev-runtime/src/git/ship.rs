@@ -277,14 +277,14 @@ pub async fn rebase(worktree: &Path, base_branch: &str) -> Result<String, GitErr
 /// Refuses, changing nothing: a base that is not a local branch, conflicts
 /// ([`GitError::MergeConflicts`]), a fast-forward that is impossible
 /// ([`GitError::NotFastForward`]), a base checked out in a worktree with uncommitted or
-/// untracked files ([`GitError::DirtyFiles`], listing them). Returns the base's new commit.
+/// untracked files ([`GitError::DirtyFiles`], listing them).
 pub async fn merge_into_base(
     repo_path: &Path,
     base_branch: &str,
     branch: &str,
     strategy: MergeStrategy,
     message: &str,
-) -> Result<String, GitError> {
+) -> Result<Landed, GitError> {
     let repo = open_repo(repo_path).await?;
     let base_ref = format!("refs/heads/{base_branch}");
     let Some(base_tip) = commit_of(&repo, &base_ref).await? else {
@@ -360,7 +360,16 @@ pub async fn merge_into_base(
         }
     }
     tracing::debug!(base = base_branch, branch, commit = %new_tip, "merged task branch");
-    Ok(new_tip)
+    Ok(Landed { commit: new_tip, head })
+}
+
+/// What [`merge_into_base`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Landed {
+    /// The base branch's new commit.
+    pub commit: String,
+    /// The task branch's head that was merged.
+    pub head: String,
 }
 
 /// Pushes the worktree's branch to `remote` as the branch of the same name and sets it as

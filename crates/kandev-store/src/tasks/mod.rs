@@ -80,7 +80,8 @@ const TASK_SELECT: &str = "SELECT t.id, t.workspace_id, t.workflow_id, t.step_id
         (SELECT repository_id FROM task_repositories WHERE task_id = t.id ORDER BY position) AS r) \
         AS repository_ids, \
     (SELECT ahead || ',' || behind || ',' || dirty || ',' || conflicts || ',' || \
-        coalesce(pr_state, '') FROM task_git_summaries WHERE task_id = t.id) AS git \
+        coalesce(pr_state, '') || ',' || merged FROM task_git_summaries WHERE task_id = t.id) \
+        AS git \
     FROM tasks t";
 
 /// The columns a board card shows ([`TaskCard`]), with the same related ids as
@@ -94,7 +95,8 @@ const CARD_SELECT: &str = "SELECT t.id, t.workflow_id, t.step_id, t.title, t.sta
         (SELECT repository_id FROM task_repositories WHERE task_id = t.id ORDER BY position) AS r) \
         AS repository_ids, \
     (SELECT ahead || ',' || behind || ',' || dirty || ',' || conflicts || ',' || \
-        coalesce(pr_state, '') FROM task_git_summaries WHERE task_id = t.id) AS git \
+        coalesce(pr_state, '') || ',' || merged FROM task_git_summaries WHERE task_id = t.id) \
+        AS git \
     FROM tasks t";
 
 /// Also read from a JSON array of its fields in this order ([`Store::list_cards`] on SQLite).
@@ -176,15 +178,17 @@ struct TaskRow {
     parent_id: Option<String>,
     /// Comma-separated blocker ids (from `group_concat`).
     blocked_by: Option<String>,
-    /// `ahead,behind,dirty,conflicts,pr_state` from `task_git_summaries`.
+    /// `ahead,behind,dirty,conflicts,pr_state,merged` from `task_git_summaries`.
     git: Option<String>,
 }
 
-/// A task's stored git summary, `ahead,behind,dirty,conflicts,pr_state`.
+/// A task's stored git summary, `ahead,behind,dirty,conflicts,pr_state,merged`.
 fn git_summary(task: &str, text: &str) -> Result<GitSummary> {
     let corrupt = || StoreError::Corrupt(format!("task {task} git summary {text:?}"));
     let parts: Vec<&str> = text.split(',').collect();
-    let [ahead, behind, dirty, conflicts, pr_state] = parts[..] else { return Err(corrupt()) };
+    let [ahead, behind, dirty, conflicts, pr_state, merged] = parts[..] else {
+        return Err(corrupt());
+    };
     let number = |p: &str| p.parse::<u32>().map_err(|_| corrupt());
     Ok(GitSummary {
         ahead: number(ahead)?,
@@ -195,6 +199,7 @@ fn git_summary(task: &str, text: &str) -> Result<GitSummary> {
             "" => None,
             state => Some(PrState::parse(state).ok_or_else(corrupt)?),
         },
+        merged: number(merged)? == 1,
     })
 }
 

@@ -14,10 +14,10 @@ impl WriteTx {
     pub async fn set_git_summary(&mut self, task_id: &TaskId, summary: &GitSummary) -> Result<()> {
         crate::sql::query(
             "INSERT INTO task_git_summaries (task_id, ahead, behind, dirty, conflicts, pr_state, \
-             updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE SET \
-             ahead = excluded.ahead, behind = excluded.behind, dirty = excluded.dirty, \
+             updated_at, merged) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task_id) DO UPDATE \
+             SET ahead = excluded.ahead, behind = excluded.behind, dirty = excluded.dirty, \
              conflicts = excluded.conflicts, pr_state = excluded.pr_state, \
-             updated_at = excluded.updated_at",
+             updated_at = excluded.updated_at, merged = excluded.merged",
         )
         .bind(task_id.as_str())
         .bind(i64::from(summary.ahead))
@@ -26,6 +26,7 @@ impl WriteTx {
         .bind(i64::from(summary.conflicts))
         .bind(summary.pr_state.map(PrState::as_str))
         .bind(self.now().millis())
+        .bind(i64::from(summary.merged))
         .execute(self.conn())
         .await?;
         Ok(())

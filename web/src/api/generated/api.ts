@@ -164,9 +164,17 @@ export type FileViewed = { repository_id: string | null, path: string, viewed: b
 
 export type FileViewedSet = { task_id: string, repository_id?: string, path: string, viewed: boolean, };
 
-export type GitStatusDto = { repository_id: string, branch: string, base_branch: string, base_commit: string, base_tip: string, head: string, ahead: number, behind: number, dirty: DirtyDto, conflicts_with_base: Array<string>, remote: RemoteStatusDto | null, pr: PullRequestDto | null, };
+export type GitStatusDto = { repository_id: string, branch: string, base_branch: string, base_commit: string, base_tip: string, head: string, ahead: number, behind: number, dirty: DirtyDto, conflicts_with_base: Array<string>, remote: RemoteStatusDto | null, pr: PullRequestDto | null, 
+/**
+ * `task.merge` landed the branch as it is now on the base branch.
+ */
+merged: boolean, };
 
-export type GitSummaryDto = { ahead: number, behind: number, dirty: number, conflicts: number, pr_state: string | null, };
+export type GitSummaryDto = { ahead: number, behind: number, dirty: number, conflicts: number, pr_state: string | null, 
+/**
+ * Every repository's task branch is merged into its base as it is now (`task.merge`).
+ */
+merged: boolean, };
 
 export type HunkDto = { header: string, old_start: number, old_lines: number, new_start: number, new_lines: number, lines: Array<DiffLineDto>, };
 

@@ -127,6 +127,7 @@ function GitBadges({ git }: { git: GitSummaryDto }) {
   if (git.dirty > 0) parts.push(`${git.dirty} uncommitted`);
   if (git.conflicts > 0) parts.push(`${git.conflicts} conflicting`);
   if (git.pr_state) parts.push(`pull request ${git.pr_state}`);
+  if (git.merged) parts.push('merged');
   if (parts.length === 0) return null;
   return (
     <span className="git-badges" data-testid="card-git" title={`Git: ${parts.join(', ')}`} aria-label={`Git: ${parts.join(', ')}`}>
@@ -135,6 +136,7 @@ function GitBadges({ git }: { git: GitSummaryDto }) {
       {git.dirty > 0 && <span className="badge git-dirty">±{git.dirty}</span>}
       {git.conflicts > 0 && <span className="badge git-conflicts">conflict</span>}
       {git.pr_state && <span className={`badge git-pr pr-${git.pr_state}`}>PR {git.pr_state}</span>}
+      {git.merged && <span className="badge git-merged">merged</span>}
     </span>
   );
 }
