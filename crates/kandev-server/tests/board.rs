@@ -295,6 +295,7 @@ async fn i15_a4_every_change_a_card_shows_is_in_the_next_task_list() {
         dirty: 2,
         conflicts: 0,
         pr_state: None,
+        merged: false,
     };
     tx.set_git_summary(&kandev_domain::TaskId::new(ids[1].clone()), &summary).await.unwrap();
     tx.commit().await.unwrap();

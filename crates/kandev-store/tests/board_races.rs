@@ -156,7 +156,7 @@ async fn i15_a4_the_board_read_as_one_value_equals_the_board_read_row_by_row(db:
     tx.set_task_links(&tasks[2], Some(Some(&tasks[0])), Some(&[tasks[1].clone(), tasks[0].clone()]))
         .await
         .unwrap();
-    let summary = GitSummary { ahead: 3, behind: 1, dirty: 2, conflicts: 0, pr_state: Some(PrState::Open) };
+    let summary = GitSummary { ahead: 3, behind: 1, dirty: 2, conflicts: 0, pr_state: Some(PrState::Open), merged: false };
     tx.set_git_summary(&tasks[1], &summary).await.unwrap();
     let patch = TaskPatch {
         state: Some(TaskState::WaitingForInput),

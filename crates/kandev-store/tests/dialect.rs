@@ -184,9 +184,9 @@ on_both_engines! {
 async fn an_upsert_updates_the_existing_row_on_both_engines(db: TestDb) {
     let store = open(&db).await;
     let (_, tasks) = board(&store, &["t"]).await;
-    let first = GitSummary { ahead: 1, behind: 2, dirty: 3, conflicts: 0, pr_state: None };
+    let first = GitSummary { ahead: 1, behind: 2, dirty: 3, conflicts: 0, pr_state: None, merged: false };
     let second =
-        GitSummary { ahead: 4, behind: 0, dirty: 0, conflicts: 1, pr_state: Some(PrState::Open) };
+        GitSummary { ahead: 4, behind: 0, dirty: 0, conflicts: 1, pr_state: Some(PrState::Open), merged: true };
     let mut tx = store.begin_write().await.unwrap();
     tx.set_git_summary(&tasks[0], &first).await.unwrap();
     tx.set_git_summary(&tasks[0], &second).await.unwrap();
