@@ -975,7 +975,7 @@ async fn i16_a4_ship_actions_after_a_turn_run_in_order_and_a_failure_stores_ship
     let card = server.call("task.get", json!({"id": task})).await;
     assert_eq!(
         card["task"]["git"],
-        json!({"ahead": 1, "behind": 0, "dirty": 0, "conflicts": 0, "pr_state": null}),
+        json!({"ahead": 1, "behind": 0, "dirty": 0, "conflicts": 0, "pr_state": null, "merged": false}),
         "{card}"
     );
 
