@@ -1,10 +1,12 @@
 // The task page: title, step and state, session tabs (several sessions per task), the chat of
-// the selected session, the Changes tab, and the Terminal tab (shells and dev servers).
+// the selected session, the Changes tab (with the chat beside the diff on a wide screen, so a
+// review goes on while talking to the agent), and the Terminal tab (shells and dev servers).
 import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import { useData } from '../lib/data';
 import { navigate, type TaskTab, taskPath } from '../lib/router';
 import { useTask } from '../lib/task';
+import { useWide } from '../lib/useWide';
 import { NEEDS_YOU_LABEL, usePageTitle } from '../lib/title';
 import { toast } from '../lib/toast';
 import { ChangesTab } from './ChangesTab';
@@ -19,6 +21,9 @@ import { TaskRelations } from './TaskRelations';
 import { DeleteTaskDialog, EditTaskDialog } from './TaskEdit';
 import { TerminalsTab } from './TerminalsTab';
 
+/** The narrowest window (px) that shows the chat beside the diff. */
+const WIDE_SPLIT = 1280;
+
 export function TaskPage(props: { taskId: string; sessionId: string | null; tab: TaskTab }) {
   const { workflows, profiles } = useData();
   const { task, sessions, deleted, error, retry, addSession } = useTask(props.taskId);
@@ -26,6 +31,8 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
   const [launching, setLaunching] = useState(false);
   const [editing, setEditing] = useState(false);
   const [deleting, setDeleting] = useState(false);
+  // Wide enough for the diff and the chat side by side.
+  const wide = useWide(WIDE_SPLIT);
 
   const workflow = workflows.find((w) => w.id === task?.workflow_id);
   const step = workflow?.steps.find((s) => s.id === task?.step_id);
@@ -66,9 +73,11 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
     );
   }
   if (!task) return <div className="empty-page">Loading…</div>;
+  // The diff with the chat beside it: the Changes tab on a wide screen, with a session to show.
+  const split = wide && props.tab === 'changes' && active !== null;
 
   return (
-    <div className="task-page">
+    <div className={split ? 'task-page task-page-split' : 'task-page'}>
       <div className="task-head">
         <button className="icon back" aria-label="Back to the board" onClick={() => navigate('/')}>
           ←
@@ -172,7 +181,19 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
           Terminal
         </button>
       </div>
-      {props.tab === 'changes' ? (
+      {split && active ? (
+        <div className="review-split">
+          <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} sessionId={task.primary_session_id} />
+          <aside className="review-split-chat" aria-label="Chat beside the diff">
+            <SessionView
+              key={active.id}
+              sessionId={active.id}
+              workspaceId={task.workspace_id}
+              primary={active.id === task.primary_session_id}
+            />
+          </aside>
+        </div>
+      ) : props.tab === 'changes' ? (
         <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} sessionId={task.primary_session_id} />
       ) : props.tab === 'files' ? (
         <FilesTab taskId={task.id} />
