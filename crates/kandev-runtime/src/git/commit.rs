@@ -39,7 +39,20 @@ pub struct CommitInfo {
 /// the link count is checked right after, so a hard link swapped in and out again meanwhile
 /// is not caught.
 pub async fn commit_all(worktree: &Path, message: &str) -> Result<CommitInfo, GitError> {
-    if message.trim().is_empty() {
+    let worktree = on_branch(worktree, Some(message)).await?;
+    Git::new(&worktree).args(["add", "-A"]).run().await?;
+    commit_index(&worktree, message).await
+}
+
+/// Commits what is staged in the worktree (nothing else), as [`commit_all`] does.
+pub async fn commit_staged(worktree: &Path, message: &str) -> Result<CommitInfo, GitError> {
+    let worktree = on_branch(worktree, Some(message)).await?;
+    commit_index(&worktree, message).await
+}
+
+/// The worktree (canonical), once the message (if any) is not empty and it is on a branch.
+async fn on_branch(worktree: &Path, message: Option<&str>) -> Result<PathBuf, GitError> {
+    if message.is_some_and(|m| m.trim().is_empty()) {
         return Err(GitError::EmptyCommitMessage);
     }
     let worktree = open_worktree(worktree).await?;
@@ -47,28 +60,70 @@ pub async fn commit_all(worktree: &Path, message: &str) -> Result<CommitInfo, Gi
     if !head.success() {
         return Err(GitError::DetachedHead { path: worktree });
     }
-    Git::new(&worktree).args(["add", "-A"]).run().await?;
-    refuse_hard_linked(&worktree).await?;
-    let staged = Git::new(&worktree).args(["diff", "--cached", "--quiet", "--no-ext-diff"]);
+    Ok(worktree)
+}
+
+/// Commits the index as it is: refused when nothing is staged or a staged file is hard linked.
+async fn commit_index(worktree: &Path, message: &str) -> Result<CommitInfo, GitError> {
+    refuse_hard_linked(worktree).await?;
+    let staged = Git::new(worktree).args(["diff", "--cached", "--quiet", "--no-ext-diff"]);
     let staged_output = staged.output().await?;
     match staged_output.status.code() {
-        Some(0) => return Err(GitError::NothingToCommit { path: worktree }),
+        Some(0) => return Err(GitError::NothingToCommit { path: worktree.to_owned() }),
         Some(1) => {}
         _ => return Err(staged.failed(&staged_output)),
     }
+    identified(worktree)
+        .await?
+        .args(["commit", "--quiet", "-F", "-"])
+        .stdin_bytes(message)
+        .run()
+        .await?;
+    head_commit(worktree).await
+}
 
-    let mut commit = Git::new(&worktree);
-    if !has_config(&worktree, "user.name").await? {
-        commit = commit.config(format!("user.name={FALLBACK_USER_NAME}"));
+/// Amends the worktree's last commit with what is staged, and with `message` when given;
+/// refused when the branch has no commit after `base` (the task's own commits only).
+pub async fn amend(
+    worktree: &Path,
+    base: &str,
+    message: Option<&str>,
+) -> Result<CommitInfo, GitError> {
+    let worktree = on_branch(worktree, message).await?;
+    let own = Git::new(&worktree)
+        .args(["rev-list", "--count", "--end-of-options"])
+        .arg(format!("{base}..HEAD"))
+        .text()
+        .await?;
+    if own.trim() == "0" {
+        return Err(GitError::NothingToAmend { path: worktree });
     }
-    if !has_config(&worktree, "user.email").await? {
-        commit = commit.config(format!("user.email={FALLBACK_USER_EMAIL}"));
-    }
-    commit.args(["commit", "--quiet", "-F", "-"]).stdin_bytes(message).run().await?;
+    refuse_hard_linked(&worktree).await?;
+    let git = identified(&worktree).await?.args(["commit", "--quiet", "--amend"]);
+    match message {
+        Some(message) => git.args(["-F", "-"]).stdin_bytes(message).run().await?,
+        None => git.arg("--no-edit").run().await?,
+    };
+    head_commit(&worktree).await
+}
 
-    let sha = Git::new(&worktree).args(["rev-parse", "HEAD"]).text().await?;
-    let summary = Git::new(&worktree).args(["log", "-1", "--format=%s", &sha]).text().await?;
-    let changed = Git::new(&worktree)
+/// `git` with the fallback identity filled in where the configuration has none.
+async fn identified(worktree: &Path) -> Result<Git, GitError> {
+    let mut git = Git::new(worktree);
+    if !has_config(worktree, "user.name").await? {
+        git = git.config(format!("user.name={FALLBACK_USER_NAME}"));
+    }
+    if !has_config(worktree, "user.email").await? {
+        git = git.config(format!("user.email={FALLBACK_USER_EMAIL}"));
+    }
+    Ok(git)
+}
+
+/// The commit `HEAD` is, as [`CommitInfo`].
+async fn head_commit(worktree: &Path) -> Result<CommitInfo, GitError> {
+    let sha = Git::new(worktree).args(["rev-parse", "HEAD"]).text().await?;
+    let summary = Git::new(worktree).args(["log", "-1", "--format=%s", &sha]).text().await?;
+    let changed = Git::new(worktree)
         .args([
             "diff-tree",
             "--root",

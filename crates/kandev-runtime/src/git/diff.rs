@@ -2,7 +2,7 @@
 //! untracked files included.
 
 use std::io::{self, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::GitError;
 use super::cmd::Git;
@@ -55,11 +55,33 @@ pub async fn review_base(
 pub async fn changes(worktree: &Path, base_commit: &str) -> Result<Vec<FileChange>, GitError> {
     let worktree = open_worktree(worktree).await?;
     let base = resolve_commit(&worktree, base_commit).await?;
-    // The parser relies on git's default patch format; these settings would change it.
-    let diff = Git::new(&worktree)
-        .config("diff.suppressBlankEmpty=false")
-        .config("diff.submodule=short")
-        .args([
+    let (files, used) = tracked_changes(&worktree, &[&base], None).await?;
+    with_untracked(worktree, files, used).await
+}
+
+/// The tracked changes `git diff <range…> [-- <path>]` shows, parsed, and the bytes of diff
+/// text they took (of [`MAX_DIFF_BYTES`]). `range` is what goes before `--`: a base commit
+/// (the worktree against it), `--cached HEAD` (the index against the last commit), nothing
+/// (the worktree against the index) or two commits.
+pub(crate) async fn tracked_changes(
+    worktree: &Path,
+    range: &[&str],
+    path: Option<&str>,
+) -> Result<(Vec<FileChange>, usize), GitError> {
+    let mut diff = patch_command(worktree).args(["-M", "--raw", "--numstat", "-p", "-z"]);
+    diff = diff.args(range).arg("--");
+    if let Some(path) = path {
+        diff = diff.arg(format!(":(literal){path}"));
+    }
+    let diff = diff.stdout_limit(MAX_DIFF_BYTES).run().await?;
+    Ok((parse_diff(&diff.stdout, diff.stdout_truncated), diff.stdout.len()))
+}
+
+/// `git diff` with the settings the parser relies on: git's default patch format, no color,
+/// no external diff or textconv, fixed `a/` `b/` prefixes, three lines of context.
+pub(crate) fn patch_command(worktree: &Path) -> Git {
+    Git::new(worktree).config("diff.suppressBlankEmpty=false").config("diff.submodule=short").args(
+        [
             "diff",
             "--submodule=short",
             "--no-color",
@@ -69,30 +91,20 @@ pub async fn changes(worktree: &Path, base_commit: &str) -> Result<Vec<FileChang
             "--src-prefix=a/",
             "--dst-prefix=b/",
             "--unified=3",
-            "-M",
-            "--raw",
-            "--numstat",
-            "-p",
-            "-z",
-        ])
-        .arg(&base)
-        .arg("--")
-        .stdout_limit(MAX_DIFF_BYTES)
-        .run()
-        .await?;
-    let files = parse_diff(&diff.stdout, diff.stdout_truncated);
+        ],
+    )
+}
 
-    let listed = Git::new(&worktree)
-        .args(["ls-files", "-z", "--others", "--exclude-standard"])
-        .run()
-        .await?;
-    let paths: Vec<String> = listed
-        .stdout
-        .split(|&b| b == 0)
-        .filter(|p| !p.is_empty())
-        .map(|p| String::from_utf8_lossy(p).into_owned())
-        .collect();
-    let budget = MAX_DIFF_BYTES.saturating_sub(diff.stdout.len());
+/// `files` with the worktree's untracked files that are not ignored added (as all-added
+/// hunks, within what is left of [`MAX_DIFF_BYTES`] after `used`), sorted by path; hard
+/// linked files withheld.
+pub(crate) async fn with_untracked(
+    worktree: PathBuf,
+    files: Vec<FileChange>,
+    used: usize,
+) -> Result<Vec<FileChange>, GitError> {
+    let paths = untracked_paths(&worktree).await?;
+    let budget = MAX_DIFF_BYTES.saturating_sub(used);
     let mut files = tokio::task::spawn_blocking(move || {
         let root = Root::open(&worktree)?;
         let mut files = files;
@@ -106,9 +118,21 @@ pub async fn changes(worktree: &Path, base_commit: &str) -> Result<Vec<FileChang
     Ok(files)
 }
 
+/// The worktree's untracked files that are not ignored.
+pub(crate) async fn untracked_paths(worktree: &Path) -> Result<Vec<String>, GitError> {
+    let listed =
+        Git::new(worktree).args(["ls-files", "-z", "--others", "--exclude-standard"]).run().await?;
+    Ok(listed
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect())
+}
+
 /// Drops the hunks of tracked files whose worktree copy has more than one hard link (or can
 /// no longer be looked at inside the worktree).
-fn withhold_hard_linked(root: &Root, files: &mut [FileChange]) {
+pub(crate) fn withhold_hard_linked(root: &Root, files: &mut [FileChange]) {
     for file in files.iter_mut().filter(|f| f.status != ChangeStatus::Deleted) {
         let entry = RelPath::parse(&file.path).and_then(|path| root.entry(&path));
         let withhold = match entry {

@@ -85,6 +85,22 @@ pub enum GitError {
     #[error("access to `{}` is forbidden: {reason}", path.display())]
     Forbidden { path: PathBuf, reason: String },
 
+    /// `task.amend` on a branch without a commit of the task's own.
+    #[error("`{}` has no commit of the task's to amend; commit first", path.display())]
+    NothingToAmend { path: PathBuf },
+
+    /// A hunk was chosen from a diff that is not the file's diff any more.
+    #[error("the diff of `{path}` changed since it was shown; refresh and choose again")]
+    DiffChanged { path: String },
+
+    /// The hunk index is past the file's hunks (or the file has none to take one from).
+    #[error("`{path}` has no hunk {index} in that diff; refresh and choose again")]
+    NoSuchHunk { path: String, index: usize },
+
+    /// `git apply` refused one hunk (`why`: its message).
+    #[error("the hunk of `{path}` could not be applied: {why}")]
+    HunkNotApplied { path: String, why: String },
+
     /// A worktree, directory or file does not exist.
     #[error("`{}` does not exist", path.display())]
     NotFound { path: PathBuf },

@@ -29,6 +29,7 @@ mod branch;
 mod cmd;
 pub(crate) use cmd::GIT_TIMEOUT;
 mod commit;
+mod control;
 mod diff;
 mod error;
 mod files;
@@ -39,7 +40,13 @@ mod ship;
 mod worktree;
 
 pub use branch::{DEFAULT_BRANCH_TEMPLATE, branch_name, is_valid_branch_name, short_id, task_slug};
-pub use commit::{CommitInfo, FALLBACK_USER_EMAIL, FALLBACK_USER_NAME, commit_all};
+pub use commit::{
+    CommitInfo, FALLBACK_USER_EMAIL, FALLBACK_USER_NAME, amend, commit_all, commit_staged,
+};
+pub use control::{
+    BranchCommit, HunkRef, IndexAction, IndexState, MAX_COMMITS, branch_commits, change_index,
+    commit_changes, index_state,
+};
 pub use diff::{
     ChangeStatus, DiffLine, FileChange, Hunk, LineKind, MAX_DIFF_BYTES, MAX_FILE_DIFF_BYTES,
     changes, review_base,

@@ -159,7 +159,9 @@ impl RemoteErrorKind {
             | GitError::MergeConflicts { .. }
             | GitError::NotFastForward { .. }
             | GitError::PushRejected { .. }
-            | GitError::BranchNotUpdated { .. } => Self::Conflict,
+            | GitError::BranchNotUpdated { .. }
+            | GitError::DiffChanged { .. }
+            | GitError::HunkNotApplied { .. } => Self::Conflict,
             GitError::NothingToCommit { .. } => Self::NothingToCommit,
             GitError::RepositoryMissing { .. } | GitError::NotARepository { .. } => {
                 Self::RepositoryMissing
@@ -169,6 +171,8 @@ impl RemoteErrorKind {
             | GitError::Io { .. }
             | GitError::PushAuth { .. } => Self::Unavailable,
             GitError::NoCommits { .. }
+            | GitError::NothingToAmend { .. }
+            | GitError::NoSuchHunk { .. }
             | GitError::BaseBranchMissing { .. }
             | GitError::UnknownCommit { .. }
             | GitError::InvalidBranchName { .. }
