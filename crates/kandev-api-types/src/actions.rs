@@ -138,6 +138,13 @@ actions! {
         TaskFileRead = "task.file.read": rq::TaskFileRead => crate::FileContentDto;
         FileViewedSet = "task.file.viewed.set": rq::FileViewedSet => rs::FileViewed;
         TaskCommit = "task.commit": rq::TaskCommit => rs::TaskCommitted;
+        TaskCommits = "task.commits": rq::ByTask => rs::TaskCommits;
+        TaskCommitDiff = "task.commit.diff": rq::TaskCommitDiff => rs::CommitDiff;
+        TaskIndex = "task.index": rq::ByTask => rs::TaskIndex;
+        TaskStage = "task.stage": rq::TaskIndexChange => rs::TaskIndexChanged;
+        TaskUnstage = "task.unstage": rq::TaskIndexChange => rs::TaskIndexChanged;
+        TaskDiscard = "task.discard": rq::TaskIndexChange => rs::TaskIndexChanged;
+        TaskAmend = "task.amend": rq::TaskAmend => rs::TaskAmended;
         RepositoryBranches = "repository.branches": rq::ById => rs::Branches;
         RepositoryUsage = "repository.usage": rq::ById => rs::RepositoryUsage;
         TaskGitStatus = "task.git_status": rq::ByTask => rs::TaskGitStatus;

@@ -4,7 +4,8 @@
 
 use kandev_domain::RepositoryId;
 use kandev_domain::files::{
-    ChangedFile, CommitMade, DiffLine, FileContent, Hunk, KeptWorktree, TaskWorktree, TreeEntry,
+    BranchCommit, ChangedFile, CommitMade, DiffLine, FileChange, FileContent, Hunk, IndexState,
+    KeptWorktree, TaskWorktree, TreeEntry,
 };
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
@@ -44,6 +45,9 @@ pub struct FileChangeDto {
     pub hunks: Vec<HunkDto>,
     /// Marked viewed (`task.file.viewed.set`) and its diff unchanged since.
     pub viewed: bool,
+    /// The hash of this diff of the file: names it when one hunk is staged, unstaged or
+    /// discarded (`task.stage`), so a diff that changed since is refused.
+    pub diff_hash: String,
 }
 
 /// One worktree of a task; `folder` is where its files are in file actions when the task
@@ -110,6 +114,60 @@ impl From<&Hunk> for HunkDto {
     }
 }
 
+impl FileChangeDto {
+    /// A file of a diff that has no viewed mark (a commit's, the index's).
+    pub fn of(repository_id: Option<&RepositoryId>, change: &FileChange) -> Self {
+        FileChangeDto::from(&ChangedFile {
+            repository_id: repository_id.cloned(),
+            change: change.clone(),
+            viewed: false,
+        })
+    }
+}
+
+/// One commit of a task branch; `committed_at` is RFC 3339.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct BranchCommitDto {
+    pub repository_id: Option<String>,
+    pub sha: String,
+    pub summary: String,
+    pub author: String,
+    pub committed_at: String,
+}
+
+impl BranchCommitDto {
+    pub fn of(repository_id: Option<&RepositoryId>, commit: &BranchCommit) -> Self {
+        BranchCommitDto {
+            repository_id: id_text(repository_id),
+            sha: commit.sha.clone(),
+            summary: commit.summary.clone(),
+            author: commit.author.clone(),
+            committed_at: crate::rfc3339(kandev_domain::Timestamp(commit.committed_at * 1000)),
+        }
+    }
+}
+
+/// One worktree's index: what is staged (against its last commit) and what is not
+/// (untracked files included).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct IndexDto {
+    pub repository_id: Option<String>,
+    pub staged: Vec<FileChangeDto>,
+    pub unstaged: Vec<FileChangeDto>,
+}
+
+impl IndexDto {
+    pub fn of(repository_id: Option<&RepositoryId>, state: &IndexState) -> Self {
+        let files =
+            |all: &[FileChange]| all.iter().map(|f| FileChangeDto::of(repository_id, f)).collect();
+        IndexDto {
+            repository_id: id_text(repository_id),
+            staged: files(&state.staged),
+            unstaged: files(&state.unstaged),
+        }
+    }
+}
+
 impl From<&ChangedFile> for FileChangeDto {
     fn from(file: &ChangedFile) -> Self {
         let change = &file.change;
@@ -124,6 +182,7 @@ impl From<&ChangedFile> for FileChangeDto {
             truncated: change.truncated,
             hunks: change.hunks.iter().map(HunkDto::from).collect(),
             viewed: file.viewed,
+            diff_hash: kandev_domain::ship::diff_hash(change),
         }
     }
 }

@@ -464,6 +464,37 @@ pub struct TaskFileRead {
 pub struct TaskCommit {
     pub task_id: String,
     pub message: String,
+    /// Commit only what is staged (`task.stage`), not everything.
+    #[serde(default)]
+    #[ts(optional = nullable)]
+    pub staged_only: bool,
+}
+
+/// `task.commit.diff`: one commit of `task.commits` (`repository_id` when the task has
+/// several repositories).
+pub struct TaskCommitDiff {
+    pub task_id: String,
+    pub repository_id: Option<String>,
+    pub sha: String,
+}
+
+/// `task.stage`, `task.unstage`, `task.discard`: a file of `task.index`, or one hunk of it
+/// (`hunk`: its index in that file's diff, with `diff_hash`, the hash of the diff it was
+/// chosen from, as `task.index` gives it).
+pub struct TaskIndexChange {
+    pub task_id: String,
+    pub repository_id: Option<String>,
+    pub path: String,
+    pub hunk: Option<u32>,
+    pub diff_hash: Option<String>,
+}
+
+/// `task.amend`: the last commit of the task branch with what is staged; `message` replaces
+/// its message.
+pub struct TaskAmend {
+    pub task_id: String,
+    pub repository_id: Option<String>,
+    pub message: Option<String>,
 }
 
 /// `task.file.viewed.set`: a file of `task.changes` (its `repository_id` and `path`), marked

@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
 use crate::{
-    AgentKindDto, AgentProfileDto, CommitDto, FileChangeDto, KeptWorktreeDto, MessageDto,
-    QuestionDto, QueuedPromptDto, RepositoryDto, SessionDto, TaskDto, TreeEntryDto, WorkflowDto,
-    WorkspaceDto, WorktreeDto,
+    AgentKindDto, AgentProfileDto, BranchCommitDto, CommitDto, FileChangeDto, IndexDto,
+    KeptWorktreeDto, MessageDto, QuestionDto, QueuedPromptDto, RepositoryDto, SessionDto, TaskDto,
+    TreeEntryDto, WorkflowDto, WorkspaceDto, WorktreeDto,
 };
 
 /// Declares response payloads with the attributes every one of them carries.
@@ -145,6 +145,31 @@ responses! {
     pub struct TaskTree {
         pub entries: Vec<TreeEntryDto>,
         pub truncated: bool,
+    }
+
+    /// `task.commits`: the task branch's own commits, newest first, per repository.
+    pub struct TaskCommits {
+        pub commits: Vec<BranchCommitDto>,
+    }
+
+    /// `task.commit.diff`.
+    pub struct CommitDiff {
+        pub files: Vec<FileChangeDto>,
+    }
+
+    /// `task.index`: one entry per worktree.
+    pub struct TaskIndex {
+        pub repositories: Vec<IndexDto>,
+    }
+
+    /// `task.stage`, `task.unstage`, `task.discard`: the worktree's index afterwards.
+    pub struct TaskIndexChanged {
+        pub index: IndexDto,
+    }
+
+    /// `task.amend`.
+    pub struct TaskAmended {
+        pub commit: CommitDto,
     }
 
     /// `task.commit`: `commit` is the first of `commits` (one per worktree that had changes).

@@ -190,6 +190,46 @@ pub struct TaskTree {
     pub truncated: bool,
 }
 
+// Git control of a worktree (issue 44 item 4).
+
+/// One commit of the task branch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BranchCommit {
+    pub sha: String,
+    /// The first line of its message.
+    pub summary: String,
+    pub author: String,
+    /// Commit time, seconds since the Unix epoch.
+    pub committed_at: i64,
+}
+
+/// The worktree's index: what is staged (against `HEAD`) and what is not (the worktree
+/// against the index, untracked files included).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexState {
+    pub staged: Vec<FileChange>,
+    pub unstaged: Vec<FileChange>,
+}
+
+/// What `change_index` does to a file or a hunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexAction {
+    /// Unstaged changes go to the index.
+    Stage,
+    /// Staged changes leave the index (the worktree keeps them).
+    Unstage,
+    /// Unstaged changes are thrown away (an untracked file is deleted); staged ones stay.
+    Discard,
+}
+
+/// One hunk of a file's diff as it was shown: its index and the diff's hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HunkRef {
+    pub index: usize,
+    pub diff_hash: String,
+}
+
 /// A commit made on a task branch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommitMade {

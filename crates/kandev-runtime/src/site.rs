@@ -315,6 +315,95 @@ impl Site {
         }
     }
 
+    /// [`git::branch_commits`].
+    pub async fn branch_commits(
+        &self,
+        path: &Path,
+        base: &str,
+    ) -> Result<Vec<git::BranchCommit>, GitError> {
+        match self {
+            Site::Local => git::branch_commits(path, base).await,
+            Site::Remote(r) => {
+                r.call(ops::BranchCommits { path: path.to_owned(), base: base.to_owned() }).await
+            }
+        }
+    }
+
+    /// [`git::commit_changes`].
+    pub async fn commit_changes(
+        &self,
+        path: &Path,
+        sha: &str,
+    ) -> Result<Vec<FileChange>, GitError> {
+        match self {
+            Site::Local => git::commit_changes(path, sha).await,
+            Site::Remote(r) => {
+                r.call(ops::CommitChanges { path: path.to_owned(), sha: sha.to_owned() }).await
+            }
+        }
+    }
+
+    /// [`git::index_state`].
+    pub async fn index_state(&self, path: &Path) -> Result<git::IndexState, GitError> {
+        match self {
+            Site::Local => git::index_state(path).await,
+            Site::Remote(r) => r.call(ops::Index { path: path.to_owned() }).await,
+        }
+    }
+
+    /// [`git::change_index`].
+    pub async fn change_index(
+        &self,
+        path: &Path,
+        action: git::IndexAction,
+        file: &str,
+        hunk: Option<&git::HunkRef>,
+    ) -> Result<(), GitError> {
+        match self {
+            Site::Local => git::change_index(path, action, file, hunk).await,
+            Site::Remote(r) => {
+                let op = ops::ChangeIndex {
+                    path: path.to_owned(),
+                    action,
+                    file: file.to_owned(),
+                    hunk: hunk.cloned(),
+                };
+                r.call(op).await
+            }
+        }
+    }
+
+    /// [`git::commit_staged`].
+    pub async fn commit_staged(&self, path: &Path, message: &str) -> Result<CommitInfo, GitError> {
+        match self {
+            Site::Local => git::commit_staged(path, message).await,
+            Site::Remote(r) => {
+                let op = ops::CommitStaged { path: path.to_owned(), message: message.to_owned() };
+                r.call(op).await
+            }
+        }
+    }
+
+    /// [`git::amend`].
+    pub async fn amend(
+        &self,
+        path: &Path,
+        base: &str,
+        message: Option<&str>,
+    ) -> Result<CommitInfo, GitError> {
+        match self {
+            Site::Local => git::amend(path, base, message).await,
+            Site::Remote(r) => {
+                let op = ops::Amend {
+                    path: path.to_owned(),
+                    base: base.to_owned(),
+                    message: message.map(str::to_owned),
+                };
+                r.call(op).await
+            }
+        }
+    }
+
     /// [`git::tree`].
     pub async fn tree(&self, path: &Path) -> Result<Vec<TreeEntry>, GitError> {
         match self {

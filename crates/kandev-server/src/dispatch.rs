@@ -15,8 +15,8 @@ use serde_json::value::RawValue;
 use crate::accounts::{self, Identity};
 use crate::board_cache::BoardKey;
 use crate::handlers::{
-    agent_auth, executor, files, notify, profile, prompt, question, repository, search, session,
-    ship, system, task, terminal, workflow, workspace,
+    agent_auth, executor, files, git, notify, profile, prompt, question, repository, search,
+    session, ship, system, task, terminal, workflow, workspace,
 };
 use crate::{ApiError, AppState};
 
@@ -136,6 +136,13 @@ handlers! {
     TaskFileRead => files::read,
     FileViewedSet => files::set_viewed,
     TaskCommit => files::commit,
+    TaskCommits => git::commits,
+    TaskCommitDiff => git::commit_diff,
+    TaskIndex => git::index,
+    TaskStage => git::stage,
+    TaskUnstage => git::unstage,
+    TaskDiscard => git::discard,
+    TaskAmend => git::amend,
     RepositoryBranches => ship::branches,
     RepositoryUsage => ship::usage,
     TaskGitStatus => ship::git_status,

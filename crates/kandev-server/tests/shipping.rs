@@ -458,6 +458,105 @@ async fn i44_6_a_merged_task_says_merged_until_its_branch_moves() {
 }
 
 #[tokio::test]
+async fn i44_4_git_control_commits_staging_amend_and_a_running_turn_refuses() {
+    let remote = Remote::new();
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let repo_id = board.repository(&remote.clone, json!({})).await;
+    let task = board.task("Control", json!([{"id": repo_id}])).await;
+    let (session, worktree) = board.started(&task).await;
+    commit_file(&worktree, "one.txt", "1\n", "add one");
+    commit_file(&worktree, "two.txt", "2\n", "add two");
+
+    // The branch's own commits, newest first, and one commit's diff.
+    let listed = server.call("task.commits", json!({"task_id": task})).await;
+    let commits = listed["commits"].as_array().unwrap();
+    let summaries: Vec<&str> = commits.iter().map(|c| c["summary"].as_str().unwrap()).collect();
+    assert_eq!(summaries, ["add two", "add one"], "{listed}");
+    let sha = commits[1]["sha"].as_str().unwrap();
+    let diff = server.call("task.commit.diff", json!({"task_id": task, "sha": sha})).await;
+    assert_eq!(diff["files"][0]["path"], "one.txt", "{diff}");
+    let (code, _) = server.post("task.commit.diff", json!({"task_id": task, "sha": "--all"})).await;
+    assert_eq!(code, 422, "a sha is hex");
+
+    // Stage one hunk of a two-hunk change, then commit only what is staged.
+    let text: String = (1..=20).map(|n| format!("line {n}\n")).collect();
+    commit_file(&worktree, "long.txt", &text, "add long");
+    std::fs::write(
+        worktree.join("long.txt"),
+        text.replace("line 1\n", "LINE 1\n").replace("line 20\n", "LINE 20\n"),
+    )
+    .unwrap();
+    std::fs::write(worktree.join("scratch.txt"), "x\n").unwrap();
+    let index = server.call("task.index", json!({"task_id": task})).await;
+    let unstaged = &index["repositories"][0]["unstaged"];
+    let long = unstaged.as_array().unwrap().iter().find(|f| f["path"] == "long.txt").unwrap();
+    assert_eq!(long["hunks"].as_array().unwrap().len(), 2, "{index}");
+    let hash = long["diff_hash"].as_str().unwrap().to_owned();
+    let staged = server
+        .call(
+            "task.stage",
+            json!({"task_id": task, "path": "long.txt", "hunk": 1, "diff_hash": hash}),
+        )
+        .await;
+    let staged_files = staged["index"]["staged"].as_array().unwrap();
+    assert_eq!(staged_files.len(), 1, "{staged}");
+    assert_eq!(
+        staged_files[0]["hunks"][0]["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["kind"] == "added")
+            .count(),
+        1
+    );
+    // The same hunk from the old diff: refused, nothing applied twice.
+    let (code, body) = server
+        .post(
+            "task.stage",
+            json!({"task_id": task, "path": "long.txt", "hunk": 1, "diff_hash": hash}),
+        )
+        .await;
+    assert_eq!(code, 409, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("changed since it was shown"), "{body}");
+    let committed = server
+        .call("task.commit", json!({"task_id": task, "message": "the end", "staged_only": true}))
+        .await;
+    assert_eq!(committed["commit"]["files_changed"], 1, "{committed}");
+    assert!(git(&worktree, &["status", "--porcelain"]).contains("?? scratch.txt"));
+    assert!(git(&worktree, &["diff"]).contains("+LINE 1"), "the unstaged hunk is still there");
+
+    // Discard the untracked file, stage the rest and amend the last commit.
+    server.call("task.discard", json!({"task_id": task, "path": "scratch.txt"})).await;
+    assert!(!worktree.join("scratch.txt").exists());
+    server.call("task.stage", json!({"task_id": task, "path": "long.txt"})).await;
+    let amended = server.call("task.amend", json!({"task_id": task, "message": "both ends"})).await;
+    assert_eq!(amended["commit"]["summary"], "both ends", "{amended}");
+    assert_eq!(git(&worktree, &["status", "--porcelain"]), "");
+    assert_eq!(git(&worktree, &["log", "-1", "--format=%s"]), "both ends");
+
+    // While a turn runs, what changes the worktree is refused with the reason; reading is not.
+    std::fs::write(worktree.join("late.txt"), "x\n").unwrap();
+    server.call("message.add", json!({"session_id": session, "content": "#!mock\nhang"})).await;
+    server.wait_state(&session, "RUNNING").await;
+    for (action, body) in [
+        ("task.stage", json!({"task_id": task, "path": "late.txt"})),
+        ("task.discard", json!({"task_id": task, "path": "late.txt"})),
+        ("task.amend", json!({"task_id": task})),
+        ("task.commit", json!({"task_id": task, "message": "x", "staged_only": true})),
+    ] {
+        let (code, reply) = server.post(action, body).await;
+        assert_eq!(code, 409, "{action}: {reply}");
+        assert!(reply["message"].as_str().unwrap().contains("a turn is running"), "{reply}");
+    }
+    server.call("task.index", json!({"task_id": task})).await;
+    assert!(worktree.join("late.txt").exists());
+    server.call("agent.cancel", json!({"session_id": session})).await;
+    server.wait_state(&session, "WAITING_FOR_INPUT").await;
+    server.call("task.stage", json!({"task_id": task, "path": "late.txt"})).await;
+}
+
+#[tokio::test]
 async fn i16_a4_push_and_a_non_fast_forward_is_refused_without_force() {
     let remote = Remote::new();
     let server = TestServer::start().await;

@@ -353,7 +353,7 @@ impl Engine {
 
 /// The commit the task's changes in `record`'s worktree are shown against: the merge base
 /// with the task's base branch now ([`git::review_base`]).
-async fn review_base(
+pub(super) async fn review_base(
     inner: &Inner,
     site: &Site,
     task_id: &TaskId,
@@ -375,9 +375,9 @@ async fn review_base(
 }
 
 /// A worktree as file actions see it.
-struct Mounted {
-    folder: Option<String>,
-    record: WorktreeRecord,
+pub(super) struct Mounted {
+    pub(super) folder: Option<String>,
+    pub(super) record: WorktreeRecord,
 }
 
 impl Mounted {
@@ -400,7 +400,7 @@ impl Mounted {
 }
 
 /// What file actions work on.
-enum Root {
+pub(super) enum Root {
     /// The plain folder of a task without a repository (it may not exist yet).
     Plain(PathBuf),
     /// The task's worktrees; `dir` is the folder holding them when there are several
@@ -408,7 +408,7 @@ enum Root {
     Worktrees { dir: Option<PathBuf>, worktrees: Vec<Mounted> },
 }
 
-async fn root(inner: &Inner, task_id: &TaskId) -> Result<Root> {
+pub(super) async fn root(inner: &Inner, task_id: &TaskId) -> Result<Root> {
     let task = inner.store.get_task(task_id).await.map_err(|e| match e {
         StoreError::NotFound { .. } => EngineError::NotFound(e.to_string()),
         other => other.into(),

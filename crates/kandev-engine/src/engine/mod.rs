@@ -8,6 +8,7 @@
 //! by the engine's task tracker.
 
 mod actions;
+mod control;
 mod dev;
 mod ship;
 mod terminals;

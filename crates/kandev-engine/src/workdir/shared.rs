@@ -68,7 +68,9 @@ pub(crate) fn git_error(err: GitError) -> EngineError {
         GitError::Dirty { .. }
         | GitError::BranchInUse { .. }
         | GitError::WorktreeExists { .. }
-        | GitError::DetachedHead { .. } => EngineError::Conflict(message),
+        | GitError::DetachedHead { .. }
+        | GitError::DiffChanged { .. }
+        | GitError::HunkNotApplied { .. } => EngineError::Conflict(message),
         GitError::Remote { kind, .. } => match kind {
             RemoteErrorKind::Forbidden => EngineError::Forbidden(message),
             RemoteErrorKind::NotFound => EngineError::NotFound(message),

@@ -11,9 +11,10 @@
 
 use std::path::Path;
 
+// The values are plain domain types, defined once (kandev_domain::files).
+pub use kandev_domain::files::{BranchCommit, HunkRef, IndexAction, IndexState};
 use kandev_domain::files::{ChangeStatus, FileChange};
 use kandev_domain::ship::diff_hash;
-use serde::{Deserialize, Serialize};
 
 use super::GitError;
 use super::cmd::Git;
@@ -23,44 +24,6 @@ use crate::confine::RelPath;
 
 /// At most this many of a branch's commits are listed (newest first).
 pub const MAX_COMMITS: usize = 500;
-
-/// One commit of the task branch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BranchCommit {
-    pub sha: String,
-    /// The first line of its message.
-    pub summary: String,
-    pub author: String,
-    /// Commit time, seconds since the Unix epoch.
-    pub committed_at: i64,
-}
-
-/// The worktree's index: what is staged (against `HEAD`) and what is not (the worktree
-/// against the index, untracked files included).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IndexState {
-    pub staged: Vec<FileChange>,
-    pub unstaged: Vec<FileChange>,
-}
-
-/// What [`change_index`] does to a file or a hunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IndexAction {
-    /// Unstaged changes go to the index.
-    Stage,
-    /// Staged changes leave the index (the worktree keeps them).
-    Unstage,
-    /// Unstaged changes are thrown away (an untracked file is deleted); staged ones stay.
-    Discard,
-}
-
-/// One hunk of a file's diff as it was shown: its index and the diff's hash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HunkRef {
-    pub index: usize,
-    pub diff_hash: String,
-}
 
 /// The commits on `HEAD` that `base` does not have, newest first (at most [`MAX_COMMITS`]).
 pub async fn branch_commits(worktree: &Path, base: &str) -> Result<Vec<BranchCommit>, GitError> {

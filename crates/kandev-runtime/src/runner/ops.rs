@@ -20,7 +20,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::git::{self, CommitInfo, Dirty, GitError, SetupOutput, Worktree, WorktreeSpec};
+use crate::git::{
+    self, BranchCommit, CommitInfo, Dirty, GitError, HunkRef, IndexAction, IndexState, SetupOutput,
+    Worktree, WorktreeSpec,
+};
 
 /// One operation on a build host: the type's fields are the request, [`Op::Answer`] what a
 /// success answers and [`Op::run`] the handler, which runs on the build host. Listing the
@@ -520,6 +523,98 @@ impl Op for Rebase {
     }
 }
 
+/// [`git::branch_commits`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BranchCommits {
+    pub path: PathBuf,
+    pub base: String,
+}
+
+impl Op for BranchCommits {
+    const NAME: &'static str = "branch_commits";
+    type Answer = Vec<BranchCommit>;
+    async fn run(self) -> Result<Vec<BranchCommit>, GitError> {
+        git::branch_commits(&self.path, &self.base).await
+    }
+}
+
+/// [`git::commit_changes`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CommitChanges {
+    pub path: PathBuf,
+    pub sha: String,
+}
+
+impl Op for CommitChanges {
+    const NAME: &'static str = "commit_changes";
+    type Answer = Vec<FileChange>;
+    async fn run(self) -> Result<Vec<FileChange>, GitError> {
+        git::commit_changes(&self.path, &self.sha).await
+    }
+}
+
+/// [`git::index_state`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Index {
+    pub path: PathBuf,
+}
+
+impl Op for Index {
+    const NAME: &'static str = "index";
+    type Answer = IndexState;
+    async fn run(self) -> Result<IndexState, GitError> {
+        git::index_state(&self.path).await
+    }
+}
+
+/// [`git::change_index`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChangeIndex {
+    pub path: PathBuf,
+    pub action: IndexAction,
+    pub file: String,
+    pub hunk: Option<HunkRef>,
+}
+
+impl Op for ChangeIndex {
+    const NAME: &'static str = "change_index";
+    type Answer = ();
+    async fn run(self) -> Result<(), GitError> {
+        git::change_index(&self.path, self.action, &self.file, self.hunk.as_ref()).await
+    }
+}
+
+/// [`git::commit_staged`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CommitStaged {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+impl Op for CommitStaged {
+    const NAME: &'static str = "commit_staged";
+    type Answer = CommitInfo;
+    async fn run(self) -> Result<CommitInfo, GitError> {
+        git::commit_staged(&self.path, &self.message).await
+    }
+}
+
+/// [`git::amend`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Amend {
+    pub path: PathBuf,
+    pub base: String,
+    pub message: Option<String>,
+}
+
+impl Op for Amend {
+    const NAME: &'static str = "amend";
+    type Answer = CommitInfo;
+    async fn run(self) -> Result<CommitInfo, GitError> {
+        git::amend(&self.path, &self.base, self.message.as_deref()).await
+    }
+}
+
 /// Bytes as a base64 string (a JSON array of numbers would be about four times larger).
 mod base64_bytes {
     use base64::Engine as _;
@@ -555,6 +650,12 @@ crate::op_table! {
     RunScript,
     DirtyFiles,
     Rebase,
+    BranchCommits,
+    CommitChanges,
+    Index,
+    ChangeIndex,
+    CommitStaged,
+    Amend,
 }
 
 #[cfg(test)]

@@ -49,7 +49,12 @@ pub async fn commit(s: &AppState, p: TaskCommit) -> Result<TaskCommitted, ApiErr
     if p.message.trim().is_empty() {
         return Err(ApiError::validation("message is required"));
     }
-    let made = s.engine().task_commit(&TaskId::new(p.task_id), &p.message).await?;
+    let task_id = TaskId::new(p.task_id);
+    let made = if p.staged_only {
+        s.engine().task_commit_staged(&task_id, &p.message).await?
+    } else {
+        s.engine().task_commit(&task_id, &p.message).await?
+    };
     let commits: Vec<CommitDto> = made.iter().map(CommitDto::from).collect();
     Ok(TaskCommitted { commit: commits.first().cloned(), commits })
 }

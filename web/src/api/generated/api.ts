@@ -34,6 +34,8 @@ export type AvailableCommandDto = { name: string, description: string,
  */
 input_hint: string | null, };
 
+export type BranchCommitDto = { repository_id: string | null, sha: string, summary: string, author: string, committed_at: string, };
+
 export type Branches = { branches: Array<string>, };
 
 export type ById = { id: string, };
@@ -59,6 +61,8 @@ export type ChannelTested = { delivered: boolean, http_status: number | null, er
 export type Channels = { channels: Array<ChannelDto>, };
 
 export type CheckStepDto = { what: string, ok: boolean, detail: string, };
+
+export type CommitDiff = { files: Array<FileChangeDto>, };
 
 export type CommitDto = { repository_id: string | null, branch: string, sha: string, summary: string, files_changed: number, };
 
@@ -156,7 +160,12 @@ export type FileChangeDto = { repository_id: string | null, path: string, old_pa
 /**
  * Marked viewed (`task.file.viewed.set`) and its diff unchanged since.
  */
-viewed: boolean, };
+viewed: boolean, 
+/**
+ * The hash of this diff of the file: names it when one hunk is staged, unstaged or
+ * discarded (`task.stage`), so a diff that changed since is refused.
+ */
+diff_hash: string, };
 
 export type FileContentDto = { path: string, content: string, binary: boolean, truncated: boolean, size: number, };
 
@@ -177,6 +186,8 @@ export type GitSummaryDto = { ahead: number, behind: number, dirty: number, conf
 merged: boolean, };
 
 export type HunkDto = { header: string, old_start: number, old_lines: number, new_start: number, new_lines: number, lines: Array<DiffLineDto>, };
+
+export type IndexDto = { repository_id: string | null, staged: Array<FileChangeDto>, unstaged: Array<FileChangeDto>, };
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
 
@@ -455,6 +466,10 @@ export type SystemHealth = {
  */
 ok: boolean, findings: Array<CheckStepDto>, };
 
+export type TaskAmend = { task_id: string, repository_id?: string, message?: string, };
+
+export type TaskAmended = { commit: CommitDto, };
+
 export type TaskArchived = { task: TaskDto, worktrees_removed: Array<string>, worktrees_kept: Array<KeptWorktreeDto>, };
 
 export type TaskCardDto = { id: string, workflow_id: string, step_id: string, title: string, state: TaskStateDto, position: number, repository_ids: Array<string>, primary_session_id: string | null, archived_at: string | null, needs_you: NeedsYouDto | null, parent_id: string | null, blocked_by: Array<string>, 
@@ -465,7 +480,15 @@ git: GitSummaryDto | null, };
 
 export type TaskChanges = { worktrees: Array<WorktreeDto>, files: Array<FileChangeDto>, };
 
-export type TaskCommit = { task_id: string, message: string, };
+export type TaskCommit = { task_id: string, message: string, 
+/**
+ * Commit only what is staged (`task.stage`), not everything.
+ */
+staged_only?: boolean, };
+
+export type TaskCommitDiff = { task_id: string, repository_id?: string, sha: string, };
+
+export type TaskCommits = { commits: Array<BranchCommitDto>, };
 
 export type TaskCommitted = { commit: CommitDto | null, commits: Array<CommitDto>, };
 
@@ -513,6 +536,12 @@ git: GitSummaryDto | null, archived_at: string | null, created_at: string, updat
 export type TaskFileRead = { task_id: string, path: string, };
 
 export type TaskGitStatus = { repositories: Array<GitStatusDto>, };
+
+export type TaskIndex = { repositories: Array<IndexDto>, };
+
+export type TaskIndexChange = { task_id: string, repository_id?: string, path: string, hunk?: number, diff_hash?: string, };
+
+export type TaskIndexChanged = { index: IndexDto, };
 
 export type TaskList = { workflow_id: string, step_id?: string, query?: string, include_archived?: boolean, limit?: number, cursor?: string, };
 
@@ -694,6 +723,13 @@ export type Actions = {
   "task.file.read": { request: TaskFileRead, response: FileContentDto },
   "task.file.viewed.set": { request: FileViewedSet, response: FileViewed },
   "task.commit": { request: TaskCommit, response: TaskCommitted },
+  "task.commits": { request: ByTask, response: TaskCommits },
+  "task.commit.diff": { request: TaskCommitDiff, response: CommitDiff },
+  "task.index": { request: ByTask, response: TaskIndex },
+  "task.stage": { request: TaskIndexChange, response: TaskIndexChanged },
+  "task.unstage": { request: TaskIndexChange, response: TaskIndexChanged },
+  "task.discard": { request: TaskIndexChange, response: TaskIndexChanged },
+  "task.amend": { request: TaskAmend, response: TaskAmended },
   "repository.branches": { request: ById, response: Branches },
   "repository.usage": { request: ById, response: RepositoryUsage },
   "task.git_status": { request: ByTask, response: TaskGitStatus },
