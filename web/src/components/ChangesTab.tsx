@@ -16,6 +16,7 @@ import { useFlagPref } from '../lib/prefs';
 import { useMutation } from '../lib/useMutation';
 import { type Highlighter, type ReviewActions, ReviewFile, ThreadView, threadsOf } from './ReviewDiff';
 import { ChangedFiles } from './ChangedFiles';
+import { Commits, WorkingTree } from './GitPanel';
 import { ShipPanel } from './ShipPanel';
 
 export function ChangesTab(props: { taskId: string; repositoryIds: string[]; sessionId: string | null }) {
@@ -23,6 +24,8 @@ export function ChangesTab(props: { taskId: string; repositoryIds: string[]; ses
   if (repositoryIds.length === 0) return <AttachRepository taskId={taskId} />;
   return <Changes taskId={taskId} sessionId={sessionId} />;
 }
+
+const VIEW_LABEL = { review: 'Review', tree: 'Working tree', commits: 'Commits' } as const;
 
 /** Nothing to read: the session topic is followed only for its turn ends. */
 const nothing = async () => 0;
@@ -111,6 +114,8 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
   const [version, setVersion] = useState(0);
   // The view chosen is kept (a reload, another task, the task's other tabs and back).
   const [sideBySide, setSideBySide] = useFlagPref('kandev.diff.side-by-side');
+  // The review of the diff, the working tree (staging) or the branch's commits.
+  const [view, setView] = useState<'review' | 'tree' | 'commits'>('review');
   const [comments, setComments] = useState<ReviewCommentDto[]>([]);
   const [reviewNote, setReviewNote] = useState<{ text: string; ok: boolean } | null>(null);
   const review = useReview(taskId, setComments, setReviewNote);
@@ -157,113 +162,126 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
         <button onClick={load}>Refresh</button>
       </div>
       <ShipPanel taskId={taskId} version={version} onChanged={load} />
-      <div className="changes-bar review-bar" aria-label="Review">
-        <span className="hint" data-testid="review-count">
-          {threads.length === 0
-            ? 'Click a line number to comment; drag over several to comment on them together.'
-            : `${open.length} comment${open.length === 1 ? '' : 's'} to send · ${threads.filter((t) => t.root.resolved_at).length} of ${threads.length} thread${threads.length === 1 ? '' : 's'} resolved`}
-        </span>
-        <span className="spacer" />
-        <button disabled={review.busy || open.length === 0} onClick={() => void review.submit()}>
-          Send review to agent
-        </button>
+      <div className="tabs git-views" role="tablist" aria-label="Review, working tree or commits">
+        {(['review', 'tree', 'commits'] as const).map((v) => (
+          <button key={v} role="tab" aria-selected={view === v} className={view === v ? 'active' : ''} onClick={() => setView(v)}>
+            {VIEW_LABEL[v]}
+          </button>
+        ))}
       </div>
-      {reviewNote && (
-        <p role="status" data-testid="review-note" data-ok={reviewNote.ok ? 'yes' : 'no'} className={reviewNote.ok ? 'ship-note ok' : 'ship-note refused'}>
-          {reviewNote.text}
-        </p>
-      )}
-      {error && (
-        <div className="banner error" role="alert" data-testid="changes-error">
-          {error}
-        </div>
-      )}
-      {files && files.length === 0 && <p className="column-empty">No changes yet.</p>}
-      {files && files.length > 0 && (
-        <div className="changes-body">
-          <ChangedFiles files={files} openThreads={(path) => threads.filter((t) => t.root.path === path && !t.root.resolved_at).length} onOpen={goTo} />
-          <div className="changes-files">
-            {files.map((f) => (
-              // Keyed by the mark too: marking a file viewed folds it, unmarking unfolds it.
-              <details
-                key={`${f.repository_id ?? ''}:${f.path}:${f.viewed}`}
-                className={f.viewed ? 'diff-file viewed' : 'diff-file'}
-                open={!f.viewed}
-                data-path={f.path}
-              >
-                <summary className="diff-head">
-                  <code>{f.old_path ? `${f.old_path} → ${f.path}` : f.path}</code>
-                  <span className="badge">{f.status}</span>
-                  <span className="adds">+{f.additions}</span>
-                  <span className="dels">−{f.deletions}</span>
-                  <label className="check viewed-mark">
-                    <input
-                      type="checkbox"
-                      checked={f.viewed}
-                      aria-label={`Viewed ${f.path}`}
-                      onChange={(e) => {
-                        const viewed = e.target.checked;
-                        // Shown at once; the server's answer (read again) has the last word.
-                        setFiles((all) => all?.map((x) => (x === f ? { ...x, viewed } : x)) ?? all);
-                        void mark(async () => {
-                          try {
-                            await call('task.file.viewed.set', {
-                              task_id: taskId,
-                              repository_id: f.repository_id ?? undefined,
-                              path: f.path,
-                              viewed,
-                            });
-                          } finally {
-                            load();
-                          }
-                        });
-                      }}
-                    />
-                    Viewed
-                  </label>
-                </summary>
-                {f.binary && <p className="hint">Binary file</p>}
-                {f.truncated && <p className="hint">Diff too large to show in full</p>}
-                <ReviewFile
-                  file={f}
-                  sideBySide={sideBySide}
-                  threads={threads.filter((t) => t.root.path === f.path)}
-                  actions={review}
-                  highlighter={highlighter}
-                />
-              </details>
-            ))}
+      {view === 'tree' && <WorkingTree taskId={taskId} version={version} onChanged={load} />}
+      {view === 'commits' && <Commits taskId={taskId} version={version} />}
+      {view === 'review' && (
+        <>
+          <div className="changes-bar review-bar" aria-label="Review">
+            <span className="hint" data-testid="review-count">
+              {threads.length === 0
+                ? 'Click a line number to comment; drag over several to comment on them together.'
+                : `${open.length} comment${open.length === 1 ? '' : 's'} to send · ${threads.filter((t) => t.root.resolved_at).length} of ${threads.length} thread${threads.length === 1 ? '' : 's'} resolved`}
+            </span>
+            <span className="spacer" />
+            <button disabled={review.busy || open.length === 0} onClick={() => void review.submit()}>
+              Send review to agent
+            </button>
           </div>
-        </div>
+          {reviewNote && (
+            <p role="status" data-testid="review-note" data-ok={reviewNote.ok ? 'yes' : 'no'} className={reviewNote.ok ? 'ship-note ok' : 'ship-note refused'}>
+              {reviewNote.text}
+            </p>
+          )}
+          {error && (
+            <div className="banner error" role="alert" data-testid="changes-error">
+              {error}
+            </div>
+          )}
+          {files && files.length === 0 && <p className="column-empty">No changes yet.</p>}
+          {files && files.length > 0 && (
+            <div className="changes-body">
+              <ChangedFiles files={files} openThreads={(path) => threads.filter((t) => t.root.path === path && !t.root.resolved_at).length} onOpen={goTo} />
+              <div className="changes-files">
+                {files.map((f) => (
+                  // Keyed by the mark too: marking a file viewed folds it, unmarking unfolds it.
+                  <details
+                    key={`${f.repository_id ?? ''}:${f.path}:${f.viewed}`}
+                    className={f.viewed ? 'diff-file viewed' : 'diff-file'}
+                    open={!f.viewed}
+                    data-path={f.path}
+                  >
+                    <summary className="diff-head">
+                      <code>{f.old_path ? `${f.old_path} → ${f.path}` : f.path}</code>
+                      <span className="badge">{f.status}</span>
+                      <span className="adds">+{f.additions}</span>
+                      <span className="dels">−{f.deletions}</span>
+                      <label className="check viewed-mark">
+                        <input
+                          type="checkbox"
+                          checked={f.viewed}
+                          aria-label={`Viewed ${f.path}`}
+                          onChange={(e) => {
+                            const viewed = e.target.checked;
+                            // Shown at once; the server's answer (read again) has the last word.
+                            setFiles((all) => all?.map((x) => (x === f ? { ...x, viewed } : x)) ?? all);
+                            void mark(async () => {
+                              try {
+                                await call('task.file.viewed.set', {
+                                  task_id: taskId,
+                                  repository_id: f.repository_id ?? undefined,
+                                  path: f.path,
+                                  viewed,
+                                });
+                              } finally {
+                                load();
+                              }
+                            });
+                          }}
+                        />
+                        Viewed
+                      </label>
+                    </summary>
+                    {f.binary && <p className="hint">Binary file</p>}
+                    {f.truncated && <p className="hint">Diff too large to show in full</p>}
+                    <ReviewFile
+                      file={f}
+                      sideBySide={sideBySide}
+                      threads={threads.filter((t) => t.root.path === f.path)}
+                      actions={review}
+                      highlighter={highlighter}
+                    />
+                  </details>
+                ))}
+              </div>
+            </div>
+          )}
+          {orphans.length > 0 && (
+            <section className="threads-elsewhere" aria-label="Threads on files without changes now">
+              <p className="hint">On files that have no changes now:</p>
+              {orphans.map((t) => (
+                <ThreadView key={t.root.id} thread={t} actions={review} />
+              ))}
+            </section>
+          )}
+          <form
+            className="commit-box"
+            onSubmit={async (e) => {
+              e.preventDefault();
+              if (!message.trim()) return;
+              await commit(async () => {
+                const r = await call('task.commit', { task_id: taskId, message });
+                setMessage('');
+                setNote(r.commit ? `Committed ${r.commit.sha.slice(0, 8)} on ${r.commit.branch}.` : 'Nothing to commit.');
+                load();
+              });
+            }}
+          >
+            <label htmlFor="commit-message">Commit message</label>
+            <textarea id="commit-message" rows={2} value={message} onChange={(e) => setMessage(e.target.value)} />
+            <button className="primary" type="submit" disabled={committing || !message.trim()}>
+              Commit
+            </button>
+            {note && <p role="status">{note}</p>}
+          </form>
+        </>
       )}
-      {orphans.length > 0 && (
-        <section className="threads-elsewhere" aria-label="Threads on files without changes now">
-          <p className="hint">On files that have no changes now:</p>
-          {orphans.map((t) => (
-            <ThreadView key={t.root.id} thread={t} actions={review} />
-          ))}
-        </section>
-      )}
-      <form
-        className="commit-box"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          if (!message.trim()) return;
-          await commit(async () => {
-            const r = await call('task.commit', { task_id: taskId, message });
-            setMessage('');
-            setNote(r.commit ? `Committed ${r.commit.sha.slice(0, 8)} on ${r.commit.branch}.` : 'Nothing to commit.');
-            load();
-          });
-        }}
-      >
-        <label htmlFor="commit-message">Commit message</label>
-        <textarea id="commit-message" rows={2} value={message} onChange={(e) => setMessage(e.target.value)} />
-        <button className="primary" type="submit" disabled={committing || !message.trim()}>
-          Commit
-        </button>
-        {note && <p role="status">{note}</p>}
-      </form>
     </div>
   );
 }

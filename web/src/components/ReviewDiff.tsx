@@ -55,7 +55,7 @@ interface UnifiedRow {
   text: string;
 }
 
-function unifiedRows(lines: DiffLineDto[], oldStart: number, newStart: number): UnifiedRow[] {
+export function unifiedRows(lines: DiffLineDto[], oldStart: number, newStart: number): UnifiedRow[] {
   let o = oldStart;
   let n = newStart;
   return lines.map((l) => {
