@@ -128,3 +128,47 @@ async fn i20_d16_archiving_runs_the_cleanup_script_on_the_build_host() {
     assert_eq!(text, "cleanup script of project finished (exit code 0):\nbye");
     drop(setup);
 }
+
+/// Issue 44 item 4 on an SSH executor: the index, staging, committing what is staged, the
+/// branch's commits and one's diff, and amending all run in the remote worktree through the
+/// link (the server cannot see the build host's files).
+#[tokio::test]
+async fn i44_4_git_control_runs_on_the_build_host() {
+    let setup = setup().await;
+    let (server, task) = (&setup.server, setup.task.as_str());
+    let worktree =
+        setup.remote.path().canonicalize().unwrap().join("worktrees").join(task).join("project");
+    std::fs::write(worktree.join("one.txt"), "one\n").unwrap();
+    std::fs::write(worktree.join("two.txt"), "two\n").unwrap();
+
+    let index = call(server, "task.index", json!({"task_id": task})).await;
+    let unstaged: Vec<&str> = index["repositories"][0]["unstaged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(unstaged, ["one.txt", "two.txt"], "{index}");
+    let staged = call(server, "task.stage", json!({"task_id": task, "path": "one.txt"})).await;
+    assert_eq!(staged["index"]["staged"][0]["path"], "one.txt", "{staged}");
+    let made = call(
+        server,
+        "task.commit",
+        json!({"task_id": task, "message": "only one", "staged_only": true}),
+    )
+    .await;
+    assert_eq!(made["commit"]["files_changed"], 1, "{made}");
+    let commits = call(server, "task.commits", json!({"task_id": task})).await;
+    assert_eq!(commits["commits"][0]["summary"], "only one", "{commits}");
+    let sha = commits["commits"][0]["sha"].as_str().unwrap();
+    let diff = call(server, "task.commit.diff", json!({"task_id": task, "sha": sha})).await;
+    assert_eq!(diff["files"][0]["path"], "one.txt", "{diff}");
+
+    call(server, "task.stage", json!({"task_id": task, "path": "two.txt"})).await;
+    let amended =
+        call(server, "task.amend", json!({"task_id": task, "message": "one and two"})).await;
+    assert_eq!(amended["commit"]["files_changed"], 2, "{amended}");
+    let log = kandev_testkit::git::git(&worktree, &["log", "-1", "--format=%s"]);
+    assert_eq!(log, "one and two", "amended in the remote worktree");
+    drop(setup);
+}
