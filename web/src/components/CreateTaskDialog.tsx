@@ -1,9 +1,11 @@
 // The create-task form: title, description, repositories (one or more, each with its base
-// branch), agent profile, step, start now.
+// branch; the first defaults to the one chosen last, or the only one), agent profile, step,
+// start now (by default only when the step starts the agent).
 import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
-import type { TaskDto, WorkflowDto } from '../api/types';
+import type { RepositoryDto, TaskDto, WorkflowDto } from '../api/types';
 import { useData } from '../lib/data';
+import { readPref, writePref } from '../lib/prefs';
 import { useMutation } from '../lib/useMutation';
 import { Dialog } from './Dialog';
 
@@ -18,10 +20,12 @@ export function CreateTaskDialog(props: {
   const [title, setTitle] = useState('');
   const [description, setDescription] = useState('');
   // The chosen repositories in order (the first is the task's main one); '' is "none yet".
-  const [repos, setRepos] = useState<RepoPick[]>([{ id: '', baseBranch: '' }]);
+  // The repository this browser chose last, else the only one there is.
+  const [repos, setRepos] = useState<RepoPick[]>(() => [defaultRepository(repositories)]);
   const [profile, setProfile] = useState(profiles[0]?.id ?? '');
   const [stepId, setStepId] = useState(start?.id ?? '');
-  const [startNow, setStartNow] = useState(true);
+  // Ticked only by hand: by default a task starts its agent when its step does, no sooner.
+  const [startNow, setStartNow] = useState(false);
   // A step whose on_enter starts the agent starts it whatever the box says: say so.
   const chosen = steps.find((s) => s.id === stepId);
   const stepStarts = chosen?.events.on_enter.some((a) => a.type === 'auto_start_agent') ?? false;
@@ -43,6 +47,7 @@ export function CreateTaskDialog(props: {
         agent_profile_id: profile || undefined,
         start_agent: startNow || stepStarts,
       });
+      writePref(LAST_REPOSITORY, repos[0]?.id ?? '');
       props.onCreated(task);
     });
   };
@@ -83,7 +88,14 @@ export function CreateTaskDialog(props: {
           </label>
           <label>
             Step
-            <select name="step" value={stepId} onChange={(e) => setStepId(e.target.value)}>
+            <select
+              name="step"
+              value={stepId}
+              onChange={(e) => {
+                setStepId(e.target.value);
+                setStartNow(false); // back to what the new step does
+              }}
+            >
               {steps.map((s) => (
                 <option key={s.id} value={s.id}>
                   {s.name}
@@ -149,6 +161,20 @@ export function CreateTaskDialog(props: {
       </form>
     </Dialog>
   );
+}
+
+/** Where the repository chosen last for a new task is kept (this browser). */
+const LAST_REPOSITORY = 'kandev.new-task.repository';
+
+/** The first pick of a new task: the repository chosen last, if it is still there, else the
+ * only repository, else none. */
+function defaultRepository(repositories: RepositoryDto[]): RepoPick {
+  const last = readPref(LAST_REPOSITORY);
+  const chosen =
+    last === ''
+      ? undefined
+      : (repositories.find((r) => r.id === last) ?? (repositories.length === 1 ? repositories[0] : undefined));
+  return { id: chosen?.id ?? '', baseBranch: chosen?.default_branch ?? '' };
 }
 
 /** A repository chosen for the task and the branch its worktree starts from. */

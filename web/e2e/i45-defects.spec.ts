@@ -1,0 +1,54 @@
+// Issue 45, the defects a new user hit: each test failed before its fix.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, openBoard, removeRepo, test } from './kandev';
+
+test('i45 6: "Start the agent now" follows the chosen step, so a backlog task starts nothing', async ({ page, kandev }) => {
+  await openBoard(page, kandev);
+  await page.getByRole('button', { name: 'New task' }).click();
+  const dialog = page.getByRole('dialog', { name: 'New task' });
+  const start = dialog.getByLabel('Start the agent now');
+  await dialog.getByLabel('Step').selectOption({ label: 'Backlog' });
+  await expect(start).not.toBeChecked();
+  // Ticked by hand, then another step: back to what that step does.
+  await start.check();
+  await dialog.getByLabel('Step').selectOption({ label: 'Review' });
+  await expect(start).not.toBeChecked();
+  await dialog.getByLabel('Step').selectOption({ label: 'Backlog' });
+  await dialog.getByLabel('Title').fill('Later');
+  await dialog.getByRole('button', { name: 'Create task' }).click();
+  await expect(dialog).toBeHidden();
+  await expect(page.locator('section.column[data-step-name="Backlog"] .card', { hasText: 'Later' })).toBeVisible();
+  const { tasks } = await kandev.api('task.list', { workflow_id: (await kandev.board()).workflowId });
+  const task = tasks.find((t: { title: string }) => t.title === 'Later');
+  const { sessions } = await kandev.api('task.session.list', { task_id: task.id });
+  expect(sessions).toHaveLength(0);
+});
+
+test('i45 14: the New task dialog offers the only repository, then the one chosen last', async ({ page, kandev }) => {
+  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-only-'));
+  try {
+    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
+    writeFileSync(join(repo, 'README.md'), '# only\n');
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'add', '.'], { cwd: repo });
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'commit', '-q', '-m', 'init'], { cwd: repo });
+    const { workspaceId } = await kandev.board();
+    const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
+    await openBoard(page, kandev);
+    await page.getByRole('button', { name: 'New task' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New task' });
+    await expect(dialog.getByLabel('Repository')).toHaveValue(repository.id);
+    // "None" chosen on purpose is kept for the next task.
+    await dialog.getByLabel('Repository').selectOption({ label: 'None' });
+    await dialog.getByLabel('Step').selectOption({ label: 'Backlog' });
+    await dialog.getByLabel('Title').fill('Plain');
+    await dialog.getByRole('button', { name: 'Create task' }).click();
+    await expect(dialog).toBeHidden();
+    await page.getByRole('button', { name: 'New task' }).click();
+    await expect(dialog.getByLabel('Repository')).toHaveValue('');
+  } finally {
+    removeRepo(repo);
+  }
+});
