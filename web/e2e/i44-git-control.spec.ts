@@ -47,9 +47,9 @@ test('i44: stage a hunk, commit it, discard, amend, read the commits; refused wh
     expect(git(worktree, 'show', '--format=', 'HEAD')).toContain('+LINE 20');
     expect(git(worktree, 'show', '--format=', 'HEAD')).not.toContain('+LINE 1\n');
 
-    // Discard the untracked file (after a confirmation), stage the rest, amend.
-    page.once('dialog', (d) => void d.accept());
+    // Discard the untracked file (after a yes in a dialog), stage the rest, amend.
     await tree.getByRole('button', { name: 'Discard scratch.txt' }).click();
+    await page.getByRole('dialog', { name: 'Discard these changes?' }).getByRole('button', { name: 'Discard' }).click();
     await expect(note).toHaveText('Discarded scratch.txt.');
     await tree.getByRole('button', { name: 'Stage long.txt' }).click();
     await expect(note).toHaveText('Staged long.txt.');

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, openBoard, removeRepo, test } from './kandev';
+import { expect, openBoard, removeRepo, test, transcript } from './kandev';
 
 test('i45 6: "Start the agent now" follows the chosen step, so a backlog task starts nothing', async ({ page, kandev }) => {
   await openBoard(page, kandev);
@@ -48,6 +48,54 @@ test('i45 14: the New task dialog offers the only repository, then the one chose
     await expect(dialog).toBeHidden();
     await page.getByRole('button', { name: 'New task' }).click();
     await expect(dialog.getByLabel('Repository')).toHaveValue('');
+  } finally {
+    removeRepo(repo);
+  }
+});
+
+test('i45 15: Reset context asks first, in the page', async ({ page, kandev }) => {
+  const task = await kandev.createTask('Reset me', { start_agent: true });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Reset me');
+  let native = false;
+  page.on('dialog', (d) => {
+    native = true;
+    void d.dismiss();
+  });
+  await page.getByRole('button', { name: 'Reset context' }).click();
+  const ask = page.getByRole('dialog', { name: "Reset the agent's context?" });
+  await expect(ask).toBeVisible();
+  await ask.getByRole('button', { name: 'Keep the context' }).click();
+  await expect(ask).toBeHidden();
+  await expect(transcript(page).locator('[data-kind="status"]').filter({ hasText: /context/i })).toHaveCount(0);
+  expect(native).toBe(false);
+});
+
+test('i45 17: a task whose worktree has uncommitted work is not deleted, and the dialog says why in its own words', async ({
+  page,
+  kandev,
+}) => {
+  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-dirty-'));
+  try {
+    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
+    writeFileSync(join(repo, 'README.md'), '# dirty\n');
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'add', '.'], { cwd: repo });
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'commit', '-q', '-m', 'init'], { cwd: repo });
+    const { workspaceId } = await kandev.board();
+    const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
+    const task = await kandev.createTask('Dirty', { repository_ids: [repository.id], start_agent: true });
+    await page.goto(`${kandev.url}/tasks/${task.id}`);
+    await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Dirty');
+    const { sessions } = await kandev.api('task.session.list', { task_id: task.id });
+    writeFileSync(join(sessions[0].cwd, 'work.txt'), 'not committed\n');
+    await page.getByRole('button', { name: 'Delete task' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Delete this task?' });
+    await confirm.getByRole('button', { name: 'Delete task' }).click();
+    const why = confirm.getByRole('alert');
+    await expect(why).toContainText('uncommitted or untracked work, so nothing was deleted');
+    await expect(why).not.toContainText('force');
+    await confirm.getByRole('button', { name: 'Delete with its uncommitted work' }).click();
+    await expect(page).toHaveURL(`${kandev.url}/`);
   } finally {
     removeRepo(repo);
   }

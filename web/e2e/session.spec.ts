@@ -153,8 +153,9 @@ test('sessions as tabs, controls, and their errors', async ({ page, kandev }) =>
   await page.getByRole('tab', { name: /Mock 1/ }).click();
   await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Sessions');
 
-  // reset context: works, or the server says it does not have the action yet
+  // reset context (after a yes): works, or the server says it does not have the action yet
   await page.getByRole('button', { name: 'Reset context' }).click();
+  await page.getByRole('dialog', { name: "Reset the agent's context?" }).getByRole('button', { name: 'Reset context' }).click();
   const probe = await fetch(`${kandev.url}/api/v1/session.reset_context`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

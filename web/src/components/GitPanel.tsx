@@ -8,6 +8,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { BranchCommitDto, FileChangeDto, HunkDto, IndexDto } from '../api/types';
 import { useMutation } from '../lib/useMutation';
+import { Dialog } from './Dialog';
 import { unifiedRows } from './ReviewDiff';
 
 type Note = { text: string; ok: boolean } | null;
@@ -117,8 +118,13 @@ export function WorkingTree({ taskId, version, onChanged }: { taskId: string; ve
   }, [taskId, refused]);
   useEffect(load, [load, version]);
 
+  // A discard waits for a yes in a dialog: what it throws away cannot be brought back.
+  const [discarding, setDiscarding] = useState<{ file: FileChangeDto; hunk: number | null } | null>(null);
   const change = (what: Change, file: FileChangeDto, hunk: number | null) => {
-    if (what === 'discard' && !window.confirm(`Discard the unstaged changes of ${file.path}${hunk === null ? '' : ` (hunk ${hunk + 1})`}? They cannot be brought back.`)) return;
+    if (what === 'discard') setDiscarding({ file, hunk });
+    else apply(what, file, hunk);
+  };
+  const apply = (what: Change, file: FileChangeDto, hunk: number | null) => {
     void run(async () => {
       try {
         await call(`task.${what}`, {
@@ -138,6 +144,28 @@ export function WorkingTree({ taskId, version, onChanged }: { taskId: string; ve
   const unstaged = index?.flatMap((r) => r.unstaged) ?? [];
   return (
     <section className="working-tree" aria-label="Working tree">
+      {discarding && (
+        <Dialog title="Discard these changes?" onClose={() => setDiscarding(null)}>
+          <p>
+            The unstaged changes of <code>{discarding.file.path}</code>
+            {discarding.hunk === null ? '' : ` in hunk ${discarding.hunk + 1}`}
+            {discarding.file.status === 'untracked' ? ' (the whole file: it is not tracked)' : ''} are thrown away. They
+            cannot be brought back.
+          </p>
+          <div className="actions">
+            <button onClick={() => setDiscarding(null)}>Keep them</button>
+            <button
+              className="danger"
+              onClick={() => {
+                setDiscarding(null);
+                apply('discard', discarding.file, discarding.hunk);
+              }}
+            >
+              Discard
+            </button>
+          </div>
+        </Dialog>
+      )}
       {note && (
         <p role="status" data-testid="git-note" data-ok={note.ok ? 'yes' : 'no'} className={note.ok ? 'ship-note ok' : 'ship-note refused'}>
           {note.text}

@@ -43,6 +43,8 @@ export function SessionView({
 }) {
   const s = useSession(sessionId);
   const [confirmDelete, setConfirmDelete] = useState(false);
+  // A context reset drops the agent's memory of the conversation: asked first, like a delete.
+  const [confirmReset, setConfirmReset] = useState(false);
   const [renaming, setRenaming] = useState(false);
   // The toolbar's actions: one at a time, the failure shown under the bar with its label.
   const actions = useMutation();
@@ -123,7 +125,7 @@ export function SessionView({
           )}
           <button
             disabled={actions.busy}
-            onClick={() => run('Reset context', 'session.reset_context', { id: sessionId })}
+            onClick={() => setConfirmReset(true)}
           >
             Reset context
           </button>
@@ -204,6 +206,25 @@ export function SessionView({
             void run('Rename', 'session.rename', { id: sessionId, name });
           }}
         />
+      )}
+      {confirmReset && (
+        <Dialog title="Reset the agent's context?" onClose={() => setConfirmReset(false)}>
+          <p>
+            The agent starts a fresh conversation and forgets this one; the transcript stays here.
+          </p>
+          <div className="actions">
+            <button onClick={() => setConfirmReset(false)}>Keep the context</button>
+            <button
+              className="danger"
+              onClick={() => {
+                setConfirmReset(false);
+                void run('Reset context', 'session.reset_context', { id: sessionId });
+              }}
+            >
+              Reset context
+            </button>
+          </div>
+        </Dialog>
       )}
       {confirmDelete && (
         <Dialog title="Delete this session?" onClose={() => setConfirmDelete(false)}>

@@ -53,13 +53,19 @@ export function EditTaskDialog({ task, onClose }: { task: TaskDto; onClose: () =
 }
 
 export function DeleteTaskDialog({ task, onClose }: { task: TaskDto; onClose: () => void }) {
+  // A worktree with uncommitted work is kept unless the user says otherwise (CONFLICT first):
+  // the dialog says so in its own words and offers to delete it with that work.
   const { busy: deleting, error, run } = useMutation();
-  // A worktree with uncommitted work is kept unless the user says otherwise (CONFLICT first).
   const [dirty, setDirty] = useState(false);
   const remove = (force: boolean) =>
     run(async () => {
       await call('task.delete', { id: task.id, force }).catch((e: unknown) => {
-        setDirty(e instanceof ApiError && e.code === 'CONFLICT');
+        if (e instanceof ApiError && e.code === 'CONFLICT') {
+          setDirty(true);
+          throw new Error(
+            'Its worktree has uncommitted or untracked work, so nothing was deleted. Commit that work first, or delete the task with it.',
+          );
+        }
         throw e;
       });
       navigate('/');

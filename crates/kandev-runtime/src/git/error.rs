@@ -111,7 +111,7 @@ pub enum GitError {
 
     /// Removing a worktree with uncommitted or untracked changes was refused.
     #[error(
-        "worktree `{}` has {files} uncommitted or untracked file(s); commit them, or remove the worktree with force to discard them",
+        "worktree `{}` has {files} uncommitted or untracked file(s); commit them, or remove the worktree anyway to discard them",
         path.display()
     )]
     Dirty { path: PathBuf, files: usize },

@@ -171,7 +171,8 @@ pub async fn delete(s: &AppState, p: TaskRemove) -> Result<TaskDeleted, ApiError
 
 fn kept_conflict(reason: &str, kept: &[kandev_engine::workdir::KeptWorktree]) -> ApiError {
     ApiError::conflict(format!(
-        "the task was not deleted: {reason}; pass force to delete it anyway"
+        "the task was not deleted: {reason}; commit that work first, or delete the task anyway to \
+         discard it"
     ))
     .with_details(json!({ "worktrees": files::kept_dtos(kept) }))
 }
