@@ -100,3 +100,30 @@ test('i45 17: a task whose worktree has uncommitted work is not deleted, and the
     removeRepo(repo);
   }
 });
+
+test('i45 17: the "Committed …" note goes once a rebase may have rewritten that commit', async ({ page, kandev }) => {
+  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-stale-'));
+  try {
+    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
+    writeFileSync(join(repo, 'README.md'), '# stale\n');
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'add', '.'], { cwd: repo });
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'commit', '-q', '-m', 'init'], { cwd: repo });
+    const { workspaceId } = await kandev.board();
+    const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
+    const task = await kandev.createTask('Stale', { repository_ids: [repository.id], start_agent: true });
+    await page.goto(`${kandev.url}/tasks/${task.id}`);
+    await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Stale');
+    const { sessions } = await kandev.api('task.session.list', { task_id: task.id });
+    writeFileSync(join(sessions[0].cwd, 'work.txt'), 'work\n');
+    await page.getByRole('tab', { name: 'Changes' }).click();
+    await page.getByLabel('Commit message').fill('the work');
+    await page.getByRole('button', { name: 'Commit', exact: true }).click();
+    const committed = page.getByRole('status').filter({ hasText: 'Committed' });
+    await expect(committed).toBeVisible();
+    await page.getByRole('button', { name: 'Rebase' }).click();
+    await expect(page.getByTestId('ship-note')).toHaveText('Rebased onto the base branch.');
+    await expect(committed).toHaveCount(0);
+  } finally {
+    removeRepo(repo);
+  }
+});

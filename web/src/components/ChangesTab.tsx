@@ -161,7 +161,14 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
         </label>
         <button onClick={load}>Refresh</button>
       </div>
-      <ShipPanel taskId={taskId} version={version} onChanged={load} />
+      <ShipPanel
+        taskId={taskId}
+        version={version}
+        onChanged={() => {
+          setNote(null); // a rebase or merge may have rewritten the commit the note names
+          load();
+        }}
+      />
       <div className="tabs git-views" role="tablist" aria-label="Review, working tree or commits">
         {(['review', 'tree', 'commits'] as const).map((v) => (
           <button key={v} role="tab" aria-selected={view === v} className={view === v ? 'active' : ''} onClick={() => setView(v)}>
