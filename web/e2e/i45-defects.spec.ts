@@ -127,3 +127,21 @@ test('i45 17: the "Committed …" note goes once a rebase may have rewritten tha
     removeRepo(repo);
   }
 });
+
+test('i45 23: the workflow editor names triggers and actions as words, and blank steps have colours', async ({ page, kandev }) => {
+  await page.goto(`${kandev.url}/settings/workflows`);
+  const create = page.getByRole('form', { name: 'New workflow' });
+  await create.getByLabel('Name').fill('Plain board');
+  await create.getByLabel('Template').selectOption('');
+  await create.getByRole('button', { name: 'Create workflow' }).click();
+  await expect(page.getByRole('combobox', { name: /^Workflow/ }).locator('option:checked')).toHaveText('Plain board');
+  await page.getByPlaceholder('New step name').fill('Check');
+  await page.getByRole('button', { name: 'Add step' }).click();
+  const dots = page.locator('.step-editor summary .dot');
+  await expect(dots).toHaveCount(4);
+  const colours = await dots.evaluateAll((all) => all.map((d) => getComputedStyle(d).backgroundColor));
+  expect(new Set(colours).size).toBe(4); // four columns, four colours
+  const todo = page.locator('.step-editor', { has: page.locator('summary', { hasText: /^Todo/ }) });
+  await todo.locator('summary').click();
+  await expect(todo.locator('fieldset legend')).toContainText(['On enter', 'On turn start', 'On turn complete', 'On exit', 'On PR merged', 'On PR closed']);
+});

@@ -35,14 +35,16 @@ pub async fn template_list(_: &AppState, _: Empty) -> Result<WorkflowTemplates, 
     Ok(WorkflowTemplates { templates, next_cursor: None })
 }
 
-/// Steps of a workflow created without a template.
+/// Steps of a workflow created without a template, coloured like the templates' (a board of
+/// grey columns reads as one column).
 fn blank_spec(name: String, description: String) -> WorkflowSpec {
-    let mut todo = StepSpec::named("Todo");
+    let step = |name: &str, color: &str| StepSpec { color: color.to_owned(), ..StepSpec::named(name) };
+    let mut todo = step("Todo", "#64748b");
     todo.is_start_step = true;
     WorkflowSpec {
         name,
         description,
-        steps: vec![todo, StepSpec::named("In Progress"), StepSpec::named("Done")],
+        steps: vec![todo, step("In Progress", "#3b82f6"), step("Done", "#22c55e")],
     }
 }
 

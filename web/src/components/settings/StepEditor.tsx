@@ -19,6 +19,30 @@ const ACTIONS: Record<keyof EventsDto, ActionDto['type'][]> = {
   on_pr_closed: MOVES,
 };
 
+/** What each trigger and action is called in the editor. */
+const TRIGGER_LABEL: Record<keyof EventsDto, string> = {
+  on_enter: 'On enter',
+  on_turn_start: 'On turn start',
+  on_turn_complete: 'On turn complete',
+  on_exit: 'On exit',
+  on_pr_merged: 'On PR merged',
+  on_pr_closed: 'On PR closed',
+};
+const ACTION_LABEL: Record<ActionDto['type'], string> = {
+  reset_agent_context: 'Reset the agent’s context',
+  enable_plan_mode: 'Turn plan mode on',
+  disable_plan_mode: 'Turn plan mode off',
+  set_session_mode: 'Set the session mode',
+  auto_start_agent: 'Start the agent',
+  move_to_next: 'Move to the next step',
+  move_to_previous: 'Move to the previous step',
+  move_to_step: 'Move to a step',
+  push: 'Push',
+  create_pull_request: 'Create a pull request',
+  merge: 'Merge',
+  rebase: 'Rebase',
+};
+
 export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: boolean; last: boolean; onMove: (by: number) => void }) {
   const { profiles } = useData();
   const [step, setStep] = useState(props.step);
@@ -102,7 +126,7 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
         </div>
         {(Object.keys(ACTIONS) as (keyof EventsDto)[]).map((trigger) => (
           <fieldset key={trigger} className="events">
-            <legend>{trigger.replace(/_/g, ' ')}</legend>
+            <legend>{TRIGGER_LABEL[trigger]}</legend>
             {step.events[trigger].map((a, i) => (
               <div key={i} className="action-row">
                 <select
@@ -116,7 +140,7 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
                 >
                   {ACTIONS[trigger].map((t) => (
                     <option key={t} value={t}>
-                      {t.replace(/_/g, ' ')}
+                      {ACTION_LABEL[t]}
                     </option>
                   ))}
                 </select>

@@ -5,6 +5,9 @@ import type { WorkflowDto } from '../../api/types';
 import { StepEditor } from './StepEditor';
 import { useFormError } from './useFormError';
 
+/** The colours new steps take in turn (the templates' own). */
+const STEP_COLORS = ['#64748b', '#3b82f6', '#f59e0b', '#22c55e', '#a855f7', '#ef4444'];
+
 export function WorkflowEditor({ workflow }: { workflow: WorkflowDto }) {
   const steps = [...workflow.steps].sort((a, b) => a.position - b.position);
   const [newStep, setNewStep] = useState('');
@@ -33,7 +36,11 @@ export function WorkflowEditor({ workflow }: { workflow: WorkflowDto }) {
         className="inline-form"
         onSubmit={async (e) => {
           e.preventDefault();
-          if (await wrap(() => call('workflow.step.create', { workflow_id: workflow.id, name: newStep }))) setNewStep('');
+          // A new step gets a colour of the palette no step has yet, so columns stay apart.
+          const color =
+            STEP_COLORS.find((c) => !steps.some((s) => s.color.toLowerCase() === c)) ??
+            STEP_COLORS[steps.length % STEP_COLORS.length];
+          if (await wrap(() => call('workflow.step.create', { workflow_id: workflow.id, name: newStep, color }))) setNewStep('');
         }}
       >
         <label>
