@@ -28,7 +28,7 @@ test('the changes tab shows the agent’s file and commits it', async ({ page, k
     await expect(file).toBeVisible();
     await expect(file.locator('.dl-add')).toContainText('hello from the agent');
     await page.getByLabel('Commit message').fill('Add notes');
-    await page.getByRole('button', { name: 'Commit' }).click();
+    await page.getByRole('button', { name: 'Commit all' }).click();
     await expect(page.getByRole('status').filter({ hasText: 'Committed' })).toBeVisible();
   } finally {
     removeRepo(repo);

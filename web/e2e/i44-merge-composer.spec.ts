@@ -2,7 +2,7 @@
 // before anything changes, and merges with what was chosen; the note of a success looks
 // unlike a refusal's; the merged task says "merged".
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, openBoard, removeRepo, test, transcript } from './kandev';
@@ -33,6 +33,28 @@ test('i44: merge goes through a composer with the strategy and message chosen', 
     const before = git(repo, 'rev-parse', 'main');
 
     await page.getByRole('tab', { name: 'Changes' }).click();
+    // Uncommitted work: the merge composer says it is left out, and a refused pull request
+    // keeps what was typed for the next try.
+    writeFileSync(join(worktree, 'wip.txt'), 'not yet\n');
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await expect(page.getByTestId('git-status')).toContainText('1 uncommitted');
+    await page.getByRole('button', { name: 'Merge…' }).click();
+    const warned = page.getByRole('dialog', { name: 'Merge into the base branch' });
+    await expect(warned.getByTestId('merge-dirty')).toContainText('1 uncommitted file is not part of the merge');
+    await warned.getByRole('button', { name: 'Close' }).click();
+    await page.getByRole('button', { name: 'Create PR…' }).click();
+    const pr = page.getByRole('dialog', { name: 'Create pull request' });
+    await pr.getByLabel('Title').fill('My careful title');
+    await pr.getByRole('button', { name: 'Create pull request' }).click();
+    await expect(page.getByTestId('ship-note')).toContainText('commit them first, then open the pull request');
+    await expect(page.getByTestId('ship-note')).not.toContainText('task.commit');
+    await page.getByRole('button', { name: 'Create PR…' }).click();
+    await expect(pr.getByLabel('Title')).toHaveValue('My careful title');
+    await pr.getByRole('button', { name: 'Close' }).click();
+    rmSync(join(worktree, 'wip.txt'));
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await expect(page.getByTestId('git-status')).not.toContainText('uncommitted');
+
     await page.getByRole('button', { name: 'Merge…' }).click();
     const composer = page.getByRole('dialog', { name: 'Merge into the base branch' });
     await expect(composer.getByLabel('Commit message')).toHaveValue('Merge me');

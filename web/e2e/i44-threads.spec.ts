@@ -128,7 +128,9 @@ test('i44: threads on diff lines reach the agent, take a reply after its turn, a
     await range.getByLabel('Edit comment').fill('one more, edited');
     await range.getByRole('button', { name: 'Save' }).click();
     await expect(last.locator('.comment-text')).toHaveText('one more, edited');
+    // A thread with replies is deleted only after a yes.
     await range.getByRole('button', { name: 'Delete thread' }).click();
+    await page.getByRole('dialog', { name: 'Delete this thread?' }).getByRole('button', { name: 'Delete thread' }).click();
     await expect(range).toHaveCount(0);
     await expect(removed).toBeVisible();
 

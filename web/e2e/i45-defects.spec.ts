@@ -117,7 +117,7 @@ test('i45 17: the "Committed …" note goes once a rebase may have rewritten tha
     writeFileSync(join(sessions[0].cwd, 'work.txt'), 'work\n');
     await page.getByRole('tab', { name: 'Changes' }).click();
     await page.getByLabel('Commit message').fill('the work');
-    await page.getByRole('button', { name: 'Commit', exact: true }).click();
+    await page.getByRole('button', { name: 'Commit all' }).click();
     const committed = page.getByRole('status').filter({ hasText: 'Committed' });
     await expect(committed).toBeVisible();
     await page.getByRole('button', { name: 'Rebase' }).click();

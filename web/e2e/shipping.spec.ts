@@ -112,7 +112,7 @@ test('ship a task: base branch picker, git status, review comment, Create PR', a
     await expect(sbs.locator('td.dl-add')).toHaveText('hello from the agent');
     await page.getByLabel('Side by side').uncheck();
     await page.getByLabel('Commit message').fill('Add notes');
-    await page.getByRole('button', { name: 'Commit' }).click();
+    await page.getByRole('button', { name: 'Commit all' }).click();
     await expect(page.getByRole('status').filter({ hasText: 'Committed' })).toBeVisible();
     const status = page.getByTestId('git-status');
     await expect(status).toContainText('origin/feature: 1 ahead, 0 behind');

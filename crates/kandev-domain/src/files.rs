@@ -159,7 +159,12 @@ impl ChangedFile {
     pub fn view_hash(&self) -> String {
         let c = &self.change;
         let hunks = crate::ship::diff_hash(c);
-        format!("{hunks}-{}-{}-{}", c.status.as_str(), c.additions, c.deletions)
+        // A new file is the same change untracked or staged: staging it keeps its mark.
+        let status = match c.status {
+            ChangeStatus::Untracked => ChangeStatus::Added,
+            other => other,
+        };
+        format!("{hunks}-{}-{}-{}", status.as_str(), c.additions, c.deletions)
     }
 }
 

@@ -354,6 +354,15 @@ async fn i44_3_a_viewed_mark_holds_until_the_file_changes() {
     server.call("task.file.viewed.set", unmark).await;
     assert!(!viewed(&server.call("task.changes", json!({"task_id": task})).await, "a.txt"));
 
+    // A new file staged (untracked → added) or committed keeps its mark: its diff is the same.
+    std::fs::write(worktree.join("new.txt"), "new\n").unwrap();
+    let mark_new =
+        json!({"task_id": task, "repository_id": repo_id, "path": "new.txt", "viewed": true});
+    server.call("task.file.viewed.set", mark_new).await;
+    server.call("task.stage", json!({"task_id": task, "path": "new.txt"})).await;
+    let changes = server.call("task.changes", json!({"task_id": task})).await;
+    assert!(viewed(&changes, "new.txt"), "staging is not a change of the file: {changes}");
+
     let missing =
         json!({"task_id": task, "repository_id": repo_id, "path": "nope.txt", "viewed": true});
     let (code, body) = server.post("task.file.viewed.set", missing).await;
@@ -452,6 +461,11 @@ async fn i44_6_a_merged_task_says_merged_until_its_branch_moves() {
 
     server.call("task.merge", json!({"task_id": task, "strategy": "squash"})).await;
     assert_eq!(merged_now().await, (json!(true), json!(true)), "merged, on the card too");
+    // Uncommitted work left out of the merge: not merged as it is now.
+    std::fs::write(worktree.join("left.txt"), "left out\n").unwrap();
+    assert_eq!(merged_now().await, (json!(false), json!(false)), "uncommitted work");
+    std::fs::remove_file(worktree.join("left.txt")).unwrap();
+    assert_eq!(merged_now().await, (json!(true), json!(true)));
     // A new commit on the task branch is not merged.
     commit_file(&worktree, "more.txt", "y\n", "more");
     assert_eq!(merged_now().await, (json!(false), json!(false)));

@@ -282,8 +282,16 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
           >
             <label htmlFor="commit-message">Commit message</label>
             <textarea id="commit-message" rows={2} value={message} onChange={(e) => setMessage(e.target.value)} />
-            <button className="primary" type="submit" disabled={committing || !message.trim()}>
-              Commit
+            <p className="hint" id="commit-all-hint">
+              Commits every change, staged or not; to commit a part, stage it in Working tree.
+            </p>
+            <button
+              className="primary"
+              type="submit"
+              aria-describedby="commit-all-hint"
+              disabled={committing || !message.trim()}
+            >
+              Commit all
             </button>
             {note && <p role="status">{note}</p>}
           </form>

@@ -5,6 +5,7 @@
 // says so; one whose line the diff no longer shows is listed under the file.
 import { Fragment, useMemo, useRef, useState } from 'react';
 import type { DiffLineDto, FileChangeDto, ReviewCommentDto } from '../api/types';
+import { Dialog } from './Dialog';
 import { sideBySideRows } from './SideBySide';
 
 export type Side = 'old' | 'new';
@@ -303,6 +304,7 @@ export function ThreadView({ thread, actions }: { thread: Thread; actions: Revie
   const resolved = root.resolved_at !== null;
   const [unfolded, setUnfolded] = useState(false);
   const [reply, setReply] = useState('');
+  const [deleting, setDeleting] = useState(false);
   const open = !resolved || unfolded;
   return (
     <div
@@ -312,6 +314,26 @@ export function ThreadView({ thread, actions }: { thread: Thread; actions: Revie
       data-thread={root.id}
       data-resolved={resolved ? 'yes' : 'no'}
     >
+      {deleting && (
+        <Dialog title="Delete this thread?" onClose={() => setDeleting(false)}>
+          <p>
+            Its first comment and its {replies.length} repl{replies.length === 1 ? 'y' : 'ies'} are deleted. This
+            cannot be undone.
+          </p>
+          <div className="actions">
+            <button onClick={() => setDeleting(false)}>Keep it</button>
+            <button
+              className="danger"
+              onClick={() => {
+                setDeleting(false);
+                void actions.remove(root.id);
+              }}
+            >
+              Delete thread
+            </button>
+          </div>
+        </Dialog>
+      )}
       <div className="thread-head">
         <code>{location(root)}</code>
         {root.outdated && (
@@ -338,7 +360,13 @@ export function ThreadView({ thread, actions }: { thread: Thread; actions: Revie
             </pre>
           )}
           {[root, ...replies].map((c) => (
-            <CommentView key={c.id} comment={c} actions={actions} />
+            <CommentView
+              key={c.id}
+              comment={c}
+              actions={actions}
+              // The first comment takes its replies with it: asked first when there are any.
+              onDelete={c === root && replies.length > 0 ? () => setDeleting(true) : undefined}
+            />
           ))}
           <form
             className="row thread-reply"
@@ -349,7 +377,7 @@ export function ThreadView({ thread, actions }: { thread: Thread; actions: Revie
           >
             <textarea rows={1} aria-label="Reply" placeholder="Reply…" value={reply} onChange={(e) => setReply(e.target.value)} />
             <button type="submit" disabled={actions.busy || !reply.trim()}>
-              Reply
+              {resolved ? 'Reply and reopen' : 'Reply'}
             </button>
           </form>
         </>
@@ -358,7 +386,8 @@ export function ThreadView({ thread, actions }: { thread: Thread; actions: Revie
   );
 }
 
-function CommentView({ comment, actions }: { comment: ReviewCommentDto; actions: ReviewActions }) {
+function CommentView(props: { comment: ReviewCommentDto; actions: ReviewActions; onDelete?: () => void }) {
+  const { comment, actions } = props;
   const [editing, setEditing] = useState<string | null>(null);
   const sent = comment.sent_at !== null;
   if (editing !== null) {
@@ -399,7 +428,7 @@ function CommentView({ comment, actions }: { comment: ReviewCommentDto; actions:
           className="link"
           disabled={actions.busy}
           aria-label={comment.thread_id ? 'Delete reply' : 'Delete thread'}
-          onClick={() => void actions.remove(comment.id)}
+          onClick={() => (props.onDelete ? props.onDelete() : void actions.remove(comment.id))}
         >
           Delete
         </button>

@@ -55,6 +55,7 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
   const { busy, run: mutate } = useMutation(refused);
   // The composer open, if any.
   const [composer, setComposer] = useState<'pr' | 'merge' | null>(null);
+  const [prKept, setPrKept] = useState<PrRequest | null>(null);
   // Files a refused rebase listed: the agent can be asked to resolve them.
   const [conflicts, setConflicts] = useState<string[]>([]);
 
@@ -116,11 +117,15 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
         <PrComposer
           taskId={taskId}
           bases={status?.map((s) => s.base_branch) ?? []}
+          kept={prKept}
           onClose={() => setComposer(null)}
           onSend={(request) => {
             setComposer(null);
+            // Kept until the pull request is opened: a refusal loses nothing typed.
+            setPrKept(request);
             void run('Create PR', async () => {
               const r = await call('task.pr.create', { task_id: taskId, ...request });
+              setPrKept(null);
               return `Opened ${r.pull_requests.map((p) => p.url).join(', ')}.`;
             });
           }}
@@ -130,6 +135,7 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
         <MergeComposer
           taskId={taskId}
           bases={status?.map((s) => s.base_branch) ?? []}
+          dirty={status?.reduce((n, s) => n + s.dirty.uncommitted + s.dirty.untracked, 0) ?? 0}
           onClose={() => setComposer(null)}
           onSend={(request) => {
             setComposer(null);
@@ -175,27 +181,33 @@ function useTaskText(taskId: string): { title: string; description: string } | n
 }
 
 /** What a pull request is opened with: nothing is sent before the person says so. */
+type PrRequest = { title: string; body: string; draft: boolean };
+
 function PrComposer(props: {
   taskId: string;
   bases: string[];
+  /** What was sent last and refused: shown again rather than the task's text. */
+  kept: PrRequest | null;
   onClose: () => void;
-  onSend: (request: { title: string; body: string; draft: boolean }) => void;
+  onSend: (request: PrRequest) => void;
 }) {
   const task = useTaskText(props.taskId);
   if (task === null) return null;
-  return <PrForm {...props} title={task.title} body={task.description} />;
+  const { kept } = props;
+  return <PrForm {...props} title={kept?.title ?? task.title} body={kept?.body ?? task.description} draft={kept?.draft ?? false} />;
 }
 
 function PrForm(props: {
   bases: string[];
   title: string;
   body: string;
+  draft: boolean;
   onClose: () => void;
-  onSend: (request: { title: string; body: string; draft: boolean }) => void;
+  onSend: (request: PrRequest) => void;
 }) {
   const [title, setTitle] = useState(props.title);
   const [body, setBody] = useState(props.body);
-  const [draft, setDraft] = useState(false);
+  const [draft, setDraft] = useState(props.draft);
   return (
     <Dialog title="Create pull request" onClose={props.onClose}>
       <form
@@ -244,6 +256,8 @@ const STRATEGIES: [MergeStrategyDto, string][] = [
 function MergeComposer(props: {
   taskId: string;
   bases: string[];
+  /** Uncommitted and untracked files: a merge lands commits only. */
+  dirty: number;
   onClose: () => void;
   onSend: (request: { strategy: MergeStrategyDto; message?: string }) => void;
 }) {
@@ -254,6 +268,7 @@ function MergeComposer(props: {
 
 function MergeForm(props: {
   bases: string[];
+  dirty: number;
   message: string;
   onClose: () => void;
   onSend: (request: { strategy: MergeStrategyDto; message?: string }) => void;
@@ -273,6 +288,12 @@ function MergeForm(props: {
         <p className="hint">
           Into <code>{props.bases.join(', ') || 'the base branch'}</code>, on this machine.
         </p>
+        {props.dirty > 0 && (
+          <p className="banner warn" role="alert" data-testid="merge-dirty">
+            {props.dirty} uncommitted file{props.dirty === 1 ? ' is' : 's are'} not part of the merge: only commits
+            land. Commit them first to include them.
+          </p>
+        )}
         <label>
           Strategy
           <select value={strategy} onChange={(e) => setStrategy(e.target.value as MergeStrategyDto)}>

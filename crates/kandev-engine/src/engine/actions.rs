@@ -84,7 +84,7 @@ impl Engine {
                 .find(|f| f.change.path == path && f.repository_id == repository_id)
                 .ok_or_else(|| {
                     EngineError::NotFound(format!(
-                        "{path} is not among the task's changes; read them again (task.changes)"
+                        "{path} is not among the task's changes; refresh them and try again"
                     ))
                 })?;
             let view = kandev_store::FileView {

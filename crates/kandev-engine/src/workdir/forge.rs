@@ -62,7 +62,7 @@ async fn create_one(
     if !dirty.is_clean() {
         return Err(EngineError::Refused {
             message: format!(
-                "the task has uncommitted changes in repository {}; commit them first (task.commit), then open the pull request",
+                "the task has uncommitted changes in repository {}; commit them first, then open the pull request",
                 target.repository.name
             ),
             details: json!({ "dirty": dirty.paths() }),

@@ -84,7 +84,10 @@ async fn status_of(inner: &Inner, target: &Target) -> Result<GitStatus> {
         base_branch: target.base_branch.clone(),
         base_commit: target.record.base_commit.clone(),
         base_tip: status.base_tip,
-        merged: target.record.merged_head.as_deref() == Some(status.head.as_str()),
+        // Merged as it is now: the head that landed, and nothing uncommitted left out.
+        merged: target.record.merged_head.as_deref() == Some(status.head.as_str())
+            && status.dirty.uncommitted.is_empty()
+            && status.dirty.untracked.is_empty(),
         head: status.head,
         ahead: status.ahead,
         behind: status.behind,

@@ -86,7 +86,7 @@ pub enum GitError {
     Forbidden { path: PathBuf, reason: String },
 
     /// `task.amend` on a branch without a commit of the task's own.
-    #[error("`{}` has no commit of the task's to amend; commit first", path.display())]
+    #[error("the task branch has no commit of its own to amend; commit first")]
     NothingToAmend { path: PathBuf },
 
     /// A hunk was chosen from a diff that is not the file's diff any more.

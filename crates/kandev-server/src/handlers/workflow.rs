@@ -38,7 +38,8 @@ pub async fn template_list(_: &AppState, _: Empty) -> Result<WorkflowTemplates, 
 /// Steps of a workflow created without a template, coloured like the templates' (a board of
 /// grey columns reads as one column).
 fn blank_spec(name: String, description: String) -> WorkflowSpec {
-    let step = |name: &str, color: &str| StepSpec { color: color.to_owned(), ..StepSpec::named(name) };
+    let step =
+        |name: &str, color: &str| StepSpec { color: color.to_owned(), ..StepSpec::named(name) };
     let mut todo = step("Todo", "#64748b");
     todo.is_start_step = true;
     WorkflowSpec {
