@@ -143,6 +143,20 @@ test('i44: threads on diff lines reach the agent, take a reply after its turn, a
     await expect(beta.getByRole('button')).toHaveAccessibleName('Comment on old line 2');
     await expect(removed).toContainText('still unclear: keep beta');
     await screenshot(page, 'i44-threads-unified');
+
+    // A comment being written survives a switch to another view and back; Shift+click
+    // extends it to a range; Ctrl+Enter sends it.
+    await unified.getByRole('button', { name: 'Comment on new line 3', exact: true }).click();
+    await file.getByRole('form', { name: 'New comment' }).getByLabel('Comment on new line 3').fill('keep me');
+    await page.getByRole('tab', { name: 'Working tree' }).click();
+    await page.getByRole('tab', { name: 'Review' }).click();
+    const kept = file.getByRole('form', { name: 'New comment' });
+    await expect(kept.getByLabel('Comment on new line 3')).toHaveValue('keep me');
+    await unified.getByRole('button', { name: 'Comment on new line 5', exact: true }).click({ modifiers: ['Shift'] });
+    await expect(kept.getByLabel('Comment on new lines 3–5')).toHaveValue('keep me');
+    await kept.getByLabel('Comment on new lines 3–5').press('Control+Enter');
+    await expect(file.getByRole('group', { name: 'Thread on code.txt:3–5' })).toContainText('keep me');
+    await expect(file.getByRole('form', { name: 'New comment' })).toHaveCount(0);
   } finally {
     removeRepo(repo);
   }

@@ -300,8 +300,9 @@ pub fn diff_hash(change: &crate::files::FileChange) -> String {
 }
 
 /// The one prompt `review.submit` sends: each comment as `path:line`, the quoted line and
-/// the comment, in the order given.
-pub fn review_prompt(comments: &[ReviewComment]) -> String {
+/// the comment, in the order given; those named in `changed` (their lines changed since they
+/// were quoted) say so, so the agent does not take the quote for the file as it is.
+pub fn review_prompt(comments: &[ReviewComment], changed: &[&str]) -> String {
     let mut text = String::from("Please address these review comments:\n");
     for comment in comments {
         text.push_str(&format!("\n{}", comment.location()));
@@ -310,6 +311,9 @@ pub fn review_prompt(comments: &[ReviewComment]) -> String {
         }
         if comment.side == DiffSide::Old {
             text.push_str(" (old side: the base's version)");
+        }
+        if changed.contains(&comment.id.as_str()) {
+            text.push_str(" (these lines have changed since; quoted as they were)");
         }
         text.push('\n');
         for line in comment.quote.lines() {
@@ -343,10 +347,13 @@ mod tests {
             resolved_at: None,
             start_line: None,
         };
-        let prompt = review_prompt(&[
-            comment("src/a.rs", 3, "let x = 1;", "use a constant"),
-            comment("b.txt", 1, "hello", "say hi"),
-        ]);
+        let prompt = review_prompt(
+            &[
+                comment("src/a.rs", 3, "let x = 1;", "use a constant"),
+                comment("b.txt", 1, "hello", "say hi"),
+            ],
+            &[],
+        );
         assert_eq!(
             prompt,
             "Please address these review comments:\n\nsrc/a.rs:3\n> let x = 1;\nuse a constant\n\nb.txt:1\n> hello\nsay hi\n"

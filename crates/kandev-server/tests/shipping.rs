@@ -917,6 +917,24 @@ async fn i44_1_review_threads_reply_resolve_and_say_when_their_lines_changed() {
     assert_eq!(of(&a)["outdated"], false, "{listed}");
     assert_eq!(of(&b)["outdated"], true, "{listed}");
 
+    // A reply sent in thread b says its lines changed since the quote.
+    add(json!({"task_id": task, "path": "x", "line": 1, "text": "look again", "thread_id": b}))
+        .await;
+    server.call("review.submit", json!({"task_id": task})).await;
+    ws.notification("session.turn.completed").await;
+    let messages = server.messages(&session).await;
+    let prompt = of_kind(&messages, "user").last().unwrap()["content"].as_str().unwrap().to_owned();
+    assert!(
+        prompt.contains("src/lib.rs:1-2 (a reply in the thread on these lines) (these lines have changed since; quoted as they were)"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(
+            "src/lib.rs:1 (a reply in the thread on these lines)\n> fn a() {}\nstill missing"
+        ),
+        "thread a's line did not change: {prompt}"
+    );
+
     // Deleting a thread's first comment deletes the thread.
     server.call("review.comment.delete", json!({"id": b})).await;
     let listed = server.call("review.comment.list", json!({"task_id": task})).await;

@@ -253,6 +253,7 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
                       threads={threads.filter((t) => t.root.path === f.path)}
                       actions={review}
                       highlighter={highlighter}
+            draftKey={`${taskId}:${f.repository_id ?? ''}:${f.path}`}
                     />
                   </details>
                 ))}

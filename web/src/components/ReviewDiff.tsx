@@ -76,17 +76,40 @@ function unifiedAnchors(r: UnifiedRow): Anchor[] {
 
 const ordered = (r: LineRange): LineRange => ({ side: r.side, start: Math.min(r.start, r.end), end: Math.max(r.start, r.end) });
 
-/** The lines being chosen with the mouse, and the comment being written. */
-function useLineChoice() {
+/** Comments being written, by file (`draftKey`): switching views or tabs loses none. */
+const drafts = new Map<string, { range: LineRange; text: string }>();
+
+/** The lines being chosen with the mouse, and the comment being written on them. */
+function useLineChoice(key: string) {
   const [drag, setDrag] = useState<LineRange | null>(null);
-  const [draft, setDraft] = useState<LineRange | null>(null);
+  const [draft, setDraftRange] = useState<LineRange | null>(() => drafts.get(key)?.range ?? null);
+  const [text, setTextNow] = useState(() => drafts.get(key)?.text ?? '');
   // The drag as the handlers see it between renders (a quick click is down and up at once).
   const dragging = useRef<LineRange | null>(null);
   const chosen = drag ? ordered(drag) : draft;
+  // A new range takes the text typed so far with it.
+  const setDraft = (range: LineRange) => {
+    setDraftRange(range);
+    drafts.set(key, { range, text: drafts.get(key)?.text ?? '' });
+  };
   return {
     draft,
-    close: () => setDraft(null),
-    begin: (a: Anchor) => {
+    text,
+    setText: (value: string) => {
+      setTextNow(value);
+      if (draft) drafts.set(key, { range: draft, text: value });
+    },
+    close: () => {
+      setDraftRange(null);
+      setTextNow('');
+      drafts.delete(key);
+    },
+    begin: (a: Anchor, extend: boolean) => {
+      // Shift and a line of the open comment's side: the comment covers up to that line.
+      if (extend && draft && draft.side === a.side) {
+        setDraft({ side: a.side, start: Math.min(draft.start, a.line), end: Math.max(draft.end, a.line) });
+        return;
+      }
       dragging.current = { side: a.side, start: a.line, end: a.line };
       setDrag(dragging.current);
       // Wherever the mouse is let go, the range chosen so far opens the comment.
@@ -122,11 +145,11 @@ function LineNumber({ at, choice }: { at: Anchor; choice: LineChoice }) {
       data-side={at.side}
       data-line={at.line}
       aria-label={`Comment on ${at.side} line ${at.line}`}
-      title="Comment on this line (drag for several)"
+      title="Comment on this line (drag, or Shift+click, for several)"
       onMouseDown={(e) => {
         if (e.button !== 0) return;
         e.preventDefault(); // no text selection while dragging
-        choice.begin(at);
+        choice.begin(at, e.shiftKey);
       }}
       onMouseEnter={() => choice.extend(at)}
       // A keyboard press (no mouse down before it) opens a comment on the one line.
@@ -151,9 +174,11 @@ export function ReviewFile(props: {
   threads: Thread[];
   actions: ReviewActions;
   highlighter: Highlighter | null;
+  /** Where the comment being written on this file is kept (task, repository, path). */
+  draftKey: string;
 }) {
   const { file, sideBySide, threads, actions, highlighter } = props;
-  const choice = useLineChoice();
+  const choice = useLineChoice(props.draftKey);
   // Each hunk's lines highlighted, by index (null: shown plain).
   const highlighted = useMemo(
     () => file.hunks.map((h) => highlighter?.highlightLines(file.path, h.lines.map((l) => l.text)) ?? null),
@@ -177,6 +202,8 @@ export function ReviewFile(props: {
             <CommentComposer
               range={draft}
               busy={actions.busy}
+              text={choice.text}
+              setText={choice.setText}
               onCancel={choice.close}
               onSend={async (text) => {
                 if (await actions.add(file.path, draft, text)) choice.close();
@@ -268,11 +295,12 @@ export function ReviewFile(props: {
 function CommentComposer(props: {
   range: LineRange;
   busy: boolean;
+  text: string;
+  setText: (text: string) => void;
   onSend: (text: string) => Promise<void>;
   onCancel: () => void;
 }) {
-  const { range, busy } = props;
-  const [text, setText] = useState('');
+  const { range, busy, text, setText } = props;
   const lines = range.start === range.end ? `line ${range.end}` : `lines ${range.start}–${range.end}`;
   return (
     <form
@@ -285,7 +313,22 @@ function CommentComposer(props: {
     >
       <label>
         Comment on {range.side} {lines}
-        <textarea rows={3} value={text} autoFocus onChange={(e) => setText(e.target.value)} />
+        <textarea
+          rows={3}
+          value={text}
+          autoFocus
+          onChange={(e) => setText(e.target.value)}
+          onKeyDown={(e) => {
+            // Ctrl+Enter (⌘+Enter) sends, Escape cancels.
+            if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+              e.preventDefault();
+              if (text.trim()) void props.onSend(text);
+            } else if (e.key === 'Escape') {
+              e.preventDefault();
+              props.onCancel();
+            }
+          }}
+        />
       </label>
       <div className="row">
         <button className="primary" type="submit" disabled={busy || !text.trim()}>

@@ -219,7 +219,10 @@ impl Engine {
                 "the task has no session to send the review to; launch one first".into(),
             ));
         };
-        let all = self.inner.store.review_comments(task_id).await?;
+        let listed = self.review_comments(task_id).await?;
+        let changed: Vec<&str> =
+            listed.iter().filter(|(_, outdated)| *outdated).map(|(c, _)| c.id.as_str()).collect();
+        let all: Vec<ReviewComment> = listed.iter().map(|(c, _)| c.clone()).collect();
         // Open comments of threads that are not resolved, each thread's together, first
         // comment first (the list is oldest first).
         let resolved: Vec<&str> =
@@ -236,7 +239,7 @@ impl Engine {
                 "there are no open review comments; add a comment first".into(),
             ));
         }
-        let request = PromptRequest::text(review_prompt(&open));
+        let request = PromptRequest::text(review_prompt(&open, &changed));
         let outcome = self.prompt(&session_id, request).await?;
         let mut tx = self.inner.store.begin_write().await?;
         let ids: Vec<String> = open.iter().map(|c| c.id.clone()).collect();
