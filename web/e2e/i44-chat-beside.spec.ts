@@ -40,7 +40,9 @@ test.describe('wide', () => {
       await expect(transcript(page)).toBeVisible();
       await expect(chat.getByRole('log', { name: 'Conversation' })).toBeVisible();
       const [d, c] = [await diff.boundingBox(), await chat.boundingBox()];
-      expect(d!.x + d!.width).toBeLessThanOrEqual(c!.x); // side by side, not stacked
+      // Side by side, not stacked: the chat under its session tab on the left, the diff under
+      // Changes on the right.
+      expect(c!.x + c!.width).toBeLessThanOrEqual(d!.x);
       await screenshot(page, 'i44-chat-beside-the-diff');
 
       // A message sent beside the diff: the agent's turn changes the diff in place.

@@ -14,7 +14,7 @@ import { navigate } from '../lib/router';
 import { toast } from '../lib/toast';
 import { useFlagPref } from '../lib/prefs';
 import { useMutation } from '../lib/useMutation';
-import { type Highlighter, type ReviewActions, ReviewFile, ThreadView, threadsOf } from './ReviewDiff';
+import { type ReviewActions, ReviewFile, ThreadView, threadsOf, useHighlighter } from './ReviewDiff';
 import { ChangedFiles } from './ChangedFiles';
 import { Commits, WorkingTree } from './GitPanel';
 import { ShipPanel } from './ShipPanel';
@@ -308,22 +308,6 @@ function goTo(file: FileChangeDto) {
   if (!diff) return;
   diff.open = true;
   diff.scrollIntoView({ block: 'start' });
-}
-
-/** highlight.js, loaded as its own chunk once there is a diff to show (plain until then). */
-function useHighlighter(wanted: boolean): Highlighter | null {
-  const [highlighter, setHighlighter] = useState<Highlighter | null>(null);
-  useEffect(() => {
-    if (!wanted || highlighter) return;
-    let live = true;
-    import('../lib/highlight')
-      .then((m) => live && setHighlighter(m))
-      .catch(() => {}); // shown plain
-    return () => {
-      live = false;
-    };
-  }, [wanted, highlighter]);
-  return highlighter;
 }
 
 /** The review's actions: each reads the comments again when the server has answered. */

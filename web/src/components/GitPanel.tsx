@@ -4,17 +4,23 @@
 // diff (`task.index`, `task.stage` / `task.unstage` / `task.discard`, `task.commit`
 // `staged_only`, `task.amend`, `task.commits`, `task.commit.diff`). While a turn runs the
 // server refuses what changes the worktree and the refusal is the note.
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useMemo, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { BranchCommitDto, FileChangeDto, HunkDto, IndexDto } from '../api/types';
 import { useMutation } from '../lib/useMutation';
 import { Dialog } from './Dialog';
-import { unifiedRows } from './ReviewDiff';
+import { Code, unifiedRows, useHighlighter } from './ReviewDiff';
 
 type Note = { text: string; ok: boolean } | null;
 
-/** A hunk, read-only, with its line numbers; `actions` sit on its header. */
-function PlainHunk({ hunk, actions }: { hunk: HunkDto; actions?: React.ReactNode }) {
+/** A hunk, read-only, with its line numbers, highlighted as `path`'s language once the
+ * highlighter is there; `actions` sit on its header. */
+function PlainHunk({ hunk, path, actions }: { hunk: HunkDto; path: string; actions?: React.ReactNode }) {
+  const highlighter = useHighlighter(true);
+  const html = useMemo(
+    () => highlighter?.highlightLines(path, hunk.lines.map((l) => l.text)) ?? null,
+    [highlighter, path, hunk],
+  );
   return (
     <div className="hunk">
       <div className="hunk-head row">
@@ -32,7 +38,7 @@ function PlainHunk({ hunk, actions }: { hunk: HunkDto; actions?: React.ReactNode
                 <span className="dl-sign" aria-hidden="true">
                   {r.kind === 'add' ? '+' : r.kind === 'del' ? '-' : ' '}
                 </span>
-                {r.text}
+                <Code text={r.text} html={html?.[i]} />
               </td>
             </tr>
           ))}
@@ -83,6 +89,7 @@ function IndexFile(props: {
         <PlainHunk
           key={i}
           hunk={h}
+          path={file.path}
           actions={
             perHunk &&
             changes.map((c) => (
@@ -277,7 +284,7 @@ export function Commits({ taskId, version }: { taskId: string; version: number }
                 <span className="dels">−{f.deletions}</span>
               </summary>
               {f.hunks.map((h, i) => (
-                <PlainHunk key={i} hunk={h} />
+                <PlainHunk key={i} hunk={h} path={f.path} />
               ))}
             </details>
           ))}

@@ -3,7 +3,7 @@
 // those lines, and the threads on a line sit under it, with reply, edit, delete and
 // resolve (`review.comment.*`, `review.thread.resolve`). A thread whose lines changed since
 // says so; one whose line the diff no longer shows is listed under the file.
-import { Fragment, useMemo, useRef, useState } from 'react';
+import { Fragment, useEffect, useMemo, useRef, useState } from 'react';
 import type { DiffLineDto, FileChangeDto, ReviewCommentDto } from '../api/types';
 import { Dialog } from './Dialog';
 import { sideBySideRows } from './SideBySide';
@@ -163,8 +163,24 @@ function LineNumber({ at, choice }: { at: Anchor; choice: LineChoice }) {
 /** highlight.js's module (lib/highlight), loaded on first use. */
 export type Highlighter = typeof import('../lib/highlight');
 
+/** highlight.js, loaded as its own chunk once there is a diff to show (plain until then). */
+export function useHighlighter(wanted: boolean): Highlighter | null {
+  const [highlighter, setHighlighter] = useState<Highlighter | null>(null);
+  useEffect(() => {
+    if (!wanted || highlighter) return;
+    let live = true;
+    import('../lib/highlight')
+      .then((m) => live && setHighlighter(m))
+      .catch(() => {}); // shown plain
+    return () => {
+      live = false;
+    };
+  }, [wanted, highlighter]);
+  return highlighter;
+}
+
 /** A line's text, highlighted when there is `html` (escaped by highlight.js, its spans only). */
-function Code({ text, html }: { text: string; html: string | undefined }) {
+export function Code({ text, html }: { text: string; html: string | undefined }) {
   return html === undefined ? <>{text}</> : <span className="code" dangerouslySetInnerHTML={{ __html: html }} />;
 }
 

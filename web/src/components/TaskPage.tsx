@@ -182,8 +182,8 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
         </button>
       </div>
       {split && active ? (
+        // The chat on the left, under its session tab; the diff on the right, under Changes.
         <div className="review-split">
-          <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} sessionId={task.primary_session_id} />
           <aside className="review-split-chat" aria-label="Chat beside the diff">
             <SessionView
               key={active.id}
@@ -192,6 +192,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
               primary={active.id === task.primary_session_id}
             />
           </aside>
+          <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} sessionId={task.primary_session_id} />
         </div>
       ) : props.tab === 'changes' ? (
         <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} sessionId={task.primary_session_id} />
