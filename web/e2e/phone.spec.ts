@@ -17,6 +17,7 @@ test('board as a step switcher and a full-screen task page on a phone', async ({
   const dialog = page.getByRole('dialog', { name: 'New task' });
   await dialog.getByLabel('Title').fill('From my phone');
   await dialog.getByLabel('Step').selectOption({ label: 'Backlog' });
+  await dialog.getByLabel('Start the agent now').check(); // Backlog alone would not start it
   await dialog.getByRole('button', { name: 'Create task' }).tap();
   await expect(dialog).toBeHidden();
   const card = page.locator('.card', { hasText: 'From my phone' });
