@@ -145,3 +145,21 @@ test('i45 23: the workflow editor names triggers and actions as words, and blank
   await todo.locator('summary').click();
   await expect(todo.locator('fieldset legend')).toContainText(['On enter', 'On turn start', 'On turn complete', 'On exit', 'On PR merged', 'On PR closed']);
 });
+
+test('i45 21: Archive says so on the card, and the Archived view links each task with its step and date', async ({ page, kandev }) => {
+  const { steps } = await kandev.board();
+  const backlog = steps.find((s: { name: string }) => s.name === 'Backlog')!;
+  const task = await kandev.createTask('Old idea', { step_id: backlog.id });
+  await openBoard(page, kandev);
+  const archive = page.getByRole('button', { name: 'Archive Old idea' });
+  await expect(archive).toHaveText('Archive');
+  expect(Number(await archive.evaluate((b) => getComputedStyle(b).opacity))).toBeGreaterThan(0.4); // seen without hovering
+  await archive.click();
+  await expect(page.locator('.card', { hasText: 'Old idea' })).toHaveCount(0);
+  await page.getByRole('button', { name: 'Archived', exact: true }).click();
+  const row = page.getByRole('region', { name: 'Archived tasks' }).locator(`li[data-task-id="${task.id}"]`);
+  await expect(row).toContainText('Backlog');
+  await expect(row).toContainText('archived');
+  await row.getByRole('link', { name: 'Old idea' }).click();
+  await expect(page).toHaveURL(new RegExp(`/tasks/${task.id}`));
+});

@@ -1,11 +1,14 @@
-// The archived tasks of a board, each with Restore (`task.unarchive`): a live query over the
+// The archived tasks of a board, each a link to its page with the step it was archived in
+// and when, and Restore (`task.unarchive`): a live query over the
 // workspace's topic, so a task archived a moment before the view opened (its archive still
 // committing) appears when its `task.archived` arrives, and a restored one leaves on its
 // `task.updated`.
 import { useCallback } from 'react';
 import { call, errorText } from '../../api/client';
 import type { Notification, TaskCardDto } from '../../api/types';
+import { useData } from '../../lib/data';
 import { removeById, upsertById } from '../../lib/lists';
+import { navigate, taskPath } from '../../lib/router';
 import { toast } from '../../lib/toast';
 import { useLiveQuery } from '../../lib/useLiveQuery';
 import { ErrorBanner } from '../ErrorBanner';
@@ -36,6 +39,7 @@ export function ArchivedList({ workspaceId, workflowId }: { workspaceId: string;
     [workflowId],
   );
   const archived = useLiveQuery(`workspace:${workspaceId}`, load, apply);
+  const steps = useData().workflows.find((w) => w.id === workflowId)?.steps ?? [];
   return (
     <section className="archived" aria-label="Archived tasks">
       <ErrorBanner error={archived.error} onRetry={archived.reload} onDismiss={archived.dismissError} testId="archived-error" />
@@ -43,7 +47,20 @@ export function ArchivedList({ workspaceId, workflowId }: { workspaceId: string;
       <ul>
         {archived.data?.map((t) => (
           <li key={t.id} data-task-id={t.id}>
-            <span>{t.title}</span>
+            <a
+              href={taskPath(t.id)}
+              onClick={(e) => {
+                e.preventDefault();
+                navigate(taskPath(t.id));
+              }}
+            >
+              {t.title}
+            </a>
+            <span className="hint archived-meta">
+              {steps.find((s) => s.id === t.step_id)?.name ?? 'a removed step'}
+              {t.archived_at && <>, archived {new Date(t.archived_at).toLocaleString()}</>}
+            </span>
+            <span className="spacer" />
             <button
               onClick={() =>
                 call('task.unarchive', { id: t.id }).then(

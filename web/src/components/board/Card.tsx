@@ -107,12 +107,12 @@ export function Card({ task, blockers, subtasks, repo, onKeyMove, onArchive }: C
         {task.git && <GitBadges git={task.git} />}
         {repo && <span className="repo" title="Repository">{repo}</span>}
         <button
-          className="icon archive"
+          className="link archive"
           aria-label={`Archive ${task.title}`}
-          title="Archive"
+          title="Archive: off the board, restorable from Archived"
           onClick={() => onArchive(task)}
         >
-          ⤓
+          Archive
         </button>
       </div>
     </article>
