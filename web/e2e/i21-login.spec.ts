@@ -55,3 +55,24 @@ test('i38_6 a page whose access ends elsewhere goes to the login form by itself'
   });
   await expect(page).toHaveURL(/\/login$/);
 });
+
+test('i45 25: the login page is styled, keeps the name after a wrong password, and lands on the page asked for', async ({
+  page,
+  kandev,
+}) => {
+  execFileSync(binary, ['user', 'add', 'carol', '--home', kandev.home], { input: 'correct horse battery\n' });
+  await page.goto(`${kandev.url}/settings/workflows`);
+  await expect(page).toHaveURL(/\/login\?next=%2Fsettings%2Fworkflows$/);
+  const button = page.getByRole('button', { name: 'Sign in', exact: true });
+  expect(await button.evaluate((b) => getComputedStyle(b).borderRadius)).toBe('8px');
+  await expect(page.locator('main.card')).toBeVisible();
+  await page.getByLabel('Name').fill('carol');
+  await page.getByLabel('Password').fill('not it');
+  await button.click();
+  await expect(page.getByRole('alert')).toHaveText('Wrong name or password.');
+  await expect(page.getByLabel('Name')).toHaveValue('carol');
+  await page.getByLabel('Password').fill('correct horse battery');
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await expect(page).toHaveURL(`${kandev.url}/settings/workflows`);
+  await expect(page.getByTestId('user-name')).toHaveText('carol');
+});

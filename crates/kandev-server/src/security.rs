@@ -108,7 +108,8 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
                 return next.run(request).await;
             }
             if wants_page(&request) {
-                return (StatusCode::SEE_OTHER, [(LOCATION, LOGIN_PATH)]).into_response();
+                return (StatusCode::SEE_OTHER, [(LOCATION, login_link(request.uri()))])
+                    .into_response();
             }
             ApiError::unauthorized().into_response()
         }
@@ -214,6 +215,17 @@ pub(crate) fn too_many_guesses(wait: Duration, page: bool) -> Response {
     };
     response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
     response
+}
+
+/// The login form's link for a page asked for without credentials: it names the page
+/// (`?next=`), so signing in lands there; the board needs no name.
+fn login_link(asked: &axum::http::Uri) -> String {
+    let target = asked.path_and_query().map_or("/", |p| p.as_str());
+    if target == "/" {
+        return LOGIN_PATH.to_owned();
+    }
+    let next: String = form_urlencoded::byte_serialize(target.as_bytes()).collect();
+    format!("{LOGIN_PATH}?next={next}")
 }
 
 /// Path of the login form (`ui::login_page`).

@@ -2,7 +2,7 @@
 //! `/` with an `index.html` fallback for client routes, and the login page
 //! (name and password, or the access token) with logout.
 
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, ETAG, IF_NONE_MATCH, LOCATION,
     REFERRER_POLICY, RETRY_AFTER, SET_COOKIE, X_CONTENT_TYPE_OPTIONS,
@@ -132,26 +132,87 @@ struct Offer {
     token: bool,
 }
 
-fn login_html(offer: Offer, problem: Option<&str>) -> String {
-    let problem = problem
-        .map(|p| format!("<p role=\"alert\" style=\"color:#b42318\">{p}</p>"))
+/// What the login page shows besides its forms: a problem, the name typed (kept after a wrong
+/// password) and the page to land on after signing in.
+#[derive(Default)]
+struct Shown<'a> {
+    problem: Option<&'a str>,
+    /// The name typed (not shown past 200 characters: no name is that long).
+    name: &'a str,
+    /// A wrong password: the password field gets the focus.
+    retry: bool,
+    next: Option<&'a str>,
+}
+
+/// `text` safe inside HTML text and attribute values.
+fn escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Where signing in lands: `next` when it is a page of this server (a path, not a link to
+/// elsewhere, nor the login page itself), else the board.
+fn landing(next: Option<&str>) -> String {
+    match next {
+        Some(next)
+            if next.starts_with('/')
+                && !next.starts_with("//")
+                && !next.starts_with(LOGIN_PATH)
+                && next.len() <= 2048
+                && !next.chars().any(|c| c == '\\' || c.is_control()) =>
+        {
+            next.to_owned()
+        }
+        _ => "/".to_owned(),
+    }
+}
+
+fn login_html(offer: Offer, shown: &Shown<'_>) -> String {
+    let problem = shown
+        .problem
+        .map(|p| format!("<p role=\"alert\" class=\"problem\">{}</p>", escaped(p)))
         .unwrap_or_default();
+    let next = shown
+        .next
+        .map(|n| {
+            format!(
+                "<input type=\"hidden\" name=\"next\" value=\"{}\">",
+                escaped(&landing(Some(n)))
+            )
+        })
+        .unwrap_or_default();
+    let name = if shown.name.len() <= 200 { escaped(shown.name) } else { String::new() };
+    // After a wrong password the name stays and the password gets the focus.
+    let (name_focus, password_focus) =
+        if shown.retry { ("", " autofocus") } else { (" autofocus", "") };
     let password_form = if offer.accounts {
-        "<form method=\"post\" action=\"/login\" aria-label=\"Sign in with your account\">\
+        format!(
+            "<form method=\"post\" action=\"/login\" aria-label=\"Sign in with your account\">{next}\
 <label for=\"name\">Name</label>\
-<input id=\"name\" name=\"name\" autocomplete=\"username\" required autofocus>\
+<input id=\"name\" name=\"name\" autocomplete=\"username\" value=\"{name}\" required{name_focus}>\
 <label for=\"password\">Password</label>\
-<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
+<input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required{password_focus}>\
 <button type=\"submit\">Sign in</button></form>"
+        )
     } else {
-        ""
+        String::new()
     };
     let token_form = match (offer.token, offer.accounts) {
         (false, _) => String::new(),
         (true, accounts) => format!(
             "{}<p>This server needs its access token (the one given with <code>--token</code> or \
 <code>KANDEV_TOKEN</code>).</p>\
-<form method=\"post\" action=\"/login\" aria-label=\"Sign in with the access token\">\
+<form method=\"post\" action=\"/login\" aria-label=\"Sign in with the access token\">{next}\
 <label for=\"token\">Access token</label>\
 <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"current-password\" required{}>\
 <button type=\"submit\">Sign in with the token</button></form>",
@@ -162,12 +223,27 @@ fn login_html(offer: Offer, problem: Option<&str>) -> String {
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>Kandev · sign in</title>\
-<style>body{{font-family:system-ui,sans-serif;max-width:24rem;margin:5rem auto;padding:0 1rem}}\
-input,button{{font:inherit;padding:.5rem;width:100%;box-sizing:border-box;margin:.25rem 0}}\
-@media (prefers-color-scheme:dark){{body{{background:#111;color:#eee}}}}</style></head>\
-<body><h1>Kandev</h1>{problem}{password_form}{token_form}</body></html>"
+<style>{LOGIN_STYLE}</style></head>\
+<body><main class=\"card\"><h1><span class=\"logo\" aria-hidden=\"true\"></span>Kandev</h1>\
+<p class=\"lead\">Sign in to continue.</p>{problem}{password_form}{token_form}</main></body></html>"
     )
 }
+
+/// The login page's look: the app's own colours and a card, light and dark.
+const LOGIN_STYLE: &str = "\
+:root{--bg:#f6f7f9;--panel:#fff;--text:#111827;--muted:#6b7280;--border:#e5e7eb;--accent:#4f46e5;--danger:#b42318}\
+@media (prefers-color-scheme:dark){:root{--bg:#0f1115;--panel:#171a21;--text:#e5e7eb;--muted:#9ca3af;--border:#2a2f3a;--accent:#818cf8;--danger:#f97066}}\
+*{box-sizing:border-box}body{margin:0;min-height:100vh;display:grid;place-items:center;background:var(--bg);color:var(--text);font:15px/1.45 system-ui,sans-serif;padding:1rem}\
+.card{width:100%;max-width:24rem;background:var(--panel);border:1px solid var(--border);border-radius:12px;padding:1.5rem 1.5rem 1rem;box-shadow:0 1px 3px rgba(0,0,0,.06)}\
+h1{display:flex;align-items:center;gap:.5rem;margin:0 0 .25rem;font-size:1.4rem}\
+.logo{width:1.4rem;height:1.4rem;border-radius:6px;background:var(--accent)}\
+.lead{margin:0 0 1rem;color:var(--muted)}\
+label{display:block;margin:.75rem 0 .25rem;font-weight:600;font-size:.9rem}\
+input{font:inherit;width:100%;padding:.55rem .65rem;border:1px solid var(--border);border-radius:8px;background:var(--bg);color:var(--text)}\
+input:focus{outline:2px solid var(--accent);outline-offset:1px}\
+button{font:inherit;font-weight:600;width:100%;margin:1rem 0 .5rem;padding:.6rem;border:0;border-radius:8px;background:var(--accent);color:#fff;cursor:pointer}\
+.problem{color:var(--danger);margin:.5rem 0}hr{border:0;border-top:1px solid var(--border);margin:1rem 0}\
+code{font-size:.85em}";
 
 async fn offer(state: &AppState) -> Result<Offer, Response> {
     match state.store().has_users().await {
@@ -180,20 +256,30 @@ async fn offer(state: &AppState) -> Result<Offer, Response> {
 }
 
 /// `GET /login`: the sign-in forms (or straight to the board when nothing is needed).
-pub async fn login_page(State(state): State<AppState>) -> Response {
+pub async fn login_page(State(state): State<AppState>, Query(asked): Query<Asked>) -> Response {
     match offer(&state).await {
-        Ok(offer) if offer.accounts || offer.token => html(StatusCode::OK, login_html(offer, None)),
+        Ok(offer) if offer.accounts || offer.token => {
+            let shown = Shown { next: asked.next.as_deref(), ..Shown::default() };
+            html(StatusCode::OK, login_html(offer, &shown))
+        }
         Ok(_) => redirect("/"),
         Err(response) => response,
     }
 }
 
-/// The login form: `name` and `password`, or `token`.
+/// `GET /login?next=`: the page to land on after signing in.
+#[derive(Deserialize)]
+pub struct Asked {
+    next: Option<String>,
+}
+
+/// The login form: `name` and `password`, or `token`; `next` where to land.
 #[derive(Deserialize)]
 pub struct LoginForm {
     name: Option<String>,
     password: Option<String>,
     token: Option<String>,
+    next: Option<String>,
 }
 
 /// `POST /login`: checks a name and password (argon2id; the same error and work for an
@@ -209,17 +295,19 @@ pub async fn login(
         Ok(offer) => offer,
         Err(response) => return response,
     };
-    match form {
+    let next = form.next.as_deref();
+    match &form {
         LoginForm { name: Some(name), password: Some(password), .. } if offer.accounts => {
-            password_login(&state, offer, client, name.trim(), password).await
+            password_login(&state, offer, client, name.trim(), password.clone(), next).await
         }
         LoginForm { token: Some(token), .. } if offer.token => {
-            token_login(&state, offer, client, &token).await
+            token_login(&state, offer, client, token, next).await
         }
-        _ if offer.accounts || offer.token => html(
-            StatusCode::BAD_REQUEST,
-            login_html(offer, Some("Fill in the form: your name and password, or the token.")),
-        ),
+        _ if offer.accounts || offer.token => {
+            let problem = "Fill in the form: your name and password, or the token.";
+            let shown = Shown { problem: Some(problem), next, ..Shown::default() };
+            html(StatusCode::BAD_REQUEST, login_html(offer, &shown))
+        }
         _ => redirect("/"),
     }
 }
@@ -230,6 +318,7 @@ async fn password_login(
     client: std::net::IpAddr,
     name: &str,
     password: String,
+    next: Option<&str>,
 ) -> Response {
     let limiter = state.login_limiter();
     if let Err(wait) = limiter.check(client, name) {
@@ -255,8 +344,9 @@ async fn password_login(
         (true, Some((user, _))) => user,
         _ => {
             limiter.failed(client, name);
-            let problem = "Wrong name or password.";
-            return html(StatusCode::UNAUTHORIZED, login_html(offer, Some(problem)));
+            let problem = Some("Wrong name or password.");
+            let shown = Shown { problem, name, retry: true, next };
+            return html(StatusCode::UNAUTHORIZED, login_html(offer, &shown));
         }
     };
     limiter.succeeded(client, name);
@@ -272,7 +362,7 @@ async fn password_login(
     let max_age = SESSION_LIFETIME.as_secs();
     let secure = secure(state);
     with_cookie(
-        redirect("/"),
+        redirect_to(&landing(next)),
         &format!(
             "{SESSION_COOKIE}={secret}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{secure}"
         ),
@@ -294,6 +384,7 @@ async fn token_login(
     offer: Offer,
     client: std::net::IpAddr,
     given: &str,
+    next: Option<&str>,
 ) -> Response {
     let Some(expected) = &state.config().token else { return redirect("/") };
     if let Err(wait) = state.auth_limiter().check(client) {
@@ -301,7 +392,8 @@ async fn token_login(
     }
     if !constant_time_eq(given.trim().as_bytes(), expected.as_bytes()) {
         state.auth_limiter().failed(client);
-        return html(StatusCode::UNAUTHORIZED, login_html(offer, Some("That token is not right.")));
+        let shown = Shown { problem: Some("That token is not right."), next, ..Shown::default() };
+        return html(StatusCode::UNAUTHORIZED, login_html(offer, &shown));
     }
     let secure = secure(state);
     let cookie = format!(
@@ -310,9 +402,10 @@ async fn token_login(
     if HeaderValue::from_str(&cookie).is_err() {
         let problem =
             "This token cannot be kept in a browser cookie; use a token of letters and digits.";
-        return html(StatusCode::BAD_REQUEST, login_html(offer, Some(problem)));
+        let shown = Shown { problem: Some(problem), next, ..Shown::default() };
+        return html(StatusCode::BAD_REQUEST, login_html(offer, &shown));
     }
-    with_cookie(redirect("/"), &cookie)
+    with_cookie(redirect_to(&landing(next)), &cookie)
 }
 
 /// `POST /logout`: ends the login session the cookie names and clears both cookies.
@@ -353,9 +446,28 @@ fn redirect(to: &'static str) -> Response {
     (StatusCode::SEE_OTHER, [(LOCATION, to)]).into_response()
 }
 
+/// A redirect to a page of this server (`landing` checked it).
+fn redirect_to(to: &str) -> Response {
+    match HeaderValue::from_str(to) {
+        Ok(value) => (StatusCode::SEE_OTHER, [(LOCATION, value)]).into_response(),
+        Err(_) => redirect("/"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn i45_25_signing_in_lands_only_on_a_page_of_this_server() {
+        assert_eq!(landing(Some("/tasks/abc?tab=changes")), "/tasks/abc?tab=changes");
+        for elsewhere in ["//evil.example/x", "https://evil.example/", "/\\evil", "/login", "x", ""]
+        {
+            assert_eq!(landing(Some(elsewhere)), "/", "{elsewhere}");
+        }
+        assert_eq!(landing(None), "/");
+        assert_eq!(escaped("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+    }
 
     #[test]
     fn missing_files_with_an_extension_are_404_and_routes_get_the_app() {

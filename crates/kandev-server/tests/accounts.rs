@@ -104,7 +104,10 @@ async fn i21_a5_once_a_user_exists_every_request_and_the_websocket_need_a_login(
     let unknown = login_as(&server, "mallory", "not the password").await;
     assert_eq!((wrong.status().as_u16(), unknown.status().as_u16()), (401, 401));
     assert!(wrong.headers().get(SET_COOKIE).is_none());
-    assert_eq!(wrong.text().await.unwrap(), unknown.text().await.unwrap());
+    // The name typed is kept in the form (it is the user's own input, nothing found).
+    let wrong = wrong.text().await.unwrap().replace("value=\"alice\"", "value=\"\"");
+    let unknown = unknown.text().await.unwrap().replace("value=\"mallory\"", "value=\"\"");
+    assert_eq!(wrong, unknown);
 
     let cookie = login(&server, "alice").await;
     let (status, me) = act(&server, ("Cookie", &cookie), "user.me", json!({})).await;
@@ -324,7 +327,8 @@ async fn i21_d4_an_invalid_name_reads_like_an_unknown_one() {
     let invalid = login_as(&server, &huge, "guess").await;
     let unknown = login_as(&server, "mallory", "guess").await;
     assert_eq!((invalid.status().as_u16(), unknown.status().as_u16()), (401, 401));
-    assert_eq!(invalid.text().await.unwrap(), unknown.text().await.unwrap());
+    let unknown = unknown.text().await.unwrap().replace("value=\"mallory\"", "value=\"\"");
+    assert_eq!(invalid.text().await.unwrap(), unknown, "a name that long is not echoed");
     login(&server, "alice").await;
 }
 
