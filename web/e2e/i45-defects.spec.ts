@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, openBoard, removeRepo, test, transcript } from './kandev';
+import { expect, openBoard, removeRepo, send, test, transcript } from './kandev';
 
 test('i45 6: "Start the agent now" follows the chosen step, so a backlog task starts nothing', async ({ page, kandev }) => {
   await openBoard(page, kandev);
@@ -162,4 +162,29 @@ test('i45 21: Archive says so on the card, and the Archived view links each task
   await expect(row).toContainText('archived');
   await row.getByRole('link', { name: 'Old idea' }).click();
   await expect(page).toHaveURL(new RegExp(`/tasks/${task.id}`));
+});
+
+test("i45 7: an agent's subtask works on its parent's repository and starts no agent unless asked", async ({ page, kandev }) => {
+  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-sub-'));
+  try {
+    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
+    writeFileSync(join(repo, 'README.md'), '# sub\n');
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'add', '.'], { cwd: repo });
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'commit', '-q', '-m', 'init'], { cwd: repo });
+    const { workspaceId, workflowId } = await kandev.board();
+    const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
+    const parent = await kandev.createTask('Big job', { repository_ids: [repository.id], start_agent: true });
+    await page.goto(`${kandev.url}/tasks/${parent.id}`);
+    await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Big job');
+    await send(page, '#!mock\nmcp kandev create_task {"title":"Part one","parent_id":"current"}');
+    await expect(transcript(page).locator('[data-kind="agent"]').last()).toContainText('mcp create_task ok');
+    await expect(page.getByTestId('subtasks')).toContainText('Part one');
+    await expect(page.getByTestId('subtasks')).toContainText('Backlog'); // In Progress would start an agent
+    const { tasks } = await kandev.api('task.list', { workflow_id: workflowId });
+    const sub = tasks.find((t: { title: string }) => t.title === 'Part one');
+    expect(sub.repository_ids).toEqual([repository.id]);
+    expect(sub.primary_session_id).toBeNull();
+  } finally {
+    removeRepo(repo);
+  }
 });

@@ -79,7 +79,8 @@ async fn i17_a1_create_task_through_mcp_makes_a_subtask_visible_on_the_board() {
     let s = setup(ServerConfig::default()).await;
     let mut ws = s.server.ws().await;
     ws.call("subscribe", json!({"topics": [format!("workspace:{}", s.workspace_id)]})).await;
-    let line = r#"mcp kandev create_task {"title":"sub","parent_id":"current"}"#.to_owned();
+    let line = r#"mcp kandev create_task {"title":"sub","parent_id":"current","start_agent":true}"#
+        .to_owned();
     let messages = s.server.turn(&s.session_id, &script(&[line])).await;
     let said = mcp_said(&messages);
     assert!(said.len() == 1 && said[0].starts_with("mcp create_task ok:"), "{said:?}");

@@ -12,7 +12,9 @@
 use std::sync::Arc;
 
 use kandev_api_types::actions;
-use kandev_api_types::requests::{ById, TaskCreate, TaskList, TaskMove, TaskUpdate};
+use kandev_api_types::requests::{
+    ById, TaskCreate, TaskList, TaskMove, TaskRepositoryRef, TaskUpdate,
+};
 use kandev_api_types::{ErrorCode, TaskCardDto, TaskDto};
 use kandev_domain::message_meta::StatusNote;
 use kandev_domain::question::QuestionStatus;
@@ -64,8 +66,10 @@ pub(crate) fn list() -> Vec<Tool> {
         tool(
             "create_task",
             "Create a task in this session's workflow. parent_id \"current\" makes it a \
-             subtask of this session's task; step is a step name or id (default: the start \
-             step); blocked_by lists task ids that must be done first.",
+             subtask of this session's task (a subtask works on its parent's repositories); \
+             step is a step name or id (default: the start step, or, unless start_agent is \
+             true, the first step that does not start an agent); blocked_by lists task ids \
+             that must be done first.",
             json!({ "type": "object", "required": ["title"], "properties": {
                 "title": string, "description": string, "parent_id": string, "step": string,
                 "blocked_by": strings, "start_agent": { "type": "boolean" },
@@ -259,6 +263,17 @@ impl Call<'_> {
     /// The task an argument names (`task_id`, a parent, a blocker), else the session's
     /// task: the one scope check of every tool. A session token reaches only tasks of its
     /// own task's workflow (`FORBIDDEN`); the server token reaches every task.
+    /// A task's repositories as a new task takes them: each with the task's base branch.
+    async fn repositories_of(&self, task_id: &TaskId) -> Result<Vec<TaskRepositoryRef>, ApiError> {
+        let task = self.state.store().get_task(task_id).await?;
+        let mut out = vec![];
+        for id in &task.repository_ids {
+            let base_branch = self.state.store().task_base_branch(task_id, id).await?;
+            out.push(TaskRepositoryRef { id: id.to_string(), base_branch });
+        }
+        Ok(out)
+    }
+
     async fn task(&self, task_id: Option<String>) -> Result<Task, ApiError> {
         let id = match (task_id, self.caller) {
             (Some(id), _) => TaskId::new(id),
@@ -379,9 +394,13 @@ impl Call<'_> {
         let workflow = self.workflow(&kandev_domain::WorkflowId::new(&workflow_id)).await?;
         let step = match &a.step {
             Some(step) => Some(step_named(&workflow, step)?),
+            // An agent's task starts an agent only when it asks for one (issue 45 item 7).
+            None if matches!(self.caller, Caller::Session(_)) && !a.start_agent => {
+                quiet_step(&workflow)
+            }
             None => workflow.start_step(),
         };
-        let step_id = a.step.as_ref().and(step).map(|s| s.id.to_string());
+        let step_id = step.map(|s| s.id.to_string());
         let parent_id = match a.parent_id.as_deref() {
             Some("current") => match self.caller {
                 Caller::Session(s) => Some(s.task_id.to_string()),
@@ -393,6 +412,11 @@ impl Call<'_> {
             },
             Some(id) => Some(self.task(Some(id.to_owned())).await?.id.to_string()),
             None => None,
+        };
+        // A subtask works on its parent's repositories, from the same base branches.
+        let repositories = match &parent_id {
+            Some(parent) => self.repositories_of(&TaskId::new(parent)).await?,
+            None => vec![],
         };
         let blocked_by = self.tasks(a.blocked_by).await?;
         let named = match a.agent_profile {
@@ -411,7 +435,7 @@ impl Call<'_> {
             description: a.description,
             step_id,
             repository_ids: vec![],
-            repositories: vec![],
+            repositories,
             agent_profile_id: agent_profile_id.map(|p| p.to_string()),
             start_agent: a.start_agent,
             parent_id,
@@ -635,6 +659,20 @@ impl Call<'_> {
                     "no agent profile {name:?}; give a profile's id or name"
                 ))
             })
+    }
+}
+
+/// The step an agent's task lands in when it does not ask for an agent: the start step if
+/// it starts none, else the first step (in board order) that starts none, else the start step.
+fn quiet_step(workflow: &Workflow) -> Option<&Step> {
+    let starts = |s: &Step| s.events.on_enter.contains(&Action::AutoStartAgent);
+    match workflow.start_step() {
+        Some(start) if !starts(start) => Some(start),
+        start => {
+            let mut steps: Vec<&Step> = workflow.steps.iter().collect();
+            steps.sort_by_key(|s| s.position);
+            steps.into_iter().find(|s| !starts(s)).or(start)
+        }
     }
 }
 
