@@ -188,3 +188,24 @@ test("i45 7: an agent's subtask works on its parent's repository and starts no a
     removeRepo(repo);
   }
 });
+
+test('i45 10: while the agent waits on a permission or a question, the page says it waits for you', async ({ page, kandev }) => {
+  const task = await kandev.createTask('Ask first', { start_agent: true });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Ask first');
+  await send(page, '#!mock\nask_permission Edit README.md\nsay finished');
+  const card = transcript(page).locator('[data-kind="permission_request"]');
+  await expect(card).toHaveAttribute('data-status', 'pending');
+  const session = page.locator('.session-bar');
+  await expect(session.getByText('waiting for you')).toBeVisible();
+  await expect(page.getByTestId('working')).toHaveText('The agent waits for your answer.');
+  await card.getByRole('button', { name: 'Allow once' }).click();
+  await expect(transcript(page).locator('[data-kind="agent"]').last()).toContainText('finished');
+  await expect(session.getByText('waiting for you')).toHaveCount(0);
+
+  await send(page, '#!mock\nmcp kandev ask_user {"question":"Which one?","options":["a","b"]}');
+  await expect(page.getByTestId('question-card')).toContainText('Which one?');
+  await expect(page.getByTestId('working')).toHaveText('The agent waits for your answer.');
+  await page.getByTestId('question-card').getByRole('button', { name: 'a' }).click();
+  await expect(page.getByTestId('question-card')).toHaveCount(0);
+});

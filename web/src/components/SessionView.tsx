@@ -53,6 +53,13 @@ export function SessionView({
   const session = s.session;
   const state = session?.state ?? 'CREATED';
   const busy = state === 'RUNNING' || state === 'STARTING' || s.turnOpen;
+  // A turn held on a permission request or a question waits for the person, not the agent.
+  const waitingOnYou =
+    busy &&
+    (s.questions.some((q) => q.status === 'pending') ||
+      s.transcript.messages.some(
+        (m) => m.kind === 'permission_request' && (m.metadata.status || 'pending') === 'pending',
+      ));
 
   useEffect(() => {
     window.__kandevPerf = {
@@ -81,7 +88,7 @@ export function SessionView({
   return (
     <div className="session" data-session-id={sessionId} data-state={state}>
       <div className="session-bar">
-        <StateBadge state={state} />
+        {waitingOnYou ? <span className="badge needs-you-badge">waiting for you</span> : <StateBadge state={state} />}
         <span className="session-state" data-testid="session-state">
           {state}
         </span>
@@ -182,8 +189,14 @@ export function SessionView({
         </button>
       )}
       {busy && (
-        <div className="working" aria-live="polite">
-          <span className="pulse" aria-hidden="true" /> The agent is working…
+        <div className="working" aria-live="polite" data-testid="working">
+          {waitingOnYou ? (
+            <>The agent waits for your answer.</>
+          ) : (
+            <>
+              <span className="pulse" aria-hidden="true" /> The agent is working…
+            </>
+          )}
         </div>
       )}
       <Questions questions={s.questions} />
