@@ -209,3 +209,29 @@ test('i45 10: while the agent waits on a permission or a question, the page says
   await page.getByTestId('question-card').getByRole('button', { name: 'a' }).click();
   await expect(page.getByTestId('question-card')).toHaveCount(0);
 });
+
+test('i45 19: the Files tab numbers the lines, marks the changed files, and Refresh is a button', async ({ page, kandev }) => {
+  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-files-'));
+  try {
+    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
+    writeFileSync(join(repo, 'README.md'), '# one\ntwo\nthree\n');
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'add', '.'], { cwd: repo });
+    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'commit', '-q', '-m', 'init'], { cwd: repo });
+    const { workspaceId } = await kandev.board();
+    const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
+    const task = await kandev.createTask('Read files', { repository_ids: [repository.id], start_agent: true });
+    await page.goto(`${kandev.url}/tasks/${task.id}`);
+    await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Read files');
+    await send(page, '#!mock\nwrite notes.txt new\nsay wrote');
+    await expect(transcript(page).locator('[data-kind="agent"]').last()).toHaveText('wrote');
+    await page.getByRole('tab', { name: 'Files', exact: true }).click();
+    const tree = page.getByRole('navigation', { name: 'Files' });
+    await expect(tree.locator('li', { hasText: 'notes.txt' }).getByTestId('change-mark')).toHaveText('U');
+    await expect(tree.locator('li', { hasText: 'README.md' }).getByTestId('change-mark')).toHaveCount(0);
+    await expect(tree.getByRole('button', { name: 'Refresh' })).not.toHaveClass(/link/);
+    await tree.getByRole('button', { name: 'README.md' }).click();
+    await expect(page.getByTestId('line-numbers')).toHaveText('1\n2\n3');
+  } finally {
+    removeRepo(repo);
+  }
+});

@@ -10,6 +10,15 @@ import { ErrorBanner } from './ErrorBanner';
 
 type Highlighter = typeof import('../lib/highlight');
 
+/** The tree's mark of a changed file, by its status in `task.changes`. */
+const MARK: Record<string, string> = { modified: 'M', added: 'A', untracked: 'U', deleted: 'D', renamed: 'R' };
+
+/** `1\n2\n…` for each line of `content` (a last newline ends the last line). */
+function lineNumbers(content: string): string {
+  const lines = content.endsWith('\n') ? content.split('\n').length - 1 : content.split('\n').length;
+  return Array.from({ length: Math.max(lines, 1) }, (_, i) => i + 1).join('\n');
+}
+
 export function FilesTab({ taskId }: { taskId: string }) {
   const [entries, setEntries] = useState<TreeEntryDto[] | null>(null);
   const [truncated, setTruncated] = useState(false);
@@ -40,6 +49,14 @@ export function FilesTab({ taskId }: { taskId: string }) {
   }, [taskId]);
   useEffect(load, [load]);
 
+  // The task's changed files (`task.changes`), marked in the tree; none when it has none.
+  const [changed, setChanged] = useState<Map<string, string>>(new Map());
+  useEffect(() => {
+    call('task.changes', { task_id: taskId })
+      .then((r) => setChanged(new Map(r.files.map((f) => [f.path, f.status]))))
+      .catch(() => setChanged(new Map())); // a task without a worktree has no changes to mark
+  }, [taskId, entries]);
+
   const read = (path: string) => {
     setFileError(null);
     call('task.file.read', { task_id: taskId, path })
@@ -51,7 +68,7 @@ export function FilesTab({ taskId }: { taskId: string }) {
     <div className="files">
       <ErrorBanner error={error} onRetry={load} testId="files-error" />
       <nav className="file-tree" aria-label="Files">
-        <button className="link" onClick={load}>
+        <button className="refresh" onClick={load}>
           Refresh
         </button>
         {entries === null && !error && <p className="hint">Loading the files…</p>}
@@ -63,13 +80,24 @@ export function FilesTab({ taskId }: { taskId: string }) {
             return (
               <li key={e.path} style={{ paddingLeft: `${depth * 14}px` }} data-kind={e.kind}>
                 {e.kind === 'file' ? (
-                  <button
-                    className={`link ${open?.path === e.path ? 'active' : ''}`}
-                    title={e.path}
-                    onClick={() => read(e.path)}
-                  >
-                    {name}
-                  </button>
+                  <>
+                    <button
+                      className={`link ${open?.path === e.path ? 'active' : ''}`}
+                      title={e.path}
+                      onClick={() => read(e.path)}
+                    >
+                      {name}
+                    </button>
+                    {changed.get(e.path) && (
+                      <span
+                        className={`change-mark change-${changed.get(e.path)}`}
+                        title={`${changed.get(e.path)} in this task`}
+                        data-testid="change-mark"
+                      >
+                        {MARK[changed.get(e.path) ?? ''] ?? '•'}
+                      </span>
+                    )}
+                  </>
                 ) : (
                   <span className="dir">{e.kind === 'dir' ? `${name}/` : `${name} →`}</span>
                 )}
@@ -87,14 +115,20 @@ export function FilesTab({ taskId }: { taskId: string }) {
             {open.binary ? (
               <p className="hint">A binary file ({open.size.toLocaleString('en-US')} bytes) is not shown.</p>
             ) : (
-              <pre className="file-content" data-language={highlighted?.language ?? 'plain'}>
-                {highlighted ? (
-                  // highlight.js escapes the file's text; its output holds only its own spans.
-                  <code className="hljs" dangerouslySetInnerHTML={{ __html: highlighted.html }} />
-                ) : (
-                  <code>{open.content}</code>
-                )}
-              </pre>
+              <div className="file-lines">
+                {/* Line numbers beside the text (lines never wrap, so they stay aligned). */}
+                <pre className="file-gutter" aria-hidden="true" data-testid="line-numbers">
+                  {lineNumbers(open.content)}
+                </pre>
+                <pre className="file-content" data-language={highlighted?.language ?? 'plain'}>
+                  {highlighted ? (
+                    // highlight.js escapes the file's text; its output holds only its own spans.
+                    <code className="hljs" dangerouslySetInnerHTML={{ __html: highlighted.html }} />
+                  ) : (
+                    <code>{open.content}</code>
+                  )}
+                </pre>
+              </div>
             )}
             {open.truncated && <p className="hint">Only the first MiB is shown.</p>}
           </>
