@@ -83,7 +83,7 @@ test('i18 s4: the Files tab highlights source code', async ({ page, kandev }) =>
   await expect(transcript(page).locator('[data-kind="agent"]').nth(1)).toHaveText('written');
   await page.getByRole('tab', { name: 'Files' }).click();
   await page.getByRole('navigation', { name: 'Files' }).getByRole('button', { name: 'main.rs' }).click();
-  const pre = page.getByRole('region', { name: 'File src/main.rs' }).locator('pre');
+  const pre = page.getByRole('region', { name: 'File src/main.rs' }).locator('pre.file-content');
   await expect(pre).toHaveAttribute('data-language', 'rust');
   await expect(pre.locator('.hljs-keyword').first()).toHaveText('fn');
   await expect(pre.locator('.hljs-comment')).toHaveText('// hi');

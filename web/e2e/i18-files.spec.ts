@@ -18,7 +18,7 @@ test('i18 a5: the file tree lists the working directory and opens a file', async
   await expect(tree.getByText('src/')).toBeVisible();
   await tree.getByRole('button', { name: 'notes.md' }).click();
   const view = page.getByRole('region', { name: 'File src/notes.md' });
-  await expect(view.locator('pre')).toHaveText('# Notes\nline two');
+  await expect(view.locator('pre.file-content')).toHaveText('# Notes\nline two');
   // The tab is in the address: a reload comes back to it.
   await page.reload();
   await expect(page.getByRole('tab', { name: 'Files' })).toHaveAttribute('aria-selected', 'true');
