@@ -422,7 +422,8 @@ async fn remove_refuses_a_dirty_worktree_unless_forced_and_keeps_the_branch() {
     assert_eq!(*files, 2);
     let message = err.to_string();
     assert!(
-        message.contains("2 uncommitted or untracked") && message.contains("force"),
+        message.contains("2 uncommitted or untracked")
+            && message.contains("remove the worktree anyway"),
         "{message}"
     );
     assert!(wt.path.join("new.txt").exists(), "nothing was removed");
