@@ -235,3 +235,30 @@ test('i45 19: the Files tab numbers the lines, marks the changed files, and Refr
     removeRepo(repo);
   }
 });
+
+test('i45 20: global search shows one row per task, title hits first, fits its dialog, and Esc closes it', async ({ page, kandev }) => {
+  const backlog = (await kandev.board()).steps.find((s) => s.name === 'Backlog')!.id;
+  const chatty = await kandev.createTask('Chatty', { step_id: backlog, start_agent: true });
+  await kandev.createTask('Zebra plan', { step_id: backlog });
+  await page.goto(`${kandev.url}/tasks/${chatty.id}`);
+  await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Chatty');
+  await send(page, 'zebra one');
+  await expect(transcript(page).locator('[data-kind="agent"]').last()).toHaveText('echo: zebra one');
+  await send(page, 'zebra two');
+  await expect(transcript(page).locator('[data-kind="agent"]').last()).toHaveText('echo: zebra two');
+
+  await page.locator('body').click();
+  await page.keyboard.press('Control+k');
+  const box = page.getByRole('searchbox', { name: 'Search tasks and messages' });
+  await box.fill('zebra');
+  const rows = page.getByRole('listbox', { name: 'Search results' }).getByRole('option');
+  await expect(rows).toHaveCount(2);
+  await expect(rows.first()).toContainText('Zebra plan');
+  await expect(rows.nth(1)).toContainText('Chatty');
+  await expect(rows.nth(1)).toContainText('more');
+  const dialog = page.getByRole('dialog', { name: 'Search' });
+  const fits = await dialog.evaluate((d) => d.scrollWidth <= d.clientWidth);
+  expect(fits).toBe(true);
+  await box.press('Escape');
+  await expect(dialog).toBeHidden();
+});

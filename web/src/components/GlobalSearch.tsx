@@ -1,10 +1,11 @@
-// Global search (Ctrl+K): tasks and transcripts of the workspace, ranked, with the
-// matched words highlighted; Enter or a click opens the task (at the session of a message hit).
+// Global search (Ctrl+K): tasks and transcripts of the workspace, one row per task (title
+// hits first), with the matched words highlighted; Enter or a click opens the task (at the
+// session of a message hit); Esc closes.
 import { useEffect, useRef, useState } from 'react';
 import type { SearchHitDto } from '../api/types';
 import { useData } from '../lib/data';
 import { navigate, taskPath } from '../lib/router';
-import { useSearch } from '../lib/search';
+import { byTask, useSearch } from '../lib/search';
 import { Dialog } from './Dialog';
 
 /**
@@ -40,7 +41,9 @@ export function GlobalSearch(props: { onClose: () => void }) {
   const input = useRef<HTMLInputElement>(null);
   // The dialog focuses its first control (Close) when it opens; typing belongs in the box.
   useEffect(() => input.current?.focus(), []);
-  const hits = result.hits;
+  // One row per task, title hits first.
+  const rows = byTask(result.hits);
+  const hits = rows.map((r) => r.hit);
   const open = (hit: SearchHitDto) => {
     props.onClose();
     navigate(taskPath(hit.task_id, hit.session_id));
@@ -68,6 +71,10 @@ export function GlobalSearch(props: { onClose: () => void }) {
             } else if (e.key === 'Enter' && hits[active]) {
               e.preventDefault();
               open(hits[active]);
+            } else if (e.key === 'Escape') {
+              // Closes at once (a search box would first only clear itself).
+              e.preventDefault();
+              props.onClose();
             }
           }}
         />
@@ -80,7 +87,7 @@ export function GlobalSearch(props: { onClose: () => void }) {
           <p className="muted">Nothing found.</p>
         )}
         <ul className="search-hits" role="listbox" aria-label="Search results">
-          {hits.map((hit, i) => (
+          {rows.map(({ hit, more }, i) => (
             <li
               key={`${hit.kind}-${hit.message_id ?? hit.task_id}`}
               role="option"
@@ -90,7 +97,10 @@ export function GlobalSearch(props: { onClose: () => void }) {
               onClick={() => open(hit)}
             >
               <span className="hit-title">{hit.task_title}</span>
-              <span className="hit-kind">{hit.kind === 'message' ? 'message' : 'task'}</span>
+              <span className="hit-kind">
+                {hit.kind === 'message' ? 'message' : 'task'}
+                {more > 0 && ` · ${more} more`}
+              </span>
               <Snippet hit={hit} />
             </li>
           ))}

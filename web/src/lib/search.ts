@@ -50,3 +50,25 @@ export function useSearch(workspaceId: string | undefined, typed: string, limit 
   }, [workspaceId, typed, limit]);
   return state;
 }
+
+/** A task in the results: its best hit and how many more it had. */
+export interface TaskHit {
+  hit: SearchHitDto;
+  more: number;
+}
+
+/** One row per task, tasks whose title or description matched first (then in the server's
+ * rank order); each row keeps the task's best hit, a title hit over a message hit. */
+export function byTask(hits: SearchHitDto[]): TaskHit[] {
+  const rows = new Map<string, TaskHit>();
+  for (const hit of hits) {
+    const row = rows.get(hit.task_id);
+    if (!row) rows.set(hit.task_id, { hit, more: 0 });
+    else {
+      row.more += 1;
+      if (row.hit.kind === 'message' && hit.kind !== 'message') row.hit = hit;
+    }
+  }
+  const all = [...rows.values()];
+  return [...all.filter((r) => r.hit.kind !== 'message'), ...all.filter((r) => r.hit.kind === 'message')];
+}
