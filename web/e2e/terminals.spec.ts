@@ -41,6 +41,11 @@ test('i19 a4: a terminal in the task page runs commands and resizes; the dev ser
     await page.getByRole('button', { name: 'Start dev server' }).click();
     const server = page.getByTestId('dev-server');
     await expect(server).toBeVisible();
+    // Issue 45 item 18: one at a time, and the log fits its column.
+    await expect(page.getByRole('button', { name: 'Start dev server' })).toBeDisabled();
+    const log = server.getByTestId('dev-server-log');
+    const [box, column] = [await log.boundingBox(), await page.getByRole('region', { name: 'Dev servers' }).boundingBox()];
+    expect(box!.x + box!.width).toBeLessThanOrEqual(column!.x + column!.width + 1);
     const port = await server.getAttribute('data-port');
     await expect(server.getByRole('link', { name: /Open preview/ })).toHaveAttribute('href', `http://localhost:${port}/`);
     await expect(server.getByTestId('dev-server-log').locator('.xterm-rows')).toContainText(`serving on ${port}`);

@@ -60,7 +60,12 @@ export function TerminalsTab(props: { taskId: string; archived: boolean }) {
           <h2>Dev server</h2>
           <span className="spacer" />
           {!props.archived && (
-            <button onClick={startDevServer} disabled={busy}>
+            // One dev server at a time: Start waits until the running one stops.
+            <button
+              onClick={startDevServer}
+              disabled={busy || devServers.some((d) => d.state === 'running')}
+              title={devServers.some((d) => d.state === 'running') ? 'A dev server is running; stop it first' : undefined}
+            >
               Start dev server
             </button>
           )}
