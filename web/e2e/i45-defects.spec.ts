@@ -262,3 +262,30 @@ test('i45 20: global search shows one row per task, title hits first, fits its d
   await box.press('Escape');
   await expect(dialog).toBeHidden();
 });
+
+test('i45 16: a user message is markdown with its files in the same bubble, and @ without saved prompts says how to add one', async ({
+  page,
+  kandev,
+}) => {
+  const task = await kandev.createTask('Talk', { start_agent: true });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Talk');
+  const uploaded = await fetch(`${kandev.url}/api/v1/attachment.upload?name=notes.txt`, {
+    method: 'POST',
+    headers: { 'content-type': 'text/plain', 'x-kandev-upload': '1' },
+    body: 'some notes\n',
+  }).then((r) => r.json());
+  const { sessions } = await kandev.api('task.session.list', { task_id: task.id });
+  await kandev.api('message.add', {
+    session_id: sessions[0].id,
+    content: 'please read **this** file',
+    attachments: [uploaded.attachment],
+  });
+  const user = transcript(page).locator('[data-kind="user"]').last();
+  await expect(user.locator('.bubble strong')).toHaveText('this');
+  await expect(user.locator('.bubble .msg-attachments')).toContainText('notes.txt');
+
+  const box = page.getByRole('textbox', { name: 'Message to the agent' });
+  await box.fill('@');
+  await expect(page.getByTestId('no-prompts')).toContainText('Settings → Prompts');
+});

@@ -50,10 +50,13 @@ export const MessageView = memo(function MessageView({ message }: { message: Mes
   );
   switch (message.kind) {
     case 'user':
+      // Markdown like the agent's (safe HTML), the attached files in the same bubble.
       return (
         <div className="msg msg-user" data-kind="user">
-          <div className="bubble">{message.content}</div>
-          <AttachmentList list={message.metadata.attachments ?? []} />
+          <div className="bubble">
+            <div className="markdown" dangerouslySetInnerHTML={{ __html: renderMarkdown(message.content) }} />
+            <AttachmentList list={message.metadata.attachments ?? []} />
+          </div>
         </div>
       );
     case 'agent':

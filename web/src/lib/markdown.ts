@@ -1,4 +1,4 @@
-// Markdown for agent text. Raw HTML in the text is shown as text, never interpreted, and links
+// Markdown for agent and user text. Raw HTML in the text is shown as text, never interpreted, and links
 // may only point to http(s), mailto or relative addresses (the page's CSP is a second fence).
 import { Marked, type Tokens } from 'marked';
 

@@ -149,6 +149,11 @@ export function Composer(props: {
       <label className="sr-only" htmlFor={`composer-${sessionId}`}>
         Message to the agent
       </label>
+      {mention && !menuClosed && prompts !== null && prompts.length === 0 && (
+        <p className="command-menu command-empty" role="status" data-testid="no-prompts">
+          No saved prompts yet: add one in Settings → Prompts, then type @ and its name.
+        </p>
+      )}
       {matches.length > 0 && (
         <ul
           className="command-menu"
