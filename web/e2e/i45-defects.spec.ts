@@ -1,9 +1,7 @@
 // Issue 45, the defects a new user hit: each test failed before its fix.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect, openBoard, removeRepo, send, test, transcript } from './kandev';
+import { expect, gitRepo, openBoard, removeRepo, send, test, transcript } from './kandev';
 
 test('i45 6: "Start the agent now" follows the chosen step, so a backlog task starts nothing', async ({ page, kandev }) => {
   await openBoard(page, kandev);
@@ -28,12 +26,8 @@ test('i45 6: "Start the agent now" follows the chosen step, so a backlog task st
 });
 
 test('i45 14: the New task dialog offers the only repository, then the one chosen last', async ({ page, kandev }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-only-'));
+  const repo = gitRepo({ 'README.md': '# only\n' });
   try {
-    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
-    writeFileSync(join(repo, 'README.md'), '# only\n');
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'add', '.'], { cwd: repo });
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'commit', '-q', '-m', 'init'], { cwd: repo });
     const { workspaceId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     await openBoard(page, kandev);
@@ -75,12 +69,8 @@ test('i45 17: a task whose worktree has uncommitted work is not deleted, and the
   page,
   kandev,
 }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-dirty-'));
+  const repo = gitRepo({ 'README.md': '# dirty\n' });
   try {
-    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
-    writeFileSync(join(repo, 'README.md'), '# dirty\n');
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'add', '.'], { cwd: repo });
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'commit', '-q', '-m', 'init'], { cwd: repo });
     const { workspaceId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     const task = await kandev.createTask('Dirty', { repository_ids: [repository.id], start_agent: true });
@@ -102,12 +92,8 @@ test('i45 17: a task whose worktree has uncommitted work is not deleted, and the
 });
 
 test('i45 17: the "Committed …" note goes once a rebase may have rewritten that commit', async ({ page, kandev }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-stale-'));
+  const repo = gitRepo({ 'README.md': '# stale\n' });
   try {
-    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
-    writeFileSync(join(repo, 'README.md'), '# stale\n');
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'add', '.'], { cwd: repo });
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'commit', '-q', '-m', 'init'], { cwd: repo });
     const { workspaceId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     const task = await kandev.createTask('Stale', { repository_ids: [repository.id], start_agent: true });
@@ -165,12 +151,8 @@ test('i45 21: Archive says so on the card, and the Archived view links each task
 });
 
 test("i45 7: an agent's subtask works on its parent's repository and starts no agent unless asked", async ({ page, kandev }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-sub-'));
+  const repo = gitRepo({ 'README.md': '# sub\n' });
   try {
-    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
-    writeFileSync(join(repo, 'README.md'), '# sub\n');
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'add', '.'], { cwd: repo });
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'commit', '-q', '-m', 'init'], { cwd: repo });
     const { workspaceId, workflowId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     const parent = await kandev.createTask('Big job', { repository_ids: [repository.id], start_agent: true });
@@ -211,12 +193,8 @@ test('i45 10: while the agent waits on a permission or a question, the page says
 });
 
 test('i45 19: the Files tab numbers the lines, marks the changed files, and Refresh is a button', async ({ page, kandev }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-files-'));
+  const repo = gitRepo({ 'README.md': '# one\ntwo\nthree\n' });
   try {
-    execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: repo });
-    writeFileSync(join(repo, 'README.md'), '# one\ntwo\nthree\n');
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'add', '.'], { cwd: repo });
-    execFileSync('git', ['-c', 'user.name=T', '-c', 'user.email=t@kandev.invalid', 'commit', '-q', '-m', 'init'], { cwd: repo });
     const { workspaceId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     const task = await kandev.createTask('Read files', { repository_ids: [repository.id], start_agent: true });

@@ -1,7 +1,7 @@
 // Test fixture: a real `kandev serve` process on 127.0.0.1 over a temp home, with helpers to
 // call its API, and to kill and restart it on the same port and data.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -173,4 +173,17 @@ export async function send(page: Page, text: string): Promise<void> {
   await box.fill(text);
   await box.press('Enter');
   await expect(box).toHaveValue('');
+}
+
+/** A fresh git repository in a temp folder (removed after the test, `removeRepo`): `main`
+ * with one commit of `files` (path → content). */
+export function gitRepo(files: Record<string, string>): string {
+  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-repo-'));
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd: repo });
+  git('init', '-q', '-b', 'main');
+  for (const [path, content] of Object.entries(files)) writeFileSync(join(repo, path), content);
+  git('add', '.');
+  git('commit', '-q', '-m', 'initial');
+  return repo;
 }
