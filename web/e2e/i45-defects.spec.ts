@@ -1,7 +1,8 @@
 // Issue 45, the defects a new user hit: each test failed before its fix.
+import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect, gitRepo, openBoard, removeRepo, send, test, transcript } from './kandev';
+import { binary, expect, gitRepo, openBoard, removeRepo, send, test, transcript } from './kandev';
 
 test('i45 6: "Start the agent now" follows the chosen step, so a backlog task starts nothing', async ({ page, kandev }) => {
   await openBoard(page, kandev);
@@ -266,4 +267,23 @@ test('i45 16: a user message is markdown with its files in the same bubble, and 
   const box = page.getByRole('textbox', { name: 'Message to the agent' });
   await box.fill('@');
   await expect(page.getByTestId('no-prompts')).toContainText('Settings → Prompts');
+});
+
+test('i45 8: an answered question stays in the transcript with the answer and who gave it', async ({ page, kandev }) => {
+  const task = await kandev.createTask('Ask me', { start_agent: true });
+  execFileSync(binary, ['user', 'add', 'dora', '--home', kandev.home], { input: 'correct horse battery\n' });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  await page.getByLabel('Name').fill('dora');
+  await page.getByLabel('Password').fill('correct horse battery');
+  await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+  await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Ask me');
+  await send(page, '#!mock\nmcp kandev ask_user {"question":"Which one?","options":["a","b"]}');
+  await page.getByTestId('question-card').getByRole('button', { name: 'b' }).click();
+  const answered = transcript(page).locator('[data-kind="question"]');
+  await expect(answered).toContainText('Which one?');
+  await expect(answered).toContainText('Answered: b · by dora');
+  await expect(transcript(page).locator('[data-kind="agent"]').last()).toContainText('mcp ask_user ok');
+  // Kept: a reload reads it from the transcript.
+  await page.reload();
+  await expect(transcript(page).locator('[data-kind="question"]')).toContainText('Answered: b · by dora');
 });

@@ -11,7 +11,7 @@ import { test as base, expect, type Page } from '@playwright/test';
 const here = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = resolve(here, '../..');
 export const artifacts = join(repoRoot, 'test-artifacts');
-const binary = process.env.KANDEV_BIN ?? join(repoRoot, 'target/debug/kandev');
+export const binary = process.env.KANDEV_BIN ?? join(repoRoot, 'target/debug/kandev');
 
 /** A free loopback port (bound, then released). */
 export async function freePort(): Promise<number> {

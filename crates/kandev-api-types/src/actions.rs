@@ -227,6 +227,7 @@ actions! {
         TokenCreate = "user.token.create": rq::TokenCreate => rs::TokenCreated;
         TokenList = "user.token.list": rq::Empty => rs::Tokens;
         TokenRevoke = "user.token.revoke": rq::ById => rs::Deleted;
+        PasswordSet = "user.password.set": rq::PasswordSet => rs::PasswordChanged;
     }
     socket {
         Subscribe = "subscribe": rq::Subscribe => rs::Subscribed;

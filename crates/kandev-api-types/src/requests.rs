@@ -38,6 +38,24 @@ fn yes() -> bool {
     true
 }
 
+/// `user.password.set`: the caller's password now and the new one. Its `Debug` hides both.
+#[derive(Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordSet {
+    pub current_password: String,
+    pub new_password: String,
+}
+
+impl std::fmt::Debug for PasswordSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PasswordSet")
+            .field("current_password", &"<hidden>")
+            .field("new_password", &"<hidden>")
+            .finish()
+    }
+}
+
 requests! {
 /// A payload that names one object by id.
 pub struct ById {

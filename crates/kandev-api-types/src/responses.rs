@@ -38,6 +38,14 @@ responses! {
         pub secret: String,
     }
 
+    /// `user.password.set`: the password is changed. The user's other login sessions ended;
+    /// `session_kept` says whether the one the request came with goes on (a personal token's
+    /// request has none).
+    pub struct PasswordChanged {
+        pub user: crate::UserDto,
+        pub session_kept: bool,
+    }
+
     /// `user.token.list`: the caller's personal tokens, without secrets.
     pub struct Tokens {
         pub tokens: Vec<crate::ApiTokenDto>,

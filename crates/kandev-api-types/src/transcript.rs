@@ -213,20 +213,63 @@ pub enum StatusNoteDto {
     ContextReset,
     Resumed,
     Fresh,
-    McpTransport { servers: Vec<String> },
-    UnknownSavedPrompt { names: Vec<String> },
+    McpTransport {
+        servers: Vec<String>,
+    },
+    UnknownSavedPrompt {
+        names: Vec<String>,
+    },
     SavedPromptsTooLarge,
-    TaskMoved { by: String },
-    ShipAction { action: String },
-    ShipBy { action: String, by: String },
-    WorktreeReused { repository_id: String, path: String, branch: String },
-    WorktreeCreated { repository_id: String, path: String, branch: String, base_commit: String },
-    SetupScript { repository_id: String, status: String, exit_code: Option<i32> },
-    CleanupScript { repository_id: String, status: String },
-    PullRequest { repository_id: String, number: u64, url: String, state: String, was: String },
-    Authenticated { auth_method: String },
+    TaskMoved {
+        by: String,
+    },
+    ShipAction {
+        action: String,
+    },
+    ShipBy {
+        action: String,
+        by: String,
+    },
+    WorktreeReused {
+        repository_id: String,
+        path: String,
+        branch: String,
+    },
+    WorktreeCreated {
+        repository_id: String,
+        path: String,
+        branch: String,
+        base_commit: String,
+    },
+    SetupScript {
+        repository_id: String,
+        status: String,
+        exit_code: Option<i32>,
+    },
+    CleanupScript {
+        repository_id: String,
+        status: String,
+    },
+    PullRequest {
+        repository_id: String,
+        number: u64,
+        url: String,
+        state: String,
+        was: String,
+    },
+    Authenticated {
+        auth_method: String,
+    },
     McpNote,
-    CompleteStep { step: String },
+    CompleteStep {
+        step: String,
+    },
+    QuestionResolved {
+        question_id: String,
+        status: String,
+        answer: Option<String>,
+        by: Option<String>,
+    },
 }
 
 impl From<&MessageMeta> for MessageBodyDto {
@@ -409,6 +452,9 @@ impl From<&StatusNote> for StatusNoteDto {
             N::Authenticated { auth_method } => D::Authenticated { auth_method },
             N::McpNote => D::McpNote,
             N::CompleteStep { step } => D::CompleteStep { step },
+            N::QuestionResolved { question_id, status, answer, by } => {
+                D::QuestionResolved { question_id, status, answer, by }
+            }
         }
     }
 }

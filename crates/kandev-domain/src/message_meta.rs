@@ -400,6 +400,14 @@ pub enum StatusNote {
     McpNote,
     /// The agent completed its workflow step (MCP `complete_step`).
     CompleteStep { step: String },
+    /// A question the agent asked (MCP `ask_user`; the message's text) was resolved:
+    /// `answered` (with the answer and who gave it), `cancelled`, `timed_out` or `expired`.
+    QuestionResolved {
+        question_id: String,
+        status: String,
+        answer: Option<String>,
+        by: Option<String>,
+    },
 }
 
 #[cfg(test)]

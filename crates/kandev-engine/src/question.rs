@@ -7,14 +7,17 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use kandev_api_types::{Notification, QuestionDto, SessionEvent};
+use kandev_domain::message_meta::StatusNote;
 use kandev_domain::notify::NotificationKind;
 use kandev_domain::question::{Question, QuestionStatus};
+use kandev_domain::transcript::Session;
 use kandev_domain::{SessionId, TaskId};
 use kandev_store::{Store, WriteTx};
 use tokio::sync::oneshot;
 
 use crate::error::{EngineError, Result, not_found};
 use crate::publish;
+use crate::write::add_message;
 
 /// The callers waiting for their questions' answers.
 #[derive(Default)]
@@ -32,8 +35,15 @@ impl Waiters {
     }
 }
 
-/// Announces a question (asked or resolved); returns the announcement's seq.
-async fn announce(tx: &mut WriteTx, question: &Question, asked: bool) -> Result<i64> {
+/// Announces a question (asked or resolved); returns the announcement's seq. A resolved
+/// question also leaves a card in its session's transcript (issue 45 item 8): the question,
+/// how it ended and, answered, the answer and `by` (who gave it).
+async fn announce(
+    tx: &mut WriteTx,
+    question: &Question,
+    asked: bool,
+    by: Option<&str>,
+) -> Result<i64> {
     let dto = QuestionDto::from(question);
     let event = if asked {
         SessionEvent::QuestionAsked { question: dto }
@@ -44,11 +54,32 @@ async fn announce(tx: &mut WriteTx, question: &Question, asked: bool) -> Result<
     // A pending question makes its task need the developer (`needs_you`); a resolved one may
     // end that. The session is gone when its deletion resolves the question.
     match tx.get_session(&question.session_id).await {
-        Ok(session) => publish::sync_task(tx, &session).await?,
+        Ok(session) => {
+            if !asked {
+                note_resolved(tx, &session, question, by).await?;
+            }
+            publish::sync_task(tx, &session).await?
+        }
         Err(kandev_store::StoreError::NotFound { .. }) => {}
         Err(err) => return Err(err.into()),
     }
     Ok(seq)
+}
+
+async fn note_resolved(
+    tx: &mut WriteTx,
+    session: &Session,
+    question: &Question,
+    by: Option<&str>,
+) -> Result<()> {
+    let note = StatusNote::QuestionResolved {
+        question_id: question.id.clone(),
+        status: question.status.as_str().to_owned(),
+        answer: question.answer.clone(),
+        by: by.map(str::to_owned),
+    };
+    add_message(tx, session, None, &question.question, note).await?;
+    Ok(())
 }
 
 /// Most questions of one session waiting for an answer at once (issue 38 item 8: an agent
@@ -76,7 +107,7 @@ pub(crate) async fn ask(
         )));
     }
     let question = tx.insert_question(session_id, task_id, text, options, timeout_ms).await?;
-    let seq = announce(&mut tx, &question, true).await?;
+    let seq = announce(&mut tx, &question, true, None).await?;
     // A question needs its developer: a notification record (browser, webhooks, ntfy).
     let session = tx.get_session(session_id).await?;
     let task = tx.get_task(task_id).await?;
@@ -101,6 +132,7 @@ pub(crate) async fn resolve(
     id: &str,
     status: QuestionStatus,
     answer: Option<&str>,
+    by: Option<&str>,
 ) -> Result<Question> {
     let mut tx = store.begin_write().await?;
     let resolved = tx.resolve_question(id, status, answer).await.map_err(not_found)?;
@@ -111,7 +143,7 @@ pub(crate) async fn resolve(
             current.status.as_str().replace('_', " ")
         )));
     };
-    announce(&mut tx, &question, false).await?;
+    announce(&mut tx, &question, false, by).await?;
     tx.commit().await?;
     waiters.wake(&question);
     Ok(question)
@@ -129,7 +161,7 @@ pub(crate) async fn resolve_pending(
     let mut resolved = vec![];
     for question in tx.pending_questions(session_id).await? {
         if let Some(question) = tx.resolve_question(&question.id, status, None).await? {
-            announce(&mut tx, &question, false).await?;
+            announce(&mut tx, &question, false, None).await?;
             resolved.push(question);
         }
     }

@@ -208,7 +208,6 @@ handlers! {
     QueueDrain => session::queue_drain,
     QueueAutoRunSet => session::auto_run_set,
     QuestionList => question::list,
-    QuestionAnswer => question::answer,
     }
     by_caller {
         TaskMove => task::move_task,
@@ -216,10 +215,12 @@ handlers! {
         TaskPush => ship::push,
         TaskPrCreate => ship::pr_create,
         PermissionRespond => session::permission_respond,
+        QuestionAnswer => question::answer,
         UserMe => accounts::me,
         TokenCreate => accounts::token_create,
         TokenList => accounts::token_list,
         TokenRevoke => accounts::token_revoke,
+        PasswordSet => accounts::password_set,
     }
 }
 

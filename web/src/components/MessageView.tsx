@@ -89,6 +89,9 @@ export const MessageView = memo(function MessageView({ message }: { message: Mes
       );
     }
     case 'status':
+      if ('reason' in message.metadata && message.metadata.reason === 'question_resolved') {
+        return <AnsweredQuestion question={message.content} note={message.metadata} />;
+      }
       return (
         <div className="msg msg-status" data-kind="status">
           {message.content}
@@ -106,6 +109,32 @@ export const MessageView = memo(function MessageView({ message }: { message: Mes
       return asText();
   }
 });
+
+type QuestionNote = Extract<MessageOf<'status'>['metadata'], { reason: 'question_resolved' }>;
+
+const QUESTION_ENDS: Record<string, string> = {
+  cancelled: 'Not answered: the turn was cancelled or the session stopped',
+  timed_out: 'Not answered in time',
+  expired: 'Not answered: the server restarted while it waited',
+};
+
+/** An `ask_user` question once resolved: what was asked, and the answer and who gave it. */
+function AnsweredQuestion({ question, note }: { question: string; note: QuestionNote }) {
+  const by = note.by && note.by !== 'user' ? note.by : null;
+  return (
+    <section className="question-card resolved" data-kind="question" data-status={note.status} aria-label="The agent asked">
+      <p className="question-text">{question}</p>
+      {note.status === 'answered' ? (
+        <p className="question-answer">
+          Answered: <strong>{note.answer}</strong>
+          {by && <span className="muted"> · by {by}</span>}
+        </p>
+      ) : (
+        <p className="question-answer muted">{QUESTION_ENDS[note.status] ?? note.status.replace('_', ' ')}</p>
+      )}
+    </section>
+  );
+}
 
 function ToolCall({ message, m }: { message: MessageOf<'tool_call'>; m: ToolCallMetaDto }) {
   const kind = m.kind || 'other';

@@ -325,14 +325,17 @@ impl Engine {
         self.ask(session_id, |reply| Command::AskUser { text, options, timeout_ms, reply }).await
     }
 
-    /// Resolves a question once (`AlreadyResolved` the second time) and wakes whoever waits.
+    /// Resolves a question once (`AlreadyResolved` the second time) and wakes whoever waits;
+    /// `by` is who answered it.
     pub async fn resolve_question(
         &self,
         id: &str,
         status: QuestionStatus,
         answer: Option<&str>,
+        by: Option<&str>,
     ) -> Result<Question> {
-        question::resolve(&self.inner.store, &self.inner.questions, id, status, answer).await
+        let (store, waiters) = (&self.inner.store, &self.inner.questions);
+        question::resolve(store, waiters, id, status, answer, by).await
     }
 
     /// Cancels a question in the background (its waiter went away: the agent's call broke
@@ -341,7 +344,8 @@ impl Engine {
         let inner = self.inner.clone();
         self.inner.tracker.spawn(async move {
             let (store, waiters) = (&inner.store, &inner.questions);
-            let _ = question::resolve(store, waiters, &id, QuestionStatus::Cancelled, None).await;
+            let _ =
+                question::resolve(store, waiters, &id, QuestionStatus::Cancelled, None, None).await;
         });
     }
 

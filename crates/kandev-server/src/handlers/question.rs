@@ -7,6 +7,7 @@ use kandev_api_types::responses::{QuestionOne, Questions};
 use kandev_domain::SessionId;
 use kandev_domain::question::QuestionStatus;
 
+use crate::accounts::Identity;
 use crate::{ApiError, AppState};
 
 /// Longest answer (free text), in bytes.
@@ -19,7 +20,11 @@ pub async fn list(s: &AppState, p: BySession) -> Result<Questions, ApiError> {
     Ok(Questions { questions: questions.iter().map(QuestionDto::from).collect() })
 }
 
-pub async fn answer(s: &AppState, p: QuestionAnswer) -> Result<QuestionOne, ApiError> {
+pub async fn answer(
+    s: &AppState,
+    who: &Identity,
+    p: QuestionAnswer,
+) -> Result<QuestionOne, ApiError> {
     let question = s.store().get_question(&p.id).await?;
     let answer = p.answer.trim();
     if answer.is_empty() {
@@ -34,7 +39,9 @@ pub async fn answer(s: &AppState, p: QuestionAnswer) -> Result<QuestionOne, ApiE
             question.options.join(", ")
         )));
     }
-    let resolved =
-        s.engine().resolve_question(&p.id, QuestionStatus::Answered, Some(answer)).await?;
+    let resolved = s
+        .engine()
+        .resolve_question(&p.id, QuestionStatus::Answered, Some(answer), Some(&who.by()))
+        .await?;
     Ok(QuestionOne { question: QuestionDto::from(&resolved) })
 }

@@ -37,7 +37,7 @@ use kandev_domain::account::Actor;
 
 /// Runs one action of the table with its typed request.
 async fn act<A: Handler>(state: &AppState, request: A::Request) -> Result<A::Response, ApiError> {
-    let agent = Identity { actor: Actor::Agent, via: AuthVia::Open };
+    let agent = Identity { actor: Actor::Agent, via: AuthVia::Open, credential: None };
     A::handle(state, &agent, request).await
 }
 
@@ -634,10 +634,13 @@ impl Call<'_> {
         let resolved = match tokio::time::timeout(timeout, answered).await {
             Ok(Ok(resolved)) => resolved,
             // Timed out (or the waiter was dropped): time it out, unless it was resolved.
-            _ => match engine.resolve_question(&asked.id, QuestionStatus::TimedOut, None).await {
-                Ok(resolved) => resolved,
-                Err(_) => self.state.store().get_question(&asked.id).await?,
-            },
+            _ => {
+                match engine.resolve_question(&asked.id, QuestionStatus::TimedOut, None, None).await
+                {
+                    Ok(resolved) => resolved,
+                    Err(_) => self.state.store().get_question(&asked.id).await?,
+                }
+            }
         };
         guard.id = None;
         Ok(match (resolved.status, resolved.answer) {

@@ -251,6 +251,10 @@ export type NotificationsEvent = { "action": "notification.created", "payload": 
 
 export type Page = { limit?: number, cursor?: string, };
 
+export type PasswordChanged = { user: UserDto, session_kept: boolean, };
+
+export type PasswordSet = { current_password: string, new_password: string, };
+
 export type PermissionMetaDto = { request_id: string, options: Array<PermissionOptionDto>, status: string, 
 /**
  * The tool call the agent asks about, as it sent it.
@@ -438,7 +442,7 @@ export type SshSettingsDto = { host: string, port: number, user: string, identit
 
 export type StatusMetaDto = StatusNoteDto | { [key in string]: JsonValue };
 
-export type StatusNoteDto = { "reason": "agent_warning" } | { "reason": "cancelled" } | { "reason": "stopped" } | { "reason": "idle" } | { "reason": "stall" } | { "reason": "interrupted" } | { "reason": "context_reset" } | { "reason": "resumed" } | { "reason": "fresh" } | { "reason": "mcp_transport", servers: Array<string>, } | { "reason": "unknown_saved_prompt", names: Array<string>, } | { "reason": "saved_prompts_too_large" } | { "reason": "task_moved", by: string, } | { "reason": "ship_action", action: string, } | { "reason": "ship_by", action: string, by: string, } | { "reason": "worktree_reused", repository_id: string, path: string, branch: string, } | { "reason": "worktree_created", repository_id: string, path: string, branch: string, base_commit: string, } | { "reason": "setup_script", repository_id: string, status: string, exit_code: number | null, } | { "reason": "cleanup_script", repository_id: string, status: string, } | { "reason": "pull_request", repository_id: string, number: number, url: string, state: string, was: string, } | { "reason": "authenticated", auth_method: string, } | { "reason": "mcp_note" } | { "reason": "complete_step", step: string, };
+export type StatusNoteDto = { "reason": "agent_warning" } | { "reason": "cancelled" } | { "reason": "stopped" } | { "reason": "idle" } | { "reason": "stall" } | { "reason": "interrupted" } | { "reason": "context_reset" } | { "reason": "resumed" } | { "reason": "fresh" } | { "reason": "mcp_transport", servers: Array<string>, } | { "reason": "unknown_saved_prompt", names: Array<string>, } | { "reason": "saved_prompts_too_large" } | { "reason": "task_moved", by: string, } | { "reason": "ship_action", action: string, } | { "reason": "ship_by", action: string, by: string, } | { "reason": "worktree_reused", repository_id: string, path: string, branch: string, } | { "reason": "worktree_created", repository_id: string, path: string, branch: string, base_commit: string, } | { "reason": "setup_script", repository_id: string, status: string, exit_code: number | null, } | { "reason": "cleanup_script", repository_id: string, status: string, } | { "reason": "pull_request", repository_id: string, number: number, url: string, state: string, was: string, } | { "reason": "authenticated", auth_method: string, } | { "reason": "mcp_note" } | { "reason": "complete_step", step: string, } | { "reason": "question_resolved", question_id: string, status: string, answer: string | null, by: string | null, };
 
 export type StepCreate = { workflow_id: string, name: string, position?: number, color?: string, prompt?: string, is_start_step?: boolean, allow_manual_move?: boolean, 
 /**
@@ -804,6 +808,7 @@ export type Actions = {
   "user.token.create": { request: TokenCreate, response: TokenCreated },
   "user.token.list": { request: Empty, response: Tokens },
   "user.token.revoke": { request: ById, response: Deleted },
+  "user.password.set": { request: PasswordSet, response: PasswordChanged },
 };
 
 export type SocketActions = {
