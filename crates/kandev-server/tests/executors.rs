@@ -13,9 +13,14 @@ fn code(body: &Value) -> &str {
     body["code"].as_str().unwrap_or_default()
 }
 
+/// Files that stand in for identity files: an executor's must exist (issue 45, item 3), and
+/// nothing here connects.
+const IDENTITY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/identity_a");
+const OTHER_IDENTITY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/identity_b");
+
 fn ssh() -> Value {
     json!({"host": " build1.example ", "port": 2222, "user": "build",
-        "identity_file": "/root/.ssh/id_ed25519", "known_hosts": "/root/.ssh/known_hosts",
+        "identity_file": IDENTITY, "known_hosts": "/root/.ssh/known_hosts",
         "remote_home": "/home/build/.kandev/"})
 }
 
@@ -180,9 +185,9 @@ async fn i20_d11_an_executor_with_live_worktrees_is_neither_deleted_nor_moved() 
         assert!(message.contains("remote work") && message.contains("archive"), "{body}");
     }
     let mut keys = ssh();
-    keys["identity_file"] = json!("/root/.ssh/other_key");
+    keys["identity_file"] = json!(OTHER_IDENTITY);
     let updated = server.call("executor.update", json!({"id": id, "ssh": keys})).await;
-    assert_eq!(updated["executor"]["ssh"]["identity_file"], "/root/.ssh/other_key");
+    assert_eq!(updated["executor"]["ssh"]["identity_file"], OTHER_IDENTITY);
 
     server.call("repository.executor.set", json!({"repository_id": repo_id})).await;
     let (status, body) = server.post("executor.delete", json!({"id": id})).await;
@@ -273,4 +278,47 @@ async fn i20_d13_a_second_executor_for_the_same_runner_is_refused() {
         )
         .await;
     assert_eq!(updated["executor"]["name"], "b2");
+}
+
+/// Issue 45, item 3: an SSH executor whose identity file does not exist on the server's
+/// machine is refused when it is saved (created, or updated with new settings), with a message
+/// that names the file and says what to give instead, in words rather than field names; a
+/// folder is refused too. Nothing is saved by a refusal.
+#[tokio::test]
+async fn i45_3_an_ssh_executor_whose_identity_file_does_not_exist_is_refused() {
+    let server = TestServer::start().await;
+    let missing = tempfile::tempdir().unwrap();
+    let gone = missing.path().join("id_ed25519");
+    let mut settings = ssh();
+    settings["identity_file"] = json!(gone);
+    let (status, body) = server
+        .post("executor.create", json!({"name": "build1", "kind": "ssh", "ssh": settings}))
+        .await;
+    assert_eq!((status, code(&body)), (422, "VALIDATION_ERROR"), "{body}");
+    assert_eq!(
+        body["message"],
+        format!(
+            "identity file {} does not exist; give the path of a private key on this machine",
+            gone.display()
+        )
+    );
+    let listed = server.call("executor.list", json!({})).await;
+    assert_eq!(listed["executors"], json!([]), "nothing was saved");
+
+    let created = server
+        .call("executor.create", json!({"name": "build1", "kind": "ssh", "ssh": ssh()}))
+        .await;
+    let id = created["executor"]["id"].clone();
+    let mut folder = ssh();
+    folder["identity_file"] = json!(missing.path());
+    let (status, body) = server.post("executor.update", json!({"id": id, "ssh": folder})).await;
+    assert_eq!((status, code(&body)), (422, "VALIDATION_ERROR"), "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(message.ends_with("is not a file; give the path of a private key on this machine"));
+    let (status, body) =
+        server.post("executor.update", json!({"id": id, "kind": "ssh", "ssh": settings})).await;
+    assert_eq!((status, code(&body)), (422, "VALIDATION_ERROR"), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("does not exist"), "{body}");
+    let listed = server.call("executor.list", json!({})).await;
+    assert_eq!(listed["executors"][0]["ssh"]["identity_file"], IDENTITY, "kept as it was");
 }

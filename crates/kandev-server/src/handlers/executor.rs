@@ -50,6 +50,27 @@ fn kind(
     }
 }
 
+/// Refuses an SSH executor whose identity file is not a file on this machine (issue 45, item
+/// 3): a typo would otherwise be learnt only when a session fails to connect. Checked when
+/// the settings are saved; a key removed later is still found out when connecting.
+async fn identity_file_present(kind: &ExecutorKind) -> Result<(), ApiError> {
+    let ExecutorKind::Ssh(settings) = kind else { return Ok(()) };
+    let path = &settings.identity_file;
+    let problem = match tokio::fs::metadata(path).await {
+        Ok(found) if found.is_file() => return Ok(()),
+        Ok(_) => "is not a file",
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => "does not exist",
+        Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => {
+            "cannot be read by the server"
+        }
+        Err(_) => "cannot be read",
+    };
+    Err(ApiError::validation(format!(
+        "identity file {} {problem}; give the path of a private key on this machine",
+        path.display()
+    )))
+}
+
 pub async fn list(s: &AppState, _: Empty) -> Result<Executors, ApiError> {
     let executors = s.store().list_executors().await?;
     Ok(Executors { executors: executors.iter().map(ExecutorDto::from).collect() })
@@ -57,6 +78,7 @@ pub async fn list(s: &AppState, _: Empty) -> Result<Executors, ApiError> {
 
 pub async fn create(s: &AppState, p: ExecutorCreate) -> Result<ExecutorOne, ApiError> {
     let (name, kind) = (name("name", &p.name)?, kind(p.kind, p.ssh, p.container)?);
+    identity_file_present(&kind).await?;
     let executor = s.engine().create_executor(&name, &kind).await?;
     Ok(ExecutorOne { executor: ExecutorDto::from(&executor) })
 }
@@ -75,6 +97,9 @@ pub async fn update(s: &AppState, p: ExecutorUpdate) -> Result<ExecutorOne, ApiE
             ));
         }
     };
+    if let Some(kind) = &changed {
+        identity_file_present(kind).await?;
+    }
     let kind_given = p.kind.is_some();
     let executor =
         s.engine().update_executor(&p.id, name.as_deref(), changed.as_ref(), kind_given).await?;
