@@ -10,9 +10,11 @@
 //!   again now ([`Live::recheck`]);
 //! - within [`RECHECK`] for what another process writes to the database (`kandev user remove`,
 //!   `kandev user passwd`, `kandev user token revoke`): [`watch`] checks each open credential
-//!   that often: its session or token row still names the user, the user still exists, and
-//!   their password is the one they had when the socket opened (so a password change closes
-//!   the sockets opened with a personal token too, though the token stays valid).
+//!   that often: its session or token row still names the user, the user still exists, and,
+//!   for a token, their password is the one they had when the socket opened (so a password
+//!   change closes the sockets opened with a personal token too, though the token stays
+//!   valid; it ends the login sessions by deleting them, except the one of the page that
+//!   changed it with `user.password.set`, which stays signed in).
 //!
 //! Closing a socket stops its terminal streams and its subscriptions; requests it started
 //! before run to their end (rule 33). Limits: a password changed between the guard's check
@@ -169,8 +171,11 @@ impl Live {
     }
 }
 
-/// Whether `grant` still lets its socket in: the session or token row names the same user,
-/// who still has the same password; an open server's socket while there is still no user.
+/// Whether `grant` still lets its socket in: the session or token row names the same user;
+/// for a token, the user still has the same password; an open server's socket while there is
+/// still no user. A login session needs no password check: a password change deletes the
+/// user's login sessions, all but the one of the page that changed it (`user.password.set`),
+/// whose sockets stay open.
 async fn still_valid(store: &Store, grant: &Grant) -> Result<bool, StoreError> {
     let Grant::User { credential, user_id, user_name, password } = grant else {
         return Ok(!store.has_users().await?);
@@ -181,6 +186,9 @@ async fn still_valid(store: &Store, grant: &Grant) -> Result<bool, StoreError> {
     };
     if holder.is_none_or(|user| &user.id != user_id) {
         return Ok(false);
+    }
+    if matches!(credential, Credential::Session(_)) {
+        return Ok(true);
     }
     let current = store.user_credentials(user_name).await?;
     Ok(current.is_some_and(|(user, hash)| &user.id == user_id && digest(&hash) == *password))
@@ -217,20 +225,6 @@ pub(crate) async fn watch(store: Store, live: Live, every: Duration, shutdown: C
     }
 }
 
-/// The credential a request of a user was let in with (`identity.via` says which secret
-/// matched), for the WebSocket upgrade.
-pub(crate) fn credential_of(
-    identity: &Identity,
-    session_secret: Option<&str>,
-    token: Option<&str>,
-) -> Option<Credential> {
-    match identity.via {
-        AuthVia::Session => session_secret.map(|s| Credential::Session(crate::secret_hash(s))),
-        AuthVia::Token => token.map(|t| Credential::Token(crate::secret_hash(t))),
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +233,7 @@ mod tests {
         Identity {
             actor: Actor::User { id: "u1".into(), name: "alice".into() },
             via: AuthVia::Session,
+            credential: None,
         }
     }
 
@@ -252,6 +247,7 @@ mod tests {
         let identity = Identity {
             actor: Actor::User { id: user.id.clone(), name: "alice".into() },
             via: AuthVia::Session,
+            credential: None,
         };
         let live = Live::default();
         let closing = CancellationToken::new();

@@ -15,14 +15,15 @@ use argon2::Argon2;
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use hashlink::LruCache;
-use kandev_api_types::requests::{ById, Empty, TokenCreate};
-use kandev_api_types::responses::{Deleted, Me, TokenCreated, Tokens};
-use kandev_api_types::{ApiTokenDto, AuthVia, UserDto};
+use kandev_api_types::requests::{ById, Empty, PasswordSet, TokenCreate};
+use kandev_api_types::responses::{Deleted, Me, PasswordChanged, TokenCreated, Tokens};
+use kandev_api_types::{ApiTokenDto, AuthVia, ErrorCode, UserDto};
 use kandev_domain::account::Actor;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use crate::access::Credential;
 use crate::{ApiError, AppState};
 
 /// How long a login session lasts (also the cookie's `Max-Age`).
@@ -35,12 +36,15 @@ pub const TOKEN_PREFIX: &str = "kdv_";
 pub struct Identity {
     pub actor: Actor,
     pub via: AuthVia,
+    /// A user's secret the request was let in with (its hash: the login session's or the
+    /// personal token's); `None` for the others (the server token, an open server, agents).
+    pub(crate) credential: Option<Credential>,
 }
 
 impl Identity {
     /// No accounts and no server token: the local person, as before accounts.
     pub fn open() -> Identity {
-        Identity { actor: Actor::Local, via: AuthVia::Open }
+        Identity { actor: Actor::Local, via: AuthVia::Open, credential: None }
     }
 
     /// What `by` fields record for this caller.
@@ -233,6 +237,59 @@ pub async fn token_revoke(s: &AppState, who: &Identity, p: ById) -> Result<Delet
     // The WebSockets opened with it close now (issue 38, item 6).
     s.live().recheck();
     Ok(Deleted { deleted: true, id: p.id })
+}
+
+/// `user.password.set`: the caller changes their own password, giving the current one. Their
+/// other login sessions end and the sockets opened with them or with their tokens close (the
+/// tokens stay valid); the login session the request came with goes on, so the page that
+/// changed it stays signed in. Wrong current passwords are limited like logins, per user
+/// (counted as from the unspecified address: a handler does not see the client's).
+pub async fn password_set(
+    s: &AppState,
+    who: &Identity,
+    p: PasswordSet,
+) -> Result<PasswordChanged, ApiError> {
+    let Actor::User { name, .. } = &who.actor else {
+        return Err(ApiError::bad_request(
+            "only a user has a password: log in as one to change it (`kandev user passwd` \
+             sets any user's on the server's machine)",
+        ));
+    };
+    kandev_domain::account::password(&p.new_password)
+        .map_err(|e| ApiError::validation(format!("the new password {}", e.problem)))?;
+    let limiter = s.login_limiter();
+    let from = IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED);
+    if let Err(wait) = limiter.check(from, name) {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        return Err(ApiError::new(
+            ErrorCode::RateLimited,
+            format!("too many wrong passwords; try again in {secs} s"),
+        ));
+    }
+    let hash = s.store().user_credentials(name).await?.map(|(_, hash)| hash);
+    let Some(right) = s.password_checks().verify(hash, p.current_password).await else {
+        return Err(ApiError::new(
+            ErrorCode::RateLimited,
+            "too many password checks at once; try again in a second",
+        ));
+    };
+    if !right {
+        limiter.failed(from, name);
+        return Err(ApiError::validation("the current password is wrong; nothing was changed"));
+    }
+    limiter.succeeded(from, name);
+    let new_hash = hash_password(&p.new_password).map_err(|err| {
+        tracing::error!(error = %err, "cannot hash a new password");
+        ApiError::internal()
+    })?;
+    let keep = match &who.credential {
+        Some(Credential::Session(hash)) => Some(hash.as_str()),
+        _ => None,
+    };
+    let user = s.engine().set_password(name, &new_hash, keep).await?;
+    // The other sessions' and the tokens' WebSockets close now (issue 38, item 6).
+    s.live().recheck();
+    Ok(PasswordChanged { user: UserDto::from(&user), session_kept: keep.is_some() })
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use kandev_api_types::AuthVia;
 use kandev_domain::account::Actor;
 
+use crate::access::Credential;
 use crate::accounts::{Identity, TOKEN_PREFIX, secret_hash};
 use crate::{ApiError, AppState};
 
@@ -95,13 +96,7 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
                 return too_many_guesses(wait, false);
             }
             if let Some(identity) = found {
-                let headers = request.headers();
-                let credential = crate::access::credential_of(
-                    &identity,
-                    cookie(headers, SESSION_COOKIE),
-                    presented_token(headers),
-                );
-                if let Some(credential) = credential {
+                if let Some(credential) = identity.credential.clone() {
                     request.extensions_mut().insert(credential);
                 }
                 request.extensions_mut().insert(identity);
@@ -157,24 +152,31 @@ async fn identify(
     if let Some(expected) = token
         && constant_time_eq(presented.unwrap_or("").as_bytes(), expected.as_bytes())
     {
-        return Ok(Some(Identity { actor: Actor::ServerToken, via: AuthVia::ServerToken }));
+        return Ok(Some(Identity {
+            actor: Actor::ServerToken,
+            via: AuthVia::ServerToken,
+            credential: None,
+        }));
     }
     if !accounts {
         return Ok(None);
     }
-    let as_user = |user: kandev_domain::account::User, via| Identity {
+    let as_user = |user: kandev_domain::account::User, via, credential| Identity {
         actor: Actor::User { id: user.id, name: user.name },
         via,
+        credential: Some(credential),
     };
-    if let Some(secret) = cookie(headers, SESSION_COOKIE)
-        && let Some(user) = state.store().user_for_session(&secret_hash(secret)).await?
-    {
-        return Ok(Some(as_user(user, AuthVia::Session)));
+    if let Some(secret) = cookie(headers, SESSION_COOKIE) {
+        let hash = secret_hash(secret);
+        if let Some(user) = state.store().user_for_session(&hash).await? {
+            return Ok(Some(as_user(user, AuthVia::Session, Credential::Session(hash))));
+        }
     }
-    if let Some(secret) = presented.filter(|t| t.starts_with(TOKEN_PREFIX))
-        && let Some(user) = state.store().user_for_token(&secret_hash(secret)).await?
-    {
-        return Ok(Some(as_user(user, AuthVia::Token)));
+    if let Some(secret) = presented.filter(|t| t.starts_with(TOKEN_PREFIX)) {
+        let hash = secret_hash(secret);
+        if let Some(user) = state.store().user_for_token(&hash).await? {
+            return Ok(Some(as_user(user, AuthVia::Token, Credential::Token(hash))));
+        }
     }
     Ok(None)
 }
@@ -496,11 +498,15 @@ mod tests {
         for _ in 0..10 {
             limiter.failed(proxy);
         }
-        let user =
-            |via| Identity { actor: Actor::User { id: "u1".into(), name: "alice".into() }, via };
+        let user = |via| Identity {
+            actor: Actor::User { id: "u1".into(), name: "alice".into() },
+            via,
+            credential: None,
+        };
         assert_eq!(gate(&limiter, proxy, Some(&user(AuthVia::Session)), false), Ok(()));
         assert_eq!(gate(&limiter, proxy, Some(&user(AuthVia::Token)), true), Ok(()));
-        let server = Identity { actor: Actor::ServerToken, via: AuthVia::ServerToken };
+        let server =
+            Identity { actor: Actor::ServerToken, via: AuthVia::ServerToken, credential: None };
         assert!(gate(&limiter, proxy, Some(&server), true).is_err(), "the guessable token waits");
         assert!(gate(&limiter, proxy, None, true).is_err(), "a wrong token waits");
         assert_eq!(gate(&limiter, proxy, None, false), Ok(()), "no token is no guess");

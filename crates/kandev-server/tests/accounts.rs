@@ -455,3 +455,73 @@ async fn i38_6_a_revoked_token_closes_the_websockets_opened_with_it() {
     let again = list(&keep_alive).await.unwrap();
     assert_eq!(again.status().as_u16(), 401, "the same keep-alive client, revoked token");
 }
+
+/// Issue 45, item 5: `user.password.set` changes the caller's own password. A wrong current
+/// password is refused (nothing changes, and not as `401`, which would send the page to the
+/// login form); a new one too short is refused; then the new password logs in and the old one
+/// does not. The login session that changed it goes on (its WebSocket stays open), while the
+/// user's other login session ends and the socket opened with their token closes (the token
+/// itself keeps working). The server token has no password to change.
+#[tokio::test]
+async fn i45_5_a_user_changes_their_own_password() {
+    let server = TestServer::start().await;
+    add_user(&server, "alice").await;
+    let (mine, other) = (login(&server, "alice").await, login(&server, "alice").await);
+    let session = ("Cookie", mine.as_str());
+    let (_, created) = act(&server, session, "user.token.create", json!({"name": "ci"})).await;
+    let bearer = format!("Bearer {}", created["secret"].as_str().unwrap());
+    let mut my_ws = ws_with(&server, session).await;
+    let mut token_ws = ws_with(&server, ("Authorization", &bearer)).await;
+    let mut other_ws = ws_with(&server, ("Cookie", &other)).await;
+    assert_eq!(ws_user(&mut token_ws).await, "alice");
+
+    let new = "a new horse battery";
+    let (status, body) = act(
+        &server,
+        session,
+        "user.password.set",
+        json!({"current_password": "not the password", "new_password": new}),
+    )
+    .await;
+    assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{body}");
+    assert_eq!(body["message"], "the current password is wrong; nothing was changed");
+    let (status, body) = act(
+        &server,
+        session,
+        "user.password.set",
+        json!({"current_password": PASSWORD, "new_password": "short"}),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["message"], "the new password must be at least 8 characters long");
+    assert_eq!(login_as(&server, "alice", new).await.status().as_u16(), 401, "not changed");
+
+    let (status, body) = act(
+        &server,
+        session,
+        "user.password.set",
+        json!({"current_password": PASSWORD, "new_password": new}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["user"]["name"].as_str(), body["session_kept"].as_bool()),
+        (Some("alice"), Some(true))
+    );
+
+    assert_eq!(login_as(&server, "alice", new).await.status().as_u16(), 303, "the new one works");
+    assert_eq!(
+        login_as(&server, "alice", PASSWORD).await.status().as_u16(),
+        401,
+        "the old one not"
+    );
+    wait_closed(&mut other_ws, "the other login session's socket").await;
+    wait_closed(&mut token_ws, "the token's socket").await;
+    let (status, _) = act(&server, ("Cookie", &other), "user.me", json!({})).await;
+    assert_eq!(status, 401, "the other login session ended");
+    let (status, me) = act(&server, session, "user.me", json!({})).await;
+    assert_eq!((status, me["user"]["name"].as_str()), (200, Some("alice")), "still signed in");
+    assert_eq!(ws_user(&mut my_ws).await, "alice", "the changing page's socket stays open");
+    let (status, _) = act(&server, ("Authorization", &bearer), "user.me", json!({})).await;
+    assert_eq!(status, 200, "the token stays valid");
+}

@@ -134,8 +134,14 @@ impl WriteTx {
         Ok(User { id, name: name.to_owned(), created_at: Timestamp(now) })
     }
 
-    /// Sets a user's password and ends their login sessions (tokens stay).
-    pub async fn set_password(&mut self, name: &str, password_hash: &str) -> Result<User> {
+    /// Sets a user's password and ends their login sessions (tokens stay), except the one whose
+    /// secret hashes to `keep_session` (the session of the user who changed it on their page).
+    pub async fn set_password(
+        &mut self,
+        name: &str,
+        password_hash: &str,
+        keep_session: Option<&str>,
+    ) -> Result<User> {
         let user = user_by_name(self.db(), name)
             .await?
             .ok_or_else(|| StoreError::not_found("user", name))?;
@@ -145,8 +151,9 @@ impl WriteTx {
             .bind(&user.id)
             .execute(self.conn())
             .await?;
-        crate::sql::query("DELETE FROM user_sessions WHERE user_id = ?")
+        crate::sql::query("DELETE FROM user_sessions WHERE user_id = ? AND secret_hash <> ?")
             .bind(&user.id)
+            .bind(keep_session.unwrap_or(""))
             .execute(self.conn())
             .await?;
         Ok(user)

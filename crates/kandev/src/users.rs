@@ -110,7 +110,7 @@ pub async fn run(db: DatabaseArgs, command: UserCommand) -> Result<()> {
         UserCommand::Passwd { name } => {
             let hash = new_password_hash()?;
             let mut tx = store.begin_write().await?;
-            tx.set_password(name.trim(), &hash).await?;
+            tx.set_password(name.trim(), &hash, None).await?;
             tx.commit().await?;
             println!("changed the password of {}; their login sessions ended", name.trim());
             Ok(())

@@ -24,6 +24,20 @@ impl Engine {
         Ok(())
     }
 
+    /// `user.password.set`: `name`'s new password hash; their login sessions end but the one
+    /// whose secret hashes to `keep_session` (tokens stay).
+    pub async fn set_password(
+        &self,
+        name: &str,
+        hash: &str,
+        keep_session: Option<&str>,
+    ) -> Result<kandev_domain::account::User> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let user = tx.set_password(name, hash, keep_session).await?;
+        tx.commit().await?;
+        Ok(user)
+    }
+
     /// A login session of `user_id` (`POST /login`), until `expires`.
     pub async fn start_login_session(
         &self,
