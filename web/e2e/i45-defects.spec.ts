@@ -287,3 +287,69 @@ test('i45 8: an answered question stays in the transcript with the answer and wh
   await page.reload();
   await expect(transcript(page).locator('[data-kind="question"]')).toContainText('Answered: b · by dora');
 });
+
+test('i45 9: an agent crash is one state on the page, and the Session failed notification fires', async ({ page, kandev }) => {
+  const task = await kandev.createTask('Crashes', { start_agent: true });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Crashes');
+  await send(page, '#!mock\ncrash');
+  await expect(page.getByTestId('needs-you')).toContainText('the session failed');
+  const bar = page.locator('.session-bar');
+  await expect(bar.locator('.badge[data-state]')).toHaveText('error');
+  await expect(page.getByTestId('last-error')).toContainText('send a message to start it again');
+  const failed = async () =>
+    (await kandev.api('notification.list', {})).notifications.filter(
+      (n: { kind: string; task_id: string }) => n.kind === 'session_failed' && n.task_id === task.id,
+    ).length;
+  await expect.poll(failed).toBe(1);
+  // A new message starts the agent again: the error goes, and so does the need.
+  await send(page, 'again');
+  await expect(transcript(page).locator('[data-kind="agent"]').last()).toHaveText('echo: again');
+  await expect(page.getByTestId('needs-you')).toHaveCount(0);
+  await expect(bar.locator('.badge[data-state]')).toHaveText('waiting');
+});
+
+test('i45 11: after Stop the badge says stopped and Stop is off until the agent runs again', async ({ page, kandev }) => {
+  const task = await kandev.createTask('Stop me', { start_agent: true });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Stop me');
+  const bar = page.locator('.session-bar');
+  const stop = bar.getByRole('button', { name: 'Stop', exact: true });
+  await expect(bar.locator('.badge[data-state]')).toHaveText('waiting');
+  await expect(stop).toBeEnabled();
+  await stop.click();
+  await expect(bar.locator('.badge[data-state]')).toHaveText('stopped');
+  await expect(stop).toBeDisabled();
+  await send(page, 'back again');
+  await expect(transcript(page).locator('[data-kind="agent"]').last()).toHaveText('echo: back again');
+  await expect(bar.locator('.badge[data-state]')).toHaveText('waiting');
+  await expect(stop).toBeEnabled();
+});
+
+test('i45 12: a permission pending at a server restart is one card after it, and its answer reaches the agent', async ({
+  page,
+  kandev,
+}) => {
+  const task = await kandev.createTask('Ask across a restart', { start_agent: true });
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  const log = transcript(page);
+  await expect(log.locator('[data-kind="agent"]').first()).toHaveText('echo: Ask across a restart');
+  await send(page, '#!mock\nsay before\nask_permission deploy\nsay after');
+  const cards = log.locator('[data-kind="permission_request"]');
+  await expect(cards).toHaveCount(1);
+  await expect(cards.first()).toHaveAttribute('data-status', 'pending');
+  const before = await cards.first().getAttribute('data-request-id');
+
+  await kandev.restart('SIGKILL'); // the agent lives on in its runner and asks again
+  await expect(page.getByTestId('connection')).toHaveText('Live', { timeout: 20_000 });
+  await page.reload();
+  await expect(log.locator('[data-kind="agent"]').filter({ hasText: 'before' })).toHaveCount(1);
+  // The same card, taken over by the request asked again (a new request id).
+  await expect(cards.first()).not.toHaveAttribute('data-request-id', before ?? '');
+  await expect(cards).toHaveCount(1);
+  await expect(cards.first()).toHaveAttribute('data-status', 'pending');
+  await cards.first().getByRole('button', { name: 'Allow once' }).click();
+  await expect(log.locator('[data-kind="agent"]').last()).toContainText('after');
+  await expect(cards).toHaveCount(1);
+  await expect(cards.first()).toHaveAttribute('data-status', 'approved');
+});

@@ -106,6 +106,8 @@ pub struct SessionDto {
     pub name: Option<String>,
     pub state: SessionStateDto,
     pub epoch: i64,
+    /// The live agent's ACP session; `None` while no agent process runs (never started,
+    /// stopped, exited).
     pub acp_session_id: Option<String>,
     pub session_mode: Option<String>,
     pub model: Option<String>,

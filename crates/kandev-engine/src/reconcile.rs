@@ -95,10 +95,9 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
         {
             let mut tx = inner.store.begin_write().await?;
             let run = tx.join_runner(&session.id, position.epoch).await?;
-            // Rule 41 for the requests the user did not answer: the agent's request comes
+            // The requests the user did not answer stay pending: the agent's request comes
             // again in the replay (the committed position stays before it until answered),
-            // so it is asked anew.
-            expire_permissions(&mut tx, &session).await?;
+            // and the same card takes the answer (rule 42).
             tx.commit().await?;
             let execution = from.client.attach_with(&info, AckPolicy::OnCommit, position.committed);
             adoptions.push(Adoption {

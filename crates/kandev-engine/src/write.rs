@@ -34,7 +34,10 @@ pub(crate) async fn write_session(
     let written = tx.update_session(&session.id, session.epoch, update).await?;
     let action = if changed_state.is_some() { "session.state_changed" } else { "session.updated" };
     let seq = publish::session_event(tx, &written, action).await?;
-    if changed_state == Some(SessionState::Failed) {
+    // A session that failed, or whose agent crashed (it waits without one: the next message
+    // starts it again), is a notification, once per failure (issue 45 item 9: a crash was
+    // shown as needing you but notified nobody). A failed turn is its `turn_completed`.
+    if failed(&written) && !failed(session) {
         failed_attention(tx, &written, seq).await?;
     }
     if update.last_error.is_some() {
@@ -46,6 +49,16 @@ pub(crate) async fn write_session(
         publish::sync_task(tx, &written).await?; // its state, and whether it needs its developer
     }
     Ok(written)
+}
+
+/// Whether the session failed, or waits after its agent crashed.
+fn failed(session: &Session) -> bool {
+    let crashed = session.last_error.as_ref().is_some_and(|e| e.code == "agent_exited");
+    match session.state {
+        SessionState::Failed => true,
+        SessionState::WaitingForInput => crashed,
+        _ => false,
+    }
 }
 
 /// A session that failed needs its developer: a notification record (browser, webhooks,

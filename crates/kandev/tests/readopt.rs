@@ -12,7 +12,7 @@ use kandev_mock_agent::{CallKind, Counters};
 use serde_json::{Value, json};
 use support::{
     KANDEV, Server, Watch, agent_text, agents_of, call, eventually, launched_session,
-    launched_with, messages, runners_of, state,
+    launched_with, messages, runners_of, state, try_call,
 };
 
 mod support;
@@ -157,16 +157,20 @@ fn permissions(messages: &[Value]) -> Vec<(String, String)> {
 /// After a restart: the request the user saw expired (its responder died with the server),
 /// the agent's request, still waiting, came again with the replay and is asked anew; it is
 /// answered and the turn completes. Returns what the agent said.
-async fn answer_the_request_asked_again(server: &Server, session: &str) -> String {
+/// Issue 45 item 12: the request asked again is the same card (one message, still pending),
+/// taken over with a new request id; the old id answers nothing.
+async fn answer_the_request_asked_again(server: &Server, session: &str, before: &str) -> String {
     let mut watch = Watch::sessions(server, &[session.to_owned()]).await;
-    let two = |m: &[Value]| permissions(m).len() == 2;
-    let stored = watch.messages(server, session, "the request is asked again", two).await;
+    let again = |m: &[Value]| permissions(m).iter().any(|(id, _)| id != before);
+    let stored = watch.messages(server, session, "the request is asked again", again).await;
     let asked = permissions(&stored);
-    assert_eq!(asked[0].1, "expired");
-    assert_eq!(asked[1].1, "pending");
+    assert_eq!(asked.len(), 1, "one card: {asked:?}");
+    assert_eq!(asked[0].1, "pending");
     assert_eq!(state(server, session).await, "RUNNING", "the turn goes on");
+    let stale = json!({"session_id": session, "request_id": before, "option_id": "allow_once"});
+    assert!(try_call(server, "permission.respond", stale).await.is_err(), "the old id is gone");
     let answer =
-        json!({"session_id": session, "request_id": asked[1].0, "option_id": "allow_once"});
+        json!({"session_id": session, "request_id": asked[0].0, "option_id": "allow_once"});
     call(server, "permission.respond", answer).await;
     watch.state(server, session, "WAITING_FOR_INPUT").await;
     agent_text(&messages(server, session).await)
@@ -181,11 +185,12 @@ async fn l42_a_permission_request_pending_at_a_kill_9_is_asked_again_after_the_r
     let script = "#!mock\nsay before\nask_permission deploy\nsay after";
     call(&server, "message.add", json!({"session_id": session, "content": script})).await;
     let asked = |m: &[Value]| !permissions(m).is_empty();
-    watch.messages(&server, &session, "the agent asks", asked).await;
+    let stored = watch.messages(&server, &session, "the agent asks", asked).await;
+    let before = permissions(&stored)[0].0.clone();
     server.kill_9(); // the request unanswered
 
     let restarted = KANDEV.start_with(home.path(), &LOCAL);
-    let text = answer_the_request_asked_again(&restarted, &session).await;
+    let text = answer_the_request_asked_again(&restarted, &session, &before).await;
     assert_eq!(text, "beforepermission: allow_once\nafter", "the agent got the answer");
     no_load(home.path());
 }
@@ -205,11 +210,12 @@ async fn i20_a1_output_streamed_while_a_permission_request_waits_is_stored_once(
     call(&server, "message.add", json!({"session_id": session, "content": script})).await;
     let streamed_all = format!("before{}", streamed(40));
     let ready = |m: &[Value]| !permissions(m).is_empty() && agent_text(m) == streamed_all;
-    watch.messages(&server, &session, "the agent asks, then streams", ready).await;
+    let stored = watch.messages(&server, &session, "the agent asks, then streams", ready).await;
+    let before = permissions(&stored)[0].0.clone();
     server.kill_9(); // the request unanswered, the text after it stored
 
     let restarted = KANDEV.start_with(home.path(), &LOCAL);
-    let text = answer_the_request_asked_again(&restarted, &session).await;
+    let text = answer_the_request_asked_again(&restarted, &session, &before).await;
     assert_eq!(text, format!("{streamed_all}permission: allow_once\nafter"), "every chunk once");
     no_load(home.path());
     stop_leaving_nothing(restarted, home.path()).await;

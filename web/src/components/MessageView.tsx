@@ -217,6 +217,7 @@ function Permission({ message, m }: { message: MessageOf<'permission_request'>; 
       className={`msg msg-permission perm-${status}`}
       data-kind="permission_request"
       data-status={status}
+      data-request-id={requestId}
       role={status === 'pending' ? 'alertdialog' : undefined}
       aria-label={status === 'pending' ? `Permission request: ${message.content}` : undefined}
     >

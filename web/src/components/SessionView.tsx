@@ -2,7 +2,7 @@
 // error, the live transcript, the composer and the prompt queue.
 import { useEffect, useRef, useState } from 'react';
 import { call, errorText } from '../api/client';
-import type { ActionName, Actions, MessageDto } from '../api/types';
+import type { ActionName, Actions, MessageDto, SessionDto } from '../api/types';
 import { useSession } from '../lib/session';
 import { errorHint } from '../lib/sessionError';
 import { toast } from '../lib/toast';
@@ -30,6 +30,15 @@ declare global {
   }
 }
 
+/** The session's pill: an error while it waits with one (the agent crashed, a turn failed:
+ * what the task's "needs you" says too), "stopped" while it waits with no agent running. */
+function sessionBadge(state: string, session: SessionDto | null): { state: string; text?: string; label?: string } {
+  if (state !== 'WAITING_FOR_INPUT' || !session) return { state };
+  if (session.last_error) return { state: 'FAILED', label: session.last_error.message };
+  if (!session.acp_session_id) return { state, text: 'stopped', label: 'No agent runs: the next message starts it' };
+  return { state };
+}
+
 export function SessionView({
   sessionId,
   workspaceId = null,
@@ -53,6 +62,8 @@ export function SessionView({
   const session = s.session;
   const state = session?.state ?? 'CREATED';
   const busy = state === 'RUNNING' || state === 'STARTING' || s.turnOpen;
+  // The server clears the ACP session id when the agent's process ends (stopped, exited).
+  const agentLive = !!session?.acp_session_id;
   // A turn held on a permission request or a question waits for the person, not the agent.
   const waitingOnYou =
     busy &&
@@ -88,7 +99,11 @@ export function SessionView({
   return (
     <div className="session" data-session-id={sessionId} data-state={state}>
       <div className="session-bar">
-        {waitingOnYou ? <span className="badge needs-you-badge">waiting for you</span> : <StateBadge state={state} />}
+        {waitingOnYou ? (
+          <span className="badge needs-you-badge">waiting for you</span>
+        ) : (
+          <StateBadge {...sessionBadge(state, session)} />
+        )}
         <span className="session-state" data-testid="session-state">
           {state}
         </span>
@@ -137,9 +152,13 @@ export function SessionView({
             Reset context
           </button>
           <ResumeMenu disabled={actions.busy} onResume={(mode) => run('Resume', 'session.resume', { id: sessionId, mode })} />
-          <button disabled={actions.busy} onClick={() =>
+          <button
+            disabled={actions.busy || (!busy && !agentLive)}
+            title={!busy && !agentLive ? 'No agent runs for this session: the next message starts it' : undefined}
+            onClick={() =>
               run('Stop', 'session.stop', { id: sessionId }, 'Agent stopped: the next message resumes the conversation')
-            }>
+            }
+          >
             Stop
           </button>
           <button className="danger-outline" disabled={actions.busy} onClick={() => setConfirmDelete(true)}>

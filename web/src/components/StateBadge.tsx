@@ -11,8 +11,8 @@ const LABELS: Record<string, string> = {
   COMPLETED: 'done',
 };
 
-export function StateBadge({ state, label }: { state: string; label?: string }) {
-  const text = LABELS[state] ?? state.toLowerCase();
+export function StateBadge({ state, label, text: shown }: { state: string; label?: string; text?: string }) {
+  const text = shown ?? LABELS[state] ?? state.toLowerCase();
   return (
     <span className={`badge state-${state.toLowerCase()}`} data-state={state} title={label ?? state}>
       {(state === 'RUNNING' || state === 'IN_PROGRESS' || state === 'STARTING') && (

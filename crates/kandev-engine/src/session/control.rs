@@ -43,6 +43,10 @@ impl SessionActor {
                 let ended: Result<()> = async {
                     let mut tx = self.begin_write().await?;
                     tx.end_runtime(&self.session.id, live.epoch, status).await?;
+                    // No agent runs for the session now: its page offers no Stop and says
+                    // so (issue 45 item 11).
+                    let gone = SessionUpdate { acp_session_id: Some(None), ..Default::default() };
+                    self.write(&mut tx, gone).await?;
                     self.finish(tx).await?;
                     Ok(())
                 }

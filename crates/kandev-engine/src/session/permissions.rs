@@ -6,6 +6,7 @@ use kandev_acp::{Outcome, PermissionOption};
 use kandev_api_types::{MessageDto, Notification, SessionEvent};
 use kandev_domain::message_meta::{MessageMeta, PermissionMeta, PermissionOptionMeta};
 use kandev_domain::notify::NotificationKind;
+use kandev_domain::MessageId;
 use kandev_domain::transcript::Message;
 use kandev_store::WriteTx;
 use serde_json::{Value, json};
@@ -39,32 +40,18 @@ impl SessionActor {
         // server that re-adopts the agent after a restart gets it again and asks the user.
         let at = self.handled();
         self.set_handled(from);
-        let request_id = uuid::Uuid::new_v4().to_string();
-        let meta = MessageMeta::PermissionRequest(PermissionMeta {
-            request_id: request_id.clone(),
-            options: options_meta(&options),
-            status: "pending".to_owned(),
-            tool_call: raw,
-            selected_option_id: None,
-            answered_by: None,
-        });
         let mut tx = self.begin_write().await?;
-        let message = self.add_in(&mut tx, &title, meta).await?;
-        let event = SessionEvent::PermissionRequested {
-            session_id: self.session.id.to_string(),
-            request_id: request_id.clone(),
-            message: MessageDto::from(&message),
+        // The same request the last run stored and nobody answered, asked again by a
+        // re-adopted agent (its replay, rule 42): its card takes the answer, and no second
+        // card or notification is made (issue 45 item 12).
+        let (request_id, message_id) = match self.asked_before(&mut tx, &title, &raw).await? {
+            Some(asked) => self.ask_again(&mut tx, asked).await?,
+            None => self.ask_anew(&mut tx, &title, raw, &options).await?,
         };
-        publish::notify(&mut tx, Notification::session(&self.session.id, event)).await?;
-        publish::sync_task(&mut tx, &self.session).await?; // the task needs its developer
-        let data = json!({ "request_id": request_id, "message_id": message.id.to_string() });
-        let kind = NotificationKind::PermissionRequested;
-        let title = format!("{}: permission requested: {title}", self.task.title);
-        publish::attention(&mut tx, kind, &self.session, message.seq, title, data).await?;
         self.finish(tx).await?;
         self.permissions.insert(
             request_id.clone(),
-            PendingPermission { responder, options: options.clone(), message_id: message.id, from },
+            PendingPermission { responder, options: options.clone(), message_id, from },
         );
         self.set_handled(at);
         let auto_approve = self.profile_auto_approves().await;
@@ -77,6 +64,71 @@ impl SessionActor {
             .await?;
         }
         Ok(())
+    }
+
+    /// A stored request still pending that no live request holds (the last run's, before a
+    /// restart), with this title and tool call: its request id and message.
+    async fn asked_before(
+        &self,
+        tx: &mut WriteTx,
+        title: &str,
+        raw: &Value,
+    ) -> Result<Option<(MessageId, PermissionMeta)>> {
+        for message in tx.pending_permission_messages(&self.session.id).await? {
+            let MessageMeta::PermissionRequest(request) = message.meta else { continue };
+            let held = self.permissions.contains_key(&request.request_id);
+            if !held && message.content == title && request.tool_call == *raw {
+                return Ok(Some((message.id, request)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Takes a stored request over for the live one: a new request id (an answer given to
+    /// the old one could not reach this agent), announced as the message's change.
+    async fn ask_again(
+        &mut self,
+        tx: &mut WriteTx,
+        (id, mut request): (MessageId, PermissionMeta),
+    ) -> Result<(String, MessageId)> {
+        let request_id = uuid::Uuid::new_v4().to_string();
+        request.request_id = request_id.clone();
+        let meta = MessageMeta::PermissionRequest(request);
+        let message = tx.set_message(&id, None, &meta).await?;
+        publish::message_changed(tx, &self.session, &message).await?;
+        Ok((request_id, message.id))
+    }
+
+    /// Stores a new request as its card, announces it and tells the developer.
+    async fn ask_anew(
+        &mut self,
+        tx: &mut WriteTx,
+        title: &str,
+        raw: Value,
+        options: &[PermissionOption],
+    ) -> Result<(String, MessageId)> {
+        let request_id = uuid::Uuid::new_v4().to_string();
+        let meta = MessageMeta::PermissionRequest(PermissionMeta {
+            request_id: request_id.clone(),
+            options: options_meta(options),
+            status: "pending".to_owned(),
+            tool_call: raw,
+            selected_option_id: None,
+            answered_by: None,
+        });
+        let message = self.add_in(tx, title, meta).await?;
+        let event = SessionEvent::PermissionRequested {
+            session_id: self.session.id.to_string(),
+            request_id: request_id.clone(),
+            message: MessageDto::from(&message),
+        };
+        publish::notify(tx, Notification::session(&self.session.id, event)).await?;
+        publish::sync_task(tx, &self.session).await?; // the task needs its developer
+        let data = json!({ "request_id": request_id, "message_id": message.id.to_string() });
+        let kind = NotificationKind::PermissionRequested;
+        let title = format!("{}: permission requested: {title}", self.task.title);
+        publish::attention(tx, kind, &self.session, message.seq, title, data).await?;
+        Ok((request_id, message.id))
     }
 
     async fn profile_auto_approves(&self) -> bool {
@@ -240,7 +292,25 @@ impl SessionActor {
                 return Err(err);
             }
         }
+        // Requests of the last run that the re-adopted agent did not ask again: nobody can
+        // answer them any more.
+        if let Err(err) = self.expire_unheld(tx, status).await {
+            expired.restore(self);
+            return Err(err);
+        }
         Ok(expired)
+    }
+}
+
+impl SessionActor {
+    async fn expire_unheld(&mut self, tx: &mut WriteTx, status: &str) -> Result<()> {
+        for message in tx.pending_permission_messages(&self.session.id).await? {
+            let MessageMeta::PermissionRequest(request) = &message.meta else { continue };
+            let (id, request_id) = (&self.session.id, &request.request_id);
+            tx.record_permission_answer(id, request_id, None, status, "engine", None).await?;
+            self.resolve_permission_message(tx, &message.id, status, None, "engine").await?;
+        }
+        Ok(())
     }
 }
 

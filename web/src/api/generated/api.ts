@@ -404,7 +404,12 @@ export type SessionDto = { id: string, task_id: string, agent_profile_id: string
 /**
  * The name a person gave it (`session.rename`), if any.
  */
-name: string | null, state: SessionStateDto, epoch: number, acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, 
+name: string | null, state: SessionStateDto, epoch: number, 
+/**
+ * The live agent's ACP session; `None` while no agent process runs (never started,
+ * stopped, exited).
+ */
+acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, 
 /**
  * The agent's latest usage report, if any.
  */
