@@ -4,9 +4,9 @@
 
 use kandev_acp::{Outcome, PermissionOption};
 use kandev_api_types::{MessageDto, Notification, SessionEvent};
+use kandev_domain::MessageId;
 use kandev_domain::message_meta::{MessageMeta, PermissionMeta, PermissionOptionMeta};
 use kandev_domain::notify::NotificationKind;
-use kandev_domain::MessageId;
 use kandev_domain::transcript::Message;
 use kandev_store::WriteTx;
 use serde_json::{Value, json};
