@@ -1,6 +1,7 @@
 // The shell: header (workspace, board, connection state), and the page for the route.
 import { useCallback, useEffect, useState } from 'react';
 import { live, type ConnectionStatus } from './api/live';
+import { AccountPage } from './components/AccountPage';
 import { Board } from './components/board/Board';
 import { ErrorBanner } from './components/ErrorBanner';
 import { GlobalSearch, useSearchShortcut } from './components/GlobalSearch';
@@ -121,6 +122,7 @@ export function App() {
             <TaskPage taskId={route.taskId} sessionId={route.sessionId} tab={route.tab} />
           )}
           {route.page === 'settings' && <Settings section={route.section} />}
+          {route.page === 'account' && <AccountPage />}
         </main>
         <Toasts />
         {creatingWorkspace && (

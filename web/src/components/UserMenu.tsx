@@ -1,8 +1,10 @@
 // Who is signed in, and the way out (issue 21): shown in the header when the page was let in
-// by a login (a user's session, or the server token's cookie); nothing without accounts.
+// by a login (a user's session, or the server token's cookie); nothing without accounts. The
+// user's name opens their own page (`/account`: password, personal tokens).
 // Logging out is a `fetch` POST rather than a form: the app's pages send no referrer, and a
 // form's navigation would then carry `Origin: null`, which the server's Origin check refuses.
 import { call } from '../api/client';
+import { navigate } from '../lib/router';
 import { useMutation } from '../lib/useMutation';
 import { useRead } from '../lib/useRead';
 
@@ -22,9 +24,18 @@ export function UserMenu() {
   return (
     <span className="user-menu">
       {me.data?.user && (
-        <span className="user-name" data-testid="user-name" title="Signed in as">
+        <a
+          className="navlink user-name"
+          data-testid="user-name"
+          href="/account"
+          title="Your account: password and personal tokens"
+          onClick={(e) => {
+            e.preventDefault();
+            navigate('/account');
+          }}
+        >
           {me.data.user.name}
-        </span>
+        </a>
       )}
       <button type="button" className="navlink" onClick={() => void logout()}>
         Log out

@@ -1,11 +1,12 @@
-// A tiny history router: `/` board, `/tasks/<id>`, `/settings`. The server answers every
-// such path with index.html.
+// A tiny history router: `/` board, `/tasks/<id>`, `/settings`, `/account`. The server
+// answers every such path with index.html.
 import { useEffect, useState } from 'react';
 
 export type Route =
   | { page: 'board' }
   | { page: 'task'; taskId: string; sessionId: string | null; tab: TaskTab }
-  | { page: 'settings'; section: string };
+  | { page: 'settings'; section: string }
+  | { page: 'account' };
 
 /** The tabs of the task page: a session's chat, the Changes, the worktree's files, the
  * terminals and dev servers. */
@@ -28,6 +29,7 @@ export function parseRoute(path: string, search: string): Route {
   }
   const settings = /^\/settings(?:\/([a-z-]+))?\/?$/.exec(path);
   if (settings) return { page: 'settings', section: settings[1] ?? 'profiles' };
+  if (/^\/account\/?$/.test(path)) return { page: 'account' };
   return { page: 'board' };
 }
 
