@@ -20,6 +20,17 @@ const EMPTY = {
   remote_home: '',
 };
 
+/** The form's words for the fields a refusal may start with. */
+const LABELS = {
+  name: 'Name',
+  'ssh.host': 'Host',
+  'ssh.port': 'Port',
+  'ssh.user': 'User',
+  'ssh.identity_file': 'Identity file',
+  'ssh.known_hosts': 'Known hosts file',
+  'ssh.remote_home': 'Remote home',
+};
+
 const readExecutors = () => call('executor.list', {}).then((r) => r.executors);
 
 /// Where an executor runs agents, for the table.
@@ -46,7 +57,7 @@ export function Executors() {
   const [form, setForm] = useState(EMPTY);
   const [checked, setChecked] = useState<Record<string, string>>({});
   const [checking, setChecking] = useState<string | null>(null);
-  const { wrap, view } = useFormError();
+  const { wrap, view } = useFormError(LABELS);
   const field = (key: keyof typeof EMPTY, label: string, hint: string, placeholder: string) => (
     <label>
       {label} <span className="hint">{hint}</span>

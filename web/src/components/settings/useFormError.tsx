@@ -1,11 +1,31 @@
 // The error of a settings form or control: `wrap` runs an action and keeps its failure
-// (`useMutation`), `view` shows it next to the control (an inline alert).
+// (`useMutation`), `view` shows it next to the control (an inline alert). `labels` (a request
+// field → the form's label for it) puts a refusal that starts with a field's name in the
+// form's words: "forge_api_base_url must be ..." reads "Forge API URL must be ...".
+import { errorText } from '../../api/client';
 import { InlineError } from '../ErrorBanner';
 import { useMutation } from '../../lib/useMutation';
 
-export function useFormError() {
+export function useFormError(labels?: Record<string, string>) {
   const { run, error } = useMutation();
-  const wrap = (f: () => Promise<unknown>) => run(f);
+  const describe = (e: unknown) => inWords(errorText(e), labels);
+  const wrap = (f: () => Promise<unknown>) => run(f, { describe });
   const view = <InlineError error={error} />;
   return { wrap, view };
+}
+
+/** `message` with a leading field name replaced by its label: `name ...`, `name: ...`, and for
+ * lists `name[1].url ...` ("MCP server 2 url ..."); any other message as it is. */
+export function inWords(message: string, labels: Record<string, string> | undefined): string {
+  if (!labels) return message;
+  // Longest first: `ssh.identity_file` before `ssh`.
+  for (const field of Object.keys(labels).sort((a, b) => b.length - a.length)) {
+    const escaped = field.replace(/[.[\]]/g, '\\$&');
+    const m = new RegExp(`^${escaped}(?:\\[(\\d+)\\])?(?:\\.([a-z_]+))?(:? )`).exec(message);
+    if (!m) continue;
+    const index = m[1] === undefined ? '' : ` ${Number(m[1]) + 1}`;
+    const part = m[2] === undefined ? '' : ` ${m[2].replace(/_/g, ' ')}`;
+    return `${labels[field]}${index}${part}${m[3] === ': ' ? ': ' : ' '}${message.slice(m[0].length)}`;
+  }
+  return message;
 }
