@@ -31,7 +31,7 @@ test('profiles, repositories and workflows are managed from settings', async ({ 
     await add.getByLabel(/Local path/).fill(repo);
     await add.getByLabel('Name').fill('demo-repo');
     await add.getByRole('button', { name: 'Add repository' }).click();
-    await expect(page.getByRole('cell', { name: 'demo-repo' })).toBeVisible();
+    await expect(page.getByRole('cell', { name: 'demo-repo', exact: true })).toBeVisible();
     await add.getByLabel(/Local path/).fill('/definitely/not/a/repo');
     await add.getByRole('button', { name: 'Add repository' }).click();
     await expect(add.getByRole('alert')).toBeVisible();

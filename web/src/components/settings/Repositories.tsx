@@ -1,9 +1,13 @@
-// Settings › Repositories: the workspace's repositories (remove, add by local path).
+// Settings › Repositories: the workspace's repositories (edit, remove, add by local path).
 import { useState } from 'react';
 import { call } from '../../api/client';
 import { useData } from '../../lib/data';
 import { EmptyRow } from './EmptyRow';
+import { RepositoryForm } from './RepositoryForm';
 import { useFormError } from './useFormError';
+
+/** The add form's words for the fields a refusal may start with. */
+const LABELS = { local_path: 'Local path', name: 'Name', default_branch: 'Base branch', setup_script: 'Setup script' };
 
 export function Repositories() {
   const { workspace, repositories, listsRead } = useData();
@@ -11,11 +15,14 @@ export function Repositories() {
   const [name, setName] = useState('');
   const [branch, setBranch] = useState('');
   const [setup, setSetup] = useState('');
-  const { wrap, view } = useFormError();
+  const [editing, setEditing] = useState<string | null>(null);
+  const { wrap, view } = useFormError(LABELS);
   if (!workspace) return null;
+  const edited = repositories.find((r) => r.id === editing);
   return (
     <section>
       <h1>Repositories</h1>
+      {edited && <RepositoryForm key={edited.id} repository={edited} onDone={() => setEditing(null)} />}
       <table className="table">
         <thead>
           <tr>
@@ -41,6 +48,9 @@ export function Repositories() {
                 <code>{r.branch_template}</code>
               </td>
               <td className="row-actions">
+                <button aria-label={`Edit ${r.name}`} onClick={() => setEditing(r.id)}>
+                  Edit
+                </button>
                 <button className="danger-outline" onClick={() => void wrap(() => call('repository.delete', { id: r.id }))}>
                   Remove
                 </button>
