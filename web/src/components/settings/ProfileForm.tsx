@@ -1,9 +1,22 @@
-// The form that creates or edits an agent profile.
+// The form that creates or edits an agent profile: its agent, command, model and mode, its
+// environment variables (secrets) and extra MCP servers.
 import { useState } from 'react';
 import { call } from '../../api/client';
 import type { AgentKind, AgentKindDto, AgentProfileDto } from '../../api/types';
+import { EnvVarsEditor, fromEnv, toEnv } from './EnvVarsEditor';
 import { McpServersEditor, fromMcpServers, toMcpServers } from './McpServersEditor';
 import { useFormError } from './useFormError';
+
+/** The form's words for the fields a refusal may start with. */
+const LABELS = {
+  name: 'Name',
+  command: 'Command',
+  args: 'Arguments',
+  model: 'Model',
+  mode: 'Mode',
+  env: 'Environment variable',
+  mcp_servers: 'MCP server',
+};
 
 export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; profile: AgentProfileDto | null; onDone: () => void }) {
   const [name, setName] = useState(profile?.name ?? '');
@@ -14,7 +27,8 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
   const [mode, setMode] = useState(profile?.mode ?? '');
   const [autoApprove, setAutoApprove] = useState(profile?.auto_approve ?? false);
   const [mcpServers, setMcpServers] = useState(() => fromMcpServers(profile?.mcp_servers ?? []));
-  const { wrap, view } = useFormError();
+  const [env, setEnv] = useState(() => fromEnv(profile?.env ?? []));
+  const { wrap, view } = useFormError(LABELS);
   const argList = args.split(/\s+/).filter(Boolean);
   return (
     <form
@@ -22,13 +36,16 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
       aria-label={profile ? 'Edit profile' : 'New profile'}
       onSubmit={async (e) => {
         e.preventDefault();
-        const ok = await wrap(() =>
-          profile
+        const ok = await wrap(async () => {
+          const envList = toEnv(env);
+          if (typeof envList === 'string') throw new Error(envList);
+          await (profile
             ? call('agent.profile.update', {
                 id: profile.id,
                 name,
                 command,
                 args: argList,
+                env: envList,
                 model: model || null,
                 mode: mode || null,
                 auto_approve: autoApprove,
@@ -39,13 +56,13 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
                 kind,
                 command,
                 args: argList,
-                env: [],
+                env: envList,
                 model: model || undefined,
                 mode: mode || undefined,
                 auto_approve: autoApprove,
                 mcp_servers: toMcpServers(mcpServers),
-              }),
-        );
+              }));
+        });
         if (ok) onDone();
       }}
     >
@@ -91,6 +108,7 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
         <input type="checkbox" checked={autoApprove} onChange={(e) => setAutoApprove(e.target.checked)} />
         Approve permission requests automatically
       </label>
+      <EnvVarsEditor value={env} onChange={setEnv} />
       <McpServersEditor value={mcpServers} onChange={setMcpServers} />
       {view}
       <div className="actions">
