@@ -1,6 +1,7 @@
 // The create-task form: title, description, repositories (one or more, each with its base
 // branch; the first defaults to the one chosen last, or the only one), agent profile, step,
-// start now (by default only when the step starts the agent).
+// start now (by default only when the step starts the agent), and the task it is a subtask of
+// and those it is blocked by.
 import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { RepositoryDto, TaskDto, WorkflowDto } from '../api/types';
@@ -8,6 +9,7 @@ import { useData } from '../lib/data';
 import { readPref, writePref } from '../lib/prefs';
 import { useMutation } from '../lib/useMutation';
 import { Dialog } from './Dialog';
+import { type Links, TaskLinksFields, linksErrorText } from './TaskLinks';
 
 export function CreateTaskDialog(props: {
   workflow: WorkflowDto;
@@ -26,6 +28,7 @@ export function CreateTaskDialog(props: {
   const [stepId, setStepId] = useState(start?.id ?? '');
   // Ticked only by hand: by default a task starts its agent when its step does, no sooner.
   const [startNow, setStartNow] = useState(false);
+  const [links, setLinks] = useState<Links>({ parentId: '', blockedBy: [] });
   // A step whose on_enter starts the agent starts it whatever the box says: say so.
   const chosen = steps.find((s) => s.id === stepId);
   const stepStarts = chosen?.events.on_enter.some((a) => a.type === 'auto_start_agent') ?? false;
@@ -46,10 +49,12 @@ export function CreateTaskDialog(props: {
         repositories: repos.filter((r) => r.id).map((r) => ({ id: r.id, base_branch: r.baseBranch || undefined })),
         agent_profile_id: profile || undefined,
         start_agent: startNow || stepStarts,
+        parent_id: links.parentId || undefined,
+        blocked_by: links.blockedBy,
       });
       writePref(LAST_REPOSITORY, repos[0]?.id ?? '');
       props.onCreated(task);
-    });
+    }, { describe: linksErrorText });
   };
 
   return (
@@ -130,6 +135,7 @@ export function CreateTaskDialog(props: {
             </button>
           </div>
         )}
+        <TaskLinksFields workflowId={props.workflow.id} links={links} onChange={setLinks} />
         <label className="check">
           <input
             type="checkbox"

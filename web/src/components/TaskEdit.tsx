@@ -1,4 +1,5 @@
-// Editing a task's title and description, and deleting the task (issue 18), from its page.
+// Editing a task's title, description, parent and blockers (issues 18, 45), and deleting the
+// task, from its page.
 import { useState } from 'react';
 import { ApiError, call } from '../api/client';
 import type { TaskDto } from '../api/types';
@@ -6,17 +7,28 @@ import { navigate } from '../lib/router';
 import { toast } from '../lib/toast';
 import { useMutation } from '../lib/useMutation';
 import { Dialog } from './Dialog';
+import { type Links, TaskLinksFields, linksErrorText } from './TaskLinks';
 
 export function EditTaskDialog({ task, onClose }: { task: TaskDto; onClose: () => void }) {
   const [title, setTitle] = useState(task.title);
   const [description, setDescription] = useState(task.description);
+  const [links, setLinks] = useState<Links>({ parentId: task.parent_id ?? '', blockedBy: task.blocked_by });
   const { busy: saving, error, run } = useMutation();
   const save = () =>
-    run(async () => {
-      await call('task.update', { id: task.id, title, description });
-      toast('Task saved');
-      onClose();
-    });
+    run(
+      async () => {
+        await call('task.update', {
+          id: task.id,
+          title,
+          description,
+          parent_id: links.parentId || null,
+          blocked_by: links.blockedBy,
+        });
+        toast('Task saved');
+        onClose();
+      },
+      { describe: linksErrorText },
+    );
   return (
     <Dialog title="Edit task" onClose={onClose}>
       <form
@@ -34,6 +46,7 @@ export function EditTaskDialog({ task, onClose }: { task: TaskDto; onClose: () =
           Description
           <textarea value={description} rows={6} onChange={(e) => setDescription(e.target.value)} />
         </label>
+        <TaskLinksFields workflowId={task.workflow_id} taskId={task.id} links={links} onChange={setLinks} />
         {error && (
           <p className="form-error" role="alert">
             {error}
