@@ -353,3 +353,32 @@ test('i45 12: a permission pending at a server restart is one card after it, and
   await expect(cards).toHaveCount(1);
   await expect(cards.first()).toHaveAttribute('data-status', 'approved');
 });
+
+test("i45 22: another workspace's tasks that need you show in the header and open from there", async ({ page, kandev }) => {
+  const { workspace } = await kandev.api('workspace.create', { name: 'Side project' });
+  const { workflow } = await kandev.api('workflow.create', { workspace_id: workspace.id, name: 'Side', template_id: 'kanban' });
+  await openBoard(page, kandev);
+  const elsewhere = page.getByTestId('needs-you-elsewhere');
+  await expect(elsewhere).toHaveCount(0);
+  const inProgress = workflow.steps.find((st: { name: string }) => st.name === 'In Progress').id;
+  const { task } = await kandev.api('task.create', {
+    workflow_id: workflow.id,
+    title: 'Over there',
+    step_id: inProgress,
+    start_agent: true,
+  });
+  const { sessions } = await kandev.api('task.session.list', { task_id: task.id });
+  await expect.poll(async () => (await kandev.api('session.get', { id: sessions[0].id })).session.state).toBe('WAITING_FOR_INPUT');
+  await kandev.api('message.add', { session_id: sessions[0].id, content: '#!mock\nask_permission deploy' });
+  // Live: no reload.
+  await expect(elsewhere).toHaveText('1 needs you elsewhere');
+  await elsewhere.click();
+  await page.getByRole('menuitem', { name: /Over there/ }).click();
+  await expect(page).toHaveURL(new RegExp(`/tasks/${task.id}`));
+  await expect(page.getByLabel('Workspace')).toHaveValue(workspace.id);
+  // In its own workspace now: the header counts only the others.
+  await expect(elsewhere).toHaveCount(0);
+  await page.getByRole('button', { name: 'Allow once' }).click();
+  await page.getByLabel('Workspace').selectOption({ label: 'Default' });
+  await expect(elsewhere).toHaveCount(0);
+});

@@ -12,6 +12,7 @@ import { Toasts } from './lib/toast';
 import { DataContext, useWorkspaceData } from './lib/data';
 import { navigate, useRoute } from './lib/router';
 import { useBrowserNotifications } from './lib/notify';
+import { NeedsYouElsewhere } from './components/NeedsYouElsewhere';
 import { NEW_WORKSPACE, NewWorkspaceDialog } from './components/NewWorkspaceDialog';
 
 function useConnection(): ConnectionStatus {
@@ -82,6 +83,7 @@ export function App() {
             </label>
           )}
           <span className="spacer" />
+          <NeedsYouElsewhere />
           <button className="navlink" onClick={openSearch} title="Search tasks and messages (Ctrl+K)">
             Search
           </button>

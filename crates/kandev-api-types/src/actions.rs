@@ -127,6 +127,7 @@ actions! {
 
         TaskCreate = "task.create": rq::TaskCreate => rs::TaskCreated;
         TaskList = "task.list": rq::TaskList => rs::Tasks;
+        TaskNeedsYou = "task.needs_you": rq::ByWorkspace => rs::TasksNeedingYou;
         TaskGet = "task.get": rq::ById => rs::TaskOne;
         TaskUpdate = "task.update": rq::TaskUpdate => rs::TaskOne;
         TaskMove = "task.move": rq::TaskMove => rs::TaskMoved;

@@ -125,6 +125,12 @@ responses! {
         pub task: TaskDto,
     }
 
+    /// `task.needs_you`: a workspace's tasks that need their developer, the longest waiting
+    /// first (at most 100).
+    pub struct TasksNeedingYou {
+        pub tasks: Vec<TaskDto>,
+    }
+
     pub struct TaskMoved {
         pub task: TaskDto,
         pub from_step_id: String,

@@ -127,6 +127,7 @@ handlers! {
     StepReorder => workflow::step_reorder,
     TaskCreate => task::create,
     TaskGet => task::get,
+    TaskNeedsYou => task::needs_you,
     TaskUpdate => task::update,
     TaskArchive => task::archive,
     TaskUnarchive => task::unarchive,

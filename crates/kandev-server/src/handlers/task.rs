@@ -1,13 +1,17 @@
 //! `task.*` actions: create, list and search, update, move and reorder, archive, delete
 //! (which also remove the task's worktrees).
 
-use kandev_api_types::requests::{ById, TaskCreate, TaskList, TaskMove, TaskRemove, TaskUpdate};
+use kandev_api_types::requests::{
+    ById, ByWorkspace, TaskCreate, TaskList, TaskMove, TaskRemove, TaskUpdate,
+};
 use kandev_api_types::responses::{
-    TaskArchived, TaskCreated, TaskDeleted, TaskMoved, TaskOne, Tasks,
+    TaskArchived, TaskCreated, TaskDeleted, TaskMoved, TaskOne, Tasks, TasksNeedingYou,
 };
 use kandev_api_types::{SessionDto, TaskCardDto, TaskDto};
 use kandev_domain::workflow::Workflow;
-use kandev_domain::{AgentProfileId, RepositoryId, StepId, TaskId, WorkflowId, validate};
+use kandev_domain::{
+    AgentProfileId, RepositoryId, StepId, TaskId, WorkflowId, WorkspaceId, validate,
+};
 use kandev_engine::{NewTaskRequest, TaskDeletion, TaskEdit};
 use kandev_store::TaskFilter;
 use serde_json::json;
@@ -71,6 +75,18 @@ async fn create_now(
         task: TaskDto::from(&created.task),
         session: created.session.as_ref().map(SessionDto::from),
     })
+}
+
+/// Most tasks `task.needs_you` answers: a list to act on, not a board.
+const NEEDS_YOU_LIMIT: i64 = 100;
+
+/// `task.needs_you`: what waits for the developer in a workspace (issue 45 item 22: the
+/// header shows other workspaces' too).
+pub async fn needs_you(s: &AppState, p: ByWorkspace) -> Result<TasksNeedingYou, ApiError> {
+    let workspace = WorkspaceId::new(p.workspace_id);
+    s.store().get_workspace(&workspace).await?;
+    let tasks = s.store().tasks_needing_you(&workspace, NEEDS_YOU_LIMIT).await?;
+    Ok(TasksNeedingYou { tasks: tasks.iter().map(TaskDto::from).collect() })
 }
 
 pub async fn list(s: &AppState, p: TaskList) -> Result<Tasks, ApiError> {

@@ -320,6 +320,21 @@ impl Store {
         rows.into_iter().map(Task::try_from).collect()
     }
 
+    /// The tasks of a workspace that need their developer (not archived), the longest
+    /// waiting first; at most `limit`.
+    pub async fn tasks_needing_you(
+        &self,
+        workspace: &WorkspaceId,
+        limit: i64,
+    ) -> Result<Vec<Task>> {
+        let mut q = QueryBuilder::new(self.dialect(), TASK_SELECT);
+        q.push(" WHERE t.workspace_id = ").push_bind(workspace.as_str());
+        q.push(" AND t.needs_you IS NOT NULL AND t.archived_at IS NULL");
+        q.push(" ORDER BY t.updated_at, t.id LIMIT ").push_bind(limit);
+        let rows: Vec<TaskRow> = q.build_query_as().fetch_all(&self.read).await?;
+        rows.into_iter().map(Task::try_from).collect()
+    }
+
     pub async fn get_task(&self, id: &TaskId) -> Result<Task> {
         get(self.db(), id.as_str()).await
     }

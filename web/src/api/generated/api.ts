@@ -602,6 +602,8 @@ blocked_by?: Array<string>, };
 
 export type Tasks = { tasks: Array<TaskCardDto>, next_cursor: string | null, };
 
+export type TasksNeedingYou = { tasks: Array<TaskDto>, };
+
 export type TerminalDto = { id: string, task_id: string, repository_id: string, 
 /**
  * `running` or `exited`.
@@ -721,6 +723,7 @@ export type Actions = {
   "workflow.step.reorder": { request: StepReorder, response: WorkflowOne },
   "task.create": { request: TaskCreate, response: TaskCreated },
   "task.list": { request: TaskList, response: Tasks },
+  "task.needs_you": { request: ByWorkspace, response: TasksNeedingYou },
   "task.get": { request: ById, response: TaskOne },
   "task.update": { request: TaskUpdate, response: TaskOne },
   "task.move": { request: TaskMove, response: TaskMoved },
