@@ -41,14 +41,16 @@ test('i18: a webhook channel is added, tested, logs its deliveries and is delete
     await form.getByLabel('Turn completed').check();
     await form.getByRole('button', { name: 'Add channel' }).click();
     const table = page.getByRole('table', { name: 'Notification channels' });
-    const row = table.locator('tbody tr');
+    const row = table.locator('tbody tr[data-channel-id]');
     await expect(row).toHaveCount(1);
     await expect(row).toContainText(new URL(hook.url).origin);
     await expect(row).not.toContainText('secret-path'); // the URL past its origin is never shown
     await expect(row).toContainText('Permission requested, Question asked, Turn completed');
 
     await row.getByRole('button', { name: 'Test' }).click();
-    await expect(row.getByTestId('channel-test-result')).toHaveText('Test delivered (204)');
+    await expect(table.getByTestId('channel-test-result')).toHaveText(
+      'Test delivered (204) · the receiver sent no text back',
+    );
     expect(JSON.parse(hook.bodies[0]).notification.title).toBe('Kandev: test notification');
 
     // A real record: the first turn of a new task ends; the log shows it live.

@@ -220,9 +220,11 @@ actions! {
         NotificationList = "notification.list": rq::NotificationList => rs::NotificationRecords;
         ChannelCreate = "notification.channel.create": rq::ChannelCreate => rs::ChannelOne;
         ChannelList = "notification.channel.list": rq::Empty => rs::Channels;
+        ChannelUpdate = "notification.channel.update": rq::ChannelUpdate => rs::ChannelOne;
         ChannelDelete = "notification.channel.delete": rq::ById => rs::Deleted;
         ChannelTest = "notification.channel.test": rq::ById => rs::ChannelTested;
         DeliveryList = "notification.delivery.list": rq::DeliveryList => rs::Deliveries;
+        DeliveryRetry = "notification.delivery.retry": rq::DeliveryRetry => rs::DeliveryOne;
 
         UserMe = "user.me": rq::Empty => rs::Me;
         TokenCreate = "user.token.create": rq::TokenCreate => rs::TokenCreated;

@@ -71,6 +71,9 @@ pub enum NotificationsEvent {
     /// An attempt of a delivery was logged (the delivery log changed).
     #[serde(rename = "notification.delivery.updated")]
     DeliveryUpdated { delivery: crate::DeliveryDto },
+    /// Someone made a delivery due now (`notification.delivery.retry`).
+    #[serde(rename = "notification.delivery.retried")]
+    DeliveryRetried { delivery: crate::DeliveryDto },
 }
 
 /// Events of a `workspace:<id>` topic: its repositories, workflows, tasks, and the sessions

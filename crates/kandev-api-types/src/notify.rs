@@ -170,6 +170,10 @@ impl From<&Attempt> for AttemptDto {
 pub struct DeliveryDto {
     pub id: i64,
     pub notification_id: String,
+    /// Its record's kind, task and title.
+    pub kind: NotificationKindDto,
+    pub task_id: String,
+    pub title: String,
     pub channel_id: String,
     pub status: DeliveryStatusDto,
     pub next_at: Option<String>,
@@ -181,6 +185,9 @@ impl From<&Delivery> for DeliveryDto {
         DeliveryDto {
             id: d.id,
             notification_id: d.notification_id.clone(),
+            kind: d.kind.into(),
+            task_id: d.task_id.to_string(),
+            title: d.title.clone(),
             channel_id: d.channel_id.clone(),
             status: d.status.into(),
             next_at: d.next_at.map(rfc3339),

@@ -411,6 +411,21 @@ pub struct ChannelCreate {
     pub secret: Option<String>,
 }
 
+/// `notification.channel.update`: what is given changes; `secret: null` removes the
+/// secret, and leaving it out keeps it.
+pub struct ChannelUpdate {
+    pub id: String,
+    pub url: Option<String>,
+    pub events: Option<Vec<crate::NotificationKindDto>>,
+    #[serde(default, deserialize_with = "double_option")]
+    pub secret: Option<Option<String>>,
+}
+
+/// `notification.delivery.retry`.
+pub struct DeliveryRetry {
+    pub id: i64,
+}
+
 pub struct NotificationList {
     /// Records after this event `seq` (default 0: all).
     pub after_seq: Option<i64>,

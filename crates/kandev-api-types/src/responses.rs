@@ -299,6 +299,13 @@ responses! {
         pub delivered: bool,
         pub http_status: Option<u16>,
         pub error: Option<String>,
+        /// The start of the receiver's answer (at most 500 characters), when it sent one.
+        pub body: Option<String>,
+    }
+
+    /// `notification.delivery.retry`: the delivery, due now.
+    pub struct DeliveryOne {
+        pub delivery: crate::DeliveryDto,
     }
 
     /// `notification.delivery.list`: newest first, each with every attempt.

@@ -109,6 +109,9 @@ pub struct SessionDto {
     /// The live agent's ACP session; `None` while no agent process runs (never started,
     /// stopped, exited).
     pub acp_session_id: Option<String>,
+    /// The conversation the agent's next start loads (`session/load`): kept when the agent
+    /// stops or exits, replaced only by a new conversation (rules 22, 31).
+    pub resume_token: Option<String>,
     pub session_mode: Option<String>,
     pub model: Option<String>,
     pub config_options: Value,
@@ -158,6 +161,7 @@ impl From<&Session> for SessionDto {
             state: s.state.into(),
             epoch: s.epoch,
             acp_session_id: s.acp_session_id.clone(),
+            resume_token: s.resume_token.clone(),
             session_mode: s.session_mode.clone(),
             model: s.model.clone(),
             config_options: json_or_null(Some(&s.config_options)),

@@ -217,6 +217,10 @@ pub struct Attempt {
 pub struct Delivery {
     pub id: i64,
     pub notification_id: String,
+    /// Its record's kind, task and title (what the delivery log shows).
+    pub kind: NotificationKind,
+    pub task_id: TaskId,
+    pub title: String,
     pub channel_id: String,
     pub status: DeliveryStatus,
     pub next_at: Option<Timestamp>,

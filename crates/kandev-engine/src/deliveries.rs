@@ -13,7 +13,7 @@ use kandev_domain::notify::{
     Attempt, Channel, DeliveryStatus, NotificationKind, NotificationRecord, backoff,
 };
 use kandev_domain::{SessionId, TaskId, Timestamp};
-use kandev_notify::{Outgoing, Sender, TargetRefused};
+use kandev_notify::{Answer, Outgoing, Sender, TargetRefused};
 use kandev_store::{DueDelivery, Store};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -21,18 +21,22 @@ use tokio_util::sync::CancellationToken;
 /// Deliveries sent per pass.
 const BATCH: i64 = 16;
 
+/// The events after which due deliveries are read again before their time.
+const WAKES: [&str; 2] = ["notification.created", "notification.delivery.retried"];
+
 /// `notification.channel.test`: one attempt of a test record (kind: the channel's first
 /// event, title "Kandev: test notification", `delivery_id` 0) to `channel`, now; not retried
-/// and not in the delivery log. Returns the HTTP status (when an answer came) and why it
-/// failed; a target that is not allowed is refused before anything is sent.
+/// and not in the delivery log. Returns what the receiver answered and why it failed; a
+/// target that is not allowed is refused before anything is sent.
 pub(crate) async fn test(
     channel: &Channel,
     now: Timestamp,
     allow_private: bool,
-) -> Result<(Option<u16>, Option<String>), TargetRefused> {
+    web: &WebUrl,
+) -> Result<Answer, TargetRefused> {
     let sender = match Sender::new(allow_private) {
         Ok(sender) => sender,
-        Err(error) => return Ok((None, Some(error))),
+        Err(error) => return Ok(Answer { error: Some(error), ..Answer::default() }),
     };
     let kind = channel.events.first().copied().unwrap_or(NotificationKind::TurnCompleted);
     let notification = NotificationRecord {
@@ -46,7 +50,20 @@ pub(crate) async fn test(
         created_at: now,
     };
     let delivery = DueDelivery { id: 0, attempts: 0, notification, channel: channel.clone() };
-    send(&sender, &delivery, 1).await
+    send(&sender, &delivery, 1, web).await
+}
+
+/// Where the web UI is, for the task links in webhook bodies: the server's public URL
+/// (`--public-url`), else the address it listens on; `None` before it listens.
+#[derive(Debug, Clone, Default)]
+pub struct WebUrl(pub Option<String>);
+
+impl WebUrl {
+    /// The task's page.
+    fn task(&self, task: &TaskId) -> Option<String> {
+        let base = self.0.as_deref()?.trim_end_matches('/');
+        Some(format!("{base}/tasks/{task}"))
+    }
 }
 
 /// Sends due deliveries until `stop`: at once for a new notification (woken by the
@@ -55,6 +72,7 @@ pub(crate) async fn deliver(
     store: Store,
     base_backoff: Duration,
     allow_private: bool,
+    web: WebUrl,
     stop: CancellationToken,
 ) {
     let client = match Sender::new(allow_private) {
@@ -82,7 +100,7 @@ pub(crate) async fn deliver(
                 if stop.is_cancelled() {
                     return;
                 }
-                attempt(&store, &client, base_backoff, delivery).await;
+                attempt(&store, &client, base_backoff, &web, delivery).await;
             }
         }
         let wait = match store.next_delivery_at().await {
@@ -101,7 +119,8 @@ pub(crate) async fn deliver(
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep_until(until) => break,
                 event = events.recv(), if listening => match event {
-                    Ok(event) if event.action != "notification.created" => continue,
+                    // A new record, or a delivery made due now (`retry now`).
+                    Ok(event) if !WAKES.contains(&event.action.as_str()) => continue,
                     Ok(_) | Err(RecvError::Lagged(_)) => break,
                     Err(RecvError::Closed) => {
                         listening = false;
@@ -114,10 +133,16 @@ pub(crate) async fn deliver(
 }
 
 /// One attempt of `delivery`, logged; the delivery is then delivered, due again, or failed.
-async fn attempt(store: &Store, client: &Sender, base: Duration, delivery: DueDelivery) {
+async fn attempt(
+    store: &Store,
+    client: &Sender,
+    base: Duration,
+    web: &WebUrl,
+    delivery: DueDelivery,
+) {
     let number = delivery.attempts + 1;
-    let (http_status, error) = match send(client, &delivery, number).await {
-        Ok(answer) => answer,
+    let (http_status, error) = match send(client, &delivery, number, web).await {
+        Ok(answer) => (answer.http_status, answer.error),
         Err(refused) => (None, Some(refused.to_string())),
     };
     let now = store.now();
@@ -165,25 +190,28 @@ async fn send(
     sender: &Sender,
     delivery: &DueDelivery,
     attempt: u32,
-) -> Result<(Option<u16>, Option<String>), TargetRefused> {
+    web: &WebUrl,
+) -> Result<Answer, TargetRefused> {
     let record = &delivery.notification;
     let out = Outgoing {
         channel: &delivery.channel,
         kind: record.kind,
         title: &record.title,
         delivery_id: delivery.id,
-        webhook_body: webhook_body(delivery, attempt),
+        webhook_body: webhook_body(delivery, attempt, web),
     };
     sender.send(out).await
 }
 
-/// The JSON a webhook receives: the record (as `notification.list` shows it), the delivery
-/// and the attempt number.
-fn webhook_body(delivery: &DueDelivery, attempt: u32) -> String {
+/// The JSON a webhook receives: the record (as `notification.list` shows it), the delivery,
+/// the attempt number and the task's page (`url`, when the server knows where it is).
+fn webhook_body(delivery: &DueDelivery, attempt: u32, web: &WebUrl) -> String {
+    let record = &delivery.notification;
     let body = serde_json::json!({
-        "notification": NotificationRecordDto::from(&delivery.notification),
+        "notification": NotificationRecordDto::from(record),
         "delivery_id": delivery.id,
         "attempt": attempt,
+        "url": web.task(&record.task_id),
     });
     body.to_string()
 }

@@ -54,6 +54,8 @@ pub(crate) struct Inner {
     pub links: crate::links::Links,
     /// Upload slots and the bytes stored for the attachment quota (`attachments.rs`).
     pub uploads: Arc<crate::attachments::Uploads>,
+    /// Where people open the web UI (links in notifications); set once the server listens.
+    pub web_url: Mutex<crate::deliveries::WebUrl>,
 }
 
 impl Inner {
@@ -81,6 +83,7 @@ impl Inner {
             shells: Shells::default(),
             links: crate::links::Links::default(),
             uploads,
+            web_url: Mutex::default(),
         }
     }
 

@@ -154,3 +154,14 @@ pub async fn sync_task(tx: &mut WriteTx, session: &Session) -> Result<()> {
     notify(tx, Notification::workspace(&task.workspace_id, event)).await?;
     Ok(())
 }
+
+/// The first line of `text`, cut to `max` characters (with an ellipsis when cut): the titles
+/// of notification records.
+pub(crate) fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    if line.chars().count() <= max {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(max).collect();
+    format!("{cut}…")
+}

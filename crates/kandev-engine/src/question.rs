@@ -111,7 +111,7 @@ pub(crate) async fn ask(
     // A question needs its developer: a notification record (browser, webhooks, ntfy).
     let session = tx.get_session(session_id).await?;
     let task = tx.get_task(task_id).await?;
-    let title = format!("{}: the agent asks: {}", task.title, first_line(text, 120));
+    let title = format!("{}: the agent asks: {}", task.title, publish::first_line(text, 120));
     let data = serde_json::json!({ "question_id": question.id, "text": text, "options": options });
     let kind = NotificationKind::QuestionAsked;
     publish::attention(&mut tx, kind, &session, seq, title, data).await?;
@@ -170,14 +170,4 @@ pub(crate) async fn resolve_pending(
         waiters.wake(question);
     }
     Ok(resolved.len())
-}
-
-/// The first line of `text`, cut to `max` characters (with an ellipsis when cut).
-pub(crate) fn first_line(text: &str, max: usize) -> String {
-    let line = text.lines().next().unwrap_or_default().trim();
-    if line.chars().count() <= max {
-        return line.to_owned();
-    }
-    let cut: String = line.chars().take(max).collect();
-    format!("{cut}…")
 }

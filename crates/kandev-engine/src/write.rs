@@ -66,10 +66,8 @@ fn failed(session: &Session) -> bool {
 async fn failed_attention(tx: &mut WriteTx, session: &Session, seq: i64) -> Result<()> {
     let task = tx.get_task(&session.task_id).await?;
     let reason = session.last_error.as_ref();
-    let why = reason.map_or_else(
-        || "the session failed".to_owned(),
-        |e| crate::question::first_line(&e.message, 160),
-    );
+    let why = reason
+        .map_or_else(|| "the session failed".to_owned(), |e| publish::first_line(&e.message, 160));
     let title = format!("{}: the session failed: {why}", task.title);
     let data = serde_json::json!({ "code": reason.map(|e| e.code.clone()) });
     publish::attention(tx, NotificationKind::SessionFailed, session, seq, title, data).await

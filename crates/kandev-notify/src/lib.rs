@@ -108,6 +108,40 @@ pub struct Outgoing<'a> {
     pub webhook_body: String,
 }
 
+/// What one request came to: the receiver's HTTP status (when it answered), why it failed
+/// (when it did), and the start of the receiver's answer (for the settings page's Test).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Answer {
+    pub http_status: Option<u16>,
+    pub error: Option<String>,
+    pub body: Option<String>,
+}
+
+/// The most of a receiver's answer kept, in characters.
+const ANSWER_CHARS: usize = 500;
+
+/// The start of a response's body, as text (at most [`ANSWER_CHARS`] characters; the rest
+/// is not read).
+async fn answer_text(mut response: reqwest::Response) -> Option<String> {
+    let mut bytes = Vec::new();
+    while bytes.len() < ANSWER_CHARS * 4 {
+        match response.chunk().await {
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.trim();
+    if text.is_empty() {
+        return None;
+    }
+    let mut cut: String = text.chars().take(ANSWER_CHARS).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    Some(cut)
+}
+
 impl Sender {
     /// The client; an error (the TLS setup failed) says so, without any URL.
     pub fn new(allow_private: bool) -> Result<Sender, String> {
@@ -125,10 +159,7 @@ impl Sender {
 
     /// Sends one request; returns the HTTP status (when an answer came) and why it failed,
     /// or the refusal of a target that is not allowed (nothing was sent).
-    pub async fn send(
-        &self,
-        out: Outgoing<'_>,
-    ) -> Result<(Option<u16>, Option<String>), TargetRefused> {
+    pub async fn send(&self, out: Outgoing<'_>) -> Result<Answer, TargetRefused> {
         let channel = out.channel;
         check_url(&channel.url, self.allow_private)?;
         let client = &self.client;
@@ -152,16 +183,16 @@ impl Sender {
                 .body(out.title.to_owned()),
         };
         Ok(match request.send().await {
-            Ok(response) if response.status().is_success() => {
-                (Some(response.status().as_u16()), None)
-            }
             Ok(response) => {
                 let status = response.status();
-                (Some(status.as_u16()), Some(format!("the receiver answered {status}")))
+                let error =
+                    (!status.is_success()).then(|| format!("the receiver answered {status}"));
+                let body = answer_text(response).await;
+                Answer { http_status: Some(status.as_u16()), error, body }
             }
             Err(err) => match refused_in(&err) {
                 Some(refused) => return Err(refused),
-                None => (None, Some(scrubbed(&err, &channel.url))),
+                None => Answer { error: Some(scrubbed(&err, &channel.url)), ..Answer::default() },
             },
         })
     }

@@ -78,6 +78,18 @@ fn mcp_router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// `host:port` of `addr` as a client on this machine reaches it: loopback for an address
+/// that means every interface.
+fn reachable(addr: std::net::SocketAddr) -> String {
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv6() => "[::1]".to_owned(),
+        ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        ip => ip.to_string(),
+    };
+    format!("{host}:{}", addr.port())
+}
+
 /// Serves on an already-bound listener until `shutdown` is cancelled, and prunes the event
 /// log and polls the forge for open pull requests meanwhile. Taking a listener lets tests bind port 0.
 pub async fn serve(
@@ -88,6 +100,11 @@ pub async fn serve(
     let config = state.config().clone();
     if let Ok(addr) = listener.local_addr() {
         state.set_listening(addr);
+        // Links in notifications: the public URL, else this address (loopback when the
+        // server listens on every interface).
+        let web =
+            config.public_url.clone().unwrap_or_else(|| format!("http://{}", reachable(addr)));
+        state.engine().set_web_url(Some(web));
     }
     let limits = conn::Limits {
         max_connections: config.max_connections,
@@ -132,13 +149,7 @@ pub async fn serve(
     if config.mcp_for_agents
         && let Ok(addr) = listener.local_addr()
     {
-        let host = match addr.ip() {
-            ip if ip.is_unspecified() && ip.is_ipv6() => "[::1]".to_owned(),
-            ip if ip.is_unspecified() => "127.0.0.1".to_owned(),
-            std::net::IpAddr::V6(ip) => format!("[{ip}]"),
-            ip => ip.to_string(),
-        };
-        state.engine().set_mcp_url(Some(format!("http://{host}:{}{MCP_PATH}", addr.port())));
+        state.engine().set_mcp_url(Some(format!("http://{}{MCP_PATH}", reachable(addr))));
         // Task containers' MCP relays lead here: `/mcp` alone, with its token check.
         match TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await {
             Ok(mcp_only) => {

@@ -55,6 +55,9 @@ pub struct ServerConfig {
     pub cookie_secure: bool,
     /// Whether agents get Kandev's MCP server (a session token each) in `mcpServers`.
     pub mcp_for_agents: bool,
+    /// Where people open Kandev (behind a proxy: its `https://` address); links in webhook
+    /// notifications lead there. `None`: the address the server listens on.
+    pub public_url: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -74,6 +77,7 @@ impl Default for ServerConfig {
             checkpoint_interval: Duration::from_millis(250),
             mcp_for_agents: true,
             cookie_secure: false,
+            public_url: None,
         }
     }
 }

@@ -447,7 +447,7 @@ async fn l31_a_failed_fresh_start_keeps_the_old_token() {
     let now = server.wait_last_error(&session).await;
     assert_eq!(now["last_error"]["code"], "agent_start_failed");
     assert_eq!(server.counters().failed(CallKind::New), 1);
-    assert_eq!(now["acp_session_id"], token, "no failure blanked the token");
+    assert_eq!(now["resume_token"], token, "no failure blanked the token");
     // And the next prompt loads the old conversation again.
     server.call("agent.profile.update", json!({"id": profile, "args": []})).await;
     server.turn(&session, "still the same conversation?").await;
@@ -666,6 +666,8 @@ async fn i12_f9_an_idle_agent_is_stopped_and_the_next_message_resumes_it() {
     assert_eq!(of_kind(&again, "agent").last().unwrap()["content"], "echo: back?");
     let counters = server.counters();
     assert_eq!(counters.succeeded(CallKind::Load), 1, "resumed with session/load");
-    let token = conversation["acp_session_id"].as_str().unwrap();
+    // Stopped: no live conversation, the token to load kept.
+    assert!(conversation["acp_session_id"].is_null(), "{conversation}");
+    let token = conversation["resume_token"].as_str().unwrap();
     assert_eq!(counters.prompts_in(token).last(), Some(&"back?"), "in the same conversation");
 }

@@ -449,7 +449,9 @@ async fn l22_old_conversation_events_in_any_order_never_replace_the_new_token() 
     let now = session_state(&server, &session).await;
     assert_eq!(now["acp_session_id"], "conv-2", "all three orders keep the new token");
     server.call("session.stop", json!({"id": session})).await;
-    assert_eq!(session_state(&server, &session).await["acp_session_id"], "conv-2");
+    let stopped = session_state(&server, &session).await;
+    assert_eq!(stopped["resume_token"], "conv-2", "the stop keeps the token");
+    assert!(stopped["acp_session_id"].is_null(), "no live conversation after the stop");
 }
 
 #[tokio::test]

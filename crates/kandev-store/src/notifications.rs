@@ -108,7 +108,15 @@ struct DeliveryRow {
     channel_id: String,
     status: String,
     next_at: Option<i64>,
+    kind: String,
+    task_id: String,
+    title: String,
 }
+
+/// A delivery with its record's kind, task and title.
+const DELIVERY_SELECT: &str = "SELECT d.id, d.notification_id, d.channel_id, d.status, \
+    d.next_at, n.kind, n.task_id, n.title FROM notification_deliveries d \
+    JOIN notifications n ON n.id = d.notification_id";
 
 #[derive(FromRow)]
 struct AttemptRow {
@@ -129,9 +137,14 @@ async fn with_attempts(mut db: Db<'_>, r: DeliveryRow) -> Result<Delivery> {
     .await?;
     let status = DeliveryStatus::parse(&r.status)
         .ok_or_else(|| StoreError::Corrupt(format!("delivery {} status {:?}", r.id, r.status)))?;
+    let kind = NotificationKind::parse(&r.kind)
+        .ok_or_else(|| StoreError::Corrupt(format!("delivery {} kind {:?}", r.id, r.kind)))?;
     Ok(Delivery {
         id: r.id,
         notification_id: r.notification_id,
+        kind,
+        task_id: TaskId::new(r.task_id),
+        title: r.title,
         channel_id: r.channel_id,
         status,
         next_at: r.next_at.map(Timestamp),
@@ -187,14 +200,12 @@ impl Store {
         channel_id: Option<&str>,
         limit: i64,
     ) -> Result<Vec<Delivery>> {
-        let rows = crate::sql::query_as::<DeliveryRow>(
-            "SELECT id, notification_id, channel_id, status, next_at FROM notification_deliveries \
-             WHERE ?1 IS NULL OR channel_id = ?1 ORDER BY id DESC LIMIT ?2",
-        )
-        .bind(channel_id)
-        .bind(limit)
-        .fetch_all(&self.read)
-        .await?;
+        let mut q = QueryBuilder::new(self.dialect(), DELIVERY_SELECT);
+        if let Some(channel_id) = channel_id {
+            q.push(" WHERE d.channel_id = ").push_bind(channel_id);
+        }
+        q.push(" ORDER BY d.id DESC LIMIT ").push_bind(limit);
+        let rows: Vec<DeliveryRow> = q.build_query_as().fetch_all(&self.read).await?;
         let mut deliveries = Vec::with_capacity(rows.len());
         for r in rows {
             deliveries.push(with_attempts(self.db(), r).await?);
@@ -204,14 +215,10 @@ impl Store {
 
     /// Pending deliveries due at `now`, oldest first, at most `limit`.
     pub async fn due_deliveries(&self, now: Timestamp, limit: i64) -> Result<Vec<DueDelivery>> {
-        let rows = crate::sql::query_as::<DeliveryRow>(
-            "SELECT id, notification_id, channel_id, status, next_at FROM notification_deliveries \
-             WHERE status = 'pending' AND next_at <= ? ORDER BY next_at, id LIMIT ?",
-        )
-        .bind(now.millis())
-        .bind(limit)
-        .fetch_all(&self.read)
-        .await?;
+        let mut q = QueryBuilder::new(self.dialect(), DELIVERY_SELECT);
+        q.push(" WHERE d.status = 'pending' AND d.next_at <= ").push_bind(now.millis());
+        q.push(" ORDER BY d.next_at, d.id LIMIT ").push_bind(limit);
+        let rows: Vec<DeliveryRow> = q.build_query_as().fetch_all(&self.read).await?;
         let mut due = Vec::with_capacity(rows.len());
         for r in rows {
             let mut q = QueryBuilder::new(self.dialect(), NOTIFICATION_SELECT);
@@ -357,12 +364,64 @@ impl WriteTx {
         .bind(delivery_id)
         .execute(self.conn())
         .await?;
-        let row = crate::sql::query_as::<DeliveryRow>(
-            "SELECT id, notification_id, channel_id, status, next_at FROM notification_deliveries WHERE id = ?",
+        let found = self.get_delivery(delivery_id).await?;
+        found.ok_or_else(|| StoreError::Corrupt(format!("delivery {delivery_id} is gone")))
+    }
+
+    async fn get_delivery(&mut self, delivery_id: i64) -> Result<Option<Delivery>> {
+        let mut q = QueryBuilder::new(self.conn().dialect(), DELIVERY_SELECT);
+        q.push(" WHERE d.id = ").push_bind(delivery_id);
+        let row: Option<DeliveryRow> = q.build_query_as().fetch_optional(self.conn()).await?;
+        match row {
+            Some(row) => Ok(Some(with_attempts(self.db(), row).await?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Makes a delivery that is waiting for its next try, or failed for good, due now
+    /// (`notification.delivery.retry`); `None` when there is no such delivery, and a
+    /// delivered one is answered as it is.
+    pub async fn retry_delivery(&mut self, delivery_id: i64) -> Result<Option<Delivery>> {
+        let now = self.now().millis();
+        crate::sql::query(
+            "UPDATE notification_deliveries SET status = 'pending', next_at = ? \
+             WHERE id = ? AND status IN ('pending', 'failed')",
         )
+        .bind(now)
         .bind(delivery_id)
-        .fetch_one(self.conn())
+        .execute(self.conn())
         .await?;
-        with_attempts(self.db(), row).await
+        self.get_delivery(delivery_id).await
+    }
+
+    /// Changes a channel's URL, events and secret (`Some(None)` removes the secret); its
+    /// pending deliveries go to the new URL. `None` when there is no such channel.
+    pub async fn update_channel(
+        &mut self,
+        id: &str,
+        url: Option<&str>,
+        events: Option<&[NotificationKind]>,
+        secret: Option<Option<&str>>,
+    ) -> Result<Option<Channel>> {
+        let mut q =
+            QueryBuilder::new(self.conn().dialect(), "UPDATE notification_channels SET id = id");
+        if let Some(url) = url {
+            q.push(", url = ").push_bind(url);
+        }
+        if let Some(events) = events {
+            let names: Vec<&str> = events.iter().map(|k| k.as_str()).collect();
+            q.push(", events = ").push_bind(serde_json::to_string(&names).unwrap_or_default());
+        }
+        if let Some(secret) = secret {
+            q.push(", secret = ").push_bind(secret);
+        }
+        q.push(" WHERE id = ").push_bind(id);
+        q.build().execute(self.conn()).await?;
+        let row =
+            crate::sql::query_as::<ChannelRow>("SELECT * FROM notification_channels WHERE id = ?")
+                .bind(id)
+                .fetch_optional(self.conn())
+                .await?;
+        row.map(Channel::try_from).transpose()
     }
 }

@@ -42,6 +42,10 @@ pub struct ServeArgs {
     /// through a TLS proxy (they then never send the cookies over plain HTTP).
     #[arg(long, env = "KANDEV_COOKIE_SECURE")]
     pub cookie_secure: bool,
+    /// The address people open Kandev at, when it is not the one it listens on (a TLS proxy:
+    /// `https://kandev.example.com`): webhook notifications link to tasks there.
+    #[arg(long, env = "KANDEV_PUBLIC_URL", value_parser = parse_public_url)]
+    pub public_url: Option<String>,
     /// How long a repository's setup script may run before it is killed and the start fails.
     #[arg(long, env = "KANDEV_SETUP_TIMEOUT", default_value = "30m", value_parser = parse_duration)]
     pub setup_timeout: Duration,
@@ -350,6 +354,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         token,
         allowed_origins: args.allowed_origins,
         cookie_secure: args.cookie_secure,
+        public_url: args.public_url,
         max_connections: connection_cap(args.max_connections),
         read_timeout: args.read_timeout,
         write_timeout: args.write_timeout,
@@ -469,5 +474,15 @@ mod tests {
         assert!(parse_duration("10x").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("-1s").is_err());
+    }
+}
+
+/// `--public-url`: an `http://` or `https://` address with a host.
+fn parse_public_url(text: &str) -> Result<String, String> {
+    let url = text.trim().trim_end_matches('/');
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    match rest {
+        Some(host) if !host.is_empty() && !url.contains(char::is_whitespace) => Ok(url.to_owned()),
+        _ => Err("give the address people open Kandev at, e.g. https://kandev.example.com".into()),
     }
 }

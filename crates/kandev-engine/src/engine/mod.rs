@@ -118,19 +118,30 @@ impl Engine {
     ) -> impl Future<Output = ()> + Send + 'static {
         let backoff = self.inner.config.notification_backoff;
         let allow_private = self.inner.config.allow_private_notification_targets;
-        crate::deliveries::deliver(self.inner.store.clone(), backoff, allow_private, stop)
+        let web = self.web_url();
+        crate::deliveries::deliver(self.inner.store.clone(), backoff, allow_private, web, stop)
+    }
+
+    /// Where people open the web UI (`http://127.0.0.1:38429`, or the server's public URL):
+    /// webhook bodies link to the task's page there. Set before notifications are delivered.
+    pub fn set_web_url(&self, url: Option<String>) {
+        *crate::inner::lock(&self.inner.web_url) = crate::deliveries::WebUrl(url);
+    }
+
+    fn web_url(&self) -> crate::deliveries::WebUrl {
+        crate::inner::lock(&self.inner.web_url).clone()
     }
 
     /// `notification.channel.test`: one test notification to `channel`, now (not retried,
-    /// not logged as a delivery). Returns the HTTP status and why it failed, if it did; a
-    /// target that is not allowed (not public, without the opt-in) is `Forbidden`, and
-    /// nothing is sent to it.
+    /// not logged as a delivery). Returns what the receiver answered and why it failed, if
+    /// it did; a target that is not allowed (not public, without the opt-in) is
+    /// `Forbidden`, and nothing is sent to it.
     pub async fn test_channel(
         &self,
         channel: &kandev_domain::notify::Channel,
-    ) -> Result<(Option<u16>, Option<String>)> {
+    ) -> Result<kandev_notify::Answer> {
         let allow_private = self.inner.config.allow_private_notification_targets;
-        crate::deliveries::test(channel, self.inner.store.now(), allow_private)
+        crate::deliveries::test(channel, self.inner.store.now(), allow_private, &self.web_url())
             .await
             .map_err(|refused| EngineError::Forbidden(refused.to_string()))
     }

@@ -1,7 +1,8 @@
 //! Notification channel use cases (issue 18): a channel's URL and secret arrive checked and
 //! are never logged.
 
-use kandev_domain::notify::Channel;
+use kandev_api_types::{DeliveryDto, Notification, NotificationsEvent};
+use kandev_domain::notify::{Channel, Delivery, NotificationKind};
 use kandev_store::NewChannel;
 
 use crate::engine::Engine;
@@ -21,6 +22,40 @@ impl Engine {
             "notification channel created"
         );
         Ok(channel)
+    }
+
+    /// `notification.channel.update`: a new URL (checked as at creation), events or secret
+    /// (`Some(None)` removes it).
+    pub async fn update_channel(
+        &self,
+        id: &str,
+        url: Option<&str>,
+        events: Option<&[NotificationKind]>,
+        secret: Option<Option<&str>>,
+    ) -> Result<Channel> {
+        if let Some(url) = url {
+            self.check_channel_url(url)?;
+        }
+        let mut tx = self.inner.store.begin_write().await?;
+        let Some(channel) = tx.update_channel(id, url, events, secret).await? else {
+            return Err(EngineError::NotFound("no such notification channel".into()));
+        };
+        tx.commit().await?;
+        tracing::info!(channel = channel.id, "notification channel changed");
+        Ok(channel)
+    }
+
+    /// `notification.delivery.retry`: a delivery waiting for its next try, or failed for
+    /// good, is tried again now (a delivered one is answered as it is).
+    pub async fn retry_delivery(&self, id: i64) -> Result<Delivery> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let Some(delivery) = tx.retry_delivery(id).await? else {
+            return Err(EngineError::NotFound("no such delivery".into()));
+        };
+        let event = NotificationsEvent::DeliveryRetried { delivery: DeliveryDto::from(&delivery) };
+        crate::publish::notify(&mut tx, Notification::Notifications(event)).await?;
+        tx.commit().await?;
+        Ok(delivery)
     }
 
     /// `notification.channel.delete`.

@@ -2,9 +2,11 @@
 //! carry them out (webhook, ntfy) and their delivery log (issue 18). A channel's URL and
 //! secret are never answered or logged.
 
-use kandev_api_types::requests::{ById, ChannelCreate, DeliveryList, Empty, NotificationList};
+use kandev_api_types::requests::{
+    ById, ChannelCreate, ChannelUpdate, DeliveryList, DeliveryRetry, Empty, NotificationList,
+};
 use kandev_api_types::responses::{
-    ChannelOne, ChannelTested, Channels, Deleted, Deliveries, NotificationRecords,
+    ChannelOne, ChannelTested, Channels, Deleted, Deliveries, DeliveryOne, NotificationRecords,
 };
 use kandev_api_types::{ChannelDto, DeliveryDto, NotificationRecordDto};
 use kandev_domain::notify::{ChannelKind, NotificationKind};
@@ -52,27 +54,36 @@ fn checked_url(url: &str) -> Result<String, ApiError> {
     Ok(url.to_owned())
 }
 
+/// The kinds a channel carries, each once; at least one.
+fn checked_events(
+    events: Vec<kandev_api_types::NotificationKindDto>,
+) -> Result<Vec<NotificationKind>, ApiError> {
+    let mut kinds: Vec<NotificationKind> = Vec::new();
+    for kind in events.into_iter().map(NotificationKind::from) {
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    if kinds.is_empty() {
+        return Err(ApiError::validation("choose at least one event to send"));
+    }
+    Ok(kinds)
+}
+
+/// A webhook's signing secret: 1 to 200 bytes.
+fn checked_secret(secret: Option<String>) -> Result<Option<String>, ApiError> {
+    match secret {
+        Some(secret) if secret.is_empty() || secret.len() > 200 => {
+            Err(ApiError::validation("the secret must be 1 to 200 bytes"))
+        }
+        other => Ok(other),
+    }
+}
+
 pub async fn channel_create(s: &AppState, p: ChannelCreate) -> Result<ChannelOne, ApiError> {
     let url = checked_url(&p.url)?;
-    let mut events: Vec<NotificationKind> = Vec::new();
-    for kind in p.events.into_iter().map(NotificationKind::from) {
-        if !events.contains(&kind) {
-            events.push(kind);
-        }
-    }
-    if events.is_empty() {
-        let all: Vec<&str> = NotificationKind::ALL.iter().map(|k| k.as_str()).collect();
-        return Err(ApiError::validation(format!(
-            "events must name at least one of {}",
-            all.join(", ")
-        )));
-    }
-    let secret = match p.secret {
-        Some(secret) if secret.is_empty() || secret.len() > 200 => {
-            return Err(ApiError::validation("secret must be 1 to 200 bytes"));
-        }
-        other => other,
-    };
+    let events = checked_events(p.events)?;
+    let secret = checked_secret(p.secret)?;
     let kind = ChannelKind::from(p.kind);
     if kind == ChannelKind::Ntfy && secret.is_some() {
         return Err(ApiError::validation("secret signs webhooks only; leave it out for ntfy"));
@@ -84,6 +95,28 @@ pub async fn channel_create(s: &AppState, p: ChannelCreate) -> Result<ChannelOne
 pub async fn channel_list(s: &AppState, _: Empty) -> Result<Channels, ApiError> {
     let channels = s.store().list_channels().await?;
     Ok(Channels { channels: channels.iter().map(ChannelDto::from).collect() })
+}
+
+pub async fn channel_update(s: &AppState, p: ChannelUpdate) -> Result<ChannelOne, ApiError> {
+    let url = p.url.as_deref().map(checked_url).transpose()?;
+    let events = p.events.map(checked_events).transpose()?;
+    let secret = p.secret.map(checked_secret).transpose()?;
+    if let Some(Some(_)) = &secret {
+        let channels = s.store().list_channels().await?;
+        if channels.iter().any(|c| c.id == p.id && c.kind == ChannelKind::Ntfy) {
+            return Err(ApiError::validation("a secret signs webhooks only; ntfy has none"));
+        }
+    }
+    let channel = s
+        .engine()
+        .update_channel(
+            &p.id,
+            url.as_deref(),
+            events.as_deref(),
+            secret.as_ref().map(Option::as_deref),
+        )
+        .await?;
+    Ok(ChannelOne { channel: ChannelDto::from(&channel) })
 }
 
 pub async fn channel_delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
@@ -98,11 +131,22 @@ pub async fn channel_test(s: &AppState, p: ById) -> Result<ChannelTested, ApiErr
     let Some(channel) = channels.into_iter().find(|c| c.id == p.id) else {
         return Err(ApiError::not_found("no such notification channel"));
     };
-    let (http_status, error) = s.engine().test_channel(&channel).await?;
-    Ok(ChannelTested { delivered: error.is_none(), http_status, error })
+    let answer = s.engine().test_channel(&channel).await?;
+    Ok(ChannelTested {
+        delivered: answer.error.is_none(),
+        http_status: answer.http_status,
+        error: answer.error,
+        body: answer.body,
+    })
 }
 
 pub async fn delivery_list(s: &AppState, p: DeliveryList) -> Result<Deliveries, ApiError> {
     let deliveries = s.store().list_deliveries(p.channel_id.as_deref(), limit(p.limit)?).await?;
     Ok(Deliveries { deliveries: deliveries.iter().map(DeliveryDto::from).collect() })
+}
+
+/// Tries a waiting or failed delivery again now (the delivery log's "Retry now").
+pub async fn delivery_retry(s: &AppState, p: DeliveryRetry) -> Result<DeliveryOne, ApiError> {
+    let delivery = s.engine().retry_delivery(p.id).await?;
+    Ok(DeliveryOne { delivery: DeliveryDto::from(&delivery) })
 }

@@ -56,7 +56,13 @@ export type ChannelKindDto = "webhook" | "ntfy";
 
 export type ChannelOne = { channel: ChannelDto, };
 
-export type ChannelTested = { delivered: boolean, http_status: number | null, error: string | null, };
+export type ChannelTested = { delivered: boolean, http_status: number | null, error: string | null, 
+/**
+ * The start of the receiver's answer (at most 500 characters), when it sent one.
+ */
+body: string | null, };
+
+export type ChannelUpdate = { id: string, url?: string, events?: Array<NotificationKindDto>, secret?: string | null, };
 
 export type Channels = { channels: Array<ChannelDto>, };
 
@@ -80,13 +86,21 @@ export type Deleted = { deleted: boolean, id: string, };
 
 export type Deliveries = { deliveries: Array<DeliveryDto>, };
 
-export type DeliveryDto = { id: number, notification_id: string, channel_id: string, status: DeliveryStatusDto, next_at: string | null, attempts: Array<AttemptDto>, };
+export type DeliveryDto = { id: number, notification_id: string, 
+/**
+ * Its record's kind, task and title.
+ */
+kind: NotificationKindDto, task_id: string, title: string, channel_id: string, status: DeliveryStatusDto, next_at: string | null, attempts: Array<AttemptDto>, };
 
 export type DeliveryList = { 
 /**
  * One channel's deliveries (default: every channel's).
  */
 channel_id?: string, limit?: number, };
+
+export type DeliveryOne = { delivery: DeliveryDto, };
+
+export type DeliveryRetry = { id: number, };
 
 export type DeliveryStatusDto = "pending" | "delivered" | "failed";
 
@@ -247,7 +261,7 @@ export type NotificationRecordDto = { id: string, kind: NotificationKindDto, seq
 
 export type NotificationRecords = { notifications: Array<NotificationRecordDto>, };
 
-export type NotificationsEvent = { "action": "notification.created", "payload": { notification: NotificationRecordDto, } } | { "action": "notification.delivery.updated", "payload": { delivery: DeliveryDto, } };
+export type NotificationsEvent = { "action": "notification.created", "payload": { notification: NotificationRecordDto, } } | { "action": "notification.delivery.updated", "payload": { delivery: DeliveryDto, } } | { "action": "notification.delivery.retried", "payload": { delivery: DeliveryDto, } };
 
 export type Page = { limit?: number, cursor?: string, };
 
@@ -409,7 +423,12 @@ name: string | null, state: SessionStateDto, epoch: number,
  * The live agent's ACP session; `None` while no agent process runs (never started,
  * stopped, exited).
  */
-acp_session_id: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, 
+acp_session_id: string | null, 
+/**
+ * The conversation the agent's next start loads (`session/load`): kept when the agent
+ * stops or exits, replaced only by a new conversation (rules 22, 31).
+ */
+resume_token: string | null, session_mode: string | null, model: string | null, config_options: JsonValue, plan_mode: boolean, auto_run: boolean, last_error: LastErrorDto | null, 
 /**
  * The agent's latest usage report, if any.
  */
@@ -809,9 +828,11 @@ export type Actions = {
   "notification.list": { request: NotificationList, response: NotificationRecords },
   "notification.channel.create": { request: ChannelCreate, response: ChannelOne },
   "notification.channel.list": { request: Empty, response: Channels },
+  "notification.channel.update": { request: ChannelUpdate, response: ChannelOne },
   "notification.channel.delete": { request: ById, response: Deleted },
   "notification.channel.test": { request: ById, response: ChannelTested },
   "notification.delivery.list": { request: DeliveryList, response: Deliveries },
+  "notification.delivery.retry": { request: DeliveryRetry, response: DeliveryOne },
   "user.me": { request: Empty, response: Me },
   "user.token.create": { request: TokenCreate, response: TokenCreated },
   "user.token.list": { request: Empty, response: Tokens },

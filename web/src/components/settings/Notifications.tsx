@@ -1,7 +1,8 @@
 // Settings › Notifications: this browser's sound and system notifications, the channels that
-// carry notification records out (webhook, ntfy: add, test, delete) and their delivery log,
-// live on the `notifications` topic.
-import { useState } from 'react';
+// carry notification records out (webhook, ntfy: add, test with the receiver's answer, edit,
+// delete) and their delivery log (event, task, attempts, Retry now), live on the
+// `notifications` topic.
+import { Fragment, useState } from 'react';
 import { call } from '../../api/client';
 import type {
   ChannelDto,
@@ -11,6 +12,7 @@ import type {
   NotificationKindDto,
 } from '../../api/types';
 import { playChime, useSoundSetting } from '../../lib/notify';
+import { navigate, taskPath } from '../../lib/router';
 import { useLiveQuery } from '../../lib/useLiveQuery';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
@@ -43,7 +45,7 @@ export function Notifications() {
       </p>
       <InlineError error={list.error} onRetry={list.retry} testId="channels-error" />
       <ChannelTable channels={channels} readFailed={list.error !== null} onChange={list.retry} />
-      <AddChannel onAdded={list.retry} />
+      <ChannelForm onDone={list.retry} />
       <DeliveryLog channels={channels ?? []} />
     </section>
   );
@@ -75,9 +77,16 @@ function BrowserSettings() {
 function ChannelTable(props: { channels: ChannelDto[] | null; readFailed: boolean; onChange: () => void }) {
   const { channels, readFailed, onChange } = props;
   const { wrap, view } = useFormError();
-  const [tested, setTested] = useState<Record<string, string>>({});
+  const [tested, setTested] = useState<Record<string, { text: string; answer: string | null }>>({});
+  const [editing, setEditing] = useState<string | null>(null);
   if (channels === null) return readFailed ? null : <p className="column-empty">Reading the channels…</p>;
   if (!channels.length) return <p className="column-empty">No channels yet.</p>;
+  const test = (c: ChannelDto) =>
+    void wrap(async () => {
+      const r = await call('notification.channel.test', { id: c.id });
+      const text = r.delivered ? `Test delivered (${r.http_status ?? 'ok'})` : `Test failed: ${r.error ?? 'no answer'}`;
+      setTested((t) => ({ ...t, [c.id]: { text, answer: r.body ?? null } }));
+    });
   return (
     <>
       {view}
@@ -93,45 +102,47 @@ function ChannelTable(props: { channels: ChannelDto[] | null; readFailed: boolea
         </thead>
         <tbody>
           {channels.map((c) => (
-            <tr key={c.id} data-channel-id={c.id}>
-              <td>{c.kind}</td>
-              <td>
-                <code>{c.url_origin}</code>
-              </td>
-              <td>{c.events.map((k) => KIND_LABEL[k] ?? k).join(', ')}</td>
-              <td>{c.has_secret ? 'yes' : 'no'}</td>
-              <td className="row-actions">
-                {tested[c.id] && (
-                  <span className="hint" data-testid="channel-test-result">
-                    {tested[c.id]}
-                  </span>
-                )}
-                <button
-                  onClick={() =>
-                    void wrap(async () => {
-                      const r = await call('notification.channel.test', { id: c.id });
-                      const text = r.delivered
-                        ? `Test delivered (${r.http_status ?? 'ok'})`
-                        : `Test failed: ${r.error ?? 'no answer'}`;
-                      setTested((t) => ({ ...t, [c.id]: text }));
-                    })
-                  }
-                >
-                  Test
-                </button>
-                <button
-                  className="danger-outline"
-                  onClick={() =>
-                    void wrap(async () => {
-                      await call('notification.channel.delete', { id: c.id });
-                      onChange();
-                    })
-                  }
-                >
-                  Delete
-                </button>
-              </td>
-            </tr>
+            <Fragment key={c.id}>
+              <tr data-channel-id={c.id}>
+                <td>{c.kind}</td>
+                <td>
+                  <code>{c.url_origin}</code>
+                </td>
+                <td>{c.events.map((k) => KIND_LABEL[k] ?? k).join(', ')}</td>
+                <td>{c.has_secret ? 'yes' : 'no'}</td>
+                <td className="row-actions">
+                  <button onClick={() => test(c)}>Test</button>
+                  <button onClick={() => setEditing(editing === c.id ? null : c.id)} aria-expanded={editing === c.id}>
+                    Edit
+                  </button>
+                  <button
+                    className="danger-outline"
+                    onClick={() =>
+                      void wrap(async () => {
+                        await call('notification.channel.delete', { id: c.id });
+                        onChange();
+                      })
+                    }
+                  >
+                    Delete
+                  </button>
+                </td>
+              </tr>
+              <TestResult result={tested[c.id]} />
+              {editing === c.id && (
+                <tr>
+                  <td colSpan={5}>
+                    <ChannelForm
+                      channel={c}
+                      onDone={() => {
+                        setEditing(null);
+                        onChange();
+                      }}
+                    />
+                  </td>
+                </tr>
+              )}
+            </Fragment>
           ))}
         </tbody>
       </table>
@@ -139,56 +150,108 @@ function ChannelTable(props: { channels: ChannelDto[] | null; readFailed: boolea
   );
 }
 
-function AddChannel({ onAdded }: { onAdded: () => void }) {
-  const [kind, setKind] = useState<ChannelKindDto>('webhook');
+/** What a channel's Test came to, with the receiver's answer. */
+function TestResult({ result }: { result?: { text: string; answer: string | null } }) {
+  if (!result) return null;
+  return (
+    <tr className="channel-test-row">
+      <td colSpan={5} data-testid="channel-test-result">
+        {result.text}
+        {result.answer ? (
+          <>
+            {' '}
+            · the receiver answered: <q className="receiver-answer">{result.answer}</q>
+          </>
+        ) : (
+          ' · the receiver sent no text back'
+        )}
+      </td>
+    </tr>
+  );
+}
+
+/** A new channel, or (with `channel`) a change to one: its URL is a secret, so an empty URL
+ * keeps it, as an empty secret keeps the secret. */
+function ChannelForm({ channel, onDone }: { channel?: ChannelDto; onDone: () => void }) {
+  const [kind, setKind] = useState<ChannelKindDto>(channel?.kind ?? 'webhook');
   const [url, setUrl] = useState('');
   const [secret, setSecret] = useState('');
-  const [events, setEvents] = useState<NotificationKindDto[]>(['permission_requested', 'question_asked']);
+  const [dropSecret, setDropSecret] = useState(false);
+  const [events, setEvents] = useState<NotificationKindDto[]>(
+    channel?.events ?? ['permission_requested', 'question_asked'],
+  );
   const { wrap, view } = useFormError();
+  const save = () =>
+    channel
+      ? call('notification.channel.update', {
+          id: channel.id,
+          url: url.trim() ? url : undefined,
+          events,
+          ...(dropSecret ? { secret: null } : secret ? { secret } : {}),
+        })
+      : call('notification.channel.create', {
+          kind,
+          url,
+          events,
+          secret: kind === 'webhook' && secret ? secret : undefined,
+        });
+  const title = channel ? `Edit the ${channel.kind} channel to ${channel.url_origin}` : 'Add a channel';
   return (
     <form
       className="form card-form"
-      aria-label="Add channel"
+      aria-label={channel ? 'Edit channel' : 'Add channel'}
       onSubmit={async (e) => {
         e.preventDefault();
-        const ok = await wrap(() =>
-          call('notification.channel.create', {
-            kind,
-            url,
-            events,
-            secret: kind === 'webhook' && secret ? secret : undefined,
-          }),
-        );
-        if (ok) {
+        if (await wrap(save)) {
           setUrl('');
           setSecret('');
-          onAdded();
+          onDone();
         }
       }}
     >
-      <h2>Add a channel</h2>
+      <h2>{title}</h2>
       <div className="row">
+        {!channel && (
+          <label>
+            Kind
+            <select value={kind} onChange={(e) => setKind(e.target.value as ChannelKindDto)}>
+              <option value="webhook">Webhook</option>
+              <option value="ntfy">ntfy</option>
+            </select>
+          </label>
+        )}
         <label>
-          Kind
-          <select value={kind} onChange={(e) => setKind(e.target.value as ChannelKindDto)}>
-            <option value="webhook">Webhook</option>
-            <option value="ntfy">ntfy</option>
-          </select>
-        </label>
-        <label>
-          URL <span className="hint">kept secret: only its origin is shown again</span>
+          URL{' '}
+          <span className="hint">
+            {channel ? 'leave empty to keep the current one' : 'kept secret: only its origin is shown again'}
+          </span>
           <input
             value={url}
             onChange={(e) => setUrl(e.target.value)}
-            required
+            required={!channel}
             placeholder={kind === 'ntfy' ? 'https://ntfy.sh/my-topic' : 'https://example.com/hook'}
           />
         </label>
       </div>
       {kind === 'webhook' && (
         <label>
-          Secret <span className="hint">optional: signs each body (HMAC-SHA256)</span>
-          <input type="password" value={secret} onChange={(e) => setSecret(e.target.value)} autoComplete="off" />
+          Secret{' '}
+          <span className="hint">
+            {channel?.has_secret ? 'leave empty to keep the current one' : 'optional: signs each body (HMAC-SHA256)'}
+          </span>
+          <input
+            type="password"
+            value={secret}
+            disabled={dropSecret}
+            onChange={(e) => setSecret(e.target.value)}
+            autoComplete="off"
+          />
+        </label>
+      )}
+      {channel?.has_secret && (
+        <label className="check">
+          <input type="checkbox" checked={dropSecret} onChange={(e) => setDropSecret(e.target.checked)} /> Stop signing
+          (remove the secret)
         </label>
       )}
       <fieldset>
@@ -207,8 +270,13 @@ function AddChannel({ onAdded }: { onAdded: () => void }) {
       {view}
       <div className="actions">
         <button className="primary" type="submit">
-          Add channel
+          {channel ? 'Save channel' : 'Add channel'}
         </button>
+        {channel && (
+          <button type="button" onClick={onDone}>
+            Cancel
+          </button>
+        )}
       </div>
     </form>
   );
@@ -216,34 +284,54 @@ function AddChannel({ onAdded }: { onAdded: () => void }) {
 
 const loadDeliveries = async () => (await call('notification.delivery.list', { limit: 100 })).deliveries;
 const applyDelivery = (list: DeliveryDto[], n: Frame) => {
-  if (n.topic !== 'notifications' || n.action !== 'notification.delivery.updated') return list;
+  if (n.topic !== 'notifications') return list;
+  if (n.action !== 'notification.delivery.updated' && n.action !== 'notification.delivery.retried') return list;
   const d = n.payload.delivery;
   const rest = list.filter((x) => x.id !== d.id);
   return [d, ...rest].sort((a, b) => b.id - a.id).slice(0, 100);
 };
 
-/** The newest deliveries with every attempt, live (`notification.delivery.updated`). */
+/** The newest deliveries with every attempt, live (`notification.delivery.updated`): what each
+ * was about (its event and task), and Retry now for one that waits or failed. */
 function DeliveryLog({ channels }: { channels: ChannelDto[] }) {
   const q = useLiveQuery('notifications', loadDeliveries, applyDelivery);
+  const { wrap, view } = useFormError();
   const origin = (id: string) => channels.find((c) => c.id === id)?.url_origin ?? 'deleted channel';
   const deliveries = q.data ?? [];
   return (
     <>
       <h2>Delivery log</h2>
+      {view}
       {!deliveries.length ? (
         <p className="column-empty">{q.loading ? 'Loading…' : 'Nothing delivered yet.'}</p>
       ) : (
         <table className="table" aria-label="Delivery log">
           <thead>
             <tr>
+              <th>Event</th>
+              <th>Task</th>
               <th>Channel</th>
               <th>Status</th>
               <th>Attempts</th>
+              <th />
             </tr>
           </thead>
           <tbody>
             {deliveries.map((d) => (
-              <tr key={d.id} data-status={d.status}>
+              <tr key={d.id} data-status={d.status} data-delivery-id={d.id}>
+                <td>{KIND_LABEL[d.kind] ?? d.kind}</td>
+                <td>
+                  <a
+                    href={taskPath(d.task_id)}
+                    title={d.title}
+                    onClick={(e) => {
+                      e.preventDefault();
+                      navigate(taskPath(d.task_id));
+                    }}
+                  >
+                    {taskTitle(d.title)}
+                  </a>
+                </td>
                 <td>
                   <code>{origin(d.channel_id)}</code>
                 </td>
@@ -261,6 +349,13 @@ function DeliveryLog({ channels }: { channels: ChannelDto[] }) {
                     ))}
                   </ol>
                 </td>
+                <td className="row-actions">
+                  {d.status !== 'delivered' && (
+                    <button onClick={() => void wrap(() => call('notification.delivery.retry', { id: d.id }))}>
+                      Retry now
+                    </button>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -268,4 +363,10 @@ function DeliveryLog({ channels }: { channels: ChannelDto[] }) {
       )}
     </>
   );
+}
+
+/** A record's title is "<task>: <what happened>": the task's part. */
+function taskTitle(title: string): string {
+  const cut = title.indexOf(': ');
+  return cut > 0 ? title.slice(0, cut) : title;
 }
