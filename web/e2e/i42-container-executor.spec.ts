@@ -11,7 +11,7 @@ test('i42: a container executor is added, checked and deleted in settings', asyn
   await form.getByLabel(/^Engine/).selectOption('docker');
   await form.getByLabel(/^Read-only mounts/).fill('relative/path');
   await form.getByRole('button', { name: 'Add container executor' }).click();
-  await expect(form.getByRole('alert')).toContainText('container.mounts');
+  await expect(form.getByRole('alert')).toContainText('container mounts');
   await expect(form.getByRole('alert')).toContainText('must be an absolute path');
 
   await form.getByLabel(/^Read-only mounts/).fill('/etc/hostname');

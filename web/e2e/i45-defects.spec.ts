@@ -382,3 +382,49 @@ test("i45 22: another workspace's tasks that need you show in the header and ope
   await page.getByLabel('Workspace').selectOption({ label: 'Default' });
   await expect(elsewhere).toHaveCount(0);
 });
+
+test('i45 19: in a long highlighted file the line numbers stay beside their lines', async ({ page, kandev }) => {
+  const long = Array.from({ length: 150 }, (_, i) => `line_${i + 1} = ${i + 1}`).join('\n') + '\n';
+  const repo = gitRepo({ 'app.py': long });
+  try {
+    const { workspaceId } = await kandev.board();
+    const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
+    const task = await kandev.createTask('Long file', { repository_ids: [repository.id], start_agent: true });
+    await page.goto(`${kandev.url}/tasks/${task.id}`);
+    await expect(transcript(page).locator('[data-kind="agent"]').first()).toHaveText('echo: Long file');
+    await page.getByRole('tab', { name: 'Files', exact: true }).click();
+    await page.getByRole('navigation', { name: 'Files' }).getByRole('button', { name: 'app.py' }).click();
+    const gutter = page.getByTestId('line-numbers');
+    await expect(gutter).toContainText('150');
+    const content = page.locator('pre.file-content');
+    await expect(content).toContainText('line_150 = 150');
+    // Both columns hold 150 lines: the same height means each number is beside its line.
+    const heights = async () => [
+      Math.round((await gutter.boundingBox())!.height),
+      Math.round((await content.boundingBox())!.height),
+    ];
+    const [numbers, text] = await heights();
+    expect(Math.abs(numbers - text)).toBeLessThanOrEqual(1);
+  } finally {
+    removeRepo(repo);
+  }
+});
+
+test("i45 22: a task opened by its link while another workspace is shown switches to the task's workspace", async ({
+  page,
+  kandev,
+}) => {
+  const { workspace } = await kandev.api('workspace.create', { name: 'Elsewhere' });
+  await kandev.api('workflow.create', { workspace_id: workspace.id, name: 'Other board', template_id: 'kanban' });
+  const task = await kandev.createTask('Linked', {});
+  await openBoard(page, kandev);
+  await page.getByLabel('Workspace').selectOption({ label: 'Elsewhere' });
+  await expect(page.getByLabel('Board')).toHaveValue(/.+/);
+  await page.goto(`${kandev.url}/tasks/${task.id}`);
+  // Its steps are there to move it, and the header names its workspace.
+  await expect(page.getByTestId('task-step')).toBeVisible();
+  await expect(page.getByLabel('Move to step')).toBeVisible();
+  await expect(page.getByLabel('Workspace')).toHaveValue((await kandev.board()).workspaceId);
+  await page.getByRole('button', { name: 'Back to the board' }).click();
+  await expect(page.locator('.card', { hasText: 'Linked' })).toBeVisible();
+});

@@ -208,7 +208,7 @@ test('i45 4: subtasks and blockers are chosen in the New task dialog and changed
   const cycle = page.getByRole('dialog', { name: 'Edit task' });
   await cycle.getByLabel(/^Blocked by/).selectOption({ label: 'Child' });
   await cycle.getByRole('button', { name: 'Save' }).click();
-  await expect(cycle.getByRole('alert')).toContainText('Those blockers would make a dependency cycle');
+  await expect(cycle.getByRole('alert')).toContainText(/those blockers would make a dependency cycle/i);
   await expect(cycle.getByRole('alert')).not.toContainText('blocked_by');
   expect((await kandev.api('task.get', { id: blockerB.id })).task.blocked_by).toEqual([]);
 });

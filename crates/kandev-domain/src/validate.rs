@@ -25,9 +25,11 @@ pub const MAX_STEPS: usize = 100;
 /// Longest accepted free text sent to an agent (a message, a queued prompt), in bytes.
 pub const MAX_TEXT_BYTES: usize = 1024 * 1024;
 
-/// A field that did not pass validation; `field` names it for the user.
+/// A field that did not pass validation: `field` is the request field (`details.field` of
+/// the API's error, for programs), and the message names it in words ([`spoken`]:
+/// `forge_api_base_url` reads "forge API base URL", `mcp_servers[0].url` "MCP servers 1 URL").
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("{field} {problem}")]
+#[error("{} {problem}", spoken(field))]
 pub struct FieldError {
     pub field: String,
     pub problem: String,
@@ -37,6 +39,35 @@ impl FieldError {
     pub fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
         Self { field: field.into(), problem: problem.into() }
     }
+}
+
+/// A request field's path in words, for people (issue 45: no error names an API field): `_`
+/// and `.` are spaces, a list index counts from 1, and abbreviations are capitalized.
+pub fn spoken(field: &str) -> String {
+    const CAPITALS: [(&str, &str); 7] = [
+        ("url", "URL"),
+        ("api", "API"),
+        ("ssh", "SSH"),
+        ("mcp", "MCP"),
+        ("id", "ID"),
+        ("ids", "IDs"),
+        ("http", "HTTP"),
+    ];
+    let mut words = vec![];
+    for part in field.split('.') {
+        let (name, index) = match part.split_once('[') {
+            Some((name, rest)) => (name, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (part, None),
+        };
+        for word in name.split('_').filter(|w| !w.is_empty()) {
+            let capital = CAPITALS.iter().find(|(w, _)| *w == word).map(|(_, c)| *c);
+            words.push(capital.unwrap_or(word).to_owned());
+        }
+        if let Some(index) = index {
+            words.push((index + 1).to_string());
+        }
+    }
+    words.join(" ")
 }
 
 /// A required name (workspace, workflow, step, repository, profile): see [`label`].
@@ -280,6 +311,16 @@ pub fn size(bytes: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn i45_a3_a_field_is_named_in_words() {
+        assert_eq!(spoken("forge_api_base_url"), "forge API base URL");
+        assert_eq!(spoken("mcp_servers[0].url"), "MCP servers 1 URL");
+        assert_eq!(spoken("ssh.identity_file"), "SSH identity file");
+        assert_eq!(spoken("title"), "title");
+        let err = FieldError::new("blocked_by", "would make a cycle");
+        assert_eq!(err.to_string(), "blocked by would make a cycle");
+    }
 
     #[test]
     fn names_are_trimmed_and_required() {

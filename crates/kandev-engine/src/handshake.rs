@@ -447,8 +447,8 @@ pub fn turn_failure(
             .unwrap_or("the agent")
             .to_owned();
         let message = format!(
-            "log in to {name}: it asked for credentials during the turn ({}); log in, then \
-             authenticate (session.authenticate) or resume the session",
+            "log in to {name}: it asked for credentials during the turn ({}); log in with one \
+             of its methods on the session's page, or resume the session",
             said("session/prompt", err)
         );
         let methods = info.get("auth_methods").cloned().unwrap_or_else(|| json!([]));

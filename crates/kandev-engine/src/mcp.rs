@@ -46,7 +46,7 @@ pub fn check_agent_depth(depth: u32) -> Result<(), crate::EngineError> {
     }
     Err(crate::EngineError::Forbidden(format!(
         "agents started by agents nest at most {MAX_AGENT_DEPTH} levels and this task is at \
-         level {depth}: an agent may create it only without start_agent, in a step that does \
+         level {depth}: an agent may create it only without starting its agent, in a step that does \
          not start an agent; a person can start its agent"
     )))
 }

@@ -100,7 +100,7 @@ pub fn forge_api(repository: &Repository, remote_url: &str) -> Result<ForgeApi> 
         (_, Forge::GitLab, Some(h)) => format!("https://{h}/api/v4"),
         (_, _, None) => {
             return Err(ForgeError::Settings(format!(
-                "cannot tell the forge of repository {} from its origin {remote_url}; set its forge API URL (forge_api_base_url)",
+                "cannot tell the forge of repository {} from its origin {remote_url}; set its forge API URL in the repository's settings",
                 repository.name
             )));
         }
@@ -124,7 +124,7 @@ pub fn forge_api(repository: &Repository, remote_url: &str) -> Result<ForgeApi> 
     };
     let token = std::env::var(variable).ok().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
         ForgeError::Settings(format!(
-            "no forge token: set the environment variable {variable} for the server (or name another one in the repository's forge_token_env)"
+            "no forge token: set the environment variable {variable} for the server (or name another variable in the repository's settings)"
         ))
     })?;
     Ok(ForgeApi { forge, base_url, project, token })

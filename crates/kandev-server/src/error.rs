@@ -100,7 +100,9 @@ impl From<kandev_engine::EngineError> for ApiError {
 
 impl From<kandev_domain::validate::FieldError> for ApiError {
     fn from(err: kandev_domain::validate::FieldError) -> Self {
-        let details = serde_json::json!({ "field": err.field });
+        // The message names the field in words; programs and the web's forms (which have
+        // their own label for it) read `field` and `problem`.
+        let details = serde_json::json!({ "field": err.field, "problem": err.problem });
         ApiError::validation(err.to_string()).with_details(details)
     }
 }

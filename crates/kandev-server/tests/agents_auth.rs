@@ -359,7 +359,10 @@ async fn i12_f5_profile_updates_with_the_masked_env_keep_the_secrets() {
         )
         .await;
     assert_eq!((status, body["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{body}");
-    assert!(body["message"].as_str().unwrap().contains("env[0].value"), "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("environment variable 1 is the mask"),
+        "{body}"
+    );
     let (status, body) = server
         .post(
             "agent.profile.create",

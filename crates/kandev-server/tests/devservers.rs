@@ -83,7 +83,7 @@ async fn i19_a3_stop_ends_a_dev_server_and_bad_requests_are_explained() {
 
     let (status, body) = server.post("devserver.start", json!({"task_id": task})).await;
     assert_eq!(status, 422, "{body}");
-    assert!(body["message"].as_str().unwrap().contains("no dev_script"), "{body}");
+    assert!(body["message"].as_str().unwrap().contains("no dev server command"), "{body}");
     server.call("repository.update", json!({"id": repo_id, "dev_script": DEV_SCRIPT})).await;
     let started = server.call("devserver.start", json!({"task_id": task})).await;
     let port = started["dev_server"]["port"].as_u64().unwrap();

@@ -54,7 +54,7 @@ async fn i20_s3_executors_are_created_checked_chosen_by_a_repository_and_kept_wh
         server.post("executor.create", json!({"name": "b", "kind": "ssh", "ssh": bad})).await;
     assert_eq!((status, code(&body)), (422, "VALIDATION_ERROR"), "{body}");
     assert!(
-        body["message"].as_str().unwrap().starts_with("ssh.remote_home must be an absolute path"),
+        body["message"].as_str().unwrap().starts_with("SSH remote home must be an absolute path"),
         "{body}"
     );
     let mut bad = ssh();
@@ -62,7 +62,7 @@ async fn i20_s3_executors_are_created_checked_chosen_by_a_repository_and_kept_wh
     let (status, body) =
         server.post("executor.create", json!({"name": "b", "kind": "ssh", "ssh": bad})).await;
     assert_eq!((status, code(&body)), (422, "VALIDATION_ERROR"), "{body}");
-    assert!(body["message"].as_str().unwrap().starts_with("ssh.host"), "{body}");
+    assert!(body["message"].as_str().unwrap().starts_with("SSH host"), "{body}");
     let (status, body) = server.post("executor.create", json!({"name": "b", "kind": "ssh"})).await;
     assert_eq!((status, code(&body)), (422, "VALIDATION_ERROR"), "{body}");
     assert!(body["message"].as_str().unwrap().starts_with("ssh is required"), "{body}");

@@ -315,7 +315,7 @@ impl WriteTx {
         if !current.repository_ids.is_empty() {
             return Err(StoreError::Conflict(format!(
                 "executor {} is used by {} repositories; choose another executor for them first \
-                 (repository.executor.set)",
+                 in Settings › Repositories",
                 current.name,
                 current.repository_ids.len()
             )));

@@ -113,6 +113,9 @@ struct DeliveryRow {
     title: String,
 }
 
+/// One channel by its id.
+const CHANNEL_BY_ID: &str = "SELECT * FROM notification_channels WHERE id = ?";
+
 /// A delivery with its record's kind, task and title.
 const DELIVERY_SELECT: &str = "SELECT d.id, d.notification_id, d.channel_id, d.status, \
     d.next_at, n.kind, n.task_id, n.title FROM notification_deliveries d \
@@ -224,12 +227,10 @@ impl Store {
             let mut q = QueryBuilder::new(self.dialect(), NOTIFICATION_SELECT);
             q.push(" WHERE n.id = ").push_bind(&r.notification_id);
             let notification = q.build_query_as::<NotificationRow>().fetch_one(&self.read).await?;
-            let channel = crate::sql::query_as::<ChannelRow>(
-                "SELECT * FROM notification_channels WHERE id = ?",
-            )
-            .bind(&r.channel_id)
-            .fetch_one(&self.read)
-            .await?;
+            let channel = crate::sql::query_as::<ChannelRow>(CHANNEL_BY_ID)
+                .bind(&r.channel_id)
+                .fetch_one(&self.read)
+                .await?;
             let attempts: i64 = crate::sql::query_scalar(
                 "SELECT COUNT(*) FROM notification_attempts WHERE delivery_id = ?",
             )
@@ -417,11 +418,10 @@ impl WriteTx {
         }
         q.push(" WHERE id = ").push_bind(id);
         q.build().execute(self.conn()).await?;
-        let row =
-            crate::sql::query_as::<ChannelRow>("SELECT * FROM notification_channels WHERE id = ?")
-                .bind(id)
-                .fetch_optional(self.conn())
-                .await?;
+        let row = crate::sql::query_as::<ChannelRow>(CHANNEL_BY_ID)
+            .bind(id)
+            .fetch_optional(self.conn())
+            .await?;
         row.map(Channel::try_from).transpose()
     }
 }

@@ -488,7 +488,7 @@ impl WriteTx {
         wanted.sort();
         if current != wanted {
             return Err(StoreError::Conflict(
-                "step_ids must list every step of the workflow exactly once".into(),
+                "the new order must list every step of the workflow exactly once".into(),
             ));
         }
         self.write_step_order(order).await?;

@@ -85,6 +85,8 @@ async fn i21_a4_a_server_on_the_copy_shows_the_same_board_transcript_and_queue()
         .await;
     call(&server, "message.queue.add", json!({"session_id": session, "content": "later, please"}))
         .await;
+    // The agent stopped first: a shutdown would record that it stopped after the snapshot.
+    call(&server, "session.stop", json!({"id": session})).await;
     let before = snapshot(&server, &board["id"], &session).await;
     assert_eq!(before["queue"]["queue"].as_array().unwrap().len(), 1);
     assert_eq!(before["tasks"]["tasks"].as_array().unwrap().len(), 3);

@@ -584,3 +584,111 @@ fn engine_modules_import_each_other_without_a_cycle() {
 
 #[path = "tidy/module_graph.rs"]
 mod module_graph;
+
+#[path = "tidy/error_words.rs"]
+mod error_words;
+
+/// The server's crates whose texts people read (their errors reach the API and the UI).
+const SERVER_CRATES: [&str; 8] = [
+    "kandev-server",
+    "kandev-engine",
+    "kandev-domain",
+    "kandev-runtime",
+    "kandev-store",
+    "kandev-forge",
+    "kandev-notify",
+    "kandev-workflow-yaml",
+];
+
+fn error_words() -> error_words::Words {
+    let requests =
+        std::fs::read_to_string(workspace_root().join("crates/kandev-api-types/src/requests.rs"))
+            .unwrap();
+    error_words::Words::new(kandev_api_types::actions::NAMES, &requests)
+}
+
+fn web_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if name != "generated" {
+                web_files(&path, out);
+            }
+        } else if (name.ends_with(".ts") || name.ends_with(".tsx"))
+            && !name.contains(".test.")
+            && !name.contains("typetest")
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// Issue 45 acceptance 3: no error text of the server or the web names an API action or a
+/// request field ("set one with repository.update", "forge_api_base_url must be ..."): people
+/// read them in the UI, which has its own words for both.
+#[test]
+fn i45_a3_no_error_text_names_an_action_or_a_request_field() {
+    let words = error_words();
+    let root = workspace_root();
+    let mut problems = vec![];
+    for krate in SERVER_CRATES {
+        let mut files = vec![];
+        rust_files(&root.join("crates").join(krate).join("src"), &mut files);
+        for file in files {
+            if file.components().any(|c| c.as_os_str() == "mcp") && krate == "kandev-server" {
+                continue; // agents' tool errors name the tool's parameters on purpose
+            }
+            if file.ends_with("kandev-workflow-yaml/src/export.rs") {
+                continue; // writes a workflow's YAML: its keys are the file format's
+            }
+            for (line, named, text) in error_words::rust_findings(&words, &production_source(&file))
+            {
+                problems.push(format!("{}:{line}: {named:?} in {text:?}", file.display()));
+            }
+        }
+    }
+    let mut files = vec![];
+    web_files(&root.join("web/src"), &mut files);
+    for file in files {
+        let source = std::fs::read_to_string(&file).unwrap();
+        for (line, named, text) in error_words::web_findings(&words, &source) {
+            problems.push(format!("{}:{line}: {named:?} in {text:?}", file.display()));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "texts that name an API action or request field; say it in the user's words:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn i45_a3_the_error_text_check_sees_actions_and_fields_and_passes_keys_and_sql() {
+    let words = error_words::Words::new(
+        &["repository.update", "task.list"],
+        "pub struct R {\n    pub forge_api_base_url: Option<String>,\n    pub url: String,\n}",
+    );
+    let rust = r#"
+        // "set one with repository.update" in a comment is no text
+        let a = "repository {} has no dev script; set one with repository.update";
+        let b = format!("forge_api_base_url must be a URL, not {forge_api_base_url}");
+        let c = "SELECT forge_api_base_url FROM repositories WHERE id = ?";
+        let d = "task.list";
+        let e = format!("url must be http, not {url}");
+        let f = '"'; let g = "the forge API URL is missing";
+    "#;
+    let found: Vec<usize> =
+        error_words::rust_findings(&words, rust).into_iter().map(|(line, ..)| line).collect();
+    assert_eq!(found, [3, 4], "{found:?}");
+    let web = "const x = call('task.list', {});\n\
+               <p>Set it with repository.update first</p>\n\
+               setError(`${forge_api_base_url} is wrong`);\n\
+               setError(`forge_api_base_url is wrong: ${why}`);\n\
+               // call task.list here is a comment\n\
+               onClick={() => void call('task.list', { query: 'a b' })}\n\
+               <b className=\"x\">Run task.list now</b>\n";
+    let found: Vec<usize> =
+        error_words::web_findings(&words, web).into_iter().map(|(line, ..)| line).collect();
+    assert_eq!(found, [2, 4, 7], "{found:?}");
+}

@@ -7,6 +7,7 @@ import { useSession } from '../lib/session';
 import { errorHint } from '../lib/sessionError';
 import { toast } from '../lib/toast';
 import { useMutation } from '../lib/useMutation';
+import { usePhone } from '../lib/useWide';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
 import { ErrorBanner } from './ErrorBanner';
@@ -64,6 +65,8 @@ export function SessionView({
   const busy = state === 'RUNNING' || state === 'STARTING' || s.turnOpen;
   // The server clears the ACP session id when the agent's process ends (stopped, exited).
   const agentLive = !!session?.acp_session_id;
+  const phone = usePhone();
+  const [more, setMore] = useState(false);
   // A turn held on a permission request or a question waits for the person, not the agent.
   const waitingOnYou =
     busy &&
@@ -89,6 +92,12 @@ export function SessionView({
       { describe: (e) => `${label}: ${errorText(e)}` },
     );
 
+  const cancel = (
+    <button disabled={!busy || actions.busy} onClick={() => run('Cancel', 'agent.cancel', { session_id: sessionId })}>
+      Cancel turn
+    </button>
+  );
+
   if (s.deleted) {
     return <div className="empty-page">This session was deleted.</div>;
   }
@@ -112,59 +121,69 @@ export function SessionView({
             {session.name}
           </strong>
         )}
-        {session && <AgentBadge session={session} />}
-        {session?.plan_mode && <span className="badge plan">plan mode</span>}
-        {session?.session_mode && <span className="badge">mode: {session.session_mode}</span>}
-        {session && <ModelBadge session={session} />}
-        {session && <UsageBadge session={session} />}
-        {session && <Pickers session={session} onError={actions.setError} />}
-        <span className="spacer" />
-        <div className="session-actions" role="toolbar" aria-label="Session controls">
-          <button
-            disabled={!busy || actions.busy}
-            onClick={() => run('Cancel', 'agent.cancel', { session_id: sessionId })}
-          >
-            Cancel turn
-          </button>
-          <button
-            disabled={busy || actions.busy || !s.transcript.messages.some((m) => m.kind === 'user')}
-            title="Send your last message again as a new turn"
-            onClick={() => run('Retry', 'session.retry', { id: sessionId })}
-          >
-            Retry last message
-          </button>
-          <button disabled={actions.busy} onClick={() => setRenaming(true)}>
-            Rename
-          </button>
-          {!primary && (
-            <button
-              disabled={actions.busy}
-              title="The workflow's steps and the card follow the primary session"
-              onClick={() => run('Make primary', 'session.set_primary', { id: sessionId }, 'This session is now the primary one')}
-            >
-              Make primary
+        {phone && (
+          // A phone shows the state, Cancel while a turn runs, and the rest behind More: the
+          // chat keeps the height (issue 45 item 26).
+          <>
+            <span className="spacer" />
+            {busy && cancel}
+            <button className="session-more-toggle" aria-expanded={more} onClick={() => setMore(!more)}>
+              {more ? 'Less' : 'More…'}
             </button>
-          )}
-          <button
-            disabled={actions.busy}
-            onClick={() => setConfirmReset(true)}
-          >
-            Reset context
-          </button>
-          <ResumeMenu disabled={actions.busy} onResume={(mode) => run('Resume', 'session.resume', { id: sessionId, mode })} />
-          <button
-            disabled={actions.busy || (!busy && !agentLive)}
-            title={!busy && !agentLive ? 'No agent runs for this session: the next message starts it' : undefined}
-            onClick={() =>
-              run('Stop', 'session.stop', { id: sessionId }, 'Agent stopped: the next message resumes the conversation')
-            }
-          >
-            Stop
-          </button>
-          <button className="danger-outline" disabled={actions.busy} onClick={() => setConfirmDelete(true)}>
-            Delete
-          </button>
-        </div>
+          </>
+        )}
+        {(!phone || more) && (
+          <>
+            {session && <AgentBadge session={session} />}
+            {session?.plan_mode && <span className="badge plan">plan mode</span>}
+            {session?.session_mode && <span className="badge">mode: {session.session_mode}</span>}
+            {session && <ModelBadge session={session} />}
+            {session && <UsageBadge session={session} />}
+            {session && <Pickers session={session} onError={actions.setError} />}
+            <span className="spacer" />
+            <div className="session-actions" role="toolbar" aria-label="Session controls">
+              {!phone && cancel}
+              <button
+                disabled={busy || actions.busy || !s.transcript.messages.some((m) => m.kind === 'user')}
+                title="Send your last message again as a new turn"
+                onClick={() => run('Retry', 'session.retry', { id: sessionId })}
+              >
+                Retry last message
+              </button>
+              <button disabled={actions.busy} onClick={() => setRenaming(true)}>
+                Rename
+              </button>
+              {!primary && (
+                <button
+                  disabled={actions.busy}
+                  title="The workflow's steps and the card follow the primary session"
+                  onClick={() => run('Make primary', 'session.set_primary', { id: sessionId }, 'This session is now the primary one')}
+                >
+                  Make primary
+                </button>
+              )}
+              <button
+                disabled={actions.busy}
+                onClick={() => setConfirmReset(true)}
+              >
+                Reset context
+              </button>
+              <ResumeMenu disabled={actions.busy} onResume={(mode) => run('Resume', 'session.resume', { id: sessionId, mode })} />
+              <button
+                disabled={actions.busy || (!busy && !agentLive)}
+                title={!busy && !agentLive ? 'No agent runs for this session: the next message starts it' : undefined}
+                onClick={() =>
+                  run('Stop', 'session.stop', { id: sessionId }, 'Agent stopped: the next message resumes the conversation')
+                }
+              >
+                Stop
+              </button>
+              <button className="danger-outline" disabled={actions.busy} onClick={() => setConfirmDelete(true)}>
+                Delete
+              </button>
+            </div>
+          </>
+        )}
       </div>
       {session?.last_error && (
         <div className="banner error last-error" role="alert" data-testid="last-error">

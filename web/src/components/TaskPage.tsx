@@ -6,7 +6,7 @@ import { call, errorText } from '../api/client';
 import { useData } from '../lib/data';
 import { navigate, type TaskTab, taskPath } from '../lib/router';
 import { useTask } from '../lib/task';
-import { useWide } from '../lib/useWide';
+import { usePhone, useWide } from '../lib/useWide';
 import { NEEDS_YOU_LABEL, usePageTitle } from '../lib/title';
 import { toast } from '../lib/toast';
 import { ChangesTab } from './ChangesTab';
@@ -24,8 +24,10 @@ import { TerminalsTab } from './TerminalsTab';
 /** The narrowest window (px) that shows the chat beside the diff. */
 const WIDE_SPLIT = 1280;
 
+
 export function TaskPage(props: { taskId: string; sessionId: string | null; tab: TaskTab }) {
-  const { workflows, profiles } = useData();
+  const data = useData();
+  const { workflows, profiles } = data;
   const { task, sessions, deleted, error, retry, addSession } = useTask(props.taskId);
   const [actionError, setActionError] = useState<string | null>(null);
   const [launching, setLaunching] = useState(false);
@@ -33,6 +35,8 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
   const [deleting, setDeleting] = useState(false);
   // Wide enough for the diff and the chat side by side.
   const wide = useWide(WIDE_SPLIT);
+  const phone = usePhone();
+  const [menuOpen, setMenuOpen] = useState(false);
 
   const workflow = workflows.find((w) => w.id === task?.workflow_id);
   const step = workflow?.steps.find((s) => s.id === task?.step_id);
@@ -41,6 +45,17 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
     sessions.find((s) => s.id === task?.primary_session_id) ??
     sessions[sessions.length - 1] ??
     null;
+
+  // A task opened by its link from another workspace (a notification, a bookmark) switches
+  // the header to its workspace and board: its steps are there, and ← leads to its board.
+  const taskWorkspace = task?.workspace_id;
+  const taskWorkflow = task?.workflow_id;
+  const shownWorkspace = data.workspace?.id;
+  useEffect(() => {
+    if (!taskWorkspace || !taskWorkflow || !shownWorkspace || taskWorkspace === shownWorkspace) return;
+    data.setWorkspaceId(taskWorkspace);
+    data.setWorkflowId(taskWorkflow);
+  }, [taskWorkspace, taskWorkflow, shownWorkspace]);
 
   usePageTitle(
     task ? `${task.needs_you ? 'Needs you · ' : ''}${task.title} — Kandev` : 'Kandev',
@@ -102,23 +117,39 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
           </div>
         </div>
         <span className="spacer" />
-        <button onClick={() => setEditing(true)}>Edit task</button>
-        <button className="danger-outline" onClick={() => setDeleting(true)}>
-          Delete task
-        </button>
-        {!task.archived_at && (
+        {phone && (
+          // On a phone the task's own actions fold into one button, so the chat keeps the
+          // height (issue 45 item 26).
           <button
-            onClick={() =>
-              call('task.archive', { id: task.id })
-                .then(() => {
-                  navigate('/');
-                  toast(`Archived “${task.title}”`, { undo: () => call('task.unarchive', { id: task.id }) });
-                })
-                .catch((e: unknown) => setActionError(errorText(e)))
-            }
+            className="icon task-more"
+            aria-label="Task actions"
+            aria-expanded={menuOpen}
+            onClick={() => setMenuOpen(!menuOpen)}
           >
-            Archive
+            ⋯
           </button>
+        )}
+        {(!phone || menuOpen) && (
+          <div className={phone ? 'task-actions task-menu' : 'task-actions'} onClick={() => setMenuOpen(false)}>
+            <button onClick={() => setEditing(true)}>Edit task</button>
+            <button className="danger-outline" onClick={() => setDeleting(true)}>
+              Delete task
+            </button>
+            {!task.archived_at && (
+              <button
+                onClick={() =>
+                  call('task.archive', { id: task.id })
+                    .then(() => {
+                      navigate('/');
+                      toast(`Archived “${task.title}”`, { undo: () => call('task.unarchive', { id: task.id }) });
+                    })
+                    .catch((e: unknown) => setActionError(errorText(e)))
+                }
+              >
+                Archive
+              </button>
+            )}
+          </div>
         )}
       </div>
       {workflow && !task.archived_at && (
@@ -153,7 +184,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
           </button>
         ))}
         <button className="tab-add" onClick={() => setLaunching(true)} aria-label="New session">
-          + Session
+          {phone ? '+' : '+ Session'}
         </button>
         <span className="spacer" />
         <button

@@ -14,3 +14,11 @@ export function useWide(minWidth: number): boolean {
   }, [query]);
   return wide;
 }
+
+/** The widest window (px) laid out as a phone (the stylesheet's `max-width: 700px`). */
+export const PHONE_MAX = 700;
+
+/** Whether the window is laid out as a phone. */
+export function usePhone(): boolean {
+  return !useWide(PHONE_MAX + 1);
+}

@@ -55,7 +55,7 @@ impl Engine {
     ) -> Result<Vec<FileChange>> {
         if !(7..=64).contains(&sha.len()) || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
             return Err(EngineError::Validation(
-                "sha must be a commit's hex id (7 to 64 digits); take it from task.commits".into(),
+                "a commit is named by its hex id (7 to 64 digits); take it from the task's list of commits".into(),
             ));
         }
         let mounted = one_worktree(&self.inner, task_id, repository).await?;
@@ -185,7 +185,7 @@ async fn one_worktree(
         }
         None if all.len() == 1 => Ok(all.swap_remove(0)),
         None => Err(EngineError::Validation(
-            "the task has several repositories; name one with repository_id".into(),
+            "the task has several repositories; choose one of them".into(),
         )),
     }
 }

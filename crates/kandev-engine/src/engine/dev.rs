@@ -31,7 +31,7 @@ impl Engine {
         let repository = self.inner.store.get_repository(&repository_id).await?;
         if repository.dev_script.trim().is_empty() {
             return Err(EngineError::Validation(format!(
-                "repository {} has no dev_script; set one with repository.update",
+                "repository {} has no dev server command; set one in Settings › Repositories (Edit)",
                 repository.name
             )));
         }

@@ -175,7 +175,7 @@ impl SessionActor {
                             pending.options.iter().map(|o| o.option_id.clone()).collect();
                         self.permissions.insert(request_id.to_owned(), pending);
                         return Err(EngineError::Validation(format!(
-                            "option_id {id:?} was not offered; choose one of {offered:?}"
+                            "the agent did not offer the option {id:?}; choose one of {offered:?}"
                         )));
                     }
                 }

@@ -296,7 +296,7 @@ impl Engine {
         let before = tx.get_task(id).await?;
         let Some(step) = workflow.step(to) else {
             return Err(EngineError::Validation(format!(
-                "step {to} is not a step of the task's workflow; pick one from workflow.get"
+                "step {to} is not a step of the task's workflow; pick one of the board's steps"
             )));
         };
         if step.id != before.step_id && !step.allow_manual_move {

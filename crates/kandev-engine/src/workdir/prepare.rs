@@ -88,7 +88,7 @@ pub(crate) async fn plan(inner: &Inner, task: &Task) -> Result<Plan> {
         {
             return Err(EngineError::Validation(format!(
                 "the repositories of a task must all use the same executor, but {} uses {}; \
-                 set the same executor on each (repository.executor.set)",
+                 set the same executor on each in Settings › Repositories",
                 repository.name,
                 describe(&here)
             )));

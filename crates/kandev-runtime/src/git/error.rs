@@ -168,7 +168,7 @@ pub enum GitError {
 
     /// The remote refused the push because it is not a fast-forward.
     #[error(
-        "`{remote}` refused the push of `{branch}`: the remote branch has commits the task branch does not (non-fast-forward); rebase or pull first, or push with force_with_lease to replace them"
+        "`{remote}` refused the push of `{branch}`: the remote branch has commits the task branch does not (non-fast-forward); rebase or pull first, or force-push (with lease) to replace them"
     )]
     PushRejected { remote: String, branch: String },
 

@@ -14,7 +14,7 @@ pub async fn authenticate(s: &AppState, p: SessionAuthenticate) -> Result<Sessio
     let method_id = p.method_id.trim().to_owned();
     if method_id.is_empty() {
         return Err(ApiError::validation(
-            "method_id is required; use an id from last_error.details.auth_methods",
+            "choose a login method: one of those the agent offered in the session's last error",
         ));
     }
     let id = SessionId::new(p.id);

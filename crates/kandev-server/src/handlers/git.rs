@@ -64,7 +64,7 @@ async fn change(
         }
         _ => {
             return Err(ApiError::validation(
-                "hunk and diff_hash go together: give both (from task.index) or neither",
+                "a hunk and its diff hash go together: give both (from the listing of the changes) or neither",
             ));
         }
     };

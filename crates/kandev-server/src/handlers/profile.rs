@@ -166,7 +166,9 @@ fn checked_env(env: Vec<EnvVarDto>, current: &[EnvVar]) -> Result<Vec<EnvVar>, A
                 && e.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !valid {
                 return Err(ApiError::validation(format!(
-                    "env[{i}].name {:?} is not a valid variable name",
+                    "environment variable {} {:?} is not a valid name: letters, digits and _, \
+                     not starting with a digit",
+                    i + 1,
                     e.name
                 )));
             }
@@ -176,8 +178,9 @@ fn checked_env(env: Vec<EnvVarDto>, current: &[EnvVar]) -> Result<Vec<EnvVar>, A
             match current.iter().find(|c| c.name == e.name) {
                 Some(kept) => Ok(EnvVar { name: e.name, value: kept.value.clone() }),
                 None => Err(ApiError::validation(format!(
-                    "env[{i}].value is the mask {SECRET_MASK:?}, which keeps a current value, \
-                     but the profile has no variable {}; give its value",
+                    "environment variable {} is the mask {SECRET_MASK:?}, which keeps a current \
+                     value, but the profile has no variable {}; give its value",
+                    i + 1,
                     e.name
                 ))),
             }

@@ -6,6 +6,7 @@
 use axum::http::{HeaderName, HeaderValue, Uri};
 use kandev_api_types::{EnvVarDto, McpServerDto, SECRET_MASK};
 use kandev_domain::agent::{EnvVar, McpServerConfig, McpTransport};
+use kandev_domain::validate::{FieldError, spoken};
 
 use crate::ApiError;
 
@@ -24,7 +25,7 @@ pub(super) fn checked_mcp_servers(
 ) -> Result<Vec<McpServerConfig>, ApiError> {
     if servers.len() > MAX_SERVERS {
         return Err(ApiError::validation(format!(
-            "mcp_servers has {} servers; at most {MAX_SERVERS} are allowed",
+            "{} MCP servers are too many; at most {MAX_SERVERS} are allowed",
             servers.len()
         )));
     }
@@ -33,14 +34,19 @@ pub(super) fn checked_mcp_servers(
         let at = format!("mcp_servers[{i}]");
         let name = checked_name(&at, &server.name)?;
         if checked.iter().any(|s| s.name().eq_ignore_ascii_case(&name)) {
-            return Err(ApiError::validation(format!(
-                "{at}.name {name:?} is used twice; give each server its own name"
-            )));
+            let problem = format!("{name:?} is used twice; give each server its own name");
+            return Err(refused(&at, "name", problem));
         }
         let was = current.iter().find(|s| s.name() == name);
         checked.push(checked_server(&at, name, server, was)?);
     }
     Ok(checked)
+}
+
+/// A refusal of the field `field` of the server at `at` (`mcp_servers[0]`), named in words.
+fn refused(at: &str, field: &str, problem: impl Into<String>) -> ApiError {
+    let path = if field.is_empty() { at.to_owned() } else { format!("{at}.{field}") };
+    FieldError::new(path, problem).into()
 }
 
 fn checked_name(at: &str, name: &str) -> Result<String, ApiError> {
@@ -49,16 +55,16 @@ fn checked_name(at: &str, name: &str) -> Result<String, ApiError> {
         && name.len() <= MAX_NAME
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if !valid {
-        return Err(ApiError::validation(format!(
-            "{at}.name {name:?} is not a valid server name: use 1 to {MAX_NAME} letters, \
-             digits, '-' or '_'"
-        )));
+        let problem = format!(
+            "{name:?} is not a valid server name: use 1 to {MAX_NAME} letters, digits, '-' or '_'"
+        );
+        return Err(refused(at, "name", problem));
     }
     if name.eq_ignore_ascii_case(RESERVED) {
-        return Err(ApiError::validation(format!(
-            "{at}.name {name:?} is Kandev's own server, which every agent gets anyway; choose \
-             another name"
-        )));
+        let problem = format!(
+            "{name:?} is Kandev's own server, which every agent gets anyway; choose another name"
+        );
+        return Err(refused(at, "name", problem));
     }
     Ok(name.to_owned())
 }
@@ -70,17 +76,18 @@ fn checked_server(
     was: Option<&McpServerConfig>,
 ) -> Result<McpServerConfig, ApiError> {
     let McpServerDto { command, args, env, url, transport, headers, .. } = server;
-    let misplaced = |field: &str, form: &str| {
-        Err(ApiError::validation(format!("{at}.{field} does not belong to {form}")))
-    };
+    let misplaced =
+        |field: &str, form: &str| Err(refused(at, field, format!("does not belong to {form}")));
     match (command, url) {
-        (Some(_), Some(_)) => Err(ApiError::validation(format!(
-            "{at} has both command and url; give command for a stdio server or url for an \
-             http server"
-        ))),
-        (None, None) => Err(ApiError::validation(format!(
-            "{at} needs command (a stdio server) or url (an http server)"
-        ))),
+        (Some(_), Some(_)) => Err(refused(
+            at,
+            "",
+            "has both a command and a URL; give a command for a stdio server or a URL for an \
+             http server",
+        )),
+        (None, None) => {
+            Err(refused(at, "", "needs a command (a stdio server) or a URL (an http server)"))
+        }
         (Some(command), None) => {
             if headers.is_some() {
                 return misplaced("headers", "a stdio server (it takes env)");
@@ -90,9 +97,8 @@ fn checked_server(
             }
             let command = command.trim().to_owned();
             if command.is_empty() {
-                return Err(ApiError::validation(format!(
-                    "{at}.command is empty; give the program that runs the server"
-                )));
+                let problem = "is empty; give the program that runs the server";
+                return Err(refused(at, "command", problem));
             }
             let kept = match was {
                 Some(McpServerConfig::Stdio { env, .. }) => env.as_slice(),
@@ -110,9 +116,8 @@ fn checked_server(
             }
             let url = url.trim().to_owned();
             if !is_http_url(&url) {
-                return Err(ApiError::validation(format!(
-                    "{at}.url is not an http:// or https:// URL with a host"
-                )));
+                let problem = "is not an http:// or https:// URL with a host";
+                return Err(refused(at, "url", problem));
             }
             let kept = match was {
                 Some(McpServerConfig::Remote { headers, .. }) => headers.as_slice(),
@@ -162,7 +167,9 @@ fn checked_vars(
             if !valid(&v.name, &v.value) {
                 // The value may be a secret: only the name is repeated.
                 return Err(ApiError::validation(format!(
-                    "{at}[{i}] {:?} is not a valid name, or its value has a line break",
+                    "{} {} {:?} is not a valid name, or its value has a line break",
+                    spoken(at),
+                    i + 1,
                     v.name
                 )));
             }
@@ -172,8 +179,10 @@ fn checked_vars(
             match current.iter().find(|c| c.name == v.name) {
                 Some(kept) => Ok(EnvVar { name: v.name, value: kept.value.clone() }),
                 None => Err(ApiError::validation(format!(
-                    "{at}[{i}].value is the mask {SECRET_MASK:?}, which keeps a current value, \
-                     but the server has no {} yet; give its value",
+                    "{} {} is the mask {SECRET_MASK:?}, which keeps a current value, but the \
+                     server has no {} yet; give its value",
+                    spoken(at),
+                    i + 1,
                     v.name
                 ))),
             }

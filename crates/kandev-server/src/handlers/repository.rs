@@ -139,7 +139,7 @@ fn env_name(raw: &str) -> Result<String, ApiError> {
 fn checked_repository_path(raw: &str) -> Result<PathBuf, ApiError> {
     let raw = raw.trim();
     if raw.is_empty() {
-        return Err(ApiError::validation("local_path is required"));
+        return Err(ApiError::validation("the repository's path is required"));
     }
     let expanded = match raw.strip_prefix("~/") {
         Some(rest) => std::env::var_os("HOME")
@@ -149,7 +149,7 @@ fn checked_repository_path(raw: &str) -> Result<PathBuf, ApiError> {
     };
     if !expanded.is_absolute() {
         return Err(ApiError::validation(format!(
-            "local_path must be an absolute path, not {raw:?}"
+            "the repository's path must be absolute (start with /), not {raw:?}"
         )));
     }
     let path = expanded.canonicalize().map_err(|_| {

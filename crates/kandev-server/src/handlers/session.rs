@@ -158,7 +158,11 @@ pub async fn permission_respond(
     let answer = match (p.option_id, p.cancelled) {
         (Some(option), false) => PermissionAnswer::Option(option),
         (None, true) => PermissionAnswer::Cancelled,
-        _ => return Err(ApiError::validation("give either option_id or cancelled: true")),
+        _ => {
+            return Err(ApiError::validation(
+                "choose one of the agent's options, or dismiss the request",
+            ));
+        }
     };
     let session = SessionId::new(p.session_id);
     let message = s.engine().respond_permission(&session, p.request_id, answer, &who.by()).await?;

@@ -149,7 +149,7 @@ pub async fn comment_add(s: &AppState, p: ReviewCommentAdd) -> Result<ReviewComm
         None => None,
         Some(start) if start == 0 || start > p.line => {
             return Err(ApiError::validation(
-                "start_line must be 1 or more and not after line (a range is start_line..=line)",
+                "a comment's first line must be 1 or more and not after its last line",
             ));
         }
         Some(start) if p.line - start >= MAX_RANGE => {
@@ -243,7 +243,7 @@ fn comment_text(text: &str) -> Result<String, ApiError> {
 pub fn copy_globs(globs: Vec<String>) -> Result<Vec<String>, ApiError> {
     if globs.len() > MAX_COPY_GLOBS {
         return Err(ApiError::validation(format!(
-            "copy_files has more than {MAX_COPY_GLOBS} patterns; combine them with globs"
+            "there are more than {MAX_COPY_GLOBS} patterns of files to copy; combine them with globs"
         )));
     }
     let mut checked = vec![];

@@ -56,7 +56,7 @@ pub async fn create(s: &AppState, p: WorkflowCreate) -> Result<WorkflowOne, ApiE
         Some(id) => {
             let template = kandev_workflow_yaml::template(id).ok_or_else(|| {
                 ApiError::validation(format!(
-                    "unknown template_id {id:?}; see workflow.template.list"
+                    "there is no workflow template {id:?}; choose one of the templates offered"
                 ))
             })?;
             let description =

@@ -276,7 +276,7 @@ impl WriteTx {
                 if let Some(cycle) = parent_cycle(&parents, id, &found.id) {
                     let shown = self.cycle_text(&cycle).await?;
                     return Err(StoreError::Invalid(format!(
-                        "parent_id would make a cycle of subtasks: {shown}"
+                        "that parent would make a cycle of subtasks: {shown}"
                     )));
                 }
             }
@@ -306,7 +306,7 @@ impl WriteTx {
             if let Some(cycle) = blocker_cycle(&edges, id, &unique) {
                 let shown = self.cycle_text(&cycle).await?;
                 return Err(StoreError::Invalid(format!(
-                    "blocked_by would make a dependency cycle: {shown}; remove one of these \
+                    "those blockers would make a dependency cycle: {shown}; remove one of these \
                      dependencies"
                 )));
             }

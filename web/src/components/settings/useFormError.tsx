@@ -2,13 +2,13 @@
 // (`useMutation`), `view` shows it next to the control (an inline alert). `labels` (a request
 // field → the form's label for it) puts a refusal that starts with a field's name in the
 // form's words: "forge_api_base_url must be ..." reads "Forge API URL must be ...".
-import { errorText } from '../../api/client';
+import { ApiError, errorText } from '../../api/client';
 import { InlineError } from '../ErrorBanner';
 import { useMutation } from '../../lib/useMutation';
 
 export function useFormError(labels?: Record<string, string>) {
   const { run, error } = useMutation();
-  const describe = (e: unknown) => inWords(errorText(e), labels);
+  const describe = (e: unknown) => labelled(e, labels) ?? inWords(errorText(e), labels);
   const wrap = (f: () => Promise<unknown>) => run(f, { describe });
   const view = <InlineError error={error} />;
   return { wrap, view };
@@ -28,4 +28,15 @@ export function inWords(message: string, labels: Record<string, string> | undefi
     return `${labels[field]}${index}${part}${m[3] === ': ' ? ': ' : ' '}${message.slice(m[0].length)}`;
   }
   return message;
+}
+
+/** A field's refusal (`details: {field, problem}`; its message names the field in the
+ * server's words) with the form's label for the field, when the form has one. */
+function labelled(e: unknown, labels: Record<string, string> | undefined): string | null {
+  if (!labels || !(e instanceof ApiError)) return null;
+  const d = e.details as { field?: unknown; problem?: unknown } | null | undefined;
+  if (typeof d?.field !== 'string' || typeof d.problem !== 'string') return null;
+  const raw = `${d.field} ${d.problem}`;
+  const named = inWords(raw, labels);
+  return named === raw ? null : named;
 }
