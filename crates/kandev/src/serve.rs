@@ -425,6 +425,16 @@ pub(crate) fn init_tracing() {
         .try_init();
 }
 
+/// `--public-url`: an `http://` or `https://` address with a host.
+fn parse_public_url(text: &str) -> Result<String, String> {
+    let url = text.trim().trim_end_matches('/');
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    match rest {
+        Some(host) if !host.is_empty() && !url.contains(char::is_whitespace) => Ok(url.to_owned()),
+        _ => Err("give the address people open Kandev at, e.g. https://kandev.example.com".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{ServeArgs, engine_config, parse_duration, parse_port_range, parse_size};
@@ -474,15 +484,5 @@ mod tests {
         assert!(parse_duration("10x").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("-1s").is_err());
-    }
-}
-
-/// `--public-url`: an `http://` or `https://` address with a host.
-fn parse_public_url(text: &str) -> Result<String, String> {
-    let url = text.trim().trim_end_matches('/');
-    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
-    match rest {
-        Some(host) if !host.is_empty() && !url.contains(char::is_whitespace) => Ok(url.to_owned()),
-        _ => Err("give the address people open Kandev at, e.g. https://kandev.example.com".into()),
     }
 }
