@@ -1,7 +1,7 @@
 // Test fixture: a real `kandev serve` process on 127.0.0.1 over a temp home, with helpers to
 // call its API, and to kill and restart it on the same port and data.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -66,7 +66,11 @@ export class Kandev {
     this.addr = new URL(this.url).host;
   }
 
+  /** The local runners this server started (they outlive it by design). */
+  readonly runners: number[] = [];
+
   private remember(d: Buffer) {
+    for (const m of d.toString().matchAll(/started the local runner pid=(\d+)/g)) this.runners.push(Number(m[1]));
     this.log.push(d.toString());
     if (this.log.length > 400) this.log.splice(0, 200);
   }
@@ -135,7 +139,17 @@ export const test = base.extend<{ kandev: Kandev; kandevFlags: string[] }>({
       console.log(`--- kandev log for "${testInfo.title}" ---\n${k.logs().slice(-4000)}`);
     }
     await k.stop('SIGTERM');
-    rmSync(k.home, { recursive: true, force: true });
+    // The local runner outlives its server (for a restart) and may still finish a git
+    // command in the home: it goes first, and the removal tries again while files vanish.
+    for (const pid of k.runners) {
+      try {
+        // Only that runner: its command line names this home (a pid may have been reused).
+        if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(k.home)) process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    rmSync(k.home, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
     for (const repo of reposToRemove.splice(0)) rmSync(repo, { recursive: true, force: true });
   },
 });
