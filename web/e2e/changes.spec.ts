@@ -1,19 +1,9 @@
 // The Changes tab shows a file the agent wrote in the task's worktree, and commits it.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { expect, removeRepo, send, test, transcript } from './kandev';
+import { expect, gitRepo, removeRepo, send, test, transcript } from './kandev';
 
 test('the changes tab shows the agent’s file and commits it', async ({ page, kandev }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-repo-'));
+  const repo = gitRepo({ 'README.md': '# demo\n' });
   try {
-    const git = (...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd: repo });
-    git('init', '-q', '-b', 'main');
-    writeFileSync(join(repo, 'README.md'), '# demo\n');
-    git('add', '.');
-    git('commit', '-q', '-m', 'initial');
     const { workspaceId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     const task = await kandev.createTask('Write notes', { repository_ids: [repository.id], start_agent: true });

@@ -1,21 +1,11 @@
 // Issue 44 item 5: on a wide screen the Changes tab has the chat beside the diff, so the
 // review goes on while talking to the agent (a message sent there changes the diff shown
 // beside it); on a phone one tap goes from the diff to the chat and back.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Page } from '@playwright/test';
-import { type Kandev, expect, removeRepo, screenshot, send, test, transcript } from './kandev';
+import { expect, gitRepo, type Kandev, removeRepo, screenshot, send, test, transcript } from './kandev';
 
 /** A task on a fresh repository whose agent has written `notes.txt`, its page open. */
 async function taskWithChange(page: Page, kandev: Kandev, repo: string): Promise<string> {
-  const git = (...args: string[]) =>
-    execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd: repo });
-  git('init', '-q', '-b', 'main');
-  writeFileSync(join(repo, 'README.md'), '# demo\n');
-  git('add', '.');
-  git('commit', '-q', '-m', 'initial');
   const { workspaceId } = await kandev.board();
   const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
   const task = await kandev.createTask('Beside', { repository_ids: [repository.id], start_agent: true });
@@ -30,7 +20,7 @@ test.describe('wide', () => {
   test.use({ viewport: { width: 1440, height: 900 } });
 
   test('i44: the chat sits beside the diff, and talking to the agent there updates the diff', async ({ page, kandev }) => {
-    const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-beside-'));
+    const repo = gitRepo({ 'README.md': '# demo\n' });
     try {
       await taskWithChange(page, kandev, repo);
       await page.getByRole('tab', { name: 'Changes' }).click();
@@ -60,7 +50,7 @@ test.describe('phone', () => {
   test.use({ viewport: { width: 390, height: 844 }, hasTouch: true });
 
   test('i44: on a phone one tap goes from the diff to the chat and back', async ({ page, kandev }) => {
-    const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-beside-'));
+    const repo = gitRepo({ 'README.md': '# demo\n' });
     try {
       await taskWithChange(page, kandev, repo);
       await page.getByRole('tab', { name: 'Changes' }).tap();

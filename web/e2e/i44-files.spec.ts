@@ -1,24 +1,14 @@
 // Issue 44 item 3 (the rest of it): the changed-files tree with counts (a click unfolds a
 // folded file's diff), syntax highlighting and a monospace font in both views, and the
 // unified/side-by-side choice kept when switching between the task's tabs.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Locator } from '@playwright/test';
-import { expect, removeRepo, send, test, transcript } from './kandev';
+import { expect, gitRepo, removeRepo, send, test, transcript } from './kandev';
 
 const fontOf = (l: Locator) => l.evaluate((e) => getComputedStyle(e).fontFamily);
 
 test('i44: changed-files tree, highlighted monospace diffs, and the view choice kept', async ({ page, kandev }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-files-'));
+  const repo = gitRepo({ 'README.md': '# demo\n' });
   try {
-    const git = (...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd: repo });
-    git('init', '-q', '-b', 'main');
-    writeFileSync(join(repo, 'README.md'), '# demo\n');
-    git('add', '.');
-    git('commit', '-q', '-m', 'initial');
     const { workspaceId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     const task = await kandev.createTask('Files', { repository_ids: [repository.id], start_agent: true });

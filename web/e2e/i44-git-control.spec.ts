@@ -2,25 +2,13 @@
 // staged and committed alone, an untracked file is discarded, the rest is staged and the
 // last commit amended; Commits lists the branch's commits and shows one's diff; while a turn
 // runs, staging is refused with the reason.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { expect, removeRepo, screenshot, send, test, transcript } from './kandev';
+import { expect, git, gitRepo, removeRepo, screenshot, send, test, transcript } from './kandev';
 
 const LINES = Array.from({ length: 20 }, (_, i) => `line ${i + 1}`);
 
 test('i44: stage a hunk, commit it, discard, amend, read the commits; refused while a turn runs', async ({ page, kandev }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-git-'));
+  const repo = gitRepo({ 'long.txt': LINES.join('\n') + '\n' });
   try {
-    const git = (cwd: string, ...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd })
-        .toString()
-        .trim();
-    git(repo, 'init', '-q', '-b', 'main');
-    writeFileSync(join(repo, 'long.txt'), LINES.join('\n') + '\n');
-    git(repo, 'add', '.');
-    git(repo, 'commit', '-q', '-m', 'initial');
     const { workspaceId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     const task = await kandev.createTask('Control', { repository_ids: [repository.id], start_agent: true });

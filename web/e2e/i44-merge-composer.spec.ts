@@ -1,23 +1,13 @@
 // Issue 44 item 6: Merge opens a composer (strategy and message, prefilled from the task)
 // before anything changes, and merges with what was chosen; the note of a success looks
 // unlike a refusal's; the merged task says "merged".
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect, openBoard, removeRepo, test, transcript } from './kandev';
+import { expect, git, gitRepo, openBoard, removeRepo, test, transcript } from './kandev';
 
 test('i44: merge goes through a composer with the strategy and message chosen', async ({ page, kandev }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-merge-'));
+  const repo = gitRepo({ 'README.md': '# demo\n' });
   try {
-    const git = (cwd: string, ...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd })
-        .toString()
-        .trim();
-    git(repo, 'init', '-q', '-b', 'main');
-    writeFileSync(join(repo, 'README.md'), '# demo\n');
-    git(repo, 'add', '.');
-    git(repo, 'commit', '-q', '-m', 'initial');
     // The base is not checked out anywhere: merging into it changes no one's files.
     git(repo, 'checkout', '-q', '--detach');
     const { workspaceId } = await kandev.board();

@@ -1,23 +1,13 @@
 // Issue 44 item 2: after a rebase the Changes tab compares with the merge base of the task
 // branch and the base branch as it is now, so a commit made on the base is not shown as the
 // task's own change.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect, removeRepo, test, transcript } from './kandev';
+import { expect, git, gitRepo, removeRepo, test, transcript } from './kandev';
 
 test('i44: after a rebase the changes tab shows only the task’s own files', async ({ page, kandev }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-review-base-'));
+  const repo = gitRepo({ 'README.md': '# demo\n' });
   try {
-    const git = (cwd: string, ...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd })
-        .toString()
-        .trim();
-    git(repo, 'init', '-q', '-b', 'main');
-    writeFileSync(join(repo, 'README.md'), '# demo\n');
-    git(repo, 'add', '.');
-    git(repo, 'commit', '-q', '-m', 'initial');
     const { workspaceId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     const task = await kandev.createTask('Rebased', { repository_ids: [repository.id], start_agent: true });

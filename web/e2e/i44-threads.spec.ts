@@ -3,12 +3,8 @@
 // lines opens one on the range; the review reaches the agent with file, side and line; after
 // the agent's turn the user's reply lands in the same thread and is sent on its own; a
 // thread whose lines the agent changed says so; threads are edited, resolved and deleted.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Page } from '@playwright/test';
-import { expect, removeRepo, screenshot, send, test, transcript } from './kandev';
+import { expect, gitRepo, removeRepo, screenshot, send, test, transcript } from './kandev';
 
 type Api = { api: (action: string, payload: object) => Promise<any> };
 
@@ -33,14 +29,8 @@ test('i44: threads on diff lines reach the agent, take a reply after its turn, a
   page,
   kandev,
 }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-threads-'));
+  const repo = gitRepo({ 'code.txt': 'alpha\nbeta\ngamma\ndelta\n' });
   try {
-    const git = (...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd: repo });
-    git('init', '-q', '-b', 'main');
-    writeFileSync(join(repo, 'code.txt'), 'alpha\nbeta\ngamma\ndelta\n');
-    git('add', '.');
-    git('commit', '-q', '-m', 'initial');
     const { workspaceId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     const task = await kandev.createTask('Review me', { repository_ids: [repository.id], start_agent: true });

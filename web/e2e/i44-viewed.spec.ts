@@ -1,21 +1,11 @@
 // Issue 44 item 3 (viewed marks, acceptance 3): a file marked viewed in the Changes tab is
 // folded, stays viewed after a reload (the mark is on the server), and is unviewed once the
 // agent changes it.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { expect, removeRepo, send, test, transcript } from './kandev';
+import { expect, gitRepo, removeRepo, send, test, transcript } from './kandev';
 
 test('i44: a viewed mark survives a reload and resets when the file changes', async ({ page, kandev }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-viewed-'));
+  const repo = gitRepo({ 'README.md': '# demo\n' });
   try {
-    const git = (...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd: repo });
-    git('init', '-q', '-b', 'main');
-    writeFileSync(join(repo, 'README.md'), '# demo\n');
-    git('add', '.');
-    git('commit', '-q', '-m', 'initial');
     const { workspaceId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     const task = await kandev.createTask('Review me', { repository_ids: [repository.id], start_agent: true });

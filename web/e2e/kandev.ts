@@ -189,15 +189,20 @@ export async function send(page: Page, text: string): Promise<void> {
   await expect(box).toHaveValue('');
 }
 
+/** Runs git in `cwd` as a test author; answers its output, trimmed. */
+export function git(cwd: string, ...args: string[]): string {
+  return execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd })
+    .toString()
+    .trim();
+}
+
 /** A fresh git repository in a temp folder (removed after the test, `removeRepo`): `main`
  * with one commit of `files` (path → content). */
 export function gitRepo(files: Record<string, string>): string {
   const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-repo-'));
-  const git = (...args: string[]) =>
-    execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd: repo });
-  git('init', '-q', '-b', 'main');
+  git(repo, 'init', '-q', '-b', 'main');
   for (const [path, content] of Object.entries(files)) writeFileSync(join(repo, path), content);
-  git('add', '.');
-  git('commit', '-q', '-m', 'initial');
+  git(repo, 'add', '.');
+  git(repo, 'commit', '-q', '-m', 'initial');
   return repo;
 }

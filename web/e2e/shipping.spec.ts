@@ -1,13 +1,12 @@
 // Issue 16: shipping from the UI against real git (a bare `origin` on disk) and a fake forge
 // on loopback: the base branch picker, git status on the Changes tab, a review comment round
 // trip to the agent, and Create PR.
-import { execFileSync } from 'node:child_process';
 import { createServer, type IncomingMessage } from 'node:http';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, openBoard, removeRepo, send, test, transcript } from './kandev';
+import { expect, git, gitRepo, openBoard, removeRepo, send, test, transcript } from './kandev';
 
 // The forge token is read from the variable the repository names; kandev inherits it.
 const TOKEN_ENV = 'KANDEV_E2E_FORGE_TOKEN';
@@ -55,10 +54,6 @@ test('ship a task: base branch picker, git status, review comment, Create PR', a
   const tmp = mkdtempSync(join(tmpdir(), 'kandev-e2e-ship-'));
   const forge = await fakeForge();
   try {
-    const git = (cwd: string, ...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd })
-        .toString()
-        .trim();
     const origin = join(tmp, 'acme', 'widget.git');
     mkdirSync(origin, { recursive: true });
     git(origin, 'init', '-q', '--bare', '-b', 'main');
@@ -164,16 +159,8 @@ test('ship a task: base branch picker, git status, review comment, Create PR', a
 });
 
 test('a conflicting rebase lists the files and the agent is asked to resolve them', async ({ page, kandev }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-conflict-'));
+  const repo = gitRepo({ 'README.md': 'one\ntwo\n' });
   try {
-    const git = (cwd: string, ...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd })
-        .toString()
-        .trim();
-    git(repo, 'init', '-q', '-b', 'main');
-    writeFileSync(join(repo, 'README.md'), 'one\ntwo\n');
-    git(repo, 'add', '.');
-    git(repo, 'commit', '-q', '-m', 'initial');
     const { workspaceId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     const task = await kandev.createTask('Clash', { repository_ids: [repository.id], start_agent: true });
@@ -205,16 +192,8 @@ test('a conflicting rebase lists the files and the agent is asked to resolve the
 });
 
 test('git status on a card follows turns, commits and the base, and survives a reload', async ({ page, kandev }) => {
-  const repo = mkdtempSync(join(tmpdir(), 'kandev-e2e-card-'));
+  const repo = gitRepo({ 'README.md': 'one\n' });
   try {
-    const git = (cwd: string, ...args: string[]) =>
-      execFileSync('git', ['-c', 'user.name=Kandev Test', '-c', 'user.email=test@kandev.invalid', ...args], { cwd })
-        .toString()
-        .trim();
-    git(repo, 'init', '-q', '-b', 'main');
-    writeFileSync(join(repo, 'README.md'), 'one\n');
-    git(repo, 'add', '.');
-    git(repo, 'commit', '-q', '-m', 'initial');
     const { workspaceId } = await kandev.board();
     const { repository } = await kandev.api('repository.create', { workspace_id: workspaceId, local_path: repo });
     const task = await kandev.createTask('Card status', { repository_ids: [repository.id] });

@@ -3,29 +3,18 @@
 // count that opens a menu of the tasks; choosing one switches to its workspace and opens it.
 import { useCallback, useEffect, useState } from 'react';
 import { call } from '../api/client';
-import type { Notification, TaskDto, WorkspaceDto } from '../api/types';
+import type { Notification, TaskCardDto, WorkspaceDto } from '../api/types';
 import { useData } from '../lib/data';
-import { removeById, upsertById } from '../lib/lists';
+import { applyTaskEvent } from '../lib/lists';
 import { navigate, taskPath } from '../lib/router';
 import { NEEDS_YOU_LABEL } from '../lib/title';
 import { useLiveQuery } from '../lib/useLiveQuery';
 
-function applyNeeds(tasks: TaskDto[], n: Notification): TaskDto[] {
-  const { action, payload: p } = n;
-  switch (action) {
-    case 'task.created':
-    case 'task.updated':
-    case 'task.moved':
-    case 'task.archived':
-      return p.task.needs_you && !p.task.archived_at ? upsertById(tasks, p.task) : removeById(tasks, p.task.id);
-    case 'task.deleted':
-      return removeById(tasks, p.id);
-    default:
-      return tasks;
-  }
-}
+/** A task stays listed while it needs you and is not archived. */
+const applyNeeds = (tasks: TaskCardDto[], n: Notification) =>
+  applyTaskEvent(tasks, n, (task) => !!task.needs_you && !task.archived_at);
 
-type Report = (workspaceId: string, tasks: TaskDto[]) => void;
+type Report = (workspaceId: string, tasks: TaskCardDto[]) => void;
 
 /** Follows one workspace's tasks that need you; renders nothing. */
 function WorkspaceNeeds({ workspaceId, onChange }: { workspaceId: string; onChange: Report }) {
@@ -40,14 +29,14 @@ function WorkspaceNeeds({ workspaceId, onChange }: { workspaceId: string; onChan
 
 export function NeedsYouElsewhere() {
   const data = useData();
-  const [lists, setLists] = useState<Record<string, TaskDto[]>>({});
+  const [lists, setLists] = useState<Record<string, TaskCardDto[]>>({});
   const [open, setOpen] = useState(false);
   const report = useCallback<Report>((id, tasks) => setLists((l) => ({ ...l, [id]: tasks })), []);
   const others = data.workspaces.filter((w) => w.id !== data.workspace?.id);
-  const waiting: { task: TaskDto; workspace: WorkspaceDto }[] = others.flatMap((workspace) =>
+  const waiting: { task: TaskCardDto; workspace: WorkspaceDto }[] = others.flatMap((workspace) =>
     (lists[workspace.id] ?? []).map((task) => ({ task, workspace })),
   );
-  const openTask = (task: TaskDto, workspace: WorkspaceDto) => {
+  const openTask = (task: TaskCardDto, workspace: WorkspaceDto) => {
     setOpen(false);
     data.setWorkspaceId(workspace.id);
     navigate(taskPath(task.id));

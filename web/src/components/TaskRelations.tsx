@@ -4,25 +4,12 @@ import { useCallback } from 'react';
 import { call } from '../api/client';
 import type { Notification, TaskCardDto, TaskDto } from '../api/types';
 import { useData } from '../lib/data';
-import { removeById, upsertById } from '../lib/lists';
+import { applyTaskEvent } from '../lib/lists';
 import { navigate, taskPath } from '../lib/router';
 import { useLiveQuery } from '../lib/useLiveQuery';
 import { InlineError } from './ErrorBanner';
 
-function applyCards(cards: TaskCardDto[], n: Notification): TaskCardDto[] {
-  const { action, payload: p } = n;
-  switch (action) {
-    case 'task.created':
-    case 'task.updated':
-    case 'task.moved':
-    case 'task.archived':
-      return upsertById(cards, p.task);
-    case 'task.deleted':
-      return removeById(cards, p.id);
-    default:
-      return cards;
-  }
-}
+const applyCards = (cards: TaskCardDto[], n: Notification) => applyTaskEvent(cards, n);
 
 export function TaskRelations({ task }: { task: TaskDto }) {
   const { workflows } = useData();

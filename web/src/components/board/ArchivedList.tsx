@@ -7,26 +7,15 @@ import { useCallback } from 'react';
 import { call, errorText } from '../../api/client';
 import type { Notification, TaskCardDto } from '../../api/types';
 import { useData } from '../../lib/data';
-import { removeById, upsertById } from '../../lib/lists';
+import { applyTaskEvent } from '../../lib/lists';
 import { navigate, taskPath } from '../../lib/router';
 import { toast } from '../../lib/toast';
 import { useLiveQuery } from '../../lib/useLiveQuery';
 import { ErrorBanner } from '../ErrorBanner';
 
+/** The workflow's archived tasks: one unarchived or moved to another workflow leaves. */
 function applyArchived(workflowId: string, list: TaskCardDto[], n: Notification): TaskCardDto[] {
-  const { action, payload: p } = n;
-  switch (action) {
-    case 'task.created':
-    case 'task.updated':
-    case 'task.moved':
-    case 'task.archived':
-      if (p.task.workflow_id !== workflowId) return list;
-      return p.task.archived_at ? upsertById(list, p.task) : removeById(list, p.task.id);
-    case 'task.deleted':
-      return removeById(list, p.id);
-    default:
-      return list;
-  }
+  return applyTaskEvent(list, n, (task) => task.workflow_id === workflowId && !!task.archived_at);
 }
 
 export function ArchivedList({ workspaceId, workflowId }: { workspaceId: string; workflowId: string }) {
