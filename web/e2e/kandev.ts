@@ -1,7 +1,7 @@
 // Test fixture: a real `kandev serve` process on 127.0.0.1 over a temp home, with helpers to
 // call its API, and to kill and restart it on the same port and data.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -66,11 +66,7 @@ export class Kandev {
     this.addr = new URL(this.url).host;
   }
 
-  /** The local runners this server started (they outlive it by design). */
-  readonly runners: number[] = [];
-
   private remember(d: Buffer) {
-    for (const m of d.toString().matchAll(/started the local runner pid=(\d+)/g)) this.runners.push(Number(m[1]));
     this.log.push(d.toString());
     if (this.log.length > 400) this.log.splice(0, 200);
   }
@@ -139,22 +135,58 @@ export const test = base.extend<{ kandev: Kandev; kandevFlags: string[] }>({
       console.log(`--- kandev log for "${testInfo.title}" ---\n${k.logs().slice(-4000)}`);
     }
     await k.stop('SIGTERM');
-    // The local runner outlives its server (for a restart) and may still finish a git
-    // command in the home: it goes first, and the removal tries again while files vanish.
-    for (const pid of k.runners) {
-      try {
-        // Only that runner: its command line names this home (a pid may have been reused).
-        if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(k.home)) process.kill(pid, 'SIGKILL');
-      } catch {
-        // gone already
-      }
-    }
-    rmSync(k.home, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+    // The local runner outlives its server (for a restart) and may still run git or an agent
+    // in the home: everything working there ends first, then the removal tries again while
+    // files vanish.
+    await removeHome(k.home);
     for (const repo of reposToRemove.splice(0)) rmSync(repo, { recursive: true, force: true });
   },
 });
 
 export { expect };
+
+/** Processes whose command line names `dir` or whose working directory is inside it. */
+function processesIn(dir: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      let cwd = '';
+      try {
+        cwd = readlinkSync(`/proc/${pid}/cwd`);
+      } catch {
+        // not ours to read
+      }
+      if (cmdline.includes(dir) || cwd === dir || cwd.startsWith(`${dir}/`)) found.push(pid);
+    } catch {
+      // gone already
+    }
+  }
+  return found;
+}
+
+/** Ends what still works in a test's home, then removes it (retrying for up to 10 s). */
+async function removeHome(home: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    for (const pid of processesIn(home)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    try {
+      rmSync(home, { recursive: true, force: true });
+      return;
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+  }
+}
 
 /** Repositories the running test made, removed once its server stopped. */
 const reposToRemove: string[] = [];
