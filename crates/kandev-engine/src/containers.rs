@@ -146,6 +146,8 @@ async fn start_relays(inner: &Inner, link: &RunnerClient, settings: &ContainerSe
             env: vec![],
             cwd: PathBuf::from("/"),
             secrets: vec![],
+            pty: None,
+            scrollback: 0,
         };
         match link.spawn(&exec, spec).await {
             Ok(relay) => {
@@ -260,6 +262,8 @@ pub(crate) async fn start_dev_server(
         env: vec![("PORT".to_owned(), port.to_string())],
         cwd: PathBuf::from(worktree),
         secrets: vec![],
+        pty: None,
+        scrollback: 0,
     };
     let exec = format!("dev-{port}-{}", uuid::Uuid::new_v4().simple());
     let execution = link.spawn(&exec, spec).await.map_err(|e| unavailable(e.to_string()))?;
@@ -284,6 +288,8 @@ async fn relay_into(listener: tokio::net::TcpListener, link: RunnerClient, port:
                 env: vec![],
                 cwd: PathBuf::from("/"),
                 secrets: vec![],
+                pty: None,
+                scrollback: 0,
             };
             let Ok(tunnel) = link.spawn(&exec, spec).await else { return };
             let mut stream = tokio::io::join(tunnel.stdout, tunnel.stdin);

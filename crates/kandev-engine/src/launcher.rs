@@ -332,6 +332,8 @@ impl Launcher for RunnerLauncher {
                 env: spec.env,
                 cwd: spec.cwd,
                 secrets: spec.secrets,
+                pty: None,
+                scrollback: 0,
             };
             launch_through(&client, exec, spawn, true).await
         })

@@ -322,8 +322,15 @@ impl Launcher for RunnerLauncher {
                 None => (spec.program, spec.args),
             };
             let exec = format!("agent-{}", uuid::Uuid::new_v4());
-            let spawn =
-                SpawnSpec { program, args, env: spec.env, cwd: spec.cwd, secrets: spec.secrets };
+            let spawn = SpawnSpec {
+                program,
+                args,
+                env: spec.env,
+                cwd: spec.cwd,
+                secrets: spec.secrets,
+                pty: spec.pty,
+                scrollback: spec.scrollback,
+            };
             launch_through(&link, exec, spawn, false).await
         })
     }

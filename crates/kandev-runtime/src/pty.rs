@@ -7,6 +7,11 @@
 //! Supervision is by session, not group: a shell with job control puts each job in a group
 //! of its own, all inside its session. [`PtyShell::kill`] kills the whole session and waits
 //! until none of it runs; dropping the shell kills it too.
+//!
+//! A shell a runner runs ([`through_runner`]) is the same to its readers: the runner owns the
+//! session (it outlives this server), its output comes over the runner connection (after a
+//! restart: the runner's kept scrollback first), input and resizes go back there; a kill asks
+//! the runner, and dropping it leaves the shell to the runner.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -130,6 +135,8 @@ pub struct ShellGone;
 pub struct PtyShell {
     /// The leader's pid: the id of its session and of its group.
     sid: i32,
+    /// Set when a runner runs it (it is killed there, never from here).
+    runner: Option<crate::runner::RemoteControl>,
     /// Set once the session was observed empty: its id may be recycled from then on, so it
     /// is never signalled again.
     ended: AtomicBool,
@@ -153,7 +160,7 @@ impl Drop for PtyShell {
         for task in &self.tasks {
             task.abort();
         }
-        if self.ended.load(Ordering::Acquire) {
+        if self.ended.load(Ordering::Acquire) || self.runner.is_some() {
             return;
         }
         if let Err(err) = kill_session(self.sid) {
@@ -259,12 +266,82 @@ pub fn spawn_shell(spec: &ShellSpec, cwd: &Root) -> Result<PtyShell, RuntimeErro
     };
     Ok(PtyShell {
         sid,
+        runner: None,
         ended: AtomicBool::new(false),
         shared,
         changes,
         input,
         tasks: vec![write, wait],
     })
+}
+
+/// A shell a runner runs (spawned there with a `pty`, or taken over from an earlier server):
+/// its output (the kept scrollback first) fills the ring, typed input and resizes go to the
+/// runner in their order.
+pub fn through_runner(execution: crate::runner::RemoteExecution) -> PtyShell {
+    let crate::runner::RemoteExecution { mut stdout, mut stdin, control, .. } = execution;
+    let shared = Arc::new(Mutex::new(Shared { output: Ring::new(SHELL_REPLAY_BYTES), exit: None }));
+    let (notify, changes) = watch::channel(0u64);
+    let notify = Arc::new(notify);
+    let (input, mut inputs) = mpsc::channel::<Input>(INPUT_QUEUE);
+    #[expect(clippy::disallowed_methods, reason = "awaited by the waiter, owned by the shell")]
+    let read = {
+        let (shared, notify) = (shared.clone(), notify.clone());
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match stdout.read(&mut buf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => {
+                        lock(&shared).output.push(&buf[..n]);
+                        notify.send_modify(|n| *n += 1);
+                    }
+                }
+            }
+        })
+    };
+    let resizer = control.clone();
+    #[expect(clippy::disallowed_methods, reason = "owned by the `PtyShell` (`tasks`)")]
+    let write = tokio::spawn(async move {
+        while let Some(input) = inputs.recv().await {
+            match input {
+                Input::Bytes(bytes) => {
+                    if stdin.write_all(&bytes).await.is_err() {
+                        return;
+                    }
+                }
+                Input::Resize { cols, rows } => resizer.resize(cols, rows),
+            }
+        }
+    });
+    let waiting = control.clone();
+    #[expect(clippy::disallowed_methods, reason = "owned by the `PtyShell` (`tasks`)")]
+    let wait = {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let exit = match waiting.wait().await {
+                crate::ExitInfo::Exited { code } => {
+                    TerminalExit { exit_code: Some(code), signal: None }
+                }
+                crate::ExitInfo::Signaled { signal } => {
+                    TerminalExit { exit_code: None, signal: Some(signal_name(signal)) }
+                }
+                crate::ExitInfo::Unknown { .. } => TerminalExit { exit_code: None, signal: None },
+            };
+            let _ = tokio::time::timeout(Duration::from_millis(500), read).await;
+            lock(&shared).exit = Some(exit);
+            notify.send_modify(|n| *n += 1);
+        })
+    };
+    PtyShell {
+        sid: control.pid(),
+        runner: Some(control),
+        ended: AtomicBool::new(false),
+        shared,
+        changes,
+        input,
+        tasks: vec![write, wait],
+    }
 }
 
 fn lock(shared: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
@@ -275,6 +352,11 @@ impl PtyShell {
     /// The shell's pid: the id of its session and of its process group.
     pub fn pid(&self) -> i32 {
         self.sid
+    }
+
+    /// Its execution's name when a runner runs it.
+    pub fn exec(&self) -> Option<&str> {
+        self.runner.as_ref().map(|control| control.exec())
     }
 
     /// Up to [`READ_CHUNK`] bytes of output from `offset` on (0: the oldest kept).
@@ -304,6 +386,10 @@ impl PtyShell {
 
     /// Kills the whole session and waits (bounded) until none of it runs.
     pub async fn kill(&self) {
+        if let Some(control) = &self.runner {
+            control.stop(Duration::ZERO).await;
+            return;
+        }
         let sid = self.sid;
         if self.ended.load(Ordering::Acquire) {
             return;

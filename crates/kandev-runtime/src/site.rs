@@ -148,6 +148,8 @@ impl RemoteSite {
             env: vec![],
             cwd: self.home.clone(),
             secrets: vec![],
+            pty: None,
+            scrollback: 0,
         };
         let mut execution =
             self.link.spawn(&exec, spec).await.map_err(|e| self.failed(e.to_string()))?;

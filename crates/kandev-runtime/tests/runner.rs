@@ -30,6 +30,8 @@ fn sh(script: &str) -> SpawnSpec {
         env: vec![],
         cwd: std::env::temp_dir(),
         secrets: vec![],
+        pty: None,
+        scrollback: 0,
     }
 }
 
@@ -758,4 +760,74 @@ fn runner_stream(runner: &Runner) -> DuplexStream {
     let runner = runner.clone();
     tokio::spawn(async move { runner.serve_connection(theirs).await });
     ours
+}
+
+/// Reads a shell's output until `expected` is in it.
+async fn read_until(shell: &kandev_runtime::pty::PtyShell, expected: &str) -> String {
+    let mut changes = shell.changes();
+    let mut seen = String::new();
+    let mut offset = 0;
+    let found = timeout(WAIT, async {
+        loop {
+            changes.borrow_and_update();
+            let chunk = shell.read_since(offset);
+            offset = chunk.next;
+            seen.push_str(&String::from_utf8_lossy(&chunk.data));
+            if seen.contains(expected) {
+                return;
+            }
+            if changes.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(found.is_ok() && seen.contains(expected), "{expected:?} not in {seen:?}");
+    seen
+}
+
+#[tokio::test]
+async fn i45_13_a_terminal_on_the_runner_resizes_and_a_new_server_gets_its_scrollback_then_goes_on_live()
+ {
+    let runner = Runner::new(RunnerConfig::default());
+    let (client, _) = RunnerClient::connect(runner_stream(&runner)).await.unwrap();
+    let spec = SpawnSpec {
+        program: "/bin/sh".into(),
+        args: vec![],
+        pty: Some(kandev_runtime::runner::proto::PtySize { cols: 80, rows: 24 }),
+        scrollback: 64 * 1024,
+        ..sh("")
+    };
+    let execution = client.spawn("term_1", spec).await.unwrap();
+    let shell = kandev_runtime::pty::through_runner(execution);
+    shell.write(b"echo before-$((6*7))\n".to_vec()).await.unwrap();
+    read_until(&shell, "before-42").await;
+    shell.resize(100, 30).await.unwrap();
+    shell.write(b"stty size\n".to_vec()).await.unwrap();
+    read_until(&shell, "30 100").await;
+    // The server goes away (kill -9: nothing is closed for it); the shell runs on.
+    client.drop_transport();
+    drop(shell);
+    drop(client);
+    let (client, listed) = RunnerClient::connect(runner_stream(&runner)).await.unwrap();
+    let info = listed.iter().find(|e| e.exec == "term_1").expect("the runner kept the terminal");
+    assert!(!info.exited);
+    let shell = kandev_runtime::pty::through_runner(client.attach(info));
+    let replayed = read_until(&shell, "30 100").await;
+    assert_eq!(replayed.matches("before-42").count(), 1, "the scrollback once: {replayed:?}");
+    shell.write(b"echo after-$((6*7))\n".to_vec()).await.unwrap();
+    read_until(&shell, "after-42").await;
+    shell.write(b"exit 5\n".to_vec()).await.unwrap();
+    let mut changes = shell.changes();
+    let exit = timeout(WAIT, async {
+        loop {
+            if let Some(exit) = shell.exit() {
+                return exit;
+            }
+            changes.changed().await.unwrap();
+        }
+    })
+    .await
+    .expect("the exit in time");
+    assert_eq!(exit.exit_code, Some(5));
 }

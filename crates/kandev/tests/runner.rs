@@ -116,6 +116,8 @@ async fn i20_s1_the_protocol_runs_over_stdio_and_a_dropped_channel_replays() {
         env: vec![],
         cwd: dir.path().to_path_buf(),
         secrets: vec![],
+        pty: None,
+        scrollback: 0,
     };
     let mut execution = client.spawn("s", spec).await.unwrap();
     let mut one = [0u8; 4];

@@ -254,6 +254,8 @@ async fn i20_r7_an_acp_turn_over_ssh_survives_five_dropped_connections() {
         env: vec![],
         cwd: work.path().to_path_buf(),
         secrets: vec![],
+        pty: None,
+        scrollback: 0,
     };
     let mut agent =
         connection.client.spawn_with("agent-1", spec, AckPolicy::OnDelivery).await.unwrap();
@@ -393,6 +395,8 @@ async fn linked_turn_with_drops(at: DropAt) {
         env: vec![],
         cwd: work.path().to_path_buf(),
         secrets: vec![],
+        pty: None,
+        scrollback: 0,
     };
     let name = match at {
         DropAt::ChunksAfterAnswer => "agent-r7-linked",
@@ -526,6 +530,8 @@ fn exits_with_3(cwd: &Path) -> SpawnSpec {
         env: vec![],
         cwd: cwd.to_path_buf(),
         secrets: vec![],
+        pty: None,
+        scrollback: 0,
     }
 }
 

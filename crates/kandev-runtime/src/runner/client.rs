@@ -285,6 +285,7 @@ impl RunnerClient {
             spawn: None,
             stopping: None,
             sent: execution.input_taken,
+            scrollback: true,
         };
         self.command(Command::Attach { info: execution.clone(), committed, follower });
         let (stdout, control) =
@@ -317,6 +318,7 @@ impl RunnerClient {
             spawn: Some(spec),
             stopping: None,
             sent: 0,
+            scrollback: false,
         };
         self.command(Command::Spawn { exec: exec.to_owned(), follower });
         let Ok(answer) = tokio::time::timeout(SPAWN_WAIT, events.recv()).await else {
@@ -330,7 +332,7 @@ impl RunnerClient {
             Some(Event::Spawned(pid)) => pid,
             Some(Event::SpawnFailed(failed)) => return Err(failed),
             Some(Event::Lost(reason)) => return Err(SpawnError::Lost(reason)),
-            Some(Event::Output(..) | Event::Exited(..)) => {
+            Some(Event::Output(..) | Event::Scrollback(_) | Event::Exited(..)) => {
                 let message = "the runner sent output before the agent started".to_owned();
                 return Err(SpawnError::Failed(message));
             }
@@ -394,6 +396,9 @@ async fn deliver(
                 if policy == AckPolicy::OnDelivery {
                     ledger.commit(seq);
                 }
+            }
+            Event::Scrollback(bytes) => {
+                let _ = stdout.write_all(&bytes).await;
             }
             Event::Exited(seq, info, stderr) => {
                 ledger.exited(seq);
@@ -462,6 +467,12 @@ impl RemoteControl {
                 ),
             },
         }
+    }
+
+    /// Gives the execution's pseudo-terminal a new size (one spawned with `pty`; dropped
+    /// while the connection is down).
+    pub fn resize(&self, cols: u16, rows: u16) {
+        let _ = self.commands.send(Command::Resize { exec: self.exec.clone(), cols, rows });
     }
 
     /// Asks the runner for [`RemoteControl::stop`] without waiting (asked again on each new

@@ -15,6 +15,10 @@
 //!   waits until the agent has read enough, so a server that keeps at most `input_limit`
 //!   unacknowledged bytes waits too (the queue stays bounded; nothing is refused or lost).
 //! - A newer connection replaces the older one; there is one owner at a time.
+//! - An execution spawned with `scrollback` keeps that many bytes of acknowledged output; a
+//!   new owner gets them (one `scrollback` frame) right after `welcome`, before the items.
+//! - An execution spawned with `pty` runs in a pseudo-terminal ([`crate::pty`]): input is
+//!   typed into it, its output is what the terminal shows, a kill ends its whole session.
 //! - With no owner for `grace`, every agent is killed (process group) and the runner ends;
 //!   an owner that leaves while no agent runs ends it at once.
 
@@ -33,6 +37,8 @@ use super::proto::{
     Data, ExecutionInfo, ExitReport, FromRunner, KEYS_KEPT, PROTOCOL_VERSION, ProtocolError,
     RunnerCodec, SpawnSpec, ToRunner,
 };
+use crate::pty::{PtyShell, Ring, ShellSpec};
+use crate::terminal::TerminalExit;
 use crate::{AgentProcess, ProcessSpec};
 
 /// Default owner-gone grace period.
@@ -77,9 +83,49 @@ enum Input {
     Close,
 }
 
+/// What runs an execution: an agent with pipes, or a shell in a pseudo-terminal.
+#[derive(Clone)]
+enum Proc {
+    Pipe(Arc<AgentProcess>),
+    Pty(Arc<PtyShell>),
+}
+
+impl Proc {
+    /// TERM to the agent's group, `grace`, then KILL; a terminal's whole session is killed
+    /// at once. Resolves once none of it runs.
+    async fn stop(&self, grace: Duration) {
+        match self {
+            Proc::Pipe(process) => {
+                process.stop(grace).await;
+            }
+            Proc::Pty(shell) => shell.kill().await,
+        }
+    }
+}
+
+/// Where an execution's input goes.
+enum Stdin {
+    Pipe(tokio::process::ChildStdin),
+    Pty(Arc<PtyShell>),
+}
+
+impl Stdin {
+    /// Whether `bytes` were written (false: the input is gone).
+    async fn write(&mut self, bytes: &[u8]) -> bool {
+        match self {
+            Stdin::Pipe(stdin) => {
+                stdin.write_all(bytes).await.is_ok() && stdin.flush().await.is_ok()
+            }
+            Stdin::Pty(shell) => shell.write(bytes.to_vec()).await.is_ok(),
+        }
+    }
+}
+
 struct Execution {
     pid: i32,
-    process: Arc<AgentProcess>,
+    process: Proc,
+    /// Acknowledged output kept for a later owner (spawned with `scrollback`).
+    scrollback: Option<Ring>,
     /// Unacknowledged items, in sequence order.
     items: VecDeque<(u64, Item)>,
     /// Output bytes among `items`.
@@ -201,7 +247,7 @@ impl Runner {
             let mut state = self.shared.lock();
             if state.ending { None } else { Some(Self::take_ownership(&mut state)) }
         };
-        let Some((generation, executions, mut sent)) = taken else {
+        let Some((generation, executions, kept, mut sent)) = taken else {
             let message = "the runner is ending (its owner was gone past the grace period) and \
                            kills its agents; connect again to start a new runner"
                 .to_owned();
@@ -213,7 +259,11 @@ impl Runner {
         tracing::info!(generation, executions = executions.len(), "runner owner connected");
         let mut changed = self.shared.changed.subscribe();
         let result = async {
-            framed.send(FromRunner::Welcome { version: PROTOCOL_VERSION, executions }).await?;
+            framed.feed(FromRunner::Welcome { version: PROTOCOL_VERSION, executions }).await?;
+            for (exec, data) in kept {
+                framed.feed(FromRunner::Scrollback { exec, data: Data(data) }).await?;
+            }
+            framed.flush().await?;
             loop {
                 changed.borrow_and_update();
                 if self.shared.lock().owner != Some(generation) {
@@ -259,9 +309,9 @@ impl Runner {
         result
     }
 
-    /// Makes a new connection the owner: its number, the executions to list in `welcome`
-    /// and each one's send cursor.
-    fn take_ownership(state: &mut State) -> (u64, Vec<ExecutionInfo>, HashMap<String, Cursor>) {
+    /// Makes a new connection the owner: its number, the executions to list in `welcome`,
+    /// their kept scrollback and each one's send cursor.
+    fn take_ownership(state: &mut State) -> Ownership {
         state.generation += 1;
         let generation = state.generation;
         state.owner = Some(generation);
@@ -278,9 +328,17 @@ impl Runner {
                 keys: e.keys.iter().cloned().collect(),
             })
             .collect();
+        let kept: Vec<(String, Bytes)> = state
+            .executions
+            .iter()
+            .filter_map(|(exec, e)| {
+                let data = e.scrollback.as_ref()?.read_since(0, usize::MAX).data;
+                (!data.is_empty()).then(|| (exec.clone(), Bytes::from(data)))
+            })
+            .collect();
         let sent: HashMap<String, Cursor> =
             state.executions.iter().map(|(exec, e)| (exec.clone(), Cursor::of(e))).collect();
-        (generation, executions, sent)
+        (generation, executions, kept, sent)
     }
 
     /// Items and input acknowledgements not yet sent on this connection, as frames.
@@ -350,6 +408,25 @@ impl Runner {
                         });
                         None
                     }
+                    None => Some(unknown(&exec)),
+                }
+            }
+            ToRunner::Resize { exec, cols, rows } => {
+                let process = self.shared.lock().executions.get(&exec).map(|e| e.process.clone());
+                match process {
+                    Some(Proc::Pty(shell)) => {
+                        #[expect(
+                            clippy::disallowed_methods,
+                            reason = "queues one resize behind the terminal's input; ends then"
+                        )]
+                        tokio::spawn(async move {
+                            let _ = shell.resize(cols.max(1), rows.max(1)).await;
+                        });
+                        None
+                    }
+                    Some(Proc::Pipe(_)) => Some(FromRunner::Error {
+                        message: format!("{exec} has no terminal to resize"),
+                    }),
                     None => Some(unknown(&exec)),
                 }
             }
@@ -444,7 +521,12 @@ impl Runner {
             if let Some((s, item)) = execution.items.pop_front() {
                 execution.acked = s;
                 match item {
-                    Item::Output(bytes) => execution.buffered -= bytes.len(),
+                    Item::Output(bytes) => {
+                        execution.buffered -= bytes.len();
+                        if let Some(kept) = &mut execution.scrollback {
+                            kept.push(&bytes);
+                        }
+                    }
                     Item::Exited { .. } => finished = true,
                 }
             }
@@ -475,23 +557,15 @@ impl Runner {
                 return Some(FromRunner::SpawnFailed { exec, message });
             }
         }
-        let mut process_spec = ProcessSpec::new(&spec.program, &spec.cwd).args(&spec.args);
-        for (key, value) in &spec.env {
-            process_spec = process_spec.env(key, value);
-        }
-        for secret in &spec.secrets {
-            process_spec = process_spec.secret(secret);
-        }
-        let mut process = match crate::spawn(process_spec) {
-            Ok(process) => process,
-            Err(err) => return Some(FromRunner::SpawnFailed { exec, message: err.to_string() }),
+        let scrollback = (spec.scrollback > 0).then(|| Ring::new(spec.scrollback));
+        let started = match spec.pty {
+            Some(_) => start_pty(&spec),
+            None => start_pipe(&spec),
         };
-        let Some(stdio) = process.take_stdio() else {
-            let message = "the agent's stdio is not available".into();
-            return Some(FromRunner::SpawnFailed { exec, message });
+        let (pid, process, stdin, output) = match started {
+            Ok(started) => started,
+            Err(message) => return Some(FromRunner::SpawnFailed { exec, message }),
         };
-        let pid = process.pid();
-        let process = Arc::new(process);
         let (input, inputs) = mpsc::unbounded_channel();
         let room = Arc::new(Notify::new());
         let mut state = self.shared.lock();
@@ -510,6 +584,7 @@ impl Runner {
             Execution {
                 pid,
                 process: process.clone(),
+                scrollback,
                 items: VecDeque::new(),
                 buffered: 0,
                 next_seq: 1,
@@ -529,19 +604,19 @@ impl Runner {
             clippy::disallowed_methods,
             reason = "an execution's input writer; ends when its queue closes with the execution"
         )]
-        tokio::spawn(write_input(self.shared.clone(), exec.clone(), stdio.stdin, inputs));
+        tokio::spawn(write_input(self.shared.clone(), exec.clone(), stdin, inputs));
         #[expect(
             clippy::disallowed_methods,
             reason = "an execution's output reader; ends at the end of its output"
         )]
-        tokio::spawn(read_output(self.shared.clone(), exec.clone(), stdio.stdout, process, room));
+        tokio::spawn(read_output(self.shared.clone(), exec.clone(), output, room));
         Some(FromRunner::Spawned { exec, pid })
     }
 
     /// Kills every agent and ends the runner (a runner told to stop, or one that can never
     /// get an owner again).
     pub async fn shutdown(&self) {
-        let processes: Vec<Arc<AgentProcess>> = {
+        let processes: Vec<Proc> = {
             let mut state = self.shared.lock();
             state.ending = true;
             state.executions.values().map(|e| e.process.clone()).collect()
@@ -566,7 +641,7 @@ impl Runner {
         )]
         tokio::spawn(async move {
             tokio::time::sleep(shared.config.grace).await;
-            let processes: Vec<Arc<AgentProcess>> = {
+            let processes: Vec<Proc> = {
                 let mut state = shared.lock();
                 if state.owner.is_some() || state.generation != generation {
                     return;
@@ -585,6 +660,10 @@ impl Runner {
         });
     }
 }
+
+/// A new owner's number, the executions `welcome` lists, their kept scrollback (sent right
+/// after it) and each one's send cursor.
+type Ownership = (u64, Vec<ExecutionInfo>, Vec<(String, Bytes)>, HashMap<String, Cursor>);
 
 fn unknown(exec: &str) -> FromRunner {
     FromRunner::Error { message: format!("no execution named {exec}") }
@@ -610,12 +689,12 @@ impl Cursor {
 async fn write_input(
     shared: Arc<Shared>,
     exec: String,
-    mut stdin: tokio::process::ChildStdin,
+    mut stdin: Stdin,
     mut inputs: mpsc::UnboundedReceiver<Input>,
 ) {
     while let Some(input) = inputs.recv().await {
         let Input::Data(bytes) = input else { break };
-        let written = stdin.write_all(&bytes).await.is_ok() && stdin.flush().await.is_ok();
+        let written = stdin.write(&bytes).await;
         let acked = {
             let mut state = shared.lock();
             let Some(execution) = state.executions.get_mut(&exec) else { return };
@@ -644,50 +723,146 @@ async fn write_input(
     }
 }
 
-/// Reads the agent's stdout into the execution's buffer, waiting for room past the limit,
-/// then records its exit as the last item.
-async fn read_output(
-    shared: Arc<Shared>,
-    exec: String,
-    mut stdout: tokio::process::ChildStdout,
-    process: Arc<AgentProcess>,
-    room: Arc<Notify>,
-) {
-    let limit = shared.config.buffer_limit.max(1);
-    let mut chunk = vec![0u8; CHUNK];
-    loop {
-        loop {
-            let full = match shared.lock().executions.get(&exec) {
-                Some(execution) => execution.buffered >= limit,
-                None => return, // forgotten
-            };
-            if !full {
-                break;
-            }
-            room.notified().await;
-        }
-        let n = match stdout.read(&mut chunk).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => n,
-        };
-        let mut state = shared.lock();
-        let Some(execution) = state.executions.get_mut(&exec) else { return };
-        let seq = execution.next_seq;
-        execution.next_seq += 1;
-        execution.buffered += n;
-        execution.items.push_back((seq, Item::Output(Bytes::copy_from_slice(&chunk[..n]))));
-        drop(state);
-        shared.bump();
+/// What an execution's output is read from.
+enum Output {
+    Pipe(tokio::process::ChildStdout, Arc<AgentProcess>),
+    Pty(Arc<PtyShell>),
+}
+
+/// Starts an agent with pipes.
+fn start_pipe(spec: &SpawnSpec) -> Result<(i32, Proc, Stdin, Output), String> {
+    let mut process_spec = ProcessSpec::new(&spec.program, &spec.cwd).args(&spec.args);
+    for (key, value) in &spec.env {
+        process_spec = process_spec.env(key, value);
     }
-    let exit = process.wait().await;
-    let _ = tokio::time::timeout(Duration::from_millis(500), process.stderr_finished()).await;
-    let stderr = process.stderr_tail();
+    for secret in &spec.secrets {
+        process_spec = process_spec.secret(secret);
+    }
+    let mut process = crate::spawn(process_spec).map_err(|err| err.to_string())?;
+    let stdio = process.take_stdio().ok_or("the agent's stdio is not available")?;
+    let pid = process.pid();
+    let process = Arc::new(process);
+    let output = Output::Pipe(stdio.stdout, process.clone());
+    Ok((pid, Proc::Pipe(process), Stdin::Pipe(stdio.stdin), output))
+}
+
+/// Starts a program in a pseudo-terminal of the spec's size.
+fn start_pty(spec: &SpawnSpec) -> Result<(i32, Proc, Stdin, Output), String> {
+    let size = spec.pty.unwrap_or(super::proto::PtySize { cols: 80, rows: 24 });
+    let cwd = crate::confine::Root::open(&spec.cwd)
+        .map_err(|e| format!("the directory {} is not available: {e}", spec.cwd.display()))?;
+    let shell_spec = ShellSpec {
+        program: spec.program.clone().into(),
+        args: spec.args.iter().map(Into::into).collect(),
+        env: spec.env.clone(),
+        cols: size.cols,
+        rows: size.rows,
+    };
+    let shell = Arc::new(crate::pty::spawn_shell(&shell_spec, &cwd).map_err(|e| e.to_string())?);
+    let pid = shell.pid();
+    Ok((pid, Proc::Pty(shell.clone()), Stdin::Pty(shell.clone()), Output::Pty(shell)))
+}
+
+/// Waits until the execution's unacknowledged output is within `limit`; false once it was
+/// forgotten.
+async fn room_for_more(shared: &Shared, exec: &str, limit: usize, room: &Notify) -> bool {
+    loop {
+        let full = match shared.lock().executions.get(exec) {
+            Some(execution) => execution.buffered >= limit,
+            None => return false,
+        };
+        if !full {
+            return true;
+        }
+        room.notified().await;
+    }
+}
+
+/// Adds an item to the execution; false once it was forgotten.
+fn push_item(shared: &Shared, exec: &str, item: Item) -> bool {
     let mut state = shared.lock();
-    let Some(execution) = state.executions.get_mut(&exec) else { return };
+    let Some(execution) = state.executions.get_mut(exec) else { return false };
     let seq = execution.next_seq;
     execution.next_seq += 1;
-    execution.exited = true;
-    execution.items.push_back((seq, Item::Exited { exit: ExitReport::from(&exit), stderr }));
+    match &item {
+        Item::Output(bytes) => execution.buffered += bytes.len(),
+        Item::Exited { .. } => execution.exited = true,
+    }
+    execution.items.push_back((seq, item));
     drop(state);
     shared.bump();
+    true
+}
+
+/// Reads the execution's output into its buffer, waiting for room past the limit, then
+/// records its exit as the last item.
+async fn read_output(shared: Arc<Shared>, exec: String, output: Output, room: Arc<Notify>) {
+    let limit = shared.config.buffer_limit.max(1);
+    let exit = match output {
+        Output::Pipe(mut stdout, process) => {
+            let mut chunk = vec![0u8; CHUNK];
+            loop {
+                if !room_for_more(&shared, &exec, limit, &room).await {
+                    return;
+                }
+                let n = match stdout.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                let bytes = Bytes::copy_from_slice(&chunk[..n]);
+                if !push_item(&shared, &exec, Item::Output(bytes)) {
+                    return;
+                }
+            }
+            let exit = process.wait().await;
+            let stderr_done = process.stderr_finished();
+            let _ = tokio::time::timeout(Duration::from_millis(500), stderr_done).await;
+            Item::Exited { exit: ExitReport::from(&exit), stderr: process.stderr_tail() }
+        }
+        Output::Pty(shell) => read_terminal(&shared, &exec, &shell, limit, &room).await,
+    };
+    push_item(&shared, &exec, exit);
+}
+
+/// Follows a terminal's output (its own ring: past it while the owner was away, what is
+/// left of it) until its exit, which it answers as the last item.
+async fn read_terminal(
+    shared: &Shared,
+    exec: &str,
+    shell: &PtyShell,
+    limit: usize,
+    room: &Notify,
+) -> Item {
+    let mut changes = shell.changes();
+    let mut offset = 0;
+    loop {
+        if !room_for_more(shared, exec, limit, room).await {
+            let exit = ExitReport::Unknown("forgotten".into());
+            return Item::Exited { exit, stderr: String::new() };
+        }
+        changes.borrow_and_update();
+        let chunk = shell.read_since(offset);
+        if !chunk.data.is_empty() {
+            offset = chunk.next;
+            push_item(shared, exec, Item::Output(Bytes::from(chunk.data)));
+            continue;
+        }
+        if let Some(exit) = shell.exit() {
+            return Item::Exited { exit: terminal_exit(&exit), stderr: String::new() };
+        }
+        if changes.changed().await.is_err() {
+            let exit = ExitReport::Unknown("the terminal's reader stopped".into());
+            return Item::Exited { exit, stderr: String::new() };
+        }
+    }
+}
+
+/// A terminal's exit on the wire.
+fn terminal_exit(exit: &TerminalExit) -> ExitReport {
+    let signal = |name: &str| name.parse::<nix::sys::signal::Signal>().ok().map(|s| s as i32);
+    match (exit.exit_code, exit.signal.as_deref().and_then(signal)) {
+        (Some(code), _) => ExitReport::Code(code),
+        (None, Some(signal)) => ExitReport::Signal(signal),
+        (None, None) => ExitReport::Unknown("the terminal's exit status is not known".into()),
+    }
 }

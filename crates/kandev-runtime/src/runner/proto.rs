@@ -21,6 +21,12 @@
 //! keys it took per execution and lists them in `welcome`, so a server that restarted after
 //! committing an input it may never have written asks the runner whether it was taken, and
 //! sends it only if not: exactly once across a `kill -9` of the server too.
+//!
+//! Version 4 adds terminals (docs/terminals.md): a spawn may ask for a pseudo-terminal of a
+//! size (`pty`, then `resize` changes it) and for `scrollback`, a number of bytes of
+//! acknowledged output the runner keeps; right after `welcome` it sends each execution's kept
+//! bytes as one `scrollback` frame, before the unacknowledged items, so a restarted server
+//! shows a terminal's recent output and then goes on live.
 
 use std::io;
 use std::marker::PhantomData;
@@ -35,7 +41,7 @@ use tokio_util::codec::{Decoder, Encoder, LengthDelimitedCodec};
 use crate::ExitInfo;
 
 /// The protocol's version. Peers of different versions refuse each other at the handshake.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// How many keys of taken input a runner keeps per execution (the newest).
 pub const KEYS_KEPT: usize = 1024;
@@ -78,6 +84,20 @@ pub struct SpawnSpec {
     pub cwd: PathBuf,
     #[serde(default)]
     pub secrets: Vec<String>,
+    /// Run in a pseudo-terminal of this size (stdout and stderr are the terminal; input is
+    /// typed into it) instead of pipes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pty: Option<PtySize>,
+    /// Bytes of acknowledged output kept for a later connection (`scrollback`); 0: none.
+    #[serde(default)]
+    pub scrollback: usize,
+}
+
+/// A pseudo-terminal's size, in cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PtySize {
+    pub cols: u16,
+    pub rows: u16,
 }
 
 impl std::fmt::Debug for SpawnSpec {
@@ -90,6 +110,8 @@ impl std::fmt::Debug for SpawnSpec {
             .field("env", &env)
             .field("cwd", &self.cwd)
             .field("secrets", &self.secrets.len())
+            .field("pty", &self.pty)
+            .field("scrollback", &self.scrollback)
             .finish()
     }
 }
@@ -170,6 +192,8 @@ pub enum ToRunner {
     /// Kills the agent (if it runs) and forgets the execution without delivering anything
     /// more of it (what a server does with executions it does not take over).
     Forget { exec: String },
+    /// Changes the size of an execution's pseudo-terminal (one spawned with `pty`).
+    Resize { exec: String, cols: u16, rows: u16 },
 }
 
 /// Frames from the runner to the server.
@@ -212,6 +236,12 @@ pub enum FromRunner {
     InputAck {
         exec: String,
         seq: u64,
+    },
+    /// The output an execution kept (its `scrollback`) that the server acknowledged before
+    /// this connection: sent right after `welcome`, before the execution's items.
+    Scrollback {
+        exec: String,
+        data: Data,
     },
     /// A frame the runner could not act on (unknown execution, ...); the connection stays.
     Error {
@@ -331,8 +361,11 @@ mod tests {
                     env: vec![("K".into(), "v".into())],
                     cwd: "/tmp".into(),
                     secrets: vec![],
+                    pty: Some(PtySize { cols: 80, rows: 24 }),
+                    scrollback: 1024,
                 },
             },
+            ToRunner::Resize { exec: "x2".into(), cols: 100, rows: 30 },
         ];
         let mut buf = BytesMut::new();
         for frame in &frames {

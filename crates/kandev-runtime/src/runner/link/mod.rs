@@ -68,6 +68,9 @@ pub(crate) enum Event {
     Spawned(i32),
     SpawnFailed(SpawnError),
     Output(u64, Bytes),
+    /// What the execution kept of its acknowledged output (before every item), for a
+    /// follower that takes over an execution of an earlier server.
+    Scrollback(Bytes),
     Exited(u64, ExitInfo, String),
     /// The runner does not hold it any more, or the link is gone.
     Lost(String),
@@ -85,6 +88,9 @@ pub(crate) struct Follower {
     pub stopping: Option<Duration>,
     /// The last input item written on the current connection.
     pub sent: u64,
+    /// Whether it still takes the execution's scrollback: one taken over from an earlier
+    /// server, until the scrollback or any item reached it.
+    pub scrollback: bool,
 }
 
 enum Route {
@@ -118,6 +124,12 @@ pub(crate) enum Command {
     Stop {
         exec: String,
         grace: Duration,
+    },
+    /// A new size for an execution's pseudo-terminal.
+    Resize {
+        exec: String,
+        cols: u16,
+        rows: u16,
     },
     DropTransport,
     Close(oneshot::Sender<()>),
@@ -250,6 +262,8 @@ mod tests {
             env: vec![],
             cwd: dir.path().to_path_buf(),
             secrets: vec![],
+            pty: None,
+            scrollback: 0,
         };
         (spec, dir)
     }

@@ -129,7 +129,9 @@ pub(super) fn offline(
                 follower.stopping = Some(grace);
             }
         }
-        Command::DropTransport => {}
+        // A size for a terminal nobody sees while the connection is down: the next one
+        // after it counts.
+        Command::DropTransport | Command::Resize { .. } => {}
     }
     None
 }

@@ -123,14 +123,16 @@ impl Link {
                     let _ = follower.events.send(Event::Lost(LOST.into()));
                     return;
                 }
+                let mut follower = follower;
                 if let Some(Route::Parked(parked)) = routes.remove(&info.exec) {
+                    // The scrollback comes first: after any event it was had or there is none.
+                    follower.scrollback &= parked.is_empty();
                     for event in parked {
                         let _ = follower.events.send(event);
                     }
                 }
                 // Input from the first item the runner did not take (an input queue of an
                 // earlier connection has some), before any new one.
-                let mut follower = follower;
                 follower.sent = info.input_taken;
                 follower.inputs.resume(self.out.clone(), info.input_taken, info.input_acked);
                 let exec = info.exec.clone();
@@ -149,6 +151,9 @@ impl Link {
                 }
                 let grace_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
                 let _ = wire.send(ToRunner::Kill { exec, grace_ms });
+            }
+            Command::Resize { exec, cols, rows } => {
+                let _ = wire.send(ToRunner::Resize { exec, cols, rows });
             }
             other => {
                 offline(other, routes, followers);
@@ -283,6 +288,19 @@ fn route(frame: FromRunner, routes: &mut HashMap<String, Route>, wire: &Wire) {
         FromRunner::Exited { exec, seq, exit, stderr } => {
             (exec, Event::Exited(seq, exit.into(), stderr))
         }
+        FromRunner::Scrollback { exec, data } => {
+            // The runner sends it on every connection: only a follower that took nothing of
+            // the execution yet takes it (one taken over from an earlier server).
+            match routes.get_mut(&exec) {
+                Some(Route::Parked(parked)) => parked.push(Event::Scrollback(data.0)),
+                Some(Route::Follow(follower)) if follower.scrollback => {
+                    follower.scrollback = false;
+                    let _ = follower.events.send(Event::Scrollback(data.0));
+                }
+                _ => {}
+            }
+            return;
+        }
         FromRunner::InputAck { exec, seq } => {
             if let Some(Route::Follow(follower)) = routes.get(&exec) {
                 follower.inputs.acked(seq);
@@ -306,6 +324,7 @@ fn route(frame: FromRunner, routes: &mut HashMap<String, Route>, wire: &Wire) {
             if matches!(event, Event::Spawned(_)) {
                 follower.spawn = None;
             }
+            follower.scrollback = false;
             let gone = follower.events.send(event).is_err();
             if last {
                 routes.remove(&exec);
