@@ -2,7 +2,9 @@
 //! `PORT` set to a free port of `EngineConfig::dev_server_ports`. One per task and
 //! repository; several tasks run theirs at once. Each runs in a process group of its own,
 //! its output kept in a bounded tail (256 KiB). Archiving or deleting the task and the
-//! server's shutdown stop them (the group is killed; nothing is left). This is the registry;
+//! server's shutdown stop them (the group is killed; nothing is left). With the local runner
+//! (the default) the runner runs them, and a crash or `kill -9` of the server leaves them
+//! running: the next start takes them over with their log (`shells::take_over`). This is the registry;
 //! the actions are `engine/dev.rs`.
 
 use std::collections::HashMap;
@@ -53,12 +55,15 @@ impl DevServers {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes every dev server of `task` (all when `None`) out of the map.
-    pub(crate) fn take(&self, task: Option<&TaskId>) -> Vec<Arc<CommandTerminal>> {
+    /// Takes every dev server of `task` (all when `None`) out of the map, with its port.
+    pub(crate) fn take(&self, task: Option<&TaskId>) -> Vec<(u16, Arc<CommandTerminal>)> {
         let mut running = self.lock();
         let keys: Vec<_> =
             running.keys().filter(|(t, _)| task.is_none_or(|task| t == task)).cloned().collect();
-        keys.into_iter().filter_map(|key| running.remove(&key)).map(|s| s.process).collect()
+        keys.into_iter()
+            .filter_map(|key| running.remove(&key))
+            .map(|s| (s.port, s.process))
+            .collect()
     }
 }
 

@@ -86,6 +86,12 @@ pub trait ExecutionControl: Send + Sync {
 /// Starts executions.
 pub trait Launcher: Send + Sync + 'static {
     fn launch(&self, spec: LaunchSpec) -> BoxFuture<'static, Result<Launched, String>>;
+
+    /// The local runner this launcher runs agents on, if any: users' terminals and dev
+    /// servers run there too, so they outlive a restart of the server as its agents do.
+    fn local_runner(&self) -> Option<kandev_runtime::runner::RunnerClient> {
+        None
+    }
 }
 
 /// Runs agents as local processes in their own process group.
@@ -337,5 +343,9 @@ impl Launcher for RunnerLauncher {
             };
             launch_through(&client, exec, spawn, true).await
         })
+    }
+
+    fn local_runner(&self) -> Option<kandev_runtime::runner::RunnerClient> {
+        Some(self.client.clone())
     }
 }

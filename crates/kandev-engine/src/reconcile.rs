@@ -1,5 +1,5 @@
 //! Startup reconciliation (docs/lifecycle.md rules 41, 42, 45), before any actor runs: agents left
-//! by the last run are killed, sessions that were starting or running wait for input with
+//! by the last run are killed (or taken over, with the terminals the local runner kept), sessions that were starting or running wait for input with
 //! an "interrupted" note, open turns are closed, pending permission requests expire, and
 //! context resets that were accepted and never settled are finished without any agent. No
 //! agent is started. Every session change goes through [`write_session`].
@@ -154,10 +154,18 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
             }
         }
     }
-    // Executions no session takes over (their session deleted, or not adoptable) end.
+    // Users' terminals and dev servers the local runner kept go on, their scrollback first.
+    let mut terminals = vec![];
+    for kept in kept.iter().filter(|kept| kept.here) {
+        let taken = crate::shells::take_over(inner, &kept.client, &kept.executions);
+        terminals.extend(taken.await?);
+    }
+    // Executions no session or terminal takes over (their session deleted, or not
+    // adoptable) end.
     for kept in &kept {
         for info in &kept.executions {
-            if !adoptions.iter().any(|a| a.execution.control.exec() == info.exec) {
+            let terminal = terminals.contains(&info.exec);
+            if !terminal && !adoptions.iter().any(|a| a.execution.control.exec() == info.exec) {
                 tracing::info!(exec = %info.exec, pid = info.pid, "stopping an agent of the last run");
                 kept.client.forget(&info.exec);
             }

@@ -1,9 +1,13 @@
 //! User terminals (docs/terminals.md): a login shell in a PTY in a task's worktree, several
 //! per task, opened and closed through the API; the server streams their output over the
 //! WebSocket ([`TerminalHandle`], which serves dev servers' logs too). They live until
-//! closed, until the task is archived or deleted, or until the server stops; each is recorded
-//! in `child_processes` while it runs so that the next start kills what a `kill -9` of the
-//! server left (`reconcile.rs`). This is the registry; the actions are `engine/terminals.rs`.
+//! closed, until the task is archived or deleted, or until the server stops. With the local
+//! runner (the default) the runner runs them and they outlive a crash or `kill -9` of the
+//! server like its agents: each is recorded in `runner_terminals`, and the next start takes
+//! it over with its scrollback (`engine/terminals.rs`). Without one (`--runner none`) they
+//! are the server's children, recorded in `child_processes` so that the next start kills what
+//! a `kill -9` left (`reconcile.rs`). This is the registry; the actions are
+//! `engine/terminals.rs`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -11,6 +15,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::pty::{PtyShell, ShellGone};
 use tokio::sync::watch;
+
+use kandev_runtime::runner::{ExecutionInfo, RunnerClient};
 
 use crate::error::{EngineError, Result};
 
@@ -125,15 +131,15 @@ impl Shells {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Takes every terminal of `task` (all when `None`) out of the map.
-    pub(crate) fn take(&self, task: Option<&TaskId>) -> Vec<Arc<PtyShell>> {
+    /// Takes every terminal of `task` (all when `None`) out of the map, with its id.
+    pub(crate) fn take(&self, task: Option<&TaskId>) -> Vec<(String, Arc<PtyShell>)> {
         let mut open = self.lock();
         let ids: Vec<String> = open
             .iter()
             .filter(|(_, s)| task.is_none_or(|task| &s.task_id == task))
             .map(|(id, _)| id.clone())
             .collect();
-        ids.into_iter().filter_map(|id| open.remove(&id)).map(|s| s.shell).collect()
+        ids.into_iter().filter_map(|id| open.remove(&id).map(|s| (id, s.shell))).collect()
     }
 }
 
@@ -147,6 +153,50 @@ pub(crate) fn info(id: &str, shell: &Shell) -> TerminalInfo {
         exit_code: exit.as_ref().and_then(|e| e.exit_code),
         signal: exit.and_then(|e| e.signal),
     }
+}
+
+/// At startup: the terminals and dev servers the last run recorded that the local runner
+/// (`client`, which listed `executions`) still holds are taken over, their scrollback first;
+/// the records of the others are dropped. Returns the executions taken over.
+pub(crate) async fn take_over(
+    inner: &crate::inner::Inner,
+    client: &RunnerClient,
+    executions: &[ExecutionInfo],
+) -> Result<Vec<String>> {
+    let mut taken = vec![];
+    for kept in inner.store.runner_terminals().await? {
+        let info = executions.iter().find(|e| e.exec == kept.exec);
+        let task_there = inner.store.get_task(&kept.task_id).await.is_ok();
+        let (Some(info), true) = (info, task_there) else {
+            let mut tx = inner.store.begin_write().await?;
+            tx.forget_runner_terminal(&kept.id).await?;
+            tx.commit().await?;
+            continue;
+        };
+        let execution = client.attach(info);
+        match (kept.kind.as_str(), kept.port) {
+            ("dev_server", Some(port)) => {
+                let process = kandev_runtime::terminal::through_runner(
+                    execution,
+                    crate::devservers::DEV_SERVER_LOG_BYTES,
+                );
+                let server =
+                    crate::devservers::DevServer { port, process: Arc::new(process), relay: None };
+                inner.dev_servers.lock().insert((kept.task_id, kept.repository_id), server);
+            }
+            _ => {
+                let shell = Shell {
+                    task_id: kept.task_id,
+                    repository_id: kept.repository_id,
+                    shell: Arc::new(kandev_runtime::pty::through_runner(execution)),
+                };
+                inner.shells.lock().insert(kept.id, shell);
+            }
+        }
+        tracing::info!(exec = %info.exec, "took over a terminal of the last run");
+        taken.push(info.exec.clone());
+    }
+    Ok(taken)
 }
 
 /// The user's login shell: `$SHELL` when it names an absolute path, else `/bin/sh`.

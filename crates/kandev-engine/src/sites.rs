@@ -328,8 +328,8 @@ impl Launcher for RunnerLauncher {
                 env: spec.env,
                 cwd: spec.cwd,
                 secrets: spec.secrets,
-                pty: spec.pty,
-                scrollback: spec.scrollback,
+                pty: None,
+                scrollback: 0,
             };
             launch_through(&link, exec, spawn, false).await
         })

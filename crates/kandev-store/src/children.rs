@@ -2,7 +2,7 @@
 //! servers), recorded while they run so that a start after a `kill -9` of the server can
 //! kill what was left (docs/terminals.md).
 
-use kandev_domain::TaskId;
+use kandev_domain::{RepositoryId, TaskId};
 use sqlx::FromRow;
 
 use crate::{Result, Store, WriteTx};
@@ -62,6 +62,83 @@ impl WriteTx {
     pub async fn forget_child(&mut self, pgid: i32) -> Result<()> {
         crate::sql::query("DELETE FROM child_processes WHERE pgid = ?")
             .bind(pgid)
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+}
+
+/// A terminal or dev server a runner runs (it outlives the server; docs/terminals.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerTerminal {
+    /// As the API shows it: `term_<uuid>`, or `dev_<port>` for a dev server's log.
+    pub id: String,
+    pub task_id: TaskId,
+    pub repository_id: RepositoryId,
+    /// `terminal` or `dev_server`.
+    pub kind: String,
+    /// Its execution's name on the runner.
+    pub exec: String,
+    /// A dev server's port.
+    pub port: Option<u16>,
+}
+
+#[derive(FromRow)]
+struct RunnerTerminalRow {
+    id: String,
+    task_id: String,
+    repository_id: String,
+    kind: String,
+    exec: String,
+    port: Option<i64>,
+}
+
+impl Store {
+    /// Every recorded runner terminal, oldest first.
+    pub async fn runner_terminals(&self) -> Result<Vec<RunnerTerminal>> {
+        let rows = crate::sql::query_as::<RunnerTerminalRow>(
+            "SELECT id, task_id, repository_id, kind, exec, port FROM runner_terminals \
+             ORDER BY started_at, id",
+        )
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| RunnerTerminal {
+                id: r.id,
+                task_id: TaskId::new(r.task_id),
+                repository_id: RepositoryId::new(r.repository_id),
+                kind: r.kind,
+                exec: r.exec,
+                port: r.port.and_then(|p| u16::try_from(p).ok()),
+            })
+            .collect())
+    }
+}
+
+impl WriteTx {
+    /// Records a terminal or dev server a runner now runs.
+    pub async fn record_runner_terminal(&mut self, terminal: &RunnerTerminal) -> Result<()> {
+        crate::sql::query(
+            "INSERT INTO runner_terminals (id, task_id, repository_id, kind, exec, port, \
+             started_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&terminal.id)
+        .bind(terminal.task_id.as_str())
+        .bind(terminal.repository_id.as_str())
+        .bind(&terminal.kind)
+        .bind(&terminal.exec)
+        .bind(terminal.port.map(i64::from))
+        .bind(self.now().millis())
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+
+    /// Forgets a runner terminal that is gone (closed, stopped, or not held any more).
+    pub async fn forget_runner_terminal(&mut self, id: &str) -> Result<()> {
+        crate::sql::query("DELETE FROM runner_terminals WHERE id = ?")
+            .bind(id)
             .execute(self.conn())
             .await?;
         Ok(())

@@ -50,6 +50,7 @@ const TABLES: &[&str] = &[
     "notification_attempts",
     "saved_prompts",
     "child_processes",
+    "runner_terminals",
     "users",
     "user_sessions",
     "user_tokens",

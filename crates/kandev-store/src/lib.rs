@@ -54,7 +54,7 @@ use kandev_domain::{Clock, IdGenerator, Timestamp};
 use crate::db::Pool;
 use tokio::sync::{Mutex, broadcast, watch};
 
-pub use children::ChildProcess;
+pub use children::{ChildProcess, RunnerTerminal};
 pub use copy::{CopiedTable, copy_database};
 pub use error::StoreError;
 pub use events::{Event, PRUNE_BATCH, Payload, Pruned, Retention, Topic};

@@ -1,19 +1,20 @@
 //! Dev server actions (`devserver.start`, `stop`, `list`) as [`Engine`] methods; the
 //! registry and the rules are in `crate::devservers`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::confine::Root;
-use kandev_runtime::terminal::{CommandSpec, run_command};
-
-use kandev_store::ChildProcess;
+use kandev_runtime::runner::{RunnerClient, SpawnSpec};
+use kandev_runtime::terminal::{CommandSpec, CommandTerminal, run_command};
+use kandev_store::{ChildProcess, RunnerTerminal};
 
 use crate::devservers::{DEV_SERVER_LOG_BYTES, DevServer, DevServerInfo, info};
 use crate::engine::Engine;
-use crate::engine::terminals::forget_child;
+use crate::engine::terminals::{forget_child, forget_runner_terminal};
 use crate::error::{EngineError, Result};
+use crate::inner::Inner;
 use crate::shells::{Source, TerminalHandle, TerminalInfo};
 
 impl Engine {
@@ -49,6 +50,11 @@ impl Engine {
         if crate::containers::on_container(&self.inner, task_id).await? {
             return self
                 .start_dev_server_in_container(task_id, repository_id, worktree, script)
+                .await;
+        }
+        if let Some(client) = self.inner.launcher.local_runner() {
+            return self
+                .start_dev_server_on_runner(client, task_id, repository_id, worktree, script)
                 .await;
         }
         let key = (task_id.clone(), repository_id.clone());
@@ -122,6 +128,66 @@ impl Engine {
         Ok(shown)
     }
 
+    /// [`Self::start_dev_server`] on the local runner: the dev server outlives a restart of
+    /// this server (the next start takes it over, its log kept). Under the task's lock, so
+    /// two starts do not both start one.
+    async fn start_dev_server_on_runner(
+        &self,
+        client: RunnerClient,
+        task_id: &TaskId,
+        repository_id: RepositoryId,
+        worktree: String,
+        script: String,
+    ) -> Result<DevServerInfo> {
+        let _lock = self.inner.task_locks.lock(task_id).await;
+        let key = (task_id.clone(), repository_id.clone());
+        let port = {
+            let running = self.inner.dev_servers.lock();
+            if let Some(server) = running.get(&key)
+                && server.process.output().exit.is_none()
+            {
+                return Ok(info(task_id, &repository_id, server));
+            }
+            let taken: Vec<u16> = running.values().map(|s| s.port).collect();
+            free_port(self.inner.config.dev_server_ports.clone(), &taken)?
+        };
+        Root::open(Path::new(&worktree)).map_err(|e| {
+            EngineError::Conflict(format!("the task's worktree is not available: {e}"))
+        })?;
+        let id = format!("dev_{port}");
+        let spec = SpawnSpec {
+            program: "sh".to_owned(),
+            // Both streams in one log, in the order they were written.
+            args: vec!["-c".to_owned(), format!("exec 2>&1\n{script}")],
+            env: vec![("PORT".to_owned(), port.to_string()), ("PWD".to_owned(), worktree.clone())],
+            cwd: PathBuf::from(&worktree),
+            secrets: vec![],
+            pty: None,
+            scrollback: DEV_SERVER_LOG_BYTES,
+        };
+        let exec = format!("{id}-{}", uuid::Uuid::now_v7().simple());
+        let execution = client
+            .spawn(&exec, spec)
+            .await
+            .map_err(|e| EngineError::Unavailable(format!("the dev server did not start: {e}")))?;
+        let process = kandev_runtime::terminal::through_runner(execution, DEV_SERVER_LOG_BYTES);
+        let kept = RunnerTerminal {
+            id,
+            task_id: task_id.clone(),
+            repository_id: repository_id.clone(),
+            kind: "dev_server".into(),
+            exec,
+            port: Some(port),
+        };
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.record_runner_terminal(&kept).await?;
+        tx.commit().await?;
+        let server = DevServer { port, process: Arc::new(process), relay: None };
+        let shown = info(task_id, &repository_id, &server);
+        self.inner.dev_servers.lock().insert(key, server);
+        Ok(shown)
+    }
+
     /// `devserver.stop`: kills the dev server's process group and waits until it is gone.
     pub async fn stop_dev_server(
         &self,
@@ -140,9 +206,7 @@ impl Engine {
             return Err(EngineError::NotFound("no dev server runs for this task".into()));
         };
         server.process.kill().await;
-        if server.process.is_local() {
-            forget_child(&self.inner, server.process.pid()).await;
-        }
+        forget_dev_server(&self.inner, server.port, &server.process).await;
         Ok(info(&task_id, &repository_id, &server))
     }
 
@@ -160,11 +224,9 @@ impl Engine {
 
     /// Stops the dev servers of `task` (every one when `None`), waiting until they are gone.
     pub(crate) async fn stop_dev_servers_of(&self, task: Option<&TaskId>) {
-        for process in self.inner.dev_servers.take(task) {
+        for (port, process) in self.inner.dev_servers.take(task) {
             process.kill().await;
-            if process.is_local() {
-                forget_child(&self.inner, process.pid()).await;
-            }
+            forget_dev_server(&self.inner, port, &process).await;
         }
     }
 
@@ -183,6 +245,16 @@ impl Engine {
             signal: exit.and_then(|e| e.signal),
         };
         Some((shown, TerminalHandle { source: Source::DevServer(server.process.clone()) }))
+    }
+}
+
+/// Drops the record of a dev server that is gone: this host's child, or a runner's execution
+/// (a container's dev server has none).
+async fn forget_dev_server(inner: &Inner, port: u16, process: &CommandTerminal) {
+    if process.is_local() {
+        forget_child(inner, process.pid()).await;
+    } else {
+        forget_runner_terminal(inner, &format!("dev_{port}")).await;
     }
 }
 

@@ -1,13 +1,16 @@
 //! User terminal actions (`terminal.open`, `close`, `list`, and the handle the WebSocket
-//! streams) as [`Engine`] methods; the registry and the rules are in `crate::shells`.
+//! streams) as [`Engine`] methods, and their take-over at startup from the local runner;
+//! the registry and the rules are in `crate::shells`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::confine::Root;
-use kandev_runtime::pty::{ShellSpec, spawn_shell};
-use kandev_store::ChildProcess;
+use kandev_runtime::pty::{PtyShell, SHELL_REPLAY_BYTES, ShellSpec, spawn_shell};
+use kandev_runtime::runner::SpawnSpec;
+use kandev_runtime::runner::proto::PtySize;
+use kandev_store::{ChildProcess, RunnerTerminal};
 
 use crate::engine::Engine;
 use crate::error::{EngineError, Result};
@@ -75,37 +78,67 @@ impl Engine {
         })?;
         // In the task's container when it has one (a login shell there); never on this host
         // for a task on another executor.
-        let spec = match crate::containers::exec_in(&self.inner, task_id, &worktree, true).await? {
-            Some(mut command) => {
-                let program = command.remove(0);
-                command.extend(["/bin/sh".to_owned(), "-l".to_owned()]);
-                ShellSpec {
-                    program: program.into(),
-                    args: command.into_iter().map(Into::into).collect(),
-                    env: vec![],
-                    cols,
-                    rows,
+        let (program, args) =
+            match crate::containers::exec_in(&self.inner, task_id, &worktree, true).await? {
+                Some(mut command) => {
+                    let program = command.remove(0);
+                    command.extend(["/bin/sh".to_owned(), "-l".to_owned()]);
+                    (program, command)
                 }
+                None => {
+                    crate::sites::refuse_remote(&self.inner, task_id, "a terminal").await?;
+                    (login_shell(), vec!["-l".to_owned()])
+                }
+            };
+        let id = format!("term_{}", uuid::Uuid::now_v7().simple());
+        let started =
+            |e: String| EngineError::Unavailable(format!("the terminal did not start: {e}"));
+        let shell = match self.inner.launcher.local_runner() {
+            // On the runner: it outlives this server, and the next start takes it over.
+            Some(client) => {
+                let spec = SpawnSpec {
+                    program,
+                    args,
+                    env: vec![("PWD".to_owned(), worktree.clone())],
+                    cwd: PathBuf::from(&worktree),
+                    secrets: vec![],
+                    pty: Some(PtySize { cols, rows }),
+                    scrollback: SHELL_REPLAY_BYTES,
+                };
+                let execution =
+                    client.spawn(&id, spec).await.map_err(|e| started(e.to_string()))?;
+                let shell = kandev_runtime::pty::through_runner(execution);
+                let kept = RunnerTerminal {
+                    id: id.clone(),
+                    task_id: task_id.clone(),
+                    repository_id: repository_id.clone(),
+                    kind: "terminal".into(),
+                    exec: id.clone(),
+                    port: None,
+                };
+                let mut tx = self.inner.store.begin_write().await?;
+                tx.record_runner_terminal(&kept).await?;
+                tx.commit().await?;
+                shell
             }
             None => {
-                crate::sites::refuse_remote(&self.inner, task_id, "a terminal").await?;
-                ShellSpec {
-                    program: login_shell().into(),
-                    args: vec!["-l".into()],
+                let spec = ShellSpec {
+                    program: program.into(),
+                    args: args.into_iter().map(Into::into).collect(),
                     env: vec![],
                     cols,
                     rows,
-                }
+                };
+                let shell = spawn_shell(&spec, &root).map_err(|e| started(e.to_string()))?;
+                let pgid = shell.pid();
+                let child =
+                    ChildProcess { pgid, kind: "terminal".into(), task_id: task_id.clone() };
+                let mut tx = self.inner.store.begin_write().await?;
+                tx.record_child(&child).await?;
+                tx.commit().await?;
+                shell
             }
         };
-        let shell = spawn_shell(&spec, &root)
-            .map_err(|e| EngineError::Unavailable(format!("the terminal did not start: {e}")))?;
-        let child =
-            ChildProcess { pgid: shell.pid(), kind: "terminal".into(), task_id: task_id.clone() };
-        let mut tx = self.inner.store.begin_write().await?;
-        tx.record_child(&child).await?;
-        tx.commit().await?;
-        let id = format!("term_{}", uuid::Uuid::now_v7().simple());
         let shell = Shell { task_id: task_id.clone(), repository_id, shell: Arc::new(shell) };
         let shown = info(&id, &shell);
         self.inner.shells.lock().insert(id, shell);
@@ -117,9 +150,8 @@ impl Engine {
         let Some(shell) = self.inner.shells.lock().remove(id) else {
             return Err(EngineError::NotFound(format!("terminal {id} not found")));
         };
-        let pid = shell.shell.pid();
         shell.shell.kill().await;
-        forget_child(&self.inner, pid).await;
+        forget_shell(&self.inner, id, &shell.shell).await;
         Ok(info(id, &shell))
     }
 
@@ -147,10 +179,30 @@ impl Engine {
 
     /// Closes the terminals of `task` (every one when `None`), waiting until they are gone.
     pub(crate) async fn close_terminals_of(&self, task: Option<&TaskId>) {
-        for shell in self.inner.shells.take(task) {
+        for (id, shell) in self.inner.shells.take(task) {
             shell.kill().await;
-            forget_child(&self.inner, shell.pid()).await;
+            forget_shell(&self.inner, &id, &shell).await;
         }
+    }
+}
+
+/// Drops the record of a terminal that is gone.
+async fn forget_shell(inner: &Inner, id: &str, shell: &PtyShell) {
+    match shell.exec() {
+        Some(_) => forget_runner_terminal(inner, id).await,
+        None => forget_child(inner, shell.pid()).await,
+    }
+}
+
+/// Drops the record of a terminal or dev server a runner ran (logged when the store refuses).
+pub(crate) async fn forget_runner_terminal(inner: &Inner, id: &str) {
+    let forgotten = async {
+        let mut tx = inner.store.begin_write().await?;
+        tx.forget_runner_terminal(id).await?;
+        tx.commit().await
+    };
+    if let Err(err) = forgotten.await {
+        tracing::warn!(id, error = %err, "cannot forget a stopped terminal or dev server");
     }
 }
 
