@@ -245,15 +245,13 @@ pub(crate) async fn start_dev_server(
     worktree: &str,
     script: &str,
     port: u16,
-) -> Result<Option<(CommandTerminal, AbortOnDropHandle<()>)>> {
+) -> Result<Option<(CommandTerminal, AbortOnDropHandle<()>, String)>> {
     let Some((executor, settings, mounts)) = container_of_task(inner, task_id).await? else {
         return Ok(None);
     };
     let unavailable =
         |e: String| EngineError::Unavailable(format!("the dev server did not start: {e}"));
-    let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port))
-        .await
-        .map_err(|e| unavailable(format!("cannot listen on 127.0.0.1:{port}: {e}")))?;
+    let listener = listen_for(port).await.map_err(unavailable)?;
     let (link, _) =
         connect(inner, &executor, &settings, task_id, mounts).await.map_err(unavailable)?;
     let spec = SpawnSpec {
@@ -263,13 +261,33 @@ pub(crate) async fn start_dev_server(
         cwd: PathBuf::from(worktree),
         secrets: vec![],
         pty: None,
-        scrollback: 0,
+        // Its log from before a restart of this server, for the one that takes it over.
+        scrollback: DEV_SERVER_LOG_BYTES,
     };
     let exec = format!("dev-{port}-{}", uuid::Uuid::new_v4().simple());
     let execution = link.spawn(&exec, spec).await.map_err(|e| unavailable(e.to_string()))?;
     let process = kandev_runtime::terminal::through_runner(execution, DEV_SERVER_LOG_BYTES);
     let relay = AbortOnDropHandle::new(inner.tracker.spawn(relay_into(listener, link, port)));
-    Ok(Some((process, relay)))
+    Ok(Some((process, relay, exec)))
+}
+
+/// This host's listener for a dev server's port.
+async fn listen_for(port: u16) -> std::result::Result<tokio::net::TcpListener, String> {
+    tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, port))
+        .await
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))
+}
+
+/// The relay from this host's `127.0.0.1:port` to a dev server of the last run in a task's
+/// container (`link`).
+pub(crate) async fn relay_dev_server(
+    inner: &Inner,
+    link: &RunnerClient,
+    port: u16,
+) -> std::result::Result<AbortOnDropHandle<()>, String> {
+    let listener = listen_for(port).await?;
+    let relay = relay_into(listener, link.clone(), port);
+    Ok(AbortOnDropHandle::new(inner.tracker.spawn(relay)))
 }
 
 /// Relays each connection `listener` accepts to the container's `127.0.0.1:port`.
@@ -302,25 +320,34 @@ async fn relay_into(listener: tokio::net::TcpListener, link: RunnerClient, port:
 }
 
 /// At startup: the links to the containers of tasks whose session may still run there (a
-/// runner position recorded, the runtime running), with what their runners held.
+/// runner position recorded, the runtime running) or whose dev server ran, with what their
+/// runners held.
 pub(crate) async fn kept_at_startup(
     inner: &Inner,
-) -> Result<Vec<(RunnerClient, Vec<ExecutionInfo>)>> {
-    let mut tasks: Vec<(TaskId, Executor, ContainerSettings, Vec<PathBuf>)> = vec![];
+) -> Result<Vec<(TaskId, RunnerClient, Vec<ExecutionInfo>)>> {
+    let mut candidates: Vec<TaskId> = vec![];
     for session in inner.store.all_sessions().await? {
         let running =
             inner.store.get_runtime(&session.id).await?.is_some_and(|r| r.status == "running");
-        if !running
-            || inner.store.runner_position(&session.id).await?.is_none()
-            || tasks.iter().any(|(t, ..)| *t == session.task_id)
-        {
+        if running && inner.store.runner_position(&session.id).await?.is_some() {
+            candidates.push(session.task_id);
+        }
+    }
+    for record in inner.store.runner_terminals().await? {
+        if record.kind == "dev_server" {
+            candidates.push(record.task_id);
+        }
+    }
+    let mut tasks: Vec<(TaskId, Executor, ContainerSettings, Vec<PathBuf>)> = vec![];
+    for task_id in candidates {
+        if tasks.iter().any(|(t, ..)| *t == task_id) {
             continue;
         }
-        let records = inner.store.live_worktrees(&session.task_id).await?;
+        let records = inner.store.live_worktrees(&task_id).await?;
         for record in &records {
             if let Some((executor, settings)) = container_of(inner, record).await? {
                 let mounts = records.iter().map(|r| PathBuf::from(&r.path)).collect();
-                tasks.push((session.task_id.clone(), executor, settings, mounts));
+                tasks.push((task_id.clone(), executor, settings, mounts));
                 break;
             }
         }
@@ -328,7 +355,7 @@ pub(crate) async fn kept_at_startup(
     let connecting = tasks.into_iter().map(|(task, executor, settings, mounts)| async move {
         let made = connect(inner, &executor, &settings, &task, mounts);
         match tokio::time::timeout(STARTUP_CONNECT, made).await {
-            Ok(Ok(held)) => Some(held),
+            Ok(Ok((link, held))) => Some((task, link, held)),
             Ok(Err(message)) => {
                 tracing::warn!(task = %task, error = %message, "cannot reach a task's container at startup; its sessions are interrupted");
                 None

@@ -33,6 +33,8 @@ pub(crate) struct Kept {
     pub client: RunnerClient,
     pub executions: Vec<ExecutionInfo>,
     pub here: bool,
+    /// The task whose container this runner runs in (its dev servers are taken over).
+    pub container: Option<kandev_domain::TaskId>,
 }
 
 /// Whether the session can take its runner execution over: the runner still runs the
@@ -79,10 +81,10 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
     let mut adoptions = vec![];
     let mut kept = kept;
     for (client, executions) in crate::sites::kept_at_startup(inner).await? {
-        kept.push(Kept { client, executions, here: false });
+        kept.push(Kept { client, executions, here: false, container: None });
     }
-    for (client, executions) in crate::containers::kept_at_startup(inner).await? {
-        kept.push(Kept { client, executions, here: false });
+    for (task, client, executions) in crate::containers::kept_at_startup(inner).await? {
+        kept.push(Kept { client, executions, here: false, container: Some(task) });
     }
     crate::containers::remove_orphans(inner).await?;
     // Terminals and dev servers a server stopped by `kill -9` left running.
@@ -154,12 +156,8 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
             }
         }
     }
-    // Users' terminals and dev servers the local runner kept go on, their scrollback first.
-    let mut terminals = vec![];
-    for kept in kept.iter().filter(|kept| kept.here) {
-        let taken = crate::shells::take_over(inner, &kept.client, &kept.executions);
-        terminals.extend(taken.await?);
-    }
+    // Users' terminals and dev servers the runners kept go on, their scrollback first.
+    let terminals = crate::shells::take_over(inner, &kept).await?;
     // Executions no session or terminal takes over (their session deleted, or not
     // adoptable) end.
     for kept in &kept {

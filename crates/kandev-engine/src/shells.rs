@@ -16,8 +16,6 @@ use kandev_domain::{RepositoryId, TaskId};
 use kandev_runtime::pty::{PtyShell, ShellGone};
 use tokio::sync::watch;
 
-use kandev_runtime::runner::{ExecutionInfo, RunnerClient};
-
 use crate::error::{EngineError, Result};
 
 /// Most terminals one task may have open at once.
@@ -155,33 +153,47 @@ pub(crate) fn info(id: &str, shell: &Shell) -> TerminalInfo {
     }
 }
 
-/// At startup: the terminals and dev servers the last run recorded that the local runner
-/// (`client`, which listed `executions`) still holds are taken over, their scrollback first;
-/// the records of the others are dropped. Returns the executions taken over.
+/// At startup: the terminals and dev servers the last run recorded that a runner still holds
+/// (the local runner; a dev server: also its task's container's) are taken over, their
+/// scrollback first, a container's dev server with its relay made again; the records of the
+/// others are dropped. Returns the executions taken over.
 pub(crate) async fn take_over(
     inner: &crate::inner::Inner,
-    client: &RunnerClient,
-    executions: &[ExecutionInfo],
+    kept: &[crate::reconcile::Kept],
 ) -> Result<Vec<String>> {
     let mut taken = vec![];
-    for kept in inner.store.runner_terminals().await? {
-        let info = executions.iter().find(|e| e.exec == kept.exec);
-        let task_there = inner.store.get_task(&kept.task_id).await.is_ok();
-        let (Some(info), true) = (info, task_there) else {
+    for record in inner.store.runner_terminals().await? {
+        let held = kept
+            .iter()
+            .filter(|k| k.here || k.container.as_ref() == Some(&record.task_id))
+            .find_map(|k| Some((k, k.executions.iter().find(|e| e.exec == record.exec)?)));
+        let task_there = inner.store.get_task(&record.task_id).await.is_ok();
+        let kept = record;
+        let (Some((from, info)), true) = (held, task_there) else {
             let mut tx = inner.store.begin_write().await?;
             tx.forget_runner_terminal(&kept.id).await?;
             tx.commit().await?;
             continue;
         };
-        let execution = client.attach(info);
+        let execution = from.client.attach(info);
         match (kept.kind.as_str(), kept.port) {
             ("dev_server", Some(port)) => {
                 let process = kandev_runtime::terminal::through_runner(
                     execution,
                     crate::devservers::DEV_SERVER_LOG_BYTES,
                 );
+                // A container's dev server is reached through a relay from this host's port.
+                let relay = match from.container {
+                    Some(_) => crate::containers::relay_dev_server(inner, &from.client, port)
+                        .await
+                        .inspect_err(|err| {
+                            tracing::warn!(port, error = %err, "cannot relay a dev server of the last run")
+                        })
+                        .ok(),
+                    None => None,
+                };
                 let server =
-                    crate::devservers::DevServer { port, process: Arc::new(process), relay: None };
+                    crate::devservers::DevServer { port, process: Arc::new(process), relay };
                 inner.dev_servers.lock().insert((kept.task_id, kept.repository_id), server);
             }
             _ => {

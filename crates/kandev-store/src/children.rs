@@ -117,11 +117,15 @@ impl Store {
 }
 
 impl WriteTx {
-    /// Records a terminal or dev server a runner now runs.
+    /// Records a terminal or dev server a runner now runs (replacing a stale record of the
+    /// same id).
     pub async fn record_runner_terminal(&mut self, terminal: &RunnerTerminal) -> Result<()> {
         crate::sql::query(
             "INSERT INTO runner_terminals (id, task_id, repository_id, kind, exec, port, \
-             started_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+             started_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET \
+             task_id = excluded.task_id, repository_id = excluded.repository_id, \
+             kind = excluded.kind, exec = excluded.exec, port = excluded.port, \
+             started_at = excluded.started_at",
         )
         .bind(&terminal.id)
         .bind(terminal.task_id.as_str())

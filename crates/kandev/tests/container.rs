@@ -441,6 +441,57 @@ async fn i42_a3_kill_9_during_streaming_turns_in_containers_then_restart_every_t
     }
 }
 
+/// Issue 45 item 13: a dev server in a task's container survives a `kill -9` of the server;
+/// the restarted one takes it over, its log kept, and makes its relay from this host again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i45_13_a_dev_server_in_a_container_goes_on_after_a_kill_9_and_is_reached_again() {
+    let image = podman().test_image(KANDEV.path());
+    let script = json!({"dev_script":
+        "echo \"serving in $(hostname)\"; exec busybox httpd -f -p 127.0.0.1:$PORT -h ."});
+    let Setup { podman, home, _repo, mut server, _gone, task, session, .. } =
+        setup_with(json!({"image": image}), script).await;
+    agent_up(&server, &session).await;
+    let dev = call(&server, "devserver.start", json!({"task_id": task})).await;
+    let url = dev["dev_server"]["url"].as_str().unwrap().to_owned();
+    let fetch = |url: String| async move {
+        let got = reqwest::get(format!("{url}README.md")).await.ok()?;
+        got.status().is_success().then_some(())?;
+        got.text().await.ok()
+    };
+    let before = eventually("the dev server answers", || fetch(url.clone())).await;
+    let container = format!("kandev-{task}");
+    let httpd = processes_in(&podman, &container, "busybox httpd");
+    assert_eq!(httpd.len(), 1, "{httpd:?}");
+    server.kill_9();
+
+    let env = podman_env(&podman);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let restarted = KANDEV.launch(home.path(), "127.0.0.1:0", &[], &env);
+    let listed = call(&restarted, "devserver.list", json!({"task_id": task})).await;
+    let kept = &listed["dev_servers"][0];
+    assert_eq!(kept["url"], url, "{listed}");
+    assert_eq!(kept["state"], "running", "{listed}");
+    let what = "the log from before the restart";
+    let log = eventually(what, || async {
+        let listed = call(&restarted, "devserver.list", json!({"task_id": task})).await;
+        let log = listed["dev_servers"][0]["log"].as_str().unwrap_or_default().to_owned();
+        log.contains(&format!("serving in {container}")).then_some(log)
+    })
+    .await;
+    assert_eq!(log.matches("serving in").count(), 1, "once: {log}");
+    let after = eventually("the relay is made again", || fetch(url.clone())).await;
+    assert_eq!(after, before);
+    let same = processes_in(&podman, &container, "busybox httpd");
+    assert_eq!(same, httpd, "the same dev server, not started again");
+    call(&restarted, "devserver.stop", json!({"task_id": task})).await;
+    eventually("the dev server is gone", || async {
+        processes_in(&podman, &container, "busybox httpd").is_empty().then_some(())
+    })
+    .await;
+    call(&restarted, "task.delete", json!({"id": task, "force": true})).await;
+    restarted.terminate();
+}
+
 /// Opens a terminal of `task`, types `line` in it and returns the output once it holds
 /// `needle` and the line after it.
 async fn terminal_says(server: &Server, task: &str, line: &str, needle: &str) -> String {

@@ -117,11 +117,22 @@ impl Engine {
         };
         let started =
             crate::containers::start_dev_server(&self.inner, task_id, &worktree, &script, port);
-        let Some((process, relay)) = started.await? else {
+        let Some((process, relay, exec)) = started.await? else {
             return Err(EngineError::Unavailable("the task's container executor is gone".into()));
         };
-        // Its pid is the container's: not recorded for the startup sweep of this host's
-        // children (the container goes with its task).
+        // Its pid is the container's: recorded as the container runner's execution, which the
+        // next start takes over (its relay made again).
+        let kept = RunnerTerminal {
+            id: format!("dev_{port}"),
+            task_id: task_id.clone(),
+            repository_id: repository_id.clone(),
+            kind: "dev_server".into(),
+            exec,
+            port: Some(port),
+        };
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.record_runner_terminal(&kept).await?;
+        tx.commit().await?;
         let server = DevServer { port, process: Arc::new(process), relay: Some(relay) };
         let shown = info(task_id, &repository_id, &server);
         self.inner.dev_servers.lock().insert(key, server);
@@ -249,7 +260,7 @@ impl Engine {
 }
 
 /// Drops the record of a dev server that is gone: this host's child, or a runner's execution
-/// (a container's dev server has none).
+/// (the local runner's or its task's container's).
 async fn forget_dev_server(inner: &Inner, port: u16, process: &CommandTerminal) {
     if process.is_local() {
         forget_child(inner, process.pid()).await;

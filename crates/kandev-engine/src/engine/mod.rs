@@ -472,7 +472,12 @@ impl Engine {
         client: &kandev_runtime::runner::RunnerClient,
         executions: Vec<kandev_runtime::runner::ExecutionInfo>,
     ) -> Result<usize> {
-        let kept = crate::reconcile::Kept { client: client.clone(), executions, here: true };
+        let kept = crate::reconcile::Kept {
+            client: client.clone(),
+            executions,
+            here: true,
+            container: None,
+        };
         self.reconcile_kept(vec![kept]).await
     }
 
