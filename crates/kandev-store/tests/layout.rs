@@ -24,6 +24,7 @@ const OWNERS: &[(&str, &str)] = &[
     ("session_runtime", "runtime.rs"),
     ("mcp_tokens", "mcp_tokens.rs"),
     ("child_processes", "children.rs"),
+    ("runner_terminals", "children.rs"),
     ("turns", "turns.rs"),
     ("messages", "messages.rs"),
     ("message_chunks", "messages.rs"),
