@@ -45,6 +45,8 @@ pub struct RepositoryDto {
     pub forge_api_base_url: String,
     pub forge_token_env: String,
     pub dev_script: String,
+    /// The setup and cleanup scripts' time limit in seconds; 0: the server's.
+    pub script_timeout_s: u32,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -64,6 +66,7 @@ impl From<&Repository> for RepositoryDto {
             forge_api_base_url: r.forge_api_base_url.clone(),
             forge_token_env: r.forge_token_env.clone(),
             dev_script: r.dev_script.clone(),
+            script_timeout_s: r.script_timeout_s,
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
         }

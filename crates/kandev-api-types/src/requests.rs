@@ -102,6 +102,8 @@ pub struct RepositoryCreate {
     pub forge_api_base_url: Option<String>,
     pub forge_token_env: Option<String>,
     pub dev_script: Option<String>,
+    /// The setup and cleanup scripts' time limit in seconds (at most a day); 0: the server's.
+    pub script_timeout_s: Option<u32>,
 }
 
 pub struct RepositoryUpdate {
@@ -115,6 +117,8 @@ pub struct RepositoryUpdate {
     pub forge_api_base_url: Option<String>,
     pub forge_token_env: Option<String>,
     pub dev_script: Option<String>,
+    /// The setup and cleanup scripts' time limit in seconds (at most a day); 0: the server's.
+    pub script_timeout_s: Option<u32>,
 }
 
 pub struct WorkflowCreate {

@@ -176,6 +176,24 @@ pub fn script(field: &str, value: &str) -> Result<String, FieldError> {
     bounded_text(field, value, MAX_SCRIPT_BYTES, "setup script")
 }
 
+/// Longest time limit a repository's scripts may have: a day.
+pub const MAX_SCRIPT_TIMEOUT_S: u32 = 24 * 60 * 60;
+
+/// A repository's script time limit in seconds: at most [`MAX_SCRIPT_TIMEOUT_S`]; 0 means
+/// the server's.
+pub fn script_timeout(field: &str, seconds: u32) -> Result<u32, FieldError> {
+    if seconds > MAX_SCRIPT_TIMEOUT_S {
+        return Err(FieldError::new(
+            field,
+            format!(
+                "is more than a day ({MAX_SCRIPT_TIMEOUT_S} seconds); give fewer seconds, or 0 \
+                 for the server's limit"
+            ),
+        ));
+    }
+    Ok(seconds)
+}
+
 /// An optional step color: empty (the default color) or one trimmed line of at most
 /// [`MAX_COLOR_CHARS`] characters.
 pub fn color(field: &str, value: &str) -> Result<String, FieldError> {

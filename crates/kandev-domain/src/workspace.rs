@@ -39,6 +39,8 @@ pub struct Repository {
     pub forge_token_env: String,
     /// The dev server command (`npm run dev`), run with `PORT` set; empty for none.
     pub dev_script: String,
+    /// The time limit of its setup and cleanup scripts, in seconds; 0: the server's.
+    pub script_timeout_s: u32,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }

@@ -4,7 +4,7 @@
 //! its output kept in a bounded tail (256 KiB). Archiving or deleting the task and the
 //! server's shutdown stop them (the group is killed; nothing is left). With the local runner
 //! (the default) the runner runs them, and a crash or `kill -9` of the server leaves them
-//! running: the next start takes them over with their log (`shells::take_over`). This is the registry;
+//! running: the next start takes them over with their log (`reconcile::take_over_terminals`). This is the registry;
 //! the actions are `engine/dev.rs`.
 
 use std::collections::HashMap;

@@ -4,6 +4,8 @@
 //! context resets that were accepted and never settled are finished without any agent. No
 //! agent is started. Every session change goes through [`write_session`].
 
+use std::sync::Arc;
+
 use kandev_domain::SessionId;
 use kandev_domain::message_meta::{ErrorMeta, MessageMeta, StatusNote};
 use kandev_domain::question::QuestionStatus;
@@ -157,7 +159,7 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
         }
     }
     // Users' terminals and dev servers the runners kept go on, their scrollback first.
-    let terminals = crate::shells::take_over(inner, &kept).await?;
+    let terminals = take_over_terminals(inner, &kept).await?;
     // Executions no session or terminal takes over (their session deleted, or not
     // adoptable) end.
     for kept in &kept {
@@ -170,6 +172,61 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
         }
     }
     Ok((fixed, adoptions))
+}
+
+/// At startup: the terminals and dev servers the last run recorded that a runner still holds
+/// (the local runner; a dev server: also its task's container's) are taken over, their
+/// scrollback first, a container's dev server with its relay made again; the records of the
+/// others are dropped. Returns the executions taken over.
+async fn take_over_terminals(inner: &Inner, kept: &[Kept]) -> Result<Vec<String>> {
+    let mut taken = vec![];
+    for record in inner.store.runner_terminals().await? {
+        let held = kept
+            .iter()
+            .filter(|k| k.here || k.container.as_ref() == Some(&record.task_id))
+            .find_map(|k| Some((k, k.executions.iter().find(|e| e.exec == record.exec)?)));
+        let task_there = inner.store.get_task(&record.task_id).await.is_ok();
+        let kept = record;
+        let (Some((from, info)), true) = (held, task_there) else {
+            let mut tx = inner.store.begin_write().await?;
+            tx.forget_runner_terminal(&kept.id).await?;
+            tx.commit().await?;
+            continue;
+        };
+        let execution = from.client.attach(info);
+        match (kept.kind.as_str(), kept.port) {
+            ("dev_server", Some(port)) => {
+                let process = kandev_runtime::terminal::through_runner(
+                    execution,
+                    crate::devservers::DEV_SERVER_LOG_BYTES,
+                );
+                // A container's dev server is reached through a relay from this host's port.
+                let relay = match from.container {
+                    Some(_) => crate::containers::relay_dev_server(inner, &from.client, port)
+                        .await
+                        .inspect_err(|err| {
+                            tracing::warn!(port, error = %err, "cannot relay a dev server of the last run")
+                        })
+                        .ok(),
+                    None => None,
+                };
+                let server =
+                    crate::devservers::DevServer { port, process: Arc::new(process), relay };
+                inner.dev_servers.lock().insert((kept.task_id, kept.repository_id), server);
+            }
+            _ => {
+                let shell = crate::shells::Shell {
+                    task_id: kept.task_id,
+                    repository_id: kept.repository_id,
+                    shell: Arc::new(kandev_runtime::pty::through_runner(execution)),
+                };
+                inner.shells.lock().insert(kept.id, shell);
+            }
+        }
+        tracing::info!(exec = %info.exec, "took over a terminal of the last run");
+        taken.push(info.exec.clone());
+    }
+    Ok(taken)
 }
 
 /// Marks the session's pending permission requests expired.

@@ -4,7 +4,7 @@
 //! closed, until the task is archived or deleted, or until the server stops. With the local
 //! runner (the default) the runner runs them and they outlive a crash or `kill -9` of the
 //! server like its agents: each is recorded in `runner_terminals`, and the next start takes
-//! it over with its scrollback (`engine/terminals.rs`). Without one (`--runner none`) they
+//! it over with its scrollback (`reconcile.rs`). Without one (`--runner none`) they
 //! are the server's children, recorded in `child_processes` so that the next start kills what
 //! a `kill -9` left (`reconcile.rs`). This is the registry; the actions are
 //! `engine/terminals.rs`.
@@ -151,64 +151,6 @@ pub(crate) fn info(id: &str, shell: &Shell) -> TerminalInfo {
         exit_code: exit.as_ref().and_then(|e| e.exit_code),
         signal: exit.and_then(|e| e.signal),
     }
-}
-
-/// At startup: the terminals and dev servers the last run recorded that a runner still holds
-/// (the local runner; a dev server: also its task's container's) are taken over, their
-/// scrollback first, a container's dev server with its relay made again; the records of the
-/// others are dropped. Returns the executions taken over.
-pub(crate) async fn take_over(
-    inner: &crate::inner::Inner,
-    kept: &[crate::reconcile::Kept],
-) -> Result<Vec<String>> {
-    let mut taken = vec![];
-    for record in inner.store.runner_terminals().await? {
-        let held = kept
-            .iter()
-            .filter(|k| k.here || k.container.as_ref() == Some(&record.task_id))
-            .find_map(|k| Some((k, k.executions.iter().find(|e| e.exec == record.exec)?)));
-        let task_there = inner.store.get_task(&record.task_id).await.is_ok();
-        let kept = record;
-        let (Some((from, info)), true) = (held, task_there) else {
-            let mut tx = inner.store.begin_write().await?;
-            tx.forget_runner_terminal(&kept.id).await?;
-            tx.commit().await?;
-            continue;
-        };
-        let execution = from.client.attach(info);
-        match (kept.kind.as_str(), kept.port) {
-            ("dev_server", Some(port)) => {
-                let process = kandev_runtime::terminal::through_runner(
-                    execution,
-                    crate::devservers::DEV_SERVER_LOG_BYTES,
-                );
-                // A container's dev server is reached through a relay from this host's port.
-                let relay = match from.container {
-                    Some(_) => crate::containers::relay_dev_server(inner, &from.client, port)
-                        .await
-                        .inspect_err(|err| {
-                            tracing::warn!(port, error = %err, "cannot relay a dev server of the last run")
-                        })
-                        .ok(),
-                    None => None,
-                };
-                let server =
-                    crate::devservers::DevServer { port, process: Arc::new(process), relay };
-                inner.dev_servers.lock().insert((kept.task_id, kept.repository_id), server);
-            }
-            _ => {
-                let shell = Shell {
-                    task_id: kept.task_id,
-                    repository_id: kept.repository_id,
-                    shell: Arc::new(kandev_runtime::pty::through_runner(execution)),
-                };
-                inner.shells.lock().insert(kept.id, shell);
-            }
-        }
-        tracing::info!(exec = %info.exec, "took over a terminal of the last run");
-        taken.push(info.exec.clone());
-    }
-    Ok(taken)
 }
 
 /// The user's login shell: `$SHELL` when it names an absolute path, else `/bin/sh`.

@@ -21,6 +21,7 @@ pub struct NewRepository {
     pub forge_api_base_url: String,
     pub forge_token_env: String,
     pub dev_script: String,
+    pub script_timeout_s: u32,
 }
 
 /// Fields of a repository to change; `None` keeps the current value.
@@ -35,6 +36,7 @@ pub struct RepositoryPatch {
     pub forge_api_base_url: Option<String>,
     pub forge_token_env: Option<String>,
     pub dev_script: Option<String>,
+    pub script_timeout_s: Option<u32>,
 }
 
 #[derive(FromRow)]
@@ -52,6 +54,7 @@ struct RepositoryRow {
     forge_api_base_url: String,
     forge_token_env: String,
     dev_script: String,
+    script_timeout_s: i64,
     created_at: i64,
     updated_at: i64,
 }
@@ -74,6 +77,8 @@ impl TryFrom<RepositoryRow> for Repository {
             forge_api_base_url: r.forge_api_base_url,
             forge_token_env: r.forge_token_env,
             dev_script: r.dev_script,
+            // Written from a `u32`; anything else reads as the server's limit.
+            script_timeout_s: u32::try_from(r.script_timeout_s).unwrap_or(0),
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
         })
@@ -130,8 +135,8 @@ impl WriteTx {
         crate::sql::query(
             "INSERT INTO repositories (id, workspace_id, name, local_path, default_branch, \
              branch_template, setup_script, copy_files, cleanup_script, forge_api_base_url, \
-             forge_token_env, dev_script, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             forge_token_env, dev_script, script_timeout_s, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(new.workspace_id.as_str())
@@ -145,6 +150,7 @@ impl WriteTx {
         .bind(&new.forge_api_base_url)
         .bind(&new.forge_token_env)
         .bind(&new.dev_script)
+        .bind(i64::from(new.script_timeout_s))
         .bind(now)
         .bind(now)
         .execute(self.conn())
@@ -162,7 +168,8 @@ impl WriteTx {
         crate::sql::query(
             "UPDATE repositories SET name = ?, default_branch = ?, branch_template = ?, \
              setup_script = ?, copy_files = ?, cleanup_script = ?, forge_api_base_url = ?, \
-             forge_token_env = ?, dev_script = ?, updated_at = ? WHERE id = ?",
+             forge_token_env = ?, dev_script = ?, script_timeout_s = ?, updated_at = ? \
+             WHERE id = ?",
         )
         .bind(patch.name.as_ref().unwrap_or(&current.name))
         .bind(patch.default_branch.as_ref().unwrap_or(&current.default_branch))
@@ -173,6 +180,7 @@ impl WriteTx {
         .bind(patch.forge_api_base_url.as_ref().unwrap_or(&current.forge_api_base_url))
         .bind(patch.forge_token_env.as_ref().unwrap_or(&current.forge_token_env))
         .bind(patch.dev_script.as_ref().unwrap_or(&current.dev_script))
+        .bind(i64::from(patch.script_timeout_s.unwrap_or(current.script_timeout_s)))
         .bind(now)
         .bind(id.as_str())
         .execute(self.conn())

@@ -80,12 +80,12 @@ pub(crate) async fn run_cleanup(inner: &Inner, site: &Site, record: &WorktreeRec
         return;
     }
     let script = &repository.cleanup_script;
+    let timeout = crate::workdir::script_timeout(&repository, CLEANUP_TIMEOUT);
     let ran = match through {
         Some(through) => {
-            kandev_runtime::git::run_script_through(&through, path, script, CLEANUP_TIMEOUT, None)
-                .await
+            kandev_runtime::git::run_script_through(&through, path, script, timeout, None).await
         }
-        None => site.run_script(path, script, CLEANUP_TIMEOUT).await,
+        None => site.run_script(path, script, timeout).await,
     };
     let (text, status) = match &ran {
         Ok(output) if output.output.trim().is_empty() => {

@@ -20,4 +20,5 @@ pub use kandev_domain::files::{
     KeptWorktree, LineKind, TaskChanges, TaskTree, TaskWorktree, TreeEntry, WorktreeRemoval,
 };
 pub use ops::{MergeMade, PushMade, ReviewSent};
+pub(crate) use shared::script_timeout;
 pub use shared::{CLEANUP_TIMEOUT, MAX_PLAIN_ENTRIES, MAX_READ_BYTES};

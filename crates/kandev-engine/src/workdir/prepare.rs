@@ -32,7 +32,7 @@ use crate::handshake::BootFailure;
 use crate::inner::Inner;
 use crate::publish;
 use crate::sites::{self, Placement};
-use crate::workdir::shared::{git_error, new_worktree_path, task_worktrees_dir};
+use crate::workdir::shared::{git_error, new_worktree_path, script_timeout, task_worktrees_dir};
 use crate::write::add_message;
 
 /// Most bytes of a setup script's output streamed into its transcript message while it
@@ -335,7 +335,7 @@ async fn run_setup(
     let message = add_message(&mut tx, session, None, &running, metadata("running", None)).await?;
     tx.commit().await?;
     let (live, chunks) = tokio::sync::mpsc::channel(64);
-    let timeout = inner.config.setup_timeout;
+    let timeout = script_timeout(repository, inner.config.setup_timeout);
     let script = &repository.setup_script;
     let path = Path::new(&record.path);
     let run = git::run_script_through(through, path, script, timeout, Some(live));

@@ -28,8 +28,20 @@ pub const MAX_READ_BYTES: usize = 1024 * 1024;
 /// Most entries listed for the plain folder of a task without a repository.
 pub const MAX_PLAIN_ENTRIES: usize = 10_000;
 
-/// Longest a repository's cleanup script may run before it is killed.
+/// Longest a repository's cleanup script may run before it is killed, unless the repository
+/// sets its own limit.
 pub const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// A repository's script time limit: its own (`script_timeout_s`), else `server`'s.
+pub(crate) fn script_timeout(
+    repository: &kandev_domain::workspace::Repository,
+    server: Duration,
+) -> Duration {
+    match repository.script_timeout_s {
+        0 => server,
+        seconds => Duration::from_secs(u64::from(seconds)),
+    }
+}
 
 /// `$KANDEV_HOME/worktrees/<task>`: the folder holding a task's worktrees.
 pub(crate) fn task_worktrees_dir(home: &Path, task_id: &TaskId) -> Result<PathBuf> {

@@ -55,6 +55,10 @@ pub async fn create(s: &AppState, p: RepositoryCreate) -> Result<RepositoryOne, 
         forge_api_base_url: forge_url(p.forge_api_base_url.as_deref().unwrap_or(""))?,
         forge_token_env: env_name(p.forge_token_env.as_deref().unwrap_or(""))?,
         dev_script: validate::script("dev_script", p.dev_script.as_deref().unwrap_or(""))?,
+        script_timeout_s: validate::script_timeout(
+            "script_timeout_s",
+            p.script_timeout_s.unwrap_or(0),
+        )?,
     };
     let repository = s.engine().create_repository(&new).await?;
     Ok(RepositoryOne { repository: RepositoryDto::from(&repository) })
@@ -90,6 +94,10 @@ pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<RepositoryOne, 
             .dev_script
             .as_deref()
             .map(|t| validate::script("dev_script", t))
+            .transpose()?,
+        script_timeout_s: p
+            .script_timeout_s
+            .map(|s| validate::script_timeout("script_timeout_s", s))
             .transpose()?,
     };
     let repository = s.engine().update_repository(&RepositoryId::new(p.id), &patch).await?;

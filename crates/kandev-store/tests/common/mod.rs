@@ -106,6 +106,7 @@ pub fn repository(
         forge_api_base_url: String::new(),
         forge_token_env: String::new(),
         dev_script: String::new(),
+        script_timeout_s: 0,
     }
 }
 
