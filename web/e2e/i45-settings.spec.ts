@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { binary, expect, gitRepo, type Kandev, openBoard, removeRepo, test } from './kandev';
 
-test('i45 1: a repository is edited in settings: scripts, copied files, branches, executor and forge', async ({ page, kandev }) => {
+test('i45 1: a repository is edited in settings: scripts, copied files, branches, executor, forge and time limit', async ({ page, kandev }) => {
   const repo = gitRepo({ 'README.md': '# edit me\n' });
   removeRepo(repo);
   const { workspaceId } = await kandev.board();
@@ -31,6 +31,7 @@ test('i45 1: a repository is edited in settings: scripts, copied files, branches
   await form.getByLabel(/^Files copied into each worktree/).fill('.env\nconfig/local.*');
   await form.getByLabel(/^Forge API URL/).fill('https://git.example.com/api/v4');
   await form.getByLabel(/^Token variable/).fill('MY_FORGE_TOKEN');
+  await form.getByLabel(/^Script time limit/).fill('45');
   await form.getByLabel(/^Executor/).selectOption({ label: 'here (local)' });
   await form.getByRole('button', { name: 'Save repository' }).click();
   await expect(form).toBeHidden();
@@ -47,6 +48,7 @@ test('i45 1: a repository is edited in settings: scripts, copied files, branches
   await expect(again.getByLabel(/^Files copied into each worktree/)).toHaveValue('.env\nconfig/local.*');
   await expect(again.getByLabel(/^Forge API URL/)).toHaveValue('https://git.example.com/api/v4');
   await expect(again.getByLabel(/^Token variable/)).toHaveValue('MY_FORGE_TOKEN');
+  await expect(again.getByLabel(/^Script time limit/)).toHaveValue('45');
   await expect(again.getByLabel(/^Executor/)).toHaveValue(executor.id);
 
   const stored = (await kandev.api('repository.get', { id: repository.id })).repository;
@@ -60,6 +62,7 @@ test('i45 1: a repository is edited in settings: scripts, copied files, branches
     copy_files: ['.env', 'config/local.*'],
     forge_api_base_url: 'https://git.example.com/api/v4',
     forge_token_env: 'MY_FORGE_TOKEN',
+    script_timeout_s: 45 * 60,
   });
   const { executors } = await kandev.api('executor.list');
   expect(executors[0].repository_ids).toEqual([repository.id]);

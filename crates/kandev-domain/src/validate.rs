@@ -42,7 +42,8 @@ impl FieldError {
 }
 
 /// A request field's path in words, for people (issue 45: no error names an API field): `_`
-/// and `.` are spaces, a list index counts from 1, and abbreviations are capitalized.
+/// and `.` are spaces, a list index counts from 1, abbreviations are capitalized, and a unit
+/// suffix (`_s`, `_ms`) is left out.
 pub fn spoken(field: &str) -> String {
     const CAPITALS: [(&str, &str); 7] = [
         ("url", "URL"),
@@ -59,7 +60,12 @@ pub fn spoken(field: &str) -> String {
             Some((name, rest)) => (name, rest.trim_end_matches(']').parse::<usize>().ok()),
             None => (part, None),
         };
-        for word in name.split('_').filter(|w| !w.is_empty()) {
+        let mut parts: Vec<&str> = name.split('_').filter(|w| !w.is_empty()).collect();
+        // A unit suffix (`timeout_s`, `grace_ms`) is said by the message, not the name.
+        if parts.len() > 1 && matches!(parts.last(), Some(&("s" | "ms"))) {
+            parts.pop();
+        }
+        for word in parts {
             let capital = CAPITALS.iter().find(|(w, _)| *w == word).map(|(_, c)| *c);
             words.push(capital.unwrap_or(word).to_owned());
         }
@@ -336,6 +342,8 @@ mod tests {
         assert_eq!(spoken("mcp_servers[0].url"), "MCP servers 1 URL");
         assert_eq!(spoken("ssh.identity_file"), "SSH identity file");
         assert_eq!(spoken("title"), "title");
+        assert_eq!(spoken("script_timeout_s"), "script timeout");
+        assert_eq!(spoken("s"), "s");
         let err = FieldError::new("blocked_by", "would make a cycle");
         assert_eq!(err.to_string(), "blocked by would make a cycle");
     }

@@ -281,3 +281,33 @@ async fn i12_f7_the_setup_timeout_is_a_setting() {
         "{failed}"
     );
 }
+
+/// Issue 45 item 1: a repository sets its own script time limit (`script_timeout_s`), which
+/// wins over the server's; 0 gives it back; more than a day is refused in words.
+#[tokio::test]
+async fn i45_1_a_repository_sets_its_own_script_time_limit() {
+    let server = TestServer::start_tuned(Default::default(), tempfile::tempdir().unwrap(), |c| {
+        c.setup_timeout = std::time::Duration::from_secs(600);
+    })
+    .await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    let fields = json!({"setup_script": "echo slow; sleep 30", "script_timeout_s": 1});
+    let repo_id = board.repository(&repo, fields).await;
+    let task = board.task("Too slow for its repository", &[&repo_id]).await;
+    let launched = board.launch(&task).await;
+    let failed = server.wait_state(launched["id"].as_str().unwrap(), "FAILED").await;
+    assert_eq!(failed["last_error"]["code"], "setup_script_failed");
+    let message = failed["last_error"]["message"].as_str().unwrap();
+    assert!(message.contains("did not finish within 1s"), "{message}");
+
+    let cleared = json!({"id": repo_id, "script_timeout_s": 0});
+    let updated = server.call("repository.update", cleared).await;
+    assert_eq!(updated["repository"]["script_timeout_s"], 0, "{updated}");
+    let refused = json!({"id": repo_id, "script_timeout_s": 86_401});
+    let (status, body) = server.post("repository.update", refused).await;
+    assert_eq!(status, 422, "{body}");
+    let text = body["message"].as_str().unwrap();
+    assert!(text.starts_with("script timeout is more than a day"), "{text}");
+    assert!(!text.contains("script_timeout_s"), "no field names in error text: {text}");
+}

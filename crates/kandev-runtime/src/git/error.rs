@@ -74,7 +74,7 @@ pub enum GitError {
 
     /// The setup script did not finish in time; its process group was killed.
     #[error(
-        "setup script did not finish within {}s and was killed; make it faster or raise the timeout. last output:\n{}",
+        "setup script did not finish within {}s and was killed; make it faster or raise its time limit in Settings › Repositories. last output:\n{}",
         timeout.as_secs_f64(),
         or_no_output(.output_tail)
     )]

@@ -340,9 +340,17 @@ export type RemoteStatusDto = { remote: string, pushed_head: string, upstream_ah
 
 export type Repositories = { repositories: Array<RepositoryDto>, next_cursor: string | null, };
 
-export type RepositoryCreate = { workspace_id: string, local_path: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, copy_files?: Array<string>, cleanup_script?: string, forge_api_base_url?: string, forge_token_env?: string, dev_script?: string, };
+export type RepositoryCreate = { workspace_id: string, local_path: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, copy_files?: Array<string>, cleanup_script?: string, forge_api_base_url?: string, forge_token_env?: string, dev_script?: string, 
+/**
+ * The setup and cleanup scripts' time limit in seconds (at most a day); 0: the server's.
+ */
+script_timeout_s?: number, };
 
-export type RepositoryDto = { id: string, workspace_id: string, name: string, local_path: string, default_branch: string, branch_template: string, setup_script: string, copy_files: Array<string>, cleanup_script: string, forge_api_base_url: string, forge_token_env: string, dev_script: string, created_at: string, updated_at: string, };
+export type RepositoryDto = { id: string, workspace_id: string, name: string, local_path: string, default_branch: string, branch_template: string, setup_script: string, copy_files: Array<string>, cleanup_script: string, forge_api_base_url: string, forge_token_env: string, dev_script: string, 
+/**
+ * The setup and cleanup scripts' time limit in seconds; 0: the server's.
+ */
+script_timeout_s: number, created_at: string, updated_at: string, };
 
 export type RepositoryExecutor = { repository_id: string, executor: ExecutorDto | null, };
 
@@ -350,7 +358,11 @@ export type RepositoryExecutorSet = { repository_id: string, executor_id?: strin
 
 export type RepositoryOne = { repository: RepositoryDto, };
 
-export type RepositoryUpdate = { id: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, copy_files?: Array<string>, cleanup_script?: string, forge_api_base_url?: string, forge_token_env?: string, dev_script?: string, };
+export type RepositoryUpdate = { id: string, name?: string, default_branch?: string, branch_template?: string, setup_script?: string, copy_files?: Array<string>, cleanup_script?: string, forge_api_base_url?: string, forge_token_env?: string, dev_script?: string, 
+/**
+ * The setup and cleanup scripts' time limit in seconds (at most a day); 0: the server's.
+ */
+script_timeout_s?: number, };
 
 export type RepositoryUsage = { worktrees: Array<WorktreeUsageDto>, total_bytes: number, };
 

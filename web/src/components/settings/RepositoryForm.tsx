@@ -1,8 +1,7 @@
 // The form that edits a registered repository (issue 45, item 1): its name, base branch,
 // branch template, setup, dev and cleanup scripts, the git-ignored files copied into each new
-// worktree, the forge's API URL and the variable holding its token, and the executor its
-// agents run on. There is no per-repository timeout to set: a cleanup script's 5 minutes is
-// the server's.
+// worktree, the forge's API URL and the variable holding its token, the executor its agents
+// run on, and the time limit of its setup and cleanup scripts (empty: the server's).
 import { useCallback, useState } from 'react';
 import { call } from '../../api/client';
 import type { RepositoryDto } from '../../api/types';
@@ -22,6 +21,7 @@ const LABELS: Record<string, string> = {
   copy_files: 'Files copied into each worktree',
   forge_api_base_url: 'Forge API URL',
   forge_token_env: 'Token variable',
+  script_timeout_s: 'Script time limit',
 };
 
 export function RepositoryForm({ repository: r, onDone }: { repository: RepositoryDto; onDone: () => void }) {
@@ -34,6 +34,8 @@ export function RepositoryForm({ repository: r, onDone }: { repository: Reposito
   const [copyFiles, setCopyFiles] = useState(r.copy_files.join('\n'));
   const [forgeUrl, setForgeUrl] = useState(r.forge_api_base_url);
   const [tokenEnv, setTokenEnv] = useState(r.forge_token_env);
+  // In minutes, as people think of scripts; empty: the server's limit.
+  const [limit, setLimit] = useState(r.script_timeout_s ? String(r.script_timeout_s / 60) : '');
   const readExecutors = useCallback(() => call('executor.list', {}).then((x) => x.executors), []);
   const executors = useRead(readExecutors);
   const current = executors.data?.find((x) => x.repository_ids.includes(r.id))?.id ?? '';
@@ -73,6 +75,7 @@ export function RepositoryForm({ repository: r, onDone }: { repository: Reposito
               .filter(Boolean),
             forge_api_base_url: forgeUrl,
             forge_token_env: tokenEnv,
+            script_timeout_s: Math.round(Number(limit || 0) * 60),
           });
           if (executor !== null && executor !== current) {
             await call('repository.executor.set', { repository_id: r.id, executor_id: executor || undefined });
@@ -117,7 +120,20 @@ export function RepositoryForm({ repository: r, onDone }: { repository: Reposito
       <InlineError error={executors.error && `The executors could not be read: ${executors.error}`} onRetry={executors.retry} />
       {script('Setup script', setup, setSetup, 'runs in a new worktree before the agent starts')}
       {script('Dev server command', dev, setDev, 'runs with PORT set, from the task’s Terminal tab')}
-      {script('Cleanup script', cleanup, setCleanup, 'runs in a worktree before it is removed, 5 minutes at most')}
+      {script('Cleanup script', cleanup, setCleanup, 'runs in a worktree before it is removed')}
+      <label>
+        Script time limit <span className="hint">minutes; a setup or cleanup script running longer is stopped</span>
+        <input
+          type="number"
+          min={0}
+          max={1440}
+          step="any"
+          inputMode="decimal"
+          value={limit}
+          placeholder="the server’s"
+          onChange={(e) => setLimit(e.target.value)}
+        />
+      </label>
       <label>
         Files copied into each worktree{' '}
         <span className="hint">git-ignored files such as .env, one pattern a line; never over a tracked file</span>
