@@ -96,6 +96,23 @@ pub enum ActionDto {
         strategy: crate::MergeStrategyDto,
     },
     Rebase,
+    /// Sends the failed checks or the review comments to the agent, at most `max_rounds`
+    /// (default 3, at most 20) times per task; bots' comments only with `include_bots`.
+    SendFeedback {
+        #[serde(default = "default_rounds")]
+        max_rounds: u32,
+        #[serde(default)]
+        include_bots: bool,
+    },
+    /// Merges the pull request on its forge once its checks passed and approvals are met.
+    AutoMerge {
+        #[serde(default)]
+        strategy: crate::MergeStrategyDto,
+    },
+}
+
+fn default_rounds() -> u32 {
+    kandev_domain::workflow::Feedback::DEFAULT_ROUNDS
 }
 
 impl From<&Action<StepId>> for ActionDto {
@@ -115,6 +132,10 @@ impl From<&Action<StepId>> for ActionDto {
             Action::CreatePullRequest => ActionDto::CreatePullRequest,
             Action::Merge { strategy } => ActionDto::Merge { strategy: (*strategy).into() },
             Action::Rebase => ActionDto::Rebase,
+            Action::SendFeedback(f) => {
+                ActionDto::SendFeedback { max_rounds: f.max_rounds, include_bots: f.include_bots }
+            }
+            Action::AutoMerge { strategy } => ActionDto::AutoMerge { strategy: (*strategy).into() },
         }
     }
 }
@@ -134,6 +155,10 @@ impl From<ActionDto> for Action<StepId> {
             ActionDto::CreatePullRequest => Action::CreatePullRequest,
             ActionDto::Merge { strategy } => Action::Merge { strategy: strategy.into() },
             ActionDto::Rebase => Action::Rebase,
+            ActionDto::SendFeedback { max_rounds, include_bots } => {
+                Action::SendFeedback(kandev_domain::workflow::Feedback { max_rounds, include_bots })
+            }
+            ActionDto::AutoMerge { strategy } => Action::AutoMerge { strategy: strategy.into() },
         }
     }
 }
@@ -154,6 +179,12 @@ pub struct EventsDto {
     pub on_pr_merged: Vec<ActionDto>,
     #[serde(default)]
     pub on_pr_closed: Vec<ActionDto>,
+    #[serde(default)]
+    pub on_pr_checks_failed: Vec<ActionDto>,
+    #[serde(default)]
+    pub on_pr_checks_passed: Vec<ActionDto>,
+    #[serde(default)]
+    pub on_pr_review: Vec<ActionDto>,
 }
 
 impl From<&StepEvents<StepId>> for EventsDto {
@@ -166,6 +197,9 @@ impl From<&StepEvents<StepId>> for EventsDto {
             on_exit: list(&e.on_exit),
             on_pr_merged: list(&e.on_pr_merged),
             on_pr_closed: list(&e.on_pr_closed),
+            on_pr_checks_failed: list(&e.on_pr_checks_failed),
+            on_pr_checks_passed: list(&e.on_pr_checks_passed),
+            on_pr_review: list(&e.on_pr_review),
         }
     }
 }
@@ -180,6 +214,9 @@ impl From<EventsDto> for StepEvents<StepId> {
             on_exit: list(e.on_exit),
             on_pr_merged: list(e.on_pr_merged),
             on_pr_closed: list(e.on_pr_closed),
+            on_pr_checks_failed: list(e.on_pr_checks_failed),
+            on_pr_checks_passed: list(e.on_pr_checks_passed),
+            on_pr_review: list(e.on_pr_review),
         }
     }
 }

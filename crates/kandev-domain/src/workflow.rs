@@ -95,16 +95,25 @@ pub enum Trigger {
     OnPrMerged,
     /// The task's pull request was closed without being merged.
     OnPrClosed,
+    /// A check of the pull request's head commit failed (once per commit).
+    OnPrChecksFailed,
+    /// Every check of the pull request's head commit passed (once per commit).
+    OnPrChecksPassed,
+    /// A reviewer asked for changes or left new review comments (once per new review).
+    OnPrReview,
 }
 
 impl Trigger {
-    pub const ALL: [Trigger; 6] = [
+    pub const ALL: [Trigger; 9] = [
         Trigger::OnEnter,
         Trigger::OnTurnStart,
         Trigger::OnTurnComplete,
         Trigger::OnExit,
         Trigger::OnPrMerged,
         Trigger::OnPrClosed,
+        Trigger::OnPrChecksFailed,
+        Trigger::OnPrChecksPassed,
+        Trigger::OnPrReview,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -115,6 +124,9 @@ impl Trigger {
             Trigger::OnExit => "on_exit",
             Trigger::OnPrMerged => "on_pr_merged",
             Trigger::OnPrClosed => "on_pr_closed",
+            Trigger::OnPrChecksFailed => "on_pr_checks_failed",
+            Trigger::OnPrChecksPassed => "on_pr_checks_passed",
+            Trigger::OnPrReview => "on_pr_review",
         }
     }
 
@@ -143,7 +155,35 @@ impl Trigger {
             Trigger::OnPrMerged | Trigger::OnPrClosed => {
                 matches!(action, MoveToNext | MoveToPrevious | MoveToStep(_))
             }
+            Trigger::OnPrChecksFailed | Trigger::OnPrReview => {
+                matches!(action, MoveToNext | MoveToPrevious | MoveToStep(_) | SendFeedback(_))
+            }
+            Trigger::OnPrChecksPassed => {
+                matches!(action, MoveToNext | MoveToPrevious | MoveToStep(_) | AutoMerge { .. })
+            }
         }
+    }
+}
+
+/// How `send_feedback` sends the forge's feedback to the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Feedback {
+    /// Feedback messages sent for a task at most; past them the task needs its developer.
+    pub max_rounds: u32,
+    /// Whether review comments of bots count as reviews (off: they are ignored).
+    pub include_bots: bool,
+}
+
+impl Feedback {
+    /// Rounds when a workflow does not say.
+    pub const DEFAULT_ROUNDS: u32 = 3;
+    /// The most rounds a workflow may allow.
+    pub const MAX_ROUNDS: u32 = 20;
+}
+
+impl Default for Feedback {
+    fn default() -> Self {
+        Feedback { max_rounds: Feedback::DEFAULT_ROUNDS, include_bots: false }
     }
 }
 
@@ -163,16 +203,25 @@ pub enum EntryCause {
     PrMerged,
     /// Moved by `on_pr_closed`.
     PrClosed,
+    /// Moved by `on_pr_checks_failed`.
+    PrChecksFailed,
+    /// Moved by `on_pr_checks_passed`.
+    PrChecksPassed,
+    /// Moved by `on_pr_review`.
+    PrReview,
 }
 
 impl EntryCause {
-    pub const ALL: [EntryCause; 6] = [
+    pub const ALL: [EntryCause; 9] = [
         EntryCause::Created,
         EntryCause::Manual,
         EntryCause::TurnStart,
         EntryCause::TurnComplete,
         EntryCause::PrMerged,
         EntryCause::PrClosed,
+        EntryCause::PrChecksFailed,
+        EntryCause::PrChecksPassed,
+        EntryCause::PrReview,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -183,6 +232,9 @@ impl EntryCause {
             EntryCause::TurnComplete => "on_turn_complete",
             EntryCause::PrMerged => "on_pr_merged",
             EntryCause::PrClosed => "on_pr_closed",
+            EntryCause::PrChecksFailed => "on_pr_checks_failed",
+            EntryCause::PrChecksPassed => "on_pr_checks_passed",
+            EntryCause::PrReview => "on_pr_review",
         }
     }
 
@@ -215,6 +267,14 @@ pub enum Action<S> {
     },
     /// Rebases the task branch onto the current tip of its base.
     Rebase,
+    /// Queues the failed checks (their jobs' log tails) or the review comments to the agent,
+    /// at most `max_rounds` times per task (`on_pr_checks_failed`, `on_pr_review`).
+    SendFeedback(Feedback),
+    /// Merges the pull request on its forge once its checks passed and its required
+    /// approvals are met; otherwise records why not (`on_pr_checks_passed`).
+    AutoMerge {
+        strategy: MergeStrategy,
+    },
 }
 
 impl<S> Action<S> {
@@ -241,6 +301,8 @@ impl<S> Action<S> {
             Action::CreatePullRequest => "create_pull_request",
             Action::Merge { .. } => "merge",
             Action::Rebase => "rebase",
+            Action::SendFeedback(_) => "send_feedback",
+            Action::AutoMerge { .. } => "auto_merge",
         }
     }
 
@@ -259,6 +321,8 @@ impl<S> Action<S> {
             Action::CreatePullRequest => Action::CreatePullRequest,
             Action::Merge { strategy } => Action::Merge { strategy },
             Action::Rebase => Action::Rebase,
+            Action::SendFeedback(feedback) => Action::SendFeedback(feedback),
+            Action::AutoMerge { strategy } => Action::AutoMerge { strategy },
         })
     }
 }
@@ -272,6 +336,9 @@ pub struct StepEvents<S> {
     pub on_exit: Vec<Action<S>>,
     pub on_pr_merged: Vec<Action<S>>,
     pub on_pr_closed: Vec<Action<S>>,
+    pub on_pr_checks_failed: Vec<Action<S>>,
+    pub on_pr_checks_passed: Vec<Action<S>>,
+    pub on_pr_review: Vec<Action<S>>,
 }
 
 impl<S> Default for StepEvents<S> {
@@ -283,6 +350,9 @@ impl<S> Default for StepEvents<S> {
             on_exit: vec![],
             on_pr_merged: vec![],
             on_pr_closed: vec![],
+            on_pr_checks_failed: vec![],
+            on_pr_checks_passed: vec![],
+            on_pr_review: vec![],
         }
     }
 }
@@ -296,6 +366,9 @@ impl<S> StepEvents<S> {
             Trigger::OnExit => &self.on_exit,
             Trigger::OnPrMerged => &self.on_pr_merged,
             Trigger::OnPrClosed => &self.on_pr_closed,
+            Trigger::OnPrChecksFailed => &self.on_pr_checks_failed,
+            Trigger::OnPrChecksPassed => &self.on_pr_checks_passed,
+            Trigger::OnPrReview => &self.on_pr_review,
         }
     }
 
@@ -307,6 +380,9 @@ impl<S> StepEvents<S> {
             Trigger::OnExit => &mut self.on_exit,
             Trigger::OnPrMerged => &mut self.on_pr_merged,
             Trigger::OnPrClosed => &mut self.on_pr_closed,
+            Trigger::OnPrChecksFailed => &mut self.on_pr_checks_failed,
+            Trigger::OnPrChecksPassed => &mut self.on_pr_checks_passed,
+            Trigger::OnPrReview => &mut self.on_pr_review,
         }
     }
 
@@ -343,6 +419,9 @@ impl<S> StepEvents<S> {
             on_exit: map(self.on_exit)?,
             on_pr_merged: map(self.on_pr_merged)?,
             on_pr_closed: map(self.on_pr_closed)?,
+            on_pr_checks_failed: map(self.on_pr_checks_failed)?,
+            on_pr_checks_passed: map(self.on_pr_checks_passed)?,
+            on_pr_review: map(self.on_pr_review)?,
         })
     }
 }

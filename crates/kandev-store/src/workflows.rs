@@ -2,7 +2,7 @@
 
 use kandev_domain::ship::MergeStrategy;
 use kandev_domain::task::place_at;
-use kandev_domain::workflow::{Action, Step, StepEvents, Workflow, WorkflowSpec};
+use kandev_domain::workflow::{Action, Feedback, Step, StepEvents, Workflow, WorkflowSpec};
 use kandev_domain::{AgentProfileId, StepId, Timestamp, WorkflowId, WorkspaceId};
 use serde::{Deserialize, Serialize};
 use sqlx::FromRow;
@@ -107,6 +107,8 @@ enum ActionJson {
     CreatePullRequest,
     Merge { strategy: StrategyJson },
     Rebase,
+    SendFeedback { max_rounds: u32, include_bots: bool },
+    AutoMerge { strategy: StrategyJson },
 }
 
 /// The stored form of a merge action's strategy.
@@ -152,6 +154,12 @@ struct EventsJson {
     on_pr_merged: Vec<ActionJson>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     on_pr_closed: Vec<ActionJson>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    on_pr_checks_failed: Vec<ActionJson>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    on_pr_checks_passed: Vec<ActionJson>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    on_pr_review: Vec<ActionJson>,
 }
 
 fn action_to_json(a: &Action<StepId>) -> ActionJson {
@@ -170,6 +178,10 @@ fn action_to_json(a: &Action<StepId>) -> ActionJson {
         Action::CreatePullRequest => ActionJson::CreatePullRequest,
         Action::Merge { strategy } => ActionJson::Merge { strategy: (*strategy).into() },
         Action::Rebase => ActionJson::Rebase,
+        Action::SendFeedback(f) => {
+            ActionJson::SendFeedback { max_rounds: f.max_rounds, include_bots: f.include_bots }
+        }
+        Action::AutoMerge { strategy } => ActionJson::AutoMerge { strategy: (*strategy).into() },
     }
 }
 
@@ -187,6 +199,10 @@ fn action_from_json(a: ActionJson) -> Action<StepId> {
         ActionJson::CreatePullRequest => Action::CreatePullRequest,
         ActionJson::Merge { strategy } => Action::Merge { strategy: strategy.into() },
         ActionJson::Rebase => Action::Rebase,
+        ActionJson::SendFeedback { max_rounds, include_bots } => {
+            Action::SendFeedback(Feedback { max_rounds, include_bots })
+        }
+        ActionJson::AutoMerge { strategy } => Action::AutoMerge { strategy: strategy.into() },
     }
 }
 
@@ -199,6 +215,9 @@ fn events_to_json(events: &StepEvents<StepId>) -> String {
         on_exit: list(&events.on_exit),
         on_pr_merged: list(&events.on_pr_merged),
         on_pr_closed: list(&events.on_pr_closed),
+        on_pr_checks_failed: list(&events.on_pr_checks_failed),
+        on_pr_checks_passed: list(&events.on_pr_checks_passed),
+        on_pr_review: list(&events.on_pr_review),
     };
     serde_json::to_string(&json).unwrap_or_else(|_| "{}".into())
 }
@@ -213,6 +232,9 @@ fn events_from_json(text: &str) -> std::result::Result<StepEvents<StepId>, serde
         on_exit: list(json.on_exit),
         on_pr_merged: list(json.on_pr_merged),
         on_pr_closed: list(json.on_pr_closed),
+        on_pr_checks_failed: list(json.on_pr_checks_failed),
+        on_pr_checks_passed: list(json.on_pr_checks_passed),
+        on_pr_review: list(json.on_pr_review),
     })
 }
 
@@ -542,6 +564,12 @@ mod tests {
             on_exit: vec![Action::DisablePlanMode],
             on_pr_merged: vec![Action::MoveToNext],
             on_pr_closed: vec![Action::MoveToStep(StepId::new("s-1"))],
+            on_pr_checks_failed: vec![Action::SendFeedback(Feedback {
+                max_rounds: 5,
+                include_bots: true,
+            })],
+            on_pr_checks_passed: vec![Action::AutoMerge { strategy: MergeStrategy::Squash }],
+            on_pr_review: vec![Action::SendFeedback(Feedback::default()), Action::MoveToNext],
         };
         let text = events_to_json(&events);
         assert_eq!(events_from_json(&text).unwrap(), events);

@@ -3,7 +3,7 @@
 
 use kandev_domain::StepId;
 use kandev_domain::ship::MergeStrategy;
-use kandev_domain::workflow::{Action, StepEvents, Trigger, Workflow, WorkflowSpec};
+use kandev_domain::workflow::{Action, Feedback, StepEvents, Trigger, Workflow, WorkflowSpec};
 
 use crate::scalar::{block_entry, inline};
 use crate::{FORMAT_KIND, FORMAT_VERSION};
@@ -152,9 +152,15 @@ fn action<S>(action: &Action<S>, target: &impl Fn(&S) -> String) -> String {
         }
         Action::MoveToStep(s) => format!("{{type: {type_name}, step: {}}}", target(s)),
         // The default strategy is left out, like every other default.
-        Action::Merge { strategy } if *strategy != MergeStrategy::Merge => {
+        Action::Merge { strategy } | Action::AutoMerge { strategy }
+            if *strategy != MergeStrategy::Merge =>
+        {
             format!("{{type: {type_name}, strategy: {}}}", strategy.as_str())
         }
+        Action::SendFeedback(f) if *f != Feedback::default() => format!(
+            "{{type: {type_name}, max_rounds: {}, include_bots: {}}}",
+            f.max_rounds, f.include_bots
+        ),
         _ => format!("{{type: {type_name}}}"),
     }
 }

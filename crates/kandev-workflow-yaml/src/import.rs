@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use kandev_domain::ship::MergeStrategy;
 use kandev_domain::validate::{self, FieldError, MAX_STEPS};
-use kandev_domain::workflow::{Action, StepEvents, StepSpec, Trigger, WorkflowSpec};
+use kandev_domain::workflow::{Action, Feedback, StepEvents, StepSpec, Trigger, WorkflowSpec};
 
 use crate::load::{self, Limits, Mapping, Value};
 use crate::{DOCUMENT_PATH, FORMAT_KIND, FORMAT_VERSION, Problem};
@@ -57,7 +57,7 @@ pub fn import_with(yaml: &str, limits: &Limits) -> Result<Vec<WorkflowSpec>, Vec
 }
 
 /// All action type names, in the order of docs/workflows.md.
-fn every_action() -> [Action<()>; 12] {
+fn every_action() -> [Action<()>; 14] {
     [
         Action::ResetAgentContext,
         Action::EnablePlanMode,
@@ -71,6 +71,8 @@ fn every_action() -> [Action<()>; 12] {
         Action::CreatePullRequest,
         Action::Merge { strategy: MergeStrategy::Merge },
         Action::Rebase,
+        Action::SendFeedback(Feedback::default()),
+        Action::AutoMerge { strategy: MergeStrategy::Merge },
     ]
 }
 
@@ -384,10 +386,11 @@ impl Checker {
         let known: &[&str] = match &template {
             Some(Action::SetSessionMode { .. }) => &["type", "mode_id"],
             Some(Action::MoveToStep(())) => &["type", "step"],
-            Some(Action::Merge { .. }) => &["type", "strategy"],
+            Some(Action::Merge { .. } | Action::AutoMerge { .. }) => &["type", "strategy"],
+            Some(Action::SendFeedback(_)) => &["type", "max_rounds", "include_bots"],
             Some(_) => &["type"],
             // Without a known type, do not also complain about its other fields.
-            None => &["type", "mode_id", "step", "strategy"],
+            None => &["type", "mode_id", "step", "strategy", "max_rounds", "include_bots"],
         };
         let fields = self.mapping(path, value, known, "like `{type: auto_start_agent}`")?;
         let Some(template) = template else {
@@ -417,6 +420,16 @@ impl Checker {
                 let strategy = self.strategy(&child(path, "strategy"), fields.get("strategy"));
                 Action::Merge { strategy }
             }
+            Action::AutoMerge { .. } => {
+                let strategy = self.strategy(&child(path, "strategy"), fields.get("strategy"));
+                Action::AutoMerge { strategy }
+            }
+            Action::SendFeedback(_) => {
+                let rounds = self.rounds(&child(path, "max_rounds"), fields.get("max_rounds"));
+                let bots =
+                    self.flag(&child(path, "include_bots"), fields.get("include_bots"), false);
+                Action::SendFeedback(Feedback { max_rounds: rounds, include_bots: bots })
+            }
             other => other.map_target(|()| Ok::<usize, ()>(0)).ok()?,
         };
         if !trigger.allows(&action) {
@@ -431,6 +444,19 @@ impl Checker {
             );
         }
         Some(action)
+    }
+
+    /// A `send_feedback` action's rounds: 1 to [`Feedback::MAX_ROUNDS`], 3 when absent.
+    fn rounds(&mut self, path: &str, value: Option<&Value>) -> u32 {
+        let Some(value) = value else { return Feedback::DEFAULT_ROUNDS };
+        match value.as_u64().and_then(|n| u32::try_from(n).ok()) {
+            Some(n) if (1..=Feedback::MAX_ROUNDS).contains(&n) => n,
+            _ => {
+                let most = Feedback::MAX_ROUNDS;
+                self.problem(path, format!("must be a whole number from 1 to {most}"));
+                Feedback::DEFAULT_ROUNDS
+            }
+        }
     }
 
     /// A `merge` action's strategy: `merge` (the default), `squash` or `fast_forward`.

@@ -103,7 +103,12 @@ impl SessionActor {
                         Err(err) => return Err(err),
                     }
                 }
-                Action::MoveToNext | Action::MoveToPrevious | Action::MoveToStep(_) => {}
+                // Forge actions run from the forge's triggers, never on entry (`allows`).
+                Action::MoveToNext
+                | Action::MoveToPrevious
+                | Action::MoveToStep(_)
+                | Action::SendFeedback(_)
+                | Action::AutoMerge { .. } => {}
                 action @ (Action::Push
                 | Action::CreatePullRequest
                 | Action::Merge { .. }

@@ -13,7 +13,7 @@ use kandev_api_types::responses::{
     WorkflowsImported,
 };
 use kandev_api_types::{ErrorCode, EventsDto, WorkflowDto};
-use kandev_domain::workflow::{Action, StepEvents, StepSpec, Workflow, WorkflowSpec};
+use kandev_domain::workflow::{Action, Feedback, StepEvents, StepSpec, Workflow, WorkflowSpec};
 use kandev_domain::{AgentProfileId, StepId, WorkflowId, WorkspaceId, validate};
 use kandev_store::StepPatch;
 use kandev_workflow_yaml::Limits;
@@ -299,6 +299,15 @@ fn checked_events(workflow: &Workflow, events: EventsDto) -> Result<StepEvents<S
     let known: HashSet<&StepId> = workflow.steps.iter().map(|s| &s.id).collect();
     for trigger in kandev_domain::workflow::Trigger::ALL {
         for action in events.actions(trigger) {
+            if let Action::SendFeedback(feedback) = action
+                && !(1..=Feedback::MAX_ROUNDS).contains(&feedback.max_rounds)
+            {
+                return Err(ApiError::validation(format!(
+                    "send feedback under {}: the rounds must be from 1 to {}",
+                    trigger.as_str(),
+                    Feedback::MAX_ROUNDS
+                )));
+            }
             if let Action::MoveToStep(target) = action
                 && !known.contains(target)
             {
