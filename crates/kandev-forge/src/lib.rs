@@ -1,7 +1,8 @@
 //! The forge client (moved out of the engine by issue 40): pull (merge) requests on GitHub
 //! (REST v3) and GitLab (REST v4), over HTTP with `reqwest`. Knows nothing of sessions or the
 //! store: the engine decides when to call it and what to do with the answer
-//! (`kandev-engine/src/workdir/forge.rs`).
+//! (`kandev-engine/src/workdir/forge.rs`). `checks.rs` adds what CI feedback and auto-merge
+//! read and do: a commit's jobs and their logs, reviews, approvals, merging.
 //!
 //! Invariants:
 //! - The only network calls Kandev makes are these, to the repository's forge, when an
@@ -19,6 +20,10 @@ use kandev_domain::ship::{Forge, PrState, PullRequest};
 use kandev_domain::workspace::Repository;
 use kandev_domain::{RepositoryId, TaskId};
 use serde_json::{Value, json};
+
+pub mod checks;
+
+pub use checks::{CheckJob, CheckState, ReviewNote};
 
 /// What can go wrong with a forge; each message says what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -157,21 +162,32 @@ impl ForgeApi {
         }
     }
 
-    /// Sends and reads a JSON answer; a refusal carries the forge's own message.
-    async fn call(&self, request: reqwest::RequestBuilder) -> Result<Value> {
-        let name = self.forge.as_str();
-        let response = request.send().await.map_err(|e| {
+    /// Sends `request`; a forge that does not answer is `Unavailable`.
+    async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response> {
+        request.send().await.map_err(|e| {
             ForgeError::Unavailable(format!(
-                "the {name} API at {} did not answer: {}",
+                "the {} API at {} did not answer: {}",
+                self.forge.as_str(),
                 self.base_url,
                 e.without_url()
             ))
-        })?;
+        })
+    }
+
+    /// Sends and reads a JSON answer; a refusal carries the forge's own message.
+    async fn call(&self, request: reqwest::RequestBuilder) -> Result<Value> {
+        let response = self.send(request).await?;
         let status = response.status();
         let body: Value = response.json().await.unwrap_or(Value::Null);
         if status.is_success() {
             return Ok(body);
         }
+        Err(self.refused(status, &body))
+    }
+
+    /// A refusal in words: the forge, its status, its own message (`body`, when it sent one
+    /// in JSON) and what to check.
+    fn refused(&self, status: reqwest::StatusCode, body: &Value) -> ForgeError {
         let said = body
             .get("message")
             .map(|m| {
@@ -188,7 +204,7 @@ impl ForgeApi {
             404 => "; check the repository's forge API URL and that the token can see the project",
             _ => "",
         };
-        Err(ForgeError::Refused(format!("{name} refused ({status}): {said}{hint}")))
+        ForgeError::Refused(format!("{} refused ({status}): {said}{hint}", self.forge.as_str()))
     }
 
     /// Opens a pull (merge) request of `head` into `base`.
