@@ -311,6 +311,7 @@ pub enum NeedsYouDto {
     Permission,
     Question,
     Error,
+    PullRequest,
 }
 
 impl From<NeedsYou> for NeedsYouDto {
@@ -319,6 +320,7 @@ impl From<NeedsYou> for NeedsYouDto {
             NeedsYou::Permission => NeedsYouDto::Permission,
             NeedsYou::Question => NeedsYouDto::Question,
             NeedsYou::Error => NeedsYouDto::Error,
+            NeedsYou::PullRequest => NeedsYouDto::PullRequest,
         }
     }
 }

@@ -270,6 +270,11 @@ pub enum StatusNoteDto {
         answer: Option<String>,
         by: Option<String>,
     },
+    PrFeedback {
+        repository_id: String,
+        event: String,
+        outcome: String,
+    },
 }
 
 impl From<&MessageMeta> for MessageBodyDto {
@@ -454,6 +459,9 @@ impl From<&StatusNote> for StatusNoteDto {
             N::CompleteStep { step } => D::CompleteStep { step },
             N::QuestionResolved { question_id, status, answer, by } => {
                 D::QuestionResolved { question_id, status, answer, by }
+            }
+            N::PrFeedback { repository_id, event, outcome } => {
+                D::PrFeedback { repository_id, event, outcome }
             }
         }
     }

@@ -408,6 +408,10 @@ pub enum StatusNote {
         answer: Option<String>,
         by: Option<String>,
     },
+    /// What a pull request's checks or reviews led to (issue 46): `event` is `checks_failed`,
+    /// `checks_passed` or `review`; `outcome` as `PrEvent::outcome` (`sent`, `inherited`,
+    /// `capped`, `merged`, `merge_refused`, `ignored`, `none`).
+    PrFeedback { repository_id: String, event: String, outcome: String },
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Whether a task needs its developer (issue 14): a pending permission request, a question
-//! the agent is waiting on, or a failed session. Worked out by the server from its primary
+//! the agent is waiting on, a failed session, or a pull request whose auto-fix stopped
+//! (issue 46: its feedback rounds are used up). Worked out by the server from its primary
 //! session, so the board, the tab title and every client agree without guessing.
 
 use crate::session::SessionState;
@@ -13,16 +14,21 @@ pub enum NeedsYou {
     Question,
     /// The session failed: it needs a look (and a new message or a resume).
     Error,
+    /// The pull request's checks or reviews still ask for changes after the feedback rounds
+    /// the workflow allows: auto-fix stopped.
+    PullRequest,
 }
 
 impl NeedsYou {
-    pub const ALL: [NeedsYou; 3] = [NeedsYou::Permission, NeedsYou::Question, NeedsYou::Error];
+    pub const ALL: [NeedsYou; 4] =
+        [NeedsYou::Permission, NeedsYou::Question, NeedsYou::Error, NeedsYou::PullRequest];
 
     pub fn as_str(self) -> &'static str {
         match self {
             NeedsYou::Permission => "permission",
             NeedsYou::Question => "question",
             NeedsYou::Error => "error",
+            NeedsYou::PullRequest => "pull_request",
         }
     }
 
@@ -40,6 +46,8 @@ pub struct Waiting {
     pub questions: usize,
     /// The session holds a last error (the agent crashed, a start failed).
     pub last_error: bool,
+    /// The task's pull request stopped auto-fixing (its rounds are used up).
+    pub pull_request: bool,
 }
 
 /// Whether the task of a primary session in `state`, waiting on `waiting`, needs its
@@ -56,6 +64,7 @@ pub fn needs_you(state: SessionState, waiting: Waiting) -> Option<NeedsYou> {
         match state {
             SessionState::Failed => Some(NeedsYou::Error),
             SessionState::WaitingForInput if waiting.last_error => Some(NeedsYou::Error),
+            _ if waiting.pull_request => Some(NeedsYou::PullRequest),
             _ => None,
         }
     }
@@ -65,7 +74,8 @@ pub fn needs_you(state: SessionState, waiting: Waiting) -> Option<NeedsYou> {
 mod tests {
     use super::*;
 
-    const NOTHING: Waiting = Waiting { permissions: 0, questions: 0, last_error: false };
+    const NOTHING: Waiting =
+        Waiting { permissions: 0, questions: 0, last_error: false, pull_request: false };
 
     #[test]
     fn i14_needs_you_for_every_state_and_wait() {
@@ -78,10 +88,17 @@ mod tests {
                 _ => None, // working again, or cancelled by the developer
             };
             assert_eq!(needs_you(state, errored), expected, "{state:?} with a last error");
-            let permission = Waiting { permissions: 1, questions: 1, last_error: true };
+            let permission = Waiting { permissions: 1, questions: 1, last_error: true, ..NOTHING };
             assert_eq!(needs_you(state, permission), Some(NeedsYou::Permission), "{state:?}");
             let question = Waiting { questions: 2, last_error: true, ..NOTHING };
             assert_eq!(needs_you(state, question), Some(NeedsYou::Question), "{state:?}");
+            // Issue 46: a pull request whose auto-fix stopped, below anything of the session.
+            let stopped = Waiting { pull_request: true, ..NOTHING };
+            let expected = match state {
+                SessionState::Failed => NeedsYou::Error,
+                _ => NeedsYou::PullRequest,
+            };
+            assert_eq!(needs_you(state, stopped), Some(expected), "{state:?}");
         }
     }
 

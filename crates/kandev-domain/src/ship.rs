@@ -373,3 +373,41 @@ mod tests {
         }
     }
 }
+
+/// One CI job of a pull request's head commit, as the forge reported it last (issue 46).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrCheck {
+    pub task_id: TaskId,
+    pub repository_id: RepositoryId,
+    pub name: String,
+    /// The commit the job ran on.
+    pub head_sha: String,
+    /// `pending`, `success` or `failure`.
+    pub state: String,
+    /// The job's page on the forge.
+    pub url: String,
+    /// A failed job's last log lines (bounded); empty otherwise.
+    pub log_tail: String,
+    /// A failed job that also fails on the base branch's head: not the branch's fault.
+    pub inherited: bool,
+}
+
+/// Something the forge reported that a step's trigger ran for, recorded once: a head commit's
+/// checks failing or passing, or a new review (issue 46). The record is what makes each one
+/// run once across polls and restarts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrEvent {
+    pub task_id: TaskId,
+    pub repository_id: RepositoryId,
+    /// `checks_failed`, `checks_passed` or `review`.
+    pub kind: String,
+    /// The head commit (checks), or the newest review note's id (reviews).
+    pub key: String,
+    /// What came of it: `sent` (feedback queued to the agent), `inherited` (every failure
+    /// also fails on the base branch), `capped` (the rounds were used up), `merged`,
+    /// `merge_refused`, `ignored` (only bots spoke), or `none` (no action ran).
+    pub outcome: String,
+    /// The reason, in words (why auto-fix stopped, why the merge was refused).
+    pub detail: String,
+    pub at: Timestamp,
+}

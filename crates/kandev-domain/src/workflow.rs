@@ -444,6 +444,8 @@ mod tests {
             Action::CreatePullRequest,
             Action::Merge { strategy: MergeStrategy::Squash },
             Action::Rebase,
+            Action::SendFeedback(Feedback::default()),
+            Action::AutoMerge { strategy: MergeStrategy::Merge },
         ]
     }
 
@@ -479,6 +481,18 @@ mod tests {
         (Trigger::OnExit, &["disable_plan_mode"]),
         (Trigger::OnPrMerged, &["move_to_next", "move_to_previous", "move_to_step"]),
         (Trigger::OnPrClosed, &["move_to_next", "move_to_previous", "move_to_step"]),
+        (
+            Trigger::OnPrChecksFailed,
+            &["move_to_next", "move_to_previous", "move_to_step", "send_feedback"],
+        ),
+        (
+            Trigger::OnPrChecksPassed,
+            &["move_to_next", "move_to_previous", "move_to_step", "auto_merge"],
+        ),
+        (
+            Trigger::OnPrReview,
+            &["move_to_next", "move_to_previous", "move_to_step", "send_feedback"],
+        ),
     ];
 
     #[test]

@@ -62,5 +62,8 @@ pub enum QueueChange {
     },
     /// Runs the next entry now if the agent is idle.
     Drain,
+    /// Runs the next queued message if auto-run is on and a turn may start (after something
+    /// outside the session queued one: a pull request's feedback).
+    Nudge,
     SetAutoRun(bool),
 }

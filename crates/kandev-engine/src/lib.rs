@@ -23,6 +23,7 @@ mod engine;
 mod error;
 mod executors;
 mod fault;
+mod feedback;
 mod files;
 mod handle;
 mod handshake;

@@ -136,13 +136,17 @@ pub async fn sync_task(tx: &mut WriteTx, session: &Session) -> Result<()> {
     let state = task_state(session.state);
     // Permission requests and questions wait only during a turn (they are answered, cancelled
     // or expired when it ends): they are counted only then.
+    let pull_request = crate::feedback::stopped(&tx.pr_events(&task.id).await?).is_some();
     let waiting = match session.state {
         SessionState::Running => Waiting {
             permissions: tx.permissions_waiting(&session.id).await?,
             questions: tx.pending_questions(Some(&session.id)).await?.len(),
             last_error: session.last_error.is_some(),
+            pull_request,
         },
-        _ => Waiting { last_error: session.last_error.is_some(), ..Waiting::default() },
+        _ => {
+            Waiting { last_error: session.last_error.is_some(), pull_request, ..Waiting::default() }
+        }
     };
     let needs = needs_you(session.state, waiting);
     if task.state == state && task.needs_you == needs {

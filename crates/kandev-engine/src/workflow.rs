@@ -183,6 +183,21 @@ pub(crate) fn pr_settled(
         {
             return Ok(());
         }
+        forge_move(inner, task_id, trigger, cause).await
+    })
+}
+
+/// A forge trigger of the task's step fired (a pull request settled, its checks failed or
+/// passed, a review came): the step's first move under it moves the task, at most once, and
+/// only from that step. Boxed with an explicit `Send`: the entered step's actions run in a
+/// session actor.
+pub(crate) fn forge_move(
+    inner: Arc<Inner>,
+    task_id: TaskId,
+    trigger: Trigger,
+    cause: EntryCause,
+) -> BoxFuture<'static, Result<()>> {
+    Box::pin(async move {
         let task = inner.store.get_task(&task_id).await?;
         if task.archived_at.is_some() {
             return Ok(());

@@ -24,6 +24,8 @@ use serde_json::{Value, json};
 pub mod checks;
 
 pub use checks::{CheckJob, CheckState, ReviewNote};
+/// The HTTP client forge requests go out with ([`client`]).
+pub use reqwest::Client as HttpClient;
 
 /// What can go wrong with a forge; each message says what to do.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

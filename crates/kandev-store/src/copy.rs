@@ -29,6 +29,8 @@ const TABLES: &[&str] = &[
     "task_blockers",
     "task_base_branches",
     "task_pull_requests",
+    "pr_checks",
+    "pr_events",
     "task_git_summaries",
     "review_comments",
     "file_views",

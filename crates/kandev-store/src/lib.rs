@@ -36,6 +36,7 @@ mod search;
 mod secure;
 mod session_resets;
 mod sessions;
+mod feedback;
 mod ship;
 mod sql;
 mod tasks;

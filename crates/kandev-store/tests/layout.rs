@@ -42,6 +42,8 @@ const OWNERS: &[(&str, &str)] = &[
     ("worktrees", "worktrees.rs"),
     ("task_base_branches", "ship.rs"),
     ("task_pull_requests", "ship.rs"),
+    ("pr_checks", "feedback.rs"),
+    ("pr_events", "feedback.rs"),
     ("review_comments", "ship.rs"),
     ("file_views", "file_views.rs"),
     ("users", "accounts.rs"),

@@ -45,4 +45,5 @@ export const NEEDS_YOU_LABEL: Record<string, string> = {
   permission: 'a permission to answer',
   question: 'a question to answer',
   error: 'the session failed',
+  pull_request: 'the pull request’s auto-fix stopped',
 };

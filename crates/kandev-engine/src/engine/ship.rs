@@ -256,7 +256,14 @@ pub(crate) async fn refresh_and_follow(
     inner: &Arc<Inner>,
     pr: &PullRequest,
 ) -> Result<PullRequest> {
-    let (fresh, changed) = refresh_one(inner, pr).await?;
+    let crate::workdir::forge::Refreshed { pr: fresh, changed, api, answer } =
+        refresh_one(inner, pr).await?;
+    if fresh.state == PrState::Open {
+        // Its checks and reviews: a forge that cannot say does not fail the refresh.
+        if let Err(err) = crate::feedback::follow(inner, &api, &answer, &fresh).await {
+            tracing::debug!(task = %fresh.task_id, error = %err, "cannot read the checks or reviews of a pull request");
+        }
+    }
     if changed.is_some() {
         tracing::debug!(task = %fresh.task_id, state = fresh.state.as_str(), "pull request state changed");
         if fresh.state != PrState::Open {

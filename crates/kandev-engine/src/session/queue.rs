@@ -77,7 +77,7 @@ impl SessionActor {
                 .reorder_queue(&self.session.id, ids)
                 .await
                 .map_err(|e| EngineError::Validation(e.to_string()))?,
-            QueueChange::Drain => {}
+            QueueChange::Drain | QueueChange::Nudge => {}
             QueueChange::SetAutoRun(enabled) => {
                 self.write(
                     &mut tx,
@@ -91,6 +91,7 @@ impl SessionActor {
         self.finish(tx).await?;
         match change {
             QueueChange::Drain => self.take_next_queued().await,
+            QueueChange::Nudge => self.drain_queue().await,
             QueueChange::SetAutoRun(true) => self.drain_queue().await,
             _ => {}
         }

@@ -105,12 +105,17 @@ async fn create_one(
     Ok(pr)
 }
 
-/// Reads a recorded pull request from its forge again and stores it. Returns the record and
-/// the state stored before, when this refresh is the one that changed it.
-pub(crate) async fn refresh_one(
-    inner: &Inner,
-    pr: &PullRequest,
-) -> Result<(PullRequest, Option<PrState>)> {
+/// A pull request read again from its forge: the record, the state stored before when this
+/// refresh changed it, and how to reach the forge with what it answered (for its checks).
+pub(crate) struct Refreshed {
+    pub pr: PullRequest,
+    pub changed: Option<PrState>,
+    pub api: kandev_forge::ForgeApi,
+    pub answer: serde_json::Value,
+}
+
+/// Reads a recorded pull request from its forge again and stores it.
+pub(crate) async fn refresh_one(inner: &Inner, pr: &PullRequest) -> Result<Refreshed> {
     let repository = inner.store.get_repository(&pr.repository_id).await.map_err(not_found)?;
     let remote_url =
         git::remote_url(Path::new(&repository.local_path), "origin").await.map_err(ship_error)?;
@@ -135,7 +140,7 @@ pub(crate) async fn refresh_one(
         pr_attention(&mut tx, &fresh, was).await?;
     }
     tx.commit().await?;
-    Ok((fresh, changed))
+    Ok(Refreshed { pr: fresh, changed, api, answer })
 }
 
 /// A pull request changed state: a status note in the task's primary session and a
