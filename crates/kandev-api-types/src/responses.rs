@@ -445,9 +445,15 @@ responses! {
         pub head: String,
     }
 
-    /// `task.pr.create` and `task.pr.get`: the task's pull requests.
+    /// `task.pr.create` and `task.pr.get`: the task's pull requests, the CI jobs of their
+    /// head commits, the forge events their triggers ran for (oldest first), the feedback
+    /// messages sent so far, and why auto-fix stopped, when it did.
     pub struct TaskPullRequests {
         pub pull_requests: Vec<crate::PullRequestDto>,
+        pub checks: Vec<crate::PrCheckDto>,
+        pub events: Vec<crate::PrEventDto>,
+        pub feedback_rounds: u32,
+        pub stopped: Option<String>,
     }
 
     /// `review.comment.list`: the task's comments, oldest first, sent ones included.

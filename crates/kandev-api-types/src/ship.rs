@@ -1,7 +1,7 @@
 //! Shipping a task as the API shows it: git status per repository, pull requests, review
 //! comments. Each shape converts from its plain value in `kandev_domain::ship`.
 
-use kandev_domain::ship::{GitStatus, PullRequest, RemoteStatus, ReviewComment};
+use kandev_domain::ship::{GitStatus, PrCheck, PrEvent, PullRequest, RemoteStatus, ReviewComment};
 use serde::{Deserialize, Serialize};
 use ts_rs::TS;
 
@@ -97,6 +97,59 @@ impl From<&PullRequest> for PullRequestDto {
             head_branch: p.head_branch.clone(),
             base_branch: p.base_branch.clone(),
             updated_at: rfc3339(p.updated_at),
+        }
+    }
+}
+
+/// One CI job of a pull request's head commit: `state` `pending`, `success` or `failure`; a
+/// failed one with the end of its log, and `inherited` when it fails on the base too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct PrCheckDto {
+    pub repository_id: String,
+    pub name: String,
+    pub head_sha: String,
+    pub state: String,
+    pub url: String,
+    pub log_tail: String,
+    pub inherited: bool,
+}
+
+impl From<&PrCheck> for PrCheckDto {
+    fn from(c: &PrCheck) -> Self {
+        PrCheckDto {
+            repository_id: c.repository_id.to_string(),
+            name: c.name.clone(),
+            head_sha: c.head_sha.clone(),
+            state: c.state.clone(),
+            url: c.url.clone(),
+            log_tail: c.log_tail.clone(),
+            inherited: c.inherited,
+        }
+    }
+}
+
+/// A forge event a step's trigger ran for: `kind` `checks_failed`, `checks_passed` or
+/// `review`; `key` the head commit or the newest review note; `outcome` `sent`, `inherited`,
+/// `capped`, `merged`, `merge_refused`, `ignored` or `none`, with `detail` in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct PrEventDto {
+    pub repository_id: String,
+    pub kind: String,
+    pub key: String,
+    pub outcome: String,
+    pub detail: String,
+    pub at: String,
+}
+
+impl From<&PrEvent> for PrEventDto {
+    fn from(e: &PrEvent) -> Self {
+        PrEventDto {
+            repository_id: e.repository_id.to_string(),
+            kind: e.kind.clone(),
+            key: e.key.clone(),
+            outcome: e.outcome.clone(),
+            detail: e.detail.clone(),
+            at: rfc3339(e.at),
         }
     }
 }

@@ -411,3 +411,19 @@ pub struct PrEvent {
     pub detail: String,
     pub at: Timestamp,
 }
+
+/// The newest checks or review event of a task when it stopped auto-fix (its rounds were
+/// used up): the task needs its developer until a later event (green checks, a review answered
+/// within the rounds) says otherwise. Events that only bots caused do not count.
+pub fn feedback_stopped(events: &[PrEvent]) -> Option<&PrEvent> {
+    events
+        .iter()
+        .filter(|e| e.outcome != "ignored")
+        .max_by_key(|e| e.at)
+        .filter(|e| e.outcome == "capped")
+}
+
+/// How many feedback messages the task's pull requests sent to its agent.
+pub fn feedback_rounds(events: &[PrEvent]) -> usize {
+    events.iter().filter(|e| e.outcome == "sent").count()
+}

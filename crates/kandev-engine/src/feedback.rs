@@ -34,16 +34,6 @@ const LOGS_PER_COMMIT: usize = 5;
 /// The most a feedback message may hold (the step's own prompt comes on top).
 const MAX_FEEDBACK_BYTES: usize = 24 * 1024;
 
-/// The newest checks or review event of a task, when it stopped auto-fix (its rounds were
-/// used up): the task needs its developer until a later event (green checks) says otherwise.
-pub(crate) fn stopped(events: &[PrEvent]) -> Option<&PrEvent> {
-    events
-        .iter()
-        .filter(|e| e.outcome != "ignored")
-        .max_by_key(|e| e.at)
-        .filter(|e| e.outcome == "capped")
-}
-
 /// What one poll found, for the step's actions.
 enum Found {
     /// The head commit's jobs all finished; `failed` holds those that failed.
@@ -205,8 +195,7 @@ async fn run(
     }
     let mut queued = None;
     if let Some(feedback) = feedback {
-        let rounds =
-            tx.pr_events(&pr.task_id).await?.iter().filter(|e| e.outcome == "sent").count();
+        let rounds = kandev_domain::ship::feedback_rounds(&tx.pr_events(&pr.task_id).await?);
         let decided = decide(pr, &found, feedback, rounds, &step.prompt, &task.prompt());
         event.outcome = decided.outcome.to_owned();
         event.detail = decided.detail;

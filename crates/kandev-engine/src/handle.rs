@@ -22,6 +22,9 @@ pub(crate) async fn inbox(inner: &Arc<Inner>, id: &SessionId) -> Result<mpsc::Se
     if let Some(tx) = sessions.get(id).filter(|tx| !tx.is_closed()) {
         return Ok(tx.clone());
     }
+    if inner.stopping.load(std::sync::atomic::Ordering::Acquire) {
+        return Err(EngineError::gone());
+    }
     let (tx, rx) = mpsc::channel(256);
     (inner.start_actor)(inner.clone(), session, task, tx.clone(), rx);
     sessions.insert(id.clone(), tx.clone());

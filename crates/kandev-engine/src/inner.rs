@@ -36,6 +36,9 @@ pub(crate) struct Inner {
     pub sessions: Mutex<HashMap<SessionId, mpsc::Sender<Command>>>,
     /// Starts the actor of a session that has no running one (`handle::inbox`).
     pub start_actor: StartActor,
+    /// Set (under the `sessions` lock) when the engine shuts down: no actor starts after it,
+    /// so one that a late ship action or forge poll would start cannot outlive the shutdown.
+    pub stopping: std::sync::atomic::AtomicBool,
     pub tracker: TaskTracker,
     /// Auth methods chosen with `session.authenticate`, used by the session's next boot.
     auth_wishes: Mutex<HashMap<SessionId, String>>,
@@ -73,6 +76,7 @@ impl Inner {
             launcher,
             sessions: Mutex::new(HashMap::new()),
             start_actor,
+            stopping: std::sync::atomic::AtomicBool::new(false),
             tracker: tracker.clone(),
             auth_wishes: Mutex::new(HashMap::new()),
             task_locks: TaskLocks::default(),

@@ -136,7 +136,8 @@ pub async fn sync_task(tx: &mut WriteTx, session: &Session) -> Result<()> {
     let state = task_state(session.state);
     // Permission requests and questions wait only during a turn (they are answered, cancelled
     // or expired when it ends): they are counted only then.
-    let pull_request = crate::feedback::stopped(&tx.pr_events(&task.id).await?).is_some();
+    let pull_request =
+        kandev_domain::ship::feedback_stopped(&tx.pr_events(&task.id).await?).is_some();
     let waiting = match session.state {
         SessionState::Running => Waiting {
             permissions: tx.permissions_waiting(&session.id).await?,

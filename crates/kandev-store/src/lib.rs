@@ -17,6 +17,7 @@ mod db;
 mod error;
 mod events;
 mod executors;
+mod feedback;
 mod file_views;
 #[doc(hidden)]
 pub mod fixture;
@@ -36,7 +37,6 @@ mod search;
 mod secure;
 mod session_resets;
 mod sessions;
-mod feedback;
 mod ship;
 mod sql;
 mod tasks;

@@ -428,7 +428,12 @@ impl Engine {
 
     /// Stops every agent and every actor (server shutdown). No agent process remains.
     pub async fn shutdown(&self) {
-        let inboxes: Vec<_> = lock(&self.inner.sessions).drain().map(|(_, tx)| tx).collect();
+        let inboxes: Vec<_> = {
+            let mut sessions = lock(&self.inner.sessions);
+            // From here on no actor starts (a ship action or a forge poll finishing late).
+            self.inner.stopping.store(true, std::sync::atomic::Ordering::Release);
+            sessions.drain().map(|(_, tx)| tx).collect()
+        };
         // All at once: an agent whose runner is unreachable holds its session for the stop's
         // bound, and one after another those bounds would add up.
         let stopping = inboxes.into_iter().map(|inbox| async move {

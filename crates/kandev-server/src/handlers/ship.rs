@@ -14,7 +14,7 @@ use kandev_api_types::responses::{
     ReviewComments, ReviewSubmitted, TaskGitStatus, TaskMerged, TaskPullRequests, TaskPushed,
     WorktreeUsageDto,
 };
-use kandev_api_types::{GitStatusDto, PullRequestDto, ReviewCommentDto};
+use kandev_api_types::{GitStatusDto, PrCheckDto, PrEventDto, PullRequestDto, ReviewCommentDto};
 use kandev_domain::ship::DiffSide;
 use kandev_domain::{RepositoryId, TaskId, validate};
 use kandev_store::NewReviewComment;
@@ -118,16 +118,34 @@ pub async fn pr_create(
     let only = p.repository_id.map(RepositoryId::new);
     let title = p.title.as_deref().map(|t| validate::title("title", t)).transpose()?;
     let body = p.body.as_deref().map(|b| validate::description("body", b)).transpose()?;
-    let prs = s
-        .engine()
-        .task_pr_create(&TaskId::new(p.task_id), only.as_ref(), title, body, p.draft, &who.by())
-        .await?;
-    Ok(TaskPullRequests { pull_requests: prs.iter().map(PullRequestDto::from).collect() })
+    let task_id = TaskId::new(p.task_id);
+    let prs =
+        s.engine().task_pr_create(&task_id, only.as_ref(), title, body, p.draft, &who.by()).await?;
+    pull_requests(s, &task_id, &prs).await
 }
 
 pub async fn pr_get(s: &AppState, p: ByTask) -> Result<TaskPullRequests, ApiError> {
-    let prs = s.engine().task_pr_refresh(&TaskId::new(p.task_id)).await?;
-    Ok(TaskPullRequests { pull_requests: prs.iter().map(PullRequestDto::from).collect() })
+    let task_id = TaskId::new(p.task_id);
+    let prs = s.engine().task_pr_refresh(&task_id).await?;
+    pull_requests(s, &task_id, &prs).await
+}
+
+/// The task's pull requests with their checks and the events their triggers ran for.
+async fn pull_requests(
+    s: &AppState,
+    task_id: &TaskId,
+    prs: &[kandev_domain::ship::PullRequest],
+) -> Result<TaskPullRequests, ApiError> {
+    let checks = s.store().pr_checks(task_id).await?;
+    let events = s.store().pr_events(task_id).await?;
+    let rounds = kandev_domain::ship::feedback_rounds(&events);
+    Ok(TaskPullRequests {
+        pull_requests: prs.iter().map(PullRequestDto::from).collect(),
+        checks: checks.iter().map(PrCheckDto::from).collect(),
+        stopped: kandev_domain::ship::feedback_stopped(&events).map(|e| e.detail.clone()),
+        events: events.iter().map(PrEventDto::from).collect(),
+        feedback_rounds: u32::try_from(rounds).unwrap_or(u32::MAX),
+    })
 }
 
 /// The most lines one review comment covers (its quote is sent to the agent).
