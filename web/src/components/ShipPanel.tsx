@@ -1,11 +1,13 @@
 // Shipping a task from its Changes tab: where the branch stands against its base
 // (`task.git_status`), Rebase, Merge (a composer: strategy and message), Push, Create PR (a
 // composer: title and body prefilled from the task, draft, the base it targets). An action's
-// outcome is one note: a success and a refusal look different. (Review threads are on the
-// diff itself: ReviewDiff.)
+// outcome is one note: a success and a refusal look different. Under an open pull request:
+// its CI jobs with their links and log tails, the feedback rounds sent to the agent, and why
+// auto-fix stopped or a merge was refused (`task.pr.get`). (Review threads are on the diff
+// itself: ReviewDiff.)
 import { useCallback, useEffect, useState } from 'react';
 import { ApiError, call, errorText } from '../api/client';
-import type { GitStatusDto, MergeStrategyDto } from '../api/types';
+import type { GitStatusDto, MergeStrategyDto, TaskPullRequests } from '../api/types';
 import { useMutation } from '../lib/useMutation';
 import { Dialog } from './Dialog';
 
@@ -46,6 +48,70 @@ function StatusLine({ s }: { s: GitStatusDto }) {
   );
 }
 
+/** What an event's outcome is called next to its detail. */
+const OUTCOME: Record<string, string> = {
+  sent: 'sent to the agent',
+  inherited: 'inherited from the base branch',
+  capped: 'auto-fix stopped',
+  merged: 'merged',
+  merge_refused: 'merge refused',
+  ignored: 'ignored',
+};
+
+/** The pull requests' CI jobs, the feedback rounds, and the latest outcome worth saying. */
+function PrChecks({ taskId, version }: { taskId: string; version: number }) {
+  const [got, setGot] = useState<TaskPullRequests | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let live = true;
+    call('task.pr.get', { task_id: taskId })
+      .then((r) => live && (setGot(r), setError(null)))
+      .catch((e: unknown) => live && setError(errorText(e)));
+    return () => {
+      live = false;
+    };
+  }, [taskId, version]);
+  if (error) return <p className="hint">The pull request’s checks could not be read: {error}</p>;
+  if (!got || (got.checks.length === 0 && got.events.length === 0)) return null;
+  const last = [...got.events].reverse().find((e) => e.detail && e.outcome !== 'none');
+  return (
+    <section className="pr-checks" aria-label="Checks">
+      <h3>Checks</h3>
+      <ul>
+        {got.checks.map((c) => (
+          <li key={`${c.repository_id}/${c.name}`} data-testid="check" data-state={c.state}>
+            <span className={`badge check-${c.state}`}>{c.state}</span>{' '}
+            <a href={c.url} target="_blank" rel="noreferrer">
+              {c.name}
+            </a>
+            {c.inherited && <span className="hint"> · fails on the base branch too, not this branch’s doing</span>}
+            {c.log_tail && (
+              <details>
+                <summary>End of its log</summary>
+                <pre className="log-tail">{c.log_tail}</pre>
+              </details>
+            )}
+          </li>
+        ))}
+      </ul>
+      <p className="hint" data-testid="feedback-rounds">
+        Feedback sent to the agent: {got.feedback_rounds} {got.feedback_rounds === 1 ? 'round' : 'rounds'}
+      </p>
+      {got.stopped ? (
+        <p role="alert" className="ship-note refused" data-testid="autofix-stopped">
+          {got.stopped}
+        </p>
+      ) : (
+        last && (
+          <p className="hint" data-testid="pr-last-event">
+            {OUTCOME[last.outcome] ?? last.outcome}: {last.detail}
+          </p>
+        )
+      )}
+    </section>
+  );
+}
+
 export function ShipPanel(props: { taskId: string; version: number; onChanged: () => void }) {
   const { taskId, version, onChanged } = props;
   const [status, setStatus] = useState<GitStatusDto[] | null>(null);
@@ -78,6 +144,7 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
   return (
     <section className="ship" aria-label="Ship">
       {status?.map((s) => <StatusLine key={s.repository_id} s={s} />)}
+      {status?.some((s) => s.pr) && <PrChecks taskId={taskId} version={version} />}
       <div className="changes-bar">
         <button disabled={busy} onClick={() => run('Rebase', async () => {
           setConflicts([]);

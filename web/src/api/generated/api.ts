@@ -2,7 +2,7 @@
 // change the Rust types, run `cargo test -p kandev-api-types --test ts_bindings`
 // twice and commit this file.
 
-export type ActionDto = { "type": "reset_agent_context" } | { "type": "enable_plan_mode" } | { "type": "disable_plan_mode" } | { "type": "set_session_mode", mode_id: string, } | { "type": "auto_start_agent" } | { "type": "move_to_next" } | { "type": "move_to_previous" } | { "type": "move_to_step", step_id: string, } | { "type": "push" } | { "type": "create_pull_request" } | { "type": "merge", strategy: MergeStrategyDto, } | { "type": "rebase" };
+export type ActionDto = { "type": "reset_agent_context" } | { "type": "enable_plan_mode" } | { "type": "disable_plan_mode" } | { "type": "set_session_mode", mode_id: string, } | { "type": "auto_start_agent" } | { "type": "move_to_next" } | { "type": "move_to_previous" } | { "type": "move_to_step", step_id: string, } | { "type": "push" } | { "type": "create_pull_request" } | { "type": "merge", strategy: MergeStrategyDto, } | { "type": "rebase" } | { "type": "send_feedback", max_rounds: number, include_bots: boolean, } | { "type": "auto_merge", strategy: MergeStrategyDto, };
 
 export type AgentKindDto = "mock" | "claude" | "codex" | "gemini" | "opencode" | "custom";
 
@@ -144,7 +144,7 @@ export type ErrorCode = "BAD_REQUEST" | "VALIDATION_ERROR" | "NOT_FOUND" | "CONF
 
 export type ErrorMetaDto = { code?: string, action?: string, stderr?: string, };
 
-export type EventsDto = { on_enter: Array<ActionDto>, on_turn_start: Array<ActionDto>, on_turn_complete: Array<ActionDto>, on_exit: Array<ActionDto>, on_pr_merged: Array<ActionDto>, on_pr_closed: Array<ActionDto>, };
+export type EventsDto = { on_enter: Array<ActionDto>, on_turn_start: Array<ActionDto>, on_turn_complete: Array<ActionDto>, on_exit: Array<ActionDto>, on_pr_merged: Array<ActionDto>, on_pr_closed: Array<ActionDto>, on_pr_checks_failed: Array<ActionDto>, on_pr_checks_passed: Array<ActionDto>, on_pr_review: Array<ActionDto>, };
 
 export type ExecutorChecked = { ok: boolean, message: string | null, 
 /**
@@ -247,7 +247,7 @@ export type MessageUpdate = { message_id: string, seq: number, kind: MessageKind
 
 export type Messages = { messages: Array<MessageDto>, };
 
-export type NeedsYouDto = "permission" | "question" | "error";
+export type NeedsYouDto = "permission" | "question" | "error" | "pull_request";
 
 export type NotificationKindDto = "permission_requested" | "question_asked" | "turn_completed" | "session_failed" | "pr_state_changed";
 
@@ -282,6 +282,10 @@ export type PermissionRespond = { session_id: string, request_id: string, option
 export type PlanEntryDto = { content: string, priority: string, status: string, };
 
 export type PlanMetaDto = { entries: Array<PlanEntryDto>, };
+
+export type PrCheckDto = { repository_id: string, name: string, head_sha: string, state: string, url: string, log_tail: string, inherited: boolean, };
+
+export type PrEventDto = { repository_id: string, kind: string, key: string, outcome: string, detail: string, at: string, };
 
 export type ProfileCreate = { name: string, kind: AgentKindDto, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, model?: string, mode?: string, auto_approve?: boolean, 
 /**
@@ -478,7 +482,7 @@ export type SshSettingsDto = { host: string, port: number, user: string, identit
 
 export type StatusMetaDto = StatusNoteDto | { [key in string]: JsonValue };
 
-export type StatusNoteDto = { "reason": "agent_warning" } | { "reason": "cancelled" } | { "reason": "stopped" } | { "reason": "idle" } | { "reason": "stall" } | { "reason": "interrupted" } | { "reason": "context_reset" } | { "reason": "resumed" } | { "reason": "fresh" } | { "reason": "mcp_transport", servers: Array<string>, } | { "reason": "unknown_saved_prompt", names: Array<string>, } | { "reason": "saved_prompts_too_large" } | { "reason": "task_moved", by: string, } | { "reason": "ship_action", action: string, } | { "reason": "ship_by", action: string, by: string, } | { "reason": "worktree_reused", repository_id: string, path: string, branch: string, } | { "reason": "worktree_created", repository_id: string, path: string, branch: string, base_commit: string, } | { "reason": "setup_script", repository_id: string, status: string, exit_code: number | null, } | { "reason": "cleanup_script", repository_id: string, status: string, } | { "reason": "pull_request", repository_id: string, number: number, url: string, state: string, was: string, } | { "reason": "authenticated", auth_method: string, } | { "reason": "mcp_note" } | { "reason": "complete_step", step: string, } | { "reason": "question_resolved", question_id: string, status: string, answer: string | null, by: string | null, };
+export type StatusNoteDto = { "reason": "agent_warning" } | { "reason": "cancelled" } | { "reason": "stopped" } | { "reason": "idle" } | { "reason": "stall" } | { "reason": "interrupted" } | { "reason": "context_reset" } | { "reason": "resumed" } | { "reason": "fresh" } | { "reason": "mcp_transport", servers: Array<string>, } | { "reason": "unknown_saved_prompt", names: Array<string>, } | { "reason": "saved_prompts_too_large" } | { "reason": "task_moved", by: string, } | { "reason": "ship_action", action: string, } | { "reason": "ship_by", action: string, by: string, } | { "reason": "worktree_reused", repository_id: string, path: string, branch: string, } | { "reason": "worktree_created", repository_id: string, path: string, branch: string, base_commit: string, } | { "reason": "setup_script", repository_id: string, status: string, exit_code: number | null, } | { "reason": "cleanup_script", repository_id: string, status: string, } | { "reason": "pull_request", repository_id: string, number: number, url: string, state: string, was: string, } | { "reason": "authenticated", auth_method: string, } | { "reason": "mcp_note" } | { "reason": "complete_step", step: string, } | { "reason": "question_resolved", question_id: string, status: string, answer: string | null, by: string | null, } | { "reason": "pr_feedback", repository_id: string, event: string, outcome: string, };
 
 export type StepCreate = { workflow_id: string, name: string, position?: number, color?: string, prompt?: string, is_start_step?: boolean, allow_manual_move?: boolean, 
 /**
@@ -601,7 +605,7 @@ export type TaskOne = { task: TaskDto, };
 
 export type TaskPrCreate = { task_id: string, repository_id?: string, title?: string, body?: string, draft?: boolean, };
 
-export type TaskPullRequests = { pull_requests: Array<PullRequestDto>, };
+export type TaskPullRequests = { pull_requests: Array<PullRequestDto>, checks: Array<PrCheckDto>, events: Array<PrEventDto>, feedback_rounds: number, stopped: string | null, };
 
 export type TaskPush = { task_id: string, repository_id?: string, 
 /**

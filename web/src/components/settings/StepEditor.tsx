@@ -17,6 +17,9 @@ const ACTIONS: Record<keyof EventsDto, ActionDto['type'][]> = {
   on_exit: ['disable_plan_mode'],
   on_pr_merged: MOVES,
   on_pr_closed: MOVES,
+  on_pr_checks_failed: ['send_feedback', ...MOVES],
+  on_pr_checks_passed: ['auto_merge', ...MOVES],
+  on_pr_review: ['send_feedback', ...MOVES],
 };
 
 /** What each trigger and action is called in the editor. */
@@ -27,6 +30,9 @@ const TRIGGER_LABEL: Record<keyof EventsDto, string> = {
   on_exit: 'On exit',
   on_pr_merged: 'On PR merged',
   on_pr_closed: 'On PR closed',
+  on_pr_checks_failed: 'On PR checks failed',
+  on_pr_checks_passed: 'On PR checks passed',
+  on_pr_review: 'On PR review',
 };
 const ACTION_LABEL: Record<ActionDto['type'], string> = {
   reset_agent_context: 'Reset the agent’s context',
@@ -41,6 +47,8 @@ const ACTION_LABEL: Record<ActionDto['type'], string> = {
   create_pull_request: 'Create a pull request',
   merge: 'Merge',
   rebase: 'Rebase',
+  send_feedback: 'Send the feedback to the agent',
+  auto_merge: 'Merge the pull request',
 };
 
 export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: boolean; last: boolean; onMove: (by: number) => void }) {
@@ -161,6 +169,53 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
                     ))}
                   </select>
                 )}
+                {a.type === 'send_feedback' && (
+                  <>
+                    <label className="inline">
+                      at most{' '}
+                      <input
+                        type="number"
+                        min={1}
+                        max={20}
+                        aria-label="Feedback rounds"
+                        value={a.max_rounds}
+                        onChange={(e) => {
+                          const list = step.events[trigger].slice();
+                          list[i] = { ...a, max_rounds: Number(e.target.value) };
+                          setEvents(trigger, list);
+                        }}
+                      />{' '}
+                      rounds
+                    </label>
+                    <label className="check">
+                      <input
+                        type="checkbox"
+                        checked={a.include_bots}
+                        onChange={(e) => {
+                          const list = step.events[trigger].slice();
+                          list[i] = { ...a, include_bots: e.target.checked };
+                          setEvents(trigger, list);
+                        }}
+                      />
+                      bots’ comments too
+                    </label>
+                  </>
+                )}
+                {a.type === 'auto_merge' && (
+                  <select
+                    aria-label="Merge strategy"
+                    value={a.strategy}
+                    onChange={(e) => {
+                      const list = step.events[trigger].slice();
+                      list[i] = { type: 'auto_merge', strategy: e.target.value as MergeStrategyDto };
+                      setEvents(trigger, list);
+                    }}
+                  >
+                    <option value="merge">merge commit</option>
+                    <option value="squash">squash</option>
+                    <option value="fast_forward">rebase</option>
+                  </select>
+                )}
                 {a.type === 'merge' && (
                   <select
                     aria-label="Merge strategy"
@@ -233,6 +288,7 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
 function makeAction(type: ActionDto['type'], steps: StepDto[]): ActionDto {
   if (type === 'move_to_step') return { type, step_id: steps[0]?.id ?? '' };
   if (type === 'set_session_mode') return { type, mode_id: '' };
-  if (type === 'merge') return { type, strategy: 'merge' };
+  if (type === 'merge' || type === 'auto_merge') return { type, strategy: 'merge' };
+  if (type === 'send_feedback') return { type, max_rounds: 3, include_bots: false };
   return { type } as ActionDto;
 }
