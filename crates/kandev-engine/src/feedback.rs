@@ -1,5 +1,5 @@
 //! CI checks and reviews of a task's open pull request as workflow triggers (issue 46,
-//! docs/shipping.md "CI and reviews"). Each poll of an open pull request reads its head
+//! docs/workflows.md "The forge actions"). Each poll of an open pull request reads its head
 //! commit's jobs and its review notes; a head commit whose jobs all finished fires
 //! `on_pr_checks_failed` or `on_pr_checks_passed`, new review notes fire `on_pr_review`.
 //!
