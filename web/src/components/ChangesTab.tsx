@@ -19,10 +19,16 @@ import { ChangedFiles } from './ChangedFiles';
 import { Commits, WorkingTree } from './GitPanel';
 import { ShipPanel } from './ShipPanel';
 
-export function ChangesTab(props: { taskId: string; repositoryIds: string[]; sessionId: string | null }) {
+export function ChangesTab(props: {
+  taskId: string;
+  repositoryIds: string[];
+  sessionId: string | null;
+  /** The task's needs-you: a change (a pull request's auto-fix stopping) reads its checks again. */
+  needsYou?: string | null;
+}) {
   const { taskId, repositoryIds, sessionId } = props;
   if (repositoryIds.length === 0) return <AttachRepository taskId={taskId} />;
-  return <Changes taskId={taskId} sessionId={sessionId} />;
+  return <Changes taskId={taskId} sessionId={sessionId} needsYou={props.needsYou ?? null} />;
 }
 
 const VIEW_LABEL = { review: 'Review', tree: 'Working tree', commits: 'Commits' } as const;
@@ -101,7 +107,7 @@ function AttachRepository({ taskId }: { taskId: string }) {
   );
 }
 
-function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | null }) {
+function Changes({ taskId, sessionId, needsYou }: { taskId: string; sessionId: string | null; needsYou: string | null }) {
   const [files, setFiles] = useState<FileChangeDto[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [message, setMessage] = useState('');
@@ -164,6 +170,7 @@ function Changes({ taskId, sessionId }: { taskId: string; sessionId: string | nu
       <ShipPanel
         taskId={taskId}
         version={version}
+        needsYou={needsYou}
         onChanged={() => {
           setNote(null); // a rebase or merge may have rewritten the commit the note names
           load();

@@ -59,7 +59,7 @@ const OUTCOME: Record<string, string> = {
 };
 
 /** The pull requests' CI jobs, the feedback rounds, and the latest outcome worth saying. */
-function PrChecks({ taskId, version }: { taskId: string; version: number }) {
+function PrChecks({ taskId, version, needsYou }: { taskId: string; version: number; needsYou: string | null }) {
   const [got, setGot] = useState<TaskPullRequests | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
@@ -70,7 +70,7 @@ function PrChecks({ taskId, version }: { taskId: string; version: number }) {
     return () => {
       live = false;
     };
-  }, [taskId, version]);
+  }, [taskId, version, needsYou]);
   if (error) return <p className="hint">The pull request’s checks could not be read: {error}</p>;
   if (!got || (got.checks.length === 0 && got.events.length === 0)) return null;
   const last = [...got.events].reverse().find((e) => e.detail && e.outcome !== 'none');
@@ -112,7 +112,7 @@ function PrChecks({ taskId, version }: { taskId: string; version: number }) {
   );
 }
 
-export function ShipPanel(props: { taskId: string; version: number; onChanged: () => void }) {
+export function ShipPanel(props: { taskId: string; version: number; needsYou?: string | null; onChanged: () => void }) {
   const { taskId, version, onChanged } = props;
   const [status, setStatus] = useState<GitStatusDto[] | null>(null);
   const [note, setNote] = useState<{ text: string; ok: boolean } | null>(null);
@@ -144,7 +144,7 @@ export function ShipPanel(props: { taskId: string; version: number; onChanged: (
   return (
     <section className="ship" aria-label="Ship">
       {status?.map((s) => <StatusLine key={s.repository_id} s={s} />)}
-      {status?.some((s) => s.pr) && <PrChecks taskId={taskId} version={version} />}
+      {status?.some((s) => s.pr) && <PrChecks taskId={taskId} version={version} needsYou={props.needsYou ?? null} />}
       <div className="changes-bar">
         <button disabled={busy} onClick={() => run('Rebase', async () => {
           setConflicts([]);

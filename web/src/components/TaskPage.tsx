@@ -223,10 +223,20 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
               primary={active.id === task.primary_session_id}
             />
           </aside>
-          <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} sessionId={task.primary_session_id} />
+          <ChangesTab
+            taskId={task.id}
+            repositoryIds={task.repository_ids}
+            sessionId={task.primary_session_id}
+            needsYou={task.needs_you}
+          />
         </div>
       ) : props.tab === 'changes' ? (
-        <ChangesTab taskId={task.id} repositoryIds={task.repository_ids} sessionId={task.primary_session_id} />
+        <ChangesTab
+            taskId={task.id}
+            repositoryIds={task.repository_ids}
+            sessionId={task.primary_session_id}
+            needsYou={task.needs_you}
+          />
       ) : props.tab === 'files' ? (
         <FilesTab taskId={task.id} />
       ) : props.tab === 'terminal' ? (
