@@ -71,10 +71,12 @@ struct GithubReview {
 }
 
 impl GithubReview {
-    /// Whether it is a note to read: a pending review is its author's unsent draft, and a
-    /// comment-only review without text is the wrapper of line comments read on their own.
+    /// Whether it is a note to read: a pending review is its author's unsent draft, an
+    /// approval or a dismissed review asks for nothing, and a comment-only review without text
+    /// is the wrapper of line comments read on their own.
     fn shown(&self) -> bool {
-        self.state != "PENDING" && !(self.state == "COMMENTED" && self.note.body.is_empty())
+        !matches!(self.state.as_str(), "PENDING" | "APPROVED" | "DISMISSED")
+            && !(self.state == "COMMENTED" && self.note.body.is_empty())
     }
 }
 
@@ -872,6 +874,9 @@ mod tests {
              "body": "Two problems", "submitted_at": "2026-01-01T10:10:00Z"},
             {"id": 4, "user": {"login": "carol", "type": "User"}, "state": "PENDING",
              "body": "draft"},
+            // An approval asks for nothing, even with words.
+            {"id": 5, "user": {"login": "dave", "type": "User"}, "state": "APPROVED",
+             "body": "LGTM", "submitted_at": "2026-01-01T10:11:00Z"},
         ]);
         // Newest first, as asked.
         let comments = json!([
