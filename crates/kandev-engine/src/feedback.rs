@@ -11,8 +11,11 @@
 //!   after which the task needs its developer (`NeedsYou::PullRequest`) with the reason.
 //! - A failed job that also fails on the base branch's head is inherited: reported, never sent
 //!   as the agent's fault. Bots' notes count only with `include_bots`.
-//! - Auto-merge merges only a head commit whose checks all passed, with the forge's required
-//!   approvals met; otherwise it records why not.
+//! - Auto-merge merges only a head commit whose jobs (as the forge lists them) all passed,
+//!   with the forge's required approvals met; otherwise it records why not and tries again at
+//!   each poll while that commit is the head.
+//! - One follower per task at a time (`Inner::feedback_locks`): the poll and `task.pr.get`
+//!   never count the rounds or the notes side by side.
 
 use std::sync::Arc;
 
@@ -36,7 +39,7 @@ const MAX_FEEDBACK_BYTES: usize = 24 * 1024;
 
 /// What one poll found, for the step's actions.
 enum Found {
-    /// The head commit's jobs all finished; `failed` holds those that failed.
+    /// The head commit's jobs, all finished.
     Checks { sha: String, checks: Vec<PrCheck> },
     /// Review notes newer than the last review event.
     Review { notes: Vec<ReviewNote> },
@@ -50,6 +53,8 @@ pub(crate) async fn follow(
     pr_body: &Value,
     pr: &PullRequest,
 ) -> Result<()> {
+    // One at a time per task: two followers could both count the rounds or the notes.
+    let _following = inner.feedback_locks.lock(&pr.task_id).await;
     let client = kandev_forge::client()?;
     if let Some(found) = read_checks(inner, api, &client, pr_body, pr).await? {
         let failed = matches!(&found, Found::Checks { checks, .. } if checks.iter().any(|c| c.state == "failure"));
@@ -84,33 +89,40 @@ async fn read_checks(
     let stored = inner.store.pr_checks(&pr.task_id).await?;
     let failing: Vec<&CheckJob> = jobs.iter().filter(|j| j.state == CheckState::Failure).collect();
     // What fails on the base branch's head too is not this branch's doing.
+    // (A base that cannot be read now is read at the next poll: nothing is decided without it.)
     let inherited: Vec<String> = if done && !failing.is_empty() {
         let base = pr.base_branch.trim_start_matches("origin/");
-        let on_base = api.base_check_jobs(client, base).await.unwrap_or_default();
+        let on_base = api.base_check_jobs(client, base).await?;
         on_base.into_iter().filter(|j| j.state == CheckState::Failure).map(|j| j.name).collect()
     } else {
         vec![]
     };
-    let mut checks = vec![];
+    let mut checks: Vec<PrCheck> = vec![];
     let mut logs_read = 0;
     for job in &jobs {
-        let known = stored.iter().find(|c| {
-            c.repository_id == pr.repository_id && c.name == job.name && c.head_sha == sha
-        });
+        // Jobs of one name (a workflow run on push and on pull_request) are told apart.
+        let mut name = job.name.clone();
+        let mut n = 1;
+        while checks.iter().any(|c| c.name == name) {
+            n += 1;
+            name = format!("{} ({n})", job.name);
+        }
+        let known = stored
+            .iter()
+            .find(|c| c.repository_id == pr.repository_id && c.name == name && c.head_sha == sha);
         let log_tail = match (job.state, known) {
             (CheckState::Failure, Some(c)) if !c.log_tail.is_empty() => c.log_tail.clone(),
             (CheckState::Failure, _) if done && logs_read < LOGS_PER_COMMIT => {
                 logs_read += 1;
-                api.job_log_tail(client, job, LOG_TAIL_BYTES)
-                    .await
-                    .unwrap_or_else(|e| format!("(its log could not be read: {e})"))
+                // One that cannot be read now is asked for again at the next poll.
+                api.job_log_tail(client, job, LOG_TAIL_BYTES).await.unwrap_or_default()
             }
             _ => String::new(),
         };
         checks.push(PrCheck {
             task_id: pr.task_id.clone(),
             repository_id: pr.repository_id.clone(),
-            name: job.name.clone(),
+            name,
             head_sha: sha.clone(),
             state: job.state.as_str().to_owned(),
             url: job.url.clone(),
@@ -118,6 +130,7 @@ async fn read_checks(
             inherited: job.state == CheckState::Failure && inherited.contains(&job.name),
         });
     }
+    checks.sort_by(|a, b| a.name.cmp(&b.name)); // as the store lists them
     let mine: Vec<&PrCheck> =
         stored.iter().filter(|c| c.repository_id == pr.repository_id).collect();
     if mine.len() != checks.len() || mine.iter().zip(&checks).any(|(a, b)| *a != b) {
@@ -134,21 +147,18 @@ async fn new_notes(
     pr: &PullRequest,
     notes: Vec<ReviewNote>,
 ) -> Result<Option<Found>> {
-    let last = inner
+    // After the newest note an earlier event saw that the forge still lists (the last one
+    // seen may have been deleted); when none is listed any more, every note is new again
+    // (rather than never hearing a review again; the rounds still bound what is sent).
+    let seen: Vec<String> = inner
         .store
         .pr_events(&pr.task_id)
         .await?
         .into_iter()
         .filter(|e| e.kind == "review" && e.repository_id == pr.repository_id)
-        .max_by_key(|e| e.at);
-    let start = match &last {
-        Some(event) => match notes.iter().position(|n| n.id == event.key) {
-            Some(seen) => seen + 1,
-            // The last one seen is gone (deleted): only what is newer than nothing known.
-            None => notes.len(),
-        },
-        None => 0,
-    };
+        .map(|e| e.key)
+        .collect();
+    let start = notes.iter().rposition(|n| seen.contains(&n.id)).map_or(0, |i| i + 1);
     let fresh: Vec<ReviewNote> = notes.into_iter().skip(start).collect();
     Ok((!fresh.is_empty()).then_some(Found::Review { notes: fresh }))
 }
@@ -191,7 +201,10 @@ async fn run(
     });
     let mut tx = inner.store.begin_write().await?;
     if !tx.record_pr_event(&event).await? {
-        return Ok(()); // this commit's (or review's) event ran already
+        // This commit's (or review's) event ran already; a merge that was refused (approvals
+        // missing, the forge busy) is tried again while the same green commit is the head.
+        drop(tx);
+        return retry_merge(inner, api, client, pr, &found, &actions).await;
     }
     let mut queued = None;
     if let Some(feedback) = feedback {
@@ -199,7 +212,15 @@ async fn run(
         let decided = decide(pr, &found, feedback, rounds, &step.prompt, &task.prompt());
         event.outcome = decided.outcome.to_owned();
         event.detail = decided.detail;
-        if let (Some(text), Some(session_id)) = (decided.message, &task.primary_session_id) {
+        let cap = inner.config.queue_cap;
+        let full = match &task.primary_session_id {
+            Some(id) => cap > 0 && tx.list_queue(id).await?.len() >= cap,
+            None => false,
+        };
+        if decided.message.is_some() && full {
+            event.outcome = "none".into();
+            event.detail = format!("the session's queue already holds {cap} messages; not sent");
+        } else if let (Some(text), Some(session_id)) = (decided.message, &task.primary_session_id) {
             tx.enqueue(session_id, &text, &[], None, "forge").await?;
             let session = tx.get_session(session_id).await?;
             let queue = tx.list_queue(session_id).await?;
@@ -225,7 +246,32 @@ async fn run(
     if let (Found::Checks { sha, .. }, Some(strategy)) = (&found, auto_merge(&actions)) {
         merge(inner, api, client, pr, sha, strategy, &mut event).await?;
     }
-    crate::workflow::forge_move(inner.clone(), pr.task_id.clone(), trigger, cause).await
+    let from = Some(step.id.clone());
+    crate::workflow::forge_move(inner.clone(), pr.task_id.clone(), from, trigger, cause).await
+}
+
+/// A green head commit whose merge was refused: merged now if the forge allows it.
+async fn retry_merge(
+    inner: &Arc<Inner>,
+    api: &ForgeApi,
+    client: &kandev_forge::HttpClient,
+    pr: &PullRequest,
+    found: &Found,
+    actions: &[Action<kandev_domain::StepId>],
+) -> Result<()> {
+    let (Found::Checks { sha, .. }, Some(strategy)) = (found, auto_merge(actions)) else {
+        return Ok(());
+    };
+    let refused = inner.store.pr_events(&pr.task_id).await?.into_iter().find(|e| {
+        e.repository_id == pr.repository_id
+            && e.kind == "checks_passed"
+            && e.key == *sha
+            && e.outcome == "merge_refused"
+    });
+    match refused {
+        Some(mut event) => merge(inner, api, client, pr, sha, strategy, &mut event).await,
+        None => Ok(()),
+    }
 }
 
 fn trigger_kind(trigger: Trigger) -> &'static str {
@@ -311,7 +357,7 @@ fn names(checks: &[&PrCheck]) -> String {
 }
 
 fn checks_text(pr: &PullRequest, sha: &str, failed: &[&PrCheck]) -> String {
-    let short = &sha[..sha.len().min(10)];
+    let short = sha.get(..10).unwrap_or(sha);
     let mut text = format!("The checks of pull request #{} failed on commit {short}:\n", pr.number);
     for check in failed {
         if check.inherited {
@@ -383,11 +429,17 @@ async fn merge(
         kandev_domain::ship::MergeStrategy::Squash => "squash",
         kandev_domain::ship::MergeStrategy::FastForward => "rebase",
     };
-    let body = api.get(client, pr.number).await?;
-    let refused = match api.approvals(client, pr.number, &body).await? {
-        Err(reason) => Some(reason),
-        Ok(()) => api.merge(client, pr.number, sha, method).await.err().map(|e| e.to_string()),
+    let refused = match api.get(client, pr.number).await {
+        Err(err) => Some(err.to_string()),
+        Ok(body) => match api.approvals(client, pr.number, &body).await {
+            Err(err) => Some(err.to_string()),
+            Ok(Err(reason)) => Some(reason),
+            Ok(Ok(())) => {
+                api.merge(client, pr.number, sha, method).await.err().map(|e| e.to_string())
+            }
+        },
     };
+    let before = (event.outcome.clone(), event.detail.clone());
     match refused {
         Some(reason) => {
             event.outcome = "merge_refused".into();
@@ -397,6 +449,9 @@ async fn merge(
             event.outcome = "merged".into();
             event.detail = format!("auto-merged pull request #{} ({method})", pr.number);
         }
+    }
+    if before == (event.outcome.clone(), event.detail.clone()) {
+        return Ok(()); // refused again for the same reason: said once
     }
     let task = inner.store.get_task(&pr.task_id).await?;
     let mut tx = inner.store.begin_write().await?;

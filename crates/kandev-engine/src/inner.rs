@@ -43,6 +43,8 @@ pub(crate) struct Inner {
     /// Auth methods chosen with `session.authenticate`, used by the session's next boot.
     auth_wishes: Mutex<HashMap<SessionId, String>>,
     pub task_locks: TaskLocks,
+    /// One follower of a task's pull requests at a time (the poll and `task.pr.get`).
+    pub feedback_locks: TaskLocks,
     /// Group commit of streamed text (`stream.rs`).
     pub streams: StreamWriter,
     /// The MCP endpoint and the session tokens minted for it.
@@ -80,6 +82,7 @@ impl Inner {
             tracker: tracker.clone(),
             auth_wishes: Mutex::new(HashMap::new()),
             task_locks: TaskLocks::default(),
+            feedback_locks: TaskLocks::default(),
             streams: StreamWriter::new(tracker),
             mcp: McpTokens::default(),
             questions: Waiters::default(),

@@ -10,6 +10,7 @@ use kandev_domain::SessionId;
 use kandev_domain::needs_you::{Waiting, needs_you};
 use kandev_domain::notify::NotificationKind;
 use kandev_domain::session::SessionState;
+use kandev_domain::ship::PrState;
 use kandev_domain::task::TaskState;
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
 use kandev_store::{Appended, NewNotification, TaskPatch, WriteTx};
@@ -136,8 +137,10 @@ pub async fn sync_task(tx: &mut WriteTx, session: &Session) -> Result<()> {
     let state = task_state(session.state);
     // Permission requests and questions wait only during a turn (they are answered, cancelled
     // or expired when it ends): they are counted only then.
+    // Auto-fix stopped on a pull request that is still open (a merge or close by hand ends it).
+    let open = tx.pull_requests(&task.id).await?.iter().any(|p| p.state == PrState::Open);
     let pull_request =
-        kandev_domain::ship::feedback_stopped(&tx.pr_events(&task.id).await?).is_some();
+        open && kandev_domain::ship::feedback_stopped(&tx.pr_events(&task.id).await?).is_some();
     let waiting = match session.state {
         SessionState::Running => Waiting {
             permissions: tx.permissions_waiting(&session.id).await?,

@@ -183,23 +183,25 @@ pub(crate) fn pr_settled(
         {
             return Ok(());
         }
-        forge_move(inner, task_id, trigger, cause).await
+        forge_move(inner, task_id, None, trigger, cause).await
     })
 }
 
 /// A forge trigger of the task's step fired (a pull request settled, its checks failed or
 /// passed, a review came): the step's first move under it moves the task, at most once, and
-/// only from that step. Boxed with an explicit `Send`: the entered step's actions run in a
-/// session actor.
+/// only from that step (`fired_in`, when the trigger was read from a step before: a task that
+/// moved since is not moved by it). Boxed with an explicit `Send`: the entered step's actions
+/// run in a session actor.
 pub(crate) fn forge_move(
     inner: Arc<Inner>,
     task_id: TaskId,
+    fired_in: Option<StepId>,
     trigger: Trigger,
     cause: EntryCause,
 ) -> BoxFuture<'static, Result<()>> {
     Box::pin(async move {
         let task = inner.store.get_task(&task_id).await?;
-        if task.archived_at.is_some() {
+        if task.archived_at.is_some() || fired_in.is_some_and(|s| s != task.step_id) {
             return Ok(());
         }
         let workflow = inner.store.get_workflow(&task.workflow_id).await?;

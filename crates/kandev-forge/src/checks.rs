@@ -75,8 +75,11 @@ impl GithubReview {
     /// approval or a dismissed review asks for nothing, and a comment-only review without text
     /// is the wrapper of line comments read on their own.
     fn shown(&self) -> bool {
-        !matches!(self.state.as_str(), "PENDING" | "APPROVED" | "DISMISSED")
-            && !(self.state == "COMMENTED" && self.note.body.is_empty())
+        match self.state.as_str() {
+            "PENDING" | "APPROVED" | "DISMISSED" => false,
+            "COMMENTED" => !self.note.body.is_empty(),
+            _ => true,
+        }
     }
 }
 

@@ -319,9 +319,32 @@ impl Flow {
             .collect()
     }
 
+    /// The events recorded so far, read from the store: waiting on them leaves the polling
+    /// alone to cause them (`task.pr.get` would read the forge itself).
+    /// Waits until `n` feedback messages reached the agent (queued ones start once it is idle).
+    async fn delivered(&self, n: usize) -> Vec<String> {
+        let what = format!("{n} feedback messages sent to the agent");
+        eventually(what, || async {
+            let sent = self.feedback().await;
+            (sent.len() >= n).then_some(sent)
+        })
+        .await
+    }
+
     async fn events(&self) -> Vec<Value> {
-        let got = self.server.call("task.pr.get", json!({"task_id": self.task})).await;
-        got["events"].as_array().cloned().unwrap_or_default()
+        let task = kandev_domain::TaskId::new(&self.task);
+        let events = self.server.store.pr_events(&task).await.unwrap();
+        events
+            .iter()
+            .map(
+                |e| json!({"kind": e.kind, "key": e.key, "outcome": e.outcome, "detail": e.detail}),
+            )
+            .collect()
+    }
+
+    async fn needs_you(&self) -> Value {
+        let got = self.server.call("task.get", json!({"id": self.task})).await;
+        got["task"]["needs_you"].clone()
     }
 
     /// Waits until an event of `kind` with `outcome` is recorded.
@@ -384,6 +407,11 @@ async fn i46_a1_a_failing_check_is_sent_once_the_fix_turns_it_green_and_auto_mer
         // The agent's fix commit was pushed; its green checks merged the pull request once.
         let merges = if gitlab { "/merge_requests/3/merge" } else { "/pulls/7/merge" };
         assert_eq!(forge.count("PUT", merges), 1);
+        let merged_at =
+            forge.lock().seen.iter().find(|(m, p, _)| m == "PUT" && p.ends_with(merges)).unwrap().2
+                ["sha"]
+                .clone();
+        assert_eq!(merged_at, fix["key"], "merged at the commit whose checks passed");
         eventually("the merged pull request moves the task to Done", || async {
             (flow.step().await == step_id(&flow.workflow, "Done")).then_some(())
         })
@@ -407,11 +435,16 @@ async fn i46_a1_after_the_rounds_are_used_up_the_task_needs_you_with_the_reason(
     let capped = flow.event("checks_failed", "capped").await;
     assert!(capped["detail"].as_str().unwrap().contains("auto-fix stopped"), "{capped}");
     assert_eq!(flow.feedback().await.len(), 1, "nothing sent past the cap");
-    let task = flow.server.call("task.get", json!({"id": flow.task})).await;
-    assert_eq!(task["task"]["needs_you"], "pull_request", "{task}");
+    assert_eq!(flow.needs_you().await, "pull_request");
     let got = flow.server.call("task.pr.get", json!({"task_id": flow.task})).await;
     assert!(got["stopped"].as_str().unwrap().contains("auto-fix stopped"), "{got}");
     assert_eq!(forge.count("PUT", "/pulls/7/merge"), 0, "a red pull request is not merged");
+    // Merged by hand on the forge: nothing needs the developer for its auto-fix any more.
+    forge.lock().merged = true;
+    eventually("the task needs nobody once its pull request is merged", || async {
+        flow.needs_you().await.is_null().then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -437,6 +470,7 @@ async fn i46_a2_bot_comments_are_ignored_unless_asked_and_a_reviewer_is_heard() 
     flow.move_to("PR").await;
     let refused = flow.event("checks_passed", "merge_refused").await;
     assert!(refused["detail"].as_str().unwrap().contains("approvals"), "{refused}");
+    assert_eq!(forge.count("PUT", "/pulls/7/merge"), 0, "not merged without its approvals");
     let comment = |id: u64, login: &str, kind: &str, body: &str| {
         json!({"id": id, "user": {"login": login, "type": kind}, "body": body,
                "path": "src/lib.rs", "line": 12, "created_at": format!("2026-01-01T00:00:0{id}Z")})
@@ -446,13 +480,17 @@ async fn i46_a2_bot_comments_are_ignored_unless_asked_and_a_reviewer_is_heard() 
     assert!(flow.feedback().await.is_empty(), "a bot's comment is not a review request");
     forge.lock().comments.push(comment(2, "ana", "User", "this needs a test"));
     flow.event("review", "sent").await;
-    let feedback = flow.feedback().await;
+    let feedback = flow.delivered(1).await;
     assert_eq!(feedback.len(), 1, "{feedback:?}");
     assert!(
         feedback[0].contains("ana wrote on src/lib.rs:12:\n  this needs a test"),
         "{feedback:?}"
     );
     assert!(!feedback[0].contains("consider renaming"), "{feedback:?}");
+    // The approval comes later: the same green commit is merged then, once.
+    forge.lock().mergeable = None;
+    flow.event("checks_passed", "merged").await;
+    assert_eq!(forge.count("PUT", "/pulls/7/merge"), 1);
 }
 
 #[tokio::test]
@@ -465,6 +503,7 @@ async fn i46_a3_a_restart_between_two_polls_sends_no_duplicate_feedback() {
     let flow = flow(&forge, &remote, &yaml, false, "fail").await;
     flow.move_to("PR").await;
     flow.event("checks_failed", "sent").await;
+    flow.delivered(1).await;
     let Flow { server, task, session, workflow, worktree } = flow;
     let dir = server.stop().await;
     let polled = forge.count("GET", "/pulls/7");
@@ -480,5 +519,7 @@ async fn i46_a3_a_restart_between_two_polls_sends_no_duplicate_feedback() {
     let failures: Vec<&Value> = events.iter().filter(|e| e["kind"] == "checks_failed").collect();
     assert_eq!(failures.len(), 1, "{events:?}");
     assert_eq!(flow.feedback().await.len(), 1, "the feedback was sent once");
+    let queue = flow.server.call("message.queue.list", json!({"session_id": flow.session})).await;
+    assert_eq!(queue["queue"], json!([]), "and not queued again");
     flow.server.stop().await;
 }

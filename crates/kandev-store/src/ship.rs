@@ -198,6 +198,11 @@ impl WriteTx {
     }
 
     /// Records (or replaces) the pull request of a task in a repository.
+    /// The task's pull requests, read in this transaction.
+    pub async fn pull_requests(&mut self, task_id: &TaskId) -> Result<Vec<PullRequest>> {
+        pull_requests_of(self.db(), task_id.as_str()).await
+    }
+
     pub async fn save_pull_request(&mut self, pr: &PullRequest) -> Result<()> {
         crate::sql::query(
             "INSERT INTO task_pull_requests (task_id, repository_id, forge, number, url, state, \

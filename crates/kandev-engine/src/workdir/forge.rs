@@ -169,6 +169,8 @@ async fn pr_attention(
         fields.remove("reason");
     }
     let note = crate::write::add_message(tx, &session, None, &text, note).await?;
+    // A pull request that is no longer open needs nobody for its auto-fix any more.
+    crate::publish::sync_task(tx, &session).await?;
     let title = format!("{}: {text}", task.title);
     let notification = kandev_domain::notify::NotificationKind::PrStateChanged;
     crate::publish::attention(tx, notification, &session, note.seq, title, data).await
