@@ -2,7 +2,7 @@
 //! document with many problems that reports all of them and imports nothing.
 
 use kandev_domain::ship::MergeStrategy;
-use kandev_domain::workflow::Action;
+use kandev_domain::workflow::{Action, Feedback};
 use kandev_workflow_yaml::{DOCUMENT_PATH, Problem, export_specs, import};
 
 const HEADER: &str = "version: 1\nkind: kandev-workflow\n";
@@ -362,7 +362,7 @@ fn a_document_with_many_problems_reports_all_of_them_and_imports_nothing() {
         "workflows[1].steps[0].events.on_enter[1].type: unknown action type `auto_start`; \
          expected one of reset_agent_context, enable_plan_mode, set_session_mode, \
          auto_start_agent, move_to_next, move_to_previous, move_to_step, disable_plan_mode, \
-         push, create_pull_request, merge, rebase"
+         push, create_pull_request, merge, rebase, send_feedback, auto_merge"
     );
 }
 
@@ -424,4 +424,40 @@ fn i16_s2_ship_actions_import_with_their_strategy_and_only_where_allowed() {
         "{problems:#?}"
     );
     assert!(problems[1].message.contains("merge, squash, fast_forward"), "{}", problems[1].message);
+}
+
+#[test]
+fn i46_forge_actions_import_with_their_settings_and_only_where_allowed() {
+    let yaml = with_steps(
+        "      - name: A\n        events:\n          on_pr_checks_failed: [{type: send_feedback, max_rounds: 5, include_bots: true}]\n          on_pr_checks_passed: [{type: auto_merge, strategy: squash}, {type: move_to_next}]\n          on_pr_review: [{type: send_feedback}]\n      - name: B\n",
+    );
+    let specs = import(&yaml).unwrap();
+    let events = &specs[0].steps[0].events;
+    let asked = Feedback { max_rounds: 5, include_bots: true };
+    assert_eq!(events.on_pr_checks_failed, [Action::SendFeedback(asked)]);
+    assert_eq!(
+        events.on_pr_checks_passed,
+        [Action::AutoMerge { strategy: MergeStrategy::Squash }, Action::MoveToNext]
+    );
+    assert_eq!(events.on_pr_review, [Action::SendFeedback(Feedback::default())]);
+    assert_eq!(export_specs(&specs), yaml, "export writes it back the same");
+
+    let problems = import(&with_steps(
+        "      - name: A\n        events:\n          on_pr_checks_failed: [{type: send_feedback, max_rounds: 0}, {type: auto_merge}]\n          on_enter: [{type: send_feedback}]\n",
+    ))
+    .unwrap_err();
+    let found: Vec<(&str, &str)> =
+        problems.iter().map(|p| (p.path.as_str(), p.message.as_str())).collect();
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert!(
+        found.iter().any(|(path, message)| path.ends_with("on_enter[0]")
+            && message.contains("send_feedback is not allowed in on_enter")),
+        "{found:#?}"
+    );
+    assert!(
+        found.iter().any(|(path, message)| path.ends_with("on_pr_checks_failed[0].max_rounds")
+            && message.contains("from 1 to 20")),
+        "{found:#?}"
+    );
+    assert!(found.iter().any(|(path, _)| path.ends_with("on_pr_checks_failed[1]")), "{found:#?}");
 }
