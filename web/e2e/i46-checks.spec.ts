@@ -4,11 +4,11 @@
 // server polls it every 200 ms.
 import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, git, removeRepo, screenshot, test } from './kandev';
+import { expect, forgeRemote, git, removeRepo, screenshot, test } from './kandev';
 
 const TOKEN_ENV = 'KANDEV_E2E_FORGE_TOKEN';
 process.env[TOKEN_ENV] = 'e2e-forge-secret';
@@ -88,16 +88,7 @@ test('i46 4: the Changes tab shows the checks per job, the rounds used and why a
   kandev,
 }) => {
   const tmp = mkdtempSync(join(tmpdir(), 'kandev-e2e-ci-'));
-  const origin = join(tmp, 'acme', 'widget.git');
-  mkdirSync(origin, { recursive: true });
-  git(origin, 'init', '-q', '--bare', '-b', 'main');
-  git(tmp, 'clone', '-q', origin, 'seed');
-  const seed = join(tmp, 'seed');
-  git(seed, 'checkout', '-q', '-b', 'main');
-  writeFileSync(join(seed, 'ci-result'), 'pass\n');
-  git(seed, 'add', '.');
-  git(seed, 'commit', '-q', '-m', 'initial');
-  git(seed, 'push', '-q', 'origin', 'main');
+  const { origin } = forgeRemote(tmp, { 'ci-result': 'pass\n' });
   git(tmp, 'clone', '-q', origin, 'clone');
   const forge = await fakeForge(origin);
   try {

@@ -228,6 +228,22 @@ export function git(cwd: string, ...args: string[]): string {
     .trim();
 }
 
+/** A bare `origin` at `<tmp>/acme/widget.git` (a forge project `acme/widget`) whose `main`
+ * has one commit of `files`, pushed from a clone `<tmp>/seed` (returned, to push more). */
+export function forgeRemote(tmp: string, files: Record<string, string>): { origin: string; seed: string } {
+  const origin = join(tmp, 'acme', 'widget.git');
+  mkdirSync(origin, { recursive: true });
+  git(origin, 'init', '-q', '--bare', '-b', 'main');
+  git(tmp, 'clone', '-q', origin, 'seed');
+  const seed = join(tmp, 'seed');
+  git(seed, 'checkout', '-q', '-b', 'main');
+  for (const [path, content] of Object.entries(files)) writeFileSync(join(seed, path), content);
+  git(seed, 'add', '.');
+  git(seed, 'commit', '-q', '-m', 'initial');
+  git(seed, 'push', '-q', 'origin', 'main');
+  return { origin, seed };
+}
+
 /** A fresh git repository in a temp folder (removed after the test, `removeRepo`): `main`
  * with one commit of `files` (path → content). */
 export function gitRepo(files: Record<string, string>): string {

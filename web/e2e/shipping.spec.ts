@@ -2,11 +2,11 @@
 // on loopback: the base branch picker, git status on the Changes tab, a review comment round
 // trip to the agent, and Create PR.
 import { createServer, type IncomingMessage } from 'node:http';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, git, gitRepo, openBoard, removeRepo, send, test, transcript } from './kandev';
+import { expect, forgeRemote, git, gitRepo, openBoard, removeRepo, send, test, transcript } from './kandev';
 
 // The forge token is read from the variable the repository names; kandev inherits it.
 const TOKEN_ENV = 'KANDEV_E2E_FORGE_TOKEN';
@@ -54,16 +54,7 @@ test('ship a task: base branch picker, git status, review comment, Create PR', a
   const tmp = mkdtempSync(join(tmpdir(), 'kandev-e2e-ship-'));
   const forge = await fakeForge();
   try {
-    const origin = join(tmp, 'acme', 'widget.git');
-    mkdirSync(origin, { recursive: true });
-    git(origin, 'init', '-q', '--bare', '-b', 'main');
-    git(tmp, 'clone', '-q', origin, 'seed');
-    const seed = join(tmp, 'seed');
-    git(seed, 'checkout', '-q', '-b', 'main');
-    writeFileSync(join(seed, 'README.md'), '# demo\n');
-    git(seed, 'add', '.');
-    git(seed, 'commit', '-q', '-m', 'initial');
-    git(seed, 'push', '-q', 'origin', 'main');
+    const { origin, seed } = forgeRemote(tmp, { 'README.md': '# demo\n' });
     git(seed, 'checkout', '-q', '-b', 'feature');
     writeFileSync(join(seed, 'feature.txt'), 'feature work\n');
     git(seed, 'add', '.');

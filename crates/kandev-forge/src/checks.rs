@@ -709,7 +709,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn github_check_runs_map_to_pending_success_and_failure() {
+    async fn i46_github_check_runs_map_to_pending_success_and_failure() {
         let cases = [
             ("queued", None, Pending),
             ("in_progress", None, Pending),
@@ -747,7 +747,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn gitlab_pipeline_jobs_map_to_pending_success_and_failure() {
+    async fn i46_gitlab_pipeline_jobs_map_to_pending_success_and_failure() {
         let cases = [
             ("created", Pending),
             ("pending", Pending),
@@ -784,7 +784,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn base_jobs_are_those_of_the_base_branch_head() {
+    async fn i46_base_jobs_are_those_of_the_base_branch_head() {
         let run = json!({"id": 1, "name": "test", "status": "completed", "conclusion": "failure"});
         let job = json!({"id": 2, "name": "test", "status": "failed"});
         let fake = FakeForge::start(vec![
@@ -807,7 +807,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_log_tail_is_cut_at_the_byte_bound_at_a_line_start_without_colours() {
+    async fn i46_a_log_tail_is_cut_at_the_byte_bound_at_a_line_start_without_colours() {
         let log: String =
             (1..=40).map(|i| format!("step {i:02}: \u{1b}[32mok\u{1b}[0m\r\n")).collect();
         let job = |id| CheckJob { id, name: "test".into(), state: Failure, url: String::new() };
@@ -827,7 +827,7 @@ mod tests {
     }
 
     #[test]
-    fn escape_sequences_are_removed_and_no_text_with_them() {
+    fn i46_escape_sequences_are_removed_and_no_text_with_them() {
         let cases = [
             ("\u{1b}[1;31merror\u{1b}[0m: x", "error: x"),
             ("a\u{1b}]0;title\u{7}b", "ab"),
@@ -846,7 +846,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tail_starts_at_a_line_start_and_a_character_boundary() {
+    fn i46_a_tail_starts_at_a_line_start_and_a_character_boundary() {
         let with_partial_char = |rest: &str| [&[0xA9u8][..], rest.as_bytes()].concat();
         // (raw bytes, whether the raw bytes are already a tail, bound, tail)
         let cases: [(Vec<u8>, bool, usize, &str); 8] = [
@@ -867,7 +867,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn github_review_notes_flag_bots_and_line_comments_carry_path_and_line() {
+    async fn i46_github_review_notes_flag_bots_and_line_comments_carry_path_and_line() {
         let reviews = json!([
             {"id": 1, "user": {"login": "alice", "type": "User"}, "state": "COMMENTED", "body": "",
              "submitted_at": "2026-01-01T10:00:00Z"},
@@ -920,7 +920,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn gitlab_review_notes_leave_out_system_notes_and_flag_bots() {
+    async fn i46_gitlab_review_notes_leave_out_system_notes_and_flag_bots() {
         // Newest first, as asked.
         let notes = json!([
             {"id": 303, "body": "added 1 commit", "system": true, "author": {"username": "alice"}},
@@ -953,7 +953,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn approvals_are_met_or_say_what_is_missing() {
+    async fn i46_approvals_are_met_or_say_what_is_missing() {
         let review = |id, state| {
             json!({"id": id, "user": {"login": "bob"}, "state": state,
                                         "body": "", "submitted_at": "2026-01-01T10:00:00Z"})
@@ -1021,7 +1021,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn merge_sends_the_method_and_the_head_sha() {
+    async fn i46_merge_sends_the_method_and_the_head_sha() {
         let merged =
             json!({"sha": "m1", "merged": true, "message": "Pull Request successfully merged"});
         let fake = FakeForge::start(vec![
@@ -1064,7 +1064,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_refused_log_names_the_forge_status_and_never_the_token() {
+    async fn i46_a_refused_log_names_the_forge_status_and_never_the_token() {
         let fake = FakeForge::start(vec![(
             "GET",
             format!("{GITLAB}/jobs/9/trace"),

@@ -319,15 +319,7 @@ pub fn through_runner(execution: crate::runner::RemoteExecution) -> PtyShell {
     let wait = {
         let shared = shared.clone();
         tokio::spawn(async move {
-            let exit = match waiting.wait().await {
-                crate::ExitInfo::Exited { code } => {
-                    TerminalExit { exit_code: Some(code), signal: None }
-                }
-                crate::ExitInfo::Signaled { signal } => {
-                    TerminalExit { exit_code: None, signal: Some(signal_name(signal)) }
-                }
-                crate::ExitInfo::Unknown { .. } => TerminalExit { exit_code: None, signal: None },
-            };
+            let exit = crate::terminal::exit_of(waiting.wait().await);
             let _ = tokio::time::timeout(Duration::from_millis(500), read).await;
             lock(&shared).exit = Some(exit);
             notify.send_modify(|n| *n += 1);

@@ -265,15 +265,7 @@ pub fn through_runner(
     let waiter = {
         let shared = shared.clone();
         tokio::spawn(async move {
-            let exit = match waiting.wait().await {
-                crate::ExitInfo::Exited { code } => {
-                    TerminalExit { exit_code: Some(code), signal: None }
-                }
-                crate::ExitInfo::Signaled { signal } => {
-                    TerminalExit { exit_code: None, signal: Some(signal_name(signal)) }
-                }
-                crate::ExitInfo::Unknown { .. } => TerminalExit { exit_code: None, signal: None },
-            };
+            let exit = exit_of(waiting.wait().await);
             let _ = tokio::time::timeout(DRAIN_AFTER_EXIT, reader).await;
             shared.lock().unwrap_or_else(PoisonError::into_inner).exit = Some(exit);
             notify.send_modify(|n| *n += 1);
@@ -303,6 +295,17 @@ async fn read_into(
                 notify.send_modify(|n| *n += 1);
             }
         }
+    }
+}
+
+/// A runner execution's exit as a terminal's.
+pub(crate) fn exit_of(exit: crate::ExitInfo) -> TerminalExit {
+    match exit {
+        crate::ExitInfo::Exited { code } => TerminalExit { exit_code: Some(code), signal: None },
+        crate::ExitInfo::Signaled { signal } => {
+            TerminalExit { exit_code: None, signal: Some(signal_name(signal)) }
+        }
+        crate::ExitInfo::Unknown { .. } => TerminalExit { exit_code: None, signal: None },
     }
 }
 

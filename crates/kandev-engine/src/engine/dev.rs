@@ -104,16 +104,9 @@ impl Engine {
         script: String,
     ) -> Result<DevServerInfo> {
         let _lock = self.inner.task_locks.lock(task_id).await;
-        let key = (task_id.clone(), repository_id.clone());
-        let port = {
-            let running = self.inner.dev_servers.lock();
-            if let Some(server) = running.get(&key)
-                && server.process.output().exit.is_none()
-            {
-                return Ok(info(task_id, &repository_id, server));
-            }
-            let taken: Vec<u16> = running.values().map(|s| s.port).collect();
-            free_port(self.inner.config.dev_server_ports.clone(), &taken)?
+        let port = match self.running_or_free_port(task_id, &repository_id)? {
+            Slot::Running(shown) => return Ok(shown),
+            Slot::Free(port) => port,
         };
         let started =
             crate::containers::start_dev_server(&self.inner, task_id, &worktree, &script, port);
@@ -122,21 +115,8 @@ impl Engine {
         };
         // Its pid is the container's: recorded as the container runner's execution, which the
         // next start takes over (its relay made again).
-        let kept = RunnerTerminal {
-            id: format!("dev_{port}"),
-            task_id: task_id.clone(),
-            repository_id: repository_id.clone(),
-            kind: "dev_server".into(),
-            exec,
-            port: Some(port),
-        };
-        let mut tx = self.inner.store.begin_write().await?;
-        tx.record_runner_terminal(&kept).await?;
-        tx.commit().await?;
         let server = DevServer { port, process: Arc::new(process), relay: Some(relay) };
-        let shown = info(task_id, &repository_id, &server);
-        self.inner.dev_servers.lock().insert(key, server);
-        Ok(shown)
+        self.keep_on_runner(task_id, repository_id, exec, server).await
     }
 
     /// [`Self::start_dev_server`] on the local runner: the dev server outlives a restart of
@@ -151,21 +131,13 @@ impl Engine {
         script: String,
     ) -> Result<DevServerInfo> {
         let _lock = self.inner.task_locks.lock(task_id).await;
-        let key = (task_id.clone(), repository_id.clone());
-        let port = {
-            let running = self.inner.dev_servers.lock();
-            if let Some(server) = running.get(&key)
-                && server.process.output().exit.is_none()
-            {
-                return Ok(info(task_id, &repository_id, server));
-            }
-            let taken: Vec<u16> = running.values().map(|s| s.port).collect();
-            free_port(self.inner.config.dev_server_ports.clone(), &taken)?
+        let port = match self.running_or_free_port(task_id, &repository_id)? {
+            Slot::Running(shown) => return Ok(shown),
+            Slot::Free(port) => port,
         };
         Root::open(Path::new(&worktree)).map_err(|e| {
             EngineError::Conflict(format!("the task's worktree is not available: {e}"))
         })?;
-        let id = format!("dev_{port}");
         let spec = SpawnSpec {
             program: "sh".to_owned(),
             // Both streams in one log, in the order they were written.
@@ -176,26 +148,50 @@ impl Engine {
             pty: None,
             scrollback: DEV_SERVER_LOG_BYTES,
         };
-        let exec = format!("{id}-{}", uuid::Uuid::now_v7().simple());
+        let exec = format!("dev_{port}-{}", uuid::Uuid::now_v7().simple());
         let execution = client
             .spawn(&exec, spec)
             .await
             .map_err(|e| EngineError::Unavailable(format!("the dev server did not start: {e}")))?;
         let process = kandev_runtime::terminal::through_runner(execution, DEV_SERVER_LOG_BYTES);
+        let server = DevServer { port, process: Arc::new(process), relay: None };
+        self.keep_on_runner(task_id, repository_id, exec, server).await
+    }
+
+    /// The dev server running for the task and repository, or a free port for a new one.
+    fn running_or_free_port(&self, task_id: &TaskId, repository_id: &RepositoryId) -> Result<Slot> {
+        let running = self.inner.dev_servers.lock();
+        if let Some(server) = running.get(&(task_id.clone(), repository_id.clone()))
+            && server.process.output().exit.is_none()
+        {
+            return Ok(Slot::Running(info(task_id, repository_id, server)));
+        }
+        let taken: Vec<u16> = running.values().map(|s| s.port).collect();
+        free_port(self.inner.config.dev_server_ports.clone(), &taken).map(Slot::Free)
+    }
+
+    /// Records a dev server a runner runs (execution `exec`), for the next start to take
+    /// over, and adds it to the registry.
+    async fn keep_on_runner(
+        &self,
+        task_id: &TaskId,
+        repository_id: RepositoryId,
+        exec: String,
+        server: DevServer,
+    ) -> Result<DevServerInfo> {
         let kept = RunnerTerminal {
-            id,
+            id: format!("dev_{}", server.port),
             task_id: task_id.clone(),
             repository_id: repository_id.clone(),
             kind: "dev_server".into(),
             exec,
-            port: Some(port),
+            port: Some(server.port),
         };
         let mut tx = self.inner.store.begin_write().await?;
         tx.record_runner_terminal(&kept).await?;
         tx.commit().await?;
-        let server = DevServer { port, process: Arc::new(process), relay: None };
         let shown = info(task_id, &repository_id, &server);
-        self.inner.dev_servers.lock().insert(key, server);
+        self.inner.dev_servers.lock().insert((task_id.clone(), repository_id), server);
         Ok(shown)
     }
 
@@ -257,6 +253,12 @@ impl Engine {
         };
         Some((shown, TerminalHandle { source: Source::DevServer(server.process.clone()) }))
     }
+}
+
+/// Where a dev server start stands: one runs already, or this port is free for it.
+enum Slot {
+    Running(DevServerInfo),
+    Free(u16),
 }
 
 /// Drops the record of a dev server that is gone: this host's child, or a runner's execution

@@ -58,6 +58,9 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
   const set = <K extends keyof StepDto>(k: K, v: StepDto[K]) => setStep((s) => ({ ...s, [k]: v }));
   const setEvents = (trigger: keyof EventsDto, list: ActionDto[]) =>
     setStep((s) => ({ ...s, events: { ...s.events, [trigger]: list } }));
+  /** Replaces the action at `i` of `trigger`. */
+  const setAction = (trigger: keyof EventsDto, i: number, action: ActionDto) =>
+    setEvents(trigger, step.events[trigger].map((a, j) => (j === i ? action : a)));
   return (
     <details className="step-editor">
       <summary>
@@ -140,11 +143,7 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
                 <select
                   aria-label="Action"
                   value={a.type}
-                  onChange={(e) => {
-                    const list = step.events[trigger].slice();
-                    list[i] = makeAction(e.target.value as ActionDto['type'], props.steps);
-                    setEvents(trigger, list);
-                  }}
+                  onChange={(e) => setAction(trigger, i, makeAction(e.target.value as ActionDto['type'], props.steps))}
                 >
                   {ACTIONS[trigger].map((t) => (
                     <option key={t} value={t}>
@@ -156,11 +155,7 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
                   <select
                     aria-label="Target step"
                     value={a.step_id}
-                    onChange={(e) => {
-                      const list = step.events[trigger].slice();
-                      list[i] = { type: 'move_to_step', step_id: e.target.value };
-                      setEvents(trigger, list);
-                    }}
+                    onChange={(e) => setAction(trigger, i, { type: 'move_to_step', step_id: e.target.value })}
                   >
                     {props.steps.map((s) => (
                       <option key={s.id} value={s.id}>
@@ -179,11 +174,7 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
                         max={20}
                         aria-label="Feedback rounds"
                         value={a.max_rounds}
-                        onChange={(e) => {
-                          const list = step.events[trigger].slice();
-                          list[i] = { ...a, max_rounds: Number(e.target.value) };
-                          setEvents(trigger, list);
-                        }}
+                        onChange={(e) => setAction(trigger, i, { ...a, max_rounds: Number(e.target.value) })}
                       />{' '}
                       rounds
                     </label>
@@ -191,55 +182,29 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
                       <input
                         type="checkbox"
                         checked={a.include_bots}
-                        onChange={(e) => {
-                          const list = step.events[trigger].slice();
-                          list[i] = { ...a, include_bots: e.target.checked };
-                          setEvents(trigger, list);
-                        }}
+                        onChange={(e) => setAction(trigger, i, { ...a, include_bots: e.target.checked })}
                       />
                       bots’ comments too
                     </label>
                   </>
                 )}
-                {a.type === 'auto_merge' && (
+                {(a.type === 'merge' || a.type === 'auto_merge') && (
                   <select
                     aria-label="Merge strategy"
                     value={a.strategy}
-                    onChange={(e) => {
-                      const list = step.events[trigger].slice();
-                      list[i] = { type: 'auto_merge', strategy: e.target.value as MergeStrategyDto };
-                      setEvents(trigger, list);
-                    }}
+                    onChange={(e) => setAction(trigger, i, { type: a.type, strategy: e.target.value as MergeStrategyDto })}
                   >
                     <option value="merge">merge commit</option>
                     <option value="squash">squash</option>
-                    <option value="fast_forward">rebase</option>
-                  </select>
-                )}
-                {a.type === 'merge' && (
-                  <select
-                    aria-label="Merge strategy"
-                    value={a.strategy}
-                    onChange={(e) => {
-                      const list = step.events[trigger].slice();
-                      list[i] = { type: 'merge', strategy: e.target.value as MergeStrategyDto };
-                      setEvents(trigger, list);
-                    }}
-                  >
-                    <option value="merge">merge commit</option>
-                    <option value="squash">squash</option>
-                    <option value="fast_forward">fast-forward</option>
+                    {/* On the forge, fast-forward is its rebase merge. */}
+                    <option value="fast_forward">{a.type === 'merge' ? 'fast-forward' : 'rebase'}</option>
                   </select>
                 )}
                 {a.type === 'set_session_mode' && (
                   <input
                     aria-label="Mode id"
                     value={a.mode_id}
-                    onChange={(e) => {
-                      const list = step.events[trigger].slice();
-                      list[i] = { type: 'set_session_mode', mode_id: e.target.value };
-                      setEvents(trigger, list);
-                    }}
+                    onChange={(e) => setAction(trigger, i, { type: 'set_session_mode', mode_id: e.target.value })}
                   />
                 )}
                 <button
