@@ -69,53 +69,60 @@ test('i19 a4: a terminal in the task page runs commands and resizes; the dev ser
   }
 });
 
-test('i45 13: a terminal and a dev server go on across a kill -9 of the server, their output replayed', async ({
-  page,
-  kandev,
-}) => {
-  const repo = await taskWithWorktree(kandev, page, 'Keep my terminal', DEV_SCRIPT);
-  try {
-    await page.getByRole('tab', { name: 'Terminal', exact: true }).click();
-    await page.getByRole('button', { name: '+ Terminal' }).click();
-    const terminal = page.getByTestId('terminal');
-    await terminal.click();
-    // A shell variable lives only in that shell: seeing it again proves the same shell runs.
-    await page.keyboard.type('KEPT=$((6*7)); echo "before-$KEPT"');
-    await page.keyboard.press('Enter');
-    await expect(terminal.locator('.xterm-rows > div').filter({ hasText: /^before-42\s*$/ })).toHaveCount(1);
-    await page.getByRole('button', { name: 'Start dev server' }).click();
-    const port = await page.getByTestId('dev-server').getAttribute('data-port');
-    await expect
-      .poll(() => fetch(`http://127.0.0.1:${port}/index.html`).then((r) => r.text(), () => ''))
-      .toBe('preview ok\n');
+// Tests of a file run side by side: this one's dev server gets ports of its own, so another
+// test's dev server cannot take the port it asks for after the restart.
+test.describe(() => {
+  test.use({ kandevFlags: ['--dev-server-ports', '41900-41999'] });
 
-    await kandev.restart('SIGKILL');
-    // A fresh page (nothing kept in the browser): the same terminal, with the output from
-    // before the restart that the runner kept, then live again.
-    await page.reload();
-    const rows = page.getByTestId('terminal').locator('.xterm-rows');
-    await expect(rows).toContainText('before-42', { timeout: 15_000 });
-    await page.getByTestId('terminal').click();
-    await page.keyboard.type('echo "after-$KEPT"');
-    await page.keyboard.press('Enter');
-    await expect(rows.locator('> div').filter({ hasText: /^after-42\s*$/ })).toHaveCount(1);
-    await expect(rows.locator('> div').filter({ hasText: /^before-42\s*$/ })).toHaveCount(1);
-    // The dev server still serves on its port, its log kept, and Stop still stops it.
-    const server = page.getByTestId('dev-server');
-    await expect(server).toHaveAttribute('data-port', port!);
-    await expect(server.getByTestId('dev-server-log').locator('.xterm-rows')).toContainText(`serving on ${port}`);
-    expect(await fetch(`http://127.0.0.1:${port}/index.html`).then((r) => r.text())).toBe('preview ok\n');
-    await page.getByRole('button', { name: 'Stop' }).click();
-    await expect(page.getByTestId('dev-server')).toHaveCount(0);
-    await expect
-      .poll(() => fetch(`http://127.0.0.1:${port}/index.html`).then(() => 'up', () => 'down'))
-      .toBe('down');
-    await page.getByRole('button', { name: 'Close terminal 1' }).click();
-    await expect(page.getByTestId('terminal')).toHaveCount(0);
-    expect((await kandev.api('terminal.list', { task_id: await taskId(page) })).terminals).toEqual([]);
-  } finally {
-    removeRepo(repo);
-  }
+  test('i45 13: a terminal and a dev server go on across a kill -9 of the server, their output replayed', async ({
+    page,
+    kandev,
+  }) => {
+    const repo = await taskWithWorktree(kandev, page, 'Keep my terminal', DEV_SCRIPT);
+    try {
+      await page.getByRole('tab', { name: 'Terminal', exact: true }).click();
+      await page.getByRole('button', { name: '+ Terminal' }).click();
+      const terminal = page.getByTestId('terminal');
+      await terminal.click();
+      // A shell variable lives only in that shell: seeing it again proves the same shell runs.
+      await page.keyboard.type('KEPT=$((6*7)); echo "before-$KEPT"');
+      await page.keyboard.press('Enter');
+      await expect(terminal.locator('.xterm-rows > div').filter({ hasText: /^before-42\s*$/ })).toHaveCount(1);
+      await page.getByRole('button', { name: 'Start dev server' }).click();
+      const port = await page.getByTestId('dev-server').getAttribute('data-port');
+      expect(Number(port)).toBeGreaterThanOrEqual(41900); // its own range
+      await expect
+        .poll(() => fetch(`http://127.0.0.1:${port}/index.html`).then((r) => r.text(), () => ''))
+        .toBe('preview ok\n');
+
+      await kandev.restart('SIGKILL');
+      // A fresh page (nothing kept in the browser): the same terminal, with the output from
+      // before the restart that the runner kept, then live again.
+      await page.reload();
+      const rows = page.getByTestId('terminal').locator('.xterm-rows');
+      await expect(rows).toContainText('before-42', { timeout: 15_000 });
+      await page.getByTestId('terminal').click();
+      await page.keyboard.type('echo "after-$KEPT"');
+      await page.keyboard.press('Enter');
+      await expect(rows.locator('> div').filter({ hasText: /^after-42\s*$/ })).toHaveCount(1);
+      await expect(rows.locator('> div').filter({ hasText: /^before-42\s*$/ })).toHaveCount(1);
+      // The dev server still serves on its port, its log kept, and Stop still stops it.
+      const server = page.getByTestId('dev-server');
+      await expect(server).toHaveAttribute('data-port', port!);
+      await expect(server.getByTestId('dev-server-log').locator('.xterm-rows')).toContainText(`serving on ${port}`);
+      expect(await fetch(`http://127.0.0.1:${port}/index.html`).then((r) => r.text())).toBe('preview ok\n');
+      await page.getByRole('button', { name: 'Stop' }).click();
+      await expect(page.getByTestId('dev-server')).toHaveCount(0);
+      await expect
+        .poll(() => fetch(`http://127.0.0.1:${port}/index.html`).then(() => 'up', () => 'down'))
+        .toBe('down');
+      await page.getByRole('button', { name: 'Close terminal 1' }).click();
+      await expect(page.getByTestId('terminal')).toHaveCount(0);
+      expect((await kandev.api('terminal.list', { task_id: await taskId(page) })).terminals).toEqual([]);
+    } finally {
+      removeRepo(repo);
+    }
+  });
 });
 
 /** The id of the task the page shows. */
