@@ -32,6 +32,9 @@ test('profiles, repositories and workflows are managed from settings', async ({ 
     await add.getByLabel('Name').fill('demo-repo');
     await add.getByRole('button', { name: 'Add repository' }).click();
     await expect(page.getByRole('cell', { name: 'demo-repo', exact: true })).toBeVisible();
+    // The live list can show the row before the form hears its reply and empties itself;
+    // typing before that would be wiped out.
+    await expect(add.getByLabel(/Local path/)).toHaveValue('');
     await add.getByLabel(/Local path/).fill('/definitely/not/a/repo');
     await add.getByRole('button', { name: 'Add repository' }).click();
     await expect(add.getByRole('alert')).toBeVisible();
