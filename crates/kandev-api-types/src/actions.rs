@@ -205,6 +205,16 @@ actions! {
         PromptUpdate = "prompt.update": rq::PromptUpdate => rs::SavedPromptOne;
         PromptDelete = "prompt.delete": rq::ById => rs::Deleted;
 
+        IntakeSourceList = "intake.source.list": rq::ByWorkspace => rs::IntakeSources;
+        IntakeSourceCreate = "intake.source.create": rq::IntakeSourceCreate => rs::IntakeSourceCreated;
+        IntakeSourceUpdate = "intake.source.update": rq::IntakeSourceUpdate => rs::IntakeSourceOne;
+        IntakeSourceDelete = "intake.source.delete": rq::ById => rs::Deleted;
+        IntakeSourcePoll = "intake.source.poll": rq::ById => rs::IntakePolled;
+        ScheduleList = "schedule.list": rq::ByWorkspace => rs::Schedules;
+        ScheduleCreate = "schedule.create": rq::ScheduleCreate => rs::ScheduleOne;
+        ScheduleUpdate = "schedule.update": rq::ScheduleUpdate => rs::ScheduleOne;
+        ScheduleDelete = "schedule.delete": rq::ById => rs::Deleted;
+
         ExecutorList = "executor.list": rq::Empty => rs::Executors;
         ExecutorCreate = "executor.create": rq::ExecutorCreate => rs::ExecutorOne;
         ExecutorUpdate = "executor.update": rq::ExecutorUpdate => rs::ExecutorOne;

@@ -7,6 +7,7 @@ pub mod error;
 pub mod executors;
 pub mod files;
 pub mod frames;
+pub mod intake;
 pub mod notifications;
 pub mod notify;
 pub mod objects;
@@ -22,6 +23,7 @@ pub use error::{ErrorBody, ErrorCode};
 pub use executors::*;
 pub use files::*;
 pub use frames::{Frame, RequestFrame};
+pub use intake::*;
 pub use notifications::{
     MessageUpdate, Notification, NotificationParts, NotificationsEvent, ProfilesEvent,
     SessionEvent, WorkspaceEvent, WorkspacesEvent,

@@ -109,6 +109,10 @@ pub enum ActionDto {
         #[serde(default)]
         strategy: crate::MergeStrategyDto,
     },
+    /// Comments on the issue the task was made from with its pull requests' links and states.
+    CommentIssue,
+    /// Closes the issue the task was made from.
+    CloseIssue,
 }
 
 fn default_rounds() -> u32 {
@@ -136,6 +140,8 @@ impl From<&Action<StepId>> for ActionDto {
                 ActionDto::SendFeedback { max_rounds: f.max_rounds, include_bots: f.include_bots }
             }
             Action::AutoMerge { strategy } => ActionDto::AutoMerge { strategy: (*strategy).into() },
+            Action::CommentIssue => ActionDto::CommentIssue,
+            Action::CloseIssue => ActionDto::CloseIssue,
         }
     }
 }
@@ -159,6 +165,8 @@ impl From<ActionDto> for Action<StepId> {
                 Action::SendFeedback(kandev_domain::workflow::Feedback { max_rounds, include_bots })
             }
             ActionDto::AutoMerge { strategy } => Action::AutoMerge { strategy: strategy.into() },
+            ActionDto::CommentIssue => Action::CommentIssue,
+            ActionDto::CloseIssue => Action::CloseIssue,
         }
     }
 }
@@ -346,6 +354,8 @@ pub struct TaskDto {
     pub blocked_by: Vec<String>,
     /// Its git status as last published (`task.git_status`), summed over its repositories.
     pub git: Option<crate::GitSummaryDto>,
+    /// What intake made it from (an issue, a webhook's delivery, a schedule), if it did.
+    pub origin: Option<crate::TaskOriginDto>,
     pub archived_at: Option<String>,
     pub created_at: String,
     pub updated_at: String,
@@ -432,6 +442,7 @@ impl From<&Task> for TaskDto {
             parent_id: t.parent_id.as_ref().map(|p| p.to_string()),
             blocked_by: t.blocked_by.iter().map(|b| b.to_string()).collect(),
             git: t.git.as_ref().map(crate::GitSummaryDto::from),
+            origin: t.origin.as_ref().map(crate::TaskOriginDto::from),
             archived_at: t.archived_at.map(rfc3339),
             created_at: rfc3339(t.created_at),
             updated_at: rfc3339(t.updated_at),

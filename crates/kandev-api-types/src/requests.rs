@@ -563,6 +563,61 @@ pub struct TerminalOpen {
 pub struct ByTerminal {
     pub terminal_id: String,
 }
+
+/// `intake.source.create`: where work comes from and where its tasks go. An `issues` source
+/// reads the open issues of `repository_id`'s forge with `label`; a `webhook` source takes
+/// only what its webhook delivers (`hook_scheme` `hmac`).
+pub struct IntakeSourceCreate {
+    pub workspace_id: String,
+    pub name: String,
+    /// `issues` or `webhook`.
+    pub kind: String,
+    pub repository_id: Option<String>,
+    pub label: Option<String>,
+    /// Default: the workspace's first workflow.
+    pub workflow_id: Option<String>,
+    /// Default: the workflow's start step.
+    pub step_id: Option<String>,
+    /// `github`, `gitlab` or `hmac` gives the source a webhook (`/hooks/<id>`) with a new
+    /// secret, answered once.
+    pub hook_scheme: Option<String>,
+}
+
+/// `intake.source.update`: turns a source on or off.
+pub struct IntakeSourceUpdate {
+    pub id: String,
+    pub enabled: bool,
+}
+
+/// `schedule.create`: makes a task from `title` and `description` at each occurrence of
+/// `cron` read in `time_zone`.
+pub struct ScheduleCreate {
+    pub workspace_id: String,
+    pub name: String,
+    pub cron: String,
+    pub time_zone: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub workflow_id: Option<String>,
+    pub step_id: Option<String>,
+    pub repository_ids: Option<Vec<String>>,
+    /// `run_once` (default) or `skip`.
+    pub missed: Option<String>,
+}
+
+/// `schedule.update`: a field left out keeps its value.
+pub struct ScheduleUpdate {
+    pub id: String,
+    pub name: Option<String>,
+    pub cron: Option<String>,
+    pub time_zone: Option<String>,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub step_id: Option<String>,
+    pub repository_ids: Option<Vec<String>>,
+    pub missed: Option<String>,
+    pub enabled: Option<bool>,
+}
 }
 
 requests! {

@@ -57,6 +57,37 @@ responses! {
         pub id: String,
     }
 
+    /// `intake.source.list`: the workspace's sources by name.
+    pub struct IntakeSources {
+        pub sources: Vec<crate::IntakeSourceDto>,
+    }
+
+    pub struct IntakeSourceOne {
+        pub source: crate::IntakeSourceDto,
+    }
+
+    /// `intake.source.create`: the source and, when it has a webhook, the secret the sender
+    /// signs with (answered only here).
+    pub struct IntakeSourceCreated {
+        pub source: crate::IntakeSourceDto,
+        pub hook_secret: Option<String>,
+    }
+
+    /// `intake.source.poll`: the source after one poll, and the tasks it made.
+    pub struct IntakePolled {
+        pub source: crate::IntakeSourceDto,
+        pub created: Vec<TaskDto>,
+    }
+
+    /// `schedule.list`: the workspace's schedules by name.
+    pub struct Schedules {
+        pub schedules: Vec<crate::ScheduleDto>,
+    }
+
+    pub struct ScheduleOne {
+        pub schedule: crate::ScheduleDto,
+    }
+
     pub struct Workspaces {
         pub workspaces: Vec<WorkspaceDto>,
         pub next_cursor: Option<String>,

@@ -275,6 +275,10 @@ pub enum StatusNoteDto {
         event: String,
         outcome: String,
     },
+    IssueUpdate {
+        action: String,
+        outcome: String,
+    },
 }
 
 impl From<&MessageMeta> for MessageBodyDto {
@@ -463,6 +467,7 @@ impl From<&StatusNote> for StatusNoteDto {
             N::PrFeedback { repository_id, event, outcome } => {
                 D::PrFeedback { repository_id, event, outcome }
             }
+            N::IssueUpdate { action, outcome } => D::IssueUpdate { action, outcome },
         }
     }
 }

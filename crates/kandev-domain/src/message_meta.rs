@@ -412,6 +412,9 @@ pub enum StatusNote {
     /// `checks_passed` or `review`; `outcome` as `PrEvent::outcome` (`sent`, `inherited`,
     /// `capped`, `merged`, `merge_refused`, `ignored`, `none`).
     PrFeedback { repository_id: String, event: String, outcome: String },
+    /// A workflow wrote back to the issue the task was made from (issue 47): `action` is
+    /// `comment_issue` or `close_issue`; `outcome` `done` or `failed` (the text says why).
+    IssueUpdate { action: String, outcome: String },
 }
 
 #[cfg(test)]

@@ -67,6 +67,8 @@ pub struct Task {
     /// Its git status as last published, summed over its repositories (`None` before the
     /// first one, or without a worktree).
     pub git: Option<crate::ship::GitSummary>,
+    /// What it was made from (an issue, a webhook's delivery, a schedule), when intake made it.
+    pub origin: Option<crate::intake::OriginLink>,
     pub archived_at: Option<Timestamp>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,

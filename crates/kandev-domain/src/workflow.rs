@@ -152,8 +152,12 @@ impl Trigger {
                     || action.is_ship()
             }
             Trigger::OnExit => matches!(action, DisablePlanMode),
-            Trigger::OnPrMerged | Trigger::OnPrClosed => {
-                matches!(action, MoveToNext | MoveToPrevious | MoveToStep(_))
+            Trigger::OnPrMerged => matches!(
+                action,
+                MoveToNext | MoveToPrevious | MoveToStep(_) | CommentIssue | CloseIssue
+            ),
+            Trigger::OnPrClosed => {
+                matches!(action, MoveToNext | MoveToPrevious | MoveToStep(_) | CommentIssue)
             }
             Trigger::OnPrChecksFailed | Trigger::OnPrReview => {
                 matches!(action, MoveToNext | MoveToPrevious | MoveToStep(_) | SendFeedback(_))
@@ -275,6 +279,11 @@ pub enum Action<S> {
     AutoMerge {
         strategy: MergeStrategy,
     },
+    /// Comments on the issue the task was made from with its pull requests' links and
+    /// states (`on_pr_merged`, `on_pr_closed`; docs/intake.md).
+    CommentIssue,
+    /// Closes the issue the task was made from (`on_pr_merged`).
+    CloseIssue,
 }
 
 impl<S> Action<S> {
@@ -303,6 +312,8 @@ impl<S> Action<S> {
             Action::Rebase => "rebase",
             Action::SendFeedback(_) => "send_feedback",
             Action::AutoMerge { .. } => "auto_merge",
+            Action::CommentIssue => "comment_issue",
+            Action::CloseIssue => "close_issue",
         }
     }
 
@@ -323,6 +334,8 @@ impl<S> Action<S> {
             Action::Rebase => Action::Rebase,
             Action::SendFeedback(feedback) => Action::SendFeedback(feedback),
             Action::AutoMerge { strategy } => Action::AutoMerge { strategy },
+            Action::CommentIssue => Action::CommentIssue,
+            Action::CloseIssue => Action::CloseIssue,
         })
     }
 }

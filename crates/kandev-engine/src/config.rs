@@ -86,6 +86,9 @@ pub struct EngineConfig {
     /// How often the forge is asked about each open pull request (default once a minute;
     /// zero: never, only `task.pr.get` refreshes).
     pub pr_poll_interval: Duration,
+    /// How often every enabled issues source is polled (default every 2 minutes; zero:
+    /// never, only `intake.source.poll` and webhooks take issues in).
+    pub intake_poll_interval: Duration,
     /// Wait after a notification delivery's first failure, doubled after each next one
     /// (default 10 s; tests shrink it).
     pub notification_backoff: Duration,
@@ -113,6 +116,7 @@ impl EngineConfig {
             mcp_bridge: None,
             dev_server_ports: 41000..=41999,
             pr_poll_interval: PR_POLL_INTERVAL,
+            intake_poll_interval: crate::intake::INTAKE_POLL_INTERVAL,
             notification_backoff: Duration::from_secs(10),
             allow_private_notification_targets: false,
             attachments: AttachmentSettings::default(),

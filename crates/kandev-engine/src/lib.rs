@@ -28,6 +28,7 @@ mod files;
 mod handle;
 mod handshake;
 mod inner;
+mod intake;
 mod launcher;
 mod links;
 pub mod mcp;
@@ -37,6 +38,7 @@ mod publish;
 mod question;
 mod reconcile;
 mod saved_prompts;
+mod schedules;
 mod session;
 mod shells;
 mod sites;
@@ -47,6 +49,7 @@ mod usecases;
 pub mod workdir;
 mod workflow;
 mod write;
+mod writeback;
 
 pub use api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
 pub use attachments::{Upload, too_large_error};
@@ -58,6 +61,7 @@ pub use devservers::{DEV_SERVER_LOG_BYTES, DevServerInfo};
 pub use engine::Engine;
 pub use error::{EngineError, Result};
 pub use executors::ExecutorCheck;
+pub use intake::{HookError, HookOutcome, INTAKE_POLL_INTERVAL, IntakeSourceRequest};
 pub use kandev_notify::{SIGNATURE_HEADER, signature};
 /// Facts about this machine's programs (whether an agent's command is installed).
 pub use kandev_runtime::program;
@@ -65,6 +69,7 @@ pub use launcher::{
     BuiltinMockLauncher, ExecutionControl, LaunchSpec, Launched, Launcher, LocalLauncher,
     RunnerExec, RunnerLauncher,
 };
+pub use schedules::{Fired, LATE_AFTER, ScheduleInput};
 pub use shells::{
     MAX_TERMINAL_CELLS, MAX_TERMINALS_PER_TASK, TerminalChunk, TerminalExit, TerminalHandle,
     TerminalInfo,

@@ -183,6 +183,10 @@ pub(crate) fn pr_settled(
         {
             return Ok(());
         }
+        // The issue hears of it before the task moves (the move may run the next step).
+        if let Err(err) = crate::writeback::run(&inner, &task_id, trigger).await {
+            tracing::warn!(task = %task_id, error = %err, "cannot write back to the task's issue");
+        }
         forge_move(inner, task_id, None, trigger, cause).await
     })
 }

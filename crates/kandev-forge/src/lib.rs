@@ -2,7 +2,9 @@
 //! (REST v3) and GitLab (REST v4), over HTTP with `reqwest`. Knows nothing of sessions or the
 //! store: the engine decides when to call it and what to do with the answer
 //! (`kandev-engine/src/workdir/forge.rs`). `checks.rs` adds what CI feedback and auto-merge
-//! read and do: a commit's jobs and their logs, reviews, approvals, merging.
+//! read and do: a commit's jobs and their logs, reviews, approvals, merging. `issues.rs`
+//! reads issues as a source of work (and comments on and closes them); `webhook.rs` verifies
+//! inbound webhook deliveries (pure, no IO).
 //!
 //! Invariants:
 //! - The only network calls Kandev makes are these, to the repository's forge, when an
@@ -22,8 +24,11 @@ use kandev_domain::{RepositoryId, TaskId};
 use serde_json::{Value, json};
 
 pub mod checks;
+pub mod issues;
+pub mod webhook;
 
 pub use checks::{CheckJob, CheckState, ReviewNote};
+pub use issues::Issue;
 /// The HTTP client forge requests go out with ([`client`]).
 pub use reqwest::Client as HttpClient;
 

@@ -109,6 +109,8 @@ enum ActionJson {
     Rebase,
     SendFeedback { max_rounds: u32, include_bots: bool },
     AutoMerge { strategy: StrategyJson },
+    CommentIssue,
+    CloseIssue,
 }
 
 /// The stored form of a merge action's strategy.
@@ -182,6 +184,8 @@ fn action_to_json(a: &Action<StepId>) -> ActionJson {
             ActionJson::SendFeedback { max_rounds: f.max_rounds, include_bots: f.include_bots }
         }
         Action::AutoMerge { strategy } => ActionJson::AutoMerge { strategy: (*strategy).into() },
+        Action::CommentIssue => ActionJson::CommentIssue,
+        Action::CloseIssue => ActionJson::CloseIssue,
     }
 }
 
@@ -203,6 +207,8 @@ fn action_from_json(a: ActionJson) -> Action<StepId> {
             Action::SendFeedback(Feedback { max_rounds, include_bots })
         }
         ActionJson::AutoMerge { strategy } => Action::AutoMerge { strategy: strategy.into() },
+        ActionJson::CommentIssue => Action::CommentIssue,
+        ActionJson::CloseIssue => Action::CloseIssue,
     }
 }
 
@@ -562,7 +568,7 @@ mod tests {
                 Action::CreatePullRequest,
             ],
             on_exit: vec![Action::DisablePlanMode],
-            on_pr_merged: vec![Action::MoveToNext],
+            on_pr_merged: vec![Action::CommentIssue, Action::CloseIssue, Action::MoveToNext],
             on_pr_closed: vec![Action::MoveToStep(StepId::new("s-1"))],
             on_pr_checks_failed: vec![Action::SendFeedback(Feedback {
                 max_rounds: 5,

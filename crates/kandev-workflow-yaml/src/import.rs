@@ -57,7 +57,7 @@ pub fn import_with(yaml: &str, limits: &Limits) -> Result<Vec<WorkflowSpec>, Vec
 }
 
 /// All action type names, in the order of docs/workflows.md.
-fn every_action() -> [Action<()>; 14] {
+fn every_action() -> [Action<()>; 16] {
     [
         Action::ResetAgentContext,
         Action::EnablePlanMode,
@@ -73,6 +73,8 @@ fn every_action() -> [Action<()>; 14] {
         Action::Rebase,
         Action::SendFeedback(Feedback::default()),
         Action::AutoMerge { strategy: MergeStrategy::Merge },
+        Action::CommentIssue,
+        Action::CloseIssue,
     ]
 }
 

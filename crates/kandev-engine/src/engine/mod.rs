@@ -11,6 +11,8 @@ mod actions;
 mod control;
 mod dev;
 mod ship;
+
+pub(crate) use ship::refresh_and_follow;
 mod terminals;
 
 use std::future::Future;

@@ -108,7 +108,9 @@ impl SessionActor {
                 | Action::MoveToPrevious
                 | Action::MoveToStep(_)
                 | Action::SendFeedback(_)
-                | Action::AutoMerge { .. } => {}
+                | Action::AutoMerge { .. }
+                | Action::CommentIssue
+                | Action::CloseIssue => {}
                 action @ (Action::Push
                 | Action::CreatePullRequest
                 | Action::Merge { .. }

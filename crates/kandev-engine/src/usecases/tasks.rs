@@ -6,6 +6,7 @@
 
 use kandev_api_types::{Notification, TaskDto, WorkspaceEvent};
 use kandev_domain::agent::AgentProfile;
+use kandev_domain::intake::TaskOrigin;
 use kandev_domain::message_meta::StatusNote;
 use kandev_domain::task::Task;
 use kandev_domain::transcript::Session;
@@ -43,6 +44,9 @@ pub struct NewTaskRequest {
     pub agent_depth: u32,
     /// Start an agent session at once even when the start step does not auto-start.
     pub start_agent: bool,
+    /// What intake made it from; a task was made from its external id already: `Conflict`
+    /// (`StoreError::Conflict`), and nothing is written.
+    pub origin: Option<TaskOrigin>,
 }
 
 /// A created task and, when its start step started an agent, the session it started.
@@ -117,6 +121,10 @@ impl Engine {
         };
         let mut tx = store.begin_write().await?;
         let task = tx.insert_task(&new, "user").await?;
+        if let Some(origin) = &request.origin {
+            // In the write transaction: of two arrivals of one issue, the second sees the first.
+            tx.insert_task_origin(&task.workspace_id, &task.id, origin).await?;
+        }
         if request.agent_depth > 0 {
             tx.set_task_agent_depth(&task.id, request.agent_depth).await?;
         }
@@ -128,7 +136,8 @@ impl Engine {
             let blockers = Some(request.blocked_by.as_slice());
             tx.set_task_links(&task.id, Some(request.parent_id.as_ref()), blockers).await?;
         }
-        let task = if linked { tx.get_task(&task.id).await? } else { task };
+        let reread = linked || request.origin.is_some();
+        let task = if reread { tx.get_task(&task.id).await? } else { task };
         let event = WorkspaceEvent::TaskCreated { task: TaskDto::from(&task) };
         notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
         if blocked {
@@ -476,6 +485,7 @@ mod tests {
             blocked_by: vec![],
             agent_depth: 0,
             start_agent: false,
+            origin: None,
         }
     }
 

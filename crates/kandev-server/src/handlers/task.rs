@@ -69,6 +69,7 @@ async fn create_now(
         blocked_by: p.blocked_by.into_iter().map(TaskId::new).collect(),
         agent_depth,
         start_agent: p.start_agent,
+        origin: None,
     };
     let created = s.engine().create_task(request).await?;
     Ok(TaskCreated {

@@ -3,8 +3,10 @@
 //! index among the non-archived tasks of its step.
 
 mod board;
+mod origins;
 mod write;
 
+use kandev_domain::intake::OriginLink;
 use kandev_domain::needs_you::NeedsYou;
 use kandev_domain::ship::{GitSummary, PrState};
 use kandev_domain::task::{Task, TaskCard, TaskState};
@@ -81,7 +83,9 @@ const TASK_SELECT: &str = "SELECT t.id, t.workspace_id, t.workflow_id, t.step_id
         AS repository_ids, \
     (SELECT ahead || ',' || behind || ',' || dirty || ',' || conflicts || ',' || \
         coalesce(pr_state, '') || ',' || merged FROM task_git_summaries WHERE task_id = t.id) \
-        AS git \
+        AS git, \
+    (SELECT external_id FROM task_origins WHERE task_id = t.id LIMIT 1) AS origin_id, \
+    (SELECT url FROM task_origins WHERE task_id = t.id LIMIT 1) AS origin_url \
     FROM tasks t";
 
 /// The columns a board card shows ([`TaskCard`]), with the same related ids as
@@ -180,6 +184,9 @@ struct TaskRow {
     blocked_by: Option<String>,
     /// `ahead,behind,dirty,conflicts,pr_state,merged` from `task_git_summaries`.
     git: Option<String>,
+    /// `task_origins`: what intake made it from.
+    origin_id: Option<String>,
+    origin_url: Option<String>,
 }
 
 /// A task's stored git summary, `ahead,behind,dirty,conflicts,pr_state,merged`.
@@ -228,6 +235,10 @@ impl TryFrom<TaskRow> for Task {
             primary_session_id: r.primary_session_id.map(SessionId::new),
             parent_id: r.parent_id.map(TaskId::new),
             blocked_by: ids(r.blocked_by.as_deref()).map(TaskId::new).collect(),
+            origin: r.origin_id.map(|external_id| OriginLink {
+                external_id,
+                url: r.origin_url.unwrap_or_default(),
+            }),
             archived_at: r.archived_at.map(Timestamp),
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
