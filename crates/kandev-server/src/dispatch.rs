@@ -15,8 +15,8 @@ use serde_json::value::RawValue;
 use crate::accounts::{self, Identity};
 use crate::board_cache::BoardKey;
 use crate::handlers::{
-    agent_auth, executor, files, git, notify, profile, prompt, question, repository, search,
-    session, ship, system, task, terminal, workflow, workspace,
+    agent_auth, executor, files, git, intake, notify, profile, prompt, question, repository,
+    search, session, ship, system, task, terminal, workflow, workspace,
 };
 use crate::{ApiError, AppState};
 
@@ -203,6 +203,16 @@ handlers! {
     PromptCreate => prompt::create,
     PromptUpdate => prompt::update,
     PromptDelete => prompt::delete,
+
+    IntakeSourceList => intake::list_sources,
+    IntakeSourceCreate => intake::create_source,
+    IntakeSourceUpdate => intake::update_source,
+    IntakeSourceDelete => intake::delete_source,
+    IntakeSourcePoll => intake::poll_source,
+    ScheduleList => intake::list_schedules,
+    ScheduleCreate => intake::create_schedule,
+    ScheduleUpdate => intake::update_schedule,
+    ScheduleDelete => intake::delete_schedule,
     QueueList => session::queue_list,
     QueueAdd => session::queue_add,
     QueueUpdate => session::queue_update,

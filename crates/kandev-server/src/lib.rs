@@ -17,6 +17,7 @@ mod conn;
 mod dispatch;
 mod error;
 mod handlers;
+mod hooks;
 mod http;
 mod mcp;
 mod outbox;
@@ -59,6 +60,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/attachment/{id}", get(http::attachment))
         .route("/api/v1/{action}", post(http::action))
         .route("/ws", get(ws::upgrade))
+        .route(
+            "/hooks/{id}",
+            post(hooks::receive).layer(axum::extract::DefaultBodyLimit::max(hooks::MAX_HOOK_BYTES)),
+        )
         .route(security::LOGIN_PATH, get(ui::login_page).post(ui::login))
         .route(security::LOGOUT_PATH, post(ui::logout))
         .fallback(ui::fallback)
@@ -137,6 +142,9 @@ pub async fn serve(
     tasks.spawn(ws::fan_out(state.store().subscribe(), state.routes().clone(), shutdown.clone()));
     // Open pull requests are polled while the server serves (their merge moves tasks).
     tasks.spawn(state.engine().clone().poll_pull_requests(shutdown.clone()));
+    // Issues sources are polled, and schedules fire, while the server serves (issue 47).
+    tasks.spawn(state.engine().clone().poll_intake(shutdown.clone()));
+    tasks.spawn(state.engine().clone().run_schedules(shutdown.clone()));
     // Open WebSockets would keep a graceful shutdown waiting: close them first.
     let closing = state.closing().clone();
     let stop = shutdown.clone();

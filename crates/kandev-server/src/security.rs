@@ -55,7 +55,8 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     let path = request.uri().path();
     // The login form is how a browser gets a cookie, so it needs none itself; logout only
     // ends the session its cookie names.
-    let public = path == LOGIN_PATH || path == LOGOUT_PATH;
+    // A webhook delivery's credential is its signature, checked by its handler (`hooks.rs`).
+    let public = path == LOGIN_PATH || path == LOGOUT_PATH || path.starts_with("/hooks/");
     let accounts = match state.store().has_users().await {
         Ok(accounts) => accounts,
         Err(err) => {

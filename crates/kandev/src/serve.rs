@@ -84,6 +84,15 @@ pub struct ServeArgs {
         value_parser = parse_duration
     )]
     pub pr_poll_interval: Duration,
+    /// How often every enabled issues source is polled for new issues; 0 never polls
+    /// (webhooks and "Poll now" still take issues in).
+    #[arg(
+        long,
+        env = "KANDEV_INTAKE_POLL_INTERVAL",
+        default_value = "120s",
+        value_parser = parse_duration
+    )]
+    pub intake_poll_interval: Duration,
     /// Most open connections (default 512, or half the open-file limit when that is lower).
     /// At the cap the oldest idle one is closed; when all are busy a new one gets 503.
     #[arg(long, env = "KANDEV_MAX_CONNECTIONS")]
@@ -246,6 +255,7 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
     config.stall_after = args.agent_stall_after;
     config.dev_server_ports = args.dev_server_ports.clone();
     config.pr_poll_interval = args.pr_poll_interval;
+    config.intake_poll_interval = args.intake_poll_interval;
     config.allow_private_notification_targets = args.allow_private_notification_targets;
     config.attachments.quota = args.attachment_quota;
     Ok(config)

@@ -6,6 +6,7 @@ pub mod agent_auth;
 pub mod executor;
 pub mod files;
 pub mod git;
+pub mod intake;
 pub mod notify;
 pub mod profile;
 mod profile_mcp;
