@@ -2,7 +2,7 @@
 // change the Rust types, run `cargo test -p kandev-api-types --test ts_bindings`
 // twice and commit this file.
 
-export type ActionDto = { "type": "reset_agent_context" } | { "type": "enable_plan_mode" } | { "type": "disable_plan_mode" } | { "type": "set_session_mode", mode_id: string, } | { "type": "auto_start_agent" } | { "type": "move_to_next" } | { "type": "move_to_previous" } | { "type": "move_to_step", step_id: string, } | { "type": "push" } | { "type": "create_pull_request" } | { "type": "merge", strategy: MergeStrategyDto, } | { "type": "rebase" } | { "type": "send_feedback", max_rounds: number, include_bots: boolean, } | { "type": "auto_merge", strategy: MergeStrategyDto, };
+export type ActionDto = { "type": "reset_agent_context" } | { "type": "enable_plan_mode" } | { "type": "disable_plan_mode" } | { "type": "set_session_mode", mode_id: string, } | { "type": "auto_start_agent" } | { "type": "move_to_next" } | { "type": "move_to_previous" } | { "type": "move_to_step", step_id: string, } | { "type": "push" } | { "type": "create_pull_request" } | { "type": "merge", strategy: MergeStrategyDto, } | { "type": "rebase" } | { "type": "send_feedback", max_rounds: number, include_bots: boolean, } | { "type": "auto_merge", strategy: MergeStrategyDto, } | { "type": "comment_issue" } | { "type": "close_issue" };
 
 export type AgentKindDto = "mock" | "claude" | "codex" | "gemini" | "opencode" | "custom";
 
@@ -202,6 +202,55 @@ merged: boolean, };
 export type HunkDto = { header: string, old_start: number, old_lines: number, new_start: number, new_lines: number, lines: Array<DiffLineDto>, };
 
 export type IndexDto = { repository_id: string | null, staged: Array<FileChangeDto>, unstaged: Array<FileChangeDto>, };
+
+export type IntakePolled = { source: IntakeSourceDto, created: Array<TaskDto>, };
+
+export type IntakeSourceCreate = { workspace_id: string, name: string, 
+/**
+ * `issues` or `webhook`.
+ */
+kind: string, repository_id?: string, label?: string, 
+/**
+ * Default: the workspace's first workflow.
+ */
+workflow_id?: string, 
+/**
+ * Default: the workflow's start step.
+ */
+step_id?: string, 
+/**
+ * `github`, `gitlab` or `hmac` gives the source a webhook (`/hooks/<id>`) with a new
+ * secret, answered once.
+ */
+hook_scheme?: string, };
+
+export type IntakeSourceCreated = { source: IntakeSourceDto, hook_secret: string | null, };
+
+export type IntakeSourceDto = { id: string, workspace_id: string, name: string, 
+/**
+ * `issues` (a repository's forge issues, polled) or `webhook` (only what its webhook
+ * delivers).
+ */
+kind: string, repository_id: string | null, 
+/**
+ * Only issues with this label (empty: every open issue).
+ */
+label: string, workflow_id: string, step_id: string, 
+/**
+ * Its webhook's scheme (`github`, `gitlab`, `hmac`), when it has one; its URL is
+ * `/hooks/<id>`. The secret is shown once, when the source is created.
+ */
+hook_scheme: string | null, enabled: boolean, last_polled_at: string | null, 
+/**
+ * Why the last poll failed (empty after a good one).
+ */
+last_error: string, created_at: string, };
+
+export type IntakeSourceOne = { source: IntakeSourceDto, };
+
+export type IntakeSourceUpdate = { id: string, enabled: boolean, };
+
+export type IntakeSources = { sources: Array<IntakeSourceDto>, };
 
 export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
 
@@ -416,6 +465,47 @@ export type SavedPromptOne = { prompt: SavedPromptDto, };
 
 export type SavedPrompts = { prompts: Array<SavedPromptDto>, };
 
+export type ScheduleCreate = { workspace_id: string, name: string, cron: string, time_zone: string, title: string, description?: string, workflow_id?: string, step_id?: string, repository_ids?: Array<string>, 
+/**
+ * `run_once` (default) or `skip`.
+ */
+missed?: string, };
+
+export type ScheduleDto = { id: string, workspace_id: string, name: string, 
+/**
+ * Five fields: minute hour day-of-month month day-of-week (or `@daily` and the like).
+ */
+cron: string, 
+/**
+ * An IANA time zone the expression is read in (`Europe/Berlin`).
+ */
+time_zone: string, title: string, description: string, workflow_id: string, step_id: string, repository_ids: Array<string>, 
+/**
+ * `run_once` (occurrences missed while the server was down fire once at startup) or
+ * `skip`.
+ */
+missed: string, enabled: boolean, 
+/**
+ * When it fires next (none while disabled).
+ */
+next_at: string | null, 
+/**
+ * Its newest runs, newest first.
+ */
+runs: Array<ScheduleRunDto>, created_at: string, };
+
+export type ScheduleOne = { schedule: ScheduleDto, };
+
+export type ScheduleRunDto = { occurrence: string, 
+/**
+ * The task it made; none when it was skipped.
+ */
+task_id: string | null, at: string, };
+
+export type ScheduleUpdate = { id: string, name?: string, cron?: string, time_zone?: string, title?: string, description?: string, step_id?: string, repository_ids?: Array<string>, missed?: string, enabled?: boolean, };
+
+export type Schedules = { schedules: Array<ScheduleDto>, };
+
 export type Search = { workspace_id: string, query: string, 
 /**
  * Default: both.
@@ -482,7 +572,7 @@ export type SshSettingsDto = { host: string, port: number, user: string, identit
 
 export type StatusMetaDto = StatusNoteDto | { [key in string]: JsonValue };
 
-export type StatusNoteDto = { "reason": "agent_warning" } | { "reason": "cancelled" } | { "reason": "stopped" } | { "reason": "idle" } | { "reason": "stall" } | { "reason": "interrupted" } | { "reason": "context_reset" } | { "reason": "resumed" } | { "reason": "fresh" } | { "reason": "mcp_transport", servers: Array<string>, } | { "reason": "unknown_saved_prompt", names: Array<string>, } | { "reason": "saved_prompts_too_large" } | { "reason": "task_moved", by: string, } | { "reason": "ship_action", action: string, } | { "reason": "ship_by", action: string, by: string, } | { "reason": "worktree_reused", repository_id: string, path: string, branch: string, } | { "reason": "worktree_created", repository_id: string, path: string, branch: string, base_commit: string, } | { "reason": "setup_script", repository_id: string, status: string, exit_code: number | null, } | { "reason": "cleanup_script", repository_id: string, status: string, } | { "reason": "pull_request", repository_id: string, number: number, url: string, state: string, was: string, } | { "reason": "authenticated", auth_method: string, } | { "reason": "mcp_note" } | { "reason": "complete_step", step: string, } | { "reason": "question_resolved", question_id: string, status: string, answer: string | null, by: string | null, } | { "reason": "pr_feedback", repository_id: string, event: string, outcome: string, };
+export type StatusNoteDto = { "reason": "agent_warning" } | { "reason": "cancelled" } | { "reason": "stopped" } | { "reason": "idle" } | { "reason": "stall" } | { "reason": "interrupted" } | { "reason": "context_reset" } | { "reason": "resumed" } | { "reason": "fresh" } | { "reason": "mcp_transport", servers: Array<string>, } | { "reason": "unknown_saved_prompt", names: Array<string>, } | { "reason": "saved_prompts_too_large" } | { "reason": "task_moved", by: string, } | { "reason": "ship_action", action: string, } | { "reason": "ship_by", action: string, by: string, } | { "reason": "worktree_reused", repository_id: string, path: string, branch: string, } | { "reason": "worktree_created", repository_id: string, path: string, branch: string, base_commit: string, } | { "reason": "setup_script", repository_id: string, status: string, exit_code: number | null, } | { "reason": "cleanup_script", repository_id: string, status: string, } | { "reason": "pull_request", repository_id: string, number: number, url: string, state: string, was: string, } | { "reason": "authenticated", auth_method: string, } | { "reason": "mcp_note" } | { "reason": "complete_step", step: string, } | { "reason": "question_resolved", question_id: string, status: string, answer: string | null, by: string | null, } | { "reason": "pr_feedback", repository_id: string, event: string, outcome: string, } | { "reason": "issue_update", action: string, outcome: string, };
 
 export type StepCreate = { workflow_id: string, name: string, position?: number, color?: string, prompt?: string, is_start_step?: boolean, allow_manual_move?: boolean, 
 /**
@@ -575,7 +665,11 @@ blocked_by: Array<string>,
 /**
  * Its git status as last published (`task.git_status`), summed over its repositories.
  */
-git: GitSummaryDto | null, archived_at: string | null, created_at: string, updated_at: string, };
+git: GitSummaryDto | null, 
+/**
+ * What intake made it from (an issue, a webhook's delivery, a schedule), if it did.
+ */
+origin: TaskOriginDto | null, archived_at: string | null, created_at: string, updated_at: string, };
 
 export type TaskFileRead = { task_id: string, path: string, };
 
@@ -602,6 +696,16 @@ export type TaskMove = { id: string, step_id: string, position?: number, };
 export type TaskMoved = { task: TaskDto, from_step_id: string, };
 
 export type TaskOne = { task: TaskDto, };
+
+export type TaskOriginDto = { 
+/**
+ * Its key in the workspace (`github:owner/repo#12`, `schedule:<id>@<ms>`).
+ */
+external_id: string, 
+/**
+ * Its web page (empty when it has none).
+ */
+url: string, };
 
 export type TaskPrCreate = { task_id: string, repository_id?: string, title?: string, body?: string, draft?: boolean, };
 
@@ -831,6 +935,15 @@ export type Actions = {
   "prompt.create": { request: PromptCreate, response: SavedPromptOne },
   "prompt.update": { request: PromptUpdate, response: SavedPromptOne },
   "prompt.delete": { request: ById, response: Deleted },
+  "intake.source.list": { request: ByWorkspace, response: IntakeSources },
+  "intake.source.create": { request: IntakeSourceCreate, response: IntakeSourceCreated },
+  "intake.source.update": { request: IntakeSourceUpdate, response: IntakeSourceOne },
+  "intake.source.delete": { request: ById, response: Deleted },
+  "intake.source.poll": { request: ById, response: IntakePolled },
+  "schedule.list": { request: ByWorkspace, response: Schedules },
+  "schedule.create": { request: ScheduleCreate, response: ScheduleOne },
+  "schedule.update": { request: ScheduleUpdate, response: ScheduleOne },
+  "schedule.delete": { request: ById, response: Deleted },
   "executor.list": { request: Empty, response: Executors },
   "executor.create": { request: ExecutorCreate, response: ExecutorOne },
   "executor.update": { request: ExecutorUpdate, response: ExecutorOne },
