@@ -23,6 +23,8 @@ pub const SETUP_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// Default of how often open pull requests are polled (`EngineConfig::pr_poll_interval`,
 /// `kandev serve --pr-poll-interval`): at most once a minute per pull request.
 pub const PR_POLL_INTERVAL: Duration = Duration::from_secs(60);
+/// The default time between two polls of the intake sources (issue 47).
+pub const INTAKE_POLL_INTERVAL: Duration = Duration::from_secs(120);
 
 /// Default per-home quota of stored attachments (`kandev serve --attachment-quota`).
 pub const ATTACHMENT_QUOTA: u64 = 1 << 30;
@@ -116,7 +118,7 @@ impl EngineConfig {
             mcp_bridge: None,
             dev_server_ports: 41000..=41999,
             pr_poll_interval: PR_POLL_INTERVAL,
-            intake_poll_interval: crate::intake::INTAKE_POLL_INTERVAL,
+            intake_poll_interval: INTAKE_POLL_INTERVAL,
             notification_backoff: Duration::from_secs(10),
             allow_private_notification_targets: false,
             attachments: AttachmentSettings::default(),

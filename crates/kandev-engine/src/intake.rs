@@ -12,8 +12,6 @@
 //!   decides, as for any task.
 //! - The only network calls are to the source's repository's forge, with its token.
 
-use std::time::Duration;
-
 use kandev_domain::intake::{Arrival, Hook, HookScheme, IntakeSource, SourceKind, TaskOrigin};
 use kandev_domain::task::Task;
 use kandev_domain::validate::{MAX_DESCRIPTION_BYTES, MAX_TITLE_CHARS};
@@ -47,7 +45,7 @@ pub struct IntakeSourceRequest {
 #[derive(Debug)]
 pub enum HookOutcome {
     /// It made this task.
-    Created(Task),
+    Created(Box<Task>),
     /// Its issue made a task before (this one, possibly deleted since).
     Known(TaskId),
     /// It was read and needs nothing (a closed issue, another label, a ping), and why.
@@ -417,7 +415,7 @@ impl Engine {
         if !issue.open {
             return Ok(HookOutcome::Ignored(format!("issue #{} is closed", issue.number)));
         }
-        if !source.label.is_empty() && !issue.labels.iter().any(|l| *l == source.label) {
+        if !source.label.is_empty() && !issue.labels.contains(&source.label) {
             let label = &source.label;
             return Ok(HookOutcome::Ignored(format!(
                 "issue #{} is not labeled {label}",
@@ -432,7 +430,7 @@ impl Engine {
             number: Some(issue.number),
         };
         match self.take_in(source, arrival).await? {
-            Some(task) => Ok(HookOutcome::Created(task)),
+            Some(task) => Ok(HookOutcome::Created(Box::new(task))),
             None => {
                 let task = self.inner.store.task_from(&source.workspace_id, &external_id).await?;
                 Ok(task.map_or_else(|| HookOutcome::Ignored("taken in".into()), HookOutcome::Known))
@@ -466,7 +464,7 @@ impl Engine {
             number: None,
         };
         match self.take_in(source, arrival).await? {
-            Some(task) => Ok(HookOutcome::Created(task)),
+            Some(task) => Ok(HookOutcome::Created(Box::new(task))),
             None => {
                 let task = self.inner.store.task_from(&source.workspace_id, &external_id).await?;
                 Ok(task.map_or_else(|| HookOutcome::Ignored("taken in".into()), HookOutcome::Known))
@@ -492,7 +490,7 @@ impl Engine {
         let inner = self.inner.clone();
         self.inner.tracker.spawn(async move {
             for pr in open {
-                if let Err(err) = crate::engine::refresh_and_follow(&inner, &pr).await {
+                if let Err(err) = crate::engine::ship::refresh_and_follow(&inner, &pr).await {
                     tracing::debug!(task = %pr.task_id, error = %err, "a webhook's pull request refresh failed");
                 }
             }
@@ -534,9 +532,6 @@ impl Engine {
         }
     }
 }
-
-/// The default time between two polls of the intake sources.
-pub const INTAKE_POLL_INTERVAL: Duration = Duration::from_secs(120);
 
 #[cfg(test)]
 mod tests {

@@ -54,14 +54,14 @@ mod writeback;
 pub use api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
 pub use attachments::{Upload, too_large_error};
 pub use config::{
-    ATTACHMENT_QUOTA, AgentCommand, AttachmentSettings, EngineConfig, PR_POLL_INTERVAL,
-    SETUP_TIMEOUT,
+    ATTACHMENT_QUOTA, AgentCommand, AttachmentSettings, EngineConfig, INTAKE_POLL_INTERVAL,
+    PR_POLL_INTERVAL, SETUP_TIMEOUT,
 };
 pub use devservers::{DEV_SERVER_LOG_BYTES, DevServerInfo};
 pub use engine::Engine;
 pub use error::{EngineError, Result};
 pub use executors::ExecutorCheck;
-pub use intake::{HookError, HookOutcome, INTAKE_POLL_INTERVAL, IntakeSourceRequest};
+pub use intake::{HookError, HookOutcome, IntakeSourceRequest};
 pub use kandev_notify::{SIGNATURE_HEADER, signature};
 /// Facts about this machine's programs (whether an agent's command is installed).
 pub use kandev_runtime::program;

@@ -32,9 +32,10 @@ pub async fn receive(
 
 fn accepted(outcome: HookOutcome) -> Response {
     let (status, body) = match outcome {
-        HookOutcome::Created(task) => {
-            (StatusCode::CREATED, json!({"outcome": "created", "task": TaskDto::from(&task)}))
-        }
+        HookOutcome::Created(task) => (
+            StatusCode::CREATED,
+            json!({"outcome": "created", "task": TaskDto::from(task.as_ref())}),
+        ),
         HookOutcome::Known(task) => {
             (StatusCode::OK, json!({"outcome": "known", "task_id": task.to_string()}))
         }

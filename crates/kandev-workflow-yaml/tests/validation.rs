@@ -362,7 +362,7 @@ fn a_document_with_many_problems_reports_all_of_them_and_imports_nothing() {
         "workflows[1].steps[0].events.on_enter[1].type: unknown action type `auto_start`; \
          expected one of reset_agent_context, enable_plan_mode, set_session_mode, \
          auto_start_agent, move_to_next, move_to_previous, move_to_step, disable_plan_mode, \
-         push, create_pull_request, merge, rebase, send_feedback, auto_merge"
+         push, create_pull_request, merge, rebase, send_feedback, auto_merge, comment_issue, close_issue"
     );
 }
 
@@ -460,4 +460,30 @@ fn i46_forge_actions_import_with_their_settings_and_only_where_allowed() {
         "{found:#?}"
     );
     assert!(found.iter().any(|(path, _)| path.ends_with("on_pr_checks_failed[1]")), "{found:#?}");
+}
+
+#[test]
+fn i47_write_back_actions_import_under_the_pull_request_triggers_only() {
+    let yaml = with_steps(
+        "      - name: A\n        events:\n          on_pr_merged: [{type: comment_issue}, {type: close_issue}, {type: move_to_next}]\n          on_pr_closed: [{type: comment_issue}]\n      - name: B\n",
+    );
+    let specs = import(&yaml).unwrap();
+    let events = &specs[0].steps[0].events;
+    assert_eq!(events.on_pr_merged, [Action::CommentIssue, Action::CloseIssue, Action::MoveToNext]);
+    assert_eq!(events.on_pr_closed, [Action::CommentIssue]);
+    assert_eq!(export_specs(&specs), yaml, "export writes it back the same");
+
+    let problems = import(&with_steps(
+        "      - name: A\n        events:\n          on_pr_closed: [{type: close_issue}]\n          on_turn_complete: [{type: comment_issue}]\n",
+    ))
+    .unwrap_err();
+    let found: Vec<(&str, &str)> =
+        problems.iter().map(|p| (p.path.as_str(), p.message.as_str())).collect();
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(
+        found.iter().any(|(path, message)| path.ends_with("on_pr_closed[0]")
+            && message.contains("close_issue is not allowed in on_pr_closed")),
+        "{found:#?}"
+    );
+    assert!(found.iter().any(|(path, _)| path.ends_with("on_turn_complete[0]")), "{found:#?}");
 }

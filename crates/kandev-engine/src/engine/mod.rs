@@ -10,9 +10,7 @@
 mod actions;
 mod control;
 mod dev;
-mod ship;
-
-pub(crate) use ship::refresh_and_follow;
+pub(crate) mod ship;
 mod terminals;
 
 use std::future::Future;
