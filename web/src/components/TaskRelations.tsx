@@ -1,9 +1,11 @@
 // A task's parent, blockers and subtasks (issue 17), with their steps: one live query over the
-// workflow's cards, kept current by the workspace's task notifications.
+// workflow's cards, kept current by the workspace's task notifications. And what intake made
+// the task from (issue 47): its issue or delivery, linked when it has a web page.
 import { useCallback } from 'react';
 import { call } from '../api/client';
-import type { Notification, TaskCardDto, TaskDto } from '../api/types';
+import type { Notification, TaskCardDto, TaskDto, TaskOriginDto } from '../api/types';
 import { useData } from '../lib/data';
+import { webLink } from '../lib/intake';
 import { applyTaskEvent } from '../lib/lists';
 import { navigate, taskPath } from '../lib/router';
 import { useLiveQuery } from '../lib/useLiveQuery';
@@ -27,10 +29,16 @@ export function TaskRelations({ task }: { task: TaskDto }) {
     .map((id) => cards.find((t) => t.id === id))
     .filter((t): t is TaskCardDto => !!t);
   const parent = cards.find((t) => t.id === task.parent_id);
+  const origin = task.origin && <Origin origin={task.origin} />;
   if (query.error) {
-    return <InlineError error={`Subtasks and blockers could not be read: ${query.error}`} onRetry={query.reload} />;
+    return (
+      <>
+        {origin && <div className="task-relations">{origin}</div>}
+        <InlineError error={`Subtasks and blockers could not be read: ${query.error}`} onRetry={query.reload} />
+      </>
+    );
   }
-  if (!subtasks.length && !blockers.length && !parent) return null;
+  if (!subtasks.length && !blockers.length && !parent && !origin) return null;
   const link = (t: TaskCardDto) => (
     <li key={t.id}>
       <button className="link" onClick={() => navigate(taskPath(t.id))}>
@@ -41,6 +49,7 @@ export function TaskRelations({ task }: { task: TaskDto }) {
   );
   return (
     <div className="task-relations">
+      {origin}
       {parent && (
         <p>
           Subtask of{' '}
@@ -62,5 +71,22 @@ export function TaskRelations({ task }: { task: TaskDto }) {
         </section>
       )}
     </div>
+  );
+}
+
+/** Where intake found the task: a link to its page (a new tab), or its id when it has no web page. */
+function Origin({ origin }: { origin: TaskOriginDto }) {
+  const text = `From ${origin.external_id}`;
+  const link = webLink(origin.url);
+  return (
+    <p className="task-origin">
+      {link ? (
+        <a href={link} target="_blank" rel="noreferrer">
+          {text}
+        </a>
+      ) : (
+        text
+      )}
+    </p>
   );
 }

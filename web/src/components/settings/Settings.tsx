@@ -1,9 +1,10 @@
 // Settings: one section per file in this folder (agent profiles, repositories, workflows,
-// saved prompts, executors, health),
+// intake, saved prompts, executors, health),
 // chosen by the route (`/settings/<section>`).
 import { navigate } from '../../lib/router';
 import { Executors } from './Executors';
 import { Health } from './Health';
+import { Intake } from './Intake';
 import { Notifications } from './Notifications';
 import { Profiles } from './Profiles';
 import { Prompts } from './Prompts';
@@ -14,6 +15,7 @@ const SECTIONS = [
   ['profiles', 'Agent profiles'],
   ['repositories', 'Repositories'],
   ['workflows', 'Workflows'],
+  ['intake', 'Intake'],
   ['notifications', 'Notifications'],
   ['prompts', 'Prompts'],
   ['executors', 'Executors'],
@@ -44,6 +46,8 @@ export function Settings({ section }: { section: string }) {
           <Repositories />
         ) : section === 'workflows' ? (
           <Workflows />
+        ) : section === 'intake' ? (
+          <Intake />
         ) : section === 'notifications' ? (
           <Notifications />
         ) : section === 'prompts' ? (

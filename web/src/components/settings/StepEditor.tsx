@@ -15,8 +15,9 @@ const ACTIONS: Record<keyof EventsDto, ActionDto['type'][]> = {
   on_turn_start: MOVES,
   on_turn_complete: [...MOVES, 'disable_plan_mode', ...SHIP],
   on_exit: ['disable_plan_mode'],
-  on_pr_merged: MOVES,
-  on_pr_closed: MOVES,
+  // The issue a task came from (intake, issue 47): a move stays the first, the default choice.
+  on_pr_merged: [...MOVES, 'comment_issue', 'close_issue'],
+  on_pr_closed: [...MOVES, 'comment_issue'],
   on_pr_checks_failed: ['send_feedback', ...MOVES],
   on_pr_checks_passed: ['auto_merge', ...MOVES],
   on_pr_review: ['send_feedback', ...MOVES],
@@ -49,6 +50,8 @@ const ACTION_LABEL: Record<ActionDto['type'], string> = {
   rebase: 'Rebase',
   send_feedback: 'Send the feedback to the agent',
   auto_merge: 'Merge the pull request',
+  comment_issue: 'Comment on the issue',
+  close_issue: 'Close the issue',
 };
 
 export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: boolean; last: boolean; onMove: (by: number) => void }) {
