@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::engine::Engine;
 use crate::error::{EngineError, Result, not_found};
 use crate::usecases::NewTaskRequest;
-use crate::writeback::repository_forge;
+use crate::writeback::tracker_of;
 
 /// How long an accepted delivery id is remembered: a replay within it is refused.
 const DELIVERY_MEMORY_MS: i64 = 30 * 24 * 60 * 60 * 1000;
@@ -264,15 +264,13 @@ impl Engine {
     /// the poll's end (and why it failed) is recorded on the source.
     pub async fn poll_intake_source(&self, id: &str) -> Result<(IntakeSource, Vec<Task>)> {
         let source = self.inner.store.get_intake_source(id).await.map_err(not_found)?;
-        let Some(repository) =
-            source.repository_id.clone().filter(|_| source.kind == SourceKind::Issues)
-        else {
+        if source.kind != SourceKind::Issues {
             return Err(EngineError::Validation(format!(
                 "{} takes only what its webhook delivers; there is nothing to poll",
                 source.name
             )));
-        };
-        let polled = self.poll_issues(&source, &repository).await;
+        }
+        let polled = self.poll_issues(&source).await;
         let mut tx = self.inner.store.begin_write().await?;
         let error = polled.as_ref().err().map(ToString::to_string).unwrap_or_default();
         tx.record_intake_poll(&source.id, &error).await?;
@@ -282,18 +280,14 @@ impl Engine {
         Ok((source, created))
     }
 
-    async fn poll_issues(
-        &self,
-        source: &IntakeSource,
-        repository: &RepositoryId,
-    ) -> Result<Vec<Task>> {
-        let api = repository_forge(&self.inner, repository).await?;
+    async fn poll_issues(&self, source: &IntakeSource) -> Result<Vec<Task>> {
+        let tracker = tracker_of(&self.inner, source).await?;
         let client = kandev_forge::client()?;
-        let issues = api.open_issues(&client, &source.label).await?;
+        let issues = tracker.open_issues(&client, &source.label).await?;
         let mut created = vec![];
         for issue in issues {
             let arrival = Arrival {
-                external_id: api.issue_external_id(issue.number),
+                external_id: tracker.external_id(issue.number),
                 url: issue.url,
                 title: issue.title,
                 description: issue.body,
@@ -401,14 +395,11 @@ impl Engine {
         source: &IntakeSource,
         payload: &Value,
     ) -> std::result::Result<HookOutcome, HookError> {
-        let Some(repository) = &source.repository_id else {
-            return Ok(HookOutcome::Ignored("the source has no repository".into()));
-        };
-        let api = repository_forge(&self.inner, repository).await?;
-        let Some(issue) = api.issue_from_hook(payload) else {
+        let tracker = tracker_of(&self.inner, source).await?;
+        let Some(issue) = tracker.issue_from_hook(payload) else {
             return Ok(HookOutcome::Ignored("not an issue of this repository".into()));
         };
-        let external_id = api.issue_external_id(issue.number);
+        let external_id = tracker.external_id(issue.number);
         if let Some(task) = self.inner.store.task_from(&source.workspace_id, &external_id).await? {
             return Ok(HookOutcome::Known(task));
         }

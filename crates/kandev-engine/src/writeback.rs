@@ -12,12 +12,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use kandev_domain::intake::TaskOrigin;
+use kandev_domain::intake::{IntakeSource, SourceKind, TaskOrigin};
 use kandev_domain::message_meta::StatusNote;
 use kandev_domain::ship::PullRequest;
 use kandev_domain::workflow::{Action, Trigger};
 use kandev_domain::{RepositoryId, TaskId};
 use kandev_forge::ForgeApi;
+use kandev_forge::issues::IssueTracker;
 use kandev_runtime::git;
 
 use crate::error::{EngineError, Result, not_found};
@@ -30,6 +31,23 @@ pub(crate) async fn repository_forge(inner: &Inner, id: &RepositoryId) -> Result
     let remote =
         git::remote_url(Path::new(&repository.local_path), "origin").await.map_err(ship_error)?;
     Ok(kandev_forge::forge_api(&repository, &remote)?)
+}
+
+/// The tracker an intake source reads issues from: its repository's forge (GitHub or
+/// GitLab). A source of another kind has none.
+pub(crate) async fn tracker_of(
+    inner: &Inner,
+    source: &IntakeSource,
+) -> Result<Box<dyn IssueTracker>> {
+    match (source.kind, &source.repository_id) {
+        (SourceKind::Issues, Some(repository)) => {
+            Ok(Box::new(repository_forge(inner, repository).await?))
+        }
+        _ => Err(EngineError::Validation(format!(
+            "{} takes only what its webhook delivers; it has no issues to read or write",
+            source.name
+        ))),
+    }
 }
 
 /// Runs the write-back actions of the task's step under `trigger`.
@@ -91,19 +109,18 @@ async fn one(
             origin.external_id
         ))
     })?;
-    let Some(repository) = &source.repository_id else { return Ok(None) };
-    let api = repository_forge(inner, repository).await?;
+    let tracker = tracker_of(inner, &source).await?;
     let client = kandev_forge::client()?;
     match action {
         Action::CommentIssue => {
-            api.comment_issue(&client, number, &comment(prs)).await?;
+            tracker.comment_issue(&client, number, &comment(prs)).await?;
             Ok(Some(format!("commented on issue #{number}")))
         }
         Action::CloseIssue => {
             if origin.closed {
                 return Ok(None);
             }
-            api.close_issue(&client, number).await?;
+            tracker.close_issue(&client, number).await?;
             let mut tx = inner.store.begin_write().await?;
             tx.mark_origin_closed(task_id).await?;
             tx.commit().await?;

@@ -32,6 +32,69 @@ pub struct Issue {
     pub open: bool,
 }
 
+/// A boxed future of a tracker's call (the trait stays usable as `dyn IssueTracker`).
+pub type TrackerFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<T>> + Send + 'a>>;
+
+/// A tracker whose issues become tasks: what intake and write-back ask of it. GitHub and
+/// GitLab implement it through [`ForgeApi`]; another tracker (Jira, Linear) would be one more
+/// implementation, and the engine would not change.
+pub trait IssueTracker: Send + Sync {
+    /// The issue's stable key (the same however the issue is seen).
+    fn external_id(&self, number: u64) -> String;
+    /// The issue an issue event's payload carries, if it is one of this tracker's.
+    fn issue_from_hook(&self, payload: &Value) -> Option<Issue>;
+    /// The open issues, with `label` when it is not empty.
+    fn open_issues<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        label: &'a str,
+    ) -> TrackerFuture<'a, Vec<Issue>>;
+    fn comment_issue<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        number: u64,
+        text: &'a str,
+    ) -> TrackerFuture<'a, ()>;
+    fn close_issue<'a>(&'a self, client: &'a reqwest::Client, number: u64)
+    -> TrackerFuture<'a, ()>;
+}
+
+impl IssueTracker for ForgeApi {
+    fn external_id(&self, number: u64) -> String {
+        self.issue_external_id(number)
+    }
+
+    fn issue_from_hook(&self, payload: &Value) -> Option<Issue> {
+        ForgeApi::issue_from_hook(self, payload)
+    }
+
+    fn open_issues<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        label: &'a str,
+    ) -> TrackerFuture<'a, Vec<Issue>> {
+        Box::pin(ForgeApi::open_issues(self, client, label))
+    }
+
+    fn comment_issue<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        number: u64,
+        text: &'a str,
+    ) -> TrackerFuture<'a, ()> {
+        Box::pin(ForgeApi::comment_issue(self, client, number, text))
+    }
+
+    fn close_issue<'a>(
+        &'a self,
+        client: &'a reqwest::Client,
+        number: u64,
+    ) -> TrackerFuture<'a, ()> {
+        Box::pin(ForgeApi::close_issue(self, client, number))
+    }
+}
+
 impl ForgeApi {
     /// The open issues of the project, the newest 100, with label `label` when it is not
     /// empty. An entry without a number is left out, as are GitHub's pull requests.
