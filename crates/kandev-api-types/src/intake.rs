@@ -122,8 +122,10 @@ impl ScheduleDto {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 pub struct ScheduleRunDto {
     pub occurrence: String,
-    /// The task it made; none when it was skipped.
+    /// The task it made; none when it was skipped or failed.
     pub task_id: Option<String>,
+    /// Why it made no task when it failed (empty otherwise).
+    pub error: String,
     pub at: String,
 }
 
@@ -132,6 +134,7 @@ impl From<&ScheduleRun> for ScheduleRunDto {
         ScheduleRunDto {
             occurrence: rfc3339(r.occurrence),
             task_id: r.task_id.as_ref().map(|t| t.to_string()),
+            error: r.error.clone(),
             at: rfc3339(r.at),
         }
     }

@@ -184,8 +184,10 @@ pub struct Schedule {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScheduleRun {
     pub occurrence: Timestamp,
-    /// The task it made; `None` when it was skipped.
+    /// The task it made; `None` when it was skipped or failed.
     pub task_id: Option<crate::TaskId>,
+    /// Why it made no task when it failed (empty otherwise).
+    pub error: String,
     pub at: Timestamp,
 }
 

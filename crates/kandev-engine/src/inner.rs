@@ -45,6 +45,9 @@ pub(crate) struct Inner {
     pub task_locks: TaskLocks,
     /// One follower of a task's pull requests at a time (the poll and `task.pr.get`).
     pub feedback_locks: TaskLocks,
+    /// Repositories whose pull requests a webhook is having read again, each with whether
+    /// another event came meanwhile (one more read then; `intake.rs`).
+    pub hook_refreshes: Mutex<HashMap<kandev_domain::RepositoryId, bool>>,
     /// Group commit of streamed text (`stream.rs`).
     pub streams: StreamWriter,
     /// The MCP endpoint and the session tokens minted for it.
@@ -83,6 +86,7 @@ impl Inner {
             auth_wishes: Mutex::new(HashMap::new()),
             task_locks: TaskLocks::default(),
             feedback_locks: TaskLocks::default(),
+            hook_refreshes: Mutex::default(),
             streams: StreamWriter::new(tracker),
             mcp: McpTokens::default(),
             questions: Waiters::default(),

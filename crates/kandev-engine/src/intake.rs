@@ -6,8 +6,9 @@
 //!   it arrives and however often: its external id is recorded in the transaction that
 //!   creates the task (`task_origins`), and a second arrival finds it there.
 //! - A webhook delivery is checked in this order, each with its own refusal: the source
-//!   exists and has a webhook, the signature, the delivery id not seen before (a replay), an
-//!   event the scheme knows. Only then is the delivery recorded and acted on.
+//!   exists, has a webhook and is on; the signature; the headers; an event the scheme knows; a
+//!   JSON body; the delivery id not seen before (a replay, recorded here); the event's fields.
+//!   A delivery whose action fails on Kandev's side is forgotten again, so a retry is acted on.
 //! - Tasks made by intake never start an agent by themselves; their step's `auto_start_agent`
 //!   decides, as for any task.
 //! - The only network calls are to the source's repository's forge, with its token.
@@ -25,6 +26,13 @@ use crate::engine::Engine;
 use crate::error::{EngineError, Result, not_found};
 use crate::usecases::NewTaskRequest;
 use crate::writeback::tracker_of;
+
+/// The longest external id a generic webhook may give.
+const MAX_EXTERNAL_ID_BYTES: usize = 200;
+/// The longest URL a generic webhook may give.
+const MAX_URL_BYTES: usize = 2048;
+/// The beginnings of the keys Kandev makes itself.
+const RESERVED_PREFIXES: [&str; 4] = ["github:", "gitlab:", "schedule:", "hook:"];
 
 /// How long an accepted delivery id is remembered: a replay within it is refused.
 const DELIVERY_MEMORY_MS: i64 = 30 * 24 * 60 * 60 * 1000;
@@ -168,7 +176,7 @@ fn title_of(title: &str, external_id: &str) -> String {
     }
 }
 
-/// A new secret for a webhook: 256 random bits, hex.
+/// A new secret for a webhook: two random UUIDs' 244 random bits, hex.
 fn new_secret() -> String {
     format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
 }
@@ -270,21 +278,26 @@ impl Engine {
                 source.name
             )));
         }
-        let polled = self.poll_issues(&source).await;
+        let (created, failed) = match self.poll_issues(&source).await {
+            Ok((created, failed)) => (created, failed),
+            Err(err) => (vec![], Some(err)),
+        };
         let mut tx = self.inner.store.begin_write().await?;
-        let error = polled.as_ref().err().map(ToString::to_string).unwrap_or_default();
+        let error = failed.as_ref().map(ToString::to_string).unwrap_or_default();
         tx.record_intake_poll(&source.id, &error).await?;
         tx.commit().await?;
-        let created = polled?;
+        if let Some(err) = failed.filter(|_| created.is_empty()) {
+            return Err(err);
+        }
         let source = self.inner.store.get_intake_source(id).await?;
         Ok((source, created))
     }
 
-    async fn poll_issues(&self, source: &IntakeSource) -> Result<Vec<Task>> {
+    async fn poll_issues(&self, source: &IntakeSource) -> Result<(Vec<Task>, Option<EngineError>)> {
         let tracker = tracker_of(&self.inner, source).await?;
         let client = kandev_forge::client()?;
         let issues = tracker.open_issues(&client, &source.label).await?;
-        let mut created = vec![];
+        let (mut created, mut failed) = (vec![], None);
         for issue in issues {
             let arrival = Arrival {
                 external_id: tracker.external_id(issue.number),
@@ -293,11 +306,15 @@ impl Engine {
                 description: issue.body,
                 number: Some(issue.number),
             };
-            if let Some(task) = self.take_in(source, arrival).await? {
-                created.push(task);
+            // One issue that cannot be taken in (a title the checks refuse) does not keep
+            // the others out; the first such error is the poll's.
+            match self.take_in(source, arrival).await {
+                Ok(Some(task)) => created.push(task),
+                Ok(None) => {}
+                Err(err) => failed = failed.or(Some(err)),
             }
         }
-        Ok(created)
+        Ok((created, failed))
     }
 
     /// Makes a task of `arrival` in the source's step, unless its external id made one
@@ -331,10 +348,18 @@ impl Engine {
                 closed: false,
             }),
         };
+        let external_id =
+            request.origin.as_ref().map(|o| o.external_id.clone()).unwrap_or_default();
         match self.create_task(request).await {
             Ok(created) => Ok(Some(created.task)),
-            // Another arrival of the same issue made it first.
-            Err(EngineError::Store(StoreError::Conflict(_))) => Ok(None),
+            // Another arrival of the same issue made it first (a conflict of anything else,
+            // a step removed meanwhile, stays the error it is).
+            Err(EngineError::Store(StoreError::Conflict(message))) => {
+                match store.task_from(&source.workspace_id, &external_id).await? {
+                    Some(_) => Ok(None),
+                    None => Err(EngineError::Store(StoreError::Conflict(message))),
+                }
+            }
             Err(err) => Err(err),
         }
     }
@@ -351,10 +376,10 @@ impl Engine {
         let source = store.get_intake_source(source_id).await.map_err(|_| missing())?;
         let Some(hook) = &source.hook else { return Err(missing()) };
         if !source.enabled {
-            return Err(HookError::Disabled(format!(
-                "intake source {} is turned off; turn it on in Kandev's settings",
-                source.name
-            )));
+            // Answered before the signature is checked: it names nothing of the source.
+            return Err(HookError::Disabled(
+                "this intake source is turned off; turn it on in Kandev's settings".into(),
+            ));
         }
         let delivery = webhook::verify(scheme_of(hook.scheme), &hook.secret, headers, body)
             .map_err(|refusal| match refusal {
@@ -382,12 +407,20 @@ impl Engine {
                 delivery.id
             )));
         }
-        match event {
+        let acted = match event {
             HookEvent::Ping => Ok(HookOutcome::Ignored("pong".into())),
             HookEvent::Issue => self.hook_issue(&source, &payload).await,
             HookEvent::Task => self.hook_task(&source, &delivery.id, &payload).await,
             HookEvent::PullRequests => Ok(self.hook_pull_requests(&source).await?),
+        };
+        if let Err(HookError::Engine(_)) = &acted {
+            // The action failed on Kandev's side (the forge, the database): the sender may
+            // deliver it again (taking an issue in twice makes one task anyway).
+            let mut tx = store.begin_write().await?;
+            tx.forget_delivery(&source.id, &delivery.id).await?;
+            tx.commit().await?;
         }
+        acted
     }
 
     async fn hook_issue(
@@ -406,7 +439,9 @@ impl Engine {
         if !issue.open {
             return Ok(HookOutcome::Ignored(format!("issue #{} is closed", issue.number)));
         }
-        if !source.label.is_empty() && !issue.labels.contains(&source.label) {
+        if !source.label.is_empty()
+            && !issue.labels.iter().any(|l| l.eq_ignore_ascii_case(&source.label))
+        {
             let label = &source.label;
             return Ok(HookOutcome::Ignored(format!(
                 "issue #{} is not labeled {label}",
@@ -442,14 +477,31 @@ impl Engine {
             .map_err(|e| HookError::BadPayload(format!("the task's {}: {}", e.field, e.problem)))?;
         let external_id = match text("external_id").trim() {
             "" => format!("hook:{}:{delivery}", source.id),
-            id if id.len() > 200 => {
-                return Err(HookError::BadPayload("external_id is longer than 200 bytes".into()));
+            id if id.len() > MAX_EXTERNAL_ID_BYTES => {
+                return Err(HookError::BadPayload(format!(
+                    "the external ID is longer than {MAX_EXTERNAL_ID_BYTES} bytes"
+                )));
+            }
+            // Kandev's own keys (an issue's, a schedule's, a delivery's) are not for senders:
+            // one would stop that issue or occurrence from ever making its task.
+            id if RESERVED_PREFIXES.iter().any(|p| id.starts_with(p)) => {
+                return Err(HookError::BadPayload(format!(
+                    "the external ID may not start with {}; they are Kandev's own",
+                    RESERVED_PREFIXES.join(", ")
+                )));
             }
             id => id.to_owned(),
         };
+        let url = text("url").trim();
+        let web = url.starts_with("https://") || url.starts_with("http://");
+        if !url.is_empty() && (!web || url.len() > MAX_URL_BYTES) {
+            return Err(HookError::BadPayload(format!(
+                "the URL must be an http or https address of at most {MAX_URL_BYTES} bytes"
+            )));
+        }
         let arrival = Arrival {
             external_id: external_id.clone(),
-            url: text("url").to_owned(),
+            url: url.to_owned(),
             title,
             description: text("description").to_owned(),
             number: None,
@@ -478,12 +530,37 @@ impl Engine {
             .filter(|p| &p.repository_id == repository)
             .collect();
         let count = open.len();
-        let inner = self.inner.clone();
+        // A push sends dozens of check events: one read of the repository's pull requests at
+        // a time, and one more after it when events came meanwhile.
+        {
+            let mut running = self.inner.hook_refreshes.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(again) = running.get_mut(repository) {
+                *again = true;
+                return Ok(HookOutcome::Refreshing(count));
+            }
+            running.insert(repository.clone(), false);
+        }
+        let (inner, repository) = (self.inner.clone(), repository.clone());
         self.inner.tracker.spawn(async move {
-            for pr in open {
-                if let Err(err) = crate::engine::ship::refresh_and_follow(&inner, &pr).await {
-                    tracing::debug!(task = %pr.task_id, error = %err, "a webhook's pull request refresh failed");
+            let mut open = open;
+            loop {
+                for pr in &open {
+                    if let Err(err) = crate::engine::ship::refresh_and_follow(&inner, pr).await {
+                        tracing::debug!(task = %pr.task_id, error = %err, "a webhook's pull request refresh failed");
+                    }
                 }
+                {
+                    let mut running = inner.hook_refreshes.lock().unwrap_or_else(|e| e.into_inner());
+                    if running.get(&repository) != Some(&true) {
+                        running.remove(&repository);
+                        return;
+                    }
+                    running.insert(repository.clone(), false);
+                }
+                open = match inner.store.open_pull_requests().await {
+                    Ok(all) => all.into_iter().filter(|p| p.repository_id == repository).collect(),
+                    Err(_) => vec![],
+                };
             }
         });
         Ok(HookOutcome::Refreshing(count))

@@ -51,8 +51,10 @@ pub struct ScheduleInput {
 pub struct Fired {
     pub schedule_id: String,
     pub occurrence: Timestamp,
-    /// The task it made; `None` when the occurrence was skipped.
+    /// The task it made; `None` when the occurrence was skipped or failed.
     pub task_id: Option<TaskId>,
+    /// Why it made no task when it failed (empty otherwise).
+    pub error: String,
 }
 
 /// The expression and zone of a schedule, parsed.
@@ -168,13 +170,16 @@ impl Engine {
         Ok(schedule)
     }
 
-    /// `schedule.update`: new settings. Turning a schedule back on does not fire what came
-    /// due while it was off: occurrences count from then.
+    /// `schedule.update`: new settings. Turning a schedule back on, or changing its expression
+    /// or zone, does not fire what came due before: occurrences count from then.
     pub async fn update_schedule(&self, id: &str, input: ScheduleInput) -> Result<Schedule> {
         let current = self.inner.store.get_schedule(id).await.map_err(not_found)?;
         let spec = self.schedule_spec(&current.workspace_id, input).await?;
         let mut tx = self.inner.store.begin_write().await?;
-        if spec.enabled && !current.enabled {
+        // Turned back on, or a new expression or zone: occurrences count from now, so nothing
+        // of the old timing fires late.
+        let retimed = spec.cron != current.cron || spec.time_zone != current.time_zone;
+        if spec.enabled && (!current.enabled || retimed) {
             tx.advance_schedule(id, self.inner.store.now()).await?;
         }
         let schedule = tx.update_schedule(id, &spec).await?;
@@ -213,14 +218,23 @@ impl Engine {
         let handled = schedule.last_occurrence.unwrap_or(schedule.created_at);
         let Some(occurrence) = newest_due(&cron, &zone, handled, now) else { return Ok(None) };
         let late = now.millis() - occurrence.millis() >= LATE_AFTER.as_millis() as i64;
-        let task_id = match (late, schedule.missed) {
-            (true, MissedRuns::Skip) => None,
-            _ => Some(self.make_scheduled_task(schedule, occurrence).await?),
+        let (task_id, error) = match (late, schedule.missed) {
+            (true, MissedRuns::Skip) => (None, String::new()),
+            // A task that cannot be made (its step or repository was removed) is a failed
+            // run with the reason, shown in the list; the schedule goes on to its next one.
+            _ => match self.make_scheduled_task(schedule, occurrence).await {
+                Ok(task) => (Some(task), String::new()),
+                Err(err) => {
+                    tracing::warn!(schedule = %schedule.id, error = %err, "a schedule's task could not be made");
+                    (None, err.to_string())
+                }
+            },
         };
         let mut tx = self.inner.store.begin_write().await?;
-        let first = tx.record_schedule_run(&schedule.id, occurrence, task_id.as_ref()).await?;
+        let first =
+            tx.record_schedule_run(&schedule.id, occurrence, task_id.as_ref(), &error).await?;
         tx.commit().await?;
-        Ok(first.then(|| Fired { schedule_id: schedule.id.clone(), occurrence, task_id }))
+        Ok(first.then(|| Fired { schedule_id: schedule.id.clone(), occurrence, task_id, error }))
     }
 
     /// The task of `occurrence`, made now or found from an earlier pass.

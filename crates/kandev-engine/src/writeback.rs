@@ -110,6 +110,15 @@ async fn one(
         ))
     })?;
     let tracker = tracker_of(inner, &source).await?;
+    // The repository's remote may have moved (a rename, a transfer): issue #n there is not the
+    // task's issue any more.
+    let now_named = tracker.external_id(number);
+    if now_named != origin.external_id {
+        return Err(EngineError::Conflict(format!(
+            "the repository's forge project changed: issue #{number} there is {now_named}, not {}",
+            origin.external_id
+        )));
+    }
     let client = kandev_forge::client()?;
     match action {
         Action::CommentIssue => {

@@ -210,3 +210,47 @@ async fn i47_3_missed_runs_fire_once_at_startup_or_are_skipped_by_the_schedules_
     assert!(next.iter().all(|f| f.task_id.is_some()));
     assert_eq!(world.task_count().await, 5);
 }
+
+#[tokio::test]
+async fn i47_3_an_occurrence_whose_task_cannot_be_made_is_a_failed_run_and_the_schedule_goes_on() {
+    let world = World::new(utc("2027-06-01T08:00:00Z")).await;
+    let id = world.schedule("0 * * * *", "UTC", MissedRuns::RunOnce).await;
+    // Its workflow goes away: no task can be made in it any more.
+    let workflow = world.store.list_workflows(&world.workspace).await.unwrap()[0].id.clone();
+    let mut tx = world.store.begin_write().await.unwrap();
+    tx.delete_workflow(&workflow).await.unwrap();
+    tx.commit().await.unwrap();
+
+    let fired = world.run_until(utc("2027-06-01T10:30:00Z")).await;
+    assert_eq!(occurrences(&fired), vec![utc("2027-06-01T09:00:00Z"), utc("2027-06-01T10:00:00Z")]);
+    assert!(fired.iter().all(|f| f.task_id.is_none() && !f.error.is_empty()), "{fired:?}");
+    let runs = world.store.schedule_runs(&id, 10).await.unwrap();
+    assert_eq!(runs.len(), 2, "each failed occurrence is recorded once, with why");
+    assert_eq!(runs[0].error, fired[1].error);
+    // Nothing is due between occurrences: the loop waits for the next one.
+    let schedule = world.store.get_schedule(&id).await.unwrap();
+    assert_eq!(world.engine.next_occurrence(&schedule), Some(utc("2027-06-01T11:00:00Z")));
+}
+
+#[tokio::test]
+async fn i47_3_a_new_expression_counts_from_its_change_and_fires_nothing_of_the_old_timing() {
+    let world = World::new(utc("2027-06-01T08:00:00Z")).await;
+    let id = world.schedule("0 0 * * *", "UTC", MissedRuns::RunOnce).await;
+    world.run_until(utc("2027-06-01T14:30:00Z")).await;
+    let input = ScheduleInput {
+        name: "hourly".into(),
+        cron: "0 * * * *".into(),
+        time_zone: "UTC".into(),
+        title: "Hourly sweep".into(),
+        description: String::new(),
+        workflow_id: None,
+        step_id: None,
+        repository_ids: vec![],
+        missed: MissedRuns::RunOnce,
+        enabled: true,
+    };
+    world.engine.update_schedule(&id, input).await.unwrap();
+    assert_eq!(world.engine.fire_due_schedules().await.unwrap(), vec![], "14:00 is not fired late");
+    let fired = world.run_until(utc("2027-06-01T15:00:00Z")).await;
+    assert_eq!(occurrences(&fired), vec![utc("2027-06-01T15:00:00Z")]);
+}

@@ -50,10 +50,22 @@ fn accepted(outcome: HookOutcome) -> Response {
 fn refused(err: HookError) -> Response {
     let message = err.to_string();
     let (status, code) = match err {
-        // The engine's own failure (the forge, the database): answered as the API answers it.
+        // Kandev's own failure (the forge, the database, a step removed): a status of its own,
+        // so a sender tells it from a refusal of the delivery; delivering again may work.
         HookError::Engine(inner) => {
             tracing::warn!(error = %inner, "a webhook delivery failed");
-            return crate::ApiError::from(inner).into_response();
+            let (status, message) = match inner {
+                kandev_engine::EngineError::Unavailable(_) => {
+                    (StatusCode::SERVICE_UNAVAILABLE, message)
+                }
+                // The database's own words stay in the log.
+                kandev_engine::EngineError::Store(_) => (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Kandev could not act on the delivery; deliver it again".to_owned(),
+                ),
+                _ => (StatusCode::INTERNAL_SERVER_ERROR, message),
+            };
+            return (status, Json(json!({"error": "failed", "message": message}))).into_response();
         }
         HookError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
         HookError::Disabled(_) => (StatusCode::FORBIDDEN, "disabled"),

@@ -51,12 +51,20 @@ pub struct ClientIp(pub IpAddr);
 /// Middleware applied to every route. With neither a server token nor any user, requests
 /// pass as the local person; otherwise each needs the server token, a login session's cookie
 /// or a personal token, and carries the [`Identity`] it was let in as.
+/// A webhook delivery: `POST /hooks/<id>`, one path segment (nothing else under `/hooks/` is
+/// let in without a login).
+fn is_hook(request: &Request) -> bool {
+    let path = request.uri().path();
+    request.method() == Method::POST
+        && path.strip_prefix("/hooks/").is_some_and(|id| !id.is_empty() && !id.contains('/'))
+}
+
 pub async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path();
     // The login form is how a browser gets a cookie, so it needs none itself; logout only
     // ends the session its cookie names.
     // A webhook delivery's credential is its signature, checked by its handler (`hooks.rs`).
-    let public = path == LOGIN_PATH || path == LOGOUT_PATH || path.starts_with("/hooks/");
+    let public = path == LOGIN_PATH || path == LOGOUT_PATH || is_hook(&request);
     let accounts = match state.store().has_users().await {
         Ok(accounts) => accounts,
         Err(err) => {

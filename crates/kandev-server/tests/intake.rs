@@ -361,6 +361,20 @@ async fn i47_2_a_bad_signature_a_replay_and_an_unknown_event_are_refused_each_in
     assert_eq!(generic["source"]["hook_scheme"], "hmac");
     let body = serde_json::to_vec(&json!({"title": "Disk almost full", "external_id": "alert-9"}))
         .unwrap();
+    // A sender cannot take Kandev's own keys (it would keep issue 12 from its task).
+    let claim =
+        serde_json::to_vec(&json!({"title": "x", "external_id": "github:acme/widget#12"})).unwrap();
+    let response = reqwest::Client::new()
+        .post(server.url(&format!("/hooks/{id}")))
+        .header("X-Kandev-Event", "task")
+        .header("X-Kandev-Delivery", "g-0")
+        .header("X-Kandev-Signature", kandev_forge::webhook::sign(key, &claim))
+        .body(claim)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    assert_eq!(response.json::<Value>().await.unwrap()["error"], "bad_payload");
     for (n, expected) in [(1, 201), (2, 200)] {
         let response = reqwest::Client::new()
             .post(server.url(&format!("/hooks/{id}")))

@@ -2,7 +2,7 @@
 -- schedules and their runs.
 CREATE TABLE intake_sources (
     id TEXT PRIMARY KEY,
-    workspace_id TEXT NOT NULL,
+    workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
     name TEXT NOT NULL,
     kind TEXT NOT NULL,
     repository_id TEXT,
@@ -17,7 +17,7 @@ CREATE TABLE intake_sources (
     created_at BIGINT NOT NULL
 );
 CREATE TABLE task_origins (
-    workspace_id TEXT NOT NULL,
+    workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
     external_id TEXT NOT NULL,
     task_id TEXT NOT NULL,
     url TEXT NOT NULL,
@@ -29,7 +29,7 @@ CREATE TABLE task_origins (
 );
 CREATE INDEX task_origins_task ON task_origins (task_id);
 CREATE TABLE webhook_deliveries (
-    source_id TEXT NOT NULL,
+    source_id TEXT NOT NULL REFERENCES intake_sources(id) ON DELETE CASCADE,
     delivery_id TEXT NOT NULL,
     event TEXT NOT NULL,
     outcome TEXT NOT NULL,
@@ -38,7 +38,7 @@ CREATE TABLE webhook_deliveries (
 );
 CREATE TABLE schedules (
     id TEXT PRIMARY KEY,
-    workspace_id TEXT NOT NULL,
+    workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
     name TEXT NOT NULL,
     cron TEXT NOT NULL,
     time_zone TEXT NOT NULL,
@@ -53,9 +53,10 @@ CREATE TABLE schedules (
     created_at BIGINT NOT NULL
 );
 CREATE TABLE schedule_runs (
-    schedule_id TEXT NOT NULL,
+    schedule_id TEXT NOT NULL REFERENCES schedules(id) ON DELETE CASCADE,
     occurrence BIGINT NOT NULL,
     task_id TEXT,
+    error TEXT NOT NULL,
     at BIGINT NOT NULL,
     PRIMARY KEY (schedule_id, occurrence)
 );

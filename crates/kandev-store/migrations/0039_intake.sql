@@ -5,10 +5,11 @@
 -- task is deleted, so a deleted task's issue is not taken in again. `webhook_deliveries`
 -- remembers each delivery id a hook accepted (a replay is refused). `schedules` make tasks on
 -- a cron expression in a named time zone; `schedule_runs` records each occurrence handled
--- (fired with its task, or skipped), so none fires twice.
+-- (fired with its task, skipped, or failed with why), so none fires twice. What a workspace
+-- owns goes with it.
 CREATE TABLE intake_sources (
     id TEXT PRIMARY KEY,
-    workspace_id TEXT NOT NULL,
+    workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
     name TEXT NOT NULL,
     kind TEXT NOT NULL,
     repository_id TEXT,
@@ -23,7 +24,7 @@ CREATE TABLE intake_sources (
     created_at INTEGER NOT NULL
 );
 CREATE TABLE task_origins (
-    workspace_id TEXT NOT NULL,
+    workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
     external_id TEXT NOT NULL,
     task_id TEXT NOT NULL,
     url TEXT NOT NULL,
@@ -35,7 +36,7 @@ CREATE TABLE task_origins (
 );
 CREATE INDEX task_origins_task ON task_origins (task_id);
 CREATE TABLE webhook_deliveries (
-    source_id TEXT NOT NULL,
+    source_id TEXT NOT NULL REFERENCES intake_sources(id) ON DELETE CASCADE,
     delivery_id TEXT NOT NULL,
     event TEXT NOT NULL,
     outcome TEXT NOT NULL,
@@ -44,7 +45,7 @@ CREATE TABLE webhook_deliveries (
 );
 CREATE TABLE schedules (
     id TEXT PRIMARY KEY,
-    workspace_id TEXT NOT NULL,
+    workspace_id TEXT NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
     name TEXT NOT NULL,
     cron TEXT NOT NULL,
     time_zone TEXT NOT NULL,
@@ -59,9 +60,10 @@ CREATE TABLE schedules (
     created_at INTEGER NOT NULL
 );
 CREATE TABLE schedule_runs (
-    schedule_id TEXT NOT NULL,
+    schedule_id TEXT NOT NULL REFERENCES schedules(id) ON DELETE CASCADE,
     occurrence INTEGER NOT NULL,
     task_id TEXT,
+    error TEXT NOT NULL,
     at INTEGER NOT NULL,
     PRIMARY KEY (schedule_id, occurrence)
 );

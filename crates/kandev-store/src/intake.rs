@@ -211,6 +211,16 @@ impl WriteTx {
         Ok(done.rows_affected() > 0)
     }
 
+    /// Forgets one delivery (its action failed: the sender may deliver it again).
+    pub async fn forget_delivery(&mut self, source_id: &str, delivery_id: &str) -> Result<()> {
+        crate::sql::query("DELETE FROM webhook_deliveries WHERE source_id = ? AND delivery_id = ?")
+            .bind(source_id)
+            .bind(delivery_id)
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+
     /// Forgets the deliveries received before `before` (their ids can no longer be replayed
     /// against anything this old).
     pub async fn prune_deliveries(&mut self, before: Timestamp) -> Result<u64> {

@@ -62,6 +62,7 @@ impl TryFrom<ScheduleRow> for Schedule {
 struct RunRow {
     occurrence: i64,
     task_id: Option<String>,
+    error: String,
     at: i64,
 }
 
@@ -126,7 +127,7 @@ impl Store {
     /// The newest `limit` runs of a schedule, newest first.
     pub async fn schedule_runs(&self, id: &str, limit: u32) -> Result<Vec<ScheduleRun>> {
         let rows = crate::sql::query_as::<RunRow>(
-            "SELECT occurrence, task_id, at FROM schedule_runs WHERE schedule_id = ? \
+            "SELECT occurrence, task_id, error, at FROM schedule_runs WHERE schedule_id = ? \
              ORDER BY occurrence DESC LIMIT ?",
         )
         .bind(id)
@@ -138,6 +139,7 @@ impl Store {
             .map(|r| ScheduleRun {
                 occurrence: Timestamp(r.occurrence),
                 task_id: r.task_id.map(TaskId::new),
+                error: r.error,
                 at: Timestamp(r.at),
             })
             .collect())
@@ -217,21 +219,23 @@ impl WriteTx {
     }
 
     /// Records that `occurrence` of a schedule was handled (with the task it made, or none
-    /// when skipped) and that it is the newest handled; false when it was handled before, in
-    /// which case nothing is written.
+    /// when skipped, or why it failed) and that it is the newest handled; false when it was
+    /// handled before, in which case nothing is written.
     pub async fn record_schedule_run(
         &mut self,
         id: &str,
         occurrence: Timestamp,
         task: Option<&TaskId>,
+        error: &str,
     ) -> Result<bool> {
         let done = crate::sql::query(
-            "INSERT INTO schedule_runs (schedule_id, occurrence, task_id, at) VALUES (?, ?, ?, ?) \
-             ON CONFLICT (schedule_id, occurrence) DO NOTHING",
+            "INSERT INTO schedule_runs (schedule_id, occurrence, task_id, error, at) \
+             VALUES (?, ?, ?, ?, ?) ON CONFLICT (schedule_id, occurrence) DO NOTHING",
         )
         .bind(id)
         .bind(occurrence.millis())
         .bind(task.map(TaskId::as_str))
+        .bind(error)
         .bind(self.now().millis())
         .execute(self.conn())
         .await?;
