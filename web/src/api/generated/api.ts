@@ -498,9 +498,13 @@ export type ScheduleOne = { schedule: ScheduleDto, };
 
 export type ScheduleRunDto = { occurrence: string, 
 /**
- * The task it made; none when it was skipped.
+ * The task it made; none when it was skipped or failed.
  */
-task_id: string | null, at: string, };
+task_id: string | null, 
+/**
+ * Why it made no task when it failed (empty otherwise).
+ */
+error: string, at: string, };
 
 export type ScheduleUpdate = { id: string, name?: string, cron?: string, time_zone?: string, title?: string, description?: string, step_id?: string, repository_ids?: Array<string>, missed?: string, enabled?: boolean, };
 

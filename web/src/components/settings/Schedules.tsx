@@ -1,6 +1,6 @@
 // Settings › Intake › Schedules (issue 47): a task made on a cron expression read in a time
 // zone. The table shows the next run in this browser's time and the newest runs, each with
-// the task it made or "skipped".
+// the task it made, "skipped", or why it failed.
 import { useCallback } from 'react';
 import { call } from '../../api/client';
 import type { ScheduleDto, ScheduleRunDto } from '../../api/types';
@@ -110,7 +110,7 @@ function ScheduleRow(props: {
   );
 }
 
-/** A schedule's newest runs, newest first: when each was due, and its task or "skipped". */
+/** A schedule's newest runs, newest first: when each was due, and its task, "skipped", or why it failed. */
 function Runs({ runs }: { runs: ScheduleRunDto[] }) {
   return (
     <ul className="schedule-runs">
@@ -131,6 +131,10 @@ function Runs({ runs }: { runs: ScheduleRunDto[] }) {
               >
                 task
               </a>
+            ) : r.error ? (
+              <span className="run-failed" title={r.error}>
+                failed: {r.error}
+              </span>
             ) : (
               'skipped'
             )}
