@@ -185,8 +185,8 @@ mod tests {
             .enumerate()
             .filter(|(i, line)| {
                 let origin = |l: Option<&&str>| l.is_some_and(|l| l.contains("task_origins"));
-                !line.contains("task_origins")
-                    && !(line.starts_with("CORRELATED") && origin(lines.get(i + 1)))
+                let subquery_of_origin = line.starts_with("CORRELATED") && origin(lines.get(i + 1));
+                !(line.contains("task_origins") || subquery_of_origin)
             })
             .map(|(_, line)| *line)
             .collect();
