@@ -26,6 +26,7 @@
 //! Requires git 2.36 or newer (`git worktree list -z`).
 
 mod branch;
+mod checkpoint;
 mod cmd;
 pub(crate) use cmd::GIT_TIMEOUT;
 mod commit;
@@ -40,6 +41,10 @@ mod ship;
 mod worktree;
 
 pub use branch::{DEFAULT_BRANCH_TEMPLATE, branch_name, is_valid_branch_name, short_id, task_slug};
+pub use checkpoint::{
+    CHECKPOINT_REFS, CheckpointTurn, MAX_CHECKPOINT_ID, Retention, Snapshot, changed_since,
+    checkpoint_ref, collect, restore, snapshot,
+};
 pub use commit::{
     CommitInfo, FALLBACK_USER_EMAIL, FALLBACK_USER_NAME, amend, commit_all, commit_staged,
 };
