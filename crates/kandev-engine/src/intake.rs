@@ -182,6 +182,36 @@ fn new_secret() -> String {
 }
 
 impl Engine {
+    /// Where intake's tasks go: `step` of `workflow`, by default the workspace's first
+    /// workflow and its start step; both checked against the workspace. Sources and
+    /// schedules share it.
+    pub(crate) async fn target_step(
+        &self,
+        workspace: &WorkspaceId,
+        workflow: Option<&WorkflowId>,
+        step: Option<&StepId>,
+    ) -> Result<(WorkflowId, StepId)> {
+        let store = &self.inner.store;
+        let workflow = match workflow {
+            Some(id) => store.get_workflow(id).await.map_err(not_found)?,
+            None => store.list_workflows(workspace).await?.into_iter().next().ok_or_else(|| {
+                EngineError::Conflict("the workspace has no workflow; add one first".into())
+            })?,
+        };
+        if &workflow.workspace_id != workspace {
+            return Err(EngineError::Validation("the workflow is not in this workspace".into()));
+        }
+        let step = match step {
+            Some(id) => workflow.step(id).ok_or_else(|| {
+                EngineError::Validation(format!("step {id} is not a step of {}", workflow.name))
+            })?,
+            None => workflow.start_step().ok_or_else(|| {
+                EngineError::Conflict("the workflow has no steps; add one first".into())
+            })?,
+        };
+        Ok((workflow.id.clone(), step.id.clone()))
+    }
+
     /// `intake.source.create`: an `issues` source names a repository of the workspace; a
     /// `webhook` source gets the generic HMAC scheme. Tasks go to the given step, by default
     /// the start step of the workspace's first workflow. Answers the webhook's secret, once.
@@ -214,25 +244,13 @@ impl Engine {
             (SourceKind::Webhook, _) => Some(HookScheme::Hmac),
             (SourceKind::Issues, scheme) => scheme,
         };
-        let workflow = match &request.workflow_id {
-            Some(id) => store.get_workflow(id).await.map_err(not_found)?,
-            None => {
-                store.list_workflows(&request.workspace_id).await?.into_iter().next().ok_or_else(
-                    || EngineError::Conflict("the workspace has no workflow; add one first".into()),
-                )?
-            }
-        };
-        if workflow.workspace_id != request.workspace_id {
-            return Err(EngineError::Validation("the workflow is not in this workspace".into()));
-        }
-        let step = match &request.step_id {
-            Some(id) => workflow.step(id).ok_or_else(|| {
-                EngineError::Validation(format!("step {id} is not a step of {}", workflow.name))
-            })?,
-            None => workflow.start_step().ok_or_else(|| {
-                EngineError::Conflict("the workflow has no steps; add one first".into())
-            })?,
-        };
+        let (workflow_id, step_id) = self
+            .target_step(
+                &request.workspace_id,
+                request.workflow_id.as_ref(),
+                request.step_id.as_ref(),
+            )
+            .await?;
         let hook = hook_scheme.map(|scheme| Hook { scheme, secret: new_secret() });
         let secret = hook.as_ref().map(|h| h.secret.clone());
         let new = NewIntakeSource {
@@ -241,8 +259,8 @@ impl Engine {
             kind: request.kind,
             repository_id: request.repository_id,
             label: request.label,
-            workflow_id: workflow.id.clone(),
-            step_id: step.id.clone(),
+            workflow_id,
+            step_id,
             hook,
         };
         let mut tx = store.begin_write().await?;
@@ -328,28 +346,21 @@ impl Engine {
         if !arrival.url.is_empty() {
             description = format!("{description}\n\n{}", arrival.url).trim_start().to_owned();
         }
-        let request = NewTaskRequest {
-            workflow_id: source.workflow_id.clone(),
-            step_id: Some(source.step_id.clone()),
-            title: title_of(&arrival.title, &arrival.external_id),
-            description,
-            repository_ids: source.repository_id.iter().cloned().collect(),
-            base_branches: vec![],
-            agent_profile_id: None,
-            parent_id: None,
-            blocked_by: vec![],
-            agent_depth: 0,
-            start_agent: false,
-            origin: Some(TaskOrigin {
-                external_id: arrival.external_id,
-                url: arrival.url,
-                source_id: Some(source.id.clone()),
-                number: arrival.number,
-                closed: false,
-            }),
+        let origin = TaskOrigin {
+            external_id: arrival.external_id.clone(),
+            url: arrival.url,
+            source_id: Some(source.id.clone()),
+            number: arrival.number,
+            closed: false,
         };
-        let external_id =
-            request.origin.as_ref().map(|o| o.external_id.clone()).unwrap_or_default();
+        let request = NewTaskRequest::arrival(
+            (source.workflow_id.clone(), source.step_id.clone()),
+            title_of(&arrival.title, &arrival.external_id),
+            description,
+            source.repository_id.iter().cloned().collect(),
+            origin,
+        );
+        let external_id = arrival.external_id;
         match self.create_task(request).await {
             Ok(created) => Ok(Some(created.task)),
             // Another arrival of the same issue made it first (a conflict of anything else,

@@ -96,43 +96,14 @@ impl Engine {
         next_after(&cron, &zone, handled.max(now))
     }
 
-    /// The workflow and step a schedule's tasks go to, checked against the workspace.
-    async fn schedule_step(
-        &self,
-        workspace: &WorkspaceId,
-        workflow: Option<&WorkflowId>,
-        step: Option<&StepId>,
-    ) -> Result<(WorkflowId, StepId)> {
-        let store = &self.inner.store;
-        let workflow = match workflow {
-            Some(id) => store.get_workflow(id).await.map_err(not_found)?,
-            None => store.list_workflows(workspace).await?.into_iter().next().ok_or_else(|| {
-                EngineError::Conflict("the workspace has no workflow; add one first".into())
-            })?,
-        };
-        if &workflow.workspace_id != workspace {
-            return Err(EngineError::Validation("the workflow is not in this workspace".into()));
-        }
-        let step = match step {
-            Some(id) => workflow.step(id).ok_or_else(|| {
-                EngineError::Validation(format!("step {id} is not a step of {}", workflow.name))
-            })?,
-            None => workflow.start_step().ok_or_else(|| {
-                EngineError::Conflict("the workflow has no steps; add one first".into())
-            })?,
-        };
-        Ok((workflow.id.clone(), step.id.clone()))
-    }
-
     async fn schedule_spec(
         &self,
         workspace: &WorkspaceId,
         input: ScheduleInput,
     ) -> Result<ScheduleSpec> {
         let (cron, zone) = parsed(&input.cron, &input.time_zone)?;
-        let (workflow_id, step_id) = self
-            .schedule_step(workspace, input.workflow_id.as_ref(), input.step_id.as_ref())
-            .await?;
+        let (workflow_id, step_id) =
+            self.target_step(workspace, input.workflow_id.as_ref(), input.step_id.as_ref()).await?;
         for id in &input.repository_ids {
             let repository = self.inner.store.get_repository(id).await.map_err(not_found)?;
             if &repository.workspace_id != workspace {
@@ -248,26 +219,20 @@ impl Engine {
         if let Some(task) = store.task_from(&schedule.workspace_id, &external_id).await? {
             return Ok(task);
         }
-        let request = NewTaskRequest {
-            workflow_id: schedule.workflow_id.clone(),
-            step_id: Some(schedule.step_id.clone()),
-            title: schedule.title.clone(),
-            description: schedule.description.clone(),
-            repository_ids: schedule.repository_ids.clone(),
-            base_branches: vec![],
-            agent_profile_id: None,
-            parent_id: None,
-            blocked_by: vec![],
-            agent_depth: 0,
-            start_agent: false,
-            origin: Some(TaskOrigin {
-                external_id: external_id.clone(),
-                url: String::new(),
-                source_id: None,
-                number: None,
-                closed: false,
-            }),
+        let origin = TaskOrigin {
+            external_id: external_id.clone(),
+            url: String::new(),
+            source_id: None,
+            number: None,
+            closed: false,
         };
+        let request = NewTaskRequest::arrival(
+            (schedule.workflow_id.clone(), schedule.step_id.clone()),
+            schedule.title.clone(),
+            schedule.description.clone(),
+            schedule.repository_ids.clone(),
+            origin,
+        );
         match self.create_task(request).await {
             Ok(created) => Ok(created.task.id),
             Err(EngineError::Store(StoreError::Conflict(_))) => store

@@ -49,6 +49,33 @@ pub struct NewTaskRequest {
     pub origin: Option<TaskOrigin>,
 }
 
+impl NewTaskRequest {
+    /// A task intake makes (an issue, a webhook's delivery, a schedule's occurrence): no
+    /// links, no profile, no start of its own (its step decides), and its origin.
+    pub(crate) fn arrival(
+        (workflow_id, step_id): (WorkflowId, StepId),
+        title: String,
+        description: String,
+        repository_ids: Vec<RepositoryId>,
+        origin: TaskOrigin,
+    ) -> NewTaskRequest {
+        NewTaskRequest {
+            workflow_id,
+            step_id: Some(step_id),
+            title,
+            description,
+            repository_ids,
+            base_branches: vec![],
+            agent_profile_id: None,
+            parent_id: None,
+            blocked_by: vec![],
+            agent_depth: 0,
+            start_agent: false,
+            origin: Some(origin),
+        }
+    }
+}
+
 /// A created task and, when its start step started an agent, the session it started.
 pub struct TaskCreation {
     pub task: Task,
