@@ -485,7 +485,7 @@ impl Engine {
     ) -> std::result::Result<HookOutcome, HookError> {
         let text = |field: &str| payload.get(field).and_then(Value::as_str).unwrap_or_default();
         let title = kandev_domain::validate::title("title", text("title"))
-            .map_err(|e| HookError::BadPayload(format!("the task's {}: {}", e.field, e.problem)))?;
+            .map_err(|e| HookError::BadPayload(format!("the task's {} {}", e.field, e.problem)))?;
         let external_id = match text("external_id").trim() {
             "" => format!("hook:{}:{delivery}", source.id),
             id if id.len() > MAX_EXTERNAL_ID_BYTES => {

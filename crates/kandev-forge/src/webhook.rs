@@ -136,20 +136,23 @@ pub fn verify(
         Scheme::GitHub | Scheme::Hmac => check_signature(&names, secret, given, body)?,
         Scheme::GitLab => check_token(&names, secret, given)?,
     }
+    // A forge sends these headers itself: missing, the webhook is probably not the forge's.
+    let itself = match scheme {
+        Scheme::Hmac => String::new(),
+        _ => {
+            format!(" ({} sends it itself: check the webhook is {}'s)", names.sender, names.sender)
+        }
+    };
     let id = names.delivery.iter().find_map(|name| header(headers, name)).ok_or_else(|| {
         Refusal::MissingHeader(format!(
-            "the delivery has no {} header; check the webhook is sent by {} and the receiver's scheme is {}",
+            "the delivery has no {} header; send one with a new id for each delivery{itself}",
             names.delivery.join(" or "),
-            names.sender,
-            scheme.as_str()
         ))
     })?;
     let event = header(headers, names.event).ok_or_else(|| {
         Refusal::MissingHeader(format!(
-            "the delivery has no {} header; check the webhook is sent by {} and the receiver's scheme is {}",
+            "the delivery has no {} header; send one with the event's name{itself}",
             names.event,
-            names.sender,
-            scheme.as_str()
         ))
     })?;
     Ok(Delivery { id: id.to_owned(), event: event.to_owned() })
