@@ -5,7 +5,7 @@ import { useCallback } from 'react';
 import { call } from '../api/client';
 import type { Notification, TaskCardDto, TaskDto, TaskOriginDto } from '../api/types';
 import { useData } from '../lib/data';
-import { webLink } from '../lib/intake';
+import { originText, webLink } from '../lib/intake';
 import { applyTaskEvent } from '../lib/lists';
 import { navigate, taskPath } from '../lib/router';
 import { useLiveQuery } from '../lib/useLiveQuery';
@@ -74,9 +74,9 @@ export function TaskRelations({ task }: { task: TaskDto }) {
   );
 }
 
-/** Where intake found the task: a link to its page (a new tab), or its id when it has no web page. */
+/** Where intake found the task (lib/intake.ts): a link to its page (a new tab), or words alone when it has no web page. */
 function Origin({ origin }: { origin: TaskOriginDto }) {
-  const text = `From ${origin.external_id}`;
+  const text = originText(origin.external_id);
   const link = webLink(origin.url);
   return (
     <p className="task-origin">

@@ -5,10 +5,12 @@ import {
   hookUrl,
   localTime,
   missedName,
+  originText,
   pollNote,
   schemeName,
   sourceWhat,
   stepChoices,
+  startsAgent,
   stepPlace,
   webLink,
 } from './intake';
@@ -101,5 +103,34 @@ describe('webLink', () => {
     expect(webLink('javascript:alert(1)')).toBeNull();
     expect(webLink('tracker.test/T-1')).toBeNull();
     expect(webLink('')).toBeNull();
+  });
+});
+
+describe('originText', () => {
+  it('names a webhook delivery without its keys', () => {
+    expect(originText('hook:src-1:del-9')).toBe('Made by a webhook delivery');
+  });
+  it('names a schedule run by its time', () => {
+    const ms = Date.UTC(2025, 5, 2, 9, 0);
+    expect(originText(`schedule:sch-1@${ms}`, 'UTC', 'en-US')).toBe('Made by a schedule, run of Jun 2, 2025, 9:00 AM');
+  });
+  it('names a forge issue', () => {
+    expect(originText('github:owner/repo#12')).toBe('From issue owner/repo#12');
+    expect(originText('gitlab:group/project#3')).toBe('From issue group/project#3');
+  });
+  it('keeps any other key as it is', () => {
+    expect(originText('TRK-7')).toBe('From TRK-7');
+    expect(originText('schedule:odd')).toBe('From schedule:odd');
+  });
+});
+
+describe('startsAgent', () => {
+  it('is a step whose on-enter actions start the agent', () => {
+    const starting = { events: { on_enter: [{ type: 'auto_start_agent' }] } } as unknown as StepDto;
+    const idle = { events: { on_enter: [{ type: 'push' }] } } as unknown as StepDto;
+    expect(startsAgent(starting)).toBe(true);
+    expect(startsAgent(idle)).toBe(false);
+    const w = workflow('w', 'Board', [{ ...starting, id: 's', name: 'Todo', position: 0 } as StepDto]);
+    expect(stepChoices([w])[0]?.label).toBe('Board › Todo (starts the agent)');
   });
 });

@@ -1,6 +1,6 @@
 // Intake (issue 47) in words, for Settings › Intake (no React): where a source's or a
 // schedule's tasks go, what a source takes in, its webhook, what a poll found, times.
-import type { IntakeSourceDto, RepositoryDto, WorkflowDto } from '../api/types';
+import type { IntakeSourceDto, RepositoryDto, StepDto, WorkflowDto } from '../api/types';
 
 /** One choice of a step picker: a step of some workflow, named "Workflow › Step". */
 export interface StepChoice {
@@ -9,12 +9,22 @@ export interface StepChoice {
   label: string;
 }
 
-/** Every step of every workflow, workflow by workflow, each in its board order. */
+/** Whether a task arriving in `step` has its agent started (the step's on-enter actions). */
+export function startsAgent(step: StepDto): boolean {
+  return step.events?.on_enter?.some((a) => a.type === 'auto_start_agent') ?? false;
+}
+
+/** Every step of every workflow, workflow by workflow, each in its board order; a step that
+ * starts the agent of each task arriving says so. */
 export function stepChoices(workflows: WorkflowDto[]): StepChoice[] {
   return workflows.flatMap((w) =>
     [...w.steps]
       .sort((a, b) => a.position - b.position)
-      .map((s) => ({ stepId: s.id, workflowId: w.id, label: `${w.name} › ${s.name}` })),
+      .map((s) => ({
+        stepId: s.id,
+        workflowId: w.id,
+        label: `${w.name} › ${s.name}${startsAgent(s) ? ' (starts the agent)' : ''}`,
+      })),
   );
 }
 
@@ -100,4 +110,19 @@ export function webLink(url: string): string | null {
   } catch {
     return null;
   }
+}
+
+/** Where intake found a task, in words, from its key: "From issue owner/repo#12" (a forge's
+ * issue), "Made by a webhook delivery" (a delivery without its own id), "Made by a schedule,
+ * run of Jun 2, 2025, 9:00 AM" (a schedule's run, in the browser's time), else "From <key>". */
+export function originText(externalId: string, timeZone?: string, locale?: string): string {
+  if (/^hook:[^:]*:/.test(externalId)) return 'Made by a webhook delivery';
+  const run = /^schedule:.*@(\d+)$/.exec(externalId);
+  if (run) {
+    const at = new Date(Number(run[1]));
+    if (!Number.isNaN(at.getTime())) return `Made by a schedule, run of ${localTime(at.toISOString(), timeZone, locale)}`;
+  }
+  const issue = /^(?:github|gitlab):(.+)$/.exec(externalId);
+  if (issue) return `From issue ${issue[1]}`;
+  return `From ${externalId}`;
 }

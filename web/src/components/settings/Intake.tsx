@@ -11,6 +11,7 @@ import { toast } from '../../lib/toast';
 import { useMutation } from '../../lib/useMutation';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
+import { ConfirmDelete } from './ConfirmDelete';
 import { Copyable } from './Copyable';
 import { EmptyRow } from './EmptyRow';
 import { Schedules } from './Schedules';
@@ -100,6 +101,7 @@ function SourceRow(props: {
       // Its last poll and last error changed either way.
       .finally(onChanged);
   const failure = polling.error ?? (s.last_error ? `The last poll failed: ${s.last_error}` : null);
+  const [confirming, setConfirming] = useState(false);
   return (
     <tr data-source-id={s.id}>
       <td>
@@ -120,35 +122,45 @@ function SourceRow(props: {
         {s.kind !== 'issues' ? '—' : s.last_polled_at ? localTime(s.last_polled_at) : 'Not yet'}
         <InlineError error={failure} />
       </td>
-      <td className="row-actions">
-        {s.kind === 'issues' && (
-          <button disabled={polling.busy || !s.enabled} aria-label={`Poll ${s.name} now`} onClick={poll}>
-            {polling.busy ? 'Polling…' : 'Poll now'}
+      <td className="actions-cell">
+        <div className="row-actions">
+          {s.kind === 'issues' && (
+            <button disabled={polling.busy || !s.enabled} aria-label={`Poll ${s.name} now`} onClick={poll}>
+              {polling.busy ? 'Polling…' : 'Poll now'}
+            </button>
+          )}
+          <button
+            aria-label={`${s.enabled ? 'Turn off' : 'Turn on'} ${s.name}`}
+            onClick={() =>
+              void wrap(async () => {
+                await call('intake.source.update', { id: s.id, enabled: !s.enabled });
+                onChanged();
+              })
+            }
+          >
+            {s.enabled ? 'Turn off' : 'Turn on'}
           </button>
+          <button className="danger-outline" aria-label={`Delete ${s.name}`} onClick={() => setConfirming(true)}>
+            Delete
+          </button>
+        </div>
+        {confirming && (
+          <ConfirmDelete
+            title={`Delete source ${s.name}?`}
+            what="source"
+            onCancel={() => setConfirming(false)}
+            onConfirm={() =>
+              void wrap(async () => {
+                await call('intake.source.delete', { id: s.id });
+                onChanged();
+              })
+            }
+          >
+            {s.hook_scheme
+              ? 'Its webhook URL and secret stop working; the tasks it made stay.'
+              : 'It takes in no more issues; the tasks it made stay.'}
+          </ConfirmDelete>
         )}
-        <button
-          aria-label={`${s.enabled ? 'Turn off' : 'Turn on'} ${s.name}`}
-          onClick={() =>
-            void wrap(async () => {
-              await call('intake.source.update', { id: s.id, enabled: !s.enabled });
-              onChanged();
-            })
-          }
-        >
-          {s.enabled ? 'Turn off' : 'Turn on'}
-        </button>
-        <button
-          className="danger-outline"
-          aria-label={`Delete ${s.name}`}
-          onClick={() =>
-            void wrap(async () => {
-              await call('intake.source.delete', { id: s.id });
-              onChanged();
-            })
-          }
-        >
-          Delete
-        </button>
       </td>
     </tr>
   );

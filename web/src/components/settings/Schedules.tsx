@@ -1,7 +1,7 @@
 // Settings › Intake › Schedules (issue 47): a task made on a cron expression read in a time
 // zone. The table shows the next run in this browser's time and the newest runs, each with
 // the task it made, "skipped", or why it failed.
-import { useCallback } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { call } from '../../api/client';
 import type { ScheduleDto, ScheduleRunDto } from '../../api/types';
 import { readState, useData } from '../../lib/data';
@@ -9,6 +9,7 @@ import { localTime, missedName, stepPlace } from '../../lib/intake';
 import { navigate, taskPath } from '../../lib/router';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
+import { ConfirmDelete } from './ConfirmDelete';
 import { EmptyRow } from './EmptyRow';
 import { ScheduleForm } from './ScheduleForm';
 import { useFormError } from './useFormError';
@@ -24,6 +25,7 @@ export function Schedules({ workspaceId }: { workspaceId: string }) {
   );
   const list = useRead(readSchedules);
   const schedules = list.data;
+  useReadAtNextRun(schedules, list.retry);
   // The rows' actions report here, under the table; the form has its own.
   const { wrap, view } = useFormError();
   return (
@@ -55,6 +57,35 @@ export function Schedules({ workspaceId }: { workspaceId: string }) {
   );
 }
 
+/** Longest delay setTimeout takes (it overflows past 2^31 - 1 ms): 24 days. */
+const MAX_DELAY_MS = 24 * 24 * 60 * 60 * 1000;
+/** How long after a schedule's next run the list is read again (the run has been recorded). */
+const AFTER_RUN_MS = 3000;
+
+/** Reads the list again once, just after the earliest next run of an enabled schedule, so a
+ * run shows without a reload: one timeout at a known time, not polling. A next run already
+ * past (the server has not run it yet) is read again after a few seconds, once for that time. */
+function useReadAtNextRun(schedules: ScheduleDto[] | null, reread: () => void) {
+  // The past next run last read again for: read again once, not every few seconds.
+  const pastRead = useRef<number | null>(null);
+  useEffect(() => {
+    if (!schedules) return;
+    const times = schedules
+      .filter((s) => s.enabled && s.next_at)
+      .map((s) => new Date(s.next_at as string).getTime())
+      .filter((t) => !Number.isNaN(t));
+    if (times.length === 0) return;
+    const earliest = Math.min(...times);
+    const wait = earliest - Date.now();
+    if (wait < 0) {
+      if (pastRead.current === earliest) return;
+      pastRead.current = earliest;
+    }
+    const timer = window.setTimeout(reread, Math.min(Math.max(wait, 0) + AFTER_RUN_MS, MAX_DELAY_MS));
+    return () => window.clearTimeout(timer);
+  }, [schedules, reread]);
+}
+
 function ScheduleRow(props: {
   schedule: ScheduleDto;
   wrap: (f: () => Promise<unknown>) => Promise<boolean>;
@@ -62,6 +93,7 @@ function ScheduleRow(props: {
 }) {
   const { schedule: s, wrap, onChanged } = props;
   const { workflows } = useData();
+  const [confirming, setConfirming] = useState(false);
   return (
     <tr data-schedule-id={s.id}>
       <td>
@@ -81,30 +113,38 @@ function ScheduleRow(props: {
         {s.runs.length === 0 ? 'None yet' : <Runs runs={s.runs.slice(0, RUNS_SHOWN)} />}
       </td>
       <td data-label="Missed runs">{missedName(s.missed)}</td>
-      <td className="row-actions">
-        <button
-          aria-label={`${s.enabled ? 'Turn off' : 'Turn on'} ${s.name}`}
-          onClick={() =>
-            void wrap(async () => {
-              await call('schedule.update', { id: s.id, enabled: !s.enabled });
-              onChanged();
-            })
-          }
-        >
-          {s.enabled ? 'Turn off' : 'Turn on'}
-        </button>
-        <button
-          className="danger-outline"
-          aria-label={`Delete ${s.name}`}
-          onClick={() =>
-            void wrap(async () => {
-              await call('schedule.delete', { id: s.id });
-              onChanged();
-            })
-          }
-        >
-          Delete
-        </button>
+      <td className="actions-cell">
+        <div className="row-actions">
+          <button
+            aria-label={`${s.enabled ? 'Turn off' : 'Turn on'} ${s.name}`}
+            onClick={() =>
+              void wrap(async () => {
+                await call('schedule.update', { id: s.id, enabled: !s.enabled });
+                onChanged();
+              })
+            }
+          >
+            {s.enabled ? 'Turn off' : 'Turn on'}
+          </button>
+          <button className="danger-outline" aria-label={`Delete ${s.name}`} onClick={() => setConfirming(true)}>
+            Delete
+          </button>
+        </div>
+        {confirming && (
+          <ConfirmDelete
+            title={`Delete schedule ${s.name}?`}
+            what="schedule"
+            onCancel={() => setConfirming(false)}
+            onConfirm={() =>
+              void wrap(async () => {
+                await call('schedule.delete', { id: s.id });
+                onChanged();
+              })
+            }
+          >
+            Its run history goes; the tasks it made stay.
+          </ConfirmDelete>
+        )}
       </td>
     </tr>
   );

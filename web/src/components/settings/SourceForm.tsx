@@ -126,7 +126,7 @@ function HookHowTo({ scheme }: { scheme: string }) {
       <p className="hint">
         On GitHub: the repository's Settings › Webhooks › Add webhook, with this URL as the payload URL, content type
         application/json, this secret, and the events Issues, Pull requests, Pull request reviews, Pull request review
-        comments, Check runs and Check suites.
+        comments, Check runs, Check suites, Workflow runs and Statuses.
       </p>
     );
   }
