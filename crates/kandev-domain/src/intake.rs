@@ -215,7 +215,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn labels_are_one_label_or_none() {
+    fn i47_labels_are_one_label_or_none() {
         assert_eq!(label("label", "  kandev "), Ok("kandev".to_owned()));
         assert_eq!(label("label", ""), Ok(String::new()));
         assert!(label("label", "a,b").unwrap_err().problem.contains("without commas"));
@@ -223,7 +223,7 @@ mod tests {
     }
 
     #[test]
-    fn names_round_trip() {
+    fn i47_names_round_trip() {
         for kind in [SourceKind::Issues, SourceKind::Webhook] {
             assert_eq!(SourceKind::parse(kind.as_str()), Some(kind));
         }
@@ -237,7 +237,7 @@ mod tests {
     }
 
     #[test]
-    fn a_hook_never_shows_its_secret() {
+    fn i47_a_hook_never_shows_its_secret() {
         let hook = Hook { scheme: HookScheme::Hmac, secret: "s3cret".into() };
         assert!(!format!("{hook:?}").contains("s3cret"));
     }

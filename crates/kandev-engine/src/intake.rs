@@ -617,7 +617,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn titles_are_one_clean_line_and_never_empty() {
+    fn i47_titles_are_one_clean_line_and_never_empty() {
         assert_eq!(title_of("Fix it\nmore", "x"), "Fix it");
         assert_eq!(title_of("  \u{202e}  ", "github:a/b#1"), "github:a/b#1");
         assert_eq!(
@@ -627,13 +627,13 @@ mod tests {
     }
 
     #[test]
-    fn cut_keeps_whole_characters() {
+    fn i47_cut_keeps_whole_characters() {
         assert_eq!(cut("héllo", 2), "h");
         assert_eq!(cut("abc", 10), "abc");
     }
 
     #[test]
-    fn each_scheme_knows_its_events() {
+    fn i47_each_scheme_knows_its_events() {
         assert!(matches!(classify(HookScheme::GitHub, "issues"), Some(HookEvent::Issue)));
         assert!(matches!(classify(HookScheme::GitLab, "Issue Hook"), Some(HookEvent::Issue)));
         assert!(matches!(

@@ -274,7 +274,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_newest_due_occurrence_is_found_across_a_long_downtime() {
+    fn i47_the_newest_due_occurrence_is_found_across_a_long_downtime() {
         let cron = Cron::parse("* * * * *").unwrap();
         let zone = Zone::parse("UTC").unwrap();
         let minute = 60_000;

@@ -156,7 +156,7 @@ mod tests {
     use kandev_domain::ship::{Forge, PrState};
 
     #[test]
-    fn the_comment_links_each_pull_request_with_its_state() {
+    fn i47_the_comment_links_each_pull_request_with_its_state() {
         let pr = PullRequest {
             task_id: TaskId::new("t"),
             repository_id: RepositoryId::new("r"),

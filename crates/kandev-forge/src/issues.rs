@@ -341,7 +341,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn github_open_issues_are_filtered_by_label_and_leave_out_pull_requests() {
+    async fn i47_github_open_issues_are_filtered_by_label_and_leave_out_pull_requests() {
         let listed = json!([
             {"number": 12, "title": "Crash on start", "body": "Steps: run it",
              "html_url": "https://github.com/acme/widget/issues/12", "state": "open",
@@ -391,7 +391,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn gitlab_open_issues_are_filtered_by_label_and_numbered_by_iid() {
+    async fn i47_gitlab_open_issues_are_filtered_by_label_and_numbered_by_iid() {
         let listed = json!([
             {"id": 9001, "iid": 3, "title": "Slow export", "description": "It takes minutes",
              "web_url": "https://gitlab.test/acme/tools/widget/-/issues/3", "state": "opened",
@@ -418,7 +418,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_answer_that_is_not_a_list_is_unavailable_and_a_refusal_is_refused() {
+    async fn i47_an_answer_that_is_not_a_list_is_unavailable_and_a_refusal_is_refused() {
         let fake = FakeForge::start(vec![(
             "GET",
             format!("{GITHUB}/issues?state=open&per_page=100"),
@@ -437,7 +437,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_comment_is_posted_to_the_issue() {
+    async fn i47_a_comment_is_posted_to_the_issue() {
         let fake = FakeForge::start(vec![
             ("POST", format!("{GITHUB}/issues/12/comments"), 201, json!({"id": 1})),
             ("POST", format!("{GITLAB}/issues/3/notes"), 201, json!({"id": 2})),
@@ -460,7 +460,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_issue_is_closed_with_each_forge_s_verb_and_field() {
+    async fn i47_an_issue_is_closed_with_each_forge_s_verb_and_field() {
         let fake = FakeForge::start(vec![
             ("PATCH", format!("{GITHUB}/issues/12"), 200, json!({"number": 12})),
             ("PUT", format!("{GITLAB}/issues/3"), 200, json!({"iid": 3})),
@@ -476,7 +476,7 @@ mod tests {
     }
 
     #[test]
-    fn the_external_id_names_the_forge_the_project_path_and_the_number() {
+    fn i47_the_external_id_names_the_forge_the_project_path_and_the_number() {
         let url = "http://127.0.0.1:1";
         assert_eq!(api_at(Forge::GitHub, url).issue_external_id(12), "github:acme/widget#12");
         assert_eq!(api_at(Forge::GitLab, url).issue_external_id(3), "gitlab:acme/tools/widget#3");
@@ -487,7 +487,7 @@ mod tests {
 
     /// The idempotency key: an issue seen by a poll and by a webhook has one id.
     #[tokio::test]
-    async fn an_issue_polled_and_hooked_has_the_same_external_id() {
+    async fn i47_an_issue_polled_and_hooked_has_the_same_external_id() {
         let listed = json!([{"number": 12, "title": "Crash", "state": "open",
                              "html_url": "https://github.com/acme/widget/issues/12"}]);
         let fake = FakeForge::start(vec![(
@@ -506,7 +506,7 @@ mod tests {
     }
 
     #[test]
-    fn a_github_issues_event_gives_its_issue() {
+    fn i47_a_github_issues_event_gives_its_issue() {
         let api = api_at(Forge::GitHub, "http://127.0.0.1:1");
         let payload = json!({
             "action": "labeled",
@@ -532,7 +532,7 @@ mod tests {
     }
 
     #[test]
-    fn a_gitlab_issue_hook_gives_its_issue() {
+    fn i47_a_gitlab_issue_hook_gives_its_issue() {
         let api = api_at(Forge::GitLab, "http://127.0.0.1:1");
         let payload = json!({
             "object_kind": "issue",
@@ -561,7 +561,7 @@ mod tests {
     }
 
     #[test]
-    fn a_hook_without_an_issue_of_this_project_gives_none() {
+    fn i47_a_hook_without_an_issue_of_this_project_gives_none() {
         let github = api_at(Forge::GitHub, "http://127.0.0.1:1");
         let gitlab = api_at(Forge::GitLab, "http://127.0.0.1:1");
         let github_issue = json!({"number": 12, "title": "x", "state": "open"});

@@ -254,7 +254,7 @@ mod tests {
     }
 
     #[test]
-    fn schemes_parse_from_their_names_and_nothing_else() {
+    fn i47_schemes_parse_from_their_names_and_nothing_else() {
         for scheme in SCHEMES {
             assert_eq!(Scheme::parse(scheme.as_str()), Some(scheme));
         }
@@ -265,13 +265,13 @@ mod tests {
     /// The signature of RFC 4231's test case 2, so `sign` is HMAC-SHA256 and not merely
     /// consistent with `verify`.
     #[test]
-    fn sign_is_hmac_sha256_in_lowercase_hex() {
+    fn i47_sign_is_hmac_sha256_in_lowercase_hex() {
         let expected = "sha256=5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843";
         assert_eq!(sign("Jefe", b"what do ya want for nothing?"), expected);
     }
 
     #[test]
-    fn a_good_delivery_verifies_under_each_scheme() {
+    fn i47_a_good_delivery_verifies_under_each_scheme() {
         for scheme in SCHEMES {
             let map = as_map(&delivery(scheme, SECRET, BODY));
             let expected = Delivery { id: "d-1".into(), event: event(scheme).into() };
@@ -280,7 +280,7 @@ mod tests {
     }
 
     #[test]
-    fn a_wrong_secret_is_a_bad_signature_that_never_shows_either_secret() {
+    fn i47_a_wrong_secret_is_a_bad_signature_that_never_shows_either_secret() {
         for scheme in SCHEMES {
             let map = as_map(&delivery(scheme, "another-secret", BODY));
             let refused = verify(scheme, SECRET, &map, BODY).unwrap_err();
@@ -291,7 +291,7 @@ mod tests {
     }
 
     #[test]
-    fn a_body_changed_by_one_byte_is_a_bad_signature() {
+    fn i47_a_body_changed_by_one_byte_is_a_bad_signature() {
         let mut changed = BODY.to_vec();
         changed[20] ^= 1;
         for scheme in [Scheme::GitHub, Scheme::Hmac] {
@@ -303,7 +303,7 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_or_empty_signature_is_a_bad_signature_naming_the_header() {
+    fn i47_a_missing_or_empty_signature_is_a_bad_signature_naming_the_header() {
         for scheme in SCHEMES {
             let mut pairs = delivery(scheme, SECRET, BODY);
             let signature = pairs.remove(0).0;
@@ -318,7 +318,7 @@ mod tests {
     }
 
     #[test]
-    fn a_malformed_signature_is_a_bad_signature() {
+    fn i47_a_malformed_signature_is_a_bad_signature() {
         let good = sign(SECRET, BODY);
         let hex = &good["sha256=".len()..];
         let cases = [
@@ -340,14 +340,14 @@ mod tests {
     }
 
     #[test]
-    fn an_upper_case_hex_signature_verifies() {
+    fn i47_an_upper_case_hex_signature_verifies() {
         let mut pairs = delivery(Scheme::GitHub, SECRET, BODY);
         pairs[0].1 = format!("sha256={}", sign(SECRET, BODY)["sha256=".len()..].to_uppercase());
         assert!(verify(Scheme::GitHub, SECRET, &as_map(&pairs), BODY).is_ok());
     }
 
     #[test]
-    fn a_gitlab_token_must_match_whole() {
+    fn i47_a_gitlab_token_must_match_whole() {
         for given in [&SECRET[..SECRET.len() - 1], "webhook-secret-valuex", "WEBHOOK-SECRET-VALUE"]
         {
             let mut pairs = delivery(Scheme::GitLab, SECRET, BODY);
@@ -358,7 +358,7 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_delivery_or_event_header_is_a_missing_header_naming_it() {
+    fn i47_a_missing_delivery_or_event_header_is_a_missing_header_naming_it() {
         for scheme in SCHEMES {
             for (at, name) in [(1, "delivery"), (2, "event")] {
                 let mut pairs = delivery(scheme, SECRET, BODY);
@@ -373,7 +373,7 @@ mod tests {
     }
 
     #[test]
-    fn a_gitlab_delivery_without_an_event_uuid_is_named_by_its_idempotency_key() {
+    fn i47_a_gitlab_delivery_without_an_event_uuid_is_named_by_its_idempotency_key() {
         let mut pairs = delivery(Scheme::GitLab, SECRET, BODY);
         pairs[1] = ("Idempotency-Key", "key-7".into());
         let read = verify(Scheme::GitLab, SECRET, &as_map(&pairs), BODY).unwrap();
@@ -385,7 +385,7 @@ mod tests {
     }
 
     #[test]
-    fn header_names_are_read_in_any_case() {
+    fn i47_header_names_are_read_in_any_case() {
         for scheme in SCHEMES {
             for case in [str::to_lowercase, str::to_uppercase] {
                 let pairs: Vec<(String, String)> = delivery(scheme, SECRET, BODY)
@@ -401,7 +401,7 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_secret_verifies_nothing() {
+    fn i47_an_empty_secret_verifies_nothing() {
         for scheme in SCHEMES {
             let map = as_map(&delivery(scheme, "", BODY));
             assert_eq!(verify(scheme, "", &map, BODY), Err(Refusal::NoSecret), "{scheme:?}");
@@ -409,7 +409,7 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_signature_is_reported_before_a_missing_header() {
+    fn i47_a_bad_signature_is_reported_before_a_missing_header() {
         let pairs = vec![("X-Hub-Signature-256", sign("another-secret", BODY))];
         let refused = verify(Scheme::GitHub, SECRET, &as_map(&pairs), BODY).unwrap_err();
         assert!(matches!(refused, Refusal::BadSignature(_)), "{refused:?}");
