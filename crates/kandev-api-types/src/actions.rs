@@ -191,6 +191,9 @@ actions! {
         MessageAdd = "message.add": rq::MessageAdd => rs::MessageAdded;
         MessageList = "message.list": rq::MessageList => rs::Messages;
         TurnList = "session.turn.list": rq::BySession => rs::Turns;
+        TurnCheckpointList = "turn.checkpoint.list": rq::BySession => rs::TurnCheckpoints;
+        TurnRevert = "turn.revert": rq::TurnRevert => rs::TurnReverted;
+        TurnDiff = "turn.diff": rq::TurnDiff => rs::CommitDiff;
         QueueList = "message.queue.list": rq::BySession => rs::Queue;
         QueueAdd = "message.queue.add": rq::QueueAdd => rs::Queue;
         QueueUpdate = "message.queue.update": rq::QueueUpdate => rs::Queue;

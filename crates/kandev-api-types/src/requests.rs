@@ -303,6 +303,22 @@ pub struct SessionResume {
     pub mode: Option<ResumeMode>,
 }
 
+/// `turn.revert`: the session's worktrees back to before `turn_id` (it and every later turn
+/// undone). `dry_run` only answers what it would do; `force` discards edits made since the
+/// agent's last turn by someone else, which are refused otherwise.
+pub struct TurnRevert {
+    pub session_id: String,
+    pub turn_id: String,
+    pub force: Option<bool>,
+    pub dry_run: Option<bool>,
+}
+
+/// `turn.diff`: what one turn of a session changed.
+pub struct TurnDiff {
+    pub session_id: String,
+    pub turn_id: String,
+}
+
 /// `session.authenticate`: `method_id` is one of the agent's auth methods (as listed in
 /// `last_error.details.auth_methods`); the agent restarts and authenticates with it.
 pub struct SessionAuthenticate {

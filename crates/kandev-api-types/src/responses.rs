@@ -344,6 +344,22 @@ responses! {
         pub deliveries: Vec<crate::DeliveryDto>,
     }
 
+    /// `turn.checkpoint.list`: the session's turns that can be reverted to or diffed, oldest
+    /// first.
+    pub struct TurnCheckpoints {
+        pub turns: Vec<crate::TurnCheckpointDto>,
+    }
+
+    /// `turn.revert`: the turns undone (the one reverted to first), the files changed back,
+    /// the files changed since the agent's last turn by someone else, and whether the revert
+    /// happened (`false` for a dry run).
+    pub struct TurnReverted {
+        pub turns: Vec<crate::UndoneTurnDto>,
+        pub files: Vec<crate::RevertFileDto>,
+        pub outside_edits: Vec<crate::RevertFileDto>,
+        pub reverted: bool,
+    }
+
     /// `session.turn.list`: the newest 1000 turns, oldest first.
     pub struct Turns {
         pub turns: Vec<crate::TurnDto>,

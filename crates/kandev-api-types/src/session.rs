@@ -235,6 +235,33 @@ impl From<&Message> for MessageDto {
     }
 }
 
+/// A turn with a checkpoint (issue 48): `number` counts the session's turns from 1,
+/// `message_id` is the prompt it carried, `undone` says a revert undid it, `diff` that its
+/// changes can be shown (it ended with a checkpoint after it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct TurnCheckpointDto {
+    pub turn_id: String,
+    pub number: u32,
+    pub message_id: Option<String>,
+    pub undone: bool,
+    pub diff: bool,
+}
+
+/// A turn a revert undoes: its number in the session and its prompt's first line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct UndoneTurnDto {
+    pub turn_id: String,
+    pub number: u32,
+    pub prompt: String,
+}
+
+/// A file a revert changes back (or one changed outside the agent's turns).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
+pub struct RevertFileDto {
+    pub repository_id: Option<String>,
+    pub path: String,
+}
+
 /// A turn: when it ran, how it ended, and its token usage (`usage.context`: `{used, size,
 /// cost}` from the agent's latest `usage_update` in it; `usage.tokens`: the counts of its
 /// answer), `null` when the agent reported none.

@@ -279,6 +279,11 @@ pub enum StatusNoteDto {
         action: String,
         outcome: String,
     },
+    Reverted {
+        turn_id: String,
+        undone: Vec<String>,
+        files: Vec<String>,
+    },
 }
 
 impl From<&MessageMeta> for MessageBodyDto {
@@ -468,6 +473,7 @@ impl From<&StatusNote> for StatusNoteDto {
                 D::PrFeedback { repository_id, event, outcome }
             }
             N::IssueUpdate { action, outcome } => D::IssueUpdate { action, outcome },
+            N::Reverted { turn_id, undone, files } => D::Reverted { turn_id, undone, files },
         }
     }
 }

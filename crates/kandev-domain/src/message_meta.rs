@@ -415,6 +415,10 @@ pub enum StatusNote {
     /// A workflow wrote back to the issue the task was made from (issue 47): `action` is
     /// `comment_issue` or `close_issue`; `outcome` `done` or `failed` (the text says why).
     IssueUpdate { action: String, outcome: String },
+    /// The user reverted the worktree to before a turn (issue 48): `turn_id` is that turn,
+    /// `undone` every turn the revert undid (it and the later ones), `files` the paths it
+    /// changed back.
+    Reverted { turn_id: String, undone: Vec<String>, files: Vec<String> },
 }
 
 #[cfg(test)]

@@ -85,6 +85,13 @@ pub(crate) enum Command {
     Reset {
         reply: Reply<()>,
     },
+    /// `turn.revert`: the worktrees back to before a turn (issue 48).
+    Revert {
+        turn_id: TurnId,
+        force: bool,
+        dry_run: bool,
+        reply: Reply<crate::checkpoints::RevertOutcome>,
+    },
     ResetDone {
         exec_epoch: i64,
         result: ResetResult,

@@ -26,6 +26,12 @@ pub const PR_POLL_INTERVAL: Duration = Duration::from_secs(60);
 /// The default time between two polls of the intake sources (issue 47).
 pub const INTAKE_POLL_INTERVAL: Duration = Duration::from_secs(120);
 
+/// Default number of a session's newest turns whose checkpoints are kept (issue 48;
+/// `kandev serve --checkpoint-turns`).
+pub const CHECKPOINT_TURNS: usize = 100;
+/// Default age beyond which a turn's checkpoints are collected (`--checkpoint-age`).
+pub const CHECKPOINT_AGE: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// Default per-home quota of stored attachments (`kandev serve --attachment-quota`).
 pub const ATTACHMENT_QUOTA: u64 = 1 << 30;
 
@@ -91,6 +97,10 @@ pub struct EngineConfig {
     /// How often every enabled issues source is polled (default every 2 minutes; zero:
     /// never, only `intake.source.poll` and webhooks take issues in).
     pub intake_poll_interval: Duration,
+    /// Checkpoints of a session's worktrees are kept for its newest `checkpoint_turns` turns
+    /// (0: no checkpoints are taken) and at most `checkpoint_age` (zero: no age limit).
+    pub checkpoint_turns: usize,
+    pub checkpoint_age: Duration,
     /// Wait after a notification delivery's first failure, doubled after each next one
     /// (default 10 s; tests shrink it).
     pub notification_backoff: Duration,
@@ -119,6 +129,8 @@ impl EngineConfig {
             dev_server_ports: 41000..=41999,
             pr_poll_interval: PR_POLL_INTERVAL,
             intake_poll_interval: INTAKE_POLL_INTERVAL,
+            checkpoint_turns: CHECKPOINT_TURNS,
+            checkpoint_age: CHECKPOINT_AGE,
             notification_backoff: Duration::from_secs(10),
             allow_private_notification_targets: false,
             attachments: AttachmentSettings::default(),

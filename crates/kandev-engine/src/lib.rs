@@ -11,6 +11,7 @@
 
 mod api;
 mod attachments;
+mod checkpoints;
 mod command;
 mod config;
 mod containers;
@@ -53,6 +54,7 @@ mod writeback;
 
 pub use api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
 pub use attachments::{Upload, too_large_error};
+pub use checkpoints::{CheckpointedTurn, RevertFile, RevertOutcome, UndoneTurn};
 pub use config::{
     ATTACHMENT_QUOTA, AgentCommand, AttachmentSettings, EngineConfig, INTAKE_POLL_INTERVAL,
     PR_POLL_INTERVAL, SETUP_TIMEOUT,

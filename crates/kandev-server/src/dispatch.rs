@@ -16,7 +16,7 @@ use crate::accounts::{self, Identity};
 use crate::board_cache::BoardKey;
 use crate::handlers::{
     agent_auth, executor, files, git, intake, notify, profile, prompt, question, repository,
-    search, session, ship, system, task, terminal, workflow, workspace,
+    search, session, ship, system, task, terminal, turns, workflow, workspace,
 };
 use crate::{ApiError, AppState};
 
@@ -182,6 +182,9 @@ handlers! {
     AgentCancel => session::cancel,
     MessageAdd => session::message_add,
     TurnList => session::turn_list,
+    TurnCheckpointList => turns::checkpoint_list,
+    TurnRevert => turns::revert,
+    TurnDiff => turns::diff,
     NotificationList => notify::list,
     ChannelCreate => notify::channel_create,
     ChannelList => notify::channel_list,

@@ -11,6 +11,7 @@
 //! both a `Store` and a `WriteTx` answer is written once, as a function of a `db::Db`.
 
 mod accounts;
+mod checkpoints;
 mod children;
 mod copy;
 mod db;
@@ -57,6 +58,7 @@ use kandev_domain::{Clock, IdGenerator, Timestamp};
 use crate::db::Pool;
 use tokio::sync::{Mutex, broadcast, watch};
 
+pub use checkpoints::TurnCheckpoint;
 pub use children::{ChildProcess, RunnerTerminal};
 pub use copy::{CopiedTable, copy_database};
 pub use error::StoreError;
@@ -76,7 +78,7 @@ pub use sessions::SessionUpdate;
 pub use ship::NewReviewComment;
 pub use sql::Dialect;
 pub use tasks::{NewTask, StepChange, TaskFilter, TaskPatch};
-pub use turns::{OpenTurn, TurnUsagePart};
+pub use turns::{OpenTurn, TurnPrompt, TurnUsagePart};
 pub use version::{KANDEV_VERSION, SchemaState, schema_state, vacuum_into};
 pub use workflows::StepPatch;
 pub use worktrees::{NewWorktree, WorktreeRecord};

@@ -31,6 +31,14 @@ impl From<TurnRow> for TurnRecord {
     }
 }
 
+/// A turn and the prompt it carried (`None` for a turn whose prompt was not recorded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnPrompt {
+    pub turn_id: TurnId,
+    pub message_id: Option<MessageId>,
+    pub content: Option<String>,
+}
+
 /// Which part of a turn's `usage` a report sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TurnUsagePart {
@@ -69,6 +77,27 @@ impl Store {
             prompt_message_id: message.map(MessageId::new),
             cancel_requested: cancel != 0,
         }))
+    }
+
+    /// Every turn of a session, oldest first, with the text of the prompt it carried (when
+    /// recorded): how a revert names the turns it undoes (issue 48).
+    pub async fn turn_prompts(&self, session_id: &SessionId) -> Result<Vec<TurnPrompt>> {
+        let rows: Vec<(String, Option<String>, Option<String>)> = crate::sql::query_as(
+            "SELECT t.id, m.id, m.content FROM turns t \
+             LEFT JOIN messages m ON m.id = t.prompt_message_id \
+             WHERE t.session_id = ? ORDER BY t.started_at, t.rowid",
+        )
+        .bind(session_id.as_str())
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, message, content)| TurnPrompt {
+                turn_id: TurnId::new(id),
+                message_id: message.map(MessageId::new),
+                content,
+            })
+            .collect())
     }
 
     /// A session's turns, oldest first (at most `limit`, the newest ones).

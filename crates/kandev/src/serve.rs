@@ -93,6 +93,13 @@ pub struct ServeArgs {
         value_parser = parse_duration
     )]
     pub intake_poll_interval: Duration,
+    /// How many of a session's newest turns keep their checkpoints (the worktree before and
+    /// after each turn, for "Revert to before this turn"); 0 takes no checkpoints.
+    #[arg(long, env = "KANDEV_CHECKPOINT_TURNS", default_value_t = 100)]
+    pub checkpoint_turns: usize,
+    /// Checkpoints older than this are collected (e.g. 30d); 0 keeps them regardless of age.
+    #[arg(long, env = "KANDEV_CHECKPOINT_AGE", default_value = "30d", value_parser = parse_duration)]
+    pub checkpoint_age: Duration,
     /// Most open connections (default 512, or half the open-file limit when that is lower).
     /// At the cap the oldest idle one is closed; when all are busy a new one gets 503.
     #[arg(long, env = "KANDEV_MAX_CONNECTIONS")]
@@ -256,6 +263,8 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
     config.dev_server_ports = args.dev_server_ports.clone();
     config.pr_poll_interval = args.pr_poll_interval;
     config.intake_poll_interval = args.intake_poll_interval;
+    config.checkpoint_turns = args.checkpoint_turns;
+    config.checkpoint_age = args.checkpoint_age;
     config.allow_private_notification_targets = args.allow_private_notification_targets;
     config.attachments.quota = args.attachment_quota;
     Ok(config)

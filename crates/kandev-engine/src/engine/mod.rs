@@ -16,17 +16,19 @@ mod terminals;
 use std::future::Future;
 use std::sync::Arc;
 
+use kandev_domain::files::FileChange;
 use kandev_domain::message_meta::StatusNote;
 use kandev_domain::question::{Question, QuestionStatus};
 use kandev_domain::task::Task;
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
 use kandev_domain::workflow::{Action, EntryCause};
-use kandev_domain::{AgentProfileId, SessionId, StepId, TaskId};
+use kandev_domain::{AgentProfileId, RepositoryId, SessionId, StepId, TaskId, TurnId};
 use kandev_store::Store;
 use tokio::sync::oneshot;
 
 use crate::api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
 use crate::attachments::{self, Upload};
+use crate::checkpoints::RevertOutcome;
 use crate::command::Command;
 use crate::config::EngineConfig;
 use crate::create::create_session;
@@ -188,6 +190,39 @@ impl Engine {
     /// a new one). A refusal at a restart ends the start with `agent_auth_required` again.
     pub async fn authenticate(&self, id: &SessionId, method_id: String) -> Result<()> {
         self.ask(id, |reply| Command::Authenticate { method_id, reply }).await
+    }
+
+    /// `turn.revert`: the session's worktrees back to before `turn_id`, undoing it and every
+    /// later turn (issue 48; `dry_run` only says what it would do). Refused while a turn
+    /// runs; edits made since the agent's last turn by someone else are refused by name
+    /// unless `force`.
+    pub async fn revert_turn(
+        &self,
+        id: &SessionId,
+        turn_id: TurnId,
+        force: bool,
+        dry_run: bool,
+    ) -> Result<RevertOutcome> {
+        self.ask(id, |reply| Command::Revert { turn_id, force, dry_run, reply }).await
+    }
+
+    /// `turn.checkpoint.list`: the session's turns that have a checkpoint, oldest first.
+    pub async fn checkpointed_turns(
+        &self,
+        id: &SessionId,
+    ) -> Result<Vec<crate::checkpoints::CheckpointedTurn>> {
+        self.inner.store.get_session(id).await.map_err(crate::error::not_found)?;
+        crate::checkpoints::checkpointed_turns(&self.inner, id).await
+    }
+
+    /// `turn.diff`: what one turn changed, from its checkpoint before to the one after.
+    pub async fn turn_changes(
+        &self,
+        id: &SessionId,
+        turn_id: &TurnId,
+    ) -> Result<Vec<(Option<RepositoryId>, Vec<FileChange>)>> {
+        self.inner.store.get_session(id).await.map_err(crate::error::not_found)?;
+        crate::checkpoints::turn_changes(&self.inner, id, turn_id).await
     }
 
     /// `session.reset_context`: a fresh conversation for the agent (rules 20-27).

@@ -113,8 +113,12 @@ impl SessionActor {
                 // output is read or any other input is written.
                 let _ = futures::poll!(&mut answer);
                 let (ordered, id) = (ordered.clone(), turn_id.clone());
+                let (inner, session_id) = (self.inner.clone(), self.session.id.clone());
                 self.spawn(async move {
                     let result = answer.await;
+                    if !matches!(&result, Err(err) if err.is_closed()) {
+                        crate::checkpoints::after_turn(&inner, &session_id, &id).await;
+                    }
                     let _ =
                         ordered.send(Command::TurnDone { epoch: turn_epoch, turn_id: id, result });
                 });
@@ -131,6 +135,7 @@ impl SessionActor {
                         last: tokio::time::Instant::now(),
                         stall_noticed: false,
                     }),
+                    cancelled: tokio_util::sync::CancellationToken::new(),
                 };
                 Some((turn, open.cancel_requested))
             }

@@ -4,7 +4,7 @@
 //! of the engine reaches it `crate::handle` (both below the actor, which `start` starts).
 //! What each command does: `boot.rs` (start, resume), `auth.rs` (`session.authenticate`), `turn.rs`
 //! (prompts and turns), `queue.rs`, `control.rs` (cancel, stop, delete, the agent exiting),
-//! `modes.rs`, `reset.rs` (the context reset, live and lazy), `workflow.rs` (step actions),
+//! `modes.rs`, `reset.rs` (the context reset, live and lazy), `revert.rs` (`turn.revert`), `workflow.rs` (step actions),
 //! `events.rs` (the agent's transcript), `permissions.rs`, `inputs.rs` (the keys of input that must arrive exactly once), `terminals.rs` (the agent's ACP terminals), `writes.rs` (its session
 //! writes).
 
@@ -19,6 +19,7 @@ mod modes;
 mod permissions;
 mod queue;
 pub(crate) mod reset;
+mod revert;
 pub(crate) mod state;
 mod terminals;
 mod turn;

@@ -173,6 +173,9 @@ pub(crate) struct Turn {
     pub sent_at: Instant,
     /// The agent's output in this turn, once there is any (rule 40).
     pub output: Option<Output>,
+    /// Cancelled when the user cancels the turn: a prompt not sent yet (its checkpoint is
+    /// still being taken) is then not sent at all.
+    pub cancelled: CancellationToken,
 }
 
 /// When a turn's agent last said something, and whether its quiet was noted already.
@@ -375,6 +378,7 @@ impl<L> PhaseOf<L> {
     pub fn cancel_turn(&mut self) -> Option<(TurnId, i64)> {
         match std::mem::replace(self, PhaseOf::Idle) {
             PhaseOf::Running(live, turn) => {
+                turn.cancelled.cancel();
                 let cancelled = (turn.id.clone(), turn.epoch);
                 *self = PhaseOf::Cancelling(live, turn);
                 Some(cancelled)
@@ -519,6 +523,7 @@ mod tests {
             tool_calls: HashMap::new(),
             sent_at: Instant::now(),
             output: None,
+            cancelled: CancellationToken::new(),
         }
     }
 

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use kandev_acp::{AcpError, ContentBlock, PromptResponse};
+use kandev_acp::{AcpError, ContentBlock, PromptResponse, StopReason};
 use kandev_api_types::{Notification, SessionEvent};
 use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::message_meta::{ErrorMeta, MessageMeta, StatusNote, UserMeta};
@@ -148,8 +148,9 @@ impl SessionActor {
     /// The writes of a new turn in the caller's transaction: the turn row (in the session's
     /// current epoch: a context reset moves it on without a new execution) and `RUNNING`.
     /// Returns the turn and the request id its prompt goes out with (recorded with it: a
-    /// server that re-adopts the agent after a restart awaits that answer, issue 20).
-    async fn open_turn(&mut self, tx: &mut WriteTx, message: &Message) -> Result<(TurnId, u64)> {
+    /// server that re-adopts the agent after a restart awaits that answer, issue 20), and
+    /// what a revert since the last turn left to tell the agent (taken here, issue 48).
+    async fn open_turn(&mut self, tx: &mut WriteTx, message: &Message) -> Result<OpenedTurn> {
         let Phase::Ready(live) = &self.phase else {
             return Err(EngineError::Unavailable("the agent is not running".into()));
         };
@@ -161,18 +162,23 @@ impl SessionActor {
             SessionUpdate { state: Some(SessionState::Running), ..SessionUpdate::default() },
         )
         .await?;
+        let notice = tx.take_checkpoint_notice(&self.session.id).await?;
         let event = SessionEvent::TurnStarted {
             session_id: self.session.id.to_string(),
             turn_id: turn_id.to_string(),
             message_id: message.id.to_string(),
         };
         publish::notify(tx, Notification::session(&self.session.id, event)).await?;
-        Ok((turn_id, prompt_id))
+        Ok(OpenedTurn { turn_id, prompt_id, notice })
     }
 
     /// Once [`Self::open_turn`] is committed: `Running`, and the prompt sent as a child
     /// future whose answer comes back through the event pump (after the turn's events).
-    fn dispatch_turn(&mut self, (turn_id, prompt_id): (TurnId, u64), message: Message) {
+    /// The child records the worktrees first (the checkpoint before the turn), and again once
+    /// the agent answered, before the turn's end reaches the actor (issue 48); a turn
+    /// cancelled before its prompt went out ends as cancelled without sending it.
+    fn dispatch_turn(&mut self, opened: OpenedTurn, message: Message) {
+        let OpenedTurn { turn_id, prompt_id, notice } = opened;
         let Phase::Ready(live) = std::mem::replace(&mut self.phase, Phase::Idle) else {
             return; // open_turn checked it
         };
@@ -180,6 +186,7 @@ impl SessionActor {
         let (client, acp_session_id) = (live.client.clone(), live.acp_session_id.clone());
         let ordered = live.ordered.clone();
         let accepts = live.accepts;
+        let cancelled = tokio_util::sync::CancellationToken::new();
         let turn = Turn {
             id: turn_id.clone(),
             epoch,
@@ -187,17 +194,28 @@ impl SessionActor {
             tool_calls: HashMap::new(),
             sent_at: tokio::time::Instant::now(),
             output: None,
+            cancelled: cancelled.clone(),
         };
         self.phase = Phase::Running(live, turn);
         self.schedule_stall_check(epoch, turn_id.clone(), self.inner.config.stall_after);
         // Recorded, not written yet: a server that dies here leaves the prompt to the next
         // one, which sends it if the runner never took it (issue 38 item 12).
         crate::fault::after_commit("prompt");
-        let source = PromptSource::of(self);
+        let source = PromptSource::of(self).with_notice(notice);
+        let (inner, session_id, task_id) =
+            (self.inner.clone(), self.session.id.clone(), self.session.task_id.clone());
         self.spawn(async move {
-            let blocks = source.blocks(&message, accepts).await;
-            let key = Some(super::inputs::prompt_key(&turn_id));
-            let result = client.prompt_keyed(prompt_id, key, &acp_session_id, &blocks).await;
+            crate::checkpoints::before_turn(&inner, &session_id, &task_id, &turn_id).await;
+            let result = if cancelled.is_cancelled() {
+                Ok(PromptResponse { stop_reason: StopReason::Cancelled, usage: None, meta: None })
+            } else {
+                let blocks = source.blocks(&message, accepts).await;
+                let key = Some(super::inputs::prompt_key(&turn_id));
+                client.prompt_keyed(prompt_id, key, &acp_session_id, &blocks).await
+            };
+            if !matches!(&result, Err(err) if err.is_closed()) {
+                crate::checkpoints::after_turn(&inner, &session_id, &turn_id).await;
+            }
             let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
         });
     }
@@ -454,6 +472,8 @@ impl SessionActor {
 pub(crate) struct PromptSource {
     inner: std::sync::Arc<crate::inner::Inner>,
     plan_mode: bool,
+    /// What a revert since the last turn left to tell the agent, put before the message.
+    notice: Option<String>,
     cwd: PathBuf,
     task_id: kandev_domain::TaskId,
 }
@@ -463,23 +483,31 @@ impl PromptSource {
         PromptSource {
             inner: actor.inner.clone(),
             plan_mode: actor.session.plan_mode,
+            notice: None,
             cwd: PathBuf::from(&actor.session.cwd),
             task_id: actor.session.task_id.clone(),
         }
     }
 
-    /// The prompt's blocks: the message's text (after the plan-mode instruction in plan
-    /// mode), then its attachments as the agent accepts them.
+    pub(crate) fn with_notice(self, notice: Option<String>) -> Self {
+        PromptSource { notice, ..self }
+    }
+
+    /// The prompt's blocks: the message's text (after a revert's notice, and the plan-mode
+    /// instruction in plan mode), then its attachments as the agent accepts them.
     pub(crate) async fn blocks(
         &self,
         message: &Message,
         accepts: kandev_domain::attachment::PromptAccepts,
     ) -> Vec<ContentBlock> {
-        let text = if self.plan_mode {
+        let mut text = if self.plan_mode {
             format!("{}\n\n{}", kandev_domain::workflow::PLAN_MODE_INSTRUCTION, message.content)
         } else {
             message.content.clone()
         };
+        if let Some(notice) = &self.notice {
+            text = format!("{notice}\n\n{text}");
+        }
         let mut blocks = vec![ContentBlock::text(text)];
         let attached = message.meta.attachments().to_vec();
         if !attached.is_empty() {
@@ -495,6 +523,14 @@ impl PromptSource {
         }
         blocks
     }
+}
+
+/// A turn [`SessionActor::open_turn`] wrote: its id, its prompt's request id, and the notice
+/// of a revert the prompt carries.
+struct OpenedTurn {
+    turn_id: TurnId,
+    prompt_id: u64,
+    notice: Option<String>,
 }
 
 /// How a turn ended, as [`SessionActor::finish_turn`] writes it: its stop reason, the token

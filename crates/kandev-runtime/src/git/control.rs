@@ -67,6 +67,19 @@ pub async fn commit_changes(worktree: &Path, sha: &str) -> Result<Vec<FileChange
     Ok(files)
 }
 
+/// What changed from commit `from` to commit `to` (a turn's checkpoints, issue 48).
+pub async fn commits_changes(
+    worktree: &Path,
+    from: &str,
+    to: &str,
+) -> Result<Vec<FileChange>, GitError> {
+    let worktree = open_worktree(worktree).await?;
+    let from = resolve_commit(&worktree, from).await?;
+    let to = resolve_commit(&worktree, to).await?;
+    let (files, _) = tracked_changes(&worktree, &[&from, &to], None).await?;
+    Ok(files)
+}
+
 /// What is staged and what is not.
 pub async fn index_state(worktree: &Path) -> Result<IndexState, GitError> {
     let worktree = open_worktree(worktree).await?;

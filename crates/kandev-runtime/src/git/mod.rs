@@ -50,7 +50,7 @@ pub use commit::{
 };
 pub use control::{
     BranchCommit, HunkRef, IndexAction, IndexState, MAX_COMMITS, branch_commits, change_index,
-    commit_changes, index_state,
+    commit_changes, commits_changes, index_state,
 };
 pub use diff::{
     ChangeStatus, DiffLine, FileChange, Hunk, LineKind, MAX_DIFF_BYTES, MAX_FILE_DIFF_BYTES,

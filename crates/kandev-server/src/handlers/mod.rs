@@ -19,6 +19,7 @@ pub mod ship;
 pub mod system;
 pub mod task;
 pub mod terminal;
+pub mod turns;
 pub mod workflow;
 pub mod workspace;
 
