@@ -421,6 +421,8 @@ export type RepositoryUsage = { worktrees: Array<WorktreeUsageDto>, total_bytes:
 
 export type ResumeMode = "load" | "fresh";
 
+export type RevertFileDto = { repository_id: string | null, path: string, };
+
 export type ReviewCommentAdd = { task_id: string, path: string, line: number, side?: string, text: string, 
 /**
  * A reply in this thread (its first comment's id): on that comment's line.
@@ -576,7 +578,7 @@ export type SshSettingsDto = { host: string, port: number, user: string, identit
 
 export type StatusMetaDto = StatusNoteDto | { [key in string]: JsonValue };
 
-export type StatusNoteDto = { "reason": "agent_warning" } | { "reason": "cancelled" } | { "reason": "stopped" } | { "reason": "idle" } | { "reason": "stall" } | { "reason": "interrupted" } | { "reason": "context_reset" } | { "reason": "resumed" } | { "reason": "fresh" } | { "reason": "mcp_transport", servers: Array<string>, } | { "reason": "unknown_saved_prompt", names: Array<string>, } | { "reason": "saved_prompts_too_large" } | { "reason": "task_moved", by: string, } | { "reason": "ship_action", action: string, } | { "reason": "ship_by", action: string, by: string, } | { "reason": "worktree_reused", repository_id: string, path: string, branch: string, } | { "reason": "worktree_created", repository_id: string, path: string, branch: string, base_commit: string, } | { "reason": "setup_script", repository_id: string, status: string, exit_code: number | null, } | { "reason": "cleanup_script", repository_id: string, status: string, } | { "reason": "pull_request", repository_id: string, number: number, url: string, state: string, was: string, } | { "reason": "authenticated", auth_method: string, } | { "reason": "mcp_note" } | { "reason": "complete_step", step: string, } | { "reason": "question_resolved", question_id: string, status: string, answer: string | null, by: string | null, } | { "reason": "pr_feedback", repository_id: string, event: string, outcome: string, } | { "reason": "issue_update", action: string, outcome: string, };
+export type StatusNoteDto = { "reason": "agent_warning" } | { "reason": "cancelled" } | { "reason": "stopped" } | { "reason": "idle" } | { "reason": "stall" } | { "reason": "interrupted" } | { "reason": "context_reset" } | { "reason": "resumed" } | { "reason": "fresh" } | { "reason": "mcp_transport", servers: Array<string>, } | { "reason": "unknown_saved_prompt", names: Array<string>, } | { "reason": "saved_prompts_too_large" } | { "reason": "task_moved", by: string, } | { "reason": "ship_action", action: string, } | { "reason": "ship_by", action: string, by: string, } | { "reason": "worktree_reused", repository_id: string, path: string, branch: string, } | { "reason": "worktree_created", repository_id: string, path: string, branch: string, base_commit: string, } | { "reason": "setup_script", repository_id: string, status: string, exit_code: number | null, } | { "reason": "cleanup_script", repository_id: string, status: string, } | { "reason": "pull_request", repository_id: string, number: number, url: string, state: string, was: string, } | { "reason": "authenticated", auth_method: string, } | { "reason": "mcp_note" } | { "reason": "complete_step", step: string, } | { "reason": "question_resolved", question_id: string, status: string, answer: string | null, by: string | null, } | { "reason": "pr_feedback", repository_id: string, event: string, outcome: string, } | { "reason": "issue_update", action: string, outcome: string, } | { "reason": "reverted", turn_id: string, undone: Array<string>, files: Array<string>, };
 
 export type StepCreate = { workflow_id: string, name: string, position?: number, color?: string, prompt?: string, is_start_step?: boolean, allow_manual_move?: boolean, 
 /**
@@ -783,9 +785,21 @@ export type ToolLocationDto = { path: string, line: number | null, };
 
 export type TreeEntryDto = { path: string, kind: string, size: number, };
 
+export type TurnCheckpointDto = { turn_id: string, number: number, message_id: string | null, undone: boolean, diff: boolean, };
+
+export type TurnCheckpoints = { turns: Array<TurnCheckpointDto>, };
+
+export type TurnDiff = { session_id: string, turn_id: string, };
+
 export type TurnDto = { id: string, session_id: string, epoch: number, started_at: string, completed_at: string | null, stop_reason: string | null, usage: JsonValue, };
 
+export type TurnRevert = { session_id: string, turn_id: string, force?: boolean, dry_run?: boolean, };
+
+export type TurnReverted = { turns: Array<UndoneTurnDto>, files: Array<RevertFileDto>, outside_edits: Array<RevertFileDto>, reverted: boolean, };
+
 export type Turns = { turns: Array<TurnDto>, };
+
+export type UndoneTurnDto = { turn_id: string, number: number, prompt: string, };
 
 export type Unsubscribe = { topics: Array<string>, };
 
@@ -927,6 +941,9 @@ export type Actions = {
   "message.add": { request: MessageAdd, response: MessageAdded },
   "message.list": { request: MessageList, response: Messages },
   "session.turn.list": { request: BySession, response: Turns },
+  "turn.checkpoint.list": { request: BySession, response: TurnCheckpoints },
+  "turn.revert": { request: TurnRevert, response: TurnReverted },
+  "turn.diff": { request: TurnDiff, response: CommitDiff },
   "message.queue.list": { request: BySession, response: Queue },
   "message.queue.add": { request: QueueAdd, response: Queue },
   "message.queue.update": { request: QueueUpdate, response: Queue },
