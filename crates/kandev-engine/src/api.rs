@@ -1,9 +1,10 @@
 //! What callers hand the engine and get back, besides the domain's own types: prompts and
-//! what became of them, permission answers, changes to the prompt queue.
+//! what became of them, permission answers, changes to the prompt queue, a turn's checkpoint
+//! and what a revert does (issue 48).
 
-use kandev_domain::QueuedPromptId;
 use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::transcript::{Message, QueuedPrompt};
+use kandev_domain::{MessageId, QueuedPromptId, RepositoryId, TurnId};
 
 /// A prompt from the user (or a workflow).
 #[derive(Debug, Clone)]
@@ -66,4 +67,47 @@ pub enum QueueChange {
     /// outside the session queued one: a pull request's feedback).
     Nudge,
     SetAutoRun(bool),
+}
+
+/// A turn with a checkpoint, as `turn.checkpoint.list` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointedTurn {
+    pub turn_id: TurnId,
+    /// Its number in the session, from 1.
+    pub number: usize,
+    /// The prompt it carried.
+    pub message_id: Option<MessageId>,
+    /// A revert undid it.
+    pub undone: bool,
+    /// It ended with a checkpoint after it, so what it changed can be shown.
+    pub diff: bool,
+}
+
+/// A file a revert changes, or one changed outside the agent's turns.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RevertFile {
+    pub repository_id: Option<RepositoryId>,
+    pub path: String,
+}
+
+/// A turn a revert undoes: its number in the session (from 1) and its prompt's first line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndoneTurn {
+    pub turn_id: TurnId,
+    pub number: usize,
+    pub prompt: String,
+}
+
+/// What a revert to before a turn does (or did).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RevertOutcome {
+    /// The turn reverted to and every later one not undone before, oldest first.
+    pub turns: Vec<UndoneTurn>,
+    /// The files it changes back (changed back, once `reverted`).
+    pub files: Vec<RevertFile>,
+    /// Files changed since the agent's last turn by someone else: a revert without `force`
+    /// is refused while there are any.
+    pub outside_edits: Vec<RevertFile>,
+    /// Whether the worktrees were restored (`false`: a dry run).
+    pub reverted: bool,
 }

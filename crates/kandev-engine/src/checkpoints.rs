@@ -22,10 +22,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::SystemTime;
 
-use kandev_domain::{MessageId, RepositoryId, SessionId, TaskId, Timestamp, TurnId};
+use kandev_domain::{RepositoryId, SessionId, TaskId, Timestamp, TurnId};
 use kandev_runtime::git::{self, CheckpointTurn, GitError, Retention};
 use kandev_store::{TurnCheckpoint, WorktreeRecord};
 
+use crate::api::{CheckpointedTurn, RevertFile, RevertOutcome, UndoneTurn};
 use crate::error::{EngineError, Result};
 use crate::inner::Inner;
 use crate::workdir::shared::{exists, git_error};
@@ -182,20 +183,6 @@ async fn collect(inner: &Inner, session: &SessionId) -> Result<()> {
     Ok(())
 }
 
-/// A turn with a checkpoint, as `turn.checkpoint.list` shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckpointedTurn {
-    pub turn_id: TurnId,
-    /// Its number in the session, from 1.
-    pub number: usize,
-    /// The prompt it carried.
-    pub message_id: Option<MessageId>,
-    /// A revert undid it.
-    pub undone: bool,
-    /// It ended with a checkpoint after it, so what it changed can be shown.
-    pub diff: bool,
-}
-
 /// The session's turns that have a checkpoint, oldest first.
 pub(crate) async fn checkpointed_turns(
     inner: &Inner,
@@ -218,35 +205,6 @@ pub(crate) async fn checkpointed_turns(
             })
         })
         .collect())
-}
-
-/// A file a revert changes, or one changed outside the agent's turns.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct RevertFile {
-    pub repository_id: Option<RepositoryId>,
-    pub path: String,
-}
-
-/// A turn a revert undoes: its number in the session (from 1) and its prompt's first line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UndoneTurn {
-    pub turn_id: TurnId,
-    pub number: usize,
-    pub prompt: String,
-}
-
-/// What a revert to before a turn does (or did).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RevertOutcome {
-    /// The turn reverted to and every later one not undone before, oldest first.
-    pub turns: Vec<UndoneTurn>,
-    /// The files it changes back (changed back, once `reverted`).
-    pub files: Vec<RevertFile>,
-    /// Files changed since the agent's last turn by someone else: a revert without `force`
-    /// is refused while there are any.
-    pub outside_edits: Vec<RevertFile>,
-    /// Whether the worktrees were restored (`false`: a dry run).
-    pub reverted: bool,
 }
 
 /// A revert worked out: the worktrees to restore and to which commits.

@@ -90,7 +90,7 @@ pub(crate) enum Command {
         turn_id: TurnId,
         force: bool,
         dry_run: bool,
-        reply: Reply<crate::checkpoints::RevertOutcome>,
+        reply: Reply<crate::api::RevertOutcome>,
     },
     ResetDone {
         exec_epoch: i64,

@@ -52,9 +52,11 @@ mod workflow;
 mod write;
 mod writeback;
 
-pub use api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
+pub use api::{
+    CheckpointedTurn, PermissionAnswer, PromptOutcome, PromptRequest, QueueChange, RevertFile,
+    RevertOutcome, UndoneTurn,
+};
 pub use attachments::{Upload, too_large_error};
-pub use checkpoints::{CheckpointedTurn, RevertFile, RevertOutcome, UndoneTurn};
 pub use config::{
     ATTACHMENT_QUOTA, AgentCommand, AttachmentSettings, EngineConfig, INTAKE_POLL_INTERVAL,
     PR_POLL_INTERVAL, SETUP_TIMEOUT,

@@ -26,9 +26,10 @@ use kandev_domain::{AgentProfileId, RepositoryId, SessionId, StepId, TaskId, Tur
 use kandev_store::Store;
 use tokio::sync::oneshot;
 
-use crate::api::{PermissionAnswer, PromptOutcome, PromptRequest, QueueChange};
+use crate::api::{
+    CheckpointedTurn, PermissionAnswer, PromptOutcome, PromptRequest, QueueChange, RevertOutcome,
+};
 use crate::attachments::{self, Upload};
-use crate::checkpoints::RevertOutcome;
 use crate::command::Command;
 use crate::config::EngineConfig;
 use crate::create::create_session;
@@ -207,10 +208,7 @@ impl Engine {
     }
 
     /// `turn.checkpoint.list`: the session's turns that have a checkpoint, oldest first.
-    pub async fn checkpointed_turns(
-        &self,
-        id: &SessionId,
-    ) -> Result<Vec<crate::checkpoints::CheckpointedTurn>> {
+    pub async fn checkpointed_turns(&self, id: &SessionId) -> Result<Vec<CheckpointedTurn>> {
         self.inner.store.get_session(id).await.map_err(crate::error::not_found)?;
         crate::checkpoints::checkpointed_turns(&self.inner, id).await
     }

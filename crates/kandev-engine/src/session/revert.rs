@@ -7,7 +7,8 @@ use kandev_domain::TurnId;
 use kandev_domain::message_meta::StatusNote;
 use kandev_store::SessionUpdate;
 
-use crate::checkpoints::{self, RevertOutcome};
+use crate::api::RevertOutcome;
+use crate::checkpoints;
 use crate::error::{EngineError, Result};
 use crate::session::state::{Phase, SessionActor};
 

@@ -60,7 +60,7 @@ pub async fn diff(s: &AppState, p: TurnDiff) -> Result<CommitDiff, ApiError> {
 fn turn_id(text: &str) -> Result<TurnId, ApiError> {
     let text = text.trim();
     if text.is_empty() {
-        return Err(ApiError::validation("turn_id is required"));
+        return Err(ApiError::validation("say which turn: its id is required"));
     }
     Ok(TurnId::new(text))
 }
