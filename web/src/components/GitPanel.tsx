@@ -49,6 +49,27 @@ function PlainHunk({ hunk, path, actions }: { hunk: HunkDto; path: string; actio
 }
 
 type Change = 'stage' | 'unstage' | 'discard';
+/** Read-only diffs of files (a commit's, a turn's), one open section per file. */
+export function FileDiffs({ files }: { files: FileChangeDto[] }) {
+  return (
+    <>
+      {files.map((f) => (
+        <details key={`${f.repository_id ?? ''}:${f.path}`} className="diff-file" open data-path={f.path}>
+          <summary className="diff-head">
+            <code>{f.old_path ? `${f.old_path} → ${f.path}` : f.path}</code>
+            <span className="badge">{f.status}</span>
+            <span className="adds">+{f.additions}</span>
+            <span className="dels">−{f.deletions}</span>
+          </summary>
+          {f.hunks.map((h, i) => (
+            <PlainHunk key={i} hunk={h} path={f.path} />
+          ))}
+        </details>
+      ))}
+    </>
+  );
+}
+
 const LABEL: Record<Change, string> = { stage: 'Stage', unstage: 'Unstage', discard: 'Discard' };
 const DONE: Record<Change, string> = { stage: 'Staged', unstage: 'Unstaged', discard: 'Discarded' };
 
@@ -275,19 +296,7 @@ export function Commits({ taskId, version }: { taskId: string; version: number }
           <h3>
             <code>{open.commit.sha.slice(0, 8)}</code> {open.commit.summary}
           </h3>
-          {open.files.map((f) => (
-            <details key={f.path} className="diff-file" open data-path={f.path}>
-              <summary className="diff-head">
-                <code>{f.old_path ? `${f.old_path} → ${f.path}` : f.path}</code>
-                <span className="badge">{f.status}</span>
-                <span className="adds">+{f.additions}</span>
-                <span className="dels">−{f.deletions}</span>
-              </summary>
-              {f.hunks.map((h, i) => (
-                <PlainHunk key={i} hunk={h} path={f.path} />
-              ))}
-            </details>
-          ))}
+          <FileDiffs files={open.files} />
         </div>
       )}
     </section>

@@ -20,6 +20,7 @@ import { QueuePanel } from './session/QueuePanel';
 import { Questions } from './session/Questions';
 import { RenameDialog } from './session/RenameDialog';
 import { ResumeMenu } from './session/ResumeMenu';
+import { TurnTools, useTurnCheckpoints } from './session/TurnTools';
 import { StateBadge } from './StateBadge';
 
 const getKey = (m: MessageDto) => m.id;
@@ -74,6 +75,10 @@ export function SessionView({
       s.transcript.messages.some(
         (m) => m.kind === 'permission_request' && (m.metadata.status || 'pending') === 'pending',
       ));
+
+  // A turn's checkpoints change when a turn ends (the state moves) and when a revert notes it.
+  const reverts = s.transcript.messages.filter((m) => m.kind === 'status' && m.metadata.reason === 'reverted').length;
+  const checkpoints = useTurnCheckpoints(sessionId, `${state}:${reverts}`);
 
   useEffect(() => {
     window.__kandevPerf = {
@@ -216,7 +221,17 @@ export function SessionView({
         ariaLabel="Conversation"
         onReachTop={s.loadOlder}
         onAtBottomChange={setAtBottom}
-        render={(m) => <MessageView message={m} />}
+        render={(m) => {
+          const turn = m.kind === 'user' ? checkpoints.get(m.id) : undefined;
+          return turn ? (
+            <>
+              <MessageView message={m} />
+              <TurnTools sessionId={sessionId} turn={turn} busy={busy} />
+            </>
+          ) : (
+            <MessageView message={m} />
+          );
+        }}
         empty={
           <p className="column-empty">{s.loading ? 'Loading the conversation…' : 'No messages yet. Say what to do.'}</p>
         }
