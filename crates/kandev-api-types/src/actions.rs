@@ -192,6 +192,10 @@ actions! {
         MessageList = "message.list": rq::MessageList => rs::Messages;
         TurnList = "session.turn.list": rq::BySession => rs::Turns;
         TurnCheckpointList = "turn.checkpoint.list": rq::BySession => rs::TurnCheckpoints;
+        TaskAttemptCreate = "task.attempt.create": rq::TaskAttemptCreate => rs::Sessions;
+        TaskAttemptList = "task.attempt.list": rq::ByTask => rs::TaskAttempts;
+        TaskAttemptDiff = "task.attempt.diff": rq::TaskAttempt => rs::CommitDiff;
+        TaskAttemptPick = "task.attempt.pick": rq::TaskAttempt => rs::AttemptPicked;
         TurnRevert = "turn.revert": rq::TurnRevert => rs::TurnReverted;
         TurnDiff = "turn.diff": rq::TurnDiff => rs::CommitDiff;
         QueueList = "message.queue.list": rq::BySession => rs::Queue;

@@ -313,6 +313,26 @@ pub struct TurnRevert {
     pub dry_run: Option<bool>,
 }
 
+/// One attempt of `task.attempt.create`: its profile (the task's by default) and its first
+/// prompt (the task's title and description by default).
+pub struct AttemptSpec {
+    pub profile_id: Option<String>,
+    pub prompt: Option<String>,
+}
+
+/// `task.attempt.create`: one session per entry of `attempts`, each in a worktree and on a
+/// branch of its own from the task's base.
+pub struct TaskAttemptCreate {
+    pub task_id: String,
+    pub attempts: Vec<AttemptSpec>,
+}
+
+/// `task.attempt.pick`, `task.attempt.diff`: one attempt of a task.
+pub struct TaskAttempt {
+    pub task_id: String,
+    pub session_id: String,
+}
+
 /// `turn.diff`: what one turn of a session changed.
 pub struct TurnDiff {
     pub session_id: String,

@@ -167,6 +167,20 @@ responses! {
         pub from_step_id: String,
     }
 
+    /// `task.attempt.list`: the task's attempts, oldest first.
+    pub struct TaskAttempts {
+        pub attempts: Vec<crate::TaskAttemptDto>,
+    }
+
+    /// `task.attempt.pick`: the task afterwards (the picked attempt is its primary session),
+    /// the branch that is now the task's, and the other worktrees removed or kept (with why).
+    pub struct AttemptPicked {
+        pub task: TaskDto,
+        pub branch: String,
+        pub worktrees_removed: Vec<String>,
+        pub worktrees_kept: Vec<KeptWorktreeDto>,
+    }
+
     /// `task.archive`: the worktrees removed (paths) and those kept, with why.
     pub struct TaskArchived {
         pub task: TaskDto,

@@ -122,6 +122,9 @@ pub struct SessionDto {
     pub context_window: Option<crate::transcript::UsageMetaDto>,
     pub agent_info: Value,
     pub cwd: String,
+    /// Its number among the task's attempts, each in worktrees of its own; `null` for a
+    /// session in the task's worktrees.
+    pub attempt: Option<u32>,
     /// The agent's slash commands (its latest `available_commands_update`).
     pub available_commands: Vec<AvailableCommandDto>,
     pub created_at: String,
@@ -171,6 +174,7 @@ impl From<&Session> for SessionDto {
             context_window: s.context_window.as_ref().map(Into::into),
             agent_info: json_or_null(s.agent_info.as_deref()),
             cwd: s.cwd.clone(),
+            attempt: s.attempt,
             available_commands: commands_of(&s.available_commands),
             created_at: rfc3339(s.created_at),
             updated_at: rfc3339(s.updated_at),
@@ -233,6 +237,18 @@ impl From<&Message> for MessageDto {
             updated_at: rfc3339(m.updated_at),
         }
     }
+}
+
+/// An attempt of a task (issue 48): its session, its worktree and branch once its first
+/// start made them, and what it changed against the base (files, lines added and removed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct TaskAttemptDto {
+    pub session: SessionDto,
+    pub branch: Option<String>,
+    pub worktree: Option<String>,
+    pub files: u32,
+    pub additions: u32,
+    pub deletions: u32,
 }
 
 /// A turn with a checkpoint (issue 48): `number` counts the session's turns from 1,

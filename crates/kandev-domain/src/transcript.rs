@@ -115,6 +115,9 @@ pub struct Session {
     pub agent_info: Option<String>,
     /// The working directory the agent runs in.
     pub cwd: String,
+    /// Its number among the task's attempts (issue 48), each working in worktrees of its
+    /// own; `None` for a session in the task's worktrees.
+    pub attempt: Option<u32>,
     /// JSON array text: the agent's slash commands from its latest
     /// `available_commands_update`, `[{name, description, input_hint}]` (issue 18).
     pub available_commands: String,

@@ -22,7 +22,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::time::SystemTime;
 
-use kandev_domain::{RepositoryId, SessionId, TaskId, Timestamp, TurnId};
+use kandev_domain::transcript::Session;
+use kandev_domain::{RepositoryId, SessionId, Timestamp, TurnId};
 use kandev_runtime::git::{self, CheckpointTurn, GitError, Retention};
 use kandev_store::{TurnCheckpoint, WorktreeRecord};
 
@@ -36,10 +37,18 @@ fn after_name(turn: &TurnId) -> String {
     format!("{turn}-after")
 }
 
-/// The live worktrees of a task that are on this server's host.
-async fn local_worktrees(inner: &Inner, task: &TaskId) -> Result<Vec<WorktreeRecord>> {
+/// The live worktrees a session works in (an attempt's own, else the task's) that are on
+/// this server's host.
+async fn local_worktrees(inner: &Inner, session: &Session) -> Result<Vec<WorktreeRecord>> {
     let mut local = vec![];
-    for record in inner.store.live_worktrees(task).await? {
+    for record in inner.store.live_worktrees(&session.task_id).await? {
+        let mine = match session.attempt {
+            Some(_) => record.session_id.as_ref() == Some(&session.id),
+            None => record.is_task_worktree(),
+        };
+        if !mine {
+            continue;
+        }
         if crate::sites::ssh_of(inner, &record).await?.is_none() && exists(&record.path).await {
             local.push(record);
         }
@@ -47,23 +56,19 @@ async fn local_worktrees(inner: &Inner, task: &TaskId) -> Result<Vec<WorktreeRec
     Ok(local)
 }
 
-/// Records the task's worktrees before `turn` (logged, never failing the turn).
-pub(crate) async fn before_turn(inner: &Inner, session: &SessionId, task: &TaskId, turn: &TurnId) {
+/// Records the session's worktrees before `turn` (logged, never failing the turn).
+pub(crate) async fn before_turn(inner: &Inner, session: &Session, turn: &TurnId) {
     if inner.config.checkpoint_turns == 0 {
         return;
     }
-    if let Err(err) = take_before(inner, session, task, turn).await {
-        tracing::warn!(%session, %turn, error = %err, "no checkpoint before the turn");
+    if let Err(err) = take_before(inner, session, turn).await {
+        tracing::warn!(session = %session.id, %turn, error = %err, "no checkpoint before the turn");
     }
 }
 
-async fn take_before(
-    inner: &Inner,
-    session: &SessionId,
-    task: &TaskId,
-    turn: &TurnId,
-) -> Result<()> {
-    let worktrees = local_worktrees(inner, task).await?;
+async fn take_before(inner: &Inner, session: &Session, turn: &TurnId) -> Result<()> {
+    let worktrees = local_worktrees(inner, session).await?;
+    let session = &session.id;
     if worktrees.is_empty() {
         return Ok(());
     }

@@ -85,6 +85,11 @@ pub(crate) enum Command {
     Reset {
         reply: Reply<()>,
     },
+    /// The session's number among its task's attempts (issue 48; `None`: no longer one).
+    SetAttempt {
+        attempt: Option<u32>,
+        reply: Reply<()>,
+    },
     /// `turn.revert`: the worktrees back to before a turn (issue 48).
     Revert {
         turn_id: TurnId,

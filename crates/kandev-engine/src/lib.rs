@@ -63,6 +63,7 @@ pub use config::{
 };
 pub use devservers::{DEV_SERVER_LOG_BYTES, DevServerInfo};
 pub use engine::Engine;
+pub use engine::attempts::{Attempt, AttemptPick, AttemptRequest, MAX_ATTEMPTS};
 pub use error::{EngineError, Result};
 pub use executors::ExecutorCheck;
 pub use intake::{HookError, HookOutcome, IntakeSourceRequest};

@@ -15,8 +15,8 @@ use serde_json::value::RawValue;
 use crate::accounts::{self, Identity};
 use crate::board_cache::BoardKey;
 use crate::handlers::{
-    agent_auth, executor, files, git, intake, notify, profile, prompt, question, repository,
-    search, session, ship, system, task, terminal, turns, workflow, workspace,
+    agent_auth, attempts, executor, files, git, intake, notify, profile, prompt, question,
+    repository, search, session, ship, system, task, terminal, turns, workflow, workspace,
 };
 use crate::{ApiError, AppState};
 
@@ -183,6 +183,10 @@ handlers! {
     MessageAdd => session::message_add,
     TurnList => session::turn_list,
     TurnCheckpointList => turns::checkpoint_list,
+    TaskAttemptCreate => attempts::create,
+    TaskAttemptList => attempts::list,
+    TaskAttemptDiff => attempts::diff,
+    TaskAttemptPick => attempts::pick,
     TurnRevert => turns::revert,
     TurnDiff => turns::diff,
     NotificationList => notify::list,

@@ -263,3 +263,128 @@ async fn i48_4_checkpoints_stay_within_the_retention_setting_and_an_unchanged_tu
     assert_eq!((status, gone["code"].as_str()), (404, Some("NOT_FOUND")), "{gone}");
     assert!(gone["message"].as_str().unwrap().contains("newest 3 turns"), "{gone}");
 }
+
+/// The mock script of an attempt: writes `file`, commits it when `commit`, then says `done`.
+fn attempt_script(file: &str, commit: bool) -> String {
+    let commit = if commit {
+        format!("\nterminal git add -A && git commit -qm {file}")
+    } else {
+        String::new()
+    };
+    format!("#!mock\nwrite {file} from {file}{commit}\nsay done")
+}
+
+async fn attempts(server: &TestServer, task: &str) -> Vec<Value> {
+    let list = server.call("task.attempt.list", json!({"task_id": task})).await;
+    list["attempts"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn i48_3_three_attempts_work_in_their_own_worktrees_and_a_pick_makes_one_the_tasks() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    let repo_id = board.repository(&repo, json!({})).await;
+    let task = board.task("Race", &[&repo_id]).await;
+
+    let scripts = [
+        attempt_script("one.txt", true),
+        attempt_script("two.txt", true),
+        attempt_script("three.txt", false),
+    ];
+    let made = server
+        .call(
+            "task.attempt.create",
+            json!({"task_id": task, "attempts": scripts.iter().map(|p| json!({"prompt": p})).collect::<Vec<_>>()}),
+        )
+        .await;
+    let sessions: Vec<String> = made["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sessions.len(), 3, "{made}");
+    let numbers: Vec<u64> = made["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, [1, 2, 3]);
+    for session in &sessions {
+        server.wait_turns(session, 1).await;
+    }
+
+    let list = attempts(&server, &task).await;
+    assert_eq!(list.len(), 3);
+    let worktrees: Vec<String> =
+        list.iter().map(|a| a["worktree"].as_str().unwrap().to_owned()).collect();
+    let branches: Vec<String> =
+        list.iter().map(|a| a["branch"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(
+        worktrees.iter().collect::<std::collections::BTreeSet<_>>().len(),
+        3,
+        "each attempt has its own worktree: {worktrees:?}"
+    );
+    assert_eq!(branches.iter().collect::<std::collections::BTreeSet<_>>().len(), 3, "{branches:?}");
+    let base = git(&repo, &["rev-parse", "main"]);
+    for (attempt, (worktree, own)) in
+        list.iter().zip(worktrees.iter().zip(["one.txt", "two.txt", "three.txt"]))
+    {
+        let path = Path::new(worktree);
+        let names: Vec<String> = files_of(path).into_keys().collect();
+        assert_eq!(names, ["README.md", own], "{worktree} holds its own work only");
+        assert_eq!((attempt["files"].as_u64(), attempt["additions"].as_u64()), (Some(1), Some(1)));
+        assert_eq!(git(path, &["merge-base", "HEAD", &base]), base, "made from the task's base");
+    }
+    let diff =
+        server.call("task.attempt.diff", json!({"task_id": task, "session_id": sessions[1]})).await;
+    assert_eq!(paths(&diff["files"]), ["two.txt"]);
+
+    // Pick the second: its branch is the task's; the first's worktree goes, the third's
+    // (uncommitted work) is kept and listed; every branch stays.
+    let picked =
+        server.call("task.attempt.pick", json!({"task_id": task, "session_id": sessions[1]})).await;
+    assert_eq!(picked["branch"], branches[1].as_str());
+    assert_eq!(picked["task"]["primary_session_id"], sessions[1].as_str());
+    assert_eq!(picked["worktrees_removed"], json!([worktrees[0]]));
+    assert_eq!(picked["worktrees_kept"][0]["path"], worktrees[2].as_str(), "{picked}");
+    assert!(!Path::new(&worktrees[0]).exists());
+    for branch in &branches {
+        git(&repo, &["rev-parse", "--verify", branch]);
+    }
+    let changes = server.call("task.changes", json!({"task_id": task})).await;
+    assert_eq!(paths(&changes["files"]), ["two.txt"]);
+    assert_eq!(changes["worktrees"][0]["branch"], branches[1].as_str());
+    assert!(attempts(&server, &task).await.is_empty(), "the race is over");
+    let session = server.call("session.get", json!({"id": sessions[1]})).await;
+    assert_eq!(session["session"]["attempt"], Value::Null);
+
+    // The picked session goes on in the same worktree, now the task's.
+    server.turn(&sessions[1], "#!mock\nwrite after.txt picked").await;
+    assert!(Path::new(&worktrees[1]).join("after.txt").exists());
+    let changes = server.call("task.changes", json!({"task_id": task})).await;
+    assert_eq!(paths(&changes["files"]), ["after.txt", "two.txt"]);
+    // The others' worktrees are gone or no longer theirs: a new message says to start anew.
+    let (status, refused) =
+        server.post("message.add", json!({"session_id": sessions[0], "content": "again"})).await;
+    assert_eq!(status, 200, "{refused}");
+    let failed = server.wait_last_error(&sessions[0]).await;
+    let message = failed["last_error"]["message"].as_str().unwrap();
+    assert!(message.contains("start a new session"), "{failed}");
+}
+
+#[tokio::test]
+async fn i48_3_attempts_are_refused_for_a_task_without_one_repository() {
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let task = board.task("No repository", &[]).await;
+    let body = json!({"task_id": task, "attempts": [{}]});
+    let (status, refused) = server.post("task.attempt.create", body).await;
+    assert_eq!((status, refused["code"].as_str()), (422, Some("VALIDATION_ERROR")), "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("exactly one repository"));
+    let (status, refused) =
+        server.post("task.attempt.create", json!({"task_id": task, "attempts": []})).await;
+    assert_eq!(status, 422, "{refused}");
+}

@@ -53,6 +53,7 @@ struct SessionRow {
     agent_info: Option<String>,
     available_commands: String,
     cwd: String,
+    attempt: Option<i64>,
     created_at: i64,
     updated_at: i64,
 }
@@ -121,6 +122,7 @@ impl TryFrom<SessionRow> for Session {
             agent_info: r.agent_info,
             available_commands: r.available_commands,
             cwd: r.cwd,
+            attempt: r.attempt.and_then(|n| u32::try_from(n).ok()),
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
         })
@@ -208,6 +210,21 @@ impl WriteTx {
         .await?;
         self.adopt_primary_session(task_id, &id).await?;
         get(self.db(), &id).await
+    }
+
+    /// Numbers a session among its task's attempts (`None`: it is not, or no longer, one).
+    pub async fn set_session_attempt(
+        &mut self,
+        id: &SessionId,
+        attempt: Option<u32>,
+    ) -> Result<Session> {
+        crate::sql::query("UPDATE sessions SET attempt = ?, updated_at = ? WHERE id = ?")
+            .bind(attempt.map(i64::from))
+            .bind(self.now().millis())
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        get(self.db(), id.as_str()).await
     }
 
     /// Applies `update` if the session's epoch is still `epoch`; otherwise `StaleEpoch`.

@@ -1,7 +1,7 @@
 //! The git worktrees made for tasks: which repository, where, on which branch, from which
 //! base commit, whether its setup script has run, and when it was removed.
 
-use kandev_domain::{RepositoryId, TaskId, Timestamp};
+use kandev_domain::{RepositoryId, SessionId, TaskId, Timestamp};
 use sqlx::FromRow;
 
 use crate::db::Db;
@@ -28,6 +28,15 @@ pub struct WorktreeRecord {
     pub executor_id: Option<String>,
     /// The task branch's head that `task.merge` last landed on the base branch.
     pub merged_head: Option<String>,
+    /// The attempt it belongs to (issue 48); `None`: the task's own worktree.
+    pub session_id: Option<SessionId>,
+}
+
+impl WorktreeRecord {
+    /// Whether it is the task's own (not an attempt's).
+    pub fn is_task_worktree(&self) -> bool {
+        self.session_id.is_none()
+    }
 }
 
 /// A worktree to record.
@@ -41,6 +50,8 @@ pub struct NewWorktree {
     pub base_commit: String,
     /// The executor whose host it is made on (`None`: this server's host).
     pub executor_id: Option<String>,
+    /// The attempt it is made for; `None`: the task's own.
+    pub session_id: Option<SessionId>,
 }
 
 #[derive(FromRow)]
@@ -57,6 +68,7 @@ struct WorktreeRow {
     removed_at: Option<i64>,
     executor_id: Option<String>,
     merged_head: Option<String>,
+    session_id: Option<String>,
 }
 
 impl From<WorktreeRow> for WorktreeRecord {
@@ -74,6 +86,7 @@ impl From<WorktreeRow> for WorktreeRecord {
             removed_at: r.removed_at.map(Timestamp),
             executor_id: r.executor_id,
             merged_head: r.merged_head,
+            session_id: r.session_id.map(SessionId::new),
         }
     }
 }
@@ -114,13 +127,13 @@ async fn get(mut db: Db<'_>, id: &str) -> Result<WorktreeRecord> {
 }
 
 impl Store {
-    /// The live (not removed) worktrees of a task, oldest first.
+    /// The live (not removed) worktrees of a task, its attempts' included, oldest first.
     pub async fn live_worktrees(&self, task_id: &TaskId) -> Result<Vec<WorktreeRecord>> {
         live(self.db(), task_id.as_str()).await
     }
 
-    /// The branch of the task's newest worktree of `repository_id`, live or removed: the
-    /// branch that is the task's own when its worktree is made again.
+    /// The branch of the task's newest worktree of `repository_id`, live or removed (not an
+    /// attempt's): the branch that is the task's own when its worktree is made again.
     pub async fn last_worktree_branch(
         &self,
         task_id: &TaskId,
@@ -128,7 +141,7 @@ impl Store {
     ) -> Result<Option<String>> {
         let branch = crate::sql::query_scalar::<String>(
             "SELECT branch FROM worktrees WHERE task_id = ? AND repository_id = ? \
-             ORDER BY created_at DESC, id DESC LIMIT 1",
+             AND session_id IS NULL ORDER BY created_at DESC, id DESC LIMIT 1",
         )
         .bind(task_id.as_str())
         .bind(repository_id.as_str())
@@ -165,7 +178,8 @@ impl WriteTx {
         let (id, now) = (self.new_id(), self.now().millis());
         let inserted = crate::sql::query(
             "INSERT INTO worktrees (id, task_id, repository_id, repository_path, path, branch, \
-             base_commit, created_at, executor_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             base_commit, created_at, executor_id, session_id) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(new.task_id.as_str())
@@ -176,18 +190,29 @@ impl WriteTx {
         .bind(&new.base_commit)
         .bind(now)
         .bind(&new.executor_id)
+        .bind(new.session_id.as_ref().map(SessionId::as_str))
         .execute(self.conn())
         .await;
         match inserted {
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                let whose = if new.session_id.is_some() { "the attempt" } else { "the task" };
                 return Err(StoreError::Conflict(format!(
-                    "the task already has a worktree for repository {}",
+                    "{whose} already has a worktree for repository {}",
                     new.repository_id
                 )));
             }
             other => other?,
         };
         get(self.db(), &id).await
+    }
+
+    /// Makes an attempt's worktree the task's own (a picked attempt, issue 48).
+    pub async fn adopt_attempt_worktree(&mut self, id: &str) -> Result<WorktreeRecord> {
+        crate::sql::query("UPDATE worktrees SET session_id = NULL WHERE id = ?")
+            .bind(id)
+            .execute(self.conn())
+            .await?;
+        get(self.db(), id).await
     }
 
     /// Records that the setup script of a worktree has run successfully.

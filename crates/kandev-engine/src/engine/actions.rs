@@ -278,47 +278,8 @@ impl Engine {
         let mut remote_folders = vec![];
         let records = self.inner.store.live_worktrees(task_id).await?;
         for record in records.clone() {
-            let site = match site_of(&self.inner, &record).await {
-                Ok(site) => site,
-                Err(err) => {
-                    removal.kept.push(KeptWorktree {
-                        repository_id: record.repository_id.clone(),
-                        path: record.path.clone(),
-                        reason: format!("cannot reach the host it is on: {err}"),
-                    });
-                    continue;
-                }
-            };
-            if site.is_remote() {
-                let folder = Path::new(&record.path).parent().map(Path::to_path_buf);
-                remote_folders.extend(folder.map(|folder| (site.clone(), folder)));
-            }
-            crate::engine::ship::run_cleanup(&self.inner, &site, &record, force).await;
-            let removed = site
-                .remove_worktree(Path::new(&record.repository_path), Path::new(&record.path), force)
-                .await;
-            let gone = match removed {
-                Ok(()) => true,
-                // The repository is gone, and so is the worktree: nothing is left to remove.
-                Err(
-                    GitError::RepositoryMissing { .. }
-                    | GitError::NotARepository { .. }
-                    | GitError::Remote { kind: RemoteErrorKind::RepositoryMissing, .. },
-                ) if !site.exists(Path::new(&record.path)).await.unwrap_or(true) => true,
-                Err(err) => {
-                    removal.kept.push(KeptWorktree {
-                        repository_id: record.repository_id.clone(),
-                        path: record.path.clone(),
-                        reason: err.to_string(),
-                    });
-                    false
-                }
-            };
-            if gone {
-                let mut tx = self.inner.store.begin_write().await?;
-                tx.mark_worktree_removed(&record.id).await?;
-                tx.commit().await?;
-                removal.removed.push(record.path);
+            if let Some(folder) = self.remove_recorded(record, force, &mut removal).await? {
+                remote_folders.push(folder);
             }
         }
         // Its container (after the cleanup scripts that ran in it), with anything still
@@ -332,6 +293,62 @@ impl Engine {
             let _ = site.remove_empty_dir(&folder).await;
         }
         Ok(removal)
+    }
+
+    /// Removes one recorded worktree (its cleanup script first); one with uncommitted or
+    /// untracked files, or on a host that cannot be reached, is kept and listed in
+    /// `removal` unless `force`. Returns the folder it was in on a build host (removed by
+    /// the caller once empty).
+    pub(crate) async fn remove_recorded(
+        &self,
+        record: WorktreeRecord,
+        force: bool,
+        removal: &mut WorktreeRemoval,
+    ) -> Result<Option<(Site, PathBuf)>> {
+        let site = match site_of(&self.inner, &record).await {
+            Ok(site) => site,
+            Err(err) => {
+                removal.kept.push(KeptWorktree {
+                    repository_id: record.repository_id.clone(),
+                    path: record.path.clone(),
+                    reason: format!("cannot reach the host it is on: {err}"),
+                });
+                return Ok(None);
+            }
+        };
+        let remote = if site.is_remote() {
+            Path::new(&record.path).parent().map(|folder| (site.clone(), folder.to_path_buf()))
+        } else {
+            None
+        };
+        crate::engine::ship::run_cleanup(&self.inner, &site, &record, force).await;
+        let removed = site
+            .remove_worktree(Path::new(&record.repository_path), Path::new(&record.path), force)
+            .await;
+        let gone = match removed {
+            Ok(()) => true,
+            // The repository is gone, and so is the worktree: nothing is left to remove.
+            Err(
+                GitError::RepositoryMissing { .. }
+                | GitError::NotARepository { .. }
+                | GitError::Remote { kind: RemoteErrorKind::RepositoryMissing, .. },
+            ) if !site.exists(Path::new(&record.path)).await.unwrap_or(true) => true,
+            Err(err) => {
+                removal.kept.push(KeptWorktree {
+                    repository_id: record.repository_id.clone(),
+                    path: record.path.clone(),
+                    reason: err.to_string(),
+                });
+                false
+            }
+        };
+        if gone {
+            let mut tx = self.inner.store.begin_write().await?;
+            tx.mark_worktree_removed(&record.id).await?;
+            tx.commit().await?;
+            removal.removed.push(record.path);
+        }
+        Ok(remote)
     }
 
     /// Stops every session of the task whose actor is running (an agent may be live).
@@ -417,7 +434,8 @@ pub(super) async fn root(inner: &Inner, task_id: &TaskId) -> Result<Root> {
     if task.repository_ids.is_empty() {
         return Ok(Root::Plain(git::task_dir(home, task.id.as_str()).map_err(git_error)?));
     }
-    let live = inner.store.live_worktrees(&task.id).await?;
+    let mut live = inner.store.live_worktrees(&task.id).await?;
+    live.retain(WorktreeRecord::is_task_worktree);
     let records: Vec<WorktreeRecord> = task
         .repository_ids
         .iter()

@@ -8,6 +8,7 @@
 //! by the engine's task tracker.
 
 mod actions;
+pub(crate) mod attempts;
 mod control;
 mod dev;
 pub(crate) mod ship;

@@ -48,7 +48,7 @@ impl Engine {
             .live_worktrees(task_id)
             .await?
             .into_iter()
-            .find(|w| w.repository_id.as_ref() == Some(&repository_id))
+            .find(|w| w.is_task_worktree() && w.repository_id.as_ref() == Some(&repository_id))
             .ok_or_else(|| {
                 EngineError::Conflict(
                     "the task has no worktree yet; launch a session to create one".into(),

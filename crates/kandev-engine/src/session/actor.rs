@@ -114,6 +114,10 @@ impl SessionActor {
                 let result = self.user_reset().await;
                 let _ = reply.send(result);
             }
+            Command::SetAttempt { attempt, reply } => {
+                let result = self.set_attempt(attempt).await;
+                let _ = reply.send(result);
+            }
             Command::Revert { turn_id, force, dry_run, reply } => {
                 let result = self.revert(turn_id, force, dry_run).await;
                 let _ = reply.send(result);

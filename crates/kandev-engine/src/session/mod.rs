@@ -10,6 +10,7 @@
 
 mod actor;
 mod adopt;
+mod attempt;
 mod auth;
 mod boot;
 mod control;

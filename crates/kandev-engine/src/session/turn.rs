@@ -202,10 +202,9 @@ impl SessionActor {
         // one, which sends it if the runner never took it (issue 38 item 12).
         crate::fault::after_commit("prompt");
         let source = PromptSource::of(self).with_notice(notice);
-        let (inner, session_id, task_id) =
-            (self.inner.clone(), self.session.id.clone(), self.session.task_id.clone());
+        let (inner, session) = (self.inner.clone(), self.session.clone());
         self.spawn(async move {
-            crate::checkpoints::before_turn(&inner, &session_id, &task_id, &turn_id).await;
+            crate::checkpoints::before_turn(&inner, &session, &turn_id).await;
             let result = if cancelled.is_cancelled() {
                 Ok(PromptResponse { stop_reason: StopReason::Cancelled, usage: None, meta: None })
             } else {
@@ -214,7 +213,7 @@ impl SessionActor {
                 client.prompt_keyed(prompt_id, key, &acp_session_id, &blocks).await
             };
             if !matches!(&result, Err(err) if err.is_closed()) {
-                crate::checkpoints::after_turn(&inner, &session_id, &turn_id).await;
+                crate::checkpoints::after_turn(&inner, &session.id, &turn_id).await;
             }
             let _ = ordered.send(Command::TurnDone { epoch, turn_id, result });
         });

@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use kandev_domain::SessionId;
 use kandev_domain::message_meta::{MessageMeta, StatusNote};
 use kandev_domain::task::Task;
 use kandev_domain::transcript::Session;
@@ -60,9 +61,36 @@ impl Plan {
     }
 }
 
-/// Decides the session's working directory. A task without a repository gets its plain
-/// folder (created here); worktrees are only planned, [`prepare`] makes them.
+/// Whose worktrees a plan is for: the task's own, or those of attempt `number` (issue 48),
+/// whose session is known once its row exists.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Owner<'a> {
+    Task,
+    Attempt { number: u32, session: Option<&'a SessionId> },
+}
+
+impl Owner<'_> {
+    fn owns(&self, record: &WorktreeRecord) -> bool {
+        match self {
+            Owner::Task => record.is_task_worktree(),
+            Owner::Attempt { session, .. } => {
+                session.is_some_and(|s| record.session_id.as_ref() == Some(s))
+            }
+        }
+    }
+}
+
+/// Decides the session's working directory in the task's worktrees. A task without a
+/// repository gets its plain folder (created here); worktrees are only planned, [`prepare`]
+/// makes them.
 pub(crate) async fn plan(inner: &Inner, task: &Task) -> Result<Plan> {
+    plan_for(inner, task, Owner::Task).await
+}
+
+/// [`plan`] for the task's own worktrees or an attempt's. An attempt of a task with one
+/// repository works in `worktrees/<task>/attempt-<n>`; attempts of tasks with no repository
+/// or several are refused.
+pub(crate) async fn plan_for(inner: &Inner, task: &Task, owner: Owner<'_>) -> Result<Plan> {
     let home = &inner.config.home;
     if task.repository_ids.is_empty() {
         let cwd = git::create_task_dir(home, task.id.as_str())
@@ -70,9 +98,17 @@ pub(crate) async fn plan(inner: &Inner, task: &Task) -> Result<Plan> {
             .map_err(|e| EngineError::Unavailable(format!("cannot create the task folder: {e}")))?;
         return Ok(Plan { cwd, repositories: vec![], placement: Placement::Local });
     }
-    let live = inner.store.live_worktrees(&task.id).await?;
+    if let Owner::Attempt { .. } = owner
+        && task.repository_ids.len() != 1
+    {
+        return Err(EngineError::Validation(
+            "attempts need a task with exactly one repository; this one has several".into(),
+        ));
+    }
+    let all = inner.store.live_worktrees(&task.id).await?;
     let mut used: HashSet<OsString> =
-        live.iter().filter_map(|w| Path::new(&w.path).file_name().map(OsString::from)).collect();
+        all.iter().filter_map(|w| Path::new(&w.path).file_name().map(OsString::from)).collect();
+    let live: Vec<WorktreeRecord> = all.into_iter().filter(|w| owner.owns(w)).collect();
     let mut repositories = vec![];
     let mut placement: Option<Placement> = None;
     for id in &task.repository_ids {
@@ -108,9 +144,12 @@ pub(crate) async fn plan(inner: &Inner, task: &Task) -> Result<Plan> {
         }
         let root = root_of(home, &here);
         placement = Some(here);
-        let path = match &existing {
-            Some(record) => PathBuf::from(&record.path),
-            None => {
+        let path = match (&existing, owner) {
+            (Some(record), _) => PathBuf::from(&record.path),
+            (None, Owner::Attempt { number, .. }) => {
+                task_worktrees_dir(&root, &task.id)?.join(format!("attempt-{number}"))
+            }
+            (None, Owner::Task) => {
                 let path = new_worktree_path(&root, task, &repository, &used)?;
                 used.extend(path.file_name().map(OsString::from));
                 path
@@ -169,7 +208,11 @@ pub(crate) async fn prepare_for_start(
         lock = inner.task_locks.lock(&session.task_id) => lock,
     };
     let task = inner.store.get_task(&session.task_id).await.map_err(|e| unusable(e.into()))?;
-    let plan = plan(inner, &task).await.map_err(unusable)?;
+    let owner = match session.attempt {
+        Some(number) => Owner::Attempt { number, session: Some(&session.id) },
+        None => Owner::Task,
+    };
+    let plan = plan_for(inner, &task, owner).await.map_err(unusable)?;
     let cwd = plan.cwd().display().to_string();
     if cwd != session.cwd {
         return Err(BootFailure::new(
@@ -470,7 +513,14 @@ async fn create(
     site: &Site,
     placement: &Placement,
 ) -> Result<std::result::Result<WorktreeRecord, Failure>> {
-    let (branch, existing) = task_branch(inner, task, repository).await?;
+    let (branch, existing) = match session.attempt {
+        // An attempt's own branch beside the task's (a free `-<n>` suffix if taken).
+        Some(number) => {
+            let name = git::branch_name(&repository.branch_template, &task.title, task.id.as_str());
+            (format!("{name}-attempt-{number}"), OnExistingBranch::PickAnother)
+        }
+        None => task_branch(inner, task, repository).await?,
+    };
     let base_branch = task_base_branch(inner, &task.id, repository).await?;
     let local_repo = PathBuf::from(&repository.local_path);
     let repo_path = local_repo.clone();
@@ -546,6 +596,7 @@ async fn create(
         branch: worktree.branch.clone(),
         base_commit: worktree.base_commit.clone(),
         executor_id: placement.executor_id().map(str::to_owned),
+        session_id: session.attempt.map(|_| session.id.clone()),
     };
     let short: String = worktree.base_commit.chars().take(8).collect();
     let mut text = format!(

@@ -9,6 +9,8 @@ use kandev_api_types::{GitStatusDto, Notification, WorkspaceEvent};
 use kandev_domain::ship::{GitStatus, GitSummary, RemoteStatus};
 use kandev_domain::{RepositoryId, TaskId};
 
+use kandev_store::WorktreeRecord;
+
 use crate::error::{EngineError, Result, not_found};
 use crate::inner::Inner;
 use crate::publish;
@@ -36,7 +38,8 @@ pub(crate) async fn targets(
             "the task has no repository; add one to the task to ship its work".into(),
         ));
     }
-    let live = inner.store.live_worktrees(task_id).await?;
+    let mut live = inner.store.live_worktrees(task_id).await?;
+    live.retain(WorktreeRecord::is_task_worktree);
     let mut targets = vec![];
     for id in &task.repository_ids {
         if only.is_some_and(|only| only != id) {

@@ -3,6 +3,7 @@
 //! (`kandev_engine`'s `usecases/`; checked by the tidy test).
 
 pub mod agent_auth;
+pub mod attempts;
 pub mod executor;
 pub mod files;
 pub mod git;
