@@ -193,7 +193,7 @@ actions! {
         TurnList = "session.turn.list": rq::BySession => rs::Turns;
         TurnCheckpointList = "turn.checkpoint.list": rq::BySession => rs::TurnCheckpoints;
         TaskAttemptCreate = "task.attempt.create": rq::TaskAttemptCreate => rs::Sessions;
-        TaskAttemptList = "task.attempt.list": rq::ByTask => rs::TaskAttempts;
+        TaskAttemptList = "task.attempt.list": rq::TaskAttemptList => rs::TaskAttempts;
         TaskAttemptDiff = "task.attempt.diff": rq::TaskAttempt => rs::CommitDiff;
         TaskAttemptPick = "task.attempt.pick": rq::TaskAttempt => rs::AttemptPicked;
         TurnRevert = "turn.revert": rq::TurnRevert => rs::TurnReverted;

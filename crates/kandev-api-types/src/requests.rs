@@ -327,6 +327,12 @@ pub struct TaskAttemptCreate {
     pub attempts: Vec<AttemptSpec>,
 }
 
+/// `task.attempt.list`: the task's attempts, or only the one of `session_id`.
+pub struct TaskAttemptList {
+    pub task_id: String,
+    pub session_id: Option<String>,
+}
+
 /// `task.attempt.pick`, `task.attempt.diff`: one attempt of a task.
 pub struct TaskAttempt {
     pub task_id: String,

@@ -3,6 +3,7 @@
 // review goes on while talking to the agent), and the Terminal tab (shells and dev servers).
 import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
+import type { SessionDto } from '../api/types';
 import { useData } from '../lib/data';
 import { navigate, type TaskTab, taskPath } from '../lib/router';
 import { useTask } from '../lib/task';
@@ -14,6 +15,8 @@ import { FilesTab } from './FilesTab';
 import { Dialog } from './Dialog';
 import { ErrorBanner } from './ErrorBanner';
 import { SessionView } from './SessionView';
+import { AttemptsTab } from './AttemptsTab';
+import { StartAttempts } from './StartAttempts';
 import { StartSession } from './StartSession';
 import { StateBadge } from './StateBadge';
 import { StepControls } from './StepControls';
@@ -31,6 +34,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
   const { task, sessions, deleted, error, retry, addSession } = useTask(props.taskId);
   const [actionError, setActionError] = useState<string | null>(null);
   const [launching, setLaunching] = useState(false);
+  const [racing, setRacing] = useState(false);
   const [editing, setEditing] = useState(false);
   const [deleting, setDeleting] = useState(false);
   // Wide enough for the diff and the chat side by side.
@@ -38,6 +42,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
   const phone = usePhone();
   const [menuOpen, setMenuOpen] = useState(false);
 
+  const profileName = (s: SessionDto) => profiles.find((p) => p.id === s.agent_profile_id)?.name ?? 'Session';
   const workflow = workflows.find((w) => w.id === task?.workflow_id);
   const step = workflow?.steps.find((s) => s.id === task?.step_id);
   const active =
@@ -179,14 +184,29 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
             onClick={() => navigate(taskPath(task.id, s.id), true)}
             data-session-id={s.id}
           >
-            {s.name ?? `${profiles.find((p) => p.id === s.agent_profile_id)?.name ?? 'Session'} ${i + 1}`}
+            {s.name ?? (s.attempt != null ? `Attempt ${s.attempt}` : `${profileName(s)} ${i + 1}`)}
             {s.id === task.primary_session_id && <span className="primary-dot" title="primary session" />}
           </button>
         ))}
         <button className="tab-add" onClick={() => setLaunching(true)} aria-label="New session">
           {phone ? '+' : '+ Session'}
         </button>
+        {task.repository_ids.length === 1 && !task.archived_at && (
+          <button className="tab-add" onClick={() => setRacing(true)} aria-label="Start attempts" title="Several agents race on this task, each on a branch of its own">
+            {phone ? '⇉' : 'Attempts…'}
+          </button>
+        )}
         <span className="spacer" />
+        {(props.tab === 'attempts' || sessions.some((s) => s.attempt != null)) && (
+          <button
+            role="tab"
+            aria-selected={props.tab === 'attempts'}
+            className={props.tab === 'attempts' ? 'active' : ''}
+            onClick={() => navigate(taskPath(task.id, active?.id, 'attempts'), true)}
+          >
+            Attempts
+          </button>
+        )}
         <button
           role="tab"
           aria-selected={props.tab === 'changes'}
@@ -237,6 +257,8 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
             sessionId={task.primary_session_id}
             needsYou={task.needs_you}
           />
+      ) : props.tab === 'attempts' ? (
+        <AttemptsTab taskId={task.id} sessions={sessions} profileName={profileName} onPicked={retry} />
       ) : props.tab === 'files' ? (
         <FilesTab taskId={task.id} />
       ) : props.tab === 'terminal' ? (
@@ -250,6 +272,19 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
         />
       ) : (
         <StartSession taskId={task.id} defaultProfile={task.agent_profile_id} prompt={task.description || task.title} />
+      )}
+      {racing && (
+        <Dialog title="Start attempts" onClose={() => setRacing(false)}>
+          <StartAttempts
+            taskId={task.id}
+            defaultProfile={task.agent_profile_id}
+            onStarted={(made) => {
+              setRacing(false);
+              made.forEach(addSession);
+              navigate(taskPath(task.id, made[0]?.id, 'attempts'), true);
+            }}
+          />
+        </Dialog>
       )}
       {editing && <EditTaskDialog task={task} onClose={() => setEditing(false)} />}
       {deleting && <DeleteTaskDialog task={task} onClose={() => setDeleting(false)} />}

@@ -9,11 +9,11 @@ export type Route =
   | { page: 'account' };
 
 /** The tabs of the task page: a session's chat, the Changes, the worktree's files, the
- * terminals and dev servers. */
-export type TaskTab = 'chat' | 'changes' | 'files' | 'terminal';
+ * terminals and dev servers, the attempts side by side. */
+export type TaskTab = 'chat' | 'changes' | 'files' | 'terminal' | 'attempts';
 
 function taskTab(value: string | null): TaskTab {
-  return value === 'changes' || value === 'files' || value === 'terminal' ? value : 'chat';
+  return value === 'changes' || value === 'files' || value === 'terminal' || value === 'attempts' ? value : 'chat';
 }
 
 export function parseRoute(path: string, search: string): Route {

@@ -148,13 +148,18 @@ impl Engine {
         Ok(made)
     }
 
-    /// `task.attempt.list`: the task's attempts, oldest first, with what each changed.
-    pub async fn attempts(&self, task_id: &TaskId) -> Result<Vec<Attempt>> {
+    /// `task.attempt.list`: the task's attempts (only `only`'s, when given), oldest first,
+    /// with what each changed.
+    pub async fn attempts(
+        &self,
+        task_id: &TaskId,
+        only: Option<&SessionId>,
+    ) -> Result<Vec<Attempt>> {
         self.inner.store.get_task(task_id).await.map_err(not_found)?;
         let worktrees = self.inner.store.live_worktrees(task_id).await?;
         let mut attempts = vec![];
         for session in self.inner.store.list_sessions(task_id).await? {
-            if session.attempt.is_none() {
+            if session.attempt.is_none() || only.is_some_and(|id| id != &session.id) {
                 continue;
             }
             let worktree =

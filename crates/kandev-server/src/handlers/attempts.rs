@@ -1,7 +1,7 @@
 //! Attempts of a task (issue 48): `task.attempt.create`, `task.attempt.list`,
 //! `task.attempt.diff`, `task.attempt.pick`.
 
-use kandev_api_types::requests::{ByTask, TaskAttempt, TaskAttemptCreate};
+use kandev_api_types::requests::{TaskAttempt, TaskAttemptCreate, TaskAttemptList};
 use kandev_api_types::responses::{AttemptPicked, CommitDiff, Sessions, TaskAttempts};
 use kandev_api_types::{FileChangeDto, SessionDto, TaskAttemptDto, TaskDto};
 use kandev_domain::{AgentProfileId, SessionId, TaskId};
@@ -26,8 +26,9 @@ pub async fn create(s: &AppState, p: TaskAttemptCreate) -> Result<Sessions, ApiE
     Ok(Sessions { sessions: sessions.iter().map(SessionDto::from).collect(), next_cursor: None })
 }
 
-pub async fn list(s: &AppState, p: ByTask) -> Result<TaskAttempts, ApiError> {
-    let attempts = s.engine().attempts(&TaskId::new(p.task_id)).await?;
+pub async fn list(s: &AppState, p: TaskAttemptList) -> Result<TaskAttempts, ApiError> {
+    let only = p.session_id.map(SessionId::new);
+    let attempts = s.engine().attempts(&TaskId::new(p.task_id), only.as_ref()).await?;
     let attempts = attempts
         .iter()
         .map(|a| TaskAttemptDto {
@@ -44,8 +45,8 @@ pub async fn list(s: &AppState, p: ByTask) -> Result<TaskAttempts, ApiError> {
 
 pub async fn diff(s: &AppState, p: TaskAttempt) -> Result<CommitDiff, ApiError> {
     let session = SessionId::new(p.session_id);
-    let attempts = s.engine().attempts(&TaskId::new(p.task_id)).await?;
-    let Some(attempt) = attempts.into_iter().find(|a| a.session.id == session) else {
+    let attempts = s.engine().attempts(&TaskId::new(p.task_id), Some(&session)).await?;
+    let Some(attempt) = attempts.into_iter().next() else {
         return Err(ApiError::not_found("that session is not an attempt of this task"));
     };
     let repository = attempt.worktree.as_ref().and_then(|w| w.repository_id.clone());

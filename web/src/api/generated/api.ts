@@ -24,6 +24,10 @@ export type AttachmentUploaded = { attachment: AttachmentDto, };
 
 export type AttemptDto = { attempt: number, at: string, http_status: number | null, error: string | null, };
 
+export type AttemptPicked = { task: TaskDto, branch: string, worktrees_removed: Array<string>, worktrees_kept: Array<KeptWorktreeDto>, };
+
+export type AttemptSpec = { profile_id?: string, prompt?: string, };
+
 export type AuthVia = "open" | "server_token" | "session" | "token";
 
 export type AutoRunSet = { session_id: string, enabled: boolean, };
@@ -546,6 +550,11 @@ resume_token: string | null, session_mode: string | null, model: string | null, 
  */
 context_window: UsageMetaDto | null, agent_info: JsonValue, cwd: string, 
 /**
+ * Its number among the task's attempts, each in worktrees of its own; `null` for a
+ * session in the task's worktrees.
+ */
+attempt: number | null, 
+/**
  * The agent's slash commands (its latest `available_commands_update`).
  */
 available_commands: Array<AvailableCommandDto>, created_at: string, updated_at: string, };
@@ -611,6 +620,16 @@ export type TaskAmend = { task_id: string, repository_id?: string, message?: str
 export type TaskAmended = { commit: CommitDto, };
 
 export type TaskArchived = { task: TaskDto, worktrees_removed: Array<string>, worktrees_kept: Array<KeptWorktreeDto>, };
+
+export type TaskAttempt = { task_id: string, session_id: string, };
+
+export type TaskAttemptCreate = { task_id: string, attempts: Array<AttemptSpec>, };
+
+export type TaskAttemptDto = { session: SessionDto, branch: string | null, worktree: string | null, files: number, additions: number, deletions: number, };
+
+export type TaskAttemptList = { task_id: string, session_id?: string, };
+
+export type TaskAttempts = { attempts: Array<TaskAttemptDto>, };
 
 export type TaskCardDto = { id: string, workflow_id: string, step_id: string, title: string, state: TaskStateDto, position: number, repository_ids: Array<string>, primary_session_id: string | null, archived_at: string | null, needs_you: NeedsYouDto | null, parent_id: string | null, blocked_by: Array<string>, 
 /**
@@ -942,6 +961,10 @@ export type Actions = {
   "message.list": { request: MessageList, response: Messages },
   "session.turn.list": { request: BySession, response: Turns },
   "turn.checkpoint.list": { request: BySession, response: TurnCheckpoints },
+  "task.attempt.create": { request: TaskAttemptCreate, response: Sessions },
+  "task.attempt.list": { request: TaskAttemptList, response: TaskAttempts },
+  "task.attempt.diff": { request: TaskAttempt, response: CommitDiff },
+  "task.attempt.pick": { request: TaskAttempt, response: AttemptPicked },
   "turn.revert": { request: TurnRevert, response: TurnReverted },
   "turn.diff": { request: TurnDiff, response: CommitDiff },
   "message.queue.list": { request: BySession, response: Queue },
