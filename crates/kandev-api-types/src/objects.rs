@@ -113,6 +113,10 @@ pub enum ActionDto {
     CommentIssue,
     /// Closes the issue the task was made from.
     CloseIssue,
+    /// Starts `count` attempts of the task (1 to 6), each in a worktree of its own.
+    StartAttempts {
+        count: u32,
+    },
 }
 
 fn default_rounds() -> u32 {
@@ -142,6 +146,7 @@ impl From<&Action<StepId>> for ActionDto {
             Action::AutoMerge { strategy } => ActionDto::AutoMerge { strategy: (*strategy).into() },
             Action::CommentIssue => ActionDto::CommentIssue,
             Action::CloseIssue => ActionDto::CloseIssue,
+            Action::StartAttempts { count } => ActionDto::StartAttempts { count: *count },
         }
     }
 }
@@ -167,6 +172,7 @@ impl From<ActionDto> for Action<StepId> {
             ActionDto::AutoMerge { strategy } => Action::AutoMerge { strategy: strategy.into() },
             ActionDto::CommentIssue => Action::CommentIssue,
             ActionDto::CloseIssue => Action::CloseIssue,
+            ActionDto::StartAttempts { count } => Action::StartAttempts { count },
         }
     }
 }

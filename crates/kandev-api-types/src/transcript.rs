@@ -284,6 +284,10 @@ pub enum StatusNoteDto {
         undone: Vec<String>,
         files: Vec<String>,
     },
+    Attempts {
+        outcome: String,
+        sessions: Vec<String>,
+    },
 }
 
 impl From<&MessageMeta> for MessageBodyDto {
@@ -474,6 +478,7 @@ impl From<&StatusNote> for StatusNoteDto {
             }
             N::IssueUpdate { action, outcome } => D::IssueUpdate { action, outcome },
             N::Reverted { turn_id, undone, files } => D::Reverted { turn_id, undone, files },
+            N::Attempts { outcome, sessions } => D::Attempts { outcome, sessions },
         }
     }
 }

@@ -419,6 +419,9 @@ pub enum StatusNote {
     /// `undone` every turn the revert undid (it and the later ones), `files` the paths it
     /// changed back.
     Reverted { turn_id: String, undone: Vec<String>, files: Vec<String> },
+    /// A step's `start_attempts` (issue 48): `outcome` is `started` (with the sessions'
+    /// ids) or `failed` (the text says why).
+    Attempts { outcome: String, sessions: Vec<String> },
 }
 
 #[cfg(test)]

@@ -66,6 +66,17 @@ pub struct StepSpec {
     pub events: StepEvents<usize>,
 }
 
+impl Step {
+    /// Whether entering the step starts work by itself: it starts the agent or attempts, so a
+    /// task without a session gets one to run its entry (issue 48).
+    pub fn starts_work(&self) -> bool {
+        self.events
+            .on_enter
+            .iter()
+            .any(|a| matches!(a, Action::AutoStartAgent | Action::StartAttempts { .. }))
+    }
+}
+
 impl StepSpec {
     /// A plain step with no prompt and no actions.
     pub fn named(name: impl Into<String>) -> Self {
@@ -143,7 +154,11 @@ impl Trigger {
             Trigger::OnEnter => {
                 matches!(
                     action,
-                    ResetAgentContext | EnablePlanMode | SetSessionMode { .. } | AutoStartAgent
+                    ResetAgentContext
+                        | EnablePlanMode
+                        | SetSessionMode { .. }
+                        | AutoStartAgent
+                        | StartAttempts { .. }
                 ) || action.is_ship()
             }
             Trigger::OnTurnStart => matches!(action, MoveToNext | MoveToPrevious | MoveToStep(_)),
@@ -284,7 +299,15 @@ pub enum Action<S> {
     CommentIssue,
     /// Closes the issue the task was made from (`on_pr_merged`).
     CloseIssue,
+    /// Starts `count` attempts of the task (issue 48; `on_enter`): sessions of the step's
+    /// profile (else the task's) on the step's prompt, each in a worktree of its own.
+    StartAttempts {
+        count: u32,
+    },
 }
+
+/// Most attempts one action or call starts.
+pub const MAX_ATTEMPTS: u32 = 6;
 
 impl<S> Action<S> {
     /// A ship action: it changes branches, remotes or the forge (docs/shipping.md).
@@ -314,6 +337,7 @@ impl<S> Action<S> {
             Action::AutoMerge { .. } => "auto_merge",
             Action::CommentIssue => "comment_issue",
             Action::CloseIssue => "close_issue",
+            Action::StartAttempts { .. } => "start_attempts",
         }
     }
 
@@ -336,6 +360,7 @@ impl<S> Action<S> {
             Action::AutoMerge { strategy } => Action::AutoMerge { strategy },
             Action::CommentIssue => Action::CommentIssue,
             Action::CloseIssue => Action::CloseIssue,
+            Action::StartAttempts { count } => Action::StartAttempts { count },
         })
     }
 }

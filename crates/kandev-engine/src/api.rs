@@ -69,6 +69,14 @@ pub enum QueueChange {
     SetAutoRun(bool),
 }
 
+/// One attempt to start (issue 48): its profile (the task's, else the built-in mock) and its
+/// first prompt (the task's title and description by default).
+#[derive(Debug, Clone, Default)]
+pub struct AttemptRequest {
+    pub profile_id: Option<kandev_domain::AgentProfileId>,
+    pub prompt: Option<String>,
+}
+
 /// A turn with a checkpoint, as `turn.checkpoint.list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointedTurn {

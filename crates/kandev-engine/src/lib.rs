@@ -11,6 +11,7 @@
 
 mod api;
 mod attachments;
+mod attempts;
 mod checkpoints;
 mod command;
 mod config;
@@ -53,8 +54,8 @@ mod write;
 mod writeback;
 
 pub use api::{
-    CheckpointedTurn, PermissionAnswer, PromptOutcome, PromptRequest, QueueChange, RevertFile,
-    RevertOutcome, UndoneTurn,
+    AttemptRequest, CheckpointedTurn, PermissionAnswer, PromptOutcome, PromptRequest, QueueChange,
+    RevertFile, RevertOutcome, UndoneTurn,
 };
 pub use attachments::{Upload, too_large_error};
 pub use config::{
@@ -63,7 +64,7 @@ pub use config::{
 };
 pub use devservers::{DEV_SERVER_LOG_BYTES, DevServerInfo};
 pub use engine::Engine;
-pub use engine::attempts::{Attempt, AttemptPick, AttemptRequest, MAX_ATTEMPTS};
+pub use engine::attempts::{Attempt, AttemptPick};
 pub use error::{EngineError, Result};
 pub use executors::ExecutorCheck;
 pub use intake::{HookError, HookOutcome, IntakeSourceRequest};

@@ -10,7 +10,7 @@ use kandev_api_types::{Notification, TaskDto, WorkspaceEvent};
 use kandev_domain::ship::PrState;
 use kandev_domain::task::Task;
 use kandev_domain::transcript::Session;
-use kandev_domain::workflow::{Action, EntryCause, Step, Trigger, first_move};
+use kandev_domain::workflow::{EntryCause, Step, Trigger, first_move};
 use kandev_domain::{SessionId, StepId, TaskId};
 
 use crate::command::{Command, ShipPlan};
@@ -100,7 +100,7 @@ pub(crate) async fn start_new_task(
     let task = inner.store.get_task(task_id).await?;
     let workflow = inner.store.get_workflow(&task.workflow_id).await?;
     let Some(step) = workflow.step(&task.step_id).cloned() else { return Ok(None) };
-    let auto_start = step.events.on_enter.contains(&Action::AutoStartAgent);
+    let auto_start = step.starts_work();
     if !auto_start && !start_agent {
         return Ok(None);
     }
@@ -217,8 +217,7 @@ pub(crate) fn forge_move(
             return Ok(()); // moved meanwhile: the trigger belonged to the step it left
         };
         // Like a person's move: a task without a session gets one only to auto-start.
-        let auto_start =
-            workflow.step(&to).is_some_and(|s| s.events.on_enter.contains(&Action::AutoStartAgent));
+        let auto_start = workflow.step(&to).is_some_and(|s| s.starts_work());
         if task.primary_session_id.is_none() && !auto_start {
             return Ok(());
         }

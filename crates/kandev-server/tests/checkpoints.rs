@@ -388,3 +388,76 @@ async fn i48_3_attempts_are_refused_for_a_task_without_one_repository() {
         server.post("task.attempt.create", json!({"task_id": task, "attempts": []})).await;
     assert_eq!(status, 422, "{refused}");
 }
+
+/// A board whose Race step starts two attempts on entry, with its prompt.
+const RACE_FLOW: &str = "version: 1
+kind: kandev-workflow
+workflows:
+  - name: Race flow
+    steps:
+      - name: Backlog
+      - name: Race
+        prompt: \"#!mock\\nwrite raced.txt hello\\nsay raced\"
+        events:
+          on_enter: [{type: start_attempts, count: 2}]
+";
+
+#[tokio::test]
+async fn i48_3_a_step_starts_attempts_on_entry() {
+    let server = TestServer::start().await;
+    let workspaces = server.call("workspace.list", json!({})).await;
+    let workspace_id = workspaces["workspaces"][0]["id"].as_str().unwrap().to_owned();
+    let imported = server
+        .call("workflow.import", json!({"workspace_id": workspace_id, "yaml": RACE_FLOW}))
+        .await;
+    let workflow = imported["workflows"][0].clone();
+    let step = |name: &str| common::step_id(&workflow, name);
+    let (_tmp, repo) = repository(true);
+    let created = server
+        .call("repository.create", json!({"workspace_id": workspace_id, "local_path": repo}))
+        .await;
+    let repo_id = created["repository"]["id"].as_str().unwrap().to_owned();
+    let task = server
+        .call(
+            "task.create",
+            json!({"workflow_id": workflow["id"], "title": "Race me", "step_id": step("Backlog"),
+                   "repository_ids": [repo_id]}),
+        )
+        .await["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The export keeps the action as written.
+    let exported = server.call("workflow.export", json!({"ids": [workflow["id"]]})).await;
+    assert!(exported["yaml"].as_str().unwrap().contains("{type: start_attempts, count: 2}"));
+
+    server.call("task.move", json!({"id": task, "step_id": step("Race")})).await;
+    let attempts = kandev_testkit::wait::eventually("two attempts with worktrees", || async {
+        let list = attempts(&server, &task).await;
+        let ready = list.len() == 2 && list.iter().all(|a| a["files"] == 1);
+        ready.then_some(list)
+    })
+    .await;
+    for attempt in &attempts {
+        let worktree = Path::new(attempt["worktree"].as_str().unwrap());
+        assert_eq!(std::fs::read_to_string(worktree.join("raced.txt")).unwrap(), "hello");
+    }
+    let primary = server.call("task.get", json!({"id": task})).await["task"]["primary_session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let note = kandev_testkit::wait::eventually("the step's note", || async {
+        let messages = server.messages(&primary).await;
+        messages.into_iter().find(|m| m["metadata"]["reason"] == "attempts")
+    })
+    .await;
+    assert_eq!(note["metadata"]["outcome"], "started", "{note}");
+    assert_eq!(note["metadata"]["sessions"].as_array().unwrap().len(), 2);
+
+    // A count out of bounds is refused, over the API and in a document.
+    let bad = RACE_FLOW.replace("count: 2", "count: 9");
+    let (status, refused) =
+        server.post("workflow.import", json!({"workspace_id": workspace_id, "yaml": bad})).await;
+    assert_eq!(status, 422, "{refused}");
+    assert!(refused.to_string().contains("from 1 to 6"), "{refused}");
+}

@@ -111,6 +111,7 @@ enum ActionJson {
     AutoMerge { strategy: StrategyJson },
     CommentIssue,
     CloseIssue,
+    StartAttempts { count: u32 },
 }
 
 /// The stored form of a merge action's strategy.
@@ -185,6 +186,7 @@ fn action_to_json(a: &Action<StepId>) -> ActionJson {
         }
         Action::AutoMerge { strategy } => ActionJson::AutoMerge { strategy: (*strategy).into() },
         Action::CommentIssue => ActionJson::CommentIssue,
+        Action::StartAttempts { count } => ActionJson::StartAttempts { count: *count },
         Action::CloseIssue => ActionJson::CloseIssue,
     }
 }
@@ -208,6 +210,7 @@ fn action_from_json(a: ActionJson) -> Action<StepId> {
         }
         ActionJson::AutoMerge { strategy } => Action::AutoMerge { strategy: strategy.into() },
         ActionJson::CommentIssue => Action::CommentIssue,
+        ActionJson::StartAttempts { count } => Action::StartAttempts { count },
         ActionJson::CloseIssue => Action::CloseIssue,
     }
 }

@@ -151,6 +151,7 @@ fn action<S>(action: &Action<S>, target: &impl Fn(&S) -> String) -> String {
             format!("{{type: {type_name}, mode_id: {}}}", inline(mode_id))
         }
         Action::MoveToStep(s) => format!("{{type: {type_name}, step: {}}}", target(s)),
+        Action::StartAttempts { count } => format!("{{type: {type_name}, count: {count}}}"),
         // The default strategy is left out, like every other default.
         Action::Merge { strategy } | Action::AutoMerge { strategy }
             if *strategy != MergeStrategy::Merge =>

@@ -5,7 +5,9 @@ use std::collections::HashMap;
 
 use kandev_domain::ship::MergeStrategy;
 use kandev_domain::validate::{self, FieldError, MAX_STEPS};
-use kandev_domain::workflow::{Action, Feedback, StepEvents, StepSpec, Trigger, WorkflowSpec};
+use kandev_domain::workflow::{
+    Action, Feedback, MAX_ATTEMPTS, StepEvents, StepSpec, Trigger, WorkflowSpec,
+};
 
 use crate::load::{self, Limits, Mapping, Value};
 use crate::{DOCUMENT_PATH, FORMAT_KIND, FORMAT_VERSION, Problem};
@@ -57,7 +59,7 @@ pub fn import_with(yaml: &str, limits: &Limits) -> Result<Vec<WorkflowSpec>, Vec
 }
 
 /// All action type names, in the order of docs/workflows.md.
-fn every_action() -> [Action<()>; 16] {
+fn every_action() -> [Action<()>; 17] {
     [
         Action::ResetAgentContext,
         Action::EnablePlanMode,
@@ -75,6 +77,7 @@ fn every_action() -> [Action<()>; 16] {
         Action::AutoMerge { strategy: MergeStrategy::Merge },
         Action::CommentIssue,
         Action::CloseIssue,
+        Action::StartAttempts { count: 2 },
     ]
 }
 
@@ -390,9 +393,10 @@ impl Checker {
             Some(Action::MoveToStep(())) => &["type", "step"],
             Some(Action::Merge { .. } | Action::AutoMerge { .. }) => &["type", "strategy"],
             Some(Action::SendFeedback(_)) => &["type", "max_rounds", "include_bots"],
+            Some(Action::StartAttempts { .. }) => &["type", "count"],
             Some(_) => &["type"],
             // Without a known type, do not also complain about its other fields.
-            None => &["type", "mode_id", "step", "strategy", "max_rounds", "include_bots"],
+            None => &["type", "mode_id", "step", "strategy", "max_rounds", "include_bots", "count"],
         };
         let fields = self.mapping(path, value, known, "like `{type: auto_start_agent}`")?;
         let Some(template) = template else {
@@ -432,6 +436,10 @@ impl Checker {
                     self.flag(&child(path, "include_bots"), fields.get("include_bots"), false);
                 Action::SendFeedback(Feedback { max_rounds: rounds, include_bots: bots })
             }
+            Action::StartAttempts { .. } => {
+                let count = self.attempts(&child(path, "count"), fields.get("count"));
+                Action::StartAttempts { count }
+            }
             other => other.map_target(|()| Ok::<usize, ()>(0)).ok()?,
         };
         if !trigger.allows(&action) {
@@ -457,6 +465,17 @@ impl Checker {
                 let most = Feedback::MAX_ROUNDS;
                 self.problem(path, format!("must be a whole number from 1 to {most}"));
                 Feedback::DEFAULT_ROUNDS
+            }
+        }
+    }
+
+    /// A `start_attempts` action's count: 1 to `MAX_ATTEMPTS`, required.
+    fn attempts(&mut self, path: &str, value: Option<&Value>) -> u32 {
+        match value.and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok()) {
+            Some(n) if (1..=MAX_ATTEMPTS).contains(&n) => n,
+            _ => {
+                self.problem(path, format!("must be a whole number from 1 to {MAX_ATTEMPTS}"));
+                2
             }
         }
     }

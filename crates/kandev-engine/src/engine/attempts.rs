@@ -18,29 +18,15 @@ use kandev_api_types::{Notification, TaskDto, WorkspaceEvent};
 use kandev_domain::files::{FileChange, WorktreeRemoval};
 use kandev_domain::task::Task;
 use kandev_domain::transcript::Session;
-use kandev_domain::{AgentProfileId, SessionId, TaskId};
+use kandev_domain::{SessionId, TaskId};
 use kandev_runtime::git;
 use kandev_store::WorktreeRecord;
 
-use crate::api::PromptRequest;
+use crate::api::AttemptRequest;
 use crate::command::Command;
-use crate::create::{insert_session, session_profile};
 use crate::engine::Engine;
 use crate::error::{EngineError, Result, not_found};
-use crate::sites::{self, Placement};
-use crate::workdir::prepare::{Owner, plan_for};
 use crate::workdir::shared::{exists, git_error};
-
-/// Most attempts one `task.attempt.create` starts.
-pub const MAX_ATTEMPTS: usize = 6;
-
-/// One attempt to start: its profile (the task's, else the built-in mock) and its first
-/// prompt (the task's title and description by default).
-#[derive(Debug, Clone, Default)]
-pub struct AttemptRequest {
-    pub profile_id: Option<AgentProfileId>,
-    pub prompt: Option<String>,
-}
 
 /// An attempt as the side-by-side view shows it.
 #[derive(Debug, Clone)]
@@ -67,85 +53,9 @@ impl Engine {
         task_id: &TaskId,
         requests: Vec<AttemptRequest>,
     ) -> Result<Vec<Session>> {
-        if requests.is_empty() || requests.len() > MAX_ATTEMPTS {
-            return Err(EngineError::Validation(format!(
-                "start 1 to {MAX_ATTEMPTS} attempts at once"
-            )));
-        }
-        if requests.iter().any(|r| r.prompt.as_deref().is_some_and(|p| p.trim().is_empty())) {
-            return Err(EngineError::Validation(
-                "an attempt's prompt is empty; leave it out to use the task's".into(),
-            ));
-        }
-        let task = self.inner.store.get_task(task_id).await.map_err(not_found)?;
-        self.check_attempts_allowed(&task).await?;
-        let engine = self.clone();
-        let task_id = task_id.clone();
-        self.run_detached(async move {
-            let made = engine.insert_attempts(&task_id, &requests).await?;
-            for (session, request) in made.iter().zip(requests) {
-                let content = request.prompt.unwrap_or_else(|| task.prompt());
-                engine.prompt(&session.id, PromptRequest::text(content)).await?;
-            }
-            let mut sessions = vec![];
-            for session in made {
-                sessions.push(engine.inner.store.get_session(&session.id).await?);
-            }
-            Ok(sessions)
-        })
-        .await?
-    }
-
-    /// Refuses attempts for a task they cannot run for (no repository or several, a
-    /// repository on another host).
-    async fn check_attempts_allowed(&self, task: &Task) -> Result<()> {
-        let [repository_id] = task.repository_ids.as_slice() else {
-            return Err(EngineError::Validation(
-                "attempts need a task with exactly one repository".into(),
-            ));
-        };
-        let repository = self.inner.store.get_repository(repository_id).await.map_err(not_found)?;
-        if !matches!(sites::placement(&self.inner, &repository).await?, Placement::Local) {
-            return Err(EngineError::Validation(format!(
-                "attempts run on this server's host only, and repository {} uses another \
-                 executor",
-                repository.name
-            )));
-        }
-        Ok(())
-    }
-
-    /// The attempts' session rows, numbered after the task's earlier attempts.
-    async fn insert_attempts(
-        &self,
-        task_id: &TaskId,
-        requests: &[AttemptRequest],
-    ) -> Result<Vec<Session>> {
-        let inner = &self.inner;
-        let task = inner.store.get_task(task_id).await.map_err(not_found)?;
-        let mut profiles = vec![];
-        for request in requests {
-            profiles.push(
-                session_profile(
-                    inner,
-                    request.profile_id.clone().or(task.agent_profile_id.clone()),
-                )
-                .await?,
-            );
-        }
-        let _worktrees = inner.task_locks.lock(task_id).await;
-        let sessions = inner.store.list_sessions(task_id).await?;
-        let first = sessions.iter().filter_map(|s| s.attempt).max().unwrap_or(0) + 1;
-        let mut made = vec![];
-        let mut tx = inner.store.begin_write().await?;
-        for (offset, profile) in profiles.iter().enumerate() {
-            let number = first + offset as u32;
-            let plan = plan_for(inner, &task, Owner::Attempt { number, session: None }).await?;
-            let session = insert_session(&mut tx, &task, profile.as_ref(), &plan).await?;
-            made.push(tx.set_session_attempt(&session.id, Some(number)).await?);
-        }
-        tx.commit().await?;
-        Ok(made)
+        let (inner, task_id) = (self.inner.clone(), task_id.clone());
+        self.run_detached(async move { crate::attempts::start(&inner, &task_id, requests).await })
+            .await?
     }
 
     /// `task.attempt.list`: the task's attempts (only `only`'s, when given), oldest first,

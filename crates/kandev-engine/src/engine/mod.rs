@@ -22,7 +22,7 @@ use kandev_domain::message_meta::StatusNote;
 use kandev_domain::question::{Question, QuestionStatus};
 use kandev_domain::task::Task;
 use kandev_domain::transcript::{Message, QueuedPrompt, Session};
-use kandev_domain::workflow::{Action, EntryCause};
+use kandev_domain::workflow::EntryCause;
 use kandev_domain::{AgentProfileId, RepositoryId, SessionId, StepId, TaskId, TurnId};
 use kandev_store::Store;
 use tokio::sync::oneshot;
@@ -269,7 +269,7 @@ impl Engine {
         let task_id = &task.id.clone();
         let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
         let Some(step) = workflow.step(to).cloned() else { return Ok((task, from)) };
-        let auto_start = step.events.on_enter.contains(&Action::AutoStartAgent);
+        let auto_start = step.starts_work();
         if task.primary_session_id.is_none() && !auto_start {
             return Ok((task, from));
         }

@@ -17,7 +17,7 @@ use kandev_store::SessionUpdate;
 use serde_json::json;
 
 use crate::api::PromptRequest;
-use crate::command::{ShipEvent, ShipPlan};
+use crate::command::{Command, ShipEvent, ShipPlan};
 use crate::error::{EngineError, Result};
 use crate::saved_prompts::{expand_saved_prompts, missing_prompts_note, too_large_note};
 use crate::session::state::{ResetPlan, SessionActor};
@@ -103,6 +103,12 @@ impl SessionActor {
                         Err(err) => return Err(err),
                     }
                 }
+                Action::StartAttempts { count } => {
+                    let prompt = step_prompt(&step, &self.task.prompt());
+                    let expanded =
+                        expand_saved_prompts(&self.inner.store, &self.task, prompt).await?;
+                    self.start_attempts(&step, count, expanded.text);
+                }
                 // Forge actions run from the forge's triggers, never on entry (`allows`).
                 Action::MoveToNext
                 | Action::MoveToPrevious
@@ -127,6 +133,33 @@ impl SessionActor {
             }
         }
         Ok(())
+    }
+
+    /// A step's `start_attempts`: the attempts start outside the actor (they take the task's
+    /// lock and ask their own actors); a note in this transcript says what became of them.
+    fn start_attempts(&self, step: &Step, count: u32, prompt: String) {
+        let profile_id = step.agent_profile_id.clone();
+        let request = crate::api::AttemptRequest { profile_id, prompt: Some(prompt) };
+        let requests = vec![request; count as usize];
+        let (inner, task_id, me) = (self.inner.clone(), self.task.id.clone(), self.sender());
+        let epoch = self.session.epoch;
+        self.spawn(async move {
+            let (text, note) = match crate::attempts::start(&inner, &task_id, requests).await {
+                Ok(sessions) => (
+                    format!("started {} attempts, each on a branch of its own", sessions.len()),
+                    StatusNote::Attempts {
+                        outcome: "started".into(),
+                        sessions: sessions.iter().map(|s| s.id.to_string()).collect(),
+                    },
+                ),
+                Err(err) => (
+                    format!("could not start the step's attempts: {err}"),
+                    StatusNote::Attempts { outcome: "failed".into(), sessions: vec![] },
+                ),
+            };
+            let (reply, _) = tokio::sync::oneshot::channel();
+            let _ = me.send(Command::Note { text, note, epoch: Some(epoch), reply }).await;
+        });
     }
 
     /// Starts a ship action outside the actor; its result comes back as

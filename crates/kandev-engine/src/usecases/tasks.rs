@@ -10,7 +10,7 @@ use kandev_domain::intake::TaskOrigin;
 use kandev_domain::message_meta::StatusNote;
 use kandev_domain::task::Task;
 use kandev_domain::transcript::Session;
-use kandev_domain::workflow::{Action, EntryCause, Step, Workflow};
+use kandev_domain::workflow::{EntryCause, Step, Workflow};
 use kandev_domain::workspace::Repository;
 use kandev_domain::{AgentProfileId, RepositoryId, StepId, TaskId, WorkflowId};
 use kandev_store::{NewTask, TaskPatch, WriteTx};
@@ -135,7 +135,7 @@ impl Engine {
             repository_ids,
             agent_profile_id: request.agent_profile_id,
         };
-        let starts = request.start_agent || step.events.on_enter.contains(&Action::AutoStartAgent);
+        let starts = request.start_agent || step.starts_work();
         // What the start needs is read before the transaction; only the new task's own
         // directory is planned inside it (it needs the task's id).
         let blocked = starts && self.any_open(&request.blocked_by).await?;

@@ -4,14 +4,15 @@
 use kandev_api_types::requests::{TaskAttempt, TaskAttemptCreate, TaskAttemptList};
 use kandev_api_types::responses::{AttemptPicked, CommitDiff, Sessions, TaskAttempts};
 use kandev_api_types::{FileChangeDto, SessionDto, TaskAttemptDto, TaskDto};
+use kandev_domain::workflow::MAX_ATTEMPTS;
 use kandev_domain::{AgentProfileId, SessionId, TaskId};
-use kandev_engine::{AttemptRequest, MAX_ATTEMPTS};
+use kandev_engine::AttemptRequest;
 
 use crate::handlers::files::kept_dtos;
 use crate::{ApiError, AppState};
 
 pub async fn create(s: &AppState, p: TaskAttemptCreate) -> Result<Sessions, ApiError> {
-    if p.attempts.is_empty() || p.attempts.len() > MAX_ATTEMPTS {
+    if p.attempts.is_empty() || p.attempts.len() > MAX_ATTEMPTS as usize {
         return Err(ApiError::validation(format!("start 1 to {MAX_ATTEMPTS} attempts at once")));
     }
     let requests = p

@@ -13,7 +13,9 @@ use kandev_api_types::responses::{
     WorkflowsImported,
 };
 use kandev_api_types::{ErrorCode, EventsDto, WorkflowDto};
-use kandev_domain::workflow::{Action, Feedback, StepEvents, StepSpec, Workflow, WorkflowSpec};
+use kandev_domain::workflow::{
+    Action, Feedback, MAX_ATTEMPTS, StepEvents, StepSpec, Workflow, WorkflowSpec,
+};
 use kandev_domain::{AgentProfileId, StepId, WorkflowId, WorkspaceId, validate};
 use kandev_store::StepPatch;
 use kandev_workflow_yaml::Limits;
@@ -306,6 +308,14 @@ fn checked_events(workflow: &Workflow, events: EventsDto) -> Result<StepEvents<S
                     "send feedback under {}: the rounds must be from 1 to {}",
                     trigger.as_str(),
                     Feedback::MAX_ROUNDS
+                )));
+            }
+            if let Action::StartAttempts { count } = action
+                && !(1..=MAX_ATTEMPTS).contains(count)
+            {
+                return Err(ApiError::validation(format!(
+                    "start attempts under {}: the count must be from 1 to {MAX_ATTEMPTS}",
+                    trigger.as_str()
                 )));
             }
             if let Action::MoveToStep(target) = action

@@ -11,7 +11,7 @@ import { useFormError } from './useFormError';
 const SHIP: ActionDto['type'][] = ['rebase', 'push', 'create_pull_request', 'merge'];
 const MOVES: ActionDto['type'][] = ['move_to_next', 'move_to_previous', 'move_to_step'];
 const ACTIONS: Record<keyof EventsDto, ActionDto['type'][]> = {
-  on_enter: ['reset_agent_context', 'enable_plan_mode', 'set_session_mode', 'auto_start_agent', ...SHIP],
+  on_enter: ['reset_agent_context', 'enable_plan_mode', 'set_session_mode', 'auto_start_agent', 'start_attempts', ...SHIP],
   on_turn_start: MOVES,
   on_turn_complete: [...MOVES, 'disable_plan_mode', ...SHIP],
   on_exit: ['disable_plan_mode'],
@@ -52,6 +52,7 @@ const ACTION_LABEL: Record<ActionDto['type'], string> = {
   auto_merge: 'Merge the pull request',
   comment_issue: 'Comment on the issue',
   close_issue: 'Close the issue',
+  start_attempts: 'Start attempts',
 };
 
 export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: boolean; last: boolean; onMove: (by: number) => void }) {
@@ -203,6 +204,19 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
                     <option value="fast_forward">{a.type === 'merge' ? 'fast-forward' : 'rebase'}</option>
                   </select>
                 )}
+                {a.type === 'start_attempts' && (
+                  <label className="inline" title="Each attempt works on a branch of its own; pick one on the task's Attempts tab">
+                    <input
+                      type="number"
+                      min={1}
+                      max={6}
+                      aria-label="Attempts"
+                      value={a.count}
+                      onChange={(e) => setAction(trigger, i, { type: 'start_attempts', count: Number(e.target.value) })}
+                    />{' '}
+                    agents, each on its own branch
+                  </label>
+                )}
                 {a.type === 'set_session_mode' && (
                   <input
                     aria-label="Mode id"
@@ -258,5 +272,6 @@ function makeAction(type: ActionDto['type'], steps: StepDto[]): ActionDto {
   if (type === 'set_session_mode') return { type, mode_id: '' };
   if (type === 'merge' || type === 'auto_merge') return { type, strategy: 'merge' };
   if (type === 'send_feedback') return { type, max_rounds: 3, include_bots: false };
+  if (type === 'start_attempts') return { type, count: 2 };
   return { type } as ActionDto;
 }
