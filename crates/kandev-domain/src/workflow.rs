@@ -484,6 +484,9 @@ mod tests {
             Action::Rebase,
             Action::SendFeedback(Feedback::default()),
             Action::AutoMerge { strategy: MergeStrategy::Merge },
+            Action::CommentIssue,
+            Action::CloseIssue,
+            Action::StartAttempts { count: 3 },
         ]
     }
 
@@ -496,6 +499,7 @@ mod tests {
                 "enable_plan_mode",
                 "set_session_mode",
                 "auto_start_agent",
+                "start_attempts",
                 "push",
                 "create_pull_request",
                 "merge",
@@ -517,8 +521,14 @@ mod tests {
             ],
         ),
         (Trigger::OnExit, &["disable_plan_mode"]),
-        (Trigger::OnPrMerged, &["move_to_next", "move_to_previous", "move_to_step"]),
-        (Trigger::OnPrClosed, &["move_to_next", "move_to_previous", "move_to_step"]),
+        (
+            Trigger::OnPrMerged,
+            &["move_to_next", "move_to_previous", "move_to_step", "comment_issue", "close_issue"],
+        ),
+        (
+            Trigger::OnPrClosed,
+            &["move_to_next", "move_to_previous", "move_to_step", "comment_issue"],
+        ),
         (
             Trigger::OnPrChecksFailed,
             &["move_to_next", "move_to_previous", "move_to_step", "send_feedback"],

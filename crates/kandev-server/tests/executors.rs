@@ -161,6 +161,7 @@ async fn i20_d11_an_executor_with_live_worktrees_is_neither_deleted_nor_moved() 
             branch: "task-1".into(),
             base_commit: "0".repeat(40),
             executor_id: Some(id.clone()),
+            session_id: None,
         })
         .await
         .unwrap();
@@ -241,6 +242,7 @@ async fn i20_d12_the_disk_usage_of_a_remote_worktree_is_not_measured_here() {
         branch: "task-1".into(),
         base_commit: "0".repeat(40),
         executor_id: Some(id.clone()),
+        session_id: None,
     })
     .await
     .unwrap();
