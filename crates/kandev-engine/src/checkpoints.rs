@@ -171,12 +171,10 @@ async fn collect(inner: &Inner, session: &SessionId) -> Result<()> {
         .iter()
         .map(|name| CheckpointTurn { turn: name, taken_at: SystemTime::UNIX_EPOCH })
         .collect();
-    // Every ref not listed goes; ages were decided above.
-    let retention = Retention { keep: usize::MAX, max_age: None, now: SystemTime::UNIX_EPOCH };
     let paths: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.path.as_str()).collect();
     for path in paths {
         if exists(path).await {
-            git::collect(Path::new(path), session.as_str(), &listed, retention)
+            git::collect(Path::new(path), session.as_str(), &listed, KEEP_LISTED)
                 .await
                 .map_err(git_error)?;
         }
@@ -218,6 +216,61 @@ pub(crate) struct RevertPlan {
     /// `(worktree path, commit before the turn)`.
     pub targets: Vec<(String, String)>,
 }
+
+/// Deletes the checkpoints of a removed worktree: its sessions' refs in its repository (kept
+/// there, shared with every worktree of it) and its rows. Logged, never failing the removal.
+pub(crate) async fn forget_worktree(inner: &Inner, record: &WorktreeRecord) {
+    let result = async {
+        let sessions = inner.store.checkpoint_sessions_at(&record.path).await?;
+        if sessions.is_empty() {
+            return Ok(());
+        }
+        let repository = Path::new(&record.repository_path);
+        if exists(&record.repository_path).await {
+            for session in &sessions {
+                git::collect(repository, session.as_str(), &[], KEEP_LISTED)
+                    .await
+                    .map_err(git_error)?;
+            }
+        }
+        let mut tx = inner.store.begin_write().await?;
+        tx.forget_checkpoints_at(&record.path).await?;
+        tx.commit().await?;
+        Ok::<(), EngineError>(())
+    };
+    if let Err(err) = result.await {
+        tracing::warn!(path = %record.path, error = %err, "the removed worktree's checkpoints stay");
+    }
+}
+
+/// The worktrees a session has checkpoints of (read before the session is deleted).
+pub(crate) async fn session_paths(inner: &Inner, session: &SessionId) -> Vec<String> {
+    let rows = inner.store.turn_checkpoints(session).await.unwrap_or_default();
+    let paths: std::collections::BTreeSet<String> = rows.into_iter().map(|r| r.path).collect();
+    paths.into_iter().collect()
+}
+
+/// Deletes a deleted session's checkpoint refs from the worktrees at `paths` (its rows went
+/// with it). Logged, never failing the deletion.
+pub(crate) async fn forget_session(session: &SessionId, paths: &[String]) {
+    let result = async {
+        for path in paths {
+            if exists(path).await {
+                git::collect(Path::new(path), session.as_str(), &[], KEEP_LISTED)
+                    .await
+                    .map_err(git_error)?;
+            }
+        }
+        Ok::<(), EngineError>(())
+    };
+    if let Err(err) = result.await {
+        tracing::warn!(%session, error = %err, "the deleted session's checkpoint refs stay");
+    }
+}
+
+/// Keeps exactly the refs listed to [`git::collect`] (ages decided by the caller).
+const KEEP_LISTED: Retention =
+    Retention { keep: usize::MAX, max_age: None, now: SystemTime::UNIX_EPOCH };
 
 /// Works out a revert of `session`'s worktrees to before `turn`.
 pub(crate) async fn plan_revert(

@@ -262,6 +262,10 @@ async fn i48_4_checkpoints_stay_within_the_retention_setting_and_an_unchanged_tu
     let (status, gone) = revert(&server, &session, &first, json!({"dry_run": true})).await;
     assert_eq!((status, gone["code"].as_str()), (404, Some("NOT_FOUND")), "{gone}");
     assert!(gone["message"].as_str().unwrap().contains("newest 3 turns"), "{gone}");
+
+    // A deleted session takes its checkpoints with it.
+    server.call("session.delete", json!({"id": session})).await;
+    assert!(checkpoint_refs(&repo, &session).is_empty());
 }
 
 /// The mock script of an attempt: writes `file`, commits it when `commit`, then says `done`.
@@ -351,6 +355,10 @@ async fn i48_3_three_attempts_work_in_their_own_worktrees_and_a_pick_makes_one_t
     assert_eq!(picked["worktrees_removed"], json!([worktrees[0]]));
     assert_eq!(picked["worktrees_kept"][0]["path"], worktrees[2].as_str(), "{picked}");
     assert!(!Path::new(&worktrees[0]).exists());
+    // The removed worktree's checkpoints go with it; the others' stay.
+    assert!(checkpoint_refs(&repo, &sessions[0]).is_empty());
+    assert!(!checkpoint_refs(&repo, &sessions[1]).is_empty());
+    assert!(!checkpoint_refs(&repo, &sessions[2]).is_empty(), "a kept worktree keeps them");
     for branch in &branches {
         git(&repo, &["rev-parse", "--verify", branch]);
     }

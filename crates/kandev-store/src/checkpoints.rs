@@ -68,6 +68,17 @@ impl Store {
         Ok(rows.into_iter().map(TurnCheckpoint::from).collect())
     }
 
+    /// The sessions with checkpoints of the worktree at `path`.
+    pub async fn checkpoint_sessions_at(&self, path: &str) -> Result<Vec<SessionId>> {
+        let ids: Vec<String> = crate::sql::query_scalar(
+            "SELECT DISTINCT session_id FROM turn_checkpoints WHERE path = ? ORDER BY session_id",
+        )
+        .bind(path)
+        .fetch_all(&self.read)
+        .await?;
+        Ok(ids.into_iter().map(SessionId::new).collect())
+    }
+
     /// The state the agent's turns last left in each of a session's worktrees:
     /// `(worktree path, commit)`.
     pub async fn checkpoint_baselines(&self, session: &SessionId) -> Result<Vec<(String, String)>> {
@@ -181,6 +192,19 @@ impl WriteTx {
                 .execute(self.conn())
                 .await?;
         }
+        Ok(())
+    }
+
+    /// Forgets every checkpoint and baseline of the worktree at `path` (it was removed).
+    pub async fn forget_checkpoints_at(&mut self, path: &str) -> Result<()> {
+        crate::sql::query("DELETE FROM turn_checkpoints WHERE path = ?")
+            .bind(path)
+            .execute(self.conn())
+            .await?;
+        crate::sql::query("DELETE FROM checkpoint_baselines WHERE path = ?")
+            .bind(path)
+            .execute(self.conn())
+            .await?;
         Ok(())
     }
 

@@ -362,7 +362,7 @@ fn a_document_with_many_problems_reports_all_of_them_and_imports_nothing() {
         "workflows[1].steps[0].events.on_enter[1].type: unknown action type `auto_start`; \
          expected one of reset_agent_context, enable_plan_mode, set_session_mode, \
          auto_start_agent, move_to_next, move_to_previous, move_to_step, disable_plan_mode, \
-         push, create_pull_request, merge, rebase, send_feedback, auto_merge, comment_issue, close_issue"
+         push, create_pull_request, merge, rebase, send_feedback, auto_merge, comment_issue, close_issue, start_attempts"
     );
 }
 

@@ -343,6 +343,7 @@ impl Engine {
             }
         };
         if gone {
+            crate::checkpoints::forget_worktree(&self.inner, &record).await;
             let mut tx = self.inner.store.begin_write().await?;
             tx.mark_worktree_removed(&record.id).await?;
             tx.commit().await?;

@@ -417,7 +417,11 @@ impl Engine {
     /// Stops any execution and deletes the session and its transcript (rule 35).
     pub async fn delete(&self, id: &SessionId) -> Result<()> {
         self.cancel_questions(id).await?;
+        let checkpoints = crate::checkpoints::session_paths(&self.inner, id).await;
         let result = self.ask(id, |reply| Command::Delete { reply }).await;
+        if result.is_ok() {
+            crate::checkpoints::forget_session(id, &checkpoints).await;
+        }
         lock(&self.inner.sessions).remove(id);
         // Its MCP tokens stay known until used once more, so the refusal can say why.
         result
