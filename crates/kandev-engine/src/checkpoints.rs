@@ -1,7 +1,8 @@
 //! Checkpoints of a session's worktrees around its turns, and reverting to one (issue 48).
 //!
-//! Before each turn every live worktree of the task on this server's host (local and
-//! container executors; not SSH ones) is recorded under
+//! Before each turn every worktree the session works in (an attempt's own, else the task's)
+//! that is on this server's host (local and container executors; not SSH ones) is recorded
+//! under
 //! `refs/kandev/checkpoints/<session>/<turn>`, and when the turn ends again under
 //! `.../<turn>-after`; the commits are in `turn_checkpoints`. A turn's end also sets the
 //! session's baseline there: the state the agent's turns last left, which a revert compares

@@ -469,3 +469,32 @@ async fn i48_3_a_step_starts_attempts_on_entry() {
     assert_eq!(status, 422, "{refused}");
     assert!(refused.to_string().contains("from 1 to 6"), "{refused}");
 }
+
+#[tokio::test]
+async fn i48_4_a_thousand_turn_session_keeps_only_the_checkpoints_the_setting_allows() {
+    let dir = tempfile::tempdir().unwrap();
+    let server =
+        TestServer::start_tuned(Default::default(), dir, |c| c.checkpoint_turns = 10).await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    let repo_id = board.repository(&repo, json!({})).await;
+    let task = board.task("A thousand turns", &[&repo_id]).await;
+    let (session, cwd) = board.started(&task).await;
+    let mut ws = server.ws().await;
+    ws.call("subscribe", json!({"topics": [format!("session:{session}")]})).await;
+    for i in 0..1000 {
+        // Every turn changes a file, so every turn has checkpoints of its own.
+        let content = format!("#!mock\nwrite n.txt {i}");
+        server.call("message.add", json!({"session_id": session, "content": content})).await;
+        ws.notification("session.turn.completed").await;
+    }
+    assert_eq!(std::fs::read_to_string(cwd.join("n.txt")).unwrap(), "999");
+    let kept = checkpoints(&server, &session).await;
+    assert_eq!(numbers(&json!(kept)), (991..=1000).collect::<Vec<u64>>());
+    let refs = checkpoint_refs(&repo, &session);
+    assert_eq!(refs.len(), 20, "a before and an after ref for each of the newest 10 turns");
+    // The newest turn reverts, the collected ones do not.
+    let newest = kept[9]["turn_id"].as_str().unwrap();
+    let (status, _) = revert(&server, &session, newest, json!({"dry_run": true})).await;
+    assert_eq!(status, 200);
+}

@@ -149,8 +149,13 @@ impl Engine {
                 .await?;
             tx.commit().await?;
         }
+        // The race is over: every attempt works in the task's worktree from now on (the
+        // picked one is in it; the others' next start says the directory moved).
         for session in sessions.iter().filter(|s| s.attempt.is_some()) {
-            self.ask(&session.id, |reply| Command::SetAttempt { attempt: None, reply }).await?;
+            let done = self.ask(&session.id, |reply| Command::SetAttempt { attempt: None, reply });
+            if let Err(err) = done.await {
+                tracing::warn!(session = %session.id, error = %err, "still numbered as an attempt");
+            }
         }
         crate::workdir::status::refresh_status(&self.inner, task_id).await;
         let task = self.inner.store.get_task(task_id).await?;
