@@ -1,7 +1,8 @@
 // Issue 48: "Revert to before this turn" under a turn's prompt asks first, listing the turns
 // it undoes and the files it changes back, names a file changed outside the agent's turns
-// (reverting only once that is confirmed too), and "Changes of this turn" shows its diff.
-import { writeFileSync } from 'node:fs';
+// (reverting only once that is confirmed too, and never discarding a file it did not show),
+// and "Changes of this turn" shows its diff.
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, git, gitRepo, removeRepo, screenshot, send, test, transcript } from './kandev';
 
@@ -40,9 +41,18 @@ test('i48: revert to before a turn from the transcript, with outside edits named
     const revert = ask.getByRole('button', { name: 'Revert files' });
     await expect(revert).toBeDisabled();
     await screenshot(page, 'i48-revert-confirm');
+    // A file made after the dialog showed its list is not discarded with that list: the
+    // revert is refused, and the dialog shows the lists again with the reason.
+    writeFileSync(join(worktree, 'late.txt'), 'made while the dialog was open\n');
     await ask.getByLabel('Discard those changes too').check();
     await revert.click();
-    await expect(page.getByText('Files reverted to before turn 2: 3 files restored')).toBeVisible();
+    await expect(ask.getByRole('alert').first()).toContainText('Not reverted');
+    await expect(ask.getByRole('alert').first()).toContainText('late.txt');
+    await expect(ask.getByRole('list', { name: 'Changed outside the agent' }).locator('li')).toHaveText(['a.txt', 'late.txt']);
+    expect(existsSync(join(worktree, 'late.txt'))).toBe(true);
+    await ask.getByLabel('Discard those changes too').check();
+    await revert.click();
+    await expect(page.getByText('Files reverted to before turn 2: 4 files changed back')).toBeVisible();
     expect(git(worktree, 'status', '--porcelain')).toBe('');
     await expect(log.locator('[data-kind="status"]').last()).toContainText('Files reverted to before turn 2: turns 2, 3 undone');
     await expect(third.getByText('undone by a revert')).toBeVisible();

@@ -114,6 +114,10 @@ pub enum WorkspaceEvent {
     /// A session got a name (`session.rename`): the task page's session tabs show it.
     #[serde(rename = "session.renamed")]
     SessionRenamed { session: SessionDto },
+    /// A session became or stopped being one of its task's attempts (issue 48): the task
+    /// page's tabs and Attempts view follow it.
+    #[serde(rename = "session.attempt_changed")]
+    SessionAttemptChanged { session: SessionDto },
 }
 
 /// `session.message.updated`: a streamed chunk appended to a message (apply it only when the

@@ -304,12 +304,14 @@ pub struct SessionResume {
 }
 
 /// `turn.revert`: the session's worktrees back to before `turn_id` (it and every later turn
-/// undone). `dry_run` only answers what it would do; `force` discards edits made since the
-/// agent's last turn by someone else, which are refused otherwise.
+/// undone). `dry_run` only answers what it would do. Edits made since the agent's last turn
+/// by someone else are refused unless `force` (discard whatever they are) or each is named in
+/// `discard` (the paths a person confirmed, as a dry run listed them).
 pub struct TurnRevert {
     pub session_id: String,
     pub turn_id: String,
     pub force: Option<bool>,
+    pub discard: Option<Vec<String>>,
     pub dry_run: Option<bool>,
 }
 

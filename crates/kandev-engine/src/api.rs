@@ -77,6 +77,28 @@ pub struct AttemptRequest {
     pub prompt: Option<String>,
 }
 
+/// Which edits made since the agent's last turn by someone else a revert may discard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Discard {
+    /// None: the revert is refused while there are any.
+    None,
+    /// Those at these paths (what a person confirmed); any other one refuses the revert.
+    Only(Vec<String>),
+    /// Whatever they are.
+    All,
+}
+
+impl Discard {
+    /// The outside edits among `edits` this does not allow discarding.
+    pub fn refused<'e>(&self, edits: &'e [RevertFile]) -> Vec<&'e RevertFile> {
+        match self {
+            Discard::All => vec![],
+            Discard::None => edits.iter().collect(),
+            Discard::Only(paths) => edits.iter().filter(|e| !paths.contains(&e.path)).collect(),
+        }
+    }
+}
+
 /// A turn with a checkpoint, as `turn.checkpoint.list` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointedTurn {

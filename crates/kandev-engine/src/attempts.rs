@@ -85,8 +85,7 @@ async fn insert(inner: &Inner, task: &Task, requests: &[AttemptRequest]) -> Resu
     let mut tx = inner.store.begin_write().await?;
     for (number, profile) in (first..).zip(&profiles) {
         let plan = plan_for(inner, task, Owner::Attempt { number, session: None }).await?;
-        let session = insert_session(&mut tx, task, profile.as_ref(), &plan).await?;
-        made.push(tx.set_session_attempt(&session.id, Some(number)).await?);
+        made.push(insert_session(&mut tx, task, profile.as_ref(), &plan, Some(number)).await?);
     }
     tx.commit().await?;
     Ok(made)

@@ -375,8 +375,9 @@ pub(crate) fn describe(outcome: &RevertOutcome) -> (String, String) {
         [one] => format!("turn {one} undone"),
         many => format!("turns {} undone", many.join(", ")),
     };
-    let divider =
-        format!("Files reverted to before turn {first}: {undone}, {files} file{plural} restored");
+    let divider = format!(
+        "Files reverted to before turn {first}: {undone}, {files} file{plural} changed back"
+    );
     let mut listed: Vec<&str> = outcome.files.iter().map(|f| f.path.as_str()).take(20).collect();
     if files > listed.len() {
         listed.push("…");

@@ -93,7 +93,7 @@ pub(crate) enum Command {
     /// `turn.revert`: the worktrees back to before a turn (issue 48).
     Revert {
         turn_id: TurnId,
-        force: bool,
+        discard: crate::api::Discard,
         dry_run: bool,
         reply: Reply<crate::api::RevertOutcome>,
     },

@@ -27,7 +27,7 @@ pub(crate) async fn create_session(
     let _worktrees = inner.task_locks.lock(&task.id).await;
     let plan = plan(inner, &task).await?;
     let mut tx = inner.store.begin_write().await?;
-    let session = insert_session(&mut tx, &task, profile.as_ref(), &plan).await?;
+    let session = insert_session(&mut tx, &task, profile.as_ref(), &plan, None).await?;
     tx.commit().await?;
     Ok(session)
 }
@@ -49,13 +49,14 @@ pub(crate) async fn session_profile(
     })
 }
 
-/// Writes a session row planned in `plan` in the caller's transaction, with its
-/// announcements and the task's card.
+/// Writes a session row planned in `plan` in the caller's transaction (numbered `attempt`
+/// among the task's attempts, if one), with its announcements and the task's card.
 pub(crate) async fn insert_session(
     tx: &mut WriteTx,
     task: &Task,
     profile: Option<&AgentProfile>,
     plan: &Plan,
+    attempt: Option<u32>,
 ) -> Result<Session> {
     let cwd = plan.cwd().display().to_string();
     let session = tx
@@ -67,6 +68,10 @@ pub(crate) async fn insert_session(
             profile.and_then(|p| p.model.as_deref()),
         )
         .await?;
+    let session = match attempt {
+        Some(number) => tx.set_session_attempt(&session.id, Some(number)).await?,
+        None => session,
+    };
     publish::session_event(tx, &session, "session.created").await?;
     let event = WorkspaceEvent::SessionCreated { session: SessionDto::from(&session) };
     publish::notify(tx, Notification::workspace(&task.workspace_id, event)).await?;

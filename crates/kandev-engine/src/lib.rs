@@ -54,8 +54,8 @@ mod write;
 mod writeback;
 
 pub use api::{
-    AttemptRequest, CheckpointedTurn, PermissionAnswer, PromptOutcome, PromptRequest, QueueChange,
-    RevertFile, RevertOutcome, UndoneTurn,
+    AttemptRequest, CheckpointedTurn, Discard, PermissionAnswer, PromptOutcome, PromptRequest,
+    QueueChange, RevertFile, RevertOutcome, UndoneTurn,
 };
 pub use attachments::{Upload, too_large_error};
 pub use config::{

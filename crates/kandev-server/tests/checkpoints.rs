@@ -169,10 +169,19 @@ async fn i48_2_reverting_the_second_of_three_turns_undoes_the_third_and_outside_
     let (status, refused) = revert(&server, &session, &second, json!({})).await;
     assert_eq!((status, refused["code"].as_str()), (409, Some("CONFLICT")), "{refused}");
     let message = refused["message"].as_str().unwrap();
-    assert!(message.contains("b.txt") && message.contains("force"), "{message}");
+    assert!(message.contains("b.txt") && message.contains("confirm discarding"), "{message}");
     assert_eq!(std::fs::read_to_string(cwd.join("b.txt")).unwrap(), "the user's edit");
+    // A file made after the person confirmed the list is not discarded with it.
+    std::fs::write(cwd.join("notes.md"), "made after the dialog opened").unwrap();
+    let confirmed = json!({"discard": ["b.txt"]});
+    let (status, refused) = revert(&server, &session, &second, confirmed).await;
+    assert_eq!(status, 409, "{refused}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(message.contains("notes.md") && !message.contains("b.txt"), "{message}");
+    assert!(cwd.join("notes.md").exists() && cwd.join("c.txt").exists(), "nothing reverted");
+    std::fs::remove_file(cwd.join("notes.md")).unwrap();
 
-    let (status, forced) = revert(&server, &session, &second, json!({"force": true})).await;
+    let (status, forced) = revert(&server, &session, &second, confirmed_b()).await;
     assert_eq!((status, &forced["reverted"]), (200, &json!(true)), "{forced}");
     assert_eq!(numbers(&forced["turns"]), [2, 3]);
     assert_eq!(files_of(&cwd), after_first);
@@ -190,6 +199,10 @@ async fn i48_2_reverting_the_second_of_three_turns_undoes_the_third_and_outside_
     assert_eq!(numbers(&dry["turns"]), [1]);
 }
 
+fn confirmed_b() -> Value {
+    json!({"discard": ["b.txt"]})
+}
+
 #[tokio::test]
 async fn i48_2_a_revert_is_refused_while_a_turn_runs() {
     let server = TestServer::start().await;
@@ -197,7 +210,7 @@ async fn i48_2_a_revert_is_refused_while_a_turn_runs() {
     let (_tmp, repo) = repository(true);
     let repo_id = board.repository(&repo, json!({})).await;
     let task = board.task("Busy", &[&repo_id]).await;
-    let (session, _cwd) = board.started(&task).await;
+    let (session, cwd) = board.started(&task).await;
     server.turn(&session, "#!mock\nwrite a.txt one").await;
     let turn = checkpoints(&server, &session).await[0]["turn_id"].as_str().unwrap().to_owned();
 
@@ -211,8 +224,11 @@ async fn i48_2_a_revert_is_refused_while_a_turn_runs() {
     assert!(busy["message"].as_str().unwrap().contains("wait for its turn"), "{busy}");
     server.call("agent.cancel", json!({"session_id": session})).await;
     ws.notification("session.turn.completed").await;
-    let (status, done) = revert(&server, &session, &turn, json!({})).await;
+    // `force` discards whatever changed outside the agent's turns.
+    std::fs::write(cwd.join("a.txt"), "by hand").unwrap();
+    let (status, done) = revert(&server, &session, &turn, json!({"force": true})).await;
     assert_eq!(status, 200, "{done}");
+    assert!(!cwd.join("a.txt").exists());
 }
 
 #[tokio::test]

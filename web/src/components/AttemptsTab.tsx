@@ -63,10 +63,10 @@ function AttemptCard(props: { taskId: string; session: SessionDto; profileName: 
       async () => {
         const picked = await call('task.attempt.pick', { task_id: taskId, session_id: session.id });
         setAsking(false);
-        const kept = picked.worktrees_kept.length;
+        const kept = picked.worktrees_kept.map((k) => k.path);
         toast(
           `${title} picked: its branch ${picked.branch} is the task's` +
-            (kept ? `; ${kept} worktree${kept === 1 ? '' : 's'} with uncommitted work kept` : ''),
+            (kept.length ? `. Kept on disk with uncommitted work: ${kept.join(', ')}` : ''),
         );
         props.onPicked();
         navigate(taskPath(taskId, session.id), true);
@@ -126,9 +126,11 @@ function AttemptCard(props: { taskId: string; session: SessionDto; profileName: 
       {asking && (
         <Dialog title={`Pick ${title}?`} onClose={() => setAsking(false)}>
           <p>
-            Its branch <code>{a?.branch}</code> becomes the task's and its session the primary one. The other attempts are stopped and
-            their worktrees removed; one with uncommitted work is kept and listed. Every branch stays.
+            Its branch <code>{a?.branch}</code> becomes the task's and its session the primary one. Every other session of the task is
+            stopped, and the other attempts' worktrees and the task's earlier worktree are removed; one with uncommitted work is kept
+            on disk and listed. Every branch stays.
           </p>
+          {live.state === 'RUNNING' && <p className="banner warn">{title}'s agent is still working; what it writes from now on stays in the task.</p>}
           <div className="actions">
             <button onClick={() => setAsking(false)}>Keep comparing</button>
             <button className="primary" disabled={action.busy} onClick={() => void pick()}>

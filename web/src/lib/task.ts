@@ -50,6 +50,7 @@ export function useTask(taskId: string): TaskLive {
           return p.id === taskId ? { ...d, deleted: true } : d;
         case 'session.created':
         case 'session.renamed':
+        case 'session.attempt_changed':
           return p.session.task_id === taskId ? { ...d, sessions: upsertById(d.sessions, p.session) } : d;
         case 'session.deleted':
           return p.task_id === taskId ? { ...d, sessions: removeById(d.sessions, p.id) } : d;

@@ -150,8 +150,15 @@ impl Engine {
             tx.commit().await?;
         }
         // The race is over: every attempt works in the task's worktree from now on (the
-        // picked one is in it; the others' next start says the directory moved).
+        // picked one is in it; the others' next start says the directory moved). Each keeps
+        // its number as its name, so its tab still says which attempt it was.
         for session in sessions.iter().filter(|s| s.attempt.is_some()) {
+            if let (None, Some(number)) = (&session.name, session.attempt) {
+                let name = Some(format!("Attempt {number}"));
+                if let Err(err) = self.rename_session(&session.id, name).await {
+                    tracing::warn!(session = %session.id, error = %err, "attempt not named");
+                }
+            }
             let done = self.ask(&session.id, |reply| Command::SetAttempt { attempt: None, reply });
             if let Err(err) = done.await {
                 tracing::warn!(session = %session.id, error = %err, "still numbered as an attempt");

@@ -28,7 +28,8 @@ use kandev_store::Store;
 use tokio::sync::oneshot;
 
 use crate::api::{
-    CheckpointedTurn, PermissionAnswer, PromptOutcome, PromptRequest, QueueChange, RevertOutcome,
+    CheckpointedTurn, Discard, PermissionAnswer, PromptOutcome, PromptRequest, QueueChange,
+    RevertOutcome,
 };
 use crate::attachments::{self, Upload};
 use crate::command::Command;
@@ -202,10 +203,10 @@ impl Engine {
         &self,
         id: &SessionId,
         turn_id: TurnId,
-        force: bool,
+        discard: Discard,
         dry_run: bool,
     ) -> Result<RevertOutcome> {
-        self.ask(id, |reply| Command::Revert { turn_id, force, dry_run, reply }).await
+        self.ask(id, |reply| Command::Revert { turn_id, discard, dry_run, reply }).await
     }
 
     /// `turn.checkpoint.list`: the session's turns that have a checkpoint, oldest first.

@@ -118,8 +118,8 @@ impl SessionActor {
                 let result = self.set_attempt(attempt).await;
                 let _ = reply.send(result);
             }
-            Command::Revert { turn_id, force, dry_run, reply } => {
-                let result = self.revert(turn_id, force, dry_run).await;
+            Command::Revert { turn_id, discard, dry_run, reply } => {
+                let result = self.revert(turn_id, discard, dry_run).await;
                 let _ = reply.send(result);
             }
             Command::ResetDone { exec_epoch, result } => {

@@ -7,20 +7,21 @@ use kandev_domain::TurnId;
 use kandev_domain::message_meta::StatusNote;
 use kandev_store::SessionUpdate;
 
-use crate::api::RevertOutcome;
+use crate::api::{Discard, RevertOutcome};
 use crate::checkpoints;
 use crate::error::{EngineError, Result};
 use crate::session::state::{Phase, SessionActor};
 
 impl SessionActor {
     /// Reverts to before `turn_id` (`dry_run`: only says what that would do). Edits made
-    /// since the agent's last turn by someone else are refused by name unless `force`.
+    /// since the agent's last turn by someone else are refused by name unless `discard`
+    /// allows each (a person confirmed exactly those paths, or all).
     /// Once done: a divider in the transcript, the undone turns marked, the baseline moved
     /// to the restored state, and a notice the agent gets with its next prompt.
     pub(super) async fn revert(
         &mut self,
         turn_id: TurnId,
-        force: bool,
+        discard: Discard,
         dry_run: bool,
     ) -> Result<RevertOutcome> {
         if !matches!(self.phase, Phase::Idle | Phase::Ready(_)) || self.unsettled.is_some() {
@@ -32,13 +33,13 @@ impl SessionActor {
         if dry_run {
             return Ok(plan.outcome);
         }
-        let outside = &plan.outcome.outside_edits;
-        if !outside.is_empty() && !force {
-            let names: Vec<&str> = outside.iter().map(|f| f.path.as_str()).take(20).collect();
-            let more = if outside.len() > names.len() { ", …" } else { "" };
+        let refused = discard.refused(&plan.outcome.outside_edits);
+        if !refused.is_empty() {
+            let names: Vec<&str> = refused.iter().map(|f| f.path.as_str()).take(20).collect();
+            let more = if refused.len() > names.len() { ", …" } else { "" };
             return Err(EngineError::Conflict(format!(
-                "changed since the agent's last turn by someone else: {}{more}; revert with \
-                 force to discard those changes too",
+                "changed since the agent's last turn by someone else: {}{more}; confirm \
+                 discarding those changes too, or keep them and do not revert",
                 names.join(", ")
             )));
         }

@@ -206,7 +206,7 @@ impl Engine {
         profile: Option<&AgentProfile>,
     ) -> Result<Session> {
         let plan = plan(&self.inner, task).await?;
-        let session = insert_session(tx, task, profile, &plan).await?;
+        let session = insert_session(tx, task, profile, &plan, None).await?;
         tx.set_primary_session(&task.id, &session.id).await?;
         Ok(session)
     }

@@ -5,7 +5,7 @@ use kandev_api_types::requests::{BySession, TurnDiff, TurnRevert};
 use kandev_api_types::responses::{CommitDiff, TurnCheckpoints, TurnReverted};
 use kandev_api_types::{FileChangeDto, RevertFileDto, TurnCheckpointDto, UndoneTurnDto};
 use kandev_domain::{SessionId, TurnId};
-use kandev_engine::RevertFile;
+use kandev_engine::{Discard, RevertFile};
 
 use crate::{ApiError, AppState};
 
@@ -26,9 +26,14 @@ pub async fn checkpoint_list(s: &AppState, p: BySession) -> Result<TurnCheckpoin
 
 pub async fn revert(s: &AppState, p: TurnRevert) -> Result<TurnReverted, ApiError> {
     let turn = turn_id(&p.turn_id)?;
-    let (force, dry_run) = (p.force.unwrap_or(false), p.dry_run.unwrap_or(false));
+    let discard = match (p.force.unwrap_or(false), p.discard) {
+        (true, _) => Discard::All,
+        (false, Some(paths)) => Discard::Only(paths),
+        (false, None) => Discard::None,
+    };
     let session = SessionId::new(p.session_id);
-    let outcome = s.engine().revert_turn(&session, turn, force, dry_run).await?;
+    let outcome =
+        s.engine().revert_turn(&session, turn, discard, p.dry_run.unwrap_or(false)).await?;
     Ok(TurnReverted {
         turns: outcome
             .turns

@@ -812,7 +812,7 @@ export type TurnDiff = { session_id: string, turn_id: string, };
 
 export type TurnDto = { id: string, session_id: string, epoch: number, started_at: string, completed_at: string | null, stop_reason: string | null, usage: JsonValue, };
 
-export type TurnRevert = { session_id: string, turn_id: string, force?: boolean, dry_run?: boolean, };
+export type TurnRevert = { session_id: string, turn_id: string, force?: boolean, discard?: Array<string>, dry_run?: boolean, };
 
 export type TurnReverted = { turns: Array<UndoneTurnDto>, files: Array<RevertFileDto>, outside_edits: Array<RevertFileDto>, reverted: boolean, };
 
@@ -860,7 +860,7 @@ export type WorkspaceCreate = { name: string, };
 
 export type WorkspaceDto = { id: string, name: string, created_at: string, updated_at: string, };
 
-export type WorkspaceEvent = { "action": "repository.created", "payload": { repository: RepositoryDto, } } | { "action": "repository.updated", "payload": { repository: RepositoryDto, } } | { "action": "repository.deleted", "payload": { id: string, } } | { "action": "workflow.created", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.updated", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.deleted", "payload": { id: string, } } | { "action": "task.created", "payload": { task: TaskDto, } } | { "action": "task.updated", "payload": { task: TaskDto, } } | { "action": "task.archived", "payload": { task: TaskDto, } } | { "action": "task.moved", "payload": { task: TaskDto, from_step_id: string, trigger: string, } } | { "action": "task.git_status", "payload": { task_id: string, repositories: Array<GitStatusDto>, } } | { "action": "task.deleted", "payload": { id: string, workflow_id: string, step_id: string, } } | { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.renamed", "payload": { session: SessionDto, } };
+export type WorkspaceEvent = { "action": "repository.created", "payload": { repository: RepositoryDto, } } | { "action": "repository.updated", "payload": { repository: RepositoryDto, } } | { "action": "repository.deleted", "payload": { id: string, } } | { "action": "workflow.created", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.updated", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.deleted", "payload": { id: string, } } | { "action": "task.created", "payload": { task: TaskDto, } } | { "action": "task.updated", "payload": { task: TaskDto, } } | { "action": "task.archived", "payload": { task: TaskDto, } } | { "action": "task.moved", "payload": { task: TaskDto, from_step_id: string, trigger: string, } } | { "action": "task.git_status", "payload": { task_id: string, repositories: Array<GitStatusDto>, } } | { "action": "task.deleted", "payload": { id: string, workflow_id: string, step_id: string, } } | { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.renamed", "payload": { session: SessionDto, } } | { "action": "session.attempt_changed", "payload": { session: SessionDto, } };
 
 export type WorkspaceOne = { workspace: WorkspaceDto, };
 

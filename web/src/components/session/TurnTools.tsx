@@ -44,6 +44,8 @@ export function TurnTools({ sessionId, turn, busy }: { sessionId: string; turn: 
   const action = useMutation();
   const [plan, setPlan] = useState<TurnReverted | null>(null);
   const [force, setForce] = useState(false);
+  // Why the last try was refused (the files changed meanwhile), shown in the dialog.
+  const [stale, setStale] = useState<string | null>(null);
   const [diff, setDiff] = useState<FileChangeDto[] | null>(null);
   const ids = { session_id: sessionId, turn_id: turn.turn_id };
 
@@ -55,16 +57,23 @@ export function TurnTools({ sessionId, turn, busy }: { sessionId: string; turn: 
       },
       { describe: (e) => `Revert: ${errorText(e)}` },
     );
-  const revert = () =>
-    action.run(
-      async () => {
-        const done = await call('turn.revert', { ...ids, force });
+  // Only the outside edits the dialog showed are discarded: one that appeared since refuses
+  // the revert, and the dialog shows the list again with the refusal.
+  const revert = (shown: TurnReverted) =>
+    action.run(async () => {
+      const discard = force ? shown.outside_edits.map((f) => f.path) : [];
+      try {
+        const done = await call('turn.revert', { ...ids, discard });
         setPlan(null);
+        setStale(null);
         const n = done.files.length;
-        toast(`Files reverted to before turn ${turn.number}: ${n} file${n === 1 ? '' : 's'} restored`);
-      },
-      { describe: (e) => `Revert: ${errorText(e)}` },
-    );
+        toast(`Files reverted to before turn ${turn.number}: ${n} file${n === 1 ? '' : 's'} changed back`);
+      } catch (e) {
+        setStale(errorText(e));
+        setForce(false);
+        setPlan(await call('turn.revert', { ...ids, dry_run: true }));
+      }
+    });
   const showDiff = () =>
     action.run(async () => setDiff((await call('turn.diff', ids)).files), {
       describe: (e) => `Changes of turn ${turn.number}: ${errorText(e)}`,
@@ -95,7 +104,18 @@ export function TurnTools({ sessionId, turn, busy }: { sessionId: string; turn: 
         </span>
       )}
       {plan && (
-        <Dialog title={`Revert to before turn ${turn.number}?`} onClose={() => setPlan(null)}>
+        <Dialog
+          title={`Revert to before turn ${turn.number}?`}
+          onClose={() => {
+            setPlan(null);
+            setStale(null);
+          }}
+        >
+          {stale && (
+            <p className="form-error" role="alert">
+              Not reverted: {stale}. The lists below are up to date again.
+            </p>
+          )}
           <p>
             {later === 0
               ? `The files go back to how they were before turn ${turn.number}.`
@@ -111,7 +131,7 @@ export function TurnTools({ sessionId, turn, busy }: { sessionId: string; turn: 
               </li>
             ))}
           </ul>
-          <h3>Files changed back</h3>
+          <h3>Files changed back (rewritten, deleted or brought back)</h3>
           {plan.files.length === 0 ? <p className="hint">None: the files are already as they were.</p> : fileList(plan.files, 'Files changed back')}
           {plan.outside_edits.length > 0 && (
             <div className="banner warn" role="alert">
@@ -123,8 +143,15 @@ export function TurnTools({ sessionId, turn, busy }: { sessionId: string; turn: 
             </div>
           )}
           <div className="actions">
-            <button onClick={() => setPlan(null)}>Keep the files</button>
-            <button className="danger" disabled={action.busy || (plan.outside_edits.length > 0 && !force)} onClick={() => void revert()}>
+            <button
+              onClick={() => {
+                setPlan(null);
+                setStale(null);
+              }}
+            >
+              Cancel
+            </button>
+            <button className="danger" disabled={action.busy || (plan.outside_edits.length > 0 && !force)} onClick={() => void revert(plan)}>
               Revert files
             </button>
           </div>
