@@ -358,6 +358,10 @@ async fn i48_3_three_attempts_work_in_their_own_worktrees_and_a_pick_makes_one_t
         assert_eq!((attempt["files"].as_u64(), attempt["additions"].as_u64()), (Some(1), Some(1)));
         assert_eq!(git(path, &["merge-base", "HEAD", &base]), base, "made from the task's base");
     }
+    // Before a pick the task has no worktree of its own, and says where the work is.
+    let (status, none) = server.post("task.changes", json!({"task_id": task})).await;
+    assert_eq!(status, 409, "{none}");
+    assert!(none["message"].as_str().unwrap().contains("Attempts tab"), "{none}");
     let diff =
         server.call("task.attempt.diff", json!({"task_id": task, "session_id": sessions[1]})).await;
     assert_eq!(paths(&diff["files"]), ["two.txt"]);

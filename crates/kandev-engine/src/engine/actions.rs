@@ -435,17 +435,16 @@ pub(super) async fn root(inner: &Inner, task_id: &TaskId) -> Result<Root> {
     if task.repository_ids.is_empty() {
         return Ok(Root::Plain(git::task_dir(home, task.id.as_str()).map_err(git_error)?));
     }
-    let mut live = inner.store.live_worktrees(&task.id).await?;
-    live.retain(WorktreeRecord::is_task_worktree);
+    let all = inner.store.live_worktrees(&task.id).await?;
+    let live: Vec<&WorktreeRecord> = all.iter().filter(|w| w.is_task_worktree()).collect();
     let records: Vec<WorktreeRecord> = task
         .repository_ids
         .iter()
-        .filter_map(|id| live.iter().find(|w| w.repository_id.as_ref() == Some(id)).cloned())
+        .filter_map(|id| live.iter().find(|w| w.repository_id.as_ref() == Some(id)))
+        .map(|w| (*w).clone())
         .collect();
     if records.is_empty() {
-        return Err(EngineError::Conflict(
-            "the task has no worktree; launch a session to create one".into(),
-        ));
+        return Err(crate::workdir::shared::no_worktree(&all));
     }
     if task.repository_ids.len() == 1 {
         let worktrees =

@@ -18,6 +18,7 @@ use kandev_domain::task::Task;
 use kandev_domain::workspace::Repository;
 use kandev_runtime::git::{self, GitError};
 use kandev_runtime::site::RemoteErrorKind;
+use kandev_store::WorktreeRecord;
 use serde_json::json;
 
 use crate::error::{EngineError, Result};
@@ -65,6 +66,19 @@ pub(crate) fn new_worktree_path(
     git::worktree_dir(home, task.id.as_str(), &format!("{}-{short}", repository.name))
         .or_else(|_| git::worktree_dir(home, task.id.as_str(), &short))
         .map_err(git_error)
+}
+
+/// Why a task has no worktree to work on: none was made yet, or only its attempts have
+/// theirs (issue 48), which are compared and picked first.
+pub(crate) fn no_worktree(live: &[WorktreeRecord]) -> EngineError {
+    if live.iter().any(|w| !w.is_task_worktree()) {
+        return EngineError::Conflict(
+            "the task has no worktree of its own yet: its attempts work in theirs; compare \
+             them on the Attempts tab and pick one"
+                .into(),
+        );
+    }
+    EngineError::Conflict("the task has no worktree; launch a session to create one".into())
 }
 
 pub(crate) async fn exists(path: &str) -> bool {

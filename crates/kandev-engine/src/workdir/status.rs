@@ -38,8 +38,8 @@ pub(crate) async fn targets(
             "the task has no repository; add one to the task to ship its work".into(),
         ));
     }
-    let mut live = inner.store.live_worktrees(task_id).await?;
-    live.retain(WorktreeRecord::is_task_worktree);
+    let all = inner.store.live_worktrees(task_id).await?;
+    let live: Vec<WorktreeRecord> = all.iter().filter(|w| w.is_task_worktree()).cloned().collect();
     let mut targets = vec![];
     for id in &task.repository_ids {
         if only.is_some_and(|only| only != id) {
@@ -65,9 +65,7 @@ pub(crate) async fn targets(
         targets.push(Target { record, repository, base_branch, place });
     }
     if targets.is_empty() {
-        return Err(EngineError::Conflict(
-            "the task has no worktree; launch a session to create one".into(),
-        ));
+        return Err(crate::workdir::shared::no_worktree(&all));
     }
     Ok(targets)
 }
