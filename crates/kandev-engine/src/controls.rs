@@ -37,6 +37,8 @@ impl Engine {
     /// Makes `id` its task's primary session (the one the workflow's steps and the card
     /// follow); announces `task.updated` with the card's state taken from that session.
     pub async fn set_primary(&self, id: &SessionId) -> Result<Task> {
+        let session = self.inner.store.get_session(id).await.map_err(crate::error::not_found)?;
+        self.refuse_moved(&session).await?;
         let mut tx = self.inner.store.begin_write().await?;
         let session = tx.get_session(id).await?;
         tx.set_primary_session(&session.task_id, &session.id).await?;
@@ -46,6 +48,30 @@ impl Engine {
         notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
         tx.commit().await?;
         Ok(task)
+    }
+
+    /// Refuses a session whose working directory is no longer the task's (an attempt that
+    /// was not picked, issue 48): as the primary session it could not start again.
+    async fn refuse_moved(&self, session: &Session) -> Result<()> {
+        if session.attempt.is_some() {
+            return Ok(());
+        }
+        let task = self.inner.store.get_task(&session.task_id).await?;
+        if task.repository_ids.is_empty() {
+            return Ok(());
+        }
+        // A task whose directory cannot be planned now is refused by its next start instead.
+        let Ok(plan) = crate::workdir::prepare::plan(&self.inner, &task).await else {
+            return Ok(());
+        };
+        if plan.cwd() == std::path::Path::new(&session.cwd) {
+            return Ok(());
+        }
+        Err(EngineError::Conflict(format!(
+            "this session worked in {}, which is no longer the task's working directory (an \
+             attempt that was not picked); start a new session for the task instead",
+            session.cwd
+        )))
     }
 
     /// Sends the session's last user message again, with its attachments, as a new turn.

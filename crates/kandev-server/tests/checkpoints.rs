@@ -394,6 +394,15 @@ async fn i48_3_three_attempts_work_in_their_own_worktrees_and_a_pick_makes_one_t
     assert!(Path::new(&worktrees[1]).join("after.txt").exists());
     let changes = server.call("task.changes", json!({"task_id": task})).await;
     assert_eq!(paths(&changes["files"]), ["after.txt", "two.txt"]);
+    // A losing attempt cannot lead the task: its directory is no longer the task's.
+    let (status, refused) = server.post("session.set_primary", json!({"id": sessions[0]})).await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("start a new session"), "{refused}");
+    // Each keeps its number as its name.
+    for (i, session) in sessions.iter().enumerate() {
+        let got = server.call("session.get", json!({"id": session})).await;
+        assert_eq!(got["session"]["name"], format!("Attempt {}", i + 1));
+    }
     // The others' worktrees are gone or no longer theirs: a new message says to start anew.
     let (status, refused) =
         server.post("message.add", json!({"session_id": sessions[0], "content": "again"})).await;
