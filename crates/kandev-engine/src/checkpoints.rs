@@ -112,14 +112,18 @@ pub(crate) async fn after_turn(inner: &Inner, session: &SessionId, turn: &TurnId
     }
 }
 
+/// One turn's checkpoint rows, one per worktree.
+async fn rows_of_turn(
+    inner: &Inner,
+    session: &SessionId,
+    turn: &TurnId,
+) -> Result<Vec<TurnCheckpoint>> {
+    let rows = inner.store.turn_checkpoints(session).await?;
+    Ok(rows.into_iter().filter(|row| &row.turn_id == turn).collect())
+}
+
 async fn take_after(inner: &Inner, session: &SessionId, turn: &TurnId) -> Result<()> {
-    let rows: Vec<TurnCheckpoint> = inner
-        .store
-        .turn_checkpoints(session)
-        .await?
-        .into_iter()
-        .filter(|row| &row.turn_id == turn)
-        .collect();
+    let rows = rows_of_turn(inner, session, turn).await?;
     if rows.is_empty() {
         return Ok(());
     }
@@ -402,13 +406,7 @@ pub(crate) async fn turn_changes(
     session: &SessionId,
     turn: &TurnId,
 ) -> Result<Vec<(Option<RepositoryId>, Vec<kandev_domain::files::FileChange>)>> {
-    let rows: Vec<TurnCheckpoint> = inner
-        .store
-        .turn_checkpoints(session)
-        .await?
-        .into_iter()
-        .filter(|row| &row.turn_id == turn)
-        .collect();
+    let rows = rows_of_turn(inner, session, turn).await?;
     if rows.is_empty() {
         return Err(EngineError::NotFound(format!(
             "turn {turn} of this session has no checkpoint, so what it changed is not known"
