@@ -10,6 +10,7 @@ import { readPref, writePref } from '../lib/prefs';
 import { useMutation } from '../lib/useMutation';
 import { Dialog } from './Dialog';
 import { type Links, TaskLinksFields, linksErrorText } from './TaskLinks';
+import { ProfileSelect } from './ProfileSelect';
 
 export function CreateTaskDialog(props: {
   workflow: WorkflowDto;
@@ -81,16 +82,7 @@ export function CreateTaskDialog(props: {
             onChange={(p) => setRepos((now) => now.map((r, i) => (i === 0 ? p : r)))}
             onError={setError}
           />
-          <label>
-            Agent profile
-            <select name="profile" value={profile} onChange={(e) => setProfile(e.target.value)}>
-              {profiles.map((p) => (
-                <option key={p.id} value={p.id}>
-                  {p.name}
-                </option>
-              ))}
-            </select>
-          </label>
+          <ProfileSelect name="profile" value={profile} onChange={setProfile} />
           <label>
             Step
             <select

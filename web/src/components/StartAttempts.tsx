@@ -5,6 +5,7 @@ import { call } from '../api/client';
 import type { SessionDto } from '../api/types';
 import { useData } from '../lib/data';
 import { useMutation } from '../lib/useMutation';
+import { ProfileSelect } from './ProfileSelect';
 
 const MAX = 6;
 
@@ -41,16 +42,7 @@ export function StartAttempts(props: { taskId: string; defaultProfile: string | 
       {rows.map((row, i) => (
         <fieldset key={i} className="attempt-row">
           <legend>Attempt {i + 1}</legend>
-          <label>
-            Agent profile
-            <select value={row.profile} onChange={(e) => change(i, { profile: e.target.value })}>
-              {profiles.map((p) => (
-                <option key={p.id} value={p.id}>
-                  {p.name}
-                </option>
-              ))}
-            </select>
-          </label>
+          <ProfileSelect value={row.profile} onChange={(profile) => change(i, { profile })} />
           <label>
             First message
             <textarea

@@ -4,6 +4,7 @@ import { call } from '../api/client';
 import type { SessionDto } from '../api/types';
 import { useData } from '../lib/data';
 import { useMutation } from '../lib/useMutation';
+import { ProfileSelect } from './ProfileSelect';
 
 export function StartSession(props: {
   taskId: string;
@@ -31,16 +32,7 @@ export function StartSession(props: {
       }}
     >
       {!props.onStarted && <p>No agent session yet.</p>}
-      <label>
-        Agent profile
-        <select value={profile} onChange={(e) => setProfile(e.target.value)}>
-          {profiles.map((p) => (
-            <option key={p.id} value={p.id}>
-              {p.name}
-            </option>
-          ))}
-        </select>
-      </label>
+      <ProfileSelect value={profile} onChange={setProfile} />
       <label>
         First message
         <textarea rows={4} value={prompt} onChange={(e) => setPrompt(e.target.value)} />

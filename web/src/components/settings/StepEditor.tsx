@@ -4,8 +4,8 @@ import { toast } from '../../lib/toast';
 import { useState } from 'react';
 import { call } from '../../api/client';
 import type { ActionDto, EventsDto, MergeStrategyDto, StepDto } from '../../api/types';
-import { useData } from '../../lib/data';
 import { useFormError } from './useFormError';
+import { ProfileSelect } from '../ProfileSelect';
 
 /** The actions each event of a step may run. */
 const SHIP: ActionDto['type'][] = ['rebase', 'push', 'create_pull_request', 'merge'];
@@ -56,7 +56,6 @@ const ACTION_LABEL: Record<ActionDto['type'], string> = {
 };
 
 export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: boolean; last: boolean; onMove: (by: number) => void }) {
-  const { profiles } = useData();
   const [step, setStep] = useState(props.step);
   const { wrap, view } = useFormError();
   const set = <K extends keyof StepDto>(k: K, v: StepDto[K]) => setStep((s) => ({ ...s, [k]: v }));
@@ -101,17 +100,7 @@ export function StepEditor(props: { step: StepDto; steps: StepDto[]; first: bool
             Color
             <input type="color" value={step.color || '#888888'} onChange={(e) => set('color', e.target.value)} />
           </label>
-          <label>
-            Agent profile
-            <select value={step.agent_profile_id ?? ''} onChange={(e) => set('agent_profile_id', e.target.value || null)}>
-              <option value="">The task's</option>
-              {profiles.map((p) => (
-                <option key={p.id} value={p.id}>
-                  {p.name}
-                </option>
-              ))}
-            </select>
-          </label>
+          <ProfileSelect value={step.agent_profile_id ?? ''} none="The task's" onChange={(id) => set('agent_profile_id', id || null)} />
         </div>
         <label>
           Prompt{' '}
