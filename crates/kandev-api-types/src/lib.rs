@@ -2,6 +2,7 @@
 //! and (generated) the web UI: the action table (`actions`), requests, responses, objects,
 //! notifications and error codes. Conversions from domain types are written out here.
 
+pub mod access;
 pub mod actions;
 pub mod error;
 pub mod executors;

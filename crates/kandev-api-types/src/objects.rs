@@ -757,4 +757,103 @@ pub enum AuthVia {
     ServerToken,
     Session,
     Token,
+    /// A trusted proxy's user header (`serve --proxy-user-header`).
+    Proxy,
+}
+
+/// A role in a workspace (issue 49): `viewer` reads, `member` works on tasks, `admin` also
+/// changes the workspace's setup and what runs commands on the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "snake_case")]
+pub enum RoleDto {
+    Viewer,
+    Member,
+    Admin,
+}
+
+impl From<kandev_domain::account::Role> for RoleDto {
+    fn from(role: kandev_domain::account::Role) -> Self {
+        use kandev_domain::account::Role;
+        match role {
+            Role::Viewer => RoleDto::Viewer,
+            Role::Member => RoleDto::Member,
+            Role::Admin => RoleDto::Admin,
+        }
+    }
+}
+
+impl From<RoleDto> for kandev_domain::account::Role {
+    fn from(role: RoleDto) -> Self {
+        use kandev_domain::account::Role;
+        match role {
+            RoleDto::Viewer => Role::Viewer,
+            RoleDto::Member => Role::Member,
+            RoleDto::Admin => Role::Admin,
+        }
+    }
+}
+
+/// A role in one workspace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct WorkspaceRoleDto {
+    pub workspace_id: String,
+    pub role: RoleDto,
+}
+
+/// A member of a workspace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct MemberDto {
+    pub user_id: String,
+    pub name: String,
+    pub role: RoleDto,
+    pub added_at: String,
+}
+
+impl From<&kandev_domain::account::Member> for MemberDto {
+    fn from(m: &kandev_domain::account::Member) -> Self {
+        MemberDto {
+            user_id: m.user_id.clone(),
+            name: m.name.clone(),
+            role: m.role.into(),
+            added_at: rfc3339(m.added_at),
+        }
+    }
+}
+
+/// A user as the owner's Users page shows them: whether they own the server, and their role
+/// in each workspace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct UserEntryDto {
+    pub id: String,
+    pub name: String,
+    pub owner: bool,
+    pub created_at: String,
+    pub roles: Vec<WorkspaceRoleDto>,
+}
+
+/// One audited write action (Settings → Activity).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct AuditEntryDto {
+    pub id: String,
+    pub at: String,
+    /// Milliseconds since the epoch: `audit.list`'s `before` for the next page.
+    pub at_ms: i64,
+    pub by: String,
+    pub action: String,
+    pub workspace_id: Option<String>,
+    pub target: Option<String>,
+}
+
+impl From<&kandev_domain::account::AuditEntry> for AuditEntryDto {
+    fn from(e: &kandev_domain::account::AuditEntry) -> Self {
+        AuditEntryDto {
+            id: e.id.clone(),
+            at: rfc3339(e.at),
+            at_ms: e.at.millis(),
+            by: e.by.clone(),
+            action: e.action.clone(),
+            workspace_id: e.workspace_id.clone(),
+            target: e.target.clone(),
+        }
+    }
 }

@@ -56,7 +56,55 @@ impl std::fmt::Debug for PasswordSet {
     }
 }
 
+/// `user.create` (a name and a first password) and `user.password.reset` (the user and the
+/// new password), both the owner's. Its `Debug` hides the password.
+#[derive(Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
+#[serde(deny_unknown_fields)]
+pub struct UserCreate {
+    pub name: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for UserCreate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UserCreate").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// `user.password.reset`: the same shape as [`UserCreate`].
+pub type UserPasswordReset = UserCreate;
+
 requests! {
+/// A payload that names one user by name (`user.remove`).
+pub struct ByName {
+    pub name: String,
+}
+
+/// `workspace.member.set`: adds `user` (a user name) to the workspace with `role`, or changes
+/// their role there.
+pub struct MemberSet {
+    pub workspace_id: String,
+    pub user: String,
+    pub role: crate::RoleDto,
+}
+
+/// `workspace.member.remove`: takes `user` (a user name) out of the workspace.
+pub struct MemberRemove {
+    pub workspace_id: String,
+    pub user: String,
+}
+
+/// `audit.list`: the newest entries first, narrowed by workspace, by who (a `by` value) and by
+/// action (a name, or a prefix ending in `.` such as `task.`); `before` (milliseconds) pages.
+pub struct AuditList {
+    pub workspace_id: Option<String>,
+    pub by: Option<String>,
+    pub action: Option<String>,
+    pub before: Option<i64>,
+    pub limit: Option<u32>,
+}
+
 /// A payload that names one object by id.
 pub struct ById {
     pub id: String,

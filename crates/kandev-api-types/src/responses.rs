@@ -30,6 +30,33 @@ responses! {
         pub user: Option<crate::UserDto>,
         pub via: crate::AuthVia,
         pub accounts: bool,
+        /// Whether the caller passes every role check: the server's owner, the server token,
+        /// or a server without accounts.
+        pub owner: bool,
+        /// The caller's role in each workspace they belong to (every workspace, as `admin`,
+        /// when `owner`).
+        pub roles: Vec<crate::WorkspaceRoleDto>,
+    }
+
+    /// `workspace.member.list`, and `workspace.member.set`/`remove`: the members after it.
+    pub struct Members {
+        pub members: Vec<crate::MemberDto>,
+    }
+
+    /// `user.list` (the owner's): every user with their roles.
+    pub struct Users {
+        pub users: Vec<crate::UserEntryDto>,
+    }
+
+    /// `user.create` and `user.password.reset`: the user.
+    pub struct UserOne {
+        pub user: crate::UserEntryDto,
+    }
+
+    /// `audit.list`: newest first; `next_before` pages (`null` on the last page).
+    pub struct AuditEntries {
+        pub entries: Vec<crate::AuditEntryDto>,
+        pub next_before: Option<i64>,
     }
 
     /// `user.token.create`: the token and its secret, shown this once (only a hash is kept).

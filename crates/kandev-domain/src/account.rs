@@ -21,6 +21,67 @@ pub struct User {
     pub id: String,
     pub name: String,
     pub created_at: Timestamp,
+    /// The server's owner (issue 49): passes every role check and manages users. The first
+    /// user added becomes it; `kandev user owner NAME` hands it on.
+    pub owner: bool,
+}
+
+/// What a member of a workspace may do there (issue 49), in increasing order: each role can
+/// do everything the ones before it can.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    /// Reads the workspace: board, tasks, transcripts, diffs.
+    Viewer,
+    /// Works on tasks: chats with agents, answers permissions, moves, reviews and ships.
+    Member,
+    /// Everything that runs commands on the server or changes the workspace's setup:
+    /// agent profiles, repository scripts, executors, terminals, channels, intake, members.
+    Admin,
+}
+
+impl Role {
+    pub const ALL: [Role; 3] = [Role::Viewer, Role::Member, Role::Admin];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Member => "member",
+            Role::Admin => "admin",
+        }
+    }
+
+    /// A role from its name (`viewer`, `member` or `admin`).
+    pub fn parse(value: &str) -> Result<Role, FieldError> {
+        Role::ALL
+            .into_iter()
+            .find(|r| r.as_str() == value)
+            .ok_or_else(|| FieldError::new("role", "must be one of viewer, member or admin"))
+    }
+}
+
+/// A user in a workspace, with their role there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Member {
+    pub user_id: String,
+    pub name: String,
+    pub role: Role,
+    pub added_at: Timestamp,
+}
+
+/// One write action someone did (issue 49): who, what, where, when. Read in Settings →
+/// Activity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditEntry {
+    pub id: String,
+    pub at: Timestamp,
+    /// As a `by` field: a user's name, `token`, `user` (no accounts) or `agent`.
+    pub by: String,
+    pub action: String,
+    /// The workspace it acted in; `None` for server-wide objects (profiles, executors,
+    /// channels, users).
+    pub workspace_id: Option<String>,
+    /// The id of the object it named, if any.
+    pub target: Option<String>,
 }
 
 /// A personal API token, without its secret (which is shown once and stored hashed).
@@ -118,6 +179,15 @@ mod tests {
         assert!(password("short").is_err());
         assert!(password("long enough").is_ok());
         assert!(password(&"x".repeat(1025)).is_err());
+    }
+
+    #[test]
+    fn roles_are_ordered_and_parsed() {
+        assert!(Role::Viewer < Role::Member && Role::Member < Role::Admin);
+        for role in Role::ALL {
+            assert_eq!(Role::parse(role.as_str()).unwrap(), role);
+        }
+        assert!(Role::parse("owner").is_err());
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub(crate) async fn create_session(
     inner: &Inner,
     task_id: &TaskId,
     profile_id: Option<AgentProfileId>,
+    started_by: Option<&str>,
 ) -> Result<Session> {
     let task = inner.store.get_task(task_id).await.map_err(not_found)?;
     let profile = session_profile(inner, profile_id.or(task.agent_profile_id.clone())).await?;
@@ -28,6 +29,9 @@ pub(crate) async fn create_session(
     let plan = plan(inner, &task).await?;
     let mut tx = inner.store.begin_write().await?;
     let session = insert_session(&mut tx, &task, profile.as_ref(), &plan, None).await?;
+    if let Some(user_id) = started_by {
+        tx.set_session_started_by(&session.id, user_id).await?;
+    }
     tx.commit().await?;
     Ok(session)
 }

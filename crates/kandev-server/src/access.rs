@@ -55,6 +55,8 @@ pub(crate) enum Credential {
 enum Grant {
     /// A user's credential, the user, and a digest of their password hash at the time.
     User { credential: Credential, user_id: String, user_name: String, password: [u8; 32] },
+    /// A trusted proxy's user header (issue 49): ends when the user is removed.
+    Proxy { user_id: String },
     /// Nothing: the server had no users and no token (an open loopback server). It ends
     /// when the first user is added (`kandev user add`), as every request then needs a login.
     Open,
@@ -77,6 +79,8 @@ struct Shared {
 struct Sockets {
     next: u64,
     open: HashMap<u64, (Grant, CancellationToken)>,
+    /// The user of each registered socket and what tells it its roles changed (issue 49).
+    users: HashMap<u64, (String, CancellationToken)>,
 }
 
 /// One socket's place in the registry; it leaves when this is dropped.
@@ -84,6 +88,7 @@ pub(crate) struct Registration {
     live: Live,
     id: Option<u64>,
     ending: CancellationToken,
+    changed: CancellationToken,
 }
 
 impl Registration {
@@ -91,12 +96,20 @@ impl Registration {
     pub(crate) fn ending(&self) -> CancellationToken {
         self.ending.clone()
     }
+
+    /// Cancelled when the user's roles changed (a workspace membership added, changed or
+    /// removed): the socket closes so the page reconnects with what it may see now.
+    pub(crate) fn changed(&self) -> CancellationToken {
+        self.changed.clone()
+    }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
         if let Some(id) = self.id {
-            self.live.sockets().open.remove(&id);
+            let mut sockets = self.live.sockets();
+            sockets.open.remove(&id);
+            sockets.users.remove(&id);
         }
     }
 }
@@ -123,6 +136,9 @@ impl Live {
         let ending = closing.child_token();
         let grant = match (&identity.actor, credential) {
             (Actor::Local, _) if identity.via == AuthVia::Open => Grant::Open,
+            (Actor::User { id, .. }, None) if identity.via == AuthVia::Proxy => {
+                Grant::Proxy { user_id: id.clone() }
+            }
             (Actor::User { id, name }, Some(credential)) => {
                 let Some((user, password_hash)) = store.user_credentials(name).await? else {
                     return Ok(None);
@@ -137,13 +153,29 @@ impl Live {
                     password: digest(&password_hash),
                 }
             }
-            _ => return Ok(Some(Registration { live: self.clone(), id: None, ending })),
+            _ => {
+                let changed = CancellationToken::new();
+                return Ok(Some(Registration { live: self.clone(), id: None, ending, changed }));
+            }
         };
+        let changed = CancellationToken::new();
         let mut sockets = self.sockets();
         let key = sockets.next;
         sockets.next += 1;
+        if let Grant::User { user_id, .. } | Grant::Proxy { user_id } = &grant {
+            sockets.users.insert(key, (user_id.clone(), changed.clone()));
+        }
         sockets.open.insert(key, (grant, ending.clone()));
-        Ok(Some(Registration { live: self.clone(), id: Some(key), ending }))
+        Ok(Some(Registration { live: self.clone(), id: Some(key), ending, changed }))
+    }
+
+    /// The roles of `user_id` changed: their sockets close and reconnect (issue 49).
+    pub(crate) fn roles_changed(&self, user_id: &str) {
+        for (user, changed) in self.sockets().users.values() {
+            if user == user_id {
+                changed.cancel();
+            }
+        }
     }
 
     /// Logout: closes the sockets opened with the login session whose secret hashes to
@@ -177,8 +209,12 @@ impl Live {
 /// user's login sessions, all but the one of the page that changed it (`user.password.set`),
 /// whose sockets stay open.
 async fn still_valid(store: &Store, grant: &Grant) -> Result<bool, StoreError> {
-    let Grant::User { credential, user_id, user_name, password } = grant else {
-        return Ok(!store.has_users().await?);
+    let (credential, user_id, user_name, password) = match grant {
+        Grant::User { credential, user_id, user_name, password } => {
+            (credential, user_id, user_name, password)
+        }
+        Grant::Proxy { user_id } => return Ok(store.get_user(user_id).await?.is_some()),
+        Grant::Open => return Ok(!store.has_users().await?),
     };
     let holder = match credential {
         Credential::Session(hash) => store.user_for_session(hash).await?,
@@ -234,6 +270,7 @@ mod tests {
             actor: Actor::User { id: "u1".into(), name: "alice".into() },
             via: AuthVia::Session,
             credential: None,
+            agent: None,
         }
     }
 
@@ -248,6 +285,7 @@ mod tests {
             actor: Actor::User { id: user.id.clone(), name: "alice".into() },
             via: AuthVia::Session,
             credential: None,
+            agent: None,
         };
         let live = Live::default();
         let closing = CancellationToken::new();

@@ -17,7 +17,7 @@ use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, Salt
 use hashlink::LruCache;
 use kandev_api_types::requests::{ById, Empty, PasswordSet, TokenCreate};
 use kandev_api_types::responses::{Deleted, Me, PasswordChanged, TokenCreated, Tokens};
-use kandev_api_types::{ApiTokenDto, AuthVia, ErrorCode, UserDto};
+use kandev_api_types::{ApiTokenDto, AuthVia, ErrorCode, RoleDto, UserDto, WorkspaceRoleDto};
 use kandev_domain::account::Actor;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
@@ -39,12 +39,14 @@ pub struct Identity {
     /// A user's secret the request was let in with (its hash: the login session's or the
     /// personal token's); `None` for the others (the server token, an open server, agents).
     pub(crate) credential: Option<Credential>,
+    /// For an agent's MCP calls: the rights it acts with (`roles.rs`).
+    pub(crate) agent: Option<crate::roles::AgentRights>,
 }
 
 impl Identity {
     /// No accounts and no server token: the local person, as before accounts.
     pub fn open() -> Identity {
-        Identity { actor: Actor::Local, via: AuthVia::Open, credential: None }
+        Identity { actor: Actor::Local, via: AuthVia::Open, credential: None, agent: None }
     }
 
     /// What `by` fields record for this caller.
@@ -207,7 +209,23 @@ pub async fn me(s: &AppState, who: &Identity, _: Empty) -> Result<Me, ApiError> 
         Actor::User { id, name } => Some(UserDto { id: id.clone(), name: name.clone() }),
         _ => None,
     };
-    Ok(Me { user, via: who.via, accounts: s.store().has_users().await? })
+    let grants = crate::roles::grants(s, who).await?;
+    let owner = grants == crate::roles::Grants::All;
+    let mut roles: Vec<WorkspaceRoleDto> = match &grants {
+        crate::roles::Grants::All => s
+            .store()
+            .list_workspaces()
+            .await?
+            .iter()
+            .map(|w| WorkspaceRoleDto { workspace_id: w.id.to_string(), role: RoleDto::Admin })
+            .collect(),
+        crate::roles::Grants::Roles(roles) => roles
+            .iter()
+            .map(|(w, r)| WorkspaceRoleDto { workspace_id: w.clone(), role: (*r).into() })
+            .collect(),
+    };
+    roles.sort_by(|a, b| a.workspace_id.cmp(&b.workspace_id));
+    Ok(Me { user, via: who.via, accounts: s.store().has_users().await?, owner, roles })
 }
 
 /// `user.token.create`: a new personal token of the caller; the secret is answered once.

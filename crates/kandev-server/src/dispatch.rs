@@ -7,7 +7,9 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use kandev_api_types::access::Subjects;
 use kandev_api_types::actions::{self, Action, Route};
+use kandev_domain::account::Actor;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -16,9 +18,9 @@ use crate::accounts::{self, Identity};
 use crate::board_cache::BoardKey;
 use crate::handlers::{
     agent_auth, attempts, executor, files, git, intake, notify, profile, prompt, question,
-    repository, search, session, ship, system, task, terminal, turns, workflow, workspace,
+    repository, search, session, ship, system, task, teams, terminal, turns, workflow, workspace,
 };
-use crate::{ApiError, AppState};
+use crate::{ApiError, AppState, roles};
 
 /// Runs `action` with its JSON payload and returns the JSON result.
 pub async fn dispatch(
@@ -103,8 +105,6 @@ macro_rules! handlers {
 
 handlers! {
     plain {
-    WorkspaceList => workspace::list,
-    WorkspaceCreate => workspace::create,
     WorkspaceGet => workspace::get,
     WorkspaceUpdate => workspace::update,
     WorkspaceDelete => workspace::delete,
@@ -166,7 +166,6 @@ handlers! {
     ProfileCreate => profile::create,
     ProfileUpdate => profile::update,
     ProfileDelete => profile::delete,
-    SessionLaunch => session::launch,
     TaskSessionList => session::list,
     SessionGet => session::get,
     SessionStop => session::stop,
@@ -189,7 +188,6 @@ handlers! {
     TaskAttemptPick => attempts::pick,
     TurnRevert => turns::revert,
     TurnDiff => turns::diff,
-    NotificationList => notify::list,
     ChannelCreate => notify::channel_create,
     ChannelList => notify::channel_list,
     ChannelUpdate => notify::channel_update,
@@ -228,8 +226,20 @@ handlers! {
     QueueDrain => session::queue_drain,
     QueueAutoRunSet => session::auto_run_set,
     QuestionList => question::list,
+    MemberList => teams::member_list,
+    MemberSet => teams::member_set,
+    MemberRemove => teams::member_remove,
+    UserList => teams::user_list,
+    UserCreate => teams::user_create,
+    UserPasswordReset => teams::user_password_reset,
+    UserRemove => teams::user_remove,
     }
     by_caller {
+        WorkspaceList => workspace::list,
+        WorkspaceCreate => workspace::create,
+        NotificationList => notify::list,
+        AuditList => teams::audit_list,
+        SessionLaunch => session::launch,
         TaskMove => task::move_task,
         TaskMerge => ship::merge,
         TaskPush => ship::push,
@@ -256,7 +266,12 @@ impl<'a, A: Handler> Route<A> for Call<'a> {
 
     fn route(self) -> Self::Output {
         Box::pin(async move {
+            let grants = roles::grants(self.state, self.identity).await?;
+            roles::precheck(&grants, A::ACCESS)?;
             let request = decode::<A::Request>(self.payload)?;
+            let workspace =
+                roles::check_subjects(self.state, &grants, A::ACCESS, &request.subjects()).await?;
+            let target = request.subjects().first().map(|id| (*id).to_owned());
             // Read before the handler reads the store: an answer is kept only as true as
             // the cards were at this version (`board_cache.rs`).
             let kept = A::board_key(&request).map(|key| (key, self.state.store().cards_version()));
@@ -266,6 +281,7 @@ impl<'a, A: Handler> Route<A> for Call<'a> {
                 return Ok(answer);
             }
             let response = A::handle(self.state, self.identity, request).await?;
+            record::<A>(self.state, self.identity, workspace.as_deref(), target.as_deref()).await;
             // Straight to JSON text, once: a board of 2,000 cards is 600 KB, and building a
             // `Value` of it first cost as much again as writing it (issue 15, P3).
             let answer = serde_json::value::to_raw_value(&response).map_err(|err| {
@@ -277,6 +293,24 @@ impl<'a, A: Handler> Route<A> for Call<'a> {
             }
             Ok(answer)
         })
+    }
+}
+
+/// Records a write action in the audit log (issue 49), on a server with accounts or a token
+/// (a server without either has one person, `user`, and keeps none). After the action
+/// succeeded, in its own transaction: a failure to record is logged, and the action stands.
+pub(crate) async fn record<A: Action>(
+    state: &AppState,
+    identity: &Identity,
+    workspace: Option<&str>,
+    target: Option<&str>,
+) {
+    if !A::ACCESS.writes || identity.actor == Actor::Local {
+        return;
+    }
+    let by = identity.by();
+    if let Err(err) = state.engine().audit(&by, A::NAME, workspace, target).await {
+        tracing::error!(action = A::NAME, error = %err, "cannot record an action in the audit log");
     }
 }
 

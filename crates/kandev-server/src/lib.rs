@@ -21,10 +21,12 @@ mod hooks;
 mod http;
 mod mcp;
 mod outbox;
+mod roles;
 mod routes;
 mod security;
 mod state;
 mod ui;
+mod visibility;
 mod ws;
 mod ws_terminals;
 
@@ -41,7 +43,7 @@ pub use bootstrap::first_run;
 pub use dispatch::dispatch;
 pub use error::ApiError;
 pub use security::check_bind;
-pub use state::{AppState, ServerConfig};
+pub use state::{AppState, ProxyAuth, ServerConfig};
 
 /// Where the MCP server answers.
 pub const MCP_PATH: &str = "/mcp";

@@ -77,6 +77,17 @@ pub async fn guard(State(state): State<AppState>, mut request: Request, next: Ne
     }
     let client = client_ip(&request);
     request.extensions_mut().insert(ClientIp(client));
+    if let Some(proxy) = &state.config().proxy
+        && let Some(value) = request.headers().get(&proxy.header)
+    {
+        return match proxy_identity(&state, proxy, client, value).await {
+            Ok(identity) => {
+                request.extensions_mut().insert(identity);
+                next.run(request).await
+            }
+            Err(err) => err.into_response(),
+        };
+    }
     // An agent's session token is checked by `/mcp` itself (its epoch, its session).
     let session_token = request.uri().path() == crate::MCP_PATH
         && crate::mcp::session_token(request.headers()).is_some();
@@ -165,6 +176,7 @@ async fn identify(
             actor: Actor::ServerToken,
             via: AuthVia::ServerToken,
             credential: None,
+            agent: None,
         }));
     }
     if !accounts {
@@ -174,6 +186,7 @@ async fn identify(
         actor: Actor::User { id: user.id, name: user.name },
         via,
         credential: Some(credential),
+        agent: None,
     };
     if let Some(secret) = cookie(headers, SESSION_COOKIE) {
         let hash = secret_hash(secret);
@@ -188,6 +201,60 @@ async fn identify(
         }
     }
     Ok(None)
+}
+
+/// The user a trusted proxy's header names (issue 49). The header is taken only from the
+/// configured proxy addresses: from anyone else it is a forgery, refused whatever else the
+/// request carries. A name the server does not know becomes a user (a viewer of the
+/// `--proxy-join` workspaces), unless the server refuses new users.
+async fn proxy_identity(
+    state: &AppState,
+    proxy: &crate::ProxyAuth,
+    client: IpAddr,
+    value: &axum::http::HeaderValue,
+) -> Result<Identity, ApiError> {
+    if !proxy.proxies.contains(&client) {
+        tracing::warn!(%client, header = %proxy.header, "refused a user header from an untrusted address");
+        return Err(ApiError::forbidden(format!(
+            "the {} header is accepted only from the trusted proxy (--trusted-proxy); this \
+             request came from {client}: sign in through the proxy",
+            proxy.header
+        )));
+    }
+    let name = value.to_str().ok().map(str::trim).unwrap_or_default();
+    let name = kandev_domain::account::user_name(name).map_err(|err| {
+        ApiError::forbidden(format!(
+            "the proxy named a user Kandev cannot take: name {}",
+            err.problem
+        ))
+    })?;
+    let user = match state.store().user_named(&name).await? {
+        Some(user) => user,
+        None if proxy.create_users => {
+            let mut join = Vec::new();
+            for workspace in state.store().list_workspaces().await? {
+                if proxy.join.iter().any(|n| *n == workspace.name) {
+                    join.push(workspace.id.to_string());
+                }
+            }
+            match state.engine().create_proxy_user(&name, &join).await {
+                Ok(user) => user,
+                // Two first requests at once: the other made it.
+                Err(_) => state.store().user_named(&name).await?.ok_or_else(ApiError::internal)?,
+            }
+        }
+        None => {
+            return Err(ApiError::forbidden(format!(
+                "{name} has no account on this Kandev: ask its owner to add you"
+            )));
+        }
+    };
+    Ok(Identity {
+        actor: Actor::User { id: user.id, name: user.name },
+        via: AuthVia::Proxy,
+        credential: None,
+        agent: None,
+    })
 }
 
 /// The value of cookie `name`, if the request has it.
@@ -511,11 +578,16 @@ mod tests {
             actor: Actor::User { id: "u1".into(), name: "alice".into() },
             via,
             credential: None,
+            agent: None,
         };
         assert_eq!(gate(&limiter, proxy, Some(&user(AuthVia::Session)), false), Ok(()));
         assert_eq!(gate(&limiter, proxy, Some(&user(AuthVia::Token)), true), Ok(()));
-        let server =
-            Identity { actor: Actor::ServerToken, via: AuthVia::ServerToken, credential: None };
+        let server = Identity {
+            actor: Actor::ServerToken,
+            via: AuthVia::ServerToken,
+            credential: None,
+            agent: None,
+        };
         assert!(gate(&limiter, proxy, Some(&server), true).is_err(), "the guessable token waits");
         assert!(gate(&limiter, proxy, None, true).is_err(), "a wrong token waits");
         assert_eq!(gate(&limiter, proxy, None, false), Ok(()), "no token is no guess");

@@ -58,6 +58,34 @@ pub struct ServerConfig {
     /// Where people open Kandev (behind a proxy: its `https://` address); links in webhook
     /// notifications lead there. `None`: the address the server listens on.
     pub public_url: Option<String>,
+    /// Sign-in through a trusted authenticating proxy (issue 49); `None`: off.
+    pub proxy: Option<ProxyAuth>,
+}
+
+/// Sign-in through an authenticating proxy (oauth2-proxy and the like): the user named by
+/// `header`, accepted only from the `proxies` addresses.
+#[derive(Debug, Clone)]
+pub struct ProxyAuth {
+    pub header: axum::http::HeaderName,
+    pub proxies: Vec<std::net::IpAddr>,
+    /// Whether a name the server does not know yet becomes a user (else it is refused).
+    pub create_users: bool,
+    /// Workspaces (by name) a user made on first sign-in joins as a viewer.
+    pub join: Vec<String>,
+}
+
+impl ProxyAuth {
+    /// Proxy sign-in by the header called `header`; an error says what is wrong with it.
+    pub fn new(
+        header: &str,
+        proxies: Vec<std::net::IpAddr>,
+        create_users: bool,
+        join: Vec<String>,
+    ) -> Result<ProxyAuth, String> {
+        let header = axum::http::HeaderName::try_from(header.trim())
+            .map_err(|_| format!("{header:?} is not a header name"))?;
+        Ok(ProxyAuth { header, proxies, create_users, join })
+    }
 }
 
 impl Default for ServerConfig {
@@ -78,6 +106,7 @@ impl Default for ServerConfig {
             mcp_for_agents: true,
             cookie_secure: false,
             public_url: None,
+            proxy: None,
         }
     }
 }

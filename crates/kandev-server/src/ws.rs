@@ -32,6 +32,7 @@ use crate::dispatch::decode;
 use crate::http::{human_bytes, parse_json};
 use crate::outbox::{Outbox, Refused};
 use crate::routes::{Behind, Follower, Frames, Routes, Weight};
+use crate::visibility::Visibility;
 use crate::ws_terminals::{Streams, on_frame};
 use crate::{ApiError, AppState, dispatch};
 
@@ -118,7 +119,7 @@ pub async fn upgrade(
         .read_buffer_size(SOCKET_BUFFER)
         .write_buffer_size(SOCKET_BUFFER)
         .on_upgrade(move |socket| async move {
-            connection(state, identity, socket, access.ending()).await;
+            connection(state, identity, socket, access.ending(), access.changed()).await;
             drop(access);
         })
 }
@@ -127,6 +128,10 @@ pub async fn upgrade(
 /// user, a changed password, or the first user added to an open server): an application
 /// code (4000-4999), like HTTP's 401.
 pub const ACCESS_ENDED: u16 = 4401;
+
+/// The close code of a WebSocket whose user's roles changed (issue 49): the page reconnects
+/// and follows what it may see now.
+pub const ROLES_CHANGED: u16 = 4409;
 
 /// An answer already in JSON text (from `dispatch`), copied into its frame as it is.
 fn response(id: &Value, action: &str, payload: Box<RawValue>) -> Message {
@@ -205,6 +210,7 @@ async fn connection(
     identity: Identity,
     socket: WebSocket,
     closing: CancellationToken,
+    changed: CancellationToken,
 ) {
     let (mut sink, mut stream) = socket.split();
     let config = state.config();
@@ -238,7 +244,14 @@ async fn connection(
     // committed after that read can be missed.
     let waiting = config.ws_queue_bytes.saturating_mul(WAITING_PER_QUEUE);
     let (follower, frames) = state.routes().connect(waiting);
-    let followed = Followed { sent: HashMap::new(), follower };
+    let visibility = match crate::roles::grants(&state, &identity).await {
+        Ok(grants) => Visibility::of(&grants),
+        Err(err) => {
+            tracing::error!(error = %err.message, "cannot read a WebSocket user's roles");
+            return;
+        }
+    };
+    let followed = Followed { sent: HashMap::new(), follower, visibility };
     let store = state.store().clone();
     let subscriptions =
         tasks.spawn(subscriptions(store, followed, frames, command_rx, outbox.clone()));
@@ -256,6 +269,12 @@ async fn connection(
                 let _ = outbox.push_now(Message::Close(frame));
                 break;
             }
+            _ = changed.cancelled() => {
+                let frame =
+                    CloseFrame { code: ROLES_CHANGED, reason: "your roles changed; reconnect".into() };
+                let _ = outbox.push_now(Message::Close(Some(frame)));
+                break;
+            }
             _ = writer_done.cancelled() => break,
             message = stream.next() => match message {
                 Some(Ok(message)) => message,
@@ -270,7 +289,7 @@ async fn connection(
             Message::Binary(body)
                 if body.first().is_some_and(|k| [frame::INPUT, frame::RESIZE].contains(k)) =>
             {
-                if let Err((action, err)) = on_frame(&state, &body).await {
+                if let Err((action, err)) = on_frame(&state, &identity, &streams, &body).await {
                     reply(&outbox, error(&Value::Null, action, &err)).await;
                 }
             }
@@ -330,6 +349,12 @@ async fn on_text(
         actions::Unsubscribe::NAME => decode(request.payload)
             .map(|request| SubscriptionCommand::Unsubscribe { id: id.clone(), request }),
         actions::TerminalAttach::NAME | actions::TerminalDetach::NAME => {
+            if action == actions::TerminalAttach::NAME
+                && let Err(err) = may_attach(state, identity, &request.payload).await
+            {
+                reply(out, error(&id, &action, &err)).await;
+                return;
+            }
             match streams.handle(state, &action, request.payload) {
                 Ok((answer, stream)) => {
                     if reply(out, typed_response(&id, &action, answer)).await
@@ -364,6 +389,21 @@ async fn on_text(
             reply(out, error(&id, &action, &err)).await;
         }
     }
+}
+
+/// `terminal.attach`'s access rule (issue 49): a terminal is a shell on the server, for an
+/// admin of its task's workspace.
+async fn may_attach(
+    state: &AppState,
+    identity: &Identity,
+    payload: &Value,
+) -> Result<(), ApiError> {
+    let grants = crate::roles::grants(state, identity).await?;
+    let access = actions::TerminalAttach::ACCESS;
+    crate::roles::precheck(&grants, access)?;
+    let id = payload.get("terminal_id").and_then(Value::as_str).unwrap_or_default();
+    crate::roles::check_subjects(state, &grants, access, &[id]).await?;
+    Ok(())
 }
 
 /// Queues an answer. A client that leaves its answers unread past the wait is disconnected:
@@ -419,6 +459,8 @@ fn valid_topic(topic: &str) -> bool {
 struct Followed {
     sent: HashMap<String, i64>,
     follower: Follower<Frame>,
+    /// What this connection's user may see (issue 49).
+    visibility: Visibility,
 }
 
 impl Followed {
@@ -516,6 +558,9 @@ async fn deliver(
         return Ok(());
     }
     *last = frame.seq;
+    if !followed.visibility.shows(store, &frame.topic, frame.text.as_str()).await {
+        return Ok(());
+    }
     let message = Message::Text(frame.text.clone());
     match out.push(message, Some(frame.topic.clone())).await {
         Ok(()) => Ok(()),
@@ -619,6 +664,15 @@ async fn subscribe(
         return Err(
             ApiError::validation(format!("since names {extra:?}, which is not in topics")).into()
         );
+    }
+    for topic in &request.topics {
+        if !followed.contains(topic) && !followed.visibility.may_follow(store, topic).await {
+            let shown: String = topic.chars().take(100).collect();
+            return Err(ApiError::not_found(format!(
+                "topic {shown} not found: its workspace is not one you belong to"
+            ))
+            .into());
+        }
     }
     if followed.sent.len() + request.topics.len() > MAX_TOPICS {
         return Err(ApiError::validation(format!(
@@ -754,7 +808,11 @@ mod tests {
             let routes = Arc::new(Routes::<Frame>::default());
             let (follower, frames) = routes.connect(usize::MAX);
             follower.follow(&topic);
-            let followed = Followed { sent: from_start.clone(), follower };
+            let followed = Followed {
+                sent: from_start.clone(),
+                follower,
+                visibility: crate::visibility::Visibility::all(),
+            };
             routes.all_behind();
             routes.publish_with(&topic, || Frame::of(&events[2]));
             let (_commands, command_rx) = mpsc::channel(1);

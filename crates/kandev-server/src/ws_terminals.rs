@@ -17,6 +17,7 @@ use kandev_engine::TerminalHandle;
 use serde_json::{Value, json};
 use tokio::task::{AbortHandle, JoinSet};
 
+use crate::accounts::Identity;
 use crate::dispatch::decode;
 use crate::handlers::terminal::terminal_dto;
 use crate::outbox::{Outbox, Refused};
@@ -57,6 +58,11 @@ impl Streams {
     }
 
     /// Starts streaming `handle`'s output as the terminal `id` (after its answer was queued).
+    /// Whether this connection attached terminal `id` (its input then needs no new check).
+    pub(crate) fn attached(&self, id: &str) -> bool {
+        self.by_id.get(id).is_some_and(|task| !task.is_finished())
+    }
+
     pub(crate) fn start(&mut self, id: String, handle: TerminalHandle, out: Arc<Outbox>) {
         let task = self.tasks.spawn(stream(id.clone(), handle, out));
         self.by_id.insert(id, task);
@@ -114,6 +120,8 @@ async fn stream(id: String, handle: TerminalHandle, out: Arc<Outbox>) {
 /// error frame for `terminal.input` / `terminal.resize`.
 pub(crate) async fn on_frame(
     state: &AppState,
+    identity: &Identity,
+    streams: &Streams,
     body: &[u8],
 ) -> Result<(), (&'static str, ApiError)> {
     let Some((kind, id, payload)) = frame::decode(body) else {
@@ -121,6 +129,16 @@ pub(crate) async fn on_frame(
         return Err(("terminal.input", err));
     };
     let action = if kind == frame::RESIZE { "terminal.resize" } else { "terminal.input" };
+    // Typing into a terminal is using it: the attach's rule, checked once per attach.
+    if !streams.attached(id) {
+        let access = kandev_api_types::actions::TerminalAttach::ACCESS;
+        let checked = async {
+            let grants = crate::roles::grants(state, identity).await?;
+            crate::roles::precheck(&grants, access)?;
+            crate::roles::check_subjects(state, &grants, access, &[id]).await
+        };
+        checked.await.map_err(|err| (action, err))?;
+    }
     let (_, handle) = state.engine().terminal(id).map_err(|e| (action, e.into()))?;
     let done = match (kind, payload) {
         (frame::INPUT, bytes) => handle.write(bytes.to_vec()).await,

@@ -14,11 +14,12 @@ struct UserRow {
     id: String,
     name: String,
     created_at: i64,
+    owner: i64,
 }
 
 impl From<UserRow> for User {
     fn from(r: UserRow) -> User {
-        User { id: r.id, name: r.name, created_at: Timestamp(r.created_at) }
+        User { id: r.id, name: r.name, created_at: Timestamp(r.created_at), owner: r.owner != 0 }
     }
 }
 
@@ -36,12 +37,13 @@ impl From<TokenRow> for ApiToken {
     }
 }
 
-async fn user_by_name(mut db: Db<'_>, name: &str) -> Result<Option<User>> {
-    let row =
-        crate::sql::query_as::<UserRow>("SELECT id, name, created_at FROM users WHERE name = ?")
-            .bind(name)
-            .fetch_optional(&mut db)
-            .await?;
+pub(crate) async fn user_by_name(mut db: Db<'_>, name: &str) -> Result<Option<User>> {
+    let row = crate::sql::query_as::<UserRow>(
+        "SELECT id, name, created_at, owner FROM users WHERE name = ?",
+    )
+    .bind(name)
+    .fetch_optional(&mut db)
+    .await?;
     Ok(row.map(User::from))
 }
 
@@ -55,30 +57,31 @@ impl Store {
     }
 
     pub async fn list_users(&self) -> Result<Vec<User>> {
-        let rows =
-            crate::sql::query_as::<UserRow>("SELECT id, name, created_at FROM users ORDER BY name")
-                .fetch_all(&self.read)
-                .await?;
+        let rows = crate::sql::query_as::<UserRow>(
+            "SELECT id, name, created_at, owner FROM users ORDER BY name",
+        )
+        .fetch_all(&self.read)
+        .await?;
         Ok(rows.into_iter().map(User::from).collect())
     }
 
     /// The user called `name` and their password hash (a PHC string), if there is one.
     pub async fn user_credentials(&self, name: &str) -> Result<Option<(User, String)>> {
-        let row: Option<(String, String, i64, String)> = crate::sql::query_as(
-            "SELECT id, name, created_at, password_hash FROM users WHERE name = ?",
+        let row: Option<(String, String, i64, i64, String)> = crate::sql::query_as(
+            "SELECT id, name, created_at, owner, password_hash FROM users WHERE name = ?",
         )
         .bind(name)
         .fetch_optional(&self.read)
         .await?;
-        Ok(row.map(|(id, name, created_at, hash)| {
-            (User { id, name, created_at: Timestamp(created_at) }, hash)
+        Ok(row.map(|(id, name, created_at, owner, hash)| {
+            (User { id, name, created_at: Timestamp(created_at), owner: owner != 0 }, hash)
         }))
     }
 
     /// The user of the login session whose secret hashes to `secret_hash`, unless it expired.
     pub async fn user_for_session(&self, secret_hash: &str) -> Result<Option<User>> {
         let row = crate::sql::query_as::<UserRow>(
-            "SELECT u.id, u.name, u.created_at FROM user_sessions s JOIN users u ON u.id = s.user_id \
+            "SELECT u.id, u.name, u.created_at, u.owner FROM user_sessions s JOIN users u ON u.id = s.user_id \
              WHERE s.secret_hash = ? AND s.expires_at > ?",
         )
         .bind(secret_hash)
@@ -91,13 +94,29 @@ impl Store {
     /// The user of the personal token whose secret hashes to `secret_hash`.
     pub async fn user_for_token(&self, secret_hash: &str) -> Result<Option<User>> {
         let row = crate::sql::query_as::<UserRow>(
-            "SELECT u.id, u.name, u.created_at FROM user_tokens t JOIN users u ON u.id = t.user_id \
+            "SELECT u.id, u.name, u.created_at, u.owner FROM user_tokens t JOIN users u ON u.id = t.user_id \
              WHERE t.secret_hash = ?",
         )
         .bind(secret_hash)
         .fetch_optional(&self.read)
         .await?;
         Ok(row.map(User::from))
+    }
+
+    /// The user with id `id`, if there is one.
+    pub async fn get_user(&self, id: &str) -> Result<Option<User>> {
+        let row = crate::sql::query_as::<UserRow>(
+            "SELECT id, name, created_at, owner FROM users WHERE id = ?",
+        )
+        .bind(id)
+        .fetch_optional(&self.read)
+        .await?;
+        Ok(row.map(User::from))
+    }
+
+    /// The user called `name`, if there is one.
+    pub async fn user_named(&self, name: &str) -> Result<Option<User>> {
+        user_by_name(self.db(), name).await
     }
 
     /// A user's personal tokens, oldest first, without their secrets.
@@ -114,24 +133,55 @@ impl Store {
 }
 
 impl WriteTx {
-    /// Adds a user; a taken name is a `Conflict`.
+    /// Adds a user; a taken name is a `Conflict`. The first user becomes the owner. An empty
+    /// `password_hash` is a user who signs in only through the trusted proxy (no password
+    /// verifies against it).
     pub async fn insert_user(&mut self, name: &str, password_hash: &str) -> Result<User> {
+        self.insert_user_as(name, password_hash, true).await
+    }
+
+    /// [`WriteTx::insert_user`]; with `may_own` false the user never becomes the owner (one
+    /// made by a trusted proxy's first sign-in: whoever signs in first must not own the
+    /// server).
+    pub async fn insert_user_as(
+        &mut self,
+        name: &str,
+        password_hash: &str,
+        may_own: bool,
+    ) -> Result<User> {
         if user_by_name(self.db(), name).await?.is_some() {
             return Err(StoreError::Conflict(format!("user {name} already exists")));
         }
+        let first: Option<i64> = crate::sql::query_scalar("SELECT 1 FROM users LIMIT 1")
+            .fetch_optional(self.conn())
+            .await?;
+        let owner = may_own && first.is_none();
         let (id, now) = (self.new_id(), self.now().millis());
         crate::sql::query(
-            "INSERT INTO users (id, name, password_hash, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO users (id, name, password_hash, created_at, updated_at, owner) \
+             VALUES (?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(name)
         .bind(password_hash)
         .bind(now)
         .bind(now)
+        .bind(i64::from(owner))
         .execute(self.conn())
         .await?;
-        Ok(User { id, name: name.to_owned(), created_at: Timestamp(now) })
+        Ok(User { id, name: name.to_owned(), created_at: Timestamp(now), owner })
+    }
+
+    /// Makes `name` the server's owner, and nobody else.
+    pub async fn set_owner(&mut self, name: &str) -> Result<User> {
+        let user = user_by_name(self.db(), name)
+            .await?
+            .ok_or_else(|| StoreError::not_found("user", name))?;
+        crate::sql::query("UPDATE users SET owner = CASE WHEN id = ? THEN 1 ELSE 0 END")
+            .bind(&user.id)
+            .execute(self.conn())
+            .await?;
+        Ok(User { owner: true, ..user })
     }
 
     /// Sets a user's password and ends their login sessions (tokens stay), except the one whose

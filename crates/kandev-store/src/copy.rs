@@ -64,6 +64,8 @@ const TABLES: &[&str] = &[
     "users",
     "user_sessions",
     "user_tokens",
+    "workspace_members",
+    "audit_log",
 ];
 
 /// PostgreSQL's identity columns that SQLite numbers itself (`migrations-pg`).

@@ -11,6 +11,7 @@
 //! both a `Store` and a `WriteTx` answer is written once, as a function of a `db::Db`.
 
 mod accounts;
+mod audit;
 mod checkpoints;
 mod children;
 mod copy;
@@ -24,6 +25,7 @@ mod file_views;
 pub mod fixture;
 mod intake;
 mod mcp_tokens;
+mod members;
 mod messages;
 mod notifications;
 mod open;
@@ -58,6 +60,7 @@ use kandev_domain::{Clock, IdGenerator, Timestamp};
 use crate::db::Pool;
 use tokio::sync::{Mutex, broadcast, watch};
 
+pub use audit::AuditFilter;
 pub use checkpoints::TurnCheckpoint;
 pub use children::{ChildProcess, RunnerTerminal};
 pub use copy::{CopiedTable, copy_database};

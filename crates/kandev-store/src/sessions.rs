@@ -149,6 +149,17 @@ async fn get(mut db: Db<'_>, id: &str) -> Result<Session> {
 }
 
 impl Store {
+    /// The user who started a session (`None`: a workflow trigger, a schedule, intake, or
+    /// before accounts), and whether the session exists at all.
+    pub async fn session_started_by(&self, id: &SessionId) -> Result<Option<Option<String>>> {
+        let row: Option<Option<String>> =
+            crate::sql::query_scalar("SELECT started_by FROM sessions WHERE id = ?")
+                .bind(id.as_str())
+                .fetch_optional(&self.read)
+                .await?;
+        Ok(row)
+    }
+
     pub async fn get_session(&self, id: &SessionId) -> Result<Session> {
         get(self.db(), id.as_str()).await
     }
@@ -225,6 +236,17 @@ impl WriteTx {
             .execute(self.conn())
             .await?;
         get(self.db(), id.as_str()).await
+    }
+
+    /// Records the user who started a session (issue 49): its agent acts with their rights
+    /// at most.
+    pub async fn set_session_started_by(&mut self, id: &SessionId, user_id: &str) -> Result<()> {
+        crate::sql::query("UPDATE sessions SET started_by = ? WHERE id = ?")
+            .bind(user_id)
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        Ok(())
     }
 
     /// Applies `update` if the session's epoch is still `epoch`; otherwise `StaleEpoch`.

@@ -57,6 +57,8 @@ const OWNERS: &[(&str, &str)] = &[
     ("users", "accounts.rs"),
     ("user_sessions", "accounts.rs"),
     ("user_tokens", "accounts.rs"),
+    ("workspace_members", "members.rs"),
+    ("audit_log", "audit.rs"),
     ("events", "events.rs"),
     ("sqlite_sequence", "events.rs"),
     ("event_seq", "events.rs"),
@@ -81,6 +83,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "tasks",
         "a refused executor change names the tasks whose worktrees are there",
     ),
+    ("members.rs", "users", "a member is listed with their user name"),
     ("messages.rs", "events", "a streamed group writes its messages and events in one round trip"),
     ("messages.rs", "sqlite_sequence", "a streamed group reads the next seq with its heads"),
 ];

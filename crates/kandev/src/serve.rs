@@ -46,6 +46,22 @@ pub struct ServeArgs {
     /// `https://kandev.example.com`): webhook notifications link to tasks there.
     #[arg(long, env = "KANDEV_PUBLIC_URL", value_parser = parse_public_url)]
     pub public_url: Option<String>,
+    /// Sign in through an authenticating proxy (oauth2-proxy and the like): the header that
+    /// carries the signed-in user's name, e.g. X-Forwarded-User. Needs --trusted-proxy.
+    #[arg(long, env = "KANDEV_PROXY_USER_HEADER")]
+    pub proxy_user_header: Option<String>,
+    /// The proxy's address (repeatable): the user header is accepted only from these; from
+    /// any other address a request carrying it is refused.
+    #[arg(long = "trusted-proxy", env = "KANDEV_TRUSTED_PROXY", value_delimiter = ',')]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// What a name the proxy sends that Kandev does not know yet becomes: `viewer` (a new
+    /// user, a viewer of the --proxy-join workspaces) or `refuse`.
+    #[arg(long, env = "KANDEV_PROXY_NEW_USERS", default_value = "viewer", value_parser = ["viewer", "refuse"])]
+    pub proxy_new_users: String,
+    /// A workspace (by name) that users made on their first proxy sign-in join as viewers
+    /// (repeatable).
+    #[arg(long = "proxy-join")]
+    pub proxy_join: Vec<String>,
     /// How long a repository's setup script may run before it is killed and the start fails.
     #[arg(long, env = "KANDEV_SETUP_TIMEOUT", default_value = "30m", value_parser = parse_duration)]
     pub setup_timeout: Duration,
@@ -369,8 +385,10 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     if args.event_prune_interval.is_zero() {
         anyhow::bail!("--event-prune-interval must be more than 0; e.g. 60s");
     }
+    let proxy = proxy_auth(&args)?;
     let config = ServerConfig {
         token,
+        proxy,
         allowed_origins: args.allowed_origins,
         cookie_secure: args.cookie_secure,
         public_url: args.public_url,
@@ -503,5 +521,26 @@ mod tests {
         assert!(parse_duration("10x").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("-1s").is_err());
+    }
+}
+
+/// The proxy sign-in of `--proxy-user-header` and `--trusted-proxy` (both or neither).
+fn proxy_auth(args: &ServeArgs) -> anyhow::Result<Option<kandev_server::ProxyAuth>> {
+    match (&args.proxy_user_header, args.trusted_proxies.is_empty()) {
+        (None, true) => Ok(None),
+        (None, false) => {
+            anyhow::bail!("--trusted-proxy needs --proxy-user-header (e.g. X-Forwarded-User)")
+        }
+        (Some(_), true) => anyhow::bail!(
+            "--proxy-user-header needs --trusted-proxy <address of the proxy> (e.g. 127.0.0.1)"
+        ),
+        (Some(header), false) => kandev_server::ProxyAuth::new(
+            header,
+            args.trusted_proxies.clone(),
+            args.proxy_new_users == "viewer",
+            args.proxy_join.clone(),
+        )
+        .map(Some)
+        .map_err(|err| anyhow::anyhow!("--proxy-user-header: {err}")),
     }
 }

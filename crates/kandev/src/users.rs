@@ -42,6 +42,9 @@ pub enum UserCommand {
     },
     /// Set a user's password; their login sessions end (their tokens stay).
     Passwd { name: String },
+    /// Make NAME the server's owner (and nobody else): the owner passes every role check and
+    /// manages users. The first user added is the owner.
+    Owner { name: String },
     /// A user's personal API tokens (for scripts: `Authorization: Bearer kdv_…`).
     #[command(subcommand)]
     Token(TokenCommand),
@@ -72,14 +75,22 @@ pub async fn run(db: DatabaseArgs, command: UserCommand) -> Result<()> {
             let name = account::user_name(&name).map_err(|e| anyhow::anyhow!("{e}"))?;
             let hash = new_password_hash()?;
             let mut tx = store.begin_write().await?;
-            tx.insert_user(&name, &hash).await?;
+            let user = tx.insert_user(&name, &hash).await?;
             tx.commit().await?;
-            println!("added user {name}; they can log in at /login");
+            if user.owner {
+                println!("added user {name}, the server's owner; they can log in at /login");
+            } else {
+                println!(
+                    "added user {name}; they can log in at /login, and see a workspace once an \
+                     admin of it adds them (Settings → Members)"
+                );
+            }
             Ok(())
         }
         UserCommand::List => {
             for user in store.list_users().await? {
-                println!("{}\t{}", user.name, kandev_api_types::rfc3339(user.created_at));
+                let owner = if user.owner { "\towner" } else { "" };
+                println!("{}\t{}{owner}", user.name, kandev_api_types::rfc3339(user.created_at));
             }
             Ok(())
         }
@@ -113,6 +124,13 @@ pub async fn run(db: DatabaseArgs, command: UserCommand) -> Result<()> {
             tx.set_password(name.trim(), &hash, None).await?;
             tx.commit().await?;
             println!("changed the password of {}; their login sessions ended", name.trim());
+            Ok(())
+        }
+        UserCommand::Owner { name } => {
+            let mut tx = store.begin_write().await?;
+            tx.set_owner(name.trim()).await?;
+            tx.commit().await?;
+            println!("{} now owns this server", name.trim());
             Ok(())
         }
         UserCommand::Token(command) => token(&store, command).await,

@@ -89,10 +89,23 @@ impl Engine {
         profile_id: Option<AgentProfileId>,
         prompt: Option<String>,
     ) -> Result<Session> {
+        self.launch_by(task_id, profile_id, prompt, None).await
+    }
+
+    /// [`Engine::launch`] by the user `started_by` (issue 49): the session's agent acts with
+    /// that user's rights at most.
+    pub async fn launch_by(
+        &self,
+        task_id: &TaskId,
+        profile_id: Option<AgentProfileId>,
+        prompt: Option<String>,
+        started_by: Option<String>,
+    ) -> Result<Session> {
         let engine = self.clone();
         let task_id = task_id.clone();
         self.run_detached(async move {
-            let session = create_session(&engine.inner, &task_id, profile_id).await?;
+            let started_by = started_by.as_deref();
+            let session = create_session(&engine.inner, &task_id, profile_id, started_by).await?;
             match prompt {
                 Some(content) => {
                     let request = PromptRequest::text(content);

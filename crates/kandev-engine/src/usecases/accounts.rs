@@ -2,10 +2,11 @@
 //! checks passwords and makes the secrets; only their hashes arrive here.
 
 use kandev_domain::Timestamp;
-use kandev_domain::account::ApiToken;
+use kandev_domain::account::{ApiToken, Role, User};
+use kandev_store::WriteTx;
 
 use crate::engine::Engine;
-use crate::error::Result;
+use crate::error::{EngineError, Result};
 
 impl Engine {
     /// `user.token.create`: a personal token of `user_id` named `name`.
@@ -58,4 +59,106 @@ impl Engine {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// Teams (issue 49): users the owner manages, workspace members, the audit log.
+impl Engine {
+    /// `user.create` (and a trusted proxy's first sign-in, with an empty hash: no password
+    /// logs in as them).
+    pub async fn create_user(&self, name: &str, hash: &str) -> Result<User> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let user = tx.insert_user(name, hash).await?;
+        tx.commit().await?;
+        Ok(user)
+    }
+
+    /// A proxy-signed-in user's first visit: the user (never the owner, and with no
+    /// password), a viewer of each of the workspaces `workspace_ids`.
+    pub async fn create_proxy_user(&self, name: &str, workspace_ids: &[String]) -> Result<User> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let user = tx.insert_user_as(name, "", false).await?;
+        for workspace in workspace_ids {
+            if tx.get_workspace_in_tx(workspace).await?.is_some() {
+                tx.set_member(workspace, &user.id, Role::Viewer).await?;
+            }
+        }
+        tx.commit().await?;
+        Ok(user)
+    }
+
+    /// `user.remove`: the user with their sessions, tokens and memberships. The owner cannot
+    /// remove themself (hand the ownership on first: `kandev user owner NAME`).
+    pub async fn remove_user(&self, name: &str) -> Result<User> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let user = tx.delete_user(name).await?;
+        if user.owner {
+            return Err(EngineError::Conflict(format!(
+                "{name} owns this server: make another user the owner first (`kandev user owner <name>`)"
+            )));
+        }
+        tx.commit().await?;
+        Ok(user)
+    }
+
+    /// `workspace.member.set`: `user` gets `role` in the workspace. A change that would leave
+    /// the workspace without an admin is refused.
+    pub async fn set_member(&self, workspace_id: &str, user: &str, role: Role) -> Result<()> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let found = tx.user_named_in_tx(user).await?.ok_or_else(|| {
+            EngineError::NotFound(format!("no user named {user}: the owner adds users first"))
+        })?;
+        let before = tx.member_role(workspace_id, &found.id).await?;
+        tx.set_member(workspace_id, &found.id, role).await?;
+        if before == Some(Role::Admin) && role != Role::Admin {
+            keeps_an_admin(&mut tx, workspace_id, user).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// `workspace.member.remove`: takes `user` out of the workspace, unless they are its last
+    /// admin.
+    pub async fn remove_member(&self, workspace_id: &str, user: &str) -> Result<String> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let found = tx
+            .user_named_in_tx(user)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(format!("no user named {user}")))?;
+        tx.remove_member(workspace_id, &found.id).await?;
+        keeps_an_admin(&mut tx, workspace_id, user).await?;
+        tx.commit().await?;
+        Ok(found.id)
+    }
+
+    /// Makes the creator of a workspace its admin.
+    pub async fn add_creator(&self, workspace_id: &str, user_id: &str) -> Result<()> {
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.set_member(workspace_id, user_id, Role::Admin).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Records one write action in the audit log.
+    pub async fn audit(
+        &self,
+        by: &str,
+        action: &str,
+        workspace_id: Option<&str>,
+        target: Option<&str>,
+    ) -> Result<()> {
+        let mut tx = self.inner.store.begin_write().await?;
+        tx.insert_audit(by, action, workspace_id, target).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+/// Refuses a change that leaves `workspace_id` with no admin (the transaction is dropped).
+async fn keeps_an_admin(tx: &mut WriteTx, workspace_id: &str, user: &str) -> Result<()> {
+    if tx.admin_count(workspace_id).await? == 0 {
+        return Err(EngineError::Conflict(format!(
+            "{user} is the workspace's last admin: make someone else an admin first"
+        )));
+    }
+    Ok(())
 }

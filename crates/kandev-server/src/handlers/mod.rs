@@ -19,6 +19,7 @@ pub mod session;
 pub mod ship;
 pub mod system;
 pub mod task;
+pub mod teams;
 pub mod terminal;
 pub mod turns;
 pub mod workflow;

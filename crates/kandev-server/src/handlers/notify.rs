@@ -12,6 +12,12 @@ use kandev_api_types::{ChannelDto, DeliveryDto, NotificationRecordDto};
 use kandev_domain::notify::{ChannelKind, NotificationKind};
 use kandev_store::NewChannel;
 
+use std::collections::HashMap;
+
+use kandev_domain::TaskId;
+
+use crate::accounts::Identity;
+use crate::roles::Grants;
 use crate::{ApiError, AppState};
 
 /// Most records or deliveries in one answer.
@@ -24,11 +30,43 @@ fn limit(limit: Option<u32>) -> Result<i64, ApiError> {
     }
 }
 
-pub async fn list(s: &AppState, p: NotificationList) -> Result<NotificationRecords, ApiError> {
-    let records = s.store().list_notifications(p.after_seq.unwrap_or(0), limit(p.limit)?).await?;
-    Ok(NotificationRecords {
-        notifications: records.iter().map(NotificationRecordDto::from).collect(),
-    })
+/// `notification.list`: the records of the workspaces the caller belongs to (issue 49).
+pub async fn list(
+    s: &AppState,
+    who: &Identity,
+    p: NotificationList,
+) -> Result<NotificationRecords, ApiError> {
+    let limit = limit(p.limit)?;
+    let grants = crate::roles::grants(s, who).await?;
+    let mut after = p.after_seq.unwrap_or(0);
+    let mut shown = Vec::new();
+    let mut workspaces: HashMap<TaskId, Option<String>> = HashMap::new();
+    // Others' records are skipped, so read on until the page is full or the log ends.
+    loop {
+        let records = s.store().list_notifications(after, limit).await?;
+        let ended = (records.len() as i64) < limit;
+        for record in records {
+            after = record.seq;
+            if grants != Grants::All {
+                if !workspaces.contains_key(&record.task_id) {
+                    let found = s.store().get_task(&record.task_id).await.ok();
+                    let workspace = found.map(|t| t.workspace_id.to_string());
+                    workspaces.insert(record.task_id.clone(), workspace);
+                }
+                let workspace = workspaces.get(&record.task_id).cloned().flatten();
+                if !workspace.is_some_and(|w| grants.sees(&w)) {
+                    continue;
+                }
+            }
+            shown.push(NotificationRecordDto::from(&record));
+            if shown.len() as i64 == limit {
+                return Ok(NotificationRecords { notifications: shown });
+            }
+        }
+        if ended {
+            return Ok(NotificationRecords { notifications: shown });
+        }
+    }
 }
 
 /// An `http://` or `https://` URL with a host, one line, at most 2000 characters. The

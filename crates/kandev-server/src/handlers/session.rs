@@ -10,6 +10,7 @@ use kandev_api_types::responses::{
     Deleted, MessageAdded, MessageOne, Messages, Queue, SessionOne, Sessions, TaskOne, Turns,
 };
 use kandev_api_types::{AttachmentDto, MessageDto, QueuedPromptDto, SessionDto, TaskDto, TurnDto};
+use kandev_domain::account::Actor;
 use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::transcript::QueuedPrompt;
 use kandev_domain::{AgentProfileId, QueuedPromptId, SessionId, TaskId, validate};
@@ -21,7 +22,13 @@ use crate::{ApiError, AppState};
 /// Largest page of `message.list`.
 const MAX_MESSAGES: u32 = 1000;
 
-pub async fn launch(s: &AppState, p: SessionLaunch) -> Result<SessionOne, ApiError> {
+/// `session.launch`: a user who launches a session is its starter (its agent's MCP calls act
+/// with their rights at most, issue 49).
+pub async fn launch(
+    s: &AppState,
+    who: &Identity,
+    p: SessionLaunch,
+) -> Result<SessionOne, ApiError> {
     let prompt = p
         .prompt
         .map(|t| validate::text("prompt", &t))
@@ -29,7 +36,15 @@ pub async fn launch(s: &AppState, p: SessionLaunch) -> Result<SessionOne, ApiErr
         .filter(|t| !t.trim().is_empty());
     let session = s
         .engine()
-        .launch(&TaskId::new(p.task_id), p.agent_profile_id.map(AgentProfileId::new), prompt)
+        .launch_by(
+            &TaskId::new(p.task_id),
+            p.agent_profile_id.map(AgentProfileId::new),
+            prompt,
+            match &who.actor {
+                Actor::User { id, .. } => Some(id.clone()),
+                _ => None,
+            },
+        )
         .await?;
     Ok(SessionOne { session: SessionDto::from(&session) })
 }

@@ -28,12 +28,14 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::AppState;
+use crate::accounts::Identity;
 
 /// Who is calling `/mcp`.
 #[derive(Debug, Clone)]
 pub(crate) enum Caller {
-    /// The server token (or loopback on a server without one): every tool, every workspace.
-    Server,
+    /// Whoever passed the server's guard with their own credential (the server token, a
+    /// user's token or login, or loopback on an open server): the tools act with their rights.
+    Server(Identity),
     /// An agent's session token: its task's workflow, at its epoch.
     Session(McpSession),
 }
@@ -78,7 +80,9 @@ pub(crate) async fn authenticate(
     next: Next,
 ) -> Response {
     let caller = match session_token(request.headers()) {
-        None => Caller::Server,
+        None => Caller::Server(
+            request.extensions().get::<Identity>().cloned().unwrap_or_else(Identity::open),
+        ),
         Some(token) => match state.engine().mcp_session(token).await {
             Ok(Ok(session)) => Caller::Session(session),
             Ok(Err(refusal)) => {

@@ -31,14 +31,27 @@ use tokio_util::sync::CancellationToken;
 use super::Caller;
 use crate::accounts::Identity;
 use crate::dispatch::Handler;
+use crate::roles::{self, AgentRights, Grants};
 use crate::{ApiError, AppState};
 use kandev_api_types::AuthVia;
+use kandev_api_types::access::{Access, Subject, Subjects};
+use kandev_api_types::actions::Action as _;
 use kandev_domain::account::Actor;
 
-/// Runs one action of the table with its typed request.
-async fn act<A: Handler>(state: &AppState, request: A::Request) -> Result<A::Response, ApiError> {
-    let agent = Identity { actor: Actor::Agent, via: AuthVia::Open, credential: None };
-    A::handle(state, &agent, request).await
+/// The action each tool is: its access rule is the tool's (issue 49), checked for the caller
+/// before the tool runs; the actions a tool then calls are checked again on their own objects.
+/// A tool missing here is refused (and `mcp.rs` checks every listed tool has one).
+pub(crate) fn tool_access(name: &str) -> Option<Access> {
+    Some(match name {
+        "get_task" => actions::TaskGet::ACCESS,
+        "list_tasks" => actions::TaskList::ACCESS,
+        "create_task" => actions::TaskCreate::ACCESS,
+        "update_task" => actions::TaskUpdate::ACCESS,
+        "move_task" | "complete_step" => actions::TaskMove::ACCESS,
+        // Both write into the session's transcript, as a message does.
+        "ask_user" | "add_note" => actions::MessageAdd::ACCESS,
+        _ => return None,
+    })
 }
 
 /// The tools, with their input schemas.
@@ -120,7 +133,20 @@ pub(crate) async fn call(
     arguments: Value,
     _cancel: &CancellationToken,
 ) -> Result<Value, ApiError> {
-    let call = Call { state, caller };
+    let Some(access) = tool_access(name) else {
+        return Err(ApiError::new(
+            ErrorCode::NotFound,
+            format!("no tool {name:?}; see tools/list for the tools Kandev offers"),
+        ));
+    };
+    let identity = identity(state, caller).await?;
+    let grants = roles::grants(state, &identity).await?;
+    roles::precheck(&grants, access)?;
+    if let Caller::Session(session) = caller {
+        let own = Access { subject: Subject::Session, ..access };
+        roles::check_subjects(state, &grants, own, &[session.session_id.as_str()]).await?;
+    }
+    let call = Call { state, caller, identity, grants, access };
     match name {
         "get_task" => call.get_task(args(arguments)?).await,
         "list_tasks" => call.list_tasks(args(arguments)?).await,
@@ -254,12 +280,45 @@ struct ActingSession {
     epoch: Option<i64>,
 }
 
+/// Who a tool call acts as: the person who called `/mcp` with their own credential, or the
+/// agent of a session, with the rights of the user who started it (`roles.rs`).
+async fn identity(state: &AppState, caller: &Caller) -> Result<Identity, ApiError> {
+    let session = match caller {
+        Caller::Server(identity) => return Ok(identity.clone()),
+        Caller::Session(session) => session,
+    };
+    let task = state.store().get_task(&session.task_id).await?;
+    let started_by = state.store().session_started_by(&session.session_id).await?.flatten();
+    let rights = AgentRights { workspace_id: task.workspace_id.to_string(), started_by };
+    Ok(Identity { actor: Actor::Agent, via: AuthVia::Open, credential: None, agent: Some(rights) })
+}
+
 struct Call<'a> {
     state: &'a AppState,
     caller: &'a Caller,
+    identity: Identity,
+    grants: Grants,
+    /// The tool's access rule.
+    access: Access,
 }
 
 impl Call<'_> {
+    /// Runs one action of the table with its typed request, checked and audited as when a
+    /// client calls it.
+    async fn act<A: Handler>(&self, request: A::Request) -> Result<A::Response, ApiError> {
+        let (_, workspace) = roles::authorize::<A>(self.state, &self.identity, &request).await?;
+        let target = request.subjects().first().map(|id| (*id).to_owned());
+        let response = A::handle(self.state, &self.identity, request).await?;
+        crate::dispatch::record::<A>(
+            self.state,
+            &self.identity,
+            workspace.as_deref(),
+            target.as_deref(),
+        )
+        .await;
+        Ok(response)
+    }
+
     /// The task an argument names (`task_id`, a parent, a blocker), else the session's
     /// task: the one scope check of every tool. A session token reaches only tasks of its
     /// own task's workflow (`FORBIDDEN`); the server token reaches every task.
@@ -278,7 +337,7 @@ impl Call<'_> {
         let id = match (task_id, self.caller) {
             (Some(id), _) => TaskId::new(id),
             (None, Caller::Session(session)) => session.task_id.clone(),
-            (None, Caller::Server) => {
+            (None, Caller::Server(_)) => {
                 return Err(ApiError::validation("task_id is required with the server token"));
             }
         };
@@ -299,7 +358,7 @@ impl Call<'_> {
     /// The workflow of the session's task (a session token's scope).
     async fn own_workflow(&self) -> Result<Option<String>, ApiError> {
         match self.caller {
-            Caller::Server => Ok(None),
+            Caller::Server(_) => Ok(None),
             Caller::Session(session) => {
                 let task = self.state.store().get_task(&session.task_id).await?;
                 Ok(Some(task.workflow_id.to_string()))
@@ -326,11 +385,13 @@ impl Call<'_> {
             (Caller::Session(_), Some(_)) => {
                 Err(ApiError::validation("session_id is only for the server token; leave it out"))
             }
-            (Caller::Server, Some(id)) => {
+            (Caller::Server(_), Some(id)) => {
+                let own = Access { subject: Subject::Session, ..self.access };
+                roles::check_subjects(self.state, &self.grants, own, &[id.as_str()]).await?;
                 let session = self.state.store().get_session(&SessionId::new(id)).await?;
                 Ok(ActingSession { id: session.id, task_id: session.task_id, epoch: None })
             }
-            (Caller::Server, None) => Err(ApiError::validation(
+            (Caller::Server(_), None) => Err(ApiError::validation(
                 "session_id is required with the server token (agents' tokens name their session)",
             )),
         }
@@ -342,7 +403,7 @@ impl Call<'_> {
 
     async fn get_task(&self, a: GetTask) -> Result<Value, ApiError> {
         let task = self.task(a.task_id).await?;
-        let found = act::<actions::TaskGet>(self.state, ById { id: task.id.to_string() }).await?;
+        let found = self.act::<actions::TaskGet>(ById { id: task.id.to_string() }).await?;
         let workflow = self.workflow(&task.workflow_id).await?;
         let step = workflow.step(&task.step_id).map(|s| s.name.clone());
         let steps: Vec<Value> = workflow.steps.iter().map(step_json).collect();
@@ -374,7 +435,7 @@ impl Call<'_> {
             limit: None,
             cursor: None,
         };
-        let found = act::<actions::TaskList>(self.state, request).await?;
+        let found = self.act::<actions::TaskList>(request).await?;
         let tasks: Vec<Value> = found.tasks.iter().map(|t| lean(&workflow, t)).collect();
         Ok(json!({ "tasks": tasks }))
     }
@@ -404,7 +465,7 @@ impl Call<'_> {
         let parent_id = match a.parent_id.as_deref() {
             Some("current") => match self.caller {
                 Caller::Session(s) => Some(s.task_id.to_string()),
-                Caller::Server => {
+                Caller::Server(_) => {
                     return Err(ApiError::validation(
                         "parent_id \"current\" needs a session token; give a task id",
                     ));
@@ -426,7 +487,7 @@ impl Call<'_> {
         let starts = a.start_agent
             || step.is_some_and(|s| s.events.on_enter.contains(&Action::AutoStartAgent));
         let (agent_profile_id, depth) = match self.caller {
-            Caller::Server => (named, 0),
+            Caller::Server(_) => (named, 0),
             Caller::Session(session) => self.agents_task(session, named, step, starts).await?,
         };
         let request = TaskCreate {
@@ -497,7 +558,7 @@ impl Call<'_> {
             parent_id: None,
             blocked_by,
         };
-        let updated = act::<actions::TaskUpdate>(self.state, request).await?;
+        let updated = self.act::<actions::TaskUpdate>(request).await?;
         Ok(json!({ "task": updated.task }))
     }
 
@@ -523,7 +584,7 @@ impl Call<'_> {
         }
         let request =
             TaskMove { id: task.id.to_string(), step_id: step.id.to_string(), position: None };
-        let moved = act::<actions::TaskMove>(self.state, request).await?;
+        let moved = self.act::<actions::TaskMove>(request).await?;
         Ok(json!({ "task": moved.task, "step": step.name }))
     }
 

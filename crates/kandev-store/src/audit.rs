@@ -1,0 +1,110 @@
+//! The audit log (issue 49): one row per write action someone did, read in Settings →
+//! Activity. Rows are only added; `prune_audit` drops the oldest.
+
+use kandev_domain::Timestamp;
+use kandev_domain::account::AuditEntry;
+use sqlx::FromRow;
+
+use crate::sql::QueryBuilder;
+use crate::{Result, Store, WriteTx};
+
+#[derive(FromRow)]
+struct AuditRow {
+    id: String,
+    at: i64,
+    by_name: String,
+    action: String,
+    workspace_id: Option<String>,
+    target: Option<String>,
+}
+
+impl From<AuditRow> for AuditEntry {
+    fn from(r: AuditRow) -> AuditEntry {
+        AuditEntry {
+            id: r.id,
+            at: Timestamp(r.at),
+            by: r.by_name,
+            action: r.action,
+            workspace_id: r.workspace_id,
+            target: r.target,
+        }
+    }
+}
+
+/// Which entries to read: all of them, or narrowed by any of these; newest first.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    /// Only these workspaces (`None`: every entry, server-wide ones too).
+    pub workspaces: Option<Vec<String>>,
+    pub by: Option<String>,
+    /// An action name, or a prefix of one ending in `.` (`task.`).
+    pub action: Option<String>,
+    /// Entries older than this (the page before).
+    pub before: Option<Timestamp>,
+    pub limit: i64,
+}
+
+impl Store {
+    /// Audit entries matching `filter`, newest first.
+    pub async fn list_audit(&self, filter: &AuditFilter) -> Result<Vec<AuditEntry>> {
+        let mut query = QueryBuilder::new(
+            self.dialect(),
+            "SELECT id, at, by_name, action, workspace_id, target FROM audit_log WHERE 1 = 1",
+        );
+        if let Some(workspaces) = &filter.workspaces {
+            if workspaces.is_empty() {
+                return Ok(vec![]);
+            }
+            query.push(" AND workspace_id IN (");
+            for (i, id) in workspaces.iter().enumerate() {
+                query.push(if i == 0 { "" } else { ", " }).push_bind(id.clone());
+            }
+            query.push(")");
+        }
+        if let Some(by) = &filter.by {
+            query.push(" AND by_name = ").push_bind(by.clone());
+        }
+        match filter.action.as_deref() {
+            Some(prefix) if prefix.ends_with('.') => {
+                query.push(" AND substr(action, 1, ").push_bind(prefix.len() as i64);
+                query.push(") = ").push_bind(prefix.to_owned());
+            }
+            Some(action) => {
+                query.push(" AND action = ").push_bind(action.to_owned());
+            }
+            None => {}
+        }
+        if let Some(before) = filter.before {
+            query.push(" AND at < ").push_bind(before.millis());
+        }
+        query.push(" ORDER BY at DESC, id DESC LIMIT ").push_bind(filter.limit);
+        let rows: Vec<AuditRow> = query.build_query_as().fetch_all(&self.read).await?;
+        Ok(rows.into_iter().map(AuditEntry::from).collect())
+    }
+}
+
+impl WriteTx {
+    /// Records one write action.
+    pub async fn insert_audit(
+        &mut self,
+        by: &str,
+        action: &str,
+        workspace_id: Option<&str>,
+        target: Option<&str>,
+    ) -> Result<()> {
+        let (id, now) = (self.new_id(), self.now().millis());
+        crate::sql::query(
+            "INSERT INTO audit_log (id, at, by_name, action, workspace_id, target) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&id)
+        .bind(now)
+        .bind(by)
+        .bind(action)
+        .bind(workspace_id)
+        .bind(target)
+        .execute(self.conn())
+        .await?;
+        Ok(())
+    }
+}
