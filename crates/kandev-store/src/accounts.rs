@@ -47,13 +47,16 @@ pub(crate) async fn user_by_name(mut db: Db<'_>, name: &str) -> Result<Option<Us
     Ok(row.map(User::from))
 }
 
+async fn any_user(mut db: Db<'_>) -> Result<bool> {
+    let found: Option<i64> =
+        crate::sql::query_scalar("SELECT 1 FROM users LIMIT 1").fetch_optional(&mut db).await?;
+    Ok(found.is_some())
+}
+
 impl Store {
     /// Whether any user exists: then every request must be authenticated.
     pub async fn has_users(&self) -> Result<bool> {
-        let found: Option<i64> = crate::sql::query_scalar("SELECT 1 FROM users LIMIT 1")
-            .fetch_optional(&self.read)
-            .await?;
-        Ok(found.is_some())
+        any_user(self.db()).await
     }
 
     pub async fn list_users(&self) -> Result<Vec<User>> {
@@ -152,10 +155,7 @@ impl WriteTx {
         if user_by_name(self.db(), name).await?.is_some() {
             return Err(StoreError::Conflict(format!("user {name} already exists")));
         }
-        let first: Option<i64> = crate::sql::query_scalar("SELECT 1 FROM users LIMIT 1")
-            .fetch_optional(self.conn())
-            .await?;
-        let owner = may_own && first.is_none();
+        let owner = may_own && !any_user(self.db()).await?;
         let (id, now) = (self.new_id(), self.now().millis());
         crate::sql::query(
             "INSERT INTO users (id, name, password_hash, created_at, updated_at, owner) \

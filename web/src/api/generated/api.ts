@@ -28,7 +28,17 @@ export type AttemptPicked = { task: TaskDto, branch: string, worktrees_removed: 
 
 export type AttemptSpec = { profile_id?: string, prompt?: string, };
 
-export type AuthVia = "open" | "server_token" | "session" | "token";
+export type AuditEntries = { entries: Array<AuditEntryDto>, next_before: number | null, };
+
+export type AuditEntryDto = { id: string, at: string, 
+/**
+ * Milliseconds since the epoch: `audit.list`'s `before` for the next page.
+ */
+at_ms: number, by: string, action: string, workspace_id: string | null, target: string | null, };
+
+export type AuditList = { workspace_id?: string, by?: string, action?: string, before?: number, limit?: number, };
+
+export type AuthVia = "open" | "server_token" | "session" | "token" | "proxy";
 
 export type AutoRunSet = { session_id: string, enabled: boolean, };
 
@@ -43,6 +53,8 @@ export type BranchCommitDto = { repository_id: string | null, sha: string, summa
 export type Branches = { branches: Array<string>, };
 
 export type ById = { id: string, };
+
+export type ByName = { name: string, };
 
 export type BySession = { session_id: string, };
 
@@ -266,7 +278,25 @@ export type McpServerDto = { name: string, command?: string, args?: Array<string
 
 export type McpTransportDto = "http" | "sse";
 
-export type Me = { user: UserDto | null, via: AuthVia, accounts: boolean, };
+export type Me = { user: UserDto | null, via: AuthVia, accounts: boolean, 
+/**
+ * Whether the caller passes every role check: the server's owner, the server token,
+ * or a server without accounts.
+ */
+owner: boolean, 
+/**
+ * The caller's role in each workspace they belong to (every workspace, as `admin`,
+ * when `owner`).
+ */
+roles: Array<WorkspaceRoleDto>, };
+
+export type MemberDto = { user_id: string, name: string, role: RoleDto, added_at: string, };
+
+export type MemberRemove = { workspace_id: string, user: string, };
+
+export type MemberSet = { workspace_id: string, user: string, role: RoleDto, };
+
+export type Members = { members: Array<MemberDto>, };
 
 export type MergeMadeDto = { repository_id: string, base_branch: string, commit: string, };
 
@@ -464,6 +494,8 @@ export type ReviewComments = { comments: Array<ReviewCommentDto>, };
 export type ReviewSubmitted = { comments: Array<ReviewCommentDto>, session_id: string, queued: boolean, };
 
 export type ReviewThreadResolve = { id: string, resolved: boolean, };
+
+export type RoleDto = "viewer" | "member" | "admin";
 
 export type SavedPromptDto = { id: string, workspace_id: string, name: string, body: string, created_at: string, updated_at: string, };
 
@@ -826,13 +858,21 @@ export type Unsubscribed = { topics: Array<string>, };
 
 export type UsageMetaDto = { used: number | null, size: number | null, cost: JsonValue | null, };
 
+export type UserCreate = { name: string, password: string, };
+
 export type UserDto = { id: string, name: string, };
+
+export type UserEntryDto = { id: string, name: string, owner: boolean, created_at: string, roles: Array<WorkspaceRoleDto>, };
 
 export type UserMetaDto = { 
 /**
  * Absent when nothing is attached.
  */
 attachments?: Array<AttachmentDto>, };
+
+export type UserOne = { user: UserEntryDto, };
+
+export type Users = { users: Array<UserEntryDto>, };
 
 export type WorkflowCreate = { workspace_id: string, name: string, description?: string, template_id?: string, };
 
@@ -863,6 +903,8 @@ export type WorkspaceDto = { id: string, name: string, created_at: string, updat
 export type WorkspaceEvent = { "action": "repository.created", "payload": { repository: RepositoryDto, } } | { "action": "repository.updated", "payload": { repository: RepositoryDto, } } | { "action": "repository.deleted", "payload": { id: string, } } | { "action": "workflow.created", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.updated", "payload": { workflow: WorkflowDto, } } | { "action": "workflow.deleted", "payload": { id: string, } } | { "action": "task.created", "payload": { task: TaskDto, } } | { "action": "task.updated", "payload": { task: TaskDto, } } | { "action": "task.archived", "payload": { task: TaskDto, } } | { "action": "task.moved", "payload": { task: TaskDto, from_step_id: string, trigger: string, } } | { "action": "task.git_status", "payload": { task_id: string, repositories: Array<GitStatusDto>, } } | { "action": "task.deleted", "payload": { id: string, workflow_id: string, step_id: string, } } | { "action": "session.created", "payload": { session: SessionDto, } } | { "action": "session.deleted", "payload": { id: string, task_id: string, } } | { "action": "session.renamed", "payload": { session: SessionDto, } } | { "action": "session.attempt_changed", "payload": { session: SessionDto, } };
 
 export type WorkspaceOne = { workspace: WorkspaceDto, };
+
+export type WorkspaceRoleDto = { workspace_id: string, role: RoleDto, };
 
 export type WorkspaceUpdate = { id: string, name: string, };
 
@@ -1011,6 +1053,14 @@ export type Actions = {
   "user.token.list": { request: Empty, response: Tokens },
   "user.token.revoke": { request: ById, response: Deleted },
   "user.password.set": { request: PasswordSet, response: PasswordChanged },
+  "user.list": { request: Empty, response: Users },
+  "user.create": { request: UserCreate, response: UserOne },
+  "user.password.reset": { request: UserCreate, response: UserOne },
+  "user.remove": { request: ByName, response: Deleted },
+  "workspace.member.list": { request: ByWorkspace, response: Members },
+  "workspace.member.set": { request: MemberSet, response: Members },
+  "workspace.member.remove": { request: MemberRemove, response: Members },
+  "audit.list": { request: AuditList, response: AuditEntries },
 };
 
 export type SocketActions = {
