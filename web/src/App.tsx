@@ -1,5 +1,5 @@
 // The shell: header (workspace, board, connection state), and the page for the route.
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useRef, useState } from 'react';
 import { live, type ConnectionStatus } from './api/live';
 import { AccountPage } from './components/AccountPage';
 import { Board } from './components/board/Board';
@@ -10,6 +10,8 @@ import { TaskPage } from './components/TaskPage';
 import { UserMenu } from './components/UserMenu';
 import { Toasts } from './lib/toast';
 import { DataContext, useWorkspaceData } from './lib/data';
+import { MeContext, useMeRead } from './lib/me';
+import { sameGrants } from './lib/roles';
 import { navigate, useRoute } from './lib/router';
 import { useBrowserNotifications } from './lib/notify';
 import { NeedsYouElsewhere } from './components/NeedsYouElsewhere';
@@ -23,6 +25,16 @@ function useConnection(): ConnectionStatus {
 
 export function App() {
   const data = useWorkspaceData();
+  const me = useMeRead();
+  // Roles changed (the server closed this page's socket, it reconnected and `user.me` answers
+  // otherwise): the workspaces this person sees may have changed too.
+  const grantsSeen = useRef(me.data);
+  const { reload } = data;
+  useEffect(() => {
+    const before = grantsSeen.current;
+    grantsSeen.current = me.data;
+    if (before && me.data && !sameGrants(before, me.data)) reload();
+  }, [me.data, reload]);
   const route = useRoute();
   const connection = useConnection();
   const [searching, setSearching] = useState(false);
@@ -33,113 +45,115 @@ export function App() {
 
   return (
     <DataContext.Provider value={data}>
-      <div className={`app page-${route.page}`}>
-        <header className="topbar">
-          <a
-            className="brand"
-            href="/"
-            onClick={(e) => {
-              e.preventDefault();
-              navigate('/');
-            }}
-          >
-            <img src="/favicon.svg" alt="" width="22" height="22" />
-            <span>Kandev</span>
-          </a>
-          {data.workspaces.length > 0 && (
-            <label className="compact">
-              <span className="sr-only">Workspace</span>
-              <select
-                aria-label="Workspace"
-                value={data.workspace?.id ?? ''}
-                onChange={(e) => {
-                  if (e.target.value === NEW_WORKSPACE) setCreatingWorkspace(true);
-                  else data.setWorkspaceId(e.target.value);
-                }}
-              >
-                {data.workspaces.map((w) => (
-                  <option key={w.id} value={w.id}>
-                    {w.name}
-                  </option>
-                ))}
-                <option value={NEW_WORKSPACE}>New workspace…</option>
-              </select>
-            </label>
-          )}
-          {route.page === 'board' && data.workflows.length > 0 && (
-            <label className="compact">
-              <span className="sr-only">Board</span>
-              <select
-                aria-label="Board"
-                value={data.workflow?.id ?? ''}
-                onChange={(e) => data.setWorkflowId(e.target.value)}
-              >
-                {data.workflows.map((w) => (
-                  <option key={w.id} value={w.id}>
-                    {w.name}
-                  </option>
-                ))}
-              </select>
-            </label>
-          )}
-          <span className="spacer" />
-          <NeedsYouElsewhere />
-          <button className="navlink" onClick={openSearch} title="Search tasks and messages (Ctrl+K)">
-            Search
-          </button>
-          {notifications.permission === 'default' && (
-            <button
-              className="navlink notify-me"
-              onClick={notifications.ask}
-              title="Get a system notification when an agent needs you while this tab is in the background"
+      <MeContext.Provider value={me}>
+        <div className={`app page-${route.page}`}>
+          <header className="topbar">
+            <a
+              className="brand"
+              href="/"
+              onClick={(e) => {
+                e.preventDefault();
+                navigate('/');
+              }}
             >
-              Notify me
+              <img src="/favicon.svg" alt="" width="22" height="22" />
+              <span>Kandev</span>
+            </a>
+            {data.workspaces.length > 0 && (
+              <label className="compact">
+                <span className="sr-only">Workspace</span>
+                <select
+                  aria-label="Workspace"
+                  value={data.workspace?.id ?? ''}
+                  onChange={(e) => {
+                    if (e.target.value === NEW_WORKSPACE) setCreatingWorkspace(true);
+                    else data.setWorkspaceId(e.target.value);
+                  }}
+                >
+                  {data.workspaces.map((w) => (
+                    <option key={w.id} value={w.id}>
+                      {w.name}
+                    </option>
+                  ))}
+                  <option value={NEW_WORKSPACE}>New workspace…</option>
+                </select>
+              </label>
+            )}
+            {route.page === 'board' && data.workflows.length > 0 && (
+              <label className="compact">
+                <span className="sr-only">Board</span>
+                <select
+                  aria-label="Board"
+                  value={data.workflow?.id ?? ''}
+                  onChange={(e) => data.setWorkflowId(e.target.value)}
+                >
+                  {data.workflows.map((w) => (
+                    <option key={w.id} value={w.id}>
+                      {w.name}
+                    </option>
+                  ))}
+                </select>
+              </label>
+            )}
+            <span className="spacer" />
+            <NeedsYouElsewhere />
+            <button className="navlink" onClick={openSearch} title="Search tasks and messages (Ctrl+K)">
+              Search
             </button>
+            {notifications.permission === 'default' && (
+              <button
+                className="navlink notify-me"
+                onClick={notifications.ask}
+                title="Get a system notification when an agent needs you while this tab is in the background"
+              >
+                Notify me
+              </button>
+            )}
+            <span
+              className={`conn conn-${connection}`}
+              role="status"
+              aria-live="polite"
+              data-testid="connection"
+              title={connection === 'open' ? 'Live updates are on' : 'Reconnecting to the server'}
+            >
+              {connection === 'open' ? 'Live' : connection === 'connecting' ? 'Connecting…' : 'Reconnecting…'}
+            </span>
+            <a
+              className={`navlink ${route.page === 'settings' ? 'active' : ''}`}
+              href="/settings"
+              onClick={(e) => {
+                e.preventDefault();
+                navigate('/settings');
+              }}
+            >
+              Settings
+            </a>
+            <UserMenu />
+          </header>
+          <ErrorBanner error={data.error} onRetry={data.reload} testId="data-error" />
+          <main className="content">
+            {route.page === 'board' && <Board />}
+            {route.page === 'task' && (
+              <TaskPage taskId={route.taskId} sessionId={route.sessionId} tab={route.tab} />
+            )}
+            {route.page === 'settings' && <Settings section={route.section} />}
+            {route.page === 'account' && <AccountPage />}
+          </main>
+          <Toasts />
+          {creatingWorkspace && (
+            <NewWorkspaceDialog
+              onClose={() => setCreatingWorkspace(false)}
+              onCreated={(id) => {
+                setCreatingWorkspace(false);
+                data.setWorkspaceId(id);
+                data.reload(); // the workspace list is read, not followed
+                navigate('/');
+              }}
+            />
           )}
-          <span
-            className={`conn conn-${connection}`}
-            role="status"
-            aria-live="polite"
-            data-testid="connection"
-            title={connection === 'open' ? 'Live updates are on' : 'Reconnecting to the server'}
-          >
-            {connection === 'open' ? 'Live' : connection === 'connecting' ? 'Connecting…' : 'Reconnecting…'}
-          </span>
-          <a
-            className={`navlink ${route.page === 'settings' ? 'active' : ''}`}
-            href="/settings"
-            onClick={(e) => {
-              e.preventDefault();
-              navigate('/settings');
-            }}
-          >
-            Settings
-          </a>
-          <UserMenu />
-        </header>
-        <ErrorBanner error={data.error} onRetry={data.reload} testId="data-error" />
-        <main className="content">
-          {route.page === 'board' && <Board />}
-          {route.page === 'task' && (
-            <TaskPage taskId={route.taskId} sessionId={route.sessionId} tab={route.tab} />
-          )}
-          {route.page === 'settings' && <Settings section={route.section} />}
-          {route.page === 'account' && <AccountPage />}
-        </main>
-        <Toasts />
-        {creatingWorkspace && (
-          <NewWorkspaceDialog
-            onClose={() => setCreatingWorkspace(false)}
-            onCreated={(id) => {
-              setCreatingWorkspace(false);
-              data.setWorkspaceId(id);
-              data.reload(); // the workspace list is read, not followed
-              navigate('/');
-            }}
-          />
-        )}
-        {searching && <GlobalSearch onClose={() => setSearching(false)} />}
-      </div>
+          {searching && <GlobalSearch onClose={() => setSearching(false)} />}
+        </div>
+      </MeContext.Provider>
     </DataContext.Provider>
   );
 }

@@ -4,15 +4,14 @@
 import { useCallback, useState } from 'react';
 import { call } from '../api/client';
 import type { TokenCreated } from '../api/types';
+import { useMe } from '../lib/me';
 import { toast } from '../lib/toast';
 import { useMutation } from '../lib/useMutation';
 import { useRead } from '../lib/useRead';
 import { InlineError } from './ErrorBanner';
 
-const readMe = () => call('user.me', {});
-
 export function AccountPage() {
-  const me = useRead(readMe);
+  const me = useMe();
   if (me.error) return <InlineError error={me.error} onRetry={me.retry} />;
   if (!me.data) return <p className="hint">Reading your account…</p>;
   const user = me.data.user;

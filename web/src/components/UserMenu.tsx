@@ -3,15 +3,12 @@
 // user's name opens their own page (`/account`: password, personal tokens).
 // Logging out is a `fetch` POST rather than a form: the app's pages send no referrer, and a
 // form's navigation would then carry `Origin: null`, which the server's Origin check refuses.
-import { call } from '../api/client';
+import { useMe } from '../lib/me';
 import { navigate } from '../lib/router';
 import { useMutation } from '../lib/useMutation';
-import { useRead } from '../lib/useRead';
-
-const readMe = () => call('user.me', {});
 
 export function UserMenu() {
-  const me = useRead(readMe);
+  const me = useMe();
   const { error, run } = useMutation();
   const via = me.data?.via;
   if (via !== 'session' && via !== 'server_token') return null;
