@@ -45,6 +45,13 @@ pub use error::ApiError;
 pub use security::check_bind;
 pub use state::{AppState, ProxyAuth, ServerConfig};
 
+/// The access rule of MCP tool `name` (the action it is), `None` for no such tool: the
+/// table-driven role test checks every listed tool has one (issue 49).
+#[doc(hidden)]
+pub fn mcp_tool_access(name: &str) -> Option<kandev_api_types::access::Access> {
+    mcp::tool_access(name)
+}
+
 /// Where the MCP server answers.
 pub const MCP_PATH: &str = "/mcp";
 

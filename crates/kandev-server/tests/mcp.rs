@@ -11,68 +11,14 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::logs::captured_logs;
-use common::mcp::{mcp_said, script, session_ws, setup, wait_ready, wait_session};
+use common::mcp::{
+    mcp_call, mcp_call_at, mcp_said, script, session_ws, setup, tokens, tool_result, wait_ready,
+    wait_session,
+};
 use common::{TestServer, WAIT, of_kind, step_id};
 use kandev_server::ServerConfig;
 use serde_json::{Value, json};
-
-/// The session tokens the agent was handed, oldest first.
-fn tokens(log: &Path) -> Vec<String> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    text.lines()
-        .map(|line| {
-            let servers: Value = serde_json::from_str(line).unwrap();
-            let header = servers[0]["headers"][0]["value"].as_str().unwrap().to_owned();
-            header.strip_prefix("Bearer ").unwrap().to_owned()
-        })
-        .collect()
-}
-
-/// Calls a tool on `/mcp` as an outside client would: `initialize`, then `tools/call`.
-/// Returns the HTTP status and the JSON-RPC answer of the last request sent.
-async fn mcp_call(
-    server: &TestServer,
-    token: Option<&str>,
-    tool: &str,
-    args: Value,
-) -> (u16, Value) {
-    mcp_call_at(server.url("/mcp"), token, tool, args).await
-}
-
-/// [`mcp_call`] to the `/mcp` at `url` (owned, so a spawned task can make the call).
-async fn mcp_call_at(url: String, token: Option<&str>, tool: &str, args: Value) -> (u16, Value) {
-    let http = reqwest::Client::new();
-    let post = |body: Value| {
-        let mut request = http
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-06-18")
-            .body(body.to_string());
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        request
-    };
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"}}});
-    let response = post(init).send().await.unwrap();
-    let status = response.status().as_u16();
-    let body: Value = response.json().await.unwrap();
-    if status != 200 {
-        return (status, body);
-    }
-    assert_eq!(body["result"]["serverInfo"]["name"], "kandev", "{body}");
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": tool, "arguments": args}});
-    let response = post(call).send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap())
-}
 
 #[tokio::test]
 async fn i17_a1_create_task_through_mcp_makes_a_subtask_visible_on_the_board() {
@@ -290,12 +236,6 @@ async fn i17_a3_the_server_token_reaches_every_tool() {
     let (status, _) = mcp_call(&s.server, None, "get_task", json!({})).await;
     assert_eq!(status, 401, "no token, on a server with one, is refused");
     assert!(task_titles(&s.server, &s.workflow).await.contains(&"from an IDE".to_owned()));
-}
-
-/// A tool call's answer: whether it failed, and its structured content.
-fn tool_result(body: &Value) -> (bool, Value) {
-    let result = &body["result"];
-    (result["isError"] == true, result["structuredContent"].clone())
 }
 
 /// Issue 38 item 8: a session token reaches only its own task's workflow, through every

@@ -4,6 +4,7 @@
 import { useCallback, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { FileChangeDto, Notification, SessionDto, TaskAttemptDto } from '../api/types';
+import { useRole } from '../lib/me';
 import { navigate, taskPath } from '../lib/router';
 import { toast } from '../lib/toast';
 import { useLiveQuery } from '../lib/useLiveQuery';
@@ -48,6 +49,8 @@ function AttemptCard(props: { taskId: string; session: SessionDto; profileName: 
   const { taskId, session } = props;
   const attempt = useAttempt(taskId, session.id);
   const action = useMutation();
+  // Picking an attempt is a member's (issue 49).
+  const works = useRole().can('member');
   const [diff, setDiff] = useState<FileChangeDto[] | null>(null);
   const [asking, setAsking] = useState(false);
   const a = attempt.data;
@@ -109,9 +112,11 @@ function AttemptCard(props: { taskId: string; session: SessionDto; profileName: 
         <button type="button" onClick={() => navigate(taskPath(taskId, session.id), true)}>
           Open chat
         </button>
-        <button type="button" className="primary" disabled={action.busy || !a?.branch} onClick={() => setAsking(true)}>
-          Pick this one
-        </button>
+        {works && (
+          <button type="button" className="primary" disabled={action.busy || !a?.branch} onClick={() => setAsking(true)}>
+            Pick this one
+          </button>
+        )}
       </div>
       {action.error && (
         <p className="form-error" role="alert">

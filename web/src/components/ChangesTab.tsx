@@ -9,6 +9,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { FileChangeDto, Notification, ReviewCommentDto } from '../api/types';
 import { useData } from '../lib/data';
+import { useRole } from '../lib/me';
 import { useLiveQuery } from '../lib/useLiveQuery';
 import { navigate } from '../lib/router';
 import { toast } from '../lib/toast';
@@ -50,6 +51,7 @@ function useTurnEnds(sessionId: string | null, then: () => void) {
 
 function AttachRepository({ taskId }: { taskId: string }) {
   const { repositories } = useData();
+  const works = useRole().can('member');
   const [repo, setRepo] = useState('');
   const [error, setError] = useState<string | null>(null);
   const chosen = repo || repositories[0]?.id || '';
@@ -59,7 +61,7 @@ function AttachRepository({ taskId }: { taskId: string }) {
         <strong>No repository.</strong> This task is not attached to a repository, so there are no changes to show.
         Attach one: the agent's next start works in a worktree of it.
       </p>
-      {repositories.length === 0 ? (
+      {!works ? null : repositories.length === 0 ? (
         <p>
           <a
             href="/settings/repositories"
@@ -124,7 +126,9 @@ function Changes({ taskId, sessionId, needsYou }: { taskId: string; sessionId: s
   const [view, setView] = useState<'review' | 'tree' | 'commits'>('review');
   const [comments, setComments] = useState<ReviewCommentDto[]>([]);
   const [reviewNote, setReviewNote] = useState<{ text: string; ok: boolean } | null>(null);
-  const review = useReview(taskId, setComments, setReviewNote);
+  // Reviewing, marking files viewed and committing are a member's; a viewer reads (issue 49).
+  const works = useRole().can('member');
+  const review = { ...useReview(taskId, setComments, setReviewNote), readOnly: !works };
 
   const load = useCallback(() => {
     setError(null);
@@ -190,13 +194,17 @@ function Changes({ taskId, sessionId, needsYou }: { taskId: string; sessionId: s
           <div className="changes-bar review-bar" aria-label="Review">
             <span className="hint" data-testid="review-count">
               {threads.length === 0
-                ? 'Click a line number to comment; drag over several to comment on them together.'
+                ? works
+                  ? 'Click a line number to comment; drag over several to comment on them together.'
+                  : 'No review comments.'
                 : `${open.length} comment${open.length === 1 ? '' : 's'} to send · ${threads.filter((t) => t.root.resolved_at).length} of ${threads.length} thread${threads.length === 1 ? '' : 's'} resolved`}
             </span>
             <span className="spacer" />
-            <button disabled={review.busy || open.length === 0} onClick={() => void review.submit()}>
-              Send review to agent
-            </button>
+            {works && (
+              <button disabled={review.busy || open.length === 0} onClick={() => void review.submit()}>
+                Send review to agent
+              </button>
+            )}
           </div>
           {reviewNote && (
             <p role="status" data-testid="review-note" data-ok={reviewNote.ok ? 'yes' : 'no'} className={reviewNote.ok ? 'ship-note ok' : 'ship-note refused'}>
@@ -226,31 +234,33 @@ function Changes({ taskId, sessionId, needsYou }: { taskId: string; sessionId: s
                       <span className="badge">{f.status}</span>
                       <span className="adds">+{f.additions}</span>
                       <span className="dels">−{f.deletions}</span>
-                      <label className="check viewed-mark">
-                        <input
-                          type="checkbox"
-                          checked={f.viewed}
-                          aria-label={`Viewed ${f.path}`}
-                          onChange={(e) => {
-                            const viewed = e.target.checked;
-                            // Shown at once; the server's answer (read again) has the last word.
-                            setFiles((all) => all?.map((x) => (x === f ? { ...x, viewed } : x)) ?? all);
-                            void mark(async () => {
-                              try {
-                                await call('task.file.viewed.set', {
-                                  task_id: taskId,
-                                  repository_id: f.repository_id ?? undefined,
-                                  path: f.path,
-                                  viewed,
-                                });
-                              } finally {
-                                load();
-                              }
-                            });
-                          }}
-                        />
-                        Viewed
-                      </label>
+                      {works && (
+                        <label className="check viewed-mark">
+                          <input
+                            type="checkbox"
+                            checked={f.viewed}
+                            aria-label={`Viewed ${f.path}`}
+                            onChange={(e) => {
+                              const viewed = e.target.checked;
+                              // Shown at once; the server's answer (read again) has the last word.
+                              setFiles((all) => all?.map((x) => (x === f ? { ...x, viewed } : x)) ?? all);
+                              void mark(async () => {
+                                try {
+                                  await call('task.file.viewed.set', {
+                                    task_id: taskId,
+                                    repository_id: f.repository_id ?? undefined,
+                                    path: f.path,
+                                    viewed,
+                                  });
+                                } finally {
+                                  load();
+                                }
+                              });
+                            }}
+                          />
+                          Viewed
+                        </label>
+                      )}
                     </summary>
                     {f.binary && <p className="hint">Binary file</p>}
                     {f.truncated && <p className="hint">Diff too large to show in full</p>}
@@ -275,34 +285,36 @@ function Changes({ taskId, sessionId, needsYou }: { taskId: string; sessionId: s
               ))}
             </section>
           )}
-          <form
-            className="commit-box"
-            onSubmit={async (e) => {
-              e.preventDefault();
-              if (!message.trim()) return;
-              await commit(async () => {
-                const r = await call('task.commit', { task_id: taskId, message });
-                setMessage('');
-                setNote(r.commit ? `Committed ${r.commit.sha.slice(0, 8)} on ${r.commit.branch}.` : 'Nothing to commit.');
-                load();
-              });
-            }}
-          >
-            <label htmlFor="commit-message">Commit message</label>
-            <textarea id="commit-message" rows={2} value={message} onChange={(e) => setMessage(e.target.value)} />
-            <p className="hint" id="commit-all-hint">
-              Commits every change, staged or not; to commit a part, stage it in Working tree.
-            </p>
-            <button
-              className="primary"
-              type="submit"
-              aria-describedby="commit-all-hint"
-              disabled={committing || !message.trim()}
+          {works && (
+            <form
+              className="commit-box"
+              onSubmit={async (e) => {
+                e.preventDefault();
+                if (!message.trim()) return;
+                await commit(async () => {
+                  const r = await call('task.commit', { task_id: taskId, message });
+                  setMessage('');
+                  setNote(r.commit ? `Committed ${r.commit.sha.slice(0, 8)} on ${r.commit.branch}.` : 'Nothing to commit.');
+                  load();
+                });
+              }}
             >
-              Commit all
-            </button>
-            {note && <p role="status">{note}</p>}
-          </form>
+              <label htmlFor="commit-message">Commit message</label>
+              <textarea id="commit-message" rows={2} value={message} onChange={(e) => setMessage(e.target.value)} />
+              <p className="hint" id="commit-all-hint">
+                Commits every change, staged or not; to commit a part, stage it in Working tree.
+              </p>
+              <button
+                className="primary"
+                type="submit"
+                aria-describedby="commit-all-hint"
+                disabled={committing || !message.trim()}
+              >
+                Commit all
+              </button>
+              {note && <p role="status">{note}</p>}
+            </form>
+          )}
         </>
       )}
     </div>

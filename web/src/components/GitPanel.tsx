@@ -7,6 +7,7 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { BranchCommitDto, FileChangeDto, HunkDto, IndexDto } from '../api/types';
+import { useRole } from '../lib/me';
 import { useMutation } from '../lib/useMutation';
 import { Dialog } from './Dialog';
 import { Code, unifiedRows, useHighlighter } from './ReviewDiff';
@@ -139,6 +140,8 @@ export function WorkingTree({ taskId, version, onChanged }: { taskId: string; ve
   const [message, setMessage] = useState('');
   const refused = useCallback((text: string | null) => setNote(text ? { text, ok: false } : null), []);
   const { busy, run } = useMutation(refused);
+  // Staging and committing are a member's; a viewer sees the working tree (issue 49).
+  const works = useRole().can('member');
   const load = useCallback(() => {
     call('task.index', { task_id: taskId })
       .then((r) => setIndex(r.repositories))
@@ -204,52 +207,54 @@ export function WorkingTree({ taskId, version, onChanged }: { taskId: string; ve
       </h3>
       {staged.length === 0 && <p className="hint">Nothing staged: stage files or hunks below.</p>}
       {staged.map((f) => (
-        <IndexFile key={`s:${f.repository_id ?? ''}:${f.path}`} file={f} changes={['unstage']} busy={busy} onChange={change} />
+        <IndexFile key={`s:${f.repository_id ?? ''}:${f.path}`} file={f} changes={works ? ['unstage'] : []} busy={busy} onChange={change} />
       ))}
-      <form
-        className="commit-box"
-        aria-label="Commit staged"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void run(async () => {
-            const r = await call('task.commit', { task_id: taskId, message, staged_only: true });
-            setMessage('');
-            setNote({ text: `Committed ${r.commit?.sha.slice(0, 8) ?? ''}: ${r.commit?.summary ?? ''}`, ok: true });
-            load();
-            onChanged();
-          });
-        }}
-      >
-        <label htmlFor="staged-message">Message</label>
-        <textarea id="staged-message" rows={2} value={message} onChange={(e) => setMessage(e.target.value)} />
-        <div className="row">
-          <button className="primary" type="submit" disabled={busy || staged.length === 0 || !message.trim()}>
-            Commit staged
-          </button>
-          <button
-            type="button"
-            disabled={busy}
-            title="Add what is staged to the last commit; a message replaces its message"
-            onClick={() =>
-              void run(async () => {
-                const r = await call('task.amend', { task_id: taskId, message: message.trim() || undefined });
-                setMessage('');
-                setNote({ text: `Amended ${r.commit.sha.slice(0, 8)}: ${r.commit.summary}`, ok: true });
-                load();
-                onChanged();
-              })
-            }
-          >
-            Amend last commit
-          </button>
-        </div>
-      </form>
+      {works && (
+        <form
+          className="commit-box"
+          aria-label="Commit staged"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void run(async () => {
+              const r = await call('task.commit', { task_id: taskId, message, staged_only: true });
+              setMessage('');
+              setNote({ text: `Committed ${r.commit?.sha.slice(0, 8) ?? ''}: ${r.commit?.summary ?? ''}`, ok: true });
+              load();
+              onChanged();
+            });
+          }}
+        >
+          <label htmlFor="staged-message">Message</label>
+          <textarea id="staged-message" rows={2} value={message} onChange={(e) => setMessage(e.target.value)} />
+          <div className="row">
+            <button className="primary" type="submit" disabled={busy || staged.length === 0 || !message.trim()}>
+              Commit staged
+            </button>
+            <button
+              type="button"
+              disabled={busy}
+              title="Add what is staged to the last commit; a message replaces its message"
+              onClick={() =>
+                void run(async () => {
+                  const r = await call('task.amend', { task_id: taskId, message: message.trim() || undefined });
+                  setMessage('');
+                  setNote({ text: `Amended ${r.commit.sha.slice(0, 8)}: ${r.commit.summary}`, ok: true });
+                  load();
+                  onChanged();
+                })
+              }
+            >
+              Amend last commit
+            </button>
+          </div>
+        </form>
+      )}
       <h3>
         Unstaged <span className="hint">({unstaged.length})</span>
       </h3>
       {unstaged.length === 0 && <p className="hint">No unstaged changes.</p>}
       {unstaged.map((f) => (
-        <IndexFile key={`u:${f.repository_id ?? ''}:${f.path}`} file={f} changes={['stage', 'discard']} busy={busy} onChange={change} />
+        <IndexFile key={`u:${f.repository_id ?? ''}:${f.path}`} file={f} changes={works ? ['stage', 'discard'] : []} busy={busy} onChange={change} />
       ))}
     </section>
   );

@@ -5,6 +5,7 @@ import { memo } from 'react';
 import { attachmentUrl, call } from '../api/client';
 import type { AttachmentDto, MessageDto, PermissionMetaDto, PlanMetaDto, ToolCallMetaDto } from '../api/types';
 import { renderMarkdown } from '../lib/markdown';
+import { useRole } from '../lib/me';
 import { useMutation } from '../lib/useMutation';
 import { DiffView } from './DiffView';
 
@@ -199,6 +200,8 @@ function Plan({ m }: { m: PlanMetaDto }) {
 
 function Permission({ message, m }: { message: MessageOf<'permission_request'>; m: PermissionMetaDto }) {
   const { busy, error, run } = useMutation();
+  // Answered by a member of the workspace; a viewer sees the request (issue 49).
+  const answers = useRole().can('member');
   const status = m.status || 'pending';
   const options = m.options;
   const requestId = m.request_id;
@@ -224,7 +227,9 @@ function Permission({ message, m }: { message: MessageOf<'permission_request'>; 
       <div className="perm-head">
         <span aria-hidden="true">⚠</span> <strong>Permission</strong> {message.content}
       </div>
-      {status === 'pending' ? (
+      {status === 'pending' && !answers ? (
+        <div className="perm-result">waiting for a member of the workspace to answer</div>
+      ) : status === 'pending' ? (
         <div className="perm-options">
           {options.map((o) => (
             <button

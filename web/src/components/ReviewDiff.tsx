@@ -32,6 +32,8 @@ export function threadsOf(comments: ReviewCommentDto[]): Thread[] {
 /** What a review can do; each returns when the server has answered. */
 export interface ReviewActions {
   busy: boolean;
+  /** The threads are shown without a way to write (a viewer of the workspace, issue 49). */
+  readOnly?: boolean;
   add: (path: string, range: LineRange, text: string) => Promise<boolean>;
   reply: (root: ReviewCommentDto, text: string) => Promise<boolean>;
   edit: (id: string, text: string) => Promise<boolean>;
@@ -137,7 +139,8 @@ function useLineChoice(key: string) {
 type LineChoice = ReturnType<typeof useLineChoice>;
 
 /** A line number that opens a comment: click it, or drag from it over more of its side. */
-function LineNumber({ at, choice }: { at: Anchor; choice: LineChoice }) {
+function LineNumber({ at, choice, readOnly }: { at: Anchor; choice: LineChoice; readOnly: boolean | undefined }) {
+  if (readOnly) return <span className="ln-num">{at.line}</span>;
   return (
     <button
       type="button"
@@ -250,7 +253,7 @@ export function ReviewFile(props: {
                       return (
                         <Fragment key={k}>
                           <td className={choice.isChosen(at) ? 'sbs-n chosen' : 'sbs-n'}>
-                            <LineNumber at={at} choice={choice} />
+                            <LineNumber at={at} choice={choice} readOnly={actions.readOnly} />
                           </td>
                           <td className={`sbs-text dl-${cell.kind}`}>
                             <Code text={cell.text} html={highlighted[i]?.[cell.at]} />
@@ -274,8 +277,8 @@ export function ReviewFile(props: {
               return (
                 <Fragment key={j}>
                   <tr className={`dl dl-${r.kind}${anchors.some(choice.isChosen) ? ' chosen' : ''}`}>
-                    <td className="ln">{r.old !== null && <LineNumber at={{ side: 'old', line: r.old }} choice={choice} />}</td>
-                    <td className="ln">{r.new !== null && <LineNumber at={{ side: 'new', line: r.new }} choice={choice} />}</td>
+                    <td className="ln">{r.old !== null && <LineNumber at={{ side: 'old', line: r.old }} choice={choice} readOnly={actions.readOnly} />}</td>
+                    <td className="ln">{r.new !== null && <LineNumber at={{ side: 'new', line: r.new }} choice={choice} readOnly={actions.readOnly} />}</td>
                     <td className="dl-text">
                       <span className="dl-sign" aria-hidden="true">
                         {r.kind === 'add' ? '+' : r.kind === 'del' ? '-' : ' '}
@@ -407,9 +410,11 @@ export function ThreadView({ thread, actions }: { thread: Thread; actions: Revie
             {unfolded ? 'Hide' : 'Show'}
           </button>
         )}
-        <button type="button" disabled={actions.busy} onClick={() => void actions.resolve(root.id, !resolved)}>
-          {resolved ? 'Reopen' : 'Resolve'}
-        </button>
+        {!actions.readOnly && (
+          <button type="button" disabled={actions.busy} onClick={() => void actions.resolve(root.id, !resolved)}>
+            {resolved ? 'Reopen' : 'Resolve'}
+          </button>
+        )}
       </div>
       {open && (
         <>
@@ -427,18 +432,20 @@ export function ThreadView({ thread, actions }: { thread: Thread; actions: Revie
               onDelete={c === root && replies.length > 0 ? () => setDeleting(true) : undefined}
             />
           ))}
-          <form
-            className="row thread-reply"
-            onSubmit={async (e) => {
-              e.preventDefault();
-              if (reply.trim() && (await actions.reply(root, reply))) setReply('');
-            }}
-          >
-            <textarea rows={1} aria-label="Reply" placeholder="Reply…" value={reply} onChange={(e) => setReply(e.target.value)} />
-            <button type="submit" disabled={actions.busy || !reply.trim()}>
-              {resolved ? 'Reply and reopen' : 'Reply'}
-            </button>
-          </form>
+          {!actions.readOnly && (
+            <form
+              className="row thread-reply"
+              onSubmit={async (e) => {
+                e.preventDefault();
+                if (reply.trim() && (await actions.reply(root, reply))) setReply('');
+              }}
+            >
+              <textarea rows={1} aria-label="Reply" placeholder="Reply…" value={reply} onChange={(e) => setReply(e.target.value)} />
+              <button type="submit" disabled={actions.busy || !reply.trim()}>
+                {resolved ? 'Reply and reopen' : 'Reply'}
+              </button>
+            </form>
+          )}
         </>
       )}
     </div>
@@ -477,20 +484,22 @@ function CommentView(props: { comment: ReviewCommentDto; actions: ReviewActions;
         <span className="hint">{sent ? 'sent to the agent' : 'not sent yet'}</span>
         <span className="spacer" />
         {/* What was sent stays as it was sent. */}
-        {!sent && (
+        {!sent && !actions.readOnly && (
           <button type="button" className="link" onClick={() => setEditing(comment.text)}>
             Edit
           </button>
         )}
-        <button
-          type="button"
-          className="link"
-          disabled={actions.busy}
-          aria-label={comment.thread_id ? 'Delete reply' : 'Delete thread'}
-          onClick={() => (props.onDelete ? props.onDelete() : void actions.remove(comment.id))}
-        >
-          Delete
-        </button>
+        {!actions.readOnly && (
+          <button
+            type="button"
+            className="link"
+            disabled={actions.busy}
+            aria-label={comment.thread_id ? 'Delete reply' : 'Delete thread'}
+            onClick={() => (props.onDelete ? props.onDelete() : void actions.remove(comment.id))}
+          >
+            Delete
+          </button>
+        )}
       </div>
     </div>
   );

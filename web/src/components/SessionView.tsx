@@ -3,6 +3,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { ActionName, Actions, MessageDto, SessionDto } from '../api/types';
+import { useRole } from '../lib/me';
 import { useSession } from '../lib/session';
 import { errorHint } from '../lib/sessionError';
 import { toast } from '../lib/toast';
@@ -11,6 +12,7 @@ import { usePhone } from '../lib/useWide';
 import { VirtualList, type VirtualHandle } from '../lib/VirtualList';
 import { Dialog } from './Dialog';
 import { ErrorBanner } from './ErrorBanner';
+import { RoleNote, VIEWER_NOTE } from './RoleNote';
 import { MessageView } from './MessageView';
 import { AuthMethods } from './session/AuthMethods';
 import { AgentBadge, ModelBadge, UsageBadge } from './session/Badges';
@@ -68,6 +70,8 @@ export function SessionView({
   const agentLive = !!session?.acp_session_id;
   const phone = usePhone();
   const [more, setMore] = useState(false);
+  // A viewer reads the conversation; the controls and the composer are a member's (issue 49).
+  const works = useRole(workspaceId ?? undefined).can('member');
   // A turn held on a permission request or a question waits for the person, not the agent.
   const waitingOnYou =
     busy &&
@@ -131,7 +135,7 @@ export function SessionView({
           // chat keeps the height (issue 45 item 26).
           <>
             <span className="spacer" />
-            {busy && cancel}
+            {works && busy && cancel}
             <button className="session-more-toggle" aria-expanded={more} onClick={() => setMore(!more)}>
               {more ? 'Less' : 'More…'}
             </button>
@@ -144,49 +148,51 @@ export function SessionView({
             {session?.session_mode && <span className="badge">mode: {session.session_mode}</span>}
             {session && <ModelBadge session={session} />}
             {session && <UsageBadge session={session} />}
-            {session && <Pickers session={session} onError={actions.setError} />}
+            {works && session && <Pickers session={session} onError={actions.setError} />}
             <span className="spacer" />
-            <div className="session-actions" role="toolbar" aria-label="Session controls">
-              {!phone && cancel}
-              <button
-                disabled={busy || actions.busy || !s.transcript.messages.some((m) => m.kind === 'user')}
-                title="Send your last message again as a new turn"
-                onClick={() => run('Retry', 'session.retry', { id: sessionId })}
-              >
-                Retry last message
-              </button>
-              <button disabled={actions.busy} onClick={() => setRenaming(true)}>
-                Rename
-              </button>
-              {!primary && (
+            {works && (
+              <div className="session-actions" role="toolbar" aria-label="Session controls">
+                {!phone && cancel}
+                <button
+                  disabled={busy || actions.busy || !s.transcript.messages.some((m) => m.kind === 'user')}
+                  title="Send your last message again as a new turn"
+                  onClick={() => run('Retry', 'session.retry', { id: sessionId })}
+                >
+                  Retry last message
+                </button>
+                <button disabled={actions.busy} onClick={() => setRenaming(true)}>
+                  Rename
+                </button>
+                {!primary && (
+                  <button
+                    disabled={actions.busy}
+                    title="The workflow's steps and the card follow the primary session"
+                    onClick={() => run('Make primary', 'session.set_primary', { id: sessionId }, 'This session is now the primary one')}
+                  >
+                    Make primary
+                  </button>
+                )}
                 <button
                   disabled={actions.busy}
-                  title="The workflow's steps and the card follow the primary session"
-                  onClick={() => run('Make primary', 'session.set_primary', { id: sessionId }, 'This session is now the primary one')}
+                  onClick={() => setConfirmReset(true)}
                 >
-                  Make primary
+                  Reset context
                 </button>
-              )}
-              <button
-                disabled={actions.busy}
-                onClick={() => setConfirmReset(true)}
-              >
-                Reset context
-              </button>
-              <ResumeMenu disabled={actions.busy} onResume={(mode) => run('Resume', 'session.resume', { id: sessionId, mode })} />
-              <button
-                disabled={actions.busy || (!busy && !agentLive)}
-                title={!busy && !agentLive ? 'No agent runs for this session: the next message starts it' : undefined}
-                onClick={() =>
-                  run('Stop', 'session.stop', { id: sessionId }, 'Agent stopped: the next message resumes the conversation')
-                }
-              >
-                Stop
-              </button>
-              <button className="danger-outline" disabled={actions.busy} onClick={() => setConfirmDelete(true)}>
-                Delete
-              </button>
-            </div>
+                <ResumeMenu disabled={actions.busy} onResume={(mode) => run('Resume', 'session.resume', { id: sessionId, mode })} />
+                <button
+                  disabled={actions.busy || (!busy && !agentLive)}
+                  title={!busy && !agentLive ? 'No agent runs for this session: the next message starts it' : undefined}
+                  onClick={() =>
+                    run('Stop', 'session.stop', { id: sessionId }, 'Agent stopped: the next message resumes the conversation')
+                  }
+                >
+                  Stop
+                </button>
+                <button className="danger-outline" disabled={actions.busy} onClick={() => setConfirmDelete(true)}>
+                  Delete
+                </button>
+              </div>
+            )}
           </>
         )}
       </div>
@@ -197,7 +203,7 @@ export function SessionView({
             {' '}
             ({session.last_error.code}) · {errorHint(session.last_error.code)}
           </span>
-          {session.last_error.code === 'agent_auth_required' && (
+          {works && session.last_error.code === 'agent_auth_required' && (
             <AuthMethods
               details={session.last_error.details}
               disabled={actions.busy}
@@ -226,7 +232,7 @@ export function SessionView({
           return turn ? (
             <>
               <MessageView message={m} />
-              <TurnTools sessionId={sessionId} turn={turn} busy={busy} />
+              <TurnTools sessionId={sessionId} turn={turn} busy={busy} revertable={works} />
             </>
           ) : (
             <MessageView message={m} />
@@ -252,17 +258,23 @@ export function SessionView({
           )}
         </div>
       )}
-      <Questions questions={s.questions} />
-      <QueuePanel sessionId={sessionId} queue={s.queue} autoRun={session?.auto_run ?? true} />
-      <Composer
-        sessionId={sessionId}
-        workspaceId={workspaceId}
-        busy={busy}
-        queued={s.queue.length}
-        autoRun={session?.auto_run ?? true}
-        commands={session?.available_commands ?? []}
-        onSent={() => list.current?.scrollToBottom()}
-      />
+      <Questions questions={s.questions} answer={works} />
+      {works ? (
+        <>
+          <QueuePanel sessionId={sessionId} queue={s.queue} autoRun={session?.auto_run ?? true} />
+          <Composer
+            sessionId={sessionId}
+            workspaceId={workspaceId}
+            busy={busy}
+            queued={s.queue.length}
+            autoRun={session?.auto_run ?? true}
+            commands={session?.available_commands ?? []}
+            onSent={() => list.current?.scrollToBottom()}
+          />
+        </>
+      ) : (
+        <RoleNote>{VIEWER_NOTE}</RoleNote>
+      )}
       {renaming && session && (
         <RenameDialog
           current={session.name ?? ''}

@@ -8,6 +8,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { ApiError, call, errorText } from '../api/client';
 import type { GitStatusDto, MergeStrategyDto, TaskPullRequests } from '../api/types';
+import { useRole } from '../lib/me';
 import { useMutation } from '../lib/useMutation';
 import { Dialog } from './Dialog';
 
@@ -124,6 +125,8 @@ export function ShipPanel(props: { taskId: string; version: number; needsYou?: s
   const [prKept, setPrKept] = useState<PrRequest | null>(null);
   // Files a refused rebase listed: the agent can be asked to resolve them.
   const [conflicts, setConflicts] = useState<string[]>([]);
+  // Shipping is a member's; a viewer sees where the branch stands (issue 49).
+  const works = useRole().can('member');
 
   const load = useCallback(() => {
     call('task.git_status', { task_id: taskId })
@@ -145,31 +148,33 @@ export function ShipPanel(props: { taskId: string; version: number; needsYou?: s
     <section className="ship" aria-label="Ship">
       {status?.map((s) => <StatusLine key={s.repository_id} s={s} />)}
       {status?.some((s) => s.pr) && <PrChecks taskId={taskId} version={version} needsYou={props.needsYou ?? null} />}
-      <div className="changes-bar">
-        <button disabled={busy} onClick={() => run('Rebase', async () => {
-          setConflicts([]);
-          await call('task.rebase', { task_id: taskId }).catch((e: unknown) => {
-            const d = e instanceof ApiError ? (e.details as { conflicts?: string[] } | null) : null;
-            setConflicts(d?.conflicts ?? []);
-            throw e;
-          });
-          return 'Rebased onto the base branch.';
-        })}>
-          Rebase
-        </button>
-        <button disabled={busy} onClick={() => setComposer('merge')}>
-          Merge…
-        </button>
-        <button disabled={busy} onClick={() => run('Push', async () => {
-          const r = await call('task.push', { task_id: taskId });
-          return `Pushed ${r.pushed.map((p) => p.branch).join(', ')}.`;
-        })}>
-          Push
-        </button>
-        <button disabled={busy} onClick={() => setComposer('pr')}>
-          Create PR…
-        </button>
-      </div>
+      {works && (
+        <div className="changes-bar">
+          <button disabled={busy} onClick={() => run('Rebase', async () => {
+            setConflicts([]);
+            await call('task.rebase', { task_id: taskId }).catch((e: unknown) => {
+              const d = e instanceof ApiError ? (e.details as { conflicts?: string[] } | null) : null;
+              setConflicts(d?.conflicts ?? []);
+              throw e;
+            });
+            return 'Rebased onto the base branch.';
+          })}>
+            Rebase
+          </button>
+          <button disabled={busy} onClick={() => setComposer('merge')}>
+            Merge…
+          </button>
+          <button disabled={busy} onClick={() => run('Push', async () => {
+            const r = await call('task.push', { task_id: taskId });
+            return `Pushed ${r.pushed.map((p) => p.branch).join(', ')}.`;
+          })}>
+            Push
+          </button>
+          <button disabled={busy} onClick={() => setComposer('pr')}>
+            Create PR…
+          </button>
+        </div>
+      )}
       {note && (
         <p
           role="status"

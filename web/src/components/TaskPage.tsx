@@ -5,6 +5,7 @@ import { useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { SessionDto } from '../api/types';
 import { useData } from '../lib/data';
+import { useRole } from '../lib/me';
 import { navigate, type TaskTab, taskPath } from '../lib/router';
 import { useTask } from '../lib/task';
 import { usePhone, useWide } from '../lib/useWide';
@@ -14,6 +15,7 @@ import { ChangesTab } from './ChangesTab';
 import { FilesTab } from './FilesTab';
 import { Dialog } from './Dialog';
 import { ErrorBanner } from './ErrorBanner';
+import { RoleNote, VIEWER_NOTE } from './RoleNote';
 import { SessionView } from './SessionView';
 import { AttemptsTab } from './AttemptsTab';
 import { StartAttempts } from './StartAttempts';
@@ -41,6 +43,8 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
   const wide = useWide(WIDE_SPLIT);
   const phone = usePhone();
   const [menuOpen, setMenuOpen] = useState(false);
+  // A viewer reads the task; a member works on it (issue 49).
+  const works = useRole(task?.workspace_id).can('member');
 
   const profileName = (s: SessionDto) => profiles.find((p) => p.id === s.agent_profile_id)?.name ?? 'Session';
   const workflow = workflows.find((w) => w.id === task?.workflow_id);
@@ -122,7 +126,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
           </div>
         </div>
         <span className="spacer" />
-        {phone && (
+        {works && phone && (
           // On a phone the task's own actions fold into one button, so the chat keeps the
           // height (issue 45 item 26).
           <button
@@ -134,7 +138,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
             ⋯
           </button>
         )}
-        {(!phone || menuOpen) && (
+        {works && (!phone || menuOpen) && (
           <div className={phone ? 'task-actions task-menu' : 'task-actions'} onClick={() => setMenuOpen(false)}>
             <button onClick={() => setEditing(true)}>Edit task</button>
             <button className="danger-outline" onClick={() => setDeleting(true)}>
@@ -157,7 +161,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
           </div>
         )}
       </div>
-      {workflow && !task.archived_at && (
+      {works && workflow && !task.archived_at && (
         <StepControls task={task} steps={workflow.steps} onError={setActionError} />
       )}
       {deleted && (
@@ -188,10 +192,12 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
             {s.id === task.primary_session_id && <span className="primary-dot" title="primary session" />}
           </button>
         ))}
-        <button className="tab-add" onClick={() => setLaunching(true)} aria-label="New session">
-          {phone ? '+' : '+ Session'}
-        </button>
-        {task.repository_ids.length === 1 && !task.archived_at && (
+        {works && (
+          <button className="tab-add" onClick={() => setLaunching(true)} aria-label="New session">
+            {phone ? '+' : '+ Session'}
+          </button>
+        )}
+        {works && task.repository_ids.length === 1 && !task.archived_at && (
           <button className="tab-add" onClick={() => setRacing(true)} aria-label="Start attempts" title="Several agents race on this task, each on a branch of its own">
             {phone ? '⇉' : 'Attempts…'}
           </button>
@@ -262,7 +268,7 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
       ) : props.tab === 'files' ? (
         <FilesTab taskId={task.id} />
       ) : props.tab === 'terminal' ? (
-        <TerminalsTab taskId={task.id} archived={!!task.archived_at} />
+        <TerminalsTab taskId={task.id} workspaceId={task.workspace_id} archived={!!task.archived_at} />
       ) : active ? (
         <SessionView
           key={active.id}
@@ -270,8 +276,13 @@ export function TaskPage(props: { taskId: string; sessionId: string | null; tab:
           workspaceId={task.workspace_id}
           primary={active.id === task.primary_session_id}
         />
-      ) : (
+      ) : works ? (
         <StartSession taskId={task.id} defaultProfile={task.agent_profile_id} prompt={task.description || task.title} />
+      ) : (
+        <div className="form start-session">
+          <p>No agent session yet.</p>
+          <RoleNote>{VIEWER_NOTE}</RoleNote>
+        </div>
       )}
       {racing && (
         <Dialog title="Start attempts" onClose={() => setRacing(false)}>

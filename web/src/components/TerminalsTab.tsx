@@ -1,14 +1,21 @@
 // The task page's Terminal tab: shells in the task's worktree (several, each in its own
 // xterm.js, living on the server until closed, so a reload or a reconnect shows them again
 // with their recent output) and the task's dev servers with their log and a preview link.
+// Issue 49: a terminal (and a dev server's log, read through one) is an admin's of the task's
+// workspace, a shell on the server; starting and stopping the dev server a member's.
 import { useCallback, useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { DevServerDto, TerminalDto } from '../api/types';
+import { useRole } from '../lib/me';
 import { useMutation } from '../lib/useMutation';
 import { ErrorBanner } from './ErrorBanner';
+import { RoleNote } from './RoleNote';
 import { XtermView } from './XtermView';
 
-export function TerminalsTab(props: { taskId: string; archived: boolean }) {
+export function TerminalsTab(props: { taskId: string; workspaceId: string; archived: boolean }) {
+  const role = useRole(props.workspaceId);
+  const works = role.can('member');
+  const shell = role.can('admin');
   const [terminals, setTerminals] = useState<TerminalDto[] | null>(null);
   const [selected, setSelected] = useState<string | null>(null);
   const [devServers, setDevServers] = useState<DevServerDto[]>([]);
@@ -59,7 +66,7 @@ export function TerminalsTab(props: { taskId: string; archived: boolean }) {
         <div className="row">
           <h2>Dev server</h2>
           <span className="spacer" />
-          {!props.archived && (
+          {works && !props.archived && (
             // One dev server at a time: Start waits until the running one stops.
             <button
               onClick={startDevServer}
@@ -78,43 +85,54 @@ export function TerminalsTab(props: { taskId: string; archived: boolean }) {
               </a>
               <span className="badge">{d.state}</span>
               <span className="spacer" />
-              <button onClick={() => stopDevServer(d)} disabled={busy}>
-                Stop
-              </button>
+              {works && (
+                <button onClick={() => stopDevServer(d)} disabled={busy}>
+                  Stop
+                </button>
+              )}
             </div>
-            <XtermView terminalId={d.terminal_id} readOnly label={`Dev server log, port ${d.port}`} onExit={load} />
+            {shell && (
+              <XtermView terminalId={d.terminal_id} readOnly label={`Dev server log, port ${d.port}`} onExit={load} />
+            )}
           </div>
         ))}
       </section>
-      <section className="user-terminals" aria-label="Terminals">
-        <div className="tabs" role="tablist" aria-label="Terminals">
-          {(terminals ?? []).map((t, i) => (
-            <span key={t.id} className="terminal-tab">
-              <button
-                role="tab"
-                aria-selected={t.id === selected}
-                className={t.id === selected ? 'active' : ''}
-                onClick={() => setSelected(t.id)}
-              >
-                Terminal {i + 1}
+      {!shell && (
+        <RoleNote>
+          Terminals and the dev server’s log are for admins of the workspace: a terminal is a shell on the server.
+        </RoleNote>
+      )}
+      {shell && (
+        <section className="user-terminals" aria-label="Terminals">
+          <div className="tabs" role="tablist" aria-label="Terminals">
+            {(terminals ?? []).map((t, i) => (
+              <span key={t.id} className="terminal-tab">
+                <button
+                  role="tab"
+                  aria-selected={t.id === selected}
+                  className={t.id === selected ? 'active' : ''}
+                  onClick={() => setSelected(t.id)}
+                >
+                  Terminal {i + 1}
+                </button>
+                <button className="icon" aria-label={`Close terminal ${i + 1}`} onClick={() => closeTerminal(t.id)}>
+                  ×
+                </button>
+              </span>
+            ))}
+            {!props.archived && (
+              <button className="tab-add" onClick={openTerminal} disabled={busy}>
+                + Terminal
               </button>
-              <button className="icon" aria-label={`Close terminal ${i + 1}`} onClick={() => closeTerminal(t.id)}>
-                ×
-              </button>
-            </span>
-          ))}
-          {!props.archived && (
-            <button className="tab-add" onClick={openTerminal} disabled={busy}>
-              + Terminal
-            </button>
+            )}
+          </div>
+          {current ? (
+            <XtermView key={current.id} terminalId={current.id} label={`Terminal ${(terminals ?? []).indexOf(current) + 1}`} />
+          ) : (
+            terminals && <p className="muted">No terminal is open. A terminal runs a shell in the task’s worktree.</p>
           )}
-        </div>
-        {current ? (
-          <XtermView key={current.id} terminalId={current.id} label={`Terminal ${(terminals ?? []).indexOf(current) + 1}`} />
-        ) : (
-          terminals && <p className="muted">No terminal is open. A terminal runs a shell in the task’s worktree.</p>
-        )}
-      </section>
+        </section>
+      )}
     </div>
   );
 }

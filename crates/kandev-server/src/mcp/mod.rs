@@ -8,6 +8,8 @@
 
 mod tools;
 
+pub(crate) use tools::tool_access;
+
 use std::sync::Arc;
 
 use axum::extract::{Request, State};

@@ -99,3 +99,79 @@ pub async fn wait_session(
 pub async fn wait_ready(server: &TestServer, token: Option<&str>, session_id: &str) -> Value {
     wait_session(server, token, session_id, |s| s["state"] == "WAITING_FOR_INPUT").await
 }
+
+/// The session tokens the agent was handed, oldest first.
+pub fn tokens(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines()
+        .map(|line| {
+            let servers: Value = serde_json::from_str(line).unwrap();
+            let header = servers[0]["headers"][0]["value"].as_str().unwrap().to_owned();
+            header.strip_prefix("Bearer ").unwrap().to_owned()
+        })
+        .collect()
+}
+
+/// Calls a tool on `/mcp` as an outside client would: `initialize`, then `tools/call`.
+/// Returns the HTTP status and the JSON-RPC answer of the last request sent.
+pub async fn mcp_call(
+    server: &TestServer,
+    token: Option<&str>,
+    tool: &str,
+    args: Value,
+) -> (u16, Value) {
+    mcp_call_at(server.url("/mcp"), token, tool, args).await
+}
+
+/// [`mcp_call`] to the `/mcp` at `url` (owned, so a spawned task can make the call).
+pub async fn mcp_call_at(
+    url: String,
+    token: Option<&str>,
+    tool: &str,
+    args: Value,
+) -> (u16, Value) {
+    mcp_rpc(url, token, "tools/call", json!({"name": tool, "arguments": args})).await
+}
+
+/// Sends `initialize`, then the JSON-RPC request `method` with `params`, to the `/mcp` at
+/// `url`; returns the HTTP status and the answer of the last request sent.
+pub async fn mcp_rpc(
+    url: String,
+    token: Option<&str>,
+    method: &str,
+    params: Value,
+) -> (u16, Value) {
+    let http = reqwest::Client::new();
+    let post = |body: Value| {
+        let mut request = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .body(body.to_string());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    let response = post(init).send().await.unwrap();
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    if status != 200 {
+        return (status, body);
+    }
+    assert_eq!(body["result"]["serverInfo"]["name"], "kandev", "{body}");
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params});
+    let response = post(call).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
+/// A tool call's answer: whether it failed, and its structured content.
+pub fn tool_result(body: &Value) -> (bool, Value) {
+    let result = &body["result"];
+    (result["isError"] == true, result["structuredContent"].clone())
+}

@@ -40,7 +40,18 @@ function fileList(files: { path: string }[], label: string) {
   );
 }
 
-export function TurnTools({ sessionId, turn, busy }: { sessionId: string; turn: TurnCheckpointDto; busy: boolean }) {
+export function TurnTools({
+  sessionId,
+  turn,
+  busy,
+  revertable = true,
+}: {
+  sessionId: string;
+  turn: TurnCheckpointDto;
+  busy: boolean;
+  /** Whether "Revert" is offered (a member's; a viewer only reads the turn's changes). */
+  revertable?: boolean;
+}) {
   const action = useMutation();
   const [plan, setPlan] = useState<TurnReverted | null>(null);
   const [force, setForce] = useState(false);
@@ -88,7 +99,7 @@ export function TurnTools({ sessionId, turn, busy }: { sessionId: string; turn: 
           Changes of this turn
         </button>
       )}
-      {!turn.undone && (
+      {revertable && !turn.undone && (
         <button
           className="link"
           disabled={busy || action.busy}
