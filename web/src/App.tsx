@@ -11,7 +11,7 @@ import { UserMenu } from './components/UserMenu';
 import { Toasts } from './lib/toast';
 import { DataContext, useWorkspaceData } from './lib/data';
 import { MeContext, useMeRead } from './lib/me';
-import { sameGrants } from './lib/roles';
+import { canSomewhere, sameGrants } from './lib/roles';
 import { navigate, useRoute } from './lib/router';
 import { useBrowserNotifications } from './lib/notify';
 import { NeedsYouElsewhere } from './components/NeedsYouElsewhere';
@@ -42,6 +42,8 @@ export function App() {
   useSearchShortcut(openSearch);
   const notifications = useBrowserNotifications();
   const [creatingWorkspace, setCreatingWorkspace] = useState(false);
+  // A new workspace is for an admin of some workspace (and the owner).
+  const mayCreateWorkspace = me.data ? canSomewhere(me.data, 'admin') : me.error !== null;
 
   return (
     <DataContext.Provider value={data}>
@@ -75,7 +77,7 @@ export function App() {
                       {w.name}
                     </option>
                   ))}
-                  <option value={NEW_WORKSPACE}>New workspace…</option>
+                  {mayCreateWorkspace && <option value={NEW_WORKSPACE}>New workspace…</option>}
                 </select>
               </label>
             )}

@@ -18,7 +18,16 @@ function applyArchived(workflowId: string, list: TaskCardDto[], n: Notification)
   return applyTaskEvent(list, n, (task) => task.workflow_id === workflowId && !!task.archived_at);
 }
 
-export function ArchivedList({ workspaceId, workflowId }: { workspaceId: string; workflowId: string }) {
+export function ArchivedList({
+  workspaceId,
+  workflowId,
+  restore,
+}: {
+  workspaceId: string;
+  workflowId: string;
+  /** Whether Restore is offered (a member's, issue 49). */
+  restore: boolean;
+}) {
   const load = useCallback(async () => {
     const r = await call('task.list', { workflow_id: workflowId, include_archived: true, limit: 1000 });
     return r.tasks.filter((t) => t.archived_at);
@@ -50,16 +59,18 @@ export function ArchivedList({ workspaceId, workflowId }: { workspaceId: string;
               {t.archived_at && <>, archived {new Date(t.archived_at).toLocaleString()}</>}
             </span>
             <span className="spacer" />
-            <button
-              onClick={() =>
-                call('task.unarchive', { id: t.id }).then(
-                  () => toast(`Restored “${t.title}”`),
-                  (e: unknown) => toast(`Restore failed: ${errorText(e)}`, { error: true }),
-                )
-              }
-            >
-              Restore
-            </button>
+            {restore && (
+              <button
+                onClick={() =>
+                  call('task.unarchive', { id: t.id }).then(
+                    () => toast(`Restored “${t.title}”`),
+                    (e: unknown) => toast(`Restore failed: ${errorText(e)}`, { error: true }),
+                  )
+                }
+              >
+                Restore
+              </button>
+            )}
           </li>
         ))}
       </ul>

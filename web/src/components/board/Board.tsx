@@ -6,6 +6,7 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { call } from '../../api/client';
 import type { TaskCardDto } from '../../api/types';
 import { useData } from '../../lib/data';
+import { useRole } from '../../lib/me';
 import { navigate } from '../../lib/router';
 import { useSearch } from '../../lib/search';
 import { usePageTitle } from '../../lib/title';
@@ -23,6 +24,8 @@ import { useKeyboardMove } from './useKeyboardMove';
 
 export function Board() {
   const { workspace, workflow, repositories } = useData();
+  // Creating, moving and archiving tasks are a member's; a viewer reads the board (issue 49).
+  const works = useRole().can('member');
   const steps = useMemo(
     () => [...(workflow?.steps ?? [])].sort((a, b) => a.position - b.position),
     [workflow],
@@ -68,7 +71,7 @@ export function Board() {
       if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
       const t = e.target as HTMLElement | null;
       if (t?.closest('input, textarea, select, [contenteditable="true"], dialog')) return;
-      if (e.key === 'n') {
+      if (e.key === 'n' && works) {
         e.preventDefault();
         setCreating(true);
       } else if (e.key === '/') {
@@ -78,7 +81,7 @@ export function Board() {
     };
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
-  }, []);
+  }, [works]);
 
   // A blocker is done in its workflow's last step or archived (archived tasks are not here).
   const lastStep = steps[steps.length - 1]?.id;
@@ -127,9 +130,11 @@ export function Board() {
         >
           Archived
         </button>
-        <button className="primary" onClick={() => setCreating(true)} aria-keyshortcuts="n" title="New task (n)">
-          New task
-        </button>
+        {works && (
+          <button className="primary" onClick={() => setCreating(true)} aria-keyshortcuts="n" title="New task (n)">
+            New task
+          </button>
+        )}
       </div>
       <ErrorBanner error={tasks.error} onDismiss={tasks.dismissError} testId="board-error" />
       <div className="sr-only" aria-live="polite">
@@ -150,7 +155,7 @@ export function Board() {
           , then create a task with <kbd>n</kbd> or New task.
         </div>
       )}
-      {showArchived && workspace && <ArchivedList workspaceId={workspace.id} workflowId={workflow.id} />}
+      {showArchived && workspace && <ArchivedList workspaceId={workspace.id} workflowId={workflow.id} restore={works} />}
       <StepSwitcher
         steps={steps}
         active={phoneStep}
@@ -175,7 +180,7 @@ export function Board() {
               handle={(h) => handles.current.set(step.id, h)}
               onDrop={(taskId, visibleIndex) => {
                 const task = board.tasks.get(taskId);
-                if (!task) return;
+                if (!task || !works) return;
                 const position = dropPosition(ids, visible, task, step.id, visibleIndex);
                 if (position !== null) void tasks.move(task, step.id, position);
               }}
@@ -185,8 +190,8 @@ export function Board() {
                   blockers={openBlockers(task)}
                   subtasks={subtaskCount(task)}
                   repo={repoName(task.repository_ids)}
-                  onKeyMove={onKeyMove}
-                  onArchive={archive}
+                  onKeyMove={works ? onKeyMove : null}
+                  onArchive={works ? archive : null}
                 />
               )}
             />

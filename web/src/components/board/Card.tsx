@@ -19,8 +19,10 @@ interface CardProps {
   blockers: TaskCardDto[];
   subtasks: number;
   repo: string;
-  onKeyMove: (task: TaskCardDto, dir: Direction) => void;
-  onArchive: (task: TaskCardDto) => void;
+  /** `null`: the card does not move (a viewer, issue 49). */
+  onKeyMove: ((task: TaskCardDto, dir: Direction) => void) | null;
+  /** `null`: no Archive (a viewer). */
+  onArchive: ((task: TaskCardDto) => void) | null;
 }
 
 export function Card({ task, blockers, subtasks, repo, onKeyMove, onArchive }: CardProps) {
@@ -49,9 +51,9 @@ export function Card({ task, blockers, subtasks, repo, onKeyMove, onArchive }: C
       data-needs-you={task.needs_you ?? undefined}
       role="listitem"
       tabIndex={0}
-      draggable
+      draggable={onKeyMove !== null}
       data-task-id={task.id}
-      aria-label={`${task.title}. ${task.needs_you ? `Needs you: ${NEEDS_YOU_LABEL[task.needs_you] ?? task.needs_you}. ` : ''}${task.state === 'TODO' ? 'not started' : task.state.toLowerCase().replace(/_/g, ' ')}. Alt+arrow keys move it.`}
+      aria-label={`${task.title}. ${task.needs_you ? `Needs you: ${NEEDS_YOU_LABEL[task.needs_you] ?? task.needs_you}. ` : ''}${task.state === 'TODO' ? 'not started' : task.state.toLowerCase().replace(/_/g, ' ')}.${onKeyMove ? ' Alt+arrow keys move it.' : ''}`}
       onDragStart={(e) => {
         e.dataTransfer.setData(TASK_DRAG_TYPE, task.id);
         e.dataTransfer.effectAllowed = 'move';
@@ -66,6 +68,8 @@ export function Card({ task, blockers, subtasks, repo, onKeyMove, onArchive }: C
         if (e.key === 'Enter') {
           e.preventDefault();
           open();
+        } else if (!onKeyMove) {
+          return;
         } else if ((alt && e.key === 'ArrowLeft') || e.key === '[') {
           e.preventDefault();
           onKeyMove(task, 'left');
@@ -106,14 +110,16 @@ export function Card({ task, blockers, subtasks, repo, onKeyMove, onArchive }: C
         )}
         {task.git && <GitBadges git={task.git} />}
         {repo && <span className="repo" title="Repository">{repo}</span>}
-        <button
-          className="link archive"
-          aria-label={`Archive ${task.title}`}
-          title="Archive: off the board, restorable from Archived"
-          onClick={() => onArchive(task)}
-        >
-          Archive
-        </button>
+        {onArchive && (
+          <button
+            className="link archive"
+            aria-label={`Archive ${task.title}`}
+            title="Archive: off the board, restorable from Archived"
+            onClick={() => onArchive(task)}
+          >
+            Archive
+          </button>
+        )}
       </div>
     </article>
   );
