@@ -1,11 +1,14 @@
 // Settings › Agent profiles: the profiles (edit, delete, add) and the agents installed on the
-// server's machine.
+// server's machine. Adding, editing and deleting a profile is for an admin of some workspace
+// (profiles are shared by every workspace, issue 49); others read the list.
 import { useState } from 'react';
 import { call } from '../../api/client';
 import type { AgentProfileDto } from '../../api/types';
 import { useData } from '../../lib/data';
+import { useRole } from '../../lib/me';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
+import { RoleNote } from '../RoleNote';
 import { EmptyRow } from './EmptyRow';
 import { ProfileForm } from './ProfileForm';
 import { useFormError } from './useFormError';
@@ -18,17 +21,21 @@ export function Profiles() {
   const kinds = installed.data ?? [];
   const [editing, setEditing] = useState<AgentProfileDto | 'new' | null>(null);
   const { wrap, view } = useFormError();
+  const manages = useRole().canSomewhere('admin');
   return (
     <section>
       {/* The button sits above the list so that it stays put when the list arrives (a click
           whose press and release straddled the rows' arrival used to open nothing). */}
       <div className="settings-head">
         <h1>Agent profiles</h1>
-        <button className="primary" onClick={() => setEditing('new')}>
-          Add profile
-        </button>
+        {manages && (
+          <button className="primary" onClick={() => setEditing('new')}>
+            Add profile
+          </button>
+        )}
       </div>
-      {editing && <ProfileForm kinds={kinds} profile={editing === 'new' ? null : editing} onDone={() => setEditing(null)} />}
+      {!manages && <RoleNote>Agent profiles are added and changed by admins.</RoleNote>}
+      {manages && editing && <ProfileForm kinds={kinds} profile={editing === 'new' ? null : editing} onDone={() => setEditing(null)} />}
       <table className="table" aria-label="Agent profiles">
         <thead>
           <tr>
@@ -37,7 +44,7 @@ export function Profiles() {
             <th>Command</th>
             <th>Auto-approve</th>
             <th>MCP servers</th>
-            <th />
+            {manages && <th />}
           </tr>
         </thead>
         <tbody>
@@ -53,15 +60,17 @@ export function Profiles() {
               </td>
               <td>{p.auto_approve ? 'yes' : 'no'}</td>
               <td>{p.mcp_servers.map((s) => s.name).join(', ') || 'none'}</td>
-              <td className="row-actions">
-                <button onClick={() => setEditing(p)}>Edit</button>
-                <button
-                  className="danger-outline"
-                  onClick={() => void wrap(() => call('agent.profile.delete', { id: p.id }))}
-                >
-                  Delete
-                </button>
-              </td>
+              {manages && (
+                <td className="row-actions">
+                  <button onClick={() => setEditing(p)}>Edit</button>
+                  <button
+                    className="danger-outline"
+                    onClick={() => void wrap(() => call('agent.profile.delete', { id: p.id }))}
+                  >
+                    Delete
+                  </button>
+                </td>
+              )}
             </tr>
           ))}
         </tbody>
