@@ -4,8 +4,10 @@
 // repository that chooses one (repository.executor.set) has its agents there (README).
 import { useState } from 'react';
 import { call } from '../../api/client';
+import { useRole } from '../../lib/me';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
+import { RoleNote } from '../RoleNote';
 import type { ExecutorChecked, ExecutorDto } from '../../api/generated/api';
 import { ContainerExecutorForm } from './ContainerExecutorForm';
 import { useFormError } from './useFormError';
@@ -58,6 +60,8 @@ export function Executors() {
   const [checked, setChecked] = useState<Record<string, string>>({});
   const [checking, setChecking] = useState<string | null>(null);
   const { wrap, view } = useFormError(LABELS);
+  // Adding, checking and deleting executors is an admin's (of some workspace, issue 49).
+  const manages = useRole().canSomewhere('admin');
   const field = (key: keyof typeof EMPTY, label: string, hint: string, placeholder: string) => (
     <label>
       {label} <span className="hint">{hint}</span>
@@ -80,6 +84,7 @@ export function Executors() {
         worktrees and agents there. A container executor keeps the worktrees on this host and mounts them into the
         task's container; checking it says whether the engine runs, the image is here and kandev runs in it.
       </p>
+      {!manages && <RoleNote>Executors are added and checked by admins.</RoleNote>}
       <InlineError error={list.error} onRetry={list.retry} testId="executors-error" />
       {executors === null ? (
         !list.error && <p className="hint">Reading the executors…</p>
@@ -93,7 +98,7 @@ export function Executors() {
               <th>Where</th>
               <th>Remote home</th>
               <th>Repositories</th>
-              <th />
+              {manages && <th />}
             </tr>
           </thead>
           <tbody>
@@ -107,86 +112,90 @@ export function Executors() {
                   <code>{x.ssh?.remote_home ?? ''}</code>
                 </td>
                 <td>{x.repository_ids.length}</td>
-                <td className="row-actions">
-                  {checked[x.id] && (
-                    <span className="hint" data-testid="executor-check-result" role="status">
-                      {checked[x.id]}
-                    </span>
-                  )}
-                  <button
-                    disabled={checking === x.id}
-                    onClick={() =>
-                      void wrap(async () => {
-                        setChecking(x.id);
-                        try {
-                          const r = await call('executor.check', { id: x.id });
-                          setChecked((c) => ({ ...c, [x.id]: checkText(r) }));
-                        } finally {
-                          setChecking(null);
-                        }
-                      })
-                    }
-                  >
-                    {checking === x.id ? 'Checking…' : 'Check'}
-                  </button>
-                  <button
-                    className="danger-outline"
-                    aria-label={`Delete ${x.name}`}
-                    onClick={() =>
-                      void wrap(async () => {
-                        await call('executor.delete', { id: x.id });
-                        list.retry();
-                      })
-                    }
-                  >
-                    Delete
-                  </button>
-                </td>
+                {manages && (
+                  <td className="row-actions">
+                    {checked[x.id] && (
+                      <span className="hint" data-testid="executor-check-result" role="status">
+                        {checked[x.id]}
+                      </span>
+                    )}
+                    <button
+                      disabled={checking === x.id}
+                      onClick={() =>
+                        void wrap(async () => {
+                          setChecking(x.id);
+                          try {
+                            const r = await call('executor.check', { id: x.id });
+                            setChecked((c) => ({ ...c, [x.id]: checkText(r) }));
+                          } finally {
+                            setChecking(null);
+                          }
+                        })
+                      }
+                    >
+                      {checking === x.id ? 'Checking…' : 'Check'}
+                    </button>
+                    <button
+                      className="danger-outline"
+                      aria-label={`Delete ${x.name}`}
+                      onClick={() =>
+                        void wrap(async () => {
+                          await call('executor.delete', { id: x.id });
+                          list.retry();
+                        })
+                      }
+                    >
+                      Delete
+                    </button>
+                  </td>
+                )}
               </tr>
             ))}
           </tbody>
         </table>
       )}
-      <form
-        className="form card-form"
-        aria-label="Add executor"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          const port = Number(form.port);
-          const ok = await wrap(async () => {
-            await call('executor.create', {
-              name: form.name,
-              kind: 'ssh',
-              ssh: {
-                host: form.host,
-                port: Number.isInteger(port) && port > 0 && port < 65536 ? port : 0,
-                user: form.user,
-                identity_file: form.identity_file,
-                known_hosts: form.known_hosts,
-                remote_home: form.remote_home,
-              },
+      {manages && (
+        <form
+          className="form card-form"
+          aria-label="Add executor"
+          onSubmit={async (e) => {
+            e.preventDefault();
+            const port = Number(form.port);
+            const ok = await wrap(async () => {
+              await call('executor.create', {
+                name: form.name,
+                kind: 'ssh',
+                ssh: {
+                  host: form.host,
+                  port: Number.isInteger(port) && port > 0 && port < 65536 ? port : 0,
+                  user: form.user,
+                  identity_file: form.identity_file,
+                  known_hosts: form.known_hosts,
+                  remote_home: form.remote_home,
+                },
+              });
+              list.retry();
             });
-            list.retry();
-          });
-          if (ok) setForm(EMPTY);
-        }}
-      >
-        <h2>Add an SSH executor</h2>
-        {field('name', 'Name', '', 'build1')}
-        {field('host', 'Host', 'a name or address, without user@', 'build1.example')}
-        {field('port', 'Port', '', '22')}
-        {field('user', 'User', '', 'build')}
-        {field('identity_file', 'Identity file', 'absolute path on this server', '/home/me/.ssh/id_ed25519')}
-        {field('known_hosts', 'Known hosts file', 'absolute path on this server', '/home/me/.kandev/known_hosts')}
-        {field('remote_home', 'Remote home', 'absolute directory on the remote host', '/home/build/.kandev')}
-        {view}
-        <div className="actions">
-          <button className="primary" type="submit">
-            Add executor
-          </button>
-        </div>
-      </form>
-      <ContainerExecutorForm onAdded={list.retry} />
+            if (ok) setForm(EMPTY);
+          }}
+        >
+          <h2>Add an SSH executor</h2>
+          {field('name', 'Name', '', 'build1')}
+          {field('host', 'Host', 'a name or address, without user@', 'build1.example')}
+          {field('port', 'Port', '', '22')}
+          {field('user', 'User', '', 'build')}
+          {field('identity_file', 'Identity file', 'absolute path on this server', '/home/me/.ssh/id_ed25519')}
+          {field('known_hosts', 'Known hosts file', 'absolute path on this server', '/home/me/.kandev/known_hosts')}
+          {field('remote_home', 'Remote home', 'absolute directory on the remote host', '/home/build/.kandev')}
+          {view}
+          <div className="actions">
+            <button className="primary" type="submit">
+              Add executor
+            </button>
+          </div>
+        </form>
+      )}
+      {manages && <ContainerExecutorForm onAdded={list.retry} />}
     </section>
   );
 }

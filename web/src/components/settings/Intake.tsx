@@ -2,15 +2,19 @@
 // repository's forge issues (polled, or told by the forge's webhook) or from a generic
 // webhook's deliveries; schedules (Schedules.tsx) make a task on a cron expression. Neither
 // list is announced live: both are `useRead` reads, read again after each change made here.
+// Intake is an admin's of the workspace (issue 49): others see the schedules, without changing
+// them, and no sources.
 import { useCallback, useState } from 'react';
 import { call, errorText } from '../../api/client';
 import type { IntakeSourceDto } from '../../api/types';
 import { readState, useData } from '../../lib/data';
+import { useRole } from '../../lib/me';
 import { hookUrl, localTime, pollNote, schemeName, sourceWhat, stepPlace } from '../../lib/intake';
 import { toast } from '../../lib/toast';
 import { useMutation } from '../../lib/useMutation';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
+import { RoleNote } from '../RoleNote';
 import { ConfirmDelete } from './ConfirmDelete';
 import { Copyable } from './Copyable';
 import { EmptyRow } from './EmptyRow';
@@ -20,6 +24,7 @@ import { useFormError } from './useFormError';
 
 export function Intake() {
   const { workspace } = useData();
+  const manages = useRole().can('admin');
   if (!workspace) return null;
   return (
     <section className="intake">
@@ -28,8 +33,9 @@ export function Intake() {
         Work that arrives by itself: tasks made from a repository's issues or a webhook's deliveries, and tasks made on a
         schedule. Each one goes to the step chosen here; its agent starts only if that step starts agents.
       </p>
-      <Sources workspaceId={workspace.id} />
-      <Schedules workspaceId={workspace.id} />
+      {!manages && <RoleNote>Sources and schedules are added and changed by admins of the workspace.</RoleNote>}
+      {manages && <Sources workspaceId={workspace.id} />}
+      <Schedules workspaceId={workspace.id} manages={manages} />
     </section>
   );
 }

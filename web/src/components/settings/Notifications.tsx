@@ -1,7 +1,8 @@
 // Settings › Notifications: this browser's sound and system notifications, the channels that
 // carry notification records out (webhook, ntfy: add, test with the receiver's answer, edit,
 // delete) and their delivery log (event, task, attempts, Retry now), live on the
-// `notifications` topic.
+// `notifications` topic. Channels and their log are for an admin (of some workspace: channels
+// are shared by every workspace, issue 49); others have this browser's settings.
 import { Fragment, useState } from 'react';
 import { call } from '../../api/client';
 import type {
@@ -11,11 +12,13 @@ import type {
   Notification as Frame,
   NotificationKindDto,
 } from '../../api/types';
+import { useRole } from '../../lib/me';
 import { playChime, useSoundSetting } from '../../lib/notify';
 import { navigate, taskPath } from '../../lib/router';
 import { useLiveQuery } from '../../lib/useLiveQuery';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
+import { RoleNote } from '../RoleNote';
 import { useFormError } from './useFormError';
 
 const KINDS: [NotificationKindDto, string][] = [
@@ -30,13 +33,22 @@ const KIND_LABEL = Object.fromEntries(KINDS) as Record<NotificationKindDto, stri
 const readChannels = () => call('notification.channel.list', {}).then((r) => r.channels);
 
 export function Notifications() {
-  // `null` until the first read answers; a failed read shows its error with Retry.
-  const list = useRead(readChannels);
-  const channels = list.data;
+  const manages = useRole().canSomewhere('admin');
   return (
     <section>
       <h1>Notifications</h1>
       <BrowserSettings />
+      {manages ? <Channels /> : <RoleNote>Notification channels are set up by admins.</RoleNote>}
+    </section>
+  );
+}
+
+function Channels() {
+  // `null` until the first read answers; a failed read shows its error with Retry.
+  const list = useRead(readChannels);
+  const channels = list.data;
+  return (
+    <>
       <h2>Channels</h2>
       <p className="hint">
         Each event that needs you is sent to the channels that take its kind: a webhook gets the record as JSON (signed
@@ -47,7 +59,7 @@ export function Notifications() {
       <ChannelTable channels={channels} readFailed={list.error !== null} onChange={list.retry} />
       <ChannelForm onDone={list.retry} />
       <DeliveryLog channels={channels ?? []} />
-    </section>
+    </>
   );
 }
 

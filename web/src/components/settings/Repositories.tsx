@@ -1,7 +1,11 @@
 // Settings › Repositories: the workspace's repositories (edit, remove, add by local path).
+// Their scripts run on the server: adding and changing one is an admin's of the workspace
+// (issue 49); others read the list.
 import { useState } from 'react';
 import { call } from '../../api/client';
 import { useData } from '../../lib/data';
+import { useRole } from '../../lib/me';
+import { RoleNote } from '../RoleNote';
 import { EmptyRow } from './EmptyRow';
 import { RepositoryForm } from './RepositoryForm';
 import { useFormError } from './useFormError';
@@ -17,12 +21,16 @@ export function Repositories() {
   const [setup, setSetup] = useState('');
   const [editing, setEditing] = useState<string | null>(null);
   const { wrap, view } = useFormError(LABELS);
+  const manages = useRole().can('admin');
   if (!workspace) return null;
   const edited = repositories.find((r) => r.id === editing);
   return (
     <section>
       <h1>Repositories</h1>
-      {edited && <RepositoryForm key={edited.id} repository={edited} onDone={() => setEditing(null)} />}
+      {!manages && (
+        <RoleNote>Repositories and their scripts are added and changed by admins of the workspace.</RoleNote>
+      )}
+      {manages && edited && <RepositoryForm key={edited.id} repository={edited} onDone={() => setEditing(null)} />}
       <table className="table">
         <thead>
           <tr>
@@ -30,12 +38,17 @@ export function Repositories() {
             <th>Path</th>
             <th>Base branch</th>
             <th>Branch template</th>
-            <th />
+            {manages && <th />}
           </tr>
         </thead>
         <tbody>
           {repositories.length === 0 && (
-            <EmptyRow columns={5} state={listsRead} what="repositories" none="No repositories yet: add one below by its local path." />
+            <EmptyRow
+              columns={manages ? 5 : 4}
+              state={listsRead}
+              what="repositories"
+              none={manages ? 'No repositories yet: add one below by its local path.' : 'No repositories yet.'}
+            />
           )}
           {repositories.map((r) => (
             <tr key={r.id}>
@@ -47,66 +60,70 @@ export function Repositories() {
               <td>
                 <code>{r.branch_template}</code>
               </td>
-              <td className="row-actions">
-                <button aria-label={`Edit ${r.name}`} onClick={() => setEditing(r.id)}>
-                  Edit
-                </button>
-                <button className="danger-outline" onClick={() => void wrap(() => call('repository.delete', { id: r.id }))}>
-                  Remove
-                </button>
-              </td>
+              {manages && (
+                <td className="row-actions">
+                  <button aria-label={`Edit ${r.name}`} onClick={() => setEditing(r.id)}>
+                    Edit
+                  </button>
+                  <button className="danger-outline" onClick={() => void wrap(() => call('repository.delete', { id: r.id }))}>
+                    Remove
+                  </button>
+                </td>
+              )}
             </tr>
           ))}
         </tbody>
       </table>
-      <form
-        className="form card-form"
-        aria-label="Add repository"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          const ok = await wrap(() =>
-            call('repository.create', {
-              workspace_id: workspace.id,
-              local_path: path,
-              name: name || undefined,
-              default_branch: branch || undefined,
-              setup_script: setup || undefined,
-            }),
-          );
-          if (ok) {
-            setPath('');
-            setName('');
-            setBranch('');
-            setSetup('');
-          }
-        }}
-      >
-        <h2>Add a repository</h2>
-        <label>
-          Local path <span className="hint">absolute path of a git repository on the server</span>
-          <input value={path} onChange={(e) => setPath(e.target.value)} required placeholder="/home/me/src/project" />
-        </label>
-        <div className="row">
+      {manages && (
+        <form
+          className="form card-form"
+          aria-label="Add repository"
+          onSubmit={async (e) => {
+            e.preventDefault();
+            const ok = await wrap(() =>
+              call('repository.create', {
+                workspace_id: workspace.id,
+                local_path: path,
+                name: name || undefined,
+                default_branch: branch || undefined,
+                setup_script: setup || undefined,
+              }),
+            );
+            if (ok) {
+              setPath('');
+              setName('');
+              setBranch('');
+              setSetup('');
+            }
+          }}
+        >
+          <h2>Add a repository</h2>
           <label>
-            Name
-            <input value={name} onChange={(e) => setName(e.target.value)} />
+            Local path <span className="hint">absolute path of a git repository on the server</span>
+            <input value={path} onChange={(e) => setPath(e.target.value)} required placeholder="/home/me/src/project" />
           </label>
+          <div className="row">
+            <label>
+              Name
+              <input value={name} onChange={(e) => setName(e.target.value)} />
+            </label>
+            <label>
+              Base branch
+              <input value={branch} onChange={(e) => setBranch(e.target.value)} placeholder="HEAD's branch" />
+            </label>
+          </div>
           <label>
-            Base branch
-            <input value={branch} onChange={(e) => setBranch(e.target.value)} placeholder="HEAD's branch" />
+            Setup script
+            <textarea rows={2} value={setup} onChange={(e) => setSetup(e.target.value)} />
           </label>
-        </div>
-        <label>
-          Setup script
-          <textarea rows={2} value={setup} onChange={(e) => setSetup(e.target.value)} />
-        </label>
-        {view}
-        <div className="actions">
-          <button className="primary" type="submit">
-            Add repository
-          </button>
-        </div>
-      </form>
+          {view}
+          <div className="actions">
+            <button className="primary" type="submit">
+              Add repository
+            </button>
+          </div>
+        </form>
+      )}
     </section>
   );
 }

@@ -17,7 +17,8 @@ import { useFormError } from './useFormError';
 /** How many of a schedule's newest runs the table shows. */
 const RUNS_SHOWN = 3;
 
-export function Schedules({ workspaceId }: { workspaceId: string }) {
+/** The workspace's schedules; `manages` (an admin of it): with their controls and the form. */
+export function Schedules({ workspaceId, manages }: { workspaceId: string; manages: boolean }) {
   // Kept with the workspace it was read for: another workspace's shows nothing until read.
   const readSchedules = useCallback(
     async () => (await call('schedule.list', { workspace_id: workspaceId })).schedules,
@@ -41,18 +42,25 @@ export function Schedules({ workspaceId }: { workspaceId: string }) {
             <th>Next run</th>
             <th>Last runs</th>
             <th>Missed runs</th>
-            <th />
+            {manages && <th />}
           </tr>
         </thead>
         <tbody>
           {!schedules?.length && (
-            <EmptyRow columns={7} state={readState(list)} what="schedules" none="No schedules yet: add one below." />
+            <EmptyRow
+              columns={manages ? 7 : 6}
+              state={readState(list)}
+              what="schedules"
+              none={manages ? 'No schedules yet: add one below.' : 'No schedules.'}
+            />
           )}
-          {schedules?.map((s) => <ScheduleRow key={s.id} schedule={s} wrap={wrap} onChanged={list.retry} />)}
+          {schedules?.map((s) => (
+            <ScheduleRow key={s.id} schedule={s} wrap={manages ? wrap : null} onChanged={list.retry} />
+          ))}
         </tbody>
       </table>
       {view}
-      <ScheduleForm workspaceId={workspaceId} onAdded={list.retry} />
+      {manages && <ScheduleForm workspaceId={workspaceId} onAdded={list.retry} />}
     </>
   );
 }
@@ -88,7 +96,8 @@ function useReadAtNextRun(schedules: ScheduleDto[] | null, reread: () => void) {
 
 function ScheduleRow(props: {
   schedule: ScheduleDto;
-  wrap: (f: () => Promise<unknown>) => Promise<boolean>;
+  /** `null`: the row has no controls (not an admin). */
+  wrap: ((f: () => Promise<unknown>) => Promise<boolean>) | null;
   onChanged: () => void;
 }) {
   const { schedule: s, wrap, onChanged } = props;
@@ -113,39 +122,41 @@ function ScheduleRow(props: {
         {s.runs.length === 0 ? 'None yet' : <Runs runs={s.runs.slice(0, RUNS_SHOWN)} />}
       </td>
       <td data-label="Missed runs">{missedName(s.missed)}</td>
-      <td className="actions-cell">
-        <div className="row-actions">
-          <button
-            aria-label={`${s.enabled ? 'Turn off' : 'Turn on'} ${s.name}`}
-            onClick={() =>
-              void wrap(async () => {
-                await call('schedule.update', { id: s.id, enabled: !s.enabled });
-                onChanged();
-              })
-            }
-          >
-            {s.enabled ? 'Turn off' : 'Turn on'}
-          </button>
-          <button className="danger-outline" aria-label={`Delete ${s.name}`} onClick={() => setConfirming(true)}>
-            Delete
-          </button>
-        </div>
-        {confirming && (
-          <ConfirmDelete
-            title={`Delete schedule ${s.name}?`}
-            what="schedule"
-            onCancel={() => setConfirming(false)}
-            onConfirm={() =>
-              void wrap(async () => {
-                await call('schedule.delete', { id: s.id });
-                onChanged();
-              })
-            }
-          >
-            Its run history goes; the tasks it made stay.
-          </ConfirmDelete>
-        )}
-      </td>
+      {wrap && (
+        <td className="actions-cell">
+          <div className="row-actions">
+            <button
+              aria-label={`${s.enabled ? 'Turn off' : 'Turn on'} ${s.name}`}
+              onClick={() =>
+                void wrap(async () => {
+                  await call('schedule.update', { id: s.id, enabled: !s.enabled });
+                  onChanged();
+                })
+              }
+            >
+              {s.enabled ? 'Turn off' : 'Turn on'}
+            </button>
+            <button className="danger-outline" aria-label={`Delete ${s.name}`} onClick={() => setConfirming(true)}>
+              Delete
+            </button>
+          </div>
+          {confirming && (
+            <ConfirmDelete
+              title={`Delete schedule ${s.name}?`}
+              what="schedule"
+              onCancel={() => setConfirming(false)}
+              onConfirm={() =>
+                void wrap(async () => {
+                  await call('schedule.delete', { id: s.id });
+                  onChanged();
+                })
+              }
+            >
+              Its run history goes; the tasks it made stay.
+            </ConfirmDelete>
+          )}
+        </td>
+      )}
     </tr>
   );
 }

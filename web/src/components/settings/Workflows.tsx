@@ -1,11 +1,14 @@
 // Settings › Workflows: choose a workflow and edit its steps, create one (blank or from a
-// template), export and import YAML.
+// template), export and import YAML. Changing workflows is an admin's of the workspace (issue
+// 49); others see the steps and may export.
 import { useState } from 'react';
 import { call, errorText } from '../../api/client';
 import { useData } from '../../lib/data';
+import { useRole } from '../../lib/me';
 import { toast } from '../../lib/toast';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
+import { RoleNote } from '../RoleNote';
 import { useFormError } from './useFormError';
 import { WorkflowEditor } from './WorkflowEditor';
 
@@ -21,6 +24,7 @@ export function Workflows() {
   const [yaml, setYaml] = useState('');
   const [problems, setProblems] = useState<{ path: string; message: string }[]>([]);
   const { wrap, view } = useFormError();
+  const manages = useRole().can('admin');
   if (!workspace) return null;
   const current = workflows.find((w) => w.id === selected) ?? workflows[0] ?? null;
   return (
@@ -38,7 +42,17 @@ export function Workflows() {
           </select>
         </label>
       </div>
-      {current && (
+      {!manages && <RoleNote>Workflows and their steps are changed by admins of the workspace.</RoleNote>}
+      {!manages && current && (
+        <ol className="steps-read" aria-label="Steps">
+          {[...current.steps]
+            .sort((a, b) => a.position - b.position)
+            .map((s) => (
+              <li key={s.id}>{s.name}</li>
+            ))}
+        </ol>
+      )}
+      {manages && current && (
         <RenameOrDelete
           key={`rename-${current.id}`}
           id={current.id}
@@ -47,51 +61,53 @@ export function Workflows() {
           last={workflows.length <= 1}
         />
       )}
-      {current && <WorkflowEditor key={current.id} workflow={current} />}
-      <form
-        className="form card-form"
-        aria-label="New workflow"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          const ok = await wrap(async () => {
-            const r = await call('workflow.create', {
-              workspace_id: workspace.id,
-              name,
-              template_id: template || undefined,
+      {manages && current && <WorkflowEditor key={current.id} workflow={current} />}
+      {manages && (
+        <form
+          className="form card-form"
+          aria-label="New workflow"
+          onSubmit={async (e) => {
+            e.preventDefault();
+            const ok = await wrap(async () => {
+              const r = await call('workflow.create', {
+                workspace_id: workspace.id,
+                name,
+                template_id: template || undefined,
+              });
+              setSelected(r.workflow.id);
             });
-            setSelected(r.workflow.id);
-          });
-          if (ok) setName('');
-        }}
-      >
-        <h2>New workflow</h2>
-        <div className="row">
-          <label>
-            Name
-            <input value={name} onChange={(e) => setName(e.target.value)} required />
-          </label>
-          <label>
-            Template
-            <select value={template} onChange={(e) => setTemplate(e.target.value)}>
-              <option value="">Blank (Todo → In Progress → Done)</option>
-              {templates.map((t) => (
-                <option key={t.id} value={t.id}>
-                  {t.name}
-                </option>
-              ))}
-            </select>
-          </label>
-        </div>
-        <InlineError error={templateList.error} onRetry={templateList.retry} testId="templates-error" />
-        {view}
-        <div className="actions">
-          <button className="primary" type="submit">
-            Create workflow
-          </button>
-        </div>
-      </form>
+            if (ok) setName('');
+          }}
+        >
+          <h2>New workflow</h2>
+          <div className="row">
+            <label>
+              Name
+              <input value={name} onChange={(e) => setName(e.target.value)} required />
+            </label>
+            <label>
+              Template
+              <select value={template} onChange={(e) => setTemplate(e.target.value)}>
+                <option value="">Blank (Todo → In Progress → Done)</option>
+                {templates.map((t) => (
+                  <option key={t.id} value={t.id}>
+                    {t.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+          </div>
+          <InlineError error={templateList.error} onRetry={templateList.retry} testId="templates-error" />
+          {view}
+          <div className="actions">
+            <button className="primary" type="submit">
+              Create workflow
+            </button>
+          </div>
+        </form>
+      )}
       <div className="form card-form">
-        <h2>Import and export</h2>
+        <h2>{manages ? 'Import and export' : 'Export'}</h2>
         <label>
           YAML
           <textarea rows={10} value={yaml} onChange={(e) => setYaml(e.target.value)} spellCheck={false} className="mono" />
@@ -121,26 +137,28 @@ export function Workflows() {
           >
             Export “{current?.name}”
           </button>
-          <button
-            type="button"
-            className="primary"
-            disabled={!yaml.trim()}
-            onClick={async () => {
-              setProblems([]);
-              try {
-                const r = await call('workflow.import', { workspace_id: workspace.id, yaml });
-                setYaml('');
-                const first = r.workflows[0];
-                if (first) setSelected(first.id);
-                toast(`Imported ${r.workflows.map((w) => `“${w.name}”`).join(', ')}`);
-              } catch (e) {
-                const details = (e as { details?: { problems?: { path: string; message: string }[] } }).details;
-                setProblems(details?.problems ?? [{ path: '', message: errorText(e) }]);
-              }
-            }}
-          >
-            Import
-          </button>
+          {manages && (
+            <button
+              type="button"
+              className="primary"
+              disabled={!yaml.trim()}
+              onClick={async () => {
+                setProblems([]);
+                try {
+                  const r = await call('workflow.import', { workspace_id: workspace.id, yaml });
+                  setYaml('');
+                  const first = r.workflows[0];
+                  if (first) setSelected(first.id);
+                  toast(`Imported ${r.workflows.map((w) => `“${w.name}”`).join(', ')}`);
+                } catch (e) {
+                  const details = (e as { details?: { problems?: { path: string; message: string }[] } }).details;
+                  setProblems(details?.problems ?? [{ path: '', message: errorText(e) }]);
+                }
+              }}
+            >
+              Import
+            </button>
+          )}
         </div>
       </div>
     </section>
