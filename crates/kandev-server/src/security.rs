@@ -233,7 +233,7 @@ async fn proxy_identity(
         None if proxy.create_users => {
             let mut join = Vec::new();
             for workspace in state.store().list_workspaces().await? {
-                if proxy.join.iter().any(|n| *n == workspace.name) {
+                if proxy.join.contains(&workspace.name) {
                     join.push(workspace.id.to_string());
                 }
             }

@@ -472,6 +472,27 @@ fn parse_public_url(text: &str) -> Result<String, String> {
     }
 }
 
+/// The proxy sign-in of `--proxy-user-header` and `--trusted-proxy` (both or neither).
+fn proxy_auth(args: &ServeArgs) -> anyhow::Result<Option<kandev_server::ProxyAuth>> {
+    match (&args.proxy_user_header, args.trusted_proxies.is_empty()) {
+        (None, true) => Ok(None),
+        (None, false) => {
+            anyhow::bail!("--trusted-proxy needs --proxy-user-header (e.g. X-Forwarded-User)")
+        }
+        (Some(_), true) => anyhow::bail!(
+            "--proxy-user-header needs --trusted-proxy <address of the proxy> (e.g. 127.0.0.1)"
+        ),
+        (Some(header), false) => kandev_server::ProxyAuth::new(
+            header,
+            args.trusted_proxies.clone(),
+            args.proxy_new_users == "viewer",
+            args.proxy_join.clone(),
+        )
+        .map(Some)
+        .map_err(|err| anyhow::anyhow!("--proxy-user-header: {err}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{ServeArgs, engine_config, parse_duration, parse_port_range, parse_size};
@@ -521,26 +542,5 @@ mod tests {
         assert!(parse_duration("10x").is_err());
         assert!(parse_duration("s").is_err());
         assert!(parse_duration("-1s").is_err());
-    }
-}
-
-/// The proxy sign-in of `--proxy-user-header` and `--trusted-proxy` (both or neither).
-fn proxy_auth(args: &ServeArgs) -> anyhow::Result<Option<kandev_server::ProxyAuth>> {
-    match (&args.proxy_user_header, args.trusted_proxies.is_empty()) {
-        (None, true) => Ok(None),
-        (None, false) => {
-            anyhow::bail!("--trusted-proxy needs --proxy-user-header (e.g. X-Forwarded-User)")
-        }
-        (Some(_), true) => anyhow::bail!(
-            "--proxy-user-header needs --trusted-proxy <address of the proxy> (e.g. 127.0.0.1)"
-        ),
-        (Some(header), false) => kandev_server::ProxyAuth::new(
-            header,
-            args.trusted_proxies.clone(),
-            args.proxy_new_users == "viewer",
-            args.proxy_join.clone(),
-        )
-        .map(Some)
-        .map_err(|err| anyhow::anyhow!("--proxy-user-header: {err}")),
     }
 }
