@@ -153,6 +153,30 @@ fn i21_d2_user_remove_refuses_the_last_user_without_force() {
     assert!(!stdout(&user_command(home, &["list"], "")).contains("alice"));
 }
 
+/// Issue 49: the first user added owns the server; `kandev user owner` hands it on, and
+/// `kandev user list` marks the owner.
+#[test]
+fn i49_the_first_user_owns_the_server_and_user_owner_hands_it_on() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let first = stdout(&user_command(home, &["add", "alice"], "correct horse battery\n"));
+    assert!(first.contains("owner"), "{first}");
+    let second = stdout(&user_command(home, &["add", "bob"], "correct horse battery\n"));
+    assert!(!second.contains("owner") && second.contains("Members"), "{second}");
+    let owners = |listed: String| -> Vec<String> {
+        listed
+            .lines()
+            .filter(|l| l.ends_with("\towner"))
+            .map(|l| l.split('\t').next().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(owners(stdout(&user_command(home, &["list"], ""))), ["alice"]);
+    stdout(&user_command(home, &["owner", "bob"], ""));
+    assert_eq!(owners(stdout(&user_command(home, &["list"], ""))), ["bob"]);
+    let unknown = user_command(home, &["owner", "carol"], "");
+    assert!(!unknown.status.success(), "an unknown user cannot own the server");
+}
+
 /// Defect 7 of the issue 21 review: `kandev user token create|list|revoke` on the database;
 /// the secret is printed once and works as a bearer token until revoked.
 #[tokio::test]

@@ -1,37 +1,59 @@
 // Settings: one section per file in this folder (agent profiles, repositories, workflows,
-// intake, saved prompts, executors, health),
-// chosen by the route (`/settings/<section>`).
+// intake, saved prompts, executors, health, and issue 49's members, users and activity),
+// chosen by the route (`/settings/<section>`). A section the person's role cannot use at all
+// is not offered (Health and Activity are for admins, Users for the server's owner).
+import { useRole } from '../../lib/me';
 import { navigate } from '../../lib/router';
+import { Activity } from './Activity';
 import { Executors } from './Executors';
 import { Health } from './Health';
 import { Intake } from './Intake';
+import { Members } from './Members';
 import { Notifications } from './Notifications';
 import { Profiles } from './Profiles';
 import { Prompts } from './Prompts';
 import { Repositories } from './Repositories';
+import { Users } from './Users';
 import { Workflows } from './Workflows';
 
-const SECTIONS = [
-  ['profiles', 'Agent profiles'],
-  ['repositories', 'Repositories'],
-  ['workflows', 'Workflows'],
-  ['intake', 'Intake'],
-  ['notifications', 'Notifications'],
-  ['prompts', 'Prompts'],
-  ['executors', 'Executors'],
-  ['health', 'Health'],
-] as const;
+/** Who a section is offered to: anyone, an admin of some workspace, or the owner of a server
+ * with accounts. */
+type Audience = 'anyone' | 'admin' | 'owner';
+
+const SECTIONS: [string, string, Audience][] = [
+  ['profiles', 'Agent profiles', 'anyone'],
+  ['repositories', 'Repositories', 'anyone'],
+  ['workflows', 'Workflows', 'anyone'],
+  ['intake', 'Intake', 'anyone'],
+  ['notifications', 'Notifications', 'anyone'],
+  ['prompts', 'Prompts', 'anyone'],
+  ['executors', 'Executors', 'anyone'],
+  ['members', 'Members', 'anyone'],
+  ['users', 'Users', 'owner'],
+  ['activity', 'Activity', 'admin'],
+  ['health', 'Health', 'admin'],
+];
 
 export function Settings({ section }: { section: string }) {
+  const role = useRole();
+  const offered = (audience: Audience) =>
+    audience === 'anyone' ||
+    (audience === 'admin' && role.canSomewhere('admin')) ||
+    (audience === 'owner' && role.canSomewhere('owner') && (role.me?.accounts ?? false));
+  const sections = SECTIONS.filter(([, , audience]) => offered(audience));
+  // A section not offered shows the first one; until `user.me` answers, nothing is known.
+  const known = role.me !== null || role.canSomewhere('owner');
+  const asked = SECTIONS.find(([id]) => id === section);
+  const shown = sections.some(([id]) => id === section) ? section : 'profiles';
   return (
     <div className="settings">
       <nav className="settings-nav" aria-label="Settings">
-        {SECTIONS.map(([id, label]) => (
+        {sections.map(([id, label]) => (
           <a
             key={id}
             href={`/settings/${id}`}
-            aria-current={section === id ? 'page' : undefined}
-            className={section === id ? 'active' : ''}
+            aria-current={shown === id ? 'page' : undefined}
+            className={shown === id ? 'active' : ''}
             onClick={(e) => {
               e.preventDefault();
               navigate(`/settings/${id}`);
@@ -42,19 +64,27 @@ export function Settings({ section }: { section: string }) {
         ))}
       </nav>
       <div className="settings-body">
-        {section === 'repositories' ? (
+        {!known && asked && asked[2] !== 'anyone' ? (
+          <p className="hint">Reading…</p>
+        ) : shown === 'repositories' ? (
           <Repositories />
-        ) : section === 'workflows' ? (
+        ) : shown === 'workflows' ? (
           <Workflows />
-        ) : section === 'intake' ? (
+        ) : shown === 'intake' ? (
           <Intake />
-        ) : section === 'notifications' ? (
+        ) : shown === 'notifications' ? (
           <Notifications />
-        ) : section === 'prompts' ? (
+        ) : shown === 'prompts' ? (
           <Prompts />
-        ) : section === 'executors' ? (
+        ) : shown === 'executors' ? (
           <Executors />
-        ) : section === 'health' ? (
+        ) : shown === 'members' ? (
+          <Members />
+        ) : shown === 'users' ? (
+          <Users />
+        ) : shown === 'activity' ? (
+          <Activity />
+        ) : shown === 'health' ? (
           <Health />
         ) : (
           <Profiles />
