@@ -10,6 +10,7 @@ use axum::http::HeaderMap;
 use axum::http::HeaderValue;
 use axum::http::header::{CACHE_CONTROL, CONTENT_DISPOSITION, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
+use kandev_api_types::access::{Access, Need, Subject};
 use kandev_api_types::{AttachmentDto, AttachmentUploaded};
 use kandev_domain::attachment::MAX_ATTACHMENT_BYTES;
 use kandev_store::WriteState;
@@ -145,10 +146,20 @@ pub const UPLOAD_HEADER: &str = "x-kandev-upload";
 /// mime, size}}`.
 pub async fn upload(
     State(state): State<AppState>,
+    Extension(identity): Extension<Identity>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    // An upload is for a message, which a member sends (issue 49).
+    let may = async {
+        let grants = crate::roles::grants(&state, &identity).await?;
+        let access = Access { need: Need::Member, subject: Subject::Server, writes: true };
+        crate::roles::precheck(&grants, access)
+    };
+    if let Err(err) = may.await {
+        return err.into_response();
+    }
     match store_upload(&state, &query, &headers, body).await {
         Ok(attachment) => Json(AttachmentUploaded { attachment: AttachmentDto::from(&attachment) })
             .into_response(),

@@ -245,6 +245,16 @@ async fn i49_2_what_viewers_members_and_admins_may_do() {
     };
 
     let message = refused(team.act("vera", "session.launch", json!({"task_id": task_id})).await);
+    let upload = reqwest::Client::new()
+        .post(team.server.url("/api/v1/attachment.upload?name=a.txt"))
+        .bearer_auth(&team.tokens["vera"])
+        .header("x-kandev-upload", "1")
+        .header("content-type", "text/plain")
+        .body("hello")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(upload.status().as_u16(), 403, "a viewer sends no messages, so uploads none");
     assert!(message.contains("member role") && message.contains("viewer"), "{message}");
     let answer = json!({"session_id": session_id, "request_id": "r1", "option_id": "allow"});
     refused(team.act("vera", "permission.respond", answer).await);
