@@ -118,7 +118,7 @@ export function SessionView({
     <div className="session" data-session-id={sessionId} data-state={state}>
       <div className="session-bar">
         {waitingOnYou ? (
-          <span className="badge needs-you-badge">waiting for you</span>
+          <span className="badge needs-you-badge">{works ? 'waiting for you' : 'waiting for an answer'}</span>
         ) : (
           <StateBadge {...sessionBadge(state, session)} />
         )}
@@ -250,7 +250,7 @@ export function SessionView({
       {busy && (
         <div className="working" aria-live="polite" data-testid="working">
           {waitingOnYou ? (
-            <>The agent waits for your answer.</>
+            <>{works ? 'The agent waits for your answer.' : 'The agent waits for a member to answer.'}</>
           ) : (
             <>
               <span className="pulse" aria-hidden="true" /> The agent is working…
