@@ -119,6 +119,17 @@ async fn agent_grants(state: &AppState, agent: &AgentRights) -> Result<Grants, A
     Ok(Grants::Roles(role.map(|r| (agent.workspace_id.clone(), r)).into_iter().collect()))
 }
 
+/// The user a session started by `identity` acts for (issue 49): a user, or the user an
+/// agent acts for; `None` for the server token, a server without users, or an agent no user
+/// started.
+pub fn starter(identity: &Identity) -> Option<String> {
+    match (&identity.actor, &identity.agent) {
+        (_, Some(agent)) => agent.started_by.clone(),
+        (Actor::User { id, .. }, None) => Some(id.clone()),
+        _ => None,
+    }
+}
+
 /// The first half of the check, before the request is read: whether the caller's highest
 /// role (any workspace's) meets the action's need at all. A refusal here needs no valid
 /// payload, so every action of the table can be checked with an empty one.

@@ -190,7 +190,8 @@ async fn i49_1_every_mcp_tool_refuses_each_role_below_its_own() {
     }
 }
 
-/// Item 1: an agent acts with the rights of the member who started its session, at most: once
+/// Item 1: an agent acts with the rights of the member who started its session, at most,
+/// whether the session came from `session.launch` or from `task.create` with a start: once
 /// that member is made a viewer, the agent's writing tools are refused and reading goes on;
 /// made a member again, it writes again.
 #[tokio::test]
@@ -199,33 +200,39 @@ async fn i49_1_an_agent_acts_with_the_rights_of_whoever_started_its_session() {
     let log = team.server.dir.path().join("mcp.log");
     let profile = logging_profile(&team.server, &log).await;
     let (_, workflow) = team.server.kanban().await;
-    let task = team
-        .server
-        .call(
-            "task.create",
-            json!({"workflow_id": workflow["id"], "title": "Task",
-                   "step_id": step_id(&workflow, "Backlog")}),
-        )
-        .await;
-    let task_id = task["task"]["id"].as_str().unwrap();
-    let launch = json!({"task_id": task_id, "agent_profile_id": profile});
+    let backlog = step_id(&workflow, "Backlog");
+    let task = json!({"workflow_id": workflow["id"], "title": "Launched", "step_id": backlog});
+    let task = team.server.call("task.create", task).await;
+    let launch = json!({"task_id": task["task"]["id"], "agent_profile_id": profile});
     let (status, launched) = team.act("mike", "session.launch", launch).await;
     assert_eq!(status, 200, "{launched}");
-    let session_id = launched["session"]["id"].as_str().unwrap();
-    wait_ready(&team.server, Some(SERVER_TOKEN), session_id).await;
-    let agent = tokens(&log)[0].clone();
+    let started = json!({"workflow_id": workflow["id"], "title": "Started", "step_id": backlog,
+                         "agent_profile_id": profile, "start_agent": true});
+    let (status, created) = team.act("mike", "task.create", started).await;
+    assert_eq!(status, 200, "{created}");
+    for session in [&launched["session"], &created["session"]] {
+        let id = session["id"].as_str().unwrap();
+        wait_ready(&team.server, Some(SERVER_TOKEN), id).await;
+    }
+    let agents = tokens(&log);
+    let mut titles = vec![];
     let create = json!({"title": "Subtask", "step": "Backlog"});
+    for agent in &agents {
+        team.set_role("mike", "viewer").await;
+        let (_, body) = mcp_call(&team.server, Some(agent), "create_task", create.clone()).await;
+        let (failed, answer) = tool_result(&body);
+        assert!(failed && answer["code"] == "FORBIDDEN", "{body}");
+        let (_, body) = mcp_call(&team.server, Some(agent), "get_task", json!({})).await;
+        let (failed, read) = tool_result(&body);
+        assert!(!failed, "reading goes on: {body}");
+        titles.push(read["task"]["title"].as_str().unwrap_or_default().to_owned());
 
-    team.set_role("mike", "viewer").await;
-    let (_, body) = mcp_call(&team.server, Some(&agent), "create_task", create.clone()).await;
-    let (failed, answer) = tool_result(&body);
-    assert!(failed && answer["code"] == "FORBIDDEN", "{body}");
-    let (_, body) = mcp_call(&team.server, Some(&agent), "get_task", json!({})).await;
-    assert!(!tool_result(&body).0, "reading goes on: {body}");
-
-    team.set_role("mike", "member").await;
-    let (_, body) = mcp_call(&team.server, Some(&agent), "create_task", create).await;
-    assert!(!tool_result(&body).0, "{body}");
+        team.set_role("mike", "member").await;
+        let (_, body) = mcp_call(&team.server, Some(agent), "create_task", create.clone()).await;
+        assert!(!tool_result(&body).0, "{body}");
+    }
+    titles.sort();
+    assert_eq!(titles, ["Launched", "Started"], "both ways of starting an agent");
 }
 
 /// Acceptance 2: a viewer cannot start an agent, answer a permission or open a terminal; a

@@ -47,6 +47,9 @@ pub struct NewTaskRequest {
     /// What intake made it from; a task was made from its external id already: `Conflict`
     /// (`StoreError::Conflict`), and nothing is written.
     pub origin: Option<TaskOrigin>,
+    /// The user whose request creates it (issue 49): a session it starts acts with their
+    /// rights at most. `None`: intake, a schedule, or a server without users.
+    pub started_by: Option<String>,
 }
 
 impl NewTaskRequest {
@@ -72,6 +75,7 @@ impl NewTaskRequest {
             agent_depth: 0,
             start_agent: false,
             origin: Some(origin),
+            started_by: None,
         }
     }
 }
@@ -136,6 +140,7 @@ impl Engine {
             agent_profile_id: request.agent_profile_id,
         };
         let starts = request.start_agent || step.starts_work();
+        let request_started_by = request.started_by.clone();
         // What the start needs is read before the transaction; only the new task's own
         // directory is planned inside it (it needs the task's id).
         let blocked = starts && self.any_open(&request.blocked_by).await?;
@@ -172,7 +177,13 @@ impl Engine {
             tx.set_start_waiting(&task.id, true).await?;
         }
         let session = match profile {
-            Some(profile) => Some(self.first_session(&mut tx, &task, profile.as_ref()).await?),
+            Some(profile) => {
+                let session = self.first_session(&mut tx, &task, profile.as_ref()).await?;
+                if let Some(user_id) = &request_started_by {
+                    tx.set_session_started_by(&session.id, user_id).await?;
+                }
+                Some(session)
+            }
             None => None,
         };
         tx.commit().await?;
@@ -513,6 +524,7 @@ mod tests {
             agent_depth: 0,
             start_agent: false,
             origin: None,
+            started_by: None,
         }
     }
 

@@ -23,8 +23,9 @@ use crate::{ApiError, AppState};
 /// Default page size of `task.list`: a whole ordinary board in one call.
 const DEFAULT_TASK_PAGE: u32 = 1000;
 
-pub async fn create(s: &AppState, p: TaskCreate) -> Result<TaskCreated, ApiError> {
-    create_at_depth(s, p, 0).await
+/// `task.create`: a session it starts acts with the creating user's rights at most.
+pub async fn create(s: &AppState, who: &Identity, p: TaskCreate) -> Result<TaskCreated, ApiError> {
+    create_at_depth(s, p, 0, crate::roles::starter(who)).await
 }
 
 /// [`create`] of a task `agent_depth` agents deep (`tasks.agent_depth`: 0 for a person's
@@ -33,17 +34,20 @@ pub(crate) async fn create_at_depth(
     s: &AppState,
     p: TaskCreate,
     agent_depth: u32,
+    started_by: Option<String>,
 ) -> Result<TaskCreated, ApiError> {
     // Rule 33: a client that goes away mid-request never leaves a task without the start its
     // step asked for; the work runs on its own and the request waits for its answer.
     let state = s.clone();
-    s.engine().run_detached(async move { create_now(&state, p, agent_depth).await }).await?
+    let work = async move { create_now(&state, p, agent_depth, started_by).await };
+    s.engine().run_detached(work).await?
 }
 
 async fn create_now(
     s: &AppState,
     p: TaskCreate,
     agent_depth: u32,
+    started_by: Option<String>,
 ) -> Result<TaskCreated, ApiError> {
     let title = validate::title("title", &p.title)?;
     let description = validate::description("description", p.description.as_deref().unwrap_or(""))?;
@@ -70,6 +74,7 @@ async fn create_now(
         agent_depth,
         start_agent: p.start_agent,
         origin: None,
+        started_by,
     };
     let created = s.engine().create_task(request).await?;
     Ok(TaskCreated {

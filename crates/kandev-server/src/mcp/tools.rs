@@ -502,7 +502,21 @@ impl Call<'_> {
             parent_id,
             blocked_by,
         };
-        let created = crate::handlers::task::create_at_depth(self.state, request, depth).await?;
+        // `task.create` by another way in (the depth): its check and its record as for a
+        // client's call.
+        let (_, workspace) =
+            roles::authorize::<actions::TaskCreate>(self.state, &self.identity, &request).await?;
+        let starter = roles::starter(&self.identity);
+        let created =
+            crate::handlers::task::create_at_depth(self.state, request, depth, starter).await?;
+        let id = created.task.id.clone();
+        crate::dispatch::record::<actions::TaskCreate>(
+            self.state,
+            &self.identity,
+            workspace.as_deref(),
+            Some(&id),
+        )
+        .await;
         Ok(json!({ "task": created.task, "session": created.session }))
     }
 
@@ -654,6 +668,14 @@ impl Call<'_> {
                 "the task moved to another step meanwhile; nothing was moved (read the task again)",
             ));
         };
+        let workspace = moved.workspace_id.to_string();
+        crate::dispatch::record::<actions::TaskMove>(
+            self.state,
+            &self.identity,
+            Some(&workspace),
+            Some(moved.id.as_str()),
+        )
+        .await;
         Ok(json!({ "task": TaskDto::from(&moved), "step": next_name }))
     }
 
