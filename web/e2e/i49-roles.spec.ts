@@ -132,6 +132,23 @@ test('i49 roles: a viewer reads, a member works, the owner manages members, user
   await expect(users.locator('tr[data-user="vera"]').getByTestId('user-roles')).toHaveText(`${workspaceName}: viewer`);
   await expect(users.locator('tr[data-user="mike"]').getByTestId('user-roles')).toHaveText(`${workspaceName}: member`);
   await expect(users.locator('tr[data-user="vera"]').getByTestId('owner-badge')).toHaveCount(0);
+  // A user added here signs in to no workspace until a member of one; removing asks first.
+  const add = owner.getByRole('form', { name: 'Add user' });
+  await add.getByLabel('Name').fill('nina');
+  await add.getByLabel(/Password/).fill(PASSWORD);
+  await add.getByRole('button', { name: 'Add user' }).click();
+  await expect(users.locator('tr[data-user="nina"]').getByTestId('user-roles')).toHaveText('none yet');
+  const nina = await signedIn(browser, kandev, 'nina', '/');
+  await expect(nina.getByTestId('no-workspace')).toHaveText(
+    'You are not a member of any workspace yet: ask an admin of one to add you.',
+  );
+  await owner.getByRole('button', { name: 'Remove nina' }).click();
+  await owner.getByRole('dialog').getByRole('button', { name: 'Delete user' }).click();
+  await expect(users.locator('tr[data-user="nina"]')).toHaveCount(0);
+  await expect(users.locator('tr[data-user]')).toHaveCount(3);
+  // Her page's access ended: it goes to the login form by itself.
+  await expect(nina).toHaveURL(/\/login/);
+  await expect(users.locator('tr[data-user="owen"]').getByRole('button', { name: 'Remove owen' })).toHaveCount(0);
 
   // Activity: the two invitations, newest first, by the owner; filtered by an action's start.
   await owner.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Activity' }).click();

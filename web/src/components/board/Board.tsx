@@ -25,7 +25,8 @@ import { useKeyboardMove } from './useKeyboardMove';
 export function Board() {
   const { workspace, workflow, repositories } = useData();
   // Creating, moving and archiving tasks are a member's; a viewer reads the board (issue 49).
-  const works = useRole().can('member');
+  const role = useRole();
+  const works = role.can('member');
   const steps = useMemo(
     () => [...(workflow?.steps ?? [])].sort((a, b) => a.position - b.position),
     [workflow],
@@ -95,6 +96,13 @@ export function Board() {
   const repoName = (ids: string[]) =>
     ids.map((id) => repositories.find((r) => r.id === id)?.name).filter(Boolean).join(', ');
 
+  if (!workflow && role.me && !role.me.owner && role.me.roles.length === 0) {
+    return (
+      <div className="empty-page" data-testid="no-workspace">
+        You are not a member of any workspace yet: ask an admin of one to add you.
+      </div>
+    );
+  }
   if (!workflow) {
     return <div className="empty-page">Loading the board…</div>;
   }
