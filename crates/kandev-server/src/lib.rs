@@ -129,7 +129,7 @@ pub async fn serve(
     let tasks = state.tasks().clone();
     tasks.spawn(prune_log(
         state.store().clone(),
-        config.retention,
+        (config.retention, config.audit_retention),
         config.prune_interval,
         shutdown.clone(),
     ));
@@ -222,11 +222,12 @@ async fn checkpoint_wal(store: Store, every: Duration, shutdown: CancellationTok
     }
 }
 
-/// Rule 47: prunes the event log now and every `every`, until `shutdown`. Each batch is a
-/// short transaction of its own, so writers never wait for a whole pass.
+/// Rule 47: prunes the event log now and every `every`, until `shutdown`, and the audit log
+/// of what is older than its retention. Each batch is a short transaction of its own, so
+/// writers never wait for a whole pass.
 async fn prune_log(
     store: Store,
-    retention: Retention,
+    (retention, audit_retention): (Retention, Duration),
     every: Duration,
     shutdown: CancellationToken,
 ) {
@@ -252,6 +253,17 @@ async fn prune_log(
             }
             Ok(_) => {}
             Err(err) => tracing::warn!(error = %err, "pruning the event log failed; will retry"),
+        }
+        let kept_for = i64::try_from(audit_retention.as_millis()).unwrap_or(i64::MAX);
+        let before = kandev_domain::Timestamp(store.now().millis().saturating_sub(kept_for));
+        let pruned = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            pruned = store.prune_audit(before) => pruned,
+        };
+        match pruned {
+            Ok(0) => {}
+            Ok(rows) => tracing::info!(rows, "pruned the audit log"),
+            Err(err) => tracing::warn!(error = %err, "pruning the audit log failed; will retry"),
         }
     }
 }

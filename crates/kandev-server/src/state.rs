@@ -60,6 +60,8 @@ pub struct ServerConfig {
     pub public_url: Option<String>,
     /// Sign-in through a trusted authenticating proxy (issue 49); `None`: off.
     pub proxy: Option<ProxyAuth>,
+    /// How long audit log entries are kept (pruned with the event log).
+    pub audit_retention: Duration,
 }
 
 /// Sign-in through an authenticating proxy (oauth2-proxy and the like): the user named by
@@ -107,6 +109,7 @@ impl Default for ServerConfig {
             cookie_secure: false,
             public_url: None,
             proxy: None,
+            audit_retention: Duration::from_secs(365 * 24 * 3600),
         }
     }
 }

@@ -83,6 +83,30 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Drops the entries recorded before `before`; answers how many went. One short
+    /// transaction per thousand rows, so writers never wait for a whole pass.
+    pub async fn prune_audit(&self, before: Timestamp) -> Result<u64> {
+        let mut pruned = 0;
+        loop {
+            let mut tx = self.begin_write().await?;
+            let done = crate::sql::query(
+                "DELETE FROM audit_log WHERE id IN \
+                 (SELECT id FROM audit_log WHERE at < ? ORDER BY at LIMIT 1000)",
+            )
+            .bind(before.millis())
+            .execute(tx.conn())
+            .await?;
+            tx.commit().await?;
+            pruned += done.rows_affected();
+            if done.rows_affected() < 1000 {
+                return Ok(pruned);
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
 impl WriteTx {
     /// Records one write action.
     pub async fn insert_audit(
@@ -106,5 +130,25 @@ impl WriteTx {
         .execute(self.conn())
         .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 49: the audit log keeps what is younger than the retention and drops the rest.
+    #[tokio::test]
+    async fn i49_pruning_drops_only_entries_older_than_the_bound() {
+        let store = Store::in_memory().await.unwrap();
+        let mut tx = store.begin_write().await.unwrap();
+        tx.insert_audit("alice", "task.create", Some("w1"), Some("t1")).await.unwrap();
+        tx.commit().await.unwrap();
+        let all = AuditFilter { limit: 10, ..AuditFilter::default() };
+        let entry = store.list_audit(&all).await.unwrap().remove(0);
+        assert_eq!(store.prune_audit(entry.at).await.unwrap(), 0, "as old as the bound: kept");
+        assert_eq!(store.list_audit(&all).await.unwrap().len(), 1);
+        assert_eq!(store.prune_audit(Timestamp(entry.at.millis() + 1)).await.unwrap(), 1);
+        assert!(store.list_audit(&all).await.unwrap().is_empty());
     }
 }

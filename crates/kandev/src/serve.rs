@@ -62,6 +62,9 @@ pub struct ServeArgs {
     /// (repeatable).
     #[arg(long = "proxy-join")]
     pub proxy_join: Vec<String>,
+    /// How long the audit log (Settings → Activity) keeps an entry, e.g. 365d or 90d.
+    #[arg(long, env = "KANDEV_AUDIT_RETENTION", default_value = "365d", value_parser = parse_duration)]
+    pub audit_retention: std::time::Duration,
     /// How long a repository's setup script may run before it is killed and the start fails.
     #[arg(long, env = "KANDEV_SETUP_TIMEOUT", default_value = "30m", value_parser = parse_duration)]
     pub setup_timeout: Duration,
@@ -389,6 +392,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
     let config = ServerConfig {
         token,
         proxy,
+        audit_retention: args.audit_retention,
         allowed_origins: args.allowed_origins,
         cookie_secure: args.cookie_secure,
         public_url: args.public_url,
