@@ -172,4 +172,24 @@ test('i49 roles: a viewer reads, a member works, the owner manages members, user
   await expect(owner.getByLabel('Role of vera')).toHaveValue('member');
   await expect(composer(vera)).toBeVisible();
   await expect(vera.getByTestId('role-note')).toHaveCount(0);
+
+  // More entries than a page: the older ones come with "Load older", then it goes.
+  await owner.evaluate(async (workspace_id) => {
+    for (let i = 0; i < 55; i++) {
+      const r = await fetch('/api/v1/prompt.create', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ workspace_id, name: `p${i}`, body: 'text' }),
+      });
+      if (!r.ok) throw new Error(`prompt ${i}: ${r.status}`);
+    }
+  }, workspaceId);
+  await owner.goto(`${kandev.url}/settings/activity`);
+  await filter.getByLabel(/Action/).fill('prompt.create');
+  await filter.getByRole('button', { name: 'Show' }).click();
+  const prompts = activity.locator('tr[data-action="prompt.create"]');
+  await expect(prompts).toHaveCount(50);
+  await owner.getByRole('button', { name: 'Load older' }).click();
+  await expect(prompts).toHaveCount(55);
+  await expect(owner.getByRole('button', { name: 'Load older' })).toHaveCount(0);
 });

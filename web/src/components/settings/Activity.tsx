@@ -1,12 +1,15 @@
 // Settings › Activity (issue 49): the audit log, newest first — who changed what, when, in
 // which workspace. The server answers only entries of the workspaces the reader administers
 // (every entry for the owner). Filters: a user's name, an action or the start of one
-// ("task." for every task change), a workspace. Older entries come a page at a time.
+// ("task." for every task change), a workspace. Older entries come a page at a time
+// (../../lib/audit.ts).
 import { useCallback, useState } from 'react';
 import { call } from '../../api/client';
 import type { AuditEntries, AuditEntryDto } from '../../api/types';
+import { appendOlder, olderFrom } from '../../lib/audit';
 import { readState, useData } from '../../lib/data';
 import { useRole } from '../../lib/me';
+import { can } from '../../lib/roles';
 import { useMutation } from '../../lib/useMutation';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
@@ -25,9 +28,9 @@ const NO_FILTER: Filter = { by: '', action: '', workspaceId: '' };
 
 export function Activity() {
   const { workspaces } = useData();
-  const role = useRole();
+  const { me } = useRole();
   // The workspaces whose entries this reader gets: those they administer (all for the owner).
-  const own = role.me ? workspaces.filter((w) => role.me?.owner || role.me?.roles.some((r) => r.workspace_id === w.id && r.role === 'admin')) : [];
+  const own = me ? workspaces.filter((w) => can(me, w.id, 'admin')) : [];
   const [draft, setDraft] = useState<Filter>(NO_FILTER);
   const [filter, setFilter] = useState<Filter>(NO_FILTER);
   const read = useCallback(
@@ -55,7 +58,7 @@ export function Activity() {
     <section>
       <h1>Activity</h1>
       <p className="hint">
-        Every change made on this server, newest first: {role.me?.owner ? 'all of it' : 'in the workspaces you administer'}.
+        Every change made on this server, newest first: {me?.owner ? 'all of it' : 'in the workspaces you administer'}.
       </p>
       <form
         className="form card-form"
@@ -83,7 +86,7 @@ export function Activity() {
           <label>
             Workspace
             <select value={draft.workspaceId} onChange={(e) => setDraft({ ...draft, workspaceId: e.target.value })}>
-              <option value="">{role.me?.owner ? 'All, and the server’s own' : 'All you administer'}</option>
+              <option value="">{me?.owner ? 'All, and the server’s own' : 'All you administer'}</option>
               {own.map((w) => (
                 <option key={w.id} value={w.id}>
                   {w.name}
@@ -142,12 +145,14 @@ export function Activity() {
               const base = page.data;
               if (!base) return;
               void more.run(async () => {
-                const r = await read(next);
-                setOlder((o) => ({
-                  for: base,
-                  entries: [...(o?.for === base ? o.entries : []), ...r.entries],
-                  next: r.next_before,
-                }));
+                let r = await read(olderFrom(next, false));
+                let all = appendOlder(entries, r.entries);
+                // A whole page in the last entry's millisecond: go past it.
+                if (all.length === entries.length && r.next_before !== null) {
+                  r = await read(olderFrom(next, true));
+                  all = appendOlder(entries, r.entries);
+                }
+                setOlder({ for: base, entries: all.slice(base.entries.length), next: r.next_before });
               });
             }}
           >
