@@ -288,7 +288,7 @@ actions! {
     socket {
         Subscribe = "subscribe" [read Anyone Server]: rq::Subscribe => rs::Subscribed;
         Unsubscribe = "unsubscribe" [read Anyone Server]: rq::Unsubscribe => rs::Unsubscribed;
-        TerminalAttach = "terminal.attach" [write Admin Terminal]: rq::ByTerminal => rs::TerminalOne;
+        TerminalAttach = "terminal.attach" [read Viewer Terminal]: rq::ByTerminal => rs::TerminalOne;
         TerminalDetach = "terminal.detach" [read Anyone Server]: rq::ByTerminal => rs::TerminalOne;
     }
 }

@@ -836,7 +836,7 @@ pub struct UserEntryDto {
 pub struct AuditEntryDto {
     pub id: String,
     pub at: String,
-    /// Milliseconds since the epoch: `audit.list`'s `before` for the next page.
+    /// Milliseconds since the epoch.
     pub at_ms: i64,
     pub by: String,
     pub action: String,

@@ -96,12 +96,13 @@ pub struct MemberRemove {
 }
 
 /// `audit.list`: the newest entries first, narrowed by workspace, by who (a `by` value) and by
-/// action (a name, or a prefix ending in `.` such as `task.`); `before` (milliseconds) pages.
+/// action (a name, or a prefix ending in `.` such as `task.`); `cursor` (the previous page's
+/// `next_cursor`) pages.
 pub struct AuditList {
     pub workspace_id: Option<String>,
     pub by: Option<String>,
     pub action: Option<String>,
-    pub before: Option<i64>,
+    pub cursor: Option<String>,
     pub limit: Option<u32>,
 }
 

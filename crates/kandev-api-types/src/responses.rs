@@ -53,10 +53,10 @@ responses! {
         pub user: crate::UserEntryDto,
     }
 
-    /// `audit.list`: newest first; `next_before` pages (`null` on the last page).
+    /// `audit.list`: newest first; `next_cursor` pages (`null` on the last page).
     pub struct AuditEntries {
         pub entries: Vec<crate::AuditEntryDto>,
-        pub next_before: Option<i64>,
+        pub next_cursor: Option<String>,
     }
 
     /// `user.token.create`: the token and its secret, shown this once (only a hash is kept).

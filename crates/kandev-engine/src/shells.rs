@@ -70,6 +70,11 @@ impl TerminalHandle {
         }
     }
 
+    /// Whether it takes input: a user's shell does, a dev server's log does not.
+    pub fn is_shell(&self) -> bool {
+        matches!(self.source, Source::Shell(_))
+    }
+
     /// Changes on every output chunk and at the exit.
     pub fn changes(&self) -> watch::Receiver<u64> {
         match &self.source {

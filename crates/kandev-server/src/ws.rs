@@ -391,17 +391,19 @@ async fn on_text(
     }
 }
 
-/// `terminal.attach`'s access rule (issue 49): a terminal is a shell on the server, for an
-/// admin of its task's workspace.
+/// `terminal.attach`'s access rule (issue 49): following a dev server's log is reading its
+/// task (a viewer); attaching a user's shell is using a shell on the server (an admin).
 async fn may_attach(
     state: &AppState,
     identity: &Identity,
     payload: &Value,
 ) -> Result<(), ApiError> {
-    let grants = crate::roles::grants(state, identity).await?;
-    let access = actions::TerminalAttach::ACCESS;
-    crate::roles::precheck(&grants, access)?;
     let id = payload.get("terminal_id").and_then(Value::as_str).unwrap_or_default();
+    let shell = state.engine().terminal(id).is_ok_and(|(_, handle)| handle.is_shell());
+    let access =
+        if shell { crate::ws_terminals::SHELL_ACCESS } else { actions::TerminalAttach::ACCESS };
+    let grants = crate::roles::grants(state, identity).await?;
+    crate::roles::precheck(&grants, access)?;
     crate::roles::check_subjects(state, &grants, access, &[id]).await?;
     Ok(())
 }

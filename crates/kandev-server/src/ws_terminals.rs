@@ -22,6 +22,7 @@ use crate::dispatch::decode;
 use crate::handlers::terminal::terminal_dto;
 use crate::outbox::{Outbox, Refused};
 use crate::{ApiError, AppState};
+use kandev_api_types::access::{Access, Need, Subject};
 
 /// The terminal streams of one connection, by terminal id. Dropping it stops them all.
 #[derive(Default)]
@@ -118,6 +119,10 @@ async fn stream(id: String, handle: TerminalHandle, out: Arc<Outbox>) {
 
 /// Handles a binary frame from the client (input or resize); an error is answered as an
 /// error frame for `terminal.input` / `terminal.resize`.
+/// Using a user's shell (issue 49): what `terminal.open` needs, on the terminal's workspace.
+pub(crate) const SHELL_ACCESS: Access =
+    Access { need: Need::Admin, subject: Subject::Terminal, writes: true };
+
 pub(crate) async fn on_frame(
     state: &AppState,
     identity: &Identity,
@@ -129,9 +134,10 @@ pub(crate) async fn on_frame(
         return Err(("terminal.input", err));
     };
     let action = if kind == frame::RESIZE { "terminal.resize" } else { "terminal.input" };
-    // Typing into a terminal is using it: the attach's rule, checked once per attach.
+    // Typing into a terminal is using a shell on the server: an admin's (a terminal attached
+    // here was checked at its attach; a dev server's log takes no input).
     if !streams.attached(id) {
-        let access = kandev_api_types::actions::TerminalAttach::ACCESS;
+        let access = SHELL_ACCESS;
         let checked = async {
             let grants = crate::roles::grants(state, identity).await?;
             crate::roles::precheck(&grants, access)?;

@@ -285,8 +285,20 @@ async fn i49_2_what_viewers_members_and_admins_may_do() {
     let terminal_id = body["terminal"]["id"].as_str().unwrap();
     let mut vera = team.ws("vera").await;
     let attach = vera.call("terminal.attach", json!({"terminal_id": terminal_id})).await;
-    assert_eq!(attach["payload"]["code"], "FORBIDDEN", "{attach}");
+    assert_eq!(attach["payload"]["code"], "FORBIDDEN", "a shell is an admin's: {attach}");
     team.server.call("terminal.close", json!({"terminal_id": terminal_id})).await;
+
+    // A dev server a member starts: its log is reading the task, so a viewer follows it.
+    let dev = json!({"id": repository_id, "dev_script": "echo serving on $PORT; sleep 30"});
+    team.server.call("repository.update", dev).await;
+    let (status, started) = team.act("mike", "devserver.start", json!({"task_id": task_id})).await;
+    assert_eq!(status, 200, "{started}");
+    let log = started["dev_server"]["terminal_id"].as_str().unwrap();
+    let attach = vera.call("terminal.attach", json!({"terminal_id": log})).await;
+    assert_eq!(attach["type"], "response", "a viewer follows a dev server's log: {attach}");
+    let stop = json!({"task_id": task_id});
+    refused(team.act("vera", "devserver.stop", stop.clone()).await);
+    team.server.call("devserver.stop", stop).await;
 }
 
 /// Acceptance 3: the user header is taken only from the configured proxy addresses; from any

@@ -39,8 +39,9 @@ pub struct AuditFilter {
     pub by: Option<String>,
     /// An action name, or a prefix of one ending in `.` (`task.`).
     pub action: Option<String>,
-    /// Entries older than this (the page before).
-    pub before: Option<Timestamp>,
+    /// Entries after this one in the order (newest first, then by id): the last entry of the
+    /// page before, as (time, id).
+    pub after: Option<(Timestamp, String)>,
     pub limit: i64,
 }
 
@@ -74,8 +75,10 @@ impl Store {
             }
             None => {}
         }
-        if let Some(before) = filter.before {
-            query.push(" AND at < ").push_bind(before.millis());
+        if let Some((at, id)) = &filter.after {
+            query.push(" AND (at < ").push_bind(at.millis());
+            query.push(" OR (at = ").push_bind(at.millis());
+            query.push(" AND id < ").push_bind(id.clone()).push("))");
         }
         query.push(" ORDER BY at DESC, id DESC LIMIT ").push_bind(filter.limit);
         let rows: Vec<AuditRow> = query.build_query_as().fetch_all(&self.read).await?;
@@ -136,6 +139,33 @@ impl WriteTx {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 49: pages follow (time, id), so entries of one millisecond are neither skipped
+    /// nor repeated across pages.
+    #[tokio::test]
+    async fn i49_pages_of_entries_in_one_millisecond_skip_and_repeat_none() {
+        let store = Store::in_memory().await.unwrap();
+        let mut tx = store.begin_write().await.unwrap();
+        for n in 0..5 {
+            tx.insert_audit("alice", "task.create", Some("w1"), Some(&format!("t{n}")))
+                .await
+                .unwrap();
+        }
+        tx.commit().await.unwrap();
+        let mut seen = vec![];
+        let mut after = None;
+        loop {
+            let page = AuditFilter { after: after.clone(), limit: 2, ..AuditFilter::default() };
+            let entries = store.list_audit(&page).await.unwrap();
+            seen.extend(entries.iter().map(|e| e.target.clone().unwrap()));
+            match entries.last() {
+                Some(last) if entries.len() == 2 => after = Some((last.at, last.id.clone())),
+                _ => break,
+            }
+        }
+        seen.sort();
+        assert_eq!(seen, ["t0", "t1", "t2", "t3", "t4"]);
+    }
 
     /// Issue 49: the audit log keeps what is younger than the retention and drops the rest.
     #[tokio::test]

@@ -129,15 +129,27 @@ pub async fn audit_list(
         }
         workspaces = Some(vec![only]);
     }
+    let after = match p.cursor.as_deref() {
+        None => None,
+        Some(cursor) => Some(parse_cursor(cursor).ok_or_else(|| {
+            ApiError::validation("cursor: pass the next cursor of the previous page as it was")
+        })?),
+    };
     let filter = AuditFilter {
         workspaces,
         by: p.by.filter(|b| !b.trim().is_empty()),
         action: p.action.filter(|a| !a.trim().is_empty()),
-        before: p.before.map(Timestamp),
+        after,
         limit,
     };
     let entries = s.store().list_audit(&filter).await?;
-    let next_before =
-        (entries.len() as i64 == limit).then(|| entries.last().map(|e| e.at.millis())).flatten();
-    Ok(AuditEntries { entries: entries.iter().map(AuditEntryDto::from).collect(), next_before })
+    let last = entries.last().filter(|_| entries.len() as i64 == limit);
+    let next_cursor = last.map(|e| format!("{}.{}", e.at.millis(), e.id));
+    Ok(AuditEntries { entries: entries.iter().map(AuditEntryDto::from).collect(), next_cursor })
+}
+
+/// A page cursor of `audit.list`: the last entry's time and id, `<millis>.<id>`.
+fn parse_cursor(cursor: &str) -> Option<(Timestamp, String)> {
+    let (at, id) = cursor.split_once('.')?;
+    Some((Timestamp(at.parse().ok()?), id.to_owned()))
 }

@@ -28,15 +28,15 @@ export type AttemptPicked = { task: TaskDto, branch: string, worktrees_removed: 
 
 export type AttemptSpec = { profile_id?: string, prompt?: string, };
 
-export type AuditEntries = { entries: Array<AuditEntryDto>, next_before: number | null, };
+export type AuditEntries = { entries: Array<AuditEntryDto>, next_cursor: string | null, };
 
 export type AuditEntryDto = { id: string, at: string, 
 /**
- * Milliseconds since the epoch: `audit.list`'s `before` for the next page.
+ * Milliseconds since the epoch.
  */
 at_ms: number, by: string, action: string, workspace_id: string | null, target: string | null, };
 
-export type AuditList = { workspace_id?: string, by?: string, action?: string, before?: number, limit?: number, };
+export type AuditList = { workspace_id?: string, by?: string, action?: string, cursor?: string, limit?: number, };
 
 export type AuthVia = "open" | "server_token" | "session" | "token" | "proxy";
 

@@ -1,12 +1,11 @@
 // Settings › Activity (issue 49): the audit log, newest first — who changed what, when, in
 // which workspace. The server answers only entries of the workspaces the reader administers
 // (every entry for the owner). Filters: a user's name, an action or the start of one
-// ("task." for every task change), a workspace. Older entries come a page at a time
-// (../../lib/audit.ts).
+// ("task." for every task change), a workspace. Older entries come a page at a time, from the
+// server's cursor.
 import { useCallback, useState } from 'react';
 import { call } from '../../api/client';
 import type { AuditEntries, AuditEntryDto } from '../../api/types';
-import { appendOlder, olderFrom } from '../../lib/audit';
 import { readState, useData } from '../../lib/data';
 import { useRole } from '../../lib/me';
 import { can } from '../../lib/roles';
@@ -34,12 +33,12 @@ export function Activity() {
   const [draft, setDraft] = useState<Filter>(NO_FILTER);
   const [filter, setFilter] = useState<Filter>(NO_FILTER);
   const read = useCallback(
-    (before?: number): Promise<AuditEntries> =>
+    (cursor?: string): Promise<AuditEntries> =>
       call('audit.list', {
         by: filter.by.trim() || undefined,
         action: filter.action.trim() || undefined,
         workspace_id: filter.workspaceId || undefined,
-        before,
+        cursor,
         limit: PAGE,
       }),
     [filter],
@@ -47,11 +46,11 @@ export function Activity() {
   const first = useCallback(() => read(), [read]);
   const page = useRead(first);
   // Older pages, appended by "Load older"; dropped when the filter (and so the first page) changes.
-  const [older, setOlder] = useState<{ for: AuditEntries; entries: AuditEntryDto[]; next: number | null } | null>(null);
+  const [older, setOlder] = useState<{ for: AuditEntries; entries: AuditEntryDto[]; next: string | null } | null>(null);
   const more = useMutation();
   const current = page.data && older?.for === page.data ? older : null;
   const entries = page.data ? [...page.data.entries, ...(current?.entries ?? [])] : [];
-  const next = current ? current.next : (page.data?.next_before ?? null);
+  const next = current ? current.next : (page.data?.next_cursor ?? null);
   const workspaceName = (id: string | null) =>
     id === null ? 'the server' : (workspaces.find((w) => w.id === id)?.name ?? 'a removed workspace');
   return (
@@ -145,14 +144,9 @@ export function Activity() {
               const base = page.data;
               if (!base) return;
               void more.run(async () => {
-                let r = await read(olderFrom(next, false));
-                let all = appendOlder(entries, r.entries);
-                // A whole page in the last entry's millisecond: go past it.
-                if (all.length === entries.length && r.next_before !== null) {
-                  r = await read(olderFrom(next, true));
-                  all = appendOlder(entries, r.entries);
-                }
-                setOlder({ for: base, entries: all.slice(base.entries.length), next: r.next_before });
+                // The cursor names the last entry shown: the next page neither skips nor repeats one.
+                const r = await read(next);
+                setOlder({ for: base, entries: [...(current?.entries ?? []), ...r.entries], next: r.next_cursor });
               });
             }}
           >
