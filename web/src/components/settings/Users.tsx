@@ -132,14 +132,7 @@ function ResetPassword({ name, onDone }: { name: string; onDone: () => void }) {
       <div className="row">
         <label>
           New password for {name} <span className="hint">at least 8 characters; tell it to them</span>
-          <input
-            type="password"
-            autoComplete="new-password"
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-            required
-            minLength={8}
-          />
+          <NewPassword value={password} onChange={setPassword} />
         </label>
       </div>
       {view}
@@ -184,14 +177,7 @@ function AddUser({ onAdded }: { onAdded: () => void }) {
         </label>
         <label>
           Password <span className="hint">at least 8 characters; they can change it on their account page</span>
-          <input
-            type="password"
-            autoComplete="new-password"
-            value={password}
-            onChange={(e) => setPassword(e.target.value)}
-            required
-            minLength={8}
-          />
+          <NewPassword value={password} onChange={setPassword} />
         </label>
       </div>
       {view}
@@ -201,5 +187,19 @@ function AddUser({ onAdded }: { onAdded: () => void }) {
         </button>
       </div>
     </form>
+  );
+}
+
+/** A new password's field: at least 8 characters, never filled in by the browser's saved ones. */
+function NewPassword({ value, onChange }: { value: string; onChange: (value: string) => void }) {
+  return (
+    <input
+      type="password"
+      autoComplete="new-password"
+      value={value}
+      onChange={(e) => onChange(e.target.value)}
+      required
+      minLength={8}
+    />
   );
 }
