@@ -75,6 +75,9 @@ pub enum QueueChange {
 pub struct AttemptRequest {
     pub profile_id: Option<kandev_domain::AgentProfileId>,
     pub prompt: Option<String>,
+    /// The user who starts it (issue 49): its agent acts with their rights at most. `None`:
+    /// a step's `start_attempts`, or a server without users.
+    pub started_by: Option<String>,
 }
 
 /// Which edits made since the agent's last turn by someone else a revert may discard.

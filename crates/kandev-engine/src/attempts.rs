@@ -83,9 +83,13 @@ async fn insert(inner: &Inner, task: &Task, requests: &[AttemptRequest]) -> Resu
     let first = sessions.iter().filter_map(|s| s.attempt).max().unwrap_or(0) + 1;
     let mut made = vec![];
     let mut tx = inner.store.begin_write().await?;
-    for (number, profile) in (first..).zip(&profiles) {
+    for ((number, profile), request) in (first..).zip(&profiles).zip(requests) {
         let plan = plan_for(inner, task, Owner::Attempt { number, session: None }).await?;
-        made.push(insert_session(&mut tx, task, profile.as_ref(), &plan, Some(number)).await?);
+        let session = insert_session(&mut tx, task, profile.as_ref(), &plan, Some(number)).await?;
+        if let Some(user_id) = &request.started_by {
+            tx.set_session_started_by(&session.id, user_id).await?;
+        }
+        made.push(session);
     }
     tx.commit().await?;
     Ok(made)

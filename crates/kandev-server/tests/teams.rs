@@ -191,7 +191,8 @@ async fn i49_1_every_mcp_tool_refuses_each_role_below_its_own() {
 }
 
 /// Item 1: an agent acts with the rights of the member who started its session, at most,
-/// whether the session came from `session.launch` or from `task.create` with a start: once
+/// whether the session came from `session.launch`, `task.create` with a start or
+/// `task.attempt.create`: once
 /// that member is made a viewer, the agent's writing tools are refused and reading goes on;
 /// made a member again, it writes again.
 #[tokio::test]
@@ -210,7 +211,17 @@ async fn i49_1_an_agent_acts_with_the_rights_of_whoever_started_its_session() {
                          "agent_profile_id": profile, "start_agent": true});
     let (status, created) = team.act("mike", "task.create", started).await;
     assert_eq!(status, 200, "{created}");
-    for session in [&launched["session"], &created["session"]] {
+    let (_repo_dir, path) = git_repository();
+    let repository = json!({"workspace_id": team.workspace_id, "local_path": path});
+    let repository = team.server.call("repository.create", repository).await;
+    let raced = json!({"workflow_id": workflow["id"], "title": "Raced", "step_id": backlog,
+                       "repository_ids": [repository["repository"]["id"]]});
+    let raced = team.server.call("task.create", raced).await;
+    let attempts = json!({"task_id": raced["task"]["id"],
+                          "attempts": [{"profile_id": profile, "prompt": "go"}]});
+    let (status, attempt) = team.act("mike", "task.attempt.create", attempts).await;
+    assert_eq!(status, 200, "{attempt}");
+    for session in [&launched["session"], &created["session"], &attempt["sessions"][0]] {
         let id = session["id"].as_str().unwrap();
         wait_ready(&team.server, Some(SERVER_TOKEN), id).await;
     }
@@ -232,7 +243,7 @@ async fn i49_1_an_agent_acts_with_the_rights_of_whoever_started_its_session() {
         assert!(!tool_result(&body).0, "{body}");
     }
     titles.sort();
-    assert_eq!(titles, ["Launched", "Started"], "both ways of starting an agent");
+    assert_eq!(titles, ["Launched", "Raced", "Started"], "each way of starting an agent");
 }
 
 /// Acceptance 2: a viewer cannot start an agent, answer a permission or open a terminal; a

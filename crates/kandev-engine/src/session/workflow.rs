@@ -139,7 +139,8 @@ impl SessionActor {
     /// lock and ask their own actors); a note in this transcript says what became of them.
     fn start_attempts(&self, step: &Step, count: u32, prompt: String) {
         let profile_id = step.agent_profile_id.clone();
-        let request = crate::api::AttemptRequest { profile_id, prompt: Some(prompt) };
+        let request =
+            crate::api::AttemptRequest { profile_id, prompt: Some(prompt), started_by: None };
         let requests = vec![request; count as usize];
         let (inner, task_id, me) = (self.inner.clone(), self.task.id.clone(), self.sender());
         let epoch = self.session.epoch;

@@ -8,10 +8,16 @@ use kandev_domain::workflow::MAX_ATTEMPTS;
 use kandev_domain::{AgentProfileId, SessionId, TaskId};
 use kandev_engine::AttemptRequest;
 
+use crate::accounts::Identity;
 use crate::handlers::files::kept_dtos;
 use crate::{ApiError, AppState};
 
-pub async fn create(s: &AppState, p: TaskAttemptCreate) -> Result<Sessions, ApiError> {
+/// `task.attempt.create`: each attempt's agent acts with the caller's rights at most.
+pub async fn create(
+    s: &AppState,
+    who: &Identity,
+    p: TaskAttemptCreate,
+) -> Result<Sessions, ApiError> {
     if p.attempts.is_empty() || p.attempts.len() > MAX_ATTEMPTS as usize {
         return Err(ApiError::validation(format!("start 1 to {MAX_ATTEMPTS} attempts at once")));
     }
@@ -21,6 +27,7 @@ pub async fn create(s: &AppState, p: TaskAttemptCreate) -> Result<Sessions, ApiE
         .map(|a| AttemptRequest {
             profile_id: a.profile_id.filter(|id| !id.trim().is_empty()).map(AgentProfileId::new),
             prompt: a.prompt,
+            started_by: crate::roles::starter(who),
         })
         .collect();
     let sessions = s.engine().create_attempts(&TaskId::new(p.task_id), requests).await?;
