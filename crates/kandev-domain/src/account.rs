@@ -125,8 +125,9 @@ pub fn names_someone(by: &str) -> bool {
     !matches!(by, "user" | "agent" | "workflow" | "engine" | "auto_approve")
 }
 
-/// A user name: 1 to 64 of ASCII letters, digits, `.`, `_` and `-`, starting with a letter
-/// or digit, not one of [`RESERVED_NAMES`]. Names are compared as given (case-sensitive).
+/// A user name: 1 to 64 of ASCII letters, digits, `.`, `_`, `-`, `@` and `+` (an e-mail
+/// address, as identity providers name people), starting with a letter or digit, not one of
+/// [`RESERVED_NAMES`]. Names are compared as given (case-sensitive).
 pub fn user_name(value: &str) -> Result<String, FieldError> {
     let value = value.trim();
     let fail = |problem: &str| Err(FieldError::new("name", problem));
@@ -136,10 +137,10 @@ pub fn user_name(value: &str) -> Result<String, FieldError> {
     if value.chars().count() > MAX_USER_NAME_CHARS {
         return fail("is longer than 64 characters");
     }
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | '+');
     if !value.chars().all(allowed) || !value.starts_with(|c: char| c.is_ascii_alphanumeric()) {
         return fail(
-            "may hold only letters, digits, '.', '_' and '-', starting with a letter or digit",
+            "may hold only letters, digits, '.', '_', '-', '@' and '+', starting with a letter or digit",
         );
     }
     if RESERVED_NAMES.contains(&value) {
@@ -167,6 +168,7 @@ mod tests {
     fn user_names_are_checked() {
         assert_eq!(user_name(" alice ").unwrap(), "alice");
         assert_eq!(user_name("a.b_c-1").unwrap(), "a.b_c-1");
+        assert_eq!(user_name("pat+ci@example.com").unwrap(), "pat+ci@example.com");
         assert!(user_name("").is_err());
         assert!(user_name("-x").is_err());
         assert!(user_name("a b").is_err());

@@ -146,16 +146,25 @@ pub fn precheck(grants: &Grants, access: Access) -> Result<(), ApiError> {
         }
         need => needed_role(need).unwrap_or(Role::Admin),
     };
-    refuse_below(grants.highest(), role, access.subject)
+    refuse_below(grants.highest(), role, false)
 }
 
-fn refuse_below(have: Option<Role>, need: Role, subject: Subject) -> Result<(), ApiError> {
+/// Refuses `have` below `need`: `there` when `have` is the caller's role in the object's
+/// workspace, else their highest in any workspace (the first half of the check, which names
+/// no object).
+fn refuse_below(have: Option<Role>, need: Role, there: bool) -> Result<(), ApiError> {
     match have {
         Some(have) if have >= need => Ok(()),
-        Some(have) => Err(ApiError::forbidden(format!(
-            "this needs the {} role {}; you are a {}: ask an admin of the workspace",
+        Some(have) if there => Err(ApiError::forbidden(format!(
+            "this needs the {} role in the workspace; you are a {} there: ask an admin of the \
+             workspace",
             need.as_str(),
-            if subject == Subject::Server { "in a workspace" } else { "in the workspace" },
+            have.as_str(),
+        ))),
+        Some(have) => Err(ApiError::forbidden(format!(
+            "this needs the {} role; you are at most a {} in your workspaces: ask an admin of \
+             the workspace (for server-wide settings, the server's owner)",
+            need.as_str(),
             have.as_str(),
         ))),
         None => Err(ApiError::forbidden(
@@ -179,13 +188,11 @@ pub async fn check_subjects(
         let Some(workspace) = workspace_of(state, access.subject, id).await? else { continue };
         if access.need != Need::Anyone {
             if !grants.sees(&workspace) {
-                return Err(ApiError::not_found(format!(
-                    "{} {id} not found",
-                    noun(access.subject)
-                )));
+                // Worded as the store words a missing one: the answer tells nothing.
+                return Err(StoreError::not_found(noun(access.subject), *id).into());
             }
             if let Some(need) = needed_role(access.need) {
-                refuse_below(grants.role_in(&workspace), need, access.subject)?;
+                refuse_below(grants.role_in(&workspace), need, true)?;
             }
         }
         first.get_or_insert(workspace);

@@ -213,7 +213,7 @@ async fn proxy_identity(
     client: IpAddr,
     value: &axum::http::HeaderValue,
 ) -> Result<Identity, ApiError> {
-    if !proxy.proxies.contains(&client) {
+    if !proxy.trusts(client) {
         tracing::warn!(%client, header = %proxy.header, "refused a user header from an untrusted address");
         return Err(ApiError::forbidden(format!(
             "the {} header is accepted only from the trusted proxy (--trusted-proxy); this \

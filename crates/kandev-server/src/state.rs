@@ -69,7 +69,8 @@ pub struct ServerConfig {
 #[derive(Debug, Clone)]
 pub struct ProxyAuth {
     pub header: axum::http::HeaderName,
-    pub proxies: Vec<std::net::IpAddr>,
+    /// The proxy's addresses: single ones or ranges (`10.0.0.0/8`).
+    pub proxies: Vec<ipnet::IpNet>,
     /// Whether a name the server does not know yet becomes a user (else it is refused).
     pub create_users: bool,
     /// Workspaces (by name) a user made on first sign-in joins as a viewer.
@@ -77,16 +78,34 @@ pub struct ProxyAuth {
 }
 
 impl ProxyAuth {
-    /// Proxy sign-in by the header called `header`; an error says what is wrong with it.
+    /// Proxy sign-in by the header called `header` from `proxies` (addresses, or ranges such
+    /// as `10.0.0.0/8`); an error says what is wrong with either.
     pub fn new(
         header: &str,
-        proxies: Vec<std::net::IpAddr>,
+        proxies: &[String],
         create_users: bool,
         join: Vec<String>,
     ) -> Result<ProxyAuth, String> {
         let header = axum::http::HeaderName::try_from(header.trim())
             .map_err(|_| format!("{header:?} is not a header name"))?;
+        let proxies = proxies.iter().map(|p| proxy_range(p)).collect::<Result<_, _>>()?;
         Ok(ProxyAuth { header, proxies, create_users, join })
+    }
+
+    /// Whether `client` is one of the proxy's addresses.
+    pub fn trusts(&self, client: std::net::IpAddr) -> bool {
+        self.proxies.iter().any(|range| range.contains(&client))
+    }
+}
+
+/// An address (`127.0.0.1`, `::1`) or a range (`10.0.0.0/8`).
+fn proxy_range(text: &str) -> Result<ipnet::IpNet, String> {
+    let text = text.trim();
+    match text.parse::<std::net::IpAddr>() {
+        Ok(address) => Ok(ipnet::IpNet::from(address)),
+        Err(_) => text.parse::<ipnet::IpNet>().map_err(|_| {
+            format!("{text:?} is not an address or a range; write e.g. 127.0.0.1 or 10.0.0.0/8")
+        }),
     }
 }
 

@@ -318,9 +318,10 @@ async fn i49_2_what_viewers_members_and_admins_may_do() {
 /// the server refuses new users.
 #[tokio::test]
 async fn i49_3_the_proxy_header_from_an_address_not_configured_as_a_proxy_is_refused() {
-    let proxy = |proxies: Vec<std::net::IpAddr>, create_users| {
+    let proxy = |proxies: &[&str], create_users| {
         let join = vec!["Default".to_owned()];
-        let proxy = ProxyAuth::new("X-Forwarded-User", proxies, create_users, join).unwrap();
+        let proxies: Vec<String> = proxies.iter().map(ToString::to_string).collect();
+        let proxy = ProxyAuth::new("X-Forwarded-User", &proxies, create_users, join).unwrap();
         ServerConfig { proxy: Some(proxy), ..ServerConfig::default() }
     };
     let me = |server: &TestServer, name: &str| {
@@ -330,7 +331,7 @@ async fn i49_3_the_proxy_header_from_an_address_not_configured_as_a_proxy_is_ref
             .json(&json!({}))
             .send()
     };
-    let elsewhere = proxy(vec!["10.9.9.9".parse().unwrap()], true);
+    let elsewhere = proxy(&["10.9.9.9", "10.1.0.0/16"], true);
     let server = TestServer::start_with(elsewhere, tempfile::tempdir().unwrap()).await;
     let response = me(&server, "mallory").await.unwrap();
     assert_eq!(response.status().as_u16(), 403);
@@ -340,14 +341,15 @@ async fn i49_3_the_proxy_header_from_an_address_not_configured_as_a_proxy_is_ref
     let (status, _) = server.post("workspace.list", json!({})).await;
     assert_eq!(status, 200, "without the header, loopback stays zero-setup");
 
-    let trusted = proxy(vec!["127.0.0.1".parse().unwrap()], true);
+    let trusted = proxy(&["10.9.9.9", "127.0.0.0/8"], true);
     let server = TestServer::start_with(trusted, tempfile::tempdir().unwrap()).await;
-    let body: Value = me(&server, "pat").await.unwrap().json().await.unwrap();
-    assert_eq!((&body["user"]["name"], &body["via"]), (&json!("pat"), &json!("proxy")), "{body}");
+    let body: Value = me(&server, "pat@example.com").await.unwrap().json().await.unwrap();
+    let named = (&body["user"]["name"], &body["via"]);
+    assert_eq!(named, (&json!("pat@example.com"), &json!("proxy")), "an e-mail address: {body}");
     assert_eq!(body["owner"], false, "a first proxy sign-in never owns the server");
     assert_eq!(body["roles"][0]["role"], "viewer", "{body}");
 
-    let refusing = proxy(vec!["127.0.0.1".parse().unwrap()], false);
+    let refusing = proxy(&["127.0.0.1"], false);
     let server = TestServer::start_with(refusing, tempfile::tempdir().unwrap()).await;
     let response = me(&server, "pat").await.unwrap();
     assert_eq!(response.status().as_u16(), 403);
@@ -402,6 +404,11 @@ async fn i49_4_a_non_member_does_not_see_a_workspaces_tasks() {
             .collect();
         assert!(about.is_empty(), "{who} sees {about:?}");
     }
+    // A task of a workspace one does not belong to reads like one that does not exist.
+    let (_, hidden) = team.act("mike", "task.get", json!({"id": task_id})).await;
+    let (_, missing) = team.act("mike", "task.get", json!({"id": "no-such-task"})).await;
+    let hidden = hidden["message"].as_str().unwrap().replace(&task_id, "ID");
+    assert_eq!(hidden, missing["message"].as_str().unwrap().replace("no-such-task", "ID"));
     let (_, notes) = team.act("olga", "notification.list", json!({})).await;
     assert!(
         notes["notifications"].as_array().unwrap().iter().any(|n| n["task_id"] == json!(task_id)),
@@ -431,6 +438,16 @@ async fn i49_4_a_non_member_does_not_see_a_workspaces_tasks() {
         .filter(|f| f.to_string().contains(&secret) || f.to_string().contains("Hidden"))
         .collect();
     assert!(leaked.is_empty(), "mike's socket carried {leaked:?}");
+
+    // Made a viewer there, mike reads it, and is told his role there when he would change it.
+    let viewer = json!({"workspace_id": secret, "user": "mike", "role": "viewer"});
+    team.act("olga", "workspace.member.set", viewer).await;
+    let (status, _) = team.act("mike", "task.get", json!({"id": task_id})).await;
+    assert_eq!(status, 200);
+    let (status, body) =
+        team.act("mike", "task.update", json!({"id": task_id, "title": "Mine"})).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("you are a viewer there"), "{body}");
 }
 
 /// Items 2 and 5: members are managed by the workspace's admins (not the last admin away),
@@ -491,4 +508,13 @@ async fn i49_5_members_change_and_every_write_is_audited() {
     assert!(by.len() >= 4 && by.iter().all(|b| *b == "olga"), "{members}");
     let (_, reads) = team.act("ada", "audit.list", json!({"action": "task.get"})).await;
     assert_eq!(reads["entries"], json!([]), "reads are not audited");
+
+    // The owner manages every workspace, so the owner may leave one without an admin.
+    team.set_role("ada", "member").await;
+    let (status, _) = team.act("ada", "audit.list", json!({})).await;
+    assert_eq!(status, 403, "no longer an admin");
+    let gone = json!({"workspace_id": team.workspace_id, "user": "nora"});
+    let (status, body) = team.act("olga", "workspace.member.remove", gone).await;
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["message"], "nora is not a member of this workspace");
 }

@@ -50,10 +50,11 @@ pub struct ServeArgs {
     /// carries the signed-in user's name, e.g. X-Forwarded-User. Needs --trusted-proxy.
     #[arg(long, env = "KANDEV_PROXY_USER_HEADER")]
     pub proxy_user_header: Option<String>,
-    /// The proxy's address (repeatable): the user header is accepted only from these; from
-    /// any other address a request carrying it is refused.
+    /// The proxy's address or range (repeatable, e.g. 127.0.0.1 or 10.0.0.0/8): the user
+    /// header is accepted only from these; from any other address a request carrying it is
+    /// refused.
     #[arg(long = "trusted-proxy", env = "KANDEV_TRUSTED_PROXY", value_delimiter = ',')]
-    pub trusted_proxies: Vec<std::net::IpAddr>,
+    pub trusted_proxies: Vec<String>,
     /// What a name the proxy sends that Kandev does not know yet becomes: `viewer` (a new
     /// user, a viewer of the --proxy-join workspaces) or `refuse`.
     #[arg(long, env = "KANDEV_PROXY_NEW_USERS", default_value = "viewer", value_parser = ["viewer", "refuse"])]
@@ -488,12 +489,12 @@ fn proxy_auth(args: &ServeArgs) -> anyhow::Result<Option<kandev_server::ProxyAut
         ),
         (Some(header), false) => kandev_server::ProxyAuth::new(
             header,
-            args.trusted_proxies.clone(),
+            &args.trusted_proxies,
             args.proxy_new_users == "viewer",
             args.proxy_join.clone(),
         )
         .map(Some)
-        .map_err(|err| anyhow::anyhow!("--proxy-user-header: {err}")),
+        .map_err(|err| anyhow::anyhow!("--proxy-user-header / --trusted-proxy: {err}")),
     }
 }
 

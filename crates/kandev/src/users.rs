@@ -28,7 +28,13 @@ pub struct DatabaseArgs {
 pub enum UserCommand {
     /// Add a user; the password is asked for (or read as one line from standard input).
     /// Once a user exists, every request needs a login or a token.
-    Add { name: String },
+    Add {
+        name: String,
+        /// No password: the user signs in only through the trusted proxy
+        /// (`serve --proxy-user-header`) or with personal tokens.
+        #[arg(long)]
+        no_password: bool,
+    },
     /// List the users.
     List,
     /// Remove a user with their login sessions and tokens. The last user is kept unless
@@ -71,9 +77,10 @@ pub async fn run(db: DatabaseArgs, command: UserCommand) -> Result<()> {
         .await
         .context("cannot open the database")?;
     let result = match command {
-        UserCommand::Add { name } => {
+        UserCommand::Add { name, no_password } => {
             let name = account::user_name(&name).map_err(|e| anyhow::anyhow!("{e}"))?;
-            let hash = new_password_hash()?;
+            // An empty hash: no password ever verifies against it.
+            let hash = if no_password { String::new() } else { new_password_hash()? };
             let mut tx = store.begin_write().await?;
             let user = tx.insert_user(&name, &hash).await?;
             tx.commit().await?;
@@ -97,6 +104,14 @@ pub async fn run(db: DatabaseArgs, command: UserCommand) -> Result<()> {
         UserCommand::Remove { name, force } => {
             let users = store.list_users().await?;
             let last = users.len() == 1 && users.iter().any(|u| u.name == name.trim());
+            if !last && users.iter().any(|u| u.owner && u.name == name.trim()) {
+                store.close().await;
+                bail!(
+                    "{} owns this server: make another user the owner first (`kandev user owner \
+                     <name>`)",
+                    name.trim()
+                );
+            }
             if last && !force {
                 store.close().await;
                 bail!(

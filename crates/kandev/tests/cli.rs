@@ -175,6 +175,12 @@ fn i49_the_first_user_owns_the_server_and_user_owner_hands_it_on() {
     assert_eq!(owners(stdout(&user_command(home, &["list"], ""))), ["bob"]);
     let unknown = user_command(home, &["owner", "carol"], "");
     assert!(!unknown.status.success(), "an unknown user cannot own the server");
+    let refused = user_command(home, &["remove", "bob"], "");
+    assert!(!refused.status.success(), "the owner is not removed while others remain");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("user owner"));
+    // A user who signs in only through the proxy has no password.
+    let added = stdout(&user_command(home, &["add", "pat@example.com", "--no-password"], ""));
+    assert!(added.contains("pat@example.com"), "{added}");
 }
 
 /// Defect 7 of the issue 21 review: `kandev user token create|list|revoke` on the database;

@@ -101,15 +101,22 @@ impl Engine {
     }
 
     /// `workspace.member.set`: `user` gets `role` in the workspace. A change that would leave
-    /// the workspace without an admin is refused.
-    pub async fn set_member(&self, workspace_id: &str, user: &str, role: Role) -> Result<()> {
+    /// the workspace without an admin is refused when `keep_admin` (an admin's change; the
+    /// owner, who manages every workspace, may leave one without).
+    pub async fn set_member(
+        &self,
+        workspace_id: &str,
+        user: &str,
+        role: Role,
+        keep_admin: bool,
+    ) -> Result<()> {
         let mut tx = self.inner.store.begin_write().await?;
         let found = tx.user_named_in_tx(user).await?.ok_or_else(|| {
             EngineError::NotFound(format!("no user named {user}: the owner adds users first"))
         })?;
         let before = tx.member_role(workspace_id, &found.id).await?;
         tx.set_member(workspace_id, &found.id, role).await?;
-        if before == Some(Role::Admin) && role != Role::Admin {
+        if keep_admin && before == Some(Role::Admin) && role != Role::Admin {
             keeps_an_admin(&mut tx, workspace_id, user).await?;
         }
         tx.commit().await?;
@@ -117,15 +124,27 @@ impl Engine {
     }
 
     /// `workspace.member.remove`: takes `user` out of the workspace, unless they are its last
-    /// admin.
-    pub async fn remove_member(&self, workspace_id: &str, user: &str) -> Result<String> {
+    /// admin and `keep_admin` (as for [`Engine::set_member`]).
+    pub async fn remove_member(
+        &self,
+        workspace_id: &str,
+        user: &str,
+        keep_admin: bool,
+    ) -> Result<String> {
         let mut tx = self.inner.store.begin_write().await?;
         let found = tx
             .user_named_in_tx(user)
             .await?
             .ok_or_else(|| EngineError::NotFound(format!("no user named {user}")))?;
-        tx.remove_member(workspace_id, &found.id).await?;
-        keeps_an_admin(&mut tx, workspace_id, user).await?;
+        tx.remove_member(workspace_id, &found.id).await.map_err(|err| match err {
+            kandev_store::StoreError::NotFound { .. } => {
+                EngineError::NotFound(format!("{user} is not a member of this workspace"))
+            }
+            other => other.into(),
+        })?;
+        if keep_admin {
+            keeps_an_admin(&mut tx, workspace_id, user).await?;
+        }
         tx.commit().await?;
         Ok(found.id)
     }

@@ -26,12 +26,19 @@ pub async fn member_list(s: &AppState, p: ByWorkspace) -> Result<Members, ApiErr
     members(s, &p.workspace_id).await
 }
 
+/// Whether a member change by `who` must leave the workspace an admin: an admin's must, the
+/// owner's need not (the owner manages every workspace).
+async fn keep_admin(s: &AppState, who: &Identity) -> Result<bool, ApiError> {
+    Ok(crate::roles::grants(s, who).await? != crate::roles::Grants::All)
+}
+
 /// `workspace.member.set`: invites a user by name, or changes their role. Their open pages
 /// reconnect with what they may see now.
-pub async fn member_set(s: &AppState, p: MemberSet) -> Result<Members, ApiError> {
+pub async fn member_set(s: &AppState, who: &Identity, p: MemberSet) -> Result<Members, ApiError> {
     s.store().get_workspace(&kandev_domain::WorkspaceId::new(&p.workspace_id)).await?;
     let role = Role::from(p.role);
-    s.engine().set_member(&p.workspace_id, p.user.trim(), role).await?;
+    let keep = keep_admin(s, who).await?;
+    s.engine().set_member(&p.workspace_id, p.user.trim(), role, keep).await?;
     if let Some(user) = s.store().user_named(p.user.trim()).await? {
         s.live().roles_changed(&user.id);
     }
@@ -40,8 +47,13 @@ pub async fn member_set(s: &AppState, p: MemberSet) -> Result<Members, ApiError>
 
 /// `workspace.member.remove`: what the user had open of the workspace closes (their pages
 /// reconnect without it).
-pub async fn member_remove(s: &AppState, p: MemberRemove) -> Result<Members, ApiError> {
-    let user_id = s.engine().remove_member(&p.workspace_id, p.user.trim()).await?;
+pub async fn member_remove(
+    s: &AppState,
+    who: &Identity,
+    p: MemberRemove,
+) -> Result<Members, ApiError> {
+    let keep = keep_admin(s, who).await?;
+    let user_id = s.engine().remove_member(&p.workspace_id, p.user.trim(), keep).await?;
     s.live().roles_changed(&user_id);
     members(s, &p.workspace_id).await
 }
