@@ -54,6 +54,12 @@ pub struct Access {
 /// workflows) needs the role in each one's workspace.
 pub trait Subjects {
     fn subjects(&self) -> Vec<&str>;
+
+    /// What the audit log records as the object a write acted on: the first subject, unless
+    /// the request names its object otherwise (a member's user name, a profile's id).
+    fn target(&self) -> Option<&str> {
+        self.subjects().first().copied()
+    }
 }
 
 macro_rules! subjects {
@@ -73,10 +79,8 @@ macro_rules! subjects {
 
 subjects! {
     none: rq::Page, rq::Empty, rq::TokenCreate, rq::PasswordSet, rq::WorkspaceCreate,
-        rq::ProfileCreate, rq::ProfileUpdate, rq::ExecutorCreate, rq::ExecutorUpdate,
-        rq::ChannelCreate, rq::ChannelUpdate, rq::DeliveryRetry, rq::DeliveryList,
-        rq::NotificationList, rq::Subscribe, rq::Unsubscribe, rq::UserCreate,
-        rq::ByName, rq::AuditList;
+        rq::ProfileCreate, rq::ExecutorCreate, rq::ChannelCreate, rq::DeliveryRetry,
+        rq::DeliveryList, rq::NotificationList, rq::Subscribe, rq::Unsubscribe, rq::AuditList;
     rq::ById => id,
     rq::WorkspaceUpdate => id,
     rq::ByWorkspace => workspace_id,
@@ -139,8 +143,31 @@ subjects! {
     rq::ReviewCommentAdd => task_id,
     rq::ReviewThreadResolve => id,
     rq::ReviewCommentUpdate => id,
-    rq::MemberSet => workspace_id,
-    rq::MemberRemove => workspace_id,
+}
+
+/// Requests about a server-wide object, or whose audited object is not their subject.
+macro_rules! targets {
+    ($($ty:ty => [$($subject:ident)?] $target:ident),* $(,)?) => {
+        $(impl Subjects for $ty {
+            fn subjects(&self) -> Vec<&str> {
+                vec![$(self.$subject.as_str())?]
+            }
+
+            fn target(&self) -> Option<&str> {
+                Some(self.$target.as_str())
+            }
+        })*
+    };
+}
+
+targets! {
+    rq::ProfileUpdate => [] id,
+    rq::ExecutorUpdate => [] id,
+    rq::ChannelUpdate => [] id,
+    rq::UserCreate => [] name,
+    rq::ByName => [] name,
+    rq::MemberSet => [workspace_id] user,
+    rq::MemberRemove => [workspace_id] user,
 }
 
 impl Subjects for rq::WorkflowExport {

@@ -271,7 +271,7 @@ impl<'a, A: Handler> Route<A> for Call<'a> {
             let request = decode::<A::Request>(self.payload)?;
             let workspace =
                 roles::check_subjects(self.state, &grants, A::ACCESS, &request.subjects()).await?;
-            let target = request.subjects().first().map(|id| (*id).to_owned());
+            let target = request.target().map(str::to_owned);
             // Read before the handler reads the store: an answer is kept only as true as
             // the cards were at this version (`board_cache.rs`).
             let kept = A::board_key(&request).map(|key| (key, self.state.store().cards_version()));

@@ -506,6 +506,16 @@ async fn i49_5_members_change_and_every_write_is_audited() {
     let by: Vec<&str> =
         members["entries"].as_array().unwrap().iter().map(|e| e["by"].as_str().unwrap()).collect();
     assert!(by.len() >= 4 && by.iter().all(|b| *b == "olga"), "{members}");
+    let whom: Vec<&str> = members["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["target"].as_str())
+        .collect();
+    assert!(
+        ["vera", "mike", "ada"].iter().all(|n| whom.contains(n)),
+        "the member is named: {whom:?}"
+    );
     let (_, reads) = team.act("ada", "audit.list", json!({"action": "task.get"})).await;
     assert_eq!(reads["entries"], json!([]), "reads are not audited");
 

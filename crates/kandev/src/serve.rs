@@ -390,6 +390,15 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         anyhow::bail!("--event-prune-interval must be more than 0; e.g. 60s");
     }
     let proxy = proxy_auth(&args)?;
+    let names: Vec<String> = store.list_workspaces().await?.into_iter().map(|w| w.name).collect();
+    for unknown in args.proxy_join.iter().filter(|n| !names.contains(n)) {
+        // A workspace made later counts from then on; a misspelled one never would.
+        tracing::warn!(workspace = %unknown, "--proxy-join names no workspace (yet); new users join only the ones that exist");
+        eprintln!(
+            "warning: --proxy-join {unknown:?} names no workspace; workspaces: {}",
+            names.join(", ")
+        );
+    }
     let config = ServerConfig {
         token,
         proxy,

@@ -307,7 +307,7 @@ impl Call<'_> {
     /// client calls it.
     async fn act<A: Handler>(&self, request: A::Request) -> Result<A::Response, ApiError> {
         let (_, workspace) = roles::authorize::<A>(self.state, &self.identity, &request).await?;
-        let target = request.subjects().first().map(|id| (*id).to_owned());
+        let target = request.target().map(str::to_owned);
         let response = A::handle(self.state, &self.identity, request).await?;
         crate::dispatch::record::<A>(
             self.state,
