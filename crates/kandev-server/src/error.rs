@@ -44,7 +44,8 @@ impl ApiError {
     pub fn unauthorized() -> Self {
         Self::new(
             ErrorCode::Unauthorized,
-            "a valid access token is required; pass it as `Authorization: Bearer <token>`",
+            "a login or a valid access token is required: log in at /login, or pass a token as \
+             `Authorization: Bearer <token>`",
         )
     }
 

@@ -61,3 +61,42 @@ async fn i43_a5_the_first_and_the_latest_postgresql_schema_migrate_forward() {
         upgrade_and_read(db.location.clone(), version, latest).await;
     }
 }
+
+/// Issue 49: users of a database from before roles keep what they could do: each becomes an
+/// admin of every workspace, and the oldest the owner.
+#[tokio::test]
+async fn i49_users_from_before_roles_become_admins_and_the_oldest_the_owner() {
+    use sqlx::Connection;
+    let db = TestDb::sqlite();
+    fixture::create(&db.location, 41).await.unwrap();
+    let Location::File(path) = &db.location else { unreachable!("a SQLite fixture") };
+    let url = format!("sqlite://{}", path.display());
+    let mut conn = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    for (id, name, at) in [("u2", "bob", 2000), ("u1", "alice", 1000)] {
+        sqlx::query(
+            "INSERT INTO users (id, name, password_hash, created_at, updated_at) \
+             VALUES (?, ?, 'x', ?, ?)",
+        )
+        .bind(id)
+        .bind(name)
+        .bind(at)
+        .bind(at)
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    }
+    conn.close().await.unwrap();
+
+    let store = Store::open(db.location.clone()).await.unwrap();
+    let users = store.list_users().await.unwrap();
+    let owners: Vec<&str> = users.iter().filter(|u| u.owner).map(|u| u.name.as_str()).collect();
+    assert_eq!(owners, ["alice"], "the oldest user owns the server");
+    let workspaces = store.list_workspaces().await.unwrap();
+    assert!(!workspaces.is_empty());
+    for user in ["u1", "u2"] {
+        let roles = store.user_roles(user).await.unwrap();
+        assert_eq!(roles.len(), workspaces.len(), "{user} is in every workspace");
+        assert!(roles.iter().all(|(_, r)| *r == kandev_domain::account::Role::Admin), "{roles:?}");
+    }
+    store.close().await;
+}
