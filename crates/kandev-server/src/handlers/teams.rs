@@ -85,9 +85,10 @@ pub async fn user_list(s: &AppState, _: Empty) -> Result<Users, ApiError> {
     Ok(Users { users })
 }
 
-async fn checked_hash(s: &AppState, password: String) -> Result<String, ApiError> {
+/// A new password checked and hashed (argon2id, on a blocking thread: tens of milliseconds;
+/// only the owner calls this).
+async fn checked_hash(password: String) -> Result<String, ApiError> {
     account::password(&password)?;
-    let _ = s;
     tokio::task::spawn_blocking(move || hash_password(&password))
         .await
         .map_err(|_| ApiError::internal())?
@@ -100,7 +101,7 @@ async fn checked_hash(s: &AppState, password: String) -> Result<String, ApiError
 /// `user.create` (the owner's): a user with a first password, in no workspace yet.
 pub async fn user_create(s: &AppState, p: UserCreate) -> Result<UserOne, ApiError> {
     let name = account::user_name(&p.name)?;
-    let hash = checked_hash(s, p.password).await?;
+    let hash = checked_hash(p.password).await?;
     let user = s.engine().create_user(&name, &hash).await?;
     Ok(UserOne { user: entry(s, &user).await? })
 }
@@ -108,7 +109,7 @@ pub async fn user_create(s: &AppState, p: UserCreate) -> Result<UserOne, ApiErro
 /// `user.password.reset` (the owner's): a new password; the user's login sessions end and
 /// their open pages close.
 pub async fn user_password_reset(s: &AppState, p: UserCreate) -> Result<UserOne, ApiError> {
-    let hash = checked_hash(s, p.password).await?;
+    let hash = checked_hash(p.password).await?;
     let user = s.engine().set_password(p.name.trim(), &hash, None).await?;
     s.live().recheck();
     Ok(UserOne { user: entry(s, &user).await? })
