@@ -138,7 +138,7 @@ pub async fn audit_list(
     let mut workspaces = grants.workspaces_with(Role::Admin);
     if let Some(only) = p.workspace_id {
         if workspaces.as_ref().is_some_and(|w| !w.contains(&only)) {
-            return Err(ApiError::not_found(format!("workspace {only} not found")));
+            return Err(kandev_store::StoreError::not_found("workspace", only).into());
         }
         workspaces = Some(vec![only]);
     }
