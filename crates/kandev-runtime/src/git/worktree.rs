@@ -1,7 +1,9 @@
 //! Creating and removing a task's git worktree, plus the repository checks that come first.
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::GitError;
 use super::branch::is_valid_branch_name;
@@ -34,6 +36,26 @@ pub enum OnExistingBranch {
     /// `<branch>-2`, `<branch>-3`, ... up to [`MAX_BRANCH_SUFFIX`] that does not exist, and
     /// create it at the base branch. Races with a concurrent creator are retried.
     PickAnother,
+}
+
+/// Git's worktree administration (`worktree add`, `remove`, `prune`) is not safe against
+/// itself in one repository: an `add` reads the administrative folders of the others, and one
+/// being made by a concurrent `add` fails it (`fatal: failed to read
+/// .git/worktrees/<name>/commondir`), while a `prune` may delete one being made. So they take
+/// turns per repository, in this process (`worktrees.rs`
+/// `i12_f6_same_title_tasks_created_together_all_get_worktrees`, which failed about one run
+/// in four on a loaded machine before).
+async fn administer(repo: &Path) -> tokio::sync::OwnedMutexGuard<()> {
+    type Locks = Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>;
+    static LOCKS: OnceLock<Locks> = OnceLock::new();
+    let lock = {
+        let mut locks = LOCKS
+            .get_or_init(Locks::default)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        locks.entry(repo.to_path_buf()).or_default().clone()
+    };
+    lock.lock_owned().await
 }
 
 /// The highest suffix [`OnExistingBranch::PickAnother`] tries before giving up with
@@ -140,7 +162,10 @@ pub async fn create_worktree(spec: &WorktreeSpec) -> Result<Worktree, GitError> 
             Some(_) => Git::new(&repo).args(["worktree", "add", "--quiet"]).arg(&path).arg(&branch),
         };
         let added = async {
-            add.run().await?;
+            {
+                let _turn = administer(&repo).await;
+                add.run().await?;
+            }
             let base_commit = match existing_branch {
                 None => base_sha.clone(),
                 Some(_) => merge_base(&repo, &base_sha, &branch).await?.unwrap_or(base_sha.clone()),
@@ -190,7 +215,11 @@ async fn undo_create(
     {
         tracing::warn!(path = %path.display(), error = %e, "removing a half-created worktree failed");
     }
-    if let Err(e) = Git::new(repo).args(["worktree", "prune"]).run().await {
+    let pruned = {
+        let _turn = administer(repo).await;
+        Git::new(repo).args(["worktree", "prune"]).run().await
+    };
+    if let Err(e) = pruned {
         tracing::warn!(error = %e, "pruning worktrees failed");
     }
     if let Some(branch) = created_branch {
@@ -225,6 +254,7 @@ pub async fn remove_worktree(
     let canonical = match tokio::fs::canonicalize(&path).await {
         Ok(canonical) => canonical,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let _turn = administer(&repo).await;
             Git::new(&repo).args(["worktree", "prune"]).run().await?;
             return Ok(());
         }
@@ -245,6 +275,7 @@ pub async fn remove_worktree(
         remove = remove.arg("--force");
     }
     let remove = remove.arg(&canonical);
+    let turn = administer(&repo).await;
     let output = remove.output().await?;
     if !output.success() {
         // Something changed since the check; report it the same way.
@@ -257,6 +288,7 @@ pub async fn remove_worktree(
         return Err(remove.failed(&output));
     }
     Git::new(&repo).args(["worktree", "prune"]).run().await?;
+    drop(turn);
     tracing::debug!(path = %canonical.display(), "removed worktree");
     Ok(())
 }
