@@ -2,6 +2,7 @@
 // intake, saved prompts, executors, health, and issue 49's members, users and activity),
 // chosen by the route (`/settings/<section>`). A section the person's role cannot use at all
 // is not offered (Health and Activity are for admins, Users for the server's owner).
+import type { ComponentType } from 'react';
 import { useRole } from '../../lib/me';
 import { navigate } from '../../lib/router';
 import { Activity } from './Activity';
@@ -20,18 +21,24 @@ import { Workflows } from './Workflows';
  * with accounts. */
 type Audience = 'anyone' | 'admin' | 'owner';
 
-const SECTIONS: [string, string, Audience][] = [
-  ['profiles', 'Agent profiles', 'anyone'],
-  ['repositories', 'Repositories', 'anyone'],
-  ['workflows', 'Workflows', 'anyone'],
-  ['intake', 'Intake', 'anyone'],
-  ['notifications', 'Notifications', 'anyone'],
-  ['prompts', 'Prompts', 'anyone'],
-  ['executors', 'Executors', 'anyone'],
-  ['members', 'Members', 'anyone'],
-  ['users', 'Users', 'owner'],
-  ['activity', 'Activity', 'admin'],
-  ['health', 'Health', 'admin'],
+/** Each section: its route id, its label, who it is offered to, and what it shows. */
+type Section = [string, string, Audience, ComponentType];
+
+/** Shown first, and for a section that is not offered. */
+const PROFILES: Section = ['profiles', 'Agent profiles', 'anyone', Profiles];
+
+const SECTIONS: Section[] = [
+  PROFILES,
+  ['repositories', 'Repositories', 'anyone', Repositories],
+  ['workflows', 'Workflows', 'anyone', Workflows],
+  ['intake', 'Intake', 'anyone', Intake],
+  ['notifications', 'Notifications', 'anyone', Notifications],
+  ['prompts', 'Prompts', 'anyone', Prompts],
+  ['executors', 'Executors', 'anyone', Executors],
+  ['members', 'Members', 'anyone', Members],
+  ['users', 'Users', 'owner', Users],
+  ['activity', 'Activity', 'admin', Activity],
+  ['health', 'Health', 'admin', Health],
 ];
 
 export function Settings({ section }: { section: string }) {
@@ -44,7 +51,9 @@ export function Settings({ section }: { section: string }) {
   // A section not offered shows the first one; until `user.me` answers, nothing is known.
   const known = role.me !== null || role.canSomewhere('owner');
   const asked = SECTIONS.find(([id]) => id === section);
-  const shown = sections.some(([id]) => id === section) ? section : 'profiles';
+  const current: Section = sections.find(([id]) => id === section) ?? PROFILES;
+  const shown = current[0];
+  const Body = current[3];
   return (
     <div className="settings">
       <nav className="settings-nav" aria-label="Settings">
@@ -64,31 +73,7 @@ export function Settings({ section }: { section: string }) {
         ))}
       </nav>
       <div className="settings-body">
-        {!known && asked && asked[2] !== 'anyone' ? (
-          <p className="hint">Reading…</p>
-        ) : shown === 'repositories' ? (
-          <Repositories />
-        ) : shown === 'workflows' ? (
-          <Workflows />
-        ) : shown === 'intake' ? (
-          <Intake />
-        ) : shown === 'notifications' ? (
-          <Notifications />
-        ) : shown === 'prompts' ? (
-          <Prompts />
-        ) : shown === 'executors' ? (
-          <Executors />
-        ) : shown === 'members' ? (
-          <Members />
-        ) : shown === 'users' ? (
-          <Users />
-        ) : shown === 'activity' ? (
-          <Activity />
-        ) : shown === 'health' ? (
-          <Health />
-        ) : (
-          <Profiles />
-        )}
+        {!known && asked && asked[2] !== 'anyone' ? <p className="hint">Reading…</p> : <Body />}
       </div>
     </div>
   );
