@@ -1,8 +1,8 @@
 // The task page's Terminal tab: shells in the task's worktree (several, each in its own
 // xterm.js, living on the server until closed, so a reload or a reconnect shows them again
 // with their recent output) and the task's dev servers with their log and a preview link.
-// Issue 49: a terminal (and a dev server's log, read through one) is an admin's of the task's
-// workspace, a shell on the server; starting and stopping the dev server a member's.
+// Issue 49: a terminal is an admin's of the task's workspace, a shell on the server; starting
+// and stopping the dev server a member's; its log (read-only) anyone's who reads the task.
 import { useCallback, useEffect, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { DevServerDto, TerminalDto } from '../api/types';
@@ -91,15 +91,13 @@ export function TerminalsTab(props: { taskId: string; workspaceId: string; archi
                 </button>
               )}
             </div>
-            {shell && (
-              <XtermView terminalId={d.terminal_id} readOnly label={`Dev server log, port ${d.port}`} onExit={load} />
-            )}
+            <XtermView terminalId={d.terminal_id} readOnly label={`Dev server log, port ${d.port}`} onExit={load} />
           </div>
         ))}
       </section>
       {!shell && (
         <RoleNote>
-          Terminals and the dev server’s log are for admins of the workspace: a terminal is a shell on the server.
+          Terminals are for admins of the workspace: a terminal is a shell on the server.
         </RoleNote>
       )}
       {shell && (
