@@ -170,6 +170,33 @@ targets! {
     rq::MemberRemove => [workspace_id] user,
 }
 
+/// A secret's scope: its workspace when it names one (none: the server's secrets, whose
+/// handler asks for the owner).
+macro_rules! scoped {
+    ($($ty:ty => $target:ident),* $(,)?) => {
+        $(impl Subjects for $ty {
+            fn subjects(&self) -> Vec<&str> {
+                self.workspace_id.as_deref().into_iter().collect()
+            }
+
+            fn target(&self) -> Option<&str> {
+                Some(self.$target.as_str())
+            }
+        })*
+    };
+}
+
+scoped! {
+    rq::SecretSet => name,
+    rq::SecretRemove => name,
+}
+
+impl Subjects for rq::SecretList {
+    fn subjects(&self) -> Vec<&str> {
+        self.workspace_id.as_deref().into_iter().collect()
+    }
+}
+
 impl Subjects for rq::WorkflowExport {
     fn subjects(&self) -> Vec<&str> {
         self.ids.iter().map(String::as_str).collect()

@@ -284,6 +284,10 @@ actions! {
         MemberSet = "workspace.member.set" [write Admin Workspace]: rq::MemberSet => rs::Members;
         MemberRemove = "workspace.member.remove" [write Admin Workspace]: rq::MemberRemove => rs::Members;
         AuditList = "audit.list" [read Admin Server]: rq::AuditList => rs::AuditEntries;
+        SecretList = "secret.list" [read Admin Workspace]: rq::SecretList => rs::Secrets;
+        SecretSet = "secret.set" [write Admin Workspace]: rq::SecretSet => rs::SecretOne;
+        SecretRemove = "secret.remove" [write Admin Workspace]: rq::SecretRemove => rs::Deleted;
+        SecretKeyRotate = "secret.key.rotate" [write Owner Server]: rq::Empty => rs::SecretKeyRotated;
     }
     socket {
         Subscribe = "subscribe" [read Anyone Server]: rq::Subscribe => rs::Subscribed;

@@ -172,6 +172,8 @@ pub struct ExecutorDto {
     pub ssh: Option<SshSettingsDto>,
     pub container: Option<ContainerSettingsDto>,
     pub repository_ids: Vec<String>,
+    /// The secrets its host may receive (issue 50), by name.
+    pub allowed_secrets: Vec<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -192,6 +194,7 @@ impl From<&Executor> for ExecutorDto {
             ssh,
             container,
             repository_ids: e.repository_ids.clone(),
+            allowed_secrets: e.allowed_secrets.clone(),
             created_at: rfc3339(e.created_at),
             updated_at: rfc3339(e.updated_at),
         }

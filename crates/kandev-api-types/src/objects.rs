@@ -461,24 +461,88 @@ impl From<&Task> for TaskDto {
 /// `agent.profile.update`, it means "keep this variable's current value".
 pub const SECRET_MASK: &str = "********";
 
-/// An environment variable of a profile; `value` is [`SECRET_MASK`] on output. Its `Debug`
-/// never shows the value.
+/// An environment variable of a profile: a `value`, or `secret`, the name of a stored secret
+/// (issue 50) whose value the process gets when it starts (`value` then empty). A value is
+/// [`SECRET_MASK`] on output. Its `Debug` never shows the value.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize, TS)]
 #[serde(deny_unknown_fields)]
 pub struct EnvVarDto {
     pub name: String,
+    #[serde(default)]
     pub value: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[ts(optional)]
+    pub secret: Option<String>,
 }
 
 impl std::fmt::Debug for EnvVarDto {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EnvVarDto").field("name", &self.name).field("value", &"<hidden>").finish()
+        f.debug_struct("EnvVarDto")
+            .field("name", &self.name)
+            .field("value", &"<hidden>")
+            .field("secret", &self.secret)
+            .finish()
     }
 }
 
-/// Names with [`SECRET_MASK`] for values: what the API shows of env vars and headers.
+/// Names with [`SECRET_MASK`] for values, and the secrets referenced by name: what the API
+/// shows of env vars and headers.
 fn masked(vars: &[EnvVar]) -> Vec<EnvVarDto> {
-    vars.iter().map(|e| EnvVarDto { name: e.name.clone(), value: SECRET_MASK.to_owned() }).collect()
+    vars.iter()
+        .map(|e| match &e.secret {
+            Some(secret) => EnvVarDto {
+                name: e.name.clone(),
+                value: String::new(),
+                secret: Some(secret.clone()),
+            },
+            None => EnvVarDto {
+                name: e.name.clone(),
+                value: SECRET_MASK.to_owned(),
+                secret: None,
+            },
+        })
+        .collect()
+}
+
+/// Where a secret applies (issue 50).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum SecretScopeDto {
+    Server,
+    Workspace,
+    Repository,
+}
+
+/// A stored secret: its name and scope, never its value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, TS)]
+pub struct SecretDto {
+    pub id: String,
+    pub name: String,
+    pub scope: SecretScopeDto,
+    pub workspace_id: Option<String>,
+    pub repository_id: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&kandev_domain::secret::Secret> for SecretDto {
+    fn from(s: &kandev_domain::secret::Secret) -> Self {
+        use kandev_domain::secret::SecretScope;
+        let scope = match &s.scope {
+            SecretScope::Server => SecretScopeDto::Server,
+            SecretScope::Workspace { .. } => SecretScopeDto::Workspace,
+            SecretScope::Repository { .. } => SecretScopeDto::Repository,
+        };
+        SecretDto {
+            id: s.id.clone(),
+            name: s.name.clone(),
+            scope,
+            workspace_id: s.scope.workspace_id().map(str::to_owned),
+            repository_id: s.scope.repository_id().map(str::to_owned),
+            created_at: crate::rfc3339(s.created_at),
+            updated_at: crate::rfc3339(s.updated_at),
+        }
+    }
 }
 
 /// How the agent reaches a remote MCP server of a profile (ACP `McpServer` `type`).

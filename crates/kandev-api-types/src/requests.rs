@@ -75,7 +75,44 @@ impl std::fmt::Debug for UserCreate {
 /// `user.password.reset`: the same shape as [`UserCreate`].
 pub type UserPasswordReset = UserCreate;
 
+/// `secret.set`: sets the secret `name` to `value` (a new one, or a new value): for the
+/// server without `workspace_id` (the owner's), for a workspace with it, for one of its
+/// repositories with `repository_id` too. Its `Debug` hides the value; no answer returns it.
+#[derive(Clone, Serialize, Deserialize, TS)]
+#[ts(optional_fields)]
+#[serde(deny_unknown_fields)]
+pub struct SecretSet {
+    pub workspace_id: Option<String>,
+    pub repository_id: Option<String>,
+    pub name: String,
+    pub value: String,
+}
+
+impl std::fmt::Debug for SecretSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretSet")
+            .field("workspace_id", &self.workspace_id)
+            .field("repository_id", &self.repository_id)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
 requests! {
+/// `secret.list`: the server's secrets and, with `workspace_id`, that workspace's and its
+/// repositories' (names and scopes; never a value).
+pub struct SecretList {
+    pub workspace_id: Option<String>,
+}
+
+/// `secret.remove`: the secret `name` of the scope `workspace_id` and `repository_id` name
+/// (both left out: the server's).
+pub struct SecretRemove {
+    pub workspace_id: Option<String>,
+    pub repository_id: Option<String>,
+    pub name: String,
+}
+
 /// A payload that names one user by name (`user.remove`).
 pub struct ByName {
     pub name: String,
@@ -480,6 +517,8 @@ pub struct ExecutorCreate {
     pub kind: crate::ExecutorKindDto,
     pub ssh: Option<crate::SshSettingsDto>,
     pub container: Option<crate::ContainerSettingsDto>,
+    /// The secrets its host may receive, by name (none when left out).
+    pub allowed_secrets: Option<Vec<String>>,
 }
 
 /// `executor.update`: a field left out keeps its value; `kind` and its settings change
@@ -490,6 +529,8 @@ pub struct ExecutorUpdate {
     pub kind: Option<crate::ExecutorKindDto>,
     pub ssh: Option<crate::SshSettingsDto>,
     pub container: Option<crate::ContainerSettingsDto>,
+    /// Replaces the secrets its host may receive (kept when left out).
+    pub allowed_secrets: Option<Vec<String>>,
 }
 
 /// `repository.executor.set`: `executor_id` `null` (or left out) runs the repository's agents

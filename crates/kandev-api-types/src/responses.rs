@@ -38,6 +38,24 @@ responses! {
         pub roles: Vec<crate::WorkspaceRoleDto>,
     }
 
+    /// `secret.list`: names and scopes, by scope then name; `key_id` names the key they are
+    /// sealed with.
+    pub struct Secrets {
+        pub secrets: Vec<crate::SecretDto>,
+        pub key_id: String,
+    }
+
+    /// `secret.set`: the secret (never its value).
+    pub struct SecretOne {
+        pub secret: crate::SecretDto,
+    }
+
+    /// `secret.key.rotate`: the new key's id, and how many secrets were re-sealed with it.
+    pub struct SecretKeyRotated {
+        pub key_id: String,
+        pub resealed: u32,
+    }
+
     /// `workspace.member.list`, and `workspace.member.set`/`remove`: the members after it.
     pub struct Members {
         pub members: Vec<crate::MemberDto>,

@@ -76,17 +76,35 @@ impl DefaultCommand {
     }
 }
 
-/// One environment variable of a profile. Values may be secrets: the API never shows them,
-/// and `Debug` does not either.
+/// One environment variable of a profile: a value, or a reference to a stored secret
+/// (issue 50; `secret` names it, `value` is empty), whose value is put in when the process
+/// starts. Values may be secrets too: the API never shows them, and `Debug` does not either.
 #[derive(Clone, PartialEq, Eq)]
 pub struct EnvVar {
     pub name: String,
     pub value: String,
+    pub secret: Option<String>,
+}
+
+impl EnvVar {
+    /// A variable with its value.
+    pub fn plain(name: impl Into<String>, value: impl Into<String>) -> EnvVar {
+        EnvVar { name: name.into(), value: value.into(), secret: None }
+    }
+
+    /// A variable given the value of the secret `secret` when the process starts.
+    pub fn secret(name: impl Into<String>, secret: impl Into<String>) -> EnvVar {
+        EnvVar { name: name.into(), value: String::new(), secret: Some(secret.into()) }
+    }
 }
 
 impl std::fmt::Debug for EnvVar {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EnvVar").field("name", &self.name).field("value", &"<hidden>").finish()
+        f.debug_struct("EnvVar")
+            .field("name", &self.name)
+            .field("value", &"<hidden>")
+            .field("secret", &self.secret)
+            .finish()
     }
 }
 
@@ -160,14 +178,14 @@ mod tests {
 
     #[test]
     fn env_values_never_show_in_debug_output() {
-        let var = EnvVar { name: "API_KEY".into(), value: "sk-0123456789xy".into() };
+        let var = EnvVar::plain("API_KEY", "sk-0123456789xy");
         let shown = format!("{var:?}");
         assert!(shown.contains("API_KEY") && !shown.contains("0123"), "{shown}");
     }
 
     #[test]
     fn mcp_server_secrets_never_show_in_debug_output() {
-        let secret = |value: &str| vec![EnvVar { name: "TOKEN".into(), value: value.into() }];
+        let secret = |value: &str| vec![EnvVar::plain("TOKEN", value)];
         let servers = [
             McpServerConfig::Stdio {
                 name: "fs".into(),

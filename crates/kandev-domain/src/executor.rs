@@ -22,6 +22,9 @@ pub struct Executor {
     pub kind: ExecutorKind,
     /// The repositories that chose it (`repository.executor.set`).
     pub repository_ids: Vec<String>,
+    /// The secrets (issue 50) a process it starts may receive, by name; `local` receives
+    /// every secret a process references, whatever this says.
+    pub allowed_secrets: Vec<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }

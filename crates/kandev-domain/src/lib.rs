@@ -17,6 +17,7 @@ pub mod notify;
 pub mod question;
 pub mod saved_prompt;
 pub mod schedule;
+pub mod secret;
 pub mod session;
 pub mod ship;
 pub mod task;

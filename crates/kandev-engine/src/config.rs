@@ -110,6 +110,9 @@ pub struct EngineConfig {
     pub allow_private_notification_targets: bool,
     /// Attachment quota, uploads at once, and the sweep of unreferenced uploads.
     pub attachments: AttachmentSettings,
+    /// The key secrets are sealed with when it comes from `KANDEV_SECRET_KEY`; `None`: the
+    /// file `<home>/secret.key` (made on the first start).
+    pub secret_key: Option<crate::secrets::SecretKey>,
 }
 
 impl EngineConfig {
@@ -134,6 +137,7 @@ impl EngineConfig {
             notification_backoff: Duration::from_secs(10),
             allow_private_notification_targets: false,
             attachments: AttachmentSettings::default(),
+            secret_key: None,
         }
     }
 }

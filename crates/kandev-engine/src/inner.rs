@@ -64,6 +64,8 @@ pub(crate) struct Inner {
     pub uploads: Arc<crate::attachments::Uploads>,
     /// Where people open the web UI (links in notifications); set once the server listens.
     pub web_url: Mutex<crate::deliveries::WebUrl>,
+    /// The key secrets are sealed with, once read (`secrets.rs`).
+    pub vault: crate::secrets::Vault,
 }
 
 impl Inner {
@@ -95,6 +97,7 @@ impl Inner {
             links: crate::links::Links::default(),
             uploads,
             web_url: Mutex::default(),
+            vault: crate::secrets::Vault::default(),
         }
     }
 

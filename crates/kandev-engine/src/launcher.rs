@@ -24,6 +24,9 @@ pub struct LaunchSpec {
     /// or `args`: a profile whose own command happens to run the mock is a real process.
     pub builtin_mock: Option<Vec<String>>,
     pub secrets: Vec<String>,
+    /// The stored secrets (issue 50) whose values are in `env` or the MCP servers, by name:
+    /// an SSH or container executor must allow each of them.
+    pub secret_names: Vec<String>,
 }
 
 impl std::fmt::Debug for LaunchSpec {
@@ -37,6 +40,7 @@ impl std::fmt::Debug for LaunchSpec {
             .field("cwd", &self.cwd)
             .field("builtin_mock", &self.builtin_mock)
             .field("secrets", &self.secrets.len())
+            .field("secret_names", &self.secret_names)
             .finish()
     }
 }

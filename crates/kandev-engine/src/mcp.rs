@@ -325,7 +325,7 @@ mod tests {
 
     #[test]
     fn profile_servers_keep_their_form_and_remote_ones_need_the_agents_transport() {
-        let secret = vec![EnvVar { name: "TOKEN".into(), value: "s3cret".into() }];
+        let secret = vec![EnvVar::plain("TOKEN", "s3cret")];
         let servers = [
             McpServerConfig::Stdio {
                 name: "fs".into(),

@@ -30,7 +30,8 @@ pub(crate) async fn repository_forge(inner: &Inner, id: &RepositoryId) -> Result
     let repository = inner.store.get_repository(id).await.map_err(not_found)?;
     let remote =
         git::remote_url(Path::new(&repository.local_path), "origin").await.map_err(ship_error)?;
-    Ok(kandev_forge::forge_api(&repository, &remote)?)
+    let tokens = crate::secrets::forge_tokens(inner, &repository).await?;
+    Ok(kandev_forge::forge_api(&repository, &remote, &tokens)?)
 }
 
 /// The tracker an intake source reads issues from: its repository's forge (GitHub or

@@ -94,8 +94,14 @@ pub fn split_remote(url: &str) -> (Option<String>, String) {
     (None, tail)
 }
 
-/// Where and how to reach `repository`'s forge, from its settings and its `origin` URL.
-pub fn forge_api(repository: &Repository, remote_url: &str) -> Result<ForgeApi> {
+/// Where and how to reach `repository`'s forge, from its settings and its `origin` URL. The
+/// token is `stored`'s value of the token variable (the secret store's, issue 50), else
+/// that variable of the server's environment.
+pub fn forge_api(
+    repository: &Repository,
+    remote_url: &str,
+    stored: &std::collections::HashMap<String, String>,
+) -> Result<ForgeApi> {
     let (host, path) = split_remote(remote_url);
     let configured = repository.forge_api_base_url.trim().trim_end_matches('/');
     let forge = if configured.ends_with("/api/v4")
@@ -134,11 +140,16 @@ pub fn forge_api(repository: &Repository, remote_url: &str) -> Result<ForgeApi> 
         },
         named => named,
     };
-    let token = std::env::var(variable).ok().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
-        ForgeError::Settings(format!(
-            "no forge token: set the environment variable {variable} for the server (or name another variable in the repository's settings)"
-        ))
-    })?;
+    let token = stored
+        .get(variable)
+        .cloned()
+        .or_else(|| std::env::var(variable).ok())
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| {
+            ForgeError::Settings(format!(
+                "no forge token: add the secret {variable} in Settings → Secrets (or set that environment variable for the server, or name another one in the repository's settings)"
+            ))
+        })?;
     Ok(ForgeApi { forge, base_url, project, token })
 }
 

@@ -18,7 +18,8 @@ use crate::accounts::{self, Identity};
 use crate::board_cache::BoardKey;
 use crate::handlers::{
     agent_auth, attempts, executor, files, git, intake, notify, profile, prompt, question,
-    repository, search, session, ship, system, task, teams, terminal, turns, workflow, workspace,
+    repository, search, secrets, session, ship, system, task, teams, terminal, turns, workflow,
+    workspace,
 };
 use crate::{ApiError, AppState, roles};
 
@@ -229,6 +230,8 @@ handlers! {
     UserCreate => teams::user_create,
     UserPasswordReset => teams::user_password_reset,
     UserRemove => teams::user_remove,
+    SecretList => secrets::list,
+    SecretKeyRotate => secrets::rotate,
     }
     by_caller {
         WorkspaceList => workspace::list,
@@ -237,6 +240,8 @@ handlers! {
         AuditList => teams::audit_list,
         MemberSet => teams::member_set,
         MemberRemove => teams::member_remove,
+        SecretSet => secrets::set,
+        SecretRemove => secrets::remove,
         TaskCreate => task::create,
         SessionLaunch => session::launch,
         TaskAttemptCreate => attempts::create,

@@ -66,6 +66,8 @@ const TABLES: &[&str] = &[
     "user_tokens",
     "workspace_members",
     "audit_log",
+    "secrets",
+    "secret_imports",
 ];
 
 /// PostgreSQL's identity columns that SQLite numbers itself (`migrations-pg`).

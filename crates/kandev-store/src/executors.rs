@@ -21,6 +21,8 @@ struct ExecutorRow {
     known_hosts: String,
     remote_home: String,
     container: Option<String>,
+    /// A JSON list of secret names.
+    allowed_secrets: String,
     created_at: i64,
     updated_at: i64,
 }
@@ -55,11 +57,15 @@ impl ExecutorRow {
                 )));
             }
         };
+        let allowed_secrets = serde_json::from_str(&self.allowed_secrets).map_err(|e| {
+            StoreError::Corrupt(format!("executor {} has bad allowed secrets: {e}", self.id))
+        })?;
         Ok(Executor {
             id: self.id,
             name: self.name,
             kind,
             repository_ids,
+            allowed_secrets,
             created_at: Timestamp(self.created_at),
             updated_at: Timestamp(self.updated_at),
         })
@@ -226,6 +232,25 @@ impl Store {
 }
 
 impl WriteTx {
+    /// Replaces the secrets an executor's host may receive; answers the executor.
+    pub async fn set_executor_secrets(&mut self, id: &str, names: &[String]) -> Result<Executor> {
+        let json = serde_json::to_string(names)
+            .map_err(|e| StoreError::Corrupt(format!("cannot store secret names: {e}")))?;
+        let changed = crate::sql::query(
+            "UPDATE executors SET allowed_secrets = ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(json)
+        .bind(self.now().millis())
+        .bind(id)
+        .execute(self.conn())
+        .await?
+        .rows_affected();
+        if changed == 0 {
+            return Err(StoreError::not_found("executor", id));
+        }
+        get(self.db(), id).await
+    }
+
     /// Adds an executor; `Conflict` when one of that name exists.
     pub async fn insert_executor(&mut self, name: &str, kind: &ExecutorKind) -> Result<Executor> {
         same_runner(self.db(), kind, None).await?;

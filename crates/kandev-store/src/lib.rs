@@ -39,6 +39,7 @@ mod runtime;
 mod saved_prompts;
 mod schedules;
 mod search;
+mod secrets;
 mod secure;
 mod session_resets;
 mod sessions;

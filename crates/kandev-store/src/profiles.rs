@@ -52,11 +52,14 @@ struct ProfileRow {
     updated_at: i64,
 }
 
-/// The stored JSON form of one environment variable.
+/// The stored JSON form of one environment variable: a value, or a secret's name.
 #[derive(Serialize, Deserialize)]
 struct EnvJson {
     name: String,
+    #[serde(default)]
     value: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    secret: Option<String>,
 }
 
 /// The stored JSON form of one MCP server: `command` for stdio, `url` for a remote one.
@@ -78,11 +81,13 @@ struct McpServerJson {
 }
 
 fn vars(list: Vec<EnvJson>) -> Vec<EnvVar> {
-    list.into_iter().map(|e| EnvVar { name: e.name, value: e.value }).collect()
+    list.into_iter().map(|e| EnvVar { name: e.name, value: e.value, secret: e.secret }).collect()
 }
 
 fn vars_json(list: &[EnvVar]) -> Vec<EnvJson> {
-    list.iter().map(|e| EnvJson { name: e.name.clone(), value: e.value.clone() }).collect()
+    list.iter()
+        .map(|e| EnvJson { name: e.name.clone(), value: e.value.clone(), secret: e.secret.clone() })
+        .collect()
 }
 
 impl McpServerJson {
@@ -185,14 +190,18 @@ fn env_json(env: &[EnvVar]) -> String {
     serde_json::to_string(&vars_json(env)).unwrap_or_else(|_| "[]".into())
 }
 
+async fn list(mut db: Db<'_>) -> Result<Vec<AgentProfile>> {
+    crate::sql::query_as::<ProfileRow>("SELECT * FROM agent_profiles ORDER BY created_at, id")
+        .fetch_all(&mut db)
+        .await?
+        .into_iter()
+        .map(AgentProfile::try_from)
+        .collect()
+}
+
 impl Store {
     pub async fn list_profiles(&self) -> Result<Vec<AgentProfile>> {
-        crate::sql::query_as::<ProfileRow>("SELECT * FROM agent_profiles ORDER BY created_at, id")
-            .fetch_all(&self.read)
-            .await?
-            .into_iter()
-            .map(AgentProfile::try_from)
-            .collect()
+        list(self.db()).await
     }
 
     pub async fn get_profile(&self, id: &AgentProfileId) -> Result<AgentProfile> {
@@ -201,6 +210,11 @@ impl Store {
 }
 
 impl WriteTx {
+    /// Every profile, as this transaction sees them.
+    pub async fn list_profiles(&mut self) -> Result<Vec<AgentProfile>> {
+        list(self.db()).await
+    }
+
     /// A profile as this transaction sees it (to change it based on its current values).
     pub async fn profile(&mut self, id: &AgentProfileId) -> Result<AgentProfile> {
         get(self.db(), id.as_str()).await

@@ -59,6 +59,8 @@ const OWNERS: &[(&str, &str)] = &[
     ("user_tokens", "accounts.rs"),
     ("workspace_members", "members.rs"),
     ("audit_log", "audit.rs"),
+    ("secrets", "secrets.rs"),
+    ("secret_imports", "secrets.rs"),
     ("events", "events.rs"),
     ("sqlite_sequence", "events.rs"),
     ("event_seq", "events.rs"),

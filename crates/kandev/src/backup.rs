@@ -90,6 +90,15 @@ pub async fn backup(args: BackupArgs) -> Result<()> {
         until_stopped(write_backup(&home, Database::Copy(location), source, &to), "backup").await?;
     let attachments = made.files.len() - 1;
     println!("Backed up the database and {attachments} attachments to {}.", to.display());
+    let key = home.join(kandev_engine::secrets::KEY_FILE);
+    if key.exists() {
+        // Secrets are in the archive sealed; the key that opens them never is.
+        println!(
+            "The archive does not hold the secret key: keep a copy of {} apart from it (a \
+             restore needs it to read the secrets).",
+            key.display()
+        );
+    }
     Ok(())
 }
 

@@ -287,6 +287,13 @@ fn engine_config(home: &std::path::Path, args: &ServeArgs) -> Result<EngineConfi
     config.checkpoint_age = args.checkpoint_age;
     config.allow_private_notification_targets = args.allow_private_notification_targets;
     config.attachments.quota = args.attachment_quota;
+    // The key secrets are sealed with: from the environment when given (never a flag, which
+    // `ps` would show), else <home>/secret.key.
+    if let Ok(text) = std::env::var(kandev_engine::secrets::KEY_ENV) {
+        let key = kandev_engine::secrets::SecretKey::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", kandev_engine::secrets::KEY_ENV))?;
+        config.secret_key = Some(key);
+    }
     Ok(config)
 }
 
@@ -375,6 +382,7 @@ pub async fn run(args: ServeArgs) -> Result<()> {
         }
     };
     let engine = Engine::new(store.clone(), engine_config(&home, &args)?, launcher);
+    engine.open_secrets().await.context("cannot open the secret store")?;
     let interrupted = match kept {
         Some((client, leftovers)) => engine.reconcile_with_runner(&client, leftovers).await,
         None => engine.reconcile().await,

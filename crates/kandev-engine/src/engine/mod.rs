@@ -539,6 +539,8 @@ impl Engine {
     }
 
     async fn reconcile_kept(&self, kept: Vec<crate::reconcile::Kept>) -> Result<usize> {
+        // The key is checked (and older plain-text values moved in) before a session starts.
+        self.open_secrets().await?;
         let (fixed, adoptions) = reconcile(&self.inner, kept).await?;
         for adoption in adoptions {
             let id = adoption.session_id.clone();

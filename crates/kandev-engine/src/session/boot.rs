@@ -101,7 +101,15 @@ impl SessionActor {
         };
         let Some(profile) = profile else {
             let (program, args, builtin_mock) = builtin_mock(&[]);
-            return LaunchSpec { program, args, env: vec![], cwd, builtin_mock, secrets: vec![] };
+            return LaunchSpec {
+                program,
+                args,
+                env: vec![],
+                cwd,
+                builtin_mock,
+                secrets: vec![],
+                secret_names: vec![],
+            };
         };
         let env = profile.env.iter().map(|e| (e.name.clone(), e.value.clone())).collect();
         let (program, args, builtin_mock) = match (profile.kind, profile.command.is_empty()) {
@@ -118,7 +126,29 @@ impl SessionActor {
             }
         };
         let secrets = crate::mcp::server_secrets(&profile.mcp_servers);
-        LaunchSpec { program, args, env, cwd, builtin_mock, secrets }
+        LaunchSpec { program, args, env, cwd, builtin_mock, secrets, secret_names: vec![] }
+    }
+
+    /// The session's profile with the secrets it references put in (issue 50): of each
+    /// name, the task's repository's secret, else its workspace's, else the server's. A
+    /// missing one refuses the start, saying where to add it. Answers the values too, which
+    /// the runtime scrubs from what the agent writes to stderr.
+    async fn with_secrets(
+        &self,
+        profile: Option<AgentProfile>,
+    ) -> Result<(Option<AgentProfile>, Vec<String>, Vec<String>)> {
+        let Some(profile) = profile else { return Ok((None, vec![], vec![])) };
+        let names = crate::secrets::profile_references(&profile);
+        if names.is_empty() {
+            return Ok((Some(profile), vec![], vec![]));
+        }
+        let task = self.inner.store.get_task(&self.session.task_id).await?;
+        let repository = task.repository_ids.first().map(|r| r.as_str());
+        let values =
+            crate::secrets::resolve(&self.inner, &names, task.workspace_id.as_str(), repository)
+                .await?;
+        let scrub = values.values().cloned().collect();
+        Ok((Some(crate::secrets::fill_profile(profile, &values)), names, scrub))
     }
 
     /// Binds the session to a new execution: new epoch, `STARTING`, boot as a child future.
@@ -135,8 +165,10 @@ impl SessionActor {
     /// The writes of a start in the caller's transaction: a new epoch and `STARTING`.
     pub(super) async fn bind_boot(&mut self, tx: &mut WriteTx) -> Result<NewBoot> {
         let first = self.session.state == SessionState::Created;
-        let profile = self.profile().await?;
-        let spec = self.launch_spec(profile.as_ref());
+        let (profile, secret_names, scrub) = self.with_secrets(self.profile().await?).await?;
+        let mut spec = self.launch_spec(profile.as_ref());
+        spec.secret_names = secret_names;
+        spec.secrets.extend(scrub);
         let mcp_servers = profile.map(|p| p.mcp_servers).unwrap_or_default();
         let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
         self.session.epoch = epoch;
@@ -205,6 +237,9 @@ async fn on_host(
     mut plan: BootPlan,
 ) -> std::result::Result<(Arc<dyn Launcher>, BootPlan), BootFailure> {
     let failed = |message| BootFailure::new("agent_start_failed", message);
+    if let Placement::Ssh { executor, .. } | Placement::Container { executor, .. } = &placement {
+        allowed_there(executor, &plan.spec.secret_names).map_err(failed)?;
+    }
     let launcher: Arc<dyn Launcher> = match placement {
         Placement::Local => return Ok((launcher, plan)),
         Placement::Ssh { executor, settings } => {
@@ -238,6 +273,23 @@ async fn on_host(
     };
     plan.remote = true;
     Ok((launcher, plan))
+}
+
+/// Refuses a start on `executor` that would hand its host a secret it is not allowed: the
+/// secret never leaves this server, and the session says what to change.
+fn allowed_there(
+    executor: &kandev_domain::executor::Executor,
+    names: &[String],
+) -> std::result::Result<(), String> {
+    match names.iter().find(|n| !executor.allowed_secrets.contains(n)) {
+        Some(name) => Err(format!(
+            "the executor {} is not allowed the secret {name} the agent profile uses, so the \
+             agent was not started there: allow it in Settings → Executors, or remove it from \
+             the profile",
+            executor.name
+        )),
+        None => Ok(()),
+    }
 }
 
 impl SessionActor {

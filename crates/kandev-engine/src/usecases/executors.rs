@@ -8,9 +8,18 @@ use crate::error::{EngineError, Result};
 
 impl Engine {
     /// `executor.create`.
-    pub async fn create_executor(&self, name: &str, kind: &ExecutorKind) -> Result<Executor> {
+    /// `allowed_secrets`: the secrets (issue 50) its host may receive, by name.
+    pub async fn create_executor(
+        &self,
+        name: &str,
+        kind: &ExecutorKind,
+        allowed_secrets: Option<&[String]>,
+    ) -> Result<Executor> {
         let mut tx = self.inner.store.begin_write().await?;
-        let executor = tx.insert_executor(name, kind).await?;
+        let mut executor = tx.insert_executor(name, kind).await?;
+        if let Some(names) = allowed_secrets {
+            executor = tx.set_executor_secrets(&executor.id, &secret_names(names)?).await?;
+        }
         tx.commit().await?;
         Ok(executor)
     }
@@ -23,6 +32,7 @@ impl Engine {
         name: Option<&str>,
         kind: Option<&ExecutorKind>,
         kind_given: bool,
+        allowed_secrets: Option<&[String]>,
     ) -> Result<Executor> {
         if !kind_given && kind.is_some() {
             let current = self.inner.store.get_executor(id).await?;
@@ -34,7 +44,10 @@ impl Engine {
             }
         }
         let mut tx = self.inner.store.begin_write().await?;
-        let executor = tx.update_executor(id, name, kind).await?;
+        let mut executor = tx.update_executor(id, name, kind).await?;
+        if let Some(names) = allowed_secrets {
+            executor = tx.set_executor_secrets(id, &secret_names(names)?).await?;
+        }
         tx.commit().await?;
         Ok(executor)
     }
@@ -58,4 +71,16 @@ impl Engine {
         tx.commit().await?;
         Ok(executor)
     }
+}
+
+/// Checked secret names, sorted, each once.
+fn secret_names(names: &[String]) -> Result<Vec<String>> {
+    let mut checked = names
+        .iter()
+        .map(|n| kandev_domain::secret::secret_name(n))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| EngineError::Validation(format!("allowed secrets: {}", e.problem)))?;
+    checked.sort();
+    checked.dedup();
+    Ok(checked)
 }

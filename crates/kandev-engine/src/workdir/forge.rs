@@ -73,7 +73,8 @@ async fn create_one(
     let remote_url = git::remote_url(Path::new(&target.repository.local_path), "origin")
         .await
         .map_err(ship_error)?;
-    let api = forge_api(&target.repository, &remote_url)?;
+    let tokens = crate::secrets::forge_tokens(inner, &target.repository).await?;
+    let api = forge_api(&target.repository, &remote_url, &tokens)?;
     let status = target.branch_status().await?;
     if status.ahead == 0 {
         return Err(EngineError::Validation(format!(
@@ -119,7 +120,8 @@ pub(crate) async fn refresh_one(inner: &Inner, pr: &PullRequest) -> Result<Refre
     let repository = inner.store.get_repository(&pr.repository_id).await.map_err(not_found)?;
     let remote_url =
         git::remote_url(Path::new(&repository.local_path), "origin").await.map_err(ship_error)?;
-    let api = forge_api(&repository, &remote_url)?;
+    let tokens = crate::secrets::forge_tokens(inner, &repository).await?;
+    let api = forge_api(&repository, &remote_url, &tokens)?;
     let client = client()?;
     let answer = api.get(&client, pr.number).await?;
     let mut fresh =

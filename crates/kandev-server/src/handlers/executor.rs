@@ -79,7 +79,8 @@ pub async fn list(s: &AppState, _: Empty) -> Result<Executors, ApiError> {
 pub async fn create(s: &AppState, p: ExecutorCreate) -> Result<ExecutorOne, ApiError> {
     let (name, kind) = (name("name", &p.name)?, kind(p.kind, p.ssh, p.container)?);
     identity_file_present(&kind).await?;
-    let executor = s.engine().create_executor(&name, &kind).await?;
+    let executor =
+        s.engine().create_executor(&name, &kind, p.allowed_secrets.as_deref()).await?;
     Ok(ExecutorOne { executor: ExecutorDto::from(&executor) })
 }
 
@@ -101,8 +102,16 @@ pub async fn update(s: &AppState, p: ExecutorUpdate) -> Result<ExecutorOne, ApiE
         identity_file_present(kind).await?;
     }
     let kind_given = p.kind.is_some();
-    let executor =
-        s.engine().update_executor(&p.id, name.as_deref(), changed.as_ref(), kind_given).await?;
+    let executor = s
+        .engine()
+        .update_executor(
+            &p.id,
+            name.as_deref(),
+            changed.as_ref(),
+            kind_given,
+            p.allowed_secrets.as_deref(),
+        )
+        .await?;
     Ok(ExecutorOne { executor: ExecutorDto::from(&executor) })
 }
 

@@ -15,6 +15,7 @@ pub mod prompt;
 pub mod question;
 pub mod repository;
 pub mod search;
+pub mod secrets;
 pub mod session;
 pub mod ship;
 pub mod system;

@@ -154,6 +154,27 @@ fn info_version(agent_info: &str) -> Option<String> {
     info.get("version")?.as_str().filter(|v| !v.trim().is_empty()).map(str::to_owned)
 }
 
+/// A variable given the value of the stored secret `secret` (issue 50); `value` must be
+/// empty. The secret need not exist yet: a start that cannot find it says so.
+pub(crate) fn secret_reference(
+    what: &str,
+    i: usize,
+    name: &str,
+    value: &str,
+    secret: &str,
+) -> Result<EnvVar, ApiError> {
+    if !value.is_empty() {
+        return Err(ApiError::validation(format!(
+            "{what} {} {name:?} has both a value and a secret; give one of them",
+            i + 1
+        )));
+    }
+    let secret = kandev_domain::secret::secret_name(secret).map_err(|e| {
+        ApiError::validation(format!("{what} {} {name:?}: the secret {}", i + 1, e.problem))
+    })?;
+    Ok(EnvVar::secret(name, secret))
+}
+
 /// Validates the names of a profile's new env list. A value equal to [`SECRET_MASK`] keeps
 /// the current value of the variable of that name (`current`: the profile's env before the
 /// change; empty for a new profile, where the mask is refused).
@@ -172,11 +193,14 @@ fn checked_env(env: Vec<EnvVarDto>, current: &[EnvVar]) -> Result<Vec<EnvVar>, A
                     e.name
                 )));
             }
+            if let Some(secret) = &e.secret {
+                return secret_reference("environment variable", i, &e.name, &e.value, secret);
+            }
             if e.value != SECRET_MASK {
-                return Ok(EnvVar { name: e.name, value: e.value });
+                return Ok(EnvVar::plain(e.name, e.value));
             }
             match current.iter().find(|c| c.name == e.name) {
-                Some(kept) => Ok(EnvVar { name: e.name, value: kept.value.clone() }),
+                Some(kept) => Ok(kept.clone()),
                 None => Err(ApiError::validation(format!(
                     "environment variable {} is the mask {SECRET_MASK:?}, which keeps a current \
                      value, but the profile has no variable {}; give its value",

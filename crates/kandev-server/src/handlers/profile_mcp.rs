@@ -173,11 +173,15 @@ fn checked_vars(
                     v.name
                 )));
             }
+            if let Some(secret) = &v.secret {
+                let what = spoken(at);
+                return super::profile::secret_reference(&what, i, &v.name, &v.value, secret);
+            }
             if v.value != SECRET_MASK {
-                return Ok(EnvVar { name: v.name, value: v.value });
+                return Ok(EnvVar::plain(v.name, v.value));
             }
             match current.iter().find(|c| c.name == v.name) {
-                Some(kept) => Ok(EnvVar { name: v.name, value: kept.value.clone() }),
+                Some(kept) => Ok(kept.clone()),
                 None => Err(ApiError::validation(format!(
                     "{} {} is the mask {SECRET_MASK:?}, which keeps a current value, but the \
                      server has no {} yet; give its value",

@@ -152,7 +152,7 @@ export type Empty = Record<symbol, never>;
 
 export type EmptyMetaDto = Record<symbol, never>;
 
-export type EnvVarDto = { name: string, value: string, };
+export type EnvVarDto = { name: string, value: string, secret?: string, };
 
 export type ErrorBody = { code: ErrorCode, message: string, details?: JsonValue | null, };
 
@@ -174,15 +174,27 @@ copied: boolean, previous_version: string | null, remote_version: string | null,
  */
 steps: Array<CheckStepDto>, };
 
-export type ExecutorCreate = { name: string, kind: ExecutorKindDto, ssh?: SshSettingsDto, container?: ContainerSettingsDto, };
+export type ExecutorCreate = { name: string, kind: ExecutorKindDto, ssh?: SshSettingsDto, container?: ContainerSettingsDto, 
+/**
+ * The secrets its host may receive, by name (none when left out).
+ */
+allowed_secrets?: Array<string>, };
 
-export type ExecutorDto = { id: string, name: string, kind: ExecutorKindDto, ssh: SshSettingsDto | null, container: ContainerSettingsDto | null, repository_ids: Array<string>, created_at: string, updated_at: string, };
+export type ExecutorDto = { id: string, name: string, kind: ExecutorKindDto, ssh: SshSettingsDto | null, container: ContainerSettingsDto | null, repository_ids: Array<string>, 
+/**
+ * The secrets its host may receive (issue 50), by name.
+ */
+allowed_secrets: Array<string>, created_at: string, updated_at: string, };
 
 export type ExecutorKindDto = "local" | "ssh" | "container";
 
 export type ExecutorOne = { executor: ExecutorDto, };
 
-export type ExecutorUpdate = { id: string, name?: string, kind?: ExecutorKindDto, ssh?: SshSettingsDto, container?: ContainerSettingsDto, };
+export type ExecutorUpdate = { id: string, name?: string, kind?: ExecutorKindDto, ssh?: SshSettingsDto, container?: ContainerSettingsDto, 
+/**
+ * Replaces the secrets its host may receive (kept when left out).
+ */
+allowed_secrets?: Array<string>, };
 
 export type Executors = { executors: Array<ExecutorDto>, };
 
@@ -559,6 +571,22 @@ export type SearchHitDto = { kind: SearchKindDto, task_id: string, task_title: s
 export type SearchKindDto = "task" | "message";
 
 export type SearchResults = { hits: Array<SearchHitDto>, next_cursor: string | null, };
+
+export type SecretDto = { id: string, name: string, scope: SecretScopeDto, workspace_id: string | null, repository_id: string | null, created_at: string, updated_at: string, };
+
+export type SecretKeyRotated = { key_id: string, resealed: number, };
+
+export type SecretList = { workspace_id?: string, };
+
+export type SecretOne = { secret: SecretDto, };
+
+export type SecretRemove = { workspace_id?: string, repository_id?: string, name: string, };
+
+export type SecretScopeDto = "server" | "workspace" | "repository";
+
+export type SecretSet = { workspace_id?: string, repository_id?: string, name: string, value: string, };
+
+export type Secrets = { secrets: Array<SecretDto>, key_id: string, };
 
 export type SessionAuthenticate = { id: string, method_id: string, };
 
@@ -1061,6 +1089,10 @@ export type Actions = {
   "workspace.member.set": { request: MemberSet, response: Members },
   "workspace.member.remove": { request: MemberRemove, response: Members },
   "audit.list": { request: AuditList, response: AuditEntries },
+  "secret.list": { request: SecretList, response: Secrets },
+  "secret.set": { request: SecretSet, response: SecretOne },
+  "secret.remove": { request: SecretRemove, response: Deleted },
+  "secret.key.rotate": { request: Empty, response: SecretKeyRotated },
 };
 
 export type SocketActions = {

@@ -1,0 +1,598 @@
+//! Secrets (issue 50): values sealed with XChaCha20-Poly1305 under one key that is never in
+//! the database: the file `<home>/secret.key` (made on the first start, 0600), or
+//! `KANDEV_SECRET_KEY`. Each value's associated data is its row's id, so a sealed value
+//! copied onto another row does not open. Rotating the key re-seals every value in one
+//! transaction; the new key is written beside the old one first (`secret.key.next`) and
+//! renamed over it once the transaction is committed, and a start after a crash in between
+//! finishes or undoes the rename by the key ids the rows hold.
+//!
+//! A value is opened only to go into the environment of the process that references it
+//! ([`resolve`]): no answer, log line or event carries one, and `Debug` of a key shows its
+//! id only.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use kandev_domain::agent::{AgentProfile, EnvVar, McpServerConfig};
+use kandev_domain::secret::{self, Sealed, Secret, SecretScope};
+use kandev_store::{ProfilePatch, WriteTx};
+use sha2::{Digest, Sha256};
+
+use crate::engine::Engine;
+use crate::error::{EngineError, Result};
+use crate::inner::Inner;
+
+/// The key file's name in the home.
+pub const KEY_FILE: &str = "secret.key";
+/// The environment variable that gives the key instead of the file (base64 of 32 bytes).
+pub const KEY_ENV: &str = "KANDEV_SECRET_KEY";
+/// Where a rotation writes the new key before its transaction commits.
+const NEXT_KEY_FILE: &str = "secret.key.next";
+const NONCE_BYTES: usize = 24;
+
+/// The key secrets are sealed with.
+#[derive(Clone)]
+pub struct SecretKey([u8; 32]);
+
+impl std::fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretKey({})", self.id())
+    }
+}
+
+impl SecretKey {
+    /// A new random key.
+    pub fn generate() -> SecretKey {
+        SecretKey(XChaCha20Poly1305::generate_key(&mut OsRng).into())
+    }
+
+    /// A key as [`Self::encode`] writes it (base64 of 32 bytes).
+    pub fn parse(text: &str) -> std::result::Result<SecretKey, String> {
+        let bytes = BASE64
+            .decode(text.trim())
+            .map_err(|_| "the secret key is not base64 text".to_owned())?;
+        let bytes: [u8; 32] = bytes.try_into().map_err(|b: Vec<u8>| {
+            format!("the secret key is {} bytes; it must be 32 (base64 of 32 random bytes)", b.len())
+        })?;
+        Ok(SecretKey(bytes))
+    }
+
+    pub fn encode(&self) -> String {
+        BASE64.encode(self.0)
+    }
+
+    /// A short fingerprint naming the key (stored with each sealed value): tells which key
+    /// a value needs without revealing anything of the key.
+    pub fn id(&self) -> String {
+        let digest = Sha256::new().chain_update(b"kandev secret key id\0").chain_update(self.0);
+        digest.finalize()[..6].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn cipher(&self) -> XChaCha20Poly1305 {
+        XChaCha20Poly1305::new(&self.0.into())
+    }
+
+    /// `value` sealed for the secret `secret_id` (a fresh random nonce each time).
+    pub fn seal(&self, secret_id: &str, value: &str) -> Sealed {
+        let nonce = XChaCha20Poly1305::generate_nonce(&mut OsRng);
+        let payload = Payload { msg: value.as_bytes(), aad: secret_id.as_bytes() };
+        let ciphertext =
+            self.cipher().encrypt(&nonce, payload).expect("XChaCha20-Poly1305 sealing cannot fail");
+        let mut bytes = nonce.to_vec();
+        bytes.extend_from_slice(&ciphertext);
+        Sealed { key_id: self.id(), sealed: BASE64.encode(bytes) }
+    }
+
+    /// The value sealed for `secret_id`; an error when this key did not seal it or the
+    /// stored bytes were changed.
+    pub fn open(&self, secret_id: &str, sealed: &Sealed) -> std::result::Result<String, String> {
+        if sealed.key_id != self.id() {
+            return Err(format!(
+                "it was sealed with the key {}, and this server's key is {}",
+                sealed.key_id,
+                self.id()
+            ));
+        }
+        let bytes = BASE64.decode(&sealed.sealed).map_err(|_| "its stored form is damaged")?;
+        if bytes.len() < NONCE_BYTES {
+            return Err("its stored form is damaged".into());
+        }
+        let (nonce, ciphertext) = bytes.split_at(NONCE_BYTES);
+        let payload = Payload { msg: ciphertext, aad: secret_id.as_bytes() };
+        let plain = self
+            .cipher()
+            .decrypt(XNonce::from_slice(nonce), payload)
+            .map_err(|_| "it does not open with this key (changed or copied from another row)")?;
+        String::from_utf8(plain).map_err(|_| "its value is not UTF-8".into())
+    }
+}
+
+/// Where the engine's key comes from, and the key once read.
+#[derive(Default)]
+pub(crate) struct Vault {
+    key: Mutex<Option<Arc<SecretKey>>>,
+}
+
+impl Vault {
+    fn get(&self) -> Option<Arc<SecretKey>> {
+        self.key.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set(&self, key: SecretKey) -> Arc<SecretKey> {
+        let key = Arc::new(key);
+        *self.key.lock().unwrap_or_else(|e| e.into_inner()) = Some(key.clone());
+        key
+    }
+}
+
+fn unavailable(what: impl std::fmt::Display) -> EngineError {
+    EngineError::Unavailable(what.to_string())
+}
+
+fn read_key_file(path: &Path) -> Result<Option<SecretKey>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(unavailable(format!("cannot read {}: {err}", path.display()))),
+    };
+    let mode = std::fs::metadata(path).map(|m| m.permissions().mode() & 0o777).unwrap_or(0o600);
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
+            unavailable(format!("cannot make {} private (chmod 600): {e}", path.display()))
+        })?;
+        tracing::warn!(path = %path.display(), "made the secret key file readable by its owner only");
+    }
+    SecretKey::parse(&text).map(Some).map_err(|e| unavailable(format!("{}: {e}", path.display())))
+}
+
+/// Writes `key` to `path` (0600) through a temporary file, so no reader sees half a key.
+fn write_key_file(path: &Path, key: &SecretKey) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let write = || -> std::io::Result<()> {
+        let mut file =
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        file.write_all(format!("{}\n", key.encode()).as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    };
+    write().map_err(|e| unavailable(format!("cannot write the secret key {}: {e}", path.display())))
+}
+
+impl Inner {
+    fn key_path(&self) -> PathBuf {
+        self.config.home.join(KEY_FILE)
+    }
+
+    /// The key: the configured one, else the key file (made when missing: [`Engine::open_secrets`]
+    /// has refused a start that would need an old key it does not have).
+    pub(crate) fn secret_key(&self) -> Result<Arc<SecretKey>> {
+        if let Some(key) = self.vault.get() {
+            return Ok(key);
+        }
+        if let Some(key) = self.config.secret_key.clone() {
+            return Ok(self.vault.set(key));
+        }
+        let path = self.key_path();
+        let key = match read_key_file(&path)? {
+            Some(key) => key,
+            None => {
+                let key = SecretKey::generate();
+                write_key_file(&path, &key)?;
+                tracing::info!(path = %path.display(), "made the secret key; keep a copy of it with your backups");
+                key
+            }
+        };
+        Ok(self.vault.set(key))
+    }
+}
+
+/// The values of the secrets `names` for a process of `workspace_id` (and `repository_id`):
+/// of each name, the repository's secret, else the workspace's, else the server's. A name
+/// with none is an error saying where to add it.
+pub(crate) async fn resolve(
+    inner: &Inner,
+    names: &[String],
+    workspace_id: &str,
+    repository_id: Option<&str>,
+) -> Result<HashMap<String, String>> {
+    let mut wanted: Vec<String> = names.to_vec();
+    wanted.sort();
+    wanted.dedup();
+    if wanted.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let found = inner.store.sealed_secrets_for(&wanted, workspace_id, repository_id).await?;
+    let mut best: BTreeMap<&str, &(Secret, Sealed)> = BTreeMap::new();
+    for entry in &found {
+        let better = best.get(entry.0.name.as_str()).is_none_or(|b| entry.0.scope.rank() > b.0.scope.rank());
+        if better {
+            best.insert(&entry.0.name, entry);
+        }
+    }
+    if let Some(missing) = wanted.iter().find(|n| !best.contains_key(n.as_str())) {
+        return Err(EngineError::Validation(format!(
+            "the secret {missing} is not set for this task's repository, its workspace or the \
+             server: add it in Settings → Secrets"
+        )));
+    }
+    let key = inner.secret_key()?;
+    let mut values = HashMap::new();
+    for (name, (secret, sealed)) in best {
+        let value = key.open(&secret.id, sealed).map_err(|why| {
+            unavailable(format!("the secret {name} cannot be read: {why}"))
+        })?;
+        values.insert(name.to_owned(), value);
+    }
+    Ok(values)
+}
+
+/// The secret names `profile` references (its env, and its MCP servers' env and headers).
+pub(crate) fn profile_references(profile: &AgentProfile) -> Vec<String> {
+    let mut names: Vec<String> = all_vars(profile).filter_map(|v| v.secret.clone()).collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+fn all_vars(profile: &AgentProfile) -> impl Iterator<Item = &EnvVar> {
+    let servers = profile.mcp_servers.iter().flat_map(|server| match server {
+        McpServerConfig::Stdio { env, .. } => env.iter(),
+        McpServerConfig::Remote { headers, .. } => headers.iter(),
+    });
+    profile.env.iter().chain(servers)
+}
+
+/// `profile` with every reference replaced by its value from `values` (which [`resolve`]
+/// filled for all of [`profile_references`]).
+pub(crate) fn fill_profile(mut profile: AgentProfile, values: &HashMap<String, String>) -> AgentProfile {
+    let fill = |vars: &mut Vec<EnvVar>| {
+        for var in vars.iter_mut() {
+            if let Some(value) = var.secret.as_ref().and_then(|name| values.get(name)) {
+                var.value = value.clone();
+            }
+        }
+    };
+    fill(&mut profile.env);
+    for server in &mut profile.mcp_servers {
+        match server {
+            McpServerConfig::Stdio { env, .. } => fill(env),
+            McpServerConfig::Remote { headers, .. } => fill(headers),
+        }
+    }
+    profile
+}
+
+/// The forge token candidates of `repository` kept as secrets (by variable name): the one
+/// its settings name, else `GITHUB_TOKEN` and `GITLAB_TOKEN`. A name with no secret is left
+/// out (the forge then reads the server's environment).
+pub(crate) async fn forge_tokens(
+    inner: &Inner,
+    repository: &kandev_domain::workspace::Repository,
+) -> Result<HashMap<String, String>> {
+    let names: Vec<String> = match repository.forge_token_env.trim() {
+        "" => vec!["GITHUB_TOKEN".into(), "GITLAB_TOKEN".into()],
+        named => vec![named.to_owned()],
+    };
+    let workspace = repository.workspace_id.to_string();
+    let repository_id = repository.id.to_string();
+    let mut tokens = HashMap::new();
+    for name in names {
+        match resolve(inner, std::slice::from_ref(&name), &workspace, Some(&repository_id)).await {
+            Ok(mut values) => tokens.extend(values.drain()),
+            Err(EngineError::Validation(_)) => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(tokens)
+}
+
+/// A secret name made from `text` (a variable or header name): upper case, `_` for
+/// anything else than a letter or digit.
+fn name_from(text: &str) -> String {
+    let mut name: String = text
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' })
+        .collect();
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert(0, '_');
+    }
+    name.truncate(secret::MAX_SECRET_NAME_BYTES - 8);
+    name
+}
+
+/// Moves one plain value into a server secret during an import: a secret of the same name
+/// and value is shared; a name taken by another value gets a number.
+async fn import_value(
+    tx: &mut WriteTx,
+    key: &SecretKey,
+    taken: &mut HashMap<String, String>,
+    base: &str,
+    value: &str,
+) -> Result<String> {
+    let base = name_from(base);
+    let mut name = base.clone();
+    let mut n = 1;
+    loop {
+        match taken.get(&name) {
+            Some(existing) if existing == value => return Ok(name),
+            Some(_) => {
+                n += 1;
+                name = format!("{base}_{n}");
+            }
+            None => break,
+        }
+    }
+    tx.put_secret(&SecretScope::Server, &name, |id| Ok(key.seal(id, value))).await?;
+    taken.insert(name.clone(), value.to_owned());
+    Ok(name)
+}
+
+impl Engine {
+    /// At start, before anything uses a secret: reads the key (or makes one when the
+    /// database holds no secret yet), refuses a key that is not the one the secrets were
+    /// sealed with, finishes a rotation a crash interrupted, and runs the one-time imports
+    /// of older plain-text values (profiles' environment, the forge token variables).
+    pub async fn open_secrets(&self) -> Result<()> {
+        let inner = &self.inner;
+        let sealed = inner.store.all_sealed_secrets().await?;
+        self.finish_rotation(&sealed)?;
+        let path = inner.key_path();
+        if inner.config.secret_key.is_none() && !path.exists() && !sealed.is_empty() {
+            return Err(unavailable(format!(
+                "the database holds {} secret(s) but the key file {} is missing: copy secret.key \
+                 from the home this database came from (backups do not hold it), or set {KEY_ENV}",
+                sealed.len(),
+                path.display()
+            )));
+        }
+        let key = inner.secret_key()?;
+        if let Some((secret, stored)) = sealed.iter().find(|(_, s)| s.key_id != key.id()) {
+            return Err(unavailable(format!(
+                "the secret {} was sealed with the key {}, but this server's key is {}: start \
+                 with the key file (or {KEY_ENV}) the secrets were written with",
+                secret.name,
+                stored.key_id,
+                key.id()
+            )));
+        }
+        self.import_secrets(&key).await
+    }
+
+    /// A rotation that wrote `secret.key.next` and then stopped: the rows tell whether its
+    /// transaction committed (they hold the new key's id) or not.
+    fn finish_rotation(&self, sealed: &[(Secret, Sealed)]) -> Result<()> {
+        let next_path = self.inner.config.home.join(NEXT_KEY_FILE);
+        let Some(next) = read_key_file(&next_path)? else { return Ok(()) };
+        if sealed.iter().any(|(_, s)| s.key_id == next.id()) {
+            std::fs::rename(&next_path, self.inner.key_path())
+                .map_err(|e| unavailable(format!("cannot finish the key rotation: {e}")))?;
+            tracing::info!("finished a key rotation a stop interrupted");
+        } else {
+            let _ = std::fs::remove_file(&next_path);
+        }
+        Ok(())
+    }
+
+    async fn import_secrets(&self, key: &SecretKey) -> Result<()> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let pending = tx.pending_secret_imports().await?;
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut taken: HashMap<String, String> = HashMap::new();
+        for (secret, sealed) in tx.all_sealed_secrets().await? {
+            if secret.scope == SecretScope::Server {
+                let value = key.open(&secret.id, &sealed).map_err(unavailable)?;
+                taken.insert(secret.name, value);
+            }
+        }
+        let mut moved = 0;
+        for kind in pending {
+            match kind.as_str() {
+                "profile_env" => moved += import_profiles(&mut tx, key, &mut taken).await?,
+                "forge_tokens" => moved += self.import_forge_tokens(&mut tx, key, &mut taken).await?,
+                _ => {}
+            }
+            tx.finish_secret_import(&kind).await?;
+        }
+        tx.commit().await?;
+        if moved > 0 {
+            tracing::info!(moved, "moved plain-text keys and tokens into the secret store");
+        }
+        Ok(())
+    }
+
+    async fn import_forge_tokens(
+        &self,
+        tx: &mut WriteTx,
+        key: &SecretKey,
+        taken: &mut HashMap<String, String>,
+    ) -> Result<usize> {
+        let mut names = vec!["GITHUB_TOKEN".to_owned(), "GITLAB_TOKEN".to_owned()];
+        for workspace in self.inner.store.list_workspaces().await? {
+            for repository in self.inner.store.list_repositories(&workspace.id).await? {
+                let named = repository.forge_token_env.trim();
+                if !named.is_empty() && !names.iter().any(|n| n == named) {
+                    names.push(named.to_owned());
+                }
+            }
+        }
+        let mut moved = 0;
+        for name in names {
+            let Ok(value) = std::env::var(&name) else { continue };
+            if value.trim().is_empty() || taken.contains_key(&name) {
+                continue;
+            }
+            tx.put_secret(&SecretScope::Server, &name, |id| Ok(key.seal(id, &value))).await?;
+            taken.insert(name, value);
+            moved += 1;
+        }
+        Ok(moved)
+    }
+
+    /// `secret.set`: `value` sealed under `name` in `scope` (replacing the value of that name).
+    pub async fn set_secret(&self, scope: &SecretScope, name: &str, value: &str) -> Result<Secret> {
+        let name = secret::secret_name(name).map_err(field_error)?;
+        secret::secret_value(value).map_err(field_error)?;
+        let key = self.inner.secret_key()?;
+        let mut tx = self.inner.store.begin_write().await?;
+        let secret = tx.put_secret(scope, &name, |id| Ok(key.seal(id, value))).await?;
+        tx.commit().await?;
+        Ok(secret)
+    }
+
+    /// `secret.remove`.
+    pub async fn remove_secret(&self, scope: &SecretScope, name: &str) -> Result<Secret> {
+        let mut tx = self.inner.store.begin_write().await?;
+        let removed = tx.remove_secret(scope, name).await.map_err(crate::error::not_found)?;
+        tx.commit().await?;
+        Ok(removed)
+    }
+
+    /// The id of the key secrets are sealed with.
+    pub fn secret_key_id(&self) -> Result<String> {
+        Ok(self.inner.secret_key()?.id())
+    }
+
+    /// `secret.key.rotate`: a new key, every secret re-sealed with it in one transaction (a
+    /// fresh nonce each); answers the new key's id and how many secrets were re-sealed.
+    pub async fn rotate_secret_key(&self) -> Result<(String, usize)> {
+        let inner = &self.inner;
+        if inner.config.secret_key.is_some() {
+            return Err(EngineError::Conflict(format!(
+                "the secret key comes from {KEY_ENV}: set a new one there and re-enter the \
+                 secrets, or unset it so the server keeps its key in {}",
+                inner.key_path().display()
+            )));
+        }
+        let old = inner.secret_key()?;
+        let new = SecretKey::generate();
+        let next_path = inner.config.home.join(NEXT_KEY_FILE);
+        write_key_file(&next_path, &new)?;
+        let rotated = async {
+            let mut tx = inner.store.begin_write().await?;
+            let all = tx.all_sealed_secrets().await?;
+            for (secret, sealed) in &all {
+                let value = old.open(&secret.id, sealed).map_err(|why| {
+                    unavailable(format!("the secret {} cannot be read: {why}", secret.name))
+                })?;
+                tx.reseal_secret(&secret.id, &new.seal(&secret.id, &value)).await?;
+            }
+            tx.commit().await?;
+            Ok::<usize, EngineError>(all.len())
+        }
+        .await;
+        let count = match rotated {
+            Ok(count) => count,
+            Err(err) => {
+                let _ = std::fs::remove_file(&next_path);
+                return Err(err);
+            }
+        };
+        std::fs::rename(&next_path, inner.key_path()).map_err(|e| {
+            unavailable(format!(
+                "the secrets are re-sealed but {} could not replace the key file ({e}): the \
+                 next start finishes it",
+                next_path.display()
+            ))
+        })?;
+        let id = new.id();
+        inner.vault.set(new);
+        tracing::info!(key = %id, secrets = count, "rotated the secret key");
+        Ok((id, count))
+    }
+}
+
+fn field_error(err: kandev_domain::validate::FieldError) -> EngineError {
+    EngineError::Validation(format!("{} {}", kandev_domain::validate::spoken(&err.field), err.problem))
+}
+
+/// The import of profiles' plain env values (and their MCP servers' env and header values)
+/// into server secrets; each variable then references its secret.
+async fn import_profiles(
+    tx: &mut WriteTx,
+    key: &SecretKey,
+    taken: &mut HashMap<String, String>,
+) -> Result<usize> {
+    let mut moved = 0;
+    for profile in tx.list_profiles().await? {
+        let mut changed = false;
+        let mut env = profile.env.clone();
+        for var in &mut env {
+            if var.secret.is_none() && !var.value.is_empty() {
+                let name = import_value(tx, key, taken, &var.name, &var.value).await?;
+                *var = EnvVar::secret(var.name.clone(), name);
+                changed = true;
+                moved += 1;
+            }
+        }
+        let mut servers = profile.mcp_servers.clone();
+        for server in &mut servers {
+            let vars = match server {
+                McpServerConfig::Stdio { env, .. } => env,
+                McpServerConfig::Remote { headers, .. } => headers,
+            };
+            for var in vars.iter_mut() {
+                if var.secret.is_none() && !var.value.is_empty() {
+                    let name = import_value(tx, key, taken, &var.name, &var.value).await?;
+                    *var = EnvVar::secret(var.name.clone(), name);
+                    changed = true;
+                    moved += 1;
+                }
+            }
+        }
+        if changed {
+            let patch =
+                ProfilePatch { env: Some(env), mcp_servers: Some(servers), ..ProfilePatch::default() };
+            tx.update_profile(&profile.id, &patch).await?;
+        }
+    }
+    Ok(moved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sealed_value_opens_only_with_its_key_and_row() {
+        let key = SecretKey::generate();
+        let sealed = key.seal("row-1", "sk-live-123");
+        assert!(!sealed.sealed.contains("sk-live-123"));
+        assert_eq!(key.open("row-1", &sealed).unwrap(), "sk-live-123");
+        assert!(key.open("row-2", &sealed).is_err(), "bound to its row");
+        let other = SecretKey::generate();
+        assert!(other.open("row-1", &sealed).is_err(), "another key does not open it");
+        let forged = Sealed { key_id: other.id(), ..sealed.clone() };
+        assert!(other.open("row-1", &forged).is_err(), "a relabelled value does not open");
+        assert_ne!(key.seal("row-1", "x").sealed, key.seal("row-1", "x").sealed, "fresh nonces");
+    }
+
+    #[test]
+    fn keys_round_trip_and_bad_ones_say_why() {
+        let key = SecretKey::generate();
+        assert_eq!(SecretKey::parse(&key.encode()).unwrap().id(), key.id());
+        assert!(SecretKey::parse("not base64!").unwrap_err().contains("base64"));
+        assert!(SecretKey::parse(&BASE64.encode([1u8; 16])).unwrap_err().contains("16 bytes"));
+        assert!(!format!("{key:?}").contains(&key.encode()), "Debug shows the id only");
+    }
+
+    #[test]
+    fn imported_names_are_environment_names() {
+        assert_eq!(name_from("Authorization"), "AUTHORIZATION");
+        assert_eq!(name_from("x-api-key"), "X_API_KEY");
+        assert_eq!(name_from("1PASS"), "_1PASS");
+    }
+}
