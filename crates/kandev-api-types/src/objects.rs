@@ -495,11 +495,7 @@ fn masked(vars: &[EnvVar]) -> Vec<EnvVarDto> {
                 value: String::new(),
                 secret: Some(secret.clone()),
             },
-            None => EnvVarDto {
-                name: e.name.clone(),
-                value: SECRET_MASK.to_owned(),
-                secret: None,
-            },
+            None => EnvVarDto { name: e.name.clone(), value: SECRET_MASK.to_owned(), secret: None },
         })
         .collect()
 }

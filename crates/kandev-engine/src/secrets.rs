@@ -59,7 +59,10 @@ impl SecretKey {
             .decode(text.trim())
             .map_err(|_| "the secret key is not base64 text".to_owned())?;
         let bytes: [u8; 32] = bytes.try_into().map_err(|b: Vec<u8>| {
-            format!("the secret key is {} bytes; it must be 32 (base64 of 32 random bytes)", b.len())
+            format!(
+                "the secret key is {} bytes; it must be 32 (base64 of 32 random bytes)",
+                b.len()
+            )
         })?;
         Ok(SecretKey(bytes))
     }
@@ -216,7 +219,8 @@ pub(crate) async fn resolve(
     let found = inner.store.sealed_secrets_for(&wanted, workspace_id, repository_id).await?;
     let mut best: BTreeMap<&str, &(Secret, Sealed)> = BTreeMap::new();
     for entry in &found {
-        let better = best.get(entry.0.name.as_str()).is_none_or(|b| entry.0.scope.rank() > b.0.scope.rank());
+        let better =
+            best.get(entry.0.name.as_str()).is_none_or(|b| entry.0.scope.rank() > b.0.scope.rank());
         if better {
             best.insert(&entry.0.name, entry);
         }
@@ -230,9 +234,9 @@ pub(crate) async fn resolve(
     let key = inner.secret_key()?;
     let mut values = HashMap::new();
     for (name, (secret, sealed)) in best {
-        let value = key.open(&secret.id, sealed).map_err(|why| {
-            unavailable(format!("the secret {name} cannot be read: {why}"))
-        })?;
+        let value = key
+            .open(&secret.id, sealed)
+            .map_err(|why| unavailable(format!("the secret {name} cannot be read: {why}")))?;
         values.insert(name.to_owned(), value);
     }
     Ok(values)
@@ -256,7 +260,10 @@ fn all_vars(profile: &AgentProfile) -> impl Iterator<Item = &EnvVar> {
 
 /// `profile` with every reference replaced by its value from `values` (which [`resolve`]
 /// filled for all of [`profile_references`]).
-pub(crate) fn fill_profile(mut profile: AgentProfile, values: &HashMap<String, String>) -> AgentProfile {
+pub(crate) fn fill_profile(
+    mut profile: AgentProfile,
+    values: &HashMap<String, String>,
+) -> AgentProfile {
     let fill = |vars: &mut Vec<EnvVar>| {
         for var in vars.iter_mut() {
             if let Some(value) = var.secret.as_ref().and_then(|name| values.get(name)) {
@@ -402,12 +409,15 @@ impl Engine {
         for kind in pending {
             match kind.as_str() {
                 "profile_env" => moved += import_profiles(&mut tx, key, &mut taken).await?,
-                "forge_tokens" => moved += self.import_forge_tokens(&mut tx, key, &mut taken).await?,
+                "forge_tokens" => {
+                    moved += self.import_forge_tokens(&mut tx, key, &mut taken).await?
+                }
                 _ => {}
             }
             tx.finish_secret_import(&kind).await?;
         }
         tx.commit().await?;
+        self.inner.store.fold_write_ahead_log().await?;
         if moved > 0 {
             tracing::info!(moved, "moved plain-text keys and tokens into the secret store");
         }
@@ -510,13 +520,18 @@ impl Engine {
         })?;
         let id = new.id();
         inner.vault.set(new);
+        inner.store.fold_write_ahead_log().await?;
         tracing::info!(key = %id, secrets = count, "rotated the secret key");
         Ok((id, count))
     }
 }
 
 fn field_error(err: kandev_domain::validate::FieldError) -> EngineError {
-    EngineError::Validation(format!("{} {}", kandev_domain::validate::spoken(&err.field), err.problem))
+    EngineError::Validation(format!(
+        "{} {}",
+        kandev_domain::validate::spoken(&err.field),
+        err.problem
+    ))
 }
 
 /// The import of profiles' plain env values (and their MCP servers' env and header values)
@@ -554,8 +569,11 @@ async fn import_profiles(
             }
         }
         if changed {
-            let patch =
-                ProfilePatch { env: Some(env), mcp_servers: Some(servers), ..ProfilePatch::default() };
+            let patch = ProfilePatch {
+                env: Some(env),
+                mcp_servers: Some(servers),
+                ..ProfilePatch::default()
+            };
             tx.update_profile(&profile.id, &patch).await?;
         }
     }

@@ -16,15 +16,13 @@ CREATE TABLE secrets (
 CREATE UNIQUE INDEX secrets_scope_name
     ON secrets(scope, COALESCE(workspace_id, ''), COALESCE(repository_id, ''), name);
 
--- What the first start with a key moves into the store (it needs the key, so SQL cannot):
--- 'profile_env', the values of agent profiles' environment variables; 'forge_tokens', the
--- server environment's forge token variables. A row is deleted in the transaction that
--- moves its values.
+-- The one-time imports done (each needs the key, so SQL cannot do them): 'profile_env', the
+-- values of agent profiles' environment variables; 'forge_tokens', the server environment's
+-- forge token variables. A start runs those not listed and lists each in the transaction
+-- that moves its values.
 CREATE TABLE secret_imports (
     kind TEXT PRIMARY KEY
 );
-INSERT INTO secret_imports (kind) VALUES ('profile_env');
-INSERT INTO secret_imports (kind) VALUES ('forge_tokens');
 
 -- The secrets an executor's host may receive (a JSON list of names): a process started on
 -- an SSH or container executor gets only these, and a start needing another is refused.

@@ -46,6 +46,12 @@ pub async fn versions(dialect: Dialect) -> Result<Vec<i64>> {
 /// Makes the empty database at `location` what a Kandev whose newest migration was `version`
 /// would have left, with the seeded rows.
 pub async fn create(location: &Location, version: i64) -> Result<()> {
+    create_seeded(location, version, "").await
+}
+
+/// [`create`], then `seed` (SQL of that schema) run at `version`: rows a newer migration
+/// must carry forward.
+pub async fn create_seeded(location: &Location, version: i64, seed: &str) -> Result<()> {
     let (dialect, url) = match location {
         Location::File(path) => (Dialect::Sqlite, format!("sqlite://{}?mode=rwc", path.display())),
         Location::Postgres(url) => (Dialect::Postgres, url.clone()),
@@ -59,7 +65,7 @@ pub async fn create(location: &Location, version: i64) -> Result<()> {
     if version >= sessions {
         steps.push((sessions, SESSION));
     }
-    steps.push((version, ""));
+    steps.push((version, seed));
     match dialect {
         Dialect::Sqlite => {
             let mut conn = sqlx::SqliteConnection::connect(&url).await?;

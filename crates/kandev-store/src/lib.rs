@@ -316,6 +316,18 @@ impl Store {
         Ok(Some(Checkpointed { wal_frames, backfilled }))
     }
 
+    /// After values were overwritten that must not linger (a key rotation, secrets moved in):
+    /// folds SQLite's write-ahead log, which still holds the pages as they were, into the
+    /// database file and empties it (`TRUNCATE`; with `secure_delete` the pages hold zeros
+    /// where the old values were). A reader that keeps old frames makes it a partial one.
+    /// Nothing on PostgreSQL, whose old row versions stay until vacuumed.
+    pub async fn fold_write_ahead_log(&self) -> Result<()> {
+        if let Pool::Sqlite(pool) = &self.write {
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await?;
+        }
+        Ok(())
+    }
+
     /// SQLite's `PRAGMA quick_check` (`ok`, or what is damaged); on PostgreSQL, `ok` once
     /// the server answers (it checks its own pages).
     pub async fn quick_check(&self) -> Result<String> {

@@ -223,7 +223,10 @@ async fn open_sqlite(
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(5))
-        .foreign_keys(true);
+        .foreign_keys(true)
+        // Deleted and overwritten content is zeroed on its page: an old secret's sealed
+        // value (or a plain value moved into the store) does not linger in free space.
+        .pragma("secure_delete", "ON");
     let writer = options
         .clone()
         .pragma("wal_autocheckpoint", WRITER_CHECKPOINT_PAGES.to_string())

@@ -53,6 +53,10 @@ fn parts(rows: Vec<SecretRow>) -> Result<Vec<(Secret, Sealed)>> {
     rows.into_iter().map(SecretRow::into_parts).collect()
 }
 
+/// The one-time imports a start runs until each is done: profiles' plain env values, and
+/// the forge token variables of the server's environment.
+pub const SECRET_IMPORTS: [&str; 2] = ["forge_tokens", "profile_env"];
+
 const COLUMNS: &str = "id, scope, workspace_id, repository_id, name, key_id, sealed, created_at, \
                        updated_at";
 
@@ -206,16 +210,21 @@ impl WriteTx {
         Ok(found)
     }
 
-    /// The imports of older plain-text values still to do (`profile_env`, `forge_tokens`).
+    /// The imports of older plain-text values still to do, of [`SECRET_IMPORTS`].
     pub async fn pending_secret_imports(&mut self) -> Result<Vec<String>> {
-        Ok(crate::sql::query_scalar::<String>("SELECT kind FROM secret_imports ORDER BY kind")
+        let done = crate::sql::query_scalar::<String>("SELECT kind FROM secret_imports")
             .fetch_all(self.conn())
-            .await?)
+            .await?;
+        Ok(SECRET_IMPORTS
+            .iter()
+            .filter(|kind| !done.iter().any(|d| d == *kind))
+            .map(|kind| (*kind).to_owned())
+            .collect())
     }
 
     /// Marks an import done (in the transaction that moved its values).
     pub async fn finish_secret_import(&mut self, kind: &str) -> Result<()> {
-        crate::sql::query("DELETE FROM secret_imports WHERE kind = ?")
+        crate::sql::query("INSERT INTO secret_imports (kind) VALUES (?)")
             .bind(kind)
             .execute(self.conn())
             .await?;

@@ -79,8 +79,7 @@ pub async fn list(s: &AppState, _: Empty) -> Result<Executors, ApiError> {
 pub async fn create(s: &AppState, p: ExecutorCreate) -> Result<ExecutorOne, ApiError> {
     let (name, kind) = (name("name", &p.name)?, kind(p.kind, p.ssh, p.container)?);
     identity_file_present(&kind).await?;
-    let executor =
-        s.engine().create_executor(&name, &kind, p.allowed_secrets.as_deref()).await?;
+    let executor = s.engine().create_executor(&name, &kind, p.allowed_secrets.as_deref()).await?;
     Ok(ExecutorOne { executor: ExecutorDto::from(&executor) })
 }
 
