@@ -693,6 +693,41 @@ fn fake_answer(method: &axum::http::Method, path: &str, body: &Value, state: &st
 /// set variables (`unsafe` is forbidden), so they name one cargo sets for every test run.
 const TOKEN_ENV: &str = "CARGO_PKG_NAME";
 
+/// Issue 50: the forge token variable a repository names is first a secret of the store
+/// (the repository's before the workspace's before the server's), and the forge gets its
+/// value; the server's environment does not need the variable.
+#[tokio::test]
+async fn i50_3_the_forge_token_comes_from_the_secret_store_most_specific_first() {
+    let forge = FakeForge::start().await;
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let remote = Remote::new();
+    let repo_id = board
+        .repository(
+            &remote.clone,
+            json!({"forge_api_base_url": forge.url, "forge_token_env": "I50_FORGE_TOKEN"}),
+        )
+        .await;
+    for (scope, value) in [
+        (json!({}), "from-the-server"),
+        (json!({"workspace_id": board.workspace_id}), "from-the-workspace"),
+        (json!({"workspace_id": board.workspace_id, "repository_id": repo_id}), "from-the-repo"),
+    ] {
+        let mut body = scope;
+        body["name"] = json!("I50_FORGE_TOKEN");
+        body["value"] = json!(value);
+        let set = server.call("secret.set", body).await;
+        assert!(!set.to_string().contains(value), "no answer returns a value: {set}");
+    }
+    let task = board.task("Ship with a stored token", json!([{"id": repo_id}])).await;
+    let (_s, worktree) = board.started(&task).await;
+    commit_file(&worktree, "done.txt", "done\n", "done");
+    server.call("task.pr.create", json!({"task_id": task})).await;
+    let seen = forge.seen();
+    let create = seen.iter().find(|s| s.method == "POST").expect("the pull request was created");
+    assert_eq!(create.auth.as_deref(), Some("Bearer from-the-repo"), "{seen:?}");
+}
+
 #[tokio::test]
 async fn i16_a5_pull_requests_on_github_and_gitlab_reach_the_fake_forge() {
     let forge = FakeForge::start().await;

@@ -528,3 +528,80 @@ async fn i49_5_members_change_and_every_write_is_audited() {
     assert_eq!(status, 404, "{body}");
     assert_eq!(body["message"], "nora is not a member of this workspace");
 }
+
+/// Issue 50 scope 2: a workspace's secrets are its admins' to set and remove, the server's
+/// the owner's, and no answer (nor the audit log) ever holds a value.
+#[tokio::test]
+async fn i50_2_secrets_are_set_by_workspace_admins_and_the_servers_by_the_owner() {
+    const VALUE: &str = "sk-i50-team-value-41";
+    let team = Team::new().await;
+    let ws = team.workspace_id.clone();
+    let mut answers = vec![];
+    let set = |name: &str, value: &str| json!({"workspace_id": ws, "name": name, "value": value});
+
+    let (status, body) = team.act("ada", "secret.set", set("TEAM_KEY", VALUE)).await;
+    assert_eq!(status, 200, "an admin sets the workspace's: {body}");
+    answers.push(body);
+    let (status, body) =
+        team.act("ada", "secret.set", json!({"name": "SERVER_KEY", "value": VALUE})).await;
+    assert_eq!(status, 403, "an admin does not set the server's: {body}");
+    assert!(body["message"].as_str().unwrap().contains("owner"), "{body}");
+    let (status, body) = team.act("mike", "secret.set", set("MEMBER_KEY", VALUE)).await;
+    assert_eq!(status, 403, "a member sets none: {body}");
+    let (status, body) = team.act("vera", "secret.list", json!({"workspace_id": ws})).await;
+    assert_eq!(status, 403, "a viewer lists none: {body}");
+    let (status, body) = team.act("nora", "secret.list", json!({"workspace_id": ws})).await;
+    assert_eq!(status, 403, "someone of no workspace lists none: {body}");
+    let (status, body) =
+        team.act("olga", "secret.set", json!({"name": "SERVER_KEY", "value": VALUE})).await;
+    assert_eq!(status, 200, "the owner sets the server's: {body}");
+    answers.push(body);
+
+    // Bad names and values are refused, saying what a good one is.
+    let (status, body) = team.act("ada", "secret.set", set("1BAD", VALUE)).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("letters, digits and _"), "{body}");
+    let (status, body) = team.act("ada", "secret.set", set("EMPTY", "")).await;
+    assert_eq!(status, 422, "{body}");
+    // A repository of another workspace is not one of this workspace's.
+    let (_, other) = team.act("olga", "workspace.create", json!({"name": "Other"})).await;
+    let (_keep, repo) = git_repository();
+    let (status, created) = team
+        .act(
+            "olga",
+            "repository.create",
+            json!({"workspace_id": other["workspace"]["id"], "local_path": repo}),
+        )
+        .await;
+    assert_eq!(status, 200, "{created}");
+    let mut body = set("REPO_KEY", VALUE);
+    body["repository_id"] = created["repository"]["id"].clone();
+    let (status, body) = team.act("ada", "secret.set", body).await;
+    assert_eq!((status, body["code"].as_str()), (404, Some("NOT_FOUND")), "{body}");
+
+    let (status, listed) = team.act("ada", "secret.list", json!({"workspace_id": ws})).await;
+    assert_eq!(status, 200, "{listed}");
+    let names: Vec<&str> =
+        listed["secrets"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["TEAM_KEY", "SERVER_KEY"], "the workspace's, then the server's: {listed}");
+    answers.push(listed);
+    let (status, body) = team.act("ada", "secret.key.rotate", json!({})).await;
+    assert_eq!(status, 403, "rotation is the owner's: {body}");
+    let (status, rotated) = team.act("olga", "secret.key.rotate", json!({})).await;
+    assert_eq!((status, rotated["resealed"].as_u64()), (200, Some(2)), "{rotated}");
+    let (_, audit) = team.act("olga", "audit.list", json!({"action": "secret."})).await;
+    let actions: Vec<&str> = audit["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["secret.key.rotate", "secret.set", "secret.set"], "{audit}");
+    answers.push(audit);
+    let (status, body) =
+        team.act("ada", "secret.remove", json!({"workspace_id": ws, "name": "TEAM_KEY"})).await;
+    assert_eq!(status, 200, "{body}");
+    for answer in &answers {
+        assert!(!answer.to_string().contains(VALUE), "an answer holds the value: {answer}");
+    }
+}

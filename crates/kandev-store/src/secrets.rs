@@ -77,6 +77,14 @@ async fn find(mut db: Db<'_>, scope: &SecretScope, name: &str) -> Result<Option<
     })
 }
 
+async fn all_sealed(mut db: Db<'_>) -> Result<Vec<(Secret, Sealed)>> {
+    let rows =
+        crate::sql::query_as::<SecretRow>(&format!("SELECT {COLUMNS} FROM secrets ORDER BY id"))
+            .fetch_all(&mut db)
+            .await?;
+    parts(rows)
+}
+
 impl Store {
     /// The server's secrets and, with `workspace_id`, that workspace's and its repositories'
     /// (by scope, then name): never a value.
@@ -124,12 +132,7 @@ impl Store {
 
     /// Every secret, sealed (a key check at start).
     pub async fn all_sealed_secrets(&self) -> Result<Vec<(Secret, Sealed)>> {
-        let rows = crate::sql::query_as::<SecretRow>(&format!(
-            "SELECT {COLUMNS} FROM secrets ORDER BY id"
-        ))
-        .fetch_all(&self.read)
-        .await?;
-        parts(rows)
+        all_sealed(self.db()).await
     }
 }
 
@@ -190,12 +193,7 @@ impl WriteTx {
     /// Every secret, sealed, as this transaction sees them (a key rotation re-seals them
     /// all in one transaction).
     pub async fn all_sealed_secrets(&mut self) -> Result<Vec<(Secret, Sealed)>> {
-        let rows = crate::sql::query_as::<SecretRow>(&format!(
-            "SELECT {COLUMNS} FROM secrets ORDER BY id"
-        ))
-        .fetch_all(self.conn())
-        .await?;
-        parts(rows)
+        all_sealed(self.db()).await
     }
 
     /// Removes the secret `name` of `scope`; `NotFound` when there is none.
