@@ -1,10 +1,12 @@
 // Settings › Executors › Add a container executor (issue 42): each task's agent in a container of
 // its own, made by Podman or Docker from an image already on this host (nothing is pulled). The
 // network is `none` unless chosen otherwise (`host_ports` relays the listed ports of this host);
-// mounts are read-only host paths.
+// mounts are read-only host paths. The container receives only the secrets it allows (issue 50).
 import { useState } from 'react';
 import { call } from '../../api/client';
 import type { ContainerEngineDto, ContainerNetworkDto } from '../../api/generated/api';
+import { namesFrom } from '../../lib/secrets';
+import { AllowedSecretsField } from './AllowedSecrets';
 import { useFormError } from './useFormError';
 
 const EMPTY = {
@@ -16,6 +18,7 @@ const EMPTY = {
   cpus: '',
   memory_mib: '',
   mounts: '',
+  allowed_secrets: '',
 };
 
 /// A number field's value: `null` when empty; a value that is not a number is refused here
@@ -64,6 +67,7 @@ export function ContainerExecutorForm({ onAdded }: { onAdded: () => void }) {
                 .map((line) => line.trim())
                 .filter((line) => line !== ''),
             },
+            allowed_secrets: namesFrom(form.allowed_secrets),
           });
           onAdded();
         });
@@ -112,6 +116,7 @@ export function ContainerExecutorForm({ onAdded }: { onAdded: () => void }) {
         Read-only mounts <span className="hint">absolute host paths, one per line</span>
         <textarea value={form.mounts} onChange={set('mounts')} rows={2} placeholder="/home/me/.claude.json" />
       </label>
+      <AllowedSecretsField value={form.allowed_secrets} onChange={(v) => setForm((f) => ({ ...f, allowed_secrets: v }))} />
       {view}
       <div className="actions">
         <button className="primary" type="submit">

@@ -1,14 +1,17 @@
 // Settings › Executors (issues 20, 42): named SSH build machines and container executors. Add
 // one, check it (an SSH one connects as a session would: host key, the remote kandev, the
 // runner; a container one checks the engine, the image and kandev in it) and delete it. A
-// repository that chooses one (repository.executor.set) has its agents there (README).
+// repository that chooses one (repository.executor.set) has its agents there (README). Each
+// SSH or container executor names the secrets its host may receive (issue 50).
 import { useState } from 'react';
 import { call } from '../../api/client';
 import { useRole } from '../../lib/me';
+import { namesFrom } from '../../lib/secrets';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
 import { RoleNote } from '../RoleNote';
 import type { ExecutorChecked, ExecutorDto } from '../../api/generated/api';
+import { AllowedSecretsCell, AllowedSecretsField } from './AllowedSecrets';
 import { ContainerExecutorForm } from './ContainerExecutorForm';
 import { useFormError } from './useFormError';
 
@@ -20,6 +23,7 @@ const EMPTY = {
   identity_file: '',
   known_hosts: '',
   remote_home: '',
+  allowed_secrets: '',
 };
 
 /** The form's words for the fields a refusal may start with. */
@@ -31,6 +35,7 @@ const LABELS = {
   'ssh.identity_file': 'Identity file',
   'ssh.known_hosts': 'Known hosts file',
   'ssh.remote_home': 'Remote home',
+  allowed_secrets: 'Allowed secrets',
 };
 
 const readExecutors = () => call('executor.list', {}).then((r) => r.executors);
@@ -82,7 +87,8 @@ export function Executors() {
         of its own. Checking an SSH one connects with your system <code>ssh</code> (the host key must already be in the
         known_hosts file), installs this kandev there and starts its runner; a repository set to use one has its tasks'
         worktrees and agents there. A container executor keeps the worktrees on this host and mounts them into the
-        task's container; checking it says whether the engine runs, the image is here and kandev runs in it.
+        task's container; checking it says whether the engine runs, the image is here and kandev runs in it. Either
+        kind receives only the secrets it allows; a start that needs another is refused.
       </p>
       {!manages && <RoleNote>Executors are added and checked by admins.</RoleNote>}
       <InlineError error={list.error} onRetry={list.retry} testId="executors-error" />
@@ -98,6 +104,7 @@ export function Executors() {
               <th>Where</th>
               <th>Remote home</th>
               <th>Repositories</th>
+              <th>Allowed secrets</th>
               {manages && <th />}
             </tr>
           </thead>
@@ -112,6 +119,9 @@ export function Executors() {
                   <code>{x.ssh?.remote_home ?? ''}</code>
                 </td>
                 <td>{x.repository_ids.length}</td>
+                <td>
+                  <AllowedSecretsCell executor={x} manages={manages} onChanged={list.retry} />
+                </td>
                 {manages && (
                   <td className="row-actions">
                     {checked[x.id] && (
@@ -173,6 +183,7 @@ export function Executors() {
                   known_hosts: form.known_hosts,
                   remote_home: form.remote_home,
                 },
+                allowed_secrets: namesFrom(form.allowed_secrets),
               });
               list.retry();
             });
@@ -187,6 +198,7 @@ export function Executors() {
           {field('identity_file', 'Identity file', 'absolute path on this server', '/home/me/.ssh/id_ed25519')}
           {field('known_hosts', 'Known hosts file', 'absolute path on this server', '/home/me/.kandev/known_hosts')}
           {field('remote_home', 'Remote home', 'absolute directory on the remote host', '/home/build/.kandev')}
+          <AllowedSecretsField value={form.allowed_secrets} onChange={(v) => setForm((f) => ({ ...f, allowed_secrets: v }))} />
           {view}
           <div className="actions">
             <button className="primary" type="submit">

@@ -1,8 +1,12 @@
 // The extra MCP servers of an agent profile, edited in the profile form: a stdio server (a
 // command the agent starts, with arguments and env) or a remote one (a URL, over http or sse,
 // with headers). Env and header values come from the server as the mask `********`; a line
-// left with the mask keeps the current value (the server does the keeping).
+// left with the mask keeps the current value (the server does the keeping). A variable or
+// header may instead take the value of a stored secret (issue 50): those are rows of their
+// own under the lines, since a line of text has no room to say which it is.
 import type { EnvVarDto, McpServerDto, McpTransportDto } from '../../api/types';
+import { fromRefs, type RefDraft, splitRefs } from '../../lib/envVars';
+import { SECRET_NAMES } from './SecretNames';
 
 /** How the agent reaches the server. */
 export type McpForm = 'stdio' | McpTransportDto;
@@ -16,13 +20,16 @@ export type McpServerDraft = {
   url: string;
   /** `NAME=value` lines (stdio) or `Name: value` lines (remote). */
   vars: string;
+  /** The variables (stdio) or headers (remote) that take a secret's value. */
+  refs: RefDraft[];
 };
 
 export function fromMcpServers(servers: McpServerDto[]): McpServerDraft[] {
   return servers.map((s) => {
     const form: McpForm = s.url !== undefined ? (s.transport ?? 'http') : 'stdio';
-    const vars = form === 'stdio' ? (s.env ?? []).map((e) => `${e.name}=${e.value}`) : (s.headers ?? []).map((h) => `${h.name}: ${h.value}`);
-    return { name: s.name, form, command: s.command ?? '', args: (s.args ?? []).join(' '), url: s.url ?? '', vars: vars.join('\n') };
+    const { values, refs } = splitRefs((form === 'stdio' ? s.env : s.headers) ?? []);
+    const vars = values.map((v) => (form === 'stdio' ? `${v.name}=${v.value}` : `${v.name}: ${v.value}`));
+    return { name: s.name, form, command: s.command ?? '', args: (s.args ?? []).join(' '), url: s.url ?? '', vars: vars.join('\n'), refs };
   });
 }
 
@@ -40,12 +47,12 @@ function pairs(text: string, separator: string): EnvVarDto[] {
 export function toMcpServers(drafts: McpServerDraft[]): McpServerDto[] {
   return drafts.map((d) =>
     d.form === 'stdio'
-      ? { name: d.name.trim(), command: d.command, args: d.args.split(/\s+/).filter(Boolean), env: pairs(d.vars, '=') }
-      : { name: d.name.trim(), url: d.url, transport: d.form, headers: pairs(d.vars, ':') },
+      ? { name: d.name.trim(), command: d.command, args: d.args.split(/\s+/).filter(Boolean), env: [...pairs(d.vars, '='), ...fromRefs(d.refs)] }
+      : { name: d.name.trim(), url: d.url, transport: d.form, headers: [...pairs(d.vars, ':'), ...fromRefs(d.refs)] },
   );
 }
 
-const empty: McpServerDraft = { name: '', form: 'stdio', command: '', args: '', url: '', vars: '' };
+const empty: McpServerDraft = { name: '', form: 'stdio', command: '', args: '', url: '', vars: '', refs: [] };
 
 export function McpServersEditor({ value, onChange }: { value: McpServerDraft[]; onChange: (next: McpServerDraft[]) => void }) {
   const set = (i: number, patch: Partial<McpServerDraft>) => onChange(value.map((d, j) => (j === i ? { ...d, ...patch } : d)));
@@ -54,7 +61,7 @@ export function McpServersEditor({ value, onChange }: { value: McpServerDraft[];
       <legend>MCP servers</legend>
       <p className="hint">
         Handed to the agent next to Kandev&apos;s own server. Values are secrets: saved ones show as ******** and stay as they are unless
-        replaced.
+        replaced. A variable or header may instead take the value of a secret of Settings › Secrets, read when the agent starts.
       </p>
       {value.map((d, i) => (
         <fieldset key={i} className="mcp-server" aria-label={`MCP server ${i + 1}`}>
@@ -93,6 +100,7 @@ export function McpServersEditor({ value, onChange }: { value: McpServerDraft[];
             {d.form === 'stdio' ? 'Environment' : 'Headers'} <span className="hint">{d.form === 'stdio' ? 'NAME=value, one a line' : 'Name: value, one a line'}</span>
             <textarea rows={2} value={d.vars} onChange={(e) => set(i, { vars: e.target.value })} />
           </label>
+          <SecretRefs what={d.form === 'stdio' ? 'Variable' : 'Header'} value={d.refs} onChange={(refs) => set(i, { refs })} />
           <div className="actions">
             <button type="button" className="danger-outline" onClick={() => onChange(value.filter((_, j) => j !== i))}>
               Remove server {d.name || i + 1}
@@ -104,5 +112,41 @@ export function McpServersEditor({ value, onChange }: { value: McpServerDraft[];
         Add MCP server
       </button>
     </fieldset>
+  );
+}
+
+/** The variables or headers of one server that take a stored secret's value: a name and the
+ * secret's name each. */
+function SecretRefs(props: { what: 'Variable' | 'Header'; value: RefDraft[]; onChange: (next: RefDraft[]) => void }) {
+  const { what, value, onChange } = props;
+  const set = (i: number, patch: Partial<RefDraft>) => onChange(value.map((r, j) => (j === i ? { ...r, ...patch } : r)));
+  return (
+    <>
+      {value.map((r, i) => (
+        <div className="row" key={i} role="group" aria-label={`Secret reference ${i + 1}`}>
+          <label>
+            {what} name
+            <input value={r.name} onChange={(e) => set(i, { name: e.target.value })} spellCheck={false} />
+          </label>
+          <label>
+            Secret
+            <input
+              value={r.secret}
+              onChange={(e) => set(i, { secret: e.target.value })}
+              list={SECRET_NAMES}
+              placeholder="OPENAI_API_KEY"
+              spellCheck={false}
+              autoComplete="off"
+            />
+          </label>
+          <button type="button" className="danger-outline" onClick={() => onChange(value.filter((_, j) => j !== i))}>
+            Remove {r.name.trim() || `reference ${i + 1}`}
+          </button>
+        </div>
+      ))}
+      <button type="button" className="add-ref" onClick={() => onChange([...value, { name: '', secret: '' }])}>
+        Add {what.toLowerCase()} from a secret
+      </button>
+    </>
   );
 }

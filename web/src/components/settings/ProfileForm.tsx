@@ -1,10 +1,12 @@
 // The form that creates or edits an agent profile: its agent, command, model and mode, its
-// environment variables (secrets) and extra MCP servers.
+// environment variables (secrets, or references to stored ones) and extra MCP servers.
 import { useState } from 'react';
 import { call } from '../../api/client';
 import type { AgentKind, AgentKindDto, AgentProfileDto } from '../../api/types';
-import { EnvVarsEditor, fromEnv, toEnv } from './EnvVarsEditor';
+import { fromEnv, toEnv } from '../../lib/envVars';
+import { EnvVarsEditor } from './EnvVarsEditor';
 import { McpServersEditor, fromMcpServers, toMcpServers } from './McpServersEditor';
+import { SecretNames } from './SecretNames';
 import { useFormError } from './useFormError';
 
 /** The form's words for the fields a refusal may start with. */
@@ -110,6 +112,8 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
       </label>
       <EnvVarsEditor value={env} onChange={setEnv} />
       <McpServersEditor value={mcpServers} onChange={setMcpServers} />
+      {/* The names both editors' secret fields suggest (one list for the form). */}
+      <SecretNames />
       {view}
       <div className="actions">
         <button type="button" onClick={onDone}>

@@ -1,7 +1,8 @@
 // Settings: one section per file in this folder (agent profiles, repositories, workflows,
-// intake, saved prompts, executors, health, and issue 49's members, users and activity),
-// chosen by the route (`/settings/<section>`). A section the person's role cannot use at all
-// is not offered (Health and Activity are for admins, Users for the server's owner).
+// intake, saved prompts, executors, issue 50's secrets, health, and issue 49's members, users
+// and activity), chosen by the route (`/settings/<section>`). A section the person's role
+// cannot use at all is not offered (Health and Activity are for admins, Users for the
+// server's owner).
 import type { ComponentType } from 'react';
 import { useRole } from '../../lib/me';
 import { navigate } from '../../lib/router';
@@ -14,6 +15,7 @@ import { Notifications } from './Notifications';
 import { Profiles } from './Profiles';
 import { Prompts } from './Prompts';
 import { Repositories } from './Repositories';
+import { Secrets } from './Secrets';
 import { Users } from './Users';
 import { Workflows } from './Workflows';
 
@@ -35,6 +37,8 @@ const SECTIONS: Section[] = [
   ['notifications', 'Notifications', 'anyone', Notifications],
   ['prompts', 'Prompts', 'anyone', Prompts],
   ['executors', 'Executors', 'anyone', Executors],
+  // Offered to all: someone who may not set secrets reads who can (a workspace's admins).
+  ['secrets', 'Secrets', 'anyone', Secrets],
   ['members', 'Members', 'anyone', Members],
   ['users', 'Users', 'owner', Users],
   ['activity', 'Activity', 'admin', Activity],

@@ -1,0 +1,30 @@
+// The names of the stored secrets (issue 50) a field that references one may pick from: the
+// server's and the workspace shown's (and its repositories'), each once, with where it is set.
+// Only suggestions: the list is read only by an admin of the workspace (the server answers no
+// one else), and a name not in it is still taken (a start without the secret says so).
+import { useCallback } from 'react';
+import { call } from '../../api/client';
+import { useData } from '../../lib/data';
+import { useRole } from '../../lib/me';
+import { suggestions } from '../../lib/secrets';
+import { useRead } from '../../lib/useRead';
+
+/** The id of the datalist a secret's field names in its `list`. */
+export const SECRET_NAMES = 'secret-names';
+
+export function SecretNames() {
+  const workspaceId = useData().workspace?.id ?? null;
+  const admin = useRole().can('admin');
+  const read = useCallback(
+    async () => (admin && workspaceId ? suggestions((await call('secret.list', { workspace_id: workspaceId })).secrets) : []),
+    [admin, workspaceId],
+  );
+  const names = useRead(read).data ?? [];
+  return (
+    <datalist id={SECRET_NAMES}>
+      {names.map((n) => (
+        <option key={n.name} value={n.name} label={n.scopes} />
+      ))}
+    </datalist>
+  );
+}
