@@ -47,6 +47,9 @@ pub struct RepositoryDto {
     pub dev_script: String,
     /// The setup and cleanup scripts' time limit in seconds; 0: the server's.
     pub script_timeout_s: u32,
+    /// The secrets (issue 50) its setup, cleanup and dev scripts get as environment
+    /// variables of the same names.
+    pub script_secrets: Vec<String>,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -67,6 +70,7 @@ impl From<&Repository> for RepositoryDto {
             forge_token_env: r.forge_token_env.clone(),
             dev_script: r.dev_script.clone(),
             script_timeout_s: r.script_timeout_s,
+            script_secrets: r.script_secrets.clone(),
             created_at: rfc3339(r.created_at),
             updated_at: rfc3339(r.updated_at),
         }

@@ -190,6 +190,8 @@ pub struct RepositoryCreate {
     pub dev_script: Option<String>,
     /// The setup and cleanup scripts' time limit in seconds (at most a day); 0: the server's.
     pub script_timeout_s: Option<u32>,
+    /// The secrets its setup, cleanup and dev scripts get as environment variables, by name.
+    pub script_secrets: Option<Vec<String>>,
 }
 
 pub struct RepositoryUpdate {
@@ -205,6 +207,8 @@ pub struct RepositoryUpdate {
     pub dev_script: Option<String>,
     /// The setup and cleanup scripts' time limit in seconds (at most a day); 0: the server's.
     pub script_timeout_s: Option<u32>,
+    /// The secrets its setup, cleanup and dev scripts get as environment variables, by name.
+    pub script_secrets: Option<Vec<String>>,
 }
 
 pub struct WorkflowCreate {

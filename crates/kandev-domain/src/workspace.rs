@@ -41,6 +41,9 @@ pub struct Repository {
     pub dev_script: String,
     /// The time limit of its setup and cleanup scripts, in seconds; 0: the server's.
     pub script_timeout_s: u32,
+    /// The secrets (issue 50) its setup, cleanup and dev scripts get as environment
+    /// variables of the same names.
+    pub script_secrets: Vec<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }

@@ -112,7 +112,7 @@ pub struct EngineConfig {
     pub attachments: AttachmentSettings,
     /// The key secrets are sealed with when it comes from `KANDEV_SECRET_KEY`; `None`: the
     /// file `<home>/secret.key` (made on the first start).
-    pub secret_key: Option<crate::secrets::SecretKey>,
+    pub secret_key: Option<crate::sealing::SecretKey>,
 }
 
 impl EngineConfig {

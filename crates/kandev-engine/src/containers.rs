@@ -243,7 +243,7 @@ pub(crate) async fn start_dev_server(
     inner: &Inner,
     task_id: &TaskId,
     worktree: &str,
-    script: &str,
+    script: &crate::devservers::DevScript,
     port: u16,
 ) -> Result<Option<(CommandTerminal, AbortOnDropHandle<()>, String)>> {
     let Some((executor, settings, mounts)) = container_of_task(inner, task_id).await? else {
@@ -256,10 +256,10 @@ pub(crate) async fn start_dev_server(
         connect(inner, &executor, &settings, task_id, mounts).await.map_err(unavailable)?;
     let spec = SpawnSpec {
         program: "sh".to_owned(),
-        args: vec!["-c".to_owned(), format!("exec 2>&1\n{script}")],
-        env: vec![("PORT".to_owned(), port.to_string())],
+        args: vec!["-c".to_owned(), format!("exec 2>&1\n{}", script.script)],
+        env: script.with_port(port),
         cwd: PathBuf::from(worktree),
-        secrets: vec![],
+        secrets: script.values(),
         pty: None,
         // Its log from before a restart of this server, for the one that takes it over.
         scrollback: DEV_SERVER_LOG_BYTES,

@@ -85,3 +85,23 @@ pub(crate) fn info(
         truncated: output.truncated,
     }
 }
+
+/// A repository's dev server command and the environment its script secrets give it.
+pub(crate) struct DevScript {
+    pub script: String,
+    pub env: Vec<(String, String)>,
+}
+
+impl DevScript {
+    /// Its environment with `PORT` set.
+    pub(crate) fn with_port(&self, port: u16) -> Vec<(String, String)> {
+        let mut env = self.env.clone();
+        env.push(("PORT".to_owned(), port.to_string()));
+        env
+    }
+
+    /// The secrets' values, which the runner scrubs from the dev server's log.
+    pub(crate) fn values(&self) -> Vec<String> {
+        self.env.iter().map(|(_, value)| value.clone()).collect()
+    }
+}

@@ -41,6 +41,7 @@ mod question;
 mod reconcile;
 mod saved_prompts;
 mod schedules;
+mod sealing;
 pub mod secrets;
 mod session;
 mod shells;

@@ -459,12 +459,17 @@ impl Site {
         path: &Path,
         script: &str,
         timeout: Duration,
+        env: &[(String, String)],
     ) -> Result<git::SetupOutput, GitError> {
         match self {
-            Site::Local => git::run_setup_script(path, script, timeout).await,
+            Site::Local => git::run_script_through(&[], path, script, timeout, None, env).await,
             Site::Remote(r) => {
-                let op =
-                    ops::RunScript { path: path.to_owned(), script: script.to_owned(), timeout };
+                let op = ops::RunScript {
+                    path: path.to_owned(),
+                    script: script.to_owned(),
+                    timeout,
+                    env: env.to_vec(),
+                };
                 r.call_within(op, timeout + MARGIN).await
             }
         }

@@ -311,3 +311,57 @@ async fn i45_1_a_repository_sets_its_own_script_time_limit() {
     assert!(text.starts_with("script timeout is more than a day"), "{text}");
     assert!(!text.contains("script_timeout_s"), "no field names in error text: {text}");
 }
+
+/// Issue 50 scope 3: a repository's setup and cleanup scripts get the secrets it names as
+/// environment variables (its own secret before its workspace's), and nothing Kandev shows
+/// of the scripts holds the value; a name with no secret stops the script, saying so.
+#[tokio::test]
+async fn i50_3_scripts_get_the_repositorys_secrets_as_environment_variables() {
+    const VALUE: &str = "sk-i50-script-c81d";
+    let server = TestServer::start().await;
+    let board = Board::new(&server).await;
+    let (_tmp, repo) = repository(true);
+    let out = tempfile::tempdir().unwrap();
+    let cleanup_file = out.path().join("cleanup.txt");
+    let fields = json!({
+        "setup_script": "printf '%s' \"$I50_SCRIPT_KEY\" > from-setup.txt; echo set up",
+        "cleanup_script": format!("printf '%s' \"$I50_SCRIPT_KEY\" > '{}'", cleanup_file.display()),
+        "script_secrets": ["I50_SCRIPT_KEY"],
+    });
+    let repo_id = board.repository(&repo, fields).await;
+    let task = board.task("Scripts with a secret", &[&repo_id]).await;
+
+    // Not set anywhere yet: the setup does not run, and says which secret is missing.
+    let launched = board.launch(&task).await;
+    let session = launched["id"].as_str().unwrap().to_owned();
+    let failed = server.wait_state(&session, "FAILED").await;
+    let message = failed["last_error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("I50_SCRIPT_KEY") && message.contains("Settings → Secrets"),
+        "{failed}"
+    );
+
+    let ws = board.workspace_id.clone();
+    let secret = |scope: Value, value: &str| {
+        let mut body = scope;
+        body["name"] = json!("I50_SCRIPT_KEY");
+        body["value"] = json!(value);
+        body
+    };
+    server.call("secret.set", secret(json!({"workspace_id": ws}), "the workspace's")).await;
+    server
+        .call("secret.set", secret(json!({"workspace_id": ws, "repository_id": repo_id}), VALUE))
+        .await;
+    server.call("session.resume", json!({"id": session, "mode": "fresh"})).await;
+    let worktree = wait_output(&server, &session, "set up").await;
+    let got = server.call("session.get", json!({"id": session})).await;
+    let cwd = PathBuf::from(got["session"]["cwd"].as_str().unwrap());
+    assert_eq!(std::fs::read_to_string(cwd.join("from-setup.txt")).unwrap(), VALUE);
+    assert!(!serde_json::to_string(&worktree).unwrap().contains(VALUE), "the transcript");
+
+    server.call("session.stop", json!({"id": session})).await;
+    std::fs::remove_file(cwd.join("from-setup.txt")).unwrap();
+    let archived = server.call("task.archive", json!({"id": task})).await;
+    assert_eq!(archived["worktrees_kept"], json!([]), "{archived}");
+    assert_eq!(std::fs::read_to_string(&cleanup_file).unwrap(), VALUE, "the cleanup script");
+}

@@ -27,3 +27,6 @@ CREATE TABLE secret_imports (
 -- The secrets an executor's host may receive (a JSON list of names): a process started on
 -- an SSH or container executor gets only these, and a start needing another is refused.
 ALTER TABLE executors ADD COLUMN allowed_secrets TEXT NOT NULL DEFAULT '[]';
+
+-- The secrets a repository's setup, cleanup and dev scripts get (a JSON list of names).
+ALTER TABLE repositories ADD COLUMN script_secrets TEXT NOT NULL DEFAULT '[]';

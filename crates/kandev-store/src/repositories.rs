@@ -22,6 +22,7 @@ pub struct NewRepository {
     pub forge_token_env: String,
     pub dev_script: String,
     pub script_timeout_s: u32,
+    pub script_secrets: Vec<String>,
 }
 
 /// Fields of a repository to change; `None` keeps the current value.
@@ -37,6 +38,7 @@ pub struct RepositoryPatch {
     pub forge_token_env: Option<String>,
     pub dev_script: Option<String>,
     pub script_timeout_s: Option<u32>,
+    pub script_secrets: Option<Vec<String>>,
 }
 
 #[derive(FromRow)]
@@ -55,6 +57,8 @@ struct RepositoryRow {
     forge_token_env: String,
     dev_script: String,
     script_timeout_s: i64,
+    /// A JSON array of secret names.
+    script_secrets: String,
     created_at: i64,
     updated_at: i64,
 }
@@ -64,6 +68,7 @@ impl TryFrom<RepositoryRow> for Repository {
 
     fn try_from(r: RepositoryRow) -> Result<Self> {
         let copy_files = crate::error::read_json("repository", &r.id, &r.copy_files)?;
+        let script_secrets = crate::error::read_json("repository", &r.id, &r.script_secrets)?;
         Ok(Repository {
             id: RepositoryId::new(r.id),
             workspace_id: WorkspaceId::new(r.workspace_id),
@@ -79,6 +84,7 @@ impl TryFrom<RepositoryRow> for Repository {
             dev_script: r.dev_script,
             // Written from a `u32`; anything else reads as the server's limit.
             script_timeout_s: u32::try_from(r.script_timeout_s).unwrap_or(0),
+            script_secrets,
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
         })
@@ -135,8 +141,8 @@ impl WriteTx {
         crate::sql::query(
             "INSERT INTO repositories (id, workspace_id, name, local_path, default_branch, \
              branch_template, setup_script, copy_files, cleanup_script, forge_api_base_url, \
-             forge_token_env, dev_script, script_timeout_s, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             forge_token_env, dev_script, script_timeout_s, script_secrets, created_at, \
+             updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(new.workspace_id.as_str())
@@ -151,6 +157,7 @@ impl WriteTx {
         .bind(&new.forge_token_env)
         .bind(&new.dev_script)
         .bind(i64::from(new.script_timeout_s))
+        .bind(globs_json(&new.script_secrets))
         .bind(now)
         .bind(now)
         .execute(self.conn())
@@ -168,7 +175,8 @@ impl WriteTx {
         crate::sql::query(
             "UPDATE repositories SET name = ?, default_branch = ?, branch_template = ?, \
              setup_script = ?, copy_files = ?, cleanup_script = ?, forge_api_base_url = ?, \
-             forge_token_env = ?, dev_script = ?, script_timeout_s = ?, updated_at = ? \
+             forge_token_env = ?, dev_script = ?, script_timeout_s = ?, script_secrets = ?, \
+             updated_at = ? \
              WHERE id = ?",
         )
         .bind(patch.name.as_ref().unwrap_or(&current.name))
@@ -181,6 +189,7 @@ impl WriteTx {
         .bind(patch.forge_token_env.as_ref().unwrap_or(&current.forge_token_env))
         .bind(patch.dev_script.as_ref().unwrap_or(&current.dev_script))
         .bind(i64::from(patch.script_timeout_s.unwrap_or(current.script_timeout_s)))
+        .bind(globs_json(patch.script_secrets.as_ref().unwrap_or(&current.script_secrets)))
         .bind(now)
         .bind(id.as_str())
         .execute(self.conn())

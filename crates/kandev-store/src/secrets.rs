@@ -57,12 +57,12 @@ fn parts(rows: Vec<SecretRow>) -> Result<Vec<(Secret, Sealed)>> {
 /// the forge token variables of the server's environment.
 pub const SECRET_IMPORTS: [&str; 2] = ["forge_tokens", "profile_env"];
 
-const COLUMNS: &str = "id, scope, workspace_id, repository_id, name, key_id, sealed, created_at, \
-                       updated_at";
+const SELECT: &str = "SELECT id, scope, workspace_id, repository_id, name, key_id, sealed, \
+                      created_at, updated_at FROM secrets";
 
 async fn find(mut db: Db<'_>, scope: &SecretScope, name: &str) -> Result<Option<Secret>> {
     let row = crate::sql::query_as::<SecretRow>(&format!(
-        "SELECT {COLUMNS} FROM secrets WHERE scope = ? AND COALESCE(workspace_id, '') = ? \
+        "{SELECT} WHERE scope = ? AND COALESCE(workspace_id, '') = ? \
          AND COALESCE(repository_id, '') = ? AND name = ?"
     ))
     .bind(scope.kind())
@@ -78,10 +78,9 @@ async fn find(mut db: Db<'_>, scope: &SecretScope, name: &str) -> Result<Option<
 }
 
 async fn all_sealed(mut db: Db<'_>) -> Result<Vec<(Secret, Sealed)>> {
-    let rows =
-        crate::sql::query_as::<SecretRow>(&format!("SELECT {COLUMNS} FROM secrets ORDER BY id"))
-            .fetch_all(&mut db)
-            .await?;
+    let rows = crate::sql::query_as::<SecretRow>(&format!("{SELECT} ORDER BY id"))
+        .fetch_all(&mut db)
+        .await?;
     parts(rows)
 }
 
@@ -90,7 +89,7 @@ impl Store {
     /// (by scope, then name): never a value.
     pub async fn list_secrets(&self, workspace_id: Option<&str>) -> Result<Vec<Secret>> {
         let rows = crate::sql::query_as::<SecretRow>(&format!(
-            "SELECT {COLUMNS} FROM secrets WHERE workspace_id IS NULL OR workspace_id = ? \
+            "{SELECT} WHERE workspace_id IS NULL OR workspace_id = ? \
              ORDER BY scope DESC, repository_id, name"
         ))
         .bind(workspace_id.unwrap_or(""))
@@ -114,7 +113,7 @@ impl Store {
         let mut query = QueryBuilder::new(
             self.dialect(),
             &format!(
-                "SELECT {COLUMNS} FROM secrets WHERE (scope = 'server' OR (scope = 'workspace' \
+                "{SELECT} WHERE (scope = 'server' OR (scope = 'workspace' \
                  AND workspace_id = "
             ),
         );

@@ -13,7 +13,6 @@
 #![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use kandev_domain::secret::Sealed;

@@ -24,7 +24,7 @@ impl Engine {
         &self,
         task_id: &TaskId,
         repository_id: Option<&RepositoryId>,
-    ) -> Result<(RepositoryId, String, String)> {
+    ) -> Result<(RepositoryId, String, crate::devservers::DevScript)> {
         let (repository_id, worktree) = self.task_worktree(task_id, repository_id).await?;
         if !crate::containers::on_container(&self.inner, task_id).await? {
             crate::sites::refuse_remote(&self.inner, task_id, "a dev server").await?;
@@ -36,7 +36,12 @@ impl Engine {
                 repository.name
             )));
         }
-        Ok((repository_id, worktree, repository.dev_script))
+        let env = crate::secrets::script_env(&self.inner, &repository).await?;
+        Ok((
+            repository_id,
+            worktree,
+            crate::devservers::DevScript { script: repository.dev_script, env },
+        ))
     }
 
     /// `devserver.start`: runs the repository's `dev_script` in the task's worktree with
@@ -73,8 +78,8 @@ impl Engine {
             })?;
             let spec = CommandSpec {
                 program: "sh".into(),
-                args: vec!["-c".into(), script.into()],
-                env: vec![("PORT".into(), port.to_string())],
+                args: vec!["-c".into(), script.script.clone().into()],
+                env: script.with_port(port),
                 output_limit: DEV_SERVER_LOG_BYTES,
             };
             let process = run_command(&spec, &root).map_err(|e| {
@@ -101,7 +106,7 @@ impl Engine {
         task_id: &TaskId,
         repository_id: RepositoryId,
         worktree: String,
-        script: String,
+        script: crate::devservers::DevScript,
     ) -> Result<DevServerInfo> {
         let _lock = self.inner.task_locks.lock(task_id).await;
         let port = match self.running_or_free_port(task_id, &repository_id)? {
@@ -128,7 +133,7 @@ impl Engine {
         task_id: &TaskId,
         repository_id: RepositoryId,
         worktree: String,
-        script: String,
+        script: crate::devservers::DevScript,
     ) -> Result<DevServerInfo> {
         let _lock = self.inner.task_locks.lock(task_id).await;
         let port = match self.running_or_free_port(task_id, &repository_id)? {
@@ -141,10 +146,10 @@ impl Engine {
         let spec = SpawnSpec {
             program: "sh".to_owned(),
             // Both streams in one log, in the order they were written.
-            args: vec!["-c".to_owned(), format!("exec 2>&1\n{script}")],
-            env: vec![("PORT".to_owned(), port.to_string()), ("PWD".to_owned(), worktree.clone())],
+            args: vec!["-c".to_owned(), format!("exec 2>&1\n{}", script.script)],
+            env: [script.with_port(port), vec![("PWD".to_owned(), worktree.clone())]].concat(),
             cwd: PathBuf::from(&worktree),
-            secrets: vec![],
+            secrets: script.values(),
             pty: None,
             scrollback: DEV_SERVER_LOG_BYTES,
         };

@@ -81,11 +81,20 @@ pub(crate) async fn run_cleanup(inner: &Inner, site: &Site, record: &WorktreeRec
     }
     let script = &repository.cleanup_script;
     let timeout = crate::workdir::script_timeout(&repository, CLEANUP_TIMEOUT);
+    let env = match crate::secrets::script_env(inner, &repository).await {
+        Ok(env) => env,
+        Err(err) => {
+            let text = format!("cleanup script of {name} did not run: {err}");
+            cleanup_note(inner, record, &repository, &text, "failed").await;
+            return;
+        }
+    };
     let ran = match through {
         Some(through) => {
-            kandev_runtime::git::run_script_through(&through, path, script, timeout, None).await
+            kandev_runtime::git::run_script_through(&through, path, script, timeout, None, &env)
+                .await
         }
-        None => site.run_script(path, script, timeout).await,
+        None => site.run_script(path, script, timeout, &env).await,
     };
     let (text, status) = match &ran {
         Ok(output) if output.output.trim().is_empty() => {

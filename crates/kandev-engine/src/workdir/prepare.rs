@@ -381,7 +381,17 @@ async fn run_setup(
     let timeout = script_timeout(repository, inner.config.setup_timeout);
     let script = &repository.setup_script;
     let path = Path::new(&record.path);
-    let run = git::run_script_through(through, path, script, timeout, Some(live));
+    let env = match crate::secrets::script_env(inner, repository).await {
+        Ok(env) => env,
+        Err(err) => {
+            return Ok(Err(Failure {
+                code: "setup_script_failed",
+                message: format!("setup script of {name} did not run: {err}"),
+                details: json!({ "repository_id": repository.id.to_string() }),
+            }));
+        }
+    };
+    let run = git::run_script_through(through, path, script, timeout, Some(live), &env);
     let ran = tokio::select! {
         // Dropping the script's future kills its process group.
         _ = cancel.cancelled() => None,

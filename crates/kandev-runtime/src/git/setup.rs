@@ -72,19 +72,23 @@ pub async fn run_setup_script_streaming(
     timeout: Duration,
     live: Option<mpsc::Sender<String>>,
 ) -> Result<SetupOutput, GitError> {
-    run_script_through(&[], worktree, script, timeout, live).await
+    run_script_through(&[], worktree, script, timeout, live, &[]).await
 }
 
 /// [`run_setup_script_streaming`] with `sh` run by `through` (a program and its arguments,
 /// e.g. `podman exec -i -w <worktree> <container>`: a task's container, issue 42). The
 /// watchdog's pipe is that program's stdin, which it must carry to `sh` (`exec -i` does), so
-/// the script still ends with its owner and its timeout, there.
+/// the script still ends with its owner and its timeout, there. `env` (a repository's script
+/// secrets, issue 50) is added to the script's environment; through a container, as `-e
+/// NAME` options before the container (`through`'s last word) with the values in the
+/// engine command's own environment.
 pub async fn run_script_through(
     through: &[String],
     worktree: &Path,
     script: &str,
     timeout: Duration,
     live: Option<mpsc::Sender<String>>,
+    env: &[(String, String)],
 ) -> Result<SetupOutput, GitError> {
     ensure_dir(worktree, || GitError::NotFound { path: worktree.to_path_buf() }).await?;
     if script.trim().is_empty() {
@@ -105,8 +109,18 @@ pub async fn run_script_through(
 
     let mut command = match through.split_first() {
         Some((program, args)) => {
+            // `args` ends with the container: each variable goes before it as `-e NAME`,
+            // which takes its value from this command's environment, never its arguments
+            // (which `ps` shows).
             let mut command = Command::new(program);
-            command.args(args).arg("sh");
+            if let Some((container, options)) = args.split_last() {
+                command.args(options);
+                for (name, _) in env {
+                    command.arg("-e").arg(name);
+                }
+                command.arg(container);
+            }
+            command.arg("sh");
             command
         }
         None => Command::new("sh"),
@@ -121,6 +135,7 @@ pub async fn run_script_through(
         .stdout(writer)
         .stderr(writer_for_stderr);
     scrub_env(&mut command);
+    command.envs(env.iter().map(|(name, value)| (name, value)));
     let spawned = ProcessGroup::spawn(&mut command);
     // The command holds the parent's copies of the write end; without dropping them the
     // pipe never reaches end of file.

@@ -479,18 +479,34 @@ impl Op for WriteAttachment {
 
 /// [`git::run_setup_script`] (a repository's cleanup script) in `path`, killed after
 /// `timeout` there.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct RunScript {
     pub path: PathBuf,
     pub script: String,
     pub timeout: Duration,
+    /// More environment variables (a repository's script secrets): their values never show
+    /// in `Debug`.
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for RunScript {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.env.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("RunScript")
+            .field("path", &self.path)
+            .field("script", &self.script)
+            .field("timeout", &self.timeout)
+            .field("env", &names)
+            .finish()
+    }
 }
 
 impl Op for RunScript {
     const NAME: &'static str = "run_script";
     type Answer = SetupOutput;
     async fn run(self) -> Result<SetupOutput, GitError> {
-        git::run_setup_script(&self.path, &self.script, self.timeout).await
+        git::run_script_through(&[], &self.path, &self.script, self.timeout, None, &self.env).await
     }
 }
 
@@ -822,6 +838,7 @@ mod tests {
             path: dir.path().to_owned(),
             script: script.into(),
             timeout: Duration::from_secs(30),
+            env: vec![("I50_SCRIPT_KEY".into(), "from the runner".into())],
         };
         let shown = format!("here\n{}\n", dir.path().display());
         let ran = SetupOutput { exit_code: 0, output: shown };

@@ -59,6 +59,7 @@ pub async fn create(s: &AppState, p: RepositoryCreate) -> Result<RepositoryOne, 
             "script_timeout_s",
             p.script_timeout_s.unwrap_or(0),
         )?,
+        script_secrets: secret_names(p.script_secrets.unwrap_or_default())?,
     };
     let repository = s.engine().create_repository(&new).await?;
     Ok(RepositoryOne { repository: RepositoryDto::from(&repository) })
@@ -99,9 +100,22 @@ pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<RepositoryOne, 
             .script_timeout_s
             .map(|s| validate::script_timeout("script_timeout_s", s))
             .transpose()?,
+        script_secrets: p.script_secrets.map(secret_names).transpose()?,
     };
     let repository = s.engine().update_repository(&RepositoryId::new(p.id), &patch).await?;
     Ok(RepositoryOne { repository: RepositoryDto::from(&repository) })
+}
+
+/// Secret names (issue 50), checked, sorted, each once.
+fn secret_names(names: Vec<String>) -> Result<Vec<String>, ApiError> {
+    let mut checked = names
+        .iter()
+        .map(|n| kandev_domain::secret::secret_name(n))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ApiError::validation(format!("script secrets: {}", e.problem)))?;
+    checked.sort();
+    checked.dedup();
+    Ok(checked)
 }
 
 pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {

@@ -107,6 +107,7 @@ pub fn repository(
         forge_token_env: String::new(),
         dev_script: String::new(),
         script_timeout_s: 0,
+        script_secrets: vec![],
     }
 }
 

@@ -443,13 +443,22 @@ export type RepositoryCreate = { workspace_id: string, local_path: string, name?
 /**
  * The setup and cleanup scripts' time limit in seconds (at most a day); 0: the server's.
  */
-script_timeout_s?: number, };
+script_timeout_s?: number, 
+/**
+ * The secrets its setup, cleanup and dev scripts get as environment variables, by name.
+ */
+script_secrets?: Array<string>, };
 
 export type RepositoryDto = { id: string, workspace_id: string, name: string, local_path: string, default_branch: string, branch_template: string, setup_script: string, copy_files: Array<string>, cleanup_script: string, forge_api_base_url: string, forge_token_env: string, dev_script: string, 
 /**
  * The setup and cleanup scripts' time limit in seconds; 0: the server's.
  */
-script_timeout_s: number, created_at: string, updated_at: string, };
+script_timeout_s: number, 
+/**
+ * The secrets (issue 50) its setup, cleanup and dev scripts get as environment
+ * variables of the same names.
+ */
+script_secrets: Array<string>, created_at: string, updated_at: string, };
 
 export type RepositoryExecutor = { repository_id: string, executor: ExecutorDto | null, };
 
@@ -461,7 +470,11 @@ export type RepositoryUpdate = { id: string, name?: string, default_branch?: str
 /**
  * The setup and cleanup scripts' time limit in seconds (at most a day); 0: the server's.
  */
-script_timeout_s?: number, };
+script_timeout_s?: number, 
+/**
+ * The secrets its setup, cleanup and dev scripts get as environment variables, by name.
+ */
+script_secrets?: Array<string>, };
 
 export type RepositoryUsage = { worktrees: Array<WorktreeUsageDto>, total_bytes: number, };
 
