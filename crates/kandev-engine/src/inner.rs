@@ -65,7 +65,7 @@ pub(crate) struct Inner {
     /// Where people open the web UI (links in notifications); set once the server listens.
     pub web_url: Mutex<crate::deliveries::WebUrl>,
     /// The key secrets are sealed with, once read (`secrets.rs`).
-    pub vault: crate::secrets::Vault,
+    pub vault: crate::sealing::Vault,
 }
 
 impl Inner {
@@ -97,7 +97,7 @@ impl Inner {
             links: crate::links::Links::default(),
             uploads,
             web_url: Mutex::default(),
-            vault: crate::secrets::Vault::default(),
+            vault: crate::sealing::Vault::default(),
         }
     }
 

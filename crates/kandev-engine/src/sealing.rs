@@ -3,6 +3,8 @@
 //! copied onto another row does not open). Nothing else of the engine: the key is kept and
 //! used by `secrets.rs`.
 
+use std::sync::{Arc, Mutex};
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
@@ -89,6 +91,24 @@ impl SecretKey {
             .decrypt(XNonce::from_slice(nonce), payload)
             .map_err(|_| "it does not open with this key (changed or copied from another row)")?;
         String::from_utf8(plain).map_err(|_| "its value is not UTF-8".into())
+    }
+}
+
+/// Where the engine's key comes from, and the key once read.
+#[derive(Default)]
+pub(crate) struct Vault {
+    key: Mutex<Option<Arc<SecretKey>>>,
+}
+
+impl Vault {
+    pub(crate) fn get(&self) -> Option<Arc<SecretKey>> {
+        self.key.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn set(&self, key: SecretKey) -> Arc<SecretKey> {
+        let key = Arc::new(key);
+        *self.key.lock().unwrap_or_else(|e| e.into_inner()) = Some(key.clone());
+        key
     }
 }
 

@@ -14,13 +14,12 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use kandev_domain::agent::{AgentProfile, EnvVar, McpServerConfig};
 use kandev_domain::secret::{self, Sealed, Secret, SecretScope};
 use kandev_store::{ProfilePatch, WriteTx};
 
-use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::inner::Inner;
 pub use crate::sealing::SecretKey;
@@ -31,24 +30,6 @@ pub const KEY_FILE: &str = "secret.key";
 pub const KEY_ENV: &str = "KANDEV_SECRET_KEY";
 /// Where a rotation writes the new key before its transaction commits.
 const NEXT_KEY_FILE: &str = "secret.key.next";
-
-/// Where the engine's key comes from, and the key once read.
-#[derive(Default)]
-pub(crate) struct Vault {
-    key: Mutex<Option<Arc<SecretKey>>>,
-}
-
-impl Vault {
-    fn get(&self) -> Option<Arc<SecretKey>> {
-        self.key.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    fn set(&self, key: SecretKey) -> Arc<SecretKey> {
-        let key = Arc::new(key);
-        *self.key.lock().unwrap_or_else(|e| e.into_inner()) = Some(key.clone());
-        key
-    }
-}
 
 fn unavailable(what: impl std::fmt::Display) -> EngineError {
     EngineError::Unavailable(what.to_string())
@@ -93,7 +74,7 @@ impl Inner {
         self.config.home.join(KEY_FILE)
     }
 
-    /// The key: the configured one, else the key file (made when missing: [`Engine::open_secrets`]
+    /// The key: the configured one, else the key file (made when missing: [`Inner::open_secrets`]
     /// has refused a start that would need an old key it does not have).
     pub(crate) fn secret_key(&self) -> Result<Arc<SecretKey>> {
         if let Some(key) = self.vault.get() {
@@ -289,13 +270,13 @@ async fn import_value(
     Ok(name)
 }
 
-impl Engine {
+impl Inner {
     /// At start, before anything uses a secret: reads the key (or makes one when the
     /// database holds no secret yet), refuses a key that is not the one the secrets were
     /// sealed with, finishes a rotation a crash interrupted, and runs the one-time imports
     /// of older plain-text values (profiles' environment, the forge token variables).
-    pub async fn open_secrets(&self) -> Result<()> {
-        let inner = &self.inner;
+    pub(crate) async fn open_secrets(&self) -> Result<()> {
+        let inner = self;
         let sealed = inner.store.all_sealed_secrets().await?;
         self.finish_rotation(&sealed)?;
         let path = inner.key_path();
@@ -323,10 +304,10 @@ impl Engine {
     /// A rotation that wrote `secret.key.next` and then stopped: the rows tell whether its
     /// transaction committed (they hold the new key's id) or not.
     fn finish_rotation(&self, sealed: &[(Secret, Sealed)]) -> Result<()> {
-        let next_path = self.inner.config.home.join(NEXT_KEY_FILE);
+        let next_path = self.config.home.join(NEXT_KEY_FILE);
         let Some(next) = read_key_file(&next_path)? else { return Ok(()) };
         if sealed.iter().any(|(_, s)| s.key_id == next.id()) {
-            std::fs::rename(&next_path, self.inner.key_path())
+            std::fs::rename(&next_path, self.key_path())
                 .map_err(|e| unavailable(format!("cannot finish the key rotation: {e}")))?;
             tracing::info!("finished a key rotation a stop interrupted");
         } else {
@@ -336,7 +317,7 @@ impl Engine {
     }
 
     async fn import_secrets(&self, key: &SecretKey) -> Result<()> {
-        let mut tx = self.inner.store.begin_write().await?;
+        let mut tx = self.store.begin_write().await?;
         let pending = tx.pending_secret_imports().await?;
         if pending.is_empty() {
             return Ok(());
@@ -360,7 +341,7 @@ impl Engine {
             tx.finish_secret_import(&kind).await?;
         }
         tx.commit().await?;
-        self.inner.store.fold_write_ahead_log().await?;
+        self.store.fold_write_ahead_log().await?;
         if moved > 0 {
             tracing::info!(moved, "moved plain-text keys and tokens into the secret store");
         }
@@ -374,8 +355,8 @@ impl Engine {
         taken: &mut HashMap<String, String>,
     ) -> Result<usize> {
         let mut names = vec!["GITHUB_TOKEN".to_owned(), "GITLAB_TOKEN".to_owned()];
-        for workspace in self.inner.store.list_workspaces().await? {
-            for repository in self.inner.store.list_repositories(&workspace.id).await? {
+        for workspace in self.store.list_workspaces().await? {
+            for repository in self.store.list_repositories(&workspace.id).await? {
                 let named = repository.forge_token_env.trim();
                 if !named.is_empty() && !names.iter().any(|n| n == named) {
                     names.push(named.to_owned());
@@ -396,33 +377,38 @@ impl Engine {
     }
 
     /// `secret.set`: `value` sealed under `name` in `scope` (replacing the value of that name).
-    pub async fn set_secret(&self, scope: &SecretScope, name: &str, value: &str) -> Result<Secret> {
+    pub(crate) async fn set_secret(
+        &self,
+        scope: &SecretScope,
+        name: &str,
+        value: &str,
+    ) -> Result<Secret> {
         let name = secret::secret_name(name).map_err(field_error)?;
         secret::secret_value(value).map_err(field_error)?;
-        let key = self.inner.secret_key()?;
-        let mut tx = self.inner.store.begin_write().await?;
+        let key = self.secret_key()?;
+        let mut tx = self.store.begin_write().await?;
         let secret = tx.put_secret(scope, &name, |id| Ok(key.seal(id, value))).await?;
         tx.commit().await?;
         Ok(secret)
     }
 
     /// `secret.remove`.
-    pub async fn remove_secret(&self, scope: &SecretScope, name: &str) -> Result<Secret> {
-        let mut tx = self.inner.store.begin_write().await?;
+    pub(crate) async fn remove_secret(&self, scope: &SecretScope, name: &str) -> Result<Secret> {
+        let mut tx = self.store.begin_write().await?;
         let removed = tx.remove_secret(scope, name).await.map_err(crate::error::not_found)?;
         tx.commit().await?;
         Ok(removed)
     }
 
     /// The id of the key secrets are sealed with.
-    pub fn secret_key_id(&self) -> Result<String> {
-        Ok(self.inner.secret_key()?.id())
+    pub(crate) fn secret_key_id(&self) -> Result<String> {
+        Ok(self.secret_key()?.id())
     }
 
     /// `secret.key.rotate`: a new key, every secret re-sealed with it in one transaction (a
     /// fresh nonce each); answers the new key's id and how many secrets were re-sealed.
-    pub async fn rotate_secret_key(&self) -> Result<(String, usize)> {
-        let inner = &self.inner;
+    pub(crate) async fn rotate_secret_key(&self) -> Result<(String, usize)> {
+        let inner = self;
         if inner.config.secret_key.is_some() {
             return Err(EngineError::Conflict(format!(
                 "the secret key comes from {KEY_ENV}: set a new one there and re-enter the \

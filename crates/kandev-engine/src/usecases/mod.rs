@@ -11,6 +11,7 @@ mod profiles;
 mod prompts;
 mod repositories;
 mod reviews;
+mod secrets;
 mod tasks;
 mod workflows;
 mod workspaces;
