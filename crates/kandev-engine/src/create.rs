@@ -24,6 +24,13 @@ pub(crate) async fn create_session(
 ) -> Result<Session> {
     let task = inner.store.get_task(task_id).await.map_err(not_found)?;
     let profile = session_profile(inner, profile_id.or(task.agent_profile_id.clone())).await?;
+    if let Some(profile) = &profile {
+        // A secret set nowhere refuses the launch before a session exists (issue 50): the
+        // start would fail on it, leaving a session that never ran.
+        let names = crate::secrets::profile_references(profile);
+        let repository = task.repository_ids.first().map(|r| r.as_str());
+        crate::secrets::resolve(inner, &names, task.workspace_id.as_str(), repository).await?;
+    }
     // Held while the directory is planned, so launches of one task agree on it.
     let _worktrees = inner.task_locks.lock(&task.id).await;
     let plan = plan(inner, &task).await?;

@@ -62,6 +62,8 @@ async fn i50_a_start_without_its_secret_is_refused_and_says_where_to_add_it() {
         message.contains("NOT_SET_ANYWHERE") && message.contains("Settings → Secrets"),
         "{body}"
     );
+    let sessions = server.call("task.session.list", json!({"task_id": task["task"]["id"]})).await;
+    assert_eq!(sessions["sessions"], json!([]), "no session that never ran is left: {sessions}");
 
     // Set for the workspace, the same start goes.
     server
