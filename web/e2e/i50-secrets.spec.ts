@@ -5,7 +5,8 @@
 // environment variable and an MCP server's header reference a secret by name and read back as
 // references; an SSH executor allows secrets when added and in its row. With accounts, an
 // admin of the workspace sets its secrets but only names the server's, and a member reads who
-// can. On a phone the section fits the screen.
+// can. A repository names the secrets its scripts get, in its settings. On a phone the
+// section fits the screen.
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -218,6 +219,75 @@ test('i50 secrets: set, replace, reference from a profile, allow on an executor,
   await screenshot(page, 'i50-secrets');
   await noValueShown();
   expect(kandev.logs()).not.toContain(values.second);
+});
+
+test('i50 script secrets: a repository names the secrets its scripts get, when added and when edited', async ({ page, kandev }) => {
+  const { workspaceId } = await kandev.board();
+  await kandev.api('secret.set', { workspace_id: workspaceId, name: 'E2E_TOKEN', value: 'e2e-value' });
+  await kandev.api('secret.set', { name: 'NPM_TOKEN', value: 'npm-value' });
+  const dir = gitRepo({ 'README.md': '# widget\n' });
+  removeRepo(dir);
+  const other = gitRepo({ 'README.md': '# gadget\n' });
+  removeRepo(other);
+  await kandev.api('repository.create', { workspace_id: workspaceId, local_path: dir, name: 'widget' });
+  const stored = async (name: string) =>
+    (await kandev.api('repository.list', { workspace_id: workspaceId })).repositories.find((r: { name: string }) => r.name === name)
+      ?.script_secrets as string[] | undefined;
+  expect(await stored('widget')).toEqual([]);
+
+  await page.goto(`${kandev.url}/settings/repositories`);
+  const widget = page.getByRole('table').getByRole('row', { name: /widget/ });
+  await expect(widget).toBeVisible();
+  // None yet: the row says nothing of them.
+  await expect(widget.getByTestId('script-secrets')).toHaveCount(0);
+  await page.getByRole('button', { name: 'Edit widget' }).click();
+  const form = page.getByRole('form', { name: 'Edit repository widget' });
+  const field = form.getByLabel(/^Script secrets/);
+  await expect(form).toContainText('Set as environment variables of the same names for the setup, cleanup and dev scripts.');
+  await expect(field).toHaveValue('');
+  // The stored names are offered, the last typed one completed in place.
+  await expect(form.locator('datalist option[value="E2E_TOKEN"]')).toHaveCount(1);
+  await expect(form.locator('datalist option[value="NPM_TOKEN"]')).toHaveCount(1);
+  await field.fill('NPM_TOKEN, ');
+  await expect(form.locator('datalist option[value="NPM_TOKEN, E2E_TOKEN"]')).toHaveCount(1);
+  await expect(form.locator('datalist option')).toHaveCount(1);
+  // A name that is not one is refused in the form's words.
+  await field.fill('NPM_TOKEN, BAD-NAME');
+  await form.getByRole('button', { name: 'Save repository' }).click();
+  await expect(form.getByRole('alert')).toContainText('may hold only letters, digits and _');
+  await expect(form.getByRole('alert')).not.toContainText('script_secrets');
+  await field.fill('NPM_TOKEN, E2E_TOKEN');
+  await form.getByRole('button', { name: 'Save repository' }).click();
+  await expect(form).toBeHidden();
+  await expect(widget.getByTestId('script-secrets')).toHaveText('E2E_TOKEN, NPM_TOKEN');
+  expect(await stored('widget')).toEqual(['E2E_TOKEN', 'NPM_TOKEN']);
+
+  // After a reload: in the row and in the form.
+  await page.reload();
+  await expect(widget.getByTestId('script-secrets')).toHaveText('E2E_TOKEN, NPM_TOKEN');
+  await page.getByRole('button', { name: 'Edit widget' }).click();
+  await expect(form.getByLabel(/^Script secrets/)).toHaveValue('E2E_TOKEN, NPM_TOKEN');
+  await screenshot(page, 'i50-repository-script-secrets');
+  // Emptied: none stored, and the row says nothing of them again.
+  await form.getByLabel(/^Script secrets/).fill('');
+  await form.getByRole('button', { name: 'Save repository' }).click();
+  await expect(form).toBeHidden();
+  await expect(widget.getByTestId('script-secrets')).toHaveCount(0);
+  expect(await stored('widget')).toEqual([]);
+
+  // A repository added with script secrets.
+  const add = page.getByRole('form', { name: 'Add repository' });
+  await add.getByLabel(/^Local path/).fill(other);
+  await add.getByLabel(/^Name/).fill('gadget');
+  await add.getByLabel(/^Script secrets/).fill('E2E_TOKEN');
+  await add.getByRole('button', { name: 'Add repository' }).click();
+  await expect(add.getByLabel(/^Local path/)).toHaveValue('');
+  await expect(add.getByLabel(/^Script secrets/)).toHaveValue('');
+  const gadget = page.getByRole('table').getByRole('row', { name: /gadget/ });
+  await expect(gadget.getByTestId('script-secrets')).toHaveText('E2E_TOKEN');
+  expect(await stored('gadget')).toEqual(['E2E_TOKEN']);
+  await page.reload();
+  await expect(gadget.getByTestId('script-secrets')).toHaveText('E2E_TOKEN');
 });
 
 const PASSWORD = 'correct horse battery';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RepositoryDto, SecretDto } from '../api/types';
-import { exists, namesFrom, scopeLabel, scopeOf, scopeRequest, sortSecrets, suggestions } from './secrets';
+import { exists, listCompletions, namesFrom, scopeLabel, scopeOf, scopeRequest, sortSecrets, suggestions } from './secrets';
 
 const repo = (id: string, name: string): RepositoryDto => ({ id, name }) as unknown as RepositoryDto;
 const secret = (name: string, scope: SecretDto['scope'], repositoryId: string | null = null): SecretDto => ({
@@ -74,5 +74,24 @@ describe('namesFrom', () => {
   it('reads names separated by commas or spaces, each once', () => {
     expect(namesFrom(' A, B  C,,A ')).toEqual(['A', 'B', 'C']);
     expect(namesFrom('  ')).toEqual([]);
+  });
+});
+
+describe('listCompletions (a list of names, completed by a datalist)', () => {
+  const names = [
+    { name: 'E2E_TOKEN', scopes: 'workspace' },
+    { name: 'GITHUB_TOKEN', scopes: 'server, workspace' },
+    { name: 'NPM_TOKEN', scopes: 'repository' },
+  ];
+  it('offers every name for an empty field', () => {
+    expect(listCompletions('', names).map((c) => c.value)).toEqual(['E2E_TOKEN', 'GITHUB_TOKEN', 'NPM_TOKEN']);
+  });
+  it('completes the last name, keeping what is typed before it and leaving out names already listed', () => {
+    expect(listCompletions('GITHUB_TOKEN, ', names)).toEqual([
+      { value: 'GITHUB_TOKEN, E2E_TOKEN', scopes: 'workspace' },
+      { value: 'GITHUB_TOKEN, NPM_TOKEN', scopes: 'repository' },
+    ]);
+    expect(listCompletions('GITHUB_TOKEN,N', names).map((c) => c.value)).toEqual(['GITHUB_TOKEN,NPM_TOKEN']);
+    expect(listCompletions('E2E_TOKEN GITHUB_TOKEN', names).map((c) => c.value)).toEqual(['E2E_TOKEN GITHUB_TOKEN']);
   });
 });

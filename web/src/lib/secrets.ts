@@ -60,3 +60,15 @@ export function suggestions(secrets: SecretDto[]): { name: string; scopes: strin
 export function namesFrom(text: string): string[] {
   return [...new Set(text.split(/[\s,]+/).filter((n) => n !== ''))];
 }
+
+/** The suggestions of a field taking names as a list ("A, B"), as a datalist offers whole
+ * values: the text typed with its last, partly typed name completed by each of `names` (with
+ * where it is set) not in the list already. */
+export function listCompletions(text: string, names: { name: string; scopes: string }[]): { value: string; scopes: string }[] {
+  const partial = /[^\s,]*$/.exec(text)?.[0] ?? '';
+  const head = text.slice(0, text.length - partial.length);
+  const typed = new Set(namesFrom(head));
+  return names
+    .filter((n) => !typed.has(n.name) && n.name.startsWith(partial))
+    .map((n) => ({ value: `${head}${n.name}`, scopes: n.scopes }));
+}

@@ -5,13 +5,15 @@ import { useState } from 'react';
 import { call } from '../../api/client';
 import { useData } from '../../lib/data';
 import { useRole } from '../../lib/me';
+import { namesFrom } from '../../lib/secrets';
 import { RoleNote } from '../RoleNote';
 import { EmptyRow } from './EmptyRow';
 import { RepositoryForm } from './RepositoryForm';
+import { ScriptSecretsField, ScriptSecretsSummary } from './ScriptSecrets';
 import { useFormError } from './useFormError';
 
 /** The add form's words for the fields a refusal may start with. */
-const LABELS = { local_path: 'Local path', name: 'Name', default_branch: 'Base branch', setup_script: 'Setup script' };
+const LABELS = { local_path: 'Local path', name: 'Name', default_branch: 'Base branch', setup_script: 'Setup script', script_secrets: 'Script secrets' };
 
 export function Repositories() {
   const { workspace, repositories, listsRead } = useData();
@@ -19,6 +21,7 @@ export function Repositories() {
   const [name, setName] = useState('');
   const [branch, setBranch] = useState('');
   const [setup, setSetup] = useState('');
+  const [secrets, setSecrets] = useState('');
   const [editing, setEditing] = useState<string | null>(null);
   const { wrap, view } = useFormError(LABELS);
   const manages = useRole().can('admin');
@@ -52,7 +55,10 @@ export function Repositories() {
           )}
           {repositories.map((r) => (
             <tr key={r.id}>
-              <td>{r.name}</td>
+              <td>
+                {r.name}
+                <ScriptSecretsSummary names={r.script_secrets} />
+              </td>
               <td>
                 <code>{r.local_path}</code>
               </td>
@@ -87,6 +93,7 @@ export function Repositories() {
                 name: name || undefined,
                 default_branch: branch || undefined,
                 setup_script: setup || undefined,
+                script_secrets: namesFrom(secrets),
               }),
             );
             if (ok) {
@@ -94,6 +101,7 @@ export function Repositories() {
               setName('');
               setBranch('');
               setSetup('');
+              setSecrets('');
             }
           }}
         >
@@ -116,6 +124,7 @@ export function Repositories() {
             Setup script
             <textarea rows={2} value={setup} onChange={(e) => setSetup(e.target.value)} />
           </label>
+          <ScriptSecretsField value={secrets} onChange={setSecrets} />
           {view}
           <div className="actions">
             <button className="primary" type="submit">

@@ -1,13 +1,16 @@
 // The form that edits a registered repository (issue 45, item 1): its name, base branch,
 // branch template, setup, dev and cleanup scripts, the git-ignored files copied into each new
 // worktree, the forge's API URL and the variable holding its token, the executor its agents
-// run on, and the time limit of its setup and cleanup scripts (empty: the server's).
+// run on, the time limit of its setup and cleanup scripts (empty: the server's), and the
+// secrets its scripts get (issue 50).
 import { useCallback, useState } from 'react';
 import { call } from '../../api/client';
 import type { RepositoryDto } from '../../api/types';
+import { namesFrom } from '../../lib/secrets';
 import { useRead } from '../../lib/useRead';
 import { toast } from '../../lib/toast';
 import { InlineError } from '../ErrorBanner';
+import { ScriptSecretsField } from './ScriptSecrets';
 import { useFormError } from './useFormError';
 
 /** The form's words for the fields a refusal may start with. */
@@ -22,6 +25,7 @@ const LABELS: Record<string, string> = {
   forge_api_base_url: 'Forge API URL',
   forge_token_env: 'Token variable',
   script_timeout_s: 'Script time limit',
+  script_secrets: 'Script secrets',
 };
 
 export function RepositoryForm({ repository: r, onDone }: { repository: RepositoryDto; onDone: () => void }) {
@@ -31,6 +35,7 @@ export function RepositoryForm({ repository: r, onDone }: { repository: Reposito
   const [setup, setSetup] = useState(r.setup_script);
   const [dev, setDev] = useState(r.dev_script);
   const [cleanup, setCleanup] = useState(r.cleanup_script);
+  const [secrets, setSecrets] = useState(r.script_secrets.join(', '));
   const [copyFiles, setCopyFiles] = useState(r.copy_files.join('\n'));
   const [forgeUrl, setForgeUrl] = useState(r.forge_api_base_url);
   const [tokenEnv, setTokenEnv] = useState(r.forge_token_env);
@@ -76,6 +81,7 @@ export function RepositoryForm({ repository: r, onDone }: { repository: Reposito
             forge_api_base_url: forgeUrl,
             forge_token_env: tokenEnv,
             script_timeout_s: Math.round(Number(limit || 0) * 60),
+            script_secrets: namesFrom(secrets),
           });
           if (executor !== null && executor !== current) {
             await call('repository.executor.set', { repository_id: r.id, executor_id: executor || undefined });
@@ -121,6 +127,7 @@ export function RepositoryForm({ repository: r, onDone }: { repository: Reposito
       {script('Setup script', setup, setSetup, 'runs in a new worktree before the agent starts')}
       {script('Dev server command', dev, setDev, 'runs with PORT set, from the task’s Terminal tab')}
       {script('Cleanup script', cleanup, setCleanup, 'runs in a worktree before it is removed')}
+      <ScriptSecretsField value={secrets} onChange={setSecrets} />
       <label>
         Script time limit <span className="hint">minutes; a setup or cleanup script running longer is stopped</span>
         <input

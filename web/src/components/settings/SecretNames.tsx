@@ -12,14 +12,19 @@ import { useRead } from '../../lib/useRead';
 /** The id of the datalist a secret's field names in its `list`. */
 export const SECRET_NAMES = 'secret-names';
 
-export function SecretNames() {
+/** The names to suggest, each with where it is set: none until read, nor for a non-admin. */
+export function useSecretNames(): { name: string; scopes: string }[] {
   const workspaceId = useData().workspace?.id ?? null;
   const admin = useRole().can('admin');
   const read = useCallback(
     async () => (admin && workspaceId ? suggestions((await call('secret.list', { workspace_id: workspaceId })).secrets) : []),
     [admin, workspaceId],
   );
-  const names = useRead(read).data ?? [];
+  return useRead(read).data ?? [];
+}
+
+export function SecretNames() {
+  const names = useSecretNames();
   return (
     <datalist id={SECRET_NAMES}>
       {names.map((n) => (
