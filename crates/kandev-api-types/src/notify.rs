@@ -109,6 +109,8 @@ pub struct ChannelDto {
     pub kind: ChannelKindDto,
     pub url_origin: String,
     pub has_secret: bool,
+    /// The server secret a webhook signs with (issue 50), by name.
+    pub secret_name: Option<String>,
     pub events: Vec<NotificationKindDto>,
     pub created_at: String,
 }
@@ -119,7 +121,8 @@ impl From<&Channel> for ChannelDto {
             id: c.id.clone(),
             kind: c.kind.into(),
             url_origin: url_origin(&c.url),
-            has_secret: c.secret.is_some(),
+            has_secret: c.secret.is_some() || c.secret_name.is_some(),
+            secret_name: c.secret_name.clone(),
             events: c.events.iter().map(|&k| k.into()).collect(),
             created_at: rfc3339(c.created_at),
         }

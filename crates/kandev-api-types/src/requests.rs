@@ -551,6 +551,8 @@ pub struct ChannelCreate {
     pub url: String,
     pub events: Vec<crate::NotificationKindDto>,
     pub secret: Option<String>,
+    /// Sign with the server secret of this name (issue 50) instead of `secret`.
+    pub secret_name: Option<String>,
 }
 
 /// `notification.channel.update`: what is given changes; `secret: null` removes the
@@ -561,6 +563,9 @@ pub struct ChannelUpdate {
     pub events: Option<Vec<crate::NotificationKindDto>>,
     #[serde(default, deserialize_with = "double_option")]
     pub secret: Option<Option<String>>,
+    /// `null` stops signing with a stored secret; a name signs with that server secret.
+    #[serde(default, deserialize_with = "double_option")]
+    pub secret_name: Option<Option<String>>,
 }
 
 /// `notification.delivery.retry`.

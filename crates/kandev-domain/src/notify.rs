@@ -88,6 +88,8 @@ pub struct Channel {
     pub kind: ChannelKind,
     pub url: String,
     pub secret: Option<String>,
+    /// The server secret (issue 50) a webhook signs with instead of `secret`, by name.
+    pub secret_name: Option<String>,
     pub events: Vec<NotificationKind>,
     pub created_at: Timestamp,
 }
@@ -98,6 +100,7 @@ impl std::fmt::Debug for Channel {
             .field("id", &self.id)
             .field("kind", &self.kind)
             .field("url", &"<hidden>")
+            .field("secret_name", &self.secret_name)
             .field("secret", &self.secret.as_ref().map(|_| "<hidden>"))
             .field("events", &self.events)
             .finish()

@@ -28,11 +28,18 @@ const WAKES: [&str; 2] = ["notification.created", "notification.delivery.retried
 /// event, title "Kandev: test notification", `delivery_id` 0) to `channel`, now; not retried
 /// and not in the delivery log. Returns what the receiver answered and why it failed; a
 /// target that is not allowed is refused before anything is sent.
+/// The value of a server secret by name (issue 50: a webhook channel's signing secret kept
+/// in the store), or why there is none. Given by the engine, which holds the key.
+pub(crate) type StoredSecret = std::sync::Arc<
+    dyn Fn(String) -> futures::future::BoxFuture<'static, Result<String, String>> + Send + Sync,
+>;
+
 pub(crate) async fn test(
     channel: &Channel,
     now: Timestamp,
     allow_private: bool,
     web: &WebUrl,
+    stored: &StoredSecret,
 ) -> Result<Answer, TargetRefused> {
     let sender = match Sender::new(allow_private) {
         Ok(sender) => sender,
@@ -50,7 +57,7 @@ pub(crate) async fn test(
         created_at: now,
     };
     let delivery = DueDelivery { id: 0, attempts: 0, notification, channel: channel.clone() };
-    send(&sender, &delivery, 1, web).await
+    send(&sender, &delivery, 1, web, stored).await
 }
 
 /// Where the web UI is, for the task links in webhook bodies: the server's public URL
@@ -73,6 +80,7 @@ pub(crate) async fn deliver(
     base_backoff: Duration,
     allow_private: bool,
     web: WebUrl,
+    stored: StoredSecret,
     stop: CancellationToken,
 ) {
     let client = match Sender::new(allow_private) {
@@ -100,7 +108,7 @@ pub(crate) async fn deliver(
                 if stop.is_cancelled() {
                     return;
                 }
-                attempt(&store, &client, base_backoff, &web, delivery).await;
+                attempt(&store, &client, base_backoff, &web, &stored, delivery).await;
             }
         }
         let wait = match store.next_delivery_at().await {
@@ -138,10 +146,11 @@ async fn attempt(
     client: &Sender,
     base: Duration,
     web: &WebUrl,
+    stored: &StoredSecret,
     delivery: DueDelivery,
 ) {
     let number = delivery.attempts + 1;
-    let (http_status, error) = match send(client, &delivery, number, web).await {
+    let (http_status, error) = match send(client, &delivery, number, web, stored).await {
         Ok(answer) => (answer.http_status, answer.error),
         Err(refused) => (None, Some(refused.to_string())),
     };
@@ -191,10 +200,19 @@ async fn send(
     delivery: &DueDelivery,
     attempt: u32,
     web: &WebUrl,
+    stored: &StoredSecret,
 ) -> Result<Answer, TargetRefused> {
     let record = &delivery.notification;
+    let mut channel = delivery.channel.clone();
+    if let Some(name) = &channel.secret_name {
+        match stored(name.clone()).await {
+            Ok(value) => channel.secret = Some(value),
+            // Nothing is sent unsigned: the attempt fails, saying what to add.
+            Err(error) => return Ok(Answer { error: Some(error), ..Answer::default() }),
+        }
+    }
     let out = Outgoing {
-        channel: &delivery.channel,
+        channel: &channel,
         kind: record.kind,
         title: &record.title,
         delivery_id: delivery.id,

@@ -166,6 +166,28 @@ pub(crate) async fn script_env(
     Ok(names.iter().filter_map(|n| values.get(n).map(|v| (n.clone(), v.clone()))).collect())
 }
 
+/// Server secrets by name, for what runs outside a task: a webhook channel's signing
+/// secret (`deliveries.rs`). A missing one is an error saying where to add it.
+pub(crate) fn server_secrets(inner: Arc<Inner>) -> crate::deliveries::StoredSecret {
+    Arc::new(move |name: String| {
+        let inner = inner.clone();
+        Box::pin(async move {
+            let names = std::slice::from_ref(&name);
+            match resolve(&inner, names, "", None).await {
+                Ok(mut values) => values.remove(&name).ok_or_else(|| missing_server(&name)),
+                Err(EngineError::Validation(_)) => Err(missing_server(&name)),
+                Err(err) => Err(err.to_string()),
+            }
+        })
+    })
+}
+
+fn missing_server(name: &str) -> String {
+    format!(
+        "the server secret {name} the channel signs with is not set: add it in Settings → Secrets"
+    )
+}
+
 /// The secret names `profile` references (its env, and its MCP servers' env and headers).
 pub(crate) fn profile_references(profile: &AgentProfile) -> Vec<String> {
     let mut names: Vec<String> = all_vars(profile).filter_map(|v| v.secret.clone()).collect();

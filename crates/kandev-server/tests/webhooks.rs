@@ -423,3 +423,44 @@ async fn i38_7_a_name_resolving_to_loopback_is_refused_when_sent() {
     assert!(error.contains("--allow-private-notification-targets"), "{error}");
     assert!(rx.try_recv().is_err(), "nothing reached the receiver");
 }
+
+/// Issue 50 scope 3: a webhook channel signs with a server secret of the store, named; the
+/// value is in no answer, and a channel whose secret is not set sends nothing unsigned.
+#[tokio::test]
+async fn i50_3_a_channel_signs_with_a_stored_secret_named() {
+    let server = fast_server().await;
+    let (url, mut rx) = receiver(0).await;
+    let created = server
+        .call(
+            "notification.channel.create",
+            json!({"kind": "webhook", "url": url, "events": ["turn_completed"],
+                "secret_name": "I50_HOOK_KEY"}),
+        )
+        .await;
+    assert_eq!(created["channel"]["secret_name"], "I50_HOOK_KEY", "{created}");
+    assert_eq!(created["channel"]["has_secret"], true, "{created}");
+    let channel = created["channel"]["id"].clone();
+
+    // Not set yet: the test says so, and nothing reaches the receiver.
+    let tested = server.call("notification.channel.test", json!({"id": channel})).await;
+    assert_eq!(tested["delivered"], false, "{tested}");
+    let error = tested["error"].as_str().unwrap();
+    assert!(error.contains("I50_HOOK_KEY") && error.contains("Settings → Secrets"), "{tested}");
+
+    let set = server.call("secret.set", json!({"name": "I50_HOOK_KEY", "value": "st0red"})).await;
+    assert!(!set.to_string().contains("st0red"), "{set}");
+    let tested = server.call("notification.channel.test", json!({"id": channel})).await;
+    assert_eq!(tested["delivered"], true, "{tested}");
+    let got = next(&mut rx).await;
+    let expected = kandev_engine::signature("st0red", got.body.as_bytes());
+    assert_eq!(got.header(kandev_engine::SIGNATURE_HEADER), Some(expected.as_str()));
+
+    let (status, body) = server
+        .post(
+            "notification.channel.create",
+            json!({"kind": "webhook", "url": url, "events": ["turn_completed"],
+                "secret": "x", "secret_name": "I50_HOOK_KEY"}),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+}

@@ -30,3 +30,6 @@ ALTER TABLE executors ADD COLUMN allowed_secrets TEXT NOT NULL DEFAULT '[]';
 
 -- The secrets a repository's setup, cleanup and dev scripts get (a JSON list of names).
 ALTER TABLE repositories ADD COLUMN script_secrets TEXT NOT NULL DEFAULT '[]';
+
+-- The server secret a webhook channel signs with, by name (instead of its own `secret`).
+ALTER TABLE notification_channels ADD COLUMN secret_name TEXT;

@@ -137,7 +137,15 @@ impl Engine {
         let backoff = self.inner.config.notification_backoff;
         let allow_private = self.inner.config.allow_private_notification_targets;
         let web = self.web_url();
-        crate::deliveries::deliver(self.inner.store.clone(), backoff, allow_private, web, stop)
+        let stored = crate::secrets::server_secrets(self.inner.clone());
+        crate::deliveries::deliver(
+            self.inner.store.clone(),
+            backoff,
+            allow_private,
+            web,
+            stored,
+            stop,
+        )
     }
 
     /// Where people open the web UI (`http://127.0.0.1:38429`, or the server's public URL):
@@ -159,7 +167,9 @@ impl Engine {
         channel: &kandev_domain::notify::Channel,
     ) -> Result<kandev_notify::Answer> {
         let allow_private = self.inner.config.allow_private_notification_targets;
-        crate::deliveries::test(channel, self.inner.store.now(), allow_private, &self.web_url())
+        let stored = crate::secrets::server_secrets(self.inner.clone());
+        let now = self.inner.store.now();
+        crate::deliveries::test(channel, now, allow_private, &self.web_url(), &stored)
             .await
             .map_err(|refused| EngineError::Forbidden(refused.to_string()))
     }

@@ -32,12 +32,13 @@ impl Engine {
         url: Option<&str>,
         events: Option<&[NotificationKind]>,
         secret: Option<Option<&str>>,
+        secret_name: Option<Option<&str>>,
     ) -> Result<Channel> {
         if let Some(url) = url {
             self.check_channel_url(url)?;
         }
         let mut tx = self.inner.store.begin_write().await?;
-        let Some(channel) = tx.update_channel(id, url, events, secret).await? else {
+        let Some(channel) = tx.update_channel(id, url, events, secret, secret_name).await? else {
             return Err(EngineError::NotFound("no such notification channel".into()));
         };
         tx.commit().await?;

@@ -108,6 +108,12 @@ fn checked_events(
     Ok(kinds)
 }
 
+/// The name of the server secret a webhook signs with (issue 50).
+fn stored_secret(name: &str) -> Result<String, ApiError> {
+    kandev_domain::secret::secret_name(name)
+        .map_err(|e| ApiError::validation(format!("the stored secret {}", e.problem)))
+}
+
 /// A webhook's signing secret: 1 to 200 bytes.
 fn checked_secret(secret: Option<String>) -> Result<Option<String>, ApiError> {
     match secret {
@@ -122,11 +128,16 @@ pub async fn channel_create(s: &AppState, p: ChannelCreate) -> Result<ChannelOne
     let url = checked_url(&p.url)?;
     let events = checked_events(p.events)?;
     let secret = checked_secret(p.secret)?;
+    let secret_name = p.secret_name.as_deref().map(stored_secret).transpose()?;
     let kind = ChannelKind::from(p.kind);
-    if kind == ChannelKind::Ntfy && secret.is_some() {
+    if kind == ChannelKind::Ntfy && (secret.is_some() || secret_name.is_some()) {
         return Err(ApiError::validation("secret signs webhooks only; leave it out for ntfy"));
     }
-    let channel = s.engine().create_channel(&NewChannel { kind, url, secret, events }).await?;
+    if secret.is_some() && secret_name.is_some() {
+        return Err(ApiError::validation("give a secret or a stored secret's name, not both"));
+    }
+    let new = NewChannel { kind, url, secret, secret_name, events };
+    let channel = s.engine().create_channel(&new).await?;
     Ok(ChannelOne { channel: ChannelDto::from(&channel) })
 }
 
@@ -139,7 +150,12 @@ pub async fn channel_update(s: &AppState, p: ChannelUpdate) -> Result<ChannelOne
     let url = p.url.as_deref().map(checked_url).transpose()?;
     let events = p.events.map(checked_events).transpose()?;
     let secret = p.secret.map(checked_secret).transpose()?;
-    if let Some(Some(_)) = &secret {
+    let secret_name =
+        p.secret_name.map(|n| n.as_deref().map(stored_secret).transpose()).transpose()?;
+    if matches!(secret, Some(Some(_))) && matches!(secret_name, Some(Some(_))) {
+        return Err(ApiError::validation("give a secret or a stored secret's name, not both"));
+    }
+    if matches!(secret, Some(Some(_))) || matches!(secret_name, Some(Some(_))) {
         let channels = s.store().list_channels().await?;
         if channels.iter().any(|c| c.id == p.id && c.kind == ChannelKind::Ntfy) {
             return Err(ApiError::validation("a secret signs webhooks only; ntfy has none"));
@@ -152,6 +168,7 @@ pub async fn channel_update(s: &AppState, p: ChannelUpdate) -> Result<ChannelOne
             url.as_deref(),
             events.as_deref(),
             secret.as_ref().map(Option::as_deref),
+            secret_name.as_ref().map(Option::as_deref),
         )
         .await?;
     Ok(ChannelOne { channel: ChannelDto::from(&channel) })

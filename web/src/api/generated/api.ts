@@ -64,9 +64,17 @@ export type ByTerminal = { terminal_id: string, };
 
 export type ByWorkspace = { workspace_id: string, };
 
-export type ChannelCreate = { kind: ChannelKindDto, url: string, events: Array<NotificationKindDto>, secret?: string, };
+export type ChannelCreate = { kind: ChannelKindDto, url: string, events: Array<NotificationKindDto>, secret?: string, 
+/**
+ * Sign with the server secret of this name (issue 50) instead of `secret`.
+ */
+secret_name?: string, };
 
-export type ChannelDto = { id: string, kind: ChannelKindDto, url_origin: string, has_secret: boolean, events: Array<NotificationKindDto>, created_at: string, };
+export type ChannelDto = { id: string, kind: ChannelKindDto, url_origin: string, has_secret: boolean, 
+/**
+ * The server secret a webhook signs with (issue 50), by name.
+ */
+secret_name: string | null, events: Array<NotificationKindDto>, created_at: string, };
 
 export type ChannelKindDto = "webhook" | "ntfy";
 
@@ -78,7 +86,11 @@ export type ChannelTested = { delivered: boolean, http_status: number | null, er
  */
 body: string | null, };
 
-export type ChannelUpdate = { id: string, url?: string, events?: Array<NotificationKindDto>, secret?: string | null, };
+export type ChannelUpdate = { id: string, url?: string, events?: Array<NotificationKindDto>, secret?: string | null, 
+/**
+ * `null` stops signing with a stored secret; a name signs with that server secret.
+ */
+secret_name?: string | null, };
 
 export type Channels = { channels: Array<ChannelDto>, };
 
