@@ -6,10 +6,12 @@
 // references; an SSH executor allows secrets when added and in its row. With accounts, an
 // admin of the workspace sets its secrets but only names the server's, and a member reads who
 // can. A repository names the secrets its scripts get, in its settings. On a phone the
-// section fits the screen.
+// section fits the screen. A webhook channel signs with a server secret named in its form.
 import { execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from '@playwright/test';
 import { binary, expect, gitRepo, type Kandev, removeRepo, screenshot, test } from './kandev';
@@ -288,6 +290,87 @@ test('i50 script secrets: a repository names the secrets its scripts get, when a
   expect(await stored('gadget')).toEqual(['E2E_TOKEN']);
   await page.reload();
   await expect(gadget.getByTestId('script-secrets')).toHaveText('E2E_TOKEN');
+});
+
+test.describe('webhook', () => {
+  // The receiver listens on 127.0.0.1, which a server reaches only with the opt-in.
+  test.use({ kandevFlags: ['--allow-private-notification-targets'] });
+
+  test('i50 a webhook channel signs with a stored server secret named in its form', async ({ page, kandev }) => {
+    const received: { body: string; signature: string | undefined }[] = [];
+    const hook = createServer((req: IncomingMessage, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        received.push({ body, signature: req.headers['x-kandev-signature'] as string | undefined });
+        res.statusCode = 204;
+        res.end();
+      });
+    });
+    await new Promise<void>((ok) => hook.listen(0, '127.0.0.1', ok));
+    try {
+      const url = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+      const value = `e2e-hook-${randomUUID()}`;
+      await kandev.board();
+      await page.goto(`${kandev.url}/settings/secrets`);
+      const secrets = page.getByRole('form', { name: 'Set a secret' });
+      await secrets.getByLabel('Scope').selectOption('server');
+      await secrets.getByLabel('Name').fill('HOOK_KEY');
+      await secrets.getByLabel('Value').fill(value);
+      await secrets.getByRole('button', { name: 'Save secret' }).click();
+      await expect(page.locator('tr[data-secret="HOOK_KEY"]').getByTestId('secret-scope')).toHaveText('Server');
+
+      // The channel's form names it: the server's secrets are offered.
+      await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Notifications' }).click();
+      const form = page.getByRole('form', { name: 'Add channel' });
+      await form.getByLabel('URL').fill(url);
+      await form.getByLabel('Sign with').selectOption('stored');
+      await expect(form.getByLabel('Secret', { exact: true })).toHaveCount(0);
+      await expect(form.locator('datalist option[value="HOOK_KEY"]')).toHaveCount(1);
+      await form.getByLabel(/^Stored secret/).fill('HOOK_KEY');
+      await form.getByRole('button', { name: 'Add channel' }).click();
+      const row = page.getByRole('table', { name: 'Notification channels' }).locator('tbody tr[data-channel-id]');
+      await expect(row.getByTestId('channel-signed')).toHaveText('with the stored secret HOOK_KEY');
+      // The form starts over.
+      await expect(form.getByLabel('Sign with')).toHaveValue('typed');
+      await expect(form.getByLabel('URL')).toHaveValue('');
+
+      await page.reload();
+      await expect(row.getByTestId('channel-signed')).toHaveText('with the stored secret HOOK_KEY');
+      const channels = (await kandev.api('notification.channel.list', {})).channels as {
+        secret_name: string | null;
+        has_secret: boolean;
+      }[];
+      expect(channels.map((c) => [c.secret_name, c.has_secret])).toEqual([['HOOK_KEY', true]]);
+
+      // Its Test is signed with the stored value, which the page never saw.
+      await row.getByRole('button', { name: 'Test' }).click();
+      await expect(page.getByTestId('channel-test-result')).toContainText('Test delivered (204)');
+      expect(received).toHaveLength(1);
+      const expected = `sha256=${createHmac('sha256', value).update(received[0].body).digest('hex')}`;
+      expect(received[0].signature).toBe(expected);
+      expect(await page.content()).not.toContain(value);
+
+      // The edit form shows the name; saved unchanged, it stays.
+      await row.getByRole('button', { name: 'Edit' }).click();
+      const edit = page.getByRole('form', { name: 'Edit channel' });
+      await expect(edit.getByLabel('Sign with')).toHaveValue('stored');
+      await expect(edit.getByLabel(/^Stored secret/)).toHaveValue('HOOK_KEY');
+      await screenshot(page, 'i50-channel-stored-secret');
+      await edit.getByRole('button', { name: 'Save channel' }).click();
+      await expect(edit).toBeHidden();
+      await expect(row.getByTestId('channel-signed')).toHaveText('with the stored secret HOOK_KEY');
+
+      // Without the secret, a test fails saying where to add it.
+      await kandev.api('secret.remove', { name: 'HOOK_KEY' });
+      await row.getByRole('button', { name: 'Test' }).click();
+      await expect(page.getByTestId('channel-test-result')).toContainText('Test failed');
+      await expect(page.getByTestId('channel-test-result')).toContainText('Secrets');
+      expect(received).toHaveLength(1);
+    } finally {
+      hook.close();
+    }
+  });
 });
 
 const PASSWORD = 'correct horse battery';

@@ -1,9 +1,10 @@
 // Settings › Notifications: this browser's sound and system notifications, the channels that
 // carry notification records out (webhook, ntfy: add, test with the receiver's answer, edit,
-// delete) and their delivery log (event, task, attempts, Retry now), live on the
+// delete; a webhook signs with a secret typed here or a stored server secret named here, issue
+// 50) and their delivery log (event, task, attempts, Retry now), live on the
 // `notifications` topic. Channels and their log are for an admin (of some workspace: channels
 // are shared by every workspace, issue 49); others have this browser's settings.
-import { Fragment, useState } from 'react';
+import { Fragment, useId, useState } from 'react';
 import { call } from '../../api/client';
 import type {
   ChannelDto,
@@ -12,6 +13,8 @@ import type {
   Notification as Frame,
   NotificationKindDto,
 } from '../../api/types';
+import { serverSecretNames, signedLabel, signingCreate, signingForm, signingUpdate } from '../../lib/channelSigning';
+import type { SigningSource } from '../../lib/channelSigning';
 import { useRole } from '../../lib/me';
 import { playChime, useSoundSetting } from '../../lib/notify';
 import { navigate, taskPath } from '../../lib/router';
@@ -19,6 +22,7 @@ import { useLiveQuery } from '../../lib/useLiveQuery';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
 import { RoleNote } from '../RoleNote';
+import { useSecretNames } from './SecretNames';
 import { useFormError } from './useFormError';
 
 const KINDS: [NotificationKindDto, string][] = [
@@ -52,7 +56,8 @@ function Channels() {
       <h2>Channels</h2>
       <p className="hint">
         Each event that needs you is sent to the channels that take its kind: a webhook gets the record as JSON (signed
-        with <code>x-kandev-signature</code> when it has a secret), ntfy gets the title. Failed deliveries are retried for
+        with <code>x-kandev-signature</code> when it has a secret, typed here or a stored server secret from Settings ›
+        Secrets), ntfy gets the title. Failed deliveries are retried for
         24 hours.
       </p>
       <InlineError error={list.error} onRetry={list.retry} testId="channels-error" />
@@ -121,7 +126,7 @@ function ChannelTable(props: { channels: ChannelDto[] | null; readFailed: boolea
                   <code>{c.url_origin}</code>
                 </td>
                 <td>{c.events.map((k) => KIND_LABEL[k] ?? k).join(', ')}</td>
-                <td>{c.has_secret ? 'yes' : 'no'}</td>
+                <td data-testid="channel-signed">{signedLabel(c)}</td>
                 <td className="row-actions">
                   <button onClick={() => test(c)}>Test</button>
                   <button onClick={() => setEditing(editing === c.id ? null : c.id)} aria-expanded={editing === c.id}>
@@ -187,8 +192,10 @@ function TestResult({ result }: { result?: { text: string; answer: string | null
 function ChannelForm({ channel, onDone }: { channel?: ChannelDto; onDone: () => void }) {
   const [kind, setKind] = useState<ChannelKindDto>(channel?.kind ?? 'webhook');
   const [url, setUrl] = useState('');
-  const [secret, setSecret] = useState('');
-  const [dropSecret, setDropSecret] = useState(false);
+  const [signing, setSigning] = useState(() => signingForm(channel));
+  const sign = (change: Partial<typeof signing>) => setSigning((now) => ({ ...now, ...change }));
+  const storedNames = serverSecretNames(useSecretNames());
+  const namesId = useId();
   const [events, setEvents] = useState<NotificationKindDto[]>(
     channel?.events ?? ['permission_requested', 'question_asked'],
   );
@@ -199,13 +206,13 @@ function ChannelForm({ channel, onDone }: { channel?: ChannelDto; onDone: () => 
           id: channel.id,
           url: url.trim() ? url : undefined,
           events,
-          ...(dropSecret ? { secret: null } : secret ? { secret } : {}),
+          ...signingUpdate(signing, channel),
         })
       : call('notification.channel.create', {
           kind,
           url,
           events,
-          secret: kind === 'webhook' && secret ? secret : undefined,
+          ...signingCreate(signing, kind),
         });
   const title = channel ? `Edit the ${channel.kind} channel to ${channel.url_origin}` : 'Add a channel';
   return (
@@ -216,7 +223,7 @@ function ChannelForm({ channel, onDone }: { channel?: ChannelDto; onDone: () => 
         e.preventDefault();
         if (await wrap(save)) {
           setUrl('');
-          setSecret('');
+          setSigning(signingForm(channel));
           onDone();
         }
       }}
@@ -246,24 +253,66 @@ function ChannelForm({ channel, onDone }: { channel?: ChannelDto; onDone: () => 
         </label>
       </div>
       {kind === 'webhook' && (
-        <label>
-          Secret{' '}
-          <span className="hint">
-            {channel?.has_secret ? 'leave empty to keep the current one' : 'optional: signs each body (HMAC-SHA256)'}
-          </span>
-          <input
-            type="password"
-            value={secret}
-            disabled={dropSecret}
-            onChange={(e) => setSecret(e.target.value)}
-            autoComplete="off"
-          />
-        </label>
+        <div className="row">
+          <label>
+            Sign with
+            <select
+              value={signing.source}
+              disabled={signing.drop}
+              onChange={(e) => sign({ source: e.target.value as SigningSource })}
+            >
+              <option value="typed">A secret typed here</option>
+              <option value="stored">A stored secret</option>
+            </select>
+          </label>
+          {signing.source === 'typed' ? (
+            <label>
+              Secret{' '}
+              <span className="hint">
+                {channel?.secret_name
+                  ? `type one to sign with it instead of the stored secret ${channel.secret_name}`
+                  : channel?.has_secret
+                    ? 'leave empty to keep the current one'
+                    : 'optional: signs each body (HMAC-SHA256)'}
+              </span>
+              <input
+                type="password"
+                value={signing.secret}
+                disabled={signing.drop}
+                onChange={(e) => sign({ secret: e.target.value })}
+                autoComplete="off"
+              />
+            </label>
+          ) : (
+            <label>
+              Stored secret{' '}
+              <span className="hint">
+                the name of a server secret of Settings › Secrets: its value signs each body (HMAC-SHA256)
+              </span>
+              <input
+                value={signing.secretName}
+                disabled={signing.drop}
+                onChange={(e) => sign({ secretName: e.target.value })}
+                list={storedNames.length ? namesId : undefined}
+                autoComplete="off"
+                spellCheck={false}
+                placeholder="WEBHOOK_SECRET"
+              />
+              {storedNames.length > 0 && (
+                <datalist id={namesId}>
+                  {storedNames.map((n) => (
+                    <option key={n} value={n} />
+                  ))}
+                </datalist>
+              )}
+            </label>
+          )}
+        </div>
       )}
       {channel?.has_secret && (
         <label className="check">
-          <input type="checkbox" checked={dropSecret} onChange={(e) => setDropSecret(e.target.checked)} /> Stop signing
-          (remove the secret)
+          <input type="checkbox" checked={signing.drop} onChange={(e) => sign({ drop: e.target.checked })} /> Stop
+          signing (remove the secret)
         </label>
       )}
       <fieldset>
