@@ -89,7 +89,7 @@ impl Inner {
             None => {
                 let key = SecretKey::generate();
                 write_key_file(&path, &key)?;
-                tracing::info!(path = %path.display(), "made the secret key; keep a copy of it with your backups");
+                tracing::info!(path = %path.display(), "made the secret key; keep a copy of it apart from your backups");
                 key
             }
         };
@@ -123,7 +123,7 @@ pub(crate) async fn resolve(
     }
     if let Some(missing) = wanted.iter().find(|n| !best.contains_key(n.as_str())) {
         return Err(EngineError::Validation(format!(
-            "the secret {missing} is not set for this task's repository, its workspace or the \
+            "the secret {missing} is not set for this task (its repository or workspace) or the \
              server: add it in Settings → Secrets"
         )));
     }
@@ -417,7 +417,14 @@ impl Inner {
     /// `secret.remove`.
     pub(crate) async fn remove_secret(&self, scope: &SecretScope, name: &str) -> Result<Secret> {
         let mut tx = self.store.begin_write().await?;
-        let removed = tx.remove_secret(scope, name).await.map_err(crate::error::not_found)?;
+        let removed = tx.remove_secret(scope, name).await.map_err(|err| match err {
+            kandev_store::StoreError::NotFound { .. } => EngineError::NotFound(format!(
+                "there is no {} secret {name}: give the workspace (and the repository) it was \
+                 set for",
+                scope.kind()
+            )),
+            other => EngineError::Store(other),
+        })?;
         tx.commit().await?;
         Ok(removed)
     }
@@ -433,8 +440,8 @@ impl Inner {
         let inner = self;
         if inner.config.secret_key.is_some() {
             return Err(EngineError::Conflict(format!(
-                "the secret key comes from {KEY_ENV}: set a new one there and re-enter the \
-                 secrets, or unset it so the server keeps its key in {}",
+                "the secret key comes from {KEY_ENV}, which the server cannot change: write that \
+                 key into {} (0600), unset the variable, restart, and rotate then",
                 inner.key_path().display()
             )));
         }
@@ -472,7 +479,7 @@ impl Inner {
         let id = new.id();
         inner.vault.set(new);
         inner.store.fold_write_ahead_log().await?;
-        tracing::info!(key = %id, secrets = count, "rotated the secret key");
+        tracing::info!(key = %id, secrets = count, "rotated the secret key; backups made before need the old key");
         Ok((id, count))
     }
 }

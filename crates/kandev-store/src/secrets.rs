@@ -147,7 +147,7 @@ impl WriteTx {
         let now = self.now().millis();
         if let Some(found) = find(self.db(), scope, name).await? {
             let sealed = seal(&found.id)?;
-            self.reseal_secret(&found.id, &sealed).await?;
+            self.write_sealed(&found.id, &sealed, now).await?;
             return Ok(Secret { updated_at: Timestamp(now), ..found });
         }
         let id = self.new_id();
@@ -176,16 +176,25 @@ impl WriteTx {
         })
     }
 
-    /// Replaces a secret's sealed value (a new value, or the same one under a new key).
+    /// Replaces a secret's sealed value with the same value under a new key: its
+    /// `updated_at` stays, the time its value was last set.
     pub async fn reseal_secret(&mut self, id: &str, sealed: &Sealed) -> Result<()> {
-        let now = self.now().millis();
-        crate::sql::query("UPDATE secrets SET key_id = ?, sealed = ?, updated_at = ? WHERE id = ?")
-            .bind(&sealed.key_id)
-            .bind(&sealed.sealed)
-            .bind(now)
-            .bind(id)
-            .execute(self.conn())
-            .await?;
+        self.write_sealed(id, sealed, -1).await
+    }
+
+    /// Writes a sealed value; `now` (unless negative) becomes its `updated_at`.
+    async fn write_sealed(&mut self, id: &str, sealed: &Sealed, now: i64) -> Result<()> {
+        crate::sql::query(
+            "UPDATE secrets SET key_id = ?, sealed = ?, \
+             updated_at = CASE WHEN ? < 0 THEN updated_at ELSE ? END WHERE id = ?",
+        )
+        .bind(&sealed.key_id)
+        .bind(&sealed.sealed)
+        .bind(now)
+        .bind(now)
+        .bind(id)
+        .execute(self.conn())
+        .await?;
         Ok(())
     }
 

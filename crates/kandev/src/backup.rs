@@ -347,6 +347,12 @@ async fn restore_into(args: RestoreArgs) -> Result<()> {
         home.display(),
         home.display(),
     );
+    println!(
+        "If the server had secrets, copy its key file ({}) into {} first (a backup never holds \
+         it; a backup made before a key rotation needs the key of that time).",
+        kandev_engine::secrets::KEY_FILE,
+        home.display(),
+    );
     Ok(())
 }
 

@@ -196,6 +196,11 @@ async fn i50_1_2_a_profile_secret_reaches_the_local_agent_survives_rotation_and_
             assert!(!contains(&bytes, &old.sealed), "{file} still holds the old ciphertext");
         }
     }
+    let relisted = call(&server, "secret.list", json!({"workspace_id": workspace})).await;
+    assert_eq!(
+        relisted["secrets"][0]["updated_at"], listed[0]["updated_at"],
+        "a rotation keeps when the value was set: {relisted}"
+    );
     call(&server, "session.stop", json!({"id": session})).await;
     eventually("the first agent to stop", async || agents_of(home.path()).is_empty()).await;
     let (_, second) = launched_with(
