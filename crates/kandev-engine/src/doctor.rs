@@ -311,12 +311,67 @@ pub async fn runner(home: &Path) -> Finding {
     }
 }
 
+/// The secret key (issue 50): present when secrets exist (the file, or `KANDEV_SECRET_KEY`),
+/// readable by its owner only, and the key the secrets were sealed with.
+pub async fn secret_key(home: &Path, store: &Store) -> Finding {
+    use std::os::unix::fs::PermissionsExt;
+    const CHECK: &str = "secret key";
+    let sealed = match store.all_sealed_secrets().await {
+        Ok(sealed) => sealed,
+        Err(err) => return Finding::problem(CHECK, format!("cannot read the secrets: {err}")),
+    };
+    let path = home.join(crate::secrets::KEY_FILE);
+    let (key, source) = match std::env::var(crate::secrets::KEY_ENV) {
+        Ok(text) => (Some(text), crate::secrets::KEY_ENV.to_owned()),
+        Err(_) => (std::fs::read_to_string(&path).ok(), path.display().to_string()),
+    };
+    let Some(text) = key else {
+        return match sealed.len() {
+            0 => Finding::ok(CHECK, "no secrets yet: the server makes the key when it starts"),
+            n => Finding::problem(
+                CHECK,
+                format!(
+                    "{n} secret(s) but {source} is missing: copy secret.key from the home this \
+                     database came from (backups do not hold it)"
+                ),
+            ),
+        };
+    };
+    if source != crate::secrets::KEY_ENV
+        && let Ok(meta) = std::fs::metadata(&path)
+        && meta.permissions().mode() & 0o077 != 0
+    {
+        return Finding::problem(
+            CHECK,
+            format!("{source} is readable by others: chmod 600 {source}"),
+        );
+    }
+    let key = match crate::secrets::SecretKey::parse(&text) {
+        Ok(key) => key,
+        Err(err) => return Finding::problem(CHECK, format!("{source}: {err}")),
+    };
+    match sealed.iter().find(|(_, s)| s.key_id != key.id()) {
+        Some((secret, stored)) => Finding::problem(
+            CHECK,
+            format!(
+                "the secret {} was sealed with the key {}, but {source} is the key {}: use the \
+                 key file the secrets were written with",
+                secret.name,
+                stored.key_id,
+                key.id()
+            ),
+        ),
+        None => Finding::ok(CHECK, format!("key {} ({} secrets)", key.id(), sealed.len())),
+    }
+}
+
 /// Every check a running server can make on itself.
 pub async fn examine(home: &Path, store: &Store) -> Vec<Finding> {
     let mut found = vec![git().await];
     found.extend(self::home(home));
     found.push(disk(home, MIN_FREE_BYTES));
     found.push(database_integrity(store).await);
+    found.push(secret_key(home, store).await);
     found.extend(agents(store).await);
     found.extend(executors(store).await);
     found.push(runner(home).await);

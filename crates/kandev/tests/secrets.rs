@@ -264,7 +264,21 @@ async fn i50_1_2_a_profile_secret_reaches_the_local_agent_survives_rotation_and_
     let mut stderr = String::new();
     std::io::Read::read_to_string(refused.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     assert!(stderr.contains("secret.key") && stderr.contains("backups do not hold it"), "{stderr}");
+    let doctor = |home: &Path| {
+        KANDEV
+            .command()
+            .args(["doctor", "--min-free-mib", "1", "--home"])
+            .arg(home)
+            .output()
+            .unwrap()
+    };
+    let out = doctor(&target);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!out.status.success() && said.contains("secret.key is missing"), "doctor: {said}");
     std::fs::copy(&key_file, target.join(KEY_FILE)).unwrap();
+    let out = doctor(&target);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(said.contains(&format!("key {} (1 secrets)", new_key.id())), "doctor: {said}");
     let server = KANDEV.start(&target);
     let listed = call(&server, "secret.list", json!({"workspace_id": workspace})).await;
     assert_eq!(listed["secrets"][0]["name"], "I50_KEY", "{listed}");
