@@ -107,6 +107,16 @@ pub fn secret_name(name: &str) -> Result<String, FieldError> {
     Ok(name.to_owned())
 }
 
+/// Checks a list of secret names (an executor's allowed secrets, a repository's script
+/// secrets): each as [`secret_name`]; answered sorted, each once. `Err` is the first bad
+/// name's problem.
+pub fn secret_names(names: &[String]) -> Result<Vec<String>, FieldError> {
+    let mut checked = names.iter().map(|n| secret_name(n)).collect::<Result<Vec<_>, _>>()?;
+    checked.sort();
+    checked.dedup();
+    Ok(checked)
+}
+
 /// Checks a secret's value: not empty, at most [`MAX_SECRET_VALUE_BYTES`], no NUL (an
 /// environment variable cannot hold one). It is kept exactly as given.
 pub fn secret_value(value: &str) -> Result<(), FieldError> {
@@ -136,6 +146,13 @@ mod tests {
         for bad in ["", "1KEY", "MY-KEY", "A B", "KÉY", &"K".repeat(129)] {
             assert!(secret_name(bad).is_err(), "{bad:?} is refused");
         }
+    }
+
+    #[test]
+    fn name_lists_are_checked_sorted_and_each_once() {
+        let names = |list: &[&str]| list.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert_eq!(secret_names(&names(&["B", " A", "B"])).unwrap(), names(&["A", "B"]));
+        assert!(secret_names(&names(&["A", "no-dash"])).is_err());
     }
 
     #[test]

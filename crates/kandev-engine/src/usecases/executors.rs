@@ -75,12 +75,6 @@ impl Engine {
 
 /// Checked secret names, sorted, each once.
 fn secret_names(names: &[String]) -> Result<Vec<String>> {
-    let mut checked = names
-        .iter()
-        .map(|n| kandev_domain::secret::secret_name(n))
-        .collect::<std::result::Result<Vec<_>, _>>()
-        .map_err(|e| EngineError::Validation(format!("allowed secrets: {}", e.problem)))?;
-    checked.sort();
-    checked.dedup();
-    Ok(checked)
+    kandev_domain::secret::secret_names(names)
+        .map_err(|e| EngineError::Validation(format!("allowed secrets: {}", e.problem)))
 }

@@ -108,14 +108,8 @@ pub async fn update(s: &AppState, p: RepositoryUpdate) -> Result<RepositoryOne, 
 
 /// Secret names (issue 50), checked, sorted, each once.
 fn secret_names(names: Vec<String>) -> Result<Vec<String>, ApiError> {
-    let mut checked = names
-        .iter()
-        .map(|n| kandev_domain::secret::secret_name(n))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| ApiError::validation(format!("script secrets: {}", e.problem)))?;
-    checked.sort();
-    checked.dedup();
-    Ok(checked)
+    kandev_domain::secret::secret_names(&names)
+        .map_err(|e| ApiError::validation(format!("script secrets: {}", e.problem)))
 }
 
 pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {

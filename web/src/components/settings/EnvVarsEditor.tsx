@@ -3,7 +3,7 @@
 // as an empty field that says it is kept) or takes the value of a stored secret, named here
 // and read when the agent starts. The rows' rules are in ../../lib/envVars.ts.
 import { EMPTY_ENV, type EnvDraft } from '../../lib/envVars';
-import { SECRET_NAMES } from './SecretNames';
+import { SecretNameField } from './SecretNames';
 
 export function EnvVarsEditor({ value, onChange }: { value: EnvDraft[]; onChange: (next: EnvDraft[]) => void }) {
   const set = (i: number, patch: Partial<EnvDraft>) => onChange(value.map((d, j) => (j === i ? { ...d, ...patch } : d)));
@@ -44,17 +44,7 @@ export function EnvVarsEditor({ value, onChange }: { value: EnvDraft[]; onChange
               />
             </label>
           ) : (
-            <label>
-              Secret
-              <input
-                value={d.secret}
-                onChange={(e) => set(i, { secret: e.target.value })}
-                list={SECRET_NAMES}
-                placeholder="OPENAI_API_KEY"
-                spellCheck={false}
-                autoComplete="off"
-              />
-            </label>
+            <SecretNameField value={d.secret} onChange={(secret) => set(i, { secret })} />
           )}
           <button type="button" className="danger-outline" onClick={() => onChange(value.filter((_, j) => j !== i))}>
             Remove {d.name.trim() || `variable ${i + 1}`}

@@ -6,7 +6,7 @@
 // own under the lines, since a line of text has no room to say which it is.
 import type { EnvVarDto, McpServerDto, McpTransportDto } from '../../api/types';
 import { fromRefs, type RefDraft, splitRefs } from '../../lib/envVars';
-import { SECRET_NAMES } from './SecretNames';
+import { SecretNameField } from './SecretNames';
 
 /** How the agent reaches the server. */
 export type McpForm = 'stdio' | McpTransportDto;
@@ -128,17 +128,7 @@ function SecretRefs(props: { what: 'Variable' | 'Header'; value: RefDraft[]; onC
             {what} name
             <input value={r.name} onChange={(e) => set(i, { name: e.target.value })} spellCheck={false} />
           </label>
-          <label>
-            Secret
-            <input
-              value={r.secret}
-              onChange={(e) => set(i, { secret: e.target.value })}
-              list={SECRET_NAMES}
-              placeholder="OPENAI_API_KEY"
-              spellCheck={false}
-              autoComplete="off"
-            />
-          </label>
+          <SecretNameField value={r.secret} onChange={(secret) => set(i, { secret })} />
           <button type="button" className="danger-outline" onClick={() => onChange(value.filter((_, j) => j !== i))}>
             Remove {r.name.trim() || `reference ${i + 1}`}
           </button>

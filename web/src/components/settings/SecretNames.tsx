@@ -33,3 +33,20 @@ export function SecretNames() {
     </datalist>
   );
 }
+
+/** A labelled field for a stored secret's name, offering the names `SecretNames` lists. */
+export function SecretNameField({ value, onChange }: { value: string; onChange: (name: string) => void }) {
+  return (
+    <label>
+      Secret
+      <input
+        value={value}
+        onChange={(e) => onChange(e.target.value)}
+        list={SECRET_NAMES}
+        placeholder="OPENAI_API_KEY"
+        spellCheck={false}
+        autoComplete="off"
+      />
+    </label>
+  );
+}
