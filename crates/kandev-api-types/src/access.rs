@@ -78,7 +78,7 @@ macro_rules! subjects {
 }
 
 subjects! {
-    none: rq::Page, rq::Empty, rq::TokenCreate, rq::PasswordSet, rq::WorkspaceCreate,
+    none: rq::Page, rq::Empty, rq::AgentVersionsQuery, rq::AgentInstall, rq::TokenCreate, rq::PasswordSet, rq::WorkspaceCreate,
         rq::ProfileCreate, rq::ExecutorCreate, rq::ChannelCreate, rq::DeliveryRetry,
         rq::DeliveryList, rq::NotificationList, rq::Subscribe, rq::Unsubscribe, rq::AuditList;
     rq::ById => id,

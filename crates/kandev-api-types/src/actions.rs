@@ -196,6 +196,9 @@ actions! {
         TerminalList = "terminal.list" [read Viewer Task]: rq::ByTask => rs::Terminals;
 
         AgentKinds = "agent.kinds" [read Anyone Server]: rq::Empty => rs::AgentKinds;
+        AgentVersions = "agent.versions" [read Admin Server]: rq::AgentVersionsQuery => rs::AgentVersions;
+        AgentInstall = "agent.install" [write Admin Server]: rq::AgentInstall => rs::AgentInstalled;
+        AgentUninstall = "agent.uninstall" [write Admin Server]: rq::AgentInstall => rs::AgentUninstalled;
         ProfileList = "agent.profile.list" [read Anyone Server]: rq::Page => rs::Profiles;
         ProfileCreate = "agent.profile.create" [write Admin Server]: rq::ProfileCreate => rs::ProfileSaved;
         ProfileUpdate = "agent.profile.update" [write Admin Server]: rq::ProfileUpdate => rs::ProfileSaved;

@@ -636,6 +636,10 @@ pub enum AgentKindDto {
     Codex,
     Gemini,
     OpenCode,
+    Qwen,
+    Kilo,
+    Copilot,
+    Auggie,
     Custom,
 }
 
@@ -647,6 +651,10 @@ impl From<AgentKind> for AgentKindDto {
             AgentKind::Codex => AgentKindDto::Codex,
             AgentKind::Gemini => AgentKindDto::Gemini,
             AgentKind::OpenCode => AgentKindDto::OpenCode,
+            AgentKind::Qwen => AgentKindDto::Qwen,
+            AgentKind::Kilo => AgentKindDto::Kilo,
+            AgentKind::Copilot => AgentKindDto::Copilot,
+            AgentKind::Auggie => AgentKindDto::Auggie,
             AgentKind::Custom => AgentKindDto::Custom,
         }
     }
@@ -660,6 +668,10 @@ impl From<AgentKindDto> for AgentKind {
             AgentKindDto::Codex => AgentKind::Codex,
             AgentKindDto::Gemini => AgentKind::Gemini,
             AgentKindDto::OpenCode => AgentKind::OpenCode,
+            AgentKindDto::Qwen => AgentKind::Qwen,
+            AgentKindDto::Kilo => AgentKind::Kilo,
+            AgentKindDto::Copilot => AgentKind::Copilot,
+            AgentKindDto::Auggie => AgentKind::Auggie,
             AgentKindDto::Custom => AgentKind::Custom,
         }
     }
@@ -671,6 +683,9 @@ pub struct AgentProfileDto {
     pub name: String,
     pub kind: AgentKindDto,
     pub command: String,
+    /// The version of the kind's agent installed by Kandev that this profile runs
+    /// (`agent.install`); `null` runs the command found on `PATH`.
+    pub agent_version: Option<String>,
     pub args: Vec<String>,
     pub env: Vec<EnvVarDto>,
     pub model: Option<String>,
@@ -689,6 +704,7 @@ impl From<&AgentProfile> for AgentProfileDto {
             name: p.name.clone(),
             kind: p.kind.into(),
             command: p.command.clone(),
+            agent_version: p.agent_version.clone(),
             args: p.args.clone(),
             env: masked(&p.env),
             model: p.model.clone(),

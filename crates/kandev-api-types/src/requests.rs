@@ -332,6 +332,11 @@ pub struct ProfileCreate {
     #[serde(default)]
     #[ts(optional = nullable)]
     pub command: String,
+    /// A version of the kind's agent installed by Kandev (`agent.install`) to run instead of
+    /// the command on `PATH`; only without `command`.
+    #[serde(default)]
+    #[ts(optional)]
+    pub agent_version: Option<String>,
     #[serde(default)]
     #[ts(optional = nullable)]
     pub args: Vec<String>,
@@ -353,6 +358,9 @@ pub struct ProfileUpdate {
     pub id: String,
     pub name: Option<String>,
     pub command: Option<String>,
+    /// `null` runs the command on `PATH` again.
+    #[serde(default, deserialize_with = "double_option")]
+    pub agent_version: Option<Option<String>>,
     pub args: Option<Vec<String>>,
     pub env: Option<Vec<EnvVarDto>>,
     #[serde(default, deserialize_with = "double_option")]
@@ -363,6 +371,17 @@ pub struct ProfileUpdate {
     /// Replaces the extra MCP servers; a [`crate::SECRET_MASK`] env or header value keeps
     /// the current value of that server's variable or header of the same name.
     pub mcp_servers: Option<Vec<McpServerDto>>,
+}
+
+/// `agent.versions`: the versions of a kind's agent, installed and available.
+pub struct AgentVersionsQuery {
+    pub kind: AgentKindDto,
+}
+
+/// `agent.install` and `agent.uninstall`: one exact version of a kind's agent (`1.2.3`).
+pub struct AgentInstall {
+    pub kind: AgentKindDto,
+    pub version: String,
 }
 
 pub struct ByTask {

@@ -282,14 +282,54 @@ responses! {
         pub commits: Vec<CommitDto>,
     }
 
-    /// One kind of agent: its default command, whether that is installed, how to install it,
-    /// and the version an agent of this kind last reported in `initialize` (else `null`).
+    /// One kind of agent: its name, default command, whether that is on `PATH`, how to
+    /// install it and to log in, the npm package Kandev installs it from (`null`: none), the
+    /// versions Kandev installed (`agent.install`, newest first), and the version an agent of
+    /// this kind last reported in `initialize` (else `null`).
     pub struct AgentKindInfo {
         pub kind: AgentKindDto,
+        pub title: String,
         pub command: String,
         pub installed: bool,
         pub install: String,
+        pub login: String,
+        pub package: Option<String>,
+        pub installed_versions: Vec<String>,
         pub version: Option<String>,
+    }
+
+    /// One version of an agent that Kandev installed, and the profiles that run it.
+    pub struct InstalledAgentVersion {
+        pub version: String,
+        /// The agent's command in Kandev's prefix.
+        pub path: String,
+        pub profiles: Vec<String>,
+    }
+
+    /// `agent.versions`: the versions installed under `$KANDEV_HOME/agents` (newest first),
+    /// and those the package registry offers (newest first, at most 50; empty with
+    /// `registry_error` when it could not be asked).
+    pub struct AgentVersions {
+        pub kind: AgentKindDto,
+        pub package: String,
+        pub installed: Vec<InstalledAgentVersion>,
+        pub available: Vec<String>,
+        pub latest: Option<String>,
+        pub registry_error: Option<String>,
+    }
+
+    /// `agent.install`: the version now installed (`already` when it was before).
+    pub struct AgentInstalled {
+        pub kind: AgentKindDto,
+        pub version: String,
+        pub path: String,
+        pub already: bool,
+    }
+
+    /// `agent.uninstall`.
+    pub struct AgentUninstalled {
+        pub kind: AgentKindDto,
+        pub version: String,
     }
 
     pub struct AgentKinds {

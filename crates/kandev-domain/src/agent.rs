@@ -11,17 +11,29 @@ pub enum AgentKind {
     Codex,
     Gemini,
     OpenCode,
+    /// Qwen Code (`qwen --acp`).
+    Qwen,
+    /// Kilo Code's CLI (`kilo acp`).
+    Kilo,
+    /// GitHub Copilot CLI (`copilot --acp`).
+    Copilot,
+    /// Augment's Auggie (`auggie --acp`).
+    Auggie,
     /// Any command that speaks ACP over stdio.
     Custom,
 }
 
 impl AgentKind {
-    pub const ALL: [AgentKind; 6] = [
+    pub const ALL: [AgentKind; 10] = [
         AgentKind::Mock,
         AgentKind::Claude,
         AgentKind::Codex,
         AgentKind::Gemini,
         AgentKind::OpenCode,
+        AgentKind::Qwen,
+        AgentKind::Kilo,
+        AgentKind::Copilot,
+        AgentKind::Auggie,
         AgentKind::Custom,
     ];
 
@@ -32,6 +44,10 @@ impl AgentKind {
             AgentKind::Codex => "codex",
             AgentKind::Gemini => "gemini",
             AgentKind::OpenCode => "opencode",
+            AgentKind::Qwen => "qwen",
+            AgentKind::Kilo => "kilo",
+            AgentKind::Copilot => "copilot",
+            AgentKind::Auggie => "auggie",
             AgentKind::Custom => "custom",
         }
     }
@@ -40,39 +56,99 @@ impl AgentKind {
         AgentKind::ALL.into_iter().find(|k| k.as_str() == value)
     }
 
-    /// The command a profile of this kind runs when it names none, and how to install it:
-    /// the one table the engine starts agents from and `agent.kinds` shows. `Mock` is this
-    /// very binary (`kandev mock-agent`; the engine runs the path it was configured with),
-    /// `Custom` has no default (its profile must name a command).
+    /// The command a profile of this kind runs when it names none, the npm package it comes
+    /// from and how to log in: the one table the engine starts agents from, `agent.install`
+    /// installs from and `agent.kinds` shows. `Mock` is this very binary (`kandev
+    /// mock-agent`; the engine runs the path it was configured with), `Custom` has no default
+    /// (its profile must name a command).
     pub fn default_command(self) -> DefaultCommand {
-        let (program, args, install): (&str, &[&str], &str) = match self {
-            AgentKind::Mock => ("kandev", &["mock-agent"], "built in"),
-            AgentKind::Claude => {
-                ("claude-agent-acp", &[], "npm install -g @agentclientprotocol/claude-agent-acp")
+        use AgentKind as K;
+        let (title, program, args, package, login): (_, _, &[&str], _, _) = match self {
+            K::Mock => ("Mock agent", "kandev", &["mock-agent"], None, "no login needed"),
+            K::Claude => (
+                "Claude Code",
+                "claude-agent-acp",
+                &[],
+                Some("@agentclientprotocol/claude-agent-acp"),
+                "run `claude-agent-acp --cli auth login`, or set ANTHROPIC_API_KEY in the profile's env",
+            ),
+            K::Codex => (
+                "Codex",
+                "codex-acp",
+                &[],
+                Some("@zed-industries/codex-acp"),
+                "set OPENAI_API_KEY in the profile's env, or log in with `codex login`",
+            ),
+            K::Gemini => (
+                "Gemini CLI",
+                "gemini",
+                &["--acp"],
+                Some("@google/gemini-cli"),
+                "run `gemini` and log in with Google, or set GEMINI_API_KEY in the profile's env",
+            ),
+            K::OpenCode => {
+                ("OpenCode", "opencode", &["acp"], Some("opencode-ai"), "run `opencode auth login`")
             }
-            AgentKind::Codex => ("codex-acp", &[], "npm install -g @zed-industries/codex-acp"),
-            AgentKind::Gemini => ("gemini", &["--acp"], "npm install -g @google/gemini-cli"),
-            AgentKind::OpenCode => ("opencode", &["acp"], "npm install -g opencode-ai"),
-            AgentKind::Custom => ("", &[], "any command that speaks ACP over stdio"),
+            K::Qwen => (
+                "Qwen Code",
+                "qwen",
+                &["--acp"],
+                Some("@qwen-code/qwen-code"),
+                "run `qwen` and log in with /auth, or set OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL in the profile's env",
+            ),
+            K::Kilo => {
+                ("Kilo Code", "kilo", &["acp"], Some("@kilocode/cli"), "run `kilo auth login`")
+            }
+            K::Copilot => (
+                "GitHub Copilot CLI",
+                "copilot",
+                &["--acp"],
+                Some("@github/copilot"),
+                "run `copilot` and log in with /login, or set GH_TOKEN in the profile's env",
+            ),
+            K::Auggie => (
+                "Auggie",
+                "auggie",
+                &["--acp"],
+                Some("@augmentcode/auggie"),
+                "run `auggie login`, or set AUGMENT_SESSION_AUTH in the profile's env",
+            ),
+            K::Custom => ("Custom ACP agent", "", &[], None, "see the agent's documentation"),
         };
-        DefaultCommand { program, args, install }
+        DefaultCommand { title, program, args, package, login }
     }
 }
 
 /// A kind's default command ([`AgentKind::default_command`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DefaultCommand {
+    /// The agent's name for people ("Qwen Code").
+    pub title: &'static str,
     /// Empty for `Custom`.
     pub program: &'static str,
     pub args: &'static [&'static str],
-    /// How to install it, for people.
-    pub install: &'static str,
+    /// The npm package the agent installs from (`agent.install`); `None` for `Mock` (built
+    /// in) and `Custom`.
+    pub package: Option<&'static str>,
+    /// How to log in, for people.
+    pub login: &'static str,
 }
 
 impl DefaultCommand {
     /// The command line as people type it (`gemini --acp`).
     pub fn display(&self) -> String {
         std::iter::once(self.program).chain(self.args.iter().copied()).collect::<Vec<_>>().join(" ")
+    }
+
+    /// How to install it, for people.
+    pub fn install(&self) -> String {
+        match (self.package, self.program) {
+            (Some(package), _) => {
+                format!("install it in Settings → Agents, or run `npm install -g {package}`")
+            }
+            (None, "kandev") => "built in".to_owned(),
+            (None, _) => "any command that speaks ACP over stdio".to_owned(),
+        }
     }
 }
 
@@ -161,6 +237,9 @@ pub struct AgentProfile {
     pub kind: AgentKind,
     /// Program to run; empty means the kind's default command.
     pub command: String,
+    /// The version of the kind's agent that Kandev installed (`agent.install`) this profile
+    /// runs; `None` runs the command found on `PATH`. Only with an empty `command`.
+    pub agent_version: Option<String>,
     pub args: Vec<String>,
     pub env: Vec<EnvVar>,
     pub model: Option<String>,

@@ -197,7 +197,8 @@ pub async fn database_integrity(store: &Store) -> Finding {
 }
 
 /// The agent of each kind a profile uses is installed.
-pub async fn agents(store: &Store) -> Vec<Finding> {
+pub async fn agents(home: &Path, store: &Store) -> Vec<Finding> {
+    let prefix = kandev_runtime::agent_install::AgentPrefix::in_home(home);
     let profiles = match store.list_profiles().await {
         Ok(profiles) => profiles,
         Err(err) => {
@@ -218,7 +219,11 @@ pub async fn agents(store: &Store) -> Vec<Finding> {
                 ));
                 continue;
             }
-            None => default.program.to_owned(),
+            // A version Kandev installed (issue 51), else the default on PATH.
+            None => match (&profile.agent_version, crate::installs::package_of(profile.kind)) {
+                (Some(version), Ok(agent)) => prefix.program(agent, version).display().to_string(),
+                _ => default.program.to_owned(),
+            },
         };
         if !seen.insert(program.clone()) {
             continue;
@@ -229,7 +234,8 @@ pub async fn agents(store: &Store) -> Vec<Finding> {
                 check,
                 format!(
                     "{program} (profile \"{}\") is not installed: {}",
-                    profile.name, default.install
+                    profile.name,
+                    default.install()
                 ),
             ));
             continue;
@@ -372,7 +378,7 @@ pub async fn examine(home: &Path, store: &Store) -> Vec<Finding> {
     found.push(disk(home, MIN_FREE_BYTES));
     found.push(database_integrity(store).await);
     found.push(secret_key(home, store).await);
-    found.extend(agents(store).await);
+    found.extend(agents(home, store).await);
     found.extend(executors(store).await);
     found.push(runner(home).await);
     found

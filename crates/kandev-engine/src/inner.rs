@@ -66,6 +66,8 @@ pub(crate) struct Inner {
     pub web_url: Mutex<crate::deliveries::WebUrl>,
     /// The key secrets are sealed with, once read (`secrets.rs`).
     pub vault: crate::sealing::Vault,
+    /// Agents installed by Kandev, under `<home>/agents` (`installs.rs`).
+    pub agents: kandev_runtime::agent_install::AgentPrefix,
 }
 
 impl Inner {
@@ -77,6 +79,7 @@ impl Inner {
     ) -> Inner {
         let uploads = Arc::new(crate::attachments::Uploads::new(&config.home, &config.attachments));
         let tracker = TaskTracker::new();
+        let agents = kandev_runtime::agent_install::AgentPrefix::in_home(&config.home);
         Inner {
             store,
             config,
@@ -98,6 +101,7 @@ impl Inner {
             uploads,
             web_url: Mutex::default(),
             vault: crate::sealing::Vault::default(),
+            agents,
         }
     }
 

@@ -30,6 +30,7 @@ mod files;
 mod handle;
 mod handshake;
 mod inner;
+mod installs;
 mod intake;
 mod launcher;
 mod links;
@@ -82,4 +83,7 @@ pub use shells::{
     MAX_TERMINAL_CELLS, MAX_TERMINALS_PER_TASK, TerminalChunk, TerminalExit, TerminalHandle,
     TerminalInfo,
 };
-pub use usecases::{NewTaskRequest, TaskArchival, TaskCreation, TaskDeletion, TaskEdit};
+pub use usecases::{
+    AgentVersions, InstalledVersion, NewTaskRequest, TaskArchival, TaskCreation, TaskDeletion,
+    TaskEdit,
+};

@@ -142,6 +142,7 @@ impl World {
             name: "Mock".into(),
             kind: AgentKind::Mock,
             command: String::new(),
+            agent_version: None,
             args: vec![],
             env: vec![],
             model: None,

@@ -32,6 +32,7 @@
     )
 )]
 
+pub mod agent_install;
 pub mod confine;
 mod error;
 mod exit;

@@ -12,6 +12,7 @@ pub async fn first_run(store: &Store) -> Result<(), StoreError> {
             name: "Mock".into(),
             kind: AgentKind::Mock,
             command: String::new(),
+            agent_version: None,
             args: vec![],
             env: vec![],
             model: None,

@@ -14,6 +14,7 @@ pub struct NewProfile {
     pub name: String,
     pub kind: AgentKind,
     pub command: String,
+    pub agent_version: Option<String>,
     pub args: Vec<String>,
     pub env: Vec<EnvVar>,
     pub model: Option<String>,
@@ -27,6 +28,7 @@ pub struct NewProfile {
 pub struct ProfilePatch {
     pub name: Option<String>,
     pub command: Option<String>,
+    pub agent_version: Option<Option<String>>,
     pub args: Option<Vec<String>>,
     pub env: Option<Vec<EnvVar>>,
     pub model: Option<Option<String>>,
@@ -41,6 +43,7 @@ struct ProfileRow {
     name: String,
     kind: String,
     command: String,
+    agent_version: Option<String>,
     args: String,
     env: String,
     model: Option<String>,
@@ -160,6 +163,7 @@ impl TryFrom<ProfileRow> for AgentProfile {
             name: r.name,
             kind,
             command: r.command,
+            agent_version: r.agent_version,
             args,
             env: vars(env),
             model: r.model,
@@ -223,13 +227,15 @@ impl WriteTx {
     pub async fn insert_profile(&mut self, new: &NewProfile) -> Result<AgentProfile> {
         let (id, now) = (self.new_id(), self.now().millis());
         crate::sql::query(
-            "INSERT INTO agent_profiles (id, name, kind, command, args, env, model, mode, auto_approve, \
-             mcp_servers, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO agent_profiles (id, name, kind, command, agent_version, args, env, model, mode, \
+             auto_approve, mcp_servers, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&id)
         .bind(&new.name)
         .bind(new.kind.as_str())
         .bind(&new.command)
+        .bind(&new.agent_version)
         .bind(args_json(&new.args))
         .bind(env_json(&new.env))
         .bind(&new.model)
@@ -251,11 +257,12 @@ impl WriteTx {
         let current = get(self.db(), id.as_str()).await?;
         let now = self.now().millis();
         crate::sql::query(
-            "UPDATE agent_profiles SET name = ?, command = ?, args = ?, env = ?, model = ?, mode = ?, \
-             auto_approve = ?, mcp_servers = ?, updated_at = ? WHERE id = ?",
+            "UPDATE agent_profiles SET name = ?, command = ?, agent_version = ?, args = ?, env = ?, \
+             model = ?, mode = ?, auto_approve = ?, mcp_servers = ?, updated_at = ? WHERE id = ?",
         )
         .bind(patch.name.as_ref().unwrap_or(&current.name))
         .bind(patch.command.as_ref().unwrap_or(&current.command))
+        .bind(patch.agent_version.clone().unwrap_or(current.agent_version))
         .bind(args_json(patch.args.as_ref().unwrap_or(&current.args)))
         .bind(env_json(patch.env.as_ref().unwrap_or(&current.env)))
         .bind(patch.model.clone().unwrap_or(current.model))

@@ -45,7 +45,7 @@ pub async fn run(args: DoctorArgs) -> Result<()> {
     if current && let Ok(store) = Store::open_beside_server(location.clone()).await {
         found.push(doctor::database_integrity(&store).await);
         found.push(doctor::secret_key(&home, &store).await);
-        found.extend(doctor::agents(&store).await);
+        found.extend(doctor::agents(&home, &store).await);
         found.extend(doctor::executors(&store).await);
         store.close().await;
     }

@@ -3,7 +3,7 @@
 //! ([`crate::handshake`]), then going live, or recording why it failed. Resuming is a
 //! restart on the saved conversation or a new one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kandev_acp::AgentEvent;
@@ -118,11 +118,12 @@ impl SessionActor {
             (kind, true) => {
                 let default = kind.default_command();
                 let args = default.args.iter().map(|a| (*a).to_owned());
-                (
-                    default.program.to_owned(),
-                    args.chain(profile.args.iter().cloned()).collect(),
-                    None,
-                )
+                // A version Kandev installed (issue 51), checked by `bind_boot`.
+                let program = match crate::installs::pinned_program(&self.inner, profile) {
+                    Some(path) => path.display().to_string(),
+                    None => default.program.to_owned(),
+                };
+                (program, args.chain(profile.args.iter().cloned()).collect(), None)
             }
         };
         let secrets = crate::mcp::server_secrets(&profile.mcp_servers);
@@ -166,6 +167,10 @@ impl SessionActor {
     pub(super) async fn bind_boot(&mut self, tx: &mut WriteTx) -> Result<NewBoot> {
         let first = self.session.state == SessionState::Created;
         let (profile, secret_names, scrub) = self.with_secrets(self.profile().await?).await?;
+        if let Some(profile) = &profile {
+            // Before the epoch moves: a missing version is the caller's error, not a start.
+            crate::installs::check_pinned(&self.inner, profile)?;
+        }
         let mut spec = self.launch_spec(profile.as_ref());
         spec.secret_names = secret_names;
         spec.secrets.extend(scrub);
@@ -239,6 +244,13 @@ async fn on_host(
     let failed = |message| BootFailure::new("agent_start_failed", message);
     if let Placement::Ssh { executor, .. } | Placement::Container { executor, .. } = &placement {
         allowed_there(executor, &plan.spec.secret_names).map_err(failed)?;
+        if Path::new(&plan.spec.program).starts_with(inner.agents.root()) {
+            return Err(failed(format!(
+                "agents installed by Kandev run on this machine only, not on the executor {}: \
+                 give the profile no version there (the agent on the host's PATH runs)",
+                executor.name
+            )));
+        }
     }
     let launcher: Arc<dyn Launcher> = match placement {
         Placement::Local => return Ok((launcher, plan)),

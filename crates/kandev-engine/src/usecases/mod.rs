@@ -5,6 +5,7 @@
 //! never open a write transaction themselves (tidy). One file per aggregate.
 
 mod accounts;
+mod agents;
 mod channels;
 mod executors;
 mod profiles;
@@ -16,4 +17,5 @@ mod tasks;
 mod workflows;
 mod workspaces;
 
+pub use agents::{AgentVersions, InstalledVersion};
 pub use tasks::{NewTaskRequest, TaskArchival, TaskCreation, TaskDeletion, TaskEdit};

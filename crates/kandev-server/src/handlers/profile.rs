@@ -2,8 +2,13 @@
 //! header values of the profile's MCP servers) are never shown: the API shows
 //! [`SECRET_MASK`] instead, and an update that sends the mask back keeps the value.
 
-use kandev_api_types::requests::{ById, Empty, Page, ProfileCreate, ProfileUpdate};
-use kandev_api_types::responses::{AgentKindInfo, AgentKinds, Deleted, ProfileSaved, Profiles};
+use kandev_api_types::requests::{
+    AgentInstall, AgentVersionsQuery, ById, Empty, Page, ProfileCreate, ProfileUpdate,
+};
+use kandev_api_types::responses::{
+    AgentInstalled, AgentKindInfo, AgentKinds, AgentUninstalled, AgentVersions, Deleted,
+    InstalledAgentVersion, ProfileSaved, Profiles,
+};
 use kandev_api_types::{AgentProfileDto, EnvVarDto, SECRET_MASK};
 use kandev_domain::agent::{AgentKind, AgentProfile, EnvVar};
 use kandev_domain::{AgentProfileId, validate};
@@ -30,6 +35,7 @@ pub async fn create(s: &AppState, p: ProfileCreate) -> Result<ProfileSaved, ApiE
         name: validate::name("name", &p.name)?,
         kind,
         command: p.command.trim().to_owned(),
+        agent_version: p.agent_version.map(|v| v.trim().to_owned()),
         args: p.args,
         env: checked_env(p.env, &[])?,
         model: p.model,
@@ -42,15 +48,17 @@ pub async fn create(s: &AppState, p: ProfileCreate) -> Result<ProfileSaved, ApiE
 }
 
 /// The profile with `installed` (its command is found) and, when it is not, `install` (how
-/// to install the kind's agent): a profile for a missing agent is allowed, but marked.
+/// to install the kind's agent): a profile for a missing agent is allowed, but marked. A
+/// profile that names a version was refused unless that version is installed.
 fn with_install_status(profile: &AgentProfile) -> ProfileSaved {
     let (kind, command) = (profile.kind, profile.command.as_str());
     let installed = match (kind, command.split_whitespace().next()) {
         (AgentKind::Mock, None) => true,
         (_, Some(program)) => command_found(program),
+        (_, None) if profile.agent_version.is_some() => true,
         (_, None) => on_path(kind.default_command().program),
     };
-    let install = (!installed).then(|| kind.default_command().install.to_owned());
+    let install = (!installed).then(|| kind.default_command().install());
     ProfileSaved { profile: AgentProfileDto::from(profile), installed, install }
 }
 
@@ -63,6 +71,7 @@ pub async fn update(s: &AppState, p: ProfileUpdate) -> Result<ProfileSaved, ApiE
         Ok(ProfilePatch {
             name,
             command: p.command.map(|c| c.trim().to_owned()),
+            agent_version: p.agent_version.map(|v| v.map(|v| v.trim().to_owned())),
             args: p.args,
             env: p.env.map(|env| checked_env(env, &current.env)).transpose()?,
             model: p.model,
@@ -101,14 +110,64 @@ pub async fn kinds(s: &AppState, _: Empty) -> Result<AgentKinds, ApiError> {
             let version = versions.get(&kind).map(|(_, version)| version.clone());
             AgentKindInfo {
                 kind: kind.into(),
+                title: command.title.to_owned(),
                 command: command.display(),
                 installed,
-                install: command.install.to_owned(),
+                install: command.install(),
+                login: command.login.to_owned(),
+                package: command.package.map(str::to_owned),
+                installed_versions: s.engine().installed_agent_versions(kind),
                 version,
             }
         })
         .collect();
     Ok(AgentKinds { kinds })
+}
+
+/// `agent.versions`: what Kandev installed and what the registry offers. A registry that
+/// cannot be asked is not an error: the installed versions are still listed.
+pub async fn versions(s: &AppState, p: AgentVersionsQuery) -> Result<AgentVersions, ApiError> {
+    let found = s.engine().agent_versions(AgentKind::from(p.kind)).await?;
+    let installed = found
+        .installed
+        .into_iter()
+        .map(|v| InstalledAgentVersion {
+            version: v.version,
+            path: v.program.display().to_string(),
+            profiles: v.profiles,
+        })
+        .collect();
+    let (available, latest, registry_error) = match found.available {
+        Ok(offered) => (offered.versions, offered.latest, None),
+        Err(error) => (vec![], None, Some(error)),
+    };
+    Ok(AgentVersions {
+        kind: p.kind,
+        package: found.package.to_owned(),
+        installed,
+        available,
+        latest,
+        registry_error,
+    })
+}
+
+/// `agent.install`: one exact version, into `$KANDEV_HOME/agents`; answers once npm is done.
+pub async fn install(s: &AppState, p: AgentInstall) -> Result<AgentInstalled, ApiError> {
+    let version = p.version.trim().to_owned();
+    let installed = s.engine().install_agent(AgentKind::from(p.kind), &version).await?;
+    Ok(AgentInstalled {
+        kind: p.kind,
+        version,
+        path: installed.program.display().to_string(),
+        already: installed.already,
+    })
+}
+
+/// `agent.uninstall`: refused while a profile runs the version.
+pub async fn uninstall(s: &AppState, p: AgentInstall) -> Result<AgentUninstalled, ApiError> {
+    let version = p.version.trim().to_owned();
+    s.engine().uninstall_agent(AgentKind::from(p.kind), &version).await?;
+    Ok(AgentUninstalled { kind: p.kind, version })
 }
 
 /// Most tasks looked at for agent versions.

@@ -4,17 +4,32 @@
 
 export type ActionDto = { "type": "reset_agent_context" } | { "type": "enable_plan_mode" } | { "type": "disable_plan_mode" } | { "type": "set_session_mode", mode_id: string, } | { "type": "auto_start_agent" } | { "type": "move_to_next" } | { "type": "move_to_previous" } | { "type": "move_to_step", step_id: string, } | { "type": "push" } | { "type": "create_pull_request" } | { "type": "merge", strategy: MergeStrategyDto, } | { "type": "rebase" } | { "type": "send_feedback", max_rounds: number, include_bots: boolean, } | { "type": "auto_merge", strategy: MergeStrategyDto, } | { "type": "comment_issue" } | { "type": "close_issue" } | { "type": "start_attempts", count: number, };
 
-export type AgentKindDto = "mock" | "claude" | "codex" | "gemini" | "opencode" | "custom";
+export type AgentInstall = { kind: AgentKindDto, version: string, };
 
-export type AgentKindInfo = { kind: AgentKindDto, command: string, installed: boolean, install: string, version: string | null, };
+export type AgentInstalled = { kind: AgentKindDto, version: string, path: string, already: boolean, };
+
+export type AgentKindDto = "mock" | "claude" | "codex" | "gemini" | "opencode" | "qwen" | "kilo" | "copilot" | "auggie" | "custom";
+
+export type AgentKindInfo = { kind: AgentKindDto, title: string, command: string, installed: boolean, install: string, login: string, package: string | null, installed_versions: Array<string>, version: string | null, };
 
 export type AgentKinds = { kinds: Array<AgentKindInfo>, };
 
-export type AgentProfileDto = { id: string, name: string, kind: AgentKindDto, command: string, args: Array<string>, env: Array<EnvVarDto>, model: string | null, mode: string | null, auto_approve: boolean, 
+export type AgentProfileDto = { id: string, name: string, kind: AgentKindDto, command: string, 
+/**
+ * The version of the kind's agent installed by Kandev that this profile runs
+ * (`agent.install`); `null` runs the command found on `PATH`.
+ */
+agent_version: string | null, args: Array<string>, env: Array<EnvVarDto>, model: string | null, mode: string | null, auto_approve: boolean, 
 /**
  * Extra MCP servers for the agent, besides Kandev's own (secrets masked).
  */
 mcp_servers: Array<McpServerDto>, created_at: string, updated_at: string, };
+
+export type AgentUninstalled = { kind: AgentKindDto, version: string, };
+
+export type AgentVersions = { kind: AgentKindDto, package: string, installed: Array<InstalledAgentVersion>, available: Array<string>, latest: string | null, registry_error: string | null, };
+
+export type AgentVersionsQuery = { kind: AgentKindDto, };
 
 export type ApiTokenDto = { id: string, name: string, created_at: string, };
 
@@ -243,6 +258,12 @@ export type HunkDto = { header: string, old_start: number, old_lines: number, ne
 
 export type IndexDto = { repository_id: string | null, staged: Array<FileChangeDto>, unstaged: Array<FileChangeDto>, };
 
+export type InstalledAgentVersion = { version: string, 
+/**
+ * The agent's command in Kandev's prefix.
+ */
+path: string, profiles: Array<string>, };
+
 export type IntakePolled = { source: IntakeSourceDto, created: Array<TaskDto>, };
 
 export type IntakeSourceCreate = { workspace_id: string, name: string, 
@@ -394,7 +415,12 @@ export type PrCheckDto = { repository_id: string, name: string, head_sha: string
 
 export type PrEventDto = { repository_id: string, kind: string, key: string, outcome: string, detail: string, at: string, };
 
-export type ProfileCreate = { name: string, kind: AgentKindDto, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, model?: string, mode?: string, auto_approve?: boolean, 
+export type ProfileCreate = { name: string, kind: AgentKindDto, command?: string, 
+/**
+ * A version of the kind's agent installed by Kandev (`agent.install`) to run instead of
+ * the command on `PATH`; only without `command`.
+ */
+agent_version?: string, args?: Array<string>, env?: Array<EnvVarDto>, model?: string, mode?: string, auto_approve?: boolean, 
 /**
  * Extra MCP servers for the agent, besides Kandev's own.
  */
@@ -402,7 +428,11 @@ mcp_servers?: Array<McpServerDto>, };
 
 export type ProfileSaved = { profile: AgentProfileDto, installed: boolean, install?: string, };
 
-export type ProfileUpdate = { id: string, name?: string, command?: string, args?: Array<string>, env?: Array<EnvVarDto>, model?: string | null, mode?: string | null, auto_approve?: boolean, 
+export type ProfileUpdate = { id: string, name?: string, command?: string, 
+/**
+ * `null` runs the command on `PATH` again.
+ */
+agent_version?: string | null, args?: Array<string>, env?: Array<EnvVarDto>, model?: string | null, mode?: string | null, auto_approve?: boolean, 
 /**
  * Replaces the extra MCP servers; a [`crate::SECRET_MASK`] env or header value keeps
  * the current value of that server's variable or header of the same name.
@@ -1034,6 +1064,9 @@ export type Actions = {
   "terminal.close": { request: ByTerminal, response: TerminalOne },
   "terminal.list": { request: ByTask, response: Terminals },
   "agent.kinds": { request: Empty, response: AgentKinds },
+  "agent.versions": { request: AgentVersionsQuery, response: AgentVersions },
+  "agent.install": { request: AgentInstall, response: AgentInstalled },
+  "agent.uninstall": { request: AgentInstall, response: AgentUninstalled },
   "agent.profile.list": { request: Page, response: Profiles },
   "agent.profile.create": { request: ProfileCreate, response: ProfileSaved },
   "agent.profile.update": { request: ProfileUpdate, response: ProfileSaved },
