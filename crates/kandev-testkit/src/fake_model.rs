@@ -6,8 +6,9 @@
 //! Tool calls (Chat Completions only): a user text with the line
 //! `CALL_TOOL <name> <json-arguments>` is answered with a call of the request's tool named
 //! `<name>`, else of its one tool ending in `_<name>` (agents prefix MCP tools with their
-//! server's name, e.g. OpenCode's `kandev_create_task`); the tool's result is then answered with
-//! [`TOOL_REPLY_PREFIX`] and the result's text.
+//! server's name, e.g. OpenCode's `kandev_create_task`; runs of `_` count as one, so Qwen
+//! Code's `mcp__kandev__create_task` ends in `_kandev_create_task` too); the tool's result is
+//! then answered with [`TOOL_REPLY_PREFIX`] and the result's text.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -354,8 +355,9 @@ fn tool_turn(body: &Value, n: usize) -> Option<(String, ChatAnswer)> {
         .flatten()
         .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
         .collect();
-    let suffix = format!("_{wanted}");
-    let ending: Vec<&String> = offered.iter().filter(|o| o.ends_with(&suffix)).collect();
+    let suffix = format!("_{}", single_underscores(wanted));
+    let ending: Vec<&String> =
+        offered.iter().filter(|o| single_underscores(o).ends_with(&suffix)).collect();
     let name = match (offered.iter().find(|o| *o == wanted), ending.as_slice()) {
         (Some(exact), _) => exact,
         (None, [one]) => *one,
@@ -368,6 +370,12 @@ fn tool_turn(body: &Value, n: usize) -> Option<(String, ChatAnswer)> {
     let summary = format!("tool call #{n} {name} {arguments}");
     let call = ToolCall { name: name.clone(), arguments: arguments.trim().to_owned() };
     Some((summary, ChatAnswer::Call(call)))
+}
+
+/// The name with each run of `_` made one (`mcp__kandev__create_task` is
+/// `mcp_kandev_create_task`).
+fn single_underscores(name: &str) -> String {
+    name.split('_').filter(|part| !part.is_empty()).collect::<Vec<_>>().join("_")
 }
 
 fn chat_call_events(model: &str, call: &ToolCall, n: usize) -> Vec<Value> {
@@ -600,4 +608,29 @@ fn head(status: u16, content_type: &str, length: usize) -> Vec<u8> {
          Connection: close\r\n\r\n"
     )
     .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn called(offered: &[&str], line: &str) -> Option<String> {
+        let tools: Vec<Value> =
+            offered.iter().map(|n| json!({"type": "function", "function": {"name": n}})).collect();
+        let body = json!({"messages": [{"role": "user", "content": line}], "tools": tools});
+        match tool_turn(&body, 1)?.1 {
+            ChatAnswer::Call(call) => Some(call.name),
+            ChatAnswer::Text(_) => None,
+        }
+    }
+
+    #[test]
+    fn a_tool_is_found_by_its_server_prefixed_name_in_either_spelling() {
+        let line = "CALL_TOOL kandev_create_task {}";
+        let opencode = ["kandev_create_task", "board_create_task"];
+        assert_eq!(called(&opencode, line).as_deref(), Some("kandev_create_task"));
+        let qwen = ["mcp__kandev__create_task", "mcp__board__create_task"];
+        assert_eq!(called(&qwen, line).as_deref(), Some("mcp__kandev__create_task"));
+        assert_eq!(called(&["mcp__board__create_task"], line), None);
+    }
 }
