@@ -4,7 +4,7 @@
 //! labelled temp dir, and with the `server` feature the real-binary tests' support —
 //! starting `kandev serve` and calling its API ([`server`]), a local OpenSSH server
 //! ([`sshd`]), a task on an SSH executor ([`remote_task`]) and the fake model API of the
-//! interoperability tests ([`fake_model`]).
+//! interoperability tests ([`fake_model`]) and a fake npm registry ([`fake_registry`]).
 //!
 //! A dev-dependency only (tidy.rs checks it): nothing here is shipped. Without features it
 //! needs only tokio and tempfile, so the lowest crates (the runtime) take it as well. The
@@ -22,6 +22,8 @@ pub mod wait;
 
 #[cfg(feature = "server")]
 pub mod fake_model;
+#[cfg(feature = "server")]
+pub mod fake_registry;
 #[cfg(feature = "server")]
 pub mod remote_task;
 #[cfg(feature = "server")]

@@ -1,0 +1,189 @@
+//! Issue 51 acceptance 2, through the real `kandev serve` and the machine's real `npm`: a
+//! pinned agent is installed into an empty prefix, a profile runs it, then an update to
+//! another pinned version, all through the API, against a local npm registry on 127.0.0.1
+//! (kandev-testkit's fake registry) serving two versions of a small package made by the
+//! test. Nothing leaves loopback: npm's registry, cache and user config are the test's own.
+
+#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
+
+use std::path::Path;
+
+use kandev_testkit::fake_registry::{FakeRegistry, TestPackage};
+use serde_json::{Value, json};
+
+mod support;
+
+use support::{CallError, KANDEV, Server, call, launched_with, messages, try_call, turn_done};
+
+const PACKAGE: &str = "@qwen-code/qwen-code";
+
+/// The test's stand-in for Qwen Code: notes its version in `$KANDEV_TEST_MARK`, then is the
+/// mock agent (ignoring the kind's `--acp`).
+fn stand_in(version: &str) -> TestPackage {
+    let script = format!(
+        "#!/bin/sh\necho {version} >> \"$KANDEV_TEST_MARK\"\nexec \"$KANDEV_TEST_AGENT\" mock-agent\n"
+    );
+    TestPackage::with_command(PACKAGE, version, "qwen", &script)
+}
+
+fn refused(result: Result<Value, CallError>) -> (u16, Value) {
+    match result {
+        Err(CallError::Refused { status, body }) => (status, body),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// A launch of `profile` with a prompt, to the end of its first turn.
+async fn one_turn(server: &Server, profile: &Value, title: &str) -> String {
+    let launch = json!({"agent_profile_id": profile, "prompt": "hello"});
+    let (_, session) = launched_with(server, title, launch).await;
+    turn_done(server, &session, 1).await;
+    session
+}
+
+fn marks(file: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines().map(str::to_owned).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i51_2_an_agent_installs_pinned_into_an_empty_prefix_then_updates() {
+    let registry = FakeRegistry::start(&[stand_in("1.0.0"), stand_in("1.1.0")]).await.unwrap();
+    let dir = kandev_testkit::temp_dir("agent-install");
+    let (home, mark) = (dir.path().join("home"), dir.path().join("ran"));
+    let (cache, npmrc) = (dir.path().join("npm-cache"), dir.path().join("npmrc"));
+    std::fs::write(&npmrc, "").unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let url = registry.url();
+    let env = [
+        ("npm_config_registry", url.as_str()),
+        ("npm_config_cache", cache.to_str().unwrap()),
+        ("npm_config_userconfig", npmrc.to_str().unwrap()),
+    ];
+    let server = KANDEV.launch(&home, "127.0.0.1:0", &[], &env);
+
+    // An empty prefix: nothing installed; the registry's two versions, newest first.
+    let versions = call(&server, "agent.versions", json!({"kind": "qwen"})).await;
+    assert_eq!(versions["package"], PACKAGE);
+    assert_eq!(versions["installed"], json!([]), "{versions}");
+    assert_eq!(versions["available"], json!(["1.1.0", "1.0.0"]), "{versions}");
+    assert_eq!(versions["latest"], "1.1.0");
+    assert_eq!(versions["registry_error"], Value::Null);
+
+    // A profile cannot name a version that is not installed; a tag is not a version.
+    let agent = json!({"name": "KANDEV_TEST_AGENT", "value": KANDEV.path().display().to_string()});
+    let noted = json!({"name": "KANDEV_TEST_MARK", "value": mark.display().to_string()});
+    let new_profile = json!({"name": "Qwen pinned", "kind": "qwen", "agent_version": "1.0.0", "env": [agent, noted]});
+    let (status, body) =
+        refused(try_call(&server, "agent.profile.create", new_profile.clone()).await);
+    assert_eq!(status, 422, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("is not installed"), "{body}");
+    let (status, body) = refused(
+        try_call(&server, "agent.install", json!({"kind": "qwen", "version": "latest"})).await,
+    );
+    assert_eq!(status, 422, "{body}");
+
+    // Install 1.0.0: into <home>/agents/qwen/1.0.0; a second install has nothing to do.
+    let installed =
+        call(&server, "agent.install", json!({"kind": "qwen", "version": "1.0.0"})).await;
+    let program = home.join("agents/qwen/1.0.0/node_modules/.bin/qwen");
+    assert_eq!(installed["path"], program.display().to_string(), "{installed}");
+    assert_eq!(installed["already"], false);
+    assert!(program.is_file());
+    let again = call(&server, "agent.install", json!({"kind": "qwen", "version": "1.0.0"})).await;
+    assert_eq!(again["already"], true);
+    let kinds = call(&server, "agent.kinds", json!({})).await;
+    let qwen = kinds["kinds"].as_array().unwrap().iter().find(|k| k["kind"] == "qwen").unwrap();
+    assert_eq!(qwen["installed_versions"], json!(["1.0.0"]), "{qwen}");
+
+    // A profile pinned to 1.0.0 runs it.
+    let saved = call(&server, "agent.profile.create", new_profile).await;
+    assert_eq!(saved["profile"]["agent_version"], "1.0.0");
+    assert_eq!(saved["installed"], true, "{saved}");
+    let profile = saved["profile"]["id"].clone();
+    let first = one_turn(&server, &profile, "Runs 1.0.0").await;
+    assert!(support::agent_text(&messages(&server, &first).await).contains("hello"));
+    assert_eq!(marks(&mark), ["1.0.0"]);
+
+    // The update: install 1.1.0, point the profile at it; the next session runs 1.1.0.
+    call(&server, "agent.install", json!({"kind": "qwen", "version": "1.1.0"})).await;
+    let updated =
+        call(&server, "agent.profile.update", json!({"id": profile, "agent_version": "1.1.0"}))
+            .await;
+    assert_eq!(updated["profile"]["agent_version"], "1.1.0");
+    one_turn(&server, &profile, "Runs 1.1.0").await;
+    assert_eq!(marks(&mark), ["1.0.0", "1.1.0"]);
+    let versions = call(&server, "agent.versions", json!({"kind": "qwen"})).await;
+    let installed: Vec<(&str, &Value)> = versions["installed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["version"].as_str().unwrap(), &v["profiles"]))
+        .collect();
+    assert_eq!(installed, [("1.1.0", &json!(["Qwen pinned"])), ("1.0.0", &json!([]))]);
+
+    // The version a profile runs stays; the old one goes.
+    let (status, body) = refused(
+        try_call(&server, "agent.uninstall", json!({"kind": "qwen", "version": "1.1.0"})).await,
+    );
+    assert_eq!(status, 409, "{body}");
+    call(&server, "agent.uninstall", json!({"kind": "qwen", "version": "1.0.0"})).await;
+    assert!(!program.exists());
+    let kinds = call(&server, "agent.kinds", json!({})).await;
+    let qwen = kinds["kinds"].as_array().unwrap().iter().find(|k| k["kind"] == "qwen").unwrap();
+    assert_eq!(qwen["installed_versions"], json!(["1.1.0"]), "{qwen}");
+
+    // Every package came from the test's registry, and only what was asked for.
+    let asked = registry.requests();
+    assert!(asked.iter().all(|r| r.ends_with(" 200")), "{asked:#?}");
+    assert!(asked.iter().any(|r| r.contains("qwen-code-1.1.0.tgz")), "{asked:#?}");
+    drop(server);
+}
+
+/// A version named by a profile but removed from disk behind Kandev's back: the launch is
+/// refused before a session exists, saying what to do (never another version instead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i51_2_a_profile_s_missing_version_refuses_the_launch() {
+    let registry = FakeRegistry::start(&[stand_in("2.0.0")]).await.unwrap();
+    let dir = kandev_testkit::temp_dir("agent-missing");
+    let (home, cache, npmrc) =
+        (dir.path().join("home"), dir.path().join("cache"), dir.path().join("npmrc"));
+    std::fs::write(&npmrc, "").unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let url = registry.url();
+    let env = [
+        ("npm_config_registry", url.as_str()),
+        ("npm_config_cache", cache.to_str().unwrap()),
+        ("npm_config_userconfig", npmrc.to_str().unwrap()),
+    ];
+    let server = KANDEV.launch(&home, "127.0.0.1:0", &[], &env);
+    call(&server, "agent.install", json!({"kind": "qwen", "version": "2.0.0"})).await;
+    let saved = call(
+        &server,
+        "agent.profile.create",
+        json!({"name": "Qwen 2", "kind": "qwen", "agent_version": "2.0.0"}),
+    )
+    .await;
+    std::fs::remove_dir_all(home.join("agents/qwen/2.0.0")).unwrap();
+    let workspaces = call(&server, "workspace.list", json!({})).await;
+    let workflows =
+        call(&server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
+            .await;
+    let board = &workflows["workflows"][0];
+    let task = call(
+        &server,
+        "task.create",
+        json!({"workflow_id": board["id"], "title": "Missing", "step_id": board["steps"][0]["id"]}),
+    )
+    .await;
+    let launch = json!({"task_id": task["task"]["id"], "agent_profile_id": saved["profile"]["id"]});
+    let (status, body) = refused(try_call(&server, "session.launch", launch).await);
+    assert_eq!(status, 422, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("Qwen Code 2.0.0") && message.contains("Settings → Agents"),
+        "{message}"
+    );
+    let sessions = call(&server, "task.session.list", json!({"task_id": task["task"]["id"]})).await;
+    assert_eq!(sessions["sessions"], json!([]), "no session was made");
+}
