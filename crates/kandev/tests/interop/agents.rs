@@ -174,3 +174,73 @@ pub const CLAUDE_WITHOUT_KEY: Agent = Agent {
     args: &[],
     configure: configure_claude_without_key,
 };
+
+/// What an agent without credentials answers when a session starts (`needs_login` in
+/// interop.rs), as recorded from the pinned version.
+pub struct Login {
+    /// The start of `last_error.message`: "log in to <the agent's title>: ".
+    pub prefix: &'static str,
+    /// What the message must also say: the command or variable that logs in.
+    pub says: &'static str,
+    /// The ids of the auth methods in `last_error.details`, in the agent's order.
+    pub methods: &'static [&'static str],
+    /// A method `session.authenticate` then tries, still without credentials.
+    pub authenticate: Option<&'static str>,
+}
+
+/// Gemini CLI 0.61 answers -32000 at `session/new`; its API key method names the variable.
+pub const GEMINI_LOGIN: Login = Login {
+    prefix: "log in to Gemini CLI: ",
+    says: "set GEMINI_API_KEY in the profile's env",
+    methods: &["oauth-personal", "gemini-api-key", "vertex-ai", "gateway"],
+    authenticate: Some("gemini-api-key"),
+};
+
+/// GitHub Copilot CLI without a login: nothing to configure; the variable keeps it from
+/// downloading a newer version of itself. It reads a token from `COPILOT_GITHUB_TOKEN`,
+/// `GH_TOKEN` or `GITHUB_TOKEN`, none of which the test's environment has.
+fn configure_copilot(_: &World) -> Vec<(String, String)> {
+    vec![("COPILOT_AUTO_UPDATE".to_owned(), "false".to_owned())]
+}
+
+pub const COPILOT: Agent = Agent {
+    name: "Copilot",
+    kind: "copilot",
+    bin: "copilot",
+    args: &["--acp"],
+    configure: configure_copilot,
+};
+
+/// Copilot CLI 1.0.102 offers one method, `copilot-login`, whose `_meta["terminal-auth"]`
+/// names its platform binary with `login`; `session/new` and `authenticate` answer -32000
+/// "Authentication required" without a login.
+pub const COPILOT_LOGIN: Login = Login {
+    prefix: "log in to Copilot: ",
+    says: "/copilot login` in a terminal",
+    methods: &["copilot-login"],
+    authenticate: Some("copilot-login"),
+};
+
+/// Auggie without a login: nothing to configure (it reads a session from
+/// `~/.augment/session.json` or `AUGMENT_SESSION_AUTH`, neither of which the test has).
+fn configure_auggie(_: &World) -> Vec<(String, String)> {
+    vec![]
+}
+
+pub const AUGGIE: Agent = Agent {
+    name: "Auggie",
+    kind: "auggie",
+    bin: "auggie",
+    args: &["--acp"],
+    configure: configure_auggie,
+};
+
+/// Auggie 0.36 offers no auth methods and answers `session/new` with -32000 "Authentication
+/// required: Auggie does not currently support authenticating over ACP. Please run `auggie
+/// login` from your terminal then try again."
+pub const AUGGIE_LOGIN: Login = Login {
+    prefix: "log in to Auggie Agent: ",
+    says: "run `auggie login`",
+    methods: &[],
+    authenticate: None,
+};
