@@ -1,9 +1,12 @@
-// The form that creates or edits an agent profile: its agent, command, model and mode, its
+// The form that creates or edits an agent profile: its agent, command (or a version of the
+// agent installed by Kandev, with an update to a newer one, issue 51), model and mode, its
 // environment variables (secrets, or references to stored ones) and extra MCP servers.
-import { useState } from 'react';
+import { useCallback, useState } from 'react';
 import { call } from '../../api/client';
 import type { AgentKind, AgentKindDto, AgentProfileDto } from '../../api/types';
+import { updateTarget } from '../../lib/agentVersions';
 import { fromEnv, toEnv } from '../../lib/envVars';
+import { useRead } from '../../lib/useRead';
 import { EnvVarsEditor } from './EnvVarsEditor';
 import { McpServersEditor, fromMcpServers, toMcpServers } from './McpServersEditor';
 import { SecretNames } from './SecretNames';
@@ -13,6 +16,7 @@ import { useFormError } from './useFormError';
 const LABELS = {
   name: 'Name',
   command: 'Command',
+  agent_version: 'Version',
   args: 'Arguments',
   model: 'Model',
   mode: 'Mode',
@@ -20,10 +24,26 @@ const LABELS = {
   mcp_servers: 'MCP server',
 };
 
-export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; profile: AgentProfileDto | null; onDone: () => void }) {
+/** The kinds offered before `agent.kinds` answers. */
+const KINDS: AgentKindDto[] = ['mock', 'claude', 'codex', 'gemini', 'opencode', 'qwen', 'kilo', 'copilot', 'auggie', 'custom'];
+
+export function ProfileForm({
+  kinds,
+  profile,
+  onKindsChanged,
+  onDone,
+}: {
+  kinds: AgentKind[];
+  profile: AgentProfileDto | null;
+  /** The versions Kandev installed changed (an update installed one). */
+  onKindsChanged: () => void;
+  onDone: () => void;
+}) {
   const [name, setName] = useState(profile?.name ?? '');
   const [kind, setKind] = useState(profile?.kind ?? 'mock');
   const [command, setCommand] = useState(profile?.command ?? '');
+  // '' runs the command on PATH.
+  const [agentVersion, setAgentVersion] = useState(profile?.agent_version ?? '');
   const [args, setArgs] = useState(profile?.args.join(' ') ?? '');
   const [model, setModel] = useState(profile?.model ?? '');
   const [mode, setMode] = useState(profile?.mode ?? '');
@@ -32,6 +52,11 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
   const [env, setEnv] = useState(() => fromEnv(profile?.env ?? []));
   const { wrap, view } = useFormError(LABELS);
   const argList = args.split(/\s+/).filter(Boolean);
+  const kindInfo = kinds.find((k) => k.kind === kind);
+  const ownCommand = command.trim() !== '';
+  // What the save sends: a version for a kind Kandev installs, none with a command of the
+  // profile's own; unchanged (undefined) while the kinds are not read.
+  const versionField = kindInfo?.package ? (ownCommand ? null : agentVersion || null) : undefined;
   return (
     <form
       className="form card-form"
@@ -46,6 +71,7 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
                 id: profile.id,
                 name,
                 command,
+                agent_version: versionField,
                 args: argList,
                 env: envList,
                 model: model || null,
@@ -57,6 +83,7 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
                 name,
                 kind,
                 command,
+                agent_version: versionField ?? undefined,
                 args: argList,
                 env: envList,
                 model: model || undefined,
@@ -77,10 +104,17 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
         </label>
         <label>
           Agent
-          <select value={kind} disabled={!!profile} onChange={(e) => setKind(e.target.value as AgentKindDto)}>
-            {(kinds.length ? kinds.map((k) => k.kind) : ['mock', 'claude', 'codex', 'gemini', 'opencode', 'custom']).map((k) => (
-              <option key={k} value={k}>
-                {k}
+          <select
+            value={kind}
+            disabled={!!profile}
+            onChange={(e) => {
+              setKind(e.target.value as AgentKindDto);
+              setAgentVersion('');
+            }}
+          >
+            {(kinds.length ? kinds : KINDS.map((k) => ({ kind: k, title: k }))).map((k) => (
+              <option key={k.kind} value={k.kind}>
+                {k.title}
               </option>
             ))}
           </select>
@@ -91,6 +125,21 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
           Command <span className="hint">{kind === 'custom' ? 'required' : 'empty: the default'}</span>
           <input value={command} onChange={(e) => setCommand(e.target.value)} />
         </label>
+        {kindInfo?.package && (
+          <VersionPicker
+            kind={kindInfo}
+            profile={profile}
+            value={ownCommand ? '' : agentVersion}
+            disabled={ownCommand}
+            onChange={setAgentVersion}
+            onUpdated={(version) => {
+              setAgentVersion(version);
+              onKindsChanged();
+            }}
+          />
+        )}
+      </div>
+      <div className="row">
         <label>
           Arguments
           <input value={args} onChange={(e) => setArgs(e.target.value)} />
@@ -124,5 +173,86 @@ export function ProfileForm({ kinds, profile, onDone }: { kinds: AgentKind[]; pr
         </button>
       </div>
     </form>
+  );
+}
+
+/**
+ * The profile's version of its agent: the command on PATH, or one Kandev installed. A saved
+ * profile that runs an older version than one installed or offered by the registry gets
+ * "Update to X": X is installed (if it is not) and saved as the profile's version at once.
+ */
+function VersionPicker({
+  kind,
+  profile,
+  value,
+  disabled,
+  onChange,
+  onUpdated,
+}: {
+  kind: AgentKind;
+  profile: AgentProfileDto | null;
+  value: string;
+  disabled: boolean;
+  onChange: (version: string) => void;
+  onUpdated: (version: string) => void;
+}) {
+  // The version saved in the profile (an update saves one).
+  const [saved, setSaved] = useState(profile?.agent_version ?? null);
+  const [updating, setUpdating] = useState<string | null>(null);
+  const { wrap, view } = useFormError(LABELS);
+  // The registry is asked only for a saved profile that runs a version (else there is nothing
+  // to update); its failure only means no update is offered beyond the installed versions.
+  const asks = profile !== null && saved !== null;
+  const load = useCallback(
+    () => (asks ? call('agent.versions', { kind: kind.kind }).then((v) => v.available) : Promise.resolve([] as string[])),
+    [asks, kind.kind],
+  );
+  const available = useRead(load).data ?? [];
+  const target = disabled ? null : updateTarget(saved, kind.installed_versions, available);
+  const options = kind.installed_versions.includes(value) || !value ? kind.installed_versions : [value, ...kind.installed_versions];
+  const update = async (version: string) => {
+    if (!profile) return;
+    setUpdating(version);
+    try {
+      await wrap(async () => {
+        await call('agent.install', { kind: kind.kind, version });
+        await call('agent.profile.update', { id: profile.id, agent_version: version });
+        setSaved(version);
+        onUpdated(version);
+      });
+    } finally {
+      setUpdating(null);
+    }
+  };
+  return (
+    <div className="version-picker">
+      <label>
+        Version{' '}
+        <span className="hint">
+          {disabled ? 'the profile’s own command runs' : kind.installed_versions.length ? '' : 'install versions with Versions… below'}
+        </span>
+        <select value={value} disabled={disabled || updating !== null} onChange={(e) => onChange(e.target.value)}>
+          <option value="">The command on PATH</option>
+          {options.map((v) => (
+            <option key={v} value={v}>
+              {v}
+              {kind.installed_versions.includes(v) ? ' (installed by Kandev)' : ' (not installed)'}
+            </option>
+          ))}
+        </select>
+      </label>
+      {target && (
+        <button type="button" disabled={updating !== null} onClick={() => void update(target)}>
+          Update to {target}
+        </button>
+      )}
+      {updating && (
+        <p className="hint" role="status">
+          <progress aria-label="In progress" /> Installing {kind.title} {updating} with npm and saving it as this profile’s version… this
+          can take a minute.
+        </p>
+      )}
+      {view}
+    </div>
   );
 }
