@@ -15,9 +15,8 @@ export function compareVersions(a: string, b: string): number {
   const x = parse(a);
   const y = parse(b);
   if (!x || !y) return (x ? 1 : 0) - (y ? 1 : 0);
-  for (let i = 0; i < 3; i++) {
-    if (x.core[i] !== y.core[i]) return x.core[i] - y.core[i];
-  }
+  const core = x.core.map((n, i) => n - y.core[i]!).find((d) => d !== 0);
+  if (core !== undefined) return core;
   // A pre-release comes before its release (1.0.0-rc.1 < 1.0.0).
   if (!x.pre.length || !y.pre.length) return (x.pre.length ? 0 : 1) - (y.pre.length ? 0 : 1);
   for (let i = 0; i < Math.max(x.pre.length, y.pre.length); i++) {
