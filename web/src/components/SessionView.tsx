@@ -16,6 +16,7 @@ import { RoleNote, VIEWER_NOTE } from './RoleNote';
 import { MessageView } from './MessageView';
 import { AuthMethods } from './session/AuthMethods';
 import { AgentBadge, ModelBadge, UsageBadge } from './session/Badges';
+import { LoginHint } from './session/LoginHint';
 import { Composer } from './session/Composer';
 import { Pickers } from './session/Pickers';
 import { QueuePanel } from './session/QueuePanel';
@@ -203,6 +204,7 @@ export function SessionView({
             {' '}
             ({session.last_error.code}) · {errorHint(session.last_error.code)}
           </span>
+          {session.last_error.code === 'agent_auth_required' && <LoginHint profileId={session.agent_profile_id} />}
           {works && session.last_error.code === 'agent_auth_required' && (
             <AuthMethods
               details={session.last_error.details}
