@@ -102,8 +102,11 @@ test('i49 roles: a viewer reads, a member works, the owner manages members, user
   await expect(mike.getByRole('button', { name: '+ Terminal' })).toHaveCount(0);
   await mike.goto(`${kandev.url}/settings/profiles`);
   await expect(mike.getByRole('table', { name: 'Agent profiles' }).locator('tbody tr').first()).toBeVisible();
-  await expect(mike.getByTestId('role-note')).toHaveText('Agent profiles are added and changed by admins.');
+  await expect(mike.getByTestId('role-note')).toHaveText('Agent profiles are added and changed, and agents installed, by admins.');
   await expect(mike.getByRole('button', { name: 'Add profile' })).toHaveCount(0);
+  // Installing agents is for admins too (issue 51): the agents are listed, without Versions….
+  await expect(mike.getByRole('table', { name: 'Agents on this machine' }).locator('tr[data-kind="qwen"]')).toContainText('Qwen Code');
+  await expect(mike.getByRole('button', { name: 'Versions…' })).toHaveCount(0);
   await expect(mike.getByRole('button', { name: 'Edit' })).toHaveCount(0);
   await mike.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Repositories' }).click();
   await expect(mike.getByRole('cell', { name: 'widget' })).toBeVisible();

@@ -35,13 +35,15 @@ export class Kandev {
     private addr: string,
     /** More `kandev serve` flags, e.g. a short event retention. */
     private flags: string[] = [],
+    /** More environment variables for the server, e.g. a local npm registry. */
+    private env: Record<string, string> = {},
   ) {}
 
   async start(): Promise<void> {
     const proc = spawn(binary, ['serve', '--addr', this.addr, '--home', this.home, ...this.flags], {
       stdio: ['ignore', 'pipe', 'pipe'],
       // info: a failed test prints the log's tail, and a resync or a slow client shows there.
-      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info' },
+      env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', ...this.env },
     });
     this.proc = proc;
     proc.stderr?.on('data', (d: Buffer) => this.remember(d));
@@ -118,18 +120,21 @@ export class Kandev {
   }
 }
 
-export async function startKandev(addr = '127.0.0.1:0', flags: string[] = []): Promise<Kandev> {
+export async function startKandev(addr = '127.0.0.1:0', flags: string[] = [], env: Record<string, string> = {}): Promise<Kandev> {
   const home = mkdtempSync(join(tmpdir(), 'kandev-e2e-'));
-  const k = new Kandev(home, addr, flags);
+  const k = new Kandev(home, addr, flags, env);
   await k.start();
   return k;
 }
 
-export const test = base.extend<{ kandev: Kandev; kandevFlags: string[] }>({
+export const test = base.extend<{ kandev: Kandev; kandevFlags: string[]; kandevEnv: Record<string, string> }>({
   /** More `kandev serve` flags for the fixture's server (`test.use({ kandevFlags: [...] })`). */
   kandevFlags: [[], { option: true }],
-  kandev: async ({ kandevFlags }, use, testInfo) => {
-    const k = await startKandev('127.0.0.1:0', kandevFlags);
+  /** More environment variables for the fixture's server: `test.use`, or a fixture of the
+   * spec's own that depends on what it started (a local registry's address). */
+  kandevEnv: [{}, { option: true }],
+  kandev: async ({ kandevFlags, kandevEnv }, use, testInfo) => {
+    const k = await startKandev('127.0.0.1:0', kandevFlags, kandevEnv);
     await use(k);
     if (testInfo.status !== testInfo.expectedStatus) {
       console.log(`--- kandev log for "${testInfo.title}" ---\n${k.logs().slice(-4000)}`);

@@ -21,9 +21,10 @@ export function AgentVersions({ kind, onChanged, onClose }: { kind: AgentKind; o
   const installed = data?.installed.map((v) => v.version) ?? [];
   const available = data?.available ?? [];
   const start = data ? firstToInstall(available, data.latest, installed) : '';
-  // The picker starts on the newest version to install, once the versions are read (and again
-  // after an install, which makes that one installed).
-  useEffect(() => setPick(start), [start]);
+  // The picker starts on the newest version to install, once the versions are read, and again
+  // whenever the installed ones change (the one just installed is no choice any more).
+  const installedKey = installed.join(' ');
+  useEffect(() => setPick(start), [start, installedKey]);
 
   const act = async (doing: string, work: () => Promise<unknown>) => {
     setWorking(doing);
@@ -71,16 +72,18 @@ export function AgentVersions({ kind, onChanged, onClose }: { kind: AgentKind; o
                       <code>{v.path}</code>
                     </td>
                     <td>{v.profiles.join(', ') || 'none'}</td>
-                    <td className="row-actions">
-                      <button
-                        className="danger-outline"
-                        disabled={working !== null}
-                        onClick={() =>
-                          void act(`Removing ${kind.title} ${v.version}…`, () => call('agent.uninstall', { kind: kind.kind, version: v.version }))
-                        }
-                      >
-                        Remove
-                      </button>
+                    <td className="actions-cell">
+                      <div className="row-actions">
+                        <button
+                          className="danger-outline"
+                          disabled={working !== null}
+                          onClick={() =>
+                            void act(`Removing ${kind.title} ${v.version}…`, () => call('agent.uninstall', { kind: kind.kind, version: v.version }))
+                          }
+                        >
+                          Remove
+                        </button>
+                      </div>
                     </td>
                   </tr>
                 ))}

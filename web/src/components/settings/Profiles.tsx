@@ -128,11 +128,13 @@ export function Profiles() {
                 <CodeText text={k.install} />
               </td>
               {manages && (
-                <td className="row-actions">
+                <td className="actions-cell">
                   {k.package && (
-                    <button aria-expanded={versionsOf === k.kind} onClick={() => setVersionsOf(versionsOf === k.kind ? null : k.kind)}>
-                      Versions…
-                    </button>
+                    <div className="row-actions">
+                      <button aria-expanded={versionsOf === k.kind} onClick={() => setVersionsOf(versionsOf === k.kind ? null : k.kind)}>
+                        Versions…
+                      </button>
+                    </div>
                   )}
                 </td>
               )}
