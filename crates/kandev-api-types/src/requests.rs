@@ -376,12 +376,21 @@ pub struct ProfileUpdate {
 /// `agent.versions`: the versions of a kind's agent, installed and available.
 pub struct AgentVersionsQuery {
     pub kind: AgentKindDto,
+    /// An SSH executor: its build host's installs (default: this machine's, which local and
+    /// container executors use).
+    #[serde(default)]
+    #[ts(optional)]
+    pub executor_id: Option<String>,
 }
 
-/// `agent.install` and `agent.uninstall`: one exact version of a kind's agent (`1.2.3`).
+/// `agent.install` and `agent.uninstall`: one exact version of a kind's agent (`1.2.3`),
+/// on this machine or an SSH executor's build host.
 pub struct AgentInstall {
     pub kind: AgentKindDto,
     pub version: String,
+    #[serde(default)]
+    #[ts(optional)]
+    pub executor_id: Option<String>,
 }
 
 pub struct ByTask {

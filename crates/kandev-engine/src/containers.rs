@@ -76,6 +76,11 @@ async fn task_container(
         home: inner.config.home.clone(),
         kandev,
         worktrees: mounts,
+        // Made first, so every container has the mount whether or not an agent is
+        // installed yet (a later install shows in it).
+        agents: std::fs::create_dir_all(inner.agents.root())
+            .ok()
+            .map(|()| inner.agents.root().to_owned()),
         grace: CONTAINER_GRACE,
         remake_if_changed: false,
     })

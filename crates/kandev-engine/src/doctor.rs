@@ -221,7 +221,7 @@ pub async fn agents(home: &Path, store: &Store) -> Vec<Finding> {
             }
             // A version Kandev installed (issue 51), else the default on PATH.
             None => match (&profile.agent_version, crate::installs::package_of(profile.kind)) {
-                (Some(version), Ok(agent)) => prefix.program(agent, version).display().to_string(),
+                (Some(version), Ok(agent)) => prefix.program(&agent, version).display().to_string(),
                 _ => default.program.to_owned(),
             },
         };

@@ -14,12 +14,13 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use kandev_domain::agent::{EnvVar, McpServerConfig, McpTransport};
+use kandev_domain::agent::{AgentKind, EnvVar, McpServerConfig, McpTransport};
 use kandev_domain::{SessionId, TaskId};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::config::AgentCommand;
+use crate::launcher::LaunchSpec;
 
 /// What every session token starts with (`Authorization: Bearer kst_…`).
 pub const SESSION_TOKEN_PREFIX: &str = "kst_";
@@ -188,6 +189,19 @@ pub fn profile_servers(servers: &[McpServerConfig], caps: McpCaps) -> (Vec<Value
     (entries, left_out)
 }
 
+/// Adds what an agent of `kind` needs at launch for the MCP servers handed to it to reach its
+/// model (`kandev_acp::quirks::mcp_launch`; Qwen Code's deferred tools, issue 51): arguments
+/// after the command's, and variables the profile does not set itself.
+pub(crate) fn with_launch_quirk(kind: AgentKind, spec: &mut LaunchSpec) {
+    let quirk = kandev_acp::quirks::mcp_launch(kind.as_str());
+    spec.args.extend(quirk.args.iter().map(|a| (*a).to_owned()));
+    for (name, value) in quirk.env {
+        if !spec.env.iter().any(|(set, _)| set == name) {
+            spec.env.push(((*name).to_owned(), (*value).to_owned()));
+        }
+    }
+}
+
 /// The env and header values of a profile's MCP servers: secrets the agent's stderr is
 /// scrubbed of.
 pub(crate) fn server_secrets(servers: &[McpServerConfig]) -> Vec<String> {
@@ -295,6 +309,37 @@ impl McpTokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn spec(args: &[&str], env: &[(&str, &str)]) -> LaunchSpec {
+        LaunchSpec {
+            program: "agent".to_owned(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            env: env.iter().map(|(n, v)| ((*n).to_owned(), (*v).to_owned())).collect(),
+            cwd: std::path::PathBuf::from("/work"),
+            builtin_mock: None,
+            secrets: vec![],
+            secret_names: vec![],
+        }
+    }
+
+    #[test]
+    fn i51_qwen_gets_its_mcp_tools_declared_and_a_profiles_own_value_wins() {
+        let mut qwen = spec(&["--acp"], &[("OPENAI_MODEL", "m")]);
+        with_launch_quirk(AgentKind::Qwen, &mut qwen);
+        assert_eq!(qwen.args, ["--acp", "--exclude-tools", "tool_search", "tool_call"]);
+        let blocking = ("QWEN_CODE_LEGACY_MCP_BLOCKING".to_owned(), "1".to_owned());
+        assert_eq!(qwen.env, [("OPENAI_MODEL".to_owned(), "m".to_owned()), blocking]);
+
+        let mut own = spec(&["--acp"], &[("QWEN_CODE_LEGACY_MCP_BLOCKING", "0")]);
+        with_launch_quirk(AgentKind::Qwen, &mut own);
+        assert_eq!(own.env, [("QWEN_CODE_LEGACY_MCP_BLOCKING".to_owned(), "0".to_owned())]);
+
+        for kind in [AgentKind::Kilo, AgentKind::OpenCode, AgentKind::Custom] {
+            let mut other = spec(&["acp"], &[]);
+            with_launch_quirk(kind, &mut other);
+            assert_eq!(other, spec(&["acp"], &[]), "{kind:?}");
+        }
+    }
 
     #[test]
     fn i38_8_agents_start_agents_down_to_the_depth_limit() {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
 use tokio::process::Command;
 use tokio::sync::Mutex;
 
@@ -53,11 +54,11 @@ fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> InstallError {
 }
 
 /// An agent package: the kind's folder name, the npm package and the command it installs.
-#[derive(Debug, Clone, Copy)]
-pub struct AgentPackage<'a> {
-    pub kind: &'a str,
-    pub package: &'a str,
-    pub program: &'a str,
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentPackage {
+    pub kind: String,
+    pub package: String,
+    pub program: String,
 }
 
 /// The versions a registry offers: newest first (at most [`MAX_AVAILABLE`]), and its
@@ -69,7 +70,7 @@ pub struct Available {
 }
 
 /// A finished install: the command's path, and whether the version was there already.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Installed {
     pub program: PathBuf,
     pub already: bool,
@@ -105,17 +106,17 @@ impl AgentPrefix {
         &self.root
     }
 
-    fn kind_dir(&self, agent: AgentPackage<'_>) -> PathBuf {
-        self.root.join(agent.kind)
+    fn kind_dir(&self, agent: &AgentPackage) -> PathBuf {
+        self.root.join(&agent.kind)
     }
 
     /// Where `version`'s command is (whether or not it is installed).
-    pub fn program(&self, agent: AgentPackage<'_>, version: &str) -> PathBuf {
-        self.kind_dir(agent).join(version).join("node_modules/.bin").join(agent.program)
+    pub fn program(&self, agent: &AgentPackage, version: &str) -> PathBuf {
+        self.kind_dir(agent).join(version).join("node_modules/.bin").join(&agent.program)
     }
 
     /// The versions installed, newest first.
-    pub fn installed(&self, agent: AgentPackage<'_>) -> Vec<String> {
+    pub fn installed(&self, agent: &AgentPackage) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(self.kind_dir(agent)) else { return vec![] };
         let mut versions: Vec<semver::Version> = entries
             .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
@@ -126,11 +127,13 @@ impl AgentPrefix {
         versions.iter().map(ToString::to_string).collect()
     }
 
-    /// Installs `version` of the agent (nothing to do when it is there).
+    /// Installs `version` of the agent (nothing to do when it is there); npm runs with `env`
+    /// added to this process's environment (a server's `npm_config_*` on a build host).
     pub async fn install(
         &self,
-        agent: AgentPackage<'_>,
+        agent: &AgentPackage,
         version: &str,
+        env: &[(String, String)],
     ) -> Result<Installed, InstallError> {
         let version = exact_version(version)?.to_string();
         let _busy = self.busy.lock().await;
@@ -146,7 +149,7 @@ impl AgentPrefix {
         let partial = kind_dir.join(format!("{PARTIAL}{version}-{}", std::process::id()));
         std::fs::create_dir_all(&partial)
             .map_err(io(format!("cannot create {}", partial.display())))?;
-        let installed = self.install_into(&partial, agent, &version).await;
+        let installed = self.install_into(&partial, agent, &version, env).await;
         if let Err(err) = installed {
             let _ = std::fs::remove_dir_all(&partial);
             return Err(err);
@@ -154,15 +157,16 @@ impl AgentPrefix {
         let dir = kind_dir.join(&version);
         std::fs::rename(&partial, &dir)
             .map_err(io(format!("cannot move the install to {}", dir.display())))?;
-        tracing::info!(package = agent.package, %version, dir = %dir.display(), "installed an agent");
+        tracing::info!(package = %agent.package, %version, dir = %dir.display(), "installed an agent");
         Ok(Installed { program, already: false })
     }
 
     async fn install_into(
         &self,
         dir: &Path,
-        agent: AgentPackage<'_>,
+        agent: &AgentPackage,
         version: &str,
+        env: &[(String, String)],
     ) -> Result<(), InstallError> {
         let manifest = r#"{"name": "kandev-agent", "private": true}"#;
         std::fs::write(dir.join("package.json"), manifest)
@@ -172,8 +176,8 @@ impl AgentPrefix {
         let prefix = dir.display().to_string();
         let args = ["install", "--prefix", &prefix, "--save-exact", "--no-audit", "--no-fund"];
         let args: Vec<&str> = args.into_iter().chain(["--loglevel=error", &spec]).collect();
-        npm(&args, &what, INSTALL_TIMEOUT).await?;
-        let manifest = dir.join("node_modules").join(agent.package).join("package.json");
+        npm(&args, &what, INSTALL_TIMEOUT, env).await?;
+        let manifest = dir.join("node_modules").join(&agent.package).join("package.json");
         let got = std::fs::read_to_string(&manifest).ok().and_then(|text| {
             let value: serde_json::Value = serde_json::from_str(&text).ok()?;
             value["version"].as_str().map(str::to_owned)
@@ -182,7 +186,7 @@ impl AgentPrefix {
             let output = format!("the registry gave version {got:?} instead");
             return Err(InstallError::Npm { what, output });
         }
-        let program = dir.join("node_modules/.bin").join(agent.program);
+        let program = dir.join("node_modules/.bin").join(&agent.program);
         if !program.is_file() {
             let output = format!("the package has no `{}` command", agent.program);
             return Err(InstallError::Npm { what, output });
@@ -191,17 +195,13 @@ impl AgentPrefix {
     }
 
     /// Removes an installed version.
-    pub async fn uninstall(
-        &self,
-        agent: AgentPackage<'_>,
-        version: &str,
-    ) -> Result<(), InstallError> {
+    pub async fn uninstall(&self, agent: &AgentPackage, version: &str) -> Result<(), InstallError> {
         let version = exact_version(version)?.to_string();
         let _busy = self.busy.lock().await;
         let kind_dir = self.kind_dir(agent);
         let dir = kind_dir.join(&version);
         if !dir.is_dir() {
-            let package = agent.package.to_owned();
+            let package = agent.package.clone();
             return Err(InstallError::NotInstalled { package, version });
         }
         // Renamed first, so a removal cut short never leaves a half version listed.
@@ -220,8 +220,8 @@ pub async fn available(package: &str) -> Result<Available, InstallError> {
         return Err(InstallError::NpmMissing);
     }
     let what = format!("ask the registry for {package}");
-    let out =
-        npm(&["view", package, "versions", "dist-tags", "--json"], &what, VIEW_TIMEOUT).await?;
+    let args = ["view", package, "versions", "dist-tags", "--json"];
+    let out = npm(&args, &what, VIEW_TIMEOUT, &[]).await?;
     parse_view(&out)
         .ok_or_else(|| InstallError::Npm { what, output: "an answer it could not read".into() })
 }
@@ -243,21 +243,39 @@ fn parse_view(out: &str) -> Option<Available> {
     Some(Available { versions: versions.iter().map(ToString::to_string).collect(), latest })
 }
 
-/// Removes the hidden folders of `dir` whose names start with `prefix` (left by a crash).
+/// The `npm_config_*` variables of this process (its registry, cache, proxy settings), which
+/// an install on a build host is given: the server's npm settings apply there too.
+pub fn npm_settings() -> Vec<(String, String)> {
+    let npm = |name: &str| name.to_ascii_lowercase().starts_with("npm_config_");
+    std::env::vars().filter(|(name, _)| npm(name)).collect()
+}
+
+/// Removes the hidden folders of `dir` whose names start with `prefix` and whose process
+/// (the name's last part) is gone: left by a crash. Another process's install in progress (a
+/// build host runs one `kandev remote-op` per request) is left alone.
 fn remove_hidden(dir: &Path, prefix: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(prefix) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(prefix) else { continue };
+        let alive = pid != std::process::id().to_string() && Path::new("/proc").join(pid).exists();
+        if !alive {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
 }
 
 /// Runs npm; its stdout, or an error quoting the end of what it said.
-async fn npm(args: &[&str], what: &str, timeout: Duration) -> Result<String, InstallError> {
+async fn npm(
+    args: &[&str],
+    what: &str,
+    timeout: Duration,
+    env: &[(String, String)],
+) -> Result<String, InstallError> {
     let mut command = Command::new("npm");
     command
         .args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .env("npm_config_update_notifier", "false")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -288,8 +306,13 @@ async fn npm(args: &[&str], what: &str, timeout: Duration) -> Result<String, Ins
 mod tests {
     use super::*;
 
-    const AGENT: AgentPackage<'static> =
-        AgentPackage { kind: "qwen", package: "@qwen-code/qwen-code", program: "qwen" };
+    fn qwen() -> AgentPackage {
+        AgentPackage {
+            kind: "qwen".into(),
+            package: "@qwen-code/qwen-code".into(),
+            program: "qwen".into(),
+        }
+    }
 
     #[test]
     fn i51_2_only_exact_versions_are_installed() {
@@ -318,7 +341,7 @@ mod tests {
     fn i51_2_a_half_install_is_not_listed() {
         let dir = tempfile::tempdir().unwrap();
         let prefix = AgentPrefix::new(dir.path());
-        let whole = prefix.program(AGENT, "1.0.0");
+        let whole = prefix.program(&qwen(), "1.0.0");
         std::fs::create_dir_all(whole.parent().unwrap()).unwrap();
         std::fs::write(&whole, "#!/bin/sh\n").unwrap();
         // A version folder without its command, an install in progress, a stray folder.
@@ -326,6 +349,6 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("qwen/.partial-1.2.0-7/node_modules/.bin"))
             .unwrap();
         std::fs::create_dir_all(dir.path().join("qwen/notes")).unwrap();
-        assert_eq!(prefix.installed(AGENT), ["1.0.0"]);
+        assert_eq!(prefix.installed(&qwen()), ["1.0.0"]);
     }
 }

@@ -21,6 +21,7 @@ use serde_json::value::RawValue;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::ExitInfo;
+use crate::agent_install::{AgentPackage, Installed};
 use crate::git::{self, CommitInfo, GitError, Worktree, WorktreeSpec};
 use crate::runner::RunnerClient;
 use crate::runner::SpawnSpec;
@@ -37,6 +38,10 @@ const MAX_ANSWER_BYTES: usize = 512 * 1024 * 1024;
 
 /// How much longer than the operation's own bound the server waits for its answer.
 const MARGIN: Duration = Duration::from_secs(60);
+
+/// How long an agent's install on a build host may take, answer included (npm's own
+/// timeout there is ten minutes).
+const INSTALL_BOUND: Duration = Duration::from_secs(660);
 
 /// Where a task's worktree lives.
 #[derive(Clone)]
@@ -184,6 +189,47 @@ impl RemoteSite {
                 Err(self.failed(format!("`kandev remote-op` failed: {why}; {}", stderr.trim())))
             }
         }
+    }
+}
+
+impl RemoteSite {
+    /// Where Kandev's agent installs are on the build host: `<remote home>/agents`.
+    pub fn agents_root(&self) -> PathBuf {
+        self.home.join("agents")
+    }
+
+    /// Installs an agent's version on the build host (npm may take minutes there).
+    pub async fn install_agent(
+        &self,
+        agent: &AgentPackage,
+        version: &str,
+    ) -> Result<Installed, GitError> {
+        let op = ops::InstallAgent {
+            root: self.agents_root(),
+            agent: agent.clone(),
+            version: version.to_owned(),
+            npm_env: crate::agent_install::npm_settings(),
+        };
+        self.call_within(op, INSTALL_BOUND).await
+    }
+
+    /// The agent's versions installed on the build host, newest first.
+    pub async fn installed_agents(&self, agent: &AgentPackage) -> Result<Vec<String>, GitError> {
+        self.call(ops::InstalledAgents { root: self.agents_root(), agent: agent.clone() }).await
+    }
+
+    /// Removes an agent's version from the build host.
+    pub async fn uninstall_agent(
+        &self,
+        agent: &AgentPackage,
+        version: &str,
+    ) -> Result<(), GitError> {
+        let op = ops::UninstallAgent {
+            root: self.agents_root(),
+            agent: agent.clone(),
+            version: version.to_owned(),
+        };
+        self.call(op).await
     }
 }
 

@@ -70,14 +70,19 @@ async fn i51_2_an_agent_installs_pinned_into_an_empty_prefix_then_updates() {
     assert_eq!(versions["latest"], "1.1.0");
     assert_eq!(versions["registry_error"], Value::Null);
 
-    // A profile cannot name a version that is not installed; a tag is not a version.
+    // A profile may name a version not installed yet (an SSH host may have it), marked so;
+    // a tag is not a version.
     let agent = json!({"name": "KANDEV_TEST_AGENT", "value": KANDEV.path().display().to_string()});
     let noted = json!({"name": "KANDEV_TEST_MARK", "value": mark.display().to_string()});
     let new_profile = json!({"name": "Qwen pinned", "kind": "qwen", "agent_version": "1.0.0", "env": [agent, noted]});
-    let (status, body) =
-        refused(try_call(&server, "agent.profile.create", new_profile.clone()).await);
+    let early = json!({"name": "Early", "kind": "qwen", "agent_version": "1.0.0"});
+    let early = call(&server, "agent.profile.create", early).await;
+    assert_eq!(early["installed"], false, "{early}");
+    assert!(early["install"].as_str().unwrap().contains("install Qwen Code 1.0.0"), "{early}");
+    call(&server, "agent.profile.delete", json!({"id": early["profile"]["id"]})).await;
+    let tagged = json!({"name": "Tagged", "kind": "qwen", "agent_version": "latest"});
+    let (status, body) = refused(try_call(&server, "agent.profile.create", tagged).await);
     assert_eq!(status, 422, "{body}");
-    assert!(body["message"].as_str().unwrap().contains("is not installed"), "{body}");
     let (status, body) = refused(
         try_call(&server, "agent.install", json!({"kind": "qwen", "version": "latest"})).await,
     );
@@ -186,4 +191,62 @@ async fn i51_2_a_profile_s_missing_version_refuses_the_launch() {
     );
     let sessions = call(&server, "task.session.list", json!({"task_id": task["task"]["id"]})).await;
     assert_eq!(sessions["sessions"], json!([]), "no session was made");
+}
+
+/// Scope 3 on an SSH executor (a real OpenSSH server on loopback): `agent.install` with the
+/// executor installs into the build host's own prefix (`<remote home>/agents`, npm there
+/// given the server's `npm_config_*`), nothing on this machine; a pinned profile's session
+/// on a task of that executor runs the build host's copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i51_2_an_agent_installs_on_an_ssh_executor_s_build_host_and_runs_there() {
+    let registry = FakeRegistry::start(&[stand_in("3.0.0")]).await.unwrap();
+    let sshd = kandev_testkit::sshd::Sshd::start();
+    let dir = kandev_testkit::temp_dir("agent-ssh");
+    let (home, remote, mark) =
+        (dir.path().join("home"), dir.path().join("remote"), dir.path().join("ran"));
+    let (cache, npmrc) = (dir.path().join("cache"), dir.path().join("npmrc"));
+    for folder in [&home, &remote] {
+        std::fs::create_dir_all(folder).unwrap();
+    }
+    std::fs::write(&npmrc, "").unwrap();
+    let url = registry.url();
+    let env = [
+        ("npm_config_registry", url.as_str()),
+        ("npm_config_cache", cache.to_str().unwrap()),
+        ("npm_config_userconfig", npmrc.to_str().unwrap()),
+    ];
+    let server = KANDEV.launch(&home, "127.0.0.1:0", &[], &env);
+    let repo = kandev_testkit::remote_task::project_repo();
+    let task = kandev_testkit::remote_task::launch(&server, &sshd, &remote, repo.path()).await;
+    let executors = call(&server, "executor.list", json!({})).await;
+    let build1 =
+        executors["executors"].as_array().unwrap().iter().find(|e| e["name"] == "build1").unwrap()
+            ["id"]
+            .clone();
+
+    let on_build1 = json!({"kind": "qwen", "version": "3.0.0", "executor_id": build1});
+    let installed = call(&server, "agent.install", on_build1).await;
+    let there = remote.join("agents/qwen/3.0.0/node_modules/.bin/qwen");
+    assert_eq!(installed["path"], there.display().to_string(), "{installed}");
+    assert!(there.is_file());
+    assert!(!home.join("agents/qwen/3.0.0").exists(), "nothing installed on this machine");
+    let listed =
+        call(&server, "agent.versions", json!({"kind": "qwen", "executor_id": build1})).await;
+    assert_eq!(listed["installed"][0]["version"], "3.0.0", "{listed}");
+    let here = call(&server, "agent.versions", json!({"kind": "qwen"})).await;
+    assert_eq!(here["installed"], json!([]), "{here}");
+
+    let agent = json!({"name": "KANDEV_TEST_AGENT", "value": KANDEV.path().display().to_string()});
+    let noted = json!({"name": "KANDEV_TEST_MARK", "value": mark.display().to_string()});
+    let profile = json!({"name": "Qwen on build1", "kind": "qwen", "agent_version": "3.0.0",
+        "env": [agent, noted]});
+    let saved = call(&server, "agent.profile.create", profile).await;
+    let launch = json!({"task_id": task.task, "agent_profile_id": saved["profile"]["id"],
+        "prompt": "hello from afar"});
+    let launched = call(&server, "session.launch", launch).await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    turn_done(&server, &session, 1).await;
+    assert!(support::agent_text(&messages(&server, &session).await).contains("hello from afar"));
+    assert_eq!(marks(&mark), ["3.0.0"]);
+    drop(server);
 }

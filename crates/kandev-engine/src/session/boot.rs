@@ -169,16 +169,21 @@ impl SessionActor {
         let (profile, secret_names, scrub) = self.with_secrets(self.profile().await?).await?;
         if let Some(profile) = &profile {
             // Before the epoch moves: a missing version is the caller's error, not a start.
-            crate::installs::check_pinned(&self.inner, profile)?;
+            let task = self.inner.store.get_task(&self.session.task_id).await?;
+            crate::installs::check_pinned_for(&self.inner, profile, &task).await?;
         }
         let mut spec = self.launch_spec(profile.as_ref());
         spec.secret_names = secret_names;
         spec.secrets.extend(scrub);
+        let kind = profile.as_ref().map(|p| p.kind);
         let mcp_servers = profile.map(|p| p.mcp_servers).unwrap_or_default();
         let epoch = tx.bump_epoch(&self.session.id, self.session.epoch).await?;
         self.session.epoch = epoch;
         let mcp =
             self.inner.mcp.offer(&self.session.id, epoch, self.inner.config.mcp_bridge.clone());
+        if let Some(kind) = kind.filter(|_| mcp.is_some() || !mcp_servers.is_empty()) {
+            crate::mcp::with_launch_quirk(kind, &mut spec);
+        }
         if let Some(offer) = &mcp {
             tx.add_mcp_grant(&offer.stored_hash(), &self.session.id, epoch).await?;
         }
@@ -244,13 +249,6 @@ async fn on_host(
     let failed = |message| BootFailure::new("agent_start_failed", message);
     if let Placement::Ssh { executor, .. } | Placement::Container { executor, .. } = &placement {
         allowed_there(executor, &plan.spec.secret_names).map_err(failed)?;
-        if Path::new(&plan.spec.program).starts_with(inner.agents.root()) {
-            return Err(failed(format!(
-                "agents installed by Kandev run on this machine only, not on the executor {}: \
-                 give the profile no version there (the agent on the host's PATH runs)",
-                executor.name
-            )));
-        }
     }
     let launcher: Arc<dyn Launcher> = match placement {
         Placement::Local => return Ok((launcher, plan)),
@@ -258,6 +256,12 @@ async fn on_host(
             let link = sites::link(inner, &executor, &settings).await.map_err(failed)?;
             let home = settings.remote_home.clone();
             plan.mcp = None;
+            // A version Kandev installed (issue 51) runs from the build host's own prefix
+            // (`agent.install` with the executor); a task's container mounts this machine's.
+            if let Ok(rest) = Path::new(&plan.spec.program).strip_prefix(inner.agents.root()) {
+                let there = Path::new(&home).join("agents").join(rest);
+                plan.spec.program = there.display().to_string();
+            }
             Arc::new(RunnerLauncher { link, kandev: format!("{home}/bin/kandev"), home })
         }
         Placement::Container { executor, settings } => {

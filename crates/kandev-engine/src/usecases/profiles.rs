@@ -14,7 +14,7 @@ impl Engine {
     pub async fn create_profile(&self, new: &NewProfile) -> Result<AgentProfile> {
         let mut tx = self.inner.store.begin_write().await?;
         let profile = tx.insert_profile(new).await?;
-        crate::installs::check_profile(&self.inner, &profile)?;
+        crate::installs::check_profile(&profile)?;
         let event = ProfilesEvent::Created { profile: AgentProfileDto::from(&profile) };
         notify(&mut tx, Notification::Profiles(event)).await?;
         tx.commit().await?;
@@ -33,7 +33,7 @@ impl Engine {
         let current = tx.profile(id).await.map_err(EngineError::from)?;
         let patch = patch(&current)?;
         let profile = tx.update_profile(id, &patch).await.map_err(EngineError::from)?;
-        crate::installs::check_profile(&self.inner, &profile)?;
+        crate::installs::check_profile(&profile)?;
         let event = ProfilesEvent::Updated { profile: AgentProfileDto::from(&profile) };
         notify(&mut tx, Notification::Profiles(event)).await?;
         tx.commit().await.map_err(EngineError::from)?;

@@ -217,6 +217,9 @@ pub struct TaskContainer {
     pub kandev: PathBuf,
     /// The task's worktrees (host paths, mounted at the same path).
     pub worktrees: Vec<PathBuf>,
+    /// Kandev's agent installs (`<home>/agents`, issue 51), mounted read-only at the same
+    /// path, so a profile that names an installed version runs it in the container too.
+    pub agents: Option<PathBuf>,
     /// How long the runner keeps agents while no server is connected.
     pub grace: Duration,
     /// Whether a running container made with other settings is made again too (a session's
@@ -392,6 +395,9 @@ impl TaskContainer {
                 add(format!("{0}:{0}:ro", own.display()));
                 add(format!("{0}:{0}:ro", worktree.join(".git").display()));
             }
+        }
+        if let Some(agents) = self.agents.as_ref().filter(|a| a.is_dir()) {
+            add(format!("{0}:{0}:ro", agents.display()));
         }
         for path in &self.settings.mounts {
             if !path.exists() {
@@ -607,6 +613,7 @@ mod tests {
             home: "/home/me/.kandev".into(),
             kandev: "/usr/bin/kandev".into(),
             worktrees: vec![],
+            agents: None,
             grace: Duration::from_secs(600),
             remake_if_changed: false,
         }
@@ -625,6 +632,19 @@ mod tests {
         let mut full = container();
         full.settings.network = ContainerNetwork::Full;
         assert!(!full.run_args().unwrap().join(" ").contains("--network"));
+    }
+
+    #[test]
+    fn i51_3_kandev_s_agent_installs_are_mounted_read_only() {
+        let agents = tempfile::tempdir().unwrap();
+        let mut c = container();
+        c.agents = Some(agents.path().to_owned());
+        let args = c.run_args().unwrap().join(" ");
+        let shown = agents.path().display();
+        assert!(args.contains(&format!("-v {shown}:{shown}:ro ")), "{args}");
+        // Not there (nothing installed yet): not mounted, and no error.
+        c.agents = Some(agents.path().join("none"));
+        assert!(!c.run_args().unwrap().join(" ").contains(&format!("{shown}/none")));
     }
 
     #[test]

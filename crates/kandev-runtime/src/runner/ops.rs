@@ -20,6 +20,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::agent_install::{AgentPackage, AgentPrefix, InstallError, Installed};
 use crate::git::{
     self, BranchCommit, CommitInfo, Dirty, GitError, HunkRef, IndexAction, IndexState, SetupOutput,
     Worktree, WorktreeSpec,
@@ -510,6 +511,70 @@ impl Op for RunScript {
     }
 }
 
+/// An install of an agent's version under `root` on the build host (issue 51; the prefix
+/// is [`crate::agent_install`]'s); npm there is given `npm_env` (the server's npm settings).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InstallAgent {
+    pub root: PathBuf,
+    pub agent: AgentPackage,
+    pub version: String,
+    pub npm_env: Vec<(String, String)>,
+}
+
+impl Op for InstallAgent {
+    const NAME: &'static str = "install_agent";
+    type Answer = Installed;
+    async fn run(self) -> Result<Installed, GitError> {
+        let prefix = AgentPrefix::new(self.root);
+        prefix.install(&self.agent, &self.version, &self.npm_env).await.map_err(remote_install)
+    }
+}
+
+/// The versions of an agent installed under `root` on the build host, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InstalledAgents {
+    pub root: PathBuf,
+    pub agent: AgentPackage,
+}
+
+impl Op for InstalledAgents {
+    const NAME: &'static str = "installed_agents";
+    type Answer = Vec<String>;
+    async fn run(self) -> Result<Vec<String>, GitError> {
+        Ok(AgentPrefix::new(self.root).installed(&self.agent))
+    }
+}
+
+/// The removal of an installed agent version under `root` on the build host.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UninstallAgent {
+    pub root: PathBuf,
+    pub agent: AgentPackage,
+    pub version: String,
+}
+
+impl Op for UninstallAgent {
+    const NAME: &'static str = "uninstall_agent";
+    type Answer = ();
+    async fn run(self) -> Result<(), GitError> {
+        let prefix = AgentPrefix::new(self.root);
+        prefix.uninstall(&self.agent, &self.version).await.map_err(remote_install)
+    }
+}
+
+/// An install's failure as a build host answers it: its message, classified.
+fn remote_install(err: InstallError) -> GitError {
+    let kind = match &err {
+        InstallError::BadVersion(_) => RemoteErrorKind::Validation,
+        InstallError::NotInstalled { .. } => RemoteErrorKind::NotFound,
+        InstallError::NpmMissing
+        | InstallError::Npm { .. }
+        | InstallError::TimedOut { .. }
+        | InstallError::Io { .. } => RemoteErrorKind::Unavailable,
+    };
+    GitError::Remote { kind, message: err.to_string() }
+}
+
 /// [`git::dirty_files`] (a task's git status and its pull request's check).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DirtyFiles {
@@ -664,6 +729,9 @@ crate::op_table! {
     ReadFile,
     WriteAttachment,
     RunScript,
+    InstallAgent,
+    InstalledAgents,
+    UninstallAgent,
     DirtyFiles,
     Rebase,
     BranchCommits,

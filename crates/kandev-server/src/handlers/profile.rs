@@ -44,21 +44,30 @@ pub async fn create(s: &AppState, p: ProfileCreate) -> Result<ProfileSaved, ApiE
         mcp_servers: checked_mcp_servers(p.mcp_servers, &[])?,
     };
     let profile = s.engine().create_profile(&new).await?;
-    Ok(with_install_status(&profile))
+    Ok(with_install_status(s, &profile))
 }
 
-/// The profile with `installed` (its command is found) and, when it is not, `install` (how
-/// to install the kind's agent): a profile for a missing agent is allowed, but marked. A
-/// profile that names a version was refused unless that version is installed.
-fn with_install_status(profile: &AgentProfile) -> ProfileSaved {
+/// The profile with `installed` (its command is found; for a version, installed on this
+/// machine) and, when it is not, `install` (how to install it): a profile for a missing
+/// agent is allowed, but marked.
+fn with_install_status(s: &AppState, profile: &AgentProfile) -> ProfileSaved {
     let (kind, command) = (profile.kind, profile.command.as_str());
-    let installed = match (kind, command.split_whitespace().next()) {
-        (AgentKind::Mock, None) => true,
-        (_, Some(program)) => command_found(program),
-        (_, None) if profile.agent_version.is_some() => true,
-        (_, None) => on_path(kind.default_command().program),
+    let version = profile.agent_version.as_deref();
+    let installed = match (kind, command.split_whitespace().next(), version) {
+        (AgentKind::Mock, None, _) => true,
+        (_, Some(program), _) => command_found(program),
+        (_, None, Some(version)) => {
+            s.engine().installed_agent_versions(kind).iter().any(|v| v == version)
+        }
+        (_, None, None) => on_path(kind.default_command().program),
     };
-    let install = (!installed).then(|| kind.default_command().install());
+    let install = (!installed).then(|| match version {
+        Some(version) => format!(
+            "install {} {version} in Settings → Agents (agent.install)",
+            kind.default_command().title
+        ),
+        None => kind.default_command().install(),
+    });
     ProfileSaved { profile: AgentProfileDto::from(profile), installed, install }
 }
 
@@ -84,7 +93,7 @@ pub async fn update(s: &AppState, p: ProfileUpdate) -> Result<ProfileSaved, ApiE
         })
     };
     let profile = s.engine().update_profile(&id, patch).await?;
-    Ok(with_install_status(&profile))
+    Ok(with_install_status(s, &profile))
 }
 
 pub async fn delete(s: &AppState, p: ById) -> Result<Deleted, ApiError> {
@@ -127,7 +136,8 @@ pub async fn kinds(s: &AppState, _: Empty) -> Result<AgentKinds, ApiError> {
 /// `agent.versions`: what Kandev installed and what the registry offers. A registry that
 /// cannot be asked is not an error: the installed versions are still listed.
 pub async fn versions(s: &AppState, p: AgentVersionsQuery) -> Result<AgentVersions, ApiError> {
-    let found = s.engine().agent_versions(AgentKind::from(p.kind)).await?;
+    let found =
+        s.engine().agent_versions(AgentKind::from(p.kind), p.executor_id.as_deref()).await?;
     let installed = found
         .installed
         .into_iter()
@@ -154,7 +164,10 @@ pub async fn versions(s: &AppState, p: AgentVersionsQuery) -> Result<AgentVersio
 /// `agent.install`: one exact version, into `$KANDEV_HOME/agents`; answers once npm is done.
 pub async fn install(s: &AppState, p: AgentInstall) -> Result<AgentInstalled, ApiError> {
     let version = p.version.trim().to_owned();
-    let installed = s.engine().install_agent(AgentKind::from(p.kind), &version).await?;
+    let installed = s
+        .engine()
+        .install_agent(AgentKind::from(p.kind), &version, p.executor_id.as_deref())
+        .await?;
     Ok(AgentInstalled {
         kind: p.kind,
         version,
@@ -166,7 +179,7 @@ pub async fn install(s: &AppState, p: AgentInstall) -> Result<AgentInstalled, Ap
 /// `agent.uninstall`: refused while a profile runs the version.
 pub async fn uninstall(s: &AppState, p: AgentInstall) -> Result<AgentUninstalled, ApiError> {
     let version = p.version.trim().to_owned();
-    s.engine().uninstall_agent(AgentKind::from(p.kind), &version).await?;
+    s.engine().uninstall_agent(AgentKind::from(p.kind), &version, p.executor_id.as_deref()).await?;
     Ok(AgentUninstalled { kind: p.kind, version })
 }
 

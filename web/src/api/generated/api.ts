@@ -4,7 +4,7 @@
 
 export type ActionDto = { "type": "reset_agent_context" } | { "type": "enable_plan_mode" } | { "type": "disable_plan_mode" } | { "type": "set_session_mode", mode_id: string, } | { "type": "auto_start_agent" } | { "type": "move_to_next" } | { "type": "move_to_previous" } | { "type": "move_to_step", step_id: string, } | { "type": "push" } | { "type": "create_pull_request" } | { "type": "merge", strategy: MergeStrategyDto, } | { "type": "rebase" } | { "type": "send_feedback", max_rounds: number, include_bots: boolean, } | { "type": "auto_merge", strategy: MergeStrategyDto, } | { "type": "comment_issue" } | { "type": "close_issue" } | { "type": "start_attempts", count: number, };
 
-export type AgentInstall = { kind: AgentKindDto, version: string, };
+export type AgentInstall = { kind: AgentKindDto, version: string, executor_id?: string, };
 
 export type AgentInstalled = { kind: AgentKindDto, version: string, path: string, already: boolean, };
 
@@ -29,7 +29,12 @@ export type AgentUninstalled = { kind: AgentKindDto, version: string, };
 
 export type AgentVersions = { kind: AgentKindDto, package: string, installed: Array<InstalledAgentVersion>, available: Array<string>, latest: string | null, registry_error: string | null, };
 
-export type AgentVersionsQuery = { kind: AgentKindDto, };
+export type AgentVersionsQuery = { kind: AgentKindDto, 
+/**
+ * An SSH executor: its build host's installs (default: this machine's, which local and
+ * container executors use).
+ */
+executor_id?: string, };
 
 export type ApiTokenDto = { id: string, name: string, created_at: string, };
 
