@@ -7,7 +7,9 @@
 //! - [`model_list`]: `configOptions` with a `model` category or the legacy `models`;
 //! - [`prompt_usage`]: token usage some agents put in the `session/prompt` answer;
 //! - [`is_noise_chunk`]: agent chatter that is not part of the answer (Codex's model metadata
-//!   warning).
+//!   warning);
+//! - [`mcp_launch`]: what an agent needs at launch so that the MCP servers handed to it in
+//!   `session/new` reach its model's tool list (Qwen Code's deferred tools).
 
 use serde_json::{Value, json};
 
@@ -341,4 +343,33 @@ pub fn is_noise_chunk(update: &SessionUpdate) -> bool {
     text.strip_prefix("Model metadata for `")
         .and_then(|rest| rest.split_once('`'))
         .is_some_and(|(model, rest)| !model.is_empty() && rest.starts_with(" not found"))
+}
+
+/// Arguments and environment an agent is started with, besides its command, so that the MCP
+/// servers handed to it in `session/new` reach its model's tool list.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct McpLaunch {
+    /// Appended to the agent's arguments.
+    pub args: &'static [&'static str],
+    /// Set unless the profile sets the variable itself.
+    pub env: &'static [(&'static str, &'static str)],
+}
+
+/// [`McpLaunch`] by agent kind (`AgentKind::as_str`); nothing for most agents.
+///
+/// Qwen Code 0.24.4 takes the http MCP server, lists its tools (`tools/list`) and registers
+/// them as deferred: the model is offered only `tool_search` and `tool_call` and, since
+/// discovery runs in the background after `session/new` answers, no reminder names Kandev's
+/// tools either. `QWEN_CODE_LEGACY_MCP_BLOCKING=1` makes `session/new` discover the servers
+/// before it answers (the first prompt has them); `--exclude-tools tool_search tool_call`
+/// (the same as its `tools.toolSearch.enabled: false` setting) turns deferred loading off,
+/// so they are declared to the model directly as `mcp__<server>__<tool>`.
+pub fn mcp_launch(kind: &str) -> McpLaunch {
+    match kind {
+        "qwen" => McpLaunch {
+            args: &["--exclude-tools", "tool_search", "tool_call"],
+            env: &[("QWEN_CODE_LEGACY_MCP_BLOCKING", "1")],
+        },
+        _ => McpLaunch::default(),
+    }
 }

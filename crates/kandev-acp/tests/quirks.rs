@@ -2,7 +2,8 @@
 //! JSON it sent; the agent and version are named on each).
 
 use kandev_acp::quirks::{
-    AuthMethodView, ModelSwitch, auth_method_view, is_noise_chunk, model_list, prompt_usage,
+    AuthMethodView, ModelSwitch, auth_method_view, is_noise_chunk, mcp_launch, model_list,
+    prompt_usage,
 };
 use kandev_acp::{InitializeResponse, NewSessionResponse, PromptResponse, SessionUpdate};
 use serde_json::{Value, json};
@@ -197,4 +198,20 @@ fn legacy_models_are_shown_as_a_model_config_option() {
     assert_eq!(list.as_config_option(Some("gemini-2.5-flash")).current_value, "gemini-2.5-flash");
     let reparsed = model_list(std::slice::from_ref(&option), None).unwrap();
     assert_eq!(reparsed.available, list.available, "the option lists the same models");
+}
+
+/// Qwen Code 0.24.4 (`qwen --acp`), handed Kandev's http MCP server in `session/new`, called
+/// its `tools/list` but offered the model only `tool_search` and `tool_call` of it (the fake
+/// model's record of the first request's tools: `agent, ask_user_question, edit, ..., skill,
+/// tool_call, tool_search, update_goal, write_file`); started with [`mcp_launch`]'s arguments
+/// and environment, the first request declares `mcp__kandev__create_task` among its tools
+/// (`crates/kandev/tests/interop.rs`, `i51_1_qwen_creates_a_task_through_kandevs_mcp`).
+#[test]
+fn i51_qwen_is_started_so_that_kandevs_mcp_tools_are_declared_to_its_model() {
+    let qwen = mcp_launch("qwen");
+    assert_eq!(qwen.args, ["--exclude-tools", "tool_search", "tool_call"]);
+    assert_eq!(qwen.env, [("QWEN_CODE_LEGACY_MCP_BLOCKING", "1")]);
+    for other in ["claude", "codex", "gemini", "opencode", "kilo", "custom", "mock"] {
+        assert_eq!(mcp_launch(other), Default::default(), "{other}");
+    }
 }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use agents::{Agent, CLAUDE, CLAUDE_WITHOUT_KEY, CODEX, GEMINI, OPENCODE};
+use agents::{Agent, CLAUDE, CLAUDE_WITHOUT_KEY, CODEX, GEMINI, KILO, OPENCODE, QWEN};
 use kandev_testkit::fake_model::{self, CALL_TOOL, FakeModel, REPLY_PREFIX, TOOL_REPLY_PREFIX};
 use support::{KANDEV, Server, Watch, try_call};
 
@@ -439,6 +439,18 @@ async fn claude_converses_through_kandev() {
     converse(&CLAUDE).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+async fn qwen_converses_through_kandev() {
+    converse(&QWEN).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+async fn kilo_converses_through_kandev() {
+    converse(&KILO).await;
+}
+
 /// Issue 17 acceptance 7: a real agent, driven by the fake model's tool call, calls Kandev's
 /// `create_task` through the MCP server Kandev handed it in `session/new` (the http form with
 /// its session token), and the subtask appears on the board. Then a server of the profile's
@@ -586,6 +598,20 @@ async fn creates_a_task_through_mcp(agent: &'static Agent) {
 #[ignore = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
 async fn i17_a7_opencode_creates_a_task_through_kandevs_mcp() {
     creates_a_task_through_mcp(&OPENCODE).await;
+}
+
+/// Issue 51 acceptance 1: Qwen Code is offered Kandev's tools and calls `create_task`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+async fn i51_1_qwen_creates_a_task_through_kandevs_mcp() {
+    creates_a_task_through_mcp(&QWEN).await;
+}
+
+/// Issue 51 acceptance 1: Kilo Code is offered Kandev's tools and calls `create_task`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "real agents from npm, run by ./scripts/test; alone: ./scripts/interop-setup, then KANDEV_INTEROP=1 cargo test -p kandev --test interop -- --ignored"]
+async fn i51_1_kilo_creates_a_task_through_kandevs_mcp() {
+    creates_a_task_through_mcp(&KILO).await;
 }
 
 /// Waits (following the session) until it leaves `STARTING`; returns it.

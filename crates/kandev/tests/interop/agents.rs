@@ -152,6 +152,71 @@ pub const GEMINI: Agent = Agent {
     configure: configure_gemini,
 };
 
+/// Qwen Code reads `~/.qwen/settings.json` (auth type `openai`: an OpenAI-compatible
+/// endpoint) and the `OPENAI_*` variables, and talks Chat Completions to the fake; the
+/// settings turn off its usage statistics, telemetry and update checks.
+fn configure_qwen(world: &World) -> Vec<(String, String)> {
+    let dir = world.home().join(".qwen");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = json!({
+        "security": {"auth": {"selectedType": "openai"}},
+        "model": {"name": MODEL},
+        "privacy": {"usageStatisticsEnabled": false},
+        "general": {"enableAutoUpdate": false},
+        "telemetry": {"enabled": false},
+    });
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    [
+        ("OPENAI_BASE_URL", format!("{}/v1", world.fake.url())),
+        ("OPENAI_API_KEY", API_KEY.to_owned()),
+        ("OPENAI_MODEL", MODEL.to_owned()),
+        ("QWEN_CODE_NO_RELAUNCH", "true".to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+pub const QWEN: Agent =
+    Agent { name: "Qwen", kind: "qwen", bin: "qwen", args: &["--acp"], configure: configure_qwen };
+
+/// Kilo Code's CLI is an OpenCode fork: the same provider configuration, in
+/// `$XDG_CONFIG_HOME/kilo/kilo.json`, and `KILO_` variables in place of `OPENCODE_` ones.
+/// Without its own gateway (`kilo` provider: it fetches models and notifications from
+/// api.kilo.ai) and with telemetry off (PostHog unless `KILO_TELEMETRY_LEVEL=all`).
+fn configure_kilo(world: &World) -> Vec<(String, String)> {
+    let config = json!({
+        "provider": {
+            "fake": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Kandev fake model",
+                "options": {"baseURL": format!("{}/v1", world.fake.url()), "apiKey": API_KEY},
+                "models": {MODEL: {"name": "Fake model"}},
+            }
+        },
+        "model": format!("fake/{MODEL}"),
+        "small_model": format!("fake/{MODEL}"),
+        "disabled_providers": ["kilo"],
+        "autoupdate": false,
+        "share": "disabled",
+    });
+    let dir = world.config_home().join("kilo");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("kilo.json"), config.to_string()).unwrap();
+    [
+        ("KILO_DISABLE_MODELS_FETCH", "1"),
+        ("KILO_DISABLE_AUTOUPDATE", "1"),
+        ("KILO_DISABLE_LSP_DOWNLOAD", "1"),
+        ("KILO_TELEMETRY_LEVEL", "off"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+pub const KILO: Agent =
+    Agent { name: "Kilo", kind: "kilo", bin: "kilo", args: &["acp"], configure: configure_kilo };
+
 /// Claude without a key or a base URL: it opens the session and answers -32000 at the first
 /// `session/prompt`.
 fn configure_claude_without_key(_: &World) -> Vec<(String, String)> {
