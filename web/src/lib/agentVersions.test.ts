@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { codeSpans, compareVersions, firstToInstall, isPrerelease, updateTarget } from './agentVersions';
+import { codeSpans, compareVersions, executorOf, firstToInstall, installPlaces, isPrerelease, THIS_MACHINE, updateTarget } from './agentVersions';
 
 describe('i51 compareVersions (semver order)', () => {
   it('orders by number, not by text', () => {
@@ -61,12 +61,14 @@ describe('i51 firstToInstall (where the install picker starts)', () => {
 
 describe('i51 codeSpans (a login hint with its commands as code)', () => {
   it('marks what is between backticks', () => {
-    expect(codeSpans('run `copilot` and log in with /login, or set GH_TOKEN')).toEqual([
+    expect(codeSpans("run `auggie login`, or set AUGMENT_SESSION_AUTH (what `auggie token print` prints) in the profile's env")).toEqual([
       { text: 'run ', code: false },
-      { text: 'copilot', code: true },
-      { text: ' and log in with /login, or set GH_TOKEN', code: false },
+      { text: 'auggie login', code: true },
+      { text: ', or set AUGMENT_SESSION_AUTH (what ', code: false },
+      { text: 'auggie token print', code: true },
+      { text: " prints) in the profile's env", code: false },
     ]);
-    expect(codeSpans('`auggie login`')).toEqual([{ text: 'auggie login', code: true }]);
+    expect(codeSpans('`copilot login`')).toEqual([{ text: 'copilot login', code: true }]);
     expect(codeSpans('no login needed')).toEqual([{ text: 'no login needed', code: false }]);
   });
 
@@ -77,5 +79,32 @@ describe('i51 codeSpans (a login hint with its commands as code)', () => {
       { text: ' c ', code: false },
       { text: '`d', code: false },
     ]);
+  });
+});
+
+describe('i51 installPlaces (where the versions panel installs)', () => {
+  const ssh = { host: 'build1.example', port: 22, user: 'build', identity_file: '/k', known_hosts: '/h', remote_home: '/home/build/.kandev' };
+  const executors = [
+    { id: 'e1', name: 'here', kind: 'local' as const, ssh: null },
+    { id: 'e2', name: 'build1', kind: 'ssh' as const, ssh },
+    { id: 'e3', name: 'box', kind: 'container' as const, ssh: null },
+  ];
+
+  it('offers this machine, then each SSH executor, but not local or container ones (they run this machine\'s installs)', () => {
+    expect(installPlaces(executors)).toEqual([
+      THIS_MACHINE,
+      { id: 'e2', label: 'build1 (SSH, build@build1.example)', where: "on build1's build host" },
+    ]);
+    expect(THIS_MACHINE).toMatchObject({ id: '', label: 'This machine (local and container executors)' });
+  });
+
+  it('offers this machine alone while the executors are unread or refused', () => {
+    expect(installPlaces(null)).toEqual([THIS_MACHINE]);
+    expect(installPlaces([])).toEqual([THIS_MACHINE]);
+  });
+
+  it('names the executor in a request only for a build host', () => {
+    expect(executorOf('')).toEqual({});
+    expect(executorOf('e2')).toEqual({ executor_id: 'e2' });
   });
 });

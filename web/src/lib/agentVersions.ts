@@ -1,6 +1,7 @@
 // Versions of the agents Kandev installs (issue 51), read for the UI (no React): a semver order
 // (the server lists exact versions only: `1.2.3`, `1.2.3-beta.1`, `1.2.3+build`), the version
 // a profile can be updated to, and the words of a hint with its `commands` marked.
+import type { ExecutorDto } from '../api/types';
 
 /** A parsed exact version, or null for anything else (a range, a tag, junk). */
 function parse(version: string): { core: [number, number, number]; pre: string[] } | null {
@@ -71,4 +72,38 @@ export function codeSpans(text: string): { text: string; code: boolean }[] {
   const spans = parts.slice(0, closed).map((t, i) => ({ text: t, code: i % 2 === 1 }));
   if (closed < parts.length) spans.push({ text: '`' + parts.slice(closed).join('`'), code: false });
   return spans.filter((s) => s.text !== '');
+}
+
+/** A place the versions panel reads and installs an agent's versions at: this machine (`id`
+ * '', the installs local and container executors run: a task's container mounts them
+ * read-only) or an SSH executor's build host (`id`, the `executor_id` of `agent.versions`,
+ * `agent.install` and `agent.uninstall`). */
+export interface InstallPlace {
+  id: string;
+  /** The select's option. */
+  label: string;
+  /** After "Installed by Kandev" and in the progress line. */
+  where: string;
+}
+
+export const THIS_MACHINE: InstallPlace = { id: '', label: 'This machine (local and container executors)', where: 'on this machine' };
+
+/** The `executor_id` part of a request about the installs at a place's `id` (none for this
+ * machine). */
+export function executorOf(id: string): { executor_id?: string } {
+  return id ? { executor_id: id } : {};
+}
+
+/** This machine first, then each SSH executor by the server's order; other executors run this
+ * machine's installs. `executors` is null while unread or when the list was refused. */
+export function installPlaces(executors: readonly Pick<ExecutorDto, 'id' | 'name' | 'kind' | 'ssh'>[] | null): InstallPlace[] {
+  const ssh = (executors ?? []).filter((x) => x.kind === 'ssh');
+  return [
+    THIS_MACHINE,
+    ...ssh.map((x) => ({
+      id: x.id,
+      label: x.ssh ? `${x.name} (SSH, ${x.ssh.user}@${x.ssh.host})` : `${x.name} (SSH)`,
+      where: `on ${x.name}'s build host`,
+    })),
+  ];
 }

@@ -1,17 +1,26 @@
 // Settings › Agent profiles › an agent's versions (issue 51): the versions Kandev installed
 // (with the profiles that run each, and Remove) and those the npm registry offers (Install).
 // For admins only, as `agent.versions`, `agent.install` and `agent.uninstall` are; an install
-// can take a minute, and the call answers when npm is done.
+// can take a minute, and the call answers when npm is done. "Where" chooses this machine's
+// installs (local and container executors run them) or an SSH executor's build host's.
 import { useCallback, useEffect, useState } from 'react';
 import { call } from '../../api/client';
 import type { AgentKind } from '../../api/types';
-import { firstToInstall } from '../../lib/agentVersions';
+import { executorOf, firstToInstall, installPlaces, THIS_MACHINE } from '../../lib/agentVersions';
 import { useRead } from '../../lib/useRead';
 import { InlineError } from '../ErrorBanner';
 import { useFormError } from './useFormError';
 
+const readExecutors = () => call('executor.list', {}).then((r) => r.executors);
+
 export function AgentVersions({ kind, onChanged, onClose }: { kind: AgentKind; onChanged: () => void; onClose: () => void }) {
-  const load = useCallback(() => call('agent.versions', { kind: kind.kind }), [kind.kind]);
+  // A refused or failed executor list leaves this machine alone to choose.
+  const executors = useRead(readExecutors);
+  const places = installPlaces(executors.data);
+  // '' is this machine; else an SSH executor's id, sent as `executor_id`.
+  const [at, setAt] = useState('');
+  const place = places.find((p) => p.id === at) ?? THIS_MACHINE;
+  const load = useCallback(() => call('agent.versions', { kind: kind.kind, ...executorOf(at) }), [kind.kind, at]);
   const versions = useRead(load);
   const [pick, setPick] = useState('');
   // What runs now, in words ("Removing Qwen Code 1.0.0…"); null when nothing does.
@@ -47,11 +56,21 @@ export function AgentVersions({ kind, onChanged, onClose }: { kind: AgentKind; o
           Close
         </button>
       </div>
+      <label>
+        Where
+        <select value={place.id} onChange={(e) => setAt(e.target.value)} disabled={working !== null}>
+          {places.map((p) => (
+            <option key={p.id} value={p.id}>
+              {p.label}
+            </option>
+          ))}
+        </select>
+      </label>
       {!data && !versions.error && <p className="hint">Asking the registry for the versions…</p>}
       <InlineError error={versions.error} onRetry={versions.retry} />
       {data && (
         <>
-          <h3>Installed by Kandev</h3>
+          <h3>Installed by Kandev {place.where}</h3>
           {data.installed.length === 0 ? (
             <p className="hint">None yet: install a version below, then choose it in a profile.</p>
           ) : (
@@ -78,7 +97,7 @@ export function AgentVersions({ kind, onChanged, onClose }: { kind: AgentKind; o
                           className="danger-outline"
                           disabled={working !== null}
                           onClick={() =>
-                            void act(`Removing ${kind.title} ${v.version}…`, () => call('agent.uninstall', { kind: kind.kind, version: v.version }))
+                            void act(`Removing ${kind.title} ${v.version} ${place.where}…`, () => call('agent.uninstall', { kind: kind.kind, version: v.version, ...executorOf(place.id) }))
                           }
                         >
                           Remove
@@ -103,7 +122,10 @@ export function AgentVersions({ kind, onChanged, onClose }: { kind: AgentKind; o
               aria-label={`Install ${kind.title}`}
               onSubmit={(e) => {
                 e.preventDefault();
-                if (pick) void act(`Installing ${kind.title} ${pick} with npm… this can take a minute.`, () => call('agent.install', { kind: kind.kind, version: pick }));
+                if (pick)
+                  void act(`Installing ${kind.title} ${pick} with npm ${place.where}… this can take a minute.`, () =>
+                    call('agent.install', { kind: kind.kind, version: pick, ...executorOf(place.id) }),
+                  );
               }}
             >
               <label>
