@@ -4,7 +4,8 @@
 // on 127.0.0.1: two versions of a small `@qwen-code/qwen-code`, so nothing leaves loopback),
 // installs one while showing that it works, and refuses to remove a version a profile runs; a
 // profile runs an installed version, and "Update to" installs a newer one and saves it. A
-// registry that does not know a package says so in the panel.
+// registry that does not know a package says so in the panel. The panel's "Where" offers this
+// machine and each SSH executor, whose build host's versions it asks for by the executor's id.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from '@playwright/test';
-import { expect, screenshot, test as base } from './kandev';
+import { expect, freePort, screenshot, test as base } from './kandev';
 
 const PACKAGE = '@qwen-code/qwen-code';
 const VERSIONS = ['1.0.0', '1.1.0'];
@@ -130,17 +131,25 @@ async function hold(page: Page, action: string): Promise<() => void> {
 
 test('i51 agents: login hints, versions from a registry, install, a profile runs a version and updates it', async ({ page, kandev, registry }) => {
   test.setTimeout(180_000);
+  // An SSH executor nothing listens for (its versions panel is asked there, and the answer is
+  // ssh's refusal); its identity file must exist, nothing connects with it.
+  const closed = await freePort();
+  const identity = join(kandev.home, 'id_test');
+  writeFileSync(identity, 'not a key\n');
+  const ssh = { host: '127.0.0.1', port: closed, user: 'build', identity_file: identity, known_hosts: join(kandev.home, 'known_hosts'), remote_home: '/home/build/.kandev' };
+  const { executor: build1 } = await kandev.api('executor.create', { name: 'build1', kind: 'ssh', ssh });
+  await kandev.api('executor.create', { name: 'here', kind: 'local' });
   await page.goto(`${kandev.url}/settings/profiles`);
   const kinds = page.getByRole('table', { name: 'Agents on this machine' });
 
   // The new agents, by title, each with how to log in.
   const copilot = kinds.locator('tr[data-kind="copilot"]');
   await expect(copilot).toContainText('GitHub Copilot CLI');
-  await expect(copilot.getByTestId('kind-login')).toHaveText("run copilot and log in with /login, or set GH_TOKEN in the profile's env");
-  await expect(copilot.getByTestId('kind-login').locator('code')).toHaveText('copilot');
+  await expect(copilot.getByTestId('kind-login')).toHaveText("run copilot login, or set COPILOT_GITHUB_TOKEN in the profile's env");
+  await expect(copilot.getByTestId('kind-login').locator('code')).toHaveText('copilot login');
   const auggie = kinds.locator('tr[data-kind="auggie"]');
   await expect(auggie).toContainText('Auggie');
-  await expect(auggie.getByTestId('kind-login')).toHaveText("run auggie login, or set AUGMENT_SESSION_AUTH in the profile's env");
+  await expect(auggie.getByTestId('kind-login')).toHaveText("run auggie login, or set AUGMENT_SESSION_AUTH (what auggie token print prints) in the profile's env");
   await expect(kinds.locator('tr[data-kind="qwen"]')).toContainText('Qwen Code');
   await expect(kinds.locator('tr[data-kind="kilo"]')).toContainText('Kilo Code');
   // Built in and custom agents are not installed by Kandev: no versions to show.
@@ -157,6 +166,21 @@ test('i51 agents: login hints, versions from a registry, install, a profile runs
   await expect(pick.locator('option')).toHaveText(['1.1.0 (latest)', '1.0.0']);
   await expect(pick).toHaveValue('1.1.0');
   expect(registry.asked).toContain(PACKAGE);
+  await expect(panel).toContainText('Installed by Kandev on this machine');
+
+  // Where: this machine (which local and container executors run) or the SSH executor's build
+  // host, whose versions are asked with its id; a local executor is no choice of its own.
+  const where = panel.getByLabel('Where');
+  await expect(where.locator('option')).toHaveText(['This machine (local and container executors)', 'build1 (SSH, build@127.0.0.1)']);
+  await expect(where).toHaveValue('');
+  const asked = page.waitForRequest((r) => r.url().endsWith('/api/v1/agent.versions'));
+  await where.selectOption({ label: 'build1 (SSH, build@127.0.0.1)' });
+  expect((await asked).postDataJSON()).toEqual({ kind: 'qwen', executor_id: build1.id });
+  await expect(panel.getByRole('alert')).toBeVisible();
+  await expect(pick).toHaveCount(0);
+  await where.selectOption('');
+  await expect(pick).toHaveValue('1.1.0');
+  await expect(panel).toContainText('None yet');
 
   // Install 1.0.0: while npm works the panel says so and Install is disabled.
   await pick.selectOption('1.0.0');

@@ -104,14 +104,14 @@ impl AgentKind {
                 "copilot",
                 &["--acp"],
                 Some("@github/copilot"),
-                "run `copilot` and log in with /login, or set GH_TOKEN in the profile's env",
+                "run `copilot login`, or set COPILOT_GITHUB_TOKEN in the profile's env",
             ),
             K::Auggie => (
                 "Auggie",
                 "auggie",
                 &["--acp"],
                 Some("@augmentcode/auggie"),
-                "run `auggie login`, or set AUGMENT_SESSION_AUTH in the profile's env",
+                "run `auggie login`, or set AUGMENT_SESSION_AUTH (what `auggie token print` prints) in the profile's env",
             ),
             K::Custom => ("Custom ACP agent", "", &[], None, "see the agent's documentation"),
         };
@@ -144,7 +144,9 @@ impl DefaultCommand {
     pub fn install(&self) -> String {
         match (self.package, self.program) {
             (Some(package), _) => {
-                format!("install it in Settings → Agents, or run `npm install -g {package}`")
+                format!(
+                    "install it in Settings → Agent profiles, or run `npm install -g {package}`"
+                )
             }
             (None, "kandev") => "built in".to_owned(),
             (None, _) => "any command that speaks ACP over stdio".to_owned(),

@@ -47,7 +47,7 @@ pub(crate) fn check_pinned(inner: &Inner, profile: &AgentProfile) -> Result<()> 
     }
     Err(EngineError::Validation(format!(
         "{} {version}, which the profile {} runs, is not installed: install it in Settings → \
-         Agents, or clear the profile's version",
+         Agent profiles, or clear the profile's version",
         profile.kind.default_command().title,
         profile.name
     )))

@@ -186,7 +186,7 @@ async fn i51_2_a_profile_s_missing_version_refuses_the_launch() {
     assert_eq!(status, 422, "{body}");
     let message = body["message"].as_str().unwrap();
     assert!(
-        message.contains("Qwen Code 2.0.0") && message.contains("Settings → Agents"),
+        message.contains("Qwen Code 2.0.0") && message.contains("Settings → Agent profiles"),
         "{message}"
     );
     let sessions = call(&server, "task.session.list", json!({"task_id": task["task"]["id"]})).await;
@@ -248,5 +248,20 @@ async fn i51_2_an_agent_installs_on_an_ssh_executor_s_build_host_and_runs_there(
     turn_done(&server, &session, 1).await;
     assert!(support::agent_text(&messages(&server, &session).await).contains("hello from afar"));
     assert_eq!(marks(&mark), ["3.0.0"]);
+
+    // A version the build host does not have: the start fails saying where to install it
+    // (never the host's PATH instead).
+    let missing = json!({"id": saved["profile"]["id"], "agent_version": "3.1.0"});
+    call(&server, "agent.profile.update", missing).await;
+    let launch = json!({"task_id": task.task, "agent_profile_id": saved["profile"]["id"]});
+    let launched = call(&server, "session.launch", launch).await;
+    let session = launched["session"]["id"].as_str().unwrap().to_owned();
+    let mut watch = support::Watch::sessions(&server, std::slice::from_ref(&session)).await;
+    watch.state(&server, &session, "FAILED").await;
+    let failed = call(&server, "session.get", json!({"id": session})).await;
+    let failed = &failed["session"]["last_error"];
+    let message = failed["message"].as_str().unwrap();
+    assert!(message.contains("not installed on the executor build1"), "{failed}");
+    assert_eq!(marks(&mark), ["3.0.0"], "nothing else ran");
     drop(server);
 }

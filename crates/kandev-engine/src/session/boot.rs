@@ -11,6 +11,7 @@ use kandev_domain::agent::{AgentKind, AgentProfile, McpServerConfig};
 use kandev_domain::message_meta::{ErrorMeta, StatusNote};
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::Message;
+use kandev_runtime::site::{RemoteSite, Site};
 use kandev_store::{RuntimeRecord, SessionUpdate, StoreError, WriteTx};
 use serde_json::json;
 use tokio::sync::mpsc;
@@ -260,6 +261,15 @@ async fn on_host(
             // (`agent.install` with the executor); a task's container mounts this machine's.
             if let Ok(rest) = Path::new(&plan.spec.program).strip_prefix(inner.agents.root()) {
                 let there = Path::new(&home).join("agents").join(rest);
+                let site = Site::Remote(RemoteSite::new(link.clone(), &home, &executor.name));
+                if !site.exists(&there).await.map_err(|e| failed(e.to_string()))? {
+                    return Err(failed(format!(
+                        "the profile's version of its agent is not installed on the executor \
+                         {}: install it there in Settings → Agent profiles (Versions…, with \
+                         the executor), or clear the profile's version",
+                        executor.name
+                    )));
+                }
                 plan.spec.program = there.display().to_string();
             }
             Arc::new(RunnerLauncher { link, kandev: format!("{home}/bin/kandev"), home })

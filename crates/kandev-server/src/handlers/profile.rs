@@ -63,7 +63,7 @@ fn with_install_status(s: &AppState, profile: &AgentProfile) -> ProfileSaved {
     };
     let install = (!installed).then(|| match version {
         Some(version) => format!(
-            "install {} {version} in Settings → Agents (agent.install)",
+            "install {} {version} in Settings → Agent profiles",
             kind.default_command().title
         ),
         None => kind.default_command().install(),
