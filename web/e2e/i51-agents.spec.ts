@@ -176,7 +176,7 @@ test('i51 agents: login hints, versions from a registry, install, a profile runs
   const asked = page.waitForRequest((r) => r.url().endsWith('/api/v1/agent.versions'));
   await where.selectOption({ label: 'build1 (SSH, build@127.0.0.1)' });
   expect((await asked).postDataJSON()).toEqual({ kind: 'qwen', executor_id: build1.id });
-  await expect(panel.getByRole('alert')).toBeVisible();
+  await expect(panel.getByRole('alert')).toContainText('cannot reach the SSH executor build1');
   await expect(pick).toHaveCount(0);
   await where.selectOption('');
   await expect(pick).toHaveValue('1.1.0');
