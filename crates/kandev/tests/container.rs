@@ -662,3 +662,43 @@ async fn i42_s1_changed_settings_make_the_container_again_at_the_next_session_st
     assert!(ok && said == "mounted", "made again with the new mount: {said:?}");
     server.terminate();
 }
+
+/// Issue 51 scope 3 in a real container: a profile's version that Kandev installed (under
+/// `$KANDEV_HOME/agents`, put there by hand: the install itself is `agent_install.rs`'s)
+/// runs in the task's container, which sees that folder read-only at the same path.
+#[tokio::test]
+async fn i51_3_a_profile_s_installed_version_runs_in_the_task_s_container_read_only() {
+    let image = podman().test_image(KANDEV.path());
+    let Setup { podman, home, _repo, server, _gone, task, session, .. } =
+        setup(json!({"image": image})).await;
+    agent_up(&server, &session).await;
+    // The stand-in notes its version and whether it can write beside itself, in the
+    // worktree (its working directory), then is the container's kandev mock agent.
+    let bin = home.path().join("agents/qwen/4.0.0/node_modules/.bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let script = "#!/bin/sh\necho 4.0.0 >> ran.txt\n\
+        if touch \"$(dirname \"$0\")/written\" 2>/dev/null; then echo writable >> ran.txt; \
+        else echo read-only >> ran.txt; fi\nexec /opt/kandev/kandev mock-agent\n";
+    std::fs::write(bin.join("qwen"), script).unwrap();
+    std::fs::set_permissions(bin.join("qwen"), std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
+    let profile = json!({"name": "Qwen 4", "kind": "qwen", "agent_version": "4.0.0"});
+    let saved = call(&server, "agent.profile.create", profile).await;
+    assert_eq!(saved["installed"], true, "{saved}");
+    let launch = json!({"task_id": task, "agent_profile_id": saved["profile"]["id"],
+        "prompt": "hello from the box"});
+    let launched = call(&server, "session.launch", launch).await;
+    let pinned = launched["session"]["id"].as_str().unwrap().to_owned();
+    turn_done(&server, &pinned, 1).await;
+    assert!(agent_text(&messages(&server, &pinned).await).contains("hello from the box"));
+
+    let got = call(&server, "session.get", json!({"id": pinned})).await;
+    let cwd = PathBuf::from(got["session"]["cwd"].as_str().unwrap());
+    let ran = std::fs::read_to_string(cwd.join("ran.txt")).unwrap();
+    assert_eq!(ran, "4.0.0\nread-only\n", "the installed version ran, read-only");
+    assert!(!bin.join("written").exists());
+    let container = format!("kandev-{task}");
+    let agents = processes_in(&podman, &container, "/opt/kandev/kandev mock-agent");
+    assert_eq!(agents.len(), 2, "both agents in the container: {agents:?}");
+    server.terminate();
+}
