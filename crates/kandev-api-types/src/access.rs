@@ -109,6 +109,7 @@ subjects! {
     rq::TurnDiff => session_id,
     rq::SessionAuthenticate => id,
     rq::SessionRename => id,
+    rq::SessionRebind => session_id,
     rq::SessionSetMode => id,
     rq::SessionSetConfigOption => id,
     rq::PromptCreate => workspace_id,

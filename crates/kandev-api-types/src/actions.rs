@@ -215,6 +215,7 @@ actions! {
         SessionSetMode = "session.set_mode" [write Member Session]: rq::SessionSetMode => rs::SessionOne;
         SessionSetConfigOption = "session.set_config_option" [write Member Session]: rq::SessionSetConfigOption => rs::SessionOne;
         SessionRename = "session.rename" [write Member Session]: rq::SessionRename => rs::SessionOne;
+        SessionRebind = "session.rebind" [write Member Session]: rq::SessionRebind => rs::SessionOne;
         SessionSetPrimary = "session.set_primary" [write Member Session]: rq::ById => rs::TaskOne;
         SessionRetry = "session.retry" [write Member Session]: rq::ById => rs::MessageOne;
         AgentCancel = "agent.cancel" [write Member Session]: rq::BySession => rs::SessionOne;

@@ -478,6 +478,12 @@ pub struct SessionRename {
     pub name: Option<String>,
 }
 
+/// `session.rebind` (issue 52): the session continues with another agent profile.
+pub struct SessionRebind {
+    pub session_id: String,
+    pub profile_id: String,
+}
+
 /// `prompt.create`: a saved prompt in a workspace's library (issue 18).
 pub struct PromptCreate {
     pub workspace_id: String,

@@ -102,6 +102,9 @@ pub struct SessionDto {
     pub id: String,
     pub task_id: String,
     pub agent_profile_id: Option<String>,
+    /// The name of its agent profile once that profile was deleted: it starts again only
+    /// after `session.rebind` moves it to another agent.
+    pub deleted_profile: Option<String>,
     /// The name a person gave it (`session.rename`), if any.
     pub name: Option<String>,
     pub state: SessionStateDto,
@@ -160,6 +163,7 @@ impl From<&Session> for SessionDto {
             id: s.id.to_string(),
             task_id: s.task_id.to_string(),
             agent_profile_id: s.agent_profile_id.as_ref().map(|p| p.to_string()),
+            deleted_profile: s.deleted_profile.clone(),
             name: s.name.clone(),
             state: s.state.into(),
             epoch: s.epoch,

@@ -288,6 +288,10 @@ pub enum StatusNoteDto {
         outcome: String,
         sessions: Vec<String>,
     },
+    Rebound {
+        from: String,
+        to: String,
+    },
 }
 
 impl From<&MessageMeta> for MessageBodyDto {
@@ -479,6 +483,7 @@ impl From<&StatusNote> for StatusNoteDto {
             N::IssueUpdate { action, outcome } => D::IssueUpdate { action, outcome },
             N::Reverted { turn_id, undone, files } => D::Reverted { turn_id, undone, files },
             N::Attempts { outcome, sessions } => D::Attempts { outcome, sessions },
+            N::Rebound { from, to } => D::Rebound { from, to },
         }
     }
 }

@@ -422,6 +422,9 @@ pub enum StatusNote {
     /// A step's `start_attempts` (issue 48): `outcome` is `started` (with the sessions'
     /// ids) or `failed` (the text says why).
     Attempts { outcome: String, sessions: Vec<String> },
+    /// The session was moved to another agent profile (issue 52, `session.rebind`): `from`
+    /// names the profile it ran (or the deleted one), `to` the one it runs now.
+    Rebound { from: String, to: String },
 }
 
 #[cfg(test)]

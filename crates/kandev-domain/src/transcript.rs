@@ -93,6 +93,9 @@ pub struct Session {
     pub id: SessionId,
     pub task_id: TaskId,
     pub agent_profile_id: Option<AgentProfileId>,
+    /// The name of its agent profile once that profile was deleted (issue 52): it cannot
+    /// start again until it is moved to another agent (`session.rebind`).
+    pub deleted_profile: Option<String>,
     /// The name a person gave it (`session.rename`), if any.
     pub name: Option<String>,
     pub state: SessionState,

@@ -112,6 +112,11 @@ pub(crate) enum Command {
     Stop {
         reply: Reply<()>,
     },
+    /// `session.rebind` (issue 52): the session moves to `profile`.
+    Rebind {
+        profile: Box<kandev_domain::agent::AgentProfile>,
+        reply: Reply<()>,
+    },
     Delete {
         reply: Reply<()>,
     },

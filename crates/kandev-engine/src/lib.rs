@@ -28,6 +28,7 @@ mod fault;
 mod feedback;
 mod files;
 mod handle;
+pub mod handoff;
 mod handshake;
 mod inner;
 mod installs;

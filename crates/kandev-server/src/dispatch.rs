@@ -179,6 +179,7 @@ handlers! {
     SessionSetMode => session::set_mode,
     SessionSetConfigOption => session::set_config_option,
     SessionRename => session::rename,
+    SessionRebind => session::rebind,
     SessionSetPrimary => session::set_primary,
     SessionRetry => session::retry,
     AgentCancel => session::cancel,

@@ -277,6 +277,10 @@ impl WriteTx {
     }
 
     pub async fn delete_profile(&mut self, id: &AgentProfileId) -> Result<()> {
+        // Its sessions keep its name (issue 52): they are refused a start until moved to
+        // another agent, rather than running whatever a missing profile would mean.
+        let name = get(self.db(), id.as_str()).await?.name;
+        self.mark_profile_deleted(id, &name).await?;
         let done = crate::sql::query("DELETE FROM agent_profiles WHERE id = ?")
             .bind(id.as_str())
             .execute(self.conn())

@@ -36,6 +36,7 @@ struct SessionRow {
     id: String,
     task_id: String,
     agent_profile_id: Option<String>,
+    deleted_profile: Option<String>,
     name: Option<String>,
     state: String,
     epoch: i64,
@@ -123,6 +124,7 @@ impl TryFrom<SessionRow> for Session {
             available_commands: r.available_commands,
             cwd: r.cwd,
             attempt: r.attempt.and_then(|n| u32::try_from(n).ok()),
+            deleted_profile: r.deleted_profile,
             created_at: Timestamp(r.created_at),
             updated_at: Timestamp(r.updated_at),
         })
@@ -240,6 +242,42 @@ impl WriteTx {
 
     /// Records the user who started a session (issue 49): its agent acts with their rights
     /// at most.
+    /// The sessions of profile `id`, about to be deleted, keep its name (issue 52).
+    pub async fn mark_profile_deleted(&mut self, id: &AgentProfileId, name: &str) -> Result<()> {
+        crate::sql::query("UPDATE sessions SET deleted_profile = ? WHERE agent_profile_id = ?")
+            .bind(name)
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Moves a session to another agent profile (`session.rebind`, issue 52): the new
+    /// profile, no deleted one, and no conversation to load (another agent cannot load it).
+    pub async fn rebind_session(
+        &mut self,
+        id: &SessionId,
+        epoch: i64,
+        profile_id: &AgentProfileId,
+    ) -> Result<Session> {
+        let current = self.get_session(id).await?;
+        if current.epoch != epoch {
+            let (session, actual) = (id.to_string(), current.epoch);
+            return Err(StoreError::StaleEpoch { session, expected: epoch, actual });
+        }
+        let now = self.now().millis();
+        crate::sql::query(
+            "UPDATE sessions SET agent_profile_id = ?, deleted_profile = NULL, \
+             acp_session_id = NULL, resume_token = NULL, updated_at = ? WHERE id = ?",
+        )
+        .bind(profile_id.as_str())
+        .bind(now)
+        .bind(id.as_str())
+        .execute(self.conn())
+        .await?;
+        self.get_session(id).await
+    }
+
     pub async fn set_session_started_by(&mut self, id: &SessionId, user_id: &str) -> Result<()> {
         crate::sql::query("UPDATE sessions SET started_by = ? WHERE id = ?")
             .bind(user_id)

@@ -438,6 +438,24 @@ impl Engine {
         self.ask(id, |reply| Command::Stop { reply }).await
     }
 
+    /// `session.rebind` (issue 52): moves the session to another agent profile, which starts
+    /// with a handoff prompt written from the transcript; answers the session as it is then.
+    pub async fn rebind(
+        &self,
+        id: &SessionId,
+        profile_id: &kandev_domain::AgentProfileId,
+    ) -> Result<kandev_domain::transcript::Session> {
+        let profile = self.inner.store.get_profile(profile_id).await.map_err(|e| match e {
+            kandev_store::StoreError::NotFound { .. } => EngineError::Validation(format!(
+                "there is no agent profile {profile_id}: choose one of the profiles"
+            )),
+            other => other.into(),
+        })?;
+        let profile = Box::new(profile);
+        self.ask(id, |reply| Command::Rebind { profile, reply }).await?;
+        Ok(self.inner.store.get_session(id).await?)
+    }
+
     /// Stops any execution and deletes the session and its transcript (rule 35).
     pub async fn delete(&self, id: &SessionId) -> Result<()> {
         self.cancel_questions(id).await?;

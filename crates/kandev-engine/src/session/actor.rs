@@ -134,6 +134,10 @@ impl SessionActor {
                 let _ = reply.send(result);
             }
             Command::Stop { reply } => self.stop(reply).await,
+            Command::Rebind { profile, reply } => {
+                let result = self.rebind(*profile).await;
+                let _ = reply.send(result);
+            }
             Command::Permission { request_id, answer, by, reply } => {
                 let result = self.answer_permission(&request_id, answer, &by).await;
                 let _ = reply.send(result);

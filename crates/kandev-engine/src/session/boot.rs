@@ -167,6 +167,7 @@ impl SessionActor {
     /// The writes of a start in the caller's transaction: a new epoch and `STARTING`.
     pub(super) async fn bind_boot(&mut self, tx: &mut WriteTx) -> Result<NewBoot> {
         let first = self.session.state == SessionState::Created;
+        self.refuse_without_profile().await?;
         let (profile, secret_names, scrub) = self.with_secrets(self.profile().await?).await?;
         if let Some(profile) = &profile {
             // Before the epoch moves: a missing version is the caller's error, not a start.

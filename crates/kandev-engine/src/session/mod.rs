@@ -19,6 +19,7 @@ mod inputs;
 mod modes;
 mod permissions;
 mod queue;
+mod rebind;
 pub(crate) mod reset;
 mod revert;
 pub(crate) mod state;

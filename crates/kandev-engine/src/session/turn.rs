@@ -43,6 +43,10 @@ impl SessionActor {
         if request.content.trim().is_empty() {
             return Err(EngineError::Validation("content is required".into()));
         }
+        if self.phase.live().is_none() {
+            // Before anything is recorded: this prompt would start an agent (issue 52).
+            self.refuse_without_profile().await?;
+        }
         if let Some(client_id) = &request.client_message_id {
             let mut tx = self.begin_write().await?;
             if let Some(existing) = tx.message_by_client_id(&self.session.id, client_id).await? {

@@ -3,8 +3,8 @@
 
 use kandev_api_types::requests::{
     AutoRunSet, ById, BySession, ByTask, MessageAdd, MessageList, PermissionRespond, QueueAdd,
-    QueueRemove, QueueReorder, QueueUpdate, ResumeMode, SessionLaunch, SessionRename,
-    SessionResume, SessionSetConfigOption, SessionSetMode,
+    QueueRemove, QueueReorder, QueueUpdate, ResumeMode, SessionLaunch, SessionRebind,
+    SessionRename, SessionResume, SessionSetConfigOption, SessionSetMode,
 };
 use kandev_api_types::responses::{
     Deleted, MessageAdded, MessageOne, Messages, Queue, SessionOne, Sessions, TaskOne, Turns,
@@ -110,6 +110,14 @@ pub async fn set_config_option(
 
 pub async fn rename(s: &AppState, p: SessionRename) -> Result<SessionOne, ApiError> {
     let session = s.engine().rename_session(&SessionId::new(p.id), p.name).await?;
+    Ok(SessionOne { session: SessionDto::from(&session) })
+}
+
+/// `session.rebind` (issue 52): the same worktree and transcript, another agent, started
+/// with a summary of the conversation.
+pub async fn rebind(s: &AppState, p: SessionRebind) -> Result<SessionOne, ApiError> {
+    let profile = kandev_domain::AgentProfileId::new(p.profile_id);
+    let session = s.engine().rebind(&SessionId::new(p.session_id), &profile).await?;
     Ok(SessionOne { session: SessionDto::from(&session) })
 }
 

@@ -652,6 +652,11 @@ export type SessionAuthenticate = { id: string, method_id: string, };
 
 export type SessionDto = { id: string, task_id: string, agent_profile_id: string | null, 
 /**
+ * The name of its agent profile once that profile was deleted: it starts again only
+ * after `session.rebind` moves it to another agent.
+ */
+deleted_profile: string | null, 
+/**
  * The name a person gave it (`session.rename`), if any.
  */
 name: string | null, state: SessionStateDto, epoch: number, 
@@ -689,6 +694,8 @@ prompt?: string, };
 
 export type SessionOne = { session: SessionDto, };
 
+export type SessionRebind = { session_id: string, profile_id: string, };
+
 export type SessionRename = { id: string, name?: string, };
 
 export type SessionResume = { id: string, mode?: ResumeMode, };
@@ -707,7 +714,7 @@ export type SshSettingsDto = { host: string, port: number, user: string, identit
 
 export type StatusMetaDto = StatusNoteDto | { [key in string]: JsonValue };
 
-export type StatusNoteDto = { "reason": "agent_warning" } | { "reason": "cancelled" } | { "reason": "stopped" } | { "reason": "idle" } | { "reason": "stall" } | { "reason": "interrupted" } | { "reason": "context_reset" } | { "reason": "resumed" } | { "reason": "fresh" } | { "reason": "mcp_transport", servers: Array<string>, } | { "reason": "unknown_saved_prompt", names: Array<string>, } | { "reason": "saved_prompts_too_large" } | { "reason": "task_moved", by: string, } | { "reason": "ship_action", action: string, } | { "reason": "ship_by", action: string, by: string, } | { "reason": "worktree_reused", repository_id: string, path: string, branch: string, } | { "reason": "worktree_created", repository_id: string, path: string, branch: string, base_commit: string, } | { "reason": "setup_script", repository_id: string, status: string, exit_code: number | null, } | { "reason": "cleanup_script", repository_id: string, status: string, } | { "reason": "pull_request", repository_id: string, number: number, url: string, state: string, was: string, } | { "reason": "authenticated", auth_method: string, } | { "reason": "mcp_note" } | { "reason": "complete_step", step: string, } | { "reason": "question_resolved", question_id: string, status: string, answer: string | null, by: string | null, } | { "reason": "pr_feedback", repository_id: string, event: string, outcome: string, } | { "reason": "issue_update", action: string, outcome: string, } | { "reason": "reverted", turn_id: string, undone: Array<string>, files: Array<string>, } | { "reason": "attempts", outcome: string, sessions: Array<string>, };
+export type StatusNoteDto = { "reason": "agent_warning" } | { "reason": "cancelled" } | { "reason": "stopped" } | { "reason": "idle" } | { "reason": "stall" } | { "reason": "interrupted" } | { "reason": "context_reset" } | { "reason": "resumed" } | { "reason": "fresh" } | { "reason": "mcp_transport", servers: Array<string>, } | { "reason": "unknown_saved_prompt", names: Array<string>, } | { "reason": "saved_prompts_too_large" } | { "reason": "task_moved", by: string, } | { "reason": "ship_action", action: string, } | { "reason": "ship_by", action: string, by: string, } | { "reason": "worktree_reused", repository_id: string, path: string, branch: string, } | { "reason": "worktree_created", repository_id: string, path: string, branch: string, base_commit: string, } | { "reason": "setup_script", repository_id: string, status: string, exit_code: number | null, } | { "reason": "cleanup_script", repository_id: string, status: string, } | { "reason": "pull_request", repository_id: string, number: number, url: string, state: string, was: string, } | { "reason": "authenticated", auth_method: string, } | { "reason": "mcp_note" } | { "reason": "complete_step", step: string, } | { "reason": "question_resolved", question_id: string, status: string, answer: string | null, by: string | null, } | { "reason": "pr_feedback", repository_id: string, event: string, outcome: string, } | { "reason": "issue_update", action: string, outcome: string, } | { "reason": "reverted", turn_id: string, undone: Array<string>, files: Array<string>, } | { "reason": "attempts", outcome: string, sessions: Array<string>, } | { "reason": "rebound", from: string, to: string, };
 
 export type StepCreate = { workflow_id: string, name: string, position?: number, color?: string, prompt?: string, is_start_step?: boolean, allow_manual_move?: boolean, 
 /**
@@ -1087,6 +1094,7 @@ export type Actions = {
   "session.set_mode": { request: SessionSetMode, response: SessionOne },
   "session.set_config_option": { request: SessionSetConfigOption, response: SessionOne },
   "session.rename": { request: SessionRename, response: SessionOne },
+  "session.rebind": { request: SessionRebind, response: SessionOne },
   "session.set_primary": { request: ById, response: TaskOne },
   "session.retry": { request: ById, response: MessageOne },
   "agent.cancel": { request: BySession, response: SessionOne },
