@@ -5,6 +5,7 @@ import { memo } from 'react';
 import { attachmentUrl, call } from '../api/client';
 import type { AttachmentDto, MessageDto, PermissionMetaDto, PlanMetaDto, ToolCallMetaDto } from '../api/types';
 import { renderMarkdown } from '../lib/markdown';
+import { reboundText } from '../lib/rebind';
 import { useRole } from '../lib/me';
 import { useMutation } from '../lib/useMutation';
 import { DiffView } from './DiffView';
@@ -92,6 +93,17 @@ export const MessageView = memo(function MessageView({ message }: { message: Mes
     case 'status':
       if ('reason' in message.metadata && message.metadata.reason === 'question_resolved') {
         return <AnsweredQuestion question={message.content} note={message.metadata} />;
+      }
+      {
+        const moved = reboundText(message.metadata);
+        if (moved) {
+          return (
+            <div className="msg msg-status" data-kind="status" data-reason="rebound" role="note">
+              <strong>{moved}</strong>
+              : the new agent starts a new conversation with a summary of this one
+            </div>
+          );
+        }
       }
       return (
         <div className="msg msg-status" data-kind="status">

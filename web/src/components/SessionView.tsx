@@ -1,9 +1,10 @@
-// One session: state and controls (cancel, stop, reset context, resume, delete), the last
-// error, the live transcript, the composer and the prompt queue.
+// One session: state and controls (cancel, stop, reset context, resume, move to another
+// agent, delete), the last error, the live transcript, the composer and the prompt queue.
 import { useEffect, useRef, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { ActionName, Actions, MessageDto, SessionDto } from '../api/types';
 import { useRole } from '../lib/me';
+import { moveBlocked } from '../lib/rebind';
 import { useSession } from '../lib/session';
 import { errorHint } from '../lib/sessionError';
 import { toast } from '../lib/toast';
@@ -17,6 +18,7 @@ import { MessageView } from './MessageView';
 import { AuthMethods } from './session/AuthMethods';
 import { AgentBadge, ModelBadge, UsageBadge } from './session/Badges';
 import { LoginHint } from './session/LoginHint';
+import { DeletedProfileBanner, MoveDialog } from './session/MoveSession';
 import { Composer } from './session/Composer';
 import { Pickers } from './session/Pickers';
 import { QueuePanel } from './session/QueuePanel';
@@ -40,6 +42,9 @@ declare global {
 function sessionBadge(state: string, session: SessionDto | null): { state: string; text?: string; label?: string } {
   if (state !== 'WAITING_FOR_INPUT' || !session) return { state };
   if (session.last_error) return { state: 'FAILED', label: session.last_error.message };
+  if (session.deleted_profile) {
+    return { state, text: 'no agent', label: 'Its agent profile was deleted: move the session to another agent' };
+  }
   if (!session.acp_session_id) return { state, text: 'stopped', label: 'No agent runs: the next message starts it' };
   return { state };
 }
@@ -60,6 +65,7 @@ export function SessionView({
   // A context reset drops the agent's memory of the conversation: asked first, like a delete.
   const [confirmReset, setConfirmReset] = useState(false);
   const [renaming, setRenaming] = useState(false);
+  const [moving, setMoving] = useState(false);
   // The toolbar's actions: one at a time, the failure shown under the bar with its label.
   const actions = useMutation();
   const list = useRef<VirtualHandle | null>(null);
@@ -67,6 +73,8 @@ export function SessionView({
   const session = s.session;
   const state = session?.state ?? 'CREATED';
   const busy = state === 'RUNNING' || state === 'STARTING' || s.turnOpen;
+  // The server refuses a move while a turn or a start runs (`BUSY`): said before it is asked.
+  const moveRefused = moveBlocked(state, s.turnOpen);
   // The server clears the ACP session id when the agent's process ends (stopped, exited).
   const agentLive = !!session?.acp_session_id;
   const phone = usePhone();
@@ -163,6 +171,13 @@ export function SessionView({
                 </button>
                 <button disabled={actions.busy} onClick={() => setRenaming(true)}>
                   Rename
+                </button>
+                <button
+                  disabled={actions.busy || moveRefused !== null}
+                  title={moveRefused ?? 'Go on with another agent profile in the same worktree'}
+                  onClick={() => setMoving(true)}
+                >
+                  Move to another agent…
                 </button>
                 {!primary && (
                   <button
@@ -261,6 +276,9 @@ export function SessionView({
         </div>
       )}
       <Questions questions={s.questions} answer={works} />
+      {session?.deleted_profile && (
+        <DeletedProfileBanner sessionId={sessionId} name={session.deleted_profile} blocked={moveRefused} canMove={works} />
+      )}
       {works ? (
         <>
           <QueuePanel sessionId={sessionId} queue={s.queue} autoRun={session?.auto_run ?? true} />
@@ -271,11 +289,24 @@ export function SessionView({
             queued={s.queue.length}
             autoRun={session?.auto_run ?? true}
             commands={session?.available_commands ?? []}
+            refused={
+              session?.deleted_profile
+                ? `The agent profile ${session.deleted_profile} was deleted: move the session to another agent to go on`
+                : null
+            }
             onSent={() => list.current?.scrollToBottom()}
           />
         </>
       ) : (
         <RoleNote>{VIEWER_NOTE}</RoleNote>
+      )}
+      {moving && session && (
+        <MoveDialog
+          sessionId={sessionId}
+          currentProfileId={session.agent_profile_id}
+          blocked={moveRefused}
+          onClose={() => setMoving(false)}
+        />
       )}
       {renaming && session && (
         <RenameDialog

@@ -18,6 +18,9 @@ export function Composer(props: {
   autoRun: boolean;
   commands: AvailableCommandDto[];
   onSent: () => void;
+  /** Why no agent can answer now (its profile was deleted), said in place of the usual
+   * placeholder; a message sent anyway shows the server's refusal. */
+  refused?: string | null;
 }) {
   const { sessionId, busy, onSent, workspaceId } = props;
   const [text, setText] = useState('');
@@ -220,7 +223,13 @@ export function Composer(props: {
         rows={2}
         aria-controls={matches.length > 0 ? `commands-${sessionId}` : undefined}
         aria-activedescendant={chosen ? `command-${sessionId}-${chosen.key}` : undefined}
-        placeholder={busy ? 'The agent is busy: your message will be queued' : 'Message the agent (Enter sends, Shift+Enter for a new line)'}
+        placeholder={
+          props.refused
+            ? props.refused
+            : busy
+              ? 'The agent is busy: your message will be queued'
+              : 'Message the agent (Enter sends, Shift+Enter for a new line)'
+        }
         onChange={(e) => {
           setText(e.target.value);
           setMenuClosed(false);
