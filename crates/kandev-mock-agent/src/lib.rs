@@ -44,6 +44,7 @@ mod mcp;
 mod rpc;
 pub mod script;
 mod store;
+pub mod tui;
 mod turn;
 
 use std::sync::{Arc, Mutex, MutexGuard};

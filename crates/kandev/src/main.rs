@@ -43,6 +43,10 @@ enum Command {
     /// Run the built-in deterministic mock agent on stdio (ACP). Kandev starts it for the
     /// Mock profile; tests and benchmarks use its scripts and failure flags.
     MockAgent(kandev_mock_agent::MockArgs),
+    /// Run a scripted fake of an agent's own terminal UI (a prompt, a working spinner, a
+    /// permission question) on this terminal: for tests of terminal-UI sessions, not for people.
+    #[command(hide = true)]
+    FakeTui(kandev_mock_agent::tui::TuiArgs),
     /// Bridge stdio to Kandev's MCP server (what Kandev hands agents that only take stdio
     /// MCP servers; the token comes in KANDEV_MCP_TOKEN).
     McpBridge(bridge::BridgeArgs),
@@ -164,6 +168,7 @@ fn main() -> std::process::ExitCode {
     // runner (`runner --one-thread`, issue 42): one per container.
     let runtime = match cli.command {
         Some(Command::MockAgent(_))
+        | Some(Command::FakeTui(_))
         | Some(Command::Runner(runner::RunnerArgs { one_thread: true, .. })) => {
             tokio::runtime::Builder::new_current_thread().enable_all().build()
         }
@@ -185,6 +190,11 @@ async fn run(cli: Cli) -> std::process::ExitCode {
         Some(Command::MockAgent(args)) => {
             // stdout carries the protocol; exit at once so a blocking stdin read cannot stall.
             let code = kandev_mock_agent::run_stdio(args.into()).await;
+            std::process::exit(code);
+        }
+        Some(Command::FakeTui(args)) => {
+            // Like the mock agent: exit at once so tokio's blocking stdin read cannot stall.
+            let code = kandev_mock_agent::tui::run_terminal(args).await;
             std::process::exit(code);
         }
         Some(Command::McpBridge(args)) => bridge::run(args).await,
