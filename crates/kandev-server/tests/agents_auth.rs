@@ -202,7 +202,7 @@ async fn i8_agent_kinds_report_the_version_an_agent_gave_in_initialize() {
     let server = TestServer::start().await;
     let kinds = server.call("agent.kinds", json!({})).await;
     let kinds = kinds["kinds"].as_array().unwrap().clone();
-    assert_eq!(kinds.len(), 6, "{kinds:?}");
+    assert_eq!(kinds.len(), 10, "{kinds:?}");
     for kind in &kinds {
         assert!(kind["version"].is_null(), "no agent has run yet: {kind}");
         assert!(kind["install"].is_string(), "{kind}");
@@ -267,7 +267,10 @@ async fn i8_a_profile_for_an_agent_that_is_not_installed_is_allowed_but_marked()
         )
         .await;
     assert_eq!(missing["installed"], false, "{missing}");
-    assert_eq!(missing["install"], "npm install -g @zed-industries/codex-acp");
+    assert_eq!(
+        missing["install"],
+        "install it in Settings → Agent profiles, or run `npm install -g @zed-industries/codex-acp`"
+    );
     let id = missing["profile"]["id"].clone();
     let fixed = server.call("agent.profile.update", json!({"id": id, "command": "/bin/sh"})).await;
     assert_eq!(fixed["installed"], true, "{fixed}");

@@ -101,7 +101,8 @@ async fn i43_a4_an_agent_a_profile_uses_that_is_missing_is_named_with_its_instal
     assert!(
         text.contains(
             "PROBLEM agent claude: kandev-no-such-agent (profile \"Claude here\") is not \
-             installed: npm install -g @agentclientprotocol/claude-agent-acp"
+             installed: install it in Settings → Agent profiles, or run `npm install -g \
+             @agentclientprotocol/claude-agent-acp`"
         ),
         "{text}"
     );
