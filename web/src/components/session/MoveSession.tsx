@@ -1,7 +1,7 @@
 // Moving a session to another agent profile (issue 52, `session.rebind`): the picker and the
 // Move button, shown in the session's "Move to another agent…" dialog and, for a session whose
 // profile was deleted, in the banner above its composer.
-import { useState } from 'react';
+import { useId, useState } from 'react';
 import { call, errorText } from '../../api/client';
 import { useData } from '../../lib/data';
 import { MOVE_EXPLAINED, moveTargets } from '../../lib/rebind';
@@ -23,6 +23,7 @@ export function MoveSession(props: {
   const [picked, setPicked] = useState('');
   const chosen = targets.find((p) => p.id === picked) ?? targets[0];
   const move = useMutation();
+  const pickerId = useId();
   if (profilesRead === 'done' && targets.length === 0) {
     return <p className="hint">No other agent profile to move it to: add one in Settings → Agent profiles.</p>;
   }
@@ -45,16 +46,19 @@ export function MoveSession(props: {
     >
       <p className="hint">{MOVE_EXPLAINED}</p>
       <div className="move-row">
-        <label>
-          Move to
-          <select value={chosen?.id ?? ''} onChange={(e) => setPicked(e.target.value)} disabled={targets.length === 0}>
-            {targets.map((p) => (
-              <option key={p.id} value={p.id}>
-                {p.name}
-              </option>
-            ))}
-          </select>
-        </label>
+        <label htmlFor={pickerId}>Move to</label>
+        <select
+          id={pickerId}
+          value={chosen?.id ?? ''}
+          onChange={(e) => setPicked(e.target.value)}
+          disabled={targets.length === 0}
+        >
+          {targets.map((p) => (
+            <option key={p.id} value={p.id}>
+              {p.name}
+            </option>
+          ))}
+        </select>
         <button
           type="submit"
           className="primary"
