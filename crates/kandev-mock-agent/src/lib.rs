@@ -1,5 +1,7 @@
 //! A deterministic, scripted ACP agent for tests, benchmarks and first runs.
 //!
+//! `kandev fake-tui` runs [`tui`], a fake of an agent's own terminal UI (issue 52).
+//!
 //! The `kandev mock-agent [flags]` command runs [`run_stdio`] (flatten [`MockArgs`] into the
 //! CLI, convert with `MockConfig::from`); tests link the library and call [`run`] over
 //! in-process pipes (`tokio::io::duplex`). Behaviour is described in `spec/mock-agent.md`:

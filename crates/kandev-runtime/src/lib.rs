@@ -46,6 +46,7 @@ pub mod runner;
 pub mod site;
 mod stderr;
 pub mod terminal;
+pub mod tui_screen;
 pub mod tunnel;
 
 pub use error::RuntimeError;
