@@ -169,7 +169,7 @@ impl SessionActor {
         let first = self.session.state == SessionState::Created;
         self.refuse_without_profile().await?;
         let (profile, secret_names, scrub) = self.with_secrets(self.profile().await?).await?;
-        if let Some(profile) = &profile {
+        if let Some(profile) = profile.as_ref().filter(|p| p.agent_version.is_some()) {
             // Before the epoch moves: a missing version is the caller's error, not a start.
             let task = self.inner.store.get_task(&self.session.task_id).await?;
             crate::installs::check_pinned_for(&self.inner, profile, &task).await?;
