@@ -31,7 +31,7 @@ pub(crate) async fn create_session(
         let repository = task.repository_ids.first().map(|r| r.as_str());
         crate::secrets::resolve(inner, &names, task.workspace_id.as_str(), repository).await?;
         // So is a version of the agent that is not installed (issue 51).
-        crate::installs::check_pinned_for(inner, profile, &task).await?;
+        crate::installs::check_pinned_for(inner, profile, &task.repository_ids).await?;
     }
     // Held while the directory is planned, so launches of one task agree on it.
     let _worktrees = inner.task_locks.lock(&task.id).await;

@@ -11,12 +11,15 @@ const MAX_MESSAGE_CHARS: usize = 1_500;
 /// Most recent messages read for it.
 pub const HANDOFF_MESSAGES: i64 = 400;
 
+/// How every handoff prompt begins (an earlier handoff in a transcript is not quoted again).
+pub const HANDOFF_START: &str = "You are taking over this task from another agent";
+
 /// The prompt: who hands over, the task, then the conversation's first user message and as
 /// many of the latest user and agent messages (tool calls by their title) as fit, oldest
 /// first, each shortened; what is left out is said.
 pub fn prompt(title: &str, description: &str, from: &str, messages: &[Message]) -> String {
     let mut head = format!(
-        "You are taking over this task from another agent ({from}). Kandev moved the session \
+        "{HANDOFF_START} ({from}). Kandev moved the session \
          to you: the working directory is as it left it, but you do not have its conversation. \
          A summary of it follows; continue from there, and look at the files before you \
          change anything.\n\nTask: {title}\n"
@@ -69,6 +72,10 @@ fn line_of(message: &Message) -> Option<String> {
     let text = message.content.trim();
     if text.is_empty() {
         return None;
+    }
+    if message.kind() == MessageKind::User && text.starts_with(HANDOFF_START) {
+        // Its summary is in the lines above it already.
+        return Some("(Kandev moved the session to another agent here, with a summary)\n".into());
     }
     Some(format!("{who}: {}\n", shorten(text, MAX_MESSAGE_CHARS)))
 }
@@ -146,6 +153,21 @@ mod tests {
         assert!(got.contains("THE LAST WORD") && got.contains("… (cut)"));
         assert!(got.contains("earlier messages left out"), "what is left out is said");
         assert!(got.contains("reply 499") && !got.contains("reply 2 "));
+    }
+
+    #[test]
+    fn i52_1_an_earlier_handoff_is_not_quoted_again() {
+        let earlier =
+            prompt_of("Agent A", &[message(1, MessageMeta::User(UserMeta::default()), "fix it")]);
+        let messages = [
+            message(1, MessageMeta::User(UserMeta::default()), "fix it"),
+            message(2, MessageMeta::User(UserMeta::default()), &earlier),
+            message(3, MessageMeta::Agent, "done by B"),
+        ];
+        let got = prompt_of("Agent B", &messages);
+        assert_eq!(got.matches("The conversation so far:").count(), 1, "{got}");
+        assert!(got.contains("(Kandev moved the session to another agent here"), "{got}");
+        assert!(got.contains("Agent: done by B"), "{got}");
     }
 
     #[test]

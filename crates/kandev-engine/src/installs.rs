@@ -59,12 +59,12 @@ pub(crate) fn check_pinned(inner: &Inner, profile: &AgentProfile) -> Result<()> 
 pub(crate) async fn check_pinned_for(
     inner: &Inner,
     profile: &AgentProfile,
-    task: &kandev_domain::task::Task,
+    repository_ids: &[kandev_domain::RepositoryId],
 ) -> Result<()> {
     if profile.agent_version.is_none() {
         return Ok(());
     }
-    if let Some(id) = task.repository_ids.first() {
+    if let Some(id) = repository_ids.first() {
         let repository = inner.store.get_repository(id).await?;
         if matches!(crate::sites::placement(inner, &repository).await?, Placement::Ssh { .. }) {
             return Ok(());
@@ -93,7 +93,9 @@ impl From<InstallError> for EngineError {
     fn from(err: InstallError) -> Self {
         match err {
             InstallError::BadVersion(_) => EngineError::Validation(err.to_string()),
-            InstallError::NotInstalled { .. } => EngineError::NotFound(err.to_string()),
+            InstallError::NotInstalled { .. } | InstallError::NoSuchVersion { .. } => {
+                EngineError::NotFound(err.to_string())
+            }
             InstallError::NpmMissing
             | InstallError::Npm { .. }
             | InstallError::TimedOut { .. }

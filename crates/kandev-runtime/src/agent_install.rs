@@ -40,9 +40,14 @@ pub enum InstallError {
     BadVersion(String),
     #[error("{package}@{version} is not installed by Kandev")]
     NotInstalled { package: String, version: String },
+    #[error("the registry has no version {version} of {package}: pick one it offers")]
+    NoSuchVersion { package: String, version: String },
     #[error("npm could not {what}: {output}")]
     Npm { what: String, output: String },
-    #[error("npm did not {what} within {} s; check the registry settings (~/.npmrc) and try again", .timeout.as_secs())]
+    #[error(
+        "npm could not {what} within {} s: check that its registry (npm_config_registry, ~/.npmrc) can be reached from this machine, then try again",
+        .timeout.as_secs()
+    )]
     TimedOut { what: String, timeout: Duration },
     #[error("{what}: {source}")]
     Io { what: String, source: std::io::Error },
@@ -176,14 +181,23 @@ impl AgentPrefix {
         let prefix = dir.display().to_string();
         let args = ["install", "--prefix", &prefix, "--save-exact", "--no-audit", "--no-fund"];
         let args: Vec<&str> = args.into_iter().chain(["--loglevel=error", &spec]).collect();
-        npm(&args, &what, INSTALL_TIMEOUT, env).await?;
+        match npm(&args, &what, INSTALL_TIMEOUT, env).await {
+            Err(InstallError::Npm { output, .. })
+                if output.contains("ETARGET") || output.contains("E404") =>
+            {
+                let (package, version) = (agent.package.clone(), version.to_owned());
+                return Err(InstallError::NoSuchVersion { package, version });
+            }
+            other => other?,
+        };
         let manifest = dir.join("node_modules").join(&agent.package).join("package.json");
         let got = std::fs::read_to_string(&manifest).ok().and_then(|text| {
             let value: serde_json::Value = serde_json::from_str(&text).ok()?;
             value["version"].as_str().map(str::to_owned)
         });
         if got.as_deref() != Some(version) {
-            let output = format!("the registry gave version {got:?} instead");
+            let output =
+                format!("the registry gave version {} instead", got.as_deref().unwrap_or("(none)"));
             return Err(InstallError::Npm { what, output });
         }
         let program = dir.join("node_modules/.bin").join(&agent.program);
@@ -219,7 +233,7 @@ pub async fn available(package: &str) -> Result<Available, InstallError> {
     if !on_path("npm") {
         return Err(InstallError::NpmMissing);
     }
-    let what = format!("ask the registry for {package}");
+    let what = format!("get the versions of {package} from its registry");
     let args = ["view", package, "versions", "dist-tags", "--json"];
     let out = npm(&args, &what, VIEW_TIMEOUT, &[]).await?;
     parse_view(&out)
@@ -291,9 +305,15 @@ async fn npm(
     if output.status.success() {
         return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
+    // npm says the cause first (`npm error code …`) and where its log is last.
     let said = String::from_utf8_lossy(&output.stderr);
-    let lines: Vec<&str> = said.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let quoted = lines[lines.len().saturating_sub(OUTPUT_LINES)..].join(" / ");
+    let lines: Vec<&str> = said
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.contains("A complete log of this run"))
+        .take(OUTPUT_LINES)
+        .collect();
+    let quoted = lines.join(" / ");
     let output = if quoted.is_empty() {
         format!("npm ended with {} and said nothing", output.status)
     } else {

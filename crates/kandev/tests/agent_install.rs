@@ -95,6 +95,10 @@ async fn i51_2_an_agent_installs_pinned_into_an_empty_prefix_then_updates() {
     assert_eq!(installed["path"], program.display().to_string(), "{installed}");
     assert_eq!(installed["already"], false);
     assert!(program.is_file());
+    let missing = json!({"kind": "qwen", "version": "9.9.9"});
+    let (status, body) = refused(try_call(&server, "agent.install", missing).await);
+    assert_eq!(status, 404, "{body}");
+    assert!(body["message"].as_str().unwrap().contains("has no version 9.9.9"), "{body}");
     let again = call(&server, "agent.install", json!({"kind": "qwen", "version": "1.0.0"})).await;
     assert_eq!(again["already"], true);
     let kinds = call(&server, "agent.kinds", json!({})).await;
@@ -191,6 +195,16 @@ async fn i51_2_a_profile_s_missing_version_refuses_the_launch() {
     );
     let sessions = call(&server, "task.session.list", json!({"task_id": task["task"]["id"]})).await;
     assert_eq!(sessions["sessions"], json!([]), "no session was made");
+
+    // A task that would start on it is refused before it exists: a retry makes no second one.
+    let started = json!({"workflow_id": board["id"], "title": "Would start",
+        "agent_profile_id": saved["profile"]["id"], "start_agent": true});
+    let (status, body) = refused(try_call(&server, "task.create", started).await);
+    assert_eq!(status, 422, "{body}");
+    let tasks = call(&server, "task.list", json!({"workflow_id": board["id"]})).await;
+    let titles: Vec<&str> =
+        tasks["tasks"].as_array().unwrap().iter().map(|t| t["title"].as_str().unwrap()).collect();
+    assert_eq!(titles, ["Missing"], "no task was made");
 }
 
 /// Scope 3 on an SSH executor (a real OpenSSH server on loopback): `agent.install` with the

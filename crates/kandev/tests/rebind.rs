@@ -169,3 +169,62 @@ async fn i52_1_l49_a_session_of_a_deleted_profile_is_refused_a_start_and_can_be_
     };
     assert_eq!(status, 422);
 }
+
+/// A session whose start failed (its agent cannot be found) is the one most worth moving:
+/// `FAILED` goes on with the other agent. Moving to the profile it already runs is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i52_1_l49_a_failed_session_is_rebound_and_a_move_to_its_own_profile_is_refused() {
+    let dir = kandev_testkit::temp_dir("rebind-failed");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let server = KANDEV.start(&home);
+    let repo = kandev_testkit::remote_task::project_repo();
+    let broken = json!({"name": "Broken", "kind": "custom", "command": "/no/such/agent"});
+    let broken = call(&server, "agent.profile.create", broken).await["profile"]["id"].clone();
+    let b = mock_profile(&server, "Agent B", &dir.path().join("b.log")).await;
+    let workspaces = call(&server, "workspace.list", json!({})).await;
+    let workspace = &workspaces["workspaces"][0]["id"];
+    let repository = call(
+        &server,
+        "repository.create",
+        json!({"workspace_id": workspace, "local_path": repo.path(), "name": "r"}),
+    )
+    .await;
+    let workflows = call(&server, "workflow.list", json!({"workspace_id": workspace})).await;
+    let board = &workflows["workflows"][0];
+    let task = call(
+        &server,
+        "task.create",
+        json!({"workflow_id": board["id"], "title": "Broken start", "step_id": board["steps"][0]["id"],
+               "repository_ids": [repository["repository"]["id"]]}),
+    )
+    .await;
+    let launch =
+        json!({"task_id": task["task"]["id"], "agent_profile_id": broken, "prompt": "hello"});
+    let session =
+        call(&server, "session.launch", launch).await["session"]["id"].as_str().unwrap().to_owned();
+    let mut watch = support::Watch::sessions(&server, std::slice::from_ref(&session)).await;
+    watch.state(&server, &session, "FAILED").await;
+
+    let same = json!({"session_id": session, "profile_id": broken});
+    let Err(support::CallError::Refused { status, body }) =
+        try_call(&server, "session.rebind", same).await
+    else {
+        panic!("a move to its own profile was accepted")
+    };
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("already runs the profile Broken"),
+        "{body}"
+    );
+
+    call(&server, "session.rebind", json!({"session_id": session, "profile_id": b})).await;
+    watch
+        .until("agent B answers the handoff", async || {
+            let got = call(&server, "session.get", json!({"id": session})).await["session"].clone();
+            let answered = agent_text(&messages(&server, &session).await)
+                .contains("echo: You are taking over");
+            answered && got["state"] == "WAITING_FOR_INPUT" && got["last_error"].is_null()
+        })
+        .await;
+}

@@ -172,7 +172,7 @@ impl SessionActor {
         if let Some(profile) = profile.as_ref().filter(|p| p.agent_version.is_some()) {
             // Before the epoch moves: a missing version is the caller's error, not a start.
             let task = self.inner.store.get_task(&self.session.task_id).await?;
-            crate::installs::check_pinned_for(&self.inner, profile, &task).await?;
+            crate::installs::check_pinned_for(&self.inner, profile, &task.repository_ids).await?;
         }
         let mut spec = self.launch_spec(profile.as_ref());
         spec.secret_names = secret_names;

@@ -6,9 +6,6 @@
 
 use kandev_domain::agent::AgentProfile;
 use kandev_domain::message_meta::StatusNote;
-use kandev_domain::session::SessionState;
-use kandev_store::SessionUpdate;
-use tokio::sync::oneshot;
 
 use crate::api::PromptRequest;
 use crate::error::{EngineError, Result};
@@ -29,22 +26,17 @@ impl SessionActor {
             ));
         }
         self.reread_profile().await?;
-        let (from, from_name) = self.profile_title().await?;
-        if self.phase.live().is_some() {
-            let (done, stopped) = oneshot::channel();
-            self.stop(done).await;
-            stopped.await.map_err(|_| EngineError::gone())??;
+        if self.session.agent_profile_id.as_ref() == Some(&profile.id) {
+            return Err(EngineError::Validation(format!(
+                "the session already runs the profile {}: choose another one",
+                profile.name
+            )));
         }
+        let (from, from_name) = self.profile_title().await?;
+        // Quietly: the stop's own note ("the next message resumes") would not be true.
+        self.stop_execution(true).await;
         let handoff = self.handoff_prompt(&from).await?;
         let mut tx = self.begin_write().await?;
-        if self.session.state.needs_resume() {
-            let update = SessionUpdate {
-                state: Some(SessionState::WaitingForInput),
-                last_error: Some(None),
-                ..SessionUpdate::default()
-            };
-            self.write(&mut tx, update).await?;
-        }
         let written = tx.rebind_session(&self.session.id, self.session.epoch, &profile.id).await?;
         publish::session_event(&mut tx, &written, "session.updated").await?;
         self.session = written;
@@ -56,6 +48,11 @@ impl SessionActor {
         let note = StatusNote::Rebound { from: from_name, to: profile.name.clone() };
         add_message(&mut tx, &self.session, None, &text, note).await?;
         self.finish(tx).await?;
+        if self.session.state.needs_resume() {
+            // `FAILED` or `CANCELLED` is left the way a resume leaves it: by a start (its
+            // error cleared when the agent is ready); the handoff waits in the queue for it.
+            self.begin_boot(None, true).await?;
+        }
         self.admit(PromptRequest::text(handoff), "rebind").await.map(|_| ())
     }
 

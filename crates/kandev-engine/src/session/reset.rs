@@ -28,6 +28,10 @@ impl SessionActor {
         if self.session.state == SessionState::Created {
             return Ok(()); // nothing to forget yet
         }
+        if self.phase.live().is_none() {
+            // A lazy reset promises a start no profile can make (rule 49).
+            self.refuse_without_profile().await?;
+        }
         let plan = ResetPlan { step: None, then: Default::default(), cause: EntryCause::Manual };
         self.begin_reset(plan).await
     }

@@ -151,6 +151,20 @@ impl Engine {
             }
             false => None,
         };
+        if let Some(Some(profile)) = &profile {
+            // A start that would be refused is refused before the task exists, so the caller's
+            // error leaves nothing behind (a retry makes no second task).
+            let names = crate::secrets::profile_references(profile);
+            let repository = new.repository_ids.first().map(|r| r.as_str());
+            crate::secrets::resolve(
+                &self.inner,
+                &names,
+                workflow.workspace_id.as_str(),
+                repository,
+            )
+            .await?;
+            crate::installs::check_pinned_for(&self.inner, profile, &new.repository_ids).await?;
+        }
         let mut tx = store.begin_write().await?;
         let task = tx.insert_task(&new, "user").await?;
         if let Some(origin) = &request.origin {

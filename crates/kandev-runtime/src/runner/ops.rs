@@ -566,7 +566,9 @@ impl Op for UninstallAgent {
 fn remote_install(err: InstallError) -> GitError {
     let kind = match &err {
         InstallError::BadVersion(_) => RemoteErrorKind::Validation,
-        InstallError::NotInstalled { .. } => RemoteErrorKind::NotFound,
+        InstallError::NotInstalled { .. } | InstallError::NoSuchVersion { .. } => {
+            RemoteErrorKind::NotFound
+        }
         InstallError::NpmMissing
         | InstallError::Npm { .. }
         | InstallError::TimedOut { .. }
