@@ -266,6 +266,28 @@ pub async fn try_call(
     }
 }
 
+/// The status and body of a call that must be refused; any other outcome fails the test.
+pub fn refused(result: Result<serde_json::Value, CallError>) -> (u16, serde_json::Value) {
+    match result {
+        Err(CallError::Refused { status, body }) => (status, body),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// A task on the first workspace's first board, in its first step, with `fields` added to
+/// `task.create`'s (`title`, `repository_ids`, ...): the answer (`task`, `session`).
+pub async fn task_on_first_step(server: &Server, fields: serde_json::Value) -> serde_json::Value {
+    use serde_json::json;
+    let workspaces = call(server, "workspace.list", json!({})).await;
+    let workflows =
+        call(server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
+            .await;
+    let board = &workflows["workflows"][0];
+    let mut payload = json!({"workflow_id": board["id"], "step_id": board["steps"][0]["id"]});
+    payload.as_object_mut().unwrap().extend(fields.as_object().cloned().unwrap_or_default());
+    call(server, "task.create", payload).await
+}
+
 /// A task on the first board's first step with a launched session: `(task id, session id)`.
 pub async fn launched_session(server: &Server, title: &str) -> (String, String) {
     launched_with(server, title, serde_json::json!({})).await
@@ -277,18 +299,7 @@ pub async fn launched_with(
     title: &str,
     launch: serde_json::Value,
 ) -> (String, String) {
-    use serde_json::json;
-    let workspaces = call(server, "workspace.list", json!({})).await;
-    let workflows =
-        call(server, "workflow.list", json!({"workspace_id": workspaces["workspaces"][0]["id"]}))
-            .await;
-    let board = &workflows["workflows"][0];
-    let task = call(
-        server,
-        "task.create",
-        json!({"workflow_id": board["id"], "title": title, "step_id": board["steps"][0]["id"]}),
-    )
-    .await;
+    let task = task_on_first_step(server, serde_json::json!({"title": title})).await;
     let mut payload = launch;
     payload["task_id"] = task["task"]["id"].clone();
     let launched = call(server, "session.launch", payload).await;

@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 
 mod support;
 
-use support::{KANDEV, Server, agent_text, call, messages, try_call, turn_done};
+use support::{
+    KANDEV, Server, agent_text, call, messages, refused, task_on_first_step, try_call, turn_done,
+};
 
 /// A mock profile whose agent logs each `session/new` to `log` (so a test sees which
 /// profile's process started).
@@ -27,29 +29,22 @@ fn lines(file: &Path) -> usize {
     std::fs::read_to_string(file).map(|t| t.lines().count()).unwrap_or(0)
 }
 
-/// A task of a git repository (so the session works in a worktree), its session launched
-/// with `profile` and `prompt`, to the end of its first turn.
-async fn task_with_session(server: &Server, repo: &Path, profile: &Value, prompt: &str) -> String {
+/// A task of the git repository `repo` (so its sessions work in a worktree): its id.
+async fn task_of(server: &Server, repo: &Path, title: &str) -> Value {
     let workspaces = call(server, "workspace.list", json!({})).await;
-    let workspace = &workspaces["workspaces"][0]["id"];
-    let repository = call(
-        server,
-        "repository.create",
-        json!({"workspace_id": workspace, "local_path": repo, "name": format!("r{}", lines(repo))}),
-    )
-    .await;
-    let workflows = call(server, "workflow.list", json!({"workspace_id": workspace})).await;
-    let board = &workflows["workflows"][0];
-    let task = call(
-        server,
-        "task.create",
-        json!({"workflow_id": board["id"], "title": "Fix the login page",
-               "description": "It loops on submit.", "step_id": board["steps"][0]["id"],
-               "repository_ids": [repository["repository"]["id"]]}),
-    )
-    .await;
-    let launch =
-        json!({"task_id": task["task"]["id"], "agent_profile_id": profile, "prompt": prompt});
+    let repository = json!({"workspace_id": workspaces["workspaces"][0]["id"],
+        "local_path": repo, "name": "project"});
+    let repository = call(server, "repository.create", repository).await;
+    let fields = json!({"title": title, "description": "It loops on submit.",
+        "repository_ids": [repository["repository"]["id"]]});
+    task_on_first_step(server, fields).await["task"]["id"].clone()
+}
+
+/// A task of `repo`, its session launched with `profile` and `prompt`, to the end of its
+/// first turn.
+async fn task_with_session(server: &Server, repo: &Path, profile: &Value, prompt: &str) -> String {
+    let task = task_of(server, repo, "Fix the login page").await;
+    let launch = json!({"task_id": task, "agent_profile_id": profile, "prompt": prompt});
     let launched = call(server, "session.launch", launch).await;
     let session = launched["session"]["id"].as_str().unwrap().to_owned();
     turn_done(server, &session, 1).await;
@@ -138,9 +133,8 @@ async fn i52_1_l49_a_session_of_a_deleted_profile_is_refused_a_start_and_can_be_
         (&got["agent_profile_id"], &got["deleted_profile"]),
         (&Value::Null, &json!("Agent C"))
     );
-    let refused =
-        try_call(&server, "message.add", json!({"session_id": session, "content": "go on"})).await;
-    let Err(support::CallError::Refused { status, body }) = refused else { panic!("{refused:?}") };
+    let go_on = json!({"session_id": session, "content": "go on"});
+    let (status, body) = refused(try_call(&server, "message.add", go_on).await);
     assert_eq!(status, 422, "{body}");
     assert!(
         body["message"].as_str().unwrap().contains("Agent C of this session was deleted"),
@@ -162,12 +156,8 @@ async fn i52_1_l49_a_session_of_a_deleted_profile_is_refused_a_start_and_can_be_
     assert_eq!(lines(&log_b), 1);
     // An unknown profile is a clear error, and the session stays as it is.
     let unknown = json!({"session_id": session, "profile_id": "no-such-profile"});
-    let Err(support::CallError::Refused { status, .. }) =
-        try_call(&server, "session.rebind", unknown).await
-    else {
-        panic!("an unknown profile was accepted")
-    };
-    assert_eq!(status, 422);
+    let (status, body) = refused(try_call(&server, "session.rebind", unknown).await);
+    assert_eq!(status, 422, "{body}");
 }
 
 /// A session whose start failed (its agent cannot be found) is the one most worth moving:
@@ -182,36 +172,15 @@ async fn i52_1_l49_a_failed_session_is_rebound_and_a_move_to_its_own_profile_is_
     let broken = json!({"name": "Broken", "kind": "custom", "command": "/no/such/agent"});
     let broken = call(&server, "agent.profile.create", broken).await["profile"]["id"].clone();
     let b = mock_profile(&server, "Agent B", &dir.path().join("b.log")).await;
-    let workspaces = call(&server, "workspace.list", json!({})).await;
-    let workspace = &workspaces["workspaces"][0]["id"];
-    let repository = call(
-        &server,
-        "repository.create",
-        json!({"workspace_id": workspace, "local_path": repo.path(), "name": "r"}),
-    )
-    .await;
-    let workflows = call(&server, "workflow.list", json!({"workspace_id": workspace})).await;
-    let board = &workflows["workflows"][0];
-    let task = call(
-        &server,
-        "task.create",
-        json!({"workflow_id": board["id"], "title": "Broken start", "step_id": board["steps"][0]["id"],
-               "repository_ids": [repository["repository"]["id"]]}),
-    )
-    .await;
-    let launch =
-        json!({"task_id": task["task"]["id"], "agent_profile_id": broken, "prompt": "hello"});
+    let task = task_of(&server, repo.path(), "Broken start").await;
+    let launch = json!({"task_id": task, "agent_profile_id": broken, "prompt": "hello"});
     let session =
         call(&server, "session.launch", launch).await["session"]["id"].as_str().unwrap().to_owned();
     let mut watch = support::Watch::sessions(&server, std::slice::from_ref(&session)).await;
     watch.state(&server, &session, "FAILED").await;
 
     let same = json!({"session_id": session, "profile_id": broken});
-    let Err(support::CallError::Refused { status, body }) =
-        try_call(&server, "session.rebind", same).await
-    else {
-        panic!("a move to its own profile was accepted")
-    };
+    let (status, body) = refused(try_call(&server, "session.rebind", same).await);
     assert_eq!(status, 422, "{body}");
     assert!(
         body["message"].as_str().unwrap().contains("already runs the profile Broken"),

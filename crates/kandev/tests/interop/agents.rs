@@ -21,8 +21,24 @@ pub struct Agent {
 /// bundled `@ai-sdk/openai-compatible` SDK talks Chat Completions to the fake. The
 /// variables keep it from fetching the models.dev catalogue or checking for updates.
 fn configure_opencode(world: &World) -> Vec<(String, String)> {
-    let config = json!({
-        "$schema": "https://opencode.ai/config.json",
+    let mut config = opencode_style_config(world);
+    config["$schema"] = json!("https://opencode.ai/config.json");
+    write_opencode_style(world, "opencode", &config);
+    [
+        ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
+        ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
+        ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+/// The configuration OpenCode and its fork Kilo Code read: the fake as a provider through
+/// the bundled `@ai-sdk/openai-compatible` SDK, its model for everything, no autoupdate, no
+/// sharing.
+fn opencode_style_config(world: &World) -> serde_json::Value {
+    json!({
         "provider": {
             "fake": {
                 "npm": "@ai-sdk/openai-compatible",
@@ -35,18 +51,14 @@ fn configure_opencode(world: &World) -> Vec<(String, String)> {
         "small_model": format!("fake/{MODEL}"),
         "autoupdate": false,
         "share": "disabled",
-    });
-    let dir = world.config_home().join("opencode");
+    })
+}
+
+/// Writes `config` as `$XDG_CONFIG_HOME/<name>/<name>.json`.
+fn write_opencode_style(world: &World, name: &str, config: &serde_json::Value) {
+    let dir = world.config_home().join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("opencode.json"), config.to_string()).unwrap();
-    [
-        ("OPENCODE_DISABLE_MODELS_FETCH", "1"),
-        ("OPENCODE_DISABLE_AUTOUPDATE", "1"),
-        ("OPENCODE_DISABLE_LSP_DOWNLOAD", "1"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect()
+    std::fs::write(dir.join(format!("{name}.json")), config.to_string()).unwrap();
 }
 
 pub const OPENCODE: Agent = Agent {
@@ -185,24 +197,9 @@ pub const QWEN: Agent =
 /// Without its own gateway (`kilo` provider: it fetches models and notifications from
 /// api.kilo.ai) and with telemetry off (PostHog unless `KILO_TELEMETRY_LEVEL=all`).
 fn configure_kilo(world: &World) -> Vec<(String, String)> {
-    let config = json!({
-        "provider": {
-            "fake": {
-                "npm": "@ai-sdk/openai-compatible",
-                "name": "Kandev fake model",
-                "options": {"baseURL": format!("{}/v1", world.fake.url()), "apiKey": API_KEY},
-                "models": {MODEL: {"name": "Fake model"}},
-            }
-        },
-        "model": format!("fake/{MODEL}"),
-        "small_model": format!("fake/{MODEL}"),
-        "disabled_providers": ["kilo"],
-        "autoupdate": false,
-        "share": "disabled",
-    });
-    let dir = world.config_home().join("kilo");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("kilo.json"), config.to_string()).unwrap();
+    let mut config = opencode_style_config(world);
+    config["disabled_providers"] = json!(["kilo"]);
+    write_opencode_style(world, "kilo", &config);
     [
         ("KILO_DISABLE_MODELS_FETCH", "1"),
         ("KILO_DISABLE_AUTOUPDATE", "1"),
