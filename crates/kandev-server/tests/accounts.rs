@@ -3,9 +3,7 @@
 //! revoked; 20 wrong passwords in a row slow logins down; the permission answer in the
 //! transcript names the user.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::{TestServer, WAIT, Ws, of_kind, step_id};
 use futures::StreamExt;

@@ -2,9 +2,7 @@
 //! <agent>" error listing its auth methods; `session.authenticate` retries with a method;
 //! a resume after logging in works. Profile secrets never reach the logs.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::logs::captured_logs;
 use common::{TestServer, of_kind, step_id};

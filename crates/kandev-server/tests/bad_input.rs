@@ -1,9 +1,7 @@
 //! Issue 2 acceptance 4: bad input gets its api.md error code and a short message, over HTTP
 //! and WebSocket, and the WebSocket connection stays usable afterwards.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::{TestServer, step_id};
 use serde_json::{Value, json};

@@ -1,9 +1,7 @@
 //! Issue 2 acceptance 2 and 3: a board built over HTTP, live notifications with replay, and
 //! a restart that loses nothing.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::{TestServer, step_id};
 use serde_json::{Value, json};

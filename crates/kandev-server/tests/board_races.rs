@@ -1,9 +1,7 @@
 //! Issue 12 finding 9 over the API: a step deleted while tasks move into it, and a search
 //! text too long for SQLite, get clear 4xx answers, never a 500.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -1,9 +1,7 @@
 //! Issue 48: checkpoints of a session's worktree around each turn, `turn.revert`, `turn.diff`
 //! and `turn.checkpoint.list`, over the API with the mock agent in a real git worktree.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,9 +2,7 @@
 //! their limits, sent to the agent as the blocks its `promptCapabilities` accept, and kept on
 //! queued messages through a restart.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};

@@ -3,9 +3,7 @@
 //! the read timeout; the connection cap refuses cleanly and leaves room for health. Issue 38
 //! item 3: one that reads too slowly for what it follows is told `resync_required` too.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

@@ -2,9 +2,7 @@
 //! does not auto-start; when its last blocker is done (last step, or archived) the waiting
 //! start runs exactly once; a cycle is refused, naming it; deleting a blocker frees the task.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::{TestServer, step_id};
 use serde_json::{Value, json};

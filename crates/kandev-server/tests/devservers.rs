@@ -1,9 +1,7 @@
 //! Issue 19: dev servers — a repository's `dev_script` run in a task's worktree with `PORT`
 //! set, several tasks at once, stopped with the task and with the server.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -3,9 +3,7 @@
 //! recovers by itself when space returns, and every request that got a 200 is still there
 //! after a restart. SQLite's `max_page_count` plays the full disk.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::logs::captured_logs;
 use common::*;

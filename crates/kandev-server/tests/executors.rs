@@ -2,9 +2,7 @@
 //! identity_file, known_hosts, remote_home) are created, checked, listed, updated, chosen by
 //! a repository, and cannot be deleted while a repository uses them.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::TestServer;
 use serde_json::{Value, json};

@@ -2,9 +2,7 @@
 //! comments, closes issues and serves one pull request; the tests poll it, deliver signed
 //! webhooks to `/hooks/<id>`, restart the server in the middle, and merge the pull request.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

@@ -1,9 +1,7 @@
 //! Issue 4: the session lifecycle rules of docs/lifecycle.md, each test named after its rule,
 //! driving the engine over the API with the mock agent and its failure flags.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -7,9 +7,7 @@
 //! The agent's questions (`ask_user`) are in `mcp_questions.rs`, a profile's own MCP servers in
 //! `mcp_servers.rs`.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::logs::captured_logs;
 use common::mcp::{

@@ -2,9 +2,7 @@
 //! answered from the API, cancelled with the turn, expired by a restart; it makes the task need
 //! its developer and is a notification record; text streamed before it stays before it.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::logs::captured_logs;
 use common::mcp::{Setup, mcp_said, script, session_ws, setup};

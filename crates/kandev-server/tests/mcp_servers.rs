@@ -2,9 +2,7 @@
 //! Kandev's own, shown masked, validated naming the field, and kept out of logs, the transcript
 //! and an agent's stderr.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -4,9 +4,7 @@
 //! file `ci-result` in the commit they run on (`fail` fails the job `test`), with logs, reviews,
 //! approvals and merges. Polling every 50 ms; the tests wait for what polling causes.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

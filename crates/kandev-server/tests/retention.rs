@@ -1,9 +1,7 @@
 //! Lifecycle rule 47 over the WebSocket: a `since` older than what the event log still holds
 //! gets `resync_required {topic, oldest_seq}` instead of a partial replay.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,9 +2,7 @@
 //! one. (The secret reaching real agents, locally and over SSH, rotation and backups are
 //! checked through the real binary: `crates/kandev/tests/secrets.rs`.)
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::TestServer;
 use serde_json::json;

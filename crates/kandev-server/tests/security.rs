@@ -1,8 +1,6 @@
 //! Issue 2 acceptance 6: the security points of api.md.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::TestServer;
 use kandev_server::ServerConfig;

@@ -2,9 +2,7 @@
 //! prompts), and the session controls besides mode and model: rename, set the primary
 //! session, retry the last user message.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::{TestServer, of_kind, step_id};
 use serde_json::{Value, json};

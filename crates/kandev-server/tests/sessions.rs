@@ -1,9 +1,7 @@
 //! Issue 3: agent sessions over the API with the mock agent: streamed turns, follow-ups,
 //! every update kind as a typed message, permissions, agent faults, file confinement.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::{TestServer, of_kind, step_id};
 use serde_json::{Value, json};

@@ -3,9 +3,7 @@
 //! base branches, copied files, cleanup scripts, unarchive, git status, rebase, merge, push,
 //! pull requests and review comments.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

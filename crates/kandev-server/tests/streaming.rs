@@ -1,9 +1,7 @@
 //! Issue 15: streamed text is coalesced, told only once stored, and replayed with `since`
 //! without gap or duplicate across coalesced flushes; `search` over the API.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::{TestServer, of_kind};
 use serde_json::{Value, json};

@@ -4,9 +4,7 @@
 //! set a repository script; the trusted proxy's header is refused from any other address; a
 //! user who is not a member of a workspace does not see its tasks anywhere.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 

@@ -1,9 +1,7 @@
 //! Issue 19: the agent's ACP terminals (the mock's `terminal` directive), through the real
 //! server and a real mock agent process.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::path::Path;
 

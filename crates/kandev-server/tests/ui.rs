@@ -1,9 +1,7 @@
 //! Issue 7: the web UI is served at `/` (client routes fall back to the app, the API keeps its
 //! JSON 404), and with a token a browser signs in through `/login`, which sets the cookie.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::TestServer;
 use kandev_server::ServerConfig;

@@ -3,9 +3,7 @@
 //! reconnect, several per task, and nothing left running after `task.archive`, the server's
 //! shutdown, or (at the next start) a server that died without cleaning up.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::{TestServer, Ws, git_repository, group_members, group_of, session_members};
 use futures::{SinkExt, StreamExt};

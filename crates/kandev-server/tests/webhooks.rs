@@ -2,9 +2,7 @@
 //! turns, delivered to webhooks with an HMAC signature, retried with back-off (shrunk to
 //! milliseconds here), every attempt in the delivery log, and the URL never in a log.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,9 +2,7 @@
 //! and every notification the server and the engine publish is one of the typed
 //! notifications, on the kind of topic api.md lists it under.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -1,8 +1,6 @@
 //! Issue 2 acceptance 5: workflow YAML export and import over the API.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::TestServer;
 use serde_json::json;

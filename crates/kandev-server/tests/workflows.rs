@@ -1,9 +1,7 @@
 //! Issue 5: workflows driving sessions — step prompts, moves on turn start and completion,
 //! plan mode, and the context reset of lifecycle section D (rules 18-27).
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::time::Instant;
 

@@ -2,9 +2,7 @@
 //! `task.file.read`, `task.commit`), and (issue 12, finding 4) what they refuse to show: paths
 //! leaving the worktree, symlinks swapped in during a read, hard links to outside files.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use common::TestServer;
 use common::worktrees::{Board, paths, repository};

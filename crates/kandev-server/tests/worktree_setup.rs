@@ -3,9 +3,7 @@
 //! client that started it, is killed with its process group by a stop, never races an
 //! archive into removing a new agent's worktree, and has a configurable bound.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

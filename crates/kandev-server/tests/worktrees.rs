@@ -5,9 +5,7 @@
 //!
 //! The file and git actions are in `worktree_files.rs`, setup scripts in `worktree_setup.rs`.
 
-#![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
-
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,8 @@
 //! Tidy checks over the whole workspace: the layering of docs/architecture.md, a `//!` line
 //! opening every Rust file, processes started only by the runtime crate, no import cycle
 //! between the engine's modules, docs/api.md naming exactly the actions of the action table,
-//! no task of the server without an owner, and no test copying the shared test helpers.
+//! no task of the server without an owner, no test copying the shared test helpers, and no
+//! test file that no test binary compiles.
 
 #![allow(clippy::disallowed_methods, reason = "tests spawn tasks and start processes freely")]
 
@@ -202,6 +203,50 @@ fn crates_depend_only_on_lower_layers() {
 /// The actions docs/api.md documents: every name in backticks in the first cell of a row of
 /// its "Actions" table (a cell may name several: `` `workspace.get` / `workspace.delete` ``).
 /// Backticked text that is not an action name (`` `start_agent: true` ``) is skipped.
+/// The files of `tests/` (top level) that no test binary compiles: with `autotests = false`
+/// (kandev-server's one binary) a file must be a `mod` of a declared test target, or its tests
+/// silently never run.
+fn uncompiled_test_files(meta: &Value) -> Vec<String> {
+    let mut missing = Vec::new();
+    for package in meta["packages"].as_array().unwrap() {
+        let manifest = Path::new(package["manifest_path"].as_str().unwrap());
+        let tests_dir = manifest.parent().unwrap().join("tests");
+        let Ok(entries) = std::fs::read_dir(&tests_dir) else { continue };
+        let roots: Vec<PathBuf> = package["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["kind"].as_array().unwrap().iter().any(|k| k == "test"))
+            .map(|t| PathBuf::from(t["src_path"].as_str().unwrap()))
+            .collect();
+        let declared: String = roots
+            .iter()
+            .filter(|root| root.parent() == Some(tests_dir.as_path()))
+            .map(|root| std::fs::read_to_string(root).unwrap())
+            .collect();
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "rs") || roots.contains(&path) {
+                continue;
+            }
+            let module = path.file_stem().unwrap().to_str().unwrap();
+            if !declared.lines().any(|line| line.trim() == format!("mod {module};")) {
+                missing.push(path.display().to_string());
+            }
+        }
+    }
+    missing
+}
+
+#[test]
+fn every_test_file_is_compiled_into_a_test_binary() {
+    let missing = uncompiled_test_files(&metadata());
+    assert!(
+        missing.is_empty(),
+        "test files no test binary compiles (add `mod <file>;` to the crate's test root): {missing:?}"
+    );
+}
+
 fn documented_actions(api_md: &str) -> BTreeSet<String> {
     let is_name = |t: &str| {
         t.starts_with(|c: char| c.is_ascii_lowercase())
