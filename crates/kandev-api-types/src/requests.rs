@@ -412,6 +412,9 @@ pub struct SessionLaunch {
     pub agent_profile_id: Option<String>,
     /// The first message; without it the agent starts and waits.
     pub prompt: Option<String>,
+    /// Runs the agent's own terminal UI in a terminal instead of speaking ACP with it
+    /// (issue 52); its prompt is typed in once the UI waits for input.
+    pub terminal_ui: Option<bool>,
 }
 
 /// `session.resume`: `mode` is `load` (default: the saved conversation) or `fresh` (a new

@@ -4,7 +4,7 @@ use kandev_domain::attachment::AttachmentRef;
 use kandev_domain::saved_prompt::SavedPrompt;
 use kandev_domain::session::SessionState;
 use kandev_domain::transcript::{
-    LastError, Message, MessageKind, QueuedPrompt, Session, TurnRecord,
+    LastError, Message, MessageKind, QueuedPrompt, Session, TuiScreen, TurnRecord,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -107,6 +107,11 @@ pub struct SessionDto {
     pub deleted_profile: Option<String>,
     /// The name a person gave it (`session.rename`), if any.
     pub name: Option<String>,
+    /// Set when the session runs its agent's own terminal UI in a terminal (its id is the
+    /// session's: `terminal.attach`) instead of speaking ACP: the agent kind it runs.
+    pub terminal_ui: Option<crate::objects::AgentKindDto>,
+    /// What a terminal-UI session's screen shows; `null` before it first drew.
+    pub tui_screen: Option<TuiScreenDto>,
     pub state: SessionStateDto,
     pub epoch: i64,
     /// The live agent's ACP session; `None` while no agent process runs (never started,
@@ -132,6 +137,29 @@ pub struct SessionDto {
     pub available_commands: Vec<AvailableCommandDto>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// What a terminal-UI session's screen shows, read by its agent's rules: `working`,
+/// `waiting` (for a prompt), `permission` (a question waits for an answer in the terminal),
+/// or `unknown` (none of its rules matched: a login screen, a dialog, an agent without rules).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, TS)]
+#[serde(rename_all = "lowercase")]
+pub enum TuiScreenDto {
+    Working,
+    Waiting,
+    Permission,
+    Unknown,
+}
+
+impl From<TuiScreen> for TuiScreenDto {
+    fn from(screen: TuiScreen) -> Self {
+        match screen {
+            TuiScreen::Working => TuiScreenDto::Working,
+            TuiScreen::Waiting => TuiScreenDto::Waiting,
+            TuiScreen::Permission => TuiScreenDto::Permission,
+            TuiScreen::Unknown => TuiScreenDto::Unknown,
+        }
+    }
 }
 
 /// A slash command the agent offers: sent as `/name args` in a message.
@@ -165,6 +193,8 @@ impl From<&Session> for SessionDto {
             agent_profile_id: s.agent_profile_id.as_ref().map(|p| p.to_string()),
             deleted_profile: s.deleted_profile.clone(),
             name: s.name.clone(),
+            terminal_ui: s.terminal_ui.map(Into::into),
+            tui_screen: s.tui_screen.map(Into::into),
             state: s.state.into(),
             epoch: s.epoch,
             acp_session_id: s.acp_session_id.clone(),

@@ -119,6 +119,26 @@ impl AgentKind {
     }
 }
 
+impl AgentKind {
+    /// The agent's own terminal UI (issue 52): the program a terminal-UI session runs in a
+    /// PTY, and its arguments. `Mock` is `kandev fake-tui` (the engine runs its configured
+    /// binary); `Custom` has none Kandev knows.
+    pub fn terminal_ui(self) -> Option<(&'static str, &'static [&'static str])> {
+        match self {
+            AgentKind::Mock => Some(("kandev", &["fake-tui"])),
+            AgentKind::Claude => Some(("claude", &[])),
+            AgentKind::Codex => Some(("codex", &[])),
+            AgentKind::Gemini => Some(("gemini", &[])),
+            AgentKind::OpenCode => Some(("opencode", &[])),
+            AgentKind::Qwen => Some(("qwen", &[])),
+            AgentKind::Kilo => Some(("kilo", &[])),
+            AgentKind::Copilot => Some(("copilot", &[])),
+            AgentKind::Auggie => Some(("auggie", &[])),
+            AgentKind::Custom => None,
+        }
+    }
+}
+
 /// A kind's default command ([`AgentKind::default_command`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DefaultCommand {

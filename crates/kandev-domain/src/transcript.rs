@@ -87,6 +87,37 @@ pub struct LastError {
     pub at: Timestamp,
 }
 
+/// What a terminal-UI session's screen shows (issue 52).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TuiScreen {
+    /// The agent works on a prompt.
+    Working,
+    /// Its input box waits for a prompt.
+    Waiting,
+    /// It asks whether it may do something.
+    Permission,
+    /// None of its agent's rules matched (a login screen, a dialog, an agent without rules).
+    Unknown,
+}
+
+impl TuiScreen {
+    pub const ALL: [TuiScreen; 4] =
+        [TuiScreen::Working, TuiScreen::Waiting, TuiScreen::Permission, TuiScreen::Unknown];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TuiScreen::Working => "working",
+            TuiScreen::Waiting => "waiting",
+            TuiScreen::Permission => "permission",
+            TuiScreen::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<TuiScreen> {
+        TuiScreen::ALL.into_iter().find(|s| s.as_str() == value)
+    }
+}
+
 /// An agent session of a task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Session {
@@ -98,6 +129,13 @@ pub struct Session {
     pub deleted_profile: Option<String>,
     /// The name a person gave it (`session.rename`), if any.
     pub name: Option<String>,
+    /// Set for a session that runs its agent's own terminal UI in a PTY instead of speaking
+    /// ACP (issue 52): the agent kind whose terminal UI it runs (`Mock` runs `kandev
+    /// fake-tui`).
+    pub terminal_ui: Option<crate::agent::AgentKind>,
+    /// What a terminal-UI session's screen shows, read by its agent's rules; `None` before
+    /// it first drew.
+    pub tui_screen: Option<TuiScreen>,
     pub state: SessionState,
     /// Persisted fencing counter (architecture.md "Epochs").
     pub epoch: i64,

@@ -21,17 +21,28 @@ pub(crate) async fn create_session(
     task_id: &TaskId,
     profile_id: Option<AgentProfileId>,
     started_by: Option<&str>,
+    terminal_ui: bool,
 ) -> Result<Session> {
     let task = inner.store.get_task(task_id).await.map_err(not_found)?;
     let profile = session_profile(inner, profile_id.or(task.agent_profile_id.clone())).await?;
+    let kind = profile.as_ref().map_or(AgentKind::Mock, |p| p.kind);
+    if terminal_ui && kind.terminal_ui().is_none() {
+        return Err(EngineError::Validation(format!(
+            "Kandev does not know the terminal UI of {} agents; pick a profile of another kind",
+            kind.as_str()
+        )));
+    }
     if let Some(profile) = &profile {
         // A secret set nowhere refuses the launch before a session exists (issue 50): the
         // start would fail on it, leaving a session that never ran.
         let names = crate::secrets::profile_references(profile);
         let repository = task.repository_ids.first().map(|r| r.as_str());
         crate::secrets::resolve(inner, &names, task.workspace_id.as_str(), repository).await?;
-        // So is a version of the agent that is not installed (issue 51).
-        crate::installs::check_pinned_for(inner, profile, &task.repository_ids).await?;
+        // So is a version of the agent that is not installed (issue 51; a terminal UI runs
+        // the program on the PATH).
+        if !terminal_ui {
+            crate::installs::check_pinned_for(inner, profile, &task.repository_ids).await?;
+        }
     }
     // Held while the directory is planned, so launches of one task agree on it.
     let _worktrees = inner.task_locks.lock(&task.id).await;
@@ -41,6 +52,10 @@ pub(crate) async fn create_session(
     if let Some(user_id) = started_by {
         tx.set_session_started_by(&session.id, user_id).await?;
     }
+    if terminal_ui {
+        tx.set_session_terminal_ui(&session.id, kind).await?;
+    }
+    let session = tx.get_session(&session.id).await?;
     tx.commit().await?;
     Ok(session)
 }

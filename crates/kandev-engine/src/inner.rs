@@ -58,6 +58,8 @@ pub(crate) struct Inner {
     pub dev_servers: DevServers,
     /// Open user terminals (`shells.rs`).
     pub shells: Shells,
+    /// The terminal UIs of terminal-UI sessions (`tui/`).
+    pub tui: crate::tui::TuiTerminals,
     /// The links to SSH executors' hosts (`sites.rs`).
     pub links: crate::links::Links,
     /// Upload slots and the bytes stored for the attachment quota (`attachments.rs`).
@@ -97,6 +99,7 @@ impl Inner {
             questions: Waiters::default(),
             dev_servers: DevServers::default(),
             shells: Shells::default(),
+            tui: crate::tui::TuiTerminals::default(),
             links: crate::links::Links::default(),
             uploads,
             web_url: Mutex::default(),

@@ -51,6 +51,7 @@ mod sites;
 mod stream;
 #[cfg(test)]
 mod test_support;
+mod tui;
 mod usecases;
 pub mod workdir;
 mod workflow;

@@ -12,7 +12,7 @@ use kandev_domain::notify::NotificationKind;
 use kandev_domain::session::SessionState;
 use kandev_domain::ship::PrState;
 use kandev_domain::task::TaskState;
-use kandev_domain::transcript::{Message, QueuedPrompt, Session};
+use kandev_domain::transcript::{Message, QueuedPrompt, Session, TuiScreen};
 use kandev_store::{Appended, NewNotification, TaskPatch, WriteTx};
 
 use crate::Result;
@@ -143,7 +143,9 @@ pub async fn sync_task(tx: &mut WriteTx, session: &Session) -> Result<()> {
         open && kandev_domain::ship::feedback_stopped(&tx.pr_events(&task.id).await?).is_some();
     let waiting = match session.state {
         SessionState::Running => Waiting {
-            permissions: tx.permissions_waiting(&session.id).await?,
+            // A terminal UI's question on its screen counts as one (issue 52).
+            permissions: tx.permissions_waiting(&session.id).await?
+                + usize::from(session.tui_screen == Some(TuiScreen::Permission)),
             questions: tx.pending_questions(Some(&session.id)).await?.len(),
             last_error: session.last_error.is_some(),
             pull_request,

@@ -93,7 +93,14 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
     reap_children(inner).await?;
     let resetting: Vec<SessionId> =
         inner.store.reset_intents().await?.into_iter().map(|i| i.session_id).collect();
+    // Users' terminals, dev servers and terminal UIs the runners kept go on, their scrollback
+    // first.
+    let terminals = take_over_terminals(inner, &kept).await?;
     for session in inner.store.all_sessions().await? {
+        if crate::tui::is_tui(&session) && inner.tui.get(&session.id).is_some() {
+            // Its terminal UI runs on: its actor reads its screen again (issue 52).
+            continue;
+        }
         if let Some((position, from, info, turn)) =
             adoptable(inner, &session, &kept, &resetting).await?
         {
@@ -158,8 +165,6 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
             }
         }
     }
-    // Users' terminals and dev servers the runners kept go on, their scrollback first.
-    let terminals = take_over_terminals(inner, &kept).await?;
     // Executions no session or terminal takes over (their session deleted, or not
     // adoptable) end.
     for kept in &kept {
@@ -174,7 +179,7 @@ pub(crate) async fn reconcile(inner: &Inner, kept: Vec<Kept>) -> Result<(usize, 
     Ok((fixed, adoptions))
 }
 
-/// At startup: the terminals and dev servers the last run recorded that a runner still holds
+/// At startup: the terminals, dev servers and terminal UIs the last run recorded that a runner still holds
 /// (the local runner; a dev server: also its task's container's) are taken over, their
 /// scrollback first, a container's dev server with its relay made again; the records of the
 /// others are dropped. Returns the executions taken over.
@@ -185,7 +190,12 @@ async fn take_over_terminals(inner: &Inner, kept: &[Kept]) -> Result<Vec<String>
             .iter()
             .filter(|k| k.here || k.container.as_ref() == Some(&record.task_id))
             .find_map(|k| Some((k, k.executions.iter().find(|e| e.exec == record.exec)?)));
-        let task_there = inner.store.get_task(&record.task_id).await.is_ok();
+        let mut task_there = inner.store.get_task(&record.task_id).await.is_ok();
+        if record.kind == "tui" {
+            // A terminal UI goes on only with its session.
+            let session = inner.store.get_session(&SessionId::new(record.id.clone())).await;
+            task_there &= session.is_ok_and(|s| crate::tui::is_tui(&s));
+        }
         let kept = record;
         let (Some((from, info)), true) = (held, task_there) else {
             let mut tx = inner.store.begin_write().await?;
@@ -213,6 +223,11 @@ async fn take_over_terminals(inner: &Inner, kept: &[Kept]) -> Result<Vec<String>
                 let server =
                     crate::devservers::DevServer { port, process: Arc::new(process), relay };
                 inner.dev_servers.lock().insert((kept.task_id, kept.repository_id), server);
+            }
+            ("tui", _) => {
+                let shell = kandev_runtime::pty::through_runner(execution);
+                let tui = crate::tui::TuiTerminal::new(kept.task_id, kept.repository_id, shell);
+                inner.tui.insert(kandev_domain::SessionId::new(kept.id), Arc::new(tui));
             }
             _ => {
                 let shell = crate::shells::Shell {

@@ -50,6 +50,8 @@ pub struct TerminalHandle {
 pub(crate) enum Source {
     Shell(Arc<PtyShell>),
     DevServer(Arc<kandev_runtime::terminal::CommandTerminal>),
+    /// A terminal-UI session's program (`tui/`): its resizes reach its screen reader too.
+    Tui(Arc<crate::tui::TuiTerminal>),
 }
 
 impl TerminalHandle {
@@ -58,6 +60,7 @@ impl TerminalHandle {
     pub fn read_since(&self, offset: u64) -> TerminalChunk {
         match &self.source {
             Source::Shell(shell) => shell.read_since(offset),
+            Source::Tui(tui) => tui.shell.read_since(offset),
             Source::DevServer(server) => server.read_since(offset),
         }
     }
@@ -66,19 +69,21 @@ impl TerminalHandle {
     pub fn exit(&self) -> Option<TerminalExit> {
         match &self.source {
             Source::Shell(shell) => shell.exit(),
+            Source::Tui(tui) => tui.shell.exit(),
             Source::DevServer(server) => server.output().exit,
         }
     }
 
     /// Whether it takes input: a user's shell does, a dev server's log does not.
     pub fn is_shell(&self) -> bool {
-        matches!(self.source, Source::Shell(_))
+        matches!(self.source, Source::Shell(_) | Source::Tui(_))
     }
 
     /// Changes on every output chunk and at the exit.
     pub fn changes(&self) -> watch::Receiver<u64> {
         match &self.source {
             Source::Shell(shell) => shell.changes(),
+            Source::Tui(tui) => tui.shell.changes(),
             Source::DevServer(server) => server.changes(),
         }
     }
@@ -87,6 +92,7 @@ impl TerminalHandle {
     pub async fn write(&self, bytes: Vec<u8>) -> Result<()> {
         match &self.source {
             Source::Shell(shell) => shell.write(bytes).await.map_err(gone),
+            Source::Tui(tui) => tui.shell.write(bytes).await.map_err(gone),
             Source::DevServer(_) => Err(read_only()),
         }
     }
@@ -95,6 +101,7 @@ impl TerminalHandle {
         check_size(cols, rows)?;
         match &self.source {
             Source::Shell(shell) => shell.resize(cols, rows).await.map_err(gone),
+            Source::Tui(tui) => tui.resize(cols, rows).await.map_err(gone),
             Source::DevServer(_) => Err(read_only()),
         }
     }
@@ -161,4 +168,28 @@ pub(crate) fn info(id: &str, shell: &Shell) -> TerminalInfo {
 /// The user's login shell: `$SHELL` when it names an absolute path, else `/bin/sh`.
 pub(crate) fn login_shell() -> String {
     std::env::var("SHELL").ok().filter(|s| s.starts_with('/')).unwrap_or_else(|| "/bin/sh".into())
+}
+
+/// Drops the record of a terminal or dev server a runner ran (logged when the store refuses).
+pub(crate) async fn forget_runner_terminal(inner: &crate::inner::Inner, id: &str) {
+    let forgotten = async {
+        let mut tx = inner.store.begin_write().await?;
+        tx.forget_runner_terminal(id).await?;
+        tx.commit().await
+    };
+    if let Err(err) = forgotten.await {
+        tracing::warn!(id, error = %err, "cannot forget a stopped terminal or dev server");
+    }
+}
+
+/// Drops the record of a child that is gone (logged when the store refuses).
+pub(crate) async fn forget_child(inner: &crate::inner::Inner, pgid: i32) {
+    let forgotten = async {
+        let mut tx = inner.store.begin_write().await?;
+        tx.forget_child(pgid).await?;
+        tx.commit().await
+    };
+    if let Err(err) = forgotten.await {
+        tracing::warn!(pgid, error = %err, "cannot forget a stopped terminal or dev server");
+    }
 }

@@ -265,7 +265,7 @@ pub(crate) async fn primary_session_for(
         }
         (_, profile) => {
             let profile = profile.or(task.agent_profile_id.clone());
-            let session = create_session(inner, &task.id, profile, None).await?;
+            let session = create_session(inner, &task.id, profile, None, false).await?;
             let mut tx = inner.store.begin_write().await?;
             tx.set_primary_session(&task.id, &session.id).await?;
             tx.commit().await?;

@@ -119,6 +119,27 @@ async fn insert_and_announce(
     Ok(message)
 }
 
+/// Deletes a session and announces it (the task card too: its primary session may change).
+pub(crate) async fn delete_session(
+    tx: &mut WriteTx,
+    id: &SessionId,
+    task: &kandev_domain::task::Task,
+) -> Result<()> {
+    let session = tx.delete_session(id).await?;
+    let (id, task_id) = (session.id.to_string(), session.task_id.to_string());
+    let event = SessionEvent::Deleted { id: id.clone(), task_id: task_id.clone() };
+    publish::notify(tx, Notification::session(&session.id, event)).await?;
+    let event = kandev_api_types::WorkspaceEvent::SessionDeleted { id, task_id };
+    publish::notify(tx, Notification::workspace(&task.workspace_id, event)).await?;
+    if let Ok(task) = tx.get_task(&task.id).await {
+        let event = kandev_api_types::WorkspaceEvent::TaskUpdated {
+            task: kandev_api_types::TaskDto::from(&task),
+        };
+        publish::notify(tx, Notification::workspace(&task.workspace_id, event)).await?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use kandev_domain::session::SessionState;

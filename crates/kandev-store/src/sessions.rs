@@ -3,9 +3,10 @@
 //! transcript (`messages.rs`), queue (`queue.rs`), permission audit (`permissions.rs`) and
 //! pending reset (`session_resets.rs`) have their own files and go with it by cascade.
 
+use kandev_domain::agent::AgentKind;
 use kandev_domain::message_meta::UsageMeta;
 use kandev_domain::session::SessionState;
-use kandev_domain::transcript::{LastError, Session};
+use kandev_domain::transcript::{LastError, Session, TuiScreen};
 use kandev_domain::{AgentProfileId, SessionId, TaskId, Timestamp};
 use sqlx::FromRow;
 
@@ -27,6 +28,8 @@ pub struct SessionUpdate {
     pub auto_run: Option<bool>,
     pub agent_info: Option<Option<String>>,
     pub available_commands: Option<String>,
+    /// A terminal-UI session's screen state (issue 52).
+    pub tui_screen: Option<Option<TuiScreen>>,
 }
 
 // ---------------------------------------------------------------- rows
@@ -38,6 +41,8 @@ struct SessionRow {
     agent_profile_id: Option<String>,
     deleted_profile: Option<String>,
     name: Option<String>,
+    terminal_ui: Option<String>,
+    tui_screen: Option<String>,
     state: String,
     epoch: i64,
     acp_session_id: Option<String>,
@@ -109,6 +114,9 @@ impl TryFrom<SessionRow> for Session {
             task_id: TaskId::new(r.task_id),
             agent_profile_id: r.agent_profile_id.map(AgentProfileId::new),
             name: r.name,
+            terminal_ui: r.terminal_ui.as_deref().and_then(AgentKind::parse),
+            // A value this version does not know reads as not drawn yet.
+            tui_screen: r.tui_screen.as_deref().and_then(TuiScreen::parse),
             state,
             epoch: r.epoch,
             acp_session_id: r.acp_session_id,
@@ -278,6 +286,20 @@ impl WriteTx {
         self.get_session(id).await
     }
 
+    /// Makes a new session one that runs `agent`'s own terminal UI (issue 52).
+    pub async fn set_session_terminal_ui(
+        &mut self,
+        id: &SessionId,
+        agent: AgentKind,
+    ) -> Result<()> {
+        crate::sql::query("UPDATE sessions SET terminal_ui = ? WHERE id = ?")
+            .bind(agent.as_str())
+            .bind(id.as_str())
+            .execute(self.conn())
+            .await?;
+        Ok(())
+    }
+
     pub async fn set_session_started_by(&mut self, id: &SessionId, user_id: &str) -> Result<()> {
         crate::sql::query("UPDATE sessions SET started_by = ? WHERE id = ?")
             .bind(user_id)
@@ -313,7 +335,7 @@ impl WriteTx {
         crate::sql::query(
             "UPDATE sessions SET state = ?, acp_session_id = ?, resume_token = ?, session_mode = ?, model = ?, \
              config_options = ?, plan_mode = ?, context_window = ?, last_error = ?, auto_run = ?, agent_info = ?, \
-             available_commands = ?, updated_at = ? WHERE id = ? AND epoch = ?",
+             available_commands = ?, tui_screen = ?, updated_at = ? WHERE id = ? AND epoch = ?",
         )
         .bind(update.state.unwrap_or(current.state).as_str())
         .bind(pick(&update.acp_session_id, &current.acp_session_id))
@@ -327,6 +349,7 @@ impl WriteTx {
         .bind(update.auto_run.unwrap_or(current.auto_run))
         .bind(pick(&update.agent_info, &current.agent_info))
         .bind(update.available_commands.as_ref().unwrap_or(&current.available_commands))
+        .bind(update.tui_screen.unwrap_or(current.tui_screen).map(TuiScreen::as_str))
         .bind(now)
         .bind(id.as_str())
         .bind(epoch)

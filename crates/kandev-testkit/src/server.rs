@@ -479,6 +479,29 @@ impl Watch {
         }
     }
 
+    /// Waits for a notification frame (its JSON) that `wanted` accepts, and returns it: for
+    /// a state that may last too short for [`Watch::until`] to see it by reading it again.
+    pub async fn notification(
+        &mut self,
+        what: &str,
+        wanted: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        use futures::StreamExt;
+        use tokio_tungstenite::tungstenite::Message;
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            let next = tokio::time::timeout_at(deadline, self.ws.next()).await;
+            let Ok(Some(Ok(message))) = next else {
+                panic!("timed out after {DEADLINE:?} waiting for: {what} ({next:?})")
+            };
+            let Message::Text(text) = message else { continue };
+            let Ok(frame) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+            if frame["type"] == "notification" && wanted(&frame) {
+                return frame;
+            }
+        }
+    }
+
     /// Waits until the server closes the WebSocket (it ended).
     pub async fn closed(&mut self, what: &str) {
         use futures::StreamExt;

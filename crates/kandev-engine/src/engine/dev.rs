@@ -12,10 +12,10 @@ use kandev_store::{ChildProcess, RunnerTerminal};
 
 use crate::devservers::{DEV_SERVER_LOG_BYTES, DevServer, DevServerInfo, info};
 use crate::engine::Engine;
-use crate::engine::terminals::{forget_child, forget_runner_terminal};
 use crate::error::{EngineError, Result};
 use crate::inner::Inner;
 use crate::shells::{Source, TerminalHandle, TerminalInfo};
+use crate::shells::{forget_child, forget_runner_terminal};
 
 impl Engine {
     /// The task's worktree of `repository_id` (the task's first repository when `None`) and

@@ -89,23 +89,27 @@ impl Engine {
         profile_id: Option<AgentProfileId>,
         prompt: Option<String>,
     ) -> Result<Session> {
-        self.launch_by(task_id, profile_id, prompt, None).await
+        self.launch_by(task_id, profile_id, prompt, None, false).await
     }
 
     /// [`Engine::launch`] by the user `started_by` (issue 49): the session's agent acts with
-    /// that user's rights at most.
+    /// that user's rights at most. With `terminal_ui`, the session runs the agent's own
+    /// terminal UI in a terminal (issue 52, `tui/`).
     pub async fn launch_by(
         &self,
         task_id: &TaskId,
         profile_id: Option<AgentProfileId>,
         prompt: Option<String>,
         started_by: Option<String>,
+        terminal_ui: bool,
     ) -> Result<Session> {
         let engine = self.clone();
         let task_id = task_id.clone();
         self.run_detached(async move {
             let started_by = started_by.as_deref();
-            let session = create_session(&engine.inner, &task_id, profile_id, started_by).await?;
+            let session =
+                create_session(&engine.inner, &task_id, profile_id, started_by, terminal_ui)
+                    .await?;
             match prompt {
                 Some(content) => {
                     let request = PromptRequest::text(content);
@@ -570,6 +574,12 @@ impl Engine {
         // The key is checked (and older plain-text values moved in) before a session starts.
         self.open_secrets().await?;
         let (fixed, adoptions) = reconcile(&self.inner, kept).await?;
+        // Terminal UIs the runner kept: their actors read their screens again.
+        for id in self.inner.tui.sessions() {
+            if let Err(err) = crate::handle::inbox(&self.inner, &id).await {
+                tracing::error!(session = %id, error = %err, "cannot take over a terminal UI");
+            }
+        }
         for adoption in adoptions {
             let id = adoption.session_id.clone();
             let adoption = Box::new(adoption);

@@ -16,8 +16,8 @@ use crate::engine::Engine;
 use crate::error::{EngineError, Result};
 use crate::inner::Inner;
 use crate::shells::{
-    MAX_TERMINALS_PER_TASK, Shell, Source, TerminalHandle, TerminalInfo, check_size, info,
-    login_shell,
+    MAX_TERMINALS_PER_TASK, Shell, Source, TerminalHandle, TerminalInfo, check_size, forget_child,
+    forget_runner_terminal, info, login_shell,
 };
 
 impl Engine {
@@ -174,6 +174,19 @@ impl Engine {
         if let Some(found) = self.dev_server_terminal(id) {
             return Ok(found);
         }
+        // A terminal-UI session's terminal has the session's id.
+        if let Some(tui) = self.inner.tui.get(&kandev_domain::SessionId::new(id)) {
+            let exit = tui.shell.exit();
+            let info = TerminalInfo {
+                id: id.to_owned(),
+                task_id: tui.task_id.clone(),
+                repository_id: tui.repository_id.clone(),
+                state: if exit.is_some() { "exited" } else { "running" },
+                exit_code: exit.as_ref().and_then(|e| e.exit_code),
+                signal: exit.and_then(|e| e.signal),
+            };
+            return Ok((info, TerminalHandle { source: Source::Tui(tui) }));
+        }
         Err(EngineError::NotFound(format!("terminal {id} not found")))
     }
 
@@ -191,29 +204,5 @@ async fn forget_shell(inner: &Inner, id: &str, shell: &PtyShell) {
     match shell.exec() {
         Some(_) => forget_runner_terminal(inner, id).await,
         None => forget_child(inner, shell.pid()).await,
-    }
-}
-
-/// Drops the record of a terminal or dev server a runner ran (logged when the store refuses).
-pub(crate) async fn forget_runner_terminal(inner: &Inner, id: &str) {
-    let forgotten = async {
-        let mut tx = inner.store.begin_write().await?;
-        tx.forget_runner_terminal(id).await?;
-        tx.commit().await
-    };
-    if let Err(err) = forgotten.await {
-        tracing::warn!(id, error = %err, "cannot forget a stopped terminal or dev server");
-    }
-}
-
-/// Drops the record of a child that is gone (logged when the store refuses).
-pub(crate) async fn forget_child(inner: &Inner, pgid: i32) {
-    let forgotten = async {
-        let mut tx = inner.store.begin_write().await?;
-        tx.forget_child(pgid).await?;
-        tx.commit().await
-    };
-    if let Err(err) = forgotten.await {
-        tracing::warn!(pgid, error = %err, "cannot forget a stopped terminal or dev server");
     }
 }

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use kandev_api_types::{Notification, SessionEvent, TaskDto, WorkspaceEvent};
 use kandev_domain::TurnId;
 use kandev_domain::message_meta::StatusNote;
 use kandev_domain::session::SessionState;
@@ -15,7 +14,6 @@ use serde_json::json;
 use crate::command::{Command, Reply};
 use crate::error::Result;
 use crate::launcher::ExecutionControl;
-use crate::publish;
 use crate::session::boot::tail_lines;
 use crate::session::state::{
     CancelledBy, Ending, InFlight, Phase, Reset, ResetStage, SessionActor, Taken,
@@ -333,16 +331,7 @@ impl SessionActor {
             pending.responder.respond(kandev_acp::Outcome::Cancelled);
         }
         let mut tx = self.begin_write().await?;
-        let session = tx.delete_session(&self.session.id).await?;
-        let (id, task_id) = (session.id.to_string(), session.task_id.to_string());
-        let event = SessionEvent::Deleted { id: id.clone(), task_id: task_id.clone() };
-        publish::notify(&mut tx, Notification::session(&session.id, event)).await?;
-        let event = WorkspaceEvent::SessionDeleted { id, task_id };
-        publish::notify(&mut tx, Notification::workspace(&self.task.workspace_id, event)).await?;
-        if let Ok(task) = tx.get_task(&self.task.id).await {
-            let event = WorkspaceEvent::TaskUpdated { task: TaskDto::from(&task) };
-            publish::notify(&mut tx, Notification::workspace(&task.workspace_id, event)).await?;
-        }
+        crate::write::delete_session(&mut tx, &self.session.id, &self.task).await?;
         self.finish(tx).await?;
         Ok(())
     }

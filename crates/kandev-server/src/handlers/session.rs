@@ -44,6 +44,7 @@ pub async fn launch(
                 Actor::User { id, .. } => Some(id.clone()),
                 _ => None,
             },
+            p.terminal_ui.unwrap_or(false),
         )
         .await?;
     Ok(SessionOne { session: SessionDto::from(&session) })

@@ -659,7 +659,16 @@ deleted_profile: string | null,
 /**
  * The name a person gave it (`session.rename`), if any.
  */
-name: string | null, state: SessionStateDto, epoch: number, 
+name: string | null, 
+/**
+ * Set when the session runs its agent's own terminal UI in a terminal (its id is the
+ * session's: `terminal.attach`) instead of speaking ACP: the agent kind it runs.
+ */
+terminal_ui: AgentKindDto | null, 
+/**
+ * What a terminal-UI session's screen shows; `null` before it first drew.
+ */
+tui_screen: TuiScreenDto | null, state: SessionStateDto, epoch: number, 
 /**
  * The live agent's ACP session; `None` while no agent process runs (never started,
  * stopped, exited).
@@ -690,7 +699,12 @@ export type SessionLaunch = { task_id: string, agent_profile_id?: string,
 /**
  * The first message; without it the agent starts and waits.
  */
-prompt?: string, };
+prompt?: string, 
+/**
+ * Runs the agent's own terminal UI in a terminal instead of speaking ACP with it
+ * (issue 52); its prompt is typed in once the UI waits for input.
+ */
+terminal_ui?: boolean, };
 
 export type SessionOne = { session: SessionDto, };
 
@@ -930,6 +944,8 @@ export type ToolContentDto = { "type": "content", text: string, } | { "type": "d
 export type ToolLocationDto = { path: string, line: number | null, };
 
 export type TreeEntryDto = { path: string, kind: string, size: number, };
+
+export type TuiScreenDto = "working" | "waiting" | "permission" | "unknown";
 
 export type TurnCheckpointDto = { turn_id: string, number: number, message_id: string | null, undone: boolean, diff: boolean, };
 
