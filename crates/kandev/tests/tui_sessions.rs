@@ -111,7 +111,7 @@ async fn prompt(server: &Server, id: &str, text: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn i52_2_a_terminal_ui_sessions_states_come_from_its_screen_and_prompts_are_typed_in() {
+async fn i52_2_l50_a_terminal_ui_sessions_states_come_from_its_screen_and_prompts_are_typed_in() {
     let home = tempfile::tempdir().unwrap();
     let server = KANDEV.start(home.path());
     let repo = kandev_testkit::remote_task::project_repo();
@@ -164,7 +164,7 @@ async fn i52_2_a_terminal_ui_sessions_states_come_from_its_screen_and_prompts_ar
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn i52_2_a_workflow_steps_prompt_is_typed_into_a_terminal_ui_session() {
+async fn i52_2_l50_a_workflow_steps_prompt_is_typed_into_a_terminal_ui_session() {
     let home = tempfile::tempdir().unwrap();
     let server = KANDEV.start(home.path());
     let repo = kandev_testkit::remote_task::project_repo();
@@ -186,7 +186,7 @@ async fn i52_2_a_workflow_steps_prompt_is_typed_into_a_terminal_ui_session() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn i52_2_a_terminal_ui_session_goes_on_after_a_kill_9_of_the_server() {
+async fn i52_2_l50_a_terminal_ui_session_goes_on_after_a_kill_9_of_the_server() {
     let home = tempfile::tempdir().unwrap();
     let mut server = KANDEV.start_with(home.path(), &LOCAL);
     let repo = kandev_testkit::remote_task::project_repo();
