@@ -59,7 +59,7 @@ pub(crate) struct Inner {
     /// Open user terminals (`shells.rs`).
     pub shells: Shells,
     /// The terminal UIs of terminal-UI sessions (`tui/`).
-    pub tui: crate::tui::TuiTerminals,
+    pub tui: crate::shells::TuiTerminals,
     /// The links to SSH executors' hosts (`sites.rs`).
     pub links: crate::links::Links,
     /// Upload slots and the bytes stored for the attachment quota (`attachments.rs`).
@@ -99,7 +99,7 @@ impl Inner {
             questions: Waiters::default(),
             dev_servers: DevServers::default(),
             shells: Shells::default(),
-            tui: crate::tui::TuiTerminals::default(),
+            tui: crate::shells::TuiTerminals::default(),
             links: crate::links::Links::default(),
             uploads,
             web_url: Mutex::default(),

@@ -226,7 +226,7 @@ async fn take_over_terminals(inner: &Inner, kept: &[Kept]) -> Result<Vec<String>
             }
             ("tui", _) => {
                 let shell = kandev_runtime::pty::through_runner(execution);
-                let tui = crate::tui::TuiTerminal::new(kept.task_id, kept.repository_id, shell);
+                let tui = crate::shells::TuiTerminal::new(kept.task_id, kept.repository_id, shell);
                 inner.tui.insert(kandev_domain::SessionId::new(kept.id), Arc::new(tui));
             }
             _ => {

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use kandev_domain::{RepositoryId, TaskId};
+use kandev_domain::{RepositoryId, SessionId, TaskId};
 use kandev_runtime::pty::{PtyShell, ShellGone};
 use tokio::sync::watch;
 
@@ -51,7 +51,7 @@ pub(crate) enum Source {
     Shell(Arc<PtyShell>),
     DevServer(Arc<kandev_runtime::terminal::CommandTerminal>),
     /// A terminal-UI session's program (`tui/`): its resizes reach its screen reader too.
-    Tui(Arc<crate::tui::TuiTerminal>),
+    Tui(Arc<TuiTerminal>),
 }
 
 impl TerminalHandle {
@@ -124,6 +124,68 @@ pub(crate) fn check_size(cols: u16, rows: u16) -> Result<()> {
     Ok(())
 }
 
+/// The size a terminal UI starts at, until a viewer resizes it.
+pub const TUI_COLS: u16 = 120;
+pub const TUI_ROWS: u16 = 36;
+
+/// A terminal UI's PTY, as the screen reader and the terminal stream share it.
+pub(crate) struct TuiTerminal {
+    pub task_id: TaskId,
+    /// The task's first repository (terminals are listed by one).
+    pub repository_id: RepositoryId,
+    pub shell: Arc<PtyShell>,
+    /// The PTY's (cols, rows): the screen reader follows a resize.
+    pub size: tokio::sync::watch::Sender<(u16, u16)>,
+}
+
+impl TuiTerminal {
+    pub(crate) fn new(task_id: TaskId, repository_id: RepositoryId, shell: PtyShell) -> Self {
+        let (size, _) = tokio::sync::watch::channel((TUI_COLS, TUI_ROWS));
+        TuiTerminal { task_id, repository_id, shell: Arc::new(shell), size }
+    }
+
+    /// Resizes the PTY, and the screen the rules read with it.
+    pub(crate) async fn resize(
+        &self,
+        cols: u16,
+        rows: u16,
+    ) -> Result<(), kandev_runtime::pty::ShellGone> {
+        self.shell.resize(cols, rows).await?;
+        self.size.send_replace((cols, rows));
+        Ok(())
+    }
+}
+
+/// The running terminal UIs, by session: the actor's, or one the last run left on the
+/// runner that its actor takes over when it starts.
+#[derive(Default)]
+pub(crate) struct TuiTerminals {
+    open: Mutex<HashMap<SessionId, Arc<TuiTerminal>>>,
+}
+
+impl TuiTerminals {
+    fn lock(&self) -> MutexGuard<'_, HashMap<SessionId, Arc<TuiTerminal>>> {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn get(&self, id: &SessionId) -> Option<Arc<TuiTerminal>> {
+        self.lock().get(id).cloned()
+    }
+
+    pub(crate) fn insert(&self, id: SessionId, terminal: Arc<TuiTerminal>) {
+        self.lock().insert(id, terminal);
+    }
+
+    pub(crate) fn remove(&self, id: &SessionId) -> Option<Arc<TuiTerminal>> {
+        self.lock().remove(id)
+    }
+
+    /// The sessions whose terminal UI runs.
+    pub(crate) fn sessions(&self) -> Vec<SessionId> {
+        self.lock().keys().cloned().collect()
+    }
+}
+
 pub(crate) struct Shell {
     pub task_id: TaskId,
     pub repository_id: RepositoryId,
@@ -171,9 +233,9 @@ pub(crate) fn login_shell() -> String {
 }
 
 /// Drops the record of a terminal or dev server a runner ran (logged when the store refuses).
-pub(crate) async fn forget_runner_terminal(inner: &crate::inner::Inner, id: &str) {
+pub(crate) async fn forget_runner_terminal(store: &kandev_store::Store, id: &str) {
     let forgotten = async {
-        let mut tx = inner.store.begin_write().await?;
+        let mut tx = store.begin_write().await?;
         tx.forget_runner_terminal(id).await?;
         tx.commit().await
     };
@@ -183,9 +245,9 @@ pub(crate) async fn forget_runner_terminal(inner: &crate::inner::Inner, id: &str
 }
 
 /// Drops the record of a child that is gone (logged when the store refuses).
-pub(crate) async fn forget_child(inner: &crate::inner::Inner, pgid: i32) {
+pub(crate) async fn forget_child(store: &kandev_store::Store, pgid: i32) {
     let forgotten = async {
-        let mut tx = inner.store.begin_write().await?;
+        let mut tx = store.begin_write().await?;
         tx.forget_child(pgid).await?;
         tx.commit().await
     };

@@ -270,9 +270,9 @@ enum Slot {
 /// (the local runner's or its task's container's).
 async fn forget_dev_server(inner: &Inner, port: u16, process: &CommandTerminal) {
     if process.is_local() {
-        forget_child(inner, process.pid()).await;
+        forget_child(&inner.store, process.pid()).await;
     } else {
-        forget_runner_terminal(inner, &format!("dev_{port}")).await;
+        forget_runner_terminal(&inner.store, &format!("dev_{port}")).await;
     }
 }
 

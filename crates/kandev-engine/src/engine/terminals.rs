@@ -202,7 +202,7 @@ impl Engine {
 /// Drops the record of a terminal that is gone.
 async fn forget_shell(inner: &Inner, id: &str, shell: &PtyShell) {
     match shell.exec() {
-        Some(_) => forget_runner_terminal(inner, id).await,
-        None => forget_child(inner, shell.pid()).await,
+        Some(_) => forget_runner_terminal(&inner.store, id).await,
+        None => forget_child(&inner.store, shell.pid()).await,
     }
 }

@@ -30,19 +30,11 @@ use crate::command::Command;
 use crate::error::{EngineError, Result};
 use crate::inner::Inner;
 use crate::publish;
+use crate::shells::TuiTerminal;
 use crate::sites::Placement;
-use crate::tui::{TuiTerminal, launch, watch};
+use crate::tui::event::Event;
+use crate::tui::{launch, watch};
 use crate::write::{add_message, write_session};
-
-/// What the actor's own child futures report.
-pub(crate) enum Event {
-    /// The start of `epoch` ended: the running terminal UI, or why it did not start.
-    Started { epoch: i64, result: std::result::Result<TuiTerminal, LastError> },
-    /// What the screen shows now.
-    Screen { epoch: i64, screen: TuiScreen },
-    /// The program exited.
-    Exited { epoch: i64, exit: TerminalExit },
-}
 
 /// The terminal UI that runs, for the epoch it was started at.
 struct Run {

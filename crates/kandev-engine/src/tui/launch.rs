@@ -27,7 +27,7 @@ use serde_json::json;
 use crate::error::{EngineError, Result};
 use crate::inner::Inner;
 use crate::mcp::{BRIDGE_TOKEN_ENV, McpOffer, SERVER_NAME};
-use crate::tui::{TUI_COLS, TUI_ROWS, TuiTerminal};
+use crate::shells::{TUI_COLS, TUI_ROWS, TuiTerminal};
 
 /// What runs in the PTY.
 pub(crate) struct TuiCommand {
@@ -231,7 +231,7 @@ pub(crate) async fn spawn(
 /// Drops the record of a terminal UI that is gone (logged when the store refuses).
 pub(crate) async fn forget(inner: &Inner, session: &Session, terminal: &TuiTerminal) {
     match terminal.shell.exec() {
-        Some(_) => crate::shells::forget_runner_terminal(inner, session.id.as_str()).await,
-        None => crate::shells::forget_child(inner, terminal.shell.pid()).await,
+        Some(_) => crate::shells::forget_runner_terminal(&inner.store, session.id.as_str()).await,
+        None => crate::shells::forget_child(&inner.store, terminal.shell.pid()).await,
     }
 }

@@ -13,8 +13,8 @@ use kandev_runtime::tui_screen::{TuiAgent, TuiScreen as Screen, TuiState};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::tui::TuiTerminal;
-use crate::tui::actor::Event;
+use crate::shells::TuiTerminal;
+use crate::tui::event::Event;
 
 /// The screen is read once the output paused this long (a redraw is often several
 /// writes: reading between them would see half a screen)…
