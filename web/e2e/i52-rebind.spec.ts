@@ -63,6 +63,13 @@ test('i52: a session moves to another agent, and one of a deleted profile moves 
     'The agent profile Agent C of this session was deleted. Move the session to another agent to go on.',
   );
   await expect(page.getByLabel('Message to the agent')).toHaveAttribute('placeholder', /Agent C was deleted/);
+  // The controls that would start its agent are disabled, and say why.
+  const controls = page.getByRole('toolbar', { name: 'Session controls' });
+  for (const name of ['Resume ▾', 'Retry last message', 'Reset context']) {
+    const button = controls.getByRole('button', { name, exact: true });
+    await expect(button).toBeDisabled();
+    await expect(button).toHaveAttribute('title', /move the session to another agent/);
+  }
   // A message sent anyway is refused with the server's reason, and nothing is recorded.
   const box = page.getByRole('textbox', { name: 'Message to the agent' });
   await box.fill('are you there?');

@@ -1,5 +1,7 @@
 // One session: state and controls (cancel, stop, reset context, resume, move to another
 // agent, delete), the last error, the live transcript, the composer and the prompt queue.
+// A terminal-UI session (issue 52) shows its agent's own terminal above the transcript, and
+// leaves out the controls the server refuses for it (they are done in that terminal).
 import { useEffect, useRef, useState } from 'react';
 import { call, errorText } from '../api/client';
 import type { ActionName, Actions, MessageDto, SessionDto } from '../api/types';
@@ -26,6 +28,7 @@ import { Questions } from './session/Questions';
 import { RenameDialog } from './session/RenameDialog';
 import { ResumeMenu } from './session/ResumeMenu';
 import { TurnTools, useTurnCheckpoints } from './session/TurnTools';
+import { TuiPanel, TuiScreenBadge } from './session/TuiPanel';
 import { StateBadge } from './StateBadge';
 
 const getKey = (m: MessageDto) => m.id;
@@ -37,15 +40,19 @@ declare global {
   }
 }
 
+/** Why an agent's start is refused for a session whose profile was deleted. */
+const DELETED_PROFILE_NOTE = 'Its agent profile was deleted: move the session to another agent';
+
 /** The session's pill: an error while it waits with one (the agent crashed, a turn failed:
  * what the task's "needs you" says too), "stopped" while it waits with no agent running. */
 function sessionBadge(state: string, session: SessionDto | null): { state: string; text?: string; label?: string } {
   if (state !== 'WAITING_FOR_INPUT' || !session) return { state };
   if (session.last_error) return { state: 'FAILED', label: session.last_error.message };
   if (session.deleted_profile) {
-    return { state, text: 'no agent', label: 'Its agent profile was deleted: move the session to another agent' };
+    return { state, text: 'no agent', label: DELETED_PROFILE_NOTE };
   }
-  if (!session.acp_session_id) return { state, text: 'stopped', label: 'No agent runs: the next message starts it' };
+  // A terminal-UI session speaks no ACP: it has no ACP session id even while its program runs.
+  if (!session.terminal_ui && !session.acp_session_id) return { state, text: 'stopped', label: 'No agent runs: the next message starts it' };
   return { state };
 }
 
@@ -75,8 +82,14 @@ export function SessionView({
   const busy = state === 'RUNNING' || state === 'STARTING' || s.turnOpen;
   // The server refuses a move while a turn or a start runs (`BUSY`): said before it is asked.
   const moveRefused = moveBlocked(state, s.turnOpen);
-  // The server clears the ACP session id when the agent's process ends (stopped, exited).
-  const agentLive = !!session?.acp_session_id;
+  // A terminal-UI session: its screen is the main panel, and the ACP-only controls (mode and
+  // config pickers, reset context, move to another agent, revert) are the terminal's to do.
+  const tui = !!session?.terminal_ui;
+  // The server clears the ACP session id when the agent's process ends (stopped, exited); a
+  // terminal-UI session's program runs until it is stopped (CANCELLED) or fails.
+  const agentLive = tui ? state !== 'CANCELLED' && state !== 'FAILED' && state !== 'CREATED' : !!session?.acp_session_id;
+  // The server refuses to start the agent of a session whose profile was deleted.
+  const orphaned = !!session?.deleted_profile && !session.agent_profile_id;
   const phone = usePhone();
   const [more, setMore] = useState(false);
   // A viewer reads the conversation; the controls and the composer are a member's (issue 49).
@@ -124,7 +137,7 @@ export function SessionView({
   }
 
   return (
-    <div className="session" data-session-id={sessionId} data-state={state}>
+    <div className={tui ? 'session tui' : 'session'} data-session-id={sessionId} data-state={state}>
       <div className="session-bar">
         {waitingOnYou ? (
           <span className="badge needs-you-badge">{works ? 'waiting for you' : 'waiting for an answer'}</span>
@@ -134,6 +147,7 @@ export function SessionView({
         <span className="session-state" data-testid="session-state">
           {state}
         </span>
+        {tui && session && <TuiScreenBadge screen={session.tui_screen} />}
         {session?.name && (
           <strong className="session-name" data-testid="session-name">
             {session.name}
@@ -157,14 +171,14 @@ export function SessionView({
             {session?.session_mode && <span className="badge">mode: {session.session_mode}</span>}
             {session && <ModelBadge session={session} />}
             {session && <UsageBadge session={session} />}
-            {works && session && <Pickers session={session} onError={actions.setError} />}
+            {works && session && !tui && <Pickers session={session} onError={actions.setError} />}
             <span className="spacer" />
             {works && (
               <div className="session-actions" role="toolbar" aria-label="Session controls">
                 {!phone && cancel}
                 <button
-                  disabled={busy || actions.busy || !s.transcript.messages.some((m) => m.kind === 'user')}
-                  title="Send your last message again as a new turn"
+                  disabled={busy || actions.busy || orphaned || !s.transcript.messages.some((m) => m.kind === 'user')}
+                  title={orphaned ? DELETED_PROFILE_NOTE : 'Send your last message again as a new turn'}
                   onClick={() => run('Retry', 'session.retry', { id: sessionId })}
                 >
                   Retry last message
@@ -172,13 +186,15 @@ export function SessionView({
                 <button disabled={actions.busy} onClick={() => setRenaming(true)}>
                   Rename
                 </button>
-                <button
-                  disabled={actions.busy || moveRefused !== null}
-                  title={moveRefused ?? 'Go on with another agent profile in the same worktree'}
-                  onClick={() => setMoving(true)}
-                >
-                  Move to another agent…
-                </button>
+                {!tui && (
+                  <button
+                    disabled={actions.busy || moveRefused !== null}
+                    title={moveRefused ?? 'Go on with another agent profile in the same worktree'}
+                    onClick={() => setMoving(true)}
+                  >
+                    Move to another agent…
+                  </button>
+                )}
                 {!primary && (
                   <button
                     disabled={actions.busy}
@@ -188,13 +204,20 @@ export function SessionView({
                     Make primary
                   </button>
                 )}
-                <button
-                  disabled={actions.busy}
-                  onClick={() => setConfirmReset(true)}
-                >
-                  Reset context
-                </button>
-                <ResumeMenu disabled={actions.busy} onResume={(mode) => run('Resume', 'session.resume', { id: sessionId, mode })} />
+                {!tui && (
+                  <button
+                    disabled={actions.busy || orphaned}
+                    title={orphaned ? DELETED_PROFILE_NOTE : undefined}
+                    onClick={() => setConfirmReset(true)}
+                  >
+                    Reset context
+                  </button>
+                )}
+                <ResumeMenu
+                  disabled={actions.busy || orphaned}
+                  title={orphaned ? DELETED_PROFILE_NOTE : undefined}
+                  onResume={(mode) => run('Resume', 'session.resume', { id: sessionId, mode })}
+                />
                 <button
                   disabled={actions.busy || (!busy && !agentLive)}
                   title={!busy && !agentLive ? 'No agent runs for this session: the next message starts it' : undefined}
@@ -233,6 +256,7 @@ export function SessionView({
       )}
       <ErrorBanner error={s.error} onRetry={s.retry} onDismiss={s.dismissError} testId="session-error" />
       <ErrorBanner error={actions.error} onDismiss={() => actions.setError(null)} testId="action-error" />
+      {tui && session && <TuiPanel session={session} />}
       <VirtualList
         items={s.transcript.messages}
         getKey={getKey}
@@ -249,7 +273,7 @@ export function SessionView({
           return turn ? (
             <>
               <MessageView message={m} />
-              <TurnTools sessionId={sessionId} turn={turn} busy={busy} revertable={works} />
+              <TurnTools sessionId={sessionId} turn={turn} busy={busy} revertable={works && !tui} />
             </>
           ) : (
             <MessageView message={m} />
@@ -277,7 +301,12 @@ export function SessionView({
       )}
       <Questions questions={s.questions} answer={works} />
       {session?.deleted_profile && (
-        <DeletedProfileBanner sessionId={sessionId} name={session.deleted_profile} blocked={moveRefused} canMove={works} />
+        <DeletedProfileBanner
+          sessionId={sessionId}
+          name={session.deleted_profile}
+          blocked={moveRefused}
+          canMove={works}
+        />
       )}
       {works ? (
         <>

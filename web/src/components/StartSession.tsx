@@ -1,4 +1,5 @@
-// Starts an agent session on a task: the agent profile and the first message.
+// Starts an agent session on a task: the agent profile, the first message, and whether the
+// agent runs its own terminal UI in a terminal (issue 52) instead of speaking ACP.
 import { useState } from 'react';
 import { call } from '../api/client';
 import type { SessionDto } from '../api/types';
@@ -15,6 +16,7 @@ export function StartSession(props: {
   const { profiles } = useData();
   const [profile, setProfile] = useState(props.defaultProfile ?? profiles[0]?.id ?? '');
   const [prompt, setPrompt] = useState(props.prompt);
+  const [terminalUi, setTerminalUi] = useState(false);
   const { busy, error, run } = useMutation();
   return (
     <form
@@ -26,6 +28,7 @@ export function StartSession(props: {
             task_id: props.taskId,
             agent_profile_id: profile || undefined,
             prompt: prompt.trim() ? prompt : undefined,
+            terminal_ui: terminalUi || undefined,
           });
           props.onStarted?.(session);
         });
@@ -36,6 +39,10 @@ export function StartSession(props: {
       <label>
         First message
         <textarea rows={4} value={prompt} onChange={(e) => setPrompt(e.target.value)} />
+      </label>
+      <label className="check" title="Its screen shows here as a terminal; your messages are typed into it">
+        <input type="checkbox" checked={terminalUi} onChange={(e) => setTerminalUi(e.target.checked)} />
+        Start in the agent's own terminal UI
       </label>
       {error && (
         <p className="form-error" role="alert">

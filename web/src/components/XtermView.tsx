@@ -13,12 +13,16 @@ export function XtermView(props: {
   readOnly?: boolean;
   label: string;
   onExit?: (exit: TerminalExit) => void;
+  /** The terminal cannot be attached (e.g. it is gone, or not made yet). */
+  onProblem?: (message: string) => void;
 }) {
   const box = useRef<HTMLDivElement>(null);
   const [size, setSize] = useState<{ cols: number; rows: number } | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
   const onExit = useRef(props.onExit);
   onExit.current = props.onExit;
+  const onProblem = useRef(props.onProblem);
+  onProblem.current = props.onProblem;
 
   useEffect(() => {
     const element = box.current;
@@ -41,7 +45,10 @@ export function XtermView(props: {
         term.write(`\r\n[${exit.signal ? `ended by ${exit.signal}` : `exited with ${exit.exit_code ?? '?'}`}]\r\n`);
         onExit.current?.(exit);
       },
-      onError: setProblem,
+      onError: (message) => {
+        setProblem(message);
+        onProblem.current?.(message);
+      },
     });
     const typed = props.readOnly ? null : term.onData((data) => socket.input(data));
     const resized = term.onResize(({ cols, rows }) => {
