@@ -36,6 +36,9 @@ use crate::tui::event::Event;
 use crate::tui::{launch, watch};
 use crate::write::{add_message, write_session};
 
+/// How long after typing a prompt the next may go though the agent was not seen working.
+const TYPED_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The terminal UI that runs, for the epoch it was started at.
 struct Run {
     epoch: i64,
@@ -63,6 +66,8 @@ struct TuiActor {
     typing: VecDeque<String>,
     /// A prompt was typed and the agent has not been seen working since.
     typed: bool,
+    /// How many prompts were typed (tags the [`Event::Typed`] of the latest).
+    typed_count: u64,
     report: mpsc::Sender<Event>,
 }
 
@@ -86,6 +91,7 @@ pub(crate) fn start(
         starting: None,
         typing: VecDeque::new(),
         typed: false,
+        typed_count: 0,
         report,
     };
     if let Some(terminal) = inner.tui.get(&actor.session.id) {
@@ -226,8 +232,17 @@ impl TuiActor {
                 }
             }
             Event::Screen { epoch, screen } if self.is_current(epoch) => self.show(screen).await,
+            Event::Typed { epoch, number } if self.is_current(epoch) => {
+                if self.typed && number == self.typed_count {
+                    self.typed = false;
+                    if self.session.tui_screen == Some(TuiScreen::Waiting) {
+                        self.type_next().await?;
+                    }
+                }
+                Ok(())
+            }
             Event::Exited { epoch, exit } if self.is_current(epoch) => self.exited(exit).await,
-            Event::Screen { .. } | Event::Exited { .. } => Ok(()),
+            Event::Screen { .. } | Event::Exited { .. } | Event::Typed { .. } => Ok(()),
         }
     }
 
@@ -263,7 +278,8 @@ impl TuiActor {
             let update = SessionUpdate {
                 state: Some(state),
                 tui_screen: Some(Some(screen)),
-                last_error: Some(None),
+                // An error of an earlier run is over once the program draws.
+                last_error: self.session.last_error.is_some().then_some(None),
                 ..SessionUpdate::default()
             };
             self.write(update).await?;
@@ -280,8 +296,17 @@ impl TuiActor {
         let Some(text) = self.typing.pop_front() else { return Ok(()) };
         let bytes = typed_form(self.kind, &text);
         self.typed = true;
+        self.typed_count += 1;
         self.type_bytes(bytes).await?;
-        self.type_bytes(b"\r".to_vec()).await
+        self.type_bytes(b"\r".to_vec()).await?;
+        if let Some(run) = &self.run {
+            let (report, epoch, number) = (self.report.clone(), run.epoch, self.typed_count);
+            self.inner.tracker.spawn(async move {
+                tokio::time::sleep(TYPED_GRACE).await;
+                let _ = report.send(Event::Typed { epoch, number }).await;
+            });
+        }
+        Ok(())
     }
 
     async fn type_bytes(&self, bytes: Vec<u8>) -> Result<()> {

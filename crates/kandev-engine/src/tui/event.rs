@@ -12,6 +12,9 @@ pub(crate) enum Event {
     Started { epoch: i64, result: std::result::Result<TuiTerminal, LastError> },
     /// What the screen shows now.
     Screen { epoch: i64, screen: TuiScreen },
+    /// A prompt was typed a while ago and the agent was never seen working on it (it
+    /// answered faster than the screen is read, or took it as a command): the next one may go.
+    Typed { epoch: i64, number: u64 },
     /// The program exited.
     Exited { epoch: i64, exit: TerminalExit },
 }
