@@ -164,7 +164,8 @@ async fn i52_2_l50_a_terminal_ui_sessions_states_come_from_its_screen_and_prompt
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn i52_2_l50_a_workflow_steps_prompt_is_typed_into_a_terminal_ui_session() {
+async fn i52_2_l50_a_workflow_steps_prompt_and_review_comments_are_typed_into_a_terminal_ui_session()
+ {
     let home = tempfile::tempdir().unwrap();
     let server = KANDEV.start(home.path());
     let repo = kandev_testkit::remote_task::project_repo();
@@ -182,6 +183,14 @@ async fn i52_2_l50_a_workflow_steps_prompt_is_typed_into_a_terminal_ui_session()
     let mut term = Term::attach(&server, &id).await;
     term.shows("● echo: Review the change: Tidy the docs").await;
     until_screen(&mut watch, &server, &id, "waiting", "WAITING_FOR_INPUT").await;
+
+    // Review comments go to the task's primary session as one prompt: typed in too.
+    let comment =
+        json!({"task_id": task, "path": "README.md", "line": 1, "text": "say what it does"});
+    call(&server, "review.comment.add", comment).await;
+    call(&server, "review.submit", json!({"task_id": task})).await;
+    term.shows("● echo: Please address these review comments:").await;
+    term.shows("say what it does").await;
     server.terminate();
 }
 
@@ -239,5 +248,12 @@ async fn i52_3_the_fake_tui_creates_a_task_through_the_mcp_config_kandev_handed_
     let titles: Vec<&str> =
         tasks["tasks"].as_array().unwrap().iter().map(|t| t["title"].as_str().unwrap()).collect();
     assert!(titles.contains(&"Write the changelog"), "{titles:?}\n{}", term.output);
+
+    // Deleting the session ends the program and removes its configuration (and token).
+    let program = format!("sessions/{id}/tui");
+    assert_eq!(support::processes_with(&program).len(), 1);
+    call(&server, "session.delete", json!({"id": id})).await;
+    assert!(!config.exists(), "{}", config.display());
+    support::eventually("the program ends", async || processes_with(&program).is_empty()).await;
     server.terminate();
 }

@@ -518,6 +518,7 @@ impl TuiActor {
         crate::write::delete_session(&mut tx, &self.session.id, &self.task).await?;
         tx.commit().await?;
         self.inner.mcp.forget(&self.session.id);
+        launch::remove_files(&self.inner, &self.session);
         Ok(())
     }
 

@@ -4,13 +4,7 @@
 //! user's own configuration — then the PTY, on the local runner when there is one (it
 //! outlives the server) or as this server's child.
 //!
-//! How each agent is handed the MCP server:
-//! - `mock` (`kandev fake-tui`): `--mcp-config <file>`, the file `{"url", "token"}`;
-//! - `claude`: `--mcp-config <file>`, the file Claude Code's `{"mcpServers": {"kandev":
-//!   {"type": "http", "url", "headers"}}}`;
-//! - `codex`: `-c mcp_servers.kandev.url=…` and `-c
-//!   mcp_servers.kandev.bearer_token_env_var=KANDEV_MCP_TOKEN`, the token in that variable;
-//! - the others: not yet (their terminal UI runs without Kandev's MCP).
+//! How each agent is handed the MCP server: [`mcp_handoff`] (docs/terminal-ui.md).
 
 use std::path::{Path, PathBuf};
 
@@ -104,34 +98,87 @@ fn hand_mcp(
     offer: &McpOffer,
     command: &mut TuiCommand,
 ) -> Result<()> {
-    let token = offer.token().to_owned();
-    let bearer = format!("Bearer {token}");
-    match kind {
-        AgentKind::Mock => {
-            let file = private_file(inner, session, "mcp.json")?;
-            write_private(&file, &json!({ "url": offer.url, "token": token }))?;
-            command.args.extend(["--mcp-config".to_owned(), file.display().to_string()]);
-        }
-        AgentKind::Claude => {
-            let file = private_file(inner, session, "mcp.json")?;
-            let server =
-                json!({ "type": "http", "url": offer.url, "headers": { "Authorization": bearer } });
-            write_private(&file, &json!({ "mcpServers": { SERVER_NAME: server } }))?;
-            command.args.extend(["--mcp-config".to_owned(), file.display().to_string()]);
-        }
-        AgentKind::Codex => {
-            let url = format!("mcp_servers.{SERVER_NAME}.url={}", json!(offer.url));
-            let env = format!(
-                "mcp_servers.{SERVER_NAME}.bearer_token_env_var={}",
-                json!(BRIDGE_TOKEN_ENV)
-            );
-            command.args.extend(["-c".to_owned(), url, "-c".to_owned(), env]);
-            command.env.push((BRIDGE_TOKEN_ENV.to_owned(), token.clone()));
-        }
-        _ => return Ok(()),
+    let file = private_file(inner, session, "mcp.json")?;
+    let Some(handoff) = mcp_handoff(kind, &offer.url, offer.token(), &file) else { return Ok(()) };
+    if let Some(contents) = &handoff.file {
+        write_private(&file, contents)?;
     }
-    command.secrets.push(token);
+    command.args.extend(handoff.args);
+    for (name, value) in handoff.env {
+        // Kandev's value replaces the profile's: it names this session's configuration.
+        command.env.retain(|(set, _)| set != &name);
+        command.env.push((name, value));
+    }
+    command.secrets.push(offer.token().to_owned());
     Ok(())
+}
+
+/// What a kind's terminal UI is handed to reach Kandev's MCP server: arguments, environment
+/// variables, and the contents of the session's private file `file` they name.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct McpHandoff {
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub file: Option<serde_json::Value>,
+}
+
+/// How `kind`'s terminal UI takes an MCP server at `url` with `token`, through its own
+/// flags, environment or a configuration file of its own (never the user's); `None` for a
+/// kind Kandev does not know how to hand it to.
+pub(crate) fn mcp_handoff(
+    kind: AgentKind,
+    url: &str,
+    token: &str,
+    file: &Path,
+) -> Option<McpHandoff> {
+    let bearer = json!({ "Authorization": format!("Bearer {token}") });
+    let path = file.display().to_string();
+    let with_file = |args: Vec<String>, env: Vec<(&str, &str)>, contents| McpHandoff {
+        args,
+        env: env.into_iter().map(|(n, v)| (n.to_owned(), v.to_owned())).collect(),
+        file: Some(contents),
+    };
+    // Gemini CLI and its fork Qwen Code: a system settings file, merged over the user's.
+    let gemini_settings =
+        json!({ "mcpServers": { SERVER_NAME: { "httpUrl": url, "headers": bearer } } });
+    // OpenCode and its fork Kilo Code: a configuration file merged with the user's.
+    let opencode_config = json!({ "mcp": { SERVER_NAME: {
+        "type": "remote", "url": url, "headers": bearer, "oauth": false } } });
+    let config_flag = vec!["--mcp-config".to_owned(), path.clone()];
+    Some(match kind {
+        AgentKind::Mock => with_file(config_flag, vec![], json!({ "url": url, "token": token })),
+        AgentKind::Claude => {
+            let server = json!({ "type": "http", "url": url, "headers": bearer });
+            with_file(config_flag, vec![], json!({ "mcpServers": { SERVER_NAME: server } }))
+        }
+        AgentKind::Codex => McpHandoff {
+            args: vec![
+                "-c".to_owned(),
+                format!("mcp_servers.{SERVER_NAME}.url={}", json!(url)),
+                "-c".to_owned(),
+                format!(
+                    "mcp_servers.{SERVER_NAME}.bearer_token_env_var={}",
+                    json!(BRIDGE_TOKEN_ENV)
+                ),
+            ],
+            env: vec![(BRIDGE_TOKEN_ENV.to_owned(), token.to_owned())],
+            file: None,
+        },
+        AgentKind::Gemini => {
+            with_file(vec![], vec![("GEMINI_CLI_SYSTEM_SETTINGS_PATH", &path)], gemini_settings)
+        }
+        AgentKind::Qwen => {
+            // Its deferred MCP tools would not reach the model (issue 51's quirk).
+            let quirk = kandev_acp::quirks::mcp_launch("qwen");
+            let mut env = vec![("QWEN_CODE_SYSTEM_SETTINGS_PATH", path.as_str())];
+            env.extend(quirk.env.iter().copied());
+            let args = quirk.args.iter().map(|a| (*a).to_owned()).collect();
+            with_file(args, env, gemini_settings)
+        }
+        AgentKind::OpenCode => with_file(vec![], vec![("OPENCODE_CONFIG", &path)], opencode_config),
+        AgentKind::Kilo => with_file(vec![], vec![("KILO_CONFIG", &path)], opencode_config),
+        AgentKind::Copilot | AgentKind::Auggie | AgentKind::Custom => return None,
+    })
 }
 
 /// `<home>/sessions/<session>/tui/<name>`, its folder made private to this user.
@@ -144,6 +191,16 @@ fn private_file(inner: &Inner, session: &Session, name: &str) -> Result<PathBuf>
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).map_err(failed)?;
     Ok(dir.join(name))
+}
+
+/// Removes the session's private files (its MCP configuration) once it is deleted.
+pub(crate) fn remove_files(inner: &Inner, session: &Session) {
+    let dir = inner.config.home.join("sessions").join(session.id.as_str());
+    if let Err(err) = std::fs::remove_dir_all(&dir)
+        && err.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(dir = %dir.display(), error = %err, "cannot remove a deleted session's files");
+    }
 }
 
 /// Writes `value` to `path`, readable by this user only (it holds a token).
@@ -233,5 +290,64 @@ pub(crate) async fn forget(inner: &Inner, session: &Session, terminal: &TuiTermi
     match terminal.shell.exec() {
         Some(_) => crate::shells::forget_runner_terminal(&inner.store, session.id.as_str()).await,
         None => crate::shells::forget_child(&inner.store, terminal.shell.pid()).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const URL: &str = "http://127.0.0.1:9/mcp";
+
+    fn handoff(kind: AgentKind) -> McpHandoff {
+        mcp_handoff(kind, URL, "kst_t", Path::new("/h/sessions/s/tui/mcp.json")).unwrap()
+    }
+
+    #[test]
+    fn claude_and_the_fake_take_a_config_file_named_by_a_flag() {
+        let claude = handoff(AgentKind::Claude);
+        assert_eq!(claude.args, ["--mcp-config", "/h/sessions/s/tui/mcp.json"]);
+        let server = &claude.file.unwrap()["mcpServers"]["kandev"];
+        assert_eq!((&server["type"], &server["url"]), (&json!("http"), &json!(URL)));
+        assert_eq!(server["headers"]["Authorization"], "Bearer kst_t");
+        let fake = handoff(AgentKind::Mock);
+        assert_eq!(fake.file, Some(json!({"url": URL, "token": "kst_t"})));
+    }
+
+    #[test]
+    fn codex_takes_flags_and_the_token_from_the_environment_not_the_command_line() {
+        let codex = handoff(AgentKind::Codex);
+        assert_eq!(
+            codex.args,
+            [
+                "-c",
+                "mcp_servers.kandev.url=\"http://127.0.0.1:9/mcp\"",
+                "-c",
+                "mcp_servers.kandev.bearer_token_env_var=\"KANDEV_MCP_TOKEN\""
+            ]
+        );
+        assert!(codex.args.iter().all(|a| !a.contains("kst_t")));
+        assert_eq!(codex.env, [("KANDEV_MCP_TOKEN".to_owned(), "kst_t".to_owned())]);
+    }
+
+    #[test]
+    fn gemini_qwen_opencode_and_kilo_take_a_settings_file_named_by_a_variable() {
+        let named = |kind, var: &str| {
+            let got = handoff(kind);
+            assert!(
+                got.env.contains(&(var.to_owned(), "/h/sessions/s/tui/mcp.json".to_owned())),
+                "{got:?}"
+            );
+            got.file.unwrap()
+        };
+        let gemini = named(AgentKind::Gemini, "GEMINI_CLI_SYSTEM_SETTINGS_PATH");
+        assert_eq!(gemini["mcpServers"]["kandev"]["httpUrl"], URL);
+        let qwen = handoff(AgentKind::Qwen);
+        assert!(qwen.args.contains(&"--exclude-tools".to_owned()), "{qwen:?}");
+        named(AgentKind::Qwen, "QWEN_CODE_SYSTEM_SETTINGS_PATH");
+        let opencode = named(AgentKind::OpenCode, "OPENCODE_CONFIG");
+        assert_eq!(opencode["mcp"]["kandev"]["type"], "remote");
+        assert_eq!(named(AgentKind::Kilo, "KILO_CONFIG"), opencode);
+        assert!(mcp_handoff(AgentKind::Copilot, URL, "t", Path::new("/f")).is_none());
     }
 }
