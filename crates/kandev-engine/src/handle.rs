@@ -26,11 +26,7 @@ pub(crate) async fn inbox(inner: &Arc<Inner>, id: &SessionId) -> Result<mpsc::Se
         return Err(EngineError::gone());
     }
     let (tx, rx) = mpsc::channel(256);
-    if crate::tui::is_tui(&session) {
-        crate::tui::actor::start(inner.clone(), session, task, rx);
-    } else {
-        (inner.start_actor)(inner.clone(), session, task, tx.clone(), rx);
-    }
+    (inner.start_actor)(inner.clone(), session, task, tx.clone(), rx);
     sessions.insert(id.clone(), tx.clone());
     Ok(tx)
 }

@@ -175,14 +175,24 @@ async fn i52_2_l50_a_workflow_steps_prompt_and_review_comments_are_typed_into_a_
     let card = call(&server, "task.get", json!({"id": task})).await;
     let workflow = call(&server, "workflow.get", json!({"id": card["task"]["workflow_id"]})).await;
     let next = workflow["workflow"]["steps"][1]["id"].clone();
+    let after = workflow["workflow"]["steps"][2]["id"].clone();
     let step = json!({"id": next, "prompt": "Review the change: {{task_prompt}}",
-        "events": {"on_enter": [{"type": "auto_start_agent"}]}});
+        "events": {"on_enter": [{"type": "auto_start_agent"}],
+                   "on_turn_complete": [{"type": "move_to_next"}]}});
     call(&server, "workflow.step.update", step).await;
+    let workspace = format!("workspace:{}", card["task"]["workspace_id"].as_str().unwrap());
+    let mut board = Watch::topics(&server, &[workspace]).await;
 
     call(&server, "task.move", json!({"id": task, "step_id": next})).await;
     let mut term = Term::attach(&server, &id).await;
     term.shows("● echo: Review the change: Tidy the docs").await;
     until_screen(&mut watch, &server, &id, "waiting", "WAITING_FOR_INPUT").await;
+    // The agent's work on it ended: the step's on_turn_complete moved the task on.
+    board
+        .until("the task moves to the step after", async || {
+            call(&server, "task.get", json!({"id": task})).await["task"]["step_id"] == after
+        })
+        .await;
 
     // Review comments go to the task's primary session as one prompt: typed in too.
     let comment =

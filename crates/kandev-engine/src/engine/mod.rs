@@ -53,9 +53,25 @@ pub struct Engine {
     pub(crate) inner: Arc<Inner>,
 }
 
+/// Starts a session's actor (`Inner::start_actor`): a terminal-UI session's (`tui/`), or the
+/// ACP one (`session/`).
+fn start_actor(
+    inner: Arc<Inner>,
+    session: kandev_domain::transcript::Session,
+    task: kandev_domain::task::Task,
+    me: tokio::sync::mpsc::Sender<Command>,
+    inbox: tokio::sync::mpsc::Receiver<Command>,
+) {
+    if crate::tui::is_tui(&session) {
+        crate::tui::actor::start(inner, session, task, inbox);
+    } else {
+        crate::session::start(inner, session, task, me, inbox);
+    }
+}
+
 impl Engine {
     pub fn new(store: Store, config: EngineConfig, launcher: Arc<dyn Launcher>) -> Engine {
-        let inner = Inner::new(store, config, launcher, crate::session::start);
+        let inner = Inner::new(store, config, launcher, start_actor);
         Engine { inner: Arc::new(inner) }
     }
 

@@ -18,7 +18,7 @@ use kandev_domain::message_meta::{MessageMeta, StatusNote, UserMeta};
 use kandev_domain::session::SessionState;
 use kandev_domain::task::Task;
 use kandev_domain::transcript::{LastError, Session, TuiScreen};
-use kandev_domain::workflow::{Action, EntryCause};
+use kandev_domain::workflow::{Action, EntryCause, Trigger, first_move};
 use kandev_runtime::terminal::TerminalExit;
 use kandev_runtime::tui_screen::TuiAgent;
 use kandev_store::{NewMessage, SessionUpdate};
@@ -34,6 +34,7 @@ use crate::shells::TuiTerminal;
 use crate::sites::Placement;
 use crate::tui::event::Event;
 use crate::tui::{launch, watch};
+use crate::workflow::record_trigger_move;
 use crate::write::{add_message, write_session};
 
 /// How long after typing a prompt the next may go though the agent was not seen working.
@@ -274,6 +275,8 @@ impl TuiActor {
         if state == SessionState::Running {
             self.typed = false;
         }
+        let turn_ended =
+            self.session.state == SessionState::Running && screen == TuiScreen::Waiting;
         if self.session.tui_screen != Some(screen) || self.session.state != state {
             let update = SessionUpdate {
                 state: Some(state),
@@ -284,11 +287,36 @@ impl TuiActor {
             };
             self.write(update).await?;
         }
+        if turn_ended {
+            self.turn_complete().await?;
+        }
         let ready = screen == TuiScreen::Waiting || self.rules.is_none();
         if ready && !self.typed {
             self.type_next().await?;
         }
         Ok(())
+    }
+
+    /// The agent finished working (its input box waits again): the move of the step's
+    /// `on_turn_complete`, as for an ACP session's turn, when this is the task's primary
+    /// session. The step's other actions (ship actions) do not run for a terminal UI.
+    async fn turn_complete(&mut self) -> Result<()> {
+        let task = self.inner.store.get_task(&self.task.id).await?;
+        if task.primary_session_id.as_ref() != Some(&self.session.id) {
+            return Ok(());
+        }
+        let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
+        let Some(step) = workflow.step(&task.step_id).cloned() else { return Ok(()) };
+        let Some(target) = first_move(&workflow, &step, Trigger::OnTurnComplete) else {
+            return Ok(());
+        };
+        let (target, cause) = (target.id.clone(), EntryCause::TurnComplete);
+        let moved =
+            record_trigger_move(&self.inner, &task.id, &step.id, &target, cause, "agent").await?;
+        if moved.is_none() {
+            return Ok(()); // moved meanwhile
+        }
+        self.step_entered(target, cause, false).await
     }
 
     /// Types the oldest waiting prompt, then Enter.
