@@ -195,6 +195,11 @@ impl Server {
         self.child.wait().unwrap();
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The last `lines` lines of its log.
     pub fn log_tail(&self, lines: usize) -> String {
         let log = std::fs::read_to_string(&self.log).unwrap_or_default();

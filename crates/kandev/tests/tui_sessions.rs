@@ -220,8 +220,10 @@ async fn i52_2_l50_a_terminal_ui_session_goes_on_after_a_kill_9_of_the_server() 
     let before = processes_with(&program);
     assert_eq!(before.len(), 1, "one terminal UI runs: {before:?}");
 
+    // The same address again: the program's MCP configuration names it.
+    let addr = server.addr();
     server.kill_9();
-    let restarted = KANDEV.start_with(home.path(), &LOCAL);
+    let restarted = KANDEV.launch(home.path(), &addr, &LOCAL, &[]);
     assert_eq!(processes_with(&program), before, "the same program runs on");
     let mut watch = Watch::topics(&restarted, &[format!("session:{id}")]).await;
     until_screen(&mut watch, &restarted, &id, "waiting", "WAITING_FOR_INPUT").await;
@@ -230,6 +232,9 @@ async fn i52_2_l50_a_terminal_ui_session_goes_on_after_a_kill_9_of_the_server() 
     term.shows("● echo: before the crash").await;
     prompt(&restarted, &id, "after the crash").await;
     term.shows("● echo: after the crash").await;
+    // Its MCP token was kept: the program still reaches Kandev's MCP.
+    prompt(&restarted, &id, "#mcp create_task Filed after the crash").await;
+    term.shows("● created:").await;
     call(&restarted, "session.stop", json!({"id": id})).await;
     watch.state(&restarted, &id, "CANCELLED").await;
     restarted.terminate();
@@ -266,4 +271,26 @@ async fn i52_3_the_fake_tui_creates_a_task_through_the_mcp_config_kandev_handed_
     assert!(!config.exists(), "{}", config.display());
     support::eventually("the program ends", async || processes_with(&program).is_empty()).await;
     server.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i52_2_l50_without_a_runner_the_terminal_ui_is_the_servers_child() {
+    let home = tempfile::tempdir().unwrap();
+    let server = KANDEV.start_with(home.path(), &["--runner", "none"]);
+    let repo = kandev_testkit::remote_task::project_repo();
+    let (_task, id) = tui_session(&server, repo.path()).await;
+    let mut watch = Watch::topics(&server, &[format!("session:{id}")]).await;
+    until_screen(&mut watch, &server, &id, "waiting", "WAITING_FOR_INPUT").await;
+    prompt(&server, &id, "no runner here").await;
+    let mut term = Term::attach(&server, &id).await;
+    term.shows("● echo: no runner here").await;
+    let program = format!("sessions/{id}/tui");
+    let pid = processes_with(&program);
+    assert_eq!(support::parent_of(pid[0]), server.pid(), "a child of the server");
+    // A graceful stop of the server ends it.
+    server.terminate();
+    support::eventually("the program ends with the server", async || {
+        processes_with(&program).is_empty()
+    })
+    .await;
 }
