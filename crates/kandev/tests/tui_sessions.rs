@@ -294,3 +294,38 @@ async fn i52_2_l50_without_a_runner_the_terminal_ui_is_the_servers_child() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i52_2_l50_an_agent_without_screen_rules_gets_its_prompts_as_they_come_and_its_mcp_settings()
+ {
+    // A stand-in `gemini` on the server's PATH: it shows the settings file it was handed and
+    // echoes each line it reads.
+    let bin = tempfile::tempdir().unwrap();
+    let gemini = bin.path().join("gemini");
+    let script = "#!/bin/sh\necho \"settings: $(cat \"$GEMINI_CLI_SYSTEM_SETTINGS_PATH\")\"\n\
+                  while read -r line; do echo \"got: $line\"; done\n";
+    std::fs::write(&gemini, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&gemini, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap());
+    let home = tempfile::tempdir().unwrap();
+    let server = KANDEV.launch(home.path(), "127.0.0.1:0", &[], &[("PATH", path.as_str())]);
+    let repo = kandev_testkit::remote_task::project_repo();
+    let profile = json!({"name": "Gemini", "kind": "gemini"});
+    let profile = call(&server, "agent.profile.create", profile).await["profile"]["id"].clone();
+    let (task, _) = tui_session(&server, repo.path()).await;
+    let launch = json!({"task_id": task, "agent_profile_id": profile, "terminal_ui": true});
+    let launched = call(&server, "session.launch", launch).await;
+    let id = launched["session"]["id"].as_str().unwrap().to_owned();
+    let mut watch = Watch::topics(&server, &[format!("session:{id}")]).await;
+    until_screen(&mut watch, &server, &id, "unknown", "WAITING_FOR_INPUT").await;
+    let mut term = Term::attach(&server, &id).await;
+    term.shows("\"httpUrl\":\"http://127.0.0.1:").await;
+    // No rules say when its input waits: each prompt goes in, the next a little later.
+    prompt(&server, &id, "first line").await;
+    prompt(&server, &id, "second line").await;
+    // Each as a bracketed paste, then Enter (the program's own echo, not the terminal's).
+    term.shows("got: \u{1b}[200~first line\u{1b}[201~").await;
+    term.shows("got: \u{1b}[200~second line\u{1b}[201~").await;
+    server.terminate();
+}

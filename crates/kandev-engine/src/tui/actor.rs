@@ -173,8 +173,9 @@ impl TuiActor {
                 let _ = reply.send(Err(in_terminal("change its mode and settings")));
             }
             Command::Queue { reply, .. } => {
-                let _ = reply.send(Err(in_terminal(
-                    "prompts are typed in as they come; there is no queue to change",
+                let _ = reply.send(Err(EngineError::Conflict(
+                    "a terminal-UI session has no queue: its prompts are typed in as they come"
+                        .into(),
                 )));
             }
             Command::Reset { reply } => {
@@ -184,8 +185,9 @@ impl TuiActor {
                 let _ = reply.send(Err(in_terminal("undo its work")));
             }
             Command::Rebind { reply, .. } => {
-                let _ = reply.send(Err(in_terminal(
-                    "it keeps its agent; start another session for another one",
+                let _ = reply.send(Err(EngineError::Conflict(
+                    "a terminal-UI session keeps its agent; start a new session with another one"
+                        .into(),
                 )));
             }
             Command::Authenticate { reply, .. } => {
@@ -236,7 +238,7 @@ impl TuiActor {
             Event::Typed { epoch, number } if self.is_current(epoch) => {
                 if self.typed && number == self.typed_count {
                     self.typed = false;
-                    if self.session.tui_screen == Some(TuiScreen::Waiting) {
+                    if self.input_waits() {
                         self.type_next().await?;
                     }
                 }
@@ -290,11 +292,16 @@ impl TuiActor {
         if turn_ended {
             self.turn_complete().await?;
         }
-        let ready = screen == TuiScreen::Waiting || self.rules.is_none();
-        if ready && !self.typed {
+        if self.input_waits() && !self.typed {
             self.type_next().await?;
         }
         Ok(())
+    }
+
+    /// Whether its input box waits for a prompt, as far as Kandev can tell: its screen says
+    /// so, or there are no rules to read it by (then prompts are typed as they come).
+    fn input_waits(&self) -> bool {
+        self.session.tui_screen == Some(TuiScreen::Waiting) || self.rules.is_none()
     }
 
     /// The agent finished working (its input box waits again): the move of the step's
@@ -432,9 +439,7 @@ impl TuiActor {
         match &self.run {
             None => self.ensure_started().await?,
             Some(_) => {
-                let ready =
-                    self.session.tui_screen == Some(TuiScreen::Waiting) || self.rules.is_none();
-                if ready && !self.typed {
+                if self.input_waits() && !self.typed {
                     self.type_next().await?;
                 }
             }
