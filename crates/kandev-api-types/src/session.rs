@@ -110,7 +110,7 @@ pub struct SessionDto {
     /// Set when the session runs its agent's own terminal UI in a terminal (its id is the
     /// session's: `terminal.attach`) instead of speaking ACP: the agent kind it runs.
     pub terminal_ui: Option<crate::objects::AgentKindDto>,
-    /// What a terminal-UI session's screen shows; `null` before it first drew.
+    /// What a terminal-UI session's screen shows; `null` while no program runs.
     pub tui_screen: Option<TuiScreenDto>,
     pub state: SessionStateDto,
     pub epoch: i64,

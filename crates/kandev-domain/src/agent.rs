@@ -121,22 +121,33 @@ impl AgentKind {
 
 impl AgentKind {
     /// The agent's own terminal UI (issue 52): the program a terminal-UI session runs in a
-    /// PTY, and its arguments. `Mock` is `kandev fake-tui` (the engine runs its configured
-    /// binary); `Custom` has none Kandev knows.
-    pub fn terminal_ui(self) -> Option<(&'static str, &'static [&'static str])> {
-        match self {
-            AgentKind::Mock => Some(("kandev", &["fake-tui"])),
-            AgentKind::Claude => Some(("claude", &[])),
-            AgentKind::Codex => Some(("codex", &[])),
-            AgentKind::Gemini => Some(("gemini", &[])),
-            AgentKind::OpenCode => Some(("opencode", &[])),
-            AgentKind::Qwen => Some(("qwen", &[])),
-            AgentKind::Kilo => Some(("kilo", &[])),
-            AgentKind::Copilot => Some(("copilot", &[])),
-            AgentKind::Auggie => Some(("auggie", &[])),
-            AgentKind::Custom => None,
-        }
+    /// PTY, its arguments, and the npm package it comes from (not always the ACP agent's:
+    /// Claude Code's ACP adapter is another package than `claude`). `Mock` is `kandev
+    /// fake-tui` (the engine runs its configured binary); `Custom` has none Kandev knows.
+    pub fn terminal_ui(self) -> Option<TerminalUi> {
+        let (program, args, package): (_, &'static [&'static str], _) = match self {
+            AgentKind::Mock => ("kandev", &["fake-tui"], None),
+            AgentKind::Claude => ("claude", &[], Some("@anthropic-ai/claude-code")),
+            AgentKind::Codex => ("codex", &[], Some("@openai/codex")),
+            AgentKind::Gemini => ("gemini", &[], Some("@google/gemini-cli")),
+            AgentKind::OpenCode => ("opencode", &[], Some("opencode-ai")),
+            AgentKind::Qwen => ("qwen", &[], Some("@qwen-code/qwen-code")),
+            AgentKind::Kilo => ("kilo", &[], Some("@kilocode/cli")),
+            AgentKind::Copilot => ("copilot", &[], Some("@github/copilot")),
+            AgentKind::Auggie => ("auggie", &[], Some("@augmentcode/auggie")),
+            AgentKind::Custom => return None,
+        };
+        Some(TerminalUi { program, args, package })
     }
+}
+
+/// A kind's own terminal UI ([`AgentKind::terminal_ui`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TerminalUi {
+    pub program: &'static str,
+    pub args: &'static [&'static str],
+    /// The npm package that installs it; `None` for the built-in fake.
+    pub package: Option<&'static str>,
 }
 
 /// A kind's default command ([`AgentKind::default_command`]).

@@ -133,8 +133,8 @@ pub struct Session {
     /// ACP (issue 52): the agent kind whose terminal UI it runs (`Mock` runs `kandev
     /// fake-tui`).
     pub terminal_ui: Option<crate::agent::AgentKind>,
-    /// What a terminal-UI session's screen shows, read by its agent's rules; `None` before
-    /// it first drew.
+    /// What a terminal-UI session's screen shows, read by its agent's rules; `None` while no
+    /// program runs (or before it first drew).
     pub tui_screen: Option<TuiScreen>,
     pub state: SessionState,
     /// Persisted fencing counter (architecture.md "Epochs").

@@ -85,6 +85,12 @@ impl Term {
         Term { id: id.to_owned(), ws, output: String::new() }
     }
 
+    /// Attaches once the session's program runs again (its terminal is made by the start).
+    async fn attach_when_running(server: &Server, watch: &mut Watch, id: &str) -> Term {
+        until_screen(watch, server, id, "waiting", "WAITING_FOR_INPUT").await;
+        Term::attach(server, id).await
+    }
+
     async fn type_in(&mut self, text: &str) {
         let input = frame::encode(frame::INPUT, &self.id, text.as_bytes()).unwrap();
         self.ws.send(Message::binary(input)).await.unwrap();
@@ -194,6 +200,12 @@ async fn i52_2_l50_a_workflow_steps_prompt_and_review_comments_are_typed_into_a_
         })
         .await;
 
+    // A person's prompt starts a turn: the step's on_turn_start move is made (back, here).
+    let back = json!({"id": after, "events": {"on_turn_start": [{"type": "move_to_previous"}]}});
+    call(&server, "workflow.step.update", back).await;
+    let stay = json!({"id": next, "events": {"on_enter": [{"type": "auto_start_agent"}]}});
+    call(&server, "workflow.step.update", stay).await;
+
     // Review comments go to the task's primary session as one prompt: typed in too.
     let comment =
         json!({"task_id": task, "path": "README.md", "line": 1, "text": "say what it does"});
@@ -201,6 +213,11 @@ async fn i52_2_l50_a_workflow_steps_prompt_and_review_comments_are_typed_into_a_
     call(&server, "review.submit", json!({"task_id": task})).await;
     term.shows("● echo: Please address these review comments:").await;
     term.shows("say what it does").await;
+    board
+        .until("the task moves back to the step before", async || {
+            call(&server, "task.get", json!({"id": task})).await["task"]["step_id"] == next
+        })
+        .await;
     server.terminate();
 }
 
@@ -327,5 +344,60 @@ async fn i52_2_l50_an_agent_without_screen_rules_gets_its_prompts_as_they_come_a
     // Each as a bracketed paste, then Enter (the program's own echo, not the terminal's).
     term.shows("got: \u{1b}[200~first line\u{1b}[201~").await;
     term.shows("got: \u{1b}[200~second line\u{1b}[201~").await;
+    server.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i52_2_l50_a_stop_says_which_prompts_were_never_typed_and_a_restart_says_it_starts_blank() {
+    let home = tempfile::tempdir().unwrap();
+    let server = KANDEV.start(home.path());
+    let repo = kandev_testkit::remote_task::project_repo();
+    let (_task, id) = tui_session(&server, repo.path()).await;
+    let mut watch = Watch::topics(&server, &[format!("session:{id}")]).await;
+    until_screen(&mut watch, &server, &id, "waiting", "WAITING_FOR_INPUT").await;
+    prompt(&server, &id, "please #permission").await;
+    saw_screen(&mut watch, "permission", "RUNNING").await;
+    // A message that must not wait is refused while the agent works.
+    let now = json!({"session_id": id, "content": "not now", "queue": false});
+    let (status, body) = support::refused(try_call(&server, "message.add", now).await);
+    assert_eq!((status, body["code"].as_str()), (409, Some("BUSY")), "{body}");
+    // One that may wait waits for the input box, which the stop comes before.
+    prompt(&server, &id, "after the question").await;
+    call(&server, "session.stop", json!({"id": id})).await;
+    watch.state(&server, &id, "CANCELLED").await;
+    assert_eq!(session(&server, &id).await["tui_screen"], Value::Null, "no program, no screen");
+    let said = |stored: &[Value], text: &str| {
+        stored
+            .iter()
+            .any(|m| m["kind"] == "status" && m["content"].as_str().unwrap().contains(text))
+    };
+    let stored = support::messages(&server, &id).await;
+    assert!(said(&stored, "1 message(s) above were not typed in"), "{stored:?}");
+
+    // A message starts the program again, and the transcript says it starts blank.
+    prompt(&server, &id, "again").await;
+    let mut term = Term::attach_when_running(&server, &mut watch, &id).await;
+    term.shows("● echo: again").await;
+    let stored = support::messages(&server, &id).await;
+    assert!(said(&stored, "its terminal UI started again"), "{stored:?}");
+    server.terminate();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn i52_2_l50_a_terminal_ui_that_is_not_installed_fails_its_start_saying_what_to_install() {
+    let home = tempfile::tempdir().unwrap();
+    let server = KANDEV.launch(home.path(), "127.0.0.1:0", &[], &[("PATH", "/usr/bin:/bin")]);
+    let repo = kandev_testkit::remote_task::project_repo();
+    let profile = json!({"name": "Claude", "kind": "claude"});
+    let profile = call(&server, "agent.profile.create", profile).await["profile"]["id"].clone();
+    let (task, _) = tui_session(&server, repo.path()).await;
+    let launch = json!({"task_id": task, "agent_profile_id": profile, "terminal_ui": true});
+    let id =
+        call(&server, "session.launch", launch).await["session"]["id"].as_str().unwrap().to_owned();
+    let mut watch = Watch::topics(&server, &[format!("session:{id}")]).await;
+    watch.state(&server, &id, "FAILED").await;
+    let error = session(&server, &id).await["last_error"]["message"].clone();
+    let message = error.as_str().unwrap();
+    assert!(message.contains("npm install -g @anthropic-ai/claude-code"), "{message}");
     server.terminate();
 }

@@ -143,8 +143,7 @@ impl TuiActor {
                 let _ = reply.send(self.ensure_started().await);
             }
             Command::Prompt { request, queued_by, reply } => {
-                let _ = reply
-                    .send(self.prompt(request.content, request.client_message_id, queued_by).await);
+                let _ = reply.send(self.admit(request, queued_by).await);
             }
             Command::Cancel { reply } => {
                 // Escape: what interrupts the agents' terminal UIs.
@@ -308,18 +307,26 @@ impl TuiActor {
     /// `on_turn_complete`, as for an ACP session's turn, when this is the task's primary
     /// session. The step's other actions (ship actions) do not run for a terminal UI.
     async fn turn_complete(&mut self) -> Result<()> {
+        self.follow_move(Trigger::OnTurnComplete, EntryCause::TurnComplete, "agent").await
+    }
+
+    /// A person's prompt starts a turn: the step's `on_turn_start` move (primary session).
+    async fn turn_started(&mut self) -> Result<()> {
+        self.follow_move(Trigger::OnTurnStart, EntryCause::TurnStart, "user").await
+    }
+
+    /// The first move of the task's step for `trigger`, then the entered step's actions.
+    async fn follow_move(&mut self, trigger: Trigger, cause: EntryCause, by: &str) -> Result<()> {
         let task = self.inner.store.get_task(&self.task.id).await?;
         if task.primary_session_id.as_ref() != Some(&self.session.id) {
             return Ok(());
         }
         let workflow = self.inner.store.get_workflow(&task.workflow_id).await?;
         let Some(step) = workflow.step(&task.step_id).cloned() else { return Ok(()) };
-        let Some(target) = first_move(&workflow, &step, Trigger::OnTurnComplete) else {
-            return Ok(());
-        };
-        let (target, cause) = (target.id.clone(), EntryCause::TurnComplete);
+        let Some(target) = first_move(&workflow, &step, trigger) else { return Ok(()) };
+        let target = target.id.clone();
         let moved =
-            record_trigger_move(&self.inner, &task.id, &step.id, &target, cause, "agent").await?;
+            record_trigger_move(&self.inner, &task.id, &step.id, &target, cause, by).await?;
         if moved.is_none() {
             return Ok(()); // moved meanwhile
         }
@@ -392,6 +399,12 @@ impl TuiActor {
             ..SessionUpdate::default()
         };
         self.session = write_session(&mut tx, &self.session, &update).await?;
+        if !first {
+            // Nothing starts blank silently: a new program knows nothing of the messages above.
+            let text = "its terminal UI started again: it does not remember the messages above \
+                        (unless the agent keeps its own history)";
+            add_message(&mut tx, &self.session, None, text, StatusNote::Fresh).await?;
+        }
         tx.commit().await?;
         let cancel = CancellationToken::new();
         self.starting = Some(cancel.clone());
@@ -409,6 +422,29 @@ impl TuiActor {
 
     /// Records a prompt in the transcript and types it once the input box waits (starting
     /// the terminal UI first when it does not run).
+    /// A prompt from outside (a person, a retry, `review.submit`): refused with `Busy` when it
+    /// must not wait (`queue: false`) and the agent works; a person's applies the step's
+    /// `on_turn_start` move, as an ACP session's turn start does.
+    async fn admit(
+        &mut self,
+        request: crate::api::PromptRequest,
+        queued_by: &str,
+    ) -> Result<PromptOutcome> {
+        let busy = self.session.state == SessionState::Running || !self.typing.is_empty();
+        if !request.queue && busy {
+            return Err(EngineError::Busy(
+                "the agent is working in its terminal UI; wait, or send the message to be typed \
+                 in when it is done"
+                    .into(),
+            ));
+        }
+        let outcome = self.prompt(request.content, request.client_message_id, queued_by).await?;
+        if queued_by == "user" && matches!(outcome, PromptOutcome::Sent(_)) {
+            self.turn_started().await?;
+        }
+        Ok(outcome)
+    }
+
     async fn prompt(
         &mut self,
         content: String,
@@ -485,14 +521,32 @@ impl TuiActor {
     /// Ends the terminal UI (or its start): `CANCELLED`.
     async fn stop(&mut self) -> Result<()> {
         let was_running = self.end_run().await;
-        self.typing.clear();
+        self.drop_untyped().await?;
         if was_running && self.session.state.can_become(SessionState::Cancelled) {
             self.write(SessionUpdate {
                 state: Some(SessionState::Cancelled),
+                tui_screen: Some(None),
                 ..SessionUpdate::default()
             })
             .await?;
         }
+        Ok(())
+    }
+
+    /// Prompts that were waiting to be typed when the program ended: the transcript says
+    /// they never reached it.
+    async fn drop_untyped(&mut self) -> Result<()> {
+        let untyped = std::mem::take(&mut self.typing).len();
+        if untyped == 0 {
+            return Ok(());
+        }
+        let text = format!(
+            "{untyped} message(s) above were not typed in: the terminal UI ended first; send \
+             them again"
+        );
+        let mut tx = self.inner.store.begin_write().await?;
+        add_message(&mut tx, &self.session, None, &text, StatusNote::Stopped).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -518,11 +572,15 @@ impl TuiActor {
             self.inner.tui.remove(&self.session.id);
             launch::forget(&self.inner, &self.session, &run.terminal).await;
         }
-        self.typing.clear();
+        self.drop_untyped().await?;
         let clean = exit.exit_code == Some(0);
         let completed = clean && self.session.state.can_become(SessionState::Completed);
         let update = if completed {
-            SessionUpdate { state: Some(SessionState::Completed), ..SessionUpdate::default() }
+            SessionUpdate {
+                state: Some(SessionState::Completed),
+                tui_screen: Some(None),
+                ..SessionUpdate::default()
+            }
         } else {
             let how = match (exit.exit_code, &exit.signal) {
                 (Some(code), _) => format!("with code {code}"),
@@ -538,6 +596,7 @@ impl TuiActor {
             };
             SessionUpdate {
                 state: Some(SessionState::Failed),
+                tui_screen: Some(None),
                 last_error: Some(Some(error)),
                 ..SessionUpdate::default()
             }

@@ -51,13 +51,14 @@ pub(crate) async fn command(
     let (program, args) = match kind {
         AgentKind::Mock => (inner.config.mock_agent.program.clone(), vec!["fake-tui".to_owned()]),
         kind => {
-            let (program, args) = kind.terminal_ui().ok_or_else(|| {
+            let ui = kind.terminal_ui().ok_or_else(|| {
                 EngineError::Validation(format!(
                     "Kandev does not know the terminal UI of {} agents; pick another profile",
                     kind.as_str()
                 ))
             })?;
-            (program.to_owned(), args.iter().map(|a| (*a).to_owned()).collect())
+            check_installed(kind, &ui)?;
+            (ui.program.to_owned(), ui.args.iter().map(|a| (*a).to_owned()).collect())
         }
     };
     let (env, secrets) = profile_env(inner, session).await?;
@@ -66,6 +67,25 @@ pub(crate) async fn command(
         hand_mcp(inner, session, kind, offer, &mut command)?;
     }
     Ok(command)
+}
+
+/// Refuses a terminal UI whose program is not on this machine's `PATH`, saying what to
+/// install (a profile's command is the ACP agent's: it cannot help).
+fn check_installed(kind: AgentKind, ui: &kandev_domain::agent::TerminalUi) -> Result<()> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    if std::env::split_paths(&path).any(|dir| dir.join(ui.program).is_file()) {
+        return Ok(());
+    }
+    let title = kind.default_command().title;
+    let install = match ui.package {
+        Some(package) => format!("install it (`npm install -g {package}`)"),
+        None => "install it".to_owned(),
+    };
+    Err(EngineError::Unavailable(format!(
+        "`{}`, {title}'s own terminal UI, is not on this machine's PATH: {install}, then start \
+         the session again",
+        ui.program
+    )))
 }
 
 /// The profile's environment, its secrets put in, and their values.

@@ -666,7 +666,7 @@ name: string | null,
  */
 terminal_ui: AgentKindDto | null, 
 /**
- * What a terminal-UI session's screen shows; `null` before it first drew.
+ * What a terminal-UI session's screen shows; `null` while no program runs.
  */
 tui_screen: TuiScreenDto | null, state: SessionStateDto, epoch: number, 
 /**
