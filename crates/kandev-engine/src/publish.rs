@@ -120,8 +120,10 @@ fn task_state(state: SessionState) -> TaskState {
     match state {
         SessionState::Created => TaskState::Todo,
         SessionState::Starting | SessionState::Running => TaskState::InProgress,
-        SessionState::WaitingForInput => TaskState::WaitingForInput,
-        SessionState::Failed | SessionState::Cancelled => TaskState::Failed,
+        // A stopped terminal UI waits for its developer as much as an idle agent does: they
+        // stopped it; it did not fail.
+        SessionState::WaitingForInput | SessionState::Cancelled => TaskState::WaitingForInput,
+        SessionState::Failed => TaskState::Failed,
         SessionState::Completed => TaskState::Completed,
     }
 }

@@ -161,9 +161,12 @@ async fn i52_2_l50_a_terminal_ui_sessions_states_come_from_its_screen_and_prompt
         .collect();
     assert_eq!(typed, [json!("hello there"), json!("may I #permission")]);
 
-    // A stop ends the program: CANCELLED, and its terminal is gone.
+    // A stop ends the program: CANCELLED, and its terminal is gone; the card does not say
+    // the task failed.
     call(&server, "session.stop", json!({"id": id})).await;
     watch.state(&server, &id, "CANCELLED").await;
+    let card = call(&server, "task.get", json!({"id": task})).await;
+    assert_eq!(card["task"]["state"], "WAITING_FOR_INPUT", "{card}");
     let gone = try_call(&server, "terminal.attach", json!({"terminal_id": id})).await;
     assert!(gone.is_err(), "{gone:?}");
     server.terminate();
