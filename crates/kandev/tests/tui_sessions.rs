@@ -37,6 +37,15 @@ async fn tui_session(server: &Server, repo: &Path) -> (String, String) {
     (task, launched["session"]["id"].as_str().unwrap().to_owned())
 }
 
+/// [`tui_session`] once its input box waits, with a watch of the session's topic:
+/// `(task id, session id, watch)`.
+async fn waiting_session(server: &Server, repo: &Path) -> (String, String, Watch) {
+    let (task, id) = tui_session(server, repo).await;
+    let mut watch = Watch::topics(server, &[format!("session:{id}")]).await;
+    until_screen(&mut watch, server, &id, "waiting", "WAITING_FOR_INPUT").await;
+    (task, id, watch)
+}
+
 async fn session(server: &Server, id: &str) -> Value {
     call(server, "session.get", json!({"id": id})).await["session"].clone()
 }
@@ -121,9 +130,7 @@ async fn i52_2_l50_a_terminal_ui_sessions_states_come_from_its_screen_and_prompt
     let home = tempfile::tempdir().unwrap();
     let server = KANDEV.start(home.path());
     let repo = kandev_testkit::remote_task::project_repo();
-    let (task, id) = tui_session(&server, repo.path()).await;
-    let mut watch = Watch::topics(&server, &[format!("session:{id}")]).await;
-    until_screen(&mut watch, &server, &id, "waiting", "WAITING_FOR_INPUT").await;
+    let (task, id, mut watch) = waiting_session(&server, repo.path()).await;
     let running = session(&server, &id).await;
     let cwd = running["cwd"].as_str().unwrap();
     assert!(Path::new(cwd).join(".git").exists(), "it runs in the task's worktree: {cwd}");
@@ -178,9 +185,7 @@ async fn i52_2_l50_a_workflow_steps_prompt_and_review_comments_are_typed_into_a_
     let home = tempfile::tempdir().unwrap();
     let server = KANDEV.start(home.path());
     let repo = kandev_testkit::remote_task::project_repo();
-    let (task, id) = tui_session(&server, repo.path()).await;
-    let mut watch = Watch::topics(&server, &[format!("session:{id}")]).await;
-    until_screen(&mut watch, &server, &id, "waiting", "WAITING_FOR_INPUT").await;
+    let (task, id, mut watch) = waiting_session(&server, repo.path()).await;
     let card = call(&server, "task.get", json!({"id": task})).await;
     let workflow = call(&server, "workflow.get", json!({"id": card["task"]["workflow_id"]})).await;
     let next = workflow["workflow"]["steps"][1]["id"].clone();
@@ -229,9 +234,7 @@ async fn i52_2_l50_a_terminal_ui_session_goes_on_after_a_kill_9_of_the_server() 
     let home = tempfile::tempdir().unwrap();
     let mut server = KANDEV.start_with(home.path(), &LOCAL);
     let repo = kandev_testkit::remote_task::project_repo();
-    let (_task, id) = tui_session(&server, repo.path()).await;
-    let mut watch = Watch::topics(&server, &[format!("session:{id}")]).await;
-    until_screen(&mut watch, &server, &id, "waiting", "WAITING_FOR_INPUT").await;
+    let (_task, id, _watch) = waiting_session(&server, repo.path()).await;
     prompt(&server, &id, "before the crash").await;
     let mut term = Term::attach(&server, &id).await;
     term.shows("● echo: before the crash").await;
@@ -265,9 +268,7 @@ async fn i52_3_the_fake_tui_creates_a_task_through_the_mcp_config_kandev_handed_
     let home = tempfile::tempdir().unwrap();
     let server = KANDEV.start(home.path());
     let repo = kandev_testkit::remote_task::project_repo();
-    let (task, id) = tui_session(&server, repo.path()).await;
-    let mut watch = Watch::topics(&server, &[format!("session:{id}")]).await;
-    until_screen(&mut watch, &server, &id, "waiting", "WAITING_FOR_INPUT").await;
+    let (task, id, _watch) = waiting_session(&server, repo.path()).await;
     // The configuration is the session's own, private to this user.
     let config = home.path().join("sessions").join(&id).join("tui").join("mcp.json");
     use std::os::unix::fs::PermissionsExt;
@@ -298,9 +299,7 @@ async fn i52_2_l50_without_a_runner_the_terminal_ui_is_the_servers_child() {
     let home = tempfile::tempdir().unwrap();
     let server = KANDEV.start_with(home.path(), &["--runner", "none"]);
     let repo = kandev_testkit::remote_task::project_repo();
-    let (_task, id) = tui_session(&server, repo.path()).await;
-    let mut watch = Watch::topics(&server, &[format!("session:{id}")]).await;
-    until_screen(&mut watch, &server, &id, "waiting", "WAITING_FOR_INPUT").await;
+    let (_task, id, _watch) = waiting_session(&server, repo.path()).await;
     prompt(&server, &id, "no runner here").await;
     let mut term = Term::attach(&server, &id).await;
     term.shows("● echo: no runner here").await;
@@ -355,9 +354,7 @@ async fn i52_2_l50_a_stop_says_which_prompts_were_never_typed_and_a_restart_says
     let home = tempfile::tempdir().unwrap();
     let server = KANDEV.start(home.path());
     let repo = kandev_testkit::remote_task::project_repo();
-    let (_task, id) = tui_session(&server, repo.path()).await;
-    let mut watch = Watch::topics(&server, &[format!("session:{id}")]).await;
-    until_screen(&mut watch, &server, &id, "waiting", "WAITING_FOR_INPUT").await;
+    let (_task, id, mut watch) = waiting_session(&server, repo.path()).await;
     prompt(&server, &id, "please #permission").await;
     saw_screen(&mut watch, "permission", "RUNNING").await;
     // A message that must not wait is refused while the agent works.
