@@ -280,7 +280,7 @@ async fn columns(snapshot: &mut Snapshot) -> Result<Vec<(String, Vec<Column>)>> 
              FROM information_schema.columns WHERE table_schema = 'public' \
              AND table_name NOT LIKE '\\_sqlx%' AND table_name <> 'event_seq' \
              AND table_name <> 'kandev_version' AND column_name <> 'rowid' \
-             ORDER BY table_name, ordinal_position"
+             AND is_generated = 'NEVER' ORDER BY table_name, ordinal_position"
         }
     };
     let rows: Vec<(String, String, String)> = match snapshot {

@@ -153,26 +153,33 @@ fn search_error(err: sqlx::Error) -> StoreError {
 /// rare one and recent work comes first; a rarer query is ranked over all its matches.
 pub const RANK_WINDOW: i64 = 1_000;
 
-/// PostgreSQL's hits: a GIN index over `kandev_tsv(...)` (see `migrations-pg`), the query
-/// read by `websearch_to_tsquery` (words, "phrases", `or`, `-word`; it never refuses a
-/// query), `ts_headline` snippets with the same marks, and `-ts_rank` so lower is better as
-/// with bm25.
+/// PostgreSQL's hits: a GIN index over the stored `search_words` (`kandev_tsv(...)` of the
+/// row's text, see `migrations-pg` 0047), the query read by `websearch_to_tsquery` (words,
+/// "phrases", `or`, `-word`; it never refuses a query), `ts_headline` snippets with the same
+/// marks, and `-ts_rank` so lower is better as with bm25. Each statement takes its own
+/// [`RANK_WINDOW`] newest matches in a subquery (ordered by `rowid`: for a common word
+/// PostgreSQL walks the rowid index backwards and stops after the window, reading each row's
+/// stored words; for a rare one it reads the GIN index), so ranking never sees more rows.
 const PG_TASK_HITS: Parts = [
     "SELECT 0 AS idx, t.rowid AS rid, t.id AS task_id, t.title AS title, \
      CAST(NULL AS TEXT) AS session_id, CAST(NULL AS TEXT) AS message_id, CAST(NULL AS BIGINT) AS seq, \
-     CAST(-ts_rank(kandev_tsv(t.title || ' ' || t.description), q) AS DOUBLE PRECISION) AS rank \
-     FROM tasks t, websearch_to_tsquery('simple', ",
-    ") q WHERE kandev_tsv(t.title || ' ' || t.description) @@ q AND t.workspace_id = ",
+     CAST(-ts_rank(t.search_words, t.q) AS DOUBLE PRECISION) AS rank \
+     FROM (SELECT w.rowid, w.id, w.title, w.workspace_id, w.archived_at, w.search_words, q \
+     FROM tasks w, websearch_to_tsquery('simple', ",
+    ") q WHERE w.search_words @@ q ORDER BY w.rowid DESC LIMIT 1000) t \
+     WHERE t.workspace_id = ",
     " AND t.archived_at IS NULL",
 ];
 
 const PG_MESSAGE_HITS: Parts = [
     "SELECT 1 AS idx, m.rowid AS rid, t.id AS task_id, t.title AS title, \
      m.session_id AS session_id, m.id AS message_id, m.seq AS seq, \
-     CAST(-ts_rank(kandev_tsv(m.content), q) AS DOUBLE PRECISION) AS rank \
-     FROM messages m JOIN sessions s ON s.id = m.session_id JOIN tasks t ON t.id = s.task_id, \
-     websearch_to_tsquery('simple', ",
-    ") q WHERE kandev_tsv(m.content) @@ q AND t.workspace_id = ",
+     CAST(-ts_rank(m.search_words, m.q) AS DOUBLE PRECISION) AS rank \
+     FROM (SELECT w.rowid, w.id, w.session_id, w.seq, w.search_words, q \
+     FROM messages w, websearch_to_tsquery('simple', ",
+    ") q WHERE w.search_words @@ q ORDER BY w.rowid DESC LIMIT 1000) m \
+     JOIN sessions s ON s.id = m.session_id JOIN tasks t ON t.id = s.task_id \
+     WHERE t.workspace_id = ",
     " AND t.archived_at IS NULL",
 ];
 
@@ -190,12 +197,12 @@ const PG_SNIPPET: Parts = [
 const HITS_ORDER: &str =
     "ORDER BY rank, task_id, session_id NULLS FIRST, seq NULLS FIRST, message_id NULLS FIRST";
 
-/// One searched index in one dialect: its hits, the statement that finds the rowid of its
-/// [`RANK_WINDOW`]-th newest match, and how a hit's rowid is named in `hits`.
+/// One searched index in one dialect: its hits, and on SQLite the statement that finds the
+/// rowid of its [`RANK_WINDOW`]-th newest match and how a hit's rowid is named in `hits`
+/// (PostgreSQL's hits window themselves).
 struct Index {
     hits: Parts,
-    window: &'static str,
-    rowid: &'static str,
+    window: Option<(&'static str, &'static str)>,
 }
 
 fn indexes(dialect: Dialect) -> [Index; 2] {
@@ -203,38 +210,28 @@ fn indexes(dialect: Dialect) -> [Index; 2] {
         Dialect::Sqlite => [
             Index {
                 hits: TASK_HITS,
-                window: "SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ?1 \
+                window: Some((
+                    "SELECT rowid FROM tasks_fts WHERE tasks_fts MATCH ?1 \
                     ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
-                rowid: "tasks_fts.rowid",
+                    "tasks_fts.rowid",
+                )),
             },
             Index {
                 hits: MESSAGE_HITS,
-                window: "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 \
+                window: Some((
+                    "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 \
                     ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
-                rowid: "messages_fts.rowid",
+                    "messages_fts.rowid",
+                )),
             },
         ],
         Dialect::Postgres => [
-            Index {
-                hits: PG_TASK_HITS,
-                window: "SELECT rowid FROM tasks \
-                    WHERE kandev_tsv(title || ' ' || description) @@ websearch_to_tsquery('simple', ?1) \
-                    ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
-                rowid: "t.rowid",
-            },
-            Index {
-                hits: PG_MESSAGE_HITS,
-                window: "SELECT rowid FROM messages \
-                    WHERE kandev_tsv(content) @@ websearch_to_tsquery('simple', ?1) \
-                    ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
-                rowid: "m.rowid",
-            },
+            Index { hits: PG_TASK_HITS, window: None },
+            Index { hits: PG_MESSAGE_HITS, window: None },
         ],
     }
 }
 
-/// The rowid of the [`RANK_WINDOW`]-th newest match of `query` in `index`, if it has that
-/// many.
 /// Refuses on PostgreSQL what FTS5 refuses on SQLite, so the `search` action answers the same
 /// on both (`websearch_to_tsquery` itself accepts any text): an unterminated `"`, unbalanced
 /// parentheses, a `column:` filter, no word at all, or an operator with nothing on one side.
@@ -312,8 +309,11 @@ fn websearch_text(query: &str) -> String {
     out.join(" ")
 }
 
+/// The rowid of the [`RANK_WINDOW`]-th newest match of `query` in `index`, if it has that
+/// many (SQLite; `None` where the hits window themselves).
 async fn window_start(store: &Store, index: &Index, query: &str) -> Result<Option<i64>> {
-    crate::sql::query_scalar::<i64>(index.window)
+    let Some((window, _)) = index.window else { return Ok(None) };
+    crate::sql::query_scalar::<i64>(window)
         .bind(query)
         .bind(RANK_WINDOW - 1)
         .fetch_optional(&store.read)
@@ -332,8 +332,8 @@ fn push_hits(
     start: Option<i64>,
 ) {
     push_parts(q, index.hits, query, workspace);
-    if let Some(rowid) = start {
-        q.push(" AND ").push(index.rowid).push(" >= ").push_bind(rowid);
+    if let (Some(rowid), Some((_, column))) = (start, index.window) {
+        q.push(" AND ").push(column).push(" >= ").push_bind(rowid);
     }
 }
 
@@ -407,7 +407,18 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::{SnippetPart, check_websearch, parts, websearch_text};
+    use super::{
+        PG_MESSAGE_HITS, PG_TASK_HITS, RANK_WINDOW, SnippetPart, check_websearch, parts,
+        websearch_text,
+    };
+
+    #[test]
+    fn postgres_ranks_the_same_window_as_sqlite() {
+        let limit = format!("LIMIT {RANK_WINDOW})");
+        for parts in [PG_TASK_HITS, PG_MESSAGE_HITS] {
+            assert!(parts.concat().contains(&limit), "{parts:?}");
+        }
+    }
 
     #[test]
     fn i21_postgres_refuses_what_fts5_refuses() {

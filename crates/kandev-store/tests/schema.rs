@@ -10,13 +10,15 @@ mod common;
 use common::TestDb;
 
 /// Engine-specific parts each schema has on purpose (see `migrations-pg/0024_schema.sql`):
-/// SQLite's FTS5 tables, PostgreSQL's event counter and explicit `rowid` columns.
+/// SQLite's FTS5 tables, PostgreSQL's event counter, explicit `rowid` columns and stored
+/// searchable words (`search_words`, migration 0047: FTS5's tables hold them on SQLite).
 fn engine_specific(table: &str, column: Option<&str>) -> bool {
     table.starts_with("tasks_fts")
         || table.starts_with("messages_fts")
         || table.starts_with("_sqlx")
         || table == "event_seq"
         || column == Some("rowid")
+        || column == Some("search_words")
 }
 
 /// A column type's class: what a value of it decodes as.
