@@ -154,9 +154,8 @@ fn search_error(err: sqlx::Error) -> StoreError {
 pub const RANK_WINDOW: i64 = 1_000;
 
 /// PostgreSQL's hits: a GIN index over the stored `search_words` (`kandev_tsv(...)` of the
-/// row's text, see `migrations-pg` 0047), the query read by `websearch_to_tsquery` (words,
-/// "phrases", `or`, `-word`; it never refuses a query), `ts_headline` snippets with the same
-/// marks, and `-ts_rank` so lower is better as with bm25. Each statement takes its own
+/// row's text, see `migrations-pg` 0047), the FTS5 query as `to_tsquery` reads it
+/// ([`tsquery_text`]), `ts_headline` snippets with the same marks, and `-ts_rank` so lower is better as with bm25. Each statement takes its own
 /// [`RANK_WINDOW`] newest matches in a subquery (ordered by `rowid`: for a common word
 /// PostgreSQL walks the rowid index backwards and stops after the window, reading each row's
 /// stored words; for a rare one it reads the GIN index), so ranking never sees more rows.
@@ -165,7 +164,7 @@ const PG_TASK_HITS: Parts = [
      CAST(NULL AS TEXT) AS session_id, CAST(NULL AS TEXT) AS message_id, CAST(NULL AS BIGINT) AS seq, \
      CAST(-ts_rank(t.search_words, t.q) AS DOUBLE PRECISION) AS rank \
      FROM (SELECT w.rowid, w.id, w.title, w.workspace_id, w.archived_at, w.search_words, q \
-     FROM tasks w, websearch_to_tsquery('simple', ",
+     FROM tasks w, to_tsquery('simple', ",
     ") q WHERE w.search_words @@ q ORDER BY w.rowid DESC LIMIT 1000) t \
      WHERE t.workspace_id = ",
     " AND t.archived_at IS NULL",
@@ -176,7 +175,7 @@ const PG_MESSAGE_HITS: Parts = [
      m.session_id AS session_id, m.id AS message_id, m.seq AS seq, \
      CAST(-ts_rank(m.search_words, m.q) AS DOUBLE PRECISION) AS rank \
      FROM (SELECT w.rowid, w.id, w.session_id, w.seq, w.search_words, q \
-     FROM messages w, websearch_to_tsquery('simple', ",
+     FROM messages w, to_tsquery('simple', ",
     ") q WHERE w.search_words @@ q ORDER BY w.rowid DESC LIMIT 1000) m \
      JOIN sessions s ON s.id = m.session_id JOIN tasks t ON t.id = s.task_id \
      WHERE t.workspace_id = ",
@@ -185,9 +184,9 @@ const PG_MESSAGE_HITS: Parts = [
 
 const PG_SNIPPET: Parts = [
     "CASE page.idx \
-     WHEN 0 THEN (SELECT ts_headline('simple', t.title || ' ' || t.description, websearch_to_tsquery('simple', ",
+     WHEN 0 THEN (SELECT ts_headline('simple', t.title || ' ' || t.description, to_tsquery('simple', ",
     "), 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=16, MinWords=4') FROM tasks t WHERE t.rowid = page.rid) \
-     ELSE (SELECT ts_headline('simple', left(m.content, 200000), websearch_to_tsquery('simple', ",
+     ELSE (SELECT ts_headline('simple', left(m.content, 200000), to_tsquery('simple', ",
     "), 'StartSel=' || chr(2) || ', StopSel=' || chr(3) || ', MaxWords=16, MinWords=4') FROM messages m WHERE m.rowid = page.rid) END",
 ];
 
@@ -232,81 +231,148 @@ fn indexes(dialect: Dialect) -> [Index; 2] {
     }
 }
 
-/// Refuses on PostgreSQL what FTS5 refuses on SQLite, so the `search` action answers the same
-/// on both (`websearch_to_tsquery` itself accepts any text): an unterminated `"`, unbalanced
-/// parentheses, a `column:` filter, no word at all, or an operator with nothing on one side.
-fn check_websearch(query: &str) -> Result<()> {
-    let refuse = |reason: &str| {
-        Err(StoreError::InvalidQuery(format!(
-            "the search query is not valid ({reason}); quote words with \"double quotes\" to search for them literally"
-        )))
-    };
-    if query.matches('"').count() % 2 == 1 {
-        return refuse("unterminated string");
+/// A piece of an FTS5 query ([`tsquery_text`]).
+enum Token {
+    /// A word or a `"phrase"` as a quoted `tsquery` lexeme, `:*` after it for a `prefix*`.
+    Operand(String),
+    And,
+    Or,
+    Not,
+    Open,
+    Close,
+}
+
+fn invalid(reason: &str) -> StoreError {
+    StoreError::InvalidQuery(format!(
+        "the search query is not valid ({reason}); quote words with \"double quotes\" to search for them literally"
+    ))
+}
+
+/// `text` as one quoted `tsquery` lexeme: PostgreSQL's parser splits it as it split the
+/// stored text (`'a b'` is the phrase `'a' <-> 'b'`, `'foo-bar'` its parts), and drops a
+/// lexeme with no word in it. (An empty `''` is a syntax error there, so it never is one.)
+fn lexeme(text: &str, prefix: bool) -> String {
+    let text = if text.trim().is_empty() { "\"\"" } else { text };
+    let quoted = text.replace('\\', "\\\\").replace('\'', "''");
+    format!("'{quoted}'{}", if prefix { ":*" } else { "" })
+}
+
+/// An FTS5 query's pieces: words (`word*` a prefix), `"phrases"` (`""` a quote inside one,
+/// `"phrase"*` a prefix), `AND`, `OR`, `NOT` and parentheses; FTS5's `column:` filter is
+/// refused as FTS5 refuses it on a search of every column it does not have.
+fn tokens(query: &str) -> Result<Vec<Token>> {
+    let mut out = vec![];
+    let mut chars = query.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {}
+            '(' => out.push(Token::Open),
+            ')' => out.push(Token::Close),
+            '"' => {
+                let mut phrase = String::new();
+                loop {
+                    match chars.next() {
+                        Some('"') if chars.next_if_eq(&'"').is_some() => phrase.push('"'),
+                        Some('"') => break,
+                        Some(c) => phrase.push(c),
+                        None => return Err(invalid("unterminated string")),
+                    }
+                }
+                let prefix = chars.next_if_eq(&'*').is_some();
+                out.push(Token::Operand(lexeme(&phrase, prefix)));
+            }
+            c => {
+                let mut word = String::from(c);
+                while let Some(c) =
+                    chars.next_if(|c| !c.is_whitespace() && !matches!(c, '(' | ')' | '"'))
+                {
+                    word.push(c);
+                }
+                out.push(match word.as_str() {
+                    "AND" => Token::And,
+                    "OR" => Token::Or,
+                    "NOT" => Token::Not,
+                    _ if word.contains(':') => {
+                        let column = word.split(':').next().unwrap_or_default();
+                        return Err(invalid(&format!("no such column: {column}")));
+                    }
+                    _ => match word.strip_suffix('*') {
+                        Some(stem) => Token::Operand(lexeme(stem, true)),
+                        None => Token::Operand(lexeme(&word, false)),
+                    },
+                });
+            }
+        }
     }
-    let unquoted: String = query.split('"').step_by(2).collect::<Vec<_>>().join(" ");
-    let mut depth = 0i32;
-    for c in unquoted.chars() {
-        depth += match c {
-            '(' => 1,
-            ')' => -1,
-            _ => 0,
+    Ok(out)
+}
+
+/// An FTS5 query as a `to_tsquery` text of the same meaning, so the `search` action answers
+/// the same on both engines: words and phrases are ANDed unless `OR` joins them, `NOT` is
+/// `& !`, `prefix*` is `:*`, and parentheses group (the operators' precedence is FTS5's:
+/// `NOT`, then `AND`, then `OR`). A query FTS5 refuses is refused here too, with its reason:
+/// an unterminated `"`, unbalanced parentheses, a `column:` filter, no word at all, or an
+/// operator with nothing on one side (`to_tsquery` itself would fail on those).
+fn tsquery_text(query: &str) -> Result<String> {
+    let tokens = tokens(query)?;
+    if !tokens.iter().any(|t| matches!(t, Token::Operand(_))) {
+        return Err(invalid("a query needs a word"));
+    }
+    let mut out = String::new();
+    let mut depth = 0u32;
+    // Whether the text so far ends with an operand (a word, a phrase or a closed group).
+    let mut after_operand = false;
+    for token in tokens {
+        let operator = match &token {
+            Token::And => Some(("AND", " & ")),
+            Token::Or => Some(("OR", " | ")),
+            Token::Not => Some(("NOT", " & !")),
+            _ => None,
         };
-        if depth < 0 {
-            return refuse("unbalanced parentheses");
+        if let Some((name, text)) = operator {
+            if !after_operand {
+                return Err(invalid(&format!("syntax error near \"{name}\"")));
+            }
+            out.push_str(text);
+            after_operand = false;
+            continue;
+        }
+        match token {
+            Token::Operand(lexeme) => {
+                if after_operand {
+                    out.push_str(" & ");
+                }
+                out.push_str(&lexeme);
+                after_operand = true;
+            }
+            Token::Open => {
+                if after_operand {
+                    out.push_str(" & ");
+                }
+                out.push('(');
+                depth += 1;
+                after_operand = false;
+            }
+            Token::Close => {
+                if depth == 0 {
+                    return Err(invalid("unbalanced parentheses"));
+                }
+                if !after_operand {
+                    return Err(invalid("syntax error near \")\""));
+                }
+                out.push(')');
+                depth -= 1;
+            }
+            Token::And | Token::Or | Token::Not => {}
         }
     }
     if depth != 0 {
-        return refuse("unbalanced parentheses");
+        return Err(invalid("unbalanced parentheses"));
     }
-    let words: Vec<&str> = unquoted
-        .split(|c: char| c.is_whitespace() || c == '(' || c == ')')
-        .filter(|w| !w.is_empty())
-        .collect();
-    if let Some(filter) = words.iter().find(|w| w.ends_with(':')) {
-        return refuse(&format!("no such column: {}", filter.trim_end_matches(':')));
+    if !after_operand {
+        return Err(invalid("syntax error at the end of the query"));
     }
-    let operator = |w: &str| matches!(w, "AND" | "OR" | "NOT");
-    let has_phrase = query.contains('"');
-    if !has_phrase && words.iter().all(|w| operator(w)) {
-        return refuse("a query needs a word");
-    }
-    if let Some(last) = words.last().filter(|w| operator(w)) {
-        return refuse(&format!("syntax error near \"{last}\""));
-    }
-    if let Some(first) = words.first().filter(|w| matches!(**w, "AND" | "OR"))
-        && !query.trim_start().starts_with('"')
-    {
-        return refuse(&format!("syntax error near \"{first}\""));
-    }
-    Ok(())
-}
-
-/// An FTS5-style query as `websearch_to_tsquery` reads it: the `AND` between words is
-/// implied there (as a word it would have to match) and `NOT word` is `-word`; quoted
-/// phrases and `OR` mean the same in both.
-fn websearch_text(query: &str) -> String {
-    let mut out: Vec<String> = vec![];
-    let mut negate = false;
-    let mut in_quote = false;
-    for word in query.split_whitespace() {
-        if in_quote {
-            in_quote = !word.ends_with('"');
-            out.push(word.to_owned());
-            continue;
-        }
-        in_quote = word.starts_with('"') && !(word.len() > 1 && word.ends_with('"'));
-        match word {
-            "AND" => {}
-            "NOT" => negate = true,
-            _ if negate => {
-                negate = false;
-                out.push(format!("-{word}"));
-            }
-            _ => out.push(word.to_owned()),
-        }
-    }
-    out.join(" ")
+    Ok(out)
 }
 
 /// The rowid of the [`RANK_WINDOW`]-th newest match of `query` in `index`, if it has that
@@ -351,10 +417,7 @@ impl Store {
     ) -> Result<SearchPage> {
         let query = match self.dialect() {
             Dialect::Sqlite => query.to_owned(),
-            Dialect::Postgres => {
-                check_websearch(query)?;
-                websearch_text(query)
-            }
+            Dialect::Postgres => tsquery_text(query)?,
         };
         let query = query.as_str();
         let [tasks, messages] = indexes(self.dialect());
@@ -407,10 +470,7 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::{
-        PG_MESSAGE_HITS, PG_TASK_HITS, RANK_WINDOW, SnippetPart, check_websearch, parts,
-        websearch_text,
-    };
+    use super::{PG_MESSAGE_HITS, PG_TASK_HITS, RANK_WINDOW, SnippetPart, parts, tsquery_text};
 
     #[test]
     fn postgres_ranks_the_same_window_as_sqlite() {
@@ -422,19 +482,30 @@ mod tests {
 
     #[test]
     fn i21_postgres_refuses_what_fts5_refuses() {
-        for bad in ["\"unterminated", "AND", "NOT", "title:", "(a OR", "a)", "a AND"] {
-            assert!(check_websearch(bad).is_err(), "{bad:?}");
+        let bad = ["\"unterminated", "AND", "NOT", "title:", "title:x", "(a OR", "a)", "a AND"];
+        for bad in bad.into_iter().chain(["NOT a", "a OR OR b", "(OR a)", "()", "a (b AND) c"]) {
+            assert!(tsquery_text(bad).is_err(), "{bad:?}");
         }
-        for good in ["a", "\"a phrase\"", "a OR b", "a NOT b", "(a OR b) c", "\"AND\""] {
-            assert!(check_websearch(good).is_ok(), "{good:?}");
+        for good in ["a", "\"a phrase\"", "a OR b", "a NOT b", "(a OR b) c", "\"AND\"", "ab*"] {
+            assert!(tsquery_text(good).is_ok(), "{good:?}");
         }
     }
 
     #[test]
-    fn fts5_operators_become_websearch_ones() {
-        assert_eq!(websearch_text("common AND needle"), "common needle");
-        assert_eq!(websearch_text("a NOT b OR c"), "a -b OR c");
-        assert_eq!(websearch_text("\"AND NOT\" x"), "\"AND NOT\" x");
+    fn i53_fts5_queries_become_tsqueries_of_the_same_meaning() {
+        let cases = [
+            ("common AND needle", "'common' & 'needle'"),
+            ("common needle", "'common' & 'needle'"),
+            ("a NOT b OR c", "'a' & !'b' | 'c'"),
+            ("\"AND NOT\" x", "'AND NOT' & 'x'"),
+            ("pre* \"a b\"*", "'pre':* & 'a b':*"),
+            ("x (a OR b) NOT (c)", "'x' & ('a' | 'b') & !('c')"),
+            ("it's \"say \"\"hi\"\"\" a\\b", "'it''s' & 'say \"hi\"' & 'a\\\\b'"),
+            ("\"\" x *", "'\"\"' & 'x' & '\"\"':*"),
+        ];
+        for (fts5, tsquery) in cases {
+            assert_eq!(tsquery_text(fts5).unwrap(), tsquery, "{fts5:?}");
+        }
     }
 
     #[test]

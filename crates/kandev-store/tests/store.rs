@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use kandev_domain::StepId;
 use kandev_domain::workflow::{StepSpec, WorkflowSpec};
-use kandev_store::{NewTask, TaskFilter};
+use kandev_store::{NewTask, SearchKinds, TaskFilter};
 
 mod common;
 use common::TestDb;
@@ -178,6 +178,58 @@ async fn search_matches_title_and_description_literally(db: TestDb) {
     };
     assert_eq!(store.list_tasks(&search("login")).await.unwrap().len(), 2);
     assert_eq!(store.list_tasks(&search("%")).await.unwrap().len(), 1, "% is literal");
+}
+}
+
+on_both_engines! {
+async fn i53_the_search_action_s_query_syntax_finds_the_same_tasks_on_both_engines(db: TestDb) {
+    let store = db.open().await;
+    let mut tx = store.begin_write().await.unwrap();
+    let ws = tx.insert_workspace("Home").await.unwrap();
+    let wf = tx.insert_workflow(&ws.id, &spec(&["A"]), None).await.unwrap();
+    let titles = [
+        "alpha beta gamma",
+        "beta gamma delta",
+        "gamma alpha",
+        "alphabet soup",
+        "it's a beta-test",
+        "reload the config",
+    ];
+    for title in titles {
+        let new = NewTask {
+            workflow_id: wf.id.clone(),
+            step_id: wf.steps[0].id.clone(),
+            title: title.into(),
+            description: String::new(),
+            repository_ids: vec![],
+            agent_profile_id: None,
+        };
+        tx.insert_task(&new, "user").await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    let kinds = SearchKinds { tasks: true, messages: false };
+    let cases: [(&str, &[&str]); 10] = [
+        ("alpha", &["alpha beta gamma", "gamma alpha"]),
+        ("alpha*", &["alpha beta gamma", "alphabet soup", "gamma alpha"]),
+        ("\"beta gamma\"", &["alpha beta gamma", "beta gamma delta"]),
+        ("\"gamma beta\"", &[]),
+        ("alpha AND beta", &["alpha beta gamma"]),
+        ("gamma NOT beta", &["gamma alpha"]),
+        ("delta OR soup", &["alphabet soup", "beta gamma delta"]),
+        ("(delta OR soup) NOT alphabet", &["beta gamma delta"]),
+        ("alpha OR delta gamma", &["alpha beta gamma", "beta gamma delta", "gamma alpha"]),
+        ("RELOAD", &["reload the config"]),
+    ];
+    for (query, want) in cases {
+        let page = store.search(&ws.id, query, kinds, 50, 0).await.unwrap();
+        let mut got: Vec<&str> = page.hits.iter().map(|h| h.task_title.as_str()).collect();
+        got.sort();
+        assert_eq!(got, want, "{query:?}");
+    }
+    for refused in ["NOT alpha", "alpha OR", "(alpha", "nosuch:alpha", "\"alpha"] {
+        let err = store.search(&ws.id, refused, kinds, 50, 0).await.unwrap_err();
+        assert!(err.to_string().contains("double quotes"), "{refused:?}: {err}");
+    }
 }
 }
 
