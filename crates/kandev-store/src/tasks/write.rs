@@ -1,13 +1,27 @@
 //! Task writes: create, update, move, archive, delete, links between tasks, and the fields
 //! the engine sets (git summary, primary session, waiting auto-start).
 
+use std::collections::HashMap;
+
 use kandev_domain::needs_you::NeedsYou;
 use kandev_domain::ship::{GitSummary, PrState};
 use kandev_domain::task::{Task, TaskState, blocker_cycle, parent_cycle, place_at};
 use kandev_domain::{RepositoryId, SessionId, StepId, TaskId};
 
 use super::{NewTask, TaskPatch, get};
+use crate::messages::json_rows;
 use crate::{Result, StoreError, WriteTx, workflows};
+
+/// How many open cards a step holds (a new card's position); by `tasks_by_step`.
+const OPEN_IN_STEP: &str = "SELECT COUNT(*) FROM tasks WHERE step_id = ? AND archived_at IS NULL";
+
+/// A step's open cards with their positions, in board order, but one (the card moving in).
+const OTHERS_IN_STEP: &str = "SELECT id, position FROM tasks WHERE step_id = ? AND id != ? \
+    AND archived_at IS NULL ORDER BY position, created_at, id";
+
+/// A step's open cards with their positions, in board order (to renumber it).
+const CARDS_OF_STEP: &str = "SELECT id, position FROM tasks WHERE step_id = ? \
+    AND archived_at IS NULL ORDER BY position, created_at, id";
 
 impl WriteTx {
     /// Records a task's git summary (what its card shows), replacing the last one.
@@ -38,12 +52,10 @@ impl WriteTx {
 
     /// How many unarchived tasks `step_id` holds (the position at its end).
     async fn open_tasks_in(&mut self, step_id: &StepId) -> Result<i64> {
-        let n = crate::sql::query_scalar(
-            "SELECT COUNT(*) FROM tasks WHERE step_id = ? AND archived_at IS NULL",
-        )
-        .bind(step_id.as_str())
-        .fetch_one(self.conn())
-        .await?;
+        let n = crate::sql::query_scalar(OPEN_IN_STEP)
+            .bind(step_id.as_str())
+            .fetch_one(self.conn())
+            .await?;
         Ok(n)
     }
 
@@ -137,14 +149,15 @@ impl WriteTx {
     ) -> Result<Task> {
         let task = self.get_task(id).await?;
         workflows::check_step_of(self.db(), to_step, &task.workflow_id).await?;
-        let others: Vec<String> = crate::sql::query_scalar(
-            "SELECT id FROM tasks WHERE step_id = ? AND id != ? AND archived_at IS NULL \
-             ORDER BY position, created_at, id",
-        )
-        .bind(to_step.as_str())
-        .bind(id.as_str())
-        .fetch_all(self.conn())
-        .await?;
+        let others: Vec<(String, i64)> = crate::sql::query_as(OTHERS_IN_STEP)
+            .bind(to_step.as_str())
+            .bind(id.as_str())
+            .fetch_all(self.conn())
+            .await?;
+        let mut positions: HashMap<String, i64> = others.iter().cloned().collect();
+        // The moved task always gets its position written (it may come from another step).
+        positions.insert(id.as_str().to_owned(), -1);
+        let others = others.into_iter().map(|(id, _)| id).collect();
         let order = place_at(others, id.as_str().to_owned(), position);
         let now = self.now().millis();
         crate::sql::query("UPDATE tasks SET step_id = ?, updated_at = ? WHERE id = ?")
@@ -153,7 +166,7 @@ impl WriteTx {
             .bind(id.as_str())
             .execute(self.conn())
             .await?;
-        self.write_task_order(&order).await?;
+        self.write_task_order(&order, &positions).await?;
         if &task.step_id != to_step {
             self.renumber_step(&task.step_id).await?;
             self.record_step_change(id, Some(&task.step_id), to_step, trigger, actor).await?;
@@ -161,26 +174,39 @@ impl WriteTx {
         self.get_task(id).await
     }
 
-    async fn write_task_order(&mut self, order: &[String]) -> Result<()> {
-        for (position, task_id) in order.iter().enumerate() {
-            crate::sql::query("UPDATE tasks SET position = ? WHERE id = ? AND position != ?")
-                .bind(position as i64)
-                .bind(task_id)
-                .bind(position as i64)
-                .execute(self.conn())
-                .await?;
+    /// Gives the tasks of `order` the positions 0, 1, … in that order, writing only those
+    /// whose position in `current` differs, in one statement: a step of thousands of cards
+    /// is renumbered in one round trip, and a move to its end writes one row.
+    async fn write_task_order(
+        &mut self,
+        order: &[String],
+        current: &HashMap<String, i64>,
+    ) -> Result<()> {
+        let changed: Vec<(&str, i64)> = (0_i64..)
+            .zip(order)
+            .filter(|(position, id)| current.get(*id) != Some(position))
+            .map(|(position, id)| (id.as_str(), position))
+            .collect();
+        if changed.is_empty() {
+            return Ok(());
         }
+        crate::sql::query(
+            "UPDATE tasks SET position = CAST(j.value->>1 AS BIGINT) FROM json_each(?) AS j \
+             WHERE tasks.id = j.value->>0",
+        )
+        .bind(json_rows(&changed, self.conn().dialect())?)
+        .execute(self.conn())
+        .await?;
         Ok(())
     }
 
     async fn renumber_step(&mut self, step_id: &StepId) -> Result<()> {
-        let order: Vec<String> = crate::sql::query_scalar(
-            "SELECT id FROM tasks WHERE step_id = ? AND archived_at IS NULL ORDER BY position, created_at, id",
-        )
-        .bind(step_id.as_str())
-        .fetch_all(self.conn())
-        .await?;
-        self.write_task_order(&order).await
+        let rows: Vec<(String, i64)> = crate::sql::query_as(CARDS_OF_STEP)
+            .bind(step_id.as_str())
+            .fetch_all(self.conn())
+            .await?;
+        let order: Vec<String> = rows.iter().map(|(id, _)| id.clone()).collect();
+        self.write_task_order(&order, &rows.into_iter().collect()).await
     }
 
     async fn record_step_change(
@@ -451,5 +477,35 @@ impl WriteTx {
         .execute(self.conn())
         .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CARDS_OF_STEP, OPEN_IN_STEP, OTHERS_IN_STEP};
+    use crate::Store;
+    use crate::sql::{Dialect, QueryBuilder};
+
+    /// Issue 53: a task's creation and a move read only the steps they touch, by the step
+    /// index, not every card of the board (which made creation slower as a board grew).
+    #[tokio::test]
+    async fn i53_a_step_s_cards_are_read_by_the_step_index() {
+        let store = Store::in_memory().await.unwrap();
+        for statement in [OPEN_IN_STEP, OTHERS_IN_STEP, CARDS_OF_STEP] {
+            let mut q = QueryBuilder::new(Dialect::Sqlite, "EXPLAIN QUERY PLAN ");
+            let mut parts = statement.split('?');
+            q.push(parts.next().unwrap_or_default());
+            for part in parts {
+                q.push_bind("s").push(part);
+            }
+            let rows: Vec<(i64, i64, i64, String)> =
+                q.build_query_as().fetch_all(&store.read).await.unwrap();
+            let plan: Vec<String> = rows.into_iter().map(|r| r.3).collect();
+            assert!(
+                plan.iter().any(|l| l.contains("USING") && l.contains("tasks_by_step")),
+                "{plan:?}"
+            );
+            assert!(!plan.iter().any(|l| l.starts_with("SCAN")), "{statement}: {plan:?}");
+        }
     }
 }
