@@ -216,3 +216,28 @@ async fn i15_a4_only_writes_that_may_change_a_card_bump_the_cards_version() {
     drop(tx);
     assert_eq!(f.store.cards_version(), after_message);
 }
+
+on_both_engines! {
+async fn i53_a_long_message_s_snippet_shows_its_match(db: TestDb) {
+    let f = fixture_on(db, "long").await;
+    // Past the length PostgreSQL makes a snippet of whole (search.rs, SNIPPET_WHOLE_BYTES).
+    let filler = "lorem ipsum dolor ".repeat(1000);
+    let text = format!("{filler}the zanzibar treaty {filler}");
+    new_message(&f.store, &f.session, &text).await;
+    new_message(&f.store, &f.session, "the next message ends the first one's stream").await;
+    let kinds = SearchKinds { tasks: false, messages: true };
+    for query in ["zanzibar", "\"Zanzibar treaty\"", "zanzi*", "treaty NOT nothing"] {
+        let page = f.store.search(&f.workspace, query, kinds, 10, 0).await.unwrap();
+        assert_eq!(page.hits.len(), 1, "{query}: {page:?}");
+        let snippet = &page.hits[0].snippet;
+        let highlighted: Vec<String> =
+            snippet.iter().filter(|p| p.highlight).map(|p| p.text.to_lowercase()).collect();
+        assert!(
+            highlighted.iter().any(|w| w.contains("zanzibar") || w.contains("treaty")),
+            "{query}: {snippet:?}"
+        );
+        let whole: usize = snippet.iter().map(|p| p.text.len()).sum();
+        assert!(whole < 400, "{query}: a snippet, not the text: {whole} bytes");
+    }
+}
+}
