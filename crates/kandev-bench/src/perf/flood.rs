@@ -24,7 +24,8 @@ pub async fn p1(ctx: &Ctx) -> Result<Report> {
     let (sessions_n, chunks, bytes) = if ctx.quick { (5, 200, 100) } else { (50, 2000, 100) };
     let mut report = Report::new(
         "P1",
-        json!({"sessions": sessions_n, "chunks": chunks, "chunk_bytes": bytes, "subscribers_per_session": 2}),
+        json!({"sessions": sessions_n, "chunks": chunks, "chunk_bytes": bytes, "subscribers_per_session": 2,
+            "database": ctx.engine()}),
     );
     // Stamped chunks: each carries its write time, for the write -> receive latency.
     let script = format!("#!mock\nstream {chunks} {bytes} stamp");
@@ -43,7 +44,7 @@ pub async fn p1(ctx: &Ctx) -> Result<Report> {
     report.check(raw_paced.ok, "the raw paced agents streamed exactly the expected text");
 
     let home = ctx.home("p1")?;
-    let server = harness::start(&ctx.kandev, &home, &[])?;
+    let server = harness::start(&ctx.kandev, &home, &ctx.database_args())?;
     let (workflow, _) = server.board("P1").await?;
     let sessions = live_sessions(&server, &workflow, sessions_n).await?;
     let idle_rss = server.rss_kib();
