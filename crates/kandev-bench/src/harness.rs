@@ -29,8 +29,9 @@ impl Drop for Server {
     }
 }
 
-/// Starts `kandev serve --addr 127.0.0.1:0 --home <home>` plus `extra` arguments; stderr goes
-/// to `<home>/../<home name>.log` (appended, so restarts keep one log).
+/// Starts `kandev serve --addr 127.0.0.1:0 --home <home>` plus `extra` arguments (an `--addr`
+/// among them replaces the port 0); stderr goes to `<home>/../<home name>.log` (appended, so
+/// restarts keep one log).
 pub fn start(kandev: &Path, home: &Path, extra: &[&str]) -> Result<Server> {
     start_env(kandev, home, extra, &[])
 }
@@ -61,7 +62,10 @@ fn spawn_server(
     let log = home.with_extension("log");
     let stderr = std::fs::OpenOptions::new().create(true).append(true).open(&log)?;
     let mut child = command
-        .args(["serve", "--addr", "127.0.0.1:0", "--home"])
+        .arg("serve")
+        // Port 0 unless the scenario names the address (P9 restarts on the same one).
+        .args(if extra.contains(&"--addr") { &[][..] } else { &["--addr", "127.0.0.1:0"][..] })
+        .arg("--home")
         .arg(home)
         // Scenarios measure agents as the server's children unless they ask for a runner
         // (the default `local` would leave runners behind killed servers for their grace).

@@ -1,4 +1,4 @@
-//! `kandev-bench`: the benchmark scenarios (P1-P5, P7, P8) and the fault harness (R1, R2, R4, R5, R6, R8) of
+//! `kandev-bench`: the benchmark scenarios (P1-P5, P7-P9) and the fault harness (R1, R2, R4, R5, R6, R8) of
 //! the targets. Each starts the real `kandev serve` on a temp home with real mock-agent
 //! processes, drives it only through the public API, verifies every result, and prints one
 //! JSON line. The process exits non-zero when a scenario fails.
@@ -32,10 +32,17 @@ struct Cli {
     #[arg(long, global = true)]
     kandev: Option<PathBuf>,
     /// Run the server on this (empty) database instead of a SQLite file in its home, e.g. a
-    /// postgres:// URL (`scripts/pg createdb NAME` makes one). P2, P3, P5 and R1, one at a
-    /// time (P6 in docs/performance.md).
+    /// postgres:// URL (`scripts/pg createdb NAME` makes one). P2, P3, P5, P9 and R1, one at
+    /// a time (P6 in docs/performance.md).
     #[arg(long, global = true)]
     database_url: Option<String>,
+    /// P9 only: run this many minutes instead of the full 30 (the restart in the middle).
+    #[arg(long, global = true)]
+    minutes: Option<u64>,
+    /// P9 only: write its timeline here (`p9-<engine>.csv` and `.svg`) instead of the
+    /// bench's temp dir, e.g. `docs/perf`.
+    #[arg(long, global = true)]
+    out: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +63,10 @@ enum Scenario {
     /// P1's flood with the agents in containers (Podman) against on the host, same run:
     /// both throughputs and their ratio (target >= 0.80; issue 42).
     P8,
+    /// A team's day, compressed: 30 minutes of mixed load (clients that reconnect, agents
+    /// streaming in bursts, task creations, moves, searches) with a kill -9 and restart in
+    /// the middle; nothing told is missing; health, memory and throughput over time (issue 53).
+    P9,
     /// kill -9 the server mid-stream, restart, check nothing told is lost.
     R1,
     /// kill -9 a server with the local runner during streaming turns, restart: the turns
@@ -171,9 +182,17 @@ async fn main() -> Result<()> {
     let cli = Cli::parse();
     anyhow::ensure!(
         cli.database_url.is_none()
-            || matches!(cli.scenario, Scenario::P2 | Scenario::P3 | Scenario::P5 | Scenario::R1),
-        "--database-url is for one of p2, p3, p5 and r1 at a time (each needs an empty database)"
+            || matches!(
+                cli.scenario,
+                Scenario::P2 | Scenario::P3 | Scenario::P5 | Scenario::P9 | Scenario::R1
+            ),
+        "--database-url is for one of p2, p3, p5, p9 and r1 at a time (each needs an empty database)"
     );
+    anyhow::ensure!(
+        (cli.minutes.is_none() && cli.out.is_none()) || cli.scenario == Scenario::P9,
+        "--minutes and --out are for p9"
+    );
+    let (minutes, out) = (cli.minutes, cli.out);
     let ctx = Ctx {
         kandev: locate_kandev(cli.kandev)?,
         quick: cli.quick,
@@ -195,6 +214,7 @@ async fn main() -> Result<()> {
         Scenario::P5,
         Scenario::P7,
         Scenario::P8,
+        Scenario::P9,
         Scenario::R1,
         Scenario::R6,
         Scenario::R6Ssh,
@@ -216,6 +236,7 @@ async fn main() -> Result<()> {
             Scenario::P5 => ("P5", perf::p5(&ctx).await),
             Scenario::P7 => ("P7", perf::p7(&ctx).await),
             Scenario::P8 => ("P8", perf::p8(&ctx).await),
+            Scenario::P9 => ("P9", perf::p9(&ctx, minutes, out.as_deref()).await),
             Scenario::R1 => ("R1", faults::r1(&ctx).await),
             Scenario::R6 => ("R6", faults::r6(&ctx, faults::R6On::LocalRunner).await),
             Scenario::R6Ssh => ("R6-ssh", faults::r6(&ctx, faults::R6On::Ssh).await),
