@@ -32,8 +32,8 @@ struct Cli {
     #[arg(long, global = true)]
     kandev: Option<PathBuf>,
     /// Run the server on this (empty) database instead of a SQLite file in its home, e.g. a
-    /// postgres:// URL (`scripts/pg createdb NAME` makes one). P2, P3, P5, P9 and R1, one at
-    /// a time (P6 in docs/performance.md).
+    /// postgres:// URL (`scripts/bench-pg` makes one per scenario). P1, P2, P3, P5, P9 and R1,
+    /// one at a time (P6 in docs/performance.md).
     #[arg(long, global = true)]
     database_url: Option<String>,
     /// P9 only: run this many minutes instead of the full 30 (the restart in the middle).
@@ -184,9 +184,14 @@ async fn main() -> Result<()> {
         cli.database_url.is_none()
             || matches!(
                 cli.scenario,
-                Scenario::P2 | Scenario::P3 | Scenario::P5 | Scenario::P9 | Scenario::R1
+                Scenario::P1
+                    | Scenario::P2
+                    | Scenario::P3
+                    | Scenario::P5
+                    | Scenario::P9
+                    | Scenario::R1
             ),
-        "--database-url is for one of p2, p3, p5, p9 and r1 at a time (each needs an empty database)"
+        "--database-url is for one of p1, p2, p3, p5, p9 and r1 at a time (each needs an empty database)"
     );
     anyhow::ensure!(
         (cli.minutes.is_none() && cli.out.is_none()) || cli.scenario == Scenario::P9,
