@@ -61,7 +61,7 @@ impl Sizes {
         if quick && minutes.is_none() {
             return Sizes {
                 duration: Duration::from_secs(40),
-                // Half a second into the turns started at 20 s: the kill lands mid-turn.
+                // At 20.5 s, once a burst's turns are under way: the kill lands mid-turn.
                 restart_at: Duration::from_millis(20_500),
                 tick: Duration::from_secs(2),
                 clients: 5,
@@ -322,6 +322,10 @@ pub async fn p9(ctx: &Ctx, minutes: Option<u64>, out: Option<&Path>) -> Result<R
     // The restart in the middle: an operator's crash-restart (kill -9, start again on the
     // same home and address); the runner keeps the agents and the server takes them over.
     tokio::time::sleep_until((started + sizes.restart_at).into()).await;
+    // Mid-stream: the bursts run on the load's own clock, so wait for one (a turn lasts about
+    // a second of every `burst_every`).
+    let streaming = record::wait_turns_under_way(&events, sizes.burst_every * 3).await;
+    report.check(streaming, "no turn was under way at the kill: the restart was not mid-stream");
     let killed = Instant::now();
     let _ = events.send(record::Event::Killed(killed));
     server.kill9()?;

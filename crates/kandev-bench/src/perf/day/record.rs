@@ -51,6 +51,8 @@ pub(super) enum Event {
     Restarted(u32),
     /// When was a client last told something?
     LastTold(oneshot::Sender<Option<Instant>>),
+    /// How many sessions have a turn under way (answered, its completion not told yet)?
+    TurnsUnderWay(oneshot::Sender<usize>),
 }
 
 /// One row of the timeline: the tick's figures (rates are per second over the tick).
@@ -168,6 +170,9 @@ pub(super) async fn record(
                     Event::LastTold(answer) => {
                         let _ = answer.send(last_told);
                     }
+                    Event::TurnsUnderWay(answer) => {
+                        let _ = answer.send(busy.values().filter(|n| **n > 0).count());
+                    }
                 }
             }
             _ = sample.tick() => {
@@ -211,6 +216,26 @@ pub(super) async fn record(
         }
     }
     recording
+}
+
+/// Waits until some session has a turn under way (true), or `within` passed (false).
+pub(super) async fn wait_turns_under_way(
+    events: &mpsc::UnboundedSender<Event>,
+    within: Duration,
+) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < within {
+        let (answer, asked) = oneshot::channel();
+        if events.send(Event::TurnsUnderWay(answer)).is_err() {
+            return false;
+        }
+        match asked.await {
+            Ok(0) => tokio::time::sleep(Duration::from_millis(20)).await,
+            Ok(_) => return true,
+            Err(_) => return false,
+        }
+    }
+    false
 }
 
 /// Waits until no client was told anything for `quiet` (true), or `within` passed (false).
