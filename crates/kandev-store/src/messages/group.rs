@@ -6,8 +6,10 @@
 //! streaming) are therefore one multi-statement string (sqlx runs its statements one after
 //! another in one hand-off, binding their `?` from one argument list in order), and the two
 //! reads before them (the appended messages' heads and the next seq) one more. PostgreSQL
-//! does not take several statements with arguments in one string: there they run one by
-//! one, each taking many rows in one JSON parameter ([`json_rows`]).
+//! does not take several statements with arguments in one string, but one statement may
+//! write several tables (data-modifying `WITH`): there the reads are one statement, the
+//! inserts one more and the fold a third (each a network round trip; seven before), each
+//! taking many rows in one JSON parameter ([`json_rows`]).
 
 use std::collections::HashMap;
 
@@ -70,6 +72,37 @@ AND message_id NOT IN (SELECT value->>0 FROM json_each(?))); \
 DELETE FROM message_chunks WHERE session_id IN (SELECT value->>0 FROM json_each(?)) \
 AND message_id NOT IN (SELECT value->>0 FROM json_each(?))";
 
+/// The group's inserts on PostgreSQL, in one statement: the new messages, their chunks and
+/// the events. A chunk may belong to a message inserted beside it: the foreign key is checked
+/// at the statement's end, when both rows are there.
+const PG_GROUP_INSERTS: &str = "\
+WITH added AS (INSERT INTO messages (id, session_id, turn_id, seq, kind, content, metadata, \
+client_message_id, created_at, updated_at) SELECT value->>0, value->>1, value->>2, \
+CAST(value->>3 AS BIGINT), value->>4, value->>5, value->>6, value->>7, ?1, ?1 \
+FROM json_each(?2) RETURNING 1), \
+appended AS (INSERT INTO message_chunks (message_id, session_id, delta, end_len) \
+SELECT value->>0, value->>1, value->>2, CAST(value->>3 AS BIGINT) FROM json_each(?3) RETURNING 1) \
+INSERT INTO events (seq, topic, action, payload, created_at) \
+SELECT CAST(value->>0 AS BIGINT), value->>1, value->>2, value->>3, ?1 FROM json_each(?4)";
+
+/// The fold of a group on PostgreSQL, in one statement: the chunks of the sessions' messages
+/// but the ones still streaming are deleted, and what the delete returns is appended to their
+/// messages. A separate statement from [`PG_GROUP_INSERTS`], whose chunks it must see.
+const PG_GROUP_FOLD: &str = "\
+WITH folded AS (DELETE FROM message_chunks WHERE session_id IN (SELECT value->>0 FROM json_each(?1)) \
+AND message_id NOT IN (SELECT value->>0 FROM json_each(?2)) RETURNING id, message_id, delta) \
+UPDATE messages SET content = content || f.text FROM (SELECT message_id, \
+string_agg(delta, '' ORDER BY id) AS text FROM folded GROUP BY message_id) AS f \
+WHERE messages.id = f.message_id";
+
+/// The heads of the messages of the one argument and, in a row of its own with no id, the
+/// highest seq, in one statement on PostgreSQL.
+const PG_HEADS_AND_SEQ: &str = "\
+SELECT NULL, NULL, last, NULL, NULL FROM event_seq UNION ALL \
+SELECT m.id, m.session_id, m.seq, m.kind, COALESCE((SELECT c.end_len FROM message_chunks c \
+WHERE c.message_id = m.id ORDER BY c.id DESC LIMIT 1), octet_length(m.content)) \
+FROM messages m WHERE m.id IN (SELECT value->>0 FROM json_each(?))";
+
 /// The heads of the messages of the one argument and, in a row of its own with no id, the highest seq
 /// (SQLite: one hand-off for both reads).
 pub(crate) const SQLITE_HEADS_AND_SEQ: &str = "\
@@ -98,20 +131,20 @@ impl WriteTx {
             .collect()
     }
 
-    /// [`WriteTx::stream_heads`] of `ids` and [`WriteTx::next_seq`], in one round trip on
-    /// SQLite.
+    /// [`WriteTx::stream_heads`] of `ids` and [`WriteTx::next_seq`], in one round trip.
     pub async fn stream_heads_and_next_seq(
         &mut self,
         ids: &[&MessageId],
     ) -> Result<(HashMap<MessageId, Appended>, i64)> {
-        if self.conn().dialect() == Dialect::Postgres {
-            let heads = self.stream_heads(ids).await?;
-            return Ok((heads, self.next_seq().await?));
-        }
+        let dialect = self.conn().dialect();
+        let statement = match dialect {
+            Dialect::Sqlite => SQLITE_HEADS_AND_SEQ,
+            Dialect::Postgres => PG_HEADS_AND_SEQ,
+        };
         let list: Vec<(&str,)> = ids.iter().map(|id| (id.as_str(),)).collect();
         type HeadRow = (Option<String>, Option<String>, i64, Option<String>, Option<i64>);
-        let rows: Vec<HeadRow> = crate::sql::query_as(SQLITE_HEADS_AND_SEQ)
-            .bind(json_rows(&list, Dialect::Sqlite)?)
+        let rows: Vec<HeadRow> = crate::sql::query_as(statement)
+            .bind(json_rows(&list, dialect)?)
             .fetch_all(self.conn())
             .await?;
         let mut highest = 0;
@@ -137,17 +170,12 @@ impl WriteTx {
     }
 
     /// Writes a group: its new messages, chunks and events (published on commit), then folds
-    /// the finished messages of its sessions. One round trip on SQLite.
+    /// the finished messages of its sessions. One round trip on SQLite, two on PostgreSQL
+    /// (one when nothing is folded).
     pub async fn write_stream_group(&mut self, group: StreamGroup<'_>) -> Result<()> {
         let StreamGroup { messages, chunks, first_seq, events, fold_sessions, keep } = group;
-        if self.conn().dialect() == Dialect::Postgres {
-            self.insert_messages(messages).await?;
-            self.insert_chunks(chunks).await?;
-            self.emit_numbered(first_seq, events).await?;
-            return self.fold_sessions_except(fold_sessions, keep).await;
-        }
         let now = self.now();
-        let dialect = Dialect::Sqlite;
+        let dialect = self.conn().dialect();
         let message_rows: Vec<_> =
             messages.iter().map(|(id, seq, m)| message_row(id, *seq, m)).collect();
         let chunk_rows: Vec<_> = chunks
@@ -164,20 +192,40 @@ impl WriteTx {
         let sessions: Vec<(&str,)> = fold_sessions.iter().map(|s| (s.as_str(),)).collect();
         let keep: Vec<(&str,)> = keep.iter().map(|id| (id.as_str(),)).collect();
         let (sessions, keep) = (json_rows(&sessions, dialect)?, json_rows(&keep, dialect)?);
-        // In the order of the placeholders (see `SQLITE_GROUP`).
-        crate::sql::query(SQLITE_GROUP)
-            .bind(now.millis())
-            .bind(now.millis())
-            .bind(json_rows(&message_rows, dialect)?)
-            .bind(json_rows(&chunk_rows, dialect)?)
-            .bind(now.millis())
-            .bind(json_rows(&event_rows, dialect)?)
-            .bind(sessions.as_str())
-            .bind(keep.as_str())
-            .bind(sessions.as_str())
-            .bind(keep.as_str())
-            .execute(self.conn())
-            .await?;
+        let (message_rows, chunk_rows) =
+            (json_rows(&message_rows, dialect)?, json_rows(&chunk_rows, dialect)?);
+        let event_rows = json_rows(&event_rows, dialect)?;
+        if dialect == Dialect::Postgres {
+            crate::sql::query(PG_GROUP_INSERTS)
+                .bind(now.millis())
+                .bind(message_rows)
+                .bind(chunk_rows)
+                .bind(event_rows)
+                .execute(self.conn())
+                .await?;
+            if !fold_sessions.is_empty() {
+                crate::sql::query(PG_GROUP_FOLD)
+                    .bind(sessions)
+                    .bind(keep)
+                    .execute(self.conn())
+                    .await?;
+            }
+        } else {
+            // In the order of the placeholders (see `SQLITE_GROUP`).
+            crate::sql::query(SQLITE_GROUP)
+                .bind(now.millis())
+                .bind(now.millis())
+                .bind(message_rows)
+                .bind(chunk_rows)
+                .bind(now.millis())
+                .bind(event_rows)
+                .bind(sessions.as_str())
+                .bind(keep.as_str())
+                .bind(sessions.as_str())
+                .bind(keep.as_str())
+                .execute(self.conn())
+                .await?;
+        }
         for ((topic, action, payload), seq) in events.into_iter().zip(first_seq..) {
             self.publish_on_commit(Event { seq, topic, action, payload, created_at: now });
         }
