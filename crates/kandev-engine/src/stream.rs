@@ -14,8 +14,8 @@
 //!   writer, the larger each write and notification, instead of a longer queue.
 //! - **Few round trips per group.** A group is written with a fixed number of statements
 //!   whatever its size (one read of the appended messages' heads, one of the next seq, one
-//!   insert each of messages, chunks and events, one fold), on SQLite sent as two round
-//!   trips (`kandev_store::StreamGroup`). Each round trip is a hand-off to the connection's
+//!   insert each of messages, chunks and events, one fold), sent as two round trips on
+//!   SQLite and three on PostgreSQL (`kandev_store::StreamGroup`). Each round trip is a hand-off to the connection's
 //!   thread, and under CPU contention
 //!   each round trip is where a chunk waits, so there is no savepoint around them: when the
 //!   batch fails (a session or message deleted meanwhile, say), its transaction is rolled

@@ -54,9 +54,11 @@
 //!     whose order meets `NULL`s says `NULLS FIRST` (search's `HITS_ORDER`, where only ties
 //!     of rank meet them; no test of its own).
 //! 13. **Per-dialect text only where the engines differ in kind**: full-text search, the event
-//!     counter (`sqlite_sequence` / `event_seq`), `EXPLAIN QUERY PLAN` tests and SQLite's
-//!     fault drills, each chosen by [`Dialect`] where it is used (a rule of layout: every
-//!     such text runs in the store suite on its engine, no test of its own).
+//!     counter (`sqlite_sequence` / `event_seq`), the streamed group's statements (several
+//!     in one string on SQLite, data-modifying `WITH` on PostgreSQL), `EXPLAIN QUERY PLAN`
+//!     tests and SQLite's fault drills, each chosen by [`Dialect`] where it is used (a rule
+//!     of layout: every such text runs in the store suite on its engine, no test of its
+//!     own).
 
 pub(crate) use crate::query::{Arg, QueryBuilder, query, query_as, query_scalar};
 
