@@ -489,34 +489,11 @@ impl SessionActor {
     pub(super) fn spawn_pump(
         &self,
         epoch: i64,
-        mut events: mpsc::UnboundedReceiver<(u64, AgentEvent)>,
-        mut results: mpsc::UnboundedReceiver<Command>,
+        events: mpsc::UnboundedReceiver<(u64, AgentEvent)>,
+        results: mpsc::UnboundedReceiver<Command>,
         cancel: CancellationToken,
     ) {
-        let inbox = self.sender();
-        self.spawn(async move {
-            let mut events_open = true;
-            loop {
-                let command = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => return,
-                    event = events.recv(), if events_open => match event {
-                        Some((at, event)) => Command::Agent { epoch, at, event },
-                        None => {
-                            events_open = false;
-                            continue;
-                        }
-                    },
-                    result = results.recv() => match result {
-                        Some(result) => result,
-                        None => return,
-                    },
-                };
-                if inbox.send(command).await.is_err() {
-                    return;
-                }
-            }
-        });
+        self.spawn(super::pump::run(epoch, events, results, cancel, self.sender()));
     }
 
     pub(super) fn spawn_exit_watch(

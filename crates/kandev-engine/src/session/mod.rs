@@ -18,6 +18,7 @@ mod events;
 mod inputs;
 mod modes;
 mod permissions;
+mod pump;
 mod queue;
 mod rebind;
 pub(crate) mod reset;
