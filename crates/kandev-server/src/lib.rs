@@ -138,6 +138,9 @@ pub async fn serve(
         config.checkpoint_interval,
         shutdown.clone(),
     ));
+    if state.store().dialect() == kandev_store::Dialect::Postgres {
+        tasks.spawn(refresh_statistics(state.store().clone(), STATISTICS_EVERY, shutdown.clone()));
+    }
     tasks.spawn(state.engine().deliver_notifications(shutdown.clone()));
     // Old uploads no message or queued prompt names are removed (issue 38, item 5).
     tasks.spawn(state.engine().sweep_attachments(shutdown.clone()));
@@ -217,6 +220,33 @@ async fn checkpoint_wal(store: Store, every: Duration, shutdown: CancellationTok
             Ok(None) => return, // nothing to checkpoint on this engine
             Err(err) => {
                 tracing::warn!(error = %err, "checkpointing the database failed; will retry")
+            }
+        }
+    }
+}
+
+/// How often the server looks whether PostgreSQL's statistics of the searched tables are out
+/// of date (a cheap read of its counters).
+const STATISTICS_EVERY: Duration = Duration::from_secs(2);
+
+/// On PostgreSQL, analyzes the searched tables once a tenth of them changed, every `every`,
+/// until `shutdown` (`Store::refresh_statistics`: autovacuum looks only every minute, and a
+/// search planned without statistics read every match of a common word).
+async fn refresh_statistics(store: Store, every: Duration, shutdown: CancellationToken) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        match store.refresh_statistics().await {
+            Ok(analyzed) if !analyzed.is_empty() => {
+                tracing::debug!(?analyzed, "refreshed the planner's statistics");
+            }
+            Ok(_) => {}
+            Err(err) => {
+                tracing::warn!(error = %err, "analyzing the searched tables failed; will retry")
             }
         }
     }

@@ -45,6 +45,7 @@ mod session_resets;
 mod sessions;
 mod ship;
 mod sql;
+mod statistics;
 mod tasks;
 mod turns;
 mod version;

@@ -8,6 +8,7 @@ use std::path::Path;
 
 /// Which file owns each table: the only file whose SQL names it.
 const OWNERS: &[(&str, &str)] = &[
+    ("pg_stat_user_tables", "statistics.rs"),
     ("workspaces", "workspaces.rs"),
     ("repositories", "repositories.rs"),
     ("executors", "executors.rs"),
