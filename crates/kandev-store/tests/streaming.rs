@@ -240,6 +240,27 @@ async fn i53_a_long_message_s_snippet_shows_its_match(db: TestDb) {
         assert!(whole < 400, "{query}: a snippet, not the text: {whole} bytes");
     }
 }
+
+/// The window of a long text is found where its match is written in another case than the
+/// query's too (PostgreSQL looks for the match as the query writes it first).
+async fn i53_a_long_message_s_snippet_shows_its_match_in_any_case(db: TestDb) {
+    let f = fixture_on(db, "long").await;
+    let filler = "lorem ipsum dolor ".repeat(1000);
+    let text = format!("{filler}The ZANZIBAR Treaty {filler}");
+    new_message(&f.store, &f.session, &text).await;
+    new_message(&f.store, &f.session, "the next message ends the first one's stream").await;
+    let kinds = SearchKinds { tasks: false, messages: true };
+    for query in ["zanzibar", "\"zanzibar treaty\""] {
+        let page = f.store.search(&f.workspace, query, kinds, 10, 0).await.unwrap();
+        assert_eq!(page.hits.len(), 1, "{query}: {page:?}");
+        let snippet = &page.hits[0].snippet;
+        let highlighted: Vec<&str> =
+            snippet.iter().filter(|p| p.highlight).map(|p| p.text.as_str()).collect();
+        assert!(highlighted.iter().any(|h| h.contains("ZANZIBAR")), "{query}: {snippet:?}");
+        let whole: usize = snippet.iter().map(|p| p.text.len()).sum();
+        assert!(whole < 400, "{query}: a snippet, not the text: {whole} bytes");
+    }
+}
 }
 
 on_both_engines! {
