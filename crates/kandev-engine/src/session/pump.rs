@@ -8,7 +8,7 @@
 //! first in each round is not enough: they may be empty when looked at and the result there a
 //! moment later, in the same round (the reader and the child run on other threads). So after
 //! taking a result, the pump forwards every event queued by then first: all those sent
-//! before the answer are (lifecycle rule 5, `i53_a_turn_s_end_never_overtakes_its_last_chunk`),
+//! before the answer are (lifecycle rule 5, `l05_a_turn_s_end_never_overtakes_its_last_chunk`),
 //! and maybe some sent just after it, which could come either side of it before as well.
 //! Otherwise a turn's last chunk could reach the actor after the turn had closed, be stored
 //! as a message of its own and be told after the `session.turn.completed` a client stops at.
@@ -130,7 +130,7 @@ mod tests {
     /// was stored after the turn (P1's paced turn, now and then: a subscriber one chunk
     /// short of the stored transcript).
     #[tokio::test]
-    async fn i53_a_turn_s_end_never_overtakes_its_last_chunk() {
+    async fn l05_a_turn_s_end_never_overtakes_its_last_chunk() {
         let (event_tx, events) = mpsc::unbounded_channel();
         let (result_tx, results) = mpsc::unbounded_channel();
         let (inbox_tx, mut inbox) = mpsc::channel(16);
