@@ -199,16 +199,11 @@ pub async fn serve(
 /// 57-115 ms without them, docs/performance.md). A checkpoint that fails is retried at the
 /// next tick; past `WRITER_CHECKPOINT_PAGES` the writer checkpoints by itself anyway.
 async fn checkpoint_wal(store: Store, every: Duration, shutdown: CancellationToken) {
-    let mut ticks = tokio::time::interval(every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut ticks = Paced::new(every, &shutdown);
     // `None` until the first complete checkpoint: what was committed before the loop started
     // (the boot's writes) is in the log too.
     let mut checkpointed_at = None;
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = ticks.tick() => {}
-        }
+    while ticks.next().await {
         let commits = store.commits();
         if checkpointed_at == Some(commits) {
             continue;
@@ -225,6 +220,29 @@ async fn checkpoint_wal(store: Store, every: Duration, shutdown: CancellationTok
     }
 }
 
+/// The pace of a maintenance loop: a tick at once and then every `every` (one that comes
+/// late is delayed, not doubled), until `shutdown`.
+struct Paced {
+    ticks: tokio::time::Interval,
+    shutdown: CancellationToken,
+}
+
+impl Paced {
+    fn new(every: Duration, shutdown: &CancellationToken) -> Paced {
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Paced { ticks, shutdown: shutdown.clone() }
+    }
+
+    /// Waits for the next tick: false once the server shuts down.
+    async fn next(&mut self) -> bool {
+        tokio::select! {
+            _ = self.shutdown.cancelled() => false,
+            _ = self.ticks.tick() => true,
+        }
+    }
+}
+
 /// How often the server looks whether PostgreSQL's statistics of the searched tables are out
 /// of date (a cheap read of its counters).
 const STATISTICS_EVERY: Duration = Duration::from_secs(2);
@@ -233,13 +251,8 @@ const STATISTICS_EVERY: Duration = Duration::from_secs(2);
 /// until `shutdown` (`Store::refresh_statistics`: autovacuum looks only every minute, and a
 /// search planned without statistics read every match of a common word).
 async fn refresh_statistics(store: Store, every: Duration, shutdown: CancellationToken) {
-    let mut ticks = tokio::time::interval(every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = ticks.tick() => {}
-        }
+    let mut ticks = Paced::new(every, &shutdown);
+    while ticks.next().await {
         match store.refresh_statistics().await {
             Ok(analyzed) if !analyzed.is_empty() => {
                 tracing::debug!(?analyzed, "refreshed the planner's statistics");
@@ -261,13 +274,8 @@ async fn prune_log(
     every: Duration,
     shutdown: CancellationToken,
 ) {
-    let mut ticks = tokio::time::interval(every);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = ticks.tick() => {}
-        }
+    let mut ticks = Paced::new(every, &shutdown);
+    while ticks.next().await {
         // Dropping a pass mid-batch rolls that batch back.
         let pruned = tokio::select! {
             _ = shutdown.cancelled() => return,

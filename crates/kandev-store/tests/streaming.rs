@@ -1,14 +1,14 @@
 //! Issue 15: streamed text reads whole and in order, and full-text search finds it once
 //! folded (on a real SQLite file; the linear cost of appending is streaming_cost.rs).
 
+use kandev_domain::WorkspaceId;
 use kandev_domain::transcript::MessageKind;
-use kandev_domain::{TurnId, WorkspaceId};
-use kandev_store::{NewMessage, RANK_WINDOW, SearchKinds, StoreError};
+use kandev_store::{RANK_WINDOW, SearchKinds, StoreError};
 
 mod common;
 #[path = "common/streaming.rs"]
 mod streaming;
-use streaming::{fixture, fixture_on, new_message};
+use streaming::{fixture, fixture_on, new_message, streamed};
 
 on_both_engines! {
 async fn i15_streamed_chunks_read_in_order_and_fold_unchanged_into_searchable_text(db: TestDb) {
@@ -90,15 +90,8 @@ async fn i15_a4_a_common_word_is_ranked_among_its_newest_matches_a_rare_one_amon
     let oldest = new_message(&f.store, &f.session, "common common common needle").await;
     let mut tx = f.store.begin_write().await.unwrap();
     for i in 0..RANK_WINDOW {
-        tx.insert_message(&NewMessage {
-            session_id: f.session.clone(),
-            turn_id: None::<TurnId>,
-            content: format!("common word {i}"),
-            meta: kandev_domain::message_meta::MessageMeta::empty(MessageKind::Agent),
-            client_message_id: None,
-        })
-        .await
-        .unwrap();
+        let new = streamed(&f.session, &format!("common word {i}"), MessageKind::Agent);
+        tx.insert_message(&new).await.unwrap();
         let topic = format!("session:{}", f.session);
         tx.emit(topic, "session.message.added", serde_json::json!({})).await.unwrap();
     }
@@ -176,13 +169,7 @@ async fn i15_a4_only_writes_that_may_change_a_card_bump_the_cards_version() {
     let mut tx = f.store.begin_write().await.unwrap();
     let (heads, first_seq) = tx.stream_heads_and_next_seq(&[]).await.unwrap();
     assert!(heads.is_empty());
-    let new = NewMessage {
-        session_id: f.session.clone(),
-        turn_id: None::<TurnId>,
-        content: "streamed".into(),
-        meta: kandev_domain::message_meta::MessageMeta::empty(MessageKind::Agent),
-        client_message_id: None,
-    };
+    let new = streamed(&f.session, "streamed", MessageKind::Agent);
     let messages = [(id.clone(), first_seq, new)];
     let topic = format!("session:{}", f.session);
     tx.write_stream_group(kandev_store::StreamGroup {
@@ -274,13 +261,7 @@ async fn i53_a_group_starts_appends_and_folds_in_its_own_statements(db: TestDb) 
     let mut tx = f.store.begin_write().await.unwrap();
     let (heads, seq) = tx.stream_heads_and_next_seq(&[&first]).await.unwrap();
     assert_eq!(heads[&first].length, 1);
-    let new = NewMessage {
-        session_id: f.session.clone(),
-        turn_id: None::<TurnId>,
-        content: "c".into(),
-        meta: kandev_domain::message_meta::MessageMeta::empty(MessageKind::Thought),
-        client_message_id: None,
-    };
+    let new = streamed(&f.session, "c", MessageKind::Thought);
     let messages = [(second.clone(), seq + 1, new)];
     let chunk = |message_id, delta, end_len| kandev_store::NewChunk {
         message_id,
@@ -369,13 +350,7 @@ async fn i53_a_burst_of_messages_gets_the_planner_s_statistics_at_once(db: TestD
     let (_, seq) = tx.stream_heads_and_next_seq(&[]).await.unwrap();
     let messages: Vec<_> = (0..1200)
         .map(|i| {
-            let new = NewMessage {
-                session_id: f.session.clone(),
-                turn_id: None::<TurnId>,
-                content: format!("answer {i}"),
-                meta: kandev_domain::message_meta::MessageMeta::empty(MessageKind::Agent),
-                client_message_id: None,
-            };
+            let new = streamed(&f.session, &format!("answer {i}"), MessageKind::Agent);
             (f.store.new_message_id(), seq + i, new)
         })
         .collect();

@@ -43,6 +43,17 @@ pub async fn fixture_on(db: TestDb, title: &str) -> Fixture {
     Fixture { db, store, workspace, session: session.id }
 }
 
+/// A streamed message of `kind` in no turn, as a group commit writes it.
+pub fn streamed(session: &SessionId, content: &str, kind: MessageKind) -> NewMessage {
+    NewMessage {
+        session_id: session.clone(),
+        turn_id: None::<TurnId>,
+        content: content.into(),
+        meta: kandev_domain::message_meta::MessageMeta::empty(kind),
+        client_message_id: None,
+    }
+}
+
 pub async fn new_message(store: &Store, session: &SessionId, first: &str) -> MessageId {
     let mut tx = store.begin_write().await.unwrap();
     let message = tx

@@ -223,19 +223,8 @@ pub(super) async fn wait_turns_under_way(
     events: &mpsc::UnboundedSender<Event>,
     within: Duration,
 ) -> bool {
-    let started = Instant::now();
-    while started.elapsed() < within {
-        let (answer, asked) = oneshot::channel();
-        if events.send(Event::TurnsUnderWay(answer)).is_err() {
-            return false;
-        }
-        match asked.await {
-            Ok(0) => tokio::time::sleep(Duration::from_millis(20)).await,
-            Ok(_) => return true,
-            Err(_) => return false,
-        }
-    }
-    false
+    let pause = Duration::from_millis(20);
+    ask_until(events, Event::TurnsUnderWay, |n| *n > 0, pause, within).await
 }
 
 /// Waits until no client was told anything for `quiet` (true), or `within` passed (false).
@@ -244,18 +233,30 @@ pub(super) async fn wait_quiet(
     quiet: Duration,
     within: Duration,
 ) -> bool {
+    let is_quiet = |last: &Option<Instant>| last.is_none_or(|l| l.elapsed() >= quiet);
+    ask_until(events, Event::LastTold, is_quiet, quiet / 4, within).await
+}
+
+/// Asks the recorder (`ask`) every `pause` until `done` holds of its answer (true), or
+/// `within` passed or the recorder is gone (false).
+async fn ask_until<T>(
+    events: &mpsc::UnboundedSender<Event>,
+    ask: impl Fn(oneshot::Sender<T>) -> Event,
+    done: impl Fn(&T) -> bool,
+    pause: Duration,
+    within: Duration,
+) -> bool {
     let started = Instant::now();
     while started.elapsed() < within {
         let (answer, asked) = oneshot::channel();
-        if events.send(Event::LastTold(answer)).is_err() {
+        if events.send(ask(answer)).is_err() {
             return false;
         }
         match asked.await {
-            Ok(Some(last)) if last.elapsed() < quiet => {}
-            Ok(_) => return true,
+            Ok(answer) if done(&answer) => return true,
+            Ok(_) => tokio::time::sleep(pause).await,
             Err(_) => return false,
         }
-        tokio::time::sleep(quiet / 4).await;
     }
     false
 }
